@@ -42,6 +42,11 @@ export class DevicesView {
     this.inTrend = new Set();
     /** @type {Map<string, string>} signalKey -> its unit, for the signals that declare one */
     this.units = new Map();
+    /**
+     * deviceKey -> its card as shown, kept while its device is unchanged (render).
+     * @type {Map<string, {json: string, el: HTMLElement, cells: Map<string, any>, liveness: HTMLElement, trendButtons: Map<string, HTMLElement>}>}
+     */
+    this.cards = new Map();
     /** @type {any[]} devices with their capabilities */
     this.devices = [];
     this.inventoryKey = "";
@@ -115,7 +120,14 @@ export class DevicesView {
     );
   }
 
+  /**
+   * Shows the inventory. A device whose entry and capabilities are unchanged keeps its card, as
+   * it is: what the operator typed in its forms, a call's answer, the focus and the values shown
+   * survive a change elsewhere (a reload adding a provider, another provider restarting).
+   */
   render() {
+    const previous = this.cards;
+    this.cards = new Map();
     this.cells.clear();
     this.healthBadges.clear();
     this.trendButtons.clear();
@@ -124,17 +136,41 @@ export class DevicesView {
       fill(box, h("p", { class: "muted", text: "No devices." }));
       return;
     }
-    fill(box, ...this.devices.map((d) => this.deviceCard(d)));
+    const els = this.devices.map((d) => {
+      const dk = deviceKey(d.provider_id, d.device_id);
+      const json = JSON.stringify(d);
+      let card = previous.get(dk);
+      if (card === undefined || card.json !== json) card = this.deviceCard(d, json);
+      this.cards.set(dk, card);
+      for (const [sk, cell] of card.cells) this.cells.set(sk, cell);
+      this.healthBadges.set(dk, card.liveness);
+      for (const [handle, button] of card.trendButtons) this.trendButtons.set(handle, button);
+      return card.el;
+    });
+    // Moved only where the order changed: a card taken out of the page loses its focus.
+    const kept = new Set(els);
+    for (const child of [...box.children]) if (!kept.has(child)) child.remove();
+    els.forEach((el, n) => {
+      if (box.children[n] !== el) box.insertBefore(el, box.children[n] ?? null);
+    });
     this.markTrend([...this.inTrend]);
   }
 
-  deviceCard(d) {
+  /**
+   * A device's card, with its signals' cells, its liveness badge and its trend buttons.
+   * @param {any} d the device with its capabilities
+   * @param {string} json `d` as JSON: a card is kept while its device's JSON is unchanged
+   */
+  deviceCard(d, json) {
+    /** @type {Map<string, any>} */
+    const cells = new Map();
+    /** @type {Map<string, HTMLElement>} */
+    const trendButtons = new Map();
     // The handle as the API writes it, for reading (and as a test hook); not a key: with ids
     // that contain `/` two devices or signals can share it.
     const dk = `${d.provider_id}/${d.device_id}`;
     const titleId = `dev-${cssId(d.provider_id)}-${cssId(d.device_id)}`;
     const liveness = h("span", { class: "badge q-UNKNOWN", text: "liveness …" });
-    this.healthBadges.set(deviceKey(d.provider_id, d.device_id), liveness);
     const signals = d.caps.signals ?? [];
     const rows = signals.map((s) => {
       const handle = `${dk}/${s.signal_id}`;
@@ -159,10 +195,10 @@ export class DevicesView {
           "aria-pressed": this.inTrend.has(handle) ? "true" : "false",
           onclick: () => this.onTrendToggle(handle),
         });
-        this.trendButtons.set(handle, button);
+        trendButtons.set(handle, button);
         trendCell = h("td", { class: "trend" }, button);
       }
-      this.cells.set(signalKey(d.provider_id, d.device_id, s.signal_id), {
+      cells.set(signalKey(d.provider_id, d.device_id, s.signal_id), {
         valueEl,
         qualityEl,
         ageEl,
@@ -185,7 +221,7 @@ export class DevicesView {
         trendCell,
       );
     });
-    return h(
+    const el = h(
       "article",
       { class: "device", "aria-labelledby": titleId, "data-device": dk },
       h(
@@ -219,6 +255,7 @@ export class DevicesView {
         : h("p", { class: "muted", text: "No signals." }),
       ...(d.caps.functions ?? []).map((f) => this.functionForm(d, f)),
     );
+    return { json, el, cells, liveness, trendButtons };
   }
 
   functionForm(d, f) {

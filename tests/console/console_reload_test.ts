@@ -97,3 +97,52 @@ Deno.test({
     });
   },
 });
+
+Deno.test({
+  name:
+    "Operator console keeps a half-filled function form when a reload adds a provider beside its device",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
+    const sim0 = /\n {2}- id: sim0\n(?: {4}.*\n)+/.exec(demo)?.[0];
+    assert.ok(sim0, "the demo declares sim0");
+    await withCheckoutMirror(demo, async (dir) => {
+      const [browser, rt] = await launchChromiumAlongside(
+        startRuntimeInMirror(dir),
+        (r) => r.stop(),
+      );
+      try {
+        const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+        const errors = collectPageErrors(page);
+        await page.goto(`${rt.base}/#devices`);
+        const duty = page.locator("#fn-sim0-motorctl0-10-arg-duty");
+        await duty.waitFor({ timeout: PAGE_WAIT_MS });
+        // Half filled: the duty typed, the motor not yet; a check refusal shown beside the form.
+        await duty.fill("0.25");
+        const form = page.locator('form[data-fn="sim0/motorctl0/10"]');
+        await form.locator('button[type="submit"]').click();
+        await waitForText(page, 'form[data-fn="sim0/motorctl0/10"] .result', /Not sent/);
+
+        await Deno.writeTextFile(
+          `${dir}/config.yaml`,
+          demo.replace(sim0, sim0 + sim0.replace("- id: sim0", "- id: sim1")),
+        );
+        rt.signal("SIGHUP");
+        await waitFor("the reload summary", () => /config reload: /.test(rt.stderr()));
+        await page.locator('article[data-device="sim1/motorctl0"]').waitFor({
+          timeout: PAGE_WAIT_MS,
+        });
+        assert.strictEqual(
+          await duty.inputValue(),
+          "0.25",
+          "what the operator typed in sim0's form was wiped by the reload",
+        );
+        assert.match(await form.locator(".result").textContent() ?? "", /Not sent/);
+        assert.deepStrictEqual(errors, []);
+      } finally {
+        await browser.close();
+        await rt.stop();
+      }
+    });
+  },
+});
