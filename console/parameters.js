@@ -15,10 +15,12 @@ export class ParametersView {
   constructor(options) {
     this.api = options.api;
     this.errorText = options.errorText;
-    /** The declarations shown (without values): the forms are rebuilt when they change. */
-    this.shape = "";
-    /** @type {Map<string, HTMLElement>} parameter name -> value cell */
-    this.values = new Map();
+    /**
+     * name -> its form as shown and its declaration (without value) as JSON: a form is kept while
+     * its declaration is unchanged, with what the operator typed in it.
+     * @type {Map<string, {shape: string, el: HTMLElement, valueEl: HTMLElement}>}
+     */
+    this.forms = new Map();
   }
 
   /** Reads of the parameters (a slower, older answer is dropped). */
@@ -31,73 +33,88 @@ export class ParametersView {
       if (r === OVERTAKEN) return;
       list = r.parameters ?? [];
     } catch (err) {
-      this.shape = "";
       fill(byId("parameters"), h("p", { class: "muted", text: String(err) }));
       return;
     }
     list.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-    const shape = JSON.stringify(list.map(({ value: _v, ...rest }) => rest));
-    if (shape !== this.shape) {
-      this.shape = shape;
-      this.render(list);
-    }
+    this.render(list);
     for (const p of list) {
-      const cell = this.values.get(p.name);
-      if (cell) setText(cell, String(p.value));
+      const form = this.forms.get(p.name);
+      if (form) setText(form.valueEl, String(p.value));
     }
   }
 
+  /**
+   * Shows the declarations. A parameter whose declaration is unchanged keeps its form (a reload
+   * that adds or removes another one must not wipe a value being typed); a changed one gets a
+   * new form.
+   */
   render(list) {
-    this.values.clear();
+    const box = byId("parameters");
+    const previous = this.forms;
+    this.forms = new Map();
     if (list.length === 0) {
-      fill(byId("parameters"), h("p", { class: "muted", text: "No parameters declared." }));
+      fill(box, h("p", { class: "muted", text: "No parameters declared." }));
       return;
     }
-    fill(
-      byId("parameters"),
-      ...list.map((p) => {
-        const id = `param-${cssId(p.name)}`;
-        const valueEl = h("strong", { class: "value", text: String(p.value) });
-        this.values.set(p.name, valueEl);
-        const ui = field(`${id}-new`, `New value of ${p.name}`, { ...p, required: true });
-        const result = h("p", { class: "result", role: "status" });
-        const onsubmit = async (e) => {
-          e.preventDefault();
-          const r = readParameter(p, ui.read());
-          ui.setError("error" in r ? r.error : "");
-          if ("error" in r) {
-            setResult(result, "error", "Not sent: fix the value.");
-            return;
-          }
-          setResult(result, "pending", "Setting…");
-          try {
-            const a = await this.api.post("/v0/parameters", { name: p.name, value: r.value });
-            setResult(result, "ok", `${a.parameter.name} = ${a.parameter.value}`);
-          } catch (err) {
-            setResult(result, "error", this.errorText(err));
-          }
-          await this.load();
-        };
-        return h(
-          "form",
-          { class: "card param", novalidate: true, "data-parameter": p.name, onsubmit },
-          h("h3", { text: p.name }),
-          h(
-            "p",
-            {},
-            "Current value: ",
-            valueEl,
-            h("span", { class: "muted", text: ` (${p.type})` }),
-          ),
-          ui.row,
-          h(
-            "div",
-            { class: "fn-actions" },
-            h("button", { type: "submit" }, `Set ${p.name}`),
-            result,
-          ),
-        );
-      }),
+    const els = list.map((p) => {
+      const { value: _v, ...declared } = p;
+      const shape = JSON.stringify(declared);
+      let form = previous.get(p.name);
+      if (form === undefined || form.shape !== shape) form = { shape, ...this.form(p) };
+      this.forms.set(p.name, form);
+      return form.el;
+    });
+    // Moved only where the order changed: a form taken out of the page loses its focus.
+    const kept = new Set(els);
+    for (const child of [...box.children]) if (!kept.has(child)) child.remove();
+    els.forEach((el, n) => {
+      if (box.children[n] !== el) box.insertBefore(el, box.children[n] ?? null);
+    });
+  }
+
+  /** One parameter's form: its current value and a field for a new one. */
+  form(p) {
+    const id = `param-${cssId(p.name)}`;
+    const valueEl = h("strong", { class: "value", text: String(p.value) });
+    const ui = field(`${id}-new`, `New value of ${p.name}`, { ...p, required: true });
+    const result = h("p", { class: "result", role: "status" });
+    const onsubmit = async (e) => {
+      e.preventDefault();
+      const r = readParameter(p, ui.read());
+      ui.setError("error" in r ? r.error : "");
+      if ("error" in r) {
+        setResult(result, "error", "Not sent: fix the value.");
+        return;
+      }
+      setResult(result, "pending", "Setting…");
+      try {
+        const a = await this.api.post("/v0/parameters", { name: p.name, value: r.value });
+        setResult(result, "ok", `${a.parameter.name} = ${a.parameter.value}`);
+      } catch (err) {
+        setResult(result, "error", this.errorText(err));
+      }
+      await this.load();
+    };
+    const el = h(
+      "form",
+      { class: "card param", novalidate: true, "data-parameter": p.name, onsubmit },
+      h("h3", { text: p.name }),
+      h(
+        "p",
+        {},
+        "Current value: ",
+        valueEl,
+        h("span", { class: "muted", text: ` (${p.type})` }),
+      ),
+      ui.row,
+      h(
+        "div",
+        { class: "fn-actions" },
+        h("button", { type: "submit" }, `Set ${p.name}`),
+        result,
+      ),
     );
+    return { el, valueEl };
   }
 }

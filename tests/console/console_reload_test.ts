@@ -33,6 +33,9 @@ Deno.test({
         await page.goto(`${rt.base}/#parameters`);
         await page.locator('form[data-parameter="target_temp"]').waitFor({ timeout: PAGE_WAIT_MS });
         assert.strictEqual(await page.locator('form[data-parameter="reload_probe"]').count(), 0);
+        // A new value half entered in another parameter's form stays through the reload.
+        const typed = page.locator('form[data-parameter="target_temp"] input');
+        await typed.fill("55");
 
         await Deno.writeTextFile(
           `${dir}/config.yaml`,
@@ -46,6 +49,11 @@ Deno.test({
         const probe = page.locator('form[data-parameter="reload_probe"]');
         await probe.waitFor({ timeout: PAGE_WAIT_MS });
         assert.match(await probe.locator("strong.value").textContent() ?? "", /^1\.5$/);
+        assert.strictEqual(
+          await typed.inputValue(),
+          "55",
+          "what the operator typed in target_temp's form was wiped by the reload",
+        );
         assert.deepStrictEqual(errors, []);
       } finally {
         await browser.close();
