@@ -6,6 +6,9 @@ import { MODE_HINTS } from "./mode.js";
 import { byId, fill, formatTime, h, setText } from "./dom.js";
 import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
+/** Providers the header names one by one at most; past it, a count and the ones down first. */
+export const MAX_PROVIDER_BADGES = 8;
+
 const RUNG_TEXT = {
   hooks: "safe-state hooks",
   setpoints: "safe-state setpoints",
@@ -84,16 +87,32 @@ export class MachineStatus {
     const uncovered = byId("uncovered");
     setText(uncovered, String(e.uncovered_actuating_functions));
     uncovered.className = e.uncovered_actuating_functions > 0 ? "warn" : "";
-    const providers = byId("providers");
-    fill(
-      providers,
-      ...(s.providers ?? []).map((p) =>
-        h("span", {
-          class: `badge ${p.state === "AVAILABLE" ? "q-OK" : "q-UNAVAILABLE"}`,
-          text: `${p.provider_id} ${p.state}`,
-        })
-      ),
-    );
+    fill(byId("providers"), ...providerBadges(s.providers ?? []));
     this.onRender(s);
   }
+}
+
+/**
+ * The header's providers: each with its state, up to MAX_PROVIDER_BADGES; beyond, how many are
+ * available, the first ones not available, and how many more (the Health view lists them all):
+ * the header is sticky, and 40 badges left a laptop's screen no room for the views.
+ */
+function providerBadges(list) {
+  const one = (p) =>
+    h("span", {
+      class: `badge ${p.state === "AVAILABLE" ? "q-OK" : "q-UNAVAILABLE"}`,
+      text: `${p.provider_id} ${p.state}`,
+    });
+  if (list.length <= MAX_PROVIDER_BADGES) return list.map(one);
+  const down = list.filter((p) => p.state !== "AVAILABLE");
+  const shown = down.slice(0, MAX_PROVIDER_BADGES - 1);
+  const more = down.length - shown.length;
+  return [
+    h("span", {
+      class: `badge ${down.length === 0 ? "q-OK" : "q-UNAVAILABLE"}`,
+      text: `${list.length - down.length} of ${list.length} AVAILABLE`,
+    }),
+    ...shown.map(one),
+    more > 0 ? h("a", { href: "#health", text: `${more} more not available` }) : null,
+  ];
 }

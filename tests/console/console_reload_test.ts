@@ -10,8 +10,10 @@ import {
   collectPageErrors,
   launchChromiumAlongside,
   PAGE_WAIT_MS,
+  type PageGlobal,
   waitForText,
 } from "../helpers/browser.ts";
+import { MAX_PROVIDER_BADGES } from "../../console/status.js";
 import { startRuntimeInMirror, withCheckoutMirror } from "../helpers/runtime_process.ts";
 import { REPO } from "../helpers/sim_config.ts";
 import { waitFor } from "../helpers/kernel.ts";
@@ -146,6 +148,63 @@ Deno.test({
           "what the operator typed in sim0's form was wiped by the reload",
         );
         assert.match(await form.locator(".result").textContent() ?? "", /Not sent/);
+        assert.deepStrictEqual(errors, []);
+      } finally {
+        await browser.close();
+        await rt.stop();
+      }
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "Operator console's header stays short when a reload brings the machine to 40 providers, 39 down",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
+    assert.match(demo, /\npolling:\n/);
+    await withCheckoutMirror(demo, async (dir) => {
+      const [browser, rt] = await launchChromiumAlongside(
+        startRuntimeInMirror(dir),
+        (r) => r.stop(),
+      );
+      try {
+        // A laptop's screen: the header is sticky, so what it takes the views never get.
+        const viewport = { width: 1024, height: 700 };
+        const page = await browser.newPage({ viewport });
+        const errors = collectPageErrors(page);
+        await page.goto(`${rt.base}/#devices`);
+        await waitForText(page, "#providers", /sim0 AVAILABLE/);
+        let ghosts = "";
+        for (let n = 1; n < 40; n++) {
+          ghosts += `  - id: line${String(n).padStart(2, "0")}\n    command: ./no-such-provider\n`;
+        }
+        await Deno.writeTextFile(
+          `${dir}/config.yaml`,
+          demo.replace("\npolling:\n", `${ghosts}\npolling:\n`),
+        );
+        rt.signal("SIGHUP");
+        await waitFor("the reload summary", () => /config reload: /.test(rt.stderr()));
+        const text = await waitForText(page, "#providers", /line39|of 40 AVAILABLE/);
+        const r = await page.evaluate(() => {
+          const d = (globalThis as PageGlobal).document;
+          return {
+            header: d.querySelector("header.machine").getBoundingClientRect().height,
+            badges: d.querySelectorAll("#providers .badge").length,
+          };
+        });
+        assert.ok(
+          r.header <= viewport.height / 2,
+          `the sticky header is ${r.header} px tall, of ${viewport.height}: ${text}`,
+        );
+        assert.ok(r.badges <= MAX_PROVIDER_BADGES, `${r.badges} badges`);
+        // What is down is named (the first ones), and how many: the Health view has them all.
+        assert.match(text, /1 of 40 AVAILABLE/);
+        assert.match(text, /line01 UNAVAILABLE/);
+        assert.match(text, new RegExp(`${39 - (MAX_PROVIDER_BADGES - 1)} more`));
+        await page.locator('#providers a[href="#health"]').click();
+        await page.locator('section[data-provider="line39"]').waitFor({ timeout: PAGE_WAIT_MS });
         assert.deepStrictEqual(errors, []);
       } finally {
         await browser.close();
