@@ -24,6 +24,7 @@ export class RunsView {
     this.errorText = options.errorText;
     /** The open run the run forms were built for ("" none); null before the first build. */
     this.formsFor = /** @type {string | null} */ (null);
+    this.built = false;
     /** The list shown (re-rendered when it changes). */
     this.runsKey = "";
   }
@@ -37,24 +38,18 @@ export class RunsView {
       r = await this.reads.read(() => this.api.get(`/v0/runs?limit=${RUNS_LISTED}`));
       if (r === OVERTAKEN) return;
     } catch (err) {
+      // The list gives way to the error; the forms stay, with what is being typed in them (a
+      // runtime restarting fails a read or two).
       this.runsKey = "";
-      this.formsFor = null;
-      fill(byId("runs"), h("p", { class: "muted", text: String(err) }));
+      this.build();
+      fill(byId("runs-list"), h("p", { class: "error", text: this.errorText(err) }));
       return;
     }
     const runs = r.runs ?? [];
     const runsKey = JSON.stringify(runs);
     if (runsKey === this.runsKey) return;
     this.runsKey = runsKey;
-    if (this.formsFor === null) {
-      fill(
-        byId("runs"),
-        h("div", { id: "run-forms" }),
-        h("p", { id: "runs-result", class: "result", role: "status" }),
-        h("div", { id: "runs-list" }),
-        h("div", { id: "run-events" }),
-      );
-    }
+    this.build();
     const open = runs.find((x) => x.state === "open") ?? null;
     if ((open?.run_id ?? "") !== this.formsFor) {
       this.formsFor = open?.run_id ?? "";
@@ -83,6 +78,19 @@ export class RunsView {
           "runs-table",
         )
         : h("p", { class: "muted", text: "No runs yet." }),
+    );
+  }
+
+  /** The view's parts, once: the run forms, the last action's answer, the list and events. */
+  build() {
+    if (this.built) return;
+    this.built = true;
+    fill(
+      byId("runs"),
+      h("div", { id: "run-forms" }),
+      h("p", { id: "runs-result", class: "result", role: "status" }),
+      h("div", { id: "runs-list" }),
+      h("div", { id: "run-events" }),
     );
   }
 
