@@ -68,6 +68,13 @@ export function storeToken(token) {
  */
 export const RESEND_WITHIN_MS = 15_000;
 
+/**
+ * Requests sent again with the token entered however late it comes: an e-stop is always the safe
+ * direction, and the operator who pressed it and then looked for the token wants the machine
+ * stopped, not told to press again (its clear is not among them: it waits RESEND_WITHIN_MS).
+ */
+export const RESENT_HOWEVER_LATE = new Set(["POST /v0/estop"]);
+
 /** Client of the runtime's /v0 API on the page's own origin. */
 export class Api {
   /**
@@ -165,7 +172,10 @@ export class Api {
       const text = await res.text();
       if (res.status === 401 && await this.authenticate(used)) {
         const waited = performance.now() - firstTry;
-        if (method === "GET" || method === "HEAD" || waited <= RESEND_WITHIN_MS) continue;
+        if (
+          method === "GET" || method === "HEAD" || waited <= RESEND_WITHIN_MS ||
+          RESENT_HOWEVER_LATE.has(`${method} ${path}`)
+        ) continue;
         throw new ApiError(
           401,
           "UNAUTHENTICATED",

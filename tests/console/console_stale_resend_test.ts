@@ -2,7 +2,8 @@
  * The operator console sends a refused command (401) again with the token the operator then
  * enters only within RESEND_WITHIN_MS of the first try (console/api.js): a mode change the
  * operator asked for and came back to the token prompt for minutes later does not act on a
- * machine that moved on; a prompt answered at once still sends it.
+ * machine that moved on; a prompt answered at once still sends it. An E-STOP is sent with the
+ * token however late it comes: a stop is always the safe direction.
  *
  * The 401 is the runtime's answer to the command sent with a token it does not know, substituted by
  * the page's network route once per command: the runtime's own revocation (a reload replacing the
@@ -118,6 +119,35 @@ providers:
         await waitForText(page, "#mode-result", /^Mode MANUAL$/);
         assert.equal(await mode(), "MANUAL");
       });
+      await step(
+        "an E-STOP refused for its token is sent with the token however late it comes",
+        async () => {
+          // A stop is always the safe direction: the operator who pressed it and then found the
+          // token wants the machine stopped, not told to press again.
+          let estopPosts = 0;
+          let refuseEstop = true;
+          await page.route("**/v0/estop", async (route) => {
+            if (route.request().method() !== "POST") return await route.continue();
+            estopPosts++;
+            if (refuseEstop) {
+              refuseEstop = false;
+              const headers = {
+                ...route.request().headers(),
+                authorization: "Bearer revoked-token",
+              };
+              return await route.fulfill({ response: await route.fetch({ headers }) });
+            }
+            await route.continue();
+          });
+          await page.locator("#estop").click();
+          await page.locator("#token-dialog[open]").waitFor();
+          await page.clock.fastForward(5 * 60_000);
+          await enterToken();
+          await waitForText(page, "#mode", /^FAULT$/);
+          assert.equal(estopPosts, 2, "sent again with the token");
+          assert.equal(await mode(), "FAULT");
+        },
+      );
       assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
     } finally {
       await browser.close();
