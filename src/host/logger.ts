@@ -80,17 +80,24 @@ export const LOG_FLUSH_AT_EXIT_MS = 2000;
  * The process's stderr as the logger writes it: lines are queued (bounded by LOG_QUEUE_MAX_BYTES,
  * the last LOG_QUEUE_WARN_RESERVE_BYTES for warnings and errors) and written by an asynchronous
  * write, in order. A synchronous write blocked the whole process,
- * its API and e-stop included, as soon as the reader stopped and the pipe filled (64 KiB).
+ * its API and e-stop included, as soon as the reader stopped and the pipe filled (64 KiB). A write
+ * that fails (stderr a file on a full disk) drops the lines waiting, counted; the next line tries
+ * again. Only a stderr that is gone (a broken pipe, a closed descriptor) ends the writing.
  */
-class StderrQueue {
+export class StderrQueue {
   readonly #write: (bytes: Uint8Array) => Promise<number>;
   #lines: Uint8Array[] = [];
   #bytes = 0;
   #dropped = 0;
+  /** Why the lines counted in #dropped were: the last failed write's error, else null (a stall). */
+  #dropReason: string | null = null;
   #closed = false;
   #writing: Promise<void> | null = null;
-  /** Says how many lines were dropped (a line of the logger's own format); set by the logger. */
-  onDropped: (count: number) => void = () => {};
+  /**
+   * Says how many lines were dropped and why (a failed write's error, or null: stderr was not
+   * taking them fast enough), as a line of the logger's own format; set by the logger.
+   */
+  onDropped: (count: number, reason: string | null) => void = () => {};
 
   constructor(write: (bytes: Uint8Array) => Promise<number>) {
     this.#write = write;
@@ -121,6 +128,8 @@ class StderrQueue {
   }
 
   async #pump(): Promise<void> {
+    /** Lines of the chunk being written (taken out of #lines). */
+    let writing = 0;
     try {
       while (this.#lines.length > 0) {
         let n = 0;
@@ -132,17 +141,29 @@ class StderrQueue {
           size += this.#lines[n++]!.length;
         }
         const chunk = concatBytes(this.#lines.splice(0, n));
+        writing = n;
         for (let at = 0; at < chunk.length;) at += await this.#write(chunk.subarray(at));
+        writing = 0;
         this.#bytes -= size;
         if (this.#dropped > 0) {
           const count = this.#dropped;
+          const reason = this.#dropReason;
           this.#dropped = 0;
-          this.onDropped(count);
+          this.#dropReason = null;
+          this.onDropped(count, reason);
         }
       }
-    } catch {
-      // stderr closed: nothing sensible left to do with lines for it
-      this.#closed = true;
+    } catch (err) {
+      if (err instanceof Deno.errors.BrokenPipe || err instanceof Deno.errors.BadResource) {
+        // stderr gone (its reader ended, the descriptor closed): nothing sensible left to do
+        this.#closed = true;
+      } else {
+        // A write that failed for now (stderr a file on a disk that is full, or failing): the
+        // lines waiting are dropped and counted, and the next line tries again, so logging goes
+        // on once the disk takes writes (a loop of retries here would spin on a full disk).
+        this.#dropped += writing + this.#lines.length;
+        this.#dropReason = err instanceof Error ? err.message : String(err);
+      }
       this.#lines = [];
       this.#bytes = 0;
     } finally {
@@ -175,10 +196,13 @@ export function createStderrLogger(level: LogLevel): LineLogger {
     now: () => Date.now(),
     write: (line, level) => stderrQueue.push(line, level),
   });
-  stderrQueue.onDropped = (count) =>
+  stderrQueue.onDropped = (count, reason) =>
     log.warn(
-      `${count} log line(s) dropped: stderr was not taking them (the log queue holds at most ` +
-        `${LOG_QUEUE_MAX_BYTES} bytes, the last ${LOG_QUEUE_WARN_RESERVE_BYTES} for warnings and errors)`,
+      reason === null
+        ? `${count} log line(s) dropped: stderr was not taking them (the log queue holds at ` +
+          `most ${LOG_QUEUE_MAX_BYTES} bytes, the last ${LOG_QUEUE_WARN_RESERVE_BYTES} for ` +
+          `warnings and errors)`
+        : `${count} log line(s) dropped: writing them to stderr failed (${reason})`,
     );
   return log;
 }
