@@ -1752,6 +1752,12 @@ export class Kernel {
           "drive the same hardware; stop the other one, or give this one its own runtime.data_dir",
       );
     }
+    if (lock.holderNotWritten !== undefined) {
+      this.host.log.warn(
+        `runtime.data_dir ${dir}: locked, but ${lock.holderNotWritten}: a second runtime is ` +
+          "refused without this one's pid",
+      );
+    }
     this.#dataDirLock = lock;
   }
 

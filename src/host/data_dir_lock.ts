@@ -15,13 +15,20 @@ export const DATA_DIR_LOCK_FILE = "runtime.lock";
 /** Bytes of the lock file read to name its holder. */
 const HOLDER_TEXT_MAX_BYTES = 64;
 
-/** The lock taken (`release` ends it), or who holds it. */
-export type DataDirLock = { readonly release: () => void } | { readonly heldBy: string };
+/**
+ * The lock taken (`release` ends it; `holderNotWritten` says why the pid is not in the file: a
+ * full disk), or who holds it.
+ */
+export type DataDirLock =
+  | { readonly release: () => void; readonly holderNotWritten?: string }
+  | { readonly heldBy: string };
 
 /**
  * Takes the lock of `dir` (created when missing), writing this process's pid into the file. A
  * lock another process holds answers `heldBy` (its pid as it wrote it); an error other than
- * contention (a read-only folder) throws.
+ * contention before the lock is taken (a read-only folder) throws. Once taken, the lock is kept
+ * whatever writing the pid does (a full disk): a second runtime is refused all the same, naming
+ * "another process" instead of the pid (`holderNotWritten` says why).
  */
 export async function lockDataDir(dir: string): Promise<DataDirLock> {
   await Deno.mkdir(dir, { recursive: true });
@@ -38,13 +45,24 @@ export async function lockDataDir(dir: string): Promise<DataDirLock> {
       file.close();
       return { heldBy: /^pid \d{1,10}$/.test(text) ? text : "another process" };
     }
-    await file.truncate(0);
-    await file.write(new TextEncoder().encode(`pid ${Deno.pid}\n`));
   } catch (err) {
     file.close();
     throw err;
   }
+  let holderNotWritten: string | undefined;
+  try {
+    // Written before the cut (a cut first would leave the file empty when the write fails).
+    const text = new TextEncoder().encode(`pid ${Deno.pid}\n`);
+    await file.seek(0, Deno.SeekMode.Start);
+    for (let at = 0; at < text.length;) at += await file.write(text.subarray(at));
+    await file.truncate(text.length);
+  } catch (err) {
+    holderNotWritten = `pid not written to ${dir}/${DATA_DIR_LOCK_FILE}: ${
+      err instanceof Error ? err.message : String(err)
+    }`;
+  }
   return {
+    ...(holderNotWritten === undefined ? {} : { holderNotWritten }),
     // Never throws: the stop that calls it has nothing left to do but say it stopped (closing
     // the file releases the lock too).
     release: () => {

@@ -33,3 +33,28 @@ Deno.test("lockDataDir takes a folder whose lock file a dead process left behind
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test({
+  name:
+    "lockDataDir keeps the lock when its pid cannot be written (a full disk): a second runtime is still refused",
+  ignore: Deno.build.os !== "linux",
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "data-dir-lock-" });
+    try {
+      // The lock file on a device where every write fails with ENOSPC, as on a full disk: the
+      // lock itself (flock) is taken, the pid is not written.
+      await Deno.symlink("/dev/full", `${dir}/${DATA_DIR_LOCK_FILE}`);
+      const first = await lockDataDir(dir);
+      assert.ok("release" in first, "the lock is taken");
+      assert.match(first.holderNotWritten ?? "", /pid not written/);
+      const second = await lockDataDir(dir);
+      assert.deepEqual(second, { heldBy: "another process" }, "a second holder is refused");
+      first.release();
+      const third = await lockDataDir(dir);
+      assert.ok("release" in third, "free once released");
+      third.release();
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
