@@ -792,7 +792,8 @@ export class AuditTrail implements AuditSink {
         `audit journal not searched for interrupted calls: ${errorMessage(err)}`,
       );
     }
-    await writer.open().catch(() => {}); // a failure is counted and reported by the writer
+    // A failure is counted and reported by the writer (status failing from now on, one ERROR).
+    await writer.open().catch(() => {});
     this.#journal = journal;
     for (const r of interrupted) {
       this.#log.warn(

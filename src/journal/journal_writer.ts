@@ -165,9 +165,20 @@ export class JournalWriter {
     return this.#segment === null ? null : segmentPath(this.#segments, this.#segment);
   }
 
-  /** Opens the file now (instead of at the first write); rejects when it cannot be opened. */
-  async open(): Promise<void> {
-    await this.#prepare(0);
+  /**
+   * Opens the file now (instead of at the first write); rejects when it cannot be opened. A
+   * failure counts as a failed write (status() `failing`, its error, one ERROR per failing
+   * streak): a folder that cannot be written at start is said then, not at the first line.
+   * `report: false` leaves it to the caller (its own line says what the failure means): nothing
+   * is counted nor logged.
+   */
+  async open(options: { readonly report?: boolean } = {}): Promise<void> {
+    try {
+      await this.#prepare(0);
+    } catch (err) {
+      if (options.report ?? true) this.#failed(err);
+      throw err;
+    }
   }
 
   /**

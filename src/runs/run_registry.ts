@@ -735,7 +735,8 @@ export class RunRegistry {
       // New ids sort after every kept run's, whatever the clock did since they were made.
       for (const id of this.#order) this.#ulid.advancePast(id.slice(-26));
       const journal = this.#writer(this.#runsFile, MAX_PENDING_RUN_RECORDS);
-      await journal.open();
+      // A failure is this start's: said by its own ERROR (below), with the retry.
+      await journal.open({ report: false });
       this.#journal = journal;
       const now = this.#opts.clock.nowMs();
       const abandoned: string[] = [];
@@ -2187,7 +2188,7 @@ export class RunRegistry {
     this.#journal = journal;
     await replaced.close();
     // Opened now to report a problem early; one that fails opens at the next append instead.
-    await journal.open().catch((err) =>
+    await journal.open({ report: false }).catch((err) =>
       this.#log.warn(`${this.#runsFile} not reopened after its rewrite: ${errorMessage(err)}`)
     );
     // The new file holds the counts as they were gathered; one saved to the old file meanwhile (a
