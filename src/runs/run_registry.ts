@@ -599,6 +599,8 @@ export class RunRegistry {
   #open: OpenRun | null = null;
   #chain: Promise<void> = Promise.resolve();
   #droppedBusEvents = 0;
+  /** The current spell of dropped bus events was said (until one is written again). */
+  #busDropsSaid = false;
   #unsubscribe: (() => void) | null = null;
   #report: RunStartupReport = {
     corruptLines: [],
@@ -1664,7 +1666,10 @@ export class RunRegistry {
     open.nextSequence++;
     open.bytes += size;
     void open.writer.append(line).then((r) => {
-      if (r.ok) return;
+      if (r.ok) {
+        this.#busDropsSaid = false;
+        return;
+      }
       this.#droppedBusEvent(r.reason);
       // Not in the file (a failed write is cut back; unless the cut failed too, see journal/):
       // its bytes do not count toward runs.max_run_bytes. Counted by the run (unless its
@@ -2004,7 +2009,11 @@ export class RunRegistry {
   }
 
   #droppedBusEvent(reason: string): void {
-    if (this.#droppedBusEvents++ === 0) {
+    this.#droppedBusEvents++;
+    // Once per spell (until an event is written again), not once per process: a disk that fills
+    // again days later is said again, with its own reason.
+    if (!this.#busDropsSaid) {
+      this.#busDropsSaid = true;
       this.#log.error(`run journal: bus events are being dropped (${reason})`);
     }
   }
