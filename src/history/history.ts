@@ -446,8 +446,9 @@ export class History {
   }
 
   /**
-   * The full-rate samples of one signal in [sinceMs, untilMs] from the ring (incidents); `each`
-   * gets a reused cursor.
+   * The full-rate samples of one signal in [sinceMs, untilMs] from the ring (incidents), in poll
+   * order, those kept from before a step back of the wall clock included; `each` gets a reused
+   * cursor.
    */
   eachSample(
     providerId: string,
@@ -460,10 +461,7 @@ export class History {
     const e = this.#devices.get(providerId)?.get(deviceId);
     const sig = e?.ring.signals.get(signalId);
     if (e === undefined || sig === undefined) return null;
-    e.ring.samples(sig, e.ring.seqAtOrAfter(sinceMs), untilMs, (s) => {
-      each(s);
-      return true;
-    });
+    e.ring.samplesBetween(sig, sinceMs, untilMs, each);
     return sig.type;
   }
 

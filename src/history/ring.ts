@@ -468,14 +468,40 @@ export class DeviceRing {
   }
 
   /**
+   * Calls `each` for every sample of `signal` at a kept poll whose time is in [sinceMs, untilMs],
+   * in poll order (the cursor is reused between calls). While polls from before a step back of
+   * the wall clock are kept (their times lie ahead of the later polls'), every kept poll is
+   * looked at, not only those the time searches see (timeFirstSeq): a window that lies before the
+   * step -- an incident's, open while the clock stepped -- has its samples there.
+   */
+  samplesBetween(
+    signal: SignalRing,
+    sinceMs: number,
+    untilMs: number,
+    each: (s: RingSample) => void,
+  ): void {
+    const take = (s: RingSample) => {
+      each(s);
+      return true;
+    };
+    if (this.#runSeq <= this.#firstSeq) {
+      this.samples(signal, this.seqAtOrAfter(sinceMs), untilMs, take);
+    } else this.samples(signal, this.#firstSeq, untilMs, take, sinceMs, false);
+  }
+
+  /**
    * Calls `each` for every sample of `signal` from poll `fromSeq` while its time is at most
    * `untilMs` (the cursor is reused between calls); stops early when `each` returns false.
+   * `ordered` false (polls from before a step back of the wall clock among them): a poll past
+   * `untilMs` is passed over, not the end, and one before `sinceMs` too.
    */
   samples(
     signal: SignalRing,
     fromSeq: number,
     untilMs: number,
     each: (s: RingSample) => boolean,
+    sinceMs = -Infinity,
+    ordered = true,
   ): void {
     const out = blankSample();
     const start = Math.max(fromSeq, this.#firstSeq);
@@ -489,11 +515,12 @@ export class DeviceRing {
     const end = this.nextSeq;
     for (let seq = Math.max(start, signal.seqAt(i)); seq < end; seq++) {
       const t = this.timeOf(seq);
-      if (t > untilMs) return;
+      if (t > untilMs && ordered) return;
       while (seq >= nextSeq) {
         i++;
         nextSeq = i + 1 < signal.length ? signal.seqAt(i + 1) : Infinity;
       }
+      if (t > untilMs || t < sinceMs) continue;
       signal.read(i, out);
       out.timeMs = t;
       if (!each(out)) return;

@@ -1,0 +1,47 @@
+/**
+ * An incident's window and a wall clock stepped back while it is open (NTP correcting a Raspberry
+ * Pi, an operator setting the time): the ring's polls from before the step keep their (now
+ * future) times, and the record is read from the ring by time. Its window lies before the step,
+ * so the samples it must hold are those polls -- not the polls since the step, whose times all
+ * lie before the window.
+ */
+import assert from "node:assert/strict";
+import { incidentRig } from "./_incident_rig.ts";
+
+Deno.test("an incident whose window a wall clock step back cuts through keeps the samples of its window recorded before the step", async () => {
+  const { clock, poll, incidents, estop, session } = incidentRig({
+    config: { incidentBeforeS: 1, incidentAfterS: 1 },
+  });
+  await session(async () => {
+    // 1 s of polls at 100 ms before the e-stop, 0.3 s after it, then NTP steps the wall clock
+    // back an hour; the polls go on until the window closes.
+    let v = 0;
+    for (let i = 0; i < 10; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    const at = clock.wall;
+    estop();
+    for (let i = 0; i < 3; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    clock.stepWall(-3_600_000);
+    for (let i = 0; i < 7; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    clock.advance(1_000);
+    await incidents.settled();
+    const [header] = incidents.list();
+    assert.ok(header !== undefined, "the incident is recorded");
+    const record = await incidents.get(header.incident_id);
+    const times = record.signals.flatMap((s) => s.samples.map((x) => x[0] as number));
+    assert.ok(
+      times.length >= 10,
+      `the record holds the polls of its window before the step (${at - 1000}..${at + 300}): ` +
+        `${times.length} samples at ${JSON.stringify(times)}`,
+    );
+    assert.ok(times.every((t) => t >= at - 1000 && t <= at + 1000), JSON.stringify(times));
+  });
+});
