@@ -23,6 +23,7 @@ import {
   type TimerId,
   toJsonText,
   utf8Length,
+  WALL_STEP_MS,
 } from "../common/mod.ts";
 import type { HistoryConfig } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
@@ -481,20 +482,27 @@ export class IncidentRecorder {
     // Written before its window passed (at stop, or early to make room for an e-stop): the record
     // ends where its samples do, now (counted on the monotonic clock from the trigger), not at
     // the end of a window it never saw.
-    const seen = p.atWall + (this.#o.clock.monoMs() - p.atMono);
+    const mono = this.#o.clock.monoMs();
+    const wall = this.#o.clock.nowMs();
+    const seen = p.atWall + (mono - p.atMono);
+    // A step of the wall clock ahead since the trigger (the first NTP synchronisation of a board
+    // without a real-time clock): the polls since the step carry times later by the step, so the
+    // window's end moves with it, or the rest of the window's polls would be left out.
+    const step = wall - mono - (p.atWall - p.atMono);
+    const ahead = step >= WALL_STEP_MS ? step : 0;
     const history = this.#o.history;
     const devices: readonly DeviceParts[] = p.devices === null
       ? history.devices()
       : [...p.devices.values()];
     // What the ring still holds: memory_seconds back from now, or from an older poll it kept (a
     // forward step of the wall clock leaves polls stamped before it: ring.ts).
-    let held = this.#o.clock.nowMs() - this.#o.config.memorySeconds * 1000;
+    let held = wall - this.#o.config.memorySeconds * 1000;
     for (const [providerId, deviceId] of devices) {
       const oldest = history.oldestPollMs(providerId, deviceId);
       if (oldest !== null) held = Math.min(held, oldest);
     }
     let from = Math.max(at - this.#o.config.incidentBeforeS * 1000, held);
-    let until = Math.max(at, Math.min(at + this.#o.config.incidentAfterS * 1000, seen));
+    let until = Math.max(at, Math.min(at + this.#o.config.incidentAfterS * 1000, seen)) + ahead;
     if (until < from) {
       this.#o.log.warn(
         `incident ${p.id}: its window (${this.#o.config.incidentBeforeS} s before ` +
@@ -505,7 +513,7 @@ export class IncidentRecorder {
           `${Math.round((seen - at) / 1000)} s after it: the record holds what the ring still has`,
       );
       from = held;
-      until = Math.max(held, seen);
+      until = Math.max(held, seen + ahead);
     }
     from = Math.round(from);
     until = Math.round(until);

@@ -45,3 +45,37 @@ Deno.test("an incident whose window a wall clock step back cuts through keeps th
     assert.ok(times.every((t) => t >= at - 1000 && t <= at + 1000), JSON.stringify(times));
   });
 });
+
+Deno.test("an incident whose window a wall clock step forward cuts through keeps the polls after the step that fall in its window", async () => {
+  const { clock, poll, incidents, estop, session } = incidentRig({
+    config: { incidentBeforeS: 1, incidentAfterS: 1 },
+  });
+  await session(async () => {
+    // 1 s of polls at 100 ms before the e-stop, 0.3 s after it, then the first NTP
+    // synchronisation steps the wall clock ahead an hour; the polls go on for the rest of the
+    // window (0.7 s on the monotonic clock).
+    let v = 0;
+    for (let i = 0; i < 10; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    estop();
+    for (let i = 0; i < 3; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    clock.stepWall(3_600_000);
+    for (let i = 0; i < 7; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    clock.advance(1_000);
+    await incidents.settled();
+    const [header] = incidents.list();
+    assert.ok(header !== undefined, "the incident is recorded");
+    const record = await incidents.get(header.incident_id);
+    const values = record.signals.flatMap((s) => s.samples.map((x) => x[1]));
+    // The polls of the window: the 10 before the trigger, the 3 before the step, the 7 after.
+    assert.deepEqual(values, [...Array(20).keys()], JSON.stringify(record.signals[0]?.samples));
+  });
+});
