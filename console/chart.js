@@ -51,6 +51,14 @@ export function isChartable(valueType) {
 }
 
 /**
+ * A sample this much older than a line's last one (ms) is the runtime's wall clock stepped back
+ * (NTP, an operator; a Raspberry Pi has no real-time clock), not a sample out of order: the line
+ * goes on from it (see Series.push). Far beyond how late a streamed sample can be that a history
+ * answer already holds.
+ */
+export const LINE_STEP_BACK_MS = 60_000;
+
+/**
  * A signal's samples as a chart line: times (epoch ms, ascending), values (null: a gap) and
  * qualities.
  */
@@ -77,7 +85,10 @@ export class Series {
   /**
    * Appends a sample, or a bucket with its min and max. One at the last one's time replaces it
    * (two polls in one millisecond: the later wins); an older one is dropped (the line's times
-   * ascend).
+   * ascend) -- unless it is LINE_STEP_BACK_MS or more older: the runtime's clock stepped back,
+   * and every later sample will be older too. Then the samples at or after its time (ahead of
+   * the clock now) are dropped and the line goes on from it, rather than freezing until the
+   * clock is back where it was.
    * @param {number} t
    * @param {number | null} v
    * @param {string} quality
@@ -85,8 +96,14 @@ export class Series {
    * @param {number | null} [hi]
    */
   push(t, v, quality, lo = null, hi = null) {
-    const n = this.ts.length;
-    if (n > 0 && t < this.ts[n - 1]) return false;
+    let n = this.ts.length;
+    if (n > 0 && t < this.ts[n - 1]) {
+      if (this.ts[n - 1] - t < LINE_STEP_BACK_MS) return false;
+      let keep = n;
+      while (keep > 0 && this.ts[keep - 1] >= t) keep--;
+      for (const a of [this.ts, this.vs, this.qs, this.lo, this.hi]) a.length = keep;
+      n = keep;
+    }
     const ok = quality === "OK";
     const band = ok && typeof lo === "number" && typeof hi === "number" && lo < hi;
     const i = n > 0 && t === this.ts[n - 1] ? n - 1 : n;

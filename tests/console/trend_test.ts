@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { MAX_HISTORY_POINTS } from "../../src/history/mod.ts";
-import { chartNumber, isChartable, Series } from "../../console/chart.js";
+import { chartNumber, isChartable, LINE_STEP_BACK_MS, Series } from "../../console/chart.js";
 import {
   MAX_TREND_SIGNALS,
   parseHandle,
@@ -87,4 +87,26 @@ Deno.test("a bucket's min and max are its band, unless they are equal or its qua
   assert.equal(s.hasBand(), true);
   s.trim(5, 10);
   assert.equal(s.hasBand(), false);
+});
+
+Deno.test("a line goes on from a sample an hour older than its last: the runtime's wall clock stepped back", () => {
+  // The live trend pushes each streamed sample at the runtime's time of receipt. NTP steps the
+  // runtime's clock back an hour: every later sample is older than the line's last. Dropped as
+  // out of order, the live chart froze (and, once the window followed the runtime's clock, stayed
+  // empty) for the whole hour.
+  const s = new Series({ key: "p/d/s", name: "p/d/s", unit: "" });
+  const t = 1_760_000_000_000;
+  s.push(t, 1, "OK");
+  s.push(t + 100, 2, "OK");
+  s.push(t + 200, 3, "OK");
+  const back = t + 300 - 3_600_000;
+  assert.equal(s.push(back, 4, "OK"), true, "the sample after the step is drawn");
+  assert.equal(s.push(back + 100, 5, "OK"), true);
+  // The samples ahead of the clock now are dropped: the line's times ascend.
+  assert.deepEqual(s.ts, [back, back + 100]);
+  assert.deepEqual(s.vs, [4, 5]);
+  // A sample a little out of order (a streamed one that a history answer already holds) is
+  // still dropped, not a step.
+  assert.equal(s.push(back + 50, 9, "OK"), false);
+  assert.ok(LINE_STEP_BACK_MS > 50 && LINE_STEP_BACK_MS < 3_600_000);
 });
