@@ -109,7 +109,10 @@ export interface HistoryAnswer {
 export interface HistoryStatus {
   readonly memoryBytes: number;
   readonly memoryMaxBytes: number;
-  /** Seconds the ring reaches back now (the device it reaches least far for). */
+  /**
+   * Seconds the ring reaches back now (the device it reaches least far for); a forward step of the
+   * wall clock since its oldest poll is not counted.
+   */
   readonly memoryReachSeconds: number;
   readonly devices: number;
   readonly disk: DiskTierStatus;
@@ -164,7 +167,7 @@ export class History {
   /** The bucket the newest poll fell in (null before the first): every older one is written. */
   #bucketNow: number | null = null;
   /** Forward steps of the wall clock within the last memory_seconds (see #horizon), oldest first. */
-  readonly #steps: { atMono: number; deltaMs: number }[] = [];
+  readonly #steps: { atMono: number; atWall: number; deltaMs: number }[] = [];
   /** The sum of #steps' deltas. */
   #stepShift = 0;
   /** Wall minus monotonic time at the last poll (null before the first). */
@@ -224,7 +227,7 @@ export class History {
       for (const e of m.values()) {
         devices++;
         const oldest = e.ring.oldestMs();
-        if (oldest !== null) reach = Math.min(reach, now - oldest);
+        if (oldest !== null) reach = Math.min(reach, now - oldest - this.#stepsSince(oldest));
       }
     }
     return {
@@ -242,6 +245,16 @@ export class History {
         lastError: null,
       },
     };
+  }
+
+  /**
+   * The forward steps of the wall clock (those #horizon remembers) since a poll recorded at
+   * `timeMs`: how much older than it really is its time makes it look.
+   */
+  #stepsSince(timeMs: number): number {
+    let shift = 0;
+    for (const step of this.#steps) if (step.atWall > timeMs) shift += step.deltaMs;
+    return shift;
   }
 
   // ---- the poll path ---------------------------------------------------------------------------
@@ -317,7 +330,7 @@ export class History {
     const steps = this.#steps;
     if (last !== null && offset - last > WALL_STEP_MS) {
       if (steps.length === MAX_WALL_STEPS) this.#stepShift -= steps.shift()!.deltaMs;
-      steps.push({ atMono: mono, deltaMs: offset - last });
+      steps.push({ atMono: mono, atWall: now, deltaMs: offset - last });
       this.#stepShift += offset - last;
     }
     while (steps.length > 0 && mono - steps[0]!.atMono > this.#memoryMs) {
