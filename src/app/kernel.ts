@@ -21,6 +21,7 @@ import {
   type ProcessStats,
   type ProviderHealthView,
   type Quality,
+  raceTimeout,
   RUNTIME_VERSION,
   RuntimeError,
   type SetSessionPriorityFn,
@@ -186,6 +187,14 @@ export interface SparkplugHandle {
 }
 
 /** Reloads since start when there is no reloader. */
+/**
+ * Longest wait at a stop for the incident records and the history's last rows (and its disk's
+ * close) before the providers are stopped: an SD card whose writes stall must not keep them
+ * running until the process's shutdown budget ends and kills them (no safe state of their own).
+ * What is not written by then goes on being written while they stop.
+ */
+export const HISTORY_STOP_BEFORE_PROVIDERS_MS = 1000;
+
 const NO_RELOADS = { success: 0, failure: 0, lastSuccessEpochSeconds: null } as const;
 
 /**
@@ -1786,10 +1795,30 @@ export class Kernel {
       await this.cache.stop();
       // Before the providers go: their going is the runtime's stop, not a device loss (no
       // incident, no UNAVAILABLE samples). Pending incidents are written with what the ring has,
-      // open buckets are written, the disk tier closed.
-      await this.incidents?.stop();
-      await this.history?.stop();
+      // open buckets are written, the disk tier closed -- waited for at most
+      // HISTORY_STOP_BEFORE_PROVIDERS_MS: a disk that stalls must not hold the providers' stop
+      // (their own safe state) until the process's budget ends and kills them.
+      this.history?.detach();
+      const recorded = (async () => {
+        await this.incidents?.stop();
+        await this.history?.stop();
+      })();
+      if (
+        !await raceTimeout(
+          this.host.clock,
+          recorded.then(() => true),
+          HISTORY_STOP_BEFORE_PROVIDERS_MS,
+          false,
+        )
+      ) {
+        this.host.log.warn(
+          `incident records and history rows not written within ` +
+            `${HISTORY_STOP_BEFORE_PROVIDERS_MS} ms of the stop (HISTORY_STOP_BEFORE_PROVIDERS_MS): ` +
+            `the providers are stopped meanwhile`,
+        );
+      }
       await this.registry.stopAll(budget);
+      await recorded;
       if (this.#starting) {
         await this.#starting.catch(() => {}); // settles once its providers are gone
         await this.cache.stop();

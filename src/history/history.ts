@@ -204,6 +204,12 @@ export class History {
     this.#unsubscribe ??= this.#o.cache.onDevicePolled(this.#onPolled);
   }
 
+  /** Records no poll from now on (the runtime stops: its providers' going is not recorded). */
+  detach(): void {
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
+  }
+
   /** Unsubscribes, writes every open bucket and closes the disk tier. */
   async stop(): Promise<void> {
     this.#unsubscribe?.();
