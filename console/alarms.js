@@ -148,6 +148,21 @@ export function transitionText(t, unit = "") {
 }
 
 /**
+ * When an ack, shelve or unshelve took effect (epoch ms, the runtime's clock): the time of the
+ * transition the answer records for it, else (an ack of an alarm acknowledged already records
+ * none) `serverNow`, the runtime's clock as the page carries it.
+ * @param {any} alarm the answer's alarm
+ * @param {"ack" | "shelve" | "unshelve"} op
+ * @param {number} serverNow
+ */
+export function actedAt(alarm, op, serverNow) {
+  const last = alarm?.transitions?.at(-1);
+  return last?.transition === op && typeof last.at_epoch_ms === "number"
+    ? last.at_epoch_ms
+    : serverNow;
+}
+
+/**
  * The key of a signal (keys.js) -> the ids of the items that read it.
  * @param {any[]} items with an `id`
  * @param {(item: any) => string[]} signalsOf the `provider/device/signal` handles it reads
@@ -173,14 +188,17 @@ export class AlarmsPanel {
    *   errorText: (err: unknown) => string,
    *   onChange?: () => void,
    *   unitOf?: (handle: string) => string,
+   *   serverNow?: () => number,
    * }} options `onChange` runs after the alarms changed (the e-stop cause names one); `unitOf`
-   *   gives a `provider/device/signal` handle's unit ("" when it declares none)
+   *   gives a `provider/device/signal` handle's unit ("" when it declares none); `serverNow`: the
+   *   runtime's clock now (epoch ms; default this browser's)
    */
   constructor(options) {
     this.api = options.api;
     this.errorText = options.errorText;
     this.onChange = options.onChange ?? (() => {});
     this.unitOf = options.unitOf ?? (() => "");
+    this.serverNow = options.serverNow ?? (() => Date.now());
     /** @type {any[] | null} GET /v0/alarms; null until read */
     this.alarms = null;
     /** @type {any[] | null} GET /v0/interlocks; null until read */
@@ -585,8 +603,8 @@ export class AlarmsPanel {
     setResult(row.result, "pending", `${verb}…`);
     try {
       const r = await this.api.post(`/v0/alarms/${encodeURIComponent(id)}/${op}`, body);
-      const at = new Date().toLocaleTimeString();
       const a = r.alarm;
+      const at = new Date(actedAt(a, op, this.serverNow())).toLocaleTimeString();
       // The answer is the alarm right after the change: newer than any read under way.
       this.alarmEvents++;
       this.alarms = (this.alarms ?? []).map((x) => x.id === a.id ? a : x);

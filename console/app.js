@@ -55,6 +55,7 @@ const alarms = new AlarmsPanel({
   errorText,
   onChange: () => estop.renderCause(),
   unitOf: (handle) => devices.unitOf(handleKey(handle)),
+  serverNow: () => devices.serverNow(),
 });
 const automation = new AutomationView({
   api,

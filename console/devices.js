@@ -290,10 +290,11 @@ export class DevicesView {
           function_id: f.function_id,
           args,
         });
+        // The runtime's time, as every other time on the page (this browser's clock may be off).
         setResult(
           result,
           "ok",
-          `OK at ${new Date().toLocaleTimeString()}; the device was re-polled.`,
+          `OK at ${new Date(this.serverNow()).toLocaleTimeString()}; the device was re-polled.`,
         );
       } catch (err) {
         setResult(result, "error", this.errorText(err));

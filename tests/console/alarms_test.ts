@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  actedAt,
   alarmCounts,
   applyAlarmEvent,
   applyInterlockEvent,
@@ -194,4 +195,16 @@ Deno.test("causeText says what holds an alarm", () => {
     causeText(listed({ cause: "bad_quality", quality: "UNAVAILABLE" })),
     "bad input: quality UNAVAILABLE",
   );
+});
+
+Deno.test("actedAt is the time of the answer's own transition, else the runtime's clock now", () => {
+  const alarm = (transitions: unknown[]) => ({ id: "a", transitions });
+  const ack = { transition: "ack", at_epoch_ms: 1_000 };
+  const raise = { transition: "raise", at_epoch_ms: 900 };
+  assert.equal(actedAt(alarm([raise, ack]), "ack", 5_000), 1_000);
+  // Its last transition is not this action's (a raise after an earlier ack): the clock.
+  assert.equal(actedAt(alarm([ack, raise]), "ack", 5_000), 5_000);
+  assert.equal(actedAt(alarm([raise, ack]), "shelve", 5_000), 5_000);
+  assert.equal(actedAt(alarm([]), "unshelve", 5_000), 5_000);
+  assert.equal(actedAt({ id: "a" }, "ack", 5_000), 5_000);
 });
