@@ -98,6 +98,7 @@ const trend = new TrendView({
   unitOf: (sk) => devices.unitOf(sk),
   serverNow: () => devices.serverNow(),
   isVisible: () => isVisible("trend"),
+  inventoryKnown: () => devices.inventoryKey !== "",
   onSelection: (handles) => {
     devices.markTrend(handles);
     setText(byId("trend-tab"), handles.length ? `Trend (${handles.length})` : "Trend");

@@ -75,9 +75,11 @@ export class TrendView {
    *   unitOf: (sk: string) => string,
    *   serverNow: () => number,
    *   isVisible: () => boolean,
+   *   inventoryKnown?: () => boolean,
    *   onSelection?: (handles: string[]) => void,
-   * }} options `devices` the devices with their capabilities; `onSelection` is told when the
-   *   signals on the chart change
+   * }} options `devices` the devices with their capabilities; `inventoryKnown`: whether they
+   *   were read (default: some are known); `onSelection` is told when the signals on the chart
+   *   change
    */
   constructor(options) {
     this.o = options;
@@ -90,6 +92,8 @@ export class TrendView {
     this.series = new Map();
     /** @type {Chart | null} */
     this.chart = null;
+    /** What the chart was drawn for (signalsKey at its reload): an inventory change redraws it. */
+    this.shownSignals = "";
     /** Answers of an older question are dropped. */
     this.generation = 0;
     /** While a seed is read: samples that arrived meanwhile, appended after it. */
@@ -255,12 +259,21 @@ export class TrendView {
     ];
   }
 
+  /** Whether the devices were read (before: no signal is known to be unknown). */
+  inventoryKnown() {
+    return this.o.inventoryKnown?.() ?? this.o.devices().length > 0;
+  }
+
   /** Every chartable signal of every device: `{handle, sk, name, unit, valueType}`. */
   catalog() {
+    return this.signals().filter((c) => isChartable(c.valueType));
+  }
+
+  /** Every signal of every device, chartable or not: `{handle, sk, name, unit, valueType}`. */
+  signals() {
     const out = [];
     for (const d of this.o.devices()) {
       for (const s of d.caps?.signals ?? []) {
-        if (!isChartable(s.value_type)) continue;
         const sk = signalKey(d.provider_id, d.device_id, s.signal_id);
         out.push({
           handle: `${d.provider_id}/${d.device_id}/${s.signal_id}`,
@@ -268,10 +281,27 @@ export class TrendView {
           device: `${d.provider_id}/${d.device_id}`,
           name: s.label || s.signal_id,
           unit: this.o.unitOf(sk),
+          valueType: s.value_type,
         });
       }
     }
     return out;
+  }
+
+  /**
+   * What the inventory says of each signal on the chart (its type and unit, or that it is
+   * unknown), as a key: the chart is drawn again when it changes (a reload removed a signal,
+   * changed its type or unit).
+   */
+  signalsKey() {
+    if (!this.inventoryKnown()) return "";
+    const all = this.signals();
+    return JSON.stringify(this.handles.map((hd) => {
+      const ids = parseHandle(hd);
+      const sk = ids === null ? "" : signalKey(ids.p, ids.d, ids.s);
+      const info = all.find((c) => c.sk === sk);
+      return info === undefined ? null : [info.valueType, info.unit];
+    }));
   }
 
   /** Range picker, signal list and the add menu as the state is. */
@@ -350,12 +380,18 @@ export class TrendView {
     this.destroyChart();
     this.showError("");
     this.series = new Map();
+    this.shownSignals = this.signalsKey();
     const unknown = [];
+    const notCharted = [];
+    const known = this.inventoryKnown();
+    const all = this.signals();
     for (const hd of this.handles) {
       const ids = parseHandle(hd);
       const sk = signalKey(ids.p, ids.d, ids.s);
-      const info = this.catalog().find((c) => c.sk === sk);
-      if (this.o.devices().length > 0 && info === undefined) unknown.push(hd);
+      const signal = all.find((c) => c.sk === sk);
+      const info = signal !== undefined && isChartable(signal.valueType) ? signal : undefined;
+      if (known && signal === undefined) unknown.push(hd);
+      else if (known && info === undefined) notCharted.push(`${hd} (${signal.valueType})`);
       this.series.set(
         sk,
         new Series({ key: hd, name: hd, unit: info?.unit ?? this.o.unitOf(sk) }),
@@ -431,7 +467,10 @@ export class TrendView {
         );
       }
     }
-    if (unknown.length > 0) problems.push(`not a chartable signal of a known device: ${unknown}`);
+    if (unknown.length > 0) problems.push(`not a signal of a known device: ${unknown.join(", ")}`);
+    if (notCharted.length > 0) {
+      problems.push(`not chartable (strings and bytes are not): ${notCharted.join(", ")}`);
+    }
     this.showError(problems.join("; "));
     this.chart = new Chart(this.chartBox, [...this.series.values()], {
       xRange: () => this.window(),
@@ -513,13 +552,19 @@ export class TrendView {
     fill(this.gapsBox, gapList([...this.series.values()], end));
   }
 
-  /** The units may have changed (inventory read): rebuild the chart with them. */
+  /**
+   * The inventory was read: a signal on the chart may be gone, or its type or unit changed. The
+   * chart is drawn again for it (it says what it cannot chart); a hidden one at its next showing.
+   */
   onUnits() {
     this.renderControls();
-    const changed = [...this.series.values()].some((s) => {
-      const ids = parseHandle(s.key);
-      return ids !== null && this.o.unitOf(signalKey(ids.p, ids.d, ids.s)) !== s.unit;
-    });
-    if (changed && this.o.isVisible()) this.reload();
+    if (this.handles.length === 0 || this.signalsKey() === this.shownSignals) return;
+    if (this.o.isVisible()) {
+      this.reload();
+      return;
+    }
+    // Drawn (or being read) for the old inventory: drop it, so that showing the view reads again.
+    this.generation++;
+    this.destroyChart();
   }
 }
