@@ -307,12 +307,17 @@ function main() {
     },
     onGap: () => refresh(true),
     onState: onStreamState,
+    // Hidden, the stale silence is not counted up; shown again, it moves on at once.
+    isHidden: () => document.hidden,
     onUnauthorized: () => api.authenticate(streamToken),
   });
   byId("token-button").addEventListener("click", async () => {
     if (!(await api.authenticate(api.token, true))) return;
     refresh(true);
     stream.retryNow();
+  });
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden) stream.recheck();
   });
   stream.start();
   // The stream's first opening usually lands while this first read runs; later openings

@@ -8,6 +8,11 @@
 export const STALE_AFTER_MS = 20000;
 /** Silence past this ends the connection and opens a new one. */
 export const RECONNECT_AFTER_MS = 35000;
+/**
+ * While stale (and the page shown), how often the silence is told again (`stale` with the new
+ * `silentMs`): the page counts it up until the stream is live again or reconnects.
+ */
+export const STALE_TICK_MS = 1000;
 /** First wait before reconnecting after a failure; doubled per failure up to the maximum. */
 export const BACKOFF_INITIAL_MS = 500;
 export const BACKOFF_MAX_MS = 10000;
@@ -101,14 +106,17 @@ export class EventStream {
    *   onGap?: (reason: string) => void,
    *   onState?: (state: string, detail: {retryInMs?: number, error?: string, silentMs?: number}) => void,
    *   onUnauthorized?: () => Promise<boolean>,
+   *   isHidden?: () => boolean,
    *   staleAfterMs?: number,
    *   reconnectAfterMs?: number,
+   *   staleTickMs?: number,
    *   backoffInitialMs?: number,
    *   backoffMaxMs?: number,
    * }} options `onOpen(resumed)`: a connection opened; `resumed` when it asked to resume after an
    *   event. `onGap(reason)`: events were missed and cannot be sent (a `resync` event: too_old,
    *   restarted, unknown; or a resumed stream whose events come from another run: restarted);
-   *   re-read the state.
+   *   re-read the state. `isHidden`: whether the page is hidden (then a stale silence is not
+   *   told again each STALE_TICK_MS; `recheck()` once it is shown).
    */
   constructor(options) {
     this.options = options;
@@ -124,6 +132,8 @@ export class EventStream {
     this.lastDataAt = 0;
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     this.watchTimer = undefined;
+    /** The silence check of the connection open now (null: none). */
+    this.watchCheck = null;
     /** @type {ReturnType<typeof setTimeout> | undefined} */
     this.retryTimer = undefined;
     /** @type {(() => void) | null} */
@@ -156,6 +166,13 @@ export class EventStream {
     this.failures = 0;
     clearTimeout(this.retryTimer);
     this.wake?.();
+  }
+
+  /** Checks the silence now (e.g. the page is shown again: a stale count moves on at once). */
+  recheck() {
+    if (this.watchCheck === null) return;
+    clearTimeout(this.watchTimer);
+    this.watchCheck();
   }
 
   setState(state, detail) {
@@ -264,23 +281,48 @@ export class EventStream {
     }
   }
 
-  /** Marks the stream stale after a silence, and ends it after a longer one. */
+  /**
+   * Marks the stream stale after a silence, tells the silence again every STALE_TICK_MS while
+   * stale and shown (bounded: until data comes or the longer silence ends the connection), and
+   * ends it after a longer one.
+   */
   watch(abort) {
     const stale = this.options.staleAfterMs ?? STALE_AFTER_MS;
     const dead = this.options.reconnectAfterMs ?? RECONNECT_AFTER_MS;
+    const tick = this.options.staleTickMs ?? STALE_TICK_MS;
+    const period = Math.max(50, Math.min(stale, dead) / 4);
+    /** performance.now() when the stale silence was last told. */
+    let toldAt = 0;
     const check = () => {
-      if (abort.signal.aborted) return;
-      const silent = performance.now() - this.lastDataAt;
+      if (abort.signal.aborted) {
+        if (this.watchCheck === check) this.watchCheck = null;
+        return;
+      }
+      const now = performance.now();
+      const silent = now - this.lastDataAt;
       if (silent >= dead) {
         // Stale on the way, also when this check comes late (a busy or throttled page): the
         // states an operator sees always run live -> stale -> disconnected.
         if (this.state === "live") this.setState("stale", { silentMs: silent });
+        if (this.watchCheck === check) this.watchCheck = null;
         abort.abort();
         return;
       }
-      if (silent >= stale && this.state === "live") this.setState("stale", { silentMs: silent });
-      this.watchTimer = setTimeout(check, Math.max(50, Math.min(stale, dead) / 4));
+      const hidden = this.options.isHidden?.() ?? false;
+      if (silent >= stale && this.state === "live") {
+        this.setState("stale", { silentMs: silent });
+        toldAt = now;
+      } else if (this.state === "stale" && !hidden && now - toldAt >= tick) {
+        this.setState("stale", { silentMs: silent });
+        toldAt = now;
+      }
+      // Stale and shown: back in time for the next count; otherwise the silence check alone.
+      const next = this.state === "stale" && !hidden
+        ? Math.max(1, Math.min(period, tick - (now - toldAt)))
+        : period;
+      this.watchTimer = setTimeout(check, next);
     };
-    this.watchTimer = setTimeout(check, Math.max(50, Math.min(stale, dead) / 4));
+    this.watchCheck = check;
+    this.watchTimer = setTimeout(check, period);
   }
 }

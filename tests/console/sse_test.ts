@@ -153,6 +153,51 @@ Deno.test("EventStream turns stale after a silence and reconnects after a longer
   }
 });
 
+/** The states an EventStream reports over one silent connection, until it opens a second. */
+async function silentConnection(hidden: boolean): Promise<[string, number | undefined][]> {
+  const s = serve(() => stream([": hello\n\n"]));
+  const states: [string, number | undefined][] = [];
+  let opens = 0;
+  const es = new EventStream({
+    url: s.url,
+    onEvent: () => {},
+    onOpen: () => opens++,
+    onState: (st: string, d: { silentMs?: number }) => states.push([st, d.silentMs]),
+    isHidden: () => hidden,
+    staleAfterMs: 100,
+    staleTickMs: 50,
+    reconnectAfterMs: 600,
+    backoffInitialMs: 10,
+  });
+  try {
+    es.start();
+    await waitFor("a second connection", () => opens === 2);
+    return states.slice(0, states.findIndex(([st]) => st === "disconnected") + 1);
+  } finally {
+    await es.stop();
+    await s.server.shutdown();
+  }
+}
+
+Deno.test("EventStream tells a stale silence again as it grows while shown, up to the reconnect bound", async () => {
+  const states = await silentConnection(false);
+  assert.deepEqual(states.slice(0, 2).map(([st]) => st), ["connecting", "live"]);
+  assert.equal(states.at(-1)![0], "disconnected");
+  const stale = states.slice(2, -1);
+  assert.ok(stale.every(([st]) => st === "stale"), JSON.stringify(states));
+  assert.ok(stale.length >= 2, `told more than once: ${JSON.stringify(states)}`);
+  const silences = stale.map(([, ms]) => ms!);
+  for (let i = 1; i < silences.length; i++) {
+    assert.ok(silences[i]! > silences[i - 1]!, `growing: ${silences}`);
+  }
+  assert.ok(silences.every((ms) => ms >= 100 && ms < 600), `within the bounds: ${silences}`);
+});
+
+Deno.test("EventStream tells a stale silence once while the page is hidden", async () => {
+  const states = await silentConnection(true);
+  assert.deepEqual(states.map(([st]) => st), ["connecting", "live", "stale", "disconnected"]);
+});
+
 Deno.test("EventStream passes through stale when its silence check comes past the reconnect bound (a busy page)", async () => {
   // CI once saw live -> disconnected: the check that would have seen the stale window ran late.
   const s = serve(() => stream(['event: e\ndata: {"n":1}\n\n']));
