@@ -274,7 +274,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/alarm_monitor.ts",
       "src/alarms/alarm_engine.ts:1-483",
       "src/alarms/alarm_engine.ts:518-688",
-      "src/alarms/alarm_engine.ts:712-1050",
+      "src/alarms/alarm_engine.ts:712-1067",
     ],
     tests: [
       "tests/alarms/",

@@ -332,8 +332,9 @@ export class ModeManager implements ModeService {
   #o: ModeManagerOptions;
   readonly #log: Logger;
   /**
-   * #log for the stop actions (the hooks into FAULT): a line it fails to write is lost, never a
-   * hook call, its failure in the answer nor its hook_failure event.
+   * #log for the stop path (the FAULT entry, its hooks, the listeners told of a change): a line
+   * it fails to write is lost, never the FAULT, a hook call, its failure in the answer, its
+   * hook_failure event nor a listener after a failing one.
    */
   readonly #stopLog: Logger;
   #mode: RuntimeMode = "IDLE";
@@ -612,7 +613,8 @@ export class ModeManager implements ModeService {
         hookFailuresSoFar: () => inForce === undefined ? [] : [...soFar],
       };
     }
-    this.#log.info(`transition ${from} -> FAULT (${reason})`);
+    // Its line may be lost, never the FAULT it announces (a logger that throws).
+    this.#stopLog.info(`transition ${from} -> FAULT (${reason})`);
     // Before the commit: a mode listener may force FAULT again, and wait for these hooks.
     const done = Promise.withResolvers<readonly HookFailure[]>();
     const soFar: HookFailure[] = [];
@@ -1247,7 +1249,8 @@ export class ModeManager implements ModeService {
       try {
         listener({ previous, current: next });
       } catch (err) {
-        this.#log.error(`mode change listener failed: ${toRuntimeError(err).message}`);
+        // Never throws: the listeners after this one (the tree's halt) are told all the same.
+        this.#stopLog.error(`mode change listener failed: ${toRuntimeError(err).message}`);
       }
     }
   }

@@ -14,6 +14,7 @@ import {
 import { type RuntimeEvent } from "../../src/events/mod.ts";
 import { call, hook } from "../safety/_fixture.ts";
 import { ManualClock, withRealTimers } from "../helpers/clock.ts";
+import { LineLogger } from "../../src/host/mod.ts";
 
 /**
  * The runtime's mode manager (tests/helpers/rig.ts: the Kernel, not started) over an empty
@@ -866,6 +867,37 @@ Deno.test("ModeManager records an accepted mode request when the mode changes, b
     ["AUTO", "accepted", "http", { mode: "AUTO", hook_failures: 0 }],
     ["FAULT", "accepted", "automation", null],
   ]);
+});
+
+Deno.test("ModeManager enters FAULT and tells every listener when its logger throws on every line", async () => {
+  const { router, bus, inventory } = setup();
+  // A logger that cannot write (a closed stderr, for a logger that does not swallow it).
+  const log = new LineLogger({
+    level: "debug",
+    journald: false,
+    now: () => NOW_MS,
+    write: () => {
+      throw new Error("stderr is closed");
+    },
+  });
+  const modes = new ModeManager({
+    router,
+    inventory,
+    bus,
+    clock: withRealTimers({ nowMs: () => NOW_MS, monoMs: () => 0 }),
+    log,
+    automationEnabled: true,
+    manualGatingPolicy: "BLOCK",
+    hooks: { beforeTransition: [], afterTransition: [] },
+  });
+  const told: string[] = [];
+  modes.onModeChange(() => {
+    throw new Error("a listener that fails");
+  });
+  modes.onModeChange(({ current }) => void told.push(current));
+  assert.equal(await modes.forceFault("lost a device"), true);
+  assert.equal(modes.current(), "FAULT");
+  assert.deepEqual(told, ["FAULT"], "the listener after a failing one is told (the tree halts)");
 });
 
 Deno.test("ModeManager records a FAULT when the mode changes, before anything its listeners record", async () => {
