@@ -312,7 +312,38 @@ export function responseComponents(): Record<string, JsonSchema> {
         ref("AuditStatus"),
         "The audit journal's health (project addition): a failing write shows here.",
       ),
+      history_disk: note(
+        orNull(ref("HistoryDiskStatus")),
+        "The history's disk tier's health (project addition); null when history is off.",
+      ),
     }),
+    HistoryDiskStatus: obj(
+      [
+        "state",
+        "rows_written_total",
+        "rows_dropped_total",
+        "write_errors_total",
+        "rows_unreadable_total",
+        "read_errors_total",
+        "last_error",
+      ],
+      {
+        state: note(
+          { enum: ["off", "ok", "stopped"] },
+          "`stopped`: a write failed (a full disk, a read-only card); tried again later. " +
+            "`off`: history.disk_max_bytes 0.",
+        ),
+        rows_written_total: int,
+        rows_dropped_total: note(
+          int,
+          "Rows not written: the tier stopped, its queue full, or the write failed.",
+        ),
+        write_errors_total: note(int, "Writes and fsyncs that failed, and failed opens."),
+        rows_unreadable_total: note(int, "Rows that could not be read back (torn, damaged)."),
+        read_errors_total: note(int, "History questions the tier failed part-way."),
+        last_error: orNull(str),
+      },
+    ),
     AuditStatus: obj(
       [
         "journal",

@@ -49,6 +49,20 @@ function runtimeStatus({ services }: RouteContext): Response {
 }
 
 function providersHealth({ services }: RouteContext): Response {
-  // Project addition: the audit journal's health (a failing write shows here).
-  return okResponse({ providers: services.providerHealth(), audit: services.audit.status() });
+  // Project additions: the audit journal's health and the history's disk tier's (a failing write,
+  // a full disk, shows here, not only in GET /metrics); null without history.
+  const disk = services.history?.status().disk;
+  return okResponse({
+    providers: services.providerHealth(),
+    audit: services.audit.status(),
+    history_disk: disk === undefined ? null : {
+      state: disk.state,
+      rows_written_total: disk.rowsWritten,
+      rows_dropped_total: disk.rowsDropped,
+      write_errors_total: disk.writeErrors,
+      rows_unreadable_total: disk.rowsUnreadable,
+      read_errors_total: disk.readErrors,
+      last_error: disk.lastError,
+    },
+  });
 }
