@@ -233,14 +233,21 @@ export function smallStateFile(path: string): {
       const dir = path.slice(0, path.lastIndexOf("/"));
       if (dir !== "") await Deno.mkdir(dir, { recursive: true });
       const tmp = `${path}.tmp`;
-      const f = await Deno.open(tmp, { write: true, create: true, truncate: true });
       try {
-        await f.write(new TextEncoder().encode(text));
-        await f.sync();
-      } finally {
-        f.close();
+        const f = await Deno.open(tmp, { write: true, create: true, truncate: true });
+        try {
+          const bytes = new TextEncoder().encode(text);
+          for (let at = 0; at < bytes.length;) at += await f.write(bytes.subarray(at));
+          await f.sync();
+        } finally {
+          f.close();
+        }
+        await Deno.rename(tmp, path);
+      } catch (err) {
+        // A full disk, a failing card: the old text stays, and no temporary file with it.
+        await Deno.remove(tmp).catch(() => {});
+        throw err;
       }
-      await Deno.rename(tmp, path);
       await syncFolderOf(path);
     },
   };
