@@ -316,7 +316,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     const warnings = lines.filter((d) => d.severity !== "error").map(formatDiagnostic);
     return { ok: true, config: withOverrides(again.config, overrides), warnings };
   };
-  return await startWithConfig(withOverrides(config, overrides), cli.logLevel, override, reload);
+  return await startWithConfig(withOverrides(config, overrides), override, reload);
 }
 
 /** Reads and validates the configuration file: the one way it is read (start, check, reload). */
@@ -481,11 +481,11 @@ function isOnPath(command: string): boolean {
 /** Starts the service with a valid configuration and resolves with the exit code. */
 function startWithConfig(
   config: Config,
-  logLevelOverride: LogLevel | null,
   portFrom: { port: number; source: string } | null,
   reload: () => Promise<ReloadedConfig>,
 ): Promise<number> {
-  const log = createStderrLogger(logLevelOverride ?? config.logging.level);
+  // The level in effect: --log-level's when given (withOverrides put it in the configuration).
+  const log = createStderrLogger(config.logging.level);
   if (portFrom) log.info(`http.port ${portFrom.port} (from ${portFrom.source})`);
   // Always said, on or off, with the setting that decides it (a misspelled key leaves it off).
   const auth = authenticationSummary(config.http, {

@@ -25,6 +25,7 @@ import {
   deviceHandle,
   errorMessage,
   type Logger,
+  neverThrowing,
   notFound,
   type Quality,
   RuntimeError,
@@ -224,6 +225,8 @@ interface BlockRule {
 export class AlarmEngine implements AlarmService {
   readonly #o: AlarmEngineOptions;
   readonly #log: Logger;
+  /** #log on the path to an action: a line it fails to write is lost, never the action. */
+  readonly #actionLog: Logger;
   readonly #ctx: InputContext;
   #alarms = new Map<string, AlarmEntry>();
   /** The same entries in config order (indexed loops allocate no iterator). */
@@ -253,6 +256,7 @@ export class AlarmEngine implements AlarmService {
   constructor(options: AlarmEngineOptions) {
     this.#o = options;
     this.#log = options.log.child("alarms");
+    this.#actionLog = neverThrowing(this.#log);
     this.#ctx = options.outages === undefined
       ? { cache: options.cache }
       : { cache: options.cache, outages: options.outages };
@@ -736,7 +740,7 @@ export class AlarmEngine implements AlarmService {
     try {
       this.#logTransition(entry, t, why);
     } catch (err) {
-      this.#errorLine(
+      this.#actionLog.error(
         `alarm ${config.id}: logging its ${t.transition} failed: ${errorMessage(err)}`,
       );
     }
@@ -758,18 +762,11 @@ export class AlarmEngine implements AlarmService {
         timestamp_ms: t.at_epoch_ms,
       });
     } catch (err) {
-      this.#errorLine(
+      this.#actionLog.error(
         `alarm ${config.id}: publishing its ${t.transition} failed: ${errorMessage(err)}`,
       );
     }
     if (t.transition === "raise" && config.action !== "none") this.#act(config, t, why);
-  }
-
-  /** An ERROR line that never throws: on the path to an action, a line it fails to write is lost. */
-  #errorLine(message: string): void {
-    try {
-      this.#log.error(message);
-    } catch { /* nowhere left to say it */ }
   }
 
   /** Runs a raise's action; nothing here may keep it from being called. */
@@ -785,11 +782,15 @@ export class AlarmEngine implements AlarmService {
         : this.#o.actions.fault(reason, config.id);
       // A rejection logged by a logger that throws would be unhandled (it ends the runtime).
       done.catch((err) =>
-        this.#errorLine(`alarm ${config.id}: action ${config.action} failed: ${errorMessage(err)}`)
+        this.#actionLog.error(
+          `alarm ${config.id}: action ${config.action} failed: ${errorMessage(err)}`,
+        )
       );
     } catch (err) {
       // A throw here would keep the next alarm raised in this evaluation from acting.
-      this.#errorLine(`alarm ${config.id}: action ${config.action} failed: ${errorMessage(err)}`);
+      this.#actionLog.error(
+        `alarm ${config.id}: action ${config.action} failed: ${errorMessage(err)}`,
+      );
     }
   }
 

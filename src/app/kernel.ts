@@ -186,7 +186,6 @@ export interface SparkplugHandle {
   stop(): Promise<void>;
 }
 
-/** Reloads since start when there is no reloader. */
 /**
  * Longest wait at a stop for the incident records and the history's last rows (and its disk's
  * close) before the providers are stopped: an SD card whose writes stall must not keep them
@@ -195,6 +194,7 @@ export interface SparkplugHandle {
  */
 export const HISTORY_STOP_BEFORE_PROVIDERS_MS = 1000;
 
+/** Reloads since start when there is no reloader. */
 const NO_RELOADS = { success: 0, failure: 0, lastSuccessEpochSeconds: null } as const;
 
 /**

@@ -391,8 +391,7 @@ function auditedValue(value: unknown, written: string | undefined): unknown {
   if (typeof value === "number" && written !== undefined) {
     return exactJsonInteger(written) ?? written;
   }
-  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
-  return isJsonValue(value, 0) ? value : String(value);
+  return isJsonValue(value, 0) ? value : String(value); // NaN, Infinity: their text
 }
 
 /** Whether `v` is a JSON value nested at most AUDITED_VALUE_MAX_DEPTH levels from `depth`. */

@@ -37,7 +37,12 @@ import type {
 } from "../common/mod.ts";
 import type { AuditOrigin, CallRequest, CallResult } from "../control/mod.ts";
 import { reachedProvider } from "../control/mod.ts";
-import { errorMessage, integerWrittenExactly, toRuntimeError } from "../common/mod.ts";
+import {
+  errorMessage,
+  integerWrittenExactly,
+  neverThrowing,
+  toRuntimeError,
+} from "../common/mod.ts";
 import type { SparkplugConfig } from "../config/mod.ts";
 import type { PublishedEvent } from "../events/mod.ts";
 import type { InventoryReader, SignalState } from "../state/mod.ts";
@@ -2243,13 +2248,11 @@ export class SparkplugEdgeNode {
         this.#source("NCMD"),
         () => latched.resolve(),
       );
-      this.#lineOrLost(() =>
-        this.#log.warn("sparkplug: e-stop requested by NCMD Node Control/E-Stop; triggered")
-      );
-      // A rejection logged by a logger that throws would be unhandled (it ends the runtime).
-      stop.catch((err) =>
-        this.#lineOrLost(() => this.#log.error(`sparkplug: e-stop failed: ${errorMessage(err)}`))
-      );
+      // Its lines never throw: one a logger fails to write is lost, never the answer; a rejection
+      // logged by a logger that throws would be unhandled (it ends the runtime).
+      const stopLog = neverThrowing(this.#log);
+      stopLog.warn("sparkplug: e-stop requested by NCMD Node Control/E-Stop; triggered");
+      stop.catch((err) => stopLog.error(`sparkplug: e-stop failed: ${errorMessage(err)}`));
       void Promise.race([
         latched.promise.then(() => null),
         stop.then(() => null, (err: unknown) => err),
@@ -2330,13 +2333,6 @@ export class SparkplugEdgeNode {
   }
 
   /** Why commands cannot act at all now (off, or the role), or null. */
-  /** Writes a log line on the e-stop's path: one the logger fails to write is lost. */
-  #lineOrLost(write: () => void): void {
-    try {
-      write();
-    } catch { /* nowhere left to say it */ }
-  }
-
   #commandRefusal(): string | null {
     if (this.#o.commands === undefined) return "commands are off (sparkplug.commands: false)";
     if (this.#o.config.role === "viewer") return "sparkplug.role is viewer";

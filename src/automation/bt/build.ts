@@ -10,7 +10,7 @@ import { SERVICE_CONTEXT_KEY } from "./custom_nodes.ts";
 import { errorAt, hasErrors, warningAt } from "./diagnostics.ts";
 import { NODE_SPECS, type NodeSpec } from "./node_registry.ts";
 import type { ParsedTree, TreeDefinition } from "./parse.ts";
-import { bbTypeOfPort, blackboardKeyOf } from "./ports.ts";
+import { bbTypeOfPort, blackboardKeyOf, NOT_A_SCALAR } from "./ports.ts";
 import { parseScript, type ScriptProgram } from "./script.ts";
 import type { BtServices } from "./services.ts";
 import {
@@ -53,15 +53,8 @@ export interface BuiltTree {
 
 const CONDITIONS: readonly string[] = [...PRE_CONDITIONS, ...POST_CONDITIONS];
 
-/** The scalar types a literal must parse as for a typed port to read or write it. */
+/** The scalar types a literal must parse as for a typed port to read or write it (NOT_A_SCALAR). */
 type ScalarType = "double" | "int64" | "bool";
-
-/** What a literal is not, when it does not parse as a port's type (as verify words it). */
-const NOT_A: Readonly<Record<ScalarType, string>> = {
-  double: "a number (double)",
-  int64: "an integer",
-  bool: "a boolean (true/false)",
-};
 
 /** A typed port naming a blackboard entry (what a SetBlackboard literal must parse as). */
 interface TypedUse {
@@ -254,7 +247,7 @@ export function buildTree(
       errorAt(
         w.el,
         w.path,
-        `port '${w.port}': '${w.literal}' is not ${NOT_A[use.type]}, and blackboard entry ` +
+        `port '${w.port}': '${w.literal}' is not ${NOT_A_SCALAR[use.type]}, and blackboard entry ` +
           `'${w.key}' is ${use.reads ? "read" : "written"} as ${use.type} by port ` +
           `'${use.port}' of ${use.node} at ${use.at} (the tick would throw converting it)`,
       ),

@@ -86,6 +86,13 @@ export function checkPortValue(
   return checkLiteral(spec, raw);
 }
 
+/** What a literal is not, when it does not parse as a scalar port's type (a diagnostic's words). */
+export const NOT_A_SCALAR: Readonly<Record<"double" | "int64" | "bool", string>> = {
+  double: "a number (double)",
+  int64: "an integer",
+  bool: "a boolean (true/false)",
+};
+
 /** Checks a literal against the port type. */
 export function checkLiteral(
   spec: PortSpec,
@@ -97,15 +104,15 @@ export function checkLiteral(
   });
   switch (spec.type) {
     case "double":
-      return parseScalar(raw, "double") ? undefined : bad("a number (double)");
+      return parseScalar(raw, "double") ? undefined : bad(NOT_A_SCALAR.double);
     case "int64": {
       const v = parseScalar(raw, "int64");
-      if (!v) return bad("an integer");
+      if (!v) return bad(NOT_A_SCALAR.int64);
       if (spec.nonNegative && (v.value as number) < 0) return bad("a non-negative integer");
       return undefined;
     }
     case "bool":
-      return parseScalar(raw, "bool") ? undefined : bad("a boolean (true/false)");
+      return parseScalar(raw, "bool") ? undefined : bad(NOT_A_SCALAR.bool);
     case "status":
       return (STATUS_NAMES as readonly string[]).includes(raw.trim())
         ? undefined
