@@ -229,8 +229,7 @@ export class SampleBatch {
    * with any member (tests/adpp/_wire_reference.ts `wireTypeAgrees`).
    */
   typeAgrees(i: number, t: ValueType): boolean {
-    const wire = this.valueTypes[i]!;
-    return wire === WireValueType.UNSPECIFIED || wire === valueTypeToWire(t);
+    return wireTypeAgrees(this.valueTypes[i]!, t);
   }
 
   /** The sample's Timestamp in epoch ms (timestampToMs), or null when it carries none. */
@@ -238,6 +237,11 @@ export class SampleBatch {
     if (this.stamped[i] === 0) return null;
     return this.seconds[i]! * 1000 + Math.floor(this.nanos[i]! / 1e6);
   }
+}
+
+/** Whether a Value's own `type` (UNSPECIFIED: not said) agrees with the kind its value holds. */
+export function wireTypeAgrees(wire: number, t: ValueType): boolean {
+  return wire === WireValueType.UNSPECIFIED || wire === valueTypeToWire(t);
 }
 
 function grown<T extends Int32Array | Uint8Array | Float64Array>(old: T, into: T): T {

@@ -6,8 +6,8 @@ import {
   type ResponsePayloads,
   SampleBatch,
   typedValueFromWire,
-  valueTypeToWire,
   WireDeviceState,
+  wireTypeAgrees,
   WireValueType,
 } from "../adpp/mod.ts";
 import {
@@ -717,10 +717,9 @@ export class StateCache implements FreshReader {
         if (samples.has(sv.signal_id)) return;
         const value = typedValueFromWire(sv.value);
         const declared = device.signals.find((g) => g.signalId === sv.signal_id)?.valueType ?? null;
-        const wireType = sv.value?.type ?? WireValueType.UNSPECIFIED;
         const faulty = value !== null && (
           (declared !== null && declared !== value.type) ||
-          (wireType !== WireValueType.UNSPECIFIED && wireType !== valueTypeToWire(value.type)) ||
+          !wireTypeAgrees(sv.value?.type ?? WireValueType.UNSPECIFIED, value.type) ||
           (value.type === "double" && value.non_finite !== undefined)
         );
         samples.set(sv.signal_id, {
