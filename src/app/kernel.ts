@@ -15,9 +15,11 @@ import {
   type Clock,
   errorMessage,
   failedPrecondition,
+  internal,
   type Logger,
   type LogLevel,
   type MqttConnect,
+  neverThrowing,
   type ProcessStats,
   type ProviderHealthView,
   type Quality,
@@ -1773,68 +1775,101 @@ export class Kernel {
   /**
    * Stops polling and ends every provider within runtime.shutdown_timeout_ms. Idempotent. During
    * start() it acts at once: ending the providers ends whatever start-up stage waits on them.
+   * Every stage runs whatever an earlier one did: one that throws is logged (ERROR, naming it) and
+   * the stop goes on, so the providers are always stopped and the data_dir lock always released
+   * (last); the stop then rejects, naming the stages that failed.
    */
   stop(): Promise<void> {
-    this.#stopping ??= (async () => {
-      const budget = this.config.runtime.shutdownTimeoutMs;
-      // The providers' going from here on is the runtime's end: no raise (and no fork) for it.
-      this.#sessionPriority?.stop();
-      // The tree is halted first: from the HTTP listener's close on, only connections still held
-      // reach the runtime over HTTP, and the drain may wait seconds for answers still being made
-      // (HTTP_SHUTDOWN_ANSWER_MS); nothing may go on commanding the machine meanwhile.
-      this.automation?.stop();
-      // Event streams end (they would keep the server's shutdown waiting), and new requests on the
-      // connections still held are refused but the e-stop, its clear and runtime status.
-      this.api.close();
-      await this.#http?.shutdown();
-      // NDEATH, bounded in time: a stalled broker does not hold the shutdown.
-      await this.#sparkplug?.stop();
-      this.alarms.stop(); // no alarm action while the runtime shuts down
-      this.outages.stop(); // nor a device-loss latch forcing FAULT
-      this.estop.close(); // a plan log waiting for its turn is not written
-      await this.cache.stop();
-      // Before the providers go: their going is the runtime's stop, not a device loss (no
-      // incident, no UNAVAILABLE samples). Pending incidents are written with what the ring has,
-      // open buckets are written, the disk tier closed -- waited for at most
-      // HISTORY_STOP_BEFORE_PROVIDERS_MS: a disk that stalls must not hold the providers' stop
-      // (their own safe state) until the process's budget ends and kills them.
-      this.history?.detach();
-      const recorded = (async () => {
-        await this.incidents?.stop();
-        await this.history?.stop();
-      })();
-      if (
-        !await raceTimeout(
-          this.host.clock,
-          recorded.then(() => true),
-          HISTORY_STOP_BEFORE_PROVIDERS_MS,
-          false,
-        )
-      ) {
-        this.host.log.warn(
-          `incident records and history rows not written within ` +
-            `${HISTORY_STOP_BEFORE_PROVIDERS_MS} ms of the stop (HISTORY_STOP_BEFORE_PROVIDERS_MS): ` +
-            `the providers are stopped meanwhile`,
-        );
-      }
-      await this.registry.stopAll(budget);
-      await recorded;
-      if (this.#starting) {
-        await this.#starting.catch(() => {}); // settles once its providers are gone
-        await this.cache.stop();
-        await this.#http?.shutdown(); // bound while stop() was waiting
-      }
-      // The open (collapsing) audit entry is closed and the journal written and closed; a call
-      // still settling records on its own.
-      await this.audit.close();
-      await this.runs.shutdown();
-      await this.telemetry.stop(Math.max(200, budget / 2));
-      // Last: nothing of this runtime writes to the folder any more.
-      this.#dataDirLock?.release();
-      this.#dataDirLock = null;
-      this.host.log.info("runtime stopped");
-    })();
+    this.#stopping ??= this.#stop();
     return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    const budget = this.config.runtime.shutdownTimeoutMs;
+    // A logger that throws must not end the stop either.
+    const log = neverThrowing(this.host.log);
+    const failed: string[] = [];
+    const report = (stage: string, err: unknown) => {
+      failed.push(stage);
+      log.error(`stop: ${stage} failed: ${errorMessage(err)}; the stop goes on`);
+    };
+    // The synchronous stages stay synchronous: the tree is halted in stop()'s own call.
+    const step = (stage: string, run: () => void) => {
+      try {
+        run();
+      } catch (err) {
+        report(stage, err);
+      }
+    };
+    const stepAsync = async (stage: string, run: () => Promise<unknown> | undefined) => {
+      try {
+        await run();
+      } catch (err) {
+        report(stage, err);
+      }
+    };
+    // The providers' going from here on is the runtime's end: no raise (and no fork) for it.
+    step("session priority", () => this.#sessionPriority?.stop());
+    // The tree is halted first: from the HTTP listener's close on, only connections still held
+    // reach the runtime over HTTP, and the drain may wait seconds for answers still being made
+    // (HTTP_SHUTDOWN_ANSWER_MS); nothing may go on commanding the machine meanwhile.
+    step("automation", () => this.automation?.stop());
+    // Event streams end (they would keep the server's shutdown waiting), and new requests on the
+    // connections still held are refused but the e-stop, its clear and runtime status.
+    step("HTTP API", () => this.api.close());
+    await stepAsync("HTTP server", () => this.#http?.shutdown());
+    // NDEATH, bounded in time: a stalled broker does not hold the shutdown.
+    await stepAsync("Sparkplug", () => this.#sparkplug?.stop());
+    step("alarms", () => this.alarms.stop()); // no alarm action while the runtime shuts down
+    step("device outages", () => this.outages.stop()); // nor a device-loss latch forcing FAULT
+    step("e-stop", () => this.estop.close()); // a plan log waiting for its turn is not written
+    await stepAsync("state cache", () => this.cache.stop());
+    // Before the providers go: their going is the runtime's stop, not a device loss (no
+    // incident, no UNAVAILABLE samples). Pending incidents are written with what the ring has,
+    // open buckets are written, the disk tier closed -- waited for at most
+    // HISTORY_STOP_BEFORE_PROVIDERS_MS: a disk that stalls must not hold the providers' stop
+    // (their own safe state) until the process's budget ends and kills them. A failing one
+    // does not hold it either (each stage reports its own failure; this never rejects).
+    step("history detach", () => this.history?.detach());
+    const recorded = (async () => {
+      await stepAsync("incident records", () => this.incidents?.stop());
+      await stepAsync("history", () => this.history?.stop());
+    })();
+    if (
+      !await raceTimeout(
+        this.host.clock,
+        recorded.then(() => true),
+        HISTORY_STOP_BEFORE_PROVIDERS_MS,
+        false,
+      )
+    ) {
+      log.warn(
+        `incident records and history rows not written within ` +
+          `${HISTORY_STOP_BEFORE_PROVIDERS_MS} ms of the stop (HISTORY_STOP_BEFORE_PROVIDERS_MS): ` +
+          `the providers are stopped meanwhile`,
+      );
+    }
+    await stepAsync("providers", () => this.registry.stopAll(budget));
+    await recorded;
+    if (this.#starting) {
+      await this.#starting.catch(() => {}); // settles once its providers are gone
+      await stepAsync("state cache", () => this.cache.stop());
+      await stepAsync("HTTP server", () => this.#http?.shutdown()); // bound while stop() waited
+    }
+    // The open (collapsing) audit entry is closed and the journal written and closed; a call
+    // still settling records on its own.
+    await stepAsync("audit journal", () => this.audit.close());
+    await stepAsync("run records", () => this.runs.shutdown());
+    await stepAsync("telemetry", () => this.telemetry.stop(Math.max(200, budget / 2)));
+    // Last: nothing of this runtime writes to the folder any more.
+    step("data_dir lock", () => this.#dataDirLock?.release());
+    this.#dataDirLock = null;
+    if (failed.length > 0) {
+      throw internal(
+        `runtime stopped, but ${failed.length} stop stage(s) failed: ${failed.join(", ")}`,
+      );
+    }
+    log.info("runtime stopped");
   }
 }
 
