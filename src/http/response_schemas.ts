@@ -133,6 +133,11 @@ export function responseComponents(): Record<string, JsonSchema> {
           })),
           uncovered: arr(ref("FunctionRef")),
         }),
+        plan_failed: note(
+          str,
+          "Present only when the plan could not be made (the device inventory failed): why; " +
+            "`plan` is then what a stop would run without the devices.",
+        ),
         unverified_devices: arr(str),
         verification: orNull(ref("Verification")),
       },

@@ -159,6 +159,12 @@ export interface EstopStatus {
   cause?: string | null;
   /** The exact plan (absent only without an e-stop service). */
   plan?: EstopPlanView;
+  /**
+   * Present only when the plan could not be made (the device inventory failed): why. `plan` is
+   * then the one a stop would run without the devices (the declared hooks, else none);
+   * `uncovered_actuating_functions` (0) and `unverified_devices` (empty) are then unknown.
+   */
+  plan_failed?: string;
   /** Actuating devices with no expectation on any of their signals. */
   unverified_devices?: string[];
   /**
@@ -839,19 +845,51 @@ export class Estop implements EstopService {
     return { latched: false };
   }
 
+  /**
+   * The latch and the plan. A plan that cannot be made (an inventory port that throws) must not
+   * take the latch's status away exactly when an operator needs it: the status then shows the
+   * plan a stop would run without the devices (#stopPlan: the declared hooks, else none), and
+   * `plan_failed` says why (what is uncovered or unverified is then unknown: 0 and empty).
+   */
   status(): EstopStatus {
-    const plan = this.plan();
+    let planned: {
+      plan: SafeStatePlan;
+      view: EstopPlanView;
+      unverified: string[];
+      failed?: string;
+    };
+    try {
+      planned = {
+        plan: this.plan(),
+        view: this.planView(),
+        unverified: unverifiedDevices(
+          this.#o.safeState.expect,
+          registeredDevices(this.#o.inventory),
+        ),
+      };
+    } catch (err) {
+      const plan = planWithoutDevices(this.#o.safeState);
+      const calls = plan.calls.map((c) =>
+        c.kind === "zero"
+          ? { ...c.label, args: { ...c.args } }
+          : { ...c.label, args: { ...c.call.args } }
+      );
+      planned = {
+        plan,
+        view: { rung: plan.rung, calls, uncovered: [] },
+        unverified: [],
+        failed: errorMessage(err),
+      };
+    }
     return {
       latched: this.#state === "latched",
-      software_safe_state: plan.rung,
+      software_safe_state: planned.plan.rung,
       latched_at_epoch_ms: this.#latchedAtMs,
-      uncovered_actuating_functions: plan.uncovered.length,
+      uncovered_actuating_functions: planned.plan.uncovered.length,
       cause: this.#cause,
-      plan: this.planView(),
-      unverified_devices: unverifiedDevices(
-        this.#o.safeState.expect,
-        registeredDevices(this.#o.inventory),
-      ),
+      plan: planned.view,
+      ...(planned.failed === undefined ? {} : { plan_failed: planned.failed }),
+      unverified_devices: planned.unverified,
       verification: this.#verified === null ? null : verificationView(this.#verified),
     };
   }
