@@ -56,6 +56,7 @@ import {
   errorMessage,
   invalidArgument,
   type Logger,
+  neverThrowing,
   type TimerId,
   toJsonText,
   utf8Length,
@@ -280,6 +281,12 @@ export class AuditTrail implements AuditSink {
   readonly #o: AuditTrailOptions;
   readonly #log: Logger;
   /**
+   * #log for the reports of a failure the trail contains (an entry not recorded, a listener that
+   * threw): a logger that throws there must not carry the failure into the caller (the e-stop, a
+   * FAULT commit) after all, nor skip what follows the report.
+   */
+  readonly #failureLog: Logger;
+  /**
    * The open (collapsing) entry and the write-ahead ids its decisions settle; `side`: that of
    * its first decision's call (#side: up to #boundary, up to #cut, or after both).
    */
@@ -359,6 +366,7 @@ export class AuditTrail implements AuditSink {
   constructor(options: AuditTrailOptions) {
     this.#o = options;
     this.#log = options.log.child("audit");
+    this.#failureLog = neverThrowing(this.#log);
     const bytes = new Uint8Array(4);
     (options.random ?? ((b: Uint8Array) => crypto.getRandomValues(b)))(bytes);
     this.#boot = [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -372,7 +380,7 @@ export class AuditTrail implements AuditSink {
       this.#record(d, d.action === "call" ? this.#callKey(d, mode) : null, now, mode);
     } catch (err) {
       // Never let the record break a call or a stop.
-      this.#log.error(`audit entry not recorded: ${errorMessage(err)}`);
+      this.#failureLog.error(`audit entry not recorded: ${errorMessage(err)}`);
     }
   }
 
@@ -467,9 +475,7 @@ export class AuditTrail implements AuditSink {
       }
       return intent;
     } catch (err) {
-      this.#log.error(
-        `audit decision not written ahead: ${errorMessage(err)}`,
-      );
+      this.#failureLog.error(`audit decision not written ahead: ${errorMessage(err)}`);
       return null;
     }
   }
@@ -529,7 +535,7 @@ export class AuditTrail implements AuditSink {
       );
       u.over = { entry, firstReason: decision.reason ?? "", timer };
     } catch (err) {
-      this.#log.error(`audit entry not recorded: ${errorMessage(err)}`);
+      this.#failureLog.error(`audit entry not recorded: ${errorMessage(err)}`);
     }
   }
 
@@ -714,7 +720,7 @@ export class AuditTrail implements AuditSink {
       try {
         listener(entry, intents, runId);
       } catch (err) {
-        this.#log.error(`audit listener failed: ${errorMessage(err)}`);
+        this.#failureLog.error(`audit listener failed: ${errorMessage(err)}`);
       }
     }
     const journal = this.#journal;
