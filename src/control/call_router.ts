@@ -7,6 +7,7 @@ import {
   Histogram,
   invalidArgument,
   type Logger,
+  neverThrowing,
   notFound,
   RuntimeError,
   type StatusCode,
@@ -223,7 +224,9 @@ export class CallRouter {
       this.#locks.delete(host.id);
     });
     this.#cache = options.cache;
-    this.#log = options.log.child("call");
+    // Its one line comes before a call is sent (the e-stop's ladder, the hooks into FAULT): a
+    // logger that throws must not hold the call back (docs/safety.md).
+    this.#log = neverThrowing(options.log.child("call"));
     this.#clock = options.clock;
     this.#audit = options.audit ?? null;
   }
