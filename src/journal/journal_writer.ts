@@ -58,6 +58,12 @@ export interface JournalWriterOptions {
   readonly syncIntervalMs: number;
   /** The line recording a gap, written at the end of the first write that succeeds after it. */
   readonly gapLine?: ((gap: JournalGap) => string) | undefined;
+  /**
+   * false: a failed write is said by the owner alone (each of its appends is an event of its own,
+   * whose one line names the failure: the reason in the append's result), so the writer counts it
+   * (status()) without its own ERROR line. Default true: one ERROR per failing streak.
+   */
+  readonly reportWriteFailures?: boolean | undefined;
 }
 
 /** Per-append options. */
@@ -566,6 +572,7 @@ export class JournalWriter {
     this.#lastErrorAt = this.#o.clock.nowMs();
     if (!this.#failing) {
       this.#failing = true;
+      if (this.#o.reportWriteFailures === false) return reason;
       this.#o.log.error(
         `${this.#o.name} write failed (lines dropped until it works again): ${reason}`,
       );

@@ -995,7 +995,9 @@ export class RunRegistry {
         }),
       };
       const event = this.#event(run.run_id, 1, "run_opened", "", now, now, openedPayload);
-      const writer = this.#writer(this.#eventFile(run.run_id), RUN_WRITER_MAX_LINES);
+      // Its failures are the registry's lines: the run's open, a marker, a close answer with
+      // theirs, a dropped bus event says so once per spell (#droppedBusEvent).
+      const writer = this.#writer(this.#eventFile(run.run_id), RUN_WRITER_MAX_LINES, true);
       let opened = 0;
       // The run has started (at `now`): what comes while its open is written is its own.
       this.#whileOpening = [];
@@ -2568,8 +2570,12 @@ export class RunRegistry {
     return e;
   }
 
-  /** A writer of one of the registry's files. */
-  #writer(path: string, maxQueuedLines: number): JournalWriter {
+  /**
+   * A writer of one of the registry's files. `ownerReports`: every append's failure is logged by
+   * the registry (a dropped bus event, a marker or close answered with its error), so the writer
+   * adds no line of its own to the same event.
+   */
+  #writer(path: string, maxQueuedLines: number, ownerReports = false): JournalWriter {
     return new JournalWriter({
       files: this.#opts.files,
       target: { path },
@@ -2578,6 +2584,7 @@ export class RunRegistry {
       clock: this.#opts.clock,
       maxQueuedLines,
       syncIntervalMs: BUS_EVENT_SYNC_DELAY_MS,
+      reportWriteFailures: !ownerReports,
     });
   }
 
