@@ -390,6 +390,11 @@ export class SparkplugEdgeNode {
   #bdSeqSaving: Promise<void> | null = null;
   /** The bdSeq the store last recorded (null: none this process). */
   #bdSeqRecorded: number | null = null;
+  /**
+   * Saves of bdSeq that failed since one last worked (a full disk): the first of a failing spell
+   * is WARNed, the rest are DEBUG, and the save that works again says how many failed.
+   */
+  #bdSeqSaveFailures = 0;
   #seq = 0;
   /** Whether the births of the current connection went out (data waits for them). */
   #born = false;
@@ -761,7 +766,8 @@ export class SparkplugEdgeNode {
   }
 
   /**
-   * Records the current bdSeq (a failure is a WARN: the node goes on, a restart may reuse it).
+   * Records the current bdSeq (a failure is a WARN once per failing spell: the node goes on, a
+   * restart may reuse it; the save that works again is an INFO saying how many failed).
    * One save at a time, and only the latest value waits behind it: connections flapping faster
    * than the store writes (or a stalled disk) queue nothing more, and the last recorded is the
    * latest. Resolves once the bdSeq of the moment is recorded (or failed).
@@ -780,12 +786,24 @@ export class SparkplugEdgeNode {
           await store.save(bdSeq);
           this.#bdSeqRecorded = bdSeq;
         } catch (err) {
-          this.#log.warn(
-            `sparkplug: could not record bdSeq ${bdSeq} (${
-              errorMessage(err)
-            }); a restart may reuse it`,
-          );
+          // Once per failing spell: a broker that flaps on a full disk would otherwise log a
+          // WARN per reconnect, each line taking more of the disk that is full.
+          if (this.#bdSeqSaveFailures++ === 0) {
+            this.#log.warn(
+              `sparkplug: could not record bdSeq ${bdSeq} (${errorMessage(err)}); a restart ` +
+                `may reuse it (said again once a save works)`,
+            );
+          } else {
+            this.#log.debug(`sparkplug: could not record bdSeq ${bdSeq} (${errorMessage(err)})`);
+          }
           return; // tried again at the next change
+        }
+        if (this.#bdSeqSaveFailures > 0) {
+          this.#log.info(
+            `sparkplug: bdSeq ${bdSeq} recorded again (${this.#bdSeqSaveFailures} save(s) ` +
+              `failed before)`,
+          );
+          this.#bdSeqSaveFailures = 0;
         }
       }
     } finally {
