@@ -108,6 +108,17 @@ export class DiskTier {
   #lastAtOpen = -Infinity;
   /** The last read failed (its WARN was written; said again once a read succeeds). */
   #readFailing = false;
+  /**
+   * Whether open() worked. A tier whose open failed (a full or read-only disk at start) opens
+   * again at its retry, before its first row: it learns the files' last row as an open does.
+   */
+  #opened = false;
+  /**
+   * That open at a retry, under way: the rows written meanwhile wait for it (in order, at most
+   * DISK_QUEUE_ROWS, the rest dropped and counted), then go as any row.
+   */
+  #reopening: Promise<void> | null = null;
+  readonly #held: (readonly [string, number])[] = [];
 
   constructor(o: DiskTierOptions) {
     this.#o = o;
@@ -157,6 +168,7 @@ export class DiskTier {
         key: rowTime,
       });
       if (last !== null) this.#newestT = this.#lastAtOpen = last.key;
+      this.#opened = true;
     } catch (err) {
       this.#openErrors++;
       this.#stop(`cannot open ${this.#o.dir}: ${errorMessage(err)}`);
@@ -173,15 +185,29 @@ export class DiskTier {
 
   /** Appends one row, of bucket start `t` (never waits, never throws). */
   write(row: string, t: number): void {
+    if (this.#reopening !== null) {
+      if (this.#held.length < DISK_QUEUE_ROWS) this.#held.push([row, t]);
+      else this.#drop();
+      return;
+    }
     if (this.#state === "stopped") {
       if (this.#o.clock.monoMs() < this.#retryAtMono) {
-        this.#rowsDropped++;
-        // In the gap line written once writing works again, with the rows the failed write held.
-        this.#writer.countLost(1, this.#lastError ?? "history disk tier stopped");
+        this.#drop();
         return;
       }
       this.#state = "ok";
       this.#o.log.debug("history disk tier: trying to write again");
+      if (!this.#opened) {
+        // Its open failed: opened now, so the last row of an earlier run is known before this
+        // run's first (a restart's bucket is answered with both runs' samples; a wall clock
+        // behind that row begins a new file, as after an open that worked).
+        this.#held.push([row, t]);
+        this.#reopening = this.open().finally(() => {
+          this.#reopening = null;
+          for (const [r, at] of this.#held.splice(0)) this.write(r, at);
+        });
+        return;
+      }
     }
     const newSegment = t < this.#newestT;
     this.#newestT = t;
@@ -194,6 +220,13 @@ export class DiskTier {
       this.#rowsDropped++;
       if (this.#writer.status().state === "failing") this.#stop(r.reason);
     });
+  }
+
+  /** A row not written while the tier is stopped (or its queue full): dropped and counted. */
+  #drop(): void {
+    this.#rowsDropped++;
+    // In the gap line written once writing works again, with the rows the failed write held.
+    this.#writer.countLost(1, this.#lastError ?? "history disk tier stopped");
   }
 
   #stop(reason: string): void {
@@ -218,12 +251,14 @@ export class DiskTier {
 
   /** Writes what is queued and closes the files. */
   async close(): Promise<void> {
+    await this.#reopening;
     await this.#writer.close();
   }
 
   /** Resolves once every row appended so far was written or dropped. */
-  flush(): Promise<void> {
-    return this.#writer.flush();
+  async flush(): Promise<void> {
+    await this.#reopening;
+    await this.#writer.flush();
   }
 
   status(): DiskTierStatus {
