@@ -52,6 +52,13 @@ export const INCIDENT_MAX_LINE_BYTES = 4 * 1024 * 1024;
 export const INCIDENT_TRIGGERS = ["estop", "fault", "alarm", "device_loss"] as const;
 export type IncidentTrigger = (typeof INCIDENT_TRIGGERS)[number];
 
+/**
+ * Why a kept record is not whole: `torn` (its file is shorter than its header's `bytes`: a power
+ * cut while it was written), `damaged` (a signal line that does not parse, or fewer than its
+ * header's `signals`).
+ */
+export type IncidentIncomplete = "torn" | "damaged";
+
 /** One trigger of an incident. */
 export interface IncidentCause {
   readonly trigger: IncidentTrigger;
@@ -73,10 +80,14 @@ export interface IncidentHeader {
   readonly devices: readonly string[];
   readonly from_epoch_ms: number;
   readonly until_epoch_ms: number;
+  /** Signals of the record (of a torn or damaged one: those readable). */
   readonly signals: number;
+  /** Samples of the record (of a torn or damaged one: those readable). */
   readonly samples: number;
-  /** Bytes of the record. */
+  /** Bytes of the record (of a torn one: of its file). */
   readonly bytes: number;
+  /** null: the record is whole (a record is written with null); else why it is not. */
+  readonly incomplete: IncidentIncomplete | null;
 }
 
 /** One signal of an incident: samples `[t_ms, value, quality]`. */
@@ -227,18 +238,39 @@ export class IncidentRecorder {
     return [...this.#index].reverse();
   }
 
-  /** One record: its header and its signals. NOT_FOUND when it is not kept. */
+  /**
+   * One record: its header and its signals. NOT_FOUND when it is not kept. A record whose signal
+   * lines do not all parse, or are fewer than its header says, is given with those that do, its
+   * header saying so (`incomplete`, `signals` and `samples` those readable), and listed so from
+   * then on.
+   */
   async get(id: string): Promise<{ incident: IncidentHeader; signals: IncidentSignal[] }> {
     const { header, lines } = await this.#read(id);
     const signals: IncidentSignal[] = [];
     for (const line of lines.slice(1)) {
-      try {
-        signals.push(parseSignalLine(line));
-      } catch {
-        // a damaged line is left out
-      }
+      const signal = readableSignal(line);
+      if (signal !== null) signals.push(signal); // a damaged line is left out
     }
-    return { incident: header, signals };
+    if (
+      header.incomplete !== null || signals.length === lines.length - 1 &&
+        signals.length >= header.signals
+    ) {
+      return { incident: header, signals };
+    }
+    const samples = signals.reduce((n, x) => n + x.samples.length, 0);
+    const damaged: IncidentHeader = {
+      ...header,
+      incomplete: "damaged",
+      signals: signals.length,
+      samples,
+    };
+    const i = this.#index.indexOf(header);
+    if (i >= 0) this.#index[i] = damaged;
+    this.#o.log.warn(
+      `incident ${id}: damaged (${signals.length} of its ${header.signals} signal(s) readable, ` +
+        `${samples} of ${header.samples} samples), listed as incomplete`,
+    );
+    return { incident: damaged, signals };
   }
 
   /** The record as stored (JSON Lines). NOT_FOUND when it is not kept. */
@@ -566,6 +598,7 @@ export class IncidentRecorder {
       until_epoch_ms: until,
       signals: lines.length,
       samples,
+      incomplete: null,
     };
     const bytesOf = (h: object) => utf8Length(JSON.stringify(h)) + 1 + utf8Length(body);
     // The header holds its own size: the digits of the size may change the size once.
@@ -682,18 +715,41 @@ export class IncidentRecorder {
       if (n < 2 ** 32) this.#counter = Math.max(this.#counter, n);
       let damage = "empty";
       try {
+        // A record torn by a power cut after its header was written is shorter than the header
+        // says: listed with what is readable of it, never as whole.
+        const size = await files.fileSize(this.#path(m[1]!));
+        let header: IncidentHeader | null = null;
+        let signals = 0;
+        let samples = 0;
         for await (const line of files.readLines(this.#path(m[1]!), INCIDENT_MAX_LINE_BYTES)) {
+          if (header !== null) {
+            const signal = readableSignal(line);
+            if (signal !== null) {
+              signals++;
+              samples += signal.samples.length;
+            }
+            continue;
+          }
           try {
             const h = JSON.parse(line) as IncidentHeader;
             if (h.incident_id === m[1] && typeof h.at_epoch_ms === "number") {
-              headers.push({ header: h, n });
+              header = { ...h, incomplete: null };
               damage = "";
             } else damage = "a header not of this incident";
           } catch {
             damage = "a damaged header";
           }
-          break;
+          if (header === null || !(size < header.bytes)) break;
         }
+        if (header !== null && size < header.bytes) {
+          this.#o.log.warn(
+            `incident file ${name}: torn (${size} of its ${header.bytes} bytes; ${signals} of ` +
+              `its ${header.signals} signal(s) readable, ${samples} of ${header.samples} ` +
+              `samples), listed as incomplete`,
+          );
+          header = { ...header, incomplete: "torn", signals, samples, bytes: size };
+        }
+        if (header !== null) headers.push({ header, n });
       } catch (err) {
         // Not known to be damaged: left where it is, not listed.
         this.#o.log.warn(`incident file ${name}: not read (${errorMessage(err)}), not listed`);
@@ -740,6 +796,16 @@ function fitLine<T extends readonly [number, unknown, string]>(
     bytes -= utf8Length(toJsonText(rows[i])) + 1; // and its comma
   }
   return rows.slice(lo, hi);
+}
+
+/** A signal line of a record, or null when it does not parse as one (torn, damaged). */
+function readableSignal(line: string): IncidentSignal | null {
+  try {
+    const s = parseSignalLine(line);
+    return typeof s === "object" && s !== null && Array.isArray(s.samples) ? s : null;
+  } catch {
+    return null;
+  }
 }
 
 /** A run of digits longer than any integer a double holds exactly (2^53 has 16 digits). */

@@ -21,10 +21,11 @@ export const CORS_ALLOW_HEADERS = "Content-Type, Authorization, Last-Event-ID";
 /**
  * The response headers a granted page may read beyond the CORS-safelisted ones (Fetch standard):
  * `Retry-After`, which a 429 carries to say when a call may be sent again (docs/http-api.md,
- * "Provider policies"); `X-History-Incomplete`, a partial CSV history answer's mark. Without it a
- * browser hands the page `null` for the header.
+ * "Provider policies"); `X-History-Incomplete`, a partial CSV history answer's mark;
+ * `X-Incident-Incomplete`, an incident export's that is not whole. Without it a browser hands the
+ * page `null` for the header.
  */
-export const CORS_EXPOSE_HEADERS = "Retry-After, X-History-Incomplete";
+export const CORS_EXPOSE_HEADERS = "Retry-After, X-History-Incomplete, X-Incident-Incomplete";
 
 /**
  * Distinct origins without a CORS grant that are logged, one line each; past it one more line says

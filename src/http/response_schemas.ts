@@ -525,6 +525,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         "signals",
         "samples",
         "bytes",
+        "incomplete",
       ],
       {
         incident_id: str,
@@ -543,9 +544,14 @@ export function responseComponents(): Record<string, JsonSchema> {
         devices: arr(str),
         from_epoch_ms: int,
         until_epoch_ms: int,
-        signals: int,
-        samples: int,
-        bytes: int,
+        signals: note(int, "Signals of the record (of one not whole: those readable)."),
+        samples: note(int, "Samples of the record (of one not whole: those readable)."),
+        bytes: note(int, "Bytes of the record (of a torn one: of its file)."),
+        incomplete: note(
+          orNull({ enum: ["torn", "damaged"] }),
+          "null: the record is whole; `torn`: its file is shorter than its header says (a " +
+            "power cut while it was written); `damaged`: a signal line does not parse.",
+        ),
       },
       "An incident record's header (project addition).",
     ),

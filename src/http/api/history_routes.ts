@@ -97,7 +97,10 @@ export const HISTORY_ROUTES: readonly Route[] = [
       description: "`format=csv` (or `Accept: text/csv`): " +
         "`provider_id,device_id,signal_id,t_ms,value,quality`; `format=jsonl` (or " +
         "`Accept: application/jsonl`): the record as stored, a header line then one line per " +
-        "signal. Project addition.",
+        "signal. A record that is not whole (`incomplete`: `torn`, a power cut while it was " +
+        "written; `damaged`, a signal line that does not parse) is given with what is readable " +
+        "(`signals` and `samples` count those); a CSV or JSON Lines export of it carries the " +
+        "header `X-Incident-Incomplete`. Project addition.",
       query: [{
         name: "format",
         description: "`json` (default), `csv` or `jsonl`.",
@@ -251,12 +254,22 @@ async function getIncident(ctx: RouteContext): Promise<Response> {
   const id = ctx.params.incident_id!;
   const format = wantedFormat(ctx, ["json", "csv", "jsonl"]);
   if (format === "jsonl") {
-    return new Response(await incidents.jsonl(id), {
+    const text = await incidents.jsonl(id);
+    const incomplete = incidents.list().find((h) => h.incident_id === id)?.incomplete ?? null;
+    return new Response(text, {
       status: 200,
-      headers: { "content-type": `${JSONL_TYPE}; charset=utf-8` },
+      headers: {
+        "content-type": `${JSONL_TYPE}; charset=utf-8`,
+        ...(incomplete === null ? {} : { "x-incident-incomplete": incomplete }),
+      },
     });
   }
   const record = await incidents.get(id);
-  if (format === "csv") return csvResponse(incidentCsv(record.signals));
+  if (format === "csv") {
+    const r = csvResponse(incidentCsv(record.signals));
+    const incomplete = record.incident.incomplete;
+    if (incomplete !== null) r.headers.set("x-incident-incomplete", incomplete);
+    return r;
+  }
   return okResponse(record);
 }
