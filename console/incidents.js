@@ -124,7 +124,7 @@ export class IncidentsView {
         causeText(i),
         i.scope === "machine" ? `all (${i.devices.length})` : i.devices.join(", "),
         windowText(i),
-        `${i.samples} (${i.signals} signals)`,
+        samplesText(i),
         h("a", { href: incidentHash(i.incident_id), text: "Open" }),
       ]),
       "incidents",
@@ -216,7 +216,7 @@ export class IncidentsView {
           inc.scope === "machine" ? `all: ${inc.devices.join(", ")}` : inc.devices.join(", "),
         ],
         ["Window", windowFact(inc)],
-        ["Recorded", `${inc.samples} samples of ${inc.signals} signals`],
+        ["Recorded", recordedText(inc)],
       ]),
       h(
         "div",
@@ -242,6 +242,31 @@ export class IncidentsView {
       fill(chartBox, h("p", { class: "muted", text: "No numeric signal in this record." }));
     }
   }
+}
+
+/** Why a record is not whole (GET /v0/incidents `incomplete`; docs/history.md). */
+const INCOMPLETE_WHY = {
+  torn: "torn: its file ends early (a power cut while it was written)",
+  damaged: "damaged: a signal line could not be read",
+};
+
+/** A record's `incomplete` in words, or null when it is whole. */
+function incompleteText(i) {
+  if (i.incomplete === null || i.incomplete === undefined) return null;
+  return INCOMPLETE_WHY[i.incomplete] ?? String(i.incomplete);
+}
+
+/** An incident's samples in the list; a record that is not whole says so. */
+export function samplesText(i) {
+  const base = `${i.samples} (${i.signals} signals)`;
+  return incompleteText(i) === null ? base : `${base}, incomplete (${i.incomplete})`;
+}
+
+/** What an incident's record holds, on its own page; one that is not whole says why. */
+export function recordedText(i) {
+  const why = incompleteText(i);
+  const base = `${i.samples} samples of ${i.signals} signals`;
+  return why === null ? base : `${base}; incomplete, ${why}: shown as far as it is readable`;
 }
 
 /**
