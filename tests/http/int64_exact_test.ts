@@ -1,10 +1,40 @@
 /**
  * int64 values in request bodies are taken exactly as written or refused with a 400 naming the
  * field: a JSON number that parsing into a double would round to an integer (a fraction lost, a
- * digit beyond 2^53 dropped) never reaches a call or a parameter as that rounded integer.
+ * digit beyond 2^53 dropped) never reaches a call or a parameter as that rounded integer. Over
+ * real HTTP on loopback: the body's bytes as a client sends them.
  */
 import assert from "node:assert/strict";
-import { type FixtureResponse, startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { assertApiAnswer } from "../helpers/openapi_check.ts";
+import {
+  type FixtureResponse,
+  type HttpFixture,
+  startHttpFixture,
+} from "../helpers/runtime_fixture.ts";
+
+/**
+ * Serves `fx`'s API on loopback and returns a sender of one request over that socket: `body` as
+ * written (a string is sent verbatim, another value as JSON), the answer checked against the
+ * OpenAPI document as HttpFixture.request checks it.
+ */
+async function overHttp(
+  fx: HttpFixture,
+): Promise<(method: string, path: string, body?: unknown) => Promise<FixtureResponse>> {
+  const server = await fx.serve();
+  return async (method, path, body) => {
+    const init: RequestInit = { method };
+    if (body !== undefined) {
+      init.body = typeof body === "string" ? body : JSON.stringify(body);
+      init.headers = { "content-type": "application/json" };
+    }
+    const res = await fetch(`http://127.0.0.1:${server.port}${path}`, init);
+    const text = await res.text();
+    const contentType = res.headers.get("content-type");
+    assertApiAnswer({ method, path, status: res.status, contentType, body: text });
+    const json = contentType?.startsWith("application/json") ? JSON.parse(text) : undefined;
+    return { status: res.status, headers: res.headers, json, text };
+  };
+}
 
 function assert400(r: FixtureResponse, message: RegExp) {
   assert.equal(r.status, 400, r.text);
@@ -20,11 +50,12 @@ const AUTOMATION = {
   ],
 };
 
-Deno.test("POST /v0/parameters: an int64 value JSON would round is a 400 naming the parameter; doubles and exact integers pass", async () => {
+Deno.test("POST /v0/parameters over HTTP: an int64 value JSON would round is a 400 naming the parameter; doubles and exact integers pass", async () => {
   const fx = await startHttpFixture({ start: false, config: { automation: AUTOMATION } });
   try {
+    const request = await overHttp(fx);
     const set = (name: string, value: string) =>
-      fx.request("POST", "/v0/parameters", { body: `{"name":"${name}","value":${value}}` });
+      request("POST", "/v0/parameters", `{"name":"${name}","value":${value}}`);
     for (const written of ["9007199254740991.4", "2.0000000000000001", "1e-400"]) {
       const r = await set("count", written);
       assert400(
@@ -33,7 +64,7 @@ Deno.test("POST /v0/parameters: an int64 value JSON would round is a 400 naming 
       );
     }
     assert400(await set("count", "9007199254740993"), /parameter 'count': .*9007199254740993/);
-    assert.equal((await fx.request("GET", "/v0/parameters")).json.parameters[0].value, 5);
+    assert.equal((await request("GET", "/v0/parameters")).json.parameters[0].value, 5);
     // Exact integers however written; a double parameter takes the nearest double as always.
     assert.equal((await set("count", "9007199254740991")).json.parameter.value, 9007199254740991);
     assert.equal((await set("count", "7.0e0")).json.parameter.value, 7);
@@ -43,15 +74,18 @@ Deno.test("POST /v0/parameters: an int64 value JSON would round is a 400 naming 
   }
 });
 
-Deno.test("POST /v0/call: an int64 argument JSON would round is a 400 naming the argument, nothing called", async () => {
+Deno.test("POST /v0/call over HTTP: an int64 argument JSON would round is a 400 naming the argument, nothing called", async () => {
   const fx = await startHttpFixture();
   try {
-    await fx.request("POST", "/v0/mode", { body: { mode: "MANUAL" } });
+    const request = await overHttp(fx);
+    assert.equal((await request("POST", "/v0/mode", { mode: "MANUAL" })).status, 200);
     const call = (index: string) =>
-      fx.request("POST", "/v0/call", {
-        body: `{"provider_id":"sim0","device_id":"motorctl0","function_id":10,"args":{` +
+      request(
+        "POST",
+        "/v0/call",
+        `{"provider_id":"sim0","device_id":"motorctl0","function_id":10,"args":{` +
           `"motor_index":{"type":"int64","int64":${index}},"duty":{"type":"double","double":0.25}}}`,
-      });
+      );
     // The body-wide check answers (request_validation.ts, every integer member the schema
     // declares, call arguments included): the route's own conversion never sees a rounded one.
     assert400(
@@ -59,9 +93,11 @@ Deno.test("POST /v0/call: an int64 argument JSON would round is a 400 naming the
       /^args\.motor_index\.int64: 1\.0000000000000001 is not an integer as written \(a JSON number read as a double: it would arrive as 1\)$/,
     );
     const raw = (args: string) =>
-      fx.request("POST", "/v0/call", {
-        body: `{"provider_id":"sim0","device_id":"motorctl0","function_id":10,"args":{${args}}}`,
-      });
+      request(
+        "POST",
+        "/v0/call",
+        `{"provider_id":"sim0","device_id":"motorctl0","function_id":10,"args":{${args}}}`,
+      );
     assert400(
       await raw(`"n":{"type":"uint64","uint64":3.0000000000000001}`),
       /^args\.n\.uint64: 3\.0000000000000001 is not an integer as written/,
