@@ -5,8 +5,9 @@
  */
 import { Buffer } from "node:buffer";
 import mqtt, { type IClientOptions, type MqttClient } from "mqtt";
+import type { MqttConnect } from "../../src/common/mod.ts";
 import { decode, encode } from "../../src/sparkplug/mod.ts";
-import type { LineLogger } from "../../src/host/mod.ts";
+import { connectMqttJs, type LineLogger } from "../../src/host/mod.ts";
 import { capturingLogger } from "./log_lines.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { waitFor } from "./kernel.ts";
@@ -76,6 +77,68 @@ export async function sparkplugHost(
  */
 export function reconnectingHost(url: string, group: string): Promise<SparkplugHost> {
   return sparkplugHost(url, group, { reconnectPeriod: 100, clean: false });
+}
+
+/** How long hostBackConnect's writes wait for the host at most; then they go out all the same. */
+export const HOST_BACK_TIMEOUT_MS = 30_000;
+
+/** An edge node's MQTT port whose writes can wait for a reconnecting host (hostBackConnect). */
+export interface HostBackConnect {
+  /** The port to hand the node (`host.mqttConnect`, or the ring rig's `connect`). */
+  readonly connect: MqttConnect;
+  /**
+   * Call while the broker is away, once the node has seen it gone (so no write of its old
+   * connection is held) and before it comes back: from then on the node's writes wait for the
+   * host's next connection (its reconnection to the restarted broker), then go out in the order
+   * written.
+   */
+  holdUntilHostBack(): void;
+}
+
+/**
+ * An MQTT port (MQTT.js, or `inner`) for an edge node whose host (reconnectingHost) must be back
+ * before the node's writes reach the broker after a restart. A host's persistent session that a
+ * restarted Mosquitto restored loses a message or two of those queued for it before it reconnects
+ * (eclipse-mosquitto/mosquitto#2349: the node had every one PUBACKed, a second host missed the same
+ * ones): the broker's loss, not the node's. Waiting is a slower network, for the node.
+ */
+export function hostBackConnect(
+  host: SparkplugHost,
+  inner: MqttConnect = connectMqttJs,
+): HostBackConnect {
+  let hostBack: Promise<void> | null = null;
+  const connect: MqttConnect = async (o) => {
+    const s = await inner(o);
+    return {
+      publish(topic, payload, qos) {
+        if (hostBack === null) return s.publish(topic, payload, qos);
+        return hostBack.then(() => s.publish(topic, payload, qos));
+      },
+      subscribe: (topics, qos) => s.subscribe(topics, qos),
+      onConnect: (l) => s.onConnect(l),
+      onClose: (l) => s.onClose(l),
+      onMessage: (l) => s.onMessage(l),
+      onError: (l) => s.onError(l),
+      get connected() {
+        return s.connected;
+      },
+      end: (force) => s.end(force),
+    };
+  };
+  return {
+    connect,
+    holdUntilHostBack() {
+      const back = Promise.withResolvers<void>();
+      // Bounded: a host that never comes back fails the test's own wait, and the node's writes
+      // (its NDEATH as it stops) must not hang the clean-up.
+      const timer = setTimeout(back.resolve, HOST_BACK_TIMEOUT_MS);
+      host.client.once("connect", () => {
+        clearTimeout(timer);
+        back.resolve();
+      });
+      hostBack = back.promise;
+    },
+  };
 }
 
 /**

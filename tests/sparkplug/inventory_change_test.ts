@@ -19,7 +19,12 @@ import {
   T,
 } from "../helpers/programmable_provider.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import { infoLines, type Received, reconnectingHost } from "../helpers/sparkplug_host.ts";
+import {
+  hostBackConnect,
+  infoLines,
+  type Received,
+  reconnectingHost,
+} from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { Config } from "../../src/config/mod.ts";
 
@@ -72,11 +77,13 @@ for (const history of [true, false]) {
       await Deno.writeTextFile(`${dir}/after.json`, JSON.stringify(after));
       const broker = await Mosquitto.start();
       const host = await reconnectingHost(broker.url, GROUP);
+      // The node's writes after the restart wait for the host to be back (hostBackConnect).
+      const writes = hostBackConnect(host);
       const { lines, log } = infoLines();
       let rt: Kernel | null = null;
       try {
         const first = config(broker.url, `${dir}/before.json`, history);
-        rt = await startRuntime(first, { host: { log } });
+        rt = await startRuntime(first, { host: { log, mqttConnect: writes.connect } });
         const node = rt.sparkplug!;
         const birth = await waitFor(
           "d0's DBIRTH",
@@ -85,6 +92,7 @@ for (const history of [true, false]) {
         const alias = (birth.payload.metrics ?? []).find((m) => m.name === "x")!.alias;
         await broker.pause();
         await waitFor("the edge node to see the broker gone", () => !node.online);
+        writes.holdUntilHostBack();
         // A change polled during the outage: the ring keeps it for the replay.
         await answerWith(rt, [dbl("x", 2.5)]);
         await waitFor("x = 2.5 polled", () => {

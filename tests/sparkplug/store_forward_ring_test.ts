@@ -21,6 +21,7 @@ import {
 } from "../../src/sparkplug/mod.ts";
 import { qualityName, ringValue } from "../../src/history/mod.ts";
 import {
+  hostBackConnect,
   infoLines,
   type Received,
   reconnectingHost,
@@ -172,10 +173,15 @@ Deno.test({
   async fn() {
     const broker = await Mosquitto.start();
     const host = await reconnectingHost(broker.url, GROUP);
+    // The node's writes after the restart wait for the host to be back (hostBackConnect).
+    const writes = hostBackConnect(host);
     const { lines, log } = infoLines();
     let rt: Kernel | null = null;
     try {
-      rt = await startRuntime(config(broker.url), { arm: true, host: { log } });
+      rt = await startRuntime(config(broker.url), {
+        arm: true,
+        host: { log, mqttConnect: writes.connect },
+      });
       const node = rt.sparkplug!;
       await waitFor(
         "relayio0's DBIRTH",
@@ -186,6 +192,7 @@ Deno.test({
       const down = Date.now();
       await broker.pause();
       await waitFor("the edge node to see the broker gone", () => !node.online);
+      writes.holdUntilHostBack();
       for (const on of [true, false, true]) await switchRelay(rt, on);
       // An outage of several polls: 5 more of relayio0 recorded by the ring (about 5 s here).
       const outageStart = await waitFor("the outage noted", () => node.outageStartMs);
@@ -288,12 +295,14 @@ Deno.test({
   async fn() {
     const broker = await Mosquitto.start();
     const host = await reconnectingHost(broker.url, GROUP);
+    // The node's writes after the restart wait for the host to be back (hostBackConnect).
+    const writes = hostBackConnect(host);
     const { lines, log } = infoLines();
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(config(broker.url, { memorySeconds: 5 }), {
         arm: true,
-        host: { log },
+        host: { log, mqttConnect: writes.connect },
       });
       const node = rt.sparkplug!;
       await waitFor(
@@ -302,6 +311,7 @@ Deno.test({
       );
       await broker.pause();
       await waitFor("the edge node to see the broker gone", () => !node.online);
+      writes.holdUntilHostBack();
       await switchRelay(rt, true); // a change the ring will have dropped by the reconnect
       const outageStart = await waitFor("the outage noted", () => node.outageStartMs);
       // The outage outlasts the ring's reach (history.memory_seconds: 5) by 2 s: the ring no

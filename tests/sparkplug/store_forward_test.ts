@@ -9,7 +9,12 @@ import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import { infoLines, reconnectingHost, setSimRelay } from "../helpers/sparkplug_host.ts";
+import {
+  hostBackConnect,
+  infoLines,
+  reconnectingHost,
+  setSimRelay,
+} from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { Config } from "../../src/config/mod.ts";
 
@@ -40,12 +45,14 @@ Deno.test({
   async fn() {
     const broker = await Mosquitto.start();
     const host = await reconnectingHost(broker.url, GROUP);
+    // The node's writes after the restart wait for the host to be back (hostBackConnect).
+    const writes = hostBackConnect(host);
     const { lines, log } = infoLines();
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(config(broker.url, { maxMessages: 10000, maxBytes: 16777216 }), {
         arm: true,
-        host: { log },
+        host: { log, mqttConnect: writes.connect },
       });
       const birth = await waitFor(
         "relayio0's DBIRTH",
@@ -55,6 +62,7 @@ Deno.test({
         .alias;
       await broker.pause();
       await waitFor("the edge node to see the broker gone", () => !rt!.sparkplug!.online);
+      writes.holdUntilHostBack();
       // On, off, on while offline: three changes of the relay, each a DDATA kept.
       for (const on of [true, false, true]) {
         await switchRelay(rt, on);
@@ -103,12 +111,14 @@ Deno.test({
   async fn() {
     const broker = await Mosquitto.start();
     const host = await reconnectingHost(broker.url, GROUP);
+    // The node's writes after the restart wait for the host to be back (hostBackConnect).
+    const writes = hostBackConnect(host);
     const { lines, log } = infoLines();
     let rt: Kernel | null = null;
     try {
       rt = await startRuntime(config(broker.url, { maxMessages: 2, maxBytes: 16777216 }), {
         arm: true,
-        host: { log },
+        host: { log, mqttConnect: writes.connect },
       });
       await waitFor(
         "relayio0's DBIRTH",
@@ -116,6 +126,7 @@ Deno.test({
       );
       await broker.pause();
       await waitFor("the edge node to see the broker gone", () => !rt!.sparkplug!.online);
+      writes.holdUntilHostBack();
       let lastSwitchAt = 0;
       for (const on of [true, false, true, false, true]) {
         const stored = rt.sparkplug!.counts.stored;
