@@ -3,14 +3,13 @@
  * `{blackboard}` reference a SubTree's port sets to a literal (`<SubTree ID="m" dev="sim0/x"/>`
  * with `device_handle="{dev}"` inside) and nothing in the tree writes.
  */
-import { parseDeviceHandle } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { parseScalar } from "./blackboard.ts";
 import { scopedBlackboardWrites, type ScopedWrites } from "./blackboard_keys.ts";
 import type { ParsedTree } from "./parse.ts";
 import { errorAt } from "./diagnostics.ts";
 import { NODE_SPECS } from "./node_registry.ts";
-import { blackboardKeyOf } from "./ports.ts";
+import { blackboardKeyOf, nameLiteralProblem, type NamePort } from "./ports.ts";
 import { nodeTypeOf, pathSegment } from "./verify.ts";
 import type { XmlElement } from "./xml_document.ts";
 
@@ -205,9 +204,9 @@ export function literalDeviceCalls(parsed: ParsedTree): LiteralDeviceCall[] {
 
 /**
  * A `device_handle` (or CallDevice `function_name`) reference a SubTree port sets to a literal
- * that names nothing: the rule verify applies to one written in the node (not provider_id/device_id,
- * spaces around; a blank or spaced function name), since the node reads the literal exactly as
- * the SubTree writes it. One error per node and value, at the node, for the main tree's reach.
+ * that names nothing: the rule verify applies to one written in the node (ports.ts
+ * nameLiteralProblem), since the node reads the literal exactly as the SubTree writes it. One
+ * error per node and value, at the node, for the main tree's reach.
  */
 export function subTreeLiteralProblems(parsed: ParsedTree): Diagnostic[] {
   const out = new Map<string, Diagnostic>();
@@ -227,30 +226,13 @@ export function subTreeLiteralProblems(parsed: ParsedTree): Diagnostic[] {
       const value = resolveKey(key, scope, written);
       return value === null ? null : { ref: ref!, value };
     };
-    const handle = spec.ports.some((p) => p.name === "device_handle")
-      ? fromSubTree("device_handle")
-      : null;
-    if (
-      handle !== null &&
-      (handle.value !== handle.value.trim() || parseDeviceHandle(handle.value) === null)
-    ) {
-      add(
-        el,
-        path,
-        `port 'device_handle': '${handle.ref}' is '${handle.value}' (a SubTree port's literal), ` +
-          `not provider_id/device_id`,
-      );
-    }
-    const fn = type === "CallDevice" ? fromSubTree("function_name") : null;
-    if (fn !== null && (fn.value.trim() === "" || fn.value !== fn.value.trim())) {
-      add(
-        el,
-        path,
-        `port 'function_name': '${fn.ref}' is '${fn.value}' (a SubTree port's literal), which ${
-          fn.value.trim() === "" ? "is blank" : "has spaces around it"
-        }`,
-      );
-    }
+    const judge = (port: NamePort) => {
+      const v = fromSubTree(port);
+      const problem = v === null ? null : nameLiteralProblem(port, v.value, v.ref);
+      if (problem !== null) add(el, path, problem);
+    };
+    if (spec.ports.some((p) => p.name === "device_handle")) judge("device_handle");
+    if (type === "CallDevice") judge("function_name");
   });
   return [...out.values()];
 }

@@ -1,4 +1,5 @@
 /** Port declarations of node types and the `{key}` / literal rules for port values. */
+import { parseDeviceHandle } from "../../common/mod.ts";
 import { type BbType, type BbValue, parseScalar } from "./blackboard.ts";
 import { parseScript, ScriptSyntaxError } from "./script.ts";
 
@@ -134,6 +135,31 @@ export function checkLiteral(
     case "any":
       return undefined;
   }
+}
+
+/** Ports whose value a node reads as a name, exactly as written (nameLiteralProblem). */
+export type NamePort = "device_handle" | "function_name";
+
+/**
+ * The error of a literal port `port` reads as a name exactly as written (not trimmed) when it can
+ * name nothing, or null: a `device_handle` that is not provider_id/device_id (spaces around
+ * included), a CallDevice `function_name` that is blank or has spaces around it. The AUTO gates
+ * judge the name the node reads, so such a node can only fail. `via`: the `{ref}` a SubTree port
+ * sets to `value` (the message names both); absent for a literal written in the node.
+ */
+export function nameLiteralProblem(port: NamePort, value: string, via?: string): string | null {
+  const spaced = value !== value.trim();
+  const reason = port === "device_handle"
+    ? (spaced || parseDeviceHandle(value) === null ? "is not provider_id/device_id" : null)
+    : value.trim() === ""
+    ? "is blank"
+    : spaced
+    ? "has spaces around it"
+    : null;
+  if (reason === null) return null;
+  if (via === undefined) return `port '${port}': '${value}' ${reason}`;
+  return `port '${port}': '${via}' is '${value}' (a SubTree port's literal), ` +
+    (port === "device_handle" ? "not provider_id/device_id" : `which ${reason}`);
 }
 
 /** Converts a checked literal to a blackboard value of the port type. */

@@ -4,14 +4,13 @@
  * unknown/missing ports, bad literals, device handles that are not `provider/device`, script
  * syntax, unknown SubTree IDs and SubTree recursion.
  */
-import { parseDeviceHandle } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { parseCallArgs } from "../call_args.ts";
 import { BT_QUALITY_NAMES, BUILD_ARGS_SLOTS, BUILD_ARGS_TYPES } from "./custom_nodes.ts";
 import { errorAt, warningAt } from "./diagnostics.ts";
 import { GENERIC_NODE_ELEMENTS, NODE_SPECS, type NodeSpec } from "./node_registry.ts";
 import type { ParsedTree, TreeDefinition } from "./parse.ts";
-import { blackboardKeyOf, checkPortValue, type PortSpec } from "./ports.ts";
+import { blackboardKeyOf, checkPortValue, nameLiteralProblem, type PortSpec } from "./ports.ts";
 import { parseScript, ScriptSyntaxError } from "./script.ts";
 import { POST_CONDITIONS, PRE_CONDITIONS } from "./tree_node.ts";
 import type { XmlElement } from "./xml_document.ts";
@@ -145,12 +144,10 @@ export function verifyParsedTree(
     const handle = el.attributes.get("device_handle");
     if (
       handle !== undefined && spec.ports.some((p) => p.name === "device_handle") &&
-      blackboardKeyOf(handle, "device_handle") === undefined &&
-      (handle !== handle.trim() || parseDeviceHandle(handle) === null)
+      blackboardKeyOf(handle, "device_handle") === undefined
     ) {
-      out.push(
-        errorAt(el, path, `port 'device_handle': '${handle}' is not provider_id/device_id`),
-      );
+      const problem = nameLiteralProblem("device_handle", handle);
+      if (problem !== null) out.push(errorAt(el, path, problem));
     }
     if (spec.type === "Parallel") {
       const n = el.children.length;
@@ -209,19 +206,9 @@ export function verifyParsedTree(
       // Called as written, while the AUTO policy gate judges the function it names: a blank name
       // or one with spaces around names none the device declares, so the call can only fail.
       const fn = el.attributes.get("function_name");
-      if (
-        fn !== undefined && blackboardKeyOf(fn, "function_name") === undefined &&
-        (fn.trim() === "" || fn !== fn.trim())
-      ) {
-        out.push(
-          errorAt(
-            el,
-            path,
-            `port 'function_name': '${fn}' ${
-              fn.trim() === "" ? "is blank" : "has spaces around it"
-            }`,
-          ),
-        );
+      if (fn !== undefined && blackboardKeyOf(fn, "function_name") === undefined) {
+        const problem = nameLiteralProblem("function_name", fn);
+        if (problem !== null) out.push(errorAt(el, path, problem));
       }
       const raw = el.attributes.get("args");
       if (raw !== undefined && blackboardKeyOf(raw, "args") === undefined) {
