@@ -10,8 +10,7 @@ import type { Diagnostic } from "../../config/mod.ts";
 import { errorAt, warningAt } from "./diagnostics.ts";
 import { NODE_SPECS } from "./node_registry.ts";
 import type { ParsedTree } from "./parse.ts";
-import { parseScalar } from "./blackboard.ts";
-import { blackboardKeyOf } from "./ports.ts";
+import { blackboardKeyOf, subTreePortsOf } from "./ports.ts";
 import { parseScript, type ScriptExpr, ScriptSyntaxError } from "./script.ts";
 import { POST_CONDITIONS, PRE_CONDITIONS } from "./tree_node.ts";
 import { nodeTypeOf, pathSegment } from "./verify.ts";
@@ -100,7 +99,7 @@ interface SubTreeLink {
   /** The definition it instantiates. */
   readonly target: string;
   /** Ports set to a literal: kept in the SubTree's own scope, written there or not. */
-  readonly literals: ReadonlySet<string>;
+  readonly literals: ReadonlyMap<string, string>;
   /** Ports remapped to a key of the definition's scope (`@key`: the root's). */
   readonly remaps: ReadonlyMap<string, string>;
   readonly autoremap: boolean;
@@ -142,28 +141,11 @@ function collect(parsed: ParsedTree): {
     }
     const spec = NODE_SPECS.get(type);
     if (spec?.category === "subtree") {
-      const literals = new Set<string>();
-      const remaps = new Map<string, string>();
-      for (const [name, value] of el.attributes) {
-        if (name === "ID" || name === "name" || name.startsWith("_")) continue;
-        const key = blackboardKeyOf(value, name);
-        // A literal port value is set in the SubTree's scope; a reference joins the two keys.
-        if (key === undefined) {
-          writes.add(name);
-          literals.add(name);
-        } else {
-          joins.push([name, bare(key)]);
-          remaps.set(name, key);
-        }
-      }
-      const auto = el.attributes.get("_autoremap");
-      links.push({
-        tree,
-        target: el.attributes.get("ID") ?? "",
-        literals,
-        remaps,
-        autoremap: auto !== undefined && parseScalar(auto, "bool")?.value === true,
-      });
+      const ports = subTreePortsOf(el.attributes);
+      // A literal port value is set in the SubTree's scope; a reference joins the two keys.
+      for (const name of ports.literals.keys()) writes.add(name);
+      for (const [name, key] of ports.remaps) joins.push([name, bare(key)]);
+      links.push({ tree, target: el.attributes.get("ID") ?? "", ...ports });
     } else if (spec) {
       for (const port of spec.ports) {
         const raw = el.attributes.get(port.name);

@@ -10,7 +10,7 @@ import { SERVICE_CONTEXT_KEY } from "./custom_nodes.ts";
 import { errorAt, hasErrors, warningAt } from "./diagnostics.ts";
 import { NODE_SPECS, type NodeSpec } from "./node_registry.ts";
 import type { ParsedTree, TreeDefinition } from "./parse.ts";
-import { bbTypeOfPort, blackboardKeyOf, NOT_A_SCALAR } from "./ports.ts";
+import { bbTypeOfPort, blackboardKeyOf, NOT_A_SCALAR, subTreePortsOf } from "./ports.ts";
 import { parseScript, type ScriptProgram } from "./script.ts";
 import type { BtServices } from "./services.ts";
 import {
@@ -143,22 +143,13 @@ export function buildTree(
       const target = parsed.trees.get(id);
       if (!target?.root) return undefined;
       const child = new Blackboard(bb);
-      let autoremap = false;
-      for (const [name, value] of el.attributes) {
-        if (name === "ID" || name === "name") continue;
-        if (name === "_autoremap") {
-          autoremap = parseScalar(value, "bool")?.value === true;
-          continue;
-        }
-        if (name.startsWith("_")) continue;
-        const key = blackboardKeyOf(value, name);
-        if (key !== undefined) child.addSubtreeRemapping(name, key);
-        else {
-          // Set before auto-remapping is on, whatever the attribute order: the literal is this
-          // instance's own entry (BT.CPP), not one of the parent every instance would share.
-          child.set(name, { type: "string", value });
-          literalWrites.push({ el, path, port: name, bb: child, key: name, literal: value });
-        }
+      const { literals, remaps, autoremap } = subTreePortsOf(el.attributes);
+      for (const [name, key] of remaps) child.addSubtreeRemapping(name, key);
+      for (const [name, value] of literals) {
+        // Set before auto-remapping is on, whatever the attribute order: the literal is this
+        // instance's own entry (BT.CPP), not one of the parent every instance would share.
+        child.set(name, { type: "string", value });
+        literalWrites.push({ el, path, port: name, bb: child, key: name, literal: value });
       }
       child.enableAutoRemapping(autoremap);
       nodeBb = child;

@@ -4,12 +4,11 @@
  * with `device_handle="{dev}"` inside) and nothing in the tree writes.
  */
 import type { Diagnostic } from "../../config/mod.ts";
-import { parseScalar } from "./blackboard.ts";
 import { scopedBlackboardWrites, type ScopedWrites } from "./blackboard_keys.ts";
 import type { ParsedTree } from "./parse.ts";
 import { errorAt } from "./diagnostics.ts";
 import { NODE_SPECS } from "./node_registry.ts";
-import { blackboardKeyOf, nameLiteralProblem, type NamePort } from "./ports.ts";
+import { blackboardKeyOf, nameLiteralProblem, type NamePort, subTreePortsOf } from "./ports.ts";
 import { nodeTypeOf, pathSegment } from "./verify.ts";
 import type { XmlElement } from "./xml_document.ts";
 
@@ -72,17 +71,7 @@ function forEachInstance(
     if (nodeTypeOf(el) === "SubTree") {
       const target = parsed.trees.get(el.attributes.get("ID") ?? "");
       if (!target?.root || depth >= MAX_RESOLVED_SUBTREE_DEPTH) return;
-      const literals = new Map<string, string>();
-      const remaps = new Map<string, string>();
-      let autoremap = false;
-      for (const [name, value] of el.attributes) {
-        if (name === "_autoremap") autoremap = parseScalar(value, "bool")?.value === true;
-        if (name === "ID" || name === "name" || name.startsWith("_")) continue;
-        const key = blackboardKeyOf(value, name);
-        if (key !== undefined) remaps.set(name, key);
-        else literals.set(name, value);
-      }
-      const scoped = { literals, remaps, autoremap, parent: scope, tree: target.id };
+      const scoped = { ...subTreePortsOf(el.attributes), parent: scope, tree: target.id };
       visit(target.root, scoped, depth + 1, `${path}/${target.id}/${pathSegment(target.root, 0)}`);
       return;
     }

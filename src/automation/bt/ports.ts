@@ -162,6 +162,38 @@ export function nameLiteralProblem(port: NamePort, value: string, via?: string):
     (port === "device_handle" ? "not provider_id/device_id" : `which ${reason}`);
 }
 
+/** A SubTree element's ports, as its attributes set them (BT.CPP's port remapping). */
+export interface SubTreePorts {
+  /** Ports set to a literal (the instance's own entry of that name), as written. */
+  readonly literals: ReadonlyMap<string, string>;
+  /** Ports remapped to a key of the parent's scope (`@key`: the root's). */
+  readonly remaps: ReadonlyMap<string, string>;
+  /** `_autoremap="true"`: keys the subtree uses that no port names are the parent's. */
+  readonly autoremap: boolean;
+}
+
+/**
+ * The ports a SubTree element's attributes set (not ID, name or `_`-prefixed ones): a literal
+ * or a `{key}` remapping each, in attribute order. The one reading of them: the build, the
+ * blackboard-key analysis and the literal resolution of device handles all use it.
+ */
+export function subTreePortsOf(attributes: ReadonlyMap<string, string>): SubTreePorts {
+  const literals = new Map<string, string>();
+  const remaps = new Map<string, string>();
+  for (const [name, value] of attributes) {
+    if (name === "ID" || name === "name" || name.startsWith("_")) continue;
+    const key = blackboardKeyOf(value, name);
+    if (key !== undefined) remaps.set(name, key);
+    else literals.set(name, value);
+  }
+  const auto = attributes.get("_autoremap");
+  return {
+    literals,
+    remaps,
+    autoremap: auto !== undefined && parseScalar(auto, "bool")?.value === true,
+  };
+}
+
 /** Converts a checked literal to a blackboard value of the port type. */
 export function literalValue(spec: PortSpec, raw: string): BbValue | undefined {
   switch (spec.type) {
