@@ -8,7 +8,8 @@
  *
  * - `automation.mode_transition_hooks`: a change after which AUTO -> FAULT is no longer covered
  *   (the same rule, `autoFaultHookProblem`, the AUTO gate applies), that removes a stop call of
- *   a hook into FAULT, or that turns `manual_gating_policy` from BLOCK to OVERRIDE (the section
+ *   a hook into FAULT from a transition into FAULT it was made on (a `from` narrowed counts), or
+ *   that turns `manual_gating_policy` from BLOCK to OVERRIDE (the section
  *   holds it: an operator's manual calls would reach the actuators the running tree drives);
  * - `safety`: a change that weakens the e-stop (a ladder call, `zero_is_safe` or an expectation
  *   taken away, a longer verification timeout is fine), judged on the ladder the e-stop runs (the
@@ -74,9 +75,7 @@ export function protectionWeakenings(
   if (problem !== null && autoFaultHookProblem(hooksBefore, actuatingFunctions) === null) {
     out.push({ section, what: "no hook covers AUTO -> FAULT any more" });
   }
-  for (const call of lostCalls(faultCalls(hooksBefore), faultCalls(hooksNext))) {
-    out.push({ section, what: `a hook into FAULT no longer calls ${call}` });
-  }
+  for (const what of lostFaultCalls(hooksBefore, hooksNext)) out.push({ section, what });
   // The gate between an operator's manual calls and what the tree drives (same section).
   if (
     before.automation.manualGatingPolicy === "BLOCK" &&
@@ -161,16 +160,50 @@ function estopWeakenings(before: SafeStateConfig, after: SafeStateConfig): strin
   return out;
 }
 
-/** The calls of every hook into FAULT, as `device function(args)` texts. */
-function faultCalls(
-  hooks: {
-    readonly beforeTransition: readonly HookConfig[];
-    readonly afterTransition: readonly HookConfig[];
-  },
-): CallConfig[] {
+/** The modes a transition into FAULT starts from (a hook's `from` is one of them or `*`). */
+const MODES_INTO_FAULT = ["IDLE", "MANUAL", "AUTO"] as const;
+
+/** The hooks of a configuration, both phases. */
+interface Hooks {
+  readonly beforeTransition: readonly HookConfig[];
+  readonly afterTransition: readonly HookConfig[];
+}
+
+/** The calls the hooks make on the transition `from` -> FAULT (both phases). */
+function faultCalls(hooks: Hooks, from: typeof MODES_INTO_FAULT[number]): CallConfig[] {
   return [...hooks.beforeTransition, ...hooks.afterTransition]
-    .filter((h) => h.to === "FAULT" || h.to === "*")
+    .filter((h) => (h.to === "FAULT" || h.to === "*") && (h.from === from || h.from === "*"))
     .flatMap((h) => h.calls);
+}
+
+/**
+ * The stop calls `after` no longer makes on a transition into FAULT that `before` made them on,
+ * judged per mode left: a `* -> FAULT` hook narrowed to `MANUAL -> FAULT` keeps its calls in the
+ * file but no longer makes them on AUTO -> FAULT. One text per call: the transitions it is lost
+ * from are named when it is still made on others.
+ */
+function lostFaultCalls(before: Hooks, after: Hooks): string[] {
+  const lostOn = new Map<string, string[]>();
+  const madeOn = new Map<string, number>();
+  for (const from of MODES_INTO_FAULT) {
+    const made = faultCalls(before, from);
+    for (const call of new Set(made.map(callText))) madeOn.set(call, (madeOn.get(call) ?? 0) + 1);
+    for (const call of new Set(lostCalls(made, faultCalls(after, from)))) {
+      lostOn.set(call, [...(lostOn.get(call) ?? []), from]);
+    }
+  }
+  return [...lostOn].map(([call, modes]) =>
+    modes.length === madeOn.get(call)
+      ? `a hook into FAULT no longer calls ${call}`
+      : `a hook into FAULT no longer calls ${call} on ${
+        modes.map((m) => `${m} -> FAULT`).join(", ")
+      }`
+  );
+}
+
+/** A call as the weakenings name it: `device function`. */
+function callText(c: CallConfig): string {
+  return `${c.deviceHandle} ${c.functionName || `#${c.functionId}`}`;
 }
 
 /**
@@ -186,9 +219,7 @@ function lostCalls(before: readonly CallConfig[], after: readonly CallConfig[]):
       Object.entries(c.args).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
     ]);
   const kept = new Set(after.map(key));
-  return before.filter((c) => !kept.has(key(c))).map((c) =>
-    `${c.deviceHandle} ${c.functionName || `#${c.functionId}`}`
-  );
+  return before.filter((c) => !kept.has(key(c))).map(callText);
 }
 
 /**
