@@ -194,9 +194,10 @@ export class ParameterStore implements ParameterService {
   /**
    * Replaces the declarations (configuration reload): a redeclared parameter keeps its value
    * while the new declaration still accepts it (else its new default), a new one starts at its
-   * default, one no longer declared disappears. A value that changes (a reset to the default), a new parameter (old value "")
-   * and a removed one (new value "") are published as parameter_change and recorded in the audit
-   * trail with `source` (default: a configuration reload).
+   * default, one no longer declared disappears. A value that changes (a reset to the default), a
+   * new parameter (old value "") and a removed one (new value "") are published as
+   * parameter_change and recorded in the audit trail with `source` (default: a configuration
+   * reload).
    */
   redeclare(
     parameters: readonly ParameterConfig[],
