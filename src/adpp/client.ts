@@ -31,6 +31,35 @@ export interface SessionEnd {
   readonly message: string;
 }
 
+/**
+ * A ReadSignals answered OK for another device than the one asked about (its `device_id` names
+ * another): its samples are not the asked device's, so the read fails. The provider did answer;
+ * the session stays healthy.
+ */
+export class OtherDeviceAnswerError extends RuntimeError {
+  /** The device the answer names. */
+  readonly answeredDeviceId: string;
+  constructor(askedDeviceId: string, answeredDeviceId: string) {
+    super(
+      "INTERNAL",
+      `provider answered a ReadSignals of device ${quoteDeviceId(askedDeviceId)} for device ${
+        quoteDeviceId(answeredDeviceId)
+      }`,
+      { details: { answered_device_id: answeredDeviceId } },
+    );
+    this.answeredDeviceId = answeredDeviceId;
+  }
+}
+
+/** Longest device id an OtherDeviceAnswerError quotes (longer ids are cut). */
+const QUOTED_DEVICE_ID_CHARS = 80;
+
+function quoteDeviceId(id: string): string {
+  return JSON.stringify(
+    id.length > QUOTED_DEVICE_ID_CHARS ? `${id.slice(0, QUOTED_DEVICE_ID_CHARS)}\u2026` : id,
+  );
+}
+
 /** A request the provider answered with a non-OK status. The session stays healthy. */
 export class ProviderStatusError extends RuntimeError {
   /** The wire Status.Code number. */
@@ -94,6 +123,8 @@ interface Pending {
   readonly reply: Reply<any> | ReadReply;
   /** Where a sendRead's answer is decoded; null for the other requests. */
   readonly into: SampleBatch | null;
+  /** A sendRead's request (the device its answer must be for); null for the other requests. */
+  readonly read: PreparedRead | null;
   /** Monotonic ms after which the request expires. */
   readonly deadlineMs: number;
   readonly timeoutMs: number;
@@ -398,7 +429,7 @@ export class AdppClient {
       return replyLater(reply, new RuntimeError("INVALID_ARGUMENT", `cannot send ${kind}: ${err}`));
     }
     const deadlineMs = this.#clock.monoMs() + Math.max(0, timeoutMs);
-    this.#pending.add({ id, kind, deadlineMs, timeoutMs, reply, into });
+    this.#pending.add({ id, kind, deadlineMs, timeoutMs, reply, into, read: prepared });
     if (deadlineMs < this.#deadlineTimerAt) this.#armDeadlineTimer(deadlineMs);
     if (encoded !== null) this.#outbox.add(id, encoded);
     else this.#outbox.addRequest(id, prepared!, length);
@@ -554,9 +585,11 @@ export class AdppClient {
     const id = fastResponseId(buf, start, end);
     if (id >= 0) {
       const pending = this.#pending.find(id);
-      if (pending?.into && decodeReadSignalsInto(buf, pending.into)) {
+      if (
+        pending?.into && decodeReadSignalsInto(buf, pending.into, pending.read!.deviceIdBytes)
+      ) {
         this.#pending.take(id);
-        deliver(pending.reply, null, pending.into);
+        deliverRead(pending, pending.into);
         this.#endIfDrained();
         return;
       }
@@ -630,11 +663,23 @@ function settle(p: Pending, r: WireResponse): void {
   }
   if (p.into !== null) {
     // A sendRead's answer that the fast path left to the generated decoder.
-    p.into.fillFrom((body as ResponsePayloads["read_signals"]).values ?? []);
-    deliver(p.reply, null, p.into);
+    const read = body as ResponsePayloads["read_signals"];
+    p.into.fillFrom(read.values ?? [], read.device_id ?? "", p.read!.payload.device_id ?? "");
+    deliverRead(p, p.into);
     return;
   }
   deliver(p.reply, null, body);
+}
+
+/**
+ * Replies to a sendRead with its decoded answer, or with OtherDeviceAnswerError when the answer
+ * is for another device (its samples are then not given as the asked device's).
+ */
+function deliverRead(p: Pending, into: SampleBatch): void {
+  if (into.otherDeviceId === null) return deliver(p.reply, null, into);
+  const err = new OtherDeviceAnswerError(p.read!.payload.device_id ?? "", into.otherDeviceId);
+  into.clear();
+  deliver(p.reply, err);
 }
 
 /**

@@ -54,13 +54,20 @@ const MIN_SLOTS = 4;
  * The samples of one ReadSignals answer, slot `i` for the answer's `values[i]`: its signal id,
  * quality, Value (member kind, `type`, and the member in `nums` (numbers, bools as 0/1, 64-bit
  * integers that are safe) or `refs` (strings, bytes, 64-bit integers beyond 2^53 as bigints)) and
- * Timestamp. The answer's `device_id` and each sample's `metadata` are read past, not kept (the
- * poll path uses neither). Refilled in place by each answer: a reader must be done with one
+ * Timestamp. Each sample's `metadata` is read past, not kept (the poll path does not use it); the
+ * answer's `device_id` is compared with the device asked about and kept only when it names
+ * another (`otherDeviceId`). Refilled in place by each answer: a reader must be done with one
  * answer's samples before the next is decoded into it.
  */
 export class SampleBatch {
   /** Samples of the last answer. */
   count = 0;
+  /**
+   * The last answer's `device_id` when it names a device other than the one asked about (its
+   * samples are then that device's, not the asked one's); null when it names the asked device or
+   * none (an empty `device_id`, as discovery takes one, is the device asked about).
+   */
+  otherDeviceId: string | null = null;
   signalIds: string[];
   /** SignalValue.quality (the wire enum). */
   qualities: Int32Array;
@@ -95,6 +102,7 @@ export class SampleBatch {
     const refs = this.refs;
     for (let i = 0; i < this.count; i++) refs[i] = undefined;
     this.count = 0;
+    this.otherDeviceId = null;
   }
 
   /** Adds an empty sample (grown when full) and returns its slot. */
@@ -127,9 +135,15 @@ export class SampleBatch {
     this.nanos = grown(this.nanos, new Int32Array(n));
   }
 
-  /** Refills it from the generated decoder's `values` (the answers the fast path leaves to it). */
-  fillFrom(values: readonly WireSignalValue[]): void {
+  /**
+   * Refills it from the generated decoder's answer (the answers the fast path leaves to it):
+   * its `values`, and its `device_id` compared with `askedDeviceId` (otherDeviceId).
+   */
+  fillFrom(values: readonly WireSignalValue[], answeredDeviceId = "", askedDeviceId = ""): void {
     this.clear();
+    if (answeredDeviceId !== "" && answeredDeviceId !== askedDeviceId) {
+      this.otherDeviceId = answeredDeviceId;
+    }
     for (const sv of values) {
       const i = this.add();
       this.signalIds[i] = sv.signal_id ?? "";
@@ -260,9 +274,12 @@ export class PreparedRead {
   readonly body: Uint8Array;
   /** Why the payload cannot be encoded (what sending it answers), or null. */
   readonly error: Error | null;
+  /** The UTF-8 bytes of the payload's `device_id`: what an answer's `device_id` must be. */
+  readonly deviceIdBytes: Uint8Array;
 
   constructor(payload: RequestPayloads["read_signals"]) {
     this.payload = payload;
+    this.deviceIdBytes = new TextEncoder().encode(payload.device_id ?? "");
     let body = new Uint8Array(0);
     let error: Error | null = null;
     try {
@@ -385,6 +402,13 @@ function statusCode(): number {
   return code;
 }
 
+/** Whether `bytes[at..at+n)` are the bytes of `want`. */
+function sameBytes(bytes: Uint8Array, at: number, n: number, want: Uint8Array): boolean {
+  if (n !== want.length) return false;
+  for (let i = 0; i < n; i++) if (bytes[at + i] !== want[i]) return false;
+  return true;
+}
+
 /** Reads past a length-delimited field (not `r.pos += r.len()`: len() moves pos first). */
 function skipLen(): void {
   const n = r.len();
@@ -406,10 +430,15 @@ function mapEntry(): void {
 
 /**
  * Decodes the read_signals member `fastResponseId` found last in `bytes` (the same buffer, just
- * before) into `into`. False when those bytes are malformed (`into` then holds a part: the generated decoder
- * says what is wrong with them).
+ * before) into `into`, its `device_id` compared with `askedDeviceId` (UTF-8 bytes; sets
+ * `into.otherDeviceId` when it names another device). False when those bytes are malformed
+ * (`into` then holds a part: the generated decoder says what is wrong with them).
  */
-export function decodeReadSignalsInto(bytes: Uint8Array, into: SampleBatch): boolean {
+export function decodeReadSignalsInto(
+  bytes: Uint8Array,
+  into: SampleBatch,
+  askedDeviceId: Uint8Array = EMPTY_BYTES,
+): boolean {
   r.reset(bytes);
   r.pos = bodyStart;
   r.end = bodyEnd;
@@ -418,9 +447,20 @@ export function decodeReadSignalsInto(bytes: Uint8Array, into: SampleBatch): boo
     while (r.pos < r.end) {
       const t = r.tag();
       switch (t) {
-        case 10:
-          skipLen(); // device_id: not kept
+        case 10: {
+          // device_id: compared in place (a string is made only when it names another device);
+          // a later occurrence replaces an earlier one, as in the generated decoder.
+          const field = r.pos;
+          const n = r.len();
+          if (n === 0 || sameBytes(bytes, r.pos, n, askedDeviceId)) {
+            into.otherDeviceId = null;
+            r.pos += n;
+          } else {
+            r.pos = field;
+            into.otherDeviceId = r.string();
+          }
           break;
+        }
         case 18: {
           const n = r.len();
           const e = r.end;

@@ -1,4 +1,5 @@
 import {
+  OtherDeviceAnswerError,
   PreparedRead,
   ProviderStatusError,
   qualityFromWire,
@@ -202,7 +203,9 @@ export interface PollMetrics {
 /** Per provider: data-fault counters and a rate-limited log per kind. */
 interface ProviderDataFaults {
   readonly counts: DataFaultCounts;
-  readonly log: Readonly<Record<keyof DataFaultCounts | "skew" | "duplicate", RateLimitedLog>>;
+  readonly log: Readonly<
+    Record<keyof DataFaultCounts | "skew" | "duplicate" | "other_device", RateLimitedLog>
+  >;
   readonly skew: TimestampSkew;
 }
 
@@ -473,6 +476,7 @@ export class StateCache implements FreshReader {
         undeclared_signal: limited(),
         skew: limited(),
         duplicate: limited(),
+        other_device: limited(),
       },
       skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
     });
@@ -708,6 +712,15 @@ export class StateCache implements FreshReader {
         { device_id: deviceId, signal_ids: [...signalIds] },
         timeout,
       );
+      // An answer for another device holds that device's values: nothing in it is this one's
+      // (an empty device_id is taken as this device, as discovery takes one).
+      const answered = r.device_id ?? "";
+      if (answered !== "" && answered !== deviceId) {
+        return {
+          ok: false,
+          reason: `read failed: ${new OtherDeviceAnswerError(deviceId, answered).message}`,
+        };
+      }
       // Keyed by signal id as answered; only the ones asked for are ever looked up. A signal the
       // answer repeats is taken at its first sample, as a poll stores it (#applySamples).
       const samples = new Map<string | undefined, FreshSample>();
@@ -942,9 +955,17 @@ export class StateCache implements FreshReader {
       // (A provider that went down has its devices marked already: marking again changes
       // nothing.)
       if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile
-      this.#log.debug(
-        `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${outcome.message}`,
-      );
+      if (outcome instanceof OtherDeviceAnswerError) {
+        // Not a transient failure: the provider mixes its devices up (said where it is seen).
+        this.#faults.get(dev.providerId)!.log.other_device.warn(
+          `${deviceHandle(dev.providerId, dev.deviceId)}: ${outcome.message}; its samples are ` +
+            `not stored, the device is marked unavailable`,
+        );
+      } else {
+        this.#log.debug(
+          `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${outcome.message}`,
+        );
+      }
       this.#markDeviceUnavailable(dev);
     }
     if (pass.next < n) return;
@@ -1271,7 +1292,7 @@ const DETACHED_POLL_METRICS: PollMetrics = { duration: new Histogram(), errors: 
  */
 function livenessOf(err: unknown): boolean | null {
   if (noAnswer(err)) return false;
-  return err instanceof ProviderStatusError ? true : null;
+  return err instanceof ProviderStatusError || err instanceof OtherDeviceAnswerError ? true : null;
 }
 
 /**

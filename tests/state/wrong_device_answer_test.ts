@@ -1,0 +1,118 @@
+/**
+ * A provider that answers a ReadSignals of one device with another device's id and values (a
+ * provider that mixed its devices up), run as a real child process
+ * (tests/providers/_misbehaving_provider.ts): neither the poll nor the e-stop's read-back may
+ * attribute those values to the device that was asked about.
+ */
+import assert from "node:assert/strict";
+import { EventBus } from "../../src/events/mod.ts";
+import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { verifySafeState } from "../../src/safety/mod.ts";
+import { StateCache } from "../../src/state/mod.ts";
+import { spawnProcess, systemClock } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import type { MisbehaviourPlan } from "../providers/_misbehaving_provider.ts";
+
+const MAIN = new URL("../providers/_misbehaving_provider.ts", import.meta.url).pathname;
+
+/** Device `a` is unsafe (relay on, speed 500); `b` is safe. Reads of `a` are answered as `b`. */
+const PLAN: MisbehaviourPlan = {
+  devices: { a: { relay: true, speed: 500 }, b: { relay: false, speed: 0 } },
+  answerReadAs: { a: "b" },
+};
+
+async function startMisbehaving(plan: MisbehaviourPlan) {
+  const file = await Deno.makeTempFile({ prefix: "misbehaving-", suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(plan));
+  const { log, lines } = capturingLogger({ now: () => 0 });
+  const bus = new EventBus();
+  const registry = new ProviderRegistry([{
+    id: "p0",
+    command: Deno.execPath(),
+    args: ["run", "--quiet", "--allow-read", MAIN, file],
+    timeoutMs: 5000,
+    helloTimeoutMs: 10000,
+    readyTimeoutMs: 10000,
+    restartPolicy: {
+      enabled: false,
+      maxAttempts: 3,
+      backoffMs: [0, 0, 0],
+      timeoutMs: 30000,
+      successResetMs: 60000,
+    },
+  }], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log,
+    bus,
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 1000,
+  });
+  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 60_000 });
+  const close = async () => {
+    await cache.stop();
+    await registry.stopAll(1000);
+    await Deno.remove(file).catch(() => {});
+  };
+  try {
+    await registry.startAll(30_000, 1000);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { cache, lines, close };
+}
+
+Deno.test("StateCache does not store another device's answer as the values of the device polled", async () => {
+  const f = await startMisbehaving(PLAN);
+  try {
+    await f.cache.pollDevice("p0", "b");
+    await f.cache.pollDevice("p0", "a");
+    // b answered for itself: stored.
+    assert.deepEqual(f.cache.signal("p0", "b", "relay")?.value, { type: "bool", bool: false });
+    // a's read was answered by b: nothing of it is a's.
+    const relay = f.cache.signal("p0", "a", "relay");
+    const speed = f.cache.signal("p0", "a", "speed");
+    assert.deepEqual(relay?.value ?? null, null);
+    assert.deepEqual(speed?.value ?? null, null);
+    assert.ok(relay?.quality !== "OK", `a/relay is ${relay?.quality}`);
+    assert.ok(
+      f.lines.some((l) => l.includes('"a"') && l.includes('"b"') && l.startsWith("WARN")),
+      `no warning naming both devices:\n${f.lines.join("\n")}`,
+    );
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("StateCache.readFresh refuses an answer for another device (the e-stop read-back)", async () => {
+  const f = await startMisbehaving(PLAN);
+  try {
+    const read = await f.cache.readFresh("p0", "a", ["relay", "speed"], 2000);
+    assert.deepEqual(read.ok, false);
+    if (!read.ok) {
+      assert.match(read.reason, /"a"/);
+      assert.match(read.reason, /"b"/);
+    }
+    // The device that answers for itself still reads.
+    const b = await f.cache.readFresh("p0", "b", ["relay"], 2000);
+    assert.deepEqual(b.ok, true);
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("verifySafeState does not verify a device by another device's values", async () => {
+  const f = await startMisbehaving(PLAN);
+  try {
+    const expect = [
+      { signal: "p0/a/relay", providerId: "p0", deviceId: "a", signalId: "relay", equals: false },
+      { signal: "p0/a/speed", providerId: "p0", deviceId: "a", signalId: "speed", max: 1 },
+    ].map((e, i) => ({ ...e, path: `safety.safe_state.expect[${i}]` }));
+    const v = await verifySafeState({ reads: f.cache, clock: systemClock, expect, timeoutMs: 200 });
+    assert.deepEqual(v.outcome, "unreachable");
+    assert.deepEqual(v.checks.map((c) => c.outcome), ["unreachable", "unreachable"]);
+  } finally {
+    await f.close();
+  }
+});
