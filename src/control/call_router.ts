@@ -14,7 +14,7 @@ import {
   type TypedValue,
   unavailable,
 } from "../common/mod.ts";
-import type { ProviderRegistry } from "../providers/mod.ts";
+import { type ProviderRegistry, providerText } from "../providers/mod.ts";
 import type { StateCache } from "../state/mod.ts";
 import type { AuditIntent, AuditOrigin, AuditSink } from "./audit_sink.ts";
 import { CallIntervals, leaseRefusal } from "./call_policy.ts";
@@ -519,6 +519,18 @@ export class CallRouter {
       response = await pending;
     } finally {
       release();
+    }
+    // An answer for another device (a provider that mixed its devices up) says nothing of this
+    // one: whether it acted is unknown, and the results are not its own. An empty device_id is
+    // taken as this device, as discovery and the poll take one.
+    const answered = response.device_id ?? "";
+    if (answered !== "" && answered !== req.deviceId) {
+      throw new RuntimeError(
+        "INTERNAL",
+        `provider answered the call of ${auditHandle} ${fn.name} for device ${
+          JSON.stringify(providerText(answered))
+        }, not ${JSON.stringify(req.deviceId)}: whether ${auditHandle} acted is unknown`,
+      );
     }
     const results: Record<string, TypedValue> = {};
     for (const [k, v] of Object.entries(response.results ?? {})) {

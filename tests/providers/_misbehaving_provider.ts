@@ -5,9 +5,11 @@
  * answers requests in order. The plan (`MisbehaviourPlan`) is read from the file at start.
  *
  * Every device declares the signals of its `values` (double or bool, polled at 20 Hz) and answers
- * ReadSignals with them. Misbehaviour:
+ * ReadSignals with them; it declares function 1 `stop` (ACTUATE, no arguments), answered OK with
+ * result `done_by` (the device that answers). Misbehaviour:
  *   answerReadAs  {asked: other}: a ReadSignals of `asked` is answered with device_id `other`
- *                 and the values of `other` (a provider that mixed its devices up).
+ *                 and the values of `other` (a provider that mixed its devices up);
+ *   answerCallAs  {asked: other}: a Call to `asked` is answered with device_id `other`.
  */
 import { ADPP_PROTOCOL_VERSION } from "../../src/common/mod.ts";
 import {
@@ -27,6 +29,7 @@ export interface MisbehaviourPlan {
   /** Device id -> its signals' values (a number is a double, a boolean a bool). */
   readonly devices: Readonly<Record<string, Readonly<Record<string, number | boolean>>>>;
   readonly answerReadAs?: Readonly<Record<string, string>>;
+  readonly answerCallAs?: Readonly<Record<string, string>>;
 }
 
 const plan = JSON.parse(Deno.readTextFileSync(Deno.args[0]!)) as MisbehaviourPlan;
@@ -63,7 +66,8 @@ function answer(req: WireRequest): WireResponse {
     };
   }
   if (req.get_health) return { request_id: id, status: OK, get_health: {} };
-  const deviceId = req.describe_device?.device_id ?? req.read_signals?.device_id ?? "";
+  const deviceId = req.describe_device?.device_id ?? req.read_signals?.device_id ??
+    req.call?.device_id ?? "";
   const values = plan.devices[deviceId];
   if (!values) return { request_id: id, status: { code: StatusCode.NOT_FOUND, message: deviceId } };
   if (req.describe_device) {
@@ -79,7 +83,7 @@ function answer(req: WireRequest): WireResponse {
             value_type: wireType(v),
             poll_hint_hz: 20,
           })),
-          functions: [],
+          functions: [{ function_id: 1, name: "stop", policy: { category: 3 }, args: [] }],
         },
       },
     };
@@ -93,6 +97,17 @@ function answer(req: WireRequest): WireResponse {
       read_signals: {
         device_id: as,
         values: Object.entries(answered).map(([k, v]) => sample(k, v)),
+      },
+    };
+  }
+  if (req.call) {
+    const as = plan.answerCallAs?.[deviceId] ?? deviceId;
+    return {
+      request_id: id,
+      status: OK,
+      call: {
+        device_id: as,
+        results: { done_by: { type: WireValueType.STRING, string_value: as } },
       },
     };
   }

@@ -5,63 +5,15 @@
  * attribute those values to the device that was asked about.
  */
 import assert from "node:assert/strict";
-import { EventBus } from "../../src/events/mod.ts";
-import { ProviderRegistry } from "../../src/providers/mod.ts";
 import { verifySafeState } from "../../src/safety/mod.ts";
-import { StateCache } from "../../src/state/mod.ts";
-import { spawnProcess, systemClock } from "../../src/host/mod.ts";
-import { capturingLogger } from "../helpers/log_lines.ts";
-import type { MisbehaviourPlan } from "../providers/_misbehaving_provider.ts";
-
-const MAIN = new URL("../providers/_misbehaving_provider.ts", import.meta.url).pathname;
+import { systemClock } from "../../src/host/mod.ts";
+import { type MisbehaviourPlan, startMisbehaving } from "../providers/misbehaving_provider.ts";
 
 /** Device `a` is unsafe (relay on, speed 500); `b` is safe. Reads of `a` are answered as `b`. */
 const PLAN: MisbehaviourPlan = {
   devices: { a: { relay: true, speed: 500 }, b: { relay: false, speed: 0 } },
   answerReadAs: { a: "b" },
 };
-
-async function startMisbehaving(plan: MisbehaviourPlan) {
-  const file = await Deno.makeTempFile({ prefix: "misbehaving-", suffix: ".json" });
-  await Deno.writeTextFile(file, JSON.stringify(plan));
-  const { log, lines } = capturingLogger({ now: () => 0 });
-  const bus = new EventBus();
-  const registry = new ProviderRegistry([{
-    id: "p0",
-    command: Deno.execPath(),
-    args: ["run", "--quiet", "--allow-read", MAIN, file],
-    timeoutMs: 5000,
-    helloTimeoutMs: 10000,
-    readyTimeoutMs: 10000,
-    restartPolicy: {
-      enabled: false,
-      maxAttempts: 3,
-      backoffMs: [0, 0, 0],
-      timeoutMs: 30000,
-      successResetMs: 60000,
-    },
-  }], {
-    spawn: spawnProcess,
-    clock: systemClock,
-    log,
-    bus,
-    cwd: Deno.cwd(),
-    shutdownTimeoutMs: 1000,
-  });
-  const cache = new StateCache({ registry, bus, clock: systemClock, log, intervalMs: 60_000 });
-  const close = async () => {
-    await cache.stop();
-    await registry.stopAll(1000);
-    await Deno.remove(file).catch(() => {});
-  };
-  try {
-    await registry.startAll(30_000, 1000);
-  } catch (err) {
-    await close();
-    throw err;
-  }
-  return { cache, lines, close };
-}
 
 Deno.test("StateCache does not store another device's answer as the values of the device polled", async () => {
   const f = await startMisbehaving(PLAN);

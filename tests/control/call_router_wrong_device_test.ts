@@ -1,0 +1,49 @@
+/**
+ * A provider that answers a Call to one device with another device's id (a provider that mixed
+ * its devices up), run as a real child process (tests/providers/_misbehaving_provider.ts): the
+ * call is not reported done on the device it was made to, nor are its results that device's.
+ */
+import assert from "node:assert/strict";
+import { CallRouter } from "../../src/control/mod.ts";
+import { RuntimeError } from "../../src/common/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { startMisbehaving } from "../providers/misbehaving_provider.ts";
+
+Deno.test("CallRouter fails a call the provider answers for another device, naming both", async () => {
+  const f = await startMisbehaving({
+    devices: { a: { relay: true }, b: { relay: false } },
+    answerCallAs: { a: "b" },
+  });
+  try {
+    const router = new CallRouter({
+      registry: f.registry,
+      cache: f.cache,
+      log: testLogger(),
+      clock: systemClock,
+    });
+    // b answers for itself: done.
+    const b = await router.call({
+      providerId: "p0",
+      deviceId: "b",
+      functionId: 1,
+      args: {},
+      origin: "safety",
+    });
+    assert.deepEqual(b.results, { done_by: { type: "string", string: "b" } });
+    // a's call was answered by b: not a's success, and b's results are not a's.
+    await assert.rejects(
+      () =>
+        router.call({ providerId: "p0", deviceId: "a", functionId: 1, args: {}, origin: "safety" }),
+      (err: unknown) => {
+        assert.ok(err instanceof RuntimeError, String(err));
+        assert.equal(err.code, "INTERNAL");
+        assert.match(err.message, /"a"/);
+        assert.match(err.message, /"b"/);
+        return true;
+      },
+    );
+  } finally {
+    await f.close();
+  }
+});
