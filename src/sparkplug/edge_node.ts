@@ -199,6 +199,22 @@ export const MAX_ANSWERS_WAITING = 256;
  */
 export const MAX_NODE_CHANGES_KEPT = 1024;
 
+/**
+ * A connection the broker closes this soon after its births (monotonic ms) counts as closed by
+ * them: a broker that refuses one of them (Mosquitto's `max_packet_size` below a large DBIRTH
+ * closes the connection of the client that publishes it) closes every connection at its births.
+ */
+export const BIRTH_LOSS_WINDOW_MS = 10_000;
+/**
+ * Connections in a row closed within BIRTH_LOSS_WINDOW_MS of their births before the node says so
+ * (one WARN per stretch) and waits longer before each next one (doubling from reconnect_ms).
+ * Five, not fewer: a network that flaps makes a few short connections; five in a row, each closed
+ * within seconds of its births, is a broker refusing them.
+ */
+export const BIRTH_LOSSES_BEFORE_BACKOFF = 5;
+/** The longest wait before a new connection in such a stretch (reconnect_ms if that is longer). */
+export const MAX_BIRTH_LOSS_DELAY_MS = 60_000;
+
 /** Commands from the broker being carried out at once, at most (more are refused: busy). */
 export const MAX_COMMANDS_IN_PROGRESS = 16;
 /** #send's liveSeq of a kept node metric change replayed (#drainNode); 0 is a live one. */
@@ -424,6 +440,12 @@ export class SparkplugEdgeNode {
   #inFlight = 0;
   /** CONNECTs in a row that reached the broker and got no CONNACK (bounds their WARN). */
   #unansweredConnects = 0;
+  /** When the current connection's first births went out (monotonic ms), or null. */
+  #bornAtMono: number | null = null;
+  /** The largest birth message written in the current stretch of connections closed by them. */
+  #largestBirth: { readonly topic: string; readonly bytes: number } | null = null;
+  /** Connections in a row the broker closed within BIRTH_LOSS_WINDOW_MS of their births. */
+  #birthLosses = 0;
   /** The last broker connection error WARNed (until a connection is accepted). */
   #lastBrokerError = "";
   /** Aliases by Sparkplug device id (NODE: the node's) then metric name (#alias). */
@@ -848,8 +870,10 @@ export class SparkplugEdgeNode {
     if (this.#stopped) return;
     this.counts.connects++;
     this.#accepted = true;
+    this.#bornAtMono = null;
     this.#unansweredConnects = 0;
-    this.#lastBrokerError = "";
+    // Within a stretch of connections closed at their births the same error is said once.
+    if (this.#birthLosses < BIRTH_LOSSES_BEFORE_BACKOFF) this.#lastBrokerError = "";
     const o = this.#o;
     const session = this.#session!;
     const host = o.config.primaryHostId;
@@ -1050,11 +1074,16 @@ export class SparkplugEdgeNode {
       // answered in connect_timeout_ms may still register its will): the next CONNECT has the
       // next bdSeq (Sparkplug 3.0: one more per MQTT CONNECT). An attempt that never reached the
       // broker (refused, unreachable) used no will: the client retries it as it is.
+      let delayMs = this.#o.config.reconnectMs;
       if (accepted) {
         this.#unansweredConnects = 0;
-        this.#log.warn(
-          `sparkplug lost the broker; reconnecting (next bdSeq ${(this.#bdSeq + 1) % 256})`,
-        );
+        delayMs = this.#afterBirthLoss();
+        const line = `sparkplug lost the broker; reconnecting (next bdSeq ${
+          (this.#bdSeq + 1) % 256
+        }${delayMs === this.#o.config.reconnectMs ? "" : ` in ${delayMs} ms`})`;
+        // Said once per stretch of connections closed at their births (#afterBirthLoss).
+        if (this.#birthLosses > BIRTH_LOSSES_BEFORE_BACKOFF) this.#log.debug(line);
+        else this.#log.warn(line);
       } else {
         // Something that takes CONNECTs and never answers (a stalled broker, a wrong port) is
         // met every reconnect_ms: the first of a stretch is WARNed, then every 100th.
@@ -1067,8 +1096,48 @@ export class SparkplugEdgeNode {
         }
       }
       const session = this.#session!;
-      this.#contain("reconnecting", () => this.#renew(session, this.#o.config.reconnectMs));
+      this.#contain("reconnecting", () => this.#renew(session, delayMs));
     }
+  }
+
+  /**
+   * An accepted connection closed: whether the broker closed it at its births, and how long to
+   * wait before the next one. A broker that refuses a birth (a DBIRTH beyond its packet size
+   * bound) closes every connection right after its births: without a bound the node would
+   * reconnect every reconnect_ms for ever, a bdSeq and its save, an NBIRTH and an NDEATH at the
+   * host, and log lines each time. From BIRTH_LOSSES_BEFORE_BACKOFF such closes in a row the wait
+   * doubles up to MAX_BIRTH_LOSS_DELAY_MS, and one WARN names the largest birth; a connection that
+   * held past BIRTH_LOSS_WINDOW_MS ends the stretch.
+   */
+  #afterBirthLoss(): number {
+    const reconnectMs = this.#o.config.reconnectMs;
+    const bornAt = this.#bornAtMono;
+    this.#bornAtMono = null;
+    if (bornAt === null) return reconnectMs; // closed before its births: says nothing of them
+    if (this.#o.clock.monoMs() - bornAt >= BIRTH_LOSS_WINDOW_MS) {
+      this.#birthLosses = 0;
+      this.#largestBirth = null;
+      return reconnectMs;
+    }
+    const n = ++this.#birthLosses;
+    if (n < BIRTH_LOSSES_BEFORE_BACKOFF) return reconnectMs;
+    const delayMs = Math.max(
+      reconnectMs,
+      Math.min(reconnectMs * 2 ** (n - BIRTH_LOSSES_BEFORE_BACKOFF + 1), MAX_BIRTH_LOSS_DELAY_MS),
+    );
+    if (n === BIRTH_LOSSES_BEFORE_BACKOFF) {
+      const largest = this.#largestBirth;
+      this.#log.warn(
+        `sparkplug: the broker closed the connection within ${BIRTH_LOSS_WINDOW_MS} ms ` +
+          `(BIRTH_LOSS_WINDOW_MS) of its births ${n} times in a row; the largest birth is ` +
+          (largest === null ? "unknown" : `${largest.topic}, ${largest.bytes} bytes of payload`) +
+          ` (a broker whose packet size bound is below a birth, such as Mosquitto's ` +
+          `max_packet_size, closes the connection of a client that publishes it); reconnecting ` +
+          `with a wait doubling from ${reconnectMs} ms up to ${MAX_BIRTH_LOSS_DELAY_MS} ms ` +
+          `(MAX_BIRTH_LOSS_DELAY_MS), said again only after a connection holds`,
+      );
+    }
+    return delayMs;
   }
 
   /**
@@ -1128,6 +1197,11 @@ export class SparkplugEdgeNode {
     this.#devices.clear();
     this.#pending.clear();
     this.counts.births++;
+    if (this.#bornAtMono === null) {
+      // This connection's first births: the largest birth is of this stretch (#afterBirthLoss).
+      if (this.#birthLosses === 0) this.#largestBirth = null;
+      this.#bornAtMono = this.#o.clock.monoMs();
+    }
     const now = this.#o.clock.nowMs();
     const status = this.#o.status();
     const first = this.#lastNode === null;
@@ -2617,6 +2691,11 @@ export class SparkplugEdgeNode {
     p.seq = type === "NBIRTH" ? 0 : this.#seq;
     this.#seq = (p.seq + 1) % 256;
     const bytes = encode(p);
+    if (
+      (type === "NBIRTH" || type === "DBIRTH") && bytes.length > (this.#largestBirth?.bytes ?? -1)
+    ) {
+      this.#largestBirth = { topic: this.#topic(type, deviceId), bytes: bytes.length };
+    }
     const qos = type === "DDATA" || type === "NDATA" ? this.#o.config.qos : 0;
     this.#inFlight++;
     const ring = type === "DDATA" && liveSeq !== undefined && this.#o.replay !== undefined;

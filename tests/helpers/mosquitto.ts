@@ -41,6 +41,8 @@ export class Mosquitto {
   readonly #dir: string;
   /** `max_queued_messages` (Mosquitto's default, 1000, when null). */
   #maxQueued: number | null = null;
+  /** `max_packet_size` (none, Mosquitto's default, when null). */
+  #maxPacket: number | null = null;
   #port = 0;
   #tlsPort = 0;
   #child: Deno.ChildProcess | null = null;
@@ -75,6 +77,11 @@ export class Mosquitto {
        * 20 in flight (default 1000; 0 is no bound), beyond which it drops them.
        */
       maxQueuedMessages?: number;
+      /**
+       * Mosquitto's `max_packet_size`: a client that sends a larger packet (a PUBLISH whose topic
+       * and payload exceed it) is disconnected (default: no bound).
+       */
+      maxPacketSize?: number;
     } = {},
   ): Promise<Mosquitto> {
     const dir = await Deno.makeTempDir({ prefix: "mosquitto_test_" });
@@ -83,6 +90,7 @@ export class Mosquitto {
     await Deno.chmod(dir, 0o777);
     const m = new Mosquitto(dir);
     m.#maxQueued = o.maxQueuedMessages ?? null;
+    m.#maxPacket = o.maxPacketSize ?? null;
     if (o.tls) {
       // Copies the broker's user can read (the originals may sit in a private test directory).
       for (const [from, to] of [[o.tls.certFile, "cert.pem"], [o.tls.keyFile, "key.pem"]]) {
@@ -121,6 +129,7 @@ export class Mosquitto {
       `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence true\n` +
         `persistence_location ${this.#dir}/\nqueue_qos0_messages true\nlog_dest none\n` +
         (this.#maxQueued === null ? "" : `max_queued_messages ${this.#maxQueued}\n`) +
+        (this.#maxPacket === null ? "" : `max_packet_size ${this.#maxPacket}\n`) +
         (this.#tlsPort === 0 ? "" : `listener ${this.#tlsPort} 127.0.0.1\n` +
           `certfile ${this.#dir}/cert.pem\nkeyfile ${this.#dir}/key.pem\n`),
     );

@@ -1,0 +1,74 @@
+/**
+ * A broker that closes the connection at a birth it refuses (Mosquitto's `max_packet_size` below a
+ * DBIRTH) closes every connection right after its births. The edge node must not reconnect every
+ * reconnect_ms for ever (a bdSeq and its save, an NBIRTH and an NDEATH at the host, log lines each
+ * time): from BIRTH_LOSSES_BEFORE_BACKOFF such closes in a row it says so once, naming the largest
+ * birth, and waits longer before each next connection. Against a real Mosquitto and the simulated
+ * provider (its chaos_control device's DBIRTH is over 2 kB).
+ */
+import assert from "node:assert/strict";
+import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
+import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { infoLines, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { BIRTH_LOSSES_BEFORE_BACKOFF, decode } from "../../src/sparkplug/mod.ts";
+
+const GROUP = "lab";
+const NODE = "rig-big";
+/** Mosquitto's max_packet_size: above the NBIRTH and some DBIRTHs, below the largest. */
+const MAX_PACKET = 1000;
+const RECONNECT_MS = 100;
+
+Deno.test({
+  name: "a broker closing every connection at its births: said once, reconnects slow down",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start({ maxPacketSize: MAX_PACKET });
+    const host = await sparkplugHost(broker.url, GROUP);
+    // When each NBIRTH reached the host (monotonic ms), by its bdSeq.
+    const nbirthAt = new Map<number, number>();
+    host.client.on("message", (topic, payload) => {
+      if (topic !== `spBv1.0/${GROUP}/NBIRTH/${NODE}`) return;
+      const bdSeq = decode(new Uint8Array(payload)).metrics?.find((m) => m.name === "bdSeq");
+      nbirthAt.set(Number(bdSeq?.long_value), performance.now());
+    });
+    const { lines, log } = infoLines();
+    const rt = await startRuntime(
+      testConfig({
+        runtime: { name: NODE },
+        providers: [simProvider("sim0")],
+        sparkplug: {
+          enabled: true,
+          brokerUrl: broker.url,
+          groupId: GROUP,
+          reconnectMs: RECONNECT_MS,
+        },
+      }),
+      { host: { log } },
+    );
+    try {
+      const said = await waitFor(
+        "the WARN saying the broker closes the connection at the births",
+        () => lines.find((l) => /closed the connection within \d+ ms .* of its births/.test(l)),
+      );
+      assert.match(said, /^WARN /);
+      const m = / the largest birth is (\S+), (\d+) bytes of payload/.exec(said);
+      assert.ok(m, said);
+      assert.match(m[1]!, new RegExp(`^spBv1\\.0/${GROUP}/DBIRTH/${NODE}/sim0:`));
+      assert.ok(Number(m[2]) > MAX_PACKET, `the largest birth is over the broker's bound: ${said}`);
+      const k = BIRTH_LOSSES_BEFORE_BACKOFF;
+      // Two more connections: the waits before them doubled (2 x, then 4 x reconnect_ms).
+      await waitFor("two more NBIRTHs", () => nbirthAt.has(k + 2), 20_000);
+      const gap = nbirthAt.get(k + 2)! - nbirthAt.get(k + 1)!;
+      assert.ok(gap >= 4 * RECONNECT_MS - 10, `waited ${gap} ms before bdSeq ${k + 2}`);
+      const warns = (re: RegExp) => lines.filter((l) => l.startsWith("WARN") && re.test(l));
+      assert.equal(warns(/of its births/).length, 1, "said once");
+      assert.equal(warns(/lost the broker/).length, k, "then each loss is no WARN");
+      assert.equal(warns(/ECONNRESET/).length, k, "nor the broker's error");
+    } finally {
+      await rt.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
