@@ -204,6 +204,18 @@ export class Checker {
       this.error([...parent, key], "must not be empty");
       return def;
     }
+    const lone = loneSurrogateAt(v);
+    if (lone >= 0) {
+      // Only a YAML escape ("\ud800") makes one: the file itself is well-formed UTF-8.
+      this.error(
+        [...parent, key],
+        `holds a lone UTF-16 surrogate (\\u${v.charCodeAt(lone).toString(16)} as character ${
+          lone + 1
+        }), which no UTF-8 text can carry: written to a topic, a log or ` +
+          `a file it becomes U+FFFD, so two such values become one (write the character itself)`,
+      );
+      return v; // the error is said; its default would only add errors about an empty value
+    }
     return v;
   }
 
@@ -227,6 +239,20 @@ export class Checker {
     }
     return v as T;
   }
+}
+
+/** The index of the first lone UTF-16 surrogate in `s`, or -1 when it is well-formed. */
+export function loneSurrogateAt(s: string): number {
+  if (s.isWellFormed()) return -1;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+      else return i;
+    } else if (c >= 0xdc00 && c <= 0xdfff) return i;
+  }
+  return -1;
 }
 
 /** The range error; `v` null when the value is a secret (then the bounds alone are named). */
