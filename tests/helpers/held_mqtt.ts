@@ -14,7 +14,8 @@ export interface HandedWrite {
   readonly payload: Uint8Array;
 }
 
-export function heldMqtt(): {
+/** `inner`: the MQTT port under the held writes (default MQTT.js). */
+export function heldMqtt(inner: MqttConnect = connectMqttJs): {
   /** The port to pass as `host.mqttConnect`. */
   connect: MqttConnect;
   /** Writes held back now. */
@@ -39,7 +40,7 @@ export function heldMqtt(): {
   const handed: HandedWrite[] = [];
   let unsettled = 0;
   const connect: MqttConnect = async (o) => {
-    const session = await connectMqttJs(o);
+    const session = await inner(o);
     const write = (topic: string, payload: Uint8Array, qos: 0 | 1) => {
       handed.push({ topic, payload });
       unsettled++;

@@ -12,7 +12,11 @@ import type { HeldSession } from "../helpers/held_session.ts";
 import { heldMqtt } from "../helpers/held_mqtt.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { Mosquitto } from "../helpers/mosquitto.ts";
-import { reconnectingHost, type SparkplugHost } from "../helpers/sparkplug_host.ts";
+import {
+  hostBackConnect,
+  reconnectingHost,
+  type SparkplugHost,
+} from "../helpers/sparkplug_host.ts";
 import { P, ringRig } from "./_ring_rig.ts";
 
 export type RingRig = ReturnType<typeof ringRig>;
@@ -76,6 +80,12 @@ export interface HeldBrokerRig {
   readonly rig: RingRig;
   /** The node's next session, once HELD_BROKER_RECONNECT_MS passed on its clock. */
   nextSession(): Promise<void>;
+  /**
+   * Call once the node has seen the broker gone, before it comes back: the node's writes then
+   * wait for the host's reconnection (hostBackConnect: a restarted Mosquitto may lose messages
+   * queued for the host's restored session before it is back, eclipse-mosquitto/mosquitto#2349).
+   */
+  holdUntilHostBack(): void;
   /** Lets every held write go, stops the node and the host, removes the broker. */
   dispose(): Promise<void>;
 }
@@ -88,7 +98,10 @@ export interface HeldBrokerRig {
 export async function heldBrokerRig(): Promise<HeldBrokerRig> {
   const broker = await Mosquitto.start({ maxQueuedMessages: 0 });
   const host = await reconnectingHost(broker.url, "g");
-  const port = heldMqtt();
+  // Under the held port: a write waiting for the host is handed over and not settled
+  // (`port.unsettled`), as one MQTT.js has not written yet.
+  const hostBack = hostBackConnect(host);
+  const port = heldMqtt(hostBack.connect);
   let opened = 0;
   const rig = ringRig({
     qos: 1,
@@ -105,6 +118,7 @@ export async function heldBrokerRig(): Promise<HeldBrokerRig> {
     host,
     port,
     rig,
+    holdUntilHostBack: () => hostBack.holdUntilHostBack(),
     async nextSession() {
       const n = opened;
       await waitFor("the node's reconnect timer", () => clock.pendingTimers > 0);

@@ -54,6 +54,9 @@ Deno.test({
         `the ${held} held writes to fail`,
         () => node.counts.publishFailures === failuresBefore + held,
       );
+      // From now on the node's writes wait for the host to be back (its writes of the
+      // connection that went away have all failed: none of them is held).
+      brokerRig.holdUntilHostBack();
 
       // The device is back and the broker too: births, then what the host missed.
       rig.setAvailable(true);

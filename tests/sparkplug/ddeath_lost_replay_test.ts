@@ -32,6 +32,8 @@ for (const polls of [20, MAX_IN_FLIGHT + 200]) {
         // An outage: the polls wait in the ring.
         await broker.pause();
         await waitFor("the node to see the broker gone", () => !node.connected);
+        // The node's writes after the restart wait for the host to be back (hostBackConnect).
+        brokerRig.holdUntilHostBack();
         await nextSession();
         const times: number[] = [];
         for (let i = 1; i <= polls; i++) times.push(rig.poll("a", i));
@@ -64,6 +66,9 @@ for (const polls of [20, MAX_IN_FLIGHT + 200]) {
           `the ${held} held writes to fail`,
           () => node.counts.publishFailures === failuresBefore + held,
         );
+        // From now on the node's writes wait for the host to be back (its writes of the
+        // connection that went away have all failed: none of them is held).
+        brokerRig.holdUntilHostBack();
 
         // The device is back and the broker too: births, then the replay.
         rig.setAvailable(true);
