@@ -57,10 +57,13 @@ Deno.test({
       assert.match(m[1]!, new RegExp(`^spBv1\\.0/${GROUP}/DBIRTH/${NODE}/sim0:`));
       assert.ok(Number(m[2]) > MAX_PACKET, `the largest birth is over the broker's bound: ${said}`);
       const k = BIRTH_LOSSES_BEFORE_BACKOFF;
-      // Two more connections: the waits before them doubled (2 x, then 4 x reconnect_ms).
+      // The connection of bdSeq i is the (i + 1)th closed at its births: from the kth on, the
+      // wait before the next one doubles (2 x reconnect_ms after the kth, 4 x, then 8 x).
       await waitFor("two more NBIRTHs", () => nbirthAt.has(k + 2), 20_000);
-      const gap = nbirthAt.get(k + 2)! - nbirthAt.get(k + 1)!;
-      assert.ok(gap >= 4 * RECONNECT_MS - 10, `waited ${gap} ms before bdSeq ${k + 2}`);
+      for (const [bdSeq, times] of [[k + 1, 4], [k + 2, 8]] as const) {
+        const gap = nbirthAt.get(bdSeq)! - nbirthAt.get(bdSeq - 1)!;
+        assert.ok(gap >= times * RECONNECT_MS - 10, `waited ${gap} ms before bdSeq ${bdSeq}`);
+      }
       const warns = (re: RegExp) => lines.filter((l) => l.startsWith("WARN") && re.test(l));
       assert.equal(warns(/of its births/).length, 1, "said once");
       assert.equal(warns(/lost the broker/).length, k, "then each loss is no WARN");
