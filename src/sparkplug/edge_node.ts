@@ -442,8 +442,11 @@ export class SparkplugEdgeNode {
   #unansweredConnects = 0;
   /** When the current connection's first births went out (monotonic ms), or null. */
   #bornAtMono: number | null = null;
-  /** The largest birth message written in the current stretch of connections closed by them. */
-  #largestBirth: { readonly topic: string; readonly bytes: number } | null = null;
+  /**
+   * The largest message written in the current stretch of connections closed at their births (a
+   * birth, or a DDATA the replay after them writes again), said in its WARN (#afterBirthLoss).
+   */
+  #largestWrite: { readonly topic: string; readonly bytes: number } | null = null;
   /** Connections in a row the broker closed within BIRTH_LOSS_WINDOW_MS of their births. */
   #birthLosses = 0;
   /** The last broker connection error WARNed (until a connection is accepted). */
@@ -1106,8 +1109,9 @@ export class SparkplugEdgeNode {
    * bound) closes every connection right after its births: without a bound the node would
    * reconnect every reconnect_ms for ever, a bdSeq and its save, an NBIRTH and an NDEATH at the
    * host, and log lines each time. From BIRTH_LOSSES_BEFORE_BACKOFF such closes in a row the wait
-   * doubles up to MAX_BIRTH_LOSS_DELAY_MS, and one WARN names the largest birth; a connection that
-   * held past BIRTH_LOSS_WINDOW_MS ends the stretch.
+   * doubles up to MAX_BIRTH_LOSS_DELAY_MS, and one WARN names the largest message written (a
+   * birth, or a DDATA the replay after the births writes again); a connection that held past
+   * BIRTH_LOSS_WINDOW_MS ends the stretch.
    */
   #afterBirthLoss(): number {
     const reconnectMs = this.#o.config.reconnectMs;
@@ -1116,7 +1120,7 @@ export class SparkplugEdgeNode {
     if (bornAt === null) return reconnectMs; // closed before its births: says nothing of them
     if (this.#o.clock.monoMs() - bornAt >= BIRTH_LOSS_WINDOW_MS) {
       this.#birthLosses = 0;
-      this.#largestBirth = null;
+      this.#largestWrite = null;
       return reconnectMs;
     }
     const n = ++this.#birthLosses;
@@ -1126,12 +1130,12 @@ export class SparkplugEdgeNode {
       Math.min(reconnectMs * 2 ** (n - BIRTH_LOSSES_BEFORE_BACKOFF + 1), MAX_BIRTH_LOSS_DELAY_MS),
     );
     if (n === BIRTH_LOSSES_BEFORE_BACKOFF) {
-      const largest = this.#largestBirth;
+      const largest = this.#largestWrite;
       this.#log.warn(
         `sparkplug: the broker closed the connection within ${BIRTH_LOSS_WINDOW_MS} ms ` +
-          `(BIRTH_LOSS_WINDOW_MS) of its births ${n} times in a row; the largest birth is ` +
+          `(BIRTH_LOSS_WINDOW_MS) of its births ${n} times in a row; the largest message written is ` +
           (largest === null ? "unknown" : `${largest.topic}, ${largest.bytes} bytes of payload`) +
-          ` (a broker whose packet size bound is below a birth, such as Mosquitto's ` +
+          ` (a broker whose packet size bound is below a message, such as Mosquitto's ` +
           `max_packet_size, closes the connection of a client that publishes it); reconnecting ` +
           `with a wait doubling from ${reconnectMs} ms up to ${MAX_BIRTH_LOSS_DELAY_MS} ms ` +
           `(MAX_BIRTH_LOSS_DELAY_MS), said again only after a connection holds`,
@@ -1198,8 +1202,8 @@ export class SparkplugEdgeNode {
     this.#pending.clear();
     this.counts.births++;
     if (this.#bornAtMono === null) {
-      // This connection's first births: the largest birth is of this stretch (#afterBirthLoss).
-      if (this.#birthLosses === 0) this.#largestBirth = null;
+      // This connection's first births: the largest write is of this stretch (#afterBirthLoss).
+      if (this.#birthLosses === 0) this.#largestWrite = null;
       this.#bornAtMono = this.#o.clock.monoMs();
     }
     const now = this.#o.clock.nowMs();
@@ -2691,10 +2695,8 @@ export class SparkplugEdgeNode {
     p.seq = type === "NBIRTH" ? 0 : this.#seq;
     this.#seq = (p.seq + 1) % 256;
     const bytes = encode(p);
-    if (
-      (type === "NBIRTH" || type === "DBIRTH") && bytes.length > (this.#largestBirth?.bytes ?? -1)
-    ) {
-      this.#largestBirth = { topic: this.#topic(type, deviceId), bytes: bytes.length };
+    if (bytes.length > (this.#largestWrite?.bytes ?? -1)) {
+      this.#largestWrite = { topic: this.#topic(type, deviceId), bytes: bytes.length };
     }
     const qos = type === "DDATA" || type === "NDATA" ? this.#o.config.qos : 0;
     this.#inFlight++;

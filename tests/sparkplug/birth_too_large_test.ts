@@ -52,10 +52,13 @@ Deno.test({
         () => lines.find((l) => /closed the connection within \d+ ms .* of its births/.test(l)),
       );
       assert.match(said, /^WARN /);
-      const m = / the largest birth is (\S+), (\d+) bytes of payload/.exec(said);
+      const m = / the largest message written is (\S+), (\d+) bytes of payload/.exec(said);
       assert.ok(m, said);
       assert.match(m[1]!, new RegExp(`^spBv1\\.0/${GROUP}/DBIRTH/${NODE}/sim0:`));
-      assert.ok(Number(m[2]) > MAX_PACKET, `the largest birth is over the broker's bound: ${said}`);
+      assert.ok(
+        Number(m[2]) > MAX_PACKET,
+        `the largest message is over the broker's bound: ${said}`,
+      );
       const k = BIRTH_LOSSES_BEFORE_BACKOFF;
       // The connection of bdSeq i is the (i + 1)th closed at its births: from the kth on, the
       // wait before the next one doubles (2 x reconnect_ms after the kth, 4 x, then 8 x).
