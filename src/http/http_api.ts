@@ -37,6 +37,7 @@ import { loadRequestValidators, readRequestBody, requestValidator } from "./requ
 import { checkQuery, isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
 import { SseHub } from "./sse_hub.ts";
+import { StopMarks } from "./stop_marks.ts";
 
 /**
  * Concurrent requests to the priority routes (e-stop, e-stop clear, runtime status), on top of
@@ -120,6 +121,8 @@ export class HttpApi {
   readonly #console: ConsoleSite | null;
   /** null when http.metrics_enabled is false (GET /metrics is then a 404). */
   readonly #metrics: HttpRequestMetrics | null;
+  /** The stops since start: a command sent before one is not carried out after it. */
+  readonly #stops: StopMarks;
 
   /**
    * Replaces the API tokens (a reload of `http.auth_token` / `http.tokens`): from the next
@@ -169,6 +172,7 @@ export class HttpApi {
     this.#prioritySlots = new RequestSlots(options.priorityRequestSlots ?? PRIORITY_REQUEST_SLOTS);
     this.#console = http.consoleEnabled ? new ConsoleSite() : null;
     this.#metrics = http.metricsEnabled ? new HttpRequestMetrics() : null;
+    this.#stops = new StopMarks(services.bus, services.estop);
   }
 
   /**
@@ -211,6 +215,8 @@ export class HttpApi {
   /** Handles one request; never rejects. */
   handle = async (req: Request, info: RequestInfo): Promise<Response> => {
     const startedMs = this.#services.host.clock.monoMs();
+    // Taken as the request arrives, before anything awaits (its body may arrive after a stop).
+    const stopMark = this.#stops.mark();
     let cors: Record<string, string> = {};
     let res: Response;
     let route = UNMATCHED_ROUTE;
@@ -264,7 +270,7 @@ export class HttpApi {
           );
         } else {
           try {
-            res = await this.#dispatch(req, url, info);
+            res = await this.#dispatch(req, url, info, stopMark);
           } finally {
             slots.release();
           }
@@ -373,10 +379,16 @@ export class HttpApi {
    */
   close(): void {
     this.#closed = true;
+    this.#stops.close();
     this.#sse.closeAll();
   }
 
-  async #dispatch(req: Request, url: URL, info: RequestInfo): Promise<Response> {
+  async #dispatch(
+    req: Request,
+    url: URL,
+    info: RequestInfo,
+    stopMark: number,
+  ): Promise<Response> {
     // The tokens this request is admitted under (a reload may replace them while it runs).
     const generation = this.#tokenGeneration;
     const principal = await this.#auth.identify(req, info.remoteAddr);
@@ -460,6 +472,7 @@ export class HttpApi {
         admittedUnderCurrentTokens: () => generation === this.#tokenGeneration,
         dropConnection: info.dropConnection ?? (() => {}),
         answered: info.answered ?? null,
+        stoppedSinceArrival: () => this.#stops.mark() !== stopMark,
       });
     } catch (err) {
       if (err instanceof Unadmitted) return err.response;

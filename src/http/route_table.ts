@@ -51,6 +51,11 @@ export interface RouteContext {
    * server carries the request.
    */
   readonly answered: Promise<void> | null;
+  /**
+   * Whether the e-stop latched or the runtime entered FAULT since the request arrived (its
+   * headers): a command whose body arrived after a stop was sent before it (stop_marks.ts).
+   */
+  readonly stoppedSinceArrival: () => boolean;
 }
 
 export type RouteHandler = (ctx: RouteContext) => Promise<Response> | Response;

@@ -14,6 +14,7 @@ import {
 import { httpOrigin } from "../audit_http.ts";
 import { okResponse } from "../envelope.ts";
 import { CALL_BODY_SCHEMA, type CallBody } from "../request_schemas.ts";
+import { sentBeforeStop, STOPPED_REFUSAL } from "../stop_marks.ts";
 import { type Route, route, type RouteContext } from "../route_table.ts";
 import type { HttpServices } from "../services.ts";
 import { callArgs, signalValueJson } from "../typed_value_json.ts";
@@ -243,8 +244,28 @@ function deviceState({ services, params, url }: RouteContext): Response {
   return okResponse({ generated_at_epoch_ms: now, ...body });
 }
 
-async function call({ services, body, principal }: RouteContext): Promise<Response> {
+async function call(
+  { services, body, principal, stoppedSinceArrival }: RouteContext,
+): Promise<Response> {
   const b = await body<CallBody>();
+  // Sent before a stop that happened while its body arrived: never carried out after it (the
+  // latch may have been released and the machine re-armed meanwhile). A read-only function
+  // changes nothing, and one the device does not declare is the router's to refuse.
+  const fn = services.inventory.capabilities(b.provider_id, b.device_id)?.functions
+    .find((f) => f.functionId === b.function_id);
+  if (fn?.actuating && stoppedSinceArrival()) {
+    const err = sentBeforeStop("POST /v0/call");
+    services.audit.refused({
+      action: "call",
+      origin: httpOrigin(principal),
+      device_handle: `${b.provider_id}/${b.device_id}`,
+      function: fn.name,
+      args: b.args ?? {},
+      reason: `${err.code}: ${err.message}`,
+      refused_by: STOPPED_REFUSAL,
+    });
+    throw err;
+  }
   const result = await services.router.call({
     providerId: b.provider_id,
     deviceId: b.device_id,

@@ -3,6 +3,7 @@ import { failedPrecondition } from "../../common/mod.ts";
 import { httpOrigin } from "../audit_http.ts";
 import { okResponse } from "../envelope.ts";
 import { MODE_BODY_SCHEMA, type ModeBody } from "../request_schemas.ts";
+import { sentBeforeStop, STOPPED_REFUSAL } from "../stop_marks.ts";
 import { type Route, route, type RouteContext } from "../route_table.ts";
 
 /** The mode routes. */
@@ -32,11 +33,26 @@ function getMode({ services }: RouteContext): Response {
   return okResponse({ mode: services.modes.current() });
 }
 
-async function setMode({ services, body, principal }: RouteContext): Promise<Response> {
+async function setMode(
+  { services, body, principal, stoppedSinceArrival }: RouteContext,
+): Promise<Response> {
   const source = httpOrigin(principal);
   // A body refused here (malformed JSON, a missing, mistyped or unknown mode) names no mode:
   // nothing was decided, so it is not recorded, as for POST /v0/call and /v0/parameters.
   const { mode } = await body<ModeBody>();
+  // Arming sent before a stop that happened while its body arrived: it would re-arm after the
+  // latch's release without the operator's deliberate act. Into IDLE or FAULT arms nothing.
+  if ((mode === "MANUAL" || mode === "AUTO") && stoppedSinceArrival()) {
+    const err = sentBeforeStop("POST /v0/mode");
+    services.audit.refused({
+      action: "mode",
+      origin: source,
+      function: mode,
+      reason: `${err.code}: ${err.message}`,
+      refused_by: STOPPED_REFUSAL,
+    });
+    throw err;
+  }
   if (mode === "AUTO" && !services.config.automation.enabled) {
     // Decided here (the request never reaches the mode manager): recorded as its refusals are.
     const err = failedPrecondition("Mode AUTO requires automation (automation.enabled is false)");
