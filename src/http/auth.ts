@@ -260,9 +260,9 @@ export class BearerAuth {
   async #match(req: Request): Promise<TokenEntry | null> {
     const header = req.headers.get("authorization");
     // Prefix is case-sensitive "Bearer" and exactly one space (as anolis).
-    if (header === null || !header.startsWith("Bearer ")) return null;
+    if (header === null || !header.startsWith(BEARER_PREFIX)) return null;
     const entries = await this.#entries;
-    const presented = await sha256(header.slice("Bearer ".length));
+    const presented = await sha256(header.slice(BEARER_PREFIX.length));
     // index + 1 of the matching entry, 0 for none; config validation keeps token values unique.
     let found = 0;
     for (let i = 0; i < entries.length; i++) {
@@ -274,11 +274,46 @@ export class BearerAuth {
   }
 }
 
-/** 401 with `WWW-Authenticate: Bearer` and the project's body (status envelope + flat error). */
-export function unauthorizedResponse(): Response {
+/** What every 401 says first (a detail on the header's form may follow). */
+export const UNAUTHORIZED_MESSAGE = "Missing or invalid bearer token";
+
+/** The scheme prefix a bearer token is sent with: case-sensitive, one space (as anolis). */
+const BEARER_PREFIX = "Bearer ";
+
+/**
+ * What is wrong with the form of a request's Authorization header, or null when there is none or
+ * its form is right (`Bearer <token>`, whatever the token). Says nothing about the token itself:
+ * a client refused for the header's form must not go looking for a wrong token. Never quotes the
+ * header.
+ */
+export function authorizationFormProblem(req: Request): string | null {
+  const header = req.headers.get("authorization");
+  if (header === null) return null;
+  // Fetch joins repeated header lines with ", ": a second credential after the first.
+  if (/, *[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]* +\S/.test(header)) {
+    return "the Authorization header was sent more than once (send it once: 'Bearer <token>')";
+  }
+  const scheme = /^([^ \t]*)[ \t]/.exec(header)?.[1] ?? header;
+  if (scheme.toLowerCase() !== "bearer") {
+    return "the Authorization header is not a bearer token (expected 'Bearer <token>')";
+  }
+  if (scheme !== "Bearer") {
+    return "the Authorization scheme must be written 'Bearer' (this case exactly)";
+  }
+  if (header.startsWith(BEARER_PREFIX) && !/^[ \t]/.test(header.slice(BEARER_PREFIX.length))) {
+    return null;
+  }
+  return "the Authorization header needs exactly one space between 'Bearer' and the token";
+}
+
+/**
+ * 401 with `WWW-Authenticate: Bearer` and the project's body (status envelope + flat error);
+ * `detail`: what is wrong with the Authorization header's form (authorizationFormProblem).
+ */
+export function unauthorizedResponse(detail: string | null = null): Response {
   return errorResponse(
     "UNAUTHENTICATED",
-    "Missing or invalid bearer token",
+    detail === null ? UNAUTHORIZED_MESSAGE : `${UNAUTHORIZED_MESSAGE}: ${detail}`,
     { error: "unauthorized" },
     { "www-authenticate": "Bearer" },
   );

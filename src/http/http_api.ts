@@ -10,6 +10,7 @@ import { type Logger, maxStreamsFor, requestConnectionsShort } from "../common/m
 import type { HttpConfig, TokenRole } from "../config/mod.ts";
 import { auditHttpRefusal } from "./audit_http.ts";
 import {
+  authorizationFormProblem,
   BearerAuth,
   forbiddenResponse,
   type NamedToken,
@@ -17,6 +18,7 @@ import {
   roleAllows,
   type TokenChanges,
   tokenChanges,
+  UNAUTHORIZED_MESSAGE,
   unauthorizedResponse,
   withDefaultToken,
 } from "./auth.ts";
@@ -395,13 +397,14 @@ export class HttpApi {
     const refusal = { method: req.method, pathname: url.pathname, address: info.remoteAddr };
     if (principal === null) {
       await req.body?.cancel().catch(() => {});
+      const form = authorizationFormProblem(req);
       auditHttpRefusal(this.#services, {
         ...refusal,
         principal,
         refusedBy: "auth",
-        reason: "UNAUTHENTICATED: Missing or invalid bearer token",
+        reason: `UNAUTHENTICATED: ${UNAUTHORIZED_MESSAGE}${form === null ? "" : `: ${form}`}`,
       });
-      return unauthorizedResponse();
+      return unauthorizedResponse(form);
     }
     // A state-changing request (or an event stream) from a web page runs only for a trusted
     // origin or with the token.
