@@ -4,6 +4,7 @@ import { okResponse } from "../envelope.ts";
 import { readJsonBody } from "../json_body.ts";
 import { ESTOP_BODY_SCHEMA, IGNORED_BODY_SCHEMA } from "../request_schemas.ts";
 import { type Route, route, type RouteContext } from "../route_table.ts";
+import { sentBeforeStop, STOPPED_REFUSAL } from "../stop_marks.ts";
 
 /**
  * How long the e-stop waits for its optional body (the reason) before it triggers without it;
@@ -38,6 +39,8 @@ export const ESTOP_ROUTES: readonly Route[] = [
       tag: "safety",
       body: { schema: IGNORED_BODY_SCHEMA, required: false, handling: "ignored" },
       response: "EstopClearResponse",
+      // An e-stop that latched after the clear was sent (the clear is refused, the stop holds).
+      errors: [409],
     },
   }),
 ];
@@ -67,7 +70,21 @@ async function estopTrigger(
   return okResponse(result);
 }
 
-async function estopClear({ services, req, principal }: RouteContext): Promise<Response> {
+async function estopClear(
+  { services, req, principal, stoppedSinceArrival }: RouteContext,
+): Promise<Response> {
   await req.body?.cancel().catch(() => {}); // body ignored
+  // A clear never releases a stop that came after it was sent (its token check and this await
+  // are turns in which an alarm's e-stop may latch): it is refused and the latch holds.
+  if (stoppedSinceArrival() && services.estop.latched !== false) {
+    const err = sentBeforeStop("POST /v0/estop/clear");
+    services.audit.refused({
+      action: "estop_clear",
+      origin: httpOrigin(principal),
+      reason: `${err.code}: ${err.message}`,
+      refused_by: STOPPED_REFUSAL,
+    });
+    throw err;
+  }
   return okResponse(services.estop.clear(httpOrigin(principal)));
 }
