@@ -47,7 +47,10 @@ export function parseCallArgs(
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     return { ok: false, error: "args must be a JSON object" };
   }
-  const out: Record<string, TypedValue> = {};
+  // No prototype while built, and made a plain object by fromEntries (which defines, never sets):
+  // an argument named `__proto__` stays an argument (refused as unknown by the declaration
+  // check), whatever the runtime's `__proto__` setting (`--unsafe-proto`).
+  const out: Record<string, TypedValue> = Object.create(null);
   const numberSources = sources.get(parsed);
   for (const [name, value] of Object.entries(parsed)) {
     if (typeof value === "boolean") out[name] = { type: "bool", bool: value };
@@ -69,5 +72,5 @@ export function parseCallArgs(
       return { ok: false, error: `arg '${name}': unsupported JSON value (${kind})` };
     }
   }
-  return { ok: true, args: out };
+  return { ok: true, args: Object.fromEntries(Object.entries(out)) };
 }
