@@ -92,13 +92,20 @@ import { AlarmEngine } from "../alarms/mod.ts";
 import { AuditTrail, boundedEntryText } from "../audit/mod.ts";
 import {
   diffSections,
+  same,
   sectionChanges,
   type SectionKey,
   sectionOf,
   sectionsToOffer,
   withCurrentSources,
 } from "./live_config.ts";
-import { protectionWeakenings, sameAlarm, sameInterlock, type Weakening } from "./run_gate.ts";
+import {
+  keptProviderRefusal,
+  providerWeakenings,
+  sameAlarm,
+  sameInterlock,
+  type Weakening,
+} from "./run_gate.ts";
 import type {
   MutableReloadReport,
   ReloadReport,
@@ -1092,11 +1099,13 @@ export class Kernel {
     // Judged as each section applies, against the configuration then in effect and the machine
     // as it runs then: a provider an earlier section added may actuate (the AUTO -> FAULT hook
     // rule), and protections retired with their providers are no longer in effect.
-    const weakeningsNow = () =>
-      protectionWeakenings(this.#config, next, {
+    const withProviders = () =>
+      providerWeakenings(this.#config, next, {
         actuatingFunctions: actuatingFunctionCount(this.inventory),
         longerStaleBounds: (staleness) => this.cache.longerStaleBounds(staleness),
       });
+    const weakeningsNow = (): Weakening[] =>
+      withProviders().map(({ section, what }) => ({ section, what }));
     const report: MutableReloadReport = {
       providers: {
         added: [],
@@ -1148,7 +1157,8 @@ export class Kernel {
         continue;
       }
       const section = sectionOf(key);
-      const weakens = weakeningsNow().filter((w) => w.section === key);
+      const weakensOf = withProviders().filter((w) => w.section === key);
+      const weakens: Weakening[] = weakensOf.map(({ section, what }) => ({ section, what }));
       const apply = this.#owners.get(key);
       if (apply === undefined) {
         report.failed.push({ section: key, why: "no owner applies this section" });
@@ -1171,6 +1181,18 @@ export class Kernel {
       ) {
         const stopped = [...diff.providers.removed, ...diff.providers.changed.map((p) => p.id)];
         this.#retireEarly(next, stopped, weakeningsNow(), report);
+      }
+      // A protection of a provider the file removes or changes, but which still runs (the
+      // providers section was refused, or held the removal back while AUTO ran and AUTO was left
+      // since), stays: the operator took it away with the provider, and the provider stayed.
+      // In AUTO the owner refuses every weakening already (run_gate).
+      if (!auto && key !== "providers" && weakens.length > 0) {
+        const kept = keptProviderRefusal(weakensOf, this.#providersKept(started, next, report));
+        if (kept !== null) {
+          report.refused.push({ section: key, why: kept });
+          this.#recordReload(key, "refused", kept, weakens);
+          continue;
+        }
       }
       // Outside AUTO a weakening applies: a MANUAL -> AUTO transition running its before-hooks
       // now was judged with the protection it takes away, and is refused at its commit.
@@ -1227,6 +1249,37 @@ export class Kernel {
       report.applied.includes("automation.mode_transition_hooks")
     ) this.#warnVetoingHooks();
     return report;
+  }
+
+  /**
+   * The providers of `started` (the configuration when the reload began) that `next` removes or
+   * changes but that still run as they were (registered, their entry in effect unchanged): the
+   * providers section was refused, or held the removal or change back (AUTO). Id -> why, in words.
+   */
+  #providersKept(
+    started: Config,
+    next: Config,
+    report: MutableReloadReport,
+  ): Map<string, string> {
+    const kept = new Map<string, string>();
+    for (const was of started.providers) {
+      const wanted = next.providers.find((p) => p.id === was.id);
+      if (wanted !== undefined && same(wanted, was)) continue;
+      const now = this.#config.providers.find((p) => p.id === was.id);
+      if (now === undefined || !same(now, was) || this.registry.host(was.id) === undefined) {
+        continue;
+      }
+      const what = wanted === undefined ? "removal" : "change";
+      kept.set(
+        was.id,
+        report.providers.held.includes(was.id)
+          ? `the file's ${what} of it was held back while AUTO ran`
+          : report.refused.some((r) => r.section === "providers")
+          ? `the file's ${what} of it was not applied: the providers section was refused`
+          : `the file's ${what} of it was not applied`,
+      );
+    }
+    return kept;
   }
 
   /** Logs each before_transition hook that vetoes its transition every time (WARN, one line each). */

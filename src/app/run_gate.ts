@@ -24,7 +24,9 @@
  * - `automation.behavior_tree` and provider removals/changes: refused by their owners.
  *
  * Outside AUTO every weakening applies, but each is recorded on the audit trail (origin `reload`)
- * and logged as a WARN: a protection never disappears without a trace.
+ * and logged as a WARN: a protection never disappears without a trace. In any mode, a protection
+ * of a provider the file removes or changes but that still runs (the providers section refused,
+ * or its removal held back in AUTO) is never taken away: `keptProviderRefusal`.
  */
 import type {
   AlarmConfig,
@@ -43,6 +45,14 @@ export interface Weakening {
   /** The section (`safety`, `alarms`, `automation.mode_transition_hooks`). */
   readonly section: string;
   readonly what: string;
+}
+
+/**
+ * A weakening with the providers whose protection it takes away (an alarm's, an interlock's, a
+ * call's or an expectation's); empty when it is no provider's in particular (polling, a hook rule).
+ */
+export interface ProviderWeakening extends Weakening {
+  readonly providers: readonly string[];
 }
 
 /** What a weakening depends on besides the two configurations: the machine as it runs. */
@@ -65,7 +75,16 @@ export function protectionWeakenings(
   next: Config,
   running: RunningMachine,
 ): Weakening[] {
-  const out: Weakening[] = [];
+  return providerWeakenings(before, next, running).map(({ section, what }) => ({ section, what }));
+}
+
+/** protectionWeakenings, each with the providers whose protection it takes away. */
+export function providerWeakenings(
+  before: Config,
+  next: Config,
+  running: RunningMachine,
+): ProviderWeakening[] {
+  const out: ProviderWeakening[] = [];
   const actuatingFunctions = running.actuatingFunctions;
   // Hooks into FAULT: their calls are stop actions.
   const hooksBefore = before.automation.modeTransitionHooks;
@@ -73,9 +92,9 @@ export function protectionWeakenings(
   const section = "automation.mode_transition_hooks";
   const problem = autoFaultHookProblem(hooksNext, actuatingFunctions);
   if (problem !== null && autoFaultHookProblem(hooksBefore, actuatingFunctions) === null) {
-    out.push({ section, what: "no hook covers AUTO -> FAULT any more" });
+    out.push({ section, what: "no hook covers AUTO -> FAULT any more", providers: [] });
   }
-  for (const what of lostFaultCalls(hooksBefore, hooksNext)) out.push({ section, what });
+  for (const lost of lostFaultCalls(hooksBefore, hooksNext)) out.push({ section, ...lost });
   // The gate between an operator's manual calls and what the tree drives (same section).
   if (
     before.automation.manualGatingPolicy === "BLOCK" &&
@@ -84,6 +103,7 @@ export function protectionWeakenings(
     out.push({
       section,
       what: "manual_gating_policy BLOCK -> OVERRIDE: manual calls reach what AUTO drives",
+      providers: [],
     });
   }
   // How soon the runtime sees a change: a value past a limit, a frozen input, a device gone.
@@ -95,6 +115,7 @@ export function protectionWeakenings(
       what: `polling.interval_ms ${ib} -> ${inext} ms: alarms and interlocks see changes later, ` +
         `a device that drops out is found after ${deviceDownAfterMs(inext)} ms instead of ` +
         `${deviceDownAfterMs(ib)}`,
+      providers: [],
     });
   }
   if (!same(before.health.staleness, next.health.staleness)) {
@@ -108,6 +129,7 @@ export function protectionWeakenings(
         what: `health.staleness: samples found stale later: ${
           later.slice(0, NAMED_DEVICES).join("; ")
         }${more}`,
+        providers: [],
       });
     }
   }
@@ -115,46 +137,93 @@ export function protectionWeakenings(
   // so a section added (or removed) changes its ladder even where the file's values do not, and
   // so does a hook change where it adopts them (each section is applied on its own).
   const estopBefore = effectiveSafeState(before).safeState;
-  for (const what of estopWeakenings(estopBefore, effectiveSafeState(next).safeState)) {
-    out.push({ section: "safety", what });
+  for (const lost of estopWeakenings(estopBefore, effectiveSafeState(next).safeState)) {
+    out.push({ section: "safety", ...lost });
   }
   const hooksOnly = sectionOf(section).take(before, next);
-  for (const what of estopWeakenings(estopBefore, effectiveSafeState(hooksOnly).safeState)) {
-    out.push({ section, what });
+  for (const lost of estopWeakenings(estopBefore, effectiveSafeState(hooksOnly).safeState)) {
+    out.push({ section, ...lost });
   }
-  // Interlocks and acting alarms.
+  // Interlocks (the providers they read and block) and acting alarms.
   for (const il of before.interlocks) {
     const now = next.interlocks.find((x) => x.id === il.id);
-    if (now === undefined) out.push({ section: "alarms", what: `interlock ${il.id} removed` });
-    else if (!sameInterlock(il, now)) {
-      out.push({ section: "alarms", what: `interlock ${il.id} changed` });
+    const providers = [
+      ...new Set([...il.signals.map((s) => s.providerId), ...il.block.map((b) => b.providerId)]),
+    ];
+    if (now === undefined) {
+      out.push({ section: "alarms", what: `interlock ${il.id} removed`, providers });
+    } else if (!sameInterlock(il, now)) {
+      out.push({ section: "alarms", what: `interlock ${il.id} changed`, providers });
     }
   }
   for (const a of before.alarms) {
     if (a.action === "none") continue;
     const now = next.alarms.find((x) => x.id === a.id);
+    const providers = [a.providerId];
     if (now === undefined) {
-      out.push({ section: "alarms", what: `alarm ${a.id} (action ${a.action}) removed` });
+      out.push({
+        section: "alarms",
+        what: `alarm ${a.id} (action ${a.action}) removed`,
+        providers,
+      });
     } else if (!sameAlarm(a, now)) {
-      out.push({ section: "alarms", what: `alarm ${a.id} (action ${a.action}) changed` });
+      out.push({
+        section: "alarms",
+        what: `alarm ${a.id} (action ${a.action}) changed`,
+        providers,
+      });
     }
   }
   return out;
 }
 
+/**
+ * Why a section is refused because it takes away protections of providers a reload's file
+ * removes or changes but that still run (`kept`: provider id -> why it still runs; the providers
+ * section was refused, or held the removal back), or null when none of `weakens` is one of theirs.
+ * The operator removed the provider with its protections; the provider stayed, so they stay too.
+ */
+export function keptProviderRefusal(
+  weakens: readonly ProviderWeakening[],
+  kept: ReadonlyMap<string, string>,
+): string | null {
+  const parts: string[] = [];
+  for (const [id, why] of kept) {
+    const theirs = weakens.filter((w) => w.providers.includes(id));
+    if (theirs.length === 0) continue;
+    parts.push(
+      `provider ${id} still runs (${why}): its protections are kept: ${
+        theirs.map((w) => w.what).join("; ")
+      }`,
+    );
+  }
+  return parts.length === 0 ? null : parts.join("; ");
+}
+
+/** A lost protection in words, with the providers it protected. */
+type Lost = { what: string; providers: string[] };
+
 /** What the e-stop's ladder `after` no longer does that `before` did, in words. */
-function estopWeakenings(before: SafeStateConfig, after: SafeStateConfig): string[] {
-  const out: string[] = [];
-  if (before.zeroIsSafe && !after.zeroIsSafe) out.push("zero_is_safe turned off");
+function estopWeakenings(before: SafeStateConfig, after: SafeStateConfig): Lost[] {
+  const out: Lost[] = [];
+  if (before.zeroIsSafe && !after.zeroIsSafe) {
+    out.push({ what: "zero_is_safe turned off", providers: [] });
+  }
   for (const call of lostCalls(before.hooks, after.hooks)) {
-    out.push(`the e-stop no longer calls ${call}`);
+    out.push({
+      what: `the e-stop no longer calls ${callText(call)}`,
+      providers: [callProvider(call)],
+    });
   }
   for (const call of lostCalls(before.setpoints, after.setpoints)) {
-    out.push(`the e-stop no longer sets ${call}`);
+    out.push({
+      what: `the e-stop no longer sets ${callText(call)}`,
+      providers: [callProvider(call)],
+    });
   }
   for (const e of before.expect) {
     if (!after.expect.some((x) => same({ ...x, path: "" }, { ...e, path: "" }))) {
-      out.push(`the e-stop no longer verifies ${e.signal}`);
+      out.push({ what: `the e-stop no longer verifies ${e.signal}`, providers: [e.providerId] });
     }
   }
   return out;
@@ -182,23 +251,25 @@ function faultCalls(hooks: Hooks, from: typeof MODES_INTO_FAULT[number]): CallCo
  * file but no longer makes them on AUTO -> FAULT. One text per call: the transitions it is lost
  * from are named when it is still made on others.
  */
-function lostFaultCalls(before: Hooks, after: Hooks): string[] {
+function lostFaultCalls(before: Hooks, after: Hooks): Lost[] {
   const lostOn = new Map<string, string[]>();
   const madeOn = new Map<string, number>();
   for (const from of MODES_INTO_FAULT) {
     const made = faultCalls(before, from);
     for (const call of new Set(made.map(callText))) madeOn.set(call, (madeOn.get(call) ?? 0) + 1);
-    for (const call of new Set(lostCalls(made, faultCalls(after, from)))) {
+    for (const call of new Set(lostCalls(made, faultCalls(after, from)).map(callText))) {
       lostOn.set(call, [...(lostOn.get(call) ?? []), from]);
     }
   }
-  return [...lostOn].map(([call, modes]) =>
-    modes.length === madeOn.get(call)
+  return [...lostOn].map(([call, modes]) => ({
+    what: modes.length === madeOn.get(call)
       ? `a hook into FAULT no longer calls ${call}`
       : `a hook into FAULT no longer calls ${call} on ${
         modes.map((m) => `${m} -> FAULT`).join(", ")
-      }`
-  );
+      }`,
+    // callText starts with the device handle, `provider/device`.
+    providers: [call.slice(0, call.indexOf("/"))],
+  }));
 }
 
 /** A call as the weakenings name it: `device function`. */
@@ -206,11 +277,16 @@ function callText(c: CallConfig): string {
   return `${c.deviceHandle} ${c.functionName || `#${c.functionId}`}`;
 }
 
+/** The provider a call goes to (its device handle is `provider/device`). */
+function callProvider(c: CallConfig): string {
+  return c.deviceHandle.slice(0, c.deviceHandle.indexOf("/"));
+}
+
 /**
  * Calls of `before` that `after` no longer makes (same device, function and arguments). Arguments
  * are named: the order they are written in is not part of the call.
  */
-function lostCalls(before: readonly CallConfig[], after: readonly CallConfig[]): string[] {
+function lostCalls(before: readonly CallConfig[], after: readonly CallConfig[]): CallConfig[] {
   const key = (c: CallConfig) =>
     JSON.stringify([
       c.deviceHandle,
@@ -219,7 +295,7 @@ function lostCalls(before: readonly CallConfig[], after: readonly CallConfig[]):
       Object.entries(c.args).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
     ]);
   const kept = new Set(after.map(key));
-  return before.filter((c) => !kept.has(key(c))).map(callText);
+  return before.filter((c) => !kept.has(key(c)));
 }
 
 /**
