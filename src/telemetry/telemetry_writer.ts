@@ -390,8 +390,11 @@ export class TelemetryWriter {
   #lastErrorAt: number | null = null;
   #lastFlushAt: number | null = null;
   #lastHealthAt: number | null = null;
-  #lastErrorLogMono = -Infinity;
-  #suppressedErrors = 0;
+  /** The once-per-errorLogIntervalMs limit of each kind of error line (see #reportError). */
+  #errorLines: Record<ErrorKind, ErrorLineLimit> = {
+    failure: { lastLogMono: -Infinity, suppressed: 0, held: null },
+    loss: { lastLogMono: -Infinity, suppressed: 0, held: null },
+  };
 
   constructor(opts: TelemetryWriterOptions) {
     this.#opts = opts;
@@ -566,6 +569,7 @@ export class TelemetryWriter {
       this.#runPayloadErrors++;
       this.#reportError(
         `run event ${event.run_id} #${event.sequence}: ${row.omission.reason}; written with payload_error instead of its payload`,
+        "loss",
       );
     }
     return row;
@@ -659,6 +663,7 @@ export class TelemetryWriter {
       this.#totalFailed += lost;
       this.#log.warn(`shutdown: ${lost} telemetry rows could not be written and are lost`);
     }
+    this.#sayHeldErrors(true); // nothing ticks from here on: what was held back is said now
   }
 
   // ---- event intake ---------------------------------------------------------------------------
@@ -800,7 +805,7 @@ export class TelemetryWriter {
   #unformattable(reason: string): void {
     this.#droppedUnformattable++;
     this.#totalFailed++;
-    this.#reportError(`row dropped, cannot be formatted: ${reason}`);
+    this.#reportError(`row dropped, cannot be formatted: ${reason}`, "loss");
   }
 
   #appendRows(rows: readonly Row[]): void {
@@ -813,7 +818,7 @@ export class TelemetryWriter {
       const excess = this.#batch.length - cap;
       this.#batch.splice(0, excess);
       this.#totalFailed += excess;
-      this.#reportError(`batch overflow: ${excess} rows dropped`);
+      this.#reportError(`batch overflow: ${excess} rows dropped`, "loss");
     }
   }
 
@@ -821,6 +826,7 @@ export class TelemetryWriter {
 
   #tick(): void {
     if (!this.#running) return;
+    this.#sayHeldErrors();
     try {
       this.#fillBatch(this.#batchSize);
       if (this.#inFlight) return;
@@ -993,6 +999,7 @@ export class TelemetryWriter {
     this.#reportError(
       `write refused (HTTP ${refusal.status}${detail}): ${dropped} of ${rows.length} rows dropped, ` +
         `${written} written, ${unsent.length} to retry, after ${requests} isolating requests${example}`,
+      "loss",
     );
     return unsent;
   }
@@ -1011,6 +1018,7 @@ export class TelemetryWriter {
     this.#reportError(
       `write partly refused (HTTP ${refusal.status}${detail}): the database dropped ${lost} of ` +
         `${rows} rows and stored the others`,
+      "loss",
     );
   }
 
@@ -1146,19 +1154,60 @@ export class TelemetryWriter {
     this.#lastErrorAt = this.#opts.clock.nowMs();
   }
 
-  /** Records the error for the status and logs at most one line per errorLogIntervalMs. */
-  #reportError(message: string): void {
+  /**
+   * Records the error for the status and logs at most one line of its kind per
+   * errorLogIntervalMs. A line held back is not forgotten: the last one held is logged, with how
+   * many were held, when the period is over (#sayHeldErrors, every tick and at stop), so rows
+   * given up are said even when nothing goes wrong afterwards. The kinds have separate periods:
+   * retried failures (an outage) never hold back the line that says rows were dropped.
+   */
+  #reportError(message: string, kind: ErrorKind = "failure"): void {
     this.#setError(message);
+    const limit = this.#errorLines[kind];
     const now = this.#opts.clock.monoMs();
-    if (now - this.#lastErrorLogMono < this.#tuning.errorLogIntervalMs) {
-      this.#suppressedErrors++;
+    if (now - limit.lastLogMono < this.#tuning.errorLogIntervalMs) {
+      limit.suppressed++;
+      limit.held = message;
       return;
     }
-    const suffix = this.#suppressedErrors > 0
-      ? ` (${this.#suppressedErrors} similar errors suppressed)`
-      : "";
-    this.#suppressedErrors = 0;
-    this.#lastErrorLogMono = now;
-    this.#log.error(`${message}${suffix}`);
+    this.#sayHeld(limit, now);
+    limit.lastLogMono = now;
+    this.#log.error(message);
   }
+
+  /** Logs the error line each kind held back once its period is over (`force`: at once). */
+  #sayHeldErrors(force = false): void {
+    const now = this.#opts.clock.monoMs();
+    for (const limit of Object.values(this.#errorLines)) {
+      if (force || now - limit.lastLogMono >= this.#tuning.errorLogIntervalMs) {
+        this.#sayHeld(limit, now);
+      }
+    }
+  }
+
+  #sayHeld(limit: ErrorLineLimit, now: number): void {
+    if (limit.held === null) return;
+    const others = limit.suppressed - 1;
+    const suffix = others > 0 ? ` (${others} similar errors suppressed before it)` : "";
+    this.#log.error(`${limit.held}${suffix}`);
+    limit.held = null;
+    limit.suppressed = 0;
+    limit.lastLogMono = now;
+  }
+}
+
+/**
+ * What an error line is about: `failure`, something the writer retries or recovers from (a
+ * failed write, a health snapshot); `loss`, rows or their data given up (refused by the database,
+ * not formattable, a batch overflow, a run payload left out).
+ */
+type ErrorKind = "failure" | "loss";
+
+/** The state of one kind's once-per-errorLogIntervalMs limit. */
+interface ErrorLineLimit {
+  lastLogMono: number;
+  /** Lines held back in the current period. */
+  suppressed: number;
+  /** The last line held back, logged when the period is over. */
+  held: string | null;
 }
