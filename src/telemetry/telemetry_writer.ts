@@ -76,7 +76,7 @@ export type InfluxSettings = InfluxConfig;
 
 /** Timing knobs and the isolation bound, with production defaults; tests shorten them. */
 export interface TelemetryTuning {
-  /** Abort a write after this long (5 s, as anolis's connect/read/write timeouts). */
+  /** Abort a write after this long ({@link WRITE_TIMEOUT_MS}). */
   readonly writeTimeoutMs: number;
   /** First retry delay after a failed write; doubles per failure up to `retryMaxMs`. */
   readonly retryInitialMs: number;
@@ -97,9 +97,16 @@ export interface TelemetryTuning {
  */
 export const MAX_ISOLATION_REQUESTS = 64;
 
+/**
+ * How long one write request may wait for its answer before it is aborted (and its rows retried):
+ * 5 s, as anolis's connect/read/write timeouts. A stop or a reload cuts it to what its budget has
+ * left.
+ */
+export const WRITE_TIMEOUT_MS = 5000;
+
 /** Production defaults of {@link TelemetryTuning}. */
 export const DEFAULT_TELEMETRY_TUNING: TelemetryTuning = {
-  writeTimeoutMs: 5000,
+  writeTimeoutMs: WRITE_TIMEOUT_MS,
   retryInitialMs: 1000,
   retryMaxMs: 30000,
   errorLogIntervalMs: 10000,
@@ -289,6 +296,24 @@ type QueueItem =
 type WriteOutcome = "ok" | "rejected" | "failed";
 
 /**
+ * When the requests of a write must have ended: by `mono` (monotonic ms), the end of the budget
+ * `budget` names (`budgetMs` long: a stop's or a reload's flush), else only by the write timeout.
+ */
+interface WriteDeadline {
+  readonly mono: number;
+  readonly budget: string;
+  readonly budgetMs: number;
+}
+
+/** The writes of the flush loop: only the write timeout ends them. */
+const NO_DEADLINE: WriteDeadline = { mono: Infinity, budget: "", budgetMs: Infinity };
+
+/** The error line of a write cut by the end of a stop's or a reload's budget. */
+function budgetEnded(deadline: WriteDeadline): string {
+  return `write aborted: no answer within ${deadline.budget} (${deadline.budgetMs} ms)`;
+}
+
+/**
  * What one POST came to; `refused` is the database refusing the data (400/413/422). `dropped`: the
  * database said it stored the rest (InfluxDB's `partial write: ... dropped=N`), else null.
  */
@@ -461,10 +486,13 @@ export class TelemetryWriter {
       this.#queue = queue;
       if (!next.enabled) this.#unsubscribeBus();
       if (same) {
-        if (this.#inFlight) await this.#awaitInFlight(budgetMs);
+        if (this.#inFlight) {
+          const deadline = this.#deadline(budgetMs, "the reload's budget");
+          await this.#awaitInFlight(deadline, `${budgetEnded(deadline)}; its rows will be retried`);
+        }
         kept = this.#retry.peek(this.#retry.length);
       } else {
-        await this.#flushOut(budgetMs);
+        await this.#flushOut(budgetMs, "the reload's budget");
       }
     }
     const batch = same ? this.#batch : [];
@@ -620,7 +648,7 @@ export class TelemetryWriter {
     this.#halt();
     this.#unsubscribeBus();
     this.#fillBatch(Infinity);
-    await this.#flushOut(budgetMs);
+    await this.#flushOut(budgetMs, "the stop's budget");
   }
 
   /** Stops the timers: nothing is written from now on but by #flushOut. */
@@ -640,16 +668,17 @@ export class TelemetryWriter {
   }
 
   /**
-   * Writes the batch and the retry buffer (after the write in flight) within `budgetMs`; what is
-   * still unsent then is counted in `total_failed`. The queue is left alone.
+   * Writes the batch and the retry buffer (after the write in flight) within `budgetMs` (`budget`
+   * names it in the log); what is still unsent then is counted in `total_failed`. The queue is left
+   * alone.
    */
-  async #flushOut(budgetMs: number): Promise<void> {
+  async #flushOut(budgetMs: number, budget: string): Promise<void> {
     const mono = () => this.#opts.clock.monoMs();
-    const deadline = mono() + Math.max(0, budgetMs);
+    const deadline = this.#deadline(budgetMs, budget);
     try {
-      if (this.#inFlight) await this.#awaitInFlight(deadline - mono());
+      if (this.#inFlight) await this.#awaitInFlight(deadline, budgetEnded(deadline));
       while (this.#retry.length + this.#batch.length > 0) {
-        const remaining = deadline - mono();
+        const remaining = deadline.mono - mono();
         if (remaining <= 0) break;
         const outcome = await this.#writeOnce(deadline);
         if (outcome === "failed") break;
@@ -845,7 +874,7 @@ export class TelemetryWriter {
         return;
       }
       if (this.#retry.length > 0 || batchDue()) {
-        this.#inFlight = this.#writeOnce(Infinity).then(() => {}).finally(
+        this.#inFlight = this.#writeOnce(NO_DEADLINE).then(() => {}).finally(
           () => {
             this.#inFlight = null;
             if (this.#hasUrgentWork()) this.#kick();
@@ -883,16 +912,16 @@ export class TelemetryWriter {
   /**
    * One write: the oldest retry rows, plus the current batch once the retry buffer fits, in one
    * POST; if the database refuses it, the isolation requests that follow (see the module comment).
-   * Every request ends by `deadlineMono` (Infinity: only the write timeout applies).
+   * Every request ends by `deadline` (NO_DEADLINE: only the write timeout applies).
    */
-  async #writeOnce(deadlineMono: number): Promise<WriteOutcome> {
+  async #writeOnce(deadline: WriteDeadline): Promise<WriteOutcome> {
     const maxRetryRows = Math.max(this.#batchSize, MIN_ROWS_PER_WRITE);
     const retried = this.#retry.peek(maxRetryRows);
     const fresh = retried.length === this.#retry.length ? this.#batch.splice(0) : [];
     const rows = retried.concat(fresh);
     if (rows.length === 0) return "ok";
     this.#lastFlushAttemptMono = this.#opts.clock.monoMs();
-    const result = await this.#post(rows, this.#requestTimeout(deadlineMono));
+    const result = await this.#post(rows, deadline);
     if (result.kind === "failed") {
       // The retried rows are still the retry buffer's oldest entries (nothing else touches it
       // while a write is in flight, see #tick); the fresh ones join them.
@@ -914,7 +943,7 @@ export class TelemetryWriter {
       this.#backoffUntilMono = 0;
       return "rejected";
     }
-    const unsent = await this.#isolate(rows, result, deadlineMono);
+    const unsent = await this.#isolate(rows, result, deadline);
     if (unsent.length > 0) {
       this.#requeueFront(unsent);
       this.#writeFailed();
@@ -935,7 +964,7 @@ export class TelemetryWriter {
   async #isolate(
     rows: string[],
     first: { status: number; detail: string },
-    deadlineMono: number,
+    deadline: WriteDeadline,
   ): Promise<string[]> {
     const budget = Math.max(0, Math.floor(this.#tuning.isolationMaxRequests));
     const work: Segment[] = [{ rows, refused: true }];
@@ -966,13 +995,13 @@ export class TelemetryWriter {
         continue;
       }
       untried--;
-      const remaining = deadlineMono - this.#opts.clock.monoMs();
+      const remaining = deadline.mono - this.#opts.clock.monoMs();
       if (this.#abortWrites || remaining <= 0) {
         unsent = [seg, ...work].flatMap((w) => w.rows);
         break;
       }
       requests++;
-      const result = await this.#post(seg.rows, this.#requestTimeout(deadlineMono));
+      const result = await this.#post(seg.rows, deadline);
       if (result.kind === "ok") {
         written += seg.rows.length;
       } else if (result.kind === "refused" && result.dropped !== null) {
@@ -1061,18 +1090,29 @@ export class TelemetryWriter {
     this.#park(rows.concat(rest));
   }
 
-  #requestTimeout(deadlineMono: number): number {
-    const remaining = deadlineMono - this.#opts.clock.monoMs();
-    return Math.max(1, Math.min(this.#tuning.writeTimeoutMs, remaining));
+  /** The deadline `budgetMs` from now, of the budget `budget` names. */
+  #deadline(budgetMs: number, budget: string): WriteDeadline {
+    const ms = Math.max(0, budgetMs);
+    return { mono: this.#opts.clock.monoMs() + ms, budget, budgetMs: ms };
   }
 
-  async #post(rows: readonly string[], timeoutMs: number): Promise<PostResult> {
+  /**
+   * One request, aborted after the write timeout or at `deadline`, whichever comes first; the
+   * abort's reason (a string) is the error line that says which bound ended it.
+   */
+  async #post(rows: readonly string[], deadline: WriteDeadline): Promise<PostResult> {
     const transport = this.#transport;
     if (!transport) return { kind: "failed" };
     const abort = new AbortController();
     this.#abort = abort;
     const clock = this.#opts.clock;
-    const timer = clock.setTimer(() => abort.abort(), Math.max(1, timeoutMs));
+    const writeTimeoutMs = this.#tuning.writeTimeoutMs;
+    const remaining = deadline.mono - clock.monoMs();
+    const timeoutMs = Math.max(1, Math.min(writeTimeoutMs, remaining));
+    const why = remaining < writeTimeoutMs
+      ? budgetEnded(deadline)
+      : `write failed, will retry: no answer within ${writeTimeoutMs} ms (WRITE_TIMEOUT_MS)`;
+    const timer = clock.setTimer(() => abort.abort(why), timeoutMs);
     this.#retryAfterMs = 0;
     try {
       await transport.request(this.#writePath, rows.join("\n") + "\n", {
@@ -1100,8 +1140,10 @@ export class TelemetryWriter {
         );
         return { kind: "failed" };
       }
-      const reason = abort.signal.aborted ? `timed out after ${timeoutMs} ms` : errorMessage(err);
-      this.#reportError(`write failed, will retry: ${reason}`);
+      const reason: unknown = abort.signal.aborted ? abort.signal.reason : undefined;
+      this.#reportError(
+        typeof reason === "string" ? reason : `write failed, will retry: ${errorMessage(err)}`,
+      );
       return { kind: "failed" };
     } finally {
       clock.clearTimer(timer);
@@ -1109,19 +1151,22 @@ export class TelemetryWriter {
     }
   }
 
-  /** Waits for the in-flight write up to `ms`, then aborts it (it then settles promptly). */
-  async #awaitInFlight(ms: number): Promise<void> {
+  /**
+   * Waits for the in-flight write until `deadline`, then aborts it (it then settles promptly);
+   * `why` is the error line the abort logs.
+   */
+  async #awaitInFlight(deadline: WriteDeadline, why: string): Promise<void> {
     const inFlight = this.#inFlight;
     if (!inFlight) return;
     const clock = this.#opts.clock;
     let timer: TimerId | undefined;
     const expired = new Promise<void>((resolve) => {
-      timer = clock.setTimer(resolve, Math.max(0, ms));
+      timer = clock.setTimer(resolve, Math.max(0, deadline.mono - clock.monoMs()));
     });
     await Promise.race([inFlight, expired]);
     clock.clearTimer(timer);
     this.#abortWrites = true;
-    this.#abort?.abort();
+    this.#abort?.abort(why);
     await inFlight;
     this.#abortWrites = false;
   }
