@@ -133,6 +133,19 @@ export function retryAfterMs(header: unknown, nowMs: number): number {
   return Number.isFinite(ms) ? Math.min(Math.max(0, ms), MAX_RETRY_AFTER_MS) : 0;
 }
 
+/**
+ * What a refusal of the writer's credentials (401, 403) or target (404: no such org or bucket, or
+ * no write endpoint at the URL) asks the operator to check. Such a write is retried like any
+ * other (at most every retryMaxMs): its rows wait in the retry buffer for a reload that fixes the
+ * setting, which keeps them when the database stays the same (see retarget).
+ */
+const SETTINGS_TO_CHECK: Readonly<Record<number, string>> = {
+  401: "; check telemetry.influxdb.token (or INFLUXDB_TOKEN)",
+  403:
+    "; check telemetry.influxdb.token (or INFLUXDB_TOKEN) and its write permission on the bucket",
+  404: "; check telemetry.influxdb.url, .org and .bucket",
+};
+
 /** Extra rows the batch may hold beyond batch_size (health snapshots bypass the queue). */
 const BATCH_HEALTH_ALLOWANCE = 10000;
 /** Lower bound of the number of retry-buffer rows one write may carry. */
@@ -1136,7 +1149,8 @@ export class TelemetryWriter {
         this.#retryAfterMs = retryAfterMs(headers?.["retry-after"], clock.nowMs());
         const after = this.#retryAfterMs > 0 ? ` (Retry-After: ${this.#retryAfterMs} ms)` : "";
         this.#reportError(
-          `write failed, will retry: HTTP ${status}${detail ? `: ${detail}` : ""}${after}`,
+          `write failed, will retry: HTTP ${status}${detail ? `: ${detail}` : ""}${after}` +
+            (SETTINGS_TO_CHECK[status] ?? ""),
         );
         return { kind: "failed" };
       }
