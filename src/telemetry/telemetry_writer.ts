@@ -1069,6 +1069,8 @@ export class TelemetryWriter {
     if (count === 0) return;
     this.#totalWritten += count;
     this.#lastFlushAt = this.#opts.clock.nowMs();
+    // A failure held back is older than this success: said first, not after it.
+    this.#sayHeld(this.#errorLines.failure, this.#opts.clock.monoMs());
     const again = !this.#connected && this.#lastError !== null;
     if (this.#retryDrops > 0) {
       this.#log.warn(

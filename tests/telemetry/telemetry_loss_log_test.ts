@@ -55,3 +55,24 @@ Deno.test("TelemetryWriter logs a refused write held back by the once-per-10-s l
     await writer.stop(0);
   }
 });
+
+Deno.test("TelemetryWriter says a failure held back by the once-per-10-s limit before the line that writes succeed again", async () => {
+  const { log, lines } = capturingLogger();
+  const { clock, db, writer, publish } = scriptedRig({ logger: log });
+  try {
+    db.script(503, 503, 503); // retried after 100 and 300 ms; the third retry is accepted
+    publish(0, 4);
+    for (let t = 0; t < 2000 && writer.status().total_written < 4; t += 10) {
+      await clock.advanceAsync(10);
+    }
+    assert.equal(writer.status().total_written, 4);
+    await clock.advanceAsync(20_000); // long past the limit's period
+    const told = lines.filter((l) => /write failed|write succeeded/.test(l));
+    assert.equal(told.length, 3, lines.join("\n"));
+    assert.match(told[0]!, /^ERROR\b.*HTTP 503/);
+    assert.match(told[1]!, /^ERROR\b.*HTTP 503.*\(1 similar errors suppressed before it\)$/);
+    assert.match(told[2]!, /^INFO\b.*write succeeded again/);
+  } finally {
+    await writer.stop(0);
+  }
+});
