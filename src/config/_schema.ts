@@ -537,7 +537,7 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         bucket: str("Bucket.", "anolis"),
         token: str("API token; INFLUXDB_TOKEN fills it when empty.", ""),
         batch_size: int("Points per write.", 100, 1),
-        flush_interval_ms: int("Flush cadence.", 1000, 1),
+        flush_interval_ms: int("Flush cadence, at least 10 ms.", 1000, 10),
         max_retry_buffer_size: int("Points kept for retry.", 1000, 0),
         queue_size: int("Bound of the pending-point queue.", 10000, 1),
       }),
@@ -546,7 +546,7 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
       influx_bucket: str("", undefined, INFLUX_ALIAS("bucket")),
       influx_token: str("", undefined, INFLUX_ALIAS("token")),
       batch_size: { ...int("", undefined, 1), ...INFLUX_ALIAS("batch_size") },
-      flush_interval_ms: { ...int("", undefined, 1), ...INFLUX_ALIAS("flush_interval_ms") },
+      flush_interval_ms: { ...int("", undefined, 10), ...INFLUX_ALIAS("flush_interval_ms") },
     }),
     logging: section("Logging.", {
       level: { enum: ["debug", "info", "warn", "error", null], default: "info" },

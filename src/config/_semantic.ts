@@ -129,6 +129,11 @@ const INFLUX_KEYS = [
   "max_retry_buffer_size",
   "queue_size",
 ];
+/**
+ * The shortest telemetry.influxdb.flush_interval_ms: the writer flushes no more often (a shorter
+ * one was raised to it silently). Refused below it, with its line.
+ */
+export const MIN_FLUSH_INTERVAL_MS = 10;
 /** Deprecated flat telemetry keys and the nested key each one stands for. */
 const FLAT_TELEMETRY_ALIASES: Readonly<Record<string, string>> = {
   influx_url: "url",
@@ -691,7 +696,11 @@ const INFLUX_DEFAULTS: Readonly<Record<string, string | number>> = {
 function readInfluxKey(c: Checker, obj: Obj, parent: Path, key: string): string | number {
   const nested = FLAT_TELEMETRY_ALIASES[key] ?? key;
   const def = INFLUX_DEFAULTS[nested];
-  if (typeof def === "number") return c.integer(obj, parent, key, def, { min: 1 });
+  if (typeof def === "number") {
+    return c.integer(obj, parent, key, def, {
+      min: nested === "flush_interval_ms" ? MIN_FLUSH_INTERVAL_MS : 1,
+    });
+  }
   return c.string(obj, parent, key, def as string);
 }
 

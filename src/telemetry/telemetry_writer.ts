@@ -50,6 +50,7 @@ import {
   type Config,
   type InfluxConfig,
   type MeasurementNaming,
+  MIN_FLUSH_INTERVAL_MS,
   urlWithoutPassword,
 } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
@@ -440,7 +441,10 @@ export class TelemetryWriter {
     this.#runtimeName = opts.runtimeName || "default";
     this.#names = MEASUREMENT_NAMES[opts.measurementNames ?? "runtime"];
     this.#batchSize = Math.max(1, Math.floor(opts.influx.batchSize));
-    this.#flushIntervalMs = Math.max(10, Math.floor(opts.influx.flushIntervalMs));
+    this.#flushIntervalMs = Math.max(
+      MIN_FLUSH_INTERVAL_MS,
+      Math.floor(opts.influx.flushIntervalMs),
+    );
     this.#log = opts.logger;
     this.#queue = new RingBuffer(Math.max(1, opts.influx.queueSize));
     this.#retry = new RingBuffer(Math.max(0, opts.influx.maxRetryBufferSize));
@@ -514,7 +518,10 @@ export class TelemetryWriter {
     this.#runtimeName = next.runtimeName || "default";
     this.#names = MEASUREMENT_NAMES[next.measurementNames ?? "runtime"];
     this.#batchSize = Math.max(1, Math.floor(next.influx.batchSize));
-    this.#flushIntervalMs = Math.max(10, Math.floor(next.influx.flushIntervalMs));
+    this.#flushIntervalMs = Math.max(
+      MIN_FLUSH_INTERVAL_MS,
+      Math.floor(next.influx.flushIntervalMs),
+    );
     this.#log = next.logger;
     this.#queue = queue;
     this.#retry = new RingBuffer(Math.max(0, next.influx.maxRetryBufferSize));

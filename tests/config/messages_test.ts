@@ -145,12 +145,19 @@ providers:
     "telemetry.health_interval_ms",
     0,
   ),
-  ...(["batch_size", "flush_interval_ms", "queue_size"] as const).flatMap((key) =>
+  ...(["batch_size", "queue_size"] as const).flatMap((key) =>
     atLeast(
       (v) => `${PROV}\ntelemetry:\n  influxdb:\n    ${key}: ${v}\n`,
       `telemetry.influxdb.${key}`,
       1,
     )
+  ),
+  // The writer flushes no more often than every 10 ms: a shorter cadence is refused, not raised
+  // silently.
+  ...atLeast(
+    (v) => `${PROV}\ntelemetry:\n  influxdb:\n    flush_interval_ms: ${v}\n`,
+    "telemetry.influxdb.flush_interval_ms",
+    10,
   ),
   ...atLeast(
     (v) => `${PROV}\ntelemetry:\n  influxdb:\n    max_retry_buffer_size: ${v}\n`,

@@ -66,7 +66,7 @@ telemetry:
     bucket: b
     token: t
     batch_size: 1
-    flush_interval_ms: 1
+    flush_interval_ms: 10
     max_retry_buffer_size: 0
     queue_size: 1
 logging:
@@ -146,7 +146,7 @@ runs:
       bucket: "b",
       token: "t",
       batchSize: 1,
-      flushIntervalMs: 1,
+      flushIntervalMs: 10,
       maxRetryBufferSize: 0,
       queueSize: 1,
     },
@@ -171,7 +171,7 @@ telemetry:
   influx_bucket: flat-bucket
   influx_token: flat-token
   batch_size: 7
-  flush_interval_ms: 8
+  flush_interval_ms: 12
 `);
   assert.ok(config);
   assert.deepEqual(config.telemetry.influxdb, {
@@ -180,7 +180,7 @@ telemetry:
     bucket: "flat-bucket",
     token: "flat-token",
     batchSize: 7,
-    flushIntervalMs: 8,
+    flushIntervalMs: 12,
     maxRetryBufferSize: 1000,
     queueSize: 10000,
   });
