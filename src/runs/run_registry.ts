@@ -43,7 +43,8 @@
  *
  * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
  * start, ended at its last known activity (lastActivity; payload end_basis "last_event"), not at
- * that start (the calls the audit trail found in flight at that end are written before its
+ * that start; a shutdown saves when it stopped recording the run (a `not_recorded` record with
+ * `shutdown: true`), and the run ends then (end_basis "shutdown") (the calls the audit trail found in flight at that end are written before its
  * run_closed: RunStartInput), unless its event file already ends with run_closed (a close whose record failed): that
  * event's reason and time are recorded instead, and nothing is written after it. Journal lines
  * replay cannot use (corrupt, torn by a crash, nested too deep, or failing in any other way) are
@@ -617,9 +618,13 @@ export class RunRegistry {
   readonly #recordedBytes = new Map<string, number>();
   /**
    * Runs found open by replay: the count of events left out past the bound their process saved
-   * last (`not_recorded` records) and when; their close at start counts them.
+   * last (`not_recorded` records) and when; their close at start counts them. `shutdown`: saved
+   * by a graceful stop, when it stopped recording the run (the run's end).
    */
-  readonly #savedNotRecorded = new Map<string, { count: number; at: number }>();
+  readonly #savedNotRecorded = new Map<
+    string,
+    { count: number; at: number; shutdown: boolean }
+  >();
   /**
    * Runs found open by replay: the write-ahead ids of the calls a close of theirs that failed
    * listed `in_flight` (their last `in_flight` record): not written again as interrupted calls.
@@ -1360,9 +1365,11 @@ export class RunRegistry {
       this.#cancelRetry();
       const open = this.#open;
       if (open) {
-        // Left open (closed as abandoned at the next start): with its count of events left out.
+        // Left open (closed as abandoned at the next start): with its count of events left out,
+        // saved now whether or not it changed, so that the next start ends the run here, when
+        // recording it stopped, not at its last event (a quiet run lived on until this stop).
         this.#stopSaving(open);
-        this.#saveNotRecorded(open);
+        this.#saveNotRecorded(open, true);
       }
       this.#open = null;
       // The count of safety events between runs as it is now, for the next start's first run.
@@ -1716,14 +1723,15 @@ export class RunRegistry {
   /**
    * Saves the open run's count of events left out past the bound to runs.jsonl (not awaited, not
    * fsync'd at once: within BUS_EVENT_SYNC_DELAY_MS), so a start after a crash closes the run with
-   * it. Nothing once its close began, or when the count is saved already; a full queue or a
-   * failed write leaves it to the next save.
+   * it. Nothing once its close began, or when the count is saved already (but `atShutdown`: the
+   * record, marked `shutdown`, then dates the run's end); a full queue or a failed write leaves
+   * it to the next save.
    */
-  #saveNotRecorded(open: OpenRun): void {
+  #saveNotRecorded(open: OpenRun, atShutdown = false): void {
     const journal = this.#journal;
     if (
       open !== this.#open || open.closing || open.closedEvent !== null || journal === null ||
-      open.notRecorded === open.savedNotRecorded || !journal.hasRoom()
+      (open.notRecorded === open.savedNotRecorded && !atShutdown) || !journal.hasRoom()
     ) {
       return;
     }
@@ -1748,6 +1756,7 @@ export class RunRegistry {
         run_id: open.run.run_id,
         count,
         at_epoch_ms: at,
+        ...(atShutdown ? { shutdown: true } : {}),
       }),
     ).then((r) => {
       if (r.ok) {
@@ -2317,7 +2326,9 @@ export class RunRegistry {
         return "not_recorded record without a count and time";
       }
       // Of a run still open (its close, written after, counted what it left out itself).
-      if (run.state === "open") this.#savedNotRecorded.set(run.run_id, { count, at });
+      if (run.state === "open") {
+        this.#savedNotRecorded.set(run.run_id, { count, at, shutdown: rec.shutdown === true });
+      }
       return null;
     }
     return "unknown op";
@@ -2398,7 +2409,8 @@ export class RunRegistry {
           // Its process ended unseen: the run ends at its last known activity, not now.
           const lastEvent = last && eventOfLine(last.line, this.#eventRules(run.run_id), true);
           ended = lastActivity(run, lastEvent, interrupted, saved?.at);
-          endPayload = { end_basis: "last_event" };
+          // Its process stopped gracefully: it recorded the run until then (its last save).
+          endPayload = { end_basis: saved?.shutdown === true ? "shutdown" : "last_event" };
           if (saved !== undefined && saved.count > 0) {
             // What its process counted past the bound, as saved last (RUN_NOT_RECORDED_SAVE_MS).
             left += saved.count;
