@@ -439,6 +439,11 @@ export class Kernel {
       audit: this.audit,
       devices: this.outages,
     });
+    // The stops a call asked before must not be carried out after (CallRouter.addStopCount): the
+    // e-stop drains the calls admitted before its latch, but a FAULT entry drains nothing, and the
+    // re-arm after it may come while a call still waits in its provider's queue.
+    this.router.addStopCount(() => this.modes.faultEntries);
+    this.router.addStopCount(() => this.estop.triggerCount);
     // Evaluated after every poll, in every mode. Their
     // actions go through the same paths as an operator's: forceFault (hooks included) and the
     // e-stop's trigger (cause alarm:<id>). The interlock gate runs for every call but the stop

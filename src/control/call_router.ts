@@ -189,6 +189,22 @@ function freshProgress(args: Readonly<Record<string, TypedValue>>): CallProgress
   return { fn: null, args, refusedBy: null, sent: false, results: null, intent: null };
 }
 
+/**
+ * The `refused_by` of an actuating call refused at its turn because a stop (an e-stop trigger, a
+ * FAULT entry) happened after it was asked (CallRouter.addStopCount); as the HTTP layer's.
+ */
+export const STOPPED_AT_TURN = "stopped";
+
+/** The refusal of a call asked before a stop whose turn came after it. */
+function stoppedWhileQueued(handle: string, fnName: string): RuntimeError {
+  return new RuntimeError(
+    "FAILED_PRECONDITION",
+    `${handle} ${fnName}: the e-stop latched or the runtime entered FAULT while it was queued; ` +
+      "a command sent before a stop is not carried out after it: send it again if it is still " +
+      "wanted",
+  );
+}
+
 /** Bound on calls waiting for one provider (calls to a provider are serialised). */
 export const MAX_QUEUED_CALLS_PER_PROVIDER = 64;
 
@@ -198,6 +214,8 @@ export class CallRouter {
   readonly #cache: StateCache;
   readonly #log: Logger;
   readonly #gates: Array<{ gate: CallGate; name: string }> = [];
+  /** Counts of stops (addStopCount): their sum moves with every stop. */
+  readonly #stopCounts: Array<() => number> = [];
   readonly #locks = new Map<string, ProviderLock>();
   readonly #clock: Clock;
   /** `${provider}\u0000${code}` -> series. */
@@ -253,6 +271,25 @@ export class CallRouter {
   addGate(gate: CallGate, name = "gate", position: "first" | "last" = "last"): void {
     if (position === "first") this.#gates.unshift({ gate, name });
     else this.#gates.push({ gate, name });
+  }
+
+  /**
+   * Adds a count of stops (the e-stop's triggers, the mode's FAULT entries) that only grows. An
+   * actuating call that is not a stop action notes their sum when it is asked of the router and is
+   * refused at its turn (`refused_by` STOPPED_AT_TURN) when it moved meanwhile: a command sent
+   * before a stop is never carried out after it, though the latch was released and the machine
+   * re-armed while it waited in its provider's queue or on the audit write-ahead (a FAULT entry
+   * drains no queue; docs/safety.md, section 4). Every origin: HTTP, the tree, Sparkplug, hooks.
+   */
+  addStopCount(count: () => number): void {
+    this.#stopCounts.push(count);
+  }
+
+  /** The sum of the stop counts: a value that changes with every stop. */
+  #stopEpoch(): number {
+    let sum = 0;
+    for (const count of this.#stopCounts) sum += count();
+    return sum;
   }
 
   /** Puts `next` in the place of `old` (same order among the gates); appends it when absent. */
@@ -435,11 +472,16 @@ export class CallRouter {
     // audit trail reuses the write ahead's collapse key for it).
     const auditOrigin = req.source ?? defaultAuditOrigin(req.origin);
     const auditHandle = `${req.providerId}/${req.deviceId}`;
+    const stop = req.origin === "safety";
+    // The stops so far, as the call is asked (addStopCount): a stop after this voids it. A count
+    // that cannot be read refuses the call (an unknown input counts as unsafe).
+    progress.refusedBy = STOPPED_AT_TURN;
+    const stopEpoch = stop ? 0 : this.#stopEpoch();
+    progress.refusedBy = null;
     let { device, fn } = this.#resolve(req, progress);
     progress.fn = fn;
     this.#checkGates({ fn, device, origin: req.origin }, progress);
     // The provider's declared policy (call_policy.ts): stop actions pass it, like the gates.
-    const stop = req.origin === "safety";
     if (!stop) checkLease(device, fn, progress);
     progress.refusedBy = "validation";
     let args = validateArgs(fn, req.args);
@@ -467,6 +509,12 @@ export class CallRouter {
           if (!stop) checkLease(device, fn, progress);
         }
         this.#checkGates({ fn, device, origin: req.origin }, progress);
+        // After the gates (a latch that holds is refused as such, with its remedy): a stop since
+        // the call was asked, the latch released and the machine re-armed meanwhile.
+        if (!stop && fn.actuating) {
+          progress.refusedBy = STOPPED_AT_TURN;
+          if (this.#stopEpoch() !== stopEpoch) throw stoppedWhileQueued(auditHandle, fn.name);
+        }
       };
       checkAtTurn();
       // The decision is in the audit journal (handed to the OS) before the provider can get the

@@ -338,6 +338,8 @@ export class ModeManager implements ModeService {
    */
   readonly #stopLog: Logger;
   #mode: RuntimeMode = "IDLE";
+  /** Transitions into FAULT committed since start (faultEntries). */
+  #faultEntries = 0;
   /** The non-FAULT transition whose hooks are running; another one is refused meanwhile. */
   #busy: { from: RuntimeMode; to: RuntimeMode } | null = null;
   /** FAULT entries whose hooks (stop actions) are running; leaving FAULT waits for them. */
@@ -417,6 +419,14 @@ export class ModeManager implements ModeService {
    */
   setLatchSecuring(securing: LatchSecuring): void {
     this.#latchSecuring = securing;
+  }
+
+  /**
+   * Transitions into FAULT committed since start (a FAULT request while FAULT stands is none): a
+   * stop count of the router (CallRouter.addStopCount).
+   */
+  get faultEntries(): number {
+    return this.#faultEntries;
   }
 
   current(): RuntimeMode {
@@ -1202,6 +1212,7 @@ export class ModeManager implements ModeService {
    */
   #commit(previous: RuntimeMode, next: RuntimeMode, committed?: () => void): void {
     this.#mode = next;
+    if (next === "FAULT" && previous !== "FAULT") this.#faultEntries++;
     try {
       committed?.();
     } catch (err) {
