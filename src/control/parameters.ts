@@ -327,7 +327,7 @@ export class ParameterStore implements ParameterService {
     const audit = this.#o.audit;
     if (!audit) return this.#set(name, value, written);
     // The value as sent (the trail bounds it as every entry: texts cut, a large one noted).
-    const args = { value: auditedValue(value, written) };
+    const args = { value: auditedParameterValue(value, written) };
     try {
       const done = this.#set(name, value, written);
       audit.record({
@@ -388,7 +388,7 @@ export const AUDITED_VALUE_MAX_DEPTH = 32;
  * has no Infinity); anything else JSON cannot carry (undefined, a cycle, deeper than
  * AUDITED_VALUE_MAX_DEPTH) as its text.
  */
-function auditedValue(value: unknown, written: string | undefined): unknown {
+export function auditedParameterValue(value: unknown, written: string | undefined): unknown {
   if (typeof value === "number" && written !== undefined) {
     return exactJsonInteger(written) ?? written;
   }

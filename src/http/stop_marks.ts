@@ -4,7 +4,9 @@
  * client, a body up to BODY_READ_TIMEOUT_MS late): judged only when its body has arrived, a call
  * or an arming mode request would pass every gate once the latch was released and the machine
  * re-armed meanwhile, and act on an operator's re-armed machine for someone who asked before the
- * stop. The e-stop drains the calls admitted before it; this covers the ones not admitted yet.
+ * stop; so would a parameter a tree reads as a setpoint. The call router refuses the calls asked
+ * of it before a stop whose turn comes after it (CallRouter.addStopCount); this covers the window
+ * before a request reaches the router: its body's arrival.
  */
 import { failedPrecondition, type RuntimeError } from "../common/mod.ts";
 import type { EventBus } from "../events/mod.ts";
@@ -43,8 +45,9 @@ export class StopMarks {
 }
 
 /**
- * The refusal of `what` (`POST /v0/call`), whose request arrived before a stop that happened while
- * its body arrived: 409 FAILED_PRECONDITION, audit `refused_by` STOPPED_REFUSAL.
+ * The refusal of `what` (`POST /v0/call`, `/v0/mode`, `/v0/parameters`), whose request arrived
+ * before a stop that happened while its body arrived: 409 FAILED_PRECONDITION, audit `refused_by`
+ * STOPPED_REFUSAL.
  */
 export function sentBeforeStop(what: string): RuntimeError {
   return failedPrecondition(

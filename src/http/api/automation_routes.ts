@@ -3,10 +3,12 @@
  * services are absent when automation.enabled is false: these routes then answer 503.
  */
 import { unavailable } from "../../common/mod.ts";
+import { auditedParameterValue } from "../../control/mod.ts";
 import { httpOrigin } from "../audit_http.ts";
 import { okResponse } from "../envelope.ts";
 import { roundedIntegerText } from "../json_body.ts";
 import { SET_PARAMETER_BODY_SCHEMA, type SetParameterBody } from "../request_schemas.ts";
+import { sentBeforeStop, STOPPED_REFUSAL } from "../stop_marks.ts";
 import { type Route, route, type RouteContext } from "../route_table.ts";
 import type { HttpServices } from "../services.ts";
 
@@ -28,7 +30,7 @@ export const AUTOMATION_ROUTES: readonly Route[] = [
       tag: "automation",
       body: { schema: SET_PARAMETER_BODY_SCHEMA, required: true },
       response: "SetParameterResponse",
-      errors: [404],
+      errors: [404, 409],
     },
   }),
   route("GET", "/v0/automation/tree", automationTree, {
@@ -59,10 +61,27 @@ function listParameters({ services }: RouteContext): Response {
   return okResponse({ parameters: parameterService(services).list() });
 }
 
-async function setParameter({ services, body, principal }: RouteContext): Promise<Response> {
+async function setParameter(
+  { services, body, principal, stoppedSinceArrival }: RouteContext,
+): Promise<Response> {
   const parameters = parameterService(services);
   const b = await body<SetParameterBody>();
   const written = roundedIntegerText(b, "value");
+  // Sent before a stop that happened while its body arrived: never set after it. A tree reads
+  // parameters as setpoints; set now, the value would act on the machine once re-armed, for
+  // someone who asked before the stop (as a call or an arming request: stop_marks.ts).
+  if (stoppedSinceArrival()) {
+    const err = sentBeforeStop("POST /v0/parameters");
+    services.audit.refused({
+      action: "parameter",
+      origin: httpOrigin(principal),
+      function: b.name,
+      args: { value: auditedParameterValue(b.value, written) },
+      reason: `${err.code}: ${err.message}`,
+      refused_by: STOPPED_REFUSAL,
+    });
+    throw err;
+  }
   return okResponse({ parameter: parameters.set(b.name, b.value, httpOrigin(principal), written) });
 }
 
