@@ -44,9 +44,10 @@
  * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
  * start, ended at its last known activity (lastActivity; payload end_basis "last_event"), not at
  * that start; a shutdown saves when it stopped recording the run (a `not_recorded` record with
- * `shutdown: true`), and the run ends then (end_basis "shutdown") (the calls the audit trail found in flight at that end are written before its
- * run_closed: RunStartInput), unless its event file already ends with run_closed (a close whose record failed): that
- * event's reason and time are recorded instead, and nothing is written after it. Journal lines
+ * `shutdown: true`), and the run ends then (end_basis "shutdown"). The calls the audit trail found
+ * in flight at that end are written before its run_closed (RunStartInput), unless its event file
+ * already ends with run_closed (a close whose record failed): that event's reason and time are
+ * recorded instead, and nothing is written after it. Journal lines
  * replay cannot use (corrupt, torn by a crash, nested too deep, or failing in any other way) are
  * skipped, counted and reported through the logger and
  * {@link RunRegistry.startupReport} (the first RUNS_CORRUPT_LINES_NAMED by position, the rest in
