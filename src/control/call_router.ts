@@ -285,8 +285,11 @@ export class CallRouter {
     this.#stopCounts.push(count);
   }
 
-  /** The sum of the stop counts: a value that changes with every stop. */
-  #stopEpoch(): number {
+  /**
+   * The sum of the stop counts: a value that changes with every stop (the HTTP layer notes it as
+   * a request arrives, for one whose body arrives after a stop).
+   */
+  stopEpoch(): number {
     let sum = 0;
     for (const count of this.#stopCounts) sum += count();
     return sum;
@@ -476,7 +479,7 @@ export class CallRouter {
     // The stops so far, as the call is asked (addStopCount): a stop after this voids it. A count
     // that cannot be read refuses the call (an unknown input counts as unsafe).
     progress.refusedBy = STOPPED_AT_TURN;
-    const stopEpoch = stop ? 0 : this.#stopEpoch();
+    const stopEpoch = stop ? 0 : this.stopEpoch();
     progress.refusedBy = null;
     let { device, fn } = this.#resolve(req, progress);
     progress.fn = fn;
@@ -513,7 +516,7 @@ export class CallRouter {
         // the call was asked, the latch released and the machine re-armed meanwhile.
         if (!stop && fn.actuating) {
           progress.refusedBy = STOPPED_AT_TURN;
-          if (this.#stopEpoch() !== stopEpoch) throw stoppedWhileQueued(auditHandle, fn.name);
+          if (this.stopEpoch() !== stopEpoch) throw stoppedWhileQueued(auditHandle, fn.name);
         }
       };
       checkAtTurn();

@@ -39,7 +39,6 @@ import { loadRequestValidators, readRequestBody, requestValidator } from "./requ
 import { checkQuery, isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
 import { SseHub } from "./sse_hub.ts";
-import { StopMarks } from "./stop_marks.ts";
 
 /**
  * Concurrent requests to the priority routes (e-stop, e-stop clear, runtime status), on top of
@@ -123,8 +122,6 @@ export class HttpApi {
   readonly #console: ConsoleSite | null;
   /** null when http.metrics_enabled is false (GET /metrics is then a 404). */
   readonly #metrics: HttpRequestMetrics | null;
-  /** The stops since start: a command sent before one is not carried out after it. */
-  readonly #stops: StopMarks;
 
   /**
    * Replaces the API tokens (a reload of `http.auth_token` / `http.tokens`): from the next
@@ -174,7 +171,6 @@ export class HttpApi {
     this.#prioritySlots = new RequestSlots(options.priorityRequestSlots ?? PRIORITY_REQUEST_SLOTS);
     this.#console = http.consoleEnabled ? new ConsoleSite() : null;
     this.#metrics = http.metricsEnabled ? new HttpRequestMetrics() : null;
-    this.#stops = new StopMarks(services.bus, services.estop);
   }
 
   /**
@@ -218,7 +214,7 @@ export class HttpApi {
   handle = async (req: Request, info: RequestInfo): Promise<Response> => {
     const startedMs = this.#services.host.clock.monoMs();
     // Taken as the request arrives, before anything awaits (its body may arrive after a stop).
-    const stopMark = this.#stops.mark();
+    const stopMark = this.#services.router.stopEpoch();
     let cors: Record<string, string> = {};
     let res: Response;
     let route = UNMATCHED_ROUTE;
@@ -381,7 +377,6 @@ export class HttpApi {
    */
   close(): void {
     this.#closed = true;
-    this.#stops.close();
     this.#sse.closeAll();
   }
 
@@ -475,7 +470,7 @@ export class HttpApi {
         admittedUnderCurrentTokens: () => generation === this.#tokenGeneration,
         dropConnection: info.dropConnection ?? (() => {}),
         answered: info.answered ?? null,
-        stoppedSinceArrival: () => this.#stops.mark() !== stopMark,
+        stoppedSinceArrival: () => this.#services.router.stopEpoch() !== stopMark,
       });
     } catch (err) {
       if (err instanceof Unadmitted) return err.response;

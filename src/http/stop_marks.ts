@@ -4,50 +4,16 @@
  * client, a body up to BODY_READ_TIMEOUT_MS late): judged only when its body has arrived, a call
  * or an arming mode request would pass every gate once the latch was released and the machine
  * re-armed meanwhile, and act on an operator's re-armed machine for someone who asked before the
- * stop; so would a parameter a tree reads as a setpoint. The call router refuses the calls asked
- * of it before a stop whose turn comes after it (CallRouter.addStopCount); this covers the window
- * before a request reaches the router: its body's arrival.
+ * stop. HttpApi notes the call router's stop epoch (CallRouter.stopEpoch: e-stop triggers and
+ * FAULT entries) as a request arrives; a route refuses when it moved (`stoppedSinceArrival`). The
+ * router applies the same rule to a call from its asking to its turn.
  */
 import { failedPrecondition, type RuntimeError } from "../common/mod.ts";
-import type { EventBus } from "../events/mod.ts";
-import type { EstopService } from "../safety/mod.ts";
-
-/** Counts the stops (e-stop triggers, FAULT entries) since start; one per HttpApi. */
-export class StopMarks {
-  /** E-stop latches and FAULT entries the bus announced. */
-  #announced = 0;
-  readonly #estop: Pick<EstopService, "triggerCount">;
-  readonly #unsubscribe: () => void;
-
-  constructor(bus: EventBus, estop: Pick<EstopService, "triggerCount">) {
-    this.#estop = estop;
-    this.#unsubscribe = bus.subscribe(({ event }) => {
-      if (
-        (event.kind === "estop_change" && event.latched) ||
-        (event.kind === "mode_change" && event.new_mode === "FAULT")
-      ) {
-        this.#announced++;
-      }
-    });
-  }
-
-  /**
-   * A value that changes with every stop from now on. The e-stop's own count too: a latch whose
-   * announcement failed (a clock that failed) is still a stop.
-   */
-  mark(): number {
-    return this.#announced + (this.#estop.triggerCount ?? 0);
-  }
-
-  close(): void {
-    this.#unsubscribe();
-  }
-}
+import { STOPPED_AT_TURN } from "../control/mod.ts";
 
 /**
- * The refusal of `what` (`POST /v0/call`, `/v0/mode`, `/v0/parameters`), whose request arrived
- * before a stop that happened while its body arrived: 409 FAILED_PRECONDITION, audit `refused_by`
- * STOPPED_REFUSAL.
+ * The refusal of `what` (`POST /v0/call`), whose request arrived before a stop that happened while
+ * its body arrived: 409 FAILED_PRECONDITION, audit `refused_by` STOPPED_REFUSAL.
  */
 export function sentBeforeStop(what: string): RuntimeError {
   return failedPrecondition(
@@ -56,5 +22,5 @@ export function sentBeforeStop(what: string): RuntimeError {
   );
 }
 
-/** The audit trail's `refused_by` of sentBeforeStop. */
-export const STOPPED_REFUSAL = "stopped";
+/** The audit trail's `refused_by` of sentBeforeStop: the router's for the same rule. */
+export const STOPPED_REFUSAL = STOPPED_AT_TURN;
