@@ -33,6 +33,7 @@
  */
 import {
   type Clock,
+  type DeviceCapabilities,
   deviceHandle,
   errorMessage,
   failedPrecondition,
@@ -209,6 +210,23 @@ export interface EstopService {
   readonly triggerCount?: number;
   /** True while latched (cheaper than status(), which builds the plan). */
   readonly latched?: boolean;
+}
+
+/**
+ * A plan as status shows it: every call with its arguments (typed by the function `devices`
+ * declare; as configured when none declares it), and what it leaves untouched.
+ */
+function planViewOf(plan: SafeStatePlan, devices: readonly DeviceCapabilities[]): EstopPlanView {
+  return {
+    rung: plan.rung,
+    calls: plan.calls.map((c) => {
+      if (c.kind === "zero") return { ...c.label, args: { ...c.args } };
+      const target = findDeclaredTarget(c.call, devices);
+      const args = "fn" in target ? toTypedArgs(target.fn, c.call.args) : { ...c.call.args };
+      return { ...c.label, args };
+    }),
+    uncovered: [...plan.uncovered],
+  };
 }
 
 /** The audit origin of a trigger that names none: the alarm of an `alarm:<id>` cause, else HTTP. */
@@ -540,18 +558,7 @@ export class Estop implements EstopService {
 
   /** The plan as status shows it: every call with its arguments, and what it leaves untouched. */
   planView(): EstopPlanView {
-    const plan = this.plan();
-    const devices = registeredDevices(this.#o.inventory);
-    return {
-      rung: plan.rung,
-      calls: plan.calls.map((c) => {
-        if (c.kind === "zero") return { ...c.label, args: { ...c.args } };
-        const target = findDeclaredTarget(c.call, devices);
-        const args = "fn" in target ? toTypedArgs(target.fn, c.call.args) : { ...c.call.args };
-        return { ...c.label, args };
-      }),
-      uncovered: [...plan.uncovered],
-    };
+    return planViewOf(this.plan(), registeredDevices(this.#o.inventory));
   }
 
   /**
@@ -869,14 +876,9 @@ export class Estop implements EstopService {
       };
     } catch (err) {
       const plan = planWithoutDevices(this.#o.safeState);
-      const calls = plan.calls.map((c) =>
-        c.kind === "zero"
-          ? { ...c.label, args: { ...c.args } }
-          : { ...c.label, args: { ...c.call.args } }
-      );
       planned = {
         plan,
-        view: { rung: plan.rung, calls, uncovered: [] },
+        view: planViewOf(plan, []),
         unverified: [],
         failed: errorMessage(err),
       };
