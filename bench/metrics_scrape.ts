@@ -63,12 +63,13 @@ try {
   const renders: number[] = [];
   let cpu0 = 0;
   for (let i = 0; i < SCRAPES + 50; i++) {
-    if (i === 50) cpu0 = readProcessStats().cpuSeconds ?? 0;
+    if (i === 50) cpu0 = (await readProcessStats()).cpuSeconds ?? 0;
     const t0 = performance.now();
-    bytes = renderMetrics(fx.services, { requests, sse, inFlight: 0 }).length;
+    const proc = await fx.services.processStats();
+    bytes = renderMetrics(fx.services, { requests, sse, inFlight: 0, proc }).length;
     if (i >= 50) renders.push(performance.now() - t0);
   }
-  const cpuMs = ((readProcessStats().cpuSeconds ?? 0) - cpu0) * 1000 / SCRAPES;
+  const cpuMs = (((await readProcessStats()).cpuSeconds ?? 0) - cpu0) * 1000 / SCRAPES;
   report(`renderMetrics alone, ${PROVIDERS} providers, ${SCRAPES} renders`, renders, bytes);
   // Process CPU (every thread, 10 ms ticks) over the renders, per render: a figure the machine's
   // other load cannot inflate the way it inflates wall-clock tails.

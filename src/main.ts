@@ -3,7 +3,6 @@
  * starts the service. Exit codes: src/exit_codes.ts (0 ok, 1 configuration errors, 2 usage error or
  * unreadable file, 3 start-up failure, 4 crash).
  */
-import { parseArgs } from "node:util";
 import {
   checkTlsFiles,
   connectMqttJs,
@@ -60,31 +59,72 @@ export type CliCommand =
   }
   | { kind: "usage-error"; message: string };
 
+/** The options the command line takes: a string (`--name VALUE`, `--name=VALUE`) or a flag. */
+const CLI_OPTIONS = {
+  config: "string",
+  "check-config": "string",
+  format: "string",
+  strict: "boolean",
+  "log-level": "string",
+  port: "string",
+  version: "boolean",
+  fleet: "string",
+  group: "string",
+  "wait-ms": "string",
+  help: "boolean",
+} as const;
+
+/** One-letter forms of options. */
+const CLI_SHORT: Readonly<Record<string, keyof typeof CLI_OPTIONS>> = { h: "help" };
+
+type CliValues = {
+  -readonly [K in keyof typeof CLI_OPTIONS]?: (typeof CLI_OPTIONS)[K] extends "string" ? string
+    : boolean;
+};
+
+/**
+ * The command line's options (a repeated option: the last wins), or a usage error naming the
+ * argument. Hand-written, not node:util's parseArgs: importing node:util brings up Deno's Node
+ * layer, ~1.5 MiB of RSS for the life of every runtime, for eleven options (bench/README.md, "The
+ * Node layer out of the start-up").
+ */
+function readOptions(argv: readonly string[]): CliValues | string {
+  const values: Record<string, string | boolean> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const long = /^--([^=]+)(=(.*))?$/s.exec(arg);
+    const short = long ? null : /^-([^-])$/.exec(arg);
+    if (!long && !short) {
+      return `Unexpected argument '${arg}': this command takes no positional arguments`;
+    }
+    const name = long ? long[1]! : CLI_SHORT[short![1]!];
+    const kind = name === undefined ? undefined : (CLI_OPTIONS as Record<string, string>)[name];
+    if (name === undefined || kind === undefined) return `Unknown option '${arg.split("=")[0]}'`;
+    if (kind === "boolean") {
+      if (long?.[2] !== undefined) return `Option '--${name}' takes no value`;
+      values[name] = true;
+      continue;
+    }
+    if (long?.[2] !== undefined) {
+      values[name] = long[3]!;
+      continue;
+    }
+    const next = argv[i + 1];
+    if (next === undefined) return `Option '--${name} <value>' argument missing`;
+    if (next.startsWith("-") && next !== "-") {
+      return `Option '--${name}' is followed by '${next}', not a value (a value that starts ` +
+        `with a dash: --${name}=${next})`;
+    }
+    values[name] = next;
+    i++;
+  }
+  return values as CliValues;
+}
+
 /** Parses the command line (no side effects). */
 export function parseCli(argv: readonly string[]): CliCommand {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        config: { type: "string" },
-        "check-config": { type: "string" },
-        format: { type: "string" },
-        strict: { type: "boolean" },
-        "log-level": { type: "string" },
-        port: { type: "string" },
-        version: { type: "boolean" },
-        fleet: { type: "string" },
-        group: { type: "string" },
-        "wait-ms": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (e) {
-    return { kind: "usage-error", message: errorMessage(e) };
-  }
+  const values = readOptions(argv);
+  if (typeof values === "string") return { kind: "usage-error", message: values };
   if (values.help) return { kind: "help" };
   if (values.version) return { kind: "version" };
   const logLevel = values["log-level"];

@@ -131,7 +131,7 @@ export interface KernelHost {
   /** Binds the HTTP server; absent: the API is built (`api`) but not served. */
   readonly serve?: (options: ServeOptions) => Promise<HttpServerHandle>;
   /** This process's RSS and CPU time (GET /metrics; default: read from /proc). */
-  readonly processStats?: () => ProcessStats;
+  readonly processStats?: () => Promise<ProcessStats>;
   /** Re-reads the configuration file (SIGHUP); absent: no reloader. */
   readonly loadConfig?: () => Promise<ReloadedConfig>;
   /**
@@ -699,7 +699,7 @@ export class Kernel {
   }
 
   /** What the HTTP layer is handed (getters where a reload changes what is in effect). */
-  #httpServices(processStats: () => ProcessStats): HttpServices {
+  #httpServices(processStats: () => Promise<ProcessStats>): HttpServices {
     const config = () => this.config;
     return {
       get config() {

@@ -1,4 +1,3 @@
-import process from "node:process";
 import type { ProcessStats } from "../common/mod.ts";
 
 /**
@@ -23,22 +22,61 @@ export function cpuSecondsFromProcStat(text: string): number | null {
   return (utime + stime) / PROC_CLOCK_TICKS_PER_SECOND;
 }
 
+/** What node:process offers for CPU time (getrusage): no permission needed. */
+interface CpuUsage {
+  cpuUsage(): { user: number; system: number };
+}
+
 /**
- * This process's RSS and V8 heap (Deno.memoryUsage) and CPU time (process.cpuUsage, getrusage: no
- * permission needed; /proc/self/stat, which Deno refuses a process without --allow-all -- the
- * compiled binary's case, whose metrics therefore lacked the figure -- only where it throws).
+ * Where this process's CPU time comes from, decided at the first read: /proc/self/stat where Deno
+ * lets the process read it (only under --allow-all), else node:process's cpuUsage -- imported then,
+ * not at start-up: node:process (with node:util, which main.ts no longer loads) brings up Deno's Node
+ * layer, ~3 MiB of RSS every runtime paid although only a GET /metrics reads the figure
+ * (bench/README.md, "The Node layer out of the start-up"). Null: neither works (not Linux, no procfs).
  */
-export function readProcessStats(): ProcessStats {
-  let cpuSeconds: number | null = null;
+let cpuSource: Promise<(() => number) | null> | undefined;
+
+function procStatSeconds(): number | null {
+  return cpuSecondsFromProcStat(Deno.readTextFileSync("/proc/self/stat"));
+}
+
+async function chooseCpuSource(): Promise<(() => number) | null> {
   try {
-    const usage = process.cpuUsage();
-    cpuSeconds = (usage.user + usage.system) / 1e6;
-  } catch {
-    try {
-      cpuSeconds = cpuSecondsFromProcStat(Deno.readTextFileSync("/proc/self/stat"));
-    } catch {
-      // no procfs (not Linux, or a sandbox without it): the metric is left out
+    if (procStatSeconds() !== null) {
+      return () => {
+        try {
+          return procStatSeconds() ?? Number.NaN;
+        } catch {
+          return Number.NaN;
+        }
+      };
     }
+  } catch {
+    // Deno refuses /proc/self without --allow-all (the compiled binary's case): node:process
+  }
+  try {
+    const process: CpuUsage = (await import("node:process")).default;
+    process.cpuUsage();
+    return () => {
+      const usage = process.cpuUsage();
+      return (usage.user + usage.system) / 1e6;
+    };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * This process's RSS and V8 heap (Deno.memoryUsage) and CPU time (see cpuSource; the first call
+ * chooses it).
+ */
+export async function readProcessStats(): Promise<ProcessStats> {
+  cpuSource ??= chooseCpuSource();
+  const cpu = await cpuSource;
+  let cpuSeconds: number | null = null;
+  if (cpu !== null) {
+    const seconds = cpu();
+    if (Number.isFinite(seconds)) cpuSeconds = seconds;
   }
   const mem = Deno.memoryUsage();
   return {

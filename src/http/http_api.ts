@@ -306,11 +306,13 @@ export class HttpApi {
   }
 
   /** GET /metrics (HEAD too): the Prometheus exposition. */
-  #scrape(): Response {
+  async #scrape(): Promise<Response> {
+    const proc = await this.#services.processStats();
     const text = renderMetrics(this.#services, {
       requests: this.#metrics!,
       sse: this.#sse,
       inFlight: this.inFlight,
+      proc,
     });
     return new Response(text, { status: 200, headers: { "content-type": METRICS_CONTENT_TYPE } });
   }
@@ -416,7 +418,7 @@ export class HttpApi {
     try {
       if (this.#metrics !== null && url.pathname === METRICS_PATH) {
         await req.body?.cancel().catch(() => {});
-        if (req.method === "GET" || req.method === "HEAD") return this.#scrape();
+        if (req.method === "GET" || req.method === "HEAD") return await this.#scrape();
         return errorResponse("NOT_FOUND", `Route not found: ${req.method} ${url.pathname}`);
       }
       const match = matchRoute(req.method, url.pathname);

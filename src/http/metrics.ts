@@ -8,6 +8,7 @@ import {
   ExpositionWriter,
   Histogram,
   type LifecycleState,
+  type ProcessStats,
   RUNTIME_VERSION,
 } from "../common/mod.ts";
 import { RUNTIME_MODES } from "../config/mod.ts";
@@ -79,6 +80,8 @@ export interface HttpMetricsSources {
   readonly requests: HttpRequestMetrics;
   readonly sse: SseHub;
   readonly inFlight: number;
+  /** This process's RSS, heap and CPU time (services.processStats(), read before rendering). */
+  readonly proc: ProcessStats;
 }
 
 /** Renders the whole exposition. */
@@ -91,7 +94,7 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
   w.family("runtime_info", "gauge", "Runtime version (always 1).")
     .sample("runtime_info", 1, { version: RUNTIME_VERSION });
   gauge1("runtime_uptime_seconds", "Seconds since the runtime started.", services.uptimeSeconds());
-  const proc = services.processStats();
+  const proc = http.proc;
   gauge1(
     "runtime_process_resident_memory_bytes",
     "Resident set size of the runtime process in bytes (providers not included).",

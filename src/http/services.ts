@@ -103,7 +103,7 @@ export interface HttpServices {
   /** Audit trail (docs/http-api.md, "Audit trail"). */
   readonly audit: Pick<AuditTrail, "query" | "status" | "refused" | "refusedUntrusted">;
   /** This process's RSS and CPU time (GET /metrics). */
-  processStats(): ProcessStats;
+  processStats(): Promise<ProcessStats>;
   /** Configuration reloads since start (GET /metrics). */
   configReloads(): ConfigReloadCounts;
   /**

@@ -49,3 +49,9 @@ Deno.test("src/main.ts loads the operator console's files only on the first cons
     [],
   );
 });
+
+Deno.test("src/main.ts loads no Node built-in module up front (node:process, node:util: Deno's Node layer, ~3 MiB)", async () => {
+  const graph = await ModuleGraph.of("src/main.ts");
+  assert.deepStrictEqual(graph.staticModules.filter((s) => s.startsWith("node:")), []);
+  assert.ok(graph.modules.includes("node:process"), "node:process is loaded on demand");
+});
