@@ -203,6 +203,28 @@ export interface SparkplugHandle {
  */
 export const HISTORY_STOP_BEFORE_PROVIDERS_MS = 1000;
 
+/**
+ * What a stop keeps of its whole budget (the process's deadline, {@link StopDeadline}) after
+ * telemetry's last flush: the abort of a write still in flight, the WARN that counts the rows left
+ * unwritten, and the data_dir lock's release, all before the process gives up on the stop.
+ */
+export const TELEMETRY_STOP_RESERVE_MS = 200;
+
+/**
+ * Telemetry's flush budget at a stop without a process deadline (a stop after a failed start-up,
+ * a test): half of runtime.shutdown_timeout_ms, at least this.
+ */
+export const TELEMETRY_STOP_MIN_MS = 200;
+
+/**
+ * The end of a stop's whole budget as the process enforces it (app/process.ts shutDown: the
+ * shutdown budget, or what a second stop signal left of it): read when a stage starts.
+ */
+export interface StopDeadline {
+  /** Milliseconds left until the process gives up on the stop (0 or less: none). */
+  leftMs(): number;
+}
+
 /** Reloads since start when there is no reloader. */
 const NO_RELOADS = { success: 0, failure: 0, lastSuccessEpochSeconds: null } as const;
 
@@ -1835,14 +1857,15 @@ export class Kernel {
    * start() it acts at once: ending the providers ends whatever start-up stage waits on them.
    * Every stage runs whatever an earlier one did: one that throws is logged (ERROR, naming it) and
    * the stop goes on, so the providers are always stopped and the data_dir lock always released
-   * (last); the stop then rejects, naming the stages that failed.
+   * (last); the stop then rejects, naming the stages that failed. `deadline`: the end of the whole
+   * stop's budget as the process enforces it; telemetry's last flush takes what is left of it.
    */
-  stop(): Promise<void> {
-    this.#stopping ??= this.#stop();
+  stop(deadline?: StopDeadline): Promise<void> {
+    this.#stopping ??= this.#stop(deadline);
     return this.#stopping;
   }
 
-  async #stop(): Promise<void> {
+  async #stop(deadline: StopDeadline | undefined): Promise<void> {
     const budget = this.config.runtime.shutdownTimeoutMs;
     // A logger that throws must not end the stop either.
     const log = neverThrowing(this.host.log);
@@ -1918,7 +1941,14 @@ export class Kernel {
     // still settling records on its own.
     await stepAsync("audit journal", () => this.audit.close());
     await stepAsync("run records", () => this.runs.shutdown());
-    await stepAsync("telemetry", () => this.telemetry.stop(Math.max(200, budget / 2)));
+    // Telemetry's last flush takes what the stages before it left of the stop's budget (less the
+    // reserve the WARN of the rows it could not write needs), not a fixed share: after a provider
+    // that needed SIGKILL, a fixed share outlasted the process's deadline (exit 4) and the rows
+    // left were neither counted nor said.
+    const telemetryBudget = deadline === undefined
+      ? Math.max(TELEMETRY_STOP_MIN_MS, budget / 2)
+      : Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS);
+    await stepAsync("telemetry", () => this.telemetry.stop(telemetryBudget));
     // Last: nothing of this runtime writes to the folder any more.
     step("data_dir lock", () => this.#dataDirLock?.release());
     this.#dataDirLock = null;

@@ -23,7 +23,7 @@ import {
   spawnProcess,
   systemClock,
 } from "../host/mod.ts";
-import { Kernel } from "./kernel.ts";
+import { Kernel, type StopDeadline } from "./kernel.ts";
 import type { ReloadedConfig } from "./reloader.ts";
 
 /** Extra time past runtime.shutdown_timeout_ms before the process exits regardless. */
@@ -146,7 +146,7 @@ export async function runService(
     }
     await notifyStopping(log);
     // During start-up too: stop() ends whatever start-up stage is waiting.
-    return await shutDown(kernel.stop(), signals, config, log);
+    return await shutDown((deadline) => kernel.stop(deadline), signals, config, log);
   } finally {
     // Nothing may outlive the process: a provider still running now is killed and reaped.
     const killed = await killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
@@ -170,18 +170,19 @@ function watchReloadSignal(onHangup: () => void): () => void {
 
 /** What shutDown takes from the host (injected by tests; the real clock and reaper otherwise). */
 export interface ShutdownDeps {
-  readonly clock: Pick<Clock, "setTimer" | "clearTimer">;
+  readonly clock: Pick<Clock, "setTimer" | "clearTimer" | "monoMs">;
   /** Kills the provider processes still alive; resolves once they are gone (or bounded). */
   readonly killProviders: () => Promise<unknown>;
 }
 
 /**
- * Waits for `stopped` within the shutdown budget, hurrying it on a second stop signal: the
+ * Waits for the stop within the shutdown budget, hurrying it on a second stop signal: the
  * providers are killed and the rest of shutdown gets HURRIED_SHUTDOWN_MS from that signal. Later
- * signals change nothing (they never push that deadline back).
+ * signals change nothing (they never push that deadline back). `stop` is the stop under way, or
+ * starts it given the deadline this enforces (what is left of it, hurried or not).
  */
 export async function shutDown(
-  stopped: Promise<void>,
+  stop: Promise<void> | ((deadline: StopDeadline) => Promise<void>),
   signals: Pick<StopSignals, "onRepeat">,
   config: Config,
   log: Logger,
@@ -196,6 +197,7 @@ export async function shutDown(
   let limit = `${budgetMs} ms`;
   let expire: (outcome: "overrun") => void = () => {};
   const overrun = new Promise<"overrun">((r) => (expire = r));
+  let endsAtMono = clock.monoMs() + budgetMs;
   let timer = clock.setTimer(() => expire("overrun"), budgetMs);
   let hurried: Promise<unknown> | null = null;
   signals.onRepeat((signal) => {
@@ -206,10 +208,14 @@ export async function shutDown(
     log.warn(`${signal} received again: killing providers now`);
     hurried = deps.killProviders();
     clock.clearTimer(timer);
+    endsAtMono = clock.monoMs() + HURRIED_SHUTDOWN_MS;
     timer = clock.setTimer(() => expire("overrun"), HURRIED_SHUTDOWN_MS);
     limit = `${HURRIED_SHUTDOWN_MS} ms after the second signal`;
   });
   try {
+    const stopped = typeof stop === "function"
+      ? stop({ leftMs: () => endsAtMono - clock.monoMs() })
+      : stop;
     const outcome = await Promise.race([stopped.then(() => "done" as const), overrun]);
     await hurried;
     if (outcome === "overrun") {
