@@ -309,7 +309,7 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     [
       "runtime_telemetry_rows_failed_total",
       "total_failed",
-      "Rows given up (retry buffer overflow, refused, unformattable, unsent at shutdown).",
+      "Rows given up (retry buffer or batch overflow, refused, unformattable, unsent at shutdown).",
     ],
     [
       "runtime_telemetry_write_failures_total",

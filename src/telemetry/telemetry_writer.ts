@@ -11,7 +11,8 @@
  * Bounds (nothing grows without limit, nothing blocks the publisher):
  * - queue: `queue_size` events; the bus listener only pushes, evicting (and counting) the oldest.
  * - batch: filled from the queue up to `batch_size` rows; health rows are appended directly and
- *   the batch is hard-capped at `batch_size + BATCH_HEALTH_ALLOWANCE` rows (oldest dropped).
+ *   the batch is hard-capped at `batch_size + BATCH_HEALTH_ALLOWANCE` rows (oldest dropped,
+ *   counted in `dropped_overflow`).
  * - retry buffer: `max_retry_buffer_size` rows; failed rows go back to its front, and while the
  *   writer backs off, due batches are parked in it without a write attempt, so an outage loses
  *   exactly the rows that do not fit (oldest first), all counted in `total_failed`/`dropped_retry`.
@@ -148,7 +149,7 @@ const SETTINGS_TO_CHECK: Readonly<Record<number, string>> = {
 };
 
 /** Extra rows the batch may hold beyond batch_size (health snapshots bypass the queue). */
-const BATCH_HEALTH_ALLOWANCE = 10000;
+export const BATCH_HEALTH_ALLOWANCE = 10000;
 /** Lower bound of the number of retry-buffer rows one write may carry. */
 const MIN_ROWS_PER_WRITE = 1000;
 /**
@@ -196,8 +197,8 @@ export interface TelemetryStatus {
   /** Rows accepted by the database since start. */
   total_written: number;
   /**
-   * Rows given up: retry-buffer overflow, refused by the database (4xx), not formattable, or
-   * unsent at shutdown.
+   * Rows given up: retry-buffer overflow, batch overflow, refused by the database (4xx), not
+   * formattable, or unsent at shutdown.
    */
   total_failed: number;
   /** Rows in the current batch (excludes the retry buffer). */
@@ -224,6 +225,12 @@ export interface TelemetryStatus {
    * row builder failed) and were never sent (a subset of total_failed).
    */
   dropped_unformattable: number;
+  /**
+   * Rows dropped, oldest first, from a batch past its hard cap (batch_size +
+   * BATCH_HEALTH_ALLOWANCE: health snapshots appended while writes cannot keep up; a subset of
+   * total_failed).
+   */
+  dropped_overflow: number;
   /**
    * Signal rows written without their value field because line protocol cannot carry the value
    * (a NaN/+/-Infinity double, an integer outside int64/uint64); the row keeps its quality. A
@@ -420,6 +427,8 @@ export class TelemetryWriter {
   #retryDrops = 0;
   #droppedRejected = 0;
   #droppedUnformattable = 0;
+  /** Rows dropped from the batch past its hard cap (#appendRows). */
+  #droppedOverflow = 0;
   #omittedValues = 0;
   #runPayloadErrors = 0;
   /** Set when stop() aborts the write in flight: an isolation in progress sends nothing more. */
@@ -640,6 +649,7 @@ export class TelemetryWriter {
       write_failures: this.#writeFailures,
       dropped_rejected: this.#droppedRejected,
       dropped_unformattable: this.#droppedUnformattable,
+      dropped_overflow: this.#droppedOverflow,
       omitted_values: this.#omittedValues,
       run_payload_errors: this.#runPayloadErrors,
       last_error: this.#lastError,
@@ -867,7 +877,12 @@ export class TelemetryWriter {
       const excess = this.#batch.length - cap;
       this.#batch.splice(0, excess);
       this.#totalFailed += excess;
-      this.#reportError(`batch overflow: ${excess} rows dropped`, "loss");
+      this.#droppedOverflow += excess;
+      this.#reportError(
+        `batch overflow: ${excess} oldest rows dropped (the batch holds at most ${cap} rows, ` +
+          `batch_size + BATCH_HEALTH_ALLOWANCE; counted in dropped_overflow)`,
+        "loss",
+      );
     }
   }
 

@@ -265,6 +265,7 @@ Deno.test("GET /v0/telemetry/status answers the writer's status while telemetry 
       write_failures: 0,
       dropped_rejected: 0,
       dropped_unformattable: 0,
+      dropped_overflow: 0,
       omitted_values: 0,
       run_payload_errors: 0,
       last_error: null,

@@ -574,6 +574,7 @@ Deno.test("TelemetryWriter reports zeros and no backend when disabled", () => {
     write_failures: 0,
     dropped_rejected: 0,
     dropped_unformattable: 0,
+    dropped_overflow: 0,
     omitted_values: 0,
     run_payload_errors: 0,
     last_error: null,

@@ -1,0 +1,92 @@
+/**
+ * Rows dropped from a batch past its hard cap (batch_size + BATCH_HEALTH_ALLOWANCE: health
+ * snapshots are appended to the batch directly, and pile up while a write hangs) are counted in
+ * their own status counter, `dropped_overflow`, as well as in `total_failed`. Against an injected
+ * transport on one manual clock (_scripted_db.ts).
+ */
+import assert from "node:assert/strict";
+import type { ProviderHealthView } from "../../src/common/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { BATCH_HEALTH_ALLOWANCE, TelemetryWriter } from "../../src/telemetry/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import { ScriptedDb, SETTINGS } from "./_scripted_db.ts";
+
+/** Devices of the one provider of each health snapshot: a snapshot is this + 1 rows. */
+const DEVICES = 6000;
+
+function snapshot(): ProviderHealthView[] {
+  return [{
+    provider_id: "sim0",
+    state: "AVAILABLE",
+    lifecycle_state: "RUNNING",
+    last_seen_ago_ms: 10,
+    uptime_seconds: 12,
+    device_count: DEVICES,
+    degraded: false,
+    failed_device_count: 0,
+    reported: null,
+    supervision: {
+      enabled: false,
+      attempt_count: 0,
+      max_attempts: 0,
+      crash_detected: false,
+      circuit_open: false,
+      next_restart_in_ms: null,
+    },
+    devices: Array.from({ length: DEVICES }, (_, i) => ({
+      device_id: `dev${i}`,
+      health: "OK" as const,
+      last_poll_ms: 1760000000000,
+      staleness_ms: 40,
+      registered: true,
+      stale_signal_count: 0,
+      fault_signal_count: 0,
+      type_version: "",
+      descriptor_tags: {},
+      reported: null,
+    })),
+  }];
+}
+
+Deno.test("TelemetryWriter counts rows dropped from a batch past batch_size + BATCH_HEALTH_ALLOWANCE in dropped_overflow (and total_failed)", async () => {
+  const clock = new ManualClock(1_000, 1_760_000_000_000);
+  const db = new ScriptedDb();
+  db.otherwise = "hang"; // no write ever ends: the batch only grows
+  const { log, lines } = capturingLogger();
+  const writer = new TelemetryWriter({
+    enabled: true,
+    runtimeName: "lab1",
+    healthIntervalMs: 100,
+    healthSnapshot: () => Promise.resolve(snapshot()),
+    clock,
+    logger: log,
+    influx: SETTINGS, // batch_size 4
+    transport: db,
+    tuning: { writeTimeoutMs: 60_000, tickMs: 10 },
+  });
+  writer.start(new EventBus());
+  try {
+    const rows = DEVICES + 1;
+    const cap = SETTINGS.batchSize + BATCH_HEALTH_ALLOWANCE;
+    await clock.advanceAsync(100); // snapshot 1: written at once, and that write hangs
+    assert.equal(db.requests.length, 1);
+    assert.equal(db.requests[0]!.length, rows);
+    await clock.advanceAsync(100); // snapshot 2: in the batch
+    assert.equal(writer.status().pending_batch, rows);
+    assert.equal(writer.status().dropped_overflow, 0);
+    await clock.advanceAsync(100); // snapshot 3: the batch passes its cap
+    const s = writer.status();
+    assert.equal(s.pending_batch, cap);
+    assert.equal(s.dropped_overflow, 2 * rows - cap);
+    assert.equal(s.total_failed, 2 * rows - cap);
+    const said = lines.filter((l) => l.includes("batch overflow"));
+    assert.equal(said.length, 1, lines.join("\n"));
+    assert.match(said[0]!, new RegExp(`^ERROR\\b.*batch overflow: ${2 * rows - cap} oldest rows`));
+    assert.match(said[0]!, /dropped_overflow/);
+  } finally {
+    const stopping = writer.stop(0); // the hung write is aborted at once (on the manual clock)
+    await clock.advanceAsync(1);
+    await stopping;
+  }
+});
