@@ -18,6 +18,8 @@
  *   exactly the rows that do not fit (oldest first), all counted in `total_failed`/`dropped_retry`.
  * - one write in flight at a time, aborted after `writeTimeoutMs`; a write carries at most
  *   max(batch_size, 1000) retry rows plus the current batch.
+ * - an answer's body: at most {@link MAX_ANSWER_BODY_BYTES} read (influxTransport), the rest
+ *   cancelled unread.
  *
  * A refused write (400, 413, 422: the database refused the data itself) must not cost the rows of
  * other devices: the writer isolates the refused rows by splitting the write in halves and sending
@@ -288,6 +290,69 @@ function sameTarget(a: TelemetryWriterOptions, b: TelemetryWriterOptions): boole
 
 /** The InfluxDB client's constructor, once loadInfluxClient() has run. */
 let influxClient: typeof InfluxDB | null = null;
+
+/**
+ * Most of an answer's body the writer reads, in bytes: a database or a proxy answering a write with
+ * a huge body (an HTML error page, a runaway message) costs this much at most, the rest is
+ * cancelled unread. 64 KiB holds any InfluxDB error message whole (`partial write: ... dropped=N`
+ * included); the error line shows its first 200 characters.
+ */
+export const MAX_ANSWER_BODY_BYTES = 64 * 1024;
+
+/**
+ * The InfluxDB client's HTTP transport for `url` and `token` (loadInfluxClient() first), reading
+ * at most {@link MAX_ANSWER_BODY_BYTES} of any answer's body: the client itself reads an error
+ * answer's body whole (its `throwOnErrorResponse` awaits `text()`), and a successful write's too.
+ * The bound sits where the client fetches (its transport's `fetch`, which the client calls for
+ * every request and whose answer it then reads); a client without that method is refused.
+ */
+export function influxTransport(url: string, token: string): TelemetryTransport {
+  if (influxClient === null) {
+    throw new RuntimeError("FAILED_PRECONDITION", "the InfluxDB client is not loaded");
+  }
+  const transport = new influxClient({ url, token }).transport as unknown as
+    & TelemetryTransport
+    & { fetch?: (...args: unknown[]) => Promise<Response> };
+  const fetchAnswer = transport.fetch;
+  if (typeof fetchAnswer !== "function") {
+    throw new RuntimeError(
+      "INTERNAL",
+      "the InfluxDB client's transport has no fetch method: its answers cannot be bounded " +
+        "(MAX_ANSWER_BODY_BYTES)",
+    );
+  }
+  transport.fetch = async (...args: unknown[]) =>
+    boundedBody(await fetchAnswer.apply(transport, args), MAX_ANSWER_BODY_BYTES);
+  return transport;
+}
+
+/** `answer` with a body that ends after `maxBytes` bytes (the rest of the original is cancelled). */
+function boundedBody(answer: Response, maxBytes: number): Response {
+  const body = answer.body;
+  if (body === null) return answer;
+  const reader = body.getReader();
+  let left = maxBytes;
+  const bounded = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { value, done } = left > 0 ? await reader.read() : { value: undefined, done: true };
+      if (value !== undefined) {
+        const chunk = value.byteLength > left ? value.subarray(0, left) : value;
+        left -= chunk.byteLength;
+        controller.enqueue(chunk);
+      }
+      if (done || left <= 0) {
+        controller.close();
+        if (!done) await reader.cancel(`answer body cut at ${maxBytes} bytes`).catch(() => {});
+      }
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  return new Response(bounded, {
+    status: answer.status,
+    statusText: answer.statusText,
+    headers: answer.headers,
+  });
+}
 
 /**
  * Loads the InfluxDB client. The composition root calls it before start() only when telemetry is
@@ -577,8 +642,7 @@ export class TelemetryWriter {
       return;
     }
     try {
-      this.#transport = this.#opts.transport ??
-        new influxClient!({ url, token }).transport as TelemetryTransport;
+      this.#transport = this.#opts.transport ?? influxTransport(url, token);
     } catch (err) {
       this.#setError(`telemetry.influxdb.url: ${errorMessage(err)}: telemetry writer not started`);
       this.#log.error(this.#lastError ?? "");
