@@ -6,3 +6,4 @@ export * from "./convert.ts";
 export { ProtoReader } from "./_proto_reader.ts";
 export { badType, int32Of, ProtoWriter } from "./_proto_writer.ts";
 export * from "./read_signals.ts";
+export * from "./other_device_answer.ts";

@@ -32,6 +32,7 @@ import {
   type ValueType,
 } from "../common/mod.ts";
 import { bytesToBase64, valueTypeToWire } from "./convert.ts";
+import { isOtherDeviceAnswer } from "./other_device_answer.ts";
 
 /** What a sample's `value` holds (the member of the Value's `kind` oneof, numbered as its field). */
 export const SampleValueKind = {
@@ -141,7 +142,7 @@ export class SampleBatch {
    */
   fillFrom(values: readonly WireSignalValue[], answeredDeviceId = "", askedDeviceId = ""): void {
     this.clear();
-    if (answeredDeviceId !== "" && answeredDeviceId !== askedDeviceId) {
+    if (isOtherDeviceAnswer(askedDeviceId, answeredDeviceId)) {
       this.otherDeviceId = answeredDeviceId;
     }
     for (const sv of values) {

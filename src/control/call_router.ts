@@ -1,4 +1,4 @@
-import { typedValueFromWire, typedValueToWire } from "../adpp/mod.ts";
+import { isOtherDeviceAnswer, typedValueFromWire, typedValueToWire } from "../adpp/mod.ts";
 import {
   type Clock,
   type DeviceCapabilities,
@@ -572,10 +572,9 @@ export class CallRouter {
       release();
     }
     // An answer for another device (a provider that mixed its devices up) says nothing of this
-    // one: whether it acted is unknown, and the results are not its own. An empty device_id is
-    // taken as this device, as discovery and the poll take one.
+    // one: whether it acted is unknown, and the results are not its own.
     const answered = response.device_id ?? "";
-    if (answered !== "" && answered !== req.deviceId) {
+    if (isOtherDeviceAnswer(req.deviceId, answered)) {
       throw new RuntimeError(
         "INTERNAL",
         `provider answered the call of ${auditHandle} ${fn.name} for device ${

@@ -1,6 +1,7 @@
 import {
   AdppClient,
   capabilitiesFromWire,
+  isOtherDeviceAnswer,
   type PayloadKind,
   type PreparedRead,
   type ReadReply,
@@ -459,7 +460,7 @@ export class ProviderSession {
         continue;
       }
       const answered = desc.device?.device_id ?? "";
-      if (answered !== "" && answered !== id) {
+      if (isOtherDeviceAnswer(id, answered)) {
         skip(`DescribeDevice ${quote(id)} answered for device ${quote(answered)}`);
         continue;
       }

@@ -1,4 +1,5 @@
 import {
+  isOtherDeviceAnswer,
   OtherDeviceAnswerError,
   PreparedRead,
   ProviderStatusError,
@@ -712,10 +713,9 @@ export class StateCache implements FreshReader {
         { device_id: deviceId, signal_ids: [...signalIds] },
         timeout,
       );
-      // An answer for another device holds that device's values: nothing in it is this one's
-      // (an empty device_id is taken as this device, as discovery takes one).
+      // An answer for another device holds that device's values: nothing in it is this one's.
       const answered = r.device_id ?? "";
-      if (answered !== "" && answered !== deviceId) {
+      if (isOtherDeviceAnswer(deviceId, answered)) {
         return {
           ok: false,
           reason: `read failed: ${new OtherDeviceAnswerError(deviceId, answered).message}`,
