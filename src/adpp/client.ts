@@ -2,6 +2,7 @@ import {
   type Clock,
   deadlineExceeded,
   errorMessage,
+  quoteProviderText,
   RuntimeError,
   type StatusCode as RuntimeCode,
   type TimerId,
@@ -42,22 +43,13 @@ export class OtherDeviceAnswerError extends RuntimeError {
   constructor(askedDeviceId: string, answeredDeviceId: string) {
     super(
       "INTERNAL",
-      `provider answered a ReadSignals of device ${quoteDeviceId(askedDeviceId)} for device ${
-        quoteDeviceId(answeredDeviceId)
+      `provider answered a ReadSignals of device ${quoteProviderText(askedDeviceId)} for device ${
+        quoteProviderText(answeredDeviceId)
       }`,
       { details: { answered_device_id: answeredDeviceId } },
     );
     this.answeredDeviceId = answeredDeviceId;
   }
-}
-
-/** Longest device id an OtherDeviceAnswerError quotes (longer ids are cut). */
-const QUOTED_DEVICE_ID_CHARS = 80;
-
-function quoteDeviceId(id: string): string {
-  return JSON.stringify(
-    id.length > QUOTED_DEVICE_ID_CHARS ? `${id.slice(0, QUOTED_DEVICE_ID_CHARS)}\u2026` : id,
-  );
 }
 
 /** A request the provider answered with a non-OK status. The session stays healthy. */

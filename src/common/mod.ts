@@ -16,4 +16,5 @@ export { isLoopbackHost } from "./loopback.ts";
 export { tellEach } from "./listeners.ts";
 export { DEVICE_DOWN_AFTER_POLLS, DEVICE_DOWN_MIN_MS, deviceDownAfterMs } from "./device_down.ts";
 export * from "./mqtt.ts";
+export { PROVIDER_TEXT_CHARS, providerText, quoteProviderText } from "./provider_text.ts";
 export { MAX_SSE_CLIENTS, maxStreamsFor, requestConnectionsShort } from "./event_streams.ts";

@@ -9,12 +9,13 @@ import {
   type Logger,
   neverThrowing,
   notFound,
+  quoteProviderText,
   RuntimeError,
   type StatusCode,
   type TypedValue,
   unavailable,
 } from "../common/mod.ts";
-import { type ProviderRegistry, providerText } from "../providers/mod.ts";
+import type { ProviderRegistry } from "../providers/mod.ts";
 import type { StateCache } from "../state/mod.ts";
 import type { AuditIntent, AuditOrigin, AuditSink } from "./audit_sink.ts";
 import { CallIntervals, leaseRefusal } from "./call_policy.ts";
@@ -578,7 +579,7 @@ export class CallRouter {
       throw new RuntimeError(
         "INTERNAL",
         `provider answered the call of ${auditHandle} ${fn.name} for device ${
-          JSON.stringify(providerText(answered))
+          quoteProviderText(answered)
         }, not ${JSON.stringify(req.deviceId)}: whether ${auditHandle} acted is unknown`,
       );
     }

@@ -16,6 +16,7 @@ import {
   type Logger,
   namedList,
   type ProviderSupervisionView,
+  providerText,
   RuntimeError,
   type SpawnFn,
   tellEach,
@@ -26,7 +27,7 @@ import {
 import type { ProviderConfig } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import { hostCheckOf } from "./host_check.ts";
-import { ProviderSession, providerText } from "./provider_session.ts";
+import { ProviderSession } from "./provider_session.ts";
 import type { SpawnQueue } from "./spawn_queue.ts";
 import {
   INITIAL_SUPERVISOR_STATE,

@@ -20,6 +20,8 @@ import {
   type Logger,
   type LogLevel,
   type ProviderProcess,
+  providerText,
+  quoteProviderText as quote,
   raceTimeout,
   RUNTIME_VERSION,
   RuntimeError,
@@ -97,8 +99,6 @@ export function stderrLineLevel(line: string): LogLevel | null {
 }
 /** Discovery warnings kept per session (provider health `discovery_warnings`); the rest counted. */
 export const MAX_DISCOVERY_WARNINGS = 20;
-/** Longest device id quoted in a discovery warning (longer ids are cut). */
-const WARNING_ID_CHARS = 80;
 /** Longest discovery warning (a provider's error message inside it is cut). */
 const WARNING_CHARS = 300;
 /** How a discovery warning that skipped its device ends. */
@@ -673,17 +673,4 @@ export async function readLines(
 function wrap(err: unknown, what: string): RuntimeError {
   const e = toRuntimeError(err);
   return new RuntimeError(e.code, `${what}: ${e.message}`, { cause: err });
-}
-
-/** A provider-supplied id in a message: quoted, cut to WARNING_ID_CHARS. */
-function quote(id: string): string {
-  return JSON.stringify(providerText(id));
-}
-
-/**
- * Text a provider supplies (a name, a version, an id) as a log line or message quotes it: cut to
- * WARNING_ID_CHARS, so that what a provider says cannot make one line of any length.
- */
-export function providerText(text: string): string {
-  return text.length > WARNING_ID_CHARS ? `${text.slice(0, WARNING_ID_CHARS)}\u2026` : text;
 }
