@@ -19,6 +19,7 @@ import type { ProviderRegistry } from "../providers/mod.ts";
 import type { StateCache } from "../state/mod.ts";
 import type { AuditIntent, AuditOrigin, AuditSink } from "./audit_sink.ts";
 import { CallIntervals, leaseRefusal } from "./call_policy.ts";
+import { STOPPED_AT_TURN, stopRefusal } from "./stop_refusal.ts";
 import { validateArgs } from "./validate_args.ts";
 
 /**
@@ -188,22 +189,6 @@ function checkLease(device: DeviceCapabilities, fn: FunctionSpec, progress: Call
  */
 function freshProgress(args: Readonly<Record<string, TypedValue>>): CallProgress {
   return { fn: null, args, refusedBy: null, sent: false, results: null, intent: null };
-}
-
-/**
- * The `refused_by` of an actuating call refused at its turn because a stop (an e-stop trigger, a
- * FAULT entry) happened after it was asked (CallRouter.addStopCount); as the HTTP layer's.
- */
-export const STOPPED_AT_TURN = "stopped";
-
-/** The refusal of a call asked before a stop whose turn came after it. */
-function stoppedWhileQueued(handle: string, fnName: string): RuntimeError {
-  return new RuntimeError(
-    "FAILED_PRECONDITION",
-    `${handle} ${fnName}: the e-stop latched or the runtime entered FAULT while it was queued; ` +
-      "a command sent before a stop is not carried out after it: send it again if it is still " +
-      "wanted",
-  );
 }
 
 /** Bound on calls waiting for one provider (calls to a provider are serialised). */
@@ -517,7 +502,9 @@ export class CallRouter {
         // the call was asked, the latch released and the machine re-armed meanwhile.
         if (!stop && fn.actuating) {
           progress.refusedBy = STOPPED_AT_TURN;
-          if (this.stopEpoch() !== stopEpoch) throw stoppedWhileQueued(auditHandle, fn.name);
+          if (this.stopEpoch() !== stopEpoch) {
+            throw stopRefusal(`${auditHandle} ${fn.name}`, "queue");
+          }
         }
       };
       checkAtTurn();

@@ -6,3 +6,4 @@ export * from "./mode_manager.ts";
 export * from "./parameters.ts";
 export * from "./audit_sink.ts";
 export * from "./stop_actions.ts";
+export * from "./stop_refusal.ts";

@@ -8,18 +8,15 @@
  * FAULT entries) as a request arrives; a route refuses when it moved (`stoppedSinceArrival`). The
  * router applies the same rule to a call from its asking to its turn.
  */
-import { failedPrecondition, type RuntimeError } from "../common/mod.ts";
-import { STOPPED_AT_TURN } from "../control/mod.ts";
+import type { RuntimeError } from "../common/mod.ts";
+import { STOPPED_AT_TURN, stopRefusal } from "../control/mod.ts";
 
 /**
  * The refusal of `what` (`POST /v0/call`), whose request arrived before a stop that happened while
  * its body arrived: 409 FAILED_PRECONDITION, audit `refused_by` STOPPED_REFUSAL.
  */
 export function sentBeforeStop(what: string): RuntimeError {
-  return failedPrecondition(
-    `${what}: the e-stop latched or the runtime entered FAULT while its body arrived; a command ` +
-      "sent before a stop is not carried out after it: send it again if it is still wanted",
-  );
+  return stopRefusal(what, "body");
 }
 
 /** The audit trail's `refused_by` of sentBeforeStop: the router's for the same rule. */
