@@ -20,6 +20,7 @@ import {
   type Logger,
   notFound,
   raceTimeout,
+  SpellLog,
   type TimerId,
   toJsonText,
   utf8Length,
@@ -163,7 +164,7 @@ export class IncidentRecorder {
   readonly #failingAt = new Map<string, number>();
   #dropped = 0;
   /** Records not written since one last was (a failing disk): its WARN said once per spell. */
-  #unwritten = 0;
+  readonly #unwritten: SpellLog;
   /**
    * Whether a trigger was refused since the waiting list last filled: said once per time it
    * fills (not once per process: `#dropped` also counts records that could not be written).
@@ -175,6 +176,17 @@ export class IncidentRecorder {
 
   constructor(o: IncidentOptions) {
     this.#o = o;
+    // Once per failing spell: a flapping device on a full disk would otherwise log a WARN per
+    // record, every line taking more of the disk that is full (journald's included).
+    this.#unwritten = new SpellLog({
+      log: o.log,
+      firstNote: "records that cannot be written are counted (runtime_incidents_dropped_total) " +
+        "and said again once one is written",
+      restLevel: "debug",
+      recovered: (failed, id) =>
+        `incident records written again: ${failed} not written before ${id}`,
+      recoveredLevel: "warn",
+    });
   }
 
   /** Reads the kept records' headers and follows the bus. */
@@ -621,28 +633,11 @@ export class IncidentRecorder {
       }
     } catch (err) {
       this.#dropped++;
-      this.#unwritten++;
-      // Once per failing spell: a flapping device on a full disk would otherwise log a WARN per
-      // record, every line taking more of the disk that is full (journald's included).
-      if (this.#unwritten === 1) {
-        this.#o.log.warn(
-          `incident ${header.incident_id} not written: ${errorMessage(err)}; records that ` +
-            `cannot be written are counted (runtime_incidents_dropped_total) and said again ` +
-            `once one is written`,
-        );
-      } else {
-        this.#o.log.debug(`incident ${header.incident_id} not written: ${errorMessage(err)}`);
-      }
+      this.#unwritten.fail(`incident ${header.incident_id} not written: ${errorMessage(err)}`);
       await files.remove(this.#path(header.incident_id)).catch(() => {});
       return;
     }
-    if (this.#unwritten > 0) {
-      this.#o.log.warn(
-        `incident records written again: ${this.#unwritten} not written before ` +
-          `${header.incident_id}`,
-      );
-      this.#unwritten = 0;
-    }
+    this.#unwritten.ok(header.incident_id);
     // In the order recorded (by the counter of its id), whatever order the writes ended in: an
     // e-stop's record waiting for its reason may be written after a later incident's.
     const n = idCounter(header.incident_id);

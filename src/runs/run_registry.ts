@@ -64,6 +64,7 @@ import {
   raceTimeout,
   RUNTIME_VERSION,
   RuntimeError,
+  SpellLog,
   type TimerId,
   type TypedValue,
   unavailable,
@@ -420,8 +421,8 @@ interface OpenRun {
    * save while runs.jsonl is long and its rewrite failed, up to RUN_NOT_RECORDED_SAVE_MAX_MS.
    */
   saveEveryMs: number;
-  /** Its last save of `notRecorded` failed (warned once until one succeeds). */
-  saveFailing: boolean;
+  /** Its saves of `notRecorded` that failed (warned once until one succeeds). */
+  readonly saveFailures: SpellLog;
   /**
    * Bus events that came while its run_closed was being written: of no run when the close
    * succeeds (the cut is by recording, whatever their time: nothing follows a run_closed; its
@@ -601,8 +602,8 @@ export class RunRegistry {
   #open: OpenRun | null = null;
   #chain: Promise<void> = Promise.resolve();
   #droppedBusEvents = 0;
-  /** The current spell of dropped bus events was said (until one is written again). */
-  #busDropsSaid = false;
+  /** The current spell of dropped bus events, said once (until one is written again). */
+  readonly #busDrops: SpellLog;
   #unsubscribe: (() => void) | null = null;
   #report: RunStartupReport = {
     corruptLines: [],
@@ -680,8 +681,8 @@ export class RunRegistry {
    * runs.jsonl is long and its rewrite failed, up to BETWEEN_RUNS_SAVE_MAX_MS (nextSaveEveryMs).
    */
   #betweenSaveEveryMs = BETWEEN_RUNS_SAVE_MS;
-  /** The last save of #betweenRuns failed (warned once until one succeeds). */
-  #betweenSaveFailing = false;
+  /** Saves of #betweenRuns that failed (warned once until one succeeds). */
+  readonly #betweenSaveFailures: SpellLog;
   /** Shutdown has begun: no save is tried again from now on. */
   #shuttingDown = false;
   /** A save of #betweenRuns is due at the end of this step (#betweenRunsChanged). */
@@ -692,6 +693,8 @@ export class RunRegistry {
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
     this.#log = options.logger;
+    this.#busDrops = new SpellLog({ log: this.#log, failLevel: "error" });
+    this.#betweenSaveFailures = new SpellLog({ log: this.#log });
     this.#ulid = new UlidGenerator({ now: () => options.clock.nowMs(), random: options.random });
     this.#prefix = options.runtimeName || "default";
     this.#maxRunBytes = options.maxRunBytes ?? RUN_MAX_BYTES_DEFAULT;
@@ -1065,7 +1068,7 @@ export class RunRegistry {
         lastLossAt: now,
         saveTimer: null,
         saveEveryMs: RUN_NOT_RECORDED_SAVE_MS,
-        saveFailing: false,
+        saveFailures: new SpellLog({ log: this.#log }),
         whileClosing: 0,
         safetyWhileClosing: null,
         closedEvent: null,
@@ -1677,7 +1680,7 @@ export class RunRegistry {
     open.bytes += size;
     void open.writer.append(line).then((r) => {
       if (r.ok) {
-        this.#busDropsSaid = false;
+        this.#busDrops.ok();
         return;
       }
       this.#droppedBusEvent(r.reason);
@@ -1761,7 +1764,7 @@ export class RunRegistry {
       }),
     ).then((r) => {
       if (r.ok) {
-        open.saveFailing = false;
+        open.saveFailures.ok();
         return;
       }
       if (open.savedNotRecorded === count) {
@@ -1769,13 +1772,10 @@ export class RunRegistry {
         open.savedNotRecordedAt = previousAt;
       }
       // One WARN per spell of failures.
-      if (!open.saveFailing) {
-        open.saveFailing = true;
-        this.#log.warn(
-          `run ${open.run.run_id}: count of events not recorded not saved: ${r.reason}; ` +
-            `tried again every ${RUN_NOT_RECORDED_SAVE_MS} ms`,
-        );
-      }
+      open.saveFailures.fail(
+        `run ${open.run.run_id}: count of events not recorded not saved: ${r.reason}; ` +
+          `tried again every ${RUN_NOT_RECORDED_SAVE_MS} ms`,
+      );
       // Tried again (RUN_NOT_RECORDED_SAVE_MS), not only at the next event left out or shutdown:
       // a crash once the disk works again must not lose it.
       if (open === this.#open && !this.#shuttingDown && !open.closing && open.saveTimer === null) {
@@ -1935,18 +1935,15 @@ export class RunRegistry {
     );
     void this.#appendSave(journal, line).then((r) => {
       if (r.ok) {
-        this.#betweenSaveFailing = false;
+        this.#betweenSaveFailures.ok();
         return;
       }
       if (this.#betweenSaved === line) this.#betweenSaved = previous;
       // One WARN per spell of failures.
-      if (!this.#betweenSaveFailing) {
-        this.#betweenSaveFailing = true;
-        this.#log.warn(
-          `count of safety events between runs not saved: ${r.reason}; tried again every ` +
-            `${BETWEEN_RUNS_SAVE_MS} ms`,
-        );
-      }
+      this.#betweenSaveFailures.fail(
+        `count of safety events between runs not saved: ${r.reason}; tried again every ` +
+          `${BETWEEN_RUNS_SAVE_MS} ms`,
+      );
       // Tried again (BETWEEN_RUNS_SAVE_MS), not only at the next change or shutdown: a crash
       // once the disk works again must not lose it. (A run opened since takes the count.)
       if (
@@ -2024,10 +2021,7 @@ export class RunRegistry {
     this.#droppedBusEvents++;
     // Once per spell (until an event is written again), not once per process: a disk that fills
     // again days later is said again, with its own reason.
-    if (!this.#busDropsSaid) {
-      this.#busDropsSaid = true;
-      this.#log.error(`run journal: bus events are being dropped (${reason})`);
-    }
+    this.#busDrops.fail(`run journal: bus events are being dropped (${reason})`);
   }
 
   /** A closed run's event file size: as its close record gave it, else from the disk. */

@@ -41,6 +41,7 @@ import {
   errorMessage,
   integerWrittenExactly,
   neverThrowing,
+  SpellLog,
   toRuntimeError,
 } from "../common/mod.ts";
 import type { SparkplugConfig } from "../config/mod.ts";
@@ -410,7 +411,7 @@ export class SparkplugEdgeNode {
    * Saves of bdSeq that failed since one last worked (a full disk): the first of a failing spell
    * is WARNed, the rest are DEBUG, and the save that works again says how many failed.
    */
-  #bdSeqSaveFailures = 0;
+  readonly #bdSeqSaves: SpellLog;
   #seq = 0;
   /** Whether the births of the current connection went out (data waits for them). */
   #born = false;
@@ -599,6 +600,13 @@ export class SparkplugEdgeNode {
   constructor(options: EdgeNodeOptions) {
     this.#o = options;
     this.#log = options.log;
+    this.#bdSeqSaves = new SpellLog({
+      log: options.log,
+      firstNote: "a restart may reuse it (said again once a save works)",
+      restLevel: "debug",
+      recovered: (failed, bdSeq) =>
+        `sparkplug: bdSeq ${bdSeq} recorded again (${failed} save(s) failed before)`,
+    });
   }
 
   get bdSeq(): number {
@@ -813,23 +821,12 @@ export class SparkplugEdgeNode {
         } catch (err) {
           // Once per failing spell: a broker that flaps on a full disk would otherwise log a
           // WARN per reconnect, each line taking more of the disk that is full.
-          if (this.#bdSeqSaveFailures++ === 0) {
-            this.#log.warn(
-              `sparkplug: could not record bdSeq ${bdSeq} (${errorMessage(err)}); a restart ` +
-                `may reuse it (said again once a save works)`,
-            );
-          } else {
-            this.#log.debug(`sparkplug: could not record bdSeq ${bdSeq} (${errorMessage(err)})`);
-          }
+          this.#bdSeqSaves.fail(
+            `sparkplug: could not record bdSeq ${bdSeq} (${errorMessage(err)})`,
+          );
           return; // tried again at the next change
         }
-        if (this.#bdSeqSaveFailures > 0) {
-          this.#log.info(
-            `sparkplug: bdSeq ${bdSeq} recorded again (${this.#bdSeqSaveFailures} save(s) ` +
-              `failed before)`,
-          );
-          this.#bdSeqSaveFailures = 0;
-        }
+        this.#bdSeqSaves.ok(String(bdSeq));
       }
     } finally {
       this.#bdSeqSaving = null;
