@@ -117,18 +117,27 @@ export class EstopPanel {
     const e = this.status()?.estop;
     const el = byId("estop-cause");
     const cause = e?.latched === true && typeof e.cause === "string" ? e.cause : "";
-    const alarm = cause.startsWith("alarm:") ? this.alarm(cause.slice(6)) : undefined;
-    const key = `${cause}|${alarm?.message ?? ""}`;
+    // An alarm a reload took out since the latch (`cause_alarm_retired`) is not the one listed
+    // under its id now, if any: neither linked nor described by it.
+    const retired = e?.latched === true && typeof e.cause_alarm_retired === "string"
+      ? e.cause_alarm_retired
+      : "";
+    const alarm = cause.startsWith("alarm:") && retired === ""
+      ? this.alarm(cause.slice(6))
+      : undefined;
+    const key = `${cause}|${retired}|${alarm?.message ?? ""}`;
     el.hidden = cause === "";
     if (el.dataset.key === key) return;
     el.dataset.key = key;
     fill(
       el,
       "Cause: ",
-      cause.startsWith("alarm:")
+      cause.startsWith("alarm:") && retired === ""
         ? h("a", { href: "#alarms", "data-cause": cause, text: cause })
         : h("strong", { "data-cause": cause, text: cause }),
-      alarm?.message
+      retired !== ""
+        ? ` — that alarm was ${retired} by a configuration reload since it latched the e-stop`
+        : alarm?.message
         ? ` — ${alarm.message}`
         : cause === "api"
         ? " — an e-stop request (POST /v0/estop: this page or another client)"

@@ -60,6 +60,11 @@ export interface AlarmActions {
   fault(reason: string, alarmId: string): Promise<unknown>;
   /** Triggers the e-stop (latch, FAULT, ladder) with this cause, as POST /v0/estop does. */
   estop(reason: string, cause: string): Promise<unknown>;
+  /**
+   * A reload took alarm `alarmId` out (`removed`) or put another definition in its place
+   * (`changed`), whatever its state: an e-stop it latched names it as its cause. Must not throw.
+   */
+  retired?(alarmId: string, how: "removed" | "changed"): void;
 }
 
 export interface AlarmEngineOptions {
@@ -292,6 +297,12 @@ export class AlarmEngine implements AlarmService {
     const previousInterlocks = this.#interlocks;
     for (const entry of previous.values()) this.#clearShelveTimer(entry);
     this.#build(section.alarms, section.interlocks, previous, previousInterlocks);
+    // Said whatever the alarm's state (an e-stop it latched outlives its clear), stopped or not.
+    for (const [id, entry] of previous) {
+      const now = this.#alarms.get(id);
+      if (now?.log === entry.log) continue; // carried on
+      this.#o.actions.retired?.(id, now === undefined ? "removed" : "changed");
+    }
     if (this.#stopped) return;
     // A raised (or acknowledged, or shelved) alarm the reload removed or changed ends here: its
     // clear is published, so the events, telemetry rows and run records end where the alarm

@@ -488,6 +488,7 @@ export class Kernel {
             cause,
             source: { kind: "alarm", alarm_id: cause.replace(/^alarm:/, "") },
           }),
+        retired: (alarmId, how) => this.estop.alarmRetired(alarmId, how),
       },
     });
     this.router.addGate(this.alarms.gate, "interlock");

@@ -124,6 +124,12 @@ export function responseComponents(): Record<string, JsonSchema> {
         latched_at_epoch_ms: { type: ["integer", "null"] },
         uncovered_actuating_functions: int,
         cause: note({ type: ["string", "null"] }, "`api` or `alarm:<id>`; null while released."),
+        cause_alarm_retired: note(
+          { enum: ["removed", "changed", null] },
+          "A reload since the latch took out the alarm of an `alarm:<id>` cause: `removed` " +
+            "(GET /v0/alarms/<id> answers 404) or `changed` (that id is now another alarm); " +
+            "null otherwise (project addition).",
+        ),
         plan: obj(["rung", "calls", "uncovered"], {
           rung: RUNG,
           calls: arr(obj(["device_handle", "function", "args"], {

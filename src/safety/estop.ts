@@ -158,6 +158,14 @@ export interface EstopStatus {
    * released. Absent only without an e-stop service.
    */
   cause?: string | null;
+  /**
+   * When `cause` is `alarm:<id>` and a configuration reload has since taken that alarm out:
+   * `removed` (no alarm of that id now: GET /v0/alarms/<id> answers 404) or `changed` (the alarm
+   * of that id now is another definition, not the one that latched); null otherwise. The cause
+   * itself stands (the latch does), as does this note until the latch is released. Absent only
+   * without an e-stop service.
+   */
+  cause_alarm_retired?: CauseAlarmRetired | null;
   /** The exact plan (absent only without an e-stop service). */
   plan?: EstopPlanView;
   /**
@@ -189,6 +197,9 @@ export interface EstopTriggerOptions {
    */
   readonly onLatched?: () => void;
 }
+
+/** How a reload took out the alarm that latched the e-stop (EstopStatus.cause_alarm_retired). */
+export type CauseAlarmRetired = "removed" | "changed";
 
 /** The cause of an e-stop requested over the API (POST /v0/estop). */
 export const ESTOP_CAUSE_API = "api";
@@ -361,6 +372,8 @@ export class Estop implements EstopService {
   #latchedAtMs: number | null = null;
   #triggerCount = 0;
   #cause: string | null = null;
+  /** What a reload did to the alarm of an `alarm:<id>` cause since the latch (null: nothing). */
+  #causeRetired: CauseAlarmRetired | null = null;
   /** Stops run one after another (a re-trigger re-runs the ladder after the running one). */
   #stopTail: Promise<unknown> = Promise.resolve();
   /**
@@ -828,6 +841,7 @@ export class Estop implements EstopService {
     this.#state = latchTransition(this.#state, "clear");
     this.#latchedAtMs = null;
     this.#cause = null;
+    this.#causeRetired = null;
     if (was === "latched") {
       // The release is in force: neither a logger nor a clock that fails may make clear() fail
       // as if it were not, nor keep the release from being announced (#stopLog: a line the
@@ -850,6 +864,24 @@ export class Estop implements EstopService {
       }
     }
     return { latched: false };
+  }
+
+  /**
+   * A configuration reload took alarm `alarmId` out (`removed`) or replaced it with another
+   * definition of the same id (`changed`). When that alarm latched the e-stop now in force, status
+   * says so next to the cause (`cause_alarm_retired`), so the cause does not point at an alarm that
+   * is no longer there; the latch and its cause stand (a reload never undoes a stop). A removal
+   * after a change says `removed` (there is then nothing of that id to read). Never throws.
+   */
+  alarmRetired(alarmId: string, how: CauseAlarmRetired): void {
+    if (this.#state !== "latched" || this.#cause !== `alarm:${alarmId}`) return;
+    const was = this.#causeRetired;
+    this.#causeRetired = how === "removed" ? "removed" : (was ?? "changed");
+    if (was === this.#causeRetired) return;
+    this.#stopLog.warn(
+      `e-stop latched by alarm ${alarmId}, which a reload ${this.#causeRetired}: ` +
+        "the latch and its cause stand",
+    );
   }
 
   /**
@@ -889,6 +921,7 @@ export class Estop implements EstopService {
       latched_at_epoch_ms: this.#latchedAtMs,
       uncovered_actuating_functions: planned.plan.uncovered.length,
       cause: this.#cause,
+      cause_alarm_retired: this.#causeRetired,
       plan: planned.view,
       ...(planned.failed === undefined ? {} : { plan_failed: planned.failed }),
       unverified_devices: planned.unverified,
