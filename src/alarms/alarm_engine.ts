@@ -61,8 +61,10 @@ export interface AlarmActions {
   /** Triggers the e-stop (latch, FAULT, ladder) with this cause, as POST /v0/estop does. */
   estop(reason: string, cause: string): Promise<unknown>;
   /**
-   * A reload took alarm `alarmId` out (`removed`) or put another definition in its place
-   * (`changed`), whatever its state: an e-stop it latched names it as its cause. Must not throw.
+   * A reload took alarm `alarmId` out (`removed`), or the alarm under that id now is not the one
+   * it was before the reload (`changed`: another definition in its place, or an alarm of that id
+   * added back after a removal), whatever its state: an e-stop it latched names it as its cause.
+   * Must not throw.
    */
   retired?(alarmId: string, how: "removed" | "changed"): void;
 }
@@ -302,6 +304,9 @@ export class AlarmEngine implements AlarmService {
       const now = this.#alarms.get(id);
       if (now?.log === entry.log) continue; // carried on
       this.#o.actions.retired?.(id, now === undefined ? "removed" : "changed");
+    }
+    for (const id of this.#alarms.keys()) {
+      if (!previous.has(id)) this.#o.actions.retired?.(id, "changed"); // added (back)
     }
     if (this.#stopped) return;
     // A raised (or acknowledged, or shelved) alarm the reload removed or changed ends here: its

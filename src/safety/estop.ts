@@ -161,7 +161,8 @@ export interface EstopStatus {
   /**
    * When `cause` is `alarm:<id>` and a configuration reload has since taken that alarm out:
    * `removed` (no alarm of that id now: GET /v0/alarms/<id> answers 404) or `changed` (the alarm
-   * of that id now is another definition, not the one that latched); null otherwise. The cause
+   * of that id now is another definition, or one added back, not the one that latched), as the
+   * latest such reload left it; null otherwise. The cause
    * itself stands (the latch does), as does this note until the latch is released. Absent only
    * without an e-stop service.
    */
@@ -867,17 +868,17 @@ export class Estop implements EstopService {
   }
 
   /**
-   * A configuration reload took alarm `alarmId` out (`removed`) or replaced it with another
-   * definition of the same id (`changed`). When that alarm latched the e-stop now in force, status
-   * says so next to the cause (`cause_alarm_retired`), so the cause does not point at an alarm that
-   * is no longer there; the latch and its cause stand (a reload never undoes a stop). A removal
-   * after a change says `removed` (there is then nothing of that id to read). Never throws.
+   * A configuration reload took alarm `alarmId` out (`removed`), or the alarm of that id now is
+   * not the one it was (`changed`: another definition, or one added back after a removal). When
+   * that alarm latched the e-stop now in force, status says so next to the cause
+   * (`cause_alarm_retired`, the latest reload's word), so the cause does not point at an alarm that
+   * is no longer there; the latch and its cause stand (a reload never undoes a stop). Never throws.
    */
   alarmRetired(alarmId: string, how: CauseAlarmRetired): void {
     if (this.#state !== "latched" || this.#cause !== `alarm:${alarmId}`) return;
     const was = this.#causeRetired;
-    this.#causeRetired = how === "removed" ? "removed" : (was ?? "changed");
-    if (was === this.#causeRetired) return;
+    this.#causeRetired = how;
+    if (was === how) return;
     this.#stopLog.warn(
       `e-stop latched by alarm ${alarmId}, which a reload ${this.#causeRetired}: ` +
         "the latch and its cause stand",

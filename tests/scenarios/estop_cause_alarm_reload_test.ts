@@ -76,3 +76,20 @@ Deno.test("Estop status says the alarm that latched it was changed by a reload, 
     await fx.close();
   }
 });
+
+Deno.test("Estop status says changed when a reload adds the removed cause alarm back (not the one that latched)", async () => {
+  const { fx, api } = await latchedByWarm();
+  try {
+    const rt = fx.runtime;
+    const all = rt.config.alarms;
+    await rt.reload({ ...rt.config, alarms: all.filter((a) => a.id !== "warm") });
+    assert.equal((await api.get("/v0/runtime/status")).json.estop.cause_alarm_retired, "removed");
+    await rt.reload({ ...rt.config, alarms: all });
+    assert.equal((await api.get("/v0/alarms/warm")).status, 200);
+    const estop = (await api.get("/v0/runtime/status")).json.estop;
+    assert.equal(estop.cause, "alarm:warm");
+    assert.equal(estop.cause_alarm_retired, "changed");
+  } finally {
+    await fx.close();
+  }
+});
