@@ -91,6 +91,7 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
         latched_at_epoch_ms: null,
         uncovered_actuating_functions: actuating,
         cause: null,
+        cause_alarm_retired: null,
       });
       assert.deepEqual(plan.calls, []);
       assert.equal(plan.uncovered.length, actuating);

@@ -384,6 +384,7 @@ Deno.test("Estop latch gate refuses actuating calls and passes read-only ones wh
     latched_at_epoch_ms: null,
     uncovered_actuating_functions: 0,
     cause: null,
+    cause_alarm_retired: null,
     plan: { rung: "none", calls: [], uncovered: [] },
     unverified_devices: [],
     verification: {
