@@ -86,6 +86,16 @@ Deno.test("POST /v0/call over HTTP: an int64 argument JSON would round is a 400 
         `{"provider_id":"sim0","device_id":"motorctl0","function_id":10,"args":{` +
           `"motor_index":{"type":"int64","int64":${index}},"duty":{"type":"double","double":0.25}}}`,
       );
+    // The calls of set_motor_duty the audit trail records as accepted (sent to the provider),
+    // identical consecutive ones merged into one entry's `count`.
+    const accepted = async () => {
+      const audit = (await request("GET", "/v0/audit?limit=100")).json;
+      return (audit.entries as Record<string, unknown>[])
+        .filter((e) =>
+          e.action === "call" && e.function === "set_motor_duty" && e.outcome === "accepted"
+        )
+        .reduce((n, e) => n + (e.count as number), 0);
+    };
     // The body-wide check answers (request_validation.ts, every integer member the schema
     // declares, call arguments included): the route's own conversion never sees a rounded one.
     assert400(
@@ -107,8 +117,10 @@ Deno.test("POST /v0/call over HTTP: an int64 argument JSON would round is a 400 
       await raw(`"n":{"type":"double","double":1,"int64":2.0000000000000001}`),
       /^args\.n\.int64: 2\.0000000000000001 is not an integer as written/,
     );
+    assert.equal(await accepted(), 0, "no refused call reached the provider");
     assert.equal((await call("1")).status, 200);
     assert.equal((await call("1.0")).status, 200);
+    assert.equal(await accepted(), 2, "the two exact calls reached the provider");
   } finally {
     await fx.close();
   }
