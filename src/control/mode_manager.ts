@@ -386,6 +386,8 @@ export class ModeManager implements ModeService {
    */
   #autoEntryInvalid: AutoEntryInvalid | null = null;
   readonly #listeners = new Set<ModeChangeListener>();
+  /** Commits so far (#commit): a listener's commit supersedes the one whose listeners it is in. */
+  #commits = 0;
   readonly #armChecks: Array<{ check: ArmCheck; name: string }> = [];
   /** Which arm check refused, by the error it threw (audit `refused_by`). */
   readonly #armRefusals = new WeakMap<object, string>();
@@ -1208,10 +1210,13 @@ export class ModeManager implements ModeService {
    * hooks (anolis publishes it after them): the event stream then always follows the
    * real mode history, even when an e-stop forces FAULT while after-hooks run, and a behavior
    * tree leaving AUTO is halted before any after-hook call. `committed` is called once the mode
-   * is set, before anything else: what the change causes comes after it on the audit trail.
+   * is set, before anything else: what the change causes comes after it on the audit trail. A
+   * listener that commits another mode supersedes this change: the listeners after it are told
+   * only that one (every listener hears a change only while it is the mode in force).
    */
   #commit(previous: RuntimeMode, next: RuntimeMode, committed?: () => void): void {
     this.#mode = next;
+    const commit = ++this.#commits;
     if (next === "FAULT" && previous !== "FAULT") this.#faultEntries++;
     try {
       committed?.();
@@ -1257,6 +1262,10 @@ export class ModeManager implements ModeService {
       } catch { /* a logger that throws does not stop the change either */ }
     }
     for (const listener of [...this.#listeners]) {
+      // A listener committed another mode (forced FAULT on entering AUTO): that commit told every
+      // listener of its change; the ones after it here are not told this superseded one (the tree
+      // runner would switch the tree on in AUTO while the mode is FAULT, and hear it after FAULT).
+      if (this.#commits !== commit) break;
       try {
         listener({ previous, current: next });
       } catch (err) {
