@@ -107,11 +107,17 @@ export interface AutomationInventory {
 export const DEVICE_OUTAGE_FAILURES = 2;
 
 /**
- * Devices whose recent failed (or refused) calls are kept, each record apart: a tree computing
- * its handles (`{dev}`) can name without end, so beyond it the least recently updated device's
- * record goes (its streak starts again at its next failure).
+ * Devices whose recent failed calls are kept, each record apart (and, apart from them, device
+ * functions whose recent calls were refused): a tree computing its handles (`{dev}`) can name
+ * without end, so beyond it the least recently updated record goes (its streak starts again at
+ * its next failure or refusal).
  */
 export const MAX_CALL_RECORDS = 256;
+
+/** The key of a device function's refusals (JSON: a handle as written may hold any text). */
+function refusalKey(handle: string, fn: string): string {
+  return JSON.stringify([handle, fn]);
+}
 
 /** Sets `key` as the most recent entry of `map`, the least recent going beyond `max`. */
 function setNewest<V>(map: Map<string, V>, key: string, value: V, max: number): void {
@@ -130,7 +136,7 @@ export interface DeviceOutage {
 }
 
 /**
- * A device the tree's recent calls to were all refused by a gate -- an interlock, the
+ * A device function the tree's recent calls of were all refused by a gate -- an interlock, the
  * device-loss latch, the mode or e-stop gate -- or by a check about the caller -- requires_lease,
  * argument validation (a malformed device handle too), min_interval, a function the device does
  * not declare, a provider id not configured (GET /v0/automation/status `refused_calls`): nothing
@@ -138,6 +144,11 @@ export interface DeviceOutage {
  */
 export interface RefusedCalls {
   device_handle: string;
+  /**
+   * The function refused (counted per device and function: another function of the device that
+   * is called meanwhile neither ends nor extends this one's streak).
+   */
+  function: string;
   consecutive_refusals: number;
   /**
    * What refused the last one: `interlock <id>`, `device_loss_latch`, `estop`, `mode`,
@@ -193,7 +204,10 @@ export type EngineStatus = AutomationStatus & {
   /** Devices automation may not command until AUTO is entered again. */
   device_loss_latched: string[];
   device_outages: DeviceOutage[];
-  /** Devices the tree's recent calls to were all refused by a gate or a caller check (not outages). */
+  /**
+   * Device functions the tree's recent calls of were all refused by a gate or a caller check (not
+   * outages), one entry per device and function.
+   */
   refused_calls: RefusedCalls[];
 };
 
@@ -294,10 +308,20 @@ export class AutomationEngine {
    */
   #treeText: string | null = null;
   readonly #calls = new Map<string, { failures: number; lastError: string; sinceMs: number }>();
-  /** Calls to a device refused (a gate, a caller check) in a row: they neither count nor end `#calls`. */
+  /**
+   * Calls of one function of a device refused (a gate, a caller check) in a row, by refusalKey:
+   * they neither count nor end `#calls`; a call of another function neither ends nor extends them.
+   */
   readonly #refusals = new Map<
     string,
-    { refusals: number; refusedBy: string; lastRefusal: string; sinceMs: number }
+    {
+      handle: string;
+      fn: string;
+      refusals: number;
+      refusedBy: string;
+      lastRefusal: string;
+      sinceMs: number;
+    }
   >();
   /**
    * A node's last refusal listed under a key that names no device (its device_handle port as
@@ -336,7 +360,8 @@ export class AutomationEngine {
       () => this.#treeGeneration,
       (handle) => this.#noteCommand(handle),
       (handle, delta) => this.#noteInFlight(handle, delta),
-      (handle, err, generation, refusedBy) => this.#noteCall(handle, err, generation, refusedBy),
+      (handle, fn, err, generation, refusedBy) =>
+        this.#noteCall(handle, fn, err, generation, refusedBy),
       (node, handle, generation) => this.#noteNodeKey(node, handle, generation),
     );
     options.modes.onModeChange((change) => {
@@ -906,15 +931,16 @@ export class AutomationEngine {
       });
     }
     const refused: RefusedCalls[] = [];
-    for (const [handle, r] of this.#refusals) {
+    for (const [key, r] of this.#refusals) {
       // Kept when the refusal says the provider is not there: the tree still calls it.
-      if (r.refusedBy !== "unknown_provider" && gone(handle)) {
-        this.#refusals.delete(handle);
+      if (r.refusedBy !== "unknown_provider" && gone(r.handle)) {
+        this.#refusals.delete(key);
         continue;
       }
       if (r.refusals < DEVICE_OUTAGE_FAILURES) continue;
       refused.push({
-        device_handle: handle,
+        device_handle: r.handle,
+        function: r.fn,
         consecutive_refusals: r.refusals,
         refused_by: r.refusedBy,
         last_refusal: r.lastRefusal,
@@ -930,7 +956,7 @@ export class AutomationEngine {
       : refused.length > 0
       ? `calls refused: ${
         refused.map((r) =>
-          `${r.device_handle} by ${r.refused_by} (${r.consecutive_refusals} in a row)`
+          `${r.device_handle} ${r.function} by ${r.refused_by} (${r.consecutive_refusals} in a row)`
         ).join(", ")
       }`
       : null;
@@ -988,10 +1014,11 @@ export class AutomationEngine {
    */
   #forgetProvider(providerId: string): void {
     this.#lossLatch?.forgetProvider(providerId);
-    for (const records of [this.#calls, this.#refusals]) {
-      for (const handle of [...records.keys()]) {
-        if (parseDeviceHandle(handle)?.providerId === providerId) records.delete(handle);
-      }
+    for (const handle of [...this.#calls.keys()]) {
+      if (parseDeviceHandle(handle)?.providerId === providerId) this.#calls.delete(handle);
+    }
+    for (const [key, r] of [...this.#refusals]) {
+      if (parseDeviceHandle(r.handle)?.providerId === providerId) this.#refusals.delete(key);
     }
   }
 
@@ -1024,17 +1051,24 @@ export class AutomationEngine {
     else this.#nodeKeys.delete(node);
     if (before === undefined || before === handle) return;
     for (const key of this.#nodeKeys.values()) if (key === before) return;
-    this.#refusals.delete(before);
+    for (const [key, r] of [...this.#refusals]) if (r.handle === before) this.#refusals.delete(key);
   }
 
-  #noteCall(handle: string, err: unknown, generation: number, refusedBy?: string): void {
+  #noteCall(
+    handle: string,
+    fn: string,
+    err: unknown,
+    generation: number,
+    refusedBy?: string,
+  ): void {
     if (generation !== this.#treeGeneration) return; // a call of a tree a reload replaced
     // No key to list it under (`device_handle` is never ""): CallDevice refuses an empty handle
     // under its port as written before calling.
     if (handle === "") return;
+    const key = refusalKey(handle, fn);
     if (err === null) {
       this.#calls.delete(handle);
-      this.#refusals.delete(handle);
+      this.#refusals.delete(key);
       return;
     }
     // A call a halt (leaving AUTO) cancelled before it was sent says nothing about the device.
@@ -1047,8 +1081,10 @@ export class AutomationEngine {
     // before_transition hooks run): held back by the transition, as a halt cancels them.
     if (gate === "mode" && this.#o.modes.current() === "AUTO") return;
     if (gate !== null) {
-      const prev = this.#refusals.get(handle);
-      setNewest(this.#refusals, handle, {
+      const prev = this.#refusals.get(key);
+      setNewest(this.#refusals, key, {
+        handle,
+        fn,
         refusals: (prev?.refusals ?? 0) + 1,
         refusedBy: refuserName(gate, err),
         lastRefusal: message,
@@ -1056,7 +1092,7 @@ export class AutomationEngine {
       }, MAX_CALL_RECORDS);
       return;
     }
-    this.#refusals.delete(handle);
+    this.#refusals.delete(key);
     const prev = this.#calls.get(handle);
     setNewest(this.#calls, handle, {
       failures: (prev?.failures ?? 0) + 1,
@@ -1221,7 +1257,13 @@ function kernelServices(
   generation: () => number,
   noteCommand: (handle: string) => void,
   noteInFlight: (handle: string, delta: 1 | -1) => void,
-  noteCall: (handle: string, err: unknown, generation: number, refusedBy?: string) => void,
+  noteCall: (
+    handle: string,
+    fn: string,
+    err: unknown,
+    generation: number,
+    refusedBy?: string,
+  ) => void,
   noteNodeKey: (node: string | undefined, handle: string, generation: number) => void,
 ): BtServices {
   return {
@@ -1252,7 +1294,7 @@ function kernelServices(
         const err = invalidArgument(
           `device_handle must be 'provider/device', got '${handle}'${where}`,
         );
-        noteCall(handle, err, madeUnder, "validation");
+        noteCall(handle, functionName, err, madeUnder, "validation");
         throw err;
       }
       // Counted in flight from its admission until it settles -- or until a halt aborts it before
@@ -1304,21 +1346,26 @@ function kernelServices(
           err instanceof RuntimeError
         ) {
           const refusal = new RuntimeError(err.code, `${err.message}${where}`);
-          noteCall(handle, refusal, madeUnder, by);
+          noteCall(handle, functionName, refusal, madeUnder, by);
           throw refusal;
         }
-        noteCall(handle, cancelled ? new DOMException("halted", "AbortError") : err, madeUnder);
+        noteCall(
+          handle,
+          functionName,
+          cancelled ? new DOMException("halted", "AbortError") : err,
+          madeUnder,
+        );
         throw err;
       } finally {
         signal.removeEventListener("abort", onHalt);
       }
       uncount();
-      noteCall(handle, null, madeUnder);
+      noteCall(handle, functionName, null, madeUnder);
     },
-    refuseCall(handle: string, _functionName: string, message: string, node?: string): void {
+    refuseCall(handle: string, functionName: string, message: string, node?: string): void {
       const madeUnder = generation();
       noteNodeKey(node, handle, madeUnder);
-      noteCall(handle, invalidArgument(message), madeUnder, "validation");
+      noteCall(handle, functionName, invalidArgument(message), madeUnder, "validation");
     },
     getParameter(name: string) {
       const p = o.parameters?.get(name);

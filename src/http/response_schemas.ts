@@ -814,6 +814,7 @@ export function responseComponents(): Record<string, JsonSchema> {
           arr(obj(
             [
               "device_handle",
+              "function",
               "consecutive_refusals",
               "refused_by",
               "last_refusal",
@@ -821,13 +822,16 @@ export function responseComponents(): Record<string, JsonSchema> {
             ],
             {
               device_handle: str,
+              function: str,
               consecutive_refusals: int,
               refused_by: str,
               last_refusal: str,
               since_epoch_ms: int,
             },
           )),
-          "Devices whose recent automated calls a gate (an interlock, the device-loss latch, " +
+          "Device functions (one entry per device and function: a call of another function " +
+            "of the device neither ends nor extends a streak) whose recent automated calls a " +
+            "gate (an interlock, the device-loss latch, " +
             "the mode or e-stop gate) or a policy check about the caller (requires_lease, " +
             "argument validation, min_interval, a function the device does not declare: " +
             "unknown_function, a provider id not configured: unknown_provider) all refused, 2 " +

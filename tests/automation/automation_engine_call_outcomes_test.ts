@@ -120,7 +120,10 @@ Deno.test("AutomationEngine lists a call to a function the device does not decla
       [["sim0/motorctl0", 2, "unknown_function"]],
     );
     assert.match(s.refused_calls[0]!.last_refusal, /^Function not found: /);
-    assert.equal(s.last_error, "calls refused: sim0/motorctl0 by unknown_function (2 in a row)");
+    assert.equal(
+      s.last_error,
+      "calls refused: sim0/motorctl0 no_such_fn by unknown_function (2 in a row)",
+    );
   });
 });
 
@@ -141,7 +144,10 @@ Deno.test("AutomationEngine lists calls to a provider that is not configured in 
       [["simO/motorctl0", 2, "unknown_provider"]],
       "the tree's calls to a provider that does not exist are nowhere in status",
     );
-    assert.equal(s.last_error, "calls refused: simO/motorctl0 by unknown_provider (2 in a row)");
+    assert.equal(
+      s.last_error,
+      "calls refused: simO/motorctl0 set_motor_duty by unknown_provider (2 in a row)",
+    );
   }, { arm: true });
 });
 
@@ -161,7 +167,10 @@ Deno.test("AutomationEngine lists calls with a malformed device handle in refuse
       [["motorctl0", 2, "validation"]],
       "the tree's calls with a malformed handle are nowhere in status",
     );
-    assert.equal(s.last_error, "calls refused: motorctl0 by validation (2 in a row)");
+    assert.equal(
+      s.last_error,
+      "calls refused: motorctl0 set_motor_duty by validation (2 in a row)",
+    );
   }, { arm: true });
 });
 

@@ -29,7 +29,7 @@ Deno.test("AutomationEngine lists calls a gate refused in refused_calls, apart f
       [["sim0/motorctl0", 2, "mode"]],
     );
     assert.match(s.refused_calls[0]!.last_refusal, /^Call blocked in IDLE mode: /);
-    assert.equal(s.last_error, "calls refused: sim0/motorctl0 by mode (2 in a row)");
+    assert.equal(s.last_error, "calls refused: sim0/motorctl0 set_motor_duty by mode (2 in a row)");
 
     await rt.modes.request("MANUAL");
     await fail(); // the second failure in a row: the refusals between did not end the streak
@@ -67,16 +67,35 @@ Deno.test("AutomationEngine lists calls refused by the caller's policy checks (m
     await assert.rejects(call("set_level", badLevel));
     s = engine.status();
     assert.deepEqual(s.device_outages, [], "an argument refused is no device failure");
-    assert.deepEqual(refusedBy(), [["pol/act0", 4, "validation"]]);
+    // Counted per function: the lease refusals of `leased` stay listed apart.
+    assert.deepEqual(refusedBy(), [["pol/act0", 2, "requires_lease"], [
+      "pol/act0",
+      2,
+      "validation",
+    ]]);
 
-    await call("pulse"); // sent: ends the refusals
-    assert.deepEqual(refusedBy(), []);
+    await call("set_level", { level: { type: "double", double: 0.5 } }); // sent: ends its refusals
+    assert.deepEqual(refusedBy(), [["pol/act0", 2, "requires_lease"]]);
+    await call("pulse");
+    assert.deepEqual(
+      refusedBy(),
+      [["pol/act0", 2, "requires_lease"]],
+      "pulse's call ends none of leased's",
+    );
     await assert.rejects(call("pulse"), /min_interval_ms|sooner/);
     await assert.rejects(call("pulse"), /min_interval_ms|sooner/);
     s = engine.status();
     assert.deepEqual(s.device_outages, [], "a call too soon is no device failure");
-    assert.deepEqual(refusedBy(), [["pol/act0", 2, "min_interval"]]);
-    assert.equal(s.last_error, "calls refused: pol/act0 by min_interval (2 in a row)");
+    assert.deepEqual(refusedBy(), [["pol/act0", 2, "requires_lease"], [
+      "pol/act0",
+      2,
+      "min_interval",
+    ]]);
+    assert.equal(
+      s.last_error,
+      "calls refused: pol/act0 leased by requires_lease (2 in a row), " +
+        "pol/act0 pulse by min_interval (2 in a row)",
+    );
   }, { config: { providers: [simProvider("sim0"), policyProvider()] } });
 });
 
