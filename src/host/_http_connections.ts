@@ -137,18 +137,60 @@ const TLS_RELAY_MATCH_TIMEOUT_MS = 1000;
  */
 export const TLS_RELAY_CONNECT_TIMEOUT_MS = 1000;
 
-/** The answer a refused plain-HTTP connection gets before it is closed. */
-function refusalResponse(maxConnections: number): Uint8Array {
+/**
+ * At the limit, how long a refused plain-HTTP connection's request head is waited for before it
+ * is answered 503: the head's Origin decides the CORS headers of that 503 (a page of a granted
+ * origin would see a network error instead of it). A client that sends nothing in time is answered
+ * without them.
+ */
+export const REFUSAL_HEAD_WAIT_MS = 250;
+/** Of a refused connection's request head, at most this many bytes are read (for its Origin). */
+export const REFUSAL_HEAD_MAX_BYTES = 8192;
+/**
+ * Refused connections whose request head is being read at once (REFUSAL_HEAD_WAIT_MS): beyond
+ * it a refused connection is answered at once, without CORS headers, and the next accept waits for
+ * that answer, so a flood holds at most this many descriptors beyond http.max_connections.
+ */
+export const MAX_REFUSALS_READING = 8;
+
+/** The answer a refused plain-HTTP connection gets before it is closed, with `headers` added. */
+function refusalResponse(maxConnections: number, headers: Headers | null = null): Uint8Array {
   const body = JSON.stringify({
     status: {
       code: "UNAVAILABLE",
       message: `too many open connections (http.max_connections = ${maxConnections}); retry later`,
     },
   });
+  let extra = "";
+  for (const [name, value] of headers ?? []) extra += `${name}: ${value}\r\n`;
   return new TextEncoder().encode(
     "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n" +
-      `content-length: ${body.length}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`,
+      `content-length: ${body.length}\r\nretry-after: 1\r\nconnection: close\r\n${extra}\r\n` +
+      body,
   );
+}
+
+/**
+ * The request a refused connection's head names, as far as its CORS headers need it (its Origin,
+ * the Host it was sent to), or null when the head is incomplete or malformed.
+ */
+function requestOfHead(head: Uint8Array): Request | null {
+  const text = new TextDecoder().decode(head);
+  const end = text.indexOf("\r\n\r\n");
+  if (end < 0) return null;
+  const fields = new Map<string, string>();
+  for (const line of text.slice(0, end).split("\r\n").slice(1)) {
+    const colon = line.indexOf(":");
+    if (colon <= 0) return null;
+    fields.set(line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim());
+  }
+  const origin = fields.get("origin");
+  if (origin === undefined) return null;
+  try {
+    return new Request(`http://${fields.get("host") ?? "localhost"}/`, { headers: { origin } });
+  } catch {
+    return null; // a Host or an Origin no URL or header can hold
+  }
 }
 
 /** What Deno's internal per-connection server returns (the shape of Deno.HttpServer). */
@@ -316,6 +358,8 @@ export class ConnectionLayer {
   #sweeper: TimerId | null = null;
   readonly #sweepEveryMs: number;
   readonly #loops: Promise<void>[] = [];
+  /** Refused connections whose request head is being read now (MAX_REFUSALS_READING). */
+  #refusalsReading = 0;
   /** HTTPS relay: connections waiting for their TLS side, by the relay's local address (relayKey). */
   readonly #awaitingTls = new Map<string, Conn>();
   /** HTTPS relay: TLS-side connections accepted before their relay registered (relayKey). */
@@ -918,14 +962,47 @@ export class ConnectionLayer {
     c.onEnded?.();
   }
 
+  /**
+   * Answers a connection refused at the limit 503 and closes it. Plain HTTP: its request head is
+   * read first (bounded: REFUSAL_HEAD_WAIT_MS, REFUSAL_HEAD_MAX_BYTES, MAX_REFUSALS_READING at
+   * once) for the CORS headers its own answer would have carried; the next accept does not wait
+   * for that read.
+   */
   #refuse(conn: Deno.Conn): Promise<void> | null {
     if (this.#o.tlsListener !== null) {
       closeQuietly(conn);
       return null;
     }
-    const p = conn.write(this.#refusal).then(() => {}, () => {}).finally(() => closeQuietly(conn));
+    if (this.#o.standInHeaders === null || this.#refusalsReading >= MAX_REFUSALS_READING) {
+      const p = conn.write(this.#refusal).then(() => {}, () => {}).finally(() =>
+        closeQuietly(conn)
+      );
+      this.#track(p);
+      return p;
+    }
+    this.#refusalsReading++;
+    const p = (async () => {
+      try {
+        const head = await raceTimeout(
+          this.#o.clock,
+          readHead(conn),
+          REFUSAL_HEAD_WAIT_MS,
+          new Uint8Array(),
+        );
+        const req = requestOfHead(head);
+        const headers = req === null ? null : this.#standInHeaders(req, "a 503 at the limit");
+        await conn.write(
+          headers === null ? this.#refusal : refusalResponse(this.#o.maxConnections, headers),
+        );
+      } catch {
+        // The client went away: nothing to answer.
+      } finally {
+        this.#refusalsReading--;
+        closeQuietly(conn);
+      }
+    })();
     this.#track(p);
-    return p;
+    return null;
   }
 
   /** Waits for `p`, at most `ms` (and not past shutdown). */
@@ -1039,6 +1116,27 @@ async function pump(from: Deno.Conn, to: Deno.Conn): Promise<"from" | "to"> {
       return "to";
     }
   }
+}
+
+/**
+ * Reads `conn` until the end of a request head (an empty line), REFUSAL_HEAD_MAX_BYTES, or the
+ * end of the stream; what was read. A read that fails once the connection is closed ends it.
+ */
+async function readHead(conn: Deno.Conn): Promise<Uint8Array> {
+  const buf = new Uint8Array(REFUSAL_HEAD_MAX_BYTES);
+  let n = 0;
+  while (n < buf.length) {
+    let got: number | null;
+    try {
+      got = await conn.read(buf.subarray(n));
+    } catch {
+      break;
+    }
+    if (got === null) break;
+    n += got;
+    if (new TextDecoder().decode(buf.subarray(0, n)).includes("\r\n\r\n")) break;
+  }
+  return buf.subarray(0, n);
 }
 
 function closeQuietly(c: { close(): void }): void {
