@@ -151,7 +151,8 @@ export interface RefusedCalls {
   function: string;
   consecutive_refusals: number;
   /**
-   * What refused the last one: `interlock <id>`, `device_loss_latch`, `estop`, `mode`,
+   * What refused the last one: `interlock <id>`, `device_loss_latch`, `estop`, `stopped` (asked
+   * before a stop, its turn after the re-arm), `mode`,
    * `allowed_modes`, `requires_lease`, `validation`, `min_interval`, `unknown_function` (the
    * tree calls a function the device does not declare), `unknown_provider` (no provider has the
    * handle's id): the last two are tree or configuration errors.

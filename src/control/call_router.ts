@@ -150,7 +150,9 @@ const refusedBy = new WeakMap<object, string>();
 /**
  * Refusers before sending that say nothing about the caller: the provider's queue (full, or the
  * call cancelled there) and the provider (down, or the device gone). Audited as refusals, but not
- * refusedBeforeSending's: a congested or absent provider is the device's business.
+ * refusedBeforeSending's: a congested or absent provider is the device's business. Not
+ * STOPPED_AT_TURN: a stop is no failure of the device either, so it stays a refusal (as the estop
+ * gate's); a tree call it voids was halted by it, and automation status drops a halted call.
  */
 const NOT_CALLER_REFUSALS: ReadonlySet<string> = new Set(["queue", "unavailable"]);
 
