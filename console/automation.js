@@ -107,6 +107,14 @@ export function automationWhy(s, context = {}) {
 }
 
 /**
+ * What a `refused_calls` entry's calls went to: the device and, from runtimes that count per
+ * function (`function`), the function -- two refused functions of one device are two entries.
+ */
+function refusedTarget(r) {
+  return typeof r.function === "string" ? `${r.device_handle} ${r.function}` : r.device_handle;
+}
+
+/**
  * The runtime's own why (`not_running`, `why_not_running`, `blocked_devices`); in AUTO, a tree
  * whose recent calls a gate or a check refused (`refused_calls`) ticks but moves nothing: blocked.
  */
@@ -120,7 +128,7 @@ function runtimeWhy(s, since) {
       text: `Blocked: ${
         refused.map((r) => {
           const when = since(r.since_epoch_ms);
-          return `calls to ${r.device_handle} are refused by ${r.refused_by} (` +
+          return `calls to ${refusedTarget(r)} are refused by ${r.refused_by} (` +
             `${r.consecutive_refusals} in a row${when ? ` ${when}` : ""})`;
         }).join("; ")
       }`,
@@ -258,7 +266,7 @@ export class AutomationView {
             "Refused calls",
             s.refused_calls.length
               ? s.refused_calls.map((r) =>
-                `${r.device_handle} by ${r.refused_by} (${r.consecutive_refusals} in a row): ` +
+                `${refusedTarget(r)} by ${r.refused_by} (${r.consecutive_refusals} in a row): ` +
                 r.last_refusal
               ).join("; ")
               : "none",

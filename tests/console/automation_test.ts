@@ -91,6 +91,23 @@ Deno.test("automationWhy shows a tree whose calls are refused as blocked, not ru
     text: "Blocked: calls to sim0/motorctl0 are refused by interlock probe_guard (3 in a row " +
       "since t9)",
   });
+  // A runtime that counts per function names it: two refused functions of one device are two.
+  assert.deepEqual(
+    why({
+      ...refused,
+      refused_calls: [
+        { ...refused.refused_calls[0], function: "set_motor_duty" },
+        { ...refused.refused_calls[0], function: "set_speed", consecutive_refusals: 1 },
+      ],
+    }),
+    {
+      kind: "blocked",
+      text:
+        "Blocked: calls to sim0/motorctl0 set_motor_duty are refused by interlock probe_guard " +
+        "(3 in a row since t9); calls to sim0/motorctl0 set_speed are refused by interlock " +
+        "probe_guard (1 in a row since t9)",
+    },
+  );
   assert.deepEqual(why({ ...refused, refused_calls: [] }), { kind: "running", text: "Running" });
   // Out of AUTO the mode is why: the last session's refusals do not block a tree not ticking.
   assert.equal(

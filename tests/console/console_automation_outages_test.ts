@@ -90,7 +90,7 @@ Deno.test({
       const text = await waitForText(page, "#automation-why", /^Blocked/);
       assert.match(
         text,
-        /^Blocked: calls to pol\/act0 are refused by requires_lease \(\d+ in a row/,
+        /^Blocked: calls to pol\/act0 \w+ are refused by requires_lease \(\d+ in a row/,
       );
     } finally {
       await browser.close();
