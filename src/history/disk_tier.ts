@@ -9,8 +9,10 @@
  * Row: `{"t":<bucket start ms>,"p":"<provider>","d":"<device>","s":{"<signal>":[min,max,last,
  * count,quality code]}}` (quality codes: 0 OK, 1 STALE, 2 FAULT, 3 UNAVAILABLE). A row that does
  * not parse (a torn last line after a power cut) is skipped when read, never fatal. A failed write
- * (a full disk, a read-only folder) stops the tier with one WARN: rows are dropped and counted,
- * the runtime goes on, and the tier tries again after DISK_RETRY_MS.
+ * (a full disk, a read-only folder) stops the tier with one WARN: the runtime goes on, the rows of
+ * the buckets that close meanwhile (and those of the failed write) are kept, in order, in a bounded
+ * queue (DISK_OUTAGE_ROWS, DISK_OUTAGE_BYTES; past it the oldest are dropped and counted, one WARN
+ * per outage), and the tier tries again after DISK_RETRY_MS, writing them first.
  */
 import {
   type Clock,
@@ -39,6 +41,13 @@ export const DISK_FILES = 16;
 export const DISK_QUEUE_ROWS = 4096;
 /** Longest time a written row waits for its fsync (an SD card is spared a sync per row). */
 export const DISK_SYNC_INTERVAL_MS = 5000;
+/**
+ * Rows of closed buckets kept while the disk fails, at most (past it the oldest are dropped and
+ * counted). Equal to DISK_QUEUE_ROWS: a retry hands all of them to the writer at once.
+ */
+export const DISK_OUTAGE_ROWS = DISK_QUEUE_ROWS;
+/** Bytes of the rows kept while the disk fails, at most (past it the oldest are dropped). */
+export const DISK_OUTAGE_BYTES = 8 * 1024 * 1024;
 /** After a failed write the tier stays stopped this long before it tries again. */
 export const DISK_RETRY_MS = 60_000;
 /** Longest row read in full (longer ones are skipped as damaged). */
@@ -58,8 +67,13 @@ export interface DiskTierStatus {
   /** `off` (disk_max_bytes 0), `ok`, or `stopped` (a write failed; retried later). */
   readonly state: "off" | "ok" | "stopped";
   readonly rowsWritten: number;
-  /** Rows not written: the tier stopped, its queue full, or the write failed. */
+  /**
+   * Rows not written: past the outage queue's bound (DISK_OUTAGE_ROWS, DISK_OUTAGE_BYTES), the
+   * writer's queue full, or still failing at close.
+   */
   readonly rowsDropped: number;
+  /** Rows kept while the disk fails (or the tier reopens), waiting to be written. */
+  readonly rowsHeld: number;
   /** Writes and fsyncs that failed (one each, however many rows a write held), failed opens. */
   readonly writeErrors: number;
   /** Rows that could not be read back (torn, damaged), since start. */
@@ -87,6 +101,10 @@ export class DiskTier {
   #retryAtMono = 0;
   /** Whether this outage's WARN was written (until a row is written again). */
   #outageSaid = false;
+  /** Whether this outage's WARN about the oldest kept rows dropped was written. */
+  #heldDropSaid = false;
+  /** Order of the rows handed to write(): rows kept through an outage are written in it. */
+  #nextSeq = 0;
   #rowsWritten = 0;
   #rowsDropped = 0;
   /** Opens that failed (the writer counts the writes and fsyncs that failed). */
@@ -104,6 +122,11 @@ export class DiskTier {
    * the reader bisects each file by time.
    */
   #newestT = -Infinity;
+  /**
+   * Bucket start of the newest row written (at open: the last row of the files): the rows of a
+   * failed write are not in the files, so #newestT goes back to it (their retry is in order).
+   */
+  #newestWrittenT = -Infinity;
   /** Bucket start of the last row of the files at open (written by an earlier run), or -Infinity. */
   #lastAtOpen = -Infinity;
   /** The last read failed (its WARN was written; said again once a read succeeds). */
@@ -113,12 +136,14 @@ export class DiskTier {
    * again at its retry, before its first row: it learns the files' last row as an open does.
    */
   #opened = false;
-  /**
-   * That open at a retry, under way: the rows written meanwhile wait for it (in order, at most
-   * DISK_QUEUE_ROWS, the rest dropped and counted), then go as any row.
-   */
+  /** That open at a retry, under way: the rows written meanwhile are kept (#held) until it ends. */
   #reopening: Promise<void> | null = null;
-  readonly #held: (readonly [string, number])[] = [];
+  /**
+   * Rows kept while the tier is stopped or reopening (and those of a failed write), in the order
+   * they were handed to write(); at most DISK_OUTAGE_ROWS and DISK_OUTAGE_BYTES (#hold).
+   */
+  readonly #held: HeldRow[] = [];
+  #heldBytes = 0;
 
   constructor(o: DiskTierOptions) {
     this.#o = o;
@@ -167,7 +192,7 @@ export class DiskTier {
         end: await files.fileSize(path),
         key: rowTime,
       });
-      if (last !== null) this.#newestT = this.#lastAtOpen = last.key;
+      if (last !== null) this.#newestT = this.#newestWrittenT = this.#lastAtOpen = last.key;
       this.#opened = true;
     } catch (err) {
       this.#openErrors++;
@@ -185,48 +210,102 @@ export class DiskTier {
 
   /** Appends one row, of bucket start `t` (never waits, never throws). */
   write(row: string, t: number): void {
+    const h: HeldRow = { row, t, seq: this.#nextSeq++, bytes: utf8Length(row) };
     if (this.#reopening !== null) {
-      if (this.#held.length < DISK_QUEUE_ROWS) this.#held.push([row, t]);
-      else this.#drop();
+      this.#hold(h);
       return;
     }
     if (this.#state === "stopped") {
-      if (this.#o.clock.monoMs() < this.#retryAtMono) {
-        this.#drop();
-        return;
-      }
-      this.#state = "ok";
-      this.#o.log.debug("history disk tier: trying to write again");
-      if (!this.#opened) {
-        // Its open failed: opened now, so the last row of an earlier run is known before this
-        // run's first (a restart's bucket is answered with both runs' samples; a wall clock
-        // behind that row begins a new file, as after an open that worked).
-        this.#held.push([row, t]);
-        this.#reopening = this.open().finally(() => {
-          this.#reopening = null;
-          for (const [r, at] of this.#held.splice(0)) this.write(r, at);
-        });
-        return;
-      }
+      // Kept, and written after the rows kept before it once the disk works again.
+      this.#hold(h);
+      if (this.#o.clock.monoMs() >= this.#retryAtMono) this.#retry();
+      return;
     }
-    const newSegment = t < this.#newestT;
-    this.#newestT = t;
-    void this.#writer.append(row, { newSegment }).then((r) => {
+    this.#append(h);
+  }
+
+  /** The retry after DISK_RETRY_MS: the kept rows are handed to the writer, in order. */
+  #retry(): void {
+    this.#state = "ok";
+    this.#o.log.debug("history disk tier: trying to write again");
+    if (!this.#opened) {
+      // Its open failed: opened now, so the last row of an earlier run is known before this
+      // run's first (a restart's bucket is answered with both runs' samples; a wall clock
+      // behind that row begins a new file, as after an open that worked).
+      this.#reopening = this.open().finally(() => {
+        this.#reopening = null;
+        this.#release();
+      });
+      return;
+    }
+    this.#release();
+  }
+
+  /** Hands the kept rows to the writer, oldest first (unless the tier stopped again). */
+  #release(): void {
+    if (this.#state === "stopped") return;
+    const rows = this.#held.splice(0);
+    this.#heldBytes = 0;
+    for (const h of rows) this.#append(h);
+  }
+
+  #append(h: HeldRow): void {
+    const newSegment = h.t < this.#newestT;
+    this.#newestT = h.t;
+    // Not counted by the writer: a row of a failed write is kept (#hold), not lost; the tier
+    // counts what it drops itself (#lose), for the writer's gap line too.
+    void this.#writer.append(h.row, { newSegment, counted: false }).then((r) => {
       if (r.ok) {
         this.#rowsWritten++;
-        this.#outageSaid = false; // writing works (the journal writer says so, with what was lost)
+        this.#newestWrittenT = h.t;
+        // Writing works (the journal writer says so, with what was lost).
+        this.#outageSaid = false;
+        this.#heldDropSaid = false;
         return;
       }
-      this.#rowsDropped++;
-      if (this.#writer.status().state === "failing") this.#stop(r.reason);
+      if (this.#writer.status().state === "failing") {
+        this.#newestT = this.#newestWrittenT;
+        this.#stop(r.reason);
+        this.#hold(h);
+        return;
+      }
+      this.#lose(1, r.reason); // refused: the writer's queue full, or closed
     });
   }
 
-  /** A row not written while the tier is stopped (or its queue full): dropped and counted. */
-  #drop(): void {
-    this.#rowsDropped++;
-    // In the gap line written once writing works again, with the rows the failed write held.
-    this.#writer.countLost(1, this.#lastError ?? "history disk tier stopped");
+  /**
+   * Keeps a row until the disk works again, in write() order (the rows of a failed write come back
+   * after rows handed in since); past DISK_OUTAGE_ROWS or DISK_OUTAGE_BYTES the oldest are dropped
+   * and counted, with one WARN per outage.
+   */
+  #hold(h: HeldRow): void {
+    const held = this.#held;
+    let i = held.length;
+    while (i > 0 && held[i - 1]!.seq > h.seq) i--;
+    held.splice(i, 0, h);
+    this.#heldBytes += h.bytes;
+    let dropped = 0;
+    while (held.length > DISK_OUTAGE_ROWS || this.#heldBytes > DISK_OUTAGE_BYTES) {
+      this.#heldBytes -= held.shift()!.bytes;
+      dropped++;
+    }
+    if (dropped === 0) return;
+    const reason = `history disk tier: more than ${DISK_OUTAGE_ROWS} rows or ` +
+      `${DISK_OUTAGE_BYTES} bytes waiting for the disk (${this.#lastError ?? "not written"})`;
+    this.#lose(dropped, reason);
+    if (this.#heldDropSaid) return;
+    this.#heldDropSaid = true;
+    this.#o.log.warn(
+      `history disk tier outage queue full (DISK_OUTAGE_ROWS ${DISK_OUTAGE_ROWS} rows, ` +
+        `DISK_OUTAGE_BYTES ${DISK_OUTAGE_BYTES} bytes): the oldest rows are dropped and counted ` +
+        `until the disk works again`,
+    );
+  }
+
+  /** Rows not written: counted, and in the gap line written once writing works again. */
+  #lose(rows: number, reason: string): void {
+    this.#rowsDropped += rows;
+    this.#writer.countLost(rows, reason);
   }
 
   #stop(reason: string): void {
@@ -244,18 +323,35 @@ export class DiskTier {
     }
     this.#outageSaid = true;
     this.#o.log.warn(
-      `history disk tier stopped: ${reason}; rows are dropped and counted, the in-memory ring ` +
-        `goes on; trying again in ${DISK_RETRY_MS / 1000} s`,
+      `history disk tier stopped: ${reason}; rows are kept to be written when it works again ` +
+        `(at most ${DISK_OUTAGE_ROWS}, the oldest dropped past it), the in-memory ring goes on; ` +
+        `trying again in ${DISK_RETRY_MS / 1000} s`,
     );
   }
 
-  /** Writes what is queued and closes the files. */
+  /**
+   * Writes what is queued and closes the files. Rows kept through an outage get one last try
+   * (whatever the retry's time); those that still fail are dropped and counted.
+   */
   async close(): Promise<void> {
     await this.#reopening;
+    if (this.#held.length > 0 && this.#opened) {
+      this.#state = "ok";
+      this.#release();
+      await this.#writer.flush();
+    }
+    if (this.#held.length > 0) {
+      const rows = this.#held.splice(0);
+      this.#heldBytes = 0;
+      this.#lose(rows.length, this.#lastError ?? "history disk tier closed");
+    }
     await this.#writer.close();
   }
 
-  /** Resolves once every row appended so far was written or dropped. */
+  /**
+   * Resolves once every row appended so far was written, dropped, or kept through an outage
+   * (`rowsHeld`: written when the disk works again).
+   */
   async flush(): Promise<void> {
     await this.#reopening;
     await this.#writer.flush();
@@ -266,6 +362,7 @@ export class DiskTier {
       state: this.#state,
       rowsWritten: this.#rowsWritten,
       rowsDropped: this.#rowsDropped,
+      rowsHeld: this.#held.length,
       // Every failed write counts once (not once per row it held), a failed fsync too.
       writeErrors: this.#openErrors + this.#writer.status().writeErrors,
       rowsUnreadable: this.#rowsUnreadable,
@@ -396,6 +493,15 @@ export class DiskTier {
     if (first !== null) this.#firstT.set(n, first);
     return first;
   }
+}
+
+/** A row kept until the disk works again. */
+interface HeldRow {
+  readonly row: string;
+  readonly t: number;
+  /** Its place in write() order. */
+  readonly seq: number;
+  readonly bytes: number;
 }
 
 /** The bucket start of a row line, read without parsing it (null: not a row). */

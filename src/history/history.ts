@@ -61,7 +61,8 @@ export type HistorySource = "memory" | "disk" | "memory+disk" | "none";
 /**
  * Why an answer may lack points of its range (null: it does not): `disk_unreadable`, the disk tier
  * failed while it was read (what was read is given); `disk_pending`, rows queued for the disk were
- * not written within HISTORY_QUERY_DISK_WAIT_MS (they are in neither tier until written).
+ * not written within HISTORY_QUERY_DISK_WAIT_MS, or are kept through a disk outage (they are in
+ * neither tier until written).
  */
 export const HISTORY_INCOMPLETE = ["disk_unreadable", "disk_pending"] as const;
 export type HistoryIncomplete = typeof HISTORY_INCOMPLETE[number];
@@ -245,6 +246,7 @@ export class History {
         state: "off",
         rowsWritten: 0,
         rowsDropped: 0,
+        rowsHeld: 0,
         writeErrors: 0,
         rowsUnreadable: 0,
         readErrors: 0,
@@ -562,7 +564,8 @@ export class History {
         HISTORY_QUERY_DISK_WAIT_MS,
         false,
       );
-      if (!flushed) incomplete = "disk_pending";
+      // Rows kept through a disk outage are in neither tier until it works again.
+      if (!flushed || this.#disk.status().rowsHeld > 0) incomplete = "disk_pending";
       e = this.#devices.get(q.providerId)?.get(q.deviceId);
     }
     const oldest = e?.ring.oldestMs() ?? null;

@@ -1,10 +1,10 @@
 /**
  * The disk tier's gap line (written once writing works again) counts every row lost since the
- * last one written: those the failed write held and those dropped while the tier stayed stopped
- * (DISK_RETRY_MS), as rowsDropped does.
+ * last one written: those dropped past the outage queue's bound (DISK_OUTAGE_ROWS) while the tier
+ * stayed stopped (DISK_RETRY_MS), as rowsDropped does.
  */
 import assert from "node:assert/strict";
-import { DISK_RETRY_MS, DiskTier } from "../../src/history/mod.ts";
+import { DISK_OUTAGE_ROWS, DISK_RETRY_MS, DiskTier } from "../../src/history/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
@@ -30,13 +30,14 @@ Deno.test("DiskTier's gap line counts the rows dropped while it was stopped, not
   await tier.flush();
   assert.equal(tier.status().state, "stopped");
   files.full = false;
-  for (let i = 2; i < 12; i++) tier.write(row(T0 + i * 1000), T0 + i * 1000); // dropped: stopped
+  // Kept while stopped, 11 past the bound: the oldest 11 (the failed write's row first) dropped.
+  for (let i = 2; i < DISK_OUTAGE_ROWS + 12; i++) tier.write(row(T0 + i * 1000), T0 + i * 1000);
   clock.mono += DISK_RETRY_MS;
   clock.wall += DISK_RETRY_MS;
-  tier.write(row(T0 + 100_000), T0 + 100_000);
+  tier.write(row(T0 + 10_000_000), T0 + 10_000_000);
   await tier.flush();
   const dropped = tier.status().rowsDropped;
-  assert.equal(dropped, 11);
+  assert.equal(dropped, 12, "the 11 past the bound, and the retry's own row");
   const gaps = (await Promise.all(
     (await files.listNames("/data/history")).map((n) => files.text(`/data/history/${n}`)),
   )).join("").split("\n").filter((l) => l.startsWith('{"gap"')).map((l) => JSON.parse(l).gap);
