@@ -67,6 +67,9 @@ export function parseRunsListPage(query: URLSearchParams): RunsPageRequest {
   return before === null ? parseRunsPage(query) : { ...parseRunsPage(query), before };
 }
 
+/** Characters of a bad `after_sequence` its error message shows (the rest cut, "..."). */
+export const AFTER_SEQUENCE_SHOWN_CHARS = 32;
+
 /** GET /v0/runs/{run_id}/events: limit/offset as for runs, plus the strict `after_sequence`. */
 export function parseEventsPage(query: URLSearchParams): EventPageRequest {
   const page: { -readonly [K in keyof EventPageRequest]: EventPageRequest[K] } = {
@@ -74,10 +77,19 @@ export function parseEventsPage(query: URLSearchParams): EventPageRequest {
   };
   const after = query.get("after_sequence");
   if (after !== null) {
-    if (!/^\d{1,15}$/.test(after)) {
-      throw invalidArgument("after_sequence: must be a non-negative integer");
+    // Digits only (no sign, fraction, exponent or spaces), at most 2^53-1: any sequence number.
+    const n = /^\d{1,16}$/.test(after) ? Number(after) : NaN;
+    if (!Number.isSafeInteger(n)) {
+      const shown = after.length > AFTER_SEQUENCE_SHOWN_CHARS
+        ? `${after.slice(0, AFTER_SEQUENCE_SHOWN_CHARS)}...`
+        : after;
+      throw invalidArgument(
+        `after_sequence: must be an integer from 0 to 2^53-1 written in digits (got ${
+          JSON.stringify(shown)
+        })`,
+      );
     }
-    page.after_sequence = Number(after);
+    page.after_sequence = n;
   }
   return page;
 }

@@ -1169,7 +1169,7 @@ export class RunRegistry {
     const run = this.#runOrThrow(runId);
     const after = page.after_sequence;
     if (after !== undefined && !(Number.isSafeInteger(after) && after >= 0)) {
-      throw invalidArgument("after_sequence: must be a non-negative integer");
+      throw invalidArgument(`after_sequence: must be an integer from 0 to 2^53-1 (got ${after})`);
     }
     const { limit, offset } = pageBounds(page, EVENTS_PAGE_LIMIT);
     // Read your writes: wait for the operations and appends queued before this read, without

@@ -94,8 +94,9 @@ export const RUN_ROUTES: readonly Route[] = [
         ...PAGE_QUERY(200, 1000),
         {
           name: "after_sequence",
-          description: "Only events with a larger sequence (a cursor; offset counts from there).",
-          schema: { type: "string", pattern: "^\\d{1,15}$" },
+          description: "Only events with a larger sequence (a cursor; offset counts from there): " +
+            "an integer from 0 to 2^53-1 (9007199254740991) in digits.",
+          schema: { type: "string", pattern: "^\\d{1,16}$" },
         },
       ],
       response: "RunEventsListResponse",
