@@ -61,7 +61,9 @@ export interface JournalWriterOptions {
   /**
    * false: a failed write is said by the owner alone (each of its appends is an event of its own,
    * whose one line names the failure: the reason in the append's result), so the writer counts it
-   * (status()) without its own ERROR line. Default true: one ERROR per failing streak.
+   * (status()) without its own ERROR line, nor one for a failed fsync of a `sync` batch (its
+   * reason says so), nor the INFO when it writes again (a gap's WARN stays). Default true: one
+   * ERROR per failing streak.
    */
   readonly reportWriteFailures?: boolean | undefined;
 }
@@ -331,7 +333,10 @@ export class JournalWriter {
       if (gap !== null) await this.#writeGap(gap);
       if (this.#failing && this.#gap === null) {
         this.#failing = false;
-        if (gap === null) this.#o.log.info(`${this.#o.name} written again`);
+        // An owner that said the failures says this too (reportWriteFailures false).
+        if (gap === null && this.#o.reportWriteFailures !== false) {
+          this.#o.log.info(`${this.#o.name} written again`);
+        }
       }
       // The gap line after a batch fsync'd just now is fsync'd like any other line.
       if (!sync || (gap !== null && this.#gap === null)) this.#scheduleSync();
@@ -385,7 +390,19 @@ export class JournalWriter {
       await this.#handle.sync();
       return { ok: true };
     } catch (err) {
-      const reason = this.#failed(err);
+      const failed = this.#failed(err);
+      if (cutTo !== null && this.#o.reportWriteFailures === false) {
+        // The batch's appends are reported failed to an owner that says each in one line of its
+        // own: their reason names the fsync and what it means, no second line for the event.
+        if (cutTo.path === this.currentPath) await this.#cutBack(cutTo.size);
+        this.#dropHandle();
+        return {
+          ok: false,
+          reason: `${this.#o.name} (${this.currentPath}): fsync failed, the lines written to it ` +
+            `before may not survive a machine crash: ${errorMessage(err)}`,
+        };
+      }
+      const reason = failed;
       // Its own ERROR (the write's, once per failing streak, speaks of lines dropped only): lines
       // reported written since the last fsync may be lost in a machine crash. Not retried (after
       // a failed fsync the kernel may have marked the pages clean).

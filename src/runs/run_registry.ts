@@ -657,6 +657,8 @@ export class RunRegistry {
   #openingId: string | null = null;
   /** Events of the run whose open is being written that #whileOpening had no room for. */
   #lostWhileOpening = 0;
+  /** Markers, opens and closes whose write failed since the last one written (#ioError). */
+  #writesFailed = 0;
   /**
    * The safety events of #lostWhileOpening: of no run if that open fails (counted by the next
    * run's run_opened, #betweenRuns); if it succeeds, its run counts them with the rest.
@@ -1087,6 +1089,7 @@ export class RunRegistry {
       for (let n = this.#lostWhileOpening; n > 0; n--) this.#countNotRecorded(this.#open);
       for (const e of came) this.#queueEvent(e.category, e.type, e.occurred, e.payload);
       if (this.#betweenRuns !== null) this.#betweenRunsChanged();
+      this.#ioWritten();
       this.#log.info(`run ${run.run_id} opened`);
       this.#emit(event, run);
       return { run: structuredClone(run) };
@@ -1199,7 +1202,7 @@ export class RunRegistry {
       }
     } catch (err) {
       this.#throwIfRemoved(runId, run);
-      throw this.#ioError("read run events", err);
+      throw this.#ioError("read run events", err, false);
     }
     // Retention may have removed the run (memory first, then its file) while this read waited
     // for the close queued before it, or while it read: its file no longer answers for it.
@@ -1309,11 +1312,18 @@ export class RunRegistry {
         open.nextSequence++;
         open.bytes += size + 1;
         try {
-          written(await open.writer.append(line, { sync: true }));
+          // Not counted as lost by the writer (its gap line, its "lines were lost" WARN): the
+          // client is answered 503 and may send it again.
+          written(await open.writer.append(line, { sync: true, counted: false }));
         } catch (err) {
           open.bytes -= size + 1; // not in the file (a failed write or fsync is cut back)
+          // A refused marker takes no sequence number (readers see no hole for it), unless an
+          // event was queued behind it meanwhile with the next one: then its number stays a hole,
+          // as that of any event whose write failed.
+          if (open.nextSequence === event.sequence + 1) open.nextSequence--;
           throw this.#ioError("write marker", err);
         }
+        this.#ioWritten();
         if (markerId !== undefined) {
           if (open.markerIds.size >= MARKER_IDS_KEPT) {
             open.markerIds.delete(open.markerIds.keys().next().value!);
@@ -2475,6 +2485,7 @@ export class RunRegistry {
         this.#mergeBetween(open.safetyWhileClosing);
       }
       await writer.close();
+      this.#ioWritten();
       this.#log.info(`run ${run.run_id} closed (${reason})`);
       this.#emit(event, run);
       if (this.#state === "ready") await this.#retain(run.run_id);
@@ -2702,10 +2713,31 @@ export class RunRegistry {
     }
   }
 
-  #ioError(what: string, err: unknown): RuntimeError {
+  /**
+   * The answer to a request whose journal I/O failed. A failed write (a marker, an open, a close)
+   * is logged once per failing spell (ERROR; DEBUG for the next ones, until #ioWritten): a full
+   * disk and a client retrying every second is not an ERROR a second. A failed read, each time.
+   */
+  #ioError(what: string, err: unknown, write = true): RuntimeError {
     if (err instanceof RuntimeError) return err;
-    this.#log.error(`run journal: ${what} failed: ${errorMessage(err)}`);
+    const line = `run journal: ${what} failed: ${errorMessage(err)}`;
+    if (!write) this.#log.error(line);
+    else if (this.#writesFailed++ === 0) {
+      this.#log.error(
+        `${line}; failed markers, opens and closes are logged at DEBUG until one is written again`,
+      );
+    } else this.#log.debug(line);
     return unavailable(`Run journal I/O failed (${what}): ${errorMessage(err)}`, err);
+  }
+
+  /** A marker, an open or a close was written: the failing spell (if any) is over, said once. */
+  #ioWritten(): void {
+    if (this.#writesFailed === 0) return;
+    this.#log.info(
+      `run journal written again (${this.#writesFailed} marker, open or close requests failed ` +
+        `before)`,
+    );
+    this.#writesFailed = 0;
   }
 
   /** Runs `fn` after every earlier operation (journal order = call order). */
