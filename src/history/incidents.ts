@@ -257,6 +257,27 @@ export class IncidentRecorder {
    * then on.
    */
   async get(id: string): Promise<{ incident: IncidentHeader; signals: IncidentSignal[] }> {
+    const { header, signals } = await this.#readChecked(id);
+    return { incident: header, signals };
+  }
+
+  /**
+   * The record as stored (JSON Lines). NOT_FOUND when it is not kept. Checked as get() checks it,
+   * so a damaged record is listed so (and its export marked: X-Incident-Incomplete) whatever was
+   * asked of it first.
+   */
+  async jsonl(id: string): Promise<string> {
+    const { lines } = await this.#readChecked(id);
+    return lines.map((line) => `${line}\n`).join("");
+  }
+
+  /**
+   * A kept record's header, stored lines and readable signals; a damaged one (a signal line that
+   * does not parse, fewer than its header says) is marked `damaged` in the listing, with one WARN.
+   */
+  async #readChecked(
+    id: string,
+  ): Promise<{ header: IncidentHeader; lines: string[]; signals: IncidentSignal[] }> {
     const { header, lines } = await this.#read(id);
     const signals: IncidentSignal[] = [];
     for (const line of lines.slice(1)) {
@@ -267,7 +288,7 @@ export class IncidentRecorder {
       header.incomplete !== null || signals.length === lines.length - 1 &&
         signals.length >= header.signals
     ) {
-      return { incident: header, signals };
+      return { header, lines, signals };
     }
     const samples = signals.reduce((n, x) => n + x.samples.length, 0);
     const damaged: IncidentHeader = {
@@ -282,13 +303,7 @@ export class IncidentRecorder {
       `incident ${id}: damaged (${signals.length} of its ${header.signals} signal(s) readable, ` +
         `${samples} of ${header.samples} samples), listed as incomplete`,
     );
-    return { incident: damaged, signals };
-  }
-
-  /** The record as stored (JSON Lines). NOT_FOUND when it is not kept. */
-  async jsonl(id: string): Promise<string> {
-    const { lines } = await this.#read(id);
-    return lines.map((line) => `${line}\n`).join("");
+    return { header: damaged, lines, signals };
   }
 
   /**
