@@ -657,8 +657,11 @@ export class RunRegistry {
   #openingId: string | null = null;
   /** Events of the run whose open is being written that #whileOpening had no room for. */
   #lostWhileOpening = 0;
-  /** Markers, opens and closes whose write failed since the last one written (#ioError). */
-  #writesFailed = 0;
+  /**
+   * Markers, opens and closes whose write failed: one ERROR per failing spell, DEBUG for the next
+   * ones, one INFO when one is written again (#ioError, #ioWritten).
+   */
+  readonly #writeFailures: SpellLog;
   /**
    * The safety events of #lostWhileOpening: of no run if that open fails (counted by the next
    * run's run_opened, #betweenRuns); if it succeeds, its run counts them with the rest.
@@ -697,6 +700,14 @@ export class RunRegistry {
     this.#log = options.logger;
     this.#busDrops = new SpellLog({ log: this.#log, failLevel: "error" });
     this.#betweenSaveFailures = new SpellLog({ log: this.#log });
+    this.#writeFailures = new SpellLog({
+      log: this.#log,
+      failLevel: "error",
+      firstNote: "failed markers, opens and closes are logged at DEBUG until one is written again",
+      restLevel: "debug",
+      recovered: (failed) =>
+        `run journal written again (${failed} marker, open or close requests failed before)`,
+    });
     this.#ulid = new UlidGenerator({ now: () => options.clock.nowMs(), random: options.random });
     this.#prefix = options.runtimeName || "default";
     this.#maxRunBytes = options.maxRunBytes ?? RUN_MAX_BYTES_DEFAULT;
@@ -2721,23 +2732,14 @@ export class RunRegistry {
   #ioError(what: string, err: unknown, write = true): RuntimeError {
     if (err instanceof RuntimeError) return err;
     const line = `run journal: ${what} failed: ${errorMessage(err)}`;
-    if (!write) this.#log.error(line);
-    else if (this.#writesFailed++ === 0) {
-      this.#log.error(
-        `${line}; failed markers, opens and closes are logged at DEBUG until one is written again`,
-      );
-    } else this.#log.debug(line);
+    if (write) this.#writeFailures.fail(line);
+    else this.#log.error(line);
     return unavailable(`Run journal I/O failed (${what}): ${errorMessage(err)}`, err);
   }
 
   /** A marker, an open or a close was written: the failing spell (if any) is over, said once. */
   #ioWritten(): void {
-    if (this.#writesFailed === 0) return;
-    this.#log.info(
-      `run journal written again (${this.#writesFailed} marker, open or close requests failed ` +
-        `before)`,
-    );
-    this.#writesFailed = 0;
+    this.#writeFailures.ok();
   }
 
   /** Runs `fn` after every earlier operation (journal order = call order). */
