@@ -145,7 +145,7 @@ interlocks:
     assert.equal(typeof refused.entry.since_epoch_ms, "number");
     assert.match(
       refused.s.last_error,
-      /^calls refused: sim0\/motorctl0 by interlock probe_guard \(\d+ in a row\)$/,
+      /^calls refused: sim0\/motorctl0 set_motor_duty by interlock probe_guard \(\d+ in a row\)$/,
     );
 
     // A mode-transition hook (AUTO -> MANUAL, fail_on_error): refused, so the transition is vetoed.
