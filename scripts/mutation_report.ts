@@ -254,8 +254,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:488-521", // gate
-      "src/alarms/alarm_engine.ts:693-715", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:504-537", // gate
+      "src/alarms/alarm_engine.ts:709-731", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -272,9 +272,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-487",
-      "src/alarms/alarm_engine.ts:522-692",
-      "src/alarms/alarm_engine.ts:716-1068",
+      "src/alarms/alarm_engine.ts:1-503",
+      "src/alarms/alarm_engine.ts:538-708",
+      "src/alarms/alarm_engine.ts:732-1084",
     ],
     tests: [
       "tests/alarms/",
