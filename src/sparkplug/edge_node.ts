@@ -213,6 +213,12 @@ export const BIRTH_LOSS_WINDOW_MS = 10_000;
  * within seconds of its births, is a broker refusing them.
  */
 export const BIRTH_LOSSES_BEFORE_BACKOFF = 5;
+/**
+ * Distinct broker connection errors WARNed until a connection holds (each message once; past
+ * this many, more distinct ones are logged at DEBUG): a broker that closes connections in a loop
+ * is said once per kind of error, not once per close.
+ */
+export const BROKER_ERRORS_SAID = 8;
 /** The longest wait before a new connection in such a stretch (reconnect_ms if that is longer). */
 export const MAX_BIRTH_LOSS_DELAY_MS = 60_000;
 
@@ -450,8 +456,11 @@ export class SparkplugEdgeNode {
   #largestWrite: { readonly topic: string; readonly bytes: number } | null = null;
   /** Connections in a row the broker closed within BIRTH_LOSS_WINDOW_MS of their births. */
   #birthLosses = 0;
-  /** The last broker connection error WARNed (until a connection is accepted). */
-  #lastBrokerError = "";
+  /**
+   * The broker connection errors WARNed, by message, until a connection is accepted outside a
+   * stretch of births lost (at most BROKER_ERRORS_SAID; more distinct ones go to DEBUG).
+   */
+  readonly #brokerErrorsSaid = new Set<string>();
   /** Aliases by Sparkplug device id (NODE: the node's) then metric name (#alias). */
   readonly #aliases = new Map<string, Map<string, number>>();
   /** How many aliases #aliases holds. */
@@ -767,9 +776,14 @@ export class SparkplugEdgeNode {
       )
     );
     session.onError((m) => {
-      // Once per distinct message across sessions too: each unanswered CONNECT opens a new one.
-      if (!current() || m === this.#lastBrokerError) return;
-      this.#lastBrokerError = m;
+      // Once per distinct message across sessions too: each unanswered CONNECT opens a new one,
+      // and a close may carry one of two errors in turn (a read's and a write's ECONNRESET).
+      if (!current() || this.#brokerErrorsSaid.has(m)) return;
+      if (this.#brokerErrorsSaid.size >= BROKER_ERRORS_SAID) {
+        this.#log.debug(`sparkplug broker connection: ${m}`);
+        return;
+      }
+      this.#brokerErrorsSaid.add(m);
       this.#log.warn(`sparkplug broker connection: ${m}`);
     });
   }
@@ -873,7 +887,7 @@ export class SparkplugEdgeNode {
     this.#bornAtMono = null;
     this.#unansweredConnects = 0;
     // Within a stretch of connections closed at their births the same error is said once.
-    if (this.#birthLosses < BIRTH_LOSSES_BEFORE_BACKOFF) this.#lastBrokerError = "";
+    if (this.#birthLosses < BIRTH_LOSSES_BEFORE_BACKOFF) this.#brokerErrorsSaid.clear();
     const o = this.#o;
     const session = this.#session!;
     const host = o.config.primaryHostId;

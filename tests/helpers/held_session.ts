@@ -19,6 +19,7 @@ export class HeldSession implements MqttSession {
   readonly #connect: (() => void)[] = [];
   readonly #close: ((willUsed: boolean) => void)[] = [];
   readonly #message: MqttMessageListener[] = [];
+  readonly #error: ((message: string) => void)[] = [];
 
   constructor(o: { readonly hold?: boolean } = {}) {
     this.hold = o.hold ?? true;
@@ -41,13 +42,20 @@ export class HeldSession implements MqttSession {
   onMessage(l: MqttMessageListener): void {
     this.#message.push(l);
   }
-  onError(): void {}
+  onError(l: (message: string) => void): void {
+    this.#error.push(l);
+  }
+  /** The connection reports an error (MQTT.js's `error` event: "read ECONNRESET"). */
+  error(message: string): void {
+    for (const l of this.#error) l(message);
+  }
   /** The node's listeners go with the session (a new session registers its own). */
   end(): Promise<void> {
     this.connected = false;
     this.#connect.length = 0;
     this.#close.length = 0;
     this.#message.length = 0;
+    this.#error.length = 0;
     return Promise.resolve();
   }
   /** Writes outstanding now. */
