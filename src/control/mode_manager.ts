@@ -810,7 +810,8 @@ export class ModeManager implements ModeService {
   /**
    * A transition that is not into FAULT: gated, vetoable by before-hooks. `onCommit` is called
    * with the number of before-hook calls that failed once the mode is set, before the listeners
-   * are told and the after-hooks run.
+   * are told and the after-hooks run. A listener that commits another mode at once supersedes it:
+   * the after-hooks are skipped then (one WARN line).
    */
   async #transition(
     target: RuntimeMode,
@@ -908,7 +909,25 @@ export class ModeManager implements ModeService {
           throw err;
         }
       }
-      this.#commit(from, target, onCommit && (() => onCommit(before.failures.length)));
+      const supersededBy = this.#commit(
+        from,
+        target,
+        onCommit && (() => onCommit(before.failures.length)),
+      );
+      // A listener committed another mode at once (FAULT forced on entering AUTO): the machine
+      // never stayed in `target`, so its after-hooks are not run (their calls would only be
+      // refused by the mode gate, failures of a transition that no longer stands).
+      if (supersededBy !== null) {
+        const skipped = hooks.afterTransition.filter((h) => hookMatches(h, from, target))
+          .reduce((n, h) => n + h.calls.length, 0);
+        if (skipped > 0) {
+          this.#stopLog.warn(
+            `after_transition hooks of ${from}->${target} skipped: superseded by ${supersededBy} ` +
+              `(${skipped} call(s) not made)`,
+          );
+        }
+        return { mode: this.#mode, hook_failures: [...before.failures] };
+      }
       const after = await this.#runHooks(hooks, "after", from, target);
       return { mode: this.#mode, hook_failures: [...before.failures, ...after.failures] };
     } finally {
@@ -1212,9 +1231,10 @@ export class ModeManager implements ModeService {
    * tree leaving AUTO is halted before any after-hook call. `committed` is called once the mode
    * is set, before anything else: what the change causes comes after it on the audit trail. A
    * listener that commits another mode supersedes this change: the listeners after it are told
-   * only that one (every listener hears a change only while it is the mode in force).
+   * only that one (every listener hears a change only while it is the mode in force). Returns
+   * the change that superseded this one that way (`AUTO->FAULT`), else null.
    */
-  #commit(previous: RuntimeMode, next: RuntimeMode, committed?: () => void): void {
+  #commit(previous: RuntimeMode, next: RuntimeMode, committed?: () => void): string | null {
     this.#mode = next;
     const commit = ++this.#commits;
     if (next === "FAULT" && previous !== "FAULT") this.#faultEntries++;
@@ -1273,6 +1293,7 @@ export class ModeManager implements ModeService {
         this.#stopLog.error(`mode change listener failed: ${toRuntimeError(err).message}`);
       }
     }
+    return this.#commits === commit ? null : `${next}->${this.#mode}`;
   }
 
   /**
