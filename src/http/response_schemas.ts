@@ -114,6 +114,15 @@ export function responseComponents(): Record<string, JsonSchema> {
         quality: orNull(QUALITY),
         outcome: { enum: ["verified", "mismatch", "unreachable"] },
         reason: str,
+        device_available: note(
+          bool,
+          "Status only (estop.verification): whether the check's device can be read now; " +
+            "`outcome` stays what was read back at the time (project addition).",
+        ),
+        device_unavailable_reason: note(
+          str,
+          "Status only, when device_available is false: why (`down: provider sim1 is ...`).",
+        ),
       })),
     }, "The safe state read back after an e-stop (project addition)."),
     EstopStatus: obj(

@@ -68,7 +68,12 @@ import {
   toTypedArgs,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { FreshReader, InventoryReader, ProviderSummary } from "../state/mod.ts";
+import type {
+  DeviceCondition,
+  FreshReader,
+  InventoryReader,
+  ProviderSummary,
+} from "../state/mod.ts";
 import {
   type FunctionRef,
   type PlannedCall,
@@ -180,9 +185,26 @@ export interface EstopStatus {
   /**
    * The last e-stop's read-back, whatever triggered it, with the expectations of providers that
    * came back while latched read again since (each check its latest fresh read); null before the
-   * first.
+   * first. Each check also says whether its device can be read now (StatusVerificationCheck).
    */
-  verification?: Verification | null;
+  verification?: StatusVerification | null;
+}
+
+/**
+ * A check as status shows it: what was read back at the time (`outcome` keeps its meaning), and
+ * whether its device is available now -- a `verified` check of a device whose provider crashed
+ * since stands, but nobody can read that device any more.
+ */
+export interface StatusVerificationCheck extends VerificationCheck {
+  /** True while the device is up now (its provider AVAILABLE, listing it, its reads answering). */
+  readonly device_available: boolean;
+  /** Present only when `device_available` is false: why (`down: provider sim1 is ...`). */
+  readonly device_unavailable_reason?: string;
+}
+
+/** The status's `verification`: the read-back, each check with its device's availability now. */
+export interface StatusVerification extends Omit<Verification, "checks"> {
+  readonly checks: readonly StatusVerificationCheck[];
 }
 
 /** Who triggers an e-stop, for status and events (default {@link ESTOP_CAUSE_API}). */
@@ -355,6 +377,8 @@ export interface EstopOptions {
    */
   readonly devices?: {
     onDeviceReturn(listener: (providerId: string, deviceId: string) => void): () => void;
+    /** The device's condition now (status: whether each check's device can be read now). */
+    condition?(providerId: string, deviceId: string): DeviceCondition;
   };
 }
 
@@ -926,8 +950,47 @@ export class Estop implements EstopService {
       plan: planned.view,
       ...(planned.failed === undefined ? {} : { plan_failed: planned.failed }),
       unverified_devices: planned.unverified,
-      verification: this.#verified === null ? null : verificationView(this.#verified),
+      verification: this.#verified === null ? null : this.#statusVerification(this.#verified),
     };
+  }
+
+  /** The verification with each check's device availability now (EstopStatus.verification). */
+  #statusVerification(s: VerificationState): StatusVerification {
+    const v = verificationView(s);
+    return {
+      ...v,
+      checks: v.checks.map((check, i) => {
+        const e = s.expect[i];
+        const why = e === undefined ? null : this.#deviceUnavailable(e.providerId, e.deviceId);
+        return why === null
+          ? { ...check, device_available: true }
+          : { ...check, device_available: false, device_unavailable_reason: why };
+      }),
+    };
+  }
+
+  /**
+   * Why the device cannot be read now, null while it is up: the device conditions' word
+   * (`failing` or `down` and why), else the inventory's (its provider not AVAILABLE, or not
+   * listing it). A condition port that throws must not take the status away: the inventory's.
+   */
+  #deviceUnavailable(providerId: string, deviceId: string): string | null {
+    try {
+      const c = this.#o.devices?.condition?.(providerId, deviceId);
+      if (c !== undefined) return c.kind === "up" ? null : `${c.kind}: ${c.reason}`;
+    } catch { /* the inventory's word below */ }
+    try {
+      const host = this.#o.inventory.provider(providerId);
+      if (host === undefined) return `down: provider ${providerId} is not configured`;
+      if (!host.available) return `down: provider ${providerId} is unavailable (${host.lifecycle})`;
+      if (!host.devices.some((d) => d.device.deviceId === deviceId)) {
+        return `down: not in the inventory of provider ${providerId}`;
+      }
+      return null;
+    } catch (err) {
+      // Nothing shows it can be read: not claimed available.
+      return `unknown: the device inventory failed (${errorMessage(err)})`;
+    }
   }
 
   /**

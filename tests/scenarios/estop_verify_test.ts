@@ -62,7 +62,16 @@ Deno.test("Estop verification reports a killed provider's checks as unreachable"
     assert.ok(v.elapsed_ms >= VERIFY_TIMEOUT_MS, `elapsed ${v.elapsed_ms} ms`);
     assert.ok(v.elapsed_ms < VERIFY_TIMEOUT_MS + STOPPED_WITHIN_MS, `elapsed ${v.elapsed_ms} ms`);
 
-    assert.deepEqual(rt.estop.status().verification, v);
+    // Status shows the same read-back, each check with whether its device can be read now
+    // (sim1 is still down).
+    const shown = rt.estop.status().verification!;
+    assert.deepEqual(shown.checks.map((c) => c.device_available), [true, false]);
+    assert.deepEqual({
+      ...shown,
+      checks: shown.checks.map(({ device_available: _a, device_unavailable_reason: _r, ...c }) =>
+        c
+      ),
+    }, v);
     const [event] = eventsOf(rec.events, "estop_verification");
     assert.equal(event!.outcome, "unreachable");
     assert.equal(event!.checks_total, 2);
