@@ -71,7 +71,40 @@ export class EstopPanel {
   render() {
     byId("estop-clear").hidden = this.status()?.estop?.latched !== true;
     this.renderCause();
+    this.renderLost();
     this.renderReleased();
+  }
+
+  /**
+   * While latched: the devices the stop's read-back checked that cannot be read now (status
+   * `estop.verification`, each check's `device_available`): a `verified` outcome says what was
+   * read back then, not that the device still holds its safe state.
+   */
+  renderLost() {
+    const e = this.status()?.estop;
+    const el = byId("estop-lost");
+    /** @type {Map<string, string>} device handle -> why it cannot be read now */
+    const lost = new Map();
+    if (e?.latched === true) {
+      for (const c of e.verification?.checks ?? []) {
+        if (c?.device_available !== false || typeof c.signal !== "string") continue;
+        const device = c.signal.slice(0, c.signal.lastIndexOf("/"));
+        if (!lost.has(device)) lost.set(device, c.device_unavailable_reason ?? "unavailable");
+      }
+    }
+    const key = JSON.stringify([...lost]);
+    el.hidden = lost.size === 0;
+    if (el.dataset.key === key) return;
+    el.dataset.key = key;
+    fill(
+      el,
+      `Read back at the stop, not readable now (${lost.size}): `,
+      ...[...lost].flatMap(([device, why], i) => [
+        i === 0 ? "" : "; ",
+        h("strong", { "data-lost": device, text: device }),
+        ` (${why})`,
+      ]),
+    );
   }
 
   /**
