@@ -18,6 +18,7 @@ import {
   type Clock,
   errorMessage,
   type Logger,
+  SpellLog,
   toJsonText,
   utf8Length,
   VALUE_TYPES,
@@ -99,10 +100,10 @@ export class DiskTier {
   readonly #writer: JournalWriter;
   #state: "ok" | "stopped" = "ok";
   #retryAtMono = 0;
-  /** Whether this outage's WARN was written (until a row is written again). */
-  #outageSaid = false;
-  /** Whether this outage's WARN about the oldest kept rows dropped was written. */
-  #heldDropSaid = false;
+  /** Stops of this outage: its first WARN'd, the retries that fail again at DEBUG (#stop). */
+  readonly #outage: SpellLog;
+  /** Drops of the oldest kept rows in this outage: one WARN (#hold). */
+  readonly #heldDrops: SpellLog;
   /** Order of the rows handed to write(): rows kept through an outage are written in it. */
   #nextSeq = 0;
   #rowsWritten = 0;
@@ -129,8 +130,8 @@ export class DiskTier {
   #newestWrittenT = -Infinity;
   /** Bucket start of the last row of the files at open (written by an earlier run), or -Infinity. */
   #lastAtOpen = -Infinity;
-  /** The last read failed (its WARN was written; said again once a read succeeds). */
-  #readFailing = false;
+  /** Failed reads: one WARN until a read succeeds, then one INFO. */
+  readonly #readFailures: SpellLog;
   /**
    * Whether open() worked. A tier whose open failed (a full or read-only disk at start) opens
    * again at its retry, before its first row: it learns the files' last row as an open does.
@@ -147,6 +148,21 @@ export class DiskTier {
 
   constructor(o: DiskTierOptions) {
     this.#o = o;
+    // Once per outage: a retry that fails again is the same outage (a disk that stays full would
+    // otherwise log a WARN every DISK_RETRY_MS, ~1,400 a day).
+    this.#outage = new SpellLog({
+      log: o.log,
+      firstNote: `rows are kept to be written when it works again (at most ${DISK_OUTAGE_ROWS}, ` +
+        `the oldest dropped past it), the in-memory ring goes on; trying again in ` +
+        `${DISK_RETRY_MS / 1000} s`,
+    });
+    this.#heldDrops = new SpellLog({ log: o.log });
+    this.#readFailures = new SpellLog({
+      log: o.log,
+      firstNote: "answers hold what was read of it and the in-memory ring's samples (marked " +
+        "incomplete: disk_unreadable)",
+      recovered: () => "history disk tier read again",
+    });
     this.#segments = {
       dir: o.dir,
       prefix: "history",
@@ -259,8 +275,8 @@ export class DiskTier {
         this.#rowsWritten++;
         this.#newestWrittenT = h.t;
         // Writing works (the journal writer says so, with what was lost).
-        this.#outageSaid = false;
-        this.#heldDropSaid = false;
+        this.#outage.ok();
+        this.#heldDrops.ok();
         return;
       }
       if (this.#writer.status().state === "failing") {
@@ -293,9 +309,7 @@ export class DiskTier {
     const reason = `history disk tier: more than ${DISK_OUTAGE_ROWS} rows or ` +
       `${DISK_OUTAGE_BYTES} bytes waiting for the disk (${this.#lastError ?? "not written"})`;
     this.#lose(dropped, reason);
-    if (this.#heldDropSaid) return;
-    this.#heldDropSaid = true;
-    this.#o.log.warn(
+    this.#heldDrops.fail(
       `history disk tier outage queue full (DISK_OUTAGE_ROWS ${DISK_OUTAGE_ROWS} rows, ` +
         `DISK_OUTAGE_BYTES ${DISK_OUTAGE_BYTES} bytes): the oldest rows are dropped and counted ` +
         `until the disk works again`,
@@ -313,20 +327,13 @@ export class DiskTier {
     this.#retryAtMono = this.#o.clock.monoMs() + DISK_RETRY_MS;
     if (this.#state === "stopped") return;
     this.#state = "stopped";
-    // Once per outage: a retry that fails again is the same outage (a disk that stays full would
-    // otherwise log a WARN every DISK_RETRY_MS, ~1,400 a day).
-    if (this.#outageSaid) {
+    // The retries of an outage that fail again: DEBUG, with their own words (#outage counts them).
+    if (this.#outage.failures > 0) {
       this.#o.log.debug(
         `history disk tier still failing: ${reason}; trying again in ${DISK_RETRY_MS / 1000} s`,
       );
-      return;
     }
-    this.#outageSaid = true;
-    this.#o.log.warn(
-      `history disk tier stopped: ${reason}; rows are kept to be written when it works again ` +
-        `(at most ${DISK_OUTAGE_ROWS}, the oldest dropped past it), the in-memory ring goes on; ` +
-        `trying again in ${DISK_RETRY_MS / 1000} s`,
-    );
+    this.#outage.fail(`history disk tier stopped: ${reason}`);
   }
 
   /**
@@ -403,18 +410,10 @@ export class DiskTier {
     } catch (err) {
       if (fromEach) throw err;
       this.#readErrors++;
-      if (this.#readFailing) return false;
-      this.#readFailing = true;
-      this.#o.log.warn(
-        `history disk tier not read: ${errorMessage(err)}; answers hold what was read of it ` +
-          `and the in-memory ring's samples (marked incomplete: disk_unreadable)`,
-      );
+      this.#readFailures.fail(`history disk tier not read: ${errorMessage(err)}`);
       return false;
     }
-    if (this.#readFailing) {
-      this.#readFailing = false;
-      this.#o.log.info("history disk tier read again");
-    }
+    this.#readFailures.ok();
     return true;
   }
 

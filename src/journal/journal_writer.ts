@@ -28,7 +28,14 @@
  * The owner keeps its own rules (what a line is, what must be fsync'd before an answer); the
  * writer never throws into it.
  */
-import { type Clock, errorMessage, type Logger, type TimerId, utf8Length } from "../common/mod.ts";
+import {
+  type Clock,
+  errorMessage,
+  type Logger,
+  SpellLog,
+  type TimerId,
+  utf8Length,
+} from "../common/mod.ts";
 import type { JournalAppendHandle, JournalFiles } from "./journal_files.ts";
 import { type JournalSegments, segmentNumbers, segmentPath } from "./journal_segments.ts";
 
@@ -159,11 +166,12 @@ export class JournalWriter {
   #gap: GapCount | null = null;
   #lastError: string | null = null;
   #lastErrorAt: number | null = null;
-  /** The queue-full streak was logged. */
-  #fullLogged = false;
+  /** Appends refused by a full queue: one ERROR per streak, until an append is queued again. */
+  readonly #refusals: SpellLog;
 
   constructor(options: JournalWriterOptions) {
     this.#o = options;
+    this.#refusals = new SpellLog({ log: options.log, failLevel: "error" });
     this.#segments = "segments" in options.target ? options.target.segments : null;
   }
 
@@ -211,13 +219,10 @@ export class JournalWriter {
       const reason = `${this.#o.name}: ${
         this.#o.maxQueuedLines - spare
       } lines waiting for the disk`;
-      if (!this.#fullLogged) {
-        this.#fullLogged = true;
-        this.#o.log.error(`${this.#o.name} too slow: ${reason}, new ones are dropped`);
-      }
+      this.#refusals.fail(`${this.#o.name} too slow: ${reason}, new ones are dropped`);
       return Promise.resolve(this.#refuse(counted, reason));
     }
-    this.#fullLogged = false;
+    this.#refusals.ok();
     let done!: (r: JournalAppendResult) => void;
     const settled = new Promise<JournalAppendResult>((r) => done = r);
     this.#queue.push({
