@@ -9,10 +9,12 @@
  * Row: `{"t":<bucket start ms>,"p":"<provider>","d":"<device>","s":{"<signal>":[min,max,last,
  * count,quality code]}}` (quality codes: 0 OK, 1 STALE, 2 FAULT, 3 UNAVAILABLE). A row that does
  * not parse (a torn last line after a power cut) is skipped when read, never fatal. A failed write
- * (a full disk, a read-only folder) stops the tier with one WARN: the runtime goes on, the rows of
- * the buckets that close meanwhile (and those of the failed write) are kept, in order, in a bounded
- * queue (DISK_OUTAGE_ROWS, DISK_OUTAGE_BYTES; past it the oldest are dropped and counted, one WARN
- * per outage), and the tier tries again after DISK_RETRY_MS, writing them first.
+ * (a full disk, a read-only folder) stops the tier with one WARN (the journal writer adds none):
+ * the runtime goes on, the rows of the buckets that close meanwhile (and those of the failed
+ * write) are kept, in order, in a bounded queue (DISK_OUTAGE_ROWS, DISK_OUTAGE_BYTES; past it the
+ * oldest are dropped and counted, one WARN per outage), and the tier tries again after
+ * DISK_RETRY_MS, writing them first. One line says it writes again: an INFO, or the writer's WARN
+ * with the rows lost.
  */
 import {
   type Clock,
@@ -102,6 +104,8 @@ export class DiskTier {
   #retryAtMono = 0;
   /** Stops of this outage: its first WARN'd, the retries that fail again at DEBUG (#stop). */
   readonly #outage: SpellLog;
+  /** #rowsDropped when this outage began: rows dropped since are said by the writer's gap WARN. */
+  #droppedAtOutage = 0;
   /** Drops of the oldest kept rows in this outage: one WARN (#hold). */
   readonly #heldDrops: SpellLog;
   /** Order of the rows handed to write(): rows kept through an outage are written in it. */
@@ -152,9 +156,9 @@ export class DiskTier {
     // otherwise log a WARN every DISK_RETRY_MS, ~1,400 a day).
     this.#outage = new SpellLog({
       log: o.log,
-      firstNote: `rows are kept to be written when it works again (at most ${DISK_OUTAGE_ROWS}, ` +
-        `the oldest dropped past it), the in-memory ring goes on; trying again in ` +
-        `${DISK_RETRY_MS / 1000} s`,
+      firstNote: `rows are kept to be written when it works again (at most DISK_OUTAGE_ROWS ` +
+        `${DISK_OUTAGE_ROWS}, the oldest dropped past it), the in-memory ring goes on; trying ` +
+        `again in ${DISK_RETRY_MS / 1000} s`,
     });
     this.#heldDrops = new SpellLog({ log: o.log });
     this.#readFailures = new SpellLog({
@@ -170,7 +174,9 @@ export class DiskTier {
       maxFiles: DISK_FILES,
     };
     // A full disk is the tier's own trouble, not the runtime's: the journal writer's ERROR lines
-    // come out as WARN (the tier's own WARN says it stopped).
+    // come out as WARN. A failed write is said by the tier alone (its WARN names the file and the
+    // error: the writer's reason), not by the writer too (reportWriteFailures false): one event,
+    // one line.
     const log = o.log;
     const warnOnly: Logger = {
       debug: (line) => log.debug(line),
@@ -187,6 +193,7 @@ export class DiskTier {
       clock: o.clock,
       maxQueuedLines: DISK_QUEUE_ROWS,
       syncIntervalMs: DISK_SYNC_INTERVAL_MS,
+      reportWriteFailures: false,
       gapLine: (g) =>
         JSON.stringify({
           gap: { rows: g.lines, first_ms: g.firstLostAtMs, last_ms: g.lastLostAtMs, why: g.reason },
@@ -274,8 +281,11 @@ export class DiskTier {
       if (r.ok) {
         this.#rowsWritten++;
         this.#newestWrittenT = h.t;
-        // Writing works (the journal writer says so, with what was lost).
-        this.#outage.ok();
+        // Writing works: said once, by the journal writer's gap WARN when rows were dropped
+        // meanwhile (with how many), else here.
+        if (this.#outage.ok() > 0 && this.#rowsDropped === this.#droppedAtOutage) {
+          this.#o.log.info("history disk tier written again");
+        }
         this.#heldDrops.ok();
         return;
       }
@@ -333,6 +343,7 @@ export class DiskTier {
         `history disk tier still failing: ${reason}; trying again in ${DISK_RETRY_MS / 1000} s`,
       );
     }
+    if (this.#outage.failures === 0) this.#droppedAtOutage = this.#rowsDropped;
     this.#outage.fail(`history disk tier stopped: ${reason}`);
   }
 
