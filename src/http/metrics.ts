@@ -427,6 +427,12 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
         "is off (history.disk_max_bytes 0).",
       history.disk.state === "ok" ? 1 : 0,
     );
+    gauge1(
+      "runtime_history_disk_rows_held",
+      "Disk tier rows kept while it fails (a full disk), to be written when it works again: at " +
+        "most DISK_OUTAGE_ROWS, past it the oldest are dropped.",
+      history.disk.rowsHeld,
+    );
     w.family("runtime_history_disk_rows_written_total", "counter", "Disk tier rows written.")
       .sample("runtime_history_disk_rows_written_total", history.disk.rowsWritten);
     w.family(

@@ -78,6 +78,7 @@ const FAMILIES: Record<string, Family["type"]> = {
   runtime_history_memory_max_bytes: "gauge",
   runtime_history_memory_reach_seconds: "gauge",
   runtime_history_disk_up: "gauge",
+  runtime_history_disk_rows_held: "gauge",
   runtime_history_disk_rows_written_total: "counter",
   runtime_history_disk_rows_dropped_total: "counter",
   runtime_history_disk_write_errors_total: "counter",
