@@ -663,6 +663,11 @@ export class RunRegistry {
    */
   readonly #writeFailures: SpellLog;
   /**
+   * Reads of a run's events that failed (GET /v0/runs/{run_id}/events): one ERROR per failing
+   * spell, DEBUG for the next ones, one INFO when one works again (#ioError, listEvents).
+   */
+  readonly #readFailures: SpellLog;
+  /**
    * The safety events of #lostWhileOpening: of no run if that open fails (counted by the next
    * run's run_opened, #betweenRuns); if it succeeds, its run counts them with the rest.
    */
@@ -707,6 +712,13 @@ export class RunRegistry {
       restLevel: "debug",
       recovered: (failed) =>
         `run journal written again (${failed} marker, open or close requests failed before)`,
+    });
+    this.#readFailures = new SpellLog({
+      log: this.#log,
+      failLevel: "error",
+      firstNote: "failed reads of run events are logged at DEBUG until one works again",
+      restLevel: "debug",
+      recovered: (failed) => `run journal: run events read again (${failed} reads failed before)`,
     });
     this.#ulid = new UlidGenerator({ now: () => options.clock.nowMs(), random: options.random });
     this.#prefix = options.runtimeName || "default";
@@ -1218,6 +1230,7 @@ export class RunRegistry {
     // Retention may have removed the run (memory first, then its file) while this read waited
     // for the close queued before it, or while it read: its file no longer answers for it.
     this.#throwIfRemoved(runId, run);
+    this.#readFailures.ok();
     if (corrupt > 0 && !this.#warnedCorruptRuns.has(runId)) {
       this.#warnedCorruptRuns.add(runId);
       this.#log.warn(`run ${runId}: corrupt event lines skipped (${corrupt} in one page)`);
@@ -2727,13 +2740,13 @@ export class RunRegistry {
   /**
    * The answer to a request whose journal I/O failed. A failed write (a marker, an open, a close)
    * is logged once per failing spell (ERROR; DEBUG for the next ones, until #ioWritten): a full
-   * disk and a client retrying every second is not an ERROR a second. A failed read, each time.
+   * disk and a client retrying every second is not an ERROR a second. A failed read (a run's
+   * events) likewise, in a spell of its own (#readFailures).
    */
   #ioError(what: string, err: unknown, write = true): RuntimeError {
     if (err instanceof RuntimeError) return err;
     const line = `run journal: ${what} failed: ${errorMessage(err)}`;
-    if (write) this.#writeFailures.fail(line);
-    else this.#log.error(line);
+    (write ? this.#writeFailures : this.#readFailures).fail(line);
     return unavailable(`Run journal I/O failed (${what}): ${errorMessage(err)}`, err);
   }
 
