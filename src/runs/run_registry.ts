@@ -770,7 +770,7 @@ export class RunRegistry {
       await this.#replay();
       // New ids sort after every kept run's, whatever the clock did since they were made.
       for (const id of this.#order) this.#ulid.advancePast(id.slice(-26));
-      const journal = this.#writer(this.#runsFile, MAX_PENDING_RUN_RECORDS);
+      const journal = this.#runsWriter();
       // A failure is this start's: said by its own ERROR (below), with the retry.
       await journal.open({ report: false });
       this.#journal = journal;
@@ -2233,7 +2233,7 @@ export class RunRegistry {
     }
     const replaced = this.#journal;
     if (replaced === null) return true;
-    const journal = this.#writer(this.#runsFile, MAX_PENDING_RUN_RECORDS);
+    const journal = this.#runsWriter();
     this.#journal = journal;
     await replaced.close();
     // Opened now to report a problem early; one that fails opens at the next append instead.
@@ -2628,6 +2628,15 @@ export class RunRegistry {
       syncIntervalMs: BUS_EVENT_SYNC_DELAY_MS,
       reportWriteFailures: !ownerReports,
     });
+  }
+
+  /**
+   * The writer of runs.jsonl. Every record's failure is said by the registry (an open or a close
+   * answers with its error, #ioError; a saved count or in_flight ids, their own WARN): the
+   * writer's ERROR for the same failure was a second line for one event.
+   */
+  #runsWriter(): JournalWriter {
+    return this.#writer(this.#runsFile, MAX_PENDING_RUN_RECORDS, true);
   }
 
   #eventRules(runId: string): EventLineRules {
