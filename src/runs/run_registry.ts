@@ -2474,7 +2474,10 @@ export class RunRegistry {
         const payload = left > 0 ? { ...endPayload, events_not_recorded: left } : endPayload;
         event = this.#event(run.run_id, sequence, "run_closed", reason, ended, now, payload);
         now = ended;
-        const closing = writer.append(JSON.stringify(event), { sync: true });
+        // Not counted as lost by the writer (its "lines were lost" WARN) when it fails: the close
+        // is answered with the error, the run stays open, and the close tried next writes its
+        // run_closed (a start's, of a run found open: the next start's).
+        const closing = writer.append(JSON.stringify(event), { sync: true, counted: false });
         for (const r of await Promise.all(callsWritten)) written(r);
         const result = await closing;
         // A failed fsync leaves the line in the file (the OS has it): the run has ended there.
@@ -2666,11 +2669,16 @@ export class RunRegistry {
     };
   }
 
-  /** Appends a record to runs.jsonl and fsyncs it; throws when that fails. */
+  /**
+   * Appends a record (a run's open or close) to runs.jsonl and fsyncs it; throws when that fails.
+   * Not counted as lost by the writer (its "lines were lost" WARN): the open or close is answered
+   * with the error and tried again (a failed open is no run; a failed close's run stays open and
+   * the next close writes its record).
+   */
   async #appendJournal(line: string): Promise<void> {
     const journal = this.#journal;
     if (!journal) throw unavailable("run journal is not open");
-    written(await journal.append(line, { sync: true }));
+    written(await journal.append(line, { sync: true, counted: false }));
     this.#journalLines++;
   }
 
