@@ -498,6 +498,11 @@ export class TelemetryWriter {
   #runPayloadErrors = 0;
   /** Set when stop() aborts the write in flight: an isolation in progress sends nothing more. */
   #abortWrites = false;
+  /**
+   * Set when a stop's budget ended during a reload's flush (stop() cut it short): that flush sends
+   * nothing more, whatever is left of the reload's own budget.
+   */
+  #stopCut = false;
   #writeFailures = 0;
   #lastError: string | null = null;
   #lastErrorAt: number | null = null;
@@ -583,7 +588,7 @@ export class TelemetryWriter {
         }
         kept = this.#retry.peek(this.#retry.length);
       } else {
-        await this.#flushOut(budgetMs, "the reload's budget");
+        await this.#flushOut(this.#deadline(budgetMs, "the reload's budget"));
       }
     }
     const batch = same ? this.#batch : [];
@@ -731,18 +736,43 @@ export class TelemetryWriter {
   /**
    * Stops health snapshots and the subscription, then flushes queue, batch and retry buffer
    * within `budgetMs`. Rows still unsent when the budget ends (or after a failed final write)
-   * are counted in `total_failed`. During a retarget, first waits for it (at most its budget).
+   * are counted in `total_failed`. During a retarget, first waits for it, within the same budget:
+   * a reload's flush still under way when the budget ends is cut short.
    */
   async stop(budgetMs: number): Promise<void> {
-    // A reload retargeting the writer ends first (its flush has its own budget): then this stops
-    // the writer it started and flushes what came during it. From then on nothing restarts it.
-    if (this.#retargeting !== null) await this.#retargeting.catch(() => {});
+    // One deadline for the whole stop, the wait for a reload's flush included: the runtime hands
+    // telemetry what is left of its own stop budget, and a reload's flush has a budget of its own
+    // that may end later.
+    const deadline = this.#deadline(budgetMs, "the stop's budget");
+    // A reload retargeting the writer ends first: then this stops the writer it started and
+    // flushes what came during it. From then on nothing restarts it.
+    if (this.#retargeting !== null) await this.#endRetarget(this.#retargeting, deadline);
     this.#stopped = true;
     if (!this.#running) return;
     this.#halt();
     this.#unsubscribeBus();
     this.#fillBatch(Infinity);
-    await this.#flushOut(budgetMs, "the stop's budget");
+    await this.#flushOut(deadline);
+  }
+
+  /**
+   * Waits for the retarget under way until `deadline` (the stop's); then cuts its flush short: the
+   * request in flight is aborted (its error line names the stop's budget) and nothing more is
+   * sent, so the flush ends at once and counts (and says) the rows it could not write.
+   */
+  async #endRetarget(retargeting: Promise<void>, deadline: WriteDeadline): Promise<void> {
+    const settled = retargeting.then(() => true, () => true);
+    const clock = this.#opts.clock;
+    let timer: TimerId | undefined;
+    const expired = new Promise<boolean>((resolve) => {
+      timer = clock.setTimer(() => resolve(false), Math.max(0, deadline.mono - clock.monoMs()));
+    });
+    const done = await Promise.race([settled, expired]);
+    clock.clearTimer(timer);
+    if (done) return;
+    this.#stopCut = true;
+    this.#abort?.abort(budgetEnded(deadline));
+    await settled;
   }
 
   /** Stops the timers: nothing is written from now on but by #flushOut. */
@@ -762,18 +792,17 @@ export class TelemetryWriter {
   }
 
   /**
-   * Writes the batch and the retry buffer (after the write in flight) within `budgetMs` (`budget`
-   * names it in the log); what is still unsent then is counted in `total_failed`. The queue is left
-   * alone.
+   * Writes the batch and the retry buffer (after the write in flight) by `deadline` (a stop's or a
+   * reload's, or sooner when a stop cuts a reload's flush short); what is still unsent then is
+   * counted in `total_failed`. The queue is left alone.
    */
-  async #flushOut(budgetMs: number, budget: string): Promise<void> {
+  async #flushOut(deadline: WriteDeadline): Promise<void> {
     const mono = () => this.#opts.clock.monoMs();
-    const deadline = this.#deadline(budgetMs, budget);
     try {
       if (this.#inFlight) await this.#awaitInFlight(deadline, budgetEnded(deadline));
       while (this.#retry.length + this.#batch.length > 0) {
         const remaining = deadline.mono - mono();
-        if (remaining <= 0) break;
+        if (remaining <= 0 || this.#stopCut) break;
         const outcome = await this.#writeOnce(deadline);
         if (outcome === "failed") break;
       }
@@ -1095,7 +1124,7 @@ export class TelemetryWriter {
       }
       untried--;
       const remaining = deadline.mono - this.#opts.clock.monoMs();
-      if (this.#abortWrites || remaining <= 0) {
+      if (this.#abortWrites || this.#stopCut || remaining <= 0) {
         unsent = [seg, ...work].flatMap((w) => w.rows);
         break;
       }

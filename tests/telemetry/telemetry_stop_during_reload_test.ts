@@ -1,0 +1,156 @@
+/**
+ * TelemetryWriter.stop(budgetMs) during a reload's flush keeps to its own budget: the reload's flush
+ * (which has a budget of its own, here longer) is cut short when the stop's budget ends, and the
+ * rows it could not write are counted and said in the "could not be written" WARN. The InfluxDB
+ * client's real transport against a real loopback database that accepts every request and never
+ * answers; the writer's timers on one manual clock, so no assertion depends on how fast anything is.
+ */
+import assert from "node:assert/strict";
+import { EventBus } from "../../src/events/mod.ts";
+import {
+  loadInfluxClient,
+  TelemetryWriter,
+  type TelemetryWriterOptions,
+} from "../../src/telemetry/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+
+await loadInfluxClient(); // as the service does when telemetry is enabled
+
+/** A loopback HTTP "database" that reads every request and never answers. */
+function hungDatabase() {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const conns: Deno.Conn[] = [];
+  let received = "";
+  const decoder = new TextDecoder();
+  const reads: Promise<void>[] = [];
+  const accepting = (async () => {
+    for await (const conn of listener) {
+      conns.push(conn);
+      reads.push((async () => {
+        const buf = new Uint8Array(64 * 1024);
+        try {
+          for (;;) {
+            const n = await conn.read(buf);
+            if (n === null) return;
+            received += decoder.decode(buf.subarray(0, n), { stream: true });
+          }
+        } catch {
+          // closed by the test or the client
+        }
+      })());
+    }
+  })();
+  return {
+    url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
+    /** The rows of every request received so far. */
+    rows: () => received.split(/\r?\n/).filter((l) => l.startsWith("runtime_signal,")),
+    async close() {
+      listener.close();
+      for (const c of conns) {
+        try {
+          c.close();
+        } catch {
+          // closed by the client already
+        }
+      }
+      await accepting.catch(() => {});
+      await Promise.all(reads);
+    },
+  };
+}
+
+/** Whether `p` has settled once the host ran the work under way for `ms` (real time). */
+async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let settled = false;
+  p.then(() => (settled = true), () => (settled = true));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    p.catch(() => {}),
+    new Promise((resolve) => (timer = setTimeout(resolve, ms))),
+  ]);
+  clearTimeout(timer);
+  return settled;
+}
+
+Deno.test("TelemetryWriter.stop during a reload's flush to a database that never answers ends with the stop's budget, not the reload's, and says the rows lost", async () => {
+  const { log, lines } = capturingLogger();
+  const clock = new ManualClock(1_000, 1_760_000_000_000);
+  const db = hungDatabase();
+  const bus = new EventBus();
+  const options: TelemetryWriterOptions = {
+    enabled: true,
+    runtimeName: "lab1",
+    healthIntervalMs: 0,
+    clock,
+    logger: log,
+    influx: {
+      url: db.url,
+      org: "lab",
+      bucket: "old",
+      token: "t0k3n",
+      batchSize: 4,
+      flushIntervalMs: 50,
+      maxRetryBufferSize: 1000,
+      queueSize: 10000,
+    },
+    tuning: { writeTimeoutMs: 60_000, tickMs: 10 },
+  };
+  const writer = new TelemetryWriter(options);
+  writer.start(bus);
+  let stopping: Promise<void> | null = null;
+  try {
+    for (let i = 0; i < 4; i++) {
+      bus.publish({
+        kind: "state_update",
+        provider_id: "sim0",
+        device_id: "tempctl0",
+        signal_id: "temp",
+        value: { type: "double", double: i },
+        quality: "OK",
+        timestamp_ms: 1_760_000_000_000 + i,
+      });
+    }
+    await clock.advanceAsync(10);
+    await waitFor("the write reached the database", () => db.rows().length === 4, 10_000);
+    // Another bucket: the old target's rows are flushed to it first, within the reload's 5000 ms.
+    const reloading = writer.retarget(
+      { ...options, influx: { ...options.influx, bucket: "new" } },
+      5000,
+    );
+    reloading.catch(() => {});
+    stopping = writer.stop(300);
+    await clock.advanceAsync(300);
+    // Before: the stop waited for the reload's flush, which ended only at 5000 ms.
+    assert.ok(
+      await settledWithin(stopping, 5_000),
+      `stop(300) had not returned with the manual clock 300 ms on:\n${lines.join("\n")}`,
+    );
+    await stopping;
+    await reloading;
+    assert.equal(writer.running, false);
+    const aborted = lines.filter((l) => l.includes("write aborted"));
+    assert.equal(aborted.length, 1, lines.join("\n"));
+    assert.match(
+      aborted[0]!,
+      /^ERROR\b.*write aborted: no answer within the stop's budget \(300 ms\)$/,
+    );
+    const lost = lines.filter((l) => l.includes("telemetry rows could not be written"));
+    assert.equal(lost.length, 1, lines.join("\n"));
+    assert.match(
+      lost[0]!,
+      /^WARN\b.*shutdown: 4 telemetry rows could not be written and are lost$/,
+    );
+    assert.equal(writer.status().total_failed, 4);
+    assert.equal(writer.status().total_written, 0);
+  } finally {
+    if (stopping === null) await writer.stop(0);
+    else {
+      // Before the fix the stop still waits for the reload's flush: let it end.
+      await clock.advanceAsync(5000);
+      await stopping.catch(() => {});
+    }
+    await db.close();
+  }
+});
