@@ -304,21 +304,32 @@ export const MAX_ANSWER_BODY_BYTES = 64 * 1024;
  * at most {@link MAX_ANSWER_BODY_BYTES} of any answer's body: the client itself reads an error
  * answer's body whole (its `throwOnErrorResponse` awaits `text()`), and a successful write's too.
  * The bound sits where the client fetches (its transport's `fetch`, which the client calls for
- * every request and whose answer it then reads); a client without that method is refused.
+ * every request and whose answer it then reads); a client without that method is refused. Each
+ * error names what is wrong: the url the client refuses, or the client pinned in deno.json.
  */
 export function influxTransport(url: string, token: string): TelemetryTransport {
   if (influxClient === null) {
     throw new RuntimeError("FAILED_PRECONDITION", "the InfluxDB client is not loaded");
   }
-  const transport = new influxClient({ url, token }).transport as unknown as
+  let client: InfluxDB;
+  try {
+    client = new influxClient({ url, token });
+  } catch (err) {
+    throw new RuntimeError(
+      "INVALID_ARGUMENT",
+      `telemetry.influxdb.url: '${urlWithoutPassword(url)}': ${errorMessage(err)}`,
+      { cause: err },
+    );
+  }
+  const transport = client.transport as unknown as
     & TelemetryTransport
     & { fetch?: (...args: unknown[]) => Promise<Response> };
   const fetchAnswer = transport.fetch;
   if (typeof fetchAnswer !== "function") {
     throw new RuntimeError(
       "INTERNAL",
-      "the InfluxDB client's transport has no fetch method: its answers cannot be bounded " +
-        "(MAX_ANSWER_BODY_BYTES)",
+      "the pinned InfluxDB client (@influxdata/influxdb-client in deno.json) lacks its " +
+        "transport's fetch method: its answers cannot be bounded (MAX_ANSWER_BODY_BYTES)",
     );
   }
   transport.fetch = async (...args: unknown[]) =>
@@ -649,7 +660,8 @@ export class TelemetryWriter {
     try {
       this.#transport = this.#opts.transport ?? influxTransport(url, token);
     } catch (err) {
-      this.#setError(`telemetry.influxdb.url: ${errorMessage(err)}: telemetry writer not started`);
+      // The error names what is wrong (the url, or the client pinned in deno.json).
+      this.#setError(`${errorMessage(err)}: telemetry writer not started`);
       this.#log.error(this.#lastError ?? "");
       return;
     }

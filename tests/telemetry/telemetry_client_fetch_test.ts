@@ -1,0 +1,77 @@
+/**
+ * A pinned InfluxDB client whose transport lacks the `fetch` method the answer-body bound sits on
+ * (MAX_ANSWER_BODY_BYTES) is refused with an error naming that, not the configured url (which is
+ * fine). The client's real transport class, its `fetch` taken away for the test and put back.
+ */
+import assert from "node:assert/strict";
+import { InfluxDB } from "@influxdata/influxdb-client";
+import type { RuntimeError } from "../../src/common/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { influxTransport, loadInfluxClient, TelemetryWriter } from "../../src/telemetry/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+
+await loadInfluxClient(); // as the service does when telemetry is enabled
+
+const URL_OK = "http://127.0.0.1:8086";
+const NO_FETCH =
+  "the pinned InfluxDB client (@influxdata/influxdb-client in deno.json) lacks its transport's " +
+  "fetch method: its answers cannot be bounded (MAX_ANSWER_BODY_BYTES)";
+
+/** Runs `body` with the client's transport class lacking `fetch`. */
+async function withoutFetch(body: () => void | Promise<void>): Promise<void> {
+  const proto = Object.getPrototypeOf(new InfluxDB({ url: URL_OK }).transport) as Record<
+    string,
+    unknown
+  >;
+  const fetch = proto.fetch;
+  assert.equal(typeof fetch, "function", "the pinned client's transport has fetch");
+  delete proto.fetch;
+  try {
+    await body();
+  } finally {
+    proto.fetch = fetch;
+  }
+}
+
+Deno.test("influxTransport refuses a client without its transport's fetch with INTERNAL naming the pinned client, not the url", async () => {
+  await withoutFetch(() => {
+    assert.throws(() => influxTransport(URL_OK, "t"), (err: RuntimeError) => {
+      assert.equal(err.code, "INTERNAL");
+      assert.equal(err.message, NO_FETCH);
+      return true;
+    });
+  });
+});
+
+Deno.test("TelemetryWriter.start with a client without its transport's fetch says that in one ERROR line and last_error, not telemetry.influxdb.url", async () => {
+  const { log, lines } = capturingLogger();
+  const writer = new TelemetryWriter({
+    enabled: true,
+    runtimeName: "lab1",
+    healthIntervalMs: 0,
+    clock: new ManualClock(1_000, 1_760_000_000_000),
+    logger: log,
+    influx: {
+      url: URL_OK,
+      org: "lab",
+      bucket: "b",
+      token: "t0k3n",
+      batchSize: 4,
+      flushIntervalMs: 50,
+      maxRetryBufferSize: 10,
+      queueSize: 10,
+    },
+  });
+  await withoutFetch(() => writer.start(new EventBus()));
+  try {
+    assert.equal(writer.running, false);
+    const expected = `${NO_FETCH}: telemetry writer not started`;
+    assert.equal(writer.status().last_error, expected);
+    const errors = lines.filter((l) => l.startsWith("ERROR"));
+    assert.equal(errors.length, 1, lines.join("\n"));
+    assert.ok(errors[0]!.endsWith(` ${expected}`), errors[0]);
+  } finally {
+    await writer.stop(0);
+  }
+});
