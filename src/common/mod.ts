@@ -17,5 +17,11 @@ export { tellEach } from "./listeners.ts";
 export { DEVICE_DOWN_AFTER_POLLS, DEVICE_DOWN_MIN_MS, deviceDownAfterMs } from "./device_down.ts";
 export * from "./mqtt.ts";
 export { SpellLog, type SpellLogOptions } from "./spell_log.ts";
-export { PROVIDER_TEXT_CHARS, providerText, quoteProviderText } from "./provider_text.ts";
+export {
+  PROVIDER_TEXT_CHARS,
+  providerText,
+  providerTextWithin,
+  quoteProviderText,
+  quoteProviderTextWithin,
+} from "./provider_text.ts";
 export { MAX_SSE_CLIENTS, maxStreamsFor, requestConnectionsShort } from "./event_streams.ts";

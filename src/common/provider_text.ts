@@ -6,10 +6,27 @@ export const PROVIDER_TEXT_CHARS = 80;
  * PROVIDER_TEXT_CHARS, so that what a provider says cannot make one line of any length.
  */
 export function providerText(text: string): string {
-  return text.length > PROVIDER_TEXT_CHARS ? `${text.slice(0, PROVIDER_TEXT_CHARS)}\u2026` : text;
+  return providerTextWithin(text, PROVIDER_TEXT_CHARS);
 }
 
 /** Provider-supplied text (an id) in a message: cut as providerText, then JSON-quoted. */
 export function quoteProviderText(text: string): string {
-  return JSON.stringify(providerText(text));
+  return quoteProviderTextWithin(text, PROVIDER_TEXT_CHARS);
+}
+
+/**
+ * Text a peer supplies (a provider's message or stderr line, a client's header) cut to `maxChars`
+ * UTF-16 code units, the bound its caller names, and marked with an ellipsis when cut. Two
+ * arguments, apart from providerText, so that it is never handed to `map` by mistake.
+ */
+export function providerTextWithin(text: string, maxChars: number): string {
+  return text.length > maxChars ? `${text.slice(0, maxChars)}\u2026` : text;
+}
+
+/**
+ * Peer-supplied text in a message: cut as providerTextWithin, then JSON-quoted, so that a line
+ * break or a quote in it can neither end the line nor forge the rest of it.
+ */
+export function quoteProviderTextWithin(text: string, maxChars: number): string {
+  return JSON.stringify(providerTextWithin(text, maxChars));
 }

@@ -6,7 +6,7 @@
  * set: its preflight is answered 403 naming `http.cors_allowed_origins`, and the first request of
  * each such origin is logged.
  */
-import type { Logger } from "../common/mod.ts";
+import { type Logger, providerTextWithin } from "../common/mod.ts";
 import type { HttpConfig } from "../config/mod.ts";
 import { errorResponse } from "./envelope.ts";
 
@@ -157,9 +157,7 @@ function isOwnOrigin(req: Request, origin: string): boolean {
 
 /** A client-supplied origin as quoted text: bounded, control characters escaped (one log line). */
 function quoteOrigin(origin: string): string {
-  const cut = origin.length > MAX_QUOTED_ORIGIN_CHARS
-    ? `${origin.slice(0, MAX_QUOTED_ORIGIN_CHARS)}\u2026`
-    : origin;
+  const cut = providerTextWithin(origin, MAX_QUOTED_ORIGIN_CHARS);
   let out = "";
   for (const ch of cut) {
     const code = ch.codePointAt(0)!;

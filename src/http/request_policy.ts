@@ -19,7 +19,7 @@
  *
  * Clients that are not browsers send no `Origin` and are unaffected by 2.
  */
-import { isLoopbackHost } from "../common/mod.ts";
+import { isLoopbackHost, providerTextWithin } from "../common/mod.ts";
 import type { HttpConfig } from "../config/mod.ts";
 import { originMatches } from "./cors.ts";
 
@@ -206,7 +206,5 @@ function isSerializedOrigin(origin: string): boolean {
 }
 
 function quote(text: string): string {
-  return text.length > MAX_QUOTED_HEADER_CHARS
-    ? `${text.slice(0, MAX_QUOTED_HEADER_CHARS)}\u2026`
-    : text;
+  return providerTextWithin(text, MAX_QUOTED_HEADER_CHARS);
 }

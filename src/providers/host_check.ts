@@ -6,7 +6,7 @@
  * (or just its `requirements` array) as JSON; its unmet entries are then listed instead of the
  * summary's. Requirement ids and texts are the provider's: the runtime only shows them.
  */
-import type { HostCheckView, HostRequirementView } from "../common/mod.ts";
+import { type HostCheckView, type HostRequirementView, providerTextWithin } from "../common/mod.ts";
 
 /** The WaitReady diagnostics keys read here. */
 export const HOST_CHECK_KEY = "host_check";
@@ -117,5 +117,5 @@ function isRecord(v: unknown): v is Record<string, unknown> {
  * differ only there are equal here too.
  */
 function cut(text: string, max: number): string {
-  return (text.length > max ? `${text.slice(0, max)}\u2026` : text).toWellFormed();
+  return providerTextWithin(text, max).toWellFormed();
 }

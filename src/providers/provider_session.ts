@@ -21,7 +21,9 @@ import {
   type LogLevel,
   type ProviderProcess,
   providerText,
+  providerTextWithin,
   quoteProviderText as quote,
+  quoteProviderTextWithin,
   raceTimeout,
   RUNTIME_VERSION,
   RuntimeError,
@@ -81,11 +83,7 @@ const STDERR_LEVELS: Readonly<Record<string, LogLevel>> = {
  */
 export function lastStderrLines(tail: readonly string[]): string {
   if (tail.length === 0) return "";
-  const quoted = tail.map((l) =>
-    JSON.stringify(
-      l.length > STDERR_TAIL_LINE_CHARS ? `${l.slice(0, STDERR_TAIL_LINE_CHARS)}\u2026` : l,
-    )
-  ).join(", ");
+  const quoted = tail.map((l) => quoteProviderTextWithin(l, STDERR_TAIL_LINE_CHARS)).join(", ");
   return `provider's last stderr line${tail.length === 1 ? "" : "s"}: ${quoted}`;
 }
 
@@ -429,9 +427,7 @@ export class ProviderSession {
         if (outcome !== SKIPPED) extraKept++;
         return;
       }
-      const line = `${
-        why.length > WARNING_CHARS ? `${why.slice(0, WARNING_CHARS)}\u2026` : why
-      }; ${outcome}`;
+      const line = `${providerTextWithin(why, WARNING_CHARS)}; ${outcome}`;
       this.#deps.log.warn(`discovery: ${line}`);
       warnings.push(line);
     };
@@ -576,7 +572,7 @@ export class ProviderSession {
         }
         return;
       }
-      const line = raw.length > STDERR_MAX_LINE ? `${raw.slice(0, STDERR_MAX_LINE)}\u2026` : raw;
+      const line = providerTextWithin(raw, STDERR_MAX_LINE);
       if (line.trim()) log[level](`stderr: ${line}`);
     };
     try {

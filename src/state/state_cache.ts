@@ -22,6 +22,7 @@ import {
   nextGridInstant,
   plainObjectConstructor,
   type Quality,
+  quoteProviderTextWithin,
   RuntimeError,
   sameValue,
   sharedInstantTimers,
@@ -1369,9 +1370,12 @@ export function signalSample(
   return new SignalSample(value, quality, timestampMs, receivedMono);
 }
 
+/** Longest signal id a log line of the cache quotes (longer is cut, marked with an ellipsis). */
+export const QUOTED_SIGNAL_ID_CHARS = 64;
+
 /** An id in a log line: quoted and cut, so a hostile id cannot forge or flood lines. */
 function quoteId(id: string): string {
-  return JSON.stringify(id.length > 64 ? `${id.slice(0, 64)}\u2026` : id);
+  return quoteProviderTextWithin(id, QUOTED_SIGNAL_ID_CHARS);
 }
 
 const NO_DEVICES: readonly MutableDeviceState[] = Object.freeze([]);
