@@ -451,7 +451,7 @@ export class ProviderSession {
       try {
         desc = await this.request("describe_device", { device_id: id });
       } catch (err) {
-        if (!this.#client.open) throw wrap(err, `DescribeDevice ${id} failed`);
+        if (!this.#client.open) throw wrap(err, `DescribeDevice ${quote(id)} failed`);
         skip(`DescribeDevice ${quote(id)} failed: ${errorMessage(err)}`);
         continue;
       }

@@ -146,7 +146,7 @@ Deno.test("A provider that dies during discovery fails the start instead of skip
       assert.ok(e instanceof RuntimeError);
       assert.match(
         e.message,
-        /^provider start failed: p0: DescribeDevice b failed: .*\(process exit code 4\)$/,
+        /^provider start failed: p0: DescribeDevice "b" failed: .*\(process exit code 4\)$/,
       );
       return true;
     },
