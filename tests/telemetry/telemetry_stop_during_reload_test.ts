@@ -3,7 +3,8 @@
  * (which has a budget of its own, here longer) is cut short when the stop's budget ends, and the
  * rows it could not write are counted and said in the "could not be written" WARN. The InfluxDB
  * client's real transport against a real loopback database that accepts every request and never
- * answers; the writer's timers on one manual clock, so no assertion depends on how fast anything is.
+ * answers (reloading to the same database: the scripted one of _scripted_db.ts, a unit test); the
+ * writer's timers on one manual clock, so no assertion depends on how fast anything is.
  */
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
@@ -15,6 +16,7 @@ import {
 import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
+import { scriptedRig } from "./_scripted_db.ts";
 
 await loadInfluxClient(); // as the service does when telemetry is enabled
 
@@ -153,4 +155,37 @@ Deno.test("TelemetryWriter.stop during a reload's flush to a database that never
     }
     await db.close();
   }
+});
+
+Deno.test("TelemetryWriter.stop during a reload to the same database (waiting for the write in flight) ends with the stop's budget and counts the rows kept for the retry", async () => {
+  const { log, lines } = capturingLogger();
+  const { clock, db, writer, publish, options } = scriptedRig({ logger: log });
+  db.script("hang");
+  publish(0, 4);
+  await clock.advanceAsync(10);
+  assert.equal(db.requests.length, 1);
+  // The same database: the reload waits for the write in flight, up to its own 5000 ms.
+  const reloading = writer.retarget(
+    { ...options, logger: log, influx: { ...options.influx, batchSize: 8 } },
+    5000,
+  );
+  reloading.catch(() => {});
+  const stopping = writer.stop(300);
+  await clock.advanceAsync(300);
+  const settled = await settledWithin(stopping, 5_000);
+  if (!settled) await clock.advanceAsync(5000); // before: the stop ended with the reload's budget
+  await stopping;
+  await reloading;
+  assert.ok(settled, `stop(300) had not returned with the manual clock 300 ms on:\n${lines}`);
+  const aborted = lines.filter((l) => l.includes("write aborted"));
+  assert.equal(aborted.length, 1, lines.join("\n"));
+  assert.match(
+    aborted[0]!,
+    /^ERROR\b.*write aborted: no answer within the stop's budget \(300 ms\)$/,
+  );
+  const lost = lines.filter((l) => l.includes("telemetry rows could not be written"));
+  assert.equal(lost.length, 1, lines.join("\n"));
+  assert.match(lost[0]!, /^WARN\b.*shutdown: 4 telemetry rows could not be written and are lost$/);
+  assert.equal(writer.status().total_failed, 4);
+  assert.equal(db.requests.length, 1, "nothing sent after the stop's budget ended");
 });
