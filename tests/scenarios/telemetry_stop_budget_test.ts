@@ -16,47 +16,7 @@ import {
   waitFor,
   within,
 } from "./process_helpers.ts";
-
-/** A loopback HTTP "database" that accepts every connection, reads it, and never answers. */
-function hungDatabase() {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const conns: Deno.Conn[] = [];
-  let received = "";
-  const decoder = new TextDecoder();
-  const accepting = (async () => {
-    for await (const conn of listener) {
-      conns.push(conn);
-      void (async () => {
-        const buf = new Uint8Array(64 * 1024);
-        try {
-          for (;;) {
-            const n = await conn.read(buf);
-            if (n === null) return;
-            received += decoder.decode(buf.subarray(0, n), { stream: true });
-          }
-        } catch {
-          // closed by the test or the runtime
-        }
-      })();
-    }
-  })();
-  return {
-    url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
-    /** Everything the runtime sent so far (requests included). */
-    received: () => received,
-    async close() {
-      listener.close();
-      for (const c of conns) {
-        try {
-          c.close();
-        } catch {
-          // already closed
-        }
-      }
-      await accepting.catch(() => {});
-    },
-  };
-}
+import { hungDatabase } from "../helpers/hung_database.ts";
 
 Deno.test("Kernel.stop gives telemetry's flush what is left of the stop's budget: a hung database after a provider that needed SIGKILL costs no exit 4, and the rows left are said in one WARN with their count", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-telemetry-stop-" });

@@ -109,18 +109,24 @@ export function scriptedRig(
   };
   const writer = new TelemetryWriter(options);
   writer.start(bus);
-  const publish = (from: number, count: number) => {
-    for (let i = from; i < from + count; i++) {
-      bus.publish({
-        kind: "state_update",
-        provider_id: "sim0",
-        device_id: "tempctl0",
-        signal_id: "temp",
-        value: { type: "double", double: i },
-        quality: "OK",
-        timestamp_ms: 1_760_000_000_000 + i,
-      });
-    }
-  };
+  const publish = (from: number, count: number) => publishUpdates(bus, from, count);
   return { clock, db, bus, writer, options, publish };
+}
+
+/**
+ * Publishes `count` state updates of one double signal (sim0/tempctl0/temp) on `bus`, with the
+ * values (and timestamps, ms after 1_760_000_000_000) from `from` on.
+ */
+export function publishUpdates(bus: EventBus, from: number, count: number): void {
+  for (let i = from; i < from + count; i++) {
+    bus.publish({
+      kind: "state_update",
+      provider_id: "sim0",
+      device_id: "tempctl0",
+      signal_id: "temp",
+      value: { type: "double", double: i },
+      quality: "OK",
+      timestamp_ms: 1_760_000_000_000 + i,
+    });
+  }
 }

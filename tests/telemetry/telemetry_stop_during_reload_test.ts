@@ -16,51 +16,31 @@ import {
 import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { scriptedRig } from "./_scripted_db.ts";
+import { hungDatabase } from "../helpers/hung_database.ts";
+import { publishUpdates, scriptedRig } from "./_scripted_db.ts";
 
 await loadInfluxClient(); // as the service does when telemetry is enabled
 
-/** A loopback HTTP "database" that reads every request and never answers. */
-function hungDatabase() {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const conns: Deno.Conn[] = [];
-  let received = "";
-  const decoder = new TextDecoder();
-  const reads: Promise<void>[] = [];
-  const accepting = (async () => {
-    for await (const conn of listener) {
-      conns.push(conn);
-      reads.push((async () => {
-        const buf = new Uint8Array(64 * 1024);
-        try {
-          for (;;) {
-            const n = await conn.read(buf);
-            if (n === null) return;
-            received += decoder.decode(buf.subarray(0, n), { stream: true });
-          }
-        } catch {
-          // closed by the test or the client
-        }
-      })());
-    }
-  })();
-  return {
-    url: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
-    /** The rows of every request received so far. */
-    rows: () => received.split(/\r?\n/).filter((l) => l.startsWith("runtime_signal,")),
-    async close() {
-      listener.close();
-      for (const c of conns) {
-        try {
-          c.close();
-        } catch {
-          // closed by the client already
-        }
-      }
-      await accepting.catch(() => {});
-      await Promise.all(reads);
-    },
-  };
+/** Rows (signal lines) in what a database received. */
+function rowsOf(received: string): number {
+  return received.split(/\r?\n/).filter((l) => l.startsWith("runtime_signal,")).length;
+}
+
+/**
+ * What a stop(300) that cut a reload's flush short says and counts: the request it aborted names
+ * the stop's budget, and the 4 rows published are said lost in one WARN and counted.
+ */
+function assertCutByStop(lines: string[], writer: TelemetryWriter): void {
+  const aborted = lines.filter((l) => l.includes("write aborted"));
+  assert.equal(aborted.length, 1, lines.join("\n"));
+  assert.match(
+    aborted[0]!,
+    /^ERROR\b.*write aborted: no answer within the stop's budget \(300 ms\)$/,
+  );
+  const lost = lines.filter((l) => l.includes("telemetry rows could not be written"));
+  assert.equal(lost.length, 1, lines.join("\n"));
+  assert.match(lost[0]!, /^WARN\b.*shutdown: 4 telemetry rows could not be written and are lost$/);
+  assert.equal(writer.status().total_failed, 4);
 }
 
 /** Whether `p` has settled once the host ran the work under way for `ms` (real time). */
@@ -103,19 +83,9 @@ Deno.test("TelemetryWriter.stop during a reload's flush to a database that never
   writer.start(bus);
   let stopping: Promise<void> | null = null;
   try {
-    for (let i = 0; i < 4; i++) {
-      bus.publish({
-        kind: "state_update",
-        provider_id: "sim0",
-        device_id: "tempctl0",
-        signal_id: "temp",
-        value: { type: "double", double: i },
-        quality: "OK",
-        timestamp_ms: 1_760_000_000_000 + i,
-      });
-    }
+    publishUpdates(bus, 0, 4);
     await clock.advanceAsync(10);
-    await waitFor("the write reached the database", () => db.rows().length === 4, 10_000);
+    await waitFor("the write reached the database", () => rowsOf(db.received()) === 4, 10_000);
     // Another bucket: the old target's rows are flushed to it first, within the reload's 5000 ms.
     const reloading = writer.retarget(
       { ...options, influx: { ...options.influx, bucket: "new" } },
@@ -132,19 +102,7 @@ Deno.test("TelemetryWriter.stop during a reload's flush to a database that never
     await stopping;
     await reloading;
     assert.equal(writer.running, false);
-    const aborted = lines.filter((l) => l.includes("write aborted"));
-    assert.equal(aborted.length, 1, lines.join("\n"));
-    assert.match(
-      aborted[0]!,
-      /^ERROR\b.*write aborted: no answer within the stop's budget \(300 ms\)$/,
-    );
-    const lost = lines.filter((l) => l.includes("telemetry rows could not be written"));
-    assert.equal(lost.length, 1, lines.join("\n"));
-    assert.match(
-      lost[0]!,
-      /^WARN\b.*shutdown: 4 telemetry rows could not be written and are lost$/,
-    );
-    assert.equal(writer.status().total_failed, 4);
+    assertCutByStop(lines, writer);
     assert.equal(writer.status().total_written, 0);
   } finally {
     if (stopping === null) await writer.stop(0);
@@ -177,15 +135,6 @@ Deno.test("TelemetryWriter.stop during a reload to the same database (waiting fo
   await stopping;
   await reloading;
   assert.ok(settled, `stop(300) had not returned with the manual clock 300 ms on:\n${lines}`);
-  const aborted = lines.filter((l) => l.includes("write aborted"));
-  assert.equal(aborted.length, 1, lines.join("\n"));
-  assert.match(
-    aborted[0]!,
-    /^ERROR\b.*write aborted: no answer within the stop's budget \(300 ms\)$/,
-  );
-  const lost = lines.filter((l) => l.includes("telemetry rows could not be written"));
-  assert.equal(lost.length, 1, lines.join("\n"));
-  assert.match(lost[0]!, /^WARN\b.*shutdown: 4 telemetry rows could not be written and are lost$/);
-  assert.equal(writer.status().total_failed, 4);
+  assertCutByStop(lines, writer);
   assert.equal(db.requests.length, 1, "nothing sent after the stop's budget ended");
 });
