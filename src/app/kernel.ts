@@ -217,6 +217,15 @@ export const TELEMETRY_STOP_RESERVE_MS = 200;
 export const TELEMETRY_STOP_MIN_MS = 200;
 
 /**
+ * The budget of the flush to the old database when a reload retargets telemetry: half of
+ * runtime.shutdown_timeout_ms, at least TELEMETRY_STOP_MIN_MS (a stop meanwhile cuts it short to
+ * its own budget: TelemetryWriter.stop).
+ */
+function telemetryReloadFlushMs(shutdownTimeoutMs: number): number {
+  return Math.max(TELEMETRY_STOP_MIN_MS, shutdownTimeoutMs / 2);
+}
+
+/**
  * The end of a stop's whole budget as the process enforces it (app/process.ts shutDown: the
  * shutdown budget, or what a second stop signal left of it): read when a stage starts.
  */
@@ -1627,7 +1636,7 @@ export class Kernel {
       // Only this section of `next`: runtime.name (the rows' runtime_name) needs a restart.
       await this.telemetry.retarget(
         this.#telemetryOptions(sectionOf("telemetry").take(this.#config, next)),
-        Math.max(200, this.#config.runtime.shutdownTimeoutMs / 2),
+        telemetryReloadFlushMs(this.#config.runtime.shutdownTimeoutMs),
       );
       return {
         note: next.telemetry.enabled
