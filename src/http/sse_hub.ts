@@ -21,6 +21,7 @@ import {
   invalidArgument,
   type Logger,
   MAX_SSE_CLIENTS,
+  quoteProviderTextWithin,
   type TimerId,
   toJsonText,
   unavailable,
@@ -135,6 +136,11 @@ export type LastEventId =
   | { readonly kind: "other_run" };
 
 const OUR_ID = /^([0-9a-z]{1,32})-(\d{1,15})$/;
+/**
+ * Longest part of a client's `Last-Event-ID` quoted back (the refusal's message, the `resync`
+ * frame's `last_event_id`): a client's text cannot make an answer or a frame of any length.
+ */
+const LAST_EVENT_ID_QUOTED_CHARS = 64;
 /** Ids as anolis (and this runtime before resuming) write them: a number from 1 per run. */
 const PLAIN_ID = /^\d{1,20}$/;
 
@@ -150,7 +156,7 @@ export function parseLastEventId(text: string, bootId: string, where: string): L
   if (PLAIN_ID.test(text)) return { kind: "other_run" };
   throw invalidArgument(
     `${where}: not an event id this runtime sends (<boot>-<number>, e.g. "3f9a0c12-57"): ` +
-      JSON.stringify(text.slice(0, 64)),
+      quoteProviderTextWithin(text, LAST_EVENT_ID_QUOTED_CHARS),
   );
 }
 
@@ -397,7 +403,8 @@ export class SseHub {
   #resyncFrame(reason: ResyncReason, lastEventIdText: string): Uint8Array {
     const data = {
       reason,
-      last_event_id: lastEventIdText.slice(0, 64),
+      // Cut without a mark: a client compares it with the id it sent.
+      last_event_id: lastEventIdText.slice(0, LAST_EVENT_ID_QUOTED_CHARS),
       timestamp_ms: this.#clock.nowMs(),
     };
     return encoder.encode(
