@@ -176,7 +176,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
   {
     name: "providers-supervision",
     files: ["src/providers/supervisor.ts"],
-    tests: ["tests/providers/supervisor_test.ts"],
+    tests: ["tests/providers/supervisor_test.ts", "tests/providers/supervisor_policy_test.ts"],
     timeoutMs: UNIT_TIMEOUT_MS,
   },
   {
@@ -194,6 +194,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       // ProviderRegistry.reconcile: a reload adding, restarting, holding and removing providers.
       "tests/app/kernel_reload_test.ts",
       "tests/scenarios/config_reload_test.ts",
+      // ProviderRegistry.plan and ProviderHost.updateInPlace: a change applied in place.
+      "tests/app/kernel_reload_provider_in_place_test.ts",
       // ProviderHost.counts(): runtime_provider_failures_total and _restarts_total.
       "tests/http/metrics_test.ts",
     ],

@@ -1128,9 +1128,12 @@ export class Kernel {
     // A provider the last reload failed to start is started again only if this file still has
     // it; one the file drops is removed for good (its records are forgotten at the removal).
     const nextIds = new Set(next.providers.map((p) => p.id));
+    // What the reconcile will do with each entry (one whose circuit is open is restarted rather
+    // than updated in place: ProviderRegistry.plan).
+    const providerPlan = this.registry.plan(this.#config.providers, next.providers);
     this.#reloadStarting = new Set([
-      ...diff.providers.added.map((p) => p.id),
-      ...diff.providers.changed.map((p) => p.id),
+      ...providerPlan.added.map((p) => p.id),
+      ...providerPlan.changed.map((p) => p.id),
       ...this.registry.failedStarts().map((h) => h.id).filter((id) => nextIds.has(id)),
     ]);
     // Judged as each section applies, against the configuration then in effect and the machine
@@ -1147,6 +1150,7 @@ export class Kernel {
       providers: {
         added: [],
         restarted: [],
+        updated: [],
         removed: [],
         unchanged: next.providers.map((p) => p.id),
         failed: [],
@@ -1216,7 +1220,7 @@ export class Kernel {
         key === "providers" && !auto && diff.live.includes("alarms") &&
         this.#openFilesShortfall(next, auto) === null
       ) {
-        const stopped = [...diff.providers.removed, ...diff.providers.changed.map((p) => p.id)];
+        const stopped = [...providerPlan.removed, ...providerPlan.changed.map((p) => p.id)];
         this.#retireEarly(next, stopped, weakeningsNow(), report);
       }
       // A protection of a provider the file removes or changes, but which still runs (the
@@ -1547,6 +1551,7 @@ export class Kernel {
       report.providers = {
         added: r.added,
         restarted: r.restarted,
+        updated: r.updated,
         removed: r.removed,
         unchanged: r.unchanged,
         failed: r.failed,

@@ -13,6 +13,12 @@ export interface ReloadReport {
     /** Started (added, or restarted because their entry changed). */
     readonly added: readonly string[];
     readonly restarted: readonly string[];
+    /**
+     * Entries that differ only in supervision or start settings (restart_policy,
+     * hello_timeout_ms, ready_timeout_ms), applied to the running provider in place: its
+     * process runs on. Id and the fields that changed (YAML names).
+     */
+    readonly updated: readonly { readonly id: string; readonly fields: readonly string[] }[];
     readonly removed: readonly string[];
     readonly unchanged: readonly string[];
     /** Added or changed providers that did not come up: `id: why` (they are not running). */

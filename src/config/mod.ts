@@ -19,5 +19,11 @@ export { MIN_FLUSH_INTERVAL_MS } from "./_semantic.ts";
 export { urlWithoutPassword } from "./_secrets.ts";
 export * from "./condition.ts";
 export { atSourcePosition, sourcePosition } from "./source_positions.ts";
-export { diffParameters, diffProviders } from "./diff.ts";
-export type { ParameterDiff, ProviderDiff } from "./diff.ts";
+export {
+  differsOnlyInPlace,
+  diffParameters,
+  diffProviders,
+  IN_PLACE_PROVIDER_FIELDS,
+  inPlaceFieldsChanged,
+} from "./diff.ts";
+export type { ParameterDiff, ProviderDiff, ProviderUpdate } from "./diff.ts";

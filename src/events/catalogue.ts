@@ -158,6 +158,11 @@ export type RuntimeEvent =
     providers_added: string[];
     providers_removed: string[];
     providers_restarted: string[];
+    /**
+     * `id: fields` of providers whose entry changed only in supervision or start settings
+     * (restart_policy, hello_timeout_ms, ready_timeout_ms): applied in place, the process runs on.
+     */
+    providers_updated: string[];
     providers_unchanged: string[];
     /** `id: why` of added or changed providers that did not come up. */
     providers_failed: string[];

@@ -24,7 +24,7 @@ import {
   toRuntimeError,
   unavailable,
 } from "../common/mod.ts";
-import type { ProviderConfig } from "../config/mod.ts";
+import { differsOnlyInPlace, inPlaceFieldsChanged, type ProviderConfig } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import { hostCheckOf } from "./host_check.ts";
 import { ProviderSession } from "./provider_session.ts";
@@ -101,7 +101,7 @@ export type AvailabilityListener = (available: boolean) => void;
  * UNAVAILABLE -> backoff -> restart -> rediscovery, circuit breaker) and its device inventory.
  */
 export class ProviderHost {
-  readonly config: ProviderConfig;
+  #config: ProviderConfig;
   readonly #deps: ProviderHostDeps;
   readonly #log: Logger;
   #state: SupervisorState = INITIAL_SUPERVISOR_STATE;
@@ -130,13 +130,50 @@ export class ProviderHost {
   readonly #availabilityListeners: AvailabilityListener[] = [];
 
   constructor(config: ProviderConfig, deps: ProviderHostDeps) {
-    this.config = config;
+    this.#config = config;
     this.#deps = deps;
     this.#log = deps.log.child(config.id);
   }
 
   get id(): string {
-    return this.config.id;
+    return this.#config.id;
+  }
+
+  /** The entry in effect (a reload may replace it in place: updateInPlace). */
+  get config(): ProviderConfig {
+    return this.#config;
+  }
+
+  /**
+   * Takes a reload's entry that differs from the one in effect only in IN_PLACE_PROVIDER_FIELDS
+   * (restart_policy, hello/ready timeouts) without touching the process: the next supervision
+   * decision and the next start use it. The failure streak counts on (attempt_count stays); a
+   * restart pending in backoff keeps its due time, but is cancelled (circuit open) when the new
+   * policy is disabled or its max_attempts is below the attempt due; an attempt already running
+   * finishes and its outcome is judged by the new policy. Returns the fields that changed.
+   * Throws TypeError (a programmer mistake) for another provider or another field.
+   */
+  updateInPlace(next: ProviderConfig): string[] {
+    if (next.id !== this.id || !differsOnlyInPlace(this.#config, next)) {
+      throw new TypeError(`provider ${this.id}: not an in-place change of its entry`);
+    }
+    const fields = inPlaceFieldsChanged(this.#config, next);
+    if (fields.length === 0) return fields;
+    this.#config = next;
+    const p = next.restartPolicy;
+    this.#log.info(
+      `${fields.join(", ")} changed in place by a configuration reload (the process runs on): ` +
+        `restart_policy ${
+          p.enabled
+            ? `enabled, max_attempts ${p.maxAttempts}, backoff_ms [${p.backoffMs.join(", ")}], ` +
+              `timeout_ms ${p.timeoutMs}, success_reset_ms ${p.successResetMs}`
+            : "disabled"
+        }; hello_timeout_ms ${next.helloTimeoutMs}, ready_timeout_ms ${next.readyTimeoutMs}`,
+    );
+    this.#apply({ type: "policy" });
+    // The pending restart the new policy cancelled (#apply left BACKOFF for CIRCUIT_OPEN).
+    if (this.#state.phase !== "BACKOFF") this.#deps.clock.clearTimer(this.#restartTimer);
+    return fields;
   }
 
   /** Up: a committed session exists exactly while the supervisor is UP (see #commit, #onSessionEnded). */

@@ -5,7 +5,7 @@ import {
   raceTimeout,
   RuntimeError,
 } from "../common/mod.ts";
-import { diffProviders, type ProviderConfig } from "../config/mod.ts";
+import { diffProviders, type ProviderConfig, type ProviderDiff } from "../config/mod.ts";
 import { findClaimConflict } from "./claims.ts";
 import { ProviderHost, type ProviderHostDeps } from "./provider_host.ts";
 import { lastStderrLines } from "./provider_session.ts";
@@ -17,6 +17,11 @@ export interface ReconcileReport {
   readonly added: string[];
   /** Changed entries restarted with their new settings. */
   readonly restarted: string[];
+  /**
+   * Entries that differ only in supervision or start settings (IN_PLACE_PROVIDER_FIELDS),
+   * applied to the running host in place (also in AUTO: nothing is stopped): id and fields.
+   */
+  readonly updated: { readonly id: string; readonly fields: readonly string[] }[];
   readonly removed: string[];
   readonly unchanged: string[];
   /** Added or changed entries that did not come up: `id: why` (they are not running). */
@@ -162,10 +167,35 @@ export class ProviderRegistry {
   }
 
   /**
+   * What a reconcile from `before` (the entries in effect) to `next` would do with each entry now:
+   * diffProviders, except that an entry differing only in IN_PLACE_PROVIDER_FIELDS is restarted
+   * (changed) rather than updated in place when no process of it runs or is being brought back by
+   * its supervisor -- its circuit is open (or it is not registered): nothing is interrupted, and
+   * a reload that changes its entry is how it is tried again short of a runtime restart.
+   */
+  plan(before: readonly ProviderConfig[], next: readonly ProviderConfig[]): ProviderDiff {
+    const d = diffProviders(before, next);
+    const inPlace = (id: string) => {
+      const phase = this.#hosts.get(id)?.state.phase;
+      return phase !== undefined && phase !== "CIRCUIT_OPEN" && phase !== "STOPPED";
+    };
+    const restart = new Set(d.updated.filter((u) => !inPlace(u.entry.id)).map((u) => u.entry.id));
+    if (restart.size === 0) return d;
+    return {
+      ...d,
+      // In the new order, as diffProviders lists them.
+      changed: next.filter((p) => restart.has(p.id) || d.changed.some((c) => c.id === p.id)),
+      updated: d.updated.filter((u) => !restart.has(u.entry.id)),
+    };
+  }
+
+  /**
    * Brings the running providers to the entries of a reload (`before`: the entries in effect):
-   * unchanged ones are not touched; removed and changed ones are stopped first (a changed one's
-   * old process is gone before its successor starts: they may share a bus address) -- unless
-   * held back -- then new and changed ones start with the handshake and discovery of start-up.
+   * unchanged ones are not touched; ones that differ only in supervision or start settings are
+   * updated in place (plan; also while removals are held back: nothing is stopped); removed and
+   * changed ones are stopped first (a changed one's old process is gone before its successor
+   * starts: they may share a bus address) -- unless held back -- then new and changed ones start
+   * with the handshake and discovery of start-up.
    * One that does not come up is stopped and reported; its entry is not in effect, but its host
    * stays listed (down, with ProviderHost.startError) until the next reload.
    */
@@ -175,7 +205,7 @@ export class ProviderRegistry {
     o: ReconcileOptions,
   ): Promise<ReconcileReport> {
     const old = new Map(before.map((p) => [p.id, p]));
-    const d = diffProviders(before, next);
+    const d = this.plan(before, next);
     const added = d.added;
     const changedAll = d.changed;
     const unchanged = d.unchanged;
@@ -185,6 +215,11 @@ export class ProviderRegistry {
     const changed = o.holdRemovals ? [] : changedAll;
     const failed: string[] = [];
     const started: ProviderHost[] = [];
+    const updated: { id: string; fields: string[] }[] = [];
+    for (const u of d.updated) {
+      updated.push({ id: u.entry.id, fields: this.#hosts.get(u.entry.id)!.updateInPlace(u.entry) });
+    }
+    const updatedIds = new Set(updated.map((u) => u.id));
     o.restarting?.([...removed, ...changed.map((p) => p.id)]);
     const failedBefore = this.failedStarts();
     this.#failedStarts.clear();
@@ -225,7 +260,7 @@ export class ProviderRegistry {
     // The entries in effect: the new order; held ones keep their old entries.
     const effective: ProviderConfig[] = [];
     for (const p of next) {
-      if (startedIds.has(p.id)) effective.push(p);
+      if (startedIds.has(p.id) || updatedIds.has(p.id)) effective.push(p);
       else if (held.includes(p.id) || unchanged.includes(p.id)) effective.push(old.get(p.id)!);
     }
     for (const id of held) {
@@ -235,6 +270,7 @@ export class ProviderRegistry {
     return {
       added: added.filter((p) => startedIds.has(p.id)).map((p) => p.id),
       restarted: changed.filter((p) => startedIds.has(p.id)).map((p) => p.id),
+      updated,
       removed: [...removed],
       unchanged: [...unchanged],
       failed,

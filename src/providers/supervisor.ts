@@ -39,6 +39,11 @@ export type SupervisorEvent =
   | { readonly type: "attempt_failed"; readonly at: number }
   /** The running provider answered a liveness check (ends the streak after success_reset_ms). */
   | { readonly type: "tick"; readonly at: number }
+  /**
+   * The restart policy was replaced in place (a configuration reload): a pending restart the new
+   * policy no longer allows (disabled, or max_attempts below this attempt) is cancelled.
+   */
+  | { readonly type: "policy" }
   | { readonly type: "stop" };
 
 export const INITIAL_SUPERVISOR_STATE: SupervisorState = {
@@ -78,6 +83,9 @@ export function supervise(
       }
       return state;
     case "BACKOFF":
+      if (event.type === "policy" && (!policy.enabled || state.attemptCount > policy.maxAttempts)) {
+        return { ...state, phase: "CIRCUIT_OPEN", restartDueAt: null };
+      }
       if (
         event.type === "attempt" && state.restartDueAt !== null && event.at >= state.restartDueAt
       ) {
