@@ -100,6 +100,7 @@ import {
   withCurrentSources,
 } from "./live_config.ts";
 import {
+  keptAlarmsNarrowed,
   keptProviderRefusal,
   providerWeakenings,
   sameAlarm,
@@ -1199,7 +1200,12 @@ export class Kernel {
       }
       const section = sectionOf(key);
       const weakensOf = withProviders().filter((w) => w.section === key);
-      const weakens: Weakening[] = weakensOf.map(({ section, what }) => ({ section, what }));
+      let weakens: Weakening[] = weakensOf.map(({ section, what }) => ({ section, what }));
+      // What this section applies: the file's, or the file's narrowed to keep the protections of
+      // providers that still run (alarms, below).
+      let sectionNext = next;
+      /** Why part of the section was refused, when the rest applied. */
+      let partlyRefused: string | null = null;
       const apply = this.#owners.get(key);
       if (apply === undefined) {
         report.failed.push({ section: key, why: "no owner applies this section" });
@@ -1227,12 +1233,29 @@ export class Kernel {
       // providers section was refused, or held the removal back while AUTO ran and AUTO was left
       // since), stays: the operator took it away with the provider, and the provider stayed.
       // In AUTO the owner refuses every weakening already (run_gate).
+      // Alarms and interlocks are entries that stand on their own: only those of the kept
+      // providers are refused (left as they are), the rest of the file's applies. Hooks and the
+      // e-stop's ladder are refused whole: their calls are ordered lists judged as a whole (the
+      // AUTO -> FAULT rule, a ladder's order within a provider), not separate entries.
       if (!auto && key !== "providers" && weakens.length > 0) {
-        const kept = keptProviderRefusal(weakensOf, this.#providersKept(started, next, report));
+        const keptIds = this.#providersKept(started, next, report);
+        const kept = keptProviderRefusal(weakensOf, keptIds);
         if (kept !== null) {
-          report.refused.push({ section: key, why: kept });
-          this.#recordReload(key, "refused", kept, weakens);
-          continue;
+          const narrowed = key === "alarms"
+            ? keptAlarmsNarrowed(this.#config, next, weakensOf, keptIds)
+            : null;
+          const strip = (ws: readonly Weakening[]) =>
+            ws.map(({ section, what }) => ({ section, what }));
+          if (narrowed === null) {
+            report.refused.push({ section: key, why: kept });
+            this.#recordReload(key, "refused", kept, weakens);
+            continue;
+          }
+          partlyRefused = `${kept}; the section's other changes applied`;
+          report.refused.push({ section: key, why: partlyRefused });
+          this.#recordReload(key, "refused", partlyRefused, strip(narrowed.kept));
+          sectionNext = narrowed.next;
+          weakens = strip(narrowed.rest);
         }
       }
       // Outside AUTO a weakening applies: a MANUAL -> AUTO transition running its before-hooks
@@ -1241,7 +1264,7 @@ export class Kernel {
       let result: SectionResult | void;
       this.#sectionFactsRecorded.clear();
       try {
-        result = await apply(next, {
+        result = await apply(sectionNext, {
           auto,
           weakens,
           report,
@@ -1268,10 +1291,10 @@ export class Kernel {
         this.#recordReload(key, "refused", result.refused, weakens, result.refusedBy);
         if (result.effective === undefined) continue;
       }
-      this.#config = result?.effective ?? section.take(this.#config, next);
+      this.#config = result?.effective ?? section.take(this.#config, sectionNext);
       // A run open now says its limits, providers or safe state changed under it.
       recordChange(key);
-      if (result?.refused === undefined) report.applied.push(key);
+      if (result?.refused === undefined && partlyRefused === null) report.applied.push(key);
       if (result?.note) report.notes.push(result.note);
       if (weakens.length > 0) {
         report.weakened.push(...weakens);

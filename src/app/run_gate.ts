@@ -28,12 +28,14 @@
  * of a provider the file removes or changes but that still runs (the providers section refused,
  * or its removal held back in AUTO) is never taken away: `keptProviderRefusal`.
  */
-import type {
-  AlarmConfig,
-  CallConfig,
-  Config,
-  HookConfig,
-  InterlockConfig,
+import {
+  type AlarmConfig,
+  type CallConfig,
+  type Config,
+  type HookConfig,
+  type InterlockConfig,
+  MAX_ALARMS,
+  MAX_INTERLOCKS,
 } from "../config/mod.ts";
 import { autoFaultHookProblem } from "../control/mod.ts";
 import { effectiveSafeState, type SafeStateConfig } from "../safety/mod.ts";
@@ -53,6 +55,8 @@ export interface Weakening {
  */
 export interface ProviderWeakening extends Weakening {
   readonly providers: readonly string[];
+  /** The alarms-section entry it is about (an acting alarm or an interlock); absent elsewhere. */
+  readonly entry?: { readonly list: "alarms" | "interlocks"; readonly id: string };
 }
 
 /** What a weakening depends on besides the two configurations: the machine as it runs. */
@@ -150,27 +154,31 @@ export function providerWeakenings(
     const providers = [
       ...new Set([...il.signals.map((s) => s.providerId), ...il.block.map((b) => b.providerId)]),
     ];
+    const entry = { list: "interlocks", id: il.id } as const;
     if (now === undefined) {
-      out.push({ section: "alarms", what: `interlock ${il.id} removed`, providers });
+      out.push({ section: "alarms", what: `interlock ${il.id} removed`, providers, entry });
     } else if (!sameInterlock(il, now)) {
-      out.push({ section: "alarms", what: `interlock ${il.id} changed`, providers });
+      out.push({ section: "alarms", what: `interlock ${il.id} changed`, providers, entry });
     }
   }
   for (const a of before.alarms) {
     if (a.action === "none") continue;
     const now = next.alarms.find((x) => x.id === a.id);
     const providers = [a.providerId];
+    const entry = { list: "alarms", id: a.id } as const;
     if (now === undefined) {
       out.push({
         section: "alarms",
         what: `alarm ${a.id} (action ${a.action}) removed`,
         providers,
+        entry,
       });
     } else if (!sameAlarm(a, now)) {
       out.push({
         section: "alarms",
         what: `alarm ${a.id} (action ${a.action}) changed`,
         providers,
+        entry,
       });
     }
   }
@@ -198,6 +206,57 @@ export function keptProviderRefusal(
     );
   }
   return parts.length === 0 ? null : parts.join("; ");
+}
+
+/** The alarms section narrowed by keptAlarmsNarrowed. */
+export interface NarrowedAlarms {
+  /** `next` with the kept providers' alarms and interlocks as they are in effect. */
+  readonly next: Config;
+  /** The weakenings refused: the kept providers' protections. */
+  readonly kept: readonly ProviderWeakening[];
+  /** The weakenings of the rest of the section, which apply. */
+  readonly rest: readonly ProviderWeakening[];
+}
+
+/**
+ * The `alarms` section of `next` with every alarm and interlock that protects a kept provider
+ * (`kept`, as keptProviderRefusal takes it) left as `current` has it -- removed ones kept, changed
+ * ones at their old settings, in the file's order with the removed ones after -- so that the rest
+ * of the file's alarms and interlocks can apply: the kept providers lose nothing, and each entry
+ * of an alarms section stands on its own (no entry refers to another; ids stay unique). Null when
+ * that cannot be done: a refused weakening names no entry, the result is the section in effect
+ * (nothing else to apply), or it would hold more than MAX_ALARMS / MAX_INTERLOCKS entries.
+ */
+export function keptAlarmsNarrowed(
+  current: Config,
+  next: Config,
+  weakens: readonly ProviderWeakening[],
+  kept: ReadonlyMap<string, string>,
+): NarrowedAlarms | null {
+  const theirs = weakens.filter((w) => w.providers.some((p) => kept.has(p)));
+  if (theirs.length === 0 || theirs.some((w) => w.entry === undefined)) return null;
+  const ids = (list: "alarms" | "interlocks") =>
+    new Set(theirs.filter((w) => w.entry!.list === list).map((w) => w.entry!.id));
+  const keep = <T extends { readonly id: string }>(
+    now: readonly T[],
+    wanted: readonly T[],
+    ids: ReadonlySet<string>,
+  ): T[] => [
+    ...wanted.map((e) => ids.has(e.id) ? now.find((x) => x.id === e.id) ?? e : e),
+    ...now.filter((e) => ids.has(e.id) && !wanted.some((x) => x.id === e.id)),
+  ];
+  const alarms = keep(current.alarms, next.alarms, ids("alarms"));
+  const interlocks = keep(current.interlocks, next.interlocks, ids("interlocks"));
+  if (alarms.length > MAX_ALARMS || interlocks.length > MAX_INTERLOCKS) return null;
+  // Where an entry is written in the file (`path`, its place in the list) is not a change to apply.
+  const unplaced = (l: readonly { readonly id: string; readonly path: string }[]) =>
+    l.map((e) => ({ ...e, path: "" })).sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  if (
+    same(unplaced(alarms), unplaced(current.alarms)) &&
+    same(unplaced(interlocks), unplaced(current.interlocks))
+  ) return null;
+  const narrowed = { ...next, alarms, interlocks };
+  return { next: narrowed, kept: theirs, rest: weakens.filter((w) => !theirs.includes(w)) };
 }
 
 /** A lost protection in words, with the providers it protected. */
