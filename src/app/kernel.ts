@@ -190,7 +190,13 @@ export interface SparkplugHandle {
     readonly hostOfflineDisconnects: number;
     readonly hostStatesIgnored: number;
     readonly internalErrors: number;
+    readonly tooLargeDropped: number;
   };
+  /**
+   * Devices not born because their DBIRTH is over sparkplug.max_message_bytes: their Sparkplug
+   * device id and the DBIRTH's size.
+   */
+  readonly unbornTooLarge: readonly { readonly deviceId: string; readonly bytes: number }[];
   /** NBIRTH and every DBIRTH again on the current connection. */
   rebirth(): void;
   stop(): Promise<void>;

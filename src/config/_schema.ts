@@ -19,6 +19,8 @@ import {
   MAX_API_TOKENS,
   MAX_INTERLOCK_BLOCK_ENTRIES,
   MAX_INTERLOCKS,
+  MAX_MQTT_PACKET_BYTES,
+  MIN_SPARKPLUG_MESSAGE_BYTES,
   RESERVED_TOKEN_NAMES,
   RUNS_LIMITS,
   TOKEN_ENV_PATTERN,
@@ -725,6 +727,14 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
           cert_file: str("Client certificate (PEM), with key_file."),
           key_file: str("Client private key (PEM), with cert_file."),
         }),
+        max_message_bytes: int(
+          "The broker's packet size bound (Mosquitto's max_packet_size): no message beyond it is " +
+            "published (a device whose DBIRTH is larger stays unborn, a larger DDATA is split); " +
+            "default none.",
+          undefined,
+          MIN_SPARKPLUG_MESSAGE_BYTES,
+          MAX_MQTT_PACKET_BYTES,
+        ),
         commands: bool("Accept DCMD writes and an NCMD e-stop as routed calls.", false),
         role: {
           enum: [...TOKEN_ROLES, null],

@@ -32,7 +32,9 @@ import type {
   SparkplugConfig,
 } from "./types.ts";
 import {
+  MAX_MQTT_PACKET_BYTES,
   MEASUREMENT_NAMINGS,
+  MIN_SPARKPLUG_MESSAGE_BYTES,
   RUNS_LIMITS,
   SPARKPLUG_PASSWORD_ENV,
   SPARKPLUG_USERNAME_ENV,
@@ -955,6 +957,7 @@ const SPARKPLUG_KEYS = [
   "qos",
   "connect_timeout_ms",
   "reconnect_ms",
+  "max_message_bytes",
   "tls",
   "commands",
   "role",
@@ -1077,6 +1080,13 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
     qos,
     connectTimeoutMs: c.integer(s, P, "connect_timeout_ms", 10000, { min: 1000, max: 120000 }),
     reconnectMs: c.integer(s, P, "reconnect_ms", 2000, { min: 100, max: 600000 }),
+    // Absent (or null): no bound, every message is published whatever its size.
+    maxMessageBytes: s.max_message_bytes === undefined || s.max_message_bytes === null
+      ? null
+      : c.integer(s, P, "max_message_bytes", 0, {
+        min: MIN_SPARKPLUG_MESSAGE_BYTES,
+        max: MAX_MQTT_PACKET_BYTES,
+      }),
     tls,
     commands,
     role,

@@ -288,6 +288,16 @@ export interface InfluxConfig {
   readonly queueSize: number;
 }
 
+/**
+ * The smallest `sparkplug.max_message_bytes`: below it an NBIRTH (the node metrics alone, some
+ * 300 bytes of payload plus the topic) may not fit, and a broker bound that small is a mistake.
+ */
+export const MIN_SPARKPLUG_MESSAGE_BYTES = 1024;
+/**
+ * The largest MQTT 3.1.1 packet as Mosquitto counts it against max_packet_size: the fixed
+ * header's first byte plus the largest remaining length (268435455).
+ */
+export const MAX_MQTT_PACKET_BYTES = 268435456;
 /** The environment variables the Sparkplug broker credentials come from (never the file). */
 export const SPARKPLUG_USERNAME_ENV = "SPARKPLUG_USERNAME";
 export const SPARKPLUG_PASSWORD_ENV = "SPARKPLUG_PASSWORD";
@@ -312,6 +322,12 @@ export interface SparkplugConfig {
   readonly qos: 0 | 1;
   readonly connectTimeoutMs: number;
   readonly reconnectMs: number;
+  /**
+   * The broker's packet size bound (`max_message_bytes`, counted as Mosquitto counts
+   * max_packet_size: 1 + the remaining length), or null for none: no message beyond it is
+   * published.
+   */
+  readonly maxMessageBytes: number | null;
   /** Absolute paths (resolved against the config folder) or null. */
   readonly tls: {
     readonly caPath: string | null;

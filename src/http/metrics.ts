@@ -589,4 +589,19 @@ function renderSparkplug(w: ExpositionWriter, sp: SparkplugMetricsView): void {
       "the runtime goes on.",
     c.internalErrors,
   );
+  counter(
+    "runtime_sparkplug_too_large_dropped_total",
+    "DDATA/NDATA metrics left out because one alone makes a message over " +
+      "sparkplug.max_message_bytes (larger messages of several are split instead).",
+    c.tooLargeDropped,
+  );
+  w.family(
+    "runtime_sparkplug_device_birth_too_large_bytes",
+    "gauge",
+    "Devices not born because their DBIRTH is over sparkplug.max_message_bytes: the DBIRTH's " +
+      "size in bytes, as the bound counts it (one sample per such device; none when all are born).",
+  );
+  for (const u of sp.unbornTooLarge) {
+    w.sample("runtime_sparkplug_device_birth_too_large_bytes", u.bytes, { device: u.deviceId });
+  }
 }

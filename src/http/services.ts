@@ -140,7 +140,13 @@ export interface SparkplugMetricsView {
     readonly hostOfflineDisconnects: number;
     readonly hostStatesIgnored: number;
     readonly internalErrors: number;
+    readonly tooLargeDropped: number;
   };
+  /**
+   * Devices not born because their DBIRTH is over sparkplug.max_message_bytes: their Sparkplug
+   * device id and the DBIRTH's size.
+   */
+  readonly unbornTooLarge: readonly { readonly deviceId: string; readonly bytes: number }[];
 }
 
 /** Configuration reloads (SIGHUP) since start, by outcome. */

@@ -55,6 +55,7 @@ import {
   functionMetricName,
   type MessageType,
   type Metric,
+  mqttPacketBytes,
   type Payload,
   propertySet,
   QUALITY_CODE,
@@ -240,6 +241,41 @@ export const MAX_RETAINED_TOPICS_WARNED = 64;
  */
 export const MAX_CLASHES_REMEMBERED = 1024;
 
+/** A payload of no metrics at timestamp 0 (what each metric's size is measured over). */
+const EMPTY_PAYLOAD_BYTES = encode({ timestamp: 0, metrics: [] }).length;
+
+/**
+ * Metrics in order as consecutive parts, each `fixedBytes` (the packet without metrics) plus its
+ * metrics' encoded bytes at most `limit`; a metric that fits in no part alone is `dropped`.
+ */
+export function splitMetrics(
+  metrics: readonly Metric[],
+  fixedBytes: number,
+  limit: number,
+): { parts: Metric[][]; dropped: Metric[] } {
+  const parts: Metric[][] = [];
+  const dropped: Metric[] = [];
+  let cur: Metric[] = [];
+  let curBytes = fixedBytes;
+  for (const m of metrics) {
+    // A repeated field: each metric adds its own tag, length and body (additive).
+    const bytes = encode({ timestamp: 0, metrics: [m] }).length - EMPTY_PAYLOAD_BYTES;
+    if (fixedBytes + bytes > limit) {
+      dropped.push(m);
+      continue;
+    }
+    if (curBytes + bytes > limit) {
+      parts.push(cur);
+      cur = [];
+      curBytes = fixedBytes;
+    }
+    cur.push(m);
+    curBytes += bytes;
+  }
+  if (cur.length > 0) parts.push(cur);
+  return { parts, dropped };
+}
+
 /** What commands from the broker may do (present only with `sparkplug.commands: true`). */
 export interface CommandPorts {
   /** An ordinary routed call, gated as a manual one, audited with origin kind `sparkplug`. */
@@ -343,6 +379,19 @@ export interface EdgeNodeCounts {
    * work, write completions): each logged at ERROR; the node goes on (see #contain).
    */
   internalErrors: number;
+  /**
+   * Metrics of DDATA/NDATA left out because one alone makes a message over
+   * `sparkplug.max_message_bytes` (WARNed once; a larger message of several is split instead).
+   */
+  tooLargeDropped: number;
+}
+
+/** A device not born because its DBIRTH is over `sparkplug.max_message_bytes`. */
+export interface UnbornTooLarge {
+  /** Its Sparkplug device id (`<provider>:<device>`). */
+  readonly deviceId: string;
+  /** Its DBIRTH's MQTT packet size as the bound counts it (mqttPacketBytes). */
+  readonly bytes: number;
 }
 
 /** One DDATA kept for store and forward. */
@@ -604,7 +653,22 @@ export class SparkplugEdgeNode {
     hostOfflineDisconnects: 0,
     hostStatesIgnored: 0,
     internalErrors: 0,
+    tooLargeDropped: 0,
   };
+  /**
+   * Devices not born because their DBIRTH is over `sparkplug.max_message_bytes`, by Sparkplug id:
+   * its size and the capabilities it was measured for (the same ones are not measured again until
+   * the next births). An entry is one spell, WARNed once; it ends when the device is born or
+   * leaves its provider.
+   */
+  readonly #tooLarge = new Map<
+    string,
+    { readonly providerId: string; readonly bytes: number; readonly description: string }
+  >();
+  /** The NBIRTH over `sparkplug.max_message_bytes` was said (ERROR once per process). */
+  #nbirthTooLargeSaid = false;
+  /** A metric left out of a DDATA/NDATA for its size was WARNed (once per process). */
+  #metricTooLargeSaid = false;
 
   constructor(options: EdgeNodeOptions) {
     this.#o = options;
@@ -638,6 +702,14 @@ export class SparkplugEdgeNode {
    */
   get aliasCount(): number {
     return this.#aliasCount;
+  }
+
+  /**
+   * Devices not born because their DBIRTH is over `sparkplug.max_message_bytes` (the others are
+   * born and publish as usual).
+   */
+  get unbornTooLarge(): UnbornTooLarge[] {
+    return [...this.#tooLarge].map(([deviceId, t]) => ({ deviceId, bytes: t.bytes }));
   }
 
   /** Whether the primary host is online by its last STATE (null: no primary host configured). */
@@ -1206,6 +1278,7 @@ export class SparkplugEdgeNode {
   // ---- births and deaths ----
 
   #births(): void {
+    if (this.#nbirthTooLarge()) return;
     this.#rebirthBehind = false;
     this.#providersBehind.clear(); // every device is born again as it is now
     this.#seq = 0;
@@ -1226,7 +1299,34 @@ export class SparkplugEdgeNode {
     this.#nodeBehindSince = null;
     // The first births: a change since watch() that the NBIRTH carries is not history to send.
     if (first) this.#dropCarriedByBirth(this.#nodeMetrics(status, null, now, true));
-    this.#send("NBIRTH", undefined, {
+    this.#send("NBIRTH", undefined, this.#nbirthPayload(now, status), true);
+    this.#born = true;
+    const tooLargeBefore = new Set(this.#tooLarge.keys());
+    for (const p of this.#o.inventory.providers()) {
+      if (!p.available) continue;
+      for (const caps of p.devices) {
+        tooLargeBefore.delete(sparkplugDeviceId(caps.device.providerId, caps.device.deviceId));
+        this.#deviceBirth(caps);
+      }
+    }
+    // Devices held back for their size that are gone: their spell ends.
+    for (const id of tooLargeBefore) this.#tooLarge.delete(id);
+    this.#dropReplaysNotBorn();
+    // Answers that waited for a birth follow it (every provider's devices are born now).
+    for (const providerId of [...this.#answersAfterBirth.keys()]) this.#answersBorn(providerId);
+    // Devices not born again (removed by a reload, gone while away) leave their aliases.
+    this.#pruneAliases();
+    // What the node metrics went through while the node was away (the births carry them now).
+    this.#drainNode();
+    this.#drain();
+    // The ring's changes since the outage, up to these births (their values are current).
+    if (this.#outage !== null) this.#startReplay();
+    this.#pump();
+  }
+
+  /** The NBIRTH: bdSeq, the node controls and metrics, the runtime's version. */
+  #nbirthPayload(now: number, status: NodeStatus): Payload {
+    return {
       timestamp: now,
       metrics: [
         {
@@ -1266,23 +1366,7 @@ export class SparkplugEdgeNode {
           string_value: this.#o.runtimeVersion,
         },
       ],
-    }, true);
-    this.#born = true;
-    for (const p of this.#o.inventory.providers()) {
-      if (!p.available) continue;
-      for (const caps of p.devices) this.#deviceBirth(caps);
-    }
-    this.#dropReplaysNotBorn();
-    // Answers that waited for a birth follow it (every provider's devices are born now).
-    for (const providerId of [...this.#answersAfterBirth.keys()]) this.#answersBorn(providerId);
-    // Devices not born again (removed by a reload, gone while away) leave their aliases.
-    this.#pruneAliases();
-    // What the node metrics went through while the node was away (the births carry them now).
-    this.#drainNode();
-    this.#drain();
-    // The ring's changes since the outage, up to these births (their values are current).
-    if (this.#outage !== null) this.#startReplay();
-    this.#pump();
+    };
   }
 
   /**
@@ -1366,6 +1450,18 @@ export class SparkplugEdgeNode {
         type_version: caps.device.typeVersion,
       }),
     });
+    const limit = this.#o.config.maxMessageBytes;
+    if (limit !== null) {
+      const bytes = mqttPacketBytes(
+        this.#topic("DBIRTH", id),
+        encode({ timestamp: now, metrics, seq: this.#seq }).length,
+        0,
+      );
+      if (bytes > limit) return this.#birthTooLarge(id, caps, bytes, limit);
+    }
+    if (this.#tooLarge.delete(id)) {
+      this.#log.info(`sparkplug: device ${id} is born now (its DBIRTH fits max_message_bytes)`);
+    }
     this.#pending.delete(id);
     this.#devices.set(id, {
       providerId,
@@ -1382,6 +1478,57 @@ export class SparkplugEdgeNode {
       this.#replayAfterBirth.delete(id);
       this.#noteOutage(id, parked);
     }
+  }
+
+  /**
+   * A device whose DBIRTH is over `sparkplug.max_message_bytes`: not born (a broker with that
+   * bound would close the node's connection at it, taking every other device's data down with
+   * it). Born before with smaller capabilities: DDEATH (the host's aliases of it are no longer
+   * valid). WARNed once per spell; DCMDs to it are refused naming the size (#notBorn).
+   */
+  #birthTooLarge(id: string, caps: DeviceCapabilities, bytes: number, limit: number): void {
+    const said = this.#tooLarge.has(id);
+    this.#tooLarge.set(id, {
+      providerId: caps.device.providerId,
+      bytes,
+      description: birthDescription(caps),
+    });
+    if (this.#devices.has(id)) this.#deviceDeath(id);
+    else {
+      this.#pending.delete(id);
+      this.#pruneAliases(id);
+    }
+    if (said) return;
+    this.#log.warn(
+      `sparkplug: device ${id} not born: its DBIRTH is ${bytes} bytes, over ` +
+        `sparkplug.max_message_bytes ${limit} (no DDATA of it; the other devices publish as ` +
+        `usual; born once its birth fits, at the next births)`,
+    );
+  }
+
+  /**
+   * Whether the NBIRTH is over `sparkplug.max_message_bytes`: the node cannot come online. It
+   * stays connected without births (its will registered), so it does not reconnect in a loop;
+   * said at ERROR once.
+   */
+  #nbirthTooLarge(): boolean {
+    const limit = this.#o.config.maxMessageBytes;
+    if (limit === null) return false;
+    const now = this.#o.clock.nowMs();
+    const bytes = mqttPacketBytes(
+      this.#topic("NBIRTH"),
+      encode({ ...this.#nbirthPayload(now, this.#o.status()), seq: 0 }).length,
+      0,
+    );
+    if (bytes <= limit) return false;
+    if (!this.#nbirthTooLargeSaid) {
+      this.#nbirthTooLargeSaid = true;
+      this.#log.error(
+        `sparkplug: NBIRTH is ${bytes} bytes, over sparkplug.max_message_bytes ${limit}: the ` +
+          `node cannot come online (shorten group_id/edge_node_id or raise the bound)`,
+      );
+    }
+    return true;
   }
 
   /**
@@ -1590,10 +1737,16 @@ export class SparkplugEdgeNode {
       if (full()) return;
       this.#deviceDeath(id);
     }
+    for (const [id, t] of [...this.#tooLarge]) {
+      if (t.providerId === providerId && !now.has(id)) this.#tooLarge.delete(id);
+    }
     for (const [id, caps] of now) {
       // Born again when anything its DBIRTH declares changed (a signal retyped, a function
-      // added): a host reads each alias as its birth declared it.
-      if (this.#devices.get(id)?.description === birthDescription(caps)) continue;
+      // added): a host reads each alias as its birth declared it. One held back for its size is
+      // measured again when its capabilities changed, else at the next births.
+      const description = birthDescription(caps);
+      if (this.#devices.get(id)?.description === description) continue;
+      if (this.#tooLarge.get(id)?.description === description) continue;
       if (full()) return;
       this.#deviceBirth(caps);
     }
@@ -1694,7 +1847,7 @@ export class SparkplugEdgeNode {
       // ring holds its changes like any device's, replayed after the DBIRTH of the next births.
       if (
         replay === undefined || this.online || this.#lastNode === null ||
-        this.#outage?.has(id) ||
+        this.#outage?.has(id) || this.#tooLarge.has(id) ||
         !this.#o.inventory.capabilities(providerId, deviceId)?.signals.some((s) =>
           s.signalId === signalId
         )
@@ -2407,6 +2560,13 @@ export class SparkplugEdgeNode {
    * the answer follows (#answerAfterBirth). Null for an id no configured provider has.
    */
   #notBorn(id: string): { readonly why: string; readonly birthOf?: string } | null {
+    const big = this.#tooLarge.get(id);
+    if (big !== undefined) {
+      return {
+        why: `device not born: its DBIRTH is ${big.bytes} bytes, over ` +
+          `sparkplug.max_message_bytes ${this.#o.config.maxMessageBytes}`,
+      };
+    }
     for (const p of this.#o.inventory.providers()) {
       const has = p.devices.some((c) =>
         sparkplugDeviceId(c.device.providerId, c.device.deviceId) === id
@@ -2704,12 +2864,22 @@ export class SparkplugEdgeNode {
       return false;
     }
     p.seq = type === "NBIRTH" ? 0 : this.#seq;
-    this.#seq = (p.seq + 1) % 256;
     const bytes = encode(p);
+    const qos = type === "DDATA" || type === "NDATA" ? this.#o.config.qos : 0;
+    const limit = this.#o.config.maxMessageBytes;
+    if (limit !== null && mqttPacketBytes(this.#topic(type, deviceId), bytes.length, qos) > limit) {
+      // Never over the broker's bound: data is split (a metric alone too large left out);
+      // births are measured before (#deviceBirth, #nbirthTooLarge), a DDEATH is a few bytes.
+      if (type === "DDATA" || type === "NDATA") {
+        return this.#sendSplit(type, deviceId, p, always, limit, qos, liveSeq);
+      }
+      this.counts.publishFailures++;
+      return false;
+    }
+    this.#seq = (p.seq + 1) % 256;
     if (bytes.length > (this.#largestWrite?.bytes ?? -1)) {
       this.#largestWrite = { topic: this.#topic(type, deviceId), bytes: bytes.length };
     }
-    const qos = type === "DDATA" || type === "NDATA" ? this.#o.config.qos : 0;
     this.#inFlight++;
     const ring = type === "DDATA" && liveSeq !== undefined && this.#o.replay !== undefined;
     if (ring) this.#liveInFlight++;
@@ -2731,6 +2901,48 @@ export class SparkplugEdgeNode {
       }
     });
     return true;
+  }
+
+  /**
+   * A DDATA/NDATA over `sparkplug.max_message_bytes` as several, each under it, its metrics in
+   * order (Sparkplug allows several per device; each gets the next seq through #send). A metric
+   * alone too large is left out: counted (tooLargeDropped), WARNed once. Whether every part was
+   * handed over.
+   */
+  #sendSplit(
+    type: "DDATA" | "NDATA",
+    deviceId: string | undefined,
+    p: Payload,
+    always: boolean,
+    limit: number,
+    qos: 0 | 1,
+    liveSeq: number | undefined,
+  ): boolean {
+    const parts = splitMetrics(
+      p.metrics ?? [],
+      // The largest seq (two bytes of varint): every part fits whatever seq it gets.
+      mqttPacketBytes(this.#topic(type, deviceId), 0, qos) +
+        encode({ timestamp: p.timestamp, metrics: [], seq: 255 }).length,
+      limit,
+    );
+    for (const m of parts.dropped) {
+      this.counts.tooLargeDropped++;
+      if (this.#metricTooLargeSaid) continue;
+      this.#metricTooLargeSaid = true;
+      const name = this.#aliasNames.get(Number(m.alias))?.split("\u0000")[1] ??
+        `alias ${String(m.alias)}`;
+      this.#log.warn(
+        `sparkplug: ${type} metric ${name} of ${deviceId ?? "the node"} left out: alone it makes ` +
+          `a message over sparkplug.max_message_bytes ${limit} (further ones are counted in ` +
+          `runtime_sparkplug_too_large_dropped_total, not logged)`,
+      );
+    }
+    let all = parts.dropped.length === 0;
+    for (const metrics of parts.parts) {
+      const part: Payload = { timestamp: p.timestamp, metrics };
+      if (!this.#send(type, deviceId, part, always, liveSeq)) all = false;
+    }
+    return all;
   }
 
   /**

@@ -38,6 +38,17 @@ export function topicOf(
   return deviceId === undefined ? base : `${base}/${deviceId}`;
 }
 
+/**
+ * The size of an MQTT 3.1.1 PUBLISH as Mosquitto counts it against `max_packet_size`: the fixed
+ * header's first byte plus the remaining length (the topic's 2-byte length and its UTF-8 bytes, a
+ * 2-byte packet id at QoS 1, the payload). The 1 to 4 bytes that encode the remaining length are
+ * not counted (Mosquitto 2.0 closes the connection when `remaining_length + 1` exceeds its bound:
+ * tests/sparkplug/max_message_bytes_broker_test.ts pins it at the boundary).
+ */
+export function mqttPacketBytes(topic: string, payloadBytes: number, qos: 0 | 1): number {
+  return 1 + 2 + new TextEncoder().encode(topic).length + (qos === 1 ? 2 : 0) + payloadBytes;
+}
+
 /** A parsed edge-node topic, or null when it is none. */
 export interface ParsedTopic {
   readonly groupId: string;

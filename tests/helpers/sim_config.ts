@@ -195,6 +195,7 @@ export function testConfig(o: TestConfigOptions = {}): Config {
       qos: 0,
       connectTimeoutMs: 10000,
       reconnectMs: 2000,
+      maxMessageBytes: null,
       tls: { caPath: null, certPath: null, keyPath: null },
       commands: false,
       role: "operator",

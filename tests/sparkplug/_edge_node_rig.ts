@@ -85,6 +85,10 @@ export interface EdgeNodeRigOptions {
   readonly storeForward?: { readonly maxMessages: number; readonly maxBytes: number };
   /** The node's logger (testLogger() unless given). */
   readonly log?: Logger;
+  /** `sparkplug.max_message_bytes` (none unless given). */
+  readonly maxMessageBytes?: number;
+  /** `sparkplug.group_id` ("g" unless given). */
+  readonly groupId?: string;
 }
 
 export interface EdgeNodeRig {
@@ -153,9 +157,10 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
       ...testConfig().sparkplug,
       enabled: true,
       brokerUrl: "mqtt://test",
-      groupId: "g",
+      groupId: o.groupId ?? "g",
       primaryHostId: o.primaryHostId ?? "",
       ...(o.storeForward ? { storeForward: o.storeForward } : {}),
+      maxMessageBytes: o.maxMessageBytes ?? null,
     },
     edgeNodeId: "n",
     clientId: "c",

@@ -40,6 +40,8 @@ const SPARKPLUG_FAMILIES: Record<string, Family["type"]> = {
   runtime_sparkplug_primary_host_offline_disconnects_total: "counter",
   runtime_sparkplug_state_ignored_total: "counter",
   runtime_sparkplug_internal_errors_total: "counter",
+  runtime_sparkplug_too_large_dropped_total: "counter",
+  runtime_sparkplug_device_birth_too_large_bytes: "gauge",
 };
 
 async function scrape(base: string): Promise<Map<string, Family>> {
