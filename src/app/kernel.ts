@@ -34,6 +34,7 @@ import {
 import { SessionPriority } from "./session_priority.ts";
 import {
   type Config,
+  type ProviderDiff,
   SPARKPLUG_PASSWORD_ENV,
   SPARKPLUG_USERNAME_ENV,
   sparkplugIds,
@@ -351,6 +352,12 @@ export class Kernel {
    * them applies in a later section). Any other provider's rediscovery is judged at once.
    */
   #reloadStarting: ReadonlySet<string> = new Set();
+  /**
+   * What the running reload decided, at its start, to do with each provider entry
+   * (ProviderRegistry.plan): #reloadStarting, #retireEarly and the providers section's reconcile
+   * all act on this one decision. Null outside a reload.
+   */
+  #reloadPlan: ProviderDiff | null = null;
   /** Providers a reload is stopping or restarting now (AUTO is refused meanwhile). */
   #reloadRestarting: readonly string[] = [];
   /**
@@ -1120,6 +1127,7 @@ export class Kernel {
       // The safety section did not run (the runtime stopping): its wait ends with the reload.
       this.#settleLadderApplied();
       this.#reloadStarting = new Set();
+      this.#reloadPlan = null;
       // AUTO's gate (a hook into FAULT while anything actuates) is judged on what the whole
       // reload left in force: a provider it started may actuate, and the hook the same file adds
       // for it applies in a later section (refused, AUTO is left without it: FAULT).
@@ -1137,7 +1145,11 @@ export class Kernel {
     const nextIds = new Set(next.providers.map((p) => p.id));
     // What the reconcile will do with each entry (one whose circuit is open is restarted rather
     // than updated in place: ProviderRegistry.plan).
+    // Made once: the providers section carries out this plan (#reloadPlan), not a fresh one, so a
+    // circuit that opens (or a provider that comes back) meanwhile does not make it restart a
+    // provider whose alarms were not retired early and whose AUTO check is not deferred.
     const providerPlan = this.registry.plan(this.#config.providers, next.providers);
+    this.#reloadPlan = providerPlan;
     this.#reloadStarting = new Set([
       ...providerPlan.added.map((p) => p.id),
       ...providerPlan.changed.map((p) => p.id),
@@ -1564,6 +1576,7 @@ export class Kernel {
       const r = await this.registry.reconcile(this.#config.providers, next.providers, {
         holdRemovals: auto,
         stopBudgetMs: budget,
+        ...(this.#reloadPlan === null ? {} : { plan: this.#reloadPlan }),
         stopping: () => this.#stopping !== null,
         restarting: (ids) => {
           this.#reloadRestarting = ids;

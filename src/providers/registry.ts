@@ -46,6 +46,13 @@ export interface ReconcileOptions {
   readonly stopping: () => boolean;
   /** Told the ids about to be stopped or restarted, and [] once that is over. */
   readonly restarting?: (ids: readonly string[]) => void;
+  /**
+   * The plan(before, next) the caller made when its reload began and acted on (alarms retired
+   * early, the AUTO check deferred for the providers it starts): carried out as it is, so that a
+   * circuit opening (or a provider coming back) meanwhile does not turn an in-place update into a
+   * restart nobody expected, or the reverse. Without it, reconcile plans now.
+   */
+  readonly plan?: ProviderDiff;
 }
 
 /** Told of every provider host: those there now (at once) and each one added later. */
@@ -192,7 +199,7 @@ export class ProviderRegistry {
   /**
    * Brings the running providers to the entries of a reload (`before`: the entries in effect):
    * unchanged ones are not touched; ones that differ only in supervision or start settings are
-   * updated in place (plan; also while removals are held back: nothing is stopped); removed and
+   * updated in place (plan, or o.plan; also while removals are held back: nothing is stopped); removed and
    * changed ones are stopped first (a changed one's old process is gone before its successor
    * starts: they may share a bus address) -- unless held back -- then new and changed ones start
    * with the handshake and discovery of start-up.
@@ -205,7 +212,7 @@ export class ProviderRegistry {
     o: ReconcileOptions,
   ): Promise<ReconcileReport> {
     const old = new Map(before.map((p) => [p.id, p]));
-    const d = this.plan(before, next);
+    const d = o.plan ?? this.plan(before, next);
     const added = d.added;
     const changedAll = d.changed;
     const unchanged = d.unchanged;
