@@ -83,6 +83,11 @@ export interface TransitionReport {
    * finished within FAULT_HOOKS_ANSWER_WAIT_MS; `hook_failures` lists those known then.
    */
   readonly hooks_pending?: true;
+  /**
+   * The change a mode listener committed at once, superseding this transition as it committed
+   * (`AUTO->FAULT`: FAULT forced on entering AUTO); its after-hooks were skipped. Absent otherwise.
+   */
+  readonly superseded_by?: string;
 }
 
 /**
@@ -926,7 +931,11 @@ export class ModeManager implements ModeService {
               `(${skipped} call(s) not made)`,
           );
         }
-        return { mode: this.#mode, hook_failures: [...before.failures] };
+        return {
+          mode: this.#mode,
+          hook_failures: [...before.failures],
+          superseded_by: supersededBy,
+        };
       }
       const after = await this.#runHooks(hooks, "after", from, target);
       return { mode: this.#mode, hook_failures: [...before.failures, ...after.failures] };

@@ -735,6 +735,13 @@ export function responseComponents(): Record<string, JsonSchema> {
         "POST FAULT, only when true: the hooks of that FAULT entry (or of the one in force) had " +
           "not finished within 10 s; hook_failures lists those known then (project addition).",
       ),
+      superseded_by: note(
+        str,
+        "POST only, only when a mode listener superseded the requested transition as it " +
+          "committed: the change it committed, `AUTO->FAULT` (FAULT forced on entering AUTO); " +
+          "mode is then that change's, and the transition's after_transition hooks were skipped " +
+          "(project addition).",
+      ),
     }),
     EstopResponse: ok(["latched", "software_safe_state", "actions"], {
       latched: bool,

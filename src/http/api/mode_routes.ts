@@ -70,5 +70,6 @@ async function setMode(
     mode: report.mode,
     hook_failures: report.hook_failures,
     ...(report.hooks_pending ? { hooks_pending: true } : {}),
+    ...(report.superseded_by === undefined ? {} : { superseded_by: report.superseded_by }),
   });
 }

@@ -1,0 +1,67 @@
+/**
+ * POST /v0/mode over a real socket, against a runtime with the simulated provider as a child
+ * process: when a mode listener supersedes the requested transition as it commits (FAULT forced on
+ * entering AUTO: its after_transition hooks are skipped), the answer says so with
+ * `superseded_by` (project addition) beside the anolis `mode`; a transition nothing supersedes
+ * answers without it. The listener is the test's own, registered on the runtime's ModeManager as
+ * the runtime's listeners are (an alarm, the device-loss latch).
+ */
+import assert from "node:assert/strict";
+import { apiFetch } from "../../helpers/openapi_check.ts";
+import { startHttpFixture } from "../../helpers/runtime_fixture.ts";
+import { automationOptions, TreeDir, treeXml } from "../../scenarios/automation_helpers.ts";
+
+Deno.test("POST /v0/mode AUTO a listener supersedes with AUTO->FAULT answers mode FAULT and superseded_by AUTO->FAULT; an unsuperseded one has no superseded_by", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const fx = await startHttpFixture({ config: automationOptions(tree) });
+    try {
+      const url = `http://127.0.0.1:${(await fx.serve()).port}`;
+      const post = async (mode: string) => {
+        const r = await apiFetch(`${url}/v0/mode`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ mode }),
+        });
+        return { status: r.status, json: await r.json() };
+      };
+      // Not superseded: no word of it.
+      const manual = await post("MANUAL");
+      assert.equal(manual.status, 200, JSON.stringify(manual.json));
+      assert.equal(manual.json.mode, "MANUAL");
+      assert.equal("superseded_by" in manual.json, false, JSON.stringify(manual.json));
+      let forced: Promise<boolean> | null = null;
+      let armed = true;
+      fx.runtime.modes.onModeChange(({ current }) => {
+        if (armed && current === "AUTO") {
+          armed = false;
+          forced = fx.runtime.modes.forceFault("unsafe on entering AUTO");
+        }
+      });
+      const auto = await post("AUTO");
+      assert.ok(forced !== null, "the listener forced FAULT");
+      assert.equal(await forced, true);
+      assert.equal(auto.status, 200, JSON.stringify(auto.json));
+      assert.equal(auto.json.status.code, "OK");
+      assert.equal(auto.json.mode, "FAULT");
+      assert.deepEqual(auto.json.hook_failures, []);
+      assert.equal(auto.json.superseded_by, "AUTO->FAULT");
+      assert.equal(fx.runtime.modes.current(), "FAULT");
+      // Leaving FAULT for MANUAL: nothing supersedes it.
+      const back = await post("MANUAL");
+      assert.equal(back.status, 200, JSON.stringify(back.json));
+      assert.equal(back.json.mode, "MANUAL");
+      assert.equal("superseded_by" in back.json, false, JSON.stringify(back.json));
+      // The document served describes it, optional: the anolis members stay as they were.
+      const doc = await (await apiFetch(`${url}/v0/openapi.json`)).json();
+      const schema = doc.components.schemas.ModeResponse;
+      assert.equal(schema.properties.superseded_by?.type, "string");
+      assert.deepEqual(schema.required, ["status", "mode"]);
+    } finally {
+      await fx.close();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
