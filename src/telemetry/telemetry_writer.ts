@@ -599,7 +599,7 @@ export class TelemetryWriter {
         }
         kept = this.#retry.peek(this.#retry.length);
       } else {
-        await this.#flushOut(this.#deadline(budgetMs, "the reload's budget"));
+        await this.#flushOut(this.#deadline(budgetMs, "the reload's budget"), "reload");
       }
     }
     const batch = same ? this.#batch : [];
@@ -764,7 +764,7 @@ export class TelemetryWriter {
     this.#halt();
     this.#unsubscribeBus();
     this.#fillBatch(Infinity);
-    await this.#flushOut(deadline);
+    await this.#flushOut(deadline, "stop");
   }
 
   /**
@@ -787,6 +787,12 @@ export class TelemetryWriter {
     await settled;
   }
 
+  /** The database written to, as log lines name it: url (no password), org and bucket. */
+  #databaseName(): string {
+    const { url, org, bucket } = this.#opts.influx;
+    return `${urlWithoutPassword(url)} org=${org} bucket=${bucket}`;
+  }
+
   /** Stops the timers: nothing is written from now on but by #flushOut. */
   #halt(): void {
     this.#running = false;
@@ -806,9 +812,14 @@ export class TelemetryWriter {
   /**
    * Writes the batch and the retry buffer (after the write in flight) by `deadline` (a stop's or a
    * reload's, or sooner when a stop cuts a reload's flush short); what is still unsent then is
-   * counted in `total_failed`. The queue is left alone.
+   * counted in `total_failed` and said in one WARN naming what flushed (`by`) and the database.
+   * The queue is left alone.
    */
-  async #flushOut(deadline: WriteDeadline): Promise<void> {
+  async #flushOut(deadline: WriteDeadline, by: "stop" | "reload"): Promise<void> {
+    // A stop's line says "shutdown:" (as it always has); a reload's says "reload:", and "reload cut
+    // short by the stop:" when a stop ended its flush. Both name the database: a stop during a
+    // reload can say two such lines (the old database's rows, then the new one's).
+    const db = (by === "reload" ? "the old database " : "") + this.#databaseName();
     const mono = () => this.#opts.clock.monoMs();
     try {
       if (this.#inFlight) await this.#awaitInFlight(deadline, budgetEnded(deadline));
@@ -819,13 +830,18 @@ export class TelemetryWriter {
         if (outcome === "failed") break;
       }
     } catch (err) {
-      this.#reportError(`shutdown flush: ${errorMessage(err)}`);
+      this.#reportError(`${by === "stop" ? "shutdown" : "reload"} flush: ${errorMessage(err)}`);
     }
     const lost = this.#retry.clear() + this.#batch.length;
     this.#batch = [];
     if (lost > 0) {
       this.#totalFailed += lost;
-      this.#log.warn(`shutdown: ${lost} telemetry rows could not be written and are lost`);
+      const what = by === "stop"
+        ? "shutdown"
+        : this.#stopCut
+        ? "reload cut short by the stop"
+        : "reload";
+      this.#log.warn(`${what}: ${lost} telemetry rows could not be written to ${db} and are lost`);
     }
     this.#sayHeldErrors(true); // nothing ticks from here on: what was held back is said now
   }

@@ -68,9 +68,11 @@ telemetry:
     const lines = exit.stderr.split("\n");
     const lost = lines.filter((l) => l.includes("telemetry rows could not be written"));
     assert.equal(lost.length, 1, exit.stderr);
-    const m = /^WARN\b.*shutdown: (\d+) telemetry rows could not be written and are lost$/.exec(
-      lost[0]!,
-    );
+    const m =
+      /^WARN\b.*shutdown: (\d+) telemetry rows could not be written to \S+ org=\S+ bucket=\S+ and are lost$/
+        .exec(
+          lost[0]!,
+        );
     assert.ok(m, lost[0]);
     // Every row the database was sent went unanswered: each one is counted among those lost.
     const sent = new Set(

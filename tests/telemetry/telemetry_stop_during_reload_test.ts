@@ -28,9 +28,10 @@ function rowsOf(received: string): number {
 
 /**
  * What a stop(300) that cut a reload's flush short says and counts: the request it aborted names
- * the stop's budget, and the 4 rows published are said lost in one WARN and counted.
+ * the stop's budget, and the 4 rows published are said lost in one WARN (`said`: how it starts,
+ * the flush that lost them) and counted.
  */
-function assertCutByStop(lines: string[], writer: TelemetryWriter): void {
+function assertCutByStop(lines: string[], writer: TelemetryWriter, said: string): void {
   const aborted = lines.filter((l) => l.includes("write aborted"));
   assert.equal(aborted.length, 1, lines.join("\n"));
   assert.match(
@@ -39,7 +40,12 @@ function assertCutByStop(lines: string[], writer: TelemetryWriter): void {
   );
   const lost = lines.filter((l) => l.includes("telemetry rows could not be written"));
   assert.equal(lost.length, 1, lines.join("\n"));
-  assert.match(lost[0]!, /^WARN\b.*shutdown: 4 telemetry rows could not be written and are lost$/);
+  assert.match(
+    lost[0]!,
+    new RegExp(
+      `^WARN\\b.* ${said}: 4 telemetry rows could not be written to .*org=\\S+ bucket=\\S+ and are lost$`,
+    ),
+  );
   assert.equal(writer.status().total_failed, 4);
 }
 
@@ -102,7 +108,8 @@ Deno.test("TelemetryWriter.stop during a reload's flush to a database that never
     await stopping;
     await reloading;
     assert.equal(writer.running, false);
-    assertCutByStop(lines, writer);
+    // The old database's rows, lost by the reload's flush the stop cut short.
+    assertCutByStop(lines, writer, "reload cut short by the stop");
     assert.equal(writer.status().total_written, 0);
   } finally {
     if (stopping === null) await writer.stop(0);
@@ -135,6 +142,7 @@ Deno.test("TelemetryWriter.stop during a reload to the same database (waiting fo
   await stopping;
   await reloading;
   assert.ok(settled, `stop(300) had not returned with the manual clock 300 ms on:\n${lines}`);
-  assertCutByStop(lines, writer);
+  // The same database: the reload flushed nothing, the rows kept are the stop's to lose.
+  assertCutByStop(lines, writer, "shutdown");
   assert.equal(db.requests.length, 1, "nothing sent after the stop's budget ended");
 });

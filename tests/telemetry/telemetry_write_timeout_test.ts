@@ -40,7 +40,10 @@ Deno.test("TelemetryWriter.stop says the write it aborts ended with its budget, 
   const said = lines.filter((l) => /write|telemetry rows/.test(l)).slice(-2);
   assert.equal(said.length, 2, lines.join("\n"));
   assert.match(said[0]!, /^ERROR\b.*write aborted: no answer within the stop's budget \(200 ms\)$/);
-  assert.match(said[1]!, /^WARN\b.*shutdown: 4 telemetry rows could not be written and are lost$/);
+  assert.match(
+    said[1]!,
+    /^WARN\b.*shutdown: 4 telemetry rows could not be written to \S+ org=\S+ bucket=\S+ and are lost$/,
+  );
   assert.ok(!lines.some((l) => /will retry|2000 ms/.test(l)), lines.join("\n"));
 });
 
