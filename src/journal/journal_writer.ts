@@ -68,8 +68,8 @@ export interface JournalWriterOptions {
   /**
    * false: a failed write is said by the owner alone (each of its appends is an event of its own,
    * whose one line names the failure: the reason in the append's result), so the writer counts it
-   * (status()) without its own ERROR line, nor one for a failed fsync of a `sync` batch (its
-   * reason says so), nor the INFO when it writes again (a gap's WARN stays). Default true: one
+   * (status()) without its own ERROR line, nor one for a failed fsync of a `sync` batch or of a
+   * segment before rotation (their reasons say so), nor the INFO when it writes again (a gap's WARN stays). Default true: one
    * ERROR per failing streak.
    */
   readonly reportWriteFailures?: boolean | undefined;
@@ -490,11 +490,20 @@ export class JournalWriter {
     if (this.#handle !== null && this.#size > 0 && (fresh || this.#size + bytes > s.maxFileBytes)) {
       // Attempted once: a failure here is the write's (counted and reported failed by it), and
       // not retried (#dropAfterFailedWrite). Its own ERROR: the lines already in the file were
-      // reported written, and the write's ERROR (once per failing streak) does not say so.
+      // reported written, and the write's ERROR (once per failing streak) does not say so. An
+      // owner that says each failure itself (reportWriteFailures false) gets it in the reason
+      // instead, which names the file too: one event, one line.
       this.#unsynced = false;
       try {
         await this.#handle.sync();
       } catch (err) {
+        if (this.#o.reportWriteFailures === false) {
+          throw new Error(
+            `fsync before rotation failed, the lines written to it may not survive a machine ` +
+              `crash: ${errorMessage(err)}`,
+            { cause: err },
+          );
+        }
         this.#o.log.error(
           `${this.#o.name}: fsync of ${this.currentPath} before rotation failed (${
             errorMessage(err)
