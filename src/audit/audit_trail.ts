@@ -791,15 +791,21 @@ export class AuditTrail implements AuditSink {
     });
     const journal: Journal = { ...options, writer };
     let interrupted: IntentRecord[] = [];
+    let notSearched: string | null = null;
     try {
       interrupted = await this.#unsettledIntents(journal);
     } catch (err) {
-      this.#log.error(
-        `audit journal not searched for interrupted calls: ${errorMessage(err)}`,
-      );
+      notSearched = `audit journal not searched for interrupted calls: ${errorMessage(err)}`;
     }
-    // A failure is counted and reported by the writer (status failing from now on, one ERROR).
-    await writer.open().catch(() => {});
+    // A failure is counted and reported by the writer (status failing from now on, one ERROR
+    // naming the folder and the error; later writes are in its failing spell). A folder that can
+    // be neither read nor opened (a file in its place) is one cause: the search's failure is said
+    // in the writer's line, not in an ERROR of its own.
+    let opened = true;
+    await writer.open({
+      note: notSearched === null ? undefined : "interrupted calls not searched for either",
+    }).catch(() => opened = false);
+    if (notSearched !== null && opened) this.#log.error(notSearched);
     this.#journal = journal;
     for (const r of interrupted) {
       this.#log.warn(

@@ -186,13 +186,16 @@ export class JournalWriter {
    * failure counts as a failed write (status() `failing`, its error, one ERROR per failing
    * streak): a folder that cannot be written at start is said then, not at the first line.
    * `report: false` leaves it to the caller (its own line says what the failure means): nothing
-   * is counted nor logged.
+   * is counted nor logged. `note`: what else the failure means to the caller, appended (after
+   * `; `) to that ERROR, so one cause is said in one line.
    */
-  async open(options: { readonly report?: boolean } = {}): Promise<void> {
+  async open(
+    options: { readonly report?: boolean; readonly note?: string | undefined } = {},
+  ): Promise<void> {
     try {
       await this.#prepare(0);
     } catch (err) {
-      if (options.report ?? true) this.#failed(err);
+      if (options.report ?? true) this.#failed(err, options.note);
       throw err;
     }
   }
@@ -595,17 +598,24 @@ export class JournalWriter {
     this.#handle = null;
   }
 
-  /** Counts a failed write or fsync; returns its reason. */
-  #failed(err: unknown): string {
+  /**
+   * Counts a failed write or fsync; returns its reason. `note` is appended to the ERROR of a
+   * failing streak's first failure (open()'s caller's).
+   */
+  #failed(err: unknown, note?: string): string {
     this.#writeErrors++;
-    const reason = `${this.#o.name} (${this.currentPath ?? "not open"}): ${errorMessage(err)}`;
+    // Not open yet (its folder could not be used): the folder is where it failed.
+    const where = this.currentPath ??
+      (this.#segments === null ? "not open" : `folder ${this.#segments.dir}, not open`);
+    const reason = `${this.#o.name} (${where}): ${errorMessage(err)}`;
     this.#lastError = reason;
     this.#lastErrorAt = this.#o.clock.nowMs();
     if (!this.#failing) {
       this.#failing = true;
       if (this.#o.reportWriteFailures === false) return reason;
       this.#o.log.error(
-        `${this.#o.name} write failed (lines dropped until it works again): ${reason}`,
+        `${this.#o.name} write failed (lines dropped until it works again): ${reason}` +
+          (note === undefined ? "" : `; ${note}`),
       );
     }
     return reason;
