@@ -11,7 +11,9 @@ import { apiFetch } from "../helpers/openapi_check.ts";
 import { TestClock } from "../helpers/programmable_provider.ts";
 import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
 
-const history = { incidentBeforeS: 10, incidentAfterS: 1, diskMaxBytes: 0 };
+// The after window runs on real timers: 3 s, not 1, leaves the "after" poll (a provider call
+// and a poll) room on a loaded machine (the fresh-clone CI saw it land after a 1 s window).
+const history = { incidentBeforeS: 10, incidentAfterS: 3, diskMaxBytes: 0 };
 
 /** A runtime's e-stop incident (every probe signal, 12 samples each), its id and file path. */
 async function recordIncident(dataDir: string, inventoryFile: string, clock: TestClock) {
