@@ -1901,13 +1901,7 @@ export class SparkplugEdgeNode {
       const live = this.online && this.#storeLength() === 0 && this.#outage === null &&
         this.#inFlight < MAX_IN_FLIGHT;
       if (!live && this.#o.replay !== undefined) {
-        let atMs = Infinity;
-        let seq = Infinity;
-        for (const p of signals.values()) {
-          atMs = Math.min(atMs, p.timestampMs);
-          seq = Math.min(seq, p.seq);
-        }
-        this.#noteOutage(id, { atMs, seq });
+        this.#noteOutageOf(id, signals);
         continue;
       }
       const metrics: Metric[] = [];
@@ -1925,7 +1919,12 @@ export class SparkplugEdgeNode {
         // The poll its changes belong to, for the ring's replay should the write fail (#lost).
         let seq = Infinity;
         for (const p of signals.values()) seq = Math.min(seq, p.seq);
-        this.#send("DDATA", id, { timestamp: this.#o.clock.nowMs(), metrics }, false, seq);
+        const payload = { timestamp: this.#o.clock.nowMs(), metrics };
+        if (this.#send("DDATA", id, payload, false, seq)) continue;
+        // Split over max_message_bytes without room for all its parts (#sendSplit): none went
+        // out, so it waits as data that cannot go out live does.
+        if (this.#o.replay !== undefined) this.#noteOutageOf(id, signals);
+        else this.#keep(id, metrics);
       } else {
         this.#keep(id, metrics);
       }
@@ -1933,6 +1932,17 @@ export class SparkplugEdgeNode {
     this.#pending.clear();
     this.#drain();
     this.#pump();
+  }
+
+  /** A device's changes that cannot go out live: the ring replays them from their first poll. */
+  #noteOutageOf(id: string, signals: ReadonlyMap<string, PendingSignal>): void {
+    let atMs = Infinity;
+    let seq = Infinity;
+    for (const p of signals.values()) {
+      atMs = Math.min(atMs, p.timestampMs);
+      seq = Math.min(seq, p.seq);
+    }
+    this.#noteOutage(id, { atMs, seq });
   }
 
   // ---- store and forward ----
@@ -2366,14 +2376,11 @@ export class SparkplugEdgeNode {
   #drainNode(): void {
     let i = 0;
     while (i < this.#nodeKept.length && this.online && this.#inFlight < MAX_IN_FLIGHT) {
-      const { timestampMs, metrics } = this.#nodeKept[i++]!;
-      this.#send(
-        "NDATA",
-        undefined,
-        { timestamp: timestampMs, metrics },
-        false,
-        REPLAYED_NODE_DATA,
-      );
+      const { timestampMs, metrics } = this.#nodeKept[i]!;
+      const payload = { timestamp: timestampMs, metrics };
+      // Not handed over (a split without room for all its parts): it stays, first of the rest.
+      if (!this.#send("NDATA", undefined, payload, false, REPLAYED_NODE_DATA)) break;
+      i++;
     }
     this.#nodeKept.splice(0, i);
     if (this.#nodeKept.length === 0) this.#nodeKeptWarned = false;
@@ -2906,8 +2913,12 @@ export class SparkplugEdgeNode {
   /**
    * A DDATA/NDATA over `sparkplug.max_message_bytes` as several, each under it, its metrics in
    * order (Sparkplug allows several per device; each gets the next seq through #send). A metric
-   * alone too large is left out: counted (tooLargeDropped), WARNed once. Whether every part was
-   * handed over.
+   * alone too large is left out: counted (tooLargeDropped), WARNed once. All parts or none: data
+   * (not `always`) goes only with room under MAX_IN_FLIGHT for every part (with none in flight a
+   * split of more parts than that goes whole), since a caller whose message did not go out sends
+   * it again whole (#publishNode) or keeps it (#flush, #drainNode): parts handed over before the
+   * bound was hit would reach the host twice. Whether it was handed over (a metric left out for
+   * its size is not a failure: it would never fit).
    */
   #sendSplit(
     type: "DDATA" | "NDATA",
@@ -2925,6 +2936,11 @@ export class SparkplugEdgeNode {
         encode({ timestamp: p.timestamp, metrics: [], seq: 255 }).length,
       limit,
     );
+    // Before the metrics left out are counted: one not handed over now comes again.
+    if (!always && this.#inFlight > 0 && this.#inFlight + parts.parts.length > MAX_IN_FLIGHT) {
+      this.counts.publishFailures++;
+      return false;
+    }
     for (const m of parts.dropped) {
       this.counts.tooLargeDropped++;
       if (this.#metricTooLargeSaid) continue;
@@ -2937,12 +2953,12 @@ export class SparkplugEdgeNode {
           `runtime_sparkplug_too_large_dropped_total, not logged)`,
       );
     }
-    let all = parts.dropped.length === 0;
     for (const metrics of parts.parts) {
       const part: Payload = { timestamp: p.timestamp, metrics };
-      if (!this.#send(type, deviceId, part, always, liveSeq)) all = false;
+      // Past the room check #send fails only without a session, then for the first part alike.
+      if (!this.#send(type, deviceId, part, true, liveSeq)) return false;
     }
-    return all;
+    return true;
   }
 
   /**
