@@ -659,7 +659,7 @@ export class SparkplugEdgeNode {
    * Devices not born because their DBIRTH is over `sparkplug.max_message_bytes`, by Sparkplug id:
    * its size and the capabilities it was measured for (the same ones are not measured again until
    * the next births). An entry is one spell, WARNed once; it ends when the device is born or
-   * leaves its provider.
+   * leaves the configuration, not while its provider is down (#providerChanged).
    */
   readonly #tooLarge = new Map<
     string,
@@ -1309,8 +1309,15 @@ export class SparkplugEdgeNode {
         this.#deviceBirth(caps);
       }
     }
-    // Devices held back for their size that are gone: their spell ends.
-    for (const id of tooLargeBefore) this.#tooLarge.delete(id);
+    // Devices held back for their size that are gone: their spell ends. One whose provider is
+    // down keeps it (#providerChanged).
+    for (const id of tooLargeBefore) {
+      const providerId = this.#tooLarge.get(id)?.providerId;
+      if (providerId !== undefined && this.#o.inventory.provider(providerId)?.available === false) {
+        continue;
+      }
+      this.#tooLarge.delete(id);
+    }
     this.#dropReplaysNotBorn();
     // Answers that waited for a birth follow it (every provider's devices are born now).
     for (const providerId of [...this.#answersAfterBirth.keys()]) this.#answersBorn(providerId);
@@ -1737,8 +1744,13 @@ export class SparkplugEdgeNode {
       if (full()) return;
       this.#deviceDeath(id);
     }
-    for (const [id, t] of [...this.#tooLarge]) {
-      if (t.providerId === providerId && !now.has(id)) this.#tooLarge.delete(id);
+    // A spell ends with its device leaving the configuration (its provider removed, or up
+    // without it), not with its provider down: back with the same capabilities, it is not
+    // measured nor WARNed again (a provider that flaps is not a WARN each time it is back).
+    if (p === undefined || p.available) {
+      for (const [id, t] of [...this.#tooLarge]) {
+        if (t.providerId === providerId && !now.has(id)) this.#tooLarge.delete(id);
+      }
     }
     for (const [id, caps] of now) {
       // Born again when anything its DBIRTH declares changed (a signal retyped, a function
@@ -2568,7 +2580,8 @@ export class SparkplugEdgeNode {
    */
   #notBorn(id: string): { readonly why: string; readonly birthOf?: string } | null {
     const big = this.#tooLarge.get(id);
-    if (big !== undefined) {
+    // Its provider down (the spell kept meanwhile): the device is down first of all.
+    if (big !== undefined && this.#o.inventory.provider(big.providerId)?.available !== false) {
       return {
         why: `device not born: its DBIRTH is ${big.bytes} bytes, over ` +
           `sparkplug.max_message_bytes ${this.#o.config.maxMessageBytes}`,

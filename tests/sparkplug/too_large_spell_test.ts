@@ -1,0 +1,104 @@
+/**
+ * `sparkplug.max_message_bytes`: a device held back for its DBIRTH's size is WARNed once per
+ * spell, and the spell outlasts its provider going down and coming back with the same
+ * capabilities (a flapping provider is not a WARN each time it is back). It ends when the device
+ * is born or leaves the configuration; a spell after that is WARNed again. The node runs among
+ * doubles (tests/sparkplug/_edge_node_rig.ts).
+ */
+import assert from "node:assert/strict";
+import { DataType } from "../../src/sparkplug/mod.ts";
+import { flushMicrotasks } from "../helpers/clock.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { deviceCaps, edgeNodeRig, signalSpec } from "./_edge_node_rig.ts";
+
+const P = "p";
+/** 40 signals: a DBIRTH of some 1.5 kB, over a bound of 1024. */
+const big = () =>
+  deviceCaps(P, "big", {
+    signals: Array.from({ length: 40 }, (_, i) => signalSpec(`temperature_${i}`, "double")),
+  });
+const small = () => deviceCaps(P, "small", { signals: [signalSpec("s0", "string")] });
+
+function rig() {
+  const { lines, log } = capturingLogger({ level: "info" });
+  const r = edgeNodeRig({
+    providers: [{ id: P, available: true, devices: [big(), small()] }],
+    log,
+    maxMessageBytes: 1024,
+    mode: "MANUAL",
+    recordCalls: true,
+  });
+  const warns = () =>
+    lines.filter((l) => l.startsWith("WARN") && /device p:big not born/.test(l)).length;
+  return { r, warns, lines };
+}
+
+Deno.test("SparkplugEdgeNode: a device too large to be born is WARNed once across its provider going down and up with the same capabilities", async () => {
+  const { r, warns, lines } = rig();
+  await r.online();
+  assert.equal(warns(), 1);
+  for (let i = 0; i < 3; i++) {
+    r.setAvailable(P, false);
+    await flushMicrotasks();
+    // The provider comes back with new objects of the same capabilities (a rediscovery).
+    r.providers[0]!.devices = [big(), small()];
+    r.setAvailable(P, true);
+    await flushMicrotasks();
+  }
+  // Down across a reconnect: the births while it is down keep the spell too.
+  r.setAvailable(P, false);
+  await flushMicrotasks();
+  // A DCMD to it meanwhile: refused for the provider down, the first reason it is not born.
+  const resultAlias = r.nodeAlias("Runtime/Command Result");
+  const from = r.session.published.length;
+  r.command("spBv1.0/g/DCMD/n/p:big", [
+    { name: "temperature_0", datatype: DataType.Double, double_value: 1 },
+  ]);
+  await flushMicrotasks();
+  const answers = r.session.published.slice(from).flatMap((m) =>
+    (m.payload.metrics ?? []).filter((x) => x.alias === resultAlias).map((x) => x.string_value)
+  );
+  assert.equal(answers.length, 1, JSON.stringify(answers));
+  assert.match(String(answers[0]), /REFUSED: device down \(provider p /);
+  assert.deepEqual(r.calls, []);
+  r.session.cut();
+  await flushMicrotasks();
+  await r.clock.advanceAsync(testConfig().sparkplug.reconnectMs);
+  r.session.up();
+  await flushMicrotasks();
+  r.setAvailable(P, true);
+  await flushMicrotasks();
+  assert.equal(warns(), 1, lines.join("\n"));
+  assert.deepEqual(r.node.unbornTooLarge.map((t) => t.deviceId), ["p:big"]);
+  assert.ok(!r.session.published.some((m) => m.topic === "spBv1.0/g/DBIRTH/n/p:big"));
+  await r.stop();
+});
+
+Deno.test("SparkplugEdgeNode: a too-large spell ends when the device leaves its provider's inventory: back, it is WARNed again", async () => {
+  const { r, warns } = rig();
+  await r.online();
+  assert.equal(warns(), 1);
+  r.providers[0]!.devices = [small()];
+  r.changed(P);
+  await flushMicrotasks();
+  assert.deepEqual(r.node.unbornTooLarge, []);
+  r.providers[0]!.devices = [big(), small()];
+  r.changed(P);
+  await flushMicrotasks();
+  assert.equal(warns(), 2);
+  await r.stop();
+});
+
+Deno.test("SparkplugEdgeNode: a too-large spell ends when its provider leaves the configuration (a reload), even while down", async () => {
+  const { r } = rig();
+  await r.online();
+  r.setAvailable(P, false);
+  await flushMicrotasks();
+  assert.deepEqual(r.node.unbornTooLarge.map((t) => t.deviceId), ["p:big"]);
+  r.providers.splice(0);
+  r.changed(P);
+  await flushMicrotasks();
+  assert.deepEqual(r.node.unbornTooLarge, []);
+  await r.stop();
+});
