@@ -241,6 +241,13 @@ export const MAX_RETAINED_TOPICS_WARNED = 64;
  */
 export const MAX_CLASHES_REMEMBERED = 1024;
 
+/**
+ * Devices (the node counted as one) whose metric left out of a DDATA/NDATA for its size the node
+ * remembers having WARNed, at most: one line per device, not per metric; beyond it one line says
+ * that further devices' are not logged (all of them are counted: tooLargeDropped).
+ */
+export const MAX_TOO_LARGE_DEVICES_WARNED = 1024;
+
 /** A payload of no metrics at timestamp 0 (what each metric's size is measured over). */
 const EMPTY_PAYLOAD_BYTES = encode({ timestamp: 0, metrics: [] }).length;
 
@@ -667,8 +674,13 @@ export class SparkplugEdgeNode {
   >();
   /** The NBIRTH over `sparkplug.max_message_bytes` was said (ERROR once per process). */
   #nbirthTooLargeSaid = false;
-  /** A metric left out of a DDATA/NDATA for its size was WARNed (once per process). */
-  #metricTooLargeSaid = false;
+  /**
+   * Devices (NODE for the node) whose metric left out of a DDATA/NDATA for its size was WARNed
+   * (once per device per process, at most MAX_TOO_LARGE_DEVICES_WARNED of them).
+   */
+  readonly #metricTooLargeSaid = new Set<string>();
+  /** More devices than MAX_TOO_LARGE_DEVICES_WARNED had a metric left out (said once). */
+  #metricTooLargeOverSaid = false;
 
   constructor(options: EdgeNodeOptions) {
     this.#o = options;
@@ -2956,15 +2968,7 @@ export class SparkplugEdgeNode {
     }
     for (const m of parts.dropped) {
       this.counts.tooLargeDropped++;
-      if (this.#metricTooLargeSaid) continue;
-      this.#metricTooLargeSaid = true;
-      const name = this.#aliasNames.get(Number(m.alias))?.split("\u0000")[1] ??
-        `alias ${String(m.alias)}`;
-      this.#log.warn(
-        `sparkplug: ${type} metric ${name} of ${deviceId ?? "the node"} left out: alone it makes ` +
-          `a message over sparkplug.max_message_bytes ${limit} (further ones are counted in ` +
-          `runtime_sparkplug_too_large_dropped_total, not logged)`,
-      );
+      this.#metricTooLargeSay(type, deviceId, m, limit);
     }
     for (const metrics of parts.parts) {
       const part: Payload = { timestamp: p.timestamp, metrics };
@@ -2972,6 +2976,38 @@ export class SparkplugEdgeNode {
       if (!this.#send(type, deviceId, part, true, liveSeq)) return false;
     }
     return true;
+  }
+
+  /**
+   * A metric left out of a DDATA/NDATA for its size: WARNed once per device (the node counted as
+   * one), for at most MAX_TOO_LARGE_DEVICES_WARNED devices, then one line says the rest are not.
+   */
+  #metricTooLargeSay(
+    type: "DDATA" | "NDATA",
+    deviceId: string | undefined,
+    m: Metric,
+    limit: number,
+  ): void {
+    const key = deviceId ?? NODE;
+    if (this.#metricTooLargeSaid.has(key)) return;
+    if (this.#metricTooLargeSaid.size >= MAX_TOO_LARGE_DEVICES_WARNED) {
+      if (this.#metricTooLargeOverSaid) return;
+      this.#metricTooLargeOverSaid = true;
+      this.#log.warn(
+        `sparkplug: metrics left out for their size on more than ${MAX_TOO_LARGE_DEVICES_WARNED} ` +
+          `devices (MAX_TOO_LARGE_DEVICES_WARNED): further devices' are counted in ` +
+          `runtime_sparkplug_too_large_dropped_total, not logged`,
+      );
+      return;
+    }
+    this.#metricTooLargeSaid.add(key);
+    const name = this.#aliasNames.get(Number(m.alias))?.split("\u0000")[1] ??
+      `alias ${String(m.alias)}`;
+    this.#log.warn(
+      `sparkplug: ${type} metric ${name} of ${deviceId ?? "the node"} left out: alone it makes ` +
+        `a message over sparkplug.max_message_bytes ${limit} (further ones of it are counted in ` +
+        `runtime_sparkplug_too_large_dropped_total, not logged)`,
+    );
   }
 
   /**
