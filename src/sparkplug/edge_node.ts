@@ -41,6 +41,7 @@ import {
   errorMessage,
   integerWrittenExactly,
   neverThrowing,
+  quoteProviderTextWithin,
   SpellLog,
   toRuntimeError,
 } from "../common/mod.ts";
@@ -247,6 +248,12 @@ export const MAX_CLASHES_REMEMBERED = 1024;
  * that further devices' are not logged (all of them are counted: tooLargeDropped).
  */
 export const MAX_TOO_LARGE_DEVICES_WARNED = 1024;
+
+/**
+ * Longest text of a primary host's STATE message a log line quotes (one the node ignores), in
+ * UTF-16 code units: what a host publishes cannot make one line of any length.
+ */
+export const STATE_TEXT_QUOTED_CHARS = 80;
 
 /** A payload of no metrics at timestamp 0 (what each metric's size is measured over). */
 const EMPTY_PAYLOAD_BYTES = encode({ timestamp: 0, metrics: [] }).length;
@@ -1025,7 +1032,7 @@ export class SparkplugEdgeNode {
       if (p === null || typeof p !== "object" || typeof p.online !== "boolean") {
         return this.#stateIgnored(
           topic,
-          `not a STATE payload: ${JSON.stringify(text.slice(0, 80))}`,
+          `not a STATE payload: ${quoteProviderTextWithin(text, STATE_TEXT_QUOTED_CHARS)}`,
         );
       }
       online = p.online;
@@ -1038,14 +1045,16 @@ export class SparkplugEdgeNode {
       return this.#stateIgnored(
         topic,
         `the host publishes Sparkplug 3.0 STATE on ${stateTopic(host)}: ` +
-          `${JSON.stringify(text.slice(0, 80))} on the legacy topic is not followed`,
+          `${
+            quoteProviderTextWithin(text, STATE_TEXT_QUOTED_CHARS)
+          } on the legacy topic is not followed`,
       );
     } else if (text === "ONLINE" || text === "OFFLINE") {
       online = text === "ONLINE";
     } else {
       return this.#stateIgnored(
         topic,
-        `not ONLINE or OFFLINE: ${JSON.stringify(text.slice(0, 80))}`,
+        `not ONLINE or OFFLINE: ${quoteProviderTextWithin(text, STATE_TEXT_QUOTED_CHARS)}`,
       );
     }
     if (timestamp !== null) {
