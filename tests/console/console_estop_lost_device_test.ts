@@ -12,7 +12,7 @@ import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { Api } from "../scenarios/alarms_helpers.ts";
-import { call, expectation, inertSim } from "../safety/_fixture.ts";
+import { twoSimsVerifiedStop } from "../safety/_fixture.ts";
 
 const LOST = "#estop-lost";
 
@@ -21,20 +21,7 @@ Deno.test({
     "Operator console: while latched, the header names a read-back device whose provider crashed since the stop",
   ignore: chromiumMissing(),
   fn: async () => {
-    const rt = await startServing(testConfig({
-      providers: [inertSim("sim0"), inertSim("sim1", { restart: false })],
-      safety: {
-        hooks: [
-          call("sim0/motorctl0", "set_motor_duty", { motor_index: 1, duty: 0 }),
-          call("sim1/motorctl0", "set_motor_duty", { motor_index: 1, duty: 0 }),
-        ],
-        expect: [
-          expectation("sim0/motorctl0/motor1_duty", { equals: 0 }, 0),
-          expectation("sim1/motorctl0/motor1_duty", { equals: 0 }, 1),
-        ],
-        verifyTimeoutMs: 2000,
-      },
-    }));
+    const rt = await startServing(testConfig(twoSimsVerifiedStop()));
     const api = new Api(`http://127.0.0.1:${rt.http!.port}`);
     const browser = await launchChromium();
     try {

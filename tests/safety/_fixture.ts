@@ -157,3 +157,25 @@ export function expectation(
     path: `safety.safe_state.expect[${index}]`,
   };
 }
+
+/**
+ * Two inert sims, sim1 without restarts, whose e-stop drives motor 1 of each to duty 0 and reads it
+ * back (`verify_timeout_ms` 2000): a stop verified on both, then sim1 killed, leaves one check
+ * whose device cannot be read now.
+ */
+export function twoSimsVerifiedStop() {
+  return {
+    providers: [inertSim("sim0"), inertSim("sim1", { restart: false })],
+    safety: {
+      hooks: [
+        call("sim0/motorctl0", "set_motor_duty", { motor_index: 1, duty: 0 }),
+        call("sim1/motorctl0", "set_motor_duty", { motor_index: 1, duty: 0 }),
+      ],
+      expect: [
+        expectation("sim0/motorctl0/motor1_duty", { equals: 0 }, 0),
+        expectation("sim1/motorctl0/motor1_duty", { equals: 0 }, 1),
+      ],
+      verifyTimeoutMs: 2000,
+    },
+  };
+}

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
-import { call, expectation, inertSim } from "../safety/_fixture.ts";
+import { twoSimsVerifiedStop } from "../safety/_fixture.ts";
 
 interface StatusCheck {
   signal: string;
@@ -19,20 +19,7 @@ interface StatusCheck {
 }
 
 Deno.test("GET /v0/runtime/status marks a verified e-stop check whose provider crashed after the stop device_available false, keeping it verified", async () => {
-  const rt = await startServing(testConfig({
-    providers: [inertSim("sim0"), inertSim("sim1", { restart: false })],
-    safety: {
-      hooks: [
-        call("sim0/motorctl0", "set_motor_duty", { motor_index: 1, duty: 0 }),
-        call("sim1/motorctl0", "set_motor_duty", { motor_index: 1, duty: 0 }),
-      ],
-      expect: [
-        expectation("sim0/motorctl0/motor1_duty", { equals: 0 }, 0),
-        expectation("sim1/motorctl0/motor1_duty", { equals: 0 }, 1),
-      ],
-      verifyTimeoutMs: 2000,
-    },
-  }));
+  const rt = await startServing(testConfig(twoSimsVerifiedStop()));
   const base = `http://127.0.0.1:${rt.http!.port}`;
   const checks = async (): Promise<StatusCheck[]> => {
     const res = await fetch(`${base}/v0/runtime/status`);

@@ -130,3 +130,8 @@ export function publishUpdates(bus: EventBus, from: number, count: number): void
     });
   }
 }
+
+/** Signal rows (`runtime_signal` lines) in what a database received. */
+export function signalRowsOf(received: string): number {
+  return received.split(/\r?\n/).filter((l) => l.startsWith("runtime_signal,")).length;
+}

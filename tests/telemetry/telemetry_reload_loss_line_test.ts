@@ -17,14 +17,9 @@ import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { hungDatabase } from "../helpers/hung_database.ts";
-import { publishUpdates } from "./_scripted_db.ts";
+import { publishUpdates, signalRowsOf } from "./_scripted_db.ts";
 
 await loadInfluxClient(); // as the service does when telemetry is enabled
-
-/** Rows (signal lines) in what a database received. */
-function rowsOf(received: string): number {
-  return received.split(/\r?\n/).filter((l) => l.startsWith("runtime_signal,")).length;
-}
 
 function escaped(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
@@ -65,7 +60,11 @@ Deno.test("TelemetryWriter.retarget says the rows its old database never took as
   const newDb = hungDatabase();
   const { lines, clock, options, writer } = await writerWithRowsInFlight(oldDb.url);
   try {
-    await waitFor("the write reached the database", () => rowsOf(oldDb.received()) === 4, 10_000);
+    await waitFor(
+      "the write reached the database",
+      () => signalRowsOf(oldDb.received()) === 4,
+      10_000,
+    );
     const reloading = writer.retarget(
       { ...options, influx: { ...options.influx, url: newDb.url, bucket: "new" } },
       300,
@@ -97,7 +96,11 @@ Deno.test("TelemetryWriter.stop during a reload's flush says the old database's 
   const { lines, clock, bus, options, writer } = await writerWithRowsInFlight(oldDb.url);
   let stopping: Promise<void> | null = null;
   try {
-    await waitFor("the write reached the database", () => rowsOf(oldDb.received()) === 4, 10_000);
+    await waitFor(
+      "the write reached the database",
+      () => signalRowsOf(oldDb.received()) === 4,
+      10_000,
+    );
     const reloading = writer.retarget(
       { ...options, influx: { ...options.influx, url: newDb.url, bucket: "new" } },
       5000,

@@ -17,14 +17,9 @@ import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { hungDatabase } from "../helpers/hung_database.ts";
-import { publishUpdates, scriptedRig } from "./_scripted_db.ts";
+import { publishUpdates, scriptedRig, signalRowsOf } from "./_scripted_db.ts";
 
 await loadInfluxClient(); // as the service does when telemetry is enabled
-
-/** Rows (signal lines) in what a database received. */
-function rowsOf(received: string): number {
-  return received.split(/\r?\n/).filter((l) => l.startsWith("runtime_signal,")).length;
-}
 
 /**
  * What a stop(300) that cut a reload's flush short says and counts: the request it aborted names
@@ -91,7 +86,11 @@ Deno.test("TelemetryWriter.stop during a reload's flush to a database that never
   try {
     publishUpdates(bus, 0, 4);
     await clock.advanceAsync(10);
-    await waitFor("the write reached the database", () => rowsOf(db.received()) === 4, 10_000);
+    await waitFor(
+      "the write reached the database",
+      () => signalRowsOf(db.received()) === 4,
+      10_000,
+    );
     // Another bucket: the old target's rows are flushed to it first, within the reload's 5000 ms.
     const reloading = writer.retarget(
       { ...options, influx: { ...options.influx, bucket: "new" } },
