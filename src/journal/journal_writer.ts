@@ -69,8 +69,8 @@ export interface JournalWriterOptions {
    * false: a failed write is said by the owner alone (each of its appends is an event of its own,
    * whose one line names the failure: the reason in the append's result), so the writer counts it
    * (status()) without its own ERROR line, nor one for a failed fsync of a `sync` batch or of a
-   * segment before rotation (their reasons say so), nor the INFO when it writes again (a gap's WARN stays). Default true: one
-   * ERROR per failing streak.
+   * segment before rotation (their reasons say so), nor the INFO when it writes again (a gap's
+   * WARN stays). Default true: one ERROR per failing streak.
    */
   readonly reportWriteFailures?: boolean | undefined;
 }

@@ -199,11 +199,10 @@ export class ProviderRegistry {
   /**
    * Brings the running providers to the entries of a reload (`before`: the entries in effect):
    * unchanged ones are not touched; ones that differ only in supervision or start settings are
-   * updated in place (plan, or o.plan; also while removals are held back: nothing is stopped); removed and
-   * changed ones are stopped first (a changed one's old process is gone before its successor
-   * starts: they may share a bus address) -- unless held back -- then new and changed ones start
-   * with the handshake and discovery of start-up.
-   * One that does not come up is stopped and reported; its entry is not in effect, but its host
+   * updated in place (o.plan, else plan(); also while removals are held back: nothing is
+   * stopped); removed and changed ones are stopped first (a changed one's old process is gone
+   * before its successor starts: they may share a bus address) -- unless held back -- then new
+   * and changed ones start with the handshake and discovery of start-up. One that does not come up is stopped and reported; its entry is not in effect, but its host
    * stays listed (down, with ProviderHost.startError) until the next reload.
    */
   async reconcile(
