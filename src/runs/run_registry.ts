@@ -43,8 +43,9 @@
  *
  * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
  * start, ended at its last known activity (lastActivity; payload end_basis "last_event"), not at
- * that start; a shutdown saves when it stopped recording the run (a `not_recorded` record with
- * `shutdown: true`), and the run ends then (end_basis "shutdown"). The calls the audit trail found
+ * that start, and recorded then when the wall clock reads earlier; a shutdown saves when it
+ * stopped recording the run (a `not_recorded` record with `shutdown: true`), and the run ends then
+ * (end_basis "shutdown"). The calls the audit trail found
  * in flight at that end are written before its run_closed (RunStartInput), unless its event file
  * already ends with run_closed (a close whose record failed): that event's reason and time are
  * recorded instead, and nothing is written after it. Journal lines
@@ -2396,6 +2397,8 @@ export class RunRegistry {
       let event: RunEvent | null = null;
       let sequence = 0;
       let ended = now;
+      // When the lines written here were recorded (their recorded_at_epoch_ms).
+      let recorded = now;
       let endPayload: Record<string, unknown> = {};
       let left = 0;
       const callsWritten: Promise<JournalAppendResult>[] = [];
@@ -2438,6 +2441,10 @@ export class RunRegistry {
           // Its process ended unseen: the run ends at its last known activity, not now.
           const lastEvent = last && eventOfLine(last.line, this.#eventRules(run.run_id), true);
           ended = lastActivity(run, lastEvent, interrupted, saved?.at);
+          // Never recorded before its last event (the wall clock stepped back between that event
+          // and this start, or the previous process's clock was ahead of this one's): at its last
+          // known activity then, so recorded times ascend along the file as its sequence does.
+          recorded = Math.max(now, ended);
           // Its process stopped gracefully: it recorded the run until then (its last save).
           endPayload = { end_basis: saved?.shutdown === true ? "shutdown" : "last_event" };
           if (saved !== undefined && saved.count > 0) {
@@ -2454,7 +2461,7 @@ export class RunRegistry {
             "call",
             callType(call),
             call.first_time_epoch_ms,
-            now,
+            recorded,
             { ...call },
           );
           const { line } = fitEvent(e, MAX_RECORD_BYTES);
@@ -2472,7 +2479,7 @@ export class RunRegistry {
       if (event === null) {
         // Always written, past the bound too: the run's end, and what the bound left out.
         const payload = left > 0 ? { ...endPayload, events_not_recorded: left } : endPayload;
-        event = this.#event(run.run_id, sequence, "run_closed", reason, ended, now, payload);
+        event = this.#event(run.run_id, sequence, "run_closed", reason, ended, recorded, payload);
         now = ended;
         // Not counted as lost by the writer (its "lines were lost" WARN) when it fails: the close
         // is answered with the error, the run stays open, and the close tried next writes its

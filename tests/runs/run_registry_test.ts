@@ -450,6 +450,59 @@ Deno.test("RunRegistry ends a run abandoned by a crash at its last recorded even
   });
 });
 
+Deno.test("RunRegistry closes a run abandoned by a crash no earlier than its last event when the wall clock stepped back before the next start", async () => {
+  await withDir(async (dir) => {
+    const clock = new ManualClock(0, T0);
+    const a = await harness(dir, {}, clock);
+    const { run } = await a.registry.open({});
+    clock.wall = T0 + 5000; // the run's last event, in what the next start's clock calls the future
+    await a.registry.addMarker(run.run_id, { type: "last words" });
+    await a.registry.shutdown();
+    // As by a crash: the journal holds the open record only, not the save a shutdown makes.
+    const journal = `${dir}/runs.jsonl`;
+    const lines = (await Deno.readTextFile(journal)).split("\n");
+    await Deno.writeTextFile(
+      journal,
+      lines.filter((l) => !l.includes('"shutdown":true')).join("\n"),
+    );
+
+    // NTP stepped the clock back 4 s: the next start reads T0 + 1000.
+    const b = await harness(dir, {}, new ManualClock(0, T0 + 1000), {
+      interruptedCalls: [{
+        call: {
+          first_time_epoch_ms: T0 + 3000,
+          device_handle: "sim0/motorctl0",
+          function: "set_duty",
+          outcome: "interrupted",
+        },
+        runId: run.run_id,
+      }],
+    });
+    try {
+      deepEqual(b.registry.startupReport().abandonedRunIds, [run.run_id]);
+      equal((await b.registry.get(run.run_id)).run.ended_at_epoch_ms, T0 + 5000);
+      const events = (await b.registry.listEvents(run.run_id, {})).events;
+      deepEqual(
+        events.map((e) => [
+          e.sequence,
+          e.category,
+          e.occurred_at_epoch_ms - T0,
+          e.recorded_at_epoch_ms - T0,
+        ]),
+        [
+          [1, "run_opened", 0, 0],
+          [2, "annotation", 5000, 5000],
+          [3, "call", 3000, 5000],
+          [4, "run_closed", 5000, 5000],
+        ],
+        "recorded at the run's last known activity, not at the stepped-back clock's T0 + 1000",
+      );
+    } finally {
+      await b.registry.shutdown();
+    }
+  });
+});
+
 Deno.test("RunRegistry.start writes the calls interrupted by a crash into the run it abandons, before run_closed; none into a closed run", async () => {
   await withDir(async (dir) => {
     const { b, earlier, run } = await restartWithInterruptedCalls(dir, () =>
