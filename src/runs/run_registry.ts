@@ -43,9 +43,10 @@
  *
  * A run left open when the process ends (crash or shutdown) is closed as `abandoned` at the next
  * start, ended at its last known activity (lastActivity; payload end_basis "last_event"), not at
- * that start, and recorded then when the wall clock reads earlier; a shutdown saves when it
- * stopped recording the run (a `not_recorded` record with `shutdown: true`), and the run ends then
- * (end_basis "shutdown"). The calls the audit trail found
+ * that start, and recorded then when the wall clock reads earlier (a run of this process is
+ * likewise recorded, and closed, never before its latest recorded event: OpenRun.recordedAt); a
+ * shutdown saves when it stopped recording the run (a `not_recorded` record with
+ * `shutdown: true`), and the run ends then (end_basis "shutdown"). The calls the audit trail found
  * in flight at that end are written before its run_closed (RunStartInput), unless its event file
  * already ends with run_closed (a close whose record failed): that event's reason and time are
  * recorded instead, and nothing is written after it. Journal lines
@@ -453,6 +454,13 @@ interface OpenRun {
   inFlightForgottenWarned: number;
   /** The monotonic clock when it started (with its started_at_epoch_ms). */
   startedMono: number;
+  /**
+   * The latest recorded_at_epoch_ms given to one of its events (#recordedAt): the next is never
+   * earlier, so recorded times ascend along its file as its sequence does, whatever the wall
+   * clock does (an NTP step back). A run found open at start is closed there, its last event's
+   * recording read from its file (lastActivity): none stays open to need it recovered.
+   */
+  recordedAt: number;
 }
 
 /**
@@ -1105,6 +1113,7 @@ export class RunRegistry {
         inFlightForgotten: 0,
         inFlightForgottenWarned: 0,
         startedMono,
+        recordedAt: now,
       };
       const came = this.#whileOpening ?? [];
       this.#whileOpening = null;
@@ -1320,7 +1329,7 @@ export class RunRegistry {
           "annotation",
           type,
           occurred ?? now,
-          now,
+          this.#recordedAt(open, now),
           stored,
         );
         const line = JSON.stringify(event);
@@ -1682,11 +1691,11 @@ export class RunRegistry {
       this.#countNotRecorded(open);
       return;
     }
-    const now = this.#opts.clock.nowMs();
+    const recorded = this.#recordedAt(open, this.#opts.clock.nowMs());
     const runId = open.run.run_id;
     // Long strings cut to fit a record: a line the reader cannot read would be lost in silence.
     const { line } = fitEvent(
-      this.#event(runId, open.nextSequence, category, type, occurred, now, payload),
+      this.#event(runId, open.nextSequence, category, type, occurred, recorded, payload),
       MAX_RECORD_BYTES,
     );
     const size = utf8Length(line) + 1;
@@ -2419,6 +2428,12 @@ export class RunRegistry {
         }
         // Taken after them: what they could not record is counted too.
         left = open.notRecorded;
+        if (event === null) {
+          // Never recorded, nor ended, before an event of the run (a wall clock stepped back
+          // since it was recorded; the calls settled above included): at that event's time then.
+          recorded = this.#recordedAt(open, now);
+          ended = recorded;
+        }
       } else {
         const keyed = await this.#keyedEvents(run.run_id, true);
         const last = await lastKeyed(keyed);
@@ -2710,6 +2725,15 @@ export class RunRegistry {
     };
   }
 
+  /**
+   * The recorded_at_epoch_ms of the open run's next event, the wall clock reading `now`: never
+   * before the latest its events were given (OpenRun.recordedAt), which it becomes.
+   */
+  #recordedAt(open: OpenRun, now: number): number {
+    open.recordedAt = Math.max(now, open.recordedAt);
+    return open.recordedAt;
+  }
+
   #settleCalls(): void {
     try {
       this.#opts.settleCalls?.();
@@ -2791,7 +2815,8 @@ export class RunRegistry {
 /**
  * When a run its process left open (a crash) last showed life: the latest of its start, its last
  * recorded event's recording, the calls found in flight (made, or last repeated, before the end)
- * and the last save of its count of events left out past the bound. A quiet run may have lived on after it: nothing records that.
+ * and the last save of its count of events left out past the bound. A quiet run may have lived on
+ * after it: nothing records that.
  */
 function lastActivity(
   run: Run,
@@ -2803,6 +2828,10 @@ function lastActivity(
   const later = (t: unknown) => {
     if (typeof t === "number" && Number.isSafeInteger(t) && t > at) at = t;
   };
+  // The last event suffices: recorded times never fall along a run's file (OpenRun.recordedAt;
+  // the calls a start writes before its run_closed are recorded no earlier than this), so its
+  // last event's is the latest. (A file an older version wrote across a wall clock stepped back
+  // may hold a later one before it: that run ends at its last event's time all the same.)
   later(lastEvent?.recorded_at_epoch_ms);
   later(countSavedAt);
   for (const call of interrupted) {

@@ -1250,6 +1250,85 @@ Deno.test("RunRegistry never ends a run before it started: after a wall-clock st
   });
 });
 
+Deno.test("RunRegistry records a run's events and its run_closed no earlier than the events before them when the wall clock steps back while the run is open", async () => {
+  await withDir(async (dir) => {
+    const clock = new ManualClock(0, T0);
+    const { registry } = await harness(dir, {}, clock);
+    try {
+      const { run } = await registry.open({});
+      clock.wall = T0 + 5_000;
+      await registry.addMarker(run.run_id, { type: "before the step" });
+      // NTP steps the clock back 4 s while the run is open.
+      clock.wall = T0 + 1_000;
+      await registry.addMarker(run.run_id, { type: "after the step" });
+      registry.recordCall({
+        first_time_epoch_ms: T0 + 1_000,
+        device_handle: "sim0/motorctl0",
+        function: "set_duty",
+        outcome: "accepted",
+      });
+      const { run: closed } = await registry.close(run.run_id, {});
+      const { events } = await registry.listEvents(run.run_id, {});
+      deepEqual(
+        events.map((e) => [
+          e.sequence,
+          e.category,
+          e.occurred_at_epoch_ms - T0,
+          e.recorded_at_epoch_ms - T0,
+        ]),
+        [
+          [1, "run_opened", 0, 0],
+          [2, "annotation", 5_000, 5_000],
+          [3, "annotation", 1_000, 5_000],
+          [4, "call", 1_000, 5_000],
+          [5, "run_closed", 5_000, 5_000],
+        ],
+        "recorded at the latest time recorded before them, not at the stepped-back clock's T0 + 1000",
+      );
+      equal(closed.ended_at_epoch_ms, T0 + 5_000, "ended no earlier than its events' recording");
+    } finally {
+      await registry.shutdown();
+    }
+  });
+});
+
+Deno.test("RunRegistry closes a run abandoned by a crash at its latest recorded time when the wall clock stepped back while it was open", async () => {
+  await withDir(async (dir) => {
+    const clock = new ManualClock(0, T0);
+    const a = await harness(dir, {}, clock);
+    const { run } = await a.registry.open({});
+    clock.wall = T0 + 5_000;
+    await a.registry.addMarker(run.run_id, { type: "before the step" });
+    clock.wall = T0 + 1_000; // NTP steps the clock back 4 s while the run is open
+    await a.registry.addMarker(run.run_id, { type: "last words" });
+    await a.registry.shutdown();
+    // As by a crash: the journal holds the open record only, not the save a shutdown makes.
+    const journal = `${dir}/runs.jsonl`;
+    const lines = (await Deno.readTextFile(journal)).split("\n");
+    await Deno.writeTextFile(
+      journal,
+      lines.filter((l) => !l.includes('"shutdown":true')).join("\n"),
+    );
+
+    const b = await harness(dir, {}, new ManualClock(0, T0 + 2_000));
+    try {
+      deepEqual(b.registry.startupReport().abandonedRunIds, [run.run_id]);
+      equal(
+        (await b.registry.get(run.run_id)).run.ended_at_epoch_ms,
+        T0 + 5_000,
+        "its last event's recorded time is the latest of its events'",
+      );
+      const closed = (await b.registry.listEvents(run.run_id, {})).events.at(-1)!;
+      deepEqual(
+        [closed.category, closed.occurred_at_epoch_ms - T0, closed.recorded_at_epoch_ms - T0],
+        ["run_closed", 5_000, 5_000],
+      );
+    } finally {
+      await b.registry.shutdown();
+    }
+  });
+});
+
 Deno.test("RunRegistry: after a crash of a run past runs.max_run_bytes, the next start's run_closed still says how many events were left out (saved to runs.jsonl as they were)", async () => {
   await withDir(async (dir) => {
     const maxRunBytes = 64 * 1024;
