@@ -6,10 +6,12 @@
  *   appended while a write is in flight are the next one. A line never waits for a timer.
  * - **Batched fsync.** A line appended with `sync` resolves after an fsync; any other line is
  *   fsync'd within `syncIntervalMs` (and at close), or, when a later write fails, before the
- *   file is let go (a failed write drops it; see #dropAfterFailedWrite). When the fsync of a write holding a `sync`
- *   line fails, that write is cut back (`truncate`) and all its lines are reported failed: a
- *   line reported failed is not left in the file for a retry to duplicate. A crash of the process loses nothing written
- *   (the OS has it); a crash of the machine loses at most the last `syncIntervalMs` of lines.
+ *   file is let go (a failed write drops it; see #dropAfterFailedWrite). A batched fsync that
+ *   fails is logged once per failing spell, and once when an fsync works again. When the fsync
+ *   of a write holding a `sync` line fails, that write is cut back (`truncate`) and all its lines
+ *   are reported failed: a line reported failed is not left in the file for a retry to
+ *   duplicate. A crash of the process loses nothing written (the OS has it); a crash of the
+ *   machine loses at most the last `syncIntervalMs` of lines.
  * - **Bounded, drop-and-count.** At most `maxQueuedLines` wait; past it an append is refused at
  *   once (`hasRoom()` tells beforehand). A failed write (full disk, read-only folder) drops its
  *   lines; both are counted (`status()`), logged once per failing streak, and the writer tries
@@ -168,10 +170,23 @@ export class JournalWriter {
   #lastErrorAt: number | null = null;
   /** Appends refused by a full queue: one ERROR per streak, until an append is queued again. */
   readonly #refusals: SpellLog;
+  /**
+   * fsyncs that failed with their own ERROR (#syncNow): one per failing spell (the next at DEBUG),
+   * then one INFO when an fsync works again. A disk whose fsync keeps failing would otherwise log
+   * a line every syncIntervalMs.
+   */
+  readonly #syncFailures: SpellLog;
 
   constructor(options: JournalWriterOptions) {
     this.#o = options;
     this.#refusals = new SpellLog({ log: options.log, failLevel: "error" });
+    this.#syncFailures = new SpellLog({
+      log: options.log,
+      failLevel: "error",
+      restLevel: "debug",
+      recovered: (failed, path) =>
+        `${options.name}: fsync of ${path} works again (${failed} failed before)`,
+    });
     this.#segments = "segments" in options.target ? options.target.segments : null;
   }
 
@@ -396,6 +411,7 @@ export class JournalWriter {
     this.#unsynced = false;
     try {
       await this.#handle.sync();
+      this.#syncFailures.ok(this.currentPath ?? "");
       return { ok: true };
     } catch (err) {
       const failed = this.#failed(err);
@@ -413,8 +429,8 @@ export class JournalWriter {
       const reason = failed;
       // Its own ERROR (the write's, once per failing streak, speaks of lines dropped only): lines
       // reported written since the last fsync may be lost in a machine crash. Not retried (after
-      // a failed fsync the kernel may have marked the pages clean).
-      this.#o.log.error(
+      // a failed fsync the kernel may have marked the pages clean). Once per failing spell.
+      this.#syncFailures.fail(
         `${this.#o.name}: fsync of ${this.currentPath} failed (${errorMessage(err)}): the lines ` +
           "written to it since its last fsync may not survive a machine crash",
       );
