@@ -19,6 +19,7 @@ import {
   errorMessage,
   type Logger,
   notFound,
+  quoteProviderTextWithin,
   raceTimeout,
   SpellLog,
   type TimerId,
@@ -46,6 +47,15 @@ export const INCIDENT_STOP_WAIT_MS = 2000;
 export const INCIDENT_REASON_WAIT_MS = 1500;
 /** Characters of an e-stop's reason kept in an incident's cause (longer ones are cut, "\u2026"). */
 export const INCIDENT_REASON_MAX_CHARS = 200;
+/**
+ * Longest cause a log line of the recorder quotes (longer is cut, "\u2026"): it holds text of
+ * peers (a provider's device id, an e-stop's reason), JSON-quoted so it cannot end the line. An
+ * e-stop's cause, its reason cut to INCIDENT_REASON_MAX_CHARS, fits unless the reason holds
+ * characters beyond U+FFFF (two UTF-16 units each).
+ */
+export const INCIDENT_QUOTED_CAUSE_CHARS = 300;
+/** Longest `provider/device/signal` a log line of the recorder quotes (longer is cut). */
+export const INCIDENT_QUOTED_SIGNAL_CHARS = 160;
 /** Longest line of an incident file read back. */
 export const INCIDENT_MAX_LINE_BYTES = 4 * 1024 * 1024;
 
@@ -470,7 +480,7 @@ export class IncidentRecorder {
         this.#refusalSaid = true;
         this.#o.log.warn(
           `incident not captured: ${MAX_PENDING_INCIDENTS} incidents are waiting for their window ` +
-            `(MAX_PENDING_INCIDENTS); ${trigger}: ${cause}`,
+            `(MAX_PENDING_INCIDENTS); ${trigger} ${quoteCause(cause)}`,
         );
       }
       return null;
@@ -602,7 +612,12 @@ export class IncidentRecorder {
           line.samples = fitLine(rows, p.lead.at_epoch_ms, utf8Length(text));
           text = toJsonText(line);
           this.#o.log.warn(
-            `incident ${p.id}: ${providerId}/${deviceId}/${signalId} keeps ${line.samples.length} ` +
+            `incident ${p.id}: signal ${
+              quoteProviderTextWithin(
+                `${providerId}/${deviceId}/${signalId}`,
+                INCIDENT_QUOTED_SIGNAL_CHARS,
+              )
+            } keeps ${line.samples.length} ` +
               `of its ${all} samples, those nearest the trigger: a record's line is read back ` +
               `up to ${INCIDENT_MAX_LINE_BYTES} bytes (INCIDENT_MAX_LINE_BYTES)`,
           );
@@ -660,7 +675,7 @@ export class IncidentRecorder {
     while (at > 0 && idCounter(this.#index[at - 1]!.incident_id) > n) at--;
     this.#index.splice(at, 0, header);
     this.#o.log.info(
-      `incident ${header.incident_id} recorded: ${header.trigger} (${header.cause}), ` +
+      `incident ${header.incident_id} recorded: ${header.trigger} ${quoteCause(header.cause)}, ` +
         `${header.signals} signal(s), ${header.samples} sample(s)`,
     );
     await this.#prune(header.incident_id);
@@ -843,6 +858,11 @@ function parseSignalLine(line: string): IncidentSignal {
     ) return BigInt(context.source);
     return value;
   }) as IncidentSignal;
+}
+
+/** A cause in a log line: quoted and cut (INCIDENT_QUOTED_CAUSE_CHARS). */
+function quoteCause(cause: string): string {
+  return quoteProviderTextWithin(cause, INCIDENT_QUOTED_CAUSE_CHARS);
 }
 
 /** An e-stop's cause: its reason (cut to INCIDENT_REASON_MAX_CHARS) and what latched it. */
