@@ -291,7 +291,7 @@ export class JournalWriter {
 
   status(): JournalWriterStatus {
     return {
-      state: this.#failing ? "failing" : "ok",
+      state: this.#failing || this.#syncFailures.failures > 0 ? "failing" : "ok",
       linesWritten: this.#linesWritten,
       writeErrors: this.#writeErrors,
       lost: this.#lost,
@@ -414,7 +414,8 @@ export class JournalWriter {
       this.#syncFailures.ok(this.currentPath ?? "");
       return { ok: true };
     } catch (err) {
-      const failed = this.#failed(err);
+      // Counted, not a failing write streak: no line was dropped (its own spell below says it).
+      const failed = this.#failed(err, undefined, "fsync");
       if (cutTo !== null && this.#o.reportWriteFailures === false) {
         // The batch's appends are reported failed to an owner that says each in one line of its
         // own: their reason names the fsync and what it means, no second line for the event.
@@ -616,9 +617,11 @@ export class JournalWriter {
 
   /**
    * Counts a failed write or fsync; returns its reason. `note` is appended to the ERROR of a
-   * failing streak's first failure (open()'s caller's).
+   * failing streak's first failure (open()'s caller's). A failed fsync begins no write streak
+   * (its "lines dropped" ERROR and "written again" INFO): it dropped no line, and says itself what
+   * it means (#syncFailures, which also keeps status() `failing` until an fsync works again).
    */
-  #failed(err: unknown, note?: string): string {
+  #failed(err: unknown, note?: string, what: "write" | "fsync" = "write"): string {
     this.#writeErrors++;
     // Not open yet (its folder could not be used): the folder is where it failed.
     const where = this.currentPath ??
@@ -626,7 +629,7 @@ export class JournalWriter {
     const reason = `${this.#o.name} (${where}): ${errorMessage(err)}`;
     this.#lastError = reason;
     this.#lastErrorAt = this.#o.clock.nowMs();
-    if (!this.#failing) {
+    if (what === "write" && !this.#failing) {
       this.#failing = true;
       if (this.#o.reportWriteFailures === false) return reason;
       this.#o.log.error(

@@ -201,3 +201,46 @@ Deno.test("JournalWriter: a failed batched fsync is logged once naming the file:
   await w.close();
   assert.match(files.durableText("/data/j.jsonl"), /\{"n":3\}\n$/);
 });
+
+Deno.test("JournalWriter: a failed batched fsync drops no line: its one ERROR, no write-failed ERROR, the journal failing until an fsync works again", async () => {
+  const files = new FaultyMemoryFiles();
+  const { log, lines } = capturingLogger({ level: "info" });
+  const clock = new ManualClock();
+  const w = new JournalWriter({
+    files,
+    target: { path: PATH },
+    name: "test journal",
+    log,
+    clock,
+    maxQueuedLines: 100,
+    syncIntervalMs: 1000,
+  });
+  assert.deepEqual(await w.append('{"n":1}'), { ok: true });
+  files.syncFails = true;
+  await clock.advanceAsync(1000);
+  files.syncFails = false;
+  assert.equal(files.syncFailures, 1);
+  assert.equal(w.status().state, "failing", "the last fsync failed");
+  assert.equal(w.status().writeErrors, 1);
+  assert.equal(w.status().lost, 0, "no line was dropped");
+  // Before: a second ERROR, "test journal write failed (lines dropped until it works again)",
+  // though every line was written and reported so; and "written again" at the next write.
+  assert.deepEqual(
+    lines.filter((l) => l.startsWith("ERROR")).map((l) => l.replace(/^ERROR +\S+ +/, "")),
+    [
+      "test journal: fsync of /data/j.jsonl failed (No space left on device (os error 28)): the " +
+      "lines written to it since its last fsync may not survive a machine crash",
+    ],
+  );
+  assert.deepEqual(await w.append('{"n":2}'), { ok: true });
+  await clock.advanceAsync(1000);
+  assert.equal(w.status().state, "ok");
+  assert.deepEqual(
+    lines.filter((l) => l.startsWith("INFO")).map((l) => l.replace(/^INFO +\S+ +/, "")),
+    [
+      "test journal: fsync of /data/j.jsonl works again (1 failed before)",
+    ],
+  );
+  await w.close();
+  assert.deepEqual(linesOf(files), ['{"n":1}', '{"n":2}']);
+});
