@@ -673,7 +673,8 @@ export class SparkplugEdgeNode {
    * Devices not born because their DBIRTH is over `sparkplug.max_message_bytes`, by Sparkplug id:
    * its size and the capabilities it was measured for (the same ones are not measured again until
    * the next births). An entry is one spell, WARNed once; it ends when the device is born or
-   * leaves the configuration, not while its provider is down (#providerChanged).
+   * leaves the configuration, not while its provider is down (#providerChanged), when it is kept
+   * but not listed (unbornTooLarge).
    */
   readonly #tooLarge = new Map<
     string,
@@ -725,10 +726,13 @@ export class SparkplugEdgeNode {
 
   /**
    * Devices not born because their DBIRTH is over `sparkplug.max_message_bytes` (the others are
-   * born and publish as usual).
+   * born and publish as usual). One whose provider is down is not listed: it is down, not held
+   * back for its size (its spell is kept: listed again once its provider is back).
    */
   get unbornTooLarge(): UnbornTooLarge[] {
-    return [...this.#tooLarge].map(([deviceId, t]) => ({ deviceId, bytes: t.bytes }));
+    return [...this.#tooLarge]
+      .filter(([, t]) => this.#o.inventory.provider(t.providerId)?.available !== false)
+      .map(([deviceId, t]) => ({ deviceId, bytes: t.bytes }));
   }
 
   /** Whether the primary host is online by its last STATE (null: no primary host configured). */

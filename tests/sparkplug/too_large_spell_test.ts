@@ -20,6 +20,9 @@ const big = () =>
   });
 const small = () => deviceCaps(P, "small", { signals: [signalSpec("s0", "string")] });
 
+/** The devices the node lists as held back for their size. */
+const listed = (r: ReturnType<typeof rig>["r"]) => r.node.unbornTooLarge.map((t) => t.deviceId);
+
 function rig() {
   const { lines, log } = capturingLogger({ level: "info" });
   const r = edgeNodeRig({
@@ -91,14 +94,34 @@ Deno.test("SparkplugEdgeNode: a too-large spell ends when the device leaves its 
 });
 
 Deno.test("SparkplugEdgeNode: a too-large spell ends when its provider leaves the configuration (a reload), even while down", async () => {
-  const { r } = rig();
+  const { r, warns } = rig();
   await r.online();
   r.setAvailable(P, false);
   await flushMicrotasks();
-  assert.deepEqual(r.node.unbornTooLarge.map((t) => t.deviceId), ["p:big"]);
   r.providers.splice(0);
   r.changed(P);
   await flushMicrotasks();
   assert.deepEqual(r.node.unbornTooLarge, []);
+  // Configured again (a reload), up with the same device: a new spell, WARNed again.
+  r.providers.push({ id: P, available: true, devices: [big(), small()] });
+  r.changed(P);
+  await flushMicrotasks();
+  assert.deepEqual(listed(r), ["p:big"]);
+  assert.equal(warns(), 2);
+  await r.stop();
+});
+
+Deno.test("SparkplugEdgeNode: a device too large is not listed as held back for its size while its provider is down, and is again once it is back", async () => {
+  const { r } = rig();
+  await r.online();
+  assert.deepEqual(listed(r), ["p:big"]);
+  const bytes = r.node.unbornTooLarge[0]!.bytes;
+  r.setAvailable(P, false);
+  await flushMicrotasks();
+  assert.deepEqual(listed(r), []);
+  r.providers[0]!.devices = [big(), small()];
+  r.setAvailable(P, true);
+  await flushMicrotasks();
+  assert.deepEqual(r.node.unbornTooLarge, [{ deviceId: "p:big", bytes }]);
   await r.stop();
 });
