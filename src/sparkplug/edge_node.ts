@@ -672,9 +672,9 @@ export class SparkplugEdgeNode {
   /**
    * Devices not born because their DBIRTH is over `sparkplug.max_message_bytes`, by Sparkplug id:
    * its size and the capabilities it was measured for (the same ones are not measured again until
-   * the next births). An entry is one spell, WARNed once; it ends when the device is born or
-   * leaves the configuration, not while its provider is down (#providerChanged), when it is kept
-   * but not listed (unbornTooLarge).
+   * the next births). An entry is one spell, WARNed once (and again with changed capabilities
+   * still too large); it ends when the device is born or leaves the configuration, not while its
+   * provider is down (#providerChanged), when it is kept but not listed (unbornTooLarge).
    */
   readonly #tooLarge = new Map<
     string,
@@ -1516,15 +1516,15 @@ export class SparkplugEdgeNode {
    * A device whose DBIRTH is over `sparkplug.max_message_bytes`: not born (a broker with that
    * bound would close the node's connection at it, taking every other device's data down with
    * it). Born before with smaller capabilities: DDEATH (the host's aliases of it are no longer
-   * valid). WARNed once per spell; DCMDs to it are refused naming the size (#notBorn).
+   * valid). WARNed once per spell and capabilities; DCMDs to it are refused naming the size
+   * (#notBorn).
    */
   #birthTooLarge(id: string, caps: DeviceCapabilities, bytes: number, limit: number): void {
-    const said = this.#tooLarge.has(id);
-    this.#tooLarge.set(id, {
-      providerId: caps.device.providerId,
-      bytes,
-      description: birthDescription(caps),
-    });
+    const description = birthDescription(caps);
+    // The same capabilities again (its provider back, the next births): the same spell. Changed
+    // capabilities still too large are a new fact, WARNed with their size.
+    const said = this.#tooLarge.get(id)?.description === description;
+    this.#tooLarge.set(id, { providerId: caps.device.providerId, bytes, description });
     if (this.#devices.has(id)) this.#deviceDeath(id);
     else {
       this.#pending.delete(id);

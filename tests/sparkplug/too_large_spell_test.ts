@@ -2,8 +2,9 @@
  * `sparkplug.max_message_bytes`: a device held back for its DBIRTH's size is WARNed once per
  * spell, and the spell outlasts its provider going down and coming back with the same
  * capabilities (a flapping provider is not a WARN each time it is back). It ends when the device
- * is born or leaves the configuration; a spell after that is WARNed again. The node runs among
- * doubles (tests/sparkplug/_edge_node_rig.ts).
+ * is born or leaves the configuration; a spell after that is WARNed again, and so are changed
+ * capabilities still too large. While its provider is down it is not listed as held back for its
+ * size. The node runs among doubles (tests/sparkplug/_edge_node_rig.ts).
  */
 import assert from "node:assert/strict";
 import { DataType } from "../../src/sparkplug/mod.ts";
@@ -123,5 +124,51 @@ Deno.test("SparkplugEdgeNode: a device too large is not listed as held back for 
   r.setAvailable(P, true);
   await flushMicrotasks();
   assert.deepEqual(r.node.unbornTooLarge, [{ deviceId: "p:big", bytes }]);
+  await r.stop();
+});
+
+Deno.test("SparkplugEdgeNode: a device back with changed capabilities still too large is WARNed again once, with its new size", async () => {
+  const { r, warns, lines } = rig();
+  await r.online();
+  assert.equal(warns(), 1);
+  const before = r.node.unbornTooLarge[0]!.bytes;
+  /** 50 signals: a larger DBIRTH, still over the bound. */
+  const bigger = () =>
+    deviceCaps(P, "big", {
+      signals: Array.from({ length: 50 }, (_, i) => signalSpec(`temperature_${i}`, "double")),
+    });
+  // Its provider goes down and comes back with the changed device (a provider restart).
+  r.setAvailable(P, false);
+  await flushMicrotasks();
+  r.providers[0]!.devices = [bigger(), small()];
+  r.setAvailable(P, true);
+  await flushMicrotasks();
+  assert.equal(warns(), 2, lines.join("\n"));
+  const after = r.node.unbornTooLarge[0]!.bytes;
+  assert.ok(after > before, `${after} > ${before}`);
+  const said = lines.filter((l) => /device p:big not born/.test(l)).at(-1)!;
+  assert.match(said, new RegExp(`^WARN .*its DBIRTH is ${after} bytes`));
+  // The same changed device again (a flap, a rediscovery): the same spell, no WARN.
+  r.setAvailable(P, false);
+  await flushMicrotasks();
+  r.providers[0]!.devices = [bigger(), small()];
+  r.setAvailable(P, true);
+  await flushMicrotasks();
+  r.providers[0]!.devices = [bigger(), small()];
+  r.changed(P);
+  await flushMicrotasks();
+  assert.equal(warns(), 2, lines.join("\n"));
+  // Changed again while up (a reload): a new fact, WARNed once more.
+  r.providers[0]!.devices = [big(), small()];
+  r.changed(P);
+  await flushMicrotasks();
+  assert.equal(warns(), 3, lines.join("\n"));
+  // Its size as measured now (its aliases were numbered again), the one the WARN names.
+  const now = r.node.unbornTooLarge[0]!.bytes;
+  assert.ok(now < after, `${now} < ${after}`);
+  assert.match(
+    lines.filter((l) => /device p:big not born/.test(l)).at(-1)!,
+    new RegExp(` ${now} bytes`),
+  );
   await r.stop();
 });
