@@ -2912,23 +2912,25 @@ export class SparkplugEdgeNode {
     const bytes = encode(p);
     const qos = type === "DDATA" || type === "NDATA" ? this.#o.config.qos : 0;
     const limit = this.#o.config.maxMessageBytes;
-    if (limit !== null && mqttPacketBytes(this.#topic(type, deviceId), bytes.length, qos) > limit) {
+    // Built once: sized against the bound, recorded as the largest write, published.
+    const topic = this.#topic(type, deviceId);
+    if (limit !== null && mqttPacketBytes(topic, bytes.length, qos) > limit) {
       // Never over the broker's bound: data is split (a metric alone too large left out);
       // births are measured before (#deviceBirth, #nbirthTooLarge), a DDEATH is a few bytes.
       if (type === "DDATA" || type === "NDATA") {
-        return this.#sendSplit(type, deviceId, p, always, limit, qos, liveSeq);
+        return this.#sendSplit(type, deviceId, topic, p, always, limit, qos, liveSeq);
       }
       this.counts.publishFailures++;
       return false;
     }
     this.#seq = (p.seq + 1) % 256;
     if (bytes.length > (this.#largestWrite?.bytes ?? -1)) {
-      this.#largestWrite = { topic: this.#topic(type, deviceId), bytes: bytes.length };
+      this.#largestWrite = { topic, bytes: bytes.length };
     }
     this.#inFlight++;
     const ring = type === "DDATA" && liveSeq !== undefined && this.#o.replay !== undefined;
     if (ring) this.#liveInFlight++;
-    session.publish(this.#topic(type, deviceId), bytes, qos).then(() => {
+    session.publish(topic, bytes, qos).then(() => {
       this.#inFlight--;
       this.counts.published++;
       if (ring) this.#liveWritten(deviceId!, liveSeq!);
@@ -2961,6 +2963,7 @@ export class SparkplugEdgeNode {
   #sendSplit(
     type: "DDATA" | "NDATA",
     deviceId: string | undefined,
+    topic: string,
     p: Payload,
     always: boolean,
     limit: number,
@@ -2970,7 +2973,7 @@ export class SparkplugEdgeNode {
     const parts = splitMetrics(
       p.metrics ?? [],
       // The largest seq (two bytes of varint): every part fits whatever seq it gets.
-      mqttPacketBytes(this.#topic(type, deviceId), 0, qos) +
+      mqttPacketBytes(topic, 0, qos) +
         encode({ timestamp: p.timestamp, metrics: [], seq: 255 }).length,
       limit,
     );
