@@ -141,7 +141,12 @@ export class HealthView {
             ["Supervision", sup.enabled ? "restarts enabled" : "no restarts"],
             ["Restarts attempted", restartsText(sup)],
             ["Crash detected", sup.crash_detected ? "yes" : "no"],
-            ["Circuit", sup.circuit_open ? "OPEN (no further restarts)" : "closed"],
+            [
+              "Circuit",
+              sup.circuit_open
+                ? "OPEN (no further restarts; a config reload retries it)"
+                : "closed",
+            ],
             [
               "Next restart",
               sup.next_restart_in_ms === null || sup.next_restart_in_ms === undefined

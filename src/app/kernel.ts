@@ -34,7 +34,6 @@ import {
 import { SessionPriority } from "./session_priority.ts";
 import {
   type Config,
-  type ProviderDiff,
   SPARKPLUG_PASSWORD_ENV,
   SPARKPLUG_USERNAME_ENV,
   sparkplugIds,
@@ -79,7 +78,12 @@ import {
   TelemetryWriter,
   type TelemetryWriterOptions,
 } from "../telemetry/mod.ts";
-import { describeNotReady, type ProviderHost, ProviderRegistry } from "../providers/mod.ts";
+import {
+  describeNotReady,
+  type ProviderHost,
+  type ProviderPlan,
+  ProviderRegistry,
+} from "../providers/mod.ts";
 import {
   deviceDownAfterMs,
   DeviceOutages,
@@ -347,9 +351,9 @@ export class Kernel {
    */
   #inventoryChangedInReload = false;
   /**
-   * Providers the running reload starts (added, changed, a failed start retried): their
-   * inventory is judged by AUTO's gate once the reload has applied (the hook its file brings for
-   * them applies in a later section). Any other provider's rediscovery is judged at once.
+   * Providers the running reload starts (added, changed, a failed start or an open circuit
+   * retried): their inventory is judged by AUTO's gate once the reload has applied (the hook its
+   * file brings for them applies in a later section). Any other provider's rediscovery is judged at once.
    */
   #reloadStarting: ReadonlySet<string> = new Set();
   /**
@@ -357,7 +361,7 @@ export class Kernel {
    * (ProviderRegistry.plan): #reloadStarting, #retireEarly and the providers section's reconcile
    * all act on this one decision. Null outside a reload.
    */
-  #reloadPlan: ProviderDiff | null = null;
+  #reloadPlan: ProviderPlan | null = null;
   /** Providers a reload is stopping or restarting now (AUTO is refused meanwhile). */
   #reloadRestarting: readonly string[] = [];
   /**
@@ -1144,7 +1148,7 @@ export class Kernel {
     // it; one the file drops is removed for good (its records are forgotten at the removal).
     const nextIds = new Set(next.providers.map((p) => p.id));
     // What the reconcile will do with each entry (one whose circuit is open is restarted rather
-    // than updated in place: ProviderRegistry.plan).
+    // than updated in place, or retried when unchanged: ProviderRegistry.plan).
     // Made once: the providers section carries out this plan (#reloadPlan), not a fresh one, so a
     // circuit that opens (or a provider that comes back) meanwhile does not make it restart a
     // provider whose alarms were not retired early and whose AUTO check is not deferred.
@@ -1153,6 +1157,7 @@ export class Kernel {
     this.#reloadStarting = new Set([
       ...providerPlan.added.map((p) => p.id),
       ...providerPlan.changed.map((p) => p.id),
+      ...providerPlan.retried.map((p) => p.id),
       ...this.registry.failedStarts().map((h) => h.id).filter((id) => nextIds.has(id)),
     ]);
     // Judged as each section applies, against the configuration then in effect and the machine
@@ -1169,6 +1174,7 @@ export class Kernel {
       providers: {
         added: [],
         restarted: [],
+        retried: [],
         updated: [],
         removed: [],
         unchanged: next.providers.map((p) => p.id),
@@ -1186,8 +1192,10 @@ export class Kernel {
       interrupted: false,
     };
     // Providers the last reload failed to start are listed down until a reload reconciles again
-    // (it takes them out, and starts them again if the file still has them).
-    const retry = this.registry.failedStarts().length > 0 && !diff.live.includes("providers");
+    // (it takes them out, and starts them again if the file still has them); providers whose
+    // circuit is open are retried: the providers section runs although the file did not change it.
+    const retry = (this.registry.failedStarts().length > 0 || providerPlan.retried.length > 0) &&
+      !diff.live.includes("providers");
     // Each section is applied once: what it changed is measured from the reload's start (the
     // providers section may take alarms out before the alarms section applies).
     const started = this.#config;
@@ -1322,7 +1330,9 @@ export class Kernel {
     // What the reload left as it was now names the file as it is (a hook's line, for a message).
     this.#config = withCurrentSources(this.#config, next);
     const p = report.providers;
-    if (p.added.length + p.restarted.length > 0) this.#inventoryChangedInReload = true;
+    if (p.added.length + p.restarted.length + p.retried.length > 0) {
+      this.#inventoryChangedInReload = true;
+    }
     // A hook that vetoes arming every time is said again when the hooks or the inventory they
     // call changed (a provider started: its functions may actuate, or its allowed_modes refuse),
     // once, with the hooks in force.
@@ -1593,6 +1603,7 @@ export class Kernel {
       report.providers = {
         added: r.added,
         restarted: r.restarted,
+        retried: r.retried,
         updated: r.updated,
         removed: r.removed,
         unchanged: r.unchanged,
@@ -1613,7 +1624,7 @@ export class Kernel {
           failed: `the runtime is stopping; not started: ${r.failed.join("; ")}`,
         };
       }
-      if (r.added.length + r.restarted.length + r.removed.length > 0) {
+      if (r.added.length + r.restarted.length + r.retried.length + r.removed.length > 0) {
         for (const problem of validateDeclaredCalls(effective, this.inventory)) {
           this.host.log.error(`declared call does not resolve: ${problem}`);
         }
@@ -1802,7 +1813,7 @@ export class Kernel {
     // The providers this reload started (up): they came back before a later section applied,
     // under the hooks and safe state in force then.
     const returned = (report: MutableReloadReport) =>
-      [...report.providers.added, ...report.providers.restarted]
+      [...report.providers.added, ...report.providers.restarted, ...report.providers.retried]
         .map((id) => this.registry.host(id))
         .filter((h): h is ProviderHost => h?.available === true);
     // A provider secured again under the new plan while latched: the reload waits for it, as

@@ -14,6 +14,12 @@ export interface ReloadReport {
     readonly added: readonly string[];
     readonly restarted: readonly string[];
     /**
+     * Unchanged entries whose restart circuit was open, up again after a retry with the failure
+     * streak reset (a reload is the operator asking to try them again; one that did not come up
+     * is in `failed`).
+     */
+    readonly retried: readonly string[];
+    /**
      * Entries that differ only in supervision or start settings (restart_policy,
      * hello_timeout_ms, ready_timeout_ms), applied to the running provider in place: its
      * process runs on. Id and the fields that changed (YAML names).
@@ -21,7 +27,10 @@ export interface ReloadReport {
     readonly updated: readonly { readonly id: string; readonly fields: readonly string[] }[];
     readonly removed: readonly string[];
     readonly unchanged: readonly string[];
-    /** Added or changed providers that did not come up: `id: why` (they are not running). */
+    /**
+     * Added, changed or retried providers that did not come up: `id: why` (they are not running;
+     * a retried one is under its supervisor again).
+     */
     readonly failed: readonly string[];
     /** Removals and changes held back while the mode is AUTO (ids; they run as before). */
     readonly held: readonly string[];

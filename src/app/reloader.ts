@@ -151,6 +151,7 @@ export class ConfigReloader {
       providers_added: [...report.providers.added],
       providers_removed: [...report.providers.removed],
       providers_restarted: [...report.providers.restarted],
+      providers_retried: [...report.providers.retried],
       providers_updated: report.providers.updated.map((u) => `${u.id}: ${u.fields.join(", ")}`),
       providers_unchanged: [...report.providers.unchanged],
       providers_failed: [...report.providers.failed],
@@ -172,6 +173,7 @@ export class ConfigReloader {
       providers_added: [],
       providers_removed: [],
       providers_restarted: [],
+      providers_retried: [],
       providers_updated: [],
       providers_unchanged: runtime.config.providers.map((p) => p.id),
       providers_failed: [],
@@ -184,9 +186,9 @@ export class ConfigReloader {
 }
 
 /**
- * The reload's one summary line, e.g. `config reload: providers +1 -0 ~1 =3; providers updated in
- * place: sim2 (restart_policy); polling 100->200 ms; applied: telemetry; refused: safety (...);
- * needs restart: http.port`.
+ * The reload's one summary line, e.g. `config reload: providers +1 -0 ~1 =3; providers retried
+ * (circuit open): sim3; providers updated in place: sim2 (restart_policy); polling 100->200 ms;
+ * applied: telemetry; refused: safety (...); needs restart: http.port`.
  */
 export function summarize(r: ReloadReport): string {
   const p = r.providers;
@@ -196,6 +198,10 @@ export function summarize(r: ReloadReport): string {
   const parts = [
     `providers +${p.added.length} -${p.removed.length} ~${p.restarted.length} =${p.unchanged.length}`,
   ];
+  if (p.retried.length > 0) {
+    // Not counted in `~` (their entries did not change): up again, their circuit was open.
+    parts.push(`providers retried (circuit open): ${p.retried.join(", ")}`);
+  }
   if (p.updated.length > 0) {
     // Not counted in `~` (restarted) nor `=` (untouched): the process runs on, its entry changed.
     parts.push(

@@ -159,12 +159,18 @@ export type RuntimeEvent =
     providers_removed: string[];
     providers_restarted: string[];
     /**
+     * Providers whose entry did not change but whose restart circuit was open: retried with their
+     * failure streak reset, and up (project addition; one that did not come up is in
+     * `providers_failed`).
+     */
+    providers_retried: string[];
+    /**
      * `id: fields` of providers whose entry changed only in supervision or start settings
      * (restart_policy, hello_timeout_ms, ready_timeout_ms): applied in place, the process runs on.
      */
     providers_updated: string[];
     providers_unchanged: string[];
-    /** `id: why` of added or changed providers that did not come up. */
+    /** `id: why` of added, changed or retried providers that did not come up. */
     providers_failed: string[];
     /** What was refused and kept as it was (e.g. a provider change or a new tree in AUTO). */
     refused: string[];

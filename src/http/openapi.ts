@@ -37,7 +37,7 @@ export const EVENT_KIND_DOCS: Readonly<Record<EventKind, string>> = {
     "(project addition)",
   config_reload: "the configuration was reloaded (SIGHUP) or a reload failed: result " +
     "(applied/failed), summary, providers_added, providers_removed, providers_restarted, " +
-    "providers_updated, providers_unchanged, providers_failed, refused, needs_restart, errors, timestamp_ms " +
+    "providers_retried, providers_updated, providers_unchanged, providers_failed, refused, needs_restart, errors, timestamp_ms " +
     "(project addition)",
 };
 

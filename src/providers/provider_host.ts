@@ -516,7 +516,7 @@ export class ProviderHost {
     }
     this.#state = after;
     if (event.type === "failed") this.#counts.failures++;
-    else if (event.type === "attempt") this.#counts.restart_attempts++;
+    else if (event.type === "attempt" || event.type === "retry") this.#counts.restart_attempts++;
     this.#log.debug(
       `supervision ${before.phase}(${before.attemptCount}) -${event.type}-> ${after.phase}(${after.attemptCount})`,
     );
@@ -562,6 +562,32 @@ export class ProviderHost {
     );
   }
 
+  /**
+   * Tries a provider whose circuit is open again (a configuration reload: the operator asking
+   * for it): one restart attempt with the failure streak reset, made as a supervisor restart is
+   * (restart_policy.timeout_ms, the admission check of its inventory). Its devices and their
+   * claims stay as they were until it is up. A failure is the first of a new streak, judged by
+   * restart_policy (backoff and further attempts, or the circuit open again). Resolves with null
+   * once it is up, else why not; never rejects. Does nothing (resolves with why) unless the
+   * circuit is open.
+   */
+  async retry(): Promise<string | null> {
+    if (this.#state.phase !== "CIRCUIT_OPEN") return `not retried: ${this.lifecycle}`;
+    this.#log.info("circuit open: a configuration reload tries it again (failure streak reset)");
+    const startedAt = this.#deps.clock.monoMs();
+    this.#apply({ type: "retry" });
+    let failure: string | null = null;
+    this.#attempt = this.#attemptBringUp(startedAt, (err) => failure ??= errorMessage(err));
+    await this.#attempt;
+    return this.available ? null : failure ?? `not up: ${this.lifecycle}`;
+  }
+
+  /** The attempt running, for its log lines: a reload's retry is attempt 0 (the streak reset). */
+  #attemptName(): string {
+    const n = this.#state.attemptCount;
+    return n === 0 ? "retry (circuit was open)" : `restart attempt ${n}`;
+  }
+
   async #runAttempt(): Promise<void> {
     const startedAt = this.#deps.clock.monoMs();
     // The restart timer runs only in BACKOFF (stop() clears it, nothing else leaves BACKOFF):
@@ -572,13 +598,20 @@ export class ProviderHost {
       this.#scheduleRestart(this.#state, true);
       return;
     }
+    await this.#attemptBringUp(startedAt);
+  }
+
+  /**
+   * The restart attempt begun at `startedAt` (ATTEMPTING): up and committed, or failed (said
+   * once, also to `failed`). Never rejects.
+   */
+  async #attemptBringUp(startedAt: number, failed?: (err: unknown) => void): Promise<void> {
     let reported = false;
     const report = (err: unknown) => {
       if (reported || this.#state.phase !== "ATTEMPTING") return;
       reported = true;
-      this.#log.error(
-        `restart attempt ${this.#state.attemptCount} failed: ${errorMessage(err)}`,
-      );
+      failed?.(err);
+      this.#log.error(`${this.#attemptName()} failed: ${errorMessage(err)}`);
     };
     try {
       // Only stop() ends ATTEMPTING meanwhile, and then #bringUp fails ("runtime is stopping").
@@ -589,7 +622,7 @@ export class ProviderHost {
       });
       const refused = this.#refusal(up.devices);
       if (refused) await this.#reject(up.session, refused, report);
-      this.#log.info(`restart attempt ${this.#state.attemptCount} succeeded`);
+      this.#log.info(`${this.#attemptName()} succeeded`);
       this.#commit(up);
     } catch (err) {
       // After stop() (no longer ATTEMPTING) neither is said nor changes anything.

@@ -18,13 +18,21 @@ export interface ReconcileReport {
   /** Changed entries restarted with their new settings. */
   readonly restarted: string[];
   /**
+   * Unchanged entries whose circuit was open, up again after a retry (ProviderHost.retry: the
+   * same host, its failure streak reset). One that did not come up is in `failed` instead.
+   */
+  readonly retried: string[];
+  /**
    * Entries that differ only in supervision or start settings (IN_PLACE_PROVIDER_FIELDS),
    * applied to the running host in place (also in AUTO: nothing is stopped): id and fields.
    */
   readonly updated: { readonly id: string; readonly fields: readonly string[] }[];
   readonly removed: string[];
   readonly unchanged: string[];
-  /** Added or changed entries that did not come up: `id: why` (they are not running). */
+  /**
+   * Added or changed entries that did not come up: `id: why` (they are not running); also the
+   * retried ones that did not (their supervisor has them again).
+   */
   readonly failed: string[];
   /** Removals and changes held back (`id`): they run as before. */
   readonly held: string[];
@@ -52,7 +60,19 @@ export interface ReconcileOptions {
    * circuit opening (or a provider coming back) meanwhile does not turn an in-place update into a
    * restart nobody expected, or the reverse. Without it, reconcile plans now.
    */
-  readonly plan?: ProviderDiff;
+  readonly plan?: ProviderPlan;
+}
+
+/**
+ * What a reconcile does with each provider entry: the configuration's diff (diffProviders) as
+ * the running providers change it (ProviderRegistry.plan).
+ */
+export interface ProviderPlan extends ProviderDiff {
+  /**
+   * Entries identical to the ones in effect whose circuit is open (new order): retried in place
+   * with the failure streak reset (ProviderHost.retry; not in `unchanged`).
+   */
+  readonly retried: readonly ProviderConfig[];
 }
 
 /** Told of every provider host: those there now (at once) and each one added later. */
@@ -178,18 +198,28 @@ export class ProviderRegistry {
    * diffProviders, except that an entry differing only in IN_PLACE_PROVIDER_FIELDS is restarted
    * (changed) rather than updated in place when no process of it runs or is being brought back by
    * its supervisor -- its circuit is open (or it is not registered): nothing is interrupted, and
-   * a reload that changes its entry is how it is tried again short of a runtime restart.
+   * a reload that changes its entry starts it again. An unchanged entry whose circuit is open is
+   * retried: the runtime gave it up, a reload is the operator asking to try it again (an unchanged
+   * entry of a provider up or being brought back by its supervisor is not touched).
    */
-  plan(before: readonly ProviderConfig[], next: readonly ProviderConfig[]): ProviderDiff {
+  plan(before: readonly ProviderConfig[], next: readonly ProviderConfig[]): ProviderPlan {
     const d = diffProviders(before, next);
     const inPlace = (id: string) => {
       const phase = this.#hosts.get(id)?.state.phase;
       return phase !== undefined && phase !== "CIRCUIT_OPEN" && phase !== "STOPPED";
     };
+    const open = new Set(
+      d.unchanged.filter((id) => this.#hosts.get(id)?.state.phase === "CIRCUIT_OPEN"),
+    );
+    const retry = {
+      retried: next.filter((p) => open.has(p.id)),
+      unchanged: d.unchanged.filter((id) => !open.has(id)),
+    };
     const restart = new Set(d.updated.filter((u) => !inPlace(u.entry.id)).map((u) => u.entry.id));
-    if (restart.size === 0) return d;
+    if (restart.size === 0) return { ...d, ...retry };
     return {
       ...d,
+      ...retry,
       // In the new order, as diffProviders lists them.
       changed: next.filter((p) => restart.has(p.id) || d.changed.some((c) => c.id === p.id)),
       updated: d.updated.filter((u) => !restart.has(u.entry.id)),
@@ -202,8 +232,12 @@ export class ProviderRegistry {
    * updated in place (o.plan, else plan(); also while removals are held back: nothing is
    * stopped); removed and changed ones are stopped first (a changed one's old process is gone
    * before its successor starts: they may share a bus address) -- unless held back -- then new
-   * and changed ones start with the handshake and discovery of start-up. One that does not come up is stopped and reported; its entry is not in effect, but its host
-   * stays listed (down, with ProviderHost.startError) until the next reload.
+   * and changed ones start with the handshake and discovery of start-up. One that does not come
+   * up is stopped and reported; its entry is not in effect, but its host stays listed (down, with
+   * ProviderHost.startError) until the next reload. Unchanged ones whose circuit is open (the
+   * plan's `retried`) are retried in place meanwhile (ProviderHost.retry), also while removals
+   * are held back (nothing that runs is stopped): their host, its devices and their claims stay;
+   * one that does not come up is reported failed and stays under its supervisor.
    */
   async reconcile(
     before: readonly ProviderConfig[],
@@ -219,6 +253,7 @@ export class ProviderRegistry {
     const held = o.holdRemovals ? [...removedAll, ...changedAll.map((p) => p.id)] : [];
     const removed = o.holdRemovals ? [] : removedAll;
     const changed = o.holdRemovals ? [] : changedAll;
+    const retried = d.retried;
     const failed: string[] = [];
     const started: ProviderHost[] = [];
     const updated: { id: string; fields: string[] }[] = [];
@@ -230,12 +265,23 @@ export class ProviderRegistry {
     const failedBefore = this.failedStarts();
     this.#failedStarts.clear();
     for (const p of changed) this.#replacing.add(p.id);
+    const retriedUp: string[] = [];
     try {
       await Promise.all([
         ...failedBefore.map((h) => this.#retire(h.id, o.stopBudgetMs)),
         ...removed.map((id) => this.#retire(id, o.stopBudgetMs)),
         ...changed.map((p) => this.#retire(p.id, o.stopBudgetMs)),
       ]);
+      // Retried in place while the others start (they never reject: a failure is reported).
+      const retries = Promise.all(retried.map(async (p) => {
+        const host = this.#hosts.get(p.id);
+        if (host === undefined) return;
+        if (o.stopping()) return void failed.push(`${p.id}: the runtime is stopping`);
+        const why = await host.retry();
+        if (why !== null) return void failed.push(`${p.id}: ${why}`);
+        retriedUp.push(p.id);
+        started.push(host);
+      }));
       await Promise.all([...changed, ...added].map(async (p) => {
         if (o.stopping()) return void failed.push(`${p.id}: the runtime is stopping`);
         let host: ProviderHost;
@@ -258,6 +304,7 @@ export class ProviderRegistry {
           await host.stop(o.stopBudgetMs);
         }
       }));
+      await retries;
     } finally {
       for (const p of changed) this.#replacing.delete(p.id);
       o.restarting?.([]);
@@ -267,7 +314,9 @@ export class ProviderRegistry {
     const effective: ProviderConfig[] = [];
     for (const p of next) {
       if (startedIds.has(p.id) || updatedIds.has(p.id)) effective.push(p);
-      else if (held.includes(p.id) || unchanged.includes(p.id)) effective.push(old.get(p.id)!);
+      else if (held.includes(p.id) || unchanged.includes(p.id) || retried.includes(p)) {
+        effective.push(old.get(p.id)!);
+      }
     }
     for (const id of held) {
       if (!effective.some((p) => p.id === id)) effective.push(old.get(id)!);
@@ -276,6 +325,7 @@ export class ProviderRegistry {
     return {
       added: added.filter((p) => startedIds.has(p.id)).map((p) => p.id),
       restarted: changed.filter((p) => startedIds.has(p.id)).map((p) => p.id),
+      retried: retried.filter((p) => retriedUp.includes(p.id)).map((p) => p.id),
       updated,
       removed: [...removed],
       unchanged: [...unchanged],

@@ -6,7 +6,8 @@ import type { RestartPolicyConfig } from "../config/mod.ts";
  * `lifecycle_state` as docs/http-api.md describes it).
  *
  * Phases: STARTING (initial bring-up), UP (session healthy), BACKOFF (waiting to restart),
- * ATTEMPTING (a restart attempt is running), CIRCUIT_OPEN (given up), STOPPED (runtime shutdown).
+ * ATTEMPTING (a restart attempt is running), CIRCUIT_OPEN (given up, until a reload retries it),
+ * STOPPED (runtime shutdown).
  */
 export type SupervisorPhase =
   | "STARTING"
@@ -44,6 +45,11 @@ export type SupervisorEvent =
    * policy no longer allows (disabled, or max_attempts below this attempt) is cancelled.
    */
   | { readonly type: "policy" }
+  /**
+   * A configuration reload retries a provider whose circuit is open: a restart attempt begins
+   * with the failure streak reset (attempt 0; a failure of it is the streak's first).
+   */
+  | { readonly type: "retry" }
   | { readonly type: "stop" };
 
 export const INITIAL_SUPERVISOR_STATE: SupervisorState = {
@@ -101,8 +107,13 @@ export function supervise(
       }
       return state;
     case "CIRCUIT_OPEN":
+      // No half-open probe: only a runtime restart or a reload (the operator) tries it again.
+      if (event.type === "retry") {
+        return { ...state, phase: "ATTEMPTING", attemptCount: 0, restartDueAt: null };
+      }
+      return state;
     case "STOPPED":
-      return state; // no half-open probe: only a runtime restart clears an open circuit
+      return state;
   }
 }
 

@@ -118,6 +118,7 @@ Deno.test("estimateFrameBytes is at least the frame's UTF-8 size for every kind 
         providers_added: [],
         providers_removed: [],
         providers_restarted: [],
+        providers_retried: [],
         providers_updated: [],
         providers_unchanged: ["sim0"],
         providers_failed: [],

@@ -626,11 +626,17 @@ Deno.test("a down provider keeps its claims: a reload adding a rival is refused 
     Deno.kill(p0.session!.pid, "SIGKILL");
     await waitFor("circuit open", () => p0.lifecycle === "CIRCUIT_OPEN", 20_000);
     const opts = { holdRemovals: false, stopBudgetMs: 1000, stopping: () => false };
+    // The reload retries the holder (its circuit is open; the retry fails as well): its claims
+    // hold through the retry, and the rival is refused.
     const refused = await r.registry.reconcile([holder!], [holder!, rival!], opts);
-    assert.deepEqual(refused.failed, [
+    assert.deepEqual(refused.failed.toSorted(), [
+      "p0: provider speaks protocol 'old', expected 'v1'",
       `p1: Ownership validation failed; resource claim conflict: claim '${KEY}' held by p0/dcmt_0 and p1/do_0 ` +
       "(each anolis.claim key must belong to one device)",
     ]);
+    assert.deepEqual(refused.retried, []);
+    // The failed retry is the first failure of a new streak: its restart_policy goes on.
+    assert.equal(p0.lifecycle, "RESTARTING");
     // Removing the holder's entry releases its claims.
     const taken = await r.registry.reconcile([holder!], [rival!], opts);
     assert.deepEqual([taken.removed, taken.added, taken.failed], [["p0"], ["p1"], []]);
