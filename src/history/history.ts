@@ -468,8 +468,8 @@ export class History {
 
   /**
    * The full-rate samples of one signal in [sinceMs, untilMs] from the ring (incidents), in poll
-   * order, those kept from before a step back of the wall clock included; `each` gets a reused
-   * cursor.
+   * order, those kept from before a step back of the wall clock included, and those of the polls
+   * from `anyTimeFromSeq` on (see nextPollSeq) whatever their times; `each` gets a reused cursor.
    */
   eachSample(
     providerId: string,
@@ -478,12 +478,22 @@ export class History {
     sinceMs: number,
     untilMs: number,
     each: (s: RingSample) => void,
+    anyTimeFromSeq = Infinity,
   ): ValueType | null {
     const e = this.#devices.get(providerId)?.get(deviceId);
     const sig = e?.ring.signals.get(signalId);
     if (e === undefined || sig === undefined) return null;
-    e.ring.samplesBetween(sig, sinceMs, untilMs, each);
+    e.ring.samplesBetween(sig, sinceMs, untilMs, each, anyTimeFromSeq);
     return sig.type;
+  }
+
+  /**
+   * The sequence number of the device's first kept poll at or after `ms` (among those since the
+   * wall clock last stepped back), else the number its next poll gets (nextPollSeq).
+   */
+  pollSeqAtOrAfter(providerId: string, deviceId: string, ms: number): number {
+    const ring = this.#devices.get(providerId)?.get(deviceId)?.ring;
+    return ring === undefined ? this.#seqBase : ring.seqAtOrAfter(ms);
   }
 
   /**

@@ -136,6 +136,12 @@ interface Pending {
    */
   devices: Map<string, DeviceParts> | null;
   timer: TimerId | null;
+  /**
+   * `provider/device` -> the sequence number of its first poll after the trigger (History
+   * nextPollSeq): the record takes those polls whatever their times, a step back of the wall clock
+   * since the trigger stamping them before it. Bounded by the devices listed.
+   */
+  readonly afterSeq: Map<string, number>;
   /** E-stops' reasons still arriving: the record waits for them (INCIDENT_REASON_WAIT_MS). */
   readonly reasons: Set<Promise<void>>;
 }
@@ -460,6 +466,7 @@ export class IncidentRecorder {
       else if (joined.devices !== null) {
         for (const d of devices) joined.devices.set(`${d[0]}/${d[1]}`, d);
       }
+      this.#noteAfterSeq(joined, devices, now, agoMs);
       return { p: joined, c: held };
     }
     if (this.#pending.length >= MAX_PENDING_INCIDENTS && devices === null) {
@@ -493,8 +500,10 @@ export class IncidentRecorder {
       also: [],
       devices: devices === null ? null : new Map(devices.map((d) => [`${d[0]}/${d[1]}`, d])),
       timer: null,
+      afterSeq: new Map(),
       reasons: new Set(),
     };
+    this.#noteAfterSeq(p, devices, now, agoMs);
     this.#pending.push(p);
     p.timer = this.#o.clock.setTimer(() => {
       p.timer = null;
@@ -512,6 +521,26 @@ export class IncidentRecorder {
       }
     });
     return { p, c };
+  }
+
+  /**
+   * Notes where each device's polls after a trigger begin (Pending.afterSeq), for the devices it
+   * names (every device the ring holds: machine-wide), those noted by an earlier trigger of the
+   * incident kept. A trigger dated back (`agoMs`, a device loss) begins at its first poll at or
+   * after its date.
+   */
+  #noteAfterSeq(p: Pending, devices: DeviceParts[] | null, at: number, agoMs: number): void {
+    const history = this.#o.history;
+    for (const [providerId, deviceId] of devices ?? history.devices()) {
+      const key = `${providerId}/${deviceId}`;
+      if (p.afterSeq.has(key)) continue;
+      p.afterSeq.set(
+        key,
+        agoMs > 0
+          ? history.pollSeqAtOrAfter(providerId, deviceId, at)
+          : history.nextPollSeq(providerId, deviceId),
+      );
+    }
   }
 
   // ---- capture -------------------------------------------------------------------------------
@@ -588,17 +617,26 @@ export class IncidentRecorder {
     until = Math.round(until);
     const lines: string[] = [];
     let samples = 0;
+    let latest = until;
     for (const [providerId, deviceId] of devices) {
+      // The polls after the trigger are the window's whatever their times: a step back of the
+      // wall clock since the trigger stamps them before it (by as much as the step).
+      const afterSeq = p.afterSeq.get(`${providerId}/${deviceId}`) ?? Infinity;
       for (const signalId of history.signalIds(providerId, deviceId)) {
         const rows: [number, number | bigint | string | null, string][] = [];
+        // Times in poll order never fall: a poll after a step back is dated no earlier than the
+        // one before it (as a run's events are).
+        let last = -Infinity;
         const type = history.eachSample(providerId, deviceId, signalId, from, until, (s) => {
           const v = !s.hasValue ? null : s.ref !== null ? typedValueScalar(s.ref) : s.num;
+          last = Math.max(last, s.timeMs);
           rows.push([
-            s.timeMs,
+            last,
             typeof v === "number" && !Number.isFinite(v) ? null : v,
             qualityName(s.quality),
           ]);
-        });
+        }, afterSeq);
+        latest = Math.max(latest, last);
         const line = {
           provider_id: providerId,
           device_id: deviceId,
@@ -637,7 +675,7 @@ export class IncidentRecorder {
       scope: p.devices === null ? "machine" as const : "devices" as const,
       devices: devices.map(([a, b]) => `${a}/${b}`),
       from_epoch_ms: from,
-      until_epoch_ms: until,
+      until_epoch_ms: latest,
       signals: lines.length,
       samples,
       incomplete: null,

@@ -472,28 +472,37 @@ export class DeviceRing {
    * in poll order (the cursor is reused between calls). While polls from before a step back of
    * the wall clock are kept (their times lie ahead of the later polls'), every kept poll is
    * looked at, not only those the time searches see (timeFirstSeq): a window that lies before the
-   * step -- an incident's, open while the clock stepped -- has its samples there.
+   * step -- an incident's, open while the clock stepped -- has its samples there. The polls from
+   * `anyTimeFromSeq` on are taken whatever their times (an incident's polls after its trigger: a
+   * step back of the wall clock stamps them before it).
    */
   samplesBetween(
     signal: SignalRing,
     sinceMs: number,
     untilMs: number,
     each: (s: RingSample) => void,
+    anyTimeFromSeq = Infinity,
   ): void {
     const take = (s: RingSample) => {
       each(s);
       return true;
     };
-    if (this.#runSeq <= this.#firstSeq) {
+    if (this.#runSeq <= this.#firstSeq && anyTimeFromSeq === Infinity) {
       this.samples(signal, this.seqAtOrAfter(sinceMs), untilMs, take);
-    } else this.samples(signal, this.#firstSeq, untilMs, take, sinceMs, false);
+    } else {
+      const from = this.#runSeq <= this.#firstSeq
+        ? Math.min(this.seqAtOrAfter(sinceMs), anyTimeFromSeq)
+        : this.#firstSeq;
+      this.samples(signal, from, untilMs, take, sinceMs, false, anyTimeFromSeq);
+    }
   }
 
   /**
    * Calls `each` for every sample of `signal` from poll `fromSeq` while its time is at most
    * `untilMs` (the cursor is reused between calls); stops early when `each` returns false.
    * `ordered` false (polls from before a step back of the wall clock among them): a poll past
-   * `untilMs` is passed over, not the end, and one before `sinceMs` too.
+   * `untilMs` is passed over, not the end, and one before `sinceMs` too; the polls from
+   * `anyTimeFromSeq` on are passed whatever their times.
    */
   samples(
     signal: SignalRing,
@@ -502,6 +511,7 @@ export class DeviceRing {
     each: (s: RingSample) => boolean,
     sinceMs = -Infinity,
     ordered = true,
+    anyTimeFromSeq = Infinity,
   ): void {
     const out = blankSample();
     const start = Math.max(fromSeq, this.#firstSeq);
@@ -520,7 +530,7 @@ export class DeviceRing {
         i++;
         nextSeq = i + 1 < signal.length ? signal.seqAt(i + 1) : Infinity;
       }
-      if (t > untilMs || t < sinceMs) continue;
+      if (seq < anyTimeFromSeq && (t > untilMs || t < sinceMs)) continue;
       signal.read(i, out);
       out.timeMs = t;
       if (!each(out)) return;

@@ -79,3 +79,82 @@ Deno.test("an incident whose window a wall clock step forward cuts through keeps
     assert.deepEqual(values, [...Array(20).keys()], JSON.stringify(record.signals[0]?.samples));
   });
 });
+
+Deno.test("an incident whose window a wall clock step back cuts through keeps the polls taken after its trigger, in the order taken, their times never falling", async () => {
+  const { clock, poll, incidents, estop, session } = incidentRig({
+    config: { incidentBeforeS: 1, incidentAfterS: 1 },
+  });
+  await session(async () => {
+    // 1 s of polls at 100 ms before the e-stop, 0.3 s after it, then NTP steps the wall clock
+    // back 10 s (more than the window is wide); the polls go on until the window closes: they
+    // are stamped before the trigger, but taken after it.
+    let v = 0;
+    for (let i = 0; i < 10; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    estop();
+    for (let i = 0; i < 3; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    clock.stepWall(-10_000);
+    for (let i = 0; i < 7; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    clock.advance(1_000);
+    await incidents.settled();
+    const [header] = incidents.list();
+    assert.ok(header !== undefined, "the incident is recorded");
+    const record = await incidents.get(header.incident_id);
+    const samples = record.signals.flatMap((s) => s.samples);
+    // The polls of the window: the 10 before the trigger, the 3 before the step, the 7 after.
+    assert.deepEqual(samples.map((x) => x[1]), [...Array(20).keys()], JSON.stringify(samples));
+    const times = samples.map((x) => x[0] as number);
+    for (let i = 1; i < times.length; i++) {
+      assert.ok(times[i]! >= times[i - 1]!, `sample times fall: ${JSON.stringify(times)}`);
+    }
+    const { from_epoch_ms: from, until_epoch_ms: until } = record.incident;
+    assert.ok(from <= until, `from ${from} until ${until}`);
+    assert.ok(
+      times.every((t) => t >= from && t <= until),
+      `samples outside ${from}..${until}: ${JSON.stringify(times)}`,
+    );
+  });
+});
+
+Deno.test("an incident whose window a small wall clock step back cuts through holds each poll once, its times never falling", async () => {
+  const { clock, poll, incidents, estop, session } = incidentRig({
+    config: { incidentBeforeS: 2, incidentAfterS: 1 },
+  });
+  await session(async () => {
+    // The step back (0.5 s) is shorter than the window before the trigger: the polls after it
+    // are stamped inside the window, before the trigger.
+    let v = 0;
+    for (let i = 0; i < 10; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    estop();
+    for (let i = 0; i < 3; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    clock.stepWall(-500);
+    for (let i = 0; i < 7; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    clock.advance(1_000);
+    await incidents.settled();
+    const [header] = incidents.list();
+    const record = await incidents.get(header!.incident_id);
+    const samples = record.signals.flatMap((s) => s.samples);
+    assert.deepEqual(samples.map((x) => x[1]), [...Array(20).keys()], JSON.stringify(samples));
+    const times = samples.map((x) => x[0] as number);
+    for (let i = 1; i < times.length; i++) {
+      assert.ok(times[i]! >= times[i - 1]!, `sample times fall: ${JSON.stringify(times)}`);
+    }
+  });
+});
