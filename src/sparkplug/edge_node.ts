@@ -557,7 +557,9 @@ export class SparkplugEdgeNode {
    * While #nodeBehind: when the first change left behind was made and the node metrics then; kept
    * as the node's history (#keepBehind) should the connection go away before it goes out.
    */
-  #nodeBehindSince: { readonly atMs: number; readonly status: NodeStatus } | null = null;
+  #nodeBehindSince:
+    | { readonly atMs: number; readonly atMono: number; readonly status: NodeStatus }
+    | null = null;
   /** A Rebirth was asked for while MAX_IN_FLIGHT writes were unconfirmed: due at the next one. */
   #rebirthBehind = false;
   /**
@@ -577,7 +579,7 @@ export class SparkplugEdgeNode {
    */
   readonly #answersWaiting = new Map<
     string,
-    { deviceId: string; name: string; text: string; atMs: number }
+    { deviceId: string; name: string; text: string; atMs: number; atMono: number }
   >();
   /**
    * Answers to DCMDs to a device its provider has whose DBIRTH had not gone out (#notBorn), by
@@ -591,9 +593,19 @@ export class SparkplugEdgeNode {
    * Node metric changes while not online (after the first births), those whose live NDATA failed
    * with the connection (#lostNode), and NCMD e-stop answers not published (#keepEstopAnswer),
    * oldest first, each an NDATA's metrics (is_historical)
-   * at its time: MAX_NODE_CHANGES_KEPT at most.
+   * at its time: MAX_NODE_CHANGES_KEPT at most. Oldest by `atMono`, the monotonic time of the
+   * change: a step back of the wall clock meanwhile dates a later change earlier.
    */
-  #nodeKept: { readonly timestampMs: number; readonly metrics: Metric[] }[] = [];
+  #nodeKept: {
+    readonly timestampMs: number;
+    readonly atMono: number;
+    readonly metrics: Metric[];
+  }[] = [];
+  /**
+   * The monotonic time of the node change a node NDATA handed over carries (#lostNode keeps it
+   * there in #nodeKept should its write fail). Held only while the payload is.
+   */
+  readonly #nodeMono = new WeakMap<Payload, number>();
   /** The current outage's drops of #nodeKept have been WARNed. */
   #nodeKeptWarned = false;
   /**
@@ -2324,15 +2336,14 @@ export class SparkplugEdgeNode {
       this.#nodeBehindSince = null;
       return;
     }
-    if (
-      this.#nodeKept.length === 0 &&
-      this.#send("NDATA", undefined, { timestamp: now, metrics }, false, 0)
-    ) {
+    const payload: Payload = { timestamp: now, metrics };
+    this.#nodeMono.set(payload, this.#o.clock.monoMs());
+    if (this.#nodeKept.length === 0 && this.#send("NDATA", undefined, payload, false, 0)) {
       this.#lastNode = status;
       this.#nodeBehindSince = null;
     } else {
       this.#nodeBehind = true;
-      this.#nodeBehindSince ??= { atMs: now, status };
+      this.#nodeBehindSince ??= { atMs: now, atMono: this.#o.clock.monoMs(), status };
     }
   }
 
@@ -2351,7 +2362,7 @@ export class SparkplugEdgeNode {
     const metrics = this.#nodeMetrics(behind.status, this.#lastNode, behind.atMs, false);
     if (metrics.length > 0) {
       this.#lastNode = behind.status;
-      this.#keepNodeAt(behind.atMs, metrics);
+      this.#keepNodeAt(behind.atMs, behind.atMono, metrics);
     }
     this.#keepNode();
   }
@@ -2373,7 +2384,7 @@ export class SparkplugEdgeNode {
     if (this.#lastNode === null) this.#unbornNode = status;
     else this.#lastNode = status;
     for (const m of metrics) m.is_historical = true;
-    this.#nodeKept.push({ timestampMs: now, metrics });
+    this.#nodeKept.push({ timestampMs: now, atMono: this.#o.clock.monoMs(), metrics });
     if (this.#nodeKept.length > MAX_NODE_CHANGES_KEPT) this.#nodeKeptOver();
   }
 
@@ -2413,8 +2424,9 @@ export class SparkplugEdgeNode {
   #drainNode(): void {
     let i = 0;
     while (i < this.#nodeKept.length && this.online && this.#inFlight < MAX_IN_FLIGHT) {
-      const { timestampMs, metrics } = this.#nodeKept[i]!;
-      const payload = { timestamp: timestampMs, metrics };
+      const { timestampMs, atMono, metrics } = this.#nodeKept[i]!;
+      const payload: Payload = { timestamp: timestampMs, metrics };
+      this.#nodeMono.set(payload, atMono);
       // Not handed over (a split without room for all its parts): it stays, first of the rest.
       if (!this.#send("NDATA", undefined, payload, false, REPLAYED_NODE_DATA)) break;
       i++;
@@ -2778,7 +2790,7 @@ export class SparkplugEdgeNode {
   #commandResult(deviceId: string, name: string, text: string): void {
     if (!this.online) {
       if (deviceId === NODE && name === NODE_METRICS.estop) {
-        this.#keepEstopAnswer(this.#o.clock.nowMs(), `${name}: ${text}`);
+        this.#keepEstopAnswer(this.#o.clock.nowMs(), this.#o.clock.monoMs(), `${name}: ${text}`);
       }
       return;
     }
@@ -2806,7 +2818,13 @@ export class SparkplugEdgeNode {
         this.counts.publishFailures++;
       }
       if (this.#answersWaiting.size < MAX_ANSWERS_WAITING) {
-        this.#answersWaiting.set(key, { deviceId, name, text, atMs: this.#o.clock.nowMs() });
+        this.#answersWaiting.set(key, {
+          deviceId,
+          name,
+          text,
+          atMs: this.#o.clock.nowMs(),
+          atMono: this.#o.clock.monoMs(),
+        });
       } else {
         this.counts.publishFailures++;
       }
@@ -2828,20 +2846,16 @@ export class SparkplugEdgeNode {
     const now = this.#o.clock.nowMs();
     if (deviceId === NODE) {
       // An e-stop's answer that fails with the connection is kept (#lostNode), as a latch is.
-      this.#send(
-        "NDATA",
-        undefined,
-        {
+      const payload: Payload = {
+        timestamp: now,
+        metrics: [{
+          alias: this.#alias(NODE, NODE_METRICS.commandResult),
           timestamp: now,
-          metrics: [{
-            alias: this.#alias(NODE, NODE_METRICS.commandResult),
-            timestamp: now,
-            string_value: `${name}: ${text}`,
-          }],
-        },
-        false,
-        name === NODE_METRICS.estop ? 0 : undefined,
-      );
+          string_value: `${name}: ${text}`,
+        }],
+      };
+      this.#nodeMono.set(payload, this.#o.clock.monoMs());
+      this.#send("NDATA", undefined, payload, false, name === NODE_METRICS.estop ? 0 : undefined);
       return;
     }
     // Left while its answer waited for the writes: the node tells it, naming the device.
@@ -2986,8 +3000,10 @@ export class SparkplugEdgeNode {
       this.counts.tooLargeDropped++;
       this.#metricTooLargeSay(type, deviceId, m, limit);
     }
+    const mono = this.#nodeMono.get(p);
     for (const metrics of parts.parts) {
       const part: Payload = { timestamp: p.timestamp, metrics };
+      if (mono !== undefined) this.#nodeMono.set(part, mono);
       // Past the room check #send fails only without a session, then for the first part alike.
       if (!this.#send(type, deviceId, part, true, liveSeq)) return false;
     }
@@ -3066,9 +3082,10 @@ export class SparkplugEdgeNode {
 
   /**
    * An NDATA of node metric changes whose write failed after it was handed over (the connection
-   * went away under it): kept with the changes noted while not online (#nodeKept, in time order,
-   * is_historical), so a latch whose NDATA was cut off still reaches the host's history before
-   * its release, after the next births. The births carry the metrics as they are then.
+   * went away under it): kept with the changes noted while not online (#nodeKept, in the order
+   * of the changes, is_historical), so a latch whose NDATA was cut off still reaches the host's
+   * history before its release, after the next births. The births carry the metrics as they are
+   * then.
    */
   #lostNode(p: Payload, replayed = false): void {
     if (this.#stopped) return;
@@ -3078,17 +3095,21 @@ export class SparkplugEdgeNode {
       this.counts.storeDropped++;
       return;
     }
-    this.#keepNodeAt(p.timestamp, p.metrics);
+    this.#keepNodeAt(p.timestamp, this.#nodeMono.get(p) ?? this.#o.clock.monoMs(), p.metrics);
     this.#drainNode();
   }
 
-  /** Node metrics (an NDATA's) kept for the next births, in time order, is_historical. */
-  #keepNodeAt(timestampMs: number, metrics: Metric[]): void {
+  /**
+   * Node metrics (an NDATA's) kept for the next births, is_historical, in the order the changes
+   * happened: by `atMono` (the monotonic time of the change), not by their times, which a step
+   * back of the wall clock since puts out of that order.
+   */
+  #keepNodeAt(timestampMs: number, atMono: number, metrics: Metric[]): void {
     for (const m of metrics) m.is_historical = true;
     const kept = this.#nodeKept;
     let i = kept.length;
-    while (i > 0 && kept[i - 1]!.timestampMs > timestampMs) i--;
-    kept.splice(i, 0, { timestampMs, metrics });
+    while (i > 0 && kept[i - 1]!.atMono > atMono) i--;
+    kept.splice(i, 0, { timestampMs, atMono, metrics });
     if (kept.length > MAX_NODE_CHANGES_KEPT) this.#nodeKeptOver();
   }
 
@@ -3099,9 +3120,9 @@ export class SparkplugEdgeNode {
    * the time it was given, so the host's history says the stop it asked for was taken. Other
    * answers go with their connection: the births carry the state they led to.
    */
-  #keepEstopAnswer(atMs: number, value: string): void {
+  #keepEstopAnswer(atMs: number, atMono: number, value: string): void {
     if (this.#stopped) return;
-    this.#keepNodeAt(atMs, [{
+    this.#keepNodeAt(atMs, atMono, [{
       alias: this.#alias(NODE, NODE_METRICS.commandResult),
       timestamp: atMs,
       string_value: value,
@@ -3112,7 +3133,7 @@ export class SparkplugEdgeNode {
   #dropAnswersWaiting(): void {
     for (const a of this.#answersWaiting.values()) {
       if (a.deviceId === NODE && a.name === NODE_METRICS.estop) {
-        this.#keepEstopAnswer(a.atMs, `${a.name}: ${a.text}`);
+        this.#keepEstopAnswer(a.atMs, a.atMono, `${a.name}: ${a.text}`);
       }
     }
     this.#answersWaiting.clear();

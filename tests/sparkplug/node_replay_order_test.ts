@@ -77,3 +77,48 @@ Deno.test("a live NDATA while an outage's node changes are replayed at MAX_IN_FL
   );
   await r.stop();
 });
+
+Deno.test("node changes kept while the wall clock stepped back are replayed in the order they happened, not by their times", async () => {
+  const r = edgeNodeRig({ hold: true });
+  await r.online();
+  r.session.complete();
+  await flushMicrotasks();
+  const modeAlias = r.nodeAlias("Runtime/Mode");
+
+  // A mode change goes out live; the connection goes down before its write completes.
+  r.clock.advance(1);
+  r.status.mode = "MANUAL";
+  r.emit(modeChange);
+  await flushMicrotasks();
+  const first = r.session;
+  assert.equal(first.inFlight, 1, "the live NDATA is in flight");
+  first.down();
+  await flushMicrotasks();
+
+  // NTP steps the wall clock back 10 s; the mode changes again while the node is away; then the
+  // live write fails (the session's end fails a write never acknowledged).
+  r.clock.stepWall(-10_000);
+  r.clock.advance(1);
+  r.status.mode = "IDLE";
+  r.emit(modeChange);
+  await flushMicrotasks();
+  first.failOne();
+  await flushMicrotasks();
+
+  await r.clock.advanceAsync(testConfig().sparkplug.reconnectMs);
+  assert.notEqual(r.session, first, "a new session");
+  r.session.up();
+  await flushMicrotasks();
+  while (r.session.complete() > 0) await flushMicrotasks();
+  const replayed = r.session.published
+    .filter((m) => m.topic === "spBv1.0/g/NDATA/n")
+    .flatMap((m) => m.payload.metrics ?? [])
+    .filter((x) => x.alias === modeAlias && x.is_historical);
+  assert.deepEqual(
+    replayed.map((x) => x.string_value),
+    ["MANUAL", "IDLE"],
+    "the mode as it went MANUAL, then IDLE: " +
+      JSON.stringify(replayed.map((x) => [x.string_value, Number(x.timestamp)])),
+  );
+  await r.stop();
+});
