@@ -38,6 +38,11 @@ export class ModeSwitch {
     this.afterChange = options.afterChange;
     /** The mode a "Mode X" result names; the result is cleared once the mode moves on. */
     this.resultFor = /** @type {string | null} */ (null);
+    /**
+     * The mode asked for when a listener superseded it (AUTO, FAULT forced on entering it): its
+     * `mode_change` may come after the answer, and is no move on from the result.
+     */
+    this.supersededTarget = /** @type {string | null} */ (null);
   }
 
   /** The buttons for the transitions allowed from the current mode. */
@@ -71,11 +76,14 @@ export class ModeSwitch {
     try {
       const r = await this.api.post("/v0/mode", { mode: target });
       const failures = r.hook_failures ?? [];
+      const superseded = typeof r.superseded_by === "string" ? r.superseded_by : null;
       this.resultFor = r.mode;
+      this.supersededTarget = superseded === null ? null : target;
       setResult(
         out,
-        failures.length ? "warn" : "ok",
+        failures.length || superseded !== null ? "warn" : "ok",
         `Mode ${r.mode}` +
+          (superseded === null ? "" : `: ${target} asked; superseded by ${superseded}`) +
           (failures.length
             ? `; ${failures.length} hook call(s) failed: ${
               failures.map((f) => `${f.device_handle} ${f.function}: ${f.error}`).join("; ")
@@ -91,11 +99,17 @@ export class ModeSwitch {
   /** Clears the line under the buttons (an e-stop was sent). */
   clearResult() {
     this.resultFor = null;
+    this.supersededTarget = null;
     setResult(byId("mode-result"), "", "");
   }
 
   /** A `mode_change` event: a "Mode X" result is old news once the mode moves on. */
   onModeChange(newMode) {
+    // The superseded mode's own event (AUTO) may come after the answer: passed through, not new.
+    if (newMode === this.supersededTarget) {
+      this.supersededTarget = null;
+      return;
+    }
     if (this.resultFor !== null && newMode !== this.resultFor) this.clearResult();
   }
 }

@@ -6,82 +6,17 @@
  * orders the release before it.
  *
  * The runtime in process with the simulated provider, served over real HTTP; the page in headless
- * Chromium. An init script holds the page's event stream (a wrapper around its fetch of
- * /v0/events passes nothing on while held), so the release is delivered after the answer; it also
- * notes when the page has parsed a streamed release (JSON.parse without a reviver, as the page's
- * event handler calls it; the API's answers are parsed with one).
+ * Chromium. An init script (_hold_stream.ts) holds the page's event stream (a wrapper around its
+ * fetch of /v0/events passes nothing on while held), so the release is delivered after the
+ * answer; it also notes when the page has parsed a streamed release (JSON.parse without a
+ * reviver, as the page's event handler calls it; the API's answers are parsed with one).
  */
 import assert from "node:assert/strict";
 import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
 import { startServing } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { Api } from "../scenarios/alarms_helpers.ts";
-
-const HOLD_STREAM = `(() => {
-  const realFetch = globalThis.fetch;
-  const text = new TextDecoder();
-  const wakers = new Set();
-  const wakeAll = () => {
-    for (const wake of [...wakers]) wake();
-  };
-  globalThis.__streamHeld = false;
-  globalThis.__releaseHeld = false;
-  globalThis.__releasesParsed = 0;
-  globalThis.__resumeStream = () => {
-    globalThis.__streamHeld = false;
-    wakeAll();
-  };
-  globalThis.fetch = async (input, init) => {
-    const res = await realFetch(input, init);
-    const url = typeof input === "string" ? input : input.url;
-    if (!url.includes("/v0/events") || res.body === null) return res;
-    // Everything the runtime sends is read at once; while held, it waits here, in order.
-    const reader = res.body.getReader();
-    const queue = [];
-    let ended = false;
-    (async () => {
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          if (globalThis.__streamHeld && text.decode(value).includes('"latched":false')) {
-            globalThis.__releaseHeld = true;
-          }
-          queue.push(value);
-          wakeAll();
-        }
-      } catch {
-        // the page ended the stream
-      }
-      ended = true;
-      wakeAll();
-    })();
-    const body = new ReadableStream({
-      async pull(controller) {
-        for (;;) {
-          if (!globalThis.__streamHeld && queue.length > 0) return controller.enqueue(queue.shift());
-          if (ended && queue.length === 0) return controller.close();
-          await new Promise((resolve) => {
-            const wake = () => {
-              wakers.delete(wake);
-              resolve();
-            };
-            wakers.add(wake);
-          });
-        }
-      },
-      cancel: (reason) => reader.cancel(reason),
-    });
-    return new Response(body, { status: res.status, headers: res.headers });
-  };
-  const parse = JSON.parse;
-  JSON.parse = function (source, reviver) {
-    if (reviver === undefined && typeof source === "string" && source.includes('"latched":false')) {
-      globalThis.__releasesParsed++;
-    }
-    return parse.call(this, source, reviver);
-  };
-})()`;
+import { holdStreamScript } from "./_hold_stream.ts";
 
 const SUMMARY = "#estop-result .estop-summary";
 
@@ -95,7 +30,7 @@ Deno.test({
     const browser = await launchChromium();
     try {
       const page = await browser.newPage();
-      await page.addInitScript(HOLD_STREAM);
+      await page.addInitScript(holdStreamScript('"latched":false'));
       await page.goto(`${api.base}/`);
       await waitForText(page, "#conn", /^Live$/);
       // Another client latches; the page shows it latched.
@@ -108,7 +43,7 @@ Deno.test({
       });
       assert.equal((await api.post("/v0/estop/clear")).status, 200);
       // deno-lint-ignore no-explicit-any
-      await page.waitForFunction(() => (globalThis as any).__releaseHeld === true);
+      await page.waitForFunction(() => (globalThis as any).__markHeld === true);
       // The operator presses E-STOP: its answer arrives, the stream still held.
       await page.locator("#estop").click();
       await waitForText(page, SUMMARY, /^Latched\./);
@@ -118,7 +53,7 @@ Deno.test({
         (globalThis as any).__resumeStream();
       });
       // deno-lint-ignore no-explicit-any
-      await page.waitForFunction(() => (globalThis as any).__releasesParsed >= 1);
+      await page.waitForFunction(() => (globalThis as any).__marksParsed >= 1);
       // The event handler acts on it in the same task it parses it: done by the next task.
       await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 0)));
       assert.match(
