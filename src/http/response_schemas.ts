@@ -608,9 +608,42 @@ export function responseComponents(): Record<string, JsonSchema> {
         last_error_at_epoch_ms: { type: ["integer", "null"] },
         last_flush_at_epoch_ms: { type: ["integer", "null"] },
         last_health_snapshot_at_epoch_ms: { type: ["integer", "null"] },
+        retry_buffer_depth: note(int, "Rows waiting for a retry (project addition)."),
+        dropped_retry: note(
+          int,
+          "Rows evicted from the full retry buffer, part of total_failed (project addition).",
+        ),
+        write_failures: note(
+          int,
+          "Write requests that failed and will be retried (project addition).",
+        ),
+        dropped_rejected: note(
+          int,
+          "Rows the database refused, dropped after isolation, part of total_failed (project " +
+            "addition).",
+        ),
+        dropped_unformattable: note(
+          int,
+          "Rows that could not be a valid line and were never sent, part of total_failed " +
+            "(project addition).",
+        ),
+        dropped_overflow: note(
+          int,
+          "Rows dropped, oldest first, from a batch past batch_size + 10,000, part of " +
+            "total_failed (project addition).",
+        ),
+        omitted_values: note(
+          int,
+          "Signal rows written without their value field (NaN, +-Infinity, integer out of " +
+            "range); quality kept (project addition).",
+        ),
+        run_payload_errors: note(
+          int,
+          "Run-event rows written with payload_error instead of a payload that could not be " +
+            "serialised (project addition).",
+        ),
       },
-      "Project additions (retry_buffer_depth, dropped_*, write_failures, \u2026) are described in " +
-        "docs/telemetry.md.",
+      "Project additions are described in docs/telemetry.md.",
     ),
     DevicesResponse: ok(["devices"], {
       devices: arr(obj(["provider_id", "device_id", "display_name", "type"], {

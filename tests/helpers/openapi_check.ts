@@ -5,6 +5,11 @@
  * documented schema. A mismatch fails the test that got it, naming the method, path, status and
  * the schema error. Paths outside /v0 (the console) and /metrics are not API answers.
  *
+ * The document's objects are open (src/http/response_schemas.ts: a client must allow members it
+ * does not know), but ours must each be described: the checker closes every object schema that
+ * lists its members and says nothing of others (`additionalProperties: false` in its own copy),
+ * so an answer member the document does not describe fails the test that got it.
+ *
  * Used by HttpFixture.request (tests/helpers/runtime_fixture.ts) and by `apiFetch` (every test
  * that fetches from a runtime over a socket).
  */
@@ -26,7 +31,7 @@ class DocumentChecker {
 
   constructor() {
     // The whole document is the schema resource: `#/components/schemas/X` refs resolve in it.
-    this.#ajv.addSchema({ ...this.doc, $id: DOC_ID });
+    this.#ajv.addSchema({ ...closedObjects(this.doc), $id: DOC_ID });
     this.#paths = Object.keys(this.doc.paths).map((template) => ({
       template,
       re: new RegExp(`^${template.replace(/\{[^}]+\}/g, "[^/]+")}$`),
@@ -46,8 +51,12 @@ class DocumentChecker {
       this.#compiled.set(pointer, v);
     }
     if (v(value)) return "";
-    return (v.errors ?? []).slice(0, 5).map((e) => `${e.instancePath || "/"} ${e.message}`)
-      .join("; ");
+    return (v.errors ?? []).slice(0, 5).map((e) =>
+      `${e.instancePath || "/"} ${e.message}` +
+      (e.keyword === "additionalProperties"
+        ? ` (${(e.params as { additionalProperty: string }).additionalProperty})`
+        : "")
+    ).join("; ");
   }
 
   /** Follows a `$ref` to components (`#/components/responses/X`). */
@@ -58,6 +67,29 @@ class DocumentChecker {
     for (const part of pointer.split("/").slice(1)) at = at?.[part];
     return { node: at, pointer };
   }
+}
+
+/**
+ * A copy of the document whose object schemas that list their members (`properties`) and say
+ * nothing of others (no `additionalProperties`) refuse any other member.
+ */
+export function closedObjects(doc: Json): Json {
+  const close = (node: Json): Json => {
+    if (Array.isArray(node)) return node.map(close);
+    if (node === null || typeof node !== "object") return node;
+    const out: Json = Object.fromEntries(Object.entries(node).map(([k, v]) => [k, close(v)]));
+    if (isSchemaObject(node) && node.additionalProperties === undefined) {
+      out.additionalProperties = false;
+    }
+    return out;
+  };
+  return { ...doc, components: close(doc.components), paths: close(doc.paths) };
+}
+
+/** A schema that lists the members of an object (not a map of names, as `properties` itself is). */
+function isSchemaObject(node: Json): boolean {
+  return typeof node.properties === "object" && node.properties !== null &&
+    (node.type === "object" || node.required !== undefined);
 }
 
 let checker: DocumentChecker | null = null;

@@ -236,6 +236,54 @@ Deno.test("the answer check catches a body, status or content type the document 
   }
 });
 
+Deno.test("the answer check refuses a member the document does not describe, at the top of an answer and inside it, while the served document stays open", async () => {
+  const fx = await startHttpFixture({ start: false });
+  try {
+    const r = await fx.request("GET", "/v0/runtime/status");
+    const answer = {
+      method: "GET",
+      path: "/v0/runtime/status",
+      status: 200,
+      contentType: "application/json",
+      body: r.text,
+    };
+    assert.equal(apiAnswerProblem(answer), "");
+    assert.match(
+      apiAnswerProblem({ ...answer, body: JSON.stringify({ ...r.json, undescribed: 1 }) }),
+      /^\/ must NOT have additional properties \(undescribed\)$/,
+    );
+    const nested = { ...r.json, estop: { ...r.json.estop, undescribed: true } };
+    assert.match(
+      apiAnswerProblem({ ...answer, body: JSON.stringify(nested) }),
+      /^\/estop must NOT have additional properties \(undescribed\)$/,
+    );
+    const mode = {
+      method: "POST",
+      path: "/v0/mode",
+      status: 200,
+      contentType: "application/json",
+      body: JSON.stringify({
+        status: { code: "OK", message: "ok" },
+        mode: "FAULT",
+        hook_failures: [],
+        hooks_pending: true,
+        superseded_by: "AUTO->FAULT",
+      }),
+    };
+    assert.equal(apiAnswerProblem(mode), "");
+    assert.match(
+      apiAnswerProblem({ ...mode, body: mode.body.replace("superseded_by", "superseded") }),
+      /must NOT have additional properties \(superseded\)/,
+    );
+    // The document served keeps its objects open: a client must allow members it does not know.
+    const doc = (await fx.request("GET", "/v0/openapi.json")).json;
+    assert.equal(doc.components.schemas.ModeResponse.additionalProperties, undefined);
+    assert.equal(doc.components.schemas.RuntimeStatusResponse.additionalProperties, undefined);
+  } finally {
+    await fx.close();
+  }
+});
+
 Deno.test("HttpFixture.request fails the test that gets an answer the document does not allow", async () => {
   const fx = await startHttpFixture({
     start: false,
