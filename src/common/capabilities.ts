@@ -1,3 +1,4 @@
+import { providerTextWithin } from "./provider_text.ts";
 import type { ValueType } from "./typed_value.ts";
 
 /** A device key as `provider_id/device_id`. */
@@ -5,6 +6,18 @@ export type DeviceHandle = string;
 
 export function deviceHandle(providerId: string, deviceId: string): DeviceHandle {
   return `${providerId}/${deviceId}`;
+}
+
+/** Longest device id a log line quotes (longer is cut, marked with an ellipsis). */
+export const QUOTED_DEVICE_ID_CHARS = 64;
+
+/**
+ * A device in a log line: `"provider_id/device_id"`, JSON-quoted, the device id (a provider's
+ * text) cut to QUOTED_DEVICE_ID_CHARS first, so that a quote, a line break or 10 KB in it can
+ * neither forge nor flood the line. Not for keys or API answers: those take deviceHandle.
+ */
+export function quoteDeviceHandle(providerId: string, deviceId: string): string {
+  return JSON.stringify(`${providerId}/${providerTextWithin(deviceId, QUOTED_DEVICE_ID_CHARS)}`);
 }
 
 /** Splits `provider/device` on the first `/`; null unless both parts are non-empty. */

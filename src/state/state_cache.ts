@@ -22,6 +22,7 @@ import {
   nextGridInstant,
   plainObjectConstructor,
   type Quality,
+  quoteDeviceHandle,
   quoteProviderTextWithin,
   RuntimeError,
   sameValue,
@@ -959,12 +960,16 @@ export class StateCache implements FreshReader {
       if (outcome instanceof OtherDeviceAnswerError) {
         // Not a transient failure: the provider mixes its devices up (said where it is seen).
         this.#faults.get(dev.providerId)!.log.other_device.warn(
-          `${deviceHandle(dev.providerId, dev.deviceId)}: ${outcome.message}; its samples are ` +
+          `${
+            quoteDeviceHandle(dev.providerId, dev.deviceId)
+          }: ${outcome.message}; its samples are ` +
             `not stored, the device is marked unavailable`,
         );
       } else {
         this.#log.debug(
-          `poll ${deviceHandle(dev.providerId, dev.deviceId)} failed: ${outcome.message}`,
+          `poll ${quoteDeviceHandle(dev.providerId, dev.deviceId)} failed: ${
+            quoteProviderTextWithin(outcome.message, QUOTED_POLL_ERROR_CHARS)
+          }`,
         );
       }
       this.#markDeviceUnavailable(dev);
@@ -1071,7 +1076,7 @@ export class StateCache implements FreshReader {
         listeners[i]!(dev);
       } catch (err) {
         this.#listenerErrors.warn(
-          `device poll listener failed for ${deviceHandle(dev.providerId, dev.deviceId)}: ${
+          `device poll listener failed for ${quoteDeviceHandle(dev.providerId, dev.deviceId)}: ${
             errorMessage(err)
           }`,
         );
@@ -1090,7 +1095,7 @@ export class StateCache implements FreshReader {
     const f = this.#faults.get(dev.providerId)!;
     f.counts.undeclared_signal++;
     f.log.undeclared_signal.warn(
-      `${deviceHandle(dev.providerId, dev.deviceId)}: dropped a sample of undeclared signal ${
+      `${quoteDeviceHandle(dev.providerId, dev.deviceId)}: dropped a sample of undeclared signal ${
         quoteId(signalId)
       } (${f.counts.undeclared_signal} so far)`,
     );
@@ -1098,7 +1103,7 @@ export class StateCache implements FreshReader {
 
   #duplicate(dev: MutableDeviceState, signalId: string): void {
     this.#faults.get(dev.providerId)!.log.duplicate.warn(
-      `${deviceHandle(dev.providerId, dev.deviceId)}: dropped a second sample of signal ${
+      `${quoteDeviceHandle(dev.providerId, dev.deviceId)}: dropped a second sample of signal ${
         quoteId(signalId)
       } in one answer; the first is kept`,
     );
@@ -1110,7 +1115,7 @@ export class StateCache implements FreshReader {
     f.skew.last_skew_ms = skewMs;
     f.skew.last_at_epoch_ms = now;
     f.log.skew.warn(
-      `${deviceHandle(dev.providerId, dev.deviceId)} signal ${
+      `${quoteDeviceHandle(dev.providerId, dev.deviceId)} signal ${
         quoteId(signalId)
       }: provider timestamp ${Math.abs(skewMs)} ms ${
         skewMs > 0 ? "ahead of" : "behind"
@@ -1131,7 +1136,7 @@ export class StateCache implements FreshReader {
       ? `a ${member} value on a signal declared ${declared}`
       : `a ${member} value in a Value of type ${wireType}`;
     f.log.type_mismatch.warn(
-      `${deviceHandle(dev.providerId, dev.deviceId)} signal ${
+      `${quoteDeviceHandle(dev.providerId, dev.deviceId)} signal ${
         quoteId(signalId)
       }: ${why}; stored as FAULT (${f.counts.type_mismatch} so far)`,
     );
@@ -1141,7 +1146,7 @@ export class StateCache implements FreshReader {
     const f = this.#faults.get(dev.providerId)!;
     f.counts.non_finite++;
     f.log.non_finite.warn(
-      `${deviceHandle(dev.providerId, dev.deviceId)} signal ${
+      `${quoteDeviceHandle(dev.providerId, dev.deviceId)} signal ${
         quoteId(signalId)
       }: non-finite double ${what}; stored as FAULT (${f.counts.non_finite} so far)`,
     );
@@ -1372,6 +1377,12 @@ export function signalSample(
 
 /** Longest signal id a log line of the cache quotes (longer is cut, marked with an ellipsis). */
 export const QUOTED_SIGNAL_ID_CHARS = 64;
+
+/**
+ * Longest poll error a debug line of the cache quotes: the error's text carries a provider's
+ * status message.
+ */
+export const QUOTED_POLL_ERROR_CHARS = 200;
 
 /** An id in a log line: quoted and cut, so a hostile id cannot forge or flood lines. */
 function quoteId(id: string): string {

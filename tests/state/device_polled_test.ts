@@ -58,7 +58,7 @@ Deno.test("StateCache keeps polling and telling other listeners when one throws,
     });
     const logged = fx.lines.filter((l) => l.includes("device poll listener failed"));
     assert.equal(logged.length, DATA_FAULT_LOG_LINES);
-    assert.match(logged[0]!, /^WARN .*device poll listener failed for p0\/d0: listener broke$/);
+    assert.match(logged[0]!, /^WARN .*device poll listener failed for "p0\/d0": listener broke$/);
   } finally {
     await fx.close();
   }

@@ -433,16 +433,16 @@ Deno.test("StateCache refuses a value whose member disagrees with the declared t
     assert.equal(warned.length, 2);
     assert.match(
       warned[0]!,
-      /^WARN .*p0\/d0 signal "x": a int64 value on a signal declared double;/,
+      /^WARN .*"p0\/d0" signal "x": a int64 value on a signal declared double;/,
     );
-    assert.match(warned[1]!, /p0\/d0 signal "any": a bool value in a Value of type 5;/);
+    assert.match(warned[1]!, /"p0\/d0" signal "any": a bool value in a Value of type 5;/);
     assert.match(warned[1]!, /\(2 so far\)$/);
 
     // A typed signal whose sample's Value.type disagrees with its (declared) member.
     await poll([{ id: "x", type: T.INT64, double: 5, quality: Q.OK }]);
     assert.match(
       (fx.lines.filter((l) => l.includes("stored as FAULT"))[2])!,
-      /p0\/d0 signal "x": a double value in a Value of type 2;/,
+      /"p0\/d0" signal "x": a double value in a Value of type 2;/,
     );
     // A refused value on a signal that never had one: stored without a value.
     await poll([{ id: "n", type: T.DOUBLE, double: 1, quality: Q.OK, ts: 3_000 }]);
@@ -463,7 +463,7 @@ Deno.test("StateCache stores NaN and infinities with quality FAULT and counts th
     });
     assert.ok(
       fx.lines.some((l) =>
-        /^WARN .*p0\/d0 signal "x": non-finite double NaN; stored as FAULT \(1 so far\)$/.test(l)
+        /^WARN .*"p0\/d0" signal "x": non-finite double NaN; stored as FAULT \(1 so far\)$/.test(l)
       ),
     );
     await fx.program("d0", { read: { values: [dbl("x", "-Infinity")] } });
@@ -528,7 +528,7 @@ Deno.test("StateCache drops samples of undeclared signals and ignores declared s
     assert.deepEqual(signals, ["x", "again"]);
     assert.match(
       fx.lines.find((l) => l.includes("undeclared"))!,
-      /^WARN .*p0\/d0: dropped a sample of undeclared signal "ghost" \(1 so far\)$/,
+      /^WARN .*"p0\/d0": dropped a sample of undeclared signal "ghost" \(1 so far\)$/,
     );
   });
 });
@@ -546,7 +546,7 @@ Deno.test("StateCache keeps the first sample of a signal an answer repeats: the 
     assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 1 });
     assert.match(
       fx.lines.find((l) => l.includes("second sample"))!,
-      /^WARN .*p0\/d0: dropped a second sample of signal "x" in one answer; the first is kept$/,
+      /^WARN .*"p0\/d0": dropped a second sample of signal "x" in one answer; the first is kept$/,
     );
   });
 });
@@ -1001,6 +1001,40 @@ Deno.test("StateCache quotes a provider-supplied signal id in its warnings cut t
   });
 });
 
+Deno.test("StateCache quotes a provider-supplied device id in its log lines cut to 64 characters, and a poll error's text", async () => {
+  const forged = 'd"0\nERROR forged';
+  const long = "L".repeat(10_000);
+  const inventory = {
+    devices: {
+      [forged]: { signals: [{ id: "x", type: T.DOUBLE }] },
+      [long]: { signals: [{ id: "x", type: T.DOUBLE }] },
+    },
+  };
+  await withFixture(inventory, async (fx) => {
+    await fx.program(forged, { read: { values: [dbl("x", 1), dbl("ghost", 2)] } });
+    await fx.program(long, {
+      read: { error: { code: StatusCode.UNAVAILABLE, message: 'bus "down"\nERROR forged' } },
+    });
+    await fx.cache.pollDevice("p0", forged);
+    await fx.cache.pollDevice("p0", long);
+    assert.deepEqual(fx.lines.filter((l) => !l.startsWith("DEBUG") && !l.startsWith("INFO")), [
+      fx.lines.find((l) => l.includes("undeclared"))!,
+    ]);
+    assert.match(
+      fx.lines.find((l) => l.includes("undeclared"))!,
+      /^WARN .*"p0\/d\\"0\\nERROR forged": dropped a sample of undeclared signal "ghost" \(1 so far\)$/,
+    );
+    const failed = fx.lines.find((l) => l.includes(" failed: "))!;
+    assert.equal(
+      failed.split("] ")[1],
+      `poll "p0/${
+        "L".repeat(64)
+      }…" failed: "provider answered UNAVAILABLE: bus \\"down\\"\\nERROR forged"`,
+    );
+    assert.ok(fx.lines.every((l) => !l.includes("\n") && l.length < 500), "one short line each");
+  });
+});
+
 Deno.test("StateCache's poll loop waits interval_ms from a cycle's start, and starts at once after an overrun", async () => {
   // The interval is 60 s: only the wake-up after a restart and an overrun can start a cycle
   // without the test moving the clock. The provider's timeout_ms outlasts the 60 s the test
@@ -1338,7 +1372,7 @@ Deno.test("StateCache flags a provider timestamp more than TIMESTAMP_SKEW_LIMIT_
     assert.equal(skewLines().length, 2);
     assert.match(
       skewLines()[0]!,
-      /^WARN .*p0\/d0 signal "x": provider timestamp 60000 ms ahead of the runtime's clock; .* \(1 so far\)$/,
+      /^WARN .*"p0\/d0" signal "x": provider timestamp 60000 ms ahead of the runtime's clock; .* \(1 so far\)$/,
     );
     assert.match(
       skewLines()[1]!,
