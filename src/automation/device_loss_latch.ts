@@ -25,6 +25,7 @@ import {
   failedPrecondition,
   type Logger,
   neverThrowing,
+  quoteDeviceHandle,
 } from "../common/mod.ts";
 import type { RuntimeMode } from "../config/mod.ts";
 import type { AuditOrigin, GateContext, ModeChange } from "../control/mod.ts";
@@ -121,7 +122,7 @@ export class DeviceLossLatch {
 
   #release(handle: string, entry: LossEntry, reason: string): void {
     this.#latched.delete(handle);
-    this.#log.info(`released ${handle}: ${reason}`);
+    this.#log.info(`released ${quoteDeviceHandle(entry.providerId, entry.deviceId)}: ${reason}`);
     this.#o.bus.publish({
       kind: "device_loss_latch",
       provider_id: entry.providerId,
@@ -163,7 +164,11 @@ export class DeviceLossLatch {
     this.#forgetUnconfigured();
     for (const [handle, entry] of this.#latched) {
       if (this.#o.outages.condition(entry.providerId, entry.deviceId).kind === "down") {
-        this.#log.warn(`kept ${handle} latched: AUTO entered while it is still down`);
+        this.#log.warn(
+          `kept ${
+            quoteDeviceHandle(entry.providerId, entry.deviceId)
+          } latched: AUTO entered while it is still down`,
+        );
         continue;
       }
       this.#release(handle, entry, "AUTO entered again");
@@ -206,9 +211,13 @@ export class DeviceLossLatch {
     }
     const why = `device-loss latch: ${handle} is down (${reason})`;
     this.#forcedFault = handle;
-    this.#log.error(`${why}: forcing FAULT; the tree is halted until an operator re-arms`);
+    const quoted = quoteDeviceHandle(providerId, deviceId);
+    this.#log.error(
+      `device-loss latch: ${quoted} is down (${reason}): forcing FAULT; the tree is halted ` +
+        `until an operator re-arms`,
+    );
     void this.#o.modes.forceFault(why, { kind: "device_loss", device_handle: handle }).catch(
-      (err) => this.#log.error(`forcing FAULT after the loss of ${handle} failed: ${String(err)}`),
+      (err) => this.#log.error(`forcing FAULT after the loss of ${quoted} failed: ${String(err)}`),
     );
   }
 
@@ -217,7 +226,8 @@ export class DeviceLossLatch {
     if (this.#latched.has(handle)) return;
     this.#latched.set(handle, { providerId, deviceId, atMs, reason });
     this.#log.warn(
-      `latched ${handle}: ${reason}; automation may not command it until AUTO is entered again`,
+      `latched ${quoteDeviceHandle(providerId, deviceId)}: ${reason}; automation may not ` +
+        `command it until AUTO is entered again`,
     );
     this.#o.bus.publish({
       kind: "device_loss_latch",

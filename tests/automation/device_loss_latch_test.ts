@@ -12,6 +12,7 @@ import type { AuditOrigin, CallOrigin } from "../../src/control/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import type { DeviceConditionChange, DeviceConditionListener } from "../../src/state/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 
 const WALL_MS = 1_767_000_000_000;
 
@@ -208,11 +209,36 @@ Deno.test("DeviceLossLatch forces FAULT and announces the latch when its logger 
   try {
     r.lose("motorctl0");
   } catch { /* DeviceOutages contains a listener that throws: what it did not do is lost */ }
-  assert.ok(thrown.some((l) => l.includes("latched sim0/motorctl0")), "the WARN line threw");
+  assert.ok(thrown.some((l) => l.includes('latched "sim0/motorctl0"')), "the WARN line threw");
   assert.deepEqual(
     r.faults.map(([reason]) => reason),
     ["device-loss latch: sim0/motorctl0 is down (its reads fail)"],
     "a device the tree depends on lost in AUTO forces FAULT, whatever the logger does",
   );
   assert.deepEqual(r.latchEvents(), [["motorctl0", true, "its reads fail", WALL_MS]]);
+});
+
+Deno.test("DeviceLossLatch quotes a provider-sent device id in its log lines, cut to 64 characters", () => {
+  const forged = 'm"0\nERROR forged';
+  const long = "L".repeat(10_000);
+  const { log, lines } = capturingLogger({ now: () => 0 });
+  const r = rig({ dependsOn: [`sim0/${forged}`], log });
+  r.lose(forged);
+  r.lose(long);
+  r.setMode("MANUAL");
+  r.latch.onModeChange({ previous: "MANUAL", current: "AUTO" } as never);
+  const cut = `"sim0/${"L".repeat(64)}\u2026"`;
+  assert.deepEqual(lines.map((l) => `${l.slice(0, 5)} ${l.split("[device-loss] ")[1]}`), [
+    `WARN  latched "sim0/m\\"0\\nERROR forged": its reads fail; automation may not command it ` +
+    "until AUTO is entered again",
+    `ERROR device-loss latch: "sim0/m\\"0\\nERROR forged" is down (its reads fail): forcing FAULT; ` +
+    "the tree is halted until an operator re-arms",
+    `WARN  latched ${cut}: its reads fail; automation may not command it until AUTO is entered again`,
+    `INFO  released "sim0/m\\"0\\nERROR forged": AUTO entered again`,
+    `INFO  released ${cut}: AUTO entered again`,
+  ]);
+  assert.deepEqual(r.latch.latched(), [], "the ids themselves are kept as sent");
+  assert.deepEqual(r.faults.map(([reason]) => reason), [
+    `device-loss latch: sim0/${forged} is down (its reads fail)`,
+  ]);
 });
