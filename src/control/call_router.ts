@@ -9,7 +9,9 @@ import {
   type Logger,
   neverThrowing,
   notFound,
+  quoteDeviceHandle,
   quoteProviderText,
+  quoteProviderTextWithin,
   RuntimeError,
   type StatusCode,
   type TypedValue,
@@ -192,6 +194,9 @@ function checkLease(device: DeviceCapabilities, fn: FunctionSpec, progress: Call
 function freshProgress(args: Readonly<Record<string, TypedValue>>): CallProgress {
   return { fn: null, args, refusedBy: null, sent: false, results: null, intent: null };
 }
+
+/** Longest function name (a provider's text) the router's debug line quotes; longer is cut. */
+export const QUOTED_FUNCTION_NAME_CHARS = 64;
 
 /** Bound on calls waiting for one provider (calls to a provider are serialised). */
 export const MAX_QUEUED_CALLS_PER_PROVIDER = 64;
@@ -541,7 +546,9 @@ export class CallRouter {
         Object.entries(args).map(([k, v]) => [k, typedValueToWire(v)]),
       );
       this.#log.debug(
-        `${req.origin} call ${req.providerId}/${req.deviceId} ${fn.name}(${fn.functionId})`,
+        `${req.origin} call ${quoteDeviceHandle(req.providerId, req.deviceId)} ${
+          quoteProviderTextWithin(fn.name, QUOTED_FUNCTION_NAME_CHARS)
+        }(${fn.functionId})`,
       );
       const available = host.available;
       const pending = host.request("call", {

@@ -36,6 +36,7 @@ import {
   failedPrecondition,
   type Logger,
   neverThrowing,
+  quoteProviderTextWithin,
   raceTimeout,
   readClockTwice,
   type RuntimeError,
@@ -96,6 +97,12 @@ export interface TransitionReport {
  * ladder; each call has its own deadline).
  */
 export const FAULT_HOOKS_ANSWER_WAIT_MS = 10_000;
+
+/**
+ * Longest FAULT reason a log line of the manager quotes (longer is cut, marked with an
+ * ellipsis): a reason may carry a provider's text (the id of a device lost).
+ */
+export const QUOTED_FAULT_REASON_CHARS = 200;
 
 /** What the HTTP layer needs. */
 export interface ModeService {
@@ -631,7 +638,7 @@ export class ModeManager implements ModeService {
       };
     }
     // Its line may be lost, never the FAULT it announces (a logger that throws).
-    this.#stopLog.info(`transition ${from} -> FAULT (${reason})`);
+    this.#stopLog.info(`transition ${from} -> FAULT (${quoteReason(reason)})`);
     // Before the commit: a mode listener may force FAULT again, and wait for these hooks.
     const done = Promise.withResolvers<readonly HookFailure[]>();
     const soFar: HookFailure[] = [];
@@ -725,7 +732,7 @@ export class ModeManager implements ModeService {
     });
     if (!await raceTimeout(this.#o.clock, hooks, FAULT_HOOKS_ANSWER_WAIT_MS, false)) {
       this.#stopLog.warn(
-        `FAULT (${reason}): the FAULT hooks in force had not finished within ` +
+        `FAULT (${quoteReason(reason)}): the FAULT hooks in force had not finished within ` +
           `${FAULT_HOOKS_ANSWER_WAIT_MS} ms; answering without waiting for them (they run on)`,
       );
     }
@@ -1395,4 +1402,9 @@ function sameDeclaredCall(a: CallConfig, b: CallConfig): boolean {
 /** One line naming the hook call that failed and why (the log line and a veto's reason). */
 function describeHookFailure(f: HookFailure): string {
   return `${f.phase}_transition hook ${f.hook} call ${f.device_handle} ${f.function} failed: ${f.error}`;
+}
+
+/** A FAULT reason in a log line: cut to QUOTED_FAULT_REASON_CHARS and JSON-quoted. */
+function quoteReason(reason: string): string {
+  return quoteProviderTextWithin(reason, QUOTED_FAULT_REASON_CHARS);
 }

@@ -10,6 +10,7 @@ import {
   type HookFailure,
   isTransitionAllowed,
   ModeManager,
+  QUOTED_FAULT_REASON_CHARS,
 } from "../../src/control/mod.ts";
 import { type RuntimeEvent } from "../../src/events/mod.ts";
 import { call, hook } from "../safety/_fixture.ts";
@@ -980,4 +981,26 @@ Deno.test("ModeManager: a request for the current mode while a transition away f
     "refused: Mode transition MANUAL -> AUTO is in progress; retry MANUAL when it has finished",
     `the mode is ${modes.current()}`,
   );
+});
+
+Deno.test("ModeManager quotes a FAULT reason in its transition line, cut to QUOTED_FAULT_REASON_CHARS: a lost device's id cannot forge a line", async () => {
+  const r = rigNotStarted({
+    clock: withRealTimers({ nowMs: () => NOW_MS, monoMs: () => 0 }),
+    logLevel: "info",
+    safety: { present: true },
+  });
+  const { modes } = r.kernel;
+  // As the device-loss latch words it, with the id the provider sent.
+  await modes.forceFault('device-loss latch: sim0/d"0\nERROR forged is down (its reads fail)');
+  await modes.request("MANUAL");
+  await modes.forceFault(`device-loss latch: sim0/${"L".repeat(10_000)} is down`);
+  const transitions = r.lines.filter((l) => l.includes("-> FAULT")).map((l) =>
+    l.slice(l.indexOf("transition "))
+  );
+  const cut = `device-loss latch: sim0/${"L".repeat(QUOTED_FAULT_REASON_CHARS - 24)}\u2026`;
+  assert.deepEqual(transitions, [
+    'transition IDLE -> FAULT ("device-loss latch: sim0/d\\"0\\nERROR forged is down (its reads fail)")',
+    `transition MANUAL -> FAULT ("${cut}")`,
+  ]);
+  assert.equal(cut.length, QUOTED_FAULT_REASON_CHARS + 1);
 });
