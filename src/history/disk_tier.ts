@@ -55,6 +55,13 @@ export const DISK_OUTAGE_BYTES = 8 * 1024 * 1024;
 export const DISK_RETRY_MS = 60_000;
 /** Longest row read in full (longer ones are skipped as damaged). */
 export const DISK_MAX_ROW_BYTES = 1024 * 1024;
+/**
+ * Unreadable rows whose place (file and byte offset) the tier remembers at most, over the files it
+ * keeps: each is counted once however often it is read (`rowsUnreadable`). Past it a newly found
+ * one is not counted (the count stays a lower bound, never grows with the questions); a removed
+ * file frees its places.
+ */
+export const DISK_UNREADABLE_ROWS_KEPT = 4096;
 
 /** One row as read back. */
 export interface DiskRow {
@@ -79,7 +86,10 @@ export interface DiskTierStatus {
   readonly rowsHeld: number;
   /** Writes and fsyncs that failed (one each, however many rows a write held), failed opens. */
   readonly writeErrors: number;
-  /** Rows that could not be read back (torn, damaged), since start. */
+  /**
+   * Rows found unreadable (torn, damaged) since start, each counted once however often it is read
+   * (at most DISK_UNREADABLE_ROWS_KEPT in the files kept at a time).
+   */
   readonly rowsUnreadable: number;
   /** Reads (history questions) the tier failed part-way: their answers lack some of its rows. */
   readonly readErrors: number;
@@ -115,6 +125,10 @@ export class DiskTier {
   /** Opens that failed (the writer counts the writes and fsyncs that failed). */
   #openErrors = 0;
   #rowsUnreadable = 0;
+  /** Segment number -> byte offsets of its rows counted in #rowsUnreadable. */
+  readonly #unreadableAt = new Map<number, Set<number>>();
+  /** Offsets held in #unreadableAt (at most DISK_UNREADABLE_ROWS_KEPT). */
+  #unreadableKept = 0;
   #readErrors = 0;
   #lastError: string | null = null;
   /** Segment number -> time of its first row (rows ascend within each file). */
@@ -440,6 +454,11 @@ export class DiskTier {
     for (const times of [this.#firstT, this.#lastT]) {
       for (const n of times.keys()) if (n < numbers[0]!) times.delete(n); // removed files
     }
+    for (const [n, at] of this.#unreadableAt) {
+      if (n >= numbers[0]!) continue;
+      this.#unreadableKept -= at.size;
+      this.#unreadableAt.delete(n);
+    }
     const marker = `"p":${JSON.stringify(providerId)},"d":${JSON.stringify(deviceId)},`;
     for (let i = 0; i < numbers.length; i++) {
       const n = numbers[i]!;
@@ -458,11 +477,11 @@ export class DiskTier {
         key: rowTime,
       }, sinceMs - 1);
       const lines = files.readLinesAt(path, { maxLineBytes: DISK_MAX_ROW_BYTES, startByte });
-      for await (const { text: line } of lines) {
+      for await (const { text: line, start } of lines) {
         if (!line.includes(marker)) continue;
         const row = parseRow(line);
         if (row === null) {
-          this.#rowsUnreadable++;
+          this.#unreadable(n, start);
           continue;
         }
         if (row.p !== providerId || row.d !== deviceId) continue;
@@ -471,6 +490,17 @@ export class DiskTier {
         each(row);
       }
     }
+  }
+
+  /** Counts the unreadable row at byte `start` of segment `n`, unless it was counted already. */
+  #unreadable(n: number, start: number): void {
+    let at = this.#unreadableAt.get(n);
+    if (at?.has(start)) return;
+    if (this.#unreadableKept >= DISK_UNREADABLE_ROWS_KEPT) return;
+    if (at === undefined) this.#unreadableAt.set(n, at = new Set());
+    at.add(start);
+    this.#unreadableKept++;
+    this.#rowsUnreadable++;
   }
 
   async #lastTime(n: number): Promise<number | null> {

@@ -450,6 +450,12 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
       "counter",
       "History questions the disk tier failed part-way (answered incomplete: disk_unreadable).",
     ).sample("runtime_history_disk_read_errors_total", history.disk.readErrors);
+    w.family(
+      "runtime_history_disk_rows_unreadable_total",
+      "counter",
+      "Disk tier rows found unreadable (torn, damaged), each counted once however often it is " +
+        "read (at most DISK_UNREADABLE_ROWS_KEPT in the files kept at a time).",
+    ).sample("runtime_history_disk_rows_unreadable_total", history.disk.rowsUnreadable);
   }
   const incidents = services.incidents?.status();
   if (incidents !== undefined) {

@@ -271,3 +271,55 @@ Deno.test("A history question waits for the buckets still queued for the disk: t
     await rig.rt.stop();
   }
 });
+
+Deno.test("The disk tier counts an unreadable row once however often it is read: runtime_history_disk_rows_unreadable_total", async () => {
+  const dataDir = tempDir("history-unreadable-");
+  const inventoryFile = await probeFile(dataDir);
+  const clock = new TestClock();
+  clock.wallMs = T0;
+  let rig = await startRig({ history: HISTORY, dataDir, clock, inventoryFile });
+  try {
+    for (let i = 1; i <= 5; i++) {
+      await rig.poll(T0 + i * 1000, probeValues(i, i));
+      await rig.poll(T0 + i * 1000 + 500, probeValues(i + 0.5, i));
+    }
+  } finally {
+    await rig.rt.stop();
+  }
+  // The row of bucket 3 damaged (an edited file): its start and the device's marker are intact.
+  const [file] = await historyFiles(dataDir);
+  const path = `${dataDir}/history/${file}`;
+  const lines = (await Deno.readTextFile(path)).split("\n");
+  const k = lines.findIndex((l) => l.startsWith(`{"t":${T0 + 3000},`));
+  assert.ok(k >= 0, "bucket 3 was written");
+  lines[k] = lines[k]!.slice(0, -7);
+  await Deno.writeTextFile(path, lines.join("\n"));
+
+  clock.wallMs = T0 + 100_000;
+  rig = await startRig({ history: HISTORY, dataDir, clock, inventoryFile });
+  try {
+    const unreadable = async () => {
+      const metrics = await (await rig.get("/metrics")).text();
+      const health = await rig.json("/v0/providers/health");
+      return [
+        /^runtime_history_disk_rows_unreadable_total (\d+)$/m.exec(metrics)?.[1],
+        health.history_disk.rows_unreadable_total,
+      ];
+    };
+    assert.deepEqual(await unreadable(), ["0", 0], "not read yet");
+    for (let q = 1; q <= 3; q++) {
+      const answer = await rig.json(
+        `/v0/history/p0/probe?signal_id=temp&since_ms=${T0}&until_ms=${T0 + 99_999}`,
+      );
+      assert.deepEqual(answer.signals[0].points.map((p: { t_ms: number }) => p.t_ms), [
+        T0 + 1000,
+        T0 + 2000,
+        T0 + 4000,
+        T0 + 5000,
+      ]);
+      assert.deepEqual(await unreadable(), ["1", 1], `question ${q}: one row, counted once`);
+    }
+  } finally {
+    await rig.rt.stop();
+  }
+});

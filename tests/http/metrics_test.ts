@@ -83,6 +83,7 @@ const FAMILIES: Record<string, Family["type"]> = {
   runtime_history_disk_rows_dropped_total: "counter",
   runtime_history_disk_write_errors_total: "counter",
   runtime_history_disk_read_errors_total: "counter",
+  runtime_history_disk_rows_unreadable_total: "counter",
   runtime_incidents: "gauge",
   runtime_incidents_bytes: "gauge",
   runtime_incidents_dropped_total: "counter",
