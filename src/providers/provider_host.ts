@@ -16,7 +16,7 @@ import {
   type Logger,
   namedList,
   type ProviderSupervisionView,
-  providerText,
+  quoteProviderText,
   RuntimeError,
   type SpawnFn,
   tellEach,
@@ -44,7 +44,7 @@ import {
  * declared unresponsive and restarted. One slow call never counts: only liveness probes do.
  */
 export const LIVENESS_FAILURE_LIMIT = 2;
-/** Device ids the `up:` line names (each cut as providerText); the rest are counted. */
+/** Device ids the `up:` line names (each cut and quoted as quoteProviderText); the rest are counted. */
 export const MAX_LOGGED_DEVICE_IDS = 20;
 
 export interface ProviderHostDeps {
@@ -485,7 +485,7 @@ export class ProviderHost {
         }`,
       );
     } else {
-      const ids = devices.map((d) => providerText(d.device.deviceId));
+      const ids = devices.map((d) => quoteProviderText(d.device.deviceId));
       this.#log.info(`up: ${devices.length} device(s): ${namedList(ids, MAX_LOGGED_DEVICE_IDS)}`);
     }
     // Listeners are told once the provider counts as up (one reading it sees it up), and before

@@ -381,8 +381,8 @@ export class ProviderSession {
       metadata: { ...(hello.metadata ?? {}) },
     };
     this.#deps.log.info(
-      `hello: ${providerText(this.hello.providerName)} ${
-        providerText(this.hello.providerVersion)
+      `hello: ${quote(this.hello.providerName)} ${
+        quote(this.hello.providerVersion)
       } (pid ${this.pid})`,
     );
     if (this.hello.metadata["supports_wait_ready"] === "true") {

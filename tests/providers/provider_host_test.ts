@@ -698,8 +698,30 @@ Deno.test("ProviderHost tells inventory listeners whether a restart's discovery 
     await restart(3); // that one again
     assert.deepEqual(seen, [[["x"], false], [["x", "y"], true], [["x", "y"], false]]);
     // Up with devices is said at INFO with their ids (without any: a WARN, not ready).
-    assert.ok(fx.lines.some((l) => /^INFO .*up: 1 device\(s\): d0$/.test(l)), fx.lines.join("\n"));
+    assert.ok(
+      fx.lines.some((l) => /^INFO .*up: 1 device\(s\): "d0"$/.test(l)),
+      fx.lines.join("\n"),
+    );
   }, { restart: { backoffMs: [0, 0, 0], maxAttempts: 10 } });
+});
+
+Deno.test("ProviderHost's start-up lines quote a device id and a Hello name holding a quote and a line break, cut to PROVIDER_TEXT_CHARS", async () => {
+  const forged = 'd"0\nERROR forged';
+  const long = "L".repeat(10_000);
+  const devices = {
+    [forged]: { signals: [{ id: "x", type: T.DOUBLE }] },
+    [long]: { signals: [{ id: "x", type: T.DOUBLE }] },
+  };
+  await withFixture({ hello: { name: 'sim"\nERROR forged', version: "1" }, devices }, (fx) => {
+    const hello = fx.lines.find((l) => l.includes("hello: "))!;
+    assert.match(hello, /hello: "sim\\"\\nERROR forged" "1" \(pid \d+\)$/);
+    const up = fx.lines.find((l) => l.includes("up: 2 device(s)"))!;
+    assert.ok(
+      up.endsWith(`up: 2 device(s): "d\\"0\\nERROR forged", "${"L".repeat(80)}\u2026"`),
+      up.slice(0, 300),
+    );
+    return Promise.resolve();
+  });
 });
 
 Deno.test("ProviderHost shows the stderr lines of a provider that is still starting", async () => {
@@ -871,9 +893,9 @@ Deno.test("ProviderHost's start-up lines quote what a provider says cut to a bou
   await withFixture({ hello: { name: long, version: long }, devices }, (fx) => {
     const hello = fx.lines.find((l) => l.includes("hello: "))!;
     assert.ok(hello.length < 400, `the hello line is ${hello.length} characters`);
-    assert.match(hello, /hello: n{80}\u2026 n{80}\u2026 \(pid \d+\)$/);
+    assert.match(hello, /hello: "n{80}\u2026" "n{80}\u2026" \(pid \d+\)$/);
     const up = fx.lines.find((l) => l.includes("up: 30 device(s)"))!;
-    assert.match(up, /up: 30 device\(s\): dev0, dev1, .*, dev19 and 10 more$/);
+    assert.match(up, /up: 30 device\(s\): "dev0", "dev1", .*, "dev19" and 10 more$/);
     return Promise.resolve();
   });
 });
