@@ -41,6 +41,7 @@ import {
   type Logger,
   namedList,
   neverThrowing,
+  quoteProviderTextWithin,
   raceTimeout,
   readClockTwice,
   type RuntimeError,
@@ -305,6 +306,19 @@ export const NO_SAFE_STATE_WARNING =
  * GET /v0/runtime/status shows (`estop.plan.uncovered`, `estop.unverified_devices`).
  */
 export const MAX_NAMED_IN_WARNING = 20;
+
+/**
+ * Longest device handle, function or argument name (the provider's text, when the plan comes from
+ * the inventory) a log line of the e-stop quotes; longer is cut, marked with an ellipsis.
+ */
+export const ESTOP_QUOTED_NAME_CHARS = 128;
+/** Longest error of a safe-state call (it carries the provider's message) its log line quotes. */
+export const ESTOP_QUOTED_ERROR_CHARS = 300;
+
+/** A name in an e-stop log line: cut to ESTOP_QUOTED_NAME_CHARS and JSON-quoted. */
+function quoteName(name: string): string {
+  return quoteProviderTextWithin(name, ESTOP_QUOTED_NAME_CHARS);
+}
 
 /** Warning returned whenever a rung other than "none" leaves actuating functions untouched. */
 export function uncoveredWarning(
@@ -613,8 +627,9 @@ export class Estop implements EstopService {
     );
     for (const c of view.calls) {
       this.#log.info(
-        `e-stop plan call: ${c.device_handle} ${c.function}(${
-          Object.entries(c.args).map(([k, v]) => `${k}=${toJsonText(scalarOf(v))}`).join(", ")
+        `e-stop plan call: ${quoteName(c.device_handle)} ${quoteName(c.function)}(${
+          Object.entries(c.args).map(([k, v]) => `${quoteName(k)}=${toJsonText(scalarOf(v))}`)
+            .join(", ")
         })`,
       );
     }
@@ -1264,7 +1279,8 @@ export class Estop implements EstopService {
       action.success = false;
       action.error = `${e.code}: ${e.message}`;
       this.#stopLog.error(
-        `safe-state call ${action.device_handle} ${action.function} failed: ${action.error}`,
+        `safe-state call ${quoteName(action.device_handle)} ${quoteName(action.function)} ` +
+          `failed: ${quoteProviderTextWithin(action.error, ESTOP_QUOTED_ERROR_CHARS)}`,
       );
     }
   }

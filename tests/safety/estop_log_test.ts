@@ -51,7 +51,7 @@ Deno.test("Estop logs its plan at start-up: every call, the untouched functions,
   try {
     assert.deepEqual(at(lines, "info"), [
       "e-stop plan (start-up): rung 'hooks', 1 call(s), 1 actuating function(s) untouched",
-      "e-stop plan call: plant/plant0 set_fan(duty=0)",
+      'e-stop plan call: "plant/plant0" "set_fan"("duty"=0)',
     ]);
     assert.deepEqual(at(lines, "warn"), [
       "The 'hooks' rung leaves 1 actuating function(s) untouched: " +
