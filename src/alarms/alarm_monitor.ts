@@ -323,8 +323,14 @@ export class AlarmMonitor {
     return this.#record(transition, nowWall);
   }
 
+  /**
+   * Records a transition, dated no earlier than the one before it (the latest time this alarm
+   * recorded is #sinceWall): a step back of the wall clock (NTP) must not date an ack or a clear
+   * before the raise it follows.
+   */
   #record(transition: AlarmTransition, nowWall: number): AlarmTransitionRecord {
-    this.#sinceWall = nowWall;
+    const at = this.#sinceWall === null ? nowWall : Math.max(nowWall, this.#sinceWall);
+    this.#sinceWall = at;
     const record: AlarmTransitionRecord = {
       transition,
       state: this.state,
@@ -333,7 +339,7 @@ export class AlarmMonitor {
       limit: this.#limit,
       value: this.#lastValue,
       quality: this.#lastQuality,
-      at_epoch_ms: nowWall,
+      at_epoch_ms: at,
     };
     this.#transitions.push(record);
     if (this.#transitions.length > MAX_ALARM_TRANSITIONS) this.#transitions.shift();

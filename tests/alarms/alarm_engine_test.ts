@@ -1496,6 +1496,43 @@ alarms:
   }
 });
 
+Deno.test("AlarmEngine dates an alarm's transitions no earlier than the one before it when the wall clock steps back (NTP)", async () => {
+  const s = await setup(`
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80, hysteresis: 0 }
+`);
+  try {
+    const w0 = s.fx.clock.wallMs;
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(85)]);
+    // NTP steps the wall clock back an hour 1 s after the raise.
+    s.fx.clock.mono = 2_000;
+    s.fx.clock.wallMs = w0 + 1_000 - 3_600_000;
+    s.engine.ack("hot");
+    assert.equal(s.engine.alarm("hot").since_epoch_ms, w0, "acknowledged no earlier than raised");
+    s.fx.clock.mono = 3_000;
+    s.fx.clock.wallMs += 1_000;
+    await s.read([temp(70)]);
+    s.fx.clock.mono = 4_000;
+    s.fx.clock.wallMs = w0 + 5_000; // past the raise again
+    await s.read([temp(90)]);
+    const view = s.engine.alarm("hot");
+    assert.deepEqual(
+      view.transitions.map((t) => [t.transition, t.at_epoch_ms - w0]),
+      [["raise", 0], ["ack", 0], ["clear", 0], ["raise", 5_000]],
+      "never earlier than the transition before it; the clock's own time once it is later",
+    );
+    assert.equal(view.since_epoch_ms, w0 + 5_000);
+    assert.deepEqual(
+      alarmEvents(s.events).map((e) => [e.transition, e.timestamp_ms - w0]),
+      [["raise", 0], ["ack", 0], ["clear", 0], ["raise", 5_000]],
+      "the events carry the same times",
+    );
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine records an input gone stale by age as STALE, as GET /v0/state reads it, not the OK it was stored with", async () => {
   const s = await setup(`
 alarms:

@@ -191,7 +191,7 @@ Deno.test("AlarmMonitor ack: active -> active_acked once; anything else not acti
   assert.equal(notActive.code, "FAILED_PRECONDITION");
   assert.equal(notActive.message, "Alarm t1 is normal: only an active alarm is acknowledged");
   f.value(81);
-  const t = f.m.ack(WALL0 + 5);
+  const t = f.m.ack(WALL0 + 105);
   assert.deepEqual(t, {
     transition: "ack",
     state: "active_acked",
@@ -200,10 +200,10 @@ Deno.test("AlarmMonitor ack: active -> active_acked once; anything else not acti
     limit: 80,
     value: d(81),
     quality: "OK",
-    at_epoch_ms: WALL0 + 5,
+    at_epoch_ms: WALL0 + 105,
   });
-  assert.equal(f.m.ack(WALL0 + 6), null, "acknowledging again changes nothing");
-  assert.equal(f.m.sinceEpochMs, WALL0 + 5);
+  assert.equal(f.m.ack(WALL0 + 106), null, "acknowledging again changes nothing");
+  assert.equal(f.m.sinceEpochMs, WALL0 + 105);
   assert.equal(f.value(70), "clear");
   assert.equal(f.m.state, "normal");
 });
