@@ -488,6 +488,44 @@ export class History {
   }
 
   /**
+   * The full-rate samples of one signal at the device's kept polls from `fromSeq` on, whatever
+   * their times (incidents), in poll order; `each` gets a reused cursor.
+   */
+  eachSampleFrom(
+    providerId: string,
+    deviceId: string,
+    signalId: string,
+    fromSeq: number,
+    each: (s: RingSample) => void,
+  ): ValueType | null {
+    const e = this.#devices.get(providerId)?.get(deviceId);
+    const sig = e?.ring.signals.get(signalId);
+    if (e === undefined || sig === undefined) return null;
+    e.ring.samples(sig, fromSeq, Infinity, (s) => {
+      each(s);
+      return true;
+    });
+    return sig.type;
+  }
+
+  /**
+   * The device's kept polls in the `spanMs` before poll `untilSeq` by the time that passed, and
+   * their dates (DeviceRing.datesBefore); none for a device the ring does not hold.
+   */
+  datesBefore(
+    providerId: string,
+    deviceId: string,
+    untilSeq: number,
+    atMs: number,
+    spanMs: number,
+  ): { fromSeq: number; dates: number[] } {
+    const ring = this.#devices.get(providerId)?.get(deviceId)?.ring;
+    return ring === undefined
+      ? { fromSeq: untilSeq, dates: [] }
+      : ring.datesBefore(untilSeq, atMs, spanMs);
+  }
+
+  /**
    * The sequence number of the device's first kept poll at or after `ms` (among those since the
    * wall clock last stepped back), else the number its next poll gets (nextPollSeq).
    */

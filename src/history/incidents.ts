@@ -33,6 +33,7 @@ import type { DeviceConditionChange, DeviceOutages } from "../state/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
 import { typedValueScalar } from "./buckets.ts";
 import { type History, qualityName } from "./history.ts";
+import type { RingSample } from "./ring.ts";
 
 /** Triggers this close to a pending incident join it instead of starting another. */
 export const MERGE_WINDOW_MS = 1000;
@@ -601,7 +602,10 @@ export class IncidentRecorder {
     }
     let from = Math.max(at - this.#o.config.incidentBeforeS * 1000, held);
     let until = Math.max(at, Math.min(at + this.#o.config.incidentAfterS * 1000, seen)) + ahead;
+    // The window read by poll order (below); not a window older than the ring (by time then).
+    let byPolls = true;
     if (until < from) {
+      byPolls = false;
       this.#o.log.warn(
         `incident ${p.id}: its window (${this.#o.config.incidentBeforeS} s before ` +
           `${p.lead.trigger} at ${
@@ -622,20 +626,32 @@ export class IncidentRecorder {
       // The polls after the trigger are the window's whatever their times: a step back of the
       // wall clock since the trigger stamps them before it (by as much as the step).
       const afterSeq = p.afterSeq.get(`${providerId}/${deviceId}`) ?? Infinity;
+      // The polls before the trigger are those of the time before it that passed, whatever their
+      // times: a step back of the wall clock within it stamps the polls before the step ahead of
+      // the trigger (DeviceRing.datesBefore), and dated by that.
+      const before = byPolls && afterSeq !== Infinity
+        ? history.datesBefore(providerId, deviceId, afterSeq, at, at - from)
+        : null;
       for (const signalId of history.signalIds(providerId, deviceId)) {
         const rows: [number, number | bigint | string | null, string][] = [];
         // Times in poll order never fall: a poll after a step back is dated no earlier than the
         // one before it (as a run's events are).
         let last = -Infinity;
-        const type = history.eachSample(providerId, deviceId, signalId, from, until, (s) => {
+        const row = (s: RingSample) => {
           const v = !s.hasValue ? null : s.ref !== null ? typedValueScalar(s.ref) : s.num;
-          last = Math.max(last, s.timeMs);
+          const date = before !== null && s.seq < afterSeq
+            ? before.dates[s.seq - before.fromSeq]!
+            : s.timeMs;
+          last = Math.max(last, date);
           rows.push([
             last,
             typeof v === "number" && !Number.isFinite(v) ? null : v,
             qualityName(s.quality),
           ]);
-        }, afterSeq);
+        };
+        const type = before !== null
+          ? history.eachSampleFrom(providerId, deviceId, signalId, before.fromSeq, row)
+          : history.eachSample(providerId, deviceId, signalId, from, until, row, afterSeq);
         latest = Math.max(latest, last);
         const line = {
           provider_id: providerId,

@@ -90,6 +90,8 @@ export interface RingSample {
   ref: TypedValue | null;
   /** False for a sample without a value (the signal never had one). */
   hasValue: boolean;
+  /** Sequence number of the poll (DeviceRing.nextSeq). */
+  seq: number;
 }
 
 /** The value of a typed value as a double when that is exact; null when it is not. */
@@ -468,6 +470,37 @@ export class DeviceRing {
   }
 
   /**
+   * The kept polls taken in the `spanMs` before poll `untilSeq` (an incident's trigger at `atMs`:
+   * its polls before it) by the time that passed, not by their wall times, and their dates: the
+   * first one's sequence number, and each one's date from it on (`dates[seq - fromSeq]`). Walking
+   * back from the last poll before `untilSeq` (dated no later than `atMs`), a poll is dated as much
+   * before the one after it as their times say; across a step back of the wall clock (a poll's
+   * time after the next one's) the gap is unknown and counted as none, so the polls before the
+   * step are taken as far back as the rest of the span reaches. The dates never fall in poll order
+   * and are the polls' own times when the clock did not step back.
+   */
+  datesBefore(
+    untilSeq: number,
+    atMs: number,
+    spanMs: number,
+  ): { fromSeq: number; dates: number[] } {
+    const last = Math.min(untilSeq, this.nextSeq) - 1;
+    const sinceMs = atMs - spanMs;
+    const dates: number[] = [];
+    let fromSeq = last + 1;
+    let date = last < this.#firstSeq ? -Infinity : Math.min(this.timeOf(last), atMs);
+    for (let seq = last; seq >= this.#firstSeq && date >= sinceMs; seq--) {
+      dates.push(date);
+      fromSeq = seq;
+      if (seq === this.#firstSeq) break;
+      const t = this.timeOf(seq - 1);
+      const next = this.timeOf(seq);
+      if (t <= next) date -= next - t;
+    }
+    return { fromSeq: Math.max(fromSeq, this.#firstSeq), dates: dates.reverse() };
+  }
+
+  /**
    * Calls `each` for every sample of `signal` at a kept poll whose time is in [sinceMs, untilMs],
    * in poll order (the cursor is reused between calls). While polls from before a step back of
    * the wall clock are kept (their times lie ahead of the later polls'), every kept poll is
@@ -533,6 +566,7 @@ export class DeviceRing {
       if (seq < anyTimeFromSeq && (t > untilMs || t < sinceMs)) continue;
       signal.read(i, out);
       out.timeMs = t;
+      out.seq = seq;
       if (!each(out)) return;
     }
   }
@@ -540,7 +574,15 @@ export class DeviceRing {
 
 /** A sample to read ring entries into (one per walk, reused for every entry). */
 function blankSample(): RingSample {
-  return { timeMs: 0, quality: 0, num: NaN, numType: "double", ref: null, hasValue: false };
+  return {
+    timeMs: 0,
+    quality: 0,
+    num: NaN,
+    numType: "double",
+    ref: null,
+    hasValue: false,
+    seq: 0,
+  };
 }
 
 /** The value of a ring sample as a typed value of the type it was polled as (null: none). */
@@ -646,6 +688,7 @@ export class ChangeWalk {
     }
     const out = this.#out;
     out.timeMs = ring.timeOf(min);
+    out.seq = min;
     for (const sig of this.#signals) {
       const i = sig.indexAt(min);
       if (i < 0 || sig.seqAt(i) !== min) continue;

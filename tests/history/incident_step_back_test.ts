@@ -158,3 +158,52 @@ Deno.test("an incident whose window a small wall clock step back cuts through ho
     }
   });
 });
+
+Deno.test("an incident whose window before its trigger a wall clock step back cuts through keeps the polls taken before the step, by the time that passed, its times never falling", async () => {
+  const { clock, poll, incidents, estop, session } = incidentRig({
+    config: { incidentBeforeS: 1, incidentAfterS: 1 },
+  });
+  await session(async () => {
+    // Polls at 100 ms; NTP steps the wall clock back an hour 0.5 s before the e-stop: the polls
+    // before the step are stamped an hour ahead of the trigger, though taken before it.
+    let v = 0;
+    for (let i = 0; i < 15; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    clock.stepWall(-3_600_000);
+    for (let i = 0; i < 5; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    estop();
+    for (let i = 0; i < 10; i++) {
+      poll("p0", "d0", v++);
+      clock.advance(100);
+    }
+    clock.advance(1_000);
+    await incidents.settled();
+    const [header] = incidents.list();
+    assert.ok(header !== undefined, "the incident is recorded");
+    const record = await incidents.get(header.incident_id);
+    const samples = record.signals.flatMap((s) => s.samples);
+    // The step is taken as no time: the 0.5 s before it reach back to poll 9 (the 6 polls from
+    // 0.5 s before the step to the step), then the 5 after it and the 10 after the trigger.
+    assert.deepEqual(
+      samples.map((x) => x[1]),
+      [...Array(21).keys()].map((i) => i + 9),
+      JSON.stringify(samples),
+    );
+    const times = samples.map((x) => x[0] as number);
+    for (let i = 1; i < times.length; i++) {
+      assert.ok(times[i]! >= times[i - 1]!, `sample times fall: ${JSON.stringify(times)}`);
+    }
+    const { at_epoch_ms: at, from_epoch_ms: from, until_epoch_ms: until } = record.incident;
+    assert.equal(from, at - 1_000);
+    assert.ok(
+      times.every((t) => t >= from && t <= until),
+      `samples outside ${from}..${until}: ${JSON.stringify(times)}`,
+    );
+    assert.ok(times.slice(0, 11).every((t) => t <= at), "the polls before the trigger before it");
+  });
+});
