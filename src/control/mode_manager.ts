@@ -36,6 +36,7 @@ import {
   failedPrecondition,
   type Logger,
   neverThrowing,
+  providerTextWithin,
   quoteProviderTextWithin,
   raceTimeout,
   readClockTwice,
@@ -89,7 +90,19 @@ export interface TransitionReport {
    * (`AUTO->FAULT`: FAULT forced on entering AUTO); its after-hooks were skipped. Absent otherwise.
    */
   readonly superseded_by?: string;
+  /**
+   * With `superseded_by`: why the listener committed that change, the reason it forced FAULT with
+   * (`device-loss latch: ... is down (...)`), cut to SUPERSEDED_REASON_CHARS (it may quote a
+   * provider). Absent when that change gave none.
+   */
+  readonly superseded_reason?: string;
 }
+
+/**
+ * Longest `superseded_reason` a transition's answer carries: the reason FAULT was forced with may
+ * quote a provider's text (a device's loss), which must not make an answer of any length.
+ */
+export const SUPERSEDED_REASON_CHARS = 300;
 
 /**
  * How long a FAULT request made while FAULT is in force (an e-stop's, say) waits for the hooks of
@@ -400,6 +413,8 @@ export class ModeManager implements ModeService {
   readonly #listeners = new Set<ModeChangeListener>();
   /** Commits so far (#commit): a listener's commit supersedes the one whose listeners it is in. */
   #commits = 0;
+  /** The reason the last commit was made with (FAULT forced: enterFault's), else null. */
+  #commitReason: string | null = null;
   readonly #armChecks: Array<{ check: ArmCheck; name: string }> = [];
   /** Which arm check refused, by the error it threw (audit `refused_by`). */
   readonly #armRefusals = new WeakMap<object, string>();
@@ -654,6 +669,7 @@ export class ModeManager implements ModeService {
     this.#commit(
       from,
       "FAULT",
+      reason,
       audit && (() =>
         audit.record({
           action: "mode",
@@ -924,6 +940,7 @@ export class ModeManager implements ModeService {
       const supersededBy = this.#commit(
         from,
         target,
+        null,
         onCommit && (() => onCommit(before.failures.length)),
       );
       // A listener committed another mode at once (FAULT forced on entering AUTO): the machine
@@ -938,10 +955,14 @@ export class ModeManager implements ModeService {
               `(${skipped} call(s) not made)`,
           );
         }
+        const why = this.#commitReason;
         return {
           mode: this.#mode,
           hook_failures: [...before.failures],
           superseded_by: supersededBy,
+          ...(why === null ? {} : {
+            superseded_reason: providerTextWithin(why, SUPERSEDED_REASON_CHARS).toWellFormed(),
+          }),
         };
       }
       const after = await this.#runHooks(hooks, "after", from, target);
@@ -1248,11 +1269,18 @@ export class ModeManager implements ModeService {
    * is set, before anything else: what the change causes comes after it on the audit trail. A
    * listener that commits another mode supersedes this change: the listeners after it are told
    * only that one (every listener hears a change only while it is the mode in force). Returns
-   * the change that superseded this one that way (`AUTO->FAULT`), else null.
+   * the change that superseded this one that way (`AUTO->FAULT`), else null; `reason` (why FAULT
+   * was forced) is kept as #commitReason, the last commit's, for the superseded one's answer.
    */
-  #commit(previous: RuntimeMode, next: RuntimeMode, committed?: () => void): string | null {
+  #commit(
+    previous: RuntimeMode,
+    next: RuntimeMode,
+    reason: string | null,
+    committed?: () => void,
+  ): string | null {
     this.#mode = next;
     const commit = ++this.#commits;
+    this.#commitReason = reason;
     if (next === "FAULT" && previous !== "FAULT") this.#faultEntries++;
     try {
       committed?.();

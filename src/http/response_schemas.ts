@@ -7,7 +7,7 @@
  */
 import { VALUE_TYPES } from "../common/mod.ts";
 import { RUNTIME_MODES } from "../config/mod.ts";
-import { AUDIT_ACTIONS, AUDIT_ORIGIN_KINDS } from "../control/mod.ts";
+import { AUDIT_ACTIONS, AUDIT_ORIGIN_KINDS, SUPERSEDED_REASON_CHARS } from "../control/mod.ts";
 import { HISTORY_INCOMPLETE, HISTORY_QUERY_DISK_WAIT_MS } from "../history/mod.ts";
 import { CLIENT_CLOSE_REASONS } from "../runs/mod.ts";
 import type { JsonSchema } from "./request_schemas.ts";
@@ -774,6 +774,12 @@ export function responseComponents(): Record<string, JsonSchema> {
           "committed: the change it committed, `AUTO->FAULT` (FAULT forced on entering AUTO); " +
           "mode is then that change's, and the transition's after_transition hooks were skipped " +
           "(project addition).",
+      ),
+      superseded_reason: note(
+        str,
+        "With superseded_by, when that change gave one: why the listener committed it, the " +
+          "reason FAULT was forced with (`device-loss latch: sim/motor is down (...)`), cut to " +
+          `${SUPERSEDED_REASON_CHARS} characters with an ellipsis (project addition).`,
       ),
     }),
     EstopResponse: ok(["latched", "software_safe_state", "actions"], {

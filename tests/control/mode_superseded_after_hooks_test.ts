@@ -96,7 +96,12 @@ Deno.test("ModeManager skips the after_transition hooks of MANUAL->AUTO a listen
   assert.equal(await forced, true);
   assert.equal(modes.current(), "FAULT");
   // Nothing of MANUAL -> AUTO's after-hook reached the router, so nothing failed.
-  assert.deepEqual(report, { mode: "FAULT", hook_failures: [], superseded_by: "AUTO->FAULT" });
+  assert.deepEqual(report, {
+    mode: "FAULT",
+    hook_failures: [],
+    superseded_by: "AUTO->FAULT",
+    superseded_reason: "unsafe on entering AUTO",
+  });
   assert.deepEqual(hookFailureEvents, []);
   // True order: the change, the change that superseded it, the FAULT hook's stop action.
   assert.deepEqual(trail, [

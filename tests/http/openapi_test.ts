@@ -268,6 +268,7 @@ Deno.test("the answer check refuses a member the document does not describe, at 
         hook_failures: [],
         hooks_pending: true,
         superseded_by: "AUTO->FAULT",
+        superseded_reason: "device-loss latch: sim/motor is down (gone)",
       }),
     };
     assert.equal(apiAnswerProblem(mode), "");

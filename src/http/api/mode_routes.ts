@@ -71,5 +71,8 @@ async function setMode(
     hook_failures: report.hook_failures,
     ...(report.hooks_pending ? { hooks_pending: true } : {}),
     ...(report.superseded_by === undefined ? {} : { superseded_by: report.superseded_by }),
+    ...(report.superseded_reason === undefined
+      ? {}
+      : { superseded_reason: report.superseded_reason }),
   });
 }
