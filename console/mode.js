@@ -77,13 +77,14 @@ export class ModeSwitch {
       const r = await this.api.post("/v0/mode", { mode: target });
       const failures = r.hook_failures ?? [];
       const superseded = typeof r.superseded_by === "string" ? r.superseded_by : null;
+      const why = typeof r.superseded_reason === "string" ? `: ${r.superseded_reason}` : "";
       this.resultFor = r.mode;
       this.supersededTarget = superseded === null ? null : target;
       setResult(
         out,
         failures.length || superseded !== null ? "warn" : "ok",
         `Mode ${r.mode}` +
-          (superseded === null ? "" : `: ${target} asked; superseded by ${superseded}`) +
+          (superseded === null ? "" : `: ${target} asked; superseded by ${superseded}${why}`) +
           (failures.length
             ? `; ${failures.length} hook call(s) failed: ${
               failures.map((f) => `${f.device_handle} ${f.function}: ${f.error}`).join("; ")

@@ -1,7 +1,7 @@
 /**
  * The console's mode switch says why the machine is in FAULT when a mode listener superseded the
  * transition the operator asked for (FAULT forced on entering AUTO): the `POST /v0/mode` answer's
- * `superseded_by` is shown on the line under the buttons, as a warning. The two `mode_change`
+ * `superseded_by` and `superseded_reason` are shown on the line under the buttons, as a warning. The two `mode_change`
  * events (into AUTO, then into FAULT) may reach the page before the answer or after it; either
  * way the line stays: the event into AUTO is no move on from it.
  *
@@ -23,7 +23,8 @@ import { startServing } from "../helpers/kernel.ts";
 import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
 import { holdStreamScript } from "./_hold_stream.ts";
 
-const LINE = "Mode FAULT: AUTO asked; superseded by AUTO->FAULT";
+const REASON = "unsafe on entering AUTO";
+const LINE = `Mode FAULT: AUTO asked; superseded by AUTO->FAULT: ${REASON}`;
 
 /** The page's global object inside page.evaluate (no DOM library in Deno's type checker). */
 // deno-lint-ignore no-explicit-any
@@ -36,7 +37,7 @@ async function switchTo(page: Page, mode: string, result: RegExp): Promise<void>
 
 Deno.test({
   name:
-    "Operator console: AUTO asked and superseded by a listener's FAULT shows 'Mode FAULT: AUTO asked; superseded by AUTO->FAULT', whether the mode events come before the answer or after it",
+    "Operator console: AUTO asked and superseded by a listener's FAULT shows 'Mode FAULT: AUTO asked; superseded by AUTO->FAULT: <reason>', whether the mode events come before the answer or after it",
   ignore: chromiumMissing(),
   fn: async () => {
     const dir = await TreeDir.create();
@@ -53,7 +54,7 @@ Deno.test({
 
       const forced: Promise<boolean>[] = [];
       rt.modes.onModeChange(({ current }) => {
-        if (current === "AUTO") forced.push(rt.modes.forceFault("unsafe on entering AUTO"));
+        if (current === "AUTO") forced.push(rt.modes.forceFault(REASON));
       });
 
       // The events first: the answer waits until the header says FAULT.
