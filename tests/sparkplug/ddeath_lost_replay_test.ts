@@ -65,7 +65,13 @@ for (const polls of [20, MAX_IN_FLIGHT + 200]) {
         await waitFor(
           `the ${held} held writes to fail`,
           () => node.counts.publishFailures === failuresBefore + held,
-        );
+        ).catch((err) => {
+          // What it saw, for a failure seen once under load (a fresh-clone CI, 2026-12-03).
+          throw new Error(
+            `${(err as Error).message}: ${node.counts.publishFailures - failuresBefore} failed, ` +
+              `${port.held} still held, ${port.unsettled} unsettled, connected ${node.connected}`,
+          );
+        });
         // From now on the node's writes wait for the host to be back (its writes of the
         // connection that went away have all failed: none of them is held).
         brokerRig.holdUntilHostBack();
