@@ -16,11 +16,15 @@ export function quoteProviderText(text: string): string {
 
 /**
  * Text a peer supplies (a provider's message or stderr line, a client's header) cut to `maxChars`
- * UTF-16 code units, the bound its caller names, and marked with an ellipsis when cut. Two
+ * UTF-16 code units, the bound its caller names, and marked with an ellipsis when cut. A cut never
+ * splits a surrogate pair (a character beyond U+FFFF): it is left out whole, one unit earlier. Two
  * arguments, apart from providerText, so that it is never handed to `map` by mistake.
  */
 export function providerTextWithin(text: string, maxChars: number): string {
-  return text.length > maxChars ? `${text.slice(0, maxChars)}\u2026` : text;
+  if (text.length <= maxChars) return text;
+  const last = text.charCodeAt(maxChars - 1);
+  const end = last >= 0xd800 && last <= 0xdbff ? maxChars - 1 : maxChars;
+  return `${text.slice(0, end)}\u2026`;
 }
 
 /**

@@ -961,7 +961,7 @@ export class ModeManager implements ModeService {
           hook_failures: [...before.failures],
           superseded_by: supersededBy,
           ...(why === null ? {} : {
-            superseded_reason: providerTextWithin(why, SUPERSEDED_REASON_CHARS).toWellFormed(),
+            superseded_reason: providerTextWithin(why, SUPERSEDED_REASON_CHARS),
           }),
         };
       }
