@@ -16,6 +16,7 @@
  */
 import {
   type Clock,
+  deviceHandle,
   errorMessage,
   type Logger,
   notFound,
@@ -533,7 +534,7 @@ export class IncidentRecorder {
   #noteAfterSeq(p: Pending, devices: DeviceParts[] | null, at: number, agoMs: number): void {
     const history = this.#o.history;
     for (const [providerId, deviceId] of devices ?? history.devices()) {
-      const key = `${providerId}/${deviceId}`;
+      const key = deviceHandle(providerId, deviceId);
       if (p.afterSeq.has(key)) continue;
       p.afterSeq.set(
         key,
@@ -625,7 +626,7 @@ export class IncidentRecorder {
     for (const [providerId, deviceId] of devices) {
       // The polls after the trigger are the window's whatever their times: a step back of the
       // wall clock since the trigger stamps them before it (by as much as the step).
-      const afterSeq = p.afterSeq.get(`${providerId}/${deviceId}`) ?? Infinity;
+      const afterSeq = p.afterSeq.get(deviceHandle(providerId, deviceId)) ?? Infinity;
       // The polls before the trigger are those of the time before it that passed, whatever their
       // times: a step back of the wall clock within it stamps the polls before the step ahead of
       // the trigger (DeviceRing.datesBefore), and dated by that.

@@ -314,7 +314,9 @@ export class ProviderRegistry {
     const effective: ProviderConfig[] = [];
     for (const p of next) {
       if (startedIds.has(p.id) || updatedIds.has(p.id)) effective.push(p);
-      else if (held.includes(p.id) || unchanged.includes(p.id) || retried.includes(p)) {
+      else if (
+        held.includes(p.id) || unchanged.includes(p.id) || retried.some((r) => r.id === p.id)
+      ) {
         effective.push(old.get(p.id)!);
       }
     }
