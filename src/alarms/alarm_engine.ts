@@ -215,6 +215,17 @@ interface InterlockEntry {
   unresolved: string[];
 }
 
+/**
+ * Dates an interlock's engage or release no earlier than its transition before it (the latest
+ * time it recorded is `sinceWall`), and records it there: a step back of the wall clock (NTP)
+ * must not date a release before the engage it follows, as AlarmMonitor dates an alarm's.
+ */
+function interlockTransitionAt(entry: InterlockEntry, wall: number): number {
+  const at = entry.sinceWall === null ? wall : Math.max(wall, entry.sinceWall);
+  entry.sinceWall = at;
+  return at;
+}
+
 /** What is evaluated after a poll of one device. */
 interface DeviceWatch {
   readonly alarms: AlarmEntry[];
@@ -325,7 +336,7 @@ export class AlarmEngine implements AlarmService {
       if (kept.has(id) || !entry.blocking || entry.sinceWall === null) continue;
       entry.blocking = false;
       this.#log.info(`interlock ${id} released: removed by a reload`);
-      this.#publishInterlock(entry, false, null, wall);
+      this.#publishInterlock(entry, false, null, interlockTransitionAt(entry, wall));
     }
     this.#rebind(this.#started);
     this.#armCarriedShelves();
@@ -711,7 +722,7 @@ export class AlarmEngine implements AlarmService {
     if (blocking === entry.blocking && entry.sinceWall !== null) return blocking;
     const first = entry.sinceWall === null;
     entry.blocking = blocking;
-    entry.sinceWall = wall;
+    const at = interlockTransitionAt(entry, wall);
     if (first && !blocking) return blocking; // starting released is no transition
     const config = entry.interlock.config;
     const reason = blocking ? entry.interlock.reason(mono) : null;
@@ -726,7 +737,7 @@ export class AlarmEngine implements AlarmService {
     } else {
       entry.log.write(mono, `interlock ${config.id} released`, (line) => this.#log.info(line));
     }
-    this.#publishInterlock(entry, blocking, reason, wall);
+    this.#publishInterlock(entry, blocking, reason, at);
     return blocking;
   }
 

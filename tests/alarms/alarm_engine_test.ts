@@ -1533,6 +1533,39 @@ alarms:
   }
 });
 
+Deno.test("AlarmEngine dates an interlock's engage and release no earlier than the one before it when the wall clock steps back (NTP)", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: il, block: [p0/probe/program], while: "p0/probe/temp > 80", message: m }
+`);
+  try {
+    const w0 = s.fx.clock.wallMs;
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(85)]);
+    // NTP steps the wall clock back 10 s, 100 ms after the engage.
+    s.fx.clock.mono = 1_100;
+    s.fx.clock.wallMs = w0 + 100 - 10_000;
+    await s.read([temp(70)]);
+    const [released] = s.engine.interlocks();
+    assert.equal(released!.blocking, false);
+    assert.equal(released!.since_epoch_ms, w0, "released no earlier than engaged");
+    s.fx.clock.mono = 1_200;
+    s.fx.clock.wallMs = w0 + 5_000; // past the engage again
+    await s.read([temp(90)]);
+    assert.equal(s.engine.interlocks()[0]!.since_epoch_ms, w0 + 5_000);
+    // Stepped back again, then removed by a reload while it blocks: its release is dated as well.
+    s.fx.clock.wallMs = w0 - 60_000;
+    s.reload("interlocks: []\n");
+    assert.deepEqual(
+      interlockEvents(s.events).map((e) => [e.blocking, e.timestamp_ms - w0]),
+      [[true, 0], [false, 0], [true, 5_000], [false, 5_000]],
+      "never earlier than the transition before it; the clock's own time once it is later",
+    );
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine records an input gone stale by age as STALE, as GET /v0/state reads it, not the OK it was stored with", async () => {
   const s = await setup(`
 alarms:
