@@ -412,9 +412,9 @@ interface OpenRun {
   reserveUsedUp: boolean;
   /** `notRecorded` as last saved to runs.jsonl (RUN_NOT_RECORDED_SAVE_MS). */
   savedNotRecorded: number;
-  /** When `savedNotRecorded` was saved (its record's `at_epoch_ms`). */
+  /** When `savedNotRecorded` was saved (its record's `at_epoch_ms`; #countAt, never falls). */
   savedNotRecordedAt: number;
-  /** When the last of its events left out was counted (the wall clock then). */
+  /** When the last of its events left out was counted (#countAt: the wall clock, never falling). */
   lastLossAt: number;
   /** The timer of the next save of `notRecorded`, or null. */
   saveTimer: TimerId | null;
@@ -1757,7 +1757,7 @@ export class RunRegistry {
   #countNotRecorded(open: OpenRun, n = 1): void {
     const before = open.notRecorded;
     open.notRecorded += n;
-    open.lastLossAt = this.#opts.clock.nowMs();
+    open.lastLossAt = this.#countAt(open);
     if (before === 0) {
       this.#saveNotRecorded(open);
     } else if (open.saveTimer === null && open === this.#open && !open.closing) {
@@ -1786,7 +1786,7 @@ export class RunRegistry {
     const count = open.notRecorded;
     const previous = open.savedNotRecorded;
     const previousAt = open.savedNotRecordedAt;
-    const at = this.#opts.clock.nowMs();
+    const at = this.#countAt(open);
     open.savedNotRecorded = count;
     open.savedNotRecordedAt = at;
     // A line for good while the rewrite that would drop it waits for closes: the next one later.
@@ -2726,6 +2726,16 @@ export class RunRegistry {
   }
 
   /**
+   * The time of a loss or a save of the open run's count of events left out: no earlier than its
+   * last loss or save (both start at its open), so the saves in runs.jsonl never fall when the wall
+   * clock steps back (NTP): the last one, which a start after a crash reads (lastActivity), is then
+   * the latest, and a rewrite copies a time no earlier than the save it drops.
+   */
+  #countAt(open: OpenRun): number {
+    return Math.max(this.#opts.clock.nowMs(), open.lastLossAt, open.savedNotRecordedAt);
+  }
+
+  /**
    * The recorded_at_epoch_ms of the open run's next event, the wall clock reading `now`: never
    * before the latest its events were given (OpenRun.recordedAt), which it becomes.
    */
@@ -2811,7 +2821,6 @@ export class RunRegistry {
   }
 }
 
-/** A `call` event's type: `device_handle function`. */
 /**
  * When a run its process left open (a crash) last showed life: the latest of its start, its last
  * recorded event's recording, the calls found in flight (made, or last repeated, before the end)
@@ -2833,7 +2842,7 @@ function lastActivity(
   // last event's is the latest. (A file an older version wrote across a wall clock stepped back
   // may hold a later one before it: that run ends at its last event's time all the same.)
   later(lastEvent?.recorded_at_epoch_ms);
-  later(countSavedAt);
+  later(countSavedAt); // the latest of its saves: their times never fall (#countAt)
   for (const call of interrupted) {
     later(call.first_time_epoch_ms);
     later(call.last_time_epoch_ms);
@@ -2880,6 +2889,7 @@ function parseBetweenRuns(rec: Body): SafetyBetweenRuns | null {
   return { count, estopTriggers: triggers, firstAt: first, lastAt: last };
 }
 
+/** A `call` event's type: `device_handle function`. */
 function callType(entry: RunCallEntry): string {
   return `${entry.device_handle ?? ""} ${entry.function ?? ""}`.trim();
 }

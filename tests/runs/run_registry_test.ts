@@ -1379,6 +1379,66 @@ Deno.test("RunRegistry: after a crash of a run past runs.max_run_bytes, the next
   });
 });
 
+Deno.test("RunRegistry dates each save of a run's count of events left out no earlier than the one before it when the wall clock steps back, so a crash's close ends no earlier than a save on disk", async () => {
+  await withDir(async (dir) => {
+    const maxRunBytes = 64 * 1024;
+    const clock = new ManualClock(0, T0);
+    const a = await harness(dir, { maxRunBytes }, clock);
+    const { run } = await a.registry.open({});
+    const call = (i: number) => ({
+      first_time_epoch_ms: T0 + i,
+      device_handle: "sim0/motorctl0",
+      function: "set_motor_duty",
+      args: { duty: { type: "double", double: i / 1000 } },
+      outcome: "accepted",
+      note: "x".repeat(200),
+    });
+    const saves = async () =>
+      (await Deno.readTextFile(`${dir}/runs.jsonl`)).split("\n").filter((l) =>
+        l.includes('"op":"not_recorded"')
+      ).map((l) => JSON.parse(l) as { count: number; at_epoch_ms: number });
+    for (let i = 0; i < 1000; i++) a.registry.recordCall(call(i));
+    const lastEvent = (await a.registry.listEvents(run.run_id, { limit: 1000 })).events.at(-1)!;
+    // Past the bound: the next losses are saved RUN_NOT_RECORDED_SAVE_MS (10 s) after the first.
+    a.registry.recordCall(call(1000));
+    clock.advance(10_000); // the wall clock with it: saved at T0 + 10 s
+    await waitFor("the second save", async () => (await saves()).length === 2);
+    // NTP steps the clock back an hour; more losses, saved 10 s later.
+    clock.stepWall(-3_600_000);
+    a.registry.recordCall(call(1001));
+    clock.advance(10_000);
+    await waitFor("the third save", async () => (await saves()).length === 3);
+    deepEqual(
+      (await saves()).map((r) => r.at_epoch_ms - T0),
+      [0, 10_000, 10_000],
+      "never earlier than the save before it, not the stepped-back clock's T0 + 20 s - 1 h",
+    );
+    // The process dies here: its files as they are now, nothing written at shutdown.
+    const crashed = `${dir}-crashed`;
+    await Deno.mkdir(`${crashed}/runs`, { recursive: true });
+    await Deno.copyFile(`${dir}/runs.jsonl`, `${crashed}/runs.jsonl`);
+    await Deno.copyFile(eventFile(dir, run.run_id), eventFile(crashed, run.run_id));
+    await a.registry.shutdown();
+
+    const b = await harness(crashed, {}, new ManualClock(0, T0 + 3_600_000));
+    try {
+      deepEqual(b.registry.startupReport().abandonedRunIds, [run.run_id]);
+      const closed = (await b.registry.listEvents(run.run_id, { limit: 1000 })).events.at(-1)!;
+      equal(closed.category, "run_closed");
+      equal(lastEvent.recorded_at_epoch_ms, T0, "its last event recorded before the saves");
+      equal(closed.payload.events_not_recorded_saved_at_epoch_ms, T0 + 10_000);
+      equal(
+        (await b.registry.get(run.run_id)).run.ended_at_epoch_ms,
+        T0 + 10_000,
+        "at its last known activity: the save at T0 + 10 s, not its last event's T0",
+      );
+    } finally {
+      await b.registry.shutdown();
+      await Deno.remove(crashed, { recursive: true });
+    }
+  });
+});
+
 Deno.test("RunRegistry alarm events carry the action, the message (a long one cut) and shelved_until_epoch_ms, so a shelve says how long", async () => {
   await withDir(async (dir) => {
     const { registry } = await harness(dir);
