@@ -176,10 +176,13 @@ export class IncidentRecorder {
   #unsubscribeOutages: (() => void) | null = null;
   /**
    * `provider/device` -> the wall time its reads began failing, told at that read (with
-   * `outages`): the time the ring stamped that read with, whatever the wall clock did since.
-   * Held only while the device is failing (bounded by the devices listed).
+   * `outages`): the time the ring stamped that read with, whatever the wall clock did since; and
+   * the sequence number of its first poll at or after that time, found then (a step back of the
+   * wall clock before its loss is found would hide that poll from a search by time: the time
+   * searches see only the polls since the last step back). Held only while the device is failing
+   * (bounded by the devices listed).
    */
-  readonly #failingAt = new Map<string, number>();
+  readonly #failingAt = new Map<string, { readonly wallMs: number; readonly seq: number }>();
   #dropped = 0;
   /** Records not written since one last was (a failing disk): its WARN said once per spell. */
   readonly #unwritten: SpellLog;
@@ -399,7 +402,12 @@ export class IncidentRecorder {
   #onCondition(c: DeviceConditionChange): void {
     const key = `${c.providerId}/${c.deviceId}`;
     if (c.condition.kind === "failing") {
-      if (c.previous === "up") this.#failingAt.set(key, c.atWallMs);
+      if (c.previous === "up") {
+        // Told before or after the ring records that read: its poll either way (none with a time
+        // at or after it but that read, the wall clock stepped back or not).
+        const seq = this.#o.history.pollSeqAtOrAfter(c.providerId, c.deviceId, c.atWallMs);
+        this.#failingAt.set(key, { wallMs: c.atWallMs, seq });
+      }
       return;
     }
     const failingAt = this.#failingAt.get(key);
@@ -412,9 +420,16 @@ export class IncidentRecorder {
     const ago = since === null ? 0 : Math.max(0, Math.round(this.#o.clock.monoMs() - since));
     // Dated as the ring stamped its first failed read (a wall clock step since then would move a
     // date counted back on the monotonic clock away from the samples), else counted back.
-    const at = failingAt ?? c.atWallMs - ago;
+    const at = failingAt?.wallMs ?? c.atWallMs - ago;
     const why = c.condition.reason === "" ? "" : `: ${c.condition.reason}`;
-    this.#trigger("device_loss", `device ${key} lost${why}`, [[c.providerId, c.deviceId]], at, ago);
+    this.#trigger(
+      "device_loss",
+      `device ${key} lost${why}`,
+      [[c.providerId, c.deviceId]],
+      at,
+      ago,
+      failingAt?.seq,
+    );
   }
 
   /**
@@ -445,6 +460,7 @@ export class IncidentRecorder {
    * it holds it; null when dropped. A trigger dated `agoMs` back (a device loss, from its first
    * failed read) is read from the ring incident_after_s after that date, not after now: the ring
    * then needs to hold incident_before_s + incident_after_s, not the detection delay besides.
+   * `fromSeq`: its first poll after that date, when known (its one device's: #noteAfterSeq).
    */
   #trigger(
     trigger: IncidentTrigger,
@@ -452,6 +468,7 @@ export class IncidentRecorder {
     devices: DeviceParts[] | null,
     now = this.#o.clock.nowMs(),
     agoMs = 0,
+    fromSeq?: number,
   ): { p: Pending; c: IncidentCause } | null {
     const mono = this.#o.clock.monoMs();
     const c: IncidentCause = { trigger, cause, at_epoch_ms: now };
@@ -468,7 +485,7 @@ export class IncidentRecorder {
       else if (joined.devices !== null) {
         for (const d of devices) joined.devices.set(`${d[0]}/${d[1]}`, d);
       }
-      this.#noteAfterSeq(joined, devices, now, agoMs);
+      this.#noteAfterSeq(joined, devices, now, agoMs, fromSeq);
       return { p: joined, c: held };
     }
     if (this.#pending.length >= MAX_PENDING_INCIDENTS && devices === null) {
@@ -505,7 +522,7 @@ export class IncidentRecorder {
       afterSeq: new Map(),
       reasons: new Set(),
     };
-    this.#noteAfterSeq(p, devices, now, agoMs);
+    this.#noteAfterSeq(p, devices, now, agoMs, fromSeq);
     this.#pending.push(p);
     p.timer = this.#o.clock.setTimer(() => {
       p.timer = null;
@@ -529,18 +546,26 @@ export class IncidentRecorder {
    * Notes where each device's polls after a trigger begin (Pending.afterSeq), for the devices it
    * names (every device the ring holds: machine-wide), those noted by an earlier trigger of the
    * incident kept. A trigger dated back (`agoMs`, a device loss) begins at its first poll at or
-   * after its date.
+   * after its date: `fromSeq` when given (found by poll order at its first failed read), else
+   * found by time now (among the polls since the wall clock last stepped back).
    */
-  #noteAfterSeq(p: Pending, devices: DeviceParts[] | null, at: number, agoMs: number): void {
+  #noteAfterSeq(
+    p: Pending,
+    devices: DeviceParts[] | null,
+    at: number,
+    agoMs: number,
+    fromSeq?: number,
+  ): void {
     const history = this.#o.history;
     for (const [providerId, deviceId] of devices ?? history.devices()) {
       const key = deviceHandle(providerId, deviceId);
       if (p.afterSeq.has(key)) continue;
       p.afterSeq.set(
         key,
-        agoMs > 0
-          ? history.pollSeqAtOrAfter(providerId, deviceId, at)
-          : history.nextPollSeq(providerId, deviceId),
+        fromSeq ??
+          (agoMs > 0
+            ? history.pollSeqAtOrAfter(providerId, deviceId, at)
+            : history.nextPollSeq(providerId, deviceId)),
       );
     }
   }

@@ -150,3 +150,83 @@ Deno.test("a device loss found after the ring let go of its whole window records
     await history.stop();
   }
 });
+
+Deno.test("a device loss whose reads began failing before a wall clock step back begins its record at its first failed read, by poll order, its times never falling", async () => {
+  // The device's reads begin failing, then NTP steps the wall clock back 10 s, and the device is
+  // found down 1 s after its first failed read: the polls since the step are stamped 10 s before
+  // the loss's date. Its first poll after the date is its first failed read (taken before the
+  // step), not the next poll after the detection, which a search by wall time among the polls
+  // since the step gave: the record then had neither the last good read nor the failed ones.
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
+  const { clock, history, files, pollSignals } = handFedHistory(window);
+  let tell: DeviceConditionListener | null = null;
+  const incidents = new IncidentRecorder({
+    config: { ...testConfig().history, ...window },
+    history,
+    files,
+    dir: INCIDENTS_DIR,
+    clock,
+    log: testLogger(),
+    outages: {
+      onChange(l) {
+        tell = l;
+        return () => (tell = null);
+      },
+    },
+  });
+  const bus = new EventBus();
+  await history.start();
+  await incidents.start(bus);
+  try {
+    const t0 = clock.wall;
+    pollSignals(["x"], 1); // t0: the last good read
+    clock.advance(500);
+    pollSignals(["x"], 2); // t0 + 500: its first failed read
+    const failingMono = clock.mono;
+    tell!({
+      providerId: "p",
+      deviceId: "d",
+      previous: "up",
+      condition: { kind: "failing", reason: "reads fail", sinceMono: failingMono },
+      atWallMs: clock.wall,
+    });
+    clock.advance(300);
+    clock.stepWall(-10_000);
+    pollSignals(["x"], 3); // t0 + 800 - 10 s: failing still
+    clock.advance(700); // down 1 s after its first failed read: a loss dated t0 + 500
+    tell!({
+      providerId: "p",
+      deviceId: "d",
+      previous: "failing",
+      condition: { kind: "down", reason: "reads fail", sinceMono: failingMono },
+      atWallMs: clock.wall,
+    });
+    pollSignals(["x"], 4);
+    clock.advance(500);
+    pollSignals(["x"], 5);
+    clock.advance(500); // incident_after_s (2 s) after the loss's date: the record is taken
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.ok(h !== undefined, "the loss was recorded");
+    assert.equal(h.at_epoch_ms, t0 + 500);
+    const { signals } = await incidents.get(h.incident_id);
+    const samples = signals[0]!.samples;
+    assert.deepEqual(
+      samples.map((s) => s[1]),
+      [1, 2, 3, 4, 5],
+      `the last good read, the failed ones and those after: ${JSON.stringify(samples)}`,
+    );
+    const times = samples.map((s) => s[0] - t0);
+    assert.deepEqual(
+      times.slice(0, 2),
+      [0, 500],
+      `the polls before the step at their own times: ${times}`,
+    );
+    for (let i = 1; i < times.length; i++) {
+      assert.ok(times[i]! >= times[i - 1]!, `sample times fall: ${times}`);
+    }
+  } finally {
+    await incidents.stop();
+    await history.stop();
+  }
+});
