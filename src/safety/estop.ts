@@ -17,7 +17,7 @@
  * The answer carries all of it. A re-trigger while a stop runs runs again after it.
  *
  * A provider that becomes AVAILABLE while the latch holds (the supervisor restarted it, a reload
- * started it, it came up late) is brought to the safe state too: the ladder's calls for it run,
+ * started it or retried its open circuit, it came up late) is brought to the safe state too: the ladder's calls for it run,
  * in declared order behind any ladder call still running on that provider, then its expectations
  * are read back again and merged into the verification status shows, which is published
  * (`estop_verification`) and recorded in the audit trail (see #secure). One mechanism for every

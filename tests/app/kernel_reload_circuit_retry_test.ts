@@ -5,16 +5,20 @@
  * host, its devices and claims kept) with its failure streak reset and listed in
  * `providers_retried`; an unchanged provider that runs is not touched; a retry that does not come
  * up is reported failed and stays under its supervisor; in AUTO the retry is not held back
- * (nothing that runs is stopped). The simulated provider runs as a child process, killed to open
- * its circuit; the reloads go through the kernel's reloader (SIGHUP's path) with a file that is
- * always the same.
+ * (nothing that runs is stopped); while the e-stop is latched the retried provider is brought to
+ * the safe state and read back before the reload ends, and the latch holds. The simulated
+ * provider runs as a child process, killed to open its circuit; the reloads go through the
+ * kernel's reloader (SIGHUP's path) with a file that is always the same.
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
+import { serveHttp } from "../../src/host/mod.ts";
+import type { EstopStatus } from "../../src/safety/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { type Rig, rig } from "../helpers/rig.ts";
 import { SIM_INERT_YAML, simProvider, testConfig } from "../helpers/sim_config.ts";
+import { call, expectation, readSignal } from "../safety/_fixture.ts";
 import { automationConfig, enterAuto, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
 
 type ReloadEvent = Extract<RuntimeEvent, { kind: "config_reload" }>;
@@ -23,12 +27,13 @@ type ReloadEvent = Extract<RuntimeEvent, { kind: "config_reload" }>;
  * A rig over `config` (real children) whose reloads read the configuration it started with again
  * (as the kernel has it: its data_dir is the test's own).
  */
-async function reloadingRig(config: Config): Promise<Rig> {
+async function reloadingRig(config: Config, o: { serve?: boolean } = {}): Promise<Rig> {
   let file: Config | null = null;
   const r = await rig({
     config,
     programs: false,
     host: {
+      ...(o.serve ? { serve: serveHttp } : {}),
       loadConfig: () => Promise.resolve({ ok: true, config: file!, warnings: [] }),
     },
   });
@@ -162,5 +167,105 @@ Deno.test("ConfigReloader in AUTO retries a provider whose circuit is open: noth
     assert.equal(r.kernel.modes.current(), "AUTO", "the recipe runs on");
   } finally {
     await dir.dispose();
+  }
+});
+
+Deno.test("ConfigReloader retrying a provider whose circuit opened while the e-stop is latched brings it to the safe state and reads it back; the latch holds", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "runtime-circuit-retry-latched-" });
+  try {
+    const yaml = `${dir}/sim0.yaml`;
+    await Deno.writeTextFile(yaml, await Deno.readTextFile(SIM_INERT_YAML));
+    const config = testConfig({
+      providers: [
+        simProvider("sim0", { yaml, restart: { maxAttempts: 2, backoffMs: [100, 100] } }),
+        simProvider("sim1", { yaml: SIM_INERT_YAML }),
+      ],
+      pollingIntervalMs: 200,
+      safety: {
+        // The sim's tempctl starts at 60: 10 read back is the ladder's call on this process.
+        hooks: [
+          call(
+            "sim0/tempctl0",
+            "set_setpoint",
+            { value: { double: 10 } },
+            "safety.safe_state.hooks[0]",
+          ),
+        ],
+        expect: [expectation("sim0/tempctl0/setpoint", { equals: 10 })],
+        verifyTimeoutMs: 300,
+      },
+    });
+    await using r = await reloadingRig(config, { serve: true });
+    const { registry, estop } = r.kernel;
+    const base = `http://127.0.0.1:${r.kernel.http!.port}`;
+    const status = async (): Promise<{ mode: string; estop: EstopStatus }> => {
+      const res = await fetch(`${base}/v0/runtime/status`);
+      assert.equal(res.status, 200);
+      return await res.json();
+    };
+
+    const latch = await fetch(`${base}/v0/estop`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    assert.equal(latch.status, 200);
+    await latch.body?.cancel();
+    assert.equal((await status()).estop.verification?.outcome, "verified");
+
+    // Its simulator's file gone, sim0 cannot start: the crash and both restarts fail, the
+    // circuit opens with the e-stop latched.
+    await Deno.remove(yaml);
+    const host = registry.host("sim0")!;
+    r.kill("sim0");
+    await waitFor("sim0's circuit open", () => host.lifecycle === "CIRCUIT_OPEN", 30000);
+    assert.equal(host.supervision().attempt_count, 3);
+    const down = await status();
+    assert.equal(down.estop.latched, true);
+    // A check stands as read at the stop; its device is shown down (docs/safety.md).
+    assert.deepEqual(down.estop.verification?.checks.map((c) => c.device_available), [false]);
+
+    // Startable again: a reload of the same file retries it, and the e-stop secures it.
+    await Deno.writeTextFile(yaml, await Deno.readTextFile(SIM_INERT_YAML));
+    const before = r.events.length;
+    const ev = await reload(r);
+    assert.equal(ev.result, "applied");
+    assert.deepEqual(ev.providers_retried, ["sim0"]);
+    assert.deepEqual(ev.providers_failed, []);
+    assert.equal(
+      ev.summary,
+      "config reload: providers +0 -0 ~0 =1; providers retried (circuit open): sim0; " +
+        "e-stop latched: 1 safe-state call(s) run",
+    );
+    assert.equal(registry.host("sim0"), host, "retried in place");
+    assert.equal(host.available, true);
+    assert.equal(
+      await readSignal(r.kernel, "sim0", "tempctl0", "setpoint"),
+      10,
+      "the retried process is at the safe state",
+    );
+    const after = r.events.slice(before);
+    assert.equal(after.filter((e) => e.kind === "estop_change").length, 0, "nothing un-latched");
+    const verified = after.filter((e) => e.kind === "estop_verification");
+    assert.equal(verified.length, 1, JSON.stringify(verified));
+    assert.equal(verified[0]!.kind === "estop_verification" && verified[0]!.outcome, "verified");
+
+    const shown = await status();
+    assert.equal(shown.estop.latched, true);
+    assert.equal(shown.mode, "FAULT");
+    assert.equal(shown.estop.verification?.outcome, "verified");
+    assert.deepEqual(
+      shown.estop.verification?.checks.map((c) => [c.signal, c.outcome, c.device_available]),
+      [["sim0/tempctl0/setpoint", "verified", true]],
+    );
+    assert.equal(estop.latched, true);
+    const secured = (await r.kernel.audit.query({ limit: 1000, origin: "estop" })).entries
+      .filter((e) => e.action === "estop");
+    assert.deepEqual(secured.at(-1)?.args, {
+      provider_ids: ["sim0"],
+      reason: "available while latched",
+    });
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });
