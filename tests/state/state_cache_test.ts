@@ -18,6 +18,7 @@ import {
   TIMESTAMP_SKEW_LIMIT_MS,
 } from "../../src/state/mod.ts";
 import { StatusCode } from "../../src/adpp/mod.ts";
+import { QUOTED_DEVICE_ID_CHARS } from "../../src/common/mod.ts";
 import {
   dbl,
   type ProgrammableFixture,
@@ -1031,7 +1032,14 @@ Deno.test("StateCache quotes a provider-supplied device id in its log lines cut 
         "L".repeat(64)
       }…" failed: "provider answered UNAVAILABLE: bus \\"down\\"\\nERROR forged"`,
     );
-    assert.ok(fx.lines.every((l) => !l.includes("\n") && l.length < 500), "one short line each");
+    // Every line of the cache (DEBUG too) names the forged device escaped only, the long one cut
+    // only. (A line break cannot reach a line whatever the cache does: the logger escapes it. The
+    // provider's own `up:` line cuts ids to its own bound.)
+    const cache = fx.lines.filter((l) => l.includes(" [state] "));
+    assert.equal(cache.length, 2, cache.join("\n"));
+    assert.deepEqual(cache.filter((l) => l.includes('p0/d"0')), [], "the forged id unescaped");
+    const uncut = cache.filter((l) => l.includes("L".repeat(QUOTED_DEVICE_ID_CHARS + 1)));
+    assert.deepEqual(uncut.map((l) => l.slice(0, 120)), [], "the long id uncut");
   });
 });
 
