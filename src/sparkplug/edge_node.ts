@@ -601,11 +601,6 @@ export class SparkplugEdgeNode {
     readonly atMono: number;
     readonly metrics: Metric[];
   }[] = [];
-  /**
-   * The monotonic time of the node change a node NDATA handed over carries (#lostNode keeps it
-   * there in #nodeKept should its write fail). Held only while the payload is.
-   */
-  readonly #nodeMono = new WeakMap<Payload, number>();
   /** The current outage's drops of #nodeKept have been WARNed. */
   #nodeKeptWarned = false;
   /**
@@ -2337,8 +2332,8 @@ export class SparkplugEdgeNode {
       return;
     }
     const payload: Payload = { timestamp: now, metrics };
-    this.#nodeMono.set(payload, this.#o.clock.monoMs());
-    if (this.#nodeKept.length === 0 && this.#send("NDATA", undefined, payload, false, 0)) {
+    const atMono = this.#o.clock.monoMs();
+    if (this.#nodeKept.length === 0 && this.#send("NDATA", undefined, payload, false, 0, atMono)) {
       this.#lastNode = status;
       this.#nodeBehindSince = null;
     } else {
@@ -2426,9 +2421,8 @@ export class SparkplugEdgeNode {
     while (i < this.#nodeKept.length && this.online && this.#inFlight < MAX_IN_FLIGHT) {
       const { timestampMs, atMono, metrics } = this.#nodeKept[i]!;
       const payload: Payload = { timestamp: timestampMs, metrics };
-      this.#nodeMono.set(payload, atMono);
       // Not handed over (a split without room for all its parts): it stays, first of the rest.
-      if (!this.#send("NDATA", undefined, payload, false, REPLAYED_NODE_DATA)) break;
+      if (!this.#send("NDATA", undefined, payload, false, REPLAYED_NODE_DATA, atMono)) break;
       i++;
     }
     this.#nodeKept.splice(0, i);
@@ -2854,8 +2848,8 @@ export class SparkplugEdgeNode {
           string_value: `${name}: ${text}`,
         }],
       };
-      this.#nodeMono.set(payload, this.#o.clock.monoMs());
-      this.#send("NDATA", undefined, payload, false, name === NODE_METRICS.estop ? 0 : undefined);
+      const liveSeq = name === NODE_METRICS.estop ? 0 : undefined;
+      this.#send("NDATA", undefined, payload, false, liveSeq, this.#o.clock.monoMs());
       return;
     }
     // Left while its answer waited for the writes: the node tells it, naming the device.
@@ -2915,6 +2909,11 @@ export class SparkplugEdgeNode {
      * REPLAYED_NODE_DATA when kept ones are replayed (#drainNode).
      */
     liveSeq?: number,
+    /**
+     * For a node NDATA, the monotonic time of the node change it carries (#lostNode keeps it there
+     * in #nodeKept should its write fail).
+     */
+    atMono?: number,
   ): boolean {
     const session = this.#session;
     if (session === null || !session.connected || this.#stopped) return false;
@@ -2932,7 +2931,7 @@ export class SparkplugEdgeNode {
       // Never over the broker's bound: data is split (a metric alone too large left out);
       // births are measured before (#deviceBirth, #nbirthTooLarge), a DDEATH is a few bytes.
       if (type === "DDATA" || type === "NDATA") {
-        return this.#sendSplit(type, deviceId, topic, p, always, limit, qos, liveSeq);
+        return this.#sendSplit(type, deviceId, topic, p, always, limit, qos, liveSeq, atMono);
       }
       this.counts.publishFailures++;
       return false;
@@ -2956,7 +2955,10 @@ export class SparkplugEdgeNode {
       this.#log.debug(`sparkplug: ${type} not published: ${errorMessage(err)}`);
       if (liveSeq === undefined) return;
       if (type === "NDATA") {
-        this.#contain("store and forward", () => this.#lostNode(p, liveSeq === REPLAYED_NODE_DATA));
+        this.#contain(
+          "store and forward",
+          () => this.#lostNode(p, liveSeq === REPLAYED_NODE_DATA, atMono),
+        );
       } else if (deviceId !== undefined) {
         this.#contain("store and forward", () => this.#lost(deviceId, p, liveSeq));
       }
@@ -2983,6 +2985,7 @@ export class SparkplugEdgeNode {
     limit: number,
     qos: 0 | 1,
     liveSeq: number | undefined,
+    atMono: number | undefined,
   ): boolean {
     const parts = splitMetrics(
       p.metrics ?? [],
@@ -3000,12 +3003,10 @@ export class SparkplugEdgeNode {
       this.counts.tooLargeDropped++;
       this.#metricTooLargeSay(type, deviceId, m, limit);
     }
-    const mono = this.#nodeMono.get(p);
     for (const metrics of parts.parts) {
       const part: Payload = { timestamp: p.timestamp, metrics };
-      if (mono !== undefined) this.#nodeMono.set(part, mono);
       // Past the room check #send fails only without a session, then for the first part alike.
-      if (!this.#send(type, deviceId, part, true, liveSeq)) return false;
+      if (!this.#send(type, deviceId, part, true, liveSeq, atMono)) return false;
     }
     return true;
   }
@@ -3087,7 +3088,7 @@ export class SparkplugEdgeNode {
    * history before its release, after the next births. The births carry the metrics as they are
    * then.
    */
-  #lostNode(p: Payload, replayed = false): void {
+  #lostNode(p: Payload, replayed: boolean, atMono: number | undefined): void {
     if (this.#stopped) return;
     if (replayed && this.online) {
       // A replayed change failing on a connection still up (not a connection lost): dropped
@@ -3095,7 +3096,7 @@ export class SparkplugEdgeNode {
       this.counts.storeDropped++;
       return;
     }
-    this.#keepNodeAt(p.timestamp, this.#nodeMono.get(p) ?? this.#o.clock.monoMs(), p.metrics);
+    this.#keepNodeAt(p.timestamp, atMono ?? this.#o.clock.monoMs(), p.metrics);
     this.#drainNode();
   }
 
