@@ -8,9 +8,11 @@
  *
  * Row: `{"t":<bucket start ms>,"p":"<provider>","d":"<device>","s":{"<signal>":[min,max,last,
  * count,quality code]}}` (quality codes: 0 OK, 1 STALE, 2 FAULT, 3 UNAVAILABLE). A row that does
- * not parse (a torn last line after a power cut) is skipped when read, never fatal. A failed write
- * (a full disk, a read-only folder) stops the tier with one WARN (the journal writer adds none):
- * the runtime goes on, the rows of the buckets that close meanwhile (and those of the failed
+ * not parse (torn by a power cut, damaged) is skipped when read and counted once, never fatal. The
+ * last line of the newest file without its newline is no row yet (being written; after a crash,
+ * until the next write ends it): it is neither given nor counted, and read again next time. A
+ * failed write (a full disk, a read-only folder) stops the tier with one WARN (the journal writer
+ * adds none): the runtime goes on, the rows of the buckets that close meanwhile (and those of the failed
  * write) are kept, in order, in a bounded queue (DISK_OUTAGE_ROWS, DISK_OUTAGE_BYTES; past it the
  * oldest are dropped and counted, one WARN per outage), and the tier tries again after
  * DISK_RETRY_MS, writing them first. One line says it writes again: an INFO, or the writer's WARN
@@ -477,7 +479,11 @@ export class DiskTier {
         key: rowTime,
       }, sinceMs - 1);
       const lines = files.readLinesAt(path, { maxLineBytes: DISK_MAX_ROW_BYTES, startByte });
-      for await (const { text: line, start } of lines) {
+      const newest = i === numbers.length - 1;
+      for await (const { text: line, start, terminated } of lines) {
+        // The last line of the newest file without its newline is not a row yet (being written,
+        // or torn by a crash until the next write ends it): not given, not counted, read next time.
+        if (!terminated && newest) break;
         if (!line.includes(marker)) continue;
         const row = parseRow(line);
         if (row === null) {

@@ -84,6 +84,9 @@ Deno.test("The disk tier answers GET /v0/history exactly across a rotation and t
       Array.from({ length: BUCKETS - 1 }, (_, k) => expected(k + 1)),
       "every bucket but the torn one, exact, across the files",
     );
+    // Torn, but still the last line without its newline: no row yet, not counted.
+    const before = await (await rig.get("/metrics")).text();
+    assert.match(before, /^runtime_history_disk_rows_unreadable_total 0$/m);
     // Coarser steps fold the disk buckets: 1..9 in the first 10 s bucket.
     const coarse = await rig.json(
       `/v0/history/p0/probe?signal_id=temp&since_ms=${T0}&until_ms=${T0 + 19_999}&step_ms=10000`,
@@ -116,6 +119,8 @@ Deno.test("The disk tier answers GET /v0/history exactly across a rotation and t
     ], "the rows written after the torn one are read");
     const metrics = await (await rig.get("/metrics")).text();
     assert.match(metrics, /^runtime_history_disk_up 1$/m);
+    // The second run's first write began on a new line: the torn row is one unreadable line.
+    assert.match(metrics, /^runtime_history_disk_rows_unreadable_total 1$/m);
   } finally {
     await rig.rt.stop();
   }
@@ -319,6 +324,67 @@ Deno.test("The disk tier counts an unreadable row once however often it is read:
       ]);
       assert.deepEqual(await unreadable(), ["1", 1], `question ${q}: one row, counted once`);
     }
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("The disk tier neither gives nor counts a last row without its newline (a write under way), and gives it once it is whole", async () => {
+  const dataDir = tempDir("history-partial-");
+  const inventoryFile = await probeFile(dataDir);
+  const clock = new TestClock();
+  clock.wallMs = T0;
+  let rig = await startRig({ history: HISTORY, dataDir, clock, inventoryFile });
+  try {
+    for (let i = 1; i <= 5; i++) {
+      await rig.poll(T0 + i * 1000, probeValues(i, i));
+      await rig.poll(T0 + i * 1000 + 500, probeValues(i + 0.5, i));
+    }
+  } finally {
+    await rig.rt.stop();
+  }
+  const [file] = await historyFiles(dataDir);
+  const path = `${dataDir}/history/${file}`;
+  const row5 = (await Deno.readTextFile(path)).split("\n")
+    .find((l) => l.startsWith(`{"t":${T0 + 5000},`));
+  assert.ok(row5 !== undefined, "bucket 5 was written");
+  // Bucket 6, as the writer would write it: its first part reaches the file before the rest.
+  const row6 = row5.replace(`{"t":${T0 + 5000},`, `{"t":${T0 + 6000},`);
+  const cut = row6.indexOf(`"temp":`) + 12;
+  assert.ok(row6.slice(0, cut).includes(`"p":"p0","d":"probe",`), "cut after the device");
+
+  clock.wallMs = T0 + 100_000;
+  rig = await startRig({ history: HISTORY, dataDir, clock, inventoryFile });
+  try {
+    const ask = async () => {
+      const answer = await rig.json(
+        `/v0/history/p0/probe?signal_id=temp&since_ms=${T0}&until_ms=${T0 + 99_999}`,
+      );
+      const metrics = await (await rig.get("/metrics")).text();
+      const health = await rig.json("/v0/providers/health");
+      return {
+        seconds: answer.signals[0].points.map((p: { t_ms: number }) => (p.t_ms - T0) / 1000),
+        incomplete: answer.incomplete ?? null,
+        unreadable: [
+          /^runtime_history_disk_rows_unreadable_total (\d+)$/m.exec(metrics)?.[1],
+          health.history_disk.rows_unreadable_total,
+        ],
+      };
+    };
+    await Deno.writeTextFile(path, row6.slice(0, cut), { append: true });
+    for (let q = 1; q <= 2; q++) {
+      assert.deepEqual(await ask(), {
+        seconds: [1, 2, 3, 4, 5],
+        incomplete: null,
+        unreadable: ["0", 0],
+      }, `question ${q}: the row being written is not a row yet`);
+    }
+    await Deno.writeTextFile(path, `${row6.slice(cut)}\n`, { append: true });
+    assert.deepEqual(await ask(), {
+      seconds: [1, 2, 3, 4, 5, 6],
+      incomplete: null,
+      unreadable: ["0", 0],
+    }, "whole now: given, never counted");
   } finally {
     await rig.rt.stop();
   }
