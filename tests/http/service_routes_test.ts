@@ -287,6 +287,19 @@ const TELEMETRY_STATUS = {
   pending_batch: 0,
   queue_depth: 0,
   dropped_events: 0,
+  retry_buffer_depth: 0,
+  dropped_retry: 0,
+  write_failures: 1,
+  dropped_rejected: 0,
+  dropped_unformattable: 0,
+  dropped_overflow: 0,
+  omitted_values: 0,
+  run_payload_errors: 0,
+  last_error: "telemetry write failed: HTTP 503",
+  last_error_at_epoch_ms: 1_760_000_000_000,
+  last_flush_at_epoch_ms: 1_760_000_001_000,
+  last_health_snapshot_at_epoch_ms: null,
+  backend: { url: "http://db:8086", org: "lab", bucket: "telemetry" },
 };
 
 Deno.test("GET /v0/telemetry/status returns the telemetry service's status", async () => {
