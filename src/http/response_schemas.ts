@@ -1,8 +1,9 @@
 /**
  * The response schemas of GET /v0/openapi.json (`components.schemas`), by name. The names and
  * the `required` lists of anolis's runtime-http.openapi.v0.yaml are kept (our `required` lists
- * only add members), so an anolis client reads our answers; objects stay open
- * (`additionalProperties` is not false) and the members we add are listed with a description.
+ * only add members: every member an answer always carries, tests/http/openapi_required_test.ts),
+ * so an anolis client reads our answers; objects stay open (`additionalProperties` is not false)
+ * and the members we add are listed with a description.
  * Built on demand (only by openapi.ts, loaded when the document is first asked for).
  */
 import { VALUE_TYPES } from "../common/mod.ts";
@@ -126,7 +127,18 @@ export function responseComponents(): Record<string, JsonSchema> {
       })),
     }, "The safe state read back after an e-stop (project addition)."),
     EstopStatus: obj(
-      ["latched", "software_safe_state", "latched_at_epoch_ms", "uncovered_actuating_functions"],
+      [
+        "latched",
+        "software_safe_state",
+        "latched_at_epoch_ms",
+        "uncovered_actuating_functions",
+        // Project additions, in every status (plan_failed alone is only there when it says so).
+        "cause",
+        "cause_alarm_retired",
+        "plan",
+        "unverified_devices",
+        "verification",
+      ],
       {
         latched: bool,
         software_safe_state: RUNG,
@@ -158,7 +170,17 @@ export function responseComponents(): Record<string, JsonSchema> {
       },
     ),
     RuntimeStatusResponse: ok(
-      ["version", "mode", "uptime_seconds", "polling_interval_ms", "providers"],
+      [
+        "version",
+        "mode",
+        "uptime_seconds",
+        "polling_interval_ms",
+        "providers",
+        "runtime_name",
+        "device_count",
+        "estop",
+        "runs",
+      ],
       {
         version: str,
         runtime_name: note(str, 'runtime.name (project addition; "" when none).'),
@@ -200,6 +222,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         "type_version",
         "descriptor_tags",
         "reported",
+        "claims",
       ],
       {
         device_id: str,
@@ -256,6 +279,11 @@ export function responseComponents(): Record<string, JsonSchema> {
         "reported",
         "supervision",
         "devices",
+        "discovery_warnings",
+        "host_check",
+        "start_error",
+        "data_faults",
+        "timestamp_skew",
       ],
       {
         provider_id: str,
@@ -326,7 +354,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         ),
       },
     ),
-    ProvidersHealthResponse: ok(["providers"], {
+    ProvidersHealthResponse: ok(["providers", "audit", "history_disk"], {
       providers: arr(ref("ProviderHealth")),
       audit: note(
         ref("AuditStatus"),
@@ -798,7 +826,17 @@ export function responseComponents(): Record<string, JsonSchema> {
           `${SUPERSEDED_REASON_CHARS} characters with an ellipsis (project addition).`,
       ),
     }),
-    EstopResponse: ok(["latched", "software_safe_state", "actions"], {
+    EstopResponse: ok([
+      "latched",
+      "software_safe_state",
+      "actions",
+      "fault_engaged",
+      "uncovered_actuating_functions",
+      "uncovered",
+      "hook_failures",
+      "drain",
+      "verification",
+    ], {
       latched: bool,
       software_safe_state: RUNG,
       actions: arr(obj(["device_handle", "function", "success"], {
@@ -850,6 +888,14 @@ export function responseComponents(): Record<string, JsonSchema> {
         "last_evaluation_at_epoch_ms",
         "engine_diagnostics",
         "run_id",
+        "last_error",
+        "mode",
+        "not_running",
+        "why_not_running",
+        "blocked_devices",
+        "device_loss_latched",
+        "device_outages",
+        "refused_calls",
       ],
       {
         execution_status: {
@@ -956,6 +1002,12 @@ export function responseComponents(): Record<string, JsonSchema> {
         "since_epoch_ms",
         "shelved_until_epoch_ms",
         "transitions",
+        "bad_input",
+        "limits",
+        "alarm_when",
+        "hysteresis",
+        "delay_ms",
+        "on_bad_quality",
       ],
       {
         id: str,
@@ -983,7 +1035,17 @@ export function responseComponents(): Record<string, JsonSchema> {
     AlarmsResponse: ok(["alarms"], { alarms: arr(ref("Alarm")) }),
     AlarmResponse: ok(["alarm"], { alarm: ref("Alarm") }),
     Interlock: obj(
-      ["id", "message", "condition", "block", "blocking", "reason", "since_epoch_ms", "inputs"],
+      [
+        "id",
+        "message",
+        "condition",
+        "block",
+        "blocking",
+        "reason",
+        "since_epoch_ms",
+        "inputs",
+        "unresolved_block",
+      ],
       {
         id: str,
         message: str,

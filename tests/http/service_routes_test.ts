@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { notFound } from "../../src/common/mod.ts";
-import type { EstopResult } from "../../src/safety/mod.ts";
+import type { EstopResult, EstopStatus } from "../../src/safety/mod.ts";
 import { journalFiles, systemClock } from "../../src/host/mod.ts";
 import type { RunsService, TelemetryService } from "../../src/http/mod.ts";
 import { RunRegistry } from "../../src/runs/mod.ts";
@@ -129,6 +129,19 @@ Deno.test("/v0/parameters and /v0/automation/* answer 503 while automation is di
   }
 });
 
+/** A whole e-stop status as the engine gives it (answers are checked against the document). */
+const ESTOP_STATUS: EstopStatus = {
+  latched: true,
+  software_safe_state: "zero",
+  latched_at_epoch_ms: 5,
+  uncovered_actuating_functions: 0,
+  cause: "api",
+  cause_alarm_retired: null,
+  plan: { rung: "zero", calls: [], uncovered: [] },
+  unverified_devices: [],
+  verification: null,
+};
+
 Deno.test("POST /v0/estop passes the optional reason and never rejects a body", async () => {
   const reasons: Array<Promise<string | undefined>> = [];
   const result: EstopResult = {
@@ -152,12 +165,7 @@ Deno.test("POST /v0/estop passes the optional reason and never rejects a body", 
           return Promise.resolve(result);
         },
         clear: () => ({ latched: false }),
-        status: () => ({
-          latched: true,
-          software_safe_state: "zero",
-          latched_at_epoch_ms: 5,
-          uncovered_actuating_functions: 0,
-        }),
+        status: () => ({ ...ESTOP_STATUS }),
       },
     },
   });
@@ -186,12 +194,7 @@ Deno.test("POST /v0/estop passes the optional reason and never rejects a body", 
       status: OK,
       latched: false,
     });
-    assert.deepEqual((await fx.request("GET", "/v0/runtime/status")).json.estop, {
-      latched: true,
-      software_safe_state: "zero",
-      latched_at_epoch_ms: 5,
-      uncovered_actuating_functions: 0,
-    });
+    assert.deepEqual((await fx.request("GET", "/v0/runtime/status")).json.estop, ESTOP_STATUS);
   } finally {
     await fx.close();
   }
@@ -206,6 +209,13 @@ const AUTOMATION_STATUS = {
   engine_diagnostics: {},
   run_id: null,
   last_error: null,
+  mode: "IDLE",
+  not_running: { cause: "no_definition", mode: "IDLE" },
+  why_not_running: "no behavior tree is configured",
+  blocked_devices: [],
+  device_loss_latched: [],
+  device_outages: [],
+  refused_calls: [],
 } as const;
 
 Deno.test("GET /v0/automation/tree and status route to the automation service", async () => {
