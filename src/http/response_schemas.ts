@@ -701,7 +701,7 @@ export function responseComponents(): Record<string, JsonSchema> {
       provider_id: str,
       device_id: str,
       capabilities: obj(["signals", "functions"], {
-        signals: arr(obj(["signal_id", "value_type", "label"], {
+        signals: arr(obj(["signal_id", "value_type", "label", "poll_hint_hz", "stale_after_ms"], {
           signal_id: str,
           value_type: { enum: [...VALUE_TYPES, "unspecified"] },
           label: str,
@@ -721,7 +721,15 @@ export function responseComponents(): Record<string, JsonSchema> {
               "(project addition).",
           ),
         })),
-        functions: arr(obj(["function_id", "name", "label", "args", "category", "actuating"], {
+        functions: arr(obj([
+          "function_id",
+          "name",
+          "label",
+          "args",
+          "category",
+          "actuating",
+          "policy",
+        ], {
           function_id: int,
           name: str,
           label: str,

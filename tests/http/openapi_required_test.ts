@@ -2,7 +2,7 @@
  * GET /v0/openapi.json marks as `required` every member the runtime's answers always carry: a
  * client generated from the document need not treat them as maybe missing. A runtime with the
  * simulated provider (a child process), automation, an alarm and an interlock answers the status
- * routes, an e-stop and the alarm lists; every member of those answers that the document lists
+ * routes, a device's capabilities, an e-stop and the alarm lists; every member of those answers that the document lists
  * but does not require must be one the document says is there only sometimes (CONDITIONAL).
  */
 import assert from "node:assert/strict";
@@ -27,6 +27,13 @@ const CONDITIONAL = new Set([
   "EstopResponse.hooks_pending", // only when true
   "EstopResponse.actions[].error", // only for a failed action
   "EstopStatus.plan_failed", // only when the plan could not be made
+  // Only when the provider declares them.
+  "DeviceCapabilitiesResponse.capabilities.signals[].unit",
+  "DeviceCapabilitiesResponse.capabilities.functions[].args.*.description",
+  "DeviceCapabilitiesResponse.capabilities.functions[].args.*.unit",
+  "DeviceCapabilitiesResponse.capabilities.functions[].args.*.min",
+  "DeviceCapabilitiesResponse.capabilities.functions[].args.*.max",
+  "DeviceCapabilitiesResponse.capabilities.functions[].args.*.allowed_values",
   "ModeResponse.hook_failures", // POST only
   "ModeResponse.hooks_pending",
   "ModeResponse.superseded_by",
@@ -66,7 +73,13 @@ function optionalMembers(
     for (const v of value) optionalMembers(v, schema.items, `${at}[]`, out, seen);
     return;
   }
-  if (schema.properties === undefined) return;
+  if (schema.properties === undefined) {
+    // A map (`args`: name -> spec): each value by the one schema.
+    const each = schema.additionalProperties;
+    if (typeof each !== "object") return;
+    for (const v of Object.values(value)) optionalMembers(v, each, `${at}.*`, out, seen);
+    return;
+  }
   const required = new Set(schema.required ?? []);
   for (const [k, v] of Object.entries(value)) {
     const s = schema.properties[k];
@@ -76,7 +89,7 @@ function optionalMembers(
   }
 }
 
-Deno.test("the document requires every member the status, e-stop and alarm answers always carry", async () => {
+Deno.test("the document requires every member the status, capabilities, e-stop and alarm answers always carry", async () => {
   const fx = await startHttpFixture({
     config: {
       providers: [simProvider("sim0", { yaml: SIM_INERT_YAML })],
@@ -99,6 +112,12 @@ interlocks:
       ["GET", "/v0/providers/health", undefined, "ProvidersHealthResponse"],
       ["GET", "/v0/automation/status", undefined, "AutomationStatusResponse"],
       ["GET", "/v0/alarms", undefined, "AlarmsResponse"],
+      [
+        "GET",
+        "/v0/devices/sim0/motorctl0/capabilities",
+        undefined,
+        "DeviceCapabilitiesResponse",
+      ],
       ["GET", "/v0/interlocks", undefined, "InterlocksResponse"],
       ["POST", "/v0/mode", { mode: "MANUAL" }, "ModeResponse"],
       ["POST", "/v0/estop", undefined, "EstopResponse"],
