@@ -376,7 +376,7 @@ export class AuditTrail implements AuditSink {
   record(d: AuditDecision): void {
     try {
       const now = this.#o.clock.nowMs();
-      const mode = this.#o.mode();
+      const mode = this.#decidedMode(d);
       this.#record(d, d.action === "call" ? this.#callKey(d, mode) : null, now, mode);
     } catch (err) {
       // Never let the record break a call or a stop.
@@ -542,6 +542,17 @@ export class AuditTrail implements AuditSink {
   /** Subscribes to closed entries. */
   onEntry(listener: AuditEntryListener): void {
     this.#listeners.push(listener);
+  }
+
+  /**
+   * The mode `d` was decided in: for a call that was sent (its outcome `accepted` or `failed`),
+   * the mode its write ahead recorded, not the mode as its answer comes back (an e-stop that
+   * latched while it was on the wire made it FAULT); for anything else, the mode now. A call
+   * refused after its write ahead (a gate that closed meanwhile) was decided again, now.
+   */
+  #decidedMode(d: AuditDecision): string {
+    const ahead = d.intent && d.outcome !== "refused" ? this.#aheadKeys.get(d.intent) : undefined;
+    return ahead?.mode ?? this.#o.mode();
   }
 
   /**

@@ -1,7 +1,8 @@
 /**
  * The collapse key of a call written ahead is built once: its accepted outcome's record uses the
  * one the write ahead built when it is that same decision (same origin, device, function, args,
- * mode), and builds its own otherwise -- as before, the outcome collapses with what it equals.
+ * mode), and builds its own otherwise -- as before, the outcome collapses with what it equals. A
+ * call that was sent keeps the mode its write ahead recorded (the mode it was decided in).
  */
 import assert from "node:assert/strict";
 import { type AuditEntry, AuditTrail } from "../../src/audit/mod.ts";
@@ -64,26 +65,39 @@ Deno.test("AuditTrail: a call's write-ahead record and its outcome's entry hold 
   });
 });
 
-Deno.test("AuditTrail: a call's outcome recorded in another mode than its write ahead builds its own key (the mode of the entry)", async () => {
+Deno.test("AuditTrail: a call's outcome recorded in another mode than its write ahead keeps the mode it was decided in, a refusal after it the mode now", async () => {
   await withTrail(async (t, setMode) => {
     const entries: AuditEntry[] = [];
     t.onEntry((e) => entries.push(e));
     const intent = await t.writeAhead(CALL);
     assert.ok(intent);
-    setMode("AUTO");
+    setMode("FAULT"); // an e-stop latched while the call was on the wire
     t.record(outcome(CALL, { intent }));
-    // In AUTO the same call is a repeat of that entry...
-    const repeat = await t.writeAhead(CALL); // in memory only (inFlightCalls)
-    t.record(outcome(CALL, { intent: repeat }));
-    // ...and a failed outcome of the same call written ahead is not.
+    // The same call decided in FAULT is another decision: written ahead, an entry of its own.
+    const again = await t.writeAhead(CALL);
+    assert.ok(again);
+    t.record(outcome(CALL, { intent: again }));
+    // A failed outcome keeps its write ahead's mode too...
     const other = { ...CALL, args: { duty: { type: "double", double: 0.6 } } };
+    setMode("MANUAL");
     const second = await t.writeAhead(other);
     assert.ok(second);
+    setMode("FAULT");
     t.record(outcome(other, { intent: second, outcome: "failed", reason: "INTERNAL: x" }));
+    // ...and a call refused after its write ahead (a gate closed meanwhile) is decided now.
+    setMode("MANUAL");
+    const third = await t.writeAhead(other);
+    assert.ok(third);
+    setMode("FAULT");
+    t.record(
+      outcome(other, { intent: third, outcome: "refused", reason: "FAILED_PRECONDITION: x" }),
+    );
     t.flushOpen();
     assert.deepEqual(entries.map((e) => [e.mode, e.outcome, e.count]), [
-      ["AUTO", "accepted", 2],
-      ["AUTO", "failed", 1],
+      ["MANUAL", "accepted", 1],
+      ["FAULT", "accepted", 1],
+      ["MANUAL", "failed", 1],
+      ["FAULT", "refused", 1],
     ]);
   });
 });
