@@ -83,3 +83,22 @@ Deno.test("protectionWeakenings: an interlock blocking the same functions listed
     [["alarms", "interlock hot changed"]],
   );
 });
+
+Deno.test("protectionWeakenings: a longer polling interval names the later dropout only when it is later (3 intervals, at least 500 ms)", () => {
+  const polling = (ms: number) =>
+    cfg(`providers: [{id: sim0, command: prov}]\npolling: {interval_ms: ${ms}}\n`);
+  const what = (from: number, to: number) =>
+    protectionWeakenings(polling(from), polling(to), RUNNING).map((w) => [w.section, w.what]);
+  // 100 -> 150 ms: a dropout is found after 500 ms either way (the floor); alarms see changes later.
+  assert.deepEqual(what(100, 150), [
+    ["polling", "polling.interval_ms 100 -> 150 ms: alarms and interlocks see changes later"],
+  ]);
+  assert.deepEqual(what(100, 3000), [
+    [
+      "polling",
+      "polling.interval_ms 100 -> 3000 ms: alarms and interlocks see changes later, " +
+      "a device that drops out is found after 9000 ms instead of 500",
+    ],
+  ]);
+  assert.deepEqual(what(3000, 100), []);
+});
