@@ -53,10 +53,9 @@ export interface ProviderDeviceHealthView {
   /**
    * The resources the device holds exclusively: the keys of its `anolis.claim` tag, then the key
    * its older `hw.bus_path` + `hw.i2c_address` tags stand for (docs/http-api.md "Resource
-   * claims"); whole, not cut like descriptor_tags. [] when none. Not in anolis. Always set by the
-   * state layer's providerHealthViews (optional only so views built elsewhere need not carry it).
+   * claims"); whole, not cut like descriptor_tags. [] when none. Not in anolis.
    */
-  claims?: string[];
+  claims: string[];
   /**
    * How often the runtime polls the device (ms): polling.interval_ms, or a multiple of it when
    * every signal hints a slower poll (`poll_hint_hz`) or stale bounds allow it. Absent for devices
@@ -91,28 +90,26 @@ export interface ProviderHealthView {
   devices: ProviderDeviceHealthView[];
   /**
    * What the provider's last discovery refused (a device skipped, and why), at most 20 entries.
-   * Not in anolis. Always set by the state layer's providerHealthViews (optional only so views
-   * built elsewhere, e.g. in tests, need not carry it).
+   * Not in anolis.
    */
-  discovery_warnings?: string[];
+  discovery_warnings: string[];
   /**
    * What the provider said of its host at start-up (WaitReady diagnostics `host_check` /
-   * `host_unmet`, executable profile v1 sec. 6); null when it said nothing. Not in anolis. Set like
-   * discovery_warnings.
+   * `host_unmet`, executable profile v1 sec. 6); null when it said nothing. Not in anolis.
    */
-  host_check?: HostCheckView | null;
+  host_check: HostCheckView | null;
   /**
    * Why the provider did not come up when a configuration reload started it (it is then listed
-   * DOWN until the next reload); null otherwise. Not in anolis. Set like discovery_warnings.
+   * DOWN until the next reload); null otherwise. Not in anolis.
    */
-  start_error?: string | null;
-  /** Samples refused or stored as FAULT since start. Not in anolis. Set like discovery_warnings. */
-  data_faults?: ProviderDataFaultsView;
+  start_error: string | null;
+  /** Samples refused or stored as FAULT since start. Not in anolis. */
+  data_faults: ProviderDataFaultsView;
   /**
    * Samples whose provider timestamp was far off the runtime's clock (state cache's
-   * TIMESTAMP_SKEW_LIMIT_MS), since start. Not in anolis. Set like discovery_warnings.
+   * TIMESTAMP_SKEW_LIMIT_MS), since start. Not in anolis.
    */
-  timestamp_skew?: TimestampSkewView;
+  timestamp_skew: TimestampSkewView;
 }
 
 /** Provider timestamps flagged as far off the runtime's clock (ages never use them). */

@@ -161,20 +161,19 @@ export interface EstopStatus {
   /**
    * What latched it (the first trigger since the latch engaged): `api` (POST /v0/estop),
    * `alarm:<id>` (an alarm with action estop) or `sparkplug` (a Sparkplug NCMD); null while
-   * released. Absent only without an e-stop service.
+   * released.
    */
-  cause?: string | null;
+  cause: string | null;
   /**
    * When `cause` is `alarm:<id>` and a configuration reload has since taken that alarm out:
    * `removed` (no alarm of that id now: GET /v0/alarms/<id> answers 404) or `changed` (the alarm
    * of that id now is another definition, or one added back, not the one that latched), as the
    * latest such reload left it; null otherwise. The cause
-   * itself stands (the latch does), as does this note until the latch is released. Absent only
-   * without an e-stop service.
+   * itself stands (the latch does), as does this note until the latch is released.
    */
-  cause_alarm_retired?: CauseAlarmRetired | null;
-  /** The exact plan (absent only without an e-stop service). */
-  plan?: EstopPlanView;
+  cause_alarm_retired: CauseAlarmRetired | null;
+  /** The exact plan. */
+  plan: EstopPlanView;
   /**
    * Present only when the plan could not be made (the device inventory failed): why. `plan` is
    * then the one a stop would run without the devices (the declared hooks, else none);
@@ -182,13 +181,13 @@ export interface EstopStatus {
    */
   plan_failed?: string;
   /** Actuating devices with no expectation on any of their signals. */
-  unverified_devices?: string[];
+  unverified_devices: string[];
   /**
    * The last e-stop's read-back, whatever triggered it, with the expectations of providers that
    * came back while latched read again since (each check its latest fresh read); null before the
    * first. Each check also says whether its device can be read now (StatusVerificationCheck).
    */
-  verification?: StatusVerification | null;
+  verification: StatusVerification | null;
 }
 
 /**

@@ -162,7 +162,7 @@ Deno.test("Kernel.reload in AUTO refuses weakening the e-stop, and applies it wi
     assert.deepEqual(refusedSections(inAuto), ["safety"]);
     assert.match(inAuto.refused[0]!.why, /no longer verifies sim0\/motorctl0\/motor1_duty/);
     assert.equal(rt.config.safety.safeState.expect.length, 1, "the old safety stays in effect");
-    assert.equal(rt.estop.status().unverified_devices?.includes("sim0/motorctl0"), false);
+    assert.equal(rt.estop.status().unverified_devices.includes("sim0/motorctl0"), false);
 
     await rt.modes.request("MANUAL");
     const manual = await rt.reload(weaker);

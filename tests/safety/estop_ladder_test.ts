@@ -74,7 +74,7 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
     await runToSettle(clock, rt.registry.host("gone")!.stop(2000), "gone stopped");
     assert.equal(rt.registry.host("gone")!.available, false);
     const before = rt.estop.status();
-    assert.deepEqual(before.plan?.calls, [
+    assert.deepEqual(before.plan.calls, [
       { device_handle: "plant/plant0", function: "no_such_function", args: {} },
       // No such provider: the arguments as configured.
       {
@@ -91,7 +91,7 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
         args: { duty: { type: "double", double: 0 } },
       },
     ]);
-    assert.deepEqual(before.plan?.uncovered, [
+    assert.deepEqual(before.plan.uncovered, [
       { device_handle: "plant/plant0", function: "set_heater" },
     ]);
     assert.deepEqual(before.unverified_devices, ["plant/plant0", "gone/dev0"]);
@@ -155,15 +155,15 @@ Deno.test("Estop status follows the inventory: a plan asked for before discovery
   try {
     const early = rt.estop.status();
     assert.equal(early.uncovered_actuating_functions, 0, "no devices known yet");
-    assert.deepEqual((early.plan?.calls[0])!.args, { duty: { type: "int64", int64: 0 } });
+    assert.deepEqual((early.plan.calls[0])!.args, { duty: { type: "int64", int64: 0 } });
     await rt.start();
     const status = rt.estop.status();
     assert.equal(status.uncovered_actuating_functions, 1);
-    assert.deepEqual(status.plan?.uncovered, [{
+    assert.deepEqual(status.plan.uncovered, [{
       device_handle: "plant/plant0",
       function: "set_heater",
     }]);
-    assert.deepEqual((status.plan?.calls[0])!.args, { duty: { type: "double", double: 0 } });
+    assert.deepEqual((status.plan.calls[0])!.args, { duty: { type: "double", double: 0 } });
   } finally {
     await rt.stop();
   }

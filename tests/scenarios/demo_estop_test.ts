@@ -33,7 +33,7 @@ Deno.test("the demo's e-stop runs every action successfully and verifies the saf
   try {
     const status = rt.estop.status();
     assert.equal(status.software_safe_state, "hooks");
-    assert.equal(status.plan?.calls.length, 11);
+    assert.equal(status.plan.calls.length, 11);
     await rt.modes.request("MANUAL");
     await rt.modes.request("AUTO");
     await waitFor(

@@ -13,8 +13,8 @@ Deno.test("Estop none rung latches without actuating and warns", async () => {
     assert.equal(before.software_safe_state, "none");
     assert.equal(before.latched_at_epoch_ms, null);
     assert.equal(before.uncovered_actuating_functions, 20);
-    assert.deepEqual(before.plan?.calls, []);
-    assert.equal(before.plan?.uncovered.length, 20);
+    assert.deepEqual(before.plan.calls, []);
+    assert.equal(before.plan.uncovered.length, 20);
     // Every sim device has actuating functions and none is expected: nothing can be verified.
     assert.deepEqual(before.unverified_devices, [
       "sim0/analogsensor0",

@@ -178,6 +178,11 @@ const HEALTH: ProviderHealthView = {
     circuit_open: false,
     next_restart_in_ms: null,
   },
+  discovery_warnings: [],
+  host_check: null,
+  start_error: null,
+  data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
+  timestamp_skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
   devices: [
     {
       device_id: "tempctl0",
@@ -190,6 +195,7 @@ const HEALTH: ProviderHealthView = {
       type_version: "1.2",
       // Descriptor tags are HTTP only: no field below carries them.
       descriptor_tags: { module_version: "1.0.0" },
+      claims: [],
       reported: {
         state: "STATE_OK",
         message: "",
@@ -214,6 +220,7 @@ const HEALTH: ProviderHealthView = {
       fault_signal_count: 0,
       type_version: "",
       descriptor_tags: {},
+      claims: [],
       reported: null,
     },
   ],

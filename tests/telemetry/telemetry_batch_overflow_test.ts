@@ -34,6 +34,11 @@ function snapshot(): ProviderHealthView[] {
       circuit_open: false,
       next_restart_in_ms: null,
     },
+    discovery_warnings: [],
+    host_check: null,
+    start_error: null,
+    data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
+    timestamp_skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
     devices: Array.from({ length: DEVICES }, (_, i) => ({
       device_id: `dev${i}`,
       health: "OK" as const,
@@ -44,6 +49,7 @@ function snapshot(): ProviderHealthView[] {
       fault_signal_count: 0,
       type_version: "",
       descriptor_tags: {},
+      claims: [],
       reported: null,
     })),
   }];

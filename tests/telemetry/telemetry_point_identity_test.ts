@@ -123,6 +123,11 @@ Deno.test("TelemetryWriter keeps a health snapshot distinct when the wall clock 
       circuit_open: false,
       next_restart_in_ms: null,
     },
+    discovery_warnings: [],
+    host_check: null,
+    start_error: null,
+    data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
+    timestamp_skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
     devices: [],
   }];
   const writer = new TelemetryWriter({

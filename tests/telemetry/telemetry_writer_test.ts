@@ -107,6 +107,11 @@ const HEALTH: ProviderHealthView[] = [{
     circuit_open: false,
     next_restart_in_ms: null,
   },
+  discovery_warnings: [],
+  host_check: null,
+  start_error: null,
+  data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
+  timestamp_skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
   devices: [{
     device_id: "dev0",
     health: "OK",
@@ -117,6 +122,7 @@ const HEALTH: ProviderHealthView[] = [{
     fault_signal_count: 0,
     type_version: "",
     descriptor_tags: {},
+    claims: [],
     reported: null,
   }],
 }];
