@@ -18,7 +18,8 @@
  *   again with the next append (never in a loop of its own).
  * - **Torn-line recovery.** A file is opened after a check of its last byte: when a crash or a
  *   failed write left a partial line, the next write starts on a new line, so the partial line
- *   stays one unreadable line instead of spoiling the next one. A write that failed part-way (a
+ *   stays one unreadable line instead of spoiling the next one; once that write succeeds, one
+ *   INFO names the file (readers skip the line it ended). A write that failed part-way (a
  *   short write on a full disk) is cut back first (`truncate`): its lines were reported failed,
  *   so none of them stays in the file, whole or torn; only a crash (or a cut that fails) leaves
  *   a torn line.
@@ -469,7 +470,8 @@ export class JournalWriter {
     let first = true;
     while (i < lines.length) {
       await this.#prepare(utf8Length(lines[i]!) + 1, fresh?.[i] === true);
-      let text = this.#needsNewline ? "\n" : "";
+      const endsTornLine = this.#needsNewline;
+      let text = endsTornLine ? "\n" : "";
       let size = this.#size + text.length;
       do {
         text += `${lines[i]}\n`;
@@ -487,6 +489,12 @@ export class JournalWriter {
         throw err;
       }
       this.#needsNewline = false;
+      if (endsTornLine) {
+        this.#o.log.info(
+          `${this.#o.name}: ${this.currentPath} ended in a torn last line (no newline, as a crash ` +
+            `leaves it): ended it with a newline, readers skip that line as unreadable`,
+        );
+      }
       this.#unsynced = true;
       this.#size = size;
       progress(Math.min(i, lines.length));

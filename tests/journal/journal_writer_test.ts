@@ -24,9 +24,14 @@ async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
 function writer(
   files: SwitchableFiles,
   target: ConstructorParameters<typeof JournalWriter>[0]["target"],
-  o: { clock?: ManualClock; maxQueuedLines?: number; gapLine?: (g: JournalGap) => string } = {},
+  o: {
+    clock?: ManualClock;
+    maxQueuedLines?: number;
+    gapLine?: (g: JournalGap) => string;
+    level?: "info" | "warn";
+  } = {},
 ) {
-  const { log, lines } = capturingLogger({ level: "warn" });
+  const { log, lines } = capturingLogger({ level: o.level ?? "warn" });
   const w = new JournalWriter({
     files,
     target,
@@ -76,14 +81,47 @@ Deno.test("JournalWriter with sync resolves only after the fsync", async () => {
   });
 });
 
-Deno.test("JournalWriter starts on a new line after a torn last line", async () => {
+Deno.test("JournalWriter starts on a new line after a torn last line and says so once in an INFO naming the file", async () => {
   await withDir(async (dir) => {
     const path = `${dir}/j.jsonl`;
     await Deno.writeTextFile(path, '{"ok":1}\n{"to');
-    const { w } = writer(new SwitchableFiles(), { path });
+    const { w, logLines } = writer(new SwitchableFiles(), { path }, { level: "info" });
     await w.append('{"next":2}');
+    await w.append('{"next":3}');
     await w.close();
-    assert.deepEqual(await fileLines(path), ['{"ok":1}', '{"to', '{"next":2}', ""]);
+    assert.deepEqual(await fileLines(path), ['{"ok":1}', '{"to', '{"next":2}', '{"next":3}', ""]);
+    assert.deepEqual(logLines.map((l) => l.replace(/^(\S+)\s+\S+\s+/, "$1 ")), [
+      `INFO test journal: ${path} ended in a torn last line (no newline, as a crash leaves it): ` +
+      "ended it with a newline, readers skip that line as unreadable",
+    ]);
+    // The file now ends with a newline: a writer opening it again has nothing to say.
+    const again = writer(new SwitchableFiles(), { path }, { level: "info" });
+    await again.w.append('{"next":4}');
+    await again.w.close();
+    assert.deepEqual(again.logLines, []);
+    assert.equal((await fileLines(path)).length, 6);
+  });
+});
+
+Deno.test("JournalWriter says nothing of a segment that ends with a newline, and names the torn one", async () => {
+  await withDir(async (dir) => {
+    const segments = { dir: `${dir}/j`, prefix: "seg", maxFileBytes: 100, maxFiles: 3 };
+    const files = new SwitchableFiles();
+    const first = writer(files, { segments }, { level: "info" });
+    await first.w.append('{"n":1}');
+    await first.w.close();
+    assert.deepEqual(first.logLines, []);
+    const [name] = [...Deno.readDirSync(segments.dir)].map((e) => e.name);
+    const path = `${segments.dir}/${name}`;
+    await Deno.writeTextFile(path, '{"t', { append: true });
+    const second = writer(files, { segments }, { level: "info" });
+    await second.w.append('{"n":2}');
+    await second.w.append('{"n":3}');
+    await second.w.close();
+    assert.deepEqual(await fileLines(path), ['{"n":1}', '{"t', '{"n":2}', '{"n":3}', ""]);
+    assert.equal(second.logLines.length, 1);
+    assert.match(second.logLines[0]!, /^INFO\b/);
+    assert.ok(second.logLines[0]!.includes(`test journal: ${path} ended in a torn last line`));
   });
 });
 
