@@ -16,7 +16,7 @@ import {
   type Logger,
   namedList,
   type ProviderSupervisionView,
-  quoteProviderText,
+  quoteDeviceHandle,
   RuntimeError,
   type SpawnFn,
   tellEach,
@@ -44,7 +44,10 @@ import {
  * declared unresponsive and restarted. One slow call never counts: only liveness probes do.
  */
 export const LIVENESS_FAILURE_LIMIT = 2;
-/** Device ids the `up:` line names (each cut and quoted as quoteProviderText); the rest are counted. */
+/**
+ * Devices the `up:` line names (each as quoteDeviceHandle: `"provider/device"`, the device id cut
+ * to QUOTED_DEVICE_ID_CHARS, as in every log line naming a device); the rest are counted.
+ */
 export const MAX_LOGGED_DEVICE_IDS = 20;
 
 export interface ProviderHostDeps {
@@ -485,8 +488,8 @@ export class ProviderHost {
         }`,
       );
     } else {
-      const ids = devices.map((d) => quoteProviderText(d.device.deviceId));
-      this.#log.info(`up: ${devices.length} device(s): ${namedList(ids, MAX_LOGGED_DEVICE_IDS)}`);
+      const named = devices.map((d) => quoteDeviceHandle(this.id, d.device.deviceId));
+      this.#log.info(`up: ${devices.length} device(s): ${namedList(named, MAX_LOGGED_DEVICE_IDS)}`);
     }
     // Listeners are told once the provider counts as up (one reading it sees it up), and before
     // its availability is said (the availability listeners find the new inventory in place).

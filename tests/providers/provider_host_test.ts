@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import {
   ADPP_PROTOCOL_VERSION,
+  QUOTED_DEVICE_ID_CHARS,
   RUNTIME_VERSION,
   RuntimeError,
   type SpawnFn,
@@ -697,15 +698,17 @@ Deno.test("ProviderHost tells inventory listeners whether a restart's discovery 
     await restart(2);
     await restart(3); // that one again
     assert.deepEqual(seen, [[["x"], false], [["x", "y"], true], [["x", "y"], false]]);
-    // Up with devices is said at INFO with their ids (without any: a WARN, not ready).
+    // Up with devices is said at INFO with their handles (without any: a WARN, not ready).
     assert.ok(
-      fx.lines.some((l) => /^INFO .*up: 1 device\(s\): "d0"$/.test(l)),
+      fx.lines.some((l) =>
+        l.startsWith("INFO") && l.endsWith(`up: 1 device(s): "${fx.host.id}/d0"`)
+      ),
       fx.lines.join("\n"),
     );
   }, { restart: { backoffMs: [0, 0, 0], maxAttempts: 10 } });
 });
 
-Deno.test("ProviderHost's start-up lines quote a device id and a Hello name holding a quote and a line break, cut to PROVIDER_TEXT_CHARS", async () => {
+Deno.test("ProviderHost's start-up lines quote a Hello name holding a quote and a line break, and each device as quoteDeviceHandle, its id cut to QUOTED_DEVICE_ID_CHARS", async () => {
   const forged = 'd"0\nERROR forged';
   const long = "L".repeat(10_000);
   const devices = {
@@ -716,8 +719,13 @@ Deno.test("ProviderHost's start-up lines quote a device id and a Hello name hold
     const hello = fx.lines.find((l) => l.includes("hello: "))!;
     assert.match(hello, /hello: "sim\\"\\nERROR forged" "1" \(pid \d+\)$/);
     const up = fx.lines.find((l) => l.includes("up: 2 device(s)"))!;
+    const p = fx.host.id;
+    // The same rule as the state cache's and the call router's lines name a device by.
     assert.ok(
-      up.endsWith(`up: 2 device(s): "d\\"0\\nERROR forged", "${"L".repeat(80)}\u2026"`),
+      up.endsWith(
+        `up: 2 device(s): "${p}/d\\"0\\nERROR forged", ` +
+          `"${p}/${"L".repeat(QUOTED_DEVICE_ID_CHARS)}\u2026"`,
+      ),
       up.slice(0, 300),
     );
     return Promise.resolve();
@@ -895,7 +903,8 @@ Deno.test("ProviderHost's start-up lines quote what a provider says cut to a bou
     assert.ok(hello.length < 400, `the hello line is ${hello.length} characters`);
     assert.match(hello, /hello: "n{80}\u2026" "n{80}\u2026" \(pid \d+\)$/);
     const up = fx.lines.find((l) => l.includes("up: 30 device(s)"))!;
-    assert.match(up, /up: 30 device\(s\): "dev0", "dev1", .*, "dev19" and 10 more$/);
+    const named = Array.from({ length: 20 }, (_, i) => `"${fx.host.id}/dev${i}"`).join(", ");
+    assert.ok(up.endsWith(`up: 30 device(s): ${named} and 10 more`), up);
     return Promise.resolve();
   });
 });
