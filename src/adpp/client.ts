@@ -2,6 +2,7 @@ import {
   type Clock,
   deadlineExceeded,
   errorMessage,
+  providerTextWithin,
   quoteProviderText,
   RuntimeError,
   type StatusCode as RuntimeCode,
@@ -51,6 +52,13 @@ export class OtherDeviceAnswerError extends RuntimeError {
     this.answeredDeviceId = answeredDeviceId;
   }
 }
+
+/**
+ * Longest status message of a provider's non-OK answer (UTF-16 code units) a ProviderStatusError
+ * carries; longer is cut (marked with an ellipsis) where the answer is decoded, so that what a
+ * provider says cannot make an API error, a log line or a run record of any length.
+ */
+export const PROVIDER_STATUS_MESSAGE_CHARS = 1024;
 
 /** A request the provider answered with a non-OK status. The session stays healthy. */
 export class ProviderStatusError extends RuntimeError {
@@ -644,7 +652,10 @@ export class AdppClient {
 function settle(p: Pending, r: WireResponse): void {
   const code = r.status?.code ?? StatusCode.UNSPECIFIED;
   if (code !== StatusCode.OK) {
-    const text = r.status?.message || "no message";
+    const text = providerTextWithin(
+      r.status?.message || "no message",
+      PROVIDER_STATUS_MESSAGE_CHARS,
+    );
     deliver(p.reply, new ProviderStatusError(code, `provider answered ${codeName(code)}: ${text}`));
     return;
   }

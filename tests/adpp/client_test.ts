@@ -8,6 +8,7 @@ import {
   FrameDecoderStream,
   mapProviderCode,
   PIPE_BUF,
+  PROVIDER_STATUS_MESSAGE_CHARS,
   ProviderStatusError,
   StatusCode,
   type WireRequest,
@@ -423,6 +424,32 @@ Deno.test("AdppClient maps a non-OK status and keeps the session", async () => {
     assert.match(e.message, /closed mode/);
     return true;
   });
+  assert.equal(p.client.open, true);
+  await p.end();
+});
+
+Deno.test("AdppClient cuts a provider's 100 KB status message to PROVIDER_STATUS_MESSAGE_CHARS and keeps a short one as sent", async () => {
+  const p = pair();
+  const long = p.client.request("call", { device_id: "x" }, 1000);
+  const short = p.client.request("call", { device_id: "x" }, 1000);
+  const exact = p.client.request("call", { device_id: "x" }, 1000);
+  const kept = 'bus "down"\nERROR not forged here';
+  const messages = ["m".repeat(100_000), kept, "e".repeat(PROVIDER_STATUS_MESSAGE_CHARS)];
+  for (const message of messages) {
+    const req = await p.nextRequest();
+    await p.reply({ request_id: req.request_id, status: { code: StatusCode.INTERNAL, message } });
+  }
+  const [cut, asSent, atBound] = await Promise.all(
+    [long, short, exact].map((call) =>
+      call.then(() => "answered OK", (e: ProviderStatusError) => e.message)
+    ),
+  );
+  assert.equal(
+    cut,
+    `provider answered INTERNAL: ${"m".repeat(PROVIDER_STATUS_MESSAGE_CHARS)}\u2026`,
+  );
+  assert.equal(asSent, `provider answered INTERNAL: ${kept}`);
+  assert.equal(atBound, `provider answered INTERNAL: ${messages[2]}`);
   assert.equal(p.client.open, true);
   await p.end();
 });

@@ -4,7 +4,7 @@
  * - `act` (ACTUATE, id 1, argument `tag`, a string): answers `seen` (bool), whether a file of the
  *   audit folder held `tag` at the moment the call reached this provider -- the audit trail's
  *   promise that a decision is on disk before the provider receives the call.
- * - `fail_long` (ACTUATE, id 2): answers FAILED_PRECONDITION with a 40,000-character message.
+ * - `fail_long` (ACTUATE, id 2): answers FAILED_PRECONDITION with a 100,000-character message.
  * - `echo` (ACTUATE, id 3, optional argument `text`, a string): answers OK.
  */
 import {
@@ -46,10 +46,10 @@ const provider = new DeviceProvider({ name: "audit-provider", version: "1.0.0" }
     {
       id: 2,
       name: "fail_long",
-      description: "Always fails with a 40,000-character message",
+      description: "Always fails with a 100,000-character message",
       category: "ACTUATE",
       handler: () => {
-        throw ProviderError.failedPrecondition(`fail_long: ${"E".repeat(40_000)}`);
+        throw ProviderError.failedPrecondition(`fail_long: ${"E".repeat(100_000)}`);
       },
     },
     {
