@@ -41,6 +41,7 @@ import {
   type Logger,
   namedList,
   neverThrowing,
+  providerTextWithin,
   quoteProviderTextWithin,
   raceTimeout,
   readClockTwice,
@@ -314,18 +315,34 @@ export const ESTOP_QUOTED_NAME_CHARS = 128;
 /** Longest error of a safe-state call (it carries the provider's message) its log line quotes. */
 export const ESTOP_QUOTED_ERROR_CHARS = 300;
 
+/**
+ * Longest e-stop reason (an HTTP client's or an alarm's text) the `E-STOP latched: ...` and
+ * `E-STOP reason: ...` lines carry; longer is cut there, marked with an ellipsis. Only the line:
+ * the stop, its reason in status, the event and the audit trail keep the reason as given.
+ */
+export const ESTOP_LOGGED_REASON_CHARS = 300;
+/**
+ * Longest reason of a failed read-back check (a provider's read error, a string value it read)
+ * the verification's log line carries; longer is cut, marked with an ellipsis.
+ */
+export const ESTOP_LOGGED_CHECK_REASON_CHARS = 300;
+
 /** A name in an e-stop log line: cut to ESTOP_QUOTED_NAME_CHARS and JSON-quoted. */
 function quoteName(name: string): string {
   return quoteProviderTextWithin(name, ESTOP_QUOTED_NAME_CHARS);
 }
 
-/** Warning returned whenever a rung other than "none" leaves actuating functions untouched. */
+/**
+ * Warning returned whenever a rung other than "none" leaves actuating functions untouched (also
+ * logged). Each device handle and function name (the provider's text) is quoted and cut as the
+ * plan lines quote them (ESTOP_QUOTED_NAME_CHARS).
+ */
 export function uncoveredWarning(
   rung: SoftwareSafeState,
   uncovered: readonly FunctionRef[],
 ): string {
   const list = namedList(
-    uncovered.map((u) => `${u.device_handle} ${u.function}`),
+    uncovered.map((u) => `${quoteName(u.device_handle)} ${quoteName(u.function)}`),
     MAX_NAMED_IN_WARNING,
   );
   return `The '${rung}' rung leaves ${uncovered.length} actuating function(s) untouched: ${list}. ` +
@@ -645,7 +662,7 @@ export class Estop implements EstopService {
     if (unverified.length > 0) {
       this.#log.warn(
         `no safe-state expectation covers ${unverified.length} actuating device(s): ${
-          namedList(unverified, MAX_NAMED_IN_WARNING)
+          namedList(unverified.map(quoteName), MAX_NAMED_IN_WARNING)
         } (an e-stop cannot verify them; add safety.safe_state.expect entries)`,
       );
     }
@@ -688,7 +705,10 @@ export class Estop implements EstopService {
     const source = options.source ?? estopSource(cause);
     contained(
       "logging the latch",
-      () => this.#log.warn(`E-STOP latched${text ? `: ${text}` : ""}`),
+      () =>
+        this.#log.warn(
+          `E-STOP latched${text ? `: ${providerTextWithin(text, ESTOP_LOGGED_REASON_CHARS)}` : ""}`,
+        ),
     );
     // Recorded as decided (the latch), before anything physical: the ladder's calls follow
     // as their own entries (origin estop).
@@ -745,7 +765,7 @@ export class Estop implements EstopService {
     );
     void arriving.then((r) => {
       if (!r) return;
-      this.#stopLog.warn(`E-STOP reason: ${r}`);
+      this.#stopLog.warn(`E-STOP reason: ${providerTextWithin(r, ESTOP_LOGGED_REASON_CHARS)}`);
       const arrivedMono = latchedMono === null
         ? null
         : this.#readMono("e-stop reason", "e-stop reason: its audit latency is left out");
@@ -1192,7 +1212,11 @@ export class Estop implements EstopService {
       );
     }
     for (const c of failed) {
-      this.#stopLog.error(`${what} ${c.outcome}: ${c.signal}: ${c.reason ?? ""}`);
+      this.#stopLog.error(
+        `${what} ${c.outcome}: ${c.signal}: ${
+          providerTextWithin(c.reason ?? "", ESTOP_LOGGED_CHECK_REASON_CHARS)
+        }`,
+      );
     }
     // On the stop path, after the ladder and the hooks: a clock that fails must not take the
     // trigger's answer away. It is asked once more; if it fails again the verification is not

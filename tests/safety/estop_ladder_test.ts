@@ -139,7 +139,7 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
     assert.deepEqual(result.uncovered, [{ device_handle: "plant/plant0", function: "set_heater" }]);
     assert.match(
       result.warning ?? "",
-      /^The 'hooks' rung leaves 1 actuating function\(s\) untouched: plant\/plant0 set_heater\. /,
+      /^The 'hooks' rung leaves 1 actuating function\(s\) untouched: "plant\/plant0" "set_heater"\. /,
     );
   } finally {
     await runToSettle(clock, rt.stop(), "the stop");

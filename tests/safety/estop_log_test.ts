@@ -55,7 +55,7 @@ Deno.test("Estop logs its plan at start-up: every call, the untouched functions,
     ]);
     assert.deepEqual(at(lines, "warn"), [
       "The 'hooks' rung leaves 1 actuating function(s) untouched: " +
-      "plant/plant0 set_heater. The e-stop did not change them; cover them with " +
+      '"plant/plant0" "set_heater". The e-stop did not change them; cover them with ' +
       "safety.safe_state.hooks and check the outputs that matter with " +
       "safety.safe_state.expect, or use the hardware emergency stop.",
       "safe-state expectation does not resolve: safety.safe_state.expect[0]: " +
@@ -93,7 +93,7 @@ Deno.test("Estop logs a none rung and the actuating devices nothing verifies", a
     assert.match(warn[0]!, /ladder resolves to none/);
     assert.match(
       warn[1]!,
-      /^no safe-state expectation covers 1 actuating device\(s\): plant\/plant0 /,
+      /^no safe-state expectation covers 1 actuating device\(s\): "plant\/plant0" /,
     );
   } finally {
     await rt.stop();
@@ -199,18 +199,18 @@ Deno.test("Estop's start-up warnings name at most MAX_NAMED_IN_WARNING functions
       uncovered!,
       new RegExp(
         `^The 'hooks' rung leaves ${2 * n - 1} actuating function\\(s\\) untouched: ` +
-          `p0/plant0 set_heater, p1/plant0 set_heater, .* and ${
+          `"p0/plant0" "set_heater", "p1/plant0" "set_heater", .* and ${
             2 * n - 1 - MAX_NAMED_IN_WARNING
           } ` +
           "more\\. The e-stop did not change them",
       ),
     );
-    assert.equal(uncovered!.split(" set_").length - 1, MAX_NAMED_IN_WARNING);
+    assert.equal(uncovered!.split(' "set_').length - 1, MAX_NAMED_IN_WARNING);
     assert.match(
       unverified!,
       new RegExp(
-        `^no safe-state expectation covers ${n} actuating device\\(s\\): p0/plant0, .*, ` +
-          `p${MAX_NAMED_IN_WARNING - 1}/plant0 and 3 more \\(an e-stop cannot verify them`,
+        `^no safe-state expectation covers ${n} actuating device\\(s\\): "p0/plant0", .*, ` +
+          `"p${MAX_NAMED_IN_WARNING - 1}/plant0" and 3 more \\(an e-stop cannot verify them`,
       ),
     );
   } finally {

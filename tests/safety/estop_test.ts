@@ -320,13 +320,14 @@ Deno.test("Estop re-triggered while latched stamps the latest trigger", async ()
   assert.equal(estop.status().latched_at_epoch_ms, NOW_MS + 1000);
 });
 
-Deno.test("uncoveredWarning names the rung, the count and every untouched function", () => {
+Deno.test("uncoveredWarning names the rung, the count and every untouched function, quoted", () => {
   assert.equal(
     uncoveredWarning("zero", [
       { device_handle: "p/tools", function: "reboot" },
       { device_handle: "q/axis", function: "set_mode" },
     ]),
-    "The 'zero' rung leaves 2 actuating function(s) untouched: p/tools reboot, q/axis set_mode. " +
+    "The 'zero' rung leaves 2 actuating function(s) untouched: " +
+      '"p/tools" "reboot", "q/axis" "set_mode". ' +
       "The e-stop did not change them; cover them with safety.safe_state.hooks and check the " +
       "outputs that matter with safety.safe_state.expect, or use the hardware emergency stop.",
   );
