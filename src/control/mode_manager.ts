@@ -117,6 +117,12 @@ export const FAULT_HOOKS_ANSWER_WAIT_MS = 10_000;
  */
 export const QUOTED_FAULT_REASON_CHARS = 200;
 
+/**
+ * Longest error of a failed hook call (it carries the provider's message) its log line quotes;
+ * longer is cut, marked with an ellipsis. The answer (a veto) and the hook_failure event keep it.
+ */
+export const QUOTED_HOOK_ERROR_CHARS = 300;
+
 /** What the HTTP layer needs. */
 export interface ModeService {
   current(): RuntimeMode;
@@ -1242,7 +1248,7 @@ export class ModeManager implements ModeService {
         function: declaredFunctionLabel(call),
         error: `${e.code}: ${e.message}`,
       };
-      const text = describeHookFailure(failure);
+      const text = hookFailureLine(failure);
       // The call's failure is what the caller must get (the answer, the event): a logger that
       // fails (a closed stderr) loses the line, never the failure (#stopLog).
       if (hook.failOnError || to === "FAULT") this.#stopLog.error(text);
@@ -1427,9 +1433,16 @@ function sameDeclaredCall(a: CallConfig, b: CallConfig): boolean {
   });
 }
 
-/** One line naming the hook call that failed and why (the log line and a veto's reason). */
+/** What names the hook call that failed and why (a veto's reason). */
 function describeHookFailure(f: HookFailure): string {
   return `${f.phase}_transition hook ${f.hook} call ${f.device_handle} ${f.function} failed: ${f.error}`;
+}
+
+/** The log line of a failed hook call: its error quoted, cut to QUOTED_HOOK_ERROR_CHARS. */
+function hookFailureLine(f: HookFailure): string {
+  return `${f.phase}_transition hook ${f.hook} call ${f.device_handle} ${f.function} failed: ${
+    quoteProviderTextWithin(f.error, QUOTED_HOOK_ERROR_CHARS)
+  }`;
 }
 
 /** A FAULT reason in a log line: cut to QUOTED_FAULT_REASON_CHARS and JSON-quoted. */

@@ -1,0 +1,46 @@
+/**
+ * The log line of a failed mode-transition hook call quotes the call's error (it carries the
+ * provider's message), cut to QUOTED_HOOK_ERROR_CHARS, so that a provider's 100 KB message or a
+ * quote in it can neither flood nor forge the line; the hook_failure event keeps the error the call
+ * failed with. The plant provider in-process, its call answered with a scripted error.
+ */
+import assert from "node:assert/strict";
+import { StatusCode } from "../../src/adpp/mod.ts";
+import { QUOTED_HOOK_ERROR_CHARS } from "../../src/control/mod.ts";
+import type { FakeProvider } from "../helpers/fake_provider.ts";
+import { rig } from "../helpers/rig.ts";
+import { call, hook, plantProvider } from "../safety/_fixture.ts";
+
+Deno.test("ModeManager's failed-hook line quotes the call's error, cut to QUOTED_HOOK_ERROR_CHARS; the hook_failure event keeps it", async () => {
+  await using r = await rig({
+    providers: [plantProvider("plant")],
+    automation: {
+      enabled: false,
+      manualGatingPolicy: "BLOCK",
+      modeTransitionHooks: {
+        beforeTransition: [],
+        afterTransition: [
+          hook("IDLE", "MANUAL", [call("plant/plant0", "set_fan", { duty: { double: 0 } })], false),
+        ],
+      },
+    },
+  });
+  const message = `bus "down"\nERROR forged ${"M".repeat(100_000)}`;
+  r.provider<FakeProvider>("plant").answer("call", {
+    error: { code: StatusCode.UNAVAILABLE, message },
+  });
+  assert.equal(await r.kernel.modes.request("MANUAL"), "MANUAL");
+  const [failure] = r.events.filter((e) => e.kind === "hook_failure");
+  assert.ok(failure?.kind === "hook_failure");
+  const error = failure.error;
+  assert.match(error, /^UNAVAILABLE: provider answered UNAVAILABLE: bus "down"\nERROR forged M/);
+  const lines = r.lines.filter((l) => l.includes("after_transition hook "));
+  assert.equal(lines.length, 1, lines.map((l) => l.slice(0, 200)).join("\n"));
+  const quoted = JSON.stringify(`${error.slice(0, QUOTED_HOOK_ERROR_CHARS)}\u2026`);
+  assert.ok(
+    lines[0]!.endsWith(
+      `after_transition hook test.hooks[IDLE->MANUAL] call plant/plant0 set_fan failed: ${quoted}`,
+    ),
+    lines[0]!.slice(0, 400),
+  );
+});
