@@ -41,6 +41,7 @@ import {
   errorMessage,
   integerWrittenExactly,
   neverThrowing,
+  providerTextWithin,
   quoteProviderTextWithin,
   SpellLog,
   toRuntimeError,
@@ -254,6 +255,19 @@ export const MAX_TOO_LARGE_DEVICES_WARNED = 1024;
  * UTF-16 code units: what a host publishes cannot make one line of any length.
  */
 export const STATE_TEXT_QUOTED_CHARS = 80;
+
+/**
+ * Longest device id, metric or command name (a provider's or a broker's text) a log line quotes, in
+ * UTF-16 code units; longer is cut, marked with an ellipsis.
+ */
+export const SPARKPLUG_QUOTED_NAME_CHARS = 128;
+/** Longest reason of a refused or failed command (it may carry a provider's message) a line quotes. */
+export const SPARKPLUG_QUOTED_REASON_CHARS = 300;
+
+/** A device id, metric or command name in a log line: cut to SPARKPLUG_QUOTED_NAME_CHARS, quoted. */
+function quoteName(name: string): string {
+  return quoteProviderTextWithin(name, SPARKPLUG_QUOTED_NAME_CHARS);
+}
 
 /** A payload of no metrics at timestamp 0 (what each metric's size is measured over). */
 const EMPTY_PAYLOAD_BYTES = encode({ timestamp: 0, metrics: [] }).length;
@@ -1499,7 +1513,9 @@ export class SparkplugEdgeNode {
       if (bytes > limit) return this.#birthTooLarge(id, caps, bytes, limit);
     }
     if (this.#tooLarge.delete(id)) {
-      this.#log.info(`sparkplug: device ${id} is born now (its DBIRTH fits max_message_bytes)`);
+      this.#log.info(
+        `sparkplug: device ${quoteName(id)} is born now (its DBIRTH fits max_message_bytes)`,
+      );
     }
     this.#pending.delete(id);
     this.#devices.set(id, {
@@ -1539,7 +1555,7 @@ export class SparkplugEdgeNode {
     }
     if (said) return;
     this.#log.warn(
-      `sparkplug: device ${id} not born: its DBIRTH is ${bytes} bytes, over ` +
+      `sparkplug: device ${quoteName(id)} not born: its DBIRTH is ${bytes} bytes, over ` +
         `sparkplug.max_message_bytes ${limit} (no DDATA of it; the other devices publish as ` +
         `usual; born once its birth fits, at the next births)`,
     );
@@ -1587,7 +1603,9 @@ export class SparkplugEdgeNode {
     said.set(id, text);
     while (said.size > MAX_CLASHES_REMEMBERED) said.delete(said.keys().next().value!);
     this.#log.warn(
-      `sparkplug: device ${id}: signals ${text} not published (named as a metric the node ` +
+      `sparkplug: device ${quoteName(id)}: signals ${
+        clash.map(quoteName).join(", ")
+      } not published (named as a metric the node ` +
         `makes for the device: a function's or ${DEVICE_TYPE_METRIC})`,
     );
   }
@@ -1631,7 +1649,9 @@ export class SparkplugEdgeNode {
     if (before === undefined && this.#replayAfterBirth.size >= MAX_REPLAY_WALKS) {
       this.counts.storeDropped++;
       this.#log.warn(
-        `sparkplug store-and-forward: ${id} left with data not replayed and ${MAX_REPLAY_WALKS} ` +
+        `sparkplug store-and-forward: ${
+          quoteName(id)
+        } left with data not replayed and ${MAX_REPLAY_WALKS} ` +
           `devices already wait to come back (MAX_REPLAY_WALKS): the rest of its replay is dropped`,
       );
       return;
@@ -1662,7 +1682,7 @@ export class SparkplugEdgeNode {
         this.#log.warn(
           `sparkplug store-and-forward: ${PARKED_WRITTEN_KEPT} polls written live of devices ` +
             `waiting for their DBIRTH kept (PARKED_WRITTEN_KEPT): further ones (the first of ` +
-            `${id}) are not, and their resumed replay may send them again`,
+            `${quoteName(id)}) are not, and their resumed replay may send them again`,
         );
       }
       return;
@@ -2068,7 +2088,9 @@ export class SparkplugEdgeNode {
         if (!this.#mistypedWarned) {
           this.#mistypedWarned = true;
           this.#log.warn(
-            `sparkplug store-and-forward: stored data of ${item.deviceId} polled as another type ` +
+            `sparkplug store-and-forward: stored data of ${
+              quoteName(item.deviceId)
+            } polled as another type ` +
               `than its signals' birth declares now, or of a signal it no longer declares (the ` +
               `provider came back with other types or signals), is left out`,
           );
@@ -2755,7 +2777,8 @@ export class SparkplugEdgeNode {
     const why = `${e.code}: ${e.message}`;
     if (n <= 100 || n % 1000 === 0) {
       this.#log.warn(
-        `sparkplug: command ${name} on ${topic} failed after the provider got it (${n} so far): ${why}`,
+        `sparkplug: command ${quoteName(name)} on ${quoteName(topic)} failed after the provider ` +
+          `got it (${n} so far): ${quoteProviderTextWithin(why, SPARKPLUG_QUOTED_REASON_CHARS)}`,
       );
     }
     this.#commandResult(deviceId, name, `FAILED: ${why}`);
@@ -2769,7 +2792,11 @@ export class SparkplugEdgeNode {
     this.counts.commandsRefused++;
     const n = this.counts.commandsRefused;
     if (n <= 100 || n % 1000 === 0) {
-      this.#log.warn(`sparkplug: command ${name} on ${topic} refused (${n} so far): ${why}`);
+      this.#log.warn(
+        `sparkplug: command ${quoteName(name)} on ${quoteName(topic)} refused (${n} so far): ${
+          quoteProviderTextWithin(why, SPARKPLUG_QUOTED_REASON_CHARS)
+        }`,
+      );
     }
     if (deviceId !== undefined) this.#commandResult(deviceId, name, `REFUSED: ${why}`);
   }
@@ -2865,7 +2892,11 @@ export class SparkplugEdgeNode {
     const n = this.counts.commandsIgnored;
     // Bounded logging: a flood of commands is not a flood of log lines.
     if (n <= 10 || n % 1000 === 0) {
-      this.#log.warn(`sparkplug: command on ${topic} ignored (${n} so far): ${why}`);
+      this.#log.warn(
+        `sparkplug: command on ${quoteName(topic)} ignored (${n} so far): ${
+          providerTextWithin(why, SPARKPLUG_QUOTED_REASON_CHARS)
+        }`,
+      );
     }
   }
 
@@ -3037,7 +3068,9 @@ export class SparkplugEdgeNode {
     const name = this.#aliasNames.get(Number(m.alias))?.split("\u0000")[1] ??
       `alias ${String(m.alias)}`;
     this.#log.warn(
-      `sparkplug: ${type} metric ${name} of ${deviceId ?? "the node"} left out: alone it makes ` +
+      `sparkplug: ${type} metric ${quoteName(name)} of ${
+        deviceId === undefined ? "the node" : quoteName(deviceId)
+      } left out: alone it makes ` +
         `a message over sparkplug.max_message_bytes ${limit} (further ones of it are counted in ` +
         `runtime_sparkplug_too_large_dropped_total, not logged)`,
     );

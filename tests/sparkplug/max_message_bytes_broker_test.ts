@@ -96,7 +96,7 @@ Deno.test({
       assert.equal(unborn.length, 1);
       assert.equal(unborn[0]!.deviceId, "sim0:chaos_control");
       assert.ok(unborn[0]!.bytes > MAX_PACKET, String(unborn[0]!.bytes));
-      const warns = lines.filter((l) => /device sim0:chaos_control not born/.test(l));
+      const warns = lines.filter((l) => /device "sim0:chaos_control" not born/.test(l));
       assert.equal(warns.length, 1, lines.join("\n"));
       assert.match(
         warns[0]!,

@@ -110,7 +110,7 @@ Deno.test("SparkplugEdgeNode: a DBIRTH over max_message_bytes leaves that device
   await flushMicrotasks();
   r.setAvailable(P, true);
   await flushMicrotasks();
-  const warns = lines.filter((l) => l.startsWith("WARN") && /device p:big not born/.test(l));
+  const warns = lines.filter((l) => l.startsWith("WARN") && /device "p:big" not born/.test(l));
   assert.equal(warns.length, 1, lines.join("\n"));
   assert.match(
     warns[0]!,

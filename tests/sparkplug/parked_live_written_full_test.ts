@@ -51,7 +51,7 @@ Deno.test("SparkplugEdgeNode: polls written live of devices waiting for their DB
     new RegExp(
       `^WARN .*sparkplug store-and-forward: ${PARKED_WRITTEN_KEPT} polls written live of devices ` +
         `waiting for their DBIRTH kept \\(PARKED_WRITTEN_KEPT\\): further ones \\(the first of ` +
-        `${P}:d4\\) are not, and their resumed replay may send them again$`,
+        `"${P}:d4"\\) are not, and their resumed replay may send them again$`,
     ),
   );
   await rig.stop();

@@ -102,7 +102,7 @@ Deno.test("SparkplugEdgeNode says a signal named as a node-made metric once per 
     await flushMicrotasks();
     assert.ok(dbirths() >= 4, `DBIRTHs: ${dbirths()}`);
     assert.deepEqual(clashLines(), [
-      "sparkplug: device p0:dev0: signals Functions/pulse not published (named as a metric the " +
+      'sparkplug: device "p0:dev0": signals "Functions/pulse" not published (named as a metric the ' +
       "node makes for the device: a function's or Properties/Type)",
     ]);
     // Another clash (the device now also has a signal named as its type metric) is said too.
@@ -115,7 +115,7 @@ Deno.test("SparkplugEdgeNode says a signal named as a node-made metric once per 
     r.changed(P);
     await flushMicrotasks();
     assert.equal(clashLines().length, 2, clashLines().join("\n"));
-    assert.match(clashLines()[1]!, /signals Functions\/pulse, Properties\/Type not published/);
+    assert.match(clashLines()[1]!, /signals "Functions\/pulse", "Properties\/Type" not published/);
   } finally {
     await r.stop();
   }

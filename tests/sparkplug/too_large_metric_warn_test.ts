@@ -60,8 +60,8 @@ Deno.test("SparkplugEdgeNode: a metric left out for its size is WARNed once per 
   assert.equal(r.node.counts.tooLargeDropped, 6);
   const said = warns();
   assert.equal(said.length, 2, said.join("\n"));
-  assert.match(said[0]!, /^WARN .*DDATA metric s of p:d0 left out/);
-  assert.match(said[1]!, /^WARN .*DDATA metric s of p:d1 left out/);
+  assert.match(said[0]!, /^WARN .*DDATA metric "s" of "p:d0" left out/);
+  assert.match(said[1]!, /^WARN .*DDATA metric "s" of "p:d1" left out/);
   await r.stop();
 });
 

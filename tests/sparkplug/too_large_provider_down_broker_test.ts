@@ -96,7 +96,7 @@ Deno.test({
         100,
       );
       assert.equal(back.bytes, first.bytes, "the same capabilities, the same size");
-      const warns = lines.filter((l) => l.startsWith("WARN") && l.includes(`${DEVICE} not born`));
+      const warns = lines.filter((l) => l.startsWith("WARN") && l.includes(`"${DEVICE}" not born`));
       assert.equal(warns.length, 1, lines.join("\n"));
     } finally {
       await rt.stop();

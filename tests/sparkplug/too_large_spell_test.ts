@@ -34,7 +34,7 @@ function rig() {
     recordCalls: true,
   });
   const warns = () =>
-    lines.filter((l) => l.startsWith("WARN") && /device p:big not born/.test(l)).length;
+    lines.filter((l) => l.startsWith("WARN") && /device "p:big" not born/.test(l)).length;
   return { r, warns, lines };
 }
 
@@ -146,7 +146,7 @@ Deno.test("SparkplugEdgeNode: a device back with changed capabilities still too 
   assert.equal(warns(), 2, lines.join("\n"));
   const after = r.node.unbornTooLarge[0]!.bytes;
   assert.ok(after > before, `${after} > ${before}`);
-  const said = lines.filter((l) => /device p:big not born/.test(l)).at(-1)!;
+  const said = lines.filter((l) => /device "p:big" not born/.test(l)).at(-1)!;
   assert.match(said, new RegExp(`^WARN .*its DBIRTH is ${after} bytes`));
   // The same changed device again (a flap, a rediscovery): the same spell, no WARN.
   r.setAvailable(P, false);
@@ -167,7 +167,7 @@ Deno.test("SparkplugEdgeNode: a device back with changed capabilities still too 
   const now = r.node.unbornTooLarge[0]!.bytes;
   assert.ok(now < after, `${now} < ${after}`);
   assert.match(
-    lines.filter((l) => /device p:big not born/.test(l)).at(-1)!,
+    lines.filter((l) => /device "p:big" not born/.test(l)).at(-1)!,
     new RegExp(` ${now} bytes`),
   );
   await r.stop();
