@@ -428,8 +428,11 @@ export class StateCache implements FreshReader {
   /**
    * Where `staleness` in place of the bounds in use would find samples stale later, for the
    * inventory and interval in use: one text per device whose liveness bound or one of whose
-   * signals' bounds would grow, naming the longest growth (`sim0/tempctl0: stale after 5000 ->
-   * 20000 ms`). Empty when nothing would be found later (a reload's weakening, app/run_gate.ts).
+   * signals' bounds would grow, naming the longest growth (`"sim0/tempctl0": stale after 5000 ->
+   * 20000 ms`, `"sim0/tempctl0" signal "tc1_temp": ...`): the device and signal ids (a provider's
+   * text) quoted and cut as the cache's log lines quote them, since the text is a reload's answer
+   * and its log line. Empty when nothing would be found later (a reload's weakening,
+   * app/run_gate.ts).
    */
   longerStaleBounds(staleness: StalenessBounds): string[] {
     const out: string[] = [];
@@ -445,7 +448,7 @@ export class StateCache implements FreshReader {
           caps.signals,
           host.devices.length,
         );
-        const device = deviceHandle(providerId, caps.device.deviceId);
+        const device = quoteDeviceHandle(providerId, caps.device.deviceId);
         let what = device;
         let from = dev.bounds.staleAfterMs;
         let to = rules.bounds.staleAfterMs;
@@ -453,7 +456,11 @@ export class StateCache implements FreshReader {
           const slot = dev.slots.get(spec.signalId);
           const next = rules.signalStaleAfterMs(spec.staleAfterMs);
           if (slot && next - slot.staleAfterMs > to - from) {
-            [what, from, to] = [`${device}/${spec.signalId}`, slot.staleAfterMs, next];
+            [what, from, to] = [
+              `${device} signal ${quoteId(spec.signalId)}`,
+              slot.staleAfterMs,
+              next,
+            ];
           }
         }
         if (to > from) out.push(`${what}: stale after ${from} -> ${to} ms`);

@@ -225,7 +225,7 @@ Deno.test("Kernel.reload in AUTO refuses a longer polling interval or a stalenes
     assert.match(laxInAuto.refused[0]!.why, /health\.staleness: samples found stale later: /);
     assert.match(
       laxInAuto.refused[0]!.why,
-      /later: sim0\/analogsensor0\/voltage_ch1: stale after 500 -> 60000 ms; sim0\/motorctl0/,
+      /later: "sim0\/analogsensor0" signal "voltage_ch1": stale after 500 -> 60000 ms; "sim0\/motorctl0"/,
     );
     assert.match(laxInAuto.refused[0]!.why, /; and 2 more device\(s\)$/);
     assert.equal(rt.cache.staleAfterMs("sim0", "tempctl0", "tc1_temp"), 1500);

@@ -10,15 +10,16 @@ import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { ADPP_DEADLINE_TIMER, ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
 import { rigNotStarted } from "../helpers/rig.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
+import { QUOTED_DEVICE_ID_CHARS } from "../../src/common/mod.ts";
 import {
   DATA_FAULT_LOG_LINES,
   DATA_FAULT_LOG_WINDOW_MS,
+  QUOTED_SIGNAL_ID_CHARS,
   type SignalState,
   StateCache,
   TIMESTAMP_SKEW_LIMIT_MS,
 } from "../../src/state/mod.ts";
 import { StatusCode } from "../../src/adpp/mod.ts";
-import { QUOTED_DEVICE_ID_CHARS } from "../../src/common/mod.ts";
 import {
   dbl,
   type ProgrammableFixture,
@@ -1330,16 +1331,38 @@ Deno.test("StateCache.longerStaleBounds names each device a staleness would find
     assert.deepEqual(cache.longerStaleBounds({ warnAfterMs: 0, staleAfterMs: 300 }), []);
     // A configured 2000 raises z's floor (400 -> 2000) and shortens the liveness bounds.
     assert.deepEqual(cache.longerStaleBounds({ warnAfterMs: 0, staleAfterMs: 2000 }), [
-      "p0/d1/z: stale after 400 -> 2000 ms",
+      '"p0/d1" signal "z": stale after 400 -> 2000 ms',
     ]);
     // 9000: z grows by 8600, more than the device's 4000.
     assert.deepEqual(cache.longerStaleBounds({ warnAfterMs: 0, staleAfterMs: 9000 }), [
-      "p0/d0: stale after 5000 -> 9000 ms",
-      "p0/d1/z: stale after 400 -> 9000 ms",
+      '"p0/d0": stale after 5000 -> 9000 ms',
+      '"p0/d1" signal "z": stale after 400 -> 9000 ms',
     ]);
     // Asking applies nothing.
     assert.equal(cache.staleAfterMs("p0", "d1", "z"), 400);
     assert.equal(cache.livenessBounds("p0", "d0")?.staleAfterMs, 5000);
+    return Promise.resolve();
+  }, { intervalMs: 100 });
+});
+
+Deno.test("StateCache.longerStaleBounds quotes a provider's device and signal ids, cut to QUOTED_DEVICE_ID_CHARS and QUOTED_SIGNAL_ID_CHARS", async () => {
+  const forged = 'd"0\nERROR forged';
+  const long = "L".repeat(10_000);
+  const inventory = {
+    devices: {
+      [forged]: { signals: [{ id: "x", type: T.DOUBLE }] },
+      [long]: { signals: [{ id: long, type: T.DOUBLE, staleMs: 400 }] },
+    },
+  };
+  await withFixture(inventory, (fx) => {
+    const later = fx.cache.longerStaleBounds({ warnAfterMs: 0, staleAfterMs: 9000 });
+    const cut = (n: number) => `${"L".repeat(n)}\u2026`;
+    assert.deepEqual(later, [
+      '"p0/d\\"0\\nERROR forged": stale after 5000 -> 9000 ms',
+      `"p0/${cut(QUOTED_DEVICE_ID_CHARS)}" signal "${
+        cut(QUOTED_SIGNAL_ID_CHARS)
+      }": stale after 400 -> 9000 ms`,
+    ]);
     return Promise.resolve();
   }, { intervalMs: 100 });
 });
