@@ -393,8 +393,10 @@ export class ProviderSession {
       });
       this.readiness = { ...(ready.diagnostics ?? {}) };
       const host = hostCheckOf(this.readiness);
+      // The provider's text: quoted and cut (PROVIDER_TEXT_CHARS), as its Hello name is.
+      const initTime = this.readiness["init_time_ms"];
       this.#deps.log.info(
-        `ready (init_time_ms ${ready.diagnostics?.["init_time_ms"] ?? "not reported"}${
+        `ready (init_time_ms ${initTime === undefined ? "not reported" : quote(initTime)}${
           host ? `, host_check ${host.status}` : ""
         })`,
       );

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import {
   ADPP_PROTOCOL_VERSION,
+  PROVIDER_TEXT_CHARS,
   QUOTED_DEVICE_ID_CHARS,
   RUNTIME_VERSION,
   RuntimeError,
@@ -727,6 +728,25 @@ Deno.test("ProviderHost's start-up lines quote a Hello name holding a quote and 
           `"${p}/${"L".repeat(QUOTED_DEVICE_ID_CHARS)}\u2026"`,
       ),
       up.slice(0, 300),
+    );
+    return Promise.resolve();
+  });
+});
+
+Deno.test("ProviderHost's ready line quotes the init_time_ms a provider reports, cut to PROVIDER_TEXT_CHARS", async () => {
+  const long = `1"\nERROR forged ${"9".repeat(10_000)}`;
+  await withFixture({
+    hello: { metadata: { supports_wait_ready: "true" } },
+    waitReady: { diagnostics: { init_time_ms: long } },
+    devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } },
+  }, (fx) => {
+    const ready = fx.lines.filter((l) => l.includes("ready (init_time_ms "));
+    assert.equal(ready.length, 1, fx.lines.join("\n").slice(0, 2000));
+    assert.ok(
+      ready[0]!.endsWith(
+        `ready (init_time_ms ${JSON.stringify(`${long.slice(0, PROVIDER_TEXT_CHARS)}\u2026`)})`,
+      ),
+      ready[0]!.slice(0, 300),
     );
     return Promise.resolve();
   });
