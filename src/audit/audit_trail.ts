@@ -57,6 +57,7 @@ import {
   invalidArgument,
   type Logger,
   neverThrowing,
+  quoteProviderTextWithin,
   type TimerId,
   toJsonText,
   utf8Length,
@@ -96,6 +97,16 @@ export const AUDIT_QUEUE_MAX_ENTRIES = 1000;
 export const AUDIT_SAFETY_RESERVE_ENTRIES = 100;
 /** Entries kept in memory when there is no journal. */
 export const AUDIT_MEMORY_ENTRIES = 1000;
+/**
+ * Longest device handle or function name (a provider's text, read back from the journal) the line
+ * of an interrupted call quotes; longer is cut, marked with an ellipsis. The entry keeps it.
+ */
+export const AUDIT_QUOTED_NAME_CHARS = 128;
+
+/** A device handle or function name in a log line: cut to AUDIT_QUOTED_NAME_CHARS and quoted. */
+function quoteName(name: string | null): string {
+  return name === null ? "null" : quoteProviderTextWithin(name, AUDIT_QUOTED_NAME_CHARS);
+}
 /** Longest time a collapsed entry stays open (its repeats uncounted on disk) after its first call. */
 export const AUDIT_COLLAPSE_MAX_OPEN_MS = 5000;
 /** Untrusted refusals written one by one per AUDIT_UNTRUSTED_WINDOW_MS; the rest are summed up. */
@@ -820,8 +831,8 @@ export class AuditTrail implements AuditSink {
     this.#journal = journal;
     for (const r of interrupted) {
       this.#log.warn(
-        `audit: a call to ${r.device_handle} ${r.function} was written ahead by an earlier ` +
-          `process without an outcome: recorded as interrupted`,
+        `audit: a call to ${quoteName(r.device_handle)} ${quoteName(r.function)} was written ` +
+          "ahead by an earlier process without an outcome: recorded as interrupted",
       );
       this.#emit(
         {

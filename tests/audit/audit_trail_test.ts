@@ -16,6 +16,7 @@ import {
   AUDIT_MAX_TEXT_BYTES,
   AUDIT_MAX_UNSETTLED,
   AUDIT_MEMORY_ENTRIES,
+  AUDIT_QUOTED_NAME_CHARS,
   AUDIT_READ_MAX_LINE_BYTES,
   AUDIT_UNTRUSTED_PER_WINDOW,
   AUDIT_UNTRUSTED_WINDOW_MS,
@@ -27,6 +28,7 @@ import { RuntimeError } from "../../src/common/mod.ts";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
 import { ManualClock } from "../helpers/clock.ts";
 
@@ -464,6 +466,37 @@ Deno.test("AuditTrail records a call written ahead by an earlier process without
     await third.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
     assert.equal((await third.query({ limit: 10 })).entries.length, 2);
     await third.close();
+    await before.close();
+  });
+});
+
+Deno.test("AuditTrail's line of an interrupted call quotes its device and function (a provider's text), cut to AUDIT_QUOTED_NAME_CHARS; the entry keeps them", async () => {
+  await withJournal(async (dir, files) => {
+    const time = new ManualClock();
+    const before = trail(time);
+    await before.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    const handle = `p0/d"0\nERROR forged ${"L".repeat(2000)}`;
+    const fn = 'set" now';
+    assert.ok(await before.writeAhead({ ...call(0.2), device_handle: handle, function: fn }));
+    await before.query({ limit: 1 }); // written; the process ends without its outcome
+
+    const { log, lines } = capturingLogger({ now: () => 0 });
+    const after = new AuditTrail({ clock: time, log, mode: () => "AUTO" });
+    await after.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    const [e] = (await after.query({ limit: 10 })).entries;
+    assert.equal(e!.outcome, "interrupted");
+    assert.equal(e!.device_handle, handle, "the entry keeps it");
+    const said = lines.filter((l) => l.includes("recorded as interrupted"));
+    assert.equal(said.length, 1, lines.join("\n").slice(0, 2000));
+    const quoted = JSON.stringify(`${handle.slice(0, AUDIT_QUOTED_NAME_CHARS)}\u2026`);
+    assert.ok(
+      said[0]!.endsWith(
+        `audit: a call to ${quoted} "set\\" now" was written ahead by an earlier process ` +
+          "without an outcome: recorded as interrupted",
+      ),
+      said[0]!.slice(0, 400),
+    );
+    await after.close();
     await before.close();
   });
 });
