@@ -17,7 +17,8 @@
  *    (FAULT -> MANUAL -> AUTO) is an operator's act, and entering AUTO is refused while a device
  *    the tree names is failing or down. Entering AUTO releases only the devices that are back:
  *    one still down stays latched until the next entry.
- * Every latch and release is published (`device_loss_latch`) and logged.
+ * Every latch and release is published (`device_loss_latch`) and logged, dated no earlier than
+ * the device's latch or release before it (a step back of the wall clock: NTP).
  */
 import {
   type Clock,
@@ -36,6 +37,7 @@ import type { DeviceConditionChange, DeviceOutages } from "../state/mod.ts";
 export interface LossEntry {
   readonly providerId: string;
   readonly deviceId: string;
+  /** The latch's date: the wall time it went down, no earlier than its release before it. */
   readonly atMs: number;
   readonly reason: string;
 }
@@ -72,6 +74,13 @@ export class DeviceLossLatch {
    */
   readonly #log: Logger;
   readonly #latched = new Map<string, LossEntry>();
+  /**
+   * Provider id -> device id -> the date of the device's latest latch or release (#transitionAt),
+   * kept after its release so that a later latch is never dated before it. A provider's entries
+   * leave with it (forgetProvider, or a device found unconfigured): a provider configured again
+   * under that id brings new devices. Bounded by the devices the configured providers listed.
+   */
+  readonly #lastTransitionAt = new Map<string, Map<string, number>>();
   readonly #unsubscribe: () => void;
   #forcedFault: string | null = null;
 
@@ -104,6 +113,32 @@ export class DeviceLossLatch {
         this.#release(handle, entry, "its provider is no longer configured");
       }
     }
+    this.#lastTransitionAt.delete(providerId);
+  }
+
+  /**
+   * Dates a device's latch or release no earlier than its latch or release before it, and
+   * records it: a step back of the wall clock (NTP) must not date a release before the latch it
+   * ends, nor a latch before the release before it (as AlarmEngine dates an interlock's).
+   */
+  #transitionAt(providerId: string, deviceId: string, wall: number): number {
+    let devices = this.#lastTransitionAt.get(providerId);
+    if (devices === undefined) {
+      devices = new Map();
+      this.#lastTransitionAt.set(providerId, devices);
+    }
+    const before = devices.get(deviceId);
+    const at = before === undefined ? wall : Math.max(wall, before);
+    devices.set(deviceId, at);
+    return at;
+  }
+
+  /** A device of a provider no longer configured: its date leaves with it (#lastTransitionAt). */
+  #forgetDevice(providerId: string, deviceId: string): void {
+    const devices = this.#lastTransitionAt.get(providerId);
+    if (devices === undefined) return;
+    devices.delete(deviceId);
+    if (devices.size === 0) this.#lastTransitionAt.delete(providerId);
   }
 
   /**
@@ -117,6 +152,7 @@ export class DeviceLossLatch {
         continue;
       }
       this.#release(handle, entry, "its provider is no longer configured");
+      this.#forgetDevice(entry.providerId, entry.deviceId);
     }
   }
 
@@ -129,7 +165,7 @@ export class DeviceLossLatch {
       device_id: entry.deviceId,
       latched: false,
       reason,
-      timestamp_ms: this.#o.clock.nowMs(),
+      timestamp_ms: this.#transitionAt(entry.providerId, entry.deviceId, this.#o.clock.nowMs()),
     });
   }
 
@@ -188,6 +224,7 @@ export class DeviceLossLatch {
     if (change.condition.unconfigured === true) {
       const entry = this.#latched.get(handle);
       if (entry !== undefined) this.#release(handle, entry, "its provider is no longer configured");
+      this.#forgetDevice(providerId, deviceId);
       return;
     }
     const reason = change.condition.reason;
@@ -221,9 +258,10 @@ export class DeviceLossLatch {
     );
   }
 
-  #latch(providerId: string, deviceId: string, reason: string, atMs: number): void {
+  #latch(providerId: string, deviceId: string, reason: string, wallMs: number): void {
     const handle = deviceHandle(providerId, deviceId);
     if (this.#latched.has(handle)) return;
+    const atMs = this.#transitionAt(providerId, deviceId, wallMs);
     this.#latched.set(handle, { providerId, deviceId, atMs, reason });
     this.#log.warn(
       `latched ${quoteDeviceHandle(providerId, deviceId)}: ${reason}; automation may not ` +

@@ -25,8 +25,9 @@ function rig(
   const bus = new EventBus();
   const events: RuntimeEvent[] = [];
   bus.subscribe((e) => events.push(e.event));
+  let wall = WALL_MS + 5;
   const clock: Clock = {
-    nowMs: () => WALL_MS + 5,
+    nowMs: () => wall,
     monoMs: () => 0,
     setTimer: () => 0,
     clearTimer: () => {},
@@ -73,6 +74,8 @@ function rig(
     latchEvents,
     listeners,
     setMode: (m: RuntimeMode) => (mode = m),
+    /** Sets the wall clock (a step back: NTP). */
+    setWall: (ms: number) => (wall = ms),
   };
 }
 
@@ -154,6 +157,50 @@ Deno.test("DeviceLossLatch releases every latch when AUTO is entered, not on oth
     ["motorctl0", true, "its reads fail", WALL_MS],
     ["motorctl0", false, "AUTO entered again", WALL_MS + 5],
   ]);
+});
+
+Deno.test("DeviceLossLatch dates a device's latch and release no earlier than the one before it when the wall clock steps back (NTP)", () => {
+  const r = rig({ mode: "MANUAL" });
+  r.lose("motorctl0", WALL_MS);
+  // NTP steps the wall clock back 10 s: entering AUTO releases it no earlier than its latch.
+  r.setWall(WALL_MS - 10_000);
+  r.latch.onModeChange({ previous: "MANUAL", current: "AUTO" });
+  // Lost again, then another device: the first's latch no earlier than its release, the
+  // other's at its own time (it has no transition before it).
+  r.lose("motorctl0", WALL_MS - 9_000);
+  r.lose("tempctl0", WALL_MS - 9_000);
+  assert.deepEqual(r.latch.entries().map((e) => [e.deviceId, e.atMs - WALL_MS]), [
+    ["motorctl0", 0],
+    ["tempctl0", -9_000],
+  ]);
+  assert.match(
+    r.latch.gate(ctx("motorctl0", "automated"))?.message ?? "",
+    new RegExp(`at ${new Date(WALL_MS).toISOString()}`),
+    "the refusal names the latch's date",
+  );
+  r.setWall(WALL_MS + 1_000); // past them again: the clock's own time
+  r.latch.onModeChange({ previous: "MANUAL", current: "AUTO" });
+  // Latched, stepped back, removed with its provider: the release is dated as well; a provider
+  // configured again under the id brings a new device, dated at its own time.
+  r.lose("motorctl0", WALL_MS + 2_000);
+  r.setWall(WALL_MS - 20_000);
+  r.latch.forgetProvider("sim0");
+  r.lose("motorctl0", WALL_MS - 20_000);
+  assert.deepEqual(
+    r.latchEvents().map((e) => e && [e[0], e[1], (e[3] as number) - WALL_MS]),
+    [
+      ["motorctl0", true, 0],
+      ["motorctl0", false, 0],
+      ["motorctl0", true, 0],
+      ["tempctl0", true, -9_000],
+      ["motorctl0", false, 1_000],
+      ["tempctl0", false, 1_000],
+      ["motorctl0", true, 2_000],
+      ["motorctl0", false, 2_000],
+      ["motorctl0", true, -20_000],
+    ],
+    "never earlier than the device's transition before it; the clock's own time once later",
+  );
 });
 
 Deno.test("DeviceLossLatch forces FAULT for a device the tree depends on in AUTO, and forgets it once FAULT is left", async () => {
