@@ -534,6 +534,13 @@ export class History {
     return ring === undefined ? this.#seqBase : ring.seqAtOrAfter(ms);
   }
 
+  /** The wall time the ring stamped the device's poll `seq` with; null when it keeps no such poll. */
+  pollTimeMs(providerId: string, deviceId: string, seq: number): number | null {
+    const ring = this.#devices.get(providerId)?.get(deviceId)?.ring;
+    if (ring === undefined || seq < ring.firstSeq || seq >= ring.nextSeq) return null;
+    return ring.timeOf(seq);
+  }
+
   /**
    * The sequence number the device's next recorded poll gets (DeviceRing.nextSeq): where a
    * reader that must miss none of the polls from now on starts. For a device the ring does not

@@ -179,10 +179,12 @@ export class IncidentRecorder {
    * `outages`): the time the ring stamped that read with, whatever the wall clock did since; and
    * the sequence number of its first poll at or after that time, found then (a step back of the
    * wall clock before its loss is found would hide that poll from a search by time: the time
-   * searches see only the polls since the last step back). Held only while the device is failing
-   * (bounded by the devices listed).
+   * searches see only the polls since the last step back). A device failing as it comes back
+   * (from down: its provider is up again, or lists it again) is told so before any read: its
+   * next poll is its first failed read, `wallMs` null (its time is read from the ring when the
+   * loss is found). Held only while the device is failing (bounded by the devices listed).
    */
-  readonly #failingAt = new Map<string, { readonly wallMs: number; readonly seq: number }>();
+  readonly #failingAt = new Map<string, { readonly wallMs: number | null; readonly seq: number }>();
   #dropped = 0;
   /** Records not written since one last was (a failing disk): its WARN said once per spell. */
   readonly #unwritten: SpellLog;
@@ -407,6 +409,11 @@ export class IncidentRecorder {
         // at or after it but that read, the wall clock stepped back or not).
         const seq = this.#o.history.pollSeqAtOrAfter(c.providerId, c.deviceId, c.atWallMs);
         this.#failingAt.set(key, { wallMs: c.atWallMs, seq });
+      } else if (c.previous === "down" && c.condition.sinceMono === null) {
+        // Back, and failing before any read (it has not answered since): its next poll is its
+        // first failed read, by poll order, whatever the wall clock does before its loss is found.
+        const seq = this.#o.history.nextPollSeq(c.providerId, c.deviceId);
+        this.#failingAt.set(key, { wallMs: null, seq });
       }
       return;
     }
@@ -420,7 +427,10 @@ export class IncidentRecorder {
     const ago = since === null ? 0 : Math.max(0, Math.round(this.#o.clock.monoMs() - since));
     // Dated as the ring stamped its first failed read (a wall clock step since then would move a
     // date counted back on the monotonic clock away from the samples), else counted back.
-    const at = failingAt?.wallMs ?? c.atWallMs - ago;
+    const stamped = failingAt === undefined
+      ? null
+      : failingAt.wallMs ?? this.#o.history.pollTimeMs(c.providerId, c.deviceId, failingAt.seq);
+    const at = stamped ?? c.atWallMs - ago;
     const why = c.condition.reason === "" ? "" : `: ${c.condition.reason}`;
     this.#trigger(
       "device_loss",
@@ -428,7 +438,7 @@ export class IncidentRecorder {
       [[c.providerId, c.deviceId]],
       at,
       ago,
-      failingAt?.seq,
+      stamped === null ? undefined : failingAt?.seq,
     );
   }
 

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { IncidentRecorder } from "../../src/history/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import type { DeviceConditionListener } from "../../src/state/mod.ts";
+import type { DeviceCondition, DeviceConditionListener } from "../../src/state/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -230,3 +230,92 @@ Deno.test("a device loss whose reads began failing before a wall clock step back
     await history.stop();
   }
 });
+
+/**
+ * A provider a reload restarts comes back, its device answers none of its reads and is found
+ * down: its loss's reads began failing when the device came back, a change told before any read
+ * (from down, `sinceMono` null), not at its first failed read. The wall clock steps by `stepMs`
+ * between that read and the loss being found. Answers the record and the test's t0.
+ */
+async function lossFailingSinceItsReturn(stepMs: number) {
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
+  const { clock, history, files, pollSignals } = handFedHistory(window);
+  let tell: DeviceConditionListener | null = null;
+  const incidents = new IncidentRecorder({
+    config: { ...testConfig().history, ...window },
+    history,
+    files,
+    dir: INCIDENTS_DIR,
+    clock,
+    log: testLogger(),
+    outages: {
+      onChange(l) {
+        tell = l;
+        return () => (tell = null);
+      },
+    },
+  });
+  const bus = new EventBus();
+  await history.start();
+  await incidents.start(bus);
+  try {
+    const t0 = clock.wall;
+    const change = (
+      previous: "up" | "down" | "failing",
+      condition: DeviceCondition,
+    ) => tell!({ providerId: "p", deviceId: "d", previous, condition, atWallMs: clock.wall });
+    pollSignals(["x"], 1); // t0: the last good read
+    clock.advance(100);
+    const reason = "provider p is restarted by a configuration reload";
+    change("up", { kind: "down", reason, sinceMono: clock.mono, reloading: true });
+    clock.advance(100); // t0 + 200: back, answering nothing yet
+    change("down", { kind: "failing", reason: "no answer yet", sinceMono: null });
+    clock.advance(300);
+    pollSignals(["x"], 2); // t0 + 500: its first failed read (no change told)
+    const failingMono = clock.mono;
+    clock.advance(200);
+    pollSignals(["x"], 3); // t0 + 700: failing still
+    clock.advance(100);
+    clock.stepWall(stepMs);
+    pollSignals(["x"], 4);
+    clock.advance(700); // down 1 s after its first failed read
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    pollSignals(["x"], 5);
+    clock.advance(500);
+    pollSignals(["x"], 6);
+    clock.advance(500); // incident_after_s (2 s) after its first failed read: the record is taken
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.ok(h !== undefined, "the loss was recorded");
+    const { signals } = await incidents.get(h.incident_id);
+    return { h, samples: signals[0]!.samples, t0 };
+  } finally {
+    await incidents.stop();
+    await history.stop();
+  }
+}
+
+for (const [step, what] of [[-10_000, "back"], [3_600_000, "ahead"]] as const) {
+  Deno.test(`a device loss failing since its provider came back, the wall clock stepped ${what} before it is found, is dated at its first failed read by poll order and keeps its reads`, async () => {
+    // Before: dated by counting back on the monotonic clock from the loss being found (its
+    // failing was told before any read), a date of the wall clock after the step. Stepped back,
+    // its failed reads before the step were dated before the loss; stepped ahead, the record
+    // held neither them nor the last good read (datesBefore put them an hour before its window).
+    const { h, samples, t0 } = await lossFailingSinceItsReturn(step);
+    assert.equal(h.at_epoch_ms, t0 + 500, "dated as the ring stamped its first failed read");
+    assert.deepEqual(
+      samples.map((s) => s[1]),
+      [1, 2, 3, 4, 5, 6],
+      `the last good read, the failed ones and those after: ${JSON.stringify(samples)}`,
+    );
+    const times = samples.map((s) => s[0] - t0);
+    assert.deepEqual(
+      times.slice(0, 3),
+      [0, 500, 700],
+      `before the step at their own times: ${times}`,
+    );
+    for (let i = 1; i < times.length; i++) {
+      assert.ok(times[i]! >= times[i - 1]!, `sample times fall: ${times}`);
+    }
+  });
+}
