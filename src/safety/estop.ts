@@ -425,6 +425,8 @@ export class Estop implements EstopService {
   readonly #stopLog: Logger;
   #state: LatchState = "released";
   #latchedAtMs: number | null = null;
+  /** The date of the latest trigger or release (#transitionAt); null before the first. */
+  #lastTransitionAt: number | null = null;
   #triggerCount = 0;
   #cause: string | null = null;
   /** What a reload did to the alarm of an `alarm:<id>` cause since the latch (null: nothing). */
@@ -579,6 +581,19 @@ export class Estop implements EstopService {
     return readClockTwice(() => this.#o.clock.nowMs(), this.#stopLog, what, thenWhat);
   }
 
+  /**
+   * Dates a trigger or a release no earlier than the trigger or release before it, and records
+   * it: a step back of the wall clock (NTP) must not date a release before the latch it ends, nor
+   * a trigger before the release before it (as AlarmEngine dates an interlock's). Only the date:
+   * the latch itself never waits on it.
+   */
+  #transitionAt(wall: number): number {
+    const last = this.#lastTransitionAt;
+    const at = last === null ? wall : Math.max(wall, last);
+    this.#lastTransitionAt = at;
+    return at;
+  }
+
   /** Cancels a plan log that waits for its turn (at shutdown). */
   close(): void {
     this.#closed = true;
@@ -695,7 +710,7 @@ export class Estop implements EstopService {
       this.#contained(step, run, "the safe-state ladder runs");
     // A clock that failed is asked once more; if it fails again the time is unknown: status keeps
     // the latch time it had (null on a first trigger) and the announcement is skipped (logged).
-    const readClock = () => this.#o.clock.nowMs();
+    const readClock = () => this.#transitionAt(this.#o.clock.nowMs());
     const latchedAtMs = contained("reading the clock", readClock) ??
       contained("reading the clock again", readClock);
     if (latchedAtMs !== null) this.#latchedAtMs = latchedAtMs;
@@ -908,10 +923,11 @@ export class Estop implements EstopService {
       this.#stopLog.warn("E-stop latch cleared (mode unchanged; re-arm deliberately)");
       // A clock that fails is asked once more; if it fails again the release is not announced
       // (no invented time), an ERROR line says so (status shows it).
-      const timestampMs = this.#readNow(
+      const now = this.#readNow(
         "e-stop clear",
         "e-stop clear: the release is in force but not announced",
       );
+      const timestampMs = now === null ? null : this.#transitionAt(now);
       if (timestampMs !== null) {
         this.#o.bus?.publish({
           kind: "estop_change",
