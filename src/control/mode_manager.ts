@@ -369,6 +369,8 @@ export class ModeManager implements ModeService {
    */
   readonly #stopLog: Logger;
   #mode: RuntimeMode = "IDLE";
+  /** The date of the latest mode change announced (#changeAt); null before the first. */
+  #lastChangeAt: number | null = null;
   /** Transitions into FAULT committed since start (faultEntries). */
   #faultEntries = 0;
   /** The non-FAULT transition whose hooks are running; another one is refused meanwhile. */
@@ -444,6 +446,18 @@ export class ModeManager implements ModeService {
         });
       }
     });
+  }
+
+  /**
+   * Dates a mode change no earlier than the change before it, and records it: a step back of the
+   * wall clock (NTP) must not date a change before the one it follows (as AlarmEngine dates an
+   * interlock's). Only the date: the change is committed before it is read.
+   */
+  #changeAt(wall: number): number {
+    const last = this.#lastChangeAt;
+    const at = last === null ? wall : Math.max(wall, last);
+    this.#lastChangeAt = at;
+    return at;
   }
 
   /**
@@ -1311,12 +1325,13 @@ export class ModeManager implements ModeService {
     // asked once more; if it fails again the change is not announced (no invented time), logged.
     const change = `mode change ${previous} -> ${next}`;
     try {
-      const timestampMs = readClockTwice(
+      const now = readClockTwice(
         () => this.#o.clock.nowMs(),
         this.#log,
         change,
         `${change} not announced`,
       );
+      const timestampMs = now === null ? null : this.#changeAt(now);
       if (timestampMs !== null) {
         this.#o.bus.publish({
           kind: "mode_change",

@@ -152,6 +152,32 @@ Deno.test("ModeManager tells mode-change listeners and stops after unsubscribe",
   assert.deepEqual(seen, ["IDLE->MANUAL", "MANUAL->AUTO"]);
 });
 
+Deno.test("ModeManager dates a mode change no earlier than the change before it when the wall clock steps back (NTP)", async () => {
+  let wall = NOW_MS;
+  const r = rigNotStarted({
+    clock: withRealTimers({ nowMs: () => wall, monoMs: () => 0 }),
+    automation: { enabled: true },
+  });
+  const { modes, bus } = r.kernel;
+  const changes: [string, number][] = [];
+  bus.subscribe(({ event }) => {
+    if (event.kind === "mode_change") {
+      changes.push([`${event.previous_mode}->${event.new_mode}`, event.timestamp_ms - NOW_MS]);
+    }
+  });
+  await modes.request("MANUAL");
+  wall = NOW_MS - 10_000; // NTP steps the wall clock back 10 s
+  await modes.request("AUTO");
+  await modes.forceFault("test");
+  wall = NOW_MS + 5_000; // past it again: the clock's own time
+  await modes.request("MANUAL");
+  assert.deepEqual(
+    changes,
+    [["IDLE->MANUAL", 0], ["MANUAL->AUTO", 0], ["AUTO->FAULT", 0], ["FAULT->MANUAL", 5_000]],
+    "never earlier than the change before it",
+  );
+});
+
 Deno.test("ModeManager forceFault enters FAULT from every mode and reports it", async () => {
   for (const from of RUNTIME_MODES) {
     const { modes } = setup();
