@@ -108,6 +108,8 @@ export class ProviderHost {
   readonly #deps: ProviderHostDeps;
   readonly #log: Logger;
   #state: SupervisorState = INITIAL_SUPERVISOR_STATE;
+  /** The date of the latest provider_health_change published (#emitAvailability); null before. */
+  #lastFlipAt: number | null = null;
   #session: ProviderSession | null = null;
   /** A session being brought up (initial start or restart attempt), not yet committed. */
   #starting: ProviderSession | null = null;
@@ -536,12 +538,20 @@ export class ProviderHost {
     }
   }
 
+  /**
+   * Publishes an availability flip dated no earlier than the flip before it (#lastFlipAt): a step
+   * back of the wall clock (NTP) must not date a return before the loss it ends, as AlarmEngine
+   * dates an interlock's engage and release.
+   */
   #emitAvailability(available: boolean): void {
+    const wall = this.#deps.clock.nowMs();
+    const at = this.#lastFlipAt === null ? wall : Math.max(wall, this.#lastFlipAt);
+    this.#lastFlipAt = at;
     this.#deps.bus.publish({
       kind: "provider_health_change",
       provider_id: this.id,
       state: available ? "AVAILABLE" : "UNAVAILABLE",
-      timestamp_ms: this.#deps.clock.nowMs(),
+      timestamp_ms: at,
     });
     tellEach(this.#availabilityListeners, [available], this.#listenerFailed);
   }

@@ -102,6 +102,21 @@ Deno.test("ProviderHost publishes provider_health_change with the wall-clock tim
   }, { restart: { backoffMs: [0, 0, 0] } });
 });
 
+Deno.test("ProviderHost dates an availability flip no earlier than the flip before it when the wall clock steps back (NTP)", async () => {
+  await withFixture(D0, async (fx) => {
+    fx.events.length = 0; // AVAILABLE at 1_700_000_000_000
+    fx.clock.wallMs = 1_700_000_000_000 - 10_000; // NTP steps the wall clock back 10 s
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.deepEqual(
+      fx.events.map((e) => e.kind === "provider_health_change" && [e.state, e.timestamp_ms]),
+      [["UNAVAILABLE", 1_700_000_000_000], ["AVAILABLE", 1_700_000_000_000]],
+      "never earlier than the flip before it",
+    );
+  }, { restart: { backoffMs: [0, 0, 0] } });
+});
+
 Deno.test("ProviderHost ends a restart's failure streak at the first liveness answer after success_reset_ms, not on time alone", async () => {
   const timers = openTimerLedger(ADPP_DEADLINE_TIMER);
   try {
