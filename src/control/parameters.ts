@@ -170,6 +170,11 @@ function sameDeclaration(a: ParameterConfig, b: ParameterConfig): boolean {
 export class ParameterStore implements ParameterService {
   readonly #defs = new Map<string, ParameterConfig>();
   readonly #values = new Map<string, ParameterValue>();
+  /**
+   * Name -> the date of the parameter's latest parameter_change (#changeAt); dropped when the
+   * parameter is no longer declared (bounded by the declared parameters).
+   */
+  readonly #changedAt = new Map<string, number>();
   readonly #o: ParameterStoreOptions;
 
   constructor(options: ParameterStoreOptions) {
@@ -263,8 +268,9 @@ export class ParameterStore implements ParameterService {
       parameter_name: name,
       old_value: prev === null || old === null ? "" : parameterValueText(prev.type, old),
       new_value: def === null || value === null ? "" : parameterValueText(def.type, value),
-      timestamp_ms: this.#o.clock.nowMs(),
+      timestamp_ms: this.#changeAt(name),
     });
+    if (def === null) this.#changedAt.delete(name); // gone: one declared again is a new one
     // Nobody asked for this value, but it changed what the machine runs with: on record.
     this.#o.audit?.record({
       action: "parameter",
@@ -368,9 +374,22 @@ export class ParameterStore implements ParameterService {
       parameter_name: name,
       old_value: parameterValueText(def.type, old),
       new_value: parameterValueText(def.type, next),
-      timestamp_ms: this.#o.clock.nowMs(),
+      timestamp_ms: this.#changeAt(name),
     });
     return { name, value: next };
+  }
+
+  /**
+   * Dates a change of parameter `name` no earlier than its change before it, and records it: a
+   * step back of the wall clock (NTP) must not date a change before the one it follows (as
+   * AlarmEngine dates an interlock's).
+   */
+  #changeAt(name: string): number {
+    const wall = this.#o.clock.nowMs();
+    const last = this.#changedAt.get(name);
+    const at = last === undefined ? wall : Math.max(wall, last);
+    this.#changedAt.set(name, at);
+    return at;
   }
 }
 

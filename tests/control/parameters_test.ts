@@ -223,3 +223,24 @@ Deno.test("ParameterStore.redeclare keeps values the new declarations accept, re
     ],
   );
 });
+
+Deno.test("ParameterStore dates a parameter's change no earlier than its change before it when the wall clock steps back (NTP)", () => {
+  const W = 1_767_000_000_000;
+  let wall = W;
+  const bus = new EventBus();
+  const events: RuntimeEvent[] = [];
+  bus.subscribe((e) => events.push(e.event));
+  const clock = { ...systemClock, nowMs: () => wall };
+  const s = new ParameterStore({ parameters: PARAMS, bus, clock, log: testLogger() });
+  s.set("temp", 40);
+  wall = W - 10_000; // NTP steps the wall clock back 10 s
+  s.set("temp", 50);
+  s.set("count", 7); // another parameter: its own time
+  wall = W + 5_000; // past it again: the clock's own time
+  s.set("temp", 60);
+  assert.deepEqual(
+    events.map((e) => e.kind === "parameter_change" && [e.parameter_name, e.timestamp_ms - W]),
+    [["temp", 0], ["temp", 0], ["count", -10_000], ["temp", 5_000]],
+    "never earlier than the parameter's change before it",
+  );
+});
