@@ -195,6 +195,14 @@ class PendingRequests {
   }
 }
 
+/**
+ * Late calls a session keeps the ids of: `call` requests that timed out unanswered, which the
+ * provider may still carry out (AdppClient.lateCallsAnswered). Past it the oldest is forgotten,
+ * and the session then never says its late calls were answered until it ends. As many as the
+ * default bound on requests in flight.
+ */
+export const MAX_LATE_CALLS = 64;
+
 /** Bytes an outbox starts with (a poll pass's requests are some dozens of bytes per device). */
 const OUTBOX_INITIAL_BYTES = 512;
 /** Bytes an emptied outbox keeps: one a burst grew past this starts again from the initial size. */
@@ -286,6 +294,16 @@ export class AdppClient {
   readonly #pending: PendingRequests;
   /** Ids that timed out and may still be answered (bounded; oldest forgotten first). */
   readonly #expired = new Set<number>();
+  /**
+   * Ids of `call` requests that timed out unanswered, oldest first: the provider may still carry
+   * them out. An id leaves when its late answer arrives; all leave when the session ends (a
+   * process that is gone carries nothing out). At most MAX_LATE_CALLS.
+   */
+  readonly #lateCalls = new Set<number>();
+  /** True once a late call was forgotten past MAX_LATE_CALLS: unknown whether it was answered. */
+  #lateCallForgotten = false;
+  /** Woken when a late call is answered or the session ends (lateCallsAnswered). */
+  readonly #lateCallWaiters = new Set<() => void>();
   readonly #maxInFlight: number;
   readonly #maxFrameBytes: number;
   readonly #clock: Pick<Clock, "monoMs" | "setTimer" | "clearTimer">;
@@ -349,6 +367,51 @@ export class AdppClient {
 
   get inFlight(): number {
     return this.#pending.size;
+  }
+
+  /** The id the next request gets: every request sent so far has a lower one. */
+  get nextRequestId(): number {
+    return this.#nextId;
+  }
+
+  /** Late calls (`call` requests that timed out unanswered) not answered yet. */
+  get lateCalls(): number {
+    return this.#lateCalls.size;
+  }
+
+  /**
+   * Resolves true once no `call` request with an id below `beforeId` is late (timed out, and not
+   * answered since): each was answered after all, or the session ended. False when `signal`
+   * aborts first, and until the session ends once a late call was forgotten (MAX_LATE_CALLS).
+   */
+  lateCallsAnswered(beforeId: number, signal: AbortSignal): Promise<boolean> {
+    if (!this.#lateCallBefore(beforeId)) return Promise.resolve(true);
+    if (signal.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (answered: boolean) => {
+        this.#lateCallWaiters.delete(check);
+        signal.removeEventListener("abort", onAbort);
+        resolve(answered);
+      };
+      const check = () => {
+        if (!this.#lateCallBefore(beforeId)) done(true);
+      };
+      const onAbort = () => done(false);
+      this.#lateCallWaiters.add(check);
+      signal.addEventListener("abort", onAbort);
+    });
+  }
+
+  /** Whether a late call with an id below `beforeId` may still be carried out. */
+  #lateCallBefore(beforeId: number): boolean {
+    if (this.#end) return false;
+    if (this.#lateCallForgotten) return true;
+    for (const id of this.#lateCalls) if (id < beforeId) return true;
+    return false;
+  }
+
+  #wakeLateCallWaiters(): void {
+    for (const check of [...this.#lateCallWaiters]) check();
   }
 
   /**
@@ -462,6 +525,7 @@ export class AdppClient {
       }
       this.#pending.removeAt(i);
       this.#rememberExpired(p.id);
+      if (p.kind === "call") this.#rememberLateCall(p.id);
       deliver(p.reply, deadlineExceeded(`${p.kind} got no answer within ${p.timeoutMs} ms`));
     }
     if (next < Infinity) this.#armDeadlineTimer(next);
@@ -616,7 +680,11 @@ export class AdppClient {
       this.#endIfDrained();
       return;
     }
-    if (this.#expired.delete(id)) return; // late answer to a timed-out request: discard
+    if (this.#expired.delete(id)) {
+      // A late answer to a timed-out request: discarded. A call's says it is carried out.
+      if (this.#lateCalls.delete(id)) this.#wakeLateCallWaiters();
+      return;
+    }
     this.#finish({
       reason: "protocol_violation",
       message: `response with request_id ${id} matches no request`,
@@ -631,6 +699,15 @@ export class AdppClient {
     }
   }
 
+  #rememberLateCall(id: number): void {
+    this.#lateCalls.add(id);
+    if (this.#lateCalls.size > MAX_LATE_CALLS) {
+      const oldest = this.#lateCalls.values().next().value;
+      if (oldest !== undefined) this.#lateCalls.delete(oldest);
+      this.#lateCallForgotten = true;
+    }
+  }
+
   #finish(end: SessionEnd): void {
     if (this.#end) return;
     this.#end = end;
@@ -638,6 +715,9 @@ export class AdppClient {
     for (const p of this.#pending.takeAll()) {
       deliver(p.reply, unavailable(`provider session ended: ${end.message}`));
     }
+    this.#lateCalls.clear();
+    this.#lateCallForgotten = false;
+    this.#wakeLateCallWaiters();
     this.#resolveEnded(end);
     // Nothing is written after the end, whatever ended it: the provider's stdin is closed (its
     // stop signal), which also releases the pipe (a crashed provider's was otherwise held open

@@ -615,18 +615,25 @@ export class CallRouter {
    * A barrier behind every call already admitted to `providerId`: resolves once each of them
    * has finished (or been refused under the lock by a gate that changed since), or with false
    * when that takes longer than `timeoutMs`. Calls are serialised FIFO per provider, so taking
-   * the lock once is enough; the barrier is admitted even when the queue is full.
+   * the lock once is enough; the barrier is admitted even when the queue is full. A call sent
+   * before the drain began that timed out unanswered has not finished: its provider may still
+   * carry it out, until it answers it or its session ends (ProviderHost.lateCallsWait); calls sent
+   * after the drain began (the e-stop ladder's) are not waited for.
    */
   async drain(providerId: string, timeoutMs: number): Promise<boolean> {
+    // Taken before any wait: the calls sent so far, not those sent while the barrier queues.
+    const lateCalls = this.#registry.host(providerId)?.lateCallsWait() ?? null;
     const lock = this.#locks.get(providerId);
-    if (!lock) return true;
+    if (!lock && !lateCalls) return true;
     // The bound runs on the router's clock, as every other time of the call path does.
     const bound = new AbortController();
     const timer = this.#clock.setTimer(() => bound.abort(), timeoutMs);
     try {
-      const release = await lock.acquire(bound.signal, { unbounded: true });
-      release();
-      return true;
+      if (lock) {
+        const release = await lock.acquire(bound.signal, { unbounded: true });
+        release();
+      }
+      return lateCalls === null || await lateCalls(bound.signal);
     } catch {
       return false; // the bound ran out: the barrier left the queue
     } finally {

@@ -290,6 +290,16 @@ export class ProviderHost {
   }
 
   /**
+   * A wait for the calls sent to the provider so far (on its current session): the function
+   * resolves true once none of them that timed out unanswered is still unanswered (the provider
+   * may carry it out late), false when `signal` aborts first. Null while the provider is down:
+   * a session that ended carries nothing out.
+   */
+  lateCallsWait(): ((signal: AbortSignal) => Promise<boolean>) | null {
+    return this.#session?.lateCallsWait() ?? null;
+  }
+
+  /**
    * `request` without a promise, for the poll path (the provider's `timeout_ms`): `reply` gets the
    * outcome once, never synchronously (see AdppClient.send).
    */

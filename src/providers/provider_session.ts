@@ -283,6 +283,20 @@ export class ProviderSession {
     return this.#client.lastFrameAtMs;
   }
 
+  /** Calls that timed out unanswered and are not answered yet (see AdppClient.lateCalls). */
+  get lateCalls(): number {
+    return this.#client.lateCalls;
+  }
+
+  /**
+   * A wait for the calls sent on this session so far: resolves true once none of them is late
+   * (see AdppClient.lateCallsAnswered), false when `signal` aborts first.
+   */
+  lateCallsWait(): (signal: AbortSignal) => Promise<boolean> {
+    const beforeId = this.#client.nextRequestId;
+    return (signal) => this.#client.lateCallsAnswered(beforeId, signal);
+  }
+
   /** Sends one request on this session (see AdppClient.request). */
   request<K extends PayloadKind>(
     kind: K,

@@ -104,7 +104,10 @@ export interface EstopAction {
 
 /** Whether every provider's in-flight calls finished before the answer (bounded wait). */
 export interface DrainReport {
-  /** True when every provider's call queue drained in time. */
+  /**
+   * True when every provider's call queue drained in time and its calls that timed out before
+   * were answered late (CallRouter.drain).
+   */
   readonly complete: boolean;
   /** Providers whose in-flight calls had not finished when the bounded wait ended. */
   readonly pending_providers: readonly string[];

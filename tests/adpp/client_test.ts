@@ -7,6 +7,7 @@ import {
   FRAME_READ_CHUNK_BYTES,
   FrameDecoderStream,
   mapProviderCode,
+  MAX_LATE_CALLS,
   PIPE_BUF,
   PROVIDER_STATUS_MESSAGE_CHARS,
   ProviderStatusError,
@@ -83,6 +84,85 @@ Deno.test("AdppClient times out with DEADLINE_EXCEEDED and discards the late ans
   assert.deepEqual(await next, {});
   assert.equal(p.client.open, true, "a late reply must not end the session");
   await p.end();
+});
+
+/** A call request's payload (what the provider may carry out). */
+const CALL = { device_id: "d", function_id: 1, function_name: "set", args: {} };
+
+const deadlineExceeded = (e: unknown) =>
+  e instanceof RuntimeError && e.code === "DEADLINE_EXCEEDED";
+
+Deno.test("AdppClient keeps a call that timed out as late until its late answer comes; other requests and later calls are not waited for", async () => {
+  const p = pair();
+  const call = p.client.request("call", CALL, 30);
+  const list = p.client.request("list_devices", {}, 30);
+  const [rCall, rList] = [await p.nextRequest(), await p.nextRequest()];
+  p.clock.advance(30);
+  await assert.rejects(call, deadlineExceeded);
+  await assert.rejects(list, deadlineExceeded);
+  assert.equal(p.client.lateCalls, 1, "only the call is late, not the list_devices");
+  const before = p.client.nextRequestId;
+  // A call sent after the mark and timed out too: not among those waited for.
+  const after = p.client.request("call", CALL, 30);
+  const rAfter = await p.nextRequest();
+  p.clock.advance(30);
+  await assert.rejects(after, deadlineExceeded);
+  assert.equal(p.client.lateCalls, 2);
+  const waited = p.client.lateCallsAnswered(before, new AbortController().signal);
+  let settled = false;
+  void waited.then(() => settled = true);
+  await p.reply({ request_id: rList.request_id, status: OK, list_devices: {} }); // late, not a call
+  await p.reply({ request_id: rAfter.request_id, status: OK, call: {} }); // late, after the mark
+  await waitFor("the later call's late answer", () => p.client.lateCalls === 1 ? true : null);
+  assert.equal(settled, false, "the call sent before the mark is still at the provider");
+  await p.reply({ request_id: rCall.request_id, status: OK, call: {} }); // late
+  assert.equal(await waited, true);
+  assert.equal(p.client.lateCalls, 0);
+  assert.equal(p.client.open, true, "a late answer must not end the session");
+  await p.end();
+});
+
+Deno.test("AdppClient.lateCallsAnswered is false when its signal aborts first, and true once the session ends", async () => {
+  const p = pair();
+  const call = p.client.request("call", CALL, 30);
+  await p.nextRequest();
+  p.clock.advance(30);
+  await assert.rejects(call, deadlineExceeded);
+  const before = p.client.nextRequestId;
+  const bound = new AbortController();
+  const waited = p.client.lateCallsAnswered(before, bound.signal);
+  bound.abort();
+  assert.equal(await waited, false);
+  const untilEnd = p.client.lateCallsAnswered(before, new AbortController().signal);
+  await p.end();
+  assert.equal(await untilEnd, true, "a session that ended carries nothing out");
+  assert.equal(p.client.lateCalls, 0);
+});
+
+Deno.test("AdppClient keeps at most MAX_LATE_CALLS late calls; one forgotten keeps lateCallsAnswered false until the session ends", async () => {
+  const p = pair();
+  const ids: number[] = [];
+  // Batches of at most the in-flight bound (64), each timed out.
+  for (let sent = 0; sent < MAX_LATE_CALLS + 1;) {
+    const batch = Math.min(64, MAX_LATE_CALLS + 1 - sent);
+    const calls = Array.from({ length: batch }, () => p.client.request("call", CALL, 30));
+    for (let i = 0; i < batch; i++) ids.push((await p.nextRequest()).request_id!);
+    p.clock.advance(30);
+    for (const c of calls) await assert.rejects(c, deadlineExceeded);
+    sent += batch;
+  }
+  assert.equal(p.client.lateCalls, MAX_LATE_CALLS, "bounded: the oldest was forgotten");
+  const before = p.client.nextRequestId;
+  // Every late call still kept is answered: the forgotten one may still be carried out.
+  for (const id of ids.slice(1)) await p.reply({ request_id: id, status: OK, call: {} });
+  await waitFor("the late answers", () => p.client.lateCalls === 0 ? true : null);
+  const bound = new AbortController();
+  const waited = p.client.lateCallsAnswered(before, bound.signal);
+  bound.abort();
+  assert.equal(await waited, false, "a forgotten late call is never claimed answered");
+  const untilEnd = p.client.lateCallsAnswered(before, new AbortController().signal);
+  await p.end();
+  assert.equal(await untilEnd, true);
 });
 
 Deno.test("AdppClient: a shorter deadline after a longer one still expires on time", async () => {
