@@ -175,6 +175,11 @@ interface MutableDeviceState {
   lastPollMono: number;
   available: boolean;
   /**
+   * The date (epoch ms) of its latest device_availability (#publishAvailability); 0 before the
+   * first. Set on a flip only, never by a poll that changes nothing; kept across rediscovery.
+   */
+  availabilityAt: number;
+  /**
    * How often the poll loop polls this device (ms, a whole number of intervals): its signals'
    * poll hints within the staleness rules (staleness.ts, devicePollPeriodMs).
    */
@@ -304,6 +309,14 @@ export class StateCache implements FreshReader {
    * of all providers, also of one a reload adds, start at the same instants.
    */
   #gridOriginMs: number | null = null;
+  /**
+   * Provider id -> the latest date of a device_availability of its devices when a reload removed
+   * it: the devices of a provider configured again under the id are dated no earlier
+   * (#applyInventory). Touched only by a removal and an inventory; an entry leaves when its
+   * provider's devices are listed again or the wall clock has passed it (#removeHost), so it
+   * holds only removals dated ahead of the clock (a step back: NTP).
+   */
+  readonly #removedAvailabilityAt = new Map<string, number>();
 
   constructor(opts: StateCacheOptions) {
     this.#opts = opts;
@@ -533,18 +546,18 @@ export class StateCache implements FreshReader {
     // not a loss: no incident, no alarm). A changed provider's devices come back with its
     // successor's first answered poll.
     const now = this.#opts.clock.nowMs();
-    for (const dev of this.#byProvider.get(id)?.values() ?? []) {
-      if (!dev.available) continue; // already said
-      dev.available = false;
-      this.#opts.bus.publish({
-        kind: "device_availability",
-        provider_id: id,
-        device_id: dev.deviceId,
-        available: false,
-        reason: "removed",
-        timestamp_ms: now,
-      });
+    for (const [other, at] of this.#removedAvailabilityAt) {
+      if (at <= now) this.#removedAvailabilityAt.delete(other); // the clock is past it
     }
+    let latest = this.#removedAvailabilityAt.get(id) ?? 0;
+    for (const dev of this.#byProvider.get(id)?.values() ?? []) {
+      if (dev.available) { // else already said
+        dev.available = false;
+        this.#publishAvailability(dev, false, now, "removed");
+      }
+      latest = Math.max(latest, dev.availabilityAt);
+    }
+    if (latest > now) this.#removedAvailabilityAt.set(id, latest);
     this.#byProvider.delete(id);
     this.#polledDevices.delete(id);
     this.#reported.delete(id);
@@ -1225,13 +1238,26 @@ export class StateCache implements FreshReader {
     }
   }
 
-  #publishAvailability(dev: MutableDeviceState, available: boolean, now: number): void {
+  /**
+   * Publishes a device's availability flip dated no earlier than its flip before it
+   * (dev.availabilityAt): a step back of the wall clock (NTP) must not date a return before the
+   * loss it ends, as ProviderHost dates a provider's. Only a flip does the max(), never a poll.
+   */
+  #publishAvailability(
+    dev: MutableDeviceState,
+    available: boolean,
+    now: number,
+    reason?: "removed",
+  ): void {
+    const at = Math.max(now, dev.availabilityAt);
+    dev.availabilityAt = at;
     this.#opts.bus.publish({
       kind: "device_availability",
       provider_id: dev.providerId,
       device_id: dev.deviceId,
       available,
-      timestamp_ms: now,
+      ...(reason === undefined ? {} : { reason }),
+      timestamp_ms: at,
     });
   }
 
@@ -1240,6 +1266,9 @@ export class StateCache implements FreshReader {
     const providerId = host.id;
     this.#discoveryWarnings.set(providerId, host.session?.discoveryWarnings ?? []);
     const old = this.#byProvider.get(providerId) ?? new Map<string, MutableDeviceState>();
+    // A provider a reload removed and configured again: its devices no earlier than the removal.
+    const removedAt = this.#removedAvailabilityAt.get(providerId) ?? 0;
+    if (devices.length > 0) this.#removedAvailabilityAt.delete(providerId);
     const next = new Map<string, MutableDeviceState>();
     for (const caps of devices) {
       const id = caps.device.deviceId;
@@ -1280,6 +1309,7 @@ export class StateCache implements FreshReader {
         lastPollMs: prev?.lastPollMs ?? 0,
         lastPollMono: prev?.lastPollMono ?? 0,
         available: prev?.available ?? false,
+        availabilityAt: prev?.availabilityAt ?? removedAt,
         pollPeriodMs: this.#intervalMs, // set by #boundSlots below
         bounds: { warnAfterMs: 0, staleAfterMs: 0 },
         skipCycles: 0,

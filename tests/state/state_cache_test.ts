@@ -936,6 +936,87 @@ Deno.test("StateCache marks a down provider's devices unavailable and polls agai
   }, { intervalMs: 60_000, restart: { backoffMs: [0, 0, 0] } });
 });
 
+/** Each device_availability of `fx` as [device, available, timestamp_ms, reason], then cleared. */
+function flips(fx: ProgrammableFixture): [string, boolean, number, string | undefined][] {
+  const out = fx.events.flatMap((e) =>
+    e.kind === "device_availability"
+      ? [[e.device_id, e.available, e.timestamp_ms, e.reason] as [
+        string,
+        boolean,
+        number,
+        string | undefined,
+      ]]
+      : []
+  );
+  fx.events.length = 0;
+  return out;
+}
+
+Deno.test("StateCache dates a device's availability flip no earlier than its flip before it when the wall clock steps back (NTP)", async () => {
+  await withFixture({ devices: { d0: D0.devices.d0, d1: D0.devices.d0 } }, async (fx) => {
+    const t = 1_700_000_000_000;
+    const ok = (device: string) => fx.program(device, { read: { values: [dbl("x", 1)] } });
+    const fail = (device: string) =>
+      fx.program(device, { read: { error: { code: StatusCode.UNAVAILABLE } } });
+    fx.clock.wallMs = t;
+    await ok("d0");
+    await fx.cache.pollDevice("p0", "d0");
+    fx.clock.wallMs = t - 10_000; // NTP steps the wall clock back 10 s
+    await ok("d1");
+    await fx.cache.pollDevice("p0", "d1"); // d1 never flipped: the clock's time
+    await fail("d0");
+    await fx.cache.pollDevice("p0", "d0");
+    fx.clock.wallMs = t - 5_000;
+    await ok("d0");
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(flips(fx), [
+      ["d0", true, t, undefined],
+      ["d1", true, t - 10_000, undefined],
+      ["d0", false, t, undefined],
+      ["d0", true, t, undefined],
+    ], "never earlier than the device's flip before it; another device's is its own");
+
+    // Its provider goes down and comes back (rediscovery makes the device anew): still no earlier.
+    const pid = fx.kill();
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await ok("d0");
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(flips(fx), [
+      ["d0", false, t, undefined],
+      ["d1", false, t - 5_000, undefined],
+      ["d0", true, t, undefined],
+    ]);
+
+    // Once the clock passes it again, the clock's time.
+    fx.clock.wallMs = t + 1_000;
+    await fail("d0");
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(flips(fx), [["d0", false, t + 1_000, undefined]]);
+  }, { restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("StateCache dates a removed device no earlier than its flip before it, and its provider's successor's devices no earlier than the removal (NTP)", async () => {
+  await withFixture({ devices: { d0: D0.devices.d0, d1: D0.devices.d0 } }, async (fx) => {
+    const t = 1_700_000_000_000;
+    const old = fx.host;
+    fx.clock.wallMs = t;
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    fx.clock.wallMs = t - 10_000; // NTP steps the wall clock back 10 s
+    assert.equal(fx.registry.remove("p0"), old);
+    await old.stop(1000);
+    assert.deepEqual(flips(fx), [["d0", true, t, undefined], ["d0", false, t, "removed"]]);
+
+    // A reload configures it again (a changed provider): its devices come back no earlier.
+    fx.clock.wallMs = t - 5_000;
+    const again = fx.registry.add(old.config);
+    await again.start();
+    await fx.cache.pollDevice("p0", "d1");
+    assert.deepEqual(flips(fx), [["d1", true, t, undefined]]);
+    await again.stop(1000);
+  }, { restart: { backoffMs: [0, 0, 0] } });
+});
+
 Deno.test("StateCache.stop waits for the poll in flight; start() after stop() polls again", async () => {
   const clock = new ManualClock().background(ADPP_DEADLINE_TIMER);
   await withFixture(D0, async (fx) => {
