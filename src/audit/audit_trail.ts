@@ -351,6 +351,11 @@ export class AuditTrail implements AuditSink {
       readonly untracked?: true;
     }
   >();
+  /**
+   * The mode of each call decided without a journal (writeAhead wrote nothing, numbered nothing):
+   * its outcome's entry takes it (#decidedMode), and settles no write ahead (#record).
+   */
+  readonly #unwrittenModes = new WeakMap<AuditIntent, string>();
   /** This process's write-ahead records not settled yet (their lines), by id; bounded. */
   readonly #unsettled = new Map<string, string>();
   /**
@@ -400,7 +405,9 @@ export class AuditTrail implements AuditSink {
    * reached the OS, its write failed (counted) or AUDIT_WRITE_AHEAD_TIMEOUT_MS passed (counted).
    * Nothing is written for a repeat of the open accepted entry (its intent, held in memory, is
    * listed by inFlightCalls until its outcome settles it; past AUDIT_MAX_UNSETTLED repeats, not
-   * listed but counted: runBoundary's `unlisted`), nor without a journal (null). Never rejects.
+   * listed but counted: runBoundary's `unlisted`), nor without a journal (an intent with no id,
+   * never listed, that only keeps the mode the call was decided in for its outcome's entry).
+   * Never rejects.
    */
   async writeAhead(
     call: AuditCallAhead,
@@ -408,9 +415,14 @@ export class AuditTrail implements AuditSink {
   ): Promise<AuditIntent | null> {
     try {
       const journal = this.#journal;
-      if (journal === null) return null;
       const now = this.#o.clock.nowMs();
       const mode = this.#o.mode();
+      if (journal === null) {
+        // Nothing to write ahead, but the outcome's entry keeps the mode decided in, now's.
+        const intent: AuditIntent = { id: "" };
+        this.#unwrittenModes.set(intent, mode);
+        return intent;
+      }
       const accepted: AuditDecision = { ...call, action: "call", outcome: "accepted" };
       const key = this.#key(accepted, mode);
       // (Never a repeat of an entry of calls written ahead before the last run boundary.)
@@ -557,13 +569,15 @@ export class AuditTrail implements AuditSink {
 
   /**
    * The mode `d` was decided in: for a call that was sent (its outcome `accepted` or `failed`),
-   * the mode its write ahead recorded, not the mode as its answer comes back (an e-stop that
-   * latched while it was on the wire made it FAULT); for anything else, the mode now. A call
-   * refused after its write ahead (a gate that closed meanwhile) was decided again, now.
+   * the mode its write ahead recorded (without a journal: the mode then, kept in memory), not the
+   * mode as its answer comes back (an e-stop that latched while it was on the wire made it
+   * FAULT); for anything else, the mode now. A call refused after its write ahead (a gate that
+   * closed meanwhile) was decided again, now.
    */
   #decidedMode(d: AuditDecision): string {
-    const ahead = d.intent && d.outcome !== "refused" ? this.#aheadKeys.get(d.intent) : undefined;
-    return ahead?.mode ?? this.#o.mode();
+    if (!d.intent || d.outcome === "refused") return this.#o.mode();
+    return this.#aheadKeys.get(d.intent)?.mode ?? this.#unwrittenModes.get(d.intent) ??
+      this.#o.mode();
   }
 
   /**
@@ -615,7 +629,8 @@ export class AuditTrail implements AuditSink {
    */
   #record(d: AuditDecision, key: string | null, now: number, mode: string): void {
     const open = this.#open;
-    const intent = d.intent?.id;
+    // (A call decided without a journal settles no write ahead: it has no id.)
+    const intent = d.intent && !this.#unwrittenModes.has(d.intent) ? d.intent.id : undefined;
     // A call written ahead before the last run boundary and one after it are events of different
     // runs, and one decided during a close that failed and one after it are not of the same
     // (cutEntries): never one entry.
