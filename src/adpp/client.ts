@@ -296,8 +296,9 @@ export class AdppClient {
   readonly #expired = new Set<number>();
   /**
    * Ids of `call` requests that timed out unanswered, oldest first: the provider may still carry
-   * them out. An id leaves when its late answer arrives; all leave when the session ends (a
-   * process that is gone carries nothing out). At most MAX_LATE_CALLS.
+   * them out. An id leaves when its late answer arrives. When the session ends, those still
+   * waiting for their answer join them, and all stay: the calls the provider held at the end,
+   * which it may carry out until its process exits (endedWithCallsBefore). At most MAX_LATE_CALLS.
    */
   readonly #lateCalls = new Set<number>();
   /** True once a late call was forgotten past MAX_LATE_CALLS: unknown whether it was answered. */
@@ -374,9 +375,9 @@ export class AdppClient {
     return this.#nextId;
   }
 
-  /** Late calls (`call` requests that timed out unanswered) not answered yet. */
+  /** Late calls (`call` requests that timed out unanswered) not answered yet; 0 once ended. */
   get lateCalls(): number {
-    return this.#lateCalls.size;
+    return this.#end ? 0 : this.#lateCalls.size;
   }
 
   /**
@@ -402,9 +403,23 @@ export class AdppClient {
     });
   }
 
-  /** Whether a late call with an id below `beforeId` may still be carried out. */
+  /**
+   * Whether the session ended while the provider held a `call` request with an id below
+   * `beforeId` (late, or waiting for its answer; or one was forgotten past MAX_LATE_CALLS): a
+   * session closed by the runtime ends at once, and its provider may still carry the call out
+   * until its process exits (the session's owner waits for that, see
+   * ProviderSession.lateCallsWait).
+   */
+  endedWithCallsBefore(beforeId: number): boolean {
+    return this.#end !== null && this.#callBefore(beforeId);
+  }
+
+  /** Whether a late call with an id below `beforeId` may still be carried out on this session. */
   #lateCallBefore(beforeId: number): boolean {
-    if (this.#end) return false;
+    return this.#end === null && this.#callBefore(beforeId);
+  }
+
+  #callBefore(beforeId: number): boolean {
     if (this.#lateCallForgotten) return true;
     for (const id of this.#lateCalls) if (id < beforeId) return true;
     return false;
@@ -713,10 +728,10 @@ export class AdppClient {
     this.#end = end;
     this.#disarmDeadlineTimer();
     for (const p of this.#pending.takeAll()) {
+      // Held by the provider at the end (endedWithCallsBefore), as a late call is.
+      if (p.kind === "call") this.#rememberLateCall(p.id);
       deliver(p.reply, unavailable(`provider session ended: ${end.message}`));
     }
-    this.#lateCalls.clear();
-    this.#lateCallForgotten = false;
     this.#wakeLateCallWaiters();
     this.#resolveEnded(end);
     // Nothing is written after the end, whatever ended it: the provider's stdin is closed (its

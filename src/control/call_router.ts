@@ -617,8 +617,9 @@ export class CallRouter {
    * when that takes longer than `timeoutMs`. Calls are serialised FIFO per provider, so taking
    * the lock once is enough; the barrier is admitted even when the queue is full. A call sent
    * before the drain began that timed out unanswered has not finished: its provider may still
-   * carry it out, until it answers it or its session ends (ProviderHost.lateCallsWait); calls sent
-   * after the drain began (the e-stop ladder's) are not waited for.
+   * carry it out, until it answers it or its process exits (ProviderHost.lateCallsWait: a session
+   * closed by a stop ends at once, its process reads on); calls sent after the drain began (the
+   * e-stop ladder's) are not waited for.
    */
   async drain(providerId: string, timeoutMs: number): Promise<boolean> {
     // Taken before any wait: the calls sent so far, not those sent while the barrier queues.

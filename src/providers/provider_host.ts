@@ -111,6 +111,11 @@ export class ProviderHost {
   /** The date of the latest provider_health_change published (#emitAvailability); null before. */
   #lastFlipAt: number | null = null;
   #session: ProviderSession | null = null;
+  /**
+   * The session stop() is terminating: its provider may still carry out the calls it held until
+   * its process exits (lateCallsWait).
+   */
+  #stoppingSession: ProviderSession | null = null;
   /** A session being brought up (initial start or restart attempt), not yet committed. */
   #starting: ProviderSession | null = null;
   #devices: readonly DeviceCapabilities[] = [];
@@ -290,13 +295,14 @@ export class ProviderHost {
   }
 
   /**
-   * A wait for the calls sent to the provider so far (on its current session): the function
-   * resolves true once none of them that timed out unanswered is still unanswered (the provider
-   * may carry it out late), false when `signal` aborts first. Null while the provider is down:
-   * a session that ended carries nothing out.
+   * A wait for the calls sent to the provider so far (on its current session, or the one stop()
+   * is terminating): the function resolves true once none of them that timed out unanswered is
+   * still unanswered (the provider may carry it out late) and, when the session was closed while
+   * the provider held one, once its process has exited; false when `signal` aborts first. Null
+   * while the provider is down (its session ended on its own: its process exited or is killed).
    */
   lateCallsWait(): ((signal: AbortSignal) => Promise<boolean>) | null {
-    return this.#session?.lateCallsWait() ?? null;
+    return (this.#session ?? this.#stoppingSession)?.lateCallsWait() ?? null;
   }
 
   /**
@@ -377,9 +383,14 @@ export class ProviderHost {
     const attempt = this.#attempt;
     const session = this.#session;
     this.#session = null;
+    this.#stoppingSession = session;
     // A session still handshaking would otherwise hold shutdown for its Hello/WaitReady deadline.
     const starting = this.#starting;
-    await Promise.all([session?.terminate(budgetMs), starting?.terminate(budgetMs)]);
+    try {
+      await Promise.all([session?.terminate(budgetMs), starting?.terminate(budgetMs)]);
+    } finally {
+      this.#stoppingSession = null;
+    }
     await attempt;
   }
 

@@ -102,6 +102,20 @@ const WARNING_CHARS = 300;
 /** How a discovery warning that skipped its device ends. */
 const SKIPPED = "device skipped";
 
+/** True once `exited` settles, false when `signal` aborts first. */
+function exitedUnlessAborted(exited: Promise<unknown>, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => resolve(false);
+    signal.addEventListener("abort", onAbort, { once: true });
+    const gone = () => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    };
+    exited.then(gone, gone);
+  });
+}
+
 /**
  * The ids a device declares more than one signal under, in order of their second declaration.
  * Every part of the runtime keys a signal by its id (its cached sample, poll plan, stale bound,
@@ -290,11 +304,17 @@ export class ProviderSession {
 
   /**
    * A wait for the calls sent on this session so far: resolves true once none of them is late
-   * (see AdppClient.lateCallsAnswered), false when `signal` aborts first.
+   * (see AdppClient.lateCallsAnswered) and, when the session ended while the provider held one
+   * (closed by terminate(), whose budget the provider may use to carry it out), once the process
+   * has exited; false when `signal` aborts first.
    */
   lateCallsWait(): (signal: AbortSignal) => Promise<boolean> {
     const beforeId = this.#client.nextRequestId;
-    return (signal) => this.#client.lateCallsAnswered(beforeId, signal);
+    return async (signal) => {
+      if (!await this.#client.lateCallsAnswered(beforeId, signal)) return false;
+      if (!this.#client.endedWithCallsBefore(beforeId)) return true;
+      return await exitedUnlessAborted(this.#proc.exited, signal);
+    };
   }
 
   /** Sends one request on this session (see AdppClient.request). */

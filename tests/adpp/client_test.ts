@@ -139,6 +139,50 @@ Deno.test("AdppClient.lateCallsAnswered is false when its signal aborts first, a
   assert.equal(p.client.lateCalls, 0);
 });
 
+Deno.test("AdppClient.endedWithCallsBefore: a session closed while the provider held a call (late, or waiting for its answer) before the mark says so; answered ones and later ones do not count", async () => {
+  // A late call, answered late before the close: nothing held.
+  const p = pair();
+  const answered = p.client.request("call", CALL, 30);
+  const rAnswered = await p.nextRequest();
+  p.clock.advance(30);
+  await assert.rejects(answered, deadlineExceeded);
+  await p.reply({ request_id: rAnswered.request_id, status: OK, call: {} });
+  await waitFor("the late answer", () => p.client.lateCalls === 0 ? true : null);
+  // A read in flight at the close: not a call, carries nothing out.
+  const read = p.client.request("list_devices", {}, 1000);
+  await p.nextRequest();
+  const mark = p.client.nextRequestId;
+  assert.equal(p.client.endedWithCallsBefore(mark), false, "not ended");
+  await p.client.close();
+  await assert.rejects(read);
+  assert.equal(p.client.endedWithCallsBefore(mark), false, "no call held at the close");
+  await p.end();
+
+  // A late call and a call waiting for its answer at the close: held, both.
+  for (const held of ["late", "waiting"] as const) {
+    const q = pair();
+    const call = q.client.request("call", CALL, 30);
+    await q.nextRequest();
+    if (held === "late") {
+      q.clock.advance(30);
+      await assert.rejects(call, deadlineExceeded);
+    }
+    const before = q.client.nextRequestId;
+    // A call sent after the mark, waiting at the close: not among those the mark counts.
+    const after = q.client.request("call", CALL, 1000);
+    await q.nextRequest();
+    const waited = q.client.lateCallsAnswered(before, new AbortController().signal);
+    await q.client.close();
+    if (held === "waiting") await assert.rejects(call);
+    await assert.rejects(after);
+    assert.equal(await waited, true, "the session ended");
+    assert.equal(q.client.lateCalls, 0);
+    assert.equal(q.client.endedWithCallsBefore(before), true, `a ${held} call held at the close`);
+    assert.equal(q.client.endedWithCallsBefore(1), false, "none before the first request");
+    await q.end();
+  }
+});
+
 Deno.test("AdppClient keeps at most MAX_LATE_CALLS late calls; one forgotten keeps lateCallsAnswered false until the session ends", async () => {
   const p = pair();
   const ids: number[] = [];
