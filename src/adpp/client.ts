@@ -3,7 +3,8 @@ import {
   deadlineExceeded,
   errorMessage,
   providerTextWithin,
-  quoteProviderText,
+  QUOTED_DEVICE_ID_CHARS,
+  quoteProviderTextWithin,
   RuntimeError,
   type StatusCode as RuntimeCode,
   type TimerId,
@@ -36,7 +37,8 @@ export interface SessionEnd {
 /**
  * A ReadSignals answered OK for another device than the one asked about (its `device_id` names
  * another): its samples are not the asked device's, so the read fails. The provider did answer;
- * the session stays healthy.
+ * the session stays healthy. Its message quotes both device ids cut to QUOTED_DEVICE_ID_CHARS, as
+ * every log line naming a device does (the answered one is the provider's text, of any length).
  */
 export class OtherDeviceAnswerError extends RuntimeError {
   /** The device the answer names. */
@@ -44,13 +46,18 @@ export class OtherDeviceAnswerError extends RuntimeError {
   constructor(askedDeviceId: string, answeredDeviceId: string) {
     super(
       "INTERNAL",
-      `provider answered a ReadSignals of device ${quoteProviderText(askedDeviceId)} for device ${
-        quoteProviderText(answeredDeviceId)
+      `provider answered a ReadSignals of device ${quoteDeviceId(askedDeviceId)} for device ${
+        quoteDeviceId(answeredDeviceId)
       }`,
       { details: { answered_device_id: answeredDeviceId } },
     );
     this.answeredDeviceId = answeredDeviceId;
   }
+}
+
+/** A device id in a message: cut to QUOTED_DEVICE_ID_CHARS, JSON-quoted. */
+function quoteDeviceId(deviceId: string): string {
+  return quoteProviderTextWithin(deviceId, QUOTED_DEVICE_ID_CHARS);
 }
 
 /**

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { verifySafeState } from "../../src/safety/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
+import { QUOTED_DEVICE_ID_CHARS } from "../../src/common/mod.ts";
 import { type MisbehaviourPlan, startMisbehaving } from "../providers/misbehaving_provider.ts";
 
 /** Device `a` is unsafe (relay on, speed 500); `b` is safe. Reads of `a` are answered as `b`. */
@@ -64,6 +65,27 @@ Deno.test("verifySafeState does not verify a device by another device's values",
     const v = await verifySafeState({ reads: f.cache, clock: systemClock, expect, timeoutMs: 200 });
     assert.deepEqual(v.outcome, "unreachable");
     assert.deepEqual(v.checks.map((c) => c.outcome), ["unreachable", "unreachable"]);
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("StateCache quotes another device's 10 KB id cut to QUOTED_DEVICE_ID_CHARS in its warning and in a fresh read's reason", async () => {
+  const long = `${"x".repeat(10_000)}"`; // a quote at the end: never reaches the line
+  const f = await startMisbehaving({
+    devices: { a: { relay: true } },
+    answerReadAs: { a: long },
+  });
+  try {
+    const cut = JSON.stringify(`${"x".repeat(QUOTED_DEVICE_ID_CHARS)}\u2026`);
+    await f.cache.pollDevice("p0", "a");
+    const warns = f.lines.filter((l) => l.startsWith("WARN") && l.includes("ReadSignals"));
+    assert.equal(warns.length, 1, f.lines.join("\n"));
+    assert.ok(warns[0]!.includes(`of device "a" for device ${cut}`), warns[0]);
+    assert.ok(warns[0]!.length < 400, `a line of ${warns[0]!.length} characters`);
+    const read = await f.cache.readFresh("p0", "a", ["relay"], 2000);
+    assert.equal(read.ok, false);
+    if (!read.ok) assert.ok(read.reason.includes(`for device ${cut}`), read.reason);
   } finally {
     await f.close();
   }
