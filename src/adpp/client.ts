@@ -210,6 +210,13 @@ class PendingRequests {
  */
 export const MAX_LATE_CALLS = 64;
 
+/**
+ * Timed-out request ids a session keeps, so that a late answer to one is discarded. Past it the
+ * oldest is forgotten: a late answer to a forgotten id matches no request and ends the session as
+ * a protocol violation.
+ */
+export const MAX_EXPIRED_IDS = 1024;
+
 /** Bytes an outbox starts with (a poll pass's requests are some dozens of bytes per device). */
 const OUTBOX_INITIAL_BYTES = 512;
 /** Bytes an emptied outbox keeps: one a burst grew past this starts again from the initial size. */
@@ -299,7 +306,7 @@ class Outbox {
 export class AdppClient {
   readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
   readonly #pending: PendingRequests;
-  /** Ids that timed out and may still be answered (bounded; oldest forgotten first). */
+  /** Ids that timed out and may still be answered (at most MAX_EXPIRED_IDS; oldest forgotten first). */
   readonly #expired = new Set<number>();
   /**
    * Ids of `call` requests that timed out unanswered, oldest first: the provider may still carry
@@ -715,7 +722,7 @@ export class AdppClient {
 
   #rememberExpired(id: number): void {
     this.#expired.add(id);
-    if (this.#expired.size > 1024) {
+    if (this.#expired.size > MAX_EXPIRED_IDS) {
       const oldest = this.#expired.values().next().value;
       if (oldest !== undefined) this.#expired.delete(oldest);
     }
