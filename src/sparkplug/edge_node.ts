@@ -40,6 +40,7 @@ import { reachedProvider } from "../control/mod.ts";
 import {
   errorMessage,
   integerWrittenExactly,
+  namedList,
   neverThrowing,
   providerTextWithin,
   quoteProviderTextWithin,
@@ -242,6 +243,12 @@ export const MAX_RETAINED_TOPICS_WARNED = 64;
  * it the device said longest ago is forgotten (its clash said again at its next birth).
  */
 export const MAX_CLASHES_REMEMBERED = 1024;
+
+/**
+ * Signals of one device a clash line names (each quoted, cut to SPARKPLUG_QUOTED_NAME_CHARS); the
+ * rest are counted ("and N more").
+ */
+export const MAX_CLASH_SIGNALS_NAMED = 20;
 
 /**
  * Devices (the node counted as one) whose metric left out of a DDATA/NDATA for its size the node
@@ -1604,7 +1611,7 @@ export class SparkplugEdgeNode {
     while (said.size > MAX_CLASHES_REMEMBERED) said.delete(said.keys().next().value!);
     this.#log.warn(
       `sparkplug: device ${quoteName(id)}: signals ${
-        clash.map(quoteName).join(", ")
+        namedList(clash.map(quoteName), MAX_CLASH_SIGNALS_NAMED)
       } not published (named as a metric the node ` +
         `makes for the device: a function's or ${DEVICE_TYPE_METRIC})`,
     );
@@ -2536,7 +2543,9 @@ export class SparkplugEdgeNode {
     }
     this.#retainedWarned.add(topic);
     this.#log.warn(
-      `sparkplug: retained command on ${topic} ignored, not acted on: the broker's copy of an ` +
+      `sparkplug: retained command on ${
+        quoteName(topic)
+      } ignored, not acted on: the broker's copy of an ` +
         `old command (Sparkplug publishes NCMD/DCMD with retain false); clear it on the broker ` +
         `(an empty retained message on that topic)`,
     );
@@ -2589,7 +2598,7 @@ export class SparkplugEdgeNode {
         latched.promise.then(() => null),
         stop.then(() => null, (err: unknown) => err),
       ]).then((err) =>
-        this.#contain(`the answer to ${name}`, () => {
+        this.#contain(`the answer to ${quoteName(name)}`, () => {
           if (err === null) {
             this.counts.commandsAccepted++;
             this.#commandResult(NODE, name, "OK");
@@ -2754,12 +2763,12 @@ export class SparkplugEdgeNode {
       source: { ...this.#source("DCMD"), device_handle: `${dev.providerId}/${dev.deviceId}` },
     }).then(
       () =>
-        this.#contain(`the answer to ${name}`, () => {
+        this.#contain(`the answer to ${quoteName(name)}`, () => {
           this.counts.commandsAccepted++;
           this.#commandResult(id, name, "OK");
         }),
       (err) =>
-        this.#contain(`the answer to ${name}`, () => {
+        this.#contain(`the answer to ${quoteName(name)}`, () => {
           if (reachedProvider(err)) this.#failed(topic, name, err, id);
           else this.#refused(topic, name, errorMessage(err), id);
         }),

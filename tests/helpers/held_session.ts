@@ -72,9 +72,9 @@ export class HeldSession implements MqttSession {
     this.connected = false;
     for (const l of this.#close) l(true);
   }
-  /** The broker delivers a message (not retained) to the node. */
-  deliver(topic: string, payload: Uint8Array): void {
-    for (const l of this.#message) l(topic, payload, false);
+  /** The broker delivers a message to the node (not retained unless `retained`). */
+  deliver(topic: string, payload: Uint8Array, retained = false): void {
+    for (const l of this.#message) l(topic, payload, retained);
   }
   /**
    * The connection is cut: the writes outstanding fail ("Connection closed", as MQTT.js fails its

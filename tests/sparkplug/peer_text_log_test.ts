@@ -5,10 +5,12 @@
  * ambiguous, 10 KB cannot flood one. The node runs among doubles (tests/sparkplug/_edge_node_rig.ts).
  */
 import assert from "node:assert/strict";
-import { RuntimeError } from "../../src/common/mod.ts";
+import { type Logger, RuntimeError } from "../../src/common/mod.ts";
 import type { PublishedEvent } from "../../src/events/mod.ts";
 import {
   DataType,
+  encode,
+  MAX_CLASH_SIGNALS_NAMED,
   SPARKPLUG_QUOTED_NAME_CHARS,
   SPARKPLUG_QUOTED_REASON_CHARS,
   sparkplugDeviceId,
@@ -110,5 +112,68 @@ Deno.test("SparkplugEdgeNode quotes a broker's command name and topic and cuts a
     said[1]!.slice(0, 600),
   );
   assert.ok(lines.every((l) => l.length < 1000), "every line bounded");
+  await r.stop();
+});
+
+Deno.test("SparkplugEdgeNode quotes a retained command's topic cut to SPARKPLUG_QUOTED_NAME_CHARS, the command's name in an internal error's line, and names MAX_CLASH_SIGNALS_NAMED clashing signals at most", async () => {
+  const { lines, log: captured } = capturingLogger({ level: "info" });
+  // A logger whose WARN of a refusal throws (a closed stderr, say): the answer's work fails.
+  const log: Logger = {
+    debug: (m) => captured.debug(m),
+    info: (m) => captured.info(m),
+    warn(m) {
+      if (m.includes(" refused (")) throw new Error("injected: the line could not be written");
+      captured.warn(m);
+    },
+    error: (m) => captured.error(m),
+    child: () => log,
+  };
+  const fn = `f"${LONG}`;
+  const many = Array.from({ length: MAX_CLASH_SIGNALS_NAMED + 5 }, (_, i) => `s${i}`);
+  const r = edgeNodeRig({
+    providers: [{
+      id: P,
+      available: true,
+      devices: [deviceCaps(P, "d0", {
+        // Every signal is named as a function's metric: a clash of each.
+        signals: many.map((s) => signalSpec(`Functions/${s}`, "double")),
+        functions: [pulseFunction(fn, 1), ...many.map((s, i) => pulseFunction(s, i + 2))],
+      })],
+    }],
+    mode: "MANUAL",
+    commands: {
+      call: () => Promise.reject(new RuntimeError("FAILED_PRECONDITION", "not now")),
+      estop: () => Promise.resolve(),
+    },
+    log,
+  });
+  await r.online();
+  const device = sparkplugDeviceId(P, "d0");
+  const retainedTopic = `spBv1.0/g/DCMD/n/${device}"${LONG}`;
+  r.session.deliver(
+    retainedTopic,
+    encode({ timestamp: 1, metrics: [{ name: "x", datatype: DataType.Boolean }] }),
+    true,
+  );
+  r.command(`spBv1.0/g/DCMD/n/${device}`, [
+    { name: `Functions/${fn}`, datatype: DataType.Boolean, boolean_value: true },
+  ]);
+  await flushMicrotasks();
+  const retained = lines.filter((l) => l.includes("retained command on "));
+  assert.equal(retained.length, 1, lines.map((l) => l.slice(0, 200)).join("\n"));
+  const topic = JSON.stringify(cut(retainedTopic, SPARKPLUG_QUOTED_NAME_CHARS));
+  assert.ok(retained[0]!.includes(`retained command on ${topic} ignored`), retained[0]);
+  const internal = lines.filter((l) => l.includes("internal error in the answer to "));
+  assert.equal(internal.length, 1, lines.map((l) => l.slice(0, 200)).join("\n"));
+  const name = JSON.stringify(cut(`Functions/${fn}`, SPARKPLUG_QUOTED_NAME_CHARS));
+  assert.ok(
+    internal[0]!.includes(`internal error in the answer to ${name} (the node goes on)`),
+    internal[0]!.slice(0, 400),
+  );
+  const clash = lines.filter((l) => l.includes(" not published (named as a"));
+  assert.equal(clash.length, 1, lines.map((l) => l.slice(0, 200)).join("\n"));
+  const named = many.slice(0, MAX_CLASH_SIGNALS_NAMED).map((s) => `"Functions/${s}"`).join(", ");
+  assert.ok(clash[0]!.includes(`signals ${named} and 5 more not published`), clash[0]);
+  assert.ok(lines.every((l) => l.length < 2000), "every line bounded");
   await r.stop();
 });

@@ -59,7 +59,8 @@ Deno.test({
         return v?.type === "bool" && v.bool;
       };
       const warned = () =>
-        lines.flatMap((l) => /^WARN .*retained command on (\S+) ignored/.exec(l)?.[1] ?? []).sort();
+        lines.flatMap((l) => /^WARN .*retained command on "([^"]+)" ignored/.exec(l)?.[1] ?? [])
+          .sort();
 
       // The retained copies come with the subscription, before the births.
       await waitFor("the births", () => node.online);
