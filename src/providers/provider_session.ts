@@ -34,7 +34,7 @@ import {
   unavailable,
 } from "../common/mod.ts";
 import type { ProviderConfig } from "../config/mod.ts";
-import { hostCheckOf, hostUnmet } from "./host_check.ts";
+import { hostCheckOf, hostUnmet, MAX_HOST_SUMMARY_CHARS } from "./host_check.ts";
 
 /** Name the runtime introduces itself with in Hello (the anolis client name, for compatibility). */
 export const CLIENT_NAME = "anolis-runtime";
@@ -435,7 +435,11 @@ export class ProviderSession {
         })`,
       );
       if (host?.status === "unmet") {
-        this.#deps.log.warn(`host requirements unmet: ${host.summary || "(no summary)"}`);
+        // Quoted (the provider's text, cut where it is read): not in the API's host_check.
+        const summary = host.summary === ""
+          ? "(no summary)"
+          : quoteProviderTextWithin(host.summary, MAX_HOST_SUMMARY_CHARS);
+        this.#deps.log.warn(`host requirements unmet: ${summary}`);
       }
     }
     return this.hello;

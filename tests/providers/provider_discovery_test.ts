@@ -118,6 +118,25 @@ Deno.test("A provider reporting unmet host requirements stays up without devices
   }
 });
 
+Deno.test("A provider's host_unmet summary is quoted in its WARN line and kept unquoted in its host check", async () => {
+  const summary = 'bus.present: "/dev/i2c-9" missing\nERROR forged line';
+  const fx = await startProgrammable({
+    ...ready({ host_check: "unmet", host_unmet: summary }),
+    devices: {},
+  });
+  try {
+    assert.equal(fx.host.hostCheck()?.summary, summary, "the API's text is the provider's");
+    const warns = fx.lines.filter((l) => /^WARN .*\] host requirements unmet: /.test(l));
+    assert.equal(warns.length, 1, fx.lines.join("\n"));
+    assert.ok(
+      warns[0]!.endsWith(`host requirements unmet: ${JSON.stringify(summary)}`),
+      warns[0],
+    );
+  } finally {
+    await fx.close();
+  }
+});
+
 Deno.test("A ListDevices that goes unanswered fails the start naming the step", async () => {
   await assert.rejects(
     startProgrammable({ devices: { a: { signals: SIGNALS } }, listDelayMs: 5000 }, {
