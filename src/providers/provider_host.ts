@@ -17,6 +17,7 @@ import {
   namedList,
   type ProviderSupervisionView,
   quoteDeviceHandle,
+  quoteProviderTextWithin,
   RuntimeError,
   type SpawnFn,
   tellEach,
@@ -26,7 +27,7 @@ import {
 } from "../common/mod.ts";
 import { differsOnlyInPlace, inPlaceFieldsChanged, type ProviderConfig } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import { hostCheckOf } from "./host_check.ts";
+import { hostCheckOf, MAX_HOST_REQUIREMENT_CHARS } from "./host_check.ts";
 import { ProviderSession } from "./provider_session.ts";
 import type { SpawnQueue } from "./spawn_queue.ts";
 import {
@@ -505,10 +506,11 @@ export class ProviderHost {
     this.#hostCheck = hostCheckOf(session.readiness);
     this.#livenessFailures = 0;
     if (devices.length === 0) {
+      // The provider's ids, quoted (each cut where it is read; MAX_HOST_REQUIREMENTS of them).
+      const ids = (this.#hostCheck?.unmet ?? [])
+        .map((r) => quoteProviderTextWithin(r.id, MAX_HOST_REQUIREMENT_CHARS));
       this.#log.warn(
-        `up, not ready: no devices; host requirements unmet: ${
-          this.#hostCheck?.unmet.map((r) => r.id).join(", ") || "(none named)"
-        }`,
+        `up, not ready: no devices; host requirements unmet: ${ids.join(", ") || "(none named)"}`,
       );
     } else {
       const named = devices.map((d) => quoteDeviceHandle(this.id, d.device.deviceId));

@@ -99,7 +99,7 @@ Deno.test("A provider reporting unmet host requirements stays up without devices
     });
     assert.ok(
       fx.lines.some((l) =>
-        /^WARN .*\[p0\] up, not ready: no devices; host requirements unmet: bus\.present$/.test(l)
+        /^WARN .*\[p0\] up, not ready: no devices; host requirements unmet: "bus\.present"$/.test(l)
       ),
       fx.lines.join("\n"),
     );

@@ -180,7 +180,7 @@ Deno.test("a provider reporting host_unmet stays up without devices; the runtime
       /refusing AUTO: the behavior tree names .*bus0\/ph_0 \(not in the inventory of provider bus0\)/,
     );
 
-    assert.match(rt.stderr(), /bus0.*host requirements unmet: i2c\.bus_present/);
+    assert.match(rt.stderr(), /bus0.*host requirements unmet: "i2c\.bus_present"/);
     // Still running: the SIGTERM it gets now is the first thing that ends it.
     assert.equal(await rt.stop(), 0);
   } finally {
