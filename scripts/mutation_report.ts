@@ -258,8 +258,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:504-537", // gate
-      "src/alarms/alarm_engine.ts:709-731", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:515-548", // gate
+      "src/alarms/alarm_engine.ts:720-742", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -276,9 +276,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-503",
-      "src/alarms/alarm_engine.ts:538-708",
-      "src/alarms/alarm_engine.ts:732-1084",
+      "src/alarms/alarm_engine.ts:1-514",
+      "src/alarms/alarm_engine.ts:549-719",
+      "src/alarms/alarm_engine.ts:743-1095",
     ],
     tests: [
       "tests/alarms/",
