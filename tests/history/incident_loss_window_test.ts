@@ -16,17 +16,30 @@ import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { INCIDENTS_DIR } from "./_incident_rig.ts";
 
-Deno.test("a device loss's record holds its whole window when the window fits memory_seconds, whatever the detection took", async () => {
-  // memory_seconds 3 = incident_before_s 1 + incident_after_s 2: the window fits the ring.
-  const window = { memorySeconds: 3, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
-  const { clock, history, files, pollSignals } = handFedHistory(window);
+/** The hand-fed history's window: memory_seconds and the incident window around a trigger. */
+type LossWindow = Parameters<typeof handFedHistory>[0];
+
+/**
+ * Runs `body` with an IncidentRecorder over a hand-fed History on a manual clock, started and
+ * stopped around it; `change` tells a condition change of device p/d as DeviceOutages tells it.
+ */
+async function withLossRig<T>(
+  window: LossWindow,
+  body: (
+    rig: ReturnType<typeof handFedHistory> & {
+      incidents: IncidentRecorder;
+      change: (previous: "up" | "down" | "failing", condition: DeviceCondition) => void;
+    },
+  ) => Promise<T>,
+): Promise<T> {
+  const fed = handFedHistory(window);
   let tell: DeviceConditionListener | null = null;
   const incidents = new IncidentRecorder({
     config: { ...testConfig().history, ...window },
-    history,
-    files,
+    history: fed.history,
+    files: fed.files,
     dir: INCIDENTS_DIR,
-    clock,
+    clock: fed.clock,
     log: testLogger(),
     outages: {
       onChange(l) {
@@ -35,30 +48,40 @@ Deno.test("a device loss's record holds its whole window when the window fits me
       },
     },
   });
-  const bus = new EventBus();
-  await history.start();
-  await incidents.start(bus);
+  await fed.history.start();
+  await incidents.start(new EventBus());
   try {
+    return await body({
+      ...fed,
+      incidents,
+      change: (previous, condition) =>
+        tell!({ providerId: "p", deviceId: "d", previous, condition, atWallMs: fed.clock.wall }),
+    });
+  } finally {
+    await incidents.stop();
+    await fed.history.stop();
+  }
+}
+
+/** Asserts sample times (ms from t0) never fall. */
+function assertNeverFalls(times: number[]): void {
+  for (let i = 1; i < times.length; i++) {
+    assert.ok(times[i]! >= times[i - 1]!, `sample times fall: ${times}`);
+  }
+}
+
+Deno.test("a device loss's record holds its whole window when the window fits memory_seconds, whatever the detection took", async () => {
+  // memory_seconds 3 = incident_before_s 1 + incident_after_s 2: the window fits the ring.
+  const window = { memorySeconds: 3, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
+  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
     const t0 = clock.wall;
     pollSignals(["x"], 1); // t0: the last good read
     clock.advance(500);
     pollSignals(["x"], 2); // t0 + 500: its reads begin failing here (the value does not matter)
     const failingMono = clock.mono;
-    tell!({
-      providerId: "p",
-      deviceId: "d",
-      previous: "up",
-      condition: { kind: "failing", reason: "reads fail", sinceMono: failingMono },
-      atWallMs: clock.wall,
-    });
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
     clock.advance(1000); // down 1 s later: a loss dated t0 + 500
-    tell!({
-      providerId: "p",
-      deviceId: "d",
-      previous: "failing",
-      condition: { kind: "down", reason: "reads fail", sinceMono: failingMono },
-      atWallMs: clock.wall,
-    });
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
     // The window [t0 - 500, t0 + 2500] has passed at t0 + 2500; the device's provider polls on
     // (its other devices, this one's failed reads) and the ring lets go of what is 3 s old.
     for (let k = 0; k < 12; k++) {
@@ -78,10 +101,7 @@ Deno.test("a device loss's record holds its whole window when the window fits me
       [0, 500],
       `the window's oldest samples are in the record: ${times}`,
     );
-  } finally {
-    await incidents.stop();
-    await history.stop();
-  }
+  });
 });
 
 Deno.test("a device loss found after the ring let go of its whole window records what the ring still holds, not an empty window", async () => {
@@ -90,49 +110,18 @@ Deno.test("a device loss found after the ring let go of its whole window records
   // the record was that window with no sample in it; now it is clamped to what the ring holds of
   // the device: from memory_seconds before the capture to the capture.
   const window = { memorySeconds: 10, incidentBeforeS: 2, incidentAfterS: 3, diskMaxBytes: 0 };
-  const { clock, history, files, pollSignals } = handFedHistory(window);
-  let tell: DeviceConditionListener | null = null;
-  const incidents = new IncidentRecorder({
-    config: { ...testConfig().history, ...window },
-    history,
-    files,
-    dir: INCIDENTS_DIR,
-    clock,
-    log: testLogger(),
-    outages: {
-      onChange(l) {
-        tell = l;
-        return () => (tell = null);
-      },
-    },
-  });
-  const bus = new EventBus();
-  await history.start();
-  await incidents.start(bus);
-  try {
+  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
     const t0 = clock.wall;
     pollSignals(["x"], 1); // t0: the last good read
     clock.advance(60_000);
     pollSignals(["x"], 2); // t0 + 60 s: its first failed read
     const failingMono = clock.mono;
-    tell!({
-      providerId: "p",
-      deviceId: "d",
-      previous: "up",
-      condition: { kind: "failing", reason: "reads fail", sinceMono: failingMono },
-      atWallMs: clock.wall,
-    });
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
     clock.advance(60_000);
     pollSignals(["x"], 3); // t0 + 120 s
     clock.advance(60_000);
     pollSignals(["x"], 4); // t0 + 180 s: the ring now holds this poll only
-    tell!({
-      providerId: "p",
-      deviceId: "d",
-      previous: "failing",
-      condition: { kind: "down", reason: "reads fail", sinceMono: failingMono },
-      atWallMs: clock.wall,
-    });
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
     clock.advance(0); // the capture is due at once: incident_after_s passed long ago
     await incidents.settled();
     const [h] = incidents.list();
@@ -145,10 +134,7 @@ Deno.test("a device loss found after the ring let go of its whole window records
     );
     const { signals } = await incidents.get(h.incident_id);
     assert.deepEqual(signals[0]!.samples.map((s) => [s[0] - t0, s[1]]), [[180_000, 4]]);
-  } finally {
-    await incidents.stop();
-    await history.stop();
-  }
+  });
 });
 
 Deno.test("a device loss whose reads began failing before a wall clock step back begins its record at its first failed read, by poll order, its times never falling", async () => {
@@ -158,49 +144,18 @@ Deno.test("a device loss whose reads began failing before a wall clock step back
   // step), not the next poll after the detection, which a search by wall time among the polls
   // since the step gave: the record then had neither the last good read nor the failed ones.
   const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
-  const { clock, history, files, pollSignals } = handFedHistory(window);
-  let tell: DeviceConditionListener | null = null;
-  const incidents = new IncidentRecorder({
-    config: { ...testConfig().history, ...window },
-    history,
-    files,
-    dir: INCIDENTS_DIR,
-    clock,
-    log: testLogger(),
-    outages: {
-      onChange(l) {
-        tell = l;
-        return () => (tell = null);
-      },
-    },
-  });
-  const bus = new EventBus();
-  await history.start();
-  await incidents.start(bus);
-  try {
+  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
     const t0 = clock.wall;
     pollSignals(["x"], 1); // t0: the last good read
     clock.advance(500);
     pollSignals(["x"], 2); // t0 + 500: its first failed read
     const failingMono = clock.mono;
-    tell!({
-      providerId: "p",
-      deviceId: "d",
-      previous: "up",
-      condition: { kind: "failing", reason: "reads fail", sinceMono: failingMono },
-      atWallMs: clock.wall,
-    });
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
     clock.advance(300);
     clock.stepWall(-10_000);
     pollSignals(["x"], 3); // t0 + 800 - 10 s: failing still
     clock.advance(700); // down 1 s after its first failed read: a loss dated t0 + 500
-    tell!({
-      providerId: "p",
-      deviceId: "d",
-      previous: "failing",
-      condition: { kind: "down", reason: "reads fail", sinceMono: failingMono },
-      atWallMs: clock.wall,
-    });
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
     pollSignals(["x"], 4);
     clock.advance(500);
     pollSignals(["x"], 5);
@@ -222,13 +177,8 @@ Deno.test("a device loss whose reads began failing before a wall clock step back
       [0, 500],
       `the polls before the step at their own times: ${times}`,
     );
-    for (let i = 1; i < times.length; i++) {
-      assert.ok(times[i]! >= times[i - 1]!, `sample times fall: ${times}`);
-    }
-  } finally {
-    await incidents.stop();
-    await history.stop();
-  }
+    assertNeverFalls(times);
+  });
 });
 
 /**
@@ -239,31 +189,8 @@ Deno.test("a device loss whose reads began failing before a wall clock step back
  */
 async function lossFailingSinceItsReturn(stepMs: number) {
   const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
-  const { clock, history, files, pollSignals } = handFedHistory(window);
-  let tell: DeviceConditionListener | null = null;
-  const incidents = new IncidentRecorder({
-    config: { ...testConfig().history, ...window },
-    history,
-    files,
-    dir: INCIDENTS_DIR,
-    clock,
-    log: testLogger(),
-    outages: {
-      onChange(l) {
-        tell = l;
-        return () => (tell = null);
-      },
-    },
-  });
-  const bus = new EventBus();
-  await history.start();
-  await incidents.start(bus);
-  try {
+  return await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
     const t0 = clock.wall;
-    const change = (
-      previous: "up" | "down" | "failing",
-      condition: DeviceCondition,
-    ) => tell!({ providerId: "p", deviceId: "d", previous, condition, atWallMs: clock.wall });
     pollSignals(["x"], 1); // t0: the last good read
     clock.advance(100);
     const reason = "provider p is restarted by a configuration reload";
@@ -289,10 +216,7 @@ async function lossFailingSinceItsReturn(stepMs: number) {
     assert.ok(h !== undefined, "the loss was recorded");
     const { signals } = await incidents.get(h.incident_id);
     return { h, samples: signals[0]!.samples, t0 };
-  } finally {
-    await incidents.stop();
-    await history.stop();
-  }
+  });
 }
 
 for (const [step, what] of [[-10_000, "back"], [3_600_000, "ahead"]] as const) {
@@ -314,8 +238,6 @@ for (const [step, what] of [[-10_000, "back"], [3_600_000, "ahead"]] as const) {
       [0, 500, 700],
       `before the step at their own times: ${times}`,
     );
-    for (let i = 1; i < times.length; i++) {
-      assert.ok(times[i]! >= times[i - 1]!, `sample times fall: ${times}`);
-    }
+    assertNeverFalls(times);
   });
 }
