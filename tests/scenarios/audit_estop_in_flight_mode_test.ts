@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { expectation, inertSim } from "../safety/_fixture.ts";
+import { hangSim0, jsonPoster, MOTOR1_HALF_DUTY } from "./_hung_sim.ts";
 
 /** How long the provider stops reading after the chaos `hang` call (its call timeout is 5 s). */
 const HANG_MS = 1500;
@@ -50,34 +51,16 @@ async function estopInFlight(
   });
   const server = await fx.serve();
   const base = `http://127.0.0.1:${server.port}`;
-  const post = async (path: string, body: unknown) => {
-    const r = await fetch(`${base}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    return { status: r.status, json: await r.json() };
-  };
+  const post = jsonPoster(base);
   const get = async (path: string) => await (await fetch(`${base}${path}`)).json();
   try {
     const run = await post("/v0/runs", { experiment_label: "in-flight" });
     assert.equal(run.status, 200, JSON.stringify(run.json));
     assert.equal((await post("/v0/mode", { mode: "MANUAL" })).status, 200);
-    const hang = await post("/v0/call", {
-      provider_id: "sim0",
-      device_id: "chaos_control",
-      function_id: 7,
-      args: { duration_ms: { type: "int64", int64: HANG_MS } },
-    });
-    assert.equal(hang.status, 200, JSON.stringify(hang.json));
+    await hangSim0(post, HANG_MS);
 
     const session = fx.runtime.registry.host("sim0")!.session!;
-    const callAnswer = post("/v0/call", {
-      provider_id: "sim0",
-      device_id: "motorctl0",
-      function_id: 10,
-      args: { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: 0.5 } },
-    });
+    const callAnswer = post("/v0/call", MOTOR1_HALF_DUTY);
     await waitFor("the call on the wire", () => session.inFlight > 0 ? true : null);
     const stop = await post("/v0/estop", { reason: "call in flight" });
     assert.equal(stop.status, 200, JSON.stringify(stop.json));

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { inertSim } from "../safety/_fixture.ts";
+import { hangSim0, jsonPoster, MOTOR1_HALF_DUTY } from "./_hung_sim.ts";
 
 /** The provider's `timeout_ms`: the drain's bound is this + DRAIN_MARGIN_MS (1 s). */
 const CALL_TIMEOUT_MS = 1000;
@@ -32,33 +33,15 @@ async function estopWithLateCall(hangMs: number) {
   });
   const server = await fx.serve();
   const base = `http://127.0.0.1:${server.port}`;
-  const post = async (path: string, body: unknown) => {
-    const r = await fetch(`${base}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    return { status: r.status, json: await r.json() };
-  };
+  const post = jsonPoster(base);
   try {
     assert.equal((await post("/v0/mode", { mode: "MANUAL" })).status, 200);
-    const hang = await post("/v0/call", {
-      provider_id: "sim0",
-      device_id: "chaos_control",
-      function_id: 7,
-      args: { duration_ms: { type: "int64", int64: hangMs } },
-    });
-    assert.equal(hang.status, 200, JSON.stringify(hang.json));
+    await hangSim0(post, hangMs);
     const session = fx.runtime.registry.host("sim0")!.session!;
     // The hang's own answer was the last frame: any later one comes after the hang.
     const hungSince = session.lastFrameAtMs;
 
-    const callAnswer = post("/v0/call", {
-      provider_id: "sim0",
-      device_id: "motorctl0",
-      function_id: 10,
-      args: { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: 0.5 } },
-    });
+    const callAnswer = post("/v0/call", MOTOR1_HALF_DUTY);
     await waitFor("the call on the wire", () => session.inFlight > 0 ? true : null);
     const stopAnswer = post("/v0/estop", { reason: "call at the provider" });
     const call = await callAnswer;

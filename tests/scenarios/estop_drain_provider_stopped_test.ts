@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { inertSim } from "../safety/_fixture.ts";
+import { hangSim0, jsonPoster, MOTOR1_HALF_DUTY } from "./_hung_sim.ts";
 
 /** The budget the provider is stopped with: it exits on its own long before (stdin closed). */
 const STOP_BUDGET_MS = 20_000;
@@ -35,32 +36,14 @@ async function estopThenStop(
   });
   const server = await fx.serve();
   const base = `http://127.0.0.1:${server.port}`;
-  const post = async (path: string, body: unknown) => {
-    const r = await fetch(`${base}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    return { status: r.status, json: await r.json() };
-  };
+  const post = jsonPoster(base);
   try {
     assert.equal((await post("/v0/mode", { mode: "MANUAL" })).status, 200);
-    const hang = await post("/v0/call", {
-      provider_id: "sim0",
-      device_id: "chaos_control",
-      function_id: 7,
-      args: { duration_ms: { type: "int64", int64: o.hangMs } },
-    });
-    assert.equal(hang.status, 200, JSON.stringify(hang.json));
+    await hangSim0(post, o.hangMs);
     const host = fx.runtime.registry.host("sim0")!;
     const session = host.session!;
 
-    const callAnswer = post("/v0/call", {
-      provider_id: "sim0",
-      device_id: "motorctl0",
-      function_id: 10,
-      args: { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: 0.5 } },
-    });
+    const callAnswer = post("/v0/call", MOTOR1_HALF_DUTY);
     await waitFor("the call on the wire", () => session.inFlight > 0 ? true : null);
     let stopped: Promise<void> | null = o.stopFirst ? host.stop(STOP_BUDGET_MS) : null;
     const stopAnswer = post("/v0/estop", { reason: "call at the provider" });
