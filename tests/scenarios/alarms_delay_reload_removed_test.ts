@@ -13,7 +13,8 @@ import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "./alarms_helpers.ts";
 
-const DELAY_MS = 1000;
+/** Long enough that the reload comes before the removed alarm's delay ends on a loaded machine. */
+const DELAY_MS = 3000;
 
 function guard(id: string, provider: string): string {
   return `
@@ -58,7 +59,7 @@ Deno.test("A delayed alarm a reload removes with its provider while its delay ru
     // The witness: sim0 down after the reload, its alarm raising DELAY_MS later.
     const sim0 = rt.registry.host("sim0")!;
     Deno.kill(sim0.session!.pid, "SIGKILL");
-    await waitFor("the witness latched the e-stop", () => rt.estop.latched, 10000);
+    await waitFor("the witness latched the e-stop", () => rt.estop.latched, 15000);
     assert.equal(rt.estop.status().cause, "alarm:sim0_guard");
     const raised = rec.events.filter((e) => e.kind === "alarm" && e.transition === "raise");
     assert.deepEqual(raised.map((e) => e.kind === "alarm" ? e.alarm_id : ""), ["sim0_guard"]);
