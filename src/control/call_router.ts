@@ -621,9 +621,25 @@ export class CallRouter {
    * closed by a stop ends at once, its process reads on); calls sent after the drain began (the
    * e-stop ladder's) are not waited for.
    */
-  async drain(providerId: string, timeoutMs: number): Promise<boolean> {
-    // Taken before any wait: the calls sent so far, not those sent while the barrier queues.
+  drain(providerId: string, timeoutMs: number): Promise<boolean> {
+    return this.drainFrom(providerId)(timeoutMs);
+  }
+
+  /**
+   * drain, its late calls taken now (the calls sent so far, not those sent while the barrier
+   * queues): the e-stop takes them at its latch, so a reload that closes the provider's session
+   * before the drain begins (removing or restarting it) leaves them late until its process ends.
+   */
+  drainFrom(providerId: string): (timeoutMs: number) => Promise<boolean> {
     const lateCalls = this.#registry.host(providerId)?.lateCallsWait() ?? null;
+    return (timeoutMs) => this.#drain(providerId, lateCalls, timeoutMs);
+  }
+
+  async #drain(
+    providerId: string,
+    lateCalls: ((signal: AbortSignal) => Promise<boolean>) | null,
+    timeoutMs: number,
+  ): Promise<boolean> {
     const lock = this.#locks.get(providerId);
     if (!lock && !lateCalls) return true;
     // The bound runs on the router's clock, as every other time of the call path does.

@@ -297,6 +297,14 @@ export const PLAN_LOG_INTERVAL_MS = 1000;
 /** Bound on the wait for one provider's in-flight calls, past its timeout_ms. */
 export const DRAIN_MARGIN_MS = 1000;
 
+/** One provider's drain as the latch took it (Estop.#drainsFromLatch). */
+interface LatchDrain {
+  readonly id: string;
+  /** Its provider's timeout_ms + DRAIN_MARGIN_MS. */
+  readonly boundMs: number;
+  readonly wait: (timeoutMs: number) => Promise<boolean>;
+}
+
 /** Warning returned with the "none" rung. */
 export const NO_SAFE_STATE_WARNING =
   "No software safe state applies: safety.safe_state has no hooks, its setpoints do not cover " +
@@ -700,8 +708,11 @@ export class Estop implements EstopService {
     // FAULT_HOOKS_ANSWER_WAIT_MS. `fault` is set in this same synchronous step, before the turn.
     const cause = options.cause ?? ESTOP_CAUSE_API;
     let fault: FaultEntry | null = null;
+    // The calls admitted before the latch, taken at the latch: a reload that removes or restarts
+    // a provider before this stop's turn still has its drain wait for them.
+    const drains = this.#drainsFromLatch();
     this.#stopsRunning++;
-    const stop = this.#stopTail.then(() => this.#stop(fault, cause)).finally(() =>
+    const stop = this.#stopTail.then(() => this.#stop(fault, cause, drains)).finally(() =>
       this.#stopsRunning--
     );
     this.#stopTail = stop.catch(() => {});
@@ -1050,7 +1061,11 @@ export class Estop implements EstopService {
    * Steps 2-4 of the trigger (module comment); `cause` is this trigger's (the audit origin of its
    * ladder calls, whatever triggers while they run).
    */
-  async #stop(fault: FaultEntry | null, cause: string): Promise<EstopResult> {
+  async #stop(
+    fault: FaultEntry | null,
+    cause: string,
+    drains: readonly LatchDrain[] | null,
+  ): Promise<EstopResult> {
     let ladder: {
       plan: SafeStatePlan;
       planFailed: string | null;
@@ -1065,7 +1080,7 @@ export class Estop implements EstopService {
       const { plan, failed } = this.#stopPlan(safeState);
       const [actions, drain] = await Promise.all([
         this.#runLadder(plan, cause, failed === null),
-        this.#drainAll(),
+        this.#drainAll(drains),
       ]);
       ladder = { plan, planFailed: failed, actions, drain };
     } finally {
@@ -1555,32 +1570,44 @@ export class Estop implements EstopService {
     return true;
   }
 
-  /** Waits, per provider and bounded, for every call admitted before the latch to finish. */
-  async #drainAll(): Promise<DrainReport> {
-    const pending: string[] = [];
-    // Beside the ladder: a port that throws must not take the trigger's answer away (its calls
-    // are made). The drain is then reported incomplete, with one ERROR line: providers that
-    // cannot be listed are named by none; a provider whose drain fails is pending.
-    const hosts = this.#contained(
+  /**
+   * Each provider's drain as of the latch (CallRouter.drainFrom): the providers listed then and
+   * the calls sent to them so far; null when they cannot be listed (the drain is then reported
+   * incomplete, with one ERROR line).
+   */
+  #drainsFromLatch(): LatchDrain[] | null {
+    return this.#contained(
       "listing the providers to drain",
-      () => this.#o.inventory.providers(),
+      () =>
+        this.#o.inventory.providers().map((h) => ({
+          id: h.id,
+          boundMs: h.config.timeoutMs + DRAIN_MARGIN_MS,
+          wait: this.#o.router.drainFrom(h.id),
+        })),
       "the drain is reported incomplete",
     );
-    if (hosts === null) return { complete: false, pending_providers: [] };
+  }
+
+  /** Waits, per provider and bounded, for every call admitted before the latch to finish. */
+  async #drainAll(drains: readonly LatchDrain[] | null): Promise<DrainReport> {
+    // Beside the ladder: a port that throws must not take the trigger's answer away (its calls
+    // are made). Providers that could not be listed are named by none; a provider whose drain
+    // fails is pending.
+    if (drains === null) return { complete: false, pending_providers: [] };
+    const pending: string[] = [];
     await Promise.all(
-      hosts.map(async (h) => {
-        const boundMs = h.config.timeoutMs + DRAIN_MARGIN_MS;
+      drains.map(async ({ id, boundMs, wait }) => {
         try {
-          if (await this.#o.router.drain(h.id, boundMs)) return;
+          if (await wait(boundMs)) return;
           this.#stopLog.error(
-            `e-stop: in-flight calls to ${h.id} had not finished within ${boundMs} ms`,
+            `e-stop: in-flight calls to ${id} had not finished within ${boundMs} ms`,
           );
         } catch (err) {
           this.#stopLog.error(
-            `e-stop: waiting for the in-flight calls to ${h.id} failed: ${errorMessage(err)}`,
+            `e-stop: waiting for the in-flight calls to ${id} failed: ${errorMessage(err)}`,
           );
         }
-        pending.push(h.id);
+        pending.push(id);
       }),
     );
     return { complete: pending.length === 0, pending_providers: pending };

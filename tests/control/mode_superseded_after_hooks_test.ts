@@ -41,6 +41,7 @@ function rig() {
     },
     resolve: () => ({ device: {}, fn: { args: [] } }),
     drain: () => Promise.resolve(true),
+    drainFrom: () => () => Promise.resolve(true),
     call: (req: CallRequest) => {
       const ctx = {
         fn: { name: req.functionName, actuating: true },

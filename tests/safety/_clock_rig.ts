@@ -29,6 +29,7 @@ export function recordingRouter(made: string[] = [], onCall?: () => void): CallR
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
     drain: () => Promise.resolve(true),
+    drainFrom: () => () => Promise.resolve(true),
     call: (req: CallRequest) => {
       made.push(`${req.providerId} ${req.functionName}`);
       onCall?.();

@@ -38,7 +38,8 @@ function rig(router: CallRouter, inventory: InventoryReader) {
 Deno.test("Estop.trigger answers with the drain incomplete when the router's drain rejects", async () => {
   const made: string[] = [];
   const router = recordingRouter(made);
-  (router as { drain: unknown }).drain = () => Promise.reject(new Error("drain port failed"));
+  (router as { drainFrom: unknown }).drainFrom = () => () =>
+    Promise.reject(new Error("drain port failed"));
   const r = rig(router, providersUp("plant"));
   const result = await r.estop.trigger("test");
   assert.equal(result.latched, true);

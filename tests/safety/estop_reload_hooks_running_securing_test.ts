@@ -24,6 +24,7 @@ Deno.test("Estop: new hook calls into FAULT a reload makes wait for the securing
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
     drain: () => Promise.resolve(true),
+    drainFrom: () => () => Promise.resolve(true),
     call: (req: CallRequest) =>
       new Promise<unknown>((resolve) => {
         const h = { req, answered: false, answer: () => (h.answered = true, resolve({})) };

@@ -40,6 +40,7 @@ function rig(o: {
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
     drain: () => Promise.resolve(true),
+    drainFrom: () => () => Promise.resolve(true),
     call: (req: CallRequest) => {
       made.push(req.functionName ?? "");
       return o.failing?.includes(req.functionName ?? "")

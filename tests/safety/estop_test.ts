@@ -284,8 +284,8 @@ Deno.test("Estop runs the hooks into FAULT and answers when its drain fails", as
   const { registry, cache, inventory, modes, bus, host } = r.kernel;
   /** A router whose drain fails (it made the ladder step throw, and the trigger reject). */
   class ThrowingDrain extends CallRouter {
-    override drain(): Promise<boolean> {
-      return Promise.reject(new Error("injected drain failure"));
+    override drainFrom(): () => Promise<boolean> {
+      return () => Promise.reject(new Error("injected drain failure"));
     }
   }
   const estop = new Estop({

@@ -1,0 +1,57 @@
+/**
+ * The e-stop's drain (docs/safety.md, step 2) and a configuration reload that removes a provider
+ * while a call admitted before the latch is still at it: the reload closes the provider's session
+ * (its stdin) and takes it out of the inventory before the stop's drain begins, and the call fails
+ * at the runtime ("provider session ended"), yet the process runs on until it exits (here it is
+ * busy with the call, so the runtime's stop escalates to SIGTERM) and may still carry the call
+ * out. The drain counts such a call in flight until the process ends: an answer saying `complete`
+ * comes once the process is gone. The simulated providers run as child processes; the call is
+ * held at the provider by its `inject_call_latency`.
+ */
+import assert from "node:assert/strict";
+import { processAlive, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { d, i, manualCall } from "../safety/_fixture.ts";
+
+/** How long the provider holds the call: past the reload, well within the drain's bound. */
+const LATENCY_MS = 2500;
+
+Deno.test("Estop drain waits, past a reload that removes the provider, for the process a call admitted before the latch is still at", async () => {
+  const rt = await startRuntime(
+    // No poll after the first: the one request on sim1's wire is then the call.
+    testConfig({
+      providers: [simProvider("sim0"), simProvider("sim1")],
+      pollingIntervalMs: 60_000,
+    }),
+    { arm: true },
+  );
+  try {
+    await manualCall(rt, "sim1", "chaos_control", 3, {
+      device_id: { type: "string", string: "motorctl0" },
+      latency_ms: i(LATENCY_MS),
+    });
+    const pid = rt.registry.host("sim1")!.session!.pid;
+    // Sent before the latch: sim1 holds it LATENCY_MS before it acts.
+    const call = manualCall(rt, "sim1", "motorctl0", 10, { motor_index: i(1), duty: d(0.7) })
+      .then(() => "answered", (e) => String(e));
+    const session = rt.registry.host("sim1")!.session!;
+    await waitFor("the call at sim1", () => session.inFlight > 0);
+
+    const stop = rt.estop.trigger("drain x reload");
+    const report = rt.reload({
+      ...rt.config,
+      providers: rt.config.providers.filter((p) => p.id !== "sim1"),
+    });
+    const result = await stop;
+    const aliveAtAnswer = processAlive(pid);
+    assert.match(await call, /provider session ended: closed by the runtime/);
+    assert.deepEqual((await report).providers.removed, ["sim1"]);
+    assert.ok(
+      !result.drain.complete || !aliveAtAnswer,
+      `drain ${JSON.stringify(result.drain)} while sim1 (pid ${pid}) still ran the call`,
+    );
+    assert.deepEqual(result.drain, { complete: true, pending_providers: [] });
+  } finally {
+    await rt.stop();
+  }
+});
