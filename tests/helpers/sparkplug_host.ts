@@ -93,6 +93,11 @@ export interface HostBackConnect {
    * written.
    */
   holdUntilHostBack(): void;
+  /**
+   * Whether the node's writes wait for the host now: from holdUntilHostBack until the host's next
+   * connection (or HOST_BACK_TIMEOUT_MS). A write let go meanwhile reaches MQTT.js only then.
+   */
+  readonly holding: boolean;
 }
 
 /**
@@ -107,6 +112,7 @@ export function hostBackConnect(
   inner: MqttConnect = connectMqttJs,
 ): HostBackConnect {
   let hostBack: Promise<void> | null = null;
+  let holding = false;
   const connect: MqttConnect = async (o) => {
     const s = await inner(o);
     return {
@@ -129,14 +135,23 @@ export function hostBackConnect(
     connect,
     holdUntilHostBack() {
       const back = Promise.withResolvers<void>();
+      holding = true;
+      const release = () => {
+        // A later holdUntilHostBack's hold is its own.
+        if (hostBack === back.promise) holding = false;
+        back.resolve();
+      };
       // Bounded: a host that never comes back fails the test's own wait, and the node's writes
       // (its NDEATH as it stops) must not hang the clean-up.
-      const timer = setTimeout(back.resolve, HOST_BACK_TIMEOUT_MS);
+      const timer = setTimeout(release, HOST_BACK_TIMEOUT_MS);
       host.client.once("connect", () => {
         clearTimeout(timer);
-        back.resolve();
+        release();
       });
       hostBack = back.promise;
+    },
+    get holding() {
+      return holding;
     },
   };
 }

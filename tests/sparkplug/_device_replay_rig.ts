@@ -86,6 +86,12 @@ export interface HeldBrokerRig {
    * queued for the host's restored session before it is back, eclipse-mosquitto/mosquitto#2349).
    */
   holdUntilHostBack(): void;
+  /**
+   * Resolves once the node's writes no longer wait for the host (holdUntilHostBack's hold ended:
+   * the host reconnected). Writes `port` lets go reach MQTT.js only then: with the broker paused
+   * again before the host is back, they wait up to HOST_BACK_TIMEOUT_MS, unsettled.
+   */
+  hostBack(): Promise<void>;
   /** Lets every held write go, stops the node and the host, removes the broker. */
   dispose(): Promise<void>;
 }
@@ -119,6 +125,12 @@ export async function heldBrokerRig(): Promise<HeldBrokerRig> {
     port,
     rig,
     holdUntilHostBack: () => hostBack.holdUntilHostBack(),
+    async hostBack() {
+      await waitFor(
+        "the host back (the node's writes no longer wait for it)",
+        () => !hostBack.holding,
+      );
+    },
     async nextSession() {
       const n = opened;
       await waitFor("the node's reconnect timer", () => clock.pendingTimers > 0);

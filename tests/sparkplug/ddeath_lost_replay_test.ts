@@ -54,7 +54,10 @@ for (const polls of [20, MAX_IN_FLIGHT + 200]) {
         if (births + replayHanded === MAX_IN_FLIGHT) port.release(1);
         const ddeath = `spBv1.0/g/DDEATH/n/${DEVICE}`;
         await waitFor("the DDEATH handed over", () => port.heldTopics.includes(ddeath));
-        // The connection goes away; the held writes then fail in the closed client.
+        // The connection goes away; the held writes then fail in the closed client. The host
+        // back first: until then the writes let go wait for it above MQTT.js (holdUntilHostBack),
+        // and with the broker gone it would not come back.
+        await brokerRig.hostBack();
         await broker.pause();
         await waitFor("the node to see the broker gone again", () => !node.connected);
         const failuresBefore = node.counts.publishFailures;
