@@ -65,15 +65,29 @@ export const connectMqttJs: MqttConnect = async (o) => {
   // caller counts its writes in flight down only when they settle). At most the caller's writes
   // in flight (the edge node's MAX_IN_FLIGHT).
   const unsettled = new Set<(err: Error) => void>();
+  // Once end() began, a write is refused here: MQTT.js fails one while it ends ("client
+  // disconnecting") but, ended with manualConnect, one more throws from inside its store (a
+  // TypeError on its closed in-flight map), outside any callback.
+  let ending = false;
   return {
     publish: (topic, payload, qos) =>
       new Promise<void>((resolve, reject) => {
+        if (ending) {
+          reject(new Error("the session has ended: nothing more is written on it"));
+          return;
+        }
         unsettled.add(reject);
-        client.publish(topic, Buffer.from(payload), { qos, retain: false }, (err) => {
+        try {
+          client.publish(topic, Buffer.from(payload), { qos, retain: false }, (err) => {
+            unsettled.delete(reject);
+            if (err) reject(err);
+            else resolve();
+          });
+        } catch (err) {
+          // Thrown, not called back: settled here, never left in `unsettled`.
           unsettled.delete(reject);
-          if (err) reject(err);
-          else resolve();
-        });
+          reject(err instanceof Error ? err : new Error(String(err)));
+        }
       }),
     subscribe: (topics, qos) =>
       new Promise<void>((resolve, reject) => {
@@ -104,6 +118,7 @@ export const connectMqttJs: MqttConnect = async (o) => {
     },
     end: (force) =>
       new Promise<void>((resolve) => {
+        ending = true;
         client.end(force, {}, () => {
           const ended = new Error("the session ended before the write completed");
           for (const reject of unsettled) reject(ended);

@@ -169,3 +169,32 @@ Deno.test("a write the broker never confirmed settles (rejected) when the sessio
     await broker.close();
   }
 });
+
+Deno.test({
+  name:
+    "the MQTT.js adapter refuses a write once the session ended, with an error saying so (not MQTT.js's TypeError from its closed store)",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    try {
+      const session = await connectMqttJs({
+        url: broker.url,
+        clientId: "adapter-ended",
+        keepAliveS: 10,
+        connectTimeoutMs: 5000,
+        reconnectMs: 100,
+      });
+      await waitFor("the connection", () => session.connected);
+      await session.end(true);
+      for (const qos of [0, 1] as const) {
+        await assert.rejects(
+          session.publish("adapter/after-end", new Uint8Array([1]), qos),
+          /the session has ended/,
+          `a QoS ${qos} write after the end`,
+        );
+      }
+    } finally {
+      await broker.dispose();
+    }
+  },
+});
