@@ -30,6 +30,7 @@ import {
   type Quality,
   RuntimeError,
   type TimerId,
+  transitionDate,
   type TypedValue,
   WALL_STEP_MS,
 } from "../common/mod.ts";
@@ -221,7 +222,7 @@ interface InterlockEntry {
  * must not date a release before the engage it follows, as AlarmMonitor dates an alarm's.
  */
 function interlockTransitionAt(entry: InterlockEntry, wall: number): number {
-  const at = entry.sinceWall === null ? wall : Math.max(wall, entry.sinceWall);
+  const at = transitionDate(wall, entry.sinceWall);
   entry.sinceWall = at;
   return at;
 }

@@ -26,6 +26,7 @@ import {
   invalidArgument,
   numericOf,
   type Quality,
+  transitionDate,
   type TypedValue,
 } from "../common/mod.ts";
 import type { AlarmConfig, AlarmLevel } from "../config/mod.ts";
@@ -329,7 +330,7 @@ export class AlarmMonitor {
    * before the raise it follows.
    */
   #record(transition: AlarmTransition, nowWall: number): AlarmTransitionRecord {
-    const at = this.#sinceWall === null ? nowWall : Math.max(nowWall, this.#sinceWall);
+    const at = transitionDate(nowWall, this.#sinceWall);
     this.#sinceWall = at;
     const record: AlarmTransitionRecord = {
       transition,

@@ -27,6 +27,7 @@ import {
   type Logger,
   neverThrowing,
   quoteDeviceHandle,
+  transitionDate,
 } from "../common/mod.ts";
 import type { RuntimeMode } from "../config/mod.ts";
 import type { AuditOrigin, GateContext, ModeChange } from "../control/mod.ts";
@@ -128,7 +129,7 @@ export class DeviceLossLatch {
       this.#lastTransitionAt.set(providerId, devices);
     }
     const before = devices.get(deviceId);
-    const at = before === undefined ? wall : Math.max(wall, before);
+    const at = transitionDate(wall, before);
     devices.set(deviceId, at);
     return at;
   }

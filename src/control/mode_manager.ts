@@ -42,6 +42,7 @@ import {
   readClockTwice,
   type RuntimeError,
   toRuntimeError,
+  transitionDate,
 } from "../common/mod.ts";
 import {
   atSourcePosition,
@@ -455,7 +456,7 @@ export class ModeManager implements ModeService {
    */
   #changeAt(wall: number): number {
     const last = this.#lastChangeAt;
-    const at = last === null ? wall : Math.max(wall, last);
+    const at = transitionDate(wall, last);
     this.#lastChangeAt = at;
     return at;
   }

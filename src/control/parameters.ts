@@ -9,6 +9,7 @@ import {
   invalidArgument,
   type Logger,
   notFound,
+  transitionDate,
 } from "../common/mod.ts";
 import type { ParameterConfig, ParameterType } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
@@ -387,7 +388,7 @@ export class ParameterStore implements ParameterService {
   #changeAt(name: string): number {
     const wall = this.#o.clock.nowMs();
     const last = this.#changedAt.get(name);
-    const at = last === undefined ? wall : Math.max(wall, last);
+    const at = transitionDate(wall, last);
     this.#changedAt.set(name, at);
     return at;
   }

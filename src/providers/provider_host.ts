@@ -23,6 +23,7 @@ import {
   tellEach,
   type TimerId,
   toRuntimeError,
+  transitionDate,
   unavailable,
 } from "../common/mod.ts";
 import { differsOnlyInPlace, inPlaceFieldsChanged, type ProviderConfig } from "../config/mod.ts";
@@ -568,7 +569,7 @@ export class ProviderHost {
    */
   #emitAvailability(available: boolean): void {
     const wall = this.#deps.clock.nowMs();
-    const at = this.#lastFlipAt === null ? wall : Math.max(wall, this.#lastFlipAt);
+    const at = transitionDate(wall, this.#lastFlipAt);
     this.#lastFlipAt = at;
     this.#deps.bus.publish({
       kind: "provider_health_change",

@@ -50,6 +50,7 @@ import {
   type TimerId,
   toJsonText,
   toRuntimeError,
+  transitionDate,
   type TypedValue,
 } from "../common/mod.ts";
 import type { CallConfig, RuntimeMode, SafeStateExpectation } from "../config/mod.ts";
@@ -600,7 +601,7 @@ export class Estop implements EstopService {
    */
   #transitionAt(wall: number): number {
     const last = this.#lastTransitionAt;
-    const at = last === null ? wall : Math.max(wall, last);
+    const at = transitionDate(wall, last);
     this.#lastTransitionAt = at;
     return at;
   }

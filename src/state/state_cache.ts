@@ -30,6 +30,7 @@ import {
   tellEach,
   type TimerId,
   toRuntimeError,
+  transitionDate,
   type TypedValue,
   type ValueType,
   worstQuality,
@@ -1249,7 +1250,7 @@ export class StateCache implements FreshReader {
     now: number,
     reason?: "removed",
   ): void {
-    const at = Math.max(now, dev.availabilityAt);
+    const at = transitionDate(now, dev.availabilityAt);
     dev.availabilityAt = at;
     this.#opts.bus.publish({
       kind: "device_availability",
