@@ -202,13 +202,16 @@ class PendingRequests {
   }
 }
 
+/** Requests a session keeps in flight at most, unless its options say otherwise (maxInFlight). */
+export const DEFAULT_MAX_IN_FLIGHT = 64;
+
 /**
  * Late calls a session keeps the ids of: `call` requests that timed out unanswered, which the
  * provider may still carry out (AdppClient.lateCallsAnswered). Past it the oldest is forgotten,
  * and the session then never says its late calls were answered until it ends. As many as the
  * default bound on requests in flight.
  */
-export const MAX_LATE_CALLS = 64;
+export const MAX_LATE_CALLS = DEFAULT_MAX_IN_FLIGHT;
 
 /**
  * Timed-out request ids a session keeps, so that a late answer to one is discarded. Past it the
@@ -360,7 +363,7 @@ export class AdppClient {
     writable: WritableStream<Uint8Array>,
     options: AdppClientOptions,
   ) {
-    this.#maxInFlight = options.maxInFlight ?? 64;
+    this.#maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     this.#pending = new PendingRequests(this.#maxInFlight);
     this.#maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
     this.#clock = options.clock;

@@ -12,9 +12,9 @@
  * last line of the newest file without its newline is no row yet (being written; after a crash,
  * until the next write ends it): it is neither given nor counted, and read again next time. A
  * failed write (a full disk, a read-only folder) stops the tier with one WARN (the journal writer
- * adds none): the runtime goes on, the rows of the buckets that close meanwhile (and those of the failed
- * write) are kept, in order, in a bounded queue (DISK_OUTAGE_ROWS, DISK_OUTAGE_BYTES; past it the
- * oldest are dropped and counted, one WARN per outage), and the tier tries again after
+ * adds none): the runtime goes on, the rows of the buckets that close meanwhile (and those of the
+ * failed write) are kept, in order, in a bounded queue (DISK_OUTAGE_ROWS, DISK_OUTAGE_BYTES; past
+ * it the oldest are dropped and counted, one WARN per outage), and the tier tries again after
  * DISK_RETRY_MS, writing them first. One line says it writes again: an INFO, or the writer's WARN
  * with the rows lost.
  */

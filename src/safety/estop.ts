@@ -17,14 +17,14 @@
  * The answer carries all of it. A re-trigger while a stop runs runs again after it.
  *
  * A provider that becomes AVAILABLE while the latch holds (the supervisor restarted it, a reload
- * started it or retried its open circuit, it came up late) is brought to the safe state too: the ladder's calls for it run,
- * in declared order behind any ladder call still running on that provider, then its expectations
- * are read back again and merged into the verification status shows, which is published
- * (`estop_verification`) and recorded in the audit trail (see #secure). One mechanism for every
- * path: the e-stop follows every provider host's availability, also of hosts a reload adds; a
- * reload that changes the ladder calls of a provider that is up secures it again (reconfigure). A
- * device that stopped answering while its provider stayed up secures its provider again when it
- * answers again while latched (DeviceOutages.onDeviceReturn).
+ * started it or retried its open circuit, it came up late) is brought to the safe state too: the
+ * ladder's calls for it run, in declared order behind any ladder call still running on that
+ * provider, then its expectations are read back again and merged into the verification status
+ * shows, which is published (`estop_verification`) and recorded in the audit trail (see #secure).
+ * One mechanism for every path: the e-stop follows every provider host's availability, also of
+ * hosts a reload adds; a reload that changes the ladder calls of a provider that is up secures it
+ * again (reconfigure). A device that stopped answering while its provider stayed up secures its
+ * provider again when it answers again while latched (DeviceOutages.onDeviceReturn).
  *
  * Releasing the latch changes nothing physical and never re-arms: the mode stays FAULT and
  * arming (MANUAL, AUTO) is refused while the latch holds.
