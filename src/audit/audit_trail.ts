@@ -34,6 +34,13 @@
  *   closed by a different decision, after AUDIT_COLLAPSE_MAX_OPEN_MS, by a read (GET /v0/audit)
  *   and at shutdown. Calls and untrusted refusals (below) collapse; mode, parameter and e-stop
  *   entries are written as they happen.
+ * - Dates never fall (#date): every date the trail gives (an entry's times, a write-ahead record, a
+ *   checkpoint or closing record, a loss of the journal, hence a `gap` entry's span) is the wall
+ *   clock's, but never before the newest it gave before; across a restart, never before the newest
+ *   found in what openJournal reads of the journal anyway (its closing record, or its tail from the
+ *   last checkpoint). After a step back of the wall clock an e-stop's clear is thus never dated
+ *   before its trigger, and a read `since` the trigger finds both. An `interrupted` entry keeps the
+ *   date of its write-ahead record (when the call was decided).
  * - Untrusted refusals (refusedUntrusted: a request with no valid token, from a foreign web page,
  *   or under a role without the right; anyone who can reach the port can cause them): at most
  *   AUDIT_UNTRUSTED_PER_WINDOW entries per AUDIT_UNTRUSTED_WINDOW_MS are written one by one
@@ -60,6 +67,7 @@ import {
   quoteProviderTextWithin,
   type TimerId,
   toJsonText,
+  transitionDate,
   utf8Length,
 } from "../common/mod.ts";
 import type {
@@ -261,6 +269,15 @@ interface Journal extends AuditJournalOptions {
   readonly writer: JournalWriter;
 }
 
+/**
+ * What openJournal reads of the journal: the write-ahead records no entry settles, and the newest
+ * date of the lines read (null: none).
+ */
+interface Unsettled {
+  readonly open: IntentRecord[];
+  readonly newest: number | null;
+}
+
 /** A write-ahead record as stored (first key `intent`: the recovery scan looks for the prefix). */
 interface IntentRecord {
   intent: string;
@@ -309,6 +326,8 @@ export class AuditTrail implements AuditSink {
     /** Those of `intents` with no record on disk (untracked repeats): kept out of its line. */
     unwritten: string[];
     side: 0 | 1 | 2;
+    /** The wall clock (not the date) at its last decision: a step back since ends it. */
+    lastWall: number;
   } | null = null;
   /**
    * Untrusted refusals: this window's start (monotonic: a wall clock stepped back must neither
@@ -319,6 +338,12 @@ export class AuditTrail implements AuditSink {
     written: number;
     over: { entry: AuditEntry; firstReason: string; timer: TimerId } | null;
   } = { windowStartMono: -Infinity, written: 0, over: null };
+  /**
+   * The newest date the trail gave (an entry, a write-ahead record, a checkpoint or closing
+   * record, a loss of the journal); at openJournal, the newest found in what it reads of the
+   * journal, if later. Null before the first. See #date.
+   */
+  #newest: number | null = null;
   #seq = 0;
   #entriesTotal = 0;
   #aheadLate = 0;
@@ -391,9 +416,10 @@ export class AuditTrail implements AuditSink {
   /** Records one decision (collapsing a repeat of the open call entry). Never throws. */
   record(d: AuditDecision): void {
     try {
-      const now = this.#o.clock.nowMs();
+      const wall = this.#o.clock.nowMs();
+      const now = this.#date(wall);
       const mode = this.#decidedMode(d);
-      this.#record(d, d.action === "call" ? this.#callKey(d, mode) : null, now, mode);
+      this.#record(d, d.action === "call" ? this.#callKey(d, mode) : null, now, mode, wall);
     } catch (err) {
       // Never let the record break a call or a stop.
       this.#failureLog.error(`audit entry not recorded: ${errorMessage(err)}`);
@@ -415,7 +441,8 @@ export class AuditTrail implements AuditSink {
   ): Promise<AuditIntent | null> {
     try {
       const journal = this.#journal;
-      const now = this.#o.clock.nowMs();
+      const wall = this.#o.clock.nowMs();
+      const now = this.#date(wall);
       const mode = this.#o.mode();
       if (journal === null) {
         // Nothing to write ahead, but the outcome's entry keeps the mode decided in, now's.
@@ -426,7 +453,7 @@ export class AuditTrail implements AuditSink {
       const accepted: AuditDecision = { ...call, action: "call", outcome: "accepted" };
       const key = this.#key(accepted, mode);
       // (Never a repeat of an entry of calls written ahead before the last run boundary.)
-      const repeat = !this.#sealed && this.#open?.side === 2 && this.#collapses(key, now);
+      const repeat = !this.#sealed && this.#open?.side === 2 && this.#collapses(key, now, wall);
       const id = `${this.#boot}.${++this.#intentSeq}`;
       if (repeat && this.#repeats.size >= AUDIT_MAX_UNSETTLED) {
         // A repeat beyond the bound is not listed by inFlightCalls, but it has an id all the same
@@ -522,7 +549,8 @@ export class AuditTrail implements AuditSink {
   refusedUntrusted(d: Omit<AuditDecision, "outcome">): void {
     try {
       const decision: AuditDecision = { ...d, outcome: "refused" };
-      const now = this.#o.clock.nowMs();
+      const wall = this.#o.clock.nowMs();
+      const now = this.#date(wall);
       const mono = this.#o.clock.monoMs();
       const mode = this.#o.mode();
       const key = this.#key(decision, mode);
@@ -534,19 +562,19 @@ export class AuditTrail implements AuditSink {
       }
       // An identical refusal counts into the open entry (there is none once refusals are being
       // summed up: the first of them closed it).
-      if (this.#sealed || this.#collapses(key, now)) {
-        this.#record(decision, key, now, mode);
+      if (this.#sealed || this.#collapses(key, now, wall)) {
+        this.#record(decision, key, now, mode, wall);
         return;
       }
       if (u.written < AUDIT_UNTRUSTED_PER_WINDOW) {
         u.written++;
-        this.#record(decision, key, now, mode);
+        this.#record(decision, key, now, mode, wall);
         return;
       }
       if (u.over !== null) {
         u.over.entry.count++;
-        // (Never before its first: a wall clock stepped back during the window.)
-        u.over.entry.last_time_epoch_ms = Math.max(u.over.entry.last_time_epoch_ms, now);
+        // (Never before its first: #date.)
+        u.over.entry.last_time_epoch_ms = now;
         return;
       }
       // A different decision closes the open entry, as in #record.
@@ -612,22 +640,34 @@ export class AuditTrail implements AuditSink {
   }
 
   /**
-   * True when a decision with this key counts into the open entry: not past its bound, nor
-   * before its last decision (a wall clock stepped back begins a new entry: none ends before it
-   * begins).
+   * The date of what the trail records now, `wall` the wall clock: never before the newest date
+   * it gave (#newest). After a step back of the wall clock (NTP on a Raspberry Pi without a
+   * real-time clock), the date stays at that newest one until the clock passes it again, so an
+   * e-stop's clear is never dated before its trigger and a read `since` the trigger finds both.
+   * One comparison (on the path of every call).
    */
-  #collapses(key: string, now: number): boolean {
+  #date(wall: number): number {
+    return this.#newest = transitionDate(wall, this.#newest);
+  }
+
+  /**
+   * True when a decision with this key, dated `now` (#date) at the wall clock `wall`, counts into
+   * the open entry: not past its bound, nor after a step back of the wall clock since its last
+   * decision (the repeat after a step back begins an entry of its own, as a different decision
+   * would; the repeats after it collapse into that one).
+   */
+  #collapses(key: string, now: number, wall: number): boolean {
     const open = this.#open;
-    return open !== null && open.key === key && now >= open.entry.last_time_epoch_ms &&
+    return open !== null && open.key === key && wall >= open.lastWall &&
       now - open.entry.first_time_epoch_ms < AUDIT_COLLAPSE_MAX_OPEN_MS;
   }
 
   /**
-   * Records `d` at `now` in `mode`: counted into the open entry when `key` matches it, else a new
-   * entry, kept open for repeats when it has a key (calls, untrusted refusals), written at once
-   * when not (`key` null).
+   * Records `d` at `now` (#date of the wall clock `wall`) in `mode`: counted into the open entry
+   * when `key` matches it, else a new entry, kept open for repeats when it has a key (calls,
+   * untrusted refusals), written at once when not (`key` null).
    */
-  #record(d: AuditDecision, key: string | null, now: number, mode: string): void {
+  #record(d: AuditDecision, key: string | null, now: number, mode: string, wall: number): void {
     const open = this.#open;
     // (A call decided without a journal settles no write ahead: it has no id.)
     const intent = d.intent && !this.#unwrittenModes.has(d.intent) ? d.intent.id : undefined;
@@ -637,10 +677,11 @@ export class AuditTrail implements AuditSink {
     const side = this.#side(intent);
     const untracked = d.intent ? this.#aheadKeys.get(d.intent)?.untracked === true : false;
     if (untracked && side !== 0 && this.#overflowAfterBoundary > 0) this.#overflowAfterBoundary--;
-    if (open !== null && key !== null && open.side === side && this.#collapses(key, now)) {
+    if (open !== null && key !== null && open.side === side && this.#collapses(key, now, wall)) {
       const e = open.entry;
       e.count++;
       e.last_time_epoch_ms = now;
+      open.lastWall = wall;
       e.result = d.result ?? null;
       e.latency_ms = d.latency_ms ?? null;
       if (intent !== undefined) open.intents.push(intent);
@@ -658,7 +699,7 @@ export class AuditTrail implements AuditSink {
     const timer = this.#o.clock.setTimer(() => {
       if (this.#open?.entry === entry) this.#closeOpen();
     }, AUDIT_COLLAPSE_MAX_OPEN_MS);
-    this.#open = { key, entry, timer, intents, unwritten, side };
+    this.#open = { key, entry, timer, intents, unwritten, side, lastWall: wall };
   }
 
   /** A new entry of one decision. */
@@ -821,7 +862,13 @@ export class AuditTrail implements AuditSink {
       },
       name: "audit journal",
       log: this.#log,
-      clock: this.#o.clock,
+      // The time of a loss is a date of the trail (#date): a `gap` entry never begins before the
+      // entry before its losses.
+      clock: {
+        nowMs: () => this.#date(this.#o.clock.nowMs()),
+        setTimer: (fn, ms) => this.#o.clock.setTimer(fn, ms),
+        clearTimer: (id) => this.#o.clock.clearTimer(id),
+      },
       maxQueuedLines: AUDIT_QUEUE_MAX_ENTRIES + AUDIT_SAFETY_RESERVE_ENTRIES,
       syncIntervalMs: AUDIT_SYNC_INTERVAL_MS,
       gapLine: (gap) => this.#gapLine(gap),
@@ -830,7 +877,9 @@ export class AuditTrail implements AuditSink {
     let interrupted: IntentRecord[] = [];
     let notSearched: string | null = null;
     try {
-      interrupted = await this.#unsettledIntents(journal);
+      const found = await this.#unsettledIntents(journal);
+      interrupted = found.open;
+      this.#dateFromJournal(found.newest);
     } catch (err) {
       notSearched = `audit journal not searched for interrupted calls: ${errorMessage(err)}`;
     }
@@ -882,7 +931,7 @@ export class AuditTrail implements AuditSink {
    * journal ends with one (a clean close: nothing else is read), else those in the last
    * AUDIT_RECOVERY_SCAN_BYTES.
    */
-  async #unsettledIntents(journal: AuditJournalOptions): Promise<IntentRecord[]> {
+  async #unsettledIntents(journal: AuditJournalOptions): Promise<Unsettled> {
     const files = journal.files;
     const segments = await segmentNumbers(files, { dir: journal.dir, prefix: SEGMENT_PREFIX });
     const closed = await this.#closingRecord(journal, segments);
@@ -891,8 +940,25 @@ export class AuditTrail implements AuditSink {
     // lines; without one there (an older version, a process that could not write one), the
     // whole AUDIT_RECOVERY_SCAN_BYTES.
     const near = await this.#searchTail(journal, segments, CHECKPOINT_WINDOW_BYTES);
-    if (near.marked || near.whole) return near.open;
-    return (await this.#searchTail(journal, segments, AUDIT_RECOVERY_SCAN_BYTES)).open;
+    if (near.marked || near.whole) return near;
+    return await this.#searchTail(journal, segments, AUDIT_RECOVERY_SCAN_BYTES);
+  }
+
+  /**
+   * Dates nothing before `newest`, the newest date found in the journal at its opening (a host
+   * that restarts with its clock behind, a Raspberry Pi without a real-time clock before NTP);
+   * says so when the wall clock is behind it.
+   */
+  #dateFromJournal(newest: number | null): void {
+    if (newest === null) return;
+    const wall = this.#o.clock.nowMs();
+    if (wall < newest) {
+      this.#log.warn(
+        `the wall clock is ${newest - wall} ms behind the audit journal's newest date ` +
+          `(${newest}): entries are dated ${newest} until it passes it`,
+      );
+    }
+    this.#newest = transitionDate(newest, this.#newest);
   }
 
   /**
@@ -904,7 +970,7 @@ export class AuditTrail implements AuditSink {
     journal: AuditJournalOptions,
     segments: readonly number[],
     budget: number,
-  ): Promise<{ open: IntentRecord[]; marked: boolean; whole: boolean }> {
+  ): Promise<Unsettled & { marked: boolean; whole: boolean }> {
     const files = journal.files;
     // The newest segments that hold the last `budget` bytes, oldest first.
     const tail: Array<{ path: string; start: number; size: number }> = [];
@@ -922,6 +988,7 @@ export class AuditTrail implements AuditSink {
     }
     const open = new Map<string, IntentRecord>();
     let marked = false;
+    let newest: number | null = null;
     for (const { path, start, size } of tail) {
       // Nothing to read (an empty file; a device file standing in for one reads as empty).
       if (size <= start) continue;
@@ -940,23 +1007,31 @@ export class AuditTrail implements AuditSink {
         const t = line.text;
         if (t.startsWith(INTENT_PREFIX)) {
           const r = parseObject(t) as IntentRecord | null;
-          if (isIntentRecord(r)) open.set(r.intent, r);
+          if (isIntentRecord(r)) {
+            open.set(r.intent, r);
+            newest = transitionDate(r.time_epoch_ms, newest);
+          }
+          continue;
         } else if (t.startsWith(MARKER_PREFIX)) {
           // A clean close or a checkpoint: what it does not list was settled before it.
-          const listed = markedIntents(t);
-          if (listed !== null) {
+          const marker = markedIntents(t);
+          if (marker !== null) {
             marked = true;
             open.clear();
-            for (const r of listed) open.set(r.intent, r);
+            for (const r of marker.open) open.set(r.intent, r);
+            newest = transitionDate(marker.at, newest);
           }
+          continue;
         } else if (t.startsWith(INTENTS_PREFIX) || t.startsWith(COVERS_PREFIX)) {
           const v = parseObject(t);
           const ids = v?.intents ?? v?.covers;
           if (Array.isArray(ids)) { for (const id of ids) open.delete(String(id)); }
         }
+        const last = entryLastDate(t);
+        if (last !== null) newest = transitionDate(last, newest);
       }
     }
-    return { open: [...open.values()], marked, whole };
+    return { open: [...open.values()], newest, marked, whole };
   }
 
   /**
@@ -966,7 +1041,7 @@ export class AuditTrail implements AuditSink {
   async #closingRecord(
     journal: AuditJournalOptions,
     segments: readonly number[],
-  ): Promise<IntentRecord[] | null> {
+  ): Promise<Unsettled | null> {
     const files = journal.files;
     for (let i = segments.length - 1; i >= 0; i--) {
       const path = segmentPath({ dir: journal.dir, prefix: SEGMENT_PREFIX }, segments[i]!);
@@ -990,7 +1065,9 @@ export class AuditTrail implements AuditSink {
         last = line;
       }
       if (last === null || !last.terminated || last.end !== size) return null;
-      return last.text.startsWith(CLOSED_PREFIX) ? markedIntents(last.text) : null;
+      const marker = last.text.startsWith(CLOSED_PREFIX) ? markedIntents(last.text) : null;
+      // Its date is the newest its process gave (#markerLine, #date).
+      return marker === null ? null : { open: marker.open, newest: marker.at };
     }
     return null;
   }
@@ -1022,7 +1099,7 @@ export class AuditTrail implements AuditSink {
       }
     }
     if (this.#unsettledOverflow > 0 || failing) return null;
-    const line = `${prefix}${this.#o.clock.nowMs()},"open":[${
+    const line = `${prefix}${this.#date(this.#o.clock.nowMs())},"open":[${
       [...this.#unsettled.values()].join(",")
     }]}`;
     return utf8Length(line) <= AUDIT_MAX_ENTRY_BYTES ? line : null;
@@ -1297,12 +1374,36 @@ function isIntentRecord(r: unknown): r is IntentRecord {
     typeof v.time_epoch_ms === "number";
 }
 
-/** The records a closing record or a checkpoint lists; null for a line that is neither. */
-function markedIntents(text: string): IntentRecord[] | null {
+/**
+ * The records a closing record or a checkpoint lists, and its date; null for a line that is
+ * neither.
+ */
+function markedIntents(text: string): { open: IntentRecord[]; at: number } | null {
   const v = parseObject(text);
   if (v === null || !Array.isArray(v.open)) return null;
-  if (typeof v.clean_close !== "number" && typeof v.checkpoint !== "number") return null;
-  return v.open.filter(isIntentRecord);
+  const at = typeof v.clean_close === "number"
+    ? v.clean_close
+    : typeof v.checkpoint === "number"
+    ? v.checkpoint
+    : null;
+  return at === null ? null : { open: v.open.filter(isIntentRecord), at };
+}
+
+/**
+ * The start of an entry's line as this trail writes it (#emit, entryLine, #gapLine: the write-ahead
+ * ids it settles, if any, then `seq` and its three times, before any text), up to its last time.
+ */
+const ENTRY_TIMES =
+  /^\{(?:"intents":\[[^\]]*\],)?"seq":\d+,"time_epoch_ms":[-0-9.e+]+,"first_time_epoch_ms":[-0-9.e+]+,"last_time_epoch_ms":([-0-9.e+]+)[,}]/;
+
+/**
+ * The last time of an entry's line (read at openJournal, without parsing the line), or null for a
+ * line that does not begin as ENTRY_TIMES says.
+ */
+function entryLastDate(text: string): number | null {
+  const m = ENTRY_TIMES.exec(text);
+  const last = m === null ? NaN : Number(m[1]);
+  return Number.isFinite(last) ? last : null;
 }
 
 function parseObject(text: string): Record<string, unknown> | null {

@@ -1,6 +1,7 @@
 /**
  * The audit trail across a wall clock stepped back (an NTP correction, a clock set by hand): an
- * identical call after the step is an entry of its own, so that no entry ends before it begins.
+ * identical call after the step is an entry of its own (the repeats after it collapse into it),
+ * dated no earlier than the entry before it, and no entry ends before it begins.
  */
 import assert from "node:assert/strict";
 import { type AuditEntry, AuditTrail } from "../../src/audit/mod.ts";
@@ -20,7 +21,7 @@ const DUTY: AuditDecision = {
   latency_ms: 1,
 };
 
-Deno.test("AuditTrail never collapses a call into an entry across a wall clock stepped back: no entry ends before it begins", async () => {
+Deno.test("AuditTrail never collapses a call into an entry across a wall clock stepped back, and dates it no earlier than that entry: no entry ends before it begins", async () => {
   const time = new ManualClock();
   const t = new AuditTrail({ clock: time, log: testLogger(), mode: () => "AUTO" });
   const entries: AuditEntry[] = [];
@@ -30,6 +31,8 @@ Deno.test("AuditTrail never collapses a call into an entry across a wall clock s
   time.advance(10);
   time.wall -= 60_000; // stepped back a minute
   t.record(DUTY);
+  time.advance(10);
+  t.record(DUTY); // a repeat of the entry begun after the step
   t.flushOpen();
   for (const e of entries) {
     assert.ok(
@@ -37,9 +40,10 @@ Deno.test("AuditTrail never collapses a call into an entry across a wall clock s
       `an entry ends before it begins: ${e.first_time_epoch_ms} .. ${e.last_time_epoch_ms}`,
     );
   }
-  assert.deepEqual(entries.map((e) => [e.first_time_epoch_ms, e.count]), [
-    [before, 1],
-    [before + 10 - 60_000, 1],
+  // The dates never fall: the clock is still behind the first entry's date, which they keep.
+  assert.deepEqual(entries.map((e) => [e.first_time_epoch_ms, e.last_time_epoch_ms, e.count]), [
+    [before, before, 1],
+    [before, before, 2],
   ]);
   await t.close();
 });

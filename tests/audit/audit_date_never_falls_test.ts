@@ -1,0 +1,169 @@
+/**
+ * The audit trail's dates never fall: after a step back of the wall clock (NTP on a Raspberry Pi
+ * without a real-time clock), an entry is dated no earlier than the newest date the trail gave
+ * before, in this process or, across a restart, in the journal it opens. An e-stop and its clear
+ * read with `since` the trigger's date are both there.
+ */
+import assert from "node:assert/strict";
+import { AuditTrail } from "../../src/audit/mod.ts";
+import type { AuditDecision } from "../../src/control/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { SwitchableFiles } from "../helpers/journal_files.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import { ahead, journalText } from "./_rig.ts";
+
+const ESTOP: AuditDecision = {
+  action: "estop",
+  origin: { kind: "http" },
+  outcome: "accepted",
+  args: { reason: "test" },
+};
+const CLEAR: AuditDecision = {
+  action: "estop_clear",
+  origin: { kind: "http" },
+  outcome: "accepted",
+};
+
+function trail(time: ManualClock, log = testLogger()): AuditTrail {
+  return new AuditTrail({ clock: time, log, mode: () => "MANUAL" });
+}
+
+async function open(t: AuditTrail, dir: string): Promise<void> {
+  await t.openJournal({ dir, files: new SwitchableFiles(), maxFileBytes: 1 << 20, maxFiles: 2 });
+}
+
+/** The actions of the entries `since` the given date, and of those `until` it. */
+async function around(t: AuditTrail, at: number): Promise<{ since: string[]; until: string[] }> {
+  const since = await t.query({ sinceMs: at, limit: 100 });
+  const until = await t.query({ untilMs: at, limit: 100 });
+  return {
+    since: since.entries.map((e) => e.action),
+    until: until.entries.map((e) => e.action),
+  };
+}
+
+async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "audit_date_never_falls_" });
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("AuditTrail dates an e-stop's clear after a wall clock stepped back no earlier than its trigger: both read since the trigger's date", async () => {
+  await withDir(async (dir) => {
+    const time = new ManualClock();
+    const t = trail(time);
+    await open(t, dir);
+    t.record(ESTOP);
+    const trigger = time.wall;
+    time.advance(10);
+    time.stepWall(-60_000); // NTP stepped the clock back a minute
+    t.record(CLEAR);
+    const page = await t.query({ limit: 100 });
+    assert.deepEqual(
+      page.entries.map((e) => [e.action, e.first_time_epoch_ms, e.last_time_epoch_ms]),
+      [["estop", trigger, trigger], ["estop_clear", trigger, trigger]],
+    );
+    // A clear read with its trigger, never without it.
+    assert.deepEqual(await around(t, trigger), {
+      since: ["estop", "estop_clear"],
+      until: ["estop", "estop_clear"],
+    });
+    // Once the clock passes the newest date again, entries take its time.
+    time.advance(60_000);
+    t.record(ESTOP);
+    const last = (await t.query({ limit: 100 })).entries.at(-1)!;
+    assert.equal(last.first_time_epoch_ms, time.wall);
+    assert.ok(time.wall > trigger);
+    await t.close();
+  });
+});
+
+Deno.test("AuditTrail dates a write-ahead record after a wall clock stepped back no earlier than the entry before it", async () => {
+  await withDir(async (dir) => {
+    const time = new ManualClock();
+    const t = trail(time);
+    await open(t, dir);
+    t.record(ESTOP);
+    const trigger = time.wall;
+    time.stepWall(-60_000);
+    const intent = await t.writeAhead(ahead(0.5));
+    assert.ok(intent !== null);
+    await t.close();
+    const intents = (await journalText(dir)).split("\n").filter((l) => l.startsWith('{"intent":'))
+      .map((l) => JSON.parse(l).time_epoch_ms);
+    assert.deepEqual(intents, [trigger]);
+  });
+});
+
+for (const end of ["a clean close", "a crash"] as const) {
+  Deno.test(`AuditTrail dates its entries after a restart on a wall clock behind the journal (${end}) no earlier than the journal's newest date`, async () => {
+    await withDir(async (dir) => {
+      const time = new ManualClock();
+      const first = trail(time);
+      await open(first, dir);
+      first.record(ESTOP);
+      const trigger = time.wall;
+      // The host's clock stepped back a minute before the stop (its closing record is dated too).
+      time.advance(10);
+      time.stepWall(-60_000);
+      await first.close();
+      if (end === "a crash") {
+        // No closing record: the next start searches the journal's tail.
+        const path = `${dir}/${(await Array.fromAsync(Deno.readDir(dir)))[0]!.name}`;
+        const lines = (await Deno.readTextFile(path)).split("\n").filter((l) => l !== "");
+        assert.ok(lines.at(-1)!.startsWith('{"covers":[],"clean_close":'));
+        await Deno.writeTextFile(path, lines.slice(0, -1).map((l) => `${l}\n`).join(""));
+      }
+      // The host restarts with its clock still behind (a Raspberry Pi without a real-time
+      // clock, before NTP).
+      time.advance(10);
+      const { log, lines } = capturingLogger();
+      const second = trail(time, log);
+      await open(second, dir);
+      // Said once, at the opening.
+      assert.deepEqual(
+        lines.filter((l) => l.includes("behind the audit journal's newest date"))
+          .map((l) => l.replace(/^(\w+) +\S+ /, "$1 ")),
+        [
+          `WARN [audit] the wall clock is ${trigger - time.wall} ms behind the audit journal's ` +
+          `newest date (${trigger}): entries are dated ${trigger} until it passes it`,
+        ],
+      );
+      second.record(CLEAR);
+      assert.deepEqual(await around(second, trigger), {
+        since: ["estop", "estop_clear"],
+        until: ["estop", "estop_clear"],
+      });
+      await second.close();
+    });
+  });
+}
+
+Deno.test("AuditTrail dates the gap entry of entries lost after a wall clock stepped back no earlier than the entry before them", async () => {
+  await withDir(async (dir) => {
+    const time = new ManualClock();
+    const files = new SwitchableFiles();
+    const t = trail(time);
+    await t.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    t.record(ESTOP);
+    const trigger = time.wall;
+    await t.query({ limit: 1 }); // written
+    time.advance(10);
+    time.stepWall(-60_000);
+    files.full = true;
+    t.record(CLEAR);
+    await t.query({ limit: 1 }); // lost
+    files.full = false;
+    t.record(ESTOP);
+    const page = await t.query({ limit: 100 });
+    assert.deepEqual(
+      page.entries.map((e) => [e.action, e.first_time_epoch_ms, e.last_time_epoch_ms]),
+      [["estop", trigger, trigger], ["estop", trigger, trigger], ["gap", trigger, trigger]],
+    );
+    await t.close();
+  });
+});
