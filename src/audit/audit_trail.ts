@@ -433,17 +433,21 @@ export class AuditTrail implements AuditSink {
    * listed by inFlightCalls until its outcome settles it; past AUDIT_MAX_UNSETTLED repeats, not
    * listed but counted: runBoundary's `unlisted`), nor without a journal (an intent with no id,
    * never listed, that only keeps the mode the call was decided in for its outcome's entry).
-   * Never rejects.
+   * Never rejects: an internal error (a piece of the options that throws) is logged, and the
+   * outcome's entry keeps the mode all the same when it was read (the record, when it was queued
+   * already, still settled by the outcome; else an intent as without a journal).
    */
   async writeAhead(
     call: AuditCallAhead,
     options: WriteAheadOptions = {},
   ): Promise<AuditIntent | null> {
+    let mode: string | undefined;
+    let queued: AuditIntent | undefined;
     try {
       const journal = this.#journal;
       const wall = this.#o.clock.nowMs();
       const now = this.#date(wall);
-      const mode = this.#o.mode();
+      mode = this.#o.mode();
       if (journal === null) {
         // Nothing to write ahead, but the outcome's entry keeps the mode decided in, now's.
         const intent: AuditIntent = { id: "" };
@@ -500,6 +504,7 @@ export class AuditTrail implements AuditSink {
       this.#wrote(journal, line);
       const intent: AuditIntent = { id };
       this.#aheadKeys.set(intent, { call, mode, key });
+      queued = intent;
       if (options.wait === false) {
         // A stop action: queued in order, never waited for (a slow disk must not delay it).
         void write.catch(() => {});
@@ -525,8 +530,15 @@ export class AuditTrail implements AuditSink {
       }
       return intent;
     } catch (err) {
-      this.#failureLog.error(`audit decision not written ahead: ${errorMessage(err)}`);
-      return null;
+      this.#failureLog.error(
+        `audit decision ${queued ? "queued ahead, not waited for" : "not written ahead"}: ` +
+          errorMessage(err),
+      );
+      if (queued !== undefined) return queued;
+      if (mode === undefined) return null;
+      const intent: AuditIntent = { id: "" };
+      this.#unwrittenModes.set(intent, mode);
+      return intent;
     }
   }
 
