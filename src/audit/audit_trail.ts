@@ -115,6 +115,13 @@ export const AUDIT_QUOTED_NAME_CHARS = 128;
 function quoteName(name: string | null): string {
   return name === null ? "null" : quoteProviderTextWithin(name, AUDIT_QUOTED_NAME_CHARS);
 }
+/**
+ * Longest the trail dates entries at its newest date while the wall clock is behind it (#date):
+ * an NTP correction is seconds to minutes; a clock stepped back further (one set years ahead by
+ * mistake, then corrected) is believed, said in one WARN, rather than holding every date, across
+ * restarts, until the clock catches up.
+ */
+export const AUDIT_DATE_HOLD_MAX_MS = 60 * 60 * 1000;
 /** Longest time a collapsed entry stays open (its repeats uncounted on disk) after its first call. */
 export const AUDIT_COLLAPSE_MAX_OPEN_MS = 5000;
 /** Untrusted refusals written one by one per AUDIT_UNTRUSTED_WINDOW_MS; the rest are summed up. */
@@ -659,7 +666,22 @@ export class AuditTrail implements AuditSink {
    * One comparison (on the path of every call).
    */
   #date(wall: number): number {
+    const newest = this.#newest;
+    if (newest !== null && newest - wall > AUDIT_DATE_HOLD_MAX_MS) this.#believe(wall, newest);
     return this.#newest = transitionDate(wall, this.#newest);
+  }
+
+  /**
+   * The wall clock stepped back more than AUDIT_DATE_HOLD_MAX_MS behind the newest date: dated by
+   * the clock again from here (entries before may be dated after those that follow), said once.
+   */
+  #believe(wall: number, newest: number): void {
+    this.#failureLog.warn(
+      `the wall clock is ${newest - wall} ms behind the audit's newest date (${newest}), more ` +
+        `than AUDIT_DATE_HOLD_MAX_MS (${AUDIT_DATE_HOLD_MAX_MS}): entries are dated by the wall ` +
+        `clock again, after entries dated later`,
+    );
+    this.#newest = null;
   }
 
   /**
@@ -959,11 +981,20 @@ export class AuditTrail implements AuditSink {
   /**
    * Dates nothing before `newest`, the newest date found in the journal at its opening (a host
    * that restarts with its clock behind, a Raspberry Pi without a real-time clock before NTP);
-   * says so when the wall clock is behind it.
+   * says so when the wall clock is behind it, and believes the clock when it is more than
+   * AUDIT_DATE_HOLD_MAX_MS behind.
    */
   #dateFromJournal(newest: number | null): void {
     if (newest === null) return;
     const wall = this.#o.clock.nowMs();
+    if (newest - wall > AUDIT_DATE_HOLD_MAX_MS) {
+      this.#log.warn(
+        `the wall clock is ${newest - wall} ms behind the audit journal's newest date ` +
+          `(${newest}), more than AUDIT_DATE_HOLD_MAX_MS (${AUDIT_DATE_HOLD_MAX_MS}): entries ` +
+          `are dated by the wall clock, after entries dated later`,
+      );
+      return;
+    }
     if (wall < newest) {
       this.#log.warn(
         `the wall clock is ${newest - wall} ms behind the audit journal's newest date ` +

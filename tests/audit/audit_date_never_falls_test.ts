@@ -5,7 +5,7 @@
  * read with `since` the trigger's date are both there.
  */
 import assert from "node:assert/strict";
-import { AuditTrail } from "../../src/audit/mod.ts";
+import { AUDIT_DATE_HOLD_MAX_MS, AuditTrail } from "../../src/audit/mod.ts";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { testLogger } from "../helpers/kernel.ts";
@@ -165,5 +165,64 @@ Deno.test("AuditTrail dates the gap entry of entries lost after a wall clock ste
       [["estop", trigger, trigger], ["estop", trigger, trigger], ["gap", trigger, trigger]],
     );
     await t.close();
+  });
+});
+
+Deno.test("AuditTrail believes a wall clock stepped back more than AUDIT_DATE_HOLD_MAX_MS, in this process and across a restart, and says so once each", async () => {
+  await withDir(async (dir) => {
+    const time = new ManualClock();
+    const { log, lines } = capturingLogger();
+    const first = trail(time, log);
+    await open(first, dir);
+    first.record(ESTOP);
+    const trigger = time.wall;
+    // A clock set a day ahead by mistake, then corrected: entries are not held at the wrong date.
+    time.stepWall(-24 * 3600_000);
+    first.record(CLEAR);
+    time.advance(10);
+    first.record(ESTOP);
+    const said = () =>
+      lines.filter((l) => l.includes("AUDIT_DATE_HOLD_MAX_MS")).map((l) =>
+        l.replace(/^(\w+) +\S+ /, "$1 ")
+      );
+    assert.deepEqual(said(), [
+      `WARN [audit] the wall clock is ${24 * 3600_000} ms behind the audit's newest date ` +
+      `(${trigger}), more than AUDIT_DATE_HOLD_MAX_MS (${AUDIT_DATE_HOLD_MAX_MS}): entries are ` +
+      `dated by the wall clock again, after entries dated later`,
+    ]);
+    const page = await first.query({ limit: 100 });
+    assert.deepEqual(page.entries.map((e) => [e.action, e.first_time_epoch_ms]), [
+      ["estop", trigger],
+      ["estop_clear", time.wall - 10],
+      ["estop", time.wall],
+    ]);
+    await first.close();
+  });
+  await withDir(async (dir) => {
+    // A restart on the corrected clock, the journal's newest date the day ahead.
+    const time = new ManualClock();
+    const first = trail(time);
+    await open(first, dir);
+    first.record(ESTOP);
+    const ahead = time.wall;
+    await first.close();
+    time.stepWall(-24 * 3600_000);
+    const { log, lines } = capturingLogger();
+    const second = trail(time, log);
+    await open(second, dir);
+    second.record(CLEAR);
+    assert.deepEqual(
+      lines.filter((l) => l.includes("newest date")).map((l) => l.replace(/^(\w+) +\S+ /, "$1 ")),
+      [
+        `WARN [audit] the wall clock is ${ahead - time.wall} ms behind the audit journal's ` +
+        `newest date (${ahead}), more than AUDIT_DATE_HOLD_MAX_MS (${AUDIT_DATE_HOLD_MAX_MS}): ` +
+        `entries are dated by the wall clock, after entries dated later`,
+      ],
+    );
+    assert.equal(
+      (await second.query({ limit: 100 })).entries.at(-1)!.first_time_epoch_ms,
+      time.wall,
+    );
+    await second.close();
   });
 });
