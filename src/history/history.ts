@@ -300,10 +300,19 @@ export class History {
     const cache = this.#o.cache;
     for (let i = 0; i < pollable.length; i++) {
       const s = signals.get(pollable[i]!);
-      if (s === undefined) continue;
+      const sig = e.signals[i]!;
+      if (s === undefined) {
+        // The cache has no sample of it: a device described afresh (its provider replaced by a
+        // reload) until the new process reports the signal. GET /v0/state has none: no value,
+        // UNAVAILABLE -- never the ring's last change (the old process's) read as this poll's.
+        if (sig.recorded) {
+          sig.record(seq, null, null, "UNAVAILABLE", oldest);
+          sig.add(false, NaN, null, CODES.UNAVAILABLE);
+        }
+        continue;
+      }
       const value = s.value;
       const d = value === null ? null : exactDouble(value);
-      const sig = e.signals[i]!;
       // The quality a reader saw at this poll: an OK sample this poll did not bring (the provider
       // left the signal out of its answer) is STALE past its bound, as GET /v0/state reads it.
       const quality = s.quality !== "OK" || s.receivedMono === dev.lastPollMono

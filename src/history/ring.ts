@@ -179,6 +179,11 @@ export class SignalRing extends BucketAcc {
     this.#budget.bytes -= this.bytes;
   }
 
+  /** Whether a sample was ever recorded (its last entry is mirrored in this object). */
+  get recorded(): boolean {
+    return this.#lastFlags !== -1;
+  }
+
   /** Sequence number of the oldest change kept (the signal is known from that poll on). */
   firstSeq(): number {
     return this.#len === 0 ? Infinity : this.#seq[this.#head]!;
