@@ -121,6 +121,11 @@ export class ProviderHost {
   /** A session being brought up (initial start or restart attempt), not yet committed. */
   #starting: ProviderSession | null = null;
   #devices: readonly DeviceCapabilities[] = [];
+  /**
+   * The devices whose resource claims this provider holds (claimDevices): its inventory, or the
+   * last one that had devices while it is up without any (its host unmet).
+   */
+  #claimDevices: readonly DeviceCapabilities[] = [];
   /** The host check the last committed session reported at start-up (null: none reported). */
   #hostCheck: HostCheckView | null = null;
   /** Why start() failed (null: it did not, or was not called). */
@@ -199,6 +204,16 @@ export class ProviderHost {
 
   get devices(): readonly DeviceCapabilities[] {
     return this.#devices;
+  }
+
+  /**
+   * The devices whose resource claims count for this provider (docs/http-api.md, "Resource
+   * claims"): its inventory; while it is up without devices because its host is unmet, its last
+   * inventory that had devices. Ownership follows the configuration: a holder waiting for its
+   * host keeps its bus, which its restart once the host is fixed must not find taken.
+   */
+  get claimDevices(): readonly DeviceCapabilities[] {
+    return this.#claimDevices;
   }
 
   get lifecycle(): LifecycleState {
@@ -504,6 +519,8 @@ export class ProviderHost {
       inventorySignature(devices) !== inventorySignature(this.#devices);
     this.#discovered = true;
     this.#devices = devices;
+    // No devices: its host is unmet (discovery refuses an empty inventory otherwise).
+    if (devices.length > 0) this.#claimDevices = devices;
     this.#hostCheck = hostCheckOf(session.readiness);
     this.#livenessFailures = 0;
     if (devices.length === 0) {

@@ -119,7 +119,8 @@ export class ProviderRegistry {
     // Once start-up has checked the whole inventory, every inventory committed later (a restart,
     // a provider a reload adds or changes) is checked against the devices of every other
     // provider: a resource claim another device holds refuses it.
-    // A provider that is down counts with its last inventory: it keeps its claims until a
+    // A provider that is down, or up without devices (its host unmet), counts with its last
+    // inventory that had devices (ProviderHost.claimDevices): it keeps its claims until a
     // reload removes or changes it (docs/http-api.md, "Resource claims"), and until the process
     // that reload stops has ended.
     this.#deps = {
@@ -128,8 +129,8 @@ export class ProviderRegistry {
       admit: (providerId, devices) =>
         this.#checked
           ? findClaimConflict([
-            ...this.hosts.filter((h) => h.id !== providerId).flatMap((h) => h.devices),
-            ...[...this.#retiringHosts].flatMap((h) => h.devices),
+            ...this.hosts.filter((h) => h.id !== providerId).flatMap((h) => h.claimDevices),
+            ...[...this.#retiringHosts].flatMap((h) => h.claimDevices),
             ...devices,
           ])
           : null,

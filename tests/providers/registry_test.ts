@@ -491,6 +491,65 @@ Deno.test("a provider restarted with the keys it claimed before comes back: its 
   }
 });
 
+/** An inventory whose host lacks the bus: up, not ready, no devices (host_check unmet). */
+const HOST_UNMET = {
+  hello: { metadata: { supports_wait_ready: "true" } },
+  waitReady: {
+    diagnostics: {
+      ready: "false",
+      device_count: "0",
+      host_check: "unmet",
+      host_unmet: "i2c.bus_present: /dev/i2c-1 does not exist",
+    },
+  },
+  devices: {},
+};
+
+Deno.test("a provider back up without devices, its host unmet, keeps its claims: a rival's restart claiming its key is refused, and its own restart once the host is fixed gets its devices back", async () => {
+  const r = await claimRegistry([claiming("dcmt_0", KEY), claiming("do_0", "i2c:/dev/i2c-1:0x62")]);
+  try {
+    await r.registry.startAll(30_000, 1000);
+    const [p0, p1] = [r.registry.host("p0")!, r.registry.host("p1")!];
+    // The holder's bus goes missing: its restart comes up, not ready, without devices.
+    await Deno.writeTextFile(r.files[0]!, JSON.stringify(HOST_UNMET));
+    const first0 = pidOf(r.registry, "p0");
+    Deno.kill(first0, "SIGKILL");
+    await waitFor(
+      "p0 up without devices",
+      () => p0.available && p0.session !== null && p0.session.pid !== first0,
+    );
+    assert.deepEqual(p0.devices, []);
+    assert.equal(p0.hostCheck()?.status, "unmet");
+    // A rival's next process claims the holder's key; its current one dies.
+    await Deno.writeTextFile(r.files[1]!, JSON.stringify(claiming("do_0", KEY)));
+    Deno.kill(pidOf(r.registry, "p1"), "SIGKILL");
+    await waitFor("p1 down", () => !p1.available, 10000, 0);
+    await waitFor("p1 back or given up", () => p1.available || p1.lifecycle === "CIRCUIT_OPEN");
+    assert.equal(
+      p1.available,
+      false,
+      `p1 admitted with p0/dcmt_0's key '${KEY}' while p0 waits for its host\n` +
+        r.lines.join("\n"),
+    );
+    assert.ok(
+      r.lines.some((l) => l.includes(`claim '${KEY}' held by p0/dcmt_0 and p1/do_0`)),
+      r.lines.join("\n"),
+    );
+    // The host is fixed: the holder's own restart finds its bus free and its device back.
+    await Deno.writeTextFile(r.files[0]!, JSON.stringify(claiming("dcmt_0", KEY)));
+    const second0 = pidOf(r.registry, "p0");
+    Deno.kill(second0, "SIGKILL");
+    await waitFor(
+      "p0 back with its device",
+      () =>
+        p0.available && p0.session !== null && p0.session.pid !== second0 &&
+        p0.devices.length === 1,
+    );
+  } finally {
+    await r.close();
+  }
+});
+
 Deno.test("ProviderRegistry.startAll at its deadline names a provider not ready with the last lines it wrote", async () => {
   const slow = await registryOf([
     { ...OK_INVENTORY, hello: { hang: true }, stderr: ["waiting for /dev/i2c-1"] },
