@@ -5,8 +5,8 @@
  *
  * The provider (in-process, `valve` below) declares in its first process `set_opening(pct in
  * [0, 100])` as function 1 and `open_drain(pct)` as function 2; every later process swaps the
- * ids and narrows `set_opening` to [0, 50]; like an anolis provider it selects by function_id
- * only. The call waits under the lock where the router writes
+ * ids and narrows `set_opening` to [0, 50] (and may declare a policy for it); like an anolis
+ * provider it selects by function_id only. The call waits under the lock where the router writes
  * its decision ahead to the audit trail; the test holds that write until the provider is back.
  */
 import assert from "node:assert/strict";
@@ -32,6 +32,8 @@ interface ValveChanges {
   actuateLater?: boolean;
   /** A later process names its device valve1. */
   renamedLater?: boolean;
+  /** A later process declares a policy for set_opening (docs/http-api.md "Provider policies"). */
+  policyLater?: Pick<FunctionDefinition, "requiresLease" | "allowedModes">;
 }
 
 function valveProgram(ran: string[], o: ValveChanges = {}) {
@@ -48,6 +50,7 @@ function valveProgram(ran: string[], o: ValveChanges = {}) {
         ? "READ"
         : "ACTUATE",
       args: [{ name: "pct", type: "double", min: 0, max }],
+      ...(name === "set_opening" && !first ? o.policyLater : {}),
       handler: (args) => {
         ran.push(`${process}:${name}(${args.double("pct")})`);
       },
@@ -269,4 +272,26 @@ Deno.test("CallRouter: a call whose device is gone after a restart is refused as
     [entry?.outcome, entry?.refused_by, refusedBeforeSending(e)],
     ["refused", "unavailable", null],
   );
+});
+
+Deno.test("CallRouter: a call whose function a restart declares with requires_lease or allowed_modes leaving the mode out is refused by that policy at its turn, audited so, its decision written ahead settled", async () => {
+  const cases = [
+    { policy: { requiresLease: true }, by: "requires_lease", text: /requires a lease/ },
+    { policy: { allowedModes: ["AUTO"] }, by: "allowed_modes", text: /allowed only in AUTO/ },
+  ];
+  for (const c of cases) {
+    const { outcome, ran, audit } = await callAcrossRestart({ functionName: "set_opening" }, 30, {
+      policyLater: c.policy,
+    });
+    assert.deepEqual(ran, [], `${c.by}: sent under the old declaration's (absent) policy`);
+    const e = refusal(outcome);
+    assert.equal(e.code, "FAILED_PRECONDITION");
+    assert.match(e.message, c.text);
+    assert.deepEqual(audit.inFlightCalls().map((x) => x.function), [], `${c.by}: left in flight`);
+    const entry = (await audit.query({ limit: 10 })).entries.find((x) => x.action === "call");
+    assert.deepEqual(
+      [entry?.outcome, entry?.refused_by, refusedBeforeSending(e)],
+      ["refused", c.by, c.by],
+    );
+  }
 });
