@@ -2,8 +2,8 @@
  * A provider's declared FunctionPolicy is enforced through the real HTTP API on a real socket,
  * against a real provider process on the provider SDK (tests/helpers/_policy_provider.ts):
  * min_interval_ms (429 + Retry-After), allowed_modes and requires_lease (409), each refusal
- * audited, never sent to the provider; the e-stop's ladder passes all three; capabilities show
- * every declared policy. docs/http-api.md, "Provider policies".
+ * audited, never sent to the provider; the e-stop's ladder and the hooks into FAULT pass all three;
+ * capabilities show every declared policy. docs/http-api.md, "Provider policies".
  */
 import assert from "node:assert/strict";
 import type { CallConfig } from "../../src/config/mod.ts";
@@ -409,5 +409,70 @@ Deno.test("AUTO refused for the tree's calls is audited as refused by allowed_mo
     }
   } finally {
     await dir.dispose();
+  }
+});
+
+Deno.test("The hooks into FAULT pass min_interval_ms, allowed_modes and requires_lease, also made again for a provider that comes back while FAULT stands", async () => {
+  const hookCall = (fn: string, i: number): CallConfig => ({
+    ...call(fn),
+    path: `automation.mode_transition_hooks.before_transition[0].calls[${i}]`,
+  });
+  const fx = await startHttpFixture({
+    config: {
+      providers: [{
+        ...policyProvider(),
+        restartPolicy: { ...policyProvider().restartPolicy, enabled: true, backoffMs: [0, 0, 0] },
+      }],
+      pollingIntervalMs: 5000,
+      automation: {
+        modeTransitionHooks: {
+          beforeTransition: [{
+            from: "*",
+            to: "FAULT",
+            failOnError: true,
+            path: "automation.mode_transition_hooks.before_transition[0]",
+            calls: ["pulse", "auto_only", "leased"].map(hookCall),
+          }],
+          afterTransition: [],
+        },
+      },
+    },
+  });
+  try {
+    const { port } = await fx.serve();
+    const post = (path: string, json: unknown) =>
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(json),
+      });
+    const rt = fx.runtime;
+    await rt.modes.request("MANUAL");
+    assert.equal((await post("/v0/call", callBody(1))).status, 200);
+    // An operator's FAULT (no e-stop): its hooks are stop actions all the same.
+    const fault = await post("/v0/mode", { mode: "FAULT" });
+    const answer = await fault.json();
+    assert.equal(fault.status, 200, JSON.stringify(answer));
+    assert.deepEqual(answer.hook_failures, []);
+    const stats = await policyStats(rt);
+    assert.deepEqual([stats.calls_pulse, stats.calls_auto_only, stats.calls_leased], [2, 1, 1]);
+    // The provider crashes and comes back while FAULT stands: it gets the hooks' calls again,
+    // within pulse's interval of the hook's pulse to the process before.
+    const host = rt.registry.host("pol")!;
+    const first = host.session!.pid;
+    Deno.kill(first, "SIGKILL");
+    await waitFor("pol back", () => host.available && host.session?.pid !== first);
+    const again = await waitFor("the hooks made again", async () => {
+      const s = await policyStats(rt);
+      return s.calls_pulse! + s.calls_auto_only! + s.calls_leased! >= 3 ? s : undefined;
+    });
+    assert.deepEqual(
+      [again.calls_pulse, again.calls_auto_only, again.calls_leased],
+      [1, 1, 1],
+      JSON.stringify(await (await fetch(`http://127.0.0.1:${port}/v0/audit?limit=20`)).json()),
+    );
+    assert.equal(rt.modes.current(), "FAULT");
+  } finally {
+    await fx.close();
   }
 });
