@@ -66,13 +66,15 @@ export function leaseRefusal(device: DeviceCapabilities, fn: FunctionSpec): Runt
 }
 
 /**
- * Bound on the functions whose last sent call is remembered: past it, entries whose interval has
- * run out are dropped (they can refuse nothing any more). Entries within their interval stay, so
- * the map holds at most one entry per function of the inventory beyond this.
+ * Bound on the functions whose last sent call is remembered: past it, entries whose declared
+ * interval has run out (at once for a function that declares none) are dropped. Entries within
+ * their interval stay, so the map holds at most one entry per function of the inventory beyond
+ * this. Below it, the last send of a function that declares no interval is kept too: the
+ * provider's next process may declare one, counted from that send.
  */
 export const MAX_CALL_INTERVAL_ENTRIES = 4096;
 
-/** When each function with a min_interval_ms was last sent to its provider (monotonic ms). */
+/** When each function was last sent to its provider (monotonic ms), for its min_interval_ms. */
 export class CallIntervals {
   /**
    * `${provider}/${device}\u0000${function name}` -> last send. By name, not by function id: a
@@ -104,13 +106,15 @@ export class CallIntervals {
     );
   }
 
-  /** Records that a call to `fn` was sent now (functions without min_interval_ms: nothing). */
+  /**
+   * Records that a call to `fn` was sent now; also when it declares no min_interval_ms (a restart
+   * may declare one: the call sooner than it after this send is refused).
+   */
   note(device: DeviceCapabilities, fn: FunctionSpec, nowMono: number): void {
-    const min = policyOf(fn).minIntervalMs;
-    if (min <= 0) return;
+    const declared = policyOf(fn).minIntervalMs;
     const key = this.#key(device, fn);
     this.#last.delete(key); // re-inserted last: the map stays in send order
-    this.#last.set(key, { atMono: nowMono, minIntervalMs: min });
+    this.#last.set(key, { atMono: nowMono, minIntervalMs: declared > 0 ? declared : 0 });
     if (this.#last.size <= MAX_CALL_INTERVAL_ENTRIES) return;
     for (const [k, v] of this.#last) {
       if (nowMono - v.atMono >= v.minIntervalMs) this.#last.delete(k);

@@ -85,8 +85,15 @@ Deno.test("CallIntervals refuses until min_interval_ms has passed since the last
   assert.equal(iv.refusal(device, f, 11_000), null, "exactly the interval later");
   // Another function, or one without an interval, is not affected.
   assert.equal(iv.refusal(device, fn({ minIntervalMs: 1000 }, 2), 10_250), null);
+  // One without an interval is remembered (a restart may declare one), and refuses nothing.
   iv.note(device, fn({}, 3), 10_000);
-  assert.equal(iv.size, 1, "a function without min_interval_ms is not remembered");
+  assert.equal(iv.size, 2);
+  assert.equal(iv.refusal(device, fn({}, 3), 10_250), null);
+  assert.equal(
+    iv.refusal(device, fn({ minIntervalMs: 1000 }, 3), 10_250)?.code,
+    "RESOURCE_EXHAUSTED",
+    "the interval its next process declares counts from that send",
+  );
 });
 
 Deno.test("CallIntervals stays bounded: past the bound, entries whose interval ran out are dropped", () => {
@@ -99,6 +106,10 @@ Deno.test("CallIntervals stays bounded: past the bound, entries whose interval r
   iv.note(device, fresh, 100); // every earlier entry has run out by now
   assert.equal(iv.size, 1);
   assert.equal(iv.refusal(device, fresh, 105)?.code, "RESOURCE_EXHAUSTED");
+  // Past the bound, a function without an interval is dropped at once.
+  for (let i = 1; i < MAX_CALL_INTERVAL_ENTRIES; i++) iv.note(device, fn({}, 10_000 + i), 106);
+  iv.note(device, fn({}, 20_000), 106);
+  assert.equal(iv.size, 1, "only the entry within its interval stays");
 });
 
 Deno.test("CallIntervals follows a function by name: a provider restart that renumbers functions keeps each one's interval", () => {

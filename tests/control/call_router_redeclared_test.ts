@@ -33,7 +33,7 @@ interface ValveChanges {
   /** A later process names its device valve1. */
   renamedLater?: boolean;
   /** A later process declares a policy for set_opening (docs/http-api.md "Provider policies"). */
-  policyLater?: Pick<FunctionDefinition, "requiresLease" | "allowedModes">;
+  policyLater?: Pick<FunctionDefinition, "requiresLease" | "allowedModes" | "minIntervalMs">;
 }
 
 function valveProgram(ran: string[], o: ValveChanges = {}) {
@@ -294,4 +294,37 @@ Deno.test("CallRouter: a call whose function a restart declares with requires_le
       ["refused", c.by, c.by],
     );
   }
+});
+
+Deno.test("CallRouter: a call sooner than the min_interval_ms a provider restart declares after the last call sent to the process before is refused with 429 (the last send is known though no interval was declared then)", async () => {
+  const ran: string[] = [];
+  await using r = await rig({
+    providers: [valveProvider()],
+    programs: {
+      ...TEST_PROGRAMS,
+      [VALVE]: valveProgram(ran, { policyLater: { minIntervalMs: 600_000 } }),
+    },
+    arm: true,
+  });
+  const rt = r.kernel;
+  const host = rt.registry.host("valve")!;
+  const call = () =>
+    rt.router.call({
+      providerId: "valve",
+      deviceId: "valve0",
+      functionName: "set_opening",
+      args: { pct: d(30) },
+      origin: "manual",
+    }).catch((err: unknown) => err);
+  await call();
+  assert.deepEqual(ran, ["1:set_opening(30)"]);
+  const first = host.devices;
+  r.kill("valve");
+  await waitFor("valve back", () => host.available && host.devices !== first);
+  // Sent moments ago, and the provider now asks for ten minutes between two.
+  const e = refusal(await call());
+  assert.deepEqual(ran, ["1:set_opening(30)"], "sent sooner than the declared interval");
+  assert.equal(e.code, "RESOURCE_EXHAUSTED");
+  assert.match(e.message, /min_interval_ms is 600000 ms/);
+  assert.equal(refusedBeforeSending(e), "min_interval");
 });
