@@ -38,20 +38,22 @@ export interface SessionEnd {
  * A ReadSignals answered OK for another device than the one asked about (its `device_id` names
  * another): its samples are not the asked device's, so the read fails. The provider did answer;
  * the session stays healthy. Its message quotes both device ids cut to QUOTED_DEVICE_ID_CHARS, as
- * every log line naming a device does (the answered one is the provider's text, of any length).
+ * every log line naming a device does (the answered one is the provider's text, of any length);
+ * `answeredDeviceId` and `details.answered_device_id` hold the answered id cut the same way.
  */
 export class OtherDeviceAnswerError extends RuntimeError {
-  /** The device the answer names. */
+  /** The device the answer names, cut to QUOTED_DEVICE_ID_CHARS (marked with an ellipsis). */
   readonly answeredDeviceId: string;
   constructor(askedDeviceId: string, answeredDeviceId: string) {
+    const answered = providerTextWithin(answeredDeviceId, QUOTED_DEVICE_ID_CHARS);
     super(
       "INTERNAL",
       `provider answered a ReadSignals of device ${quoteDeviceId(askedDeviceId)} for device ${
-        quoteDeviceId(answeredDeviceId)
+        JSON.stringify(answered)
       }`,
-      { details: { answered_device_id: answeredDeviceId } },
+      { details: { answered_device_id: answered } },
     );
-    this.answeredDeviceId = answeredDeviceId;
+    this.answeredDeviceId = answered;
   }
 }
 

@@ -8,14 +8,17 @@ import {
   FrameDecoderStream,
   mapProviderCode,
   MAX_LATE_CALLS,
+  OtherDeviceAnswerError,
   PIPE_BUF,
+  PreparedRead,
   PROVIDER_STATUS_MESSAGE_CHARS,
   ProviderStatusError,
+  SampleBatch,
   StatusCode,
   type WireRequest,
   type WireResponse,
 } from "../../src/adpp/mod.ts";
-import { RuntimeError } from "../../src/common/mod.ts";
+import { QUOTED_DEVICE_ID_CHARS, RuntimeError } from "../../src/common/mod.ts";
 import { byteStream } from "../helpers/byte_stream.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
@@ -574,6 +577,33 @@ Deno.test("AdppClient cuts a provider's 100 KB status message to PROVIDER_STATUS
   );
   assert.equal(asSent, `provider answered INTERNAL: ${kept}`);
   assert.equal(atBound, `provider answered INTERNAL: ${messages[2]}`);
+  assert.equal(p.client.open, true);
+  await p.end();
+});
+
+Deno.test("AdppClient: a ReadSignals answered for a 100 KB device id fails with OtherDeviceAnswerError holding that id cut to QUOTED_DEVICE_ID_CHARS, in its message and its details", async () => {
+  const p = pair();
+  const batch = new SampleBatch(1);
+  const failed = new Promise<Error | null>((resolve) =>
+    p.client.sendRead(new PreparedRead({ device_id: "tempctl0" }), 1000, batch, resolve)
+  );
+  const req = await p.nextRequest();
+  const other = "x".repeat(100_000);
+  await p.reply({
+    request_id: req.request_id,
+    status: OK,
+    read_signals: { device_id: other, values: [{ signal_id: "t", value: { double_value: 1 } }] },
+  });
+  const err = await failed;
+  assert.ok(err instanceof OtherDeviceAnswerError);
+  const cut = `${"x".repeat(QUOTED_DEVICE_ID_CHARS)}\u2026`;
+  assert.equal(err.details?.answered_device_id, cut);
+  assert.equal(err.answeredDeviceId, cut);
+  assert.equal(
+    err.message,
+    `provider answered a ReadSignals of device "tempctl0" for device ${JSON.stringify(cut)}`,
+  );
+  assert.equal(batch.count, 0, "the other device's samples are not given");
   assert.equal(p.client.open, true);
   await p.end();
 });
