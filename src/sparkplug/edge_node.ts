@@ -629,8 +629,14 @@ export class SparkplugEdgeNode {
    * at most; emptied at each connection).
    */
   readonly #retainedWarned = new Set<string>();
-  /** Device id -> the clash last WARNed for it (#sayClash), oldest first. */
+  /**
+   * Device id -> the clash line last WARNed for it (#sayClash), oldest first: the line, not the
+   * clash, so that a device of any number of clashing signals keeps one line's text (it names
+   * MAX_CLASH_SIGNALS_NAMED signals at most, each cut to SPARKPLUG_QUOTED_NAME_CHARS).
+   */
   readonly #clashesSaid = new Map<string, string>();
+  /** UTF-16 code units of the lines in #clashesSaid, all devices together. */
+  #clashTextChars = 0;
   /** More topics than MAX_RETAINED_TOPICS_WARNED met retained commands on this connection. */
   #retainedOverWarned = false;
   readonly #unsubscribe: Array<() => void> = [];
@@ -750,6 +756,14 @@ export class SparkplugEdgeNode {
    */
   get aliasCount(): number {
     return this.#aliasCount;
+  }
+
+  /**
+   * UTF-16 code units of the clash lines the node remembers having WARNed (one per device, at
+   * most MAX_CLASHES_REMEMBERED devices): what it keeps to say each clash once.
+   */
+  get clashTextChars(): number {
+    return this.#clashTextChars;
   }
 
   /**
@@ -1595,26 +1609,37 @@ export class SparkplugEdgeNode {
 
   /**
    * WARNs signals of a device left out of its DBIRTH (named as a metric the node makes for it)
-   * once per clash: not again at its next births while the clash is the same; a new one (the
-   * device's signals or functions changed) is said, and one gone and back is said again.
+   * once per clash: not again at its next births while its line is the same; a new one (the
+   * device's signals or functions changed) is said, and one gone and back is said again. The line
+   * is what is kept: a clash changed only among the signals the line counts but does not name is
+   * not said again (its line would read the same).
    */
   #sayClash(id: string, clash: readonly string[]): void {
-    const said = this.#clashesSaid;
     if (clash.length === 0) {
-      said.delete(id);
+      this.#forgetClash(id);
       return;
     }
-    const text = clash.join(", ");
-    if (said.get(id) === text) return;
-    said.delete(id);
-    said.set(id, text);
-    while (said.size > MAX_CLASHES_REMEMBERED) said.delete(said.keys().next().value!);
-    this.#log.warn(
+    const line =
       `sparkplug: device ${quoteName(id)}: signals ${
         namedList(clash.map(quoteName), MAX_CLASH_SIGNALS_NAMED)
       } not published (named as a metric the node ` +
-        `makes for the device: a function's or ${DEVICE_TYPE_METRIC})`,
-    );
+      `makes for the device: a function's or ${DEVICE_TYPE_METRIC})`;
+    if (this.#clashesSaid.get(id) === line) return;
+    this.#forgetClash(id);
+    this.#clashesSaid.set(id, line);
+    this.#clashTextChars += line.length;
+    while (this.#clashesSaid.size > MAX_CLASHES_REMEMBERED) {
+      this.#forgetClash(this.#clashesSaid.keys().next().value!);
+    }
+    this.#log.warn(line);
+  }
+
+  /** Forgets the clash line last said for a device (#sayClash). */
+  #forgetClash(id: string): void {
+    const line = this.#clashesSaid.get(id);
+    if (line === undefined) return;
+    this.#clashesSaid.delete(id);
+    this.#clashTextChars -= line.length;
   }
 
   #deviceDeath(id: string): void {

@@ -120,3 +120,41 @@ Deno.test("SparkplugEdgeNode says a signal named as a node-made metric once per 
     await r.stop();
   }
 });
+
+Deno.test("SparkplugEdgeNode keeps per device what its clash line says, not the whole clash: thousands of clashing signal ids keep one line's text", async () => {
+  const warnings: string[] = [];
+  const log: Logger = {
+    debug: () => {},
+    info: () => {},
+    warn: (m) => void warnings.push(m),
+    error: () => {},
+    child: () => log,
+  };
+  // 3000 functions, each with a signal of 100 characters named as its metric: a clash of each.
+  const names = Array.from({ length: 3000 }, (_, i) => `f${String(i).padStart(99, "0")}`);
+  const caps = deviceCaps(P, "dev0", {
+    signals: names.map((n) => signalSpec(`Functions/${n}`, "double")),
+    functions: names.map((n, i) => pulseFunction(n, i + 1)),
+  });
+  const r = edgeNodeRig({ providers: [{ id: P, available: true, devices: [caps] }], log });
+  const clashLines = () => warnings.filter((w) => w.includes("not published (named as a"));
+  try {
+    await r.online();
+    assert.equal(clashLines().length, 1, clashLines().map((l) => l.slice(0, 200)).join("\n"));
+    const line = clashLines()[0]!;
+    assert.ok(line.includes(" and 2980 more not published"), line.slice(-200));
+    // What the node keeps to say the clash once is no longer than the line it said.
+    assert.ok(
+      r.node.clashTextChars <= line.length,
+      `kept ${r.node.clashTextChars} chars, the line has ${line.length}`,
+    );
+    // Still said once: a Rebirth births the device again with the same clash.
+    r.command("spBv1.0/g/NCMD/n", [
+      { name: "Node Control/Rebirth", datatype: 11, boolean_value: true },
+    ]);
+    await flushMicrotasks();
+    assert.equal(clashLines().length, 1);
+  } finally {
+    await r.stop();
+  }
+});
