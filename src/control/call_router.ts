@@ -612,23 +612,17 @@ export class CallRouter {
   }
 
   /**
-   * A barrier behind every call already admitted to `providerId`: resolves once each of them
-   * has finished (or been refused under the lock by a gate that changed since), or with false
-   * when that takes longer than `timeoutMs`. Calls are serialised FIFO per provider, so taking
-   * the lock once is enough; the barrier is admitted even when the queue is full. A call sent
-   * before the drain began that timed out unanswered has not finished: its provider may still
-   * carry it out, until it answers it or its process exits (ProviderHost.lateCallsWait: a session
-   * closed by a stop ends at once, its process reads on); calls sent after the drain began (the
-   * e-stop ladder's) are not waited for.
-   */
-  drain(providerId: string, timeoutMs: number): Promise<boolean> {
-    return this.drainFrom(providerId)(timeoutMs);
-  }
-
-  /**
-   * drain, its late calls taken now (the calls sent so far, not those sent while the barrier
-   * queues): the e-stop takes them at its latch, so a reload that closes the provider's session
-   * before the drain begins (removing or restarting it) leaves them late until its process ends.
+   * A barrier behind every call already admitted to `providerId`, its late calls taken now (the
+   * calls sent so far, not those sent while the barrier queues): the returned wait resolves once
+   * each of them has finished (or been refused under the lock by a gate that changed since), or
+   * with false when that takes longer than its `timeoutMs`. Calls are serialised FIFO per
+   * provider, so taking the lock once is enough; the barrier is admitted even when the queue is
+   * full. A call sent before the mark that timed out unanswered has not finished: its provider may
+   * still carry it out, until it answers it or its process exits (ProviderHost.lateCallsWait: a
+   * session closed by a stop ends at once, its process reads on); calls sent after the mark (the
+   * e-stop ladder's) are not waited for. The e-stop takes the mark at its latch, so a reload that
+   * closes the provider's session before the wait begins (removing or restarting it) leaves them
+   * late until its process ends.
    */
   drainFrom(providerId: string): (timeoutMs: number) => Promise<boolean> {
     const lateCalls = this.#registry.host(providerId)?.lateCallsWait() ?? null;

@@ -297,11 +297,6 @@ export class ProviderSession {
     return this.#client.lastFrameAtMs;
   }
 
-  /** Calls that timed out unanswered and are not answered yet (see AdppClient.lateCalls). */
-  get lateCalls(): number {
-    return this.#client.lateCalls;
-  }
-
   /**
    * A wait for the calls sent on this session so far: resolves true once none of them is late
    * (see AdppClient.lateCallsAnswered) and, when the session ended while the provider held one

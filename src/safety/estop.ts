@@ -107,7 +107,7 @@ export interface EstopAction {
 export interface DrainReport {
   /**
    * True when every provider's call queue drained in time and its calls that timed out before
-   * were answered late (CallRouter.drain).
+   * were answered late (CallRouter.drainFrom).
    */
   readonly complete: boolean;
   /** Providers whose in-flight calls had not finished when the bounded wait ended. */

@@ -176,7 +176,7 @@ Deno.test("CallRouter serialises calls to a provider FIFO and refuses beyond the
         ),
     );
     // The barrier is not bounded by the queue: it waits behind the full queue.
-    assert.equal(await rt.router.drain("plant", 20_000), true);
+    assert.equal(await rt.router.drainFrom("plant")(20_000), true);
     // Every admitted call was answered, in order: the last admitted one wrote last.
     const admitted = MAX_QUEUED_CALLS_PER_PROVIDER + 1;
     assert.equal(await readSignal(rt, "plant", "plant0", "fan_duty"), admitted / 100);
@@ -188,7 +188,7 @@ Deno.test("CallRouter serialises calls to a provider FIFO and refuses beyond the
       ),
     ]);
     // Nothing is left holding the lock.
-    assert.equal(await rt.router.drain("plant", 1), true);
+    assert.equal(await rt.router.drainFrom("plant")(1), true);
     await manualCall(rt, "plant", "plant0", SET_FAN, { duty: d(0.05) });
     assert.equal(await readSignal(rt, "plant", "plant0", "fan_duty"), 0.05);
   });
@@ -292,7 +292,7 @@ Deno.test("CallRouter refuses calls to a provider that is down with UNAVAILABLE 
       );
     }
     // Nothing was admitted, so there is nothing to drain.
-    assert.equal(await rt.router.drain("plant", 1), true);
+    assert.equal(await rt.router.drainFrom("plant")(1), true);
   });
 });
 

@@ -29,7 +29,6 @@ Deno.test("Estop runs the first trigger's ladder and hooks into FAULT at once wh
   const router = {
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
     call: (req: CallRequest) => {
       const by = req.source?.kind === "estop"
         ? `ladder ${req.source.cause}`

@@ -28,7 +28,6 @@ function rig(times: number) {
   const router = {
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
     call: (req: CallRequest) => {
       made.push(`${req.providerId} ${req.functionName}`);
       if (req.functionName !== "set_cooler") return Promise.resolve({});

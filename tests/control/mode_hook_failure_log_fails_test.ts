@@ -26,7 +26,6 @@ function rig() {
   const router = {
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
     call: (req: CallRequest) => {
       made.push(`${req.providerId} ${req.functionName}`);
       if (req.functionName !== "set_cooler") return Promise.resolve({});
@@ -107,7 +106,6 @@ Deno.test("ModeManager makes the hook calls into FAULT again for a provider back
   const router = {
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
     call: (
       req: CallRequest,
     ) => (made.push(`${req.providerId} ${req.functionName}`), Promise.resolve({})),

@@ -19,7 +19,6 @@ Deno.test("ModeManager tells no later listener of an AUTO entry a listener super
   const router = {
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
     call: () => Promise.resolve({}),
   } as unknown as CallRouter;
   const bus = new EventBus();

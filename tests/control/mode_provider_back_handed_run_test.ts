@@ -39,7 +39,6 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
   const router = {
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
     call: (req: CallRequest) =>
       new Promise<unknown>((resolve) => {
         const h = {

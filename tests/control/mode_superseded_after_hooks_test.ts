@@ -40,7 +40,6 @@ function rig() {
       gates.push(gate);
     },
     resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
     drainFrom: () => () => Promise.resolve(true),
     call: (req: CallRequest) => {
       const ctx = {

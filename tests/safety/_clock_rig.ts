@@ -28,7 +28,6 @@ export function recordingRouter(made: string[] = [], onCall?: () => void): CallR
   return {
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
     drainFrom: () => () => Promise.resolve(true),
     call: (req: CallRequest) => {
       made.push(`${req.providerId} ${req.functionName}`);

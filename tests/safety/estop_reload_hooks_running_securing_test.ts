@@ -23,7 +23,6 @@ Deno.test("Estop: new hook calls into FAULT a reload makes wait for the securing
   const router = {
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
     drainFrom: () => () => Promise.resolve(true),
     call: (req: CallRequest) =>
       new Promise<unknown>((resolve) => {

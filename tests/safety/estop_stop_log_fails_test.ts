@@ -39,7 +39,6 @@ function rig(o: {
   const router = {
     addGate() {},
     resolve: () => ({ device: {}, fn: { args: [] } }),
-    drain: () => Promise.resolve(true),
     drainFrom: () => () => Promise.resolve(true),
     call: (req: CallRequest) => {
       made.push(req.functionName ?? "");

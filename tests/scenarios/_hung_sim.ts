@@ -3,6 +3,7 @@
  * sim (its chaos_control `hang`), send a call while it hangs and act meanwhile (an e-stop).
  */
 import assert from "node:assert/strict";
+import type { ProviderSession } from "../../src/providers/mod.ts";
 
 /** A JSON POST to the runtime at `base`: its status and parsed answer (as fetch parses it). */
 // deno-lint-ignore no-explicit-any
@@ -38,3 +39,11 @@ export const MOTOR1_HALF_DUTY = {
   function_id: 10,
   args: { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: 0.5 } },
 } as const;
+
+/**
+ * Whether a call sent on `session` so far is late (timed out at the runtime, not answered since):
+ * its late-call wait, asked with its bound already out, says false at once while one is.
+ */
+export async function callLate(session: ProviderSession): Promise<boolean> {
+  return !await session.lateCallsWait()(AbortSignal.abort());
+}

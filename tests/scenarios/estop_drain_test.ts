@@ -65,20 +65,20 @@ Deno.test("Estop answers only after in-flight calls to untouched providers have 
   }
 });
 
-Deno.test("CallRouter.drain is bounded: it reports false while a call is still on the wire", async () => {
+Deno.test("CallRouter.drainFrom is bounded: it reports false while a call is still on the wire", async () => {
   const rt = await startRuntime(testConfig({
     providers: [plantProvider("other", { latencyMs: SLOW_MS })],
   }));
   try {
     await rt.modes.request("MANUAL");
-    assert.equal(await rt.router.drain("other", 10), true, "idle provider drains at once");
+    assert.equal(await rt.router.drainFrom("other")(10), true, "idle provider drains at once");
     const sent = Promise.withResolvers<void>();
     const inFlight = sentCall(rt, "other", { duty: d(0.5) }, sent.resolve);
     await sent.promise; // written to the provider: it answers SLOW_MS after arrival
     const t0 = performance.now();
-    assert.equal(await rt.router.drain("other", 100), false);
+    assert.equal(await rt.router.drainFrom("other")(100), false);
     assert.ok(performance.now() - t0 < SLOW_MS - 200, "the bound, not the call, ended the wait");
-    assert.equal(await rt.router.drain("other", SLOW_MS + 2000), true);
+    assert.equal(await rt.router.drainFrom("other")(SLOW_MS + 2000), true);
     await inFlight;
     // A timed-out barrier left nothing behind: the next call goes through at once.
     await manualCall(rt, "other", "plant0", 2, { duty: d(0.1) });
