@@ -5,7 +5,7 @@
  * `Node Control/Rebirth`, once); a node that publishes nothing in the window is not seen.
  */
 import type { Clock } from "../common/mod.ts";
-import { errorMessage } from "../common/mod.ts";
+import { errorMessage, escapeControl, providerTextWithin } from "../common/mod.ts";
 import { NODE_METRICS } from "./edge_node.ts";
 import type { MqttConnect } from "../common/mod.ts";
 import { decode, encode, NAMESPACE, parseTopic, topicOf } from "./payloads.ts";
@@ -231,15 +231,31 @@ export async function collectFleet(
   return { nodes: list, truncated };
 }
 
-/** The fleet as a text table (one line per node). */
+/**
+ * Longest text of a peer (a group or node id, a node metric such as `Runtime/Mode`) a cell of the
+ * fleet table shows: beyond it the text is cut and ends with an ellipsis (`--format json` keeps it
+ * whole).
+ */
+export const FLEET_TEXT_CHARS = 128;
+
+/**
+ * A peer's text as a table cell: any client the broker lets publish under the namespace chooses
+ * it. Cut to FLEET_TEXT_CHARS, control characters escaped (`\n`, `\x1b`): a newline would forge a
+ * row, an escape sequence move the terminal's cursor and erase another node's row.
+ */
+function cell(text: string): string {
+  return escapeControl(providerTextWithin(text, FLEET_TEXT_CHARS));
+}
+
+/** The fleet as a text table (one line per node, peers' text escaped: cell()). */
 export function fleetTable(nodes: readonly FleetNode[]): string {
   const rows = [["GROUP", "NODE", "STATE", "MODE", "LATCH", "ALARMS", "PROVIDERS", "DEVICES"]];
   for (const n of nodes) {
     rows.push([
-      n.group,
-      n.node,
+      cell(n.group),
+      cell(n.node),
       n.reachable ? "reachable" : "dead",
-      n.mode ?? "?",
+      n.mode === null ? "?" : cell(n.mode),
       n.estopLatched === null ? "?" : n.estopLatched ? "LATCHED" : "-",
       n.alarmsActive === null ? "?" : `${n.alarmsActive} (${n.alarmsUnacked ?? 0} unacked)`,
       n.providersUp === null ? "?" : `${n.providersUp} up, ${n.providersDown ?? 0} down`,

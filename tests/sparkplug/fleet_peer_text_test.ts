@@ -1,0 +1,80 @@
+/**
+ * The fleet view's table (`runtime --fleet URL`) meets a node metric a peer publishes: whatever
+ * client the broker lets publish under `spBv1.0/<group>/...` chooses the text of `Runtime/Mode`
+ * (any String), and with a broker other than Mosquitto the group and node ids too. Printed as they
+ * came, a newline forged a row of the table and an escape sequence moved the terminal's cursor
+ * (ESC [1A ESC [2K erases the line above: the row of a node whose e-stop is latched). Against a
+ * real Mosquitto, a real runtime latched, and the CLI as a child process.
+ */
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import mqtt from "mqtt";
+import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
+import { startRuntime } from "../helpers/kernel.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { DataType, encode } from "../../src/sparkplug/mod.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+import { compiledPermissions } from "../helpers/compiled_permissions.ts";
+
+const ESC = "\u001b";
+
+Deno.test({
+  name:
+    "runtime --fleet prints a peer's node metric text escaped, one row per node: a Runtime/Mode holding a newline or an escape sequence forges no row and erases none (the latched node's stays)",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    let rt: Kernel | null = null;
+    const peer = await mqtt.connectAsync(broker.url, { clientId: `peer-${crypto.randomUUID()}` });
+    try {
+      rt = await startRuntime(testConfig({
+        runtime: { name: "rig-1" },
+        providers: [simProvider("sim0")],
+        sparkplug: { enabled: true, brokerUrl: broker.url, groupId: "lab" },
+      }));
+      await rt.estop.trigger("test");
+      // A peer's NBIRTH, retained so that the view's subscription gets it (births are not).
+      // Its mode: up one line and erase it, then a forged row saying rig-1 runs unlatched.
+      const forged = `IDLE${ESC}[1A${ESC}[2K\nlab    rig-1  reachable  MANUAL  -  0 (0 unacked)`;
+      await peer.publishAsync(
+        "spBv1.0/lab/NBIRTH/aaa",
+        Buffer.from(encode({
+          timestamp: Date.now(),
+          metrics: [
+            { name: "bdSeq", datatype: DataType.UInt64, long_value: 0 },
+            { name: "Runtime/Mode", alias: 1, datatype: DataType.String, string_value: forged },
+          ],
+        })),
+        { qos: 1, retain: true },
+      );
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          ...compiledPermissions(),
+          new URL("../../src/main.ts", import.meta.url).pathname,
+          "--fleet",
+          broker.url,
+          "--group",
+          "lab",
+          "--wait-ms",
+          "2000",
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stdout = new TextDecoder().decode(out.stdout);
+      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      assert.ok(!stdout.includes(ESC), `no escape character reaches the terminal: ${stdout}`);
+      const lines = stdout.trimEnd().split("\n");
+      assert.equal(lines.length, 3, `a header and one row per node:\n${stdout}`);
+      assert.match(lines[1]!, /^lab\s+aaa\s+reachable\s+IDLE\\x1b\[1A\\x1b\[2K\\nlab /);
+      const rig = lines.filter((l) => /^lab\s+rig-1\s/.test(l));
+      assert.equal(rig.length, 1, stdout);
+      assert.match(rig[0]!, /^lab\s+rig-1\s+reachable\s+FAULT\s+LATCHED\s/);
+    } finally {
+      await peer.endAsync(true);
+      await rt?.stop();
+      await broker.dispose();
+    }
+  },
+});
