@@ -42,6 +42,7 @@ import {
   formatDiagnostic,
   formatSummary,
   loadConfigFile,
+  sparkplugIdProblem,
 } from "./config/mod.ts";
 
 /** What the command line asks for. */
@@ -148,7 +149,18 @@ export function parseCli(argv: readonly string[]): CliCommand {
         message: `--wait-ms must be 100 to 60000 milliseconds, got ${JSON.stringify(waitText)}`,
       };
     }
-    return { kind: "fleet", url: fleet, group: values.group ?? null, waitMs, format };
+    const group = values.group ?? null;
+    if (group !== null) {
+      // One topic level, as sparkplug.group_id: `+` would be read as a group of that name.
+      const problem = group === "" ? "must not be empty" : sparkplugIdProblem(group);
+      if (problem !== null) {
+        return {
+          kind: "usage-error",
+          message: `--group ${problem} (a Sparkplug group id; omit --group for every group)`,
+        };
+      }
+    }
+    return { kind: "fleet", url: fleet, group, waitMs, format };
   }
   if (values.group !== undefined || values["wait-ms"] !== undefined) {
     return { kind: "usage-error", message: "--group and --wait-ms apply to --fleet only" };

@@ -977,6 +977,19 @@ const MQTT_TEXT_FORBIDDEN = /[\p{Cc}\p{Noncharacter_Code_Point}]/u;
 const MQTT_TEXT_PROBLEM = "must not contain control characters or Unicode non-characters " +
   "(the broker closes the connection of a client that sends one)";
 
+/**
+ * What is wrong with a Sparkplug id (a group, edge node or host id: one topic level), or null:
+ * control characters or Unicode non-characters, or the MQTT topic characters `/`, `+`, `#`. Says
+ * the id. Also the check of `runtime --fleet --group` (src/main.ts).
+ */
+export function sparkplugIdProblem(v: string): string | null {
+  if (MQTT_TEXT_FORBIDDEN.test(v)) return `${MQTT_TEXT_PROBLEM}, got ${JSON.stringify(v)}`;
+  if (SPARKPLUG_ID_FORBIDDEN.test(v)) {
+    return `must not contain '/', '+' or '#' (MQTT topic characters), got '${v}'`;
+  }
+  return null;
+}
+
 /** The `sparkplug:` section (docs/sparkplug.md): checked whether or not it is enabled. */
 function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): SparkplugConfig {
   const c = ctx.checker;
@@ -1002,11 +1015,8 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
   }
   const id = (key: string, def: string): string => {
     const v = c.string(s, P, key, def);
-    if (MQTT_TEXT_FORBIDDEN.test(v)) {
-      c.error([...P, key], `${MQTT_TEXT_PROBLEM}, got ${JSON.stringify(v)}`);
-    } else if (SPARKPLUG_ID_FORBIDDEN.test(v)) {
-      c.error([...P, key], `must not contain '/', '+' or '#' (MQTT topic characters), got '${v}'`);
-    }
+    const problem = sparkplugIdProblem(v);
+    if (problem !== null) c.error([...P, key], problem);
     return v;
   };
   const groupId = id("group_id", "");

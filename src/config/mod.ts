@@ -15,7 +15,7 @@ export {
   ESTOP_VERIFIES_NOTHING,
 } from "./_safety_review.ts";
 export { RUNTIME_CONFIG_SCHEMA } from "./_schema.ts";
-export { MIN_FLUSH_INTERVAL_MS } from "./_semantic.ts";
+export { MIN_FLUSH_INTERVAL_MS, sparkplugIdProblem } from "./_semantic.ts";
 export { urlWithoutPassword } from "./_secrets.ts";
 export * from "./condition.ts";
 export { atSourcePosition, sourcePosition } from "./source_positions.ts";
