@@ -51,6 +51,20 @@ export const MAX_FLEET_NODES = 10000;
  */
 export const MAX_FLEET_DEVICES = 100000;
 
+/**
+ * The message types an edge node publishes itself: only these show a node. An NCMD or DCMD is
+ * published to it by a host (a Rebirth asked of a node that crashed, a command left retained on
+ * the broker), whether or not the node is there.
+ */
+const PUBLISHED_BY_NODES: ReadonlySet<string> = new Set([
+  "NBIRTH",
+  "NDATA",
+  "NDEATH",
+  "DBIRTH",
+  "DDATA",
+  "DDEATH",
+]);
+
 /** Listens for `waitMs` and returns what it saw, sorted by group and node. */
 export async function collectFleet(
   o: FleetOptions,
@@ -75,6 +89,8 @@ export async function collectFleet(
   session.onMessage((topic, payload) => {
     const t = parseTopic(topic);
     if (t === null || (o.group !== null && t.groupId !== o.group)) return;
+    // An NCMD or DCMD is a host's, to the node: no sign of the node (it may be long gone).
+    if (!PUBLISHED_BY_NODES.has(t.type)) return;
     // A payload that does not decode is no node's: nothing is listed for it.
     let p;
     try {
