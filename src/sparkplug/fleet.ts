@@ -2,7 +2,8 @@
  * The fleet view (`runtime --fleet URL`, docs/sparkplug.md): the edge nodes of a broker as their
  * births, data and deaths describe them, read for a bounded time. Births are not retained in
  * Sparkplug, so a node seen only through its data is asked for a rebirth (NCMD
- * `Node Control/Rebirth`, once); a node that publishes nothing in the window is not seen.
+ * `Node Control/Rebirth`, once); a node that publishes nothing in the window is not seen, nor is
+ * one through a retained copy or a command a host sends it.
  */
 import type { Clock } from "../common/mod.ts";
 import { errorMessage, escapeControl, providerTextWithin } from "../common/mod.ts";
@@ -86,7 +87,10 @@ export async function collectFleet(
     password: o.password,
   });
   const connected = new Promise<void>((resolve) => session.onConnect(resolve));
-  session.onMessage((topic, payload) => {
+  session.onMessage((topic, payload, retained) => {
+    // A retained copy (Sparkplug publishes node messages with retain false): the broker hands it
+    // to this new subscription whenever it was published, the node perhaps long gone.
+    if (retained) return;
     const t = parseTopic(topic);
     if (t === null || (o.group !== null && t.groupId !== o.group)) return;
     // An NCMD or DCMD is a host's, to the node: no sign of the node (it may be long gone).

@@ -22,15 +22,16 @@ Deno.test({
   async fn() {
     const broker = await Mosquitto.start();
     const peer = await mqtt.connectAsync(broker.url, { clientId: `peer-${crypto.randomUUID()}` });
+    let births: ReturnType<typeof setInterval> | undefined;
     try {
-      // A node of group "lab" (its NBIRTH retained, so that every view's subscription gets it).
-      await peer.publishAsync(
-        "spBv1.0/lab/NBIRTH/rig-1",
-        Buffer.from(encode({
-          timestamp: Date.now(),
-          metrics: [{ name: "bdSeq", datatype: DataType.UInt64, long_value: 0 }],
-        })),
-        { qos: 1, retain: true },
+      // A node of group "lab", born again and again while the views listen.
+      const birth = Buffer.from(encode({
+        timestamp: Date.now(),
+        metrics: [{ name: "bdSeq", datatype: DataType.UInt64, long_value: 0 }],
+      }));
+      births = setInterval(
+        () => void peer.publishAsync("spBv1.0/lab/NBIRTH/rig-1", birth, { qos: 1 }).catch(() => {}),
+        100,
       );
       const fleet = async (group: string) => {
         const out = await new Deno.Command(Deno.execPath(), {
@@ -64,6 +65,7 @@ Deno.test({
       const wildcard = await fleet("+");
       assert.match(wildcard.stderr, /must not contain '\/', '\+' or '#'.*omit --group/);
     } finally {
+      clearInterval(births);
       await peer.endAsync(true);
       await broker.dispose();
     }

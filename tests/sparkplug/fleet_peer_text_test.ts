@@ -33,19 +33,20 @@ Deno.test({
         sparkplug: { enabled: true, brokerUrl: broker.url, groupId: "lab" },
       }));
       await rt.estop.trigger("test");
-      // A peer's NBIRTH, retained so that the view's subscription gets it (births are not).
-      // Its mode: up one line and erase it, then a forged row saying rig-1 runs unlatched.
+      // A peer's NBIRTH, published again and again while the view listens (births are not
+      // retained). Its mode: up one line and erase it, then a forged row saying rig-1 runs
+      // unlatched.
       const forged = `IDLE${ESC}[1A${ESC}[2K\nlab    rig-1  reachable  MANUAL  -  0 (0 unacked)`;
-      await peer.publishAsync(
-        "spBv1.0/lab/NBIRTH/aaa",
-        Buffer.from(encode({
-          timestamp: Date.now(),
-          metrics: [
-            { name: "bdSeq", datatype: DataType.UInt64, long_value: 0 },
-            { name: "Runtime/Mode", alias: 1, datatype: DataType.String, string_value: forged },
-          ],
-        })),
-        { qos: 1, retain: true },
+      const birth = Buffer.from(encode({
+        timestamp: Date.now(),
+        metrics: [
+          { name: "bdSeq", datatype: DataType.UInt64, long_value: 0 },
+          { name: "Runtime/Mode", alias: 1, datatype: DataType.String, string_value: forged },
+        ],
+      }));
+      const births = setInterval(
+        () => void peer.publishAsync("spBv1.0/lab/NBIRTH/aaa", birth, { qos: 1 }).catch(() => {}),
+        100,
       );
       const out = await new Deno.Command(Deno.execPath(), {
         args: [
@@ -61,7 +62,7 @@ Deno.test({
         ],
         stdout: "piped",
         stderr: "piped",
-      }).output();
+      }).output().finally(() => clearInterval(births));
       const stdout = new TextDecoder().decode(out.stdout);
       assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
       assert.ok(!stdout.includes(ESC), `no escape character reaches the terminal: ${stdout}`);
