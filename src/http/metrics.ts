@@ -347,7 +347,11 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     "1 while the software e-stop is latched.",
     (estop.latched ?? estop.status().latched) ? 1 : 0,
   );
-  w.family("runtime_estop_triggers_total", "counter", "Software e-stop triggers (API and alarms).")
+  w.family(
+    "runtime_estop_triggers_total",
+    "counter",
+    "Software e-stop triggers (API, alarms, Sparkplug NCMD).",
+  )
     .sample("runtime_estop_triggers_total", estop.triggerCount ?? 0);
   const ticks = services.automation?.tickCounts?.() ?? { ticks: 0, errors: 0 };
   w.family("runtime_bt_ticks_total", "counter", "Behavior-tree ticks.")
