@@ -1286,7 +1286,10 @@ export class SparkplugEdgeNode {
           `(BIRTH_LOSS_WINDOW_MS) of its births ${n} times in a row; the largest message written is ` +
           (largest === null ? "unknown" : `${largest.topic}, ${largest.bytes} bytes of payload`) +
           ` (a broker whose packet size bound is below a message, such as Mosquitto's ` +
-          `max_packet_size, closes the connection of a client that publishes it); reconnecting ` +
+          `max_packet_size, closes the connection of a client that publishes it); or another ` +
+          `client connected with this node's client id ${JSON.stringify(this.#o.clientId)} (the ` +
+          `broker closes the older connection: two runtimes with one edge node id or ` +
+          `sparkplug.client_id take it from each other); reconnecting ` +
           `with a wait doubling from ${reconnectMs} ms up to ${MAX_BIRTH_LOSS_DELAY_MS} ms ` +
           `(MAX_BIRTH_LOSS_DELAY_MS), said again only after a connection holds`,
       );
