@@ -84,3 +84,61 @@ export function findClaimConflict(devices: readonly DeviceCapabilities[]): strin
     said.join("; ")
   } (each ${CLAIM_TAG} key must belong to one device)`;
 }
+
+/**
+ * Most devices a provider no longer lists whose claims it keeps (ProviderHost.claimDevices), the
+ * most recently listed first; the claims of older ones are released. A provider's inventory has no
+ * bound of its own (one ListDevices answer, up to MAX_FRAME_BYTES): this one bounds what its
+ * restarts add to it, such as a device renamed at each start.
+ */
+export const MAX_UNLISTED_CLAIM_DEVICES = 1024;
+
+/**
+ * The devices whose claims a provider holds once it lists `listed`: those, then each device of
+ * `before` (its claim devices until now, most recent first) it no longer lists, each reduced to
+ * its keys no device before it in this list claims (none left: not kept), at most
+ * MAX_UNLISTED_CLAIM_DEVICES of them. `released` counts the unlisted devices dropped past that.
+ */
+export function heldClaimDevices(
+  listed: readonly DeviceCapabilities[],
+  before: readonly DeviceCapabilities[],
+): { devices: DeviceCapabilities[]; released: number } {
+  const ids = new Set(listed.map((d) => d.device.deviceId));
+  const held = new Set(listed.flatMap((d) => deviceClaims(d.device.tags).keys));
+  const devices = [...listed];
+  let unlisted = 0;
+  let released = 0;
+  for (const d of before) {
+    if (ids.has(d.device.deviceId)) continue;
+    ids.add(d.device.deviceId);
+    const keys = deviceClaims(d.device.tags).keys.filter((k) => !held.has(k));
+    if (keys.length === 0) continue;
+    if (unlisted === MAX_UNLISTED_CLAIM_DEVICES) {
+      released++;
+      continue;
+    }
+    unlisted++;
+    for (const k of keys) held.add(k);
+    devices.push(claimingOnly(d, keys));
+  }
+  return { devices, released };
+}
+
+/**
+ * A device reduced to these claims (some of its keys): its info with only the tags that make them,
+ * no signals or functions. The older bus tags' key may hold white space, so it keeps those tags.
+ */
+function claimingOnly(d: DeviceCapabilities, keys: readonly string[]): DeviceCapabilities {
+  const tags = d.device.tags;
+  const bus = tags[LEGACY_BUS_TAG];
+  const addr = tags[LEGACY_ADDRESS_TAG];
+  const legacy = bus !== undefined && addr !== undefined ? legacyClaimKey(bus, addr) : null;
+  const kept: Record<string, string> = {};
+  const own = keys.filter((k) => k !== legacy);
+  if (own.length > 0) kept[CLAIM_TAG] = own.join(" ");
+  if (legacy !== null && keys.includes(legacy)) {
+    kept[LEGACY_BUS_TAG] = bus!;
+    kept[LEGACY_ADDRESS_TAG] = addr!;
+  }
+  return { device: { ...d.device, tags: kept }, functions: [], signals: [] };
+}

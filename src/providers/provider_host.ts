@@ -28,6 +28,7 @@ import {
 } from "../common/mod.ts";
 import { differsOnlyInPlace, inPlaceFieldsChanged, type ProviderConfig } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
+import { heldClaimDevices, MAX_UNLISTED_CLAIM_DEVICES } from "./claims.ts";
 import { hostCheckOf, MAX_HOST_REQUIREMENT_CHARS } from "./host_check.ts";
 import { ProviderSession } from "./provider_session.ts";
 import type { SpawnQueue } from "./spawn_queue.ts";
@@ -122,8 +123,8 @@ export class ProviderHost {
   #starting: ProviderSession | null = null;
   #devices: readonly DeviceCapabilities[] = [];
   /**
-   * The devices whose resource claims this provider holds (claimDevices): its inventory, or the
-   * last one that had devices while it is up without any (its host unmet).
+   * The devices whose resource claims this provider holds (claimDevices): its inventory, then the
+   * devices it listed before under this entry and no longer lists (heldClaimDevices).
    */
   #claimDevices: readonly DeviceCapabilities[] = [];
   /** The host check the last committed session reported at start-up (null: none reported). */
@@ -208,9 +209,11 @@ export class ProviderHost {
 
   /**
    * The devices whose resource claims count for this provider (docs/http-api.md, "Resource
-   * claims"): its inventory; while it is up without devices because its host is unmet, its last
-   * inventory that had devices. Ownership follows the configuration: a holder waiting for its
-   * host keeps its bus, which its restart once the host is fixed must not find taken.
+   * claims"): its inventory, then every device it listed since its entry was last changed and no
+   * longer lists (its host unmet, one device failing its init), each once, with the keys of its
+   * latest description no device before it here claims, at most MAX_UNLISTED_CLAIM_DEVICES of
+   * them. Ownership follows the configuration: the holder's restart once the device is back must
+   * not find its bus taken. A reload that changes the entry starts a new host, which holds none.
    */
   get claimDevices(): readonly DeviceCapabilities[] {
     return this.#claimDevices;
@@ -519,8 +522,14 @@ export class ProviderHost {
       inventorySignature(devices) !== inventorySignature(this.#devices);
     this.#discovered = true;
     this.#devices = devices;
-    // No devices: its host is unmet (discovery refuses an empty inventory otherwise).
-    if (devices.length > 0) this.#claimDevices = devices;
+    const held = heldClaimDevices(devices, this.#claimDevices);
+    this.#claimDevices = held.devices;
+    if (held.released > 0) {
+      this.#log.warn(
+        `claims of ${held.released} device(s) no longer listed released: more than ` +
+          `${MAX_UNLISTED_CLAIM_DEVICES} such devices`,
+      );
+    }
     this.#hostCheck = hostCheckOf(session.readiness);
     this.#livenessFailures = 0;
     if (devices.length === 0) {

@@ -119,8 +119,8 @@ export class ProviderRegistry {
     // Once start-up has checked the whole inventory, every inventory committed later (a restart,
     // a provider a reload adds or changes) is checked against the devices of every other
     // provider: a resource claim another device holds refuses it.
-    // A provider that is down, or up without devices (its host unmet), counts with its last
-    // inventory that had devices (ProviderHost.claimDevices): it keeps its claims until a
+    // A provider counts with every device it listed since its entry last changed, also while it
+    // is down or no longer lists some (ProviderHost.claimDevices): it keeps their claims until a
     // reload removes or changes it (docs/http-api.md, "Resource claims"), and until the process
     // that reload stops has ended.
     this.#deps = {

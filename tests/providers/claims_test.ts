@@ -8,9 +8,11 @@ import type { DeviceCapabilities } from "../../src/common/mod.ts";
 import {
   deviceClaims,
   findClaimConflict,
+  heldClaimDevices,
   hostCheckOf,
   legacyClaimKey,
   MAX_HOST_REQUIREMENTS,
+  MAX_UNLISTED_CLAIM_DEVICES,
 } from "../../src/providers/mod.ts";
 
 function device(
@@ -232,4 +234,48 @@ Deno.test("hostCheckOf keeps at most MAX_HOST_REQUIREMENTS, each text cut", () =
   assert.equal(c.unmet[0]!.detail.length, 301);
   assert.ok(c.summary.endsWith("\u2026"));
   assert.equal(c.summary.length, 1001);
+});
+
+/** Each device as `id: its claim keys`. */
+const held = (devices: readonly DeviceCapabilities[]) =>
+  devices.map((d) => `${d.device.deviceId}: ${deviceClaims(d.device.tags).keys.join(" ")}`);
+
+Deno.test("heldClaimDevices: the listed devices, then each unlisted one with the keys no device before it claims", () => {
+  const before = [
+    device("p0", "a", claim("k1 k2")),
+    device("p0", "b", { ...claim("k3"), ...bus("/dev/my bus", "0x61") }),
+    device("p0", "c", claim("k4")),
+    device("p0", "old", claim("k1")),
+    device("p0", "plain"),
+  ];
+  // a is listed again (its latest description counts: k1 left it), d took k2, c took no key.
+  const listed = [device("p0", "a", claim("k1")), device("p0", "d", claim("k2 k4"))];
+  const out = heldClaimDevices(listed, before);
+  assert.equal(out.released, 0);
+  assert.deepEqual(held(out.devices), ["a: k1", "d: k2 k4", "b: k3 i2c:/dev/my bus:0x61"]);
+  assert.equal(out.devices[0], listed[0]);
+  // An unlisted device keeps its info, with only the tags of the keys it still holds.
+  assert.deepEqual(out.devices[2]!.device.tags, {
+    "anolis.claim": "k3",
+    "hw.bus_path": "/dev/my bus",
+    "hw.i2c_address": "0x61",
+  });
+  assert.equal(findClaimConflict(out.devices), null);
+  // A device renamed (same key, new id) is one owner, not two.
+  const renamed = heldClaimDevices([device("p0", "a2", claim("k1"))], out.devices);
+  assert.deepEqual(held(renamed.devices), ["a2: k1", "d: k2 k4", "b: k3 i2c:/dev/my bus:0x61"]);
+  assert.equal(findClaimConflict(renamed.devices), null);
+  // Nothing listed (its host unmet): every device keeps its claims.
+  assert.deepEqual(held(heldClaimDevices([], renamed.devices).devices), held(renamed.devices));
+});
+
+Deno.test("heldClaimDevices keeps at most MAX_UNLISTED_CLAIM_DEVICES unlisted devices, the most recent first", () => {
+  const many = Array.from(
+    { length: MAX_UNLISTED_CLAIM_DEVICES + 3 },
+    (_, i) => device("p0", `d${i}`, claim(`k${i}`)),
+  );
+  const out = heldClaimDevices([device("p0", "new", claim("n"))], many);
+  assert.equal(out.released, 3);
+  assert.equal(out.devices.length, 1 + MAX_UNLISTED_CLAIM_DEVICES);
+  assert.equal(out.devices.at(-1)!.device.deviceId, `d${MAX_UNLISTED_CLAIM_DEVICES - 1}`);
 });

@@ -550,6 +550,60 @@ Deno.test("a provider back up without devices, its host unmet, keeps its claims:
   }
 });
 
+/** p0's second device's key (KEY is its first's). */
+const KEY2 = "i2c:/dev/i2c-1:0x63";
+/** p0's two devices, dcmt_0 claiming KEY and ph_0 KEY2. */
+const TWO_DEVICES = {
+  devices: {
+    ...claiming("dcmt_0", KEY).devices,
+    ...claiming("ph_0", KEY2).devices,
+  },
+};
+
+Deno.test("a provider restarted with one device failing its init keeps that device's claims: a rival's restart claiming its key is refused, and the holder's next full restart is admitted", async () => {
+  const r = await claimRegistry([TWO_DEVICES, claiming("do_0", "i2c:/dev/i2c-1:0x62")]);
+  try {
+    await r.registry.startAll(30_000, 1000);
+    const [p0, p1] = [r.registry.host("p0")!, r.registry.host("p1")!];
+    // ph_0 fails its init: the holder's next process lists dcmt_0 alone.
+    await Deno.writeTextFile(r.files[0]!, JSON.stringify(claiming("dcmt_0", KEY)));
+    const first0 = pidOf(r.registry, "p0");
+    Deno.kill(first0, "SIGKILL");
+    await waitFor(
+      "p0 back with one device",
+      () => p0.available && p0.session !== null && p0.session.pid !== first0,
+    );
+    assert.deepEqual(p0.devices.map((d) => d.device.deviceId), ["dcmt_0"]);
+    // A rival's next process claims the failed device's key; its current one dies.
+    await Deno.writeTextFile(r.files[1]!, JSON.stringify(claiming("do_0", KEY2)));
+    Deno.kill(pidOf(r.registry, "p1"), "SIGKILL");
+    await waitFor("p1 down", () => !p1.available, 10000, 0);
+    await waitFor("p1 back or given up", () => p1.available || p1.lifecycle === "CIRCUIT_OPEN");
+    assert.equal(
+      p1.available,
+      false,
+      `p1 admitted with p0/ph_0's key '${KEY2}' while p0 runs without it\n` + r.lines.join("\n"),
+    );
+    assert.ok(
+      r.lines.some((l) => l.includes(`claim '${KEY2}' held by p0/ph_0 and p1/do_0`)),
+      r.lines.join("\n"),
+    );
+    // The device is fixed: the holder's next restart lists both again and is admitted.
+    await Deno.writeTextFile(r.files[0]!, JSON.stringify(TWO_DEVICES));
+    const second0 = pidOf(r.registry, "p0");
+    Deno.kill(second0, "SIGKILL");
+    await waitFor(
+      "p0 back with both devices",
+      () =>
+        p0.available && p0.session !== null && p0.session.pid !== second0 &&
+        p0.devices.length === 2,
+    );
+    assert.deepEqual(p0.devices.map((d) => d.device.deviceId), ["dcmt_0", "ph_0"]);
+  } finally {
+    await r.close();
+  }
+});
+
 Deno.test("ProviderRegistry.startAll at its deadline names a provider not ready with the last lines it wrote", async () => {
   const slow = await registryOf([
     { ...OK_INVENTORY, hello: { hang: true }, stderr: ["waiting for /dev/i2c-1"] },
