@@ -577,7 +577,8 @@ function renderSparkplug(w: ExpositionWriter, sp: SparkplugMetricsView): void {
     "counter",
     "NCMD/DCMD metrics by result: accepted (carried out), refused (published back and logged), " +
       "failed (a DCMD call the provider got that then failed: it may have acted), " +
-      "ignored (undecodable, or no command of this node).",
+      "ignored (undecodable, retained, no command of this node, or a node control written " +
+      "to do nothing).",
   );
   w.sample("runtime_sparkplug_commands_total", c.commandsAccepted, { result: "accepted" });
   w.sample("runtime_sparkplug_commands_total", c.commandsRefused, { result: "refused" });
