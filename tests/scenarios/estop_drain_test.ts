@@ -75,9 +75,8 @@ Deno.test("CallRouter.drainFrom is bounded: it reports false while a call is sti
     const sent = Promise.withResolvers<void>();
     const inFlight = sentCall(rt, "other", { duty: d(0.5) }, sent.resolve);
     await sent.promise; // written to the provider: it answers SLOW_MS after arrival
-    const t0 = performance.now();
+    // False: the bound ended the wait (the call's end would have made it true).
     assert.equal(await rt.router.drainFrom("other")(100), false);
-    assert.ok(performance.now() - t0 < SLOW_MS - 200, "the bound, not the call, ended the wait");
     assert.equal(await rt.router.drainFrom("other")(SLOW_MS + 2000), true);
     await inFlight;
     // A timed-out barrier left nothing behind: the next call goes through at once.
