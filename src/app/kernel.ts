@@ -1570,6 +1570,26 @@ export class Kernel {
       "lower http.max_connections, and restart)";
   }
 
+  /**
+   * Waits, before a reload stops provider `id`, for the e-stop's ladder calls in flight to it
+   * (bounded: Estop.ladderCallsSettled), so that none is cut off; one line when it waited.
+   */
+  async #ladderCallsSettled(id: string): Promise<void> {
+    const wait = await this.estop.ladderCallsSettled(id);
+    if (wait === null) return;
+    const took = wait.waitedMs === null ? "" : ` ${wait.waitedMs} ms`;
+    if (wait.settled) {
+      this.host.log.info(
+        `reload: waited${took} for the e-stop's safe-state calls to ${id}, then stopped it`,
+      );
+    } else {
+      this.host.log.warn(
+        `reload: the e-stop's safe-state calls to ${id} had not finished within ` +
+          `${wait.boundMs} ms; stopped it all the same`,
+      );
+    }
+  }
+
   /** The owner of every live section (app/live_config.ts names them). */
   #ownKernelSections(): void {
     const own = (key: SectionKey, apply: SectionApply) => this.#owners.set(key, apply);
@@ -1588,6 +1608,7 @@ export class Kernel {
         stopBudgetMs: budget,
         ...(this.#reloadPlan === null ? {} : { plan: this.#reloadPlan }),
         stopping: () => this.#stopping !== null,
+        beforeStop: (id) => this.#ladderCallsSettled(id),
         restarting: (ids) => {
           this.#reloadRestarting = ids;
           // A MANUAL -> AUTO running its before-hooks was judged on these providers as they ran

@@ -55,6 +55,11 @@ export interface ReconcileOptions {
   /** Told the ids about to be stopped or restarted, and [] once that is over. */
   readonly restarting?: (ids: readonly string[]) => void;
   /**
+   * Waited for before a removed or changed provider is taken out and stopped (the e-stop's ladder
+   * calls in flight to it: bounded by the caller); one that rejects is waited for no more.
+   */
+  readonly beforeStop?: (providerId: string) => Promise<void>;
+  /**
    * The plan(before, next) the caller made when its reload began and acted on (alarms retired
    * early, the AUTO check deferred for the providers it starts): carried out as it is, so that a
    * circuit opening (or a provider coming back) meanwhile does not turn an in-place update into a
@@ -270,8 +275,8 @@ export class ProviderRegistry {
     try {
       await Promise.all([
         ...failedBefore.map((h) => this.#retire(h.id, o.stopBudgetMs)),
-        ...removed.map((id) => this.#retire(id, o.stopBudgetMs)),
-        ...changed.map((p) => this.#retire(p.id, o.stopBudgetMs)),
+        ...removed.map((id) => this.#retireAfter(id, o)),
+        ...changed.map((p) => this.#retireAfter(p.id, o)),
       ]);
       // Retried in place while the others start (they never reject: a failure is reported).
       const retries = Promise.all(retried.map(async (p) => {
@@ -355,6 +360,17 @@ export class ProviderRegistry {
    */
   failedStarts(): ProviderHost[] {
     return [...this.#failedStarts].filter((h) => this.#hosts.get(h.id) === h);
+  }
+
+  /**
+   * #retire once o.beforeStop has let `providerId` go: the host stays registered (and its
+   * session open) until then.
+   */
+  async #retireAfter(providerId: string, o: ReconcileOptions): Promise<void> {
+    if (o.beforeStop !== undefined && this.#hosts.has(providerId)) {
+      await o.beforeStop(providerId).catch(() => {});
+    }
+    await this.#retire(providerId, o.stopBudgetMs);
   }
 
   /** Takes a host out (remove) and stops it; stopAll waits for that stop as well. */

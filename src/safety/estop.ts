@@ -298,6 +298,16 @@ export const PLAN_LOG_INTERVAL_MS = 1000;
 /** Bound on the wait for one provider's in-flight calls, past its timeout_ms. */
 export const DRAIN_MARGIN_MS = 1000;
 
+/** How a wait for a provider's ladder calls ended (Estop.ladderCallsSettled). */
+export interface LadderWait {
+  /** True when they had finished within `boundMs`. */
+  readonly settled: boolean;
+  /** How long it waited (null when the clock failed). */
+  readonly waitedMs: number | null;
+  /** Its bound: the provider's timeout_ms + DRAIN_MARGIN_MS. */
+  readonly boundMs: number;
+}
+
 /** One provider's drain as the latch took it (Estop.#drainsFromLatch). */
 interface LatchDrain {
   readonly id: string;
@@ -916,6 +926,39 @@ export class Estop implements EstopService {
    */
   securing(host: ProviderSummary): Promise<EstopAction[]> | null {
     return this.#secureRuns.get(host)?.promise ?? null;
+  }
+
+  /**
+   * Waits for the ladder calls running or queued on `providerId` now (a stop's, a securing run's;
+   * not those queued later) to finish, at most its provider's timeout_ms + DRAIN_MARGIN_MS (a
+   * call's own bound, as the drain's): a reload waits so before it stops that provider. Null at
+   * once when none runs. Never rejects, and the ladder never waits for it.
+   */
+  async ladderCallsSettled(providerId: string): Promise<LadderWait | null> {
+    const tail = this.#providerTails.get(providerId);
+    if (tail === undefined) return null;
+    const what = `waiting for the ladder calls to ${providerId}`;
+    const host = this.#contained(
+      `${what}: reading its provider`,
+      () => this.#o.inventory.provider(providerId),
+      "the reload goes on",
+    );
+    if (host === null || host === undefined) return null;
+    const boundMs = host.config.timeoutMs + DRAIN_MARGIN_MS;
+    const unknown = `${what}: how long it took is left out`;
+    const startedAt = this.#readMono(what, unknown);
+    let settled = false;
+    try {
+      settled = await raceTimeout(this.#o.clock, tail.then(() => true), boundMs, false);
+    } catch (err) {
+      // A clock whose timer fails bounds nothing: the reload does not wait then.
+      this.#stopLog.error(`e-stop: ${what} failed: ${errorMessage(err)}; the reload goes on`);
+    }
+    const endedAt = startedAt === null ? null : this.#readMono(what, unknown);
+    const waitedMs = startedAt === null || endedAt === null
+      ? null
+      : Math.max(0, Math.round(endedAt - startedAt));
+    return { settled, waitedMs, boundMs };
   }
 
   clear(source: AuditOrigin = { kind: "http" }): { latched: false } {
