@@ -13,8 +13,12 @@ import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import { cached, callAs, tv } from "../scenarios/automation_helpers.ts";
 import { withIdleTree } from "./_kernel_rig.ts";
 
-/** How long the simulated motorctl0 sleeps before answering a call (chaos inject_call_latency). */
-const LATENCY_MS = 3000;
+/**
+ * How long the simulated motorctl0 sleeps before answering a call (chaos inject_call_latency):
+ * the tree's calls wait this long behind the slow one, while a call to sim1 and its poll (tens of
+ * ms) engage the interlock. Under the provider's timeout_ms (5 s in the test configuration).
+ */
+const LATENCY_MS = 4000;
 
 Deno.test("AutomationEngine: tree calls queued behind a slow call are refused at their turn by an interlock that engaged meanwhile, listed as refused by it", async () => {
   await withIdleTree(async (rt, engine) => {
@@ -32,6 +36,8 @@ Deno.test("AutomationEngine: tree calls queued behind a slow call are refused at
       origin: "manual",
       onSent: () => slowSent = true,
     });
+    let slowDone = false;
+    slow.then(() => slowDone = true, () => slowDone = true);
     await waitFor("the slow call sent", () => slowSent);
     // Two tree calls past the gates (the interlock does not block yet) and queued behind it: the
     // router admits a call synchronously, within the call.
@@ -46,7 +52,7 @@ Deno.test("AutomationEngine: tree calls queued behind a slow call are refused at
     // The guard engages: relay 1 of the other provider on (polled at once after the call).
     await callAs(rt, "manual", "sim1/relayio0", "set_relay_ch1", { enabled: tv.b(true) });
     await waitFor("the interlock engaged", () => rt.alarms.interlocks()[0]!.blocking);
-    assert.equal(slowSent, true);
+    assert.equal(slowDone, false, "the tree's calls still wait: LATENCY_MS is long enough");
     await slow;
     const [a, b] = await Promise.all(calls);
     for (const err of [a, b]) {
