@@ -95,6 +95,18 @@ export function stderrLineLevel(line: string): LogLevel | null {
   const m = STDERR_LEVEL.exec(line);
   return m ? STDERR_LEVELS[(m[1] ?? m[2])!.toLowerCase()] ?? null : null;
 }
+/**
+ * Most devices one ListDevices answer may list (every entry counted, those discovery would skip
+ * included). An answer listing more is refused as a whole, before any DescribeDevice: the start
+ * fails, as for a provider that describes no device. Without it only the frame bound
+ * (MAX_FRAME_BYTES, 1 MiB: some 200,000 one-letter ids) would limit what one provider makes the
+ * runtime keep per device: a DescribeDevice each at start-up (one after the other), a device
+ * state, a poll plan, history rings, Sparkplug aliases and a health entry. 1024 is what the
+ * runtime's per-device memories are sized for: Sparkplug remembers the clashes and the oversized
+ * metrics of 1024 devices (MAX_CLASHES_REMEMBERED, MAX_TOO_LARGE_DEVICES_WARNED), and a provider
+ * keeps the claims of 1024 devices it no longer lists (MAX_UNLISTED_CLAIM_DEVICES).
+ */
+export const MAX_DEVICES_PER_PROVIDER = 1024;
 /** Discovery warnings kept per session (provider health `discovery_warnings`); the rest counted. */
 export const MAX_DISCOVERY_WARNINGS = 20;
 /** Longest discovery warning (a provider's error message inside it is cut). */
@@ -445,12 +457,20 @@ export class ProviderSession {
    * was asked for, so device ids are unique whatever the provider sends: a device without an id,
    * a duplicate, an id that is not addressable as a URL path segment (`.`, `..`), a failing
    * DescribeDevice, and an answer describing another device are each skipped with a warning
-   * (logged, and kept in `discoveryWarnings` for provider health).
+   * (logged, and kept in `discoveryWarnings` for provider health). A list longer than
+   * MAX_DEVICES_PER_PROVIDER is refused as a whole (UNAVAILABLE, the start fails).
    */
   async #discover(): Promise<DeviceCapabilities[]> {
     const list = await this.request("list_devices", {}).catch((err) => {
       throw wrap(err, "ListDevices failed");
     });
+    const listed = list.devices?.length ?? 0;
+    if (listed > MAX_DEVICES_PER_PROVIDER) {
+      throw unavailable(
+        `ListDevices listed ${listed} devices, more than MAX_DEVICES_PER_PROVIDER ` +
+          `(${MAX_DEVICES_PER_PROVIDER}): the inventory is refused`,
+      );
+    }
     const out: DeviceCapabilities[] = [];
     const seen = new Set<string>();
     const warnings: string[] = [];

@@ -3,13 +3,15 @@
  * error skips that device with a warning, warnings quote ids and messages cut to a bound, and a
  * provider that describes no device at all does not start -- unless it says its host is not ready
  * (WaitReady `host_check: unmet`): then it stays up without devices until a restart finds them.
+ * A list of more than MAX_DEVICES_PER_PROVIDER devices is refused as a whole, at start-up and at
+ * a restart alike.
  */
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { ProviderRegistry } from "../../src/providers/mod.ts";
+import { MAX_DEVICES_PER_PROVIDER, ProviderRegistry } from "../../src/providers/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import {
   type Inventory,
@@ -65,6 +67,73 @@ Deno.test("A provider that describes no device does not start", async () => {
     startProgrammable({ devices: {} }),
     /provider start failed: p0: provider described no devices$/,
   );
+});
+
+/** An inventory of `n` devices `d0`, `d1`, ... of one signal each, listed in that order. */
+function manyDevices(n: number): Inventory {
+  const ids = Array.from({ length: n }, (_, i) => `d${i}`);
+  return { devices: Object.fromEntries(ids.map((id) => [id, { signals: SIGNALS }])) };
+}
+
+Deno.test("A ListDevices of more than MAX_DEVICES_PER_PROVIDER devices is refused as a whole, before any DescribeDevice", async () => {
+  const described = await Deno.makeTempFile();
+  try {
+    const over = MAX_DEVICES_PER_PROVIDER + 1;
+    await assert.rejects(
+      startProgrammable({ ...manyDevices(over), describedFile: described }),
+      (e) => {
+        assert.ok(e instanceof RuntimeError);
+        assert.equal(e.code, "UNAVAILABLE");
+        assert.equal(
+          e.message,
+          `provider start failed: p0: ListDevices listed ${over} devices, more than ` +
+            `MAX_DEVICES_PER_PROVIDER (${MAX_DEVICES_PER_PROVIDER}): the inventory is refused`,
+        );
+        return true;
+      },
+    );
+    assert.equal(await Deno.readTextFile(described), "", "no DescribeDevice was sent");
+  } finally {
+    await Deno.remove(described);
+  }
+});
+
+Deno.test("A ListDevices of exactly MAX_DEVICES_PER_PROVIDER devices is taken whole", async () => {
+  const fx = await startProgrammable(manyDevices(MAX_DEVICES_PER_PROVIDER));
+  try {
+    const ids = fx.registry.devices().map((d) => d.deviceId);
+    assert.equal(ids.length, MAX_DEVICES_PER_PROVIDER);
+    assert.equal(ids.at(-1), `d${MAX_DEVICES_PER_PROVIDER - 1}`);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("A restart whose ListDevices lists more than MAX_DEVICES_PER_PROVIDER devices fails as an attempt, logged naming the count and the bound; the circuit opens", async () => {
+  const fx = await startProgrammable(manyDevices(1), {
+    restart: { maxAttempts: 2, backoffMs: [0, 0] },
+  });
+  try {
+    const over = MAX_DEVICES_PER_PROVIDER + 1;
+    await fx.setInventory(manyDevices(over));
+    fx.kill();
+    await waitFor("circuit open", () => fx.host.lifecycle === "CIRCUIT_OPEN", 20_000);
+    const failures = fx.lines.filter((l) => /restart attempt \d failed/.test(l));
+    assert.equal(failures.length, 2, fx.lines.join("\n"));
+    for (const l of failures) {
+      assert.match(
+        l,
+        new RegExp(
+          `^ERROR .*\\[p0\\] restart attempt \\d failed: ListDevices listed ${over} devices, ` +
+            `more than MAX_DEVICES_PER_PROVIDER \\(${MAX_DEVICES_PER_PROVIDER}\\): ` +
+            `the inventory is refused$`,
+        ),
+      );
+    }
+    assert.equal(fx.host.available, false);
+  } finally {
+    await fx.close();
+  }
 });
 
 /** Hello advertising WaitReady, answered with these diagnostics. */
