@@ -199,7 +199,7 @@ export class SseHub {
   /**
    * Streams recheck ended whose answer is not written yet (their client has not taken the end):
    * each still holds its connection, so it counts against the bound on streams until its answer
-   * is written or its connection is gone (without a server: until its drop is done with).
+   * is written, its connection is gone, or its drop is asked for (SSE_END_FLUSH_MS).
    */
   readonly #ending = new Set<SseClient>();
   #closed = false;
@@ -362,9 +362,12 @@ export class SseHub {
     this.#flushing.add(client);
     this.#ending.add(client);
     const answered = client.answered;
+    // Counted until its drop is asked for, too: over HTTP/1.1 its connection closes then, and
+    // over HTTP/2 the connection carries other requests (another tab's stream may never end), is
+    // dropped only once they are answered, and is no more this stream's than theirs.
     client.closeThenDrop(SSE_END_FLUSH_MS, () => {
       this.#flushing.delete(client);
-      if (answered === null) this.#ending.delete(client);
+      this.#ending.delete(client);
     });
     // Its client took the end (or the connection is gone): nothing left to drop or to count.
     const gone = () => {
