@@ -1571,21 +1571,24 @@ export class Kernel {
   }
 
   /**
-   * Waits, before a reload stops provider `id`, for the e-stop's ladder calls in flight to it
-   * (bounded: Estop.ladderCallsSettled), so that none is cut off; one line when it waited.
+   * Waits, before a reload stops provider `id`, for the stop actions in flight to it: the e-stop's
+   * ladder calls and the hook calls into FAULT (bounded: Estop.stopActionsSettled), so that none is
+   * cut off; one line when it waited, naming what it waited for.
    */
-  async #ladderCallsSettled(id: string): Promise<void> {
-    const wait = await this.estop.ladderCallsSettled(id);
+  async #stopActionsSettled(id: string): Promise<void> {
+    const wait = await this.estop.stopActionsSettled(id);
     if (wait === null) return;
+    const what = [
+      ...(wait.ladder ? ["the e-stop's safe-state calls"] : []),
+      ...(wait.hooks ? ["the hook calls into FAULT"] : []),
+    ].join(" and ");
     const took = wait.waitedMs === null ? "" : ` ${wait.waitedMs} ms`;
     if (wait.settled) {
-      this.host.log.info(
-        `reload: waited${took} for the e-stop's safe-state calls to ${id}, then stopped it`,
-      );
+      this.host.log.info(`reload: waited${took} for ${what} to ${id}, then stopped it`);
     } else {
       this.host.log.warn(
-        `reload: the e-stop's safe-state calls to ${id} had not finished within ` +
-          `${wait.boundMs} ms; stopped it all the same`,
+        `reload: ${what} to ${id} had not finished within ${wait.boundMs} ms; ` +
+          "stopped it all the same",
       );
     }
   }
@@ -1608,7 +1611,7 @@ export class Kernel {
         stopBudgetMs: budget,
         ...(this.#reloadPlan === null ? {} : { plan: this.#reloadPlan }),
         stopping: () => this.#stopping !== null,
-        beforeStop: (id) => this.#ladderCallsSettled(id),
+        beforeStop: (id) => this.#stopActionsSettled(id),
         restarting: (ids) => {
           this.#reloadRestarting = ids;
           // A MANUAL -> AUTO running its before-hooks was judged on these providers as they ran

@@ -412,6 +412,15 @@ export class ModeManager implements ModeService {
     string,
     { done: PromiseWithResolvers<readonly HookFailure[]>; back: MergedProviderBack }
   >();
+  /**
+   * Per provider, the hook calls into FAULT to it that the runs under way (the FAULT entry's,
+   * runFaultHooksAgain's, #providerBack's) have yet to finish, running or queued: what a reload
+   * stopping that provider waits for (faultHookCallsSettled). Deleted at none.
+   */
+  readonly #faultHookCallsLeft = new Map<
+    string,
+    { left: number; done: PromiseWithResolvers<void> }
+  >();
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
   /**
@@ -481,6 +490,68 @@ export class ModeManager implements ModeService {
 
   current(): RuntimeMode {
     return this.#mode;
+  }
+
+  /**
+   * Resolves once the hook calls into FAULT to `providerId` that the runs under way make (running
+   * or queued in them now, and any such run adds before then) have finished; null at once when
+   * none. Never rejects; unbounded (each call has its own deadline): a reload waits for it before
+   * it stops that provider, bounded by its caller (Estop.stopActionsSettled). No hook call waits
+   * for it.
+   */
+  faultHookCallsSettled(providerId: string): Promise<void> | null {
+    return this.#faultHookCallsLeft.get(providerId)?.done.promise ?? null;
+  }
+
+  /**
+   * Counts the hook calls into FAULT to these device handles as a run under way makes them
+   * (faultHookCallsSettled); returns how many it counted per provider, which that run releases
+   * (#releaseFaultHookCalls) as they finish, and what is left when it ends.
+   */
+  #countFaultHookCalls(handles: readonly string[]): Map<string, number> {
+    const left = new Map<string, number>();
+    for (const handle of handles) {
+      const providerId = handle.split("/", 1)[0]!;
+      left.set(providerId, (left.get(providerId) ?? 0) + 1);
+      const entry = this.#faultHookCallsLeft.get(providerId);
+      if (entry === undefined) {
+        this.#faultHookCallsLeft.set(providerId, { left: 1, done: Promise.withResolvers() });
+      } else entry.left++;
+    }
+    return left;
+  }
+
+  /** Counts `n` hook calls into FAULT to `providerId` of a run under way finished (or not made). */
+  #releaseFaultHookCalls(providerId: string, n = 1): void {
+    const entry = this.#faultHookCallsLeft.get(providerId);
+    if (entry === undefined || n <= 0) return;
+    entry.left -= n;
+    if (entry.left > 0) return;
+    this.#faultHookCallsLeft.delete(providerId);
+    entry.done.resolve();
+  }
+
+  /**
+   * Runs `calls` (hook calls into FAULT) with `run`, counted while they run or wait their turn
+   * (faultHookCallsSettled); every one counted is released, made or not.
+   */
+  async #countedFaultHookCalls(
+    calls: readonly { readonly call: CallConfig }[],
+    run: (made: (call: CallConfig) => void) => Promise<void>,
+  ): Promise<void> {
+    const left = this.#countFaultHookCalls(calls.map(({ call }) => call.deviceHandle));
+    const made = (call: CallConfig) => {
+      const providerId = call.deviceHandle.split("/", 1)[0]!;
+      const n = left.get(providerId) ?? 0;
+      if (n <= 0) return;
+      left.set(providerId, n - 1);
+      this.#releaseFaultHookCalls(providerId);
+    };
+    try {
+      await run(made);
+    } finally {
+      for (const [providerId, n] of left) this.#releaseFaultHookCalls(providerId, n);
+    }
   }
 
   /** The e-stop's securing run of `host` still to begin its calls, if any (setLatchSecuring). */
@@ -1066,29 +1137,52 @@ export class ModeManager implements ModeService {
       (phase === "before" ? c.beforeTransition : c.afterTransition)
         .filter((h) => hookMatches(h, from, "FAULT"))
         .flatMap((hook) => hook.calls.map((call) => ({ hook, call })));
-    for (const phase of ["before", "after"] as const) {
+    const phases = (["before", "after"] as const).map((phase) => {
       const now = matching(config, phase);
       const dropped = committedWith === config ? [] : droppedCalls(
         matching(committedWith, phase),
         now.map(({ call }) => call),
       );
-      if (dropped.length > 0) {
-        this.#stopLog.warn(
-          `FAULT (${from}->FAULT): a reload since FAULT was entered dropped or changed ` +
-            `${dropped.length} ${phase}_transition hook call(s) into FAULT; this stop makes them ` +
-            `(${
-              dropped.map(({ call }) => `${call.deviceHandle} ${declaredFunctionLabel(call)}`)
-                .join(", ")
-            }), then those in force`,
-        );
+      return { phase, now, dropped };
+    });
+    // Counted from the start, both phases: a reload stopping a provider waits for its calls.
+    const all = phases.flatMap(({ now, dropped }) => [...dropped, ...now]);
+    await this.#countedFaultHookCalls(all, async (made) => {
+      for (const { phase, now, dropped } of phases) {
+        await this.#runFaultHookPhase(phase, from, now, dropped, failures, made);
       }
-      const calls = [...dropped, ...now];
-      await fanOutByProvider(calls, ({ call }) => call.deviceHandle, async ({ hook, call }) => {
+    });
+    return failures;
+  }
+
+  /** One phase of #runFaultHookPhases: the calls dropped by a reload, then those in force. */
+  async #runFaultHookPhase(
+    phase: "before" | "after",
+    from: RuntimeMode,
+    now: readonly { hook: HookConfig; call: CallConfig }[],
+    dropped: readonly { hook: HookConfig; call: CallConfig }[],
+    failures: HookFailure[],
+    made: (call: CallConfig) => void,
+  ): Promise<void> {
+    if (dropped.length > 0) {
+      this.#stopLog.warn(
+        `FAULT (${from}->FAULT): a reload since FAULT was entered dropped or changed ` +
+          `${dropped.length} ${phase}_transition hook call(s) into FAULT; this stop makes them ` +
+          `(${
+            dropped.map(({ call }) => `${call.deviceHandle} ${declaredFunctionLabel(call)}`)
+              .join(", ")
+          }), then those in force`,
+      );
+    }
+    const calls = [...dropped, ...now];
+    await fanOutByProvider(calls, ({ call }) => call.deviceHandle, async ({ hook, call }) => {
+      try {
         const failure = await this.#runHookCall(phase, hook, call, from, "FAULT", "safety");
         if (failure) failures.push(failure);
-      });
-    }
-    return failures;
+      } finally {
+        made(call);
+      }
+    });
   }
 
   /**
@@ -1218,10 +1312,17 @@ export class ModeManager implements ModeService {
         `FAULT: provider ${providerId} ${why}; making its ${calls.length} hook ` +
           `call(s) into FAULT (${entry.from}->FAULT) again`,
       );
-      for (const { phase, hook, call } of calls) {
-        if (this.#faultInForce !== entry) return;
-        await this.#runHookCall(phase, hook, call, entry.from, "FAULT", "safety");
-      }
+      // Counted while they run or wait their turn: a reload stopping the provider waits for them.
+      await this.#countedFaultHookCalls(calls, async (made) => {
+        for (const { phase, hook, call } of calls) {
+          if (this.#faultInForce !== entry) return;
+          try {
+            await this.#runHookCall(phase, hook, call, entry.from, "FAULT", "safety");
+          } finally {
+            made(call);
+          }
+        }
+      });
     }).catch((err) => {
       this.#stopLog.error(`FAULT hooks for ${providerId} failed: ${toRuntimeError(err).message}`);
     }).finally(() => {

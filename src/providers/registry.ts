@@ -55,8 +55,9 @@ export interface ReconcileOptions {
   /** Told the ids about to be stopped or restarted, and [] once that is over. */
   readonly restarting?: (ids: readonly string[]) => void;
   /**
-   * Waited for before a removed or changed provider is taken out and stopped (the e-stop's ladder
-   * calls in flight to it: bounded by the caller); one that rejects is waited for no more.
+   * Waited for before a removed or changed provider is taken out and stopped (the stop actions in
+   * flight to it, the e-stop's ladder calls and the hook calls into FAULT: bounded by the caller);
+   * one that rejects is waited for no more.
    */
   readonly beforeStop?: (providerId: string) => Promise<void>;
   /**

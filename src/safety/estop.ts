@@ -298,8 +298,12 @@ export const PLAN_LOG_INTERVAL_MS = 1000;
 /** Bound on the wait for one provider's in-flight calls, past its timeout_ms. */
 export const DRAIN_MARGIN_MS = 1000;
 
-/** How a wait for a provider's ladder calls ended (Estop.ladderCallsSettled). */
-export interface LadderWait {
+/** How a wait for a provider's stop actions ended (Estop.stopActionsSettled). */
+export interface StopActionsWait {
+  /** Whether it waited for ladder calls to the provider. */
+  readonly ladder: boolean;
+  /** Whether it waited for hook calls into FAULT to the provider. */
+  readonly hooks: boolean;
   /** True when they had finished within `boundMs`. */
   readonly settled: boolean;
   /** How long it waited (null when the clock failed). */
@@ -405,6 +409,11 @@ export interface EstopModes {
    * after a stop's ladder.
    */
   ladderReloaded?(host: ProviderSummary): void;
+  /**
+   * Resolves once the hook calls into FAULT to `providerId` running or queued now have finished
+   * (unbounded, never rejects); null when none (stopActionsSettled).
+   */
+  faultHookCallsSettled?(providerId: string): Promise<void> | null;
 }
 
 export interface EstopOptions {
@@ -929,15 +938,23 @@ export class Estop implements EstopService {
   }
 
   /**
-   * Waits for the ladder calls running or queued on `providerId` now (a stop's, a securing run's;
-   * not those queued later) to finish, at most its provider's timeout_ms + DRAIN_MARGIN_MS (a
-   * call's own bound, as the drain's): a reload waits so before it stops that provider. Null at
-   * once when none runs. Never rejects, and the ladder never waits for it.
+   * Waits for the stop actions to `providerId` under way now to finish: the ladder calls running
+   * or queued on it (a stop's, a securing run's; not those queued later) and the hook calls into
+   * FAULT to it running or queued (EstopModes.faultHookCallsSettled: the e-stop's, an operator's
+   * FAULT, those made again for a provider that comes back), both at once, at most its provider's
+   * timeout_ms + DRAIN_MARGIN_MS (a call's own bound, as the drain's): a reload waits so before it
+   * stops that provider. Null at once when none runs. Never rejects, and neither the ladder nor the
+   * hooks ever wait for it.
    */
-  async ladderCallsSettled(providerId: string): Promise<LadderWait | null> {
+  async stopActionsSettled(providerId: string): Promise<StopActionsWait | null> {
+    const what = `waiting for the stop actions to ${providerId}`;
     const tail = this.#providerTails.get(providerId);
-    if (tail === undefined) return null;
-    const what = `waiting for the ladder calls to ${providerId}`;
+    const hookCalls = this.#contained(
+      `${what}: reading its hook calls into FAULT`,
+      () => this.#o.modes?.faultHookCallsSettled?.(providerId) ?? null,
+      "the reload does not wait for them",
+    );
+    if (tail === undefined && (hookCalls === null || hookCalls === undefined)) return null;
     const host = this.#contained(
       `${what}: reading its provider`,
       () => this.#o.inventory.provider(providerId),
@@ -947,9 +964,10 @@ export class Estop implements EstopService {
     const boundMs = host.config.timeoutMs + DRAIN_MARGIN_MS;
     const unknown = `${what}: how long it took is left out`;
     const startedAt = this.#readMono(what, unknown);
+    const both = Promise.all([tail, hookCalls?.catch(() => {})]).then(() => true);
     let settled = false;
     try {
-      settled = await raceTimeout(this.#o.clock, tail.then(() => true), boundMs, false);
+      settled = await raceTimeout(this.#o.clock, both, boundMs, false);
     } catch (err) {
       // A clock whose timer fails bounds nothing: the reload does not wait then.
       this.#stopLog.error(`e-stop: ${what} failed: ${errorMessage(err)}; the reload goes on`);
@@ -958,7 +976,13 @@ export class Estop implements EstopService {
     const waitedMs = startedAt === null || endedAt === null
       ? null
       : Math.max(0, Math.round(endedAt - startedAt));
-    return { settled, waitedMs, boundMs };
+    return {
+      ladder: tail !== undefined,
+      hooks: hookCalls !== null && hookCalls !== undefined,
+      settled,
+      waitedMs,
+      boundMs,
+    };
   }
 
   clear(source: AuditOrigin = { kind: "http" }): { latched: false } {

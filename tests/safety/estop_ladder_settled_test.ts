@@ -1,9 +1,11 @@
 /**
- * Estop.ladderCallsSettled, what a configuration reload waits for before it stops a provider
- * (docs/safety.md, step 2): null at once while no ladder call runs on the provider; else it
- * resolves when they have finished, or at its bound (the provider's timeout_ms + DRAIN_MARGIN_MS)
- * with `settled` false. In-process: the real Estop on a manual clock, rung 1 declared (one call to
- * `plant`, whose timeout_ms is 1000), and a router that holds that call until the test answers it.
+ * Estop.stopActionsSettled, what a configuration reload waits for before it stops a provider
+ * (docs/safety.md, step 2): null at once while no stop action (ladder call, hook call into FAULT)
+ * runs on the provider; else it resolves when they have finished, or at its bound (the provider's
+ * timeout_ms + DRAIN_MARGIN_MS) with `settled` false, saying which kinds it waited for.
+ * In-process: the real Estop on a manual clock, rung 1 declared (one call to `plant`, whose
+ * timeout_ms is 1000), a router that holds that call until the test answers it, and a modes port
+ * whose hook calls into FAULT to `other` end when the test says.
  */
 import assert from "node:assert/strict";
 import type { CallRequest } from "../../src/control/mod.ts";
@@ -20,9 +22,15 @@ import {
 
 /** `plant`'s timeout_ms in providersUp. */
 const PLANT_TIMEOUT_MS = 1000;
+/** `other`'s timeout_ms in providersUp. */
+const OTHER_TIMEOUT_MS = 1000;
 
 function rig() {
   const clock = new ManualClock();
+  // The hook calls into FAULT to `other` under way: they end when the test resolves it.
+  let hookCalls: PromiseWithResolvers<void> | null = null;
+  const modes = faultRecordingModes().modes;
+  modes.faultHookCallsSettled = (id) => id === "other" ? hookCalls?.promise ?? null : null;
   const made: string[] = [];
   const answers: PromiseWithResolvers<unknown>[] = [];
   const router = recordingRouter();
@@ -38,37 +46,40 @@ function rig() {
     reads: {} as FreshReader,
     clock,
     log: errorLog().log,
-    modes: faultRecordingModes().modes,
+    modes,
     safeState: heaterOffLadder(),
   });
-  return { clock, made, answers, estop };
+  const hooksRun = () => (hookCalls = Promise.withResolvers<void>());
+  return { clock, made, answers, estop, hooksRun };
 }
 
-Deno.test("Estop.ladderCallsSettled is null at once while no ladder call runs on the provider", async () => {
+Deno.test("Estop.stopActionsSettled is null at once while no ladder call runs on the provider", async () => {
   const r = rig();
-  assert.equal(await r.estop.ladderCallsSettled("plant"), null);
+  assert.equal(await r.estop.stopActionsSettled("plant"), null);
   const stop = r.estop.trigger("test");
   await flushMicrotasks();
   assert.deepEqual(r.made, ["plant set_heater"]);
   // The ladder has no call on `other`: a reload stopping it does not wait.
-  assert.equal(await r.estop.ladderCallsSettled("other"), null);
+  assert.equal(await r.estop.stopActionsSettled("other"), null);
   r.answers[0]!.resolve({});
   await runToSettle(r.clock, stop, "the stop");
-  assert.equal(await r.estop.ladderCallsSettled("plant"), null);
+  assert.equal(await r.estop.stopActionsSettled("plant"), null);
 });
 
-Deno.test("Estop.ladderCallsSettled waits for the ladder's call in flight until it is answered", async () => {
+Deno.test("Estop.stopActionsSettled waits for the ladder's call in flight until it is answered", async () => {
   const r = rig();
   const stop = r.estop.trigger("test");
   await flushMicrotasks();
   assert.deepEqual(r.made, ["plant set_heater"]);
   let ended = false;
-  const wait = r.estop.ladderCallsSettled("plant").finally(() => (ended = true));
+  const wait = r.estop.stopActionsSettled("plant").finally(() => (ended = true));
   r.clock.advance(300);
   await flushMicrotasks();
   assert.equal(ended, false);
   r.answers[0]!.resolve({});
   assert.deepEqual(await wait, {
+    ladder: true,
+    hooks: false,
     settled: true,
     waitedMs: 300,
     boundMs: PLANT_TIMEOUT_MS + DRAIN_MARGIN_MS,
@@ -79,18 +90,65 @@ Deno.test("Estop.ladderCallsSettled waits for the ladder's call in flight until 
   ]);
 });
 
-Deno.test("Estop.ladderCallsSettled gives up at its provider's timeout_ms + DRAIN_MARGIN_MS", async () => {
+Deno.test("Estop.stopActionsSettled gives up at its provider's timeout_ms + DRAIN_MARGIN_MS", async () => {
   const r = rig();
   const stop = r.estop.trigger("test");
   await flushMicrotasks();
   let ended = false;
-  const wait = r.estop.ladderCallsSettled("plant").finally(() => (ended = true));
+  const wait = r.estop.stopActionsSettled("plant").finally(() => (ended = true));
   const boundMs = PLANT_TIMEOUT_MS + DRAIN_MARGIN_MS;
   r.clock.advance(boundMs - 1);
   await flushMicrotasks();
   assert.equal(ended, false, "ended before its bound");
   r.clock.advance(1);
-  assert.deepEqual(await wait, { settled: false, waitedMs: boundMs, boundMs });
+  assert.deepEqual(await wait, {
+    ladder: true,
+    hooks: false,
+    settled: false,
+    waitedMs: boundMs,
+    boundMs,
+  });
   r.answers[0]!.resolve({});
   await runToSettle(r.clock, stop, "the stop");
+});
+
+Deno.test("Estop.stopActionsSettled waits for the hook calls into FAULT to the provider until they end", async () => {
+  const r = rig();
+  // An operator's FAULT: no ladder call, a hook call into FAULT to `other` under way.
+  const hookCalls = r.hooksRun();
+  let ended = false;
+  const wait = r.estop.stopActionsSettled("other").finally(() => (ended = true));
+  r.clock.advance(200);
+  await flushMicrotasks();
+  assert.equal(ended, false);
+  hookCalls.resolve();
+  assert.deepEqual(await wait, {
+    ladder: false,
+    hooks: true,
+    settled: true,
+    waitedMs: 200,
+    boundMs: OTHER_TIMEOUT_MS + DRAIN_MARGIN_MS,
+  });
+  // None under way on `plant`: nothing to wait for.
+  assert.equal(await r.estop.stopActionsSettled("plant"), null);
+});
+
+Deno.test("Estop.stopActionsSettled gives up on the hook calls into FAULT at the same bound", async () => {
+  const r = rig();
+  const hookCalls = r.hooksRun();
+  let ended = false;
+  const wait = r.estop.stopActionsSettled("other").finally(() => (ended = true));
+  const boundMs = OTHER_TIMEOUT_MS + DRAIN_MARGIN_MS;
+  r.clock.advance(boundMs - 1);
+  await flushMicrotasks();
+  assert.equal(ended, false, "ended before its bound");
+  r.clock.advance(1);
+  assert.deepEqual(await wait, {
+    ladder: false,
+    hooks: true,
+    settled: false,
+    waitedMs: boundMs,
+    boundMs,
+  });
+  hookCalls.resolve();
 });

@@ -1,0 +1,131 @@
+/**
+ * ModeManager.faultHookCallsSettled, the hook calls into FAULT a configuration reload waits for
+ * before it stops their provider (docs/safety.md, step 3): null at once while none to the provider
+ * is under way; else it resolves once those running or queued (the FAULT entry's, those made
+ * again for a provider that comes back while FAULT stands) have finished. In-process: a router
+ * and an inventory that hold each call until the test answers it.
+ */
+import assert from "node:assert/strict";
+import type { CallRouter } from "../../src/control/mod.ts";
+import { type CallRequest, ModeManager } from "../../src/control/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { call, hook } from "../safety/_fixture.ts";
+
+/** A call the fake router holds until the test answers it. */
+interface HeldCall {
+  readonly req: CallRequest;
+  answer(): void;
+}
+
+/**
+ * Real modes over a router that holds every call; the `* -> FAULT` hook makes two calls to plant
+ * (one after the other) and one to probe.
+ */
+function rig() {
+  const held: HeldCall[] = [];
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    call: (req: CallRequest) =>
+      new Promise<unknown>((resolve) => held.push({ req, answer: () => resolve({}) })),
+  } as unknown as CallRouter;
+  const availability: ((p: ProviderSummary, up: boolean) => void)[] = [];
+  const host = (id: string) =>
+    ({ id, available: true, config: { timeoutMs: 1000 } }) as unknown as ProviderSummary;
+  const inventory = {
+    onAvailability: (l: (p: ProviderSummary, up: boolean) => void) => {
+      availability.push(l);
+      return () => {};
+    },
+    provider: (id: string) => host(id),
+    providers: () => [],
+    devices: () => [],
+  } as unknown as InventoryReader;
+  const modes = new ModeManager({
+    router,
+    inventory,
+    bus: new EventBus(),
+    clock: systemClock,
+    log: testLogger(),
+    automationEnabled: true,
+    manualGatingPolicy: "BLOCK",
+    hooks: {
+      beforeTransition: [
+        hook("*", "FAULT", [
+          call("plant/plant0", "set_heater", { enabled: false }),
+          call("probe/probe0", "set_lamp", { enabled: false }),
+          call("plant/plant0", "set_fan", { duty: { double: 0 } }),
+        ], false),
+      ],
+      afterTransition: [],
+    },
+  });
+  return {
+    held,
+    modes,
+    comesBack: (id: string) => availability.forEach((l) => l(host(id), true)),
+  };
+}
+
+/** Waits (bounded) until `n` calls are held. */
+async function heldCalls(held: HeldCall[], n: number): Promise<void> {
+  for (let i = 0; i < 500 && held.length < n; i++) await new Promise((r) => setTimeout(r, 2));
+  assert.equal(held.length, n, `${n} call(s) held: ${JSON.stringify(held.map((h) => h.req))}`);
+}
+
+/** Whether `p` has settled after the pending microtasks and one timer turn. */
+async function settled(p: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void p.then(() => (done = true));
+  await new Promise((r) => setTimeout(r, 0));
+  return done;
+}
+
+Deno.test("ModeManager.faultHookCallsSettled resolves once the hook calls into FAULT to the provider, running and queued, have finished", async () => {
+  const r = rig();
+  assert.equal(r.modes.faultHookCallsSettled("plant"), null);
+  const fault = r.modes.requestWithReport("FAULT");
+  await heldCalls(r.held, 2); // plant set_heater and probe set_lamp, concurrently
+  const plant = r.modes.faultHookCallsSettled("plant");
+  const probe = r.modes.faultHookCallsSettled("probe");
+  assert.notEqual(plant, null);
+  assert.notEqual(probe, null);
+  assert.equal(r.modes.faultHookCallsSettled("other"), null);
+  // probe's call answered: probe's wait ends, plant's does not.
+  r.held.find((h) => h.req.providerId === "probe")!.answer();
+  assert.equal(await settled(probe!), true);
+  assert.equal(await settled(plant!), false);
+  // plant's first call answered: its second, queued, is still to be made.
+  r.held.find((h) => h.req.functionName === "set_heater")!.answer();
+  await heldCalls(r.held, 3);
+  assert.equal(await settled(plant!), false, "ended with plant's set_fan still to be made");
+  r.held[2]!.answer();
+  assert.equal(await settled(plant!), true);
+  assert.deepEqual((await fault).hook_failures, []);
+  assert.equal(r.modes.faultHookCallsSettled("plant"), null);
+});
+
+Deno.test("ModeManager.faultHookCallsSettled waits for the hook calls into FAULT made again for a provider that comes back", async () => {
+  const r = rig();
+  const fault = r.modes.requestWithReport("FAULT");
+  await heldCalls(r.held, 2);
+  r.held[0]!.answer();
+  r.held[1]!.answer();
+  await heldCalls(r.held, 3);
+  r.held[2]!.answer();
+  await fault;
+  assert.equal(r.modes.faultHookCallsSettled("plant"), null);
+  r.comesBack("plant");
+  await heldCalls(r.held, 4);
+  const plant = r.modes.faultHookCallsSettled("plant");
+  assert.notEqual(plant, null);
+  r.held[3]!.answer();
+  await heldCalls(r.held, 5);
+  assert.equal(await settled(plant!), false, "ended with plant's set_fan still to be made again");
+  r.held[4]!.answer();
+  assert.equal(await settled(plant!), true);
+  assert.equal(r.modes.faultHookCallsSettled("plant"), null);
+});
