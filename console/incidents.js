@@ -72,7 +72,10 @@ export class IncidentsView {
     if (this.id === "") await this.loadList();
   }
 
-  /** The units became known (inventory read): an incident's page draws its axes with them. */
+  /**
+   * The units became known (inventory read): an incident's page draws with them the axes of a
+   * record that keeps none (written by an older version).
+   */
   onUnits() {
     if (this.id !== "" && this.loadedId === this.id) {
       this.loadedId = "";
@@ -170,7 +173,11 @@ export class IncidentsView {
       const line = new Series({
         key: handle,
         name: handle,
-        unit: this.o.unitOf(signalKey(s.provider_id, s.device_id, s.signal_id)),
+        // The unit the record keeps (as declared when it was recorded); a record of an older
+        // version keeps none: today's, if the device still declares one.
+        unit: typeof s.unit === "string"
+          ? s.unit
+          : this.o.unitOf(signalKey(s.provider_id, s.device_id, s.signal_id)),
       });
       for (const [t, v, q] of s.samples) {
         line.push(t, typeof v === "number" ? v : typeof v === "string" ? Number(v) : null, q);

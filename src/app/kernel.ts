@@ -637,6 +637,8 @@ export class Kernel {
         clock: host.clock,
         log: historyLog,
         outages: this.outages,
+        // The units a record keeps: as declared when its incident began.
+        inventory: this.inventory,
       });
       // An incident is an event of the run open when it begins (its record follows later).
       this.incidents.onIncident((i) => this.runs.recordIncident(i));

@@ -20,8 +20,10 @@ import {
   errorMessage,
   type Logger,
   notFound,
+  providerTextWithin,
   quoteProviderTextWithin,
   raceTimeout,
+  type SignalSpec,
   SpellLog,
   type TimerId,
   toJsonText,
@@ -30,7 +32,7 @@ import {
 } from "../common/mod.ts";
 import type { HistoryConfig } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
-import type { DeviceConditionChange, DeviceOutages } from "../state/mod.ts";
+import type { DeviceConditionChange, DeviceOutages, InventoryReader } from "../state/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
 import { typedValueScalar } from "./buckets.ts";
 import { type History, qualityName } from "./history.ts";
@@ -60,6 +62,11 @@ export const INCIDENT_QUOTED_CAUSE_CHARS = 300;
 export const INCIDENT_QUOTED_SIGNAL_CHARS = 160;
 /** Longest line of an incident file read back. */
 export const INCIDENT_MAX_LINE_BYTES = 4 * 1024 * 1024;
+/**
+ * Characters of a signal's declared unit kept in an incident record (longer ones are cut,
+ * "\u2026"): a provider's text, so a unit of any length cannot take a record's line.
+ */
+export const INCIDENT_UNIT_MAX_CHARS = 100;
 
 /** What started an incident, strongest first (the strongest of merged triggers leads). */
 export const INCIDENT_TRIGGERS = ["estop", "fault", "alarm", "device_loss"] as const;
@@ -109,6 +116,12 @@ export interface IncidentSignal {
   readonly device_id: string;
   readonly signal_id: string;
   readonly value_type: string;
+  /**
+   * Its unit as its device declared it when the incident began (SignalSpec.unit, cut to
+   * INCIDENT_UNIT_MAX_CHARS); "" when it declared none. Absent in records written before units
+   * were kept.
+   */
+  readonly unit?: string;
   readonly samples: readonly (readonly [number, number | bigint | string | null, string])[];
 }
 
@@ -146,6 +159,12 @@ interface Pending {
   readonly afterSeq: Map<string, number>;
   /** E-stops' reasons still arriving: the record waits for them (INCIDENT_REASON_WAIT_MS). */
   readonly reasons: Set<Promise<void>>;
+  /**
+   * `provider/device` (deviceHandle) -> its signals as declared when a trigger named it (the
+   * units the record keeps: a reload may remove the device or change a unit before the record is
+   * written). The declarations themselves, not copies; bounded by the devices listed.
+   */
+  readonly specs: Map<string, readonly SignalSpec[]>;
 }
 
 export interface IncidentOptions {
@@ -162,6 +181,11 @@ export interface IncidentOptions {
    * Absent: every `device_availability` false event (a single failed poll) is a loss.
    */
   readonly outages?: Pick<DeviceOutages, "onChange">;
+  /**
+   * Where each signal's declared unit comes from (kept in the record as declared when the
+   * incident began). Absent: records carry no units.
+   */
+  readonly inventory?: Pick<InventoryReader, "capabilities">;
 }
 
 /** Captures, keeps and reads incident records. */
@@ -531,6 +555,7 @@ export class IncidentRecorder {
       timer: null,
       afterSeq: new Map(),
       reasons: new Set(),
+      specs: new Map(),
     };
     this.#noteAfterSeq(p, devices, now, agoMs, fromSeq);
     this.#pending.push(p);
@@ -553,9 +578,9 @@ export class IncidentRecorder {
   }
 
   /**
-   * Notes where each device's polls after a trigger begin (Pending.afterSeq), for the devices it
-   * names (every device the ring holds: machine-wide), those noted by an earlier trigger of the
-   * incident kept. A trigger dated back (`agoMs`, a device loss) begins at its first poll at or
+   * Notes where each device's polls after a trigger begin (Pending.afterSeq), and its signals as
+   * declared now (Pending.specs), for the devices it names (every device the ring holds:
+   * machine-wide), those noted by an earlier trigger of the incident kept. A trigger dated back (`agoMs`, a device loss) begins at its first poll at or
    * after its date: `fromSeq` when given (found by poll order at its first failed read), else
    * found by time now (among the polls since the wall clock last stepped back).
    */
@@ -570,6 +595,9 @@ export class IncidentRecorder {
     for (const [providerId, deviceId] of devices ?? history.devices()) {
       const key = deviceHandle(providerId, deviceId);
       if (p.afterSeq.has(key)) continue;
+      // Its units as declared now: a reference, no copy (the e-stop does not wait for it).
+      const specs = this.#o.inventory?.capabilities(providerId, deviceId)?.signals;
+      if (specs !== undefined) p.specs.set(key, specs);
       p.afterSeq.set(
         key,
         fromSeq ??
@@ -668,6 +696,11 @@ export class IncidentRecorder {
       const before = byPolls && afterSeq !== Infinity
         ? history.datesBefore(providerId, deviceId, afterSeq, at, at - from)
         : null;
+      // Units as declared when a trigger named the device; one the ring took up since, as now.
+      const units = unitsOf(
+        p.specs.get(deviceHandle(providerId, deviceId)) ??
+          this.#o.inventory?.capabilities(providerId, deviceId)?.signals,
+      );
       for (const signalId of history.signalIds(providerId, deviceId)) {
         const rows: [number, number | bigint | string | null, string][] = [];
         // Times in poll order never fall: a poll after a step back is dated no earlier than the
@@ -694,6 +727,7 @@ export class IncidentRecorder {
           device_id: deviceId,
           signal_id: signalId,
           value_type: type ?? "unknown",
+          ...(units === null ? {} : { unit: units.get(signalId) ?? "" }),
           samples: rows,
         };
         let text = toJsonText(line);
@@ -950,6 +984,17 @@ function parseSignalLine(line: string): IncidentSignal {
   }) as IncidentSignal;
 }
 
+/**
+ * A device's declared units by signal (cut to INCIDENT_UNIT_MAX_CHARS), "" for none; null when
+ * its declaration is not known (no inventory, a device it never described).
+ */
+function unitsOf(specs: readonly SignalSpec[] | undefined): Map<string, string> | null {
+  if (specs === undefined) return null;
+  return new Map(
+    specs.map((s) => [s.signalId, providerTextWithin(s.unit, INCIDENT_UNIT_MAX_CHARS)]),
+  );
+}
+
 /** A cause in a log line: quoted and cut (INCIDENT_QUOTED_CAUSE_CHARS). */
 function quoteCause(cause: string): string {
   return quoteProviderTextWithin(cause, INCIDENT_QUOTED_CAUSE_CHARS);
@@ -985,14 +1030,18 @@ function rank(t: IncidentTrigger): number {
   return INCIDENT_TRIGGERS.indexOf(t);
 }
 
-/** An incident as CSV: `provider_id,device_id,signal_id,t_ms,value,quality`. */
+/**
+ * An incident as CSV: `provider_id,device_id,signal_id,t_ms,value,quality,unit`; `unit` is the
+ * signal's unit as the record keeps it, empty when it declared none (or the record keeps none).
+ */
 export function incidentCsv(signals: readonly IncidentSignal[]): string {
-  let out = "provider_id,device_id,signal_id,t_ms,value,quality\r\n";
+  let out = "provider_id,device_id,signal_id,t_ms,value,quality,unit\r\n";
   for (const s of signals) {
+    const unit = csvField(s.unit ?? "");
     for (const [t, v, q] of s.samples) {
       out += `${csvField(s.provider_id)},${csvField(s.device_id)},${csvField(s.signal_id)},${t},${
         v === null ? "" : csvField(String(v))
-      },${q}\r\n`;
+      },${q},${unit}\r\n`;
     }
   }
   return out;

@@ -9,7 +9,11 @@
 import { VALUE_TYPES } from "../common/mod.ts";
 import { RUNTIME_MODES } from "../config/mod.ts";
 import { AUDIT_ACTIONS, AUDIT_ORIGIN_KINDS, SUPERSEDED_REASON_CHARS } from "../control/mod.ts";
-import { HISTORY_INCOMPLETE, HISTORY_QUERY_DISK_WAIT_MS } from "../history/mod.ts";
+import {
+  HISTORY_INCOMPLETE,
+  HISTORY_QUERY_DISK_WAIT_MS,
+  INCIDENT_UNIT_MAX_CHARS,
+} from "../history/mod.ts";
 import { CLIENT_CLOSE_REASONS } from "../runs/mod.ts";
 import type { JsonSchema } from "./request_schemas.ts";
 
@@ -545,6 +549,13 @@ export function responseComponents(): Record<string, JsonSchema> {
         device_id: str,
         signal_id: str,
         value_type: str,
+        unit: note(
+          str,
+          "The signal's unit as its device declared it when the incident began " +
+            `(SignalSpec.unit, at most ${INCIDENT_UNIT_MAX_CHARS} characters: ` +
+            "INCIDENT_UNIT_MAX_CHARS); empty when it " +
+            "declared none; absent in records written by versions that kept no units.",
+        ),
         samples: note(
           arr({
             type: "array",

@@ -3,7 +3,8 @@
  * sample of every signal of all devices in its window). A reload that removes a provider while the
  * record waits for the end of its window leaves that provider's devices in it: their samples
  * before the trigger are part of the window, and the ring keeps a removed device's samples until
- * they are `memory_seconds` old. The simulated providers run as child processes.
+ * they are `memory_seconds` old, and the record keeps their units as declared when it began. The
+ * simulated providers run as child processes.
  */
 import assert from "node:assert/strict";
 import { afterPolls, startRuntime, waitFor } from "../helpers/kernel.ts";
@@ -18,6 +19,14 @@ Deno.test("An e-stop's incident keeps the devices of a provider a reload removed
   const rt = await startRuntime(config);
   try {
     await afterPolls(rt, "sim1/tempctl0", 3);
+    // sim1's units as declared before the reload removes it: handle -> unit ("" for none).
+    const declared = new Map(
+      rt.inventory.capabilities("sim1", "tempctl0")!.signals.map((x) => [
+        `sim1/tempctl0/${x.signalId}`,
+        x.unit,
+      ]),
+    );
+    assert.ok([...declared.values()].includes("C"), "tempctl0 declares units");
     const result = await rt.estop.trigger("pair test");
     assert.equal(result.latched, true);
     const report = await rt.reload({ ...rt.config, providers: [rt.config.providers[0]!] });
@@ -41,6 +50,13 @@ Deno.test("An e-stop's incident keeps the devices of a provider a reload removed
         `${s.device_id}/${s.signal_id} has samples before the trigger`,
       );
     }
+    // The record keeps the units of a provider the runtime no longer has.
+    const kept = signals.filter((s) => s.provider_id === "sim1" && s.device_id === "tempctl0");
+    for (const s of kept) {
+      const handle = `sim1/tempctl0/${s.signal_id}`;
+      assert.equal(s.unit, declared.get(handle), `${handle}: its unit as declared then`);
+    }
+    assert.ok(kept.some((s) => s.unit === "C"), "a unit of the removed provider is kept");
   } finally {
     await rt.stop();
   }

@@ -1,0 +1,88 @@
+/**
+ * An incident record keeps each signal's unit as its device declared it when the incident began
+ * (docs/history.md, "Incidents"): a reload that changes the unit before the record is written, and
+ * a restart whose configuration declares another, leave the record's unit as it was; the CSV has
+ * the `unit` column, as the history CSV does. The programmable provider runs as a child process,
+ * served on loopback.
+ */
+import assert from "node:assert/strict";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { type Inventory, T } from "../helpers/programmable_provider.ts";
+import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
+
+/** The probe with `temp` in `unit` and `label` declaring a unit CSV must quote. */
+function probeIn(unit: string): Inventory {
+  return {
+    devices: {
+      probe: {
+        signals: [
+          { id: "temp", type: T.DOUBLE, unit },
+          { id: "count", type: T.INT64 },
+          { id: "label", type: T.STRING, unit: 'a,"b"' },
+        ],
+        values: [],
+      },
+    },
+  };
+}
+
+Deno.test("An incident record keeps the units declared when it began, after a reload changed one and across a restart", async () => {
+  const dataDir = tempDir("incident-units-");
+  const file = await probeFile(dataDir, probeIn("degC"));
+  // A window longer than the test: the record is written at the stop, after the reload.
+  const history = { incidentBeforeS: 10, incidentAfterS: 600, diskMaxBytes: 0 };
+  let rig = await startRig({ dataDir, inventoryFile: file, history });
+  let id = "";
+  try {
+    await rig.poll(T0 + 1000, probeValues(20.5, 1));
+    await rig.rt.estop.trigger("units test");
+    await waitFor("the e-stop's incident pending", () => rig.rt.incidents!.status().pending > 0);
+    // The provider restarted by a reload reads its inventory again: temp is now in K.
+    await probeFile(dataDir, probeIn("K"));
+    const config = rig.rt.config;
+    const p0 = config.providers[0]!;
+    const report = await rig.rt.reload({
+      ...config,
+      providers: [{ ...p0, args: [...p0.args, "--restarted"] }],
+    });
+    assert.deepEqual(report.providers.restarted, ["p0"]);
+    await waitFor(
+      "temp declared in K",
+      () =>
+        rig.rt.inventory.capabilities("p0", "probe")?.signals.find((s) => s.signalId === "temp")
+          ?.unit === "K",
+    );
+    assert.equal(rig.rt.incidents!.list().length, 0, "the record waits for its window");
+  } finally {
+    await rig.rt.stop(); // writes the record, its window so far
+  }
+  // The next start declares temp in K too.
+  rig = await startRig({ dataDir, inventoryFile: file, history });
+  try {
+    const [header] = await rig.json("/v0/incidents").then((l) => l.incidents);
+    assert.equal(header?.trigger, "estop");
+    id = header.incident_id;
+    const record = await rig.json(`/v0/incidents/${id}`);
+    const units = Object.fromEntries(
+      record.signals.map((s: { signal_id: string; unit?: string }) => [s.signal_id, s.unit]),
+    );
+    assert.deepEqual(
+      units,
+      { temp: "degC", count: "", label: 'a,"b"' },
+      "each signal's unit as declared when the incident began",
+    );
+    const csv = await (await rig.get(`/v0/incidents/${id}?format=csv`)).text();
+    const lines = csv.split("\r\n");
+    assert.equal(lines[0], "provider_id,device_id,signal_id,t_ms,value,quality,unit");
+    const unitOf = (signal: string) => {
+      const line = lines.find((l) => l.startsWith(`p0,probe,${signal},`));
+      assert.ok(line !== undefined, `a CSV line of ${signal}: ${csv}`);
+      return line.slice(line.lastIndexOf(",OK,") + 4);
+    };
+    assert.equal(unitOf("temp"), "degC");
+    assert.equal(unitOf("count"), "");
+    assert.equal(unitOf("label"), '"a,""b"""');
+  } finally {
+    await rig.rt.stop();
+  }
+});
