@@ -1,11 +1,14 @@
 /**
  * GET /v0/history gives each signal's unit, as GET /v0/state does: the one its device declares
- * (SignalSpec.unit), absent when it declares none.
+ * (SignalSpec.unit), absent when it declares none; as declared when the answer is given (after a
+ * wait for the disk tier, not before it).
  */
 import assert from "node:assert/strict";
+import { HISTORY_QUERY_DISK_WAIT_MS } from "../../src/history/mod.ts";
 import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
-import { T } from "../helpers/programmable_provider.ts";
-import { tempDir } from "../helpers/kernel.ts";
+import { T, TestClock } from "../helpers/programmable_provider.ts";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { InterceptedAppends } from "../helpers/journal_files.ts";
 
 Deno.test("a history answer names each signal's declared unit, and none for a signal without one", async () => {
   const dataDir = tempDir("history-units-");
@@ -69,6 +72,78 @@ Deno.test("the history CSV has a unit column: each signal's declared unit, empty
       "each line's unit",
     );
   } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("a history answer gives the units as they are when it is answered: a reload while it waits for the disk tier is in it", async () => {
+  const dataDir = tempDir("history-units-reload-");
+  const inventoryIn = (unit: string) => ({
+    devices: {
+      probe: { signals: [{ id: "temp", type: T.DOUBLE, unit }], values: [] },
+    },
+  });
+  const inventoryFile = await probeFile(dataDir, inventoryIn("degC"));
+  // The disk tier's writes wait for `release` while `held` (a slow disk).
+  let held = false;
+  const release = Promise.withResolvers<void>();
+  const files = new InterceptedAppends("/history/", async (text, append) => {
+    if (held) await release.promise;
+    await append(text);
+  });
+  // The query's wait for the disk (HISTORY_QUERY_DISK_WAIT_MS) is the test's: it says when the
+  // answer waits, and ends only when the disk write does (no timed race with the reload).
+  const clock = new TestClock();
+  clock.wallMs = T0;
+  let armed = false;
+  const waiting = Promise.withResolvers<void>();
+  const setTimer = clock.setTimer;
+  clock.setTimer = (fn: () => void, ms: number) => {
+    if (armed && ms === HISTORY_QUERY_DISK_WAIT_MS) {
+      armed = false;
+      waiting.resolve();
+      return setTimer(() => {}, 24 * 3_600_000);
+    }
+    return setTimer(fn, ms);
+  };
+  const rig = await startRig({
+    dataDir,
+    inventoryFile,
+    clock,
+    host: { files },
+    history: { stepMs: 1000 },
+  });
+  try {
+    await rig.poll(T0 + 1000, probeValues(1, 1).slice(0, 1));
+    await rig.rt.history!.flushDisk();
+    held = true;
+    await rig.poll(T0 + 2000, probeValues(2, 2).slice(0, 1)); // a bucket closes: its row held
+    armed = true;
+    // From before the ring's oldest poll (the priming one, at T0): the answer waits for the disk.
+    const answer = rig.json(`/v0/history/p0/probe?signal_id=temp&since_ms=${T0 - 1000}`);
+    await waiting.promise; // the answer waits for the disk tier
+    // A reload restarts the provider, which now declares temp in K.
+    await probeFile(dataDir, inventoryIn("K"));
+    const config = rig.rt.config;
+    const p0 = config.providers[0]!;
+    const report = await rig.rt.reload({
+      ...config,
+      providers: [{ ...p0, args: [...p0.args, "--restarted"] }],
+    });
+    assert.deepEqual(report.providers.restarted, ["p0"]);
+    await waitFor(
+      "temp declared in K",
+      () =>
+        rig.rt.inventory.capabilities("p0", "probe")?.signals.find((s) => s.signalId === "temp")
+          ?.unit === "K",
+    );
+    release.resolve();
+    const json = await answer;
+    assert.equal(json.status.code, "OK");
+    assert.equal(json.signals[0].signal_id, "temp");
+    assert.equal(json.signals[0].unit, "K", "the unit as declared when the answer was given");
+  } finally {
+    release.resolve();
     await rig.rt.stop();
   }
 });

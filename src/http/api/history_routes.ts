@@ -169,7 +169,6 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
   const { provider_id: p, device_id: d } = ctx.params;
   const q = ctx.url.searchParams;
   const format = wantedFormat(ctx, ["json", "csv"]);
-  const caps = ctx.services.inventory.capabilities(p!, d!);
   const sinceMs = epochParam(q, "since_ms");
   const untilMs = epochParam(q, "until_ms");
   const stepText = q.get("step_ms");
@@ -192,6 +191,9 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
     untilMs,
     stepMs,
   });
+  // Read once the query is answered, which may wait for the disk tier (HISTORY_QUERY_DISK_WAIT_MS):
+  // a reload meanwhile (a unit changed, the device removed) is in the answer.
+  const caps = ctx.services.inventory.capabilities(p!, d!);
   // A device the runtime no longer has (its provider removed, the device gone at rediscovery) is
   // answered from its disk rows; one neither has nor the range holds anything of is not found.
   if (!caps && answer.source === "none" && !history.knows(p!, d!)) {
