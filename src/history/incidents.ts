@@ -580,9 +580,10 @@ export class IncidentRecorder {
   /**
    * Notes where each device's polls after a trigger begin (Pending.afterSeq), and its signals as
    * declared now (Pending.specs), for the devices it names (every device the ring holds:
-   * machine-wide), those noted by an earlier trigger of the incident kept. A trigger dated back (`agoMs`, a device loss) begins at its first poll at or
-   * after its date: `fromSeq` when given (found by poll order at its first failed read), else
-   * found by time now (among the polls since the wall clock last stepped back).
+   * machine-wide), those noted by an earlier trigger of the incident kept. A trigger dated back
+   * (`agoMs`, a device loss) begins at its first poll at or after its date: `fromSeq` when given
+   * (found by poll order at its first failed read), else found by time now (among the polls since
+   * the wall clock last stepped back).
    */
   #noteAfterSeq(
     p: Pending,
