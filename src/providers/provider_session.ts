@@ -107,6 +107,27 @@ export function stderrLineLevel(line: string): LogLevel | null {
  * keeps the claims of 1024 devices it no longer lists (MAX_UNLISTED_CLAIM_DEVICES).
  */
 export const MAX_DEVICES_PER_PROVIDER = 1024;
+/**
+ * Most signals one DescribeDevice answer may declare (every entry counted, a signal declared twice
+ * included). A device declaring more is skipped with a discovery warning naming it, the count and
+ * the bound; the provider's other devices are kept. Without it only the frame bound
+ * (MAX_FRAME_BYTES, 1 MiB: tens of thousands of one-letter ids) would limit what one device makes
+ * the runtime keep per signal: a state slot, a history ring (its first 16 entries, 208 bytes, are
+ * counted in `history.memory_max_bytes` whatever the budget: 10,000 such rings fill the default
+ * 2 MiB and stop every other ring from growing), a Sparkplug alias and DBIRTH metric, and an id in
+ * each ReadSignals request. 1024 is what the poll supports: a ReadSignals answer of 1024 samples
+ * leaves each 1 KiB of the 1 MiB frame (a double of a short id takes some 40 bytes), and the
+ * first history rings of such a device take a tenth of the default budget.
+ */
+export const MAX_SIGNALS_PER_DEVICE = 1024;
+/**
+ * Most functions one DescribeDevice answer may declare (every entry counted). A device declaring
+ * more is skipped as for MAX_SIGNALS_PER_DEVICE. Each function is a Sparkplug DBIRTH metric (with
+ * its arguments as properties) beside the signals' in one MQTT message, an entry of the device's
+ * capabilities in every answer that lists them, and a function_id the call path looks up: 1024, as
+ * for signals, keeps one device's DBIRTH and capabilities within what its signals may take.
+ */
+export const MAX_FUNCTIONS_PER_DEVICE = 1024;
 /** Discovery warnings kept per session (provider health `discovery_warnings`); the rest counted. */
 export const MAX_DISCOVERY_WARNINGS = 20;
 /** Longest discovery warning (a provider's error message inside it is cut). */
@@ -126,6 +147,23 @@ function exitedUnlessAborted(exited: Promise<unknown>, signal: AbortSignal): Pro
     };
     exited.then(gone, gone);
   });
+}
+
+/**
+ * What a DescribeDevice answer declares beyond MAX_SIGNALS_PER_DEVICE or MAX_FUNCTIONS_PER_DEVICE
+ * (`5000 signals, more than MAX_SIGNALS_PER_DEVICE (1024)`), counted on the wire before anything
+ * is made of it; null when it keeps within both.
+ */
+function tooManyDeclared(desc: ResponsePayloads["describe_device"]): string | null {
+  const signals = desc.capabilities?.signals?.length ?? 0;
+  if (signals > MAX_SIGNALS_PER_DEVICE) {
+    return `${signals} signals, more than MAX_SIGNALS_PER_DEVICE (${MAX_SIGNALS_PER_DEVICE})`;
+  }
+  const functions = desc.capabilities?.functions?.length ?? 0;
+  if (functions > MAX_FUNCTIONS_PER_DEVICE) {
+    return `${functions} functions, more than MAX_FUNCTIONS_PER_DEVICE (${MAX_FUNCTIONS_PER_DEVICE})`;
+  }
+  return null;
 }
 
 /**
@@ -457,7 +495,8 @@ export class ProviderSession {
    * was asked for, so device ids are unique whatever the provider sends: a device without an id,
    * a duplicate, an id that is not addressable as a URL path segment (`.`, `..`), a failing
    * DescribeDevice, and an answer describing another device are each skipped with a warning
-   * (logged, and kept in `discoveryWarnings` for provider health). A list longer than
+   * (logged, and kept in `discoveryWarnings` for provider health), as is a device declaring more
+   * than MAX_SIGNALS_PER_DEVICE signals or MAX_FUNCTIONS_PER_DEVICE functions. A list longer than
    * MAX_DEVICES_PER_PROVIDER is refused as a whole (UNAVAILABLE, the start fails).
    */
   async #discover(): Promise<DeviceCapabilities[]> {
@@ -513,6 +552,11 @@ export class ProviderSession {
       const answered = desc.device?.device_id ?? "";
       if (isOtherDeviceAnswer(id, answered)) {
         skip(`DescribeDevice ${quote(id)} answered for device ${quote(answered)}`);
+        continue;
+      }
+      const declared = tooManyDeclared(desc);
+      if (declared !== null) {
+        skip(`DescribeDevice ${quote(id)} declares ${declared}`);
         continue;
       }
       const caps = capabilitiesFromWire(this.#cfg.id, id, desc);

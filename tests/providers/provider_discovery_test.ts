@@ -4,14 +4,20 @@
  * provider that describes no device at all does not start -- unless it says its host is not ready
  * (WaitReady `host_check: unmet`): then it stays up without devices until a restart finds them.
  * A list of more than MAX_DEVICES_PER_PROVIDER devices is refused as a whole, at start-up and at
- * a restart alike.
+ * a restart alike; a device declaring more than MAX_SIGNALS_PER_DEVICE signals or
+ * MAX_FUNCTIONS_PER_DEVICE functions is skipped with a warning, the others kept.
  */
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { MAX_DEVICES_PER_PROVIDER, ProviderRegistry } from "../../src/providers/mod.ts";
+import {
+  MAX_DEVICES_PER_PROVIDER,
+  MAX_FUNCTIONS_PER_DEVICE,
+  MAX_SIGNALS_PER_DEVICE,
+  ProviderRegistry,
+} from "../../src/providers/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import {
   type Inventory,
@@ -131,6 +137,68 @@ Deno.test("A restart whose ListDevices lists more than MAX_DEVICES_PER_PROVIDER 
       );
     }
     assert.equal(fx.host.available, false);
+  } finally {
+    await fx.close();
+  }
+});
+
+/** `n` double signals `s0`, `s1`, ... */
+const manySignals = (n: number) =>
+  Array.from({ length: n }, (_, i) => ({ id: `s${i}`, type: T.DOUBLE }));
+/**
+ * Functions beyond the programmable provider's own two (`program`, `stats`: ids 1 and 2) so that
+ * the device declares `n` in all.
+ */
+const manyFunctions = (n: number) =>
+  Array.from({ length: n - 2 }, (_, i) => ({
+    function_id: i + 3,
+    name: `f${i + 3}`,
+    policy: { category: 1 },
+    args: [],
+  }));
+
+Deno.test("Discovery skips a device declaring more than MAX_SIGNALS_PER_DEVICE signals or MAX_FUNCTIONS_PER_DEVICE functions, naming it, the count and the bound; the others are kept", async () => {
+  const signals = MAX_SIGNALS_PER_DEVICE + 1;
+  const functions = MAX_FUNCTIONS_PER_DEVICE + 1;
+  const fx = await startProgrammable({
+    list: ["a", "signals", "functions", "b"],
+    devices: {
+      a: { signals: SIGNALS },
+      signals: { signals: manySignals(signals) },
+      functions: { signals: SIGNALS, functions: manyFunctions(functions) },
+      b: { signals: SIGNALS },
+    },
+  });
+  try {
+    assert.deepEqual(fx.registry.devices().map((d) => d.deviceId), ["a", "b"]);
+    const warnings = [
+      `DescribeDevice "signals" declares ${signals} signals, more than MAX_SIGNALS_PER_DEVICE ` +
+      `(${MAX_SIGNALS_PER_DEVICE}); device skipped`,
+      `DescribeDevice "functions" declares ${functions} functions, more than ` +
+      `MAX_FUNCTIONS_PER_DEVICE (${MAX_FUNCTIONS_PER_DEVICE}); device skipped`,
+    ];
+    assert.deepEqual(fx.host.session!.discoveryWarnings, warnings);
+    assert.deepEqual(fx.cache.discoveryWarnings("p0"), warnings);
+    for (const w of warnings) assert.ok(fx.lines.some((l) => l.endsWith(`discovery: ${w}`)));
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("A device declaring exactly MAX_SIGNALS_PER_DEVICE signals and MAX_FUNCTIONS_PER_DEVICE functions is kept whole", async () => {
+  const fx = await startProgrammable({
+    devices: {
+      a: {
+        signals: manySignals(MAX_SIGNALS_PER_DEVICE),
+        functions: manyFunctions(MAX_FUNCTIONS_PER_DEVICE),
+      },
+    },
+  });
+  try {
+    const [caps] = fx.registry.devices().map((d) => fx.registry.capabilities("p0", d.deviceId));
+    assert.equal(caps?.signals.length, MAX_SIGNALS_PER_DEVICE);
+    assert.equal(caps?.functions.length, MAX_FUNCTIONS_PER_DEVICE);
+    assert.deepEqual(fx.host.session!.discoveryWarnings, []);
   } finally {
     await fx.close();
   }
