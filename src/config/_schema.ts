@@ -20,6 +20,7 @@ import {
   MAX_INTERLOCK_BLOCK_ENTRIES,
   MAX_INTERLOCKS,
   MAX_MQTT_PACKET_BYTES,
+  MAX_PROVIDERS,
   MIN_SPARKPLUG_MESSAGE_BYTES,
   RESERVED_TOKEN_NAMES,
   RUNS_LIMITS,
@@ -470,8 +471,9 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
     ),
     providers: {
       type: "array",
-      description: "Provider processes (at least one).",
+      description: `Provider processes (at least one, at most ${MAX_PROVIDERS}).`,
       minItems: 1,
+      maxItems: MAX_PROVIDERS,
       items: {
         type: "object",
         required: ["id", "command"],

@@ -33,6 +33,7 @@ import type {
 } from "./types.ts";
 import {
   MAX_MQTT_PACKET_BYTES,
+  MAX_PROVIDERS,
   MEASUREMENT_NAMINGS,
   MIN_SPARKPLUG_MESSAGE_BYTES,
   RUNS_LIMITS,
@@ -520,6 +521,10 @@ function readProviders(root: Obj, ctx: SemanticContext): ProviderConfig[] {
   const list = c.sequence(root.providers, P);
   if (list === null) return [];
   if (list.length === 0) c.error(P, "must have at least one provider");
+  // The entries are still read: sections naming a provider resolve, and no error stands for this.
+  if (list.length > MAX_PROVIDERS) {
+    c.error(P, `has ${list.length} entries, at most ${MAX_PROVIDERS} (MAX_PROVIDERS)`);
+  }
   const out: ProviderConfig[] = [];
   const firstById = new Map<string, number>();
   list.forEach((item, i) => {

@@ -189,6 +189,18 @@ export interface RestartPolicyConfig {
   readonly successResetMs: number;
 }
 
+/**
+ * Bound on configured providers (`providers:` entries). Each is a child process with three pipes
+ * and its own supervision, poll plans and health entry: the runtime is measured with up to 50 (the
+ * bench's largest rig), and sized for more. The HTTP server keeps 64 + 4 descriptors per provider
+ * free (HTTP_RESERVED_FDS_BASE, HTTP_RESERVED_FDS_PER_PROVIDER): 128 providers take 576 of
+ * systemd's default soft limit of 1024, leaving the default 128 connections their room. Spawns are
+ * paced one per loop turn (15-50 ms each on a loaded 2-core machine, at most half of the loop's
+ * time): 128 providers spawn in some 4-13 s, within the default `runtime.startup_timeout_ms`
+ * (30 s). A configuration with more providers is refused, as `--check-config` says.
+ */
+export const MAX_PROVIDERS = 128;
+
 export interface ProviderConfig {
   readonly id: string;
   /** As written; when it contains `/` it is resolved against the config file's folder. */
