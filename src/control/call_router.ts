@@ -62,6 +62,22 @@ export interface CallRequest {
    * or cancelled while queued. Must not throw.
    */
   readonly onQueued?: (() => void) | undefined;
+  /**
+   * Whether the caller is still admitted to make this call (an HTTP client: its token and role
+   * under the API tokens in force, which a reload may have removed or lowered while the call
+   * waited): asked at the call's turn with the other gates, before the write ahead and after it.
+   * Null: admitted; else the refusal, audited with its `refusedBy` (`auth`, `role`, `origin`).
+   * Synchronous; must not throw. Absent: nothing to ask (trees, hooks, the e-stop's ladder).
+   */
+  readonly stillAdmitted?: (() => CallerRefusal | null) | undefined;
+}
+
+/** Why a caller is no longer admitted to its call (CallRequest.stillAdmitted). */
+export interface CallerRefusal {
+  /** The check that refused, for the audit trail's `refused_by`. */
+  readonly refusedBy: string;
+  /** What the call is refused with. */
+  readonly error: RuntimeError;
 }
 
 /** The audit origin of a call that names none: the kind its gate origin implies. */
@@ -490,11 +506,18 @@ export class CallRouter {
     progress.refusedBy = null;
     let response;
     try {
-      // At its turn: resolved and validated again against what the provider declares now, when
-      // it restarted (or rediscovered) since -- the call goes out as validated, or not at all --
-      // and gated again: nothing may have latched since validation. (A provider that went down
-      // meanwhile: host.request refuses with UNAVAILABLE.)
+      // At its turn: its caller asked again whether still admitted (a reload may have removed or
+      // lowered its token); resolved and validated again against what the provider declares now,
+      // when it restarted (or rediscovered) since -- the call goes out as validated, or not at
+      // all -- and gated again: nothing may have latched since validation. (A provider that went
+      // down meanwhile: host.request refuses with UNAVAILABLE.)
       const checkAtTurn = () => {
+        // The caller first: one no longer admitted learns nothing of the device's state.
+        const refusal = req.stillAdmitted?.() ?? null;
+        if (refusal !== null) {
+          progress.refusedBy = refusal.refusedBy;
+          throw refusal.error;
+        }
         const redeclared = this.#redeclared(req, host, device, fn, progress);
         if (redeclared !== null) {
           ({ device, fn } = redeclared);

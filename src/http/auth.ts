@@ -204,6 +204,16 @@ interface TokenEntry {
   readonly role: TokenRole;
 }
 
+/**
+ * What a request presents, as BearerAuth compares it: the SHA-256 digest of its bearer token (null
+ * for none), never the token, and whether a proxy relayed it. Taken once (BearerAuth.credentials),
+ * it is compared again without hashing (BearerAuth.identifyNow).
+ */
+export interface Credentials {
+  readonly digest: Uint8Array | null;
+  readonly relayed: boolean;
+}
+
 /** Checks requests against the configured tokens; one instance per server. */
 export class BearerAuth {
   readonly #enabled: boolean;
@@ -213,6 +223,8 @@ export class BearerAuth {
    * time does not depend on where the bytes differ. Empty tokens are left out (they admit nobody).
    */
   readonly #entries: Promise<TokenEntry[]>;
+  /** #entries once digested: what identifyNow compares with. */
+  #digested: readonly TokenEntry[] | null = null;
 
   constructor(http: HttpConfig, token: string, named: readonly NamedToken[] = []) {
     this.#enabled = http.authEnabled;
@@ -223,7 +235,21 @@ export class BearerAuth {
         name: t.name,
         role: t.role,
       })),
-    );
+    ).then((entries) => {
+      this.#digested = entries;
+      return entries;
+    });
+  }
+
+  /** A BearerAuth whose tokens are digested: identifyNow may be asked of it at once. */
+  static async create(
+    http: HttpConfig,
+    token: string,
+    named: readonly NamedToken[] = [],
+  ): Promise<BearerAuth> {
+    const auth = new BearerAuth(http, token, named);
+    await auth.#entries;
+    return auth;
   }
 
   /**
@@ -235,10 +261,33 @@ export class BearerAuth {
     if (!this.#enabled) {
       return { name: ANONYMOUS_PRINCIPAL, address: remoteAddr, role: "admin" };
     }
-    const entry = await this.#match(req);
+    const credentials = await this.credentials(req);
+    await this.#entries;
+    return this.identifyNow(credentials, remoteAddr);
+  }
+
+  /** What `req` presents (its token digested once), for identifyNow. */
+  async credentials(req: Request): Promise<Credentials> {
+    const header = req.headers.get("authorization");
+    // Prefix is case-sensitive "Bearer" and exactly one space (as anolis).
+    const digest = header === null || !header.startsWith(BEARER_PREFIX)
+      ? null
+      : await sha256(header.slice(BEARER_PREFIX.length));
+    return { digest, relayed: isRelayedRequest(req) };
+  }
+
+  /**
+   * identify, synchronously, for credentials taken before: the tokens must be digested (a
+   * BearerAuth from create, or one that identified a request already); TypeError otherwise.
+   */
+  identifyNow(credentials: Credentials, remoteAddr: string): Principal | null {
+    if (!this.#enabled) {
+      return { name: ANONYMOUS_PRINCIPAL, address: remoteAddr, role: "admin" };
+    }
+    const entry = this.#match(credentials);
     if (entry !== null) return { name: entry.name, address: remoteAddr, role: entry.role };
     // A request a proxy on this host relayed comes from loopback for a client that is not.
-    if (this.#exemptLoopback && isLoopbackAddress(remoteAddr) && !isRelayedRequest(req)) {
+    if (this.#exemptLoopback && isLoopbackAddress(remoteAddr) && !credentials.relayed) {
       return { name: LOCAL_PRINCIPAL, address: remoteAddr, role: "admin" };
     }
     return null;
@@ -249,20 +298,26 @@ export class BearerAuth {
    * enabled (the request policy lets a cross-origin request with a token change state).
    */
   async presentsToken(req: Request): Promise<boolean> {
-    return (await this.#match(req)) !== null;
+    const credentials = await this.credentials(req);
+    await this.#entries;
+    return this.presentsTokenNow(credentials);
+  }
+
+  /** presentsToken, synchronously, for credentials taken before (as identifyNow). */
+  presentsTokenNow(credentials: Credentials): boolean {
+    return this.#match(credentials) !== null;
   }
 
   /**
-   * The entry whose token the request presents, or null. The presented token is digested once
-   * and compared with EVERY entry without an early exit, and the match is selected by masking,
-   * not by branching: the time taken says nothing about which entry (if any) matched.
+   * The entry whose token the credentials present, or null. The presented token was digested
+   * once; it is compared with EVERY entry without an early exit, and the match is selected by
+   * masking, not by branching: the time taken says nothing about which entry (if any) matched.
    */
-  async #match(req: Request): Promise<TokenEntry | null> {
-    const header = req.headers.get("authorization");
-    // Prefix is case-sensitive "Bearer" and exactly one space (as anolis).
-    if (header === null || !header.startsWith(BEARER_PREFIX)) return null;
-    const entries = await this.#entries;
-    const presented = await sha256(header.slice(BEARER_PREFIX.length));
+  #match(credentials: Credentials): TokenEntry | null {
+    const entries = this.#digested;
+    if (entries === null) throw new TypeError("BearerAuth: tokens asked before they are digested");
+    const presented = credentials.digest;
+    if (presented === null) return null;
     // index + 1 of the matching entry, 0 for none; config validation keeps token values unique.
     let found = 0;
     for (let i = 0; i < entries.length; i++) {

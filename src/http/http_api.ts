@@ -6,12 +6,19 @@
  * outcome, errors included, leaves through one place that adds CORS headers (and drops the body
  * of a HEAD).
  */
-import { type Logger, maxStreamsFor, requestConnectionsShort } from "../common/mod.ts";
+import {
+  type Logger,
+  maxStreamsFor,
+  requestConnectionsShort,
+  RuntimeError,
+} from "../common/mod.ts";
+import type { CallerRefusal } from "../control/mod.ts";
 import type { HttpConfig, TokenRole } from "../config/mod.ts";
 import { auditHttpRefusal } from "./audit_http.ts";
 import {
   authorizationFormProblem,
   BearerAuth,
+  type Credentials,
   forbiddenResponse,
   type NamedToken,
   type Principal,
@@ -135,10 +142,13 @@ export class HttpApi {
     apiToken: string,
     tokens: readonly NamedToken[],
   ): Promise<{ ended: number; changes: TokenChanges | null }> {
+    // Digested before they take effect: a request admitted under the tokens before is asked again
+    // of these synchronously (a call at its turn, #admittedNow).
+    const auth = await BearerAuth.create(http, apiToken, tokens);
     const next = withDefaultToken(apiToken, tokens);
     const changes = tokenChanges(this.#tokens, next);
     this.#tokens = next;
-    this.#auth = new BearerAuth(http, apiToken, tokens);
+    this.#auth = auth;
     this.#tokenGeneration++;
     return { ended: await this.#sse.recheck(), changes };
   }
@@ -363,6 +373,58 @@ export class HttpApi {
   }
 
   /**
+   * #readmit, synchronously, for a command that waits its turn (a call in its provider's queue):
+   * null while the tokens in force still admit the request with the role it needs, else the
+   * refusal, with its answer in AT_TURN_ANSWERS. Not audited here: the refused command is (the
+   * call router's entry, `refused_by` as this names it).
+   */
+  #admittedNow(
+    req: Request,
+    url: URL,
+    info: RequestInfo,
+    was: Principal,
+    need: TokenRole,
+    credentials: Credentials,
+  ): CallerRefusal | null {
+    const why = "the API tokens were replaced (configuration reload) while it waited for its turn";
+    const now = this.#auth.identifyNow(credentials, info.remoteAddr);
+    let refusal: CallerRefusal;
+    let answer: Response;
+    if (now !== null && roleAllows(now.role, need)) {
+      const foreign = RequestPolicy.judgesOrigin(req.method, url.pathname) &&
+          req.headers.has("origin")
+        ? this.#policy.checkOrigin(req, url, this.#auth.presentsTokenNow(credentials))
+        : null;
+      if (foreign === null) return null;
+      refusal = {
+        refusedBy: "origin",
+        error: new RuntimeError(foreign.code, `${foreign.message}: ${why}`),
+      };
+      answer = refusalResponse(foreign);
+    } else if (now === null) {
+      refusal = {
+        refusedBy: "auth",
+        error: new RuntimeError(
+          "UNAUTHENTICATED",
+          `token '${was.name}' no longer admits: ${why}`,
+        ),
+      };
+      answer = unauthorizedResponse();
+    } else {
+      refusal = {
+        refusedBy: "role",
+        error: new RuntimeError(
+          "PERMISSION_DENIED",
+          `role ${need} required (${now.name} has role ${now.role}): ${why}`,
+        ),
+      };
+      answer = forbiddenResponse(req.method, url.pathname, now, need);
+    }
+    AT_TURN_ANSWERS.set(refusal.error, answer);
+    return refusal;
+  }
+
+  /**
    * The origin check under the tokens in force (a foreign page may pass it by its token alone),
    * for a request it judges; null when it may go on.
    */
@@ -470,12 +532,21 @@ export class HttpApi {
           return await this.#foreignOrigin(req, url) === null;
         },
         admittedUnderCurrentTokens: () => generation === this.#tokenGeneration,
+        stillAdmitted: async () => {
+          const credentials = await this.#auth.credentials(req);
+          return () =>
+            generation === this.#tokenGeneration
+              ? null
+              : this.#admittedNow(req, url, info, principal, match.role, credentials);
+        },
         dropConnection: info.dropConnection ?? (() => {}),
         answered: info.answered ?? null,
         stoppedSinceArrival: () => this.#services.router.stopEpoch() !== stopMark,
       });
     } catch (err) {
       if (err instanceof Unadmitted) return err.response;
+      const atTurn = err instanceof RuntimeError ? AT_TURN_ANSWERS.get(err) : undefined;
+      if (atTurn !== undefined) return atTurn;
       const res = responseForError(err);
       if (res.status === 500) {
         this.#log.error(`${req.method} ${url.pathname}: ${(err as Error)?.message ?? err}`);
@@ -491,6 +562,12 @@ class Unadmitted extends Error {
     super(`refused: ${response.status}`);
   }
 }
+
+/**
+ * The answer of each refusal #admittedNow made (the router throws it back as the call's error):
+ * 401 with its challenge, or 403, as the first check answers.
+ */
+const AT_TURN_ANSWERS = new WeakMap<RuntimeError, Response>();
 
 /** A policy refusal as an error response; the body is discarded unread. */
 async function refuse(req: Request, refusal: PolicyRefusal): Promise<Response> {

@@ -6,6 +6,7 @@
  * place.
  */
 import type { TokenRole } from "../config/mod.ts";
+import type { CallerRefusal } from "../control/mod.ts";
 import type { Principal } from "./auth.ts";
 import type { BodyLimits } from "./json_body.ts";
 import type { JsonSchema } from "./request_schemas.ts";
@@ -41,6 +42,13 @@ export interface RouteContext {
    * ran): whatever it keeps open must be checked with `admitted` again.
    */
   readonly admittedUnderCurrentTokens: () => boolean;
+  /**
+   * A check, for a command that waits its turn (a call in its provider's queue), of whether the
+   * API tokens in force when it is asked still admit this request with its route's role: null, or
+   * the refusal (a reload removed or lowered its token since), which the request is answered
+   * with as its first check would have (401, 403). Synchronous once resolved.
+   */
+  readonly stillAdmitted: () => Promise<() => CallerRefusal | null>;
   /**
    * Closes the request's connection at once, whatever its answer is still writing (an event
    * stream whose client stopped reading); nothing when no server carries the request.

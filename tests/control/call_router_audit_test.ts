@@ -13,6 +13,8 @@ import {
   CallRouter,
   defaultAuditOrigin,
   MAX_QUEUED_CALLS_PER_PROVIDER,
+  reachedProvider,
+  refusedBeforeSending,
 } from "../../src/control/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { testLogger } from "../helpers/kernel.ts";
@@ -429,5 +431,48 @@ Deno.test("CallRouter audit: a call a gate refuses at its turn is not written ah
     );
     assert.equal(refused?.refused_by, "estop");
     assert.equal(refused?.intent, undefined, "nothing written ahead to settle");
+  });
+});
+
+Deno.test("CallRouter audit: a caller stillAdmitted refuses after the write ahead is refused unsent, by what it names, the write ahead settled", async () => {
+  await withRouter(async (f) => {
+    // The caller's token is lowered while its decision is written ahead (a reload).
+    let admitted = true;
+    let asked = 0;
+    f.router.setAuditSink({
+      record: (e) => f.entries.push(e),
+      writeAhead: () => {
+        admitted = false;
+        return Promise.resolve({ id: "ahead" });
+      },
+    });
+    const lowered = new RuntimeError(
+      "PERMISSION_DENIED",
+      "role operator required (shift has role viewer)",
+    );
+    const call = f.router.call({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: SET_FAN,
+      args: { duty: d(0.4) },
+      origin: "manual",
+      stillAdmitted: () => {
+        asked++;
+        return admitted ? null : { refusedBy: "role", error: lowered };
+      },
+    });
+    await assert.rejects(call, (e) => e === lowered);
+    assert.equal(asked, 2, "asked at its turn, and again after the write ahead");
+    assert.equal(reachedProvider(lowered), false);
+    assert.equal(refusedBeforeSending(lowered), "role");
+    assert.deepEqual(
+      f.entries.map((e) => [e.outcome, e.refused_by, e.reason, e.intent]),
+      [[
+        "refused",
+        "role",
+        "PERMISSION_DENIED: role operator required (shift has role viewer)",
+        { id: "ahead" },
+      ]],
+    );
   });
 });

@@ -245,9 +245,11 @@ function deviceState({ services, params, url }: RouteContext): Response {
 }
 
 async function call(
-  { services, body, principal, stoppedSinceArrival }: RouteContext,
+  { services, body, principal, stoppedSinceArrival, stillAdmitted }: RouteContext,
 ): Promise<Response> {
   const b = await body<CallBody>();
+  // Asked again at the call's turn: a reload may remove or lower its token while it is queued.
+  const admitted = await stillAdmitted();
   // Sent before a stop that happened while its body arrived: never carried out after it (the
   // latch may have been released and the machine re-armed meanwhile). A read-only function
   // changes nothing, and one the device does not declare is the router's to refuse.
@@ -273,6 +275,7 @@ async function call(
     args: callArgs(b.args),
     origin: "manual",
     source: httpOrigin(principal),
+    stillAdmitted: admitted,
     // No abort signal: a call is bounded by the provider's timeout_ms, and once queued it is
     // cheaper to finish than to half-cancel (Deno's request.signal also fires after success).
   });
