@@ -345,6 +345,16 @@ interface ProviderBackOptions {
   readonly stopsOwn?: boolean;
 }
 
+/** A hold on the hook calls into FAULT of an entry (holdFaultHookCalls). */
+interface FaultHookHold {
+  /** The mode the entry came from. */
+  readonly from: RuntimeMode;
+  /** The hooks in force at its commit. */
+  readonly committedWith: ModeManagerOptions["hooks"];
+  /** Resolved at the release. */
+  readonly released: PromiseWithResolvers<void>;
+}
+
 /** The FAULT entry whose hooks have begun: the mode it came from, its runs, the hooks it began with. */
 interface FaultInForce {
   from: RuntimeMode;
@@ -421,6 +431,17 @@ export class ModeManager implements ModeService {
     string,
     { left: number; done: PromiseWithResolvers<void> }
   >();
+  /**
+   * The latest FAULT entry committed: the mode it came from and the hooks in force at its commit
+   * (what a hold covers: holdFaultHookCalls); null before the first.
+   */
+  #faultEntered: { from: RuntimeMode; committedWith: ModeManagerOptions["hooks"] } | null = null;
+  /**
+   * The holds on the hook calls into FAULT a stop has committed to making and not begun
+   * (holdFaultHookCalls): a reload stopping a provider they cover waits for their release, then
+   * for the calls counted by then (faultHookCallsSettled).
+   */
+  readonly #faultHookHolds = new Set<FaultHookHold>();
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
   /**
@@ -500,7 +521,37 @@ export class ModeManager implements ModeService {
    * for it.
    */
   faultHookCallsSettled(providerId: string): Promise<void> | null {
-    return this.#faultHookCallsLeft.get(providerId)?.done.promise ?? null;
+    const counted = () => this.#faultHookCallsLeft.get(providerId)?.done.promise;
+    const holds = [...this.#faultHookHolds].filter((hold) => this.#holdCovers(hold, providerId));
+    if (holds.length === 0) return counted() ?? null;
+    // Held: the runs count their calls as they begin, before the hold is released; then those.
+    return Promise.all([counted(), ...holds.map((hold) => hold.released.promise)])
+      .then(() => counted());
+  }
+
+  /**
+   * Holds the hook calls into FAULT of the latest FAULT entry that a stop has committed to making
+   * and not begun (the e-stop's, after its ladder: the entry's run, or runFaultHooksAgain's), until
+   * the returned release is called once that run has begun (it counts its calls as it begins): a
+   * reload stopping a provider they are addressed to (in the hooks in force at the commit or now)
+   * waits meanwhile too (faultHookCallsSettled). Synchronous, never throws; the release is
+   * idempotent. Nothing waits for the hold but such a reload, bounded by its caller.
+   */
+  holdFaultHookCalls(): () => void {
+    const entered = this.#faultEntered;
+    if (entered === null) return () => {};
+    const hold: FaultHookHold = { ...entered, released: Promise.withResolvers() };
+    this.#faultHookHolds.add(hold);
+    return () => {
+      if (!this.#faultHookHolds.delete(hold)) return;
+      hold.released.resolve();
+    };
+  }
+
+  /** Whether `hold` covers hook calls into FAULT to `providerId` (at its commit or in force now). */
+  #holdCovers(hold: FaultHookHold, providerId: string): boolean {
+    return this.#faultHookCallsTo(providerId, hold.from, hold.committedWith).length > 0 ||
+      this.#faultHookCallsTo(providerId, hold.from).length > 0;
   }
 
   /**
@@ -776,6 +827,7 @@ export class ModeManager implements ModeService {
     // The hooks this stop started with: a reload before they run may add to them, never take
     // away (below).
     const committedWith = this.#o.hooks;
+    this.#faultEntered = { from, committedWith };
     return {
       committed: true,
       from,

@@ -414,6 +414,12 @@ export interface EstopModes {
    * (unbounded, never rejects); null when none (stopActionsSettled).
    */
   faultHookCallsSettled?(providerId: string): Promise<void> | null;
+  /**
+   * Holds the hook calls into FAULT a stop has committed to making and not begun (its own, made
+   * after its ladder) until the returned release is called, once their run has begun: counted
+   * meanwhile by faultHookCallsSettled. Synchronous; nothing but a reload's wait waits for it.
+   */
+  holdFaultHookCalls?(): () => void;
 }
 
 export interface EstopOptions {
@@ -728,12 +734,13 @@ export class Estop implements EstopService {
     // FAULT_HOOKS_ANSWER_WAIT_MS. `fault` is set in this same synchronous step, before the turn.
     const cause = options.cause ?? ESTOP_CAUSE_API;
     let fault: FaultEntry | null = null;
+    let hooksHeld: (() => void) | null = null;
     // The calls admitted before the latch, taken at the latch: a reload that removes or restarts
     // a provider before this stop's turn still has its drain wait for them.
     const drains = this.#drainsFromLatch();
     this.#stopsRunning++;
-    const stop = this.#stopTail.then(() => this.#stop(fault, cause, drains)).finally(() =>
-      this.#stopsRunning--
+    const stop = this.#stopTail.then(() => this.#stop(fault, cause, drains, hooksHeld)).finally(
+      () => this.#stopsRunning--,
     );
     this.#stopTail = stop.catch(() => {});
     // From the latch on, the ladder starts whatever fails before it (a port that throws, the clock
@@ -774,6 +781,14 @@ export class Estop implements EstopService {
       "entering FAULT",
       () => this.#o.modes?.enterFault("e-stop", { kind: "estop", cause }) ?? null,
     );
+    // This stop makes the hooks into FAULT after its ladder: held from here until their run has
+    // begun, so that a reload stopping a provider while the ladder runs waits for them too.
+    if (fault !== null) {
+      hooksHeld = contained(
+        "holding the hook calls into FAULT",
+        () => this.#o.modes?.holdFaultHookCalls?.() ?? null,
+      );
+    }
     contained("announcing the latch", () => {
       if (latchedAtMs === null) throw new Error("the time of the latch is unknown");
       this.#o.bus?.publish({
@@ -1133,6 +1148,7 @@ export class Estop implements EstopService {
     fault: FaultEntry | null,
     cause: string,
     drains: readonly LatchDrain[] | null,
+    hooksHeld: (() => void) | null,
   ): Promise<EstopResult> {
     let ladder: {
       plan: SafeStatePlan;
@@ -1154,7 +1170,7 @@ export class Estop implements EstopService {
     } finally {
       // Whatever the ladder did, even throw: FAULT without its stop actions would also hold every
       // FAULT request (an alarm's, forceFault) waiting for hooks that never run.
-      hooks = fault ? await this.#faultHooks(fault) : { failures: [], pending: false };
+      hooks = fault ? await this.#faultHooks(fault, hooksHeld) : { failures: [], pending: false };
     }
     const { plan, planFailed, actions, drain } = ladder;
     const expect = safeState.expect;
@@ -1233,8 +1249,19 @@ export class Estop implements EstopService {
    * (each call has its own deadline, but a provider's calls run one after another): past that,
    * the failures known so far, pending. Never rejects: hooks that failed to run at all (their run
    * threw or rejected) are answered as the failures known then and one entry for them as a whole.
+   * `held` (the trigger's holdFaultHookCalls) is released once their run has begun (it counts its
+   * calls as it begins), or failed to.
    */
-  async #faultHooks(fault: FaultEntry): Promise<{ failures: HookFailure[]; pending: boolean }> {
+  async #faultHooks(
+    fault: FaultEntry,
+    held: (() => void) | null,
+  ): Promise<{ failures: HookFailure[]; pending: boolean }> {
+    const release = () =>
+      this.#contained(
+        "releasing the hold on the hook calls into FAULT",
+        () => held?.(),
+        "a reload's wait for them ends at its bound",
+      );
     // FAULT stood already (a trigger while latched, or after another FAULT): its hooks, once run,
     // are made again after this ladder, which may have undone what they set -- a stop leaves the
     // machine as its ladder then the hooks do, however many triggers.
@@ -1253,13 +1280,20 @@ export class Estop implements EstopService {
           () => this.#o.modes?.runFaultHooksAgain?.(again) ?? null,
           "the answer has the failures of their earlier run",
         );
+        release();
         if (rerun === null) return earlier;
         madeAgain = true;
         return rerun;
+      }, (err: unknown) => {
+        release();
+        throw err;
       });
     } catch (err) {
+      release();
       done = Promise.reject(err);
     }
+    // The entry's own run has begun (its calls counted): a run made again releases it above.
+    if (fault.committed) release();
     // The failures known so far, read where a port that throws must take nothing away either:
     // one ERROR line, and the answer goes without them.
     const known = (then: string) =>

@@ -129,3 +129,35 @@ Deno.test("ModeManager.faultHookCallsSettled waits for the hook calls into FAULT
   assert.equal(await settled(plant!), true);
   assert.equal(r.modes.faultHookCallsSettled("plant"), null);
 });
+
+Deno.test("ModeManager.faultHookCallsSettled waits, while a FAULT entry's hook calls are held and not begun, for their release and then for those calls", async () => {
+  const r = rig();
+  // The e-stop's way: FAULT committed at once, its hooks run after its ladder.
+  const entry = r.modes.enterFault("e-stop", { kind: "estop", cause: "api" });
+  const release = r.modes.holdFaultHookCalls();
+  const plant = r.modes.faultHookCallsSettled("plant");
+  assert.notEqual(plant, null, "no wait for the hook calls committed to and not begun");
+  assert.notEqual(r.modes.faultHookCallsSettled("probe"), null);
+  assert.equal(r.modes.faultHookCallsSettled("other"), null, "a provider no hook call is to");
+  assert.equal(await settled(plant!), false);
+  const hooks = entry.runHooks();
+  release();
+  release(); // idempotent
+  await heldCalls(r.held, 2);
+  assert.equal(await settled(plant!), false, "ended at the release, plant's calls running");
+  r.held.find((h) => h.req.providerId === "probe")!.answer();
+  r.held.find((h) => h.req.functionName === "set_heater")!.answer();
+  await heldCalls(r.held, 3);
+  assert.equal(await settled(plant!), false, "ended with plant's set_fan still to be made");
+  r.held[2]!.answer();
+  assert.equal(await settled(plant!), true);
+  assert.deepEqual(await hooks, []);
+  assert.equal(r.modes.faultHookCallsSettled("plant"), null);
+});
+
+Deno.test("ModeManager.holdFaultHookCalls before any FAULT entry holds nothing", () => {
+  const r = rig();
+  const release = r.modes.holdFaultHookCalls();
+  assert.equal(r.modes.faultHookCallsSettled("plant"), null);
+  release();
+});
