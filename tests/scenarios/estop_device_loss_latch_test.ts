@@ -47,7 +47,16 @@ Deno.test("A device lost while the e-stop is latched stays device-loss latched t
     assert.deepEqual(latched(), ["sim0/motorctl0"], "its return releases nothing");
 
     rt.estop.clear();
-    await rt.modes.request("MANUAL");
+    // Its return makes the hooks into FAULT again (the device is back while FAULT stands): the
+    // re-arm is refused until they have finished, as docs/safety.md says.
+    await waitFor(
+      "re-armed to MANUAL once the hooks made again at its return finished",
+      () =>
+        rt.modes.request("MANUAL").then(() => true, (err: unknown) => {
+          if (/FAULT hooks are still running/.test(String(err))) return false;
+          throw err;
+        }),
+    );
     assert.deepEqual(latched(), ["sim0/motorctl0"], "neither the clear nor the re-arm releases it");
     const refused = await rt.automation!.services.callDevice(
       "sim0/motorctl0",
