@@ -122,7 +122,7 @@ export class IncidentsView {
       "Incident records, newest first",
       ["Time", "Trigger", "Cause", "Devices", "Window", "Samples", ""],
       list.map((i) => [
-        formatTime(i.at_epoch_ms),
+        formatTime(triggerAt(i)),
         triggerName(i.trigger),
         causeText(i),
         i.scope === "machine" ? `all (${i.devices.length})` : i.devices.join(", "),
@@ -216,7 +216,7 @@ export class IncidentsView {
       h("h3", { class: "incident-title", text: `${triggerName(inc.trigger)}: ${inc.cause}` }),
       facts([
         ["Incident", inc.incident_id],
-        ["When", formatTime(inc.at_epoch_ms)],
+        ["When", whenText(inc)],
         ["Cause", causeText(inc)],
         [
           "Devices",
@@ -242,7 +242,7 @@ export class IncidentsView {
       this.chart = new Chart(chartBox, series, {
         xRange: () => [inc.from_epoch_ms, inc.until_epoch_ms],
         mark: inc.at_epoch_ms,
-        markLabel: `${triggerName(inc.trigger)}`,
+        markLabel: markLabel(inc),
       });
       this.chart.update(inc.until_epoch_ms);
     } else {
@@ -306,7 +306,43 @@ export function windowFact(i) {
     return `${span} (starts ${secondsBetween(i.at_epoch_ms, i.from_epoch_ms)} s after the ` +
       `trigger at ${formatTime(i.at_epoch_ms)}, which the chart does not reach; ${CLAMPED_NOTE})`;
   }
-  return `${span} (the dashed line is the trigger: before it on the left, after it on the right)`;
+  const what = triggerAt(i) === i.at_epoch_ms
+    ? "the trigger"
+    : `the first trigger, ${markLabel(i)}`;
+  return `${span} (the dashed line is ${what}: before it on the left, after it on the right)`;
+}
+
+/**
+ * When its lead trigger happened (`trigger_at_epoch_ms`); a record of a version without it: when
+ * the incident began (`at_epoch_ms`), which was its lead's time then.
+ */
+function triggerAt(i) {
+  return typeof i.trigger_at_epoch_ms === "number" ? i.trigger_at_epoch_ms : i.at_epoch_ms;
+}
+
+/**
+ * When an incident's lead happened, on its page; a lead that joined the incident later (an e-stop
+ * after an alarm, within a second) says when the incident, and its window, began.
+ */
+export function whenText(i) {
+  const at = triggerAt(i);
+  if (at === i.at_epoch_ms) return formatTime(at);
+  // Before it only across a step of the wall clock (triggers join by the monotonic clock).
+  const apart = `${(Math.abs(at - i.at_epoch_ms) / 1000).toFixed(3)} s ${
+    at > i.at_epoch_ms ? "after" : "before"
+  }`;
+  return `${formatTime(at)} (${apart} the incident began at ` +
+    `${formatTime(i.at_epoch_ms)}: ${markLabel(i)}; its window is around that)`;
+}
+
+/**
+ * What the chart's dashed line (at `at_epoch_ms`, where the window is anchored) is: the lead, or
+ * the trigger that began the incident when a stronger one joined it later.
+ */
+export function markLabel(i) {
+  if (triggerAt(i) === i.at_epoch_ms) return triggerName(i.trigger);
+  const first = (i.also ?? []).find((a) => a.at_epoch_ms === i.at_epoch_ms);
+  return first === undefined ? "Incident began" : triggerName(first.trigger);
 }
 
 /** An incident's cause, with the triggers that joined it. */

@@ -89,9 +89,20 @@ export interface IncidentCause {
 /** The header of an incident record (its first line; GET /v0/incidents lists these). */
 export interface IncidentHeader {
   readonly incident_id: string;
+  /** Its lead: the strongest of its triggers. */
   readonly trigger: IncidentTrigger;
   readonly cause: string;
+  /**
+   * When the incident began (its first trigger): the anchor of its window, which runs
+   * incident_before_s before it to incident_after_s after it.
+   */
   readonly at_epoch_ms: number;
+  /**
+   * When its lead trigger happened: `at_epoch_ms` unless a stronger trigger joined (an e-stop
+   * within MERGE_WINDOW_MS of an alarm's incident). Records written before it was kept read
+   * back with `at_epoch_ms`.
+   */
+  readonly trigger_at_epoch_ms: number;
   /** Other triggers that joined it (within MERGE_WINDOW_MS). */
   readonly also: readonly IncidentCause[];
   /** `machine`: every device's signals; `devices`: those of `devices`. */
@@ -143,6 +154,11 @@ interface Pending {
   readonly atMono: number;
   /** Wall time at its first trigger (its `at` may be earlier: a device loss is dated back). */
   readonly atWall: number;
+  /**
+   * Its first trigger's `at_epoch_ms`: the anchor of its window (the header's `at_epoch_ms`),
+   * kept when a stronger trigger joins and leads with a time of its own.
+   */
+  readonly atMs: number;
   lead: IncidentCause;
   readonly also: IncidentCause[];
   /**
@@ -510,17 +526,17 @@ export class IncidentRecorder {
     // incident nor joins two.
     const joined = this.#pending.find((p) => mono - p.atMono <= MERGE_WINDOW_MS);
     if (joined !== undefined) {
-      let held = c;
+      // A stronger trigger leads with its own time; the window stays around the first one's.
       if (rank(trigger) < rank(joined.lead.trigger)) {
         joined.also.push(joined.lead);
-        joined.lead = held = { ...c, at_epoch_ms: joined.lead.at_epoch_ms };
+        joined.lead = c;
       } else joined.also.push(c);
       if (devices === null) joined.devices = null;
       else if (joined.devices !== null) {
         for (const d of devices) joined.devices.set(`${d[0]}/${d[1]}`, d);
       }
       this.#noteAfterSeq(joined, devices, now, agoMs, fromSeq);
-      return { p: joined, c: held };
+      return { p: joined, c };
     }
     if (this.#pending.length >= MAX_PENDING_INCIDENTS && devices === null) {
       // An e-stop or a FAULT entry is never dropped for weaker triggers waiting (a flapping
@@ -549,6 +565,7 @@ export class IncidentRecorder {
       id: `inc-${now}-${++this.#counter}`,
       atMono: mono,
       atWall: this.#o.clock.nowMs(),
+      atMs: now,
       lead: c,
       also: [],
       devices: devices === null ? null : new Map(devices.map((d) => [`${d[0]}/${d[1]}`, d])),
@@ -568,7 +585,7 @@ export class IncidentRecorder {
     queueMicrotask(() => {
       for (const l of this.#listeners) {
         try {
-          l({ ...p.lead, incident_id: p.id });
+          l({ ...p.lead, at_epoch_ms: p.atMs, incident_id: p.id });
         } catch (err) {
           this.#o.log.warn(`incident listener failed: ${errorMessage(err)}`);
         }
@@ -642,7 +659,7 @@ export class IncidentRecorder {
    * until saying so, rather than a window with no sample in it.
    */
   #captureNow(p: Pending): Promise<void> {
-    const at = p.lead.at_epoch_ms;
+    const at = p.atMs;
     // Written before its window passed (at stop, or early to make room for an e-stop): the record
     // ends where its samples do, now (counted on the monotonic clock from the trigger), not at
     // the end of a window it never saw.
@@ -672,10 +689,8 @@ export class IncidentRecorder {
     if (until < from) {
       byPolls = false;
       this.#o.log.warn(
-        `incident ${p.id}: its window (${this.#o.config.incidentBeforeS} s before ` +
-          `${p.lead.trigger} at ${
-            new Date(at).toISOString()
-          }, ${this.#o.config.incidentAfterS} s ` +
+        `incident ${p.id}: its window (${this.#o.config.incidentBeforeS} s before its ` +
+          `first trigger at ${new Date(at).toISOString()}, ${this.#o.config.incidentAfterS} s ` +
           `after) is older than history.memory_seconds (${this.#o.config.memorySeconds}), found ` +
           `${Math.round((seen - at) / 1000)} s after it: the record holds what the ring still has`,
       );
@@ -734,7 +749,7 @@ export class IncidentRecorder {
         let text = toJsonText(line);
         if (utf8Length(text) > INCIDENT_MAX_LINE_BYTES) {
           const all = rows.length;
-          line.samples = fitLine(rows, p.lead.at_epoch_ms, utf8Length(text));
+          line.samples = fitLine(rows, at, utf8Length(text));
           text = toJsonText(line);
           this.#o.log.warn(
             `incident ${p.id}: signal ${
@@ -757,6 +772,7 @@ export class IncidentRecorder {
       trigger: p.lead.trigger,
       cause: p.lead.cause,
       at_epoch_ms: at,
+      trigger_at_epoch_ms: p.lead.at_epoch_ms,
       // A copy: a reason arriving after the record is written must not change its listing.
       also: [...p.also],
       scope: p.devices === null ? "machine" as const : "devices" as const,
@@ -883,7 +899,11 @@ export class IncidentRecorder {
           try {
             const h = JSON.parse(line) as IncidentHeader;
             if (h.incident_id === m[1] && typeof h.at_epoch_ms === "number") {
-              header = { ...h, incomplete: null };
+              // A record written before the lead's own time was kept: its lead began it.
+              const triggerAt = typeof h.trigger_at_epoch_ms === "number"
+                ? h.trigger_at_epoch_ms
+                : h.at_epoch_ms;
+              header = { ...h, trigger_at_epoch_ms: triggerAt, incomplete: null };
               damage = "";
             } else damage = "a header not of this incident";
           } catch {

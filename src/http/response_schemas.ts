@@ -571,6 +571,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         "trigger",
         "cause",
         "at_epoch_ms",
+        "trigger_at_epoch_ms",
         "also",
         "scope",
         "devices",
@@ -585,7 +586,16 @@ export function responseComponents(): Record<string, JsonSchema> {
         incident_id: str,
         trigger: { enum: ["estop", "fault", "alarm", "device_loss"] },
         cause: str,
-        at_epoch_ms: int,
+        at_epoch_ms: note(
+          int,
+          "When the incident began (its first trigger): the anchor of its window.",
+        ),
+        trigger_at_epoch_ms: note(
+          int,
+          "When its lead trigger (`trigger`) happened: `at_epoch_ms` unless a stronger trigger " +
+            "joined within 1 s (an e-stop after an alarm). Records written before it was kept: " +
+            "`at_epoch_ms`.",
+        ),
         also: note(
           arr(obj(["trigger", "cause", "at_epoch_ms"], {
             trigger: str,

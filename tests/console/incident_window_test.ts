@@ -2,10 +2,12 @@
  * The Incidents view's window words (console/incidents.js windowText): a record's window is said
  * against its trigger, and a window the runtime clamped to what its ring held (a device loss found
  * long after its date: src/history/incidents.ts #captureNow, docs/history.md) starts after the
- * trigger and says so.
+ * trigger and says so. Its time (whenText): its lead's own, and, when the lead joined an incident
+ * begun by a weaker trigger, when that one began (where the chart's dashed line is: markLabel).
  */
 import assert from "node:assert/strict";
-import { windowFact, windowText } from "../../console/incidents.js";
+import { formatTime } from "../../console/dom.js";
+import { markLabel, whenText, windowFact, windowText } from "../../console/incidents.js";
 
 const AT = 1_795_871_180_961;
 
@@ -65,4 +67,31 @@ Deno.test("windowFact places the trigger on the chart, or says it is before a cl
   assert.doesNotMatch(clamped, /dashed line/, `the chart has no trigger line: ${clamped}`);
   assert.match(clamped, /starts 95 s after the trigger/);
   assert.match(clamped, /clamped/);
+});
+
+Deno.test("whenText gives an incident's lead's own time, and when the incident it joined began", () => {
+  const alone = { at_epoch_ms: AT, trigger_at_epoch_ms: AT, trigger: "estop", also: [] };
+  assert.equal(whenText(alone), formatTime(AT));
+  assert.equal(markLabel(alone), "E-stop");
+  // A record of a version without trigger_at_epoch_ms: its lead's time was at_epoch_ms.
+  const { trigger_at_epoch_ms: _, ...old } = alone;
+  assert.equal(whenText(old), formatTime(AT));
+  // An e-stop 500 ms after an alarm's incident began: it leads, the window stays the alarm's.
+  const joined = {
+    at_epoch_ms: AT,
+    trigger_at_epoch_ms: AT + 500,
+    trigger: "estop",
+    from_epoch_ms: AT - 10_000,
+    until_epoch_ms: AT + 10_000,
+    also: [
+      { trigger: "alarm", cause: "alarm hot: hi too hot", at_epoch_ms: AT },
+      { trigger: "fault", cause: "mode MANUAL -> FAULT", at_epoch_ms: AT + 500 },
+    ],
+  };
+  const when = whenText(joined);
+  assert.ok(when.startsWith(formatTime(AT + 500)), `the e-stop's own time first: ${when}`);
+  assert.match(when, /0\.500 s after the incident began at .*: Alarm raised/);
+  assert.ok(when.includes(formatTime(AT)), when);
+  assert.equal(markLabel(joined), "Alarm raised", "the dashed line is at the alarm's time");
+  assert.match(windowFact(joined), /the dashed line is the first trigger, Alarm raised/);
 });

@@ -69,6 +69,7 @@ export async function startRig(o: {
   host?: Partial<KernelHost>;
   inventoryFile?: string;
   sparkplug?: Partial<Config["sparkplug"]>;
+  alarms?: Config["alarms"];
   /** Restart the provider when it exits (it reads its inventory file again: a rediscovery). */
   restart?: boolean;
 } = {}): Promise<HistoryRig> {
@@ -82,6 +83,7 @@ export async function startRig(o: {
     runtime: { dataDir },
     ...(o.history ? { history: o.history } : {}),
     ...(o.sparkplug ? { sparkplug: o.sparkplug } : {}),
+    ...(o.alarms ? { alarms: o.alarms } : {}),
   });
   const rt = await startServing(config, { clock, ...o.host });
   const base = `http://127.0.0.1:${rt.http!.port}`;
