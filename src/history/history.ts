@@ -13,6 +13,7 @@ import {
   invalidArgument,
   type Logger,
   type Quality,
+  quoteProviderTextWithin,
   raceTimeout,
   type ValueType,
   WALL_STEP_MS,
@@ -54,6 +55,9 @@ export const MAX_HISTORY_POINTS = 20_000;
  * only; a question without signal_id names them): the oldest forgotten beyond it.
  */
 export const MAX_RELEASED_SIGNAL_IDS = 256;
+
+/** Longest `provider/device/signal` a log line of the history quotes (longer is cut). */
+export const HISTORY_QUOTED_SIGNAL_CHARS = 160;
 
 /** Where an answer's points came from. */
 export type HistorySource = "memory" | "disk" | "memory+disk" | "none";
@@ -115,6 +119,11 @@ export interface HistoryStatus {
    * wall clock since its oldest poll is not counted.
    */
   readonly memoryReachSeconds: number;
+  /**
+   * Rings (a device's polls, a signal's changes) that keep nothing now: memory_max_bytes had no
+   * room for their first entries when they were made, nor since (ring.ts, roomless).
+   */
+  readonly memoryRoomlessRings: number;
   readonly devices: number;
   readonly disk: DiskTierStatus;
 }
@@ -179,6 +188,11 @@ export class History {
    * Sparkplug's replay, learns those polls are gone). One number, not one per device.
    */
   #seqBase = 0;
+  /**
+   * Providers a WARN named for a ring made without room (one line per provider while any ring is
+   * roomless; forgotten when none is): at most the configured providers.
+   */
+  readonly #roomlessWarned = new Set<string>();
 
   constructor(o: HistoryOptions) {
     this.#o = o;
@@ -234,13 +248,16 @@ export class History {
       for (const e of m.values()) {
         devices++;
         const oldest = e.ring.oldestMs();
-        if (oldest !== null) reach = Math.min(reach, now - oldest - this.#stepsSince(oldest));
+        // A device polled with no poll kept (roomless) reaches back none.
+        if (oldest === null) reach = 0;
+        else reach = Math.min(reach, now - oldest - this.#stepsSince(oldest));
       }
     }
     return {
       memoryBytes: this.#budget.bytes,
       memoryMaxBytes: this.#budget.maxBytes,
       memoryReachSeconds: reach === Infinity ? 0 : Math.max(0, reach / 1000),
+      memoryRoomlessRings: this.#budget.roomless,
       devices,
       disk: this.#disk?.status() ?? {
         state: "off",
@@ -282,6 +299,7 @@ export class History {
         released: null,
       };
       byDevice.set(dev.deviceId, e);
+      if (e.ring.roomless) this.#warnRoomless(dev.providerId, dev.deviceId, null);
     }
     if (e.pollable !== dev.pollable) this.#rebuild(e, dev);
     const step = this.#o.config.stepMs;
@@ -325,6 +343,8 @@ export class History {
     if (now - this.#sweptAtMs >= HISTORY_SWEEP_EVERY_MS || now < this.#sweptAtMs) {
       this.#sweptAtMs = now;
       this.#sweepRemoved(horizon);
+      // Every ring has room again: a ring left without room later is news (#warnRoomless).
+      if (this.#budget.roomless === 0) this.#roomlessWarned.clear();
     }
   };
 
@@ -424,6 +444,7 @@ export class History {
         continue;
       }
       const fresh = new SignalRing(id, this.#budget);
+      if (fresh.roomless) this.#warnRoomless(dev.providerId, dev.deviceId, id);
       // A retyped signal's changes are kept from the next poll on only: a walk from before says
       // the old type's were lost (ChangeWalk.reachFromSeq), as when the byte bound trims them.
       if (retyped) fresh.trimmedToSeq = e.ring.nextSeq;
@@ -441,6 +462,31 @@ export class History {
     for (const [id, s] of kept) e.ring.signals.set(id, s);
     e.signals = pollable.map((id) => kept.get(id)!);
     e.pollable = pollable;
+  }
+
+  /**
+   * A ring was made without room (memory_max_bytes is full): one WARN per provider while any ring
+   * is roomless, naming the first such ring (the metric counts them all).
+   */
+  #warnRoomless(providerId: string, deviceId: string, signalId: string | null): void {
+    if (this.#roomlessWarned.has(providerId)) return;
+    this.#roomlessWarned.add(providerId);
+    const what = signalId === null
+      ? `the polls of device ${
+        quoteProviderTextWithin(`${providerId}/${deviceId}`, HISTORY_QUOTED_SIGNAL_CHARS)
+      }`
+      : `signal ${
+        quoteProviderTextWithin(
+          `${providerId}/${deviceId}/${signalId}`,
+          HISTORY_QUOTED_SIGNAL_CHARS,
+        )
+      }`;
+    this.#o.log.warn(
+      `history: memory_max_bytes (${this.#budget.maxBytes}) has no room for the ring of ${what}: ` +
+        `it keeps nothing until the rings have room (the disk tier still gets its buckets); ` +
+        `${this.#budget.roomless} ring(s) keep nothing now ` +
+        `(runtime_history_memory_roomless_rings); raise history.memory_max_bytes`,
+    );
   }
 
   /** Hands the device's open bucket to the disk tier and resets it. */
@@ -609,13 +655,15 @@ export class History {
     // Signals asked for that the ring holds nothing of (a rediscovery removed them: their ring was
     // released, their buckets are on disk): the disk tier answers their whole range. Without
     // signal_id the signals are the ring's and those the disk rows read hold (a signal or a
-    // device the runtime no longer has), the latter ringless too.
+    // device the runtime no longer has), the latter ringless too. A signal whose ring keeps
+    // nothing (made without room: memory_max_bytes was full) is answered as one without a ring.
     const allSignals = q.signalIds.length === 0;
     let incomplete: HistoryIncomplete | null = null;
+    const holdsNothing = (id: string) => (e?.ring.signals.get(id)?.length ?? 0) === 0;
     const ringless = new Set(
       allSignals
-        ? e?.released ?? []
-        : q.signalIds.filter((id) => e?.ring.signals.get(id) === undefined),
+        ? [...e?.released ?? [], ...this.signalIds(q.providerId, q.deviceId).filter(holdsNothing)]
+        : q.signalIds.filter(holdsNothing),
     );
     if (
       this.#disk !== null && (ringless.size > 0 || sinceMs < (e?.ring.oldestMs() ?? Infinity))
@@ -663,7 +711,7 @@ export class History {
       ? openFromDisk + 1
       : bucketStart(memoryFrom, diskStep);
     const ids = allSignals
-      ? [...this.signalIds(q.providerId, q.deviceId), ...ringless]
+      ? [...new Set([...this.signalIds(q.providerId, q.deviceId), ...ringless])]
       : [...q.signalIds];
     const series = new Map<string, { type: ValueType | null; points: HistoryPoint[] }>();
     for (const id of ids) series.set(id, { type: null, points: [] });
@@ -820,7 +868,8 @@ export class History {
       incomplete,
       // Without signal_id, a signal only the disk could hold is listed when the range has rows of it.
       signals: ids.filter((id) =>
-        !allSignals || !ringless.has(id) || series.get(id)!.points.length > 0
+        !allSignals || !ringless.has(id) || series.get(id)!.points.length > 0 ||
+        e?.ring.signals.has(id)
       ).map((id) => {
         const s = series.get(id)!;
         return {

@@ -15,7 +15,11 @@
  * signal's change that no kept poll needs any more goes with them. Rings grow by half again while
  * the bytes of every ring together stay within `maxBytes` (MEMORY bound: `history.memory_max_bytes`);
  * a ring that may not grow drops its oldest entry instead, so the reach shortens and the memory
- * does not grow. `bytes` and `reachMs` are the metrics of its use.
+ * does not grow. A ring is made with its first entries only when they fit the budget too; else it
+ * starts with none (`roomless`, counted in RingBudget.roomless) and keeps nothing -- a device's
+ * polls are numbered, not kept; a signal's changes are seen (its open disk bucket gets them), not
+ * kept -- until the budget has room for it to grow. `bytes` and `reachMs` are the metrics of its
+ * use.
  */
 import {
   boolValue,
@@ -48,8 +52,12 @@ const NUM_TYPE_CODE: Readonly<Partial<Record<ValueType, number>>> = {
   int64: 2,
   uint64: 3,
 };
-/** First capacity of a ring (entries). */
-const FIRST_CAPACITY = 16;
+/** First capacity of a ring (entries), when the budget has room for it (else none). */
+export const FIRST_CAPACITY = 16;
+/** Bytes per entry of a signal's ring (poll sequence number, value, flags). */
+export const SIGNAL_ENTRY_BYTES = 13;
+/** Bytes per entry of a device's ring (the poll's time). */
+export const POLL_ENTRY_BYTES = 8;
 /** Bytes counted per value kept by reference, beside its text (the object holding it). */
 export const REF_OVERHEAD_BYTES = 32;
 
@@ -70,10 +78,11 @@ export function refBytes(v: TypedValue): number {
 
 /**
  * The next capacity of a full ring: half again as large (doubling would leave up to half of a
- * ring at its steady size unused: 2048 entries for 1200 polls of 120 s at 10 Hz; this, 1369).
+ * ring at its steady size unused: 2048 entries for 1200 polls of 120 s at 10 Hz; this, 1369); a
+ * ring made without room gets its first entries.
  */
 function grown(cap: number): number {
-  return Math.ceil(cap * 1.5);
+  return cap === 0 ? FIRST_CAPACITY : Math.ceil(cap * 1.5);
 }
 
 /** One sample as the ring gives it back (a reused cursor: read it before the next step). */
@@ -113,10 +122,24 @@ export function exactDouble(v: TypedValue): number | null {
 /** Byte accounting shared by every ring of one history. */
 export class RingBudget {
   bytes = 0;
+  /** Rings that hold no entry because the budget had no room for their first ones (yet). */
+  roomless = 0;
   constructor(readonly maxBytes: number) {}
   /** Whether `more` bytes may be allocated now. */
   allows(more: number): boolean {
     return this.bytes + more <= this.maxBytes;
+  }
+  /**
+   * The first capacity of a ring whose entries take `entryBytes`: FIRST_CAPACITY, counted now,
+   * when it fits the budget; else 0 (the ring is counted in `roomless`).
+   */
+  firstCapacity(entryBytes: number): number {
+    if (!this.allows(FIRST_CAPACITY * entryBytes)) {
+      this.roomless++;
+      return 0;
+    }
+    this.bytes += FIRST_CAPACITY * entryBytes;
+    return FIRST_CAPACITY;
   }
 }
 
@@ -159,10 +182,15 @@ export class SignalRing extends BucketAcc {
     super();
     this.signalId = signalId;
     this.#budget = budget;
-    budget.bytes += FIRST_CAPACITY * 13;
-    this.#seq = new Uint32Array(FIRST_CAPACITY);
-    this.#num = new Float64Array(FIRST_CAPACITY);
-    this.#flags = new Uint8Array(FIRST_CAPACITY);
+    const cap = budget.firstCapacity(SIGNAL_ENTRY_BYTES);
+    this.#seq = new Uint32Array(cap);
+    this.#num = new Float64Array(cap);
+    this.#flags = new Uint8Array(cap);
+  }
+
+  /** Whether this ring has no room for any entry (the budget had none for its first ones). */
+  get roomless(): boolean {
+    return this.#seq.length === 0;
   }
 
   get length(): number {
@@ -171,12 +199,13 @@ export class SignalRing extends BucketAcc {
 
   /** Bytes this ring holds: its typed arrays and the values it keeps by reference. */
   get bytes(): number {
-    return this.#seq.length * 13 + this.#refBytes;
+    return this.#seq.length * SIGNAL_ENTRY_BYTES + this.#refBytes;
   }
 
   /** Frees this ring's bytes from the budget (the signal or device is gone). */
   release(): void {
     this.#budget.bytes -= this.bytes;
+    if (this.roomless) this.#budget.roomless--;
   }
 
   /** Whether a sample was ever recorded (its last entry is mirrored in this object). */
@@ -220,6 +249,14 @@ export class SignalRing extends BucketAcc {
       ((flags & BY_REF) !== 0 ? sameValue(this.#lastRef!, ref!) : Object.is(this.#lastNum, num))
     ) {
       return; // the same sample as the poll before: nothing new
+    }
+    if (this.#seq.length === 0 && !this.#growOrDrop()) {
+      // No room at all (roomless): the sample is not kept, nor mirrored (the next poll offers it
+      // again, kept once there is room); a walk that had not passed it lost it, and the ring
+      // holds every change from the next poll on only.
+      this.droppedSeq = seq;
+      this.trimmedToSeq = seq + 1;
+      return;
     }
     this.#lastFlags = flags;
     this.#lastNum = num;
@@ -265,14 +302,17 @@ export class SignalRing extends BucketAcc {
     this.#len--;
   }
 
-  #growOrDrop(): void {
+  /** Makes room for one entry; false when the ring has none and may not get any. */
+  #growOrDrop(): boolean {
     const cap = this.#seq.length;
     const next = grown(cap);
-    if (!this.#budget.allows((next - cap) * 13)) {
+    if (!this.#budget.allows((next - cap) * SIGNAL_ENTRY_BYTES)) {
+      if (cap === 0) return false;
       this.#dropHead();
       this.trimmedToSeq = this.#seq[this.#head]!;
-      return;
+      return true;
     }
+    if (cap === 0) this.#budget.roomless--;
     const seq = new Uint32Array(next);
     const num = new Float64Array(next);
     const flags = new Uint8Array(next);
@@ -284,12 +324,13 @@ export class SignalRing extends BucketAcc {
       flags[i] = this.#flags[from]!;
       if (refs !== null) refs[i] = this.#refs![from]!;
     }
-    this.#budget.bytes += (next - cap) * 13;
+    this.#budget.bytes += (next - cap) * SIGNAL_ENTRY_BYTES;
     this.#seq = seq;
     this.#num = num;
     this.#flags = flags;
     this.#refs = refs;
     this.#head = 0;
+    return true;
   }
 
   /**
@@ -358,8 +399,12 @@ export class DeviceRing {
     this.#runSeq = startSeq;
     this.startSeq = startSeq;
     this.#budget = budget;
-    budget.bytes += FIRST_CAPACITY * 8;
-    this.#times = new Float64Array(FIRST_CAPACITY);
+    this.#times = new Float64Array(budget.firstCapacity(POLL_ENTRY_BYTES));
+  }
+
+  /** Whether this ring has no room for any poll (the budget had none for its first ones). */
+  get roomless(): boolean {
+    return this.#times.length === 0;
   }
 
   get polls(): number {
@@ -381,14 +426,15 @@ export class DeviceRing {
   }
 
   get bytes(): number {
-    let n = this.#times.length * 8;
+    let n = this.#times.length * POLL_ENTRY_BYTES;
     for (const s of this.signals.values()) n += s.bytes;
     return n;
   }
 
   /** Frees every byte of this device from the budget. */
   release(): void {
-    this.#budget.bytes -= this.#times.length * 8;
+    this.#budget.bytes -= this.#times.length * POLL_ENTRY_BYTES;
+    if (this.roomless) this.#budget.roomless--;
     for (const s of this.signals.values()) s.release();
   }
 
@@ -417,7 +463,10 @@ export class DeviceRing {
         (this.#firstSeq < this.#runSeq && this.timeOf(this.#runSeq) < horizonMs))
     ) this.#dropHead();
     const newest = this.newestMs();
-    if (this.#len === this.#times.length) this.#growOrDrop();
+    if (this.#len === this.#times.length && !this.#growOrDrop()) {
+      // No room at all: the poll is numbered (its signals' changes are, by it) but not kept.
+      return this.#firstSeq++;
+    }
     this.#times[(this.#head + this.#len) % this.#times.length] = timeMs;
     this.#len++;
     const seq = this.#firstSeq + this.#len - 1;
@@ -431,18 +480,22 @@ export class DeviceRing {
     this.#firstSeq++;
   }
 
-  #growOrDrop(): void {
+  /** Makes room for one poll; false when the ring has none and may not get any. */
+  #growOrDrop(): boolean {
     const cap = this.#times.length;
     const next = grown(cap);
-    if (!this.#budget.allows((next - cap) * 8)) {
+    if (!this.#budget.allows((next - cap) * POLL_ENTRY_BYTES)) {
+      if (cap === 0) return false;
       this.#dropHead();
-      return;
+      return true;
     }
+    if (cap === 0) this.#budget.roomless--;
     const times = new Float64Array(next);
     for (let i = 0; i < this.#len; i++) times[i] = this.#times[(this.#head + i) % cap]!;
-    this.#budget.bytes += (next - cap) * 8;
+    this.#budget.bytes += (next - cap) * POLL_ENTRY_BYTES;
     this.#times = times;
     this.#head = 0;
+    return true;
   }
 
   /**
@@ -654,7 +707,8 @@ export class ChangeWalk {
       : -Infinity;
     for (const sig of signals) {
       const t = sig.trimmedToSeq;
-      if (t >= ring.firstSeq && t < ring.nextSeq) reach = Math.max(reach, t);
+      // (nextSeq itself: the signal's ring kept none of its changes up to now, roomless.)
+      if (t >= ring.firstSeq && t <= ring.nextSeq) reach = Math.max(reach, t);
     }
     this.reachFromSeq = reach;
     this.#droppedSeen = signals.map((sig) => sig.droppedSeq);

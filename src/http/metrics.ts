@@ -426,6 +426,12 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
       history.memoryReachSeconds,
     );
     gauge1(
+      "runtime_history_memory_roomless_rings",
+      "History rings (a device's polls, a signal's changes) that keep nothing: " +
+        "history.memory_max_bytes had no room for their first entries.",
+      history.memoryRoomlessRings,
+    );
+    gauge1(
       "runtime_history_disk_up",
       "1 while the disk tier writes; 0 when it stopped (a failed write, e.g. a full disk) or " +
         "is off (history.disk_max_bytes 0).",

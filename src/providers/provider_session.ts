@@ -113,11 +113,12 @@ export const MAX_DEVICES_PER_PROVIDER = 1024;
  * the bound; the provider's other devices are kept. Without it only the frame bound
  * (MAX_FRAME_BYTES, 1 MiB: tens of thousands of one-letter ids) would limit what one device makes
  * the runtime keep per signal: a state slot, a history ring (its first 16 entries, 208 bytes, are
- * counted in `history.memory_max_bytes` whatever the budget: 10,000 such rings fill the default
- * 2 MiB and stop every other ring from growing), a Sparkplug alias and DBIRTH metric, and an id in
- * each ReadSignals request. 1024 is what the poll supports: a ReadSignals answer of 1024 samples
- * leaves each 1 KiB of the 1 MiB frame (a double of a short id takes some 40 bytes), and the
- * first history rings of such a device take a tenth of the default budget.
+ * counted in `history.memory_max_bytes` when they fit: 10,000 such rings fill the default 2 MiB,
+ * stop every other ring from growing and leave the rest with no room), a Sparkplug alias and
+ * DBIRTH metric, and an id in each ReadSignals request. 1024 is what the poll supports: a
+ * ReadSignals answer of 1024 samples leaves each 1 KiB of the 1 MiB frame (a double of a short id
+ * takes some 40 bytes), and the first history rings of such a device take a tenth of the default
+ * budget.
  */
 export const MAX_SIGNALS_PER_DEVICE = 1024;
 /**
