@@ -202,6 +202,13 @@ export class HealthView {
               (d.claims ?? []).length ? d.claims.join(" ") : "—",
             ]),
           ),
+          (p.held_claims ?? []).length
+            ? table(
+              `Claims ${p.provider_id} holds for devices it no longer lists`,
+              ["Device", "Claims"],
+              p.held_claims.map((d) => [d.device_id, d.claims.join(" ")]),
+            )
+            : null,
         );
       }),
     );

@@ -94,6 +94,12 @@ export interface ProviderHealthView {
    */
   discovery_warnings: string[];
   /**
+   * The devices the provider no longer lists whose resource claims it still holds (docs/http-api.md
+   * "Resource claims"; at most MAX_UNLISTED_CLAIM_DEVICES, the most recently listed first), each
+   * with the keys it holds; [] when none. Not in anolis.
+   */
+  held_claims: HeldClaimsView[];
+  /**
    * What the provider said of its host at start-up (WaitReady diagnostics `host_check` /
    * `host_unmet`, executable profile v1 sec. 6); null when it said nothing. Not in anolis.
    */
@@ -110,6 +116,12 @@ export interface ProviderHealthView {
    * TIMESTAMP_SKEW_LIMIT_MS), since start. Not in anolis.
    */
   timestamp_skew: TimestampSkewView;
+}
+
+/** A device its provider no longer lists, and the resource claim keys it still holds. */
+export interface HeldClaimsView {
+  device_id: string;
+  claims: string[];
 }
 
 /** Provider timestamps flagged as far off the runtime's clock (ages never use them). */

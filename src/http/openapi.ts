@@ -76,7 +76,7 @@ const ADDITIONS = [
   "signal history (`/v0/history/{provider_id}/{device_id}`, JSON or CSV) and incident records " +
   "around every stop (`/v0/incidents*`)",
   "members added to anolis answers (listed in each schema's description): `runtime_name`, " +
-  "`estop.plan`/`cause`/`verification`, `discovery_warnings`, `data_faults`, telemetry " +
+  "`estop.plan`/`cause`/`verification`, `discovery_warnings`, `held_claims`, `data_faults`, telemetry " +
   "counters, `device_loss_latched`, `device_outages`, `refused_calls`, `hook_failures`, `allowed_values`, " +
   "capabilities' `policy` (functions) and `poll_hint_hz`/`stale_after_ms` (signals)",
   "the operator console at `/` (outside this document)",

@@ -284,6 +284,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         "supervision",
         "devices",
         "discovery_warnings",
+        "held_claims",
         "host_check",
         "start_error",
         "data_faults",
@@ -325,6 +326,15 @@ export function responseComponents(): Record<string, JsonSchema> {
         ),
         devices: arr(ref("ProviderDeviceHealth")),
         discovery_warnings: note(arr(str), "The last discovery's warnings (project addition)."),
+        held_claims: note(
+          {
+            ...arr(obj(["device_id", "claims"], { device_id: str, claims: arr(str) })),
+            maxItems: 1024,
+          },
+          "The devices the provider no longer lists whose resource claims it still holds, the " +
+            "most recently listed first (at most MAX_UNLISTED_CLAIM_DEVICES, 1024), each with " +
+            "the keys it holds; [] when none (project addition).",
+        ),
         host_check: note(
           orNull(obj(["status", "summary", "unmet"], {
             status: { enum: ["ok", "unmet"] },

@@ -1,5 +1,6 @@
 import {
   type DeviceLivenessHealth,
+  type HeldClaimsView,
   type ProviderDeviceHealthView,
   type ProviderHealthView,
   type ReportedDeviceHealth,
@@ -211,11 +212,23 @@ function providerView(
     supervision: host.supervision(),
     devices,
     discovery_warnings: [...cache.discoveryWarnings(host.id)],
+    held_claims: heldClaims(host),
     host_check: host.hostCheck(),
     start_error: host.startError,
     data_faults: cache.dataFaults(host.id),
     timestamp_skew: cache.timestampSkew(host.id),
   };
+}
+
+/**
+ * The devices `host` no longer lists whose claims it holds (ProviderHost.claimDevices past its
+ * inventory, bounded there by MAX_UNLISTED_CLAIM_DEVICES), each with the keys it holds.
+ */
+function heldClaims(host: ProviderHost): HeldClaimsView[] {
+  const listed = new Set(host.devices.map((d) => d.device.deviceId));
+  return host.claimDevices
+    .filter((d) => !listed.has(d.device.deviceId))
+    .map((d) => ({ device_id: d.device.deviceId, claims: deviceClaims(d.device.tags).keys }));
 }
 
 function reportedDevice(

@@ -108,6 +108,7 @@ Deno.test("providerHealthViews maps a down provider's reported health and lists 
       },
     ],
     discovery_warnings: [],
+    held_claims: [],
     data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
     timestamp_skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
   });
@@ -302,6 +303,50 @@ Deno.test("providerHealthViews does not show a dead process's last GetHealth rep
       [false, 0, [["UNAVAILABLE", null]]],
       "nothing the dead process said is shown as the provider's word",
     );
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("providerHealthViews lists in held_claims the devices a provider no longer lists but holds claims of, with their keys", async () => {
+  const device = (claim: string) => ({
+    signals: [{ id: "v", type: T.DOUBLE }],
+    tags: { "anolis.claim": claim },
+  });
+  const both: Inventory = {
+    devices: { dcmt_0: device("i2c:/dev/i2c-1:0x61"), ph_0: device("i2c:/dev/i2c-1:0x63 gpio:5") },
+  };
+  const fx = await startProgrammable(both, { restart: {} });
+  try {
+    const view = () =>
+      providerHealthViews(fx.registry, fx.cache, {
+        pollingIntervalMs: 100,
+        staleness: STALENESS,
+        nowMono: fx.clock.monoMs(),
+      })[0]!;
+    assert.deepEqual(view().held_claims, []);
+    /** Restarts p0 on `inv` and waits until its new process is up. */
+    const restartOn = async (inv: Inventory) => {
+      await fx.setInventory(inv);
+      const before = fx.kill();
+      await waitFor(
+        "p0 back",
+        () => fx.host.available && fx.host.session !== null && fx.host.session.pid !== before,
+        30_000,
+      );
+    };
+    // ph_0 fails its init: p0 lists dcmt_0 alone and holds ph_0's claims.
+    await restartOn({ devices: { dcmt_0: both.devices.dcmt_0! } });
+    const one = view();
+    assert.deepEqual(one.devices.map((d) => [d.device_id, d.claims]), [
+      ["dcmt_0", ["i2c:/dev/i2c-1:0x61"]],
+    ]);
+    assert.deepEqual(one.held_claims, [
+      { device_id: "ph_0", claims: ["i2c:/dev/i2c-1:0x63", "gpio:5"] },
+    ]);
+    // Both back: nothing held apart from the listed devices.
+    await restartOn(both);
+    assert.deepEqual(view().held_claims, []);
   } finally {
     await fx.close();
   }

@@ -108,6 +108,7 @@ const HEALTH: ProviderHealthView[] = [{
     next_restart_in_ms: null,
   },
   discovery_warnings: [],
+  held_claims: [],
   host_check: null,
   start_error: null,
   data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },

@@ -1,0 +1,85 @@
+/**
+ * The Health view shows the claims a provider holds for devices it no longer lists (GET
+ * /v0/providers/health `held_claims`, docs/http-api.md "Resource claims"): a device that failed its
+ * init at the provider's restart is not in the liveness table, its claims are in a table of their
+ * own, updated when the provider comes back.
+ *
+ * The runtime in process, served over real HTTP, with the programmable provider as its child
+ * process (its inventory read from a file at each start); the page in headless Chromium.
+ */
+import assert from "node:assert/strict";
+import {
+  chromiumMissing,
+  collectPageErrors,
+  launchChromium,
+  waitForText,
+} from "../helpers/browser.ts";
+import { startServing, waitFor } from "../helpers/kernel.ts";
+import { type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+
+const device = (claim: string) => ({
+  signals: [{ id: "v", type: T.DOUBLE }],
+  tags: { "anolis.claim": claim },
+});
+/** dcmt_0 and ph_0, each claiming its bus address (ph_0 a GPIO line too). */
+const BOTH: Inventory = {
+  devices: { dcmt_0: device("i2c:/dev/i2c-1:0x61"), ph_0: device("i2c:/dev/i2c-1:0x63 gpio:5") },
+};
+const HELD = '[data-provider="p0"] table:has(caption:text-is(' +
+  '"Claims p0 holds for devices it no longer lists")) tbody tr';
+const LIVENESS =
+  '[data-provider="p0"] table:has(caption:text-is("Device liveness of p0")) tbody tr';
+
+Deno.test({
+  name:
+    "Operator console: the Health view lists the claims a provider holds for devices it no longer lists",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    const file = await Deno.makeTempFile({ prefix: "held-claims-", suffix: ".json" });
+    await Deno.writeTextFile(file, JSON.stringify(BOTH));
+    const rt = await startServing(
+      testConfig({ providers: [programmableProvider("p0", file, { restart: {} })] }),
+    );
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const errors = collectPageErrors(page);
+      await page.goto(`http://127.0.0.1:${rt.http!.port}/#health`);
+      await waitForText(page, '[data-provider="p0"] h3', /AVAILABLE/);
+      assert.deepEqual(await page.locator(LIVENESS).locator("td:first-child").allTextContents(), [
+        "dcmt_0",
+        "ph_0",
+      ]);
+      assert.equal(await page.locator(HELD).count(), 0, "no held claims while both are listed");
+
+      // ph_0 fails its init: the provider's next process lists dcmt_0 alone.
+      await Deno.writeTextFile(file, JSON.stringify({ devices: { dcmt_0: BOTH.devices.dcmt_0! } }));
+      const host = rt.registry.host("p0")!;
+      const first = host.session!.pid;
+      Deno.kill(first, "SIGKILL");
+      await waitFor(
+        "p0 back",
+        () => host.available && host.session !== null && host.session.pid !== first,
+        30_000,
+      );
+      await waitForText(page, HELD, /ph_0/);
+      assert.deepEqual(
+        await page.locator(HELD).evaluateAll((rows) =>
+          rows.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent))
+        ),
+        [["ph_0", "i2c:/dev/i2c-1:0x63 gpio:5"]],
+      );
+      assert.deepEqual(await page.locator(LIVENESS).locator("td:first-child").allTextContents(), [
+        "dcmt_0",
+      ]);
+      // A read while the provider restarts may answer 503 (the browser logs it): not a page error.
+      // The API's answers are checked against the OpenAPI document (collectPageErrors).
+      assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
+    } finally {
+      await browser.close();
+      await rt.stop();
+      await Deno.remove(file);
+    }
+  },
+});
