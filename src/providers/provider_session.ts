@@ -175,12 +175,13 @@ function tooManyDeclared(desc: ResponsePayloads["describe_device"]): string | nu
  */
 function signalsDeclaredTwice(caps: DeviceCapabilities): string[] {
   const seen = new Set<string>();
-  const twice: string[] = [];
+  // A Set keeps insertion order: the ids in order of their second declaration, each once.
+  const twice = new Set<string>();
   for (const s of caps.signals) {
     if (!seen.has(s.signalId)) seen.add(s.signalId);
-    else if (!twice.includes(s.signalId)) twice.push(s.signalId);
+    else twice.add(s.signalId);
   }
-  return twice;
+  return [...twice];
 }
 
 /** The first declaration of each signal id, in declaration order. */
