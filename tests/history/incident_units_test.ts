@@ -2,10 +2,11 @@
  * An incident record keeps each signal's unit as its device declared it when the incident began
  * (docs/history.md, "Incidents"): a reload that changes the unit before the record is written, and
  * a restart whose configuration declares another, leave the record's unit as it was; the CSV has
- * the `unit` column, as the history CSV does. The programmable provider runs as a child process,
- * served on loopback.
+ * the `unit` column, as the history CSV does; a unit longer than INCIDENT_UNIT_MAX_CHARS is cut
+ * in both. The programmable provider runs as a child process, served on loopback.
  */
 import assert from "node:assert/strict";
+import { INCIDENT_UNIT_MAX_CHARS } from "../../src/history/mod.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
 import { type Inventory, T } from "../helpers/programmable_provider.ts";
 import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
@@ -82,6 +83,59 @@ Deno.test("An incident record keeps the units declared when it began, after a re
     assert.equal(unitOf("temp"), "degC");
     assert.equal(unitOf("count"), "");
     assert.equal(unitOf("label"), '"a,""b"""');
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("An incident record cuts a unit longer than INCIDENT_UNIT_MAX_CHARS, with an ellipsis, in the record and in the CSV", async () => {
+  const dataDir = tempDir("incident-unit-bound-");
+  // Longer than the bound by 50; the characters around the bound differ, so a cut one character
+  // off shows.
+  const long = "kPa/" + "0123456789".repeat(Math.ceil((INCIDENT_UNIT_MAX_CHARS + 50) / 10));
+  const cut = `${long.slice(0, INCIDENT_UNIT_MAX_CHARS)}\u2026`;
+  const exact = "m".repeat(INCIDENT_UNIT_MAX_CHARS);
+  const inventory: Inventory = {
+    devices: {
+      probe: {
+        signals: [
+          { id: "temp", type: T.DOUBLE, unit: long },
+          { id: "count", type: T.INT64, unit: exact },
+          { id: "label", type: T.STRING },
+        ],
+        values: [],
+      },
+    },
+  };
+  const file = await probeFile(dataDir, inventory);
+  // A window of nothing after the stop: the record is written at once.
+  const history = { incidentBeforeS: 10, incidentAfterS: 0, diskMaxBytes: 0 };
+  const rig = await startRig({ dataDir, inventoryFile: file, history });
+  try {
+    await rig.poll(T0 + 1000, probeValues(20.5, 1));
+    await rig.rt.estop.trigger("unit bound test");
+    const header = await waitFor(
+      "the e-stop's incident record",
+      async () => (await rig.json("/v0/incidents")).incidents[0],
+    );
+    const record = await rig.json(`/v0/incidents/${header.incident_id}`);
+    const units = Object.fromEntries(
+      record.signals.map((s: { signal_id: string; unit?: string }) => [s.signal_id, s.unit]),
+    );
+    assert.deepEqual(
+      units,
+      { temp: cut, count: exact, label: "" },
+      "a longer unit cut to the bound with an ellipsis; one at the bound whole",
+    );
+    const csv = await (await rig.get(`/v0/incidents/${header.incident_id}?format=csv`)).text();
+    const lines = csv.split("\r\n");
+    const unitOf = (signal: string) => {
+      const line = lines.find((l) => l.startsWith(`p0,probe,${signal},`));
+      assert.ok(line !== undefined, `a CSV line of ${signal}: ${csv}`);
+      return line.slice(line.lastIndexOf(",OK,") + 4);
+    };
+    assert.equal(unitOf("temp"), cut);
+    assert.equal(unitOf("count"), exact);
   } finally {
     await rig.rt.stop();
   }
