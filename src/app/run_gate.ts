@@ -28,6 +28,7 @@
  * of a provider the file removes or changes but that still runs (the providers section refused,
  * or its removal held back in AUTO) is never taken away: `keptProviderRefusal`.
  */
+import { providerIdOf } from "../common/mod.ts";
 import {
   type AlarmConfig,
   type CallConfig,
@@ -332,7 +333,7 @@ function lostFaultCalls(before: Hooks, after: Hooks): Lost[] {
         modes.map((m) => `${m} -> FAULT`).join(", ")
       }`,
     // callText starts with the device handle, `provider/device`.
-    providers: [call.slice(0, call.indexOf("/"))],
+    providers: [providerIdOf(call)],
   }));
 }
 
@@ -343,7 +344,7 @@ function callText(c: CallConfig): string {
 
 /** The provider a call goes to (its device handle is `provider/device`). */
 function callProvider(c: CallConfig): string {
-  return c.deviceHandle.slice(0, c.deviceHandle.indexOf("/"));
+  return providerIdOf(c.deviceHandle);
 }
 
 /**

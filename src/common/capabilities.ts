@@ -20,6 +20,15 @@ export function quoteDeviceHandle(providerId: string, deviceId: string): string 
   return JSON.stringify(`${providerId}/${providerTextWithin(deviceId, QUOTED_DEVICE_ID_CHARS)}`);
 }
 
+/**
+ * The provider id of a `provider/device` handle: the text before its first `/` (the whole text
+ * when it has none). Unlike parseDeviceHandle it never refuses: for handles the runtime built.
+ */
+export function providerIdOf(handle: DeviceHandle): string {
+  const i = handle.indexOf("/");
+  return i < 0 ? handle : handle.slice(0, i);
+}
+
 /** Splits `provider/device` on the first `/`; null unless both parts are non-empty. */
 export function parseDeviceHandle(
   handle: string,

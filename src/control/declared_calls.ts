@@ -8,6 +8,7 @@ import {
   type FunctionSpec,
   invalidArgument,
   parseDeviceHandle,
+  providerIdOf,
   scalarOf,
   type TypedValue,
 } from "../common/mod.ts";
@@ -174,9 +175,9 @@ export async function fanOutByProvider<T>(
 ): Promise<void> {
   const groups = new Map<string, T[]>();
   for (const item of items) {
-    const provider = handleOf(item).split("/", 1)[0];
-    let group = groups.get(provider!);
-    if (!group) groups.set(provider!, group = []);
+    const provider = providerIdOf(handleOf(item));
+    let group = groups.get(provider);
+    if (!group) groups.set(provider, group = []);
     group.push(item);
   }
   await Promise.all([...groups.values()].map(async (group) => {

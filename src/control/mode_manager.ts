@@ -36,6 +36,7 @@ import {
   failedPrecondition,
   type Logger,
   neverThrowing,
+  providerIdOf,
   providerTextWithin,
   quoteProviderTextWithin,
   raceTimeout,
@@ -562,7 +563,7 @@ export class ModeManager implements ModeService {
   #countFaultHookCalls(handles: readonly string[]): Map<string, number> {
     const left = new Map<string, number>();
     for (const handle of handles) {
-      const providerId = handle.split("/", 1)[0]!;
+      const providerId = providerIdOf(handle);
       left.set(providerId, (left.get(providerId) ?? 0) + 1);
       const entry = this.#faultHookCallsLeft.get(providerId);
       if (entry === undefined) {
@@ -592,7 +593,7 @@ export class ModeManager implements ModeService {
   ): Promise<void> {
     const left = this.#countFaultHookCalls(calls.map(({ call }) => call.deviceHandle));
     const made = (call: CallConfig) => {
-      const providerId = call.deviceHandle.split("/", 1)[0]!;
+      const providerId = providerIdOf(call.deviceHandle);
       const n = left.get(providerId) ?? 0;
       if (n <= 0) return;
       left.set(providerId, n - 1);
@@ -1251,7 +1252,7 @@ export class ModeManager implements ModeService {
       (phase === "before" ? config.beforeTransition : config.afterTransition)
         .filter((h) => hookMatches(h, from, "FAULT"))
         .flatMap((hook) => hook.calls.map((call) => ({ phase, hook, call })))
-        .filter(({ call }) => call.deviceHandle.split("/", 1)[0] === providerId)
+        .filter(({ call }) => providerIdOf(call.deviceHandle) === providerId)
     );
   }
 
@@ -1402,7 +1403,7 @@ export class ModeManager implements ModeService {
         });
       // A stop action waits its turn in a provider queue full of calls FAULT refuses (bounded).
       if (origin === "safety") {
-        const providerId = call.deviceHandle.split("/", 1)[0]!;
+        const providerId = providerIdOf(call.deviceHandle);
         await retryWhileBusy(this.#o.inventory, this.#o.clock, providerId, run, this.#stopLog);
       } else await run();
       return null;

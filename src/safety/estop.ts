@@ -41,6 +41,7 @@ import {
   type Logger,
   namedList,
   neverThrowing,
+  providerIdOf,
   providerTextWithin,
   quoteProviderTextWithin,
   raceTimeout,
@@ -1791,7 +1792,7 @@ function expectText(safeState: SafeStateConfig, providerId: string): string {
 
 /** The provider a planned call goes to. */
 function providerOf(c: PlannedCall): string {
-  return c.kind === "zero" ? c.providerId : (c.call.deviceHandle.split("/", 1)[0])!;
+  return c.kind === "zero" ? c.providerId : providerIdOf(c.call.deviceHandle);
 }
 
 /**
