@@ -531,6 +531,23 @@ export class ModeManager implements ModeService {
   }
 
   /**
+   * How many hook calls into FAULT to `providerId` are left to run now (faultHookCallsSettled
+   * waits for them): those counted, running or queued, and for each hold covering it the calls its
+   * run will make (of the hooks in force at the commit or now, whichever has more). Each may take
+   * up to its provider's timeout_ms: a reload bounds its wait by it (Estop.stopActionsSettled).
+   */
+  faultHookCallsLeft(providerId: string): number {
+    let left = this.#faultHookCallsLeft.get(providerId)?.left ?? 0;
+    for (const hold of this.#faultHookHolds) {
+      left += Math.max(
+        this.#faultHookCallsTo(providerId, hold.from, hold.committedWith).length,
+        this.#faultHookCallsTo(providerId, hold.from).length,
+      );
+    }
+    return left;
+  }
+
+  /**
    * Holds the hook calls into FAULT of the latest FAULT entry that a stop has committed to making
    * and not begun (the e-stop's, after its ladder: the entry's run, or runFaultHooksAgain's), until
    * the returned release is called once that run has begun (it counts its calls as it begins): a

@@ -299,6 +299,15 @@ export const PLAN_LOG_INTERVAL_MS = 1000;
 /** Bound on the wait for one provider's in-flight calls, past its timeout_ms. */
 export const DRAIN_MARGIN_MS = 1000;
 
+/**
+ * Cap on a reload's wait for one provider's stop actions (Estop.stopActionsSettled), which is
+ * otherwise the calls left to run on it (at least 1) x its timeout_ms + DRAIN_MARGIN_MS: the
+ * reload answers, and the next one begins, only after it. 60 s lets eleven calls at the default
+ * timeout_ms (5 s) each run to their deadline, more than a stop makes to one provider in the
+ * examples and the bench; it never cuts a single call's own bound (timeout_ms + DRAIN_MARGIN_MS).
+ */
+export const STOP_ACTIONS_WAIT_MAX_MS = 60_000;
+
 /** How a wait for a provider's stop actions ended (Estop.stopActionsSettled). */
 export interface StopActionsWait {
   /** Whether it waited for ladder calls to the provider. */
@@ -309,7 +318,11 @@ export interface StopActionsWait {
   readonly settled: boolean;
   /** How long it waited (null when the clock failed). */
   readonly waitedMs: number | null;
-  /** Its bound: the provider's timeout_ms + DRAIN_MARGIN_MS. */
+  /**
+   * Its bound: the calls left to run on the provider when it began (ladder and hook calls, at
+   * least 1) x its timeout_ms + DRAIN_MARGIN_MS, at most STOP_ACTIONS_WAIT_MAX_MS (never below
+   * one call's timeout_ms + DRAIN_MARGIN_MS).
+   */
   readonly boundMs: number;
 }
 
@@ -416,6 +429,11 @@ export interface EstopModes {
    */
   faultHookCallsSettled?(providerId: string): Promise<void> | null;
   /**
+   * How many hook calls into FAULT to `providerId` faultHookCallsSettled waits for now (running,
+   * queued, held): what bounds that wait (stopActionsSettled). Synchronous.
+   */
+  faultHookCallsLeft?(providerId: string): number;
+  /**
    * Holds the hook calls into FAULT a stop has committed to making and not begun (its own, made
    * after its ladder) until the returned release is called, once their run has begun: counted
    * meanwhile by faultHookCallsSettled. Synchronous; nothing but a reload's wait waits for it.
@@ -494,6 +512,12 @@ export class Estop implements EstopService {
   #closed = false;
   /** Per provider: the end of the ladder calls queued on it (declared order within a provider). */
   readonly #providerTails = new Map<string, Promise<void>>();
+  /**
+   * Per provider: the ladder calls queued on it (#onProvider) not yet finished, a securing run not
+   * begun counted as the plan's calls to it then (#countLadderCalls): what bounds a reload's wait
+   * (stopActionsSettled). Deleted at none.
+   */
+  readonly #ladderCallsLeft = new Map<string, number>();
   /** Per provider host: its securing run after it last became AVAILABLE while latched. */
   readonly #secureRuns = new WeakMap<ProviderSummary, SecureRun>();
   /** The re-verification waiting to start, if any (providers join it until it starts). */
@@ -957,10 +981,12 @@ export class Estop implements EstopService {
    * Waits for the stop actions to `providerId` under way now to finish: the ladder calls running
    * or queued on it (a stop's, a securing run's; not those queued later) and the hook calls into
    * FAULT to it running or queued (EstopModes.faultHookCallsSettled: the e-stop's, an operator's
-   * FAULT, those made again for a provider that comes back), both at once, at most its provider's
-   * timeout_ms + DRAIN_MARGIN_MS (a call's own bound, as the drain's): a reload waits so before it
-   * stops that provider. Null at once when none runs. Never rejects, and neither the ladder nor the
-   * hooks ever wait for it.
+   * FAULT, those made again for a provider that comes back), both at once, bounded by what is left
+   * to run on it now: those calls (at least 1) x its provider's timeout_ms (each call's own
+   * deadline) + DRAIN_MARGIN_MS, at most STOP_ACTIONS_WAIT_MAX_MS but never less than one call's
+   * bound (timeout_ms + DRAIN_MARGIN_MS, as the drain's): a reload waits so before it stops that
+   * provider. Null at once when none runs. Never rejects, and neither the ladder nor the hooks ever
+   * wait for it.
    */
   async stopActionsSettled(providerId: string): Promise<StopActionsWait | null> {
     const what = `waiting for the stop actions to ${providerId}`;
@@ -977,7 +1003,19 @@ export class Estop implements EstopService {
       "the reload goes on",
     );
     if (host === null || host === undefined) return null;
-    const boundMs = host.config.timeoutMs + DRAIN_MARGIN_MS;
+    // A port that throws counts its calls as none: the wait is then one call's bound.
+    const hooksLeft = this.#contained(
+      `${what}: counting its hook calls into FAULT`,
+      () => this.#o.modes?.faultHookCallsLeft?.(providerId) ?? 0,
+      "the reload waits for one call's bound",
+    ) ?? 0;
+    const hooks = Number.isFinite(hooksLeft) && hooksLeft > 0 ? hooksLeft : 0;
+    const calls = Math.max(1, (this.#ladderCallsLeft.get(providerId) ?? 0) + hooks);
+    const timeoutMs = host.config.timeoutMs;
+    const boundMs = Math.max(
+      timeoutMs + DRAIN_MARGIN_MS,
+      Math.min(STOP_ACTIONS_WAIT_MAX_MS, calls * timeoutMs + DRAIN_MARGIN_MS),
+    );
     const unknown = `${what}: how long it took is left out`;
     const startedAt = this.#readMono(what, unknown);
     const both = Promise.all([tail, hookCalls?.catch(() => {})]).then(() => true);
@@ -1395,15 +1433,30 @@ export class Estop implements EstopService {
       else byProvider.set(id, [i]);
     });
     await Promise.all(
-      [...byProvider].map(([id, indices]) =>
-        this.#onProvider(id, async () => {
-          for (const i of indices) {
-            await this.#attempt(plan.calls[i]!, actions[i]!, plan.rung, cause);
+      [...byProvider].map(([id, indices]) => {
+        let left = indices.length;
+        this.#countLadderCalls(id, left);
+        return this.#onProvider(id, async () => {
+          try {
+            for (const i of indices) {
+              await this.#attempt(plan.calls[i]!, actions[i]!, plan.rung, cause);
+              left--;
+              this.#countLadderCalls(id, -1);
+            }
+          } finally {
+            this.#countLadderCalls(id, -left);
           }
-        })
-      ),
+        });
+      }),
     );
     return actions;
+  }
+
+  /** Adds `n` (less when negative) to the ladder calls left on `providerId` (#ladderCallsLeft). */
+  #countLadderCalls(providerId: string, n: number): void {
+    const left = (this.#ladderCallsLeft.get(providerId) ?? 0) + n;
+    if (left > 0) this.#ladderCallsLeft.set(providerId, left);
+    else this.#ladderCallsLeft.delete(providerId);
   }
 
   /** The plan's calls to one provider, in plan order (indexed once per plan, not per start). */
@@ -1511,10 +1564,15 @@ export class Estop implements EstopService {
     let rung: SoftwareSafeState = this.plan().rung;
     let safeState = this.#o.safeState;
     let made: CallConfig[] = [];
+    // Counted from its queueing as the plan's calls to it now, then as those it makes.
+    let left = this.#callsOf(id).length;
+    this.#countLadderCalls(id, left);
     const actions = await this.#onProvider(id, async () => {
       run.started = true;
       if (this.#state !== "latched") return null;
       const calls = this.#callsOf(id);
+      this.#countLadderCalls(id, calls.length - left);
+      left = calls.length;
       made = calls.flatMap((c) => c.kind === "declared" ? [c.call] : []);
       rung = this.plan().rung;
       safeState = this.#o.safeState;
@@ -1527,12 +1585,18 @@ export class Estop implements EstopService {
       const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
       this.#stopsRunning++;
       try {
-        for (const [i, c] of calls.entries()) await this.#attempt(c, done[i]!, rung, latchCause);
+        for (const [i, c] of calls.entries()) {
+          await this.#attempt(c, done[i]!, rung, latchCause);
+          left--;
+          this.#countLadderCalls(id, -1);
+        }
       } finally {
         this.#stopsRunning--;
       }
       return done;
     }).finally(() => {
+      this.#countLadderCalls(id, -left);
+      left = 0;
       run.laddered = true;
       laddered(made);
     });

@@ -2,8 +2,9 @@
  * ModeManager.faultHookCallsSettled, the hook calls into FAULT a configuration reload waits for
  * before it stops their provider (docs/safety.md, step 3): null at once while none to the provider
  * is under way; else it resolves once those running or queued (the FAULT entry's, those made
- * again for a provider that comes back while FAULT stands) have finished. In-process: a router
- * and an inventory that hold each call until the test answers it.
+ * again for a provider that comes back while FAULT stands) have finished; faultHookCallsLeft
+ * counts them (what bounds a reload's wait). In-process: a router and an inventory that hold each
+ * call until the test answers it.
  */
 import assert from "node:assert/strict";
 import type { CallRouter } from "../../src/control/mod.ts";
@@ -94,6 +95,10 @@ Deno.test("ModeManager.faultHookCallsSettled resolves once the hook calls into F
   assert.notEqual(plant, null);
   assert.notEqual(probe, null);
   assert.equal(r.modes.faultHookCallsSettled("other"), null);
+  assert.deepEqual(
+    ["plant", "probe", "other"].map((id) => r.modes.faultHookCallsLeft(id)),
+    [2, 1, 0],
+  );
   // probe's call answered: probe's wait ends, plant's does not.
   r.held.find((h) => h.req.providerId === "probe")!.answer();
   assert.equal(await settled(probe!), true);
@@ -102,10 +107,12 @@ Deno.test("ModeManager.faultHookCallsSettled resolves once the hook calls into F
   r.held.find((h) => h.req.functionName === "set_heater")!.answer();
   await heldCalls(r.held, 3);
   assert.equal(await settled(plant!), false, "ended with plant's set_fan still to be made");
+  assert.equal(r.modes.faultHookCallsLeft("plant"), 1);
   r.held[2]!.answer();
   assert.equal(await settled(plant!), true);
   assert.deepEqual((await fault).hook_failures, []);
   assert.equal(r.modes.faultHookCallsSettled("plant"), null);
+  assert.equal(r.modes.faultHookCallsLeft("plant"), 0);
 });
 
 Deno.test("ModeManager.faultHookCallsSettled waits for the hook calls into FAULT made again for a provider that comes back", async () => {
@@ -140,10 +147,16 @@ Deno.test("ModeManager.faultHookCallsSettled waits, while a FAULT entry's hook c
   assert.notEqual(r.modes.faultHookCallsSettled("probe"), null);
   assert.equal(r.modes.faultHookCallsSettled("other"), null, "a provider no hook call is to");
   assert.equal(await settled(plant!), false);
+  assert.deepEqual(
+    ["plant", "probe", "other"].map((id) => r.modes.faultHookCallsLeft(id)),
+    [2, 1, 0],
+    "the held calls counted",
+  );
   const hooks = entry.runHooks();
   release();
   release(); // idempotent
   await heldCalls(r.held, 2);
+  assert.equal(r.modes.faultHookCallsLeft("plant"), 2, "counted once, the hold released");
   assert.equal(await settled(plant!), false, "ended at the release, plant's calls running");
   r.held.find((h) => h.req.providerId === "probe")!.answer();
   r.held.find((h) => h.req.functionName === "set_heater")!.answer();

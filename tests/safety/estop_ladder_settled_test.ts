@@ -1,16 +1,18 @@
 /**
  * Estop.stopActionsSettled, what a configuration reload waits for before it stops a provider
  * (docs/safety.md, step 2): null at once while no stop action (ladder call, hook call into FAULT)
- * runs on the provider; else it resolves when they have finished, or at its bound (the provider's
- * timeout_ms + DRAIN_MARGIN_MS) with `settled` false, saying which kinds it waited for.
- * In-process: the real Estop on a manual clock, rung 1 declared (one call to `plant`, whose
- * timeout_ms is 1000), a router that holds that call until the test answers it, and a modes port
- * whose hook calls into FAULT to `other` end when the test says.
+ * runs on the provider; else it resolves when they have finished, or at its bound (the calls left
+ * on the provider, at least 1, x its timeout_ms + DRAIN_MARGIN_MS, at most
+ * STOP_ACTIONS_WAIT_MAX_MS, never below one call's) with `settled` false, saying which kinds it
+ * waited for. In-process: the real Estop on a manual clock, rung 1 declared (one call to `plant`,
+ * whose timeout_ms is 1000), a router that holds that call until the test answers it, and a modes
+ * port whose hook calls into FAULT to `other` end when the test says (and counts, when the test
+ * says, hook calls left on `plant`).
  */
 import assert from "node:assert/strict";
 import type { CallRequest } from "../../src/control/mod.ts";
-import { DRAIN_MARGIN_MS, Estop } from "../../src/safety/mod.ts";
-import type { FreshReader } from "../../src/state/mod.ts";
+import { DRAIN_MARGIN_MS, Estop, STOP_ACTIONS_WAIT_MAX_MS } from "../../src/safety/mod.ts";
+import type { FreshReader, ProviderSummary } from "../../src/state/mod.ts";
 import { flushMicrotasks, ManualClock, runToSettle } from "../helpers/clock.ts";
 import {
   errorLog,
@@ -25,12 +27,17 @@ const PLANT_TIMEOUT_MS = 1000;
 /** `other`'s timeout_ms in providersUp. */
 const OTHER_TIMEOUT_MS = 1000;
 
-function rig() {
+/**
+ * `plantHooksLeft`: the hook calls into FAULT to `plant` the modes port counts as left to run
+ * (none are waited for: only the bound is read from them).
+ */
+function rig(plantHooksLeft = 0) {
   const clock = new ManualClock();
   // The hook calls into FAULT to `other` under way: they end when the test resolves it.
   let hookCalls: PromiseWithResolvers<void> | null = null;
   const modes = faultRecordingModes().modes;
   modes.faultHookCallsSettled = (id) => id === "other" ? hookCalls?.promise ?? null : null;
+  modes.faultHookCallsLeft = (id) => id === "plant" ? plantHooksLeft : hookCalls ? 1 : 0;
   const made: string[] = [];
   const answers: PromiseWithResolvers<unknown>[] = [];
   const router = recordingRouter();
@@ -40,9 +47,10 @@ function rig() {
     answers.push(answer);
     return answer.promise as ReturnType<typeof router.call>;
   };
+  const inventory = providersUp("plant", "other");
   const estop = new Estop({
     router,
-    inventory: providersUp("plant", "other"),
+    inventory,
     reads: {} as FreshReader,
     clock,
     log: errorLog().log,
@@ -50,7 +58,10 @@ function rig() {
     safeState: heaterOffLadder(),
   });
   const hooksRun = () => (hookCalls = Promise.withResolvers<void>());
-  return { clock, made, answers, estop, hooksRun };
+  /** Sets `plant`'s timeout_ms. */
+  const plantTimeout = (ms: number) =>
+    Object.assign((inventory.provider("plant") as ProviderSummary).config, { timeoutMs: ms });
+  return { clock, made, answers, estop, hooksRun, plantTimeout };
 }
 
 Deno.test("Estop.stopActionsSettled is null at once while no ladder call runs on the provider", async () => {
@@ -151,4 +162,41 @@ Deno.test("Estop.stopActionsSettled gives up on the hook calls into FAULT at the
     boundMs,
   });
   hookCalls.resolve();
+});
+
+/** Triggers, waits on `plant` and asserts it gives up at `boundMs`, not before. */
+async function givesUpAt(r: ReturnType<typeof rig>, boundMs: number): Promise<void> {
+  const stop = r.estop.trigger("test");
+  await flushMicrotasks();
+  assert.deepEqual(r.made, ["plant set_heater"]);
+  let ended = false;
+  const wait = r.estop.stopActionsSettled("plant").finally(() => (ended = true));
+  r.clock.advance(boundMs - 1);
+  await flushMicrotasks();
+  assert.equal(ended, false, "ended before its bound");
+  r.clock.advance(1);
+  assert.deepEqual(await wait, {
+    ladder: true,
+    hooks: false,
+    settled: false,
+    waitedMs: boundMs,
+    boundMs,
+  });
+  r.answers[0]!.resolve({});
+  await runToSettle(r.clock, stop, "the stop");
+}
+
+Deno.test("Estop.stopActionsSettled bounds its wait by the calls left on the provider: its ladder call and two hook calls into FAULT, each up to timeout_ms", async () => {
+  await givesUpAt(rig(2), 3 * PLANT_TIMEOUT_MS + DRAIN_MARGIN_MS);
+});
+
+Deno.test("Estop.stopActionsSettled waits at most STOP_ACTIONS_WAIT_MAX_MS however many calls are left", async () => {
+  await givesUpAt(rig(1000), STOP_ACTIONS_WAIT_MAX_MS);
+});
+
+Deno.test("Estop.stopActionsSettled never bounds one call by less than its timeout_ms + DRAIN_MARGIN_MS, past STOP_ACTIONS_WAIT_MAX_MS", async () => {
+  const r = rig(1);
+  const timeoutMs = STOP_ACTIONS_WAIT_MAX_MS + 5000;
+  r.plantTimeout(timeoutMs);
+  await givesUpAt(r, timeoutMs + DRAIN_MARGIN_MS);
 });

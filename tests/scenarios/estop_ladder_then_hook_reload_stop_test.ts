@@ -2,11 +2,12 @@
  * The e-stop's ladder, then its hooks into FAULT, and a configuration reload that stops the
  * provider both are at, arriving while the ladder call runs, before the hooks have begun
  * (docs/safety.md, step 2): the reload waits for the ladder call and for the hook call that
- * follows it before it stops the process (one wait, bounded by its provider's timeout_ms +
- * DRAIN_MARGIN_MS), so both are answered and the stop reports them made; the process is stopped
- * after, and the reload answers once it is. Both ways a reload stops a provider: removed, and
- * restarted (its entry changed). The simulated providers run as child processes; sim1 holds every
- * call to its motor controller by its `inject_call_latency`. The reload's INFO line names both.
+ * follows it before it stops the process (one wait, bounded by its provider's timeout_ms for each
+ * call left on it + DRAIN_MARGIN_MS), so both are answered and the stop reports them made, even
+ * when each takes close to timeout_ms; the process is stopped after, and the reload answers once
+ * it is. Both ways a reload stops a provider: removed, and restarted (its entry changed). The
+ * simulated providers run as child processes; sim1 holds every call to its motor controller by its
+ * `inject_call_latency`. The reload's INFO line names both.
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
@@ -23,12 +24,23 @@ import { call, hook, i, inertSim, manualCall } from "../safety/_fixture.ts";
 const LATENCY_MS = 1500;
 
 /**
- * Two inert sims; the ladder drives sim1's motor 1 to duty 0, the `* -> FAULT` hook its motor 2
- * (one call each, to the same provider: the hook call follows the ladder's).
+ * sim1's `timeout_ms` in the test of two slow calls: each call is held SLOW_LATENCY_MS, close to
+ * it, so the two together outlast one call's bound (timeout_ms + DRAIN_MARGIN_MS = 4000) and stay
+ * within the wait for two calls (2 x timeout_ms + DRAIN_MARGIN_MS = 7000).
  */
-function config(): Config {
+const SLOW_TIMEOUT_MS = 3000;
+/** How long sim1 holds each call in that test: within SLOW_TIMEOUT_MS, 2 x it past 4000. */
+const SLOW_LATENCY_MS = 2400;
+
+/**
+ * Two inert sims; the ladder drives sim1's motor 1 to duty 0, the `* -> FAULT` hook its motor 2
+ * (one call each, to the same provider: the hook call follows the ladder's). `timeoutMs`: sim1's
+ * (the default's when absent).
+ */
+function config(timeoutMs?: number): Config {
+  const sim1 = inertSim("sim1", { restart: false });
   return testConfig({
-    providers: [inertSim("sim0"), inertSim("sim1", { restart: false })],
+    providers: [inertSim("sim0"), timeoutMs === undefined ? sim1 : { ...sim1, timeoutMs }],
     pollingIntervalMs: 60_000,
     automation: {
       modeTransitionHooks: {
@@ -72,18 +84,19 @@ function sim1Changed(c: Config): Config {
 }
 
 /**
- * Latches the e-stop with sim1's motor controller slow, waits for the ladder's call at sim1 (the
- * hooks have not begun), then reloads `next(config)`: the stop's answer, the reload's, sim1's pid.
- * `before` runs before the trigger, once sim1 is slow.
+ * Latches the e-stop with sim1's motor controller slow (each call held `latencyMs`), waits for the
+ * ladder's call at sim1 (the hooks have not begun), then reloads `next(config)`: the stop's
+ * answer, the reload's, sim1's pid. `before` runs before the trigger, once sim1 is slow.
  */
 async function ladderCallThenReload(
   rt: Kernel,
   next: (c: Config) => Config,
   before: (rt: Kernel) => Promise<unknown> = () => Promise.resolve(),
+  latencyMs = LATENCY_MS,
 ) {
   await manualCall(rt, "sim1", "chaos_control", 3, {
     device_id: { type: "string", string: "motorctl0" },
-    latency_ms: i(LATENCY_MS),
+    latency_ms: i(latencyMs),
   });
   await before(rt);
   const session = rt.registry.host("sim1")!.session!;
@@ -158,6 +171,30 @@ Deno.test("Estop triggered while FAULT stands: the hook call into FAULT made aga
     assert.deepEqual(result.hook_failures, []);
     assert.equal(result.hooks_pending, undefined);
     assertWaitedLine(lines);
+    assert.deepEqual(report.providers.removed, ["sim1"]);
+    assert.equal(processAlive(pid), false, `sim1 (pid ${pid}) still runs after the reload`);
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop slow ladder call then slow hook call into FAULT, each close to the provider's timeout_ms, to a provider a reload removes during the ladder are both answered before the reload stops the process", async () => {
+  const { log, lines } = capturingLogger({ level: "info" });
+  const rt = await startRuntime(config(SLOW_TIMEOUT_MS), { arm: true, host: { log } });
+  try {
+    const { result, report, pid } = await ladderCallThenReload(
+      rt,
+      withoutSim1,
+      undefined,
+      SLOW_LATENCY_MS,
+    );
+    assert.deepEqual(result.actions, [
+      { device_handle: "sim1/motorctl0", function: "set_motor_duty", success: true },
+    ]);
+    assert.deepEqual(result.hook_failures, []);
+    assert.equal(result.hooks_pending, undefined);
+    assertWaitedLine(lines);
+    assert.deepEqual(lines.filter((l) => l.includes("stopped it all the same")), []);
     assert.deepEqual(report.providers.removed, ["sim1"]);
     assert.equal(processAlive(pid), false, `sim1 (pid ${pid}) still runs after the reload`);
   } finally {
