@@ -412,7 +412,16 @@ export class ModeManager implements ModeService {
    */
   readonly #reapplying = new Map<
     string,
-    { waiting: boolean; done: Promise<void>; back: MergedProviderBack }
+    {
+      waiting: boolean;
+      done: Promise<void>;
+      back: MergedProviderBack;
+      /**
+       * The calls it is expected to make, until it counts those it makes (#countedFaultHookCalls)
+       * or ends: 0 from then (faultHookCallsLeft).
+       */
+      uncounted: number;
+    }
   >();
   /**
    * Per provider, the return waiting (#providerBack) for the FAULT hooks to run while they have
@@ -516,28 +525,46 @@ export class ModeManager implements ModeService {
 
   /**
    * Resolves once the hook calls into FAULT to `providerId` that the runs under way make (running
-   * or queued in them now, and any such run adds before then) have finished; null at once when
-   * none. Never rejects; unbounded (each call has its own deadline): a reload waits for it before
+   * or queued in them now, and any such run adds before then; a run made again for a provider that
+   * came back from its return on, before its turn) have finished; null at once when none. Never
+   * rejects; unbounded (each call has its own deadline): a reload waits for it before
    * it stops that provider, bounded by its caller (Estop.stopActionsSettled). No hook call waits
    * for it.
    */
   faultHookCallsSettled(providerId: string): Promise<void> | null {
     const counted = () => this.#faultHookCallsLeft.get(providerId)?.done.promise;
+    // Made again for it (#providerBack): counted only once the e-stop's securing run of it and
+    // the hooks' own run have ended, so waited for whole, from its return on.
+    const madeAgain = () => this.#reapplying.get(providerId)?.done;
+    const returning = this.#returnsAwaitingHooks.get(providerId)?.done.promise;
     const holds = [...this.#faultHookHolds].filter((hold) => this.#holdCovers(hold, providerId));
-    if (holds.length === 0) return counted() ?? null;
-    // Held: the runs count their calls as they begin, before the hold is released; then those.
-    return Promise.all([counted(), ...holds.map((hold) => hold.released.promise)])
-      .then(() => counted());
+    const waits = [
+      madeAgain(),
+      // A return waiting for the hooks into FAULT to begin: its run is made as they end.
+      returning?.then(madeAgain, madeAgain),
+      // Held: the runs count their calls as they begin, before the hold is released.
+      ...holds.map((hold) => hold.released.promise),
+    ].filter((p) => p !== undefined);
+    if (waits.length === 0) return counted() ?? null;
+    // Then the calls counted by then.
+    return Promise.all([counted(), ...waits]).then(() => counted());
   }
 
   /**
    * How many hook calls into FAULT to `providerId` are left to run now (faultHookCallsSettled
-   * waits for them): those counted, running or queued, and for each hold covering it the calls its
-   * run will make (of the hooks in force at the commit or now, whichever has more). Each may take
-   * up to its provider's timeout_ms: a reload bounds its wait by it (Estop.stopActionsSettled).
+   * waits for them): those counted, running or queued; those a run made again for it
+   * (#providerBack) is expected to make before it counts them (waiting for its turn, the e-stop's
+   * securing run of it, the hooks' own run); and for each hold covering it the calls its run will
+   * make (of the hooks in force at the commit or now, whichever has more). Each may take up to its
+   * provider's timeout_ms: a reload bounds its wait by it (Estop.stopActionsSettled).
    */
   faultHookCallsLeft(providerId: string): number {
-    let left = this.#faultHookCallsLeft.get(providerId)?.left ?? 0;
+    let left = (this.#faultHookCallsLeft.get(providerId)?.left ?? 0) +
+      (this.#reapplying.get(providerId)?.uncounted ?? 0);
+    const entered = this.#faultEntered;
+    if (this.#returnsAwaitingHooks.has(providerId) && entered !== null) {
+      left += this.#faultHookCallsTo(providerId, entered.from).length;
+    }
     for (const hold of this.#faultHookHolds) {
       left += Math.max(
         this.#faultHookCallsTo(providerId, hold.from, hold.committedWith).length,
@@ -1343,11 +1370,15 @@ export class ModeManager implements ModeService {
         providerId,
         entry.from,
       );
-    if (callsOf(stopsOwn).length === 0) return;
+    const expected = callsOf(stopsOwn).length;
+    if (expected === 0) return;
     const previous = this.#reapplying.get(providerId);
     // One waiting finds the provider up at its turn; it makes what this one asks for too.
-    if (previous?.waiting) return mergeProviderBack(previous.back, options);
-    const run = { waiting: true, done: Promise.resolve(), back: back() };
+    if (previous?.waiting) {
+      previous.uncounted = Math.max(previous.uncounted, expected);
+      return mergeProviderBack(previous.back, options);
+    }
+    const run = { waiting: true, done: Promise.resolve(), back: back(), uncounted: expected };
     this.#faultHooksRunning++;
     run.done = Promise.all([previous?.done, entry.run.catch(() => {})]).then(async () => {
       run.waiting = false;
@@ -1383,6 +1414,7 @@ export class ModeManager implements ModeService {
           `call(s) into FAULT (${entry.from}->FAULT) again`,
       );
       // Counted while they run or wait their turn: a reload stopping the provider waits for them.
+      run.uncounted = 0;
       await this.#countedFaultHookCalls(calls, async (made) => {
         for (const { phase, hook, call } of calls) {
           if (this.#faultInForce !== entry) return;
@@ -1396,6 +1428,7 @@ export class ModeManager implements ModeService {
     }).catch((err) => {
       this.#stopLog.error(`FAULT hooks for ${providerId} failed: ${toRuntimeError(err).message}`);
     }).finally(() => {
+      run.uncounted = 0;
       this.#faultHooksRunning--;
       if (this.#reapplying.get(providerId) === run) this.#reapplying.delete(providerId);
     });

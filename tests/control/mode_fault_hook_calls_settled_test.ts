@@ -174,3 +174,34 @@ Deno.test("ModeManager.holdFaultHookCalls before any FAULT entry holds nothing",
   assert.equal(r.modes.faultHookCallsSettled("plant"), null);
   release();
 });
+
+Deno.test("ModeManager.faultHookCallsSettled waits, from a provider's return on, for the hook calls into FAULT made again after the e-stop's securing run of it", async () => {
+  const r = rig();
+  // The e-stop's securing run of the returning provider: it ends when the test says.
+  const securing = Promise.withResolvers<readonly never[]>();
+  r.modes.setLatchSecuring(() => securing.promise);
+  const fault = r.modes.requestWithReport("FAULT");
+  await heldCalls(r.held, 2);
+  r.held[0]!.answer();
+  r.held[1]!.answer();
+  await heldCalls(r.held, 3);
+  r.held[2]!.answer();
+  await fault;
+  assert.equal(r.modes.faultHookCallsSettled("plant"), null);
+  r.comesBack("plant");
+  // Its securing run still runs: no hook call made again yet, both expected.
+  const plant = r.modes.faultHookCallsSettled("plant");
+  assert.notEqual(plant, null, "no wait for the hook calls made again after the securing run");
+  assert.equal(r.modes.faultHookCallsLeft("plant"), 2);
+  assert.equal(await settled(plant!), false);
+  securing.resolve([]);
+  await heldCalls(r.held, 4);
+  assert.equal(r.modes.faultHookCallsLeft("plant"), 2, "counted once, the run begun");
+  r.held[3]!.answer();
+  await heldCalls(r.held, 5);
+  assert.equal(await settled(plant!), false, "ended with plant's set_fan still to be made again");
+  r.held[4]!.answer();
+  assert.equal(await settled(plant!), true);
+  assert.equal(r.modes.faultHookCallsSettled("plant"), null);
+  assert.equal(r.modes.faultHookCallsLeft("plant"), 0);
+});
