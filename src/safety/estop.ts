@@ -302,11 +302,12 @@ export const DRAIN_MARGIN_MS = 1000;
 /**
  * Cap on a reload's wait for one provider's stop actions (Estop.stopActionsSettled), which is
  * otherwise the calls left to run on it (at least 1) x its timeout_ms + DRAIN_MARGIN_MS: the
- * reload answers, and the next one begins, only after it. 60 s lets eleven calls at the default
- * timeout_ms (5 s) each run to their deadline, more than a stop makes to one provider in the
- * examples and the bench; it never cuts a single call's own bound (timeout_ms + DRAIN_MARGIN_MS).
+ * reload answers, and the next one begins, only after it. The demo's stop (examples/demo.yaml)
+ * makes 13 calls to its one provider, 66 s if each ran to the default timeout_ms (5 s); 120 s
+ * covers that with room and still answers the reload within two minutes. It never cuts a single
+ * call's own bound (timeout_ms + DRAIN_MARGIN_MS).
  */
-export const STOP_ACTIONS_WAIT_MAX_MS = 60_000;
+export const STOP_ACTIONS_WAIT_MAX_MS = 120_000;
 
 /** How a wait for a provider's stop actions ended (Estop.stopActionsSettled). */
 export interface StopActionsWait {
