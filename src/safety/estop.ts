@@ -1656,6 +1656,9 @@ export class Estop implements EstopService {
   async #runReverify(batch: ReverifyBatch): Promise<void> {
     const shown = this.#verified;
     if (this.#state !== "latched" || shown === null) return;
+    // The cause of the latch it reads back for, taken now: a release while it reads back (the
+    // read-back is finished, shown and audited all the same) leaves no cause to name at its end.
+    const cause = this.#cause ?? ESTOP_CAUSE_API;
     const ids = [...batch.providers.keys()];
     const safeState = this.#o.safeState;
     const expect = safeState.expect;
@@ -1685,7 +1688,7 @@ export class Estop implements EstopService {
       : this.#readMono(what, `${what}: its audit latency is left out`);
     this.#o.audit?.record({
       action: "estop",
-      origin: { kind: "estop", rung: batch.rung, cause: this.#cause ?? ESTOP_CAUSE_API },
+      origin: { kind: "estop", rung: batch.rung, cause },
       outcome: failed === 0 ? "accepted" : "failed",
       args: { provider_ids: ids, reason: batch.reason },
       result: {
