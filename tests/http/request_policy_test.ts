@@ -464,8 +464,28 @@ Deno.test("A foreign page's POST admitted by its token, whose body arrives after
     const res = await answer;
     const text = await res.text();
     assert.equal(res.status, 403, text);
-    assert.match(JSON.parse(text).status.message, /Origin not allowed/);
+    const policy = "Origin not allowed to change state: 'http://dash.example' (list it in " +
+      "http.cors_allowed_origins, `*` does not count, or send the bearer token)";
+    assert.equal(JSON.parse(text).status.message, policy);
     assert.equal(fx.services.modes.current(), "IDLE");
+    // Recorded as the origin check refused it, the reason saying the tokens changed meanwhile.
+    const audit = await fx.api.handle(
+      new Request("http://127.0.0.1/v0/audit", { headers: { authorization: `Bearer ${DEFAULT}` } }),
+      { remoteAddr: "127.0.0.1" },
+    );
+    const refused = (await audit.json()).entries
+      .filter((e: { outcome: string }) => e.outcome === "refused")
+      .map((e: { action: string; refused_by: string; reason: string }) => [
+        e.action,
+        e.refused_by,
+        e.reason,
+      ]);
+    assert.deepEqual(refused, [[
+      "mode",
+      "origin",
+      `PERMISSION_DENIED: ${policy}: the API tokens were replaced (configuration reload) while ` +
+      "its body arrived",
+    ]]);
   } finally {
     await fx.close();
   }

@@ -2,7 +2,10 @@
  * A call queued behind a slow call to the same provider, whose token a reload lowers to viewer or
  * removes while it waits (docs/http-api.md, "Roles"): at its turn its admission is asked again, as
  * the gates are; it is answered 403 or 401 as the first check would have, never sent (the motor's
- * duty stays as the slow call set it), and audited as a refused call naming the check. The runtime
+ * duty stays as the slow call set it), and audited as a refused call naming the check. A foreign
+ * page's call that only its token let past the origin check, from a loopback-exempt client, is
+ * refused at its turn by the origin check (`http.cors_allowed_origins` itself needs a restart,
+ * so a token's removal is how a reload takes a page's admission away). The runtime
  * serves real HTTP on loopback (loopback not exempt); the simulated provider runs as a child
  * process and holds every call to its motor controller by its `inject_call_latency`.
  */
@@ -26,24 +29,31 @@ const SHIFT: ApiTokenConfig = { name: "shift", role: "operator", token: OPERATOR
  */
 const LATENCY_MS = 3000;
 
-function config(): Config {
+/** A web page's origin that `http.cors_allowed_origins` does not list. */
+const FOREIGN = "http://evil.example";
+
+function config(o: { exemptLoopback?: boolean } = {}): Config {
   return testConfig({
     providers: [inertSim("sim0", { timeoutMs: 10_000 })],
     pollingIntervalMs: 60_000,
     http: {
       authEnabled: true,
       authToken: ADMIN,
-      authExemptLoopback: false,
+      authExemptLoopback: o.exemptLoopback ?? false,
       tokens: [SHIFT],
     },
   });
 }
 
-/** POST /v0/call setting motor 1's duty, with `token`. */
-function setDuty(rt: Kernel, token: string, duty: number): Promise<Response> {
+/** POST /v0/call setting motor 1's duty, with `token` (from a page of `origin` when given). */
+function setDuty(rt: Kernel, token: string, duty: number, origin?: string): Promise<Response> {
   return apiFetch(`http://127.0.0.1:${rt.http!.port}/v0/call`, {
     method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      ...(origin === undefined ? {} : { origin }),
+    },
     body: JSON.stringify({
       provider_id: "sim0",
       device_id: "motorctl0",
@@ -57,8 +67,11 @@ function setDuty(rt: Kernel, token: string, duty: number): Promise<Response> {
  * A slow call (admin, duty 0.3) holding sim0, the operator's call (duty 0.7) queued behind it, then
  * a reload to `tokens`: both answers, the duty after both, and the audit entries of refused calls.
  */
-async function queuedCallThenReload(tokens: readonly ApiTokenConfig[]) {
-  const rt = await startServing(config());
+async function queuedCallThenReload(
+  tokens: readonly ApiTokenConfig[],
+  o: { exemptLoopback?: boolean; origin?: string } = {},
+) {
+  const rt = await startServing(config(o));
   try {
     await rt.modes.request("MANUAL");
     // Which calls have reached sim0's queue (admitted to it, the first one holding it).
@@ -80,7 +93,7 @@ async function queuedCallThenReload(tokens: readonly ApiTokenConfig[]) {
     const session = rt.registry.host("sim0")!.session!;
     const slow = setDuty(rt, ADMIN, 0.3);
     await waitFor("the slow call at sim0", () => session.inFlight > 0, 10_000, 0);
-    const waiting = setDuty(rt, OPERATOR, 0.7);
+    const waiting = setDuty(rt, OPERATOR, 0.7, o.origin);
     await waitFor("the operator's call queued behind it", () => queued === 2, 10_000, 0);
     const report = await rt.reload({ ...rt.config, http: { ...rt.config.http, tokens } });
     assert.deepEqual(report.refused, []);
@@ -160,6 +173,32 @@ Deno.test("POST /v0/call queued behind a slow call through a reload that keeps i
     tokenEnv: "",
   };
   const r = await queuedCallThenReload([SHIFT, night]);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.duty, 0.7, "the queued call was sent after the slow one");
+  assert.deepEqual(r.refused, []);
+});
+
+Deno.test("POST /v0/call from a foreign page admitted by its token alone, queued behind a slow call, is answered 403 at its turn when a reload removes the token, never sent, audited as refused by origin", async () => {
+  // Loopback exempt: without its token the caller still acts (as admin 'local'), but its page's
+  // origin is no longer let through by a token: the origin check is what refuses it.
+  const r = await queuedCallThenReload([], { exemptLoopback: true, origin: FOREIGN });
+  assert.equal(r.status, 403, JSON.stringify(r.body));
+  const policy = `Origin not allowed to change state: '${FOREIGN}' (list it in ` +
+    "http.cors_allowed_origins, `*` does not count, or send the bearer token)";
+  assert.deepEqual(r.body, { status: { code: "PERMISSION_DENIED", message: policy } });
+  assert.equal(r.duty, 0.3, "the queued call was never sent: the slow call's duty stays");
+  assert.deepEqual(r.refused, [{
+    origin: "shift",
+    device_handle: "sim0/motorctl0",
+    function: "set_motor_duty",
+    refused_by: "origin",
+    reason: `PERMISSION_DENIED: ${policy}: the API tokens were replaced (configuration reload) ` +
+      "while it waited for its turn",
+  }]);
+});
+
+Deno.test("POST /v0/call from a foreign page queued behind a slow call through a reload that keeps its token goes out at its turn", async () => {
+  const r = await queuedCallThenReload([SHIFT], { exemptLoopback: true, origin: FOREIGN });
   assert.equal(r.status, 200, JSON.stringify(r.body));
   assert.equal(r.duty, 0.7, "the queued call was sent after the slow one");
   assert.deepEqual(r.refused, []);
