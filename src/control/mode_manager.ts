@@ -54,7 +54,7 @@ import {
 import type { EventBus } from "../events/mod.ts";
 import type { InventoryReader, ProviderSummary } from "../state/mod.ts";
 import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
-import type { CallOrigin, CallRouter, GateContext } from "./call_router.ts";
+import type { CallerRefusal, CallOrigin, CallRouter, GateContext } from "./call_router.ts";
 import { allowedModesRefusal, leaseRefusal } from "./call_policy.ts";
 import {
   declaredFunctionLabel,
@@ -131,9 +131,16 @@ export interface ModeService {
   /**
    * Runs the transition (hooks, events); resolves with the mode after it and the hook calls
    * that failed. Same mode = no-op (refused while a transition away from it has not committed).
-   * Throws FAILED_PRECONDITION for a refused transition or a vetoing hook.
+   * Throws FAILED_PRECONDITION for a refused transition or a vetoing hook. `stillAdmitted`: asked
+   * once the before-hooks have run, before MANUAL or AUTO is committed; a refusal it returns is
+   * thrown (audited with its `refused_by`): the requester's token a reload removed or lowered
+   * meanwhile arms nothing.
    */
-  requestWithReport(mode: RuntimeMode, source?: AuditOrigin): Promise<TransitionReport>;
+  requestWithReport(
+    mode: RuntimeMode,
+    source?: AuditOrigin,
+    stillAdmitted?: () => CallerRefusal | null,
+  ): Promise<TransitionReport>;
 }
 
 /**
@@ -760,6 +767,7 @@ export class ModeManager implements ModeService {
   requestWithReport(
     mode: RuntimeMode,
     source: AuditOrigin = { kind: "http" },
+    stillAdmitted?: () => CallerRefusal | null,
   ): Promise<TransitionReport> {
     if (mode === "FAULT") return this.#faultReport(this.enterFault("requested", source));
     const from = this.#mode;
@@ -799,7 +807,7 @@ export class ModeManager implements ModeService {
         latency_ms: latencyMs(),
       });
     };
-    const done = this.#transition(mode, audit && !noop ? onCommit : undefined);
+    const done = this.#transition(mode, audit && !noop ? onCommit : undefined, stillAdmitted);
     if (!audit || noop) return done;
     return done.catch((err) => {
       // Not expected once committed (hook failures are collected): the change stands, recorded.
@@ -1033,6 +1041,7 @@ export class ModeManager implements ModeService {
   async #transition(
     target: RuntimeMode,
     onCommit?: (beforeFailures: number) => void,
+    stillAdmitted?: () => CallerRefusal | null,
   ): Promise<TransitionReport> {
     const from = this.#mode;
     if (target === from) {
@@ -1094,6 +1103,14 @@ export class ModeManager implements ModeService {
       }
       // An arming check may have become true while the before-hooks ran (e-stop latched).
       this.#checkArming(from, target);
+      // So may the requester's admission: a reload may have removed or lowered its token.
+      const unadmitted = target === "MANUAL" || target === "AUTO"
+        ? stillAdmitted?.() ?? null
+        : null;
+      if (unadmitted !== null) {
+        this.#armRefusals.set(unadmitted.error, unadmitted.refusedBy);
+        throw unadmitted.error;
+      }
       // So may a FAULT (an alarm, another console) while leaving FAULT: it was answered FAULT.
       if (this.#faultWhileLeaving !== null) {
         throw failedPrecondition(

@@ -34,7 +34,7 @@ function getMode({ services }: RouteContext): Response {
 }
 
 async function setMode(
-  { services, body, principal, stoppedSinceArrival }: RouteContext,
+  { services, body, principal, stoppedSinceArrival, stillAdmitted }: RouteContext,
 ): Promise<Response> {
   const source = httpOrigin(principal);
   // A body refused here (malformed JSON, a missing, mistyped or unknown mode) names no mode:
@@ -65,7 +65,9 @@ async function setMode(
     });
     throw err;
   }
-  const report = await services.modes.requestWithReport(mode, source);
+  // Asked again before MANUAL or AUTO commits, after the before-hooks (a reload meanwhile).
+  const admitted = await stillAdmitted();
+  const report = await services.modes.requestWithReport(mode, source, admitted);
   return okResponse({
     mode: report.mode,
     hook_failures: report.hook_failures,

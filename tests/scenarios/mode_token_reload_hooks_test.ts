@@ -1,0 +1,117 @@
+/**
+ * An operator's MANUAL -> AUTO request whose token a reload removes while its before_transition
+ * hooks run (docs/http-api.md, "Roles"): asked again before AUTO commits, as the arming checks are;
+ * answered 401, the mode stays MANUAL, audited as a refused mode request with refused_by auth. A
+ * reload that keeps the token arms AUTO. Real HTTP on loopback (loopback not exempt); the simulated
+ * provider runs as a child process and holds the hook's call by its `inject_call_latency`.
+ */
+import assert from "node:assert/strict";
+import type { ApiTokenConfig } from "../../src/config/mod.ts";
+import { startServing, waitFor } from "../helpers/kernel.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { call, hook, i, inertSim, manualCall } from "../safety/_fixture.ts";
+import { automationOptions, STOP_MOTOR_ON_FAULT, TreeDir, treeXml } from "./automation_helpers.ts";
+
+const ADMIN = "admin-token-7e3c9a1f5b2d";
+const OPERATOR = "operator-token-4b8d2f6a0c1e";
+const SHIFT: ApiTokenConfig = { name: "shift", role: "operator", token: OPERATOR, tokenEnv: "" };
+
+/**
+ * How long the sim holds the hook's call: long enough for the reload to happen while it runs
+ * (checked, not assumed), within the provider's timeout_ms.
+ */
+const LATENCY_MS = 3000;
+
+/** POST /v0/mode AUTO by 'shift', a reload to `tokens` while its before-hook runs. */
+async function autoThenReload(tokens: readonly ApiTokenConfig[]) {
+  const dir = await TreeDir.create();
+  const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+  const base = automationOptions(tree, {
+    config: { providers: [inertSim("sim0", { timeoutMs: 10_000 })], pollingIntervalMs: 60_000 },
+  });
+  const path = "automation.mode_transition_hooks.before_transition[1]";
+  const rt = await startServing(testConfig({
+    ...base,
+    http: { authEnabled: true, authToken: ADMIN, authExemptLoopback: false, tokens: [SHIFT] },
+    automation: {
+      ...base.automation!,
+      modeTransitionHooks: {
+        beforeTransition: [
+          STOP_MOTOR_ON_FAULT,
+          hook(
+            "MANUAL",
+            "AUTO",
+            [call("sim0/motorctl0", 10, { motor_index: 1, duty: 0 })],
+            true,
+            path,
+          ),
+        ],
+        afterTransition: [],
+      },
+    },
+  }));
+  try {
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "sim0", "chaos_control", 3, {
+      device_id: { type: "string", string: "motorctl0" },
+      latency_ms: i(LATENCY_MS),
+    });
+    const session = rt.registry.host("sim0")!.session!;
+    const answer = apiFetch(`http://127.0.0.1:${rt.http!.port}/v0/mode`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${OPERATOR}`, "content-type": "application/json" },
+      body: JSON.stringify({ mode: "AUTO" }),
+    });
+    await waitFor("the before-hook's call at sim0", () => session.inFlight > 0, 10_000, 0);
+    const report = await rt.reload({ ...rt.config, http: { ...rt.config.http, tokens } });
+    assert.deepEqual(report.refused, []);
+    assert.ok(session.inFlight > 0, "the hook's call still ran when the reload was done");
+    const res = await answer;
+    const audit = await (await apiFetch(`http://127.0.0.1:${rt.http!.port}/v0/audit`, {
+      headers: { authorization: `Bearer ${ADMIN}` },
+    })).json();
+    // deno-lint-ignore no-explicit-any
+    const refused = audit.entries.filter((e: any) => e.action === "mode" && e.outcome === "refused")
+      // deno-lint-ignore no-explicit-any
+      .map((e: any) => [e.origin.token_name, e.function, e.refused_by, e.reason]);
+    return {
+      status: res.status,
+      challenge: res.headers.get("www-authenticate"),
+      body: await res.json(),
+      mode: rt.modes.current(),
+      refused,
+    };
+  } finally {
+    await rt.stop();
+    await dir.dispose();
+  }
+}
+
+Deno.test("POST /v0/mode AUTO whose token a reload removes while its before-hooks run is answered 401, AUTO not armed, audited as refused by auth", async () => {
+  const r = await autoThenReload([]);
+  assert.equal(r.status, 401, JSON.stringify(r.body));
+  assert.equal(r.challenge, "Bearer");
+  assert.equal(r.body.status.message, "Missing or invalid bearer token");
+  assert.equal(r.mode, "MANUAL", "AUTO was not armed");
+  assert.deepEqual(r.refused, [[
+    "shift",
+    "AUTO",
+    "auth",
+    "UNAUTHENTICATED: token 'shift' no longer admits: the API tokens were replaced " +
+    "(configuration reload) while it waited for its turn",
+  ]]);
+});
+
+Deno.test("POST /v0/mode AUTO through a reload that keeps its token while its before-hooks run arms AUTO", async () => {
+  const night: ApiTokenConfig = {
+    name: "night",
+    role: "viewer",
+    token: "night-token-9d1e5a3c7f0b",
+    tokenEnv: "",
+  };
+  const r = await autoThenReload([SHIFT, night]);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.mode, "AUTO");
+  assert.deepEqual(r.refused, []);
+});
