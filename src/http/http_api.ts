@@ -386,7 +386,8 @@ export class HttpApi {
     need: TokenRole,
     credentials: Credentials,
   ): CallerRefusal | null {
-    const why = "the API tokens were replaced (configuration reload) while it waited for its turn";
+    const why = "the API tokens were replaced (configuration reload) while it waited to act " +
+      "(its turn, or its hooks)";
     const now = this.#auth.identifyNow(credentials, info.remoteAddr);
     let refusal: CallerRefusal;
     let answer: Response;

@@ -144,7 +144,7 @@ Deno.test("POST /v0/call queued behind a slow call whose token a reload lowers t
     function: "set_motor_duty",
     refused_by: "role",
     reason: "PERMISSION_DENIED: role operator required (shift has role viewer): the API tokens " +
-      "were replaced (configuration reload) while it waited for its turn",
+      "were replaced (configuration reload) while it waited to act (its turn, or its hooks)",
   }]);
 });
 
@@ -161,7 +161,7 @@ Deno.test("POST /v0/call queued behind a slow call whose token a reload removes 
     function: "set_motor_duty",
     refused_by: "auth",
     reason: "UNAUTHENTICATED: token 'shift' no longer admits: the API tokens were replaced " +
-      "(configuration reload) while it waited for its turn",
+      "(configuration reload) while it waited to act (its turn, or its hooks)",
   }]);
 });
 
@@ -193,7 +193,7 @@ Deno.test("POST /v0/call from a foreign page admitted by its token alone, queued
     function: "set_motor_duty",
     refused_by: "origin",
     reason: `PERMISSION_DENIED: ${policy}: the API tokens were replaced (configuration reload) ` +
-      "while it waited for its turn",
+      "while it waited to act (its turn, or its hooks)",
   }]);
 });
 

@@ -99,7 +99,7 @@ Deno.test("POST /v0/mode AUTO whose token a reload removes while its before-hook
     "AUTO",
     "auth",
     "UNAUTHENTICATED: token 'shift' no longer admits: the API tokens were replaced " +
-    "(configuration reload) while it waited for its turn",
+    "(configuration reload) while it waited to act (its turn, or its hooks)",
   ]]);
 });
 
