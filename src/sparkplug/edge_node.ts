@@ -2863,8 +2863,12 @@ export class SparkplugEdgeNode {
       if (!dev.functions.has(name)) return this.#commandResult(NODE, `${deviceId}/${name}`, text);
     }
     const key = `${deviceId}\u0000${name}`;
-    if (this.#inFlight >= MAX_IN_FLIGHT || this.#answersWaiting.size > 0) {
+    if (
+      this.#inFlight >= MAX_IN_FLIGHT || this.#answersWaiting.size > 0 || this.#nodeKept.length > 0
+    ) {
       // Under the bound like data; the latest answer of a metric replaces an older one waiting.
+      // Behind the node changes kept while away too (history first, then the present): their
+      // replay may stop at a split whose parts do not all fit, with a write still free.
       this.#answersWaiting.delete(key);
       if (
         this.#answersWaiting.size >= MAX_ANSWERS_WAITING && deviceId === NODE &&
@@ -2891,10 +2895,13 @@ export class SparkplugEdgeNode {
     this.#answer(deviceId, name, text);
   }
 
-  /** Sends the answers waiting, oldest first, while writes are under MAX_IN_FLIGHT. */
+  /**
+   * Sends the answers waiting, oldest first, while writes are under MAX_IN_FLIGHT and no node
+   * change kept while away waits (#drainNode stopped at a split).
+   */
   #sendAnswers(): void {
     for (const [key, a] of this.#answersWaiting) {
-      if (!this.online || this.#inFlight >= MAX_IN_FLIGHT) return;
+      if (!this.online || this.#inFlight >= MAX_IN_FLIGHT || this.#nodeKept.length > 0) return;
       this.#answersWaiting.delete(key);
       this.#answer(a.deviceId, a.name, a.text);
     }
