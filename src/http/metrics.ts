@@ -612,6 +612,12 @@ function renderSparkplug(w: ExpositionWriter, sp: SparkplugMetricsView): void {
       "sparkplug.max_message_bytes (larger messages of several are split instead).",
     c.tooLargeDropped,
   );
+  counter(
+    "runtime_sparkplug_foreign_births_total",
+    "NBIRTHs of this node's group and edge node id that it did not publish: another client " +
+      "publishes as this edge node (the first WARNed).",
+    c.foreignBirths,
+  );
   w.family(
     "runtime_sparkplug_device_birth_too_large_bytes",
     "gauge",

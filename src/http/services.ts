@@ -141,6 +141,7 @@ export interface SparkplugMetricsView {
     readonly hostStatesIgnored: number;
     readonly internalErrors: number;
     readonly tooLargeDropped: number;
+    readonly foreignBirths: number;
   };
   /**
    * Devices not born because their DBIRTH is over sparkplug.max_message_bytes: their Sparkplug

@@ -228,6 +228,14 @@ export const MAX_BIRTH_LOSS_DELAY_MS = 60_000;
 
 /** Commands from the broker being carried out at once, at most (more are refused: busy). */
 export const MAX_COMMANDS_IN_PROGRESS = 16;
+/**
+ * The bdSeq values of this node's latest connections (the previous process's last included) whose
+ * NBIRTH arriving late on the node's own subscription is not taken for another client's
+ * (#ownBirthSeen): a broker that stalled may route a PUBLISH of a connection gone after the next
+ * connection subscribed. 4 connections back; one is the case seen.
+ */
+export const OWN_BDSEQS_KEPT = 4;
+
 /** #send's liveSeq of a kept node metric change replayed (#drainNode); 0 is a live one. */
 const REPLAYED_NODE_DATA = 1;
 
@@ -419,6 +427,11 @@ export interface EdgeNodeCounts {
    * `sparkplug.max_message_bytes` (WARNed once; a larger message of several is split instead).
    */
   tooLargeDropped: number;
+  /**
+   * NBIRTHs of this node's group and edge node id that it did not publish (#ownBirthSeen):
+   * another client publishes as this node (a second runtime or another edge node with this id).
+   */
+  foreignBirths: number;
 }
 
 /** A device not born because its DBIRTH is over `sparkplug.max_message_bytes`. */
@@ -493,6 +506,13 @@ export class SparkplugEdgeNode {
   readonly #log: Logger;
   #session: MqttSession | null = null;
   #bdSeq = 0;
+  /** The bdSeq of this node's earlier connections, the latest last (OWN_BDSEQS_KEPT). */
+  readonly #ownBdSeqs: number[] = [];
+  /** NBIRTHs handed to the client on this connection, and those of its bdSeq heard back. */
+  #birthsSent = 0;
+  #birthsHeard = 0;
+  /** A foreign NBIRTH was WARNed (once per process; the rest counted). */
+  #foreignBirthSaid = false;
   /** The save of bdSeq under way (#saveBdSeq), or null. */
   #bdSeqSaving: Promise<void> | null = null;
   /** The bdSeq the store last recorded (null: none this process). */
@@ -702,6 +722,7 @@ export class SparkplugEdgeNode {
     hostStatesIgnored: 0,
     internalErrors: 0,
     tooLargeDropped: 0,
+    foreignBirths: 0,
   };
   /**
    * Devices not born because their DBIRTH is over `sparkplug.max_message_bytes`, by Sparkplug id:
@@ -859,7 +880,10 @@ export class SparkplugEdgeNode {
     const recorded = (async () => {
       const last = await store.load().catch(() => null);
       if (late) return;
-      if (last !== null) this.#bdSeq = (last + 1) % 256;
+      if (last !== null) {
+        this.#ownBdSeqs.push(last);
+        this.#bdSeq = (last + 1) % 256;
+      }
       await this.#saveBdSeq();
     })();
     const clock = this.#o.clock;
@@ -1034,14 +1058,20 @@ export class SparkplugEdgeNode {
     this.#retainedOverWarned = false;
     // The host's retained STATE says again, on this connection, whether it is online.
     this.#hostOnline = host === "";
+    this.#birthsSent = 0;
+    this.#birthsHeard = 0;
     try {
       await session.subscribe([
         topicOf(o.config.groupId, "NCMD", o.edgeNodeId),
+        // Its own NBIRTH, to hear one it did not publish (#ownBirthSeen).
+        topicOf(o.config.groupId, "NBIRTH", o.edgeNodeId),
         `${topicOf(o.config.groupId, "DCMD", o.edgeNodeId)}/+`,
         ...(host === "" ? [] : [stateTopic(host), legacyStateTopic(host)]),
       ], 1);
     } catch (err) {
-      this.#log.warn(`sparkplug: subscribing to NCMD/DCMD/STATE failed: ${errorMessage(err)}`);
+      this.#log.warn(
+        `sparkplug: subscribing to NCMD/DCMD/NBIRTH/STATE failed: ${errorMessage(err)}`,
+      );
     }
     if (this.#stopped || this.#session !== session || !session.connected) return;
     this.#subscribed = true;
@@ -1312,6 +1342,8 @@ export class SparkplugEdgeNode {
     this.#accepted = false;
     await session.end(true);
     if (this.#stopped) return; // the next process starts after the recorded bdSeq
+    this.#ownBdSeqs.push(this.#bdSeq);
+    if (this.#ownBdSeqs.length > OWN_BDSEQS_KEPT) this.#ownBdSeqs.shift();
     this.#bdSeq = (this.#bdSeq + 1) % 256;
     const bdSeq = this.#bdSeq;
     const clock = this.#o.clock;
@@ -1369,7 +1401,9 @@ export class SparkplugEdgeNode {
     this.#nodeBehindSince = null;
     // The first births: a change since watch() that the NBIRTH carries is not history to send.
     if (first) this.#dropCarriedByBirth(this.#nodeMetrics(status, null, now, true));
-    this.#send("NBIRTH", undefined, this.#nbirthPayload(now, status), true);
+    if (this.#send("NBIRTH", undefined, this.#nbirthPayload(now, status), true)) {
+      this.#birthsSent++;
+    }
     this.#born = true;
     const tooLargeBefore = new Set(this.#tooLarge.keys());
     for (const p of this.#o.inventory.providers()) {
@@ -2534,6 +2568,10 @@ export class SparkplugEdgeNode {
     if (host !== "" && (topic === stateTopic(host) || topic === legacyStateTopic(host))) {
       return this.#hostState(topic, payload);
     }
+    if (topic === topicOf(o.config.groupId, "NBIRTH", o.edgeNodeId)) {
+      // A retained copy is of another time (Sparkplug publishes births with retain false).
+      return retained ? undefined : this.#ownBirthSeen(payload);
+    }
     if (retained && (topic === ncmd || topic.startsWith(dcmd))) return this.#retainedCommand(topic);
     let decoded;
     try {
@@ -2550,6 +2588,42 @@ export class SparkplugEdgeNode {
     } else {
       this.#ignored(topic, "not a command topic of this edge node");
     }
+  }
+
+  /**
+   * An NBIRTH on this node's own topic, live (not a retained copy). The node hears its own: each
+   * one it publishes after subscribing comes back once (MQTT 3.1.1 has no "no local"), with this
+   * connection's bdSeq. Another client's is one whose bdSeq is neither this connection's nor that
+   * of the node's latest connections (OWN_BDSEQS_KEPT: a late copy of its own), or one more of
+   * this connection's bdSeq than the node published (the other client's bdSeq may be the same),
+   * or one without a bdSeq the node can read. Counted (foreignBirths); the first WARNed: a host
+   * sees one node born again and again, its data from two sources under one seq, and its NCMD
+   * and DCMD reach both. A copy lost (QoS 0) hides one, never makes one.
+   */
+  #ownBirthSeen(payload: Uint8Array): void {
+    let bdSeq: number | null = null;
+    try {
+      const m = decode(payload).metrics?.find((x) => x.name === NODE_METRICS.bdSeq);
+      const n = Number(m?.long_value ?? NaN);
+      if (Number.isSafeInteger(n)) bdSeq = n;
+    } catch {
+      // Not a Sparkplug payload: not the node's own.
+    }
+    if (bdSeq === this.#bdSeq && ++this.#birthsHeard <= this.#birthsSent) return;
+    if (bdSeq !== null && bdSeq !== this.#bdSeq && this.#ownBdSeqs.includes(bdSeq)) return;
+    this.counts.foreignBirths++;
+    if (this.#foreignBirthSaid) return;
+    this.#foreignBirthSaid = true;
+    const o = this.#o;
+    this.#log.warn(
+      `sparkplug: another client published an NBIRTH as this edge node ` +
+        `(group ${JSON.stringify(o.config.groupId)}, edge node ${JSON.stringify(o.edgeNodeId)}, ` +
+        `bdSeq ${bdSeq ?? "unreadable"}; this connection's is ${this.#bdSeq}): two runtimes ` +
+        `(or another edge node) with one edge node id on this broker, each with its own client ` +
+        `id; a host sees one node born again and again, and its NCMD/DCMD reach both. Give each ` +
+        `a distinct runtime.name or sparkplug.edge_node_id (further ones are counted in ` +
+        `runtime_sparkplug_foreign_births_total, not logged)`,
+    );
   }
 
   /**

@@ -41,6 +41,7 @@ const SPARKPLUG_FAMILIES: Record<string, Family["type"]> = {
   runtime_sparkplug_state_ignored_total: "counter",
   runtime_sparkplug_internal_errors_total: "counter",
   runtime_sparkplug_too_large_dropped_total: "counter",
+  runtime_sparkplug_foreign_births_total: "counter",
   runtime_sparkplug_device_birth_too_large_bytes: "gauge",
 };
 
