@@ -513,6 +513,8 @@ export class SparkplugEdgeNode {
   #birthsHeard = 0;
   /** A foreign NBIRTH was WARNed (once per process; the rest counted). */
   #foreignBirthSaid = false;
+  /** A refused subscription to its own NBIRTH topic was WARNed (once per process). */
+  #ownBirthsRefusedSaid = false;
   /** The save of bdSeq under way (#saveBdSeq), or null. */
   #bdSeqSaving: Promise<void> | null = null;
   /** The bdSeq the store last recorded (null: none this process). */
@@ -1060,17 +1062,29 @@ export class SparkplugEdgeNode {
     this.#hostOnline = host === "";
     this.#birthsSent = 0;
     this.#birthsHeard = 0;
+    // Its own NBIRTH, to hear one it did not publish (#ownBirthSeen), in a SUBSCRIBE of its own: a
+    // broker whose ACL refuses it (SUBACK 0x80, which MQTT.js reports as the whole call's error)
+    // costs that check only, not a false "NCMD/DCMD failed" at every connection.
+    const ownBirths = session.subscribe([topicOf(o.config.groupId, "NBIRTH", o.edgeNodeId)], 0)
+      .then(() => null, (err: unknown) => err);
     try {
       await session.subscribe([
         topicOf(o.config.groupId, "NCMD", o.edgeNodeId),
-        // Its own NBIRTH, to hear one it did not publish (#ownBirthSeen).
-        topicOf(o.config.groupId, "NBIRTH", o.edgeNodeId),
         `${topicOf(o.config.groupId, "DCMD", o.edgeNodeId)}/+`,
         ...(host === "" ? [] : [stateTopic(host), legacyStateTopic(host)]),
       ], 1);
     } catch (err) {
+      this.#log.warn(`sparkplug: subscribing to NCMD/DCMD/STATE failed: ${errorMessage(err)}`);
+    }
+    const refused = await ownBirths;
+    if (refused !== null && !this.#ownBirthsRefusedSaid) {
+      this.#ownBirthsRefusedSaid = true;
       this.#log.warn(
-        `sparkplug: subscribing to NCMD/DCMD/NBIRTH/STATE failed: ${errorMessage(err)}`,
+        `sparkplug: subscribing to this node's own NBIRTH topic failed: ${
+          errorMessage(refused)
+        }; ` +
+          `another client publishing as this edge node is not detected ` +
+          `(runtime_sparkplug_foreign_births_total stays 0; said once)`,
       );
     }
     if (this.#stopped || this.#session !== session || !session.connected) return;

@@ -21,8 +21,17 @@ export class HeldSession implements MqttSession {
   readonly #message: MqttMessageListener[] = [];
   readonly #error: ((message: string) => void)[] = [];
 
-  constructor(o: { readonly hold?: boolean } = {}) {
+  /** Every topic filter the node asked for, per SUBSCRIBE, in order. */
+  readonly subscribed: string[][] = [];
+  /**
+   * Topic filters the broker refuses (SUBACK 0x80): a SUBSCRIBE naming one fails as a whole, as
+   * MQTT.js reports it (build/lib/handlers/ack.js, case 'suback': any 0x80 is the call's error).
+   */
+  readonly #refuses: (topic: string) => boolean;
+
+  constructor(o: { readonly hold?: boolean; readonly refuses?: (topic: string) => boolean } = {}) {
     this.hold = o.hold ?? true;
+    this.#refuses = o.refuses ?? (() => false);
   }
 
   publish(topic: string, payload: Uint8Array): Promise<void> {
@@ -30,7 +39,11 @@ export class HeldSession implements MqttSession {
     if (!this.hold) return Promise.resolve();
     return new Promise((resolve, reject) => this.#held.push({ resolve, reject }));
   }
-  subscribe(): Promise<void> {
+  subscribe(topics: readonly string[]): Promise<void> {
+    this.subscribed.push([...topics]);
+    if (topics.some(this.#refuses)) {
+      return Promise.reject(new Error("Subscribe error: Not authorized"));
+    }
     return Promise.resolve();
   }
   onConnect(l: () => void): void {

@@ -89,6 +89,8 @@ export interface EdgeNodeRigOptions {
   readonly maxMessageBytes?: number;
   /** `sparkplug.group_id` ("g" unless given). */
   readonly groupId?: string;
+  /** Topic filters the broker refuses to subscribe (HeldSession's `refuses`). */
+  readonly refuses?: (topic: string) => boolean;
 }
 
 export interface EdgeNodeRig {
@@ -165,7 +167,10 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
     edgeNodeId: "n",
     clientId: "c",
     connect: () => {
-      const s = new HeldSession({ hold: o.hold ?? false });
+      const s = new HeldSession({
+        hold: o.hold ?? false,
+        ...(o.refuses ? { refuses: o.refuses } : {}),
+      });
       sessions.push(s);
       return Promise.resolve(s);
     },
