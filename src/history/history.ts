@@ -665,8 +665,11 @@ export class History {
         ? [...e?.released ?? [], ...this.signalIds(q.providerId, q.deviceId).filter(holdsNothing)]
         : q.signalIds.filter(holdsNothing),
     );
+    const asked = allSignals ? this.signalIds(q.providerId, q.deviceId) : q.signalIds;
     if (
-      this.#disk !== null && (ringless.size > 0 || sinceMs < (e?.ring.oldestMs() ?? Infinity))
+      this.#disk !== null &&
+      (ringless.size > 0 || sinceMs < (e?.ring.oldestMs() ?? Infinity) ||
+        asked.some((id) => sinceMs < (signalRingStartMs(e?.ring, id) ?? Infinity)))
     ) {
       // The range reaches before the ring: the buckets closed but still queued for the disk are
       // part of the answer (else they would be in neither tier).
@@ -713,6 +716,26 @@ export class History {
     const ids = allSignals
       ? [...new Set([...this.signalIds(q.providerId, q.deviceId), ...ringless])]
       : [...q.signalIds];
+    // A signal whose ring lost changes the device's polls still have (the byte bound trimmed it
+    // alone, or it was made without room and got some later) begins its ring part later, as the
+    // device's does once its polls were dropped: from the next disk bucket after its oldest kept
+    // change (from that change while its bucket is open, on no disk yet), and the disk tier
+    // answers it up to there. Else the stretch between would be in neither part.
+    const ownMemoryFrom = new Map<string, number>();
+    const ownDiskEnd = new Map<string, number>();
+    if (e !== undefined && memoryFrom !== null) {
+      for (const id of ids) {
+        const start = signalRingStartMs(e.ring, id, memoryFrom);
+        if (start === null) continue;
+        const open = diskStep !== null && e.bucketStart !== null &&
+          bucketStart(start, diskStep) >= e.bucketStart;
+        const from = diskStep === null || open
+          ? start
+          : bucketStart(start + diskStep - 1, diskStep);
+        ownMemoryFrom.set(id, from);
+        if (diskStep !== null) ownDiskEnd.set(id, Math.max(diskEnd, bucketStart(from, diskStep)));
+      }
+    }
     const series = new Map<string, { type: ValueType | null; points: HistoryPoint[] }>();
     for (const id of ids) series.set(id, { type: null, points: [] });
     let total = 0;
@@ -735,13 +758,15 @@ export class History {
     }
     let fromDisk = false;
     let fromMemory = false;
-    // The disk part: [sinceMs, diskEnd); up to untilMs for the signals the ring holds nothing of.
+    // The disk part: [sinceMs, diskEnd) (a trimmed signal's own end: ownDiskEnd); up to untilMs
+    // for the signals the ring holds nothing of.
     const diskUntil = Math.min(untilMs, diskEnd - 1);
+    const ownDiskUntil = Math.min(untilMs, Math.max(diskEnd, ...ownDiskEnd.values()) - 1);
     // Without signal_id, a disk read (the range reaches before the ring) goes on to untilMs for
     // the signals only the disk holds; a question within the ring's reach reads no disk.
     const readUntil = ringless.size > 0 || (allSignals && sinceMs <= diskUntil)
       ? untilMs
-      : diskUntil;
+      : ownDiskUntil;
     if (this.#disk !== null && diskStep !== null && sinceMs <= readUntil) {
       const outStep = Math.max(stepMs, diskStep);
       // Per signal, its buckets by start: the files overlap in time after a wall clock stepped
@@ -761,7 +786,6 @@ export class History {
         bucketStart(sinceMs, diskStep),
         readUntil,
         (row) => {
-          const past = row.t > diskUntil;
           if (allSignals) {
             // A signal the ring does not hold: one series more, answered from the disk alone.
             for (const id of Object.keys(row.s)) {
@@ -774,7 +798,7 @@ export class History {
             }
           }
           for (const id of ids) {
-            if (past && !ringless.has(id)) continue;
+            if (!ringless.has(id) && row.t >= (ownDiskEnd.get(id) ?? diskEnd)) continue;
             // Its own entry only: a signal id such as "constructor" is no key of a row without it.
             if (!Object.hasOwn(row.s, id)) continue;
             const entry = row.s[id];
@@ -804,14 +828,17 @@ export class History {
     }
     // The ring's part: [max(sinceMs, memoryFrom), untilMs].
     if (e !== undefined && memoryFrom !== null && untilMs >= memoryFrom) {
-      const from = Math.max(sinceMs, memoryFrom);
       const ring = e.ring;
-      const fromSeq = ring.seqAtOrAfter(from);
+      const deviceFromSeq = ring.seqAtOrAfter(Math.max(sinceMs, memoryFrom));
       for (const id of ids) {
         const sig = ring.signals.get(id);
         if (sig === undefined) continue;
         const out = series.get(id)!;
         out.type = sig.type;
+        const own = ownMemoryFrom.get(id);
+        const fromSeq = own === undefined
+          ? deviceFromSeq
+          : ring.seqAtOrAfter(Math.max(sinceMs, own));
         if (stepMs <= 0) {
           ring.samples(sig, fromSeq, untilMs, (s) => {
             count();
@@ -880,6 +907,27 @@ export class History {
       }),
     };
   }
+}
+
+/**
+ * The time of the oldest change a signal's ring holds when it lost changes the device's polls
+ * from `fromMs` on still have (SignalRing.trimmedToSeq: the byte bound trimmed it alone, it was
+ * made without room, a value too large was not kept); null when it holds every change of them
+ * (or nothing: it is answered as ringless). Without `fromMs`, from the device's oldest poll.
+ */
+function signalRingStartMs(
+  ring: DeviceRing | undefined,
+  signalId: string,
+  fromMs?: number,
+): number | null {
+  const sig = ring?.signals.get(signalId);
+  if (ring === undefined || sig === undefined || sig.length === 0) return null;
+  const oldest = ring.oldestMs();
+  if (oldest === null) return null;
+  const fromSeq = ring.seqAtOrAfter(fromMs ?? oldest);
+  if (sig.trimmedToSeq <= fromSeq) return null;
+  const seq = Math.max(sig.trimmedToSeq, sig.firstSeq());
+  return seq < ring.nextSeq ? ring.timeOf(seq) : null;
 }
 
 /** A full-rate sample as a point (count 1). */

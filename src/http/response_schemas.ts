@@ -517,7 +517,8 @@ export function responseComponents(): Record<string, JsonSchema> {
         ),
         memory_from_ms: note(
           orNull(int),
-          "Where the ring's part begins: points before it come from the disk tier.",
+          "Where the ring's part begins: points before it come from the disk tier (later for a " +
+            "signal whose own ring the byte bound trimmed: docs/history.md).",
         ),
         disk_step_ms: note(orNull(int), "The disk tier's bucket; null without a disk tier."),
         incomplete: note(
