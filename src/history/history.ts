@@ -15,6 +15,7 @@ import {
   type Quality,
   quoteProviderTextWithin,
   raceTimeout,
+  type TypedValue,
   type ValueType,
   WALL_STEP_MS,
 } from "../common/mod.ts";
@@ -28,6 +29,7 @@ import {
   DeviceRing,
   exactDouble,
   QUALITY_BY_CODE,
+  refBytes,
   RingBudget,
   type RingSample,
   SignalRing,
@@ -58,6 +60,12 @@ export const MAX_RELEASED_SIGNAL_IDS = 256;
 
 /** Longest `provider/device/signal` a log line of the history quotes (longer is cut). */
 export const HISTORY_QUOTED_SIGNAL_CHARS = 160;
+
+/**
+ * Providers remembered at once as named by the WARN for a value too large for the ring (one line
+ * per provider; past this many the set is forgotten, so its memory stays bounded).
+ */
+export const HISTORY_TOO_LARGE_WARNED = 64;
 
 /** Where an answer's points came from. */
 export type HistorySource = "memory" | "disk" | "memory+disk" | "none";
@@ -193,6 +201,8 @@ export class History {
    * roomless; forgotten when none is): at most the configured providers.
    */
   readonly #roomlessWarned = new Set<string>();
+  /** Providers a WARN named for a value too large for the ring (#warnTooLarge). */
+  readonly #tooLargeWarned = new Set<string>();
 
   constructor(o: HistoryOptions) {
     this.#o = o;
@@ -336,7 +346,9 @@ export class History {
       const quality = s.quality !== "OK" || s.receivedMono === dev.lastPollMono
         ? s.quality
         : cache.qualityNow(dev.providerId, dev.deviceId, pollable[i]!, s);
-      sig.record(seq, value, d, quality, oldest);
+      if (!sig.record(seq, value, d, quality, oldest)) {
+        this.#warnTooLarge(dev.providerId, dev.deviceId, pollable[i]!, value!);
+      }
       sig.add(value !== null, d ?? NaN, d === null ? value : null, qualityCode(quality));
     }
     // (A wall clock stepped back sweeps at once and starts the count again.)
@@ -486,6 +498,30 @@ export class History {
         `it keeps nothing until the rings have room (the disk tier still gets its buckets); ` +
         `${this.#budget.roomless} ring(s) keep nothing now ` +
         `(runtime_history_memory_roomless_rings); raise history.memory_max_bytes`,
+    );
+  }
+
+  /**
+   * A value too large for memory_max_bytes was not kept in the ring (SignalRing.record): one WARN
+   * per provider, naming the first such signal, at most HISTORY_TOO_LARGE_WARNED providers before
+   * the set is forgotten (a provider named again then).
+   */
+  #warnTooLarge(providerId: string, deviceId: string, signalId: string, value: TypedValue): void {
+    if (this.#tooLargeWarned.has(providerId)) return;
+    if (this.#tooLargeWarned.size >= HISTORY_TOO_LARGE_WARNED) this.#tooLargeWarned.clear();
+    this.#tooLargeWarned.add(providerId);
+    const signal = quoteProviderTextWithin(
+      `${providerId}/${deviceId}/${signalId}`,
+      HISTORY_QUOTED_SIGNAL_CHARS,
+    );
+    this.#o.log.warn(
+      `history: a ${value.type} value of signal ${signal} (${
+        refBytes(value)
+      } bytes) is too large ` +
+        `for history.memory_max_bytes (${this.#budget.maxBytes}): the ring does not keep it (the ` +
+        `disk tier still gets its buckets; GET /v0/history answers the signal from there until ` +
+        `a value that fits); the provider's next ones are not logged; raise ` +
+        `history.memory_max_bytes or send shorter values`,
     );
   }
 

@@ -9,7 +9,8 @@
  * sample of every poll is still exact (the value in effect at that poll), and a signal that does
  * not move costs one entry whatever the poll rate. Values that a double cannot hold exactly (a
  * string, bytes, an integer beyond 2^53) are kept by reference in a side array of that signal
- * only (the cache's own value object: nothing is copied).
+ * only (the cache's own value object: nothing is copied); one too large for `maxBytes` even alone
+ * is not kept (record returns false).
  *
  * Bounds: poll times older than `memorySeconds` are dropped at the next poll of the device; a
  * signal's change that no kept poll needs any more goes with them. Rings grow by half again while
@@ -221,7 +222,9 @@ export class SignalRing extends BucketAcc {
   /**
    * Records the sample of poll `seq` (`exact`: the value as an exact double, exactDouble(), else
    * null); `oldestSeq` is the device's oldest kept poll (changes before the one in effect there
-   * are dropped).
+   * are dropped). False when its value kept by reference does not fit the budget even with none
+   * of this signal's other changes: it is not kept, and the ring holds none of this signal's
+   * changes up to it (as a ring made without room) -- the caller says so.
    */
   record(
     seq: number,
@@ -229,7 +232,7 @@ export class SignalRing extends BucketAcc {
     exact: number | null,
     quality: Quality,
     oldestSeq: number,
-  ): void {
+  ): boolean {
     let flags = QUALITY_RANK[quality];
     let num = NaN;
     let ref: TypedValue | null = null;
@@ -248,7 +251,7 @@ export class SignalRing extends BucketAcc {
       this.#lastFlags === flags &&
       ((flags & BY_REF) !== 0 ? sameValue(this.#lastRef!, ref!) : Object.is(this.#lastNum, num))
     ) {
-      return; // the same sample as the poll before: nothing new
+      return true; // the same sample as the poll before: nothing new
     }
     if (this.#seq.length === 0 && !this.#growOrDrop()) {
       // No room at all (roomless): the sample is not kept, nor mirrored (the next poll offers it
@@ -256,7 +259,7 @@ export class SignalRing extends BucketAcc {
       // holds every change from the next poll on only.
       this.droppedSeq = seq;
       this.trimmedToSeq = seq + 1;
-      return;
+      return true;
     }
     this.#lastFlags = flags;
     this.#lastNum = num;
@@ -264,7 +267,14 @@ export class SignalRing extends BucketAcc {
     const cap = this.#seq.length;
     // Changes no kept poll needs: the one in effect at the oldest kept poll stays.
     while (this.#len >= 2 && this.#seq[(this.#head + 1) % cap]! <= oldestSeq) this.#dropHead();
-    if (ref !== null) this.#makeRoom(seq, refBytes(ref));
+    if (ref !== null && !this.#makeRoom(seq, refBytes(ref))) {
+      // Too large for the whole budget: not kept (its older changes went to make room, and no
+      // longer hold at this poll). It stays mirrored, so its repeats add nothing; a walk that had
+      // not passed it lost it, and the ring holds every change from the next poll on only.
+      this.droppedSeq = seq;
+      this.trimmedToSeq = seq + 1;
+      return false;
+    }
     if (this.#len === this.#seq.length) this.#growOrDrop();
     const at = (this.#head + this.#len) % this.#seq.length;
     this.#seq[at] = seq;
@@ -277,16 +287,20 @@ export class SignalRing extends BucketAcc {
       this.#budget.bytes += size;
     } else if (this.#refs !== null) this.#refs[at] = null;
     this.#len++;
+    return true;
   }
 
   /**
    * Drops this signal's oldest changes until a value of `size` bytes kept by reference fits the
-   * budget (a value larger than all of them is kept alone: the newest sample is never dropped).
+   * budget; false when it does not fit even once all of them are gone (the budget is never
+   * passed: the caller does not keep it).
    */
-  #makeRoom(seq: number, size: number): void {
-    if (this.#len === 0 || this.#budget.allows(size)) return;
+  #makeRoom(seq: number, size: number): boolean {
+    if (this.#budget.allows(size)) return true;
     while (this.#len > 0 && !this.#budget.allows(size)) this.#dropHead();
+    if (!this.#budget.allows(size)) return false;
     this.trimmedToSeq = this.#len > 0 ? this.#seq[this.#head]! : seq;
+    return true;
   }
 
   #dropHead(): void {
