@@ -4,9 +4,12 @@
  * polls): the disk tier answers that signal up to its own ring start, so GET /v0/history has the
  * disk's buckets for the stretch the ring no longer holds. Before, the ring's part began at the
  * device's oldest poll for every signal, and the trimmed signal's stretch from there to its first
- * kept change was answered by neither tier. The real runtime over the programmable provider.
+ * kept change was answered by neither tier. The real runtime over the programmable provider;
+ * a ring made without room and given some later, on a History fed by hand.
  */
 import assert from "node:assert/strict";
+import { FIRST_CAPACITY, POLL_ENTRY_BYTES, SIGNAL_ENTRY_BYTES } from "../../src/history/ring.ts";
+import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { probeValues, startRig, T0 } from "./_history_helpers.ts";
 
 /** A label of this many characters is 40,032 bytes in the ring: one fits 64 KiB, two do not. */
@@ -96,5 +99,50 @@ Deno.test("GET /v0/history answers a signal the byte bound trimmed from the disk
     ]);
   } finally {
     await rig.rt.stop();
+  }
+});
+
+Deno.test("History.query answers a signal made without room, given room later, from the disk tier up to its first kept change", async () => {
+  // Room for the device's polls (128 bytes) and one signal's first changes (208): `x` has none.
+  const { clock, history, pollSignals } = handFedHistory({
+    memoryMaxBytes: FIRST_CAPACITY * (POLL_ENTRY_BYTES + SIGNAL_ENTRY_BYTES),
+    stepMs: 1000,
+  });
+  clock.wall = T0;
+  await history.start();
+  try {
+    for (let i = 0; i < 4; i++) {
+      clock.wall = T0 + 500 + i * 1000;
+      pollSignals(["a", "x"], i);
+    }
+    assert.equal(history.status().memoryRoomlessRings, 1);
+    // A rediscovery drops `a`: its bytes go back to the budget, and `x` gets room at its next poll.
+    clock.wall = T0 + 4500;
+    pollSignals(["x"], 4);
+    clock.wall = T0 + 5500;
+    pollSignals(["x"], 5);
+    assert.equal(history.status().memoryRoomlessRings, 0);
+    const answer = await history.query({
+      providerId: "p",
+      deviceId: "d",
+      signalIds: ["x"],
+      sinceMs: T0,
+      untilMs: T0 + 6000,
+    });
+    assert.equal(answer.incomplete, null);
+    assert.deepEqual(
+      answer.signals[0]!.points.map((p) => [p.t_ms, p.last]),
+      [
+        [T0, 0],
+        [T0 + 1000, 1],
+        [T0 + 2000, 2],
+        [T0 + 3000, 3],
+        [T0 + 4000, 4], // its first kept change is in a closed bucket: the disk's, as a seam
+        [T0 + 5500, 5],
+      ],
+      "the disk tier's buckets while the ring kept nothing of it, the ring after",
+    );
+  } finally {
+    await history.stop();
   }
 });
