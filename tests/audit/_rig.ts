@@ -1,9 +1,10 @@
 /**
- * What the audit trail tests of unsettled and in-flight calls share: an automated duty call (its
- * decision and the record written ahead of it), a journaled AuditTrail on a ManualClock in a
- * temporary folder removed afterwards, and the journal's text as the files on disk hold it.
+ * What the audit trail tests share: an automated duty call (its decision and the record written
+ * ahead of it), a temporary folder removed afterwards, a journaled AuditTrail in it (on a
+ * ManualClock, or as the test makes it), and the journal's text as the files on disk hold it.
  */
 import { AuditTrail } from "../../src/audit/mod.ts";
+import type { Clock, Logger } from "../../src/common/mod.ts";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { journalFiles, type LineLogger } from "../../src/host/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
@@ -31,24 +32,64 @@ export function ahead(value: number): Parameters<AuditTrail["writeAhead"]>[0] {
 }
 
 /**
- * Runs `fn` with an AuditTrail (mode AUTO) on a ManualClock, its journal opened in a fresh
- * temporary folder (1 MiB files, two kept), logging to `log` (default the quiet test logger);
- * the folder is removed afterwards, whatever `fn` did.
+ * Runs `fn` with a fresh temporary folder named from `prefix`; the folder is removed afterwards,
+ * whatever `fn` did.
  */
-export async function withJournaledTrail(
+export async function withTempDir(
+  prefix: string,
+  fn: (dir: string) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix });
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** How openTrail makes its AuditTrail. */
+export interface TrailOptions {
+  readonly clock: Clock;
+  /** Default the quiet test logger. */
+  readonly log?: Logger;
+  /** The runtime mode the trail reads at each decision (default AUTO). */
+  readonly mode?: () => string;
+  /** Default fresh SwitchableFiles. */
+  readonly files?: SwitchableFiles;
+  readonly runId?: () => string | null;
+}
+
+/** An AuditTrail made as `o` says, its journal opened in `dir` (1 MiB files, two kept). */
+export async function openTrail(dir: string, o: TrailOptions): Promise<AuditTrail> {
+  const t = new AuditTrail({
+    clock: o.clock,
+    log: o.log ?? testLogger(),
+    mode: o.mode ?? (() => "AUTO"),
+    ...(o.runId ? { runId: o.runId } : {}),
+  });
+  await t.openJournal({
+    dir,
+    files: o.files ?? new SwitchableFiles(),
+    maxFileBytes: 1 << 20,
+    maxFiles: 2,
+  });
+  return t;
+}
+
+/**
+ * Runs `fn` with an AuditTrail (mode AUTO) on a ManualClock, its journal opened in a fresh
+ * temporary folder (openTrail), logging to `log` (default the quiet test logger); the folder is
+ * removed afterwards, whatever `fn` did.
+ */
+export function withJournaledTrail(
   prefix: string,
   fn: (t: AuditTrail, time: ManualClock, dir: string) => Promise<void>,
   log: (time: ManualClock) => LineLogger = () => testLogger(),
 ): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix });
-  try {
+  return withTempDir(prefix, async (dir) => {
     const time = new ManualClock();
-    const t = new AuditTrail({ clock: time, log: log(time), mode: () => "AUTO" });
-    await t.openJournal({ dir, files: new SwitchableFiles(), maxFileBytes: 1 << 20, maxFiles: 2 });
-    await fn(t, time, dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+    await fn(await openTrail(dir, { clock: time, log: log(time) }), time, dir);
+  });
 }
 
 /** The journal in `dir` as one text, its files in name order. */

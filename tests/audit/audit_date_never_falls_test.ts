@@ -5,13 +5,13 @@
  * read with `since` the trigger's date are both there.
  */
 import assert from "node:assert/strict";
-import { AUDIT_DATE_HOLD_MAX_MS, AuditTrail } from "../../src/audit/mod.ts";
+import { AUDIT_DATE_HOLD_MAX_MS, type AuditTrail } from "../../src/audit/mod.ts";
+import type { Logger } from "../../src/common/mod.ts";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
-import { testLogger } from "../helpers/kernel.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { ahead, journalText } from "./_rig.ts";
+import { ahead, journalText, openTrail, withTempDir } from "./_rig.ts";
 
 const ESTOP: AuditDecision = {
   action: "estop",
@@ -25,12 +25,27 @@ const CLEAR: AuditDecision = {
   outcome: "accepted",
 };
 
-function trail(time: ManualClock, log = testLogger()): AuditTrail {
-  return new AuditTrail({ clock: time, log, mode: () => "MANUAL" });
+/** A trail (mode MANUAL) on `time`, its journal opened in `dir` on `files` (default fresh ones). */
+function open(
+  dir: string,
+  time: ManualClock,
+  o: { log?: Logger; files?: SwitchableFiles } = {},
+): Promise<AuditTrail> {
+  return openTrail(dir, { clock: time, mode: () => "MANUAL", ...o });
 }
 
-async function open(t: AuditTrail, dir: string): Promise<void> {
-  await t.openJournal({ dir, files: new SwitchableFiles(), maxFileBytes: 1 << 20, maxFiles: 2 });
+/**
+ * A trail on a fresh ManualClock (open) that has recorded an e-stop: the trail, its clock, and the
+ * e-stop's date (the wall clock's time then).
+ */
+async function afterEstop(
+  dir: string,
+  o: { log?: Logger; files?: SwitchableFiles } = {},
+): Promise<{ t: AuditTrail; time: ManualClock; trigger: number }> {
+  const time = new ManualClock();
+  const t = await open(dir, time, o);
+  t.record(ESTOP);
+  return { t, time, trigger: time.wall };
 }
 
 /** The actions of the entries `since` the given date, and of those `until` it. */
@@ -43,22 +58,17 @@ async function around(t: AuditTrail, at: number): Promise<{ since: string[]; unt
   };
 }
 
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "audit_date_never_falls_" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+/** The lines that include `text`, each without its time. */
+function said(lines: readonly string[], text: string): string[] {
+  return lines.filter((l) => l.includes(text)).map((l) => l.replace(/^(\w+) +\S+ /, "$1 "));
 }
+
+/** Runs `fn` in a fresh temporary folder, removed afterwards. */
+const withDir = (fn: (dir: string) => Promise<void>) => withTempDir("audit_date_never_falls_", fn);
 
 Deno.test("AuditTrail dates an e-stop's clear after a wall clock stepped back no earlier than its trigger: both read since the trigger's date", async () => {
   await withDir(async (dir) => {
-    const time = new ManualClock();
-    const t = trail(time);
-    await open(t, dir);
-    t.record(ESTOP);
-    const trigger = time.wall;
+    const { t, time, trigger } = await afterEstop(dir);
     time.advance(10);
     time.stepWall(-60_000); // NTP stepped the clock back a minute
     t.record(CLEAR);
@@ -84,11 +94,7 @@ Deno.test("AuditTrail dates an e-stop's clear after a wall clock stepped back no
 
 Deno.test("AuditTrail dates a write-ahead record after a wall clock stepped back no earlier than the entry before it", async () => {
   await withDir(async (dir) => {
-    const time = new ManualClock();
-    const t = trail(time);
-    await open(t, dir);
-    t.record(ESTOP);
-    const trigger = time.wall;
+    const { t, time, trigger } = await afterEstop(dir);
     time.stepWall(-60_000);
     const intent = await t.writeAhead(ahead(0.5));
     assert.ok(intent !== null);
@@ -102,11 +108,7 @@ Deno.test("AuditTrail dates a write-ahead record after a wall clock stepped back
 for (const end of ["a clean close", "a crash"] as const) {
   Deno.test(`AuditTrail dates its entries after a restart on a wall clock behind the journal (${end}) no earlier than the journal's newest date`, async () => {
     await withDir(async (dir) => {
-      const time = new ManualClock();
-      const first = trail(time);
-      await open(first, dir);
-      first.record(ESTOP);
-      const trigger = time.wall;
+      const { t: first, time, trigger } = await afterEstop(dir);
       // The host's clock stepped back a minute before the stop (its closing record is dated too).
       time.advance(10);
       time.stepWall(-60_000);
@@ -122,12 +124,10 @@ for (const end of ["a clean close", "a crash"] as const) {
       // clock, before NTP).
       time.advance(10);
       const { log, lines } = capturingLogger();
-      const second = trail(time, log);
-      await open(second, dir);
+      const second = await open(dir, time, { log });
       // Said once, at the opening.
       assert.deepEqual(
-        lines.filter((l) => l.includes("behind the audit journal's newest date"))
-          .map((l) => l.replace(/^(\w+) +\S+ /, "$1 ")),
+        said(lines, "behind the audit journal's newest date"),
         [
           `WARN [audit] the wall clock is ${trigger - time.wall} ms behind the audit journal's ` +
           `newest date (${trigger}): entries are dated ${trigger} until it passes it`,
@@ -145,12 +145,8 @@ for (const end of ["a clean close", "a crash"] as const) {
 
 Deno.test("AuditTrail dates the gap entry of entries lost after a wall clock stepped back no earlier than the entry before them", async () => {
   await withDir(async (dir) => {
-    const time = new ManualClock();
     const files = new SwitchableFiles();
-    const t = trail(time);
-    await t.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
-    t.record(ESTOP);
-    const trigger = time.wall;
+    const { t, time, trigger } = await afterEstop(dir, { files });
     await t.query({ limit: 1 }); // written
     time.advance(10);
     time.stepWall(-60_000);
@@ -170,22 +166,14 @@ Deno.test("AuditTrail dates the gap entry of entries lost after a wall clock ste
 
 Deno.test("AuditTrail believes a wall clock stepped back more than AUDIT_DATE_HOLD_MAX_MS, in this process and across a restart, and says so once each", async () => {
   await withDir(async (dir) => {
-    const time = new ManualClock();
     const { log, lines } = capturingLogger();
-    const first = trail(time, log);
-    await open(first, dir);
-    first.record(ESTOP);
-    const trigger = time.wall;
+    const { t: first, time, trigger } = await afterEstop(dir, { log });
     // A clock set a day ahead by mistake, then corrected: entries are not held at the wrong date.
     time.stepWall(-24 * 3600_000);
     first.record(CLEAR);
     time.advance(10);
     first.record(ESTOP);
-    const said = () =>
-      lines.filter((l) => l.includes("AUDIT_DATE_HOLD_MAX_MS")).map((l) =>
-        l.replace(/^(\w+) +\S+ /, "$1 ")
-      );
-    assert.deepEqual(said(), [
+    assert.deepEqual(said(lines, "AUDIT_DATE_HOLD_MAX_MS"), [
       `WARN [audit] the wall clock is ${24 * 3600_000} ms behind the audit's newest date ` +
       `(${trigger}), more than AUDIT_DATE_HOLD_MAX_MS (${AUDIT_DATE_HOLD_MAX_MS}): entries are ` +
       `dated by the wall clock again, after entries dated later`,
@@ -200,19 +188,14 @@ Deno.test("AuditTrail believes a wall clock stepped back more than AUDIT_DATE_HO
   });
   await withDir(async (dir) => {
     // A restart on the corrected clock, the journal's newest date the day ahead.
-    const time = new ManualClock();
-    const first = trail(time);
-    await open(first, dir);
-    first.record(ESTOP);
-    const ahead = time.wall;
+    const { t: first, time, trigger: ahead } = await afterEstop(dir);
     await first.close();
     time.stepWall(-24 * 3600_000);
     const { log, lines } = capturingLogger();
-    const second = trail(time, log);
-    await open(second, dir);
+    const second = await open(dir, time, { log });
     second.record(CLEAR);
     assert.deepEqual(
-      lines.filter((l) => l.includes("newest date")).map((l) => l.replace(/^(\w+) +\S+ /, "$1 ")),
+      said(lines, "newest date"),
       [
         `WARN [audit] the wall clock is ${ahead - time.wall} ms behind the audit journal's ` +
         `newest date (${ahead}), more than AUDIT_DATE_HOLD_MAX_MS (${AUDIT_DATE_HOLD_MAX_MS}): ` +
