@@ -12,12 +12,10 @@ import vm from "node:vm";
 import type { CallRouter, HookFailure } from "../../src/control/mod.ts";
 import { type CallRequest, ModeManager } from "../../src/control/mod.ts";
 import { failedPrecondition } from "../../src/common/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
 import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
 import { call, hook } from "../safety/_fixture.ts";
 import { macrotask } from "../helpers/turns.ts";
+import { hookModes } from "./_mode_hook_rig.ts";
 
 /** A full collection, then a macrotask: WeakRefs read in a later job see its outcome. */
 async function collect(gc: () => void): Promise<void> {
@@ -59,21 +57,9 @@ Deno.test("ModeManager.runFaultHooksAgain keeps none of the presses' failures on
     providers: () => [],
     devices: () => [],
   } as unknown as InventoryReader;
-  const modes = new ModeManager({
-    router,
-    inventory,
-    bus: new EventBus(),
-    clock: systemClock,
-    log: testLogger(),
-    automationEnabled: true,
-    manualGatingPolicy: "BLOCK",
-    hooks: {
-      beforeTransition: [
-        hook("*", "FAULT", [call("plant/plant0", "set_heater", { enabled: false })], false),
-      ],
-      afterTransition: [],
-    },
-  });
+  const modes = hookModes(router, inventory, [
+    hook("*", "FAULT", [call("plant/plant0", "set_heater", { enabled: false })], false),
+  ]);
   const first = await modes.requestWithReport("FAULT");
   assert.equal(first.hook_failures.length, 1);
 

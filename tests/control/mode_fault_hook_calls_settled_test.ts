@@ -7,74 +7,24 @@
  * call until the test answers it.
  */
 import assert from "node:assert/strict";
-import type { CallRouter } from "../../src/control/mod.ts";
-import { type CallRequest, ModeManager } from "../../src/control/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
-import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
 import { call, hook } from "../safety/_fixture.ts";
-
-/** A call the fake router holds until the test answers it. */
-interface HeldCall {
-  readonly req: CallRequest;
-  answer(): void;
-}
+import { heldCalls, holdingRouter, hookModes, returnsInventory } from "./_mode_hook_rig.ts";
 
 /**
  * Real modes over a router that holds every call; the `* -> FAULT` hook makes two calls to plant
  * (one after the other) and one to probe.
  */
 function rig() {
-  const held: HeldCall[] = [];
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    call: (req: CallRequest) =>
-      new Promise<unknown>((resolve) => held.push({ req, answer: () => resolve({}) })),
-  } as unknown as CallRouter;
-  const availability: ((p: ProviderSummary, up: boolean) => void)[] = [];
-  const host = (id: string) =>
-    ({ id, available: true, config: { timeoutMs: 1000 } }) as unknown as ProviderSummary;
-  const inventory = {
-    onAvailability: (l: (p: ProviderSummary, up: boolean) => void) => {
-      availability.push(l);
-      return () => {};
-    },
-    provider: (id: string) => host(id),
-    providers: () => [],
-    devices: () => [],
-  } as unknown as InventoryReader;
-  const modes = new ModeManager({
-    router,
-    inventory,
-    bus: new EventBus(),
-    clock: systemClock,
-    log: testLogger(),
-    automationEnabled: true,
-    manualGatingPolicy: "BLOCK",
-    hooks: {
-      beforeTransition: [
-        hook("*", "FAULT", [
-          call("plant/plant0", "set_heater", { enabled: false }),
-          call("probe/probe0", "set_lamp", { enabled: false }),
-          call("plant/plant0", "set_fan", { duty: { double: 0 } }),
-        ], false),
-      ],
-      afterTransition: [],
-    },
-  });
-  return {
-    held,
-    modes,
-    comesBack: (id: string) => availability.forEach((l) => l(host(id), true)),
-  };
-}
-
-/** Waits (bounded) until `n` calls are held. */
-async function heldCalls(held: HeldCall[], n: number): Promise<void> {
-  for (let i = 0; i < 500 && held.length < n; i++) await new Promise((r) => setTimeout(r, 2));
-  assert.equal(held.length, n, `${n} call(s) held: ${JSON.stringify(held.map((h) => h.req))}`);
+  const { held, router } = holdingRouter();
+  const { inventory, comesBack } = returnsInventory();
+  const modes = hookModes(router, inventory, [
+    hook("*", "FAULT", [
+      call("plant/plant0", "set_heater", { enabled: false }),
+      call("probe/probe0", "set_lamp", { enabled: false }),
+      call("plant/plant0", "set_fan", { duty: { double: 0 } }),
+    ], false),
+  ]);
+  return { held, modes, comesBack };
 }
 
 /** Whether `p` has settled after the pending microtasks and one timer turn. */

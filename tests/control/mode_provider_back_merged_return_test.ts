@@ -8,19 +8,13 @@
  * the test answers it, and e-stop securing runs the test settles.
  */
 import assert from "node:assert/strict";
-import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import type { CallConfig } from "../../src/config/mod.ts";
+import { holdingRouter } from "./_mode_hook_rig.ts";
 import { providerBackModes } from "./_provider_back_rig.ts";
 import { macrotask, untilTurns } from "../helpers/turns.ts";
 
 Deno.test("ModeManager makes the stop's dropped calls for a provider that comes back while a re-application for a reloaded ladder waits, after the securing run of that return", async () => {
-  const held: { req: CallRequest; answer(): void }[] = [];
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    call: (req: CallRequest) =>
-      new Promise<unknown>((resolve) => held.push({ req, answer: () => resolve({}) })),
-  } as unknown as CallRouter;
+  const { held, router } = holdingRouter();
   const { modes, host, heaterOff, comeBack } = providerBackModes(router);
   // The e-stop's securing runs of plant: the one a reload of its ladder begins (asked for as
   // "not begun"), and the one its return begins (the latest, asked for at the turn).

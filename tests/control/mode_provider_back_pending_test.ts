@@ -12,13 +12,11 @@ import assert from "node:assert/strict";
 import v8 from "node:v8";
 import vm from "node:vm";
 import type { CallRouter } from "../../src/control/mod.ts";
-import { type CallRequest, ModeManager } from "../../src/control/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
+import type { CallRequest } from "../../src/control/mod.ts";
 import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
 import { call, hook } from "../safety/_fixture.ts";
 import { macrotask } from "../helpers/turns.ts";
+import { hookModes } from "./_mode_hook_rig.ts";
 
 /** A full collection, then a macrotask: WeakRefs read in a later job see its outcome. */
 async function collect(gc: () => void): Promise<void> {
@@ -66,21 +64,9 @@ Deno.test("ModeManager keeps one return per provider waiting for FAULT's hooks t
     providers: () => [],
     devices: () => [],
   } as unknown as InventoryReader;
-  const modes = new ModeManager({
-    router,
-    inventory,
-    bus: new EventBus(),
-    clock: systemClock,
-    log: testLogger(),
-    automationEnabled: true,
-    manualGatingPolicy: "BLOCK",
-    hooks: {
-      beforeTransition: [
-        hook("*", "FAULT", [call("plant/plant0", "set_heater", { enabled: false })], false),
-      ],
-      afterTransition: [],
-    },
-  });
+  const modes = hookModes(router, inventory, [
+    hook("*", "FAULT", [call("plant/plant0", "set_heater", { enabled: false })], false),
+  ]);
   // As the e-stop does: FAULT committed now, its hooks run after its ladder (not yet).
   const entry = modes.enterFault("e-stop", { kind: "estop", cause: "api" });
   assert.equal(entry.committed, true);

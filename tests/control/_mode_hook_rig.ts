@@ -1,0 +1,90 @@
+/**
+ * What the in-process mode-hook tests share (mode_fault_hook_calls_settled, mode_provider_back*,
+ * mode_fault_again_bounded, tests/control/_provider_back_rig.ts): a router that holds each call
+ * until the test answers it, an inventory whose providers are all up and whose returns the test
+ * announces, and real modes over them with the hooks the test gives.
+ */
+import assert from "node:assert/strict";
+import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
+import { ModeManager } from "../../src/control/mod.ts";
+import type { HookConfig } from "../../src/config/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+
+/** A call the holding router holds until the test answers it. */
+export interface HeldCall {
+  readonly req: CallRequest;
+  answer(): void;
+}
+
+/** A router that holds every call (in `held`, in the order made) until the test answers it. */
+export function holdingRouter(): { held: HeldCall[]; router: CallRouter } {
+  const held: HeldCall[] = [];
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    call: (req: CallRequest) =>
+      new Promise<unknown>((resolve) => held.push({ req, answer: () => resolve({}) })),
+  } as unknown as CallRouter;
+  return { held, router };
+}
+
+/** Waits (bounded) until `n` calls are held. */
+export async function heldCalls(held: readonly HeldCall[], n: number): Promise<void> {
+  for (let i = 0; i < 500 && held.length < n; i++) await new Promise((r) => setTimeout(r, 2));
+  assert.equal(held.length, n, `${n} call(s) held: ${JSON.stringify(held.map((h) => h.req))}`);
+}
+
+/** A provider that is up, with timeout_ms 1000. */
+export function upProvider(id: string): ProviderSummary {
+  return { id, available: true, config: { timeoutMs: 1000 } } as unknown as ProviderSummary;
+}
+
+/**
+ * An inventory in which every provider is up (`provider(id)`, default upProvider); `comesBack(id)`
+ * tells its availability listeners that provider `id` is up again.
+ */
+export function returnsInventory(provider: (id: string) => ProviderSummary = upProvider): {
+  inventory: InventoryReader;
+  comesBack: (id: string) => void;
+} {
+  const availability: ((p: ProviderSummary, up: boolean) => void)[] = [];
+  const inventory = {
+    onAvailability: (l: (p: ProviderSummary, up: boolean) => void) => {
+      availability.push(l);
+      return () => {};
+    },
+    provider,
+    providers: () => [],
+    devices: () => [],
+  } as unknown as InventoryReader;
+  return {
+    inventory,
+    comesBack: (id: string) => {
+      for (const l of availability) l(provider(id), true);
+    },
+  };
+}
+
+/**
+ * Real modes over `router` and `inventory` (automation enabled, manual gating BLOCK, the system
+ * clock, the quiet test logger) with `beforeTransition` hooks and no after-transition hooks.
+ */
+export function hookModes(
+  router: CallRouter,
+  inventory: InventoryReader,
+  beforeTransition: HookConfig[],
+): ModeManager {
+  return new ModeManager({
+    router,
+    inventory,
+    bus: new EventBus(),
+    clock: systemClock,
+    log: testLogger(),
+    automationEnabled: true,
+    manualGatingPolicy: "BLOCK",
+    hooks: { beforeTransition, afterTransition: [] },
+  });
+}
