@@ -8,9 +8,10 @@
  */
 import assert from "node:assert/strict";
 import { HTTP_UNREAD_ANSWER_EVICT_MS, type ServeHandler, serveHttp } from "../../src/host/mod.ts";
-import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { closedWithin, connect, send, sleep } from "./_raw_socket.ts";
 import { selfSignedCert } from "./_tls_certs.ts";
+import { serveHttps } from "./_tls_server.ts";
 
 /** The bound of these servers. */
 const MAX_CONNECTIONS = 4;
@@ -26,15 +27,7 @@ async function withTlsServer(
   const dir = await Deno.makeTempDir({ prefix: "http-limit-tls-" });
   try {
     const { cert, key } = await selfSignedCert(dir);
-    const server = await serveHttp({
-      hostname: "127.0.0.1",
-      port: 0,
-      tlsCertPath: cert,
-      tlsKeyPath: key,
-      authEnabled: false,
-      allowInsecureBind: false,
-      log: testLogger(),
-      openFileLimit: null,
+    const server = await serveHttps({ cert, key }, {
       maxConnections: MAX_CONNECTIONS,
       handler,
     });

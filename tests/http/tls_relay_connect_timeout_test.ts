@@ -11,10 +11,11 @@
  * tls_relay_match_test.ts does); time runs on a manual clock.
  */
 import assert from "node:assert/strict";
-import { serveHttp, TLS_RELAY_CONNECT_TIMEOUT_MS } from "../../src/host/mod.ts";
+import { TLS_RELAY_CONNECT_TIMEOUT_MS } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { selfSignedCert } from "./_tls_certs.ts";
+import { serveHttps } from "./_tls_server.ts";
 
 Deno.test("over HTTPS the relay closes a client's connection TLS_RELAY_CONNECT_TIMEOUT_MS after its connect to the TLS listener began and did not settle, in one WARN line", async () => {
   const dir = await Deno.makeTempDir({ prefix: "http-tls-relay-connect-" });
@@ -22,15 +23,8 @@ Deno.test("over HTTPS the relay closes a client's connection TLS_RELAY_CONNECT_T
   const { cert, key } = await selfSignedCert(dir, 30);
   const clock = new ManualClock();
   const { log, lines } = capturingLogger({ level: "warn", now: () => clock.nowMs() });
-  const server = await serveHttp({
-    hostname: "127.0.0.1",
-    port: 0,
-    tlsCertPath: cert,
-    tlsKeyPath: key,
-    authEnabled: false,
-    allowInsecureBind: false,
+  const server = await serveHttps({ cert, key }, {
     log,
-    openFileLimit: null,
     clock,
     // Default header timeout (10 s): it is not what closes the connection below.
     handler: () => Promise.resolve(new Response("served")),

@@ -20,10 +20,11 @@
  * Time runs on a manual clock: the bound is reached by advancing it, and seen armed in its timers.
  */
 import assert from "node:assert/strict";
-import { serveHttp, TLS_RELAY_BUFFER_BYTES, TLS_RELAY_FLUSH_MS } from "../../src/host/mod.ts";
+import { TLS_RELAY_BUFFER_BYTES, TLS_RELAY_FLUSH_MS } from "../../src/host/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
-import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { selfSignedCert } from "./_tls_certs.ts";
+import { serveHttps } from "./_tls_server.ts";
 
 /**
  * What a send queue may take past its buffer (it takes a write while below it: one loopback
@@ -81,15 +82,7 @@ Deno.test("over HTTPS the relay closes a connection TLS_RELAY_FLUSH_MS after its
   const { cert, key } = await selfSignedCert(dir);
   let body = new Uint8Array(0); // sized once the client's socket is there
   const clock = new ManualClock();
-  const server = await serveHttp({
-    hostname: "127.0.0.1",
-    port: 0,
-    tlsCertPath: cert,
-    tlsKeyPath: key,
-    authEnabled: false,
-    allowInsecureBind: false,
-    log: testLogger(),
-    openFileLimit: null,
+  const server = await serveHttps({ cert, key }, {
     clock,
     // The sweeper then runs every 500 ms: its timer is not taken for the relay's flush bound.
     keepAliveTimeoutMs: 2000,

@@ -7,9 +7,8 @@
  * once it has copied them, within TLS_RELAY_FLUSH_MS.
  */
 import assert from "node:assert/strict";
-import { serveHttp } from "../../src/host/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
 import { selfSignedCert } from "./_tls_certs.ts";
+import { serveHttps } from "./_tls_server.ts";
 
 const ANSWER_BYTES = 4 * 1024 * 1024;
 
@@ -17,15 +16,7 @@ Deno.test("over HTTPS an answer with Connection: close reaches its client whole,
   const dir = await Deno.makeTempDir({ prefix: "http-tls-flush-" });
   const { cert, key } = await selfSignedCert(dir);
   const body = new Uint8Array(ANSWER_BYTES).fill(0x61);
-  const server = await serveHttp({
-    hostname: "127.0.0.1",
-    port: 0,
-    tlsCertPath: cert,
-    tlsKeyPath: key,
-    authEnabled: false,
-    allowInsecureBind: false,
-    log: testLogger(),
-    openFileLimit: null,
+  const server = await serveHttps({ cert, key }, {
     handler: () => Promise.resolve(new Response(body)),
   });
   const conn = await Deno.connectTls({

@@ -7,22 +7,13 @@
  */
 import assert from "node:assert/strict";
 import net from "node:net";
-import { serveHttp } from "../../src/host/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
 import { selfSignedCert } from "./_tls_certs.ts";
+import { serveHttps } from "./_tls_server.ts";
 
 Deno.test("a local connection to the internal TLS listener from 127.0.0.2 with a relay's port does not take that relay's place", async () => {
   const dir = await Deno.makeTempDir({ prefix: "http-tls-relay-" });
   const { cert, key } = await selfSignedCert(dir);
-  const server = await serveHttp({
-    hostname: "127.0.0.1",
-    port: 0,
-    tlsCertPath: cert,
-    tlsKeyPath: key,
-    authEnabled: false,
-    allowInsecureBind: false,
-    log: testLogger(),
-    openFileLimit: null,
+  const server = await serveHttps({ cert, key }, {
     requestHeaderTimeoutMs: 2000,
     handler: () => Promise.resolve(new Response("served")),
   });
