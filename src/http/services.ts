@@ -22,6 +22,7 @@ import type {
   MarkerRequest,
   OpenRunRequest,
   RunsPageRequest,
+  StillAdmitted,
 } from "../runs/mod.ts";
 import type { EstopService } from "../safety/mod.ts";
 import type { InventoryReader, StateCache } from "../state/mod.ts";
@@ -48,7 +49,8 @@ export interface TelemetryService {
  * registry's typed requests: the HTTP layer parses bodies and queries (run_bodies.ts).
  */
 export interface RunsService {
-  open(request: OpenRunRequest): MaybePromise<{ run: unknown }>;
+  /** `stillAdmitted`: asked at its turn in the registry's write queue (RunRegistry.open). */
+  open(request: OpenRunRequest, stillAdmitted?: StillAdmitted): MaybePromise<{ run: unknown }>;
   list(page: RunsPageRequest): MaybePromise<{ runs: unknown[]; count: number }>;
   get(runId: string): MaybePromise<{ run: unknown }>;
   close(runId: string, request: CloseRunRequest): MaybePromise<{ run: unknown }>;

@@ -104,6 +104,7 @@ import type {
   OpenRunRequest,
   PageRequest,
   RunsPageRequest,
+  StillAdmitted,
 } from "./run_requests.ts";
 import { ULID_PATTERN, UlidGenerator } from "./ulid.ts";
 
@@ -989,9 +990,13 @@ export class RunRegistry {
   /**
    * POST /v0/runs. Throws INVALID_ARGUMENT for params nested deeper than MAX_RUN_JSON_DEPTH or a
    * record over MAX_RECORD_BYTES (before anything is written), FAILED_PRECONDITION when a run is
-   * open, UNAVAILABLE on I/O failure.
+   * open, UNAVAILABLE on I/O failure. `stillAdmitted`: asked at its turn in the write queue, first;
+   * a refusal it returns is thrown, no run opened.
    */
-  async open(request: OpenRunRequest = {}): Promise<{ run: Run }> {
+  async open(
+    request: OpenRunRequest = {},
+    stillAdmitted?: StillAdmitted,
+  ): Promise<{ run: Run }> {
     // Checked before the write queue: a bad request never waits, nor writes anything.
     this.#requireReady();
     const params = request.params ?? {};
@@ -1007,6 +1012,9 @@ export class RunRegistry {
     };
     const experimentLabel = request.experiment_label ?? null;
     return await this.#serial(async () => {
+      // A reload may have removed or lowered its requester's token while it waited its turn.
+      const refusal = stillAdmitted?.() ?? null;
+      if (refusal !== null) throw refusal.error;
       this.#requireReady();
       if (this.#open) throw failedPrecondition(`Run already open: ${this.#open.run.run_id}`);
       this.#settleCalls(); // calls made before the run are none of its events

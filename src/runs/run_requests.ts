@@ -15,6 +15,13 @@ export interface OpenRunRequest {
   readonly experiment_label?: string | null;
 }
 
+/**
+ * A check, asked when an operation's turn in the registry's write queue comes, of whether its
+ * requester is still admitted: null, or the refusal whose `error` the operation throws, writing
+ * nothing (the HTTP layer's: a reload removed or lowered the request's token while it waited).
+ */
+export type StillAdmitted = () => { readonly error: Error } | null;
+
 /** POST /v0/runs/{run_id}/close. Default reason: operator_stop. */
 export interface CloseRunRequest {
   readonly close_reason?: ClientCloseReason;

@@ -120,8 +120,11 @@ async function listRuns({ services, url }: RouteContext): Promise<Response> {
   return okResponse(await services.runs.list(parseRunsListPage(url.searchParams)));
 }
 
-async function openRun({ services, body }: RouteContext): Promise<Response> {
-  return okResponse(await services.runs.open(openRunRequest(await body<OpenRunBody | null>())));
+async function openRun({ services, body, stillAdmitted }: RouteContext): Promise<Response> {
+  const request = openRunRequest(await body<OpenRunBody | null>());
+  // Asked again at its turn in the registry's write queue (behind a slow write: a reload meanwhile).
+  const admitted = await stillAdmitted();
+  return okResponse(await services.runs.open(request, admitted));
 }
 
 async function getRun({ services, params }: RouteContext): Promise<Response> {
