@@ -58,7 +58,12 @@ export interface RunsService {
     runId: string,
     page: EventPageRequest,
   ): MaybePromise<{ events: unknown[]; count: number }>;
-  addMarker(runId: string, marker: MarkerRequest): MaybePromise<{ event: unknown }>;
+  /** `stillAdmitted`: asked at its turn in the registry's write queue (RunRegistry.addMarker). */
+  addMarker(
+    runId: string,
+    marker: MarkerRequest,
+    stillAdmitted?: StillAdmitted,
+  ): MaybePromise<{ event: unknown }>;
   /**
    * Availability (a start that failed and waits for its retry: `unavailable_reason`), the open
    * run and counters (GET /v0/runtime/status `runs`, GET /metrics).

@@ -1272,8 +1272,14 @@ export class RunRegistry {
   /**
    * POST /v0/runs/{run_id}/events: an operator marker (category annotation), fsync'd. The
    * marker is checked (type, nesting, size) before it is queued: a bad one writes nothing.
+   * `stillAdmitted`: asked at its turn in the write queue, first; a refusal it returns is thrown,
+   * nothing written.
    */
-  async addMarker(runId: string, marker: MarkerRequest): Promise<{ event: RunEvent }> {
+  async addMarker(
+    runId: string,
+    marker: MarkerRequest,
+    stillAdmitted?: StillAdmitted,
+  ): Promise<{ event: RunEvent }> {
     this.#requireReady();
     const run = this.#runOrThrow(runId);
     const { type, occurred_at_epoch_ms: occurred, marker_id: markerId } = marker;
@@ -1309,6 +1315,9 @@ export class RunRegistry {
       : await sha256Hex(JSON.stringify([type, stored, occurred ?? null]));
     const answer = await this.#serial(
       async (): Promise<{ event: RunEvent } | { repeat: number }> => {
+        // A reload may have removed or lowered its requester's token while it waited its turn.
+        const refusal = stillAdmitted?.() ?? null;
+        if (refusal !== null) throw refusal.error;
         this.#requireReady();
         const open = this.#open;
         if (run.state !== "open" || !open || open.run !== run) {

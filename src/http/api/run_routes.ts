@@ -142,7 +142,11 @@ async function listRunEvents({ services, params, url }: RouteContext): Promise<R
   return okResponse(await services.runs.listEvents(params.run_id!, page));
 }
 
-async function addRunMarker({ services, body, params }: RouteContext): Promise<Response> {
+async function addRunMarker(
+  { services, body, params, stillAdmitted }: RouteContext,
+): Promise<Response> {
   const marker = markerRequest(await body<MarkerBody>());
-  return okResponse(await services.runs.addMarker(params.run_id!, marker));
+  // Asked again at its turn in the registry's write queue (behind a slow write: a reload meanwhile).
+  const admitted = await stillAdmitted();
+  return okResponse(await services.runs.addMarker(params.run_id!, marker, admitted));
 }
