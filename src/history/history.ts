@@ -600,6 +600,16 @@ export class History {
   }
 
   /**
+   * The poll before which the ring lost changes of one signal that the device's polls may still
+   * have (SignalRing.trimmedToSeq: memory_max_bytes trimmed it alone, its ring was made without
+   * room, a value too large was not kept, a retype); -1 when it lost none (incidents).
+   */
+  signalLostBeforeSeq(providerId: string, deviceId: string, signalId: string): number {
+    return this.#devices.get(providerId)?.get(deviceId)?.ring.signals.get(signalId)?.trimmedToSeq ??
+      -1;
+  }
+
+  /**
    * The device's kept polls in the `spanMs` before poll `untilSeq` by the time that passed, and
    * their dates (DeviceRing.datesBefore); none for a device the ring does not hold.
    */

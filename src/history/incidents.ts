@@ -133,6 +133,13 @@ export interface IncidentSignal {
    * were kept.
    */
   readonly unit?: string;
+  /**
+   * Where its samples begin when the ring had lost its earlier changes in the window (while the
+   * device's polls were kept: memory_max_bytes trimmed this signal alone, its ring was made
+   * without room, a value too large was not kept): the record holds none of it before (the
+   * window's end when it holds none). Absent when its samples cover the record's window.
+   */
+  readonly from_epoch_ms?: number;
   readonly samples: readonly (readonly [number, number | bigint | string | null, string])[];
 }
 
@@ -702,6 +709,8 @@ export class IncidentRecorder {
     const lines: string[] = [];
     let samples = 0;
     let latest = until;
+    let lostSignals = 0;
+    let firstLost: string | null = null;
     for (const [providerId, deviceId] of devices) {
       // The polls after the trigger are the window's whatever their times: a step back of the
       // wall clock since the trigger stamps them before it (by as much as the step).
@@ -717,6 +726,11 @@ export class IncidentRecorder {
         p.specs.get(deviceHandle(providerId, deviceId)) ??
           this.#o.inventory?.capabilities(providerId, deviceId)?.signals,
       );
+      // The device's first poll the window reads: a signal whose ring lost changes from there on
+      // (trimmedToSeq) has its samples begin later, and its line says where (from_epoch_ms).
+      const windowFromSeq = before !== null
+        ? before.fromSeq
+        : history.pollSeqAtOrAfter(providerId, deviceId, from);
       for (const signalId of history.signalIds(providerId, deviceId)) {
         const rows: [number, number | bigint | string | null, string][] = [];
         // Times in poll order never fall: a poll after a step back is dated no earlier than the
@@ -738,12 +752,20 @@ export class IncidentRecorder {
           ? history.eachSampleFrom(providerId, deviceId, signalId, before.fromSeq, row)
           : history.eachSample(providerId, deviceId, signalId, from, until, row, afterSeq);
         latest = Math.max(latest, last);
+        // The ring lost this signal's changes at the window's first polls, not the device's: the
+        // record has none of it before its first sample (the window's end when it has none).
+        const lost = history.signalLostBeforeSeq(providerId, deviceId, signalId) > windowFromSeq;
+        if (lost) {
+          lostSignals++;
+          firstLost ??= `${providerId}/${deviceId}/${signalId}`;
+        }
         const line = {
           provider_id: providerId,
           device_id: deviceId,
           signal_id: signalId,
           value_type: type ?? "unknown",
           ...(units === null ? {} : { unit: units.get(signalId) ?? "" }),
+          ...(lost ? { from_epoch_ms: rows.length > 0 ? rows[0]![0] : until } : {}),
           samples: rows,
         };
         let text = toJsonText(line);
@@ -765,6 +787,15 @@ export class IncidentRecorder {
         samples += line.samples.length;
         lines.push(text);
       }
+    }
+    if (firstLost !== null) {
+      this.#o.log.warn(
+        `incident ${p.id}: the ring no longer holds the start of the window of ${lostSignals} ` +
+          `signal(s), the first ${
+            quoteProviderTextWithin(firstLost, INCIDENT_QUOTED_SIGNAL_CHARS)
+          } (history.memory_max_bytes dropped their older changes, a value too large to keep, ` +
+          `a retype): each one's from_epoch_ms says where its samples begin`,
+      );
     }
     const body = lines.map((l) => `${l}\n`).join("");
     const headerBase = {

@@ -567,6 +567,13 @@ export function responseComponents(): Record<string, JsonSchema> {
             "INCIDENT_UNIT_MAX_CHARS); empty when it " +
             "declared none; absent in records written by versions that kept no units.",
         ),
+        from_epoch_ms: note(
+          int,
+          "Where the signal's samples begin when the ring had lost its earlier changes in the " +
+            "window while its device's polls were kept (history.memory_max_bytes trimmed it " +
+            "alone, or a value too large to keep): the record holds none of it before (the " +
+            "window's end when none). Absent when its samples cover the record's window.",
+        ),
         samples: note(
           arr({
             type: "array",

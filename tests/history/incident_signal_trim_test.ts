@@ -1,0 +1,115 @@
+/**
+ * An incident record says where a signal's samples begin when the ring lost the earlier part of
+ * its window for that signal alone (docs/history.md, "Incidents"): history.memory_max_bytes
+ * trimmed its changes while the device's polls are still kept (a long string changing at every
+ * poll), or a value too large for the ring was not kept. Before, such a signal's line simply began
+ * later (or held no sample), the record's `from_epoch_ms` saying the window was whole. The
+ * programmable provider runs as a child process, served on loopback; a ring made without room on
+ * a History fed by hand.
+ */
+import assert from "node:assert/strict";
+import { FIRST_CAPACITY, POLL_ENTRY_BYTES, SIGNAL_ENTRY_BYTES } from "../../src/history/ring.ts";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { probeValues, startRig, T0 } from "./_history_helpers.ts";
+import { incidentRig } from "./_incident_rig.ts";
+
+/** A label of this many characters is 40,032 bytes in the ring: one fits 64 KiB, two do not. */
+const LABEL_CHARS = 20_000;
+
+interface Line {
+  signal_id: string;
+  from_epoch_ms?: number;
+  samples: [number, unknown, string][];
+}
+
+/** The e-stop's record (its window ends at once), its lines by signal. */
+async function estopRecord(rig: Awaited<ReturnType<typeof startRig>>) {
+  await rig.rt.estop.trigger("trim test");
+  const header = await waitFor(
+    "the e-stop's incident record",
+    async () => (await rig.json("/v0/incidents")).incidents[0],
+  );
+  const record = await rig.json(`/v0/incidents/${header.incident_id}`);
+  assert.equal(record.status.code, "OK", JSON.stringify(record.status));
+  return {
+    header: record.incident,
+    byId: new Map((record.signals as Line[]).map((s) => [s.signal_id, s])),
+  };
+}
+
+Deno.test("An incident record says where the samples begin of a signal the byte bound trimmed alone", async () => {
+  const history = {
+    memoryMaxBytes: 65_536,
+    incidentBeforeS: 10,
+    incidentAfterS: 0,
+    diskMaxBytes: 0,
+  };
+  const rig = await startRig({ dataDir: tempDir("incident-trim-"), history });
+  try {
+    const letters = ["a", "b", "c", "d", "e"];
+    for (let i = 0; i < letters.length; i++) {
+      await rig.poll(T0 + 500 + i * 1000, probeValues(20 + i, i, letters[i]!.repeat(LABEL_CHARS)));
+    }
+    const { header, byId } = await estopRecord(rig);
+    assert.ok(header.from_epoch_ms <= T0 + 500, `from ${header.from_epoch_ms}`);
+    // The device's other signals hold the whole window.
+    assert.deepEqual(
+      byId.get("temp")!.samples.map((s) => s[0]),
+      [0, 1, 2, 3, 4].map((i) => T0 + 500 + i * 1000),
+    );
+    assert.equal(byId.get("temp")!.from_epoch_ms, undefined);
+    // The label's ring keeps its last change only: its line says the window before it is gone.
+    const label = byId.get("label")!;
+    assert.deepEqual(label.samples.map((s) => s[0]), [T0 + 4500]);
+    assert.equal(label.from_epoch_ms, T0 + 4500, "where the label's samples begin");
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("An incident record says where the samples begin of a signal whose value was too large for the ring", async () => {
+  const history = {
+    memoryMaxBytes: 65_536,
+    incidentBeforeS: 10,
+    incidentAfterS: 0,
+    diskMaxBytes: 0,
+  };
+  const rig = await startRig({ dataDir: tempDir("incident-too-large-"), history });
+  try {
+    await rig.poll(T0 + 500, probeValues(20, 0, "a"));
+    await rig.poll(T0 + 1500, probeValues(21, 1, "b"));
+    // 80,032 bytes: more than the whole budget, not kept (nor "a" and "b" before it).
+    await rig.poll(T0 + 2500, probeValues(22, 2, "x".repeat(2 * LABEL_CHARS)));
+    await rig.poll(T0 + 3500, probeValues(23, 3, "c"));
+    await rig.poll(T0 + 4500, probeValues(24, 4, "c"));
+    const { byId } = await estopRecord(rig);
+    const label = byId.get("label")!;
+    assert.deepEqual(label.samples.map((s) => [s[0], s[1]]), [[T0 + 3500, "c"], [T0 + 4500, "c"]]);
+    assert.equal(label.from_epoch_ms, T0 + 3500, "where the label's samples begin");
+    assert.equal(byId.get("count")!.from_epoch_ms, undefined);
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("An incident record says a signal whose ring was made without room has no sample of its window", async () => {
+  // Room for the device's polls (128 bytes) and one signal's first changes (208): `x` has none.
+  const { clock, incidents, pollSignals, estop, session } = incidentRig({
+    history: { memoryMaxBytes: FIRST_CAPACITY * (POLL_ENTRY_BYTES + SIGNAL_ENTRY_BYTES) },
+    config: { incidentAfterS: 5 },
+  });
+  await session(async () => {
+    for (let i = 0; i < 3; i++) {
+      clock.advance(250);
+      pollSignals(["a", "x"], i);
+    }
+    estop();
+  });
+  const [h] = incidents.list();
+  const { signals } = await incidents.get(h!.incident_id);
+  const byId = new Map(signals.map((s) => [s.signal_id, s]));
+  assert.equal(byId.get("a")!.samples.length, 3);
+  assert.equal(byId.get("a")!.from_epoch_ms, undefined);
+  assert.equal(byId.get("x")!.samples.length, 0);
+  assert.equal(byId.get("x")!.from_epoch_ms, h!.until_epoch_ms, "none of its window is kept");
+});
