@@ -132,6 +132,11 @@ export interface HistoryStatus {
    * room for their first entries when they were made, nor since (ring.ts, roomless).
    */
   readonly memoryRoomlessRings: number;
+  /**
+   * Values not kept in the ring since start because they are too large for memory_max_bytes even
+   * alone (SignalRing.record false: a long string or bytes value; a repeat of one is not counted).
+   */
+  readonly memoryValuesNotKept: number;
   readonly devices: number;
   readonly disk: DiskTierStatus;
 }
@@ -203,6 +208,8 @@ export class History {
   readonly #roomlessWarned = new Set<string>();
   /** Providers a WARN named for a value too large for the ring (#warnTooLarge). */
   readonly #tooLargeWarned = new Set<string>();
+  /** Values not kept in the ring for being too large, since start (HistoryStatus). */
+  #valuesNotKept = 0;
 
   constructor(o: HistoryOptions) {
     this.#o = o;
@@ -268,6 +275,7 @@ export class History {
       memoryMaxBytes: this.#budget.maxBytes,
       memoryReachSeconds: reach === Infinity ? 0 : Math.max(0, reach / 1000),
       memoryRoomlessRings: this.#budget.roomless,
+      memoryValuesNotKept: this.#valuesNotKept,
       devices,
       disk: this.#disk?.status() ?? {
         state: "off",
@@ -347,6 +355,7 @@ export class History {
         ? s.quality
         : cache.qualityNow(dev.providerId, dev.deviceId, pollable[i]!, s);
       if (!sig.record(seq, value, d, quality, oldest)) {
+        this.#valuesNotKept++;
         this.#warnTooLarge(dev.providerId, dev.deviceId, pollable[i]!, value!);
       }
       sig.add(value !== null, d ?? NaN, d === null ? value : null, qualityCode(quality));
@@ -520,7 +529,8 @@ export class History {
       } bytes) is too large ` +
         `for history.memory_max_bytes (${this.#budget.maxBytes}): the ring does not keep it (the ` +
         `disk tier still gets its buckets; GET /v0/history answers the signal from there until ` +
-        `a value that fits); the provider's next ones are not logged; raise ` +
+        `a value that fits); the provider's next ones are not logged ` +
+        `(runtime_history_memory_values_not_kept_total counts them); raise ` +
         `history.memory_max_bytes or send shorter values`,
     );
   }

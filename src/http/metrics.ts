@@ -431,6 +431,12 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
         "history.memory_max_bytes had no room for their first entries.",
       history.memoryRoomlessRings,
     );
+    w.family(
+      "runtime_history_memory_values_not_kept_total",
+      "counter",
+      "Values the history ring did not keep since start: too large for " +
+        "history.memory_max_bytes even alone (a repeat of one is not counted).",
+    ).sample("runtime_history_memory_values_not_kept_total", history.memoryValuesNotKept);
     gauge1(
       "runtime_history_disk_up",
       "1 while the disk tier writes; 0 when it stopped (a failed write, e.g. a full disk) or " +

@@ -58,3 +58,28 @@ Deno.test("history.memory_max_bytes holds for a string value larger than it: the
     await rig.rt.stop();
   }
 });
+
+Deno.test("Values too large for history.memory_max_bytes are counted in the history status and GET /metrics, each change once", async () => {
+  const rig = await startRig({ history: { memoryMaxBytes: MAX, stepMs: 1000 } });
+  try {
+    const counted = async () => {
+      const metrics = await (await rig.get("/metrics")).text();
+      const m = metrics.match(/^runtime_history_memory_values_not_kept_total (\d+)$/m);
+      assert.ok(m !== null, "the counter is exported");
+      assert.equal(Number(m[1]), rig.rt.history!.status().memoryValuesNotKept);
+      return Number(m[1]);
+    };
+    await rig.poll(T0 + 500, probeValues(20, 0, "small"));
+    assert.equal(await counted(), 0);
+    await rig.poll(T0 + 1500, probeValues(21, 1, "x".repeat(HUGE_CHARS)));
+    assert.equal(await counted(), 1);
+    // Its repeat adds nothing; another one too large is counted; one that fits is kept.
+    await rig.poll(T0 + 2500, probeValues(22, 2, "x".repeat(HUGE_CHARS)));
+    assert.equal(await counted(), 1, "a repeat is not a value more");
+    await rig.poll(T0 + 3500, probeValues(23, 3, "y".repeat(HUGE_CHARS)));
+    await rig.poll(T0 + 4500, probeValues(24, 4, "back"));
+    assert.equal(await counted(), 2);
+  } finally {
+    await rig.rt.stop();
+  }
+});

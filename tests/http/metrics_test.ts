@@ -78,6 +78,7 @@ const FAMILIES: Record<string, Family["type"]> = {
   runtime_history_memory_max_bytes: "gauge",
   runtime_history_memory_reach_seconds: "gauge",
   runtime_history_memory_roomless_rings: "gauge",
+  runtime_history_memory_values_not_kept_total: "counter",
   runtime_history_disk_up: "gauge",
   runtime_history_disk_rows_held: "gauge",
   runtime_history_disk_rows_written_total: "counter",
