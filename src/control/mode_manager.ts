@@ -562,8 +562,9 @@ export class ModeManager implements ModeService {
    * waits for them): those counted, running or queued; those a run made again for it
    * (#providerBack) is expected to make before it counts them (waiting for its turn, the e-stop's
    * securing run of it, the hooks' own run); and for each hold covering it the calls its run will
-   * make (of the hooks in force at the commit or now, whichever has more). Each may take up to its
-   * provider's timeout_ms: a reload bounds its wait by it (Estop.stopActionsSettled).
+   * make (of the hooks in force at the commit or now, whichever has more). Each may take up to
+   * stopActionWorstCaseMs of its provider's timeout_ms: a reload bounds its wait by it
+   * (Estop.stopActionsSettled).
    */
   faultHookCallsLeft(providerId: string): number {
     let left = (this.#faultHookCallsLeft.get(providerId)?.left ?? 0) +

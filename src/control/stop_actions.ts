@@ -14,6 +14,17 @@ export const BUSY_RETRY_INTERVAL_MS = 10;
 export const BUSY_RETRY_MARGIN_MS = 1000;
 
 /**
+ * The longest one stop action to a provider whose timeout_ms is `timeoutMs` can take
+ * (retryWhileBusy): it retries a full queue for up to timeout_ms + BUSY_RETRY_MARGIN_MS, its last
+ * attempt BUSY_RETRY_INTERVAL_MS after that at most, and once sent it runs up to its own deadline,
+ * timeout_ms: 2 x timeout_ms + BUSY_RETRY_MARGIN_MS + BUSY_RETRY_INTERVAL_MS. What bounds a
+ * reload's wait for a provider's stop actions, per call (Estop.stopActionsSettled).
+ */
+export function stopActionWorstCaseMs(timeoutMs: number): number {
+  return 2 * timeoutMs + BUSY_RETRY_MARGIN_MS + BUSY_RETRY_INTERVAL_MS;
+}
+
+/**
  * Runs `call` (a stop action to `providerId`), retrying while its provider is up but its call queue
  * is full, for up to the provider's timeout_ms + BUSY_RETRY_MARGIN_MS. A provider that is down,
  * or not configured, fails at once (the error `call` rejects with). A clock that fails never

@@ -69,6 +69,7 @@ import {
   registeredDevices,
   retryWhileBusy,
   runDeclaredCall,
+  stopActionWorstCaseMs,
   toTypedArgs,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
@@ -301,13 +302,15 @@ export const DRAIN_MARGIN_MS = 1000;
 
 /**
  * Cap on a reload's wait for one provider's stop actions (Estop.stopActionsSettled), which is
- * otherwise the calls left to run on it (at least 1) x its timeout_ms + DRAIN_MARGIN_MS: the
+ * otherwise the calls left to run on it (at least 1) x one call's worst case
+ * (stopActionWorstCaseMs: a full queue retried, then its own timeout_ms) + DRAIN_MARGIN_MS: the
  * reload answers, and the next one begins, only after it. The demo's stop (examples/demo.yaml)
- * makes 13 calls to its one provider, 66 s if each ran to the default timeout_ms (5 s); 120 s
- * covers that with room and still answers the reload within two minutes. It never cuts a single
- * call's own bound (timeout_ms + DRAIN_MARGIN_MS).
+ * makes 13 calls to its one provider, 144 s if each found the queue full and then ran to the
+ * default timeout_ms (5 s; 11.01 s a call); 180 s covers that with room and still answers the
+ * reload within three minutes. It never cuts a single call's own bound (its worst case +
+ * DRAIN_MARGIN_MS).
  */
-export const STOP_ACTIONS_WAIT_MAX_MS = 120_000;
+export const STOP_ACTIONS_WAIT_MAX_MS = 180_000;
 
 /** How a wait for a provider's stop actions ended (Estop.stopActionsSettled). */
 export interface StopActionsWait {
@@ -321,8 +324,8 @@ export interface StopActionsWait {
   readonly waitedMs: number | null;
   /**
    * Its bound: the calls left to run on the provider when it began (ladder and hook calls, at
-   * least 1) x its timeout_ms + DRAIN_MARGIN_MS, at most STOP_ACTIONS_WAIT_MAX_MS (never below
-   * one call's timeout_ms + DRAIN_MARGIN_MS).
+   * least 1) x one call's worst case (stopActionWorstCaseMs of its timeout_ms) + DRAIN_MARGIN_MS,
+   * at most STOP_ACTIONS_WAIT_MAX_MS (never below one call's worst case + DRAIN_MARGIN_MS).
    */
   readonly boundMs: number;
 }
@@ -983,11 +986,11 @@ export class Estop implements EstopService {
    * or queued on it (a stop's, a securing run's; not those queued later) and the hook calls into
    * FAULT to it running or queued (EstopModes.faultHookCallsSettled: the e-stop's, an operator's
    * FAULT, those made again for a provider that comes back), both at once, bounded by what is left
-   * to run on it now: those calls (at least 1) x its provider's timeout_ms (each call's own
-   * deadline) + DRAIN_MARGIN_MS, at most STOP_ACTIONS_WAIT_MAX_MS but never less than one call's
-   * bound (timeout_ms + DRAIN_MARGIN_MS, as the drain's): a reload waits so before it stops that
-   * provider. Null at once when none runs. Never rejects, and neither the ladder nor the hooks ever
-   * wait for it.
+   * to run on it now: those calls (at least 1) x one call's worst case (stopActionWorstCaseMs of
+   * its provider's timeout_ms: a full queue retried, then its own deadline) + DRAIN_MARGIN_MS, at
+   * most STOP_ACTIONS_WAIT_MAX_MS but never less than one call's: a reload waits so before it
+   * stops that provider. Null at once when none runs. Never rejects, and neither the ladder nor
+   * the hooks ever wait for it.
    */
   async stopActionsSettled(providerId: string): Promise<StopActionsWait | null> {
     const what = `waiting for the stop actions to ${providerId}`;
@@ -1012,10 +1015,10 @@ export class Estop implements EstopService {
     ) ?? 0;
     const hooks = Number.isFinite(hooksLeft) && hooksLeft > 0 ? hooksLeft : 0;
     const calls = Math.max(1, (this.#ladderCallsLeft.get(providerId) ?? 0) + hooks);
-    const timeoutMs = host.config.timeoutMs;
+    const callMs = stopActionWorstCaseMs(host.config.timeoutMs);
     const boundMs = Math.max(
-      timeoutMs + DRAIN_MARGIN_MS,
-      Math.min(STOP_ACTIONS_WAIT_MAX_MS, calls * timeoutMs + DRAIN_MARGIN_MS),
+      callMs + DRAIN_MARGIN_MS,
+      Math.min(STOP_ACTIONS_WAIT_MAX_MS, calls * callMs + DRAIN_MARGIN_MS),
     );
     const unknown = `${what}: how long it took is left out`;
     const startedAt = this.#readMono(what, unknown);

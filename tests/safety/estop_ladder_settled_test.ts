@@ -2,15 +2,22 @@
  * Estop.stopActionsSettled, what a configuration reload waits for before it stops a provider
  * (docs/safety.md, step 2): null at once while no stop action (ladder call, hook call into FAULT)
  * runs on the provider; else it resolves when they have finished, or at its bound (the calls left
- * on the provider, at least 1, x its timeout_ms + DRAIN_MARGIN_MS, at most
- * STOP_ACTIONS_WAIT_MAX_MS, never below one call's) with `settled` false, saying which kinds it
- * waited for. In-process: the real Estop on a manual clock, rung 1 declared (one call to `plant`,
- * whose timeout_ms is 1000), a router that holds that call until the test answers it, and a modes
+ * on the provider, at least 1, x one call's worst case, stopActionWorstCaseMs of its timeout_ms,
+ * + DRAIN_MARGIN_MS, at most STOP_ACTIONS_WAIT_MAX_MS, never below one call's) with `settled`
+ * false, saying which kinds it waited for. In-process: the real Estop on a manual clock, rung 1
+ * declared (one call to `plant`, whose timeout_ms is 1000), a router that holds that call until
+ * the test answers it (or refuses it as busy, its queue full, while the test says), and a modes
  * port whose hook calls into FAULT to `other` end when the test says (and counts, when the test
  * says, hook calls left on `plant`).
  */
 import assert from "node:assert/strict";
-import type { CallRequest } from "../../src/control/mod.ts";
+import { RuntimeError } from "../../src/common/mod.ts";
+import {
+  BUSY_RETRY_INTERVAL_MS,
+  BUSY_RETRY_MARGIN_MS,
+  type CallRequest,
+  stopActionWorstCaseMs,
+} from "../../src/control/mod.ts";
 import { DRAIN_MARGIN_MS, Estop, STOP_ACTIONS_WAIT_MAX_MS } from "../../src/safety/mod.ts";
 import type { FreshReader, ProviderSummary } from "../../src/state/mod.ts";
 import { flushMicrotasks, ManualClock, runToSettle } from "../helpers/clock.ts";
@@ -41,8 +48,15 @@ function rig(plantHooksLeft = 0) {
   const made: string[] = [];
   const answers: PromiseWithResolvers<unknown>[] = [];
   const router = recordingRouter();
+  /** While true, every call is refused as the router refuses one to a full queue. */
+  const busy = { on: false };
   router.call = (req: CallRequest) => {
     made.push(`${req.providerId} ${req.functionName}`);
+    if (busy.on) {
+      return Promise.reject(
+        new RuntimeError("UNAVAILABLE", `Provider busy: ${req.providerId} has 64 calls queued`),
+      );
+    }
     const answer = Promise.withResolvers<unknown>();
     answers.push(answer);
     return answer.promise as ReturnType<typeof router.call>;
@@ -61,7 +75,7 @@ function rig(plantHooksLeft = 0) {
   /** Sets `plant`'s timeout_ms. */
   const plantTimeout = (ms: number) =>
     Object.assign((inventory.provider("plant") as ProviderSummary).config, { timeoutMs: ms });
-  return { clock, made, answers, estop, hooksRun, plantTimeout };
+  return { clock, made, answers, estop, hooksRun, plantTimeout, busy };
 }
 
 Deno.test("Estop.stopActionsSettled is null at once while no ladder call runs on the provider", async () => {
@@ -93,7 +107,7 @@ Deno.test("Estop.stopActionsSettled waits for the ladder's call in flight until 
     hooks: false,
     settled: true,
     waitedMs: 300,
-    boundMs: PLANT_TIMEOUT_MS + DRAIN_MARGIN_MS,
+    boundMs: stopActionWorstCaseMs(PLANT_TIMEOUT_MS) + DRAIN_MARGIN_MS,
   });
   const result = await runToSettle(r.clock, stop, "the stop");
   assert.deepEqual(result.actions, [
@@ -101,13 +115,13 @@ Deno.test("Estop.stopActionsSettled waits for the ladder's call in flight until 
   ]);
 });
 
-Deno.test("Estop.stopActionsSettled gives up at its provider's timeout_ms + DRAIN_MARGIN_MS", async () => {
+Deno.test("Estop.stopActionsSettled gives up at one call's worst case (2 x timeout_ms + BUSY_RETRY_MARGIN_MS + BUSY_RETRY_INTERVAL_MS) + DRAIN_MARGIN_MS", async () => {
   const r = rig();
   const stop = r.estop.trigger("test");
   await flushMicrotasks();
   let ended = false;
   const wait = r.estop.stopActionsSettled("plant").finally(() => (ended = true));
-  const boundMs = PLANT_TIMEOUT_MS + DRAIN_MARGIN_MS;
+  const boundMs = stopActionWorstCaseMs(PLANT_TIMEOUT_MS) + DRAIN_MARGIN_MS;
   r.clock.advance(boundMs - 1);
   await flushMicrotasks();
   assert.equal(ended, false, "ended before its bound");
@@ -138,7 +152,7 @@ Deno.test("Estop.stopActionsSettled waits for the hook calls into FAULT to the p
     hooks: true,
     settled: true,
     waitedMs: 200,
-    boundMs: OTHER_TIMEOUT_MS + DRAIN_MARGIN_MS,
+    boundMs: stopActionWorstCaseMs(OTHER_TIMEOUT_MS) + DRAIN_MARGIN_MS,
   });
   // None under way on `plant`: nothing to wait for.
   assert.equal(await r.estop.stopActionsSettled("plant"), null);
@@ -149,7 +163,7 @@ Deno.test("Estop.stopActionsSettled gives up on the hook calls into FAULT at the
   const hookCalls = r.hooksRun();
   let ended = false;
   const wait = r.estop.stopActionsSettled("other").finally(() => (ended = true));
-  const boundMs = OTHER_TIMEOUT_MS + DRAIN_MARGIN_MS;
+  const boundMs = stopActionWorstCaseMs(OTHER_TIMEOUT_MS) + DRAIN_MARGIN_MS;
   r.clock.advance(boundMs - 1);
   await flushMicrotasks();
   assert.equal(ended, false, "ended before its bound");
@@ -186,17 +200,49 @@ async function givesUpAt(r: ReturnType<typeof rig>, boundMs: number): Promise<vo
   await runToSettle(r.clock, stop, "the stop");
 }
 
-Deno.test("Estop.stopActionsSettled bounds its wait by the calls left on the provider: its ladder call and two hook calls into FAULT, each up to timeout_ms", async () => {
-  await givesUpAt(rig(2), 3 * PLANT_TIMEOUT_MS + DRAIN_MARGIN_MS);
+Deno.test("Estop.stopActionsSettled bounds its wait by the calls left on the provider: its ladder call and two hook calls into FAULT, each up to its worst case", async () => {
+  await givesUpAt(rig(2), 3 * stopActionWorstCaseMs(PLANT_TIMEOUT_MS) + DRAIN_MARGIN_MS);
 });
 
 Deno.test("Estop.stopActionsSettled waits at most STOP_ACTIONS_WAIT_MAX_MS however many calls are left", async () => {
   await givesUpAt(rig(1000), STOP_ACTIONS_WAIT_MAX_MS);
 });
 
-Deno.test("Estop.stopActionsSettled never bounds one call by less than its timeout_ms + DRAIN_MARGIN_MS, past STOP_ACTIONS_WAIT_MAX_MS", async () => {
+Deno.test("Estop.stopActionsSettled never bounds one call by less than its worst case + DRAIN_MARGIN_MS, past STOP_ACTIONS_WAIT_MAX_MS", async () => {
   const r = rig(1);
-  const timeoutMs = STOP_ACTIONS_WAIT_MAX_MS + 5000;
+  const timeoutMs = STOP_ACTIONS_WAIT_MAX_MS / 2 + 5000;
   r.plantTimeout(timeoutMs);
-  await givesUpAt(r, timeoutMs + DRAIN_MARGIN_MS);
+  await givesUpAt(r, stopActionWorstCaseMs(timeoutMs) + DRAIN_MARGIN_MS);
+});
+
+Deno.test("Estop.stopActionsSettled waits for a ladder call that found its provider's queue full, retried until it drained, then ran close to its timeout_ms", async () => {
+  const r = rig();
+  r.busy.on = true;
+  const stop = r.estop.trigger("test");
+  await flushMicrotasks();
+  assert.deepEqual(r.made, ["plant set_heater"], "refused as busy");
+  let ended = false;
+  const wait = r.estop.stopActionsSettled("plant").finally(() => (ended = true));
+  // Refused as busy until the retries' last pause before their bound, then sent.
+  const retriedMs = PLANT_TIMEOUT_MS + BUSY_RETRY_MARGIN_MS - BUSY_RETRY_INTERVAL_MS;
+  await r.clock.advanceAsync(retriedMs);
+  assert.equal(r.answers.length, 0, "not sent while the queue is full");
+  r.busy.on = false;
+  await r.clock.advanceAsync(BUSY_RETRY_INTERVAL_MS);
+  assert.equal(r.answers.length, 1, "sent once the queue has room");
+  // On the wire until just before its own deadline.
+  await r.clock.advanceAsync(PLANT_TIMEOUT_MS - 1);
+  assert.equal(ended, false, "gave up on a call within its worst case");
+  r.answers[0]!.resolve({});
+  assert.deepEqual(await wait, {
+    ladder: true,
+    hooks: false,
+    settled: true,
+    waitedMs: retriedMs + BUSY_RETRY_INTERVAL_MS + PLANT_TIMEOUT_MS - 1,
+    boundMs: stopActionWorstCaseMs(PLANT_TIMEOUT_MS) + DRAIN_MARGIN_MS,
+  });
+  const result = await runToSettle(r.clock, stop, "the stop");
+  assert.deepEqual(result.actions, [
+    { device_handle: "plant/plant0", function: "set_heater", success: true },
+  ]);
 });

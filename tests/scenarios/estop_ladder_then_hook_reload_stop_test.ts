@@ -2,10 +2,10 @@
  * The e-stop's ladder, then its hooks into FAULT, and a configuration reload that stops the
  * provider both are at, arriving while the ladder call runs, before the hooks have begun
  * (docs/safety.md, step 2): the reload waits for the ladder call and for the hook call that
- * follows it before it stops the process (one wait, bounded by its provider's timeout_ms for each
- * call left on it + DRAIN_MARGIN_MS), so both are answered and the stop reports them made, even
- * when each takes close to timeout_ms; the process is stopped after, and the reload answers once
- * it is. Both ways a reload stops a provider: removed, and restarted (its entry changed). The
+ * follows it before it stops the process (one wait, bounded by one call's worst case,
+ * stopActionWorstCaseMs, for each call left on it + DRAIN_MARGIN_MS), so both are answered and
+ * the stop reports them made, even when each takes close to timeout_ms; the process is stopped
+ * after, and the reload answers once it is. Both ways a reload stops a provider: removed, and restarted (its entry changed). The
  * simulated providers run as child processes; sim1 holds every call to its motor controller by its
  * `inject_call_latency`. The reload's INFO line names both.
  */
@@ -25,8 +25,9 @@ const LATENCY_MS = 1500;
 
 /**
  * sim1's `timeout_ms` in the test of two slow calls: each call is held SLOW_LATENCY_MS, close to
- * it, so the two together outlast one call's bound (timeout_ms + DRAIN_MARGIN_MS = 4000) and stay
- * within the wait for two calls (2 x timeout_ms + DRAIN_MARGIN_MS = 7000).
+ * it, so the two together (4800) outlast timeout_ms + DRAIN_MARGIN_MS (4000, the reload's whole
+ * bound once) and stay within the wait for two calls (2 x stopActionWorstCaseMs(3000) +
+ * DRAIN_MARGIN_MS = 15020).
  */
 const SLOW_TIMEOUT_MS = 3000;
 /** How long sim1 holds each call in that test: within SLOW_TIMEOUT_MS, 2 x it past 4000. */
