@@ -9,46 +9,25 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import mqtt from "mqtt";
-import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { startRuntime } from "../helpers/kernel.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { collectFleet, DataType, encode } from "../../src/sparkplug/mod.ts";
-import { connectMqttJs, systemClock } from "../../src/host/mod.ts";
-import type { Kernel } from "../../src/app/kernel.ts";
-
-const rebirth = () =>
-  Buffer.from(encode({
-    timestamp: Date.now(),
-    metrics: [{ name: "Node Control/Rebirth", datatype: DataType.Boolean, boolean_value: true }],
-  }));
+import { mosquittoMissing } from "../helpers/mosquitto.ts";
+import { DataType, encode } from "../../src/sparkplug/mod.ts";
+import { rebirth, withFleetLab } from "./_fleet_rig.ts";
 
 Deno.test({
   name:
     "the fleet view lists no node from the commands sent to it (a retained NCMD, a host's DCMD or Rebirth to a node gone): only what a node publishes shows it",
   ignore: mosquittoMissing(),
-  async fn() {
-    const broker = await Mosquitto.start();
-    let rt: Kernel | null = null;
-    const host = await mqtt.connectAsync(broker.url, { clientId: `host-${crypto.randomUUID()}` });
-    try {
-      rt = await startRuntime(testConfig({
-        runtime: { name: "rig-1" },
-        providers: [simProvider("sim0")],
-        sparkplug: { enabled: true, brokerUrl: broker.url, groupId: "lab" },
-      }));
+  fn: () =>
+    withFleetLab(async (lab) => {
+      const host = await lab.client("host");
+      await lab.runtime("rig-1");
       // Left on the broker by a host that publishes commands retained.
       await host.publishAsync("spBv1.0/lab/NCMD/gone-long-ago", rebirth(), {
         qos: 1,
         retain: true,
       });
       let sent = false;
-      const { nodes } = await collectFleet({
-        url: broker.url,
-        group: "lab",
-        waitMs: 2000,
-        connect: connectMqttJs,
-        clock: systemClock,
+      const { nodes } = await lab.collect({
         onUpdate: (n) => {
           // Once the view hears rig-1: a host asks a crashed node for its births, and writes to
           // a device of another.
@@ -74,10 +53,5 @@ Deno.test({
         nodes.map((n) => [n.node, n.reachable, n.born]),
         [["rig-1", true, true]],
       );
-    } finally {
-      await host.endAsync(true);
-      await rt?.stop();
-      await broker.dispose();
-    }
-  },
+    }),
 });

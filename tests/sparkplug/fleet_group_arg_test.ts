@@ -10,64 +10,43 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import mqtt from "mqtt";
-import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
+import { mosquittoMissing } from "../helpers/mosquitto.ts";
 import { DataType, encode } from "../../src/sparkplug/mod.ts";
-import { compiledPermissions } from "../helpers/compiled_permissions.ts";
+import { runtimeCli, withFleetLab } from "./_fleet_rig.ts";
 
 Deno.test({
   name:
     "runtime --fleet --group refuses a group no Sparkplug node can have ('+', '#', 'a/b', '', a control character) as a usage error naming --group, not an empty list or 'broker not reached'",
   ignore: mosquittoMissing(),
-  async fn() {
-    const broker = await Mosquitto.start();
-    const peer = await mqtt.connectAsync(broker.url, { clientId: `peer-${crypto.randomUUID()}` });
-    let births: ReturnType<typeof setInterval> | undefined;
-    try {
+  fn: () =>
+    withFleetLab(async (rig) => {
+      const peer = await rig.client("peer");
       // A node of group "lab", born again and again while the views listen.
       const birth = Buffer.from(encode({
         timestamp: Date.now(),
         metrics: [{ name: "bdSeq", datatype: DataType.UInt64, long_value: 0 }],
       }));
-      births = setInterval(
+      const births = setInterval(
         () => void peer.publishAsync("spBv1.0/lab/NBIRTH/rig-1", birth, { qos: 1 }).catch(() => {}),
         100,
       );
-      const fleet = async (group: string) => {
-        const out = await new Deno.Command(Deno.execPath(), {
-          args: [
-            "run",
-            ...compiledPermissions(),
-            new URL("../../src/main.ts", import.meta.url).pathname,
-            "--fleet",
-            broker.url,
-            "--group",
-            group,
-            "--wait-ms",
-            "500",
-          ],
-          stdout: "piped",
-          stderr: "piped",
-        }).output();
-        const dec = new TextDecoder();
-        return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-      };
-      // The group as it is: listed.
-      const lab = await fleet("lab");
-      assert.equal(lab.code, 0, lab.stderr);
-      assert.match(lab.stdout, /^lab\s+rig-1\s+reachable/m);
-      for (const group of ["+", "#", "a/b", "", "lab\u0007"]) {
-        const r = await fleet(group);
-        assert.equal(r.code, 2, `--group ${JSON.stringify(group)}: ${r.stdout}${r.stderr}`);
-        assert.match(r.stderr, /^runtime: --group /, r.stderr);
-        assert.equal(r.stdout, "");
+      try {
+        const fleet = (group: string) =>
+          runtimeCli(["--fleet", rig.broker.url, "--group", group, "--wait-ms", "500"]);
+        // The group as it is: listed.
+        const lab = await fleet("lab");
+        assert.equal(lab.code, 0, lab.stderr);
+        assert.match(lab.stdout, /^lab\s+rig-1\s+reachable/m);
+        for (const group of ["+", "#", "a/b", "", "lab\u0007"]) {
+          const r = await fleet(group);
+          assert.equal(r.code, 2, `--group ${JSON.stringify(group)}: ${r.stdout}${r.stderr}`);
+          assert.match(r.stderr, /^runtime: --group /, r.stderr);
+          assert.equal(r.stdout, "");
+        }
+        const wildcard = await fleet("+");
+        assert.match(wildcard.stderr, /must not contain '\/', '\+' or '#'.*omit --group/);
+      } finally {
+        clearInterval(births);
       }
-      const wildcard = await fleet("+");
-      assert.match(wildcard.stderr, /must not contain '\/', '\+' or '#'.*omit --group/);
-    } finally {
-      clearInterval(births);
-      await peer.endAsync(true);
-      await broker.dispose();
-    }
-  },
+    }),
 });

@@ -8,13 +8,9 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import mqtt from "mqtt";
-import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { startRuntime } from "../helpers/kernel.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { mosquittoMissing } from "../helpers/mosquitto.ts";
 import { DataType, encode } from "../../src/sparkplug/mod.ts";
-import type { Kernel } from "../../src/app/kernel.ts";
-import { compiledPermissions } from "../helpers/compiled_permissions.ts";
+import { runtimeCli, withFleetLab } from "./_fleet_rig.ts";
 
 const ESC = "\u001b";
 
@@ -22,16 +18,10 @@ Deno.test({
   name:
     "runtime --fleet prints a peer's node metric text escaped, one row per node: a Runtime/Mode holding a newline or an escape sequence forges no row and erases none (the latched node's stays)",
   ignore: mosquittoMissing(),
-  async fn() {
-    const broker = await Mosquitto.start();
-    let rt: Kernel | null = null;
-    const peer = await mqtt.connectAsync(broker.url, { clientId: `peer-${crypto.randomUUID()}` });
-    try {
-      rt = await startRuntime(testConfig({
-        runtime: { name: "rig-1" },
-        providers: [simProvider("sim0")],
-        sparkplug: { enabled: true, brokerUrl: broker.url, groupId: "lab" },
-      }));
+  fn: () =>
+    withFleetLab(async (lab) => {
+      const peer = await lab.client("peer");
+      const rt = await lab.runtime("rig-1");
       await rt.estop.trigger("test");
       // A peer's NBIRTH, published again and again while the view listens (births are not
       // retained). Its mode: up one line and erase it, then a forged row saying rig-1 runs
@@ -48,23 +38,16 @@ Deno.test({
         () => void peer.publishAsync("spBv1.0/lab/NBIRTH/aaa", birth, { qos: 1 }).catch(() => {}),
         100,
       );
-      const out = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          ...compiledPermissions(),
-          new URL("../../src/main.ts", import.meta.url).pathname,
-          "--fleet",
-          broker.url,
-          "--group",
-          "lab",
-          "--wait-ms",
-          "2000",
-        ],
-        stdout: "piped",
-        stderr: "piped",
-      }).output().finally(() => clearInterval(births));
-      const stdout = new TextDecoder().decode(out.stdout);
-      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      const out = await runtimeCli([
+        "--fleet",
+        lab.broker.url,
+        "--group",
+        "lab",
+        "--wait-ms",
+        "2000",
+      ]).finally(() => clearInterval(births));
+      const stdout = out.stdout;
+      assert.equal(out.code, 0, out.stderr);
       assert.ok(!stdout.includes(ESC), `no escape character reaches the terminal: ${stdout}`);
       const lines = stdout.trimEnd().split("\n");
       assert.equal(lines.length, 3, `a header and one row per node:\n${stdout}`);
@@ -72,10 +55,5 @@ Deno.test({
       const rig = lines.filter((l) => /^lab\s+rig-1\s/.test(l));
       assert.equal(rig.length, 1, stdout);
       assert.match(rig[0]!, /^lab\s+rig-1\s+reachable\s+FAULT\s+LATCHED\s/);
-    } finally {
-      await peer.endAsync(true);
-      await rt?.stop();
-      await broker.dispose();
-    }
-  },
+    }),
 });

@@ -9,23 +9,17 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import mqtt from "mqtt";
-import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { startRuntime } from "../helpers/kernel.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { collectFleet, DataType, encode } from "../../src/sparkplug/mod.ts";
-import { connectMqttJs, systemClock } from "../../src/host/mod.ts";
-import type { Kernel } from "../../src/app/kernel.ts";
+import { mosquittoMissing } from "../helpers/mosquitto.ts";
+import { DataType, encode } from "../../src/sparkplug/mod.ts";
+import { withFleetLab } from "./_fleet_rig.ts";
 
 Deno.test({
   name:
     "the fleet view does not list a node from a retained copy of its NBIRTH (the node long gone): only messages that arrive live show a node",
   ignore: mosquittoMissing(),
-  async fn() {
-    const broker = await Mosquitto.start();
-    let rt: Kernel | null = null;
-    const old = await mqtt.connectAsync(broker.url, { clientId: `old-${crypto.randomUUID()}` });
-    try {
+  fn: () =>
+    withFleetLab(async (lab) => {
+      const old = await lab.client("old");
       // A node of another make that retained its birth, then went away (cleanly: no will).
       await old.publishAsync(
         "spBv1.0/lab/NBIRTH/gone",
@@ -45,25 +39,11 @@ Deno.test({
         { qos: 1, retain: true },
       );
       await old.endAsync();
-      rt = await startRuntime(testConfig({
-        runtime: { name: "rig-1" },
-        providers: [simProvider("sim0")],
-        sparkplug: { enabled: true, brokerUrl: broker.url, groupId: "lab" },
-      }));
-      const { nodes } = await collectFleet({
-        url: broker.url,
-        group: "lab",
-        waitMs: 2000,
-        connect: connectMqttJs,
-        clock: systemClock,
-      });
+      await lab.runtime("rig-1");
+      const { nodes } = await lab.collect();
       assert.deepEqual(
         nodes.map((n) => [n.node, n.reachable, n.born, n.mode]),
         [["rig-1", true, true, "IDLE"]],
       );
-    } finally {
-      await rt?.stop();
-      await broker.dispose();
-    }
-  },
+    }),
 });
