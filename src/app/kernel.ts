@@ -830,9 +830,16 @@ export class Kernel {
     // run_closed of a run the previous process left open (closed by its start) is a row too.
     if (config.telemetry.enabled) await loadInfluxClient(); // else never loaded
     this.telemetry.start(this.bus);
-    const interruptedCalls = this.#interruptedCalls ?? [];
+    // Those an earlier start recorded whose run registry did not start (then the runtime ended)
+    // first: they were decided before the calls this start found.
+    const earlier = this.audit.earlierInterrupted().map(({ entry, intent, runId }) => ({
+      call: JSON.parse(boundedEntryText(entry)),
+      intent,
+      ...(runId === undefined ? {} : { runId }),
+    }));
+    const interruptedCalls = [...earlier, ...(this.#interruptedCalls ?? [])];
     this.#interruptedCalls = null;
-    await this.runs.start({ interruptedCalls });
+    await this.runs.start({ interruptedCalls, onStarted: () => this.audit.interruptedTaken() });
     // Subscribed before the providers start: the priming poll is the ring's first sample.
     await this.history?.start();
     await this.incidents?.start(this.bus);

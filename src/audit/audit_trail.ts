@@ -17,9 +17,12 @@
  *   and latency unknown, count 1). A clean close ends the journal with a closing record that lists
  *   the calls still in flight: the next start reads that line instead of the tail (a start costs
  *   the same however large the journal grew); after a crash, it searches from the last checkpoint
- *   (the same record, every AUDIT_CHECKPOINT_BYTES). Lost with the process: the count of repeats
- *   collapsed into an entry still open (at most AUDIT_COLLAPSE_MAX_OPEN_MS of them, each identical
- *   to a decision on disk), outcomes not yet written, and a gap count not yet written (below).
+ *   (the same record, every AUDIT_CHECKPOINT_BYTES). Both also list the calls recorded
+ *   `interrupted` that the run registry has not taken yet (its start failed): the next start
+ *   gives them to the run the crash left open (earlierInterrupted). Lost with the process: the
+ *   count of repeats collapsed into an entry still open (at most AUDIT_COLLAPSE_MAX_OPEN_MS of
+ *   them, each identical to a decision on disk), outcomes not yet written, and a gap count not
+ *   yet written (below).
  *   Power loss can lose, in addition, what was written in the last AUDIT_SYNC_INTERVAL_MS.
  * - A journal that cannot be written (full disk, read-only folder) never blocks a call or a
  *   stop: the write fails fast, the call goes on, and the failure is counted, logged (ERROR once
@@ -283,6 +286,17 @@ interface Journal extends AuditJournalOptions {
 interface Unsettled {
   readonly open: IntentRecord[];
   readonly newest: number | null;
+  /** Calls an earlier start recorded `interrupted` that its run registry may not have taken. */
+  readonly forRuns: ForRunsRecord[];
+}
+
+/**
+ * A call an earlier start recorded `interrupted` (its write-ahead record and that entry's `seq`),
+ * kept for the run registry until a start of it takes it (interruptedTaken): listed in `for_runs`
+ * of the checkpoints and the closing record meanwhile.
+ */
+interface ForRunsRecord extends IntentRecord {
+  seq: number;
 }
 
 /** A write-ahead record as stored (first key `intent`: the recovery scan looks for the prefix). */
@@ -395,6 +409,15 @@ export class AuditTrail implements AuditSink {
    * a closing record or a checkpoint could not list it, so none is written (#markerLine).
    */
   #unsettledOverflow = 0;
+  /**
+   * The calls recorded `interrupted` by this start or found so by it (an earlier start recorded
+   * them, its run registry may not have taken them), by write-ahead id, until the run registry's
+   * start takes them (interruptedTaken): the checkpoints and the closing record list them
+   * (`for_runs`), so a restart before that gives them to the run the crash left open.
+   */
+  readonly #forRuns = new Map<string, ForRunsRecord>();
+  /** Those of #forRuns found in the journal (recorded by an earlier start), oldest first. */
+  #earlierInterrupted: ForRunsRecord[] = [];
   /**
    * Those of #unsettledOverflow written ahead after the last run boundary (runBoundary), and the
    * repeats of the open entry past AUDIT_MAX_UNSETTLED (not in #repeats) decided since: calls in
@@ -913,6 +936,8 @@ export class AuditTrail implements AuditSink {
     try {
       const found = await this.#unsettledIntents(journal);
       interrupted = found.open;
+      this.#earlierInterrupted = found.forRuns;
+      for (const r of found.forRuns) this.#forRuns.set(r.intent, r);
       this.#dateFromJournal(found.newest);
     } catch (err) {
       notSearched = `audit journal not searched for interrupted calls: ${errorMessage(err)}`;
@@ -932,30 +957,13 @@ export class AuditTrail implements AuditSink {
         `audit: a call to ${quoteName(r.device_handle)} ${quoteName(r.function)} was written ` +
           "ahead by an earlier process without an outcome: recorded as interrupted",
       );
+      const entry = interruptedEntry(r, 0);
       this.#emit(
-        {
-          seq: 0,
-          time_epoch_ms: r.time_epoch_ms,
-          first_time_epoch_ms: r.time_epoch_ms,
-          last_time_epoch_ms: r.time_epoch_ms,
-          count: 1,
-          origin: r.origin,
-          action: "call",
-          device_handle: r.device_handle,
-          function: r.function,
-          args: r.args,
-          mode: r.mode,
-          outcome: "interrupted",
-          reason: "the runtime ended after this call passed every check and before its outcome " +
-            "was recorded: the provider may or may not have received it; its answer, and any " +
-            "repeats of it, are not known",
-          refused_by: null,
-          result: null,
-          latency_ms: null,
-        },
+        entry,
         [r.intent],
         typeof r.run_id === "string" || r.run_id === null ? r.run_id : undefined,
       );
+      this.#forRuns.set(r.intent, { ...r, seq: entry.seq });
     }
     for (const entry of this.#memory.splice(0)) void writer.append(boundedEntry(entry).text);
   }
@@ -1030,6 +1038,7 @@ export class AuditTrail implements AuditSink {
       budget -= size;
     }
     const open = new Map<string, IntentRecord>();
+    const forRuns = new Map<string, ForRunsRecord>();
     let marked = false;
     let newest: number | null = null;
     for (const { path, start, size } of tail) {
@@ -1062,19 +1071,26 @@ export class AuditTrail implements AuditSink {
             marked = true;
             open.clear();
             for (const r of marker.open) open.set(r.intent, r);
+            forRuns.clear();
+            for (const r of marker.forRuns) forRuns.set(r.intent, r);
             newest = transitionDate(marker.at, newest);
           }
           continue;
         } else if (t.startsWith(INTENTS_PREFIX) || t.startsWith(COVERS_PREFIX)) {
           const v = parseObject(t);
           const ids = v?.intents ?? v?.covers;
+          // An earlier start's `interrupted` entry: its run registry may not have taken it.
+          const found = v !== null && v.outcome === "interrupted" && Array.isArray(ids)
+            ? interruptedRecord(v, String(ids[0]), open.get(String(ids[0])))
+            : null;
+          if (found !== null) forRuns.set(found.intent, found);
           if (Array.isArray(ids)) { for (const id of ids) open.delete(String(id)); }
         }
         const last = entryLastDate(t);
         if (last !== null) newest = transitionDate(last, newest);
       }
     }
-    return { open: [...open.values()], newest, marked, whole };
+    return { open: [...open.values()], newest, marked, whole, forRuns: [...forRuns.values()] };
   }
 
   /**
@@ -1110,7 +1126,9 @@ export class AuditTrail implements AuditSink {
       if (last === null || !last.terminated || last.end !== size) return null;
       const marker = last.text.startsWith(CLOSED_PREFIX) ? markedIntents(last.text) : null;
       // Its date is the newest its process gave (#markerLine, #date).
-      return marker === null ? null : { open: marker.open, newest: marker.at };
+      return marker === null
+        ? null
+        : { open: marker.open, newest: marker.at, forRuns: marker.forRuns };
     }
     return null;
   }
@@ -1142,9 +1160,12 @@ export class AuditTrail implements AuditSink {
       }
     }
     if (this.#unsettledOverflow > 0 || failing) return null;
+    const forRuns = this.#forRuns.size === 0
+      ? ""
+      : `,"for_runs":[${[...this.#forRuns.values()].map((r) => JSON.stringify(r)).join(",")}]`;
     const line = `${prefix}${this.#date(this.#o.clock.nowMs())},"open":[${
       [...this.#unsettled.values()].join(",")
-    }]}`;
+    }]${forRuns}}`;
     return utf8Length(line) <= AUDIT_MAX_ENTRY_BYTES ? line : null;
   }
 
@@ -1234,6 +1255,31 @@ export class AuditTrail implements AuditSink {
   flushOpen(): void {
     this.#closeOpen();
     this.#closeUntrusted();
+  }
+
+  /**
+   * The calls an earlier start recorded `interrupted` that its run registry may not have taken
+   * (its start failed, then the runtime ended), as openJournal found them (the closing record's or
+   * a checkpoint's `for_runs`, the `interrupted` entries after it), oldest first: each entry as it
+   * was recorded, its write-ahead id and the run that record names (undefined: not known). The
+   * run registry's start gives them to the runs it closes as `abandoned` (the others are closed
+   * already and take none).
+   */
+  earlierInterrupted(): Array<{ entry: AuditEntry; intent: string; runId?: string | null }> {
+    return this.#earlierInterrupted.map((r) => ({
+      entry: interruptedEntry(r, r.seq),
+      intent: r.intent,
+      ...(r.run_id === undefined ? {} : { runId: r.run_id }),
+    }));
+  }
+
+  /**
+   * The run registry started: it took the calls recorded `interrupted` (this start's and
+   * earlierInterrupted()); the checkpoints and the closing record no longer list them.
+   */
+  interruptedTaken(): void {
+    this.#forRuns.clear();
+    this.#earlierInterrupted = [];
   }
 
   /**
@@ -1421,7 +1467,9 @@ function isIntentRecord(r: unknown): r is IntentRecord {
  * The records a closing record or a checkpoint lists, and its date; null for a line that is
  * neither.
  */
-function markedIntents(text: string): { open: IntentRecord[]; at: number } | null {
+function markedIntents(
+  text: string,
+): { open: IntentRecord[]; at: number; forRuns: ForRunsRecord[] } | null {
   const v = parseObject(text);
   if (v === null || !Array.isArray(v.open)) return null;
   const at = typeof v.clean_close === "number"
@@ -1429,7 +1477,64 @@ function markedIntents(text: string): { open: IntentRecord[]; at: number } | nul
     : typeof v.checkpoint === "number"
     ? v.checkpoint
     : null;
-  return at === null ? null : { open: v.open.filter(isIntentRecord), at };
+  const forRuns = Array.isArray(v.for_runs)
+    ? v.for_runs.filter((r): r is ForRunsRecord =>
+      isIntentRecord(r) && typeof (r as ForRunsRecord).seq === "number"
+    )
+    : [];
+  return at === null ? null : { open: v.open.filter(isIntentRecord), at, forRuns };
+}
+
+/** The `interrupted` entry of a call written ahead by an earlier process (`seq` as numbered). */
+function interruptedEntry(r: IntentRecord, seq: number): AuditEntry {
+  return {
+    seq,
+    time_epoch_ms: r.time_epoch_ms,
+    first_time_epoch_ms: r.time_epoch_ms,
+    last_time_epoch_ms: r.time_epoch_ms,
+    count: 1,
+    origin: r.origin,
+    action: "call",
+    device_handle: r.device_handle,
+    function: r.function,
+    args: r.args,
+    mode: r.mode,
+    outcome: "interrupted",
+    reason: "the runtime ended after this call passed every check and before its outcome " +
+      "was recorded: the provider may or may not have received it; its answer, and any " +
+      "repeats of it, are not known",
+    refused_by: null,
+    result: null,
+    latency_ms: null,
+  };
+}
+
+/**
+ * The record of an `interrupted` entry's line `v` an earlier start wrote (settling `intent`), with
+ * the run its write-ahead record `ahead` names when that was read too; null when it is not one.
+ */
+function interruptedRecord(
+  v: Record<string, unknown>,
+  intent: string,
+  ahead: IntentRecord | undefined,
+): ForRunsRecord | null {
+  if (typeof v.seq !== "number" || typeof v.time_epoch_ms !== "number") return null;
+  if (typeof v.mode !== "string" || typeof v.origin !== "object" || v.origin === null) return null;
+  const text = (x: unknown) => typeof x === "string" ? x : null;
+  const args = typeof v.args === "object" && v.args !== null && !Array.isArray(v.args)
+    ? v.args as Record<string, unknown>
+    : null;
+  return {
+    intent,
+    seq: v.seq,
+    time_epoch_ms: v.time_epoch_ms,
+    origin: v.origin as IntentRecord["origin"],
+    device_handle: text(v.device_handle),
+    function: text(v.function),
+    args,
+    mode: v.mode,
+    ...(ahead?.run_id === undefined ? {} : { run_id: ahead.run_id }),
+  };
 }
 
 /**

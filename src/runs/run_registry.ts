@@ -147,6 +147,11 @@ export interface RunStartInput {
    * recorded the calls then in flight).
    */
   readonly interruptedCalls?: readonly InterruptedCall[];
+  /**
+   * Called once the start succeeded (at once, or on a retry): the interrupted calls are taken.
+   * Until then the audit trail keeps them for the next start (a runtime that ends first).
+   */
+  readonly onStarted?: () => void;
 }
 
 /** Called after a run opened, closed or got a marker (the runtime forwards it to telemetry). */
@@ -830,6 +835,7 @@ export class RunRegistry {
       this.#state = "ready";
       this.#unavailableReason = null;
       this.#startInput = {};
+      input.onStarted?.();
       this.#betweenRuns = mergeSafety(between, this.#betweenRuns);
       this.#betweenSaved = betweenSaved;
       if (this.#betweenRuns !== null) this.#betweenRunsChanged();
