@@ -322,9 +322,29 @@ export class CallRouter {
   }
 
   /**
+   * The function the selector names in its provider's last inventory, also while that provider is
+   * down (a crash keeps its devices); null when no provider, device or function answers to it. A
+   * call to it while the provider is down is refused UNAVAILABLE and audited (`unavailable`):
+   * the declared calls (the e-stop's ladder, hooks) type their arguments with it to get there.
+   */
+  lastDeclared(
+    req: Pick<CallRequest, "providerId" | "deviceId" | "functionId" | "functionName">,
+  ): FunctionSpec | null {
+    const device = this.#registry.capabilities(req.providerId, req.deviceId);
+    if (!device) return null;
+    try {
+      return this.#select(req, device, freshProgress({}));
+    } catch {
+      return null; // no function by that selector there
+    }
+  }
+
+  /**
    * resolve, naming in `progress` what refuses: `unknown_provider` (no provider has that id: a
-   * caller's mistake, a handle a tree computed, or a provider a reload removed), then nothing for
-   * a provider down or a device it does not have (the device's business), then #select's.
+   * caller's mistake, a handle a tree computed, or a provider a reload removed), then
+   * `unavailable` for a provider down (the function its last inventory declares by that selector
+   * set in `progress`, so the refusal is audited), nothing for a device it does not have (the
+   * device's business), then #select's.
    */
   #resolve(
     req: Pick<CallRequest, "providerId" | "deviceId" | "functionId" | "functionName">,
@@ -334,7 +354,14 @@ export class CallRouter {
     const host = this.#registry.host(req.providerId);
     if (!host) throw notFound(`Provider not found: ${req.providerId}`);
     progress.refusedBy = null;
-    if (!host.available) throw unavailable(`Provider unavailable: ${req.providerId}`);
+    if (!host.available) {
+      // Refused unsent, and still a decision on that function (audited: an e-stop's ladder call
+      // to a crashed provider is on the trail) when its last inventory declares it: the answer
+      // stays 503 whatever the selector names.
+      progress.refusedBy = "unavailable";
+      progress.fn = this.lastDeclared(req);
+      throw unavailable(`Provider unavailable: ${req.providerId}`);
+    }
     const device = this.#registry.capabilities(req.providerId, req.deviceId);
     if (!device) throw notFound(`Device not found: ${req.providerId}/${req.deviceId}`);
     return { device, fn: this.#select(req, device, progress) };

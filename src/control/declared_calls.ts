@@ -10,6 +10,7 @@ import {
   parseDeviceHandle,
   providerIdOf,
   scalarOf,
+  toRuntimeError,
   type TypedValue,
 } from "../common/mod.ts";
 import type { CallArgValue, CallConfig, Config } from "../config/mod.ts";
@@ -106,7 +107,16 @@ export function runDeclaredCall(
       functionId: call.functionId,
       functionName: call.functionName,
     };
-    const { fn } = router.resolve(selector);
+    let fn: FunctionSpec;
+    try {
+      ({ fn } = router.resolve(selector));
+    } catch (err) {
+      // A provider that is down: its last inventory types the arguments, and the router refuses
+      // the call (UNAVAILABLE), recorded on the audit trail as every refused actuating call.
+      const declared = router.lastDeclared(selector);
+      if (declared === null || toRuntimeError(err).code !== "UNAVAILABLE") throw err;
+      fn = declared;
+    }
     return router.call({
       ...selector,
       args: toTypedArgs(fn, call.args),
