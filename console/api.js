@@ -99,7 +99,7 @@ export class Api {
    * Answers 401 for `usedToken`: asks once for a (new) token, shared by concurrent callers.
    * Resolves true when there is a token to retry with. Once the operator cancels, 401s stop
    * asking (the page would otherwise prompt again at every refresh) until `force` (the "Enter
-   * API token" button) asks anew.
+   * API token" button, or a command: an e-stop, a mode, a call...) asks anew.
    */
   async authenticate(usedToken, force = false) {
     if (this.token !== usedToken) return true; // someone else already got a new one
@@ -170,7 +170,10 @@ export class Api {
         );
       }
       const text = await res.text();
-      if (res.status === 401 && await this.authenticate(used)) {
+      // A command is the operator's own act: it asks for the token even after they cancelled a
+      // prompt (that only stops the background reads from asking at every refresh).
+      const command = method !== "GET" && method !== "HEAD";
+      if (res.status === 401 && await this.authenticate(used, command)) {
         const waited = performance.now() - firstTry;
         if (
           method === "GET" || method === "HEAD" || waited <= RESEND_WITHIN_MS ||
