@@ -287,15 +287,25 @@ function secondsBetween(a, b) {
   return Math.round((b - a) / 1000);
 }
 
-/** An incident's window in the list, against its trigger. */
+/**
+ * What an incident's window is around (`at_epoch_ms`), after "after": nothing when it is its lead's
+ * own time; the first trigger, named, when the lead joined later (a FAULT entry joining the loss
+ * of a device, dated from its first failed read): the list shows the lead's time.
+ */
+function anchorText(i) {
+  return triggerAt(i) === i.at_epoch_ms ? "" : ` the first trigger, ${markLabel(i)}`;
+}
+
+/** An incident's window in the list, against its trigger (the first one: anchorText). */
 export function windowText(i) {
   const after = secondsBetween(i.at_epoch_ms, i.until_epoch_ms);
   if (i.from_epoch_ms > i.at_epoch_ms) {
-    return `${
-      secondsBetween(i.at_epoch_ms, i.from_epoch_ms)
-    } s to ${after} s after (${CLAMPED_NOTE})`;
+    return `${secondsBetween(i.at_epoch_ms, i.from_epoch_ms)} s to ${after} s after${
+      anchorText(i)
+    } (${CLAMPED_NOTE})`;
   }
-  return `${secondsBetween(i.from_epoch_ms, i.at_epoch_ms)} s before, ${after} s after`;
+  return `${secondsBetween(i.from_epoch_ms, i.at_epoch_ms)} s before, ${after} s after` +
+    anchorText(i);
 }
 
 /** An incident's window on its page, and where its chart marks the trigger. */
@@ -303,8 +313,9 @@ export function windowFact(i) {
   const span = `${formatTime(i.from_epoch_ms)} – ${formatTime(i.until_epoch_ms)}`;
   if (i.from_epoch_ms > i.at_epoch_ms) {
     // The chart spans the window only: a trigger before it has no line on it.
-    return `${span} (starts ${secondsBetween(i.at_epoch_ms, i.from_epoch_ms)} s after the ` +
-      `trigger at ${formatTime(i.at_epoch_ms)}, which the chart does not reach; ${CLAMPED_NOTE})`;
+    const what = anchorText(i) === "" ? " the trigger" : `${anchorText(i)},`;
+    return `${span} (starts ${secondsBetween(i.at_epoch_ms, i.from_epoch_ms)} s after${what} ` +
+      `at ${formatTime(i.at_epoch_ms)}, which the chart does not reach; ${CLAMPED_NOTE})`;
   }
   const what = triggerAt(i) === i.at_epoch_ms
     ? "the trigger"

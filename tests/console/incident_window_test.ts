@@ -3,7 +3,8 @@
  * against its trigger, and a window the runtime clamped to what its ring held (a device loss found
  * long after its date: src/history/incidents.ts #captureNow, docs/history.md) starts after the
  * trigger and says so. Its time (whenText): its lead's own, and, when the lead joined an incident
- * begun by a weaker trigger, when that one began (where the chart's dashed line is: markLabel).
+ * begun by a weaker trigger, when that one began (where the chart's dashed line is: markLabel);
+ * its window, in the list and clamped on its page, is then said against that first trigger, named.
  */
 import assert from "node:assert/strict";
 import { formatTime } from "../../console/dom.js";
@@ -94,4 +95,60 @@ Deno.test("whenText gives an incident's lead's own time, and when the incident i
   assert.ok(when.includes(formatTime(AT)), when);
   assert.equal(markLabel(joined), "Alarm raised", "the dashed line is at the alarm's time");
   assert.match(windowFact(joined), /the dashed line is the first trigger, Alarm raised/);
+});
+
+/**
+ * A device found down in AUTO forces FAULT at once, which joins the incident of the loss, dated
+ * from its first failed read (max(500 ms, 3 x polling.interval_ms) earlier: docs/history.md): the
+ * FAULT entry leads at its own time, the window stays around the loss.
+ */
+const LOST_THEN_FAULT = {
+  at_epoch_ms: AT,
+  trigger_at_epoch_ms: AT + 3_000,
+  trigger: "fault",
+  cause: "mode AUTO -> FAULT",
+  also: [{ trigger: "device_loss", cause: "p0/probe is down", at_epoch_ms: AT }],
+};
+
+Deno.test("windowText: a window around a first trigger its lead joined later names that trigger", () => {
+  // The list shows the FAULT entry's time: "10 s before, 10 s after" read against it is wrong by
+  // the 3 s between the loss and the FAULT.
+  const text = windowText({
+    ...LOST_THEN_FAULT,
+    from_epoch_ms: AT - 10_000,
+    until_epoch_ms: AT + 10_000,
+  });
+  assert.equal(text, "10 s before, 10 s after the first trigger, Device lost");
+  const clamped = windowText({
+    ...LOST_THEN_FAULT,
+    from_epoch_ms: AT + 95_000,
+    until_epoch_ms: AT + 130_000,
+  });
+  assert.equal(
+    clamped,
+    "95 s to 130 s after the first trigger, Device lost " +
+      "(clamped: the history ring had let go of its start)",
+  );
+  // The lead's own trigger: as before.
+  assert.equal(
+    windowText({
+      ...LOST_THEN_FAULT,
+      trigger_at_epoch_ms: AT,
+      from_epoch_ms: AT - 10_000,
+      until_epoch_ms: AT + 10_000,
+    }),
+    "10 s before, 10 s after",
+  );
+});
+
+Deno.test("windowFact: a clamped window names the first trigger its lead joined later", () => {
+  const clamped = windowFact({
+    ...LOST_THEN_FAULT,
+    from_epoch_ms: AT + 95_000,
+    until_epoch_ms: AT + 130_000,
+  });
+  assert.match(
+    clamped,
+    /starts 95 s after the first trigger, Device lost, at .*, which the chart does not reach/,
+  );
 });
