@@ -241,6 +241,13 @@ export class IncidentRecorder {
    */
   #refusalSaid = false;
   #counter = 0;
+  /**
+   * The time of a FAULT entry noted in the synchronous step being handled now (null once the
+   * step is over: a microtask clears it). An e-stop commits its FAULT and publishes its
+   * `estop_change` in one step: that FAULT entry is the e-stop's own, and the e-stop takes its
+   * time, not a clock read a millisecond later (which made it a lead joining later).
+   */
+  #stepFaultAtMs: number | null = null;
   /** The e-stop trigger of the bus event being handled now (estopReason attaches to it). */
   #lastEstop: { readonly p: Pending; readonly c: IncidentCause; readonly by: string } | null = null;
 
@@ -408,13 +415,19 @@ export class IncidentRecorder {
       case "estop_change":
         if (e.latched) {
           const by = e.cause ?? "unknown";
-          const t = this.#trigger("estop", estopCause(e.reason, by), null);
+          const t = this.#stepFaultAtMs === null
+            ? this.#trigger("estop", estopCause(e.reason, by), null)
+            : this.#trigger("estop", estopCause(e.reason, by), null, this.#stepFaultAtMs);
           this.#lastEstop = t === null ? null : { ...t, by };
         }
         return;
       case "mode_change":
         if (e.new_mode === "FAULT" && e.previous_mode !== "FAULT") {
-          this.#trigger("fault", `mode ${e.previous_mode} -> FAULT`, null);
+          const t = this.#trigger("fault", `mode ${e.previous_mode} -> FAULT`, null);
+          if (t !== null) {
+            this.#stepFaultAtMs = t.c.at_epoch_ms;
+            queueMicrotask(() => this.#stepFaultAtMs = null);
+          }
         }
         return;
       case "alarm": {
