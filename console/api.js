@@ -88,6 +88,11 @@ export class Api {
     this.asking = null;
     /** The operator cancelled the prompt: do not ask again by ourselves. */
     this.declined = false;
+    /**
+     * Told when a new token was entered (app.js: the event stream, refused meanwhile and waiting
+     * its backoff, tries again at once).
+     */
+    this.onToken = () => {};
   }
 
   /** Request headers: the bearer token when one is known. */
@@ -113,6 +118,7 @@ export class Api {
     this.declined = false;
     this.token = token;
     storeToken(token);
+    this.onToken();
     return true;
   }
 

@@ -311,6 +311,9 @@ function main() {
     isHidden: () => document.hidden,
     onUnauthorized: () => api.authenticate(streamToken),
   });
+  // A token entered at any prompt (a command's, after the operator cancelled one): the stream,
+  // refused with the old one, need not wait out its backoff.
+  api.onToken = () => stream.retryNow();
   byId("token-button").addEventListener("click", async () => {
     if (!(await api.authenticate(api.token, true))) return;
     refresh(true);

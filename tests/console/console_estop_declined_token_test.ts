@@ -103,3 +103,47 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "Operator console: a token entered at a command's prompt reconnects the refused event stream at once, not after its backoff",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "console-declined-stream-" });
+    const port = freePort();
+    await Deno.writeTextFile(`${dir}/runtime.yaml`, config(dir, port, OPERATOR));
+    const [browser, rt] = await launchChromiumAlongside(
+      startRuntimeChild({
+        config: `${dir}/runtime.yaml`,
+        port,
+        env: { RUNTIME_API_TOKEN: ADMIN },
+        token: ADMIN,
+      }),
+      (r) => r.stop(),
+    );
+    try {
+      const page = await browser.newPage();
+      const errors = collectPageErrors(page);
+      // The page's timers stand still once refused (pauseAt below): the stream's backoff after its
+      // 401 never ends by itself.
+      await page.clock.install();
+      await page.goto(`${rt.base}/`);
+      await page.locator("#token-dialog[open]").waitFor();
+      await page.getByRole("button", { name: "Cancel" }).click();
+      await waitForText(page, "#conn", /^Disconnected .*401 UNAUTHENTICATED/);
+      await page.clock.pauseAt(await page.evaluate(() => Date.now() + 1));
+      await page.locator("#estop").click();
+      await page.locator("#token-dialog[open]").waitFor();
+      await page.locator("#token-input").fill(OPERATOR);
+      await page.getByRole("button", { name: "Use token" }).click();
+      await page.locator("#estop-result.estop-result:not(.pending)").waitFor();
+      assert.equal(await page.locator("#estop-result.failed").count(), 0);
+      await waitForText(page, "#conn", /^Live$/);
+      assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
+    } finally {
+      await browser.close();
+      assert.equal(await rt.stop(), 0, rt.stderr());
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
