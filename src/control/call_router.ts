@@ -529,7 +529,8 @@ export class CallRouter {
     progress.refusedBy = "queue";
     const host = this.#registry.host(req.providerId)!;
     const lock = this.#lockFor(req.providerId);
-    const release = await lock.acquire(req.signal, { onAdmitted: req.onQueued });
+    // A stop action goes before every call queued that is not one, after the call on the wire.
+    const release = await lock.acquire(req.signal, { onAdmitted: req.onQueued, stop });
     progress.refusedBy = null;
     let response;
     try {
@@ -665,12 +666,14 @@ export class CallRouter {
    * A barrier behind every call already admitted to `providerId`, its late calls taken now (the
    * calls sent so far, not those sent while the barrier queues): the returned wait resolves once
    * each of them has finished (or been refused under the lock by a gate that changed since), or
-   * with false when that takes longer than its `timeoutMs`. Calls are serialised FIFO per
-   * provider, so taking the lock once is enough; the barrier is admitted even when the queue is
-   * full. A call sent before the mark that timed out unanswered has not finished: its provider may
-   * still carry it out, until it answers it or its process exits (ProviderHost.lateCallsWait: a
-   * session closed by a stop ends at once, its process reads on); calls sent after the mark (the
-   * e-stop ladder's) are not waited for. The e-stop takes the mark at its latch, so a reload that
+   * with false when that takes longer than its `timeoutMs`. Calls are serialised per provider, in
+   * order but for stop actions (granted before every other waiter), so taking the lock once is
+   * enough; the barrier is admitted even when the queue is full, and waits also for the stop
+   * actions granted before its turn (the e-stop ladder's calls queued meanwhile). A call sent
+   * before the mark that timed out unanswered has not finished: its provider may still carry it
+   * out, until it answers it or its process exits (ProviderHost.lateCallsWait: a session closed by
+   * a stop ends at once, its process reads on); a call sent after the mark (the e-stop ladder's)
+   * that timed out is not waited for. The e-stop takes the mark at its latch, so a reload that
    * closes the provider's session before the wait begins (removing or restarting it) leaves them
    * late until its process ends.
    */
@@ -726,22 +729,44 @@ export class CallRouter {
   }
 }
 
-/** A FIFO mutex with a bounded queue. */
+/**
+ * A mutex with a bounded queue, its waiters granted in two classes: stop actions (origin safety)
+ * first, in the order they came, then every other waiter (calls, drain barriers) in the order they
+ * came. The holder is never pre-empted.
+ */
 class ProviderLock {
   readonly #providerId: string;
   #held = false;
-  readonly #waiters: Array<() => void> = [];
+  /**
+   * Stop actions waiting: never refused for a full queue, and finite all the same. Each run of
+   * them makes its calls one at a time, so holds at most one here: the e-stop's ladder (a stop's
+   * calls to one provider, a securing run's; each run after the one before it, Estop.#onProvider)
+   * and the hook calls into FAULT (the hooks in force, a finite list, run once per FAULT entry and
+   * again for a provider that comes back, after the run before it).
+   */
+  readonly #stops: Array<() => void> = [];
+  /** Every other waiter: calls (at most MAX_QUEUED_CALLS_PER_PROVIDER) and drain barriers. */
+  readonly #others: Array<() => void> = [];
 
   constructor(providerId: string) {
     this.#providerId = providerId;
   }
 
+  /**
+   * Takes the lock; resolves with its release. `stop`: a stop action's, granted before every
+   * waiter that is not one and never refused for a full queue. `unbounded`: never refused for a
+   * full queue (a drain barrier), granted in its turn.
+   */
   acquire(
     signal?: AbortSignal,
-    options: { unbounded?: boolean; onAdmitted?: (() => void) | undefined } = {},
+    options: {
+      unbounded?: boolean;
+      stop?: boolean;
+      onAdmitted?: (() => void) | undefined;
+    } = {},
   ): Promise<() => void> {
     const release = () => {
-      const next = this.#waiters.shift();
+      const next = this.#stops.shift() ?? this.#others.shift();
       if (next) next();
       else this.#held = false;
     };
@@ -754,11 +779,13 @@ class ProviderLock {
       options.onAdmitted?.();
       return Promise.resolve(release);
     }
-    if (!options.unbounded && this.#waiters.length >= MAX_QUEUED_CALLS_PER_PROVIDER) {
+    const queued = this.#stops.length + this.#others.length;
+    if (!options.stop && !options.unbounded && queued >= MAX_QUEUED_CALLS_PER_PROVIDER) {
       return Promise.reject(
-        unavailable(`Provider busy: ${this.#providerId} has ${this.#waiters.length} calls queued`),
+        unavailable(`Provider busy: ${this.#providerId} has ${queued} calls queued`),
       );
     }
+    const waiters = options.stop ? this.#stops : this.#others;
     return new Promise((resolve, reject) => {
       const grant = () => {
         signal?.removeEventListener("abort", onAbort);
@@ -767,11 +794,11 @@ class ProviderLock {
       // Runs only while `grant` is queued: granting removes this listener first, and a signal
       // fires "abort" once.
       const onAbort = () => {
-        this.#waiters.splice(this.#waiters.indexOf(grant), 1);
+        waiters.splice(waiters.indexOf(grant), 1);
         reject(new RuntimeError("UNAVAILABLE", "call cancelled while queued"));
       };
       signal?.addEventListener("abort", onAbort);
-      this.#waiters.push(grant);
+      waiters.push(grant);
       options.onAdmitted?.();
     });
   }

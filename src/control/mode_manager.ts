@@ -63,7 +63,6 @@ import {
   registeredDevices,
   runDeclaredCall,
 } from "./declared_calls.ts";
-import { retryWhileBusy } from "./stop_actions.ts";
 
 /** One hook call that failed (or timed out) during a transition. */
 export interface HookFailure {
@@ -1463,17 +1462,13 @@ export class ModeManager implements ModeService {
     origin: CallOrigin,
   ): Promise<HookFailure | null> {
     try {
-      const run = () =>
-        runDeclaredCall(this.#o.router, call, origin, {
-          kind: "hook",
-          transition: `${from}->${to}`,
-          hook: hook.path,
-        });
-      // A stop action waits its turn in a provider queue full of calls FAULT refuses (bounded).
-      if (origin === "safety") {
-        const providerId = providerIdOf(call.deviceHandle);
-        await retryWhileBusy(this.#o.inventory, this.#o.clock, providerId, run, this.#stopLog);
-      } else await run();
+      // A stop action (origin safety) is granted its provider before every call queued that is
+      // not one, and is never refused for a full queue (CallRouter).
+      await runDeclaredCall(this.#o.router, call, origin, {
+        kind: "hook",
+        transition: `${from}->${to}`,
+        hook: hook.path,
+      });
       return null;
     } catch (err) {
       const e = toRuntimeError(err);

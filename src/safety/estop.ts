@@ -10,8 +10,10 @@
  *     in the same step) and `estop_change` is published;
  *  2. the ladder's calls, origin "safety" (bypass mode and latch gates, still validated, still
  *     need the provider up), fanned out per provider -- declared order within a provider, providers
- *     concurrently -- with every call attempted; at the same time every provider's in-flight calls
- *     are drained (a barrier behind each provider's call queue, bounded and reported);
+ *     concurrently -- with every call attempted, each granted its provider right after the call on
+ *     the wire (before the calls queued, which the latch lets through when they do not actuate);
+ *     at the same time every provider's in-flight calls are drained (a barrier behind each
+ *     provider's call queue, bounded and reported);
  *  3. the hooks of the transition into FAULT, as stop actions, every call attempted;
  *  4. verification: the expected signals read back fresh until they hold or the timeout passes.
  * The answer carries all of it. A re-trigger while a stop runs runs again after it.
@@ -67,7 +69,6 @@ import {
   type HookFailure,
   type LatchSecuring,
   registeredDevices,
-  retryWhileBusy,
   runDeclaredCall,
   stopActionWorstCaseMs,
   toTypedArgs,
@@ -303,12 +304,12 @@ export const DRAIN_MARGIN_MS = 1000;
 /**
  * Cap on a reload's wait for one provider's stop actions (Estop.stopActionsSettled), which is
  * otherwise the calls left to run on it (at least 1) x one call's worst case
- * (stopActionWorstCaseMs: a full queue retried, then its own timeout_ms) + DRAIN_MARGIN_MS: the
- * reload answers, and the next one begins, only after it. The demo's stop (examples/demo.yaml)
- * makes 13 calls to its one provider, 144 s if each found the queue full and then ran to the
- * default timeout_ms (5 s; 11.01 s a call); 180 s covers that with room and still answers the
- * reload within three minutes. It never cuts a single call's own bound (its worst case +
- * DRAIN_MARGIN_MS).
+ * (stopActionWorstCaseMs: the call on the wire ahead of it, then its own, each up to timeout_ms) +
+ * DRAIN_MARGIN_MS: the reload answers, and the next one begins, only after it. The demo's stop
+ * (examples/demo.yaml) makes 13 calls to its one provider, 131 s if each waited for a call on the
+ * wire and then ran, both to the default timeout_ms (5 s; 10 s a call); 180 s covers that with
+ * room and still answers the reload within three minutes. It never cuts a single call's own bound
+ * (its worst case + DRAIN_MARGIN_MS).
  */
 export const STOP_ACTIONS_WAIT_MAX_MS = 180_000;
 
@@ -987,10 +988,10 @@ export class Estop implements EstopService {
    * FAULT to it running or queued (EstopModes.faultHookCallsSettled: the e-stop's, an operator's
    * FAULT, those made again for a provider that comes back), both at once, bounded by what is left
    * to run on it now: those calls (at least 1) x one call's worst case (stopActionWorstCaseMs of
-   * its provider's timeout_ms: a full queue retried, then its own deadline) + DRAIN_MARGIN_MS, at
-   * most STOP_ACTIONS_WAIT_MAX_MS but never less than one call's: a reload waits so before it
-   * stops that provider. Null at once when none runs. Never rejects, and neither the ladder nor
-   * the hooks ever wait for it.
+   * its provider's timeout_ms: the call on the wire ahead, then its own deadline) +
+   * DRAIN_MARGIN_MS, at most STOP_ACTIONS_WAIT_MAX_MS but never less than one call's: a reload
+   * waits so before it stops that provider. Null at once when none runs. Never rejects, and
+   * neither the ladder nor the hooks ever wait for it.
    */
   async stopActionsSettled(providerId: string): Promise<StopActionsWait | null> {
     const what = `waiting for the stop actions to ${providerId}`;
@@ -1490,7 +1491,7 @@ export class Estop implements EstopService {
     cause: string,
   ): Promise<void> {
     try {
-      await this.#runWhileBusy(planned, { kind: "estop", rung, cause });
+      await this.#run(planned, { kind: "estop", rung, cause });
     } catch (err) {
       const e = toRuntimeError(err);
       action.success = false;
@@ -1788,21 +1789,10 @@ export class Estop implements EstopService {
   }
 
   /**
-   * Runs one ladder call, retrying while its provider is up but its call queue is full (a flood
-   * of calls queued before the latch; control's retryWhileBusy). A provider that is down, or not
-   * configured, fails at once.
+   * One ladder call, audited with `source` (its stop's rung and cause). Its provider's queue takes
+   * it before every call that is not a stop action, and never refuses it as full (CallRouter); a
+   * provider that is down, or not configured, fails it at once.
    */
-  async #runWhileBusy(planned: PlannedCall, source: AuditOrigin): Promise<void> {
-    await retryWhileBusy(
-      this.#o.inventory,
-      this.#o.clock,
-      providerOf(planned),
-      () => this.#run(planned, source),
-      this.#stopLog,
-    );
-  }
-
-  /** One attempt of a ladder call, audited with `source` (its stop's rung and cause). */
   #run(planned: PlannedCall, source: AuditOrigin): Promise<unknown> {
     if (planned.kind === "declared") {
       return runDeclaredCall(this.#o.router, planned.call, "safety", source);

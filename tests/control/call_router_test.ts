@@ -61,7 +61,7 @@ Deno.test("CallRouter answers with the call's identity and the provider's result
       deviceId: "plant0",
       functionId: READ_STATUS,
       functionName: "read_status",
-      results: { reads: i(1) },
+      results: { reads: i(1), fan_duty: d(0) },
       postCallPollTriggered: true,
     });
     // The post-call poll ran before the answer: the cache already holds the new count.

@@ -30,10 +30,10 @@ Deno.test("ModeManager requestWithReport(FAULT) answers after FAULT_HOOKS_ANSWER
   }
 });
 
-Deno.test("ModeManager FAULT hook call retries a provider queue full of calls FAULT refuses, as the e-stop ladder does", async () => {
-  // A call on the wire for 1500 ms and 64 queued behind it (the bound): FAULT refuses the queued
-  // ones one after another once the call on the wire returns; the hook's call, a stop action,
-  // must get its turn then, not fail as busy. Virtual time (runUntil).
+Deno.test("ModeManager FAULT hook call to a provider whose queue is full is not refused as busy, as the e-stop ladder's is not", async () => {
+  // A call on the wire for 1500 ms and 64 queued behind it (the bound): the hook's call, a stop
+  // action, is queued all the same, before them, and sent once the call on the wire returns; FAULT
+  // refuses the queued ones after it. Virtual time (runUntil).
   const { r, rt, clock, stop } = await faultHooksRig({
     latencyMs: 1500,
     timeoutMs: 2000,

@@ -229,14 +229,16 @@ export interface PlantState {
 /**
  * `plant0` (tests/safety/_plant_provider.ts): a heater relay `set_heater(enabled: bool)` and a fan
  * `set_fan(duty: double in [0, 1])` (ACTUATE), `read_status` (READ: counts its calls and answers
- * the count, plus a result without a value); signals heater_on, fan_duty, status_reads and
- * last_call_ms (poll hint 2 Hz). Actuating calls take `latencyMs`; `readOnly` declares the READ
- * function only. It declares no safe state.
+ * the count and the fan duty as it arrived, plus a result without a value); signals heater_on,
+ * fan_duty, status_reads and last_call_ms (poll hint 2 Hz). Actuating calls take `latencyMs`,
+ * read_status `readLatencyMs`; `readOnly` declares the READ function only. It declares no safe
+ * state.
  */
 export function plantDevice(
   o: {
     state?: PlantState;
     latencyMs?: number;
+    readLatencyMs?: number;
     readOnly?: boolean;
     sleep?: (ms: number) => Promise<void>;
     nowMs?: () => number;
@@ -275,10 +277,17 @@ export function plantDevice(
       id: 3,
       name: "read_status",
       category: "READ",
-      // Answers the read count, plus a result without a value (the runtime drops it).
-      handler: () => {
-        state.reads++;
-        return { reads: toWireValue("int64", state.reads), unset: {} };
+      // Answers the read count and the fan duty as it arrived, plus a result without a value
+      // (the runtime drops it).
+      handler: async () => {
+        const reads = ++state.reads;
+        const fanDuty = state.fanDuty;
+        if ((o.readLatencyMs ?? 0) > 0) await sleep(o.readLatencyMs!);
+        return {
+          reads: toWireValue("int64", reads),
+          fan_duty: toWireValue("double", fanDuty),
+          unset: {},
+        };
       },
     },
   ];

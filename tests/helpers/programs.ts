@@ -46,6 +46,7 @@ function flag(args: readonly string[], name: string): string | undefined {
  */
 export function plantProgram(host: ProgramHost, state?: PlantState): FakeProvider {
   const latencyMs = Number(flag(host.args, "--latency-ms") ?? 0);
+  const readLatencyMs = Number(flag(host.args, "--read-latency-ms") ?? 0);
   const marker = flag(host.args, "--grow-marker");
   let readOnly = false;
   if (marker !== undefined) {
@@ -59,6 +60,7 @@ export function plantProgram(host: ProgramHost, state?: PlantState): FakeProvide
   return new FakeProvider([
     plantDevice({
       latencyMs,
+      readLatencyMs,
       readOnly,
       sleep: (ms) => host.sleep(ms),
       ...(state ? { state } : {}),

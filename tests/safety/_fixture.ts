@@ -18,14 +18,19 @@ const PLANT_MAIN = new URL("./_plant_provider.ts", import.meta.url).pathname;
 
 /**
  * A provider entry running tests/safety/_plant_provider.ts (device plant0): `latencyMs` slows
- * its actuating calls, `timeoutMs` is the provider's call timeout (default 5000), `growMarker`
- * makes its first process declare only its READ function, and `restartBackoffMs` enables one
- * restart after that backoff.
+ * its actuating calls, `readLatencyMs` its read_status, `timeoutMs` is the provider's call
+ * timeout (default 5000), `growMarker` makes its first process declare only its READ function,
+ * and `restartBackoffMs` enables one restart after that backoff.
  */
 export function plantProvider(
   id: string,
-  o: { latencyMs?: number; timeoutMs?: number; growMarker?: string; restartBackoffMs?: number } =
-    {},
+  o: {
+    latencyMs?: number;
+    readLatencyMs?: number;
+    timeoutMs?: number;
+    growMarker?: string;
+    restartBackoffMs?: number;
+  } = {},
 ): ProviderConfig {
   return {
     id,
@@ -38,6 +43,7 @@ export function plantProvider(
       ...(o.growMarker ? [`--allow-write=${o.growMarker}`] : []),
       PLANT_MAIN,
       ...(o.latencyMs ? ["--latency-ms", String(o.latencyMs)] : []),
+      ...(o.readLatencyMs ? ["--read-latency-ms", String(o.readLatencyMs)] : []),
       ...(o.growMarker ? ["--grow-marker", o.growMarker] : []),
     ],
     timeoutMs: o.timeoutMs ?? 5000,

@@ -11,6 +11,7 @@
  *
  *   --latency-ms N       every actuating call answers N ms after it arrived (a slow provider; the
  *                        provider serves one request at a time, so its polls wait too)
+ *   --read-latency-ms N  read_status answers N ms after it arrived
  *   --grow-marker PATH   the first process (PATH absent) creates PATH and declares only its READ
  *                        function; a later process (a restart) declares every function, so a
  *                        rediscovery adds actuating functions

@@ -27,7 +27,7 @@ const LATENCY_MS = 1500;
  * sim1's `timeout_ms` in the test of two slow calls: each call is held SLOW_LATENCY_MS, close to
  * it, so the two together (4800) outlast timeout_ms + DRAIN_MARGIN_MS (4000, the reload's whole
  * bound once) and stay within the wait for two calls (2 x stopActionWorstCaseMs(3000) +
- * DRAIN_MARGIN_MS = 15020).
+ * DRAIN_MARGIN_MS = 13000).
  */
 const SLOW_TIMEOUT_MS = 3000;
 /** How long sim1 holds each call in that test: within SLOW_TIMEOUT_MS, 2 x it past 4000. */

@@ -1,12 +1,12 @@
 /**
  * A hook call into FAULT that finds its provider's call queue full (a slow call on the wire, 64
  * queued behind it), and a configuration reload that stops that provider arriving then
- * (docs/safety.md, step 2): the hook call retries until the queue drains (up to timeout_ms + 1 s,
- * control's retryWhileBusy), then runs up to timeout_ms; the reload's wait is bounded per call by
- * that worst case (stopActionWorstCaseMs), so the call is answered and reported as made, and the
- * process is stopped after it, before the reload answers. Both ways a reload stops a provider:
- * removed, and restarted (its entry changed). The simulated providers run as child processes;
- * sim1 holds every call to its motor controller by its `inject_call_latency`.
+ * (docs/safety.md, step 2): the hook call is queued all the same, before the queued calls, waits
+ * for the call on the wire (up to timeout_ms), then runs up to timeout_ms; the reload's wait is
+ * bounded per call by that worst case (stopActionWorstCaseMs), so the call is answered and
+ * reported as made, and the process is stopped after it, before the reload answers. Both ways a
+ * reload stops a provider: removed, and restarted (its entry changed). The simulated providers run
+ * as child processes; sim1 holds every call to its motor controller by its `inject_call_latency`.
  */
 import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
@@ -18,9 +18,9 @@ import { testConfig } from "../helpers/sim_config.ts";
 import { call, d, hook, i, inertSim, manualCall } from "../safety/_fixture.ts";
 
 /**
- * sim1's `timeout_ms`: the busy wait and the hook call together (about 2 x LATENCY_MS) outlast one
- * call's timeout_ms + DRAIN_MARGIN_MS (4000) and stay within its worst case + DRAIN_MARGIN_MS
- * (2 x 3000 + 1010 + 1000).
+ * sim1's `timeout_ms`: the call on the wire and the hook call together (about 2 x LATENCY_MS)
+ * outlast one call's timeout_ms + DRAIN_MARGIN_MS (4000) and stay within its worst case +
+ * DRAIN_MARGIN_MS (2 x 3000 + 1000).
  */
 const TIMEOUT_MS = 3000;
 /** How long sim1 holds each call to its motor controller: within TIMEOUT_MS, 2 x it past 4000. */
