@@ -98,12 +98,13 @@ Deno.test("An incident record says a signal whose ring was made without room has
     history: { memoryMaxBytes: FIRST_CAPACITY * (POLL_ENTRY_BYTES + SIGNAL_ENTRY_BYTES) },
     config: { incidentAfterS: 5 },
   });
-  await session(async () => {
+  await session(() => {
     for (let i = 0; i < 3; i++) {
       clock.advance(250);
       pollSignals(["a", "x"], i);
     }
     estop();
+    return Promise.resolve();
   });
   const [h] = incidents.list();
   const { signals } = await incidents.get(h!.incident_id);
