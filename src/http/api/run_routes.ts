@@ -122,7 +122,7 @@ async function listRuns({ services, url }: RouteContext): Promise<Response> {
 
 async function openRun({ services, body, stillAdmitted }: RouteContext): Promise<Response> {
   const request = openRunRequest(await body<OpenRunBody | null>());
-  // Asked again at its turn in the registry's write queue (behind a slow write: a reload meanwhile).
+  // Asked again at its turn in the registry's write queue (a reload while a slow write ran).
   const admitted = await stillAdmitted();
   return okResponse(await services.runs.open(request, admitted));
 }
@@ -146,7 +146,7 @@ async function addRunMarker(
   { services, body, params, stillAdmitted }: RouteContext,
 ): Promise<Response> {
   const marker = markerRequest(await body<MarkerBody>());
-  // Asked again at its turn in the registry's write queue (behind a slow write: a reload meanwhile).
+  // Asked again at its turn in the registry's write queue (a reload while a slow write ran).
   const admitted = await stillAdmitted();
   return okResponse(await services.runs.addMarker(params.run_id!, marker, admitted));
 }
