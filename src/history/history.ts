@@ -58,7 +58,10 @@ export const MAX_HISTORY_POINTS = 20_000;
  */
 export const MAX_RELEASED_SIGNAL_IDS = 256;
 
-/** Longest `provider/device/signal` a log line of the history quotes (longer is cut). */
+/**
+ * Longest `provider/device/signal` a log line of the history or the incident recorder quotes
+ * (longer is cut).
+ */
 export const HISTORY_QUOTED_SIGNAL_CHARS = 160;
 
 /**

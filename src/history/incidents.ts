@@ -35,7 +35,7 @@ import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import type { DeviceConditionChange, DeviceOutages, InventoryReader } from "../state/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
 import { typedValueScalar } from "./buckets.ts";
-import { type History, qualityName } from "./history.ts";
+import { type History, HISTORY_QUOTED_SIGNAL_CHARS, qualityName } from "./history.ts";
 import type { RingSample } from "./ring.ts";
 
 /** Triggers this close to a pending incident join it instead of starting another. */
@@ -58,8 +58,6 @@ export const INCIDENT_REASON_MAX_CHARS = 200;
  * characters beyond U+FFFF (two UTF-16 units each).
  */
 export const INCIDENT_QUOTED_CAUSE_CHARS = 300;
-/** Longest `provider/device/signal` a log line of the recorder quotes (longer is cut). */
-export const INCIDENT_QUOTED_SIGNAL_CHARS = 160;
 /** Longest line of an incident file read back. */
 export const INCIDENT_MAX_LINE_BYTES = 4 * 1024 * 1024;
 /**
@@ -790,7 +788,7 @@ export class IncidentRecorder {
             `incident ${p.id}: signal ${
               quoteProviderTextWithin(
                 `${providerId}/${deviceId}/${signalId}`,
-                INCIDENT_QUOTED_SIGNAL_CHARS,
+                HISTORY_QUOTED_SIGNAL_CHARS,
               )
             } keeps ${line.samples.length} ` +
               `of its ${all} samples, those nearest the trigger: a record's line is read back ` +
@@ -805,7 +803,7 @@ export class IncidentRecorder {
       this.#o.log.warn(
         `incident ${p.id}: the ring no longer holds the start of the window of ${lostSignals} ` +
           `signal(s), the first ${
-            quoteProviderTextWithin(firstLost, INCIDENT_QUOTED_SIGNAL_CHARS)
+            quoteProviderTextWithin(firstLost, HISTORY_QUOTED_SIGNAL_CHARS)
           } (history.memory_max_bytes dropped their older changes, a value too large to keep, ` +
           `a retype): each one's from_epoch_ms says where its samples begin`,
       );
