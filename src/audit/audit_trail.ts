@@ -160,6 +160,14 @@ export const AUDIT_RECOVERY_SCAN_BYTES = 8 * 1024 * 1024;
  */
 export const AUDIT_MAX_UNSETTLED = 256;
 /**
+ * Calls recorded `interrupted` that the run registry has not taken (its start failed) the trail
+ * keeps for a later start (`for_runs`): a registry that fails start after start must not make them
+ * grow with every start (each adds the calls its crash left in flight). Past it the oldest are
+ * dropped at openJournal, with a WARN naming how many (they stay on the trail as `interrupted`
+ * entries, of no run). As many as AUDIT_MAX_UNSETTLED: what one start takes from a closing record.
+ */
+export const AUDIT_MAX_FOR_RUNS = AUDIT_MAX_UNSETTLED;
+/**
  * Bytes written to the audit journal between two checkpoints (records of the calls then in
  * flight): the search after a crash reads about this much instead of AUDIT_RECOVERY_SCAN_BYTES.
  */
@@ -324,6 +332,8 @@ const COVERS_PREFIX = '{"covers":[';
 const MARKER_PREFIX = '{"covers":[],';
 const CLOSED_PREFIX = '{"covers":[],"clean_close":';
 const CHECKPOINT_PREFIX = '{"covers":[],"checkpoint":';
+/** The member of a closing record or a checkpoint that lists #forRuns, up to its first record. */
+const FOR_RUNS_KEY = ',"for_runs":[';
 
 /** The audit trail; the AuditSink of the router, modes, parameters and e-stop. */
 export class AuditTrail implements AuditSink {
@@ -429,6 +439,8 @@ export class AuditTrail implements AuditSink {
    * by inFlightCalls, never by a closing record or a checkpoint; at most AUDIT_MAX_UNSETTLED.
    */
   readonly #repeats = new Map<string, IntentRecord>();
+  /** How many of #forRuns the last checkpoint or closing record left out (logged when > 0). */
+  #forRunsLeftOut = 0;
   /** Whether the last checkpoint or closing record was withheld for a failing journal (logged). */
   #markersHeld = false;
   /** Bytes queued for the journal since the last checkpoint. */
@@ -965,7 +977,28 @@ export class AuditTrail implements AuditSink {
       );
       this.#forRuns.set(r.intent, { ...r, seq: entry.seq });
     }
+    this.#boundForRuns();
     for (const entry of this.#memory.splice(0)) void writer.append(boundedEntry(entry).text);
+  }
+
+  /**
+   * Keeps the newest AUDIT_MAX_FOR_RUNS of #forRuns (in the order found: oldest first), those
+   * dropped neither given to the run registry (earlierInterrupted) nor listed for a later start.
+   */
+  #boundForRuns(): void {
+    const over = this.#forRuns.size - AUDIT_MAX_FOR_RUNS;
+    if (over <= 0) return;
+    let left = over;
+    for (const id of this.#forRuns.keys()) {
+      if (left-- === 0) break;
+      this.#forRuns.delete(id);
+    }
+    this.#earlierInterrupted = this.#earlierInterrupted.filter((r) => this.#forRuns.has(r.intent));
+    this.#log.warn(
+      `audit: ${over} calls recorded interrupted that no start of the runs took (the run ` +
+        `registry failed to start) dropped, the oldest: more than ${AUDIT_MAX_FOR_RUNS} ` +
+        `(AUDIT_MAX_FOR_RUNS); they stay on the audit trail as interrupted entries, of no run`,
+    );
   }
 
   /**
@@ -1135,10 +1168,11 @@ export class AuditTrail implements AuditSink {
 
   /**
    * A closing record (CLOSED_PREFIX) or a checkpoint (CHECKPOINT_PREFIX): the write-ahead records
-   * still without an outcome (calls in flight), or null when it cannot be trusted (the journal is
-   * failing, or lines it lost are not recorded by a `gap` entry yet; more unsettled records than
-   * AUDIT_MAX_UNSETTLED) or
-   * does not fit in AUDIT_MAX_ENTRY_BYTES: then the next start searches the journal's tail.
+   * still without an outcome (calls in flight) and, in the room they leave within
+   * AUDIT_MAX_ENTRY_BYTES, the newest of #forRuns (`for_runs`; the oldest left out, WARN). Null
+   * when it cannot be trusted (the journal is failing, or lines it lost are not recorded by a `gap`
+   * entry yet; more unsettled records than AUDIT_MAX_UNSETTLED) or the calls in flight alone do
+   * not fit in AUDIT_MAX_ENTRY_BYTES: then the next start searches the journal's tail.
    */
   #markerLine(journal: Journal, prefix: string): string | null {
     const w = journal.writer.status();
@@ -1160,13 +1194,45 @@ export class AuditTrail implements AuditSink {
       }
     }
     if (this.#unsettledOverflow > 0 || failing) return null;
-    const forRuns = this.#forRuns.size === 0
-      ? ""
-      : `,"for_runs":[${[...this.#forRuns.values()].map((r) => JSON.stringify(r)).join(",")}]`;
-    const line = `${prefix}${this.#date(this.#o.clock.nowMs())},"open":[${
+    const head = `${prefix}${this.#date(this.#o.clock.nowMs())},"open":[${
       [...this.#unsettled.values()].join(",")
-    }]${forRuns}}`;
-    return utf8Length(line) <= AUDIT_MAX_ENTRY_BYTES ? line : null;
+    }]`;
+    // The calls in flight must all be listed; `for_runs` takes the room they leave.
+    const room = AUDIT_MAX_ENTRY_BYTES - utf8Length(head) - 1;
+    if (room < 0) return null;
+    const forRuns = this.#forRunsWithin(room - utf8Length(FOR_RUNS_KEY) - 1);
+    if (forRuns.left !== this.#forRunsLeftOut) {
+      this.#forRunsLeftOut = forRuns.left;
+      const what = prefix === CLOSED_PREFIX ? "closing record" : "checkpoint";
+      if (forRuns.left > 0) {
+        this.#log.warn(
+          `audit: ${forRuns.left} of the ${this.#forRuns.size} calls recorded interrupted that ` +
+            `no start of the runs took do not fit in a ${what} (AUDIT_MAX_ENTRY_BYTES, after ` +
+            `the calls in flight): the oldest left out, a start after this one gives them to no ` +
+            `run (they stay on the audit trail as interrupted)`,
+        );
+      }
+    }
+    const list = forRuns.listed === "" ? "" : `${FOR_RUNS_KEY}${forRuns.listed}]`;
+    return `${head}${list}}`;
+  }
+
+  /**
+   * The newest of #forRuns whose records fit in `room` bytes (comma-separated, oldest first), and
+   * how many were left out: the oldest, never an older one past a newer that did not fit.
+   */
+  #forRunsWithin(room: number): { listed: string; left: number } {
+    const all = [...this.#forRuns.values()];
+    const kept: string[] = [];
+    let used = 0;
+    for (let i = all.length - 1; i >= 0; i--) {
+      const text = JSON.stringify(all[i]);
+      const bytes = utf8Length(text) + (kept.length === 0 ? 0 : 1);
+      if (used + bytes > room) break;
+      used += bytes;
+      kept.push(text);
+    }
+    return { listed: kept.reverse().join(","), left: all.length - kept.length };
   }
 
   /**
