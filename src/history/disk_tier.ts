@@ -8,9 +8,10 @@
  *
  * Row: `{"t":<bucket start ms>,"p":"<provider>","d":"<device>","s":{"<signal>":[min,max,last,
  * count,quality code]}}` (quality codes: 0 OK, 1 STALE, 2 FAULT, 3 UNAVAILABLE). A row that does
- * not parse (torn by a power cut, damaged) is skipped when read and counted once, never fatal. The
- * last line of the newest file without its newline is no row yet (being written; after a crash,
- * until the next write ends it): it is neither given nor counted, and read again next time. A
+ * not parse (torn by a power cut, damaged) is skipped when read and counted once, never fatal (a
+ * torn one by the first question to read it, whichever device it asks for). The last line of the
+ * newest file without its newline is no row yet (being written; after a crash, until the next
+ * write ends it): it is neither given nor counted, and read again next time. A
  * failed write (a full disk, a read-only folder) stops the tier with one WARN (the journal writer
  * adds none): the runtime goes on, the rows of the buckets that close meanwhile (and those of the
  * failed write) are kept, in order, in a bounded queue (DISK_OUTAGE_ROWS, DISK_OUTAGE_BYTES; past
@@ -484,7 +485,13 @@ export class DiskTier {
         // The last line of the newest file without its newline is not a row yet (being written,
         // or torn by a crash until the next write ends it): not given, not counted, read next time.
         if (!terminated && newest) break;
-        if (!line.includes(marker)) continue;
+        if (!line.includes(marker)) {
+          // Another device's row, or a line torn before its device (a power cut): every row and
+          // gap line ends with its object's brace, a torn one not. Counted by whichever question
+          // reads it first (once: by its place), else by none.
+          if (!endsLikeRow(line)) this.#unreadable(n, start);
+          continue;
+        }
         const row = parseRow(line);
         if (row === null) {
           this.#unreadable(n, start);
@@ -548,6 +555,11 @@ interface HeldRow {
   /** Its place in write() order. */
   readonly seq: number;
   readonly bytes: number;
+}
+
+/** Whether a line ends as every row and gap line does (a torn one lost its end). */
+function endsLikeRow(line: string): boolean {
+  return line.endsWith("}") || line.trimEnd().endsWith("}");
 }
 
 /** The bucket start of a row line, read without parsing it (null: not a row). */
