@@ -65,10 +65,12 @@ export const MAX_RELEASED_SIGNAL_IDS = 256;
 export const HISTORY_QUOTED_SIGNAL_CHARS = 160;
 
 /**
- * Providers remembered at once as named by the WARN for a value too large for the ring (one line
- * per provider; past this many the set is forgotten, so its memory stays bounded).
+ * How long (monotonic) a shortage of history.memory_max_bytes (rings made without room, values
+ * too large to keep) must have been over before its episode ends with an INFO: one that comes back
+ * within it is the same episode, so a shortage that comes and goes logs at most one WARN and one
+ * INFO per this long.
  */
-export const HISTORY_TOO_LARGE_WARNED = 64;
+export const HISTORY_SHORTAGE_QUIET_MS = 300_000;
 
 /** Where an answer's points came from. */
 export type HistorySource = "memory" | "disk" | "memory+disk" | "none";
@@ -204,19 +206,29 @@ export class History {
    * Sparkplug's replay, learns those polls are gone). One number, not one per device.
    */
   #seqBase = 0;
-  /**
-   * Providers a WARN named for a ring made without room (one line per provider while any ring is
-   * roomless; forgotten when none is): at most the configured providers.
-   */
-  readonly #roomlessWarned = new Set<string>();
-  /** Providers a WARN named for a value too large for the ring (#warnTooLarge). */
-  readonly #tooLargeWarned = new Set<string>();
+  /** Rings made without room: one WARN when the episode begins, one INFO when it ends. */
+  readonly #roomlessEpisode: ShortageEpisode;
+  /** Values too large to keep: one WARN when the episode begins, one INFO when it ends. */
+  readonly #tooLargeEpisode: ShortageEpisode;
   /** Values not kept in the ring for being too large, since start (HistoryStatus). */
   #valuesNotKept = 0;
 
   constructor(o: HistoryOptions) {
     this.#o = o;
     this.#budget = new RingBudget(o.config.memoryMaxBytes);
+    const max = o.config.memoryMaxBytes;
+    this.#roomlessEpisode = new ShortageEpisode(
+      o.log,
+      (n) =>
+        `history: every ring has room in history.memory_max_bytes (${max}) again (${n} ring(s) ` +
+        `were made without room since the WARN)`,
+    );
+    this.#tooLargeEpisode = new ShortageEpisode(
+      o.log,
+      (n) =>
+        `history: every signal's latest value fits history.memory_max_bytes (${max}) again ` +
+        `(${n} value(s) too large were not kept since the WARN)`,
+    );
     this.#memoryMs = o.config.memorySeconds * 1000;
     this.#disk = o.config.diskMaxBytes > 0
       ? new DiskTier({
@@ -367,8 +379,10 @@ export class History {
     if (now - this.#sweptAtMs >= HISTORY_SWEEP_EVERY_MS || now < this.#sweptAtMs) {
       this.#sweptAtMs = now;
       this.#sweepRemoved(horizon);
-      // Every ring has room again: a ring left without room later is news (#warnRoomless).
-      if (this.#budget.roomless === 0) this.#roomlessWarned.clear();
+      // A shortage over (and quiet for HISTORY_SHORTAGE_QUIET_MS) ends its episode: said once.
+      const mono = this.#o.clock.monoMs();
+      this.#roomlessEpisode.sweep(mono, this.#budget.roomless === 0);
+      this.#tooLargeEpisode.sweep(mono, this.#budget.notKept === 0);
     }
   };
 
@@ -489,12 +503,18 @@ export class History {
   }
 
   /**
-   * A ring was made without room (memory_max_bytes is full): one WARN per provider while any ring
-   * is roomless, naming the first such ring (the metric counts them all).
+   * A ring was made without room (memory_max_bytes is full): one WARN per episode (the rings of
+   * every provider share the budget), naming the ring that began it (the metric counts them all);
+   * one INFO once every ring has room again (ShortageEpisode).
    */
   #warnRoomless(providerId: string, deviceId: string, signalId: string | null): void {
-    if (this.#roomlessWarned.has(providerId)) return;
-    this.#roomlessWarned.add(providerId);
+    this.#roomlessEpisode.occurred(
+      this.#o.clock.monoMs(),
+      () => this.#roomlessLine(providerId, deviceId, signalId),
+    );
+  }
+
+  #roomlessLine(providerId: string, deviceId: string, signalId: string | null): string {
     const what = signalId === null
       ? `the polls of device ${
         quoteProviderTextWithin(`${providerId}/${deviceId}`, HISTORY_QUOTED_SIGNAL_CHARS)
@@ -505,37 +525,36 @@ export class History {
           HISTORY_QUOTED_SIGNAL_CHARS,
         )
       }`;
-    this.#o.log.warn(
-      `history: memory_max_bytes (${this.#budget.maxBytes}) has no room for the ring of ${what}: ` +
-        `it keeps nothing until the rings have room (the disk tier still gets its buckets); ` +
-        `${this.#budget.roomless} ring(s) keep nothing now ` +
-        `(runtime_history_memory_roomless_rings); raise history.memory_max_bytes`,
-    );
+    return `history: memory_max_bytes (${this.#budget.maxBytes}) has no room for the ring of ` +
+      `${what}: it keeps nothing until the rings have room (the disk tier still gets its ` +
+      `buckets); ${this.#budget.roomless} ring(s) keep nothing now ` +
+      `(runtime_history_memory_roomless_rings), the next ones are not logged until every ring ` +
+      `has room again (an INFO says so); raise history.memory_max_bytes`;
   }
 
   /**
    * A value too large for memory_max_bytes was not kept in the ring (SignalRing.record): one WARN
-   * per provider, naming the first such signal, at most HISTORY_TOO_LARGE_WARNED providers before
-   * the set is forgotten (a provider named again then).
+   * per episode (every provider's signals share the budget), naming the signal that began it; one
+   * INFO once every signal's latest value is kept again (ShortageEpisode).
    */
   #warnTooLarge(providerId: string, deviceId: string, signalId: string, value: TypedValue): void {
-    if (this.#tooLargeWarned.has(providerId)) return;
-    if (this.#tooLargeWarned.size >= HISTORY_TOO_LARGE_WARNED) this.#tooLargeWarned.clear();
-    this.#tooLargeWarned.add(providerId);
+    this.#tooLargeEpisode.occurred(
+      this.#o.clock.monoMs(),
+      () => this.#tooLargeLine(providerId, deviceId, signalId, value),
+    );
+  }
+
+  #tooLargeLine(providerId: string, deviceId: string, signalId: string, value: TypedValue): string {
     const signal = quoteProviderTextWithin(
       `${providerId}/${deviceId}/${signalId}`,
       HISTORY_QUOTED_SIGNAL_CHARS,
     );
-    this.#o.log.warn(
-      `history: a ${value.type} value of signal ${signal} (${
-        refBytes(value)
-      } bytes) is too large ` +
-        `for history.memory_max_bytes (${this.#budget.maxBytes}): the ring does not keep it (the ` +
-        `disk tier still gets its buckets; GET /v0/history answers the signal from there until ` +
-        `a value that fits); the provider's next ones are not logged ` +
-        `(runtime_history_memory_values_not_kept_total counts them); raise ` +
-        `history.memory_max_bytes or send shorter values`,
-    );
+    return `history: a ${value.type} value of signal ${signal} (${refBytes(value)} bytes) is ` +
+      `too large for history.memory_max_bytes (${this.#budget.maxBytes}): the ring does not keep ` +
+      `it (the disk tier still gets its buckets; GET /v0/history answers the signal from there ` +
+      `until a value that fits); the next ones are not logged until every signal's latest value ` +
+      `fits again (an INFO says so; runtime_history_memory_values_not_kept_total counts them); ` +
+      `raise history.memory_max_bytes or send shorter values`;
   }
 
   /** Hands the device's open bucket to the disk tier and resets it. */
@@ -1006,4 +1025,37 @@ export function qualityCode(q: Quality): number {
 /** The name of a quality code. */
 export function qualityName(code: number): Quality {
   return QUALITY_BY_CODE[code] ?? "UNAVAILABLE";
+}
+
+/**
+ * One kind of shortage of the shared ring budget (rings made without room, values too large to
+ * keep), logged per episode: its first occurrence is one WARN (the line made only then), the rest
+ * are counted; it ends at a sweep that finds none left (no ring in that state) and none new for
+ * HISTORY_SHORTAGE_QUIET_MS, with one INFO naming how many it had. Then the next is news again.
+ */
+class ShortageEpisode {
+  readonly #log: Logger;
+  readonly #ended: (occurrences: number) => string;
+  /** Occurrences of the episode under way (0: none). */
+  #count = 0;
+  /** Monotonic time of its latest occurrence. */
+  #lastMono = 0;
+
+  constructor(log: Logger, ended: (occurrences: number) => string) {
+    this.#log = log;
+    this.#ended = ended;
+  }
+
+  /** One more occurrence, at `mono`: the episode's first logs `warn()`. */
+  occurred(mono: number, warn: () => string): void {
+    this.#lastMono = mono;
+    if (this.#count++ === 0) this.#log.warn(warn());
+  }
+
+  /** At a sweep (`over`: no ring is in the shortage now): ends the episode once quiet enough. */
+  sweep(mono: number, over: boolean): void {
+    if (this.#count === 0 || !over || mono - this.#lastMono < HISTORY_SHORTAGE_QUIET_MS) return;
+    this.#log.info(this.#ended(this.#count));
+    this.#count = 0;
+  }
 }

@@ -125,6 +125,11 @@ export class RingBudget {
   bytes = 0;
   /** Rings that hold no entry because the budget had no room for their first ones (yet). */
   roomless = 0;
+  /**
+   * Signal rings whose latest value is one too large to keep (SignalRing.record false): they hold
+   * none of the signal's changes up to it, until a sample that is kept.
+   */
+  notKept = 0;
   constructor(readonly maxBytes: number) {}
   /** Whether `more` bytes may be allocated now. */
   allows(more: number): boolean {
@@ -177,6 +182,8 @@ export class SignalRing extends BucketAcc {
    * had not passed it lost that change (ChangeWalk.overtaken).
    */
   droppedSeq = -1;
+  /** Its latest value was too large to keep (counted in RingBudget.notKept until one is kept). */
+  #notKept = false;
   readonly #budget: RingBudget;
 
   constructor(signalId: string, budget: RingBudget) {
@@ -207,6 +214,18 @@ export class SignalRing extends BucketAcc {
   release(): void {
     this.#budget.bytes -= this.bytes;
     if (this.roomless) this.#budget.roomless--;
+    this.#setNotKept(false);
+  }
+
+  /** Whether its latest value was too large to keep (none kept since). */
+  get notKept(): boolean {
+    return this.#notKept;
+  }
+
+  #setNotKept(on: boolean): void {
+    if (this.#notKept === on) return;
+    this.#notKept = on;
+    this.#budget.notKept += on ? 1 : -1;
   }
 
   /** Whether a sample was ever recorded (its last entry is mirrored in this object). */
@@ -273,8 +292,10 @@ export class SignalRing extends BucketAcc {
       // not passed it lost it, and the ring holds every change from the next poll on only.
       this.droppedSeq = seq;
       this.trimmedToSeq = seq + 1;
+      this.#setNotKept(true);
       return false;
     }
+    if (this.#notKept) this.#setNotKept(false);
     if (this.#len === this.#seq.length) this.#growOrDrop();
     const at = (this.#head + this.#len) % this.#seq.length;
     this.#seq[at] = seq;

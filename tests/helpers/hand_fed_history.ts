@@ -1,4 +1,5 @@
 /** A real History fed by hand, as the state cache feeds it: no runtime, no provider. */
+import type { Logger } from "../../src/common/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
 import { History } from "../../src/history/mod.ts";
 import type { DeviceState, SignalState } from "../../src/state/mod.ts";
@@ -12,9 +13,13 @@ import { testConfig } from "./sim_config.ts";
  * device `p/d` at the clock's wall time with its one signal `x` = `v` (`pollSignals` one with a
  * list of signals); `known` the devices the
  * cache has; `feed(dev)` any other poll. The disk tier writes to `files` under `/data/history`
- * (another History's, for a restart).
+ * (another History's, for a restart); `log` takes its log lines.
  */
-export function handFedHistory(o: Partial<Config["history"]> = {}, files = new MemoryFiles()) {
+export function handFedHistory(
+  o: Partial<Config["history"]> = {},
+  files = new MemoryFiles(),
+  log: Logger = testLogger(),
+) {
   const clock = new ManualClock();
   const config = testConfig();
   const known = new Set<string>();
@@ -24,7 +29,7 @@ export function handFedHistory(o: Partial<Config["history"]> = {}, files = new M
     dataDir: "/data",
     files,
     clock,
-    log: testLogger(),
+    log,
     cache: {
       onDevicePolled(l) {
         polled = l;
