@@ -71,10 +71,14 @@ async function estopTrigger(
 }
 
 async function estopClear(
-  { services, req, principal, stoppedSinceArrival }: RouteContext,
+  { services, req, principal, stoppedSinceArrival, stillAdmitted }: RouteContext,
 ): Promise<Response> {
   await req.body?.cancel().catch(() => {}); // body ignored
-  // A clear never releases a stop that came after it was sent (its token check and this await
+  // A clear releases the latch (it is no stop): it acts only while the tokens in force still
+  // admit its token with its role (a reload may have removed or lowered it since it arrived),
+  // asked with no await between the check and the release.
+  const admitted = await stillAdmitted();
+  // A clear never releases a stop that came after it was sent (its token check and these awaits
   // are turns in which an alarm's e-stop may latch): it is refused and the latch holds.
   if (stoppedSinceArrival() && services.estop.latched !== false) {
     const err = sentBeforeStop("POST /v0/estop/clear");
@@ -85,6 +89,17 @@ async function estopClear(
       refused_by: STOPPED_REFUSAL,
     });
     throw err;
+  }
+  const unadmitted = admitted();
+  if (unadmitted !== null) {
+    // Answered 401 or 403 as the first check would have (http_api.ts); the latch holds.
+    services.audit.refused({
+      action: "estop_clear",
+      origin: httpOrigin(principal),
+      reason: `${unadmitted.error.code}: ${unadmitted.error.message}`,
+      refused_by: unadmitted.refusedBy,
+    });
+    throw unadmitted.error;
   }
   return okResponse(services.estop.clear(httpOrigin(principal)));
 }
