@@ -117,6 +117,11 @@ export class HttpApi {
   #tokens: readonly NamedToken[];
   /** Bumped by every setTokens: a request admitted under an older value is checked again. */
   #tokenGeneration = 0;
+  /**
+   * The latest setTokens' replacement of the tokens (settled, never rejecting): each one waits
+   * for the one called before it, so the tokens of the call made last are the ones in force.
+   */
+  #retokened: Promise<unknown> = Promise.resolve();
   readonly #cors: CorsPolicy;
   readonly #sse: SseHub;
   readonly #policy: RequestPolicy;
@@ -135,13 +140,27 @@ export class HttpApi {
    * request on, a removed token is refused and a new one admitted, and the event streams its
    * credentials no longer admit are ended. Resolves with how many ended and who gained or lost
    * access (`tokenChanges`, null when nobody did). `http` carries the rest of the authentication
-   * settings, which keep their start-up values (they need a restart).
+   * settings, which keep their start-up values (they need a restart). Calls made while one is
+   * still digesting its tokens take effect one after another in the order they were made (the
+   * changes of each are against the tokens of the one before it).
    */
   async setTokens(
     http: HttpConfig,
     apiToken: string,
     tokens: readonly NamedToken[],
   ): Promise<{ ended: number; changes: TokenChanges | null }> {
+    const replaced = this.#retokened.then(() => this.#replaceTokens(http, apiToken, tokens));
+    this.#retokened = replaced.catch(() => {});
+    const changes = await replaced;
+    return { ended: await this.#sse.recheck(), changes };
+  }
+
+  /** setTokens' replacement, once the calls before it have made theirs. */
+  async #replaceTokens(
+    http: HttpConfig,
+    apiToken: string,
+    tokens: readonly NamedToken[],
+  ): Promise<TokenChanges | null> {
     // Digested before they take effect: a request admitted under the tokens before is asked again
     // of these synchronously (a call at its turn, #admittedNow).
     const auth = await BearerAuth.create(http, apiToken, tokens);
@@ -150,7 +169,7 @@ export class HttpApi {
     this.#tokens = next;
     this.#auth = auth;
     this.#tokenGeneration++;
-    return { ended: await this.#sse.recheck(), changes };
+    return changes;
   }
 
   constructor(services: HttpServices, options: HttpApiOptions) {
