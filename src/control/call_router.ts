@@ -142,7 +142,10 @@ export interface CallMetricsSeries {
   readonly providerId: string;
   /** "OK" or the RuntimeError code the call failed with (INTERNAL for anything else). */
   readonly code: "OK" | StatusCode;
-  /** Duration from validation to the answer (post-call poll included), in seconds. */
+  /**
+   * Duration from validation to the answer (post-call poll included, but for a stop action's,
+   * which it does not wait for), in seconds.
+   */
   readonly duration: Histogram;
 }
 
@@ -457,7 +460,10 @@ export class CallRouter {
     return { device: now, fn: selected };
   }
 
-  /** Validates, gates and sends one call; polls the device right after a success. */
+  /**
+   * Validates, gates and sends one call; polls the device right after a success, and resolves
+   * after that poll, but for a stop action (origin safety), which resolves with its answer.
+   */
   async call(req: CallRequest): Promise<CallResult> {
     const startedMs = this.#clock.monoMs();
     const progress = freshProgress(req.args);
@@ -651,7 +657,12 @@ export class CallRouter {
         ...(progress.intent ? { intent: progress.intent } : {}),
       });
     }
-    await this.#cache.pollDevice(req.providerId, req.deviceId);
+    // The device is polled at once so the cache shows the call's effect. A stop action does not
+    // wait for that poll (it never throws): it ends with its call's answer, so the next stop
+    // action goes out at once and a reload's wait for it is bounded by stopActionWorstCaseMs
+    // (the poll may wait behind another poll of the provider, then take its own timeout_ms).
+    const polled = this.#cache.pollDevice(req.providerId, req.deviceId);
+    if (!stop) await polled;
     return {
       providerId: req.providerId,
       deviceId: req.deviceId,
