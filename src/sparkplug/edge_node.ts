@@ -125,7 +125,20 @@ export const NODE_METRICS = {
   /** The answer to the last NCMD: `<metric>: OK` or `<metric>: REFUSED: <why>` (a String). */
   commandResult: "Runtime/Command Result",
   version: "Properties/Runtime Version",
+  /**
+   * NBIRTHs of this group and edge node id that the node did not publish (counts.foreignBirths,
+   * #ownBirthSeen; a UInt64, this process's count): above 0, another client publishes as this node.
+   */
+  foreignBirths: "Sparkplug/Foreign Births",
 } as const;
+
+/**
+ * The node metrics as the node publishes them: the runtime's (NodeStatus) and the node's own
+ * count of NBIRTHs another client published as it (counts.foreignBirths).
+ */
+interface NodeState extends NodeStatus {
+  readonly foreignBirths: number;
+}
 
 /**
  * Replay walks (one per device and outage) waiting or in progress, at most: an outage's devices
@@ -582,13 +595,13 @@ export class SparkplugEdgeNode {
   #flushQueued = false;
   #nodeQueued = false;
   /** The node metrics as the host last got them (the NBIRTH, then each NDATA handed over). */
-  #lastNode: NodeStatus | null = null;
+  #lastNode: NodeState | null = null;
   /**
    * Before the first births: the node metrics at watch(), then as last kept (#keepNode), so that
    * what changed before the first NBIRTH (an e-stop latched and cleared while the births waited
    * for the broker or the primary host) reaches the host's history after it. Null once born.
    */
-  #unbornNode: NodeStatus | null = null;
+  #unbornNode: NodeState | null = null;
   /** watch() subscribed the node to the runtime. */
   #watching = false;
   /**
@@ -601,7 +614,7 @@ export class SparkplugEdgeNode {
    * as the node's history (#keepBehind) should the connection go away before it goes out.
    */
   #nodeBehindSince:
-    | { readonly atMs: number; readonly atMono: number; readonly status: NodeStatus }
+    | { readonly atMs: number; readonly atMono: number; readonly status: NodeState }
     | null = null;
   /** A Rebirth was asked for while MAX_IN_FLIGHT writes were unconfirmed: due at the next one. */
   #rebirthBehind = false;
@@ -841,7 +854,7 @@ export class SparkplugEdgeNode {
     if (this.#watching || this.#stopped) return;
     this.#watching = true;
     const o = this.#o;
-    this.#unbornNode = o.status();
+    this.#unbornNode = this.#nodeState();
     this.#unsubscribe.push(o.bus.subscribe((e) => this.#onEvent(e)));
     for (const p of o.inventory.providers()) this.#noteUp(p.id);
     this.#unsubscribe.push(o.inventory.onChange((id) => {
@@ -1407,7 +1420,7 @@ export class SparkplugEdgeNode {
       this.#bornAtMono = this.#o.clock.monoMs();
     }
     const now = this.#o.clock.nowMs();
-    const status = this.#o.status();
+    const status = this.#nodeState();
     const first = this.#lastNode === null;
     this.#lastNode = status;
     this.#unbornNode = null;
@@ -1450,7 +1463,7 @@ export class SparkplugEdgeNode {
   }
 
   /** The NBIRTH: bdSeq, the node controls and metrics, the runtime's version. */
-  #nbirthPayload(now: number, status: NodeStatus): Payload {
+  #nbirthPayload(now: number, status: NodeState): Payload {
     return {
       timestamp: now,
       metrics: [
@@ -1644,7 +1657,7 @@ export class SparkplugEdgeNode {
     const now = this.#o.clock.nowMs();
     const bytes = mqttPacketBytes(
       this.#topic("NBIRTH"),
-      encode({ ...this.#nbirthPayload(now, this.#o.status()), seq: 0 }).length,
+      encode({ ...this.#nbirthPayload(now, this.#nodeState()), seq: 0 }).length,
       0,
     );
     if (bytes <= limit) return false;
@@ -2429,7 +2442,7 @@ export class SparkplugEdgeNode {
     this.#nodeBehind = false;
     if (!this.online) return this.#keepNode();
     const now = this.#o.clock.nowMs();
-    const status = this.#o.status();
+    const status = this.#nodeState();
     const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
     if (metrics.length === 0) {
       // Back as the host last got them: nothing is behind (changes meanwhile are coalesced).
@@ -2478,7 +2491,7 @@ export class SparkplugEdgeNode {
     const before = this.#lastNode ?? this.#unbornNode;
     if (before === null) return;
     const now = this.#o.clock.nowMs();
-    const status = this.#o.status();
+    const status = this.#nodeState();
     const metrics = this.#nodeMetrics(status, before, now, false);
     if (metrics.length === 0) return;
     if (this.#lastNode === null) this.#unbornNode = status;
@@ -2534,8 +2547,13 @@ export class SparkplugEdgeNode {
     if (this.#nodeKept.length === 0) this.#nodeKeptWarned = false;
   }
 
+  /** The node metrics now: the runtime's and the node's own count of foreign NBIRTHs. */
+  #nodeState(): NodeState {
+    return { ...this.#o.status(), foreignBirths: this.counts.foreignBirths };
+  }
+
   /** Node metrics that differ from `before` (all of them in a birth). */
-  #nodeMetrics(s: NodeStatus, before: NodeStatus | null, now: number, birth: boolean): Metric[] {
+  #nodeMetrics(s: NodeState, before: NodeState | null, now: number, birth: boolean): Metric[] {
     const out: Metric[] = [];
     const add = (name: string, changed: boolean, fields: Metric, datatype: number) => {
       if (!birth && !changed) return;
@@ -2560,6 +2578,12 @@ export class SparkplugEdgeNode {
     int(NODE_METRICS.alarmsUnacked, s.alarmsUnacked, before?.alarmsUnacked);
     int(NODE_METRICS.providersUp, s.providersUp, before?.providersUp);
     int(NODE_METRICS.providersDown, s.providersDown, before?.providersDown);
+    add(
+      NODE_METRICS.foreignBirths,
+      s.foreignBirths !== before?.foreignBirths,
+      { long_value: s.foreignBirths },
+      DataType.UInt64,
+    );
     return out;
   }
 
@@ -2612,7 +2636,8 @@ export class SparkplugEdgeNode {
    * this connection's bdSeq than the node published (the other client's bdSeq may be the same),
    * or one without a bdSeq the node can read. Counted (foreignBirths); the first WARNed: a host
    * sees one node born again and again, its data from two sources under one seq, and its NCMD
-   * and DCMD reach both. A copy lost (QoS 0) hides one, never makes one.
+   * and DCMD reach both. A copy lost (QoS 0) hides one, never makes one. The count is a node
+   * metric too (NODE_METRICS.foreignBirths, in NBIRTH and an NDATA when it changes).
    */
   #ownBirthSeen(payload: Uint8Array): void {
     let bdSeq: number | null = null;
@@ -2626,6 +2651,10 @@ export class SparkplugEdgeNode {
     if (bdSeq === this.#bdSeq && ++this.#birthsHeard <= this.#birthsSent) return;
     if (bdSeq !== null && bdSeq !== this.#bdSeq && this.#ownBdSeqs.includes(bdSeq)) return;
     this.counts.foreignBirths++;
+    // The host learns it too: an NDATA of NODE_METRICS.foreignBirths (the fleet view shows it).
+    // Not online (births waiting for the primary host): the next NBIRTH carries it, and another
+    // client's births are no history to keep (#keepNode) for it to push the node's own out.
+    if (this.online) this.#nodeSoon();
     if (this.#foreignBirthSaid) return;
     this.#foreignBirthSaid = true;
     const o = this.#o;

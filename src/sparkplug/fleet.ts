@@ -27,6 +27,14 @@ export interface FleetNode {
   providersUp: number | null;
   providersDown: number | null;
   version: string | null;
+  /**
+   * The highest `Sparkplug/Foreign Births` its births and data carried in the window: NBIRTHs of
+   * its group and node id that the node did not publish (above 0: another client publishes as it,
+   * a copied configuration). The highest, not the last: each copy publishes its own count under
+   * the one node id, and a birth of the copy that heard none does not take back the other's.
+   * Null: none seen (not born yet, or a runtime that does not publish it).
+   */
+  foreignBirths: number | null;
   devices: number;
 }
 
@@ -122,6 +130,7 @@ export async function collectFleet(
         providersUp: null,
         providersDown: null,
         version: null,
+        foreignBirths: null,
         devices: 0,
       };
       nodes.set(key, n);
@@ -165,6 +174,11 @@ export async function collectFleet(
           case NODE_METRICS.version:
             n!.version = String(m.string_value ?? "");
             break;
+          case NODE_METRICS.foreignBirths: {
+            const count = Number(m.long_value ?? 0);
+            if (Number.isFinite(count)) n!.foreignBirths = Math.max(n!.foreignBirths ?? 0, count);
+            break;
+          }
         }
       }
     };
@@ -269,7 +283,17 @@ function cell(text: string): string {
 
 /** The fleet as a text table (one line per node, peers' text escaped: cell()). */
 export function fleetTable(nodes: readonly FleetNode[]): string {
-  const rows = [["GROUP", "NODE", "STATE", "MODE", "LATCH", "ALARMS", "PROVIDERS", "DEVICES"]];
+  const rows = [[
+    "GROUP",
+    "NODE",
+    "STATE",
+    "MODE",
+    "LATCH",
+    "ALARMS",
+    "PROVIDERS",
+    "DEVICES",
+    "FOREIGN BIRTHS",
+  ]];
   for (const n of nodes) {
     rows.push([
       cell(n.group),
@@ -280,8 +304,19 @@ export function fleetTable(nodes: readonly FleetNode[]): string {
       n.alarmsActive === null ? "?" : `${n.alarmsActive} (${n.alarmsUnacked ?? 0} unacked)`,
       n.providersUp === null ? "?" : `${n.providersUp} up, ${n.providersDown ?? 0} down`,
       String(n.devices),
+      foreignCell(n.foreignBirths),
     ]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd()).join("\n");
+}
+
+/**
+ * The FOREIGN BIRTHS cell: the count, flagged above 0 (another client publishes as this node: a
+ * host sees it born again and again, and its commands reach both); `?` when the node published
+ * none in the window.
+ */
+function foreignCell(count: number | null): string {
+  if (count === null) return "?";
+  return count > 0 ? `${count} SHARED NODE ID` : "0";
 }

@@ -26,8 +26,11 @@ export const rebirth = (): Buffer =>
 
 export interface FleetLab {
   readonly broker: Mosquitto;
-  /** A runtime whose edge node `name` is of group "lab" on the broker, with provider "sim0". */
-  runtime(name?: string): Promise<Kernel>;
+  /**
+   * A runtime whose edge node `name` is of group "lab" on the broker, with provider "sim0";
+   * `clientId`: its `sparkplug.client_id` (a copy of one configuration on a second machine).
+   */
+  runtime(name?: string, o?: { readonly clientId?: string }): Promise<Kernel>;
   /** Stops a runtime of the rig before the test ends (the rig does not stop it again). */
   stop(rt: Kernel): Promise<void>;
   /** An MQTT client of the test on the broker, client id `<prefix>-<uuid>`. */
@@ -43,11 +46,16 @@ export async function withFleetLab(fn: (lab: FleetLab) => Promise<void>): Promis
   const clients: mqtt.MqttClient[] = [];
   const lab: FleetLab = {
     broker,
-    async runtime(name = "rig-1") {
+    async runtime(name = "rig-1", o = {}) {
       const rt = await startRuntime(testConfig({
         runtime: { name },
         providers: [simProvider("sim0")],
-        sparkplug: { enabled: true, brokerUrl: broker.url, groupId: FLEET_GROUP },
+        sparkplug: {
+          enabled: true,
+          brokerUrl: broker.url,
+          groupId: FLEET_GROUP,
+          ...(o.clientId === undefined ? {} : { clientId: o.clientId }),
+        },
       }));
       runtimes.push(rt);
       return rt;

@@ -20,6 +20,7 @@ Deno.test("the fleet table cuts a peer's text at FLEET_TEXT_CHARS, marked with a
     providersUp: 1,
     providersDown: 0,
     version: null,
+    foreignBirths: null,
     devices: 0,
   }]);
   const row = table.split("\n")[1]!;
