@@ -251,7 +251,10 @@ export async function collectFleet(
     if (await Promise.race([connected, timeout]) === "timeout") {
       throw new Error(`broker not reached within ${waitMs} ms${error ? `: ${error}` : ""}`);
     }
-    await session.subscribe([`${NAMESPACE}/${o.group ?? "+"}/#`], 0);
+    // QoS 1: a node's NDEATH (its will, published at QoS 1) reaches the view at QoS 1, acknowledged
+    // and sent again on the connection, not dropped as a QoS 0 copy may be (a dead node shown
+    // reachable). What a node publishes at QoS 0 (its births) comes at QoS 0 all the same.
+    await session.subscribe([`${NAMESPACE}/${o.group ?? "+"}/#`], 1);
     await timeout;
   } catch (err) {
     throw new Error(`fleet view: ${errorMessage(err)}`);
