@@ -161,9 +161,10 @@ interface Pending {
   readonly atWall: number;
   /**
    * Its first trigger's `at_epoch_ms`: the anchor of its window (the header's `at_epoch_ms`),
-   * kept when a stronger trigger joins and leads with a time of its own.
+   * kept when a stronger trigger joins and leads with a time of its own; an e-stop that began it
+   * re-dated to its own FAULT entry's time moves it there (#faultEntered).
    */
-  readonly atMs: number;
+  atMs: number;
   lead: IncidentCause;
   readonly also: IncidentCause[];
   /**
@@ -186,6 +187,19 @@ interface Pending {
    * written). The declarations themselves, not copies; bounded by the devices listed.
    */
   readonly specs: Map<string, readonly SignalSpec[]>;
+}
+
+/** An e-stop's trigger in its pending incident. */
+interface EstopTrigger {
+  readonly p: Pending;
+  /** Its cause as the incident holds it now (replaced when re-dated or its reason arrives). */
+  c: IncidentCause;
+  /** What latched it (`api`, `alarm:<id>`). */
+  readonly by: string;
+  /** Its latch's time (its estop_change's `timestamp_ms`). */
+  readonly latchedAtMs: number;
+  /** Whether it began its incident (else it joined one). */
+  readonly began: boolean;
 }
 
 export interface IncidentOptions {
@@ -239,15 +253,14 @@ export class IncidentRecorder {
    */
   #refusalSaid = false;
   #counter = 0;
-  /**
-   * The time of a FAULT entry noted in the synchronous step being handled now (null once the
-   * step is over: a microtask clears it). An e-stop commits its FAULT and publishes its
-   * `estop_change` in one step: that FAULT entry is the e-stop's own, and the e-stop takes its
-   * time, not a clock read a millisecond later (which made it a lead joining later).
-   */
-  #stepFaultAtMs: number | null = null;
   /** The e-stop trigger of the bus event being handled now (estopReason attaches to it). */
-  #lastEstop: { readonly p: Pending; readonly c: IncidentCause; readonly by: string } | null = null;
+  #lastEstop: EstopTrigger | null = null;
+  /**
+   * The last e-stop whose incident holds no FAULT entry of its own yet (its FAULT entry may be
+   * delivered after it): that FAULT entry, dated at or after its latch, re-dates it. Null once
+   * paired, or released (a FAULT entry after the release is not its own).
+   */
+  #awaitingOwnFault: EstopTrigger | null = null;
 
   constructor(o: IncidentOptions) {
     this.#o = o;
@@ -411,21 +424,12 @@ export class IncidentRecorder {
   #onEvent(e: RuntimeEvent): void {
     switch (e.kind) {
       case "estop_change":
-        if (e.latched) {
-          const by = e.cause ?? "unknown";
-          const t = this.#stepFaultAtMs === null
-            ? this.#trigger("estop", estopCause(e.reason, by), null)
-            : this.#trigger("estop", estopCause(e.reason, by), null, this.#stepFaultAtMs);
-          this.#lastEstop = t === null ? null : { ...t, by };
-        }
+        if (e.latched) this.#estopLatched(e.reason, e.cause ?? "unknown", e.timestamp_ms);
+        else this.#awaitingOwnFault = null;
         return;
       case "mode_change":
         if (e.new_mode === "FAULT" && e.previous_mode !== "FAULT") {
-          const t = this.#trigger("fault", `mode ${e.previous_mode} -> FAULT`, null);
-          if (t !== null) {
-            this.#stepFaultAtMs = t.c.at_epoch_ms;
-            queueMicrotask(() => this.#stepFaultAtMs = null);
-          }
+          this.#faultEntered(`mode ${e.previous_mode} -> FAULT`, e.timestamp_ms);
         }
         return;
       case "alarm": {
@@ -451,6 +455,52 @@ export class IncidentRecorder {
       default:
         return;
     }
+  }
+
+  /**
+   * An e-stop latched at `latchedAtMs` (its estop_change's time) by `by`. It commits its FAULT
+   * entry in the same step, that entry dated at or after the latch (read after it): the e-stop is
+   * at that FAULT entry's time (its incident begins with both), whichever of the two events the
+   * bus delivers first and however many turns apart. Its FAULT entry delivered before it is a
+   * `fault` of the incident it joins dated at or after the latch; one delivered after it re-dates
+   * it (#faultEntered). Latched in FAULT entered before it, it has none: it keeps its own time.
+   */
+  #estopLatched(reason: string | null, by: string, latchedAtMs: number): void {
+    const pending = this.#joinable(this.#o.clock.monoMs());
+    const own = pending === undefined
+      ? undefined
+      : [pending.lead, ...pending.also].find((c) =>
+        c.trigger === "fault" && c.at_epoch_ms >= latchedAtMs
+      );
+    const t = this.#trigger("estop", estopCause(reason, by), null, own?.at_epoch_ms ?? latchedAtMs);
+    const estop = t === null ? null : { p: t.p, c: t.c, by, latchedAtMs, began: t.began };
+    this.#lastEstop = estop;
+    this.#awaitingOwnFault = own === undefined ? estop : null;
+  }
+
+  /**
+   * FAULT entered at `atMs` (its mode_change's time, not a clock read when it is delivered). The
+   * FAULT entry of the e-stop awaiting its own (dated at or after its latch, of its incident)
+   * re-dates that e-stop to its time, and the incident's when the e-stop began it.
+   */
+  #faultEntered(cause: string, atMs: number): void {
+    const t = this.#trigger("fault", cause, null, atMs);
+    const estop = this.#awaitingOwnFault;
+    if (t === null || estop === null || estop.p !== t.p || atMs < estop.latchedAtMs) return;
+    this.#awaitingOwnFault = null;
+    if (estop.began) estop.p.atMs = atMs;
+    this.#replaceCause(estop, { ...estop.c, at_epoch_ms: atMs });
+  }
+
+  /** Replaces an e-stop's cause in its incident (re-dated, or its reason arrived). */
+  #replaceCause(estop: EstopTrigger, next: IncidentCause): void {
+    const p = estop.p;
+    if (p.lead === estop.c) p.lead = next;
+    else {
+      const i = p.also.indexOf(estop.c);
+      if (i >= 0) p.also[i] = next;
+    }
+    estop.c = next;
   }
 
   /**
@@ -513,12 +563,7 @@ export class IncidentRecorder {
     const wait = reason.then((r) => {
       p.reasons.delete(wait);
       if (!r) return;
-      const next: IncidentCause = { ...t.c, cause: estopCause(r, t.by) };
-      if (p.lead === t.c) p.lead = next;
-      else {
-        const i = p.also.indexOf(t.c);
-        if (i >= 0) p.also[i] = next;
-      }
+      this.#replaceCause(t, { ...t.c, cause: estopCause(r, t.by) });
     });
     p.reasons.add(wait);
   }
@@ -537,12 +582,10 @@ export class IncidentRecorder {
     now = this.#o.clock.nowMs(),
     agoMs = 0,
     fromSeq?: number,
-  ): { p: Pending; c: IncidentCause } | null {
+  ): { p: Pending; c: IncidentCause; began: boolean } | null {
     const mono = this.#o.clock.monoMs();
     const c: IncidentCause = { trigger, cause, at_epoch_ms: now };
-    // On the monotonic clock: a step of the wall clock between two triggers neither splits one
-    // incident nor joins two.
-    const joined = this.#pending.find((p) => mono - p.atMono <= MERGE_WINDOW_MS);
+    const joined = this.#joinable(mono);
     if (joined !== undefined) {
       // A stronger trigger leads with its own time; the window stays around the first one's.
       if (rank(trigger) < rank(joined.lead.trigger)) {
@@ -554,7 +597,7 @@ export class IncidentRecorder {
         for (const d of devices) joined.devices.set(`${d[0]}/${d[1]}`, d);
       }
       this.#noteAfterSeq(joined, devices, now, agoMs, fromSeq);
-      return { p: joined, c };
+      return { p: joined, c, began: false };
     }
     if (this.#pending.length >= MAX_PENDING_INCIDENTS && devices === null) {
       // An e-stop or a FAULT entry is never dropped for weaker triggers waiting (a flapping
@@ -609,7 +652,15 @@ export class IncidentRecorder {
         }
       }
     });
-    return { p, c };
+    return { p, c, began: true };
+  }
+
+  /**
+   * The pending incident a trigger now joins: on the monotonic clock, so a step of the wall clock
+   * between two triggers neither splits one incident nor joins two.
+   */
+  #joinable(mono: number): Pending | undefined {
+    return this.#pending.find((p) => mono - p.atMono <= MERGE_WINDOW_MS);
   }
 
   /**
