@@ -643,6 +643,8 @@ export class Kernel {
       });
       // An incident is an event of the run open when it begins (its record follows later).
       this.incidents.onIncident((i) => this.runs.recordIncident(i));
+      // A trigger joining it later (an e-stop after an alarm's incident began) follows it.
+      this.incidents.onIncidentJoined((j) => this.runs.recordIncidentTrigger(j));
       // An e-stop's reason read after the latch (an HTTP body) is the cause of its incident.
       const incidents = this.incidents;
       this.estop.onReasonArriving((reason) => incidents.estopReason(reason));

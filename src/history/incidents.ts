@@ -141,6 +141,23 @@ export interface IncidentSignal {
   readonly samples: readonly (readonly [number, number | bigint | string | null, string])[];
 }
 
+/**
+ * An incident as its onIncident listeners are told of it, once the triggers of its first step
+ * have joined: its lead trigger (its cause) at the incident's time (`at_epoch_ms`), and the
+ * triggers that joined it in that step (`also`, each with its own time).
+ */
+export interface IncidentBegun extends IncidentCause {
+  readonly incident_id: string;
+  readonly also: readonly IncidentCause[];
+}
+
+/** A trigger that joined an incident already told (onIncidentJoined), at its own time. */
+export interface IncidentJoined extends IncidentCause {
+  readonly incident_id: string;
+  /** Whether it leads the incident now (the strongest of its triggers so far). */
+  readonly leads: boolean;
+}
+
 /** Counters (GET /metrics). */
 export interface IncidentStatus {
   readonly count: number;
@@ -187,6 +204,11 @@ interface Pending {
    * written). The declarations themselves, not copies; bounded by the devices listed.
    */
   readonly specs: Map<string, readonly SignalSpec[]>;
+  /**
+   * Whether its listeners were told it began (onIncident, a microtask after its first trigger):
+   * a trigger joining it since is told on its own (onIncidentJoined).
+   */
+  told: boolean;
 }
 
 /** An e-stop's trigger in its pending incident. */
@@ -230,7 +252,8 @@ export class IncidentRecorder {
   #index: IncidentHeader[] = [];
   readonly #pending: Pending[] = [];
   readonly #writes = new Set<Promise<void>>();
-  readonly #listeners: ((h: IncidentCause & { incident_id: string }) => void)[] = [];
+  readonly #listeners: ((h: IncidentBegun) => void)[] = [];
+  readonly #joinListeners: ((j: IncidentJoined) => void)[] = [];
   #unsubscribe: (() => void) | null = null;
   #unsubscribeOutages: (() => void) | null = null;
   /**
@@ -318,10 +341,19 @@ export class IncidentRecorder {
 
   /**
    * Told when an incident begins (its id is known then; the record is written later), with its
-   * lead trigger once the triggers of the same step have joined it.
+   * lead trigger once the triggers of the same step have joined it, and those others (`also`).
    */
-  onIncident(listener: (h: IncidentCause & { incident_id: string }) => void): void {
+  onIncident(listener: (h: IncidentBegun) => void): void {
     this.#listeners.push(listener);
+  }
+
+  /**
+   * Told when a trigger joins an incident already told (onIncident): one that came in a later
+   * step (an e-stop within MERGE_WINDOW_MS of an alarm's incident), so that what was told of the
+   * incident names all of its triggers.
+   */
+  onIncidentJoined(listener: (j: IncidentJoined) => void): void {
+    this.#joinListeners.push(listener);
   }
 
   status(): IncidentStatus {
@@ -597,6 +629,12 @@ export class IncidentRecorder {
         for (const d of devices) joined.devices.set(`${d[0]}/${d[1]}`, d);
       }
       this.#noteAfterSeq(joined, devices, now, agoMs, fromSeq);
+      // Told once begun (the listeners were told of the incident without it): told it joined,
+      // after this step too (the bus's listener does no more than queue it).
+      if (joined.told) {
+        const j: IncidentJoined = { ...c, incident_id: joined.id, leads: joined.lead === c };
+        queueMicrotask(() => this.#tell(this.#joinListeners, j));
+      }
       return { p: joined, c, began: false };
     }
     if (this.#pending.length >= MAX_PENDING_INCIDENTS && devices === null) {
@@ -634,6 +672,7 @@ export class IncidentRecorder {
       afterSeq: new Map(),
       reasons: new Set(),
       specs: new Map(),
+      told: false,
     };
     this.#noteAfterSeq(p, devices, now, agoMs, fromSeq);
     this.#pending.push(p);
@@ -644,15 +683,25 @@ export class IncidentRecorder {
     // Told once the triggers of this same step have joined (an e-stop publishes its FAULT entry
     // first, then its own event): the run's event names the incident's lead trigger.
     queueMicrotask(() => {
-      for (const l of this.#listeners) {
-        try {
-          l({ ...p.lead, at_epoch_ms: p.atMs, incident_id: p.id });
-        } catch (err) {
-          this.#o.log.warn(`incident listener failed: ${errorMessage(err)}`);
-        }
-      }
+      p.told = true;
+      this.#tell(this.#listeners, {
+        ...p.lead,
+        at_epoch_ms: p.atMs,
+        incident_id: p.id,
+        also: [...p.also],
+      });
     });
     return { p, c, began: true };
+  }
+
+  #tell<T>(listeners: readonly ((x: T) => void)[], x: T): void {
+    for (const l of listeners) {
+      try {
+        l(x);
+      } catch (err) {
+        this.#o.log.warn(`incident listener failed: ${errorMessage(err)}`);
+      }
+    }
   }
 
   /**

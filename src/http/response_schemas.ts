@@ -1180,6 +1180,7 @@ export function responseComponents(): Record<string, JsonSchema> {
             "hook_failure",
             "call",
             "incident",
+            "incident_trigger",
             "automation_change",
             "polling_change",
             "config_change",

@@ -42,8 +42,18 @@ export type RunEventCategory =
    * `hook_failure` event).
    */
   | "hook_failure"
-  /** An incident began (GET /v0/incidents/{incident_id} has its record). */
+  /**
+   * An incident began (GET /v0/incidents/{incident_id} has its record): type its lead trigger;
+   * payload `incident_id`, `trigger`, `cause`, `also` (the triggers that joined it as it began,
+   * each `trigger`, `cause`, `at_epoch_ms`), `link`.
+   */
   | "incident"
+  /**
+   * A trigger joined an incident this run already has an `incident` event of (an e-stop within a
+   * second of an alarm's incident): type the trigger; payload `incident_id`, `trigger`, `cause`,
+   * `leads` (it leads the incident from then on), `link`. At its own time.
+   */
+  | "incident_trigger"
   /**
    * A configuration reload replaced the behavior tree while the run was open (type `replaced`,
    * payload `previous_version` and `new_version`, each an AutomationVersion or null): the run's

@@ -301,21 +301,23 @@ export const MAX_PENDING_RUN_RECORDS = 64;
 /**
  * Default of `runs.max_run_bytes`: the size an open run's event file may reach. Past it automatic
  * events (calls, alarms, interlocks, mode changes not into or out of FAULT, parameter changes,
- * automation faults, incidents but an e-stop's or FAULT entry's) are counted instead of recorded;
- * the safety events (e-stop trigger, clear and reason, mode changes into and out of FAULT, the
- * incident of an e-stop or FAULT entry, config_change, polling_change, automation_change) are
- * still recorded within RUN_SAFETY_RESERVE_BYTES more; markers are refused, and the run_closed
- * event (always written) says how many were left out: a run left open in AUTO must not fill the
- * disk the audit journal and the history share.
+ * automation faults, incidents and incident triggers but an e-stop's or FAULT entry's) are
+ * counted instead of recorded; the safety events (e-stop trigger, clear and reason, mode changes
+ * into and out of FAULT, the incident and incident_trigger of an e-stop or FAULT entry,
+ * config_change, polling_change, automation_change) are still recorded within
+ * RUN_SAFETY_RESERVE_BYTES more; markers are refused, and the run_closed event (always written)
+ * says how many were left out: a run left open in AUTO must not fill the disk the audit journal
+ * and the history share.
  */
 export const RUN_MAX_BYTES_DEFAULT = RUNS_LIMITS.maxRunBytes.default;
 /**
  * Bytes an open run's event file may grow beyond `runs.max_run_bytes` for its safety events only
  * (isSafetyEvent: the e-stop's trigger, clear and late reason, mode changes into and out of FAULT,
- * the incident of an e-stop or FAULT entry, config_change, polling_change, automation_change): a
- * review of a run past the bound must still show that the machine was stopped, released, or
- * reconfigured. About 5,000 such events (~200 bytes each); past the reserve they are
- * counted too (one WARN), so the file never exceeds max_run_bytes + this (+ its run_closed).
+ * the incident and incident_trigger of an e-stop or FAULT entry, config_change, polling_change,
+ * automation_change): a review of a run past the bound must still show that the machine was
+ * stopped, released, or reconfigured. About 5,000 such events (~200 bytes each); past the
+ * reserve they are counted too (one WARN), so the file never exceeds max_run_bytes + this (+ its
+ * run_closed).
  */
 export const RUN_SAFETY_RESERVE_BYTES = RUNS_LIMITS.safetyReserveBytes;
 /**
@@ -547,10 +549,10 @@ function pageBounds(
 /**
  * Whether an automatic event is kept past `runs.max_run_bytes` (within RUN_SAFETY_RESERVE_BYTES):
  * every `estop` event (trigger, clear, late reason, verification), a mode change into or out of
- * FAULT and a hook into FAULT that failed, the
- * `incident` of an e-stop or a FAULT entry (its link to the record of the stop), and what a reload
- * changed (`config_change`, and `polling_change` and `automation_change`, which say it for those
- * sections instead of config_change). No run recording one, it is counted between runs.
+ * FAULT and a hook into FAULT that failed, the `incident` or `incident_trigger` of an e-stop or
+ * a FAULT entry (its link to the record of the stop), and what a reload changed (`config_change`,
+ * and `polling_change` and `automation_change`, which say it for those sections instead of
+ * config_change). No run recording one, it is counted between runs.
  */
 function isSafetyEvent(category: RunEventCategory, payload: Record<string, unknown>): boolean {
   switch (category) {
@@ -560,6 +562,7 @@ function isSafetyEvent(category: RunEventCategory, payload: Record<string, unkno
     case "automation_change":
       return true;
     case "incident":
+    case "incident_trigger":
       return payload.trigger === "estop" || payload.trigger === "fault";
     case "mode_change":
       return payload.previous_mode === "FAULT" || payload.new_mode === "FAULT";
@@ -1627,12 +1630,44 @@ export class RunRegistry {
     readonly trigger: string;
     readonly cause: string;
     readonly at_epoch_ms: number;
+    /** The triggers that joined it as it began (the e-stop's own FAULT entry); none absent. */
+    readonly also?: readonly {
+      readonly trigger: string;
+      readonly cause: string;
+      readonly at_epoch_ms: number;
+    }[];
   }): void {
     this.#queueEvent("incident", incident.trigger, incident.at_epoch_ms, {
       incident_id: incident.incident_id,
       trigger: incident.trigger,
       cause: incident.cause,
+      also: (incident.also ?? []).map((c) => ({
+        trigger: c.trigger,
+        cause: c.cause,
+        at_epoch_ms: c.at_epoch_ms,
+      })),
       link: `/v0/incidents/${encodeURIComponent(incident.incident_id)}`,
+    });
+  }
+
+  /**
+   * Records a trigger joining an incident already recorded (an e-stop within a second of an
+   * alarm's incident) as an `incident_trigger` event of the open run, type the trigger, at its
+   * own time: the run names every trigger of the incident. Queued as recordIncident.
+   */
+  recordIncidentTrigger(joined: {
+    readonly incident_id: string;
+    readonly trigger: string;
+    readonly cause: string;
+    readonly at_epoch_ms: number;
+    readonly leads: boolean;
+  }): void {
+    this.#queueEvent("incident_trigger", joined.trigger, joined.at_epoch_ms, {
+      incident_id: joined.incident_id,
+      trigger: joined.trigger,
+      cause: joined.cause,
+      leads: joined.leads,
+      link: `/v0/incidents/${encodeURIComponent(joined.incident_id)}`,
     });
   }
 

@@ -1,0 +1,112 @@
+/**
+ * A trigger joining an incident after the run's `incident` event was written (an e-stop within
+ * MERGE_WINDOW_MS of an alarm's incident) is in the run too: an `incident_trigger` event naming
+ * the incident, the joining trigger, its own time and whether it now leads the incident. Without
+ * it the run showed the alarm's incident only, and an operator reading the run afterwards could
+ * not tell the incident had an e-stop among its triggers. The real runtime over the programmable
+ * provider (a child process), the alarm engine raising the alarm, the e-stop over loopback HTTP,
+ * the run's events read back over HTTP and checked against the OpenAPI document (apiFetch).
+ */
+import assert from "node:assert/strict";
+import type { AlarmConfig } from "../../src/config/mod.ts";
+import { MERGE_WINDOW_MS } from "../../src/history/mod.ts";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
+import { TestClock } from "../helpers/programmable_provider.ts";
+import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
+
+const history = { incidentBeforeS: 10, incidentAfterS: 3, diskMaxBytes: 0 };
+
+/** probe's temp above 50 raises it (no action: the e-stop is the operator's). */
+const HOT: AlarmConfig = {
+  id: "hot",
+  signal: "p0/probe/temp",
+  providerId: "p0",
+  deviceId: "probe",
+  signalId: "temp",
+  limits: { hi: 50 },
+  level: "MAJOR",
+  hysteresis: 0,
+  delayMs: 0,
+  onBadQuality: "ignore",
+  action: "none",
+  message: "too hot",
+  path: "alarms[0]",
+};
+
+/** The e-stop comes this long after the alarm (within MERGE_WINDOW_MS: it joins). */
+const LATER_MS = 500;
+
+Deno.test("Runs: an e-stop joining an alarm's incident is an incident_trigger event of the open run (its incident, its time, leading it), as is its FAULT entry", async () => {
+  assert.ok(LATER_MS < MERGE_WINDOW_MS);
+  const dataDir = tempDir("incident-run-trigger-");
+  const inventoryFile = await probeFile(dataDir);
+  const clock = new TestClock();
+  clock.wallMs = T0;
+  const alarmAt = T0 + 20_000;
+  const estopAt = alarmAt + LATER_MS;
+  const rig = await startRig({ history, dataDir, clock, inventoryFile, alarms: [HOT] });
+  try {
+    const opened = await apiFetch(`${rig.base}/v0/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ experiment_label: "join" }),
+    });
+    assert.equal(opened.status, 200);
+    const runId = (await opened.json()).run.run_id;
+    for (let i = 5; i < 20; i++) await rig.poll(T0 + i * 1000, probeValues(i, i));
+    const mono = performance.now();
+    clock.mono = mono;
+    await rig.poll(alarmAt, probeValues(60, 20));
+    clock.mono = mono + LATER_MS;
+    clock.wallMs = estopAt;
+    const estop = await apiFetch(`${rig.base}/v0/estop`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ reason: "smoke" }),
+    });
+    assert.equal(estop.status, 200);
+    await estop.body?.cancel();
+    assert.equal(rig.rt.incidents!.status().pending, 1, "the e-stop joined the alarm's incident");
+    clock.mono = mono + history.incidentAfterS * 1000;
+    await rig.poll(estopAt + 500, probeValues(99, 21, "after"));
+    const h = await waitFor("the incident record", async () => {
+      const l = await rig.json("/v0/incidents");
+      return l.incidents[0] ?? null;
+    });
+    assert.equal(h.trigger, "estop", `the e-stop leads the record: ${JSON.stringify(h)}`);
+    const id = h.incident_id;
+    const link = `/v0/incidents/${encodeURIComponent(id)}`;
+
+    // deno-lint-ignore no-explicit-any
+    const events = (await rig.json(`/v0/runs/${runId}/events`)).events as any[];
+    const ofIncident = events
+      .filter((e) => e.category === "incident" || e.category === "incident_trigger")
+      .map((e) => [e.category, e.type, e.occurred_at_epoch_ms, e.payload]);
+    assert.deepEqual(ofIncident, [
+      ["incident", "alarm", alarmAt, {
+        incident_id: id,
+        trigger: "alarm",
+        cause: "alarm hot: hi too hot",
+        also: [],
+        link,
+      }],
+      ["incident_trigger", "fault", estopAt, {
+        incident_id: id,
+        trigger: "fault",
+        cause: "mode IDLE -> FAULT",
+        leads: true,
+        link,
+      }],
+      ["incident_trigger", "estop", estopAt, {
+        incident_id: id,
+        trigger: "estop",
+        cause: "e-stop (api)",
+        leads: true,
+        link,
+      }],
+    ], `the run names every trigger of the incident: ${JSON.stringify(events)}`);
+  } finally {
+    await rig.rt.stop();
+  }
+});
