@@ -1194,17 +1194,21 @@ function rank(t: IncidentTrigger): number {
 }
 
 /**
- * An incident as CSV: `provider_id,device_id,signal_id,t_ms,value,quality,unit`; `unit` is the
- * signal's unit as the record keeps it, empty when it declared none (or the record keeps none).
+ * An incident as CSV: `provider_id,device_id,signal_id,t_ms,value,quality,unit,from_epoch_ms`;
+ * `unit` is the signal's unit as the record keeps it, empty when it declared none (or the record
+ * keeps none); `from_epoch_ms` the signal line's (where its samples begin when the ring had lost
+ * its earlier changes in the window), empty when its samples cover the record's window. One line
+ * per sample: a signal with none has no line.
  */
 export function incidentCsv(signals: readonly IncidentSignal[]): string {
-  let out = "provider_id,device_id,signal_id,t_ms,value,quality,unit\r\n";
+  let out = "provider_id,device_id,signal_id,t_ms,value,quality,unit,from_epoch_ms\r\n";
   for (const s of signals) {
     const unit = csvField(s.unit ?? "");
+    const from = typeof s.from_epoch_ms === "number" ? String(s.from_epoch_ms) : "";
     for (const [t, v, q] of s.samples) {
       out += `${csvField(s.provider_id)},${csvField(s.device_id)},${csvField(s.signal_id)},${t},${
         v === null ? "" : csvField(String(v))
-      },${q},${unit}\r\n`;
+      },${q},${unit},${from}\r\n`;
     }
   }
   return out;

@@ -360,8 +360,11 @@ Deno.test({
               `${rt.base}/v0/incidents/${encodeURIComponent(id)}?format=csv`,
             );
             assert.equal(csv, await res.text(), "the download is the API's CSV export");
-            assert.match(csv, /^provider_id,device_id,signal_id,t_ms,value,quality,unit\r\n/);
-            assert.match(csv, /\r\nsim0,tempctl0,tc1_temp,\d+,[^\r]*,C\r\n/);
+            assert.match(
+              csv,
+              /^provider_id,device_id,signal_id,t_ms,value,quality,unit,from_epoch_ms\r\n/,
+            );
+            assert.match(csv, /\r\nsim0,tempctl0,tc1_temp,\d+,[^\r]*,C,\r\n/);
             await waitForText(
               page,
               "#incidents .downloads .result",

@@ -114,3 +114,36 @@ Deno.test("An incident record says a signal whose ring was made without room has
   assert.equal(byId.get("x")!.samples.length, 0);
   assert.equal(byId.get("x")!.from_epoch_ms, h!.until_epoch_ms, "none of its window is kept");
 });
+
+Deno.test("An incident's CSV export says where a signal's samples begin (its from_epoch_ms column)", async () => {
+  const history = {
+    memoryMaxBytes: 65_536,
+    incidentBeforeS: 10,
+    incidentAfterS: 0,
+    diskMaxBytes: 0,
+  };
+  const rig = await startRig({ dataDir: tempDir("incident-trim-csv-"), history });
+  try {
+    await rig.poll(T0 + 500, probeValues(20, 0, "a"));
+    // Too large for the ring: not kept, nor "a" before it.
+    await rig.poll(T0 + 1500, probeValues(21, 1, "x".repeat(2 * LABEL_CHARS)));
+    await rig.poll(T0 + 2500, probeValues(22, 2, "c"));
+    const { header, byId } = await estopRecord(rig);
+    assert.equal(byId.get("label")!.from_epoch_ms, T0 + 2500);
+    const res = await rig.get(`/v0/incidents/${header.incident_id}?format=csv`);
+    assert.equal(res.status, 200);
+    const lines = (await res.text()).split("\r\n");
+    assert.equal(lines[0], "provider_id,device_id,signal_id,t_ms,value,quality,unit,from_epoch_ms");
+    // The label's line begins later and says so on each of its rows; the others cover the window.
+    assert.deepEqual(lines.filter((l) => l.startsWith("p0,probe,label,")), [
+      `p0,probe,label,${T0 + 2500},c,OK,,${T0 + 2500}`,
+    ]);
+    assert.deepEqual(lines.filter((l) => l.startsWith("p0,probe,temp,")), [
+      `p0,probe,temp,${T0 + 500},20,OK,,`,
+      `p0,probe,temp,${T0 + 1500},21,OK,,`,
+      `p0,probe,temp,${T0 + 2500},22,OK,,`,
+    ]);
+  } finally {
+    await rig.rt.stop();
+  }
+});

@@ -74,11 +74,11 @@ Deno.test("An incident record keeps the units declared when it began, after a re
     );
     const csv = await (await rig.get(`/v0/incidents/${id}?format=csv`)).text();
     const lines = csv.split("\r\n");
-    assert.equal(lines[0], "provider_id,device_id,signal_id,t_ms,value,quality,unit");
+    assert.equal(lines[0], "provider_id,device_id,signal_id,t_ms,value,quality,unit,from_epoch_ms");
     const unitOf = (signal: string) => {
       const line = lines.find((l) => l.startsWith(`p0,probe,${signal},`));
       assert.ok(line !== undefined, `a CSV line of ${signal}: ${csv}`);
-      return line.slice(line.lastIndexOf(",OK,") + 4);
+      return line.slice(line.lastIndexOf(",OK,") + 4, line.lastIndexOf(",")); // then from_epoch_ms
     };
     assert.equal(unitOf("temp"), "degC");
     assert.equal(unitOf("count"), "");
@@ -132,7 +132,7 @@ Deno.test("An incident record cuts a unit longer than INCIDENT_UNIT_MAX_CHARS, w
     const unitOf = (signal: string) => {
       const line = lines.find((l) => l.startsWith(`p0,probe,${signal},`));
       assert.ok(line !== undefined, `a CSV line of ${signal}: ${csv}`);
-      return line.slice(line.lastIndexOf(",OK,") + 4);
+      return line.slice(line.lastIndexOf(",OK,") + 4, line.lastIndexOf(",")); // then from_epoch_ms
     };
     assert.equal(unitOf("temp"), cut);
     assert.equal(unitOf("count"), exact);

@@ -91,10 +91,14 @@ Deno.test("An e-stop produces one incident holding the samples before and after 
     const csv = await rig.get(`/v0/incidents/${id}?format=csv`);
     assert.equal(csv.headers.get("content-type"), "text/csv; charset=utf-8");
     const csvLines = (await csv.text()).split("\r\n");
-    assert.equal(csvLines[0], "provider_id,device_id,signal_id,t_ms,value,quality,unit");
-    // The probe declares no unit: the column is empty.
-    assert.ok(csvLines.includes(`p0,probe,temp,${T0 + 10_000},10,OK,`));
-    assert.ok(csvLines.includes(`p0,probe,label,${T0 + 20_500},after,OK,`));
+    assert.equal(
+      csvLines[0],
+      "provider_id,device_id,signal_id,t_ms,value,quality,unit,from_epoch_ms",
+    );
+    // The probe declares no unit: the column is empty; the ring kept every sample: from_epoch_ms
+    // is empty too.
+    assert.ok(csvLines.includes(`p0,probe,temp,${T0 + 10_000},10,OK,,`));
+    assert.ok(csvLines.includes(`p0,probe,label,${T0 + 20_500},after,OK,,`));
     assert.equal(csvLines.length, 1 + 36 + 1);
     const jsonl = await rig.get(`/v0/incidents/${id}`, { accept: "application/jsonl" });
     assert.equal(jsonl.headers.get("content-type"), "application/jsonl; charset=utf-8");

@@ -95,8 +95,10 @@ export const HISTORY_ROUTES: readonly Route[] = [
       summary: "One incident record with every signal's samples",
       tag: "history",
       description: "`format=csv` (or `Accept: text/csv`): " +
-        "`provider_id,device_id,signal_id,t_ms,value,quality,unit` (`unit` as the record " +
-        "keeps it: declared when the incident began, empty for none); `format=jsonl` (or " +
+        "`provider_id,device_id,signal_id,t_ms,value,quality,unit,from_epoch_ms` (`unit` as " +
+        "the record keeps it: declared when the incident began, empty for none; " +
+        "`from_epoch_ms` the signal's, where its samples begin when the ring had lost its " +
+        "earlier changes in the window, empty when they cover it); `format=jsonl` (or " +
         "`Accept: application/jsonl`): the record as stored, a header line then one line per " +
         "signal. A record that is not whole (`incomplete`: `torn`, a power cut while it was " +
         "written; `damaged`, a signal line that does not parse) is given with what is readable " +
