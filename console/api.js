@@ -104,7 +104,8 @@ export class Api {
    * Answers 401 for `usedToken`: asks once for a (new) token, shared by concurrent callers.
    * Resolves true when there is a token to retry with. Once the operator cancels, 401s stop
    * asking (the page would otherwise prompt again at every refresh) until `force` (the "Enter
-   * API token" button, or a command: an e-stop, a mode, a call...) asks anew.
+   * API token" button, or the operator's own act: an e-stop, a mode, a call, a download...) asks
+   * anew.
    */
   async authenticate(usedToken, force = false) {
     if (this.token !== usedToken) return true; // someone else already got a new one
@@ -139,12 +140,14 @@ export class Api {
 
   /**
    * GETs an export (CSV, JSON Lines) with the token, as a Blob of its content type: a plain
-   * link would not carry the Authorization header.
+   * link would not carry the Authorization header. The operator's own act, as a command is: a
+   * 401 asks for the token even after a prompt was cancelled, and the export is asked again with
+   * the one entered; still refused (the prompt cancelled again), it rejects with the 401.
    * @param {string} path
    * @param {string} accept the media type asked for
    */
   async download(path, accept) {
-    const { text, contentType } = await this.send("GET", path, accept);
+    const { text, contentType } = await this.send("GET", path, accept, undefined, true);
     return new Blob([text], { type: contentType || accept });
   }
 
@@ -152,8 +155,15 @@ export class Api {
    * One request, asking again for a token on 401 (a POST is then sent again only within
    * RESEND_WITHIN_MS of its first try); resolves with the answer's text and content type when it
    * is a success, rejects with ApiError (the API's own code and message) otherwise.
+   * @param {string} method
+   * @param {string} path
+   * @param {string} accept
+   * @param {unknown} [body]
+   * @param {boolean} [operatorAct] the operator asked for it (a command; a download): a 401 asks
+   *   for the token even after a prompt was cancelled, which only stops the page's background
+   *   reads from asking at every refresh
    */
-  async send(method, path, accept, body) {
+  async send(method, path, accept, body, operatorAct = method !== "GET" && method !== "HEAD") {
     const firstTry = performance.now();
     for (;;) {
       const used = this.token;
@@ -176,10 +186,7 @@ export class Api {
         );
       }
       const text = await res.text();
-      // A command is the operator's own act: it asks for the token even after they cancelled a
-      // prompt (that only stops the background reads from asking at every refresh).
-      const command = method !== "GET" && method !== "HEAD";
-      if (res.status === 401 && await this.authenticate(used, command)) {
+      if (res.status === 401 && await this.authenticate(used, operatorAct)) {
         const waited = performance.now() - firstTry;
         if (
           method === "GET" || method === "HEAD" || waited <= RESEND_WITHIN_MS ||

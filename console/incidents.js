@@ -4,6 +4,7 @@
 // the trigger marked (before it on the left, after it on the right), and its CSV and JSON Lines
 // exports as downloads (fetched with the token: a plain link would not carry it).
 
+import { ApiError } from "./api.js";
 import { Chart, gapList, isChartable, Series } from "./chart.js";
 import { byId, facts, fill, formatTime, h, setResult, table } from "./dom.js";
 import { signalKey } from "./keys.js";
@@ -97,7 +98,7 @@ export class IncidentsView {
     try {
       const r = await this.listReads.read(() => this.o.api.get("/v0/incidents"));
       if (r === OVERTAKEN) return;
-      list = r.incidents ?? [];
+      list = byTime(r.incidents ?? []);
     } catch (err) {
       this.listKey = "";
       fill(byId("incidents"), h("p", { class: "error", text: this.o.errorText(err) }));
@@ -119,7 +120,7 @@ export class IncidentsView {
       return;
     }
     const t = table(
-      "Incident records, newest first",
+      "Incident records by time, newest first",
       ["Time", "Trigger", "Cause", "Devices", "Window", "Samples", ""],
       list.map((i) => [
         formatTime(triggerAt(i)),
@@ -164,15 +165,21 @@ export class IncidentsView {
     const inc = rec.incident;
     const series = [];
     const skipped = [];
+    /** @type {[string, string][]} signals whose samples begin after the window's start */
+    const late = [];
     for (const s of rec.signals ?? []) {
       const handle = `${s.provider_id}/${s.device_id}/${s.signal_id}`;
+      const from = signalFrom(s);
+      const fromText = from === null ? "" : signalFromText(from, s.samples.length === 0);
+      if (from !== null) late.push([handle, fromText]);
       if (!isChartable(s.value_type)) {
         skipped.push(s.signal_id);
         continue;
       }
       const line = new Series({
         key: handle,
-        name: handle,
+        // A line that begins later than the window says where (the legend).
+        name: from === null ? handle : `${handle} (${fromText})`,
         // The unit the record keeps (as declared when it was recorded); a record of an older
         // version keeps none: today's, if the device still declares one.
         unit: typeof s.unit === "string"
@@ -201,7 +208,15 @@ export class IncidentsView {
             saveBlob(blob, `${id}.${ext}`);
             setResult(result, "ok", `Saved ${id}.${ext} (${blob.size} bytes).`);
           } catch (err) {
-            setResult(result, "error", this.o.errorText(err));
+            // Refused 401 here only once the operator cancelled the token prompt it opened.
+            setResult(
+              result,
+              "error",
+              err instanceof ApiError && err.status === 401
+                ? `Not downloaded: the token prompt was cancelled (${this.o.errorText(err)}). ` +
+                  `Press Download ${format.toUpperCase()} again to enter the token.`
+                : this.o.errorText(err),
+            );
           }
         },
       });
@@ -236,6 +251,7 @@ export class IncidentsView {
       skipped.length > 0
         ? h("p", { class: "muted", text: `Not charted (not numbers): ${skipped.join(", ")}` })
         : null,
+      lateList(late),
       gapList(series, inc.until_epoch_ms),
     );
     if (series.length > 0) {
@@ -249,6 +265,58 @@ export class IncidentsView {
       fill(chartBox, h("p", { class: "muted", text: "No numeric signal in this record." }));
     }
   }
+}
+
+/**
+ * Where a signal's samples begin when the record says its history ring had let go of the start of
+ * its window (its line's `from_epoch_ms`; docs/history.md): null when they cover the window.
+ */
+export function signalFrom(s) {
+  return typeof s.from_epoch_ms === "number" ? s.from_epoch_ms : null;
+}
+
+/**
+ * A late signal's start in words: its time, or that it has no sample (its `from_epoch_ms` is then
+ * the window's end).
+ */
+export function signalFromText(from, none) {
+  return none ? "no sample kept in the window" : `from ${new Date(from).toLocaleTimeString()}`;
+}
+
+/**
+ * The signals whose samples begin after the window's start (charted or not), each with where
+ * (signalFromText), or nothing.
+ * @param {[string, string][]} late
+ */
+function lateList(late) {
+  if (late.length === 0) return null;
+  return h(
+    "div",
+    { class: "late-signals" },
+    h("p", {
+      class: "muted",
+      text: "Samples begin after the window's start (the history ring had let go of their " +
+        "earlier changes):",
+    }),
+    h(
+      "ul",
+      { "aria-label": "Signals whose samples begin later" },
+      ...late.map(([handle, text]) =>
+        h("li", { "data-signal": handle, text: `${handle}: ${text}` })
+      ),
+    ),
+  );
+}
+
+/**
+ * The incidents by their time (the list's Time column: their lead's own), newest first; those of
+ * one time in the API's order (the order recorded, newest first). The API lists them as recorded,
+ * and a record is begun when its trigger is found: a device loss, dated from its first failed read
+ * but found down 3 x polling.interval_ms later (3 minutes with a 1-minute poll), would list above
+ * an alarm raised meanwhile, out of the order of the times the operator reads.
+ */
+export function byTime(list) {
+  return [...list].sort((a, b) => triggerAt(b) - triggerAt(a));
 }
 
 /** Why a record is not whole (GET /v0/incidents `incomplete`; docs/history.md). */
