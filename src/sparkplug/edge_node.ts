@@ -686,6 +686,15 @@ export class SparkplugEdgeNode {
   /** A stored value of a signal's old type was left out since the store last drained. */
   #mistypedWarned = false;
   /**
+   * Without the history ring: the type each DDATA metric's value was polled as (null: none), by
+   * the metric object, which #keep, #drain, #send and #lost pass on as it is. A kept value whose
+   * signal's birth declares another type now is left out (#asBorn): its field cannot tell, since
+   * Int64 and UInt64 both travel in `long_value` (-5 polled as int64 would read as
+   * 18446744073709551611 under a UInt64 birth), and a value polled while the signal was typeless
+   * travels as text whatever its type.
+   */
+  readonly #polledTypes = new WeakMap<Metric, ValueType | null>();
+  /**
    * With the history ring: per born device (Sparkplug id), when its data stopped going out (the
    * first change that could not be published); null while nothing waits.
    */
@@ -2066,13 +2075,16 @@ export class SparkplugEdgeNode {
       }
       const metrics: Metric[] = [];
       const types = this.#devices.get(id)?.types;
+      const queued = this.#o.replay === undefined;
       for (const [signalId, p] of signals) {
-        metrics.push({
+        const m: Metric = {
           alias: this.#alias(id, signalId),
           timestamp: p.timestampMs,
           properties: propertySet({ Quality: QUALITY_CODE[p.quality] }),
           ...signalValueFields(p.value, types?.get(signalId) ?? null),
-        });
+        };
+        if (queued) this.#polledTypes.set(m, p.value?.type ?? null);
+        metrics.push(m);
       }
       // In order: while anything is stored, new data queues behind it.
       if (live) {
@@ -2224,6 +2236,9 @@ export class SparkplugEdgeNode {
     const signalId = key?.slice(deviceId.length + 1);
     if (signalId === undefined || !dev.signals.has(signalId)) return false;
     const born = dev.types.get(signalId) ?? null;
+    // Polled as another type than the birth declares now: left out, as the ring's replay does.
+    const polled = this.#polledTypes.get(m) ?? null;
+    if (polled !== null && born !== null && polled !== born) return false;
     // A typeless signal's values travel as text (signalValueFields).
     const field = born === null ? "string_value" : VALUE_FIELD_OF[born];
     return m.is_null === true || m[field] !== undefined;
