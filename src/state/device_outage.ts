@@ -64,8 +64,9 @@ export interface DeviceConditionChange {
 export type DeviceConditionListener = (change: DeviceConditionChange) => void;
 
 /**
- * Told when a device that stopped answering while its provider stayed up (failing or down)
- * answers again with its provider still up (onDeviceReturn).
+ * Told when a device that stopped answering while its provider stayed up (failing or down; a read
+ * failed since its provider came back counts) answers again with its provider still up
+ * (onDeviceReturn).
  */
 export type DeviceReturnListener = (providerId: string, deviceId: string) => void;
 
@@ -109,7 +110,8 @@ export class DeviceOutages {
   readonly #returnListeners: DeviceReturnListener[] = [];
   /**
    * Per provider id, its devices that stopped answering while it stayed up (failing or down);
-   * emptied when the provider goes down, comes back or is removed (its own return is whole).
+   * emptied when the provider goes down, comes back or is removed (its own return is whole, but
+   * a device whose read fails once it is back is out again: #polled).
    */
   readonly #devicesOut = new Map<string, Set<string>>();
   #stopped = false;
@@ -117,11 +119,11 @@ export class DeviceOutages {
   constructor(options: DeviceOutagesOptions) {
     this.#o = options;
     this.#downAfterMs = options.downAfterMs;
-    options.cache.onDevicePolled((dev) => this.#polled(dev));
+    options.cache.onDevicePolled((dev) => this.#polled(dev, true));
     // The provider's own health changed which devices it reports UNREACHABLE: judged now, not at
     // each device's next poll.
     options.cache.onReportedUnreachable((providerId) => {
-      for (const dev of options.cache.providerDevices(providerId)) this.#polled(dev);
+      for (const dev of options.cache.providerDevices(providerId)) this.#polled(dev, false);
     });
     options.registry.eachHost((host) => {
       const current = () => options.registry.host(host.id) === host;
@@ -251,14 +253,24 @@ export class DeviceOutages {
     return this.#providerDownSince.get(providerId) ?? null;
   }
 
-  /** After every poll of a device (answered or failed) and when its provider went down. */
-  #polled(dev: DeviceState): void {
+  /**
+   * After every poll of a device (answered or failed: `read`), when its provider went down, and
+   * when its provider's health changed which devices it reports UNREACHABLE.
+   */
+  #polled(dev: DeviceState, read: boolean): void {
     const host = this.#o.registry.host(dev.providerId);
     const failing = host !== undefined && host.available && readsFail(dev, this.#o.cache);
+    const began = failing && !this.#failingSince.has(dev);
     if (!failing) this.#failingSince.delete(dev);
-    else if (!this.#failingSince.has(dev)) this.#failingSince.set(dev, this.#o.clock.monoMs());
+    else if (began) this.#failingSince.set(dev, this.#o.clock.monoMs());
     const t = this.#tracked.get(dev.providerId)?.get(dev.deviceId);
-    if (t !== undefined) this.#recheck(t);
+    if (t === undefined) return;
+    this.#recheck(t);
+    // A failed read with its provider up: the device is out, also when its condition did not
+    // change -- failing since its provider came back (judged so before any read, its provider's
+    // return clearing #devicesOut): the calls that return brought (the e-stop's ladder, the hooks
+    // into FAULT) found it not answering, so its answer is a return of its own.
+    if (began && read) this.#noteOut(t);
   }
 
   /** Re-judges every device of a provider; one no longer listed is told once, then forgotten. */
@@ -294,15 +306,23 @@ export class DeviceOutages {
     const onError = this.#o.onListenerError ?? (() => {});
     tellEach(this.#listeners, [change], onError);
     if (this.#o.registry.host(t.providerId)?.available !== true) return;
+    if (next.kind !== "up") return this.#noteOut(t);
     const out = this.#devicesOut.get(t.providerId);
-    if (next.kind !== "up") {
-      if (out) out.add(t.deviceId);
-      else this.#devicesOut.set(t.providerId, new Set([t.deviceId]));
-      return;
-    }
     if (!out?.delete(t.deviceId)) return;
     if (out.size === 0) this.#devicesOut.delete(t.providerId);
     tellEach(this.#returnListeners, [t.providerId, t.deviceId], onError);
+  }
+
+  /**
+   * Notes a device that is failing or down while its provider is up as out (#devicesOut): its
+   * answer, its provider still up, is a device return.
+   */
+  #noteOut(t: Tracked): void {
+    if (t.condition.kind === "up") return;
+    if (this.#o.registry.host(t.providerId)?.available !== true) return;
+    const out = this.#devicesOut.get(t.providerId);
+    if (out) out.add(t.deviceId);
+    else this.#devicesOut.set(t.providerId, new Set([t.deviceId]));
   }
 
   /** A failing device is re-judged when the bound runs out (nothing may poll it meanwhile). */

@@ -762,3 +762,44 @@ Deno.test("DeviceOutages.onDeviceReturn tells a device that answers again with i
     await r.close();
   }
 });
+
+Deno.test("DeviceOutages.onDeviceReturn tells a device whose reads failed after its provider came back once it answers, before the bound too; one that answers at once is not told", async () => {
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  const returned: string[] = [];
+  const off = outages.onDeviceReturn((p, d) => returned.push(`${p}/${d}`));
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    // The process dies; the new one's pump does not answer its first reads (it powers up slowly):
+    // the calls its provider's return brought (the e-stop's ladder, the hooks into FAULT) found
+    // it out, as a device that stops answering while its provider stays up.
+    const pid = fx.kill();
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await fx.program("pump", { read: { error: { code: StatusCode.UNAVAILABLE } } });
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "failing");
+    // It answers within the bound (never down): told all the same, once.
+    timers.advance(DOWN_AFTER_MS - 100);
+    await fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    assert.deepEqual(returned, ["p0/pump"], "a device out since its provider's return");
+    // A restart whose pump answers its first read: its provider's return is whole, no device's.
+    const pid2 = fx.kill();
+    await waitFor("restarted again", () => fx.host.available && fx.host.session!.pid !== pid2);
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    assert.deepEqual(returned, ["p0/pump"], "no device return for a device that answered");
+  } finally {
+    off();
+    outages.stop();
+    await fx.close();
+  }
+});
