@@ -556,8 +556,13 @@ export class AuditTrail implements AuditSink {
       const late = new Promise<"late">((r) => {
         timer = this.#o.clock.setTimer(() => r("late"), AUDIT_WRITE_AHEAD_TIMEOUT_MS);
       });
-      const outcome = await Promise.race([write, late]);
+      // Cut short (options.until): the call is not sent; nothing is late, nothing said.
+      const cut = options.until === undefined ? [] : [
+        Promise.resolve(options.until).then(() => "cut" as const, () => "cut" as const),
+      ];
+      const outcome = await Promise.race([write, late, ...cut]);
       this.#o.clock.clearTimer(timer);
+      if (outcome === "cut") return intent;
       if (outcome === "late") {
         this.#aheadLate++;
         if (!this.#aheadLateLogged) {

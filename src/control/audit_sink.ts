@@ -122,6 +122,13 @@ export interface WriteAheadOptions {
    * into FAULT), which a slow disk must never delay. Default true.
    */
   readonly wait?: boolean;
+  /**
+   * Ends the wait once settled, whatever the journal did (nothing counted late): the router's
+   * word that the call will not be sent -- a stop action queued behind it on its provider's lock
+   * after a stop that voids it (it is refused at its turn). A slow disk must never hold that stop
+   * action behind the wait.
+   */
+  readonly until?: PromiseLike<unknown>;
 }
 
 /** Where decisions go. `record` never blocks and never throws. */

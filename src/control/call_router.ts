@@ -578,13 +578,23 @@ export class CallRouter {
       // without waiting: a slow or full disk must never delay a stop. A call refused at its turn
       // (above: the e-stop latched while it was queued) is never written ahead as a decision to
       // send, nor makes the calls behind it -- a stop action among them -- wait for the journal.
+      // The wait holds the provider's lock: a stop action queued behind it once a stop voided
+      // this call (refused by checkAtTurn below, never sent) ends the wait at once.
       if (fn.actuating && this.#audit?.writeAhead) {
-        progress.intent = await this.#audit.writeAhead({
-          origin: auditOrigin,
-          device_handle: auditHandle,
-          function: fn.name,
-          args,
-        }, { wait: req.origin !== "safety" });
+        const voided = stop ? null : Promise.withResolvers<void>();
+        const unwatch = voided === null
+          ? () => {}
+          : lock.watchStops(() => this.#voids(stopEpoch) && voided.resolve());
+        try {
+          progress.intent = await this.#audit.writeAhead({
+            origin: auditOrigin,
+            device_handle: auditHandle,
+            function: fn.name,
+            args,
+          }, { wait: !stop, ...(voided === null ? {} : { until: voided.promise }) });
+        } finally {
+          unwatch();
+        }
         // And again after that wait: the provider may have restarted, a gate may have closed.
         checkAtTurn();
       }
@@ -716,6 +726,18 @@ export class CallRouter {
     }
   }
 
+  /**
+   * Whether a stop since `stopEpoch` (the count when the call was asked) voids the call: it is
+   * refused at its turn. A count that cannot be read voids it too (its turn refuses it so).
+   */
+  #voids(stopEpoch: number): boolean {
+    try {
+      return this.stopEpoch() !== stopEpoch;
+    } catch {
+      return true;
+    }
+  }
+
   /** Refuses a call sooner than its function's min_interval_ms after the last one sent. */
   #checkInterval(device: DeviceCapabilities, fn: FunctionSpec, progress: CallProgress): void {
     progress.refusedBy = "min_interval";
@@ -758,9 +780,24 @@ class ProviderLock {
   readonly #stops: Array<() => void> = [];
   /** Every other waiter: calls (at most MAX_QUEUED_CALLS_PER_PROVIDER) and drain barriers. */
   readonly #others: Array<() => void> = [];
+  /** The holder's watch for a stop action queued behind it (watchStops): one holder, one watch. */
+  #stopWatch: (() => void) | null = null;
 
   constructor(providerId: string) {
     this.#providerId = providerId;
+  }
+
+  /**
+   * Tells the holder, at once when one waits already and else as one queues, that a stop action
+   * waits behind it (a holder waiting for something that a stop makes moot can stop waiting).
+   * Returns the watch's end; the holder ends it before it releases the lock.
+   */
+  watchStops(listener: () => void): () => void {
+    this.#stopWatch = listener;
+    if (this.#stops.length > 0) listener();
+    return () => {
+      if (this.#stopWatch === listener) this.#stopWatch = null;
+    };
   }
 
   /**
@@ -810,6 +847,7 @@ class ProviderLock {
       };
       signal?.addEventListener("abort", onAbort);
       waiters.push(grant);
+      if (options.stop) this.#stopWatch?.();
       options.onAdmitted?.();
     });
   }
