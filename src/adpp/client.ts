@@ -103,7 +103,10 @@ export function mapProviderCode(code: number): Exclude<RuntimeCode, "OK"> {
 }
 
 export interface AdppClientOptions {
-  /** Bound on requests in flight on this session; more are refused with UNAVAILABLE. */
+  /**
+   * Bound on poll reads (sendRead) in flight on this session; more are refused with UNAVAILABLE.
+   * Other requests have SESSION_RESERVED_REQUESTS more.
+   */
   readonly maxInFlight?: number;
   readonly maxFrameBytes?: number;
   /** The time of the last frame received, and the timers of the request deadlines. */
@@ -204,8 +207,20 @@ class PendingRequests {
   }
 }
 
-/** Requests a session keeps in flight at most, unless its options say otherwise (maxInFlight). */
+/**
+ * Poll reads (sendRead: a poll pass's ReadSignals, one per due device, all sent at once) a session
+ * keeps in flight at most, unless its options say otherwise (maxInFlight).
+ */
 export const DEFAULT_MAX_IN_FLIGHT = 64;
+
+/**
+ * Room a session keeps beyond maxInFlight for every request that is not a poll read: calls (the
+ * e-stop's ladder and the hooks into FAULT among them; the router sends one at a time per
+ * provider), the safe state's fresh read-back, health checks. A poll pass of a provider with more
+ * devices than maxInFlight, answering slowly (a fieldbus gateway), filled the session, and the
+ * e-stop's call to it was refused unsent ("too many requests in flight").
+ */
+export const SESSION_RESERVED_REQUESTS = 16;
 
 /**
  * Late calls a session keeps the ids of: `call` requests that timed out unanswered, which the
@@ -339,7 +354,7 @@ export class AdppClient {
   /**
    * Frames of requests made since the last write began, in request order (ids beside them): the
    * requests of one turn (a poll pass over a provider's devices) go out in one write, so the
-   * provider is woken once for all of them. At most maxInFlight frames.
+   * provider is woken once for all of them. At most maxInFlight + SESSION_RESERVED_REQUESTS frames.
    */
   #outbox = new Outbox();
   /**
@@ -366,7 +381,7 @@ export class AdppClient {
     options: AdppClientOptions,
   ) {
     this.#maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
-    this.#pending = new PendingRequests(this.#maxInFlight);
+    this.#pending = new PendingRequests(this.#maxInFlight + SESSION_RESERVED_REQUESTS);
     this.#maxFrameBytes = options.maxFrameBytes ?? MAX_FRAME_BYTES;
     this.#clock = options.clock;
     this.#lastFrameAt = this.#clock.monoMs();
@@ -505,8 +520,10 @@ export class AdppClient {
     if (ended) {
       return replyLater(reply, unavailable(`provider session ended: ${ended.message}`));
     }
-    if (this.#pending.size >= this.#maxInFlight) {
-      return replyLater(reply, unavailable(`too many requests in flight (${this.#maxInFlight})`));
+    // Poll reads stop at maxInFlight: the room past it is kept for every other request.
+    const bound = into === null ? this.#maxInFlight + SESSION_RESERVED_REQUESTS : this.#maxInFlight;
+    if (this.#pending.size >= bound) {
+      return replyLater(reply, unavailable(`too many requests in flight (${bound})`));
     }
     const id = this.#nextId++;
     let encoded: Uint8Array | null = null;

@@ -5,7 +5,11 @@
  * the state cache's polls and heartbeats of the programmable provider.
  */
 import assert from "node:assert/strict";
-import { StatusCode } from "../../src/adpp/mod.ts";
+import {
+  DEFAULT_MAX_IN_FLIGHT,
+  SESSION_RESERVED_REQUESTS,
+  StatusCode,
+} from "../../src/adpp/mod.ts";
 import { LIVENESS_FAILURE_LIMIT } from "../../src/providers/mod.ts";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
 import {
@@ -253,9 +257,9 @@ Deno.test("StateCache: a poll refused for too many requests in flight is neither
   try {
     const pid = fx.host.session!.pid;
     await fx.program("d0", { read: { hang: true } });
-    // 64 requests the provider never answers: the session takes no more.
+    // Requests the provider never answers: the session takes no more poll reads.
     const hung = Array.from(
-      { length: 64 },
+      { length: DEFAULT_MAX_IN_FLIGHT },
       () =>
         fx.host.request("read_signals", { device_id: "d0", signal_ids: ["x"] }, 60_000).catch(
           () => {},
@@ -282,9 +286,9 @@ Deno.test("StateCache: a heartbeat refused for too many requests in flight is ne
   try {
     const pid = fx.host.session!.pid;
     await fx.program("q0", { health: { hang: true } });
-    // 64 requests the provider never answers: the session takes no more.
+    // Requests the provider never answers: the session takes no more, its reserve included.
     const hung = Array.from(
-      { length: 64 },
+      { length: DEFAULT_MAX_IN_FLIGHT + SESSION_RESERVED_REQUESTS },
       () => fx.host.request("get_health", {}, 60_000).catch(() => {}),
     );
     // A miss, then the priming pass's heartbeat refused, then a miss: two misses in a row (an
