@@ -460,8 +460,9 @@ export class ProviderRegistry {
       throw new RuntimeError("UNAVAILABLE", `provider start failed: ${failures.join("; ")}`);
     }
     // The claims of the whole inventory, in configuration order (from now on each commit is
-    // admitted against the others' devices).
-    const conflict = findClaimConflict(this.hosts.flatMap((h) => h.devices));
+    // admitted against the others' devices): each provider's claim devices, so that one restarted
+    // during start-up (admitted unchecked until now) still counts the devices it no longer lists.
+    const conflict = findClaimConflict(this.hosts.flatMap((h) => h.claimDevices));
     if (conflict) {
       await this.stopAll(stopBudgetMs);
       throw new RuntimeError("FAILED_PRECONDITION", conflict);

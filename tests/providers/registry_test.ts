@@ -262,6 +262,33 @@ Deno.test("start-up refuses two provider processes claiming one anolis.claim key
   }
 });
 
+Deno.test("start-up counts the claims of a device a provider restarted during start-up no longer lists: a rival claiming its key fails start-up", async () => {
+  // p1 is slow to list its devices: p0 is up, crashes and is back before p1 has answered.
+  const r = await claimRegistry([claiming("dcmt_0", KEY), {
+    ...claiming("do_0", KEY),
+    listDelayMs: 3000,
+  }]);
+  try {
+    const starting = r.registry.startAll(30_000, 1000).then(() => null, (e: Error) => e.message);
+    const p0 = r.registry.host("p0")!;
+    await waitFor("p0 up", () => p0.available, 10_000, 0);
+    // p0's next process lists another device only: it keeps dcmt_0's claim (held_claims).
+    await Deno.writeTextFile(r.files[0]!, JSON.stringify(claiming("ph_0", "gpio:9")));
+    const first = pidOf(r.registry, "p0");
+    Deno.kill(first, "SIGKILL");
+    await waitFor("p0 back", () => p0.available && p0.session?.pid !== first, 10_000, 0);
+    assert.deepEqual(p0.claimDevices.map((d) => d.device.deviceId), ["ph_0", "dcmt_0"]);
+    assert.equal(
+      await starting,
+      `Ownership validation failed; resource claim conflict: claim '${KEY}' held by p0/dcmt_0 and p1/do_0 ` +
+        "(each anolis.claim key must belong to one device)",
+      r.lines.join("\n"),
+    );
+  } finally {
+    await r.close();
+  }
+});
+
 Deno.test("a provider claiming the key of an older provider's hw.bus_path + hw.i2c_address tags is refused at start-up", async () => {
   const r = await claimRegistry([
     { devices: { old: { signals: [{ id: "x", type: T.DOUBLE }], tags: bus("/dev/i2c-1", "97") } } },
