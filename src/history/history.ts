@@ -834,6 +834,52 @@ export class History {
       const buckets = (bucketStart(untilMs, stepMs) - bucketStart(sinceMs, stepMs)) / stepMs + 1;
       if (ids.length * buckets > MAX_HISTORY_POINTS) count(MAX_HISTORY_POINTS + 1);
     }
+    // The ring's part: [max(sinceMs, memoryFrom), untilMs], taken now, before the disk tier is
+    // read: the polls go on while it is (a slow card, a long range) and the ring drops its oldest
+    // as they pass memory_seconds, so read after it the ring's part would begin later than
+    // memoryFrom, and the samples between would be in neither part (the disk's ends before it).
+    const ringPoints = new Map<string, HistoryPoint[]>();
+    if (e !== undefined && memoryFrom !== null && untilMs >= memoryFrom) {
+      const ring = e.ring;
+      const deviceFromSeq = ring.seqAtOrAfter(Math.max(sinceMs, memoryFrom));
+      for (const id of ids) {
+        const sig = ring.signals.get(id);
+        if (sig === undefined) continue;
+        series.get(id)!.type = sig.type;
+        const points: HistoryPoint[] = [];
+        ringPoints.set(id, points);
+        const own = ownMemoryFrom.get(id);
+        const fromSeq = own === undefined
+          ? deviceFromSeq
+          : ring.seqAtOrAfter(Math.max(sinceMs, own));
+        if (stepMs <= 0) {
+          ring.samples(sig, fromSeq, untilMs, (s) => {
+            count();
+            points.push(samplePoint(s));
+            return true;
+          });
+          continue;
+        }
+        // Its first point is counted once the disk's part is in (it may fold into the disk's last).
+        const acc = new BucketAcc();
+        let t: number | null = null;
+        ring.samples(sig, fromSeq, untilMs, (s) => {
+          const b = bucketStart(s.timeMs, stepMs);
+          if (t !== null && b !== t) {
+            if (points.length > 0) count();
+            points.push(acc.point(t));
+            acc.reset();
+          }
+          t = b;
+          acc.add(s.hasValue, s.num, s.ref, s.quality);
+          return true;
+        });
+        if (t !== null) {
+          if (points.length > 0) count();
+          points.push(acc.point(t));
+        }
+      }
+    }
     let fromDisk = false;
     let fromMemory = false;
     // The disk part: [sinceMs, diskEnd) (a trimmed signal's own end: ownDiskEnd); up to untilMs
@@ -904,56 +950,22 @@ export class History {
         }
       }
     }
-    // The ring's part: [max(sinceMs, memoryFrom), untilMs].
-    if (e !== undefined && memoryFrom !== null && untilMs >= memoryFrom) {
-      const ring = e.ring;
-      const deviceFromSeq = ring.seqAtOrAfter(Math.max(sinceMs, memoryFrom));
-      for (const id of ids) {
-        const sig = ring.signals.get(id);
-        if (sig === undefined) continue;
-        const out = series.get(id)!;
-        out.type = sig.type;
-        const own = ownMemoryFrom.get(id);
-        const fromSeq = own === undefined
-          ? deviceFromSeq
-          : ring.seqAtOrAfter(Math.max(sinceMs, own));
-        if (stepMs <= 0) {
-          ring.samples(sig, fromSeq, untilMs, (s) => {
-            count();
-            out.points.push(samplePoint(s));
-            fromMemory = true;
-            return true;
-          });
-          continue;
-        }
+    // The ring's part after the disk's. When the seam falls inside a bucket of this step (a step
+    // wider than the disk's, or not a multiple of it), the disk part's last point and the ring's
+    // first are one bucket: folded into one point, not two at the same time.
+    for (const [id, points] of ringPoints) {
+      if (points.length === 0) continue;
+      fromMemory = true;
+      const out = series.get(id)!.points;
+      const diskLast = out.at(-1);
+      if (stepMs > 0 && diskLast !== undefined && diskLast.t_ms === points[0]!.t_ms) {
         const acc = new BucketAcc();
-        let t: number | null = null;
-        // The disk part's last point, when the seam falls inside a bucket of this step (a step
-        // wider than the disk's, or not a multiple of it): the ring's samples of that bucket are
-        // folded into it, one point per bucket, not two at the same time.
-        const diskLast = out.points.at(-1);
-        ring.samples(sig, fromSeq, untilMs, (s) => {
-          const b = bucketStart(s.timeMs, stepMs);
-          if (t === null && diskLast?.t_ms === b) {
-            out.points.pop();
-            total--; // counted once, as the disk's; counted again when pushed below
-            acc.merge(diskLast);
-          }
-          if (t !== null && b !== t) {
-            count();
-            out.points.push(acc.point(t));
-            acc.reset();
-          }
-          t = b;
-          acc.add(s.hasValue, s.num, s.ref, s.quality);
-          fromMemory = true;
-          return true;
-        });
-        if (t !== null) {
-          count();
-          out.points.push(acc.point(t));
-        }
-      }
+        acc.merge(diskLast);
+        acc.merge(points[0]!);
+        out[out.length - 1] = acc.point(diskLast.t_ms);
+        points.shift();
+      } else if (stepMs > 0) count(); // its first point, one of its own
+      for (const p of points) out.push(p);
     }
     return {
       provider_id: q.providerId,

@@ -1,0 +1,82 @@
+/**
+ * A history question reaching before the ring reads the disk tier first, then the ring: the polls
+ * go on meanwhile (a slow SD card, a long range), and the ring drops its oldest polls as they pass
+ * memory_seconds. The seam between the two parts must not lose the samples the ring dropped while
+ * the disk was read: every poll of the range is in the answer once. A real History on memory
+ * files whose read of the disk tier the test holds open while it polls.
+ */
+import assert from "node:assert/strict";
+import type { JournalLine } from "../../src/journal/mod.ts";
+import { handFedHistory } from "../helpers/hand_fed_history.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
+
+/** Memory files whose next read of the disk tier's rows waits for `release`. */
+class HeldReads extends MemoryFiles {
+  hold: Promise<void> | null = null;
+  reading: (() => void) | null = null;
+  override async *readLinesAt(
+    path: string,
+    options: { readonly maxLineBytes: number; readonly startByte: number },
+  ): AsyncGenerator<JournalLine> {
+    const hold = this.hold;
+    if (hold !== null && path.includes("/history/")) {
+      this.hold = null;
+      this.reading?.();
+      await hold;
+    }
+    yield* super.readLinesAt(path, options);
+  }
+}
+
+for (const stepMs of [0, 1000]) {
+  Deno.test(`a history question (step_ms ${stepMs}) has every poll of its range once when the ring drops polls while the disk tier is read`, async () => {
+    const files = new HeldReads();
+    const { clock, history, poll } = handFedHistory({ stepMs: 1000, memorySeconds: 10 }, files);
+    await history.start();
+    try {
+      const t0 = clock.wall;
+      // 30 s of polls every 250 ms: the ring holds the last 10 s, the disk tier the rest.
+      const polls: number[] = [];
+      const tick = () => {
+        polls.push(clock.wall);
+        poll("p", "d", polls.length);
+        clock.wall += 250;
+        clock.mono += 250;
+      };
+      for (let i = 0; i < 120; i++) tick();
+      await history.flushDisk();
+      let release!: () => void;
+      files.hold = new Promise<void>((r) => (release = r));
+      const reading = new Promise<void>((r) => (files.reading = r));
+      // The range ends at the last poll before the question.
+      const until = polls.at(-1)!;
+      const answer = history.query({
+        providerId: "p",
+        deviceId: "d",
+        signalIds: ["x"],
+        sinceMs: t0,
+        untilMs: until,
+        stepMs,
+      });
+      await reading;
+      // The disk read takes 3 s of polls: the ring drops 3 s of its oldest polls meanwhile.
+      for (let i = 0; i < 12; i++) tick();
+      release();
+      const a = await answer;
+      const points = a.signals[0]!.points;
+      const inRange = polls.filter((t) => t <= until).length;
+      const counted = points.reduce((n, p) => n + p.count, 0);
+      assert.equal(
+        counted,
+        inRange,
+        `every poll of the range once (memory_from_ms ${a.memory_from_ms! - t0} after the ` +
+          `first poll; points at ${points.map((p) => p.t_ms - t0).join(",")})`,
+      );
+      // And each value once: the values are the polls' numbers, 1..inRange.
+      const lasts = points.map((p) => p.last);
+      assert.equal(lasts.at(-1), inRange);
+    } finally {
+      await history.stop();
+    }
+  });
+}
