@@ -49,6 +49,17 @@ export const HISTORY_SWEEP_EVERY_MS = 10_000;
  */
 export const HISTORY_QUERY_DISK_WAIT_MS = 2_000;
 
+/**
+ * How many times a history question is split between the tiers at most. The ring's first bucket
+ * may be open (not written: a step_ms longer than the ring's reach, the first bucket after a
+ * restart), its earlier runs' rows read from the disk; when the polls cross into the next bucket
+ * while the disk is read, the ring writes that bucket, and the read may have had this run's row of
+ * it too (its samples twice, the ring's and the row's): the question is split again, the bucket
+ * then written. Once more is enough but for a read longer than memory_seconds; past this many, the
+ * answer is given as read.
+ */
+export const HISTORY_QUERY_SPLITS_MAX = 4;
+
 /** Points one history answer may hold at most (all signals together); beyond it: 400. */
 export const MAX_HISTORY_POINTS = 20_000;
 
@@ -716,6 +727,17 @@ export class History {
    * memory_from_ms). Throws INVALID_ARGUMENT past MAX_HISTORY_POINTS.
    */
   async query(q: HistoryQuery): Promise<HistoryAnswer> {
+    for (let split = 1;; split++) {
+      const answer = await this.#answer(q, split === HISTORY_QUERY_SPLITS_MAX);
+      if (answer !== null) return answer;
+    }
+  }
+
+  /**
+   * query's answer, split between the tiers once; null (not `last`) when the ring wrote its open
+   * bucket whose earlier rows the disk part read while it was read (HISTORY_QUERY_SPLITS_MAX).
+   */
+  async #answer(q: HistoryQuery, last: boolean): Promise<HistoryAnswer | null> {
     const now = this.#o.clock.nowMs();
     const untilMs = q.untilMs ?? now;
     const sinceMs = q.sinceMs ?? untilMs - this.#memoryMs;
@@ -942,6 +964,10 @@ export class History {
         },
       );
       if (!read) incomplete = "disk_unreadable";
+      // The ring's open bucket, read from the disk for its earlier runs' rows, was written while
+      // the disk was read (the polls crossed into the next): the read may have had this run's row
+      // of it as well as the ring's samples of it. Split again: the bucket is written now.
+      if (openFromDisk !== null && e?.writtenBucket === openFromDisk && !last) return null;
       for (const [id, mine] of buckets) {
         const points = series.get(id)!.points;
         for (const t of [...mine.keys()].sort((a, b) => a - b)) {

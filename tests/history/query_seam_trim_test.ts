@@ -1,9 +1,10 @@
 /**
- * A history question reaching before the ring reads the disk tier first, then the ring: the polls
- * go on meanwhile (a slow SD card, a long range), and the ring drops its oldest polls as they pass
- * memory_seconds. The seam between the two parts must not lose the samples the ring dropped while
- * the disk was read: every poll of the range is in the answer once. A real History on memory
- * files whose read of the disk tier the test holds open while it polls.
+ * A history question reaching before the ring reads the disk tier and the ring: the polls go on
+ * while the disk is read (a slow SD card, a long range), and the ring drops its oldest polls as
+ * they pass memory_seconds, or writes the open bucket it answers. The seam between the two parts
+ * must neither lose the samples the ring dropped while the disk was read nor count twice those of
+ * a bucket written meanwhile: every poll of the range is in the answer once. A real History on
+ * memory files whose read of the disk tier the test holds open while it polls.
  */
 import assert from "node:assert/strict";
 import type { JournalLine } from "../../src/journal/mod.ts";
@@ -80,3 +81,53 @@ for (const stepMs of [0, 1000]) {
     }
   });
 }
+
+Deno.test("a history question whose ring's first bucket is open has no sample twice when the ring writes that bucket while the disk tier is read", async () => {
+  const files = new HeldReads();
+  // A step longer than the ring's reach: the ring's oldest poll is in the bucket not yet written,
+  // whose rows of earlier runs the disk part reads.
+  const { clock, history, poll } = handFedHistory({ stepMs: 60_000, memorySeconds: 10 }, files);
+  clock.wall = Math.ceil(clock.wall / 60_000) * 60_000;
+  await history.start();
+  try {
+    const t0 = clock.wall;
+    const polls: number[] = [];
+    const tick = () => {
+      polls.push(clock.wall);
+      poll("p", "d", polls.length);
+      clock.wall += 1000;
+      clock.mono += 1000;
+    };
+    // Two minutes of polls each second: the first bucket written, the second open.
+    for (let i = 0; i < 120; i++) tick();
+    await history.flushDisk();
+    let release!: () => void;
+    files.hold = new Promise<void>((r) => (release = r));
+    const reading = new Promise<void>((r) => (files.reading = r));
+    const until = polls.at(-1)!;
+    const answer = history.query({
+      providerId: "p",
+      deviceId: "d",
+      signalIds: ["x"],
+      sinceMs: t0,
+      untilMs: until,
+    });
+    await reading;
+    // The next poll crosses into the next bucket: the open one is written while the disk is read.
+    tick();
+    await history.flushDisk();
+    release();
+    const a = await answer;
+    const points = a.signals[0]!.points;
+    const counted = points.reduce((n, p) => n + p.count, 0);
+    assert.equal(
+      counted,
+      polls.filter((t) => t <= until).length,
+      `no poll twice (points [t - t0, count]: ${
+        JSON.stringify(points.map((p) => [p.t_ms - t0, p.count]))
+      })`,
+    );
+  } finally {
+    await history.stop();
+  }
+});
