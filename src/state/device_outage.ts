@@ -102,6 +102,12 @@ export class DeviceOutages {
    * object (no key built per poll; a rediscovered device starts afresh).
    */
   readonly #failingSince = new WeakMap<DeviceState, number>();
+  /**
+   * The failing devices (#failingSince) that have been judged down: down for the rest of their
+   * failing spell, whatever the bound does meanwhile (a reload that lengthens polling.interval_ms
+   * does not make a lost device "failing" again, to be lost a second time at the longer bound).
+   */
+  readonly #downInSpell = new WeakSet<DeviceState>();
   /** Provider id -> monotonic time it went down (cleared when it comes back). */
   readonly #providerDownSince = new Map<string, number>();
   /** Provider id -> device id -> the device as followed (two lookups per poll, no key string). */
@@ -166,7 +172,10 @@ export class DeviceOutages {
     return this.#downAfterMs;
   }
 
-  /** Changes the bound (polling interval reloaded); re-judges every device at once. */
+  /**
+   * Changes the bound (polling interval reloaded); re-judges every device at once: a failing one
+   * is down at once if it has failed for the new bound already; one already down stays down.
+   */
   setDownAfterMs(ms: number): void {
     this.#downAfterMs = ms;
     for (const providerId of this.#tracked.keys()) this.#recheckProvider(providerId);
@@ -211,7 +220,11 @@ export class DeviceOutages {
     const failure = readFailure(dev, this.#o.cache);
     if (failure === null) return UP;
     const since = this.#failingSince.get(dev) ?? null;
-    if (since !== null && this.#o.clock.monoMs() - since >= this.#downAfterMs) {
+    if (
+      since !== null &&
+      (this.#downInSpell.has(dev) || this.#o.clock.monoMs() - since >= this.#downAfterMs)
+    ) {
+      this.#downInSpell.add(dev);
       return { kind: "down", reason: failure, sinceMono: since };
     }
     return { kind: "failing", reason: failure, sinceMono: since };
@@ -261,8 +274,10 @@ export class DeviceOutages {
     const host = this.#o.registry.host(dev.providerId);
     const failing = host !== undefined && host.available && readsFail(dev, this.#o.cache);
     const began = failing && !this.#failingSince.has(dev);
-    if (!failing) this.#failingSince.delete(dev);
-    else if (began) this.#failingSince.set(dev, this.#o.clock.monoMs());
+    if (!failing) {
+      this.#failingSince.delete(dev);
+      this.#downInSpell.delete(dev);
+    } else if (began) this.#failingSince.set(dev, this.#o.clock.monoMs());
     const t = this.#tracked.get(dev.providerId)?.get(dev.deviceId);
     if (t === undefined) return;
     this.#recheck(t);

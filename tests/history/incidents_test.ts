@@ -370,3 +370,35 @@ Deno.test("A device lost across a wall clock step is dated as its failed read is
     await rig.rt.stop();
   }
 });
+
+Deno.test("A reload that lengthens polling.interval_ms while a device is down leaves it down: it is lost once, not again when the new bound passes", async () => {
+  const rig = await startFailingProbe(); // failing since its read at T0 + 1.5 s
+  try {
+    const told: string[] = [];
+    rig.rt.outages.onChange((c) => told.push(`${c.previous}->${c.condition.kind}`));
+    rig.clock.mono! += 500;
+    rig.clock.wallMs = T0 + 2000;
+    await waitFor("the probe down", () => rig.rt.outages.condition("p0", "probe").kind === "down");
+    await waitFor("its incident", () => rig.rt.incidents!.list().length === 1);
+    await rig.rt.incidents!.settled();
+    // Outside AUTO a longer interval applies: the bound is now 3 x 1 s. The probe never answered:
+    // still lost, not "failing" again until the longer bound runs from its first failed read.
+    const report = await rig.rt.reload({ ...rig.rt.config, polling: { intervalMs: 1000 } });
+    assert.ok(report.applied.includes("polling"), JSON.stringify(report));
+    assert.equal(rig.rt.outages.downAfterMs, 3000);
+    assert.equal(rig.rt.outages.condition("p0", "probe").kind, "down");
+    // Its reads go on failing past the longer bound.
+    rig.clock.mono! += 3000;
+    rig.clock.wallMs = T0 + 5000;
+    await rig.rt.cache.pollDevice("p0", "probe");
+    await rig.rt.incidents!.settled();
+    assert.equal(
+      rig.rt.incidents!.status().pending + rig.rt.incidents!.list().length,
+      1,
+      "one loss, recorded twice",
+    );
+    assert.deepEqual(told, ["failing->down"]);
+  } finally {
+    await rig.rt.stop();
+  }
+});
