@@ -875,9 +875,7 @@ export class Kernel {
       this.#throwIfStopping();
     }
     // Start-up preflight, log only (config.md sec. 6)
-    for (const problem of validateDeclaredCalls(this.config, this.inventory)) {
-      this.host.log.error(`declared call does not resolve: ${problem}`);
-    }
+    this.#logUnresolvedCalls();
     // A hook that makes arming impossible is said now, not at the operator's first POST /v0/mode.
     this.#warnVetoingHooks();
     this.#hooksChecked = true;
@@ -1352,7 +1350,27 @@ export class Kernel {
       this.#inventoryChangedInReload ||
       report.applied.includes("automation.mode_transition_hooks")
     ) this.#warnVetoingHooks();
+    // The start-up preflight, again for what the reload changed: the declared calls in force
+    // (hooks, the e-stop's ladder) or the devices they resolve against. Once, at the end: the
+    // calls and the inventory as the whole reload left them (not once stop() has begun: its
+    // providers are ending, their devices leaving).
+    if (this.#stopping !== null) return report;
+    if (
+      p.added.length + p.restarted.length + p.retried.length + p.removed.length > 0 ||
+      report.applied.includes("automation.mode_transition_hooks") ||
+      report.applied.includes("safety")
+    ) this.#logUnresolvedCalls();
     return report;
+  }
+
+  /**
+   * The declared-call preflight (contract config.md sec. 6, log only): each hook or safe-state
+   * call in force that does not resolve against the devices discovered, one ERROR line each.
+   */
+  #logUnresolvedCalls(): void {
+    for (const problem of validateDeclaredCalls(this.#config, this.inventory)) {
+      this.host.log.error(`declared call does not resolve: ${problem}`);
+    }
   }
 
   /**
@@ -1659,11 +1677,6 @@ export class Kernel {
           effective,
           failed: `the runtime is stopping; not started: ${r.failed.join("; ")}`,
         };
-      }
-      if (r.added.length + r.restarted.length + r.retried.length + r.removed.length > 0) {
-        for (const problem of validateDeclaredCalls(effective, this.inventory)) {
-          this.host.log.error(`declared call does not resolve: ${problem}`);
-        }
       }
       // A provider that came up while the e-stop is latched is brought to the safe state by the
       // e-stop itself (it follows every provider's availability); the report counts its calls.

@@ -820,8 +820,8 @@ function readSafety(root: Obj, callCtx: CallContext): Config["safety"] {
     // "The ladder").
     present: "safety" in root,
     safeState: {
-      hooks: readCalls(callCtx, ss.hooks, [...P, "hooks"]),
-      setpoints: readCalls(callCtx, ss.setpoints, [...P, "setpoints"]),
+      hooks: readCalls(callCtx, ss.hooks, [...P, "hooks"], true),
+      setpoints: readCalls(callCtx, ss.setpoints, [...P, "setpoints"], true),
       zeroIsSafe: c.boolean(ss, P, "zero_is_safe", false),
       expect: readExpectations(callCtx, ss.expect, [...P, "expect"]),
       verifyTimeoutMs: c.integer(ss, P, "verify_timeout_ms", VERIFY_TIMEOUT_DEFAULT_MS, {

@@ -13,7 +13,12 @@ import {
   toRuntimeError,
   type TypedValue,
 } from "../common/mod.ts";
-import type { CallArgValue, CallConfig, Config } from "../config/mod.ts";
+import {
+  atSourcePosition,
+  type CallArgValue,
+  type CallConfig,
+  type Config,
+} from "../config/mod.ts";
 import type { InventoryReader } from "../state/mod.ts";
 import type { AuditOrigin } from "./audit_sink.ts";
 import type { CallOrigin, CallResult, CallRouter } from "./call_router.ts";
@@ -136,8 +141,10 @@ export function registeredDevices(inventory: InventoryReader): DeviceCapabilitie
 /**
  * Start-up preflight (log only, as later anolis): checks every mode-transition hook call and every
  * safety.safe_state call against the discovered capabilities -- device, function and arguments.
- * Returns one message per problem, prefixed with the call's config path; the runtime logs them (a
- * call that does not resolve fails when it runs, which for the e-stop ladder matters).
+ * Returns one message per problem, prefixed with the call's config path and, for a call read from
+ * the file, its line:column; the runtime logs them at start-up and after a reload that changes the
+ * calls or the providers (a call that does not resolve fails when it runs, which for the e-stop
+ * ladder matters).
  */
 export function validateDeclaredCalls(config: Config, inventory: InventoryReader): string[] {
   const devices = registeredDevices(inventory);
@@ -155,7 +162,7 @@ export function validateDeclaredCalls(config: Config, inventory: InventoryReader
       const addr = parseDeviceHandle(call.deviceHandle);
       const known = addr !== null && inventory.provider(addr.providerId) !== undefined;
       problems.push(
-        `${call.path}: ${
+        `${call.path}${atSourcePosition(call)}: ${
           addr !== null && !known ? `provider not found: ${addr.providerId}` : target.problem
         }`,
       );
@@ -165,7 +172,7 @@ export function validateDeclaredCalls(config: Config, inventory: InventoryReader
       validateArgs(target.fn, toTypedArgs(target.fn, call.args));
     } catch (err) {
       // validateArgs throws RuntimeError only.
-      problems.push(`${call.path}: ${(err as Error).message}`);
+      problems.push(`${call.path}${atSourcePosition(call)}: ${(err as Error).message}`);
     }
   }
   return problems;
