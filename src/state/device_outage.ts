@@ -275,8 +275,8 @@ export class DeviceOutages {
     const failing = host !== undefined && host.available && readsFail(dev, this.#o.cache);
     const began = failing && !this.#failingSince.has(dev);
     if (!failing) {
-      this.#failingSince.delete(dev);
-      this.#downInSpell.delete(dev);
+      // A healthy poll (the common case) touches one map: the spell's mark only if it had one.
+      if (this.#failingSince.delete(dev)) this.#downInSpell.delete(dev);
     } else if (began) this.#failingSince.set(dev, this.#o.clock.monoMs());
     const t = this.#tracked.get(dev.providerId)?.get(dev.deviceId);
     if (t === undefined) return;
