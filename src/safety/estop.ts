@@ -7,7 +7,8 @@
  *  1. synchronously, before any await: the latch engages (from then on the router's latch gate
  *     refuses every actuating call that is not a stop action, including calls already queued on a
  *     provider lock -- the gate is re-checked under the lock), FAULT is committed (the tree halts
- *     in the same step) and `estop_change` is published;
+ *     in the same step), the ladder's calls to each provider up then are counted for a reload's
+ *     wait (stopActionsSettled) and `estop_change` is published;
  *  2. the ladder's calls, origin "safety" (bypass mode and latch gates, still validated, still
  *     need the provider up), fanned out per provider -- declared order within a provider, providers
  *     concurrently -- with every call attempted, each granted its provider right after the call on
@@ -326,7 +327,8 @@ export interface StopActionsWait {
   /**
    * Its bound: the calls left to run on the provider when it began (ladder and hook calls, at
    * least 1) x one call's worst case (stopActionWorstCaseMs of its timeout_ms) + DRAIN_MARGIN_MS,
-   * at most STOP_ACTIONS_WAIT_MAX_MS (never below one call's worst case + DRAIN_MARGIN_MS).
+   * at most STOP_ACTIONS_WAIT_MAX_MS (never below one call's worst case + DRAIN_MARGIN_MS);
+   * STOP_ACTIONS_WAIT_MAX_MS itself when it waited for a stop triggered while another ran.
    */
   readonly boundMs: number;
 }
@@ -337,6 +339,22 @@ interface LatchDrain {
   /** Its provider's timeout_ms + DRAIN_MARGIN_MS. */
   readonly boundMs: number;
   readonly wait: (timeoutMs: number) => Promise<boolean>;
+}
+
+/**
+ * Ladder calls decided and not yet queued on their providers (Estop.#holdLadder): a trigger's, from
+ * its latch until its stop's ladder queues its calls (a turn later, or after the stop running
+ * then); a securing run's, from the step its provider became AVAILABLE until it queues its calls
+ * (the next microtask). Counted meanwhile in Estop.#ladderCallsLeft, so a reload's wait for a
+ * provider's stop actions (Estop.stopActionsSettled) covers them.
+ */
+interface LadderHold {
+  /** Per provider: the calls held (counted in #ladderCallsLeft until released). */
+  readonly counts: ReadonlyMap<string, number>;
+  /** True when its calls wait for a stop that was running when it was decided. */
+  readonly behindStop: boolean;
+  /** Resolved once its calls are queued (#onProvider) or will never be. */
+  readonly queued: PromiseWithResolvers<void>;
 }
 
 /** Warning returned with the "none" rung. */
@@ -499,6 +517,8 @@ export class Estop implements EstopService {
    * while any runs, latched or not, so no stop action lands after an operator's first command.
    */
   #stopsRunning = 0;
+  /** Stops triggered and not finished (a trigger while one is under way runs its ladder after). */
+  #stopsUnderWay = 0;
   #plan: SafeStatePlan | null = null;
   /** The plan's calls by provider (#callsOf), for the plan it was made from. */
   #planIndex: { plan: SafeStatePlan; byProvider: Map<string, PlannedCall[]> } | null = null;
@@ -519,10 +539,15 @@ export class Estop implements EstopService {
   readonly #providerTails = new Map<string, Promise<void>>();
   /**
    * Per provider: the ladder calls queued on it (#onProvider) not yet finished, a securing run not
-   * begun counted as the plan's calls to it then (#countLadderCalls): what bounds a reload's wait
-   * (stopActionsSettled). Deleted at none.
+   * begun counted as the plan's calls to it then (#countLadderCalls), and those held before they
+   * are queued (#ladderHolds): what bounds a reload's wait (stopActionsSettled). Deleted at none.
    */
   readonly #ladderCallsLeft = new Map<string, number>();
+  /**
+   * Ladder calls decided and not queued yet (#holdLadder): a trigger's from its latch, a securing
+   * run's from its provider's return; a reload's wait waits for them to be queued, then for them.
+   */
+  readonly #ladderHolds = new Set<LadderHold>();
   /** Per provider host: its securing run after it last became AVAILABLE while latched. */
   readonly #secureRuns = new WeakMap<ProviderSummary, SecureRun>();
   /** The re-verification waiting to start, if any (providers join it until it starts). */
@@ -765,13 +790,19 @@ export class Estop implements EstopService {
     const cause = options.cause ?? ESTOP_CAUSE_API;
     let fault: FaultEntry | null = null;
     let hooksHeld: (() => void) | null = null;
+    let ladderHeld: LadderHold | null = null;
     // The calls admitted before the latch, taken at the latch: a reload that removes or restarts
     // a provider before this stop's turn still has its drain wait for them.
     const drains = this.#drainsFromLatch();
+    // A stop under way runs first (its hooks and read-back too): this one's ladder waits for it.
+    const behindStop = this.#stopsUnderWay > 0;
     this.#stopsRunning++;
-    const stop = this.#stopTail.then(() => this.#stop(fault, cause, drains, hooksHeld)).finally(
-      () => this.#stopsRunning--,
-    );
+    this.#stopsUnderWay++;
+    const stop = this.#stopTail.then(() => this.#stop(fault, cause, drains, hooksHeld, ladderHeld))
+      .finally(() => {
+        this.#stopsRunning--;
+        this.#stopsUnderWay--;
+      });
     this.#stopTail = stop.catch(() => {});
     // From the latch on, the ladder starts whatever fails before it (a port that throws, the clock
     // included): a latch without its stop would leave the machine as it was. Each step is
@@ -819,6 +850,9 @@ export class Estop implements EstopService {
         () => this.#o.modes?.holdFaultHookCalls?.() ?? null,
       );
     }
+    // So are its ladder's calls, which it queues a turn later (or after the stop under way): a
+    // reload stopping a provider meanwhile waits for them. Only counted: nothing waits for it.
+    ladderHeld = contained("holding the ladder's calls", () => this.#holdLatchLadder(behindStop));
     contained("announcing the latch", () => {
       if (latchedAtMs === null) throw new Error("the time of the latch is unknown");
       this.#o.bus?.publish({
@@ -984,24 +1018,31 @@ export class Estop implements EstopService {
 
   /**
    * Waits for the stop actions to `providerId` under way now to finish: the ladder calls running
-   * or queued on it (a stop's, a securing run's; not those queued later) and the hook calls into
-   * FAULT to it running or queued (EstopModes.faultHookCallsSettled: the e-stop's, an operator's
-   * FAULT, those made again for a provider that comes back), both at once, bounded by what is left
-   * to run on it now: those calls (at least 1) x one call's worst case (stopActionWorstCaseMs of
-   * its provider's timeout_ms: the call on the wire ahead, then its own deadline) +
-   * DRAIN_MARGIN_MS, at most STOP_ACTIONS_WAIT_MAX_MS but never less than one call's: a reload
-   * waits so before it stops that provider. Null at once when none runs. Never rejects, and
+   * or queued on it (a stop's, a securing run's; not those decided later), those decided and not
+   * queued yet (#ladderHolds: a stop's from its latch, a securing run's from its provider's
+   * return), and the hook calls into FAULT to it running or queued
+   * (EstopModes.faultHookCallsSettled: the e-stop's, an operator's FAULT, those made again for a
+   * provider that comes back), all at once, bounded by what is left to run on it now: those calls
+   * (at least 1) x one call's worst case (stopActionWorstCaseMs of its provider's timeout_ms: the
+   * call on the wire ahead, then its own deadline) + DRAIN_MARGIN_MS, at most
+   * STOP_ACTIONS_WAIT_MAX_MS but never less than one call's -- STOP_ACTIONS_WAIT_MAX_MS itself
+   * when it waits for a stop triggered while another ran (its ladder follows that whole stop): a
+   * reload waits so before it stops that provider. Null at once when none runs. Never rejects, and
    * neither the ladder nor the hooks ever wait for it.
    */
   async stopActionsSettled(providerId: string): Promise<StopActionsWait | null> {
     const what = `waiting for the stop actions to ${providerId}`;
     const tail = this.#providerTails.get(providerId);
+    // Ladder calls decided and not queued yet (a trigger's since its latch, a securing run's since
+    // its provider's return): waited for once queued, with those queued before them.
+    const holds = [...this.#ladderHolds].filter((h) => (h.counts.get(providerId) ?? 0) > 0);
     const hookCalls = this.#contained(
       `${what}: reading its hook calls into FAULT`,
       () => this.#o.modes?.faultHookCallsSettled?.(providerId) ?? null,
       "the reload does not wait for them",
     );
-    if (tail === undefined && (hookCalls === null || hookCalls === undefined)) return null;
+    const ladder = tail !== undefined || holds.length > 0;
+    if (!ladder && (hookCalls === null || hookCalls === undefined)) return null;
     const host = this.#contained(
       `${what}: reading its provider`,
       () => this.#o.inventory.provider(providerId),
@@ -1017,13 +1058,22 @@ export class Estop implements EstopService {
     const hooks = Number.isFinite(hooksLeft) && hooksLeft > 0 ? hooksLeft : 0;
     const calls = Math.max(1, (this.#ladderCallsLeft.get(providerId) ?? 0) + hooks);
     const callMs = stopActionWorstCaseMs(host.config.timeoutMs);
+    // A stop triggered while another was under way queues its calls once that one has answered
+    // (its calls to every provider, its hooks, its read-back): not counted here, the cap bounds it.
     const boundMs = Math.max(
       callMs + DRAIN_MARGIN_MS,
-      Math.min(STOP_ACTIONS_WAIT_MAX_MS, calls * callMs + DRAIN_MARGIN_MS),
+      holds.some((h) => h.behindStop)
+        ? STOP_ACTIONS_WAIT_MAX_MS
+        : Math.min(STOP_ACTIONS_WAIT_MAX_MS, calls * callMs + DRAIN_MARGIN_MS),
     );
     const unknown = `${what}: how long it took is left out`;
     const startedAt = this.#readMono(what, unknown);
-    const both = Promise.all([tail, hookCalls?.catch(() => {})]).then(() => true);
+    const ladderDone = holds.length === 0
+      ? tail
+      : Promise.all(holds.map((h) => h.queued.promise)).then(() =>
+        this.#providerTails.get(providerId)
+      );
+    const both = Promise.all([ladderDone, hookCalls?.catch(() => {})]).then(() => true);
     let settled = false;
     try {
       settled = await raceTimeout(this.#o.clock, both, boundMs, false);
@@ -1036,7 +1086,7 @@ export class Estop implements EstopService {
       ? null
       : Math.max(0, Math.round(endedAt - startedAt));
     return {
-      ladder: tail !== undefined,
+      ladder,
       hooks: hookCalls !== null && hookCalls !== undefined,
       settled,
       waitedMs,
@@ -1193,6 +1243,7 @@ export class Estop implements EstopService {
     cause: string,
     drains: readonly LatchDrain[] | null,
     hooksHeld: (() => void) | null,
+    ladderHeld: LadderHold | null,
   ): Promise<EstopResult> {
     let ladder: {
       plan: SafeStatePlan;
@@ -1207,11 +1258,13 @@ export class Estop implements EstopService {
     try {
       const { plan, failed } = this.#stopPlan(safeState);
       const [actions, drain] = await Promise.all([
-        this.#runLadder(plan, cause, failed === null),
+        this.#runLadder(plan, cause, failed === null, ladderHeld),
         this.#drainAll(drains),
       ]);
       ladder = { plan, planFailed: failed, actions, drain };
     } finally {
+      // Queued by the ladder (which let it go), or never to be: not held past the ladder.
+      this.#releaseLadder(ladderHeld);
       // Whatever the ladder did, even throw: FAULT without its stop actions would also hold every
       // FAULT request (an alarm's, forceFault) waiting for hooks that never run.
       hooks = fault ? await this.#faultHooks(fault, hooksHeld) : { failures: [], pending: false };
@@ -1417,12 +1470,14 @@ export class Estop implements EstopService {
   /**
    * The ladder: fanned out per provider (declared order within a provider, behind ladder calls
    * still running on it), every call attempted. Actions are reported in plan order. Without
-   * `uncoveredKnown` (a plan made without the devices) what it leaves untouched is unknown.
+   * `uncoveredKnown` (a plan made without the devices) what it leaves untouched is unknown. `held`
+   * (its trigger's hold, #holdLatchLadder) is let go once its calls are queued and counted.
    */
   async #runLadder(
     plan: SafeStatePlan,
     cause: string,
     uncoveredKnown: boolean,
+    held: LadderHold | null,
   ): Promise<EstopAction[]> {
     // What it leaves untouched is the answer's warning, logged with it.
     const untouched = uncoveredKnown ? `${plan.uncovered.length}` : "an unknown number of";
@@ -1437,23 +1492,24 @@ export class Estop implements EstopService {
       if (group) group.push(i);
       else byProvider.set(id, [i]);
     });
-    await Promise.all(
-      [...byProvider].map(([id, indices]) => {
-        let left = indices.length;
-        this.#countLadderCalls(id, left);
-        return this.#onProvider(id, async () => {
-          try {
-            for (const i of indices) {
-              await this.#attempt(plan.calls[i]!, actions[i]!, plan.rung, cause);
-              left--;
-              this.#countLadderCalls(id, -1);
-            }
-          } finally {
-            this.#countLadderCalls(id, -left);
+    const queued = [...byProvider].map(([id, indices]) => {
+      let left = indices.length;
+      this.#countLadderCalls(id, left);
+      return this.#onProvider(id, async () => {
+        try {
+          for (const i of indices) {
+            await this.#attempt(plan.calls[i]!, actions[i]!, plan.rung, cause);
+            left--;
+            this.#countLadderCalls(id, -1);
           }
-        });
-      }),
-    );
+        } finally {
+          this.#countLadderCalls(id, -left);
+        }
+      });
+    });
+    // Queued and counted as they are now (the plan may differ from the latch's): the hold goes.
+    this.#releaseLadder(held);
+    await Promise.all(queued);
     return actions;
   }
 
@@ -1462,6 +1518,69 @@ export class Estop implements EstopService {
     const left = (this.#ladderCallsLeft.get(providerId) ?? 0) + n;
     if (left > 0) this.#ladderCallsLeft.set(providerId, left);
     else this.#ladderCallsLeft.delete(providerId);
+  }
+
+  /**
+   * Holds `counts` (per provider, ladder calls decided and not queued yet) in #ladderCallsLeft
+   * until #releaseLadder: a reload's wait (stopActionsSettled) waits for them to be queued, then
+   * for them. `behindStop`: they wait for a stop under way first. Synchronous; nothing on the stop
+   * path waits for it.
+   */
+  #holdLadder(counts: ReadonlyMap<string, number>, behindStop: boolean): LadderHold {
+    for (const [id, n] of counts) this.#countLadderCalls(id, n);
+    const hold: LadderHold = { counts, behindStop, queued: Promise.withResolvers() };
+    this.#ladderHolds.add(hold);
+    return hold;
+  }
+
+  /** Lets a hold go (its calls queued and counted, or never to be): idempotent. */
+  #releaseLadder(hold: LadderHold | null): void {
+    if (hold === null || !this.#ladderHolds.delete(hold)) return;
+    for (const [id, n] of hold.counts) this.#countLadderCalls(id, -n);
+    hold.queued.resolve();
+  }
+
+  /**
+   * The ladder calls of a stop latched now, held from its latch (#holdLadder): the plan's calls
+   * (the plan without the devices when it cannot be made, as the stop's) to each provider up now.
+   * One down now fails its calls unsent (UNAVAILABLE) whatever a reload does, so a reload
+   * restarting it does not wait; one that comes back before the ladder is held by its securing run
+   * from its return. A provider whose availability cannot be read is held.
+   */
+  #holdLatchLadder(behindStop: boolean): LadderHold {
+    let plan: SafeStatePlan;
+    try {
+      plan = this.plan();
+    } catch {
+      // The stop makes it again and says why it fails (#stopPlan).
+      plan = planWithoutDevices(this.#o.safeState);
+    }
+    const counts = new Map<string, number>();
+    for (const c of plan.calls) {
+      const id = providerOf(c);
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    for (const id of counts.keys()) {
+      let up = true;
+      try {
+        up = this.#o.inventory.provider(id)?.available === true;
+      } catch { /* held: its ladder call says what fails */ }
+      if (!up) counts.delete(id);
+    }
+    return this.#holdLadder(counts, behindStop);
+  }
+
+  /**
+   * The calls of a securing run of `providerId` decided now, held until it queues them (#secure):
+   * the plan's calls to it now. Null when there are none, or the plan cannot be made (the run
+   * fails and says so).
+   */
+  #holdSecuring(providerId: string): LadderHold | null {
+    let n = 0;
+    try {
+      n = this.#callsOf(providerId).length;
+    } catch { /* the run makes the plan again and fails with its ERROR line */ }
+    return n === 0 ? null : this.#holdLadder(new Map([[providerId, n]]), false);
   }
 
   /** The plan's calls to one provider, in plan order (indexed once per plan, not per start). */
@@ -1537,18 +1656,24 @@ export class Estop implements EstopService {
     // for whoever awaits it (a reload reports it) and is contained here: an unhandled rejection
     // would end the runtime (main.ts). One ERROR line; the run counts as ended, so the next
     // return secures the provider again, and whoever waits for its ladder calls is let go.
-    run.promise = Promise.resolve().then(() => this.#secure(host, run, made.resolve, why)).catch(
-      (err) => {
-        run.started = true;
-        run.laddered = true;
-        made.resolve([]);
-        const message = `e-stop latched: securing provider ${host.id} (${why}) failed: ${
-          errorMessage(err)
-        }; it is not known to be at the safe state`;
-        this.#stopLog.error(message);
-        throw internal(message, err);
-      },
-    );
+    // Its calls are held from this step, not from their queueing a microtask later: a reload that
+    // stops the provider in this step waits for them too (a plan that cannot be made: none held,
+    // the run fails below).
+    const held = this.#holdSecuring(host.id);
+    run.promise = Promise.resolve().then(() => this.#secure(host, run, made.resolve, why, held))
+      .catch(
+        (err) => {
+          this.#releaseLadder(held);
+          run.started = true;
+          run.laddered = true;
+          made.resolve([]);
+          const message = `e-stop latched: securing provider ${host.id} (${why}) failed: ${
+            errorMessage(err)
+          }; it is not known to be at the safe state`;
+          this.#stopLog.error(message);
+          throw internal(message, err);
+        },
+      );
     run.promise.catch(() => {});
     this.#secureRuns.set(host, run);
   }
@@ -1557,22 +1682,25 @@ export class Estop implements EstopService {
    * Brings a provider that came up while latched to the safe state: the plan's calls for it, in
    * declared order behind ladder calls still running on it, every call attempted; then (still
    * latched) its expectations are read back again (#reverify). Resolves with the calls made;
-   * `laddered` is told the declared ones once they have been made, before the read-back.
+   * `laddered` is told the declared ones once they have been made, before the read-back. `held`
+   * (#holdSecuring, as it came back) is let go once its calls are queued and counted.
    */
   async #secure(
     host: ProviderSummary,
     run: SecureRun,
     laddered: (made: readonly CallConfig[]) => void,
     why: string,
+    held: LadderHold | null,
   ): Promise<EstopAction[]> {
     const id = host.id;
     let rung: SoftwareSafeState = this.plan().rung;
     let safeState = this.#o.safeState;
     let made: CallConfig[] = [];
-    // Counted from its queueing as the plan's calls to it now, then as those it makes.
+    // Counted from its queueing as the plan's calls to it now, then as those it makes (held before
+    // that from its return, #holdSecuring, let go once queued below).
     let left = this.#callsOf(id).length;
     this.#countLadderCalls(id, left);
-    const actions = await this.#onProvider(id, async () => {
+    const queued = this.#onProvider(id, async () => {
       run.started = true;
       if (this.#state !== "latched") return null;
       const calls = this.#callsOf(id);
@@ -1605,6 +1733,8 @@ export class Estop implements EstopService {
       run.laddered = true;
       laddered(made);
     });
+    this.#releaseLadder(held);
+    const actions = await queued;
     if (actions === null) return [];
     const reason = why === LADDER_RELOADED ? "ladder reloaded while latched" : undefined;
     await this.#reverify(id, actions, rung, safeState, reason);

@@ -155,3 +155,24 @@ Deno.test("ModeManager.faultHookCallsSettled waits, from a provider's return on,
   assert.equal(r.modes.faultHookCallsSettled("plant"), null);
   assert.equal(r.modes.faultHookCallsLeft("plant"), 0);
 });
+
+Deno.test("ModeManager.faultHookCallsSettled counts a forced FAULT's hook calls in the step that commits it (the device-loss latch's FAULT entry)", async () => {
+  const r = rig();
+  // DeviceLossLatch decides and forces FAULT in one step: a reload stopping plant in that same
+  // step (before the hooks' calls are on the wire) waits for them.
+  const forced = r.modes.forceFault("device-loss latch: plant/plant0 is down (test)", {
+    kind: "device_loss",
+    device_handle: "plant/plant0",
+  });
+  const plant = r.modes.faultHookCallsSettled("plant");
+  assert.notEqual(plant, null, "counted in the step FAULT is committed");
+  assert.equal(r.modes.faultHookCallsLeft("plant"), 2);
+  await heldCalls(r.held, 2);
+  r.held.find((h) => h.req.providerId === "probe")!.answer();
+  r.held.find((h) => h.req.functionName === "set_heater")!.answer();
+  await heldCalls(r.held, 3);
+  assert.equal(await settled(plant!), false, "ended with plant's set_fan still to be made");
+  r.held[2]!.answer();
+  assert.equal(await settled(plant!), true);
+  assert.equal(await forced, true);
+});

@@ -1,0 +1,163 @@
+/**
+ * A configuration reload that stops a provider (removes it, or restarts it: its entry changed)
+ * waits for the e-stop's ladder calls to it from the latch itself (docs/safety.md, step 2): the
+ * latch engages synchronously and the ladder queues its calls a turn later, so a reload whose wait
+ * began in between -- in the trigger's own turn -- saw no ladder call yet, stopped the provider,
+ * and the ladder's call failed (`UNAVAILABLE: provider session ended: closed by the runtime`).
+ * Also a second trigger while the first ladder runs, a provider down at the latch (its call fails
+ * unsent; nothing is waited for), and a provider that comes back while latched (its securing run
+ * is decided in the step it becomes AVAILABLE and queues its calls a turn later).
+ * In-process: the kernel on a manual clock, the plant provider (one request at a time) whose
+ * actuating calls take LATENCY_MS.
+ */
+import assert from "node:assert/strict";
+import type { Config } from "../../src/config/mod.ts";
+import type { EstopResult } from "../../src/safety/mod.ts";
+import type { ProviderSummary } from "../../src/state/mod.ts";
+import { ManualClock, runToSettle, runUntil } from "../helpers/clock.ts";
+import type { FakeProvider } from "../helpers/fake_provider.ts";
+import { type Rig, rig } from "../helpers/rig.ts";
+import { call, plantProvider } from "./_fixture.ts";
+
+/** plant's timeout_ms. */
+const TIMEOUT_MS = 5000;
+/** How long each actuating call to plant takes (well within TIMEOUT_MS). */
+const LATENCY_MS = 500;
+
+/** plant, its ladder one call (set_fan to 0); `restart`: its supervisor restarts it once. */
+function plantRig(clock: ManualClock, restart = false): Promise<Rig> {
+  return rig({
+    clock,
+    providers: [
+      plantProvider("plant", {
+        latencyMs: LATENCY_MS,
+        timeoutMs: TIMEOUT_MS,
+        ...(restart ? { restartBackoffMs: 100 } : {}),
+      }),
+    ],
+    pollingIntervalMs: 60_000,
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+    arm: true,
+  });
+}
+
+/** The configuration without plant (and without the ladder call that names it). */
+function withoutPlant(c: Config): Config {
+  return {
+    ...c,
+    providers: [],
+    safety: { ...c.safety, safeState: { ...c.safety.safeState, hooks: [] } },
+  };
+}
+
+/** The configuration with plant's entry changed (a restart). */
+function plantChanged(c: Config): Config {
+  return {
+    ...c,
+    providers: c.providers.map((p) => ({ ...p, timeoutMs: TIMEOUT_MS + 1000 })),
+  };
+}
+
+const RELOADS = [
+  { how: "removes", next: withoutPlant, listed: "removed" },
+  { how: "restarts", next: plantChanged, listed: "restarted" },
+] as const;
+
+const MADE = [{ device_handle: "plant/plant0", function: "set_fan", success: true }];
+
+/** The reload's lines about plant: one, it waited for the ladder's calls then stopped it. */
+function assertWaitedForLadder(lines: readonly string[]): void {
+  const about = lines.filter((l) => l.includes("reload: ") && l.includes(" to plant"));
+  assert.equal(about.length, 1, about.join("\n"));
+  assert.match(
+    about[0]!,
+    /^INFO .*reload: waited \d+ ms for the e-stop's safe-state calls to plant, then stopped it$/,
+  );
+}
+
+for (const { how, next, listed } of RELOADS) {
+  for (const turns of [0, 1, 3]) {
+    Deno.test(`Estop latch: a reload that ${how} the provider ${turns} turn(s) after the trigger waits for the ladder's call`, async () => {
+      const clock = new ManualClock();
+      await using r = await plantRig(clock);
+      const rt = r.kernel;
+      const stop = rt.estop.trigger("latch x reload");
+      for (let i = 0; i < turns; i++) await Promise.resolve();
+      const report = rt.reload(next(rt.config));
+      const result = await runToSettle(clock, stop, "the e-stop");
+      assert.deepEqual(result.actions, MADE);
+      assert.deepEqual((await runToSettle(clock, report, "the reload")).providers[listed], [
+        "plant",
+      ]);
+      assertWaitedForLadder(r.lines);
+    });
+  }
+
+  Deno.test(`Estop latch: a second trigger while the first ladder runs, then a reload that ${how} the provider: both ladders' calls are made first`, async () => {
+    const clock = new ManualClock();
+    await using r = await plantRig(clock);
+    const rt = r.kernel;
+    const fake = r.provider<FakeProvider>("plant");
+    const first = rt.estop.trigger("first");
+    await runUntil(clock, "the first ladder's call at plant", () => fake.count("call") === 1);
+    const second = rt.estop.trigger("second");
+    const report = rt.reload(next(rt.config));
+    const results: EstopResult[] = [
+      await runToSettle(clock, first, "the first e-stop"),
+      await runToSettle(clock, second, "the second e-stop"),
+    ];
+    assert.deepEqual(results.map((s) => s.actions), [MADE, MADE]);
+    assert.equal(fake.count("call"), 2, "each ladder's call was made at plant's first process");
+    assert.deepEqual((await runToSettle(clock, report, "the reload")).providers[listed], [
+      "plant",
+    ]);
+    assertWaitedForLadder(r.lines);
+  });
+}
+
+Deno.test("Estop latch: a provider down at the latch is not waited for: a reload restarts it at once and the e-stop secures it when it is up", async () => {
+  const clock = new ManualClock();
+  await using r = await plantRig(clock);
+  const rt = r.kernel;
+  r.kill("plant");
+  await runUntil(clock, "plant down", () => rt.inventory.provider("plant")?.available === false);
+  const stop = rt.estop.trigger("latch x down");
+  const report = rt.reload(plantChanged(rt.config));
+  const result = await runToSettle(clock, stop, "the e-stop");
+  assert.equal(result.actions.length, 1);
+  assert.match(result.actions[0]!.error ?? "", /^UNAVAILABLE: Provider unavailable: plant$/);
+  const done = await runToSettle(clock, report, "the reload");
+  assert.deepEqual(done.providers.restarted, ["plant"]);
+  // Its new process was brought to the safe state by the e-stop (the reload counts its call).
+  assert.equal(done.estopActions, 1);
+  assert.deepEqual(done.estopFailures, []);
+  const waited = r.lines.filter((l) => l.includes("reload: ") && l.includes(" to plant"));
+  assert.deepEqual(waited, [], "nothing to wait for: its call failed unsent");
+});
+
+for (const { how, next, listed } of RELOADS) {
+  Deno.test(`Estop securing run: a reload that ${how} a provider in the step it comes back while latched waits for its securing call`, async () => {
+    const clock = new ManualClock();
+    await using r = await plantRig(clock, true);
+    const rt = r.kernel;
+    await runToSettle(clock, rt.estop.trigger("latched"), "the e-stop");
+    // Its supervisor restarts it; in the step it becomes AVAILABLE (the e-stop has decided to
+    // secure it, its listener comes first), a reload stops it.
+    let back: ProviderSummary | null = null;
+    let report: ReturnType<typeof rt.reload> | null = null;
+    rt.inventory.onAvailability((p, up) => {
+      if (!up || p.id !== "plant" || report !== null) return;
+      back = p;
+      report = rt.reload(next(rt.config));
+    });
+    r.kill("plant");
+    await runUntil(clock, "plant back", () => report !== null);
+    const secured = rt.estop.securing(back!);
+    assert.notEqual(secured, null, "the e-stop secures plant as it comes back");
+    assert.deepEqual(await runToSettle(clock, secured!, "its securing run"), MADE);
+    assert.deepEqual((await runToSettle(clock, report!, "the reload")).providers[listed], [
+      "plant",
+    ]);
+    assertWaitedForLadder(r.lines);
+  });
+}
