@@ -208,8 +208,9 @@ class PendingRequests {
 }
 
 /**
- * Poll reads (sendRead: a poll pass's ReadSignals, one per due device, all sent at once) a session
- * keeps in flight at most, unless its options say otherwise (maxInFlight).
+ * Poll reads (sendRead: a poll pass's ReadSignals, one per due device) a session keeps in flight at
+ * most, unless its options say otherwise (maxInFlight). A pass of more due devices sends as many as
+ * there is room for (readRoom) and the rest as answers free places (StateCache.#runPass).
  */
 export const DEFAULT_MAX_IN_FLIGHT = 64;
 
@@ -402,6 +403,18 @@ export class AdppClient {
 
   get inFlight(): number {
     return this.#pending.size;
+  }
+
+  /**
+   * Poll reads (sendRead) the session takes now without refusing one for its bound: maxInFlight
+   * less every request in flight. Infinity once it ended or a write failed (a read is then
+   * refused for that, not for room). A poll pass of more due devices sends the rest as answers
+   * free places (StateCache.#runPass).
+   */
+  get readRoom(): number {
+    if (this.#end !== null || this.#writeFailure !== null) return Infinity;
+    const room = this.#maxInFlight - this.#pending.size;
+    return room > 0 ? room : 0;
   }
 
   /** The id the next request gets: every request sent so far has a lower one. */

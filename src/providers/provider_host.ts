@@ -344,6 +344,15 @@ export class ProviderHost {
   }
 
   /**
+   * Poll reads sendRead takes now without refusing one for the session's bound on them
+   * (AdppClient.readRoom); Infinity while the provider is down (each is refused for that).
+   */
+  get readRoom(): number {
+    const s = this.#session;
+    return s && this.available ? s.readRoom : Infinity;
+  }
+
+  /**
    * `send` of a ReadSignals whose answer is decoded into `into` (the poll path: no object per
    * sample; see AdppClient.sendRead).
    */

@@ -345,6 +345,11 @@ export class ProviderSession {
     return this.#client.inFlight;
   }
 
+  /** Poll reads sendRead takes now (AdppClient.readRoom). */
+  get readRoom(): number {
+    return this.#client.readRoom;
+  }
+
   get lastFrameAtMs(): number {
     return this.#client.lastFrameAtMs;
   }

@@ -887,32 +887,75 @@ export class StateCache implements FreshReader {
    * Starts `pass`: each due device's ReadSignals sent, decoded into its batch. Replies, not
    * promises: one promise per pass, none per device, and no closure (the pass's replies are
    * made once per device index and kept with the pass, which the provider's loop reuses).
+   * As many as the session takes poll reads now (ProviderHost.readRoom: 64 less what is in
+   * flight) go out at once; the rest as answers free places (#sendMore).
    */
   #runPass(pass: PollPass): Promise<void> {
-    const due = pass.due;
-    const n = due.length;
+    const n = pass.due.length;
     if (n === 0) return Promise.resolve();
     pass.metrics = this.#pollMetrics.get(pass.host.id) ?? DETACHED_POLL_METRICS;
     pass.next = 0;
     pass.settled = false;
     pass.answered = false;
     pass.timedOut = false;
+    pass.heard = false;
     pass.sinceMs = this.#opts.clock.monoMs();
     const promise = new Promise<void>(pass.executor);
     try {
-      for (let i = 0; i < n; i++) {
-        const dev = due[i]!;
-        // Its own batch unless an earlier request still holds it (a pass that failed): one each.
-        const into = dev.batchHeld ? new SampleBatch(dev.pollable.length) : dev.readBatch;
-        if (into === dev.readBatch) dev.batchHeld = true;
-        pass.intos[i] = into;
-        pass.waiting++;
-        pass.host.sendRead(dev.readRequest, into, pass.replies[i] ??= this.#replyOf(pass, i));
+      const room = pass.host.readRoom;
+      const end = n <= room ? n : room;
+      for (let i = 0; i < end; i++) this.#sendRead(pass, i);
+      pass.sent = end;
+      if (end < n) {
+        this.#sendMore(pass, false);
+        if (pass.waiting === 0) this.#applyPass(pass); // none sent: every device deferred
       }
     } catch (thrown) {
       this.#failPass(pass, thrown);
     }
     return promise;
+  }
+
+  /** Sends device `i`'s ReadSignals of `pass`. */
+  #sendRead(pass: PollPass, i: number): void {
+    const dev = pass.due[i]!;
+    // Its own batch unless an earlier request still holds it (a pass that failed): one each.
+    const into = dev.batchHeld ? new SampleBatch(dev.pollable.length) : dev.readBatch;
+    if (into === dev.readBatch) dev.batchHeld = true;
+    pass.intos[i] = into;
+    pass.waiting++;
+    pass.host.sendRead(dev.readRequest, into, pass.replies[i] ??= this.#replyOf(pass, i));
+  }
+
+  /**
+   * Sends the reads of `pass` not sent yet that the session takes now (an answer freed its
+   * place): those of one turn (a chunk of answers) go out in one write. What it cannot send
+   * while none of the pass is in flight (the session's room held by other requests), or after
+   * a read of the pass got no answer in time before any got one (`silent`: the provider is not
+   * reading; sent, each would wait out its own timeout, and the pass, liveness check included,
+   * would last one timeout per 64 devices), is deferred to the next pass (#deferRest). The
+   * caller applies the outcomes (#applyPass).
+   */
+  #sendMore(pass: PollPass, silent: boolean): void {
+    const n = pass.due.length;
+    if (!silent) {
+      const room = pass.host.readRoom;
+      const end = n - pass.sent <= room ? n : pass.sent + room;
+      for (let i = pass.sent; i < end; i++) this.#sendRead(pass, i);
+      pass.sent = end;
+      if (end === n || pass.waiting > 0) return;
+    }
+    this.#deferRest(pass);
+  }
+
+  /**
+   * The devices of `pass` not sent yet are not polled in it: each due again at the next cycle,
+   * and no failed read (nothing marked, no poll error, no liveness miss: #applyPass).
+   */
+  #deferRest(pass: PollPass): void {
+    const n = pass.due.length;
+    for (let i = pass.sent; i < n; i++) pass.outcomes[i] = DEFERRED;
+    pass.sent = n;
   }
 
   #replyOf(pass: PollPass, i: number): ReadReply {
@@ -928,6 +971,11 @@ export class StateCache implements FreshReader {
     if (pass.settled) return;
     pass.outcomes[i] = err ?? batch!;
     try {
+      if (pass.sent < pass.due.length) {
+        // Any answer, even an error status, says the provider reads; a refusal says nothing.
+        if (err === null || livenessOf(err) === true) pass.heard = true;
+        this.#sendMore(pass, !pass.heard && noAnswer(err));
+      }
       this.#applyPass(pass);
     } catch (thrown) {
       this.#failPass(pass, thrown);
@@ -960,6 +1008,11 @@ export class StateCache implements FreshReader {
       const dev = due[pass.next]!;
       const outcome = outcomes[pass.next]!;
       outcomes[pass.next++] = undefined;
+      if (outcome === DEFERRED) {
+        // Not sent in this pass (#sendMore): polled at the next cycle, not a failed read.
+        dev.skipCycles = 0;
+        continue;
+      }
       if (outcome === dev.readBatch) dev.batchHeld = false; // read below, before any other
       // A device's poll time: from the answer before it (the provider answers in turn).
       const now = clock.monoMs();
@@ -1431,6 +1484,13 @@ const NO_DEVICES: readonly MutableDeviceState[] = Object.freeze([]);
 /** What a poll pass with nothing to send returns (one settled promise, not one per pass). */
 const DONE: Promise<void> = Promise.resolve();
 
+/**
+ * The outcome of a device whose read a poll pass did not send: past the session's room for poll
+ * reads (DEFAULT_MAX_IN_FLIGHT) with none of the pass in flight, or after the provider answered
+ * none of its reads in time (StateCache.#sendMore). The device is due at the next cycle.
+ */
+const DEFERRED: unique symbol = Symbol("deferred");
+
 /** A no-op resolver (a settled pass keeps no promise's resolving functions). */
 function noop(): void {}
 
@@ -1444,14 +1504,21 @@ class PollPass {
   host: ProviderHost;
   due: readonly MutableDeviceState[];
   metrics: PollMetrics = DETACHED_POLL_METRICS;
-  /** Each device's outcome as it arrives (its samples, or why it has none), until applied. */
-  readonly outcomes: (SampleBatch | Error | undefined)[] = [];
+  /**
+   * Each device's outcome as it arrives (its samples, why it has none, or DEFERRED: its read was
+   * not sent in this pass), until applied.
+   */
+  readonly outcomes: (SampleBatch | Error | typeof DEFERRED | undefined)[] = [];
   /** The batch each device's request decodes into. */
   readonly intos: SampleBatch[] = [];
   /** The reply of each device index (made once). */
   readonly replies: ReadReply[] = [];
   /** Replies still to come. */
   waiting = 0;
+  /** Devices whose read was sent (or deferred): the next one to send. */
+  sent = 0;
+  /** A read of this pass was answered (before it was applied): the provider reads. */
+  heard = false;
   /** The next outcome to apply (request order). */
   next = 0;
   /** Every outcome applied, or the pass failed: later replies change nothing. */
