@@ -14,13 +14,18 @@ import type { ApiTokenConfig, Config } from "../../src/config/mod.ts";
 import type { CallRequest } from "../../src/control/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
-import { apiFetch } from "../helpers/openapi_check.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { i, inertSim, manualCall, readSignal } from "../safety/_fixture.ts";
-
-const ADMIN = "admin-token-7e3c9a1f5b2d";
-const OPERATOR = "operator-token-4b8d2f6a0c1e";
-const SHIFT: ApiTokenConfig = { name: "shift", role: "operator", token: OPERATOR, tokenEnv: "" };
+import {
+  ADMIN,
+  fetchAs,
+  NIGHT,
+  OPERATOR,
+  refusedEntries,
+  reloadTokens,
+  SHIFT,
+  tokenHttp,
+} from "./_token_reload_rig.ts";
 
 /**
  * How long the sim holds each call to its motor controller: long enough for the queued call and
@@ -36,31 +41,18 @@ function config(o: { exemptLoopback?: boolean } = {}): Config {
   return testConfig({
     providers: [inertSim("sim0", { timeoutMs: 10_000 })],
     pollingIntervalMs: 60_000,
-    http: {
-      authEnabled: true,
-      authToken: ADMIN,
-      authExemptLoopback: o.exemptLoopback ?? false,
-      tokens: [SHIFT],
-    },
+    http: tokenHttp(o),
   });
 }
 
 /** POST /v0/call setting motor 1's duty, with `token` (from a page of `origin` when given). */
 function setDuty(rt: Kernel, token: string, duty: number, origin?: string): Promise<Response> {
-  return apiFetch(`http://127.0.0.1:${rt.http!.port}/v0/call`, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      ...(origin === undefined ? {} : { origin }),
-    },
-    body: JSON.stringify({
-      provider_id: "sim0",
-      device_id: "motorctl0",
-      function_id: 10,
-      args: { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: duty } },
-    }),
-  });
+  return fetchAs(rt, "/v0/call", token, {
+    provider_id: "sim0",
+    device_id: "motorctl0",
+    function_id: 10,
+    args: { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: duty } },
+  }, origin === undefined ? {} : { origin });
 }
 
 /**
@@ -95,27 +87,20 @@ async function queuedCallThenReload(
     await waitFor("the slow call at sim0", () => session.inFlight > 0, 10_000, 0);
     const waiting = setDuty(rt, OPERATOR, 0.7, o.origin);
     await waitFor("the operator's call queued behind it", () => queued === 2, 10_000, 0);
-    const report = await rt.reload({ ...rt.config, http: { ...rt.config.http, tokens } });
-    assert.deepEqual(report.refused, []);
+    await reloadTokens(rt, tokens);
     assert.ok(session.inFlight > 0, "the slow call still held sim0 when the reload was done");
     const first = await slow;
     assert.equal(first.status, 200, await first.clone().text());
     await first.body?.cancel();
     const second = await waiting;
     const duty = await readSignal(rt, "sim0", "motorctl0", "motor1_duty");
-    const audit = await (await apiFetch(`http://127.0.0.1:${rt.http!.port}/v0/audit`, {
-      headers: { authorization: `Bearer ${ADMIN}` },
-    })).json();
-    // deno-lint-ignore no-explicit-any
-    const refused = audit.entries.filter((e: any) => e.action === "call" && e.outcome === "refused")
-      // deno-lint-ignore no-explicit-any
-      .map((e: any) => ({
-        origin: e.origin.token_name,
-        device_handle: e.device_handle,
-        function: e.function,
-        refused_by: e.refused_by,
-        reason: e.reason,
-      }));
+    const refused = (await refusedEntries(rt, "call")).map((e) => ({
+      origin: e.origin.token_name,
+      device_handle: e.device_handle,
+      function: e.function,
+      refused_by: e.refused_by,
+      reason: e.reason,
+    }));
     return {
       status: second.status,
       challenge: second.headers.get("www-authenticate"),
@@ -166,13 +151,7 @@ Deno.test("POST /v0/call queued behind a slow call whose token a reload removes 
 });
 
 Deno.test("POST /v0/call queued behind a slow call through a reload that keeps its token goes out at its turn", async () => {
-  const night: ApiTokenConfig = {
-    name: "night",
-    role: "viewer",
-    token: "night-token-9d1e5a3c7f0b",
-    tokenEnv: "",
-  };
-  const r = await queuedCallThenReload([SHIFT, night]);
+  const r = await queuedCallThenReload([SHIFT, NIGHT]);
   assert.equal(r.status, 200, JSON.stringify(r.body));
   assert.equal(r.duty, 0.7, "the queued call was sent after the slow one");
   assert.deepEqual(r.refused, []);

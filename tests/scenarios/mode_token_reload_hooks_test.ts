@@ -8,14 +8,18 @@
 import assert from "node:assert/strict";
 import type { ApiTokenConfig } from "../../src/config/mod.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
-import { apiFetch } from "../helpers/openapi_check.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { call, hook, i, inertSim, manualCall } from "../safety/_fixture.ts";
 import { automationOptions, STOP_MOTOR_ON_FAULT, TreeDir, treeXml } from "./automation_helpers.ts";
-
-const ADMIN = "admin-token-7e3c9a1f5b2d";
-const OPERATOR = "operator-token-4b8d2f6a0c1e";
-const SHIFT: ApiTokenConfig = { name: "shift", role: "operator", token: OPERATOR, tokenEnv: "" };
+import {
+  fetchAs,
+  NIGHT,
+  OPERATOR,
+  refusedEntries,
+  reloadTokens,
+  SHIFT,
+  tokenHttp,
+} from "./_token_reload_rig.ts";
 
 /**
  * How long the sim holds the hook's call: long enough for the reload to happen while it runs
@@ -33,7 +37,7 @@ async function autoThenReload(tokens: readonly ApiTokenConfig[]) {
   const path = "automation.mode_transition_hooks.before_transition[1]";
   const rt = await startServing(testConfig({
     ...base,
-    http: { authEnabled: true, authToken: ADMIN, authExemptLoopback: false, tokens: [SHIFT] },
+    http: tokenHttp(),
     automation: {
       ...base.automation!,
       modeTransitionHooks: {
@@ -58,23 +62,13 @@ async function autoThenReload(tokens: readonly ApiTokenConfig[]) {
       latency_ms: i(LATENCY_MS),
     });
     const session = rt.registry.host("sim0")!.session!;
-    const answer = apiFetch(`http://127.0.0.1:${rt.http!.port}/v0/mode`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${OPERATOR}`, "content-type": "application/json" },
-      body: JSON.stringify({ mode: "AUTO" }),
-    });
+    const answer = fetchAs(rt, "/v0/mode", OPERATOR, { mode: "AUTO" });
     await waitFor("the before-hook's call at sim0", () => session.inFlight > 0, 10_000, 0);
-    const report = await rt.reload({ ...rt.config, http: { ...rt.config.http, tokens } });
-    assert.deepEqual(report.refused, []);
+    await reloadTokens(rt, tokens);
     assert.ok(session.inFlight > 0, "the hook's call still ran when the reload was done");
     const res = await answer;
-    const audit = await (await apiFetch(`http://127.0.0.1:${rt.http!.port}/v0/audit`, {
-      headers: { authorization: `Bearer ${ADMIN}` },
-    })).json();
-    // deno-lint-ignore no-explicit-any
-    const refused = audit.entries.filter((e: any) => e.action === "mode" && e.outcome === "refused")
-      // deno-lint-ignore no-explicit-any
-      .map((e: any) => [e.origin.token_name, e.function, e.refused_by, e.reason]);
+    const refused = (await refusedEntries(rt, "mode"))
+      .map((e) => [e.origin.token_name, e.function, e.refused_by, e.reason]);
     return {
       status: res.status,
       challenge: res.headers.get("www-authenticate"),
@@ -104,13 +98,7 @@ Deno.test("POST /v0/mode AUTO whose token a reload removes while its before-hook
 });
 
 Deno.test("POST /v0/mode AUTO through a reload that keeps its token while its before-hooks run arms AUTO", async () => {
-  const night: ApiTokenConfig = {
-    name: "night",
-    role: "viewer",
-    token: "night-token-9d1e5a3c7f0b",
-    tokenEnv: "",
-  };
-  const r = await autoThenReload([SHIFT, night]);
+  const r = await autoThenReload([SHIFT, NIGHT]);
   assert.equal(r.status, 200, JSON.stringify(r.body));
   assert.equal(r.mode, "AUTO");
   assert.deepEqual(r.refused, []);

@@ -24,6 +24,33 @@ function copyDir(from: string, to: string): void {
   }
 }
 
+/**
+ * A runtime on the data folder `live` (armed) opens a run and makes a call that sim0 holds; while
+ * the call is at sim0 the folder is copied to `crashed` (the crash). The run's id.
+ */
+async function crashWithCallAtProvider(live: string, crashed: string): Promise<string> {
+  const first = await startRuntime(
+    testConfig({ runtime: { dataDir: live }, pollingIntervalMs: 60_000 }),
+    { arm: true },
+  );
+  try {
+    await manualCall(first, "sim0", "chaos_control", 3, {
+      device_id: { type: "string", string: "motorctl0" },
+      latency_ms: i(LATENCY_MS),
+    });
+    const runId = (await first.runs.open({})).run.run_id;
+    const call = manualCall(first, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.7) })
+      .catch(() => {});
+    const session = first.registry.host("sim0")!.session!;
+    await waitFor("the call at sim0", () => session.inFlight > 0);
+    copyDir(live, crashed);
+    await call;
+    return runId;
+  } finally {
+    await first.stop();
+  }
+}
+
 for (const end of ["stopped", "crashed"] as const) {
   Deno.test(`a call interrupted by a crash is an event of the run that crash left open, after a start whose run registry failed and ${end}`, async () => {
     const dir = await Deno.makeTempDir({ prefix: "run_interrupted_start_failed_" });
@@ -31,27 +58,8 @@ for (const end of ["stopped", "crashed"] as const) {
     const crashed = `${dir}/crashed`;
     const next = end === "stopped" ? crashed : `${dir}/crashed_again`;
     try {
-      let runId = "";
-      const first = await startRuntime(
-        testConfig({ runtime: { dataDir: live }, pollingIntervalMs: 60_000 }),
-        { arm: true },
-      );
-      try {
-        await manualCall(first, "sim0", "chaos_control", 3, {
-          device_id: { type: "string", string: "motorctl0" },
-          latency_ms: i(LATENCY_MS),
-        });
-        runId = (await first.runs.open({})).run.run_id;
-        const call = manualCall(first, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.7) })
-          .catch(() => {});
-        const session = first.registry.host("sim0")!.session!;
-        await waitFor("the call at sim0", () => session.inFlight > 0);
-        // The crash: the folder as it is while the call is at the provider.
-        copyDir(live, crashed);
-        await call;
-      } finally {
-        await first.stop();
-      }
+      // The crash: the folder as it is while the call is at the provider.
+      const runId = await crashWithCallAtProvider(live, crashed);
 
       // The next start: its run journal's disk is full, and it stops before a retry.
       const full = new InterceptedAppends(`${crashed}/runs`, () => Promise.reject(diskFullError()));
@@ -108,26 +116,7 @@ Deno.test("a call interrupted by a crash that a start gave to its run is not giv
   const crashed = `${dir}/crashed`;
   const again = `${dir}/crashed_again`;
   try {
-    let runId = "";
-    const first = await startRuntime(
-      testConfig({ runtime: { dataDir: live }, pollingIntervalMs: 60_000 }),
-      { arm: true },
-    );
-    try {
-      await manualCall(first, "sim0", "chaos_control", 3, {
-        device_id: { type: "string", string: "motorctl0" },
-        latency_ms: i(LATENCY_MS),
-      });
-      runId = (await first.runs.open({})).run.run_id;
-      const call = manualCall(first, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.7) })
-        .catch(() => {});
-      const session = first.registry.host("sim0")!.session!;
-      await waitFor("the call at sim0", () => session.inFlight > 0);
-      copyDir(live, crashed);
-      await call;
-    } finally {
-      await first.stop();
-    }
+    const runId = await crashWithCallAtProvider(live, crashed);
 
     // The next start closes the run with the call; a run it opens is left open by its crash.
     let nextRunId = "";

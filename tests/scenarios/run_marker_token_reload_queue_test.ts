@@ -8,60 +8,33 @@
  */
 import assert from "node:assert/strict";
 import type { ApiTokenConfig } from "../../src/config/mod.ts";
-import type { Kernel } from "../../src/app/kernel.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
-import { InterceptedAppends } from "../helpers/journal_files.ts";
-import { apiFetch } from "../helpers/openapi_check.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { inertSim } from "../safety/_fixture.ts";
-
-const ADMIN = "admin-token-7e3c9a1f5b2d";
-const OPERATOR = "operator-token-4b8d2f6a0c1e";
-const SHIFT: ApiTokenConfig = { name: "shift", role: "operator", token: OPERATOR, tokenEnv: "" };
+import {
+  ADMIN,
+  countCalls,
+  fetchAs,
+  HeldAppends,
+  NIGHT,
+  OPERATOR,
+  reloadTokens,
+  SHIFT,
+  tokenHttp,
+} from "./_token_reload_rig.ts";
 
 /** The type of the marker whose line is held. */
 const HELD_TYPE = "held-marker";
-
-/** Run event files whose line of a HELD_TYPE marker waits for `release`. */
-class HeldMarker extends InterceptedAppends {
-  held = 0;
-  release: () => void = () => {};
-  readonly #gate: Promise<void>;
-  constructor() {
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => open = resolve);
-    super("/runs/", async (text, append) => {
-      if (text.includes(HELD_TYPE)) {
-        this.held++;
-        await this.#gate;
-      }
-      await append(text);
-    });
-    this.#gate = gate;
-    this.release = open;
-  }
-}
-
-function fetchAs(rt: Kernel, path: string, token: string, body?: unknown): Promise<Response> {
-  return apiFetch(`http://127.0.0.1:${rt.http!.port}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-}
 
 /**
  * 'shift' records a marker while the admin's marker is being written; the tokens are reloaded to
  * `tokens` while shift's waits its turn.
  */
 async function markerThenReload(tokens: readonly ApiTokenConfig[]) {
-  const files = new HeldMarker();
+  // Run event files whose line of a HELD_TYPE marker waits for `release`.
+  const files = new HeldAppends("/runs/", (text) => text.includes(HELD_TYPE));
   const rt = await startServing(
-    testConfig({
-      providers: [inertSim("sim0")],
-      pollingIntervalMs: 60_000,
-      http: { authEnabled: true, authToken: ADMIN, authExemptLoopback: false, tokens: [SHIFT] },
-    }),
+    testConfig({ providers: [inertSim("sim0")], pollingIntervalMs: 60_000, http: tokenHttp() }),
     { files },
   );
   try {
@@ -72,16 +45,10 @@ async function markerThenReload(tokens: readonly ApiTokenConfig[]) {
     const first = fetchAs(rt, events, ADMIN, { type: HELD_TYPE });
     await waitFor("the first marker's line held", () => files.held > 0, 10_000, 0);
     // Counts the markers the route asks of the registry: one asked is queued behind the first.
-    const addMarker = rt.runs.addMarker.bind(rt.runs);
-    let asked = 0;
-    rt.runs.addMarker = (...args: Parameters<typeof addMarker>) => {
-      asked++;
-      return addMarker(...args);
-    };
+    const asked = countCalls(rt.runs, "addMarker");
     const answer = fetchAs(rt, events, OPERATOR, { type: "shift-marker" });
-    await waitFor("the second marker queued behind the first", () => asked > 0, 10_000, 0);
-    const report = await rt.reload({ ...rt.config, http: { ...rt.config.http, tokens } });
-    assert.deepEqual(report.refused, []);
+    await waitFor("the second marker queued behind the first", () => asked() > 0, 10_000, 0);
+    await reloadTokens(rt, tokens);
     assert.equal(files.held, 1, "the first marker still waited when the reload was done");
     files.release();
     assert.equal((await first).status, 200);
@@ -118,13 +85,7 @@ Deno.test("POST /v0/runs/{run_id}/events whose token a reload lowers to viewer w
 });
 
 Deno.test("POST /v0/runs/{run_id}/events through a reload that keeps its token while it waits behind a marker's write records it", async () => {
-  const night: ApiTokenConfig = {
-    name: "night",
-    role: "viewer",
-    token: "night-token-9d1e5a3c7f0b",
-    tokenEnv: "",
-  };
-  const r = await markerThenReload([SHIFT, night]);
+  const r = await markerThenReload([SHIFT, NIGHT]);
   assert.equal(r.status, 200, JSON.stringify(r.body));
   assert.deepEqual(r.markers, [HELD_TYPE, "shift-marker"]);
 });

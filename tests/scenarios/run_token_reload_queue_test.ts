@@ -7,78 +7,45 @@
  */
 import assert from "node:assert/strict";
 import type { ApiTokenConfig } from "../../src/config/mod.ts";
-import type { Kernel } from "../../src/app/kernel.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
-import { InterceptedAppends } from "../helpers/journal_files.ts";
-import { apiFetch } from "../helpers/openapi_check.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { inertSim } from "../safety/_fixture.ts";
-
-const ADMIN = "admin-token-7e3c9a1f5b2d";
-const OPERATOR = "operator-token-4b8d2f6a0c1e";
-const SHIFT: ApiTokenConfig = { name: "shift", role: "operator", token: OPERATOR, tokenEnv: "" };
-
-/** runs.jsonl whose close records wait for `release` while `hold` is set. */
-class HeldCloses extends InterceptedAppends {
-  hold = false;
-  held = 0;
-  release: () => void = () => {};
-  readonly #gate: Promise<void>;
-  constructor() {
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => open = resolve);
-    super("runs.jsonl", async (text, append) => {
-      if (this.hold && text.includes('"op":"close"')) {
-        this.held++;
-        await this.#gate;
-      }
-      await append(text);
-    });
-    this.#gate = gate;
-    this.release = open;
-  }
-}
-
-function post(rt: Kernel, path: string, token: string, body: unknown): Promise<Response> {
-  return apiFetch(`http://127.0.0.1:${rt.http!.port}${path}`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-}
+import {
+  ADMIN,
+  countCalls,
+  fetchAs,
+  HeldAppends,
+  NIGHT,
+  OPERATOR,
+  reloadTokens,
+  SHIFT,
+  tokenHttp,
+} from "./_token_reload_rig.ts";
 
 /**
  * 'shift' opens a run while the admin's close of the open run is being written; the tokens are
  * reloaded to `tokens` while the open waits its turn.
  */
 async function openThenReload(tokens: readonly ApiTokenConfig[]) {
-  const files = new HeldCloses();
+  // runs.jsonl whose close records wait for `release` once `hold` is set.
+  let hold = false;
+  const files = new HeldAppends("runs.jsonl", (text) => hold && text.includes('"op":"close"'));
   const rt = await startServing(
-    testConfig({
-      providers: [inertSim("sim0")],
-      pollingIntervalMs: 60_000,
-      http: { authEnabled: true, authToken: ADMIN, authExemptLoopback: false, tokens: [SHIFT] },
-    }),
+    testConfig({ providers: [inertSim("sim0")], pollingIntervalMs: 60_000, http: tokenHttp() }),
     { files },
   );
   try {
-    const first = await post(rt, "/v0/runs", ADMIN, { experiment_label: "first" });
+    const first = await fetchAs(rt, "/v0/runs", ADMIN, { experiment_label: "first" });
     assert.equal(first.status, 200);
     const firstId = (await first.json()).run.run_id as string;
-    files.hold = true;
-    const closed = post(rt, `/v0/runs/${firstId}/close`, ADMIN, {});
+    hold = true;
+    const closed = fetchAs(rt, `/v0/runs/${firstId}/close`, ADMIN, {});
     await waitFor("the close's record held", () => files.held > 0, 10_000, 0);
     // Counts the opens the route asks of the registry: one asked is queued behind the close.
-    const open = rt.runs.open.bind(rt.runs);
-    let asked = 0;
-    rt.runs.open = (...args: Parameters<typeof open>) => {
-      asked++;
-      return open(...args);
-    };
-    const answer = post(rt, "/v0/runs", OPERATOR, { experiment_label: "second" });
-    await waitFor("the open queued behind the close", () => asked > 0, 10_000, 0);
-    const report = await rt.reload({ ...rt.config, http: { ...rt.config.http, tokens } });
-    assert.deepEqual(report.refused, []);
+    const asked = countCalls(rt.runs, "open");
+    const answer = fetchAs(rt, "/v0/runs", OPERATOR, { experiment_label: "second" });
+    await waitFor("the open queued behind the close", () => asked() > 0, 10_000, 0);
+    await reloadTokens(rt, tokens);
     assert.equal(files.held, 1, "the close still waited when the reload was done");
     files.release();
     assert.equal((await closed).status, 200);
@@ -111,13 +78,7 @@ Deno.test("POST /v0/runs whose token a reload lowers to viewer while it waits be
 });
 
 Deno.test("POST /v0/runs through a reload that keeps its token while it waits behind a close's write opens the run", async () => {
-  const night: ApiTokenConfig = {
-    name: "night",
-    role: "viewer",
-    token: "night-token-9d1e5a3c7f0b",
-    tokenEnv: "",
-  };
-  const r = await openThenReload([SHIFT, night]);
+  const r = await openThenReload([SHIFT, NIGHT]);
   assert.equal(r.status, 200, JSON.stringify(r.body));
   assert.equal(r.openRun, r.body.run.run_id);
   assert.equal(r.body.run.experiment_label, "second");
