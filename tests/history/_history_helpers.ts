@@ -3,9 +3,10 @@
  * on loopback: each test polls by hand (`poll`) at the times it chooses, so every sample of the
  * history is known. polling.interval_ms is a minute: no poll comes but the priming one and these.
  */
-import type { Config } from "../../src/config/mod.ts";
+import assert from "node:assert/strict";
+import type { AlarmConfig, Config } from "../../src/config/mod.ts";
 import type { Kernel, KernelHost } from "../../src/app/kernel.ts";
-import { startServing, tempDir } from "../helpers/kernel.ts";
+import { startServing, tempDir, waitFor } from "../helpers/kernel.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import {
   type Inventory,
@@ -52,7 +53,29 @@ export interface HistoryRig {
   get(path: string, headers?: Record<string, string>): Promise<Response>;
   // deno-lint-ignore no-explicit-any
   json(path: string): Promise<any>;
+  /** POST /v0/estop (with `reason` when given); asserts it answered 200. */
+  estop(reason?: string): Promise<void>;
+  /** The newest incident of GET /v0/incidents, once one is listed. */
+  // deno-lint-ignore no-explicit-any
+  incident(): Promise<any>;
 }
+
+/** probe's temp above 50 raises it (no action: an e-stop is the operator's). */
+export const HOT: AlarmConfig = {
+  id: "hot",
+  signal: "p0/probe/temp",
+  providerId: "p0",
+  deviceId: "probe",
+  signalId: "temp",
+  limits: { hi: 50 },
+  level: "MAJOR",
+  hysteresis: 0,
+  delayMs: 0,
+  onBadQuality: "ignore",
+  action: "none",
+  message: "too hot",
+  path: "alarms[0]",
+};
 
 /** A file holding the probe inventory (removed by the caller's temp folder). */
 export async function probeFile(dir: string, inventory: Inventory = PROBE): Promise<string> {
@@ -107,6 +130,63 @@ export async function startRig(o: {
     async json(path) {
       return await (await apiFetch(`${base}${path}`)).json();
     },
+    async estop(reason) {
+      const res = await apiFetch(`${base}/v0/estop`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(reason === undefined ? {} : { reason }),
+      });
+      assert.equal(res.status, 200);
+      await res.body?.cancel();
+    },
+    incident: () =>
+      waitFor("the incident record", async () => (await rig.json("/v0/incidents")).incidents[0]),
   };
   return rig;
+}
+
+/**
+ * A runtime's e-stop incident (every probe signal) on `dataDir`: polls at T0 + 5..20 s, the e-stop,
+ * a poll after it; the incident's header as listed once written. The runtime is stopped after.
+ */
+export async function recordEstopIncident(o: {
+  history: Partial<Config["history"]>;
+  dataDir: string;
+  clock: TestClock;
+  inventoryFile: string;
+  // deno-lint-ignore no-explicit-any
+}): Promise<any> {
+  const rig = await startRig(o);
+  try {
+    for (let i = 5; i <= 20; i++) await rig.poll(T0 + i * 1000, probeValues(i, i));
+    await rig.estop();
+    await rig.poll(T0 + 20_500, probeValues(99, 99, "after"));
+    return await rig.incident();
+  } finally {
+    await rig.rt.stop();
+  }
+}
+
+/**
+ * An alarm's incident an e-stop joins: the probe polled at T0 + 5..19 s, then hot at `alarmAt`
+ * (HOT raises, its incident waits); the e-stop (`reason` when given) `laterMs` after it on both
+ * clocks, which joins that incident; then the rest of the window (`afterS`) passes on the
+ * monotonic clock and the probe is polled once more. The rig's runtime has HOT among its alarms.
+ */
+export async function alarmThenJoiningEstop(
+  rig: HistoryRig,
+  o: { alarmAt: number; laterMs: number; afterS: number; reason?: string },
+): Promise<void> {
+  const { clock } = rig;
+  for (let i = 5; i < 20; i++) await rig.poll(T0 + i * 1000, probeValues(i, i));
+  const mono = performance.now();
+  clock.mono = mono;
+  await rig.poll(o.alarmAt, probeValues(60, 20));
+  assert.equal(rig.rt.incidents!.status().pending, 1, "the alarm's incident waits");
+  clock.mono = mono + o.laterMs;
+  clock.wallMs = o.alarmAt + o.laterMs;
+  await rig.estop(o.reason);
+  assert.equal(rig.rt.incidents!.status().pending, 1, "the e-stop joined the alarm's incident");
+  clock.mono = mono + o.afterS * 1000;
+  await rig.poll(o.alarmAt + o.laterMs + 500, probeValues(99, 21, "after"));
 }

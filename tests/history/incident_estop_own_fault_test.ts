@@ -8,8 +8,6 @@
  * loopback HTTP, a wall clock the test moves on by 1 ms at each read while the stop runs.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "../helpers/kernel.ts";
-import { apiFetch } from "../helpers/openapi_check.ts";
 import { TestClock } from "../helpers/programmable_provider.ts";
 import { probeValues, startRig, T0 } from "./_history_helpers.ts";
 
@@ -30,18 +28,9 @@ Deno.test("IncidentRecorder: an e-stop's incident is at its time, its own FAULT 
   try {
     for (let i = 5; i < 20; i++) await rig.poll(T0 + i * 1000, probeValues(i, i));
     clock.ticking = true;
-    const estop = await apiFetch(`${rig.base}/v0/estop`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: "{}",
-    });
-    assert.equal(estop.status, 200);
-    await estop.body?.cancel();
+    await rig.estop();
     clock.ticking = false;
-    const h = await waitFor("the incident record", async () => {
-      const l = await rig.json("/v0/incidents");
-      return l.incidents[0] ?? null;
-    });
+    const h = await rig.incident();
     assert.equal(h.trigger, "estop", "the e-stop leads");
     const fault = h.also.find((c: { trigger: string }) => c.trigger === "fault");
     assert.ok(fault !== undefined, `its FAULT entry joined it: ${JSON.stringify(h)}`);

@@ -7,31 +7,12 @@
  * monotonic clock the test sets; the answers checked against the OpenAPI document (apiFetch).
  */
 import assert from "node:assert/strict";
-import type { AlarmConfig } from "../../src/config/mod.ts";
 import { MERGE_WINDOW_MS } from "../../src/history/mod.ts";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { apiFetch } from "../helpers/openapi_check.ts";
+import { tempDir } from "../helpers/kernel.ts";
 import { TestClock } from "../helpers/programmable_provider.ts";
-import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
+import { alarmThenJoiningEstop, HOT, probeFile, startRig, T0 } from "./_history_helpers.ts";
 
 const history = { incidentBeforeS: 10, incidentAfterS: 3, diskMaxBytes: 0 };
-
-/** probe's temp above 50 raises it (no action: the e-stop is the operator's). */
-const HOT: AlarmConfig = {
-  id: "hot",
-  signal: "p0/probe/temp",
-  providerId: "p0",
-  deviceId: "probe",
-  signalId: "temp",
-  limits: { hi: 50 },
-  level: "MAJOR",
-  hysteresis: 0,
-  delayMs: 0,
-  onBadQuality: "ignore",
-  action: "none",
-  message: "too hot",
-  path: "alarms[0]",
-};
 
 /** The e-stop comes this long after the alarm (within MERGE_WINDOW_MS: it joins). */
 const LATER_MS = 500;
@@ -47,30 +28,14 @@ Deno.test("IncidentRecorder: an e-stop joining an alarm's incident leads it with
   let rig = await startRig({ history, dataDir, clock, inventoryFile, alarms: [HOT] });
   let id = "";
   try {
-    for (let i = 5; i < 20; i++) await rig.poll(T0 + i * 1000, probeValues(i, i));
     // The alarm raises at alarmAt; the e-stop comes LATER_MS after it on both clocks.
-    const mono = performance.now();
-    clock.mono = mono;
-    await rig.poll(alarmAt, probeValues(60, 20));
-    assert.equal(rig.rt.incidents!.status().pending, 1, "the alarm's incident waits");
-    clock.mono = mono + LATER_MS;
-    clock.wallMs = estopAt;
-    const estop = await apiFetch(`${rig.base}/v0/estop`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: "{}",
+    await alarmThenJoiningEstop(rig, {
+      alarmAt,
+      laterMs: LATER_MS,
+      afterS: history.incidentAfterS,
     });
-    assert.equal(estop.status, 200);
-    await estop.body?.cancel();
-    assert.equal(rig.rt.incidents!.status().pending, 1, "the e-stop joined it");
-    // The rest of the window passes on the monotonic clock too.
-    clock.mono = mono + history.incidentAfterS * 1000;
-    await rig.poll(estopAt + 500, probeValues(99, 21, "after"));
 
-    const h = await waitFor("the incident record", async () => {
-      const l = await rig.json("/v0/incidents");
-      return l.incidents[0] ?? null;
-    });
+    const h = await rig.incident();
     id = h.incident_id;
     assert.equal(h.trigger, "estop", "the e-stop leads");
     assert.equal(h.trigger_at_epoch_ms, estopAt, "when the e-stop happened");

@@ -8,31 +8,13 @@
  * the run's events read back over HTTP and checked against the OpenAPI document (apiFetch).
  */
 import assert from "node:assert/strict";
-import type { AlarmConfig } from "../../src/config/mod.ts";
 import { MERGE_WINDOW_MS } from "../../src/history/mod.ts";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { tempDir } from "../helpers/kernel.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { TestClock } from "../helpers/programmable_provider.ts";
-import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
+import { alarmThenJoiningEstop, HOT, probeFile, startRig, T0 } from "./_history_helpers.ts";
 
 const history = { incidentBeforeS: 10, incidentAfterS: 3, diskMaxBytes: 0 };
-
-/** probe's temp above 50 raises it (no action: the e-stop is the operator's). */
-const HOT: AlarmConfig = {
-  id: "hot",
-  signal: "p0/probe/temp",
-  providerId: "p0",
-  deviceId: "probe",
-  signalId: "temp",
-  limits: { hi: 50 },
-  level: "MAJOR",
-  hysteresis: 0,
-  delayMs: 0,
-  onBadQuality: "ignore",
-  action: "none",
-  message: "too hot",
-  path: "alarms[0]",
-};
 
 /** The e-stop comes this long after the alarm (within MERGE_WINDOW_MS: it joins). */
 const LATER_MS = 500;
@@ -54,26 +36,13 @@ Deno.test("Runs: an e-stop joining an alarm's incident is an incident_trigger ev
     });
     assert.equal(opened.status, 200);
     const runId = (await opened.json()).run.run_id;
-    for (let i = 5; i < 20; i++) await rig.poll(T0 + i * 1000, probeValues(i, i));
-    const mono = performance.now();
-    clock.mono = mono;
-    await rig.poll(alarmAt, probeValues(60, 20));
-    clock.mono = mono + LATER_MS;
-    clock.wallMs = estopAt;
-    const estop = await apiFetch(`${rig.base}/v0/estop`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ reason: "smoke" }),
+    await alarmThenJoiningEstop(rig, {
+      alarmAt,
+      laterMs: LATER_MS,
+      afterS: history.incidentAfterS,
+      reason: "smoke",
     });
-    assert.equal(estop.status, 200);
-    await estop.body?.cancel();
-    assert.equal(rig.rt.incidents!.status().pending, 1, "the e-stop joined the alarm's incident");
-    clock.mono = mono + history.incidentAfterS * 1000;
-    await rig.poll(estopAt + 500, probeValues(99, 21, "after"));
-    const h = await waitFor("the incident record", async () => {
-      const l = await rig.json("/v0/incidents");
-      return l.incidents[0] ?? null;
-    });
+    const h = await rig.incident();
     assert.equal(h.trigger, "estop", `the e-stop leads the record: ${JSON.stringify(h)}`);
     const id = h.incident_id;
     const link = `/v0/incidents/${encodeURIComponent(id)}`;

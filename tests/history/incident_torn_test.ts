@@ -6,10 +6,9 @@
  * the answers over loopback HTTP.
  */
 import assert from "node:assert/strict";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { apiFetch } from "../helpers/openapi_check.ts";
+import { tempDir } from "../helpers/kernel.ts";
 import { TestClock } from "../helpers/programmable_provider.ts";
-import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
+import { probeFile, recordEstopIncident, startRig, T0 } from "./_history_helpers.ts";
 
 // The after window runs on real timers: 3 s, not 1, leaves the "after" poll (a provider call
 // and a poll) room on a loaded machine (the fresh-clone CI saw it land after a 1 s window).
@@ -17,27 +16,10 @@ const history = { incidentBeforeS: 10, incidentAfterS: 3, diskMaxBytes: 0 };
 
 /** A runtime's e-stop incident (every probe signal, 12 samples each), its id and file path. */
 async function recordIncident(dataDir: string, inventoryFile: string, clock: TestClock) {
-  const rig = await startRig({ history, dataDir, clock, inventoryFile });
-  try {
-    for (let i = 5; i <= 20; i++) await rig.poll(T0 + i * 1000, probeValues(i, i));
-    const estop = await apiFetch(`${rig.base}/v0/estop`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: "{}",
-    });
-    assert.equal(estop.status, 200);
-    await estop.body?.cancel();
-    await rig.poll(T0 + 20_500, probeValues(99, 99, "after"));
-    const h = await waitFor("the incident record", async () => {
-      const l = await rig.json("/v0/incidents");
-      return l.incidents[0] ?? null;
-    });
-    assert.equal(h.signals, 3);
-    assert.equal(h.samples, 36);
-    return { id: h.incident_id as string, bytes: h.bytes as number };
-  } finally {
-    await rig.rt.stop();
-  }
+  const h = await recordEstopIncident({ history, dataDir, clock, inventoryFile });
+  assert.equal(h.signals, 3);
+  assert.equal(h.samples, 36);
+  return { id: h.incident_id as string, bytes: h.bytes as number };
 }
 
 Deno.test("IncidentRecorder lists and serves a record torn after its header as torn, with what is readable", async () => {
