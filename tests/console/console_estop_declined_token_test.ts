@@ -12,31 +12,22 @@ import assert from "node:assert/strict";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromiumAlongside,
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
-import { waitFor } from "../helpers/kernel.ts";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { enterToken, rotateAndCancel, shiftTokenYaml, withConsoleRuntime } from "./_token_rig.ts";
 
 const ADMIN = "console-admin-token-7d1e2f3a";
 const OPERATOR = "console-operator-token-4b5c6d7e";
 const ROTATED = "console-operator-token-rotated-8f9a0b1c";
 
-const config = (dir: string, port: number, token: string) =>
-  `runtime: {name: declined-test, data_dir: ${dir}/data}
-http:
-  port: ${port}
-  auth_enabled: true
-  auth_exempt_loopback: false
-  tokens:
-    - {name: shift, role: operator, token: ${token}}
-providers:
-  - id: sim0
-    command: ${JSON.stringify(Deno.execPath())}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`;
+const runtime = (prefix: string) => ({
+  prefix,
+  admin: ADMIN,
+  token: OPERATOR,
+  yaml: (dir: string, port: number, token: string) =>
+    shiftTokenYaml({ dir, port, name: "declined-test", token }),
+});
 
 Deno.test({
   name:
@@ -44,39 +35,18 @@ Deno.test({
   ignore: chromiumMissing(),
   fn: async (t) => {
     const step = sequentialSteps(t);
-    const dir = await Deno.makeTempDir({ prefix: "console-declined-" });
-    const port = freePort();
-    await Deno.writeTextFile(`${dir}/runtime.yaml`, config(dir, port, OPERATOR));
-    const [browser, rt] = await launchChromiumAlongside(
-      startRuntimeChild({
-        config: `${dir}/runtime.yaml`,
-        port,
-        env: { RUNTIME_API_TOKEN: ADMIN },
-        token: ADMIN,
-      }),
-      (r) => r.stop(),
-    );
-    try {
-      const page = await browser.newPage();
+    await withConsoleRuntime(runtime("console-declined-"), async (r) => {
+      const page = await r.browser.newPage();
       const errors = collectPageErrors(page);
       await step("the operator's token opens the page", async () => {
-        await page.goto(`${rt.base}/`);
-        await page.locator("#token-dialog[open]").waitFor();
-        await page.locator("#token-input").fill(OPERATOR);
-        await page.getByRole("button", { name: "Use token" }).click();
-        await page.locator("#token-dialog").waitFor({ state: "hidden" });
+        await page.goto(`${r.rt.base}/`);
+        await enterToken(page, OPERATOR);
         await waitForText(page, "#conn", /^Live$/);
         await waitForText(page, "#mode", /^IDLE$/);
       });
 
       await step("a reload rotates the token: the page asks, the operator cancels", async () => {
-        await Deno.writeTextFile(`${dir}/runtime.yaml`, config(dir, port, ROTATED));
-        rt.signal("SIGHUP");
-        await waitFor("the reload summary", () => /config reload: /.test(rt.stderr()));
-        await page.locator("#token-dialog[open]").waitFor();
-        await page.getByRole("button", { name: "Cancel" }).click();
-        await page.locator("#token-dialog").waitFor({ state: "hidden" });
-        await waitForText(page, "#refresh-error", /^401 UNAUTHENTICATED: /);
+        await rotateAndCancel(page, r, ROTATED);
       });
 
       await step("E-STOP asks for the token, and is sent with the one entered", async () => {
@@ -96,11 +66,7 @@ Deno.test({
         await waitForText(page, "#mode", /^FAULT$/);
       });
       assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
-    } finally {
-      await browser.close();
-      assert.equal(await rt.stop(), 0, rt.stderr());
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   },
 });
 
@@ -109,19 +75,7 @@ Deno.test({
     "Operator console: a token entered at a command's prompt reconnects the refused event stream at once, not after its backoff",
   ignore: chromiumMissing(),
   fn: async () => {
-    const dir = await Deno.makeTempDir({ prefix: "console-declined-stream-" });
-    const port = freePort();
-    await Deno.writeTextFile(`${dir}/runtime.yaml`, config(dir, port, OPERATOR));
-    const [browser, rt] = await launchChromiumAlongside(
-      startRuntimeChild({
-        config: `${dir}/runtime.yaml`,
-        port,
-        env: { RUNTIME_API_TOKEN: ADMIN },
-        token: ADMIN,
-      }),
-      (r) => r.stop(),
-    );
-    try {
+    await withConsoleRuntime(runtime("console-declined-stream-"), async ({ browser, rt }) => {
       const page = await browser.newPage();
       const errors = collectPageErrors(page);
       // The page's timers stand still once refused (pauseAt below): the stream's backoff after its
@@ -149,10 +103,6 @@ Deno.test({
       assert.equal(await page.locator("#estop-result.failed").count(), 0);
       await waitForText(page, "#conn", /^Live$/);
       assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
-    } finally {
-      await browser.close();
-      assert.equal(await rt.stop(), 0, rt.stderr());
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   },
 });

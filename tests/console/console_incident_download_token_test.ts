@@ -14,34 +14,26 @@ import type { Download } from "playwright-core";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromiumAlongside,
   PAGE_WAIT_MS,
   type PageGlobal,
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { enterToken, rotateAndCancel, shiftTokenYaml, withConsoleRuntime } from "./_token_rig.ts";
 
 const ADMIN = "console-admin-token-2a3b4c5d";
 const OPERATOR = "console-operator-token-6e7f8a9b";
 const ROTATED = "console-operator-token-rotated-0c1d2e3f";
 
-const config = (dir: string, port: number, token: string) =>
-  `runtime: {name: download-token-test, data_dir: ${dir}/data}
-http:
-  port: ${port}
-  auth_enabled: true
-  auth_exempt_loopback: false
-  tokens:
-    - {name: shift, role: operator, token: ${token}}
-history: {incident_before_s: 1, incident_after_s: 1}
-providers:
-  - id: sim0
-    command: ${JSON.stringify(Deno.execPath())}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`;
+const yaml = (dir: string, port: number, token: string) =>
+  shiftTokenYaml({
+    dir,
+    port,
+    name: "download-token-test",
+    token,
+    extra: "history: {incident_before_s: 1, incident_after_s: 1}\n",
+  });
 
 Deno.test({
   name:
@@ -49,21 +41,11 @@ Deno.test({
   ignore: chromiumMissing(),
   fn: async (t) => {
     const step = sequentialSteps(t);
-    const dir = await Deno.makeTempDir({ prefix: "console-download-token-" });
-    const port = freePort();
-    await Deno.writeTextFile(`${dir}/runtime.yaml`, config(dir, port, OPERATOR));
-    const [browser, rt] = await launchChromiumAlongside(
-      startRuntimeChild({
-        config: `${dir}/runtime.yaml`,
-        port,
-        env: { RUNTIME_API_TOKEN: ADMIN },
-        token: ADMIN,
-      }),
-      (r) => r.stop(),
-    );
-    const admin = (path: string, init: RequestInit = {}) =>
-      fetch(`${rt.base}${path}`, { ...init, headers: { authorization: `Bearer ${ADMIN}` } });
-    try {
+    const prefix = "console-download-token-";
+    await withConsoleRuntime({ prefix, admin: ADMIN, token: OPERATOR, yaml }, async (r) => {
+      const { browser, rt } = r;
+      const admin = (path: string, init: RequestInit = {}) =>
+        fetch(`${rt.base}${path}`, { ...init, headers: { authorization: `Bearer ${ADMIN}` } });
       const stop = await admin("/v0/estop", { method: "POST" });
       assert.equal(stop.status, 200, await stop.text());
       // Written incident_after_s (1 s) after the e-stop.
@@ -78,10 +60,7 @@ Deno.test({
 
       await step("the operator's token opens the incident's page", async () => {
         await page.goto(`${rt.base}/`);
-        await page.locator("#token-dialog[open]").waitFor();
-        await page.locator("#token-input").fill(OPERATOR);
-        await page.getByRole("button", { name: "Use token" }).click();
-        await page.locator("#token-dialog").waitFor({ state: "hidden" });
+        await enterToken(page, OPERATOR);
         // The inventory read (the units) first: its arrival loads an incident's page again,
         // which after the rotation below would be refused and replace the page.
         await page.locator("[data-device]").first().waitFor({ state: "attached" });
@@ -93,13 +72,7 @@ Deno.test({
       });
 
       await step("a reload rotates the token: the page asks, the operator cancels", async () => {
-        await Deno.writeTextFile(`${dir}/runtime.yaml`, config(dir, port, ROTATED));
-        rt.signal("SIGHUP");
-        await waitFor("the reload summary", () => /config reload: /.test(rt.stderr()));
-        await page.locator("#token-dialog[open]").waitFor();
-        await page.getByRole("button", { name: "Cancel" }).click();
-        await page.locator("#token-dialog").waitFor({ state: "hidden" });
-        await waitForText(page, "#refresh-error", /^401 UNAUTHENTICATED: /);
+        await rotateAndCancel(page, r, ROTATED);
       });
 
       const result = "#incidents .downloads .result";
@@ -138,10 +111,6 @@ Deno.test({
         assert.equal(downloads.length, 1, "the cancelled download saved nothing");
       });
       assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
-    } finally {
-      await browser.close();
-      assert.equal(await rt.stop(), 0, rt.stderr());
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   },
 });
