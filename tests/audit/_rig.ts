@@ -57,9 +57,11 @@ export interface TrailOptions {
   /** Default fresh SwitchableFiles. */
   readonly files?: SwitchableFiles;
   readonly runId?: () => string | null;
+  /** The journal's file size bound (default 1 MiB). */
+  readonly maxFileBytes?: number;
 }
 
-/** An AuditTrail made as `o` says, its journal opened in `dir` (1 MiB files, two kept). */
+/** An AuditTrail made as `o` says, its journal opened in `dir` (two files kept). */
 export async function openTrail(dir: string, o: TrailOptions): Promise<AuditTrail> {
   const t = new AuditTrail({
     clock: o.clock,
@@ -70,7 +72,7 @@ export async function openTrail(dir: string, o: TrailOptions): Promise<AuditTrai
   await t.openJournal({
     dir,
     files: o.files ?? new SwitchableFiles(),
-    maxFileBytes: 1 << 20,
+    maxFileBytes: o.maxFileBytes ?? 1 << 20,
     maxFiles: 2,
   });
   return t;
@@ -97,3 +99,12 @@ export async function journalText(dir: string): Promise<string> {
   const names = (await journalFiles.listNames(dir)).sort();
   return (await Promise.all(names.map((n) => Deno.readTextFile(`${dir}/${n}`)))).join("");
 }
+
+/** A mode entry of about 4 KB, `i` first in its reason (written as it happens, never collapsed). */
+export const bigModeEntry = (i: number): AuditDecision => ({
+  action: "mode",
+  origin: { kind: "http" },
+  outcome: "refused",
+  function: "AUTO",
+  reason: `${i} ${"r".repeat(3900)}`,
+});

@@ -15,11 +15,10 @@ import {
   AUDIT_MAX_FOR_RUNS,
   type AuditTrail,
 } from "../../src/audit/mod.ts";
-import type { AuditDecision } from "../../src/control/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
-import { ahead, journalText, openTrail, withTempDir } from "./_rig.ts";
+import { ahead, bigModeEntry as big, journalText, openTrail, withTempDir } from "./_rig.ts";
 
 /** Calls each start leaves in flight when it ends without a close. */
 const IN_FLIGHT = 100;
@@ -35,15 +34,6 @@ async function callsInFlight(t: AuditTrail, start: number): Promise<string[]> {
     return intent.id;
   });
 }
-
-/** A mode entry of about 4 KB (written as it happens, never collapsed). */
-const big = (i: number): AuditDecision => ({
-  action: "mode",
-  origin: { kind: "http" },
-  outcome: "refused",
-  function: "AUTO",
-  reason: `${i} ${"r".repeat(3900)}`,
-});
 
 Deno.test("AuditTrail keeps the newest AUDIT_MAX_FOR_RUNS calls recorded interrupted across starts whose run registry fails, with a WARN naming how many were dropped", async () => {
   await withTempDir("audit_for_runs_", async (dir) => {

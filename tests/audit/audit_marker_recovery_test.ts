@@ -5,12 +5,11 @@
  * then INFO), as for AUDIT_MAX_UNSETTLED (tests/audit/audit_unsettled_test.ts).
  */
 import assert from "node:assert/strict";
-import { AUDIT_CHECKPOINT_BYTES, AuditTrail } from "../../src/audit/mod.ts";
-import type { AuditDecision } from "../../src/control/mod.ts";
-import { journalFiles } from "../../src/host/mod.ts";
+import { AUDIT_CHECKPOINT_BYTES } from "../../src/audit/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { SwitchableFiles } from "../helpers/journal_files.ts";
+import { bigModeEntry as big, journalText, openTrail, withTempDir } from "./_rig.ts";
 
 const call = (value: number) => ({
   action: "call" as const,
@@ -20,29 +19,16 @@ const call = (value: number) => ({
   args: { duty: { type: "double" as const, double: value } },
 });
 
-/** A mode entry of about 4 KB (written as it happens, never collapsed). */
-const big = (i: number): AuditDecision => ({
-  action: "mode",
-  origin: { kind: "http" },
-  outcome: "refused",
-  function: "AUTO",
-  reason: `${i} ${"r".repeat(3900)}`,
-});
-
 async function journalObjects(dir: string): Promise<Record<string, unknown>[]> {
-  const names = (await journalFiles.listNames(dir)).sort();
-  const text = (await Promise.all(names.map((n) => Deno.readTextFile(`${dir}/${n}`)))).join("");
-  return text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  return (await journalText(dir)).split("\n").filter(Boolean).map((l) => JSON.parse(l));
 }
 
 Deno.test("AuditTrail writes checkpoints and its closing record again once a failed journal is written again and its gap recorded", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "audit_marker_" });
-  try {
+  await withTempDir("audit_marker_", async (dir) => {
     const time = new ManualClock();
     const { log, lines } = capturingLogger({ level: "info", now: () => time.wall });
     const files = new SwitchableFiles();
-    const a = new AuditTrail({ clock: time, log, mode: () => "AUTO" });
-    await a.openJournal({ dir, files, maxFileBytes: 64 << 20, maxFiles: 2 });
+    const a = await openTrail(dir, { clock: time, log, files, maxFileBytes: 64 << 20 });
     const inFlight = await a.writeAhead(call(0.1));
     assert.ok(inFlight);
     // The disk fills while more than AUDIT_CHECKPOINT_BYTES of entries are recorded (all lost).
@@ -72,8 +58,7 @@ Deno.test("AuditTrail writes checkpoints and its closing record again once a fai
     );
     assert.deepEqual((last.open as { intent: string }[]).map((r) => r.intent), [inFlight.id]);
     // The next start reads the closing record: the call in flight is interrupted, once.
-    const b = new AuditTrail({ clock: time, log, mode: () => "AUTO" });
-    await b.openJournal({ dir, files, maxFileBytes: 64 << 20, maxFiles: 2 });
+    const b = await openTrail(dir, { clock: time, log, files, maxFileBytes: 64 << 20 });
     const page = await b.query({ limit: 1000 });
     assert.deepEqual(
       page.entries.filter((e) => e.outcome === "interrupted").map((e) => e.args?.duty),
@@ -89,7 +74,5 @@ Deno.test("AuditTrail writes checkpoints and its closing record again once a fai
       /audit journal written again, its lost entries recorded/.test(l)
     );
     assert.deepEqual(back.map((l) => l.split(" ")[0]), ["INFO"], lines.join("\n"));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

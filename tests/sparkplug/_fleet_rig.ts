@@ -13,6 +13,8 @@ import { collectFleet, DataType, encode, type FleetOptions } from "../../src/spa
 import { connectMqttJs, systemClock } from "../../src/host/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { compiledPermissions } from "../helpers/compiled_permissions.ts";
+import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
+import { HeldSession } from "../helpers/held_session.ts";
 
 /** The group every runtime of the rig publishes in. */
 export const FLEET_GROUP = "lab";
@@ -108,4 +110,26 @@ export async function runtimeCli(
   }).output();
   const dec = new TextDecoder();
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+/**
+ * The fleet view listening (group "g", 1 s on a manual clock) to a session double that is up:
+ * `send` hands it one edge node message; `collected` settles once the clock passed the second.
+ */
+export async function listeningFleet() {
+  const session = new HeldSession({ hold: false });
+  const clock = new ManualClock();
+  const collected = collectFleet({
+    url: "mqtt://test",
+    group: "g",
+    waitMs: 1000,
+    connect: () => Promise.resolve(session),
+    clock,
+  });
+  await flushMicrotasks();
+  session.up();
+  await flushMicrotasks();
+  const send = (topic: string, metrics: Array<Record<string, unknown>> = []) =>
+    session.deliver(`spBv1.0/g/${topic}`, encode({ timestamp: 1, metrics }));
+  return { clock, collected, send, session };
 }

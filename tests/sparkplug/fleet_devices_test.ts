@@ -8,34 +8,11 @@
  * the messages of one edge node.
  */
 import assert from "node:assert/strict";
-import { collectFleet, DataType, encode } from "../../src/sparkplug/mod.ts";
-import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
-import { HeldSession } from "../helpers/held_session.ts";
-
-/**
- * The fleet view listening (group "g", 1 s on a manual clock) to a session double that is up:
- * `send` hands it one edge node message; `collected` settles once the clock passed the second.
- */
-async function listening() {
-  const session = new HeldSession({ hold: false });
-  const clock = new ManualClock();
-  const collected = collectFleet({
-    url: "mqtt://test",
-    group: "g",
-    waitMs: 1000,
-    connect: () => Promise.resolve(session),
-    clock,
-  });
-  await flushMicrotasks();
-  session.up();
-  await flushMicrotasks();
-  const send = (topic: string, metrics: Array<Record<string, unknown>> = []) =>
-    session.deliver(`spBv1.0/g/${topic}`, encode({ timestamp: 1, metrics }));
-  return { clock, collected, send, session };
-}
+import { DataType } from "../../src/sparkplug/mod.ts";
+import { listeningFleet } from "./_fleet_rig.ts";
 
 Deno.test("a device born again (a DBIRTH without a DDEATH) is one device in the fleet view; a DDEATH of one never born takes none away", async () => {
-  const { clock, collected, send } = await listening();
+  const { clock, collected, send } = await listeningFleet();
   send("NBIRTH/n", [{ name: "bdSeq", datatype: DataType.UInt64, long_value: 0 }]);
   const signal = (datatype: number) => [{ name: "a", alias: 10, datatype }];
   send("DBIRTH/n/p0:dev0", signal(DataType.Double));
@@ -51,7 +28,7 @@ Deno.test("a device born again (a DBIRTH without a DDEATH) is one device in the 
 });
 
 Deno.test("a node's NDEATH (of its birth's bdSeq) leaves it no devices born; a stale NDEATH of an older bdSeq takes none", async () => {
-  const { clock, collected, send } = await listening();
+  const { clock, collected, send } = await listeningFleet();
   const bdSeq = (n: number) => [{ name: "bdSeq", datatype: DataType.UInt64, long_value: n }];
   const signal = [{ name: "a", alias: 10, datatype: DataType.Double }];
   for (const node of ["dead", "alive"]) {
@@ -75,7 +52,7 @@ Deno.test("historical node metrics (store and forward's NDATA with is_historical
   // what changed while it was away, flagged is_historical and oldest first; with its writes at
   // their bound a live change can even go out before the last of those. The e-stop latched and
   // released while it was away is history: the node's latch is off now.
-  const { clock, collected, send } = await listening();
+  const { clock, collected, send } = await listeningFleet();
   send("NBIRTH/n", [
     { name: "bdSeq", datatype: DataType.UInt64, long_value: 1 },
     { name: "Runtime/Mode", alias: 2, datatype: DataType.String, string_value: "MANUAL" },
@@ -97,7 +74,7 @@ Deno.test("historical node metrics (store and forward's NDATA with is_historical
 });
 
 Deno.test("a message whose payload does not decode lists no node: something publishing garbage under a node's topic is not a reachable node", async () => {
-  const { clock, collected, send, session } = await listening();
+  const { clock, collected, send, session } = await listeningFleet();
   send("NBIRTH/n", [{ name: "bdSeq", datatype: DataType.UInt64, long_value: 0 }]);
   // A field of wire type 7 (none exists): no Sparkplug payload.
   session.deliver("spBv1.0/g/NDATA/ghost", new Uint8Array([0x0f, 0x01]));

@@ -9,10 +9,8 @@
 import assert from "node:assert/strict";
 import { mosquittoMissing } from "../helpers/mosquitto.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { collectFleet, DataType, encode, fleetTable } from "../../src/sparkplug/mod.ts";
-import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
-import { HeldSession } from "../helpers/held_session.ts";
-import { withFleetLab } from "./_fleet_rig.ts";
+import { DataType, fleetTable } from "../../src/sparkplug/mod.ts";
+import { listeningFleet, withFleetLab } from "./_fleet_rig.ts";
 
 const FLAG = "SHARED NODE ID";
 
@@ -44,20 +42,7 @@ Deno.test({
 });
 
 Deno.test("the fleet view keeps the highest Sparkplug/Foreign Births of a node in its window (a birth of the other copy, which heard none, takes none back); none published shows ?", async () => {
-  const session = new HeldSession({ hold: false });
-  const clock = new ManualClock();
-  const collected = collectFleet({
-    url: "mqtt://test",
-    group: "g",
-    waitMs: 1000,
-    connect: () => Promise.resolve(session),
-    clock,
-  });
-  await flushMicrotasks();
-  session.up();
-  await flushMicrotasks();
-  const send = (topic: string, metrics: Array<Record<string, unknown>>) =>
-    session.deliver(`spBv1.0/g/${topic}`, encode({ timestamp: 1, metrics }));
+  const { clock, collected, send } = await listeningFleet();
   const birth = (foreign: number | null) => [
     { name: "bdSeq", datatype: DataType.UInt64, long_value: 0 },
     { name: "Runtime/Mode", alias: 1, datatype: DataType.String, string_value: "IDLE" },
