@@ -139,6 +139,23 @@ export interface Program {
   readonly health?: AnswerProgram;
 }
 
+/**
+ * An inventory whose host lacks the bus /dev/i2c-1: the provider is up, not ready, with no devices
+ * (host_check unmet), as a provider that checks its host answers WaitReady then.
+ */
+export const HOST_UNMET_I2C1: Inventory = {
+  hello: { metadata: { supports_wait_ready: "true" } },
+  waitReady: {
+    diagnostics: {
+      ready: "false",
+      device_count: "0",
+      host_check: "unmet",
+      host_unmet: "i2c.bus_present: /dev/i2c-1 does not exist",
+    },
+  },
+  devices: {},
+};
+
 export const T = WireValueType;
 export const Q = { UNSPECIFIED: 0, OK: 1, STALE: 2, FAULT: 3, UNKNOWN: 4 } as const;
 

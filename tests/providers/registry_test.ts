@@ -9,7 +9,7 @@ import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { describeNotReady, ProviderRegistry } from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
-import { programmableProvider, T } from "../helpers/programmable_provider.ts";
+import { HOST_UNMET_I2C1, programmableProvider, T } from "../helpers/programmable_provider.ts";
 
 const bus = (path: string, addr: string) => ({ "hw.bus_path": path, "hw.i2c_address": addr });
 
@@ -518,27 +518,13 @@ Deno.test("a provider restarted with the keys it claimed before comes back: its 
   }
 });
 
-/** An inventory whose host lacks the bus: up, not ready, no devices (host_check unmet). */
-const HOST_UNMET = {
-  hello: { metadata: { supports_wait_ready: "true" } },
-  waitReady: {
-    diagnostics: {
-      ready: "false",
-      device_count: "0",
-      host_check: "unmet",
-      host_unmet: "i2c.bus_present: /dev/i2c-1 does not exist",
-    },
-  },
-  devices: {},
-};
-
 Deno.test("a provider back up without devices, its host unmet, keeps its claims: a rival's restart claiming its key is refused, and its own restart once the host is fixed gets its devices back", async () => {
   const r = await claimRegistry([claiming("dcmt_0", KEY), claiming("do_0", "i2c:/dev/i2c-1:0x62")]);
   try {
     await r.registry.startAll(30_000, 1000);
     const [p0, p1] = [r.registry.host("p0")!, r.registry.host("p1")!];
     // The holder's bus goes missing: its restart comes up, not ready, without devices.
-    await Deno.writeTextFile(r.files[0]!, JSON.stringify(HOST_UNMET));
+    await Deno.writeTextFile(r.files[0]!, JSON.stringify(HOST_UNMET_I2C1));
     const first0 = pidOf(r.registry, "p0");
     Deno.kill(first0, "SIGKILL");
     await waitFor(

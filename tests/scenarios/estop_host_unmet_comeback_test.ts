@@ -11,7 +11,11 @@
  */
 import assert from "node:assert/strict";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { type Inventory, programmableProvider } from "../helpers/programmable_provider.ts";
+import {
+  HOST_UNMET_I2C1,
+  type Inventory,
+  programmableProvider,
+} from "../helpers/programmable_provider.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { Api, callBody } from "./alarms_helpers.ts";
 import type { AuditEntry } from "../../src/audit/mod.ts";
@@ -34,19 +38,6 @@ const WITH_DEVICE: Inventory = {
       }],
     },
   },
-};
-
-const HOST_UNMET: Inventory = {
-  hello: { metadata: { supports_wait_ready: "true" } },
-  waitReady: {
-    diagnostics: {
-      ready: "false",
-      device_count: "0",
-      host_check: "unmet",
-      host_unmet: "i2c.bus_present: /dev/i2c-1 does not exist",
-    },
-  },
-  devices: {},
 };
 
 Deno.test("a provider back while latched, first without its device (host unmet) then with it, keeps its claim, gets the ladder's call past min_interval_ms, and the operator's call after the re-arm is still refused by it", async () => {
@@ -105,7 +96,7 @@ Deno.test("a provider back while latched, first without its device (host unmet) 
     assert.deepEqual(ladderCalls(), [["pulse", "failed", null]]);
 
     // Back without its device, its host unmet: the claim is held and the reason shown.
-    await Deno.writeTextFile(file, JSON.stringify(HOST_UNMET));
+    await Deno.writeTextFile(file, JSON.stringify(HOST_UNMET_I2C1));
     await restart("host unmet");
     const unmet = await health();
     assert.equal(unmet.device_count, 0);
