@@ -8,7 +8,8 @@
  * so the e-stop never waits for it; the window is read from the ring and written when the timer
  * fires (after `incident_after_s`), or at stop. Triggers within MERGE_WINDOW_MS of a pending one
  * join it (an e-stop is also a FAULT entry: one incident, the e-stop its trigger, the FAULT in
- * `also`); at most MAX_PENDING_INCIDENTS wait, more are dropped, but an e-stop or FAULT entry
+ * `also`; at most INCIDENT_MAX_TRIGGERS listed there, the rest counted); at most
+ * MAX_PENDING_INCIDENTS wait, more are dropped, but an e-stop or FAULT entry
  * makes room by writing the oldest at once. Records are files
  * `<data_dir>/history/incidents/<id>.jsonl` (JSON Lines: a header, then one line per signal with
  * its samples `[t_ms, value, quality]`), the JSONL export as stored; bounded by
@@ -40,6 +41,19 @@ import type { RingSample } from "./ring.ts";
 
 /** Triggers this close to a pending incident join it instead of starting another. */
 export const MERGE_WINDOW_MS = 1000;
+/**
+ * Triggers an incident lists besides its lead (its header's `also`, and so its run's
+ * `incident_trigger` events): an alarm flapping or an e-stop pressed again and again within
+ * MERGE_WINDOW_MS joins it each time. Past it the weakest of them, of those the last to join, is
+ * left out and counted (`triggers_not_listed`): an e-stop or a FAULT entry is never left out while
+ * an alarm or a device loss is listed.
+ */
+export const INCIDENT_MAX_TRIGGERS = 32;
+/**
+ * Ids of incidents whose record could not be written (a full disk) kept to say so (the 404 of
+ * their run's link); the oldest forgotten first.
+ */
+export const INCIDENT_UNWRITTEN_IDS_MAX = 256;
 /** Incidents waiting for their window to end at most; more are dropped and counted. */
 export const MAX_PENDING_INCIDENTS = 16;
 /** How long stop() waits for records still being written (a hung disk must not hold the stop). */
@@ -101,8 +115,16 @@ export interface IncidentHeader {
    * back with `at_epoch_ms`.
    */
   readonly trigger_at_epoch_ms: number;
-  /** Other triggers that joined it (within MERGE_WINDOW_MS). */
+  /**
+   * Other triggers that joined it (within MERGE_WINDOW_MS), at most INCIDENT_MAX_TRIGGERS: the
+   * strongest, of equally strong ones those that joined first.
+   */
   readonly also: readonly IncidentCause[];
+  /**
+   * Triggers that joined it beyond INCIDENT_MAX_TRIGGERS, not in `also` (0 in records written
+   * before it was kept).
+   */
+  readonly triggers_not_listed: number;
   /** `machine`: every device's signals; `devices`: those of `devices`. */
   readonly scope: "machine" | "devices";
   /** `provider/device` of every device whose signals it holds. */
@@ -183,7 +205,17 @@ interface Pending {
    */
   atMs: number;
   lead: IncidentCause;
+  /** The triggers listed besides the lead: at most INCIDENT_MAX_TRIGGERS (#list). */
   readonly also: IncidentCause[];
+  /** Triggers that joined beyond INCIDENT_MAX_TRIGGERS, not listed. */
+  notListed: number;
+  /**
+   * The lead's and each listed trigger's place in the order they joined (0: the first): of
+   * equally strong ones, the last to join is left out first. Bounded as `also`.
+   */
+  readonly joinOrder: Map<IncidentCause, number>;
+  /** Triggers that joined it so far, the first included (the next one's joinOrder). */
+  joins: number;
   /**
    * `provider/device` -> its parts (as the trigger named them: a provider or device id may hold a
    * "/", so the joined text is never split back); null: machine-wide.
@@ -268,6 +300,11 @@ export class IncidentRecorder {
    */
   readonly #failingAt = new Map<string, { readonly wallMs: number | null; readonly seq: number }>();
   #dropped = 0;
+  /**
+   * Ids of the records that could not be written, oldest first (INCIDENT_UNWRITTEN_IDS_MAX): their
+   * run's `incident` event links to them, and the 404 says why there is none.
+   */
+  readonly #unwrittenIds = new Set<string>();
   /** Records not written since one last was (a failing disk): its WARN said once per spell. */
   readonly #unwritten: SpellLog;
   /**
@@ -365,7 +402,10 @@ export class IncidentRecorder {
     };
   }
 
-  /** Kept records, newest first. */
+  /**
+   * Kept records in the order noted (their ids' counter), the last first: not by time (a device
+   * loss found late is dated back before incidents noted before it).
+   */
   list(): IncidentHeader[] {
     return [...this.#index].reverse();
   }
@@ -434,7 +474,13 @@ export class IncidentRecorder {
    */
   async #read(id: string): Promise<{ header: IncidentHeader; lines: string[] }> {
     const header = this.#index.find((h) => h.incident_id === id);
-    if (header === undefined) throw notFound(`Incident not found: ${id}`);
+    if (header === undefined) {
+      throw notFound(
+        this.#unwrittenIds.has(id)
+          ? `Incident not found: ${id} (its record could not be written; the log says why)`
+          : `Incident not found: ${id}`,
+      );
+    }
     const lines: string[] = [];
     for await (const line of this.#o.files.readLines(this.#path(id), INCIDENT_MAX_LINE_BYTES)) {
       lines.push(line);
@@ -532,6 +578,11 @@ export class IncidentRecorder {
       const i = p.also.indexOf(estop.c);
       if (i >= 0) p.also[i] = next;
     }
+    const n = p.joinOrder.get(estop.c);
+    if (n !== undefined) {
+      p.joinOrder.delete(estop.c);
+      p.joinOrder.set(next, n);
+    }
     estop.c = next;
   }
 
@@ -619,19 +670,22 @@ export class IncidentRecorder {
     const c: IncidentCause = { trigger, cause, at_epoch_ms: now };
     const joined = this.#joinable(mono);
     if (joined !== undefined) {
+      joined.joinOrder.set(c, joined.joins++);
       // A stronger trigger leads with its own time; the window stays around the first one's.
+      let listed = true;
       if (rank(trigger) < rank(joined.lead.trigger)) {
-        joined.also.push(joined.lead);
+        this.#list(joined, joined.lead);
         joined.lead = c;
-      } else joined.also.push(c);
+      } else listed = this.#list(joined, c);
       if (devices === null) joined.devices = null;
       else if (joined.devices !== null) {
         for (const d of devices) joined.devices.set(`${d[0]}/${d[1]}`, d);
       }
       this.#noteAfterSeq(joined, devices, now, agoMs, fromSeq);
       // Told once begun (the listeners were told of the incident without it): told it joined,
-      // after this step too (the bus's listener does no more than queue it).
-      if (joined.told) {
+      // after this step too (the bus's listener does no more than queue it). One not listed is
+      // not told either (the record counts it): the run's events follow the record's bound.
+      if (joined.told && listed) {
         const j: IncidentJoined = { ...c, incident_id: joined.id, leads: joined.lead === c };
         queueMicrotask(() => this.#tell(this.#joinListeners, j));
       }
@@ -667,6 +721,9 @@ export class IncidentRecorder {
       atMs: now,
       lead: c,
       also: [],
+      notListed: 0,
+      joinOrder: new Map([[c, 0]]),
+      joins: 1,
       devices: devices === null ? null : new Map(devices.map((d) => [`${d[0]}/${d[1]}`, d])),
       timer: null,
       afterSeq: new Map(),
@@ -692,6 +749,34 @@ export class IncidentRecorder {
       });
     });
     return { p, c, began: true };
+  }
+
+  /**
+   * Lists `c` among the incident's other triggers (`also`), within INCIDENT_MAX_TRIGGERS: past it
+   * the weakest of them and `c`, of those the last to join, is left out and counted. False when
+   * that is `c`.
+   */
+  #list(p: Pending, c: IncidentCause): boolean {
+    if (p.also.length < INCIDENT_MAX_TRIGGERS) {
+      p.also.push(c);
+      return true;
+    }
+    p.notListed++;
+    const order = (x: IncidentCause) => p.joinOrder.get(x) ?? Infinity;
+    let out = -1; // the index in `also` of the one left out; -1: `c`
+    let worst = c;
+    p.also.forEach((x, i) => {
+      const weaker = rank(x.trigger) - rank(worst.trigger);
+      if (weaker > 0 || weaker === 0 && order(x) > order(worst)) {
+        out = i;
+        worst = x;
+      }
+    });
+    p.joinOrder.delete(worst);
+    if (out < 0) return false;
+    p.also.splice(out, 1);
+    p.also.push(c);
+    return true;
   }
 
   #tell<T>(listeners: readonly ((x: T) => void)[], x: T): void {
@@ -917,6 +1002,7 @@ export class IncidentRecorder {
       trigger_at_epoch_ms: p.lead.at_epoch_ms,
       // A copy: a reason arriving after the record is written must not change its listing.
       also: [...p.also],
+      triggers_not_listed: p.notListed,
       scope: p.devices === null ? "machine" as const : "devices" as const,
       devices: devices.map(([a, b]) => `${a}/${b}`),
       from_epoch_ms: from,
@@ -946,6 +1032,7 @@ export class IncidentRecorder {
       }
     } catch (err) {
       this.#dropped++;
+      this.#noteUnwritten(header.incident_id);
       this.#unwritten.fail(`incident ${header.incident_id} not written: ${errorMessage(err)}`);
       await files.remove(this.#path(header.incident_id)).catch(() => {});
       return;
@@ -962,6 +1049,14 @@ export class IncidentRecorder {
         `${header.signals} signal(s), ${header.samples} sample(s)`,
     );
     await this.#prune(header.incident_id);
+  }
+
+  /** Notes a record that could not be written (#unwrittenIds), forgetting the oldest past it. */
+  #noteUnwritten(id: string): void {
+    this.#unwrittenIds.add(id);
+    if (this.#unwrittenIds.size > INCIDENT_UNWRITTEN_IDS_MAX) {
+      this.#unwrittenIds.delete(this.#unwrittenIds.values().next().value!);
+    }
   }
 
   /**
@@ -1045,7 +1140,15 @@ export class IncidentRecorder {
               const triggerAt = typeof h.trigger_at_epoch_ms === "number"
                 ? h.trigger_at_epoch_ms
                 : h.at_epoch_ms;
-              header = { ...h, trigger_at_epoch_ms: triggerAt, incomplete: null };
+              header = {
+                ...h,
+                trigger_at_epoch_ms: triggerAt,
+                // Records written before the bound was kept list every trigger.
+                triggers_not_listed: typeof h.triggers_not_listed === "number"
+                  ? h.triggers_not_listed
+                  : 0,
+                incomplete: null,
+              };
               damage = "";
             } else damage = "a header not of this incident";
           } catch {

@@ -591,6 +591,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         "at_epoch_ms",
         "trigger_at_epoch_ms",
         "also",
+        "triggers_not_listed",
         "scope",
         "devices",
         "from_epoch_ms",
@@ -620,7 +621,14 @@ export function responseComponents(): Record<string, JsonSchema> {
             cause: str,
             at_epoch_ms: int,
           })),
-          "Triggers that joined it (within 1 s).",
+          "Triggers that joined it (within 1 s), at most 32 (`INCIDENT_MAX_TRIGGERS`): the " +
+            "strongest, of equally strong ones those that joined first (an e-stop or a FAULT " +
+            "entry is never left out while an alarm or a device loss is listed).",
+        ),
+        triggers_not_listed: note(
+          int,
+          "Triggers that joined it beyond those listed in `also` (0: every one is listed; " +
+            "records written before it was kept: 0).",
         ),
         scope: { enum: ["machine", "devices"] },
         devices: arr(str),

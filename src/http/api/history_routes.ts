@@ -84,8 +84,13 @@ export const HISTORY_ROUTES: readonly Route[] = [
       summary: "Incident records: the full-rate window around every e-stop, FAULT, alarm " +
         "raise and device loss",
       tag: "history",
-      description: "Newest first; bounded by history.incident_max_count and " +
-        "history.incident_max_bytes (the oldest are removed, e-stops' records last). Project addition.",
+      description: "In the order the incidents were noted, the last first (the counter of " +
+        "their ids, which goes on across restarts), not by time: a device loss found late, " +
+        "dated back to its first failed read, is listed above an alarm raised after that date " +
+        "but noted before the loss was found (sort by `at_epoch_ms` or `trigger_at_epoch_ms` " +
+        "for time order). Bounded by history.incident_max_count and " +
+        "history.incident_max_bytes (the oldest noted are removed, e-stops' records last). " +
+        "Project addition.",
       response: "IncidentsResponse",
     },
   }),
@@ -103,7 +108,9 @@ export const HISTORY_ROUTES: readonly Route[] = [
         "signal. A record that is not whole (`incomplete`: `torn`, a power cut while it was " +
         "written; `damaged`, a signal line that does not parse) is given with what is readable " +
         "(`signals` and `samples` count those); a CSV or JSON Lines export of it carries the " +
-        "header `X-Incident-Incomplete`. Project addition.",
+        "header `X-Incident-Incomplete`. 404 for a record not kept: removed by the bounds or " +
+        "by hand, or never written (a full disk: its run's `incident` event still links to " +
+        "it; the message says so while the runtime that noted it runs). Project addition.",
       query: [{
         name: "format",
         description: "`json` (default), `csv` or `jsonl`.",
