@@ -141,6 +141,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         "cause_alarm_retired",
         "plan",
         "unverified_devices",
+        "unverified_reasons",
         "verification",
       ],
       {
@@ -169,7 +170,15 @@ export function responseComponents(): Record<string, JsonSchema> {
           "Present only when the plan could not be made (the device inventory failed): why; " +
             "`plan` is then what a stop would run without the devices.",
         ),
-        unverified_devices: arr(str),
+        unverified_devices: note(
+          arr(str),
+          "Devices an e-stop cannot verify: actuating devices no expectation covers, then " +
+            "devices the ladder calls that no provider lists and no expectation covers.",
+        ),
+        unverified_reasons: note(
+          arr(obj(["device_handle", "reason"], { device_handle: str, reason: str })),
+          "Each of unverified_devices, in the same order, with why (project addition).",
+        ),
         verification: orNull(ref("Verification")),
       },
     ),

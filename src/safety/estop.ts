@@ -91,7 +91,10 @@ import {
   type SoftwareSafeState,
 } from "./safe_state.ts";
 import {
+  unlistedLadderDevices,
   unresolvedExpectations,
+  UNVERIFIED_NO_EXPECTATION,
+  type UnverifiedDevice,
   unverifiedDevices,
   type Verification,
   type VerificationCheck,
@@ -189,8 +192,14 @@ export interface EstopStatus {
    * `uncovered_actuating_functions` (0) and `unverified_devices` (empty) are then unknown.
    */
   plan_failed?: string;
-  /** Actuating devices with no expectation on any of their signals. */
+  /**
+   * Devices an e-stop cannot verify (`provider/device`): the actuating devices listed with no
+   * expectation on any of their signals, then the devices the ladder calls that no provider lists
+   * (a provider up with its host check unmet, say) and no expectation covers.
+   */
   unverified_devices: string[];
+  /** Each of `unverified_devices`, in the same order, with why. */
+  unverified_reasons: UnverifiedDevice[];
   /**
    * The last e-stop's read-back, whatever triggered it, with the expectations of providers that
    * came back while latched read again since (each check its latest fresh read); null before the
@@ -1160,18 +1169,12 @@ export class Estop implements EstopService {
     let planned: {
       plan: SafeStatePlan;
       view: EstopPlanView;
-      unverified: string[];
+      unverified: UnverifiedDevice[];
       failed?: string;
     };
     try {
-      planned = {
-        plan: this.plan(),
-        view: this.planView(),
-        unverified: unverifiedDevices(
-          this.#o.safeState.expect,
-          registeredDevices(this.#o.inventory),
-        ),
-      };
+      const plan = this.plan();
+      planned = { plan, view: this.planView(), unverified: this.#unverified(plan) };
     } catch (err) {
       const plan = planWithoutDevices(this.#o.safeState);
       planned = {
@@ -1190,9 +1193,33 @@ export class Estop implements EstopService {
       cause_alarm_retired: this.#causeRetired,
       plan: planned.view,
       ...(planned.failed === undefined ? {} : { plan_failed: planned.failed }),
-      unverified_devices: planned.unverified,
+      unverified_devices: planned.unverified.map((u) => u.device_handle),
+      unverified_reasons: planned.unverified,
       verification: this.#verified === null ? null : this.#statusVerification(this.#verified),
     };
+  }
+
+  /**
+   * The devices an e-stop with `plan` cannot verify, and why (EstopStatus.unverified_devices):
+   * a device the ladder calls that no provider lists is unknown to the inventory, so it is named
+   * from the plan's calls, not the devices. Throws what the inventory throws.
+   */
+  #unverified(plan: SafeStatePlan): UnverifiedDevice[] {
+    const { expect } = this.#o.safeState;
+    const providers = this.#o.inventory.providers();
+    const devices = providers.flatMap((p) => [...p.devices]);
+    return [
+      ...unverifiedDevices(expect, devices).map((device_handle) => ({
+        device_handle,
+        reason: UNVERIFIED_NO_EXPECTATION,
+      })),
+      ...unlistedLadderDevices(
+        expect,
+        devices,
+        plan.calls.map((c) => c.label.device_handle),
+        (id) => providers.find((p) => p.id === id),
+      ),
+    ];
   }
 
   /** The verification with each check's device availability now (EstopStatus.verification). */

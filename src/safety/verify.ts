@@ -19,13 +19,14 @@ import {
   deviceHandle,
   type Logger,
   numericOf,
+  parseDeviceHandle,
   type Quality,
   readClockTwice,
   sleepOn,
   type TypedValue,
 } from "../common/mod.ts";
 import type { SafeStateExpectation } from "../config/mod.ts";
-import type { FreshRead, FreshReader } from "../state/mod.ts";
+import type { FreshRead, FreshReader, ProviderSummary } from "../state/mod.ts";
 
 /** Pause between two read-backs of a device whose checks do not all hold yet. */
 export const VERIFY_RETRY_INTERVAL_MS = 50;
@@ -231,6 +232,59 @@ export function unverifiedDevices(
     .filter((d) => d.functions.some((f) => f.actuating))
     .filter((d) => !expected.has(`${d.device.providerId}\u0000${d.device.deviceId}`))
     .map((d) => deviceHandle(d.device.providerId, d.device.deviceId));
+}
+
+/** A device an e-stop cannot verify, and why (status `estop.unverified_reasons`). */
+export interface UnverifiedDevice {
+  /** `provider/device`. */
+  readonly device_handle: string;
+  readonly reason: string;
+}
+
+/** Why a listed actuating device is unverified (unverifiedDevices). */
+export const UNVERIFIED_NO_EXPECTATION = "no safety.safe_state.expect entry covers it";
+
+/**
+ * The devices the ladder calls (`addressed`, `provider/device` as configured) that no provider
+ * lists and no expectation covers, each once, in the order first called, with why it is not
+ * listed. Such a call fails (NOT_FOUND) and nothing reads the device back: it is not known to be
+ * safe, though unverifiedDevices (which knows listed devices only) cannot name it. `providerOf`
+ * is the inventory's provider; one that throws is the caller's to contain.
+ */
+export function unlistedLadderDevices(
+  expect: readonly SafeStateExpectation[],
+  devices: readonly DeviceCapabilities[],
+  addressed: readonly string[],
+  providerOf: (providerId: string) => ProviderSummary | undefined,
+): UnverifiedDevice[] {
+  const key = (p: string, d: string) => `${p}\u0000${d}`;
+  const known = new Set(devices.map((d) => key(d.device.providerId, d.device.deviceId)));
+  const expected = new Set(expect.map((e) => key(e.providerId, e.deviceId)));
+  const seen = new Set<string>();
+  const out: UnverifiedDevice[] = [];
+  for (const handle of addressed) {
+    const addr = parseDeviceHandle(handle);
+    if (addr === null) continue;
+    const k = key(addr.providerId, addr.deviceId);
+    if (known.has(k) || expected.has(k) || seen.has(k)) continue;
+    seen.add(k);
+    out.push({
+      device_handle: deviceHandle(addr.providerId, addr.deviceId),
+      reason: whyUnlisted(addr.providerId, providerOf(addr.providerId)),
+    });
+  }
+  return out;
+}
+
+/** Why a device the ladder calls is not in the inventory (unlistedLadderDevices). */
+function whyUnlisted(providerId: string, provider: ProviderSummary | undefined): string {
+  if (provider === undefined) return `no provider ${providerId} is configured`;
+  if (!provider.available) {
+    return `not listed by its provider, which is unavailable (${provider.lifecycle})`;
+  }
+  return provider.hostCheck()?.status === "unmet"
+    ? "not listed by its provider (its host check is unmet)"
+    : "not listed by its provider";
 }
 
 /**

@@ -84,7 +84,7 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
       const actuating = fx.runtime.registry.hosts.flatMap((h) => h.devices)
         .flatMap((d) => d.functions).filter((f) => f.actuating).length;
       assert.ok(actuating >= 15);
-      const { plan, unverified_devices, verification, ...estop } = r.json.estop;
+      const { plan, unverified_devices, unverified_reasons, verification, ...estop } = r.json.estop;
       assert.deepEqual(estop, {
         latched: false,
         software_safe_state: "none",
@@ -96,6 +96,10 @@ Deno.test("HttpApi serves the device endpoints over a running simulated provider
       assert.deepEqual(plan.calls, []);
       assert.equal(plan.uncovered.length, actuating);
       assert.equal(unverified_devices.length, 5);
+      assert.deepEqual(
+        unverified_reasons.map((u: { device_handle: string }) => u.device_handle),
+        unverified_devices,
+      );
       assert.equal(verification, null);
     });
 

@@ -139,6 +139,7 @@ const ESTOP_STATUS: EstopStatus = {
   cause_alarm_retired: null,
   plan: { rung: "zero", calls: [], uncovered: [] },
   unverified_devices: [],
+  unverified_reasons: [],
   verification: null,
 };
 

@@ -12,7 +12,7 @@ import { type AuditDecision, CallRouter } from "../../src/control/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { type ProviderHost } from "../../src/providers/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
+import { Estop, UNVERIFIED_NO_EXPECTATION } from "../../src/safety/mod.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
 import { readbackProvider } from "./_readback.ts";
@@ -75,7 +75,12 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
     assert.deepEqual(before.plan.uncovered, [
       { device_handle: "plant/plant0", function: "set_heater" },
     ]);
-    assert.deepEqual(before.unverified_devices, ["plant/plant0", "gone/dev0"]);
+    // ghost/dev0: no provider lists it (none is configured); the ladder calls it all the same.
+    assert.deepEqual(before.unverified_devices, ["plant/plant0", "gone/dev0", "ghost/dev0"]);
+    assert.deepEqual(before.unverified_reasons.slice(1), [
+      { device_handle: "gone/dev0", reason: UNVERIFIED_NO_EXPECTATION },
+      { device_handle: "ghost/dev0", reason: "no provider ghost is configured" },
+    ]);
 
     await runToSettle(clock, rt.modes.request("MANUAL"), "MANUAL");
     await runToSettle(clock, manualCall(rt, "plant", "plant0", 2, { duty: d(0.8) }), "the call");

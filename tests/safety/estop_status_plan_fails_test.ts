@@ -64,6 +64,7 @@ Deno.test("Estop.status shows the latch and the hooks plan, and says the plan fa
   });
   assert.equal(status.uncovered_actuating_functions, 0);
   assert.deepEqual(status.unverified_devices, []);
+  assert.deepEqual(status.unverified_reasons, []);
 });
 
 Deno.test("Estop.status shows rung none and says the plan failed when the inventory throws and no hooks are declared", () => {

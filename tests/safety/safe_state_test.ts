@@ -387,6 +387,7 @@ Deno.test("Estop latch gate refuses actuating calls and passes read-only ones wh
     cause_alarm_retired: null,
     plan: { rung: "none", calls: [], uncovered: [] },
     unverified_devices: [],
+    unverified_reasons: [],
     verification: {
       outcome: "unverifiable",
       elapsed_ms: 0,

@@ -12,9 +12,11 @@ import type {
   ValueType,
 } from "../../src/common/mod.ts";
 import type { SafeStateExpectation } from "../../src/config/mod.ts";
+import type { ProviderSummary } from "../../src/state/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import {
   mismatch,
+  unlistedLadderDevices,
   unresolvedExpectations,
   unverifiedDevices,
   type Verification,
@@ -174,6 +176,45 @@ Deno.test("unverifiedDevices lists actuating devices with no expectation, keyed 
   assert.deepEqual(unverifiedDevices(expect, devices), ["p/b", "q/a"]);
   assert.deepEqual(unverifiedDevices([], devices), ["p/a", "p/b", "q/a", "q/b"]);
   assert.deepEqual(unverifiedDevices(expect, []), []);
+});
+
+Deno.test("unlistedLadderDevices: ladder devices no provider lists, nor expected, with why", () => {
+  const devices = [device("p", "a", { categories: ["ACTUATE"] })];
+  const provider = (
+    id: string,
+    available: boolean,
+    host: "ok" | "unmet" | null,
+  ): ProviderSummary =>
+    ({
+      id,
+      available,
+      lifecycle: available ? "RUNNING" : "CIRCUIT_OPEN",
+      hostCheck: () => host === null ? null : { status: host, summary: "", unmet: [] },
+    }) as unknown as ProviderSummary;
+  const providers = new Map([
+    ["p", provider("p", true, null)],
+    ["h", provider("h", true, "unmet")],
+    ["d", provider("d", false, "ok")],
+  ]);
+  const expect = [expectation("p/x/s", { equals: 0 }, 0)];
+  assert.deepEqual(
+    unlistedLadderDevices(
+      expect,
+      devices,
+      // p/a is listed, p/x expected, h/b twice, "bad" no handle.
+      ["p/a", "p/x", "p/b", "h/b", "h/b", "d/c", "ghost/g", "bad"],
+      (id) => providers.get(id),
+    ),
+    [
+      { device_handle: "p/b", reason: "not listed by its provider" },
+      { device_handle: "h/b", reason: "not listed by its provider (its host check is unmet)" },
+      {
+        device_handle: "d/c",
+        reason: "not listed by its provider, which is unavailable (CIRCUIT_OPEN)",
+      },
+      { device_handle: "ghost/g", reason: "no provider ghost is configured" },
+    ],
+  );
 });
 
 Deno.test("unresolvedExpectations names each expectation that cannot resolve, with its path", () => {
