@@ -536,7 +536,11 @@ export class Kernel {
         return;
       }
       void this.modes.recheckAutoGate(this.#reloading ? this.#reloadStarting : undefined);
-      if (this.#hooksChecked) this.#warnVetoingHooks(); // start-up's own check comes later
+      if (!this.#hooksChecked) return; // start-up's own checks come later
+      this.#warnVetoingHooks();
+      // A ladder or hook call to this provider that no longer resolves (it came back without a
+      // device, or with a function renamed) is said now, not at the next e-stop: once per change.
+      this.#logUnresolvedCalls(id);
     });
     // Ticks only in AUTO; an e-stop forces FAULT, which halts it
     if (automation.enabled) {
@@ -1365,10 +1369,11 @@ export class Kernel {
 
   /**
    * The declared-call preflight (contract config.md sec. 6, log only): each hook or safe-state
-   * call in force that does not resolve against the devices discovered, one ERROR line each.
+   * call in force that does not resolve against the devices discovered, one ERROR line each;
+   * with `providerId`, only the calls to that provider's devices (its inventory changed).
    */
-  #logUnresolvedCalls(): void {
-    for (const problem of validateDeclaredCalls(this.#config, this.inventory)) {
+  #logUnresolvedCalls(providerId?: string): void {
+    for (const problem of validateDeclaredCalls(this.#config, this.inventory, providerId)) {
       this.host.log.error(`declared call does not resolve: ${problem}`);
     }
   }

@@ -142,19 +142,27 @@ export function registeredDevices(inventory: InventoryReader): DeviceCapabilitie
  * Start-up preflight (log only, as later anolis): checks every mode-transition hook call and every
  * safety.safe_state call against the discovered capabilities -- device, function and arguments.
  * Returns one message per problem, prefixed with the call's config path and, for a call read from
- * the file, its line:column; the runtime logs them at start-up and after a reload that changes the
- * calls or the providers (a call that does not resolve fails when it runs, which for the e-stop
- * ladder matters).
+ * the file, its line:column; the runtime logs them at start-up, after a reload that changes the
+ * calls or the providers, and when a provider's rediscovery changes its inventory (a call that
+ * does not resolve fails when it runs, which for the e-stop ladder matters). With `providerId`,
+ * only the calls to that provider's devices are checked.
  */
-export function validateDeclaredCalls(config: Config, inventory: InventoryReader): string[] {
+export function validateDeclaredCalls(
+  config: Config,
+  inventory: InventoryReader,
+  providerId?: string,
+): string[] {
   const devices = registeredDevices(inventory);
   const hooks = config.automation.modeTransitionHooks;
-  const calls: CallConfig[] = [
+  const declared: CallConfig[] = [
     ...hooks.beforeTransition.flatMap((h) => h.calls),
     ...hooks.afterTransition.flatMap((h) => h.calls),
     ...config.safety.safeState.hooks,
     ...config.safety.safeState.setpoints,
   ];
+  const calls = providerId === undefined
+    ? declared
+    : declared.filter((c) => parseDeviceHandle(c.deviceHandle)?.providerId === providerId);
   const problems: string[] = [];
   for (const call of calls) {
     const target = findDeclaredTarget(call, devices);

@@ -1,0 +1,93 @@
+/**
+ * The declared-call preflight (contract config.md sec. 6: hook and safety calls that do not
+ * resolve against the discovered devices, logged at ERROR) across a provider's restart outside a
+ * reload: a provider that comes back with a function renamed, or without the device a ladder or
+ * hook call names, makes that call fail when it runs; that is said when the inventory changes, not
+ * at the next e-stop -- once per change, not per poll, and not for a restart that rediscovers the
+ * same inventory. The provider is the programmable one, a real child process.
+ */
+import assert from "node:assert/strict";
+import { rig } from "../helpers/rig.ts";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
+import type { CallConfig } from "../../src/config/mod.ts";
+
+const ACTUATE = 3;
+
+/** p0 with device act0, whose actuating function 10 is called `name`. */
+function inventory(name: string | null): Inventory {
+  return {
+    devices: {
+      ...(name === null ? {} : {
+        act0: {
+          signals: [],
+          functions: [{ function_id: 10, name, policy: { category: ACTUATE }, args: [] }],
+        },
+      }),
+      // Polled: the test waits for its reads.
+      probe: { signals: [{ id: "temp", type: T.DOUBLE }] },
+    },
+  };
+}
+
+const PULSE: CallConfig = {
+  deviceHandle: "p0/act0",
+  functionId: 0,
+  functionName: "pulse",
+  args: {},
+  path: "safety.safe_state.hooks[0]",
+};
+
+Deno.test("Kernel says a ladder call a changed inventory leaves unresolved, once", async () => {
+  const dir = tempDir("rediscovery-declared-");
+  const file = `${dir}/p0.json`;
+  await Deno.writeTextFile(file, JSON.stringify(inventory("pulse")));
+  await using r = await rig({
+    programs: false,
+    providers: [
+      programmableProvider("p0", file, {
+        restart: { maxAttempts: 5, backoffMs: [0, 0, 0, 0, 0] },
+      }),
+    ],
+    pollingIntervalMs: 50,
+    safety: { hooks: [PULSE] },
+  });
+  const rt = r.kernel;
+  const p0 = rt.registry.host("p0")!;
+  const unresolved = () => r.lines.filter((l) => l.includes("declared call does not resolve"));
+  assert.deepEqual(unresolved(), [], "start-up: the call resolves");
+  /** The probe's reads so far (function 2 of the programmable provider). */
+  const reads = async () => {
+    const res = await p0.request("call", { device_id: "probe", function_id: 2, args: {} });
+    return Number(res.results?.["reads"]?.string_value);
+  };
+  /** Kills p0 with `next` in its file and waits for the next process to be up and polled. */
+  const restart = async (what: string, next: Inventory) => {
+    await Deno.writeTextFile(file, JSON.stringify(next));
+    const pid = p0.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor(`${what}: p0 up again`, () => p0.available && p0.session!.pid !== pid, 30_000);
+    // Polls after the rediscovery: a check per poll would say the call again meanwhile.
+    await waitFor(`${what}: p0 polled again`, async () => await reads() >= 5, 30_000);
+  };
+
+  await restart("function renamed", inventory("pulse_v2"));
+  const renamed = unresolved();
+  assert.equal(renamed.length, 1, `said ${renamed.length} times:\n${r.lines.join("\n")}`);
+  assert.match(
+    renamed[0]!,
+    /^ERROR .*does not resolve: safety\.safe_state\.hooks\[0\]: function 'pulse' not found/,
+  );
+
+  await restart("the same inventory", inventory("pulse_v2"));
+  assert.equal(unresolved().length, 1, "an unchanged restart says nothing new");
+
+  await restart("device gone", inventory(null));
+  const gone = unresolved();
+  assert.equal(gone.length, 2, `said ${gone.length} times:\n${r.lines.join("\n")}`);
+  assert.match(gone[1]!, /declared call does not resolve: safety\.safe_state\.hooks\[0\]: .*act0/);
+
+  // Back as configured: nothing more to say.
+  await restart("back", inventory("pulse"));
+  assert.equal(unresolved().length, 2);
+});
