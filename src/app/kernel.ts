@@ -3,11 +3,12 @@
  * them in order, and is the one owner of the running configuration (a reload is applied here,
  * section by section, by each section's owner: app/live_config.ts, docs/architecture.md).
  *
- * Start: audit journal -> telemetry -> run journal replay -> history (ring, disk tier,
- * incidents) -> run records on the event bus ->
- * providers (concurrently) -> one priming poll -> polling, alarms, automation -> HTTP. Providers
- * and the priming poll together are bounded by runtime.startup_timeout_ms; stop() during start
- * acts at once (ending the providers ends whatever stage waits on them).
+ * Start: data_dir lock -> audit journal -> telemetry -> run journal replay -> history (ring,
+ * disk tier, incidents) -> run records on the event bus ->
+ * providers (concurrently) -> one priming poll -> polling, alarms, automation -> HTTP. The
+ * opening of runtime.data_dir (lock to incidents) is bounded by runtime.startup_timeout_ms, and
+ * then the providers and the priming poll together are; stop() during start acts at once (it
+ * ends the opening's wait, and ending the providers ends whatever stage waits on them).
  * Stop: HTTP (streams first) -> automation, alarms, polling -> incidents and history ->
  * providers -> audit journal -> run journal -> telemetry flush.
  */
@@ -52,6 +53,7 @@ import {
 import { EventBus } from "../events/mod.ts";
 import {
   connectMqttJs,
+  DATA_DIR_LOCK_FILE,
   type DataDirLock,
   fittedMaxConnections,
   httpReservedFds,
@@ -69,7 +71,7 @@ import {
   resolveNamedTokens,
   tokenChangesText,
 } from "../http/mod.ts";
-import type { JournalFiles } from "../journal/mod.ts";
+import { type JournalFiles, WatchedJournalFiles } from "../journal/mod.ts";
 import { type InterruptedCall, RunRegistry } from "../runs/mod.ts";
 import { History, IncidentRecorder, qualityName, ringValue } from "../history/mod.ts";
 import {
@@ -340,6 +342,13 @@ export class Kernel {
   readonly #sectionFactsRecorded = new Set<string>();
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
+  /** Resolved by stop(): ends the wait of the opening of runtime.data_dir at once. */
+  readonly #stopAsked = Promise.withResolvers<"stopping">();
+  /**
+   * The journals' file port as every journal of this kernel uses it, watched while start-up
+   * opens runtime.data_dir (a call that never returns is named when its bound runs out).
+   */
+  readonly #files: WatchedJournalFiles;
   /** Start-up has said which hooks veto arming: an inventory change from then on says it again. */
   #hooksChecked = false;
   /** A reload is applying its sections (Kernel.reload, one at a time: another is refused). */
@@ -379,6 +388,7 @@ export class Kernel {
     this.#config = config;
     this.host = host;
     const log = host.log;
+    this.#files = new WatchedJournalFiles(host.files ?? journalFiles);
     this.bus = new EventBus({
       onListenerError: (err) => log.error(`event listener failed: ${errorMessage(err)}`),
     });
@@ -593,7 +603,7 @@ export class Kernel {
       maxRunBytes: config.runs.maxRunBytes,
       maxRuns: config.runs.maxRuns,
       maxTotalBytes: config.runs.maxTotalBytes,
-      files: host.files ?? journalFiles,
+      files: this.#files,
       clock: host.clock,
       logger: log.child("runs"),
       automationVersion: () => this.automation?.automationVersion() ?? null,
@@ -624,7 +634,7 @@ export class Kernel {
     // An e-stop's reason read after the latch (an HTTP body) follows its trigger in the run.
     this.estop.onReasonArriving((reason, cause) => this.runs.recordEstopReason(reason, cause));
     if (config.history.enabled) {
-      const files = host.files ?? journalFiles;
+      const files = this.#files;
       const historyLog = log.child("history");
       this.history = new History({
         config: config.history,
@@ -820,41 +830,14 @@ export class Kernel {
 
   async #start(): Promise<void> {
     const clock = this.host.clock;
-    const config = this.config;
     this.#startedAtMono = clock.monoMs();
-    await this.#lockDataDir();
-    // The audit journal first: every decision from the first call on is journaled. It never
-    // fails the start (a folder that cannot be written is reported in health and metrics).
-    await this.audit.openJournal({
-      dir: `${config.runtime.dataDir}/audit`,
-      files: this.host.files ?? journalFiles,
-      maxFileBytes: config.audit.maxFileBytes,
-      maxFiles: config.audit.maxFiles,
-    });
-    // Subscribed before the providers start: the priming poll's first samples must be written
-    // too (a signal that never changes is never published again). Before the run registry: the
-    // run_closed of a run the previous process left open (closed by its start) is a row too.
-    if (config.telemetry.enabled) await loadInfluxClient(); // else never loaded
-    this.telemetry.start(this.bus);
-    // Those an earlier start recorded whose run registry did not start (then the runtime ended)
-    // first: they were decided before the calls this start found.
-    const earlier = this.audit.earlierInterrupted().map(({ entry, intent, runId }) => ({
-      call: JSON.parse(boundedEntryText(entry)),
-      intent,
-      ...(runId === undefined ? {} : { runId }),
-    }));
-    const interruptedCalls = [...earlier, ...(this.#interruptedCalls ?? [])];
-    this.#interruptedCalls = null;
-    await this.runs.start({ interruptedCalls, onStarted: () => this.audit.interruptedTaken() });
-    // Subscribed before the providers start: the priming poll is the ring's first sample.
-    await this.history?.start();
-    await this.incidents?.start(this.bus);
+    const budgetMs = this.config.runtime.startupTimeoutMs;
+    await this.#openDataDir(budgetMs);
     this.#throwIfStopping();
     this.runs.attach(this.bus);
     // A tree that does not load fails the start before any spawn
     await this.automation?.load();
     this.#throwIfStopping();
-    const budgetMs = this.config.runtime.startupTimeoutMs;
     // Said the moment the budget runs out (launchers written for anolis wait for this phrase),
     // not once the providers are stopped, which takes up to shutdown_timeout_ms more. This timer
     // also ends the priming poll, and the registry's own (set after it) fires after it: what
@@ -914,6 +897,97 @@ export class Kernel {
     this.#throwIfStopping();
     // After the priming poll, so the births carry values; connecting goes on in the background.
     if (startSparkplug !== null) await startSparkplug();
+  }
+
+  /**
+   * The opening of runtime.data_dir: its lock, the audit journal, telemetry's start, the run
+   * records (their journal replayed), the history disk tier and the incident records, in that
+   * order. Bounded by runtime.startup_timeout_ms: a disk that hangs (an NFS mount gone, a dying
+   * SD card: an open, read or stat that never returns) fails the start (DEADLINE_EXCEEDED) naming
+   * the stage and the call that hung, instead of keeping the runtime from ever coming up; stop()
+   * meanwhile ends the wait at once. The stage left waiting is abandoned: should its call ever
+   * return, it goes no further than the step it is in. Its own failures (a data_dir another
+   * runtime holds) fail the start as they are.
+   */
+  async #openDataDir(budgetMs: number): Promise<void> {
+    const config = this.config;
+    const dir = config.runtime.dataDir;
+    /** The stage under way: what it does, and the call it waits for when not a file port's. */
+    let stage: { what: string; call?: string; dataDir: boolean } = {
+      what: "taking the runtime.data_dir lock",
+      call: `lock ${dir}/${DATA_DIR_LOCK_FILE}`,
+      dataDir: true,
+    };
+    let abandoned = false;
+    const next = (what: string, dataDir = true) => {
+      if (abandoned) throw unavailable(`start-up abandoned while ${stage.what}`);
+      this.#throwIfStopping();
+      stage = { what, dataDir };
+    };
+    const opening = (async () => {
+      await this.#lockDataDir();
+      // The audit journal first: every decision from the first call on is journaled. It never
+      // fails the start (a folder that cannot be written is reported in health and metrics).
+      next("opening the audit journal");
+      await this.audit.openJournal({
+        dir: `${dir}/audit`,
+        files: this.#files,
+        maxFileBytes: config.audit.maxFileBytes,
+        maxFiles: config.audit.maxFiles,
+      });
+      // Subscribed before the providers start: the priming poll's first samples must be written
+      // too (a signal that never changes is never published again). Before the run registry: the
+      // run_closed of a run the previous process left open (closed by its start) is a row too.
+      next("loading the InfluxDB client", false);
+      if (config.telemetry.enabled) await loadInfluxClient(); // else never loaded
+      next("opening the run records");
+      this.telemetry.start(this.bus);
+      // Those an earlier start recorded whose run registry did not start (then the runtime
+      // ended) first: they were decided before the calls this start found.
+      const earlier = this.audit.earlierInterrupted().map(({ entry, intent, runId }) => ({
+        call: JSON.parse(boundedEntryText(entry)),
+        intent,
+        ...(runId === undefined ? {} : { runId }),
+      }));
+      const interruptedCalls = [...earlier, ...(this.#interruptedCalls ?? [])];
+      this.#interruptedCalls = null;
+      await this.runs.start({ interruptedCalls, onStarted: () => this.audit.interruptedTaken() });
+      // Subscribed before the providers start: the priming poll is the ring's first sample.
+      next("opening the history disk tier");
+      await this.history?.start();
+      next("opening the incident records");
+      await this.incidents?.start(this.bus);
+    })();
+    opening.catch(() => {}); // abandoned: what it still does fails no one (awaited below else)
+    let expire: (outcome: "expired") => void = () => {};
+    const expired = new Promise<"expired">((r) => (expire = r));
+    const timer = this.host.clock.setTimer(() => expire("expired"), budgetMs);
+    try {
+      const outcome = await Promise.race([
+        opening.then(() => "opened" as const),
+        expired,
+        this.#stopAsked.promise,
+      ]);
+      if (outcome === "opened") return;
+      abandoned = true;
+      this.#throwIfStopping();
+      const call = stage.call ?? this.#files.oldestUnderWay();
+      const waiting = call === undefined || call === null
+        ? "never finished"
+        : `${typeof call === "string" ? call : `${call.op} ${call.path}`} never returned`;
+      throw new RuntimeError(
+        "DEADLINE_EXCEEDED",
+        stage.dataDir
+          ? `runtime.data_dir did not answer within runtime.startup_timeout_ms (${budgetMs} ms): ` +
+            `${stage.what}: ${waiting} (a hung mount or a failing disk?); start-up stopped`
+          : `start-up did not finish within runtime.startup_timeout_ms (${budgetMs} ms): ` +
+            `${stage.what}: ${waiting}; start-up stopped`,
+      );
+    } finally {
+      this.host.clock.clearTimer(timer);
+      // Watched for start-up only: from now on each call goes straight to the host.
+      this.#files.unwatch();
+    }
   }
 
   /**
@@ -1983,6 +2057,7 @@ export class Kernel {
    * stop's budget as the process enforces it; telemetry's last flush takes what is left of it.
    */
   stop(deadline?: StopDeadline): Promise<void> {
+    this.#stopAsked.resolve("stopping");
     this.#stopping ??= this.#stop(deadline);
     return this.#stopping;
   }

@@ -3,7 +3,13 @@
  * (sd_notify and the "Runtime Ready" line), the shutdown budget and the exit codes. What runs is
  * built, started and stopped by the Kernel (app/kernel.ts) over the real host ports given here.
  */
-import { type Clock, errorMessage, type Logger, type LogLevel } from "../common/mod.ts";
+import {
+  type Clock,
+  errorMessage,
+  type Logger,
+  type LogLevel,
+  raceTimeout,
+} from "../common/mod.ts";
 import type { Config } from "../config/mod.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK, EXIT_STARTUP_FAILURE, type ExitCode } from "./exit_codes.ts";
 import {
@@ -125,9 +131,7 @@ export async function runService(
       try {
         log.error(`start-up failed: ${errorMessage(first.err)}`);
       } finally {
-        await kernel.stop().catch((err) =>
-          log.error(`stop after failed start-up: ${errorMessage(err)}`)
-        );
+        await stopAfterFailedStart((deadline) => kernel.stop(deadline), config, log);
       }
       return EXIT_STARTUP_FAILURE;
     }
@@ -160,6 +164,33 @@ export async function runService(
 export interface RunServiceOptions {
   /** Re-reads the --config file (SIGHUP); absent: SIGHUP is logged and ignored. */
   readonly loadConfig?: () => Promise<ReloadedConfig>;
+}
+
+/**
+ * Stops what a failed start-up started, within the shutdown budget (shutdownBudgetMs), which the
+ * stop is handed as its deadline: a stop held by the disk that failed the start (the audit
+ * journal's last write to a hung mount) must not keep the process from exiting with its start-up
+ * failure (exit 3, so that systemd restarts it). A stop that fails or overruns is said (ERROR);
+ * the providers still running are killed by runService's end either way.
+ */
+export async function stopAfterFailedStart(
+  stop: (deadline: StopDeadline) => Promise<void>,
+  config: Config,
+  log: Logger,
+  clock: Pick<Clock, "setTimer" | "clearTimer" | "monoMs"> = systemClock,
+): Promise<void> {
+  const budgetMs = shutdownBudgetMs(config);
+  const endsAtMono = clock.monoMs() + budgetMs;
+  const stopped = stop({ leftMs: () => endsAtMono - clock.monoMs() }).then(
+    () => "stopped" as const,
+    (err: unknown) => {
+      log.error(`stop after failed start-up: ${errorMessage(err)}`);
+      return "stopped" as const;
+    },
+  );
+  if (await raceTimeout(clock, stopped, budgetMs, "overrun" as const) === "overrun") {
+    log.error(`stop after failed start-up exceeded ${budgetMs} ms; exiting anyway`);
+  }
 }
 
 /** Calls `onHangup` for every SIGHUP until the returned function is called. */

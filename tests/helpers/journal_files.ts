@@ -136,3 +136,60 @@ export class InterceptedAppends extends RealJournalFiles {
     };
   }
 }
+
+/**
+ * Host's journalFiles (real files) where every call on a path holding `pathPart` never returns,
+ * as on a disk that hangs (an NFS mount gone, a dying SD card: open/read/stat that never come
+ * back): its promise never settles, its line reader never yields. `hung` counts those calls.
+ */
+export class HungFiles extends RealJournalFiles {
+  readonly #pathPart: string;
+  /** Calls on the hung path so far (each one waits forever). */
+  hung = 0;
+  constructor(pathPart: string) {
+    super();
+    this.#pathPart = pathPart;
+  }
+  #hangs(...paths: string[]): boolean {
+    if (!paths.some((p) => p.includes(this.#pathPart))) return false;
+    this.hung++;
+    return true;
+  }
+  #never<T>(): Promise<T> {
+    return new Promise<T>(() => {});
+  }
+  override ensureDir(path: string): Promise<void> {
+    return this.#hangs(path) ? this.#never() : super.ensureDir(path);
+  }
+  override openAppend(path: string): Promise<JournalAppendHandle> {
+    return this.#hangs(path) ? this.#never() : super.openAppend(path);
+  }
+  override endsWithNewline(path: string): Promise<boolean> {
+    return this.#hangs(path) ? this.#never() : super.endsWithNewline(path);
+  }
+  override readLines(path: string, maxLineBytes: number): AsyncIterable<string> {
+    return this.#hangs(path) ? this.#neverYields() : super.readLines(path, maxLineBytes);
+  }
+  override readLinesAt(
+    path: string,
+    options: { readonly maxLineBytes: number; readonly startByte: number },
+  ): AsyncIterable<JournalLine> {
+    return this.#hangs(path) ? this.#neverYields() : super.readLinesAt(path, options);
+  }
+  override fileSize(path: string): Promise<number> {
+    return this.#hangs(path) ? this.#never() : super.fileSize(path);
+  }
+  override remove(path: string): Promise<void> {
+    return this.#hangs(path) ? this.#never() : super.remove(path);
+  }
+  override rename(from: string, to: string): Promise<void> {
+    return this.#hangs(from, to) ? this.#never() : super.rename(from, to);
+  }
+  override listNames(dir: string): Promise<string[]> {
+    return this.#hangs(dir) ? this.#never() : super.listNames(dir);
+  }
+  #neverYields<T>(): AsyncIterable<T> {
+    const never = () => this.#never<IteratorResult<T>>();
+    return { [Symbol.asyncIterator]: () => ({ next: never }) };
+  }
+}
