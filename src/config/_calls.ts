@@ -64,6 +64,7 @@ function readCall(
   positioned: boolean,
 ): CallConfig | null {
   const c = ctx.checker;
+  const diagnosticsBefore = c.diagnostics.length;
   const obj = c.mapping(raw, path, true);
   if (obj === null) return null;
   c.knownKeys(obj, path, CALL_KEYS);
@@ -105,7 +106,19 @@ function readCall(
     else c.error(argPath, converted.reason);
   }
   const call = { deviceHandle: handle, functionId, functionName, args, path: formatPath(path) };
-  return positioned ? noteSourcePosition(call, ctx.source.position(path)) : call;
+  // Its position is for the runtime's messages about a call in force: a call with an error
+  // never is (the file is refused), so its lookup is spared (--check-config stays linear with a
+  // small constant per diagnostic, tests/config/linear_check_test.ts).
+  if (!positioned || errorSince(c, diagnosticsBefore)) return call;
+  return noteSourcePosition(call, ctx.source.position(path));
+}
+
+/** Whether an error was reported after the first `count` diagnostics. */
+function errorSince(c: CallContext["checker"], count: number): boolean {
+  for (let i = count; i < c.diagnostics.length; i++) {
+    if (c.diagnostics[i]!.severity === "error") return true;
+  }
+  return false;
 }
 
 /** automation.mode_transition_hooks.before_transition / after_transition. */
