@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { RuntimeError, type TypedValue } from "../../src/common/mod.ts";
 import type { CallRequest } from "../../src/control/mod.ts";
-import { startArmed } from "../helpers/kernel.ts";
+import { startArmed, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, simProvider, testConfig } from "../helpers/sim_config.ts";
 
 const D = (double: number): TypedValue => ({ type: "double", double });
@@ -147,6 +147,12 @@ Deno.test("CallRouter routes valid calls and refuses invalid ones before the pro
         const req = { ...base, deviceId: "relayio0", functionId: 2, args: { enabled: B(true) } };
         await assert.rejects(rt.router.call(req), /gated/);
         await rt.router.call({ ...req, origin: "safety" });
+        // A stop action ends with its call's answer; the device's post-call poll follows
+        // (e5b9bd44), so the cache shows the effect once that poll is in.
+        await waitFor("the safety call's effect in the cache", () => {
+          const v = rt.cache.signal("sim0", "relayio0", "relay_ch2_state")?.value;
+          return v?.type === "bool" && v.bool === true;
+        });
         assert.deepEqual(rt.cache.signal("sim0", "relayio0", "relay_ch2_state")?.value, B(true));
         refusing = false;
       },
