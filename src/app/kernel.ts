@@ -959,15 +959,13 @@ export class Kernel {
       await this.incidents?.start(this.bus);
     })();
     opening.catch(() => {}); // abandoned: what it still does fails no one (awaited below else)
-    let expire: (outcome: "expired") => void = () => {};
-    const expired = new Promise<"expired">((r) => (expire = r));
-    const timer = this.host.clock.setTimer(() => expire("expired"), budgetMs);
     try {
-      const outcome = await Promise.race([
-        opening.then(() => "opened" as const),
-        expired,
-        this.#stopAsked.promise,
-      ]);
+      const outcome = await raceTimeout(
+        this.host.clock,
+        Promise.race([opening.then(() => "opened" as const), this.#stopAsked.promise]),
+        budgetMs,
+        "expired" as const,
+      );
       if (outcome === "opened") return;
       abandoned = true;
       this.#throwIfStopping();
@@ -984,7 +982,6 @@ export class Kernel {
             `${stage.what}: ${waiting}; start-up stopped`,
       );
     } finally {
-      this.host.clock.clearTimer(timer);
       // Watched for start-up only: from now on each call goes straight to the host.
       this.#files.unwatch();
     }
