@@ -8,7 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { type Inventory, programmableProvider } from "../helpers/programmable_provider.ts";
+import {
+  HOST_UNMET_I2C1 as HOST_UNMET,
+  type Inventory,
+  programmableProvider,
+} from "../helpers/programmable_provider.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { Api } from "./alarms_helpers.ts";
 import { UNVERIFIED_NO_EXPECTATION } from "../../src/safety/mod.ts";
@@ -22,19 +26,6 @@ const WITH_DEVICE: Inventory = {
       functions: [{ function_id: 10, name: "pulse", policy: { category: ACTUATE }, args: [] }],
     },
   },
-};
-
-const HOST_UNMET: Inventory = {
-  hello: { metadata: { supports_wait_ready: "true" } },
-  waitReady: {
-    diagnostics: {
-      ready: "false",
-      device_count: "0",
-      host_check: "unmet",
-      host_unmet: "i2c.bus_present: /dev/i2c-1 does not exist",
-    },
-  },
-  devices: {},
 };
 
 Deno.test("Estop status names a ladder device its host-unmet provider does not list", async () => {
