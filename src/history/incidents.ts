@@ -513,10 +513,12 @@ export class IncidentRecorder {
       case "alarm": {
         if (e.transition !== "raise") return;
         const device = alarmDevice(e.signal);
+        // At its transition's time (its event's), not when the recorder is told.
         this.#trigger(
           "alarm",
           `alarm ${e.alarm_id}: ${e.cause ?? ""} ${e.message}`.trim(),
           device === null ? null : [device],
+          e.timestamp_ms,
         );
         return;
       }
@@ -525,9 +527,13 @@ export class IncidentRecorder {
         if (this.#o.outages !== undefined) return;
         // A device a reload took out left on purpose: not a loss.
         if (!e.available && e.reason !== "removed") {
-          this.#trigger("device_loss", `device ${e.provider_id}/${e.device_id} lost`, [
-            [e.provider_id, e.device_id],
-          ]);
+          // At its failed poll's time (its event's), not when the recorder is told.
+          this.#trigger(
+            "device_loss",
+            `device ${e.provider_id}/${e.device_id} lost`,
+            [[e.provider_id, e.device_id]],
+            e.timestamp_ms,
+          );
         }
         return;
       default:
