@@ -171,6 +171,11 @@ export interface IncidentSignal {
 export interface IncidentBegun extends IncidentCause {
   readonly incident_id: string;
   readonly also: readonly IncidentCause[];
+  /**
+   * Triggers of that step beyond INCIDENT_MAX_TRIGGERS, not in `also` (a provider's many devices
+   * lost at once): as its header's `triggers_not_listed` then.
+   */
+  readonly triggers_not_listed: number;
 }
 
 /** A trigger that joined an incident already told (onIncidentJoined), at its own time. */
@@ -752,6 +757,7 @@ export class IncidentRecorder {
         at_epoch_ms: p.atMs,
         incident_id: p.id,
         also: [...p.also],
+        triggers_not_listed: p.notListed,
       });
     });
     return { p, c, began: true };

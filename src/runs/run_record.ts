@@ -45,7 +45,8 @@ export type RunEventCategory =
   /**
    * An incident began (GET /v0/incidents/{incident_id} has its record): type its lead trigger;
    * payload `incident_id`, `trigger`, `cause`, `also` (the triggers that joined it as it began,
-   * each `trigger`, `cause`, `at_epoch_ms`), `link`.
+   * each `trigger`, `cause`, `at_epoch_ms`), `triggers_not_listed` (those of them beyond the
+   * record's bound, not in `also`), `link`.
    */
   | "incident"
   /**

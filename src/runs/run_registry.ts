@@ -1636,6 +1636,8 @@ export class RunRegistry {
       readonly cause: string;
       readonly at_epoch_ms: number;
     }[];
+    /** Those that joined it as it began beyond the record's bound, not in `also`; 0 absent. */
+    readonly triggers_not_listed?: number;
   }): void {
     this.#queueEvent("incident", incident.trigger, incident.at_epoch_ms, {
       incident_id: incident.incident_id,
@@ -1646,6 +1648,7 @@ export class RunRegistry {
         cause: c.cause,
         at_epoch_ms: c.at_epoch_ms,
       })),
+      triggers_not_listed: incident.triggers_not_listed ?? 0,
       link: `/v0/incidents/${encodeURIComponent(incident.incident_id)}`,
     });
   }

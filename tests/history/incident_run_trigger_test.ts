@@ -58,6 +58,7 @@ Deno.test("Runs: an e-stop joining an alarm's incident is an incident_trigger ev
         trigger: "alarm",
         cause: "alarm hot: hi too hot",
         also: [],
+        triggers_not_listed: 0,
         link,
       }],
       ["incident_trigger", "fault", estopAt, {
