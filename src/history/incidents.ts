@@ -50,10 +50,11 @@ export const MERGE_WINDOW_MS = 1000;
  */
 export const INCIDENT_MAX_TRIGGERS = 32;
 /**
- * Ids of incidents whose record could not be written (a full disk) kept to say so (the 404 of
- * their run's link); the oldest forgotten first.
+ * Ids of incidents whose record is not kept -- it could not be written (a full disk), or the
+ * bounds (incident_max_count, incident_max_bytes) removed it -- kept with why, to say so (the 404
+ * of their run's link); the oldest forgotten first.
  */
-export const INCIDENT_UNWRITTEN_IDS_MAX = 256;
+export const INCIDENT_GONE_IDS_MAX = 256;
 /** Incidents waiting for their window to end at most; more are dropped and counted. */
 export const MAX_PENDING_INCIDENTS = 16;
 /** How long stop() waits for records still being written (a hung disk must not hold the stop). */
@@ -306,10 +307,11 @@ export class IncidentRecorder {
   readonly #failingAt = new Map<string, { readonly wallMs: number | null; readonly seq: number }>();
   #dropped = 0;
   /**
-   * Ids of the records that could not be written, oldest first (INCIDENT_UNWRITTEN_IDS_MAX): their
-   * run's `incident` event links to them, and the 404 says why there is none.
+   * Ids of the records not kept (not written, removed by a bound) -> why, oldest first
+   * (INCIDENT_GONE_IDS_MAX): their run's `incident` event links to them, and the 404 says why
+   * there is none.
    */
-  readonly #unwrittenIds = new Set<string>();
+  readonly #goneIds = new Map<string, string>();
   /** Records not written since one last was (a failing disk): its WARN said once per spell. */
   readonly #unwritten: SpellLog;
   /**
@@ -480,11 +482,8 @@ export class IncidentRecorder {
   async #read(id: string): Promise<{ header: IncidentHeader; lines: string[] }> {
     const header = this.#index.find((h) => h.incident_id === id);
     if (header === undefined) {
-      throw notFound(
-        this.#unwrittenIds.has(id)
-          ? `Incident not found: ${id} (its record could not be written; the log says why)`
-          : `Incident not found: ${id}`,
-      );
+      const why = this.#goneIds.get(id);
+      throw notFound(`Incident not found: ${id}${why === undefined ? "" : ` (${why})`}`);
     }
     const lines: string[] = [];
     for await (const line of this.#o.files.readLines(this.#path(id), INCIDENT_MAX_LINE_BYTES)) {
@@ -495,6 +494,7 @@ export class IncidentRecorder {
       if (i >= 0) {
         this.#index.splice(i, 1);
         this.#o.log.warn(`incident ${id}: its file is gone, no longer listed`);
+        this.#noteGone(id, "its file is gone");
       }
       throw notFound(`Incident not found: ${id} (its file is gone)`);
     }
@@ -1044,7 +1044,7 @@ export class IncidentRecorder {
       }
     } catch (err) {
       this.#dropped++;
-      this.#noteUnwritten(header.incident_id);
+      this.#noteGone(header.incident_id, "its record could not be written; the log says why");
       this.#unwritten.fail(`incident ${header.incident_id} not written: ${errorMessage(err)}`);
       await files.remove(this.#path(header.incident_id)).catch(() => {});
       return;
@@ -1063,11 +1063,11 @@ export class IncidentRecorder {
     await this.#prune(header.incident_id);
   }
 
-  /** Notes a record that could not be written (#unwrittenIds), forgetting the oldest past it. */
-  #noteUnwritten(id: string): void {
-    this.#unwrittenIds.add(id);
-    if (this.#unwrittenIds.size > INCIDENT_UNWRITTEN_IDS_MAX) {
-      this.#unwrittenIds.delete(this.#unwrittenIds.values().next().value!);
+  /** Notes a record not kept and why (#goneIds), forgetting the oldest past the bound. */
+  #noteGone(id: string, why: string): void {
+    this.#goneIds.set(id, why);
+    if (this.#goneIds.size > INCIDENT_GONE_IDS_MAX) {
+      this.#goneIds.delete(this.#goneIds.keys().next().value!);
     }
   }
 
@@ -1087,8 +1087,15 @@ export class IncidentRecorder {
       this.#index.length > 1 &&
       (this.#index.length > incidentMaxCount || bytes() > incidentMaxBytes)
     ) {
+      const bound = this.#index.length > incidentMaxCount
+        ? `history.incident_max_count, ${incidentMaxCount}`
+        : `history.incident_max_bytes, ${incidentMaxBytes}`;
       const i = this.#index.findIndex((h) => h.trigger !== "estop");
       const old = this.#index.splice(i < 0 ? 0 : i, 1)[0]!;
+      this.#noteGone(
+        old.incident_id,
+        `removed by ${bound}: the oldest records make way for new ones`,
+      );
       if (old.incident_id === written) {
         this.#o.log.warn(
           `incident ${written} removed as soon as written: every other record kept is an ` +

@@ -2,12 +2,12 @@
  * An incident whose record could not be written (a full disk) was told to its run when it began:
  * the run's `incident` event links to it, and the link answered a bare "Incident not found", as
  * for an id that never was. The recorder keeps the ids of the records it could not write (at most
- * INCIDENT_UNWRITTEN_IDS_MAX, the oldest forgotten first) and the 404 says the record was not
+ * INCIDENT_GONE_IDS_MAX, the oldest forgotten first) and the 404 says the record was not
  * written. In process: the recorder over a hand-fed History on a manual clock, in-memory files
  * that fail as a full disk does.
  */
 import assert from "node:assert/strict";
-import { INCIDENT_UNWRITTEN_IDS_MAX, MERGE_WINDOW_MS } from "../../src/history/mod.ts";
+import { INCIDENT_GONE_IDS_MAX, MERGE_WINDOW_MS } from "../../src/history/mod.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
 import { incidentRig } from "./_incident_rig.ts";
 
@@ -19,7 +19,7 @@ async function notFound(p: Promise<unknown>): Promise<string> {
   return err.message;
 }
 
-Deno.test("IncidentRecorder: the link to an incident whose record could not be written answers 404 saying so, for the last INCIDENT_UNWRITTEN_IDS_MAX of them", async () => {
+Deno.test("IncidentRecorder: the link to an incident whose record could not be written answers 404 saying so, for the last INCIDENT_GONE_IDS_MAX of them", async () => {
   const files = new FaultyMemoryFiles();
   const { clock, incidents, loss, session } = incidentRig({ config: { incidentAfterS: 1 }, files });
   const ids: string[] = [];
@@ -45,11 +45,11 @@ Deno.test("IncidentRecorder: the link to an incident whose record could not be w
     assert.equal((await incidents.get(kept)).incident.incident_id, kept);
     assert.match(await notFound(incidents.get(lost)), said, "still said once the disk has room");
 
-    // Bounded: the oldest is forgotten (a bare 404) once INCIDENT_UNWRITTEN_IDS_MAX more failed.
+    // Bounded: the oldest is forgotten (a bare 404) once INCIDENT_GONE_IDS_MAX more failed.
     files.full = true;
     const more: string[] = [];
-    for (let i = 0; i < INCIDENT_UNWRITTEN_IDS_MAX; i++) more.push(await incident(`e${i}`));
-    assert.equal(incidents.status().dropped, 1 + INCIDENT_UNWRITTEN_IDS_MAX);
+    for (let i = 0; i < INCIDENT_GONE_IDS_MAX; i++) more.push(await incident(`e${i}`));
+    assert.equal(incidents.status().dropped, 1 + INCIDENT_GONE_IDS_MAX);
     assert.equal(await notFound(incidents.get(lost)), `Incident not found: ${lost}`);
     assert.match(await notFound(incidents.get(more[0]!)), said);
     assert.match(await notFound(incidents.get(more.at(-1)!)), said);

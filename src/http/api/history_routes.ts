@@ -109,8 +109,9 @@ export const HISTORY_ROUTES: readonly Route[] = [
         "written; `damaged`, a signal line that does not parse) is given with what is readable " +
         "(`signals` and `samples` count those); a CSV or JSON Lines export of it carries the " +
         "header `X-Incident-Incomplete`. 404 for a record not kept: removed by the bounds or " +
-        "by hand, or never written (a full disk: its run's `incident` event still links to " +
-        "it; the message says so while the runtime that noted it runs). Project addition.",
+        "by hand, or never written (a full disk). Its run's `incident` event still links to " +
+        "it: the message says why (the bound that removed it, or that it could not be written) " +
+        "for the last 256 not kept while the runtime that noted them runs. Project addition.",
       query: [{
         name: "format",
         description: "`json` (default), `csv` or `jsonl`.",
