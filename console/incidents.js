@@ -424,8 +424,13 @@ export function markLabel(i) {
   return first === undefined ? "Incident began" : triggerName(first.trigger);
 }
 
-/** An incident's cause, with the triggers that joined it. */
-function causeText(i) {
+/**
+ * An incident's cause, with the triggers that joined it, and how many more its record left out
+ * (`triggers_not_listed`: it lists at most 32 besides its lead; absent in older records).
+ */
+export function causeText(i) {
   const also = (i.also ?? []).map((a) => `${triggerName(a.trigger)}: ${a.cause}`);
+  const n = typeof i.triggers_not_listed === "number" ? i.triggers_not_listed : 0;
+  if (n > 0) also.push(`${n} more trigger${n === 1 ? "" : "s"} not listed`);
   return also.length ? `${i.cause} (also ${also.join("; ")})` : i.cause;
 }
