@@ -173,7 +173,8 @@ export function responseComponents(): Record<string, JsonSchema> {
         unverified_devices: note(
           arr(str),
           "Devices an e-stop cannot verify: actuating devices no expectation covers, then " +
-            "devices the ladder calls that no provider lists and no expectation covers.",
+            "devices the ladder is to secure (called, named by a safety call, or listed before) " +
+            "that no provider lists and no expectation covers.",
         ),
         unverified_reasons: note(
           arr(obj(["device_handle", "reason"], { device_handle: str, reason: str })),

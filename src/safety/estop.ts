@@ -91,6 +91,7 @@ import {
   type SoftwareSafeState,
 } from "./safe_state.ts";
 import {
+  ListedBefore,
   unlistedLadderDevices,
   unresolvedExpectations,
   UNVERIFIED_NO_EXPECTATION,
@@ -194,8 +195,9 @@ export interface EstopStatus {
   plan_failed?: string;
   /**
    * Devices an e-stop cannot verify (`provider/device`): the actuating devices listed with no
-   * expectation on any of their signals, then the devices the ladder calls that no provider lists
-   * (a provider up with its host check unmet, say) and no expectation covers.
+   * expectation on any of their signals, then the devices the ladder is to secure (its calls', the
+   * safety config's calls', those listed before) that no provider lists (a provider up with its
+   * host check unmet, say) and no expectation covers.
    */
   unverified_devices: string[];
   /** Each of `unverified_devices`, in the same order, with why. */
@@ -529,6 +531,8 @@ export class Estop implements EstopService {
   /** Stops triggered and not finished (a trigger while one is under way runs its ladder after). */
   #stopsUnderWay = 0;
   #plan: SafeStatePlan | null = null;
+  /** The actuating devices each provider listed since it was configured (#unverified). */
+  readonly #listedBefore = new ListedBefore();
   /** The plan's calls by provider (#callsOf), for the plan it was made from. */
   #planIndex: { plan: SafeStatePlan; byProvider: Map<string, PlannedCall[]> } | null = null;
   /** What status shows as the verification (see #mergeVerification). */
@@ -588,9 +592,27 @@ export class Estop implements EstopService {
     // Providers added or removed by a configuration reload change the plan as an inventory does.
     // A restart that rediscovers the same inventory changes nothing: 40 providers restarting at
     // once must not replan and log the whole plan 40 times.
+    // Every inventory is recorded as it is discovered: a device a later one leaves out is still
+    // one the ladder is to secure (status names it, #unverified).
+    // An inventory port that fails here fails status too (plan_failed): the e-stop is built all
+    // the same, as the stop needs no inventory for rung 1.
+    try {
+      for (const p of options.inventory.providers()) this.#listedBefore.note(p.id, p.devices);
+    } catch (err) {
+      this.#stopLog.error(
+        `e-stop: the devices listed now could not be read (${errorMessage(err)}); ` +
+          "a device no longer listed later is named only if listed after this",
+      );
+    }
     options.inventory.onChange((id, change) => {
-      if (change === "changed") this.#planChanged(`inventory of ${id} changed`);
-      else if (change === "removed") this.#planChanged(`provider ${id} removed`);
+      if (change === "changed") {
+        this.#planChanged(`inventory of ${id} changed`);
+        this.#listedBefore.note(id, options.inventory.provider(id)?.devices ?? []);
+      } else if (change === "removed") {
+        this.#planChanged(`provider ${id} removed`);
+        // A reload restarting it (its entry changed) keeps them: lost meanwhile, not gone.
+        if (options.inventory.replacing?.(id) !== true) this.#listedBefore.forget(id);
+      }
     });
     options.inventory.onAvailability((p, up) => {
       if (up) this.#providerAvailable(p);
@@ -1201,13 +1223,16 @@ export class Estop implements EstopService {
 
   /**
    * The devices an e-stop with `plan` cannot verify, and why (EstopStatus.unverified_devices):
-   * a device the ladder calls that no provider lists is unknown to the inventory, so it is named
-   * from the plan's calls, not the devices. Throws what the inventory throws.
+   * a device no provider lists is unknown to the inventory, so it is named from what else says the
+   * ladder is to secure it: the plan's calls, the safety config's calls (a setpoint rung 3 does not
+   * apply) and the devices listed before (rung 3 zeroes listed devices only). Throws what the
+   * inventory throws.
    */
   #unverified(plan: SafeStatePlan): UnverifiedDevice[] {
-    const { expect } = this.#o.safeState;
+    const { expect, hooks, setpoints } = this.#o.safeState;
     const providers = this.#o.inventory.providers();
     const devices = providers.flatMap((p) => [...p.devices]);
+    const before = this.#listedBefore.handles();
     return [
       ...unverifiedDevices(expect, devices).map((device_handle) => ({
         device_handle,
@@ -1216,8 +1241,13 @@ export class Estop implements EstopService {
       ...unlistedLadderDevices(
         expect,
         devices,
-        plan.calls.map((c) => c.label.device_handle),
+        [
+          ...plan.calls.map((c) => c.label.device_handle),
+          ...[...hooks, ...setpoints].map((c) => c.deviceHandle),
+          ...before,
+        ],
         (id) => providers.find((p) => p.id === id),
+        new Set(before),
       ),
     ];
   }

@@ -245,17 +245,21 @@ export interface UnverifiedDevice {
 export const UNVERIFIED_NO_EXPECTATION = "no safety.safe_state.expect entry covers it";
 
 /**
- * The devices the ladder calls (`addressed`, `provider/device` as configured) that no provider
- * lists and no expectation covers, each once, in the order first called, with why it is not
- * listed. Such a call fails (NOT_FOUND) and nothing reads the device back: it is not known to be
- * safe, though unverifiedDevices (which knows listed devices only) cannot name it. `providerOf`
- * is the inventory's provider; one that throws is the caller's to contain.
+ * The devices the ladder is to secure (`addressed`, `provider/device`: those its calls address, the
+ * safety config's calls name and its providers listed before) that no provider lists and no
+ * expectation covers, each once, in the order first addressed, with why it is not listed
+ * (`listedBefore`: the handles of devices listed before, said "no longer listed"). The ladder
+ * makes no call to such a device that can reach it (rung 3 zeroes listed devices only; a declared
+ * call fails NOT_FOUND) and nothing reads it back: it is not known to be safe, though
+ * unverifiedDevices (which knows listed devices only) cannot name it. `providerOf` is the
+ * inventory's provider; one that throws is the caller's to contain.
  */
 export function unlistedLadderDevices(
   expect: readonly SafeStateExpectation[],
   devices: readonly DeviceCapabilities[],
   addressed: readonly string[],
   providerOf: (providerId: string) => ProviderSummary | undefined,
+  listedBefore: ReadonlySet<string> = new Set(),
 ): UnverifiedDevice[] {
   const key = (p: string, d: string) => `${p}\u0000${d}`;
   const known = new Set(devices.map((d) => key(d.device.providerId, d.device.deviceId)));
@@ -268,23 +272,73 @@ export function unlistedLadderDevices(
     const k = key(addr.providerId, addr.deviceId);
     if (known.has(k) || expected.has(k) || seen.has(k)) continue;
     seen.add(k);
+    const device_handle = deviceHandle(addr.providerId, addr.deviceId);
     out.push({
-      device_handle: deviceHandle(addr.providerId, addr.deviceId),
-      reason: whyUnlisted(addr.providerId, providerOf(addr.providerId)),
+      device_handle,
+      reason: whyUnlisted(
+        addr.providerId,
+        providerOf(addr.providerId),
+        listedBefore.has(device_handle),
+      ),
     });
   }
   return out;
 }
 
-/** Why a device the ladder calls is not in the inventory (unlistedLadderDevices). */
-function whyUnlisted(providerId: string, provider: ProviderSummary | undefined): string {
+/** Why a device the ladder is to secure is not in the inventory (unlistedLadderDevices). */
+function whyUnlisted(
+  providerId: string,
+  provider: ProviderSummary | undefined,
+  listedBefore: boolean,
+): string {
   if (provider === undefined) return `no provider ${providerId} is configured`;
-  if (!provider.available) {
-    return `not listed by its provider, which is unavailable (${provider.lifecycle})`;
+  const listed = `${listedBefore ? "no longer" : "not"} listed by its provider`;
+  if (!provider.available) return `${listed}, which is unavailable (${provider.lifecycle})`;
+  return provider.hostCheck()?.status === "unmet" ? `${listed} (its host check is unmet)` : listed;
+}
+
+/**
+ * Bound on the devices one provider no longer lists that ListedBefore remembers: the most recently
+ * listed are kept. A provider lists at most MAX_DEVICES_PER_PROVIDER (1024) at once; this bounds
+ * what its restarts add (a device renamed at each start, say).
+ */
+export const MAX_LISTED_BEFORE_DEVICES = 1024;
+
+/**
+ * The actuating devices each provider has listed since it was configured (the e-stop's
+ * `unverified_devices`): a device its provider, back with its host check unmet or with a smaller
+ * inventory, no longer lists is still one the ladder is to secure. Forgotten when a reload removes
+ * the provider (its devices are then gone, not lost); one a reload restarts keeps them.
+ */
+export class ListedBefore {
+  /** Per provider: its device ids, the most recently listed last. */
+  readonly #byProvider = new Map<string, Set<string>>();
+
+  /** Records the actuating devices `providerId` lists now (its inventory, just discovered). */
+  note(providerId: string, devices: readonly DeviceCapabilities[]): void {
+    let ids = this.#byProvider.get(providerId);
+    for (const d of devices) {
+      if (!d.functions.some((f) => f.actuating)) continue;
+      if (ids === undefined) this.#byProvider.set(providerId, ids = new Set());
+      ids.delete(d.device.deviceId);
+      ids.add(d.device.deviceId);
+    }
+    if (ids === undefined) return;
+    for (const oldest of ids) {
+      if (ids.size <= MAX_LISTED_BEFORE_DEVICES) break;
+      ids.delete(oldest);
+    }
   }
-  return provider.hostCheck()?.status === "unmet"
-    ? "not listed by its provider (its host check is unmet)"
-    : "not listed by its provider";
+
+  /** Forgets a provider's devices (a reload removed it). */
+  forget(providerId: string): void {
+    this.#byProvider.delete(providerId);
+  }
+
+  /** Every device recorded, `provider/device`, provider by provider. */
+  handles(): string[] {
+    return [...this.#byProvider].flatMap(([p, ids]) => [...ids].map((d) => deviceHandle(p, d)));
+  }
 }
 
 /**

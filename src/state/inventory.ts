@@ -63,6 +63,11 @@ export interface InventoryReader {
   onChange(listener: InventoryListener): () => void;
   /** Subscribes to providers' availability (every provider, also those a reload adds). */
   onAvailability(listener: AvailabilityListener): () => void;
+  /**
+   * Whether a reload is restarting this provider (its entry changed): told `removed` then, it is
+   * not gone, and its successor follows. Absent: every removal is taken as gone.
+   */
+  replacing?(providerId: string): boolean;
 }
 
 /** The inventory port over the provider registry (the composition root builds one). */
@@ -120,6 +125,10 @@ export class Inventory implements InventoryReader {
       const i = this.#availability.indexOf(listener);
       if (i >= 0) this.#availability.splice(i, 1);
     };
+  }
+
+  replacing(providerId: string): boolean {
+    return this.#registry.replacing(providerId);
   }
 
   #tell(providerId: string, change: InventoryChange): void {

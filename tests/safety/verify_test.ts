@@ -15,6 +15,8 @@ import type { SafeStateExpectation } from "../../src/config/mod.ts";
 import type { ProviderSummary } from "../../src/state/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import {
+  ListedBefore,
+  MAX_LISTED_BEFORE_DEVICES,
   mismatch,
   unlistedLadderDevices,
   unresolvedExpectations,
@@ -215,6 +217,50 @@ Deno.test("unlistedLadderDevices: ladder devices no provider lists, nor expected
       { device_handle: "ghost/g", reason: "no provider ghost is configured" },
     ],
   );
+});
+
+Deno.test("unlistedLadderDevices says 'no longer listed' of a device listed before", () => {
+  const up = (host: "unmet" | null) =>
+    ({
+      id: "p",
+      available: true,
+      lifecycle: "RUNNING",
+      hostCheck: () => host === null ? null : { status: host, summary: "", unmet: [] },
+    }) as unknown as ProviderSummary;
+  const down = { id: "p", available: false, lifecycle: "RESTARTING" } as ProviderSummary;
+  const before = new Set(["p/gone"]);
+  const why = (p: ProviderSummary) =>
+    unlistedLadderDevices([], [], ["p/gone", "p/never"], () => p, before).map((u) => u.reason);
+  assert.deepEqual(why(up("unmet")), [
+    "no longer listed by its provider (its host check is unmet)",
+    "not listed by its provider (its host check is unmet)",
+  ]);
+  assert.deepEqual(why(up(null)), [
+    "no longer listed by its provider",
+    "not listed by its provider",
+  ]);
+  assert.deepEqual(why(down), [
+    "no longer listed by its provider, which is unavailable (RESTARTING)",
+    "not listed by its provider, which is unavailable (RESTARTING)",
+  ]);
+});
+
+Deno.test("ListedBefore keeps actuating devices, the most recently listed within its bound", () => {
+  const listed = new ListedBefore();
+  listed.note("p", [device("p", "act", { categories: ["ACTUATE"] }), device("p", "ro")]);
+  listed.note("p", [device("p", "ro", { categories: ["READ"] })]);
+  listed.note("q", [device("q", "a", { categories: ["CONFIG"] })]);
+  assert.deepEqual(listed.handles(), ["p/act", "q/a"], "read-only devices are not kept");
+  listed.forget("q");
+  assert.deepEqual(listed.handles(), ["p/act"]);
+  // A device renamed at each start: the oldest names go past the bound, the current one stays.
+  for (let i = 0; i < MAX_LISTED_BEFORE_DEVICES + 5; i++) {
+    listed.note("r", [device("r", `d${i}`, { categories: ["ACTUATE"] })]);
+  }
+  const r = listed.handles().filter((h) => h.startsWith("r/"));
+  assert.equal(r.length, MAX_LISTED_BEFORE_DEVICES);
+  assert.equal(r[0], "r/d5");
+  assert.equal(r.at(-1), `r/d${MAX_LISTED_BEFORE_DEVICES + 4}`);
 });
 
 Deno.test("unresolvedExpectations names each expectation that cannot resolve, with its path", () => {
