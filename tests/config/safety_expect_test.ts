@@ -5,6 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { formatDiagnostic } from "../../src/config/mod.ts";
+import { findDeclaredTarget } from "../../src/control/mod.ts";
+import type { DeviceCapabilities } from "../../src/common/mod.ts";
 import { load, PROV, summary } from "./_helpers.ts";
 import { runCli, withFiles } from "../helpers/cli.ts";
 
@@ -36,6 +38,31 @@ ${PROV}
   assert.equal(ss.expect[2]!.equals, "open");
   assert.deepEqual([ss.expect[3]!.min, ss.expect[3]!.max], [undefined, 60]);
   assert.equal(ss.expect[4]!.path, "safety.safe_state.expect[4]");
+});
+
+Deno.test("a safe_state call to p0/x/y addresses device x/y (a device id may hold '/')", () => {
+  // ADPP gives device_id no character rule and discovery skips only `.` and `..`; a provider id
+  // holds no '/' (rules_test), so a handle splits at its first '/' without ambiguity.
+  const r = load(`
+safety:
+  safe_state:
+    hooks:
+      - { device_handle: p0/x/y, function_name: stop }
+    expect:
+      - { signal: p0/x/y/speed, equals: 0 }
+${PROV}
+`);
+  assert.deepEqual(summary(r), []);
+  const call = r.config!.safety.safeState.hooks[0]!;
+  assert.equal(call.deviceHandle, "p0/x/y");
+  const xy = {
+    device: { providerId: "p0", deviceId: "x/y" },
+    functions: [{ functionId: 3, name: "stop", actuating: true, args: [] }],
+  } as unknown as DeviceCapabilities;
+  const other = { ...xy, device: { ...xy.device, deviceId: "x" } } as DeviceCapabilities;
+  const target = findDeclaredTarget(call, [other, xy]);
+  assert.ok("device" in target, JSON.stringify(target));
+  assert.equal(target.device, xy);
 });
 
 const BAD: Array<{ name: string; yaml: string; expect: string[]; message?: RegExp }> = [
