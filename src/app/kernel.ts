@@ -361,6 +361,12 @@ export class Kernel {
    */
   #inventoryChangedInReload = false;
   /**
+   * Providers the running reload does not start whose inventory changed while it ran (a
+   * crash-restart): their declared calls and the vetoing hooks are checked once, at the reload's
+   * end, with what it left in force -- not now and again then (one line per problem).
+   */
+  #inventoryChangedDuringReload = new Set<string>();
+  /**
    * Providers the running reload starts (added, changed, a failed start or an open circuit
    * retried): their inventory is judged by AUTO's gate once the reload has applied (the hook its
    * file brings for them applies in a later section). Any other provider's rediscovery is judged at once.
@@ -547,6 +553,9 @@ export class Kernel {
       }
       void this.modes.recheckAutoGate(this.#reloading ? this.#reloadStarting : undefined);
       if (!this.#hooksChecked) return; // start-up's own checks come later
+      // During a reload: said once at its end, with the calls and hooks it leaves in force (its
+      // own checks would say the same problem a second time).
+      if (this.#reloading) return void this.#inventoryChangedDuringReload.add(id);
       this.#warnVetoingHooks();
       // A ladder or hook call to this provider that no longer resolves (it came back without a
       // device, or with a function renamed) is said now, not at the next e-stop: once per change.
@@ -1208,11 +1217,19 @@ export class Kernel {
     }
     this.#reloading = true;
     this.#inventoryChangedInReload = false;
+    this.#inventoryChangedDuringReload = new Set();
     this.#retiredEarly = null;
     try {
       return await this.#reload(next);
     } finally {
       this.#reloading = false;
+      // A reload that threw before its own checks: what changed meanwhile is said all the same.
+      const changed = this.#inventoryChangedDuringReload;
+      this.#inventoryChangedDuringReload = new Set();
+      if (changed.size > 0 && this.#stopping === null) {
+        this.#warnVetoingHooks();
+        for (const id of changed) this.#logUnresolvedCalls(id);
+      }
       // The safety section did not run (the runtime stopping): its wait ends with the reload.
       this.#settleLadderApplied();
       this.#reloadStarting = new Set();
@@ -1421,8 +1438,12 @@ export class Kernel {
     // A hook that vetoes arming every time is said again when the hooks or the inventory they
     // call changed (a provider started: its functions may actuate, or its allowed_modes refuse),
     // once, with the hooks in force.
+    // A provider the reload does not start whose inventory changed while it ran is said here too
+    // (its listener left it to this check), once.
+    const changedMeanwhile = this.#inventoryChangedDuringReload;
+    this.#inventoryChangedDuringReload = new Set();
     if (
-      this.#inventoryChangedInReload ||
+      this.#inventoryChangedInReload || changedMeanwhile.size > 0 ||
       report.applied.includes("automation.mode_transition_hooks")
     ) this.#warnVetoingHooks();
     // The start-up preflight, again for what the reload changed: the declared calls in force
@@ -1435,6 +1456,7 @@ export class Kernel {
       report.applied.includes("automation.mode_transition_hooks") ||
       report.applied.includes("safety")
     ) this.#logUnresolvedCalls();
+    else for (const id of changedMeanwhile) this.#logUnresolvedCalls(id);
     return report;
   }
 

@@ -91,3 +91,45 @@ Deno.test("Kernel says a ladder call a changed inventory leaves unresolved, once
   await restart("back", inventory("pulse"));
   assert.equal(unresolved().length, 2);
 });
+
+Deno.test("Kernel says a ladder call left unresolved by a rediscovery during a reload once, not again at the reload's end", async () => {
+  const dir = tempDir("rediscovery-declared-reload-");
+  const file = `${dir}/p0.json`;
+  const slowFile = `${dir}/p1.json`;
+  await Deno.writeTextFile(file, JSON.stringify(inventory("pulse")));
+  // p1 answers its Hello late: the reload that adds it is still running while p0 comes back.
+  await Deno.writeTextFile(
+    slowFile,
+    JSON.stringify({ hello: { delayMs: 4000 }, devices: inventory(null).devices }),
+  );
+  await using r = await rig({
+    programs: false,
+    providers: [
+      programmableProvider("p0", file, {
+        restart: { maxAttempts: 5, backoffMs: [0, 0, 0, 0, 0] },
+      }),
+    ],
+    pollingIntervalMs: 50,
+    safety: { hooks: [PULSE] },
+  });
+  const rt = r.kernel;
+  const p0 = rt.registry.host("p0")!;
+  const unresolved = () => r.lines.filter((l) => l.includes("declared call does not resolve"));
+  let settled = false;
+  const reload = rt.reload({
+    ...rt.config,
+    providers: [...rt.config.providers, programmableProvider("p1", slowFile)],
+  }).finally(() => settled = true);
+  await waitFor("p1 starting", () => rt.registry.host("p1") !== undefined, 10_000);
+  // p0 comes back without the function the ladder calls while the reload runs.
+  await Deno.writeTextFile(file, JSON.stringify(inventory("pulse_v2")));
+  const pid = p0.session!.pid;
+  Deno.kill(pid, "SIGKILL");
+  await waitFor("p0 up again", () => p0.available && p0.session!.pid !== pid, 30_000);
+  assert.equal(settled, false, "the rediscovery came during the reload");
+  const report = await reload;
+  assert.deepEqual(report.providers.added, ["p1"], JSON.stringify(report));
+  const said = unresolved();
+  assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
+  assert.match(said[0]!, /safety\.safe_state\.hooks\[0\]: function 'pulse' not found/);
+});
