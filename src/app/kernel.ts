@@ -1431,6 +1431,13 @@ export class Kernel {
     }
     // What the reload left as it was now names the file as it is (a hook's line, for a message).
     this.#config = withCurrentSources(this.#config, next);
+    // The file's providers this reload did not get running (its providers section refused, or a
+    // start that failed): the alarms and interlocks in force on them read an input that is not
+    // there, a bad input (fail safe: raised, their action run; engaged), which the summary says,
+    // or the e-stop or FAULT that follows would not say the reload's part in it.
+    report.notes.push(
+      ...protectionsNotRunning(this.#config, this.#providersNotRunning(next, report)),
+    );
     const p = report.providers;
     if (p.added.length + p.restarted.length + p.retried.length > 0) {
       this.#inventoryChangedInReload = true;
@@ -1500,6 +1507,26 @@ export class Kernel {
       );
     }
     return kept;
+  }
+
+  /**
+   * The providers `next` lists that the reload left not running, id -> why: refused (the providers
+   * section kept the providers in effect) or failed to start.
+   */
+  #providersNotRunning(next: Config, report: MutableReloadReport): Map<string, string> {
+    const out = new Map<string, string>();
+    if (report.refused.some((r) => r.section === "providers")) {
+      for (const p of next.providers) {
+        if (!this.#config.providers.some((q) => q.id === p.id)) {
+          out.set(p.id, "its providers entry was refused");
+        }
+      }
+    }
+    for (const failed of report.providers.failed) {
+      const id = failed.slice(0, failed.indexOf(":"));
+      if (next.providers.some((p) => p.id === id)) out.set(id, "failed to start");
+    }
+    return out;
   }
 
   /** Logs each before_transition hook that vetoes its transition every time (WARN, one line each). */
@@ -2175,6 +2202,43 @@ export class Kernel {
     }
     log.info("runtime stopped");
   }
+}
+
+/**
+ * The reload's notes on the alarms and interlocks of `config` that read a provider of `notRunning`
+ * (id -> why it is not running): their input is bad, so an alarm with `on_bad_quality: alarm`
+ * raises (and runs its action) and an interlock engages (docs/safety.md sec. 9).
+ */
+function protectionsNotRunning(
+  config: Config,
+  notRunning: ReadonlyMap<string, string>,
+): string[] {
+  if (notRunning.size === 0) return [];
+  const alarms = config.alarms.filter((a) =>
+    notRunning.has(a.providerId) && a.onBadQuality === "alarm"
+  );
+  const interlocks = config.interlocks.filter((il) =>
+    il.signals.some((s) => notRunning.has(s.providerId))
+  );
+  const which = (ids: readonly string[]) =>
+    [...notRunning].filter(([id]) => ids.includes(id)).map(([id, why]) => `${id}: ${why}`)
+      .join("; ");
+  const notes: string[] = [];
+  if (alarms.length > 0) {
+    notes.push(
+      `alarms on provider(s) not running (${which(alarms.map((a) => a.providerId))}), their ` +
+        `input bad: ${alarms.map((a) => `${a.id} (action ${a.action})`).join(", ")}`,
+    );
+  }
+  if (interlocks.length > 0) {
+    const read = interlocks.flatMap((il) => il.signals.map((s) => s.providerId));
+    notes.push(
+      `interlocks on provider(s) not running (${which(read)}), engaged: ${
+        interlocks.map((il) => il.id).join(", ")
+      }`,
+    );
+  }
+  return notes;
 }
 
 /** A refusal naming what the change would weaken. */

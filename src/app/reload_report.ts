@@ -37,7 +37,10 @@ export interface ReloadReport {
   };
   /** Live sections that took effect, in table order. */
   readonly applied: readonly SectionKey[];
-  /** What applied sections say (`polling 100->200 ms`, `behavior tree reloaded`). */
+  /**
+   * What applied sections say (`polling 100->200 ms`, `behavior tree reloaded`), then the alarms
+   * and interlocks in force on providers the reload left not running (their input bad).
+   */
   readonly notes: readonly string[];
   /** Sections refused (they keep their old value): a protection, the recipe, AUTO. */
   readonly refused: readonly { readonly section: string; readonly why: string }[];

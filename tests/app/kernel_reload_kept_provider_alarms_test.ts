@@ -10,6 +10,7 @@ import { httpReservedFds, serveHttp } from "../../src/host/mod.ts";
 import { startServing } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
+import { summarize } from "../../src/app/reloader.ts";
 
 const BEFORE = alarmsConfig(
   `
@@ -118,6 +119,47 @@ Deno.test("Kernel.reload keeping a provider whose removal was refused refuses on
     assert.doesNotMatch(twice?.why ?? "", /other changes applied/, "nothing else to apply");
     assert.deepEqual(again.weakened, []);
     assert.deepEqual(rt.config.alarms.map((a) => a.id), ["sim0_hot", "sim0_warm", "sim1_hot"]);
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Kernel.reload whose providers section is refused applies the file's alarm on the provider it did not start, and its summary says that alarm reads a provider that is not running", async () => {
+  const sim1Alarm = alarmsConfig(
+    `
+alarms:
+  - { id: sim1_hot, signal: sim1/tempctl0/tc1_temp, hihi: 500, action: estop }
+`,
+    ["sim1"],
+  );
+  const config: Config = testConfig({
+    providers: [simProvider("sim0")],
+    http: { maxConnections: 128 },
+  });
+  // The limit leaves room for the one provider configured at start.
+  const limit = 128 + httpReservedFds(1);
+  const rt = await startServing(config, {
+    serve: (o) => serveHttp({ ...o, openFileLimit: limit }),
+  });
+  try {
+    await rt.modes.request("MANUAL");
+    const report = await rt.reload({
+      ...rt.config,
+      providers: [simProvider("sim0"), simProvider("sim1")],
+      alarms: sim1Alarm.alarms,
+    });
+    assert.equal(report.refused[0]?.section, "providers");
+    assert.equal(rt.registry.host("sim1"), undefined, "sim1 was not started");
+    // Fail safe: an alarm on an input that is not there is a bad input (docs/safety.md sec. 9).
+    assert.ok(report.applied.includes("alarms"), JSON.stringify(report));
+    assert.equal(rt.alarms.alarm("sim1_hot").cause, "bad_quality");
+    assert.equal(rt.estop.latched, true, "its action ran");
+    // The reload's answer says why the machine stopped, not only that sim1 was not started.
+    const summary = summarize(report);
+    assert.match(
+      summary,
+      /alarms on provider\(s\) not running \(sim1: its providers entry was refused\), their input bad: sim1_hot \(action estop\)/,
+    );
   } finally {
     await rt.stop();
   }
