@@ -1248,8 +1248,22 @@ export class Estop implements EstopService {
         ],
         (id) => providers.find((p) => p.id === id),
         new Set(before),
+        (providerId, deviceId) => this.#restartedByReload(providerId, deviceId),
       ),
     ];
+  }
+
+  /**
+   * Whether the device conditions say a reload is restarting `providerId` (no host registered
+   * under its id meanwhile). A condition port that throws says no: the status stays.
+   */
+  #restartedByReload(providerId: string, deviceId: string): boolean {
+    try {
+      const c = this.#o.devices?.condition?.(providerId, deviceId);
+      return c !== undefined && c.kind !== "up" && c.reloading === true;
+    } catch {
+      return false;
+    }
   }
 
   /** The verification with each check's device availability now (EstopStatus.verification). */

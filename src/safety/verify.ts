@@ -252,7 +252,9 @@ export const UNVERIFIED_NO_EXPECTATION = "no safety.safe_state.expect entry cove
  * makes no call to such a device that can reach it (rung 3 zeroes listed devices only; a declared
  * call fails NOT_FOUND) and nothing reads it back: it is not known to be safe, though
  * unverifiedDevices (which knows listed devices only) cannot name it. `providerOf` is the
- * inventory's provider; one that throws is the caller's to contain.
+ * inventory's provider; one that throws is the caller's to contain. `restarting`: whether
+ * a configuration reload is restarting a provider no host is registered for (its old process
+ * gone, its new one not yet registered): configured all the same, and coming back.
  */
 export function unlistedLadderDevices(
   expect: readonly SafeStateExpectation[],
@@ -260,6 +262,7 @@ export function unlistedLadderDevices(
   addressed: readonly string[],
   providerOf: (providerId: string) => ProviderSummary | undefined,
   listedBefore: ReadonlySet<string> = new Set(),
+  restarting: (providerId: string, deviceId: string) => boolean = () => false,
 ): UnverifiedDevice[] {
   const key = (p: string, d: string) => `${p}\u0000${d}`;
   const known = new Set(devices.map((d) => key(d.device.providerId, d.device.deviceId)));
@@ -279,6 +282,7 @@ export function unlistedLadderDevices(
         addr.providerId,
         providerOf(addr.providerId),
         listedBefore.has(device_handle),
+        () => restarting(addr.providerId, addr.deviceId),
       ),
     });
   }
@@ -290,8 +294,13 @@ function whyUnlisted(
   providerId: string,
   provider: ProviderSummary | undefined,
   listedBefore: boolean,
+  restarting: () => boolean,
 ): string {
-  if (provider === undefined) return `no provider ${providerId} is configured`;
+  if (provider === undefined) {
+    return restarting()
+      ? `its provider ${providerId} is being restarted by a configuration reload`
+      : `no provider ${providerId} is configured`;
+  }
   const listed = `${listedBefore ? "no longer" : "not"} listed by its provider`;
   if (!provider.available) return `${listed}, which is unavailable (${provider.lifecycle})`;
   return provider.hostCheck()?.status === "unmet" ? `${listed} (its host check is unmet)` : listed;

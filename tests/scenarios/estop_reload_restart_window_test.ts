@@ -1,0 +1,74 @@
+/**
+ * An e-stop pressed while a configuration reload restarts a provider (its entry changed), in the
+ * window between the old process's removal and the new one's registration -- held open here by
+ * another provider the same reload removes, whose process takes seconds to exit: the ladder's call
+ * to the restarted provider fails NOT_FOUND (no provider of that id is registered). Status must
+ * then name its device as not known to be safe, saying why (its provider is being restarted, not
+ * "not configured"), and the new process must be brought to the safe state once it is up (its
+ * securing run, counted by the reload). Real child processes: the inert simulated providers and
+ * the programmable one.
+ */
+import assert from "node:assert/strict";
+import { rig } from "../helpers/rig.ts";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { programmableProvider } from "../helpers/programmable_provider.ts";
+import { call, inertSim } from "../safety/_fixture.ts";
+
+const MOTOR_OFF = call("sim1/motorctl0", "set_motor_duty", { motor_index: 1, duty: { double: 0 } });
+
+Deno.test("Estop pressed while a reload restarts a provider, before its new process is registered: status names its device with why, and the new process is secured once up", async () => {
+  const dir = tempDir("estop-reload-window-");
+  const slowFile = `${dir}/slow.json`;
+  // Once stdin closes it takes 4 s to exit, well within the stop's budget before SIGTERM (6 s).
+  await Deno.writeTextFile(
+    slowFile,
+    JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
+  );
+  await using r = await rig({
+    programs: false,
+    providers: [inertSim("sim0"), inertSim("sim1"), programmableProvider("slow", slowFile)],
+    runtime: { shutdownTimeoutMs: 10_000 },
+    safety: { hooks: [MOTOR_OFF] },
+  });
+  const rt = r.kernel;
+  await rt.modes.request("MANUAL");
+  const sim1 = rt.config.providers.find((p) => p.id === "sim1")!;
+  // sim1's entry changed (restarted), slow removed: sim1 waits for slow's exit to start again.
+  const reload = rt.reload({
+    ...rt.config,
+    providers: [rt.config.providers[0]!, { ...sim1, timeoutMs: sim1.timeoutMs + 1 }],
+  });
+  await waitFor(
+    "sim1's old process gone, its new one not registered",
+    () => rt.registry.host("sim1") === undefined && rt.registry.replacing("sim1"),
+    10_000,
+  );
+  const stop = await rt.estop.trigger("pressed during the reload");
+  assert.equal(rt.registry.host("sim1"), undefined, "still in the window");
+  const ladder = stop.actions.find((a) => a.device_handle === "sim1/motorctl0");
+  assert.equal(ladder?.success, false, JSON.stringify(stop.actions));
+  assert.match(ladder?.error ?? "", /NOT_FOUND/);
+  const during = rt.estop.status();
+  const ofSim1 = (handles: readonly string[]) => handles.filter((h) => h.startsWith("sim1/"));
+  assert.deepEqual(ofSim1(during.unverified_devices), ["sim1/motorctl0"]);
+  assert.deepEqual(
+    during.unverified_reasons.filter((u) => u.device_handle.startsWith("sim1/")),
+    [{
+      device_handle: "sim1/motorctl0",
+      reason: "its provider sim1 is being restarted by a configuration reload",
+    }],
+  );
+  const report = await reload;
+  assert.deepEqual(report.providers.restarted, ["sim1"], JSON.stringify(report));
+  // The new process got the ladder's call: the reload waited for its securing run.
+  assert.equal(report.estopActions, 1, JSON.stringify(report));
+  assert.deepEqual(report.estopFailures, []);
+  assert.ok(
+    r.lines.some((l) =>
+      /e-stop latched: provider sim1 is AVAILABLE again; bringing it to the safe state \(1 call/
+        .test(l)
+    ),
+    r.lines.join("\n"),
+  );
+  assert.equal(rt.estop.latched, true);
+});
