@@ -158,8 +158,9 @@ alarms:
     const summary = summarize(report);
     assert.match(
       summary,
-      /alarms on provider\(s\) not running \(sim1: its providers entry was refused\), their input bad: sim1_hot \(action estop\)/,
+      /; alarms on provider\(s\) not running \(sim1: its providers entry was refused\), their /,
     );
+    assert.match(summary, /, their input bad: sim1_hot \(action estop\);/);
   } finally {
     await rt.stop();
   }
