@@ -61,6 +61,30 @@ export const MAX_FLEET_NODES = 10000;
 export const MAX_FLEET_DEVICES = 100000;
 
 /**
+ * How long the fleet view waits for the births of a node it asked for a Rebirth before asking it
+ * again; each wait doubles, up to REBIRTH_RETRY_MAX_MS. The NCMD goes at QoS 0 (Sparkplug B 3.0,
+ * tck-id-topics-ncmd-mqtt: "NCMD messages MUST be published with MQTT QoS equal to 0"), so a copy
+ * lost on the way (the broker restarting, the node reconnecting just then) is lost for good: only
+ * asking again gets the births.
+ */
+export const REBIRTH_RETRY_FIRST_MS = 1000;
+/** The longest wait between two Rebirths asked of one node (the backoff's ceiling). */
+export const REBIRTH_RETRY_MAX_MS = 8000;
+/**
+ * Rebirths asked of one node at most, the first included (at 0, 1, 3, 7 and 15 s): a node that
+ * answers none (a Sparkplug node of another make that ignores it) is then left unborn, and no
+ * longer holds one of the MAX_REBIRTHS_PENDING places once the last wait is over.
+ */
+export const REBIRTH_ASKS_PER_NODE = 5;
+/**
+ * Nodes asked for a Rebirth whose births have not come yet, at most at once (a broker of thousands
+ * of nodes, each seen through its data: the view does not have every one publish all its births
+ * at the same moment); the others wait their turn in the order they were seen, asked as births
+ * come, nodes die or give up.
+ */
+export const MAX_REBIRTHS_PENDING = 100;
+
+/**
  * The message types an edge node publishes itself: only these show a node. An NCMD or DCMD is
  * published to it by a host (a Rebirth asked of a node that crashed, a command left retained on
  * the broker), whether or not the node is there.
@@ -80,7 +104,13 @@ export async function collectFleet(
 ): Promise<{ nodes: FleetNode[]; truncated: boolean }> {
   const nodes = new Map<string, FleetNode>();
   const aliases = new Map<string, Map<number, string>>();
-  const asked = new Set<string>();
+  /** Nodes asked for a Rebirth and not born yet: how many times, and the timer of the next. */
+  const asking = new Map<string, { asks: number; timer: unknown }>();
+  /** Nodes to ask once a place among MAX_REBIRTHS_PENDING is free, in the order seen. */
+  const waiting = new Set<string>();
+  /** Nodes asked REBIRTH_ASKS_PER_NODE times without an answer: not asked again. */
+  const gaveUp = new Set<string>();
+  let listening = true;
   /** Each node's devices born now (DBIRTH adds, DDEATH, NBIRTH and NDEATH take away), by device id. */
   const born = new Map<string, Set<string>>();
   let deviceIds = 0;
@@ -95,6 +125,48 @@ export async function collectFleet(
     password: o.password,
   });
   const connected = new Promise<void>((resolve) => session.onConnect(resolve));
+  const askRebirth = (key: string): void => {
+    const n = nodes.get(key)!;
+    const a = asking.get(key) ?? { asks: 0, timer: undefined };
+    asking.set(key, a);
+    a.asks++;
+    session.publish(
+      topicOf(n.group, "NCMD", n.node),
+      encode({
+        timestamp: o.clock.nowMs(),
+        metrics: [{ name: NODE_METRICS.rebirth, datatype: 11, boolean_value: true }],
+      }),
+      0,
+    ).catch(() => {});
+    const wait = Math.min(REBIRTH_RETRY_MAX_MS, REBIRTH_RETRY_FIRST_MS * 2 ** (a.asks - 1));
+    a.timer = o.clock.setTimer(
+      () => (a.asks < REBIRTH_ASKS_PER_NODE ? askRebirth(key) : stopAsking(key, true)),
+      wait,
+    );
+  };
+  /**
+   * No more Rebirths for this node (born, dead, or it answered none); the next one waiting is
+   * asked.
+   */
+  const stopAsking = (key: string, unanswered: boolean): void => {
+    waiting.delete(key);
+    const a = asking.get(key);
+    if (a === undefined) return;
+    o.clock.clearTimer(a.timer);
+    asking.delete(key);
+    if (unanswered) gaveUp.add(key);
+    for (const next of waiting) {
+      if (!listening || asking.size >= MAX_REBIRTHS_PENDING) break;
+      waiting.delete(next);
+      askRebirth(next);
+    }
+  };
+  /** A node seen unborn: asked for its births now, or once a place is free. */
+  const wantBirth = (key: string): void => {
+    if (!listening || asking.has(key) || waiting.has(key) || gaveUp.has(key)) return;
+    if (asking.size < MAX_REBIRTHS_PENDING) askRebirth(key);
+    else waiting.add(key);
+  };
   session.onMessage((topic, payload, retained) => {
     // A retained copy (Sparkplug publishes node messages with retain false): the broker hands it
     // to this new subscription whenever it was published, the node perhaps long gone.
@@ -195,6 +267,7 @@ export async function collectFleet(
         devices.clear();
         n.devices = 0;
         apply(p.metrics ?? []);
+        stopAsking(key, false);
         told();
         return;
       case "NDATA":
@@ -222,23 +295,15 @@ export async function collectFleet(
           deviceIds -= devices.size;
           devices.clear();
           n.devices = 0;
+          // A Rebirth reaches no dead node: its place goes to the next.
+          stopAsking(key, false);
         }
         told();
         return;
       }
     }
     told();
-    if (!n.born && !asked.has(key)) {
-      asked.add(key);
-      session.publish(
-        topicOf(t.groupId, "NCMD", t.edgeNodeId),
-        encode({
-          timestamp: o.clock.nowMs(),
-          metrics: [{ name: NODE_METRICS.rebirth, datatype: 11, boolean_value: true }],
-        }),
-        0,
-      ).catch(() => {});
-    }
+    if (!n.born) wantBirth(key);
   });
   let error = "";
   session.onError((m) => (error = m));
@@ -260,6 +325,10 @@ export async function collectFleet(
     throw new Error(`fleet view: ${errorMessage(err)}`);
   } finally {
     o.clock.clearTimer(timer);
+    listening = false;
+    for (const a of asking.values()) o.clock.clearTimer(a.timer);
+    asking.clear();
+    waiting.clear();
     await session.end(true);
   }
   const list = [...nodes.values()].sort((a, b) =>

@@ -113,16 +113,17 @@ export async function runtimeCli(
 }
 
 /**
- * The fleet view listening (group "g", 1 s on a manual clock) to a session double that is up:
- * `send` hands it one edge node message; `collected` settles once the clock passed the second.
+ * The fleet view listening (group "g", `waitMs`: 1 s, on a manual clock) to a session double that
+ * is up: `send` hands it one edge node message; `collected` settles once the clock passed the
+ * window.
  */
-export async function listeningFleet() {
+export async function listeningFleet(waitMs = 1000) {
   const session = new HeldSession({ hold: false });
   const clock = new ManualClock();
   const collected = collectFleet({
     url: "mqtt://test",
     group: "g",
-    waitMs: 1000,
+    waitMs,
     connect: () => Promise.resolve(session),
     clock,
   });
