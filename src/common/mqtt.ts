@@ -44,6 +44,15 @@ export interface MqttSessionOptions {
   readonly ca?: Uint8Array | undefined;
   readonly cert?: Uint8Array | undefined;
   readonly key?: Uint8Array | undefined;
+  /**
+   * False: a persistent session (MQTT 3.1.1 Clean Session 0): while the connection is down the
+   * broker keeps the subscriptions and queues the QoS 1 messages for this client id (within its
+   * own bounds), delivered when the client reconnects under it; a later connection with `clean`
+   * true under the same id discards it. Default true. The fleet view's only: an edge node MUST
+   * connect with Clean Session 1 (Sparkplug B 3.0,
+   * tck-id-principles-persistence-clean-session-311).
+   */
+  readonly clean?: boolean | undefined;
   /** The will (NDEATH); none for a session that is no edge node (the fleet view). */
   readonly will?: { readonly topic: string; readonly payload: Uint8Array } | undefined;
 }

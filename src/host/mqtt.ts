@@ -3,7 +3,8 @@
  * MQTT.js (and node:buffer) are imported on the first connect only: a runtime with sparkplug off
  * never loads them (tests/meta/startup_graph_test.ts).
  *
- * MQTT 3.1.1, clean session, the client's own reconnect every `reconnectMs`, with the same will
+ * MQTT 3.1.1, clean session (unless `clean: false`: the fleet view), the client's own reconnect
+ * every `reconnectMs`, with the same will
  * (a Sparkplug edge node opens a new session, with its next will, once a CONNECT reached the
  * broker: `onClose`'s `willUsed`).
  */
@@ -19,7 +20,7 @@ export const connectMqttJs: MqttConnect = async (o) => {
     manualConnect: true,
     clientId: o.clientId,
     protocolVersion: 4,
-    clean: true,
+    clean: o.clean ?? true,
     keepalive: o.keepAliveS,
     connectTimeout: o.connectTimeoutMs,
     reconnectPeriod: o.reconnectMs,

@@ -8,7 +8,7 @@
 import type { Clock } from "../common/mod.ts";
 import { errorMessage, escapeControl, providerTextWithin } from "../common/mod.ts";
 import { NODE_METRICS } from "./edge_node.ts";
-import type { MqttConnect } from "../common/mod.ts";
+import type { MqttConnect, MqttSessionOptions } from "../common/mod.ts";
 import { decode, encode, NAMESPACE, parseTopic, topicOf } from "./payloads.ts";
 
 /** One edge node as the fleet view saw it. */
@@ -115,16 +115,29 @@ export async function collectFleet(
   const born = new Map<string, Set<string>>();
   let deviceIds = 0;
   let truncated = false;
-  const session = await o.connect({
+  const options = {
     url: o.url,
+    // This run's own: two views at once do not take each other's session over, and none resumes
+    // a session an earlier run left (its NDEATHs, queued since, would read as deaths now).
     clientId: `fleet-view-${crypto.randomUUID()}`,
     keepAliveS: 30,
     connectTimeoutMs: Math.min(10000, Math.max(1000, o.waitMs)),
     reconnectMs: 1000,
     username: o.username,
     password: o.password,
-  });
-  const connected = new Promise<void>((resolve) => session.onConnect(resolve));
+  };
+  // A persistent session: when the view's connection drops in its window, the broker keeps its
+  // subscription and queues what is published at QoS 1 meanwhile -- a node's NDEATH -- for the
+  // reconnect (MQTT.js reconnects under the same client id). With a clean session that NDEATH was
+  // lost and the dead node listed reachable. Discarded when the window ends (discardSession).
+  const session = await o.connect({ ...options, clean: false });
+  let wasUp = false;
+  const connected = new Promise<void>((resolve) =>
+    session.onConnect(() => {
+      wasUp = true;
+      resolve();
+    })
+  );
   const askRebirth = (key: string): void => {
     const n = nodes.get(key)!;
     const a = asking.get(key) ?? { asks: 0, timer: undefined };
@@ -303,7 +316,10 @@ export async function collectFleet(
       }
     }
     told();
-    if (!n.born) wantBirth(key);
+    // Unborn, or publishing after its NDEATH: it came back with births this view missed (QoS 0,
+    // or sent while the view's connection was down, its NDEATH queued for the view and its births
+    // not). Until its NBIRTH it stays dead in the table, its metrics those of its last births.
+    if (!n.born || !n.reachable) wantBirth(key);
   });
   let error = "";
   session.onError((m) => (error = m));
@@ -330,11 +346,47 @@ export async function collectFleet(
     asking.clear();
     waiting.clear();
     await session.end(true);
+    if (wasUp) await discardSession(o, options);
   }
   const list = [...nodes.values()].sort((a, b) =>
     a.group === b.group ? a.node.localeCompare(b.node) : a.group.localeCompare(b.group)
   );
   return { nodes: list, truncated };
+}
+
+/**
+ * How long the fleet view waits, once its window is over, for the connection that discards its
+ * persistent session on the broker (a CONNECT with Clean Session 1 under its client id, then a
+ * DISCONNECT). Beyond it the view ends all the same, and the broker keeps the session, queueing
+ * QoS 1 messages for it within its own bounds (Mosquitto: `max_queued_messages`, 1000 by default),
+ * until it expires it (Mosquitto: `persistent_client_expiration`, never by default).
+ */
+export const FLEET_SESSION_DISCARD_MS = 2000;
+
+/** Discards the view's persistent session: connects under its client id with a clean session. */
+async function discardSession(
+  o: FleetOptions,
+  options: Omit<MqttSessionOptions, "clean">,
+): Promise<void> {
+  let timer: unknown;
+  try {
+    const discard = await o.connect({
+      ...options,
+      clean: true,
+      connectTimeoutMs: Math.min(options.connectTimeoutMs, FLEET_SESSION_DISCARD_MS),
+    });
+    const up = await new Promise<boolean>((resolve) => {
+      timer = o.clock.setTimer(() => resolve(false), FLEET_SESSION_DISCARD_MS);
+      discard.onConnect(() => resolve(true));
+      if (discard.connected) resolve(true);
+    });
+    // Up: a DISCONNECT ends it (the session with it); not up: nothing to wait for.
+    await discard.end(!up);
+  } catch {
+    // Not discarded (the broker gone meanwhile): it keeps the session until it expires it.
+  } finally {
+    o.clock.clearTimer(timer);
+  }
 }
 
 /**

@@ -119,12 +119,19 @@ export async function runtimeCli(
  */
 export async function listeningFleet(waitMs = 1000) {
   const session = new HeldSession({ hold: false });
+  let connects = 0;
   const clock = new ManualClock();
   const collected = collectFleet({
     url: "mqtt://test",
     group: "g",
     waitMs,
-    connect: () => Promise.resolve(session),
+    // The view's session first; then the one that discards it once the window is over, up at once.
+    connect: () => {
+      if (connects++ === 0) return Promise.resolve(session);
+      const discard = new HeldSession({ hold: false });
+      discard.up();
+      return Promise.resolve(discard);
+    },
     clock,
   });
   await flushMicrotasks();

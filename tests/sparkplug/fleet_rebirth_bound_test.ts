@@ -63,3 +63,23 @@ Deno.test("the fleet view asks at most MAX_REBIRTHS_PENDING nodes at once, each 
   assert.equal(nodes.length, names.length + 1);
   assert.equal(clock.pendingTimers, 0, "no Rebirth timer outlives the window");
 });
+
+Deno.test("a node that publishes after its NDEATH came back with births the view missed (QoS 0, or sent while the view's connection was down): it is asked for a Rebirth, and its NBIRTH shows it reachable", async () => {
+  const { clock, collected, send, session } = await listeningFleet(60000);
+  const asks = () => session.published.filter((m) => m.topic === "spBv1.0/g/NCMD/n").length;
+  const bdSeq = (n: number) => [{ name: "bdSeq", datatype: DataType.UInt64, long_value: n }];
+  send("NBIRTH/n", bdSeq(1));
+  send("NDEATH/n", bdSeq(1));
+  assert.equal(asks(), 0);
+  // Reborn with bdSeq 2 while the view's connection was down: only its data reaches the view.
+  send("DDATA/n/p0:dev0");
+  assert.equal(asks(), 1, "a node that publishes is not dead: its births are asked for");
+  send("NBIRTH/n", [
+    ...bdSeq(2),
+    { name: "Runtime/Mode", datatype: DataType.String, string_value: "AUTO" },
+  ]);
+  clock.advance(60000);
+  assert.equal(asks(), 1, "born: asked no more");
+  const { nodes } = await collected;
+  assert.deepEqual(nodes.map((n) => [n.node, n.reachable, n.mode]), [["n", true, "AUTO"]]);
+});
