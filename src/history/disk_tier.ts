@@ -223,21 +223,36 @@ export class DiskTier {
     try {
       // Said by the tier's own WARN (#stop), counted in #openErrors.
       await this.#writer.open({ report: false });
-      const path = this.#writer.currentPath;
-      const files = this.#o.files;
-      const last = path === null ? null : await lastKeyed({
+      const last = await this.#lastRowOfFiles();
+      if (last !== null) this.#newestT = this.#newestWrittenT = this.#lastAtOpen = last;
+      this.#opened = true;
+    } catch (err) {
+      this.#openErrors++;
+      this.#stop(`cannot open ${this.#o.dir}: ${errorMessage(err)}`);
+    }
+  }
+
+  /**
+   * Bucket start of the last row of the files (null: none), read from the newest file holding one:
+   * not the writer's current file, which is a new empty one when the newest was full at open (past
+   * its share: a lowered disk_max_bytes) or a crash came right after a rotation. At most
+   * DISK_FILES files are looked at, each from its end.
+   */
+  async #lastRowOfFiles(): Promise<number | null> {
+    const files = this.#o.files;
+    const numbers = await segmentNumbers(files, this.#segments);
+    for (let i = numbers.length - 1; i >= 0; i--) {
+      const path = segmentPath(this.#segments, numbers[i]!);
+      const last = await lastKeyed({
         files,
         path,
         maxLineBytes: DISK_MAX_ROW_BYTES,
         end: await files.fileSize(path),
         key: rowTime,
       });
-      if (last !== null) this.#newestT = this.#newestWrittenT = this.#lastAtOpen = last.key;
-      this.#opened = true;
-    } catch (err) {
-      this.#openErrors++;
-      this.#stop(`cannot open ${this.#o.dir}: ${errorMessage(err)}`);
+      if (last !== null) return last.key;
     }
+    return null;
   }
 
   /**

@@ -18,8 +18,9 @@
  *   again with the next append (never in a loop of its own).
  * - **Torn-line recovery.** A file is opened after a check of its last byte: when a crash or a
  *   failed write left a partial line, the next write starts on a new line, so the partial line
- *   stays one unreadable line instead of spoiling the next one; once that write succeeds, one
- *   INFO names the file (readers skip the line it ended). A write that failed part-way (a
+ *   stays one unreadable line instead of spoiling the next one (a segment left for the next one,
+ *   full or `newSegment`, is ended so before it is left); once that write succeeds, one INFO
+ *   names the file (readers skip the line it ended). A write that failed part-way (a
  *   short write on a full disk) is cut back first (`truncate`): its lines were reported failed,
  *   so none of them stays in the file, whole or torn; only a crash (or a cut that fails) leaves
  *   a torn line.
@@ -489,12 +490,7 @@ export class JournalWriter {
         throw err;
       }
       this.#needsNewline = false;
-      if (endsTornLine) {
-        this.#o.log.info(
-          `${this.#o.name}: ${this.currentPath} ended in a torn last line (no newline, as a crash ` +
-            `leaves it): ended it with a newline, readers skip that line as unreadable`,
-        );
-      }
+      if (endsTornLine) this.#saidTornLineEnded();
       this.#unsynced = true;
       this.#size = size;
       progress(Math.min(i, lines.length));
@@ -504,7 +500,10 @@ export class JournalWriter {
 
   /**
    * Makes the file ready for a line of `bytes`: opens it, or rotates when it would overflow (or,
-   * `fresh`, when it holds anything).
+   * `fresh`, when it holds anything). A file left for the next that ends in a torn line (a crash)
+   * gets its newline first, as the next write would have given it: the fragment stays one
+   * unreadable line, and its INFO is said, whether the file was full at open or filled by the
+   * line.
    */
   async #prepare(bytes: number, fresh = false): Promise<void> {
     const s = this.#segments;
@@ -515,7 +514,26 @@ export class JournalWriter {
       }
       return;
     }
-    if (this.#handle !== null && this.#size > 0 && (fresh || this.#size + bytes > s.maxFileBytes)) {
+    const full = (size: number) => size > 0 && (fresh || size + bytes > s.maxFileBytes);
+    for (;;) {
+      if (this.#handle === null) {
+        await this.#o.files.ensureDir(s.dir);
+        if (this.#segment === null) {
+          this.#segment = (await segmentNumbers(this.#o.files, s)).at(-1) ?? 1;
+        }
+        const path = segmentPath(s, this.#segment);
+        const size = await this.#o.files.fileSize(path);
+        if (full(size) && await this.#o.files.endsWithNewline(path)) {
+          // Whole and full: left as it is (not opened).
+          this.#segment++;
+          await this.#prune(s);
+          continue;
+        }
+        await this.#openFile(path);
+        this.#size = size;
+      }
+      if (!full(this.#size)) return;
+      await this.#endTornLine();
       // Attempted once: a failure here is the write's (counted and reported failed by it), and
       // not retried (#dropAfterFailedWrite). Its own ERROR: the lines already in the file were
       // reported written, and the write's ERROR (once per failing streak) does not say so. An
@@ -523,7 +541,7 @@ export class JournalWriter {
       // instead, which names the file too: one event, one line.
       this.#unsynced = false;
       try {
-        await this.#handle.sync();
+        await this.#handle!.sync();
       } catch (err) {
         if (this.#o.reportWriteFailures === false) {
           throw new Error(
@@ -543,21 +561,23 @@ export class JournalWriter {
       this.#segment = this.#segment! + 1;
       await this.#prune(s);
     }
-    while (this.#handle === null) {
-      await this.#o.files.ensureDir(s.dir);
-      if (this.#segment === null) {
-        this.#segment = (await segmentNumbers(this.#o.files, s)).at(-1) ?? 1;
-      }
-      const path = segmentPath(s, this.#segment);
-      const size = await this.#o.files.fileSize(path);
-      if (size > 0 && (fresh || size + bytes > s.maxFileBytes)) {
-        this.#segment++;
-        await this.#prune(s);
-        continue;
-      }
-      await this.#openFile(path);
-      this.#size = size;
-    }
+  }
+
+  /** Ends the open file's torn last line (#needsNewline) with a newline, said once (INFO). */
+  async #endTornLine(): Promise<void> {
+    if (!this.#needsNewline) return;
+    await this.#handle!.append("\n");
+    this.#needsNewline = false;
+    this.#size += 1;
+    this.#unsynced = true;
+    this.#saidTornLineEnded();
+  }
+
+  #saidTornLineEnded(): void {
+    this.#o.log.info(
+      `${this.#o.name}: ${this.currentPath} ended in a torn last line (no newline, as a crash ` +
+        `leaves it): ended it with a newline, readers skip that line as unreadable`,
+    );
   }
 
   async #openFile(path: string): Promise<void> {
