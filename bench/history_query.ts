@@ -69,6 +69,7 @@ async function machine(otherDevices: number): Promise<string> {
       device: () => undefined,
       qualityNow: () => "OK",
       declaredType: () => null,
+      declaredUnit: () => "",
     }, // nothing is polled here
   });
   let bytes = 0;

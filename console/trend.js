@@ -5,7 +5,7 @@
 // is shown: `#trend?s=<provider>/<device>/<signal>&s=…&r=<range>[&from=<ms>&to=<ms>]`.
 
 import { Chart, chartNumber, gapList, isChartable, Series } from "./chart.js";
-import { byId, fill, formatNumber, h, setText } from "./dom.js";
+import { byId, fill, formatNumber, formatTime, h, setText } from "./dom.js";
 import { signalKey } from "./keys.js";
 
 /** The ranges the picker offers (`ms` of a range relative to now; custom has none). */
@@ -56,6 +56,23 @@ export function trendHash(handles, rangeId = "5m", from = 0, to = 0) {
 function localInput(ms) {
   const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000);
   return d.toISOString().slice(0, 19);
+}
+
+/**
+ * The points of one signal of a history answer that are in the unit it declares now, the unit
+ * the chart's axis names: those from its last unit change on (GET /v0/history's `unit_changes`; a
+ * point before a change is in that change's `unit_before`). `changed`: that last change, for the
+ * view to say the points before it are not drawn; null when the answer names none.
+ * @param {{
+ *   points?: any[],
+ *   unit_changes?: {at_ms: number, unit_before: string, unit: string}[],
+ * }} sig
+ */
+export function pointsInUnitNow(sig) {
+  const points = sig.points ?? [];
+  const changed = sig.unit_changes?.at(-1) ?? null;
+  if (changed === null) return { points, changed };
+  return { points: points.filter((p) => p.t_ms >= changed.at_ms), changed };
 }
 
 function spanText(ms) {
@@ -438,11 +455,20 @@ export class TrendView {
     }));
     if (gen !== this.generation) return;
     this.seeding = false;
+    const unitChanges = [];
     for (const a of answers) {
       for (const sig of a.signals ?? []) {
         const line = this.series.get(signalKey(a.provider_id, a.device_id, sig.signal_id));
         if (line === undefined) continue;
-        for (const pt of sig.points ?? []) {
+        // Points in another unit than the axis names are not drawn on it (the note says so).
+        const { points, changed } = pointsInUnitNow(sig);
+        if (changed !== null) {
+          unitChanges.push(
+            `${line.key}: its unit changed from "${changed.unit_before}" to "${changed.unit}" ` +
+              `at ${formatTime(changed.at_ms)}; the points before are not drawn (the CSV has them)`,
+          );
+        }
+        for (const pt of points) {
           const v = typeof pt.last === "number"
             ? pt.last
             : typeof pt.last === "string" && /^-?\d+$/.test(pt.last)
@@ -454,7 +480,7 @@ export class TrendView {
     }
     for (const [sk, t, v, q] of this.early) this.series.get(sk)?.push(t, v, q);
     this.early = [];
-    const problems = [...failures];
+    const problems = [...failures, ...unitChanges];
     for (const a of answers) {
       // A partial answer (GET /v0/history's `incomplete`): the chart lacks points it should have.
       if (a.incomplete === "disk_unreadable") {

@@ -70,6 +70,12 @@ export const MAX_HISTORY_POINTS = 20_000;
 export const MAX_RELEASED_SIGNAL_IDS = 256;
 
 /**
+ * Changes of its declared unit a signal's entry remembers (GET /v0/history's `unit_changes`): the
+ * oldest forgotten beyond it.
+ */
+export const MAX_UNIT_CHANGES = 8;
+
+/**
  * Longest `provider/device/signal` a log line of the history or the incident recorder quotes
  * (longer is cut).
  */
@@ -109,10 +115,29 @@ export interface HistoryQuery {
   readonly stepMs?: number | undefined;
 }
 
+/**
+ * A change of a signal's declared unit, seen while the runtime ran (its provider restarted, or a
+ * rediscovery, declaring another SignalSpec.unit): the points before `at_ms` are in `unit_before`.
+ */
+export interface HistoryUnitChange {
+  /** The time of the device's first poll in the new unit (epoch ms). */
+  readonly at_ms: number;
+  /** The unit declared before ("" for none). */
+  readonly unit_before: string;
+  /** The unit declared from then on ("" for none). */
+  readonly unit: string;
+}
+
 /** One signal of an answer. */
 export interface HistorySeries {
   readonly signal_id: string;
   readonly value_type: ValueType | "unknown";
+  /**
+   * The changes of its unit after the answer's `since_ms` that the runtime saw (oldest first; at
+   * most MAX_UNIT_CHANGES): a point is in the `unit_before` of the first change after its time,
+   * else in the unit declared now.
+   */
+  readonly unit_changes: readonly HistoryUnitChange[];
   readonly points: readonly HistoryPoint[];
 }
 
@@ -177,6 +202,17 @@ interface DeviceEntry {
    * MAX_RELEASED_SIGNAL_IDS: a question without signal_id asks the disk tier for them.
    */
   released: Set<string> | null;
+  /**
+   * Signal id -> its declared unit and the changes of it seen (#rebuild, at a rediscovery: never
+   * per poll), for the signals polled or released.
+   */
+  readonly units: Map<string, SignalUnits>;
+}
+
+/** A signal's declared unit and its changes seen in this run (at most MAX_UNIT_CHANGES). */
+interface SignalUnits {
+  unit: string;
+  readonly changes: HistoryUnitChange[];
 }
 
 export interface HistoryOptions {
@@ -186,7 +222,10 @@ export interface HistoryOptions {
   readonly files: JournalFiles;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly cache: Pick<StateCache, "onDevicePolled" | "device" | "qualityNow" | "declaredType">;
+  readonly cache: Pick<
+    StateCache,
+    "onDevicePolled" | "device" | "qualityNow" | "declaredType" | "declaredUnit"
+  >;
 }
 
 /** Forward steps of the wall clock History remembers at once (the oldest is forgotten first). */
@@ -341,11 +380,12 @@ export class History {
         bucketStart: null,
         writtenBucket: null,
         released: null,
+        units: new Map(),
       };
       byDevice.set(dev.deviceId, e);
       if (e.ring.roomless) this.#warnRoomless(dev.providerId, dev.deviceId, null);
     }
-    if (e.pollable !== dev.pollable) this.#rebuild(e, dev);
+    if (e.pollable !== dev.pollable) this.#rebuild(e, dev, now);
     const step = this.#o.config.stepMs;
     const b = bucketStart(now, step);
     if (b !== this.#bucketNow) this.#crossBucket(b);
@@ -476,9 +516,10 @@ export class History {
    * declared now with another type than its ring's values (retyped) starts a new series: its old
    * samples are released, as a removed signal's, so no answer mixes the two types (the disk tier's
    * rows name their type: query drops the old type's), and its ring is marked trimmed to the next
-   * poll.
+   * poll. A signal declared with another unit keeps its samples: the change is noted, at `now`
+   * (this poll, the first in the new unit), for the answers to say.
    */
-  #rebuild(e: DeviceEntry, dev: DeviceState): void {
+  #rebuild(e: DeviceEntry, dev: DeviceState, now: number): void {
     if (e.bucketStart !== null) this.#flushBucket(e);
     e.bucketStart = null;
     const pollable = dev.pollable;
@@ -507,6 +548,21 @@ export class History {
       if (released.size > MAX_RELEASED_SIGNAL_IDS) released.delete(released.values().next().value!);
     }
     for (const id of pollable) e.released?.delete(id);
+    for (const id of pollable) {
+      const unit = this.#o.cache.declaredUnit(dev.providerId, dev.deviceId, id) ?? "";
+      const known = e.units.get(id);
+      if (known === undefined) {
+        e.units.set(id, { unit, changes: [] });
+      } else if (known.unit !== unit) {
+        known.changes.push({ at_ms: now, unit_before: known.unit, unit });
+        if (known.changes.length > MAX_UNIT_CHANGES) known.changes.shift();
+        known.unit = unit;
+      }
+    }
+    // Those of signals neither polled nor remembered as released are forgotten (bounded).
+    for (const id of e.units.keys()) {
+      if (!kept.has(id) && !(e.released?.has(id) ?? false)) e.units.delete(id);
+    }
     e.ring.signals.clear();
     for (const [id, s] of kept) e.ring.signals.set(id, s);
     e.signals = pollable.map((id) => kept.get(id)!);
@@ -1018,6 +1074,7 @@ export class History {
         return {
           signal_id: id,
           value_type: s.type ?? e?.ring.signals.get(id)?.type ?? "unknown",
+          unit_changes: e?.units.get(id)?.changes.filter((c) => c.at_ms > sinceMs) ?? [],
           points: s.points,
         };
       }),

@@ -13,6 +13,7 @@ import {
   HISTORY_INCOMPLETE,
   HISTORY_QUERY_DISK_WAIT_MS,
   INCIDENT_UNIT_MAX_CHARS,
+  MAX_UNIT_CHANGES,
 } from "../history/mod.ts";
 import { CLIENT_CLOSE_REASONS } from "../runs/mod.ts";
 import type { JsonSchema } from "./request_schemas.ts";
@@ -539,13 +540,25 @@ export function responseComponents(): Record<string, JsonSchema> {
             `${HISTORY_QUERY_DISK_WAIT_MS / 1000} s (HISTORY_QUERY_DISK_WAIT_MS) and are in ` +
             "neither tier yet: ask again.",
         ),
-        signals: arr(obj(["signal_id", "value_type", "points"], {
+        signals: arr(obj(["signal_id", "value_type", "unit_changes", "points"], {
           signal_id: str,
           value_type: { enum: [...VALUE_TYPES, "unknown"] },
           unit: note(
             str,
             "The signal's unit as its device declares it now (SignalSpec.unit); absent when it " +
-              "declares none.",
+              "declares none. Points before a change in `unit_changes` are not in it.",
+          ),
+          unit_changes: note(
+            arr(obj(["at_ms", "unit_before", "unit"], {
+              at_ms: note(int, "The device's first poll in the new unit (epoch ms)."),
+              unit_before: note(str, "The unit declared before (empty: none)."),
+              unit: note(str, "The unit declared from then on (empty: none)."),
+            })),
+            "The changes of the signal's declared unit after `since_ms` that this runtime saw " +
+              "(a provider restart or rediscovery declaring another unit), oldest first, at most " +
+              `${MAX_UNIT_CHANGES} (MAX_UNIT_CHANGES): a point is in the \`unit_before\` of the ` +
+              "first change after its `t_ms`, else in `unit`. Empty when none. A change while " +
+              "the runtime was stopped is not known (the disk tier keeps no units).",
           ),
           points: arr(obj(["t_ms", "min", "max", "last", "count", "quality"], {
             t_ms: note(int, "Bucket start, or the sample's time at full rate (epoch ms)."),

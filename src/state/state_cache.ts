@@ -146,6 +146,8 @@ export interface DeviceState {
 interface SignalSlot {
   /** Declared value type; null when the provider left it unspecified (any member accepted). */
   readonly type: ValueType | null;
+  /** Declared unit (SignalSpec.unit; "" for none). */
+  readonly unit: string;
   /** Has a poll hint: requested by ReadSignals, cached and served. */
   readonly polled: boolean;
   /** Age (ms, monotonic) past which the cached sample is stale (staleAfterMs()). */
@@ -657,6 +659,14 @@ export class StateCache implements FreshReader {
     signalId: string,
   ): ValueType | null | undefined {
     return this.#byProvider.get(providerId)?.get(deviceId)?.slots.get(signalId)?.type;
+  }
+
+  /**
+   * The unit a signal is declared with now (SignalSpec.unit; "" for none), undefined for a signal
+   * (or device) the cache does not hold.
+   */
+  declaredUnit(providerId: string, deviceId: string, signalId: string): string | undefined {
+    return this.#byProvider.get(providerId)?.get(deviceId)?.slots.get(signalId)?.unit;
   }
 
   /** Worst signal quality; UNAVAILABLE when the device is unavailable. */
@@ -1334,6 +1344,7 @@ export class StateCache implements FreshReader {
         // One declaration per signal id: discovery keeps the first (provider_session.ts).
         slots.set(s.signalId, {
           type: s.valueType,
+          unit: s.unit,
           polled,
           staleAfterMs: Infinity,
           last: undefined,

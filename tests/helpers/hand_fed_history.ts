@@ -38,6 +38,7 @@ export function handFedHistory(
       device: (p, d) => (known.has(`${p}/${d}`) ? ({} as DeviceState) : undefined),
       qualityNow: (_p, _d, _s, s) => s.quality,
       declaredType: () => null,
+      declaredUnit: () => "",
     },
   });
   const devices = new Map<string, DeviceState>();

@@ -36,6 +36,7 @@ Deno.test("a history question answers the ring's samples when the disk tier cann
       device: () => ({} as DeviceState),
       qualityNow: (_p, _d, _s, s) => s.quality,
       declaredType: () => null,
+      declaredUnit: () => "",
     },
   });
   await history.start();

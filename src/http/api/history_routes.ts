@@ -233,8 +233,10 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
 }
 
 /**
- * A history answer as CSV: `signal_id,t_ms,min,max,last,count,quality,unit`; `unit` is the
- * signal's declared unit (as a JSON answer's `unit`), empty when it declares none.
+ * A history answer as CSV: `signal_id,t_ms,min,max,last,count,quality,unit`; `unit` is the unit
+ * of the point: the signal's declared unit (as a JSON answer's `unit`), empty when it declares
+ * none, or, for a point before one of its `unit_changes`, the `unit_before` of the first change
+ * after it.
  */
 export function historyCsv(
   a: HistoryAnswer,
@@ -243,8 +245,11 @@ export function historyCsv(
   let out = "signal_id,t_ms,min,max,last,count,quality,unit\r\n";
   for (const s of a.signals) {
     const id = csvField(s.signal_id);
-    const unit = csvField(unitOf(s.signal_id) ?? "");
+    const now = csvField(unitOf(s.signal_id) ?? "");
+    const changes = s.unit_changes;
     for (const p of s.points) {
+      const next = changes.find((c) => c.at_ms > p.t_ms);
+      const unit = next === undefined ? now : csvField(next.unit_before);
       out += `${id},${p.t_ms},${p.min ?? ""},${p.max ?? ""},${
         p.last === null ? "" : csvField(String(p.last))
       },${p.count},${QUALITY_BY_CODE[p.quality]},${unit}\r\n`;

@@ -1,0 +1,76 @@
+/**
+ * A provider restart that declares another unit for a signal (temp in degC, then in K): a history
+ * answer over the change still names the unit declared now (`unit`), and says when the unit
+ * changed and from what (`unit_changes`), so the samples before it are not labelled with the new
+ * unit; the CSV labels each point with the unit it was polled in (docs/history.md, "A unit
+ * change"). Before, the answer labelled every point with today's unit: 20 degC read as 20 K.
+ */
+import assert from "node:assert/strict";
+import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
+import { T } from "../helpers/programmable_provider.ts";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
+
+Deno.test("History answers over a unit change say when the unit changed, and the CSV labels each point with its own unit", async () => {
+  const dataDir = tempDir("history-unit-change-");
+  const inventoryIn = (unit: string) => ({
+    devices: {
+      probe: { signals: [{ id: "temp", type: T.DOUBLE, unit }], values: [] },
+    },
+  });
+  const inventoryFile = await probeFile(dataDir, inventoryIn("degC"));
+  const rig = await startRig({ dataDir, inventoryFile, history: { diskMaxBytes: 0 } });
+  try {
+    await rig.poll(T0 + 1000, probeValues(20, 1).slice(0, 1));
+    await rig.poll(T0 + 2000, probeValues(21, 2).slice(0, 1));
+    // The provider restarts (a reload with new arguments) and declares temp in K.
+    rig.clock.wallMs = T0 + 3000;
+    await probeFile(dataDir, inventoryIn("K"));
+    const config = rig.rt.config;
+    const p0 = config.providers[0]!;
+    const report = await rig.rt.reload({
+      ...config,
+      providers: [{ ...p0, args: [...p0.args, "--restarted"] }],
+    });
+    assert.deepEqual(report.providers.restarted, ["p0"]);
+    await waitFor(
+      "temp declared in K",
+      () =>
+        rig.rt.inventory.capabilities("p0", "probe")?.signals.find((s) => s.signalId === "temp")
+          ?.unit === "K",
+    );
+    await rig.poll(T0 + 5000, probeValues(294, 3).slice(0, 1));
+    await rig.poll(T0 + 6000, probeValues(295, 4).slice(0, 1));
+
+    const path = `/v0/history/p0/probe?signal_id=temp&since_ms=${T0}&until_ms=${T0 + 6000}`;
+    const json = await rig.json(path);
+    assert.equal(json.status.code, "OK");
+    const [temp] = json.signals;
+    assert.equal(temp.unit, "K", "the unit declared now, as before");
+    assert.deepEqual(
+      temp.points.filter((p: { last: unknown }) => p.last !== null).map((
+        p: { t_ms: number; last: number },
+      ) => [p.t_ms - T0, p.last]),
+      [[1000, 20], [2000, 21], [5000, 294], [6000, 295]],
+    );
+    assert.deepEqual(
+      temp.unit_changes,
+      [{ at_ms: T0 + 3000, unit_before: "degC", unit: "K" }],
+      "the change: when, and from what",
+    );
+
+    const csv = await (await rig.get(`${path}&format=csv`)).text();
+    const rows = csv.split("\r\n").slice(1, -1).map((l) => l.split(","))
+      .filter((f) => f[4] !== "");
+    assert.deepEqual(
+      rows.map((f) => [Number(f[1]) - T0, f[4], f[7]]),
+      [[1000, "20", "degC"], [2000, "21", "degC"], [5000, "294", "K"], [6000, "295", "K"]],
+      "each point with the unit it was polled in",
+    );
+
+    // A question after the change only: nothing changed within it.
+    const later = await rig.json(`/v0/history/p0/probe?signal_id=temp&since_ms=${T0 + 3000}`);
+    assert.deepEqual(later.signals[0].unit_changes, []);
+  } finally {
+    await rig.rt.stop();
+  }
+});
