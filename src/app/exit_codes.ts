@@ -17,9 +17,9 @@ export const EXIT_USAGE = 2;
 
 /**
  * Start-up failure with a valid configuration: a provider did not come up within
- * `runtime.startup_timeout_ms`, `runtime.data_dir` was not opened within it (a hung disk), or the
- * HTTP listener could not bind. Worth retrying: the hardware, the disk or the port may be back a
- * moment later.
+ * `runtime.startup_timeout_ms`, `runtime.data_dir` or a TLS file was not read within it (a hung
+ * disk), a TLS file could not be read, or the HTTP listener could not bind. Worth retrying: the
+ * hardware, the disk or the port may be back a moment later.
  */
 export const EXIT_STARTUP_FAILURE = 3;
 
@@ -42,9 +42,9 @@ export const EXIT_CODE_DESCRIPTIONS: Readonly<Record<ExitCode, string>> = {
   [EXIT_USAGE]: "usage error (unknown flag, missing --config), or the file cannot be read",
   [EXIT_STARTUP_FAILURE]:
     "start-up failure: a provider not up, or its first poll unanswered, within\n" +
-    "     runtime.startup_timeout_ms; runtime.data_dir not opened within it (a hung disk);\n" +
-    "     the HTTP listener cannot bind; an expired TLS certificate; runtime.data_dir in use by\n" +
-    "     another runtime",
+    "     runtime.startup_timeout_ms; runtime.data_dir or a TLS file not read within it (a\n" +
+    "     hung disk); a TLS file that cannot be read; the HTTP listener cannot bind; an expired\n" +
+    "     TLS certificate; runtime.data_dir in use by another runtime",
   [EXIT_INTERNAL_ERROR]:
     "crash or internal error while running; a shutdown that overran its budget",
 };

@@ -4,10 +4,10 @@
  * section by section, by each section's owner: app/live_config.ts, docs/architecture.md).
  *
  * Start: data_dir lock -> audit journal -> telemetry -> run journal replay -> history (ring,
- * disk tier, incidents) -> run records on the event bus ->
- * providers (concurrently) -> one priming poll -> polling, alarms, automation -> HTTP. The
- * opening of runtime.data_dir (lock to incidents) is bounded by runtime.startup_timeout_ms, and
- * then the providers and the priming poll together are; stop() during start acts at once (it
+ * disk tier, incidents) -> TLS files (HTTP, Sparkplug) -> run records on the event bus -> tree ->
+ * providers (concurrently) -> one priming poll -> polling, alarms, automation -> HTTP. What is
+ * read from disk before any spawn (lock to TLS files) is bounded by runtime.startup_timeout_ms,
+ * and then the providers and the priming poll together are; stop() during start acts at once (it
  * ends the opening's wait, and ending the providers ends whatever stage waits on them).
  * Stop: HTTP (streams first) -> automation, alarms, polling -> incidents and history ->
  * providers -> audit journal -> run journal -> telemetry flush.
@@ -59,10 +59,14 @@ import {
   httpReservedFds,
   type HttpServerHandle,
   journalFiles,
+  READ_FILE_MAX_BYTES,
   readFileBytes,
   readProcessStats,
+  readRegularFile,
+  type RegularFileRead,
   type ServeOptions,
   smallStateFile,
+  TLS_FILE_MAX_BYTES,
 } from "../host/mod.ts";
 import {
   HttpApi,
@@ -131,6 +135,12 @@ export interface KernelHost {
   readonly readFile?: ReadFileFn;
   /** The journals' files under runtime.data_dir: audit trail, run records (default: real files). */
   readonly files?: JournalFiles;
+  /**
+   * Reads a regular file of at most `maxBytes` bytes off the event loop's thread, never rejecting
+   * (default: host readRegularFile): the TLS files (http.tls_*, sparkplug.tls.*), read at start
+   * before any provider is spawned, within runtime.startup_timeout_ms.
+   */
+  readonly readRegularFile?: (path: string, maxBytes: number) => Promise<RegularFileRead>;
   /**
    * Reads a secret from the environment (INFLUXDB_TOKEN, RUNTIME_API_TOKEN, http.tokens'
    * token_env), taking it out of what providers inherit; default: no secrets.
@@ -829,8 +839,9 @@ export class Kernel {
 
   /**
    * Brings every provider up (fail-fast), primes the cache with one poll pass and starts polling.
-   * Provider start-up and the first poll pass share runtime.startup_timeout_ms; past it, or when
-   * stop() is called meanwhile, everything started is stopped and start() throws.
+   * What is read from disk before (#openFiles) has runtime.startup_timeout_ms, then provider
+   * start-up and the first poll pass share it again; past either, or when stop() is called
+   * meanwhile, everything started is stopped and start() throws.
    */
   start(): Promise<void> {
     this.#starting ??= this.#start();
@@ -841,7 +852,7 @@ export class Kernel {
     const clock = this.host.clock;
     this.#startedAtMono = clock.monoMs();
     const budgetMs = this.config.runtime.startupTimeoutMs;
-    await this.#openDataDir(budgetMs);
+    await this.#openFiles(budgetMs);
     this.#throwIfStopping();
     this.runs.attach(this.bus);
     // A tree that does not load fails the start before any spawn
@@ -909,29 +920,35 @@ export class Kernel {
   }
 
   /**
-   * The opening of runtime.data_dir: its lock, the audit journal, telemetry's start, the run
-   * records (their journal replayed), the history disk tier and the incident records, in that
-   * order. Bounded by runtime.startup_timeout_ms: a disk that hangs (an NFS mount gone, a dying
-   * SD card: an open, read or stat that never returns) fails the start (DEADLINE_EXCEEDED) naming
-   * the stage and the call that hung, instead of keeping the runtime from ever coming up; stop()
-   * meanwhile ends the wait at once. The stage left waiting is abandoned: should its call ever
-   * return, it goes no further than the step it is in. Its own failures (a data_dir another
-   * runtime holds) fail the start as they are.
+   * What start-up reads from disk before any provider is spawned: the opening of runtime.data_dir
+   * -- its lock, the audit journal, telemetry's start, the run records (their journal replayed),
+   * the history disk tier, the incident records -- then the TLS files (#startFiles), in that
+   * order. Bounded by runtime.startup_timeout_ms, all of it together: a disk that hangs (an NFS
+   * mount gone, a dying SD card: an open, read or stat that never returns) fails the start
+   * (DEADLINE_EXCEEDED) naming the stage and the call that hung, instead of keeping the runtime
+   * from ever coming up; stop() meanwhile ends the wait at once. The stage left waiting is
+   * abandoned: should its call ever return, it goes no further than the step it is in. Its own
+   * failures (a data_dir another runtime holds, a TLS file that cannot be read) fail the start as
+   * they are. Nothing runs yet: a start failed here leaves no hardware driven.
    */
-  async #openDataDir(budgetMs: number): Promise<void> {
+  async #openFiles(budgetMs: number): Promise<void> {
     const config = this.config;
     const dir = config.runtime.dataDir;
-    /** The stage under way: what it does, and the call it waits for when not a file port's. */
-    let stage: { what: string; call?: string; dataDir: boolean } = {
+    const readRegular = this.host.readRegularFile ?? readRegularFile;
+    /**
+     * The stage under way: what it does, the call it waits for when not a file port's, and what
+     * it waits on (runtime.data_dir, another file, or no disk at all).
+     */
+    let stage: { what: string; call?: string; on: "data_dir" | "file" | "none" } = {
       what: "taking the runtime.data_dir lock",
       call: `lock ${dir}/${DATA_DIR_LOCK_FILE}`,
-      dataDir: true,
+      on: "data_dir",
     };
     let abandoned = false;
-    const next = (what: string, dataDir = true) => {
+    const next = (what: string, on: "data_dir" | "file" | "none" = "data_dir", call?: string) => {
       if (abandoned) throw unavailable(`start-up abandoned while ${stage.what}`);
       this.#throwIfStopping();
-      stage = { what, dataDir };
+      stage = { what, on, ...(call === undefined ? {} : { call }) };
     };
     const opening = (async () => {
       await this.#lockDataDir();
@@ -947,7 +964,7 @@ export class Kernel {
       // Subscribed before the providers start: the priming poll's first samples must be written
       // too (a signal that never changes is never published again). Before the run registry: the
       // run_closed of a run the previous process left open (closed by its start) is a row too.
-      next("loading the InfluxDB client", false);
+      next("loading the InfluxDB client", "none");
       if (config.telemetry.enabled) await loadInfluxClient(); // else never loaded
       next("opening the run records");
       this.telemetry.start(this.bus);
@@ -966,6 +983,17 @@ export class Kernel {
       await this.history?.start();
       next("opening the incident records");
       await this.incidents?.start(this.bus);
+      // The TLS files, read here and only here (the server and the edge node are handed their
+      // bytes): before any provider is spawned, as a start that cannot serve its API must not
+      // leave hardware driven; off the event loop's thread, so a hung mount holds no timer, signal
+      // or stop. A file that cannot be read (grown past its bound, or replaced since the
+      // configuration was checked) stops the start, naming its key and path.
+      for (const { key, path, maxBytes } of this.#startFiles()) {
+        next(`reading ${key}`, "file", `read ${path}`);
+        const read = await readRegular(path, maxBytes);
+        if (!read.ok) throw failedPrecondition(`${key}: cannot read '${path}': ${read.message}`);
+        this.#filesRead.set(key, { path, bytes: read.bytes });
+      }
     })();
     opening.catch(() => {}); // abandoned: what it still does fails no one (awaited below else)
     try {
@@ -982,18 +1010,43 @@ export class Kernel {
       const waiting = call === undefined || call === null
         ? "never finished"
         : `${typeof call === "string" ? call : `${call.op} ${call.path}`} never returned`;
+      const disk = stage.on === "none" ? "" : " (a hung mount or a failing disk?)";
       throw new RuntimeError(
         "DEADLINE_EXCEEDED",
-        stage.dataDir
-          ? `runtime.data_dir did not answer within runtime.startup_timeout_ms (${budgetMs} ms): ` +
-            `${stage.what}: ${waiting} (a hung mount or a failing disk?); start-up stopped`
-          : `start-up did not finish within runtime.startup_timeout_ms (${budgetMs} ms): ` +
-            `${stage.what}: ${waiting}; start-up stopped`,
+        `${
+          stage.on === "data_dir" ? "runtime.data_dir did not answer" : "start-up did not finish"
+        } within runtime.startup_timeout_ms (${budgetMs} ms): ${stage.what}: ${waiting}${disk}; ` +
+          "start-up stopped",
       );
     } finally {
       // Watched for start-up only: from now on each call goes straight to the host.
       this.#files.unwatch();
     }
+  }
+
+  /**
+   * The TLS files this start reads (#openFiles), by configuration key, with each one's bound:
+   * the HTTP server's certificate and key (when it serves HTTPS here), the Sparkplug link's
+   * (when enabled). FILES_READ_AT_START lists the same keys for a reload's comparison.
+   */
+  #startFiles(): { key: string; path: string; maxBytes: number }[] {
+    const { http, sparkplug } = this.config;
+    const out: { key: string; path: string; maxBytes: number }[] = [];
+    const add = (key: string, path: string | null, maxBytes: number) => {
+      if (path !== null) out.push({ key, path, maxBytes });
+    };
+    if (http.enabled && this.host.serve !== undefined) {
+      if (http.tlsCertPath !== null && http.tlsKeyPath !== null) {
+        add("http.tls_cert_path", http.tlsCertPath, TLS_FILE_MAX_BYTES);
+        add("http.tls_key_path", http.tlsKeyPath, TLS_FILE_MAX_BYTES);
+      }
+    }
+    if (sparkplug.enabled) {
+      add("sparkplug.tls.ca_file", sparkplug.tls.caPath, READ_FILE_MAX_BYTES);
+      add("sparkplug.tls.cert_file", sparkplug.tls.certPath, READ_FILE_MAX_BYTES);
+      add("sparkplug.tls.key_file", sparkplug.tls.keyPath, READ_FILE_MAX_BYTES);
+    }
+    return out;
   }
 
   /**
@@ -1004,25 +1057,17 @@ export class Kernel {
     const { SparkplugEdgeNode } = await import("../sparkplug/mod.ts");
     this.#throwIfStopping(); // stop() meanwhile found no node to stop
     const config = this.config;
-    // A file that cannot be read now (grown past its bound, or replaced since the configuration
-    // was checked) stops the start, naming its key and path.
-    const tlsFile = (key: string, path: string | null) =>
-      this.#noteFileRead(key, path, (p) => {
-        try {
-          return this.#readBytes(p);
-        } catch (err) {
-          throw failedPrecondition(`${key}: cannot read '${p}': ${errorMessage(err)}`);
-        }
-      });
+    // Read before any provider was spawned (#openFiles), bounded; none is read here.
+    const tlsFile = (key: string) => this.#filesRead.get(key)?.bytes;
     const node = new SparkplugEdgeNode({
       config: config.sparkplug,
       ...sparkplugIds(config),
       connect: this.host.mqttConnect ?? connectMqttJs,
       ...this.#sparkplugCredentials,
       tls: {
-        ca: tlsFile("sparkplug.tls.ca_file", config.sparkplug.tls.caPath),
-        cert: tlsFile("sparkplug.tls.cert_file", config.sparkplug.tls.certPath),
-        key: tlsFile("sparkplug.tls.key_file", config.sparkplug.tls.keyPath),
+        ca: tlsFile("sparkplug.tls.ca_file"),
+        cert: tlsFile("sparkplug.tls.cert_file"),
+        key: tlsFile("sparkplug.tls.key_file"),
       },
       bus: this.bus,
       inventory: this.inventory,
@@ -1081,13 +1126,16 @@ export class Kernel {
       return;
     }
     if (serve === undefined) return;
-    this.#noteFileRead("http.tls_cert_path", http.tlsCertPath);
-    this.#noteFileRead("http.tls_key_path", http.tlsKeyPath);
+    // Read before any provider was spawned (#openFiles), bounded: the server reads no file.
+    const cert = this.#filesRead.get("http.tls_cert_path");
+    const key = this.#filesRead.get("http.tls_key_path");
+    const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
     const server = await serve({
       hostname: http.bind,
       port: http.port,
       tlsCertPath: http.tlsCertPath,
       tlsKeyPath: http.tlsKeyPath,
+      ...(cert && key ? { tlsFiles: { cert: text(cert.bytes), key: text(key.bytes) } } : {}),
       authEnabled: http.authEnabled,
       allowInsecureBind: http.allowInsecureBind,
       tlsAllowExpiredCert: http.tlsAllowExpiredCert,
@@ -1616,31 +1664,6 @@ export class Kernel {
   #readBytes(path: string): Uint8Array {
     const b = (this.host.readFile ?? readFileBytes)(path);
     return typeof b === "string" ? new TextEncoder().encode(b) : b;
-  }
-
-  /**
-   * Reads the file `key` names at `path` (null: none; `read`: the caller's reader, whose errors
-   * are its own), remembers its bytes for #filesChanged and returns them. A file the kernel cannot
-   * read here is not remembered (its reader reports it).
-   */
-  #noteFileRead(
-    key: string,
-    path: string | null,
-    read?: (path: string) => Uint8Array | undefined,
-  ): Uint8Array | undefined {
-    if (path === null) return undefined;
-    if (read !== undefined) {
-      const bytes = read(path);
-      if (bytes !== undefined) this.#filesRead.set(key, { path, bytes });
-      return bytes;
-    }
-    try {
-      const bytes = this.#readBytes(path);
-      this.#filesRead.set(key, { path, bytes });
-      return bytes;
-    } catch {
-      return undefined;
-    }
   }
 
   /**

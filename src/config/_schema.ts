@@ -356,7 +356,14 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
     runtime: section("Runtime identity and time budgets.", {
       name: str("Runtime name (telemetry tag, run-id prefix).", ""),
       shutdown_timeout_ms: int("Graceful provider-stop budget.", 2000, 500, 30000),
-      startup_timeout_ms: int("Whole bring-up budget.", 30000, 5000, 300000),
+      startup_timeout_ms: int(
+        "Start-up bound, applied twice: to what start-up reads from disk before any provider is " +
+          "spawned (the opening of data_dir, the TLS files), then to the providers' start with " +
+          "their first poll.",
+        30000,
+        5000,
+        300000,
+      ),
       data_dir: str(
         "Run-record folder; relative to the config file's folder (default `anolis-data` in the " +
           "working directory).",

@@ -91,6 +91,11 @@ export interface ServeOptions {
   /** HTTPS when both are set (absolute paths). */
   readonly tlsCertPath: string | null;
   readonly tlsKeyPath: string | null;
+  /**
+   * The PEM text of those two files, already read (the kernel reads them before any provider is
+   * spawned, within runtime.startup_timeout_ms); absent: read here from the paths (unbounded).
+   */
+  readonly tlsFiles?: { readonly cert: string; readonly key: string };
   /** http.auth_enabled and http.allow_insecure_bind, for the bind-time safety gate. */
   readonly authEnabled: boolean;
   readonly allowInsecureBind: boolean;
@@ -242,7 +247,7 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
   }
   const tls = opts.tlsCertPath !== null && opts.tlsKeyPath !== null;
   const files = tls
-    ? {
+    ? opts.tlsFiles ?? {
       cert: await readTlsFile(opts.tlsCertPath!, "http.tls_cert_path"),
       key: await readTlsFile(opts.tlsKeyPath!, "http.tls_key_path"),
     }
