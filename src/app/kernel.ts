@@ -242,6 +242,13 @@ export const TELEMETRY_STOP_RESERVE_MS = 200;
 export const TELEMETRY_STOP_MIN_MS = 200;
 
 /**
+ * Longest wait of a reload for each TLS file it reads again (to say whether it changed): off the
+ * event loop's thread, so a hung mount holds neither the API nor the e-stop; past it the file is
+ * reported `unreadable now` and the reload goes on.
+ */
+export const RELOAD_FILE_READ_TIMEOUT_MS = 2000;
+
+/**
  * The budget of the flush to the old database when a reload retargets telemetry: half of
  * runtime.shutdown_timeout_ms, at least TELEMETRY_STOP_MIN_MS (a stop meanwhile cuts it short to
  * its own budget: TelemetryWriter.stop).
@@ -313,7 +320,10 @@ export class Kernel {
    * The TLS files as read at start, by configuration key (FILES_READ_AT_START): a reload compares
    * them, as a renewal rewrites them in place (same paths) and only a restart reads them again.
    */
-  readonly #filesRead = new Map<string, { readonly path: string; readonly bytes: Uint8Array }>();
+  readonly #filesRead = new Map<
+    string,
+    { readonly path: string; readonly bytes: Uint8Array; readonly maxBytes: number }
+  >();
   #sparkplug: SparkplugHandle | null = null;
   /** SPARKPLUG_USERNAME / SPARKPLUG_PASSWORD as read at construction (only when enabled). */
   #sparkplugCredentials: { username?: string | undefined; password?: string | undefined } = {};
@@ -992,7 +1002,7 @@ export class Kernel {
         next(`reading ${key}`, "file", `read ${path}`);
         const read = await readRegular(path, maxBytes);
         if (!read.ok) throw failedPrecondition(`${key}: cannot read '${path}': ${read.message}`);
-        this.#filesRead.set(key, { path, bytes: read.bytes });
+        this.#filesRead.set(key, { path, bytes: read.bytes, maxBytes });
       }
     })();
     opening.catch(() => {}); // abandoned: what it still does fails no one (awaited below else)
@@ -1293,6 +1303,8 @@ export class Kernel {
   }
 
   async #reload(next: Config): Promise<ReloadReport> {
+    // The TLS files read at start, read again (none: no wait, not even a turn of the loop).
+    const filesChanged = this.#filesRead.size === 0 ? [] : await this.#filesChanged(next);
     const diff = diffSections(this.#config, next);
     // A provider the last reload failed to start is started again only if this file still has
     // it; one the file drops is removed for good (its records are forgotten at the removal).
@@ -1335,7 +1347,7 @@ export class Kernel {
       notes: [],
       refused: [],
       failed: [],
-      needsRestart: [...diff.needsRestart, ...this.#filesChanged(next)],
+      needsRestart: [...diff.needsRestart, ...filesChanged],
       weakened: [],
       estopActions: 0,
       estopFailures: [],
@@ -1660,31 +1672,29 @@ export class Kernel {
     };
   }
 
-  /** A file's bytes through the host's readFile. Throws when it cannot be read. */
-  #readBytes(path: string): Uint8Array {
-    const b = (this.host.readFile ?? readFileBytes)(path);
-    return typeof b === "string" ? new TextEncoder().encode(b) : b;
-  }
-
   /**
    * The keys whose file a reload finds changed under the same path (a renewed certificate, the
    * HTTP server's or the Sparkplug link's): read only at start, so reported as needing a restart.
-   * A changed path is the diff's.
+   * A changed path is the diff's. Read off the event loop's thread, together, each within
+   * RELOAD_FILE_READ_TIMEOUT_MS: a hung mount holds neither the API nor the e-stop meanwhile.
    */
-  #filesChanged(next: Config): string[] {
-    const out: string[] = [];
-    for (const [key, read] of this.#filesRead) {
-      if (FILES_READ_AT_START[key]?.(next) !== read.path) continue;
-      let now: Uint8Array;
-      try {
-        now = this.#readBytes(read.path);
-      } catch {
-        out.push(`${key} (unreadable now)`);
-        continue;
+  async #filesChanged(next: Config): Promise<string[]> {
+    const readRegular = this.host.readRegularFile ?? readRegularFile;
+    const checked = [...this.#filesRead].map(async ([key, read]) => {
+      if (FILES_READ_AT_START[key]?.(next) !== read.path) return null;
+      const now = await raceTimeout(
+        this.host.clock,
+        readRegular(read.path, read.maxBytes),
+        RELOAD_FILE_READ_TIMEOUT_MS,
+        "late" as const,
+      );
+      if (now === "late") {
+        return `${key} (unreadable now: no answer within ${RELOAD_FILE_READ_TIMEOUT_MS} ms)`;
       }
-      if (!sameBytes(now, read.bytes)) out.push(`${key} (file changed)`);
-    }
-    return out;
+      if (!now.ok) return `${key} (unreadable now)`;
+      return sameBytes(now.bytes, read.bytes) ? null : `${key} (file changed)`;
+    });
+    return (await Promise.all(checked)).filter((k) => k !== null);
   }
 
   /** Records a reload's decision on a section that weakens a protection, or that was refused. */

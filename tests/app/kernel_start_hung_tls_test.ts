@@ -10,13 +10,8 @@
  */
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
-import {
-  readRegularFile,
-  type RegularFileRead,
-  serveHttp,
-  type ServeOptions,
-  TLS_FILE_MAX_BYTES,
-} from "../../src/host/mod.ts";
+import { serveHttp, type ServeOptions, TLS_FILE_MAX_BYTES } from "../../src/host/mod.ts";
+import { HungReads } from "../helpers/journal_files.ts";
 import { newKernel, tempDir, waitFor } from "../helpers/kernel.ts";
 import { ManualClock, runDueUntil, runToSettle, settleOn } from "../helpers/clock.ts";
 import { inProcessSpawn } from "../helpers/in_process_provider.ts";
@@ -25,24 +20,6 @@ import { simProvider, testConfig } from "../helpers/sim_config.ts";
 
 /** The start-up budget of these tests (virtual time: none of it is waited for). */
 const BUDGET_MS = 5000;
-
-/**
- * The host's readRegularFile (real files) where a read of a path holding `pathPart` never
- * returns, as on a hung mount: its promise never settles. `hung` counts those reads.
- */
-class HungReads {
-  readonly #pathPart: string;
-  /** Reads of the hung path so far (each one waits forever). */
-  hung = 0;
-  constructor(pathPart: string) {
-    this.#pathPart = pathPart;
-  }
-  readonly read = (path: string, maxBytes: number): Promise<RegularFileRead> => {
-    if (!path.includes(this.#pathPart)) return readRegularFile(path, maxBytes);
-    this.hung++;
-    return new Promise<RegularFileRead>(() => {});
-  };
-}
 
 /** The TLS files of both links, each its own (not necessarily valid PEM: never served here). */
 function tlsPaths() {
@@ -146,7 +123,7 @@ for (const { key, path: which } of [HUNG[1], HUNG[2]]) {
     const paths = tlsPaths();
     const path = paths[which];
     Deno.removeSync(path);
-    const { clock, fakes, rt, served } = tlsKernel(new HungReads("\0none"), paths);
+    const { clock, fakes, rt, served } = tlsKernel(new HungReads(), paths);
     const starting = rt.start().then(() => "started" as const, (err: unknown) => err);
     const outcome = await settleOn(clock, starting, "the start to end");
     assert.ok(outcome instanceof RuntimeError, `start() must fail, got ${String(outcome)}`);

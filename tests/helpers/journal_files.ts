@@ -2,7 +2,7 @@
  * Host's journalFiles (real files) behind a switch: writes can be made to fail as on a full disk
  * (ENOSPC), reads counted and held. For the tests of src/journal/, src/runs/ and src/audit/.
  */
-import { journalFiles } from "../../src/host/mod.ts";
+import { journalFiles, readRegularFile, type RegularFileRead } from "../../src/host/mod.ts";
 import type { JournalAppendHandle, JournalFiles, JournalLine } from "../../src/journal/mod.ts";
 
 /** The error a write to a full disk raises (as Deno reports ENOSPC). */
@@ -192,4 +192,25 @@ export class HungFiles extends RealJournalFiles {
     const never = () => this.#never<IteratorResult<T>>();
     return { [Symbol.asyncIterator]: () => ({ next: never }) };
   }
+}
+
+/**
+ * The host's readRegularFile (real files) where a read of a path holding `pathPart` never returns,
+ * as on a hung mount: its promise never settles. `pathPart` may be set later (null: none hangs).
+ * `hung` counts those reads.
+ */
+export class HungReads {
+  pathPart: string | null;
+  /** Reads of the hung path so far (each one waits forever). */
+  hung = 0;
+  constructor(pathPart: string | null = null) {
+    this.pathPart = pathPart;
+  }
+  readonly read = (path: string, maxBytes: number): Promise<RegularFileRead> => {
+    if (this.pathPart === null || !path.includes(this.pathPart)) {
+      return readRegularFile(path, maxBytes);
+    }
+    this.hung++;
+    return new Promise<RegularFileRead>(() => {});
+  };
 }

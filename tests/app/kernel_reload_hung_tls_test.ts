@@ -1,0 +1,43 @@
+/**
+ * A reload reads the TLS files again to say whether they changed (a renewal in place needs a
+ * restart). It read them synchronously, on the event loop's thread: a hung mount there froze the
+ * whole runtime, its API and e-stop included, while the providers ran on. They are read off that
+ * thread, each within RELOAD_FILE_READ_TIMEOUT_MS: the e-stop latches meanwhile, and the reload
+ * ends saying the file could not be read. Real files and a real HTTPS server but for the hung
+ * path (HungReads), the clock moved by hand.
+ */
+import assert from "node:assert/strict";
+import { RELOAD_FILE_READ_TIMEOUT_MS } from "../../src/app/kernel.ts";
+import { serveHttp } from "../../src/host/mod.ts";
+import { HungReads } from "../helpers/journal_files.ts";
+import { newKernel, tempDir } from "../helpers/kernel.ts";
+import { ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { selfSignedCert } from "../http/_tls_certs.ts";
+
+Deno.test("a reload whose re-read of http.tls_cert_path hangs leaves the e-stop working and ends saying the file is unreadable", async () => {
+  const { cert, key } = await selfSignedCert(tempDir("runtime-tls-"));
+  const clock = new ManualClock();
+  const reads = new HungReads();
+  const rt = newKernel(
+    testConfig({ providers: [], http: { tlsCertPath: cert, tlsKeyPath: key } }),
+    { clock, readRegularFile: reads.read, serve: serveHttp },
+  );
+  await settleOn(clock, rt.start(), "the start");
+  try {
+    assert.equal(rt.http?.tls, true, "served over HTTPS");
+    // The mount under the certificate hangs from now on.
+    reads.pathPart = cert;
+    const reloading = rt.reload(rt.config);
+    await runDueUntil(clock, "the certificate read again", () => reads.hung > 0);
+    await settleOn(clock, rt.estop.trigger("door opened"), "the e-stop");
+    assert.equal(rt.estop.latched, true, "the e-stop latches while the read hangs");
+    clock.advance(RELOAD_FILE_READ_TIMEOUT_MS);
+    const report = await settleOn(clock, reloading, "the reload");
+    assert.deepEqual(report.needsRestart, [
+      `http.tls_cert_path (unreadable now: no answer within ${RELOAD_FILE_READ_TIMEOUT_MS} ms)`,
+    ]);
+  } finally {
+    await settleOn(clock, rt.stop(), "the stop");
+  }
+});
