@@ -17,7 +17,11 @@
  *     provider's call queue, bounded and reported);
  *  3. the hooks of the transition into FAULT, as stop actions, every call attempted;
  *  4. verification: the expected signals read back fresh until they hold or the timeout passes.
- * The answer carries all of it. A re-trigger while a stop runs runs again after it.
+ * The answer carries all of it. A re-trigger while a stop runs runs again after it, once: presses
+ * are coalesced (#pendingStop). Each press latches, is counted, audited and announced in its own
+ * step as above; a press while a stop runs queues one further whole stop, and a press while that
+ * one waits for its turn joins it and is answered by it (a stop begun after the press). So at most
+ * one stop runs and one waits, whatever the press rate.
  *
  * A provider that becomes AVAILABLE while the latch holds (the supervisor restarted it, a reload
  * started it or retried its open circuit, it came up late) is brought to the safe state too: the
@@ -360,12 +364,39 @@ interface LatchDrain {
  * provider's stop actions (Estop.stopActionsSettled) covers them.
  */
 interface LadderHold {
-  /** Per provider: the calls held (counted in #ladderCallsLeft until released). */
-  readonly counts: ReadonlyMap<string, number>;
+  /**
+   * Per provider: the calls held (counted in #ladderCallsLeft until released); a trigger's grows
+   * as presses join its stop (Estop.#joinLadder).
+   */
+  readonly counts: Map<string, number>;
   /** True when its calls wait for a stop that was running when it was decided. */
   readonly behindStop: boolean;
   /** Resolved once its calls are queued (#onProvider) or will never be. */
   readonly queued: PromiseWithResolvers<void>;
+}
+
+/**
+ * A stop queued and not begun (Estop.#pendingStop), with what its presses took at their latches:
+ * the presses made until it begins join it (Estop.trigger), each merging its own in the step it
+ * latches. Fixed once it begins (Estop.#stop).
+ */
+interface QueuedStop {
+  /** The cause of the press that queued it: its ladder calls' audit origin. */
+  readonly cause: string;
+  /** Whether it waits for a stop under way (its ladder hold's `behindStop`). */
+  readonly behindStop: boolean;
+  /** The FAULT entry whose hooks it makes after its ladder (Estop.#joinFault). */
+  fault: FaultEntry | null;
+  /** The hold on those hook calls (holdFaultHookCalls), let go once their run has begun. */
+  hooksHeld: (() => void) | null;
+  /** Its ladder calls, held from the first press's latch (Estop.#joinLadder). */
+  ladderHeld: LadderHold | null;
+  /** Per provider, the drain of the first press that listed it (Estop.#joinDrains). */
+  readonly drains: Map<string, LatchDrain>;
+  /** True when a press could not list the providers: the drain is reported incomplete. */
+  drainsUnlisted: boolean;
+  /** Settles with its answer: that of every press it answers. */
+  readonly answer: Promise<EstopResult>;
 }
 
 /** Warning returned with the "none" rung. */
@@ -523,6 +554,12 @@ export class Estop implements EstopService {
   #causeRetired: CauseAlarmRetired | null = null;
   /** Stops run one after another (a re-trigger re-runs the ladder after the running one). */
   #stopTail: Promise<unknown> = Promise.resolve();
+  /**
+   * The stop queued and not begun yet (#queueStop), which a press joins. The one slot is the
+   * bound: presses while a stop runs queue one further stop, not one each, so at most one stop
+   * runs and one waits, and the answers waiting are those of the presses since the running one.
+   */
+  #pendingStop: QueuedStop | null = null;
   /**
    * Stops triggered and not answered yet, and securing runs making their calls: arming is refused
    * while any runs, latched or not, so no stop action lands after an operator's first command.
@@ -814,27 +851,19 @@ export class Estop implements EstopService {
     // FAULT (listeners halt the tree in the same step).
     this.#state = latchTransition(this.#state, "trigger");
     this.#triggerCount++;
-    // The stop's turn is taken here, before anything that calls out: a mode listener that triggers
-    // again inside enterFault (below) queues its stop behind this one. Were it ahead, it would wait
-    // for the hooks of this trigger's FAULT entry, which only this stop runs: both would wait
-    // FAULT_HOOKS_ANSWER_WAIT_MS. `fault` is set in this same synchronous step, before the turn.
+    // The stop that answers this press is taken here, before anything that calls out: the stop
+    // queued and not begun yet, which this press joins (it begins after this press, so its answer
+    // is of a stop begun after it), else a new one, queued behind the stop under way (#queueStop).
+    // A mode listener that triggers again inside enterFault (below) joins this press's stop. Were
+    // it ahead, it would wait for the hooks of this trigger's FAULT entry, which only this stop
+    // runs: both would wait FAULT_HOOKS_ANSWER_WAIT_MS. What this press takes at its latch (its
+    // FAULT entry, its holds, its drains) is merged into that stop in this same synchronous step,
+    // before the stop begins (#joinFault, #joinLadder, #joinDrains).
     const cause = options.cause ?? ESTOP_CAUSE_API;
-    let fault: FaultEntry | null = null;
-    let hooksHeld: (() => void) | null = null;
-    let ladderHeld: LadderHold | null = null;
+    const stop = this.#pendingStop ?? this.#queueStop(cause);
     // The calls admitted before the latch, taken at the latch: a reload that removes or restarts
     // a provider before this stop's turn still has its drain wait for them.
-    const drains = this.#drainsFromLatch();
-    // A stop under way runs first (its hooks and read-back too): this one's ladder waits for it.
-    const behindStop = this.#stopsUnderWay > 0;
-    this.#stopsRunning++;
-    this.#stopsUnderWay++;
-    const stop = this.#stopTail.then(() => this.#stop(fault, cause, drains, hooksHeld, ladderHeld))
-      .finally(() => {
-        this.#stopsRunning--;
-        this.#stopsUnderWay--;
-      });
-    this.#stopTail = stop.catch(() => {});
+    this.#joinDrains(stop, this.#drainsFromLatch());
     // From the latch on, the ladder starts whatever fails before it (a port that throws, the clock
     // included): a latch without its stop would leave the machine as it was. Each step is
     // contained on its own, so an audit that throws neither skips FAULT nor the change's
@@ -869,21 +898,20 @@ export class Estop implements EstopService {
         latency_ms: 0,
       }));
     // The reason is on the line above; the mode manager logs the transition "(e-stop)".
-    fault = contained(
+    const fault = contained(
       "entering FAULT",
       () => this.#o.modes?.enterFault("e-stop", { kind: "estop", cause }) ?? null,
     );
-    // This stop makes the hooks into FAULT after its ladder: held from here until their run has
+    // The stop makes the hooks into FAULT after its ladder: held from here until their run has
     // begun, so that a reload stopping a provider while the ladder runs waits for them too.
-    if (fault !== null) {
-      hooksHeld = contained(
-        "holding the hook calls into FAULT",
-        () => this.#o.modes?.holdFaultHookCalls?.() ?? null,
-      );
-    }
+    const hooksHeld = fault === null ? null : contained(
+      "holding the hook calls into FAULT",
+      () => this.#o.modes?.holdFaultHookCalls?.() ?? null,
+    );
+    contained("joining its FAULT entry to the stop", () => this.#joinFault(stop, fault, hooksHeld));
     // So are its ladder's calls, which it queues a turn later (or after the stop under way): a
     // reload stopping a provider meanwhile waits for them. Only counted: nothing waits for it.
-    ladderHeld = contained("holding the ladder's calls", () => this.#holdLatchLadder(behindStop));
+    contained("holding the ladder's calls", () => this.#joinLadder(stop));
     contained("announcing the latch", () => {
       if (latchedAtMs === null) throw new Error("the time of the latch is unknown");
       this.#o.bus?.publish({
@@ -901,7 +929,105 @@ export class Estop implements EstopService {
         () => this.#followReason(reason, source, cause),
       );
     }
-    return await stop;
+    return await stop.answer;
+  }
+
+  /**
+   * Queues a new stop (steps 2-4) for a press whose `cause` is this: behind the stop under way, if
+   * any (its whole stop: ladder, hooks, read-back), else at once (the next microtask). It waits for
+   * its turn as #pendingStop, which the presses until then join; at its turn it begins with what
+   * they merged into it. Synchronous.
+   */
+  #queueStop(cause: string): QueuedStop {
+    // A stop under way runs first (its hooks and read-back too): this one's ladder waits for it.
+    const behindStop = this.#stopsUnderWay > 0;
+    this.#stopsRunning++;
+    this.#stopsUnderWay++;
+    const answer = this.#stopTail.then(() => {
+      // Begun: what it runs is fixed now, and a press from here on queues the next stop.
+      if (this.#pendingStop === queued) this.#pendingStop = null;
+      return this.#stop(queued);
+    }).finally(() => {
+      this.#stopsRunning--;
+      this.#stopsUnderWay--;
+    });
+    const queued: QueuedStop = {
+      cause,
+      behindStop,
+      fault: null,
+      hooksHeld: null,
+      ladderHeld: null,
+      drains: new Map(),
+      drainsUnlisted: false,
+      answer,
+    };
+    this.#stopTail = answer.catch(() => {});
+    this.#pendingStop = queued;
+    return queued;
+  }
+
+  /**
+   * A press's FAULT entry and its hold on the hook calls into FAULT (`held`), merged into the stop
+   * that answers it, not begun yet. It runs the hooks of one entry: the first press's, unless a
+   * later press committed FAULT where that one found FAULT standing (or had none: its modes port
+   * threw) -- the entry whose hooks nobody else runs. The hold kept is that entry's press's (or
+   * the first taken); every other is let go at once (the stop's covers the same entry, the latest).
+   */
+  #joinFault(stop: QueuedStop, fault: FaultEntry | null, held: (() => void) | null): void {
+    const release = (h: (() => void) | null) =>
+      this.#contained(
+        "releasing the hold on the hook calls into FAULT",
+        () => h?.(),
+        "a reload's wait for them ends at its bound",
+      );
+    if (
+      fault !== null && (stop.fault === null || (fault.committed && !stop.fault.committed))
+    ) {
+      stop.fault = fault;
+      release(stop.hooksHeld);
+      stop.hooksHeld = held;
+    } else if (stop.hooksHeld === null) {
+      stop.hooksHeld = held;
+    } else {
+      release(held);
+    }
+  }
+
+  /**
+   * A press's ladder calls held from its latch (#latchLadderCounts), merged into the stop that
+   * answers it, not begun yet: one hold per stop, per provider as many calls as the most any of
+   * its presses counted (the plan may have grown between them), so the holds do not grow with the
+   * presses. Synchronous; nothing on the stop path waits for it.
+   */
+  #joinLadder(stop: QueuedStop): void {
+    const counts = this.#latchLadderCounts();
+    const held = stop.ladderHeld;
+    if (held === null || !this.#ladderHolds.has(held)) {
+      stop.ladderHeld = this.#holdLadder(counts, stop.behindStop);
+      return;
+    }
+    for (const [id, n] of counts) {
+      const more = n - (held.counts.get(id) ?? 0);
+      if (more <= 0) continue;
+      held.counts.set(id, n);
+      this.#countLadderCalls(id, more);
+    }
+  }
+
+  /**
+   * A press's drains (#drainsFromLatch; null: the providers could not be listed), merged into the
+   * stop that answers it, not begun yet: per provider the first press's that listed it. A later
+   * press's drain of the same provider would add only calls admitted since that press latched:
+   * while its stop is under way the latch or FAULT holds (re-arming waits for the stop), so they
+   * are calls that do not actuate; and the barrier behind the provider's queue is taken when the
+   * stop begins, behind every call queued by then. Bounded by the providers, not the presses.
+   */
+  #joinDrains(stop: QueuedStop, drains: readonly LatchDrain[] | null): void {
+    if (drains === null) {
+      stop.drainsUnlisted = true;
+      return;
+    }
+    for (const d of drains) if (!stop.drains.has(d.id)) stop.drains.set(d.id, d);
   }
 
   /**
@@ -1306,16 +1432,12 @@ export class Estop implements EstopService {
   }
 
   /**
-   * Steps 2-4 of the trigger (module comment); `cause` is this trigger's (the audit origin of its
-   * ladder calls, whatever triggers while they run).
+   * Steps 2-4 of the trigger (module comment), with what its presses merged into `queued` (it has
+   * begun: none joins any more); its cause is that of the press that queued it (the audit origin of
+   * its ladder calls, whatever triggers while they run).
    */
-  async #stop(
-    fault: FaultEntry | null,
-    cause: string,
-    drains: readonly LatchDrain[] | null,
-    hooksHeld: (() => void) | null,
-    ladderHeld: LadderHold | null,
-  ): Promise<EstopResult> {
+  async #stop(queued: QueuedStop): Promise<EstopResult> {
+    const { fault, cause, hooksHeld, ladderHeld } = queued;
     let ladder: {
       plan: SafeStatePlan;
       planFailed: string | null;
@@ -1330,7 +1452,7 @@ export class Estop implements EstopService {
       const { plan, failed } = this.#stopPlan(safeState);
       const [actions, drain] = await Promise.all([
         this.#runLadder(plan, cause, failed === null, ladderHeld),
-        this.#drainAll(drains),
+        this.#drainAll([...queued.drains.values()], queued.drainsUnlisted),
       ]);
       ladder = { plan, planFailed: failed, actions, drain };
     } finally {
@@ -1542,7 +1664,7 @@ export class Estop implements EstopService {
    * The ladder: fanned out per provider (declared order within a provider, behind ladder calls
    * still running on it), every call attempted. Actions are reported in plan order. Without
    * `uncoveredKnown` (a plan made without the devices) what it leaves untouched is unknown. `held`
-   * (its trigger's hold, #holdLatchLadder) is let go once its calls are queued and counted.
+   * (its stop's hold, #joinLadder) is let go once its calls are queued and counted.
    */
   async #runLadder(
     plan: SafeStatePlan,
@@ -1597,7 +1719,7 @@ export class Estop implements EstopService {
    * for them. `behindStop`: they wait for a stop under way first. Synchronous; nothing on the stop
    * path waits for it.
    */
-  #holdLadder(counts: ReadonlyMap<string, number>, behindStop: boolean): LadderHold {
+  #holdLadder(counts: Map<string, number>, behindStop: boolean): LadderHold {
     for (const [id, n] of counts) this.#countLadderCalls(id, n);
     const hold: LadderHold = { counts, behindStop, queued: Promise.withResolvers() };
     this.#ladderHolds.add(hold);
@@ -1612,13 +1734,13 @@ export class Estop implements EstopService {
   }
 
   /**
-   * The ladder calls of a stop latched now, held from its latch (#holdLadder): the plan's calls
-   * (the plan without the devices when it cannot be made, as the stop's) to each provider up now.
-   * One down now fails its calls unsent (UNAVAILABLE) whatever a reload does, so a reload
-   * restarting it does not wait; one that comes back before the ladder is held by its securing run
-   * from its return. A provider whose availability cannot be read is held.
+   * The ladder calls of a stop latched now, to be held from its latch (#joinLadder, #holdLadder):
+   * the plan's calls (the plan without the devices when it cannot be made, as the stop's) to each
+   * provider up now. One down now fails its calls unsent (UNAVAILABLE) whatever a reload does, so
+   * a reload restarting it does not wait; one that comes back before the ladder is held by its
+   * securing run from its return. A provider whose availability cannot be read is held.
    */
-  #holdLatchLadder(behindStop: boolean): LadderHold {
+  #latchLadderCounts(): Map<string, number> {
     let plan: SafeStatePlan;
     try {
       plan = this.plan();
@@ -1638,7 +1760,7 @@ export class Estop implements EstopService {
       } catch { /* held: its ladder call says what fails */ }
       if (!up) counts.delete(id);
     }
-    return this.#holdLadder(counts, behindStop);
+    return counts;
   }
 
   /**
@@ -1964,12 +2086,15 @@ export class Estop implements EstopService {
     );
   }
 
-  /** Waits, per provider and bounded, for every call admitted before the latch to finish. */
-  async #drainAll(drains: readonly LatchDrain[] | null): Promise<DrainReport> {
+  /**
+   * Waits, per provider and bounded, for every call admitted before the latch to finish;
+   * `unlisted`: a press could not list the providers (the drain is then incomplete).
+   */
+  async #drainAll(drains: readonly LatchDrain[], unlisted: boolean): Promise<DrainReport> {
     // Beside the ladder: a port that throws must not take the trigger's answer away (its calls
     // are made). Providers that could not be listed are named by none; a provider whose drain
     // fails is pending.
-    if (drains === null) return { complete: false, pending_providers: [] };
+    if (unlisted && drains.length === 0) return { complete: false, pending_providers: [] };
     const pending: string[] = [];
     await Promise.all(
       drains.map(async ({ id, boundMs, wait }) => {
@@ -1986,7 +2111,7 @@ export class Estop implements EstopService {
         pending.push(id);
       }),
     );
-    return { complete: pending.length === 0, pending_providers: pending };
+    return { complete: !unlisted && pending.length === 0, pending_providers: pending };
   }
 
   /**

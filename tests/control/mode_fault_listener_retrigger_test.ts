@@ -1,8 +1,9 @@
 /**
  * A mode listener that triggers the e-stop again, synchronously, when FAULT is committed (inside
  * the first trigger's ModeManager.enterFault: an alarm, a Sparkplug NCMD handler) must not hold the
- * first trigger's stop. Stops run one after another in trigger order: the first trigger's ladder
- * and the hooks into FAULT, then the second's ladder and the hooks made again. Before, the nested
+ * first trigger's stop. The nested trigger comes before the first trigger's stop has begun, so it
+ * joins that stop (presses are coalesced, docs/safety.md) and is answered by it: one ladder, then
+ * the hooks of the first trigger's FAULT entry (the one it committed), at once. Before, the nested
  * trigger queued its stop ahead of the outer one, whose turn it had not taken yet; that stop waited
  * for the hooks of the outer trigger's FAULT entry, which only the outer stop runs: both waited
  * FAULT_HOOKS_ANSWER_WAIT_MS (10 s) on the clock. In-process: the real Estop and ModeManager over a
@@ -87,14 +88,14 @@ Deno.test("Estop runs the first trigger's ladder and hooks into FAULT at once wh
     );
     assert.equal(answers[1]!.hooks_pending, undefined);
     await Promise.all([first, again]);
-    // In trigger order: the first stop's ladder then its hooks, then the second's ladder and the
-    // hooks made again after it (its ladder may have undone what they set).
+    // One stop for both: its ladder (audited with the cause of the trigger that queued it), then
+    // the hooks of the FAULT entry the first trigger committed; the nested trigger's answer is its.
     assert.deepEqual(made.map((m) => `${m.by} ${m.fn}`), [
       "ladder api set_heater",
       "hook set_cooler",
-      "ladder alarm:again set_heater",
-      "hook set_cooler",
     ]);
+    assert.equal(answers[1], answers[0], "the nested trigger is answered by the stop it joined");
+    assert.equal(estop.triggerCount, 2, "each trigger is counted");
     assert.ok(made.every((m) => m.atMs === startMs), "no call waited on the clock");
   } finally {
     // Before the fix the stops wait FAULT_HOOKS_ANSWER_WAIT_MS on the manual clock: let them end.

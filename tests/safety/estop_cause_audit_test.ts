@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
+import { macrotask } from "../helpers/turns.ts";
 import { call, plantProvider } from "./_fixture.ts";
 
 Deno.test("Estop audits each ladder call with the cause of its own stop, also when a trigger arrives while it runs", async () => {
@@ -23,6 +24,9 @@ Deno.test("Estop audits each ladder call with the cause of its own stop, also wh
   });
   const rt = r.kernel;
   const first = rt.estop.trigger("operator");
+  // Once the first stop has begun (its ladder's first call is on the wire): a press before that
+  // joins it, and is answered by it (docs/safety.md, "Presses are coalesced").
+  await macrotask();
   const second = rt.estop.trigger("too hot", { cause: "alarm:overtemp" });
   await Promise.all([first, second]);
   const calls = await waitFor("the four ladder calls audited", async () => {

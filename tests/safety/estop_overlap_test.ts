@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { rig } from "../helpers/rig.ts";
+import { macrotask } from "../helpers/turns.ts";
 import { call, expectation } from "./_fixture.ts";
 import { readbackProvider } from "./_readback.ts";
 
@@ -34,6 +35,9 @@ Deno.test("Estop triggered again while its ladder runs answers both, runs the la
     });
     // The first trigger latched synchronously; its ladder has not answered yet.
     assert.equal(rt.estop.status().latched, true);
+    // Once its stop has begun (its ladder's call is on the wire): a press before that joins it,
+    // and is answered by it (docs/safety.md, "Presses are coalesced").
+    await macrotask();
     const second = rt.estop.trigger("alarm action", { cause: "alarm:hot" }).then((r) => {
       settled.push("second");
       return r;
