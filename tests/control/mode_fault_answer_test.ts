@@ -61,6 +61,12 @@ Deno.test("ModeManager FAULT hook call to a provider whose queue is full is not 
     const codes = await runToSettle(clock, Promise.all(flood), "the flood");
     assert.ok(codes.includes("UNAVAILABLE"), "the queue was full");
     assert.deepEqual(report.hook_failures.map((f) => f.error), []);
+    // A hook call into FAULT is a stop action: it ends with its call's answer; the device's
+    // post-call poll follows (e5b9bd44), so the cache shows the effect once that poll is in.
+    await runUntil(clock, "the hook call's effect in the cache", () => {
+      const v = rt.cache.signal("plant", "plant0", "fan_duty")?.value;
+      return v?.type === "double" && v.double === 0;
+    });
     assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, {
       type: "double",
       double: 0,

@@ -118,6 +118,12 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
     const calls = Deno.readTextFileSync(logFile).split("\n").filter((l) => l.startsWith("call "));
     assert.deepEqual(calls, ["call dev0 set_output"]);
     assert.ok(took < FAILS_AT_ONCE_BOUND_MS, `the e-stop answered after ${took} ms`);
+    // A stop action ends with its call's answer; the device's post-call poll follows
+    // (e5b9bd44), so the cache shows the effect once that poll is in.
+    await runUntil(clock, "the ladder call's effect in the cache", () => {
+      const v = rt.cache.signal("plant", "plant0", "fan_duty")?.value;
+      return v?.type === "double" && v.double === 0;
+    });
     assert.equal(rt.cache.signal("plant", "plant0", "fan_duty")?.value?.type, "double");
     assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0));
     assert.equal(result.verification.outcome, "verified");
@@ -223,6 +229,12 @@ Deno.test("Estop ladder call to a provider whose queue is full is not refused as
     assert.deepEqual(result.actions, [
       { device_handle: "plant/plant0", function: "set_fan", success: true },
     ]);
+    // A stop action ends with its call's answer; the device's post-call poll follows
+    // (e5b9bd44), so the cache shows the effect once that poll is in.
+    await runUntil(clock, "the ladder call's effect in the cache", () => {
+      const v = rt.cache.signal("plant", "plant0", "fan_duty")?.value;
+      return v?.type === "double" && v.double === 0;
+    });
     assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0));
   } finally {
     await runToSettle(clock, rt.stop(), "the stop");
@@ -263,6 +275,13 @@ Deno.test("Estop zero rung: status shows the calls with their arguments, a trigg
     assert.deepEqual(result.uncovered, []);
     assert.equal(result.uncovered_actuating_functions, 0);
     assert.equal(Object.hasOwn(result, "warning"), false, "nothing untouched: no warning");
+    // A stop action ends with its call's answer; the device's post-call poll follows
+    // (e5b9bd44), so the cache shows the effect once that poll is in.
+    await waitFor("the ladder calls' effect in the cache", () => {
+      const heater = rt.cache.signal("plant", "plant0", "heater_on")?.value;
+      const fan = rt.cache.signal("plant", "plant0", "fan_duty")?.value;
+      return heater?.type === "bool" && !heater.bool && fan?.type === "double" && fan.double === 0;
+    });
     assert.deepEqual(rt.cache.signal("plant", "plant0", "heater_on")?.value, b(false));
     assert.deepEqual(rt.cache.signal("plant", "plant0", "fan_duty")?.value, d(0));
   } finally {

@@ -122,7 +122,15 @@ interlocks:
     const raisedAt = rec.events.findIndex((e) => e.kind === "alarm" && e.transition === "raise");
     assert.deepEqual(kinds.slice(raisedAt, raisedAt + 3), ["alarm", "mode_change", "estop_change"]);
     assert.deepEqual(eventsOf(rec.events, "interlock").map((e) => e.blocking), [true]);
-    // Every ladder call went through (origin safety skips the interlock): outputs are safe.
+    // Every ladder call went through (origin safety skips the interlock): outputs are safe. A
+    // stop action ends with its call's answer; the device's post-call poll follows (e5b9bd44),
+    // so the cache shows the effect once that poll is in.
+    await waitFor("the ladder calls' effect in the cache", () => {
+      const duty = fx.runtime.cache.signal("sim0", "motorctl0", "motor1_duty")?.value;
+      const relay = fx.runtime.cache.signal("sim0", "tempctl0", "relay1_state")?.value;
+      return duty?.type === "double" && duty.double === 0 && relay?.type === "bool" &&
+        !relay.bool;
+    });
     assert.deepEqual(
       fx.runtime.cache.signal("sim0", "motorctl0", "motor1_duty")!.value,
       { type: "double", double: 0 },

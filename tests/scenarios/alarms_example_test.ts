@@ -84,10 +84,18 @@ Deno.test("examples/alarms.yaml: the motor is refused while hot and the over-tem
         60,
       ]);
       assert.ok(overtemp.value.double > 60);
-      // The ladder switched the heater off (set_mode open, relays off) despite the interlock.
-      const state =
-        (await api.get("/v0/state/sim0/tempctl0?signal_id=relay1_state&signal_id=relay2_state"))
-          .json;
+      // The ladder switched the heater off (set_mode open, relays off) despite the interlock. A
+      // stop action ends with its call's answer; the device's post-call poll follows (e5b9bd44),
+      // so the state shows the effect once that poll is in.
+      const state = await waitFor("the ladder calls' effect in /v0/state", async () => {
+        const s = (await api.get(
+          "/v0/state/sim0/tempctl0?signal_id=relay1_state&signal_id=relay2_state",
+        )).json;
+        const off = s.values.every((v: { value: { type: string; bool?: boolean } | null }) =>
+          v.value?.type === "bool" && v.value.bool === false
+        );
+        return off ? s : null;
+      });
       assert.deepEqual(
         state.values.map((v: { value: unknown }) => v.value),
         [{ type: "bool", bool: false }, { type: "bool", bool: false }],

@@ -166,6 +166,12 @@ interlocks:
       { device_handle: "sim0/motorctl0", function: "set_motor_duty", success: true },
     ]);
     assert.deepEqual(estop.json.hook_failures, []);
+    // A stop action ends with its call's answer; the device's post-call poll follows
+    // (e5b9bd44), so the cache shows the effect once that poll is in.
+    await waitFor(
+      "the ladder call's effect in the cache",
+      () => cached(fx.runtime, "sim0/motorctl0", "motor1_duty") === 0,
+    );
     assert.equal(cached(fx.runtime, "sim0/motorctl0", "motor1_duty"), 0);
     assert.equal((await api.get("/v0/interlocks")).json.interlocks[0].blocking, true);
     assert.equal((await api.get("/v0/runtime/status")).json.estop.cause, "api");

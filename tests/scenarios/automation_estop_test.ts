@@ -45,6 +45,12 @@ Deno.test("AutomationEngine halts on an e-stop mid-tree and its calls stay refus
       assert.equal(status.execution_reason, "mode_gate");
       assert.equal(engine.runner!.active, false);
       assert.equal(engine.runner!.tickOnce(), null);
+      // A stop action ends with its call's answer; the device's post-call poll follows
+      // (e5b9bd44), so the cache shows the effect once that poll is in.
+      await waitFor(
+        "the ladder call's effect in the cache",
+        () => cached(rt, "sim0/motorctl0", "motor1_duty") === 0,
+      );
       assert.equal(cached(rt, "sim0/motorctl0", "motor1_duty"), 0);
       // The tree's call path is refused by the latch (and FAULT).
       await assert.rejects(

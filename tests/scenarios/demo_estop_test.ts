@@ -51,6 +51,12 @@ Deno.test("the demo's e-stop runs every action successfully and verifies the saf
     assert.equal(result.fault_engaged, true);
     assert.equal(result.verification.outcome, "verified");
     assert.equal(result.verification.checks.length, 10);
+    // A stop action ends with its call's answer; the device's post-call poll follows
+    // (e5b9bd44), so the cache shows the effect once that poll is in.
+    await waitFor(
+      "the ladder calls' effect in the cache",
+      () => cached(rt, "sim0/tempctl0", "relay1_state") === false,
+    );
     assert.equal(cached(rt, "sim0/tempctl0", "relay1_state"), false);
     assert.equal(rt.modes.current(), "FAULT");
   } finally {
@@ -87,6 +93,12 @@ Deno.test("the demo resumes closed-loop heating after an e-stop, its release and
     );
     const result = await rt.estop.trigger("demo");
     assert.equal(result.verification.outcome, "verified");
+    // A stop action ends with its call's answer; the device's post-call poll follows
+    // (e5b9bd44), so the cache shows the effect once that poll is in.
+    await waitFor(
+      "the ladder calls' effect in the cache",
+      () => cached(rt, "sim0/tempctl0", "control_mode") === "open",
+    );
     assert.equal(cached(rt, "sim0/tempctl0", "control_mode"), "open");
     // docs/automation.md: release, MANUAL, AUTO -- "the tree starts over, sees that the setpoint
     // and the motor differ from what it wants, and restores them".

@@ -26,6 +26,12 @@ Deno.test("POST /v0/mode is refused while the e-stop is latched and a clear re-a
 
       const stop = await post("/v0/estop");
       assert.equal(stop.status, 200, stop.text);
+      // A stop action ends with its call's answer; the device's post-call poll follows
+      // (e5b9bd44), so the cache shows the effect once that poll is in.
+      await waitFor(
+        "the ladder call's effect in the cache",
+        () => cached(fx.runtime, "sim0/motorctl0", "motor1_duty") === 0,
+      );
       assert.equal(cached(fx.runtime, "sim0/motorctl0", "motor1_duty"), 0);
 
       for (const mode of ["MANUAL", "AUTO"]) {
