@@ -84,8 +84,15 @@ Deno.test("Kernel.reload in AUTO refuses removing the AUTO -> FAULT hook; FAULT 
     assert.deepEqual(rt.config.automation.modeTransitionHooks.beforeTransition, [
       STOP_MOTOR_ON_FAULT,
     ]);
+    // The motor running first, so that 0 afterwards is the hook's doing.
+    await callAs(rt, "automated", "sim0/motorctl0", "set_motor_duty", {
+      motor_index: tv.i(1),
+      duty: tv.d(0.5),
+    });
+    await waitFor("motor 1 at 0.5", () => cached(rt, "sim0/motorctl0", "motor1_duty") === 0.5);
     await rt.modes.forceFault("test");
-    assert.equal(cached(rt, "sim0/motorctl0", "motor1_duty"), 0);
+    // The hook's call answered; its post-call poll is not awaited (e5b9bd44): bounded wait.
+    await waitFor("motor 1 at 0", () => cached(rt, "sim0/motorctl0", "motor1_duty") === 0);
     // On record, as the reload's refusal.
     const entry = (await rt.audit.query({ limit: 100 })).entries.find((e) => e.action === "config");
     assert.deepEqual(
