@@ -313,13 +313,16 @@ export class StateCache implements FreshReader {
    */
   #gridOriginMs: number | null = null;
   /**
-   * Provider id -> the latest date of a device_availability of its devices when a reload removed
-   * it: the devices of a provider configured again under the id are dated no earlier
-   * (#applyInventory). Touched only by a removal and an inventory; an entry leaves when its
-   * provider's devices are listed again or the wall clock has passed it (#removeHost), so it
-   * holds only removals dated ahead of the clock (a step back: NTP).
+   * Provider id -> the latest date of a device_availability of its devices that left: no longer
+   * listed at a rediscovery (a restart whose discovery leaves a device out: unplugged, its host
+   * check unmet), or removed with it by a reload. A device its inventory takes up (a later
+   * rediscovery listing it again, the provider configured again under the id) is dated no earlier
+   * (#applyInventory), so its return never comes before its loss, whenever the wall clock steps
+   * back (NTP). One number per provider id: kept while the provider is configured (the clock may
+   * step back at any time); a removed one's is let go of by the next removal once the wall clock
+   * has passed it (#removeHost), so only those ahead of the clock outlive it.
    */
-  readonly #removedAvailabilityAt = new Map<string, number>();
+  readonly #departedAvailabilityAt = new Map<string, number>();
 
   constructor(opts: StateCacheOptions) {
     this.#opts = opts;
@@ -549,10 +552,13 @@ export class StateCache implements FreshReader {
     // not a loss: no incident, no alarm). A changed provider's devices come back with its
     // successor's first answered poll.
     const now = this.#opts.clock.nowMs();
-    for (const [other, at] of this.#removedAvailabilityAt) {
-      if (at <= now) this.#removedAvailabilityAt.delete(other); // the clock is past it
+    for (const [other, at] of this.#departedAvailabilityAt) {
+      // A removed provider's, once the clock is past it (a configured one's is kept).
+      if (at <= now && this.#opts.registry.host(other) === undefined) {
+        this.#departedAvailabilityAt.delete(other);
+      }
     }
-    let latest = this.#removedAvailabilityAt.get(id) ?? 0;
+    let latest = this.#departedAvailabilityAt.get(id) ?? 0;
     for (const dev of this.#byProvider.get(id)?.values() ?? []) {
       if (dev.available) { // else already said
         dev.available = false;
@@ -560,7 +566,9 @@ export class StateCache implements FreshReader {
       }
       latest = Math.max(latest, dev.availabilityAt);
     }
-    if (latest > now) this.#removedAvailabilityAt.set(id, latest);
+    // Kept for the provider configured again (a changed one is, at once): let go of once the
+    // clock is past it at a later removal, unless configured again by then.
+    if (latest > 0) this.#departedAvailabilityAt.set(id, latest);
     this.#byProvider.delete(id);
     this.#polledDevices.delete(id);
     this.#reported.delete(id);
@@ -1330,9 +1338,9 @@ export class StateCache implements FreshReader {
     const providerId = host.id;
     this.#discoveryWarnings.set(providerId, host.session?.discoveryWarnings ?? []);
     const old = this.#byProvider.get(providerId) ?? new Map<string, MutableDeviceState>();
-    // A provider a reload removed and configured again: its devices no earlier than the removal.
-    const removedAt = this.#removedAvailabilityAt.get(providerId) ?? 0;
-    if (devices.length > 0) this.#removedAvailabilityAt.delete(providerId);
+    // A device taken up (a provider a reload removed and configured again, a device listed again
+    // after a rediscovery without it): no earlier than the flips of the devices that left.
+    let departedAt = this.#departedAvailabilityAt.get(providerId) ?? 0;
     const next = new Map<string, MutableDeviceState>();
     for (const caps of devices) {
       const id = caps.device.deviceId;
@@ -1374,7 +1382,7 @@ export class StateCache implements FreshReader {
         lastPollMs: prev?.lastPollMs ?? 0,
         lastPollMono: prev?.lastPollMono ?? 0,
         available: prev?.available ?? false,
-        availabilityAt: prev?.availabilityAt ?? removedAt,
+        availabilityAt: prev?.availabilityAt ?? departedAt,
         pollPeriodMs: this.#intervalMs, // set by #boundSlots below
         bounds: { warnAfterMs: 0, staleAfterMs: 0 },
         skipCycles: 0,
@@ -1383,7 +1391,13 @@ export class StateCache implements FreshReader {
       });
     }
     // A device gone from the new inventory needs no notice: rediscovery follows a restart, and
-    // every device was marked unavailable when the provider went down.
+    // every device was marked unavailable when the provider went down. Its last flip's date is
+    // kept: should a later rediscovery list it again after the wall clock stepped back, its
+    // return is dated no earlier than that loss.
+    for (const [id, dev] of old) {
+      if (!next.has(id)) departedAt = Math.max(departedAt, dev.availabilityAt);
+    }
+    if (departedAt > 0) this.#departedAvailabilityAt.set(providerId, departedAt);
     this.#byProvider.set(providerId, next);
     this.#polledDevices.set(providerId, [...next.values()].filter((d) => d.pollable.length > 0));
     this.#boundSlots(host, next);
