@@ -326,9 +326,12 @@ export class AlarmEngine implements AlarmService {
     // view does (a changed one starts from normal and raises again if its condition holds).
     const wall = this.#o.clock.nowMs();
     for (const [id, entry] of previous) {
-      if (this.#alarms.get(id)?.log === entry.log) continue; // carried on
+      const next = this.#alarms.get(id);
+      if (next?.log === entry.log) continue; // carried on
       const t = entry.monitor.retire(wall);
       if (t !== null) this.#publishAlarm(entry, t, "removed or changed by a reload");
+      // A changed one is dated after the alarm it replaces (its events follow under the same id).
+      next?.monitor.follow(entry.monitor);
     }
     // Likewise a blocking interlock the reload removed: released (a kept one goes on below).
     const kept = new Set(section.interlocks.map((c) => c.id));

@@ -74,6 +74,11 @@ export class AlarmMonitor {
   /** Since when (monotonic) a raise beyond the current level has been wanted; null: not. */
   #pendingSinceMono: number | null = null;
   #sinceWall: number | null = null;
+  /**
+   * The latest date of the alarm of this id a reload changed, this one replacing it (#follow):
+   * this one's transitions come after its under the same id, so none is dated earlier.
+   */
+  #replacedUntilWall: number | null = null;
   #lastValue: TypedValue | null = null;
   #lastQuality: Quality | null = null;
   readonly #transitions: AlarmTransitionRecord[] = [];
@@ -96,10 +101,23 @@ export class AlarmMonitor {
     m.#shelvedUntilWall = previous.#shelvedUntilWall;
     m.#pendingSinceMono = previous.#pendingSinceMono;
     m.#sinceWall = previous.#sinceWall;
+    m.#replacedUntilWall = previous.#replacedUntilWall;
     m.#lastValue = previous.#lastValue;
     m.#lastQuality = previous.#lastQuality;
     m.#transitions.push(...previous.#transitions);
     return m;
+  }
+
+  /**
+   * Makes this alarm, a reload's change of the alarm of its id, follow `previous` (that alarm,
+   * retired): its transitions are dated no earlier than `previous`'s last, as they would be had
+   * the alarm carried on -- a step back of the wall clock (NTP) before the reload must not date
+   * its raise before the clear of the alarm it replaces. Its own view (since_epoch_ms) starts
+   * from normal all the same.
+   */
+  follow(previous: AlarmMonitor): void {
+    const last = latestOf(previous.#sinceWall, previous.#replacedUntilWall);
+    this.#replacedUntilWall = latestOf(this.#replacedUntilWall, last);
   }
 
   /** The state an operator sees. */
@@ -330,7 +348,7 @@ export class AlarmMonitor {
    * before the raise it follows.
    */
   #record(transition: AlarmTransition, nowWall: number): AlarmTransitionRecord {
-    const at = transitionDate(nowWall, this.#sinceWall);
+    const at = transitionDate(nowWall, latestOf(this.#sinceWall, this.#replacedUntilWall));
     this.#sinceWall = at;
     const record: AlarmTransitionRecord = {
       transition,
@@ -346,4 +364,9 @@ export class AlarmMonitor {
     if (this.#transitions.length > MAX_ALARM_TRANSITIONS) this.#transitions.shift();
     return record;
   }
+}
+
+/** The later of two dates (null: none). */
+function latestOf(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.max(a, b);
 }

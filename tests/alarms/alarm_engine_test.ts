@@ -1533,6 +1533,38 @@ alarms:
   }
 });
 
+Deno.test("AlarmEngine dates the raise of an alarm a reload changed no earlier than the clear of the alarm it replaces when the wall clock stepped back (NTP)", async () => {
+  const s = await setup(`
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80 }
+`);
+  try {
+    const w0 = s.fx.clock.wallMs;
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(85)]);
+    // NTP steps the wall clock back an hour; then a reload lowers the limit: the alarm it
+    // replaces is cleared, the changed one raises at once (its condition holds).
+    s.fx.clock.mono = 2_000;
+    s.fx.clock.wallMs = w0 + 1_000 - 3_600_000;
+    s.reload(`
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 70 }
+`);
+    await s.read([temp(85)]);
+    assert.deepEqual(
+      alarmEvents(s.events).map((e) => [e.transition, e.timestamp_ms - w0]),
+      [["raise", 0], ["clear", 0], ["raise", 0]],
+      "never earlier than the transition before it",
+    );
+    assert.deepEqual(
+      s.engine.alarm("hot").transitions.map((t) => [t.transition, t.at_epoch_ms - w0]),
+      [["raise", 0]],
+    );
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine dates an interlock's engage and release no earlier than the one before it when the wall clock steps back (NTP)", async () => {
   const s = await setup(`
 interlocks:
