@@ -265,6 +265,23 @@ export class ProviderHost {
     return Math.floor((this.#deps.clock.monoMs() - this.#state.upSince!) / 1000);
   }
 
+  /**
+   * The date of its latest provider_health_change (null before the first): a successor under its
+   * id (a reload restarted the provider) is dated no earlier (follow).
+   */
+  get lastFlipAt(): number | null {
+    return this.#lastFlipAt;
+  }
+
+  /**
+   * Dates this host's availability flips no earlier than `at`, the last flip of its predecessor
+   * under the same id (a reload that changed the provider's entry stopped that host): a step back
+   * of the wall clock (NTP) must not date the provider's return before that stop.
+   */
+  follow(at: number): void {
+    this.#lastFlipAt = Math.max(this.#lastFlipAt ?? at, at);
+  }
+
   /** Milliseconds since the provider last answered anything; null while there is no session. */
   lastSeenAgoMs(): number | null {
     const s = this.#session;

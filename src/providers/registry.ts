@@ -116,6 +116,14 @@ export class ProviderRegistry {
    * but not gone (their devices are down, as in a supervisor restart, not unconfigured).
    */
   readonly #replacing = new Set<string>();
+  /**
+   * Id -> the last availability flip date of the host a reload stopped (#retire): its successor
+   * under the id (a changed entry, or one configured again later) is dated no earlier
+   * (ProviderHost.follow), as the devices of a provider configured again are. Taken by add(); one
+   * no host took is let go of by a later #retire once the wall clock has passed it, so only those
+   * ahead of the clock (a step back: NTP) stay: at most one number per provider id.
+   */
+  readonly #retiredFlipAt = new Map<string, number>();
   readonly #deps: ProviderHostDeps;
   readonly #added: HostListener[] = [];
   readonly #removed: HostListener[] = [];
@@ -165,6 +173,9 @@ export class ProviderRegistry {
       throw new RuntimeError("FAILED_PRECONDITION", `Provider already registered: ${config.id}`);
     }
     const host = new ProviderHost(config, this.#deps);
+    const retiredAt = this.#retiredFlipAt.get(config.id);
+    if (retiredAt !== undefined) host.follow(retiredAt);
+    this.#retiredFlipAt.delete(config.id);
     this.#hosts.set(config.id, host);
     try {
       for (const l of this.#added) l(host);
@@ -384,7 +395,22 @@ export class ProviderRegistry {
     return stopped.finally(() => {
       this.#retiring.delete(stopped);
       this.#retiringHosts.delete(host);
+      this.#noteRetiredFlip(host);
     });
+  }
+
+  /**
+   * Keeps the last flip date of `host`, stopped, for its successor under the id (#retiredFlipAt),
+   * unless one is registered already; lets go of the others' the wall clock has passed.
+   */
+  #noteRetiredFlip(host: ProviderHost): void {
+    const now = this.#deps.clock.nowMs();
+    for (const [id, at] of this.#retiredFlipAt) if (at <= now) this.#retiredFlipAt.delete(id);
+    const at = host.lastFlipAt;
+    const successor = this.#hosts.get(host.id);
+    if (at === null) return;
+    if (successor !== undefined) successor.follow(at);
+    else this.#retiredFlipAt.set(host.id, Math.max(this.#retiredFlipAt.get(host.id) ?? at, at));
   }
 
   /** Puts the hosts in the order of `ids` (the configuration's); ids not listed keep their place after. */

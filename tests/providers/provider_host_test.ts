@@ -117,6 +117,27 @@ Deno.test("ProviderHost dates an availability flip no earlier than the flip befo
   }, { restart: { backoffMs: [0, 0, 0] } });
 });
 
+Deno.test("ProviderRegistry dates the flips of a provider a reload restarts (its entry changed) no earlier than its predecessor's when the wall clock stepped back (NTP)", async () => {
+  await withFixture(D0, async (fx) => {
+    fx.events.length = 0; // AVAILABLE at 1_700_000_000_000
+    fx.clock.wallMs = 1_700_000_000_000 - 10_000; // NTP steps the wall clock back 10 s
+    // A reload changes its entry: the old process stops, a new host starts it again.
+    const entry = fx.host.config;
+    const changed = { ...entry, timeoutMs: entry.timeoutMs + 1 };
+    const report = await fx.registry.reconcile([entry], [changed], {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      stopping: () => false,
+    });
+    assert.deepEqual(report.restarted, ["p0"]);
+    assert.deepEqual(
+      fx.events.map((e) => e.kind === "provider_health_change" && [e.state, e.timestamp_ms]),
+      [["UNAVAILABLE", 1_700_000_000_000], ["AVAILABLE", 1_700_000_000_000]],
+      "the successor's flip never earlier than its predecessor's",
+    );
+  }, { restart: { backoffMs: [0, 0, 0] } });
+});
+
 Deno.test("ProviderHost ends a restart's failure streak at the first liveness answer after success_reset_ms, not on time alone", async () => {
   const timers = openTimerLedger(ADPP_DEADLINE_TIMER);
   try {
