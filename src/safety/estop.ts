@@ -55,6 +55,7 @@ import {
   readClockTwice,
   type RuntimeError,
   scalarOf,
+  SpellLog,
   type TimerId,
   toJsonText,
   toRuntimeError,
@@ -600,6 +601,12 @@ export class Estop implements EstopService {
   readonly #ladderHolds = new Set<LadderHold>();
   /** Per provider host: its securing run after it last became AVAILABLE while latched. */
   readonly #secureRuns = new WeakMap<ProviderSummary, SecureRun>();
+  /**
+   * Per provider id: the WARN lines of its securing runs for devices answering again, one per
+   * spell (#deviceReturnLog); a spell ends, with its count, at the release or the provider's own
+   * return.
+   */
+  readonly #deviceReturnLogs = new Map<string, SpellLog>();
   /** The re-verification waiting to start, if any (providers join it until it starts). */
   #pendingReverify: ReverifyBatch | null = null;
   /** The end of the re-verifications begun so far (one runs at a time). */
@@ -652,12 +659,15 @@ export class Estop implements EstopService {
       }
     });
     options.inventory.onAvailability((p, up) => {
-      if (up) this.#providerAvailable(p);
+      if (!up) return;
+      this.#endDeviceReturnSpell(p.id);
+      this.#providerAvailable(p);
     });
+    // At most one per DEVICE_RETURN_MIN_INTERVAL_MS per provider (DeviceOutages).
     options.devices?.onDeviceReturn((providerId, deviceId) => {
       const host = this.#o.inventory.provider(providerId);
       if (host?.available === true) {
-        this.#providerAvailable(host, `has device ${deviceId} answering again`);
+        this.#providerAvailable(host, `has device ${deviceId} answering again`, true);
       }
     });
     // The hooks into FAULT made again for a provider that comes back wait for its ladder calls
@@ -1269,6 +1279,7 @@ export class Estop implements EstopService {
       // as if it were not, nor keep the release from being announced (#stopLog: a line the
       // logger fails to write is lost).
       this.#stopLog.warn("E-stop latch cleared (mode unchanged; re-arm deliberately)");
+      for (const id of [...this.#deviceReturnLogs.keys()]) this.#endDeviceReturnSpell(id);
       // A clock that fails is asked once more; if it fails again the release is not announced
       // (no invented time), an ERROR line says so (status shows it).
       const now = this.#readNow(
@@ -1835,7 +1846,11 @@ export class Estop implements EstopService {
    * latched, and unless a securing run of it is still waiting for its turn (it will find the
    * provider up, and take the plan then), one begins (#secure).
    */
-  #providerAvailable(host: ProviderSummary, why = "is AVAILABLE again"): void {
+  #providerAvailable(
+    host: ProviderSummary,
+    why = "is AVAILABLE again",
+    deviceReturn = false,
+  ): void {
     if (this.#o.inventory.provider(host.id) !== host) return;
     // A return while released is secured by nobody: an earlier return's run no longer says it
     // (the supervisor restarts a provider within the same host).
@@ -1853,7 +1868,8 @@ export class Estop implements EstopService {
     // stops the provider in this step waits for them too (a plan that cannot be made: none held,
     // the run fails below).
     const held = this.#holdSecuring(host.id);
-    run.promise = Promise.resolve().then(() => this.#secure(host, run, made.resolve, why, held))
+    run.promise = Promise.resolve()
+      .then(() => this.#secure(host, run, made.resolve, why, held, deviceReturn))
       .catch(
         (err) => {
           this.#releaseLadder(held);
@@ -1884,6 +1900,7 @@ export class Estop implements EstopService {
     laddered: (made: readonly CallConfig[]) => void,
     why: string,
     held: LadderHold | null,
+    deviceReturn: boolean,
   ): Promise<EstopAction[]> {
     const id = host.id;
     let rung: SoftwareSafeState = this.plan().rung;
@@ -1905,9 +1922,10 @@ export class Estop implements EstopService {
       // Made for the latch in force: its cause (what latched it) is theirs.
       const latchCause = this.#cause ?? ESTOP_CAUSE_API;
       run.secured = { rung, safeState };
-      this.#stopLog.warn(
-        `e-stop latched: provider ${id} ${why}; bringing it to the safe state (${calls.length} call(s))`,
-      );
+      const line = `e-stop latched: provider ${id} ${why}; bringing it to the safe state ` +
+        `(${calls.length} call(s))`;
+      if (deviceReturn) this.#deviceReturnLog(id).fail(line);
+      else this.#stopLog.warn(line);
       const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
       this.#stopsRunning++;
       try {
@@ -1932,6 +1950,35 @@ export class Estop implements EstopService {
     const reason = why === LADDER_RELOADED ? "ladder reloaded while latched" : undefined;
     await this.#reverify(id, actions, rung, safeState, reason);
     return actions;
+  }
+
+  /**
+   * The log of `providerId`'s securing runs for devices answering again while latched: a device
+   * whose reads fail now and then secures its provider again after each (at most once per
+   * DEVICE_RETURN_MIN_INTERVAL_MS), so the first run of a spell is said at WARN, the rest at DEBUG,
+   * and the spell's end (#endDeviceReturnSpell) counts them at INFO. Each run is audited as usual.
+   */
+  #deviceReturnLog(providerId: string): SpellLog {
+    let log = this.#deviceReturnLogs.get(providerId);
+    if (log === undefined) {
+      log = new SpellLog({
+        log: this.#stopLog,
+        firstNote: `its further securing runs for devices answering again are logged at DEBUG ` +
+          `and counted until the latch is released or provider ${providerId} itself comes back`,
+        restLevel: "debug",
+        recovered: (n) =>
+          `e-stop: provider ${providerId}: ${n} securing run(s) for devices answering again ` +
+          "while latched",
+      });
+      this.#deviceReturnLogs.set(providerId, log);
+    }
+    return log;
+  }
+
+  /** Ends `providerId`'s spell of securing runs for devices answering again (its count, INFO). */
+  #endDeviceReturnSpell(providerId: string): void {
+    this.#deviceReturnLogs.get(providerId)?.ok();
+    this.#deviceReturnLogs.delete(providerId);
   }
 
   /**

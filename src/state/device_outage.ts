@@ -29,6 +29,18 @@ import type { DeviceState, StateCache } from "./state_cache.ts";
 // The bound is common's (the configuration check reads it too); exported here as before.
 export { DEVICE_DOWN_AFTER_POLLS, DEVICE_DOWN_MIN_MS, deviceDownAfterMs } from "../common/mod.ts";
 
+/**
+ * Least time between two device returns told for one provider (onDeviceReturn). Each one secures
+ * the provider again while the e-stop is latched (its whole ladder) and makes its hook calls into
+ * FAULT again while FAULT stands; a device whose reads fail now and then (a sensor on a noisy bus)
+ * returns after each failed read. A return within this of its provider's last one told is told at
+ * its end, with every other device of the provider that returned meanwhile (those still up then,
+ * their provider still up): a device that flaps at every poll secures its provider again at most
+ * once per interval, and a return is secured at most this late. Its provider's own return (or
+ * outage) ends the interval.
+ */
+export const DEVICE_RETURN_MIN_INTERVAL_MS = 2000;
+
 /** A device's condition now. */
 export type DeviceConditionKind = "up" | "failing" | "down";
 
@@ -93,6 +105,15 @@ interface Tracked {
   timer: TimerId | null;
 }
 
+/** One provider's device returns as told (DEVICE_RETURN_MIN_INTERVAL_MS). */
+interface ReturnPace {
+  /** Monotonic time the last return was told. */
+  toldAt: number;
+  /** Devices that returned since, within the interval: told at its end (#tellPending). */
+  readonly pending: Set<string>;
+  timer: TimerId | null;
+}
+
 /** Decides "device down" (module comment) and tells every change of a listed device. */
 export class DeviceOutages {
   readonly #o: DeviceOutagesOptions;
@@ -120,6 +141,8 @@ export class DeviceOutages {
    * a device whose read fails once it is back is out again: #polled).
    */
   readonly #devicesOut = new Map<string, Set<string>>();
+  /** Per provider id, its device returns as told (#deviceReturned); forgotten as #devicesOut. */
+  readonly #returnPace = new Map<string, ReturnPace>();
   #stopped = false;
 
   constructor(options: DeviceOutagesOptions) {
@@ -137,6 +160,7 @@ export class DeviceOutages {
       host.onAvailability((up) => {
         if (!current()) return;
         this.#devicesOut.delete(host.id);
+        this.#forgetReturns(host.id);
         if (up) this.#providerDownSince.delete(host.id);
         else this.#providerDownSince.set(host.id, options.clock.monoMs());
         this.#recheckProvider(host.id);
@@ -161,6 +185,7 @@ export class DeviceOutages {
     });
     options.registry.onHostRemoved((host) => {
       this.#devicesOut.delete(host.id);
+      this.#forgetReturns(host.id);
       this.#providerDownSince.set(host.id, options.clock.monoMs());
       this.#recheckProvider(host.id);
       this.#providerDownSince.delete(host.id);
@@ -234,8 +259,9 @@ export class DeviceOutages {
    * Subscribes to the return of a device that stopped answering while its provider stayed up:
    * told once it answers again, its provider still up (the e-stop secures it again while latched,
    * the mode manager makes the hook calls into FAULT again while FAULT stands). A device out
-   * because its provider went down is left to the provider's own return. Returns the unsubscribe
-   * function.
+   * because its provider went down is left to the provider's own return. One provider's returns
+   * are told at most once per DEVICE_RETURN_MIN_INTERVAL_MS (those meanwhile together at its end).
+   * Returns the unsubscribe function.
    */
   onDeviceReturn(listener: DeviceReturnListener): () => void {
     this.#returnListeners.push(listener);
@@ -260,6 +286,7 @@ export class DeviceOutages {
     for (const devices of this.#tracked.values()) {
       for (const t of devices.values()) this.#o.clock.clearTimer(t.timer);
     }
+    for (const id of [...this.#returnPace.keys()]) this.#forgetReturns(id);
   }
 
   #providerSince(providerId: string): number | null {
@@ -325,7 +352,59 @@ export class DeviceOutages {
     const out = this.#devicesOut.get(t.providerId);
     if (!out?.delete(t.deviceId)) return;
     if (out.size === 0) this.#devicesOut.delete(t.providerId);
-    tellEach(this.#returnListeners, [t.providerId, t.deviceId], onError);
+    this.#deviceReturned(t.providerId, t.deviceId);
+  }
+
+  /**
+   * A device answers again with its provider up: told at once, unless its provider's last return
+   * was told less than DEVICE_RETURN_MIN_INTERVAL_MS ago; then at that interval's end.
+   */
+  #deviceReturned(providerId: string, deviceId: string): void {
+    const now = this.#o.clock.monoMs();
+    const pace = this.#returnPace.get(providerId);
+    if (pace !== undefined && now - pace.toldAt < DEVICE_RETURN_MIN_INTERVAL_MS) {
+      pace.pending.add(deviceId);
+      pace.timer ??= this.#o.clock.setTimer(
+        () => this.#tellPending(providerId, pace),
+        pace.toldAt + DEVICE_RETURN_MIN_INTERVAL_MS - now,
+      );
+      return;
+    }
+    // Past the interval: a return still waiting for a timer that has not fired is told now too.
+    const earlier = pace === undefined ? [] : [...pace.pending].filter((d) => d !== deviceId);
+    this.#forgetReturns(providerId);
+    this.#returnPace.set(providerId, { toldAt: now, pending: new Set(), timer: null });
+    this.#tellReturns(providerId, [...earlier.filter((d) => this.#isUp(providerId, d)), deviceId]);
+  }
+
+  /** The interval's end: the devices that returned within it and are still up are told. */
+  #tellPending(providerId: string, pace: ReturnPace): void {
+    pace.timer = null;
+    if (this.#stopped || this.#returnPace.get(providerId) !== pace) return;
+    if (this.#o.registry.host(providerId)?.available !== true) return;
+    // One out again meanwhile is told at its next answer (#devicesOut holds it again).
+    const devices = [...pace.pending].filter((d) => this.#isUp(providerId, d));
+    pace.pending.clear();
+    if (devices.length === 0) return;
+    pace.toldAt = this.#o.clock.monoMs();
+    this.#tellReturns(providerId, devices);
+  }
+
+  #isUp(providerId: string, deviceId: string): boolean {
+    return this.#tracked.get(providerId)?.get(deviceId)?.condition.kind === "up";
+  }
+
+  #tellReturns(providerId: string, deviceIds: readonly string[]): void {
+    const onError = this.#o.onListenerError ?? (() => {});
+    for (const d of deviceIds) tellEach(this.#returnListeners, [providerId, d], onError);
+  }
+
+  /** A provider's own return, outage or removal: its device returns start afresh. */
+  #forgetReturns(providerId: string): void {
+    const pace = this.#returnPace.get(providerId);
+    if (pace === undefined) return;
+    this.#o.clock.clearTimer(pace.timer);
+    this.#returnPace.delete(providerId);
   }
 
   /**

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/common/mod.ts";
 import {
+  DEVICE_RETURN_MIN_INTERVAL_MS,
   type DeviceConditionChange,
   type DeviceConditionKind,
   deviceDownAfterMs,
@@ -801,5 +802,54 @@ Deno.test("DeviceOutages.onDeviceReturn tells a device whose reads failed after 
     off();
     outages.stop();
     await fx.close();
+  }
+});
+
+Deno.test("DeviceOutages.onDeviceReturn tells a provider's returns at most once per DEVICE_RETURN_MIN_INTERVAL_MS: one within it at its end, if still up; the provider's own outage forgets it", async () => {
+  const r = await rig();
+  const returned: string[] = [];
+  const off = r.outages.onDeviceReturn((p, d) => returned.push(`${p}/${d}`));
+  const answer = async () => {
+    await r.fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+    await r.poll("pump");
+  };
+  try {
+    await failPump(r);
+    await answer();
+    assert.deepEqual(returned, ["p0/pump"], "the first return: at once");
+    // One failed read and its answer within the interval: told at the interval's end.
+    r.timers.advance(100);
+    await failPump(r);
+    await answer();
+    assert.deepEqual(returned, ["p0/pump"], "told within the interval");
+    r.timers.advance(DEVICE_RETURN_MIN_INTERVAL_MS - 101);
+    assert.deepEqual(returned, ["p0/pump"], "told before the interval's end");
+    r.timers.advance(1);
+    assert.deepEqual(returned, ["p0/pump", "p0/pump"], "at the interval's end");
+    // Within the next: its return is pending, but it is out again at the interval's end (told at
+    // its next answer, also pending then: the timer fires once).
+    r.timers.advance(100);
+    await failPump(r);
+    await answer();
+    await failPump(r);
+    r.timers.advance(DEVICE_RETURN_MIN_INTERVAL_MS - 100);
+    assert.equal(r.kind("pump"), "down");
+    assert.deepEqual(returned.length, 2, "a device out again at the interval's end was told");
+    await answer();
+    assert.deepEqual(returned.length, 3, "its next answer past the interval: at once");
+    // A return pending when its provider goes down is forgotten (the provider's return is whole).
+    await failPump(r);
+    await answer();
+    assert.equal(r.timers.pending.size, 1, "the interval's timer");
+    await r.fx.host.request("call", { device_id: "pump", function_id: 3 }).catch(() => {});
+    for (let i = 0; i < 200 && r.fx.host.available; i++) {
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    assert.equal(r.fx.host.available, false);
+    assert.equal(r.timers.pending.size, 0, "the interval's timer is cleared");
+    assert.equal(returned.length, 3);
+  } finally {
+    off();
+    await r.close();
   }
 });

@@ -1,0 +1,84 @@
+/**
+ * A device with occasional read errors while the e-stop is latched (docs/safety.md, "A provider
+ * that comes back while latched"): each answer after a failed read is a device return, and each
+ * return secures its provider again (the safe choice, kept). What is bounded: the securing runs of
+ * one provider for its devices' returns (at most one per DEVICE_RETURN_MIN_INTERVAL_MS, the
+ * returns meanwhile secured together at its end) and the log (one WARN per spell, its count said
+ * when the spell ends). The plant provider in-process, on virtual time: it fails one read in
+ * READS_PER_FLAP, as an I2C sensor on a noisy bus does.
+ */
+import assert from "node:assert/strict";
+import { WireStatusCode } from "../../src/provider_sdk/mod.ts";
+import { DEVICE_RETURN_MIN_INTERVAL_MS } from "../../src/state/mod.ts";
+import { ManualClock, runToSettle, runUntil } from "../helpers/clock.ts";
+import type { FakeProvider } from "../helpers/fake_provider.ts";
+import { rig } from "../helpers/rig.ts";
+import { call, plantProvider } from "./_fixture.ts";
+
+/** Reads per flap: the first fails, the rest answer. */
+const READS_PER_FLAP = 2;
+const FLAPS = 16;
+
+Deno.test("Estop latched: a device failing one read in N re-secures its provider at most once per DEVICE_RETURN_MIN_INTERVAL_MS, with one WARN line for the spell and its count at the release", async () => {
+  const clock = new ManualClock();
+  const r = await rig({
+    clock,
+    journald: true,
+    providers: [plantProvider("plant")],
+    safety: { hooks: [call("plant/plant0", "set_fan", { duty: { double: 0 } })] },
+  });
+  const rt = r.kernel;
+  const fake = () => r.provider<FakeProvider>("plant");
+  const reads = () => fake().count("read_signals", "plant0");
+  const condition = () => rt.outages.condition("plant", "plant0").kind;
+  /** Ladder calls (set_fan) the plant received after request index `from`. */
+  const ladderCallsFrom = (from: number) =>
+    fake().requests.slice(from).filter((q) => q.kind === "call").length;
+  try {
+    await runToSettle(clock, rt.estop.trigger("flap test"), "the stop");
+    const fromStop = fake().requests.length;
+    const startedAt = clock.monoMs();
+    let lastFailure = fromStop;
+    for (let i = 0; i < FLAPS; i++) {
+      fake().answer("read_signals", { error: { code: WireStatusCode.UNAVAILABLE } }, "plant0");
+      const before = reads();
+      await runUntil(clock, `flap ${i}: its failed read`, () => reads() > before);
+      assert.equal(condition(), "failing", `flap ${i}`);
+      lastFailure = fake().requests.length;
+      fake().answer("read_signals", null, "plant0");
+      const failed = reads();
+      await runUntil(clock, `flap ${i}: its answers`, () => reads() >= failed + READS_PER_FLAP - 1);
+      assert.equal(condition(), "up", `flap ${i}`);
+    }
+    const elapsed = clock.monoMs() - startedAt;
+    // Whatever was deferred is made: past one more interval, no securing run waits.
+    const end = clock.monoMs() + DEVICE_RETURN_MIN_INTERVAL_MS + 1000;
+    await runUntil(clock, "the interval past the last return", () => clock.monoMs() >= end);
+    await runUntil(
+      clock,
+      "securing runs ended",
+      () => rt.estop.securing(rt.registry.host("plant")!)?.then(() => true),
+    );
+
+    const runs = ladderCallsFrom(fromStop);
+    const bound = Math.ceil(elapsed / DEVICE_RETURN_MIN_INTERVAL_MS) + 1;
+    assert.ok(runs >= 2, `re-securing is kept: ${runs} run(s)`);
+    assert.ok(
+      runs <= bound,
+      `${FLAPS} returns in ${elapsed} ms made ${runs} securing runs (at most ${bound})`,
+    );
+    // The last return is secured too (at once or at its interval's end).
+    assert.ok(ladderCallsFrom(lastFailure) >= 1, "the last return was not secured");
+
+    const warns = r.lines.filter((l) => /^<4>\[estop\] .*answering again/.test(l));
+    assert.equal(warns.length, 1, warns.join("\n"));
+    rt.estop.clear();
+    const ends = r.lines.filter((l) =>
+      /^<6>\[estop\] .*securing run\(s\) for devices answering again/.test(l)
+    );
+    assert.equal(ends.length, 1, r.lines.join("\n"));
+    assert.match(ends[0]!, new RegExp(`provider plant: ${runs} securing run\\(s\\)`));
+  } finally {
+    await r.stop();
+  }
+});
