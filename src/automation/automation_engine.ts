@@ -53,7 +53,7 @@ import type {
   BtRunner,
   TickScheduler,
 } from "./bt/bt_runner.ts";
-import { DeviceLossLatch, type LossEntry } from "./device_loss_latch.ts";
+import { DeviceLossLatch, type LossEntry, type ProviderLossEntry } from "./device_loss_latch.ts";
 import type { LiteralDeviceCall } from "./bt/device_handles.ts";
 import type { EntryWriter } from "./bt/blackboard_writers.ts";
 import type { DeclaredParameters, ParameterRead, parameterReadProblems } from "./bt/mod.ts";
@@ -204,6 +204,11 @@ export type EngineStatus = AutomationStatus & {
   blocked_devices: BlockedDevice[];
   /** Devices automation may not command until AUTO is entered again. */
   device_loss_latched: string[];
+  /**
+   * Providers past MAX_LATCHED_DEVICES_PER_PROVIDER latched devices: their further lost devices,
+   * held as one entry (automation may command only their devices up when AUTO was last entered).
+   */
+  device_loss_latched_providers: LatchedProvider[];
   device_outages: DeviceOutage[];
   /**
    * Device functions the tree's recent calls of were all refused by a gate or a caller check (not
@@ -225,6 +230,20 @@ export type TreeReload =
   | "retimed"
   | "refused_auto"
   | { readonly refused_auto: { readonly does_not_load: string } };
+
+/** A provider-wide device-loss latch entry as status shows it (ProviderLossEntry). */
+export interface LatchedProvider {
+  provider_id: string;
+  /** Losses held as one entry (a device lost again after an entry into AUTO counts again). */
+  losses: number;
+  /** When the first was lost. */
+  since_epoch_ms: number;
+  /** The latest device held, and why it was lost. */
+  last_device_handle: string;
+  last_reason: string;
+  /** Its devices up when AUTO was last entered and not lost since: automation may command them. */
+  exempt_devices: number;
+}
 
 /** Construction options of AutomationEngine. */
 export interface AutomationEngineOptions {
@@ -388,6 +407,7 @@ export class AutomationEngine {
         clock: options.clock,
         log: this.#log,
         treeDependsOn: (handle) => this.#handles.includes(handle) || this.#commanded.has(handle),
+        ...(options.inventory ? { devicesOf: (id) => options.inventory!.devicesOf(id) } : {}),
       });
       this.#lossLatch = latch;
       options.router.addGate?.(latch.gate, "device_loss");
@@ -911,6 +931,7 @@ export class AutomationEngine {
     const mode = this.#o.modes.current();
     const blocked = this.#blockedDevices();
     const latched = this.#lossLatch?.entries() ?? [];
+    const wide = this.#lossLatch?.providerEntries() ?? [];
     const outages: DeviceOutage[] = [];
     // A device whose provider a reload removed is gone, not out: forgotten.
     const gone = (handle: string): boolean => {
@@ -962,7 +983,7 @@ export class AutomationEngine {
       }`
       : null;
     const lastError = base.last_error ?? callProblems;
-    const notRunning = this.#notRunning(base, mode, latched.length > 0);
+    const notRunning = this.#notRunning(base, mode, latched.length + wide.length > 0);
     // Out of AUTO with no device blocking it: what else the AUTO gate would refuse it for (the
     // tree's call policy, its undeclared parameter reads), so the remedy the line gives is one
     // that works.
@@ -976,9 +997,19 @@ export class AutomationEngine {
       not_running: notRunning,
       why_not_running: notRunning === null
         ? null
-        : whyNotRunning(notRunning, blocked, latched, base.last_error, callProblems, autoRefusal),
+        : whyNotRunning(notRunning, blocked, latched, wide, base.last_error, callProblems, {
+          autoRefusal,
+        }),
       blocked_devices: blocked,
       device_loss_latched: latched.map((e) => `${e.providerId}/${e.deviceId}`),
+      device_loss_latched_providers: wide.map((w) => ({
+        provider_id: w.providerId,
+        losses: w.losses,
+        since_epoch_ms: w.atMs,
+        last_device_handle: `${w.providerId}/${w.lastDeviceId}`,
+        last_reason: w.lastReason,
+        exempt_devices: w.exempt,
+      })),
       device_outages: outages,
       refused_calls: refused,
     };
@@ -1154,9 +1185,10 @@ function whyNotRunning(
   n: NotRunning,
   blocked: readonly BlockedDevice[],
   latched: readonly LossEntry[],
+  wide: readonly ProviderLossEntry[],
   lastError: string | null,
   callProblems: string | null,
-  autoRefusal: string | null,
+  { autoRefusal }: { autoRefusal: string | null },
 ): string {
   const devices = blocked.map((b) =>
     `${b.device_handle} is ${b.condition === "down" ? "down" : "failing"} (${b.reason})`
@@ -1176,7 +1208,13 @@ function whyNotRunning(
         `re-arm (FAULT -> MANUAL -> AUTO) after fixing the cause${blockedText}`;
     case "device_loss_latch":
       return `device-loss latch: ${
-        latched.map((e) => `${e.providerId}/${e.deviceId} was lost (${e.reason})`).join(", ")
+        [
+          ...latched.map((e) => `${e.providerId}/${e.deviceId} was lost (${e.reason})`),
+          ...wide.map((w) =>
+            `${w.losses} more device(s) of ${w.providerId} were lost, held as one entry (the ` +
+            `latest ${w.providerId}/${w.lastDeviceId}: ${w.lastReason})`
+          ),
+        ].join(", ")
       }; mode FAULT: re-arm deliberately (FAULT -> MANUAL -> AUTO)${blockedText}`;
     case "mode":
       // FAULT -> AUTO and IDLE -> AUTO are no transitions: the remedy goes through MANUAL (an

@@ -19,6 +19,15 @@
  *    one still down stays latched until the next entry.
  * Every latch and release is published (`device_loss_latch`) and logged, dated no earlier than
  * the device's latch or release before it (a step back of the wall clock: NTP).
+ *
+ * Bounded without releasing anything: a provider that renames its devices at each restart leaves
+ * a device down for good at each one. Past MAX_LATCHED_DEVICES_PER_PROVIDER devices of a provider
+ * latched one by one, its further lost devices are held in ONE provider-wide entry, which counts
+ * them and names the latest: it refuses automated calls to every device of the provider except
+ * those up when AUTO was last entered since (and not lost since) -- a device it holds may come
+ * back under its name, so its release would be unsafe. It stays until a reload removes the
+ * provider. The WARN lines at an entry into AUTO are one per provider past
+ * MAX_KEPT_LINES_PER_PROVIDER devices kept.
  */
 import {
   type Clock,
@@ -43,6 +52,53 @@ export interface LossEntry {
   readonly reason: string;
 }
 
+/**
+ * Devices of one provider the latch holds one by one. Past it, the provider's further lost devices
+ * are held as one provider-wide entry (ProviderLossEntry): nothing is released, and what a
+ * provider renaming its devices at each restart adds is bounded (module comment).
+ */
+export const MAX_LATCHED_DEVICES_PER_PROVIDER = 64;
+
+/**
+ * Devices of one provider kept latched at an entry into AUTO (still down) that get a WARN line
+ * each; past it, the provider's are one line naming the first of them and counting the rest.
+ */
+export const MAX_KEPT_LINES_PER_PROVIDER = 3;
+
+/**
+ * A provider past MAX_LATCHED_DEVICES_PER_PROVIDER latched devices: its further lost devices, held
+ * as one entry (counted, the latest named). Automated calls to any of its devices are refused
+ * except those up when AUTO was last entered since the entry was made (and not lost since).
+ */
+export interface ProviderLossEntry {
+  readonly providerId: string;
+  /** Losses held here (a device lost again after an entry into AUTO counts again). */
+  readonly losses: number;
+  /** When the first of them was lost (the entry's date). */
+  readonly atMs: number;
+  /** The latest device held here, when and why it was lost. */
+  readonly lastDeviceId: string;
+  readonly lastAtMs: number;
+  readonly lastReason: string;
+  /** Devices of the provider it does not hold: up when AUTO was last entered, not lost since. */
+  readonly exempt: number;
+}
+
+/** A provider-wide entry as the latch keeps it (ProviderLossEntry). */
+interface WideEntry {
+  readonly providerId: string;
+  losses: number;
+  readonly atMs: number;
+  lastDeviceId: string;
+  lastAtMs: number;
+  lastReason: string;
+  /**
+   * Its devices up at the last entry into AUTO and not lost since: not held. At most the devices
+   * the provider listed then (MAX_DEVICES_PER_PROVIDER).
+   */
+  exempt: Set<string>;
+}
+
 /** The part of the mode manager the latch uses. */
 export interface LatchModes {
   current(): RuntimeMode;
@@ -64,6 +120,11 @@ export interface DeviceLossLatchOptions {
   readonly log: Logger;
   /** Whether the tree depends on a device (named in it, or commanded since AUTO was entered). */
   readonly treeDependsOn: (handle: string) => boolean;
+  /**
+   * The device ids a provider lists now: at an entry into AUTO, those up are exempt from its
+   * provider-wide entry (ProviderLossEntry). Absent: none is, the entry refuses every device.
+   */
+  readonly devicesOf?: (providerId: string) => readonly string[];
 }
 
 /** Tracks lost devices and refuses automated calls to them until AUTO is entered again. */
@@ -75,11 +136,17 @@ export class DeviceLossLatch {
    */
   readonly #log: Logger;
   readonly #latched = new Map<string, LossEntry>();
+  /** Provider id -> how many of its devices #latched holds (MAX_LATCHED_DEVICES_PER_PROVIDER). */
+  readonly #latchedOf = new Map<string, number>();
+  /** Provider id -> its provider-wide entry, once past MAX_LATCHED_DEVICES_PER_PROVIDER. */
+  readonly #wide = new Map<string, WideEntry>();
   /**
    * Provider id -> device id -> the date of the device's latest latch or release (#transitionAt),
    * kept after its release so that a later latch is never dated before it. A provider's entries
    * leave with it (forgetProvider, or a device found unconfigured): a provider configured again
-   * under that id brings new devices. Bounded by the devices the configured providers listed.
+   * under that id brings new devices. Bounded per provider by the devices #latched holds
+   * (MAX_LATCHED_DEVICES_PER_PROVIDER) and those it listed since (a device no longer listed is
+   * down, so latched or held by the provider-wide entry, which keeps no date per device).
    */
   readonly #lastTransitionAt = new Map<string, Map<string, number>>();
   readonly #unsubscribe: () => void;
@@ -103,6 +170,20 @@ export class DeviceLossLatch {
     return [...this.#latched.values()];
   }
 
+  /** The provider-wide entries (status): providers past MAX_LATCHED_DEVICES_PER_PROVIDER. */
+  providerEntries(): ProviderLossEntry[] {
+    this.#forgetUnconfigured();
+    return [...this.#wide.values()].map((w) => ({
+      providerId: w.providerId,
+      losses: w.losses,
+      atMs: w.atMs,
+      lastDeviceId: w.lastDeviceId,
+      lastAtMs: w.lastAtMs,
+      lastReason: w.lastReason,
+      exempt: w.exempt.size,
+    }));
+  }
+
   /**
    * A reload removed provider `providerId`: its latched devices leave the latch at once (one
    * already down when removed is told no condition change, and a reload configuring the id again
@@ -114,7 +195,19 @@ export class DeviceLossLatch {
         this.#release(handle, entry, "its provider is no longer configured");
       }
     }
+    this.#dropWide(providerId);
     this.#lastTransitionAt.delete(providerId);
+  }
+
+  /** A provider no longer configured: its provider-wide entry leaves with it. */
+  #dropWide(providerId: string): void {
+    const wide = this.#wide.get(providerId);
+    if (wide === undefined) return;
+    this.#wide.delete(providerId);
+    this.#log.info(
+      `released the provider-wide latch of ${quoteDeviceHandle(providerId, wide.lastDeviceId)} ` +
+        `and ${wide.losses - 1} more lost device(s) of its provider: it is no longer configured`,
+    );
   }
 
   /**
@@ -155,10 +248,17 @@ export class DeviceLossLatch {
       this.#release(handle, entry, "its provider is no longer configured");
       this.#forgetDevice(entry.providerId, entry.deviceId);
     }
+    for (const wide of [...this.#wide.values()]) {
+      const c = this.#o.outages.condition(wide.providerId, wide.lastDeviceId);
+      if (c.unconfigured === true) this.#dropWide(wide.providerId);
+    }
   }
 
   #release(handle: string, entry: LossEntry, reason: string): void {
     this.#latched.delete(handle);
+    const n = (this.#latchedOf.get(entry.providerId) ?? 1) - 1;
+    if (n > 0) this.#latchedOf.set(entry.providerId, n);
+    else this.#latchedOf.delete(entry.providerId);
     this.#log.info(`released ${quoteDeviceHandle(entry.providerId, entry.deviceId)}: ${reason}`);
     this.#o.bus.publish({
       kind: "device_loss_latch",
@@ -177,10 +277,23 @@ export class DeviceLossLatch {
 
   /** The router gate: refuses automated calls to a latched device. */
   readonly gate = (ctx: GateContext): ReturnType<typeof failedPrecondition> | null => {
-    if (ctx.origin !== "automated" || this.#latched.size === 0) return null;
-    const handle = deviceHandle(ctx.device.device.providerId, ctx.device.device.deviceId);
+    if (ctx.origin !== "automated") return null;
+    if (this.#latched.size === 0 && this.#wide.size === 0) return null;
+    const { providerId, deviceId } = ctx.device.device;
+    const handle = deviceHandle(providerId, deviceId);
     const entry = this.#latched.get(handle);
-    if (!entry) return null;
+    if (!entry) {
+      const wide = this.#wide.get(providerId);
+      if (wide === undefined || wide.exempt.has(deviceId)) return null;
+      return failedPrecondition(
+        `Device-loss latch: more than ${MAX_LATCHED_DEVICES_PER_PROVIDER} devices of ` +
+          `${providerId} were lost (${wide.losses} held as one entry, the latest ` +
+          `${deviceHandle(providerId, wide.lastDeviceId)}: ${wide.lastReason} at ` +
+          `${new Date(wide.lastAtMs).toISOString()}) and ${handle} was not up when AUTO was ` +
+          "last entered since: it may be one of them; automation may not command it until an " +
+          `operator enters AUTO again while it is up (${ctx.fn.name} refused)`,
+      );
+    }
     return failedPrecondition(
       `Device-loss latch: ${handle} was lost (${entry.reason} at ${
         new Date(entry.atMs).toISOString()
@@ -199,16 +312,47 @@ export class DeviceLossLatch {
     if (change.current !== "FAULT") this.#forcedFault = null;
     if (change.current !== "AUTO" || change.previous === "AUTO") return;
     this.#forgetUnconfigured();
+    /** Provider id -> its devices kept latched (still down), quoted. */
+    const kept = new Map<string, string[]>();
     for (const [handle, entry] of this.#latched) {
       if (this.#o.outages.condition(entry.providerId, entry.deviceId).kind === "down") {
-        this.#log.warn(
-          `kept ${
-            quoteDeviceHandle(entry.providerId, entry.deviceId)
-          } latched: AUTO entered while it is still down`,
-        );
+        const quoted = quoteDeviceHandle(entry.providerId, entry.deviceId);
+        const of = kept.get(entry.providerId);
+        if (of === undefined) kept.set(entry.providerId, [quoted]);
+        else of.push(quoted);
         continue;
       }
       this.#release(handle, entry, "AUTO entered again");
+    }
+    for (const [providerId, quoted] of kept) {
+      if (quoted.length <= MAX_KEPT_LINES_PER_PROVIDER) {
+        for (const q of quoted) {
+          this.#log.warn(`kept ${q} latched: AUTO entered while it is still down`);
+        }
+        continue;
+      }
+      const named = quoted.slice(0, MAX_KEPT_LINES_PER_PROVIDER).join(", ");
+      this.#log.warn(
+        `kept ${quoted.length} devices of provider ${providerId} latched: AUTO entered while ` +
+          `they are still down (${named} and ${quoted.length - MAX_KEPT_LINES_PER_PROVIDER} more)`,
+      );
+    }
+    // A provider-wide entry cannot release what it holds (it does not know their names): it
+    // exempts the provider's devices up now, and keeps refusing every other one.
+    for (const wide of this.#wide.values()) {
+      const p = wide.providerId;
+      const up = (this.#o.devicesOf?.(p) ?? []).filter((d) =>
+        !this.#latched.has(deviceHandle(p, d)) && this.#o.outages.condition(p, d).kind === "up"
+      );
+      wide.exempt = new Set(up);
+      this.#log.warn(
+        `kept the provider-wide latch of provider ${p}: more than ` +
+          `${MAX_LATCHED_DEVICES_PER_PROVIDER} of its devices were lost (${wide.losses} ` +
+          `held as one entry since ${new Date(wide.atMs).toISOString()}, the latest ` +
+          `${quoteDeviceHandle(p, wide.lastDeviceId)}); automation may command only the ` +
+          `${up.length} of its devices up now until AUTO is entered again; a reload that ` +
+          "removes the provider clears it",
+      );
     }
   }
 
@@ -226,6 +370,7 @@ export class DeviceLossLatch {
       const entry = this.#latched.get(handle);
       if (entry !== undefined) this.#release(handle, entry, "its provider is no longer configured");
       this.#forgetDevice(providerId, deviceId);
+      this.#dropWide(providerId);
       return;
     }
     const reason = change.condition.reason;
@@ -262,12 +407,69 @@ export class DeviceLossLatch {
   #latch(providerId: string, deviceId: string, reason: string, wallMs: number): void {
     const handle = deviceHandle(providerId, deviceId);
     if (this.#latched.has(handle)) return;
+    const count = this.#latchedOf.get(providerId) ?? 0;
+    if (count >= MAX_LATCHED_DEVICES_PER_PROVIDER) {
+      return this.#hold(this.#wide.get(providerId), providerId, deviceId, reason, wallMs);
+    }
+    this.#latchedOf.set(providerId, count + 1);
     const atMs = this.#transitionAt(providerId, deviceId, wallMs);
     this.#latched.set(handle, { providerId, deviceId, atMs, reason });
     this.#log.warn(
       `latched ${quoteDeviceHandle(providerId, deviceId)}: ${reason}; automation may not ` +
         `command it until AUTO is entered again`,
     );
+    this.#o.bus.publish({
+      kind: "device_loss_latch",
+      provider_id: providerId,
+      device_id: deviceId,
+      latched: true,
+      reason,
+      timestamp_ms: atMs,
+    });
+  }
+
+  /**
+   * Holds a lost device in its provider's provider-wide entry (made at the first): the provider
+   * has MAX_LATCHED_DEVICES_PER_PROVIDER devices latched one by one already. Its date is the
+   * entry's, no earlier than the entry's latest; no date is kept for the device itself.
+   */
+  #hold(
+    wide: WideEntry | undefined,
+    providerId: string,
+    deviceId: string,
+    reason: string,
+    wallMs: number,
+  ): void {
+    const atMs = transitionDate(wallMs, wide?.lastAtMs);
+    const quoted = quoteDeviceHandle(providerId, deviceId);
+    if (wide === undefined) {
+      this.#wide.set(providerId, {
+        providerId,
+        losses: 1,
+        atMs,
+        lastDeviceId: deviceId,
+        lastAtMs: atMs,
+        lastReason: reason,
+        exempt: new Set(),
+      });
+      this.#log.warn(
+        `latched ${quoted}: ${reason}; more than ${MAX_LATCHED_DEVICES_PER_PROVIDER} devices of ` +
+          "its provider are latched: this one and any further lost are held as one " +
+          "provider-wide entry, and automation may command only those of its devices up when " +
+          "AUTO is next entered (a reload that removes the provider clears it)",
+      );
+    } else {
+      wide.exempt.delete(deviceId);
+      wide.losses++;
+      wide.lastDeviceId = deviceId;
+      wide.lastAtMs = atMs;
+      wide.lastReason = reason;
+      this.#log.warn(
+        `latched ${quoted}: ${reason}; held in its provider's provider-wide entry ` +
+          `(${wide.losses} devices lost)`,
+      );
+    }
+    this.#forgetDevice(providerId, deviceId);
     this.#o.bus.publish({
       kind: "device_loss_latch",
       provider_id: providerId,

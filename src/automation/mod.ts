@@ -24,4 +24,9 @@ export type {
   TreeReload,
 } from "./automation_engine.ts";
 export { DEVICE_OUTAGE_FAILURES, MAX_CALL_RECORDS } from "./automation_engine.ts";
-export { DeviceLossLatch } from "./device_loss_latch.ts";
+export {
+  DeviceLossLatch,
+  MAX_KEPT_LINES_PER_PROVIDER,
+  MAX_LATCHED_DEVICES_PER_PROVIDER,
+  type ProviderLossEntry,
+} from "./device_loss_latch.ts";

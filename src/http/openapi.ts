@@ -77,7 +77,7 @@ const ADDITIONS = [
   "around every stop (`/v0/incidents*`)",
   "members added to anolis answers (listed in each schema's description): `runtime_name`, " +
   "`estop.plan`/`cause`/`verification`, `discovery_warnings`, `held_claims`, `data_faults`, telemetry " +
-  "counters, `device_loss_latched`, `device_outages`, `refused_calls`, `hook_failures`, `allowed_values`, " +
+  "counters, `device_loss_latched`, `device_loss_latched_providers`, `device_outages`, `refused_calls`, `hook_failures`, `allowed_values`, " +
   "capabilities' `policy` (functions) and `poll_hint_hz`/`stale_after_ms` (signals)",
   "the operator console at `/` (outside this document)",
 ];

@@ -972,6 +972,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         "why_not_running",
         "blocked_devices",
         "device_loss_latched",
+        "device_loss_latched_providers",
         "device_outages",
         "refused_calls",
       ],
@@ -998,6 +999,28 @@ export function responseComponents(): Record<string, JsonSchema> {
           arr(str),
           "Devices automation may not command until AUTO is " +
             "entered again (project addition).",
+        ),
+        device_loss_latched_providers: note(
+          arr(
+            obj([
+              "provider_id",
+              "losses",
+              "since_epoch_ms",
+              "last_device_handle",
+              "last_reason",
+              "exempt_devices",
+            ], {
+              provider_id: str,
+              losses: int,
+              since_epoch_ms: int,
+              last_device_handle: str,
+              last_reason: str,
+              exempt_devices: int,
+            }),
+          ),
+          "Providers with more than 64 devices latched (MAX_LATCHED_DEVICES_PER_PROVIDER): their " +
+            "further lost devices, held as one entry; automation may command only their devices " +
+            "up when AUTO was last entered (project addition).",
         ),
         device_outages: note(
           arr({ type: "object" }),

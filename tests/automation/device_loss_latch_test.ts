@@ -7,7 +7,11 @@ import assert from "node:assert/strict";
 import type { Clock, DeviceCapabilities, FunctionSpec, Logger } from "../../src/common/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
 import type { RuntimeMode } from "../../src/config/mod.ts";
-import { DeviceLossLatch } from "../../src/automation/mod.ts";
+import {
+  DeviceLossLatch,
+  MAX_KEPT_LINES_PER_PROVIDER,
+  MAX_LATCHED_DEVICES_PER_PROVIDER,
+} from "../../src/automation/mod.ts";
 import type { AuditOrigin, CallOrigin } from "../../src/control/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import type { DeviceConditionChange, DeviceConditionListener } from "../../src/state/mod.ts";
@@ -288,4 +292,163 @@ Deno.test("DeviceLossLatch quotes a provider-sent device id in its log lines, cu
   assert.deepEqual(r.faults.map(([reason]) => reason), [
     `device-loss latch: sim0/${forged} is down (its reads fail)`,
   ]);
+});
+
+/**
+ * A provider that renames its one device at each restart (`dev<n>`): the device of each process
+ * before is never listed again, so it stays down, and latched. The latch's own state, with the
+ * device conditions of such a provider: `listed` are up, every other device is down (not listed).
+ */
+function renamingRig(o: { devicesOf?: boolean } = {}) {
+  const listeners = new Set<DeviceConditionListener>();
+  const listed = new Set<string>();
+  let mode: RuntimeMode = "MANUAL";
+  /** Every line, as `LEVEL message`. */
+  const lines: string[] = [];
+  const logger: Logger = {
+    debug: (m) => lines.push(`DEBUG ${m}`),
+    info: (m) => lines.push(`INFO ${m}`),
+    warn: (m) => lines.push(`WARN ${m}`),
+    error: (m) => lines.push(`ERROR ${m}`),
+    child: () => logger,
+  };
+  const latch = new DeviceLossLatch({
+    outages: {
+      condition: (_p, d) =>
+        listed.has(d)
+          ? { kind: "up", reason: "", sinceMono: null }
+          : { kind: "down", reason: "not in the inventory of provider sim0", sinceMono: 0 },
+      onChange: (l) => {
+        listeners.add(l);
+        return () => listeners.delete(l);
+      },
+    },
+    modes: {
+      current: () => mode,
+      forceFault: () => Promise.resolve(true),
+    },
+    ...(o.devicesOf === false ? {} : { devicesOf: () => [...listed] }),
+    bus: new EventBus(),
+    clock: { nowMs: () => WALL_MS, monoMs: () => 0, setTimer: () => 0, clearTimer: () => {} },
+    log: logger,
+    treeDependsOn: () => false,
+  });
+  const down = (deviceId: string, reason: string) => {
+    const change: DeviceConditionChange = {
+      providerId: "sim0",
+      deviceId,
+      previous: "up",
+      condition: { kind: "down", reason, sinceMono: 0 },
+      atWallMs: WALL_MS,
+    };
+    for (const l of [...listeners]) l(change);
+  };
+  /** Restart n: the process before (listing dev<n-1>) goes, the new one lists dev<n>. */
+  const restart = (n: number) => {
+    listed.clear();
+    down(`dev${n - 1}`, "provider sim0 is unavailable (RESTARTING)");
+    listed.add(`dev${n}`);
+  };
+  const enterAuto = () => {
+    mode = "AUTO";
+    latch.onModeChange({ previous: "MANUAL", current: "AUTO" });
+    mode = "MANUAL";
+    latch.onModeChange({ previous: "AUTO", current: "MANUAL" });
+  };
+  return { latch, listed, lines, restart, enterAuto, down };
+}
+
+Deno.test("DeviceLossLatch holds a provider renaming its devices at each restart in bounded state, refusing every lost device, with a bounded WARN at each AUTO entry", () => {
+  const r = renamingRig();
+  r.listed.add("dev0");
+  const RESTARTS = 1000;
+  const warnsAtEntries: number[] = [];
+  for (let n = 1; n <= RESTARTS; n++) {
+    r.restart(n);
+    if (n % 100 === 0) {
+      const before = r.lines.length;
+      r.enterAuto();
+      warnsAtEntries.push(r.lines.slice(before).filter((l) => l.startsWith("WARN")).length);
+    }
+  }
+  // Every device lost is down (never listed again): none may be released, yet what the latch
+  // holds one by one is bounded -- the cap (64) per provider, the rest as one provider entry.
+  const held = r.latch.entries().length;
+  assert.ok(held <= 64, `the latch names ${held} devices of one provider`);
+  for (const warns of warnsAtEntries) {
+    assert.ok(warns <= 5, `${warns} WARN lines at one entry into AUTO`);
+  }
+  // Nothing is released: the first device lost, the latest, and one in between are refused.
+  for (const id of ["dev0", "dev500", `dev${RESTARTS - 1}`]) {
+    const refused = r.latch.gate(ctx(id, "automated"));
+    assert.equal(refused?.code, "FAILED_PRECONDITION", `${id}: ${refused?.message}`);
+  }
+  // The device listed now is up, and was up at the last entry into AUTO: it may be commanded.
+  assert.equal(r.latch.gate(ctx(`dev${RESTARTS}`, "automated")), null);
+});
+
+Deno.test("DeviceLossLatch's provider-wide entry: counted in status, refuses a held device that comes back until AUTO is entered while it is up, and one lost again", () => {
+  const r = renamingRig();
+  r.listed.add("dev0");
+  for (let n = 1; n <= MAX_LATCHED_DEVICES_PER_PROVIDER + 10; n++) r.restart(n);
+  assert.equal(r.latch.entries().length, MAX_LATCHED_DEVICES_PER_PROVIDER);
+  const [wide] = r.latch.providerEntries();
+  assert.equal(wide?.providerId, "sim0");
+  assert.equal(wide?.losses, 10);
+  assert.equal(wide?.lastDeviceId, `dev${MAX_LATCHED_DEVICES_PER_PROVIDER + 9}`);
+  assert.equal(wide?.exempt, 0);
+  // Before any entry into AUTO, even the device listed now (never lost) may be one held.
+  assert.equal(r.latch.gate(ctx("dev74", "automated"))?.code, "FAILED_PRECONDITION");
+  assert.equal(r.latch.gate(ctx("dev74", "manual")), null, "manual calls are exempt");
+  r.enterAuto();
+  assert.equal(r.latch.providerEntries()[0]?.exempt, 1);
+  assert.equal(r.latch.gate(ctx("dev74", "automated")), null, "up at the entry");
+  // A held device back after the entry (listed again) stays refused until the next entry.
+  r.listed.add("dev70");
+  const refused = r.latch.gate(ctx("dev70", "automated"));
+  assert.match(
+    refused?.message ?? "",
+    new RegExp(
+      `^Device-loss latch: more than ${MAX_LATCHED_DEVICES_PER_PROVIDER} devices of sim0 ` +
+        "were lost \\(10 held as one entry, the latest sim0/dev73: provider sim0 is " +
+        "unavailable \\(RESTARTING\\) at .*\\) and sim0/dev70 was not up when AUTO was last " +
+        "entered since: it may be one of them; .* \\(set_motor_duty refused\\)$",
+    ),
+  );
+  r.enterAuto();
+  assert.equal(r.latch.gate(ctx("dev70", "automated")), null);
+  // Lost again: held again (one more loss), refused again.
+  r.listed.delete("dev70");
+  r.down("dev70", "its reads fail");
+  assert.equal(r.latch.providerEntries()[0]?.losses, 11);
+  assert.equal(r.latch.gate(ctx("dev70", "automated"))?.code, "FAILED_PRECONDITION");
+  // Without the listing, an entry into AUTO exempts nothing.
+  const blind = renamingRig({ devicesOf: false });
+  blind.listed.add("dev0");
+  for (let n = 1; n <= MAX_LATCHED_DEVICES_PER_PROVIDER + 1; n++) blind.restart(n);
+  blind.enterAuto();
+  assert.equal(blind.latch.gate(ctx("dev65", "automated"))?.code, "FAILED_PRECONDITION");
+});
+
+Deno.test("DeviceLossLatch's WARN at an entry into AUTO: one per device kept up to a few per provider, then one line for the provider", () => {
+  const few = renamingRig();
+  few.listed.add("dev0");
+  for (let n = 1; n <= MAX_KEPT_LINES_PER_PROVIDER; n++) few.restart(n);
+  few.enterAuto();
+  assert.deepEqual(
+    few.lines.filter((l) => l.includes("kept")),
+    ["dev0", "dev1", "dev2"].map((d) =>
+      `WARN kept "sim0/${d}" latched: AUTO entered while it is still down`
+    ),
+  );
+  const many = renamingRig();
+  many.listed.add("dev0");
+  for (let n = 1; n <= 10; n++) many.restart(n);
+  many.enterAuto();
+  const kept = many.lines.filter((l) => l.includes("kept"));
+  assert.equal(kept.length, 1, kept.join("\n"));
+  assert.match(
+    kept[0]!,
+    /^WARN kept 10 devices of provider sim0 latched: AUTO entered while they are still down \("sim0\/dev0", "sim0\/dev1", "sim0\/dev2" and 7 more\)$/,
+  );
 });

@@ -215,6 +215,7 @@ const AUTOMATION_STATUS = {
   why_not_running: "no behavior tree is configured",
   blocked_devices: [],
   device_loss_latched: [],
+  device_loss_latched_providers: [],
   device_outages: [],
   refused_calls: [],
 } as const;

@@ -51,6 +51,7 @@ Deno.test("GET /v0/automation/tree and /status describe the loaded tree, its tic
           "mode is IDLE: the tree ticks only in AUTO; switch to MANUAL, then AUTO (IDLE -> AUTO is no transition)",
         blocked_devices: [],
         device_loss_latched: [],
+        device_loss_latched_providers: [],
         device_outages: [],
         refused_calls: [],
       });
