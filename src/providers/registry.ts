@@ -124,6 +124,12 @@ export class ProviderRegistry {
    * ahead of the clock (a step back: NTP) stay: at most one number per provider id.
    */
   readonly #retiredFlipAt = new Map<string, number>();
+  /**
+   * Ids whose host a reload could not register (a host listener failed) -> why: their entries are
+   * in the file, not in effect, until the next reload (which clears this first). At most the
+   * providers of one configuration.
+   */
+  readonly #notRegistered = new Map<string, string>();
   readonly #deps: ProviderHostDeps;
   readonly #added: HostListener[] = [];
   readonly #removed: HostListener[] = [];
@@ -282,6 +288,7 @@ export class ProviderRegistry {
     o.restarting?.([...removed, ...changed.map((p) => p.id)]);
     const failedBefore = this.failedStarts();
     this.#failedStarts.clear();
+    this.#notRegistered.clear();
     for (const p of changed) this.#replacing.add(p.id);
     const retriedUp: string[] = [];
     try {
@@ -307,6 +314,7 @@ export class ProviderRegistry {
           host = this.add(p);
         } catch (err) {
           // Not registered (add took it out again): nothing to stop, nothing listed down.
+          this.#notRegistered.set(p.id, errorMessage(err));
           return void failed.push(`${p.id}: ${errorMessage(err)}`);
         }
         try {
@@ -364,6 +372,17 @@ export class ProviderRegistry {
    */
   replacing(providerId: string): boolean {
     return this.#replacing.has(providerId);
+  }
+
+  /**
+   * Why the last reload failed to start `providerId` (its entry added or changed): the start error
+   * of its host listed down, or why its host was not registered; null otherwise. Its entry is in
+   * the configuration file though not in effect (until the next reload).
+   */
+  startFailure(providerId: string): string | null {
+    const listed = this.failedStarts().find((h) => h.id === providerId);
+    if (listed !== undefined) return listed.startError;
+    return this.#notRegistered.get(providerId) ?? null;
   }
 
   /**

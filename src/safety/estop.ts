@@ -1386,6 +1386,7 @@ export class Estop implements EstopService {
         (id) => providers.find((p) => p.id === id),
         new Set(before),
         (providerId, deviceId) => this.#restartedByReload(providerId, deviceId),
+        (providerId) => this.#o.inventory.startFailure?.(providerId) ?? null,
       ),
     ];
   }

@@ -255,6 +255,8 @@ export const UNVERIFIED_NO_EXPECTATION = "no safety.safe_state.expect entry cove
  * inventory's provider; one that throws is the caller's to contain. `restarting`: whether
  * a configuration reload is restarting a provider no host is registered for (its old process
  * gone, its new one not yet registered): configured all the same, and coming back.
+ * `startFailure`: why the last reload failed to start a provider (listed down, or not registered
+ * at all), null otherwise: its entry is in the configuration file, so "not configured" is wrong.
  */
 export function unlistedLadderDevices(
   expect: readonly SafeStateExpectation[],
@@ -263,6 +265,7 @@ export function unlistedLadderDevices(
   providerOf: (providerId: string) => ProviderSummary | undefined,
   listedBefore: ReadonlySet<string> = new Set(),
   restarting: (providerId: string, deviceId: string) => boolean = () => false,
+  startFailure: (providerId: string) => string | null = () => null,
 ): UnverifiedDevice[] {
   const key = (p: string, d: string) => `${p}\u0000${d}`;
   const known = new Set(devices.map((d) => key(d.device.providerId, d.device.deviceId)));
@@ -283,6 +286,7 @@ export function unlistedLadderDevices(
         providerOf(addr.providerId),
         listedBefore.has(device_handle),
         () => restarting(addr.providerId, addr.deviceId),
+        () => startFailure(addr.providerId),
       ),
     });
   }
@@ -295,14 +299,24 @@ function whyUnlisted(
   provider: ProviderSummary | undefined,
   listedBefore: boolean,
   restarting: () => boolean,
+  startFailure: () => string | null,
 ): string {
   if (provider === undefined) {
-    return restarting()
-      ? `its provider ${providerId} is being restarted by a configuration reload`
+    if (restarting()) {
+      return `its provider ${providerId} is being restarted by a configuration reload`;
+    }
+    const failed = startFailure();
+    return failed !== null
+      ? `its provider ${providerId} failed to start at a configuration reload (${failed})`
       : `no provider ${providerId} is configured`;
   }
   const listed = `${listedBefore ? "no longer" : "not"} listed by its provider`;
-  if (!provider.available) return `${listed}, which is unavailable (${provider.lifecycle})`;
+  if (!provider.available) {
+    const failed = startFailure();
+    return failed !== null
+      ? `${listed}, which failed to start at a configuration reload (${failed})`
+      : `${listed}, which is unavailable (${provider.lifecycle})`;
+  }
   return provider.hostCheck()?.status === "unmet" ? `${listed} (its host check is unmet)` : listed;
 }
 

@@ -68,6 +68,11 @@ export interface InventoryReader {
    * not gone, and its successor follows. Absent: every removal is taken as gone.
    */
   replacing?(providerId: string): boolean;
+  /**
+   * Why the last configuration reload failed to start this provider (its host listed down, or not
+   * registered at all), null otherwise. Absent: never known.
+   */
+  startFailure?(providerId: string): string | null;
 }
 
 /** The inventory port over the provider registry (the composition root builds one). */
@@ -129,6 +134,10 @@ export class Inventory implements InventoryReader {
 
   replacing(providerId: string): boolean {
     return this.#registry.replacing(providerId);
+  }
+
+  startFailure(providerId: string): string | null {
+    return this.#registry.startFailure(providerId);
   }
 
   #tell(providerId: string, change: InventoryChange): void {
