@@ -649,13 +649,14 @@ export class Estop implements EstopService {
       );
     }
     options.inventory.onChange((id, change) => {
+      // Recorded before the plan is made again: a device no longer listed is in its `uncovered`.
       if (change === "changed") {
-        this.#planChanged(`inventory of ${id} changed`);
         this.#listedBefore.note(id, options.inventory.provider(id)?.devices ?? []);
+        this.#planChanged(`inventory of ${id} changed`);
       } else if (change === "removed") {
-        this.#planChanged(`provider ${id} removed`);
         // A reload restarting it (its entry changed) keeps them: lost meanwhile, not gone.
         if (options.inventory.replacing?.(id) !== true) this.#listedBefore.forget(id);
+        this.#planChanged(`provider ${id} removed`);
       }
     });
     options.inventory.onAvailability((p, up) => {
@@ -806,7 +807,20 @@ export class Estop implements EstopService {
 
   /** What a trigger would do now, for the current device inventory (cached per inventory). */
   plan(): SafeStatePlan {
-    return this.#plan ??= planSafeState(this.#o.safeState, registeredDevices(this.#o.inventory));
+    if (this.#plan !== null) return this.#plan;
+    const devices = registeredDevices(this.#o.inventory);
+    const plan = planSafeState(this.#o.safeState, devices);
+    // A device listed before and no longer listed is one the ladder is to secure and no call
+    // reaches, whatever the rung: uncovered, as status names it unverified (#unverified). It
+    // takes no part in choosing the rung (setpoints cannot cover it: it would weaken the stop of
+    // the devices listed).
+    const listed = new Set(
+      devices.map((d) => deviceHandle(d.device.providerId, d.device.deviceId)),
+    );
+    const vanished = this.#listedBefore.unlistedFunctions(listed);
+    return this.#plan = vanished.length === 0
+      ? plan
+      : { ...plan, uncovered: [...plan.uncovered, ...vanished] };
   }
 
   /** The plan as status shows it: every call with its arguments, and what it leaves untouched. */

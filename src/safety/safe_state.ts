@@ -75,7 +75,10 @@ export interface FunctionRef {
 export interface SafeStatePlan {
   readonly rung: SoftwareSafeState;
   readonly calls: readonly PlannedCall[];
-  /** Actuating functions the rung does not touch. */
+  /**
+   * Actuating functions the rung does not touch; the e-stop adds, after them, those of each device
+   * listed before and no longer listed (Estop.plan).
+   */
   readonly uncovered: readonly FunctionRef[];
 }
 

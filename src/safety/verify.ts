@@ -26,6 +26,7 @@ import {
   type TypedValue,
 } from "../common/mod.ts";
 import type { SafeStateExpectation } from "../config/mod.ts";
+import type { FunctionRef } from "./safe_state.ts";
 import type { FreshRead, FreshReader, ProviderSummary } from "../state/mod.ts";
 
 /** Pause between two read-backs of a device whose checks do not all hold yet. */
@@ -334,23 +335,45 @@ export const MAX_LISTED_BEFORE_DEVICES = 1024;
  * the provider (its devices are then gone, not lost); one a reload restarts keeps them.
  */
 export class ListedBefore {
-  /** Per provider: its device ids, the most recently listed last. */
-  readonly #byProvider = new Map<string, Set<string>>();
+  /**
+   * Per provider: its device ids -> the names of their actuating functions as last listed, the
+   * most recently listed last (at most one inventory's worth per provider:
+   * MAX_LISTED_BEFORE_DEVICES devices of at most MAX_FUNCTIONS_PER_DEVICE functions each).
+   */
+  readonly #byProvider = new Map<string, Map<string, readonly string[]>>();
 
   /** Records the actuating devices `providerId` lists now (its inventory, just discovered). */
   note(providerId: string, devices: readonly DeviceCapabilities[]): void {
     let ids = this.#byProvider.get(providerId);
     for (const d of devices) {
-      if (!d.functions.some((f) => f.actuating)) continue;
-      if (ids === undefined) this.#byProvider.set(providerId, ids = new Set());
+      const actuating = d.functions.filter((f) => f.actuating).map((f) => f.name);
+      if (actuating.length === 0) continue;
+      if (ids === undefined) this.#byProvider.set(providerId, ids = new Map());
       ids.delete(d.device.deviceId);
-      ids.add(d.device.deviceId);
+      ids.set(d.device.deviceId, actuating);
     }
     if (ids === undefined) return;
-    for (const oldest of ids) {
+    for (const oldest of ids.keys()) {
       if (ids.size <= MAX_LISTED_BEFORE_DEVICES) break;
       ids.delete(oldest);
     }
+  }
+
+  /**
+   * The actuating functions, as last listed, of every device recorded that `listed` (the handles
+   * listed now) does not hold: the ladder is to secure them and no call reaches them (the plan's
+   * `uncovered`), provider by provider.
+   */
+  unlistedFunctions(listed: ReadonlySet<string>): FunctionRef[] {
+    const out: FunctionRef[] = [];
+    for (const [p, ids] of this.#byProvider) {
+      for (const [d, functions] of ids) {
+        const device_handle = deviceHandle(p, d);
+        if (listed.has(device_handle)) continue;
+        for (const name of functions) out.push({ device_handle, function: name });
+      }
+    }
+    return out;
   }
 
   /** Forgets a provider's devices (a reload removed it). */
@@ -360,7 +383,9 @@ export class ListedBefore {
 
   /** Every device recorded, `provider/device`, provider by provider. */
   handles(): string[] {
-    return [...this.#byProvider].flatMap(([p, ids]) => [...ids].map((d) => deviceHandle(p, d)));
+    return [...this.#byProvider].flatMap(([p, ids]) =>
+      [...ids.keys()].map((d) => deviceHandle(p, d))
+    );
   }
 }
 
