@@ -22,6 +22,7 @@ import {
   EXIT_USAGE,
   type ReloadedConfig,
   runService,
+  StopSignalFilter,
   USAGE,
 } from "./app/mod.ts";
 import {
@@ -223,8 +224,33 @@ async function fleetView(cli: Extract<CliCommand, { kind: "fleet" }>): Promise<n
     return EXIT_USAGE;
   }
   const { collectFleet, fleetTable } = await import("./sparkplug/mod.ts");
+  // Ctrl-C or SIGTERM ends the window early: the view prints what it saw and discards its MQTT
+  // session on the broker (bounded: FLEET_SESSION_DISCARD_MS) before exiting 0; the process ended
+  // by the signal left that session queueing on the broker for good. The same signal again within
+  // STOP_SIGNAL_REPEAT_WINDOW_MS is that one delivered twice (a terminal and `deno task`), ignored;
+  // any later one exits at once.
+  const interrupt = new AbortController();
+  const signals = new StopSignalFilter();
+  let interruptedBy = "";
+  const listeners = (["SIGINT", "SIGTERM"] as const).map((sig) => {
+    const listener = () => {
+      const { meaning } = signals.classify(sig, systemClock.monoMs());
+      if (meaning === "stop") {
+        interruptedBy = sig;
+        interrupt.abort();
+      } else if (meaning === "hurry") {
+        console.error(
+          `runtime: fleet view: ${sig} after ${interruptedBy}: exiting now, nothing printed; its ` +
+            "MQTT session (client id fleet-view-<uuid>) may be left on the broker",
+        );
+        Deno.exit(EXIT_INTERNAL_ERROR);
+      }
+    };
+    Deno.addSignalListener(sig, listener);
+    return [sig, listener] as const;
+  });
   try {
-    const { nodes, truncated } = await collectFleet({
+    const { nodes, truncated, interrupted } = await collectFleet({
       url: cli.url,
       group: cli.group,
       waitMs: cli.waitMs,
@@ -232,16 +258,23 @@ async function fleetView(cli: Extract<CliCommand, { kind: "fleet" }>): Promise<n
       clock: systemClock,
       username: secretFromEnvironment("SPARKPLUG_USERNAME"),
       password: secretFromEnvironment("SPARKPLUG_PASSWORD"),
+      interrupt: interrupt.signal,
     });
-    if (cli.format === "json") console.log(JSON.stringify({ nodes, truncated }, null, 2));
-    else {
+    if (cli.format === "json") {
+      console.log(JSON.stringify({ nodes, truncated, interrupted }, null, 2));
+    } else {
       console.log(fleetTable(nodes));
       if (truncated) console.log("(more nodes than the fleet view tracks; the list is cut)");
+      if (interrupted) {
+        console.log(`(interrupted by ${interruptedBy}: the nodes seen until then)`);
+      }
     }
     return 0;
   } catch (err) {
     console.error(`runtime: ${errorMessage(err)}`);
     return EXIT_STARTUP_FAILURE;
+  } finally {
+    for (const [sig, listener] of listeners) Deno.removeSignalListener(sig, listener);
   }
 }
 

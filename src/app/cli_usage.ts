@@ -33,7 +33,8 @@ Options:
   --fleet URL            mqtt:// or mqtts:// broker: listen --wait-ms (default 3000, 100-60000)
                          and print every edge node seen (reachable or dead, mode, latch, alarms,
                          providers, devices), of group --group only when given (one group id,
-                         no wildcard: omit it for every group; docs/sparkplug.md)
+                         no wildcard: omit it for every group; docs/sparkplug.md); Ctrl-C ends
+                         the wait early and prints what was seen
 
 Configuration file: a regular file of at most ${LIMIT_MIB} MiB, UTF-8. Anything else (a FIFO,
 a device, a larger file) is refused before it is read, with exit code 2.

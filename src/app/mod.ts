@@ -6,7 +6,7 @@
  */
 export { USAGE } from "./cli_usage.ts";
 export * from "./exit_codes.ts";
-export { runService, type RunServiceOptions } from "./process.ts";
+export { runService, type RunServiceOptions, StopSignalFilter } from "./process.ts";
 export type { ReloadedConfig } from "./reloader.ts";
 export {
   priorityLine,

@@ -50,6 +50,21 @@ export interface FleetOptions {
   readonly password?: string | undefined;
   /** Told after each message that changed what is known of a node. */
   readonly onUpdate?: (node: Readonly<FleetNode>) => void;
+  /**
+   * Ends the window early once aborted (Ctrl-C, SIGTERM): the view returns what it saw so far,
+   * `interrupted` true, after discarding its session on the broker as at the window's end.
+   */
+  readonly interrupt?: AbortSignal | undefined;
+}
+
+/** What the fleet view saw in its window. */
+export interface FleetResult {
+  /** Every node seen, sorted by group and node. */
+  readonly nodes: FleetNode[];
+  /** More nodes or devices than the view tracks (MAX_FLEET_NODES, MAX_FLEET_DEVICES). */
+  readonly truncated: boolean;
+  /** The window was ended early (FleetOptions.interrupt): the nodes seen until then. */
+  readonly interrupted: boolean;
 }
 
 /** Nodes the fleet view tracks at most (a broker with more is cut there, said in `truncated`). */
@@ -99,9 +114,7 @@ const PUBLISHED_BY_NODES: ReadonlySet<string> = new Set([
 ]);
 
 /** Listens for `waitMs` and returns what it saw, sorted by group and node. */
-export async function collectFleet(
-  o: FleetOptions,
-): Promise<{ nodes: FleetNode[]; truncated: boolean }> {
+export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
   const nodes = new Map<string, FleetNode>();
   const aliases = new Map<string, Map<number, string>>();
   /** Nodes asked for a Rebirth and not born yet: how many times, and the timer of the next. */
@@ -328,19 +341,32 @@ export async function collectFleet(
   const timeout = new Promise<"timeout">((
     r,
   ) => (timer = o.clock.setTimer(() => r("timeout"), waitMs)));
+  // Ctrl-C or SIGTERM (main.ts): the window ends now, and the session is discarded as at its end
+  // (a signal that ended the process left it on the broker, queueing for it for good).
+  let onInterrupt = (): void => {};
+  const interrupt = new Promise<"interrupted">((r) => (onInterrupt = () => r("interrupted")));
+  if (o.interrupt?.aborted) onInterrupt();
+  o.interrupt?.addEventListener("abort", onInterrupt);
+  let interrupted = false;
   try {
-    if (await Promise.race([connected, timeout]) === "timeout") {
+    const up = await Promise.race([connected, timeout, interrupt]);
+    if (up === "timeout") {
       throw new Error(`broker not reached within ${waitMs} ms${error ? `: ${error}` : ""}`);
     }
+    if (up === "interrupted") throw new Error("interrupted before the broker was reached");
     // QoS 1: a node's NDEATH (its will, published at QoS 1) reaches the view at QoS 1, acknowledged
     // and sent again on the connection, not dropped as a QoS 0 copy may be (a dead node shown
     // reachable). What a node publishes at QoS 0 (its births) comes at QoS 0 all the same.
-    await session.subscribe([`${NAMESPACE}/${o.group ?? "+"}/#`], 1);
-    await timeout;
+    // The window's end or an interrupt does not wait for the SUBACK.
+    const subscribed = session.subscribe([`${NAMESPACE}/${o.group ?? "+"}/#`], 1)
+      .then(() => Promise.race([timeout, interrupt]));
+    subscribed.catch(() => {}); // a SUBACK refused after the window ended: nothing to tell
+    interrupted = await Promise.race([subscribed, timeout, interrupt]) === "interrupted";
   } catch (err) {
     throw new Error(`fleet view: ${errorMessage(err)}`);
   } finally {
     o.clock.clearTimer(timer);
+    o.interrupt?.removeEventListener("abort", onInterrupt);
     listening = false;
     for (const a of asking.values()) o.clock.clearTimer(a.timer);
     asking.clear();
@@ -351,7 +377,7 @@ export async function collectFleet(
   const list = [...nodes.values()].sort((a, b) =>
     a.group === b.group ? a.node.localeCompare(b.node) : a.group.localeCompare(b.group)
   );
-  return { nodes: list, truncated };
+  return { nodes: list, truncated, interrupted };
 }
 
 /**

@@ -43,6 +43,8 @@ export class Mosquitto {
   #maxQueued: number | null = null;
   /** `max_packet_size` (none, Mosquitto's default, when null). */
   #maxPacket: number | null = null;
+  /** Whether the broker logs every event to `mosquitto.log` in its folder (else nothing). */
+  #log = false;
   #port = 0;
   #tlsPort = 0;
   #child: Deno.ChildProcess | null = null;
@@ -82,6 +84,11 @@ export class Mosquitto {
        * and payload exceed it) is disconnected (default: no bound).
        */
       maxPacketSize?: number;
+      /**
+       * Log every event (connections with their client ids, subscriptions) to a file the test
+       * reads with log(): how a test learns the client id a child process chose.
+       */
+      log?: boolean;
     } = {},
   ): Promise<Mosquitto> {
     const dir = await Deno.makeTempDir({ prefix: "mosquitto_test_" });
@@ -91,6 +98,7 @@ export class Mosquitto {
     const m = new Mosquitto(dir);
     m.#maxQueued = o.maxQueuedMessages ?? null;
     m.#maxPacket = o.maxPacketSize ?? null;
+    m.#log = o.log ?? false;
     if (o.tls) {
       // Copies the broker's user can read (the originals may sit in a private test directory).
       for (const [from, to] of [[o.tls.certFile, "cert.pem"], [o.tls.keyFile, "key.pem"]]) {
@@ -127,7 +135,10 @@ export class Mosquitto {
       // Persistence (saved on a graceful stop): a subscriber's session with clean=false outlives
       // a pause, and what is published meanwhile (QoS 0 included) waits for it.
       `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence true\n` +
-        `persistence_location ${this.#dir}/\nqueue_qos0_messages true\nlog_dest none\n` +
+        `persistence_location ${this.#dir}/\nqueue_qos0_messages true\n` +
+        (this.#log
+          ? `log_dest file ${this.#dir}/mosquitto.log\nlog_type all\n`
+          : "log_dest none\n") +
         (this.#maxQueued === null ? "" : `max_queued_messages ${this.#maxQueued}\n`) +
         (this.#maxPacket === null ? "" : `max_packet_size ${this.#maxPacket}\n`) +
         (this.#tlsPort === 0 ? "" : `listener ${this.#tlsPort} 127.0.0.1\n` +
@@ -169,6 +180,11 @@ export class Mosquitto {
       await this.pause();
       throw new Error(`mosquitto could not bind port ${this.#port} again: ${err}`);
     }
+  }
+
+  /** What the broker logged so far (started with `log: true`; else empty). */
+  async log(): Promise<string> {
+    return await Deno.readTextFile(`${this.#dir}/mosquitto.log`).catch(() => "");
   }
 
   /** Sends a signal to the broker (SIGSTOP: it hangs, connections stay open; SIGCONT: resumes). */

@@ -94,20 +94,26 @@ export async function withFleetLab(fn: (lab: FleetLab) => Promise<void>): Promis
   }
 }
 
-/** `runtime <args>` (src/main.ts) as a child process: its exit code and its output as text. */
-export async function runtimeCli(
-  args: string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = await new Deno.Command(Deno.execPath(), {
+/** `runtime <args>` (src/main.ts) as a child process, started: stdout and stderr piped. */
+export function spawnRuntimeCli(args: string[]): Deno.ChildProcess {
+  return new Deno.Command(Deno.execPath(), {
     args: [
       "run",
       ...compiledPermissions(),
       new URL("../../src/main.ts", import.meta.url).pathname,
       ...args,
     ],
+    stdin: "null",
     stdout: "piped",
     stderr: "piped",
-  }).output();
+  }).spawn();
+}
+
+/** `runtime <args>` (src/main.ts) as a child process: its exit code and its output as text. */
+export async function runtimeCli(
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await spawnRuntimeCli(args).output();
   const dec = new TextDecoder();
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
