@@ -31,10 +31,10 @@ Options:
                          default a warning, so configurations can be checked anywhere)
   --log-level LEVEL      debug, info, warn or error; overrides logging.level
   --fleet URL            mqtt:// or mqtts:// broker: listen --wait-ms (default 3000, 100-60000)
-                         and print every edge node seen (reachable or dead, mode, latch, alarms,
-                         providers, devices), of group --group only when given (one group id,
-                         no wildcard: omit it for every group; docs/sparkplug.md); Ctrl-C ends
-                         the wait early and prints what was seen
+                         and print every edge node seen (reachable, dead or unknown, mode, latch,
+                         alarms, providers, devices), of group --group only when given (one group
+                         id, no wildcard: omit it for every group; docs/sparkplug.md); Ctrl-C
+                         ends the wait early and prints what was seen
 
 Configuration file: a regular file of at most ${LIMIT_MIB} MiB, UTF-8. Anything else (a FIFO,
 a device, a larger file) is refused before it is read, with exit code 2.

@@ -16,7 +16,13 @@ export interface MqttSession {
   /** Publishes; resolves once written (QoS 0) or acknowledged (QoS 1); rejects when it fails. */
   publish(topic: string, payload: Uint8Array, qos: 0 | 1): Promise<void>;
   subscribe(topics: readonly string[], qos: 0 | 1): Promise<void>;
-  onConnect(listener: () => void): void;
+  /**
+   * The connection is up (each time: the client reconnects by itself). `sessionPresent`: the
+   * CONNACK's Session Present flag, the broker resumed this client id's session (only with
+   * `clean` false); false on a reconnect means it lost it (a broker restarted without
+   * persistence): subscriptions are made again, and what was published meanwhile is lost.
+   */
+  onConnect(listener: (sessionPresent: boolean) => void): void;
   /**
    * The connection is gone (the client keeps trying to reconnect, with the same will).
    * `willUsed`: the attempt's CONNECT reached the broker (its connection opened) and was not

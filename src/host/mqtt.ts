@@ -97,7 +97,7 @@ export const connectMqttJs: MqttConnect = async (o) => {
           else resolve();
         });
       }),
-    onConnect: (l) => void client.on("connect", () => l()),
+    onConnect: (l) => void client.on("connect", (connack) => l(connack.sessionPresent === true)),
     onClose: (l) => void client.on("close", () => l(willUsed)),
     onMessage: (l) =>
       void client.on("message", (topic, payload, packet) => {

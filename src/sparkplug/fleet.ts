@@ -15,10 +15,19 @@ import { decode, encode, NAMESPACE, parseTopic, topicOf } from "./payloads.ts";
 export interface FleetNode {
   readonly group: string;
   readonly node: string;
-  /** False once its NDEATH (of the bdSeq of its last birth) was seen. */
-  reachable: boolean;
-  /** Whether a birth was seen (else only data: the metrics below are unknown). */
+  /**
+   * False once its NDEATH (of the bdSeq of its last birth) was seen. Null: unknown, the view's
+   * session on the broker was lost (a broker restarted without persistence: a node that died
+   * meanwhile published no NDEATH) and the node has not published since; it is asked for a
+   * Rebirth.
+   */
+  reachable: boolean | null;
+  /**
+   * Whether a birth was seen (else only data: the metrics below are unknown). The metrics are of
+   * the last birth seen and the data since (after a lost session: of before it, till a new birth).
+   */
   born: boolean;
+  /** Of its last birth; null: none seen, or it was before the view's session was lost. */
   bdSeq: number | null;
   mode: string | null;
   estopLatched: boolean | null;
@@ -146,7 +155,11 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
   const session = await o.connect({ ...options, clean: false });
   let wasUp = false;
   const connected = new Promise<void>((resolve) =>
-    session.onConnect(() => {
+    session.onConnect((sessionPresent) => {
+      // A reconnect to a broker that lost the view's session (restarted without persistence):
+      // whatever was published meanwhile is lost -- a node that died then published no NDEATH,
+      // its will gone with the broker -- so what the view knew of each node is no longer known.
+      if (wasUp && !sessionPresent) sessionLost();
       wasUp = true;
       resolve();
     })
@@ -192,6 +205,19 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
     if (!listening || asking.has(key) || waiting.has(key) || gaveUp.has(key)) return;
     if (asking.size < MAX_REBIRTHS_PENDING) askRebirth(key);
     else waiting.add(key);
+  };
+  /**
+   * Every node's state unknown until it publishes again (alive) or is born again (asked for a
+   * Rebirth, the same bounded retry): a node that died while the broker was down stays unknown.
+   */
+  const sessionLost = (): void => {
+    for (const [key, n] of nodes) {
+      n.reachable = null;
+      // Its next NDEATH is of a session this view did not see born: any bdSeq is its death now.
+      n.bdSeq = null;
+      o.onUpdate?.(n);
+      wantBirth(key);
+    }
   };
   session.onMessage((topic, payload, retained) => {
     // A retained copy (Sparkplug publishes node messages with retain false): the broker hands it
@@ -328,11 +354,14 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
         return;
       }
     }
+    // Unknown (the view's session lost): a node that publishes is alive, in a session it was born
+    // in; it was asked for its births, which the view missed.
+    if (n.reachable === null) n.reachable = true;
     told();
     // Unborn, or publishing after its NDEATH: it came back with births this view missed (QoS 0,
     // or sent while the view's connection was down, its NDEATH queued for the view and its births
     // not). Until its NBIRTH it stays dead in the table, its metrics those of its last births.
-    if (!n.born || !n.reachable) wantBirth(key);
+    if (!n.born || n.reachable === false) wantBirth(key);
   });
   let error = "";
   session.onError((m) => (error = m));
@@ -448,7 +477,7 @@ export function fleetTable(nodes: readonly FleetNode[]): string {
     rows.push([
       cell(n.group),
       cell(n.node),
-      n.reachable ? "reachable" : "dead",
+      n.reachable === null ? "unknown" : n.reachable ? "reachable" : "dead",
       n.mode === null ? "?" : cell(n.mode),
       n.estopLatched === null ? "?" : n.estopLatched ? "LATCHED" : "-",
       n.alarmsActive === null ? "?" : `${n.alarmsActive} (${n.alarmsUnacked ?? 0} unacked)`,

@@ -16,7 +16,7 @@ export class HeldSession implements MqttSession {
   /** Whether writes wait for completeOne()/complete() (false: each completes at once). */
   hold: boolean;
   #held: { resolve: () => void; reject: (err: Error) => void }[] = [];
-  readonly #connect: (() => void)[] = [];
+  readonly #connect: ((sessionPresent: boolean) => void)[] = [];
   readonly #close: ((willUsed: boolean) => void)[] = [];
   readonly #message: MqttMessageListener[] = [];
   readonly #error: ((message: string) => void)[] = [];
@@ -46,7 +46,7 @@ export class HeldSession implements MqttSession {
     }
     return Promise.resolve();
   }
-  onConnect(l: () => void): void {
+  onConnect(l: (sessionPresent: boolean) => void): void {
     this.#connect.push(l);
   }
   onClose(l: (willUsed: boolean) => void): void {
@@ -75,10 +75,13 @@ export class HeldSession implements MqttSession {
   get inFlight(): number {
     return this.#held.length;
   }
-  /** The broker connection comes up: the node's connect listeners run. */
-  up(): void {
+  /**
+   * The broker connection comes up: the node's connect listeners run; `sessionPresent`: the
+   * broker resumed the session (CONNACK Session Present).
+   */
+  up(sessionPresent = false): void {
     this.connected = true;
-    for (const l of this.#connect) l();
+    for (const l of this.#connect) l(sessionPresent);
   }
   /** The broker connection drops: the node's close listeners run. */
   down(): void {

@@ -75,9 +75,9 @@ function edgeNode(
           l(willUsed);
         }),
       onConnect: (l) =>
-        session.onConnect(() => {
+        session.onConnect((sessionPresent) => {
           atConnect.push(recorded());
-          l();
+          l(sessionPresent);
         }),
       get connected() {
         return session.connected;

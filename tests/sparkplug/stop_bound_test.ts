@@ -16,14 +16,14 @@ import { testLogger } from "../helpers/kernel.ts";
 class StuckEndSession implements MqttSession {
   connected = false;
   readonly ends: boolean[] = [];
-  readonly #connect: (() => void)[] = [];
+  readonly #connect: ((sessionPresent: boolean) => void)[] = [];
   publish(): Promise<void> {
     return Promise.resolve();
   }
   subscribe(): Promise<void> {
     return Promise.resolve();
   }
-  onConnect(l: () => void): void {
+  onConnect(l: (sessionPresent: boolean) => void): void {
     this.#connect.push(l);
   }
   onClose(): void {}
@@ -36,7 +36,7 @@ class StuckEndSession implements MqttSession {
   }
   up(): void {
     this.connected = true;
-    for (const l of this.#connect) l();
+    for (const l of this.#connect) l(false);
   }
 }
 
