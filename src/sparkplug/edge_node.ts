@@ -2798,7 +2798,8 @@ export class SparkplugEdgeNode {
    * Why a device not born is still the configuration's, as a refusal: its provider is down (and
    * had it when last up, or never came up), or has it now and its DBIRTH has not gone out yet
    * (waiting for the writes in flight, or about to): `birthOf` names that provider, whose births
-   * the answer follows (#answerAfterBirth). Null for an id no configured provider has.
+   * the answer follows (#answerAfterBirth); or its provider is being restarted by a reload
+   * (InventoryReader.replacing). Null for an id no configured provider has.
    */
   #notBorn(id: string): { readonly why: string; readonly birthOf?: string } | null {
     const big = this.#tooLarge.get(id);
@@ -2827,6 +2828,19 @@ export class SparkplugEdgeNode {
         ? sparkplugDeviceProvider(id) === p.id
         : has;
       if (had) return { why: `device down (provider ${p.id} ${p.lifecycle})` };
+    }
+    // Its provider restarted by a reload (its entry changed): between the old process's removal
+    // and the new one's registration no provider of that id is listed, yet it is configured and
+    // coming back. Any device id of its own, exactly, as for one that never came up: what the new
+    // process lists is not known yet.
+    const owner = sparkplugDeviceProvider(id);
+    if (
+      owner !== null && this.#o.inventory.provider(owner) === undefined &&
+      this.#o.inventory.replacing?.(owner) === true
+    ) {
+      return {
+        why: `device down (provider ${owner} is being restarted by a configuration reload)`,
+      };
     }
     return null;
   }

@@ -1,0 +1,109 @@
+/**
+ * A DCMD to a device whose provider a configuration reload is restarting (its entry changed), in
+ * the window between the old process's removal and the new one's registration -- held open by
+ * another provider the same reload removes, whose process takes seconds to exit: the device is
+ * configured and coming back, so the node answers with its condition (its provider is being
+ * restarted), not "no such device on this node" (which tells a host the id is wrong). Against a
+ * real Mosquitto, the simulated provider and the programmable one (real child processes).
+ */
+import assert from "node:assert/strict";
+import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
+import { startRuntime, tempDir, waitFor } from "../helpers/kernel.ts";
+import { programmableProvider } from "../helpers/programmable_provider.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { commandResultAlias, nodeAnswers, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+
+const GROUP = "lab";
+const NODE = "rig-reload-restart";
+const relay = sparkplugDeviceId("sim1", "relayio0");
+
+Deno.test({
+  name: "a DCMD to a device whose provider a reload is restarting is answered: device down, " +
+    "its provider being restarted by the reload",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const dir = tempDir("sparkplug-reload-window-");
+    const slowFile = `${dir}/slow.json`;
+    // Once stdin closes it takes 4 s to exit, well within the stop's budget before SIGTERM (6 s).
+    await Deno.writeTextFile(
+      slowFile,
+      JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
+    );
+    const broker = await Mosquitto.start();
+    const host = await sparkplugHost(broker.url, GROUP);
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(
+        testConfig({
+          runtime: { name: NODE, shutdownTimeoutMs: 10_000 },
+          providers: [
+            simProvider("sim0"),
+            simProvider("sim1"),
+            programmableProvider("slow", slowFile),
+          ],
+          sparkplug: { enabled: true, brokerUrl: broker.url, groupId: GROUP, commands: true },
+        }),
+        { arm: true },
+      );
+      await waitFor(
+        "sim1/relayio0's DBIRTH",
+        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
+      );
+      const alias = await commandResultAlias(host, GROUP, NODE);
+      const kernel = rt;
+      const sim1 = kernel.config.providers.find((p) => p.id === "sim1")!;
+      // sim1's entry changed (restarted), slow removed: sim1 waits for slow's exit to start again.
+      const reload = kernel.reload({
+        ...kernel.config,
+        providers: [kernel.config.providers[0]!, { ...sim1, timeoutMs: sim1.timeoutMs + 1 }],
+      });
+      await waitFor(
+        "sim1's old process gone, its new one not registered",
+        () => kernel.registry.host("sim1") === undefined && kernel.registry.replacing("sim1"),
+        10_000,
+      );
+      await waitFor(
+        "sim1/relayio0's DDEATH",
+        () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DDEATH/${NODE}/${relay}`),
+      );
+
+      const before = host.messages.length;
+      await host.send(`spBv1.0/${GROUP}/DCMD/${NODE}/${relay}`, [
+        { name: "Functions/set_relay_ch3", datatype: 11, boolean_value: true },
+      ]);
+      const answers = await nodeAnswers(host, {
+        group: GROUP,
+        node: NODE,
+        alias,
+        from: before,
+        count: 1,
+      });
+      assert.ok(kernel.registry.replacing("sim1"), "the answer came within the window");
+      assert.deepEqual(
+        answers,
+        [
+          `${relay}/Functions/set_relay_ch3: REFUSED: device down ` +
+          `(provider sim1 is being restarted by a configuration reload)`,
+        ],
+        "the host is told the device is coming back, not that the id is wrong",
+      );
+
+      const report = await reload;
+      assert.deepEqual(report.providers.restarted, ["sim1"], JSON.stringify(report));
+      // Back: its DBIRTH again.
+      await waitFor(
+        "sim1/relayio0's DBIRTH again",
+        () =>
+          host.messages.slice(before).find((m) =>
+            m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`
+          ),
+      );
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
