@@ -200,6 +200,11 @@ export interface AuditStatus {
   write_ahead_late_total: number;
   /** Journal lines a read could not use (reported in the page's `problems`). */
   unreadable_lines_total: number;
+  /**
+   * Calls recorded interrupted that no start of the runs took (`for_runs`) this process dropped,
+   * the oldest, past AUDIT_MAX_FOR_RUNS (each drop WARNed): they are no run's events.
+   */
+  for_runs_dropped_total: number;
   last_error: string | null;
   last_error_at_epoch_ms: number | null;
 }
@@ -380,6 +385,8 @@ export class AuditTrail implements AuditSink {
   #aheadLate = 0;
   #aheadLateLogged = false;
   #unreadable = 0;
+  /** Of #forRuns, those dropped past AUDIT_MAX_FOR_RUNS (AuditStatus.for_runs_dropped_total). */
+  #forRunsDropped = 0;
   readonly #loggedProblems = new Set<string>();
   readonly #memory: AuditEntry[] = [];
   #journal: Journal | null = null;
@@ -999,6 +1006,7 @@ export class AuditTrail implements AuditSink {
       this.#forRuns.delete(id);
     }
     this.#earlierInterrupted = this.#earlierInterrupted.filter((r) => this.#forRuns.has(r.intent));
+    this.#forRunsDropped += over;
     this.#log.warn(
       `audit: ${over} calls recorded interrupted that no start of the runs took (the run ` +
         `registry failed to start) dropped, the oldest: more than ${AUDIT_MAX_FOR_RUNS} ` +
@@ -1385,6 +1393,7 @@ export class AuditTrail implements AuditSink {
       gap_pending: w?.gapPending ?? 0,
       write_ahead_late_total: this.#aheadLate,
       unreadable_lines_total: this.#unreadable,
+      for_runs_dropped_total: this.#forRunsDropped,
       last_error: w?.lastError ?? null,
       last_error_at_epoch_ms: w?.lastErrorAtMs ?? null,
     };

@@ -406,6 +406,11 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     "counter",
     "Audit journal lines a read could not use (torn, damaged, too long).",
   ).sample("runtime_audit_unreadable_lines_total", audit.unreadable_lines_total);
+  w.family(
+    "runtime_audit_for_runs_dropped_total",
+    "counter",
+    "Calls recorded interrupted that no start of the runs took, dropped past AUDIT_MAX_FOR_RUNS.",
+  ).sample("runtime_audit_for_runs_dropped_total", audit.for_runs_dropped_total);
 
   // ---- history (memory ring, disk tier, incidents) ----
   const history = services.history?.status();

@@ -428,6 +428,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         "gap_pending",
         "write_ahead_late_total",
         "unreadable_lines_total",
+        "for_runs_dropped_total",
         "last_error",
         "last_error_at_epoch_ms",
       ],
@@ -447,6 +448,11 @@ export function responseComponents(): Record<string, JsonSchema> {
           "Calls sent before their decision reached the OS (the bounded wait passed).",
         ),
         unreadable_lines_total: note(int, "Journal lines a read could not use (reported)."),
+        for_runs_dropped_total: note(
+          int,
+          "Calls recorded interrupted that no start of the runs took, dropped (the oldest) past " +
+            "AUDIT_MAX_FOR_RUNS (256) by this process: no run's events.",
+        ),
         last_error: orNull(str),
         last_error_at_epoch_ms: orNull(int),
       },

@@ -2,10 +2,11 @@
  * The calls recorded `interrupted` that no start of the runs took (`for_runs`: the run registry
  * failed to start, then the runtime ended) are bounded. Across starts whose run registry fails,
  * each start adding the calls its crash left in flight, the trail keeps the newest
- * AUDIT_MAX_FOR_RUNS (a WARN names how many were dropped), where they grew with every start. And a
- * checkpoint whose `for_runs` would pass AUDIT_MAX_ENTRY_BYTES is written all the same, listing the
- * newest that fit (a WARN names how many were left out), where it was not written at all and the
- * next start searched the journal's last 8 MiB. The run registry that fails is the trail's
+ * AUDIT_MAX_FOR_RUNS (a WARN names how many were dropped; status().for_runs_dropped_total, the
+ * metric runtime_audit_for_runs_dropped_total, counts them), where they grew with every start. And
+ * a checkpoint whose `for_runs` would pass AUDIT_MAX_ENTRY_BYTES is written all the same, listing
+ * the newest that fit (a WARN names how many were left out), where it was not written at all and
+ * the next start searched the journal's last 8 MiB. The run registry that fails is the trail's
  * interruptedTaken() never called, as the kernel does while runs.start fails.
  */
 import assert from "node:assert/strict";
@@ -55,6 +56,12 @@ Deno.test("AuditTrail keeps the newest AUDIT_MAX_FOR_RUNS calls recorded interru
           t.earlierInterrupted().map((c) => c.intent),
           found.slice(found.length - kept),
           `start ${start}: the calls kept for the runs`,
+        );
+        // Counted as well (runtime_audit_for_runs_dropped_total), by this start.
+        assert.equal(
+          t.status().for_runs_dropped_total,
+          found.length - kept,
+          `start ${start}: the drops counted`,
         );
         const warns = lines.filter((l) => /AUDIT_MAX_FOR_RUNS/.test(l));
         if (found.length === kept) assert.deepEqual(warns, [], `start ${start}`);

@@ -74,6 +74,7 @@ const FAMILIES: Record<string, Family["type"]> = {
   runtime_audit_gap_pending: "gauge",
   runtime_audit_write_ahead_late_total: "counter",
   runtime_audit_unreadable_lines_total: "counter",
+  runtime_audit_for_runs_dropped_total: "counter",
   runtime_history_memory_bytes: "gauge",
   runtime_history_memory_max_bytes: "gauge",
   runtime_history_memory_reach_seconds: "gauge",
@@ -216,6 +217,7 @@ Deno.test("GET /metrics exposes the runtime's internals in the Prometheus text f
     assert.equal(v("runtime_audit_gap_pending"), 0);
     assert.equal(v("runtime_audit_write_ahead_late_total"), 0);
     assert.equal(v("runtime_audit_unreadable_lines_total"), 0);
+    assert.equal(v("runtime_audit_for_runs_dropped_total"), 0);
 
     // A provider that dies is counted down, restarted (backoff 100 ms) and counted back up.
     const sim1 = fx.runtime.registry.host("sim1")!;
