@@ -168,6 +168,26 @@ export const AUDIT_MAX_UNSETTLED = 256;
  */
 export const AUDIT_MAX_FOR_RUNS = AUDIT_MAX_UNSETTLED;
 /**
+ * Write-ahead records without an outcome the start's search of the journal's tail keeps at once
+ * (AUDIT_RECOVERY_SCAN_BYTES holds up to ~37,000 of this trail's, ~220,000 crafted short ones,
+ * each a parsed object of 100-400 bytes, then an `interrupted` entry and a WARN each): a journal
+ * that leaves more unsettled (crafted, damaged, or crash after crash whose `interrupted` entries
+ * were never written) has the oldest passed over as the search reads on, with one WARN naming how
+ * many: they are not recorded `interrupted` (a later line may have settled some). A process has
+ * one call written ahead per provider at most (under the provider's lock); twice what a closing
+ * record lists, so a process past AUDIT_MAX_UNSETTLED in flight (no closing record) still has them
+ * all found.
+ */
+export const AUDIT_MAX_FOUND_UNSETTLED = 2 * AUDIT_MAX_UNSETTLED;
+/**
+ * Bytes of journal lines whose records each list of the start's search keeps (the write-ahead
+ * records without an outcome; the calls recorded `interrupted` for the runs), the oldest passed
+ * over past it as past the count: a line of up to AUDIT_MAX_ENTRY_BYTES can parse into an object
+ * six times its size (thousands of keys), so that 512 such lines would take ~50 MiB; within this,
+ * ~3 MiB a list at most. This trail's records are ~250-500 bytes: the counts bind first.
+ */
+export const AUDIT_MAX_FOUND_BYTES = 512 * 1024;
+/**
  * Bytes written to the audit journal between two checkpoints (records of the calls then in
  * flight): the search after a crash reads about this much instead of AUDIT_RECOVERY_SCAN_BYTES.
  */
@@ -202,7 +222,8 @@ export interface AuditStatus {
   unreadable_lines_total: number;
   /**
    * Calls recorded interrupted that no start of the runs took (`for_runs`) this process dropped,
-   * the oldest, past AUDIT_MAX_FOR_RUNS (each drop WARNed): they are no run's events.
+   * the oldest, past AUDIT_MAX_FOR_RUNS (or AUDIT_MAX_FOUND_BYTES in the journal's search; each
+   * drop WARNed): they are no run's events.
    */
   for_runs_dropped_total: number;
   last_error: string | null;
@@ -301,6 +322,10 @@ interface Unsettled {
   readonly newest: number | null;
   /** Calls an earlier start recorded `interrupted` that its run registry may not have taken. */
   readonly forRuns: ForRunsRecord[];
+  /** Of those, the oldest the search passed over past AUDIT_MAX_FOR_RUNS (absent: none). */
+  readonly forRunsDropped?: number;
+  /** Write-ahead records passed over past AUDIT_MAX_FOUND_UNSETTLED, the oldest (absent: none). */
+  readonly openDropped?: number;
 }
 
 /**
@@ -957,9 +982,13 @@ export class AuditTrail implements AuditSink {
     const journal: Journal = { ...options, writer };
     let interrupted: IntentRecord[] = [];
     let notSearched: string | null = null;
+    let forRunsPassedOver = 0;
+    let openPassedOver = 0;
     try {
       const found = await this.#unsettledIntents(journal);
       interrupted = found.open;
+      forRunsPassedOver = found.forRunsDropped ?? 0;
+      openPassedOver = found.openDropped ?? 0;
       this.#earlierInterrupted = found.forRuns;
       for (const r of found.forRuns) this.#forRuns.set(r.intent, r);
       this.#dateFromJournal(found.newest);
@@ -976,6 +1005,15 @@ export class AuditTrail implements AuditSink {
     }).catch(() => opened = false);
     if (notSearched !== null && opened) this.#log.error(notSearched);
     this.#journal = journal;
+    if (openPassedOver > 0) {
+      this.#log.warn(
+        "audit: the journal's tail leaves more calls written ahead without an outcome than its " +
+          `search keeps (${AUDIT_MAX_FOUND_UNSETTLED}, AUDIT_MAX_FOUND_UNSETTLED; their records ` +
+          `within ${AUDIT_MAX_FOUND_BYTES} bytes, AUDIT_MAX_FOUND_BYTES): the ${openPassedOver} ` +
+          "oldest passed over, not recorded as interrupted (a later line may have settled some); " +
+          `the newest ${interrupted.length} are`,
+      );
+    }
     for (const r of interrupted) {
       this.#log.warn(
         `audit: a call to ${quoteName(r.device_handle)} ${quoteName(r.function)} was written ` +
@@ -989,28 +1027,36 @@ export class AuditTrail implements AuditSink {
       );
       this.#forRuns.set(r.intent, { ...r, seq: entry.seq });
     }
-    this.#boundForRuns();
+    this.#boundForRuns(forRunsPassedOver);
     for (const entry of this.#memory.splice(0)) void writer.append(boundedEntry(entry).text);
   }
 
   /**
    * Keeps the newest AUDIT_MAX_FOR_RUNS of #forRuns (in the order found: oldest first), those
    * dropped neither given to the run registry (earlierInterrupted) nor listed for a later start.
+   * `passedOver`: the older ones the journal's search dropped already (same bound), said and
+   * counted with these.
    */
-  #boundForRuns(): void {
-    const over = this.#forRuns.size - AUDIT_MAX_FOR_RUNS;
-    if (over <= 0) return;
+  #boundForRuns(passedOver: number): void {
+    const over = Math.max(0, this.#forRuns.size - AUDIT_MAX_FOR_RUNS);
+    const dropped = over + passedOver;
+    if (dropped === 0) return;
     let left = over;
     for (const id of this.#forRuns.keys()) {
       if (left-- === 0) break;
       this.#forRuns.delete(id);
     }
     this.#earlierInterrupted = this.#earlierInterrupted.filter((r) => this.#forRuns.has(r.intent));
-    this.#forRunsDropped += over;
+    this.#forRunsDropped += dropped;
+    const bytes = passedOver === 0
+      ? ""
+      : ` (or their records past ${AUDIT_MAX_FOUND_BYTES} bytes, AUDIT_MAX_FOUND_BYTES, in the ` +
+        "journal's search)";
     this.#log.warn(
-      `audit: ${over} calls recorded interrupted that no start of the runs took (the run ` +
+      `audit: ${dropped} calls recorded interrupted that no start of the runs took (the run ` +
         `registry failed to start) dropped, the oldest: more than ${AUDIT_MAX_FOR_RUNS} ` +
-        `(AUDIT_MAX_FOR_RUNS); they stay on the audit trail as interrupted entries, of no run`,
+        `(AUDIT_MAX_FOR_RUNS)${bytes}; they stay on the audit trail as interrupted entries, of ` +
+        "no run",
     );
   }
 
@@ -1083,8 +1129,11 @@ export class AuditTrail implements AuditSink {
       if (size > budget) whole = false;
       budget -= size;
     }
-    const open = new Map<string, IntentRecord>();
-    const forRuns = new Map<string, ForRunsRecord>();
+    // Both bounded by count and by their lines' bytes (the oldest passed over), not only by the
+    // bytes read: a line of a few dozen bytes is an object of a few hundred in memory. A marker
+    // clears both, and what was passed over before it with them.
+    const open = new NewestKept<IntentRecord>(AUDIT_MAX_FOUND_UNSETTLED, AUDIT_MAX_FOUND_BYTES);
+    const forRuns = new NewestKept<ForRunsRecord>(AUDIT_MAX_FOR_RUNS, AUDIT_MAX_FOUND_BYTES);
     let marked = false;
     let newest: number | null = null;
     for (const { path, start, size } of tail) {
@@ -1106,7 +1155,7 @@ export class AuditTrail implements AuditSink {
         if (t.startsWith(INTENT_PREFIX)) {
           const r = parseObject(t) as IntentRecord | null;
           if (isIntentRecord(r)) {
-            open.set(r.intent, r);
+            open.set(r.intent, r, line.end - line.start);
             newest = transitionDate(r.time_epoch_ms, newest);
           }
           continue;
@@ -1115,10 +1164,13 @@ export class AuditTrail implements AuditSink {
           const marker = markedIntents(t);
           if (marker !== null) {
             marked = true;
+            // Its records within its one line: each counted at an even share of it.
+            const bytes = line.end - line.start;
+            const share = Math.ceil(bytes / (marker.open.length + marker.forRuns.length || 1));
             open.clear();
-            for (const r of marker.open) open.set(r.intent, r);
+            for (const r of marker.open) open.set(r.intent, r, share);
             forRuns.clear();
-            for (const r of marker.forRuns) forRuns.set(r.intent, r);
+            for (const r of marker.forRuns) forRuns.set(r.intent, r, share);
             newest = transitionDate(marker.at, newest);
           }
           continue;
@@ -1129,14 +1181,22 @@ export class AuditTrail implements AuditSink {
           const found = v !== null && v.outcome === "interrupted" && Array.isArray(ids)
             ? interruptedRecord(v, String(ids[0]), open.get(String(ids[0])))
             : null;
-          if (found !== null) forRuns.set(found.intent, found);
+          if (found !== null) forRuns.set(found.intent, found, line.end - line.start);
           if (Array.isArray(ids)) { for (const id of ids) open.delete(String(id)); }
         }
         const last = entryLastDate(t);
         if (last !== null) newest = transitionDate(last, newest);
       }
     }
-    return { open: [...open.values()], newest, marked, whole, forRuns: [...forRuns.values()] };
+    return {
+      open: open.values(),
+      newest,
+      marked,
+      whole,
+      forRuns: forRuns.values(),
+      forRunsDropped: forRuns.dropped,
+      openDropped: open.dropped,
+    };
   }
 
   /**
@@ -1535,6 +1595,53 @@ function entryLine(text: string, intents: readonly string[]): string {
   return intents.length === 0
     ? text
     : `${INTENTS_PREFIX}${intents.map((id) => JSON.stringify(id)).join(",")}],${text.slice(1)}`;
+}
+
+/**
+ * Records by key in the order first set, the newest kept within `maxCount` records and `maxBytes`
+ * (the sizes given with them): past either the oldest are deleted, counted in `dropped` until
+ * clear().
+ */
+class NewestKept<V> {
+  readonly #records = new Map<string, { value: V; bytes: number }>();
+  #bytes = 0;
+  /** Records deleted past a bound since the last clear(). */
+  dropped = 0;
+
+  constructor(readonly maxCount: number, readonly maxBytes: number) {}
+
+  get(key: string): V | undefined {
+    return this.#records.get(key)?.value;
+  }
+
+  /** Sets `key` (one already there keeps its place), then deletes the oldest past a bound. */
+  set(key: string, value: V, bytes: number): void {
+    this.#bytes += bytes - (this.#records.get(key)?.bytes ?? 0);
+    this.#records.set(key, { value, bytes });
+    while (this.#records.size > this.maxCount || this.#bytes > this.maxBytes) {
+      const [oldest, r] = this.#records.entries().next().value!;
+      this.#records.delete(oldest);
+      this.#bytes -= r.bytes;
+      this.dropped++;
+    }
+  }
+
+  delete(key: string): void {
+    const r = this.#records.get(key);
+    if (r === undefined) return;
+    this.#records.delete(key);
+    this.#bytes -= r.bytes;
+  }
+
+  clear(): void {
+    this.#records.clear();
+    this.#bytes = 0;
+    this.dropped = 0;
+  }
+
+  values(): V[] {
+    return [...this.#records.values()].map((r) => r.value);
+  }
 }
 
 function isIntentRecord(r: unknown): r is IntentRecord {
