@@ -651,7 +651,15 @@ export class Estop implements EstopService {
     options.inventory.onChange((id, change) => {
       // Recorded before the plan is made again: a device no longer listed is in its `uncovered`.
       if (change === "changed") {
-        this.#listedBefore.note(id, options.inventory.provider(id)?.devices ?? []);
+        // Contained: an inventory port that throws must not keep the stale plan in force.
+        try {
+          this.#listedBefore.note(id, options.inventory.provider(id)?.devices ?? []);
+        } catch (err) {
+          this.#stopLog.error(
+            `e-stop: the devices ${id} lists now could not be read (${errorMessage(err)}); ` +
+              "a device it no longer lists later is named only if listed after this",
+          );
+        }
         this.#planChanged(`inventory of ${id} changed`);
       } else if (change === "removed") {
         // A reload restarting it (its entry changed) keeps them: lost meanwhile, not gone.
