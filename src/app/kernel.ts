@@ -592,12 +592,12 @@ export class Kernel {
           providerAvailable: (id) => this.registry.host(id)?.available ?? false,
           devicesOf: (id) => this.registry.host(id)?.devices.map((d) => d.device.deviceId) ?? [],
           capabilities: (p, d) => this.inventory.capabilities(p, d),
-          // Removed for good: not one a reload restarts (changed entry, or a failed start tried
-          // again), whose host is taken out only to register its successor.
+          // Removed for good: no longer configured (ProviderRegistry.configured). Not one a
+          // reload restarts (changed entry), nor one whose start failed while the file keeps it
+          // (its host listed down taken out by the next reload, or never registered).
           onProviderRemoved: (listener) =>
             this.inventory.onChange((id, change) => {
-              if (change !== "removed" || this.registry.replacing(id)) return;
-              if (this.#reloading && this.#reloadStarting.has(id)) return;
+              if (change !== "removed" || this.registry.configured(id)) return;
               listener(id);
             }),
         },

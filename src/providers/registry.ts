@@ -130,6 +130,13 @@ export class ProviderRegistry {
    * providers of one configuration.
    */
   readonly #notRegistered = new Map<string, string>();
+  /**
+   * The ids of the configuration file the registry was built from or last reconciled to (its
+   * `next`), and the ones that reconcile held back, less those remove() took out since: what
+   * configured() answers for an id no host is registered under. At most the providers of one
+   * configuration.
+   */
+  #configuredIds: Set<string>;
   readonly #deps: ProviderHostDeps;
   readonly #added: HostListener[] = [];
   readonly #removed: HostListener[] = [];
@@ -156,6 +163,7 @@ export class ProviderRegistry {
           : null,
     };
     for (const p of providers) this.#hosts.set(p.id, new ProviderHost(p, this.#deps));
+    this.#configuredIds = new Set(providers.map((p) => p.id));
   }
 
   /** Calls `listener` for every host now and for every host added later (before it starts). */
@@ -172,7 +180,8 @@ export class ProviderRegistry {
   /**
    * Adds a host for a new provider entry (not started: the caller starts it). Throws
    * FAILED_PRECONDITION when the id is taken, and INTERNAL when a host listener throws: the host
-   * is then taken out again (onHostRemoved listeners told), never left registered half-wired.
+   * is then taken out again (onHostRemoved listeners told), never left registered half-wired; its
+   * id stays configured as it was (a reload's file keeps it: configured()).
    */
   add(config: ProviderConfig): ProviderHost {
     if (this.#hosts.has(config.id)) {
@@ -186,7 +195,7 @@ export class ProviderRegistry {
     try {
       for (const l of this.#added) l(host);
     } catch (err) {
-      this.remove(config.id);
+      this.#takeOut(config.id);
       throw new RuntimeError(
         "INTERNAL",
         `Provider ${config.id} not registered: a host listener failed: ${errorMessage(err)}`,
@@ -197,11 +206,22 @@ export class ProviderRegistry {
   }
 
   /**
-   * Takes a host out of the registry (calls to it are refused NOT_FOUND from now on) and returns
-   * it; the caller stops it. Undefined when no such provider is registered. A listener that
-   * throws is logged and the others are still told: the caller must get the host to stop it.
+   * Takes a provider out of the configuration (configured() is false from now on) and its host
+   * out of the registry (calls to it are refused NOT_FOUND from now on); returns the host, which
+   * the caller stops. Undefined when no such provider is registered. A listener that throws is
+   * logged and the others are still told: the caller must get the host to stop it.
    */
   remove(providerId: string): ProviderHost | undefined {
+    this.#configuredIds.delete(providerId);
+    return this.#takeOut(providerId);
+  }
+
+  /**
+   * Takes a host out of the registry, its id configured or not as it was (a reload carries out its
+   * file, whose ids it set first: #configuredIds); the onHostRemoved listeners are told (see
+   * remove()).
+   */
+  #takeOut(providerId: string): ProviderHost | undefined {
     const host = this.#hosts.get(providerId);
     if (!host) return undefined;
     this.#hosts.delete(providerId);
@@ -289,6 +309,8 @@ export class ProviderRegistry {
     const failedBefore = this.failedStarts();
     this.#failedStarts.clear();
     this.#notRegistered.clear();
+    // Before any host is taken out: one whose id the file keeps is not removed (configured()).
+    this.#configuredIds = new Set([...next.map((p) => p.id), ...held]);
     for (const p of changed) this.#replacing.add(p.id);
     const retriedUp: string[] = [];
     try {
@@ -375,6 +397,18 @@ export class ProviderRegistry {
   }
 
   /**
+   * Whether `providerId` is configured: its entry is in the configuration file the registry runs
+   * (a host registered under it, or none while a reload restarts it or since the last reload
+   * failed to start it: it did not come up, or was not registered), or a reload holds its removal
+   * back. False once a reload whose file no longer has it has begun. The one answer to "did a
+   * reload remove this provider?": a host taken out while its id is configured is not gone, its
+   * devices are lost (the device-loss latch and the e-stop keep them), not unconfigured.
+   */
+  configured(providerId: string): boolean {
+    return this.#hosts.has(providerId) || this.#configuredIds.has(providerId);
+  }
+
+  /**
    * Why the last reload failed to start `providerId` (its entry added or changed): the start error
    * of its host listed down, or why its host was not registered; null otherwise. Its entry is in
    * the configuration file though not in effect (until the next reload).
@@ -406,7 +440,7 @@ export class ProviderRegistry {
 
   /** Takes a host out (remove) and stops it; stopAll waits for that stop as well. */
   #retire(providerId: string, budgetMs: number): Promise<void> {
-    const host = this.remove(providerId);
+    const host = this.#takeOut(providerId);
     if (host === undefined) return Promise.resolve();
     this.#retiringHosts.add(host);
     const stopped = host.stop(budgetMs);

@@ -662,8 +662,9 @@ export class Estop implements EstopService {
         }
         this.#planChanged(`inventory of ${id} changed`);
       } else if (change === "removed") {
-        // A reload restarting it (its entry changed) keeps them: lost meanwhile, not gone.
-        if (options.inventory.replacing?.(id) !== true) this.#listedBefore.forget(id);
+        // One still configured (a reload restarting it, or retiring the host whose start the
+        // reload before failed, its entry kept) keeps them: lost meanwhile, not gone.
+        if (options.inventory.configured?.(id) !== true) this.#listedBefore.forget(id);
         this.#planChanged(`provider ${id} removed`);
       }
     });

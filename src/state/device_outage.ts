@@ -227,6 +227,15 @@ export class DeviceOutages {
         reloading: true,
       };
     }
+    if (!host && this.#o.registry.configured(providerId)) {
+      // Its entry is in the file, but a reload failed to start it: lost, not gone.
+      const why = this.#o.registry.startFailure(providerId);
+      return down(
+        `provider ${providerId} is not running: a configuration reload failed to start it` +
+          (why === null ? "" : ` (${why})`),
+        this.#providerSince(providerId),
+      );
+    }
     if (!host) {
       return {
         ...down(`provider ${providerId} is not configured`, this.#providerSince(providerId)),

@@ -64,10 +64,12 @@ export interface InventoryReader {
   /** Subscribes to providers' availability (every provider, also those a reload adds). */
   onAvailability(listener: AvailabilityListener): () => void;
   /**
-   * Whether a reload is restarting this provider (its entry changed): told `removed` then, it is
-   * not gone, and its successor follows. Absent: every removal is taken as gone.
+   * Whether this provider's entry is in the configuration (ProviderRegistry.configured): told
+   * `removed` while it is -- a reload restarting it (its entry changed), or taking out the host
+   * the reload before failed to start while the file keeps it -- it is not gone: its devices are
+   * lost, not unconfigured. Absent: every removal is taken as gone.
    */
-  replacing?(providerId: string): boolean;
+  configured?(providerId: string): boolean;
   /**
    * Why the last configuration reload failed to start this provider (its host listed down, or not
    * registered at all), null otherwise. Absent: never known.
@@ -132,8 +134,8 @@ export class Inventory implements InventoryReader {
     };
   }
 
-  replacing(providerId: string): boolean {
-    return this.#registry.replacing(providerId);
+  configured(providerId: string): boolean {
+    return this.#registry.configured(providerId);
   }
 
   startFailure(providerId: string): string | null {

@@ -554,7 +554,7 @@ export class StateCache implements FreshReader {
     const now = this.#opts.clock.nowMs();
     for (const [other, at] of this.#departedAvailabilityAt) {
       // A removed provider's, once the clock is past it (a configured one's is kept).
-      if (at <= now && this.#opts.registry.host(other) === undefined) {
+      if (at <= now && !this.#opts.registry.configured(other)) {
         this.#departedAvailabilityAt.delete(other);
       }
     }

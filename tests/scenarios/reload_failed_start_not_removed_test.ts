@@ -1,0 +1,142 @@
+/**
+ * A reload that changes sim1's entry so that its new process cannot start, then a second reload
+ * that leaves that entry as it is (it fails again) or fixes it. sim1's entry is in the
+ * configuration file all along: the second reload takes out the host the first one left listed
+ * down, but sim1 is not removed. A device-loss latch is released only by the operator's
+ * documented acts -- entering AUTO with the device up, or a reload that removes sim1 from the
+ * file -- and the e-stop keeps naming the devices sim1 listed before (unverified, and their
+ * actuating functions uncovered): docs/safety.md, section 5 and "Verified safe state". Real
+ * child processes: the inert simulated providers.
+ */
+import assert from "node:assert/strict";
+import type { Config } from "../../src/config/mod.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
+import { inertSim } from "../safety/_fixture.ts";
+import { automationOptions } from "./automation_helpers.ts";
+
+const MOTOR = "sim1/motorctl0";
+
+/** Why the e-stop cannot verify sim1's motor controller before the fixed start of the reason. */
+const NO_LONGER_LISTED = "no longer listed by its provider, which failed to start at a " +
+  "configuration reload (cannot start provider 'sim1' (/nonexistent/provider)";
+/** Why the e-stop cannot verify a listed device (no expect entry covers it: rung 3). */
+const NO_EXPECT = "no safety.safe_state.expect entry covers it";
+
+/**
+ * The latch and e-stop as status shows them for sim1's motor controller: latched, why it is
+ * unverified (its reason cut at the start error's details; undefined: not named) and whether its
+ * actuating functions are uncovered.
+ */
+function sim1Motor(rt: Kernel) {
+  const estop = rt.estop.status();
+  const reason = estop.unverified_reasons.find((u) => u.device_handle === MOTOR)?.reason;
+  return {
+    latched: rt.automation!.status().device_loss_latched.includes(MOTOR),
+    unverified: reason?.startsWith(NO_LONGER_LISTED) ? NO_LONGER_LISTED : reason,
+    uncovered: estop.plan.uncovered.some((u) => u.device_handle === MOTOR),
+  };
+}
+
+/** A rig with sim0 and sim1 (real children), automation on (no tree), rung 3 (zero is safe). */
+async function sims() {
+  const r = await rig({
+    programs: false,
+    ...automationOptions(null, { config: { providers: [inertSim("sim0"), inertSim("sim1")] } }),
+    safety: { zeroIsSafe: true },
+  });
+  await r.kernel.modes.request("MANUAL");
+  return r;
+}
+
+/** The file with sim1's command changed to one that does not exist. */
+function withBrokenSim1(rt: Kernel): Config {
+  return {
+    ...rt.config,
+    providers: rt.config.providers.map((p) =>
+      p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p
+    ),
+  };
+}
+
+Deno.test("Reload: a provider whose restart failed to start is not removed by the next reload that keeps its entry", async () => {
+  await using r = await sims();
+  const rt = r.kernel;
+  const broken = withBrokenSim1(rt);
+  const first = await rt.reload(broken);
+  assert.match(first.providers.failed.join(), /^sim1: cannot start provider/);
+  await waitFor("sim1's motor latched", () => sim1Motor(rt).latched);
+  const lost = { latched: true, unverified: NO_LONGER_LISTED, uncovered: true };
+  assert.deepEqual(sim1Motor(rt), lost);
+
+  // The same file again: sim1 is started again and fails again; its entry never left the file.
+  const second = await rt.reload(broken);
+  assert.match(second.providers.failed.join(), /^sim1: cannot start provider/);
+  assert.deepEqual(second.providers.removed, []);
+  assert.deepEqual(sim1Motor(rt), lost);
+  const released = r.lines.filter((l) => l.includes(`released '${MOTOR}'`));
+  assert.deepEqual(released, [], "nothing released the latch");
+});
+
+Deno.test("Reload: a provider whose restart failed to start and a reload fixed stays latched until AUTO is entered", async () => {
+  await using r = await sims();
+  const rt = r.kernel;
+  const good = rt.config;
+  await rt.reload(withBrokenSim1(rt));
+  await waitFor("sim1's motor latched", () => sim1Motor(rt).latched);
+
+  // Fixed: sim1 comes up and lists its devices again; the latch stands until AUTO is entered.
+  const fixed = await rt.reload(good);
+  assert.deepEqual(fixed.providers.failed, []);
+  assert.deepEqual(fixed.providers.added, ["sim1"]);
+  await waitFor("sim1's motor polled", () => rt.cache.device("sim1", "motorctl0")?.available);
+  assert.deepEqual(sim1Motor(rt), { latched: true, unverified: NO_EXPECT, uncovered: false });
+  await rt.modes.request("AUTO");
+  assert.equal(sim1Motor(rt).latched, false, "entering AUTO with it up releases it");
+
+  // Removed from the file (outside AUTO): released, and the e-stop forgets its devices.
+  await rt.modes.request("MANUAL");
+  await rt.reload(withBrokenSim1(rt));
+  await waitFor("sim1's motor latched", () => sim1Motor(rt).latched);
+  const removed = await rt.reload({
+    ...rt.config,
+    providers: rt.config.providers.filter((p) => p.id !== "sim1"),
+  });
+  assert.deepEqual(removed.providers.failed, []);
+  assert.deepEqual(sim1Motor(rt), { latched: false, unverified: undefined, uncovered: false });
+});
+
+Deno.test("Reload: a provider whose restart was not registered is not removed: its latch and the e-stop's devices stay", async () => {
+  await using r = await sims();
+  const rt = r.kernel;
+  let refuse = false;
+  // A host listener that fails refuses the registration of sim1's replacement.
+  rt.registry.eachHost((host) => {
+    if (refuse && host.id === "sim1") throw new Error("listener broke");
+  });
+  refuse = true;
+  const changed = {
+    ...rt.config,
+    providers: rt.config.providers.map((p) =>
+      p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
+    ),
+  };
+  const first = await rt.reload(changed);
+  assert.match(first.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.equal(rt.registry.host("sim1"), undefined);
+  const lost = {
+    latched: true,
+    unverified: "its provider sim1 failed to start at a configuration reload (Provider sim1 " +
+      "not registered: a host listener failed: listener broke)",
+    uncovered: true,
+  };
+  assert.deepEqual(sim1Motor(rt), lost);
+
+  // The same file again, the listener still failing: sim1 is still configured.
+  const second = await rt.reload(changed);
+  assert.match(second.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.deepEqual(sim1Motor(rt), lost);
+  const released = r.lines.filter((l) => l.includes(`released '${MOTOR}'`));
+  assert.deepEqual(released, [], "nothing released the latch");
+});
