@@ -1,6 +1,7 @@
 // The Automation view: in one line why the tree runs or not (or is blocked), then execution
-// status and reason, tick counts, errors, last error, device-loss latches, outages and refused
-// calls, and the loaded behavior tree as an indented outline.
+// status and reason, tick counts, errors, last error, device-loss latches (devices, and
+// providers held as one entry), outages and refused calls, and the loaded behavior tree as an
+// indented outline.
 
 import { ApiError } from "./api.js";
 import { byId, facts, fill, formatTime, h, setText } from "./dom.js";
@@ -104,6 +105,27 @@ export function automationWhy(s, context = {}) {
     default:
       return { kind: "unknown", text: String(s.execution_status) };
   }
+}
+
+/**
+ * The device-loss latch's provider-wide entries (GET /v0/automation/status
+ * `device_loss_latched_providers`: a provider past the latch's per-provider bound holds its
+ * further lost devices as one entry, which refuses automated calls to every device of the provider
+ * but those up when AUTO was last entered), in words, one per provider; "none" when there are none.
+ * @param {any[]} entries
+ * @param {(epochMs: number) => string} [timeOf] a time as shown (default formatTime)
+ * @returns {string}
+ */
+export function latchedProvidersText(entries, timeOf = formatTime) {
+  if (entries.length === 0) return "none";
+  return entries.map((p) => {
+    const exempt = p.exempt_devices > 0
+      ? ` but the ${p.exempt_devices} up when AUTO was last entered`
+      : "";
+    return `${p.provider_id}: ${p.losses} more lost device(s) held as one entry since ` +
+      `${timeOf(p.since_epoch_ms)}, the latest ${p.last_device_handle} (${p.last_reason}); ` +
+      `automated calls to every device of ${p.provider_id}${exempt} are refused`;
+  }).join("; ");
 }
 
 /**
@@ -252,6 +274,13 @@ export class AutomationView {
           "Device-loss latched",
           (s.device_loss_latched ?? []).length ? s.device_loss_latched.join(", ") : "none",
         ],
+        // Runtimes that bound the latch per provider (an older one has no such entries).
+        ...(Array.isArray(s.device_loss_latched_providers)
+          ? [[
+            "Device-loss latched providers",
+            latchedProvidersText(s.device_loss_latched_providers),
+          ]]
+          : []),
         [
           "Device outages",
           (s.device_outages ?? []).length

@@ -4,7 +4,7 @@
  * runtime's answer without those fields, and a reason the console does not know.
  */
 import assert from "node:assert/strict";
-import { automationWhy } from "../../console/automation.js";
+import { automationWhy, latchedProvidersText } from "../../console/automation.js";
 
 const timeOf = (ms: number) => `t${ms}`;
 /** Today's answer in AUTO, as the runtime writes it (no reason while running). */
@@ -177,4 +177,24 @@ Deno.test("automationWhy shows a reason it does not know as the runtime words it
     text: "idle: warming_up",
   });
   assert.deepEqual(why({ execution_status: "paused" }), { kind: "unknown", text: "paused" });
+});
+
+Deno.test("latchedProvidersText shows each provider-wide latch entry in words, with its exempt devices", () => {
+  assert.equal(latchedProvidersText([], timeOf), "none");
+  const entry = {
+    provider_id: "sim0",
+    losses: 10,
+    since_epoch_ms: 5,
+    last_device_handle: "sim0/dev73",
+    last_reason: "provider sim0 is unavailable (RESTARTING)",
+    exempt_devices: 0,
+  };
+  assert.equal(
+    latchedProvidersText([entry, { ...entry, provider_id: "sim1", exempt_devices: 3 }], timeOf),
+    "sim0: 10 more lost device(s) held as one entry since t5, the latest sim0/dev73 (provider " +
+      "sim0 is unavailable (RESTARTING)); automated calls to every device of sim0 are refused; " +
+      "sim1: 10 more lost device(s) held as one entry since t5, the latest sim0/dev73 (provider " +
+      "sim0 is unavailable (RESTARTING)); automated calls to every device of sim1 but the 3 up " +
+      "when AUTO was last entered are refused",
+  );
 });
