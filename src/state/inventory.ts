@@ -71,6 +71,11 @@ export interface InventoryReader {
    */
   configured?(providerId: string): boolean;
   /**
+   * Whether a reload is restarting this provider (its entry changed): out of the registry meanwhile
+   * and coming back (ProviderRegistry.replacing). Absent: never.
+   */
+  replacing?(providerId: string): boolean;
+  /**
    * Why the last configuration reload failed to start this provider (its host listed down, or not
    * registered at all), null otherwise. Absent: never known.
    */
@@ -136,6 +141,10 @@ export class Inventory implements InventoryReader {
 
   configured(providerId: string): boolean {
     return this.#registry.configured(providerId);
+  }
+
+  replacing(providerId: string): boolean {
+    return this.#registry.replacing(providerId);
   }
 
   startFailure(providerId: string): string | null {
