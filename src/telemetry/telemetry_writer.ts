@@ -127,14 +127,26 @@ export const MAX_RETRY_AFTER_MS = 300_000;
 
 /**
  * The delay in ms a `Retry-After` header value asks for (delta-seconds or an HTTP-date, RFC 9110
- * 10.2.3), cut to {@link MAX_RETRY_AFTER_MS}; 0 when absent or unreadable.
+ * 10.2.3), cut to {@link MAX_RETRY_AFTER_MS}; 0 when absent or unreadable. An HTTP-date is a
+ * time on the database's clock, as is the answer's `Date` (`dateHeader`, RFC 9110 6.6.1): the
+ * delay is the one minus the other when both read as dates (as RFC 9111 4.2.1 measures Expires
+ * against Date), so a wall clock far off the database's (a Raspberry Pi without a real-time
+ * clock, before NTP) does not change it; else the date minus `nowMs`, the runtime's wall clock.
  */
-export function retryAfterMs(header: unknown, nowMs: number): number {
-  const text = Array.isArray(header) ? header[0] : header;
-  if (typeof text !== "string") return 0;
+export function retryAfterMs(header: unknown, nowMs: number, dateHeader?: unknown): number {
+  const text = firstHeader(header);
+  if (text === null) return 0;
   const value = text.trim();
-  const ms = /^[0-9]+$/.test(value) ? Number(value) * 1000 : Date.parse(value) - nowMs;
+  if (/^[0-9]+$/.test(value)) return Math.min(Number(value) * 1000, MAX_RETRY_AFTER_MS);
+  const sent = Date.parse(firstHeader(dateHeader) ?? "");
+  const ms = Date.parse(value) - (Number.isFinite(sent) ? sent : nowMs);
   return Number.isFinite(ms) ? Math.min(Math.max(0, ms), MAX_RETRY_AFTER_MS) : 0;
+}
+
+/** A header's value as the client keeps it (a header repeated: an array, the first); else null. */
+function firstHeader(header: unknown): string | null {
+  const text = Array.isArray(header) ? header[0] : header;
+  return typeof text === "string" ? text : null;
 }
 
 /**
@@ -439,8 +451,8 @@ interface Segment {
 /**
  * One HTTP request to the database (the InfluxDB client's `Transport.request`): resolves when it
  * was accepted; rejects with `{ statusCode, body, headers? }` for an HTTP error (the client's
- * HttpError; `headers` lower-case, `retry-after` read from it), or any other error for a network
- * failure or an abort.
+ * HttpError; `headers` lower-case, `retry-after` and `date` read from it), or any other error for
+ * a network failure or an abort.
  */
 export interface TelemetryTransport {
   request(path: string, body: string, options: {
@@ -1291,7 +1303,11 @@ export class TelemetryWriter {
         }
         // The client's HttpError keeps the answer's headers (a header repeated: an array).
         const headers = (err as { headers?: Record<string, unknown> }).headers;
-        this.#retryAfterMs = retryAfterMs(headers?.["retry-after"], clock.nowMs());
+        this.#retryAfterMs = retryAfterMs(
+          headers?.["retry-after"],
+          clock.nowMs(),
+          headers?.["date"],
+        );
         const after = this.#retryAfterMs > 0 ? ` (Retry-After: ${this.#retryAfterMs} ms)` : "";
         this.#reportError(
           `write failed, will retry: HTTP ${status}${detail ? `: ${detail}` : ""}${after}` +
