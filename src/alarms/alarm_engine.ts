@@ -34,13 +34,14 @@ import {
   type TypedValue,
   WALL_STEP_MS,
 } from "../common/mod.ts";
-import type {
-  AlarmAction,
-  AlarmConfig,
-  AlarmLevel,
-  AlarmLimits,
-  BadQualityPolicy,
-  InterlockConfig,
+import {
+  type AlarmAction,
+  type AlarmConfig,
+  type AlarmLevel,
+  type AlarmLimits,
+  type BadQualityPolicy,
+  type InterlockConfig,
+  MAX_ALARMS,
 } from "../config/mod.ts";
 import type { AuditOrigin, AuditSink, GateContext } from "../control/mod.ts";
 import type { AlarmCause, AlarmState, EventBus } from "../events/mod.ts";
@@ -157,6 +158,13 @@ export const TRANSITION_LOG_LINES = 5;
 export const TRANSITION_LOG_WINDOW_MS = 60_000;
 
 /**
+ * Alarm ids a reload removed whose last transition date is kept for an alarm of the id a later
+ * reload adds back (AlarmEngine #removedUntilWall): at most this many, the one removed longest
+ * ago let go of first. MAX_ALARMS: every alarm of one configuration.
+ */
+export const MAX_REMOVED_ALARM_DATES = MAX_ALARMS;
+
+/**
  * What the HTTP layer needs. `source` is who asks (audit trail; default an HTTP client): every
  * ack, shelve and unshelve is recorded, accepted or refused.
  */
@@ -271,6 +279,15 @@ export class AlarmEngine implements AlarmService {
   #wakeDueMono = Infinity;
   /** Providers the last binding skipped because they were down (judged again once up). */
   readonly #unjudged = new Set<string>();
+  /**
+   * Alarm id -> the lastAtWall of the alarm of that id a reload removed (its clear, when it was
+   * raised): an alarm a later reload adds back under the id follows it (AlarmMonitor.follow), so
+   * a step back of the wall clock (NTP) between the two reloads does not date its raise before
+   * that clear. Taken by the alarm added back; let go of by a later reload once the wall clock
+   * has passed it (so only those ahead of the clock stay), and beyond MAX_REMOVED_ALARM_DATES ids
+   * the one removed longest ago first.
+   */
+  readonly #removedUntilWall = new Map<string, number>();
 
   constructor(options: AlarmEngineOptions) {
     this.#o = options;
@@ -325,13 +342,24 @@ export class AlarmEngine implements AlarmService {
     // clear is published, so the events, telemetry rows and run records end where the alarm
     // view does (a changed one starts from normal and raises again if its condition holds).
     const wall = this.#o.clock.nowMs();
+    for (const [id, at] of this.#removedUntilWall) {
+      if (at <= wall) this.#removedUntilWall.delete(id); // the clock is past it
+    }
     for (const [id, entry] of previous) {
       const next = this.#alarms.get(id);
       if (next?.log === entry.log) continue; // carried on
       const t = entry.monitor.retire(wall);
       if (t !== null) this.#publishAlarm(entry, t, "removed or changed by a reload");
-      // A changed one is dated after the alarm it replaces (its events follow under the same id).
-      next?.monitor.follow(entry.monitor);
+      // A changed one is dated after the alarm it replaces (its events follow under the same id);
+      // a removed one's date is kept for an alarm a later reload adds back under the id.
+      if (next !== undefined) next.monitor.follow(entry.monitor.lastAtWall);
+      else this.#keepRemovedDate(id, entry.monitor.lastAtWall);
+    }
+    for (const [id, entry] of this.#alarms) {
+      const at = previous.has(id) ? undefined : this.#removedUntilWall.get(id);
+      if (at === undefined) continue;
+      entry.monitor.follow(at); // added back: dated after the alarm a reload removed
+      this.#removedUntilWall.delete(id);
     }
     // Likewise a blocking interlock the reload removed: released (a kept one goes on below).
     const kept = new Set(section.interlocks.map((c) => c.id));
@@ -345,6 +373,17 @@ export class AlarmEngine implements AlarmService {
     this.#rebind(this.#started);
     this.#armCarriedShelves();
     this.evaluateAll();
+  }
+
+  /** Keeps `at`, the date of an alarm a reload removed, under its id (#removedUntilWall). */
+  #keepRemovedDate(id: string, at: number | null): void {
+    if (at === null) return;
+    this.#removedUntilWall.delete(id); // to the end: removed last
+    this.#removedUntilWall.set(id, at);
+    for (const oldest of this.#removedUntilWall.keys()) {
+      if (this.#removedUntilWall.size <= MAX_REMOVED_ALARM_DATES) break;
+      this.#removedUntilWall.delete(oldest);
+    }
   }
 
   /**

@@ -109,15 +109,23 @@ export class AlarmMonitor {
   }
 
   /**
-   * Makes this alarm, a reload's change of the alarm of its id, follow `previous` (that alarm,
-   * retired): its transitions are dated no earlier than `previous`'s last, as they would be had
-   * the alarm carried on -- a step back of the wall clock (NTP) before the reload must not date
-   * its raise before the clear of the alarm it replaces. Its own view (since_epoch_ms) starts
-   * from normal all the same.
+   * The date its transitions must not come before: its latest one's, or that of the alarm of its
+   * id it replaced (follow) when later; null when neither recorded any. A successor under the id
+   * follows it.
    */
-  follow(previous: AlarmMonitor): void {
-    const last = latestOf(previous.#sinceWall, previous.#replacedUntilWall);
-    this.#replacedUntilWall = latestOf(this.#replacedUntilWall, last);
+  get lastAtWall(): number | null {
+    return latestOf(this.#sinceWall, this.#replacedUntilWall);
+  }
+
+  /**
+   * Makes this alarm follow the alarm of its id it replaces, retired, whose lastAtWall is `at`: a
+   * reload's change of it, or a later reload's adding it back after one removed it. Its
+   * transitions are dated no earlier than `at`, as they would be had the alarm carried on -- a
+   * step back of the wall clock (NTP) must not date its raise before the clear of the alarm it
+   * replaces. Its own view (since_epoch_ms) starts from normal all the same.
+   */
+  follow(at: number | null): void {
+    this.#replacedUntilWall = latestOf(this.#replacedUntilWall, at);
   }
 
   /** The state an operator sees. */

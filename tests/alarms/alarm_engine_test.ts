@@ -1565,6 +1565,39 @@ alarms:
   }
 });
 
+Deno.test("AlarmEngine dates the raise of an alarm a reload removed and a later one added back no earlier than the clear of the removed one when the wall clock stepped back (NTP)", async () => {
+  const yaml = `
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80 }
+`;
+  const s = await setup(yaml);
+  try {
+    const w0 = s.fx.clock.wallMs;
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(85)]);
+    // A reload removes the raised alarm (cleared, dated now); NTP then steps the wall clock back
+    // an hour, and a later reload adds the alarm back: it raises at once (its condition holds).
+    s.fx.clock.mono = 2_000;
+    s.fx.clock.wallMs = w0 + 1_000;
+    s.reload("alarms: []");
+    s.fx.clock.mono = 3_000;
+    s.fx.clock.wallMs = w0 + 2_000 - 3_600_000;
+    s.reload(yaml);
+    await s.read([temp(85)]);
+    assert.deepEqual(
+      alarmEvents(s.events).map((e) => [e.transition, e.timestamp_ms - w0]),
+      [["raise", 0], ["clear", 1_000], ["raise", 1_000]],
+      "never earlier than the transition before it under the same id",
+    );
+    assert.deepEqual(
+      s.engine.alarm("hot").transitions.map((t) => [t.transition, t.at_epoch_ms - w0]),
+      [["raise", 1_000]],
+    );
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine dates an interlock's engage and release no earlier than the one before it when the wall clock steps back (NTP)", async () => {
   const s = await setup(`
 interlocks:
