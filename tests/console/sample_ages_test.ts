@@ -102,3 +102,59 @@ Deno.test("sample ages keep counting on the monotonic clock when the browser's w
     assert.equal(streamed.ageEl.textContent, "2.2 s", "age of the streamed sample");
   });
 });
+
+Deno.test("a streamed sample's age after the runtime's wall clock steps back is right from the next state read on, and a replayed sample keeps its own age", async () => {
+  // The console carries the runtime's clock from each GET /v0/state (generated_at_epoch_ms) on
+  // the monotonic clock; a streamed sample's timestamp_ms cannot reset it: a sample the runtime
+  // replays after a reconnection (Last-Event-ID) is as old as it says.
+  const clocks = { wall: 1_760_000_000_000, mono: 50_000 };
+  let runtimeNow = 1_760_000_000_000;
+  let flowAgeMs = 0;
+  await withClocks(clocks, async () => {
+    const view = new DevicesView({
+      api: {
+        get: () =>
+          Promise.resolve({
+            generated_at_epoch_ms: runtimeNow,
+            devices: [{
+              provider_id: "sim0",
+              device_id: "tempctl0",
+              values: [{
+                signal_id: "flow",
+                value: { type: "double", double: 2 },
+                quality: "OK",
+                age_ms: flowAgeMs,
+              }],
+            }],
+          }),
+        post: () => Promise.resolve({}),
+      },
+      errorText: String,
+      showRefreshError: () => {},
+      loadHealth: () => Promise.resolve(),
+    });
+    const sk = signalKey("sim0", "tempctl0", "flow");
+    const streamed = fakeCell();
+    view.cells.set(sk, streamed);
+    await view.loadState();
+    // A sample the runtime replays after a reconnection: received 8 s before now, by its clock.
+    view.showValue(sk, { type: "double", double: 1 }, "OK", runtimeNow - 8_000);
+    assert.equal(streamed.ageEl.textContent, "8.0 s", "a replayed sample keeps its age");
+    // NTP steps the runtime's wall clock back an hour; 500 ms later a sample is streamed (its
+    // age meanwhile is off by the step), 1.5 s later the refresh cycle reads the state.
+    runtimeNow -= 3_600_000;
+    clocks.mono += 500;
+    runtimeNow += 500;
+    view.showValue(sk, { type: "double", double: 3 }, "OK", runtimeNow);
+    clocks.mono += 1_500;
+    runtimeNow += 1_500;
+    flowAgeMs = 1_500;
+    await view.loadState();
+    assert.equal(streamed.ageEl.textContent, "1.5 s", "the runtime's age_ms, from the read on");
+    // From then on a streamed sample's age is by the runtime's clock as stepped.
+    clocks.mono += 1_000;
+    runtimeNow += 1_000;
+    view.showValue(sk, { type: "double", double: 4 }, "OK", runtimeNow - 300);
+    assert.equal(streamed.ageEl.textContent, "0.3 s");
+  });
+});
