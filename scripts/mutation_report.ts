@@ -258,8 +258,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:516-549", // gate
-      "src/alarms/alarm_engine.ts:721-743", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:558-591", // gate
+      "src/alarms/alarm_engine.ts:763-785", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -276,9 +276,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-515",
-      "src/alarms/alarm_engine.ts:550-720",
-      "src/alarms/alarm_engine.ts:744-1096",
+      "src/alarms/alarm_engine.ts:1-557",
+      "src/alarms/alarm_engine.ts:592-762",
+      "src/alarms/alarm_engine.ts:786-1138",
     ],
     tests: [
       "tests/alarms/",
