@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { RELOAD_FILE_READ_TIMEOUT_MS } from "../../src/app/kernel.ts";
 import { serveHttp } from "../../src/host/mod.ts";
 import { HungReads } from "../helpers/journal_files.ts";
-import { newKernel, tempDir } from "../helpers/kernel.ts";
+import { newKernel, tempDir, waitFor } from "../helpers/kernel.ts";
 import { ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { selfSignedCert } from "../http/_tls_certs.ts";
@@ -28,8 +28,12 @@ Deno.test("a reload whose re-read of http.tls_cert_path hangs leaves the e-stop 
     assert.equal(rt.http?.tls, true, "served over HTTPS");
     // The mount under the certificate hangs from now on.
     reads.pathPart = cert;
+    const doneBefore = reads.done;
     const reloading = rt.reload(rt.config);
     await runDueUntil(clock, "the certificate read again", () => reads.hung > 0);
+    // The key's read is real I/O: finished before virtual time moves past its 2 s bound (on a
+    // loaded machine it took longer than the timers settleOn fires below).
+    await waitFor("the key read again", () => reads.done > doneBefore);
     await settleOn(clock, rt.estop.trigger("door opened"), "the e-stop");
     assert.equal(rt.estop.latched, true, "the e-stop latches while the read hangs");
     clock.advance(RELOAD_FILE_READ_TIMEOUT_MS);
