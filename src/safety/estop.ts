@@ -1410,6 +1410,7 @@ export class Estop implements EstopService {
         new Set(before),
         (providerId, deviceId) => this.#restartedByReload(providerId, deviceId),
         (providerId) => this.#o.inventory.startFailure?.(providerId) ?? null,
+        (providerId) => this.#o.inventory.configured?.(providerId) === true,
       ),
     ];
   }

@@ -258,6 +258,9 @@ export const UNVERIFIED_NO_EXPECTATION = "no safety.safe_state.expect entry cove
  * gone, its new one not yet registered): configured all the same, and coming back.
  * `startFailure`: why the last reload failed to start a provider (listed down, or not registered
  * at all), null otherwise: its entry is in the configuration file, so "not configured" is wrong.
+ * `configured`: whether a provider no host is registered for is in the configuration all the same
+ * (InventoryReader.configured: the next reload took out the host the last one failed to start, to
+ * start it again); "not configured" is said only when it is not. Absent: none is.
  */
 export function unlistedLadderDevices(
   expect: readonly SafeStateExpectation[],
@@ -267,6 +270,7 @@ export function unlistedLadderDevices(
   listedBefore: ReadonlySet<string> = new Set(),
   restarting: (providerId: string, deviceId: string) => boolean = () => false,
   startFailure: (providerId: string) => string | null = () => null,
+  configured: (providerId: string) => boolean = () => false,
 ): UnverifiedDevice[] {
   const key = (p: string, d: string) => `${p}\u0000${d}`;
   const known = new Set(devices.map((d) => key(d.device.providerId, d.device.deviceId)));
@@ -288,6 +292,7 @@ export function unlistedLadderDevices(
         listedBefore.has(device_handle),
         () => restarting(addr.providerId, addr.deviceId),
         () => startFailure(addr.providerId),
+        () => configured(addr.providerId),
       ),
     });
   }
@@ -301,14 +306,20 @@ function whyUnlisted(
   listedBefore: boolean,
   restarting: () => boolean,
   startFailure: () => string | null,
+  configured: () => boolean,
 ): string {
   if (provider === undefined) {
     if (restarting()) {
       return `its provider ${providerId} is being restarted by a configuration reload`;
     }
     const failed = startFailure();
-    return failed !== null
-      ? `its provider ${providerId} failed to start at a configuration reload (${failed})`
+    if (failed !== null) {
+      return `its provider ${providerId} failed to start at a configuration reload (${failed})`;
+    }
+    // In the file, no host (the next reload took out the one the last failed to start): as the
+    // device conditions say it (DeviceOutages).
+    return configured()
+      ? `its provider ${providerId} is not running: a configuration reload failed to start it`
       : `no provider ${providerId} is configured`;
   }
   const listed = `${listedBefore ? "no longer" : "not"} listed by its provider`;

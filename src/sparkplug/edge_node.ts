@@ -2798,8 +2798,9 @@ export class SparkplugEdgeNode {
    * Why a device not born is still the configuration's, as a refusal: its provider is down (and
    * had it when last up, or never came up), or has it now and its DBIRTH has not gone out yet
    * (waiting for the writes in flight, or about to): `birthOf` names that provider, whose births
-   * the answer follows (#answerAfterBirth); or its provider is being restarted by a reload
-   * (InventoryReader.replacing). Null for an id no configured provider has.
+   * the answer follows (#answerAfterBirth); or its provider is configured with no process listed
+   * (a reload restarting it, InventoryReader.replacing, or one that failed to start it,
+   * InventoryReader.configured). Null for an id no configured provider has.
    */
   #notBorn(id: string): { readonly why: string; readonly birthOf?: string } | null {
     const big = this.#tooLarge.get(id);
@@ -2829,17 +2830,24 @@ export class SparkplugEdgeNode {
         : has;
       if (had) return { why: `device down (provider ${p.id} ${p.lifecycle})` };
     }
-    // Its provider restarted by a reload (its entry changed): between the old process's removal
-    // and the new one's registration no provider of that id is listed, yet it is configured and
-    // coming back. Any device id of its own, exactly, as for one that never came up: what the new
-    // process lists is not known yet.
+    // No provider of that id is listed, yet it is configured (ProviderRegistry.configured, the one
+    // answer to "is it still there"): a reload restarting it (its entry changed), between the old
+    // process's removal and the new one's registration; or one the last reload failed to start
+    // whose host the next reload took out to start it again, or never registered. Any device id
+    // of its own, exactly, as for one that never came up: what its next process lists is unknown.
     const owner = sparkplugDeviceProvider(id);
-    if (
-      owner !== null && this.#o.inventory.provider(owner) === undefined &&
-      this.#o.inventory.replacing?.(owner) === true
-    ) {
+    if (owner === null || this.#o.inventory.provider(owner) !== undefined) return null;
+    if (this.#o.inventory.replacing?.(owner) === true) {
       return {
         why: `device down (provider ${owner} is being restarted by a configuration reload)`,
+      };
+    }
+    if (this.#o.inventory.configured?.(owner) === true) {
+      // As the device conditions say it (DeviceOutages), without the start error (the provider's
+      // text, which the device's condition adds).
+      return {
+        why: `device down (provider ${owner} is not running: a configuration reload failed to ` +
+          "start it)",
       };
     }
     return null;

@@ -5,13 +5,16 @@
  * down, but sim1 is not removed. A device-loss latch is released only by the operator's
  * documented acts -- entering AUTO with the device up, or a reload that removes sim1 from the
  * file -- and the e-stop keeps naming the devices sim1 listed before (unverified, and their
- * actuating functions uncovered): docs/safety.md, section 5 and "Verified safe state". Real
- * child processes: the inert simulated providers.
+ * actuating functions uncovered): docs/safety.md, section 5 and "Verified safe state". In the
+ * window of the second reload, between its taking out that host and its registering sim1 again,
+ * the e-stop says sim1 is not running, not that it is not configured. Real child processes: the
+ * inert simulated providers (and the programmable one, to hold that window open).
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
-import { waitFor } from "../helpers/kernel.ts";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { programmableProvider } from "../helpers/programmable_provider.ts";
 import { rig } from "../helpers/rig.ts";
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
@@ -39,11 +42,16 @@ function sim1Motor(rt: Kernel) {
   };
 }
 
-/** A rig with sim0 and sim1 (real children), automation on (no tree), rung 3 (zero is safe). */
-async function sims() {
+/**
+ * A rig with sim0 and sim1 (real children), automation on (no tree), rung 3 (zero is safe); and
+ * `more` providers after them.
+ */
+async function sims(more: Config["providers"] = []) {
   const r = await rig({
     programs: false,
-    ...automationOptions(null, { config: { providers: [inertSim("sim0"), inertSim("sim1")] } }),
+    ...automationOptions(null, {
+      config: { providers: [inertSim("sim0"), inertSim("sim1"), ...more] },
+    }),
     safety: { zeroIsSafe: true },
   });
   await r.kernel.modes.request("MANUAL");
@@ -139,4 +147,39 @@ Deno.test("Reload: a provider whose restart was not registered is not removed: i
   assert.deepEqual(sim1Motor(rt), lost);
   const released = r.lines.filter((l) => l.includes(`released '${MOTOR}'`));
   assert.deepEqual(released, [], "nothing released the latch");
+});
+
+Deno.test("Reload: while a reload starts again a provider the reload before failed to start, the e-stop does not call it unconfigured", async () => {
+  // `slow` takes 4 s to exit once its stdin closes: the reload that removes it starts sim1 again
+  // only then, after it took out the host the reload before left listed down.
+  const slowFile = `${tempDir("reload-again-")}/slow.json`;
+  await Deno.writeTextFile(
+    slowFile,
+    JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
+  );
+  await using r = await sims([programmableProvider("slow", slowFile)]);
+  const rt = r.kernel;
+  const good = rt.config.providers;
+  await rt.reload(withBrokenSim1(rt));
+  await waitFor("sim1's motor latched", () => sim1Motor(rt).latched);
+  assert.equal(sim1Motor(rt).unverified, NO_LONGER_LISTED);
+
+  // Fixed, and slow removed: no host of sim1 until slow has exited; its entry is in the file.
+  const fixed = rt.reload({ ...rt.config, providers: good.filter((p) => p.id !== "slow") });
+  await waitFor(
+    "the host listed down taken out, sim1 not registered again yet",
+    () =>
+      rt.registry.host("sim1") === undefined && rt.registry.configured("sim1") &&
+      !rt.registry.replacing("sim1"),
+    10_000,
+  );
+  const inWindow = sim1Motor(rt);
+  assert.equal(rt.registry.host("sim1"), undefined, "read within the window");
+  assert.deepEqual(inWindow, {
+    latched: true,
+    unverified: "its provider sim1 is not running: a configuration reload failed to start it",
+    uncovered: true,
+  });
+  const report = await fixed;
+  assert.deepEqual(report.providers.added, ["sim1"], JSON.stringify(report));
 });
