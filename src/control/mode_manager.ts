@@ -42,6 +42,7 @@ import {
   raceTimeout,
   readClockTwice,
   type RuntimeError,
+  SpellLog,
   toRuntimeError,
   transitionDate,
 } from "../common/mod.ts";
@@ -350,6 +351,11 @@ interface ProviderBackOptions {
    * calls, so it gets the calls a reload dropped from the stop first (#stopHookCallsTo).
    */
   readonly stopsOwn?: boolean;
+  /**
+   * A device of it answers again (DeviceOutages.onDeviceReturn): its line is its provider's
+   * device-return spell's (#deviceReturnLog), not a WARN line each time.
+   */
+  readonly deviceReturn?: boolean;
 }
 
 /** A hold on the hook calls into FAULT of an entry (holdFaultHookCalls). */
@@ -458,6 +464,12 @@ export class ModeManager implements ModeService {
    * for the calls counted by then (faultHookCallsSettled).
    */
   readonly #faultHookHolds = new Set<FaultHookHold>();
+  /**
+   * Per provider id: the WARN lines of the hook calls into FAULT made again for its devices
+   * answering again, one per spell (#deviceReturnLog); a spell ends, with its count, when FAULT is
+   * left or the provider itself comes back. At most one per provider id (each ends with FAULT).
+   */
+  readonly #deviceReturnLogs = new Map<string, SpellLog>();
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
   /**
@@ -481,8 +493,11 @@ export class ModeManager implements ModeService {
     options.router.addGate(this.gate, "mode");
     options.router.addGate(this.allowedModesGate, "allowed_modes");
     options.inventory.onAvailability((p, up) => {
-      if (up) this.#providerBack(p, { securing: [AT_TURN], stopsOwn: true });
+      if (!up) return;
+      this.#endDeviceReturnSpell(p.id);
+      this.#providerBack(p, { securing: [AT_TURN], stopsOwn: true });
     });
+    // At most one per DEVICE_RETURN_MIN_INTERVAL_MS per provider (DeviceOutages).
     options.devices?.onDeviceReturn((providerId, deviceId) => {
       const host = this.#o.inventory.provider(providerId);
       if (host?.available === true) {
@@ -490,6 +505,7 @@ export class ModeManager implements ModeService {
           why: `has device ${deviceId} answering again`,
           securing: [AT_TURN],
           stopsOwn: true,
+          deviceReturn: true,
         });
       }
     });
@@ -1354,7 +1370,8 @@ export class ModeManager implements ModeService {
    * them. Stops once FAULT is left.
    */
   #providerBack(host: ProviderSummary, options: ProviderBackOptions): void {
-    const { why = "is AVAILABLE again", securing, stopsOwn = false } = options;
+    const { why = "is AVAILABLE again", securing, stopsOwn = false, deviceReturn = false } =
+      options;
     const back = (): MergedProviderBack => ({ securing: [...securing], stopsOwn });
     const providerId = host.id;
     // FAULT's hooks have yet to begin (an e-stop's ladder still runs): they wait for the stop's
@@ -1376,7 +1393,7 @@ export class ModeManager implements ModeService {
         if (this.#returnsAwaitingHooks.get(providerId) === wait) {
           this.#returnsAwaitingHooks.delete(providerId);
         }
-        this.#providerBack(host, { why, ...wait.back });
+        this.#providerBack(host, { why, deviceReturn, ...wait.back });
       });
       return;
     }
@@ -1419,17 +1436,18 @@ export class ModeManager implements ModeService {
       });
       if (calls.length === 0) {
         if (runs.size > 0) {
-          this.#stopLog.info(
+          // For a device return the e-stop's own spell says its securing run (once, counted).
+          this.#stopLog[deviceReturn ? "debug" : "info"](
             `FAULT: provider ${providerId} ${why}; the e-stop's ladder made its hook ` +
               `call(s) into FAULT (${entry.from}->FAULT)`,
           );
         }
         return;
       }
-      this.#stopLog.warn(
-        `FAULT: provider ${providerId} ${why}; making its ${calls.length} hook ` +
-          `call(s) into FAULT (${entry.from}->FAULT) again`,
-      );
+      const line = `FAULT: provider ${providerId} ${why}; making its ${calls.length} hook ` +
+        `call(s) into FAULT (${entry.from}->FAULT) again`;
+      if (deviceReturn) this.#deviceReturnLog(providerId).fail(line);
+      else this.#stopLog.warn(line);
       // Counted while they run or wait their turn: a reload stopping the provider waits for them.
       run.uncounted = 0;
       await this.#countedFaultHookCalls(calls, async (made) => {
@@ -1450,6 +1468,36 @@ export class ModeManager implements ModeService {
       if (this.#reapplying.get(providerId) === run) this.#reapplying.delete(providerId);
     });
     this.#reapplying.set(providerId, run);
+  }
+
+  /**
+   * The log of the hook calls into FAULT made again for `providerId`'s devices answering again: a
+   * device whose reads fail now and then gets them again after each (at most once per
+   * DEVICE_RETURN_MIN_INTERVAL_MS), so the first run of a spell is said at WARN, the rest at
+   * DEBUG, and the spell's end (#endDeviceReturnSpell) counts them at INFO. Each call is audited
+   * as usual. #stopLog: a line it fails to write is lost, never a call.
+   */
+  #deviceReturnLog(providerId: string): SpellLog {
+    let log = this.#deviceReturnLogs.get(providerId);
+    if (log === undefined) {
+      log = new SpellLog({
+        log: this.#stopLog,
+        firstNote: `its further runs for devices answering again are logged at DEBUG and ` +
+          `counted until FAULT is left or provider ${providerId} itself comes back`,
+        restLevel: "debug",
+        recovered: (n) =>
+          `FAULT: provider ${providerId}: hook calls into FAULT made again ${n} time(s) for ` +
+          "devices answering again",
+      });
+      this.#deviceReturnLogs.set(providerId, log);
+    }
+    return log;
+  }
+
+  /** Ends `providerId`'s spell of runs for devices answering again (its count, INFO). */
+  #endDeviceReturnSpell(providerId: string): void {
+    this.#deviceReturnLogs.get(providerId)?.ok();
+    this.#deviceReturnLogs.delete(providerId);
   }
 
   /** Runs one hook call; returns its failure (logged and published), or null. */
@@ -1537,6 +1585,7 @@ export class ModeManager implements ModeService {
       this.#faultHooksPending = false;
       this.#faultHookFailures = [];
       this.#faultInForce = null;
+      for (const id of [...this.#deviceReturnLogs.keys()]) this.#endDeviceReturnSpell(id);
     }
     // The mode is set: what follows must not fail the commit (FAULT's hooks, a returning
     // provider's wait and the listeners -- the tree's halt -- come after it). A clock that fails is
