@@ -727,7 +727,8 @@ export const RUNTIME_CONFIG_SCHEMA: Json = {
         qos: {
           enum: [0, 1, null],
           default: 0,
-          description: "QoS of DATA messages (births: 0, death: 1).",
+          description: "MQTT QoS of NDATA and DDATA: 0 as Sparkplug B 3.0 requires; 1 " +
+            "(warned) deviates from it for acknowledged writes (births: 0, death: 1).",
         },
         connect_timeout_ms: int("Bound on one connection attempt.", 10000, 1000, 120000),
         reconnect_ms: int("Wait between connection attempts.", 2000, 100, 600000),

@@ -951,6 +951,16 @@ function readHealth(root: Obj, c: Checker): Config["health"] {
   return { staleness: { warnAfterMs, staleAfterMs } };
 }
 
+/**
+ * The warning of `sparkplug.qos: 1` (docs/sparkplug.md, "QoS and the MQTT session"): honoured, as
+ * the operator asked for acknowledged data writes, but outside Sparkplug B 3.0, which a host or a
+ * compliance check may hold against the node.
+ */
+const SPARKPLUG_QOS_1_DEVIATES = "publishes NDATA and DDATA at MQTT QoS 1, which Sparkplug B 3.0 " +
+  "forbids (tck-id-topics-ndata-mqtt, tck-id-topics-ddata-mqtt: QoS 0 and retain false); a " +
+  "host or a compliance check (the Sparkplug TCK) may reject them: use 0 unless every host " +
+  "accepts QoS 1 data (births and deaths keep their own QoS either way)";
+
 const SPARKPLUG_KEYS = [
   "enabled",
   "broker_url",
@@ -1052,6 +1062,7 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
   }
   const primaryHostId = id("primary_host_id", "");
   const qos = c.integer(s, P, "qos", 0, { min: 0, max: 1 }) === 1 ? 1 : 0;
+  if (qos === 1) c.warning([...P, "qos"], SPARKPLUG_QOS_1_DEVIATES);
   const TP = [...P, "tls"];
   const t = c.mapping(s.tls, TP) ?? {};
   c.knownKeys(t, TP, ["ca_file", "cert_file", "key_file"]);

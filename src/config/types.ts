@@ -330,7 +330,10 @@ export interface SparkplugConfig {
    */
   readonly primaryHostId: string;
   readonly keepAliveS: number;
-  /** QoS of DATA messages. */
+  /**
+   * MQTT QoS of NDATA and DDATA: 0 as Sparkplug B 3.0 requires; 1 (warned at load) is the
+   * operator's deviation for acknowledged data writes.
+   */
   readonly qos: 0 | 1;
   readonly connectTimeoutMs: number;
   readonly reconnectMs: number;

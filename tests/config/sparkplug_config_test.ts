@@ -43,7 +43,10 @@ sparkplug:
   store_forward: {max_messages: 5, max_bytes: 4096}
 ${PROV}
 `);
-  assert.deepEqual(messages(r), []);
+  assert.deepEqual(
+    messages(r).map((m) => m.split(" ").slice(0, 3).join(" ")),
+    ["warning sparkplug.qos @8:3"],
+  );
   const s = r.config!.sparkplug;
   assert.equal(s.enabled, true);
   assert.equal(s.brokerUrl, "mqtts://broker.lab:8883");
@@ -56,6 +59,19 @@ ${PROV}
   assert.equal(s.role, "admin");
   assert.deepEqual(s.tls, { caPath: "/etc/rig/tls/cert.pem", certPath: null, keyPath: null });
   assert.deepEqual(s.storeForward, { maxMessages: 5, maxBytes: 4096 });
+});
+
+Deno.test("qos: 1 is warned at its line and column, naming the Sparkplug B 3.0 rules it breaks; 0 is not", () => {
+  const yaml = (qos: number) => `${PROV}\nsparkplug:\n  group_id: lab\n  qos: ${qos}\n`;
+  const one = load(yaml(1));
+  assert.equal(one.config!.sparkplug.qos, 1, "honoured: the operator's choice");
+  const said = messages(one);
+  assert.equal(said.length, 1, said.join("\n"));
+  assert.match(said[0]!, /^warning sparkplug\.qos @4:3 publishes NDATA and DDATA at MQTT QoS 1/);
+  assert.match(said[0]!, /tck-id-topics-ndata-mqtt, tck-id-topics-ddata-mqtt/);
+  const zero = load(yaml(0));
+  assert.equal(zero.config!.sparkplug.qos, 0);
+  assert.deepEqual(messages(zero), []);
 });
 
 Deno.test("an enabled section without broker, group or a name says which is missing, where", () => {
