@@ -188,6 +188,13 @@ export const AUDIT_MAX_FOUND_UNSETTLED = 2 * AUDIT_MAX_UNSETTLED;
  */
 export const AUDIT_MAX_FOUND_BYTES = 512 * 1024;
 /**
+ * Calls recorded `interrupted` at a start (written ahead by an earlier process without an outcome)
+ * said by a WARN line each; past it, one WARN line counts the rest. A journal's tail can leave up
+ * to AUDIT_MAX_FOUND_UNSETTLED (an older version's, without a checkpoint; a crafted or damaged
+ * one): each is still an `interrupted` entry on the audit trail, where the operator reads them.
+ */
+export const AUDIT_INTERRUPTED_WARN_LINES = 8;
+/**
  * Bytes written to the audit journal between two checkpoints (records of the calls then in
  * flight): the search after a crash reads about this much instead of AUDIT_RECOVERY_SCAN_BYTES.
  */
@@ -1014,11 +1021,13 @@ export class AuditTrail implements AuditSink {
           `the newest ${interrupted.length} are`,
       );
     }
-    for (const r of interrupted) {
-      this.#log.warn(
-        `audit: a call to ${quoteName(r.device_handle)} ${quoteName(r.function)} was written ` +
-          "ahead by an earlier process without an outcome: recorded as interrupted",
-      );
+    for (const [i, r] of interrupted.entries()) {
+      if (i < AUDIT_INTERRUPTED_WARN_LINES) {
+        this.#log.warn(
+          `audit: a call to ${quoteName(r.device_handle)} ${quoteName(r.function)} was written ` +
+            "ahead by an earlier process without an outcome: recorded as interrupted",
+        );
+      }
       const entry = interruptedEntry(r, 0);
       this.#emit(
         entry,
@@ -1026,6 +1035,15 @@ export class AuditTrail implements AuditSink {
         typeof r.run_id === "string" || r.run_id === null ? r.run_id : undefined,
       );
       this.#forRuns.set(r.intent, { ...r, seq: entry.seq });
+    }
+    if (interrupted.length > AUDIT_INTERRUPTED_WARN_LINES) {
+      this.#log.warn(
+        `audit: ${interrupted.length - AUDIT_INTERRUPTED_WARN_LINES} more calls written ahead by ` +
+          "an earlier process without an outcome recorded as interrupted (one line each for the " +
+          `first ${AUDIT_INTERRUPTED_WARN_LINES}, AUDIT_INTERRUPTED_WARN_LINES; ` +
+          `${interrupted.length} in all): each is an interrupted entry of the audit trail ` +
+          "(GET /v0/audit)",
+      );
     }
     this.#boundForRuns(forRunsPassedOver);
     for (const entry of this.#memory.splice(0)) void writer.append(boundedEntry(entry).text);

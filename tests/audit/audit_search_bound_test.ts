@@ -3,7 +3,8 @@
  * bounded by count, not only by the bytes it reads: 8 MiB holds tens of thousands of short lines,
  * each a parsed object in memory, then an `interrupted` entry and a WARN each. Write-ahead records
  * without an outcome: the newest AUDIT_MAX_FOUND_UNSETTLED within AUDIT_MAX_FOUND_BYTES of their
- * lines, the oldest passed over with one WARN.
+ * lines, the oldest passed over with one WARN; of those recorded interrupted, the first
+ * AUDIT_INTERRUPTED_WARN_LINES said one WARN each, the rest counted in one.
  * Calls an earlier start recorded `interrupted` (for the runs): the newest AUDIT_MAX_FOR_RUNS, the
  * oldest counted and said as the drops past that bound at openJournal are; a checkpoint clears
  * what was passed over before it. Journals of an older version (no checkpoint, no closing record),
@@ -11,6 +12,7 @@
  */
 import assert from "node:assert/strict";
 import {
+  AUDIT_INTERRUPTED_WARN_LINES,
   AUDIT_MAX_ENTRY_BYTES,
   AUDIT_MAX_FOR_RUNS,
   AUDIT_MAX_FOUND_BYTES,
@@ -61,7 +63,16 @@ Deno.test("AuditTrail's start keeps the newest AUDIT_MAX_FOUND_UNSETTLED write-a
         "the newest recorded interrupted, in order",
       );
       const each = logged.filter((l) => / was written ahead by an earlier process /.test(l));
-      assert.equal(each.length, kept, "a WARN for each recorded");
+      assert.equal(each.length, AUDIT_INTERRUPTED_WARN_LINES, "a WARN each for the first ones");
+      const rest = logged.filter((l) => /AUDIT_INTERRUPTED_WARN_LINES/.test(l));
+      assert.equal(rest.length, 1, "one WARN for the rest");
+      assert.match(
+        rest[0]!,
+        new RegExp(
+          `^WARN .*audit: ${kept - AUDIT_INTERRUPTED_WARN_LINES} more calls .*` +
+            `\\(one line each for the first ${AUDIT_INTERRUPTED_WARN_LINES}.* ${kept} in all\\)`,
+        ),
+      );
       const passed = logged.filter((l) => /AUDIT_MAX_FOUND_UNSETTLED/.test(l));
       assert.equal(passed.length, 1, logged.slice(0, 5).join("\n"));
       assert.match(passed[0]!, new RegExp(`^WARN .*the ${many - kept} oldest passed over`));
