@@ -258,8 +258,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:558-591", // gate
-      "src/alarms/alarm_engine.ts:763-785", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:588-621", // gate
+      "src/alarms/alarm_engine.ts:793-815", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -276,9 +276,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-557",
-      "src/alarms/alarm_engine.ts:592-762",
-      "src/alarms/alarm_engine.ts:786-1138",
+      "src/alarms/alarm_engine.ts:1-587",
+      "src/alarms/alarm_engine.ts:622-792",
+      "src/alarms/alarm_engine.ts:816-1168",
     ],
     tests: [
       "tests/alarms/",

@@ -22,8 +22,10 @@
  */
 import {
   type Clock,
+  DepartedDates,
   deviceHandle,
   errorMessage,
+  latestDate,
   type Logger,
   neverThrowing,
   notFound,
@@ -42,6 +44,7 @@ import {
   type BadQualityPolicy,
   type InterlockConfig,
   MAX_ALARMS,
+  MAX_INTERLOCKS,
 } from "../config/mod.ts";
 import type { AuditOrigin, AuditSink, GateContext } from "../control/mod.ts";
 import type { AlarmCause, AlarmState, EventBus } from "../events/mod.ts";
@@ -158,11 +161,11 @@ export const TRANSITION_LOG_LINES = 5;
 export const TRANSITION_LOG_WINDOW_MS = 60_000;
 
 /**
- * Alarm ids a reload removed whose last transition date is kept for an alarm of the id a later
- * reload adds back (AlarmEngine #removedUntilWall): at most this many, the one removed longest
- * ago let go of first. MAX_ALARMS: every alarm of one configuration.
+ * Alarms and interlocks a reload removed whose last transition date is kept for the one of their
+ * id a later reload adds back (AlarmEngine #removedUntilWall): at most this many, the one removed
+ * longest ago let go of first. MAX_ALARMS + MAX_INTERLOCKS: every one of one configuration.
  */
-export const MAX_REMOVED_ALARM_DATES = MAX_ALARMS;
+export const MAX_REMOVED_DATES = MAX_ALARMS + MAX_INTERLOCKS;
 
 /**
  * What the HTTP layer needs. `source` is who asks (audit trail; default an HTTP client): every
@@ -221,18 +224,38 @@ interface InterlockEntry {
   readonly log: TransitionLog;
   blocking: boolean;
   sinceWall: number | null;
+  /**
+   * The last date of the interlock of its id a reload removed, when a later reload added this
+   * one back (AlarmEngine #removedUntilWall): its transitions are dated no earlier, as an alarm's
+   * are (AlarmMonitor.follow).
+   */
+  replacedUntilWall: number | null;
   unresolved: string[];
 }
 
 /**
+ * The date an interlock's transitions must not come before: its latest one's (`sinceWall`), or
+ * that of the interlock of its id it replaced when later; null when neither recorded any.
+ */
+function interlockLastAtWall(entry: InterlockEntry): number | null {
+  return latestDate(entry.sinceWall, entry.replacedUntilWall);
+}
+
+/**
  * Dates an interlock's engage or release no earlier than its transition before it (the latest
- * time it recorded is `sinceWall`), and records it there: a step back of the wall clock (NTP)
- * must not date a release before the engage it follows, as AlarmMonitor dates an alarm's.
+ * time it recorded is `sinceWall`), nor than the interlock of its id it replaced, and records it
+ * there: a step back of the wall clock (NTP) must not date a release before the engage it
+ * follows, as AlarmMonitor dates an alarm's.
  */
 function interlockTransitionAt(entry: InterlockEntry, wall: number): number {
-  const at = transitionDate(wall, entry.sinceWall);
+  const at = transitionDate(wall, interlockLastAtWall(entry));
   entry.sinceWall = at;
   return at;
+}
+
+/** The key of an alarm's or interlock's date in AlarmEngine #removedUntilWall (ids may meet). */
+function removedKey(kind: "alarm" | "interlock", id: string): string {
+  return `${kind} ${id}`;
 }
 
 /** What is evaluated after a poll of one device. */
@@ -280,14 +303,14 @@ export class AlarmEngine implements AlarmService {
   /** Providers the last binding skipped because they were down (judged again once up). */
   readonly #unjudged = new Set<string>();
   /**
-   * Alarm id -> the lastAtWall of the alarm of that id a reload removed (its clear, when it was
-   * raised): an alarm a later reload adds back under the id follows it (AlarmMonitor.follow), so
-   * a step back of the wall clock (NTP) between the two reloads does not date its raise before
-   * that clear. Taken by the alarm added back; let go of by a later reload once the wall clock
-   * has passed it (so only those ahead of the clock stay), and beyond MAX_REMOVED_ALARM_DATES ids
-   * the one removed longest ago first.
+   * removedKey -> the last date of the alarm (AlarmMonitor.lastAtWall) or interlock
+   * (interlockLastAtWall) of that id a reload removed -- its clear or release, when it was raised
+   * or blocking: the one a later reload adds back under the id follows it, so a step back of the
+   * wall clock (NTP) between the two reloads, or more than one, does not date its raise or engage
+   * before that clear or release. Taken by the one added back; beyond MAX_REMOVED_DATES ids the
+   * one removed longest ago is let go of first (DepartedDates).
    */
-  readonly #removedUntilWall = new Map<string, number>();
+  readonly #removedUntilWall = new DepartedDates(MAX_REMOVED_DATES);
 
   constructor(options: AlarmEngineOptions) {
     this.#o = options;
@@ -342,9 +365,6 @@ export class AlarmEngine implements AlarmService {
     // clear is published, so the events, telemetry rows and run records end where the alarm
     // view does (a changed one starts from normal and raises again if its condition holds).
     const wall = this.#o.clock.nowMs();
-    for (const [id, at] of this.#removedUntilWall) {
-      if (at <= wall) this.#removedUntilWall.delete(id); // the clock is past it
-    }
     for (const [id, entry] of previous) {
       const next = this.#alarms.get(id);
       if (next?.log === entry.log) continue; // carried on
@@ -353,37 +373,46 @@ export class AlarmEngine implements AlarmService {
       // A changed one is dated after the alarm it replaces (its events follow under the same id);
       // a removed one's date is kept for an alarm a later reload adds back under the id.
       if (next !== undefined) next.monitor.follow(entry.monitor.lastAtWall);
-      else this.#keepRemovedDate(id, entry.monitor.lastAtWall);
+      else this.#keepRemovedDate(removedKey("alarm", id), entry.monitor.lastAtWall);
     }
     for (const [id, entry] of this.#alarms) {
-      const at = previous.has(id) ? undefined : this.#removedUntilWall.get(id);
-      if (at === undefined) continue;
-      entry.monitor.follow(at); // added back: dated after the alarm a reload removed
-      this.#removedUntilWall.delete(id);
+      if (previous.has(id)) continue;
+      // Added (back): dated after the alarm of its id a reload removed, if any.
+      const at = this.#removedUntilWall.take(removedKey("alarm", id));
+      if (at !== undefined) entry.monitor.follow(at);
     }
-    // Likewise a blocking interlock the reload removed: released (a kept one goes on below).
+    // Likewise a blocking interlock the reload removed: released (a kept one goes on below); its
+    // last date is kept for one a later reload adds back under the id, as a removed alarm's.
     const kept = new Set(section.interlocks.map((c) => c.id));
+    const before = new Set<string>();
     for (const entry of previousInterlocks) {
       const id = entry.interlock.config.id;
-      if (kept.has(id) || !entry.blocking || entry.sinceWall === null) continue;
-      entry.blocking = false;
-      this.#log.info(`interlock ${id} released: removed by a reload`);
-      this.#publishInterlock(entry, false, null, interlockTransitionAt(entry, wall));
+      before.add(id);
+      if (kept.has(id)) continue;
+      if (entry.blocking && entry.sinceWall !== null) {
+        entry.blocking = false;
+        this.#log.info(`interlock ${id} released: removed by a reload`);
+        this.#publishInterlock(entry, false, null, interlockTransitionAt(entry, wall));
+      }
+      this.#keepRemovedDate(removedKey("interlock", id), interlockLastAtWall(entry));
+    }
+    for (const entry of this.#interlocks) {
+      const id = entry.interlock.config.id;
+      if (before.has(id)) continue; // carried on (#build)
+      const at = this.#removedUntilWall.take(removedKey("interlock", id));
+      if (at !== undefined) entry.replacedUntilWall = at;
     }
     this.#rebind(this.#started);
     this.#armCarriedShelves();
     this.evaluateAll();
   }
 
-  /** Keeps `at`, the date of an alarm a reload removed, under its id (#removedUntilWall). */
-  #keepRemovedDate(id: string, at: number | null): void {
-    if (at === null) return;
-    this.#removedUntilWall.delete(id); // to the end: removed last
-    this.#removedUntilWall.set(id, at);
-    for (const oldest of this.#removedUntilWall.keys()) {
-      if (this.#removedUntilWall.size <= MAX_REMOVED_ALARM_DATES) break;
-      this.#removedUntilWall.delete(oldest);
-    }
+  /**
+   * Keeps `at`, the last date of an alarm or interlock a reload removed, under its key
+   * (#removedUntilWall); null: it recorded none.
+   */
+  #keepRemovedDate(key: string, at: number | null): void {
+    if (at !== null) this.#removedUntilWall.keep(key, at);
   }
 
   /**
@@ -442,6 +471,7 @@ export class AlarmEngine implements AlarmService {
         log: before?.log ?? new TransitionLog(),
         blocking: before?.blocking ?? false,
         sinceWall: before?.sinceWall ?? null,
+        replacedUntilWall: before?.replacedUntilWall ?? null,
         unresolved: [],
       };
       this.#interlocks.push(entry);

@@ -24,6 +24,7 @@
 import {
   failedPrecondition,
   invalidArgument,
+  latestDate,
   numericOf,
   type Quality,
   transitionDate,
@@ -114,7 +115,7 @@ export class AlarmMonitor {
    * follows it.
    */
   get lastAtWall(): number | null {
-    return latestOf(this.#sinceWall, this.#replacedUntilWall);
+    return latestDate(this.#sinceWall, this.#replacedUntilWall);
   }
 
   /**
@@ -125,7 +126,7 @@ export class AlarmMonitor {
    * replaces. Its own view (since_epoch_ms) starts from normal all the same.
    */
   follow(at: number | null): void {
-    this.#replacedUntilWall = latestOf(this.#replacedUntilWall, at);
+    this.#replacedUntilWall = latestDate(this.#replacedUntilWall, at);
   }
 
   /** The state an operator sees. */
@@ -356,7 +357,7 @@ export class AlarmMonitor {
    * before the raise it follows.
    */
   #record(transition: AlarmTransition, nowWall: number): AlarmTransitionRecord {
-    const at = transitionDate(nowWall, latestOf(this.#sinceWall, this.#replacedUntilWall));
+    const at = transitionDate(nowWall, latestDate(this.#sinceWall, this.#replacedUntilWall));
     this.#sinceWall = at;
     const record: AlarmTransitionRecord = {
       transition,
@@ -372,9 +373,4 @@ export class AlarmMonitor {
     if (this.#transitions.length > MAX_ALARM_TRANSITIONS) this.#transitions.shift();
     return record;
   }
-}
-
-/** The later of two dates (null: none). */
-function latestOf(a: number | null, b: number | null): number | null {
-  return a === null ? b : b === null ? a : Math.max(a, b);
 }

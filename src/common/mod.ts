@@ -25,4 +25,4 @@ export {
   quoteProviderTextWithin,
 } from "./provider_text.ts";
 export { MAX_SSE_CLIENTS, maxStreamsFor, requestConnectionsShort } from "./event_streams.ts";
-export { transitionDate } from "./dates.ts";
+export { DepartedDates, latestDate, transitionDate } from "./dates.ts";

@@ -1631,6 +1631,80 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine dates the engage of an interlock a reload removed and a later one added back no earlier than the release of the removed one when the wall clock stepped back (NTP)", async () => {
+  const yaml = `
+interlocks:
+  - { id: il, block: [p0/probe/program], while: "p0/probe/temp > 80", message: m }
+`;
+  const s = await setup(yaml);
+  try {
+    const w0 = s.fx.clock.wallMs;
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(85)]);
+    // A reload removes the blocking interlock (released, dated now); NTP then steps the wall
+    // clock back an hour, and a later reload adds the interlock back: it engages at once.
+    s.fx.clock.mono = 2_000;
+    s.fx.clock.wallMs = w0 + 1_000;
+    s.reload("interlocks: []\n");
+    s.fx.clock.mono = 3_000;
+    s.fx.clock.wallMs = w0 + 2_000 - 3_600_000;
+    await s.read([temp(85)]);
+    s.reload(yaml);
+    assert.deepEqual(
+      interlockEvents(s.events).map((e) => [e.blocking, e.timestamp_ms - w0]),
+      [[true, 0], [false, 1_000], [true, 1_000]],
+      "never earlier than the transition before it under the same id",
+    );
+    assert.equal(s.engine.interlocks()[0]!.since_epoch_ms, w0 + 1_000);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine keeps the date of an alarm and an interlock a reload removed past the wall clock passing it: a second step back (NTP) before they are added back does not date them before their removal", async () => {
+  const yaml = `
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80 }
+interlocks:
+  - { id: il, block: [p0/probe/program], while: "p0/probe/temp > 80", message: m }
+`;
+  const s = await setup(yaml);
+  try {
+    const w0 = s.fx.clock.wallMs;
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(85)]);
+    // A reload removes both at w0 + 1 s (clear and release dated then).
+    s.fx.clock.mono = 2_000;
+    s.fx.clock.wallMs = w0 + 1_000;
+    s.reload("alarms: []\ninterlocks: []\n");
+    // NTP steps the wall clock back an hour; a reload meanwhile (another change).
+    s.fx.clock.mono = 3_000;
+    s.fx.clock.wallMs = w0 + 2_000 - 3_600_000;
+    s.reload("alarms: []\ninterlocks: []\n");
+    // An hour on, the clock is past the removal again; another reload.
+    s.fx.clock.mono = 3_603_000;
+    s.fx.clock.wallMs = w0 + 3_000;
+    s.reload("alarms: []\ninterlocks: []\n");
+    // NTP steps it back an hour again; a reload adds both back (their condition holds).
+    s.fx.clock.mono = 3_604_000;
+    s.fx.clock.wallMs = w0 + 4_000 - 3_600_000;
+    await s.read([temp(85)]);
+    s.reload(yaml);
+    assert.deepEqual(
+      alarmEvents(s.events).map((e) => [e.transition, e.timestamp_ms - w0]),
+      [["raise", 0], ["clear", 1_000], ["raise", 1_000]],
+      "the alarm's raise never earlier than the removal's clear",
+    );
+    assert.deepEqual(
+      interlockEvents(s.events).map((e) => [e.blocking, e.timestamp_ms - w0]),
+      [[true, 0], [false, 1_000], [true, 1_000]],
+      "the interlock's engage never earlier than the removal's release",
+    );
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine records an input gone stale by age as STALE, as GET /v0/state reads it, not the OK it was stored with", async () => {
   const s = await setup(`
 alarms:
