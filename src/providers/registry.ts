@@ -1,11 +1,17 @@
 import {
+  DepartedDates,
   type DeviceCapabilities,
   type DeviceInfo,
   errorMessage,
   raceTimeout,
   RuntimeError,
 } from "../common/mod.ts";
-import { diffProviders, type ProviderConfig, type ProviderDiff } from "../config/mod.ts";
+import {
+  diffProviders,
+  MAX_PROVIDERS,
+  type ProviderConfig,
+  type ProviderDiff,
+} from "../config/mod.ts";
 import { findClaimConflict } from "./claims.ts";
 import { ProviderHost, type ProviderHostDeps } from "./provider_host.ts";
 import { lastStderrLines } from "./provider_session.ts";
@@ -81,6 +87,13 @@ export interface ProviderPlan extends ProviderDiff {
   readonly retried: readonly ProviderConfig[];
 }
 
+/**
+ * Provider ids a reload stopped whose last availability flip date is kept for a host of the id a
+ * later reload configures again (ProviderRegistry #retiredFlipAt): at most this many, the one
+ * stopped longest ago let go of first. MAX_PROVIDERS: every provider of one configuration.
+ */
+export const MAX_RETIRED_FLIP_DATES = MAX_PROVIDERS;
+
 /** Told of every provider host: those there now (at once) and each one added later. */
 export type HostListener = (host: ProviderHost) => void;
 
@@ -119,11 +132,11 @@ export class ProviderRegistry {
   /**
    * Id -> the last availability flip date of the host a reload stopped (#retire): its successor
    * under the id (a changed entry, or one configured again later) is dated no earlier
-   * (ProviderHost.follow), as the devices of a provider configured again are. Taken by add(); one
-   * no host took is let go of by a later #retire once the wall clock has passed it, so only those
-   * ahead of the clock (a step back: NTP) stay: at most one number per provider id.
+   * (ProviderHost.follow), as the devices of a provider configured again are, however many times
+   * the wall clock stepped back (NTP) meanwhile. Taken by add(); at most MAX_RETIRED_FLIP_DATES
+   * ids, the one stopped longest ago let go of first (DepartedDates).
    */
-  readonly #retiredFlipAt = new Map<string, number>();
+  readonly #retiredFlipAt = new DepartedDates(MAX_RETIRED_FLIP_DATES);
   /**
    * Ids whose host a reload could not register (a host listener failed) -> why: their entries are
    * in the file, not in effect, until the next reload (which clears this first). At most the
@@ -188,9 +201,8 @@ export class ProviderRegistry {
       throw new RuntimeError("FAILED_PRECONDITION", `Provider already registered: ${config.id}`);
     }
     const host = new ProviderHost(config, this.#deps);
-    const retiredAt = this.#retiredFlipAt.get(config.id);
+    const retiredAt = this.#retiredFlipAt.take(config.id);
     if (retiredAt !== undefined) host.follow(retiredAt);
-    this.#retiredFlipAt.delete(config.id);
     this.#hosts.set(config.id, host);
     try {
       for (const l of this.#added) l(host);
@@ -454,16 +466,14 @@ export class ProviderRegistry {
 
   /**
    * Keeps the last flip date of `host`, stopped, for its successor under the id (#retiredFlipAt),
-   * unless one is registered already; lets go of the others' the wall clock has passed.
+   * unless one is registered already.
    */
   #noteRetiredFlip(host: ProviderHost): void {
-    const now = this.#deps.clock.nowMs();
-    for (const [id, at] of this.#retiredFlipAt) if (at <= now) this.#retiredFlipAt.delete(id);
     const at = host.lastFlipAt;
     const successor = this.#hosts.get(host.id);
     if (at === null) return;
     if (successor !== undefined) successor.follow(at);
-    else this.#retiredFlipAt.set(host.id, Math.max(this.#retiredFlipAt.get(host.id) ?? at, at));
+    else this.#retiredFlipAt.keep(host.id, at);
   }
 
   /** Puts the hosts in the order of `ids` (the configuration's); ids not listed keep their place after. */

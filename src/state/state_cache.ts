@@ -14,6 +14,7 @@ import {
 } from "../adpp/mod.ts";
 import {
   type Clock,
+  DepartedDates,
   type DeviceCapabilities,
   deviceHandle,
   errorMessage,
@@ -36,7 +37,11 @@ import {
   worstQuality,
 } from "../common/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
+import {
+  MAX_RETIRED_FLIP_DATES,
+  type ProviderHost,
+  type ProviderRegistry,
+} from "../providers/mod.ts";
 import { noneAnswered, signalsFail } from "./_answers.ts";
 import { RateLimitedLog } from "./_rate_limited_log.ts";
 import { deviceStaleness, type StalenessBounds } from "./staleness.ts";
@@ -108,6 +113,13 @@ export interface DataFaultCounts {
  * health. Ages never depend on it (they are measured from receipt on the monotonic clock).
  */
 export const TIMESTAMP_SKEW_LIMIT_MS = 30_000;
+
+/**
+ * Provider ids a reload removed whose devices' latest device_availability date is kept for the
+ * provider configured again under the id (StateCache #removedAvailabilityAt): at most this many,
+ * the one removed longest ago let go of first; as many as the registry keeps of their flips.
+ */
+export const MAX_REMOVED_AVAILABILITY_DATES = MAX_RETIRED_FLIP_DATES;
 
 /** Samples whose provider timestamp was off by more than TIMESTAMP_SKEW_LIMIT_MS, since start. */
 export interface TimestampSkew {
@@ -318,11 +330,17 @@ export class StateCache implements FreshReader {
    * check unmet), or removed with it by a reload. A device its inventory takes up (a later
    * rediscovery listing it again, the provider configured again under the id) is dated no earlier
    * (#applyInventory), so its return never comes before its loss, whenever the wall clock steps
-   * back (NTP). One number per provider id: kept while the provider is configured (the clock may
-   * step back at any time); a removed one's is let go of by the next removal once the wall clock
-   * has passed it (#removeHost), so only those ahead of the clock outlive it.
+   * back (NTP). One number per provider id with a host here (the clock may step back at any
+   * time); a removed one's moves to #removedAvailabilityAt (#removeHost).
    */
   readonly #departedAvailabilityAt = new Map<string, number>();
+  /**
+   * Provider id -> the latest device_availability date of a provider a reload removed, for the
+   * provider configured again under the id (#applyInventory takes it): kept however many times
+   * the wall clock steps back meanwhile, at most MAX_REMOVED_AVAILABILITY_DATES ids, the one
+   * removed longest ago let go of first (DepartedDates).
+   */
+  readonly #removedAvailabilityAt = new DepartedDates(MAX_REMOVED_AVAILABILITY_DATES);
 
   constructor(opts: StateCacheOptions) {
     this.#opts = opts;
@@ -552,13 +570,8 @@ export class StateCache implements FreshReader {
     // not a loss: no incident, no alarm). A changed provider's devices come back with its
     // successor's first answered poll.
     const now = this.#opts.clock.nowMs();
-    for (const [other, at] of this.#departedAvailabilityAt) {
-      // A removed provider's, once the clock is past it (a configured one's is kept).
-      if (at <= now && !this.#opts.registry.configured(other)) {
-        this.#departedAvailabilityAt.delete(other);
-      }
-    }
     let latest = this.#departedAvailabilityAt.get(id) ?? 0;
+    this.#departedAvailabilityAt.delete(id);
     for (const dev of this.#byProvider.get(id)?.values() ?? []) {
       if (dev.available) { // else already said
         dev.available = false;
@@ -566,9 +579,8 @@ export class StateCache implements FreshReader {
       }
       latest = Math.max(latest, dev.availabilityAt);
     }
-    // Kept for the provider configured again (a changed one is, at once): let go of once the
-    // clock is past it at a later removal, unless configured again by then.
-    if (latest > 0) this.#departedAvailabilityAt.set(id, latest);
+    // Kept for the provider configured again (a changed one is, at once).
+    if (latest > 0) this.#removedAvailabilityAt.keep(id, latest);
     this.#byProvider.delete(id);
     this.#polledDevices.delete(id);
     this.#reported.delete(id);
@@ -1340,7 +1352,8 @@ export class StateCache implements FreshReader {
     const old = this.#byProvider.get(providerId) ?? new Map<string, MutableDeviceState>();
     // A device taken up (a provider a reload removed and configured again, a device listed again
     // after a rediscovery without it): no earlier than the flips of the devices that left.
-    let departedAt = this.#departedAvailabilityAt.get(providerId) ?? 0;
+    let departedAt = this.#departedAvailabilityAt.get(providerId) ??
+      this.#removedAvailabilityAt.take(providerId) ?? 0;
     const next = new Map<string, MutableDeviceState>();
     for (const caps of devices) {
       const id = caps.device.deviceId;

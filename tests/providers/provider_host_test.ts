@@ -12,6 +12,7 @@ import {
   RuntimeError,
   type SpawnFn,
 } from "../../src/common/mod.ts";
+import type { ProviderConfig } from "../../src/config/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
@@ -136,6 +137,43 @@ Deno.test("ProviderRegistry dates the flips of a provider a reload restarts (its
       "the successor's flip never earlier than its predecessor's",
     );
   }, { restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("ProviderRegistry keeps the last flip date of a provider a reload removed past the wall clock passing it: a second step back (NTP) before it is configured again does not date its return before it", async () => {
+  await withFixture(D0, async (fx) => {
+    const t = 1_700_000_000_000; // p0 AVAILABLE then
+    const reconcile = (before: ProviderConfig[], next: ProviderConfig[]) =>
+      fx.registry.reconcile(before, next, {
+        holdRemovals: false,
+        stopBudgetMs: 1000,
+        stopping: () => false,
+      });
+    const p0 = fx.host.config;
+    const p1 = { ...p0, id: "p1" };
+    const p1Changed = { ...p1, timeoutMs: p1.timeoutMs + 1 };
+    await reconcile([p0], [p0, p1]);
+    // A reload removes p0 at t + 1 s; NTP steps the wall clock back a minute, and a reload
+    // restarts p1 (its entry changed).
+    fx.clock.wallMs = t + 1_000;
+    await reconcile([p0, p1], [p1]);
+    fx.clock.wallMs = t - 59_000;
+    assert.deepEqual((await reconcile([p1], [p1Changed])).restarted, ["p1"]);
+    // A minute on, the clock is past the removal again; a reload restarts p1 again.
+    fx.clock.wallMs = t + 5_000;
+    assert.deepEqual((await reconcile([p1Changed], [p1])).restarted, ["p1"]);
+    // NTP steps it back a minute again; a reload configures p0 again.
+    fx.clock.wallMs = t - 55_000;
+    assert.deepEqual((await reconcile([p1], [p1, p0])).added, ["p0"]);
+    assert.deepEqual(
+      fx.events.flatMap((e) =>
+        e.kind === "provider_health_change" && e.provider_id === "p0"
+          ? [[e.state, e.timestamp_ms - t]]
+          : []
+      ),
+      [["AVAILABLE", 0], ["UNAVAILABLE", 1_000], ["AVAILABLE", 1_000]],
+      "its return never earlier than its removal",
+    );
+  }, { inProcess: true });
 });
 
 Deno.test("ProviderHost ends a restart's failure streak at the first liveness answer after success_reset_ms, not on time alone", async () => {

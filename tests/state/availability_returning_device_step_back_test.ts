@@ -6,6 +6,7 @@
  * clock). The programmable provider in-process, its inventory rewritten between restarts.
  */
 import assert from "node:assert/strict";
+import type { ProviderConfig } from "../../src/config/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { dbl, type Inventory, startProgrammable, T } from "../helpers/programmable_provider.ts";
 
@@ -89,6 +90,53 @@ Deno.test("StateCache dates the devices of a provider configured again no earlie
     } finally {
       await again.stop(1000);
     }
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("StateCache keeps the removal date of a provider's devices past the wall clock passing it: a second step back (NTP) before the provider is configured again does not date their return before it", async () => {
+  const fx = await startProgrammable(BOTH, {
+    inProcess: true,
+    restart: { backoffMs: [0, 0, 0] },
+  });
+  const reconcile = (before: ProviderConfig[], next: ProviderConfig[]) =>
+    fx.registry.reconcile(before, next, {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      stopping: () => false,
+    });
+  const p0 = fx.host.config;
+  const p1 = { ...p0, id: "p1" };
+  const p1Changed = { ...p1, timeoutMs: p1.timeoutMs + 1 };
+  try {
+    const t = 1_700_000_000_000;
+    fx.clock.wallMs = t;
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    await reconcile([p0], [p0, p1]);
+    // A reload removes p0 at t + 1 s; NTP steps the wall clock back a minute, and a reload
+    // restarts p1 (its entry changed).
+    fx.clock.wallMs = t + 1_000;
+    await reconcile([p0, p1], [p1]);
+    fx.clock.wallMs = t - 59_000;
+    assert.deepEqual((await reconcile([p1], [p1Changed])).restarted, ["p1"]);
+    // A minute on, the clock is past the removal again; a reload restarts p1 again.
+    fx.clock.wallMs = t + 5_000;
+    assert.deepEqual((await reconcile([p1Changed], [p1])).restarted, ["p1"]);
+    // NTP steps it back a minute again; a reload configures p0 again.
+    fx.clock.wallMs = t - 55_000;
+    await reconcile([p1], [p1, p0]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(
+      fx.events.flatMap((e) =>
+        e.kind === "device_availability" && e.provider_id === "p0" && e.device_id === "d0"
+          ? [[e.available, e.timestamp_ms - t, e.reason ?? null]]
+          : []
+      ),
+      [[true, 0, null], [false, 1_000, "removed"], [true, 1_000, null]],
+      "its return no earlier than its removal",
+    );
   } finally {
     await fx.close();
   }
