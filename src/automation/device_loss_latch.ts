@@ -27,7 +27,9 @@
  * those up when AUTO was last entered since (and not lost since) -- a device it holds may come
  * back under its name, so its release would be unsafe. It stays until a reload removes the
  * provider. The WARN lines at an entry into AUTO are one per provider past
- * MAX_KEPT_LINES_PER_PROVIDER devices kept.
+ * MAX_KEPT_LINES_PER_PROVIDER devices kept. Its latches are announced (`provider_wide: true`) and
+ * so is their end: an entry into AUTO announces the release of each device of the provider it
+ * exempts anew, and the entry's removal one release for the whole entry (`provider_wide: true`).
  */
 import {
   type Clock,
@@ -97,6 +99,11 @@ interface WideEntry {
    * the provider listed then (MAX_DEVICES_PER_PROVIDER).
    */
   exempt: Set<string>;
+  /**
+   * The date of its latest latch or release announced (a hold, an exemption, its removal): the
+   * next is dated no earlier (a step back of the wall clock: NTP).
+   */
+  datedAtMs: number;
 }
 
 /** The part of the mode manager the latch uses. */
@@ -199,15 +206,29 @@ export class DeviceLossLatch {
     this.#lastTransitionAt.delete(providerId);
   }
 
-  /** A provider no longer configured: its provider-wide entry leaves with it. */
+  /**
+   * A provider no longer configured: its provider-wide entry leaves with it, announced as a named
+   * device's release is (a line, a `device_loss_latch` event, `provider_wide: true`: every device
+   * the entry held is released, the latest named), so a client that saw its latches sees them end.
+   */
   #dropWide(providerId: string): void {
     const wide = this.#wide.get(providerId);
     if (wide === undefined) return;
     this.#wide.delete(providerId);
+    const reason = "its provider is no longer configured";
     this.#log.info(
       `released the provider-wide latch of ${quoteDeviceHandle(providerId, wide.lastDeviceId)} ` +
-        `and ${wide.losses - 1} more lost device(s) of its provider: it is no longer configured`,
+        `and ${wide.losses - 1} more lost device(s) of its provider: ${reason}`,
     );
+    this.#o.bus.publish({
+      kind: "device_loss_latch",
+      provider_id: providerId,
+      device_id: wide.lastDeviceId,
+      latched: false,
+      reason,
+      provider_wide: true,
+      timestamp_ms: transitionDate(this.#o.clock.nowMs(), wide.datedAtMs),
+    });
   }
 
   /**
@@ -344,7 +365,9 @@ export class DeviceLossLatch {
       const up = (this.#o.devicesOf?.(p) ?? []).filter((d) =>
         !this.#latched.has(deviceHandle(p, d)) && this.#o.outages.condition(p, d).kind === "up"
       );
+      const before = wide.exempt;
       wide.exempt = new Set(up);
+      this.#exempted(wide, up.filter((d) => !before.has(d)));
       this.#log.warn(
         `kept the provider-wide latch of provider ${p}: more than ` +
           `${MAX_LATCHED_DEVICES_PER_PROVIDER} of its devices were lost (${wide.losses} ` +
@@ -353,6 +376,44 @@ export class DeviceLossLatch {
           `${up.length} of its devices up now until AUTO is entered again; a reload that ` +
           "removes the provider clears it",
       );
+    }
+  }
+
+  /**
+   * Announces the devices an entry into AUTO exempts anew from `wide` (up now, refused until now):
+   * each is released as a named device is (a `device_loss_latch` event, `AUTO entered again`), so
+   * a client that saw one held sees it end; their lines are one per device up to
+   * MAX_KEPT_LINES_PER_PROVIDER, else one for the provider. At most the devices the provider lists.
+   */
+  #exempted(wide: WideEntry, deviceIds: readonly string[]): void {
+    const p = wide.providerId;
+    const reason = "AUTO entered again";
+    const quoted = deviceIds.map((d) => quoteDeviceHandle(p, d));
+    if (quoted.length <= MAX_KEPT_LINES_PER_PROVIDER) {
+      for (const q of quoted) {
+        this.#log.info(`released ${q} from its provider's provider-wide latch: ${reason}`);
+      }
+    } else {
+      this.#log.info(
+        `released ${quoted.length} devices of provider ${p} from its provider-wide latch: ` +
+          `${reason} while they are up (${
+            quoted.slice(0, MAX_KEPT_LINES_PER_PROVIDER).join(", ")
+          } and ${quoted.length - MAX_KEPT_LINES_PER_PROVIDER} more)`,
+      );
+    }
+    const now = this.#o.clock.nowMs();
+    for (const d of deviceIds) {
+      // No earlier than the entry's latest event nor the device's own (one latched by name once).
+      const atMs = this.#transitionAt(p, d, transitionDate(now, wide.datedAtMs));
+      wide.datedAtMs = atMs;
+      this.#o.bus.publish({
+        kind: "device_loss_latch",
+        provider_id: p,
+        device_id: d,
+        latched: false,
+        reason,
+        timestamp_ms: atMs,
+      });
     }
   }
 
@@ -440,7 +501,9 @@ export class DeviceLossLatch {
     reason: string,
     wallMs: number,
   ): void {
-    const atMs = transitionDate(wallMs, wide?.lastAtMs);
+    // No earlier than the entry's latest event, nor the device's own latch or release before.
+    const own = this.#lastTransitionAt.get(providerId)?.get(deviceId);
+    const atMs = transitionDate(transitionDate(wallMs, wide?.datedAtMs), own);
     const quoted = quoteDeviceHandle(providerId, deviceId);
     if (wide === undefined) {
       this.#wide.set(providerId, {
@@ -451,6 +514,7 @@ export class DeviceLossLatch {
         lastAtMs: atMs,
         lastReason: reason,
         exempt: new Set(),
+        datedAtMs: atMs,
       });
       this.#log.warn(
         `latched ${quoted}: ${reason}; more than ${MAX_LATCHED_DEVICES_PER_PROVIDER} devices of ` +
@@ -464,6 +528,7 @@ export class DeviceLossLatch {
       wide.lastDeviceId = deviceId;
       wide.lastAtMs = atMs;
       wide.lastReason = reason;
+      wide.datedAtMs = atMs;
       this.#log.warn(
         `latched ${quoted}: ${reason}; held in its provider's provider-wide entry ` +
           `(${wide.losses} devices lost)`,
@@ -476,6 +541,7 @@ export class DeviceLossLatch {
       device_id: deviceId,
       latched: true,
       reason,
+      provider_wide: true,
       timestamp_ms: atMs,
     });
   }

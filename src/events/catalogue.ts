@@ -106,6 +106,12 @@ export type RuntimeEvent =
     device_id: string;
     latched: boolean;
     reason: string;
+    /**
+     * Present (true) on a latch held by the provider's provider-wide entry (past
+     * MAX_LATCHED_DEVICES_PER_PROVIDER), and on that entry's own release: every device it held is
+     * released (`device_id` names the latest).
+     */
+    provider_wide?: true;
     timestamp_ms: number;
   }
   // ---- project additions: alarms and interlocks ----

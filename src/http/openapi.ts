@@ -30,7 +30,7 @@ export const EVENT_KIND_DOCS: Readonly<Record<EventKind, string>> = {
   estop_verification: "an e-stop's safe state was read back: outcome, elapsed_ms, checks_total, " +
     "checks_verified, failed_signals (project addition)",
   device_loss_latch: "automation may (no longer) command a device: provider_id, device_id, " +
-    "latched, reason (project addition)",
+    "latched, reason, provider_wide (a provider-wide entry's latch or release; project addition)",
   alarm: "an alarm transition: alarm_id, transition, state, level, cause, limit, signal, value, " +
     "quality, action, message, shelved_until_epoch_ms (project addition)",
   interlock: "an interlock engaged or released: interlock_id, blocking, reason, message, block " +

@@ -302,7 +302,13 @@ Deno.test("DeviceLossLatch quotes a provider-sent device id in its log lines, cu
 function renamingRig(o: { devicesOf?: boolean } = {}) {
   const listeners = new Set<DeviceConditionListener>();
   const listed = new Set<string>();
+  /** Whether a reload removed sim0 (its devices are then unconfigured). */
+  let removed = false;
+  let wall = WALL_MS;
   let mode: RuntimeMode = "MANUAL";
+  const bus = new EventBus();
+  const events: RuntimeEvent[] = [];
+  bus.subscribe((e) => events.push(e.event));
   /** Every line, as `LEVEL message`. */
   const lines: string[] = [];
   const logger: Logger = {
@@ -315,7 +321,14 @@ function renamingRig(o: { devicesOf?: boolean } = {}) {
   const latch = new DeviceLossLatch({
     outages: {
       condition: (_p, d) =>
-        listed.has(d)
+        removed
+          ? {
+            kind: "down",
+            reason: "provider sim0 is not configured",
+            sinceMono: 0,
+            unconfigured: true,
+          }
+          : listed.has(d)
           ? { kind: "up", reason: "", sinceMono: null }
           : { kind: "down", reason: "not in the inventory of provider sim0", sinceMono: 0 },
       onChange: (l) => {
@@ -328,8 +341,8 @@ function renamingRig(o: { devicesOf?: boolean } = {}) {
       forceFault: () => Promise.resolve(true),
     },
     ...(o.devicesOf === false ? {} : { devicesOf: () => [...listed] }),
-    bus: new EventBus(),
-    clock: { nowMs: () => WALL_MS, monoMs: () => 0, setTimer: () => 0, clearTimer: () => {} },
+    bus,
+    clock: { nowMs: () => wall, monoMs: () => 0, setTimer: () => 0, clearTimer: () => {} },
     log: logger,
     treeDependsOn: () => false,
   });
@@ -339,7 +352,7 @@ function renamingRig(o: { devicesOf?: boolean } = {}) {
       deviceId,
       previous: "up",
       condition: { kind: "down", reason, sinceMono: 0 },
-      atWallMs: WALL_MS,
+      atWallMs: wall,
     };
     for (const l of [...listeners]) l(change);
   };
@@ -355,7 +368,30 @@ function renamingRig(o: { devicesOf?: boolean } = {}) {
     mode = "MANUAL";
     latch.onModeChange({ previous: "AUTO", current: "MANUAL" });
   };
-  return { latch, listed, lines, restart, enterAuto, down };
+  /** The device_loss_latch events: `device latched|released (reason)[ provider_wide] @time`. */
+  const latchEvents = () =>
+    events.flatMap((e) =>
+      e.kind === "device_loss_latch"
+        ? [
+          `${e.device_id} ${e.latched ? "latched" : "released"} (${e.reason})${
+            e.provider_wide ? " provider_wide" : ""
+          } @${e.timestamp_ms - WALL_MS}`,
+        ]
+        : []
+    );
+  return {
+    latch,
+    listed,
+    lines,
+    restart,
+    enterAuto,
+    down,
+    latchEvents,
+    /** A reload removes sim0: its devices are unconfigured from now on. */
+    remove: () => (removed = true),
+    /** Sets the wall clock (a step back: NTP). */
+    setWall: (ms: number) => (wall = ms),
+  };
 }
 
 Deno.test("DeviceLossLatch holds a provider renaming its devices at each restart in bounded state, refusing every lost device, with a bounded WARN at each AUTO entry", () => {
@@ -450,5 +486,100 @@ Deno.test("DeviceLossLatch's WARN at an entry into AUTO: one per device kept up 
   assert.match(
     kept[0]!,
     /^WARN kept 10 devices of provider sim0 latched: AUTO entered while they are still down \("sim0\/dev0", "sim0\/dev1", "sim0\/dev2" and 7 more\)$/,
+  );
+});
+
+/** The renaming provider past the bound: dev0..dev63 latched by name, dev64..dev73 held. */
+function pastTheBound() {
+  const r = renamingRig();
+  r.listed.add("dev0");
+  for (let n = 1; n <= MAX_LATCHED_DEVICES_PER_PROVIDER + 10; n++) r.restart(n);
+  return r;
+}
+
+Deno.test("DeviceLossLatch announces the end of its provider-wide entry when a reload removes the provider, as a named device's release", () => {
+  const LAST = `dev${MAX_LATCHED_DEVICES_PER_PROVIDER + 9}`;
+  for (const how of ["forgetProvider", "unconfigured"] as const) {
+    const r = pastTheBound();
+    const latches = r.latchEvents();
+    assert.equal(latches.length, MAX_LATCHED_DEVICES_PER_PROVIDER + 10);
+    assert.equal(
+      latches.at(-1),
+      `${LAST} latched (provider sim0 is unavailable (RESTARTING)) provider_wide @0`,
+    );
+    assert.equal(latches[0], "dev0 latched (provider sim0 is unavailable (RESTARTING)) @0");
+    const before = latches.length;
+    // The wall clock stepped back (NTP): the release is dated no earlier than the latches.
+    r.setWall(WALL_MS - 60_000);
+    r.remove();
+    if (how === "forgetProvider") r.latch.forgetProvider("sim0");
+    else assert.deepEqual(r.latch.providerEntries(), [], "a status read lets it go");
+    const released = r.latchEvents().slice(before);
+    assert.equal(
+      released.length,
+      MAX_LATCHED_DEVICES_PER_PROVIDER + 1,
+      `${how}: ${released.join("\n")}`,
+    );
+    assert.equal(released[0], "dev0 released (its provider is no longer configured) @0", how);
+    // Every device the entry held ends with it: one release, provider-wide, naming the latest.
+    assert.equal(
+      released.at(-1),
+      `${LAST} released (its provider is no longer configured) provider_wide @0`,
+      how,
+    );
+    assert.ok(
+      r.lines.includes(
+        `INFO released the provider-wide latch of "sim0/${LAST}" and 9 more lost device(s) of ` +
+          "its provider: its provider is no longer configured",
+      ),
+      r.lines.filter((l) => l.startsWith("INFO")).join("\n"),
+    );
+    assert.deepEqual(r.latch.providerEntries(), []);
+  }
+});
+
+Deno.test("DeviceLossLatch announces the release of each device an entry into AUTO exempts from a provider-wide entry, once", () => {
+  const r = pastTheBound();
+  const before = r.latchEvents().length;
+  r.enterAuto();
+  // The one device up (never lost, but refused since the entry was made) is exempted: released.
+  // Of the named ones none is back (each stays latched).
+  assert.deepEqual(r.latchEvents().slice(before), ["dev74 released (AUTO entered again) @0"]);
+  assert.ok(
+    r.lines.includes(
+      'INFO released "sim0/dev74" from its provider\'s provider-wide latch: AUTO entered again',
+    ),
+    r.lines.join("\n"),
+  );
+  // A held device back, and one more device listed: both released at the next entry; dev74,
+  // exempt already, is not announced again.
+  r.listed.add("dev70");
+  r.listed.add("dev99");
+  const second = r.latchEvents().length;
+  r.enterAuto();
+  assert.deepEqual(r.latchEvents().slice(second), [
+    "dev70 released (AUTO entered again) @0",
+    "dev99 released (AUTO entered again) @0",
+  ]);
+  assert.equal(r.latch.gate(ctx("dev70", "automated")), null);
+  // Lost again: held again, and its latch is announced again, dated no earlier than its release
+  // (the wall clock stepped back: NTP).
+  r.setWall(WALL_MS - 60_000);
+  r.listed.delete("dev70");
+  const third = r.latchEvents().length;
+  r.down("dev70", "its reads fail");
+  assert.deepEqual(r.latchEvents().slice(third), [
+    "dev70 latched (its reads fail) provider_wide @0",
+  ]);
+  // Past a few devices exempted anew, one line for the provider.
+  for (let i = 0; i < 5; i++) r.listed.add(`new${i}`);
+  r.listed.add("dev70");
+  const fourth = r.lines.length;
+  r.enterAuto();
+  const infos = r.lines.slice(fourth).filter((l) => l.startsWith("INFO released"));
+  assert.deepEqual(infos.length, 1, infos.join("\n"));
+  assert.match(
+    infos[0]!,
+    /^INFO released 6 devices of provider sim0 from its provider-wide latch: AUTO entered again while they are up \("sim0\/new0", "sim0\/new1", "sim0\/new2" and 3 more\)$/,
   );
 });
