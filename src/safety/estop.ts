@@ -97,6 +97,7 @@ import {
 } from "./safe_state.ts";
 import {
   ListedBefore,
+  MAX_LISTED_BEFORE_DEVICES,
   unlistedLadderDevices,
   unresolvedExpectations,
   UNVERIFIED_NO_EXPECTATION,
@@ -641,7 +642,7 @@ export class Estop implements EstopService {
     // An inventory port that fails here fails status too (plan_failed): the e-stop is built all
     // the same, as the stop needs no inventory for rung 1.
     try {
-      for (const p of options.inventory.providers()) this.#listedBefore.note(p.id, p.devices);
+      for (const p of options.inventory.providers()) this.#noteListed(p.id, p.devices);
     } catch (err) {
       this.#stopLog.error(
         `e-stop: the devices listed now could not be read (${errorMessage(err)}); ` +
@@ -653,7 +654,7 @@ export class Estop implements EstopService {
       if (change === "changed") {
         // Contained: an inventory port that throws must not keep the stale plan in force.
         try {
-          this.#listedBefore.note(id, options.inventory.provider(id)?.devices ?? []);
+          this.#noteListed(id, options.inventory.provider(id)?.devices ?? []);
         } catch (err) {
           this.#stopLog.error(
             `e-stop: the devices ${id} lists now could not be read (${errorMessage(err)}); ` +
@@ -683,6 +684,24 @@ export class Estop implements EstopService {
     // The hooks into FAULT made again for a provider that comes back wait for its ladder calls
     // and leave out those the ladder made (the adopted hooks' own, without a safety: section).
     options.modes?.setLatchSecuring?.((host, o) => this.#ladderMade(host, o?.notBegun === true));
+  }
+
+  /**
+   * Records the actuating devices `providerId` lists now (#listedBefore). The first time a
+   * provider's oldest devices listed before are let go of (past MAX_LISTED_BEFORE_DEVICES since it
+   * was configured), one WARN says so: status no longer names them (once per provider until a
+   * reload removes it; ListedBefore.dropped counts them).
+   */
+  #noteListed(providerId: string, devices: readonly DeviceCapabilities[]): void {
+    const dropped = this.#listedBefore.note(providerId, devices);
+    if (dropped === 0 || this.#listedBefore.dropped(providerId) !== dropped) return;
+    this.#stopLog.warn(
+      `e-stop: provider ${providerId} has listed more than ${MAX_LISTED_BEFORE_DEVICES} ` +
+        "actuating devices since it was configured (a device renamed at each restart, say): " +
+        "the oldest it no longer lists are let go of, so estop.unverified_devices and " +
+        "estop.plan.uncovered no longer name them though nothing secures them (said once " +
+        "per provider)",
+    );
   }
 
   /**
@@ -845,7 +864,9 @@ export class Estop implements EstopService {
    */
   logPlan(why: string): void {
     this.#logPlanChanges = true;
-    const view = this.planView();
+    const plan = this.plan();
+    const devices = registeredDevices(this.#o.inventory);
+    const view = planViewOf(plan, devices);
     this.#log.info(
       `e-stop plan (${why}): rung '${view.rung}', ${view.calls.length} call(s), ${view.uncovered.length} actuating function(s) untouched`,
     );
@@ -862,15 +883,24 @@ export class Estop implements EstopService {
     } else if (view.uncovered.length > 0) {
       this.#log.warn(uncoveredWarning(view.rung, view.uncovered));
     }
-    const devices = registeredDevices(this.#o.inventory);
     for (const problem of unresolvedExpectations(this.#o.safeState.expect, devices)) {
       this.#log.warn(`safe-state expectation does not resolve: ${problem}`);
     }
-    const unverified = unverifiedDevices(this.#o.safeState.expect, devices);
+    // The devices status names (estop.unverified_devices): the listed ones no expectation covers,
+    // then those the ladder is to secure that no provider lists (listed before, or named by the
+    // safety config), each with why it is not listed.
+    const unverified = this.#unverified(plan);
     if (unverified.length > 0) {
       this.#log.warn(
         `no safe-state expectation covers ${unverified.length} actuating device(s): ${
-          namedList(unverified.map(quoteName), MAX_NAMED_IN_WARNING)
+          namedList(
+            unverified.map((u) =>
+              u.reason === UNVERIFIED_NO_EXPECTATION
+                ? quoteName(u.device_handle)
+                : `${quoteName(u.device_handle)} (${u.reason})`
+            ),
+            MAX_NAMED_IN_WARNING,
+          )
         } (an e-stop cannot verify them; add safety.safe_state.expect entries)`,
       );
     }
@@ -1407,10 +1437,12 @@ export class Estop implements EstopService {
           ...before,
         ],
         (id) => providers.find((p) => p.id === id),
-        new Set(before),
-        (providerId, deviceId) => this.#restartedByReload(providerId, deviceId),
-        (providerId) => this.#o.inventory.startFailure?.(providerId) ?? null,
-        (providerId) => this.#o.inventory.configured?.(providerId) === true,
+        {
+          listedBefore: new Set(before),
+          restarting: (providerId, deviceId) => this.#restartedByReload(providerId, deviceId),
+          startFailure: (providerId) => this.#o.inventory.startFailure?.(providerId) ?? null,
+          configured: (providerId) => this.#o.inventory.configured?.(providerId) === true,
+        },
       ),
     ];
   }

@@ -253,25 +253,17 @@ export const UNVERIFIED_NO_EXPECTATION = "no safety.safe_state.expect entry cove
  * makes no call to such a device that can reach it (rung 3 zeroes listed devices only; a declared
  * call fails NOT_FOUND) and nothing reads it back: it is not known to be safe, though
  * unverifiedDevices (which knows listed devices only) cannot name it. `providerOf` is the
- * inventory's provider; one that throws is the caller's to contain. `restarting`: whether
- * a configuration reload is restarting a provider no host is registered for (its old process
- * gone, its new one not yet registered): configured all the same, and coming back.
- * `startFailure`: why the last reload failed to start a provider (listed down, or not registered
- * at all), null otherwise: its entry is in the configuration file, so "not configured" is wrong.
- * `configured`: whether a provider no host is registered for is in the configuration all the same
- * (InventoryReader.configured: the next reload took out the host the last one failed to start, to
- * start it again); "not configured" is said only when it is not. Absent: none is.
+ * inventory's provider; one that throws is the caller's to contain; `why` says more of a provider
+ * no host is registered for (UnlistedContext).
  */
 export function unlistedLadderDevices(
   expect: readonly SafeStateExpectation[],
   devices: readonly DeviceCapabilities[],
   addressed: readonly string[],
   providerOf: (providerId: string) => ProviderSummary | undefined,
-  listedBefore: ReadonlySet<string> = new Set(),
-  restarting: (providerId: string, deviceId: string) => boolean = () => false,
-  startFailure: (providerId: string) => string | null = () => null,
-  configured: (providerId: string) => boolean = () => false,
+  why: UnlistedContext = {},
 ): UnverifiedDevice[] {
+  const listedBefore = why.listedBefore ?? new Set<string>();
   const key = (p: string, d: string) => `${p}\u0000${d}`;
   const known = new Set(devices.map((d) => key(d.device.providerId, d.device.deviceId)));
   const expected = new Set(expect.map((e) => key(e.providerId, e.deviceId)));
@@ -288,38 +280,59 @@ export function unlistedLadderDevices(
       device_handle,
       reason: whyUnlisted(
         addr.providerId,
+        addr.deviceId,
         providerOf(addr.providerId),
         listedBefore.has(device_handle),
-        () => restarting(addr.providerId, addr.deviceId),
-        () => startFailure(addr.providerId),
-        () => configured(addr.providerId),
+        why,
       ),
     });
   }
   return out;
 }
 
+/** What unlistedLadderDevices is told of the devices and providers no provider lists. */
+export interface UnlistedContext {
+  /** The handles of devices listed before: said "no longer listed". */
+  readonly listedBefore?: ReadonlySet<string>;
+  /**
+   * Whether a configuration reload is restarting a provider no host is registered for (its old
+   * process gone, its new one not yet registered): configured all the same, and coming back.
+   */
+  readonly restarting?: (providerId: string, deviceId: string) => boolean;
+  /**
+   * Why the last reload failed to start a provider (listed down, or not registered at all), null
+   * otherwise: its entry is in the configuration file, so "not configured" is wrong.
+   */
+  readonly startFailure?: (providerId: string) => string | null;
+  /**
+   * Whether the provider's entry is in the configuration (ProviderRegistry.configured, the one
+   * answer): one with no host registered that is configured is not running, not gone (a reload
+   * starting it again: the host its failed start left listed down taken out, or a new entry not
+   * registered yet). Absent: only the other answers say it is configured.
+   */
+  readonly configured?: (providerId: string) => boolean;
+}
+
 /** Why a device the ladder is to secure is not in the inventory (unlistedLadderDevices). */
 function whyUnlisted(
   providerId: string,
+  deviceId: string,
   provider: ProviderSummary | undefined,
   listedBefore: boolean,
-  restarting: () => boolean,
-  startFailure: () => string | null,
-  configured: () => boolean,
+  why: UnlistedContext,
 ): string {
+  const startFailure = () => why.startFailure?.(providerId) ?? null;
   if (provider === undefined) {
-    if (restarting()) {
+    if (why.restarting?.(providerId, deviceId) === true) {
       return `its provider ${providerId} is being restarted by a configuration reload`;
     }
     const failed = startFailure();
     if (failed !== null) {
       return `its provider ${providerId} failed to start at a configuration reload (${failed})`;
     }
-    // In the file, no host (the next reload took out the one the last failed to start): as the
-    // device conditions say it (DeviceOutages).
-    return configured()
-      ? `its provider ${providerId} is not running: a configuration reload failed to start it`
+    return why.configured?.(providerId) === true
+      ? `its provider ${providerId} is configured but not running: a configuration reload is ` +
+        "starting it"
       : `no provider ${providerId} is configured`;
   }
   const listed = `${listedBefore ? "no longer" : "not"} listed by its provider`;
@@ -352,9 +365,14 @@ export class ListedBefore {
    * MAX_LISTED_BEFORE_DEVICES devices of at most MAX_FUNCTIONS_PER_DEVICE functions each).
    */
   readonly #byProvider = new Map<string, Map<string, readonly string[]>>();
+  /** Per provider: how many devices it listed were let go of past MAX_LISTED_BEFORE_DEVICES. */
+  readonly #dropped = new Map<string, number>();
 
-  /** Records the actuating devices `providerId` lists now (its inventory, just discovered). */
-  note(providerId: string, devices: readonly DeviceCapabilities[]): void {
+  /**
+   * Records the actuating devices `providerId` lists now (its inventory, just discovered); returns
+   * how many of those it listed before were let go of (the oldest past MAX_LISTED_BEFORE_DEVICES).
+   */
+  note(providerId: string, devices: readonly DeviceCapabilities[]): number {
     let ids = this.#byProvider.get(providerId);
     for (const d of devices) {
       const actuating = d.functions.filter((f) => f.actuating).map((f) => f.name);
@@ -363,11 +381,23 @@ export class ListedBefore {
       ids.delete(d.device.deviceId);
       ids.set(d.device.deviceId, actuating);
     }
-    if (ids === undefined) return;
+    if (ids === undefined) return 0;
+    let dropped = 0;
     for (const oldest of ids.keys()) {
       if (ids.size <= MAX_LISTED_BEFORE_DEVICES) break;
       ids.delete(oldest);
+      dropped++;
     }
+    if (dropped > 0) this.#dropped.set(providerId, (this.#dropped.get(providerId) ?? 0) + dropped);
+    return dropped;
+  }
+
+  /**
+   * How many devices `providerId` listed before were let go of past MAX_LISTED_BEFORE_DEVICES
+   * since it was configured: status can no longer name them.
+   */
+  dropped(providerId: string): number {
+    return this.#dropped.get(providerId) ?? 0;
   }
 
   /**
@@ -387,9 +417,10 @@ export class ListedBefore {
     return out;
   }
 
-  /** Forgets a provider's devices (a reload removed it). */
+  /** Forgets a provider's devices, and what it let go of (a reload removed it). */
   forget(providerId: string): void {
     this.#byProvider.delete(providerId);
+    this.#dropped.delete(providerId);
   }
 
   /** Every device recorded, `provider/device`, provider by provider. */

@@ -14,6 +14,7 @@ import { type Rig, rig } from "../helpers/rig.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { b, call, expectation, inertSim, manualCall, plantProvider } from "./_fixture.ts";
 import { MAX_NAMED_IN_WARNING } from "../../src/safety/mod.ts";
+import { type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
 
 interface Line {
   level: "info" | "warn" | "error";
@@ -215,5 +216,84 @@ Deno.test("Estop's start-up warnings name at most MAX_NAMED_IN_WARNING functions
     );
   } finally {
     await rt.stop();
+  }
+});
+
+/** An inventory of actuating devices `ids`, each with `set_on(on: bool)` (rung 3 zeroes it). */
+function actuators(...ids: string[]): Inventory {
+  return {
+    devices: Object.fromEntries(ids.map((id) => [id, {
+      signals: [],
+      functions: [{
+        function_id: 10,
+        name: "set_on",
+        policy: { category: 3 },
+        args: [{ name: "on", type: T.BOOL, required: true }],
+      }],
+    }])),
+  };
+}
+
+/** The start-up warning of the devices an e-stop cannot verify, as logged last. */
+const unverifiedLine = (lines: Line[]) =>
+  at(lines, "warn").findLast((t) => t.startsWith("no safe-state expectation covers"));
+
+Deno.test("Estop's start-up warning of unverified devices counts and names those status names, a device the safety config names that no provider lists included", async () => {
+  const { rt, lines } = await start(testConfig({
+    providers: [plantProvider("plant")],
+    safety: {
+      hooks: [call("plant/ghost", "set_fan", { duty: { double: 0 } })],
+      expect: [],
+    },
+  }));
+  try {
+    assert.deepEqual(rt.estop.status().unverified_devices, ["plant/plant0", "plant/ghost"]);
+    assert.equal(
+      unverifiedLine(lines),
+      'no safe-state expectation covers 2 actuating device(s): "plant/plant0", "plant/ghost" ' +
+        "(not listed by its provider) (an e-stop cannot verify them; add " +
+        "safety.safe_state.expect entries)",
+    );
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Estop's warning of unverified devices, logged again when an inventory changes, names a device its provider no longer lists", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "estop-log-unlisted-" });
+  const file = `${dir}/pol.json`;
+  await Deno.writeTextFile(file, JSON.stringify(actuators("act0", "act1")));
+  const { rt, lines, r } = await start(testConfig({
+    providers: [
+      programmableProvider("pol", file, { restart: { maxAttempts: 5, backoffMs: [0, 0, 0] } }),
+    ],
+    safety: { zeroIsSafe: true },
+  }));
+  try {
+    assert.equal(
+      unverifiedLine(lines),
+      'no safe-state expectation covers 2 actuating device(s): "pol/act0", "pol/act1" ' +
+        "(an e-stop cannot verify them; add safety.safe_state.expect entries)",
+    );
+    // Restarted, it lists act1 only: act0 is still one the ladder is to secure, and unverified.
+    await Deno.writeTextFile(file, JSON.stringify(actuators("act1")));
+    const pol = rt.registry.host("pol")!;
+    const pid = r.kill("pol");
+    await waitFor(
+      "pol up again with one device, and the plan logged again",
+      () =>
+        pol.available && pol.session!.pid !== pid &&
+        at(lines, "info").some((t) => t.startsWith("e-stop plan (inventory of pol changed)")),
+    );
+    assert.deepEqual(rt.estop.status().unverified_devices, ["pol/act1", "pol/act0"]);
+    assert.equal(
+      unverifiedLine(lines),
+      'no safe-state expectation covers 2 actuating device(s): "pol/act1", "pol/act0" (no ' +
+        "longer listed by its provider) (an e-stop cannot verify them; add " +
+        "safety.safe_state.expect entries)",
+    );
+  } finally {
+    await rt.stop();
+    await Deno.remove(dir, { recursive: true });
   }
 });

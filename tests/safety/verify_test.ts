@@ -230,7 +230,8 @@ Deno.test("unlistedLadderDevices says 'no longer listed' of a device listed befo
   const down = { id: "p", available: false, lifecycle: "RESTARTING" } as ProviderSummary;
   const before = new Set(["p/gone"]);
   const why = (p: ProviderSummary) =>
-    unlistedLadderDevices([], [], ["p/gone", "p/never"], () => p, before).map((u) => u.reason);
+    unlistedLadderDevices([], [], ["p/gone", "p/never"], () => p, { listedBefore: before })
+      .map((u) => u.reason);
   assert.deepEqual(why(up("unmet")), [
     "no longer listed by its provider (its host check is unmet)",
     "not listed by its provider (its host check is unmet)",

@@ -177,7 +177,8 @@ Deno.test("Reload: while a reload starts again a provider the reload before fail
   assert.equal(rt.registry.host("sim1"), undefined, "read within the window");
   assert.deepEqual(inWindow, {
     latched: true,
-    unverified: "its provider sim1 is not running: a configuration reload failed to start it",
+    unverified: "its provider sim1 is configured but not running: a configuration reload is " +
+      "starting it",
     uncovered: true,
   });
   const report = await fixed;
