@@ -864,9 +864,7 @@ export class Estop implements EstopService {
    */
   logPlan(why: string): void {
     this.#logPlanChanges = true;
-    const plan = this.plan();
-    const devices = registeredDevices(this.#o.inventory);
-    const view = planViewOf(plan, devices);
+    const view = this.planView();
     this.#log.info(
       `e-stop plan (${why}): rung '${view.rung}', ${view.calls.length} call(s), ${view.uncovered.length} actuating function(s) untouched`,
     );
@@ -883,13 +881,14 @@ export class Estop implements EstopService {
     } else if (view.uncovered.length > 0) {
       this.#log.warn(uncoveredWarning(view.rung, view.uncovered));
     }
+    const devices = registeredDevices(this.#o.inventory);
     for (const problem of unresolvedExpectations(this.#o.safeState.expect, devices)) {
       this.#log.warn(`safe-state expectation does not resolve: ${problem}`);
     }
     // The devices status names (estop.unverified_devices): the listed ones no expectation covers,
     // then those the ladder is to secure that no provider lists (listed before, or named by the
     // safety config), each with why it is not listed.
-    const unverified = this.#unverified(plan);
+    const unverified = this.#unverified(this.plan());
     if (unverified.length > 0) {
       this.#log.warn(
         `no safe-state expectation covers ${unverified.length} actuating device(s): ${

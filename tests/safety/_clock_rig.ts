@@ -45,6 +45,7 @@ export function providersUp(...ids: string[]): InventoryReader {
       available: true,
       devices: [],
       config: { timeoutMs: 1000 },
+      hostCheck: () => null,
     }) as unknown as ProviderSummary
   );
   return {
