@@ -10,19 +10,14 @@
  * restarts, one of them without the device (docs/http-api.md, "Provider policies").
  */
 import assert from "node:assert/strict";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
-import {
-  HOST_UNMET_I2C1,
-  type Inventory,
-  programmableProvider,
-} from "../helpers/programmable_provider.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
-import { Api, callBody } from "./alarms_helpers.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import type { Inventory } from "../helpers/programmable_provider.ts";
+import { callBody } from "./alarms_helpers.ts";
+import { ACTUATE, HOST_UNMET_I2C1, PULSE_HOOK, withHostUnmetRig } from "./_host_unmet_rig.ts";
 import type { AuditEntry } from "../../src/audit/mod.ts";
 
 /** The interval `pulse` declares: far longer than the test. */
 const PULSE_INTERVAL_MS = 600_000;
-const ACTUATE = 3;
 const CLAIM = "i2c:/dev/i2c-1:0x61";
 
 const WITH_DEVICE: Inventory = {
@@ -41,30 +36,9 @@ const WITH_DEVICE: Inventory = {
 };
 
 Deno.test("a provider back while latched, first without its device (host unmet) then with it, keeps its claim, gets the ladder's call past min_interval_ms, and the operator's call after the re-arm is still refused by it", async () => {
-  const dir = tempDir("estop-host-unmet-");
-  const file = `${dir}/pol.json`;
-  await Deno.writeTextFile(file, JSON.stringify(WITH_DEVICE));
-  const fx = await startHttpFixture({
-    config: {
-      providers: [
-        programmableProvider("pol", file, {
-          restart: { maxAttempts: 5, backoffMs: [0, 0, 0, 0, 0] },
-        }),
-      ],
-      safety: {
-        hooks: [{
-          deviceHandle: "pol/act0",
-          functionId: 0,
-          functionName: "pulse",
-          args: {},
-          path: "safety.safe_state.hooks[0]",
-        }],
-      },
-    },
-  });
-  try {
-    const rt = fx.runtime;
-    const api = new Api(`http://127.0.0.1:${(await fx.serve()).port}`);
+  const safety = { hooks: [PULSE_HOOK] };
+  await withHostUnmetRig("estop-host-unmet-", WITH_DEVICE, safety, async (r) => {
+    const { rt, api } = r;
     const entries: AuditEntry[] = [];
     rt.audit.onEntry((e) => entries.push(e));
     const ladderCalls = () =>
@@ -78,16 +52,6 @@ Deno.test("a provider back while latched, first without its device (host unmet) 
       (await api.get("/v0/providers/health")).json.providers.find(
         (p: { provider_id: string }) => p.provider_id === "pol",
       );
-    /** Kills the running process and waits for the supervisor's next one to be up. */
-    const restart = async (what: string) => {
-      const pid = pol.session!.pid;
-      Deno.kill(pid, "SIGKILL");
-      await waitFor(
-        `${what}: pol up again`,
-        () => pol.available && pol.session!.pid !== pid,
-        30_000,
-      );
-    };
 
     assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
     assert.equal((await api.post("/v0/estop", { reason: "test" })).status, 200);
@@ -96,8 +60,7 @@ Deno.test("a provider back while latched, first without its device (host unmet) 
     assert.deepEqual(ladderCalls(), [["pulse", "failed", null]]);
 
     // Back without its device, its host unmet: the claim is held and the reason shown.
-    await Deno.writeTextFile(file, JSON.stringify(HOST_UNMET_I2C1));
-    await restart("host unmet");
+    await r.restartAs(pol, HOST_UNMET_I2C1, "host unmet: pol up again");
     const unmet = await health();
     assert.equal(unmet.device_count, 0);
     assert.equal(unmet.host_check?.status, "unmet");
@@ -105,9 +68,8 @@ Deno.test("a provider back while latched, first without its device (host unmet) 
 
     // Back with its device while still latched: the ladder's pulse is made again, not refused
     // by the interval the stop's own pulse started.
-    await Deno.writeTextFile(file, JSON.stringify(WITH_DEVICE));
     const before = ladderCalls().length;
-    await restart("host met");
+    await r.restartAs(pol, WITH_DEVICE, "host met: pol up again");
     await waitFor(
       "the ladder's call to the device back",
       () => ladderCalls().slice(before).some(([, outcome]) => outcome !== "refused"),
@@ -128,7 +90,5 @@ Deno.test("a provider back while latched, first without its device (host unmet) 
     const refused = await api.post("/v0/call", callBody("pol/act0", 10, {}));
     assert.equal(refused.status, 429, JSON.stringify(refused.json));
     assert.match(refused.json.status.message, /min_interval_ms is 600000 ms/);
-  } finally {
-    await fx.close();
-  }
+  });
 });

@@ -7,17 +7,15 @@
  * state").
  */
 import assert from "node:assert/strict";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
+import type { Inventory } from "../helpers/programmable_provider.ts";
 import {
+  ACTUATE,
   HOST_UNMET_I2C1 as HOST_UNMET,
-  type Inventory,
-  programmableProvider,
-} from "../helpers/programmable_provider.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
-import { Api } from "./alarms_helpers.ts";
+  oneDevice,
+  PULSE_HOOK,
+  withHostUnmetRig,
+} from "./_host_unmet_rig.ts";
 import { UNVERIFIED_NO_EXPECTATION } from "../../src/safety/mod.ts";
-
-const ACTUATE = 3;
 
 const WITH_DEVICE: Inventory = {
   devices: {
@@ -29,30 +27,9 @@ const WITH_DEVICE: Inventory = {
 };
 
 Deno.test("Estop status names a ladder device its host-unmet provider does not list", async () => {
-  const dir = tempDir("estop-host-unmet-unverified-");
-  const file = `${dir}/pol.json`;
-  await Deno.writeTextFile(file, JSON.stringify(HOST_UNMET));
-  const fx = await startHttpFixture({
-    config: {
-      providers: [
-        programmableProvider("pol", file, {
-          restart: { maxAttempts: 5, backoffMs: [0, 0, 0, 0, 0] },
-        }),
-      ],
-      safety: {
-        hooks: [{
-          deviceHandle: "pol/act0",
-          functionId: 0,
-          functionName: "pulse",
-          args: {},
-          path: "safety.safe_state.hooks[0]",
-        }],
-      },
-    },
-  });
-  try {
-    const rt = fx.runtime;
-    const api = new Api(`http://127.0.0.1:${(await fx.serve()).port}`);
+  const safety = { hooks: [PULSE_HOOK] };
+  await withHostUnmetRig("estop-host-unmet-unverified-", HOST_UNMET, safety, async (r) => {
+    const { rt, api } = r;
     const estop = async () => (await api.get("/v0/runtime/status")).json.estop;
     const pol = rt.registry.host("pol")!;
     assert.equal(pol.available, true);
@@ -92,20 +69,11 @@ Deno.test("Estop status names a ladder device its host-unmet provider does not l
     );
 
     // Back with the device: listed, still unverified (no expectation covers it).
-    await Deno.writeTextFile(file, JSON.stringify(WITH_DEVICE));
-    const pid = pol.session!.pid;
-    Deno.kill(pid, "SIGKILL");
-    await waitFor(
-      "pol up again with act0",
-      () => pol.available && pol.session!.pid !== pid && pol.devices.length === 1,
-      30_000,
-    );
+    await r.restartAs(pol, WITH_DEVICE, "pol up again with act0", oneDevice);
     const back = await estop();
     assert.deepEqual(back.unverified_devices, ["pol/act0"]);
     assert.deepEqual(back.unverified_reasons, [
       { device_handle: "pol/act0", reason: UNVERIFIED_NO_EXPECTATION },
     ]);
-  } finally {
-    await fx.close();
-  }
+  });
 });

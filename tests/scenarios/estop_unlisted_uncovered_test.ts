@@ -7,33 +7,8 @@
  * Real provider processes (the programmable provider), over real HTTP.
  */
 import assert from "node:assert/strict";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
-import {
-  HOST_UNMET_I2C1,
-  type Inventory,
-  programmableProvider,
-  T,
-} from "../helpers/programmable_provider.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
-import { Api } from "./alarms_helpers.ts";
+import { HOST_UNMET_I2C1, hostUnmet, SET_ON_DEVICE, withHostUnmetRig } from "./_host_unmet_rig.ts";
 import { call } from "../safety/_fixture.ts";
-
-const ACTUATE = 3;
-
-/** One device with a zeroable function (`set_on(on: bool)`). */
-const WITH_DEVICE: Inventory = {
-  devices: {
-    act0: {
-      signals: [],
-      functions: [{
-        function_id: 10,
-        name: "set_on",
-        policy: { category: ACTUATE },
-        args: [{ name: "on", type: T.BOOL, required: true }],
-      }],
-    },
-  },
-};
 
 const SET_OFF = call("pol/act0", "set_on", { on: false });
 
@@ -47,34 +22,13 @@ const RUNGS = [
 
 for (const { rung, safety } of RUNGS) {
   Deno.test(`Estop rung '${rung}': a device its provider no longer lists is uncovered in the plan, as it is unverified`, async () => {
-    const dir = tempDir("estop-unlisted-uncovered-");
-    const file = `${dir}/pol.json`;
-    await Deno.writeTextFile(file, JSON.stringify(WITH_DEVICE));
-    const fx = await startHttpFixture({
-      config: {
-        providers: [
-          programmableProvider("pol", file, {
-            restart: { maxAttempts: 5, backoffMs: [0, 0, 0, 0, 0] },
-          }),
-        ],
-        safety,
-      },
-    });
-    try {
-      const rt = fx.runtime;
-      const api = new Api(`http://127.0.0.1:${(await fx.serve()).port}`);
+    await withHostUnmetRig("estop-unlisted-uncovered-", SET_ON_DEVICE, safety, async (r) => {
+      const { rt, api } = r;
       const pol = rt.registry.host("pol")!;
       const status = async () => (await api.get("/v0/runtime/status")).json.estop;
       assert.equal((await status()).plan.rung, rung);
 
-      await Deno.writeTextFile(file, JSON.stringify(HOST_UNMET_I2C1));
-      const pid = pol.session!.pid;
-      Deno.kill(pid, "SIGKILL");
-      await waitFor(
-        "pol up again, host unmet",
-        () => pol.available && pol.session!.pid !== pid && pol.hostCheck()?.status === "unmet",
-        30_000,
-      );
+      await r.restartAs(pol, HOST_UNMET_I2C1, "pol up again, host unmet", hostUnmet);
       const after = await status();
       assert.ok(after.unverified_devices.includes("pol/act0"), JSON.stringify(after));
       assert.deepEqual(after.plan.uncovered, [{ device_handle: "pol/act0", function: "set_on" }]);
@@ -85,8 +39,6 @@ for (const { rung, safety } of RUNGS) {
       const stop = await api.post("/v0/estop", { reason: "test" });
       assert.equal(stop.status, 200, JSON.stringify(stop.json));
       assert.deepEqual(stop.json.uncovered, [{ device_handle: "pol/act0", function: "set_on" }]);
-    } finally {
-      await fx.close();
-    }
+    });
   });
 }

@@ -8,33 +8,18 @@
  * "Verified safe state").
  */
 import assert from "node:assert/strict";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
-import {
-  HOST_UNMET_I2C1,
-  type Inventory,
-  programmableProvider,
-  T,
-} from "../helpers/programmable_provider.ts";
+import { tempDir } from "../helpers/kernel.ts";
+import { programmableProvider } from "../helpers/programmable_provider.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { Api } from "./alarms_helpers.ts";
+import {
+  HOST_UNMET_I2C1,
+  hostUnmet,
+  oneDevice,
+  SET_ON_DEVICE,
+  withHostUnmetRig,
+} from "./_host_unmet_rig.ts";
 import { UNVERIFIED_NO_EXPECTATION } from "../../src/safety/mod.ts";
-
-const ACTUATE = 3;
-
-/** One device with a zeroable function (`set_on(on: bool)`: rung 3 sends on=false). */
-const WITH_DEVICE: Inventory = {
-  devices: {
-    act0: {
-      signals: [],
-      functions: [{
-        function_id: 10,
-        name: "set_on",
-        policy: { category: ACTUATE },
-        args: [{ name: "on", type: T.BOOL, required: true }],
-      }],
-    },
-  },
-};
 
 /** The status fields under test. */
 async function unverified(api: Api) {
@@ -47,22 +32,8 @@ async function unverified(api: Api) {
 }
 
 Deno.test("Estop rung 3 status names a device its provider no longer lists (host unmet after a restart)", async () => {
-  const dir = tempDir("estop-zero-unlisted-");
-  const file = `${dir}/pol.json`;
-  await Deno.writeTextFile(file, JSON.stringify(WITH_DEVICE));
-  const fx = await startHttpFixture({
-    config: {
-      providers: [
-        programmableProvider("pol", file, {
-          restart: { maxAttempts: 5, backoffMs: [0, 0, 0, 0, 0] },
-        }),
-      ],
-      safety: { zeroIsSafe: true },
-    },
-  });
-  try {
-    const rt = fx.runtime;
-    const api = new Api(`http://127.0.0.1:${(await fx.serve()).port}`);
+  await withHostUnmetRig("estop-zero-unlisted-", SET_ON_DEVICE, { zeroIsSafe: true }, async (r) => {
+    const { rt, api } = r;
     const pol = rt.registry.host("pol")!;
     assert.deepEqual(await unverified(api), {
       rung: "zero",
@@ -71,14 +42,7 @@ Deno.test("Estop rung 3 status names a device its provider no longer lists (host
     });
 
     // Back with its host unmet: no device listed, so rung 3 has nothing to zero.
-    await Deno.writeTextFile(file, JSON.stringify(HOST_UNMET_I2C1));
-    const pid = pol.session!.pid;
-    Deno.kill(pid, "SIGKILL");
-    await waitFor(
-      "pol up again, host unmet",
-      () => pol.available && pol.session!.pid !== pid && pol.hostCheck()?.status === "unmet",
-      30_000,
-    );
+    await r.restartAs(pol, HOST_UNMET_I2C1, "pol up again, host unmet", hostUnmet);
     const vanished = {
       rung: "zero",
       unverified_devices: ["pol/act0"],
@@ -108,14 +72,7 @@ Deno.test("Estop rung 3 status names a device its provider no longer lists (host
     assert.deepEqual(await unverified(api), vanished, "after a reload restarted pol");
 
     // Back with the device: listed again, unverified for the usual reason only.
-    await Deno.writeTextFile(file, JSON.stringify(WITH_DEVICE));
-    const pid2 = pol2.session!.pid;
-    Deno.kill(pid2, "SIGKILL");
-    await waitFor(
-      "pol up again with act0",
-      () => pol2.available && pol2.session!.pid !== pid2 && pol2.devices.length === 1,
-      30_000,
-    );
+    await r.restartAs(pol2, SET_ON_DEVICE, "pol up again with act0", oneDevice);
     assert.deepEqual((await unverified(api)).unverified_reasons, [
       { device_handle: "pol/act0", reason: UNVERIFIED_NO_EXPECTATION },
     ]);
@@ -124,16 +81,14 @@ Deno.test("Estop rung 3 status names a device its provider no longer lists (host
     await rt.reload({ ...rt.config, providers: [] });
     assert.equal(rt.registry.host("pol"), undefined);
     assert.deepEqual((await unverified(api)).unverified_devices, []);
-  } finally {
-    await fx.close();
-  }
+  });
 });
 
 Deno.test("Estop rung 3 status names a device a setpoint addresses that no provider lists", async () => {
   const dir = tempDir("estop-zero-setpoint-unlisted-");
   const polFile = `${dir}/pol.json`;
   const hidFile = `${dir}/hid.json`;
-  await Deno.writeTextFile(polFile, JSON.stringify(WITH_DEVICE));
+  await Deno.writeTextFile(polFile, JSON.stringify(SET_ON_DEVICE));
   await Deno.writeTextFile(hidFile, JSON.stringify(HOST_UNMET_I2C1));
   const fx = await startHttpFixture({
     config: {
