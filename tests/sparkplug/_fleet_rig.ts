@@ -119,12 +119,14 @@ export async function runtimeCli(
 }
 
 /**
- * The fleet view listening (group "g", `waitMs`: 1 s, on a manual clock) to a session double that
- * is up: `send` hands it one edge node message; `collected` settles once the clock passed the
- * window.
+ * The fleet view listening (group "g", `waitMs`: 1 s, on a manual clock; ended early by
+ * `interrupt` when given) to a session double that is up: `send` hands it one edge node message;
+ * `collected` settles once the clock passed the window; `discards`: the sessions it connected
+ * after its own (each one discarding its session on the broker).
  */
-export async function listeningFleet(waitMs = 1000) {
+export async function listeningFleet(waitMs = 1000, o: { interrupt?: AbortSignal } = {}) {
   const session = new HeldSession({ hold: false });
+  const discards: HeldSession[] = [];
   let connects = 0;
   const clock = new ManualClock();
   const collected = collectFleet({
@@ -135,15 +137,17 @@ export async function listeningFleet(waitMs = 1000) {
     connect: () => {
       if (connects++ === 0) return Promise.resolve(session);
       const discard = new HeldSession({ hold: false });
+      discards.push(discard);
       discard.up();
       return Promise.resolve(discard);
     },
     clock,
+    interrupt: o.interrupt,
   });
   await flushMicrotasks();
   session.up();
   await flushMicrotasks();
   const send = (topic: string, metrics: Array<Record<string, unknown>> = []) =>
     session.deliver(`spBv1.0/g/${topic}`, encode({ timestamp: 1, metrics }));
-  return { clock, collected, send, session };
+  return { clock, collected, send, session, discards };
 }

@@ -9,10 +9,7 @@
 import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
-import { HeldSession } from "../helpers/held_session.ts";
-import { collectFleet, encode } from "../../src/sparkplug/mod.ts";
-import { spawnRuntimeCli } from "./_fleet_rig.ts";
+import { listeningFleet, spawnRuntimeCli } from "./_fleet_rig.ts";
 
 /** Longest wait for the child's view to be subscribed (its start type-checks nothing: a few s). */
 const SUBSCRIBED_WITHIN_MS = 30000;
@@ -50,45 +47,63 @@ async function sessionLeft(broker: Mosquitto, clientId: string): Promise<boolean
   }
 }
 
+/** A fleet view's output once it ended, as text. */
+async function ended(child: Deno.ChildProcess) {
+  const out = await child.output();
+  const dec = new TextDecoder();
+  const { code, signal } = out;
+  return { code, signal, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+}
+
+/**
+ * `runtime --fleet <broker> ...args` as a child process on a new broker (logging), once the view
+ * subscribed to `filter`: `fn` gets the broker, the child and the view's client id; the child and
+ * the broker are ended whatever `fn` does.
+ */
+async function withSubscribedView(
+  args: string[],
+  filter: string,
+  fn: (view: { broker: Mosquitto; child: Deno.ChildProcess; clientId: string }) => Promise<void>,
+): Promise<void> {
+  const broker = await Mosquitto.start({ log: true });
+  let child: Deno.ChildProcess | undefined;
+  try {
+    child = spawnRuntimeCli(["--fleet", broker.url, ...args]);
+    const clientId = await viewSubscribed(broker, filter);
+    await fn({ broker, child, clientId });
+  } finally {
+    await reap(child);
+    await broker.dispose();
+  }
+}
+
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   Deno.test({
     name:
       `${signal} during the fleet view's window: it prints what it saw, says it was interrupted, exits 0 and leaves no session on the broker`,
     ignore: mosquittoMissing(),
-    fn: async () => {
-      const broker = await Mosquitto.start({ log: true });
-      let child: Deno.ChildProcess | undefined;
-      try {
-        child = spawnRuntimeCli([
-          "--fleet",
-          broker.url,
-          "--group",
-          "lab",
-          "--wait-ms",
-          "60000",
-          "--format",
-          "json",
-        ]);
-        const clientId = await viewSubscribed(broker, "spBv1.0/lab/#");
-        child.kill(signal);
-        const out = await child.output();
-        const dec = new TextDecoder();
-        const stdout = dec.decode(out.stdout);
-        const stderr = dec.decode(out.stderr);
-        assert.equal(
-          await sessionLeft(broker, clientId),
-          false,
-          `the view's session ${clientId} is left on the broker (exit ${out.code}, ${
-            out.signal ?? "no signal"
-          }; stderr: ${stderr})`,
-        );
-        assert.equal(out.code, 0, stderr);
-        assert.deepEqual(JSON.parse(stdout), { nodes: [], truncated: false, interrupted: true });
-      } finally {
-        await reap(child);
-        await broker.dispose();
-      }
-    },
+    fn: () =>
+      withSubscribedView(
+        ["--group", "lab", "--wait-ms", "60000", "--format", "json"],
+        "spBv1.0/lab/#",
+        async ({ broker, child, clientId }) => {
+          child.kill(signal);
+          const out = await ended(child);
+          assert.equal(
+            await sessionLeft(broker, clientId),
+            false,
+            `the view's session ${clientId} is left on the broker (exit ${out.code}, ${
+              out.signal ?? "no signal"
+            }; stderr: ${out.stderr})`,
+          );
+          assert.equal(out.code, 0, out.stderr);
+          assert.deepEqual(JSON.parse(out.stdout), {
+            nodes: [],
+            truncated: false,
+            interrupted: true,
+          });
+        },
+      ),
   });
 }
 
@@ -96,78 +111,45 @@ Deno.test({
   name:
     "the same SIGINT delivered twice at once (a terminal and `deno task` both pass on one Ctrl-C) is one interrupt: the session is discarded, exit 0",
   ignore: mosquittoMissing(),
-  fn: async () => {
-    const broker = await Mosquitto.start({ log: true });
-    let child: Deno.ChildProcess | undefined;
-    try {
-      child = spawnRuntimeCli(["--fleet", broker.url, "--wait-ms", "60000"]);
-      const clientId = await viewSubscribed(broker, "spBv1.0/+/#");
-      child.kill("SIGINT");
-      child.kill("SIGINT");
-      const out = await child.output();
-      const stderr = new TextDecoder().decode(out.stderr);
-      assert.equal(await sessionLeft(broker, clientId), false, stderr);
-      assert.equal(out.code, 0, stderr);
-      assert.match(new TextDecoder().decode(out.stdout), /^\(interrupted by SIGINT: /m);
-    } finally {
-      await reap(child);
-      await broker.dispose();
-    }
-  },
+  fn: () =>
+    withSubscribedView(
+      ["--wait-ms", "60000"],
+      "spBv1.0/+/#",
+      async ({ broker, child, clientId }) => {
+        child.kill("SIGINT");
+        child.kill("SIGINT");
+        const out = await ended(child);
+        assert.equal(await sessionLeft(broker, clientId), false, out.stderr);
+        assert.equal(out.code, 0, out.stderr);
+        assert.match(out.stdout, /^\(interrupted by SIGINT: /m);
+      },
+    ),
 });
 
 Deno.test({
   name:
     "a second signal while the view discards its session (the broker hung) exits at once: 4, nothing printed, the session said possibly left",
   ignore: mosquittoMissing(),
-  fn: async () => {
-    const broker = await Mosquitto.start({ log: true });
-    let child: Deno.ChildProcess | undefined;
-    try {
-      child = spawnRuntimeCli(["--fleet", broker.url, "--wait-ms", "60000"]);
-      await viewSubscribed(broker, "spBv1.0/+/#");
+  fn: () =>
+    withSubscribedView(["--wait-ms", "60000"], "spBv1.0/+/#", async ({ broker, child }) => {
       // The discard's CONNACK never comes: without a second signal the view waits
       // FLEET_SESSION_DISCARD_MS for it, then prints and exits 0.
       broker.signal("SIGSTOP");
       child.kill("SIGINT");
       child.kill("SIGTERM");
-      const out = await child.output();
-      const stderr = new TextDecoder().decode(out.stderr);
-      assert.equal(out.code, 4, stderr);
-      assert.equal(new TextDecoder().decode(out.stdout), "");
-      assert.match(stderr, /exiting now, nothing printed; its MQTT session .* may be left/);
-    } finally {
-      await reap(child);
-      await broker.dispose();
-    }
-  },
+      const out = await ended(child);
+      assert.equal(out.code, 4, out.stderr);
+      assert.equal(out.stdout, "");
+      assert.match(out.stderr, /exiting now, nothing printed; its MQTT session .* may be left/);
+    }),
 });
 
 Deno.test("an interrupted window returns what the view saw before it, said interrupted, and discards the session", async () => {
-  const session = new HeldSession({ hold: false });
-  const discards: HeldSession[] = [];
-  let connects = 0;
-  const clock = new ManualClock();
   const stop = new AbortController();
-  const collected = collectFleet({
-    url: "mqtt://test",
-    group: "g",
-    waitMs: 60000,
-    connect: () => {
-      // The view's session first; then the one that discards it, up at once.
-      if (connects++ === 0) return Promise.resolve(session);
-      const discard = new HeldSession({ hold: false });
-      discards.push(discard);
-      discard.up();
-      return Promise.resolve(discard);
-    },
-    clock,
+  const { clock, collected, send, discards } = await listeningFleet(60000, {
     interrupt: stop.signal,
   });
-  await flushMicrotasks();
-  session.up();
-  await flushMicrotasks();
-  session.deliver("spBv1.0/g/NBIRTH/n", encode({ timestamp: 1, metrics: [] }));
+  send("NBIRTH/n");
   stop.abort();
   const { nodes, interrupted } = await collected;
   assert.equal(interrupted, true);
