@@ -10,11 +10,10 @@ import {
   influxTransport,
   loadInfluxClient,
   MAX_ANSWER_BODY_BYTES,
-  TelemetryWriter,
 } from "../../src/telemetry/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { EventBus } from "../../src/events/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
+import { loopbackDatabase, loopbackWriter } from "./_loopback_db.ts";
 
 await loadInfluxClient(); // as the service does when telemetry is enabled
 
@@ -27,8 +26,7 @@ const PIECE = 16 * 1024;
  */
 function erroringDatabase(status: number, bytes: number, headers: Record<string, string> = {}) {
   let sent = 0;
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    await req.body?.cancel();
+  const db = loopbackDatabase(() => {
     let left = bytes;
     const body = new ReadableStream<Uint8Array>({
       pull(controller) {
@@ -41,11 +39,7 @@ function erroringDatabase(status: number, bytes: number, headers: Record<string,
     });
     return new Response(body, { status, headers: { "content-type": "text/plain", ...headers } });
   });
-  return {
-    url: `http://127.0.0.1:${server.addr.port}`,
-    sent: () => sent,
-    close: () => server.shutdown(),
-  };
+  return { ...db, sent: () => sent };
 }
 
 /** The rejection of one write through the client's transport (with the bound). */
@@ -88,36 +82,9 @@ Deno.test("influxTransport reads at most MAX_ANSWER_BODY_BYTES of an error body:
 Deno.test("TelemetryWriter against a database answering 500 with a 4 MiB body logs one short error line with the first 200 characters of it", async () => {
   const db = erroringDatabase(500, 4 * 1024 * 1024);
   const { log, lines } = capturingLogger();
-  const bus = new EventBus();
-  const w = new TelemetryWriter({
-    enabled: true,
-    runtimeName: "lab1",
-    healthIntervalMs: 0,
-    clock: systemClock,
-    logger: log,
-    tuning: { retryInitialMs: 60_000, retryMaxMs: 60_000, writeTimeoutMs: 5000 },
-    influx: {
-      url: db.url,
-      org: "lab",
-      bucket: "telemetry",
-      token: "t",
-      batchSize: 1,
-      flushIntervalMs: 50,
-      maxRetryBufferSize: 1000,
-      queueSize: 10000,
-    },
-  });
+  const { writer: w, writeOne } = loopbackWriter(db.url, { clock: systemClock, logger: log });
   try {
-    w.start(bus);
-    bus.publish({
-      kind: "state_update",
-      provider_id: "sim0",
-      device_id: "tempctl0",
-      signal_id: "temp",
-      value: { type: "double", double: 1 },
-      quality: "OK",
-      timestamp_ms: 1_700_000_000_000,
-    });
+    writeOne();
     await waitFor("the write refused", () => w.status().write_failures === 1);
     const failed = lines.filter((l) => l.includes("write failed"));
     assert.equal(failed.length, 1, lines.join("\n"));

@@ -6,11 +6,11 @@
  * loopback; the writer's clock (the runtime's) reads hours behind the server's, its timers real.
  */
 import assert from "node:assert/strict";
-import { EventBus } from "../../src/events/mod.ts";
-import { loadInfluxClient, TelemetryWriter } from "../../src/telemetry/mod.ts";
+import { loadInfluxClient } from "../../src/telemetry/mod.ts";
 import { withRealTimers } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
+import { loopbackDatabase, loopbackWriter } from "./_loopback_db.ts";
 
 await loadInfluxClient(); // as the service does when telemetry is enabled
 
@@ -22,8 +22,7 @@ const BEHIND_MS = 3 * 3_600_000;
  * seconds, as an HTTP-date is) and `Retry-After` the date 10 s after it.
  */
 function busyDatabase(status: number) {
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    await req.body?.cancel();
+  return loopbackDatabase(() => {
     const now = Math.floor(Date.now() / 1000) * 1000;
     return new Response("busy", {
       status,
@@ -34,46 +33,21 @@ function busyDatabase(status: number) {
       },
     });
   });
-  return { url: `http://127.0.0.1:${server.addr.port}`, close: () => server.shutdown() };
 }
 
 for (const status of [503, 429]) {
   Deno.test(`TelemetryWriter measures an HTTP-date Retry-After of a ${status} against the answer's Date, not a wall clock hours behind it`, async () => {
     const db = busyDatabase(status);
     const { log, lines } = capturingLogger();
-    const bus = new EventBus();
-    const w = new TelemetryWriter({
-      enabled: true,
-      runtimeName: "lab1",
-      healthIntervalMs: 0,
+    const { writer: w, writeOne } = loopbackWriter(db.url, {
       clock: withRealTimers({
         nowMs: () => Date.now() - BEHIND_MS,
         monoMs: () => performance.now(),
       }),
       logger: log,
-      tuning: { retryInitialMs: 60_000, retryMaxMs: 60_000, writeTimeoutMs: 5000 },
-      influx: {
-        url: db.url,
-        org: "lab",
-        bucket: "telemetry",
-        token: "t",
-        batchSize: 1,
-        flushIntervalMs: 50,
-        maxRetryBufferSize: 1000,
-        queueSize: 10000,
-      },
     });
     try {
-      w.start(bus);
-      bus.publish({
-        kind: "state_update",
-        provider_id: "sim0",
-        device_id: "tempctl0",
-        signal_id: "temp",
-        value: { type: "double", double: 1 },
-        quality: "OK",
-        timestamp_ms: 1_700_000_000_000,
-      });
+      writeOne();
       await waitFor("the write refused", () => w.status().write_failures === 1);
       assert.equal(
         w.status().last_error,
