@@ -84,6 +84,48 @@ export async function probeFile(dir: string, inventory: Inventory = PROBE): Prom
   return file;
 }
 
+/** The probe with one signal, temp (a double), declared in `unit`. */
+export function probeTempIn(unit: string): Inventory {
+  return {
+    devices: {
+      probe: { signals: [{ id: "temp", type: T.DOUBLE, unit }], values: [] },
+    },
+  };
+}
+
+/**
+ * A reload that restarts the rig's provider p0 (its command line changed: a new process, which
+ * reads its inventory file again); asserts the reload says so.
+ */
+export async function reloadRestartingP0(rig: HistoryRig): Promise<void> {
+  const config = rig.rt.config;
+  const p0 = config.providers[0]!;
+  const report = await rig.rt.reload({
+    ...config,
+    providers: [{ ...p0, args: [...p0.args, "--restarted"] }],
+  });
+  assert.deepEqual(report.providers.restarted, ["p0"]);
+}
+
+/**
+ * The probe's inventory file rewritten to `inventory`, in which temp is declared in `unit`; p0
+ * restarted by a reload (reloadRestartingP0); waits until the runtime has temp declared in `unit`.
+ */
+export async function restartDeclaringTempIn(
+  rig: HistoryRig,
+  inventory: Inventory,
+  unit: string,
+): Promise<void> {
+  await probeFile(rig.dataDir, inventory);
+  await reloadRestartingP0(rig);
+  await waitFor(
+    `temp declared in ${unit}`,
+    () =>
+      rig.rt.inventory.capabilities("p0", "probe")?.signals.find((s) => s.signalId === "temp")
+        ?.unit === unit,
+  );
+}
+
 /** Starts a runtime over the probe; the caller stops `rig.rt`. */
 export async function startRig(o: {
   history?: Partial<Config["history"]>;

@@ -5,9 +5,16 @@
  */
 import assert from "node:assert/strict";
 import { HISTORY_QUERY_DISK_WAIT_MS } from "../../src/history/mod.ts";
-import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
+import {
+  probeFile,
+  probeTempIn,
+  probeValues,
+  restartDeclaringTempIn,
+  startRig,
+  T0,
+} from "./_history_helpers.ts";
 import { T, TestClock } from "../helpers/programmable_provider.ts";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { tempDir } from "../helpers/kernel.ts";
 import { InterceptedAppends } from "../helpers/journal_files.ts";
 
 Deno.test("a history answer names each signal's declared unit, and none for a signal without one", async () => {
@@ -78,12 +85,7 @@ Deno.test("the history CSV has a unit column: each signal's declared unit, empty
 
 Deno.test("a history answer gives the units as they are when it is answered: a reload while it waits for the disk tier is in it", async () => {
   const dataDir = tempDir("history-units-reload-");
-  const inventoryIn = (unit: string) => ({
-    devices: {
-      probe: { signals: [{ id: "temp", type: T.DOUBLE, unit }], values: [] },
-    },
-  });
-  const inventoryFile = await probeFile(dataDir, inventoryIn("degC"));
+  const inventoryFile = await probeFile(dataDir, probeTempIn("degC"));
   // The disk tier's writes wait for `release` while `held` (a slow disk).
   let held = false;
   const release = Promise.withResolvers<void>();
@@ -123,20 +125,7 @@ Deno.test("a history answer gives the units as they are when it is answered: a r
     const answer = rig.json(`/v0/history/p0/probe?signal_id=temp&since_ms=${T0 - 1000}`);
     await waiting.promise; // the answer waits for the disk tier
     // A reload restarts the provider, which now declares temp in K.
-    await probeFile(dataDir, inventoryIn("K"));
-    const config = rig.rt.config;
-    const p0 = config.providers[0]!;
-    const report = await rig.rt.reload({
-      ...config,
-      providers: [{ ...p0, args: [...p0.args, "--restarted"] }],
-    });
-    assert.deepEqual(report.providers.restarted, ["p0"]);
-    await waitFor(
-      "temp declared in K",
-      () =>
-        rig.rt.inventory.capabilities("p0", "probe")?.signals.find((s) => s.signalId === "temp")
-          ?.unit === "K",
-    );
+    await restartDeclaringTempIn(rig, probeTempIn("K"), "K");
     release.resolve();
     const json = await answer;
     assert.equal(json.status.code, "OK");

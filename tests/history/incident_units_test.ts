@@ -9,7 +9,13 @@ import assert from "node:assert/strict";
 import { INCIDENT_UNIT_MAX_CHARS } from "../../src/history/mod.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
 import { type Inventory, T } from "../helpers/programmable_provider.ts";
-import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
+import {
+  probeFile,
+  probeValues,
+  restartDeclaringTempIn,
+  startRig,
+  T0,
+} from "./_history_helpers.ts";
 
 /** The probe with `temp` in `unit` and `label` declaring a unit CSV must quote. */
 function probeIn(unit: string): Inventory {
@@ -39,20 +45,7 @@ Deno.test("An incident record keeps the units declared when it began, after a re
     await rig.rt.estop.trigger("units test");
     await waitFor("the e-stop's incident pending", () => rig.rt.incidents!.status().pending > 0);
     // The provider restarted by a reload reads its inventory again: temp is now in K.
-    await probeFile(dataDir, probeIn("K"));
-    const config = rig.rt.config;
-    const p0 = config.providers[0]!;
-    const report = await rig.rt.reload({
-      ...config,
-      providers: [{ ...p0, args: [...p0.args, "--restarted"] }],
-    });
-    assert.deepEqual(report.providers.restarted, ["p0"]);
-    await waitFor(
-      "temp declared in K",
-      () =>
-        rig.rt.inventory.capabilities("p0", "probe")?.signals.find((s) => s.signalId === "temp")
-          ?.unit === "K",
-    );
+    await restartDeclaringTempIn(rig, probeIn("K"), "K");
     assert.equal(rig.rt.incidents!.list().length, 0, "the record waits for its window");
   } finally {
     await rig.rt.stop(); // writes the record, its window so far

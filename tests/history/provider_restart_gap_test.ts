@@ -6,7 +6,7 @@
  * tier after a restart of the runtime.
  */
 import assert from "node:assert/strict";
-import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
+import { probeFile, probeValues, reloadRestartingP0, startRig, T0 } from "./_history_helpers.ts";
 import { TestClock } from "../helpers/programmable_provider.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
 
@@ -94,13 +94,7 @@ Deno.test("History of a provider restarted by a reload: a signal the new process
     // Restarted by a reload (its command line changed): a new process, its devices described
     // afresh; until it reports temp, GET /v0/state has no sample of it.
     rig.clock.wallMs = T0 + 3_000;
-    const config = rig.rt.config;
-    const p0 = config.providers[0]!;
-    const report = await rig.rt.reload({
-      ...config,
-      providers: [{ ...p0, args: [...p0.args, "--restarted"] }],
-    });
-    assert.deepEqual(report.providers.restarted, ["p0"]);
+    await reloadRestartingP0(rig);
     await waitFor("the new process up", () => rig.rt.registry.host("p0")?.available === true);
     const withoutTemp = probeValues(0, 3).filter((v) => v.id !== "temp");
     await rig.poll(T0 + 4_000, withoutTemp);

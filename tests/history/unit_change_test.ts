@@ -6,38 +6,26 @@
  * change"). Before, the answer labelled every point with today's unit: 20 degC read as 20 K.
  */
 import assert from "node:assert/strict";
-import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
-import { T } from "../helpers/programmable_provider.ts";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
+import {
+  probeFile,
+  probeTempIn,
+  probeValues,
+  restartDeclaringTempIn,
+  startRig,
+  T0,
+} from "./_history_helpers.ts";
+import { tempDir } from "../helpers/kernel.ts";
 
 Deno.test("History answers over a unit change say when the unit changed, and the CSV labels each point with its own unit", async () => {
   const dataDir = tempDir("history-unit-change-");
-  const inventoryIn = (unit: string) => ({
-    devices: {
-      probe: { signals: [{ id: "temp", type: T.DOUBLE, unit }], values: [] },
-    },
-  });
-  const inventoryFile = await probeFile(dataDir, inventoryIn("degC"));
+  const inventoryFile = await probeFile(dataDir, probeTempIn("degC"));
   const rig = await startRig({ dataDir, inventoryFile, history: { diskMaxBytes: 0 } });
   try {
     await rig.poll(T0 + 1000, probeValues(20, 1).slice(0, 1));
     await rig.poll(T0 + 2000, probeValues(21, 2).slice(0, 1));
     // The provider restarts (a reload with new arguments) and declares temp in K.
     rig.clock.wallMs = T0 + 3000;
-    await probeFile(dataDir, inventoryIn("K"));
-    const config = rig.rt.config;
-    const p0 = config.providers[0]!;
-    const report = await rig.rt.reload({
-      ...config,
-      providers: [{ ...p0, args: [...p0.args, "--restarted"] }],
-    });
-    assert.deepEqual(report.providers.restarted, ["p0"]);
-    await waitFor(
-      "temp declared in K",
-      () =>
-        rig.rt.inventory.capabilities("p0", "probe")?.signals.find((s) => s.signalId === "temp")
-          ?.unit === "K",
-    );
+    await restartDeclaringTempIn(rig, probeTempIn("K"), "K");
     await rig.poll(T0 + 5000, probeValues(294, 3).slice(0, 1));
     await rig.poll(T0 + 6000, probeValues(295, 4).slice(0, 1));
 
