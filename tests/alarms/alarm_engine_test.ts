@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import {
   AlarmEngine,
+  type AlarmView,
   TRANSITION_LOG_LINES,
   TRANSITION_LOG_WINDOW_MS,
 } from "../../src/alarms/mod.ts";
@@ -1496,73 +1497,91 @@ alarms:
   }
 });
 
-Deno.test("AlarmEngine dates an alarm's transitions no earlier than the one before it when the wall clock steps back (NTP)", async () => {
-  const s = await setup(`
-alarms:
-  - { id: hot, signal: p0/probe/temp, hi: 80, hysteresis: 0 }
-`);
+/**
+ * The set-up of the wall clock step tests: `setup(yaml)` with temp read hot (85) at 1 s on the
+ * monotonic clock; `fn` gets it and the wall time of that read (`w0`); closed whatever `fn` does.
+ */
+async function hotAtOneSecond(
+  yaml: string,
+  fn: (s: Setup, w0: number) => Promise<void>,
+): Promise<void> {
+  const s = await setup(yaml);
   try {
     const w0 = s.fx.clock.wallMs;
     s.fx.clock.mono = 1_000;
     await s.read([temp(85)]);
-    // NTP steps the wall clock back an hour 1 s after the raise.
-    s.fx.clock.mono = 2_000;
-    s.fx.clock.wallMs = w0 + 1_000 - 3_600_000;
-    s.engine.ack("hot");
-    assert.equal(s.engine.alarm("hot").since_epoch_ms, w0, "acknowledged no earlier than raised");
-    s.fx.clock.mono = 3_000;
-    s.fx.clock.wallMs += 1_000;
-    await s.read([temp(70)]);
-    s.fx.clock.mono = 4_000;
-    s.fx.clock.wallMs = w0 + 5_000; // past the raise again
-    await s.read([temp(90)]);
-    const view = s.engine.alarm("hot");
-    assert.deepEqual(
-      view.transitions.map((t) => [t.transition, t.at_epoch_ms - w0]),
-      [["raise", 0], ["ack", 0], ["clear", 0], ["raise", 5_000]],
-      "never earlier than the transition before it; the clock's own time once it is later",
-    );
-    assert.equal(view.since_epoch_ms, w0 + 5_000);
-    assert.deepEqual(
-      alarmEvents(s.events).map((e) => [e.transition, e.timestamp_ms - w0]),
-      [["raise", 0], ["ack", 0], ["clear", 0], ["raise", 5_000]],
-      "the events carry the same times",
-    );
+    await fn(s, w0);
   } finally {
     await s.close();
   }
+}
+
+/** Each alarm event's transition and its time after `w0`. */
+const alarmEventTimes = (s: Setup, w0: number) =>
+  alarmEvents(s.events).map((e) => [e.transition, e.timestamp_ms - w0]);
+
+/** Each transition an alarm's view holds and its time after `w0`. */
+const transitionTimes = (view: AlarmView, w0: number) =>
+  view.transitions.map((t) => [t.transition, t.at_epoch_ms - w0]);
+
+Deno.test("AlarmEngine dates an alarm's transitions no earlier than the one before it when the wall clock steps back (NTP)", async () => {
+  await hotAtOneSecond(
+    `
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80, hysteresis: 0 }
+`,
+    async (s, w0) => {
+      // NTP steps the wall clock back an hour 1 s after the raise.
+      s.fx.clock.mono = 2_000;
+      s.fx.clock.wallMs = w0 + 1_000 - 3_600_000;
+      s.engine.ack("hot");
+      assert.equal(s.engine.alarm("hot").since_epoch_ms, w0, "acknowledged no earlier than raised");
+      s.fx.clock.mono = 3_000;
+      s.fx.clock.wallMs += 1_000;
+      await s.read([temp(70)]);
+      s.fx.clock.mono = 4_000;
+      s.fx.clock.wallMs = w0 + 5_000; // past the raise again
+      await s.read([temp(90)]);
+      const view = s.engine.alarm("hot");
+      assert.deepEqual(
+        transitionTimes(view, w0),
+        [["raise", 0], ["ack", 0], ["clear", 0], ["raise", 5_000]],
+        "never earlier than the transition before it; the clock's own time once it is later",
+      );
+      assert.equal(view.since_epoch_ms, w0 + 5_000);
+      assert.deepEqual(
+        alarmEventTimes(s, w0),
+        [["raise", 0], ["ack", 0], ["clear", 0], ["raise", 5_000]],
+        "the events carry the same times",
+      );
+    },
+  );
 });
 
 Deno.test("AlarmEngine dates the raise of an alarm a reload changed no earlier than the clear of the alarm it replaces when the wall clock stepped back (NTP)", async () => {
-  const s = await setup(`
+  await hotAtOneSecond(
+    `
 alarms:
   - { id: hot, signal: p0/probe/temp, hi: 80 }
-`);
-  try {
-    const w0 = s.fx.clock.wallMs;
-    s.fx.clock.mono = 1_000;
-    await s.read([temp(85)]);
-    // NTP steps the wall clock back an hour; then a reload lowers the limit: the alarm it
-    // replaces is cleared, the changed one raises at once (its condition holds).
-    s.fx.clock.mono = 2_000;
-    s.fx.clock.wallMs = w0 + 1_000 - 3_600_000;
-    s.reload(`
+`,
+    async (s, w0) => {
+      // NTP steps the wall clock back an hour; then a reload lowers the limit: the alarm it
+      // replaces is cleared, the changed one raises at once (its condition holds).
+      s.fx.clock.mono = 2_000;
+      s.fx.clock.wallMs = w0 + 1_000 - 3_600_000;
+      s.reload(`
 alarms:
   - { id: hot, signal: p0/probe/temp, hi: 70 }
 `);
-    await s.read([temp(85)]);
-    assert.deepEqual(
-      alarmEvents(s.events).map((e) => [e.transition, e.timestamp_ms - w0]),
-      [["raise", 0], ["clear", 0], ["raise", 0]],
-      "never earlier than the transition before it",
-    );
-    assert.deepEqual(
-      s.engine.alarm("hot").transitions.map((t) => [t.transition, t.at_epoch_ms - w0]),
-      [["raise", 0]],
-    );
-  } finally {
-    await s.close();
-  }
+      await s.read([temp(85)]);
+      assert.deepEqual(
+        alarmEventTimes(s, w0),
+        [["raise", 0], ["clear", 0], ["raise", 0]],
+        "never earlier than the transition before it",
+      );
+      assert.deepEqual(transitionTimes(s.engine.alarm("hot"), w0), [["raise", 0]]);
+    },
+  );
 });
 
 Deno.test("AlarmEngine dates the raise of an alarm a reload removed and a later one added back no earlier than the clear of the removed one when the wall clock stepped back (NTP)", async () => {
@@ -1570,11 +1589,7 @@ Deno.test("AlarmEngine dates the raise of an alarm a reload removed and a later 
 alarms:
   - { id: hot, signal: p0/probe/temp, hi: 80 }
 `;
-  const s = await setup(yaml);
-  try {
-    const w0 = s.fx.clock.wallMs;
-    s.fx.clock.mono = 1_000;
-    await s.read([temp(85)]);
+  await hotAtOneSecond(yaml, async (s, w0) => {
     // A reload removes the raised alarm (cleared, dated now); NTP then steps the wall clock back
     // an hour, and a later reload adds the alarm back: it raises at once (its condition holds).
     s.fx.clock.mono = 2_000;
@@ -1585,50 +1600,43 @@ alarms:
     s.reload(yaml);
     await s.read([temp(85)]);
     assert.deepEqual(
-      alarmEvents(s.events).map((e) => [e.transition, e.timestamp_ms - w0]),
+      alarmEventTimes(s, w0),
       [["raise", 0], ["clear", 1_000], ["raise", 1_000]],
       "never earlier than the transition before it under the same id",
     );
-    assert.deepEqual(
-      s.engine.alarm("hot").transitions.map((t) => [t.transition, t.at_epoch_ms - w0]),
-      [["raise", 1_000]],
-    );
-  } finally {
-    await s.close();
-  }
+    assert.deepEqual(transitionTimes(s.engine.alarm("hot"), w0), [["raise", 1_000]]);
+  });
 });
 
 Deno.test("AlarmEngine dates an interlock's engage and release no earlier than the one before it when the wall clock steps back (NTP)", async () => {
-  const s = await setup(`
+  await hotAtOneSecond(
+    `
 interlocks:
   - { id: il, block: [p0/probe/program], while: "p0/probe/temp > 80", message: m }
-`);
-  try {
-    const w0 = s.fx.clock.wallMs;
-    s.fx.clock.mono = 1_000;
-    await s.read([temp(85)]);
-    // NTP steps the wall clock back 10 s, 100 ms after the engage.
-    s.fx.clock.mono = 1_100;
-    s.fx.clock.wallMs = w0 + 100 - 10_000;
-    await s.read([temp(70)]);
-    const [released] = s.engine.interlocks();
-    assert.equal(released!.blocking, false);
-    assert.equal(released!.since_epoch_ms, w0, "released no earlier than engaged");
-    s.fx.clock.mono = 1_200;
-    s.fx.clock.wallMs = w0 + 5_000; // past the engage again
-    await s.read([temp(90)]);
-    assert.equal(s.engine.interlocks()[0]!.since_epoch_ms, w0 + 5_000);
-    // Stepped back again, then removed by a reload while it blocks: its release is dated as well.
-    s.fx.clock.wallMs = w0 - 60_000;
-    s.reload("interlocks: []\n");
-    assert.deepEqual(
-      interlockEvents(s.events).map((e) => [e.blocking, e.timestamp_ms - w0]),
-      [[true, 0], [false, 0], [true, 5_000], [false, 5_000]],
-      "never earlier than the transition before it; the clock's own time once it is later",
-    );
-  } finally {
-    await s.close();
-  }
+`,
+    async (s, w0) => {
+      // NTP steps the wall clock back 10 s, 100 ms after the engage.
+      s.fx.clock.mono = 1_100;
+      s.fx.clock.wallMs = w0 + 100 - 10_000;
+      await s.read([temp(70)]);
+      const [released] = s.engine.interlocks();
+      assert.equal(released!.blocking, false);
+      assert.equal(released!.since_epoch_ms, w0, "released no earlier than engaged");
+      s.fx.clock.mono = 1_200;
+      s.fx.clock.wallMs = w0 + 5_000; // past the engage again
+      await s.read([temp(90)]);
+      assert.equal(s.engine.interlocks()[0]!.since_epoch_ms, w0 + 5_000);
+      // Stepped back again, then removed by a reload while it blocks: its release is dated as
+      // well.
+      s.fx.clock.wallMs = w0 - 60_000;
+      s.reload("interlocks: []\n");
+      assert.deepEqual(
+        interlockEvents(s.events).map((e) => [e.blocking, e.timestamp_ms - w0]),
+        [[true, 0], [false, 0], [true, 5_000], [false, 5_000]],
+        "never earlier than the transition before it; the clock's own time once it is later",
+      );
+    },
+  );
 });
 
 Deno.test("AlarmEngine dates the engage of an interlock a reload removed and a later one added back no earlier than the release of the removed one when the wall clock stepped back (NTP)", async () => {
