@@ -4,7 +4,8 @@
  * section by section, by each section's owner: app/live_config.ts, docs/architecture.md).
  *
  * Start: data_dir lock -> audit journal -> telemetry -> run journal replay -> history (ring,
- * disk tier, incidents) -> TLS files (HTTP, Sparkplug) -> run records on the event bus -> tree ->
+ * disk tier, incidents) -> TLS files (HTTP, Sparkplug) -> what the HTTP server would refuse
+ * (certificate, port probe) -> run records on the event bus -> tree ->
  * providers (concurrently) -> one priming poll -> polling, alarms, automation -> HTTP. What is
  * read from disk before any spawn (lock to TLS files) is bounded by runtime.startup_timeout_ms,
  * and then the providers and the priming poll together are; stop() during start acts at once (it
@@ -52,6 +53,7 @@ import {
 } from "../control/mod.ts";
 import { EventBus } from "../events/mod.ts";
 import {
+  checkServe,
   connectMqttJs,
   DATA_DIR_LOCK_FILE,
   type DataDirLock,
@@ -148,6 +150,11 @@ export interface KernelHost {
   readonly secret?: (name: string) => string | undefined;
   /** Binds the HTTP server; absent: the API is built (`api`) but not served. */
   readonly serve?: (options: ServeOptions) => Promise<HttpServerHandle>;
+  /**
+   * What `serve` would refuse, checked before any provider is spawned (certificate dates, key and
+   * certificate, a port probe); used only with `serve`. Default: host checkServe.
+   */
+  readonly checkServe?: (options: ServeOptions) => Promise<void>;
   /** This process's RSS and CPU time (GET /metrics; default: read from /proc). */
   readonly processStats?: () => Promise<ProcessStats>;
   /** Re-reads the configuration file (SIGHUP); absent: no reloader. */
@@ -933,13 +940,15 @@ export class Kernel {
    * What start-up reads from disk before any provider is spawned: the opening of runtime.data_dir
    * -- its lock, the audit journal, telemetry's start, the run records (their journal replayed),
    * the history disk tier, the incident records -- then the TLS files (#startFiles), in that
-   * order. Bounded by runtime.startup_timeout_ms, all of it together: a disk that hangs (an NFS
-   * mount gone, a dying SD card: an open, read or stat that never returns) fails the start
+   * order; then what the HTTP server would refuse (checkServe: the certificate, a port probe).
+   * Bounded by runtime.startup_timeout_ms, all of it together: a disk that hangs (an NFS mount
+   * gone, a dying SD card: an open, read or stat that never returns) fails the start
    * (DEADLINE_EXCEEDED) naming the stage and the call that hung, instead of keeping the runtime
    * from ever coming up; stop() meanwhile ends the wait at once. The stage left waiting is
    * abandoned: should its call ever return, it goes no further than the step it is in. Its own
-   * failures (a data_dir another runtime holds, a TLS file that cannot be read) fail the start as
-   * they are. Nothing runs yet: a start failed here leaves no hardware driven.
+   * failures (a data_dir another runtime holds, a TLS file that cannot be read, a certificate or
+   * port the server would refuse) fail the start as they are. Nothing runs yet: a start failed
+   * here leaves no hardware driven.
    */
   async #openFiles(budgetMs: number): Promise<void> {
     const config = this.config;
@@ -1003,6 +1012,15 @@ export class Kernel {
         const read = await readRegular(path, maxBytes);
         if (!read.ok) throw failedPrecondition(`${key}: cannot read '${path}': ${read.message}`);
         this.#filesRead.set(key, { path, bytes: read.bytes, maxBytes });
+      }
+      // What the HTTP server would refuse once the providers are up and primed, found now, on the
+      // bytes just read: the certificate's dates, a key that is not the certificate's, an
+      // address or port that cannot be bound (a probe: bound and released). Refused, the start
+      // ends as it would have there (same line, exit 3), with no provider spawned.
+      const serving = this.#serveOptions();
+      if (serving !== null) {
+        next("checking the HTTP server's certificate and port", "none");
+        await (this.host.checkServe ?? checkServe)(serving);
       }
     })();
     opening.catch(() => {}); // abandoned: what it still does fails no one (awaited below else)
@@ -1129,18 +1147,34 @@ export class Kernel {
 
   /** Binds the HTTP server (http.enabled, and a host that serves); says where. */
   async #serve(): Promise<void> {
-    const { http } = this.config;
     const serve = this.host.serve;
-    if (!http.enabled) {
+    if (!this.config.http.enabled) {
       this.host.log.info("http.enabled is false: running headless");
       return;
     }
-    if (serve === undefined) return;
+    const options = this.#serveOptions();
+    if (serve === undefined || options === null) return;
+    // The certificate's dates were judged before any spawn (#openFiles: checkServe), its warnings
+    // said then; the pair and the port are what the server takes now.
+    const server = await serve({ ...options, certificateChecked: true });
+    this.#http = server;
+    // The bound in force may be lower than http.max_connections (the open-file limit).
+    this.api.fitConnections(server.maxConnections);
+    this.#throwIfStopping(); // stop() meanwhile: it shuts this server down once start() settles
+    const origin = `${server.tls ? "https" : "http"}://${server.hostname}:${server.port}`;
+    this.host.log.info(`API listening on ${origin}/v0`);
+    if (this.config.http.consoleEnabled) this.host.log.info(`Operator console on ${origin}/`);
+  }
+
+  /** What the HTTP server is started with (checkServe too); null when none is served here. */
+  #serveOptions(): ServeOptions | null {
+    const { http } = this.config;
+    if (!http.enabled || this.host.serve === undefined) return null;
     // Read before any provider was spawned (#openFiles), bounded: the server reads no file.
     const cert = this.#filesRead.get("http.tls_cert_path");
     const key = this.#filesRead.get("http.tls_key_path");
     const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-    const server = await serve({
+    return {
       hostname: http.bind,
       port: http.port,
       tlsCertPath: http.tlsCertPath,
@@ -1159,14 +1193,7 @@ export class Kernel {
       // An answer the server makes in place of the API's (the 504 at shutdown, the 500 of a
       // failed handler) carries that answer's CORS headers.
       standInHeaders: (req) => this.api.standInHeaders(req),
-    });
-    this.#http = server;
-    // The bound in force may be lower than http.max_connections (the open-file limit).
-    this.api.fitConnections(server.maxConnections);
-    this.#throwIfStopping(); // stop() meanwhile: it shuts this server down once start() settles
-    const origin = `${server.tls ? "https" : "http"}://${server.hostname}:${server.port}`;
-    this.host.log.info(`API listening on ${origin}/v0`);
-    if (http.consoleEnabled) this.host.log.info(`Operator console on ${origin}/`);
+    };
   }
 
   /**

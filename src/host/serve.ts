@@ -96,6 +96,11 @@ export interface ServeOptions {
    * spawned, within runtime.startup_timeout_ms); absent: read here from the paths (unbounded).
    */
   readonly tlsFiles?: { readonly cert: string; readonly key: string };
+  /**
+   * checkServe has judged the certificate's dates (and logged its warnings) for this start:
+   * serveHttp does not again. The pair and the port are checked again (they are what it serves).
+   */
+  readonly certificateChecked?: boolean;
   /** http.auth_enabled and http.allow_insecure_bind, for the bind-time safety gate. */
   readonly authEnabled: boolean;
   readonly allowInsecureBind: boolean;
@@ -227,8 +232,27 @@ export async function checkCertificate(pem: string, nowMs: number): Promise<Cert
   return { validFrom, validTo, problem, daysLeft };
 }
 
-/** Binds and serves; throws RuntimeError when the gate refuses, a TLS file is unreadable or the port is taken. */
-export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
+/**
+ * What serveHttp would refuse, found before anything else runs (the kernel asks before any
+ * provider is spawned, so a start refused here has driven no hardware): the bind gate, the
+ * certificate's dates (its warnings logged here, once: serveHttp is then told
+ * `certificateChecked`), the key belonging to the certificate (the pair handed to TLS on a loopback
+ * listener closed at once) and the address and port (bound and released at once: a probe; a
+ * process that takes the port in between still fails serveHttp). Throws what serveHttp would,
+ * with the same messages. Port 0 is not probed (any free port is bound then).
+ */
+export async function checkServe(opts: ServeOptions): Promise<void> {
+  checkBindGate(opts);
+  const files = await tlsFilesOf(opts);
+  if (files !== null) {
+    await checkServerCertificate(files.cert, opts);
+    listenLoopbackTls(files).close();
+  }
+  if (opts.port !== 0) listenOn(opts).close();
+}
+
+/** The non-loopback-without-auth safety gate: throws FAILED_PRECONDITION when it refuses. */
+function checkBindGate(opts: ServeOptions): void {
   if (!isLoopbackHost(opts.hostname) && !opts.authEnabled && !opts.allowInsecureBind) {
     throw new RuntimeError(
       "FAILED_PRECONDITION",
@@ -236,6 +260,36 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
         "refusing to serve (set http.auth_enabled: true, or http.allow_insecure_bind: true)",
     );
   }
+}
+
+/** The certificate and key to serve (handed over, else read from their paths); null: plain HTTP. */
+async function tlsFilesOf(opts: ServeOptions): Promise<{ cert: string; key: string } | null> {
+  if (opts.tlsCertPath === null || opts.tlsKeyPath === null) return null;
+  return opts.tlsFiles ?? {
+    cert: await readTlsFile(opts.tlsCertPath, "http.tls_cert_path"),
+    key: await readTlsFile(opts.tlsKeyPath, "http.tls_key_path"),
+  };
+}
+
+/** The listener on the configured address and port; UNAVAILABLE naming both when it cannot. */
+function listenOn(opts: Pick<ServeOptions, "hostname" | "port">): Deno.Listener {
+  try {
+    return Deno.listen({ hostname: opts.hostname, port: opts.port });
+  } catch (err) {
+    throw new RuntimeError(
+      "UNAVAILABLE",
+      `http: cannot listen on ${opts.hostname}:${opts.port}: ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * Binds and serves; throws RuntimeError when the gate refuses, a TLS file is unreadable or the
+ * port is taken.
+ */
+export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
+  checkBindGate(opts);
   const serveOnConnection = internalServeOnConnection();
   if (serveOnConnection === null) {
     // Never silently fall back to Deno.serve: that would drop every connection bound.
@@ -245,14 +299,9 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
         "layer (src/host/_http_connections.ts) needs the Deno the runtime was built for (2.9)",
     );
   }
-  const tls = opts.tlsCertPath !== null && opts.tlsKeyPath !== null;
-  const files = tls
-    ? opts.tlsFiles ?? {
-      cert: await readTlsFile(opts.tlsCertPath!, "http.tls_cert_path"),
-      key: await readTlsFile(opts.tlsKeyPath!, "http.tls_key_path"),
-    }
-    : null;
-  if (files !== null) {
+  const files = await tlsFilesOf(opts);
+  const tls = files !== null;
+  if (files !== null && opts.certificateChecked !== true) {
     await checkServerCertificate(files.cert, opts);
   }
   const configured = opts.maxConnections ?? HTTP_MAX_CONNECTIONS_DEFAULT;
@@ -267,17 +316,8 @@ export async function serveHttp(opts: ServeOptions): Promise<HttpServerHandle> {
     );
   }
 
-  let listener: Deno.Listener;
+  const listener = listenOn(opts);
   let tlsListener: Deno.TlsListener | null = null;
-  try {
-    listener = Deno.listen({ hostname: opts.hostname, port: opts.port });
-  } catch (err) {
-    throw new RuntimeError(
-      "UNAVAILABLE",
-      `http: cannot listen on ${opts.hostname}:${opts.port}: ${(err as Error).message}`,
-      { cause: err },
-    );
-  }
   if (files !== null) {
     try {
       tlsListener = listenLoopbackTls(files);
