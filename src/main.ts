@@ -21,6 +21,7 @@ import {
   EXIT_STARTUP_FAILURE,
   EXIT_USAGE,
   type ReloadedConfig,
+  reloadFileReader,
   runService,
   StopSignalFilter,
   USAGE,
@@ -373,13 +374,15 @@ export async function main(argv: readonly string[]): Promise<number> {
   const overrides = { port: override, logLevel: cli.logLevel };
   // The file's logging.level as last read: an edit of it that --log-level overrides is said.
   let fileLevel = config.logging.level;
+  const reloadRead = reloadFileReader(systemClock);
   const reload = async (): Promise<ReloadedConfig> => {
     const again = await readConfigFile(absPath, "start", false);
     if (!again.readable) {
       return { ok: false, errors: [`cannot read ${cli.file}: ${again.message}`] };
     }
     const lines = again.diagnostics.map((d) => d.file === absPath ? { ...d, file: cli.file } : d);
-    const tree = again.config ? await behaviorTreeDiagnostics(again.config) : [];
+    // Off the event loop's thread, bounded: the providers and the e-stop run meanwhile.
+    const tree = again.config ? await behaviorTreeDiagnostics(again.config, reloadRead) : [];
     lines.push(...tree);
     const errors = lines.filter((d) => d.severity === "error").map(formatDiagnostic);
     if (again.config === null || errors.length > 0) {
@@ -456,16 +459,35 @@ function readEnv(name: string): string | undefined {
  * Diagnostics of automation.behavior_tree when automation is enabled and the file exists (a
  * missing file is already a config diagnostic: a warning under plain `--check-config`, an error
  * under `--strict` and at start). Files are named relative to the working directory when they lie
- * below it, else by absolute path.
+ * below it, else by absolute path. `--check-config` and the start read the tree and its includes
+ * synchronously (nothing runs yet); a reload reads them through `reloadRead` (reloadFileReader:
+ * off the event loop's thread, each file within RELOAD_FILE_READ_TIMEOUT_MS), as the providers
+ * and the e-stop run meanwhile: a file that does not answer is an error naming it.
  */
-async function behaviorTreeDiagnostics(config: Config): Promise<Diagnostic[]> {
+export async function behaviorTreeDiagnostics(
+  config: Config,
+  reloadRead?: (path: string) => Promise<Uint8Array>,
+): Promise<Diagnostic[]> {
   const path = config.automation.behaviorTree;
-  if (!config.automation.enabled || path === null || !isFile(path)) return [];
+  if (!config.automation.enabled || path === null) return [];
   // Loaded only here: a configuration without automation never loads the tree engine.
-  const { verifyBehaviorTreeFile } = await import("./automation/bt/mod.ts");
+  const { readTreeFiles, verifyBehaviorTreeFile } = await import("./automation/bt/mod.ts");
+  let readFile: (path: string) => Uint8Array | string = (p) => readFileBytes(p);
+  if (reloadRead === undefined) {
+    if (!isFile(path)) return [];
+  } else {
+    readFile = await readTreeFiles(path, reloadRead);
+    try {
+      readFile(path);
+    } catch {
+      // Not read: a missing file is the configuration's diagnostic; one that did not answer,
+      // the tree's reload says (the kernel reads it again, as bounded).
+      return [];
+    }
+  }
   const cwd = Deno.cwd();
   const parameters = new Map(config.automation.parameters.map((p) => [p.name, p.type]));
-  return verifyBehaviorTreeFile(path, (p) => readFileBytes(p), parameters).map((d) => {
+  return verifyBehaviorTreeFile(path, readFile, parameters).map((d) => {
     return { ...d, file: pathBelow(cwd, d.file) ?? d.file };
   });
 }

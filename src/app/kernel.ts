@@ -133,7 +133,10 @@ export interface KernelHost {
   readonly spawn: SpawnFn;
   readonly clock: Clock;
   readonly log: Logger;
-  /** Reads behavior-tree files (default: host readFileBytes). */
+  /**
+   * Reads behavior-tree files at start-up's load (default: host readFileBytes); a reload reads
+   * them through readRegularFile, bounded (reloadFileReader).
+   */
   readonly readFile?: ReadFileFn;
   /** The journals' files under runtime.data_dir: audit trail, run records (default: real files). */
   readonly files?: JournalFiles;
@@ -249,11 +252,41 @@ export const TELEMETRY_STOP_RESERVE_MS = 200;
 export const TELEMETRY_STOP_MIN_MS = 200;
 
 /**
- * Longest wait of a reload for each TLS file it reads again (to say whether it changed): off the
- * event loop's thread, so a hung mount holds neither the API nor the e-stop; past it the file is
- * reported `unreadable now` and the reload goes on.
+ * Longest wait of a reload for each file it reads again: a TLS file (to say whether it changed;
+ * past it the file is reported `unreadable now` and the reload goes on), the behavior tree and
+ * each of its includes (past it the tree's reload fails naming the file, the tree in force kept).
+ * Off the event loop's thread, so a hung mount holds neither the API nor the e-stop.
  */
 export const RELOAD_FILE_READ_TIMEOUT_MS = 2000;
+
+/**
+ * How a reload reads a file again (the behavior tree and each of its includes: the kernel's
+ * reloadTree, the reload's configuration checks in main.ts): off the event loop's thread (`read`,
+ * default host readRegularFile), at most READ_FILE_MAX_BYTES, within RELOAD_FILE_READ_TIMEOUT_MS.
+ * Rejects saying why -- `no answer within 2000 ms (a hung mount or a failing disk?)` for one that
+ * does not answer -- which the tree's load reports naming the file. A read left waiting holds one
+ * of Deno's worker threads until it returns.
+ */
+export function reloadFileReader(
+  clock: Pick<Clock, "setTimer" | "clearTimer">,
+  read: (path: string, maxBytes: number) => Promise<RegularFileRead> = readRegularFile,
+): (path: string) => Promise<Uint8Array> {
+  return async (path) => {
+    const got = await raceTimeout(
+      clock,
+      read(path, READ_FILE_MAX_BYTES),
+      RELOAD_FILE_READ_TIMEOUT_MS,
+      "late" as const,
+    );
+    if (got === "late") {
+      throw new Error(
+        `no answer within ${RELOAD_FILE_READ_TIMEOUT_MS} ms (a hung mount or a failing disk?)`,
+      );
+    }
+    if (!got.ok) throw new Error(got.message);
+    return got.bytes;
+  };
+}
 
 /**
  * The budget of the flush to the old database when a reload retargets telemetry: half of
@@ -615,6 +648,9 @@ export class Kernel {
         clock: host.clock,
         log,
         readFile: host.readFile ?? readFileBytes,
+        // A reload's reads of the tree and its includes: off the event loop's thread, each
+        // within RELOAD_FILE_READ_TIMEOUT_MS.
+        readFileAsync: reloadFileReader(host.clock, host.readRegularFile),
       });
     }
     // Read before any provider is spawned: reading a token_env variable also takes it out of the

@@ -57,7 +57,7 @@ import { DeviceLossLatch, type LossEntry, type ProviderLossEntry } from "./devic
 import type { LiteralDeviceCall } from "./bt/device_handles.ts";
 import type { EntryWriter } from "./bt/blackboard_writers.ts";
 import type { DeclaredParameters, ParameterRead, parameterReadProblems } from "./bt/mod.ts";
-import type { BtQuality, BtServices, ReadFileFn } from "./bt/services.ts";
+import type { BtQuality, BtServices, ReadFileAsyncFn, ReadFileFn } from "./bt/services.ts";
 import { parseCallArgs } from "./call_args.ts";
 
 /** Why a call of `fn` with these literal args would be refused by validation; null: it passes. */
@@ -273,8 +273,15 @@ export interface AutomationEngineOptions {
   readonly bus: EventBus;
   readonly clock: Clock;
   readonly log: Logger;
-  /** Reads a tree file (the composition root injects the host's file reading). */
+  /** Reads a tree file at start-up's load (the composition root injects the host's reading). */
   readonly readFile: ReadFileFn;
+  /**
+   * Reads a tree file for a reload (reloadTree), the tree and its includes read before they are
+   * loaded: off the event loop's thread and bounded (the composition root's), so a hung mount
+   * holds neither the API nor the e-stop, and fails the reload naming the file. Absent: the
+   * reload reads through `readFile`.
+   */
+  readonly readFileAsync?: ReadFileAsyncFn;
   /** Tick scheduling (default: global timers). */
   readonly scheduler?: TickScheduler;
 }
@@ -652,7 +659,7 @@ export class AutomationEngine {
       this.#log.warn("automation enabled without a behavior tree: nothing will tick in AUTO");
       return;
     }
-    const built = await this.#buildTree(path, this.#o.tickRateHz);
+    const built = await this.#buildTree(path, this.#o.tickRateHz, this.#o.readFile);
     const parameters = this.#o.parameters;
     if (parameters !== undefined) {
       checkParameterReads(path, built.parameterReads, declaredOf(parameters.list()));
@@ -673,7 +680,7 @@ export class AutomationEngine {
    * Loads, verifies and builds the tree at `path` (warnings logged; INVALID_ARGUMENT listing
    * every diagnostic when it does not load), with the handles and calls it names literally.
    */
-  async #buildTree(path: string, tickRateHz: number): Promise<{
+  async #buildTree(path: string, tickRateHz: number, readFile: ReadFileFn): Promise<{
     parameterReads: ParameterReads;
     runner: BtRunner;
     handles: readonly string[];
@@ -696,7 +703,7 @@ export class AutomationEngine {
       loadBehaviorTree,
       parameterReadProblems,
     } = await import("./bt/mod.ts");
-    const { tree, diagnostics } = loadBehaviorTree(path, this.#o.readFile);
+    const { tree, diagnostics } = loadBehaviorTree(path, readFile);
     for (const d of diagnostics) {
       if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));
     }
@@ -775,9 +782,14 @@ export class AutomationEngine {
       this.#o = { ...this.#o, tickRateHz };
       return "unchanged";
     }
+    // The tree and its includes, read before anything is loaded, without a synchronous read: a
+    // file that does not answer fails the load below, naming it, the tree in force kept.
+    const readFile = behaviorTree === null
+      ? this.#o.readFile
+      : await this.#reloadReads(behaviorTree);
     if (this.#o.modes.current() === "AUTO") {
       // A file that does not load is answered with why, as outside AUTO (still not swapped).
-      const next = behaviorTree === null ? null : await this.#digestOf(behaviorTree);
+      const next = behaviorTree === null ? null : await this.#digestOf(behaviorTree, readFile);
       if (next !== null && "error" in next) return { refused_auto: { does_not_load: next.error } };
       const same = behaviorTree === this.#o.behaviorTree && tickRateHz === this.#o.tickRateHz &&
         (next === null || next.digest === this.#contentDigest);
@@ -791,7 +803,7 @@ export class AutomationEngine {
     let text: string | null = null;
     let reads: ParameterReads | null = null;
     if (behaviorTree !== null) {
-      const built = await this.#buildTree(behaviorTree, tickRateHz);
+      const built = await this.#buildTree(behaviorTree, tickRateHz, readFile);
       reads = built.parameterReads;
       next = built.runner;
       handles = built.handles;
@@ -877,11 +889,25 @@ export class AutomationEngine {
    * The content digest a tree file would get (includes too), or the error listing every
    * diagnostic when it does not load (load()'s message).
    */
-  async #digestOf(path: string): Promise<{ digest: string } | { error: string }> {
+  async #digestOf(
+    path: string,
+    readFile: ReadFileFn,
+  ): Promise<{ digest: string } | { error: string }> {
     const { computeTreeContentDigest, loadBehaviorTree } = await import("./bt/mod.ts");
-    const { tree, diagnostics } = loadBehaviorTree(path, this.#o.readFile);
+    const { tree, diagnostics } = loadBehaviorTree(path, readFile);
     if (!tree) return { error: treeLoadError(path, diagnostics).message };
     return { digest: await computeTreeContentDigest(tree) };
+  }
+
+  /**
+   * What a reload reads the tree at `path` through: its files read ahead through readFileAsync
+   * (readTreeFiles), then served from memory; `readFile` itself without readFileAsync.
+   */
+  async #reloadReads(path: string): Promise<ReadFileFn> {
+    const readAsync = this.#o.readFileAsync;
+    if (readAsync === undefined) return this.#o.readFile;
+    const { readTreeFiles } = await import("./bt/mod.ts");
+    return await readTreeFiles(path, readAsync);
   }
 
   /** Where status() finds the open run id (the run registry lives outside the kernel). */

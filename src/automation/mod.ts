@@ -10,6 +10,7 @@ export type {
   BtRunnerOptions,
   BtServices,
   NodeStatus,
+  ReadFileAsyncFn,
   ReadFileFn,
   TickScheduler,
 } from "./bt/mod.ts";

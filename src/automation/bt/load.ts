@@ -11,7 +11,7 @@ import {
   parameterReadProblems,
 } from "./parameter_reads.ts";
 import { parseBehaviorTree, type ParsedTree } from "./parse.ts";
-import type { ReadFileFn } from "./services.ts";
+import type { ReadFileAsyncFn, ReadFileFn } from "./services.ts";
 import { verifyParsedTree } from "./verify.ts";
 
 /** The clock of a check-only build: nothing runs, so no time passes and no timer fires. */
@@ -58,4 +58,41 @@ export function verifyBehaviorTreeFile(
   const { tree, diagnostics } = loadBehaviorTree(path, readFile);
   if (tree === undefined || parameters === undefined) return diagnostics;
   return [...diagnostics, ...parameterReadProblems(literalParameterReads(tree), parameters)];
+}
+
+/**
+ * The tree file at `path` and every file it includes, read through `readFile` (asynchronous: the
+ * runtime's reads off the event loop's thread, each bounded), then served from memory by the
+ * returned ReadFileFn -- so a reload loads and checks a tree without a synchronous read. The
+ * includes are found by parsing what has been read: the files of one level are read together,
+ * then the next level's. A file that could not be read is served as its error (the load then
+ * says `cannot read included file <path>: <why>`); one the load asks for that was never read (it
+ * cannot: the same parse found them) throws.
+ */
+export async function readTreeFiles(path: string, readFile: ReadFileAsyncFn): Promise<ReadFileFn> {
+  const read = new Map<string, { data: string | Uint8Array } | { error: unknown }>();
+  let wanted = new Set<string>([path]);
+  const fromMemory: ReadFileFn = (p) => {
+    const r = read.get(p);
+    if (r === undefined) {
+      wanted.add(p);
+      throw new Error(`${p} was not read`);
+    }
+    if ("error" in r) throw r.error;
+    return r.data;
+  };
+  while (wanted.size > 0) {
+    const level = [...wanted];
+    wanted = new Set();
+    await Promise.all(level.map(async (p) => {
+      try {
+        read.set(p, { data: await readFile(p) });
+      } catch (error) {
+        read.set(p, { error });
+      }
+    }));
+    // Finds the includes of what was just read (each file is read once: the map only grows).
+    parseBehaviorTree(path, fromMemory);
+  }
+  return fromMemory;
 }

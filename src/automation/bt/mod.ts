@@ -3,7 +3,7 @@
  * engine imports it when it loads a tree, and `--check-config` when the configuration names one,
  * so a runtime without automation never loads it (nor its XML parser).
  */
-export { loadBehaviorTree, verifyBehaviorTreeFile } from "./load.ts";
+export { loadBehaviorTree, readTreeFiles, verifyBehaviorTreeFile } from "./load.ts";
 export type { ParsedTree, TreeDefinition } from "./parse.ts";
 export { parseBehaviorTree } from "./parse.ts";
 export { MAX_TREE_DEPTH, verifyParsedTree } from "./verify.ts";
@@ -27,7 +27,7 @@ export type {
   BtRunnerOptions,
   TickScheduler,
 } from "./bt_runner.ts";
-export type { BtQuality, BtServices, ReadFileFn } from "./services.ts";
+export type { BtQuality, BtServices, ReadFileAsyncFn, ReadFileFn } from "./services.ts";
 export type { NodeStatus } from "./tree_node.ts";
 export { NODE_SPECS } from "./node_registry.ts";
 export type { NodeSpec } from "./node_registry.ts";

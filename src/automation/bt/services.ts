@@ -59,3 +59,9 @@ export interface BtServices {
  * for the digest. Throws when the file cannot be read.
  */
 export type ReadFileFn = (absPath: string) => string | Uint8Array;
+
+/**
+ * Reads a file by absolute path without holding the caller's thread (the runtime's: off the event
+ * loop's thread, bounded); rejects, saying why, when the file cannot be read or does not answer.
+ */
+export type ReadFileAsyncFn = (absPath: string) => Promise<string | Uint8Array>;
