@@ -5,13 +5,18 @@
  */
 import {
   checkTlsFiles,
+  commandOnPath,
+  commandOnPathSync,
   connectMqttJs,
   createStderrLogger,
-  fileKind,
   flushStderrLog,
+  type PathStat,
   readFileBytes,
   readRegularFile,
+  type RegularFileRead,
   secretFromEnvironment,
+  statPath,
+  statPathSync,
   systemClock,
   terminateProviderProcesses,
 } from "./host/mod.ts";
@@ -22,6 +27,8 @@ import {
   EXIT_USAGE,
   type ReloadedConfig,
   reloadFileReader,
+  reloadPathAnswers,
+  reloadRegularFileReader,
   runService,
   StopSignalFilter,
   USAGE,
@@ -29,6 +36,7 @@ import {
 import {
   ADPP_PROTOCOL_VERSION,
   ADPP_SCHEMA_VERSION,
+  type Clock,
   errorMessage,
   HTTP_CONTRACT_VERSION,
   LOG_LEVELS,
@@ -44,6 +52,7 @@ import {
   formatDiagnostic,
   formatSummary,
   loadConfigFile,
+  loadConfigFileAsking,
   sparkplugIdProblem,
 } from "./config/mod.ts";
 
@@ -372,11 +381,60 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   // SIGHUP: the same file, loader and checks as this start (and the same overrides).
   const overrides = { port: override, logLevel: cli.logLevel };
-  // The file's logging.level as last read: an edit of it that --log-level overrides is said.
-  let fileLevel = config.logging.level;
-  const reloadRead = reloadFileReader(systemClock);
-  const reload = async (): Promise<ReloadedConfig> => {
-    const again = await readConfigFile(absPath, "start", false);
+  const reload = configReload(absPath, cli, overrides, config.logging.level);
+  return await startWithConfig(withOverrides(config, overrides), override, reload);
+}
+
+/**
+ * What a reload asks of the host, each within RELOAD_FILE_READ_TIMEOUT_MS on `clock`: the host's
+ * own off the event loop's thread (tests give a stat or a read that never answers).
+ */
+export interface ReloadPorts {
+  readonly clock: Pick<Clock, "setTimer" | "clearTimer">;
+  /** Reads a regular file (the configuration file, the behavior tree and its includes). */
+  readonly readRegularFile: (path: string, maxBytes: number) => Promise<RegularFileRead>;
+  /** What is at a path the file names. */
+  readonly stat: (path: string) => Promise<PathStat>;
+  /** Whether a bare provider command is on PATH (`asking` told each path before its stat). */
+  readonly commandOnPath: (command: string, asking: (path: string) => void) => Promise<boolean>;
+}
+
+/** The host's reload ports: every file-system question asked off the event loop's thread. */
+const HOST_RELOAD_PORTS: ReloadPorts = {
+  clock: systemClock,
+  readRegularFile,
+  stat: statPath,
+  commandOnPath,
+};
+
+/**
+ * The reload (SIGHUP) of the configuration file at `absPath` (named `cli.file` in what it says):
+ * the start's loader and checks, and the start's overrides (`--port`, `--log-level`), over
+ * `ports`. It runs while the providers are driven and the e-stop may be pressed, so nothing in it
+ * waits for the file system on the event loop's thread: the file, the stat of every path it names
+ * (provider commands, TLS files, the behavior tree), the PATH lookup of every bare command, the
+ * tree and its includes are all asked off that thread, each within RELOAD_FILE_READ_TIMEOUT_MS.
+ * One that does not answer is an error naming the key, its line and column and the path --
+ * `cannot check /mnt/x: no answer within 2000 ms (a hung mount or a failing disk?)` -- and the
+ * reload is refused, the configuration in force kept. `fileLevel`: the file's logging.level at
+ * start (an edit of it that --log-level overrides is said).
+ */
+export function configReload(
+  absPath: string,
+  cli: { readonly file: string; readonly logLevel: LogLevel | null },
+  overrides: { readonly port: { port: number } | null; readonly logLevel: LogLevel | null },
+  fileLevel: LogLevel,
+  ports: ReloadPorts = HOST_RELOAD_PORTS,
+): () => Promise<ReloadedConfig> {
+  const readFile = reloadRegularFileReader(ports.clock, ports.readRegularFile);
+  const reloadRead = reloadFileReader(ports.clock, ports.readRegularFile);
+  const ask = reloadPathAnswers(ports.clock, ports.stat, ports.commandOnPath);
+  return async () => {
+    const again = await loadConfigFileAsking({
+      ...loaderOptions(absPath, "start", false),
+      readFile,
+      ask,
+    });
     if (!again.readable) {
       return { ok: false, errors: [`cannot read ${cli.file}: ${again.message}`] };
     }
@@ -387,6 +445,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     const errors = lines.filter((d) => d.severity === "error").map(formatDiagnostic);
     if (again.config === null || errors.length > 0) {
       const warnings = lines.filter((d) => d.severity !== "error").map(formatDiagnostic);
+      if (again.skipped !== undefined) {
+        warnings.push(
+          `${cli.file}: ${again.skipped} more path(s) not checked: none is asked once one did ` +
+            "not answer",
+        );
+      }
       return { ok: false, errors, warnings };
     }
     const level = again.config.logging.level;
@@ -404,13 +468,27 @@ export async function main(argv: readonly string[]): Promise<number> {
     const warnings = lines.filter((d) => d.severity !== "error").map(formatDiagnostic);
     return { ok: true, config: withOverrides(again.config, overrides), warnings };
   };
-  return await startWithConfig(withOverrides(config, overrides), override, reload);
 }
 
-/** Reads and validates the configuration file: the one way it is read (start, check, reload). */
+/**
+ * Reads and validates the configuration file at start and `--check-config`, asking the file
+ * system on this thread (nothing runs yet); a reload asks off it (configReload).
+ */
 function readConfigFile(absPath: string, mode: "check" | "start", strict: boolean) {
   return loadConfigFile({
+    ...loaderOptions(absPath, mode, strict),
     readFile: readRegularFile,
+    // Asked once per name: 30,000 providers naming one command must not cost 300,000 stats.
+    fileExists: memoized(isFile),
+    pathKind,
+    fileMode: memoized(fileMode),
+    commandExists: memoized(commandOnPathSync),
+  });
+}
+
+/** The loader's options but for how it reads the file and asks the file system. */
+function loaderOptions(absPath: string, mode: "check" | "start", strict: boolean) {
+  return {
     path: absPath,
     mode,
     strict,
@@ -424,13 +502,8 @@ function readConfigFile(absPath: string, mode: "check" | "start", strict: boolea
     // The variables http.tokens name: read (and taken out of the environment) while checking;
     // kept by the host, so a reload reads the same values.
     secretEnv: secretFromEnvironment,
-    // Asked once per name: 30,000 providers naming one command must not cost 300,000 stats.
-    fileExists: memoized(isFile),
-    pathKind,
-    fileMode: memoized(fileMode),
-    commandExists: memoized(isOnPath),
     cwd: Deno.cwd(),
-  });
+  };
 }
 
 /**
@@ -538,51 +611,21 @@ function memoized<T>(fn: (arg: string) => T): (arg: string) => T {
   };
 }
 
+/** Whether a regular file is at a path (on this thread: the start and `--check-config`). */
 function isFile(absPath: string): boolean {
-  try {
-    return Deno.statSync(absPath).isFile;
-  } catch {
-    return false;
-  }
+  return statPathSync(absPath).kind === "file";
 }
 
 /** What is at a path that is not a regular file ("a directory", ...); null when nothing is. */
 function pathKind(absPath: string): string | null {
-  try {
-    const info = Deno.statSync(absPath);
-    return info.isFile ? null : fileKind(info);
-  } catch {
-    return null;
-  }
+  const stat = statPathSync(absPath);
+  return stat.kind === "other" ? stat.what : null;
 }
 
-/** The permission bits of the file at a path; null when they cannot be read. */
+/** The permission bits of the regular file at a path; null when they cannot be read. */
 function fileMode(absPath: string): number | null {
-  try {
-    return Deno.statSync(absPath).mode;
-  } catch {
-    return null;
-  }
-}
-
-/** Whether `command` is an executable file in a PATH folder. */
-function isOnPath(command: string): boolean {
-  let path: string | undefined;
-  try {
-    path = Deno.env.get("PATH");
-  } catch {
-    return true; // PATH not readable here (e.g. a binary compiled without it): cannot tell.
-  }
-  for (const dir of (path ?? "").split(":")) {
-    if (dir === "") continue;
-    try {
-      const info = Deno.statSync(`${dir}/${command}`);
-      if (info.isFile && ((info.mode ?? 0o111) & 0o111) !== 0) return true;
-    } catch {
-      // not in this folder
-    }
-  }
-  return false;
+  const stat = statPathSync(absPath);
+  return stat.kind === "file" ? stat.mode : null;
 }
 
 /** Starts the service with a valid configuration and resolves with the exit code. */

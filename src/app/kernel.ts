@@ -36,6 +36,7 @@ import {
 import { SessionPriority } from "./session_priority.ts";
 import {
   type Config,
+  type PathQuestions,
   SPARKPLUG_PASSWORD_ENV,
   SPARKPLUG_USERNAME_ENV,
   sparkplugIds,
@@ -54,6 +55,7 @@ import {
 import { EventBus } from "../events/mod.ts";
 import {
   checkServe,
+  commandOnPath,
   connectMqttJs,
   DATA_DIR_LOCK_FILE,
   type DataDirLock,
@@ -61,6 +63,7 @@ import {
   httpReservedFds,
   type HttpServerHandle,
   journalFiles,
+  type PathStat,
   READ_FILE_MAX_BYTES,
   readFileBytes,
   readProcessStats,
@@ -68,6 +71,7 @@ import {
   type RegularFileRead,
   type ServeOptions,
   smallStateFile,
+  statPath,
   TLS_FILE_MAX_BYTES,
 } from "../host/mod.ts";
 import {
@@ -259,32 +263,85 @@ export const TELEMETRY_STOP_MIN_MS = 200;
  */
 export const RELOAD_FILE_READ_TIMEOUT_MS = 2000;
 
+/** What a reload says of a file-system question that did not answer within its bound. */
+const NO_ANSWER_IN_TIME =
+  `no answer within ${RELOAD_FILE_READ_TIMEOUT_MS} ms (a hung mount or a failing disk?)`;
+
+/**
+ * How a reload reads a regular file (its configuration file, in main.ts): as `read` (default host
+ * readRegularFile, off the event loop's thread), within RELOAD_FILE_READ_TIMEOUT_MS; one that does
+ * not answer by then is refused saying so -- `no answer within 2000 ms (a hung mount or a failing
+ * disk?)`. A read left waiting holds one of Deno's worker threads until it returns.
+ */
+export function reloadRegularFileReader(
+  clock: Pick<Clock, "setTimer" | "clearTimer">,
+  read: (path: string, maxBytes: number) => Promise<RegularFileRead> = readRegularFile,
+): (path: string, maxBytes: number) => Promise<RegularFileRead> {
+  return async (path, maxBytes) => {
+    const got = await raceTimeout(
+      clock,
+      read(path, maxBytes),
+      RELOAD_FILE_READ_TIMEOUT_MS,
+      "late" as const,
+    );
+    return got === "late" ? { ok: false, message: NO_ANSWER_IN_TIME } : got;
+  };
+}
+
 /**
  * How a reload reads a file again (the behavior tree and each of its includes: the kernel's
- * reloadTree, the reload's configuration checks in main.ts): off the event loop's thread (`read`,
- * default host readRegularFile), at most READ_FILE_MAX_BYTES, within RELOAD_FILE_READ_TIMEOUT_MS.
- * Rejects saying why -- `no answer within 2000 ms (a hung mount or a failing disk?)` for one that
- * does not answer -- which the tree's load reports naming the file. A read left waiting holds one
- * of Deno's worker threads until it returns.
+ * reloadTree, the reload's configuration checks in main.ts): reloadRegularFileReader over `read`
+ * (default host readRegularFile), at most READ_FILE_MAX_BYTES. Rejects saying why -- `no answer
+ * within 2000 ms (a hung mount or a failing disk?)` for one that does not answer -- which the
+ * tree's load reports naming the file.
  */
 export function reloadFileReader(
   clock: Pick<Clock, "setTimer" | "clearTimer">,
   read: (path: string, maxBytes: number) => Promise<RegularFileRead> = readRegularFile,
 ): (path: string) => Promise<Uint8Array> {
+  const bounded = reloadRegularFileReader(clock, read);
   return async (path) => {
-    const got = await raceTimeout(
-      clock,
-      read(path, READ_FILE_MAX_BYTES),
-      RELOAD_FILE_READ_TIMEOUT_MS,
-      "late" as const,
-    );
-    if (got === "late") {
-      throw new Error(
-        `no answer within ${RELOAD_FILE_READ_TIMEOUT_MS} ms (a hung mount or a failing disk?)`,
-      );
-    }
+    const got = await bounded(path, READ_FILE_MAX_BYTES);
     if (!got.ok) throw new Error(got.message);
     return got.bytes;
+  };
+}
+
+/**
+ * How a reload's configuration checks ask the file system (main.ts, loadConfigFileAsking): what
+ * is at each path the file names (`stat`, default host statPath) and whether each bare provider
+ * command is on PATH (`onPath`, default host commandOnPath), off the event loop's thread, each
+ * question within RELOAD_FILE_READ_TIMEOUT_MS. One that does not answer by then is `unanswered`
+ * (a command's names the PATH entry it was at): the key naming it gets an error, the reload is
+ * refused, the configuration in force kept. A stat left waiting holds one of Deno's worker threads
+ * until it returns (the loader asks PATH_QUESTIONS_IN_FLIGHT at a time, no more once one hung).
+ */
+export function reloadPathAnswers(
+  clock: Pick<Clock, "setTimer" | "clearTimer">,
+  stat: (path: string) => Promise<PathStat> = statPath,
+  onPath: (command: string, asking: (path: string) => void) => Promise<boolean> = commandOnPath,
+): PathQuestions {
+  return {
+    stat: async (path) => {
+      const got = await raceTimeout(
+        clock,
+        stat(path),
+        RELOAD_FILE_READ_TIMEOUT_MS,
+        "late" as const,
+      );
+      return got === "late" ? { kind: "unanswered", why: NO_ANSWER_IN_TIME } : got;
+    },
+    commandExists: async (command) => {
+      let asking = "";
+      const got = await raceTimeout(
+        clock,
+        onPath(command, (path) => (asking = path)),
+        RELOAD_FILE_READ_TIMEOUT_MS,
+        "late" as const,
+      );
+      if (got === "late") return { kind: "unanswered", why: `${asking}: ${NO_ANSWER_IN_TIME}` };
+      return { kind: got ? "found" : "none" };
+    },
   };
 }
 

@@ -6,7 +6,12 @@
  */
 export { USAGE } from "./cli_usage.ts";
 export * from "./exit_codes.ts";
-export { RELOAD_FILE_READ_TIMEOUT_MS, reloadFileReader } from "./kernel.ts";
+export {
+  RELOAD_FILE_READ_TIMEOUT_MS,
+  reloadFileReader,
+  reloadPathAnswers,
+  reloadRegularFileReader,
+} from "./kernel.ts";
 export { runService, type RunServiceOptions, StopSignalFilter } from "./process.ts";
 export type { ReloadedConfig } from "./reloader.ts";
 export {

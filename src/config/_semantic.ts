@@ -67,6 +67,11 @@ export interface SemanticContext {
   /** The permission bits of the regular file at a path; null when unknown. */
   readonly fileMode?: (absPath: string) => number | null;
   readonly commandExists: (command: string) => boolean;
+  /**
+   * Why the file system gave no answer in time about a path ("path") or a bare command's PATH
+   * lookup ("command"); null when it answered. Absent: every question answered.
+   */
+  readonly unanswered?: (kind: "path" | "command", name: string) => string | null;
   readonly cwd: string;
   readonly configPath: string;
   readonly configDir: string;
@@ -470,7 +475,7 @@ function readTlsPath(ctx: SemanticContext, h: Obj, key: string, other: string): 
   if (v === "") return null;
   if (!otherSet) c.error([...P, key], `is set but ${other} is not: TLS needs both or neither`);
   const abs = resolvePath(ctx.configDir, v);
-  if (!ctx.fileExists(abs)) {
+  if (answered(ctx, [...P, key], "path", abs) && !ctx.fileExists(abs)) {
     // A build machine usually lacks the target's certificates; start-up cannot do without them.
     environmentProblem(ctx, [...P, key], notAFile(ctx, abs), "error");
   }
@@ -498,6 +503,26 @@ function environmentSeverity(
 function notAFile(ctx: SemanticContext, abs: string): string {
   const kind = ctx.pathKind?.(abs) ?? null;
   return kind === null ? `file not found: ${abs}` : `is not a regular file: ${abs} is ${kind}`;
+}
+
+/**
+ * Whether the file system answered about `name` (a path, or a bare command's PATH lookup) in
+ * time; when it did not, an error at `path` says so, whatever the mode: what was not checked
+ * cannot be taken for there (a reload is refused, the configuration in force kept).
+ */
+function answered(
+  ctx: SemanticContext,
+  path: Path,
+  kind: "path" | "command",
+  name: string,
+): boolean {
+  const why = ctx.unanswered?.(kind, name) ?? null;
+  if (why === null) return true;
+  ctx.checker.error(
+    path,
+    kind === "path" ? `cannot check ${name}: ${why}` : `cannot look '${name}' up on PATH: ${why}`,
+  );
+  return false;
 }
 
 /** Reports an environment problem with environmentSeverity. */
@@ -580,6 +605,7 @@ function readCommand(ctx: SemanticContext, p: Obj, pp: Path): string {
   const path = [...pp, "command"];
   if (command.includes("/")) {
     const abs = resolvePath(ctx.configDir, command);
+    if (!answered(ctx, path, "path", abs)) return abs;
     if (!ctx.fileExists(abs)) environmentProblem(ctx, path, notAFile(ctx, abs), "warning");
     else {
       const mode = ctx.fileMode?.(abs) ?? null;
@@ -590,7 +616,7 @@ function readCommand(ctx: SemanticContext, p: Obj, pp: Path): string {
     }
     return abs;
   }
-  if (!ctx.commandExists(command)) {
+  if (answered(ctx, path, "command", command) && !ctx.commandExists(command)) {
     environmentProblem(ctx, path, `'${command}' not found on PATH`, "warning");
   }
   return command;
@@ -798,7 +824,9 @@ function readBehaviorTree(ctx: SemanticContext, a: Obj, enabled: boolean): strin
   const value = c.string(a, P, key, "", enabled);
   if (value === "") return null;
   const abs = resolvePath(ctx.configDir, value);
-  if (enabled && !ctx.fileExists(abs)) environmentProblem(ctx, path, notAFile(ctx, abs), "error");
+  if (enabled && answered(ctx, path, "path", abs) && !ctx.fileExists(abs)) {
+    environmentProblem(ctx, path, notAFile(ctx, abs), "error");
+  }
   return abs;
 }
 
@@ -1070,7 +1098,7 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
     const v = c.string(t, TP, key, "");
     if (v === "") return null;
     const abs = resolvePath(ctx.configDir, v);
-    if (enabled && !ctx.fileExists(abs)) {
+    if (enabled && answered(ctx, [...TP, key], "path", abs) && !ctx.fileExists(abs)) {
       environmentProblem(ctx, [...TP, key], notAFile(ctx, abs), "error");
     }
     return abs;

@@ -56,6 +56,13 @@ export interface LoadConfigOptions {
   readonly fileMode?: (absPath: string) => number | null;
   /** Whether a bare command name is found on PATH. */
   readonly commandExists: (command: string) => boolean;
+  /**
+   * Why the file system gave no answer in time about a path the file names (`kind` "path": the
+   * absolute path) or a bare command's PATH lookup ("command": the name); null when it answered.
+   * The key naming it gets an error with this text, whatever the mode (loadConfigFileAsking: a
+   * reload asks off the event loop's thread, each question bounded). Absent: every one answered.
+   */
+  readonly unanswered?: (kind: "path" | "command", name: string) => string | null;
   /** Working directory (the default data_dir lives under it). */
   readonly cwd: string;
   /**
@@ -123,7 +130,21 @@ export function loadConfig(
   input: string | Uint8Array,
   options: LoadConfigOptions,
 ): LoadConfigResult {
-  const file = options.path;
+  const parsed = parse(input, options.path);
+  if ("config" in parsed) return parsed;
+  return scrubbed(validate(parsed, options));
+}
+
+/** A parsed file: its source and data, and what the parse said. */
+interface Parsed {
+  readonly source: YamlSource;
+  readonly data: Obj;
+  readonly diagnostics: readonly Diagnostic[];
+  readonly secrets: readonly string[];
+}
+
+/** The file parsed to a mapping, or the result that says why it is not one (no config). */
+function parse(input: string | Uint8Array, file: string): Parsed | LoadConfigResult {
   let text: string;
   if (typeof input === "string") {
     text = input;
@@ -144,24 +165,9 @@ export function loadConfig(
     }
     text = decoded.text;
   }
-  const result = parseAndValidate(text, options);
-  return {
-    config: result.config,
-    diagnostics: scrubDiagnostics(result.diagnostics, result.secrets),
-    ...(result.positionOf ? { positionOf: result.positionOf } : {}),
-  };
-}
-
-function parseAndValidate(
-  text: string,
-  options: LoadConfigOptions,
-): LoadConfigResult & { secrets: readonly string[] } {
-  const file = options.path;
   const parsed = YamlSource.parse(text, file);
   const diagnostics = [...parsed.diagnostics];
-  if (parsed.source === null) {
-    return { config: null, diagnostics: sorted(diagnostics), secrets: [] };
-  }
+  if (parsed.source === null) return { config: null, diagnostics: sorted(diagnostics) };
   const source = parsed.source;
   const data = parsed.data;
   const secrets = secretTexts(data, source.secretScalarTexts());
@@ -174,12 +180,33 @@ function parseAndValidate(
       ...source.position([]),
       file,
     });
-    return { config: null, diagnostics: sorted(diagnostics), secrets };
+    return scrubbed({ config: null, diagnostics: sorted(diagnostics), secrets });
   }
+  return { source, data: data as Obj, diagnostics, secrets };
+}
 
+/** The result with every secret scrubbed from its diagnostics. */
+function scrubbed(result: LoadConfigResult & { secrets: readonly string[] }): LoadConfigResult {
+  return {
+    config: result.config,
+    diagnostics: scrubDiagnostics(result.diagnostics, result.secrets),
+    ...(result.positionOf ? { positionOf: result.positionOf } : {}),
+  };
+}
+
+/**
+ * Validates a parsed file. Reads it only: a file may be validated again (loadConfigFileAsking).
+ */
+function validate(
+  parsed: Parsed,
+  options: LoadConfigOptions,
+): LoadConfigResult & { secrets: readonly string[] } {
+  const file = options.path;
+  const { source, data, secrets } = parsed;
+  const diagnostics = [...parsed.diagnostics];
   const strict = options.mode === "check" && (options.strict ?? false);
   const checker = new Checker(source, file, { unknownKeys: strict ? "error" : "warning" });
-  const config = readConfig(data as Obj, {
+  const config = readConfig(data, {
     checker,
     source,
     mode: options.mode,
@@ -190,6 +217,7 @@ function parseAndValidate(
     ...(options.pathKind ? { pathKind: options.pathKind } : {}),
     ...(options.fileMode ? { fileMode: options.fileMode } : {}),
     commandExists: options.commandExists,
+    ...(options.unanswered ? { unanswered: options.unanswered } : {}),
     cwd: options.cwd,
     configPath: options.path,
     configDir: resolvePath(options.cwd, dirnameOf(options.path)),
@@ -213,7 +241,7 @@ function parseAndValidate(
   if (options.safetyReview && !hasError) {
     // Only on a valid file: the review reads the typed configuration.
     const review = new Checker(source, file);
-    const safety = (data as Obj).safety;
+    const safety = data.safety;
     reviewSafeState(config, review, {
       safetyGiven: "safety" in data,
       safeStateGiven: safety !== null && typeof safety === "object" && "safe_state" in safety,
@@ -228,6 +256,144 @@ function parseAndValidate(
     secrets,
     positionOf: (path) => source.position([...path]),
   };
+}
+
+/** What is at a path a file names, as the asking load is told (loadConfigFileAsking). */
+export type PathAnswer =
+  /** A regular file and its permission bits (null: unknown). */
+  | { readonly kind: "file"; readonly mode: number | null }
+  /** Something that is not a regular file: `what` says what ("a directory", ...). */
+  | { readonly kind: "other"; readonly what: string }
+  | { readonly kind: "none" }
+  /** No answer came in time: `why` says so (the key naming the path gets an error). */
+  | { readonly kind: "unanswered"; readonly why: string };
+
+/** Whether a bare command is on PATH, as the asking load is told. */
+export type CommandAnswer =
+  | { readonly kind: "found" }
+  | { readonly kind: "none" }
+  | { readonly kind: "unanswered"; readonly why: string };
+
+/**
+ * The file-system questions of a check, answered asynchronously: a reload asks them off the event
+ * loop's thread, each bounded (src/app/kernel.ts, reloadPathAnswers). Never rejects.
+ */
+export interface PathQuestions {
+  /** What is at an absolute path (one stat answers whether a file is there, what, its mode). */
+  readonly stat: (absPath: string) => Promise<PathAnswer>;
+  /** Whether a bare command is an executable file in a PATH folder. */
+  readonly commandExists: (command: string) => Promise<CommandAnswer>;
+}
+
+/**
+ * Questions of one asking load in flight at once, at most: a file naming thousands of paths on a
+ * hung mount must not take every worker thread of the process (each stat that hangs holds one
+ * until it returns; the journals' writes need them too).
+ */
+export const PATH_QUESTIONS_IN_FLIGHT = 8;
+
+/** loadConfigFile's options, the file-system questions answered asynchronously by `ask`. */
+export interface LoadConfigFileAskingOptions extends
+  Omit<
+    LoadConfigFileOptions,
+    "fileExists" | "pathKind" | "fileMode" | "commandExists" | "unanswered"
+  > {
+  readonly ask: PathQuestions;
+}
+
+/**
+ * As loadConfigFile, for a caller whose file-system questions must not block the event loop's
+ * thread (a reload, while the providers and the e-stop run): asks first, then answers from memory.
+ * The file is validated with every question recorded and none answered yet (each given a
+ * placeholder answer); the questions are then asked through `ask`, PATH_QUESTIONS_IN_FLIGHT at a
+ * time; and the file is validated again with the answers, until a validation asks nothing new
+ * (one stat answers all a key asks of its path, so that is the second; bounded in any case by the
+ * paths the file names). Once one question goes unanswered, those not asked yet are not asked:
+ * they are not checked (`skipped`, for the caller to say), the load fails on the one unanswered.
+ */
+export async function loadConfigFileAsking(
+  options: LoadConfigFileAskingOptions,
+): Promise<LoadConfigFileResult & { readonly skipped?: number }> {
+  const read = await options.readFile(options.path, MAX_CONFIG_FILE_BYTES);
+  if (!read.ok) return { readable: false, message: read.message };
+  if (read.bytes.length > MAX_CONFIG_FILE_BYTES) {
+    return {
+      readable: false,
+      message: `larger than the ${MAX_CONFIG_FILE_BYTES}-byte limit (${read.bytes.length} bytes)`,
+    };
+  }
+  const parsed = parse(read.bytes, options.path);
+  if ("config" in parsed) return { readable: true, ...parsed };
+  const stats = new Map<string, PathAnswer | "skipped">();
+  const commands = new Map<string, CommandAnswer | "skipped">();
+  /** A question went unanswered: none is asked from then on. */
+  let hung = false;
+  for (;;) {
+    const newPaths = new Set<string>();
+    const newCommands = new Set<string>();
+    const stat = (p: string): PathAnswer | "skipped" | undefined => {
+      const known = stats.get(p);
+      if (known === undefined) newPaths.add(p);
+      return known;
+    };
+    const command = (c: string): CommandAnswer | "skipped" | undefined => {
+      const known = commands.get(c);
+      if (known === undefined) newCommands.add(c);
+      return known;
+    };
+    // Not known yet, skipped or unanswered: as if there, so no other diagnostic is made of it.
+    const result = validate(parsed, {
+      ...options,
+      fileExists: (p) => {
+        const a = stat(p);
+        return typeof a !== "object" || a.kind === "file" || a.kind === "unanswered";
+      },
+      pathKind: (p) => {
+        const a = stat(p);
+        return typeof a === "object" && a.kind === "other" ? a.what : null;
+      },
+      fileMode: (p) => {
+        const a = stat(p);
+        return typeof a === "object" && a.kind === "file" ? a.mode : null;
+      },
+      commandExists: (c) => {
+        const a = command(c);
+        return typeof a !== "object" || a.kind !== "none";
+      },
+      unanswered: (kind, name) => {
+        const a = kind === "path" ? stat(name) : command(name);
+        return typeof a === "object" && a.kind === "unanswered" ? a.why : null;
+      },
+    });
+    if (newPaths.size + newCommands.size === 0) {
+      const skipped = [...stats.values(), ...commands.values()].filter((a) => a === "skipped");
+      return {
+        readable: true,
+        ...scrubbed(result),
+        ...(skipped.length > 0 ? { skipped: skipped.length } : {}),
+      };
+    }
+    const questions = [
+      ...[...newPaths].map((p) => async () => {
+        stats.set(p, await options.ask.stat(p));
+        return stats.get(p) as PathAnswer;
+      }),
+      ...[...newCommands].map((c) => async () => {
+        commands.set(c, await options.ask.commandExists(c));
+        return commands.get(c) as CommandAnswer;
+      }),
+    ];
+    let next = 0;
+    const worker = async () => {
+      while (next < questions.length && !hung) {
+        const answer = await questions[next++]!();
+        if (answer.kind === "unanswered") hung = true;
+      }
+    };
+    await Promise.all(Array.from({ length: PATH_QUESTIONS_IN_FLIGHT }, worker));
+    for (const p of newPaths) if (!stats.has(p)) stats.set(p, "skipped");
+    for (const c of newCommands) if (!commands.has(c)) commands.set(c, "skipped");
+  }
 }
 
 function structureDiagnostic(

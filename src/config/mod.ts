@@ -1,11 +1,21 @@
 export * from "./types.ts";
-export { loadConfig, loadConfigFile, MAX_CONFIG_FILE_BYTES } from "./loader.ts";
+export {
+  loadConfig,
+  loadConfigFile,
+  loadConfigFileAsking,
+  MAX_CONFIG_FILE_BYTES,
+  PATH_QUESTIONS_IN_FLIGHT,
+} from "./loader.ts";
 export type {
   BoundedFileRead,
+  CommandAnswer,
+  LoadConfigFileAskingOptions,
   LoadConfigFileOptions,
   LoadConfigFileResult,
   LoadConfigOptions,
   LoadConfigResult,
+  PathAnswer,
+  PathQuestions,
 } from "./loader.ts";
 export { countDiagnostics, diagnosticsReport, formatDiagnostic, formatSummary } from "./report.ts";
 export type { DiagnosticsReport } from "./report.ts";

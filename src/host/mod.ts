@@ -9,3 +9,4 @@ export * from "./files.ts";
 export * from "./process_stats.ts";
 export * from "./mqtt.ts";
 export * from "./data_dir_lock.ts";
+export * from "./path_stat.ts";
