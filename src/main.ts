@@ -9,7 +9,9 @@ import {
   commandOnPathSync,
   connectMqttJs,
   createStderrLogger,
+  exitProcess,
   flushStderrLog,
+  onSignal,
   type PathStat,
   readFileBytes,
   readRegularFile,
@@ -242,8 +244,9 @@ async function fleetView(cli: Extract<CliCommand, { kind: "fleet" }>): Promise<n
   const interrupt = new AbortController();
   const signals = new StopSignalFilter();
   let interruptedBy = "";
-  const listeners = (["SIGINT", "SIGTERM"] as const).map((sig) => {
-    const listener = () => {
+  let clientId = "";
+  const removers = (["SIGINT", "SIGTERM"] as const).map((sig) =>
+    onSignal(sig, () => {
       const { meaning } = signals.classify(sig, systemClock.monoMs());
       if (meaning === "stop") {
         interruptedBy = sig;
@@ -251,14 +254,12 @@ async function fleetView(cli: Extract<CliCommand, { kind: "fleet" }>): Promise<n
       } else if (meaning === "hurry") {
         console.error(
           `runtime: fleet view: ${sig} after ${interruptedBy}: exiting now, nothing printed; its ` +
-            "MQTT session (client id fleet-view-<uuid>) may be left on the broker",
+            `MQTT session (client id ${clientId}) may be left on the broker`,
         );
-        Deno.exit(EXIT_INTERNAL_ERROR);
+        exitProcess(EXIT_INTERNAL_ERROR);
       }
-    };
-    Deno.addSignalListener(sig, listener);
-    return [sig, listener] as const;
-  });
+    })
+  );
   try {
     const { nodes, truncated, interrupted } = await collectFleet({
       url: cli.url,
@@ -269,6 +270,7 @@ async function fleetView(cli: Extract<CliCommand, { kind: "fleet" }>): Promise<n
       username: secretFromEnvironment("SPARKPLUG_USERNAME"),
       password: secretFromEnvironment("SPARKPLUG_PASSWORD"),
       interrupt: interrupt.signal,
+      onClientId: (id) => (clientId = id),
     });
     if (cli.format === "json") {
       console.log(JSON.stringify({ nodes, truncated, interrupted }, null, 2));
@@ -284,7 +286,7 @@ async function fleetView(cli: Extract<CliCommand, { kind: "fleet" }>): Promise<n
     console.error(`runtime: ${errorMessage(err)}`);
     return EXIT_STARTUP_FAILURE;
   } finally {
-    for (const [sig, listener] of listeners) Deno.removeSignalListener(sig, listener);
+    for (const remove of removers) remove();
   }
 }
 

@@ -22,6 +22,7 @@ import {
   lockDataDir,
   notifyReady,
   notifyStopping,
+  onSignal,
   readProcessStats,
   secretFromEnvironment,
   serveHttp,
@@ -195,8 +196,7 @@ export async function stopAfterFailedStart(
 
 /** Calls `onHangup` for every SIGHUP until the returned function is called. */
 function watchReloadSignal(onHangup: () => void): () => void {
-  Deno.addSignalListener("SIGHUP", onHangup);
-  return () => Deno.removeSignalListener("SIGHUP", onHangup);
+  return onSignal("SIGHUP", onHangup);
 }
 
 /** What shutDown takes from the host (injected by tests; the real clock and reaper otherwise). */
@@ -308,7 +308,7 @@ interface StopSignals {
  * duplicate of the first (StopSignalFilter) is logged here and goes no further.
  */
 function watchStopSignals(log: Logger, monoMs: () => number = systemClock.monoMs): StopSignals {
-  const handlers: Array<[Deno.Signal, () => void]> = [];
+  const handlers: Array<() => void> = [];
   const filter = new StopSignalFilter();
   let resolveFirst: (signal: Deno.Signal) => void = () => {};
   const first = new Promise<Deno.Signal>((r) => (resolveFirst = r));
@@ -329,8 +329,7 @@ function watchStopSignals(log: Logger, monoMs: () => number = systemClock.monoMs
       if (repeatListener) repeatListener(sig);
       else missedRepeat = sig;
     };
-    handlers.push([sig, h]);
-    Deno.addSignalListener(sig, h);
+    handlers.push(onSignal(sig, h));
   }
   return {
     first,
@@ -339,7 +338,7 @@ function watchStopSignals(log: Logger, monoMs: () => number = systemClock.monoMs
       if (missedRepeat !== null) listener(missedRepeat);
     },
     dispose() {
-      for (const [s, f] of handlers) Deno.removeSignalListener(s, f);
+      for (const remove of handlers) remove();
       handlers.length = 0;
     },
   };

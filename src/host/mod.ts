@@ -10,3 +10,4 @@ export * from "./process_stats.ts";
 export * from "./mqtt.ts";
 export * from "./data_dir_lock.ts";
 export * from "./path_stat.ts";
+export * from "./signals.ts";

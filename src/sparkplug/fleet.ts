@@ -64,6 +64,11 @@ export interface FleetOptions {
    * `interrupted` true, after discarding its session on the broker as at the window's end.
    */
   readonly interrupt?: AbortSignal | undefined;
+  /**
+   * Told the view's MQTT client id (`fleet-view-<uuid>`, this run's own) before it connects: what
+   * names its session on the broker (a process ended before discarding it says which is left).
+   */
+  readonly onClientId?: (clientId: string) => void;
 }
 
 /** What the fleet view saw in its window. */
@@ -148,6 +153,7 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
     username: o.username,
     password: o.password,
   };
+  o.onClientId?.(options.clientId);
   // A persistent session: when the view's connection drops in its window, the broker keeps its
   // subscription and queues what is published at QoS 1 meanwhile -- a node's NDEATH -- for the
   // reconnect (MQTT.js reconnects under the same client id). With a clean session that NDEATH was

@@ -157,3 +157,31 @@ Deno.test("an interrupted window returns what the view saw before it, said inter
   assert.equal(discards.length, 1, "the session is discarded (a clean connection under its id)");
   assert.equal(clock.pendingTimers, 0, "no timer outlives the window");
 });
+
+Deno.test({
+  name:
+    "the second signal's line names the view's MQTT session by its real client id, the one the broker holds",
+  ignore: mosquittoMissing(),
+  fn: async () => {
+    const broker = await Mosquitto.start({ log: true });
+    let child: Deno.ChildProcess | undefined;
+    try {
+      child = spawnRuntimeCli(["--fleet", broker.url, "--wait-ms", "60000"]);
+      const clientId = await viewSubscribed(broker, "spBv1.0/+/#");
+      // The discard never ends (the broker hung): the second signal finds the session still there.
+      broker.signal("SIGSTOP");
+      child.kill("SIGINT");
+      child.kill("SIGTERM");
+      const out = await child.output();
+      const stderr = new TextDecoder().decode(out.stderr);
+      assert.equal(out.code, 4, stderr);
+      assert.ok(
+        stderr.includes(`its MQTT session (client id ${clientId}) may be left on the broker`),
+        stderr,
+      );
+    } finally {
+      await reap(child);
+      await broker.dispose();
+    }
+  },
+});
