@@ -321,11 +321,11 @@ export class AlarmEngine implements AlarmService {
       : { cache: options.cache, outages: options.outages };
     this.#build(options.alarms, options.interlocks, new Map(), []);
     // A provider announces a new inventory once it counts as up, with the cache holding it: what
-    // does not resolve (judged and reported for providers that are up only) is told then. One
-    // that was down when the last binding skipped it (a reload meanwhile) is judged once it is up
-    // again, whatever inventory it comes back with.
+    // does not resolve (judged for providers up only) is told then; one down when the last binding
+    // skipped it (a reload meanwhile) is judged once up again, whatever it comes back with. Not at
+    // `unconfigured`: it follows its host's `removed`, if any (one never registered lists nothing).
     const unwatchInventory = options.inventory.onChange((_id, change) => {
-      if (change !== "unchanged") this.inventoryChanged();
+      if (change === "changed" || change === "removed") this.inventoryChanged();
     });
     const unwatchUp = options.inventory.onAvailability((provider, up) => {
       if (up && this.#unjudged.has(provider.id)) this.inventoryChanged();

@@ -527,10 +527,19 @@ export class Kernel {
     // is down (docs/deployment.md, "The runtime runs ahead of its providers while they start").
     if (host.setSessionPriority) {
       this.#sessionPriority = new SessionPriority(host.setSessionPriority, {
-        anyDown: () => this.registry.hosts.some((h) => !h.available),
+        // A configured provider with no host (a reload restarting or starting it, or one it
+        // could not register) is down too (ProviderRegistry.configured).
+        anyDown: () =>
+          this.registry.hosts.some((h) => !h.available) ||
+          this.registry.configuredWithoutHost().length > 0,
         onChange: (listener) => {
-          this.registry.eachHost((h) => h.onAvailability(listener));
+          // A host registered is down until it is up: told at once (one a reload adds).
+          this.registry.eachHost((h) => {
+            h.onAvailability(listener);
+            listener();
+          });
           this.registry.onHostRemoved(listener);
+          this.registry.onUnconfigured(listener);
         },
       }, log);
     }
@@ -689,13 +698,12 @@ export class Kernel {
           providerAvailable: (id) => this.registry.host(id)?.available ?? false,
           devicesOf: (id) => this.registry.host(id)?.devices.map((d) => d.device.deviceId) ?? [],
           capabilities: (p, d) => this.inventory.capabilities(p, d),
-          // Removed for good: no longer configured (ProviderRegistry.configured). Not one a
-          // reload restarts (changed entry), nor one whose start failed while the file keeps it
-          // (its host listed down taken out by the next reload, or never registered).
+          // Removed for good: dropped from the configuration (ProviderRegistry.onUnconfigured),
+          // with its host or one never registered. Not one a reload restarts (changed entry),
+          // nor one whose start failed while the file keeps it.
           onProviderRemoved: (listener) =>
             this.inventory.onChange((id, change) => {
-              if (change !== "removed" || this.registry.configured(id)) return;
-              listener(id);
+              if (change === "unconfigured") listener(id);
             }),
         },
         outages: this.outages,
@@ -1440,7 +1448,7 @@ export class Kernel {
       ...providerPlan.added.map((p) => p.id),
       ...providerPlan.changed.map((p) => p.id),
       ...providerPlan.retried.map((p) => p.id),
-      ...this.registry.failedStarts().map((h) => h.id).filter((id) => nextIds.has(id)),
+      ...this.#notRunningAfterReload().filter((id) => nextIds.has(id)),
     ]);
     // Judged as each section applies, against the configuration then in effect and the machine
     // as it runs then: a provider an earlier section added may actuate (the AUTO -> FAULT hook
@@ -1473,10 +1481,12 @@ export class Kernel {
       estopFailures: [],
       interrupted: false,
     };
-    // Providers the last reload failed to start are listed down until a reload reconciles again
-    // (it takes them out, and starts them again if the file still has them); providers whose
-    // circuit is open are retried: the providers section runs although the file did not change it.
-    const retry = (this.registry.failedStarts().length > 0 || providerPlan.retried.length > 0) &&
+    // Providers the last reload failed to start -- listed down, or configured with no host (not
+    // registered) -- stay so until a reload reconciles again (it takes them out, and starts them
+    // again if the file still has them, or drops them: their entries are not in effect, so a file
+    // without them may equal the entries in effect); providers whose circuit is open are retried:
+    // the providers section runs although the file did not change it.
+    const retry = (this.#notRunningAfterReload().length > 0 || providerPlan.retried.length > 0) &&
       !diff.live.includes("providers");
     // Each section is applied once: what it changed is measured from the reload's start (the
     // providers section may take alarms out before the alarms section applies).
@@ -1645,6 +1655,18 @@ export class Kernel {
     ) this.#logUnresolvedCalls();
     else for (const id of changedMeanwhile) this.#logUnresolvedCalls(id);
     return report;
+  }
+
+  /**
+   * The configured providers with no running host that only a reload brings back: the hosts the
+   * last reload failed to start (listed down) and the configured ids no host is registered under
+   * (not registered: a host listener failed). Their entries are not in effect.
+   */
+  #notRunningAfterReload(): string[] {
+    return [
+      ...this.registry.failedStarts().map((h) => h.id),
+      ...this.registry.configuredWithoutHost(),
+    ];
   }
 
   /**

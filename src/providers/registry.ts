@@ -46,7 +46,10 @@ export interface ReconcileReport {
   readonly effective: ProviderConfig[];
   /** The hosts it started (the caller may wait for what follows their start). */
   readonly started: ProviderHost[];
-  /** Providers the previous reload failed to start, listed down until this one took them out. */
+  /**
+   * Providers the previous reload failed to start (listed down until this one took them out, or
+   * never registered), in that order.
+   */
   readonly cleared: string[];
 }
 
@@ -96,6 +99,9 @@ export const MAX_RETIRED_FLIP_DATES = MAX_PROVIDERS;
 
 /** Told of every provider host: those there now (at once) and each one added later. */
 export type HostListener = (host: ProviderHost) => void;
+
+/** Told the id of a provider the configuration no longer has (ProviderRegistry.onUnconfigured). */
+export type UnconfiguredListener = (providerId: string) => void;
 
 /**
  * All configured providers, in config order, and the devices they expose. A configuration
@@ -150,9 +156,16 @@ export class ProviderRegistry {
    * configuration.
    */
   #configuredIds: Set<string>;
+  /**
+   * Ids a running reconcile is to start anew (its entry added: new, or again after the reload
+   * before failed to start it) whose host is not registered yet: starting(). At most the providers
+   * of one configuration; empty outside a reconcile.
+   */
+  readonly #starting = new Set<string>();
   readonly #deps: ProviderHostDeps;
   readonly #added: HostListener[] = [];
   readonly #removed: HostListener[] = [];
+  readonly #unconfigured: UnconfiguredListener[] = [];
 
   constructor(providers: readonly ProviderConfig[], deps: ProviderHostDeps) {
     // One queue for every provider of the runtime: a restart storm spawns one at a time, paced.
@@ -191,6 +204,19 @@ export class ProviderRegistry {
   }
 
   /**
+   * Calls `listener` with the id of every provider the configuration drops from now on: once, as
+   * configured() turns false for it -- remove(), or a reconcile whose file no longer has it --
+   * whether a host was registered under it (told after the onHostRemoved listeners) or not (a
+   * provider the reload before could not register: at the reconcile's start). The one notice that
+   * a provider is gone for good, not lost: a host a reload takes out while its id stays configured
+   * (restarted, or started again after a failed start) is not told. A listener that throws is
+   * logged and the others are still told.
+   */
+  onUnconfigured(listener: UnconfiguredListener): void {
+    this.#unconfigured.push(listener);
+  }
+
+  /**
    * Adds a host for a new provider entry (not started: the caller starts it). Throws
    * FAILED_PRECONDITION when the id is taken, and INTERNAL when a host listener throws: the host
    * is then taken out again (onHostRemoved listeners told), never left registered half-wired; its
@@ -224,14 +250,18 @@ export class ProviderRegistry {
    * logged and the others are still told: the caller must get the host to stop it.
    */
   remove(providerId: string): ProviderHost | undefined {
+    const was = this.configured(providerId);
     this.#configuredIds.delete(providerId);
-    return this.#takeOut(providerId);
+    const host = this.#takeOut(providerId);
+    // Without a host #takeOut told nothing: configured() turned false here.
+    if (host === undefined && was) this.#tellUnconfigured(providerId);
+    return host;
   }
 
   /**
    * Takes a host out of the registry, its id configured or not as it was (a reload carries out its
    * file, whose ids it set first: #configuredIds); the onHostRemoved listeners are told (see
-   * remove()).
+   * remove()), then the onUnconfigured ones when its id is no longer configured.
    */
   #takeOut(providerId: string): ProviderHost | undefined {
     const host = this.#hosts.get(providerId);
@@ -246,7 +276,21 @@ export class ProviderRegistry {
         );
       }
     }
+    if (!this.configured(providerId)) this.#tellUnconfigured(providerId);
     return host;
+  }
+
+  /** Tells the onUnconfigured listeners (each one contained, as #takeOut's). */
+  #tellUnconfigured(providerId: string): void {
+    for (const l of this.#unconfigured) {
+      try {
+        l(providerId);
+      } catch (err) {
+        this.#deps.log.error(
+          `provider ${providerId} unconfigured: a listener failed: ${errorMessage(err)}`,
+        );
+      }
+    }
   }
 
   /**
@@ -319,11 +363,17 @@ export class ProviderRegistry {
     const updatedIds = new Set(updated.map((u) => u.id));
     o.restarting?.([...removed, ...changed.map((p) => p.id)]);
     const failedBefore = this.failedStarts();
+    const notRegisteredBefore = [...this.#notRegistered.keys()];
     this.#failedStarts.clear();
     this.#notRegistered.clear();
     // Before any host is taken out: one whose id the file keeps is not removed (configured()).
+    const unhostedBefore = this.configuredWithoutHost();
     this.#configuredIds = new Set([...next.map((p) => p.id), ...held]);
     for (const p of changed) this.#replacing.add(p.id);
+    for (const p of added) this.#starting.add(p.id);
+    // Dropped with no host to take out (the reload before could not register it): told now; one
+    // with a host is told as #retire takes it out.
+    for (const id of unhostedBefore) if (!this.configured(id)) this.#tellUnconfigured(id);
     const retriedUp: string[] = [];
     try {
       await Promise.all([
@@ -342,7 +392,10 @@ export class ProviderRegistry {
         started.push(host);
       }));
       await Promise.all([...changed, ...added].map(async (p) => {
-        if (o.stopping()) return void failed.push(`${p.id}: the runtime is stopping`);
+        if (o.stopping()) {
+          this.#starting.delete(p.id);
+          return void failed.push(`${p.id}: the runtime is stopping`);
+        }
         let host: ProviderHost;
         try {
           host = this.add(p);
@@ -350,6 +403,8 @@ export class ProviderRegistry {
           // Not registered (add took it out again): nothing to stop, nothing listed down.
           this.#notRegistered.set(p.id, errorMessage(err));
           return void failed.push(`${p.id}: ${errorMessage(err)}`);
+        } finally {
+          this.#starting.delete(p.id);
         }
         try {
           await host.start();
@@ -367,6 +422,7 @@ export class ProviderRegistry {
       await retries;
     } finally {
       for (const p of changed) this.#replacing.delete(p.id);
+      for (const p of added) this.#starting.delete(p.id);
       o.restarting?.([]);
     }
     const startedIds = new Set(started.map((h) => h.id));
@@ -395,7 +451,7 @@ export class ProviderRegistry {
       held,
       effective,
       started,
-      cleared: failedBefore.map((h) => h.id),
+      cleared: [...failedBefore.map((h) => h.id), ...notRegisteredBefore],
     };
   }
 
@@ -418,6 +474,26 @@ export class ProviderRegistry {
    */
   configured(providerId: string): boolean {
     return this.#hosts.has(providerId) || this.#configuredIds.has(providerId);
+  }
+
+  /**
+   * The configured ids no host is registered under (configured()): outside a reload, those the
+   * last reload could not register (a host listener failed) or started no more (the runtime
+   * stopping); while one runs, also those it is restarting or starting, until their hosts are
+   * registered. Each is down: its entry is in the file and nothing of it runs.
+   */
+  configuredWithoutHost(): string[] {
+    return [...this.#configuredIds].filter((id) => !this.#hosts.has(id));
+  }
+
+  /**
+   * Whether a running reload is about to start this provider anew -- its entry added: new, or
+   * again after the reload before failed to start it -- and has not registered its host yet (it
+   * may first wait for the stops of the providers it removes). Not one it restarts (its entry
+   * changed: replacing()).
+   */
+  starting(providerId: string): boolean {
+    return this.#starting.has(providerId);
   }
 
   /**

@@ -663,9 +663,12 @@ export class Estop implements EstopService {
         }
         this.#planChanged(`inventory of ${id} changed`);
       } else if (change === "removed") {
-        // One still configured (a reload restarting it, or retiring the host whose start the
-        // reload before failed, its entry kept) keeps them: lost meanwhile, not gone.
-        if (options.inventory.configured?.(id) !== true) this.#listedBefore.forget(id);
+        // Its host taken out: one still configured (a reload restarting it, or retiring the host
+        // whose start the reload before failed, its entry kept) keeps them, lost meanwhile.
+        this.#planChanged(`provider ${id} removed`);
+      } else if (change === "unconfigured") {
+        // Dropped from the configuration (with its host, or one never registered): gone.
+        this.#listedBefore.forget(id);
         this.#planChanged(`provider ${id} removed`);
       }
     });
@@ -1441,6 +1444,7 @@ export class Estop implements EstopService {
           restarting: (providerId, deviceId) => this.#restartedByReload(providerId, deviceId),
           startFailure: (providerId) => this.#o.inventory.startFailure?.(providerId) ?? null,
           configured: (providerId) => this.#o.inventory.configured?.(providerId) === true,
+          starting: (providerId) => this.#o.inventory.starting?.(providerId) === true,
         },
       ),
     ];

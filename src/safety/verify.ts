@@ -311,6 +311,11 @@ export interface UnlistedContext {
    * registered yet). Absent: only the other answers say it is configured.
    */
   readonly configured?: (providerId: string) => boolean;
+  /**
+   * Whether a reload is about to start a provider no host is registered for (its entry added: new,
+   * or again after the reload before failed to start it; InventoryReader.starting). Absent: none.
+   */
+  readonly starting?: (providerId: string) => boolean;
 }
 
 /** Why a device the ladder is to secure is not in the inventory (unlistedLadderDevices). */
@@ -326,13 +331,17 @@ function whyUnlisted(
     if (why.restarting?.(providerId, deviceId) === true) {
       return `its provider ${providerId} is being restarted by a configuration reload`;
     }
+    if (why.starting?.(providerId) === true) {
+      return `its provider ${providerId} is being started by a configuration reload`;
+    }
     const failed = startFailure();
     if (failed !== null) {
       return `its provider ${providerId} failed to start at a configuration reload (${failed})`;
     }
+    // In the file, no host, no reload starting it (the runtime stopped starting it): as the
+    // device conditions say it (DeviceOutages).
     return why.configured?.(providerId) === true
-      ? `its provider ${providerId} is configured but not running: a configuration reload is ` +
-        "starting it"
+      ? `its provider ${providerId} is not running: a configuration reload failed to start it`
       : `no provider ${providerId} is configured`;
   }
   const listed = `${listedBefore ? "no longer" : "not"} listed by its provider`;

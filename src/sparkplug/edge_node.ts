@@ -2799,8 +2799,9 @@ export class SparkplugEdgeNode {
    * had it when last up, or never came up), or has it now and its DBIRTH has not gone out yet
    * (waiting for the writes in flight, or about to): `birthOf` names that provider, whose births
    * the answer follows (#answerAfterBirth); or its provider is configured with no process listed
-   * (a reload restarting it, InventoryReader.replacing, or one that failed to start it,
-   * InventoryReader.configured). Null for an id no configured provider has.
+   * (a reload restarting it, InventoryReader.replacing, or starting it anew,
+   * InventoryReader.starting, or one that failed to start it, InventoryReader.configured). Null for
+   * an id no configured provider has.
    */
   #notBorn(id: string): { readonly why: string; readonly birthOf?: string } | null {
     const big = this.#tooLarge.get(id);
@@ -2832,8 +2833,9 @@ export class SparkplugEdgeNode {
     }
     // No provider of that id is listed, yet it is configured (ProviderRegistry.configured, the one
     // answer to "is it still there"): a reload restarting it (its entry changed), between the old
-    // process's removal and the new one's registration; or one the last reload failed to start
-    // whose host the next reload took out to start it again, or never registered. Any device id
+    // process's removal and the new one's registration; or one a reload starts anew (again, after
+    // the reload before failed to start it) before its registration; or one the last reload
+    // failed to register. Any device id
     // of its own, exactly, as for one that never came up: what its next process lists is unknown.
     const owner = sparkplugDeviceProvider(id);
     if (owner === null || this.#o.inventory.provider(owner) !== undefined) return null;
@@ -2841,6 +2843,9 @@ export class SparkplugEdgeNode {
       return {
         why: `device down (provider ${owner} is being restarted by a configuration reload)`,
       };
+    }
+    if (this.#o.inventory.starting?.(owner) === true) {
+      return { why: `device down (provider ${owner} is being started by a configuration reload)` };
     }
     if (this.#o.inventory.configured?.(owner) === true) {
       // As the device conditions say it (DeviceOutages), without the start error (the provider's

@@ -227,6 +227,14 @@ export class DeviceOutages {
         reloading: true,
       };
     }
+    if (!host && this.#o.registry.starting(providerId)) {
+      // Its entry in the file, a reload about to start it (again, after the one before failed
+      // to): lost until it is up, not gone.
+      return down(
+        `provider ${providerId} is being started by a configuration reload`,
+        this.#providerSince(providerId),
+      );
+    }
     if (!host && this.#o.registry.configured(providerId)) {
       // Its entry is in the file, but a reload failed to start it: lost, not gone.
       const why = this.#o.registry.startFailure(providerId);

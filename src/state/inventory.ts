@@ -36,9 +36,12 @@ export interface ProviderSummary {
 
 /**
  * What happened to a provider's inventory: rediscovered with a difference (`changed`), rediscovered
- * the same after a restart (`unchanged`), or the provider was removed by a reload (`removed`).
+ * the same after a restart (`unchanged`), its host taken out by a reload (`removed`: gone, or
+ * restarted, or started again after a failed start -- configured() tells which), or the
+ * configuration dropped the provider (`unconfigured`: ProviderRegistry.onUnconfigured, told once,
+ * whether it had a host or not -- after that host's `removed` -- it is gone for good).
  */
-export type InventoryChange = "changed" | "unchanged" | "removed";
+export type InventoryChange = "changed" | "unchanged" | "removed" | "unconfigured";
 
 /** Told when a provider's inventory may have changed. */
 export type InventoryListener = (providerId: string, change: InventoryChange) => void;
@@ -67,7 +70,7 @@ export interface InventoryReader {
    * Whether this provider's entry is in the configuration (ProviderRegistry.configured): told
    * `removed` while it is -- a reload restarting it (its entry changed), or taking out the host
    * the reload before failed to start while the file keeps it -- it is not gone: its devices are
-   * lost, not unconfigured. Absent: every removal is taken as gone.
+   * lost, not unconfigured. It is gone once told `unconfigured`. Absent: none with no host is.
    */
   configured?(providerId: string): boolean;
   /**
@@ -75,6 +78,12 @@ export interface InventoryReader {
    * and coming back (ProviderRegistry.replacing). Absent: never.
    */
   replacing?(providerId: string): boolean;
+  /**
+   * Whether a reload is about to start this provider anew (its entry added: new, or again after
+   * the reload before failed to start it) and has not registered it yet
+   * (ProviderRegistry.starting). Absent: never.
+   */
+  starting?(providerId: string): boolean;
   /**
    * Why the last configuration reload failed to start this provider (its host listed down, or not
    * registered at all), null otherwise. Absent: never known.
@@ -105,6 +114,7 @@ export class Inventory implements InventoryReader {
       });
     });
     registry.onHostRemoved((host) => this.#tell(host.id, "removed"));
+    registry.onUnconfigured((id) => this.#tell(id, "unconfigured"));
   }
 
   providers(): readonly ProviderSummary[] {
@@ -145,6 +155,10 @@ export class Inventory implements InventoryReader {
 
   replacing(providerId: string): boolean {
     return this.#registry.replacing(providerId);
+  }
+
+  starting(providerId: string): boolean {
+    return this.#registry.starting(providerId);
   }
 
   startFailure(providerId: string): string | null {

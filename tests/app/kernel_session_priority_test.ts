@@ -1,7 +1,9 @@
 /**
  * The kernel's wiring of SessionPriority (src/app/session_priority.ts): the session raised while
  * its provider starts, settled once it is up, and left as it is while the runtime stops (its
- * providers going is the runtime's end, not a provider down: no raise and no fork for it).
+ * providers going is the runtime's end, not a provider down: no raise and no fork for it). A
+ * configured provider with no host registered (a reload restarting it, or one it could not
+ * register) is down too.
  */
 import assert from "node:assert/strict";
 import type { PriorityResult } from "../../src/common/mod.ts";
@@ -28,5 +30,39 @@ Deno.test("Kernel raises its session while its provider starts, settles it once 
     assert.deepEqual(asked, [-10, 0], "no setting while the runtime stops");
   } finally {
     if (!stopped) await rt.stop();
+  }
+});
+
+Deno.test("Kernel keeps its session raised while a reload restarts its provider, and while one it could not register is down", async () => {
+  const asked: number[] = [];
+  const setSessionPriority = (nice: number): Promise<PriorityResult> => {
+    asked.push(nice);
+    return Promise.resolve({ outcome: "set" });
+  };
+  const rt = await startRuntime(testConfig({ providers: [simProvider("sim0")] }), {
+    host: { setSessionPriority },
+  });
+  try {
+    await waitFor("the session settled", () => asked.at(-1) === 0);
+    // sim0's entry changed: its process is stopped, then its successor starts (no host between).
+    const changed = (timeoutMs: number) => ({
+      ...rt.config,
+      providers: rt.config.providers.map((p) => ({ ...p, timeoutMs })),
+    });
+    const first = await rt.reload(changed(rt.config.providers[0]!.timeoutMs + 1));
+    assert.deepEqual(first.providers.restarted, ["sim0"]);
+    // Each setting is asked synchronously as the provider changes (the double answers at once):
+    // the reload has ended with sim0 up.
+    assert.deepEqual(asked, [-10, 0, -10, 0], "raised for the restart, settled once it is up");
+
+    // Its successor not registered (a host listener fails): configured, not running, down.
+    rt.registry.eachHost((host) => {
+      if (host.config.timeoutMs === 7777) throw new Error("listener broke");
+    });
+    const second = await rt.reload(changed(7777));
+    assert.match(second.providers.failed.join(), /^sim0: Provider sim0 not registered/);
+    assert.deepEqual(asked, [-10, 0, -10, 0, -10], "raised while sim0 is not running");
+  } finally {
+    await rt.stop();
   }
 });

@@ -195,6 +195,40 @@ Deno.test("ProviderRegistry add/remove/reorder: eachHost sees present and added 
   assert.deepEqual(registry.hosts.map((h) => h.id), ["d", "b", "c"]);
 });
 
+Deno.test("ProviderRegistry.onUnconfigured tells once each id the configuration drops, host or not: not one a reload keeps without a host", async () => {
+  const entry = (id: string) => programmableProvider(id, "/nonexistent.json");
+  const registry = new ProviderRegistry([entry("a"), entry("b")], {
+    spawn: spawnProcess,
+    clock: systemClock,
+    log: testLogger(),
+    bus: new EventBus(),
+    cwd: Deno.cwd(),
+    shutdownTimeoutMs: 1000,
+  });
+  const told: string[] = [];
+  registry.onHostRemoved((h) => told.push(`removed ${h.id}`));
+  registry.onUnconfigured((id) => told.push(`unconfigured ${id}`));
+  registry.remove("a");
+  registry.remove("a");
+  assert.deepEqual(told, ["removed a", "unconfigured a"], "after its host, once");
+  told.length = 0;
+  // c's host cannot be registered (a host listener fails): configured, no host.
+  registry.eachHost((h) => {
+    if (h.id === "c") throw new Error("listener broke");
+  });
+  const o = { holdRemovals: false, stopBudgetMs: 1000, stopping: () => false };
+  const first = await registry.reconcile([entry("b")], [entry("b"), entry("c")], o);
+  assert.match(first.failed.join(), /^c: Provider c not registered/);
+  assert.deepEqual(told, ["removed c"], "the roll-back's host taken out; c stays configured");
+  assert.deepEqual([registry.configured("c"), registry.configuredWithoutHost()], [true, ["c"]]);
+  // A file without c, equal to the entries in effect: c is dropped, with no host to take out.
+  told.length = 0;
+  const second = await registry.reconcile([entry("b")], [entry("b")], o);
+  assert.deepEqual([second.removed, second.cleared], [[], ["c"]]);
+  assert.deepEqual(told, ["unconfigured c"]);
+  assert.deepEqual([registry.configured("c"), registry.configuredWithoutHost()], [false, []]);
+});
+
 /** The inventory of a provider whose one device `dev` claims `keys` (anolis.claim). */
 const claiming = (dev: string, keys: string) => ({
   devices: { [dev]: { signals: [{ id: "x", type: T.DOUBLE }], tags: { "anolis.claim": keys } } },

@@ -7,13 +7,18 @@
  * file -- and the e-stop keeps naming the devices sim1 listed before (unverified, and their
  * actuating functions uncovered): docs/safety.md, section 5 and "Verified safe state". In the
  * window of the second reload, between its taking out that host and its registering sim1 again,
- * the e-stop says sim1 is not running, not that it is not configured. Real child processes: the
+ * the e-stop and the device conditions say that reload is starting sim1, not that it is not
+ * configured nor that a reload failed to start it. One whose host a reload could not register and
+ * a later reload drops from the file is gone: the latch, the e-stop's status (over HTTP) and its
+ * plan forget it, also when the file left equals the entries in effect. Real child processes: the
  * inert simulated providers (and the programmable one, to hold that window open).
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { fixtureServices, HttpFixture } from "../helpers/runtime_fixture.ts";
+import { HttpApi } from "../../src/http/mod.ts";
 import { programmableProvider } from "../helpers/programmable_provider.ts";
 import { rig } from "../helpers/rig.ts";
 import { inertSim } from "../safety/_fixture.ts";
@@ -83,7 +88,7 @@ Deno.test("Reload: a provider whose restart failed to start is not removed by th
   assert.match(second.providers.failed.join(), /^sim1: cannot start provider/);
   assert.deepEqual(second.providers.removed, []);
   assert.deepEqual(sim1Motor(rt), lost);
-  const released = r.lines.filter((l) => l.includes(`released '${MOTOR}'`));
+  const released = r.lines.filter((l) => l.includes(`released "${MOTOR}"`));
   assert.deepEqual(released, [], "nothing released the latch");
 });
 
@@ -145,11 +150,11 @@ Deno.test("Reload: a provider whose restart was not registered is not removed: i
   const second = await rt.reload(changed);
   assert.match(second.providers.failed.join(), /^sim1: Provider sim1 not registered/);
   assert.deepEqual(sim1Motor(rt), lost);
-  const released = r.lines.filter((l) => l.includes(`released '${MOTOR}'`));
+  const released = r.lines.filter((l) => l.includes(`released "${MOTOR}"`));
   assert.deepEqual(released, [], "nothing released the latch");
 });
 
-Deno.test("Reload: while a reload starts again a provider the reload before failed to start, the e-stop does not call it unconfigured", async () => {
+Deno.test("Reload: while a reload starts again a provider the reload before failed to start, the e-stop and the device conditions say it is being started", async () => {
   // `slow` takes 4 s to exit once its stdin closes: the reload that removes it starts sim1 again
   // only then, after it took out the host the reload before left listed down.
   const slowFile = `${tempDir("reload-again-")}/slow.json`;
@@ -174,13 +179,99 @@ Deno.test("Reload: while a reload starts again a provider the reload before fail
     10_000,
   );
   const inWindow = sim1Motor(rt);
+  const condition = rt.outages.condition("sim1", "motorctl0");
   assert.equal(rt.registry.host("sim1"), undefined, "read within the window");
+  // This reload is starting it: not "a configuration reload failed to start it".
   assert.deepEqual(inWindow, {
     latched: true,
-    unverified: "its provider sim1 is configured but not running: a configuration reload is " +
-      "starting it",
+    unverified: "its provider sim1 is being started by a configuration reload",
     uncovered: true,
   });
+  assert.deepEqual([condition.kind, condition.reason, condition.unconfigured], [
+    "down",
+    "provider sim1 is being started by a configuration reload",
+    undefined,
+  ]);
   const report = await fixed;
   assert.deepEqual(report.providers.added, ["sim1"], JSON.stringify(report));
+});
+
+/**
+ * sim1's host not registered at a reload (a host listener fails), then a reload whose file drops
+ * sim1 and adds `more`: sim1 is gone, as the API says it (real loopback HTTP) and as the kernel's
+ * subsystems do.
+ */
+async function droppedAfterNotRegistered(more: Config["providers"]) {
+  await using r = await sims();
+  const rt = r.kernel;
+  // The API on a real loopback socket, over the kernel's services.
+  const services = fixtureServices(rt);
+  const api = new HttpApi(services, { apiToken: "" });
+  const server = await new HttpFixture(rt, services, api).serve();
+  await using _served = {
+    [Symbol.asyncDispose]: async () => {
+      api.close();
+      await server.shutdown();
+    },
+  };
+  const get = async (path: string) => {
+    const res = await fetch(`http://127.0.0.1:${server.port}${path}`);
+    assert.equal(res.status, 200, path);
+    return await res.json();
+  };
+  /** sim1's motor as the API says it: latched, why unverified (undefined: not named), uncovered. */
+  const overHttp = async () => {
+    const estop = (await get("/v0/runtime/status")).estop;
+    return {
+      latched: (await get("/v0/automation/status")).device_loss_latched.includes(MOTOR),
+      unverified: estop.unverified_reasons.find(
+        (u: { device_handle: string }) => u.device_handle === MOTOR,
+      )?.reason,
+      uncovered: estop.plan.uncovered.some(
+        (u: { device_handle: string }) => u.device_handle === MOTOR,
+      ),
+    };
+  };
+  let refuse = false;
+  // A host listener that fails refuses the registration of sim1's replacement.
+  rt.registry.eachHost((host) => {
+    if (refuse && host.id === "sim1") throw new Error("listener broke");
+  });
+  refuse = true;
+  const changed = {
+    ...rt.config,
+    providers: rt.config.providers.map((p) =>
+      p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
+    ),
+  };
+  const first = await rt.reload(changed);
+  assert.match(first.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.deepEqual(await overHttp(), {
+    latched: true,
+    unverified: "its provider sim1 failed to start at a configuration reload (Provider sim1 " +
+      "not registered: a host listener failed: listener broke)",
+    uncovered: true,
+  });
+
+  // The file drops sim1: it is gone for good.
+  const dropped = await rt.reload({
+    ...changed,
+    providers: [...changed.providers.filter((p) => p.id !== "sim1"), ...more],
+  });
+  assert.deepEqual(dropped.providers.failed, []);
+  assert.deepEqual(await overHttp(), { latched: false, unverified: undefined, uncovered: false });
+  assert.equal(rt.registry.configured("sim1"), false, "no longer configured");
+  assert.deepEqual(sim1Motor(rt), { latched: false, unverified: undefined, uncovered: false });
+  assert.ok(
+    r.lines.some((l) => l.includes(`released "${MOTOR}": its provider is no longer configured`)),
+    "the latch says why it let go",
+  );
+}
+
+Deno.test("Reload: a provider whose host was not registered is gone once a reload drops it, the file then equal to the entries in effect", async () => {
+  await droppedAfterNotRegistered([]);
+});
+
+Deno.test("Reload: a provider whose host was not registered is gone once a reload drops it, another provider added", async () => {
+  await droppedAfterNotRegistered([inertSim("sim2")]);
 });

@@ -174,7 +174,7 @@ Deno.test({
         answers,
         [
           `${relay}/Functions/set_relay_ch3: REFUSED: device down ` +
-          `(provider sim1 is not running: a configuration reload failed to start it)`,
+          `(provider sim1 is being started by a configuration reload)`,
         ],
         "the host is told the device is down, not that the id is wrong",
       );
