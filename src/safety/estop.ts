@@ -667,9 +667,10 @@ export class Estop implements EstopService {
         // whose start the reload before failed, its entry kept) keeps them, lost meanwhile.
         this.#planChanged(`provider ${id} removed`);
       } else if (change === "unconfigured") {
-        // Dropped from the configuration (with its host, or one never registered): gone.
-        this.#listedBefore.forget(id);
-        this.#planChanged(`provider ${id} removed`);
+        // Dropped from the configuration (with its host, or one never registered): gone. Told
+        // after the host's `removed`, which marked the plan changed: again only when devices it
+        // listed before were still named (the plan's `uncovered` loses them).
+        if (this.#listedBefore.forget(id)) this.#planChanged(`provider ${id} removed`);
       }
     });
     options.inventory.onAvailability((p, up) => {

@@ -426,10 +426,13 @@ export class ListedBefore {
     return out;
   }
 
-  /** Forgets a provider's devices, and what it let go of (a reload removed it). */
-  forget(providerId: string): void {
-    this.#byProvider.delete(providerId);
+  /**
+   * Forgets a provider's devices, and what it let go of (a reload removed it); true when it had
+   * some.
+   */
+  forget(providerId: string): boolean {
     this.#dropped.delete(providerId);
+    return this.#byProvider.delete(providerId);
   }
 
   /** Every device recorded, `provider/device`, provider by provider. */

@@ -83,6 +83,8 @@ function inventory() {
       configured.delete(id);
       hosts.delete(id);
       for (const l of listeners) l(id, "removed");
+      // Its entry gone from the file too: the registry's one notice of that (onUnconfigured).
+      for (const l of listeners) l(id, "unconfigured");
       configured.add(id);
     },
   };
