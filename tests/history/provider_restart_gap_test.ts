@@ -23,8 +23,20 @@ Deno.test("History across a provider crash and restart: the outage is an UNAVAIL
     const host = rig.rt.registry.host("p0")!;
     const pid = host.session!.pid;
     rig.clock.wallMs = T0 + 3_000;
+    // The restart's own wake-up poll (the cache asks a provider back up at once) must be in
+    // before the next poll's answer is set: landing after it, it read that answer at T0 + 3 s.
+    let polledSinceRestart = 0;
+    const unwatch = rig.rt.cache.onDevicePolled((d) => {
+      if (d.providerId === "p0" && host.available && host.session?.pid !== pid) {
+        polledSinceRestart++;
+      }
+    });
     await host.request("call", { device_id: "probe", function_id: 3, args: {} });
-    await waitFor("restarted", () => host.available && host.session!.pid !== pid);
+    await waitFor(
+      "restarted, and its wake-up poll in",
+      () => host.available && host.session!.pid !== pid && polledSinceRestart > 0,
+    );
+    unwatch();
     await rig.poll(T0 + 6_000, probeValues(22, 3));
 
     const full = await rig.json(`/v0/history/p0/probe?signal_id=temp&since_ms=${T0}`);
