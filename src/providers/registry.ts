@@ -136,11 +136,13 @@ export class ProviderRegistry {
    */
   readonly #replacing = new Set<string>();
   /**
-   * Id -> the last availability flip date of the host a reload stopped (#retire): its successor
-   * under the id (a changed entry, or one configured again later) is dated no earlier
-   * (ProviderHost.follow), as the devices of a provider configured again are, however many times
-   * the wall clock stepped back (NTP) meanwhile. Taken by add(); at most MAX_RETIRED_FLIP_DATES
-   * ids, the one stopped longest ago let go of first (DepartedDates).
+   * Id -> the last availability flip date of a host taken out of the registry (#takeOut: removed,
+   * restarted, listed down after a failed start and taken out by the next reload, not registered,
+   * remove()), its stop's flip included: its successor under the id (a changed entry, or one
+   * configured again later) is dated no earlier (ProviderHost.follow), as the devices of a provider
+   * configured again are, however many times the wall clock stepped back (NTP) meanwhile. Taken by
+   * add(); at most MAX_RETIRED_FLIP_DATES ids, the one taken out longest ago let go of first
+   * (DepartedDates).
    */
   readonly #retiredFlipAt = new DepartedDates(MAX_RETIRED_FLIP_DATES);
   /**
@@ -261,12 +263,16 @@ export class ProviderRegistry {
   /**
    * Takes a host out of the registry, its id configured or not as it was (a reload carries out its
    * file, whose ids it set first: #configuredIds); the onHostRemoved listeners are told (see
-   * remove()), then the onUnconfigured ones when its id is no longer configured.
+   * remove()), then the onUnconfigured ones when its id is no longer configured. The one way out
+   * of the registry: its last flip date, and each one after (its stop's, whoever stops it), is
+   * kept for its successor under the id (#noteRetiredFlip).
    */
   #takeOut(providerId: string): ProviderHost | undefined {
     const host = this.#hosts.get(providerId);
     if (!host) return undefined;
     this.#hosts.delete(providerId);
+    this.#noteRetiredFlip(host);
+    host.onAvailability(() => this.#noteRetiredFlip(host));
     for (const l of this.#removed) {
       try {
         l(host);
@@ -536,13 +542,12 @@ export class ProviderRegistry {
     return stopped.finally(() => {
       this.#retiring.delete(stopped);
       this.#retiringHosts.delete(host);
-      this.#noteRetiredFlip(host);
     });
   }
 
   /**
-   * Keeps the last flip date of `host`, stopped, for its successor under the id (#retiredFlipAt),
-   * unless one is registered already.
+   * Keeps the last flip date of `host`, taken out (#takeOut), for its successor under the id
+   * (#retiredFlipAt), or dates the successor no earlier when one is registered already.
    */
   #noteRetiredFlip(host: ProviderHost): void {
     const at = host.lastFlipAt;

@@ -176,6 +176,96 @@ Deno.test("ProviderRegistry keeps the last flip date of a provider a reload remo
   }, { inProcess: true });
 });
 
+/** The test's reconcile of fx's registry (nothing held back, nothing stopping). */
+function reconcileOf(fx: ProgrammableFixture, failing: Set<string> = new Set()) {
+  fx.registry.eachHost((h) => {
+    if (failing.has(h.id)) throw new Error(`wiring ${h.id} failed`);
+  });
+  return (before: ProviderConfig[], next: ProviderConfig[]) =>
+    fx.registry.reconcile(before, next, {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      stopping: () => false,
+    });
+}
+
+/** The provider_health_change events of `id`: state and date after `t`. */
+function flipsOf(fx: ProgrammableFixture, id: string, t: number): [string, number][] {
+  return fx.events.flatMap((e) =>
+    e.kind === "provider_health_change" && e.provider_id === id
+      ? [[e.state, e.timestamp_ms - t] as [string, number]]
+      : []
+  );
+}
+
+Deno.test("ProviderRegistry keeps the last flip date of a changed provider whose start failed at a reload: the next reload takes its host listed down out and starts the id again no earlier, after a step back (NTP)", async () => {
+  await withFixture(D0, async (fx) => {
+    const t = 1_700_000_000_000; // the wall clock until the test moves it
+    const reconcile = reconcileOf(fx);
+    const p0 = fx.host.config;
+    const p1 = { ...p0, id: "p1" };
+    const p1Broken = { ...p1, args: ["no-such-provider"] };
+    await reconcile([p0], [p0, p1]);
+    // A reload at t + 1 s changes p1: its process stops, its new entry does not start.
+    fx.clock.wallMs = t + 1_000;
+    const r = await reconcile([p0, p1], [p0, p1Broken]);
+    assert.deepEqual([r.restarted, r.failed.map((f) => f.split(":")[0])], [[], ["p1"]]);
+    assert.deepEqual(fx.registry.failedStarts().map((h) => h.id), ["p1"]);
+    // NTP steps the wall clock back a minute; a reload takes the listed-down host out and
+    // starts p1 again.
+    fx.clock.wallMs = t - 59_000;
+    assert.deepEqual((await reconcile([p0], [p0, p1])).added, ["p1"]);
+    assert.deepEqual(
+      flipsOf(fx, "p1", t),
+      [["AVAILABLE", 0], ["UNAVAILABLE", 1_000], ["AVAILABLE", 1_000]],
+      "its return never earlier than its stop",
+    );
+  }, { inProcess: true });
+});
+
+Deno.test("ProviderRegistry keeps the last flip date of a provider whose host a reload could not register (a host listener failed): a later reload configures the id again no earlier, after a step back (NTP)", async () => {
+  await withFixture(D0, async (fx) => {
+    const t = 1_700_000_000_000; // the wall clock until the test moves it
+    const failing = new Set<string>();
+    const reconcile = reconcileOf(fx, failing);
+    const p0 = fx.host.config;
+    const p1 = { ...p0, id: "p1" };
+    const p1Changed = { ...p1, timeoutMs: p1.timeoutMs + 1 };
+    await reconcile([p0], [p0, p1]);
+    // A reload at t + 1 s changes p1: its process stops, its new host is not registered.
+    fx.clock.wallMs = t + 1_000;
+    failing.add("p1");
+    const r = await reconcile([p0, p1], [p0, p1Changed]);
+    assert.deepEqual([r.restarted, r.failed.map((f) => f.split(":")[0])], [[], ["p1"]]);
+    assert.notEqual(fx.registry.startFailure("p1"), null);
+    // NTP steps the wall clock back a minute; a reload starts p1 again.
+    fx.clock.wallMs = t - 59_000;
+    failing.clear();
+    assert.deepEqual((await reconcile([p0], [p0, p1Changed])).added, ["p1"]);
+    assert.deepEqual(
+      flipsOf(fx, "p1", t),
+      [["AVAILABLE", 0], ["UNAVAILABLE", 1_000], ["AVAILABLE", 1_000]],
+      "its return never earlier than its stop",
+    );
+  }, { inProcess: true });
+});
+
+Deno.test("ProviderRegistry keeps the last flip date of a host remove() took out, stopped by the caller: the id added again is dated no earlier, after a step back (NTP)", async () => {
+  await withFixture(D0, async (fx) => {
+    const t = 1_700_000_000_000; // p0 AVAILABLE then
+    const p0 = fx.host.config;
+    fx.clock.wallMs = t + 1_000;
+    await fx.registry.remove("p0")!.stop(1000);
+    fx.clock.wallMs = t - 59_000;
+    await fx.registry.add(p0).start();
+    assert.deepEqual(
+      flipsOf(fx, "p0", t),
+      [["AVAILABLE", 0], ["UNAVAILABLE", 1_000], ["AVAILABLE", 1_000]],
+      "its return never earlier than its removal",
+    );
+  }, { inProcess: true });
+});
+
 Deno.test("ProviderHost ends a restart's failure streak at the first liveness answer after success_reset_ms, not on time alone", async () => {
   const timers = openTimerLedger(ADPP_DEADLINE_TIMER);
   try {
