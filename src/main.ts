@@ -24,6 +24,7 @@ import {
 } from "./host/mod.ts";
 import { authenticationSummary } from "./http/mod.ts";
 import {
+  AbandonedReloadReads,
   EXIT_INTERNAL_ERROR,
   EXIT_STARTUP_FAILURE,
   EXIT_USAGE,
@@ -383,8 +384,13 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   // SIGHUP: the same file, loader and checks as this start (and the same overrides).
   const overrides = { port: override, logLevel: cli.logLevel };
-  const reload = configReload(absPath, cli, overrides, config.logging.level);
-  return await startWithConfig(withOverrides(config, overrides), override, reload);
+  // One count for the process: the configuration file's checks and the kernel's own reads.
+  const abandoned = new AbandonedReloadReads();
+  const reload = configReload(absPath, cli, overrides, config.logging.level, {
+    ...HOST_RELOAD_PORTS,
+    abandoned,
+  });
+  return await startWithConfig(withOverrides(config, overrides), override, reload, abandoned);
 }
 
 /**
@@ -399,6 +405,11 @@ export interface ReloadPorts {
   readonly stat: (path: string) => Promise<PathStat>;
   /** Whether a bare provider command is on PATH (`asking` told each path before its stat). */
   readonly commandOnPath: (command: string, asking: (path: string) => void) => Promise<boolean>;
+  /**
+   * The questions of reloads left waiting, process-wide (shared with the kernel's own reads);
+   * default: this reload's own count.
+   */
+  readonly abandoned?: AbandonedReloadReads;
 }
 
 /** The host's reload ports: every file-system question asked off the event loop's thread. */
@@ -418,8 +429,11 @@ const HOST_RELOAD_PORTS: ReloadPorts = {
  * tree and its includes are all asked off that thread, each within RELOAD_FILE_READ_TIMEOUT_MS.
  * One that does not answer is an error naming the key, its line and column and the path --
  * `cannot check /mnt/x: no answer within 2000 ms (a hung mount or a failing disk?)` -- and the
- * reload is refused, the configuration in force kept. `fileLevel`: the file's logging.level at
- * start (an edit of it that --log-level overrides is said).
+ * reload is refused, the configuration in force kept. A question left waiting holds one of
+ * Deno's worker threads until it returns: while RELOAD_ABANDONED_READS_MAX are left waiting
+ * (`ports.abandoned`, process-wide), a reload asks nothing and is refused at once, naming the paths
+ * that still hang. `fileLevel`: the file's logging.level at start (an edit of it that --log-level
+ * overrides is said).
  */
 export function configReload(
   absPath: string,
@@ -428,10 +442,13 @@ export function configReload(
   fileLevel: LogLevel,
   ports: ReloadPorts = HOST_RELOAD_PORTS,
 ): () => Promise<ReloadedConfig> {
-  const readFile = reloadRegularFileReader(ports.clock, ports.readRegularFile);
-  const reloadRead = reloadFileReader(ports.clock, ports.readRegularFile);
-  const ask = reloadPathAnswers(ports.clock, ports.stat, ports.commandOnPath);
+  const abandoned = ports.abandoned ?? new AbandonedReloadReads();
+  const readFile = reloadRegularFileReader(ports.clock, ports.readRegularFile, abandoned);
+  const reloadRead = reloadFileReader(ports.clock, ports.readRegularFile, abandoned);
+  const ask = reloadPathAnswers(ports.clock, ports.stat, ports.commandOnPath, abandoned);
   return async () => {
+    const refused = abandoned.refusal();
+    if (refused !== null) return { ok: false, errors: [`reload refused: ${refused}`] };
     const again = await loadConfigFileAsking({
       ...loaderOptions(absPath, "start", false),
       readFile,
@@ -635,6 +652,7 @@ function startWithConfig(
   config: Config,
   portFrom: { port: number; source: string } | null,
   reload: () => Promise<ReloadedConfig>,
+  abandonedReloadReads: AbandonedReloadReads,
 ): Promise<number> {
   // The level in effect: --log-level's when given (withOverrides put it in the configuration).
   const log = createStderrLogger(config.logging.level);
@@ -683,7 +701,7 @@ function startWithConfig(
     crash(e.reason);
   });
   // With --log-level, `config` and every reload's carry that level (withOverrides).
-  return runService(config, log, { loadConfig: reload });
+  return runService(config, log, { loadConfig: reload, abandonedReloadReads });
 }
 
 if (import.meta.main) {

@@ -131,6 +131,7 @@ import type {
   SectionResult,
 } from "./reload_report.ts";
 import { ConfigReloader, type ReloadedConfig } from "./reloader.ts";
+import { AbandonedReloadReads } from "./reload_reads.ts";
 
 /** What the kernel needs from the host (injected so tests can pass their own). */
 export interface KernelHost {
@@ -166,6 +167,12 @@ export interface KernelHost {
   readonly processStats?: () => Promise<ProcessStats>;
   /** Re-reads the configuration file (SIGHUP); absent: no reloader. */
   readonly loadConfig?: () => Promise<ReloadedConfig>;
+  /**
+   * The file-system questions of reloads left waiting, process-wide: the one `loadConfig` counts
+   * its own in (main.ts), so that RELOAD_ABANDONED_READS_MAX bounds them all. Default: this
+   * kernel's own.
+   */
+  readonly abandonedReloadReads?: AbandonedReloadReads;
   /**
    * Sets this process's session priority (Linux autogroups; src/host/priority.ts); absent: the
    * runtime's priority is never changed (SessionPriority).
@@ -271,35 +278,45 @@ const NO_ANSWER_IN_TIME =
  * How a reload reads a regular file (its configuration file, in main.ts): as `read` (default host
  * readRegularFile, off the event loop's thread), within RELOAD_FILE_READ_TIMEOUT_MS; one that does
  * not answer by then is refused saying so -- `no answer within 2000 ms (a hung mount or a failing
- * disk?)`. A read left waiting holds one of Deno's worker threads until it returns.
+ * disk?)`. A read left waiting holds one of Deno's worker threads until it returns: `abandoned`
+ * counts it (process-wide), and none is asked while RELOAD_ABANDONED_READS_MAX are left waiting
+ * (refused saying which).
  */
 export function reloadRegularFileReader(
   clock: Pick<Clock, "setTimer" | "clearTimer">,
   read: (path: string, maxBytes: number) => Promise<RegularFileRead> = readRegularFile,
+  abandoned: AbandonedReloadReads = new AbandonedReloadReads(),
 ): (path: string, maxBytes: number) => Promise<RegularFileRead> {
   return async (path, maxBytes) => {
-    const got = await raceTimeout(
+    const got = await abandoned.ask(
       clock,
-      read(path, maxBytes),
       RELOAD_FILE_READ_TIMEOUT_MS,
-      "late" as const,
+      () => path,
+      () => read(path, maxBytes),
     );
-    return got === "late" ? { ok: false, message: NO_ANSWER_IN_TIME } : got;
+    if (got.kind === "answered") return got.value;
+    return { ok: false, message: got.kind === "late" ? NO_ANSWER_IN_TIME : notAsked(got.why) };
   };
+}
+
+/** What a reload says of a question it did not ask (RELOAD_ABANDONED_READS_MAX left waiting). */
+function notAsked(why: string): string {
+  return `not asked: ${why}`;
 }
 
 /**
  * How a reload reads a file again (the behavior tree and each of its includes: the kernel's
  * reloadTree, the reload's configuration checks in main.ts): reloadRegularFileReader over `read`
- * (default host readRegularFile), at most READ_FILE_MAX_BYTES. Rejects saying why -- `no answer
- * within 2000 ms (a hung mount or a failing disk?)` for one that does not answer -- which the
- * tree's load reports naming the file.
+ * (default host readRegularFile) and `abandoned`, at most READ_FILE_MAX_BYTES. Rejects saying why
+ * -- `no answer within 2000 ms (a hung mount or a failing disk?)` for one that does not answer --
+ * which the tree's load reports naming the file.
  */
 export function reloadFileReader(
   clock: Pick<Clock, "setTimer" | "clearTimer">,
   read: (path: string, maxBytes: number) => Promise<RegularFileRead> = readRegularFile,
+  abandoned: AbandonedReloadReads = new AbandonedReloadReads(),
 ): (path: string) => Promise<Uint8Array> {
-  const bounded = reloadRegularFileReader(clock, read);
+  const bounded = reloadRegularFileReader(clock, read, abandoned);
   return async (path) => {
     const got = await bounded(path, READ_FILE_MAX_BYTES);
     if (!got.ok) throw new Error(got.message);
@@ -314,33 +331,42 @@ export function reloadFileReader(
  * question within RELOAD_FILE_READ_TIMEOUT_MS. One that does not answer by then is `unanswered`
  * (a command's names the PATH entry it was at): the key naming it gets an error, the reload is
  * refused, the configuration in force kept. A stat left waiting holds one of Deno's worker threads
- * until it returns (the loader asks PATH_QUESTIONS_IN_FLIGHT at a time, no more once one hung).
+ * until it returns (the loader asks PATH_QUESTIONS_IN_FLIGHT at a time, no more once one hung):
+ * `abandoned` counts it, and none is asked while RELOAD_ABANDONED_READS_MAX are left waiting.
  */
 export function reloadPathAnswers(
   clock: Pick<Clock, "setTimer" | "clearTimer">,
   stat: (path: string) => Promise<PathStat> = statPath,
   onPath: (command: string, asking: (path: string) => void) => Promise<boolean> = commandOnPath,
+  abandoned: AbandonedReloadReads = new AbandonedReloadReads(),
 ): PathQuestions {
   return {
     stat: async (path) => {
-      const got = await raceTimeout(
+      const got = await abandoned.ask(
         clock,
-        stat(path),
         RELOAD_FILE_READ_TIMEOUT_MS,
-        "late" as const,
+        () => path,
+        () => stat(path),
       );
-      return got === "late" ? { kind: "unanswered", why: NO_ANSWER_IN_TIME } : got;
+      if (got.kind === "answered") return got.value;
+      return {
+        kind: "unanswered",
+        why: got.kind === "late" ? NO_ANSWER_IN_TIME : notAsked(got.why),
+      };
     },
     commandExists: async (command) => {
       let asking = "";
-      const got = await raceTimeout(
+      const got = await abandoned.ask(
         clock,
-        onPath(command, (path) => (asking = path)),
         RELOAD_FILE_READ_TIMEOUT_MS,
-        "late" as const,
+        () => asking,
+        () => onPath(command, (path) => (asking = path)),
       );
-      if (got === "late") return { kind: "unanswered", why: `${asking}: ${NO_ANSWER_IN_TIME}` };
-      return { kind: got ? "found" : "none" };
+      if (got.kind === "late") {
+        return { kind: "unanswered", why: `${asking}: ${NO_ANSWER_IN_TIME}` };
+      }
+      if (got.kind === "refused") return { kind: "unanswered", why: notAsked(got.why) };
+      return { kind: got.value ? "found" : "none" };
     },
   };
 }
@@ -466,6 +492,8 @@ export class Kernel {
    * opens runtime.data_dir (a call that never returns is named when its bound runs out).
    */
   readonly #files: WatchedJournalFiles;
+  /** The file-system questions of reloads left waiting (KernelHost.abandonedReloadReads). */
+  readonly #abandonedReads: AbandonedReloadReads;
   /** Start-up has said which hooks veto arming: an inventory change from then on says it again. */
   #hooksChecked = false;
   /** A reload is applying its sections (Kernel.reload, one at a time: another is refused). */
@@ -512,6 +540,7 @@ export class Kernel {
     this.host = host;
     const log = host.log;
     this.#files = new WatchedJournalFiles(host.files ?? journalFiles);
+    this.#abandonedReads = host.abandonedReloadReads ?? new AbandonedReloadReads();
     this.bus = new EventBus({
       onListenerError: (err) => log.error(`event listener failed: ${errorMessage(err)}`),
     });
@@ -715,7 +744,7 @@ export class Kernel {
         readFile: host.readFile ?? readFileBytes,
         // A reload's reads of the tree and its includes: off the event loop's thread, each
         // within RELOAD_FILE_READ_TIMEOUT_MS.
-        readFileAsync: reloadFileReader(host.clock, host.readRegularFile),
+        readFileAsync: reloadFileReader(host.clock, host.readRegularFile, this.#abandonedReads),
       });
     }
     // Read before any provider is spawned: reading a token_env variable also takes it out of the
@@ -1824,15 +1853,17 @@ export class Kernel {
     const readRegular = this.host.readRegularFile ?? readRegularFile;
     const checked = [...this.#filesRead].map(async ([key, read]) => {
       if (FILES_READ_AT_START[key]?.(next) !== read.path) return null;
-      const now = await raceTimeout(
+      const got = await this.#abandonedReads.ask(
         this.host.clock,
-        readRegular(read.path, read.maxBytes),
         RELOAD_FILE_READ_TIMEOUT_MS,
-        "late" as const,
+        () => read.path,
+        () => readRegular(read.path, read.maxBytes),
       );
-      if (now === "late") {
+      if (got.kind === "late") {
         return `${key} (unreadable now: no answer within ${RELOAD_FILE_READ_TIMEOUT_MS} ms)`;
       }
+      if (got.kind === "refused") return `${key} (not checked now: ${got.why})`;
+      const now = got.value;
       if (!now.ok) return `${key} (unreadable now)`;
       return sameBytes(now.bytes, read.bytes) ? null : `${key} (file changed)`;
     });

@@ -12,6 +12,12 @@ export {
   reloadPathAnswers,
   reloadRegularFileReader,
 } from "./kernel.ts";
+export {
+  AbandonedReloadReads,
+  RELOAD_ABANDONED_PATHS_NAMED,
+  RELOAD_ABANDONED_READS_MAX,
+  type ReloadAnswer,
+} from "./reload_reads.ts";
 export { runService, type RunServiceOptions, StopSignalFilter } from "./process.ts";
 export type { ReloadedConfig } from "./reloader.ts";
 export {

@@ -32,6 +32,7 @@ import {
 } from "../host/mod.ts";
 import { Kernel, type StopDeadline } from "./kernel.ts";
 import type { ReloadedConfig } from "./reloader.ts";
+import type { AbandonedReloadReads } from "./reload_reads.ts";
 
 /** Extra time past runtime.shutdown_timeout_ms before the process exits regardless. */
 const SHUTDOWN_GRACE_MS = 1000;
@@ -95,6 +96,7 @@ export async function runService(
     processStats: readProcessStats,
     ...(Deno.build.os === "linux" ? { setSessionPriority } : {}),
     ...(options.loadConfig ? { loadConfig: options.loadConfig } : {}),
+    ...(options.abandonedReloadReads ? { abandonedReloadReads: options.abandonedReloadReads } : {}),
     // With --log-level, every configuration in effect carries that level: never another one here.
     setLogLevel: (l: LogLevel) => (log.level = l),
   });
@@ -165,6 +167,11 @@ export async function runService(
 export interface RunServiceOptions {
   /** Re-reads the --config file (SIGHUP); absent: SIGHUP is logged and ignored. */
   readonly loadConfig?: () => Promise<ReloadedConfig>;
+  /**
+   * The file-system questions of reloads left waiting, counted for the whole process: the one
+   * `loadConfig` counts its own in, so that the kernel's reads of a reload count with them.
+   */
+  readonly abandonedReloadReads?: AbandonedReloadReads;
 }
 
 /**

@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { RELOAD_FILE_READ_TIMEOUT_MS } from "../../src/app/kernel.ts";
+import { AbandonedReloadReads, RELOAD_ABANDONED_READS_MAX } from "../../src/app/reload_reads.ts";
 import { HungReads } from "../helpers/journal_files.ts";
 import { newKernel } from "../helpers/kernel.ts";
 import { ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
@@ -69,3 +70,62 @@ for (const hung of ["main.xml", "idle.xml"] as const) {
     }
   });
 }
+
+Deno.test("reloads whose read of the tree hangs leave at most RELOAD_ABANDONED_READS_MAX reads waiting, counted with the configuration file's (one count for the process): the next tree reload reads nothing and fails at once naming the file that hangs", async () => {
+  const dir = await TreeDir.create();
+  const clock = new ManualClock();
+  const reads = new HungReads();
+  // The count the configuration file's checks share (main.ts): one of theirs already waits.
+  const abandoned = new AbandonedReloadReads();
+  const elsewhere = abandoned.ask(
+    clock,
+    1,
+    () => "/mnt/nfs/runtime.yaml",
+    () => new Promise(() => {}),
+  );
+  clock.advance(1);
+  assert.deepEqual(await elsewhere, { kind: "late" });
+  try {
+    const main = await dir.write("main.xml", MAIN_TREE);
+    await dir.write("idle.xml", SUB_TREE);
+    const rt = newKernel(automationConfig(main, { config: { providers: [] } }), {
+      clock,
+      readRegularFile: reads.read,
+      abandonedReloadReads: abandoned,
+    });
+    await settleOn(clock, rt.start(), "the start");
+    try {
+      const before = rt.automation!.automationVersion();
+      reads.pathPart = main;
+      for (let i = 1; i < RELOAD_ABANDONED_READS_MAX; i++) {
+        const reloading = rt.reload(rt.config);
+        await runDueUntil(clock, `reload ${i}'s read of main.xml`, () => reads.hung === i);
+        clock.advance(RELOAD_FILE_READ_TIMEOUT_MS);
+        const report = await settleOn(clock, reloading, `reload ${i}`);
+        assert.deepEqual(report.failed.map((f) => f.section), ["automation.behavior_tree"]);
+      }
+      // The next: main.xml is not read again; the tree's reload fails without the clock moving.
+      let settled = false;
+      const reloading = rt.reload(rt.config).finally(() => (settled = true));
+      await runDueUntil(
+        clock,
+        "the reload to end or read",
+        () => settled || reads.hung >= RELOAD_ABANDONED_READS_MAX,
+      );
+      assert.equal(reads.hung, RELOAD_ABANDONED_READS_MAX - 1, "main.xml is not read again");
+      assert.equal(abandoned.count, RELOAD_ABANDONED_READS_MAX);
+      const report = await reloading;
+      assert.deepEqual(report.failed.map((f) => f.section), ["automation.behavior_tree"]);
+      const why = `not asked: ${RELOAD_ABANDONED_READS_MAX} file-system read(s) of earlier ` +
+        `reloads still hang, on /mnt/nfs/runtime.yaml, ${main} (${
+          RELOAD_ABANDONED_READS_MAX - 1
+        }): no reload asks the file system until one returns`;
+      assert.ok(report.failed[0]!.why.includes(why), report.failed[0]!.why);
+      assert.deepEqual(rt.automation!.automationVersion(), before, "the tree in force is kept");
+    } finally {
+      await settleOn(clock, rt.stop(), "the stop");
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
