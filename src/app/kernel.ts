@@ -734,6 +734,11 @@ export class Kernel {
             this.inventory.onChange((id, change) => {
               if (change === "unconfigured") listener(id);
             }),
+          // (Re)discovered: counted up then, its devices' conditions current (InventoryReader).
+          onProviderListed: (listener) =>
+            this.inventory.onChange((id, change) => {
+              if (change === "changed" || change === "unchanged") listener(id);
+            }),
         },
         outages: this.outages,
         ...(this.parameters ? { parameters: this.parameters } : {}),

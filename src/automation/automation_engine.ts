@@ -101,6 +101,11 @@ export interface AutomationInventory {
    * again brings a new process, whose devices no call has reached.
    */
   onProviderRemoved?(listener: (providerId: string) => void): () => void;
+  /**
+   * Subscribes to a provider's (re)discovery, its devices' conditions current when told: the
+   * device-loss latch announces a device its provider-wide entry refuses listed anew.
+   */
+  onProviderListed?(listener: (providerId: string) => void): () => void;
 }
 
 /** Consecutive failed calls to one device after which status reports an outage. */
@@ -206,7 +211,7 @@ export type EngineStatus = AutomationStatus & {
   device_loss_latched: string[];
   /**
    * Providers past MAX_LATCHED_DEVICES_PER_PROVIDER latched devices: their further lost devices,
-   * held as one entry (automation may command only their devices up when AUTO was last entered).
+   * held as one entry (automation may command only the devices it exempts: exempt_device_ids).
    */
   device_loss_latched_providers: LatchedProvider[];
   device_outages: DeviceOutage[];
@@ -241,8 +246,13 @@ export interface LatchedProvider {
   /** The latest device held, and why it was lost. */
   last_device_handle: string;
   last_reason: string;
-  /** Its devices up when AUTO was last entered and not lost since: automation may command them. */
+  /**
+   * How many of its devices it exempts: listed and not down (up or failing) when it was made or
+   * when AUTO was last entered, not lost since. Automation may command them.
+   */
   exempt_devices: number;
+  /** Those devices' ids (at most the devices the provider lists: MAX_DEVICES_PER_PROVIDER). */
+  exempt_device_ids: string[];
 }
 
 /** Construction options of AutomationEngine. */
@@ -415,6 +425,9 @@ export class AutomationEngine {
         log: this.#log,
         treeDependsOn: (handle) => this.#handles.includes(handle) || this.#commanded.has(handle),
         ...(options.inventory ? { devicesOf: (id) => options.inventory!.devicesOf(id) } : {}),
+        ...(options.inventory?.onProviderListed
+          ? { onListed: (l) => options.inventory!.onProviderListed!(l) }
+          : {}),
       });
       this.#lossLatch = latch;
       options.router.addGate?.(latch.gate, "device_loss");
@@ -1035,6 +1048,7 @@ export class AutomationEngine {
         last_device_handle: `${w.providerId}/${w.lastDeviceId}`,
         last_reason: w.lastReason,
         exempt_devices: w.exempt,
+        exempt_device_ids: [...w.exemptDeviceIds],
       })),
       device_outages: outages,
       refused_calls: refused,

@@ -24,12 +24,16 @@
  * a device down for good at each one. Past MAX_LATCHED_DEVICES_PER_PROVIDER devices of a provider
  * latched one by one, its further lost devices are held in ONE provider-wide entry, which counts
  * them and names the latest: it refuses automated calls to every device of the provider except
- * those up when AUTO was last entered since (and not lost since) -- a device it holds may come
- * back under its name, so its release would be unsafe. It stays until a reload removes the
- * provider. The WARN lines at an entry into AUTO are one per provider past
- * MAX_KEPT_LINES_PER_PROVIDER devices kept. Its latches are announced (`provider_wide: true`) and
- * so is their end: an entry into AUTO announces the release of each device of the provider it
- * exempts anew, and the entry's removal one release for the whole entry (`provider_wide: true`).
+ * those it exempts -- a device it holds may come back under its name, so its release would be
+ * unsafe. It exempts the devices lost in no sense of the named latch: those the provider listed,
+ * not down (up or only failing), when it was made or when AUTO was last entered, and not lost
+ * since; so a device it refuses is one it holds, or one listed since it was made (which may be
+ * one it holds, back). It stays until a reload removes the provider. The WARN lines at an entry
+ * into AUTO are one per provider past MAX_KEPT_LINES_PER_PROVIDER devices kept. Every refusal it
+ * starts is announced (`provider_wide: true`): a device it holds, and one its provider lists anew
+ * (at a rediscovery) that it refuses; and so is their end: an entry into AUTO announces the release
+ * of each device of the provider it exempts anew, and the entry's removal one release for the
+ * whole entry (`provider_wide: true`).
  */
 import {
   type Clock,
@@ -70,7 +74,8 @@ export const MAX_KEPT_LINES_PER_PROVIDER = 3;
 /**
  * A provider past MAX_LATCHED_DEVICES_PER_PROVIDER latched devices: its further lost devices, held
  * as one entry (counted, the latest named). Automated calls to any of its devices are refused
- * except those up when AUTO was last entered since the entry was made (and not lost since).
+ * except those it exempts: listed and not down (up or only failing) when the entry was made or
+ * when AUTO was last entered, and not lost since.
  */
 export interface ProviderLossEntry {
   readonly providerId: string;
@@ -82,8 +87,14 @@ export interface ProviderLossEntry {
   readonly lastDeviceId: string;
   readonly lastAtMs: number;
   readonly lastReason: string;
-  /** Devices of the provider it does not hold: up when AUTO was last entered, not lost since. */
+  /** How many devices of the provider it exempts (exemptDeviceIds). */
   readonly exempt: number;
+  /**
+   * The devices of the provider it exempts, not held: listed and not down when it was made or when
+   * AUTO was last entered, not lost since. At most the devices the provider lists
+   * (MAX_DEVICES_PER_PROVIDER).
+   */
+  readonly exemptDeviceIds: readonly string[];
 }
 
 /** A provider-wide entry as the latch keeps it (ProviderLossEntry). */
@@ -95,10 +106,17 @@ interface WideEntry {
   lastAtMs: number;
   lastReason: string;
   /**
-   * Its devices up at the last entry into AUTO and not lost since: not held. At most the devices
-   * the provider listed then (MAX_DEVICES_PER_PROVIDER).
+   * Its devices listed and not down (up or failing) when it was made or at the last entry into
+   * AUTO, and not lost since: not held. At most the devices the provider listed then
+   * (MAX_DEVICES_PER_PROVIDER).
    */
   exempt: Set<string>;
+  /**
+   * Its devices not exempt whose refusal an event announced (a hold, or a listing: #listed), so
+   * that a listing announces only the refusals it starts. Kept to the devices the provider listed
+   * at its latest (re)discovery and those held since: at most twice MAX_DEVICES_PER_PROVIDER.
+   */
+  announced: Set<string>;
   /**
    * The date of its latest latch or release announced (a hold, an exemption, its removal): the
    * next is dated no earlier (a step back of the wall clock: NTP).
@@ -128,10 +146,16 @@ export interface DeviceLossLatchOptions {
   /** Whether the tree depends on a device (named in it, or commanded since AUTO was entered). */
   readonly treeDependsOn: (handle: string) => boolean;
   /**
-   * The device ids a provider lists now: at an entry into AUTO, those up are exempt from its
-   * provider-wide entry (ProviderLossEntry). Absent: none is, the entry refuses every device.
+   * The device ids a provider lists now: when its provider-wide entry (ProviderLossEntry) is made
+   * and at an entry into AUTO, those not down are exempt from it. Absent: none is, the entry
+   * refuses every device.
    */
   readonly devicesOf?: (providerId: string) => readonly string[];
+  /**
+   * Subscribes to a provider's (re)discovery (its devices' conditions current when told): a device
+   * its provider-wide entry refuses listed anew is announced then. Absent: it is not.
+   */
+  readonly onListed?: (listener: (providerId: string) => void) => () => void;
 }
 
 /** Tracks lost devices and refuses automated calls to them until AUTO is entered again. */
@@ -157,12 +181,14 @@ export class DeviceLossLatch {
    */
   readonly #lastTransitionAt = new Map<string, Map<string, number>>();
   readonly #unsubscribe: () => void;
+  readonly #unsubscribeListed: () => void;
   #forcedFault: string | null = null;
 
   constructor(options: DeviceLossLatchOptions) {
     this.#o = options;
     this.#log = neverThrowing(options.log.child("device-loss"));
     this.#unsubscribe = options.outages.onChange((change) => this.#changed(change));
+    this.#unsubscribeListed = options.onListed?.((id) => this.#listed(id)) ?? (() => {});
   }
 
   /** Handles of the latched devices, in the order they were lost. */
@@ -188,6 +214,7 @@ export class DeviceLossLatch {
       lastAtMs: w.lastAtMs,
       lastReason: w.lastReason,
       exempt: w.exempt.size,
+      exemptDeviceIds: [...w.exempt],
     }));
   }
 
@@ -310,9 +337,10 @@ export class DeviceLossLatch {
         `Device-loss latch: more than ${MAX_LATCHED_DEVICES_PER_PROVIDER} devices of ` +
           `${providerId} were lost (${wide.losses} held as one entry, the latest ` +
           `${deviceHandle(providerId, wide.lastDeviceId)}: ${wide.lastReason} at ` +
-          `${new Date(wide.lastAtMs).toISOString()}) and ${handle} was not up when AUTO was ` +
-          "last entered since: it may be one of them; automation may not command it until an " +
-          `operator enters AUTO again while it is up (${ctx.fn.name} refused)`,
+          `${new Date(wide.lastAtMs).toISOString()}) and ${handle} was not listed and up when ` +
+          "the entry was made or AUTO was last entered, or was lost since: it may be one of " +
+          "them; automation may not command it until an operator enters AUTO again while it is " +
+          `up (${ctx.fn.name} refused)`,
       );
     }
     return failedPrecondition(
@@ -335,6 +363,8 @@ export class DeviceLossLatch {
     this.#forgetUnconfigured();
     /** Provider id -> its devices kept latched (still down), quoted. */
     const kept = new Map<string, string[]>();
+    /** Handles released by name now: a provider-wide entry does not announce them again. */
+    const releasedByName = new Set<string>();
     for (const [handle, entry] of this.#latched) {
       if (this.#o.outages.condition(entry.providerId, entry.deviceId).kind === "down") {
         const quoted = quoteDeviceHandle(entry.providerId, entry.deviceId);
@@ -344,6 +374,7 @@ export class DeviceLossLatch {
         continue;
       }
       this.#release(handle, entry, "AUTO entered again");
+      releasedByName.add(handle);
     }
     for (const [providerId, quoted] of kept) {
       if (quoted.length <= MAX_KEPT_LINES_PER_PROVIDER) {
@@ -359,24 +390,40 @@ export class DeviceLossLatch {
       );
     }
     // A provider-wide entry cannot release what it holds (it does not know their names): it
-    // exempts the provider's devices up now, and keeps refusing every other one.
+    // exempts the provider's devices back now (listed, not down: a failing one is not lost, and
+    // a named latch releases it), and keeps refusing every other one.
     for (const wide of this.#wide.values()) {
       const p = wide.providerId;
-      const up = (this.#o.devicesOf?.(p) ?? []).filter((d) =>
-        !this.#latched.has(deviceHandle(p, d)) && this.#o.outages.condition(p, d).kind === "up"
-      );
+      const up = this.#notLost(p);
       const before = wide.exempt;
       wide.exempt = new Set(up);
-      this.#exempted(wide, up.filter((d) => !before.has(d)));
+      for (const d of up) wide.announced.delete(d);
+      // One released by name now was announced so; one exempt already was never refused.
+      this.#exempted(
+        wide,
+        up.filter((d) => !before.has(d) && !releasedByName.has(deviceHandle(p, d))),
+      );
       this.#log.warn(
         `kept the provider-wide latch of provider ${p}: more than ` +
           `${MAX_LATCHED_DEVICES_PER_PROVIDER} of its devices were lost (${wide.losses} ` +
           `held as one entry since ${new Date(wide.atMs).toISOString()}, the latest ` +
           `${quoteDeviceHandle(p, wide.lastDeviceId)}); automation may command only the ` +
-          `${up.length} of its devices up now until AUTO is entered again; a reload that ` +
+          `${up.length} of its devices not lost now until AUTO is entered again; a reload that ` +
           "removes the provider clears it",
       );
     }
+  }
+
+  /**
+   * The devices of provider `providerId` lost in no sense of the named latch now: listed, not
+   * down (up, or failing: failing reads are no loss), not latched by name. At most the devices
+   * the provider lists (MAX_DEVICES_PER_PROVIDER); none without `devicesOf`.
+   */
+  #notLost(providerId: string): string[] {
+    return (this.#o.devicesOf?.(providerId) ?? []).filter((d) =>
+      !this.#latched.has(deviceHandle(providerId, d)) &&
+      this.#o.outages.condition(providerId, d).kind !== "down"
+    );
   }
 
   /**
@@ -417,9 +464,67 @@ export class DeviceLossLatch {
     }
   }
 
-  /** Stops following device outages. */
+  /**
+   * Provider `providerId` was (re)discovered: a device it lists that its provider-wide entry
+   * refuses (not exempt, not latched by name) and whose refusal no event announced yet -- one
+   * listed since the entry was made: new, or one it holds back under its name -- is announced as
+   * latched (`provider_wide: true`), as a held device is; lines one per device up to
+   * MAX_KEPT_LINES_PER_PROVIDER, else one for the provider. At most the devices it lists.
+   */
+  #listed(providerId: string): void {
+    const wide = this.#wide.get(providerId);
+    if (wide === undefined) return;
+    const listed = this.#o.devicesOf?.(providerId) ?? [];
+    const kept = new Set<string>();
+    const fresh: string[] = [];
+    for (const d of listed) {
+      if (wide.exempt.has(d) || this.#latched.has(deviceHandle(providerId, d))) continue;
+      kept.add(d);
+      if (!wide.announced.has(d)) fresh.push(d);
+    }
+    // What is not listed now needs no announcement kept: listed again, it is announced again.
+    wide.announced = kept;
+    if (fresh.length === 0) return;
+    const reason = "listed while its provider's provider-wide entry holds devices it does not " +
+      "name: it may be one of them, back";
+    const quoted = fresh.map((d) => quoteDeviceHandle(providerId, d));
+    if (quoted.length <= MAX_KEPT_LINES_PER_PROVIDER) {
+      for (const q of quoted) {
+        this.#log.warn(
+          `latched ${q}: ${reason}; automation may not command it until AUTO is ` +
+            "entered again while it is up",
+        );
+      }
+    } else {
+      this.#log.warn(
+        `latched ${quoted.length} devices of provider ${providerId}: ${reason}; automation may ` +
+          `not command them until AUTO is entered again while they are up (${
+            quoted.slice(0, MAX_KEPT_LINES_PER_PROVIDER).join(", ")
+          } and ${quoted.length - MAX_KEPT_LINES_PER_PROVIDER} more)`,
+      );
+    }
+    const now = this.#o.clock.nowMs();
+    for (const d of fresh) {
+      // No earlier than the entry's latest event nor the device's own (one latched by name once).
+      const own = this.#lastTransitionAt.get(providerId)?.get(d);
+      const atMs = transitionDate(transitionDate(now, wide.datedAtMs), own);
+      wide.datedAtMs = atMs;
+      this.#o.bus.publish({
+        kind: "device_loss_latch",
+        provider_id: providerId,
+        device_id: d,
+        latched: true,
+        reason,
+        provider_wide: true,
+        timestamp_ms: atMs,
+      });
+    }
+  }
+
+  /** Stops following device outages and listings. */
   dispose(): void {
     this.#unsubscribe();
+    this.#unsubscribeListed();
   }
 
   #changed(change: DeviceConditionChange): void {
@@ -475,6 +580,9 @@ export class DeviceLossLatch {
     this.#latchedOf.set(providerId, count + 1);
     const atMs = this.#transitionAt(providerId, deviceId, wallMs);
     this.#latched.set(handle, { providerId, deviceId, atMs, reason });
+    // Latched by name (named releases at an entry into AUTO made room): lost, so no longer exempt
+    // from its provider's provider-wide entry; its release by name ends both refusals.
+    this.#wide.get(providerId)?.exempt.delete(deviceId);
     this.#log.warn(
       `latched ${quoteDeviceHandle(providerId, deviceId)}: ${reason}; automation may not ` +
         `command it until AUTO is entered again`,
@@ -506,6 +614,10 @@ export class DeviceLossLatch {
     const atMs = transitionDate(transitionDate(wallMs, wide?.datedAtMs), own);
     const quoted = quoteDeviceHandle(providerId, deviceId);
     if (wide === undefined) {
+      // It holds this one only: the provider's devices not lost now are exempt (refusing them
+      // would start refusals no event announces); one listed later may be one it holds, back.
+      const exempt = new Set(this.#notLost(providerId));
+      exempt.delete(deviceId);
       this.#wide.set(providerId, {
         providerId,
         losses: 1,
@@ -513,17 +625,20 @@ export class DeviceLossLatch {
         lastDeviceId: deviceId,
         lastAtMs: atMs,
         lastReason: reason,
-        exempt: new Set(),
+        exempt,
+        announced: new Set([deviceId]),
         datedAtMs: atMs,
       });
       this.#log.warn(
         `latched ${quoted}: ${reason}; more than ${MAX_LATCHED_DEVICES_PER_PROVIDER} devices of ` +
           "its provider are latched: this one and any further lost are held as one " +
-          "provider-wide entry, and automation may command only those of its devices up when " +
-          "AUTO is next entered (a reload that removes the provider clears it)",
+          `provider-wide entry; automation may command only the ${exempt.size} of its devices ` +
+          "not lost now, and those listed and up when AUTO is next entered (a reload that " +
+          "removes the provider clears it)",
       );
     } else {
       wide.exempt.delete(deviceId);
+      wide.announced.add(deviceId);
       wide.losses++;
       wide.lastDeviceId = deviceId;
       wide.lastAtMs = atMs;

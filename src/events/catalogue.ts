@@ -108,7 +108,8 @@ export type RuntimeEvent =
     reason: string;
     /**
      * Present (true) on a latch held by the provider's provider-wide entry (past
-     * MAX_LATCHED_DEVICES_PER_PROVIDER), and on that entry's own release: every device it held is
+     * MAX_LATCHED_DEVICES_PER_PROVIDER) -- a device lost, or one it refuses that its provider lists
+     * anew (it may be one held, back) -- and on that entry's own release: every device it held is
      * released (`device_id` names the latest).
      */
     provider_wide?: true;

@@ -1015,6 +1015,7 @@ export function responseComponents(): Record<string, JsonSchema> {
               "last_device_handle",
               "last_reason",
               "exempt_devices",
+              "exempt_device_ids",
             ], {
               provider_id: str,
               losses: int,
@@ -1022,11 +1023,13 @@ export function responseComponents(): Record<string, JsonSchema> {
               last_device_handle: str,
               last_reason: str,
               exempt_devices: int,
+              exempt_device_ids: arr(str),
             }),
           ),
           "Providers with more than 64 devices latched (MAX_LATCHED_DEVICES_PER_PROVIDER): their " +
             "further lost devices, held as one entry; automation may command only their devices " +
-            "up when AUTO was last entered (project addition).",
+            "it exempts (exempt_device_ids: listed and not down when it was made or AUTO was " +
+            "last entered, not lost since) (project addition).",
         ),
         device_outages: note(
           arr({ type: "object" }),

@@ -297,11 +297,16 @@ Deno.test("DeviceLossLatch quotes a provider-sent device id in its log lines, cu
 /**
  * A provider that renames its one device at each restart (`dev<n>`): the device of each process
  * before is never listed again, so it stays down, and latched. The latch's own state, with the
- * device conditions of such a provider: `listed` are up, every other device is down (not listed).
+ * device conditions of such a provider: `listed` are up (failing if also `failing`: reads fail, not
+ * for the bound yet), every other device is down (not listed).
  */
 function renamingRig(o: { devicesOf?: boolean } = {}) {
   const listeners = new Set<DeviceConditionListener>();
   const listed = new Set<string>();
+  /** Listed devices whose reads fail (not for the bound yet: failing, not down, not lost). */
+  const failing = new Set<string>();
+  /** Told at a (re)discovery of sim0 (the inventory's `changed` / `unchanged`). */
+  const listedListeners = new Set<(providerId: string) => void>();
   /** Whether a reload removed sim0 (its devices are then unconfigured). */
   let removed = false;
   let wall = WALL_MS;
@@ -328,6 +333,8 @@ function renamingRig(o: { devicesOf?: boolean } = {}) {
             sinceMono: 0,
             unconfigured: true,
           }
+          : listed.has(d) && failing.has(d)
+          ? { kind: "failing", reason: "its reads fail", sinceMono: 0 }
           : listed.has(d)
           ? { kind: "up", reason: "", sinceMono: null }
           : { kind: "down", reason: "not in the inventory of provider sim0", sinceMono: 0 },
@@ -341,6 +348,10 @@ function renamingRig(o: { devicesOf?: boolean } = {}) {
       forceFault: () => Promise.resolve(true),
     },
     ...(o.devicesOf === false ? {} : { devicesOf: () => [...listed] }),
+    onListed: (l) => {
+      listedListeners.add(l);
+      return () => listedListeners.delete(l);
+    },
     bus,
     clock: { nowMs: () => wall, monoMs: () => 0, setTimer: () => 0, clearTimer: () => {} },
     log: logger,
@@ -379,9 +390,15 @@ function renamingRig(o: { devicesOf?: boolean } = {}) {
         ]
         : []
     );
+  /** sim0 is (re)discovered, listing `listed`. */
+  const rediscover = () => {
+    for (const l of [...listedListeners]) l("sim0");
+  };
   return {
     latch,
     listed,
+    failing,
+    rediscover,
     lines,
     restart,
     enterAuto,
@@ -447,8 +464,9 @@ Deno.test("DeviceLossLatch's provider-wide entry: counted in status, refuses a h
     new RegExp(
       `^Device-loss latch: more than ${MAX_LATCHED_DEVICES_PER_PROVIDER} devices of sim0 ` +
         "were lost \\(10 held as one entry, the latest sim0/dev73: provider sim0 is " +
-        "unavailable \\(RESTARTING\\) at .*\\) and sim0/dev70 was not up when AUTO was last " +
-        "entered since: it may be one of them; .* \\(set_motor_duty refused\\)$",
+        "unavailable \\(RESTARTING\\) at .*\\) and sim0/dev70 was not listed and up when " +
+        "the entry was made or AUTO was last entered, or was lost since: it may be one of " +
+        "them; .* \\(set_motor_duty refused\\)$",
     ),
   );
   r.enterAuto();
@@ -582,4 +600,142 @@ Deno.test("DeviceLossLatch announces the release of each device an entry into AU
     infos[0]!,
     /^INFO released 6 devices of provider sim0 from its provider-wide latch: AUTO entered again while they are up \("sim0\/new0", "sim0\/new1", "sim0\/new2" and 3 more\)$/,
   );
+});
+
+Deno.test("DeviceLossLatch's provider-wide entry keeps exempt a device failing (not lost) at an entry into AUTO, and releases a held device back but failing, as a named latch would", () => {
+  const r = pastTheBound();
+  r.enterAuto();
+  assert.equal(r.latch.gate(ctx("dev74", "automated")), null, "up at the entry");
+  // dev74's reads fail, not for the bound yet: failing is no loss. A named latch would not latch
+  // it, and would release a latched device failing at an entry into AUTO (it is back).
+  r.failing.add("dev74");
+  // A held device back, its reads failing too.
+  r.listed.add("dev70");
+  r.failing.add("dev70");
+  const before = r.latchEvents().length;
+  r.enterAuto();
+  assert.equal(
+    r.latch.gate(ctx("dev74", "automated")),
+    null,
+    "failing at the entry: still exempt, as it was never lost",
+  );
+  assert.equal(r.latch.gate(ctx("dev70", "automated")), null, "back (failing) at the entry");
+  assert.deepEqual(r.latchEvents().slice(before), ["dev70 released (AUTO entered again) @0"]);
+  assert.deepEqual(r.latch.providerEntries()[0]?.exemptDeviceIds, ["dev74", "dev70"]);
+  // Lost (down) it is refused again, and that is announced.
+  r.listed.delete("dev74");
+  const third = r.latchEvents().length;
+  r.down("dev74", "its reads fail");
+  assert.equal(r.latch.gate(ctx("dev74", "automated"))?.code, "FAILED_PRECONDITION");
+  assert.deepEqual(r.latchEvents().slice(third), [
+    "dev74 latched (its reads fail) provider_wide @0",
+  ]);
+  assert.deepEqual(r.latch.providerEntries()[0]?.exemptDeviceIds, ["dev70"]);
+});
+
+Deno.test("DeviceLossLatch's provider-wide entry, when made, refuses only the device it holds: the provider's devices listed and not down stay exempt", () => {
+  const r = renamingRig();
+  r.listed.add("dev0");
+  for (let n = 1; n <= MAX_LATCHED_DEVICES_PER_PROVIDER; n++) r.restart(n);
+  assert.deepEqual(r.latch.providerEntries(), []);
+  // The provider lists two more devices, one of them failing (not lost).
+  r.listed.add("pump");
+  r.listed.add("valve");
+  r.failing.add("valve");
+  const before = r.latchEvents().length;
+  const held = `dev${MAX_LATCHED_DEVICES_PER_PROVIDER}`;
+  r.listed.delete(held);
+  r.down(held, "its reads fail");
+  assert.deepEqual(r.latchEvents().slice(before), [
+    `${held} latched (its reads fail) provider_wide @0`,
+  ]);
+  // Neither was lost, and no event said they are: automation may command them.
+  assert.equal(r.latch.gate(ctx("pump", "automated")), null, "pump");
+  assert.equal(r.latch.gate(ctx("valve", "automated")), null, "valve");
+  assert.equal(r.latch.gate(ctx(held, "automated"))?.code, "FAILED_PRECONDITION");
+  const [wide] = r.latch.providerEntries();
+  assert.equal(wide?.exempt, 2);
+  assert.deepEqual(wide?.exemptDeviceIds, ["pump", "valve"]);
+});
+
+Deno.test("DeviceLossLatch announces one release for a device an entry into AUTO releases by name while its provider has a provider-wide entry", () => {
+  const r = pastTheBound();
+  // Three devices latched by name are back.
+  for (const d of ["dev0", "dev1", "dev2"]) r.listed.add(d);
+  const before = r.latchEvents().length;
+  r.enterAuto();
+  assert.deepEqual(r.latchEvents().slice(before), [
+    "dev0 released (AUTO entered again) @0",
+    "dev1 released (AUTO entered again) @0",
+    "dev2 released (AUTO entered again) @0",
+    "dev74 released (AUTO entered again) @0",
+  ]);
+  for (const d of ["dev0", "dev1", "dev2", "dev74"]) {
+    assert.equal(r.latch.gate(ctx(d, "automated")), null, d);
+  }
+  // dev1 lost again: latched by name (the provider has 62 named now), no longer exempt.
+  r.listed.delete("dev1");
+  r.down("dev1", "its reads fail");
+  assert.equal(r.latch.entries().length, MAX_LATCHED_DEVICES_PER_PROVIDER - 2);
+  assert.deepEqual(r.latch.providerEntries()[0]?.exemptDeviceIds, ["dev74", "dev0", "dev2"]);
+  // Back, released by name at the next entry, once.
+  r.listed.add("dev1");
+  const second = r.latchEvents().length;
+  r.enterAuto();
+  assert.deepEqual(r.latchEvents().slice(second), ["dev1 released (AUTO entered again) @0"]);
+});
+
+Deno.test("DeviceLossLatch announces a device its provider-wide entry refuses when its provider lists it anew (new, or one held back), once", () => {
+  const r = pastTheBound();
+  // dev74 was listed after the entry was made (dev64 held, nothing listed then): it may be a held
+  // device back under its name, so it is refused -- and that refusal is announced.
+  assert.equal(r.latch.gate(ctx("dev74", "automated"))?.code, "FAILED_PRECONDITION");
+  const before = r.latchEvents().length;
+  r.rediscover();
+  const reason = "listed while its provider's provider-wide entry holds devices it does not " +
+    "name: it may be one of them, back";
+  assert.deepEqual(r.latchEvents().slice(before), [`dev74 latched (${reason}) provider_wide @0`]);
+  assert.ok(
+    r.lines.includes(
+      `WARN latched "sim0/dev74": ${reason}; automation may not command it until AUTO is ` +
+        "entered again while it is up",
+    ),
+    r.lines.join("\n"),
+  );
+  // Rediscovered the same: nothing new is refused, nothing announced.
+  r.rediscover();
+  assert.equal(r.latchEvents().length, before + 1);
+  // A held device back and a new one: each announced once; a device latched by name that is
+  // back (dev0) is refused by its own latch, announced at its loss.
+  r.listed.add("dev70");
+  r.listed.add("new0");
+  r.listed.add("dev0");
+  r.rediscover();
+  assert.deepEqual(r.latchEvents().slice(before + 1), [
+    `dev70 latched (${reason}) provider_wide @0`,
+    `new0 latched (${reason}) provider_wide @0`,
+  ]);
+  // Entering AUTO releases them (and dev0 by name); a rediscovery then announces nothing.
+  const entry = r.latchEvents().length;
+  r.enterAuto();
+  assert.deepEqual(r.latchEvents().slice(entry), [
+    "dev0 released (AUTO entered again) @0",
+    "dev74 released (AUTO entered again) @0",
+    "dev70 released (AUTO entered again) @0",
+    "new0 released (AUTO entered again) @0",
+  ]);
+  r.rediscover();
+  assert.equal(r.latchEvents().length, entry + 4);
+  // A device lost while listed (its reads fail for the bound) is announced by its loss -- latched
+  // by name (dev0's release made room) -- and a rediscovery listing it announces nothing more.
+  r.down("new0", "its reads fail");
+  r.rediscover();
+  assert.deepEqual(r.latchEvents().slice(entry + 4), ["new0 latched (its reads fail) @0"]);
+  // Past the bound again, a device held while listed: announced by its hold, once.
+  r.down("new1", "its reads fail");
+  r.listed.add("new1");
+  r.rediscover();
+  assert.deepEqual(r.latchEvents().slice(entry + 5), [
+    "new1 latched (its reads fail) provider_wide @0",
+  ]);
 });
