@@ -107,11 +107,15 @@ export function automationWhy(s, context = {}) {
   }
 }
 
+/** Exempt devices named per provider-wide entry; the rest are counted. */
+const EXEMPT_NAMED = 3;
+
 /**
  * The device-loss latch's provider-wide entries (GET /v0/automation/status
  * `device_loss_latched_providers`: a provider past the latch's per-provider bound holds its
  * further lost devices as one entry, which refuses automated calls to every device of the provider
- * but those up when AUTO was last entered), in words, one per provider; "none" when there are none.
+ * but those not lost when it was made or AUTO was last entered), in words, one per provider;
+ * "none" when there are none.
  * @param {any[]} entries
  * @param {(epochMs: number) => string} [timeOf] a time as shown (default formatTime)
  * @returns {string}
@@ -119,8 +123,15 @@ export function automationWhy(s, context = {}) {
 export function latchedProvidersText(entries, timeOf = formatTime) {
   if (entries.length === 0) return "none";
   return entries.map((p) => {
+    // A runtime that names them (exempt_device_ids): the first few, and how many more.
+    const ids = Array.isArray(p.exempt_device_ids) ? p.exempt_device_ids : null;
+    const named = ids === null || ids.length === 0
+      ? ""
+      : ` (${ids.slice(0, EXEMPT_NAMED).map((d) => `${p.provider_id}/${d}`).join(", ")}${
+        ids.length > EXEMPT_NAMED ? ` and ${ids.length - EXEMPT_NAMED} more` : ""
+      })`;
     const exempt = p.exempt_devices > 0
-      ? ` but the ${p.exempt_devices} up when AUTO was last entered`
+      ? ` but the ${p.exempt_devices} not lost when it was made or AUTO was last entered${named}`
       : "";
     return `${p.provider_id}: ${p.losses} more lost device(s) held as one entry since ` +
       `${timeOf(p.since_epoch_ms)}, the latest ${p.last_device_handle} (${p.last_reason}); ` +

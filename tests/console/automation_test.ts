@@ -194,7 +194,17 @@ Deno.test("latchedProvidersText shows each provider-wide latch entry in words, w
     "sim0: 10 more lost device(s) held as one entry since t5, the latest sim0/dev73 (provider " +
       "sim0 is unavailable (RESTARTING)); automated calls to every device of sim0 are refused; " +
       "sim1: 10 more lost device(s) held as one entry since t5, the latest sim0/dev73 (provider " +
-      "sim0 is unavailable (RESTARTING)); automated calls to every device of sim1 but the 3 up " +
-      "when AUTO was last entered are refused",
+      "sim0 is unavailable (RESTARTING)); automated calls to every device of sim1 but the 3 not " +
+      "lost when it was made or AUTO was last entered are refused",
+  );
+  // A runtime that names them: the first three, and how many more.
+  const ids = ["a", "b", "c", "d", "e"];
+  assert.match(
+    latchedProvidersText([{ ...entry, exempt_devices: 5, exempt_device_ids: ids }], timeOf),
+    / of sim0 but the 5 not lost when it was made or AUTO was last entered \(sim0\/a, sim0\/b, sim0\/c and 2 more\) are refused$/,
+  );
+  assert.match(
+    latchedProvidersText([{ ...entry, exempt_devices: 1, exempt_device_ids: ["a"] }], timeOf),
+    / but the 1 not lost when it was made or AUTO was last entered \(sim0\/a\) are refused$/,
   );
 });
