@@ -664,13 +664,16 @@ export class Estop implements EstopService {
         this.#planChanged(`inventory of ${id} changed`);
       } else if (change === "removed") {
         // Its host taken out: one still configured (a reload restarting it, or retiring the host
-        // whose start the reload before failed, its entry kept) keeps them, lost meanwhile.
-        this.#planChanged(`provider ${id} removed`);
+        // whose start the reload before failed, its entry kept) keeps them, lost meanwhile. One
+        // no longer configured is told `unconfigured` next, in this same step: its plan change is
+        // that one (a plan logged now would still name its devices listed before as untouched).
+        if (options.inventory.configured?.(id) !== false) {
+          this.#planChanged(`provider ${id} removed`);
+        }
       } else if (change === "unconfigured") {
-        // Dropped from the configuration (with its host, or one never registered): gone. Told
-        // after the host's `removed`, which marked the plan changed: again only when devices it
-        // listed before were still named (the plan's `uncovered` loses them).
-        if (this.#listedBefore.forget(id)) this.#planChanged(`provider ${id} removed`);
+        // Dropped from the configuration (with its host, or one never registered): gone.
+        this.#listedBefore.forget(id);
+        this.#planChanged(`provider ${id} removed`);
       }
     });
     options.inventory.onAvailability((p, up) => {
