@@ -818,7 +818,7 @@ export class SparkplugEdgeNode {
    */
   get unbornTooLarge(): UnbornTooLarge[] {
     return [...this.#tooLarge]
-      .filter(([, t]) => this.#o.inventory.provider(t.providerId)?.available !== false)
+      .filter(([, t]) => !this.#providerDown(t.providerId))
       .map(([deviceId, t]) => ({ deviceId, bytes: t.bytes }));
   }
 
@@ -1453,9 +1453,7 @@ export class SparkplugEdgeNode {
     // down keeps it (#providerChanged).
     for (const id of tooLargeBefore) {
       const providerId = this.#tooLarge.get(id)?.providerId;
-      if (providerId !== undefined && this.#o.inventory.provider(providerId)?.available === false) {
-        continue;
-      }
+      if (providerId !== undefined && this.#providerDown(providerId)) continue;
       this.#tooLarge.delete(id);
     }
     this.#dropReplaysNotBorn();
@@ -1902,9 +1900,10 @@ export class SparkplugEdgeNode {
       this.#deviceDeath(id);
     }
     // A spell ends with its device leaving the configuration (its provider removed, or up
-    // without it), not with its provider down: back with the same capabilities, it is not
-    // measured nor WARNed again (a provider that flaps is not a WARN each time it is back).
-    if (p === undefined || p.available) {
+    // without it), not with its provider down -- a reload restarting it included: back with the
+    // same capabilities, it is not measured nor WARNed again (a provider that flaps is not a WARN
+    // each time it is back).
+    if (!this.#providerDown(providerId)) {
       for (const [id, t] of [...this.#tooLarge]) {
         if (t.providerId === providerId && !now.has(id)) this.#tooLarge.delete(id);
       }
@@ -2806,7 +2805,7 @@ export class SparkplugEdgeNode {
   #notBorn(id: string): { readonly why: string; readonly birthOf?: string } | null {
     const big = this.#tooLarge.get(id);
     // Its provider down (the spell kept meanwhile): the device is down first of all.
-    if (big !== undefined && this.#o.inventory.provider(big.providerId)?.available !== false) {
+    if (big !== undefined && !this.#providerDown(big.providerId)) {
       return {
         why: `device not born: its DBIRTH is ${big.bytes} bytes, over ` +
           `sparkplug.max_message_bytes ${this.#o.config.maxMessageBytes}`,
@@ -2856,6 +2855,16 @@ export class SparkplugEdgeNode {
       };
     }
     return null;
+  }
+
+  /**
+   * Whether a provider is down: listed and not AVAILABLE, or configured with no process listed
+   * (InventoryReader.configured: a reload restarting or starting it, or one it failed to start).
+   * One neither listed nor configured is gone, not down.
+   */
+  #providerDown(providerId: string): boolean {
+    const p = this.#o.inventory.provider(providerId);
+    return p === undefined ? this.#o.inventory.configured?.(providerId) === true : !p.available;
   }
 
   /**

@@ -91,6 +91,11 @@ export interface EdgeNodeRigOptions {
   readonly groupId?: string;
   /** Topic filters the broker refuses to subscribe (HeldSession's `refuses`). */
   readonly refuses?: (topic: string) => boolean;
+  /**
+   * Provider ids configured with no provider listed (InventoryReader.configured and replacing:
+   * a reload restarting them); none unless given. The test changes the set.
+   */
+  readonly restarting?: Set<string>;
 }
 
 export interface EdgeNodeRig {
@@ -142,6 +147,8 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
       availability.push(l);
       return () => {};
     },
+    configured: (id: string) => find(id) !== undefined || (o.restarting?.has(id) ?? false),
+    replacing: (id: string) => find(id) === undefined && (o.restarting?.has(id) ?? false),
   } as unknown as InventoryReader;
   const sessions: HeldSession[] = [];
   const calls: CallRequest[] = [];

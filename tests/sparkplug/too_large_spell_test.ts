@@ -24,9 +24,10 @@ const small = () => deviceCaps(P, "small", { signals: [signalSpec("s0", "string"
 /** The devices the node lists as held back for their size. */
 const listed = (r: ReturnType<typeof rig>["r"]) => r.node.unbornTooLarge.map((t) => t.deviceId);
 
-function rig() {
+function rig(restarting = new Set<string>()) {
   const { lines, log } = capturingLogger({ level: "info" });
   const r = edgeNodeRig({
+    restarting,
     providers: [{ id: P, available: true, devices: [big(), small()] }],
     log,
     maxMessageBytes: 1024,
@@ -109,6 +110,44 @@ Deno.test("SparkplugEdgeNode: a too-large spell ends when its provider leaves th
   await flushMicrotasks();
   assert.deepEqual(listed(r), ["p:big"]);
   assert.equal(warns(), 2);
+  await r.stop();
+});
+
+Deno.test("SparkplugEdgeNode: a too-large spell outlasts a reload restarting its provider (its entry changed): back with the same capabilities, not WARNed again", async () => {
+  const restarting = new Set<string>();
+  const { r, warns, lines } = rig(restarting);
+  await r.online();
+  assert.equal(warns(), 1);
+  // The reload takes the old process out; the provider stays configured (not gone) meanwhile.
+  restarting.add(P);
+  r.providers.splice(0);
+  r.changed(P);
+  await flushMicrotasks();
+  // Down while restarting: not held back for its size, and a DCMD to it says why it is down.
+  assert.deepEqual(listed(r), []);
+  const resultAlias = r.nodeAlias("Runtime/Command Result");
+  const from = r.session.published.length;
+  r.command("spBv1.0/g/DCMD/n/p:big", [
+    { name: "temperature_0", datatype: DataType.Double, double_value: 1 },
+  ]);
+  await flushMicrotasks();
+  const answers = r.session.published.slice(from).flatMap((m) =>
+    (m.payload.metrics ?? []).filter((x) => x.alias === resultAlias).map((x) => x.string_value)
+  );
+  assert.deepEqual(answers, [
+    "p:big/temperature_0: REFUSED: device down (provider p is being restarted by a " +
+    "configuration reload)",
+  ]);
+  // Its successor registered (down), then up with the same capabilities.
+  restarting.delete(P);
+  r.providers.push({ id: P, available: false, devices: [] });
+  r.changed(P);
+  await flushMicrotasks();
+  r.providers[0]!.devices = [big(), small()];
+  r.setAvailable(P, true);
+  await flushMicrotasks();
+  assert.deepEqual(listed(r), ["p:big"]);
+  assert.equal(warns(), 1, lines.join("\n"));
   await r.stop();
 });
 
