@@ -426,13 +426,10 @@ export class ListedBefore {
     return out;
   }
 
-  /**
-   * Forgets a provider's devices, and what it let go of (a reload removed it); true when it had
-   * some.
-   */
-  forget(providerId: string): boolean {
+  /** Forgets a provider's devices, and what it let go of (a reload removed it). */
+  forget(providerId: string): void {
     this.#dropped.delete(providerId);
-    return this.#byProvider.delete(providerId);
+    this.#byProvider.delete(providerId);
   }
 
   /** Every device recorded, `provider/device`, provider by provider. */
