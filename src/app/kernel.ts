@@ -15,6 +15,7 @@
  */
 import {
   type Clock,
+  deadlineExceeded,
   errorMessage,
   failedPrecondition,
   internal,
@@ -306,21 +307,29 @@ function notAsked(why: string): string {
 
 /**
  * How a reload reads a file again (the behavior tree and each of its includes: the kernel's
- * reloadTree, the reload's configuration checks in main.ts): reloadRegularFileReader over `read`
- * (default host readRegularFile) and `abandoned`, at most READ_FILE_MAX_BYTES. Rejects saying why
- * -- `no answer within 2000 ms (a hung mount or a failing disk?)` for one that does not answer --
- * which the tree's load reports naming the file.
+ * reloadTree, the reload's configuration checks in main.ts): as reloadRegularFileReader over
+ * `read` (default host readRegularFile) and `abandoned`, at most READ_FILE_MAX_BYTES. Rejects
+ * saying why, which the tree's load reports naming the file: a RuntimeError DEADLINE_EXCEEDED --
+ * `no answer within 2000 ms (a hung mount or a failing disk?)` -- for one that does not answer,
+ * UNAVAILABLE for one not asked (RELOAD_ABANDONED_READS_MAX left waiting); readTreeFiles asks no
+ * further read after either.
  */
 export function reloadFileReader(
   clock: Pick<Clock, "setTimer" | "clearTimer">,
   read: (path: string, maxBytes: number) => Promise<RegularFileRead> = readRegularFile,
   abandoned: AbandonedReloadReads = new AbandonedReloadReads(),
 ): (path: string) => Promise<Uint8Array> {
-  const bounded = reloadRegularFileReader(clock, read, abandoned);
   return async (path) => {
-    const got = await bounded(path, READ_FILE_MAX_BYTES);
-    if (!got.ok) throw new Error(got.message);
-    return got.bytes;
+    const got = await abandoned.ask(
+      clock,
+      RELOAD_FILE_READ_TIMEOUT_MS,
+      () => path,
+      () => read(path, READ_FILE_MAX_BYTES),
+    );
+    if (got.kind === "late") throw deadlineExceeded(NO_ANSWER_IN_TIME);
+    if (got.kind === "refused") throw unavailable(notAsked(got.why));
+    if (!got.value.ok) throw new Error(got.value.message);
+    return got.value.bytes;
   };
 }
 

@@ -16,8 +16,8 @@ import { type Clock, raceTimeout } from "../common/mod.ts";
  * Most file-system questions of reloads left waiting (past their bound, not returned yet) for
  * the whole process; at this count a reload asks nothing and is refused at once. The count grows
  * past it only by what the reload that reaches it has in flight at once (PATH_QUESTIONS_IN_FLIGHT
- * stats, its TLS files, or one level of the tree's includes): with 8 stats, 15 of Deno's 32
- * blocking threads, the journals' writes keeping the rest.
+ * stats, its TLS files, or PATH_QUESTIONS_IN_FLIGHT reads of the tree's files): with 8 stats, 15
+ * of Deno's 32 blocking threads, the journals' writes keeping the rest.
  */
 export const RELOAD_ABANDONED_READS_MAX = 8;
 

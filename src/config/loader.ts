@@ -288,7 +288,8 @@ export interface PathQuestions {
 /**
  * Questions of one asking load in flight at once, at most: a file naming thousands of paths on a
  * hung mount must not take every worker thread of the process (each stat that hangs holds one
- * until it returns; the journals' writes need them too).
+ * until it returns; the journals' writes need them too). A reload's reads of a behavior tree and
+ * its includes are bounded by it too (automation/bt readTreeFiles).
  */
 export const PATH_QUESTIONS_IN_FLIGHT = 8;
 

@@ -11,8 +11,9 @@ import { RELOAD_FILE_READ_TIMEOUT_MS } from "../../src/app/kernel.ts";
 import { AbandonedReloadReads, RELOAD_ABANDONED_READS_MAX } from "../../src/app/reload_reads.ts";
 import { HungReads } from "../helpers/journal_files.ts";
 import { newKernel } from "../helpers/kernel.ts";
-import { ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
+import { flushMicrotasks, ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
 import { automationConfig, TreeDir } from "../scenarios/automation_helpers.ts";
+import { PATH_QUESTIONS_IN_FLIGHT } from "../../src/config/mod.ts";
 
 const SUB_TREE = `<root BTCPP_format="4">
   <BehaviorTree ID="Idle"><Sleep msec="60000" /></BehaviorTree>
@@ -121,6 +122,71 @@ Deno.test("reloads whose read of the tree hangs leave at most RELOAD_ABANDONED_R
           RELOAD_ABANDONED_READS_MAX - 1
         }): no reload asks the file system until one returns`;
       assert.ok(report.failed[0]!.why.includes(why), report.failed[0]!.why);
+      assert.deepEqual(rt.automation!.automationVersion(), before, "the tree in force is kept");
+    } finally {
+      await settleOn(clock, rt.stop(), "the stop");
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("a reload of a tree including 20 files on a hung mount asks at most PATH_QUESTIONS_IN_FLIGHT reads at once, none more once one went unanswered: the tree's reload fails naming the file that hung, the tree in force kept", async () => {
+  const dir = await TreeDir.create();
+  const clock = new ManualClock();
+  const reads = new HungReads();
+  const abandoned = new AbandonedReloadReads();
+  const INCLUDES = 20;
+  try {
+    const names = Array.from({ length: INCLUDES }, (_, i) => `inc${String(i).padStart(2, "0")}`);
+    for (const name of names) {
+      await dir.write(
+        `${name}.xml`,
+        `<root BTCPP_format="4">\n  <BehaviorTree ID="${name}"><Sleep msec="60000" />` +
+          `</BehaviorTree>\n</root>\n`,
+      );
+    }
+    const main = await dir.write(
+      "main.xml",
+      `<root BTCPP_format="4" main_tree_to_execute="Main">\n` +
+        names.map((n) => `  <include path="${n}.xml" />\n`).join("") +
+        `  <BehaviorTree ID="Main"><Sequence>` +
+        names.map((n) => `<SubTree ID="${n}" />`).join("") +
+        `</Sequence></BehaviorTree>\n</root>\n`,
+    );
+    const rt = newKernel(automationConfig(main, { config: { providers: [] } }), {
+      clock,
+      readRegularFile: reads.read,
+      abandonedReloadReads: abandoned,
+    });
+    await settleOn(clock, rt.start(), "the start");
+    try {
+      const before = rt.automation!.automationVersion();
+      assert.ok(before !== null, "the tree is loaded");
+      // The mount under the included files hangs from now on (main.xml still answers).
+      reads.pathPart = `${dir.path}/inc`;
+      const reloading = rt.reload(rt.config);
+      await runDueUntil(clock, "the includes read again", () => reads.hung > 0);
+      await flushMicrotasks();
+      assert.equal(reads.hung, PATH_QUESTIONS_IN_FLIGHT, "reads asked at once");
+      clock.advance(RELOAD_FILE_READ_TIMEOUT_MS);
+      const report = await settleOn(clock, reloading, "the reload");
+      assert.equal(reads.hung, PATH_QUESTIONS_IN_FLIGHT, "no read asked once one went unanswered");
+      assert.ok(abandoned.count <= RELOAD_ABANDONED_READS_MAX, `${abandoned.count} left waiting`);
+      assert.deepEqual(report.failed.map((f) => f.section), ["automation.behavior_tree"]);
+      const why = report.failed[0]!.why;
+      const first = `${dir.path}/${names[0]}.xml`;
+      assert.ok(
+        why.includes(
+          `cannot read included file ${first}: no answer within ${RELOAD_FILE_READ_TIMEOUT_MS} ms`,
+        ),
+        why,
+      );
+      const last = `${dir.path}/${names[INCLUDES - 1]}.xml`;
+      assert.ok(
+        why.includes(`cannot read included file ${last}: not asked: the read of ${first} did not`),
+        why,
+      );
       assert.deepEqual(rt.automation!.automationVersion(), before, "the tree in force is kept");
     } finally {
       await settleOn(clock, rt.stop(), "the stop");

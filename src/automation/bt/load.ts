@@ -1,6 +1,6 @@
 /** Public entry points: load (parse + verify + check-build) and verify-only for --check-config. */
-import type { Clock } from "../../common/mod.ts";
-import type { Diagnostic } from "../../config/mod.ts";
+import { type Clock, RuntimeError } from "../../common/mod.ts";
+import { type Diagnostic, PATH_QUESTIONS_IN_FLIGHT } from "../../config/mod.ts";
 import { unwrittenBlackboardReads } from "./blackboard_keys.ts";
 import { buildTree } from "./build.ts";
 import { subTreeLiteralProblems } from "./device_handles.ts";
@@ -64,35 +64,57 @@ export function verifyBehaviorTreeFile(
  * The tree file at `path` and every file it includes, read through `readFile` (asynchronous: the
  * runtime's reads off the event loop's thread, each bounded), then served from memory by the
  * returned ReadFileFn -- so a reload loads and checks a tree without a synchronous read. The
- * includes are found by parsing what has been read: the files of one level are read together,
- * then the next level's. A file that could not be read is served as its error (the load then
- * says `cannot read included file <path>: <why>`); one the load asks for that was never read (it
- * cannot: the same parse found them) throws.
+ * includes are found by parsing what has been read: the files of one level are read, at most
+ * PATH_QUESTIONS_IN_FLIGHT at once (each read that hangs holds one of the process's worker
+ * threads until it returns), then the next level's. A file that could not be read is served as
+ * its error (the load then says `cannot read included file <path>: <why>`). Once one read goes
+ * unanswered (rejected as such: readUnanswered), no further read is asked: each file not read is
+ * served as `not asked: the read of <path> did not answer`. One the load asks for that was never
+ * read otherwise (it cannot: the same parse found them) throws.
  */
 export async function readTreeFiles(path: string, readFile: ReadFileAsyncFn): Promise<ReadFileFn> {
   const read = new Map<string, { data: string | Uint8Array } | { error: unknown }>();
   let wanted = new Set<string>([path]);
+  /** The first file whose read went unanswered: no read is asked from then on. */
+  let hung: string | null = null;
   const fromMemory: ReadFileFn = (p) => {
     const r = read.get(p);
     if (r === undefined) {
+      if (hung !== null) throw new Error(`not asked: the read of ${hung} did not answer`);
       wanted.add(p);
       throw new Error(`${p} was not read`);
     }
     if ("error" in r) throw r.error;
     return r.data;
   };
-  while (wanted.size > 0) {
+  while (wanted.size > 0 && hung === null) {
     const level = [...wanted];
     wanted = new Set();
-    await Promise.all(level.map(async (p) => {
-      try {
-        read.set(p, { data: await readFile(p) });
-      } catch (error) {
-        read.set(p, { error });
+    let next = 0;
+    const reader = async () => {
+      while (next < level.length && hung === null) {
+        const p = level[next++]!;
+        try {
+          read.set(p, { data: await readFile(p) });
+        } catch (error) {
+          read.set(p, { error });
+          if (readUnanswered(error)) hung ??= p;
+        }
       }
-    }));
+    };
+    const readers = Math.min(PATH_QUESTIONS_IN_FLIGHT, level.length);
+    await Promise.all(Array.from({ length: readers }, reader));
     // Finds the includes of what was just read (each file is read once: the map only grows).
-    parseBehaviorTree(path, fromMemory);
+    if (hung === null) parseBehaviorTree(path, fromMemory);
   }
   return fromMemory;
+}
+
+/**
+ * Whether a ReadFileAsyncFn's rejection says the read went unanswered: not answered in time
+ * (DEADLINE_EXCEEDED, the read left waiting) or not asked (UNAVAILABLE: too many left waiting).
+ */
+function readUnanswered(error: unknown): boolean {
+  return error instanceof RuntimeError &&
+    (error.code === "DEADLINE_EXCEEDED" || error.code === "UNAVAILABLE");
 }

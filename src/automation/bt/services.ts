@@ -62,6 +62,8 @@ export type ReadFileFn = (absPath: string) => string | Uint8Array;
 
 /**
  * Reads a file by absolute path without holding the caller's thread (the runtime's: off the event
- * loop's thread, bounded); rejects, saying why, when the file cannot be read or does not answer.
+ * loop's thread, bounded); rejects, saying why, when the file cannot be read or does not answer:
+ * with a RuntimeError DEADLINE_EXCEEDED when the read did not answer in time, UNAVAILABLE when it
+ * was not asked (too many reads left waiting) -- readTreeFiles then asks no further read.
  */
 export type ReadFileAsyncFn = (absPath: string) => Promise<string | Uint8Array>;
