@@ -123,7 +123,7 @@ export class HealthView {
           ),
           facts([
             ["Lifecycle", p.lifecycle_state],
-            ...(p.start_error ? [["Failed to start", p.start_error]] : []),
+            ...(p.start_error ? [["Not started", p.start_error]] : []),
             [
               "Last seen",
               p.last_seen_ago_ms === null || p.last_seen_ago_ms === undefined

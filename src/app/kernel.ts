@@ -1399,12 +1399,17 @@ export class Kernel {
     return Math.floor((this.host.clock.monoMs() - this.#startedAtMono) / 1000);
   }
 
+  /** The restart policy of a provider's entry in the configuration in effect (health views). */
+  readonly #restartPolicyOf = (providerId: string) =>
+    this.config.providers.find((p) => p.id === providerId)?.restartPolicy;
+
   /** GET /v0/providers/health from the cached view. */
   providerHealth(): ProviderHealthView[] {
     return providerHealthViews(this.registry, this.cache, {
       pollingIntervalMs: this.config.polling.intervalMs,
       staleness: this.config.health.staleness,
       nowMono: this.host.clock.monoMs(),
+      restartPolicy: this.#restartPolicyOf,
     });
   }
 
@@ -1421,6 +1426,7 @@ export class Kernel {
       pollingIntervalMs: this.config.polling.intervalMs,
       staleness: this.config.health.staleness,
       nowMono: this.host.clock.monoMs(),
+      restartPolicy: this.#restartPolicyOf,
     }, live);
   }
 

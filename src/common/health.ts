@@ -106,7 +106,8 @@ export interface ProviderHealthView {
   host_check: HostCheckView | null;
   /**
    * Why the provider did not come up when a configuration reload started it (it is then listed
-   * DOWN until the next reload); null otherwise. Not in anolis.
+   * DOWN until the next reload), or that a running reload is (re)starting it and has not
+   * registered it yet; null otherwise. Not in anolis.
    */
   start_error: string | null;
   /** Samples refused or stored as FAULT since start. Not in anolis. */

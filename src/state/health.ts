@@ -8,6 +8,7 @@ import {
   truncateUtf8,
   utf8Length,
 } from "../common/mod.ts";
+import type { RestartPolicyConfig } from "../config/mod.ts";
 import { timestampToMs, WireDeviceState, WireProviderState } from "../adpp/mod.ts";
 import { deviceClaims, type ProviderHost, type ProviderRegistry } from "../providers/mod.ts";
 import type { DeviceState, ReportedHealthEntry, StateCache } from "./state_cache.ts";
@@ -104,21 +105,87 @@ export interface HealthViewOptions {
   readonly staleness: StalenessBounds;
   /** Monotonic now (ages). */
   readonly nowMono: number;
+  /**
+   * The restart policy of a configured provider no host is registered under (its entry in the
+   * configuration in effect; undefined when it has none there): its `supervision` says it.
+   */
+  readonly restartPolicy?: (providerId: string) => RestartPolicyConfig | undefined;
 }
 
-/** Builds GET /v0/providers/health entries from supervision, the cache and reported health. */
+/**
+ * Builds GET /v0/providers/health entries from supervision, the cache and reported health: one
+ * per registered host (in configuration order), then one per configured provider no host is
+ * registered under (ProviderRegistry.configuredWithoutHost: a reload could not register it, or is
+ * starting or restarting it), listed DOWN with the reason in `start_error`.
+ */
 export function providerHealthViews(
   registry: ProviderRegistry,
   cache: StateCache,
   options: HealthViewOptions,
   reportedOverride?: ReadonlyMap<string, ReportedHealthEntry | null>,
 ): ProviderHealthView[] {
-  return registry.hosts.map((host) => {
+  const hosted = registry.hosts.map((host) => {
     const reported = reportedOverride?.has(host.id)
       ? reportedOverride.get(host.id) ?? undefined
       : cache.reportedHealth(host.id);
     return providerView(host, cache, options, reported ?? undefined);
   });
+  const unhosted = registry.configuredWithoutHost().map((id) =>
+    unhostedView(id, unhostedReason(registry, id), cache, options)
+  );
+  return [...hosted, ...unhosted];
+}
+
+/**
+ * Why a configured provider has no host: why the last reload failed to start it, else that a
+ * reload is starting or restarting it (the wording of the device conditions, device_outage.ts).
+ */
+function unhostedReason(registry: ProviderRegistry, providerId: string): string {
+  const failure = registry.startFailure(providerId);
+  if (failure !== null) return failure;
+  if (registry.replacing(providerId)) {
+    return `provider ${providerId} is restarted by a configuration reload`;
+  }
+  if (registry.starting(providerId)) {
+    return `provider ${providerId} is being started by a configuration reload`;
+  }
+  return `provider ${providerId} is not running: a configuration reload did not start it`;
+}
+
+/** A configured provider with no host: DOWN, as one a reload failed to start (docs/http-api.md). */
+function unhostedView(
+  providerId: string,
+  startError: string,
+  cache: StateCache,
+  options: HealthViewOptions,
+): ProviderHealthView {
+  const policy = options.restartPolicy?.(providerId);
+  return {
+    provider_id: providerId,
+    state: "UNAVAILABLE",
+    lifecycle_state: "DOWN",
+    last_seen_ago_ms: null,
+    uptime_seconds: 0,
+    device_count: 0,
+    degraded: false,
+    failed_device_count: 0,
+    reported: null,
+    supervision: {
+      enabled: policy?.enabled ?? false,
+      attempt_count: 0,
+      max_attempts: policy?.enabled === true ? policy.maxAttempts : 0,
+      crash_detected: false,
+      circuit_open: false,
+      next_restart_in_ms: null,
+    },
+    devices: [],
+    discovery_warnings: [...cache.discoveryWarnings(providerId)],
+    held_claims: [],
+    host_check: null,
+    start_error: startError,
+    data_faults: cache.dataFaults(providerId),
+    timestamp_skew: cache.timestampSkew(providerId),
+  };
 }
 
 function providerView(

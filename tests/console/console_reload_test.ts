@@ -95,10 +95,10 @@ Deno.test({
         const text = await waitForText(
           page,
           'section[data-provider="ghost0"]',
-          /Failed to start/,
+          /Not started/,
         );
         assert.match(text, /LifecycleDOWN/);
-        assert.match(text, /Failed to startcannot start provider 'ghost0'/);
+        assert.match(text, /Not startedcannot start provider 'ghost0'/);
         assert.deepStrictEqual(errors, []);
       } finally {
         await browser.close();

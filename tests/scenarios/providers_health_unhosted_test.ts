@@ -1,0 +1,136 @@
+/**
+ * GET /v0/providers/health lists every configured provider, also one no host is registered under:
+ * a reload could not register it (a host listener failed), or a reload is starting it and its host
+ * is not registered yet. It is listed DOWN, as a provider a reload failed to start, with the
+ * reason in `start_error` (docs/http-api.md). Real child processes (the inert simulated providers,
+ * the programmable one to hold a reload's window open) and real loopback HTTP.
+ */
+import assert from "node:assert/strict";
+import type { Config } from "../../src/config/mod.ts";
+import type { ProviderHealthView } from "../../src/common/mod.ts";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { fixtureServices, HttpFixture } from "../helpers/runtime_fixture.ts";
+import { HttpApi } from "../../src/http/mod.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
+import { programmableProvider } from "../helpers/programmable_provider.ts";
+import { rig } from "../helpers/rig.ts";
+import { inertSim } from "../safety/_fixture.ts";
+import { automationOptions } from "./automation_helpers.ts";
+
+async function sims(more: Config["providers"] = []) {
+  return await rig({
+    programs: false,
+    ...automationOptions(null, {
+      config: { providers: [inertSim("sim0"), inertSim("sim1"), ...more] },
+    }),
+    safety: { zeroIsSafe: true },
+  });
+}
+
+/** What the health answer says of a provider that did not come up. */
+function downPart(p: ProviderHealthView | undefined) {
+  return p === undefined ? undefined : {
+    state: p.state,
+    lifecycle_state: p.lifecycle_state,
+    last_seen_ago_ms: p.last_seen_ago_ms,
+    uptime_seconds: p.uptime_seconds,
+    device_count: p.device_count,
+    devices: p.devices,
+    reported: p.reported,
+    start_error: p.start_error,
+  };
+}
+
+function down(startError: string) {
+  return {
+    state: "UNAVAILABLE",
+    lifecycle_state: "DOWN",
+    last_seen_ago_ms: null,
+    uptime_seconds: 0,
+    device_count: 0,
+    devices: [],
+    reported: null,
+    start_error: startError,
+  };
+}
+
+Deno.test("providers/health lists a provider whose host a reload could not register, DOWN with why", async () => {
+  await using r = await sims();
+  const rt = r.kernel;
+  const services = fixtureServices(rt);
+  const api = new HttpApi(services, { apiToken: "" });
+  const server = await new HttpFixture(rt, services, api).serve();
+  await using _served = {
+    [Symbol.asyncDispose]: async () => {
+      api.close();
+      await server.shutdown();
+    },
+  };
+  let refuse = false;
+  // A host listener that fails refuses the registration of sim1's replacement.
+  rt.registry.eachHost((host) => {
+    if (refuse && host.id === "sim1") throw new Error("listener broke");
+  });
+  refuse = true;
+  const first = await rt.reload({
+    ...rt.config,
+    providers: rt.config.providers.map((p) =>
+      p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
+    ),
+  });
+  assert.match(first.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.equal(rt.registry.host("sim1"), undefined);
+
+  // apiFetch: the answer is checked against the OpenAPI document as well.
+  const res = await apiFetch(`http://127.0.0.1:${server.port}/v0/providers/health`);
+  assert.equal(res.status, 200);
+  const providers: ProviderHealthView[] = (await res.json()).providers;
+  assert.deepEqual(providers.map((p) => p.provider_id), ["sim0", "sim1"]);
+  const sim1 = providers.find((p) => p.provider_id === "sim1");
+  assert.deepEqual(
+    downPart(sim1),
+    down("Provider sim1 not registered: a host listener failed: listener broke"),
+  );
+  assert.equal(providers[0]!.start_error, null);
+  // Nothing supervises it; its entry's restart policy is said.
+  const policy = rt.config.providers.find((p) => p.id === "sim1")?.restartPolicy;
+  assert.deepEqual(sim1!.supervision, {
+    enabled: policy?.enabled ?? false,
+    attempt_count: 0,
+    max_attempts: policy?.enabled === true ? policy.maxAttempts : 0,
+    crash_detected: false,
+    circuit_open: false,
+    next_restart_in_ms: null,
+  });
+});
+
+Deno.test("providers/health lists a provider a reload is starting, before its host is registered", async () => {
+  const slowFile = `${tempDir("health-unhosted-")}/slow.json`;
+  await Deno.writeTextFile(
+    slowFile,
+    JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
+  );
+  await using r = await sims([programmableProvider("slow", slowFile)]);
+  const rt = r.kernel;
+  const good = rt.config.providers;
+  const broken = {
+    ...rt.config,
+    providers: good.map((p) => p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p),
+  };
+  await rt.reload(broken);
+  // Fixed, and slow removed: no host of sim1 until slow has exited; its entry is in the file.
+  const fixed = rt.reload({ ...rt.config, providers: good.filter((p) => p.id !== "slow") });
+  await waitFor(
+    "the host listed down taken out, sim1 not registered again yet",
+    () => rt.registry.host("sim1") === undefined && rt.registry.starting("sim1"),
+    10_000,
+  );
+  const views = rt.providerHealth();
+  assert.equal(rt.registry.host("sim1"), undefined, "read within the window");
+  assert.deepEqual(
+    downPart(views.find((p) => p.provider_id === "sim1")),
+    down("provider sim1 is being started by a configuration reload"),
+  );
+  const report = await fixed;
+  assert.deepEqual(report.providers.added, ["sim1"], JSON.stringify(report));
+});
