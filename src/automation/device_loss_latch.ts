@@ -18,7 +18,8 @@
  *    the tree names is failing or down. Entering AUTO releases only the devices that are back:
  *    one still down stays latched until the next entry.
  * Every latch and release is published (`device_loss_latch`) and logged, dated no earlier than
- * the device's latch or release before it (a step back of the wall clock: NTP).
+ * the device's latch or release before it, its provider-wide entry's included (a step back of the
+ * wall clock: NTP).
  *
  * Bounded without releasing anything: a provider that renames its devices at each restart leaves
  * a device down for good at each one. Past MAX_LATCHED_DEVICES_PER_PROVIDER devices of a provider
@@ -578,11 +579,15 @@ export class DeviceLossLatch {
       return this.#hold(this.#wide.get(providerId), providerId, deviceId, reason, wallMs);
     }
     this.#latchedOf.set(providerId, count + 1);
-    const atMs = this.#transitionAt(providerId, deviceId, wallMs);
+    // One its provider's provider-wide entry refused until now (held, or listed since it was
+    // made): its latest event may be the entry's, which keeps no date per device -- no earlier.
+    const wide = this.#wide.get(providerId);
+    const refusedAt = wide !== undefined && !wide.exempt.has(deviceId) ? wide.datedAtMs : null;
+    const atMs = this.#transitionAt(providerId, deviceId, transitionDate(wallMs, refusedAt));
     this.#latched.set(handle, { providerId, deviceId, atMs, reason });
     // Latched by name (named releases at an entry into AUTO made room): lost, so no longer exempt
     // from its provider's provider-wide entry; its release by name ends both refusals.
-    this.#wide.get(providerId)?.exempt.delete(deviceId);
+    wide?.exempt.delete(deviceId);
     this.#log.warn(
       `latched ${quoteDeviceHandle(providerId, deviceId)}: ${reason}; automation may not ` +
         `command it until AUTO is entered again`,

@@ -739,3 +739,47 @@ Deno.test("DeviceLossLatch announces a device its provider-wide entry refuses wh
     "new1 latched (its reads fail) provider_wide @0",
   ]);
 });
+
+Deno.test("DeviceLossLatch dates a device's latch by name no earlier than its provider-wide entry's refusal of it when the wall clock stepped back (NTP)", () => {
+  const r = pastTheBound();
+  // dev0 and dev1 (latched by name) are back at an entry into AUTO: released, which leaves room
+  // for two latches by name; dev70, held by the provider-wide entry, is still down.
+  r.listed.add("dev0");
+  r.listed.add("dev1");
+  r.enterAuto();
+  // A device listed since: refused by the entry, and announced so.
+  r.setWall(WALL_MS + 1_000);
+  r.listed.add("new0");
+  r.rediscover();
+  // The wall clock steps back (NTP); dev70 is back (listed again: announced again).
+  r.setWall(WALL_MS - 60_000);
+  r.listed.add("dev70");
+  r.rediscover();
+  const reason = "listed while its provider's provider-wide entry holds devices it does not " +
+    "name: it may be one of them, back";
+  const before = r.latchEvents().length;
+  assert.deepEqual(r.latchEvents().slice(before - 2), [
+    `new0 latched (${reason}) provider_wide @1000`,
+    `dev70 latched (${reason}) provider_wide @1000`,
+  ]);
+  // Both lost before any entry into AUTO: latched by name now (there is room), each dated no
+  // earlier than the entry's announcement of it -- not by the clock, a minute before it.
+  for (const d of ["new0", "dev70"]) {
+    r.listed.delete(d);
+    r.down(d, "its reads fail");
+  }
+  assert.deepEqual(r.latchEvents().slice(before), [
+    "new0 latched (its reads fail) @1000",
+    "dev70 latched (its reads fail) @1000",
+  ]);
+  assert.equal(r.latch.entries().length, MAX_LATCHED_DEVICES_PER_PROVIDER);
+  // Back at the next entry: released by name, no earlier than their latches.
+  r.listed.add("new0");
+  r.listed.add("dev70");
+  const second = r.latchEvents().length;
+  r.enterAuto();
+  assert.deepEqual(r.latchEvents().slice(second), [
+    "new0 released (AUTO entered again) @1000",
+    "dev70 released (AUTO entered again) @1000",
+  ]);
+});
