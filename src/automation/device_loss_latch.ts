@@ -38,6 +38,7 @@
  */
 import {
   type Clock,
+  DepartedDates,
   deviceHandle,
   failedPrecondition,
   type Logger,
@@ -45,7 +46,7 @@ import {
   quoteDeviceHandle,
   transitionDate,
 } from "../common/mod.ts";
-import type { RuntimeMode } from "../config/mod.ts";
+import { MAX_PROVIDERS, type RuntimeMode } from "../config/mod.ts";
 import type { AuditOrigin, GateContext, ModeChange } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { DeviceConditionChange, DeviceOutages } from "../state/mod.ts";
@@ -71,6 +72,13 @@ export const MAX_LATCHED_DEVICES_PER_PROVIDER = 64;
  * each; past it, the provider's are one line naming the first of them and counting the rest.
  */
 export const MAX_KEPT_LINES_PER_PROVIDER = 3;
+
+/**
+ * Provider ids a reload removed whose latest latch or release date is kept for the provider
+ * configured again under the id (DeviceLossLatch #departedAt): at most this many, the one removed
+ * longest ago let go of first. MAX_PROVIDERS: every provider of one configuration.
+ */
+export const MAX_DEPARTED_PROVIDER_DATES = MAX_PROVIDERS;
 
 /**
  * A provider past MAX_LATCHED_DEVICES_PER_PROVIDER latched devices: its further lost devices, held
@@ -175,12 +183,28 @@ export class DeviceLossLatch {
   /**
    * Provider id -> device id -> the date of the device's latest latch or release (#transitionAt),
    * kept after its release so that a later latch is never dated before it. A provider's entries
-   * leave with it (forgetProvider, or a device found unconfigured): a provider configured again
-   * under that id brings new devices. Bounded per provider by the devices #latched holds
+   * leave with it (forgetProvider, or a device found unconfigured), their latest kept in
+   * #departedAt: a provider configured again under that id brings new devices, dated no earlier
+   * than that removal. Bounded per provider by the devices #latched holds
    * (MAX_LATCHED_DEVICES_PER_PROVIDER) and those it listed since (a device no longer listed is
    * down, so latched or held by the provider-wide entry, which keeps no date per device).
    */
   readonly #lastTransitionAt = new Map<string, Map<string, number>>();
+  /**
+   * Provider id -> the latest latch or release date of a provider a reload removed (its releases
+   * at the removal included), for the provider configured again under the id: every latch and
+   * release of its devices is dated no earlier (#floor), so a step back of the wall clock (NTP)
+   * between the two reloads, or more than one, does not date a latch before the release that
+   * removal announced for the same handle. Kept until taken, at most MAX_DEPARTED_PROVIDER_DATES
+   * ids, the one removed longest ago let go of first (DepartedDates).
+   */
+  readonly #departedAt = new DepartedDates(MAX_DEPARTED_PROVIDER_DATES);
+  /**
+   * Provider id -> the date taken from #departedAt for the provider configured again (#floor):
+   * no latch or release of its devices is dated earlier. Back to #departedAt at its removal; at
+   * most one per provider id configured.
+   */
+  readonly #floorOf = new Map<string, number>();
   readonly #unsubscribe: () => void;
   readonly #unsubscribeListed: () => void;
   #forcedFault: string | null = null;
@@ -231,7 +255,36 @@ export class DeviceLossLatch {
       }
     }
     this.#dropWide(providerId);
+    let latest: number | undefined;
+    for (const at of this.#lastTransitionAt.get(providerId)?.values() ?? []) {
+      latest = Math.max(latest ?? at, at);
+    }
+    this.#depart(providerId, latest);
     this.#lastTransitionAt.delete(providerId);
+  }
+
+  /**
+   * Provider `providerId` is no longer configured: `at`, a date of one of its latches or releases
+   * (undefined: none), and the date it was floored by (#floorOf) are kept for the provider
+   * configured again under the id (#departedAt).
+   */
+  #depart(providerId: string, at: number | undefined): void {
+    const floor = this.#floorOf.get(providerId);
+    this.#floorOf.delete(providerId);
+    if (floor !== undefined) this.#departedAt.keep(providerId, floor);
+    if (at !== undefined) this.#departedAt.keep(providerId, at);
+  }
+
+  /**
+   * The date no latch or release of provider `providerId`'s devices may come before: the latest of
+   * a provider of its id a reload removed (#departedAt, taken at its first date after), if any.
+   */
+  #floor(providerId: string): number | undefined {
+    const departed = this.#departedAt.take(providerId);
+    if (departed !== undefined) {
+      this.#floorOf.set(providerId, Math.max(this.#floorOf.get(providerId) ?? departed, departed));
+    }
+    return this.#floorOf.get(providerId);
   }
 
   /**
@@ -248,6 +301,7 @@ export class DeviceLossLatch {
       `released the provider-wide latch of ${quoteDeviceHandle(providerId, wide.lastDeviceId)} ` +
         `and ${wide.losses - 1} more lost device(s) of its provider: ${reason}`,
     );
+    const atMs = transitionDate(this.#o.clock.nowMs(), wide.datedAtMs);
     this.#o.bus.publish({
       kind: "device_loss_latch",
       provider_id: providerId,
@@ -255,8 +309,9 @@ export class DeviceLossLatch {
       latched: false,
       reason,
       provider_wide: true,
-      timestamp_ms: transitionDate(this.#o.clock.nowMs(), wide.datedAtMs),
+      timestamp_ms: atMs,
     });
+    this.#depart(providerId, atMs);
   }
 
   /**
@@ -271,12 +326,21 @@ export class DeviceLossLatch {
       this.#lastTransitionAt.set(providerId, devices);
     }
     const before = devices.get(deviceId);
-    const at = transitionDate(wall, before);
+    const at = transitionDate(transitionDate(wall, this.#floor(providerId)), before);
     devices.set(deviceId, at);
     return at;
   }
 
-  /** A device of a provider no longer configured: its date leaves with it (#lastTransitionAt). */
+  /** A device of a provider no longer configured: its date is kept for the provider's next. */
+  #departDevice(providerId: string, deviceId: string): void {
+    this.#depart(providerId, this.#lastTransitionAt.get(providerId)?.get(deviceId));
+    this.#forgetDevice(providerId, deviceId);
+  }
+
+  /**
+   * Lets go of a device's date (#lastTransitionAt): one held by a provider-wide entry (which dates
+   * it), or one of a provider no longer configured (#departDevice kept it first).
+   */
   #forgetDevice(providerId: string, deviceId: string): void {
     const devices = this.#lastTransitionAt.get(providerId);
     if (devices === undefined) return;
@@ -295,7 +359,7 @@ export class DeviceLossLatch {
         continue;
       }
       this.#release(handle, entry, "its provider is no longer configured");
-      this.#forgetDevice(entry.providerId, entry.deviceId);
+      this.#departDevice(entry.providerId, entry.deviceId);
     }
     for (const wide of [...this.#wide.values()]) {
       const c = this.#o.outages.condition(wide.providerId, wide.lastDeviceId);
@@ -536,7 +600,7 @@ export class DeviceLossLatch {
     if (change.condition.unconfigured === true) {
       const entry = this.#latched.get(handle);
       if (entry !== undefined) this.#release(handle, entry, "its provider is no longer configured");
-      this.#forgetDevice(providerId, deviceId);
+      this.#departDevice(providerId, deviceId);
       this.#dropWide(providerId);
       return;
     }
@@ -614,9 +678,11 @@ export class DeviceLossLatch {
     reason: string,
     wallMs: number,
   ): void {
-    // No earlier than the entry's latest event, nor the device's own latch or release before.
+    // No earlier than the entry's latest event, nor the device's own latch or release before,
+    // nor a removed provider's of its id (#floor).
     const own = this.#lastTransitionAt.get(providerId)?.get(deviceId);
-    const atMs = transitionDate(transitionDate(wallMs, wide?.datedAtMs), own);
+    const wall = transitionDate(wallMs, this.#floor(providerId));
+    const atMs = transitionDate(transitionDate(wall, wide?.datedAtMs), own);
     const quoted = quoteDeviceHandle(providerId, deviceId);
     if (wide === undefined) {
       // It holds this one only: the provider's devices not lost now are exempt (refusing them

@@ -27,6 +27,7 @@ export type {
 export { DEVICE_OUTAGE_FAILURES, MAX_CALL_RECORDS } from "./automation_engine.ts";
 export {
   DeviceLossLatch,
+  MAX_DEPARTED_PROVIDER_DATES,
   MAX_KEPT_LINES_PER_PROVIDER,
   MAX_LATCHED_DEVICES_PER_PROVIDER,
   type ProviderLossEntry,

@@ -185,7 +185,8 @@ Deno.test("DeviceLossLatch dates a device's latch and release no earlier than th
   r.setWall(WALL_MS + 1_000); // past them again: the clock's own time
   r.latch.onModeChange({ previous: "MANUAL", current: "AUTO" });
   // Latched, stepped back, removed with its provider: the release is dated as well; a provider
-  // configured again under the id brings a new device, dated at its own time.
+  // configured again under the id brings a new device, dated no earlier than that release (its
+  // events follow under the same handle).
   r.lose("motorctl0", WALL_MS + 2_000);
   r.setWall(WALL_MS - 20_000);
   r.latch.forgetProvider("sim0");
@@ -201,7 +202,7 @@ Deno.test("DeviceLossLatch dates a device's latch and release no earlier than th
       ["tempctl0", false, 1_000],
       ["motorctl0", true, 2_000],
       ["motorctl0", false, 2_000],
-      ["motorctl0", true, -20_000],
+      ["motorctl0", true, 2_000],
     ],
     "never earlier than the device's transition before it; the clock's own time once later",
   );
@@ -406,6 +407,8 @@ function renamingRig(o: { devicesOf?: boolean } = {}) {
     latchEvents,
     /** A reload removes sim0: its devices are unconfigured from now on. */
     remove: () => (removed = true),
+    /** A later reload configures sim0 again (new devices, listed as `listed` says). */
+    configureAgain: () => (removed = false),
     /** Sets the wall clock (a step back: NTP). */
     setWall: (ms: number) => (wall = ms),
   };
@@ -782,4 +785,45 @@ Deno.test("DeviceLossLatch dates a device's latch by name no earlier than its pr
     "new0 released (AUTO entered again) @1000",
     "dev70 released (AUTO entered again) @1000",
   ]);
+});
+
+Deno.test("DeviceLossLatch dates the latches of a provider configured again no earlier than the releases of its removal, across steps back of the wall clock (NTP) between reloads", () => {
+  for (const how of ["forgetProvider", "unconfigured"] as const) {
+    const r = renamingRig();
+    const removeSim0 = () => {
+      r.remove();
+      if (how === "forgetProvider") r.latch.forgetProvider("sim0");
+      else r.latch.latched(); // a status read lets the removed provider's latches go
+    };
+    // dev0 lost (latched), then a reload removes sim0: released, dated by the clock.
+    r.listed.add("dev0");
+    r.restart(1);
+    r.setWall(WALL_MS + 1_000);
+    removeSim0();
+    assert.deepEqual(r.latchEvents(), [
+      "dev0 latched (provider sim0 is unavailable (RESTARTING)) @0",
+      "dev0 released (its provider is no longer configured) @1000",
+    ], how);
+    // The wall clock steps back a minute (NTP); a later reload configures sim0 again, listing
+    // dev0, which is lost: its latch follows that release under the same handle.
+    r.setWall(WALL_MS - 60_000);
+    r.configureAgain();
+    r.listed.clear();
+    r.listed.add("dev0");
+    r.restart(1);
+    assert.deepEqual(r.latchEvents().slice(2), [
+      "dev0 latched (provider sim0 is unavailable (RESTARTING)) @1000",
+    ], how);
+    // Removed again, a second step back, configured again: no earlier than the last removal.
+    removeSim0();
+    r.setWall(WALL_MS - 120_000);
+    r.configureAgain();
+    r.listed.clear();
+    r.listed.add("dev0");
+    r.restart(1);
+    assert.deepEqual(r.latchEvents().slice(3), [
+      "dev0 released (its provider is no longer configured) @1000",
+      "dev0 latched (provider sim0 is unavailable (RESTARTING)) @1000",
+    ], how);
+  }
 });
