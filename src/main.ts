@@ -32,6 +32,7 @@ import {
   reloadFileReader,
   reloadPathAnswers,
   reloadRegularFileReader,
+  type ReloadTreeFiles,
   runService,
   StopSignalFilter,
   USAGE,
@@ -458,9 +459,12 @@ export function configReload(
       return { ok: false, errors: [`cannot read ${cli.file}: ${again.message}`] };
     }
     const lines = again.diagnostics.map((d) => d.file === absPath ? { ...d, file: cli.file } : d);
-    // Off the event loop's thread, bounded: the providers and the e-stop run meanwhile.
-    const tree = again.config ? await behaviorTreeDiagnostics(again.config, reloadRead) : [];
-    lines.push(...tree);
+    // Off the event loop's thread, bounded: the providers and the e-stop run meanwhile. Read
+    // once: the kernel loads these files as checked (ReloadedConfig.treeFiles), not read again.
+    const tree = again.config
+      ? await checkBehaviorTree(again.config, reloadRead)
+      : { diagnostics: [] };
+    lines.push(...tree.diagnostics);
     const errors = lines.filter((d) => d.severity === "error").map(formatDiagnostic);
     if (again.config === null || errors.length > 0) {
       const warnings = lines.filter((d) => d.severity !== "error").map(formatDiagnostic);
@@ -485,7 +489,10 @@ export function configReload(
     }
     fileLevel = level;
     const warnings = lines.filter((d) => d.severity !== "error").map(formatDiagnostic);
-    return { ok: true, config: withOverrides(again.config, overrides), warnings };
+    const config = withOverrides(again.config, overrides);
+    return tree.files === undefined
+      ? { ok: true, config, warnings }
+      : { ok: true, config, warnings, treeFiles: tree.files };
   };
 }
 
@@ -560,28 +567,42 @@ export async function behaviorTreeDiagnostics(
   config: Config,
   reloadRead?: (path: string) => Promise<Uint8Array>,
 ): Promise<Diagnostic[]> {
+  return (await checkBehaviorTree(config, reloadRead)).diagnostics;
+}
+
+/**
+ * behaviorTreeDiagnostics, and with `reloadRead` the files it read (`files`, served from memory):
+ * the kernel loads the tree from them (Kernel.reload), so a reload reads each file once.
+ */
+async function checkBehaviorTree(
+  config: Config,
+  reloadRead?: (path: string) => Promise<Uint8Array>,
+): Promise<{ diagnostics: Diagnostic[]; files?: ReloadTreeFiles }> {
   const path = config.automation.behaviorTree;
-  if (!config.automation.enabled || path === null) return [];
+  if (!config.automation.enabled || path === null) return { diagnostics: [] };
   // Loaded only here: a configuration without automation never loads the tree engine.
   const { readTreeFiles, verifyBehaviorTreeFile } = await import("./automation/bt/mod.ts");
   let readFile: (path: string) => Uint8Array | string = (p) => readFileBytes(p);
+  let files: ReloadTreeFiles | undefined;
   if (reloadRead === undefined) {
-    if (!isFile(path)) return [];
+    if (!isFile(path)) return { diagnostics: [] };
   } else {
     readFile = await readTreeFiles(path, reloadRead);
+    files = { path, readFile };
     try {
       readFile(path);
     } catch {
       // Not read: a missing file is the configuration's diagnostic; one that did not answer,
-      // the tree's reload says (the kernel reads it again, as bounded).
-      return [];
+      // the tree's reload says, naming it (the kernel loads these files: its read's error).
+      return { diagnostics: [], files };
     }
   }
   const cwd = Deno.cwd();
   const parameters = new Map(config.automation.parameters.map((p) => [p.name, p.type]));
-  return verifyBehaviorTreeFile(path, readFile, parameters).map((d) => {
+  const diagnostics = verifyBehaviorTreeFile(path, readFile, parameters).map((d) => {
     return { ...d, file: pathBelow(cwd, d.file) ?? d.file };
   });
+  return files === undefined ? { diagnostics } : { diagnostics, files };
 }
 
 /**

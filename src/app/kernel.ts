@@ -131,7 +131,7 @@ import type {
   SectionApply,
   SectionResult,
 } from "./reload_report.ts";
-import { ConfigReloader, type ReloadedConfig } from "./reloader.ts";
+import { ConfigReloader, type ReloadedConfig, type ReloadTreeFiles } from "./reloader.ts";
 import { AbandonedReloadReads } from "./reload_reads.ts";
 
 /** What the kernel needs from the host (injected so tests can pass their own). */
@@ -306,8 +306,9 @@ function notAsked(why: string): string {
 }
 
 /**
- * How a reload reads a file again (the behavior tree and each of its includes: the kernel's
- * reloadTree, the reload's configuration checks in main.ts): as reloadRegularFileReader over
+ * How a reload reads a file again (the behavior tree and each of its includes: the reload's
+ * configuration checks in main.ts, whose reads the kernel loads; the kernel's reloadTree when
+ * given none, a reload called directly): as reloadRegularFileReader over
  * `read` (default host readRegularFile) and `abandoned`, at most READ_FILE_MAX_BYTES. Rejects
  * saying why, which the tree's load reports naming the file: a RuntimeError DEADLINE_EXCEEDED --
  * `no answer within 2000 ms (a hung mount or a failing disk?)` -- for one that does not answer,
@@ -507,6 +508,8 @@ export class Kernel {
   #hooksChecked = false;
   /** A reload is applying its sections (Kernel.reload, one at a time: another is refused). */
   #reloading = false;
+  /** During a reload: the tree's files as its checks read them (Kernel.reload), else null. */
+  #reloadTreeFiles: ReloadTreeFiles | null = null;
   /** Settles the wait of hook calls into FAULT a reload changed for its safety section's ladder. */
   #ladderApplied: (() => void) | null = null;
   /**
@@ -756,8 +759,8 @@ export class Kernel {
         clock: host.clock,
         log,
         readFile: host.readFile ?? readFileBytes,
-        // A reload's reads of the tree and its includes: off the event loop's thread, each
-        // within RELOAD_FILE_READ_TIMEOUT_MS.
+        // A reload's reads of the tree and its includes when its checks read none (Kernel.reload
+        // `read.treeFiles`): off the event loop's thread, each within RELOAD_FILE_READ_TIMEOUT_MS.
         readFileAsync: reloadFileReader(host.clock, host.readRegularFile, this.#abandonedReads),
       });
     }
@@ -1439,9 +1442,14 @@ export class Kernel {
    * it again. Outside AUTO a weakened protection applies and is recorded on the audit trail. Once
    * stop() has begun, no further section is applied (each is reported failed). One at a time:
    * while one applies, another is refused (FAILED_PRECONDITION); the ConfigReloader serializes the
-   * process's own.
+   * process's own. `read.treeFiles`: the tree's files as the reload's checks read them (main.ts
+   * configReload), loaded as they are when they are of next's tree; without them (or for another
+   * path) the tree is read here (AutomationEngine.reloadTree).
    */
-  async reload(next: Config): Promise<ReloadReport> {
+  async reload(
+    next: Config,
+    read: { readonly treeFiles?: ReloadTreeFiles } = {},
+  ): Promise<ReloadReport> {
     if (this.#stopping) throw unavailable("reload refused: the runtime is stopping");
     // One at a time (#reloading is one flag): the ConfigReloader, the only caller in the process,
     // serializes them; a second direct call would end the running one's state early.
@@ -1451,6 +1459,7 @@ export class Kernel {
       );
     }
     this.#reloading = true;
+    this.#reloadTreeFiles = read.treeFiles ?? null;
     this.#inventoryChangedInReload = false;
     this.#inventoryChangedDuringReload = new Set();
     this.#retiredEarly = null;
@@ -1458,6 +1467,7 @@ export class Kernel {
       return await this.#reload(next);
     } finally {
       this.#reloading = false;
+      this.#reloadTreeFiles = null;
       // A reload that threw before its own checks: what changed meanwhile is said all the same.
       const changed = this.#inventoryChangedDuringReload;
       this.#inventoryChangedDuringReload = new Set();
@@ -2160,8 +2170,17 @@ export class Kernel {
       if (!this.automation) return changed ? {} : { unchanged: true };
       // reloadTree compares path, rate and the file's digest: it says "unchanged" for the same.
       // A new tree reads only parameters of this file (offered before automation.parameters).
+      // The files the reload's checks read are the ones loaded: no second read, so what was
+      // checked is what runs, and a read that hung there fails this section naming the file.
+      const files = this.#reloadTreeFiles;
+      const checked = files !== null && files.path === na.behaviorTree ? files.readFile : undefined;
       const before = this.automation.automationVersion();
-      const r = await this.automation.reloadTree(na.behaviorTree, na.tickRateHz, na.parameters);
+      const r = await this.automation.reloadTree(
+        na.behaviorTree,
+        na.tickRateHz,
+        na.parameters,
+        checked,
+      );
       // Without a tree, a changed rate is only kept (as with automation disabled).
       if (r === "unchanged") return changed ? {} : { unchanged: true };
       if (r === "refused_auto") {

@@ -19,7 +19,7 @@ export {
   type ReloadAnswer,
 } from "./reload_reads.ts";
 export { runService, type RunServiceOptions, StopSignalFilter } from "./process.ts";
-export type { ReloadedConfig } from "./reloader.ts";
+export type { ReloadedConfig, ReloadTreeFiles } from "./reloader.ts";
 export {
   priorityLine,
   type ProviderUpness,

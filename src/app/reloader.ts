@@ -12,13 +12,32 @@
  * Nothing here touches Deno.*: the file reading and the signal come from the composition root.
  */
 import { type Clock, errorMessage, type Logger } from "../common/mod.ts";
+import type { ReadFileFn } from "../automation/mod.ts";
 import type { Config } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { ReloadReport } from "./reload_report.ts";
 
+/**
+ * The behavior tree's files as a reload's checks read them (main.ts configReload): the tree at
+ * `path` and its includes, served from memory by `readFile` (a file that could not be read, as its
+ * error). The kernel loads the tree from these, never reading the files a second time: what was
+ * checked is what runs, and a read that hung is reported naming its file.
+ */
+export interface ReloadTreeFiles {
+  /** automation.behavior_tree of the configuration they were read for. */
+  readonly path: string;
+  readonly readFile: ReadFileFn;
+}
+
 /** A re-read configuration: valid (with warnings) or the diagnostics that make it invalid. */
 export type ReloadedConfig =
-  | { readonly ok: true; readonly config: Config; readonly warnings: readonly string[] }
+  | {
+    readonly ok: true;
+    readonly config: Config;
+    readonly warnings: readonly string[];
+    /** The tree's files as the checks read them; absent when they read none. */
+    readonly treeFiles?: ReloadTreeFiles;
+  }
   | {
     readonly ok: false;
     readonly errors: readonly string[];
@@ -40,8 +59,11 @@ export interface ReloadTarget {
   readonly config: Config;
   readonly bus: EventBus;
   readonly host: { readonly clock: Pick<Clock, "nowMs"> };
-  /** Applies what differs from the configuration in effect (Kernel.reload). */
-  reload(next: Config): Promise<ReloadReport>;
+  /**
+   * Applies what differs from the configuration in effect (Kernel.reload), loading the tree from
+   * `read.treeFiles` when given.
+   */
+  reload(next: Config, read?: { readonly treeFiles?: ReloadTreeFiles }): Promise<ReloadReport>;
 }
 
 /** What the reloader needs. */
@@ -117,7 +139,11 @@ export class ConfigReloader {
     for (const line of loaded.warnings) log.warn(`config reload: ${line}`);
     let report: ReloadReport;
     try {
-      report = await runtime.reload(loaded.config);
+      // The tree's files as the checks read them: loaded as checked, not read again.
+      report = await runtime.reload(
+        loaded.config,
+        loaded.treeFiles === undefined ? {} : { treeFiles: loaded.treeFiles },
+      );
     } catch (err) {
       this.#fail(`config reload failed: ${errorMessage(err)}`, [errorMessage(err)]);
       return;

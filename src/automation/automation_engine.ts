@@ -781,12 +781,15 @@ export class AutomationEngine {
    * keeping its state, and answers "retimed" (its automation_version is the same). A new tree must read only the `parameters` the new
    * configuration declares (given: as load() checks the declared ones). Refused while
    * the mode is AUTO ("refused_auto": a running tree is never swapped under the machine); checked
-   * again after the load, synchronously with the swap.
+   * again after the load, synchronously with the swap. `read`: the tree's files as already read
+   * for this reload (the configuration's checks: readTreeFiles), loaded without reading them
+   * again; absent, they are read here (readFileAsync, else readFile).
    */
   async reloadTree(
     behaviorTree: string | null,
     tickRateHz: number,
     parameters?: readonly ParameterConfig[],
+    read?: ReadFileFn,
   ): Promise<TreeReload> {
     const before = this.#runner;
     if (behaviorTree === null && this.#o.behaviorTree === null) {
@@ -799,7 +802,7 @@ export class AutomationEngine {
     // file that does not answer fails the load below, naming it, the tree in force kept.
     const readFile = behaviorTree === null
       ? this.#o.readFile
-      : await this.#reloadReads(behaviorTree);
+      : (read ?? await this.#reloadReads(behaviorTree));
     if (this.#o.modes.current() === "AUTO") {
       // A file that does not load is answered with why, as outside AUTO (still not swapped).
       const next = behaviorTree === null ? null : await this.#digestOf(behaviorTree, readFile);
