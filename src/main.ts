@@ -21,6 +21,7 @@ import {
   statPathSync,
   systemClock,
   terminateProviderProcesses,
+  workingDirectory,
 } from "./host/mod.ts";
 import { authenticationSummary } from "./http/mod.ts";
 import {
@@ -351,7 +352,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     console.error(`runtime: ${override}\n\n${USAGE}`);
     return EXIT_USAGE;
   }
-  const absPath = resolvePath(Deno.cwd(), cli.file);
+  const absPath = resolvePath(workingDirectory(), cli.file);
   const loaded = await readConfigFile(absPath, cli.kind, cli.kind === "check" && cli.strict);
   if (!loaded.readable) {
     console.error(`runtime: cannot read config file ${cli.file}: ${loaded.message}`);
@@ -528,7 +529,7 @@ function loaderOptions(absPath: string, mode: "check" | "start", strict: boolean
     // The variables http.tokens name: read (and taken out of the environment) while checking;
     // kept by the host, so a reload reads the same values.
     secretEnv: secretFromEnvironment,
-    cwd: Deno.cwd(),
+    cwd: workingDirectory(),
   };
 }
 
@@ -597,7 +598,7 @@ async function checkBehaviorTree(
       return { diagnostics: [], files };
     }
   }
-  const cwd = Deno.cwd();
+  const cwd = workingDirectory();
   const parameters = new Map(config.automation.parameters.map((p) => [p.name, p.type]));
   const diagnostics = verifyBehaviorTreeFile(path, readFile, parameters).map((d) => {
     return { ...d, file: pathBelow(cwd, d.file) ?? d.file };
@@ -711,7 +712,7 @@ function startWithConfig(
     terminateProviderProcesses();
     // The crash line is queued for stderr: wait for it (bounded: a stalled reader cannot keep a
     // crashed runtime from exiting, and systemd from restarting it).
-    void flushStderrLog().finally(() => Deno.exit(EXIT_INTERNAL_ERROR));
+    void flushStderrLog().finally(() => exitProcess(EXIT_INTERNAL_ERROR));
   };
   globalThis.addEventListener("error", (e) => {
     e.preventDefault();
@@ -729,5 +730,5 @@ if (import.meta.main) {
   const code = await main(Deno.args);
   // The last log lines (the shutdown's) may still be queued for stderr: bounded.
   await flushStderrLog();
-  Deno.exit(code);
+  exitProcess(code);
 }

@@ -21,6 +21,14 @@ function statOf(info: Deno.FileInfo): PathStat {
   return info.isFile ? { kind: "file", mode: info.mode } : { kind: "other", what: fileKind(info) };
 }
 
+/**
+ * The process's working directory, which relative paths (on the command line, in the
+ * configuration file) are resolved against and below which diagnostics name files relatively.
+ */
+export function workingDirectory(): string {
+  return Deno.cwd();
+}
+
 /** What is at `path`, on the calling thread: for the start and `--check-config` only. */
 export function statPathSync(path: string): PathStat {
   try {
