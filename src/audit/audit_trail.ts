@@ -162,9 +162,11 @@ export const AUDIT_MAX_UNSETTLED = 256;
 /**
  * Calls recorded `interrupted` that the run registry has not taken (its start failed) the trail
  * keeps for a later start (`for_runs`): a registry that fails start after start must not make them
- * grow with every start (each adds the calls its crash left in flight). Past it the oldest are
- * dropped at openJournal, with a WARN naming how many (they stay on the trail as `interrupted`
- * entries, of no run). As many as AUDIT_MAX_UNSETTLED: what one start takes from a closing record.
+ * grow with every start (each adds the calls its crash left in flight). Past it the oldest that
+ * earlier starts recorded are dropped at openJournal, with a WARN naming how many (they stay on
+ * the trail as `interrupted` entries, of no run); those a start records itself are never dropped
+ * there (its run registry is given each as it is recorded): at most AUDIT_MAX_FOUND_UNSETTLED, the
+ * most a start keeps. As many as AUDIT_MAX_UNSETTLED: what one start takes from a closing record.
  */
 export const AUDIT_MAX_FOR_RUNS = AUDIT_MAX_UNSETTLED;
 /**
@@ -228,9 +230,11 @@ export interface AuditStatus {
   /** Journal lines a read could not use (reported in the page's `problems`). */
   unreadable_lines_total: number;
   /**
-   * Calls recorded interrupted that no start of the runs took (`for_runs`) this process dropped,
-   * the oldest, past AUDIT_MAX_FOR_RUNS (or AUDIT_MAX_FOUND_BYTES in the journal's search; each
-   * drop WARNed): they are no run's events.
+   * Calls recorded interrupted that no start of the runs took (`for_runs` of a checkpoint or a
+   * closing record) this process dropped, the oldest, past AUDIT_MAX_FOR_RUNS (or
+   * AUDIT_MAX_FOUND_BYTES in the journal's search; each drop WARNed): they are no run's events.
+   * Not `interrupted` entries found in the journal that no such record lists (an older version's
+   * journal): whether a run registry took them is not known (their drop has a WARN of its own).
    */
   for_runs_dropped_total: number;
   last_error: string | null;
@@ -329,8 +333,17 @@ interface Unsettled {
   readonly newest: number | null;
   /** Calls an earlier start recorded `interrupted` that its run registry may not have taken. */
   readonly forRuns: ForRunsRecord[];
-  /** Of those, the oldest the search passed over past AUDIT_MAX_FOR_RUNS (absent: none). */
+  /**
+   * The write-ahead ids of those a closing record or a checkpoint lists (`for_runs`: no start of
+   * the runs had taken them); the others are `interrupted` entries found after the last one, or
+   * in a tail that has none (an older version's journal): whether their start's run registry took
+   * them is not known.
+   */
+  readonly listed: ReadonlySet<string>;
+  /** Of those listed, the oldest the search passed over past its bounds (absent: none). */
   readonly forRunsDropped?: number;
+  /** Of those not listed, the oldest the search passed over past its bounds (absent: none). */
+  readonly forRunsPassedOver?: number;
   /** Write-ahead records passed over past AUDIT_MAX_FOUND_UNSETTLED, the oldest (absent: none). */
   readonly openDropped?: number;
 }
@@ -989,12 +1002,12 @@ export class AuditTrail implements AuditSink {
     const journal: Journal = { ...options, writer };
     let interrupted: IntentRecord[] = [];
     let notSearched: string | null = null;
-    let forRunsPassedOver = 0;
+    let earlier: Unsettled | null = null;
     let openPassedOver = 0;
     try {
       const found = await this.#unsettledIntents(journal);
       interrupted = found.open;
-      forRunsPassedOver = found.forRunsDropped ?? 0;
+      earlier = found;
       openPassedOver = found.openDropped ?? 0;
       this.#earlierInterrupted = found.forRuns;
       for (const r of found.forRuns) this.#forRuns.set(r.intent, r);
@@ -1045,37 +1058,63 @@ export class AuditTrail implements AuditSink {
           "(GET /v0/audit)",
       );
     }
-    this.#boundForRuns(forRunsPassedOver);
+    if (earlier !== null) this.#boundForRuns(earlier, interrupted.length);
     for (const entry of this.#memory.splice(0)) void writer.append(boundedEntry(entry).text);
   }
 
   /**
-   * Keeps the newest AUDIT_MAX_FOR_RUNS of #forRuns (in the order found: oldest first), those
-   * dropped neither given to the run registry (earlierInterrupted) nor listed for a later start.
-   * `passedOver`: the older ones the journal's search dropped already (same bound), said and
-   * counted with these.
+   * Keeps, of the calls earlier starts recorded interrupted (earlierInterrupted, oldest first),
+   * the newest that fit in AUDIT_MAX_FOR_RUNS with the `now` calls this start recorded
+   * interrupted (none of which is dropped: each is given to this start's run registry as it is
+   * recorded; at most AUDIT_MAX_FOUND_UNSETTLED), the others neither given to the run registry nor
+   * listed for a later start. `found`: what the journal's search found, with the older ones it
+   * passed over already (same bound, or AUDIT_MAX_FOUND_BYTES), said with these. Said in what the
+   * journal knows of them: those a checkpoint or a closing record listed (no start of the runs had
+   * taken them) are the run registry's drops, counted (for_runs_dropped_total); of the others,
+   * `interrupted` entries with no such record after them (a journal of an older version, or of
+   * starts that ended before writing one), whether their start's run registry took them is not
+   * known: said in a WARN of their own, not counted.
    */
-  #boundForRuns(passedOver: number): void {
-    const over = Math.max(0, this.#forRuns.size - AUDIT_MAX_FOR_RUNS);
-    const dropped = over + passedOver;
-    if (dropped === 0) return;
-    let left = over;
-    for (const id of this.#forRuns.keys()) {
-      if (left-- === 0) break;
-      this.#forRuns.delete(id);
-    }
-    this.#earlierInterrupted = this.#earlierInterrupted.filter((r) => this.#forRuns.has(r.intent));
-    this.#forRunsDropped += dropped;
-    const bytes = passedOver === 0
-      ? ""
-      : ` (or their records past ${AUDIT_MAX_FOUND_BYTES} bytes, AUDIT_MAX_FOUND_BYTES, in the ` +
-        "journal's search)";
-    this.#log.warn(
-      `audit: ${dropped} calls recorded interrupted that no start of the runs took (the run ` +
-        `registry failed to start) dropped, the oldest: more than ${AUDIT_MAX_FOR_RUNS} ` +
-        `(AUDIT_MAX_FOR_RUNS)${bytes}; they stay on the audit trail as interrupted entries, of ` +
-        "no run",
+  #boundForRuns(found: Unsettled, now: number): void {
+    const room = Math.max(0, AUDIT_MAX_FOR_RUNS - now);
+    const over = this.#earlierInterrupted.slice(
+      0,
+      Math.max(0, this.#earlierInterrupted.length - room),
     );
+    let listedDropped = found.forRunsDropped ?? 0;
+    let foundDropped = found.forRunsPassedOver ?? 0;
+    for (const r of over) {
+      this.#forRuns.delete(r.intent);
+      if (found.listed.has(r.intent)) listedDropped++;
+      else foundDropped++;
+    }
+    if (over.length > 0) this.#earlierInterrupted = this.#earlierInterrupted.slice(over.length);
+    const bytes = (passedOver: number) =>
+      passedOver === 0
+        ? ""
+        : ` (or their records past ${AUDIT_MAX_FOUND_BYTES} bytes, AUDIT_MAX_FOUND_BYTES, in the ` +
+          "journal's search)";
+    if (listedDropped > 0) {
+      this.#forRunsDropped += listedDropped;
+      this.#log.warn(
+        `audit: ${listedDropped} calls recorded interrupted that no start of the runs took (the ` +
+          "run registry failed to start; listed for the runs by a checkpoint or closing record " +
+          `of the journal) dropped, the oldest: more than ${AUDIT_MAX_FOR_RUNS} ` +
+          `(AUDIT_MAX_FOR_RUNS)${bytes(found.forRunsDropped ?? 0)}; they stay on the audit ` +
+          "trail as interrupted entries, of no run",
+      );
+    }
+    if (foundDropped > 0) {
+      this.#log.warn(
+        `audit: ${foundDropped} calls earlier starts recorded interrupted, found in the journal ` +
+          "with no checkpoint nor closing record listing them for the runs (a journal of an " +
+          "older version, or of starts that ended before writing one), not given to the run " +
+          `registry, the oldest: more than ${AUDIT_MAX_FOR_RUNS} (AUDIT_MAX_FOR_RUNS)` +
+          `${bytes(found.forRunsPassedOver ?? 0)}; whether the start that recorded each gave it ` +
+          "to its runs is not known (not counted as dropped by the run registry); they stay on " +
+          "the audit trail as interrupted entries",
+      );
+    }
   }
 
   /**
@@ -1151,7 +1190,19 @@ export class AuditTrail implements AuditSink {
     // bytes read: a line of a few dozen bytes is an object of a few hundred in memory. A marker
     // clears both, and what was passed over before it with them.
     const open = new NewestKept<IntentRecord>(AUDIT_MAX_FOUND_UNSETTLED, AUDIT_MAX_FOUND_BYTES);
-    const forRuns = new NewestKept<ForRunsRecord>(AUDIT_MAX_FOR_RUNS, AUDIT_MAX_FOUND_BYTES);
+    // Those of the calls for the runs a marker lists (the others: `interrupted` entries found
+    // after it, or in a tail without one), and how many of each were passed over.
+    const listed = new Set<string>();
+    let listedPassedOver = 0;
+    let foundPassedOver = 0;
+    const forRuns = new NewestKept<ForRunsRecord>(
+      AUDIT_MAX_FOR_RUNS,
+      AUDIT_MAX_FOUND_BYTES,
+      (id) => {
+        if (listed.delete(id)) listedPassedOver++;
+        else foundPassedOver++;
+      },
+    );
     let marked = false;
     let newest: number | null = null;
     for (const { path, start, size } of tail) {
@@ -1188,7 +1239,12 @@ export class AuditTrail implements AuditSink {
             open.clear();
             for (const r of marker.open) open.set(r.intent, r, share);
             forRuns.clear();
-            for (const r of marker.forRuns) forRuns.set(r.intent, r, share);
+            listed.clear();
+            listedPassedOver = foundPassedOver = 0;
+            for (const r of marker.forRuns) {
+              listed.add(r.intent);
+              forRuns.set(r.intent, r, share);
+            }
             newest = transitionDate(marker.at, newest);
           }
           continue;
@@ -1212,7 +1268,9 @@ export class AuditTrail implements AuditSink {
       marked,
       whole,
       forRuns: forRuns.values(),
-      forRunsDropped: forRuns.dropped,
+      listed,
+      forRunsDropped: listedPassedOver,
+      forRunsPassedOver: foundPassedOver,
       openDropped: open.dropped,
     };
   }
@@ -1250,9 +1308,12 @@ export class AuditTrail implements AuditSink {
       if (last === null || !last.terminated || last.end !== size) return null;
       const marker = last.text.startsWith(CLOSED_PREFIX) ? markedIntents(last.text) : null;
       // Its date is the newest its process gave (#markerLine, #date).
-      return marker === null
-        ? null
-        : { open: marker.open, newest: marker.at, forRuns: marker.forRuns };
+      return marker === null ? null : {
+        open: marker.open,
+        newest: marker.at,
+        forRuns: marker.forRuns,
+        listed: new Set(marker.forRuns.map((r) => r.intent)),
+      };
     }
     return null;
   }
@@ -1618,7 +1679,7 @@ function entryLine(text: string, intents: readonly string[]): string {
 /**
  * Records by key in the order first set, the newest kept within `maxCount` records and `maxBytes`
  * (the sizes given with them): past either the oldest are deleted, counted in `dropped` until
- * clear().
+ * clear(), each key so deleted handed to `onDrop`.
  */
 class NewestKept<V> {
   readonly #records = new Map<string, { value: V; bytes: number }>();
@@ -1626,7 +1687,11 @@ class NewestKept<V> {
   /** Records deleted past a bound since the last clear(). */
   dropped = 0;
 
-  constructor(readonly maxCount: number, readonly maxBytes: number) {}
+  constructor(
+    readonly maxCount: number,
+    readonly maxBytes: number,
+    readonly onDrop?: (key: string) => void,
+  ) {}
 
   get(key: string): V | undefined {
     return this.#records.get(key)?.value;
@@ -1641,6 +1706,7 @@ class NewestKept<V> {
       this.#records.delete(oldest);
       this.#bytes -= r.bytes;
       this.dropped++;
+      this.onDrop?.(oldest);
     }
   }
 

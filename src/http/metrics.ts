@@ -409,7 +409,8 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
   w.family(
     "runtime_audit_for_runs_dropped_total",
     "counter",
-    "Calls recorded interrupted that no start of the runs took, dropped past AUDIT_MAX_FOR_RUNS.",
+    "Calls recorded interrupted that no start of the runs took (a checkpoint or closing record " +
+      "listed them), dropped past AUDIT_MAX_FOR_RUNS.",
   ).sample("runtime_audit_for_runs_dropped_total", audit.for_runs_dropped_total);
 
   // ---- history (memory ring, disk tier, incidents) ----

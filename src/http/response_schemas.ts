@@ -451,8 +451,10 @@ export function responseComponents(): Record<string, JsonSchema> {
         unreadable_lines_total: note(int, "Journal lines a read could not use (reported)."),
         for_runs_dropped_total: note(
           int,
-          "Calls recorded interrupted that no start of the runs took, dropped (the oldest) past " +
-            "AUDIT_MAX_FOR_RUNS (256) by this process: no run's events.",
+          "Calls recorded interrupted that no start of the runs took (listed for the runs by a " +
+            "checkpoint or closing record of the audit journal), dropped (the oldest) past " +
+            "AUDIT_MAX_FOR_RUNS (256) by this process: no run's events. Not interrupted entries " +
+            "found with no such record (an older version's journal): not known to be untaken.",
         ),
         last_error: orNull(str),
         last_error_at_epoch_ms: orNull(int),
