@@ -383,8 +383,11 @@ interface LadderHold {
  * latches. Fixed once it begins (Estop.#stop).
  */
 interface QueuedStop {
-  /** The cause of the press that queued it: its ladder calls' audit origin. */
-  readonly cause: string;
+  /**
+   * Its ladder calls' audit origin: the cause of the press that queued it, or of the latest of its
+   * presses that latched the e-stop again after a clear (the cause status shows then).
+   */
+  cause: string;
   /** Whether it waits for a stop under way (its ladder hold's `behindStop`). */
   readonly behindStop: boolean;
   /** The FAULT entry whose hooks it makes after its ladder (Estop.#joinFault). */
@@ -918,6 +921,7 @@ export class Estop implements EstopService {
   ): Promise<EstopResult> {
     // Synchronous, before any await: latch (the gate refuses racing calls from here on), then
     // FAULT (listeners halt the tree in the same step).
+    const latches = this.#state !== "latched";
     this.#state = latchTransition(this.#state, "trigger");
     this.#triggerCount++;
     // The stop that answers this press is taken here, before anything that calls out: the stop
@@ -930,6 +934,11 @@ export class Estop implements EstopService {
     // before the stop begins (#joinFault, #joinLadder, #joinDrains).
     const cause = options.cause ?? ESTOP_CAUSE_API;
     const stop = this.#pendingStop ?? this.#queueStop(cause);
+    // A press that latches it again (a clear came after the press that queued the stop it joins)
+    // gives that stop its cause: the cause status shows from now on, that of the latch in force
+    // its ladder answers; the released latch's press was answered by the stop it was made for.
+    // One assignment to the stop not begun yet; nothing waits for it.
+    if (latches) stop.cause = cause;
     // The calls admitted before the latch, taken at the latch: a reload that removes or restarts
     // a provider before this stop's turn still has its drain wait for them.
     this.#joinDrains(stop, this.#drainsFromLatch());
@@ -1508,8 +1517,9 @@ export class Estop implements EstopService {
 
   /**
    * Steps 2-4 of the trigger (module comment), with what its presses merged into `queued` (it has
-   * begun: none joins any more); its cause is that of the press that queued it (the audit origin of
-   * its ladder calls, whatever triggers while they run).
+   * begun: none joins any more); its cause is that of the press that queued it, or of the latest
+   * press joining it that latched again after a clear (QueuedStop.cause: the audit origin of its
+   * ladder calls, whatever triggers while they run).
    */
   async #stop(queued: QueuedStop): Promise<EstopResult> {
     const { fault, cause, hooksHeld, ladderHeld } = queued;

@@ -49,3 +49,59 @@ Deno.test("Estop audits each ladder call with the cause of its own stop, also wh
     "each ladder call names the cause of its own stop",
   );
 });
+
+Deno.test("Estop audits the ladder calls of a stop two presses share across a clear with the cause of the press that latched again, the cause status shows", async () => {
+  await using r = await rig({
+    providers: [plantProvider("slow", { latencyMs: 1000 })],
+    safety: {
+      hooks: [
+        call("slow/plant0", "set_heater", { enabled: false }),
+        call("slow/plant0", "set_fan", { duty: { double: 0 } }),
+      ],
+      zeroIsSafe: false,
+    },
+  });
+  const rt = r.kernel;
+  const first = rt.estop.trigger("operator");
+  await macrotask(); // the first stop has begun: its first ladder call is on the wire
+  // A press while it runs queues a further stop; the operator clears the latch before that stop
+  // begins, then an alarm latches it again: its press joins that stop (docs/safety.md, "Presses
+  // are coalesced"), which now answers the alarm's latch.
+  const queuedBy = rt.estop.trigger("second look", { cause: "alarm:pressure" });
+  rt.estop.clear();
+  const latchedAgain = rt.estop.trigger("too hot", { cause: "alarm:overtemp" });
+  assert.equal(rt.estop.status().cause, "alarm:overtemp");
+  await Promise.all([first, queuedBy, latchedAgain]);
+  assert.equal(rt.estop.status().cause, "alarm:overtemp", "the latch in force");
+  const page = await waitFor("the four ladder calls audited", async () => {
+    const p = await rt.audit.query({ limit: 100 });
+    const n = p.entries.filter((e) => e.action === "call" && e.origin.kind === "estop").length;
+    return n === 4 ? p : undefined;
+  });
+  // Oldest first: the presses, the clear and the ladder calls of both stops, in order.
+  const said = page.entries
+    .sort((a, b) => a.seq - b.seq)
+    .filter((e) => e.action !== "call" || e.origin.kind === "estop")
+    .filter((e) => e.action === "estop" || e.action === "estop_clear" || e.action === "call")
+    .map((e) =>
+      e.action === "call"
+        ? `${e.function} ${(e.origin as { cause?: string }).cause}`
+        : e.action === "estop"
+        ? `estop ${(e.args as { cause?: string } | null)?.cause}`
+        : "clear"
+    );
+  assert.deepEqual(
+    said,
+    [
+      "estop api",
+      "estop alarm:pressure",
+      "clear",
+      "estop alarm:overtemp",
+      "set_heater api",
+      "set_fan api",
+      "set_heater alarm:overtemp",
+      "set_fan alarm:overtemp",
+    ],
+    "the second stop's calls name the press of the latch they answer, not one cleared before",
+  );
+});
