@@ -569,10 +569,8 @@ export class Kernel {
     if (host.setSessionPriority) {
       this.#sessionPriority = new SessionPriority(host.setSessionPriority, {
         // A configured provider with no host (a reload restarting or starting it, or one it
-        // could not register) is down too (ProviderRegistry.configured).
-        anyDown: () =>
-          this.registry.hosts.some((h) => !h.available) ||
-          this.registry.configuredWithoutHost().length > 0,
+        // could not register) is down too (ProviderRegistry.allAvailable).
+        anyDown: () => !this.registry.allAvailable(),
         onChange: (listener) => {
           // A host registered is down until it is up: told at once (one a reload adds).
           this.registry.eachHost((h) => {
@@ -1377,19 +1375,23 @@ export class Kernel {
   }
 
   /**
-   * Calls `listener` once, as soon as every provider is AVAILABLE (at once when they all are
-   * now); never after stop(). The service says "Runtime Ready" with it.
+   * Calls `listener` once, as soon as every configured provider is AVAILABLE (at once when they
+   * all are now); never after stop(). The service says "Runtime Ready" with it. A configured
+   * provider with no host is not (ProviderRegistry.allAvailable): one a reload is restarting or
+   * starting, or could not register.
    */
   whenAllProvidersAvailable(listener: () => void): void {
     let called = false;
     const check = () => {
-      if (called || this.#stopping || !this.registry.hosts.every((h) => h.available)) return;
+      if (called || this.#stopping || !this.registry.allAvailable()) return;
       called = true;
       listener();
     };
-    // Providers a reload adds are waited for too; one it removes (down, say) no longer is.
+    // Providers a reload adds are waited for too; one it removes (down, say) no longer is, nor
+    // one it drops that had no host (the reload before could not register it).
     this.registry.eachHost((h) => h.onAvailability(check));
     this.registry.onHostRemoved(check);
+    this.registry.onUnconfigured(check);
     check();
   }
 

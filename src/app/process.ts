@@ -140,7 +140,9 @@ export async function runService(
     }
     if (first === null) {
       // The line launchers written for anolis wait for: once, when the API is up and every
-      // provider is AVAILABLE (a provider that went down meanwhile delays it until it is back).
+      // configured provider is AVAILABLE (a provider that went down meanwhile delays it until it
+      // is back; one a reload meanwhile restarts, fails to start or cannot register, until it is
+      // up or dropped from the file).
       kernel.whenAllProvidersAvailable(() =>
         log.info(
           `Runtime Ready: ${kernel.registry.hosts.length} provider(s) AVAILABLE, ${kernel.registry.devices().length} device(s)`,

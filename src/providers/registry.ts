@@ -300,6 +300,15 @@ export class ProviderRegistry {
   }
 
   /**
+   * Whether every configured provider is up: a host registered under each configured id (none
+   * missing: a reload restarting or starting it, or one it could not register) and AVAILABLE.
+   * Hosts a running reload has yet to take out count as well (until onHostRemoved).
+   */
+  allAvailable(): boolean {
+    return this.hosts.every((h) => h.available) && this.configuredWithoutHost().length === 0;
+  }
+
+  /**
    * What a reconcile from `before` (the entries in effect) to `next` would do with each entry now:
    * diffProviders, except that an entry differing only in IN_PLACE_PROVIDER_FIELDS is restarted
    * (changed) rather than updated in place when no process of it runs or is being brought back by

@@ -58,3 +58,52 @@ Deno.test("Kernel.whenAllProvidersAvailable: a reload removing the one provider 
     await rt.stop();
   }
 });
+
+Deno.test("Kernel.whenAllProvidersAvailable waits for a provider a reload restarts: not while it fails to start or is not registered; a reload dropping it completes it", async () => {
+  const base = testConfig();
+  const rt = await startRuntime({
+    ...base,
+    providers: [...base.providers, simProvider("sim1", { restart: false })],
+  });
+  try {
+    const sim1 = rt.registry.host("sim1")!;
+    const good = sim1.config;
+    Deno.kill(sim1.session!.pid, "SIGKILL");
+    await waitFor("sim1 down", () => !sim1.available);
+    let ready = 0;
+    rt.whenAllProvidersAvailable(() => ready++);
+    assert.equal(ready, 0, "sim1 is down");
+    const withSim1 = (entry: typeof good) => ({
+      ...rt.config,
+      providers: [...rt.config.providers.filter((p) => p.id !== "sim1"), entry],
+    });
+
+    // Its entry changed to one that does not start: its old host is taken out, its new one
+    // listed down. sim1 is configured and not running all along.
+    const broken = await rt.reload(withSim1({ ...good, command: "/nonexistent/provider" }));
+    assert.match(broken.providers.failed.join(), /^sim1: cannot start provider/);
+    assert.equal(ready, 0, "not while sim1 is being restarted nor once it failed to start");
+
+    // Its entry fixed, its host not registered (a host listener fails): still not running.
+    let refuse = false;
+    rt.registry.eachHost((host) => {
+      if (refuse && host.id === "sim1") throw new Error("listener broke");
+    });
+    refuse = true;
+    const refused = await rt.reload(withSim1(good));
+    assert.match(refused.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+    assert.ok(rt.registry.hosts.every((h) => h.available), "every host registered is up");
+    assert.equal(ready, 0, "not while sim1 has no host");
+    refuse = false;
+
+    // The file drops sim1: every provider configured is AVAILABLE.
+    const dropped = await rt.reload({
+      ...rt.config,
+      providers: rt.config.providers.filter((p) => p.id !== "sim1"),
+    });
+    assert.deepEqual(dropped.providers.failed, []);
+    assert.equal(ready, 1, "told once sim1 is no longer configured");
+  } finally {
+    await rt.stop();
+  }
+});
