@@ -579,6 +579,9 @@ export class Kernel {
           });
           this.registry.onHostRemoved(listener);
           this.registry.onUnconfigured(listener);
+          // One a reload starts anew is down from the reload's start, before its host is
+          // registered (the reload may first wait for the stops of the providers it removes).
+          this.registry.onStarting(listener);
         },
       }, log);
     }

@@ -103,6 +103,9 @@ export type HostListener = (host: ProviderHost) => void;
 /** Told the id of a provider the configuration no longer has (ProviderRegistry.onUnconfigured). */
 export type UnconfiguredListener = (providerId: string) => void;
 
+/** Told the id of a provider a reconcile is to start anew (ProviderRegistry.onStarting). */
+export type StartingListener = (providerId: string) => void;
+
 /**
  * All configured providers, in config order, and the devices they expose. A configuration
  * reload adds and removes hosts (add/remove); subsystems that keep per-provider state follow
@@ -168,6 +171,7 @@ export class ProviderRegistry {
   readonly #added: HostListener[] = [];
   readonly #removed: HostListener[] = [];
   readonly #unconfigured: UnconfiguredListener[] = [];
+  readonly #startingListeners: StartingListener[] = [];
 
   constructor(providers: readonly ProviderConfig[], deps: ProviderHostDeps) {
     // One queue for every provider of the runtime: a restart storm spawns one at a time, paced.
@@ -286,14 +290,31 @@ export class ProviderRegistry {
     return host;
   }
 
+  /**
+   * Calls `listener` with the id of every provider a reconcile is to start anew (its entry added:
+   * new, or again after the reload before failed to start it), as that reconcile begins: from then
+   * on the id is configured with no host registered (configuredWithoutHost, starting()) -- a down
+   * provider -- until its host is registered (eachHost listeners), which may first wait for the
+   * stops of the providers the reload removes or changes. Nothing else tells that change. A
+   * listener that throws is logged and the others are still told.
+   */
+  onStarting(listener: StartingListener): void {
+    this.#startingListeners.push(listener);
+  }
+
   /** Tells the onUnconfigured listeners (each one contained, as #takeOut's). */
   #tellUnconfigured(providerId: string): void {
-    for (const l of this.#unconfigured) {
+    this.#tellEach(this.#unconfigured, providerId, "unconfigured");
+  }
+
+  /** Tells `listeners` the id, each one contained (logged: `what` the notice was). */
+  #tellEach(listeners: readonly ((id: string) => void)[], providerId: string, what: string): void {
+    for (const l of listeners) {
       try {
         l(providerId);
       } catch (err) {
         this.#deps.log.error(
-          `provider ${providerId} unconfigured: a listener failed: ${errorMessage(err)}`,
+          `provider ${providerId} ${what}: a listener failed: ${errorMessage(err)}`,
         );
       }
     }
@@ -389,6 +410,8 @@ export class ProviderRegistry {
     // Dropped with no host to take out (the reload before could not register it): told now; one
     // with a host is told as #retire takes it out.
     for (const id of unhostedBefore) if (!this.configured(id)) this.#tellUnconfigured(id);
+    // Configured with no host from now on: down before anything is stopped or registered.
+    for (const p of added) this.#tellEach(this.#startingListeners, p.id, "starting");
     const retriedUp: string[] = [];
     try {
       await Promise.all([

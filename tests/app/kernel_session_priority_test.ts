@@ -66,3 +66,44 @@ Deno.test("Kernel keeps its session raised while a reload restarts its provider,
     await rt.stop();
   }
 });
+
+Deno.test("Kernel raises its session as a reload adding a provider begins, while that reload still waits before stopping the one it restarts", async () => {
+  const asked: number[] = [];
+  const setSessionPriority = (nice: number): Promise<PriorityResult> => {
+    asked.push(nice);
+    return Promise.resolve({ outcome: "set" });
+  };
+  const rt = await startRuntime(testConfig({ providers: [simProvider("sim0")] }), {
+    host: { setSessionPriority },
+  });
+  // The reload waits, before it stops sim0, for the stop actions in flight to it (the e-stop's
+  // ladder calls, bounded): held here until released.
+  const estop = rt.estop as unknown as { stopActionsSettled: (id: string) => Promise<null> };
+  const settled = estop.stopActionsSettled;
+  let release = () => {};
+  estop.stopActionsSettled = () => new Promise<null>((r) => (release = () => r(null)));
+  try {
+    await waitFor("the session settled", () => asked.at(-1) === 0);
+    // sim0's entry changed (it is stopped, then started again) and sim1 added: sim1 is started
+    // only once sim0 has stopped.
+    const reload = rt.reload({
+      ...rt.config,
+      providers: [
+        ...rt.config.providers.map((p) => ({ ...p, timeoutMs: p.timeoutMs + 1 })),
+        simProvider("sim1"),
+      ],
+    });
+    await waitFor("the reload starting sim1, sim0 held", () => rt.registry.starting("sim1"));
+    assert.ok(rt.registry.host("sim0")?.available, "sim0 still up, not yet stopped");
+    assert.equal(rt.registry.host("sim1"), undefined, "sim1 not registered yet");
+    assert.deepEqual(asked, [-10, 0, -10], "raised: sim1 is configured and not running");
+    release();
+    const report = await reload;
+    assert.deepEqual(report.providers.added, ["sim1"]);
+    await waitFor("the session settled again", () => asked.at(-1) === 0);
+  } finally {
+    estop.stopActionsSettled = settled;
+    release();
+    await rt.stop();
+  }
+});
