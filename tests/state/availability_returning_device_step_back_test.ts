@@ -141,3 +141,77 @@ Deno.test("StateCache keeps the removal date of a provider's devices past the wa
     await fx.close();
   }
 });
+
+Deno.test("StateCache keeps the removal date of a provider's devices through reloads that could not register it: its return after a step back (NTP) is dated no earlier, and a drop leaves no device behind", async () => {
+  const fx = await startProgrammable(BOTH, {
+    inProcess: true,
+    restart: { backoffMs: [0, 0, 0] },
+  });
+  const reconcile = (before: ProviderConfig[], next: ProviderConfig[]) =>
+    fx.registry.reconcile(before, next, {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      stopping: () => false,
+    });
+  // A host listener after the cache's that fails refuses p0's registration (the cache took its
+  // host up, then has it taken out again).
+  let refuse = false;
+  fx.registry.eachHost((host) => {
+    if (refuse && host.id === "p0") throw new Error("listener broke");
+  });
+  const p0 = fx.host.config;
+  const p0Changed = { ...p0, timeoutMs: p0.timeoutMs + 1 };
+  const t = 1_700_000_000_000;
+  const d0Flips = () =>
+    fx.events.flatMap((e) =>
+      e.kind === "device_availability" && e.provider_id === "p0" && e.device_id === "d0"
+        ? [[e.available, e.timestamp_ms - t, e.reason ?? null]]
+        : []
+    );
+  try {
+    fx.clock.wallMs = t;
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.pollDevice("p0", "d0");
+    // A reload at t + 1 s restarts p0 (its entry changed); its successor is not registered.
+    refuse = true;
+    fx.clock.wallMs = t + 1_000;
+    const first = await reconcile([p0], [p0Changed]);
+    assert.match(first.failed.join(), /^p0: Provider p0 not registered/);
+    // NTP steps the wall clock back a minute; a reload of the same file fails the same way.
+    fx.clock.wallMs = t - 60_000;
+    const second = await reconcile(first.effective, [p0Changed]);
+    assert.match(second.failed.join(), /^p0: Provider p0 not registered/);
+    // A reload registers it: d0 comes back, dated no earlier than its removal.
+    refuse = false;
+    const third = await reconcile(second.effective, [p0Changed]);
+    assert.deepEqual(third.added, ["p0"]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(
+      d0Flips(),
+      [[true, 0, null], [false, 1_000, "removed"], [true, 1_000, null]],
+      "its return no earlier than its removal",
+    );
+
+    // Not registered again at t + 2 s, then a reload drops p0 from the file: nothing of it stays.
+    refuse = true;
+    fx.clock.wallMs = t + 2_000;
+    const fourth = await reconcile(third.effective, [p0]);
+    assert.match(fourth.failed.join(), /^p0: Provider p0 not registered/);
+    await reconcile(fourth.effective, []);
+    assert.equal(fx.registry.configured("p0"), false);
+    assert.deepEqual(fx.cache.providerDevices("p0"), []);
+    assert.equal(fx.cache.device("p0", "d0"), undefined);
+    // Configured again after another step back: its devices' return follows their last removal.
+    refuse = false;
+    fx.clock.wallMs = t - 30_000;
+    assert.deepEqual((await reconcile([], [p0])).added, ["p0"]);
+    await fx.cache.pollDevice("p0", "d0");
+    assert.deepEqual(
+      d0Flips().slice(3),
+      [[false, 2_000, "removed"], [true, 2_000, null]],
+      "its return no earlier than its last removal",
+    );
+  } finally {
+    await fx.close();
+  }
+});
