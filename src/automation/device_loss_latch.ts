@@ -442,16 +442,13 @@ export class DeviceLossLatch {
       releasedByName.add(handle);
     }
     for (const [providerId, quoted] of kept) {
-      if (quoted.length <= MAX_KEPT_LINES_PER_PROVIDER) {
-        for (const q of quoted) {
-          this.#log.warn(`kept ${q} latched: AUTO entered while it is still down`);
-        }
-        continue;
-      }
-      const named = quoted.slice(0, MAX_KEPT_LINES_PER_PROVIDER).join(", ");
-      this.#log.warn(
-        `kept ${quoted.length} devices of provider ${providerId} latched: AUTO entered while ` +
-          `they are still down (${named} and ${quoted.length - MAX_KEPT_LINES_PER_PROVIDER} more)`,
+      this.#linesPerDevice(
+        "warn",
+        quoted,
+        (q) => `kept ${q} latched: AUTO entered while it is still down`,
+        (named) =>
+          `kept ${quoted.length} devices of provider ${providerId} latched: AUTO entered while ` +
+          `they are still down (${named})`,
       );
     }
     // A provider-wide entry cannot release what it holds (it does not know their names): it
@@ -492,6 +489,28 @@ export class DeviceLossLatch {
   }
 
   /**
+   * Logs one line per device of one provider (`quoted`) up to MAX_KEPT_LINES_PER_PROVIDER (`one`);
+   * past it, one line for them all (`many`, given the first of them named and the rest counted).
+   */
+  #linesPerDevice(
+    level: "info" | "warn",
+    quoted: readonly string[],
+    one: (quoted: string) => string,
+    many: (named: string) => string,
+  ): void {
+    if (quoted.length <= MAX_KEPT_LINES_PER_PROVIDER) {
+      for (const q of quoted) this.#log[level](one(q));
+      return;
+    }
+    this.#log[level](
+      many(
+        `${quoted.slice(0, MAX_KEPT_LINES_PER_PROVIDER).join(", ")} and ` +
+          `${quoted.length - MAX_KEPT_LINES_PER_PROVIDER} more`,
+      ),
+    );
+  }
+
+  /**
    * Announces the devices an entry into AUTO exempts anew from `wide` (up now, refused until now):
    * each is released as a named device is (a `device_loss_latch` event, `AUTO entered again`), so
    * a client that saw one held sees it end; their lines are one per device up to
@@ -500,30 +519,45 @@ export class DeviceLossLatch {
   #exempted(wide: WideEntry, deviceIds: readonly string[]): void {
     const p = wide.providerId;
     const reason = "AUTO entered again";
-    const quoted = deviceIds.map((d) => quoteDeviceHandle(p, d));
-    if (quoted.length <= MAX_KEPT_LINES_PER_PROVIDER) {
-      for (const q of quoted) {
-        this.#log.info(`released ${q} from its provider's provider-wide latch: ${reason}`);
-      }
-    } else {
-      this.#log.info(
-        `released ${quoted.length} devices of provider ${p} from its provider-wide latch: ` +
-          `${reason} while they are up (${
-            quoted.slice(0, MAX_KEPT_LINES_PER_PROVIDER).join(", ")
-          } and ${quoted.length - MAX_KEPT_LINES_PER_PROVIDER} more)`,
-      );
-    }
+    this.#linesPerDevice(
+      "info",
+      deviceIds.map((d) => quoteDeviceHandle(p, d)),
+      (q) => `released ${q} from its provider's provider-wide latch: ${reason}`,
+      (named) =>
+        `released ${deviceIds.length} devices of provider ${p} from its provider-wide latch: ` +
+        `${reason} while they are up (${named})`,
+    );
+    this.#announceWide(wide, deviceIds, false, reason);
+  }
+
+  /**
+   * Publishes a `device_loss_latch` event for each of `deviceIds`, devices of `wide`'s provider:
+   * latched by the entry (`provider_wide: true`) or released from it. Each is dated no earlier than
+   * the entry's latest event nor the device's own (one latched by name once), and is the entry's
+   * latest; a release's date is the device's own from then on (#transitionAt), a latch by the
+   * entry keeps none (#hold).
+   */
+  #announceWide(
+    wide: WideEntry,
+    deviceIds: readonly string[],
+    latched: boolean,
+    reason: string,
+  ): void {
+    const p = wide.providerId;
     const now = this.#o.clock.nowMs();
     for (const d of deviceIds) {
-      // No earlier than the entry's latest event nor the device's own (one latched by name once).
-      const atMs = this.#transitionAt(p, d, transitionDate(now, wide.datedAtMs));
+      const wall = transitionDate(now, wide.datedAtMs);
+      const atMs = latched
+        ? transitionDate(wall, this.#lastTransitionAt.get(p)?.get(d))
+        : this.#transitionAt(p, d, wall);
       wide.datedAtMs = atMs;
       this.#o.bus.publish({
         kind: "device_loss_latch",
         provider_id: p,
         device_id: d,
-        latched: false,
+        latched,
         reason,
+        ...(latched ? { provider_wide: true } : {}),
         timestamp_ms: atMs,
       });
     }
@@ -552,38 +586,17 @@ export class DeviceLossLatch {
     if (fresh.length === 0) return;
     const reason = "listed while its provider's provider-wide entry holds devices it does not " +
       "name: it may be one of them, back";
-    const quoted = fresh.map((d) => quoteDeviceHandle(providerId, d));
-    if (quoted.length <= MAX_KEPT_LINES_PER_PROVIDER) {
-      for (const q of quoted) {
-        this.#log.warn(
-          `latched ${q}: ${reason}; automation may not command it until AUTO is ` +
-            "entered again while it is up",
-        );
-      }
-    } else {
-      this.#log.warn(
-        `latched ${quoted.length} devices of provider ${providerId}: ${reason}; automation may ` +
-          `not command them until AUTO is entered again while they are up (${
-            quoted.slice(0, MAX_KEPT_LINES_PER_PROVIDER).join(", ")
-          } and ${quoted.length - MAX_KEPT_LINES_PER_PROVIDER} more)`,
-      );
-    }
-    const now = this.#o.clock.nowMs();
-    for (const d of fresh) {
-      // No earlier than the entry's latest event nor the device's own (one latched by name once).
-      const own = this.#lastTransitionAt.get(providerId)?.get(d);
-      const atMs = transitionDate(transitionDate(now, wide.datedAtMs), own);
-      wide.datedAtMs = atMs;
-      this.#o.bus.publish({
-        kind: "device_loss_latch",
-        provider_id: providerId,
-        device_id: d,
-        latched: true,
-        reason,
-        provider_wide: true,
-        timestamp_ms: atMs,
-      });
-    }
+    this.#linesPerDevice(
+      "warn",
+      fresh.map((d) => quoteDeviceHandle(providerId, d)),
+      (q) =>
+        `latched ${q}: ${reason}; automation may not command it until AUTO is entered again ` +
+        "while it is up",
+      (named) =>
+        `latched ${fresh.length} devices of provider ${providerId}: ${reason}; automation may ` +
+        `not command them until AUTO is entered again while they are up (${named})`,
+    );
+    this.#announceWide(wide, fresh, true, reason);
   }
 
   /** Stops following device outages and listings. */

@@ -16,7 +16,7 @@ export { isLoopbackHost } from "./loopback.ts";
 export { tellEach } from "./listeners.ts";
 export { DEVICE_DOWN_AFTER_POLLS, DEVICE_DOWN_MIN_MS, deviceDownAfterMs } from "./device_down.ts";
 export * from "./mqtt.ts";
-export { SpellLog, type SpellLogOptions } from "./spell_log.ts";
+export { SpellLog, type SpellLogOptions, SpellLogs } from "./spell_log.ts";
 export {
   PROVIDER_TEXT_CHARS,
   providerText,

@@ -65,3 +65,38 @@ export class SpellLog {
     return failed;
   }
 }
+
+/**
+ * A SpellLog per key (a provider id): made at its key's first failure with the options `options`
+ * gives for that key, dropped when its spell ends. As many as the keys whose spell runs: the caller
+ * ends them (end, endAll) as its keys go.
+ */
+export class SpellLogs {
+  readonly #options: (key: string) => SpellLogOptions;
+  readonly #logs = new Map<string, SpellLog>();
+
+  constructor(options: (key: string) => SpellLogOptions) {
+    this.#options = options;
+  }
+
+  /** Counts a failure of `key`'s spell (`detail`: what failed); logs it when it is the first. */
+  fail(key: string, detail: string): void {
+    let log = this.#logs.get(key);
+    if (log === undefined) {
+      log = new SpellLog(this.#options(key));
+      this.#logs.set(key, log);
+    }
+    log.fail(detail);
+  }
+
+  /** Ends `key`'s spell, if one runs, with its recovery line (SpellLog.ok). */
+  end(key: string): void {
+    this.#logs.get(key)?.ok();
+    this.#logs.delete(key);
+  }
+
+  /** Ends every spell running, each with its recovery line. */
+  endAll(): void {
+    for (const key of [...this.#logs.keys()]) this.end(key);
+  }
+}

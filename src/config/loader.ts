@@ -110,16 +110,27 @@ export type LoadConfigFileResult =
 export async function loadConfigFile(
   options: LoadConfigFileOptions,
 ): Promise<LoadConfigFileResult> {
-  const read = await options.readFile(options.path, MAX_CONFIG_FILE_BYTES);
+  const read = await readBounded(options);
   if (!read.ok) return { readable: false, message: read.message };
-  if (read.bytes.length > MAX_CONFIG_FILE_BYTES) {
+  return { readable: true, ...loadConfig(read.bytes, options) };
+}
+
+/**
+ * The file at `options.path` read through `options.readFile`, refused when larger than
+ * MAX_CONFIG_FILE_BYTES (or not a regular file): the bound every load holds.
+ */
+async function readBounded(
+  options: Pick<LoadConfigFileOptions, "path" | "readFile">,
+): Promise<BoundedFileRead> {
+  const read = await options.readFile(options.path, MAX_CONFIG_FILE_BYTES);
+  if (read.ok && read.bytes.length > MAX_CONFIG_FILE_BYTES) {
     // The reader promised the bound; hold it here too rather than parse an unbounded buffer.
     return {
-      readable: false,
+      ok: false,
       message: `larger than the ${MAX_CONFIG_FILE_BYTES}-byte limit (${read.bytes.length} bytes)`,
     };
   }
-  return { readable: true, ...loadConfig(read.bytes, options) };
+  return read;
 }
 
 /**
@@ -315,14 +326,8 @@ export interface LoadConfigFileAskingOptions extends
 export async function loadConfigFileAsking(
   options: LoadConfigFileAskingOptions,
 ): Promise<LoadConfigFileResult & { readonly skipped?: number }> {
-  const read = await options.readFile(options.path, MAX_CONFIG_FILE_BYTES);
+  const read = await readBounded(options);
   if (!read.ok) return { readable: false, message: read.message };
-  if (read.bytes.length > MAX_CONFIG_FILE_BYTES) {
-    return {
-      readable: false,
-      message: `larger than the ${MAX_CONFIG_FILE_BYTES}-byte limit (${read.bytes.length} bytes)`,
-    };
-  }
   const parsed = parse(read.bytes, options.path);
   if ("config" in parsed) return { readable: true, ...parsed };
   const stats = new Map<string, PathAnswer | "skipped">();

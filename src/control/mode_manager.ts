@@ -42,7 +42,7 @@ import {
   raceTimeout,
   readClockTwice,
   type RuntimeError,
-  SpellLog,
+  SpellLogs,
   toRuntimeError,
   transitionDate,
 } from "../common/mod.ts";
@@ -353,7 +353,7 @@ interface ProviderBackOptions {
   readonly stopsOwn?: boolean;
   /**
    * A device of it answers again (DeviceOutages.onDeviceReturn): its line is its provider's
-   * device-return spell's (#deviceReturnLog), not a WARN line each time.
+   * device-return spell's (#deviceReturnLogs), not a WARN line each time.
    */
   readonly deviceReturn?: boolean;
 }
@@ -465,11 +465,22 @@ export class ModeManager implements ModeService {
    */
   readonly #faultHookHolds = new Set<FaultHookHold>();
   /**
-   * Per provider id: the WARN lines of the hook calls into FAULT made again for its devices
-   * answering again, one per spell (#deviceReturnLog); a spell ends, with its count, when FAULT is
-   * left or the provider itself comes back. At most one per provider id (each ends with FAULT).
+   * Per provider id: the log of the hook calls into FAULT made again for its devices answering
+   * again. A device whose reads fail now and then gets them again after each (at most once per
+   * DEVICE_RETURN_MIN_INTERVAL_MS), so the first run of a spell is said at WARN, the rest at
+   * DEBUG, and the spell's end -- FAULT left, or the provider itself back -- counts them at INFO.
+   * Each call is audited as usual. #stopLog: a line it fails to write is lost, never a call. At
+   * most one spell per provider id (each ends with FAULT).
    */
-  readonly #deviceReturnLogs = new Map<string, SpellLog>();
+  readonly #deviceReturnLogs = new SpellLogs((providerId) => ({
+    log: this.#stopLog,
+    firstNote: `its further runs for devices answering again are logged at DEBUG and ` +
+      `counted until FAULT is left or provider ${providerId} itself comes back`,
+    restLevel: "debug",
+    recovered: (n) =>
+      `FAULT: provider ${providerId}: hook calls into FAULT made again ${n} time(s) for ` +
+      "devices answering again",
+  }));
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
   /**
@@ -494,7 +505,7 @@ export class ModeManager implements ModeService {
     options.router.addGate(this.allowedModesGate, "allowed_modes");
     options.inventory.onAvailability((p, up) => {
       if (!up) return;
-      this.#endDeviceReturnSpell(p.id);
+      this.#deviceReturnLogs.end(p.id);
       this.#providerBack(p, { securing: [AT_TURN], stopsOwn: true });
     });
     // At most one per DEVICE_RETURN_MIN_INTERVAL_MS per provider (DeviceOutages).
@@ -1446,7 +1457,7 @@ export class ModeManager implements ModeService {
       }
       const line = `FAULT: provider ${providerId} ${why}; making its ${calls.length} hook ` +
         `call(s) into FAULT (${entry.from}->FAULT) again`;
-      if (deviceReturn) this.#deviceReturnLog(providerId).fail(line);
+      if (deviceReturn) this.#deviceReturnLogs.fail(providerId, line);
       else this.#stopLog.warn(line);
       // Counted while they run or wait their turn: a reload stopping the provider waits for them.
       run.uncounted = 0;
@@ -1468,36 +1479,6 @@ export class ModeManager implements ModeService {
       if (this.#reapplying.get(providerId) === run) this.#reapplying.delete(providerId);
     });
     this.#reapplying.set(providerId, run);
-  }
-
-  /**
-   * The log of the hook calls into FAULT made again for `providerId`'s devices answering again: a
-   * device whose reads fail now and then gets them again after each (at most once per
-   * DEVICE_RETURN_MIN_INTERVAL_MS), so the first run of a spell is said at WARN, the rest at
-   * DEBUG, and the spell's end (#endDeviceReturnSpell) counts them at INFO. Each call is audited
-   * as usual. #stopLog: a line it fails to write is lost, never a call.
-   */
-  #deviceReturnLog(providerId: string): SpellLog {
-    let log = this.#deviceReturnLogs.get(providerId);
-    if (log === undefined) {
-      log = new SpellLog({
-        log: this.#stopLog,
-        firstNote: `its further runs for devices answering again are logged at DEBUG and ` +
-          `counted until FAULT is left or provider ${providerId} itself comes back`,
-        restLevel: "debug",
-        recovered: (n) =>
-          `FAULT: provider ${providerId}: hook calls into FAULT made again ${n} time(s) for ` +
-          "devices answering again",
-      });
-      this.#deviceReturnLogs.set(providerId, log);
-    }
-    return log;
-  }
-
-  /** Ends `providerId`'s spell of runs for devices answering again (its count, INFO). */
-  #endDeviceReturnSpell(providerId: string): void {
-    this.#deviceReturnLogs.get(providerId)?.ok();
-    this.#deviceReturnLogs.delete(providerId);
   }
 
   /** Runs one hook call; returns its failure (logged and published), or null. */
@@ -1585,7 +1566,7 @@ export class ModeManager implements ModeService {
       this.#faultHooksPending = false;
       this.#faultHookFailures = [];
       this.#faultInForce = null;
-      for (const id of [...this.#deviceReturnLogs.keys()]) this.#endDeviceReturnSpell(id);
+      this.#deviceReturnLogs.endAll();
     }
     // The mode is set: what follows must not fail the commit (FAULT's hooks, a returning
     // provider's wait and the listeners -- the tree's halt -- come after it). A clock that fails is

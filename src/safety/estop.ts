@@ -55,7 +55,7 @@ import {
   readClockTwice,
   type RuntimeError,
   scalarOf,
-  SpellLog,
+  SpellLogs,
   type TimerId,
   toJsonText,
   toRuntimeError,
@@ -606,11 +606,21 @@ export class Estop implements EstopService {
   /** Per provider host: its securing run after it last became AVAILABLE while latched. */
   readonly #secureRuns = new WeakMap<ProviderSummary, SecureRun>();
   /**
-   * Per provider id: the WARN lines of its securing runs for devices answering again, one per
-   * spell (#deviceReturnLog); a spell ends, with its count, at the release or the provider's own
-   * return.
+   * Per provider id: the log of its securing runs for devices answering again while latched. A
+   * device whose reads fail now and then secures its provider again after each (at most once per
+   * DEVICE_RETURN_MIN_INTERVAL_MS), so the first run of a spell is said at WARN, the rest at DEBUG,
+   * and the spell's end -- the release, or the provider's own return -- counts them at INFO. Each
+   * run is audited as usual.
    */
-  readonly #deviceReturnLogs = new Map<string, SpellLog>();
+  readonly #deviceReturnLogs = new SpellLogs((providerId) => ({
+    log: this.#stopLog,
+    firstNote: `its further securing runs for devices answering again are logged at DEBUG ` +
+      `and counted until the latch is released or provider ${providerId} itself comes back`,
+    restLevel: "debug",
+    recovered: (n) =>
+      `e-stop: provider ${providerId}: ${n} securing run(s) for devices answering again ` +
+      "while latched",
+  }));
   /** The re-verification waiting to start, if any (providers join it until it starts). */
   #pendingReverify: ReverifyBatch | null = null;
   /** The end of the re-verifications begun so far (one runs at a time). */
@@ -681,7 +691,7 @@ export class Estop implements EstopService {
     });
     options.inventory.onAvailability((p, up) => {
       if (!up) return;
-      this.#endDeviceReturnSpell(p.id);
+      this.#deviceReturnLogs.end(p.id);
       this.#providerAvailable(p);
     });
     // At most one per DEVICE_RETURN_MIN_INTERVAL_MS per provider (DeviceOutages).
@@ -1347,7 +1357,7 @@ export class Estop implements EstopService {
       // as if it were not, nor keep the release from being announced (#stopLog: a line the
       // logger fails to write is lost).
       this.#stopLog.warn("E-stop latch cleared (mode unchanged; re-arm deliberately)");
-      for (const id of [...this.#deviceReturnLogs.keys()]) this.#endDeviceReturnSpell(id);
+      this.#deviceReturnLogs.endAll();
       // A clock that fails is asked once more; if it fails again the release is not announced
       // (no invented time), an ERROR line says so (status shows it).
       const now = this.#readNow(
@@ -1998,7 +2008,7 @@ export class Estop implements EstopService {
       run.secured = { rung, safeState };
       const line = `e-stop latched: provider ${id} ${why}; bringing it to the safe state ` +
         `(${calls.length} call(s))`;
-      if (deviceReturn) this.#deviceReturnLog(id).fail(line);
+      if (deviceReturn) this.#deviceReturnLogs.fail(id, line);
       else this.#stopLog.warn(line);
       const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
       this.#stopsRunning++;
@@ -2024,35 +2034,6 @@ export class Estop implements EstopService {
     const reason = why === LADDER_RELOADED ? "ladder reloaded while latched" : undefined;
     await this.#reverify(id, actions, rung, safeState, reason);
     return actions;
-  }
-
-  /**
-   * The log of `providerId`'s securing runs for devices answering again while latched: a device
-   * whose reads fail now and then secures its provider again after each (at most once per
-   * DEVICE_RETURN_MIN_INTERVAL_MS), so the first run of a spell is said at WARN, the rest at DEBUG,
-   * and the spell's end (#endDeviceReturnSpell) counts them at INFO. Each run is audited as usual.
-   */
-  #deviceReturnLog(providerId: string): SpellLog {
-    let log = this.#deviceReturnLogs.get(providerId);
-    if (log === undefined) {
-      log = new SpellLog({
-        log: this.#stopLog,
-        firstNote: `its further securing runs for devices answering again are logged at DEBUG ` +
-          `and counted until the latch is released or provider ${providerId} itself comes back`,
-        restLevel: "debug",
-        recovered: (n) =>
-          `e-stop: provider ${providerId}: ${n} securing run(s) for devices answering again ` +
-          "while latched",
-      });
-      this.#deviceReturnLogs.set(providerId, log);
-    }
-    return log;
-  }
-
-  /** Ends `providerId`'s spell of securing runs for devices answering again (its count, INFO). */
-  #endDeviceReturnSpell(providerId: string): void {
-    this.#deviceReturnLogs.get(providerId)?.ok();
-    this.#deviceReturnLogs.delete(providerId);
   }
 
   /**
