@@ -10,7 +10,9 @@ import { decode, encode } from "../../src/sparkplug/mod.ts";
 import { connectMqttJs, type LineLogger } from "../../src/host/mod.ts";
 import { capturingLogger } from "./log_lines.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
-import { waitFor } from "./kernel.ts";
+import type { Config } from "../../src/config/mod.ts";
+import { startRuntime, waitFor } from "./kernel.ts";
+import { Mosquitto } from "./mosquitto.ts";
 
 /** One message the host received: its topic, the decoded payload and the bytes as sent. */
 export interface Received {
@@ -68,6 +70,33 @@ export async function sparkplugHost(
       await client.endAsync(true);
     },
   };
+}
+
+/**
+ * The rig of a Sparkplug test against a real Mosquitto with the runtime in-process: a broker, a
+ * host reading group `group` on it, and the runtime of `config(brokerUrl)` started (startRuntime,
+ * with `start`); `body` runs with them. The runtime, the host and the broker are stopped after
+ * it, in that order, whether it passed or threw (or the start did).
+ */
+export async function withSparkplugRuntime(
+  o: {
+    readonly group: string;
+    readonly config: (brokerUrl: string) => Config;
+    readonly start?: Parameters<typeof startRuntime>[1];
+  },
+  body: (rt: Kernel, host: SparkplugHost) => Promise<void>,
+): Promise<void> {
+  const broker = await Mosquitto.start();
+  const host = await sparkplugHost(broker.url, o.group);
+  let rt: Kernel | null = null;
+  try {
+    rt = await startRuntime(o.config(broker.url), o.start);
+    await body(rt, host);
+  } finally {
+    await rt?.stop();
+    await host.close();
+    await broker.dispose();
+  }
 }
 
 /**

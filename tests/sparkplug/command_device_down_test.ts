@@ -5,12 +5,15 @@
  * real Mosquitto and the simulated provider, killed with a long restart backoff.
  */
 import assert from "node:assert/strict";
-import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { mosquittoMissing } from "../helpers/mosquitto.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { commandResultAlias, nodeAnswers, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import {
+  commandResultAlias,
+  nodeAnswers,
+  withSparkplugRuntime,
+} from "../helpers/sparkplug_host.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import type { Kernel } from "../../src/app/kernel.ts";
 
 const GROUP = "lab";
 const NODE = "rig-device-down";
@@ -20,19 +23,17 @@ Deno.test({
   name: "a DCMD to a device whose provider is down is answered with the device's condition",
   ignore: mosquittoMissing(),
   async fn() {
-    const broker = await Mosquitto.start();
-    const host = await sparkplugHost(broker.url, GROUP);
-    let rt: Kernel | null = null;
-    try {
-      rt = await startRuntime(
+    await withSparkplugRuntime({
+      group: GROUP,
+      config: (brokerUrl) =>
         testConfig({
           runtime: { name: NODE },
           // Down long enough for the test: the first restart waits a minute.
           providers: [simProvider("sim0", { restart: { backoffMs: [60_000, 60_000, 60_000] } })],
-          sparkplug: { enabled: true, brokerUrl: broker.url, groupId: GROUP, commands: true },
+          sparkplug: { enabled: true, brokerUrl, groupId: GROUP, commands: true },
         }),
-        { arm: true },
-      );
+      start: { arm: true },
+    }, async (rt, host) => {
       await waitFor(
         "relayio0's DBIRTH",
         () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
@@ -65,10 +66,6 @@ Deno.test({
         await nodeAnswers(host, { group: GROUP, node: NODE, alias, from, count: 1 }),
         [`${unknown}/Functions/x: REFUSED: no such device on this node`],
       );
-    } finally {
-      await rt?.stop();
-      await host.close();
-      await broker.dispose();
-    }
+    });
   },
 });

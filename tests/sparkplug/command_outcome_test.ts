@@ -6,12 +6,11 @@
  * (chaos_control inject_call_latency) but still switches.
  */
 import assert from "node:assert/strict";
-import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { mosquittoMissing } from "../helpers/mosquitto.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { withSparkplugRuntime } from "../helpers/sparkplug_host.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import type { Kernel } from "../../src/app/kernel.ts";
 import type { AuditEntry } from "../../src/audit/mod.ts";
 
 const GROUP = "lab";
@@ -30,18 +29,16 @@ Deno.test({
     "a DCMD the provider got but did not answer in time is answered FAILED, not REFUSED (the relay did switch)",
   ignore: mosquittoMissing(),
   async fn() {
-    const broker = await Mosquitto.start();
-    const host = await sparkplugHost(broker.url, GROUP);
-    let rt: Kernel | null = null;
-    try {
-      rt = await startRuntime(
+    await withSparkplugRuntime({
+      group: GROUP,
+      config: (brokerUrl) =>
         testConfig({
           runtime: { name: NODE },
           providers: [simProvider("sim0", { timeoutMs: TIMEOUT_MS })],
-          sparkplug: { enabled: true, brokerUrl: broker.url, groupId: GROUP, commands: true },
+          sparkplug: { enabled: true, brokerUrl, groupId: GROUP, commands: true },
         }),
-        { arm: true },
-      );
+      start: { arm: true },
+    }, async (rt, host) => {
       const entries: AuditEntry[] = [];
       rt.audit.onEntry((e) => entries.push(e));
       const birth = await waitFor(
@@ -75,8 +72,8 @@ Deno.test({
       );
       // The provider got the write: the relay switches once its late answer is done.
       await waitFor("relay 3 on", async () => {
-        await rt!.cache.pollDevice("sim0", "relayio0");
-        const v = rt!.cache.signal("sim0", "relayio0", "relay_ch3_state")?.value;
+        await rt.cache.pollDevice("sim0", "relayio0");
+        const v = rt.cache.signal("sim0", "relayio0", "relay_ch3_state")?.value;
         return v?.type === "bool" && v.bool;
       });
       rt.audit.flushOpen();
@@ -89,10 +86,6 @@ Deno.test({
           JSON.stringify(answer.string_value)
         }, though the provider got the write and the relay switched`,
       );
-    } finally {
-      await rt?.stop();
-      await host.close();
-      await broker.dispose();
-    }
+    });
   },
 });

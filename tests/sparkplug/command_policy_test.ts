@@ -9,13 +9,16 @@
  * interval (10 minutes) no loaded machine can outlast between two writes.
  */
 import assert from "node:assert/strict";
-import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { startRuntime, tempDir, waitFor } from "../helpers/kernel.ts";
+import { mosquittoMissing } from "../helpers/mosquitto.ts";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { type Inventory, programmableProvider } from "../helpers/programmable_provider.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import { commandResultAlias, nodeAnswers, sparkplugHost } from "../helpers/sparkplug_host.ts";
-import type { Kernel } from "../../src/app/kernel.ts";
+import {
+  commandResultAlias,
+  nodeAnswers,
+  withSparkplugRuntime,
+} from "../helpers/sparkplug_host.ts";
 import type { AuditEntry } from "../../src/audit/mod.ts";
 
 const GROUP = "lab";
@@ -55,11 +58,9 @@ Deno.test({
   async fn() {
     const dir = tempDir("sparkplug-policy-");
     await Deno.writeTextFile(`${dir}/pol.json`, JSON.stringify(INVENTORY));
-    const broker = await Mosquitto.start();
-    const host = await sparkplugHost(broker.url, GROUP);
-    let rt: Kernel | null = null;
-    try {
-      rt = await startRuntime(
+    await withSparkplugRuntime({
+      group: GROUP,
+      config: (brokerUrl) =>
         testConfig({
           runtime: { name: NODE },
           providers: [programmableProvider("pol", `${dir}/pol.json`)],
@@ -72,10 +73,10 @@ Deno.test({
               path: "safety.safe_state.hooks[0]",
             }],
           },
-          sparkplug: { enabled: true, brokerUrl: broker.url, groupId: GROUP, commands: true },
+          sparkplug: { enabled: true, brokerUrl, groupId: GROUP, commands: true },
         }),
-        { arm: true },
-      );
+      start: { arm: true },
+    }, async (rt, host) => {
       const entries: AuditEntry[] = [];
       rt.audit.onEntry((e) => entries.push(e));
       const birth = await waitFor(
@@ -138,10 +139,6 @@ Deno.test({
         // Sent (the provider's error), not refused by the interval the DCMD started.
         ["estop", "pulse", "failed", null],
       ]);
-    } finally {
-      await rt?.stop();
-      await host.close();
-      await broker.dispose();
-    }
+    });
   },
 });

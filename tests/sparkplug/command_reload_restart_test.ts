@@ -10,11 +10,16 @@
  * programmable one (real child processes).
  */
 import assert from "node:assert/strict";
-import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { startRuntime, tempDir, waitFor } from "../helpers/kernel.ts";
+import { mosquittoMissing } from "../helpers/mosquitto.ts";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
 import { programmableProvider } from "../helpers/programmable_provider.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { commandResultAlias, nodeAnswers, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import {
+  commandResultAlias,
+  nodeAnswers,
+  type SparkplugHost,
+  withSparkplugRuntime,
+} from "../helpers/sparkplug_host.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 
@@ -31,7 +36,7 @@ async function withRig(
   prefix: string,
   body: (
     kernel: Kernel,
-    host: Awaited<ReturnType<typeof sparkplugHost>>,
+    host: SparkplugHost,
     alias: Awaited<ReturnType<typeof commandResultAlias>>,
   ) => Promise<void>,
 ): Promise<void> {
@@ -42,11 +47,9 @@ async function withRig(
     slowFile,
     JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
   );
-  const broker = await Mosquitto.start();
-  const host = await sparkplugHost(broker.url, GROUP);
-  let rt: Kernel | null = null;
-  try {
-    rt = await startRuntime(
+  await withSparkplugRuntime({
+    group: GROUP,
+    config: (brokerUrl) =>
       testConfig({
         runtime: { name: NODE, shutdownTimeoutMs: 10_000 },
         providers: [
@@ -54,25 +57,21 @@ async function withRig(
           simProvider("sim1"),
           programmableProvider("slow", slowFile),
         ],
-        sparkplug: { enabled: true, brokerUrl: broker.url, groupId: GROUP, commands: true },
+        sparkplug: { enabled: true, brokerUrl, groupId: GROUP, commands: true },
       }),
-      { arm: true },
-    );
+    start: { arm: true },
+  }, async (rt, host) => {
     await waitFor(
       "sim1/relayio0's DBIRTH",
       () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${relay}`),
     );
     await body(rt, host, await commandResultAlias(host, GROUP, NODE));
-  } finally {
-    await rt?.stop();
-    await host.close();
-    await broker.dispose();
-  }
+  });
 }
 
 /** The node's answer to a DCMD writing sim1/relayio0's set_relay_ch3 sent now. */
 async function relayAnswer(
-  host: Awaited<ReturnType<typeof sparkplugHost>>,
+  host: SparkplugHost,
   alias: Awaited<ReturnType<typeof commandResultAlias>>,
 ): Promise<unknown[]> {
   const before = host.messages.length;

@@ -8,11 +8,10 @@
  * before at its time. Against a real Mosquitto and the simulated provider.
  */
 import assert from "node:assert/strict";
-import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
-import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { mosquittoMissing } from "../helpers/mosquitto.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
-import type { Kernel } from "../../src/app/kernel.ts";
+import { type Received, withSparkplugRuntime } from "../helpers/sparkplug_host.ts";
 
 const GROUP = "lab";
 const NODE = "rig-uc";
@@ -44,23 +43,21 @@ for (
     }) reach the host's history unless the NBIRTH carries the only one`,
     ignore: mosquittoMissing(),
     async fn() {
-      const broker = await Mosquitto.start();
-      const host = await sparkplugHost(broker.url, GROUP);
-      let rt: Kernel | null = null;
-      try {
-        rt = await startRuntime(
+      await withSparkplugRuntime({
+        group: GROUP,
+        config: (brokerUrl) =>
           testConfig({
             runtime: { name: NODE },
             providers: [simProvider("sim0")],
             sparkplug: {
               enabled: true,
-              brokerUrl: broker.url,
+              brokerUrl,
               groupId: GROUP,
               primaryHostId: HOST,
               reconnectMs: 100,
             },
           }),
-        );
+      }, async (rt, host) => {
         const node = rt.sparkplug!;
         assert.equal(rt.modes.current(), "IDLE");
         for (const mode of modes) {
@@ -93,11 +90,7 @@ for (
           historical,
           `the host's history of ${MODE} after the births: ${JSON.stringify(data)}`,
         );
-      } finally {
-        await rt?.stop();
-        await host.close();
-        await broker.dispose();
-      }
+      });
     },
   });
 }
