@@ -5,6 +5,7 @@
  * the test asks (no poll loop).
  */
 import assert from "node:assert/strict";
+import { deviceCapabilities } from "../helpers/capabilities.ts";
 import {
   AlarmEngine,
   type AlarmView,
@@ -446,20 +447,7 @@ function fn(name: string, actuating: boolean): FunctionSpec {
 }
 
 function device(providerId: string, deviceId: string): DeviceCapabilities {
-  return {
-    device: {
-      providerId,
-      deviceId,
-      providerName: "",
-      typeId: "",
-      typeVersion: "",
-      label: "",
-      address: "",
-      tags: {},
-    },
-    functions: [],
-    signals: [],
-  };
+  return deviceCapabilities(providerId, deviceId);
 }
 
 function gate(

@@ -4,6 +4,7 @@
  * entering AUTO, the forced FAULT in AUTO and its reset, and dispose.
  */
 import assert from "node:assert/strict";
+import { deviceCapabilities } from "../helpers/capabilities.ts";
 import type { Clock, DeviceCapabilities, FunctionSpec, Logger } from "../../src/common/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
 import type { RuntimeMode } from "../../src/config/mod.ts";
@@ -93,20 +94,7 @@ const FN: FunctionSpec = {
 };
 
 function ctx(deviceId: string, origin: CallOrigin) {
-  const device: DeviceCapabilities = {
-    device: {
-      providerId: "sim0",
-      deviceId,
-      providerName: "",
-      typeId: "",
-      typeVersion: "",
-      label: "",
-      address: "",
-      tags: {},
-    },
-    functions: [],
-    signals: [],
-  };
+  const device: DeviceCapabilities = deviceCapabilities("sim0", deviceId);
   return { fn: FN, device, origin };
 }
 

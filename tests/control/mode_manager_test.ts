@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { deviceCapabilities } from "../helpers/capabilities.ts";
 import { rigNotStarted } from "../helpers/rig.ts";
 import type { DeviceCapabilities, FunctionCategory, FunctionSpec } from "../../src/common/mod.ts";
 import { RuntimeError } from "../../src/common/mod.ts";
@@ -256,20 +257,7 @@ function fnSpec(category: FunctionCategory): FunctionSpec {
     args: [],
   };
 }
-const DEVICE: DeviceCapabilities = {
-  device: {
-    providerId: "p",
-    deviceId: "d",
-    providerName: "",
-    typeId: "",
-    typeVersion: "",
-    label: "",
-    address: "",
-    tags: {},
-  },
-  functions: [],
-  signals: [],
-};
+const DEVICE: DeviceCapabilities = deviceCapabilities("p", "d");
 
 // allowed[mode][policy][origin] for an actuating function; READ is always allowed.
 const GATE: Record<

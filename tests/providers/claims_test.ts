@@ -4,6 +4,7 @@
  * host check (src/providers/host_check.ts).
  */
 import assert from "node:assert/strict";
+import { deviceCapabilities } from "../helpers/capabilities.ts";
 import type { DeviceCapabilities } from "../../src/common/mod.ts";
 import {
   deviceClaims,
@@ -20,20 +21,7 @@ function device(
   deviceId: string,
   tags: Record<string, string> = {},
 ): DeviceCapabilities {
-  return {
-    device: {
-      providerId,
-      deviceId,
-      providerName: "",
-      typeId: "",
-      typeVersion: "",
-      label: "",
-      address: "",
-      tags,
-    },
-    functions: [],
-    signals: [],
-  };
+  return deviceCapabilities(providerId, deviceId, { tags });
 }
 
 const bus = (path: string, addr: string) => ({ "hw.bus_path": path, "hw.i2c_address": addr });

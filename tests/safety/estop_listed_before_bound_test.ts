@@ -16,22 +16,13 @@ import type {
   InventoryReader,
   ProviderSummary,
 } from "../../src/state/mod.ts";
+import { deviceCapabilities } from "../helpers/capabilities.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { faultRecordingModes, recordingRouter } from "./_clock_rig.ts";
 
 /** One actuating device of `providerId`. */
 function actuator(providerId: string, deviceId: string): DeviceCapabilities {
-  return {
-    device: {
-      providerId,
-      deviceId,
-      providerName: "",
-      typeId: "",
-      typeVersion: "",
-      label: "",
-      address: "",
-      tags: {},
-    },
+  return deviceCapabilities(providerId, deviceId, {
     functions: [{
       functionId: 1,
       name: "set_on",
@@ -40,8 +31,7 @@ function actuator(providerId: string, deviceId: string): DeviceCapabilities {
       actuating: true,
       args: [],
     }],
-    signals: [],
-  };
+  });
 }
 
 /**

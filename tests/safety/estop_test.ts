@@ -6,6 +6,7 @@
  */
 import { waitFor } from "../helpers/kernel.ts";
 import assert from "node:assert/strict";
+import { deviceCapabilities } from "../helpers/capabilities.ts";
 import type { DeviceCapabilities, FunctionSpec, RuntimeError } from "../../src/common/mod.ts";
 import type { HookConfig } from "../../src/config/mod.ts";
 import { CallRouter } from "../../src/control/mod.ts";
@@ -53,20 +54,7 @@ function parts(o: { hooks?: HookConfig[]; safeState?: Partial<SafeStateConfig> }
   return { estop, modes, clock, events, estopEvents, logLines };
 }
 
-const RELAYS: DeviceCapabilities = {
-  device: {
-    providerId: "p",
-    deviceId: "relays",
-    providerName: "",
-    typeId: "",
-    typeVersion: "",
-    label: "",
-    address: "",
-    tags: {},
-  },
-  functions: [],
-  signals: [],
-};
+const RELAYS: DeviceCapabilities = deviceCapabilities("p", "relays");
 const SET_RELAY: FunctionSpec = {
   functionId: 1,
   name: "set_relay",

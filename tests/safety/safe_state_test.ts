@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { deviceCapabilities } from "../helpers/capabilities.ts";
 import type {
   ArgSpec,
   DeviceCapabilities,
@@ -38,20 +39,7 @@ function fn(
   return { functionId: id, name, description: "", category, actuating: category !== "READ", args };
 }
 function device(deviceId: string, functions: FunctionSpec[], providerId = "p"): DeviceCapabilities {
-  return {
-    device: {
-      providerId,
-      deviceId,
-      providerName: "",
-      typeId: "",
-      typeVersion: "",
-      label: "",
-      address: "",
-      tags: {},
-    },
-    functions,
-    signals: [],
-  };
+  return deviceCapabilities(providerId, deviceId, { functions });
 }
 
 const MOTOR = device("motor", [
