@@ -119,17 +119,25 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
   }
 
   // ---- providers ----
-  const hosts = services.inventory.providers();
+  // Every configured provider, in the configuration file's order: one with no host listed (a
+  // reload restarting or starting it, or one it failed to register) is down, as health lists it.
+  const listed = services.inventory.providers();
+  const byId = new Map(listed.map((h) => [h.id, h]));
+  const ids = services.inventory.configuredIds?.() ?? listed.map((h) => h.id);
+  const providers = ids.map((id) => ({ id, host: byId.get(id) }));
+  const hosts = providers.flatMap((p) => p.host === undefined ? [] : [p.host]);
   w.family("runtime_provider_up", "gauge", "1 while the provider is AVAILABLE, else 0.");
-  for (const h of hosts) w.sample("runtime_provider_up", h.available ? 1 : 0, { provider: h.id });
+  for (const p of providers) {
+    w.sample("runtime_provider_up", p.host?.available === true ? 1 : 0, { provider: p.id });
+  }
   w.family(
     "runtime_provider_circuit_open",
     "gauge",
     "1 once the provider's restart circuit is open (it is not restarted again), else 0.",
   );
-  for (const h of hosts) {
-    w.sample("runtime_provider_circuit_open", h.lifecycle === "CIRCUIT_OPEN" ? 1 : 0, {
-      provider: h.id,
+  for (const p of providers) {
+    w.sample("runtime_provider_circuit_open", p.host?.lifecycle === "CIRCUIT_OPEN" ? 1 : 0, {
+      provider: p.id,
     });
   }
   w.family(
@@ -137,40 +145,42 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
     "gauge",
     "1 for the provider's lifecycle state (RUNNING, RECOVERING, RESTARTING, CIRCUIT_OPEN, DOWN), 0 for the others.",
   );
-  for (const h of hosts) {
-    const now = h.lifecycle;
+  for (const p of providers) {
+    // No host listed: DOWN, as GET /v0/providers/health says it.
+    const now: LifecycleState = p.host?.lifecycle ?? "DOWN";
     for (const state of LIFECYCLE_STATES) {
       w.sample("runtime_provider_lifecycle_state", now === state ? 1 : 0, {
-        provider: h.id,
+        provider: p.id,
         state,
       });
     }
   }
-  const counts = hosts.map((h) => h.counts());
+  // No host listed: nothing of it ran since (its supervision starts again with its next host).
+  const counts = providers.map((p) => p.host?.counts() ?? { failures: 0, restart_attempts: 0 });
   w.family(
     "runtime_provider_failures_total",
     "counter",
     "Times the provider was declared down (crash, unresponsive, protocol error).",
   );
-  hosts.forEach((h, i) =>
-    w.sample("runtime_provider_failures_total", counts[i]!.failures, { provider: h.id })
+  providers.forEach((p, i) =>
+    w.sample("runtime_provider_failures_total", counts[i]!.failures, { provider: p.id })
   );
   w.family("runtime_provider_restarts_total", "counter", "Restart attempts begun.");
-  hosts.forEach((h, i) =>
-    w.sample("runtime_provider_restarts_total", counts[i]!.restart_attempts, { provider: h.id })
+  providers.forEach((p, i) =>
+    w.sample("runtime_provider_restarts_total", counts[i]!.restart_attempts, { provider: p.id })
   );
   w.family("runtime_provider_devices", "gauge", "Devices the provider's last discovery gave.");
-  for (const h of hosts) {
-    w.sample("runtime_provider_devices", h.devices.length, { provider: h.id });
+  for (const p of providers) {
+    w.sample("runtime_provider_devices", p.host?.devices.length ?? 0, { provider: p.id });
   }
   w.family(
     "runtime_provider_host_unmet",
     "gauge",
     "1 while the provider reported unmet host requirements when it last came up, else 0.",
   );
-  for (const h of hosts) {
-    w.sample("runtime_provider_host_unmet", h.hostCheck()?.status === "unmet" ? 1 : 0, {
-      provider: h.id,
+  for (const p of providers) {
+    w.sample("runtime_provider_host_unmet", p.host?.hostCheck()?.status === "unmet" ? 1 : 0, {
+      provider: p.id,
     });
   }
   // Provider-owned texts as labels, bounded: at most 16 requirements a provider, each text cut

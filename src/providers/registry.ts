@@ -546,6 +546,43 @@ export class ProviderRegistry {
   }
 
   /**
+   * Why a configured provider has no host, in the one wording every place that says it uses
+   * (device conditions, the e-stop's unverified devices, Sparkplug, GET /v0/providers/health):
+   * the last reload failed to register it (startFailure: first, as a reload that failed to
+   * register a provider it restarts is done with it, though it is replacing() until the reload
+   * ends), a reload is restarting it (replacing) or starting it anew (starting), else a reload
+   * did not get it running (the runtime stopping meanwhile). Null while a host is registered
+   * under the id (listed down or not: its own state says why) and for an id not configured.
+   */
+  whyNotRunning(providerId: string): string | null {
+    if (this.#hosts.has(providerId) || !this.#configuredIds.has(providerId)) return null;
+    const failure = this.startFailure(providerId);
+    if (failure !== null) {
+      return `provider ${providerId} failed to start at a configuration reload (${failure})`;
+    }
+    if (this.replacing(providerId)) {
+      return `provider ${providerId} is being restarted by a configuration reload`;
+    }
+    if (this.starting(providerId)) {
+      return `provider ${providerId} is being started by a configuration reload`;
+    }
+    return `provider ${providerId} is not running: a configuration reload failed to start it`;
+  }
+
+  /**
+   * Every configured id (configured()) in the order of the configuration file the registry runs:
+   * its ids, a host registered under each or not (a removal held back after them), then any other
+   * registered host. Not the order of `hosts`, which lists a host a reload failed to start after
+   * the entries in effect, and one it registers meanwhile last.
+   */
+  configuredIds(): string[] {
+    return [
+      ...this.#configuredIds,
+      ...[...this.#hosts.keys()].filter((id) => !this.#configuredIds.has(id)),
+    ];
+  }
+
+  /**
    * The hosts the last reload failed to start, still listed (down) until the next reconcile takes
    * them out: a reload whose providers section is unchanged must reconcile all the same.
    */

@@ -1464,26 +1464,11 @@ export class Estop implements EstopService {
         (id) => providers.find((p) => p.id === id),
         {
           listedBefore: new Set(before),
-          restarting: (providerId, deviceId) => this.#restartedByReload(providerId, deviceId),
+          whyNotRunning: (providerId) => this.#o.inventory.whyNotRunning?.(providerId) ?? null,
           startFailure: (providerId) => this.#o.inventory.startFailure?.(providerId) ?? null,
-          configured: (providerId) => this.#o.inventory.configured?.(providerId) === true,
-          starting: (providerId) => this.#o.inventory.starting?.(providerId) === true,
         },
       ),
     ];
-  }
-
-  /**
-   * Whether the device conditions say a reload is restarting `providerId` (no host registered
-   * under its id meanwhile). A condition port that throws says no: the status stays.
-   */
-  #restartedByReload(providerId: string, deviceId: string): boolean {
-    try {
-      const c = this.#o.devices?.condition?.(providerId, deviceId);
-      return c !== undefined && c.kind !== "up" && c.reloading === true;
-    } catch {
-      return false;
-    }
   }
 
   /** The verification with each check's device availability now (EstopStatus.verification). */

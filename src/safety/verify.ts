@@ -280,7 +280,6 @@ export function unlistedLadderDevices(
       device_handle,
       reason: whyUnlisted(
         addr.providerId,
-        addr.deviceId,
         providerOf(addr.providerId),
         listedBefore.has(device_handle),
         why,
@@ -295,58 +294,33 @@ export interface UnlistedContext {
   /** The handles of devices listed before: said "no longer listed". */
   readonly listedBefore?: ReadonlySet<string>;
   /**
-   * Whether a configuration reload is restarting a provider no host is registered for (its old
-   * process gone, its new one not yet registered): configured all the same, and coming back.
+   * Why a configured provider no host is registered for is not running (InventoryReader
+   * .whyNotRunning, the one wording: "provider <id> is being restarted by a configuration
+   * reload", say), null for one not configured: its devices are lost, not gone. Absent: every
+   * provider with no host is taken for not configured.
    */
-  readonly restarting?: (providerId: string, deviceId: string) => boolean;
+  readonly whyNotRunning?: (providerId: string) => string | null;
   /**
-   * Why the last reload failed to start a provider (listed down, or not registered at all), null
-   * otherwise: its entry is in the configuration file, so "not configured" is wrong.
+   * Why the last reload failed to start a provider listed down (InventoryReader.startFailure),
+   * null otherwise. Absent: never known.
    */
   readonly startFailure?: (providerId: string) => string | null;
-  /**
-   * Whether the provider's entry is in the configuration (ProviderRegistry.configured, the one
-   * answer): one with no host registered that is configured is not running, not gone (a reload
-   * starting it again: the host its failed start left listed down taken out, or a new entry not
-   * registered yet). Absent: only the other answers say it is configured.
-   */
-  readonly configured?: (providerId: string) => boolean;
-  /**
-   * Whether a reload is about to start a provider no host is registered for (its entry added: new,
-   * or again after the reload before failed to start it; InventoryReader.starting). Absent: none.
-   */
-  readonly starting?: (providerId: string) => boolean;
 }
 
 /** Why a device the ladder is to secure is not in the inventory (unlistedLadderDevices). */
 function whyUnlisted(
   providerId: string,
-  deviceId: string,
   provider: ProviderSummary | undefined,
   listedBefore: boolean,
   why: UnlistedContext,
 ): string {
-  const startFailure = () => why.startFailure?.(providerId) ?? null;
   if (provider === undefined) {
-    if (why.restarting?.(providerId, deviceId) === true) {
-      return `its provider ${providerId} is being restarted by a configuration reload`;
-    }
-    if (why.starting?.(providerId) === true) {
-      return `its provider ${providerId} is being started by a configuration reload`;
-    }
-    const failed = startFailure();
-    if (failed !== null) {
-      return `its provider ${providerId} failed to start at a configuration reload (${failed})`;
-    }
-    // In the file, no host, no reload starting it (the runtime stopped starting it): as the
-    // device conditions say it (DeviceOutages).
-    return why.configured?.(providerId) === true
-      ? `its provider ${providerId} is not running: a configuration reload failed to start it`
-      : `no provider ${providerId} is configured`;
+    const notRunning = why.whyNotRunning?.(providerId) ?? null;
+    return notRunning === null ? `no provider ${providerId} is configured` : `its ${notRunning}`;
   }
   const listed = `${listedBefore ? "no longer" : "not"} listed by its provider`;
   if (!provider.available) {
-    const failed = startFailure();
+    const failed = why.startFailure?.(providerId) ?? null;
     return failed !== null
       ? `${listed}, which failed to start at a configuration reload (${failed})`
       : `${listed}, which is unavailable (${provider.lifecycle})`;

@@ -2798,9 +2798,8 @@ export class SparkplugEdgeNode {
    * had it when last up, or never came up), or has it now and its DBIRTH has not gone out yet
    * (waiting for the writes in flight, or about to): `birthOf` names that provider, whose births
    * the answer follows (#answerAfterBirth); or its provider is configured with no process listed
-   * (a reload restarting it, InventoryReader.replacing, or starting it anew,
-   * InventoryReader.starting, or one that failed to start it, InventoryReader.configured). Null for
-   * an id no configured provider has.
+   * (a reload restarting it or starting it anew, or one that failed to start it:
+   * InventoryReader.whyNotRunning says which). Null for an id no configured provider has.
    */
   #notBorn(id: string): { readonly why: string; readonly birthOf?: string } | null {
     const big = this.#tooLarge.get(id);
@@ -2830,31 +2829,19 @@ export class SparkplugEdgeNode {
         : has;
       if (had) return { why: `device down (provider ${p.id} ${p.lifecycle})` };
     }
-    // No provider of that id is listed, yet it is configured (ProviderRegistry.configured, the one
-    // answer to "is it still there"): a reload restarting it (its entry changed), between the old
-    // process's removal and the new one's registration; or one a reload starts anew (again, after
-    // the reload before failed to start it) before its registration; or one the last reload
-    // failed to register. Any device id
-    // of its own, exactly, as for one that never came up: what its next process lists is unknown.
+    // No provider of that id is listed, yet it is configured: a reload restarting it (its entry
+    // changed), between the old process's removal and the new one's registration; or one a reload
+    // starts anew (again, after the reload before failed to start it) before its registration; or
+    // one the last reload failed to register (ProviderRegistry.whyNotRunning, the one wording of
+    // why). Any device id of its own, exactly, as for one that never came up: what its next
+    // process lists is unknown. A failed start's reason may carry the provider's words: cut.
     const owner = sparkplugDeviceProvider(id);
     if (owner === null || this.#o.inventory.provider(owner) !== undefined) return null;
-    if (this.#o.inventory.replacing?.(owner) === true) {
-      return {
-        why: `device down (provider ${owner} is being restarted by a configuration reload)`,
-      };
-    }
-    if (this.#o.inventory.starting?.(owner) === true) {
-      return { why: `device down (provider ${owner} is being started by a configuration reload)` };
-    }
-    if (this.#o.inventory.configured?.(owner) === true) {
-      // As the device conditions say it (DeviceOutages), without the start error (the provider's
-      // text, which the device's condition adds).
-      return {
-        why: `device down (provider ${owner} is not running: a configuration reload failed to ` +
-          "start it)",
-      };
-    }
-    return null;
+    const notRunning = this.#o.inventory.whyNotRunning?.(owner) ?? null;
+    if (notRunning === null) return null;
+    return {
+      why: `device down (${providerTextWithin(notRunning, SPARKPLUG_QUOTED_REASON_CHARS)})`,
+    };
   }
 
   /**

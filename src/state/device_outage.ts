@@ -217,32 +217,12 @@ export class DeviceOutages {
 
   #judge(providerId: string, deviceId: string): DeviceCondition {
     const host = this.#o.registry.host(providerId);
-    if (!host && this.#o.registry.replacing(providerId)) {
-      // Stopped to start again with its changed entry: lost, as in any restart, not gone.
-      return {
-        ...down(
-          `provider ${providerId} is restarted by a configuration reload`,
-          this.#providerSince(providerId),
-        ),
-        reloading: true,
-      };
-    }
-    if (!host && this.#o.registry.starting(providerId)) {
-      // Its entry in the file, a reload about to start it (again, after the one before failed
-      // to): lost until it is up, not gone.
-      return down(
-        `provider ${providerId} is being started by a configuration reload`,
-        this.#providerSince(providerId),
-      );
-    }
-    if (!host && this.#o.registry.configured(providerId)) {
-      // Its entry is in the file, but a reload failed to start it: lost, not gone.
-      const why = this.#o.registry.startFailure(providerId);
-      return down(
-        `provider ${providerId} is not running: a configuration reload failed to start it` +
-          (why === null ? "" : ` (${why})`),
-        this.#providerSince(providerId),
-      );
+    // Its entry in the file, no host under it (ProviderRegistry.whyNotRunning says why): lost,
+    // not gone. One a reload restarts (its entry changed) is lost as in any restart.
+    const notRunning = host ? null : this.#o.registry.whyNotRunning(providerId);
+    if (notRunning !== null) {
+      const lost = down(notRunning, this.#providerSince(providerId));
+      return this.#o.registry.replacing(providerId) ? { ...lost, reloading: true } : lost;
     }
     if (!host) {
       return {

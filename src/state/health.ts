@@ -114,9 +114,10 @@ export interface HealthViewOptions {
 
 /**
  * Builds GET /v0/providers/health entries from supervision, the cache and reported health: one
- * per registered host (in configuration order), then one per configured provider no host is
- * registered under (ProviderRegistry.configuredWithoutHost: a reload could not register it, or is
- * starting or restarting it), listed DOWN with the reason in `start_error`.
+ * per configured provider, in the configuration file's order (ProviderRegistry.configuredIds):
+ * a registered host as it stands, one with no host registered under it (a reload could not
+ * register it, or is starting or restarting it) DOWN with why in `start_error`
+ * (ProviderRegistry.whyNotRunning).
  */
 export function providerHealthViews(
   registry: ProviderRegistry,
@@ -124,32 +125,17 @@ export function providerHealthViews(
   options: HealthViewOptions,
   reportedOverride?: ReadonlyMap<string, ReportedHealthEntry | null>,
 ): ProviderHealthView[] {
-  const hosted = registry.hosts.map((host) => {
-    const reported = reportedOverride?.has(host.id)
-      ? reportedOverride.get(host.id) ?? undefined
-      : cache.reportedHealth(host.id);
-    return providerView(host, cache, options, reported ?? undefined);
+  return registry.configuredIds().flatMap((id) => {
+    const host = registry.host(id);
+    if (host === undefined) {
+      const why = registry.whyNotRunning(id);
+      return why === null ? [] : [unhostedView(id, why, cache, options)];
+    }
+    const reported = reportedOverride?.has(id)
+      ? reportedOverride.get(id) ?? undefined
+      : cache.reportedHealth(id);
+    return [providerView(host, cache, options, reported ?? undefined)];
   });
-  const unhosted = registry.configuredWithoutHost().map((id) =>
-    unhostedView(id, unhostedReason(registry, id), cache, options)
-  );
-  return [...hosted, ...unhosted];
-}
-
-/**
- * Why a configured provider has no host: why the last reload failed to start it, else that a
- * reload is starting or restarting it (the wording of the device conditions, device_outage.ts).
- */
-function unhostedReason(registry: ProviderRegistry, providerId: string): string {
-  const failure = registry.startFailure(providerId);
-  if (failure !== null) return failure;
-  if (registry.replacing(providerId)) {
-    return `provider ${providerId} is restarted by a configuration reload`;
-  }
-  if (registry.starting(providerId)) {
-    return `provider ${providerId} is being started by a configuration reload`;
-  }
-  return `provider ${providerId} is not running: a configuration reload did not start it`;
 }
 
 /** A configured provider with no host: DOWN, as one a reload failed to start (docs/http-api.md). */

@@ -74,16 +74,17 @@ export interface InventoryReader {
    */
   configured?(providerId: string): boolean;
   /**
-   * Whether a reload is restarting this provider (its entry changed): out of the registry meanwhile
-   * and coming back (ProviderRegistry.replacing). Absent: never.
+   * Why a configured provider has no host registered (a reload restarting or starting it, or one
+   * that failed to start it), in the one wording of ProviderRegistry.whyNotRunning: "provider
+   * <id> is being restarted by a configuration reload", say; the caller adds its own frame. Null
+   * while one is listed, and for an id not configured. Absent: never known.
    */
-  replacing?(providerId: string): boolean;
+  whyNotRunning?(providerId: string): string | null;
   /**
-   * Whether a reload is about to start this provider anew (its entry added: new, or again after
-   * the reload before failed to start it) and has not registered it yet
-   * (ProviderRegistry.starting). Absent: never.
+   * Every configured provider id, a host listed under it or not, in the configuration file's
+   * order (ProviderRegistry.configuredIds). Absent: those of providers().
    */
-  starting?(providerId: string): boolean;
+  configuredIds?(): readonly string[];
   /**
    * Why the last configuration reload failed to start this provider (its host listed down, or not
    * registered at all), null otherwise. Absent: never known.
@@ -153,12 +154,12 @@ export class Inventory implements InventoryReader {
     return this.#registry.configured(providerId);
   }
 
-  replacing(providerId: string): boolean {
-    return this.#registry.replacing(providerId);
+  whyNotRunning(providerId: string): string | null {
+    return this.#registry.whyNotRunning(providerId);
   }
 
-  starting(providerId: string): boolean {
-    return this.#registry.starting(providerId);
+  configuredIds(): readonly string[] {
+    return this.#registry.configuredIds();
   }
 
   startFailure(providerId: string): string | null {

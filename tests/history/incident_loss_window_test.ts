@@ -193,7 +193,7 @@ async function lossFailingSinceItsReturn(stepMs: number) {
     const t0 = clock.wall;
     pollSignals(["x"], 1); // t0: the last good read
     clock.advance(100);
-    const reason = "provider p is restarted by a configuration reload";
+    const reason = "provider p is being restarted by a configuration reload";
     change("up", { kind: "down", reason, sinceMono: clock.mono, reloading: true });
     clock.advance(100); // t0 + 200: back, answering nothing yet
     change("down", { kind: "failing", reason: "no answer yet", sinceMono: null });

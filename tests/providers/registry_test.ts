@@ -901,3 +901,65 @@ Deno.test("ProviderRegistry.reconcile with a host-removed listener that throws s
     await r.close();
   }
 });
+
+Deno.test("ProviderRegistry.whyNotRunning says why a configured provider has no host, in one wording, and configuredIds keeps the file's order", async () => {
+  // p1's old process takes 1.5 s to exit once stopped: the reload starts p2 and p1's successor
+  // only then.
+  const r = await registryOf([OK_INVENTORY, { ...OK_INVENTORY, exitDelayMs: 1500 }, OK_INVENTORY]);
+  try {
+    const [p0, p1, p2] = r.registry.hosts.map((h) => h.config);
+    r.registry.remove("p2"); // comes with the reload
+    await r.registry.startAll(30_000, 1000);
+    const opts = { holdRemovals: false, stopBudgetMs: 5000, stopping: () => false };
+    const why = () => ["p0", "p1", "p2", "nope"].map((id) => r.registry.whyNotRunning(id));
+    assert.deepEqual(why(), [null, null, null, null], "hosts registered, or not configured");
+
+    const changed = { ...p1!, timeoutMs: p1!.timeoutMs + 1 };
+    const reload = r.registry.reconcile([p0!, p1!], [p0!, changed, p2!], opts);
+    await waitFor("p1's old host out", () => r.registry.host("p1") === undefined, 10_000, 0);
+    assert.deepEqual(why(), [
+      null,
+      "provider p1 is being restarted by a configuration reload",
+      "provider p2 is being started by a configuration reload",
+      null,
+    ]);
+    assert.deepEqual(r.registry.configuredIds(), ["p0", "p1", "p2"]);
+    assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0"], "read within the window");
+    assert.deepEqual((await reload).failed, []);
+    assert.deepEqual(why(), [null, null, null, null]);
+
+    // p1's successor cannot be registered (a host listener fails): its entry stays in the file.
+    r.registry.eachHost((h) => {
+      if (h.id === "p1" && h.session === null) throw new Error("listener broke");
+    });
+    const again = { ...changed, timeoutMs: changed.timeoutMs + 1 };
+    const refused = await r.registry.reconcile([p0!, changed, p2!], [p0!, again, p2!], opts);
+    assert.deepEqual(refused.failed, [
+      "p1: Provider p1 not registered: a host listener failed: listener broke",
+    ]);
+    assert.deepEqual(why(), [
+      null,
+      "provider p1 failed to start at a configuration reload (Provider p1 not registered: a " +
+      "host listener failed: listener broke)",
+      null,
+      null,
+    ]);
+    assert.deepEqual(r.registry.configuredIds(), ["p0", "p1", "p2"]);
+    assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0", "p2"]);
+
+    // A reload that does not start it (the runtime stopping meanwhile): no start error known.
+    const stopping = await r.registry.reconcile([p0!, p2!], [p0!, again, p2!], {
+      ...opts,
+      stopping: () => true,
+    });
+    assert.deepEqual(stopping.failed, ["p1: the runtime is stopping"]);
+    assert.deepEqual(why(), [
+      null,
+      "provider p1 is not running: a configuration reload failed to start it",
+      null,
+      null,
+    ]);
+  } finally {
+    await r.close();
+  }
+});

@@ -728,3 +728,18 @@ Deno.test("verifySafeState: a read that ends exactly at the deadline is the last
     await fx.close();
   }
 });
+
+Deno.test("unlistedLadderDevices says why a configured provider with no host is not running in the inventory's words, framed 'its provider'", () => {
+  const why = (id: string) =>
+    id === "r" ? "provider r is being restarted by a configuration reload" : null;
+  assert.deepEqual(
+    unlistedLadderDevices([], [], ["r/a", "ghost/g"], () => undefined, { whyNotRunning: why }),
+    [
+      {
+        device_handle: "r/a",
+        reason: "its provider r is being restarted by a configuration reload",
+      },
+      { device_handle: "ghost/g", reason: "no provider ghost is configured" },
+    ],
+  );
+});

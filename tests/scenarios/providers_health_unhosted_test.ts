@@ -89,7 +89,10 @@ Deno.test("providers/health lists a provider whose host a reload could not regis
   const sim1 = providers.find((p) => p.provider_id === "sim1");
   assert.deepEqual(
     downPart(sim1),
-    down("Provider sim1 not registered: a host listener failed: listener broke"),
+    down(
+      "provider sim1 failed to start at a configuration reload (Provider sim1 not registered: " +
+        "a host listener failed: listener broke)",
+    ),
   );
   assert.equal(providers[0]!.start_error, null);
   // Nothing supervises it; its entry's restart policy is said.
@@ -133,4 +136,63 @@ Deno.test("providers/health lists a provider a reload is starting, before its ho
   );
   const report = await fixed;
   assert.deepEqual(report.providers.added, ["sim1"], JSON.stringify(report));
+});
+
+Deno.test("providers/health lists a provider a reload is restarting (its entry changed), before its new host is registered: DOWN, being restarted", async () => {
+  // `slow` takes 4 s to exit once its stdin closes: the reload that removes it starts sim1's new
+  // process only then, after it took sim1's old one out.
+  const slowFile = `${tempDir("health-replacing-")}/slow.json`;
+  await Deno.writeTextFile(
+    slowFile,
+    JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
+  );
+  await using r = await sims([programmableProvider("slow", slowFile)]);
+  const rt = r.kernel;
+  const [sim0, sim1] = rt.config.providers;
+  const reload = rt.reload({
+    ...rt.config,
+    providers: [sim0!, { ...sim1!, timeoutMs: sim1!.timeoutMs + 1 }],
+  });
+  await waitFor(
+    "sim1's old host taken out, its new one not registered yet",
+    () => rt.registry.host("sim1") === undefined && rt.registry.replacing("sim1"),
+    10_000,
+  );
+  const views = rt.providerHealth();
+  assert.equal(rt.registry.host("sim1"), undefined, "read within the window");
+  assert.deepEqual(views.map((p) => p.provider_id), ["sim0", "sim1"]);
+  assert.deepEqual(
+    downPart(views.find((p) => p.provider_id === "sim1")),
+    down("provider sim1 is being restarted by a configuration reload"),
+  );
+  const report = await reload;
+  assert.deepEqual(report.providers.restarted, ["sim1"], JSON.stringify(report));
+});
+
+Deno.test("providers/health lists every provider in the configuration file's order, also one a reload failed to start or could not register", async () => {
+  await using r = await sims([inertSim("sim2")]);
+  const rt = r.kernel;
+  const ids = () => rt.providerHealth().map((p) => [p.provider_id, p.lifecycle_state]);
+  const good = rt.config.providers;
+  // sim1's new process cannot start: its host stays listed down until the next reload.
+  const broken = await rt.reload({
+    ...rt.config,
+    providers: good.map((p) => p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p),
+  });
+  assert.match(broken.providers.failed.join(), /^sim1: cannot start provider/);
+  assert.deepEqual(ids(), [["sim0", "RUNNING"], ["sim1", "DOWN"], ["sim2", "RUNNING"]]);
+
+  // sim1's host cannot be registered (a host listener fails): no host at all.
+  let refuse = false;
+  rt.registry.eachHost((host) => {
+    if (refuse && host.id === "sim1") throw new Error("listener broke");
+  });
+  refuse = true;
+  const refused = await rt.reload({
+    ...rt.config,
+    providers: good.map((p) => p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p),
+  });
+  assert.match(refused.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.equal(rt.registry.host("sim1"), undefined);
+  assert.deepEqual(ids(), [["sim0", "RUNNING"], ["sim1", "DOWN"], ["sim2", "RUNNING"]]);
 });

@@ -92,7 +92,7 @@ export interface EdgeNodeRigOptions {
   /** Topic filters the broker refuses to subscribe (HeldSession's `refuses`). */
   readonly refuses?: (topic: string) => boolean;
   /**
-   * Provider ids configured with no provider listed (InventoryReader.configured and replacing:
+   * Provider ids configured with no provider listed (InventoryReader.configured and whyNotRunning:
    * a reload restarting them); none unless given. The test changes the set.
    */
   readonly restarting?: Set<string>;
@@ -148,7 +148,10 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
       return () => {};
     },
     configured: (id: string) => find(id) !== undefined || (o.restarting?.has(id) ?? false),
-    replacing: (id: string) => find(id) === undefined && (o.restarting?.has(id) ?? false),
+    whyNotRunning: (id: string) =>
+      find(id) === undefined && (o.restarting?.has(id) ?? false)
+        ? `provider ${id} is being restarted by a configuration reload`
+        : null,
   } as unknown as InventoryReader;
   const sessions: HeldSession[] = [];
   const calls: CallRequest[] = [];
