@@ -5,11 +5,16 @@
  * - folders of the same layer do not import each other unless SAME_LAYER_ALLOWED lists the pair;
  * - the core promise: http/, automation/, safety/ and alarms/ never reach providers/ or adpp/
  *   (type imports too): reads go through state/, writes through control/ (CORE_PROMISE);
- * - host/ touches Deno.* and is imported only by the composition root (app/ and main.ts);
+ * - host/ touches Deno.* and is imported only by the composition root (app/ and main.ts): a
+ *   run-time use of `Deno.` anywhere else (a call, a property read, `Deno` as a value) is refused
+ *   with the host port to use instead; `Deno.Signal`, `Deno.FileInfo` and the like in type
+ *   positions are allowed (DENO_RUNTIME_ALLOWED: host/ and provider_sdk/);
  * - provider_sdk/ is a separate product for provider authors; the runtime never imports it;
  * - no cycle between folders, and none between files (a module graph read top-down).
  * Every module is checked: `.ts` (declaration files too) and the generated `.js` ones.
  */
+import ts from "typescript";
+
 const RANK: Record<string, number> = {
   common: 0,
   config: 1,
@@ -46,6 +51,26 @@ const CORE_PROMISE: Readonly<Record<string, readonly string[]>> = {
   sparkplug: ["providers"], // adpp/mod.ts only for the protobuf wire primitives of its codec
 };
 
+/**
+ * Folders whose modules may use `Deno.` at run time. host/ is the runtime's one door to the
+ * system (style.md, "host/ the only place that touches Deno.*"). provider_sdk/ is a product of
+ * its own that runs in the provider's process, not the runtime's: it owns that process's stdin,
+ * stdout, stderr, signals and exit, and may not import host/ (it uses common/ and adpp/ only).
+ */
+const DENO_RUNTIME_ALLOWED: ReadonlySet<string> = new Set(["host", "provider_sdk"]);
+
+/** The host port (src/host/mod.ts) that stands for a `Deno.<member>` outside host/. */
+const HOST_PORT_FOR: Readonly<Record<string, string>> = {
+  env: "readEnvironment (a plain read) or secretFromEnvironment (a secret)",
+  args: "commandLineArguments",
+  build: "operatingSystem",
+  cwd: "workingDirectory",
+  exit: "exitProcess",
+  addSignalListener: "onSignal",
+  removeSignalListener: "onSignal",
+  Command: "spawnProcess, or a spawn port the composition root hands in",
+};
+
 const SRC = new URL("../src/", import.meta.url).pathname;
 
 async function* walk(dir: string): AsyncGenerator<string> {
@@ -54,6 +79,57 @@ async function* walk(dir: string): AsyncGenerator<string> {
     if (e.isDirectory) yield* walk(`${p}/`);
     else if (e.name.endsWith(".ts") || e.name.endsWith(".js")) yield p;
   }
+}
+
+/** Names under which the global object itself is reachable (`globalThis.Deno` is `Deno`). */
+const GLOBAL_OBJECT_NAMES: ReadonlySet<string> = new Set(["globalThis", "window", "self"]);
+
+/** Whether the identifier `Deno` at `node` is used as a value (not in a type, not as a name). */
+function isRuntimeDeno(node: ts.Identifier): boolean {
+  const parent = node.parent;
+  if (ts.isQualifiedName(parent)) return false; // `Deno.Signal` in a type, `typeof Deno.env`
+  if (ts.isPropertyAccessExpression(parent) && parent.name === node) {
+    // `x.Deno`: the global only through the global object (`globalThis.Deno.exit`)
+    return ts.isIdentifier(parent.expression) && GLOBAL_OBJECT_NAMES.has(parent.expression.text);
+  }
+  if (!ts.isShorthandPropertyAssignment(parent) && (parent as { name?: ts.Node }).name === node) {
+    return false; // a declared name (`namespace Deno`, `{ Deno: 1 }`, a parameter called Deno)
+  }
+  for (let n: ts.Node = parent; !ts.isSourceFile(n); n = n.parent) {
+    if (ts.isExpressionWithTypeArguments(n) && ts.isHeritageClause(n.parent)) {
+      // `class X extends Deno.Y` is a value; `implements` and an interface's `extends` are types
+      const clause = n.parent;
+      return clause.token === ts.SyntaxKind.ExtendsKeyword && ts.isClassLike(clause.parent);
+    }
+    if (ts.isTypeNode(n) && !ts.isExpressionWithTypeArguments(n)) return false;
+  }
+  return true;
+}
+
+/** Each run-time use of `Deno` in a module: its line (1-based) and `Deno.<member>` or `Deno`. */
+export function denoRuntimeUses(
+  path: string,
+  text: string,
+): { readonly line: number; readonly member: string | null }[] {
+  const kind = path.endsWith(".js") ? ts.ScriptKind.JS : ts.ScriptKind.TS;
+  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, kind);
+  const uses: { line: number; member: string | null }[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isIdentifier(node) && node.text === "Deno" && isRuntimeDeno(node)) {
+      const up = ts.isPropertyAccessExpression(node.parent) && node.parent.name === node
+        ? node.parent
+        : node;
+      const member = ts.isPropertyAccessExpression(up.parent) && up.parent.expression === up &&
+          ts.isIdentifier(up.parent.name)
+        ? up.parent.name.text
+        : null;
+      const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+      uses.push({ line, member });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return uses;
 }
 
 const IMPORT_RE =
@@ -73,6 +149,21 @@ export async function layerProblems(root: string = SRC): Promise<string[]> {
   for await (const file of walk(root)) {
     const from = folderOf(file);
     const text = await Deno.readTextFile(file);
+    if (!DENO_RUNTIME_ALLOWED.has(from) && text.includes("Deno")) {
+      for (const use of denoRuntimeUses(file, text)) {
+        const what = use.member === null ? "Deno" : `Deno.${use.member}`;
+        const port = (use.member !== null ? HOST_PORT_FOR[use.member] : undefined) ??
+          "a host port the composition root hands in";
+        const rule = from === "" || from === "app"
+          ? "use host/mod.ts"
+          : "take it as a port from the composition root (app/, main.ts), which gets it from host/";
+        problems.push(
+          `src/${
+            file.slice(root.length)
+          }:${use.line}: ${what} at run time outside host/; ${rule}: ${port}`,
+        );
+      }
+    }
     const targets: string[] = [];
     fileEdges.set(file, targets);
     for (const m of text.matchAll(IMPORT_RE)) {

@@ -5,6 +5,7 @@
  */
 import {
   checkTlsFiles,
+  commandLineArguments,
   commandOnPath,
   commandOnPathSync,
   connectMqttJs,
@@ -12,7 +13,9 @@ import {
   exitProcess,
   flushStderrLog,
   onSignal,
+  operatingSystem,
   type PathStat,
+  readEnvironment,
   readFileBytes,
   readRegularFile,
   type RegularFileRead,
@@ -347,7 +350,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     case "start":
       break;
   }
-  const override = cli.kind === "start" ? portOverride(cli.port, readEnv(PORT_ENV_VAR)) : null;
+  const override = cli.kind === "start"
+    ? portOverride(cli.port, readEnvironment(PORT_ENV_VAR))
+    : null;
   if (typeof override === "string") {
     console.error(`runtime: ${override}\n\n${USAGE}`);
     return EXIT_USAGE;
@@ -546,15 +551,6 @@ function withOverrides(
   return { ...config, http, logging };
 }
 
-/** An environment variable, or undefined when unset or not readable with this permission set. */
-function readEnv(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined; // a binary compiled without --allow-env for it: as if unset
-  }
-}
-
 /**
  * Diagnostics of automation.behavior_tree when automation is enabled and the file exists (a
  * missing file is already a config diagnostic: a warning under plain `--check-config`, an error
@@ -694,8 +690,8 @@ function startWithConfig(
   }
   // A compiled binary cannot carry the malloc settings its start tasks and unit give it
   // (docs/deployment.md, "Memory: V8 and malloc settings"): started some other way, say so once.
-  const mallocUnset = Object.keys(MALLOC_ENV).filter((k) => (readEnv(k) ?? "") === "");
-  if (Deno.build.os === "linux" && mallocUnset.length > 0) {
+  const mallocUnset = Object.keys(MALLOC_ENV).filter((k) => (readEnvironment(k) ?? "") === "");
+  if (operatingSystem() === "linux" && mallocUnset.length > 0) {
     const settings = Object.entries(MALLOC_ENV).map(([k, v]) => `${k}=${v}`).join(" ");
     log.info(
       `malloc settings not set: ${
@@ -727,7 +723,7 @@ function startWithConfig(
 }
 
 if (import.meta.main) {
-  const code = await main(Deno.args);
+  const code = await main(commandLineArguments());
   // The last log lines (the shutdown's) may still be queued for stderr: bounded.
   await flushStderrLog();
   exitProcess(code);

@@ -23,6 +23,7 @@ import {
   notifyReady,
   notifyStopping,
   onSignal,
+  operatingSystem,
   readProcessStats,
   secretFromEnvironment,
   serveHttp,
@@ -94,7 +95,7 @@ export async function runService(
     secret: secretFromEnvironment,
     serve: serveHttp,
     processStats: readProcessStats,
-    ...(Deno.build.os === "linux" ? { setSessionPriority } : {}),
+    ...(operatingSystem() === "linux" ? { setSessionPriority } : {}),
     ...(options.loadConfig ? { loadConfig: options.loadConfig } : {}),
     ...(options.abandonedReloadReads ? { abandonedReloadReads: options.abandonedReloadReads } : {}),
     // With --log-level, every configuration in effect carries that level: never another one here.

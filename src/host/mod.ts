@@ -11,3 +11,4 @@ export * from "./mqtt.ts";
 export * from "./data_dir_lock.ts";
 export * from "./path_stat.ts";
 export * from "./signals.ts";
+export * from "./process_environment.ts";

@@ -52,6 +52,52 @@ Deno.test("layerProblems accepts a .js module importing its own folder's files",
   assert.deepEqual(problems, []);
 });
 
+Deno.test("layerProblems refuses a run-time Deno use outside host/: line, port", async () => {
+  const problems = await problemsOf({
+    "main.ts": [
+      `// Deno.exit(1) in a comment and "Deno.args" in a string are not uses`,
+      `const port = Deno.env.get("RUNTIME_PORT");`,
+      `export const os: typeof Deno.build.os = Deno.build.os;`,
+      `export function stop(): never {`,
+      `  return globalThis.Deno.exit(Number(port));`,
+      `}`,
+      `export const d = Deno;`,
+      "",
+    ].join("\n"),
+    "app/process.ts": `export const argv = Deno.args;\n`,
+    "control/gate.ts": `export const now = () => Deno.cwd();\n`,
+  });
+  assert.deepEqual(problems.toSorted(), [
+    "src/app/process.ts:1: Deno.args at run time outside host/; use host/mod.ts: " +
+    "commandLineArguments",
+    "src/control/gate.ts:1: Deno.cwd at run time outside host/; take it as a port from the " +
+    "composition root (app/, main.ts), which gets it from host/: workingDirectory",
+    "src/main.ts:2: Deno.env at run time outside host/; use host/mod.ts: readEnvironment " +
+    "(a plain read) or secretFromEnvironment (a secret)",
+    "src/main.ts:3: Deno.build at run time outside host/; use host/mod.ts: operatingSystem",
+    "src/main.ts:5: Deno.exit at run time outside host/; use host/mod.ts: exitProcess",
+    "src/main.ts:7: Deno at run time outside host/; use host/mod.ts: a host port the " +
+    "composition root hands in",
+  ]);
+});
+
+Deno.test("layerProblems allows Deno types anywhere, values in host/, provider_sdk/", async () => {
+  const problems = await problemsOf({
+    "app/process.ts": [
+      `export let first: { readonly signal: Deno.Signal } | null = null;`,
+      `export function stat(info: Deno.FileInfo): boolean { return info.isFile; }`,
+      `export type Os = typeof Deno.build.os;`,
+      `export interface Closer extends Deno.Closer {}`,
+      `export class C implements Deno.Closer { close(): void {} }`,
+      `export const s = null as Deno.Signal | null;`,
+      "",
+    ].join("\n"),
+    "host/env.ts": `export const env = (n: string) => Deno.env.get(n);\n`,
+    "provider_sdk/run.ts": `export const stop = () => Deno.exit(0);\n`,
+  });
+  assert.deepEqual(problems, []);
+});
+
 Deno.test("the repository's src/ has no layering problem", async () => {
   assert.deepEqual(await layerProblems(), []);
 });
