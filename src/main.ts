@@ -436,11 +436,12 @@ const HOST_RELOAD_PORTS: ReloadPorts = {
  * tree and its includes are all asked off that thread, each within RELOAD_FILE_READ_TIMEOUT_MS.
  * One that does not answer is an error naming the key, its line and column and the path --
  * `cannot check /mnt/x: no answer within 2000 ms (a hung mount or a failing disk?)` -- and the
- * reload is refused, the configuration in force kept. A question left waiting holds one of
- * Deno's worker threads until it returns: while RELOAD_ABANDONED_READS_MAX are left waiting
- * (`ports.abandoned`, process-wide), a reload asks nothing and is refused at once, naming the paths
- * that still hang. `fileLevel`: the file's logging.level at start (an edit of it that --log-level
- * overrides is said).
+ * reload is refused, the configuration in force kept; but a tree file (the main one or an include)
+ * that does not answer fails only the tree's section, naming it, and the rest applies. A question
+ * left waiting holds one of Deno's worker threads until it returns: while
+ * RELOAD_ABANDONED_READS_MAX are left waiting (`ports.abandoned`, process-wide), a reload asks
+ * nothing and is refused at once, naming the paths that still hang. `fileLevel`: the file's
+ * logging.level at start (an edit of it that --log-level overrides is said).
  */
 export function configReload(
   absPath: string,
@@ -558,7 +559,8 @@ function withOverrides(
  * below it, else by absolute path. `--check-config` and the start read the tree and its includes
  * synchronously (nothing runs yet); a reload reads them through `reloadRead` (reloadFileReader:
  * off the event loop's thread, each file within RELOAD_FILE_READ_TIMEOUT_MS), as the providers
- * and the e-stop run meanwhile: a file that does not answer is an error naming it.
+ * and the e-stop run meanwhile: a file that does not answer is no diagnostic (the kernel's load of
+ * the files read fails the tree's section, naming it; the rest of the reload applies).
  */
 export async function behaviorTreeDiagnostics(
   config: Config,
@@ -578,19 +580,36 @@ async function checkBehaviorTree(
   const path = config.automation.behaviorTree;
   if (!config.automation.enabled || path === null) return { diagnostics: [] };
   // Loaded only here: a configuration without automation never loads the tree engine.
-  const { readTreeFiles, verifyBehaviorTreeFile } = await import("./automation/bt/mod.ts");
+  const { readTreeFiles, readUnanswered, verifyBehaviorTreeFile } = await import(
+    "./automation/bt/mod.ts"
+  );
   let readFile: (path: string) => Uint8Array | string = (p) => readFileBytes(p);
   let files: ReloadTreeFiles | undefined;
   if (reloadRead === undefined) {
     if (!isFile(path)) return { diagnostics: [] };
   } else {
-    readFile = await readTreeFiles(path, reloadRead);
+    /** The tree files whose read did not answer (late, or not asked: too many left waiting). */
+    const unanswered: string[] = [];
+    readFile = await readTreeFiles(path, async (p) => {
+      try {
+        return await reloadRead(p);
+      } catch (error) {
+        if (readUnanswered(error)) unanswered.push(p);
+        throw error;
+      }
+    });
     files = { path, readFile };
+    if (unanswered.length > 0) {
+      // Not a fault of the configuration but of the file system, which may answer at the next
+      // SIGHUP: the main file or an include alike, the tree's reload fails naming the file (the
+      // kernel loads these files: its read's error), the tree in force runs on, and the rest of
+      // the configuration applies (docs/deployment.md, the reload's reads of the tree).
+      return { diagnostics: [], files };
+    }
     try {
       readFile(path);
     } catch {
-      // Not read: a missing file is the configuration's diagnostic; one that did not answer,
-      // the tree's reload says, naming it (the kernel loads these files: its read's error).
+      // Not read: a missing file (or one not regular) is the configuration's diagnostic.
       return { diagnostics: [], files };
     }
   }

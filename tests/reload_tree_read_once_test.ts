@@ -25,6 +25,9 @@ import { simProvider } from "./helpers/sim_config.ts";
 
 type ReloadEvent = Extract<RuntimeEvent, { kind: "config_reload" }>;
 
+/** An API token the reload sets (a live key: applied in place, whatever the tree does). */
+const TOKEN = "reload-test-token-0123456789abcdef";
+
 /** The main tree, including idle.xml; `msec` tells the versions apart. */
 const mainTree = (msec: number) =>
   `<root BTCPP_format="4" main_tree_to_execute="Main">\n  <include path="idle.xml" />\n` +
@@ -94,7 +97,7 @@ async function rig(reads: TreeReads, clock: ManualClock, abandoned: AbandonedRel
   });
   await rt.start();
   reads.counts.clear();
-  return { rt, main, idle };
+  return { rt, main, idle, file };
 }
 
 Deno.test("a reload loads the behavior tree as its checks read it: a file edited after the check is not what loads, and each tree file is read once", async () => {
@@ -163,3 +166,50 @@ Deno.test("a reload whose read of the behavior tree hangs, with the process-wide
     await rt.stop();
   }
 });
+
+for (const hung of ["main.xml", "idle.xml"] as const) {
+  Deno.test(`a reload whose read of ${hung} hangs applies the rest of the configuration and fails only the tree section, naming the file`, async () => {
+    const reads = new TreeReads();
+    const clock = new ManualClock();
+    const { rt, main, idle, file } = await rig(reads, clock, new AbandonedReloadReads());
+    const recorder = recordEvents(rt);
+    try {
+      const before = rt.automation!.automationVersion();
+      assert.ok(before !== null, "the tree is loaded");
+      // The rest of the edit: a live key (applied in place).
+      await Deno.writeTextFile(
+        file,
+        `${await Deno.readTextFile(file)}http:\n  auth_token: ${TOKEN}\n`,
+      );
+      const path = hung === "main.xml" ? main : idle;
+      reads.hangs = path;
+      const reloading = rt.reloader!.request();
+      await waitFor(`the reload's read of ${hung}`, () => reads.hung > 0);
+      clock.advance(RELOAD_FILE_READ_TIMEOUT_MS);
+      await reloading;
+      const events = recorder.events.filter((e): e is ReloadEvent => e.kind === "config_reload");
+      assert.deepEqual(
+        events.map((e) => [e.result, e.errors, e.refused.length]),
+        [["applied", [], 1]],
+        JSON.stringify(events),
+      );
+      const refused = events[0]!.refused[0]!;
+      const cannot = hung === "main.xml"
+        ? `${main}: error: cannot read behavior tree file`
+        : `cannot read included file ${idle}`;
+      assert.ok(refused.startsWith("automation.behavior_tree: "), refused);
+      assert.ok(
+        refused.includes(
+          `${cannot}: no answer within ${RELOAD_FILE_READ_TIMEOUT_MS} ms ` +
+            "(a hung mount or a failing disk?)",
+        ),
+        refused,
+      );
+      assert.ok(events[0]!.summary.includes("applied: http.auth_token"), events[0]!.summary);
+      assert.deepEqual(rt.automation!.automationVersion(), before, "the tree in force is kept");
+    } finally {
+      recorder.stop();
+      await rt.stop();
+    }
+  });
+}

@@ -114,7 +114,7 @@ export async function readTreeFiles(path: string, readFile: ReadFileAsyncFn): Pr
  * Whether a ReadFileAsyncFn's rejection says the read went unanswered: not answered in time
  * (DEADLINE_EXCEEDED, the read left waiting) or not asked (UNAVAILABLE: too many left waiting).
  */
-function readUnanswered(error: unknown): boolean {
+export function readUnanswered(error: unknown): boolean {
   return error instanceof RuntimeError &&
     (error.code === "DEADLINE_EXCEEDED" || error.code === "UNAVAILABLE");
 }
