@@ -89,8 +89,10 @@ Deno.test("reloads on a hung mount leave at most RELOAD_ABANDONED_READS_MAX stat
     return result!;
   };
   // Eight stats left waiting on five paths: the first three named with their counts.
-  const refusal = `reload refused: ${RELOAD_ABANDONED_READS_MAX} file-system read(s) of earlier ` +
-    `reloads still hang, on ${command(0)} (2), ${command(1)} (2), ${command(2)} (2) and 2 more ` +
+  const refusal = `reload refused: ${RELOAD_ABANDONED_READS_MAX} file-system read(s) that ` +
+    `reloads left waiting still hang, on ${command(0)} (2), ${command(1)} (2), ${
+      command(2)
+    } (2) and 2 more ` +
     "path(s): no reload asks the file system until one returns (at most " +
     `${RELOAD_ABANDONED_READS_MAX} are left waiting, each holding a worker thread)`;
   assert.deepEqual(await refusedOnce(), { ok: false, errors: [refusal] });

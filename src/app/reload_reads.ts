@@ -59,7 +59,9 @@ export class AbandonedReloadReads {
       count > 1 ? `${path} (${count})` : path
     );
     const others = byPath.size - named.length;
-    return `${n} file-system read(s) of earlier reloads still hang, on ${named.join(", ")}` +
+    // Not "of earlier reloads": a question the asking reload left waiting itself counts too (its
+    // later questions are then refused), and the count does not tell whose each one is.
+    return `${n} file-system read(s) that reloads left waiting still hang, on ${named.join(", ")}` +
       (others > 0 ? ` and ${others} more path(s)` : "") +
       `: no reload asks the file system until one returns (at most ` +
       `${RELOAD_ABANDONED_READS_MAX} are left waiting, each holding a worker thread)`;

@@ -117,8 +117,8 @@ Deno.test("reloads whose read of the tree hangs leave at most RELOAD_ABANDONED_R
       assert.equal(abandoned.count, RELOAD_ABANDONED_READS_MAX);
       const report = await reloading;
       assert.deepEqual(report.failed.map((f) => f.section), ["automation.behavior_tree"]);
-      const why = `not asked: ${RELOAD_ABANDONED_READS_MAX} file-system read(s) of earlier ` +
-        `reloads still hang, on /mnt/nfs/runtime.yaml, ${main} (${
+      const why = `not asked: ${RELOAD_ABANDONED_READS_MAX} file-system read(s) that ` +
+        `reloads left waiting still hang, on /mnt/nfs/runtime.yaml, ${main} (${
           RELOAD_ABANDONED_READS_MAX - 1
         }): no reload asks the file system until one returns`;
       assert.ok(report.failed[0]!.why.includes(why), report.failed[0]!.why);
