@@ -107,3 +107,37 @@ Deno.test("Kernel raises its session as a reload adding a provider begins, while
     await rt.stop();
   }
 });
+
+Deno.test("Kernel settles its session once a reload drops the provider it could not register, and raises it again as the next reload adds it back", async () => {
+  const asked: number[] = [];
+  const setSessionPriority = (nice: number): Promise<PriorityResult> => {
+    asked.push(nice);
+    return Promise.resolve({ outcome: "set" });
+  };
+  const rt = await startRuntime(testConfig({ providers: [simProvider("sim0")] }), {
+    host: { setSessionPriority },
+  });
+  try {
+    await waitFor("the session settled", () => asked.at(-1) === 0);
+    const base = rt.config;
+    // sim1 added, its host not registered (a host listener fails for it): configured, down.
+    let refuse = true;
+    rt.registry.eachHost((host) => {
+      if (refuse && host.id === "sim1") throw new Error("listener broke");
+    });
+    const added = await rt.reload({ ...base, providers: [...base.providers, simProvider("sim1")] });
+    assert.match(added.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+    assert.deepEqual(asked, [-10, 0, -10], "raised while sim1 is not running");
+    // The file drops it: no host to take out, the onUnconfigured notice alone settles it.
+    const dropped = await rt.reload(base);
+    assert.deepEqual(dropped.providers.failed, []);
+    assert.deepEqual(asked, [-10, 0, -10, 0], "settled: every configured provider is up");
+    // Added back (registered this time): raised as the reload begins, settled once it is up.
+    refuse = false;
+    const again = await rt.reload({ ...base, providers: [...base.providers, simProvider("sim1")] });
+    assert.deepEqual(again.providers.added, ["sim1"]);
+    assert.deepEqual(asked, [-10, 0, -10, 0, -10, 0], "raised for sim1's start, settled once up");
+  } finally {
+    await rt.stop();
+  }
+});
