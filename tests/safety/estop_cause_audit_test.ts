@@ -105,3 +105,48 @@ Deno.test("Estop audits the ladder calls of a stop two presses share across a cl
     "the second stop's calls name the press of the latch they answer, not one cleared before",
   );
 });
+
+Deno.test("Estop names a shared stop's ladder calls after the press that latched again, not after a later press joining it while latched", async () => {
+  await using r = await rig({
+    providers: [plantProvider("slow", { latencyMs: 1000 })],
+    safety: {
+      hooks: [
+        call("slow/plant0", "set_heater", { enabled: false }),
+        call("slow/plant0", "set_fan", { duty: { double: 0 } }),
+      ],
+      zeroIsSafe: false,
+    },
+  });
+  const rt = r.kernel;
+  const first = rt.estop.trigger("operator");
+  await macrotask(); // the first stop has begun: a press from here on queues (or joins) the next
+  // While latched: the first queues the next stop, the second joins it (no clear between).
+  const queued = rt.estop.trigger("second look", { cause: "alarm:pressure" });
+  const joined = rt.estop.trigger("level", { cause: "alarm:level" });
+  rt.estop.clear();
+  // Latches again (joins that stop, which now answers this latch), then two presses while latched
+  // join it too: neither latched anything, so neither renames it.
+  const latchedAgain = rt.estop.trigger("too hot", { cause: "alarm:overtemp" });
+  const third = rt.estop.trigger("operator again");
+  const viaSparkplug = rt.estop.trigger("NCMD", { cause: "sparkplug" });
+  assert.equal(rt.estop.status().cause, "alarm:overtemp");
+  await Promise.all([first, queued, joined, latchedAgain, third, viaSparkplug]);
+  const calls = await waitFor("the four ladder calls audited", async () => {
+    const page = await rt.audit.query({ limit: 100, origin: "estop" });
+    const c = page.entries.filter((e) => e.action === "call" && e.outcome === "accepted");
+    return c.length === 4 ? c : undefined;
+  });
+  assert.deepEqual(
+    calls
+      .sort((a, b) => a.seq - b.seq)
+      .map((e) => `${e.function} ${(e.origin as { cause?: string }).cause}`),
+    [
+      "set_heater api",
+      "set_fan api",
+      "set_heater alarm:overtemp",
+      "set_fan alarm:overtemp",
+    ],
+    "the shared stop answers the latch in force: the press that latched it again names it",
+  );
+  assert.equal(rt.estop.status().cause, "alarm:overtemp", "the latch in force");
+});
