@@ -606,7 +606,8 @@ export class DeviceLossLatch {
   }
 
   #changed(change: DeviceConditionChange): void {
-    if (change.condition.kind !== "down") return;
+    // A reload that restarted its provider failed to start it: latched as it was taken out.
+    if (change.condition.kind !== "down" || change.previousReloading === true) return;
     const { providerId, deviceId } = change;
     const handle = deviceHandle(providerId, deviceId);
     // Removed by a reload (outside AUTO: a removal is held back in AUTO): not lost, gone.

@@ -601,7 +601,7 @@ export class IncidentRecorder {
    * A device went down (with `outages`): a device loss, dated from when its reads began failing
    * (its provider went down), so the window holds the failures that led to it. Not for a device
    * whose provider a reload took out or is restarting (one it restarts is followed afresh once
-   * it is up again).
+   * it is up again) -- but one whose restart the reload failed is lost from when it was taken out.
    */
   #onCondition(c: DeviceConditionChange): void {
     const key = `${c.providerId}/${c.deviceId}`;
@@ -621,9 +621,11 @@ export class IncidentRecorder {
     }
     const failingAt = this.#failingAt.get(key);
     this.#failingAt.delete(key);
-    // A device whose provider a reload removes or restarts left on purpose: not lost.
+    // A device whose provider a reload removes or restarts left on purpose: not lost -- unless
+    // the reload then failed to start the provider it restarted (previousReloading).
     const { kind, unconfigured, reloading } = c.condition;
-    if (kind !== "down" || c.previous === "down" || unconfigured || reloading) return;
+    const wasDown = c.previous === "down" && c.previousReloading !== true;
+    if (kind !== "down" || wasDown || unconfigured || reloading) return;
     const since = c.condition.sinceMono;
     // How long ago it began, on the monotonic clock (a wall clock step does not change it).
     const ago = since === null ? 0 : Math.max(0, Math.round(this.#o.clock.monoMs() - since));

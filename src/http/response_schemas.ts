@@ -358,7 +358,8 @@ export function responseComponents(): Record<string, JsonSchema> {
         start_error: note(
           orNull(str),
           "Why the provider did not come up when a configuration reload started it (listed " +
-            "DOWN until the next reload), or that a running reload is (re)starting it and has " +
+            "DOWN until the next reload: 'provider <id> failed to start at a configuration " +
+            "reload (<why>)'), or that a running reload is (re)starting it and has " +
             "not registered it yet (DOWN meanwhile); null otherwise (project addition).",
         ),
         data_faults: note(

@@ -106,6 +106,22 @@ export type UnconfiguredListener = (providerId: string) => void;
 /** Told the id of a provider a reconcile is to start anew (ProviderRegistry.onStarting). */
 export type StartingListener = (providerId: string) => void;
 
+/** Told the id of a provider a reconcile failed to start (ProviderRegistry.onStartFailed). */
+export type StartFailedListener = (providerId: string) => void;
+
+/**
+ * Why a configured provider has no host (ProviderRegistry.notRunning): the last reload failed to
+ * register or start it, a reload is restarting it (its entry changed) or starting it anew (its
+ * entry added), or a reload did not get it running (the runtime stopping meanwhile).
+ */
+export type NotRunningCause = "start_failed" | "restarting" | "starting" | "not_started";
+
+/** ProviderRegistry.notRunning's answer: its cause and the one wording every place says. */
+export interface NotRunning {
+  readonly cause: NotRunningCause;
+  readonly text: string;
+}
+
 /**
  * All configured providers, in config order, and the devices they expose. A configuration
  * reload adds and removes hosts (add/remove); subsystems that keep per-provider state follow
@@ -172,6 +188,7 @@ export class ProviderRegistry {
   readonly #removed: HostListener[] = [];
   readonly #unconfigured: UnconfiguredListener[] = [];
   readonly #startingListeners: StartingListener[] = [];
+  readonly #startFailedListeners: StartFailedListener[] = [];
 
   constructor(providers: readonly ProviderConfig[], deps: ProviderHostDeps) {
     // One queue for every provider of the runtime: a restart storm spawns one at a time, paced.
@@ -300,6 +317,17 @@ export class ProviderRegistry {
    */
   onStarting(listener: StartingListener): void {
     this.#startingListeners.push(listener);
+  }
+
+  /**
+   * Calls `listener` with the id of every provider a reconcile restarts (its entry changed) or
+   * starts anew (added) and then fails to register or start -- not for the runtime stopping
+   * meanwhile -- once its failure is recorded (startFailure answers it; a host it started is
+   * listed down, one it could not register is not). A listener that throws is logged and the
+   * others are still told.
+   */
+  onStartFailed(listener: StartFailedListener): void {
+    this.#startFailedListeners.push(listener);
   }
 
   /** Tells the onUnconfigured listeners (each one contained, as #takeOut's). */
@@ -440,7 +468,8 @@ export class ProviderRegistry {
         } catch (err) {
           // Not registered (add took it out again): nothing to stop, nothing listed down.
           this.#notRegistered.set(p.id, errorMessage(err));
-          return void failed.push(`${p.id}: ${errorMessage(err)}`);
+          failed.push(`${p.id}: ${errorMessage(err)}`);
+          return this.#tellEach(this.#startFailedListeners, p.id, "failed to start");
         } finally {
           this.#starting.delete(p.id);
         }
@@ -454,6 +483,7 @@ export class ProviderRegistry {
           if (o.stopping()) return await this.#retire(p.id, o.stopBudgetMs);
           // Listed down with its reason until the next reload (#failedStarts); stopAll joins it.
           this.#failedStarts.add(host);
+          this.#tellEach(this.#startFailedListeners, p.id, "failed to start");
           await host.stop(o.stopBudgetMs);
         }
       }));
@@ -546,6 +576,18 @@ export class ProviderRegistry {
   }
 
   /**
+   * startFailure in the one wording every place says it (GET /v0/providers/health's start_error,
+   * whether a host is listed down or none was registered; notRunning): "provider <id> failed to
+   * start at a configuration reload (<why>)". Null when the last reload did not fail to start it.
+   */
+  startFailureText(providerId: string): string | null {
+    const failure = this.startFailure(providerId);
+    return failure === null
+      ? null
+      : `provider ${providerId} failed to start at a configuration reload (${failure})`;
+  }
+
+  /**
    * Why a configured provider has no host, in the one wording every place that says it uses
    * (device conditions, the e-stop's unverified devices, Sparkplug, GET /v0/providers/health):
    * the last reload failed to register it (startFailure: first, as a reload that failed to
@@ -554,19 +596,31 @@ export class ProviderRegistry {
    * did not get it running (the runtime stopping meanwhile). Null while a host is registered
    * under the id (listed down or not: its own state says why) and for an id not configured.
    */
-  whyNotRunning(providerId: string): string | null {
+  notRunning(providerId: string): NotRunning | null {
     if (this.#hosts.has(providerId) || !this.#configuredIds.has(providerId)) return null;
-    const failure = this.startFailure(providerId);
-    if (failure !== null) {
-      return `provider ${providerId} failed to start at a configuration reload (${failure})`;
-    }
+    const failed = this.startFailureText(providerId);
+    if (failed !== null) return { cause: "start_failed", text: failed };
     if (this.replacing(providerId)) {
-      return `provider ${providerId} is being restarted by a configuration reload`;
+      return {
+        cause: "restarting",
+        text: `provider ${providerId} is being restarted by a configuration reload`,
+      };
     }
     if (this.starting(providerId)) {
-      return `provider ${providerId} is being started by a configuration reload`;
+      return {
+        cause: "starting",
+        text: `provider ${providerId} is being started by a configuration reload`,
+      };
     }
-    return `provider ${providerId} is not running: a configuration reload failed to start it`;
+    return {
+      cause: "not_started",
+      text: `provider ${providerId} is not running: a configuration reload failed to start it`,
+    };
+  }
+
+  /** notRunning's wording alone. */
+  whyNotRunning(providerId: string): string | null {
+    return this.notRunning(providerId)?.text ?? null;
   }
 
   /**

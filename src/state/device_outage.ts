@@ -68,6 +68,11 @@ export interface DeviceConditionChange {
   readonly providerId: string;
   readonly deviceId: string;
   readonly previous: DeviceConditionKind;
+  /**
+   * The device was down because a reload was restarting its provider (DeviceCondition.reloading)
+   * and the reload then failed to start that provider: down still, no longer on purpose.
+   */
+  readonly previousReloading?: true;
   readonly condition: DeviceCondition;
   /** Wall time of the change (for events and records). */
   readonly atWallMs: number;
@@ -143,6 +148,12 @@ export class DeviceOutages {
   readonly #devicesOut = new Map<string, Set<string>>();
   /** Per provider id, its device returns as told (#deviceReturned); forgotten as #devicesOut. */
   readonly #returnPace = new Map<string, ReturnPace>();
+  /**
+   * Per provider id a reload is restarting (its entry changed): the devices its old host listed
+   * and when that host was taken out, until the new host is up, the reload fails to start it
+   * (#restartFailed) or the provider is unconfigured. At most one per configured provider.
+   */
+  readonly #restarting = new Map<string, { deviceIds: string[]; sinceMono: number }>();
   #stopped = false;
 
   constructor(options: DeviceOutagesOptions) {
@@ -159,6 +170,7 @@ export class DeviceOutages {
       if (!host.available) this.#providerDownSince.set(host.id, options.clock.monoMs());
       host.onAvailability((up) => {
         if (!current()) return;
+        if (up) this.#restarting.delete(host.id);
         this.#devicesOut.delete(host.id);
         this.#forgetReturns(host.id);
         if (up) this.#providerDownSince.delete(host.id);
@@ -186,10 +198,20 @@ export class DeviceOutages {
     options.registry.onHostRemoved((host) => {
       this.#devicesOut.delete(host.id);
       this.#forgetReturns(host.id);
-      this.#providerDownSince.set(host.id, options.clock.monoMs());
+      const now = options.clock.monoMs();
+      this.#providerDownSince.set(host.id, now);
+      const deviceIds = [...this.#tracked.get(host.id)?.keys() ?? []];
       this.#recheckProvider(host.id);
       this.#providerDownSince.delete(host.id);
+      // Its devices, down on purpose while the reload restarts it, are lost if it fails to start
+      // (#restartFailed). A new host the reload could not register, taken out with no devices,
+      // leaves the old host's as they were.
+      if (options.registry.notRunning(host.id)?.cause === "restarting" && deviceIds.length > 0) {
+        this.#restarting.set(host.id, { deviceIds, sinceMono: now });
+      }
     });
+    options.registry.onStartFailed((id) => this.#restartFailed(id));
+    options.registry.onUnconfigured((id) => this.#restarting.delete(id));
   }
 
   /** How long reads must fail before a device is down (ms). */
@@ -219,10 +241,12 @@ export class DeviceOutages {
     const host = this.#o.registry.host(providerId);
     // Its entry in the file, no host under it (ProviderRegistry.whyNotRunning says why): lost,
     // not gone. One a reload restarts (its entry changed) is lost as in any restart.
-    const notRunning = host ? null : this.#o.registry.whyNotRunning(providerId);
+    // One the reload restarting it failed to register is not restarting any more (its text says
+    // so): reloading follows the same answer.
+    const notRunning = host ? null : this.#o.registry.notRunning(providerId);
     if (notRunning !== null) {
-      const lost = down(notRunning, this.#providerSince(providerId));
-      return this.#o.registry.replacing(providerId) ? { ...lost, reloading: true } : lost;
+      const lost = down(notRunning.text, this.#providerSince(providerId));
+      return notRunning.cause === "restarting" ? { ...lost, reloading: true } : lost;
     }
     if (!host) {
       return {
@@ -231,8 +255,10 @@ export class DeviceOutages {
       };
     }
     if (!host.available) {
+      // Listed down since the last reload failed to start it: that says why, as everywhere.
       return down(
-        `provider ${providerId} is unavailable (${host.lifecycle})`,
+        this.#o.registry.startFailureText(providerId) ??
+          `provider ${providerId} is unavailable (${host.lifecycle})`,
         this.#providerSince(providerId),
       );
     }
@@ -284,6 +310,30 @@ export class DeviceOutages {
       for (const t of devices.values()) this.#o.clock.clearTimer(t.timer);
     }
     for (const id of [...this.#returnPace.keys()]) this.#forgetReturns(id);
+  }
+
+  /**
+   * A reload failed to start a provider it was restarting: the devices its old host listed, down
+   * on purpose since it was taken out (reloading), are down without purpose from now on -- told
+   * once each (previousReloading), their loss dated from that take-out.
+   */
+  #restartFailed(providerId: string): void {
+    const restarting = this.#restarting.get(providerId);
+    this.#restarting.delete(providerId);
+    if (restarting === undefined || this.#stopped) return;
+    const atWallMs = this.#o.clock.nowMs();
+    const onError = this.#o.onListenerError ?? (() => {});
+    for (const deviceId of restarting.deviceIds) {
+      const change: DeviceConditionChange = {
+        providerId,
+        deviceId,
+        previous: "down",
+        previousReloading: true,
+        condition: { ...this.#judge(providerId, deviceId), sinceMono: restarting.sinceMono },
+        atWallMs,
+      };
+      tellEach(this.#listeners, [change], onError);
+    }
   }
 
   #providerSince(providerId: string): number | null {

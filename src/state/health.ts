@@ -117,7 +117,8 @@ export interface HealthViewOptions {
  * per configured provider, in the configuration file's order (ProviderRegistry.configuredIds):
  * a registered host as it stands, one with no host registered under it (a reload could not
  * register it, or is starting or restarting it) DOWN with why in `start_error`
- * (ProviderRegistry.whyNotRunning).
+ * (ProviderRegistry.whyNotRunning). A host the last reload failed to start, listed down, says it
+ * in the same words (ProviderRegistry.startFailureText), not its bare start error.
  */
 export function providerHealthViews(
   registry: ProviderRegistry,
@@ -134,7 +135,9 @@ export function providerHealthViews(
     const reported = reportedOverride?.has(id)
       ? reportedOverride.get(id) ?? undefined
       : cache.reportedHealth(id);
-    return [providerView(host, cache, options, reported ?? undefined)];
+    return [
+      providerView(host, cache, options, reported ?? undefined, registry.startFailureText(id)),
+    ];
   });
 }
 
@@ -179,6 +182,7 @@ function providerView(
   cache: StateCache,
   options: HealthViewOptions,
   reported: ReportedHealthEntry | undefined,
+  startError: string | null,
 ): ProviderHealthView {
   const available = host.available;
   const reportedDevices = new Map(
@@ -267,7 +271,7 @@ function providerView(
     discovery_warnings: [...cache.discoveryWarnings(host.id)],
     held_claims: heldClaims(host),
     host_check: host.hostCheck(),
-    start_error: host.startError,
+    start_error: startError,
     data_faults: cache.dataFaults(host.id),
     timestamp_skew: cache.timestampSkew(host.id),
   };

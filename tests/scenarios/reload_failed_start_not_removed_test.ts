@@ -275,3 +275,67 @@ Deno.test("Reload: a provider whose host was not registered is gone once a reloa
 Deno.test("Reload: a provider whose host was not registered is gone once a reload drops it, another provider added", async () => {
   await droppedAfterNotRegistered([inertSim("sim2")]);
 });
+
+/**
+ * The device-loss causes the incident recorder noted (every trigger of every incident): sim1's
+ * lost devices, each once (a cause names its device handle: "device sim1/<id> lost: <why>").
+ */
+function lossCauses(rt: Kernel): string[] {
+  return rt.incidents!.list().flatMap((h) => [h, ...h.also])
+    .filter((c) => c.trigger === "device_loss").map((c) => c.cause).sort();
+}
+
+for (
+  const [how, change, why] of [
+    [
+      "did not start",
+      (rt: Kernel) => withBrokenSim1(rt),
+      "provider sim1 failed to start at a configuration reload (cannot start provider 'sim1'",
+    ],
+    [
+      "was not registered",
+      (rt: Kernel) => {
+        // A host listener that fails refuses the registration of sim1's replacement.
+        let refuse = false;
+        rt.registry.eachHost((host) => {
+          if (refuse && host.id === "sim1") throw new Error("listener broke");
+        });
+        refuse = true;
+        return {
+          ...rt.config,
+          providers: rt.config.providers.map((p) =>
+            p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
+          ),
+        };
+      },
+      "provider sim1 failed to start at a configuration reload (Provider sim1 not registered",
+    ],
+  ] as const
+) {
+  Deno.test(`Reload: a provider whose restart ${how} loses its devices: one device-loss incident each, dated when the reload took it out`, async () => {
+    await using r = await sims();
+    const rt = r.kernel;
+    await waitFor("sim1's motor polled", () => rt.cache.device("sim1", "motorctl0")?.available);
+    const listed = rt.registry.host("sim1")!.devices.map((d) => d.device.deviceId).sort();
+    const next = change(rt);
+    const before = Date.now();
+    const result = await rt.reload(next);
+    const after = Date.now();
+    assert.equal(result.providers.failed.length, 1, result.providers.failed.join());
+    // Not on purpose any more: its devices' condition says why, not that it is being restarted.
+    const c = rt.outages.condition("sim1", "motorctl0");
+    assert.equal(c.kind, "down");
+    assert.equal(c.reloading, undefined, c.reason);
+    assert.ok(c.reason.startsWith(why), c.reason);
+    await waitFor("sim1's devices lost", () => lossCauses(rt).length === listed.length);
+    const causes = lossCauses(rt);
+    assert.deepEqual(causes.map((c) => c.split(" ")[1]), listed.map((d) => `sim1/${d}`));
+    for (const c of causes) assert.ok(c.includes(` lost: ${why}`), c);
+    const [h] = rt.incidents!.list();
+    assert.ok(h!.at_epoch_ms >= before && h!.at_epoch_ms <= after, "dated within the reload");
+    // The same file again: sim1 fails again, down already: no second loss.
+    assert.equal((await rt.reload(next)).providers.failed.length, 1);
+    await rt.incidents!.settled();
+    assert.equal(lossCauses(rt).length, listed.length, "each device lost once");
+  });
+}
