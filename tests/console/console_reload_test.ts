@@ -98,7 +98,10 @@ Deno.test({
           /Not started/,
         );
         assert.match(text, /LifecycleDOWN/);
-        assert.match(text, /Not startedcannot start provider 'ghost0'/);
+        assert.match(
+          text,
+          /Not startedprovider ghost0 failed to start at a configuration reload \(cannot start provider 'ghost0'/,
+        );
         assert.deepStrictEqual(errors, []);
       } finally {
         await browser.close();
