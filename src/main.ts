@@ -393,7 +393,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   const overrides = { port: override, logLevel: cli.logLevel };
   // One count for the process: the configuration file's checks and the kernel's own reads.
   const abandoned = new AbandonedReloadReads();
-  const reload = configReload(absPath, cli, overrides, config.logging.level, {
+  const started = { logLevel: config.logging.level, automationEnabled: config.automation.enabled };
+  const reload = configReload(absPath, cli, overrides, started, {
     ...HOST_RELOAD_PORTS,
     abandoned,
   });
@@ -440,16 +441,20 @@ const HOST_RELOAD_PORTS: ReloadPorts = {
  * that does not answer fails only the tree's section, naming it, and the rest applies. A question
  * left waiting holds one of Deno's worker threads until it returns: while
  * RELOAD_ABANDONED_READS_MAX are left waiting (`ports.abandoned`, process-wide), a reload asks
- * nothing and is refused at once, naming the paths that still hang. `fileLevel`: the file's
- * logging.level at start (an edit of it that --log-level overrides is said).
+ * nothing and is refused at once, naming the paths that still hang. `started`: the file's
+ * logging.level at start (an edit of it that --log-level overrides is said), and whether the
+ * runtime runs automation (automation.enabled at start, a restart's business: while it runs, a
+ * reload loads the file's tree whatever the file says of automation.enabled, so the tree is
+ * checked and read for it all the same -- once, ReloadedConfig.treeFiles).
  */
 export function configReload(
   absPath: string,
   cli: { readonly file: string; readonly logLevel: LogLevel | null },
   overrides: { readonly port: { port: number } | null; readonly logLevel: LogLevel | null },
-  fileLevel: LogLevel,
+  started: { readonly logLevel: LogLevel; readonly automationEnabled: boolean },
   ports: ReloadPorts = HOST_RELOAD_PORTS,
 ): () => Promise<ReloadedConfig> {
+  let fileLevel = started.logLevel;
   const abandoned = ports.abandoned ?? new AbandonedReloadReads();
   const readFile = reloadRegularFileReader(ports.clock, ports.readRegularFile, abandoned);
   const reloadRead = reloadFileReader(ports.clock, ports.readRegularFile, abandoned);
@@ -469,7 +474,7 @@ export function configReload(
     // Off the event loop's thread, bounded: the providers and the e-stop run meanwhile. Read
     // once: the kernel loads these files as checked (ReloadedConfig.treeFiles), not read again.
     const tree = again.config
-      ? await checkBehaviorTree(again.config, reloadRead)
+      ? await checkBehaviorTree(again.config, reloadRead, started.automationEnabled)
       : { diagnostics: [] };
     lines.push(...tree.diagnostics);
     const errors = lines.filter((d) => d.severity === "error").map(formatDiagnostic);
@@ -572,13 +577,16 @@ export async function behaviorTreeDiagnostics(
 /**
  * behaviorTreeDiagnostics, and with `reloadRead` the files it read (`files`, served from memory):
  * the kernel loads the tree from them (Kernel.reload), so a reload reads each file once.
+ * `automationRuns`: the runtime runs automation (started with it), which loads the file's tree
+ * even when the file turns automation.enabled off (a restart's business).
  */
 async function checkBehaviorTree(
   config: Config,
   reloadRead?: (path: string) => Promise<Uint8Array>,
+  automationRuns = false,
 ): Promise<{ diagnostics: Diagnostic[]; files?: ReloadTreeFiles }> {
   const path = config.automation.behaviorTree;
-  if (!config.automation.enabled || path === null) return { diagnostics: [] };
+  if ((!config.automation.enabled && !automationRuns) || path === null) return { diagnostics: [] };
   // Loaded only here: a configuration without automation never loads the tree engine.
   const { readTreeFiles, readUnanswered, verifyBehaviorTreeFile } = await import(
     "./automation/bt/mod.ts"

@@ -48,7 +48,7 @@ Deno.test("reloads on a hung mount leave at most RELOAD_ABANDONED_READS_MAX stat
     file,
     { file, logLevel: null },
     { port: null, logLevel: null },
-    "info",
+    { logLevel: "info", automationEnabled: false },
     ports,
   );
   // The file names a provider command on the hung mount: one of five folders by turn.

@@ -53,7 +53,7 @@ async function reloadWhileHung(
     file,
     { file, logLevel: null },
     { port: null, logLevel: null },
-    "info",
+    { logLevel: "info", automationEnabled: false },
     ports,
   );
   const rt = await startServing(testConfig({ providers: [] }), { loadConfig: reload });

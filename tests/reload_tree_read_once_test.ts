@@ -85,7 +85,7 @@ async function rig(reads: TreeReads, clock: ManualClock, abandoned: AbandonedRel
     file,
     { file, logLevel: null },
     { port: null, logLevel: null },
-    "info",
+    { logLevel: "info", automationEnabled: true },
     { clock, readRegularFile: reads.read, stat: statPath, commandOnPath, abandoned },
   );
   const first: ReloadedConfig = await reload();
@@ -119,6 +119,37 @@ Deno.test("a reload loads the behavior tree as its checks read it: a file edited
       [1, 1],
       "each tree file is read once by the reload",
     );
+  } finally {
+    recorder.stop();
+    await rt.stop();
+  }
+});
+
+Deno.test("a reload of a file that turns automation.enabled off (a restart's business) still checks the tree the running automation loads, and reads each tree file once", async () => {
+  const reads = new TreeReads();
+  const clock = new ManualClock();
+  const { rt, main, idle, file } = await rig(reads, clock, new AbandonedReloadReads());
+  const recorder = recordEvents(rt);
+  try {
+    await Deno.writeTextFile(main, mainTree(2000));
+    const text = await Deno.readTextFile(file);
+    await Deno.writeTextFile(file, text.replace("enabled: true", "enabled: false"));
+    await rt.reloader!.request();
+    const events = recorder.events.filter((e): e is ReloadEvent => e.kind === "config_reload");
+    assert.deepEqual(events.map((e) => [e.result, e.errors]), [["applied", []]]);
+    assert.equal(await rt.automation!.treeXml(), mainTree(2000), "the running automation loads it");
+    assert.deepEqual(
+      [reads.counts.get(main), reads.counts.get(idle)],
+      [1, 1],
+      "each tree file is read once by the reload",
+    );
+    // A tree that does not verify is the reload's error, as with automation on in the file.
+    await Deno.writeTextFile(main, '<root BTCPP_format="4"><BehaviorTree ID="Main">');
+    await rt.reloader!.request();
+    const second = recorder.events.filter((e): e is ReloadEvent => e.kind === "config_reload")[1];
+    assert.equal(second?.result, "failed", JSON.stringify(second));
+    assert.ok(second!.errors.some((e) => e.includes("main.xml")), JSON.stringify(second!.errors));
+    assert.equal(await rt.automation!.treeXml(), mainTree(2000), "the tree in force is kept");
   } finally {
     recorder.stop();
     await rt.stop();
