@@ -567,23 +567,28 @@ export class Kernel {
     // The runtime's session ahead of the machine's others while a provider starts, restarts or
     // is down (docs/deployment.md, "The runtime runs ahead of its providers while they start").
     if (host.setSessionPriority) {
-      this.#sessionPriority = new SessionPriority(host.setSessionPriority, {
-        // A configured provider with no host (a reload restarting or starting it, or one it
-        // could not register) is down too (ProviderRegistry.allAvailable).
-        anyDown: () => !this.registry.allAvailable(),
-        onChange: (listener) => {
-          // A host registered is down until it is up: told at once (one a reload adds).
-          this.registry.eachHost((h) => {
-            h.onAvailability(listener);
-            listener();
-          });
-          this.registry.onHostRemoved(listener);
-          this.registry.onUnconfigured(listener);
-          // One a reload starts anew is down from the reload's start, before its host is
-          // registered (the reload may first wait for the stops of the providers it removes).
-          this.registry.onStarting(listener);
+      this.#sessionPriority = new SessionPriority(
+        host.setSessionPriority,
+        {
+          // A configured provider with no host (a reload restarting or starting it, or one it
+          // could not register) is down too (ProviderRegistry.allAvailable).
+          anyDown: () => !this.registry.allAvailable(),
+          onChange: (listener) => {
+            // A host registered is down until it is up: told at once (one a reload adds).
+            this.registry.eachHost((h) => {
+              h.onAvailability(listener);
+              listener();
+            });
+            this.registry.onHostRemoved(listener);
+            this.registry.onUnconfigured(listener);
+            // One a reload starts anew is down from the reload's start, before its host is
+            // registered (the reload may first wait for the stops of the providers it removes).
+            this.registry.onStarting(listener);
+          },
         },
-      }, log);
+        log,
+        host.clock,
+      );
     }
     this.cache = new StateCache({
       registry: this.registry,

@@ -24,6 +24,8 @@ export {
   priorityLine,
   type ProviderUpness,
   RUNTIME_AUTOGROUP_NICE,
+  SESSION_PRIORITY_BUSY_RETRIES,
+  SESSION_PRIORITY_BUSY_RETRY_MS,
   SessionPriority,
   SETTLED_AUTOGROUP_NICE,
 } from "./session_priority.ts";

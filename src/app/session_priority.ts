@@ -1,4 +1,10 @@
-import type { Logger, PriorityResult, SetSessionPriorityFn } from "../common/mod.ts";
+import type {
+  Clock,
+  Logger,
+  PriorityResult,
+  SetSessionPriorityFn,
+  TimerId,
+} from "../common/mod.ts";
 
 /**
  * The autogroup nice the runtime's session runs at while a provider is starting or down: ~9x the
@@ -8,6 +14,18 @@ export const RUNTIME_AUTOGROUP_NICE = -10;
 
 /** The session's nice while every provider is up: the default, no one else's share taken. */
 export const SETTLED_AUTOGROUP_NICE = 0;
+
+/**
+ * How long after a setting the kernel refused for now (EAGAIN, "busy": another process setting
+ * autogroups; the host's own quick retries spent) it is asked again, with no provider change.
+ */
+export const SESSION_PRIORITY_BUSY_RETRY_MS = 1000;
+
+/**
+ * Busy answers in a row after which no timer asks again: the next provider change does (a
+ * restart storm is one); each change starts the count afresh.
+ */
+export const SESSION_PRIORITY_BUSY_RETRIES = 10;
 
 /** What the policy needs of the providers: whether each is up, and word when that changes. */
 export interface ProviderUpness {
@@ -32,23 +50,38 @@ export interface ProviderUpness {
  * its providers' answers less). One setting at a time; a change asked for meanwhile is made after
  * it. The first result is said in one line (INFO, or WARN when not permitted: the fix named);
  * a refusal that will not change (not the session leader, not permitted, no autogroups) stops the
- * asking.
+ * asking; one refused for now (busy) is asked again SESSION_PRIORITY_BUSY_RETRY_MS later, at most
+ * SESSION_PRIORITY_BUSY_RETRIES times in a row, and at the next provider change.
  */
 export class SessionPriority {
   readonly #set: SetSessionPriorityFn;
   readonly #log: Logger;
   readonly #providers: ProviderUpness;
+  readonly #clock: Pick<Clock, "setTimer" | "clearTimer">;
+  /** The busy retry due (null: none). */
+  #retry: TimerId | null = null;
+  /** Busy answers since the last provider change (SESSION_PRIORITY_BUSY_RETRIES). */
+  #busyInRow = 0;
   /** The nice last set (null: never set). */
   #applied: number | null = null;
   #inFlight = false;
   #gaveUp = false;
   #said = false;
 
-  constructor(set: SetSessionPriorityFn, providers: ProviderUpness, log: Logger) {
+  constructor(
+    set: SetSessionPriorityFn,
+    providers: ProviderUpness,
+    log: Logger,
+    clock: Pick<Clock, "setTimer" | "clearTimer">,
+  ) {
     this.#set = set;
     this.#providers = providers;
     this.#log = log;
-    providers.onChange(() => this.#update());
+    this.#clock = clock;
+    providers.onChange(() => {
+      this.#busyInRow = 0;
+      this.#update();
+    });
     this.#update();
   }
 
@@ -58,6 +91,8 @@ export class SessionPriority {
    */
   stop(): void {
     this.#gaveUp = true;
+    this.#clock.clearTimer(this.#retry);
+    this.#retry = null;
   }
 
   /** The nice the session should have now. */
@@ -71,6 +106,8 @@ export class SessionPriority {
   }
 
   #update(): void {
+    this.#clock.clearTimer(this.#retry);
+    this.#retry = null;
     if (this.#inFlight || this.#gaveUp) return;
     const nice = this.wanted;
     // Never set yet and nothing to raise: the session is at its default already.
@@ -87,8 +124,17 @@ export class SessionPriority {
         this.#gaveUp = true;
         return;
       }
-      // EAGAIN to the end (host's retries spent): asked again at the next provider change only.
-      if (result.outcome !== "busy") this.#update(); // a change asked for meanwhile
+      if (result.outcome !== "busy") {
+        this.#busyInRow = 0;
+        return this.#update(); // a change asked for meanwhile
+      }
+      // EAGAIN to the end (host's retries spent): asked again a while later, and at the next
+      // provider change.
+      if (++this.#busyInRow > SESSION_PRIORITY_BUSY_RETRIES || this.#gaveUp) return;
+      this.#retry = this.#clock.setTimer(() => {
+        this.#retry = null;
+        this.#update();
+      }, SESSION_PRIORITY_BUSY_RETRY_MS);
     });
   }
 
@@ -144,7 +190,7 @@ export function priorityLine(
       return {
         level: "warn",
         text:
-          `cpu priority: not raised yet: the kernel refused autogroup nice ${nice} for now (EAGAIN: another process is setting autogroups); tried again at the next provider change`,
+          `cpu priority: not raised yet: the kernel refused autogroup nice ${nice} for now (EAGAIN: another process is setting autogroups); tried again in ${SESSION_PRIORITY_BUSY_RETRY_MS} ms (at most ${SESSION_PRIORITY_BUSY_RETRIES} times in a row) and at the next provider change`,
       };
   }
 }

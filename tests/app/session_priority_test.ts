@@ -9,9 +9,12 @@ import assert from "node:assert/strict";
 import type { PriorityResult } from "../../src/common/mod.ts";
 import {
   RUNTIME_AUTOGROUP_NICE,
+  SESSION_PRIORITY_BUSY_RETRIES,
+  SESSION_PRIORITY_BUSY_RETRY_MS,
   SessionPriority,
   SETTLED_AUTOGROUP_NICE,
 } from "../../src/app/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 
 /** Providers whose upness the test flips, and a setting whose answers the test releases. */
@@ -21,6 +24,7 @@ function rig(o: { down: boolean }) {
   const asked: number[] = [];
   const pending: ((r: PriorityResult) => void)[] = [];
   const { log, lines } = capturingLogger();
+  const clock = new ManualClock();
   const priority = new SessionPriority(
     (nice) => {
       asked.push(nice);
@@ -28,9 +32,11 @@ function rig(o: { down: boolean }) {
     },
     { anyDown: () => down, onChange: (l) => listeners.push(l) },
     log,
+    clock,
   );
   return {
     priority,
+    clock,
     asked,
     lines,
     flip(nowDown: boolean) {
@@ -120,4 +126,36 @@ Deno.test("SessionPriority stops asking after a refusal that will not change, an
   assert.deepEqual(busy.asked, [-10], "not again at once");
   busy.flip(true);
   assert.deepEqual(busy.asked, [-10, -10]);
+});
+
+Deno.test("SessionPriority asks again a while after the kernel refused for now (busy), with no provider change, a bounded number of times in a row", async () => {
+  const r = rig({ down: true });
+  await r.answer({ outcome: "busy" });
+  assert.match(
+    r.lines[0]!,
+    /not raised yet: .*tried again in 1000 ms \(at most 10 times in a row\) and at the next provider change$/,
+  );
+  r.clock.advance(SESSION_PRIORITY_BUSY_RETRY_MS - 1);
+  assert.deepEqual(r.asked, [-10], "not before the retry is due");
+  r.clock.advance(1);
+  assert.deepEqual(r.asked, [-10, -10], "asked again, the providers unchanged");
+  await r.answer({ outcome: "set" });
+  assert.equal(r.priority.applied, -10);
+
+  // Busy every time: SESSION_PRIORITY_BUSY_RETRIES retries, then only a provider change asks.
+  const busy = rig({ down: true });
+  for (let i = 0; i <= SESSION_PRIORITY_BUSY_RETRIES; i++) {
+    await busy.answer({ outcome: "busy" });
+    busy.clock.advance(SESSION_PRIORITY_BUSY_RETRY_MS);
+  }
+  assert.equal(busy.asked.length, SESSION_PRIORITY_BUSY_RETRIES + 1);
+  busy.clock.advance(10 * SESSION_PRIORITY_BUSY_RETRY_MS);
+  assert.equal(busy.asked.length, SESSION_PRIORITY_BUSY_RETRIES + 1, "given up until a change");
+  busy.flip(true);
+  assert.equal(busy.asked.length, SESSION_PRIORITY_BUSY_RETRIES + 2, "a change asks again");
+  // A retry due when the runtime stops is not made.
+  await busy.answer({ outcome: "busy" });
+  busy.priority.stop();
+  busy.clock.advance(SESSION_PRIORITY_BUSY_RETRY_MS);
+  assert.equal(busy.asked.length, SESSION_PRIORITY_BUSY_RETRIES + 2, "none after stop");
 });
