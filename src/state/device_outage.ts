@@ -18,7 +18,9 @@
  *
  * Every device a provider lists is followed: each change of its condition is told to the
  * listeners when it happens, including the step from failing to down, which a timer decides on
- * time whether or not anything polls (a provider that hangs is not polled).
+ * time whether or not anything polls (a provider that hangs is not polled). One change is told
+ * within "down": a device down on purpose while a reload restarts its provider (`reloading`) is
+ * down without purpose once that reload fails to start the provider (`previousReloading`).
  */
 import { WireDeviceState } from "../adpp/mod.ts";
 import { type Clock, type DeviceCapabilities, tellEach, type TimerId } from "../common/mod.ts";

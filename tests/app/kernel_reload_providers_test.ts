@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { refuseRegistration } from "../helpers/unregistered.ts";
 
 Deno.test("Kernel.reload: a failure after the providers reconcile keeps the entries in effect with the registry", async () => {
   const rt = await startRuntime(testConfig());
@@ -85,16 +86,12 @@ Deno.test("Kernel.whenAllProvidersAvailable waits for a provider a reload restar
     assert.equal(ready, 0, "not while sim1 is being restarted nor once it failed to start");
 
     // Its entry fixed, its host not registered (a host listener fails): still not running.
-    let refuse = false;
-    rt.registry.eachHost((host) => {
-      if (refuse && host.id === "sim1") throw new Error("listener broke");
-    });
-    refuse = true;
+    const allow = refuseRegistration(rt.registry, "sim1");
     const refused = await rt.reload(withSim1(good));
     assert.match(refused.providers.failed.join(), /^sim1: Provider sim1 not registered/);
     assert.ok(rt.registry.hosts.every((h) => h.available), "every host registered is up");
     assert.equal(ready, 0, "not while sim1 has no host");
-    refuse = false;
+    allow();
 
     // The file drops sim1: every provider configured is AVAILABLE.
     const dropped = await rt.reload({

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import type { PriorityResult } from "../../src/common/mod.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { refuseRegistration } from "../helpers/unregistered.ts";
 
 Deno.test("Kernel raises its session while its provider starts, settles it once up, and asks nothing while it stops", async () => {
   const asked: number[] = [];
@@ -121,10 +122,7 @@ Deno.test("Kernel settles its session once a reload drops the provider it could 
     await waitFor("the session settled", () => asked.at(-1) === 0);
     const base = rt.config;
     // sim1 added, its host not registered (a host listener fails for it): configured, down.
-    let refuse = true;
-    rt.registry.eachHost((host) => {
-      if (refuse && host.id === "sim1") throw new Error("listener broke");
-    });
+    const allow = refuseRegistration(rt.registry, "sim1");
     const added = await rt.reload({ ...base, providers: [...base.providers, simProvider("sim1")] });
     assert.match(added.providers.failed.join(), /^sim1: Provider sim1 not registered/);
     assert.deepEqual(asked, [-10, 0, -10], "raised while sim1 is not running");
@@ -133,7 +131,7 @@ Deno.test("Kernel settles its session once a reload drops the provider it could 
     assert.deepEqual(dropped.providers.failed, []);
     assert.deepEqual(asked, [-10, 0, -10, 0], "settled: every configured provider is up");
     // Added back (registered this time): raised as the reload begins, settled once it is up.
-    refuse = false;
+    allow();
     const again = await rt.reload({ ...base, providers: [...base.providers, simProvider("sim1")] });
     assert.deepEqual(again.providers.added, ["sim1"]);
     assert.deepEqual(asked, [-10, 0, -10, 0, -10, 0], "raised for sim1's start, settled once up");

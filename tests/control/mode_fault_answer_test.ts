@@ -6,9 +6,8 @@
  * run on the test's clock.
  */
 import assert from "node:assert/strict";
-import type { RuntimeError } from "../../src/common/mod.ts";
 import { FAULT_HOOKS_ANSWER_WAIT_MS } from "../../src/control/mod.ts";
-import { call } from "../safety/_fixture.ts";
+import { call, callFlood, d } from "../safety/_fixture.ts";
 import { faultHooksRig, hangingFaultHooksRig } from "../safety/_fault_hooks_rig.ts";
 import { runToSettle, runUntil } from "../helpers/clock.ts";
 import type { FakeProvider } from "../helpers/fake_provider.ts";
@@ -41,24 +40,14 @@ Deno.test("ModeManager FAULT hook call to a provider whose queue is full is not 
   });
   try {
     await runToSettle(clock, rt.modes.request("MANUAL"), "MANUAL");
-    const flood = Array.from(
-      { length: 70 },
-      (_, k) =>
-        rt.router.call({
-          providerId: "plant",
-          deviceId: "plant0",
-          functionId: 2,
-          args: { duty: { type: "double", double: (k + 1) / 100 } },
-          origin: "manual",
-        }).then(() => "ok", (e: RuntimeError) => e.code),
-    );
+    const flood = callFlood(rt, "plant", "plant0", 2, (k) => ({ duty: d((k + 1) / 100) }));
     await runUntil(
       clock,
       "the first call on the wire",
       () => r.provider<FakeProvider>("plant").count("call") === 1,
     );
     const report = await runToSettle(clock, rt.modes.requestWithReport("FAULT"), "FAULT");
-    const codes = await runToSettle(clock, Promise.all(flood), "the flood");
+    const codes = await runToSettle(clock, flood, "the flood");
     assert.ok(codes.includes("UNAVAILABLE"), "the queue was full");
     assert.deepEqual(report.hook_failures.map((f) => f.error), []);
     // A hook call into FAULT is a stop action: it ends with its call's answer; the device's

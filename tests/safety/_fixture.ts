@@ -7,7 +7,8 @@ import type {
   RuntimeMode,
   SafeStateExpectation,
 } from "../../src/config/mod.ts";
-import type { TypedValue } from "../../src/common/mod.ts";
+import type { RuntimeError, TypedValue } from "../../src/common/mod.ts";
+import { MAX_QUEUED_CALLS_PER_PROVIDER } from "../../src/control/mod.ts";
 import { scalarOf } from "../../src/common/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { SIM_INERT_YAML, simProvider } from "../helpers/sim_config.ts";
@@ -127,6 +128,30 @@ export function manualCall(
   args: Record<string, TypedValue> = {},
 ) {
   return rt.router.call({ providerId, deviceId, functionId, args, origin: "manual" });
+}
+
+/**
+ * More manual calls to one device than its provider's call queue takes: one on the wire,
+ * MAX_QUEUED_CALLS_PER_PROVIDER queued behind it and 5 more, refused as busy. The k-th call's
+ * arguments are `args(k)`; answers each call's outcome, "ok" or its error's code.
+ */
+export function callFlood(
+  rt: Kernel,
+  providerId: string,
+  deviceId: string,
+  functionId: number,
+  args: (k: number) => Record<string, TypedValue>,
+): Promise<string[]> {
+  return Promise.all(
+    Array.from(
+      { length: MAX_QUEUED_CALLS_PER_PROVIDER + 6 },
+      (_, k) =>
+        manualCall(rt, providerId, deviceId, functionId, args(k)).then(
+          () => "ok",
+          (e: RuntimeError) => e.code,
+        ),
+    ),
+  );
 }
 
 /** Typed value shorthands. */

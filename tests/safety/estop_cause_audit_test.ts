@@ -8,11 +8,14 @@ import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
 import { macrotask } from "../helpers/turns.ts";
 import { call, plantProvider } from "./_fixture.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 
-Deno.test("Estop audits each ladder call with the cause of its own stop, also when a trigger arrives while it runs", async () => {
-  await using r = await rig({
-    // Each ladder call answers 1 s after it arrived: the first stop's second call starts after
-    // the second trigger.
+/**
+ * A rig whose ladder is two hook calls to one plant that answers each 1 s after it arrived: a
+ * stop's second call starts after a trigger made once its first is on the wire.
+ */
+function slowLadder() {
+  return rig({
     providers: [plantProvider("slow", { latencyMs: 1000 })],
     safety: {
       hooks: [
@@ -22,6 +25,19 @@ Deno.test("Estop audits each ladder call with the cause of its own stop, also wh
       zeroIsSafe: false,
     },
   });
+}
+
+/** The four accepted ladder calls of two stops, once audited (in no particular order). */
+function ladderCalls(rt: Kernel) {
+  return waitFor("the four ladder calls audited", async () => {
+    const page = await rt.audit.query({ limit: 100, origin: "estop" });
+    const c = page.entries.filter((e) => e.action === "call" && e.outcome === "accepted");
+    return c.length === 4 ? c : undefined;
+  });
+}
+
+Deno.test("Estop audits each ladder call with the cause of its own stop, also when a trigger arrives while it runs", async () => {
+  await using r = await slowLadder();
   const rt = r.kernel;
   const first = rt.estop.trigger("operator");
   // Once the first stop has begun (its ladder's first call is on the wire): a press before that
@@ -29,11 +45,7 @@ Deno.test("Estop audits each ladder call with the cause of its own stop, also wh
   await macrotask();
   const second = rt.estop.trigger("too hot", { cause: "alarm:overtemp" });
   await Promise.all([first, second]);
-  const calls = await waitFor("the four ladder calls audited", async () => {
-    const page = await rt.audit.query({ limit: 100, origin: "estop" });
-    const c = page.entries.filter((e) => e.action === "call" && e.outcome === "accepted");
-    return c.length === 4 ? c : undefined;
-  });
+  const calls = await ladderCalls(rt);
   // Oldest first: the first stop's two calls, then the second stop's.
   const causes = calls
     .sort((a, b) => a.seq - b.seq)
@@ -51,16 +63,7 @@ Deno.test("Estop audits each ladder call with the cause of its own stop, also wh
 });
 
 Deno.test("Estop audits the ladder calls of a stop two presses share across a clear with the cause of the press that latched again, the cause status shows", async () => {
-  await using r = await rig({
-    providers: [plantProvider("slow", { latencyMs: 1000 })],
-    safety: {
-      hooks: [
-        call("slow/plant0", "set_heater", { enabled: false }),
-        call("slow/plant0", "set_fan", { duty: { double: 0 } }),
-      ],
-      zeroIsSafe: false,
-    },
-  });
+  await using r = await slowLadder();
   const rt = r.kernel;
   const first = rt.estop.trigger("operator");
   await macrotask(); // the first stop has begun: its first ladder call is on the wire
@@ -107,16 +110,7 @@ Deno.test("Estop audits the ladder calls of a stop two presses share across a cl
 });
 
 Deno.test("Estop names a shared stop's ladder calls after the press that latched again, not after a later press joining it while latched", async () => {
-  await using r = await rig({
-    providers: [plantProvider("slow", { latencyMs: 1000 })],
-    safety: {
-      hooks: [
-        call("slow/plant0", "set_heater", { enabled: false }),
-        call("slow/plant0", "set_fan", { duty: { double: 0 } }),
-      ],
-      zeroIsSafe: false,
-    },
-  });
+  await using r = await slowLadder();
   const rt = r.kernel;
   const first = rt.estop.trigger("operator");
   await macrotask(); // the first stop has begun: a press from here on queues (or joins) the next
@@ -131,11 +125,7 @@ Deno.test("Estop names a shared stop's ladder calls after the press that latched
   const viaSparkplug = rt.estop.trigger("NCMD", { cause: "sparkplug" });
   assert.equal(rt.estop.status().cause, "alarm:overtemp");
   await Promise.all([first, queued, joined, latchedAgain, third, viaSparkplug]);
-  const calls = await waitFor("the four ladder calls audited", async () => {
-    const page = await rt.audit.query({ limit: 100, origin: "estop" });
-    const c = page.entries.filter((e) => e.action === "call" && e.outcome === "accepted");
-    return c.length === 4 ? c : undefined;
-  });
+  const calls = await ladderCalls(rt);
   assert.deepEqual(
     calls
       .sort((a, b) => a.seq - b.seq)

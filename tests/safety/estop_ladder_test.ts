@@ -14,7 +14,7 @@ import { capturingLogger } from "../helpers/log_lines.ts";
 import { type ProviderHost } from "../../src/providers/mod.ts";
 import { Estop, UNVERIFIED_NO_EXPECTATION } from "../../src/safety/mod.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
-import { b, call, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
+import { b, call, callFlood, d, expectation, manualCall, plantProvider } from "./_fixture.ts";
 import { readbackProvider } from "./_readback.ts";
 import { ManualClock, runToSettle, runUntil } from "../helpers/clock.ts";
 import type { FakeProvider } from "../helpers/fake_provider.ts";
@@ -212,19 +212,14 @@ Deno.test("Estop ladder call to a provider whose queue is full is not refused as
   const rt = r.kernel;
   try {
     await runToSettle(clock, rt.modes.request("MANUAL"), "MANUAL");
-    const flood = Array.from(
-      { length: 70 },
-      (_, k) =>
-        manualCall(rt, "plant", "plant0", 2, { duty: d((k + 1) / 100) })
-          .then(() => "ok", (e: RuntimeError) => e.code),
-    );
+    const flood = callFlood(rt, "plant", "plant0", 2, (k) => ({ duty: d((k + 1) / 100) }));
     await runUntil(
       clock,
       "the first call on the wire",
       () => r.provider<FakeProvider>("plant").count("call") === 1,
     );
     const result = await runToSettle(clock, rt.estop.trigger("flood"), "the e-stop");
-    const codes = await runToSettle(clock, Promise.all(flood), "the flood");
+    const codes = await runToSettle(clock, flood, "the flood");
     assert.ok(codes.includes("UNAVAILABLE"), "the queue was full");
     assert.deepEqual(result.actions, [
       { device_handle: "plant/plant0", function: "set_fan", success: true },

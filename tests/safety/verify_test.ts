@@ -27,6 +27,7 @@ import {
 import { expectation } from "./_fixture.ts";
 import { type DeviceScript, readbackProvider, startReadback } from "./_readback.ts";
 import { ManualClock, runToSettle, withRealTimers } from "../helpers/clock.ts";
+import { deviceCapabilities } from "../helpers/capabilities.ts";
 
 const dbl = (v: number): TypedValue => ({ type: "double", double: v });
 const i64 = (v: number | bigint): TypedValue => ({ type: "int64", int64: v });
@@ -129,22 +130,13 @@ Deno.test("mismatch: bounds against integers beyond 2^53 are exact", () => {
   assert.equal(mismatch(range({ min: 0 }), i64(-BIG)), "reads -1152921504606846976, below 0");
 });
 
+/** Device p/d with a function of each category (actuating unless READ) and these signals. */
 function device(
   providerId: string,
   deviceId: string,
   o: { categories?: FunctionCategory[]; signals?: Record<string, ValueType | null> } = {},
 ): DeviceCapabilities {
-  return {
-    device: {
-      providerId,
-      deviceId,
-      providerName: "",
-      typeId: "",
-      typeVersion: "",
-      label: "",
-      address: "",
-      tags: {},
-    },
+  return deviceCapabilities(providerId, deviceId, {
     functions: (o.categories ?? []).map((category, k) => ({
       functionId: k + 1,
       name: `f${k + 1}`,
@@ -162,7 +154,7 @@ function device(
       pollHintHz: 1,
       staleAfterMs: 0,
     })),
-  };
+  });
 }
 
 Deno.test("unverifiedDevices lists actuating devices with no expectation, keyed by provider and device", () => {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import type { RuntimeError } from "../../src/common/mod.ts";
 import { startRuntime } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
-import { d, i, inertSim, manualCall, readSignal } from "../safety/_fixture.ts";
+import { callFlood, d, i, inertSim, manualCall, readSignal } from "../safety/_fixture.ts";
 
 const CALLS = 50;
 
@@ -78,14 +78,12 @@ Deno.test("Estop ladder gets through a provider whose call queue was full when i
       origin: "manual",
     });
     // One call on the wire, 64 queued (the bound), the rest refused as busy.
-    const calls = Array.from(
-      { length: 70 },
-      (_, k) =>
-        manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(2), duty: d((k + 1) / 100) })
-          .then(() => "ok", (e: RuntimeError) => e.code),
-    );
+    const calls = callFlood(rt, "sim0", "motorctl0", 10, (k) => ({
+      motor_index: i(2),
+      duty: d((k + 1) / 100),
+    }));
     const result = await rt.estop.trigger("flood");
-    const codes = await Promise.all(calls);
+    const codes = await calls;
     assert.ok(codes.includes("UNAVAILABLE"), "the queue was full");
     assert.ok(codes.every((c) => c === "ok" || c === "UNAVAILABLE" || c === "FAILED_PRECONDITION"));
     assert.ok(result.actions.every((a) => a.success), JSON.stringify(result.actions));

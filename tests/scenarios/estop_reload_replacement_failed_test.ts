@@ -9,6 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { rig } from "../helpers/rig.ts";
+import { refuseRegistration } from "../helpers/unregistered.ts";
 import { inertSim } from "../safety/_fixture.ts";
 
 /** The reasons status gives for sim1's devices. */
@@ -47,12 +48,8 @@ Deno.test("Estop status names the devices of a provider whose reload replacement
     safety: { zeroIsSafe: true },
   });
   const rt = r.kernel;
-  let refuse = false;
   // A host listener that fails refuses the registration of sim1's replacement.
-  rt.registry.eachHost((host) => {
-    if (refuse && host.id === "sim1") throw new Error("listener broke");
-  });
-  refuse = true;
+  refuseRegistration(rt.registry, "sim1");
   const sim1 = rt.config.providers.find((p) => p.id === "sim1")!;
   const report = await rt.reload({
     ...rt.config,

@@ -6,11 +6,10 @@
  * real loopback HTTP.
  */
 import assert from "node:assert/strict";
-import { fixtureServices, HttpFixture } from "../helpers/runtime_fixture.ts";
-import { HttpApi } from "../../src/http/mod.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { parsePrometheusText } from "../helpers/prometheus_text.ts";
 import { rig } from "../helpers/rig.ts";
+import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers/unregistered.ts";
 import { inertSim } from "../safety/_fixture.ts";
 
 Deno.test("GET /metrics lists a provider whose host a reload could not register as down, in the file's order", async () => {
@@ -19,27 +18,10 @@ Deno.test("GET /metrics lists a provider whose host a reload could not register 
     providers: [inertSim("sim0"), inertSim("sim1"), inertSim("sim2")],
   });
   const rt = r.kernel;
-  const services = fixtureServices(rt);
-  const api = new HttpApi(services, { apiToken: "" });
-  const server = await new HttpFixture(rt, services, api).serve();
-  await using _served = {
-    [Symbol.asyncDispose]: async () => {
-      api.close();
-      await server.shutdown();
-    },
-  };
-  let refuse = false;
+  await using server = await serveKernelApi(rt);
   // A host listener that fails refuses the registration of sim1's replacement.
-  rt.registry.eachHost((host) => {
-    if (refuse && host.id === "sim1") throw new Error("listener broke");
-  });
-  refuse = true;
-  const reload = await rt.reload({
-    ...rt.config,
-    providers: rt.config.providers.map((p) =>
-      p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
-    ),
-  });
+  refuseRegistration(rt.registry, "sim1");
+  const reload = await rt.reload(withEntryChanged(rt.config, "sim1"));
   assert.match(reload.providers.failed.join(), /^sim1: Provider sim1 not registered/);
   assert.equal(rt.registry.host("sim1"), undefined);
   assert.deepEqual(rt.registry.configuredWithoutHost(), ["sim1"]);

@@ -9,11 +9,10 @@ import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import type { ProviderHealthView } from "../../src/common/mod.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { fixtureServices, HttpFixture } from "../helpers/runtime_fixture.ts";
-import { HttpApi } from "../../src/http/mod.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { programmableProvider } from "../helpers/programmable_provider.ts";
 import { rig } from "../helpers/rig.ts";
+import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers/unregistered.ts";
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
 
@@ -57,27 +56,10 @@ function down(startError: string) {
 Deno.test("providers/health lists a provider whose host a reload could not register, DOWN with why", async () => {
   await using r = await sims();
   const rt = r.kernel;
-  const services = fixtureServices(rt);
-  const api = new HttpApi(services, { apiToken: "" });
-  const server = await new HttpFixture(rt, services, api).serve();
-  await using _served = {
-    [Symbol.asyncDispose]: async () => {
-      api.close();
-      await server.shutdown();
-    },
-  };
-  let refuse = false;
+  await using server = await serveKernelApi(rt);
   // A host listener that fails refuses the registration of sim1's replacement.
-  rt.registry.eachHost((host) => {
-    if (refuse && host.id === "sim1") throw new Error("listener broke");
-  });
-  refuse = true;
-  const first = await rt.reload({
-    ...rt.config,
-    providers: rt.config.providers.map((p) =>
-      p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
-    ),
-  });
+  refuseRegistration(rt.registry, "sim1");
+  const first = await rt.reload(withEntryChanged(rt.config, "sim1"));
   assert.match(first.providers.failed.join(), /^sim1: Provider sim1 not registered/);
   assert.equal(rt.registry.host("sim1"), undefined);
 
@@ -183,15 +165,8 @@ Deno.test("providers/health lists every provider in the configuration file's ord
   assert.deepEqual(ids(), [["sim0", "RUNNING"], ["sim1", "DOWN"], ["sim2", "RUNNING"]]);
 
   // sim1's host cannot be registered (a host listener fails): no host at all.
-  let refuse = false;
-  rt.registry.eachHost((host) => {
-    if (refuse && host.id === "sim1") throw new Error("listener broke");
-  });
-  refuse = true;
-  const refused = await rt.reload({
-    ...rt.config,
-    providers: good.map((p) => p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p),
-  });
+  refuseRegistration(rt.registry, "sim1");
+  const refused = await rt.reload(withEntryChanged({ ...rt.config, providers: good }, "sim1"));
   assert.match(refused.providers.failed.join(), /^sim1: Provider sim1 not registered/);
   assert.equal(rt.registry.host("sim1"), undefined);
   assert.deepEqual(ids(), [["sim0", "RUNNING"], ["sim1", "DOWN"], ["sim2", "RUNNING"]]);

@@ -17,10 +17,9 @@ import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { fixtureServices, HttpFixture } from "../helpers/runtime_fixture.ts";
-import { HttpApi } from "../../src/http/mod.ts";
 import { programmableProvider } from "../helpers/programmable_provider.ts";
 import { rig } from "../helpers/rig.ts";
+import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers/unregistered.ts";
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
 
@@ -123,18 +122,9 @@ Deno.test("Reload: a provider whose restart failed to start and a reload fixed s
 Deno.test("Reload: a provider whose restart was not registered is not removed: its latch and the e-stop's devices stay", async () => {
   await using r = await sims();
   const rt = r.kernel;
-  let refuse = false;
   // A host listener that fails refuses the registration of sim1's replacement.
-  rt.registry.eachHost((host) => {
-    if (refuse && host.id === "sim1") throw new Error("listener broke");
-  });
-  refuse = true;
-  const changed = {
-    ...rt.config,
-    providers: rt.config.providers.map((p) =>
-      p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
-    ),
-  };
+  refuseRegistration(rt.registry, "sim1");
+  const changed = withEntryChanged(rt.config, "sim1");
   const first = await rt.reload(changed);
   assert.match(first.providers.failed.join(), /^sim1: Provider sim1 not registered/);
   assert.equal(rt.registry.host("sim1"), undefined);
@@ -205,15 +195,7 @@ async function droppedAfterNotRegistered(more: Config["providers"]) {
   await using r = await sims();
   const rt = r.kernel;
   // The API on a real loopback socket, over the kernel's services.
-  const services = fixtureServices(rt);
-  const api = new HttpApi(services, { apiToken: "" });
-  const server = await new HttpFixture(rt, services, api).serve();
-  await using _served = {
-    [Symbol.asyncDispose]: async () => {
-      api.close();
-      await server.shutdown();
-    },
-  };
+  await using server = await serveKernelApi(rt);
   const get = async (path: string) => {
     const res = await fetch(`http://127.0.0.1:${server.port}${path}`);
     assert.equal(res.status, 200, path);
@@ -232,18 +214,9 @@ async function droppedAfterNotRegistered(more: Config["providers"]) {
       ),
     };
   };
-  let refuse = false;
   // A host listener that fails refuses the registration of sim1's replacement.
-  rt.registry.eachHost((host) => {
-    if (refuse && host.id === "sim1") throw new Error("listener broke");
-  });
-  refuse = true;
-  const changed = {
-    ...rt.config,
-    providers: rt.config.providers.map((p) =>
-      p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
-    ),
-  };
+  refuseRegistration(rt.registry, "sim1");
+  const changed = withEntryChanged(rt.config, "sim1");
   const first = await rt.reload(changed);
   assert.match(first.providers.failed.join(), /^sim1: Provider sim1 not registered/);
   assert.deepEqual(await overHttp(), {
@@ -296,17 +269,8 @@ for (
       "was not registered",
       (rt: Kernel) => {
         // A host listener that fails refuses the registration of sim1's replacement.
-        let refuse = false;
-        rt.registry.eachHost((host) => {
-          if (refuse && host.id === "sim1") throw new Error("listener broke");
-        });
-        refuse = true;
-        return {
-          ...rt.config,
-          providers: rt.config.providers.map((p) =>
-            p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
-          ),
-        };
+        refuseRegistration(rt.registry, "sim1");
+        return withEntryChanged(rt.config, "sim1");
       },
       "provider sim1 failed to start at a configuration reload (Provider sim1 not registered",
     ],
