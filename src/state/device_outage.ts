@@ -152,8 +152,9 @@ export class DeviceOutages {
   readonly #returnPace = new Map<string, ReturnPace>();
   /**
    * Per provider id a reload is restarting (its entry changed): the devices its old host listed
-   * and when that host was taken out, until the new host is up, the reload fails to start it
-   * (#restartFailed) or the provider is unconfigured. At most one per configured provider.
+   * that the take-out brought down (not those down already) and when that host was taken out,
+   * until the new host is up, the reload fails to start it (#restartFailed) or the provider is
+   * unconfigured. At most one per configured provider.
    */
   readonly #restarting = new Map<string, { deviceIds: string[]; sinceMono: number }>();
   #stopped = false;
@@ -202,7 +203,10 @@ export class DeviceOutages {
       this.#forgetReturns(host.id);
       const now = options.clock.monoMs();
       this.#providerDownSince.set(host.id, now);
-      const deviceIds = [...this.#tracked.get(host.id)?.keys() ?? []];
+      // Only those the take-out brings down: one down already (its provider crashed, its reads
+      // failed) was lost then, and is not lost a second time if the restart fails.
+      const deviceIds = [...this.#tracked.get(host.id)?.values() ?? []]
+        .filter((t) => t.condition.kind !== "down").map((t) => t.deviceId);
       this.#recheckProvider(host.id);
       this.#providerDownSince.delete(host.id);
       // Its devices, down on purpose while the reload restarts it, are lost if it fails to start
