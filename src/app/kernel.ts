@@ -1256,6 +1256,9 @@ export class Kernel {
       status: () => {
         const alarms = this.alarms.alarms();
         const up = this.registry.hosts.filter((h) => h.available).length;
+        // A configured provider no host is registered under (a reload restarting or starting it,
+        // or one it failed to register) is down, as GET /v0/providers/health and /metrics say.
+        const unhosted = this.registry.configuredWithoutHost().length;
         return {
           mode: this.modes.current(),
           estopLatched: this.estop.latched,
@@ -1263,7 +1266,7 @@ export class Kernel {
             .length,
           alarmsUnacked: alarms.filter((a) => a.state === "active").length,
           providersUp: up,
-          providersDown: this.registry.hosts.length - up,
+          providersDown: this.registry.hosts.length - up + unhosted,
         };
       },
       // Commands only when enabled: ordinary routed calls (every gate) and the e-stop's trigger;
