@@ -3541,7 +3541,11 @@ function typedArg(spec: ArgSpec, v: unknown): TypedValue | string {
     case "bool":
       return typeof v === "boolean" ? { type: "bool", bool: v } : bad;
     case "double":
-      return typeof v === "number" ? { type: "double", double: v } : bad;
+      if (typeof v !== "number") return bad;
+      // NaN passes the call path's bounds (it fails both comparisons) and +/-Infinity an unbounded
+      // argument's; the HTTP API refuses both in a call's arguments (JSON has no such value).
+      if (!Number.isFinite(v)) return `argument ${spec.name}: ${v} is not a finite double`;
+      return { type: "double", double: v };
     case "string":
       return typeof v === "string" ? { type: "string", string: v } : bad;
     case "int64":
