@@ -300,6 +300,12 @@ export class AlarmEngine implements AlarmService {
   /** The wake-up timer (module comment) and the instant it is set for (Infinity: none). */
   #wakeTimer: TimerId | null = null;
   #wakeDueMono = Infinity;
+  /**
+   * Inputs nothing reads now, of alarms a reload took out and puts back changed (reconfigure's
+   * `changing`): classified at every evaluation until then, so the alarm put back runs its delay
+   * from when the input became unusable.
+   */
+  #heldInputs: SignalInput[] = [];
   /** Providers the last binding skipped because they were down (judged again once up). */
   readonly #unjudged = new Set<string>();
   /**
@@ -343,19 +349,33 @@ export class AlarmEngine implements AlarmService {
    * does; its message and place may differ) carries on with its state -- raised, acknowledged,
    * shelved, its transitions -- so a reload neither re-raises it (and re-runs its action) nor
    * forgets an operator's ack or shelve. Everything is then bound and evaluated again.
+   * `changing`: ids of alarms taken out now that the same reload puts back changed (taken out
+   * before their provider is stopped): said `changed`, not `removed`, to `actions.retired`.
    */
   reconfigure(
     section: { alarms: readonly AlarmConfig[]; interlocks: readonly InterlockConfig[] },
+    changing: ReadonlySet<string> = new Set(),
   ): void {
     const previous = this.#alarms;
     const previousInterlocks = this.#interlocks;
     for (const entry of previous.values()) this.#clearShelveTimer(entry);
-    this.#build(section.alarms, section.interlocks, previous, previousInterlocks);
+    // The inputs of those coming back changed stay followed meanwhile: since when their signal
+    // has been unusable (its provider stopped by the reload) is what their delay runs from.
+    const held: AlarmConfig[] = [];
+    for (const [id, entry] of previous) {
+      if (changing.has(id) && !section.alarms.some((c) => c.id === id)) {
+        held.push(entry.monitor.config);
+      }
+    }
+    this.#build(section.alarms, section.interlocks, previous, previousInterlocks, held);
     // Said whatever the alarm's state (an e-stop it latched outlives its clear), stopped or not.
     for (const [id, entry] of previous) {
       const now = this.#alarms.get(id);
       if (now?.log === entry.log) continue; // carried on
-      this.#o.actions.retired?.(id, now === undefined ? "removed" : "changed");
+      this.#o.actions.retired?.(
+        id,
+        now === undefined && !changing.has(id) ? "removed" : "changed",
+      );
     }
     for (const id of this.#alarms.keys()) {
       if (!previous.has(id)) this.#o.actions.retired?.(id, "changed"); // added (back)
@@ -426,10 +446,12 @@ export class AlarmEngine implements AlarmService {
     interlocks: readonly InterlockConfig[],
     previous: ReadonlyMap<string, AlarmEntry>,
     previousInterlocks: readonly InterlockEntry[],
+    held: readonly AlarmConfig[] = [],
   ): void {
     // An input read before and after the reload carries on: since when it has been unusable is
     // what the delay of every alarm on it runs from, a new alarm's included.
     const inputsBefore = this.#inputs;
+    this.#heldInputs = [];
     this.#alarms = new Map();
     this.#alarmList = [];
     this.#interlocks = [];
@@ -461,6 +483,11 @@ export class AlarmEngine implements AlarmService {
       this.#alarms.set(config.id, entry);
       this.#alarmList.push(entry);
       this.#watch(config.providerId, config.deviceId).alarms.push(entry);
+    }
+    for (const config of held) {
+      if (this.#inputs.has(config.signal)) continue; // read by another alarm or an interlock
+      const input = inputFor(config.signal, config.providerId, config.deviceId, config.signalId);
+      this.#heldInputs.push(input);
     }
     const interlocksBefore = new Map(previousInterlocks.map((e) => [e.interlock.config.id, e]));
     for (const config of interlocks) {
@@ -553,6 +580,8 @@ export class AlarmEngine implements AlarmService {
       this.#evaluateInterlock(interlocks[i]!, mono, wall);
       due = Math.min(due, staleDue(interlocks[i]!.interlock));
     }
+    const held = this.#heldInputs;
+    for (let i = 0; i < held.length; i++) held[i]!.classify(this.#ctx, mono);
     this.#setWake(due);
   }
 
@@ -1053,8 +1082,12 @@ export class AlarmEngine implements AlarmService {
       const spec = caps?.signals.find((s) => s.signalId === input.signalId);
       let problem: string | null = null;
       if (!caps) {
-        problem =
-          `device ${input.providerId}/${input.deviceId} is not in the inventory of ${input.providerId}`;
+        // A provider that is not up (restarting, failed to start) lists nothing: its devices are
+        // down, not missing from its inventory (SignalInput.describe says why they are down).
+        if (inventory.provider(input.providerId)?.available ?? false) {
+          problem =
+            `device ${input.providerId}/${input.deviceId} is not in the inventory of ${input.providerId}`;
+        }
       } else if (!spec) {
         problem =
           `device ${input.providerId}/${input.deviceId} declares no signal '${input.signalId}'`;

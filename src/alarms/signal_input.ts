@@ -167,10 +167,14 @@ export class SignalInput {
     switch (problem) {
       case InputProblem.GOOD:
         return `${this.handle} = ${valueText(s?.value ?? null)}`;
-      case InputProblem.NO_DEVICE:
-        return `${this.handle}: ${
-          this.binding.problem ?? `device ${this.providerId}/${this.deviceId} is not known`
+      case InputProblem.NO_DEVICE: {
+        if (this.binding.problem !== null) return `${this.handle}: ${this.binding.problem}`;
+        // Its provider is not up: why the device is down, as the device conditions say it.
+        const c = ctx.outages?.condition(this.providerId, this.deviceId);
+        return `${this.handle}: device ${this.providerId}/${this.deviceId} is ${
+          c !== undefined && c.kind !== "up" ? `down (${c.reason})` : "not known"
         }`;
+      }
       case InputProblem.NO_SAMPLE:
         return `${this.handle}: ${this.binding.problem ?? "no sample in the cache"}`;
       case InputProblem.NO_VALUE:

@@ -1878,7 +1878,11 @@ export class Kernel {
     }
     const alarms = running.alarms.filter((a) => !retiredAlarms.includes(a));
     const interlocks = running.interlocks.filter((il) => !retiredInterlocks.includes(il));
-    this.alarms.reconfigure({ alarms, interlocks });
+    // One the file keeps under its id comes back changed with the alarms section: said so now.
+    const changing = new Set(
+      retiredAlarms.filter((a) => next.alarms.some((b) => b.id === a.id)).map((a) => a.id),
+    );
+    this.alarms.reconfigure({ alarms, interlocks }, changing);
     this.#config = { ...this.#config, alarms, interlocks };
     return {
       alarms: retiredAlarms.map((a) => a.id),
