@@ -40,8 +40,13 @@ async function setMode(
   // A body refused here (malformed JSON, a missing, mistyped or unknown mode) names no mode:
   // nothing was decided, so it is not recorded, as for POST /v0/call and /v0/parameters.
   const { mode } = await body<ModeBody>();
-  // Arming sent before a stop that happened while its body arrived: it would re-arm after the
-  // latch's release without the operator's deliberate act. Into IDLE or FAULT arms nothing.
+  // Asked again before MANUAL or AUTO commits, after the before-hooks (a reload meanwhile). Its
+  // token check takes turns (an alarm's FAULT or e-stop may come in one): taken before the
+  // check below, with no await between that check and the request.
+  const admitted = await stillAdmitted();
+  // Arming sent before a stop that happened while its body arrived (or its token was checked): it
+  // would re-arm after the stop without the operator's deliberate act. Into IDLE or FAULT arms
+  // nothing.
   if ((mode === "MANUAL" || mode === "AUTO") && stoppedSinceArrival()) {
     const err = sentBeforeStop("POST /v0/mode");
     services.audit.refused({
@@ -65,8 +70,6 @@ async function setMode(
     });
     throw err;
   }
-  // Asked again before MANUAL or AUTO commits, after the before-hooks (a reload meanwhile).
-  const admitted = await stillAdmitted();
   const report = await services.modes.requestWithReport(mode, source, admitted);
   return okResponse({
     mode: report.mode,
