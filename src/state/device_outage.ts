@@ -217,7 +217,10 @@ export class DeviceOutages {
       }
     });
     options.registry.onStartFailed((id) => this.#restartFailed(id));
-    options.registry.onUnconfigured((id) => this.#restarting.delete(id));
+    options.registry.onUnconfigured((id) => {
+      this.#restarting.delete(id);
+      this.#providerDownSince.delete(id);
+    });
   }
 
   /** How long reads must fail before a device is down (ms). */
@@ -327,6 +330,11 @@ export class DeviceOutages {
     const restarting = this.#restarting.get(providerId);
     this.#restarting.delete(providerId);
     if (restarting === undefined || this.#stopped) return;
+    // Down since that take-out, as condition() answers from now on (not since the failed new host
+    // was registered, nor unknown when none was).
+    if (!(this.#o.registry.host(providerId)?.available ?? false)) {
+      this.#providerDownSince.set(providerId, restarting.sinceMono);
+    }
     const atWallMs = this.#o.clock.nowMs();
     const onError = this.#o.onListenerError ?? (() => {});
     for (const deviceId of restarting.deviceIds) {
@@ -335,7 +343,7 @@ export class DeviceOutages {
         deviceId,
         previous: "down",
         previousReloading: true,
-        condition: { ...this.#judge(providerId, deviceId), sinceMono: restarting.sinceMono },
+        condition: this.#judge(providerId, deviceId),
         atWallMs,
       };
       tellEach(this.#listeners, [change], onError);

@@ -16,6 +16,7 @@
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
+import type { DeviceConditionChange } from "../../src/state/mod.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
 import { programmableProvider } from "../helpers/programmable_provider.ts";
 import { rig } from "../helpers/rig.ts";
@@ -282,15 +283,24 @@ for (
     await waitFor("sim1's motor polled", () => rt.cache.device("sim1", "motorctl0")?.available);
     const listed = rt.registry.host("sim1")!.devices.map((d) => d.device.deviceId).sort();
     const next = change(rt);
+    const told: DeviceConditionChange[] = [];
+    const unsubscribe = rt.outages.onChange((ch) => {
+      if (ch.previousReloading && ch.deviceId === "motorctl0") told.push(ch);
+    });
     const before = Date.now();
     const result = await rt.reload(next);
     const after = Date.now();
+    unsubscribe();
     assert.equal(result.providers.failed.length, 1, result.providers.failed.join());
     // Not on purpose any more: its devices' condition says why, not that it is being restarted.
     const c = rt.outages.condition("sim1", "motorctl0");
     assert.equal(c.kind, "down");
     assert.equal(c.reloading, undefined, c.reason);
     assert.ok(c.reason.startsWith(why), c.reason);
+    // Down since the take-out, as told: what the AUTO gate's blocked devices date it from.
+    assert.equal(told.length, 1);
+    assert.ok(told[0]!.condition.sinceMono !== null);
+    assert.equal(c.sinceMono, told[0]!.condition.sinceMono);
     await waitFor("sim1's devices lost", () => lossCauses(rt).length === listed.length);
     const causes = lossCauses(rt);
     assert.deepEqual(causes.map((c) => c.split(" ")[1]), listed.map((d) => `sim1/${d}`));
