@@ -699,7 +699,21 @@ export class CallRouter {
    * late until its process ends.
    */
   drainFrom(providerId: string): (timeoutMs: number) => Promise<boolean> {
-    const lateCalls = this.#registry.host(providerId)?.lateCallsWait() ?? null;
+    // Also the processes of the id a reload took out before the mark and is still ending (removed
+    // or restarted): each may still carry out a call it held when its session was closed.
+    const waits = [
+      this.#registry.host(providerId),
+      ...this.#registry.retiringHosts().filter((h) => h.id === providerId),
+    ].flatMap((h) => {
+      const wait = h?.lateCallsWait() ?? null;
+      return wait === null ? [] : [wait];
+    });
+    const lateCalls = waits.length === 0
+      ? null
+      : waits.length === 1
+      ? waits[0]!
+      : async (signal: AbortSignal) =>
+        (await Promise.all(waits.map((wait) => wait(signal)))).every((done) => done);
     return (timeoutMs) => this.#drain(providerId, lateCalls, timeoutMs);
   }
 

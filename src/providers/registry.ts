@@ -695,6 +695,15 @@ export class ProviderRegistry {
     return [...this.#hosts.values()];
   }
 
+  /**
+   * The hosts a reload took out of the registry (removed or restarted) whose stop is still ending
+   * their process: it may still carry out a call it held when its session was closed, until it
+   * has exited (the e-stop's drain waits for those: CallRouter.drainFrom).
+   */
+  retiringHosts(): readonly ProviderHost[] {
+    return [...this.#retiringHosts];
+  }
+
   host(providerId: string): ProviderHost | undefined {
     return this.#hosts.get(providerId);
   }

@@ -2156,19 +2156,28 @@ export class Estop implements EstopService {
   }
 
   /**
-   * Each provider's drain as of the latch (CallRouter.drainFrom): the providers listed then and
-   * the calls sent to them so far; null when they cannot be listed (the drain is then reported
-   * incomplete, with one ERROR line).
+   * Each provider's drain as of the latch (CallRouter.drainFrom): the providers listed then, and
+   * those a reload took out and is still ending (a call one held when its session was closed may
+   * still be carried out until its process has exited), and the calls sent to them so far; null
+   * when they cannot be listed (the drain is then reported incomplete, with one ERROR line).
    */
   #drainsFromLatch(): LatchDrain[] | null {
     return this.#contained(
       "listing the providers to drain",
-      () =>
-        this.#o.inventory.providers().map((h) => ({
+      () => {
+        const listed = this.#o.inventory.providers();
+        const ids = new Set(listed.map((h) => h.id));
+        const stopping = (this.#o.inventory.stopping?.() ?? []).filter((h) => {
+          if (ids.has(h.id)) return false;
+          ids.add(h.id);
+          return true;
+        });
+        return [...listed, ...stopping].map((h) => ({
           id: h.id,
           boundMs: h.config.timeoutMs + DRAIN_MARGIN_MS,
           wait: this.#o.router.drainFrom(h.id),
-        })),
+        }));
+      },
       "the drain is reported incomplete",
     );
   }

@@ -90,6 +90,12 @@ export interface InventoryReader {
    * registered at all), null otherwise. Absent: never known.
    */
   startFailure?(providerId: string): string | null;
+  /**
+   * The providers a configuration reload took out (removed or restarted) whose process is still
+   * ending (ProviderRegistry.retiringHosts): not in providers(), but a call one held when its
+   * session was closed may still be carried out until it has exited. Absent: none.
+   */
+  stopping?(): readonly ProviderSummary[];
 }
 
 /** The inventory port over the provider registry (the composition root builds one). */
@@ -164,6 +170,10 @@ export class Inventory implements InventoryReader {
 
   startFailure(providerId: string): string | null {
     return this.#registry.startFailure(providerId);
+  }
+
+  stopping(): readonly ProviderSummary[] {
+    return this.#registry.retiringHosts();
   }
 
   #tell(providerId: string, change: InventoryChange): void {
