@@ -18,7 +18,8 @@ interface JsonReviverContext {
 /**
  * Parses CallDevice `args` (after the `json:` prefix): a JSON object whose values are numbers,
  * booleans or strings. JSON floats (with `.`/exponent in the source text) become double, JSON
- * integers int64, exactly from their source digits (beyond +/-2^53 too, within the int64 range).
+ * integers int64, exactly from their source digits (beyond +/-2^53 too, within the int64 range);
+ * a number beyond any double (`1e400`, read as Infinity) is refused.
  * Returns the typed args or an error message.
  */
 export function parseCallArgs(
@@ -58,8 +59,17 @@ export function parseCallArgs(
     else if (typeof value === "number") {
       const src = numberSources?.get(name);
       const isFloat = src !== undefined ? /[.eE]/.test(src) : !Number.isInteger(value);
-      if (isFloat) out[name] = { type: "double", double: value };
-      else if (Number.isSafeInteger(value)) out[name] = { type: "int64", int64: value };
+      if (isFloat) {
+        // Valid JSON beyond any double (`1e400`) reads as +/-Infinity: refused, as POST /v0/call
+        // and the Sparkplug node refuse it (an unbounded argument would pass the call's bounds).
+        if (!Number.isFinite(value)) {
+          return {
+            ok: false,
+            error: `arg '${name}': ${src ?? value} is not a finite double (beyond any double)`,
+          };
+        }
+        out[name] = { type: "double", double: value };
+      } else if (Number.isSafeInteger(value)) out[name] = { type: "int64", int64: value };
       else {
         const exact = src !== undefined ? BigInt(src) : null;
         if (exact === null || exact < INT64_MIN || exact > INT64_MAX) {
