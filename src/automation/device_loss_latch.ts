@@ -606,10 +606,14 @@ export class DeviceLossLatch {
   }
 
   #changed(change: DeviceConditionChange): void {
-    // A reload that restarted its provider failed to start it: latched as it was taken out.
-    if (change.condition.kind !== "down" || change.previousReloading === true) return;
     const { providerId, deviceId } = change;
     const handle = deviceHandle(providerId, deviceId);
+    if (change.condition.kind !== "down") {
+      if (change.previous === "down") this.#back(handle);
+      return;
+    }
+    // A reload that restarted its provider failed to start it: latched as it was taken out.
+    if (change.previousReloading === true) return;
     // Removed by a reload (outside AUTO: a removal is held back in AUTO): not lost, gone.
     if (change.condition.unconfigured === true) {
       const entry = this.#latched.get(handle);
@@ -646,6 +650,25 @@ export class DeviceLossLatch {
     );
     void this.#o.modes.forceFault(why, { kind: "device_loss", device_handle: handle }).catch(
       (err) => this.#log.error(`forcing FAULT after the loss of ${quoted} failed: ${String(err)}`),
+    );
+  }
+
+  /**
+   * A latched device the tree depends on is back (no longer down). A MANUAL -> AUTO running its
+   * before-hooks now was requested while it was down, so that entry is to keep it latched (its
+   * return comes after the operator's act); its commit would release it instead, and the tree
+   * would command it at once: that entry is refused at its commit, as one during whose hooks such
+   * a device was lost. No-op when no transition into AUTO is pending.
+   */
+  #back(handle: string): void {
+    const entry = this.#latched.get(handle);
+    if (entry === undefined || !this.#o.treeDependsOn(handle)) return;
+    this.#o.modes.invalidateAutoEntry?.(
+      `${handle}, a device the behavior tree depends on, came back (it was lost: ` +
+        `${entry.reason})`,
+      `${handle} stays latched: request AUTO again now that it is back (entering AUTO ` +
+        "releases it)",
+      "device_loss",
     );
   }
 
