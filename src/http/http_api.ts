@@ -533,11 +533,12 @@ export class HttpApi {
         services: this.#services,
         sse: this.#sse,
         limits: this.#limits,
-        body: async <T>() => {
+        body: async <T>(stop?: (value: T) => boolean) => {
           const value = await readRequestBody<T>(req, this.#limits, match.doc);
           // The tokens may have been replaced (a reload) while the body arrived: the request
-          // acts only when the tokens in force now still admit it with the role it needs.
-          if (generation !== this.#tokenGeneration) {
+          // acts only when the tokens in force now still admit it with the role it needs. A
+          // stop (FAULT, IDLE, a run's close) acts whatever a reload did to its token.
+          if (generation !== this.#tokenGeneration && stop?.(value) !== true) {
             await this.#readmit(req, url, info, principal, match.role);
           }
           return value;

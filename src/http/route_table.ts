@@ -27,9 +27,12 @@ export interface RouteContext {
   /**
    * Reads the JSON body (bounded by `limits`) and checks it against the route's request schema
    * (doc.body): resolves the body typed as that schema says (`null` for an absent optional one),
-   * or throws INVALID_ARGUMENT naming the wrong field. Call it once.
+   * or throws INVALID_ARGUMENT naming the wrong field. Call it once. A request whose API tokens
+   * were replaced while its body arrived is asked again under those in force (401, 403), unless
+   * `stop` says the body asks for a stop (FAULT, IDLE, a run's close): a stop is never asked
+   * again (docs/safety.md section 9).
    */
-  readonly body: <T>() => Promise<T>;
+  readonly body: <T>(stop?: (value: T) => boolean) => Promise<T>;
   /** Whether a value matches the route's request schema (for a `lenient` body). */
   readonly bodyMatches: (value: unknown) => Promise<boolean>;
   /**

@@ -39,7 +39,8 @@ async function setMode(
   const source = httpOrigin(principal);
   // A body refused here (malformed JSON, a missing, mistyped or unknown mode) names no mode:
   // nothing was decided, so it is not recorded, as for POST /v0/call and /v0/parameters.
-  const { mode } = await body<ModeBody>();
+  // Into FAULT or IDLE is a stop: never asked again if a reload changed its token meanwhile.
+  const { mode } = await body<ModeBody>((b) => b.mode === "FAULT" || b.mode === "IDLE");
   // Asked again before MANUAL or AUTO commits, after the before-hooks (a reload meanwhile). Its
   // token check takes turns (an alarm's FAULT or e-stop may come in one): taken before the
   // check below, with no await between that check and the request.

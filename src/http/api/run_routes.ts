@@ -132,9 +132,9 @@ async function getRun({ services, params }: RouteContext): Promise<Response> {
 }
 
 async function closeRun({ services, body, params }: RouteContext): Promise<Response> {
-  return okResponse(
-    await services.runs.close(params.run_id!, closeRunRequest(await body<CloseRunBody | null>())),
-  );
+  // A run's close is a stop: never asked again if a reload changed its token meanwhile.
+  const request = closeRunRequest(await body<CloseRunBody | null>(() => true));
+  return okResponse(await services.runs.close(params.run_id!, request));
 }
 
 async function listRunEvents({ services, params, url }: RouteContext): Promise<Response> {
