@@ -459,6 +459,11 @@ export interface UnbornTooLarge {
 interface StoredData {
   readonly deviceId: string;
   readonly timestampMs: number;
+  /**
+   * The monotonic time it was polled (kept, or sent live): the queue's order. Not its wall time,
+   * which falls after a step back of the wall clock (NTP) while the data it follows does not.
+   */
+  readonly atMono: number;
   readonly metrics: Metric[];
   readonly bytes: number;
 }
@@ -2091,7 +2096,7 @@ export class SparkplugEdgeNode {
         let seq = Infinity;
         for (const p of signals.values()) seq = Math.min(seq, p.seq);
         const payload = { timestamp: this.#o.clock.nowMs(), metrics };
-        if (this.#send("DDATA", id, payload, false, seq)) continue;
+        if (this.#send("DDATA", id, payload, false, seq, this.#o.clock.monoMs())) continue;
         // Split over max_message_bytes without room for all its parts (#sendSplit): none went
         // out, so it waits as data that cannot go out live does.
         if (this.#o.replay !== undefined) this.#noteOutageOf(id, signals);
@@ -2122,22 +2127,27 @@ export class SparkplugEdgeNode {
     return this.#store.length - this.#storeHead;
   }
 
-  /** Keeps a DDATA for later, dropping the oldest beyond the bounds (counted, WARNed). */
-  #keep(deviceId: string, metrics: Metric[], atMs?: number): void {
+  /**
+   * Keeps a DDATA for later, dropping the oldest beyond the bounds (counted, WARNed). A write that
+   * failed comes back with its time `atMs` and its place `atMono` (the monotonic time it was
+   * polled): kept in that place, not by its wall time (a step back of the wall clock since).
+   */
+  #keep(deviceId: string, metrics: Metric[], atMs?: number, atMono?: number): void {
     const { maxMessages, maxBytes } = this.#o.config.storeForward;
     const timestampMs = atMs ?? this.#o.clock.nowMs();
+    const mono = atMono ?? this.#o.clock.monoMs();
     for (const m of metrics) m.is_historical = true;
     const bytes = encode({ timestamp: timestampMs, metrics }).length;
     this.counts.stored++;
-    const item = { deviceId, timestampMs, metrics, bytes };
-    if (atMs === undefined) this.#store.push(item);
+    const item = { deviceId, timestampMs, atMono: mono, metrics, bytes };
+    if (atMono === undefined) this.#store.push(item);
     else {
-      // In time order, after those of the same time (failed writes come back oldest first).
+      // In poll order, after those of the same time (failed writes come back oldest first).
       let lo = this.#storeHead;
       let hi = this.#store.length;
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
-        if (this.#store[mid]!.timestampMs <= timestampMs) lo = mid + 1;
+        if (this.#store[mid]!.atMono <= mono) lo = mid + 1;
         else hi = mid;
       }
       this.#store.splice(lo, 0, item);
@@ -2206,7 +2216,14 @@ export class SparkplugEdgeNode {
       }
       this.counts.replayed++;
       // A write that fails with the connection is kept again, in its place (#lost).
-      this.#send("DDATA", item.deviceId, { timestamp: item.timestampMs, metrics }, true, 0);
+      this.#send(
+        "DDATA",
+        item.deviceId,
+        { timestamp: item.timestampMs, metrics },
+        true,
+        0,
+        item.atMono,
+      );
     }
     if (this.#storeLength() === 0) {
       this.#store.length = 0;
@@ -3141,7 +3158,8 @@ export class SparkplugEdgeNode {
     liveSeq?: number,
     /**
      * For a node NDATA, the monotonic time of the node change it carries (#lostNode keeps it there
-     * in #nodeKept should its write fail).
+     * in #nodeKept should its write fail); for a DDATA without the ring, the monotonic time its
+     * changes were polled (#lost keeps it in that place in #store).
      */
     atMono?: number,
   ): boolean {
@@ -3190,7 +3208,7 @@ export class SparkplugEdgeNode {
           () => this.#lostNode(p, liveSeq === REPLAYED_NODE_DATA, atMono),
         );
       } else if (deviceId !== undefined) {
-        this.#contain("store and forward", () => this.#lost(deviceId, p, liveSeq));
+        this.#contain("store and forward", () => this.#lost(deviceId, p, liveSeq, atMono));
       }
     });
     return true;
@@ -3384,7 +3402,7 @@ export class SparkplugEdgeNode {
    * connection is known by then: the client fails the write before it reports the close, this
    * runs a microtask later.)
    */
-  #lost(deviceId: string, p: Payload, seq: number): void {
+  #lost(deviceId: string, p: Payload, seq: number, atMono?: number): void {
     if (this.#stopped) return;
     const replayed = p.metrics.some((m) => m.is_historical === true);
     const born = this.#devices.has(deviceId);
@@ -3411,7 +3429,7 @@ export class SparkplugEdgeNode {
       return;
     }
     // In its place: a replayed one before the newer data kept meanwhile.
-    this.#keep(deviceId, p.metrics, p.timestamp);
+    this.#keep(deviceId, p.metrics, p.timestamp, atMono ?? this.#o.clock.monoMs());
     this.#drain();
   }
 }
