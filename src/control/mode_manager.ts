@@ -523,9 +523,10 @@ export class ModeManager implements ModeService {
   }
 
   /**
-   * Dates a mode change no earlier than the change before it, and records it: a step back of the
-   * wall clock (NTP) must not date a change before the one it follows (as AlarmEngine dates an
-   * interlock's). Only the date: the change is committed before it is read.
+   * Dates a mode change (or a hook call's failure) no earlier than the change or failure before
+   * it, and records it: a step back of the wall clock (NTP) must not date a change before the one
+   * it follows (as AlarmEngine dates an interlock's), nor a hook's failure before the change whose
+   * hooks it ran in. Only the date: the change is committed before it is read.
    */
   #changeAt(wall: number): number {
     const last = this.#lastChangeAt;
@@ -1516,13 +1517,16 @@ export class ModeManager implements ModeService {
       else this.#stopLog.warn(text);
       // A clock that fails is asked once more; if it fails again the event is not published (no
       // invented time), logged.
-      const timestampMs = readClockTwice(
+      const wall = readClockTwice(
         () => this.#o.clock.nowMs(),
         this.#stopLog,
         text,
         `${text}: hook_failure not published`,
       );
-      if (timestampMs === null) return failure;
+      if (wall === null) return failure;
+      // Dated no earlier than the mode change it follows (a FAULT entry's hooks run after it): a
+      // step back of the wall clock (NTP) while the hooks run must not put it before that change.
+      const timestampMs = this.#changeAt(wall);
       this.#o.bus.publish({ kind: "hook_failure", ...failure, timestamp_ms: timestampMs });
       return failure;
     }

@@ -801,10 +801,10 @@ export class Estop implements EstopService {
   }
 
   /**
-   * Dates a trigger or a release no earlier than the trigger or release before it, and records
-   * it: a step back of the wall clock (NTP) must not date a release before the latch it ends, nor
-   * a trigger before the release before it (as AlarmEngine dates an interlock's). Only the date:
-   * the latch itself never waits on it.
+   * Dates a trigger, a release or a verification no earlier than the one before it, and records
+   * it: a step back of the wall clock (NTP) must not date a release before the latch it ends, a
+   * trigger before the release before it (as AlarmEngine dates an interlock's), nor a stop's
+   * verification before its trigger. Only the date: the latch itself never waits on it.
    */
   #transitionAt(wall: number): number {
     const last = this.#lastTransitionAt;
@@ -1727,8 +1727,12 @@ export class Estop implements EstopService {
     // On the stop path, after the ladder and the hooks: a clock that fails must not take the
     // trigger's answer away. It is asked once more; if it fails again the verification is not
     // published (no invented time), and an ERROR line says so (status shows it all the same).
-    const timestampMs = this.#readNow(what, `${what} not published`);
-    if (timestampMs === null) return;
+    const wall = this.#readNow(what, `${what} not published`);
+    if (wall === null) return;
+    // What a stop left behind, read back after it: dated no earlier than the trigger it verifies
+    // (a step back of the wall clock during the stop, NTP, must not put it before that trigger),
+    // and a release after it no earlier than it.
+    const timestampMs = this.#transitionAt(wall);
     this.#o.bus?.publish({
       kind: "estop_verification",
       outcome: v.outcome,
