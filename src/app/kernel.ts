@@ -821,7 +821,9 @@ export class Kernel {
     });
     this.automation?.setOpenRunId(() => this.runs.openRunId());
     // An e-stop's reason read after the latch (an HTTP body) follows its trigger in the run.
-    this.estop.onReasonArriving((reason, cause) => this.runs.recordEstopReason(reason, cause));
+    this.estop.onReasonArriving((reason, cause, latchedAtMs) =>
+      this.runs.recordEstopReason(reason, cause, latchedAtMs)
+    );
     if (config.history.enabled) {
       const files = this.#files;
       const historyLog = log.child("history");

@@ -1580,15 +1580,21 @@ export class RunRegistry {
    * (payload `reason`, `cause`) of the run its trigger was an event of, if that run is still
    * open; else (it latched between runs or in the window of an open that failed, or its run has
    * closed since) a safety event no run recorded, counted by the next run's run_opened. Holds
-   * only the promise, which the HTTP layer's body read bounds.
+   * only the promise, which the HTTP layer's body read bounds. Dated no earlier than
+   * `latchedAtMs`, its trigger's date (a step back of the wall clock, NTP, while the body arrived
+   * must not put the reason before the stop it explains).
    */
-  recordEstopReason(reason: Promise<string | null>, cause: string): void {
+  recordEstopReason(
+    reason: Promise<string | null>,
+    cause: string,
+    latchedAtMs: number | null = null,
+  ): void {
     if (this.#state === "stopped") return;
     // The run open (its close under way included: then counted between runs, as its trigger).
     const runId = this.#currentRunId();
     void reason.then((r) => {
       if (!r || this.#state === "stopped") return;
-      const now = this.#opts.clock.nowMs();
+      const now = Math.max(this.#opts.clock.nowMs(), latchedAtMs ?? -Infinity);
       // Its run closing now: queued all the same, of no run then (counted between runs).
       if (runId !== null && this.#currentRunId() === runId) {
         this.#queueEvent("estop", "reason", now, { reason: r, cause });

@@ -625,7 +625,11 @@ export class Estop implements EstopService {
   #pendingReverify: ReverifyBatch | null = null;
   /** The end of the re-verifications begun so far (one runs at a time). */
   #reverifyTail: Promise<unknown> = Promise.resolve();
-  readonly #reasonListeners: ((reason: Promise<string | null>, cause: string) => void)[] = [];
+  readonly #reasonListeners: ((
+    reason: Promise<string | null>,
+    cause: string,
+    latchedAtMs: number | null,
+  ) => void)[] = [];
 
   constructor(options: EstopOptions) {
     this.#o = options;
@@ -826,7 +830,9 @@ export class Estop implements EstopService {
    * arriving (an HTTP body read after the latch): it resolves with the reason, or null (none,
    * empty, unreadable), and never rejects. The incident recorder puts it in the e-stop's record.
    */
-  onReasonArriving(listener: (reason: Promise<string | null>, cause: string) => void): void {
+  onReasonArriving(
+    listener: (reason: Promise<string | null>, cause: string, latchedAtMs: number | null) => void,
+  ): void {
     this.#reasonListeners.push(listener);
   }
 
@@ -1014,7 +1020,7 @@ export class Estop implements EstopService {
     if (typeof reason !== "string" && reason !== undefined) {
       contained(
         "following the reason still arriving",
-        () => this.#followReason(reason, source, cause),
+        () => this.#followReason(reason, source, cause, latchedAtMs),
       );
     }
     return await stop.answer;
@@ -1127,6 +1133,7 @@ export class Estop implements EstopService {
     reason: PromiseLike<string | undefined>,
     source: AuditOrigin,
     cause: string,
+    latchedAtMs: number | null,
   ): void {
     const arriving = Promise.resolve(reason).then((r) => r || null, () => null);
     // The reason's audit entry measures its latency from the latch; only that latency needs the
@@ -1161,7 +1168,7 @@ export class Estop implements EstopService {
     });
     for (const l of this.#reasonListeners) {
       try {
-        l(arriving, cause);
+        l(arriving, cause, latchedAtMs);
       } catch (err) {
         this.#stopLog.warn(`e-stop reason listener failed: ${errorMessage(err)}`);
       }

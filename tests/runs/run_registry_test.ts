@@ -1490,3 +1490,36 @@ Deno.test("RunRegistry alarm events carry the action, the message (a long one cu
     }
   });
 });
+
+Deno.test("RunRegistry dates an e-stop's reason arriving after a step back of the wall clock no earlier than its trigger", async () => {
+  await withDir(async (dir) => {
+    const { registry, clock } = await harness(dir);
+    const bus = new EventBus();
+    registry.attach(bus);
+    try {
+      const { run } = await registry.open({});
+      let give = (_r: string | null) => {};
+      const reason = new Promise<string | null>((r) => (give = r));
+      bus.publish({
+        kind: "estop_change",
+        latched: true,
+        reason: null,
+        cause: "api",
+        timestamp_ms: T0 + 10,
+      });
+      registry.recordEstopReason(reason, "api", T0 + 10);
+      // NTP steps the wall clock back an hour while the body with the reason arrives.
+      clock.wall = T0 - 3_600_000;
+      give("coolant leak");
+      await reason;
+      await Promise.resolve();
+      const { events } = await registry.listEvents(run.run_id, {});
+      deepEqual(
+        events.slice(1).map((e) => [e.category, e.type, e.occurred_at_epoch_ms]),
+        [["estop", "trigger", T0 + 10], ["estop", "reason", T0 + 10]],
+      );
+    } finally {
+      await registry.shutdown();
+    }
+  });
+});
