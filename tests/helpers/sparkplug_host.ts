@@ -285,3 +285,28 @@ export function sparkplugRuntimeYaml(o: SparkplugRuntimeYaml): string {
     "",
   ].join("\n");
 }
+
+/**
+ * The last integer value a host received of node `node`'s metric `name` in `group` (by its
+ * NBIRTH name, then its alias in the NDATA after it); null when no birth named it.
+ */
+export function lastNodeIntMetric(
+  messages: readonly Received[],
+  group: string,
+  node: string,
+  name: string,
+): number | null {
+  let alias: number | null = null;
+  let value: number | null = null;
+  for (const m of messages) {
+    if (m.topic === `spBv1.0/${group}/NBIRTH/${node}`) {
+      const b = (m.payload.metrics ?? []).find((x) => x.name === name);
+      alias = b === undefined ? null : Number(b.alias);
+      value = b === undefined ? null : Number(b.int_value);
+    } else if (m.topic === `spBv1.0/${group}/NDATA/${node}` && alias !== null) {
+      const d = (m.payload.metrics ?? []).find((x) => Number(x.alias) === alias);
+      if (d !== undefined) value = Number(d.int_value);
+    }
+  }
+  return value;
+}

@@ -9,7 +9,7 @@ import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, tempDir, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { dbl, type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
-import { type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { lastNodeIntMetric, type Received, sparkplugHost } from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { AlarmConfig, Config } from "../../src/config/mod.ts";
 
@@ -43,19 +43,7 @@ function config(url: string, file: string, alarms: AlarmConfig[]): Config {
 
 /** The last value the host received of a node metric (by its NBIRTH name, then its alias). */
 function lastNodeMetric(messages: readonly Received[], name: string): number | null {
-  let alias: number | null = null;
-  let value: number | null = null;
-  for (const m of messages) {
-    if (m.topic === `spBv1.0/${GROUP}/NBIRTH/${NODE}`) {
-      const b = (m.payload.metrics ?? []).find((x) => x.name === name);
-      alias = b === undefined ? null : Number(b.alias);
-      value = b === undefined ? null : Number(b.int_value);
-    } else if (m.topic === `spBv1.0/${GROUP}/NDATA/${NODE}` && alias !== null) {
-      const d = (m.payload.metrics ?? []).find((x) => Number(x.alias) === alias);
-      if (d !== undefined) value = Number(d.int_value);
-    }
-  }
-  return value;
+  return lastNodeIntMetric(messages, GROUP, NODE, name);
 }
 
 Deno.test({
