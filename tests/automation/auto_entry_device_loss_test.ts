@@ -4,33 +4,18 @@
  * in-process, sim1 restarted by its supervisor.
  */
 import assert from "node:assert/strict";
-import type { HookConfig } from "../../src/config/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import {
   automationConfig,
   callAs,
+  SLOW_ARMING_HOOK,
   STOP_MOTOR_ON_FAULT,
   TreeDir,
   treeXml,
   tv,
 } from "../scenarios/automation_helpers.ts";
-
-/** before_transition MANUAL -> AUTO: sim0/tempctl0 set_setpoint 30 (slowed by the test). */
-const SLOW_ARMING_HOOK: HookConfig = {
-  from: "MANUAL",
-  to: "AUTO",
-  failOnError: false,
-  path: "automation.mode_transition_hooks.before_transition[1]",
-  calls: [{
-    deviceHandle: "sim0/tempctl0",
-    functionId: 0,
-    functionName: "set_setpoint",
-    args: { value: { type: "double", double: 30 } },
-    path: "automation.mode_transition_hooks.before_transition[1].calls[0]",
-  }],
-};
 
 Deno.test("AUTO requested while a device the tree names is lost and back during the before_transition hooks is refused at its commit", async () => {
   const dir = await TreeDir.create();

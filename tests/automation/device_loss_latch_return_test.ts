@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/common/mod.ts";
-import type { HookConfig, RuntimeMode } from "../../src/config/mod.ts";
+import type { RuntimeMode } from "../../src/config/mod.ts";
 import { DeviceLossLatch } from "../../src/automation/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import type {
@@ -23,6 +23,7 @@ import { simProvider } from "../helpers/sim_config.ts";
 import {
   automationConfig,
   callAs,
+  SLOW_ARMING_HOOK,
   STOP_MOTOR_ON_FAULT,
   TreeDir,
   treeXml,
@@ -105,21 +106,6 @@ Deno.test("DeviceLossLatch: a device back before AUTO is requested refuses nothi
   r.hooksBegin();
   assert.deepEqual(r.invalidated, []);
 });
-
-/** before_transition MANUAL -> AUTO: sim0/tempctl0 set_setpoint 30 (slowed to 5 s by the test). */
-const SLOW_ARMING_HOOK: HookConfig = {
-  from: "MANUAL",
-  to: "AUTO",
-  failOnError: false,
-  path: "automation.mode_transition_hooks.before_transition[1]",
-  calls: [{
-    deviceHandle: "sim0/tempctl0",
-    functionId: 0,
-    functionName: "set_setpoint",
-    args: { value: { type: "double", double: 30 } },
-    path: "automation.mode_transition_hooks.before_transition[1].calls[0]",
-  }],
-};
 
 Deno.test("AUTO requested while a device the tree commanded is down, back during the before_transition hooks, is refused at its commit", async () => {
   const dir = await TreeDir.create();

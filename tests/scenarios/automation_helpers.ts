@@ -56,6 +56,24 @@ export const STOP_MOTOR_ON_FAULT: HookConfig = {
   }],
 };
 
+/**
+ * before_transition MANUAL -> AUTO (second in the list, after STOP_MOTOR_ON_FAULT): sim0/tempctl0
+ * set_setpoint 30, which a test slows with sim0's inject_call_latency to hold the transition.
+ */
+export const SLOW_ARMING_HOOK: HookConfig = {
+  from: "MANUAL",
+  to: "AUTO",
+  failOnError: false,
+  path: "automation.mode_transition_hooks.before_transition[1]",
+  calls: [{
+    deviceHandle: "sim0/tempctl0",
+    functionId: 0,
+    functionName: "set_setpoint",
+    args: { value: { type: "double", double: 30 } },
+    path: "automation.mode_transition_hooks.before_transition[1].calls[0]",
+  }],
+};
+
 export interface AutomationConfigOptions {
   manualGatingPolicy?: "BLOCK" | "OVERRIDE";
   targetTemp?: number;
