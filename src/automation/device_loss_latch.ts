@@ -612,8 +612,12 @@ export class DeviceLossLatch {
       if (change.previous === "down") this.#back(handle);
       return;
     }
-    // A reload that restarted its provider failed to start it: latched as it was taken out.
-    if (change.previousReloading === true) return;
+    // A reload that restarted its provider failed to start it: latched as it was taken out, and
+    // dated so; its reason is now the failure's, not that the reload is restarting it.
+    if (change.previousReloading === true) {
+      this.#restate(providerId, deviceId, change.condition.reason);
+      return;
+    }
     // Removed by a reload (outside AUTO: a removal is held back in AUTO): not lost, gone.
     if (change.condition.unconfigured === true) {
       const entry = this.#latched.get(handle);
@@ -670,6 +674,19 @@ export class DeviceLossLatch {
         "releases it)",
       "device_loss",
     );
+  }
+
+  /**
+   * The reason of a latched device (by name, or the latest of its provider-wide entry) is now
+   * `reason`: the loss it was latched for turned out otherwise (a reload restarting its provider
+   * failed to start it). Its date stays; nothing is released or announced again.
+   */
+  #restate(providerId: string, deviceId: string, reason: string): void {
+    const handle = deviceHandle(providerId, deviceId);
+    const entry = this.#latched.get(handle);
+    if (entry !== undefined) this.#latched.set(handle, { ...entry, reason });
+    const wide = this.#wide.get(providerId);
+    if (wide !== undefined && wide.lastDeviceId === deviceId) wide.lastReason = reason;
   }
 
   #latch(providerId: string, deviceId: string, reason: string, wallMs: number): void {

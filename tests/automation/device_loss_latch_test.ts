@@ -118,6 +118,32 @@ Deno.test("DeviceLossLatch latches each device once when it goes down, not when 
   assert.equal(r.latch.forcedFault, null);
 });
 
+Deno.test("DeviceLossLatch: a device latched as a reload took its provider out to restart it says why it stays lost once the restart failed", () => {
+  const r = rig({ mode: "MANUAL" });
+  const tell = (change: Omit<DeviceConditionChange, "providerId" | "deviceId">) => {
+    for (const l of [...r.listeners]) l({ providerId: "sim0", deviceId: "motorctl0", ...change });
+  };
+  const restarting = "provider sim0 is being restarted by a configuration reload";
+  tell({
+    previous: "up",
+    condition: { kind: "down", reason: restarting, sinceMono: 0, reloading: true },
+    atWallMs: WALL_MS,
+  });
+  const failed = "provider sim0 failed to start at a configuration reload (no such file)";
+  tell({
+    previous: "down",
+    previousReloading: true,
+    condition: { kind: "down", reason: failed, sinceMono: 0 },
+    atWallMs: WALL_MS + 500,
+  });
+  // Latched at the take-out, dated so; its reason is the failure's (status, the gate's refusal).
+  assert.deepEqual(r.latch.entries(), [
+    { providerId: "sim0", deviceId: "motorctl0", atMs: WALL_MS, reason: failed },
+  ]);
+  assert.match(r.latch.gate(ctx("motorctl0", "automated"))!.message, /failed to start at a/);
+  assert.deepEqual(r.latchEvents(), [["motorctl0", true, restarting, WALL_MS]], "latched once");
+});
+
 Deno.test("DeviceLossLatch gate refuses automated calls to a latched device only, naming it and the function", () => {
   const r = rig({ mode: "MANUAL" });
   assert.equal(r.latch.gate(ctx("motorctl0", "automated")), null, "nothing latched");
