@@ -609,7 +609,7 @@ export class DeviceLossLatch {
     const { providerId, deviceId } = change;
     const handle = deviceHandle(providerId, deviceId);
     if (change.condition.kind !== "down") {
-      if (change.previous === "down") this.#back(handle);
+      if (change.previous === "down") this.#back(providerId, deviceId);
       return;
     }
     // A reload that restarted its provider failed to start it: latched as it was taken out, and
@@ -664,12 +664,20 @@ export class DeviceLossLatch {
    * would command it at once: that entry is refused at its commit, as one during whose hooks such
    * a device was lost. No-op when no transition into AUTO is pending.
    */
-  #back(handle: string): void {
+  #back(providerId: string, deviceId: string): void {
+    const handle = deviceHandle(providerId, deviceId);
+    if (!this.#o.treeDependsOn(handle)) return;
     const entry = this.#latched.get(handle);
-    if (entry === undefined || !this.#o.treeDependsOn(handle)) return;
+    // Or held in its provider's provider-wide entry (past MAX_LATCHED_DEVICES_PER_PROVIDER): the
+    // commit would exempt it as up, and the tree command it at once, the same.
+    const wide = entry === undefined ? this.#wide.get(providerId) : undefined;
+    if (entry === undefined && (wide === undefined || wide.exempt.has(deviceId))) return;
+    const lost = entry !== undefined
+      ? entry.reason
+      : `held in its provider's provider-wide entry, the latest ` +
+        `${deviceHandle(providerId, wide!.lastDeviceId)}: ${wide!.lastReason}`;
     this.#o.modes.invalidateAutoEntry?.(
-      `${handle}, a device the behavior tree depends on, came back (it was lost: ` +
-        `${entry.reason})`,
+      `${handle}, a device the behavior tree depends on, came back (it was lost: ${lost})`,
       `${handle} stays latched: request AUTO again now that it is back (entering AUTO ` +
         "releases it)",
       "device_loss",

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/common/mod.ts";
 import type { RuntimeMode } from "../../src/config/mod.ts";
-import { DeviceLossLatch } from "../../src/automation/mod.ts";
+import { DeviceLossLatch, MAX_LATCHED_DEVICES_PER_PROVIDER } from "../../src/automation/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import type {
   DeviceCondition,
@@ -32,9 +32,12 @@ import {
 
 const WALL_MS = 1_767_000_000_000;
 
-function rig() {
+const UP: DeviceCondition = { kind: "up", reason: "", sinceMono: null };
+
+/** `dependsOn`: the handles the tree depends on. */
+function rig(dependsOn: readonly string[] = ["sim1/motorctl0"]) {
   const listeners = new Set<DeviceConditionListener>();
-  let condition: DeviceCondition = { kind: "up", reason: "", sinceMono: null };
+  const conditions = new Map<string, DeviceCondition>();
   const mode: RuntimeMode = "MANUAL";
   /** A MANUAL -> AUTO transition whose before-hooks run (invalidateAutoEntry acts only then). */
   let pending = false;
@@ -47,7 +50,7 @@ function rig() {
   };
   const latch = new DeviceLossLatch({
     outages: {
-      condition: () => condition,
+      condition: (_p, d) => conditions.get(d) ?? UP,
       onChange: (l) => {
         listeners.add(l);
         return () => listeners.delete(l);
@@ -63,24 +66,25 @@ function rig() {
     bus: new EventBus(),
     clock,
     log: testLogger(),
-    treeDependsOn: (h) => h === "sim1/motorctl0",
+    treeDependsOn: (h) => dependsOn.includes(h),
   });
-  const change = (next: DeviceCondition) => {
+  const change = (deviceId: string, next: DeviceCondition) => {
     const c: DeviceConditionChange = {
       providerId: "sim1",
-      deviceId: "motorctl0",
-      previous: condition.kind,
+      deviceId,
+      previous: (conditions.get(deviceId) ?? UP).kind,
       condition: next,
       atWallMs: WALL_MS,
     };
-    condition = next;
+    conditions.set(deviceId, next);
     for (const l of [...listeners]) l(c);
   };
   return {
     latch,
     invalidated,
-    lose: () => change({ kind: "down", reason: "its reads fail", sinceMono: 0 }),
-    back: () => change({ kind: "up", reason: "", sinceMono: null }),
+    lose: (deviceId = "motorctl0") =>
+      change(deviceId, { kind: "down", reason: "its reads fail", sinceMono: 0 }),
+    back: (deviceId = "motorctl0") => change(deviceId, UP),
     hooksBegin: () => (pending = true),
   };
 }
@@ -97,6 +101,23 @@ Deno.test("DeviceLossLatch refuses an AUTO entry during whose hooks a latched de
   assert.match(remedy ?? "", /request AUTO again/);
   assert.equal(refusedBy, "device_loss");
   assert.deepEqual(r.latch.latched(), ["sim1/motorctl0"], "still latched until AUTO is entered");
+});
+
+Deno.test("DeviceLossLatch refuses an AUTO entry during whose hooks a device the tree depends on, held in its provider's provider-wide entry, came back", () => {
+  const r = rig(["sim1/motor64"]);
+  // One more than the latch holds by name: the last is held in the provider-wide entry.
+  for (let i = 0; i <= MAX_LATCHED_DEVICES_PER_PROVIDER; i++) r.lose(`motor${i}`);
+  assert.equal(r.latch.latched().length, MAX_LATCHED_DEVICES_PER_PROVIDER);
+  assert.equal(r.latch.providerEntries()[0]?.lastDeviceId, "motor64");
+  r.hooksBegin();
+  r.back("motor0"); // latched by name, the tree does not depend on it: nothing refused
+  assert.equal(r.invalidated.length, 0);
+  r.back("motor64"); // back while the MANUAL -> AUTO before_transition hooks run
+  assert.equal(r.invalidated.length, 1, "the entry is refused at its commit");
+  const [why, , refusedBy] = r.invalidated[0]!;
+  assert.match(why, /^sim1\/motor64, a device the behavior tree depends on, came back \(it was /);
+  assert.match(why, /provider-wide entry/);
+  assert.equal(refusedBy, "device_loss");
 });
 
 Deno.test("DeviceLossLatch: a device back before AUTO is requested refuses nothing", () => {
