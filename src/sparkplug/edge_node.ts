@@ -2844,7 +2844,14 @@ export class SparkplugEdgeNode {
       const had = p.devices.length === 0 && !this.#seenUp.has(p.id)
         ? sparkplugDeviceProvider(id) === p.id
         : has;
-      if (had) return { why: `device down (provider ${p.id} ${p.lifecycle})` };
+      if (!had) continue;
+      // Listed down because the last reload failed to start it: said in the one wording of that.
+      const failed = this.#o.inventory.startFailureText?.(p.id) ?? null;
+      return {
+        why: failed === null
+          ? `device down (provider ${p.id} ${p.lifecycle})`
+          : `device down (${providerTextWithin(failed, SPARKPLUG_QUOTED_REASON_CHARS)})`,
+      };
     }
     // No provider of that id is listed, yet it is configured: a reload restarting it (its entry
     // changed), between the old process's removal and the new one's registration; or one a reload

@@ -91,6 +91,11 @@ export interface InventoryReader {
    */
   startFailure?(providerId: string): string | null;
   /**
+   * startFailure in the one wording (ProviderRegistry.startFailureText): "provider <id> failed to
+   * start at a configuration reload (<why>)". Absent: never known.
+   */
+  startFailureText?(providerId: string): string | null;
+  /**
    * The providers a configuration reload took out (removed or restarted) whose process is still
    * ending (ProviderRegistry.retiringHosts): not in providers(), but a call one held when its
    * session was closed may still be carried out until it has exited. Absent: none.
@@ -170,6 +175,10 @@ export class Inventory implements InventoryReader {
 
   startFailure(providerId: string): string | null {
     return this.#registry.startFailure(providerId);
+  }
+
+  startFailureText(providerId: string): string | null {
+    return this.#registry.startFailureText(providerId);
   }
 
   stopping(): readonly ProviderSummary[] {

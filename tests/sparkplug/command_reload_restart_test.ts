@@ -150,9 +150,10 @@ Deno.test({
       assert.equal(listedDown.length, 1);
       assert.ok(
         String(listedDown[0]).startsWith(
-          `${relay}/Functions/set_relay_ch3: REFUSED: device down (provider sim1 `,
+          `${relay}/Functions/set_relay_ch3: REFUSED: device down (provider sim1 failed to ` +
+            "start at a configuration reload (cannot start provider",
         ),
-        `listed down, its device is down: ${listedDown[0]}`,
+        `listed down, its device is down, in the one wording of why: ${listedDown[0]}`,
       );
       // Fixed, and slow removed: the reload takes out the host listed down, then starts sim1
       // again once slow has exited (4 s): no host of sim1 meanwhile, its entry in the file.
