@@ -10,11 +10,10 @@ import { simProvider } from "../helpers/sim_config.ts";
 import {
   automationConfig,
   callAs,
-  SLOW_ARMING_HOOK,
-  STOP_MOTOR_ON_FAULT,
   TreeDir,
   treeXml,
   tv,
+  withSlowArming,
 } from "../scenarios/automation_helpers.ts";
 
 Deno.test("AUTO requested while a device the tree names is lost and back during the before_transition hooks is refused at its commit", async () => {
@@ -31,16 +30,7 @@ Deno.test("AUTO requested while a device the tree names is lost and back during 
     const base = automationConfig(tree, {
       config: { providers: [simProvider("sim0"), simProvider("sim1")] },
     });
-    const config = {
-      ...base,
-      automation: {
-        ...base.automation,
-        modeTransitionHooks: {
-          beforeTransition: [STOP_MOTOR_ON_FAULT, SLOW_ARMING_HOOK],
-          afterTransition: [],
-        },
-      },
-    };
+    const config = withSlowArming(base);
     await using r = await rig({ config, arm: true });
     const rt = r.kernel;
     const engine = rt.automation!;

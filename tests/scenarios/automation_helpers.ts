@@ -74,6 +74,23 @@ export const SLOW_ARMING_HOOK: HookConfig = {
   }],
 };
 
+/**
+ * `config` with SLOW_ARMING_HOOK holding MANUAL -> AUTO (after STOP_MOTOR_ON_FAULT) as its only
+ * hooks: a test slows sim0's set_setpoint to keep that transition's hooks running.
+ */
+export function withSlowArming(config: Config): Config {
+  return {
+    ...config,
+    automation: {
+      ...config.automation,
+      modeTransitionHooks: {
+        beforeTransition: [STOP_MOTOR_ON_FAULT, SLOW_ARMING_HOOK],
+        afterTransition: [],
+      },
+    },
+  };
+}
+
 export interface AutomationConfigOptions {
   manualGatingPolicy?: "BLOCK" | "OVERRIDE";
   targetTemp?: number;
