@@ -5,6 +5,7 @@
  */
 import {
   type Clock,
+  DepartedDates,
   exactJsonInteger,
   invalidArgument,
   type Logger,
@@ -167,6 +168,13 @@ function sameDeclaration(a: ParameterConfig, b: ParameterConfig): boolean {
     a.allowedValues.every((v, i) => v === b.allowedValues[i]);
 }
 
+/**
+ * Names of parameters a reload removed whose latest parameter_change date is kept for the parameter
+ * declared again under the name (ParameterStore #departedAt): at most this many, the one removed
+ * longest ago let go of first.
+ */
+export const MAX_DEPARTED_PARAMETER_DATES = 256;
+
 /** The declared parameters and their current values (in memory only; see module comment). */
 export class ParameterStore implements ParameterService {
   readonly #defs = new Map<string, ParameterConfig>();
@@ -176,6 +184,12 @@ export class ParameterStore implements ParameterService {
    * parameter is no longer declared (bounded by the declared parameters).
    */
   readonly #changedAt = new Map<string, number>();
+  /**
+   * Name -> the date of its removal's parameter_change, for the parameter declared again under the
+   * name: its changes are dated no earlier (a step back of the wall clock between the two reloads
+   * must not date its return before its removal). Taken at its first change after.
+   */
+  readonly #departedAt = new DepartedDates(MAX_DEPARTED_PARAMETER_DATES);
   readonly #o: ParameterStoreOptions;
 
   constructor(options: ParameterStoreOptions) {
@@ -271,7 +285,11 @@ export class ParameterStore implements ParameterService {
       new_value: def === null || value === null ? "" : parameterValueText(def.type, value),
       timestamp_ms: this.#changeAt(name),
     });
-    if (def === null) this.#changedAt.delete(name); // gone: one declared again is a new one
+    if (def === null) {
+      // Gone: its date is kept only for the parameter declared again under the name.
+      this.#departedAt.keep(name, this.#changedAt.get(name)!);
+      this.#changedAt.delete(name);
+    }
     // Nobody asked for this value, but it changed what the machine runs with: on record.
     this.#o.audit?.record({
       action: "parameter",
@@ -387,7 +405,7 @@ export class ParameterStore implements ParameterService {
    */
   #changeAt(name: string): number {
     const wall = this.#o.clock.nowMs();
-    const last = this.#changedAt.get(name);
+    const last = this.#changedAt.get(name) ?? this.#departedAt.take(name);
     const at = transitionDate(wall, last);
     this.#changedAt.set(name, at);
     return at;
