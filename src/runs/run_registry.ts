@@ -611,6 +611,12 @@ export class RunRegistry {
   readonly #runsFile: string;
   readonly #eventsDir: string;
   readonly #runs = new Map<string, Run>();
+  /**
+   * The end of the run this process closed last (its ended_at_epoch_ms and the monotonic clock
+   * then): the next run starts no earlier (#startAt). Null before the first close. A run a previous
+   * process left open gives none: its clock may have been ahead of this one's.
+   */
+  #lastEnd: { readonly wall: number; readonly mono: number } | null = null;
   /** Run ids in opening order (oldest first). */
   readonly #order: string[] = [];
   #state: "new" | "ready" | "unavailable" | "stopped" = "new";
@@ -1027,8 +1033,8 @@ export class RunRegistry {
       this.#requireReady();
       if (this.#open) throw failedPrecondition(`Run already open: ${this.#open.run.run_id}`);
       this.#settleCalls(); // calls made before the run are none of its events
-      const now = this.#opts.clock.nowMs();
       const startedMono = this.#opts.clock.monoMs();
+      const now = this.#startAt(this.#opts.clock.nowMs(), startedMono);
       let runId: string;
       do {
         // A restarted process with a clock behind the previous one could repeat an id.
@@ -2596,6 +2602,7 @@ export class RunRegistry {
       run.close_reason = reason;
       run.ended_at_epoch_ms = now;
       if (open) {
+        this.#lastEnd = { wall: now, mono: this.#opts.clock.monoMs() };
         this.#open = null;
         // What came while its run_closed was written is of no run: the next run's run_opened.
         this.#mergeBetween(open.safetyWhileClosing);
@@ -2729,6 +2736,18 @@ export class RunRegistry {
    */
   #runsWriter(): JournalWriter {
     return this.#writer(this.#runsFile, MAX_PENDING_RUN_RECORDS, true);
+  }
+
+  /**
+   * A run's start at wall time `wall` (monotonic `mono`): never before the end of the run this
+   * process closed last -- after a step back of the wall clock (NTP) since that close, that end plus
+   * the monotonic time since, as a close after a step back is dated from its start -- so a run listed
+   * newer does not read as started before the one before it ended.
+   */
+  #startAt(wall: number, mono: number): number {
+    const last = this.#lastEnd;
+    if (last === null) return wall;
+    return Math.max(wall, last.wall + Math.max(0, Math.round(mono - last.mono)));
   }
 
   #eventRules(runId: string): EventLineRules {

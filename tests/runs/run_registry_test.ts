@@ -1250,6 +1250,30 @@ Deno.test("RunRegistry never ends a run before it started: after a wall-clock st
   });
 });
 
+Deno.test("RunRegistry starts a run no earlier than the run before it ended: after a wall-clock step back between them, that end plus the monotonic time since", async () => {
+  await withRegistry(async ({ registry, clock }) => {
+    const { run: first } = await registry.open({});
+    clock.advance(5_000);
+    clock.wall = T0 + 5_000;
+    const { run: closed } = await registry.close(first.run_id, {});
+    clock.advance(2_000);
+    clock.wall = T0 - 60_000; // NTP corrects the host clock back by a minute between the runs
+    const { run: next } = await registry.open({});
+    const { events } = await registry.listEvents(next.run_id, {});
+    equal(closed.ended_at_epoch_ms, T0 + 5_000);
+    equal(next.started_at_epoch_ms, T0 + 7_000, "the first run's end plus 2 s (monotonic)");
+    equal(events[0]!.occurred_at_epoch_ms, T0 + 7_000, "its run_opened at its start");
+    const { runs } = await registry.list({});
+    deepEqual(runs.map((r) => r.run_id), [next.run_id, first.run_id], "newest first");
+    // Once the wall clock is past it again, its own time.
+    clock.advance(1_000);
+    clock.wall = T0 + 60_000;
+    await registry.close(next.run_id, {});
+    const { run: third } = await registry.open({});
+    equal(third.started_at_epoch_ms, T0 + 60_000);
+  });
+});
+
 Deno.test("RunRegistry records a run's events and its run_closed no earlier than the events before them when the wall clock steps back while the run is open", async () => {
   await withDir(async (dir) => {
     const clock = new ManualClock(0, T0);
