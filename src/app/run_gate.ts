@@ -145,9 +145,11 @@ export function providerWeakenings(
   }
   // The e-stop, as it runs: without a `safety:` section it adopts the `* -> FAULT` hooks' calls,
   // so a section added (or removed) changes its ladder even where the file's values do not, and
-  // so does a hook change where it adopts them (each section is applied on its own).
+  // so does a hook change where it adopts them (each section is applied on its own: the safety
+  // section over the hooks in force then, which are the file's only if their section applied).
   const estopBefore = effectiveSafeState(before).safeState;
-  for (const lost of estopWeakenings(estopBefore, effectiveSafeState(next).safeState)) {
+  const safetyOnly = sectionOf("safety").take(before, next);
+  for (const lost of estopWeakenings(estopBefore, effectiveSafeState(safetyOnly).safeState)) {
     out.push({ section: "safety", ...lost });
   }
   const hooksOnly = sectionOf(section).take(before, next);
@@ -271,8 +273,16 @@ type Lost = { what: string; providers: string[] };
 /** What the e-stop's ladder `after` no longer does that `before` did, in words. */
 function estopWeakenings(before: SafeStateConfig, after: SafeStateConfig): Lost[] {
   const out: Lost[] = [];
+  // Rung 1 runs alone (safe_state.ts): hooks where there were none leave the setpoints and the
+  // zeroing of `before` unmade, though the file still has them.
+  const hooksAdded = before.hooks.length === 0 && after.hooks.length > 0;
   if (before.zeroIsSafe && !after.zeroIsSafe) {
     out.push({ what: "zero_is_safe turned off", providers: [] });
+  } else if (before.zeroIsSafe && hooksAdded) {
+    out.push({
+      what: "zero_is_safe no longer applies: the safe_state.hooks added run alone (rung 1)",
+      providers: [],
+    });
   }
   for (const call of lostCalls(before.hooks, after.hooks)) {
     out.push({
@@ -280,7 +290,7 @@ function estopWeakenings(before: SafeStateConfig, after: SafeStateConfig): Lost[
       providers: [callProvider(call)],
     });
   }
-  for (const call of lostCalls(before.setpoints, after.setpoints)) {
+  for (const call of lostCalls(before.setpoints, hooksAdded ? [] : after.setpoints)) {
     out.push({
       what: `the e-stop no longer sets ${callText(call)}`,
       providers: [callProvider(call)],
