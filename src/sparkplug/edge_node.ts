@@ -616,7 +616,8 @@ export class SparkplugEdgeNode {
   #nodeBehind = false;
   /**
    * While #nodeBehind: when the first change left behind was made and the node metrics then; kept
-   * as the node's history (#keepBehind) should the connection go away before it goes out.
+   * as the node's history (#keepBehind) should the connection go away before it goes out, or the
+   * metrics move on before a write completes (#keepOvertaken).
    */
   #nodeBehindSince:
     | { readonly atMs: number; readonly atMono: number; readonly status: NodeState }
@@ -2474,6 +2475,8 @@ export class SparkplugEdgeNode {
     if (!this.online) return this.#keepNode();
     const now = this.#o.clock.nowMs();
     const status = this.#nodeState();
+    // The first change left behind, overtaken since: history first, then the present.
+    if (this.#keepOvertaken(status) && this.#inFlight < MAX_IN_FLIGHT) this.#drainNode();
     const metrics = this.#nodeMetrics(status, this.#lastNode, now, false);
     if (metrics.length === 0) {
       // Back as the host last got them: nothing is behind (changes meanwhile are coalesced).
@@ -2509,6 +2512,25 @@ export class SparkplugEdgeNode {
       this.#keepNodeAt(behind.atMs, behind.atMono, metrics);
     }
     this.#keepNode();
+  }
+
+  /**
+   * The first change left behind at MAX_IN_FLIGHT (#nodeBehindSince), when the metrics moved on
+   * from it before a write completed (an e-stop latched and released while the broker stalled):
+   * kept at its time as history (#nodeKept, is_historical), as #keepBehind keeps it when the
+   * connection goes away, so the present that follows does not hide it from the host. Whether it
+   * was kept; one not overtaken goes out live as it is.
+   */
+  #keepOvertaken(status: NodeState): boolean {
+    const behind = this.#nodeBehindSince;
+    if (behind === null || this.#lastNode === null) return false;
+    if (this.#nodeMetrics(status, behind.status, behind.atMs, false).length === 0) return false;
+    this.#nodeBehindSince = null;
+    const metrics = this.#nodeMetrics(behind.status, this.#lastNode, behind.atMs, false);
+    if (metrics.length === 0) return false;
+    this.#lastNode = behind.status;
+    this.#keepNodeAt(behind.atMs, behind.atMono, metrics);
+    return true;
   }
 
   /**

@@ -4,55 +4,91 @@
  * stalled broker usually ends so), that change is the node's history all the same: kept at its
  * time like a change while not online, and published with is_historical after the next births.
  * Else an e-stop latched while the broker stalled and released before the node is back never
- * reaches the host. The node runs among doubles (tests/sparkplug/_edge_node_rig.ts).
+ * reaches the host. The same when the broker takes writes again with the change overtaken
+ * meanwhile -- an e-stop latched and released while it stalled: the first change left behind goes
+ * out at its time (is_historical), then the present; else the host's NDATA compares the released
+ * latch with what it last got and says nothing. The node runs among doubles
+ * (tests/sparkplug/_edge_node_rig.ts).
  */
 import assert from "node:assert/strict";
 import type { PublishedEvent } from "../../src/events/mod.ts";
+import type { RuntimeMode } from "../../src/config/mod.ts";
 import { DataType, MAX_IN_FLIGHT, MAX_NODE_CHANGES_KEPT } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { edgeNodeRig } from "./_edge_node_rig.ts";
+
+type Rig = ReturnType<typeof edgeNodeRig>;
 
 const estop = (latched: boolean): PublishedEvent => ({
   id: 1,
   event: { kind: "estop_change", latched, reason: null, cause: null, timestamp_ms: 0 },
 });
 
-Deno.test("an e-stop latched while the writes are full and released after the connection went away reaches the host's history", async () => {
-  const r = edgeNodeRig({ hold: true, recordCalls: true });
+const REBIRTH = { name: "Node Control/Rebirth", datatype: DataType.Boolean, boolean_value: true };
+
+/** A node online with its births written, its writes held until the test completes them. */
+async function onlineHeld(o: { recordCalls?: boolean } = {}): Promise<Rig> {
+  const r = edgeNodeRig({ hold: true, ...o });
   await r.online();
   r.session.complete();
   await flushMicrotasks();
-  const latchAlias = r.nodeAlias("Runtime/Estop Latched");
-  // The broker stops taking writes; rebirths asked for meanwhile fill the writes in flight.
-  const rebirth = { name: "Node Control/Rebirth", datatype: DataType.Boolean, boolean_value: true };
-  while (r.session.inFlight < MAX_IN_FLIGHT) {
-    r.command("spBv1.0/g/NCMD/n", [rebirth]);
+  return r;
+}
+
+/** The broker stops taking writes: NCMDs meanwhile (`metric`: each one's) fill the writes in flight. */
+async function fillWrites(
+  r: Rig,
+  metric: (i: number) => Record<string, unknown>,
+): Promise<void> {
+  for (let i = 0; r.session.inFlight < MAX_IN_FLIGHT; i++) {
+    r.command("spBv1.0/g/NCMD/n", [metric(i)]);
     await flushMicrotasks();
   }
-  // The latch engages: its NDATA cannot be handed over.
+}
+
+/** 10 ms on, the latch engages (`mode`: the mode with it) or is released; its time. */
+async function setLatch(r: Rig, latched: boolean, mode?: RuntimeMode): Promise<number> {
   r.clock.advance(10);
-  const latchedAt = r.clock.nowMs();
-  r.status.estopLatched = true;
-  r.emit(estop(true));
+  if (mode !== undefined) r.status.mode = mode;
+  r.status.estopLatched = latched;
+  r.emit(estop(latched));
   await flushMicrotasks();
+  return r.clock.nowMs();
+}
+
+/** The broker takes writes again: one completes, then every other. */
+async function drain(r: Rig): Promise<void> {
+  r.session.completeOne();
+  await flushMicrotasks();
+  while (r.session.complete() > 0) await flushMicrotasks();
+}
+
+/** The latch metric of the node's NDATA published from `from` on: value, is_historical, time. */
+function latchNdata(r: Rig, from = 0): [unknown, boolean, number][] {
+  const alias = r.nodeAlias("Runtime/Estop Latched");
+  return r.session.published.slice(from)
+    .filter((m) => m.topic === "spBv1.0/g/NDATA/n")
+    .flatMap((m) => (m.payload.metrics ?? []).filter((x) => x.alias === alias))
+    .map((x) => [x.boolean_value, x.is_historical === true, Number(x.timestamp)]);
+}
+
+Deno.test("an e-stop latched while the writes are full and released after the connection went away reaches the host's history", async () => {
+  const r = await onlineHeld({ recordCalls: true });
+  await fillWrites(r, () => REBIRTH);
+  // The latch engages: its NDATA cannot be handed over.
+  const latchedAt = await setLatch(r, true);
   // The stalled connection ends; the operator releases the latch while the node is away.
   r.clock.advance(10);
   r.session.cut();
   await flushMicrotasks();
-  r.clock.advance(10);
-  r.status.estopLatched = false;
-  r.emit(estop(false));
-  await flushMicrotasks();
+  await setLatch(r, false);
 
   await r.clock.advanceAsync(testConfig().sparkplug.reconnectMs);
   r.session.up();
   await flushMicrotasks();
   while (r.session.complete() > 0) await flushMicrotasks();
-  const history = r.session.published.filter((m) => m.topic === "spBv1.0/g/NDATA/n").flatMap((
-    m,
-  ) => (m.payload.metrics ?? []).filter((x) => x.alias === latchAlias))
-    .map((x) => [x.boolean_value, x.is_historical === true, Number(x.timestamp)]);
+  const history = latchNdata(r);
   assert.deepEqual(
     history.map(([v, h]) => [v, h]),
     [[true, true], [false, true]],
@@ -62,23 +98,70 @@ Deno.test("an e-stop latched while the writes are full and released after the co
   await r.stop();
 });
 
-Deno.test("node changes kept through an outage whose replay is cut off by the next connection loss reach the host after the births after", async () => {
-  const r = edgeNodeRig({ hold: true });
-  await r.online();
-  r.session.complete();
+Deno.test("an e-stop latched and released while the writes are full reaches the host once the broker takes writes again", async () => {
+  const r = await onlineHeld({ recordCalls: true });
+  // Answers to NCMDs the node refuses (one NDATA each) fill the writes in flight.
+  await fillWrites(r, (i) => ({ name: `Nothing/${i}`, datatype: DataType.Boolean }));
+  const before = r.session.published.length;
+  // The latch engages and is released while no write completes.
+  const latchedAt = await setLatch(r, true, "FAULT");
+  await setLatch(r, false, "IDLE");
+  await drain(r);
+  const latch = latchNdata(r, before);
+  assert.deepEqual(
+    latch.map(([v, h]) => [v, h]),
+    [[true, true], [false, false]],
+    "the host gets the latch (history, at its time), then its release (the present)",
+  );
+  assert.equal(latch[0]![2], latchedAt, "the latch at its time");
+  await r.stop();
+});
+
+Deno.test("an e-stop latched and released while a Rebirth waited for the writes reaches the host after the births", async () => {
+  const r = await onlineHeld({ recordCalls: true });
+  await fillWrites(r, () => REBIRTH);
+  // One more: it waits for a write to complete.
+  r.command("spBv1.0/g/NCMD/n", [REBIRTH]);
   await flushMicrotasks();
+  const before = r.session.published.length;
+  const latchedAt = await setLatch(r, true);
+  await setLatch(r, false);
+  // The first write completes: the Rebirth that waited goes, its NBIRTH with the latch released.
+  await drain(r);
+  assert.ok(
+    r.session.published.slice(before).some((m) => m.topic === "spBv1.0/g/NBIRTH/n"),
+    "the births went",
+  );
+  assert.deepEqual(
+    latchNdata(r, before),
+    [[true, true, latchedAt]],
+    "the latch the births overtook follows them as history, at its time",
+  );
+  await r.stop();
+});
+
+Deno.test("a node change left behind and not overtaken goes out once, live, when a write completes", async () => {
+  const r = await onlineHeld({ recordCalls: true });
+  await fillWrites(r, (i) => ({ name: `Nothing/${i}`, datatype: DataType.Boolean }));
+  const before = r.session.published.length;
+  await setLatch(r, true);
+  await drain(r);
+  assert.deepEqual(
+    latchNdata(r, before).map(([v, h]) => [v, h]),
+    [[true, false]],
+    "one live NDATA of the latch",
+  );
+  await r.stop();
+});
+
+Deno.test("node changes kept through an outage whose replay is cut off by the next connection loss reach the host after the births after", async () => {
+  const r = await onlineHeld();
   const latchAlias = r.nodeAlias("Runtime/Estop Latched");
   r.session.cut();
   await flushMicrotasks();
   // Latched and released while the node is away.
-  r.clock.advance(10);
-  r.status.estopLatched = true;
-  r.emit(estop(true));
-  await flushMicrotasks();
-  r.clock.advance(10);
-  r.status.estopLatched = false;
-  r.emit(estop(false));
-  await flushMicrotasks();
+  await setLatch(r, true);
+  await setLatch(r, false);
   const latchHistory = () =>
     r.session.published.filter((m) => m.topic === "spBv1.0/g/NDATA/n").flatMap((m) =>
       (m.payload.metrics ?? []).filter((x) => x.alias === latchAlias)
@@ -105,18 +188,12 @@ Deno.test("node changes kept through an outage whose replay is cut off by the ne
 });
 
 Deno.test("beyond MAX_NODE_CHANGES_KEPT the oldest changes go, not the e-stop latch's", async () => {
-  const r = edgeNodeRig({ hold: true });
-  await r.online();
-  r.session.complete();
-  await flushMicrotasks();
+  const r = await onlineHeld();
   const latchAlias = r.nodeAlias("Runtime/Estop Latched");
   r.session.cut();
   await flushMicrotasks();
   // Latched at the start of a long outage, then more mode changes than are kept.
-  r.clock.advance(10);
-  r.status.estopLatched = true;
-  r.emit(estop(true));
-  await flushMicrotasks();
+  await setLatch(r, true);
   for (let i = 0; i < MAX_NODE_CHANGES_KEPT; i++) {
     r.clock.advance(1);
     r.status.mode = i % 2 === 0 ? "MANUAL" : "IDLE";
