@@ -1355,8 +1355,11 @@ export class TelemetryWriter {
     const ts = this.#opts.clock.nowMs();
     try {
       const providers = await snapshot();
-      // A snapshot that resolves after stop() is discarded: the final flush is already done.
-      if (!this.#running) return;
+      // A snapshot that resolves after stop() is discarded: the final flush is already done. Not
+      // one that resolves during a reload's retarget (#running false meanwhile): taken before it,
+      // its rows join the rows waiting, as the events published before it (to the old database,
+      // or kept for the same one), unless the reload turned telemetry off.
+      if (this.#stopped || !this.#opts.enabled) return;
       this.#appendRows(healthRows(this.#runtimeName, providers, ts, this.#names));
       this.#lastHealthAt = ts;
       if (this.#batch.length >= this.#batchSize) this.#kick();

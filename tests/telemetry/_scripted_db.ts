@@ -12,6 +12,7 @@ import {
   type TelemetryWriterOptions,
 } from "../../src/telemetry/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
+import type { ProviderHealthView } from "../../src/common/mod.ts";
 
 const SILENT: Logger = {
   debug() {},
@@ -134,4 +135,38 @@ export function publishUpdates(bus: EventBus, from: number, count: number): void
 /** Signal rows (`runtime_signal` lines) in what a database received. */
 export function signalRowsOf(received: string): number {
   return received.split(/\r?\n/).filter((l) => l.startsWith("runtime_signal,")).length;
+}
+
+/**
+ * A provider's health as a snapshot gives it to the writer: sim0 AVAILABLE, unsupervised, no
+ * devices, nothing reported; `over` replaces members.
+ */
+export function providerHealthView(over: Partial<ProviderHealthView> = {}): ProviderHealthView {
+  return {
+    provider_id: "sim0",
+    state: "AVAILABLE",
+    lifecycle_state: "RUNNING",
+    last_seen_ago_ms: 10,
+    uptime_seconds: 12,
+    device_count: 0,
+    degraded: false,
+    failed_device_count: 0,
+    reported: null,
+    supervision: {
+      enabled: false,
+      attempt_count: 0,
+      max_attempts: 0,
+      crash_detected: false,
+      circuit_open: false,
+      next_restart_in_ms: null,
+    },
+    discovery_warnings: [],
+    held_claims: [],
+    host_check: null,
+    start_error: null,
+    data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
+    timestamp_skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
+    devices: [],
+    ...over,
+  };
 }

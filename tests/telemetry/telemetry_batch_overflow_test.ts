@@ -10,50 +10,30 @@ import { EventBus } from "../../src/events/mod.ts";
 import { BATCH_HEALTH_ALLOWANCE, TelemetryWriter } from "../../src/telemetry/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { ScriptedDb, SETTINGS } from "./_scripted_db.ts";
+import { providerHealthView, ScriptedDb, SETTINGS } from "./_scripted_db.ts";
 
 /** Devices of the one provider of each health snapshot: a snapshot is this + 1 rows. */
 const DEVICES = 6000;
 
 function snapshot(): ProviderHealthView[] {
-  return [{
-    provider_id: "sim0",
-    state: "AVAILABLE",
-    lifecycle_state: "RUNNING",
-    last_seen_ago_ms: 10,
-    uptime_seconds: 12,
-    device_count: DEVICES,
-    degraded: false,
-    failed_device_count: 0,
-    reported: null,
-    supervision: {
-      enabled: false,
-      attempt_count: 0,
-      max_attempts: 0,
-      crash_detected: false,
-      circuit_open: false,
-      next_restart_in_ms: null,
-    },
-    discovery_warnings: [],
-    held_claims: [],
-    host_check: null,
-    start_error: null,
-    data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
-    timestamp_skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
-    devices: Array.from({ length: DEVICES }, (_, i) => ({
-      device_id: `dev${i}`,
-      health: "OK" as const,
-      last_poll_ms: 1760000000000,
-      staleness_ms: 40,
-      registered: true,
-      stale_signal_count: 0,
-      fault_signal_count: 0,
-      type_version: "",
-      descriptor_tags: {},
-      claims: [],
-      reported: null,
-    })),
-  }];
+  return [
+    providerHealthView({
+      device_count: DEVICES,
+      devices: Array.from({ length: DEVICES }, (_, i) => ({
+        device_id: `dev${i}`,
+        health: "OK" as const,
+        last_poll_ms: 1760000000000,
+        staleness_ms: 40,
+        registered: true,
+        stale_signal_count: 0,
+        fault_signal_count: 0,
+        type_version: "",
+        descriptor_tags: {},
+        claims: [],
+        reported: null,
+      })),
+    }),
+  ];
 }
 
 Deno.test("TelemetryWriter counts rows dropped from a batch past batch_size + BATCH_HEALTH_ALLOWANCE in dropped_overflow (and total_failed)", async () => {

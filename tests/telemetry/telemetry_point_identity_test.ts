@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import type { ProviderHealthView } from "../../src/common/mod.ts";
 import type { RuntimeMode } from "../../src/config/mod.ts";
 import { TelemetryWriter } from "../../src/telemetry/mod.ts";
-import { scriptedRig } from "./_scripted_db.ts";
+import { providerHealthView, scriptedRig } from "./_scripted_db.ts";
 import { parseLine } from "./line_protocol_check.ts";
 
 /** A line's InfluxDB point identity: measurement, tags sorted by key, timestamp. */
@@ -105,32 +105,7 @@ Deno.test("TelemetryWriter keeps a health snapshot distinct when the wall clock 
   const { clock, db, bus, options, writer: unused } = scriptedRig();
   await unused.stop(0);
   let uptime = 0;
-  const health = (): ProviderHealthView[] => [{
-    provider_id: "sim0",
-    state: "AVAILABLE",
-    lifecycle_state: "RUNNING",
-    last_seen_ago_ms: 10,
-    uptime_seconds: ++uptime,
-    device_count: 0,
-    degraded: false,
-    failed_device_count: 0,
-    reported: null,
-    supervision: {
-      enabled: false,
-      attempt_count: 0,
-      max_attempts: 0,
-      crash_detected: false,
-      circuit_open: false,
-      next_restart_in_ms: null,
-    },
-    discovery_warnings: [],
-    held_claims: [],
-    host_check: null,
-    start_error: null,
-    data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
-    timestamp_skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
-    devices: [],
-  }];
+  const health = (): ProviderHealthView[] => [providerHealthView({ uptime_seconds: ++uptime })];
   const writer = new TelemetryWriter({
     ...options,
     healthIntervalMs: 1000,

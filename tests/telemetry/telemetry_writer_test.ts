@@ -20,6 +20,7 @@ import {
 } from "../helpers/victoria_metrics.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { parseLine } from "./line_protocol_check.ts";
+import { providerHealthView } from "./_scripted_db.ts";
 
 await loadInfluxClient(); // as the service does when telemetry is enabled
 
@@ -89,30 +90,8 @@ const int64 = (v: bigint) => ({ type: "int64", int64: v }) as unknown as TypedVa
 
 const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i);
 
-const HEALTH: ProviderHealthView[] = [{
-  provider_id: "sim0",
-  state: "AVAILABLE",
-  lifecycle_state: "RUNNING",
-  last_seen_ago_ms: 10,
-  uptime_seconds: 12,
+const HEALTH: ProviderHealthView[] = [providerHealthView({
   device_count: 1,
-  degraded: false,
-  failed_device_count: 0,
-  reported: null,
-  supervision: {
-    enabled: false,
-    attempt_count: 0,
-    max_attempts: 0,
-    crash_detected: false,
-    circuit_open: false,
-    next_restart_in_ms: null,
-  },
-  discovery_warnings: [],
-  held_claims: [],
-  host_check: null,
-  start_error: null,
-  data_faults: { type_mismatch: 0, non_finite: 0, undeclared_signal: 0 },
-  timestamp_skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
   devices: [{
     device_id: "dev0",
     health: "OK",
@@ -126,7 +105,7 @@ const HEALTH: ProviderHealthView[] = [{
     claims: [],
     reported: null,
   }],
-}];
+})];
 
 Deno.test({
   name: "TelemetryWriter writes every measurement with the right tags and field types",
