@@ -192,11 +192,18 @@ interface DeviceEntry {
   /** Start of the open bucket; null before the first poll. */
   bucketStart: number | null;
   /**
+   * Monotonic time of its last poll: a device the cache no longer has is let go once
+   * memory_seconds have passed since, also when the wall clock stepped back since (#sweepRemoved).
+   */
+  polledMono: number;
+  /**
    * Start of the bucket of this entry's last row handed to the disk tier (null: none yet). A
    * bucket written and open again (a rediscovery or a wall clock step wrote it early) has rows of
    * samples the ring still holds.
    */
   writtenBucket: number | null;
+  /** The ring's next poll number when that row was handed over: the polls before it are in rows. */
+  writtenSeq: number;
   /**
    * Signals a rediscovery removed while this entry lived (null: none), oldest first, at most
    * MAX_RELEASED_SIGNAL_IDS: a question without signal_id asks the disk tier for them.
@@ -250,6 +257,8 @@ export class History {
   #stepShift = 0;
   /** Wall minus monotonic time at the last poll (null before the first). */
   #lastOffset: number | null = null;
+  /** Monotonic time of the last poll (#horizon). */
+  #monoNow = 0;
   /**
    * Where a new device ring's poll numbers begin: past every number a ring let go by the sweep
    * gave, so a device declared again never repeats its old ring's numbers (a reader holding one,
@@ -378,7 +387,9 @@ export class History {
         pollable: null,
         signals: [],
         bucketStart: null,
+        polledMono: 0,
         writtenBucket: null,
+        writtenSeq: 0,
         released: null,
         units: new Map(),
       };
@@ -395,6 +406,7 @@ export class History {
     }
     const ring = e.ring;
     const horizon = this.#horizon(now);
+    e.polledMono = this.#monoNow;
     const seq = ring.addPoll(now, horizon);
     const oldest = ring.firstSeq;
     const pollable = dev.pollable;
@@ -450,6 +462,7 @@ export class History {
    */
   #horizon(now: number): number {
     const mono = this.#o.clock.monoMs();
+    this.#monoNow = mono;
     const offset = now - mono;
     const last = this.#lastOffset;
     this.#lastOffset = offset;
@@ -477,8 +490,11 @@ export class History {
     for (const [providerId, byDevice] of this.#devices) {
       for (const [deviceId, e] of byDevice) {
         if (this.#o.cache.device(providerId, deviceId) !== undefined) continue;
+        // Its polls from before a step back of the wall clock carry times ahead of it: as the
+        // polled rings' (ring.ts, addPoll), they go once memory_seconds have really passed.
         const newest = e.ring.newestMs();
-        if (newest !== null && newest >= horizon) continue;
+        const recent = this.#monoNow - e.polledMono <= this.#memoryMs;
+        if (newest !== null && newest >= horizon && recent) continue;
         this.#flushBucket(e);
         e.ring.release();
         this.#seqBase = Math.max(this.#seqBase, e.ring.nextSeq);
@@ -636,6 +652,7 @@ export class History {
     if (parts.length > 0) {
       this.#disk?.write(rowText(t, e.ring.providerId, e.ring.deviceId, parts), t);
       e.writtenBucket = t;
+      e.writtenSeq = e.ring.nextSeq;
     }
   }
 
@@ -790,6 +807,25 @@ export class History {
   }
 
   /**
+   * Where the ring's part of an answer begins (a poll number) when this ring wrote the bucket of
+   * its oldest poll early (a rediscovery: #rebuild) while it is still open, and that bucket's rows
+   * hold samples the ring does not: an earlier run wrote a row of it too (a restart within it), or
+   * the ring dropped its first polls (a step_ms longer than its reach). The disk tier then answers
+   * the bucket, every row of it, and the ring the polls since this ring's row. Null otherwise.
+   */
+  #openRowFromSeq(e: DeviceEntry | undefined): number | null {
+    const oldest = e?.ring.oldestMs() ?? null;
+    if (e === undefined || oldest === null || this.#disk === null || e.bucketStart === null) {
+      return null;
+    }
+    const first = bucketStart(oldest, this.#o.config.stepMs);
+    if (first < e.bucketStart || e.writtenBucket !== first) return null;
+    const trimmed = e.ring.timeFirstSeq > e.ring.startSeq;
+    if (first > this.#disk.lastRowAtOpen && !trimmed) return null;
+    return Math.max(e.writtenSeq, e.ring.timeFirstSeq);
+  }
+
+  /**
    * query's answer, split between the tiers once; null (not `last`) when the ring wrote its open
    * bucket whose earlier rows the disk part read while it was read (HISTORY_QUERY_SPLITS_MAX).
    */
@@ -825,6 +861,7 @@ export class History {
     if (
       this.#disk !== null &&
       (ringless.size > 0 || sinceMs < (e?.ring.oldestMs() ?? Infinity) ||
+        this.#openRowFromSeq(e) !== null ||
         asked.some((id) => sinceMs < (signalRingStartMs(e?.ring, id) ?? Infinity)))
     ) {
       // The range reaches before the ring: the buckets closed but still queued for the disk are
@@ -840,6 +877,7 @@ export class History {
       e = this.#devices.get(q.providerId)?.get(q.deviceId);
     }
     const oldest = e?.ring.oldestMs() ?? null;
+    const writtenSeqAtSplit = e?.writtenSeq;
     // Where the ring's part begins: its oldest poll while it still holds everything since the
     // device's first poll; once it has dropped samples (or the wall clock stepped back: its time
     // searches begin at the step), or when its first bucket is one an earlier run wrote a row of
@@ -853,11 +891,20 @@ export class History {
     const first = oldest === null || diskStep === null ? null : bucketStart(oldest, diskStep);
     const inOpenBucket = first !== null && e !== undefined && e.bucketStart !== null &&
       first >= e.bucketStart;
-    // The disk rows of that open bucket are of earlier runs only: the answer takes them.
-    const openFromDisk = inOpenBucket && e?.writtenBucket !== first ? first : null;
+    // This ring wrote that open bucket early (a rediscovery), and its rows hold samples the ring
+    // does not (an earlier run's, or polls the ring dropped): the disk answers it, every row of
+    // it, and the ring the polls since this ring's row (#openRowFromSeq).
+    const openRowFromSeq = this.#openRowFromSeq(e);
+    // The disk rows of that open bucket are of earlier runs only (or this ring's too, when its
+    // part begins after them: openRowFromSeq): the answer takes them.
+    const openFromDisk = inOpenBucket && (e?.writtenBucket !== first || openRowFromSeq !== null)
+      ? first
+      : null;
     const shared = first !== null && first <= (this.#disk?.lastRowAtOpen ?? -Infinity);
     const memoryFrom = oldest === null
       ? null
+      : openRowFromSeq !== null
+      ? openRowFromSeq < e!.ring.nextSeq ? e!.ring.timeOf(openRowFromSeq) : null
       : diskStep === null || inOpenBucket || !(trimmed || shared)
       ? oldest
       : bucketStart(oldest + diskStep - 1, diskStep);
@@ -919,7 +966,12 @@ export class History {
     const ringPoints = new Map<string, HistoryPoint[]>();
     if (e !== undefined && memoryFrom !== null && untilMs >= memoryFrom) {
       const ring = e.ring;
-      const deviceFromSeq = ring.seqAtOrAfter(Math.max(sinceMs, memoryFrom));
+      // (Not the polls of a row this ring wrote of its open bucket: the disk answers them.)
+      const fromSeqAtLeast = openRowFromSeq ?? -Infinity;
+      const deviceFromSeq = Math.max(
+        ring.seqAtOrAfter(Math.max(sinceMs, memoryFrom)),
+        fromSeqAtLeast,
+      );
       for (const id of ids) {
         const sig = ring.signals.get(id);
         if (sig === undefined) continue;
@@ -929,7 +981,7 @@ export class History {
         const own = ownMemoryFrom.get(id);
         const fromSeq = own === undefined
           ? deviceFromSeq
-          : ring.seqAtOrAfter(Math.max(sinceMs, own));
+          : Math.max(ring.seqAtOrAfter(Math.max(sinceMs, own)), fromSeqAtLeast);
         if (stepMs <= 0) {
           ring.samples(sig, fromSeq, untilMs, (s) => {
             count();
@@ -966,10 +1018,13 @@ export class History {
     const ownDiskUntil = Math.min(untilMs, Math.max(diskEnd, ...ownDiskEnd.values()) - 1);
     // Without signal_id, a disk read (the range reaches before the ring) goes on to untilMs for
     // the signals only the disk holds; a question within the ring's reach reads no disk.
-    const readUntil = ringless.size > 0 || (allSignals && sinceMs <= diskUntil)
+    // (A bucket from its start: one that since_ms is inside of is in the range, the open bucket
+    // the disk answers for its earlier runs' rows too.)
+    const readFrom = diskStep === null ? sinceMs : bucketStart(sinceMs, diskStep);
+    const readUntil = ringless.size > 0 || (allSignals && readFrom <= diskUntil)
       ? untilMs
       : ownDiskUntil;
-    if (this.#disk !== null && diskStep !== null && sinceMs <= readUntil) {
+    if (this.#disk !== null && diskStep !== null && readFrom <= readUntil) {
       const outStep = Math.max(stepMs, diskStep);
       // Per signal, its buckets by start: the files overlap in time after a wall clock stepped
       // back, so a bucket may get rows from two of them.
@@ -985,7 +1040,7 @@ export class History {
       const read = await this.#disk.read(
         q.providerId,
         q.deviceId,
-        bucketStart(sinceMs, diskStep),
+        readFrom,
         readUntil,
         (row) => {
           if (allSignals) {
@@ -1023,7 +1078,10 @@ export class History {
       // The ring's open bucket, read from the disk for its earlier runs' rows, was written while
       // the disk was read (the polls crossed into the next): the read may have had this run's row
       // of it as well as the ring's samples of it. Split again: the bucket is written now.
-      if (openFromDisk !== null && e?.writtenBucket === openFromDisk && !last) return null;
+      if (
+        openFromDisk !== null && e?.writtenBucket === openFromDisk &&
+        e.writtenSeq !== writtenSeqAtSplit && !last
+      ) return null;
       for (const [id, mine] of buckets) {
         const points = series.get(id)!.points;
         for (const t of [...mine.keys()].sort((a, b) => a - b)) {

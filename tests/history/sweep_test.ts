@@ -125,3 +125,28 @@ Deno.test("a wall clock stepped forward does not let go of a removed device's ri
   assert.equal(history.knows("gone", "d"), false);
   await history.stop();
 });
+
+Deno.test("a wall clock stepped back lets go of a removed device's ring once memory_seconds have really passed", async () => {
+  const { clock, history, known, poll } = rig();
+  await history.start();
+  const pass = (seconds: number, from: number) => {
+    for (let i = 0; i < seconds; i++) {
+      poll("keep", "d", from + i);
+      clock.wall += 1000;
+      clock.mono += 1000;
+    }
+  };
+  for (let i = 0; i < 30; i++) poll("gone", "d", i), pass(1, i);
+  known.delete("gone/d"); // a reload removed its provider
+  // An NTP correction (or an operator) sets the wall clock back an hour: the removed device's
+  // last polls now lie ahead of it, so by their times alone it would be kept another hour.
+  clock.wall -= 3_600_000;
+  pass(HISTORY_SWEEP_EVERY_MS / 1000 + 1, 100);
+  assert.ok(history.knows("gone", "d"), "its polls are seconds old on the monotonic clock: kept");
+  // Once memory_seconds have really passed since its last poll (and the next sweep): let go, as
+  // the polled rings let go of their polls from before the step.
+  pass(MEMORY_S + HISTORY_SWEEP_EVERY_MS / 1000, 200);
+  assert.equal(history.knows("gone", "d"), false);
+  assert.ok(history.knows("keep", "d"));
+  await history.stop();
+});
