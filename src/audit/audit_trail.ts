@@ -83,6 +83,7 @@ import type {
 } from "../control/mod.ts";
 import {
   isCutLine,
+  type JournalAppendResult,
   type JournalFiles,
   type JournalGap,
   type JournalLine,
@@ -487,8 +488,9 @@ export class AuditTrail implements AuditSink {
    */
   #overflowAfterBoundary = 0;
   /**
-   * Repeats of the open accepted entry in flight (nothing written ahead for them), by id: listed
-   * by inFlightCalls, never by a closing record or a checkpoint; at most AUDIT_MAX_UNSETTLED.
+   * Repeats of the open accepted entry in flight (nothing written ahead for them while it is
+   * open; their records are written when it closes, #closeOpen), by id: listed by inFlightCalls,
+   * never by a closing record or a checkpoint; at most AUDIT_MAX_UNSETTLED.
    */
   readonly #repeats = new Map<string, IntentRecord>();
   /** How many of #forRuns the last checkpoint or closing record left out (logged when > 0). */
@@ -579,23 +581,7 @@ export class AuditTrail implements AuditSink {
         this.#aheadKeys.set(intent, { call, mode, key });
         return intent;
       }
-      const line = bounded(record as unknown as Record<string, unknown>).text;
-      if (this.#unsettled.size < AUDIT_MAX_UNSETTLED) this.#unsettled.set(id, line);
-      else {
-        this.#overflowAfterBoundary++;
-        if (this.#unsettledOverflow++ === 0) {
-          this.#log.warn(
-            `more than ${AUDIT_MAX_UNSETTLED} calls in flight (AUDIT_MAX_UNSETTLED): no ` +
-              `checkpoint nor closing record until they settle (a start after this searches the ` +
-              `journal's tail)`,
-          );
-        }
-      }
-      const write = journal.writer.append(line, {
-        counted: false,
-        spare: stopOrigin(call.origin) ? 0 : AUDIT_SAFETY_RESERVE_ENTRIES,
-      });
-      this.#wrote(journal, line);
+      const write = this.#appendAhead(journal, id, record);
       const intent: AuditIntent = { id };
       this.#aheadKeys.set(intent, { call, mode, key });
       queued = intent;
@@ -828,6 +814,31 @@ export class AuditTrail implements AuditSink {
     this.#open = { key, entry, timer, intents, unwritten, side, lastWall: wall };
   }
 
+  /**
+   * Queues a call's write-ahead record (kept in #unsettled until its outcome settles it, past
+   * AUDIT_MAX_UNSETTLED counted instead); resolves as the journal's append.
+   */
+  #appendAhead(journal: Journal, id: string, record: IntentRecord): Promise<JournalAppendResult> {
+    const line = bounded(record as unknown as Record<string, unknown>).text;
+    if (this.#unsettled.size < AUDIT_MAX_UNSETTLED) this.#unsettled.set(id, line);
+    else {
+      this.#overflowAfterBoundary++;
+      if (this.#unsettledOverflow++ === 0) {
+        this.#log.warn(
+          `more than ${AUDIT_MAX_UNSETTLED} calls in flight (AUDIT_MAX_UNSETTLED): no ` +
+            `checkpoint nor closing record until they settle (a start after this searches the ` +
+            `journal's tail)`,
+        );
+      }
+    }
+    const write = journal.writer.append(line, {
+      counted: false,
+      spare: stopOrigin(record.origin) ? 0 : AUDIT_SAFETY_RESERVE_ENTRIES,
+    });
+    this.#wrote(journal, line);
+    return write;
+  }
+
   /** A new entry of one decision. */
   #entry(d: AuditDecision, now: number, mode: string): AuditEntry {
     return {
@@ -872,6 +883,13 @@ export class AuditTrail implements AuditSink {
     this.#open = null;
     this.#o.clock.clearTimer(open.timer);
     this.#emit(open.entry, open.intents, undefined, open.unwritten);
+    // Its repeats still in flight are not in the entry just written (their outcome is not known):
+    // it no longer stands for their decision, so each is written ahead now, as any other call's
+    // (a crash then records it interrupted, a closing record lists it), and settled by its outcome.
+    const journal = this.#journal;
+    if (journal === null) return;
+    for (const [id, record] of this.#repeats) void this.#appendAhead(journal, id, record);
+    this.#repeats.clear();
   }
 
   /**
@@ -1514,8 +1532,8 @@ export class AuditTrail implements AuditSink {
         // never: bounded() keeps every record valid JSON
       }
     }
-    if (this.#repeats.size === 0) return calls;
     calls.push(...this.#repeats.values());
+    // By id: a repeat's record joins #unsettled when its entry closes, after later calls' records.
     const n = (id: string) => Number(id.slice(id.indexOf(".") + 1));
     return calls.sort((a, b) => n(a.intent) - n(b.intent));
   }

@@ -6,6 +6,9 @@
  *   promise that a decision is on disk before the provider receives the call.
  * - `fail_long` (ACTUATE, id 2): answers FAILED_PRECONDITION with a 100,000-character message.
  * - `echo` (ACTUATE, id 3, optional argument `text`, a string): answers OK.
+ * - `hold_repeat` (ACTUATE, id 4, argument `tag`, a string): answers OK the first time a tag
+ *   arrives; a later call with the same tag is never answered, and writes the file named by the
+ *   second command-line argument (run with `--allow-write` for it) when it arrives.
  */
 import {
   DeviceProvider,
@@ -15,6 +18,10 @@ import {
 } from "../../src/provider_sdk/mod.ts";
 
 const auditDir = Deno.args[0] ?? "";
+/** The file `hold_repeat` writes when it holds a call (none: not written). */
+const heldFile = Deno.args[1] ?? "";
+/** The tags `hold_repeat` answered. */
+const answered = new Set<string>();
 
 /** True when a file of the audit folder contains `tag` (read now, from the disk's page cache). */
 function journalHolds(tag: string): boolean {
@@ -59,6 +66,22 @@ const provider = new DeviceProvider({ name: "audit-provider", version: "1.0.0" }
       category: "ACTUATE",
       args: [{ name: "text", type: "string", required: false }],
       handler: () => {},
+    },
+    {
+      id: 4,
+      name: "hold_repeat",
+      description: "Answers a tag once; holds every later call with it unanswered",
+      category: "ACTUATE",
+      args: [{ name: "tag", type: "string" }],
+      handler: (args) => {
+        const tag = args.string("tag");
+        if (!answered.has(tag)) {
+          answered.add(tag);
+          return {};
+        }
+        if (heldFile !== "") Deno.writeTextFileSync(heldFile, tag);
+        return new Promise(() => {});
+      },
     },
   ],
 }]);

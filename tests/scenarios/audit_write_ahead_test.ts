@@ -11,8 +11,7 @@ import { apiFetch } from "../helpers/openapi_check.ts";
 import { startServing } from "../helpers/kernel.ts";
 import { REPO, testConfig } from "../helpers/sim_config.ts";
 import {
-  killLeftovers,
-  processAlive,
+  killProcessesNaming,
   providerYaml,
   startRuntimeOnFreePort,
   waitFor,
@@ -21,10 +20,16 @@ import {
 
 const AUDIT_PROVIDER = `${REPO}tests/scenarios/_audit_provider.ts`;
 
-function auditProviderCommand(auditDir: string): { command: string; args: string[] } {
+/** `held`: the file its `hold_repeat` writes when it holds a call (writable by it). */
+function auditProviderCommand(
+  auditDir: string,
+  held?: string,
+): { command: string; args: string[] } {
   return {
     command: Deno.execPath(),
-    args: ["run", "--quiet", "--allow-read", AUDIT_PROVIDER, auditDir],
+    args: held === undefined
+      ? ["run", "--quiet", "--allow-read", AUDIT_PROVIDER, auditDir]
+      : ["run", "--quiet", "--allow-read", `--allow-write=${held}`, AUDIT_PROVIDER, auditDir, held],
   };
 }
 
@@ -107,49 +112,45 @@ Deno.test("an accepted actuating call is in the audit journal when the provider 
   }
 });
 
-Deno.test("a runtime killed with SIGKILL right after answering an actuating call leaves the call in its audit journal", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "audit_kill9_" });
+/**
+ * A runtime (src/main.ts) with the audit provider (`held`: its hold_repeat file) in MANUAL: `before`
+ * acts on its API, then the runtime is SIGKILLed and started again; `after` reads the next one's
+ * audit calls of rec0. Everything is stopped and removed after.
+ */
+async function killedAndRestarted(
+  prefix: string,
+  before: (base: string, dir: string) => Promise<void>,
+  after: (calls: Record<string, unknown>[]) => void,
+  o: { held?: boolean } = {},
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix });
   const auditDir = `${dir}/data/audit`;
-  const pids: number[] = [];
+  const held = o.held ? `${dir}/held` : undefined;
   const config = (port: number) =>
     writeRuntimeConfig(dir, {
       port,
-      providers: providerYaml("rec", auditProviderCommand(auditDir)),
+      providers: providerYaml("rec", auditProviderCommand(auditDir, held)),
     });
   try {
     const first = await startRuntimeOnFreePort(config);
     const base = `http://127.0.0.1:${first.port}`;
     try {
       await waitFor("the provider AVAILABLE", async () => {
-        const r = await apiFetch(`${base}/v0/runtime/status`);
-        const s = await r.json();
+        const s = await (await apiFetch(`${base}/v0/runtime/status`)).json();
         return s.providers?.[0]?.state === "AVAILABLE";
       });
       assert.equal((await post(base, "/v0/mode", { mode: "MANUAL" })).status, 200);
-      const answer = await post(base, "/v0/call", act("killed-right-after-7c3d"));
-      assert.equal(answer.status, 200, JSON.stringify(answer.json));
+      await before(base, dir);
       first.rt.child.kill("SIGKILL");
       await first.rt.exit;
     } finally {
       await first.rt.dispose();
     }
-    assert.match(journalText(auditDir), /killed-right-after-7c3d/);
-
-    // The next start serves it: the call's outcome never reached the journal, so the entry says
-    // what is known (sent to the provider; its answer unknown).
     const second = await startRuntimeOnFreePort(config);
     try {
       const base2 = `http://127.0.0.1:${second.port}`;
       const page = await (await apiFetch(`${base2}/v0/audit?device_id=rec0`)).json();
-      const calls = page.entries.filter((e: { action: string }) => e.action === "call");
-      assert.equal(calls.length, 1, JSON.stringify(page.entries));
-      assert.deepEqual(calls[0].args, {
-        tag: { type: "string", string: "killed-right-after-7c3d" },
-      });
-      assert.equal(calls[0].outcome, "interrupted");
-      assert.equal(calls[0].count, 1);
-      assert.equal(calls[0].result, null);
-      assert.match(calls[0].reason, /^the runtime ended after this call passed every check/);
+      after(page.entries.filter((e: { action: string }) => e.action === "call"));
     } finally {
       second.rt.child.kill("SIGTERM");
       await second.rt.exit;
@@ -157,16 +158,69 @@ Deno.test("a runtime killed with SIGKILL right after answering an actuating call
     }
   } finally {
     // A provider outlives a SIGKILLed runtime until it sees its stdin close.
-    for (const e of Deno.readDirSync("/proc")) {
-      const pid = Number(e.name);
-      if (!Number.isInteger(pid)) continue;
-      try {
-        if (Deno.readTextFileSync(`/proc/${pid}/cmdline`).includes(auditDir)) pids.push(pid);
-      } catch {
-        // gone
-      }
-    }
-    killLeftovers(pids.filter(processAlive));
+    killProcessesNaming(auditDir);
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+Deno.test("a runtime killed with SIGKILL right after answering an actuating call leaves the call in its audit journal", async () => {
+  await killedAndRestarted("audit_kill9_", async (base, dir) => {
+    const answer = await post(base, "/v0/call", act("killed-right-after-7c3d"));
+    assert.equal(answer.status, 200, JSON.stringify(answer.json));
+    assert.match(journalText(`${dir}/data/audit`), /killed-right-after-7c3d/);
+  }, (calls) => {
+    // The call's outcome never reached the journal, so the entry says what is known (sent to the
+    // provider; its answer unknown).
+    assert.equal(calls.length, 1, JSON.stringify(calls));
+    assert.deepEqual(calls[0]!.args, {
+      tag: { type: "string", string: "killed-right-after-7c3d" },
+    });
+    assert.equal(calls[0]!.outcome, "interrupted");
+    assert.equal(calls[0]!.count, 1);
+    assert.equal(calls[0]!.result, null);
+    assert.match(String(calls[0]!.reason), /^the runtime ended after this call passed every check/);
+  });
 });
+
+/**
+ * A repeat of a call (the same decision as the open audit entry: nothing written ahead for it) is
+ * on the wire when an e-stop latches: the e-stop's entry closes the open one, which is written
+ * counting only the calls answered, and the runtime is SIGKILLed before the repeat is answered.
+ * That call reached the provider, so the next start has it on the audit trail (docs/http-api.md,
+ * "What a crash can lose": never a call that reached a provider), as an `interrupted` entry.
+ */
+Deno.test("a repeated call on the wire when an e-stop closed its entry is interrupted after a SIGKILL, not lost", async () => {
+  const call = { ...act("repeat-on-the-wire-3b9d"), function_id: 4 }; // hold_repeat
+  await killedAndRestarted("audit_repeat_kill_", async (base, dir) => {
+    const answer = await post(base, "/v0/call", call);
+    assert.equal(answer.status, 200, JSON.stringify(answer.json));
+    // The same call again while its entry is open: the provider holds it.
+    void post(base, "/v0/call", call).catch(() => null);
+    await waitFor("the repeat held by the provider", () => exists(`${dir}/held`));
+    // The e-stop's entry closes the open one (count 1: the repeat is not answered).
+    const stop = await post(base, "/v0/estop", { reason: "repeat on the wire" });
+    assert.equal(stop.status, 200, JSON.stringify(stop.json));
+    await waitFor("the e-stop's entry on disk", () => {
+      try {
+        return journalText(`${dir}/data/audit`).includes('"action":"estop"');
+      } catch {
+        return false;
+      }
+    });
+  }, (calls) => {
+    assert.deepEqual(
+      calls.map((e) => [e.outcome, e.count]),
+      [["accepted", 1], ["interrupted", 1]],
+      "the repeat that reached the provider is missing from the audit trail",
+    );
+  }, { held: true });
+});
+
+function exists(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -255,3 +255,21 @@ export function killLeftovers(pids: readonly number[]): void {
     }
   }
 }
+
+/**
+ * SIGKILLs every process whose command line names `marker` (a folder of the test's own): the
+ * providers of a SIGKILLed runtime outlive it until they see their stdin close.
+ */
+export function killProcessesNaming(marker: string): void {
+  const pids: number[] = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    const pid = Number(e.name);
+    if (!Number.isInteger(pid)) continue;
+    try {
+      if (Deno.readTextFileSync(`/proc/${pid}/cmdline`).includes(marker)) pids.push(pid);
+    } catch {
+      // gone
+    }
+  }
+  killLeftovers(pids);
+}

@@ -9,8 +9,7 @@ import assert from "node:assert/strict";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { REPO } from "../helpers/sim_config.ts";
 import {
-  killLeftovers,
-  processAlive,
+  killProcessesNaming,
   providerYaml,
   startRuntimeOnFreePort,
   waitFor,
@@ -95,17 +94,7 @@ Deno.test("a call interrupted by a crash is an event of the run that crash aband
     }
   } finally {
     // A provider outlives a SIGKILLed runtime until it sees its stdin close.
-    const pids: number[] = [];
-    for (const e of Deno.readDirSync("/proc")) {
-      const pid = Number(e.name);
-      if (!Number.isInteger(pid)) continue;
-      try {
-        if (Deno.readTextFileSync(`/proc/${pid}/cmdline`).includes(auditDir)) pids.push(pid);
-      } catch {
-        // gone
-      }
-    }
-    killLeftovers(pids.filter(processAlive));
+    killProcessesNaming(auditDir);
     await Deno.remove(dir, { recursive: true });
   }
 });
