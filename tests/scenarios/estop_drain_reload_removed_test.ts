@@ -16,7 +16,12 @@ import { d, i, manualCall } from "../safety/_fixture.ts";
 /** How long the provider holds the call: past the reload, well within the drain's bound. */
 const LATENCY_MS = 2500;
 
-Deno.test("Estop drain waits, past a reload that removes the provider, for the process a call admitted before the latch is still at", async () => {
+/**
+ * A runtime with sim0 and sim1 (children) polling only once, and a call admitted before any latch
+ * that sim1 holds LATENCY_MS before it acts (at sim1 when this returns): the runtime, sim1's pid and
+ * the call's outcome ("answered", or the error's text).
+ */
+async function callHeldAtSim1() {
   const rt = await startRuntime(
     // No poll after the first: the one request on sim1's wire is then the call.
     testConfig({
@@ -25,18 +30,21 @@ Deno.test("Estop drain waits, past a reload that removes the provider, for the p
     }),
     { arm: true },
   );
-  try {
-    await manualCall(rt, "sim1", "chaos_control", 3, {
-      device_id: { type: "string", string: "motorctl0" },
-      latency_ms: i(LATENCY_MS),
-    });
-    const pid = rt.registry.host("sim1")!.session!.pid;
-    // Sent before the latch: sim1 holds it LATENCY_MS before it acts.
-    const call = manualCall(rt, "sim1", "motorctl0", 10, { motor_index: i(1), duty: d(0.7) })
-      .then(() => "answered", (e) => String(e));
-    const session = rt.registry.host("sim1")!.session!;
-    await waitFor("the call at sim1", () => session.inFlight > 0);
+  await manualCall(rt, "sim1", "chaos_control", 3, {
+    device_id: { type: "string", string: "motorctl0" },
+    latency_ms: i(LATENCY_MS),
+  });
+  const pid = rt.registry.host("sim1")!.session!.pid;
+  const call = manualCall(rt, "sim1", "motorctl0", 10, { motor_index: i(1), duty: d(0.7) })
+    .then(() => "answered", (e) => String(e));
+  const session = rt.registry.host("sim1")!.session!;
+  await waitFor("the call at sim1", () => session.inFlight > 0);
+  return { rt, pid, call };
+}
 
+Deno.test("Estop drain waits, past a reload that removes the provider, for the process a call admitted before the latch is still at", async () => {
+  const { rt, pid, call } = await callHeldAtSim1();
+  try {
     const stop = rt.estop.trigger("drain x reload");
     const report = rt.reload({
       ...rt.config,
@@ -66,24 +74,8 @@ Deno.test("Estop drain waits, past a reload that removes the provider, for the p
  * answered complete only once that process had exited.
  */
 async function latchWhileStopping(restart: boolean): Promise<void> {
-  const rt = await startRuntime(
-    testConfig({
-      providers: [simProvider("sim0"), simProvider("sim1")],
-      pollingIntervalMs: 60_000,
-    }),
-    { arm: true },
-  );
+  const { rt, pid, call } = await callHeldAtSim1();
   try {
-    await manualCall(rt, "sim1", "chaos_control", 3, {
-      device_id: { type: "string", string: "motorctl0" },
-      latency_ms: i(LATENCY_MS),
-    });
-    const pid = rt.registry.host("sim1")!.session!.pid;
-    const call = manualCall(rt, "sim1", "motorctl0", 10, { motor_index: i(1), duty: d(0.7) })
-      .then(() => "answered", (e) => String(e));
-    const session = rt.registry.host("sim1")!.session!;
-    await waitFor("the call at sim1", () => session.inFlight > 0);
-
     // The reload first: sim1 is taken out and its session closed while it holds the call.
     const report = rt.reload({
       ...rt.config,
