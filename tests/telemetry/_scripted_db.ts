@@ -170,3 +170,20 @@ export function providerHealthView(over: Partial<ProviderHealthView> = {}): Prov
     ...over,
   };
 }
+
+/** A device of a providerHealthView: `deviceId`, OK, polled at 1760000000000, nothing reported. */
+export function deviceHealthView(deviceId: string): ProviderHealthView["devices"][number] {
+  return {
+    device_id: deviceId,
+    health: "OK",
+    last_poll_ms: 1760000000000,
+    staleness_ms: 40,
+    registered: true,
+    stale_signal_count: 0,
+    fault_signal_count: 0,
+    type_version: "",
+    descriptor_tags: {},
+    claims: [],
+    reported: null,
+  };
+}

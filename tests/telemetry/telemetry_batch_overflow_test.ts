@@ -10,7 +10,7 @@ import { EventBus } from "../../src/events/mod.ts";
 import { BATCH_HEALTH_ALLOWANCE, TelemetryWriter } from "../../src/telemetry/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { providerHealthView, ScriptedDb, SETTINGS } from "./_scripted_db.ts";
+import { deviceHealthView, providerHealthView, ScriptedDb, SETTINGS } from "./_scripted_db.ts";
 
 /** Devices of the one provider of each health snapshot: a snapshot is this + 1 rows. */
 const DEVICES = 6000;
@@ -19,19 +19,7 @@ function snapshot(): ProviderHealthView[] {
   return [
     providerHealthView({
       device_count: DEVICES,
-      devices: Array.from({ length: DEVICES }, (_, i) => ({
-        device_id: `dev${i}`,
-        health: "OK" as const,
-        last_poll_ms: 1760000000000,
-        staleness_ms: 40,
-        registered: true,
-        stale_signal_count: 0,
-        fault_signal_count: 0,
-        type_version: "",
-        descriptor_tags: {},
-        claims: [],
-        reported: null,
-      })),
+      devices: Array.from({ length: DEVICES }, (_, i) => deviceHealthView(`dev${i}`)),
     }),
   ];
 }

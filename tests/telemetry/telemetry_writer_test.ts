@@ -20,7 +20,7 @@ import {
 } from "../helpers/victoria_metrics.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { parseLine } from "./line_protocol_check.ts";
-import { providerHealthView } from "./_scripted_db.ts";
+import { deviceHealthView, providerHealthView } from "./_scripted_db.ts";
 
 await loadInfluxClient(); // as the service does when telemetry is enabled
 
@@ -92,19 +92,7 @@ const range = (from: number, count: number) => Array.from({ length: count }, (_,
 
 const HEALTH: ProviderHealthView[] = [providerHealthView({
   device_count: 1,
-  devices: [{
-    device_id: "dev0",
-    health: "OK",
-    last_poll_ms: 1760000000000,
-    staleness_ms: 40,
-    registered: true,
-    stale_signal_count: 0,
-    fault_signal_count: 0,
-    type_version: "",
-    descriptor_tags: {},
-    claims: [],
-    reported: null,
-  }],
+  devices: [deviceHealthView("dev0")],
 })];
 
 Deno.test({
