@@ -104,7 +104,14 @@ import {
   providerHealthViews,
   StateCache,
 } from "../state/mod.ts";
-import { effectiveSafeState, Estop, type EstopAction } from "../safety/mod.ts";
+import {
+  effectiveSafeState,
+  Estop,
+  type EstopAction,
+  rungDropped,
+  rungDropText,
+  type SoftwareSafeState,
+} from "../safety/mod.ts";
 import { AutomationEngine, type ReadFileFn } from "../automation/mod.ts";
 import { AlarmEngine } from "../alarms/mod.ts";
 import { AuditTrail, boundedEntryText } from "../audit/mod.ts";
@@ -518,6 +525,11 @@ export class Kernel {
    */
   #inventoryChangedInReload = false;
   /**
+   * The e-stop's rung as last judged (#judgeRung): from start-up's plan on; null before it, or
+   * while the devices could not be read.
+   */
+  #rungSeen: SoftwareSafeState | null = null;
+  /**
    * Providers the running reload does not start whose inventory changed while it ran (a
    * crash-restart): their declared calls and the vetoing hooks are checked once, at the reload's
    * end, with what it left in force -- not now and again then (one line per problem).
@@ -725,6 +737,11 @@ export class Kernel {
         return;
       }
       void this.modes.recheckAutoGate(this.#reloading ? this.#reloadStarting : undefined);
+      // So is the e-stop's rung: a new actuating function the setpoints do not cover drops it.
+      this.#judgeRung(
+        `inventory of ${id} changed`,
+        this.#reloading ? this.#reloadStarting : undefined,
+      );
       if (!this.#hooksChecked) return; // start-up's own checks come later
       // During a reload: said once at its end, with the calls and hooks it leaves in force (its
       // own checks would say the same problem a second time).
@@ -1064,6 +1081,7 @@ export class Kernel {
     // served; the lines around it use the same logger, and a runtime whose e-stop plan cannot be
     // made or told must not come up.
     this.estop.logPlan("start-up");
+    this.#rungSeen = this.estop.ladderRung()?.rung ?? null;
     // Once the inventory is known: a tree that AUTO could never start is said now, not at the
     // operator's first POST /v0/mode.
     const autoProblem = this.config.automation.enabled ? this.modes.autoGateProblem() : null;
@@ -1501,7 +1519,38 @@ export class Kernel {
       if (this.#inventoryChangedInReload && this.#stopping === null) {
         void this.modes.recheckAutoGate();
       }
+      // So is the e-stop's rung, on every provider and the safety section the reload left.
+      if (this.#stopping === null) this.#judgeRung("configuration reload");
     }
+  }
+
+  /**
+   * The e-stop's rung never drops unseen (docs/safety.md, "The ladder"): setpoints apply only
+   * while they cover every actuating function, so a provider added or restarted with one they do
+   * not cover takes every setpoint call away (zeroing or nothing instead). A drop since the rung
+   * last judged is one WARN line; in AUTO it forces FAULT (AUTO never runs on a weaker stop than
+   * it was entered with: the reload's own rule for a ladder call taken away), and a MANUAL -> AUTO
+   * transition under way is refused at its commit. `except`: providers a running reload starts,
+   * judged at its end (a setpoint for them may come in a later section).
+   */
+  #judgeRung(cause: string, except?: ReadonlySet<string>): void {
+    const now = this.estop.ladderRung(except);
+    if (now === null) return;
+    const before = this.#rungSeen;
+    this.#rungSeen = now.rung;
+    if (before === null || !rungDropped(before, now.rung)) return;
+    const why = rungDropText(before, now, cause);
+    const auto = this.modes.current() === "AUTO";
+    this.host.log.warn(
+      `${why}${auto ? "; AUTO is not kept on a weaker e-stop: FAULT" : ""} ` +
+        "(GET /v0/runtime/status -> estop.plan)",
+    );
+    if (auto) return void this.modes.forceFault(why);
+    this.modes.invalidateAutoEntry(
+      why,
+      "request AUTO again to enter it with the e-stop ladder now in force",
+      "estop",
+    );
   }
 
   async #reload(next: Config): Promise<ReloadReport> {

@@ -94,6 +94,7 @@ import {
   type SafeStateConfig,
   type SafeStatePlan,
   type SoftwareSafeState,
+  uncoveredFunctions,
 } from "./safe_state.ts";
 import {
   ListedBefore,
@@ -458,6 +459,31 @@ export function uncoveredWarning(
   return `The '${rung}' rung leaves ${uncovered.length} actuating function(s) untouched: ${list}. ` +
     "The e-stop did not change them; cover them with safety.safe_state.hooks and check the " +
     "outputs that matter with safety.safe_state.expect, or use the hardware emergency stop.";
+}
+
+/** The rung a stop would run now (Estop.ladderRung). */
+export interface LadderRung {
+  readonly rung: SoftwareSafeState;
+  /** The actuating functions safety.safe_state.setpoints do not cover. */
+  readonly setpointGaps: readonly FunctionRef[];
+}
+
+/**
+ * The line (and FAULT reason) of a rung that dropped from `before` to `now.rung` (`cause`: what
+ * changed): with setpoints declared, the functions they no longer cover, quoted and cut as the
+ * plan lines quote them and named up to MAX_NAMED_IN_WARNING.
+ */
+export function rungDropText(before: SoftwareSafeState, now: LadderRung, cause: string): string {
+  const gaps = now.setpointGaps;
+  return `the e-stop's safe-state ladder dropped from rung '${before}' to '${now.rung}' (${cause})` +
+    (before === "setpoints" && gaps.length > 0
+      ? `: safety.safe_state.setpoints do not cover ${gaps.length} actuating function(s): ${
+        namedList(
+          gaps.map((u) => `${quoteName(u.device_handle)} ${quoteName(u.function)}`),
+          MAX_NAMED_IN_WARNING,
+        )
+      }`
+      : "");
 }
 
 /**
@@ -875,6 +901,29 @@ export class Estop implements EstopService {
     return this.#plan = vanished.length === 0
       ? plan
       : { ...plan, uncovered: [...plan.uncovered, ...vanished] };
+  }
+
+  /**
+   * The rung a stop would run now, and the actuating functions safety.safe_state.setpoints do not
+   * cover (the reason rung 2 does not apply), for the kernel's judgement of a rung that drops
+   * (docs/safety.md, "The ladder"). `except`: providers whose devices are left out (a reload
+   * starting them judges them once it has applied; leaving devices out never drops the rung). Null
+   * when the plan cannot be made (status says so: plan_failed).
+   */
+  ladderRung(except?: ReadonlySet<string>): LadderRung | null {
+    // Contained: called from inventory listeners and a reload's end, which a throw must not end.
+    try {
+      const all = except === undefined || except.size === 0;
+      const devices = all
+        ? registeredDevices(this.#o.inventory)
+        : registeredDevices(this.#o.inventory).filter((d) => !except.has(d.device.providerId));
+      return {
+        rung: all ? this.plan().rung : planSafeState(this.#o.safeState, devices).rung,
+        setpointGaps: uncoveredFunctions(this.#o.safeState.setpoints, devices),
+      };
+    } catch {
+      return null;
+    }
   }
 
   /** The plan as status shows it: every call with its arguments, and what it leaves untouched. */

@@ -37,6 +37,14 @@ import { declaredFunctionLabel, findDeclaredTarget } from "../control/mod.ts";
 /** The rung of the ladder. */
 export type SoftwareSafeState = "none" | "hooks" | "setpoints" | "zero";
 
+/** The rungs from the first (the strongest) to the last: a later one is a drop. */
+export const RUNG_ORDER: readonly SoftwareSafeState[] = ["hooks", "setpoints", "zero", "none"];
+
+/** True when `after` is a later rung of the ladder than `before` (RUNG_ORDER). */
+export function rungDropped(before: SoftwareSafeState, after: SoftwareSafeState): boolean {
+  return RUNG_ORDER.indexOf(after) > RUNG_ORDER.indexOf(before);
+}
+
 /** safety.safe_state after the adoption rule. */
 export interface SafeStateConfig {
   readonly hooks: readonly CallConfig[];
@@ -119,14 +127,7 @@ export function planSafeState(
     device_handle: deviceHandle(d.device.providerId, d.device.deviceId),
     function: fn.name,
   });
-  const uncoveredBy = (calls: readonly CallConfig[]): FunctionRef[] => {
-    const covered = new Set<FunctionSpec>();
-    for (const call of calls) {
-      const t = findDeclaredTarget(call, devices);
-      if ("fn" in t) covered.add(t.fn);
-    }
-    return actuating.filter((a) => !covered.has(a.fn)).map((a) => ref(a.device, a.fn));
-  };
+  const uncoveredBy = (calls: readonly CallConfig[]) => uncoveredFunctions(calls, devices);
 
   if (safeState.hooks.length > 0) {
     return {
@@ -162,6 +163,24 @@ export function planSafeState(
     return { rung: "zero", calls, uncovered };
   }
   return { rung: "none", calls: [], uncovered: actuating.map((a) => ref(a.device, a.fn)) };
+}
+
+/** The actuating functions of `devices` that none of `calls` resolves to (see "Cover" above). */
+export function uncoveredFunctions(
+  calls: readonly CallConfig[],
+  devices: readonly DeviceCapabilities[],
+): FunctionRef[] {
+  const covered = new Set<FunctionSpec>();
+  for (const call of calls) {
+    const t = findDeclaredTarget(call, devices);
+    if ("fn" in t) covered.add(t.fn);
+  }
+  return devices.flatMap((d) =>
+    d.functions.filter((f) => f.actuating && !covered.has(f)).map((fn) => ({
+      device_handle: deviceHandle(d.device.providerId, d.device.deviceId),
+      function: fn.name,
+    }))
+  );
 }
 
 /**
