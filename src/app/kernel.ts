@@ -2201,18 +2201,22 @@ export class Kernel {
             "the tokens in force are kept",
         };
       }
-      const { ended, changes } = await this.api.setTokens(running, apiToken, named);
-      if (changes !== null) {
-        this.audit.record({
-          action: "config",
-          origin: { kind: "reload", cause: "SIGHUP" },
-          outcome: "accepted",
-          function: key,
-          args: { tokens: changes },
-          reason: null,
-          latency_ms: 0,
-        });
-      }
+      // Recorded in the step the tokens take effect: before any request they admit.
+      const { ended, changes } = await this.api.setTokens(
+        running,
+        apiToken,
+        named,
+        (changes) =>
+          this.audit.record({
+            action: "config",
+            origin: { kind: "reload", cause: "SIGHUP" },
+            outcome: "accepted",
+            function: key,
+            args: { tokens: changes },
+            reason: null,
+            latency_ms: 0,
+          }),
+      );
       const notes: string[] = [];
       // Nobody gained or lost anything (the other token section, applied first, took it all; or
       // the file's auth_token, which RUNTIME_API_TOKEN overrides): nothing was replaced.

@@ -28,7 +28,9 @@
  *   stop: the write fails fast, the call goes on, and the failure is counted, logged (ERROR once
  *   per failing streak) and shown in status() (GET /v0/providers/health `audit`) and metrics. The
  *   entries lost are counted (`gap_pending`); when writing works again an entry of action `gap`
- *   with that count (and the first and last time and the error) is written, and a WARN says so.
+ *   with that count (and the first and last time and the error) is written, and a WARN says so:
+ *   numbered when the first was lost and written in that place (before the entries decided after
+ *   it), so `seq` ascends in the journal as in memory.
  *   Entries are never claimed to be on disk when they are not. A restart before writing works
  *   again loses the count (the ERROR in the log and the metrics scraped meanwhile are what is
  *   known).
@@ -428,6 +430,8 @@ export class AuditTrail implements AuditSink {
   #newest: number | null = null;
   #seq = 0;
   #entriesTotal = 0;
+  /** The seq of the last `gap` entry counted in #entriesTotal (#gapLine). */
+  #gapCounted = 0;
   #aheadLate = 0;
   #aheadLateLogged = false;
   #unreadable = 0;
@@ -962,10 +966,14 @@ export class AuditTrail implements AuditSink {
     }
   }
 
-  /** The `gap` entry of entries lost while the journal could not be written. */
+  /**
+   * The `gap` entry of entries lost while the journal could not be written: numbered when the
+   * first of them was lost (gapMark), it is written in that place among the entries (after those
+   * numbered before, before the others: JournalWriter), so `seq` ascends in the journal.
+   */
   #gapLine(gap: JournalGap): string {
     const entry: AuditEntry = {
-      seq: ++this.#seq,
+      seq: gap.mark ?? ++this.#seq,
       time_epoch_ms: gap.firstLostAtMs,
       first_time_epoch_ms: gap.firstLostAtMs,
       last_time_epoch_ms: gap.lastLostAtMs,
@@ -983,7 +991,9 @@ export class AuditTrail implements AuditSink {
       result: null,
       latency_ms: null,
     };
-    this.#entriesTotal++;
+    // One entry however often its line is made (again for each write tried while it is pending).
+    if (entry.seq !== this.#gapCounted) this.#entriesTotal++;
+    this.#gapCounted = entry.seq;
     return boundedEntry(entry).text;
   }
 
@@ -1016,6 +1026,7 @@ export class AuditTrail implements AuditSink {
       maxQueuedLines: AUDIT_QUEUE_MAX_ENTRIES + AUDIT_SAFETY_RESERVE_ENTRIES,
       syncIntervalMs: AUDIT_SYNC_INTERVAL_MS,
       gapLine: (gap) => this.#gapLine(gap),
+      gapMark: () => ++this.#seq,
     });
     const journal: Journal = { ...options, writer };
     let interrupted: IntentRecord[] = [];
@@ -1615,6 +1626,10 @@ export class AuditTrail implements AuditSink {
   ): Promise<AuditPage> {
     const page: AuditPage = { entries: [], next_cursor: null, problems: [] };
     let scanned = 0;
+    // The page is full: its cursor, given only when a line after it holds an entry the query
+    // serves or a line to report (as #queryMemory: null at the end, no empty page after it).
+    let full: Cursor | null = null;
+    const peeked: AuditProblem[] = [];
     const where = { dir: journal.dir, prefix: SEGMENT_PREFIX };
     const segments = await segmentNumbers(journal.files, where).catch(() => [] as number[]);
     for (const [i, n] of segments.entries()) {
@@ -1635,22 +1650,38 @@ export class AuditTrail implements AuditSink {
         // The last line of the newest file without a newline is being written: read next time.
         if (!line.terminated && newest) break;
         scanned += line.end - line.start;
+        if (full !== null) {
+          const entry = this.#readLine(path, line, peeked, true);
+          if (
+            peeked.length > 0 || (entry && matches(entry, q)) || scanned >= AUDIT_SCAN_MAX_BYTES
+          ) {
+            page.next_cursor = encodeCursor(full);
+            return page;
+          }
+          continue;
+        }
         const entry = this.#readLine(path, line, page.problems);
         if (entry && matches(entry, q)) page.entries.push(entry);
-        if (
-          page.entries.length === q.limit || scanned >= AUDIT_SCAN_MAX_BYTES ||
-          page.problems.length >= AUDIT_PAGE_MAX_PROBLEMS
-        ) {
+        if (scanned >= AUDIT_SCAN_MAX_BYTES || page.problems.length >= AUDIT_PAGE_MAX_PROBLEMS) {
           page.next_cursor = encodeCursor({ kind: "file", segment: n, offset: line.end });
           return page;
         }
+        if (page.entries.length === q.limit) full = { kind: "file", segment: n, offset: line.end };
       }
     }
     return page;
   }
 
-  /** The entry of a stored line, or null (bookkeeping lines; unusable ones go to `problems`). */
-  #readLine(path: string, line: JournalLine, problems: AuditProblem[]): AuditEntry | null {
+  /**
+   * The entry of a stored line, or null (bookkeeping lines; unusable ones go to `problems`, and,
+   * but for a `peek` past a full page, are logged and counted).
+   */
+  #readLine(
+    path: string,
+    line: JournalLine,
+    problems: AuditProblem[],
+    peek = false,
+  ): AuditEntry | null {
     const t = line.text;
     let problem: string | null = null;
     if (isCutLine(line, AUDIT_READ_MAX_LINE_BYTES)) {
@@ -1674,6 +1705,7 @@ export class AuditTrail implements AuditSink {
     }
     const file = path.slice(path.lastIndexOf("/") + 1);
     problems.push({ file, offset: line.start, bytes: storedLineBytes(line), problem });
+    if (peek) return null; // reported by the page that reads it
     const at = `${file}:${line.start}`;
     // Counted and logged once per line (past AUDIT_MAX_LOGGED_PROBLEMS lines, once per read).
     if (!this.#loggedProblems.has(at)) {

@@ -142,14 +142,19 @@ export class HttpApi {
    * access (`tokenChanges`, null when nobody did). `http` carries the rest of the authentication
    * settings, which keep their start-up values (they need a restart). Calls made while one is
    * still digesting its tokens take effect one after another in the order they were made (the
-   * changes of each are against the tokens of the one before it).
+   * changes of each are against the tokens of the one before it). `changed` is given those
+   * changes (when someone gained or lost access) in the synchronous step that puts the tokens in
+   * effect, before it: what it records precedes every request they admit.
    */
   async setTokens(
     http: HttpConfig,
     apiToken: string,
     tokens: readonly NamedToken[],
+    changed?: (changes: TokenChanges) => void,
   ): Promise<{ ended: number; changes: TokenChanges | null }> {
-    const replaced = this.#retokened.then(() => this.#replaceTokens(http, apiToken, tokens));
+    const replaced = this.#retokened.then(() =>
+      this.#replaceTokens(http, apiToken, tokens, changed)
+    );
     this.#retokened = replaced.catch(() => {});
     const changes = await replaced;
     return { ended: await this.#sse.recheck(), changes };
@@ -160,12 +165,14 @@ export class HttpApi {
     http: HttpConfig,
     apiToken: string,
     tokens: readonly NamedToken[],
+    changed: ((changes: TokenChanges) => void) | undefined,
   ): Promise<TokenChanges | null> {
     // Digested before they take effect: a request admitted under the tokens before is asked again
     // of these synchronously (a call at its turn, #admittedNow).
     const auth = await BearerAuth.create(http, apiToken, tokens);
     const next = withDefaultToken(apiToken, tokens);
     const changes = tokenChanges(this.#tokens, next);
+    if (changes !== null) changed?.(changes);
     this.#tokens = next;
     this.#auth = auth;
     this.#tokenGeneration++;

@@ -24,10 +24,13 @@
  *   short write on a full disk) is cut back first (`truncate`): its lines were reported failed,
  *   so none of them stays in the file, whole or torn; only a crash (or a cut that fails) leaves
  *   a torn line.
- * - **Gaps.** Lines lost since the last successful write are a gap: with `gapLine`, the first
- *   write that succeeds again ends with the owner's line recording it (count, first and last
- *   time, reason), and a WARN says so. A gap not yet written when the process ends is lost with
- *   it (the ERROR logged at the first failure and `status().gapPending` are what is known).
+ * - **Gaps.** Lines lost since the last successful write are a gap: with `gapLine`, the owner's
+ *   line recording it (count, first and last time, reason) is written with the next write, where
+ *   the gap began: after the lines appended before its first loss, before those appended after it
+ *   (before the lines of the write that succeeds, when none was waiting), so the journal's lines
+ *   stay in the order they were appended in (`gapMark`: the owner numbers its gap line then). A
+ *   WARN says so once it is written. A gap not yet written when the process ends is lost with it
+ *   (the ERROR logged at the first failure and `status().gapPending` are what is known).
  *
  * The owner keeps its own rules (what a line is, what must be fsync'd before an answer); the
  * writer never throws into it.
@@ -51,6 +54,8 @@ export interface JournalGap {
   readonly lastLostAtMs: number;
   /** Why the last of them was lost (the write error, or the queue bound). */
   readonly reason: string;
+  /** What `gapMark` returned when the first of them was lost (undefined without it). */
+  readonly mark: number | undefined;
 }
 
 /** Construction options. */
@@ -67,8 +72,16 @@ export interface JournalWriterOptions {
   readonly maxQueuedLines: number;
   /** Longest time between a line's write and its fsync, for lines appended without `sync`. */
   readonly syncIntervalMs: number;
-  /** The line recording a gap, written at the end of the first write that succeeds after it. */
+  /**
+   * The line recording a gap, written with the next write, in the place of the gap's first loss
+   * (after the lines appended before it, before the others); made again when that write fails.
+   */
   readonly gapLine?: ((gap: JournalGap) => string) | undefined;
+  /**
+   * Called when a gap begins (its first line lost); what it returns is the gap's `mark`: the owner
+   * numbering its lines as it appends them numbers the gap line here, in its place among them.
+   */
+  readonly gapMark?: (() => number) | undefined;
   /**
    * false: a failed write is said by the owner alone (each of its appends is an event of its own,
    * whose one line names the failure: the reason in the append's result), so the writer counts it
@@ -123,6 +136,9 @@ interface GapCount {
   first: number;
   last: number;
   reason: string;
+  /** Its place: the lines appended before its first loss (`#appended` then). */
+  readonly at: number;
+  readonly mark: number | undefined;
 }
 
 /** A file and its size before a write. */
@@ -168,6 +184,11 @@ export class JournalWriter {
   #writeErrors = 0;
   #lost = 0;
   #gap: GapCount | null = null;
+  /** The gap whose line the write in flight holds (back to #gap when that write fails). */
+  #gapInFlight: GapCount | null = null;
+  /** Lines ever queued, and taken from the queue into writes: the places of gaps (GapCount.at). */
+  #appended = 0;
+  #taken = 0;
   #lastError: string | null = null;
   #lastErrorAt: number | null = null;
   /** Appends refused by a full queue: one ERROR per streak, until an append is queued again. */
@@ -245,6 +266,7 @@ export class JournalWriter {
     this.#refusals.ok();
     let done!: (r: JournalAppendResult) => void;
     const settled = new Promise<JournalAppendResult>((r) => done = r);
+    this.#appended++;
     this.#queue.push({
       text: line,
       sync: options.sync ?? false,
@@ -298,7 +320,7 @@ export class JournalWriter {
       writeErrors: this.#writeErrors,
       lost: this.#lost,
       queued: this.#queue.length,
-      gapPending: this.#gap?.lines ?? 0,
+      gapPending: (this.#gap?.lines ?? 0) + (this.#gapInFlight?.lines ?? 0),
       lastError: this.#lastError,
       lastErrorAtMs: this.#lastErrorAt,
     };
@@ -319,6 +341,8 @@ export class JournalWriter {
     await Promise.resolve();
     while (this.#queue.length > 0 || this.#syncDue) {
       const batch = this.#queue.splice(0);
+      const firstIndex = this.#taken;
+      this.#taken += batch.length;
       this.#inflight = batch;
       if (batch.length === 0) {
         this.#syncDue = false;
@@ -327,15 +351,26 @@ export class JournalWriter {
       }
       const lines = batch.map((p) => p.text);
       const fresh = batch.some((p) => p.newSegment) ? batch.map((p) => p.newSegment) : null;
+      // A gap goes with this write, in its place (#gapLineAt); a loss while it is in flight
+      // begins a gap of its own, after it.
+      const gap = this.#gap;
+      this.#gap = null;
+      this.#gapInFlight = gap;
+      const gapAt = gap === null ? -1 : this.#gapLineAt(gap, firstIndex, lines, fresh);
       let written = 0;
       try {
         written = await this.#write(lines, (n) => written = n, fresh);
       } catch (err) {
         const reason = this.#failed(err);
         await this.#dropAfterFailedWrite();
-        this.#linesWritten += Math.min(written, batch.length);
-        for (const p of batch.slice(0, written)) p.done({ ok: true });
-        for (const p of batch.slice(written)) {
+        const ok = Math.min(gapAt >= 0 && written > gapAt ? written - 1 : written, batch.length);
+        if (gap !== null) {
+          if (gapAt >= 0 && written > gapAt) this.#gapWritten(gap);
+          else this.#gapBack(gap);
+        }
+        this.#linesWritten += ok;
+        for (const p of batch.slice(0, ok)) p.done({ ok: true });
+        for (const p of batch.slice(ok)) {
           if (p.counted) this.#lose(1, reason);
           p.done({ ok: false, reason });
         }
@@ -343,9 +378,10 @@ export class JournalWriter {
       }
       const sync = batch.some((p) => p.sync);
       if (sync) {
-        // Before the gap line: a batch whose fsync fails is cut back, and the gap stays pending.
+        // The gap line is cut back with the batch whose fsync fails: the gap stays pending.
         const synced = await this.#syncNow(this.#batchStart);
         if (!synced.ok) {
+          if (gap !== null) this.#gapBack(gap);
           for (const p of batch) {
             if (p.counted) this.#lose(1, synced.reason);
             p.done(synced);
@@ -354,8 +390,7 @@ export class JournalWriter {
         }
       }
       this.#linesWritten += batch.length;
-      const gap = this.#gap;
-      if (gap !== null) await this.#writeGap(gap);
+      if (gap !== null) this.#gapWritten(gap);
       if (this.#failing && this.#gap === null) {
         this.#failing = false;
         // An owner that said the failures says this too (reportWriteFailures false).
@@ -363,37 +398,62 @@ export class JournalWriter {
           this.#o.log.info(`${this.#o.name} written again`);
         }
       }
-      // The gap line after a batch fsync'd just now is fsync'd like any other line.
-      if (!sync || (gap !== null && this.#gap === null)) this.#scheduleSync();
+      if (!sync) this.#scheduleSync();
       for (const p of batch) p.done({ ok: true });
     }
     this.#inflight = [];
   }
 
   /**
-   * Writing works again: records the gap (with gapLine) right after the lines just written, and
-   * says so. When that write fails, the gap stays pending for the next write.
+   * With gapLine, puts the gap's line into `lines` (and `fresh`), the write of the batch whose
+   * first line is the `firstIndex`th appended, in the gap's place: after the lines appended before
+   * its first loss, before those appended after it. Returns its index, or -1 without gapLine.
    */
-  async #writeGap(gap: GapCount): Promise<void> {
-    if (this.#o.gapLine) {
-      const line = this.#o.gapLine({
+  #gapLineAt(
+    gap: GapCount,
+    firstIndex: number,
+    lines: string[],
+    fresh: boolean[] | null,
+  ): number {
+    if (!this.#o.gapLine) return -1;
+    const at = Math.min(Math.max(gap.at - firstIndex, 0), lines.length);
+    lines.splice(
+      at,
+      0,
+      this.#o.gapLine({
         lines: gap.lines,
         firstLostAtMs: gap.first,
         lastLostAtMs: gap.last,
         reason: gap.reason,
-      });
-      try {
-        await this.#write([line], () => {});
-      } catch (err) {
-        this.#failed(err);
-        await this.#dropAfterFailedWrite();
-        return;
-      }
-    }
-    this.#gap = null;
+        mark: gap.mark,
+      }),
+    );
+    fresh?.splice(at, 0, false);
+    return at;
+  }
+
+  /** The gap of the write in flight is recorded (with gapLine): says so. */
+  #gapWritten(gap: GapCount): void {
+    this.#gapInFlight = null;
     this.#o.log.warn(
       `${this.#o.name} written again: ${gap.lines} lines were lost before (${gap.reason})`,
     );
+  }
+
+  /**
+   * The write holding the gap's line failed: the gap is pending again, in its place and with its
+   * mark, and takes in the losses since (a later place, their own mark: it began before them).
+   */
+  #gapBack(gap: GapCount): void {
+    this.#gapInFlight = null;
+    const since = this.#gap;
+    if (since !== null) {
+      gap.lines += since.lines;
+      gap.first = Math.min(gap.first, since.first);
+      gap.last = Math.max(gap.last, since.last);
+      gap.reason = since.reason;
+    }
+    this.#gap = gap;
   }
 
   /**
@@ -676,8 +736,10 @@ export class JournalWriter {
   #lose(lines: number, reason: string): void {
     this.#lost += lines;
     const now = this.#o.clock.nowMs();
-    if (this.#gap === null) this.#gap = { lines, first: now, last: now, reason };
-    else {
+    if (this.#gap === null) {
+      const mark = this.#o.gapMark?.();
+      this.#gap = { lines, first: now, last: now, reason, at: this.#appended, mark };
+    } else {
       this.#gap.lines += lines;
       // The span of the losses: a wall clock stepped back between two must not end it before it
       // begins.

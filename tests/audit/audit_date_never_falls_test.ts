@@ -158,7 +158,7 @@ Deno.test("AuditTrail dates the gap entry of entries lost after a wall clock ste
     const page = await t.query({ limit: 100 });
     assert.deepEqual(
       page.entries.map((e) => [e.action, e.first_time_epoch_ms, e.last_time_epoch_ms]),
-      [["estop", trigger, trigger], ["estop", trigger, trigger], ["gap", trigger, trigger]],
+      [["estop", trigger, trigger], ["gap", trigger, trigger], ["estop", trigger, trigger]],
     );
     await t.close();
   });

@@ -39,7 +39,7 @@ Deno.test("AuditTrail writes checkpoints and its closing record again once a fai
     for (let i = 0; i < many; i++) a.record(big(i));
     await a.query({ limit: 1 }); // those writes failed too
     assert.equal(a.status().journal, "failing");
-    // The disk is freed: the next entry is written, and the gap after it.
+    // The disk is freed: the next entry is written, and the gap before it.
     files.full = false;
     a.record(big(-1));
     await a.query({ limit: 1 });

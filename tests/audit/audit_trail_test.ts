@@ -29,7 +29,7 @@ import type { AuditDecision } from "../../src/control/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { SwitchableFiles } from "../helpers/journal_files.ts";
+import { diskFullError, InterceptedAppends, SwitchableFiles } from "../helpers/journal_files.ts";
 import { ManualClock } from "../helpers/clock.ts";
 
 /** A trail on `time`: its entries' time, and its timers, which fire only when the test moves it. */
@@ -290,6 +290,47 @@ Deno.test("AuditTrail without a journal keeps the last AUDIT_MEMORY_ENTRIES entr
   await t.close();
 });
 
+Deno.test("AuditTrail.query gives next_cursor null on a page that ends on the last entry it serves, from the journal as from memory: no empty page after it", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "audit_last_page_" });
+  try {
+    const time = new ManualClock();
+    const memory = trail(time);
+    const journaled = trail(time);
+    await journaled.openJournal({ dir, files: journalFiles, maxFileBytes: 1 << 20, maxFiles: 2 });
+    for (const t of [memory, journaled]) {
+      for (let i = 0; i < 4; i++) t.record(duty(i / 10)); // four entries (different args)
+      t.record({ action: "estop", origin: { kind: "http" }, outcome: "accepted" });
+    }
+    // A call in flight: its write-ahead record (a line no page serves) follows the last entry.
+    assert.ok(await journaled.writeAhead(call(0.9)));
+    const pages = async (t: AuditTrail, q: { limit: number; origin?: "automation" }) => {
+      const seqs: number[][] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await t.query({ ...q, ...(cursor ? { cursor } : {}) });
+        seqs.push(page.entries.map((e) => e.seq));
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor !== undefined && seqs.length < 10);
+      return seqs;
+    };
+    for (const t of [memory, journaled]) {
+      const where = t === memory ? "memory" : "journal";
+      // The last page holds exactly the entries left: the last one on disk, and the last matching.
+      assert.deepEqual(await pages(t, { limit: 5 }), [[1, 2, 3, 4, 5]], where);
+      assert.deepEqual(await pages(t, { limit: 2 }), [[1, 2], [3, 4], [5]], where);
+      assert.deepEqual(
+        await pages(t, { limit: 2, origin: "automation" }),
+        [[1, 2], [3, 4]],
+        where,
+      );
+    }
+    await memory.close();
+    await journaled.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("AuditTrail rotates at max_file_bytes, keeps max_files and pages across files with a cursor stable over rotation", async () => {
   const dir = await Deno.makeTempDir({ prefix: "audit_rotate_" });
   try {
@@ -366,9 +407,9 @@ Deno.test("AuditTrail on a full disk never throws into the caller, drops and cou
     await Deno.remove(`${dir}/audit-00000001.jsonl`);
     t.record({ action: "estop_clear", origin: { kind: "http" }, outcome: "accepted" });
     const after = await t.query({ limit: 10 });
-    // After the entry that was written, the `gap` entry counting the one lost.
-    assert.deepEqual(after.entries.map((e) => [e.action, e.count]), [["estop_clear", 1], [
-      "gap",
+    // Before the entry that was written, the `gap` entry counting the one lost.
+    assert.deepEqual(after.entries.map((e) => [e.action, e.count]), [["gap", 1], [
+      "estop_clear",
       1,
     ]]);
     assert.equal(t.status().journal, "ok");
@@ -702,8 +743,8 @@ Deno.test("AuditTrail counts entries lost on a full disk (an injected file port)
     files.full = false;
     t.record({ action: "estop_clear", origin: { kind: "http" }, outcome: "accepted" });
     const page = await t.query({ limit: 10 });
-    assert.deepEqual(page.entries.map((e) => e.action), ["estop", "estop_clear", "gap"]);
-    const gap = page.entries[2];
+    assert.deepEqual(page.entries.map((e) => e.action), ["estop", "gap", "estop_clear"]);
+    const gap = page.entries[1];
     assert.equal(gap!.count, 5);
     assert.equal(gap!.first_time_epoch_ms, firstLost);
     assert.equal(gap!.last_time_epoch_ms, firstLost + 40);
@@ -716,6 +757,63 @@ Deno.test("AuditTrail counts entries lost on a full disk (an injected file port)
     assert.deepEqual(again.entries.slice(0, 3), page.entries);
     await restarted.close();
   });
+});
+
+Deno.test("AuditTrail writes the gap entry in seq order where its loss began: before the entries decided after it, also those decided while the write that succeeds is in flight", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "audit_gap_order_" });
+  let full = false;
+  let hold: Promise<void> | null = null;
+  let held = () => {};
+  const files = new InterceptedAppends("audit-", async (text, append) => {
+    if (full) throw diskFullError();
+    if (hold !== null) {
+      held();
+      await hold;
+    }
+    await append(text);
+  });
+  try {
+    const time = new ManualClock();
+    const t = trail(time);
+    await t.openJournal({ dir, files, maxFileBytes: 1 << 20, maxFiles: 2 });
+    const mode = (to: string): AuditDecision => ({
+      action: "mode",
+      origin: { kind: "http" },
+      outcome: "accepted",
+      function: to,
+    });
+    t.record({ action: "estop", origin: { kind: "http" }, outcome: "accepted" });
+    await t.query({ limit: 1 });
+    full = true;
+    time.advance(10);
+    t.record(mode("AUTO")); // lost
+    await t.query({ limit: 1 });
+    assert.equal(t.status().gap_pending, 1);
+    full = false;
+    let release!: () => void;
+    hold = new Promise((r) => release = r);
+    const inFlight = new Promise<void>((r) => held = r);
+    time.advance(10);
+    t.record({ action: "estop_clear", origin: { kind: "http" }, outcome: "accepted" });
+    await inFlight; // the first write that succeeds is in flight
+    time.advance(10);
+    t.record(mode("MANUAL"));
+    hold = null;
+    release();
+    const page = await t.query({ limit: 10 });
+    await t.close();
+    const onDisk = (await journalLines(dir)).map((l) => JSON.parse(l) as AuditEntry)
+      .filter((e) => typeof e.seq === "number");
+    for (const entries of [onDisk, page.entries]) {
+      assert.deepEqual(entries.map((e) => e.action), ["estop", "gap", "estop_clear", "mode"]);
+      for (let i = 1; i < entries.length; i++) {
+        assert.ok(entries[i]!.seq > entries[i - 1]!.seq, `seq ${entries.map((e) => e.seq)}`);
+        assert.ok(entries[i]!.time_epoch_ms >= entries[i - 1]!.time_epoch_ms);
+      }
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("AuditTrail.query reports a torn, a damaged and an over-long line with their places and serves the entries around them", async () => {

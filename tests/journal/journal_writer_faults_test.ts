@@ -52,7 +52,7 @@ Deno.test("JournalWriter: a write cut short by a full disk leaves none of its li
   assert.equal(files.text(PATH), '{"n":1}\n', "cut back to what was written before");
   files.full = false;
   assert.deepEqual(await w.append('{"n":4}'), { ok: true });
-  assert.deepEqual(linesOf(files), ['{"n":1}', '{"n":4}', '{"gap":2}']);
+  assert.deepEqual(linesOf(files), ['{"n":1}', '{"gap":2}', '{"n":4}']);
   await w.close();
 });
 
@@ -67,7 +67,7 @@ Deno.test("JournalWriter: a line whose text landed without its newline does not 
   assert.deepEqual(await w.append('{"n":3}'), { ok: true });
   // Before: the next open ended the torn text with a newline, and {"n":2} (reported failed) was
   // a valid line.
-  assert.deepEqual(linesOf(files), ['{"n":1}', '{"n":3}', '{"gap":1}']);
+  assert.deepEqual(linesOf(files), ['{"n":1}', '{"gap":1}', '{"n":3}']);
   await w.close();
 });
 
@@ -88,7 +88,7 @@ Deno.test("JournalWriter: when the cut fails too, one WARN says so and the torn 
   files.full = false;
   files.truncateFails = false;
   assert.deepEqual(await w.append('{"n":3}'), { ok: true });
-  assert.deepEqual(linesOf(files), ['{"n":1}', '{"n"', '{"n":3}', '{"gap":1}']);
+  assert.deepEqual(linesOf(files), ['{"n":1}', '{"n"', '{"gap":1}', '{"n":3}']);
   await w.close();
 });
 
@@ -105,7 +105,7 @@ Deno.test("JournalWriter: a write whose fsync failed for a sync line is cut back
   assert.equal(files.text(PATH), '{"n":1}\n', "cut back to what was written before");
   files.syncFails = false;
   assert.deepEqual(await w.append('{"n":4}', { sync: true }), { ok: true });
-  assert.deepEqual(linesOf(files), ['{"n":1}', '{"n":4}', '{"gap":2}']);
+  assert.deepEqual(linesOf(files), ['{"n":1}', '{"gap":2}', '{"n":4}']);
   await w.close();
 });
 

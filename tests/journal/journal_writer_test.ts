@@ -28,6 +28,7 @@ function writer(
     clock?: ManualClock;
     maxQueuedLines?: number;
     gapLine?: (g: JournalGap) => string;
+    gapMark?: () => number;
     level?: "info" | "warn";
   } = {},
 ) {
@@ -41,6 +42,7 @@ function writer(
     maxQueuedLines: o.maxQueuedLines ?? 100,
     syncIntervalMs: 1000,
     gapLine: o.gapLine,
+    gapMark: o.gapMark,
   });
   return { w, logLines: lines };
 }
@@ -156,12 +158,13 @@ Deno.test("JournalWriter refuses an append past maxQueuedLines at once and count
   });
 });
 
-Deno.test("JournalWriter on a full disk drops and counts, then writes the gap line at the end of the first write that succeeds", async () => {
+Deno.test("JournalWriter on a full disk drops and counts, then writes the gap line where the loss began: before the lines of the first write that succeeds", async () => {
   await withDir(async (dir) => {
     const files = new SwitchableFiles();
     const gaps: JournalGap[] = [];
     const { w, logLines } = writer(files, { path: `${dir}/j.jsonl` }, {
       gapLine: (g) => (gaps.push(g), JSON.stringify({ gap: g.lines })),
+      gapMark: () => 7,
     });
     await w.append('{"n":1}');
     files.full = true;
@@ -178,10 +181,11 @@ Deno.test("JournalWriter on a full disk drops and counts, then writes the gap li
     files.full = false;
     assert.deepEqual(await w.append('{"n":4}'), { ok: true });
     await w.close();
-    assert.deepEqual(await fileLines(`${dir}/j.jsonl`), ['{"n":1}', '{"n":4}', '{"gap":2}', ""]);
-    assert.equal(gaps.length, 1);
-    assert.equal(gaps[0]!.lines, 2);
-    assert.match(gaps[0]!.reason, /No space left on device/);
+    assert.deepEqual(await fileLines(`${dir}/j.jsonl`), ['{"n":1}', '{"gap":2}', '{"n":4}', ""]);
+    // Made for each write tried while it was pending (the failed one of the bookkeeping line too),
+    // with the mark of its first loss.
+    assert.deepEqual(gaps.map((g) => [g.lines, g.mark]), [[2, 7], [2, 7]]);
+    assert.match(gaps[1]!.reason, /No space left on device/);
     assert.equal(w.status().gapPending, 0);
     assert.equal(w.status().state, "ok");
     assert.equal(logLines.filter((l) => l.startsWith("WARN")).length, 1);

@@ -130,13 +130,13 @@ Deno.test("The service with an audit journal on a full disk keeps calls and the 
     assert.equal(sample("runtime_audit_gap_pending"), health.dropped_total);
     const lost = health.dropped_total;
 
-    // The disk has room again (the file replaced): the next entry is written, and after it one
-    // entry of action `gap` counting what was lost.
+    // The disk has room again (the file replaced): the next entry is written, and before it (where
+    // the loss began) one entry of action `gap` counting what was lost.
     await Deno.remove(`${dir}/audit/audit-00000001.jsonl`);
     assert.equal((await post(base, "/v0/estop/clear")).status, 200);
     const after = (await get(base, "/v0/audit")).json.entries;
-    assert.deepEqual(after.map((e: { action: string }) => e.action), ["estop_clear", "gap"]);
-    const gap = after[1];
+    assert.deepEqual(after.map((e: { action: string }) => e.action), ["gap", "estop_clear"]);
+    const gap = after[0];
     assert.equal(gap.count, lost);
     assert.equal(gap.outcome, "failed");
     assert.deepEqual(gap.origin, { kind: "runtime" });
