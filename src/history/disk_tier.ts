@@ -3,8 +3,9 @@
  * signal's min, max, last, count and worst quality, in rotated append-only files under
  * `<data_dir>/history/` (`history-00000001.jsonl`, ...). Written through the shared journal
  * writer (src/journal/: group commit, batched fsync, rotation, torn-line recovery, gap lines);
- * the files' total is bounded by `history.disk_max_bytes` (DISK_FILES files of a share each, the
- * oldest removed).
+ * the files' total is bounded by `history.disk_max_bytes` (the oldest removed; a file is begun
+ * anew past a 1/DISK_FILES share of it, or after a wall clock stepped back; at most
+ * DISK_MAX_FILES).
  *
  * Row: `{"t":<bucket start ms>,"p":"<provider>","d":"<device>","s":{"<signal>":[min,max,last,
  * count,quality code]}}` (quality codes: 0 OK, 1 STALE, 2 FAULT, 3 UNAVAILABLE). A row that does
@@ -41,8 +42,15 @@ import {
 } from "../journal/mod.ts";
 import type { HistoryPoint } from "./buckets.ts";
 
-/** Files the disk tier is spread over (each a 1/DISK_FILES share of history.disk_max_bytes). */
+/** A file of the disk tier is begun anew past a 1/DISK_FILES share of history.disk_max_bytes. */
 export const DISK_FILES = 16;
+/**
+ * Files the disk tier keeps at most, whatever their bytes (the oldest removed past it): each wall
+ * clock stepped back begins a file (rows ascend within one), so a board that starts behind its
+ * last row (no real-time clock) has many small ones, each listed and opened by the reader.
+ * history.disk_max_bytes bounds their bytes together.
+ */
+export const DISK_MAX_FILES = 1024;
 /** Rows waiting for the disk at most (then dropped and counted). */
 export const DISK_QUEUE_ROWS = 4096;
 /** Longest time a written row waits for its fsync (an SD card is spared a sync per row). */
@@ -188,7 +196,8 @@ export class DiskTier {
       dir: o.dir,
       prefix: "history",
       maxFileBytes: Math.max(65536, Math.floor(o.maxBytes / DISK_FILES)),
-      maxFiles: DISK_FILES,
+      maxFiles: DISK_MAX_FILES,
+      maxTotalBytes: o.maxBytes,
     };
     // A full disk is the tier's own trouble, not the runtime's: the journal writer's ERROR lines
     // come out as WARN. A failed write is said by the tier alone (its WARN names the file and the
@@ -235,8 +244,8 @@ export class DiskTier {
   /**
    * Bucket start of the last row of the files (null: none), read from the newest file holding one:
    * not the writer's current file, which is a new empty one when the newest was full at open (past
-   * its share: a lowered disk_max_bytes) or a crash came right after a rotation. At most
-   * DISK_FILES files are looked at, each from its end.
+   * its share: a lowered disk_max_bytes) or a crash came right after a rotation. Newest first,
+   * each from its end (at most DISK_MAX_FILES).
    */
   async #lastRowOfFiles(): Promise<number | null> {
     const files = this.#o.files;

@@ -120,7 +120,10 @@ export interface HistoryQuery {
  * rediscovery, declaring another SignalSpec.unit): the points before `at_ms` are in `unit_before`.
  */
 export interface HistoryUnitChange {
-  /** The time of the device's first poll in the new unit (epoch ms). */
+  /**
+   * The time of the device's first poll in the new unit (epoch ms); once the wall clock stepped
+   * back behind it, the time of the device's first poll after the step.
+   */
   readonly at_ms: number;
   /** The unit declared before ("" for none). */
   readonly unit_before: string;
@@ -165,7 +168,8 @@ export interface HistoryStatus {
   readonly memoryMaxBytes: number;
   /**
    * Seconds the ring reaches back now (the device it reaches least far for); a forward step of the
-   * wall clock since its oldest poll is not counted.
+   * wall clock since its oldest poll is not counted, nor a device whose polls all lie ahead of the
+   * clock (not polled since it stepped back: its provider down).
    */
   readonly memoryReachSeconds: number;
   /**
@@ -214,6 +218,11 @@ interface DeviceEntry {
    * per poll), for the signals polled or released.
    */
   readonly units: Map<string, SignalUnits>;
+  /**
+   * The newest `at_ms` of its signals' unit changes (-Infinity: none): a poll before it (the wall
+   * clock stepped back) dates them at that poll (#unitChangesBack).
+   */
+  unitChangedMs: number;
 }
 
 /** A signal's declared unit and its changes seen in this run (at most MAX_UNIT_CHANGES). */
@@ -339,9 +348,11 @@ export class History {
       for (const e of m.values()) {
         devices++;
         const oldest = e.ring.oldestMs();
-        // A device polled with no poll kept (roomless) reaches back none.
+        // A device polled with no poll kept (roomless) reaches back none. One not polled since a
+        // step back of the wall clock (its provider down) holds polls dated ahead of the clock: no
+        // reach to say, the rest's is.
         if (oldest === null) reach = 0;
-        else reach = Math.min(reach, now - oldest - this.#stepsSince(oldest));
+        else if (oldest <= now) reach = Math.min(reach, now - oldest - this.#stepsSince(oldest));
       }
     }
     return {
@@ -392,10 +403,12 @@ export class History {
         writtenSeq: 0,
         released: null,
         units: new Map(),
+        unitChangedMs: -Infinity,
       };
       byDevice.set(dev.deviceId, e);
       if (e.ring.roomless) this.#warnRoomless(dev.providerId, dev.deviceId, null);
     }
+    if (now < e.unitChangedMs) this.#unitChangesBack(e, now);
     if (e.pollable !== dev.pollable) this.#rebuild(e, dev, now);
     const step = this.#o.config.stepMs;
     const b = bucketStart(now, step);
@@ -539,29 +552,37 @@ export class History {
     if (e.bucketStart !== null) this.#flushBucket(e);
     e.bucketStart = null;
     const pollable = dev.pollable;
-    const kept = new Map<string, SignalRing>();
+    // Rings kept, and (null) the signals given a new one: made once the rings let go of (removed,
+    // retyped) gave their bytes back, so the budget has them for the new ones.
+    const kept = new Map<string, SignalRing | null>();
+    const retyped = new Set<string>();
     for (const id of pollable) {
       const old = e.ring.signals.get(id);
       const declared = this.#o.cache.declaredType(dev.providerId, dev.deviceId, id) ?? null;
-      const retyped = old !== undefined && old.type !== null && declared !== null &&
-        declared !== old.type;
-      if (old !== undefined && !retyped) {
+      if (old !== undefined && old.type !== null && declared !== null && declared !== old.type) {
+        retyped.add(id);
+      } else if (old !== undefined) {
         kept.set(id, old);
         continue;
       }
+      kept.set(id, null);
+    }
+    for (const [id, s] of e.ring.signals) {
+      if (kept.get(id) === s) continue;
+      s.release(); // a removed signal's, or a retyped one's old series
+      if (retyped.has(id)) continue;
+      const released = e.released ??= new Set();
+      released.add(id);
+      if (released.size > MAX_RELEASED_SIGNAL_IDS) released.delete(released.values().next().value!);
+    }
+    for (const [id, s] of kept) {
+      if (s !== null) continue;
       const fresh = new SignalRing(id, this.#budget);
       if (fresh.roomless) this.#warnRoomless(dev.providerId, dev.deviceId, id);
       // A retyped signal's changes are kept from the next poll on only: a walk from before says
       // the old type's were lost (ChangeWalk.reachFromSeq), as when the byte bound trims them.
-      if (retyped) fresh.trimmedToSeq = e.ring.nextSeq;
+      if (retyped.has(id)) fresh.trimmedToSeq = e.ring.nextSeq;
       kept.set(id, fresh);
-    }
-    for (const [id, s] of e.ring.signals) {
-      if (kept.has(id)) continue;
-      s.release();
-      const released = e.released ??= new Set();
-      released.add(id);
-      if (released.size > MAX_RELEASED_SIGNAL_IDS) released.delete(released.values().next().value!);
     }
     for (const id of pollable) e.released?.delete(id);
     for (const id of pollable) {
@@ -573,6 +594,7 @@ export class History {
         known.changes.push({ at_ms: now, unit_before: known.unit, unit });
         if (known.changes.length > MAX_UNIT_CHANGES) known.changes.shift();
         known.unit = unit;
+        e.unitChangedMs = now;
       }
     }
     // Those of signals neither polled nor remembered as released are forgotten (bounded).
@@ -580,9 +602,25 @@ export class History {
       if (!kept.has(id) && !(e.released?.has(id) ?? false)) e.units.delete(id);
     }
     e.ring.signals.clear();
-    for (const [id, s] of kept) e.ring.signals.set(id, s);
+    for (const [id, s] of kept) e.ring.signals.set(id, s!);
     e.signals = pollable.map((id) => kept.get(id)!);
     e.pollable = pollable;
+  }
+
+  /**
+   * The wall clock stepped back behind the device's unit changes (their `at_ms`): they are dated at
+   * this poll, the first after the step. Every poll since the step is in the new unit, and the
+   * ring's part of an answer is the polls since the step (ring.ts, addPoll); dated at their wall
+   * time, ahead of the clock, those polls would read as before the change. The disk buckets of the
+   * repeated times hold both periods' samples, as a bucket spanning a change.
+   */
+  #unitChangesBack(e: DeviceEntry, now: number): void {
+    for (const { changes } of e.units.values()) {
+      for (let i = 0; i < changes.length; i++) {
+        if (changes[i]!.at_ms > now) changes[i] = { ...changes[i]!, at_ms: now };
+      }
+    }
+    e.unitChangedMs = now;
   }
 
   /**
@@ -858,6 +896,9 @@ export class History {
         : q.signalIds.filter(holdsNothing),
     );
     const asked = allSignals ? this.signalIds(q.providerId, q.deviceId) : q.signalIds;
+    // A range too fine is refused before any work, the wait for the disk below too (again once
+    // the signals are known: the disk rows may name more).
+    refuseTooFine(new Set([...asked, ...ringless]).size, sinceMs, untilMs, stepMs);
     if (
       this.#disk !== null &&
       (ringless.size > 0 || sinceMs < (e?.ring.oldestMs() ?? Infinity) ||
@@ -944,21 +985,9 @@ export class History {
     let total = 0;
     const count = (n = 1) => {
       total += n;
-      if (total > MAX_HISTORY_POINTS) {
-        throw invalidArgument(
-          `the answer would hold more than ${MAX_HISTORY_POINTS} points (MAX_HISTORY_POINTS); ` +
-            `ask for a larger step_ms, a shorter range or fewer signal_id`,
-        );
-      }
+      if (total > MAX_HISTORY_POINTS) throw tooManyPoints();
     };
-    // Buckets of a step are known beforehand: a range too fine is refused before any work. They
-    // start at multiples of the step, from since_ms's to until_ms's (one more than the range over
-    // the step when since_ms is inside a bucket); the disk part's (max of the step and the disk's)
-    // are no more.
-    if (stepMs > 0) {
-      const buckets = (bucketStart(untilMs, stepMs) - bucketStart(sinceMs, stepMs)) / stepMs + 1;
-      if (ids.length * buckets > MAX_HISTORY_POINTS) count(MAX_HISTORY_POINTS + 1);
-    }
+    refuseTooFine(ids.length, sinceMs, untilMs, stepMs);
     // The ring's part: [max(sinceMs, memoryFrom), untilMs], taken now, before the disk tier is
     // read: the polls go on while it is (a slow card, a long range) and the ring drops its oldest
     // as they pass memory_seconds, so read after it the ring's part would begin later than
@@ -1159,6 +1188,26 @@ function signalRingStartMs(
   if (sig.trimmedToSeq <= fromSeq) return null;
   const seq = Math.max(sig.trimmedToSeq, sig.firstSeq());
   return seq < ring.nextSeq ? ring.timeOf(seq) : null;
+}
+
+/** The answer would hold more than MAX_HISTORY_POINTS points (400). */
+function tooManyPoints(): Error {
+  return invalidArgument(
+    `the answer would hold more than ${MAX_HISTORY_POINTS} points (MAX_HISTORY_POINTS); ` +
+      `ask for a larger step_ms, a shorter range or fewer signal_id`,
+  );
+}
+
+/**
+ * Throws tooManyPoints when `signals` series of buckets of `stepMs` over [sinceMs, untilMs] pass
+ * MAX_HISTORY_POINTS: they are known beforehand. They start at multiples of the step, from
+ * since_ms's to until_ms's (one more than the range over the step when since_ms is inside a
+ * bucket); the disk part's (max of the step and the disk's) are no more.
+ */
+function refuseTooFine(signals: number, sinceMs: number, untilMs: number, stepMs: number): void {
+  if (stepMs <= 0) return;
+  const buckets = (bucketStart(untilMs, stepMs) - bucketStart(sinceMs, stepMs)) / stepMs + 1;
+  if (signals * buckets > MAX_HISTORY_POINTS) throw tooManyPoints();
 }
 
 /** A full-rate sample as a point (count 1). */

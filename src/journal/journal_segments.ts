@@ -1,8 +1,8 @@
 /**
  * A journal kept as a numbered series of files (`<prefix>-00000001.jsonl`, ...): the newest is
  * appended to, a file that would grow past `maxFileBytes` is closed and the next begun, and beyond
- * `maxFiles` the oldest are removed. Numbers never repeat, so a position (file number, byte
- * offset) stays valid across rotation.
+ * `maxFiles` (or, with `maxTotalBytes`, past those bytes together) the oldest are removed. Numbers
+ * never repeat, so a position (file number, byte offset) stays valid across rotation.
  */
 import type { JournalFiles } from "./journal_files.ts";
 
@@ -14,6 +14,11 @@ export interface JournalSegments {
   readonly prefix: string;
   readonly maxFileBytes: number;
   readonly maxFiles: number;
+  /**
+   * Bytes the files may take together (default: no bound but maxFiles): at a rotation the oldest
+   * are removed until the others total at most this less maxFileBytes, the new file's share.
+   */
+  readonly maxTotalBytes?: number | undefined;
 }
 
 /** The path of segment `n`. */

@@ -645,11 +645,27 @@ export class JournalWriter {
     this.#handle = await this.#o.files.openAppend(path);
   }
 
-  /** Removes the oldest segments so at most maxFiles remain, counting the current one. */
+  /**
+   * Removes the oldest segments so at most maxFiles remain, counting the current one, and (with
+   * maxTotalBytes) the ones before it total at most maxTotalBytes less the current one's share.
+   */
   async #prune(s: JournalSegments): Promise<void> {
-    for (const n of await segmentNumbers(this.#o.files, s)) {
-      if (n <= this.#segment! - s.maxFiles) await this.#o.files.remove(segmentPath(s, n));
+    const files = this.#o.files;
+    const numbers = await segmentNumbers(files, s);
+    // The oldest number kept: by count, then by the bytes of the newest ones before the current.
+    let keepFrom = this.#segment! - s.maxFiles + 1;
+    if (s.maxTotalBytes !== undefined) {
+      let total = 0;
+      for (let i = numbers.length - 1; i >= 0 && numbers[i]! >= keepFrom; i--) {
+        if (numbers[i]! >= this.#segment!) continue;
+        total += await files.fileSize(segmentPath(s, numbers[i]!));
+        if (total > s.maxTotalBytes - s.maxFileBytes) {
+          keepFrom = numbers[i]! + 1;
+          break;
+        }
+      }
     }
+    for (const n of numbers) if (n < keepFrom) await files.remove(segmentPath(s, n));
   }
 
   /**

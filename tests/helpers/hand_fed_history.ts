@@ -1,5 +1,5 @@
 /** A real History fed by hand, as the state cache feeds it: no runtime, no provider. */
-import type { Logger } from "../../src/common/mod.ts";
+import type { Logger, ValueType } from "../../src/common/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
 import { History } from "../../src/history/mod.ts";
 import type { DeviceState, SignalState } from "../../src/state/mod.ts";
@@ -12,7 +12,8 @@ import { testConfig } from "./sim_config.ts";
  * A real History fed by hand, as the cache feeds it (no runtime): `poll(p, d, v)` is a poll of
  * device `p/d` at the clock's wall time with its one signal `x` = `v` (`pollSignals` one with a
  * list of signals); `known` the devices the
- * cache has; `feed(dev)` any other poll. The disk tier writes to `files` under `/data/history`
+ * cache has; `declaredTypes` the types it declares (`p/d/signal` -> type; none: null);
+ * `feed(dev)` any other poll. The disk tier writes to `files` under `/data/history`
  * (another History's, for a restart); `log` takes its log lines.
  */
 export function handFedHistory(
@@ -23,6 +24,7 @@ export function handFedHistory(
   const clock = new ManualClock();
   const config = testConfig();
   const known = new Set<string>();
+  const declaredTypes = new Map<string, ValueType>();
   let polled: ((d: DeviceState) => void) | null = null;
   const history = new History({
     config: { ...config.history, memoryMaxBytes: 1 << 20, ...o },
@@ -37,7 +39,7 @@ export function handFedHistory(
       },
       device: (p, d) => (known.has(`${p}/${d}`) ? ({} as DeviceState) : undefined),
       qualityNow: (_p, _d, _s, s) => s.quality,
-      declaredType: () => null,
+      declaredType: (p, d, s) => declaredTypes.get(`${p}/${d}/${s}`) ?? null,
       declaredUnit: () => "",
     },
   });
@@ -93,5 +95,5 @@ export function handFedHistory(
       available: true,
     });
   };
-  return { clock, history, known, poll, pollSignals, feed, files };
+  return { clock, history, known, declaredTypes, poll, pollSignals, feed, files };
 }

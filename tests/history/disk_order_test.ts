@@ -248,3 +248,77 @@ Deno.test("a device row stays within what the disk tier reads back (DISK_MAX_ROW
     await history.stop();
   }
 });
+
+Deno.test("many wall clock steps back (a board without a real-time clock) keep every row while the files are within disk_max_bytes", async () => {
+  const { clock, history, poll, files } = handFedHistory({
+    stepMs: 1000,
+    memorySeconds: 10,
+    diskMaxBytes: 1024 * 1024,
+  });
+  clock.wall = T0;
+  await history.start();
+  const periods = 40;
+  try {
+    // Each period polls 20 s, then the clock steps back 10 s: a new (small) file each time.
+    for (let k = 0; k < periods; k++) {
+      clock.wall = T0 + k * 10_000;
+      for (let s = 0; s < 20; s++) {
+        poll("p", "a", k * 100 + s);
+        clock.wall += 1000;
+      }
+    }
+    await history.flushDisk();
+    const names = await files.listNames("/data/history");
+    let bytes = 0;
+    for (const name of names) bytes += files.text(`/data/history/${name}`).length;
+    assert.ok(bytes < 100_000, `small files: ${bytes} bytes`);
+    assert.equal(names.length, periods, "a file per period, none removed");
+    const answer = await history.query({
+      providerId: "p",
+      deviceId: "a",
+      signalIds: ["x"],
+      sinceMs: T0,
+      untilMs: T0 + (periods - 1) * 10_000 - 1, // before the ring's reach (the last period)
+      stepMs: 1000,
+    });
+    assert.equal(answer.source, "disk");
+    assert.deepEqual(
+      answer.signals[0]!.points.map((p) => [(p.t_ms - T0) / 1000, p.count]),
+      Array.from({ length: (periods - 1) * 10 }, (_, s) => [s, s < 10 ? 1 : 2]),
+      "every second of every period, the repeated ones from both files",
+    );
+  } finally {
+    await history.stop();
+  }
+});
+
+Deno.test("the disk tier's files stay within disk_max_bytes together, the oldest removed past it", async () => {
+  const max = 1024 * 1024;
+  const { clock, history, pollSignals, files } = handFedHistory({
+    stepMs: 1000,
+    memorySeconds: 10,
+    diskMaxBytes: max,
+  });
+  clock.wall = T0;
+  await history.start();
+  try {
+    const ids = Array.from({ length: 40 }, (_, i) => `signal_${i}`);
+    // ~1.3 KB a row: 2 MB in all, twice the bound, with a step back every 200 rows.
+    for (let k = 0; k < 8; k++) {
+      clock.wall = T0 + k * 190_000;
+      for (let s = 0; s < 200; s++) {
+        pollSignals(ids, Math.PI * (k * 1000 + s));
+        clock.wall += 1000;
+      }
+    }
+    await history.flushDisk();
+    const names = await files.listNames("/data/history");
+    let bytes = 0;
+    for (const name of names) bytes += files.text(`/data/history/${name}`).length;
+    assert.ok(bytes <= max, `${bytes} bytes in ${names.length} files, at most ${max}`);
+    assert.ok(bytes > max / 2, `the oldest removed only past the bound: ${bytes} bytes kept`);
+    assert.ok(!names.includes("history-00000001.jsonl"), "the oldest file removed");
+  } finally {
+    await history.stop();
+  }
+});

@@ -7,9 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { raceTimeout } from "../../src/common/mod.ts";
-import { HISTORY_QUERY_DISK_WAIT_MS } from "../../src/history/mod.ts";
+import { HISTORY_QUERY_DISK_WAIT_MS, MAX_HISTORY_POINTS } from "../../src/history/mod.ts";
+import type { JournalAppendHandle } from "../../src/journal/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
+import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
+import { untilTurns } from "../helpers/turns.ts";
 import { tempDir } from "../helpers/kernel.ts";
 import { diskFullError, InterceptedAppends } from "../helpers/journal_files.ts";
 import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
@@ -274,6 +278,57 @@ Deno.test("A history question waits for the buckets still queued for the disk: t
   } finally {
     files.release();
     await rig.rt.stop();
+  }
+});
+
+/** Memory files whose appends wait while `held` (a disk that does not write). */
+class HeldAppends extends MemoryFiles {
+  held = false;
+  #release: (() => void)[] = [];
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await super.openAppend(path);
+    return {
+      ...handle,
+      append: async (text: string) => {
+        if (this.held) await new Promise<void>((r) => this.#release.push(r));
+        await handle.append(text);
+      },
+    };
+  }
+  release(): void {
+    this.held = false;
+    for (const r of this.#release.splice(0)) r();
+  }
+}
+
+Deno.test("A history question too fine for MAX_HISTORY_POINTS is refused at once, not after waiting for the disk", async () => {
+  const files = new HeldAppends();
+  const { clock, history, poll } = handFedHistory({ stepMs: 1000, memorySeconds: 10 }, files);
+  clock.wall = T0;
+  await history.start();
+  try {
+    files.held = true;
+    for (let s = 0; s < 30; s++) {
+      poll("p", "a", s);
+      clock.advance(1000);
+    }
+    // The buckets before the ring's reach are queued for a disk that does not write, and the
+    // clock (whose timer ends the wait, HISTORY_QUERY_DISK_WAIT_MS) does not move.
+    let outcome = "pending";
+    history.query({
+      providerId: "p",
+      deviceId: "a",
+      signalIds: ["x"],
+      sinceMs: T0,
+      untilMs: T0 + 86_400_000,
+      stepMs: 1,
+    }).then(() => outcome = "answered", (err) => outcome = String(err));
+    await untilTurns(() => outcome !== "pending", "the question settled without the disk");
+    assert.match(outcome, new RegExp(`more than ${MAX_HISTORY_POINTS} points`));
+  } finally {
+    files.release();
+    clock.advance(HISTORY_QUERY_DISK_WAIT_MS);
+    await history.stop();
   }
 });
 

@@ -26,3 +26,25 @@ Deno.test("History's memory reach is not stretched by a step of the wall clock a
     await history.stop();
   }
 });
+
+Deno.test("History's memory reach after a wall clock stepped back is the polled devices', not 0 for a down provider's device whose polls lie ahead of the clock", async () => {
+  const { clock, history, poll } = handFedHistory({ memorySeconds: 120, diskMaxBytes: 0 });
+  await history.start();
+  try {
+    for (let i = 0; i < 20; i++) {
+      poll("up", "d", i);
+      poll("down", "d", i);
+      clock.advance(1_000);
+    }
+    clock.stepWall(-60_000); // an NTP correction; provider "down" is down from now on
+    for (let i = 0; i < 11; i++) {
+      poll("up", "d", i);
+      clock.advance(1_000);
+    }
+    // "up"'s ring answers its polls since the step (10 s back, the newest 1 s ago).
+    const reach = history.status().memoryReachSeconds;
+    assert.ok(reach >= 10 && reach <= 120, `reach ${reach} s`);
+  } finally {
+    await history.stop();
+  }
+});

@@ -7,6 +7,8 @@ import assert from "node:assert/strict";
 import { probeFile, startRig, T0 } from "./_history_helpers.ts";
 import { type Inventory, T, TestClock } from "../helpers/programmable_provider.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { handFedHistory } from "../helpers/hand_fed_history.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 
 const inventory = (tempType: number): Inventory => ({
   devices: {
@@ -115,5 +117,53 @@ Deno.test("a signal retyped by a rediscovery starts a new history series: no ans
     );
   } finally {
     await again.rt.stop();
+  }
+});
+
+Deno.test("a retype gives the old series' bytes back to history.memory_max_bytes before the new ring is made: no 'no room' WARN, the new series kept", async () => {
+  const { log, lines } = capturingLogger({ level: "info" });
+  // Room for the device's first poll entries (128 bytes) and one signal ring's (208) only.
+  const { clock, history, declaredTypes, pollSignals, feed } = handFedHistory(
+    { memoryMaxBytes: 16 * 8 + 16 * 13, diskMaxBytes: 0 },
+    undefined,
+    log,
+  );
+  await history.start();
+  try {
+    declaredTypes.set("p/d/x", "double");
+    const before = ["x"];
+    for (let i = 0; i < 3; i++) {
+      pollSignals(before, i);
+      clock.advance(1000);
+    }
+    const bytes = history.status().memoryBytes;
+    // A rediscovery (a new list) declares x an int64 now: a new series.
+    declaredTypes.set("p/d/x", "int64");
+    const after = ["x"];
+    for (let i = 3; i < 6; i++) {
+      feed({
+        providerId: "p",
+        deviceId: "d",
+        pollable: after,
+        signals: new Map([["x", {
+          value: { type: "int64", int64: i },
+          quality: "OK",
+          timestampMs: clock.wall,
+          receivedMono: clock.mono,
+        }]]),
+        lastPollMs: clock.wall,
+        lastPollMono: clock.mono,
+        available: true,
+      });
+      clock.advance(1000);
+    }
+    const status = history.status();
+    assert.deepEqual(lines.filter((l) => l.includes("has no room")), []);
+    assert.equal(status.memoryRoomlessRings, 0, "the new ring has its first entries");
+    assert.equal(status.memoryBytes, bytes, "the old ring's bytes given back, the new one's taken");
+    const answer = await history.query({ providerId: "p", deviceId: "d", signalIds: ["x"] });
+    assert.deepEqual(answer.signals[0]!.points.map((p) => p.last), [3, 4, 5]);
+  } finally {
+    await history.stop();
   }
 });

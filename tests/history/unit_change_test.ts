@@ -6,6 +6,7 @@
  * change"). Before, the answer labelled every point with today's unit: 20 degC read as 20 K.
  */
 import assert from "node:assert/strict";
+import { pointsInUnitNow } from "../../console/trend.js";
 import {
   probeFile,
   probeTempIn,
@@ -58,6 +59,46 @@ Deno.test("History answers over a unit change say when the unit changed, and the
     // A question after the change only: nothing changed within it.
     const later = await rig.json(`/v0/history/p0/probe?signal_id=temp&since_ms=${T0 + 3000}`);
     assert.deepEqual(later.signals[0].unit_changes, []);
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("A unit change before a wall clock stepped back behind it is dated at the first poll after the step: the polls since are labelled with the new unit", async () => {
+  const dataDir = tempDir("history-unit-change-step-");
+  const inventoryFile = await probeFile(dataDir, probeTempIn("degC"));
+  const rig = await startRig({ dataDir, inventoryFile, history: { diskMaxBytes: 0 } });
+  try {
+    await rig.poll(T0 + 1000, probeValues(20, 1).slice(0, 1));
+    rig.clock.wallMs = T0 + 10_000;
+    await restartDeclaringTempIn(rig, probeTempIn("K"), "K");
+    await rig.poll(T0 + 11_000, probeValues(294, 2).slice(0, 1));
+    // The wall clock steps back 5 s (an NTP correction): the next polls, in K, are stamped
+    // before the change's first poll.
+    await rig.poll(T0 + 6000, probeValues(295, 3).slice(0, 1));
+    await rig.poll(T0 + 7000, probeValues(296, 4).slice(0, 1));
+
+    const path = `/v0/history/p0/probe?signal_id=temp&since_ms=${T0}&until_ms=${T0 + 20_000}`;
+    const json = await rig.json(path);
+    assert.equal(json.memory_from_ms, T0 + 6000, "the ring answers the polls since the step");
+    assert.deepEqual(
+      json.signals[0].unit_changes,
+      [{ at_ms: T0 + 6000, unit_before: "degC", unit: "K" }],
+      "dated at the first poll after the step, not ahead of the clock",
+    );
+    const csv = await (await rig.get(`${path}&format=csv`)).text();
+    const rows = csv.split("\r\n").slice(1, -1).map((l) => l.split(","));
+    assert.deepEqual(
+      rows.map((f) => [Number(f[1]) - T0, f[4], f[7]]),
+      [[6000, "295", "K"], [7000, "296", "K"]],
+      "the polls in K labelled K",
+    );
+    // The console's trend draws from the last change on: before, it drew none of them.
+    assert.deepEqual(
+      pointsInUnitNow(json.signals[0]).points.map((p: { last: number }) => p.last),
+      [295, 296],
+      "the trend draws them on its axis (in K)",
+    );
   } finally {
     await rig.rt.stop();
   }
