@@ -712,6 +712,21 @@ export class History {
   }
 
   /**
+   * The units a device's polls were recorded in (as declared at its last discovery, "" for none),
+   * by signal, a copy; undefined when the ring holds no such device. Kept while no provider lists
+   * the device (a reload restarting its provider, or failing to start it).
+   */
+  declaredUnits(
+    providerId: string,
+    deviceId: string,
+  ): { signalId: string; unit: string }[] | undefined {
+    const e = this.#devices.get(providerId)?.get(deviceId);
+    return e === undefined
+      ? undefined
+      : [...e.units].map(([signalId, u]) => ({ signalId, unit: u.unit }));
+  }
+
+  /**
    * The full-rate samples of one signal in [sinceMs, untilMs] from the ring (incidents), in poll
    * order, those kept from before a step back of the wall clock included, and those of the polls
    * from `anyTimeFromSeq` on (see nextPollSeq) whatever their times; `each` gets a reused cursor.

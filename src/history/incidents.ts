@@ -195,6 +195,9 @@ export interface IncidentStatus {
   readonly dropped: number;
 }
 
+/** A signal's declared unit (SignalSpec's, or as History.declaredUnits keeps it). */
+type UnitSpec = Pick<SignalSpec, "signalId" | "unit">;
+
 /** A device as `[providerId, deviceId]`. */
 type DeviceParts = readonly [string, string];
 
@@ -234,14 +237,22 @@ interface Pending {
    * since the trigger stamping them before it. Bounded by the devices listed.
    */
   readonly afterSeq: Map<string, number>;
+  /**
+   * `provider/device` -> the time of the trigger that noted its afterSeq: its polls before that
+   * one are dated back from it, not from the incident's first trigger (a device an e-stop named
+   * 900 ms after an alarm's incident began has its polls of those 900 ms before it). Bounded as
+   * afterSeq.
+   */
+  readonly afterAt: Map<string, number>;
   /** E-stops' reasons still arriving: the record waits for them (INCIDENT_REASON_WAIT_MS). */
   readonly reasons: Set<Promise<void>>;
   /**
    * `provider/device` (deviceHandle) -> its signals as declared when a trigger named it (the
    * units the record keeps: a reload may remove the device or change a unit before the record is
-   * written). The declarations themselves, not copies; bounded by the devices listed.
+   * written). The declarations themselves, not copies (but for a device no provider lists then:
+   * History.declaredUnits); bounded by the devices listed.
    */
-  readonly specs: Map<string, readonly SignalSpec[]>;
+  readonly specs: Map<string, readonly UnitSpec[]>;
   /**
    * Whether its listeners were told it began (onIncident, a microtask after its first trigger):
    * a trigger joining it since is told on its own (onIncidentJoined).
@@ -740,6 +751,7 @@ export class IncidentRecorder {
       devices: devices === null ? null : new Map(devices.map((d) => [`${d[0]}/${d[1]}`, d])),
       timer: null,
       afterSeq: new Map(),
+      afterAt: new Map(),
       reasons: new Set(),
       specs: new Map(),
       told: false,
@@ -831,7 +843,7 @@ export class IncidentRecorder {
       const key = deviceHandle(providerId, deviceId);
       if (p.afterSeq.has(key)) continue;
       // Its units as declared now: a reference, no copy (the e-stop does not wait for it).
-      const specs = this.#o.inventory?.capabilities(providerId, deviceId)?.signals;
+      const specs = this.#unitSpecs(providerId, deviceId);
       if (specs !== undefined) p.specs.set(key, specs);
       p.afterSeq.set(
         key,
@@ -840,7 +852,21 @@ export class IncidentRecorder {
             ? history.pollSeqAtOrAfter(providerId, deviceId, at)
             : history.nextPollSeq(providerId, deviceId)),
       );
+      p.afterAt.set(key, at);
     }
+  }
+
+  /**
+   * A device's signals as declared now (their units), undefined when not known. With the inventory
+   * and no provider listing the device (a reload restarting its provider, or failing to start
+   * it), those its polls were recorded in (History.declaredUnits): the units of its samples, not
+   * none.
+   */
+  #unitSpecs(providerId: string, deviceId: string): readonly UnitSpec[] | undefined {
+    const inventory = this.#o.inventory;
+    if (inventory === undefined) return undefined;
+    return inventory.capabilities(providerId, deviceId)?.signals ??
+      this.#o.history.declaredUnits(providerId, deviceId);
   }
 
   // ---- capture -------------------------------------------------------------------------------
@@ -927,14 +953,15 @@ export class IncidentRecorder {
       const afterSeq = p.afterSeq.get(deviceHandle(providerId, deviceId)) ?? Infinity;
       // The polls before the trigger are those of the time before it that passed, whatever their
       // times: a step back of the wall clock within it stamps the polls before the step ahead of
-      // the trigger (DeviceRing.datesBefore), and dated by that.
+      // the trigger (DeviceRing.datesBefore), and dated by that -- the trigger that named the
+      // device, when it joined after the first one (Pending.afterAt).
+      const noted = Math.max(at, p.afterAt.get(deviceHandle(providerId, deviceId)) ?? at);
       const before = byPolls && afterSeq !== Infinity
-        ? history.datesBefore(providerId, deviceId, afterSeq, at, at - from)
+        ? history.datesBefore(providerId, deviceId, afterSeq, noted, noted - from)
         : null;
       // Units as declared when a trigger named the device; one the ring took up since, as now.
       const units = unitsOf(
-        p.specs.get(deviceHandle(providerId, deviceId)) ??
-          this.#o.inventory?.capabilities(providerId, deviceId)?.signals,
+        p.specs.get(deviceHandle(providerId, deviceId)) ?? this.#unitSpecs(providerId, deviceId),
       );
       // The device's first poll the window reads: a signal whose ring lost changes from there on
       // (trimmedToSeq) has its samples begin later, and its line says where (from_epoch_ms).
@@ -1275,7 +1302,7 @@ function parseSignalLine(line: string): IncidentSignal {
  * A device's declared units by signal (cut to INCIDENT_UNIT_MAX_CHARS), "" for none; null when
  * its declaration is not known (no inventory, a device it never described).
  */
-function unitsOf(specs: readonly SignalSpec[] | undefined): Map<string, string> | null {
+function unitsOf(specs: readonly UnitSpec[] | undefined): Map<string, string> | null {
   if (specs === undefined) return null;
   return new Map(
     specs.map((s) => [s.signalId, providerTextWithin(s.unit, INCIDENT_UNIT_MAX_CHARS)]),

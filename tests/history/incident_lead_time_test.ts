@@ -9,8 +9,16 @@
 import assert from "node:assert/strict";
 import { MERGE_WINDOW_MS } from "../../src/history/mod.ts";
 import { tempDir } from "../helpers/kernel.ts";
-import { TestClock } from "../helpers/programmable_provider.ts";
-import { alarmThenJoiningEstop, HOT, probeFile, startRig, T0 } from "./_history_helpers.ts";
+import { T, TestClock } from "../helpers/programmable_provider.ts";
+import {
+  alarmThenJoiningEstop,
+  HOT,
+  PROBE,
+  probeFile,
+  probeValues,
+  startRig,
+  T0,
+} from "./_history_helpers.ts";
 
 const history = { incidentBeforeS: 10, incidentAfterS: 3, diskMaxBytes: 0 };
 
@@ -74,6 +82,70 @@ Deno.test("IncidentRecorder: an e-stop joining an alarm's incident leads it with
     assert.equal(h.at_epoch_ms, alarmAt);
     assert.equal(h.trigger_at_epoch_ms, alarmAt, "an older record: read back as at_epoch_ms");
     assert.equal((await rig.json(`/v0/incidents/${id}`)).incident.trigger_at_epoch_ms, alarmAt);
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("IncidentRecorder: a device an e-stop names when it joins an alarm's incident keeps its polls' own times before the e-stop", async () => {
+  const dataDir = tempDir("incident-joined-device-");
+  // The probe (the alarm's device) and `other`, which only the machine-wide e-stop names.
+  const inventoryFile = await probeFile(dataDir, {
+    devices: {
+      ...PROBE.devices,
+      other: { signals: [{ id: "x", type: T.DOUBLE }], values: [] },
+    },
+  });
+  const clock = new TestClock();
+  clock.wallMs = T0;
+  const rig = await startRig({ history, dataDir, clock, inventoryFile, alarms: [HOT] });
+  /** Polls `other` at `atMs`, x = `x`. */
+  const pollOther = async (atMs: number, x: number) => {
+    const values = [{ id: "x", type: T.DOUBLE, double: x, quality: 1 }];
+    await rig.rt.registry.host("p0")!.request("call", {
+      device_id: "other",
+      function_id: 1,
+      args: { answer: { type: T.STRING, string_value: JSON.stringify({ read: { values } }) } },
+    });
+    clock.wallMs = atMs;
+    await rig.rt.cache.pollDevice("p0", "other");
+  };
+  const alarmAt = T0 + 20_000;
+  const mono = performance.now();
+  clock.mono = mono;
+  try {
+    for (let i = 15; i < 20; i++) {
+      await rig.poll(T0 + i * 1000, probeValues(i, i));
+      await pollOther(T0 + i * 1000 + 100, i);
+    }
+    await rig.poll(alarmAt, probeValues(60, 20)); // HOT raises: its incident names the probe
+    // `other` polled twice between the alarm and the e-stop, 900 ms after it on both clocks.
+    await pollOther(alarmAt + 300, 300);
+    await pollOther(alarmAt + 600, 600);
+    clock.mono = mono + 900;
+    clock.wallMs = alarmAt + 900;
+    await rig.estop();
+    clock.mono = mono + 900 + history.incidentAfterS * 1000;
+    await pollOther(alarmAt + 1000, 1000);
+    const h = await rig.incident();
+    assert.equal(h.trigger, "estop", "the e-stop joined the alarm's incident and leads it");
+    assert.equal(h.at_epoch_ms, alarmAt);
+    const { signals } = await rig.json(`/v0/incidents/${h.incident_id}`);
+    const x = signals.find((s: { device_id: string }) => s.device_id === "other");
+    assert.deepEqual(
+      x.samples.map(([t, v]: [number, number]) => [t - alarmAt, v]),
+      [
+        [-4900, 15],
+        [-3900, 16],
+        [-2900, 17],
+        [-1900, 18],
+        [-900, 19],
+        [300, 300],
+        [600, 600],
+        [1000, 1000],
+      ],
+      "each poll at its own time, not moved back by the e-stop's 900 ms",
+    );
   } finally {
     await rig.rt.stop();
   }

@@ -10,6 +10,7 @@ import { INCIDENT_UNIT_MAX_CHARS } from "../../src/history/mod.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
 import { type Inventory, T } from "../helpers/programmable_provider.ts";
 import {
+  type HistoryRig,
   probeFile,
   probeValues,
   restartDeclaringTempIn,
@@ -129,6 +130,82 @@ Deno.test("An incident record cuts a unit longer than INCIDENT_UNIT_MAX_CHARS, w
     };
     assert.equal(unitOf("temp"), cut);
     assert.equal(unitOf("count"), exact);
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+/** The units of a record's signals of p0/probe, by signal id (undefined: the line has none). */
+async function recordUnits(rig: HistoryRig, id: string): Promise<Record<string, unknown>> {
+  const record = await rig.json(`/v0/incidents/${id}`);
+  return Object.fromEntries(
+    record.signals.filter((s: { device_id: string }) => s.device_id === "probe")
+      .map((s: { signal_id: string; unit?: string }) => [s.signal_id, s.unit]),
+  );
+}
+
+Deno.test("An e-stop while a reload restarts the provider keeps the units its samples were polled in, not those its new process declares later", async () => {
+  const dataDir = tempDir("incident-units-restarting-");
+  const file = await probeFile(dataDir, probeIn("degC"));
+  const history = { incidentBeforeS: 10, incidentAfterS: 600, diskMaxBytes: 0 };
+  const rig = await startRig({ dataDir, inventoryFile: file, history });
+  try {
+    await rig.poll(T0 + 1000, probeValues(20.5, 1));
+    // The new process declares temp in K, and takes 2 s to answer its Hello.
+    await probeFile(dataDir, { ...probeIn("K"), hello: { delayMs: 2000 } });
+    const p0 = rig.rt.config.providers[0]!;
+    const reload = rig.rt.reload({
+      ...rig.rt.config,
+      providers: [{ ...p0, args: [...p0.args, "--restarted"] }],
+    });
+    await waitFor(
+      "no provider lists the probe (the reload restarts p0)",
+      () => rig.rt.inventory.capabilities("p0", "probe") === undefined,
+    );
+    await rig.rt.estop.trigger("during the restart");
+    assert.deepEqual((await reload).providers.restarted, ["p0"]);
+    assert.equal(
+      rig.rt.inventory.capabilities("p0", "probe")?.signals.find((s) => s.signalId === "temp")
+        ?.unit,
+      "K",
+    );
+  } finally {
+    await rig.rt.stop(); // writes the record, its window so far
+  }
+  const again = await startRig({ dataDir, inventoryFile: file, history });
+  try {
+    const [header] = (await again.json("/v0/incidents")).incidents;
+    assert.equal(header?.trigger, "estop");
+    assert.deepEqual(
+      await recordUnits(again, header.incident_id),
+      { temp: "degC", count: "", label: 'a,"b"' },
+      "each signal's unit as its samples were polled in when the incident began",
+    );
+  } finally {
+    await again.rt.stop();
+  }
+});
+
+Deno.test("A device lost because a reload failed to start its provider keeps its units in the record", async () => {
+  const dataDir = tempDir("incident-units-failed-start-");
+  const file = await probeFile(dataDir, probeIn("degC"));
+  const history = { incidentBeforeS: 10, incidentAfterS: 0, diskMaxBytes: 0 };
+  const rig = await startRig({ dataDir, inventoryFile: file, history });
+  try {
+    await rig.poll(T0 + 1000, probeValues(20.5, 1));
+    const p0 = rig.rt.config.providers[0]!;
+    const report = await rig.rt.reload({
+      ...rig.rt.config,
+      providers: [{ ...p0, command: "/nonexistent/provider" }],
+    });
+    assert.equal(report.providers.failed.length, 1);
+    const header = await rig.incident();
+    assert.equal(header.trigger, "device_loss");
+    assert.deepEqual(
+      await recordUnits(rig, header.incident_id),
+      { temp: "degC", count: "", label: 'a,"b"' },
+      "the units its samples were polled in, not none (a record of a version that kept none)",
+    );
   } finally {
     await rig.rt.stop();
   }
