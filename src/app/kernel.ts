@@ -525,8 +525,8 @@ export class Kernel {
    */
   #inventoryChangedInReload = false;
   /**
-   * The e-stop's rung as last judged (#judgeRung): from start-up's plan on; null before it, or
-   * while the devices could not be read.
+   * The e-stop's rung as last judged on every provider (#judgeRung): from start-up's plan on;
+   * null before it, or until a judgement can read the devices when start-up's could not.
    */
   #rungSeen: SoftwareSafeState | null = null;
   /**
@@ -737,12 +737,14 @@ export class Kernel {
         return;
       }
       void this.modes.recheckAutoGate(this.#reloading ? this.#reloadStarting : undefined);
+      if (!this.#hooksChecked) return; // start-up's own checks come later
       // So is the e-stop's rung: a new actuating function the setpoints do not cover drops it.
+      // Not before start-up's plan: a provider listing after another is no drop (none was in
+      // force), and start-up judges the whole inventory once every provider has listed.
       this.#judgeRung(
         `inventory of ${id} changed`,
         this.#reloading ? this.#reloadStarting : undefined,
       );
-      if (!this.#hooksChecked) return; // start-up's own checks come later
       // During a reload: said once at its end, with the calls and hooks it leaves in force (its
       // own checks would say the same problem a second time).
       if (this.#reloading) return void this.#inventoryChangedDuringReload.add(id);
@@ -1534,18 +1536,28 @@ export class Kernel {
    * judged at its end (a setpoint for them may come in a later section).
    */
   #judgeRung(cause: string, except?: ReadonlySet<string>): void {
+    // Not once stop() has begun: its providers are ending, no FAULT nor hook call may start then.
+    if (this.#stopping !== null) return;
     const now = this.estop.ladderRung(except);
     if (now === null) return;
     const before = this.#rungSeen;
-    this.#rungSeen = now.rung;
-    if (before === null || !rungDropped(before, now.rung)) return;
+    const dropped = before !== null && rungDropped(before, now.rung);
+    // Leaving providers out never drops the rung: a judgement without them is no rung in force,
+    // so it only ever lowers the rung seen (a higher one would make the reload's end, judging
+    // every provider, call the rung in force all along a drop).
+    if (except === undefined || except.size === 0 || dropped) this.#rungSeen = now.rung;
+    if (!dropped) return;
     const why = rungDropText(before, now, cause);
     const auto = this.modes.current() === "AUTO";
     this.host.log.warn(
       `${why}${auto ? "; AUTO is not kept on a weaker e-stop: FAULT" : ""} ` +
         "(GET /v0/runtime/status -> estop.plan)",
     );
-    if (auto) return void this.modes.forceFault(why);
+    if (auto) {
+      return void this.modes.forceFault(why).catch((err) => {
+        this.host.log.error(`forcing FAULT after the e-stop's rung dropped failed: ${String(err)}`);
+      });
+    }
     this.modes.invalidateAutoEntry(
       why,
       "request AUTO again to enter it with the e-stop ladder now in force",
