@@ -106,11 +106,21 @@ export async function waitForListeningPort(
   child.ended.then(() => (ended = true), () => (ended = true));
   const deadline = performance.now() + timeoutMs;
   const on = o.port === undefined ? "a port" : `port ${o.port}`;
+  // Seen listening at the look before: a port is taken as listened on only when two looks in a
+  // row find it. The runtime binds its port once at start-up and releases it at once (a probe,
+  // src/host/serve.ts checkServe) long before it serves: one look that hit that moment, on a
+  // loaded machine, made a test's first request meet a closed port (connection refused or reset).
+  let seen: number | undefined;
   for (;;) {
     const wasEnded = ended; // read before looking, so a bind just before the end still counts
     const ports = listeningPorts(child.pid);
     const found = o.port === undefined ? ports[0] : ports.find((p) => p === o.port);
-    if (found !== undefined) return found;
+    if (found !== undefined && found === seen) return found;
+    seen = found;
+    if (found !== undefined) {
+      await new Promise((r) => setTimeout(r, 20));
+      continue;
+    }
     if (wasEnded) {
       const stranger = o.port !== undefined && portTaken(o.port);
       throw new NotListeningError(
