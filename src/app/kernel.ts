@@ -2629,9 +2629,18 @@ export function historyReplay(history: History) {
             value: TypedValue | null,
             quality: Quality,
             timeMs: number,
+            unit: string | null,
           ) => void,
         ) {
-          return walk.next((id, s) => each(id, ringValue(s), qualityName(s.quality), s.timeMs));
+          return walk.next((id, s) =>
+            each(
+              id,
+              ringValue(s),
+              qualityName(s.quality),
+              s.timeMs,
+              history.unitAt(providerId, deviceId, id, s.seq),
+            )
+          );
         },
       };
     },

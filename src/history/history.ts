@@ -229,6 +229,10 @@ interface DeviceEntry {
 interface SignalUnits {
   unit: string;
   readonly changes: HistoryUnitChange[];
+  /** Each change's first poll in the new unit (its sequence number), as `changes`. */
+  readonly seqs: number[];
+  /** The first poll of the oldest change forgotten (-Infinity: none): the units before, unknown. */
+  knownFromSeq: number;
 }
 
 export interface HistoryOptions {
@@ -546,7 +550,8 @@ export class History {
    * samples are released, as a removed signal's, so no answer mixes the two types (the disk tier's
    * rows name their type: query drops the old type's), and its ring is marked trimmed to the next
    * poll. A signal declared with another unit keeps its samples: the change is noted, at `now`
-   * (this poll, the first in the new unit), for the answers to say.
+   * and this poll's number (the first in the new unit), for the answers to say and for store and
+   * forward's replay to tell the samples' units apart (unitAt).
    */
   #rebuild(e: DeviceEntry, dev: DeviceState, now: number): void {
     if (e.bucketStart !== null) this.#flushBucket(e);
@@ -589,10 +594,14 @@ export class History {
       const unit = this.#o.cache.declaredUnit(dev.providerId, dev.deviceId, id) ?? "";
       const known = e.units.get(id);
       if (known === undefined) {
-        e.units.set(id, { unit, changes: [] });
+        e.units.set(id, { unit, changes: [], seqs: [], knownFromSeq: -Infinity });
       } else if (known.unit !== unit) {
         known.changes.push({ at_ms: now, unit_before: known.unit, unit });
-        if (known.changes.length > MAX_UNIT_CHANGES) known.changes.shift();
+        known.seqs.push(e.ring.nextSeq);
+        if (known.changes.length > MAX_UNIT_CHANGES) {
+          known.changes.shift();
+          known.knownFromSeq = known.seqs.shift()!;
+        }
         known.unit = unit;
         e.unitChangedMs = now;
       }
@@ -724,6 +733,18 @@ export class History {
     return e === undefined
       ? undefined
       : [...e.units].map(([signalId, u]) => ({ signalId, unit: u.unit }));
+  }
+
+  /**
+   * The unit a signal's sample of the device's poll `seq` was polled in, as its device declared
+   * it then ("" for none; store and forward's replay): null when not known (a signal the entry
+   * notes no units of, or a poll before the oldest change it remembers, MAX_UNIT_CHANGES).
+   */
+  unitAt(providerId: string, deviceId: string, signalId: string, seq: number): string | null {
+    const u = this.#devices.get(providerId)?.get(deviceId)?.units.get(signalId);
+    if (u === undefined || seq < u.knownFromSeq) return null;
+    for (let i = 0; i < u.seqs.length; i++) if (seq < u.seqs[i]!) return u.changes[i]!.unit_before;
+    return u.unit;
   }
 
   /**

@@ -190,10 +190,17 @@ export interface ReplayWalk {
   readonly seq: number;
   /**
    * The next poll with changes: `each` per changed signal, then its time; null when done. The
-   * value is a fresh object or one the ring holds (not to be changed).
+   * value is a fresh object or one the ring holds (not to be changed); `unit` the unit it was
+   * polled in, as its signal was declared then ("" for none; null: the ring no longer knows).
    */
   next(
-    each: (signalId: string, value: TypedValue | null, quality: Quality, timeMs: number) => void,
+    each: (
+      signalId: string,
+      value: TypedValue | null,
+      quality: Quality,
+      timeMs: number,
+      unit: string | null,
+    ) => void,
   ): number | null;
 }
 
@@ -466,6 +473,8 @@ interface StoredData {
   readonly atMono: number;
   readonly metrics: Metric[];
   readonly bytes: number;
+  /** Its device's signals' units when it was kept (#declaredUnits; undefined: not known). */
+  readonly units: ReadonlyMap<string, string> | undefined;
 }
 
 /** A replay in progress: one device's changes since its outage start. */
@@ -474,6 +483,8 @@ interface Replaying {
   readonly walk: ReplayWalk;
   /** Samples left out: polled as another type than the signal's birth declares now. */
   mistyped: number;
+  /** Samples left out: polled in another unit than the signal's birth declares now. */
+  misunit: number;
   /**
    * Where the replay stands: the first poll not handed over yet, and the time of the last one
    * handed over (of the outage start before any): its outage start again should the connection
@@ -490,6 +501,8 @@ interface BornDevice {
   readonly functions: ReadonlySet<string>;
   /** Each signal's type as its DBIRTH declared it (null: not declared). */
   readonly types: ReadonlyMap<string, ValueType | null>;
+  /** Each signal's unit as its DBIRTH declared it (`engUnit`; "" for none). */
+  readonly units: ReadonlyMap<string, string>;
   /** What its DBIRTH described (birthDescription): another description is born again. */
   readonly description: string;
 }
@@ -691,6 +704,17 @@ export class SparkplugEdgeNode {
   #dropWarned = false;
   /** A stored value of a signal's old type was left out since the store last drained. */
   #mistypedWarned = false;
+  /** A stored value polled in a signal's old unit was left out since the store last drained. */
+  #misunitWarned = false;
+  /**
+   * Without the history ring: each device's signals' units as its provider declares them now
+   * (SignalSpec.unit, "" for none), by Sparkplug id, noted as the inventory changes (#noteUnits,
+   * never per poll; a map replaced only when a unit changed). A kept DDATA takes its device's
+   * (StoredData.units): a value polled in another unit than its signal's birth declares now is
+   * left out (#asBorn), as the ring's replay leaves it out -- a host would read 20 polled in degC
+   * under a birth declaring K as 20 K.
+   */
+  readonly #declaredUnits = new Map<string, ReadonlyMap<string, string>>();
   /**
    * Without the history ring: the type each DDATA metric's value was polled as (null: none), by
    * the metric object, which #keep, #drain, #send and #lost pass on as it is. A kept value whose
@@ -871,9 +895,13 @@ export class SparkplugEdgeNode {
     const o = this.#o;
     this.#unbornNode = this.#nodeState();
     this.#unsubscribe.push(o.bus.subscribe((e) => this.#onEvent(e)));
-    for (const p of o.inventory.providers()) this.#noteUp(p.id);
+    for (const p of o.inventory.providers()) {
+      this.#noteUp(p.id);
+      this.#noteUnits(p.id);
+    }
     this.#unsubscribe.push(o.inventory.onChange((id) => {
       this.#noteUp(id);
+      this.#noteUnits(id);
       this.#providerChanged(id);
     }));
     this.#unsubscribe.push(o.inventory.onAvailability((p) => {
@@ -1622,6 +1650,7 @@ export class SparkplugEdgeNode {
       signals: new Set(signals.map((s) => s.signalId)),
       functions: new Set(caps.functions.map((f) => functionMetricName(f.name))),
       types: new Map(signals.map((s) => [s.signalId, s.valueType])),
+      units: new Map(signals.map((s) => [s.signalId, s.unit])),
       description: birthDescription(caps),
     });
     this.#send("DBIRTH", id, { timestamp: now, metrics }, true);
@@ -2140,7 +2169,8 @@ export class SparkplugEdgeNode {
     for (const m of metrics) m.is_historical = true;
     const bytes = encode({ timestamp: timestampMs, metrics }).length;
     this.counts.stored++;
-    const item = { deviceId, timestampMs, atMono: mono, metrics, bytes };
+    const units = this.#declaredUnits.get(deviceId);
+    const item = { deviceId, timestampMs, atMono: mono, metrics, bytes, units };
     if (atMono === undefined) this.#store.push(item);
     else {
       // In poll order, after those of the same time (failed writes come back oldest first).
@@ -2196,14 +2226,29 @@ export class SparkplugEdgeNode {
         this.counts.storeDropped++;
         continue;
       }
-      // Values of a signal's old type (its provider came back declaring another): the birth on
-      // this connection declares the new one, and a host reads the alias's data as that type. A
-      // signal the birth no longer declares (it came back without it): its alias is no metric of
-      // that birth, so a host could not read it at all.
-      const metrics = item.metrics.filter((m) => this.#asBorn(dev, item.deviceId, m));
+      // Values of a signal's old type or unit (its provider came back declaring another): the
+      // birth on this connection declares the new one, and a host reads the alias's data as
+      // that. A signal the birth no longer declares (it came back without it): its alias is no
+      // metric of that birth, so a host could not read it at all.
+      let otherUnit = 0;
+      const metrics = item.metrics.filter((m) => {
+        const as = this.#asBorn(dev, item.deviceId, m, item.units);
+        if (as === "unit") otherUnit++;
+        return as === "born";
+      });
       if (metrics.length < item.metrics.length) {
         this.counts.storeDropped++;
-        if (!this.#mistypedWarned) {
+        if (otherUnit > 0 && !this.#misunitWarned) {
+          this.#misunitWarned = true;
+          this.#log.warn(
+            `sparkplug store-and-forward: stored data of ${
+              quoteName(item.deviceId)
+            } polled in another unit ` +
+              `than its signals' birth declares now (the provider came back with other units), ` +
+              `is left out`,
+          );
+        }
+        if (metrics.length + otherUnit < item.metrics.length && !this.#mistypedWarned) {
           this.#mistypedWarned = true;
           this.#log.warn(
             `sparkplug store-and-forward: stored data of ${
@@ -2230,6 +2275,7 @@ export class SparkplugEdgeNode {
       this.#store.length = 0;
       this.#storeHead = 0;
       this.#mistypedWarned = false;
+      this.#misunitWarned = false;
       // Queued data of devices not born again was dropped: their aliases go too.
       if (had) this.#pruneAliases();
       // The stretch of drops ends once data can go out live again. Not before: a store that
@@ -2246,19 +2292,29 @@ export class SparkplugEdgeNode {
 
   /**
    * Whether a stored metric is of a signal the device's current birth declares, its value of the
-   * type that birth declares.
+   * type that birth declares ("born"), polled in another unit than it declares ("unit": `units`
+   * are its device's when it was kept), or neither ("other").
    */
-  #asBorn(dev: BornDevice, deviceId: string, m: Metric): boolean {
+  #asBorn(
+    dev: BornDevice,
+    deviceId: string,
+    m: Metric,
+    units: ReadonlyMap<string, string> | undefined,
+  ): "born" | "unit" | "other" {
     const key = this.#aliasNames.get(Number(m.alias));
     const signalId = key?.slice(deviceId.length + 1);
-    if (signalId === undefined || !dev.signals.has(signalId)) return false;
+    if (signalId === undefined || !dev.signals.has(signalId)) return "other";
     const born = dev.types.get(signalId) ?? null;
     // Polled as another type than the birth declares now: left out, as the ring's replay does.
     const polled = this.#polledTypes.get(m) ?? null;
-    if (polled !== null && born !== null && polled !== born) return false;
+    if (polled !== null && born !== null && polled !== born) return "other";
+    if (m.is_null === true) return "born";
     // A typeless signal's values travel as text (signalValueFields).
     const field = born === null ? "string_value" : VALUE_FIELD_OF[born];
-    return m.is_null === true || m[field] !== undefined;
+    if (m[field] === undefined) return "other";
+    // Polled in another unit than the birth declares now: left out, as the ring's replay does.
+    if (units === undefined) return "born";
+    return (units.get(signalId) ?? "") === (dev.units.get(signalId) ?? "") ? "born" : "unit";
   }
 
   // ---- store and forward from the history ring ----
@@ -2316,7 +2372,7 @@ export class SparkplugEdgeNode {
         gapTo = Math.max(gapTo, Math.min(walk === null ? until : walk.reachFromMs, until));
       }
       if (walk !== null) {
-        this.#walks.push({ id, walk, mistyped: 0, next: start });
+        this.#walks.push({ id, walk, mistyped: 0, misunit: 0, next: start });
         walks++;
       }
     }
@@ -2396,7 +2452,7 @@ export class SparkplugEdgeNode {
         continue;
       }
       const metrics: Metric[] = [];
-      const t = r.walk.next((signalId, value, quality, timeMs) => {
+      const t = r.walk.next((signalId, value, quality, timeMs, unit) => {
         if (!dev.signals.has(signalId)) return;
         // A sample polled before the provider came back declaring the signal as another type:
         // the birth on this connection declares the new type, and a host reads the alias's data
@@ -2404,6 +2460,12 @@ export class SparkplugEdgeNode {
         const born = dev.types.get(signalId) ?? null;
         if (value !== null && born !== null && value.type !== born) {
           r.mistyped++;
+          return;
+        }
+        // So is one polled in another unit than the birth declares now (or one the ring no
+        // longer knows the unit of): under a birth in K, a host would read 20 degC as 20 K.
+        if (value !== null && unit !== (dev.units.get(signalId) ?? "")) {
+          r.misunit++;
           return;
         }
         metrics.push({
@@ -2422,6 +2484,14 @@ export class SparkplugEdgeNode {
             `sparkplug store-and-forward: ${r.mistyped} sample(s) of ${r.id} were polled as ` +
               `another type than its signals' birth declares now (the provider came back with ` +
               `other types) and were not replayed`,
+          );
+        }
+        if (r.misunit > 0) {
+          this.counts.storeDropped++;
+          this.#log.warn(
+            `sparkplug store-and-forward: ${r.misunit} sample(s) of ${r.id} were polled in ` +
+              `another unit than its signals' birth declares now (the provider came back with ` +
+              `other units) and were not replayed`,
           );
         }
         if (r.walk.overtaken) {
@@ -2443,6 +2513,30 @@ export class SparkplugEdgeNode {
       // With its poll: a write that fails with the connection starts the outage there again
       // (#lost); one written is remembered as out (#liveWritten).
       this.#send("DDATA", r.id, { timestamp: t, metrics }, true, seq);
+    }
+  }
+
+  /**
+   * Without the history ring: notes the units a provider's devices declare now (#declaredUnits);
+   * those of its devices gone are forgotten.
+   */
+  #noteUnits(providerId: string): void {
+    if (this.#o.replay !== undefined) return;
+    const listed = new Set<string>();
+    for (const caps of this.#o.inventory.provider(providerId)?.devices ?? []) {
+      const id = sparkplugDeviceId(caps.device.providerId, caps.device.deviceId);
+      listed.add(id);
+      const known = this.#declaredUnits.get(id);
+      if (
+        known !== undefined && known.size === caps.signals.length &&
+        caps.signals.every((s) => known.get(s.signalId) === s.unit)
+      ) continue;
+      this.#declaredUnits.set(id, new Map(caps.signals.map((s) => [s.signalId, s.unit])));
+    }
+    for (const id of [...this.#declaredUnits.keys()]) {
+      if (!listed.has(id) && sparkplugDeviceProvider(id) === providerId) {
+        this.#declaredUnits.delete(id);
+      }
     }
   }
 

@@ -1,11 +1,12 @@
 /**
  * Sparkplug meets a provider whose inventory changes while the broker is away: a configuration
  * reload restarts the provider (its entry changed) and the new process declares a signal with
- * another value type. Store and forward replays the history ring's changes after the births; the
- * samples polled before the restart must neither be re-read as the signal's new type (a double 2.5
- * as an int64 crashed the runtime) nor be sent under the alias the new birth declares as the new
- * type: they are left out, counted and warned about. Against a real Mosquitto and the
- * programmable provider as a child process.
+ * another value type, or in another unit. Store and forward replays the history ring's changes
+ * after the births; the samples polled before the restart must neither be re-read as the signal's
+ * new type (a double 2.5 as an int64 crashed the runtime) nor be sent under the alias the new birth
+ * declares as the new type (nor, polled in another unit, under a birth declaring the new one: 20
+ * degC read as 20 K): they are left out, counted and warned about. Against a real Mosquitto and
+ * the programmable provider as a child process.
  */
 import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
@@ -27,6 +28,7 @@ import {
 } from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { Config } from "../../src/config/mod.ts";
+import type { TypedValue } from "../../src/common/mod.ts";
 
 const GROUP = "lab";
 const NODE = "rig-inv";
@@ -54,6 +56,93 @@ async function answerWith(rt: Kernel, values: unknown[]): Promise<void> {
 const isHistorical = (m: Received) =>
   (m.payload.metrics ?? []).some((x) => x.is_historical === true);
 
+/** What one outage across a reload restarting p0 leaves (acrossRestart). */
+interface AcrossRestart {
+  readonly rt: Kernel;
+  readonly host: Awaited<ReturnType<typeof reconnectingHost>>;
+  readonly lines: string[];
+  /** d0's first DBIRTH. */
+  readonly birth: Received;
+  /** host.messages' length when the broker came back. */
+  readonly marker: number;
+  /** storeDropped when the broker came back. */
+  readonly droppedBefore: number;
+  /** The `is_historical` DDATA of d0 the host got after the broker came back. */
+  readonly replayed: Received[];
+}
+
+/**
+ * The rig both tests share: p0 declaring `before`, the broker paused, x polled as `polled` during
+ * the outage, a reload restarting p0 with `after` (x polled as its value, `polledAfter`), the
+ * broker back and the replay finished; then `check`. Everything is stopped after.
+ */
+async function acrossRestart(
+  o: {
+    history: boolean;
+    before: Inventory;
+    after: Inventory;
+    polled: ReturnType<typeof dbl>;
+    polledAfter: (v: TypedValue | null | undefined) => boolean;
+  },
+  check: (x: AcrossRestart) => Promise<void>,
+): Promise<void> {
+  const dir = tempDir("sparkplug-inventory-");
+  await Deno.writeTextFile(`${dir}/before.json`, JSON.stringify(o.before));
+  await Deno.writeTextFile(`${dir}/after.json`, JSON.stringify(o.after));
+  const broker = await Mosquitto.start();
+  const host = await reconnectingHost(broker.url, GROUP);
+  // The node's writes after the restart wait for the host to be back (hostBackConnect).
+  const writes = hostBackConnect(host);
+  const { lines, log } = infoLines();
+  let rt: Kernel | null = null;
+  try {
+    rt = await startRuntime(config(broker.url, `${dir}/before.json`, o.history), {
+      host: { log, mqttConnect: writes.connect },
+    });
+    const node = rt.sparkplug!;
+    const birth = await waitFor(
+      "d0's DBIRTH",
+      () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${DEV}`),
+    );
+    await broker.pause();
+    await waitFor("the edge node to see the broker gone", () => !node.online);
+    writes.holdUntilHostBack();
+    // A change polled during the outage: the ring (or the DDATA queue) keeps it for the replay.
+    await answerWith(rt, [o.polled]);
+    await waitFor(`x = ${o.polled.double} polled`, () => {
+      const v = rt!.cache.signal("p0", "d0", "x")?.value;
+      return v?.type === "double" && v.double === o.polled.double;
+    });
+    if (o.history) assert.equal(node.replayPending, true);
+    else assert.ok(node.stored.messages > 0, "the DDATA of the outage queued");
+    // The reload restarts p0 (its entry changed): the new process declares `after`.
+    const report = await rt.reload(config(broker.url, `${dir}/after.json`, o.history));
+    assert.deepEqual(report.providers.restarted, ["p0"]);
+    await waitFor("x polled from the new process", () => {
+      return o.polledAfter(rt!.cache.signal("p0", "d0", "x")?.value);
+    });
+    const marker = host.messages.length;
+    const droppedBefore = node.counts.storeDropped;
+    await broker.resume();
+    await waitFor(
+      "the replay to finish",
+      () => node.online && !node.replayPending && node.stored.messages === 0,
+      20000,
+    );
+    const replayed = await waitFor("the replayed DDATA of d0 at the host", () => {
+      const r = host.messages.slice(marker).filter((m) =>
+        m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${DEV}` && isHistorical(m)
+      );
+      return r.length > 0 ? r : null;
+    });
+    await check({ rt, host, lines, birth, marker, droppedBefore, replayed });
+  } finally {
+    await rt?.stop();
+    await host.close();
+    await broker.dispose();
+  }
+}
+
 for (const history of [true, false]) {
   Deno.test({
     name:
@@ -61,68 +150,24 @@ for (const history of [true, false]) {
       (history ? "(the history ring as the buffer)" : "(history off: the DDATA queue)"),
     ignore: mosquittoMissing(),
     async fn() {
-      const dir = tempDir("sparkplug-inventory-");
-      const before: Inventory = {
-        devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1.5)] } },
-      };
-      const after: Inventory = {
-        devices: {
-          d0: {
-            signals: [{ id: "x", type: T.INT64 }],
-            values: [{ id: "x", type: T.INT64, int64: "7", quality: Q.OK }],
+      await acrossRestart({
+        history,
+        before: {
+          devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1.5)] } },
+        },
+        after: {
+          devices: {
+            d0: {
+              signals: [{ id: "x", type: T.INT64 }],
+              values: [{ id: "x", type: T.INT64, int64: "7", quality: Q.OK }],
+            },
           },
         },
-      };
-      await Deno.writeTextFile(`${dir}/before.json`, JSON.stringify(before));
-      await Deno.writeTextFile(`${dir}/after.json`, JSON.stringify(after));
-      const broker = await Mosquitto.start();
-      const host = await reconnectingHost(broker.url, GROUP);
-      // The node's writes after the restart wait for the host to be back (hostBackConnect).
-      const writes = hostBackConnect(host);
-      const { lines, log } = infoLines();
-      let rt: Kernel | null = null;
-      try {
-        const first = config(broker.url, `${dir}/before.json`, history);
-        rt = await startRuntime(first, { host: { log, mqttConnect: writes.connect } });
+        polled: dbl("x", 2.5),
+        polledAfter: (v) => v?.type === "int64" && Number(v.int64) === 7,
+      }, async ({ rt, host, lines, birth, marker, droppedBefore, replayed }) => {
         const node = rt.sparkplug!;
-        const birth = await waitFor(
-          "d0's DBIRTH",
-          () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${DEV}`),
-        );
         const alias = (birth.payload.metrics ?? []).find((m) => m.name === "x")!.alias;
-        await broker.pause();
-        await waitFor("the edge node to see the broker gone", () => !node.online);
-        writes.holdUntilHostBack();
-        // A change polled during the outage: the ring keeps it for the replay.
-        await answerWith(rt, [dbl("x", 2.5)]);
-        await waitFor("x = 2.5 polled", () => {
-          const v = rt!.cache.signal("p0", "d0", "x")?.value;
-          return v?.type === "double" && v.double === 2.5;
-        });
-        if (history) assert.equal(node.replayPending, true);
-        else assert.ok(node.stored.messages > 0, "the DDATA of 2.5 queued");
-        // The reload restarts p0 (its entry changed): the new process declares x as int64.
-        const report = await rt.reload(config(broker.url, `${dir}/after.json`, history));
-        assert.deepEqual(report.providers.restarted, ["p0"]);
-        await waitFor("x = 7 (int64) polled", () => {
-          const v = rt!.cache.signal("p0", "d0", "x")?.value;
-          return v?.type === "int64" && Number(v.int64) === 7;
-        });
-
-        const marker = host.messages.length;
-        const droppedBefore = node.counts.storeDropped;
-        await broker.resume();
-        await waitFor(
-          "the replay to finish",
-          () => node.online && !node.replayPending && node.stored.messages === 0,
-          20000,
-        );
-        const replayed = await waitFor("the replayed DDATA of d0 at the host", () => {
-          const r = host.messages.slice(marker).filter((m) =>
-            m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${DEV}` && isHistorical(m)
-          );
-          return r.length > 0 ? r : null;
-        });
         const xs = replayed.flatMap((m) =>
           (m.payload.metrics ?? []).filter((x) => Number(x.alias) === Number(alias))
         );
@@ -156,11 +201,65 @@ for (const history of [true, false]) {
               )
             ),
         );
-      } finally {
-        await rt?.stop();
-        await host.close();
-        await broker.dispose();
-      }
+      });
+    },
+  });
+}
+
+/** A birth metric's `engUnit` property (undefined: none). */
+function engUnit(m: { properties?: { keys?: string[]; values?: { string_value?: string }[] } }) {
+  const i = m.properties?.keys?.indexOf("engUnit") ?? -1;
+  return i < 0 ? undefined : m.properties!.values![i]!.string_value;
+}
+
+for (const history of [true, false]) {
+  Deno.test({
+    name:
+      "a reload that restarts a provider with a signal of another unit during a broker outage: the replay leaves out (and counts) the samples polled in the old unit, sends those of the new " +
+      (history ? "(the history ring as the buffer)" : "(history off: the DDATA queue)"),
+    ignore: mosquittoMissing(),
+    async fn() {
+      // The same type (double), another unit: 20 degC is no 20 K.
+      await acrossRestart({
+        history,
+        before: {
+          devices: {
+            d0: { signals: [{ id: "x", type: T.DOUBLE, unit: "degC" }], values: [dbl("x", 1.5)] },
+          },
+        },
+        after: {
+          devices: {
+            d0: { signals: [{ id: "x", type: T.DOUBLE, unit: "K" }], values: [dbl("x", 293.15)] },
+          },
+        },
+        polled: dbl("x", 20),
+        polledAfter: (v) => v?.type === "double" && v.double === 293.15,
+      }, async ({ rt, host, lines, birth, marker, droppedBefore, replayed }) => {
+        const node = rt.sparkplug!;
+        assert.equal(engUnit((birth.payload.metrics ?? []).find((m) => m.name === "x")!), "degC");
+        const reborn = await waitFor(
+          "d0's DBIRTH again",
+          () =>
+            host.messages.slice(marker).find((m) =>
+              m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${DEV}`
+            ),
+        );
+        const x = (reborn.payload.metrics ?? []).find((m) => m.name === "x")!;
+        assert.equal(engUnit(x), "K", "the new DBIRTH declares x in K");
+        // 293.15 (polled in K) replays; 20 (polled in degC) does not: under the alias the new
+        // birth declares in K, a host would store it as 20 K.
+        const values = replayed.flatMap((m) =>
+          (m.payload.metrics ?? []).filter((v) => Number(v.alias) === Number(x.alias))
+        ).filter((v) => v.double_value !== undefined).map((v) => v.double_value);
+        assert.deepEqual(values, [293.15]);
+        assert.equal(node.counts.storeDropped, droppedBefore + 1);
+        assert.ok(
+          lines.some((l) =>
+            /^WARN .* polled in another unit than its signals' birth declares now/.test(l)
+          ),
+          lines.filter((l) => /sparkplug/.test(l)).join("\n"),
+        );
+      });
     },
   });
 }

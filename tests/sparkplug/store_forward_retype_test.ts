@@ -92,3 +92,45 @@ for (const [before, old, after, now, want] of cases) {
     await r.stop();
   });
 }
+
+/**
+ * The same for a unit: a provider that comes back declaring x in K where it was in degC (the same
+ * type) has its DBIRTH declare engUnit K, and a host reads every value of that alias in K: a kept
+ * 20 polled in degC would be stored as 20 K. It is left out, as a retyped signal's.
+ */
+Deno.test("store and forward (no history ring): a signal declared in another unit during an outage replays none of its values polled in the old unit", async () => {
+  const inUnit = (unit: string) => ({ ...signalSpec("x", "double"), unit });
+  const provider = {
+    id: P,
+    available: true,
+    devices: [deviceCaps(P, D, { signals: [inUnit("degC")] })],
+  };
+  const r = edgeNodeRig({ providers: [provider] });
+  await r.online();
+  r.session.cut();
+  await flushMicrotasks();
+  r.emit(update({ type: "double", double: 20 }, 1));
+  await flushMicrotasks();
+  assert.equal(r.node.stored.messages, 1, "the DDATA of 20 (degC) is kept");
+  // The provider comes back declaring x in K, the same type; a poll of it.
+  provider.devices = [deviceCaps(P, D, { signals: [inUnit("K")] })];
+  r.changed(P);
+  r.emit(update({ type: "double", double: 293.15 }, 2));
+  await flushMicrotasks();
+  const dropped = r.node.counts.storeDropped;
+
+  await r.clock.advanceAsync(testConfig().sparkplug.reconnectMs);
+  r.session.up();
+  await flushMicrotasks();
+  const birth = r.session.published.findLast((m) => m.topic === `spBv1.0/g/DBIRTH/n/${DEV}`)!;
+  const x = (birth.payload.metrics ?? []).find((m) => m.name === "x")!;
+  const props = x.properties as { keys: string[]; values: { string_value?: string }[] };
+  assert.equal(props.values[props.keys.indexOf("engUnit")]?.string_value, "K", "born in K");
+  const xs = r.session.published
+    .filter((m) => m.topic === `spBv1.0/g/DDATA/n/${DEV}`)
+    .flatMap((m) => (m.payload.metrics ?? []).filter((v) => v.alias === x.alias))
+    .map((v) => v.double_value);
+  assert.deepEqual(xs, [293.15], "a host would store 20 degC as 20 K under that birth");
+  assert.equal(r.node.counts.storeDropped, dropped + 1, "the left-out value is counted");
+  await r.stop();
+});
