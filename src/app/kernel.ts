@@ -1530,8 +1530,8 @@ export class Kernel {
    * The e-stop's rung never drops unseen (docs/safety.md, "The ladder"): setpoints apply only
    * while they cover every actuating function, so a provider added or restarted with one they do
    * not cover takes every setpoint call away (zeroing or nothing instead). A drop since the rung
-   * last judged is one WARN line; in AUTO it forces FAULT (AUTO never runs on a weaker stop than
-   * it was entered with: the reload's own rule for a ladder call taken away), and a MANUAL -> AUTO
+   * last judged is one WARN line; in AUTO it forces FAULT (AUTO is not kept on a weaker stop than
+   * the one it ran with: the reload's own rule for a ladder call taken away), and a MANUAL -> AUTO
    * transition under way is refused at its commit. `except`: providers a running reload starts,
    * judged at its end (a setpoint for them may come in a later section).
    */
