@@ -25,13 +25,11 @@ import {
   neverThrowing,
   type ProcessStats,
   type ProviderHealthView,
-  type Quality,
   raceTimeout,
   RUNTIME_VERSION,
   RuntimeError,
   type SetSessionPriorityFn,
   type SpawnFn,
-  type TypedValue,
   unavailable,
 } from "../common/mod.ts";
 import { SessionPriority } from "./session_priority.ts";
@@ -132,6 +130,7 @@ import {
   sameInterlock,
   type Weakening,
 } from "./run_gate.ts";
+import type { ReplayWalk } from "../sparkplug/mod.ts";
 import type {
   MutableReloadReport,
   ReloadReport,
@@ -2623,15 +2622,7 @@ export function historyReplay(history: History) {
         get seq() {
           return walk.seq;
         },
-        next(
-          each: (
-            signalId: string,
-            value: TypedValue | null,
-            quality: Quality,
-            timeMs: number,
-            unit: string | null,
-          ) => void,
-        ) {
+        next(each: Parameters<ReplayWalk["next"]>[0]) {
           return walk.next((id, s) =>
             each(
               id,

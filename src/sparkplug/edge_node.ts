@@ -2478,22 +2478,8 @@ export class SparkplugEdgeNode {
       });
       if (t === null) {
         this.#walks[this.#walkHead++] = null;
-        if (r.mistyped > 0) {
-          this.counts.storeDropped++;
-          this.#log.warn(
-            `sparkplug store-and-forward: ${r.mistyped} sample(s) of ${r.id} were polled as ` +
-              `another type than its signals' birth declares now (the provider came back with ` +
-              `other types) and were not replayed`,
-          );
-        }
-        if (r.misunit > 0) {
-          this.counts.storeDropped++;
-          this.#log.warn(
-            `sparkplug store-and-forward: ${r.misunit} sample(s) of ${r.id} were polled in ` +
-              `another unit than its signals' birth declares now (the provider came back with ` +
-              `other units) and were not replayed`,
-          );
-        }
+        this.#leftOut(r.mistyped, r.id, "as another type", "types");
+        this.#leftOut(r.misunit, r.id, "in another unit", "units");
         if (r.walk.overtaken) {
           this.counts.storeDropped++;
           this.#log.warn(
@@ -2514,6 +2500,20 @@ export class SparkplugEdgeNode {
       // (#lost); one written is remembered as out (#liveWritten).
       this.#send("DDATA", r.id, { timestamp: t, metrics }, true, seq);
     }
+  }
+
+  /**
+   * A device's replay ended having left out `n` samples polled `how` (as another type, in another
+   * unit) than its signals' birth declares now: counted once (storeDropped) and said (one WARN).
+   */
+  #leftOut(n: number, deviceId: string, how: string, what: string): void {
+    if (n === 0) return;
+    this.counts.storeDropped++;
+    this.#log.warn(
+      `sparkplug store-and-forward: ${n} sample(s) of ${deviceId} were polled ${how} than its ` +
+        `signals' birth declares now (the provider came back with other ${what}) and were not ` +
+        "replayed",
+    );
   }
 
   /**
