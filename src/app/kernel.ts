@@ -1548,19 +1548,23 @@ export class Kernel {
     if (!dropped) return;
     const why = rungDropText(before, now, cause);
     const auto = this.modes.current() === "AUTO";
-    this.host.log.warn(
+    // The FAULT (or the refusal) first, its line after, lost if the logger throws: a line never
+    // takes the action it announces away, nor rejects a reload that applied.
+    const log = neverThrowing(this.host.log);
+    if (auto) {
+      void this.modes.forceFault(why).catch((err) => {
+        log.error(`forcing FAULT after the e-stop's rung dropped failed: ${String(err)}`);
+      });
+    } else {
+      this.modes.invalidateAutoEntry(
+        why,
+        "request AUTO again to enter it with the e-stop ladder now in force",
+        "estop",
+      );
+    }
+    log.warn(
       `${why}${auto ? "; AUTO is not kept on a weaker e-stop: FAULT" : ""} ` +
         "(GET /v0/runtime/status -> estop.plan)",
-    );
-    if (auto) {
-      return void this.modes.forceFault(why).catch((err) => {
-        this.host.log.error(`forcing FAULT after the e-stop's rung dropped failed: ${String(err)}`);
-      });
-    }
-    this.modes.invalidateAutoEntry(
-      why,
-      "request AUTO again to enter it with the e-stop ladder now in force",
-      "estop",
     );
   }
 

@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
+import { LineLogger } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { startRuntime, testHost, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -176,5 +177,62 @@ Deno.test("ModeManager refuses AUTO at its commit when the rung dropped while MA
   } finally {
     await rt.stop();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** A logger whose sink fails (a custom sink, not the process's) for the rung's line while `broken.on`. */
+function failingLogger() {
+  const broken = { on: false };
+  const log = new LineLogger({
+    level: "info",
+    journald: false,
+    now: () => Date.now(),
+    write: (line) => {
+      if (broken.on && DROP.test(line)) throw new Error("log sink failed");
+    },
+  });
+  return { log, broken };
+}
+
+Deno.test("Kernel forces FAULT on a rung dropped by a restart in AUTO when the logger throws", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "estop_rung_drop_" });
+  const { log, broken } = failingLogger();
+  const rt = await startRuntime(
+    config([plantProvider("grow", { growMarker: `${dir}/started`, restartBackoffMs: 50 })]),
+    { host: testHost({ log }) },
+  );
+  try {
+    await rt.modes.request("MANUAL");
+    assert.equal(await rt.modes.request("AUTO"), "AUTO");
+    broken.on = true;
+    const host = rt.registry.host("grow")!;
+    const pid = host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("grow restarted", () => host.available && host.session!.pid !== pid);
+    await waitFor("rung none", () => rt.estop.plan().rung === "none");
+    // The drop's WARN line is lost, never the FAULT it announces.
+    await waitFor("FAULT", () => rt.modes.current() === "FAULT");
+  } finally {
+    broken.on = false;
+    await rt.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("Kernel.reload in AUTO dropping the rung resolves and forces FAULT when the logger throws", async () => {
+  const { log, broken } = failingLogger();
+  const rt = await startRuntime(config([]), { host: testHost({ log }) });
+  try {
+    await rt.modes.request("MANUAL");
+    assert.equal(await rt.modes.request("AUTO"), "AUTO");
+    broken.on = true;
+    // Applied (the provider runs): the reload resolves though the line at its end throws.
+    const report = await rt.reload(config([plantProvider("more")]));
+    assert.deepEqual(report.providers.added, ["more"]);
+    assert.equal(rt.estop.plan().rung, "none");
+    await waitFor("FAULT", () => rt.modes.current() === "FAULT");
+  } finally {
+    broken.on = false;
+    await rt.stop();
   }
 });
