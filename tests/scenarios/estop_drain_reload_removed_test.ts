@@ -9,6 +9,7 @@
  * held at the provider by its `inject_call_latency`.
  */
 import assert from "node:assert/strict";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { processAlive, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { d, i, manualCall } from "../safety/_fixture.ts";
@@ -17,11 +18,14 @@ import { d, i, manualCall } from "../safety/_fixture.ts";
 const LATENCY_MS = 2500;
 
 /**
- * A runtime with sim0 and sim1 (children) polling only once, and a call admitted before any latch
- * that sim1 holds LATENCY_MS before it acts (at sim1 when this returns): the runtime, sim1's pid and
- * the call's outcome ("answered", or the error's text).
+ * Runs `test` on a runtime with sim0 and sim1 (children) polling only once, and a call admitted
+ * before any latch that sim1 holds LATENCY_MS before it acts (at sim1 when `test` begins): the
+ * runtime, sim1's pid and the call's outcome ("answered", or the error's text). The runtime is
+ * stopped whatever the set-up or `test` throws.
  */
-async function callHeldAtSim1() {
+async function withCallHeldAtSim1(
+  test: (held: { rt: Kernel; pid: number; call: Promise<string> }) => Promise<void>,
+): Promise<void> {
   const rt = await startRuntime(
     // No poll after the first: the one request on sim1's wire is then the call.
     testConfig({
@@ -30,21 +34,24 @@ async function callHeldAtSim1() {
     }),
     { arm: true },
   );
-  await manualCall(rt, "sim1", "chaos_control", 3, {
-    device_id: { type: "string", string: "motorctl0" },
-    latency_ms: i(LATENCY_MS),
-  });
-  const pid = rt.registry.host("sim1")!.session!.pid;
-  const call = manualCall(rt, "sim1", "motorctl0", 10, { motor_index: i(1), duty: d(0.7) })
-    .then(() => "answered", (e) => String(e));
-  const session = rt.registry.host("sim1")!.session!;
-  await waitFor("the call at sim1", () => session.inFlight > 0);
-  return { rt, pid, call };
+  try {
+    await manualCall(rt, "sim1", "chaos_control", 3, {
+      device_id: { type: "string", string: "motorctl0" },
+      latency_ms: i(LATENCY_MS),
+    });
+    const pid = rt.registry.host("sim1")!.session!.pid;
+    const call = manualCall(rt, "sim1", "motorctl0", 10, { motor_index: i(1), duty: d(0.7) })
+      .then(() => "answered", (e) => String(e));
+    const session = rt.registry.host("sim1")!.session!;
+    await waitFor("the call at sim1", () => session.inFlight > 0);
+    await test({ rt, pid, call });
+  } finally {
+    await rt.stop();
+  }
 }
 
 Deno.test("Estop drain waits, past a reload that removes the provider, for the process a call admitted before the latch is still at", async () => {
-  const { rt, pid, call } = await callHeldAtSim1();
-  try {
+  await withCallHeldAtSim1(async ({ rt, pid, call }) => {
     const stop = rt.estop.trigger("drain x reload");
     const report = rt.reload({
       ...rt.config,
@@ -59,9 +66,7 @@ Deno.test("Estop drain waits, past a reload that removes the provider, for the p
       `drain ${JSON.stringify(result.drain)} while sim1 (pid ${pid}) still ran the call`,
     );
     assert.deepEqual(result.drain, { complete: true, pending_providers: [] });
-  } finally {
-    await rt.stop();
-  }
+  });
 });
 
 // The reload first, the latch after (the other order above): the provider a reload took out (removed
@@ -74,8 +79,7 @@ Deno.test("Estop drain waits, past a reload that removes the provider, for the p
  * answered complete only once that process had exited.
  */
 async function latchWhileStopping(restart: boolean): Promise<void> {
-  const { rt, pid, call } = await callHeldAtSim1();
-  try {
+  await withCallHeldAtSim1(async ({ rt, pid, call }) => {
     // The reload first: sim1 is taken out and its session closed while it holds the call.
     const report = rt.reload({
       ...rt.config,
@@ -97,9 +101,7 @@ async function latchWhileStopping(restart: boolean): Promise<void> {
     );
     // Within the bound (sim1's timeout_ms + 1 s): the drain saw the process exit.
     assert.deepEqual(result.drain, { complete: true, pending_providers: [] });
-  } finally {
-    await rt.stop();
-  }
+  });
 }
 
 Deno.test("Estop drain waits for the process of a provider a reload removed before the latch, while it still holds a call admitted before the latch", async () => {
