@@ -555,7 +555,8 @@ export function responseComponents(): Record<string, JsonSchema> {
           value_type: { enum: [...VALUE_TYPES, "unknown"] },
           unit: note(
             str,
-            "The signal's unit as its device declares it now (SignalSpec.unit); absent when it " +
+            "The signal's unit as its device declares it now (SignalSpec.unit; while no " +
+              "provider lists the device, the one its polls were recorded in); absent when it " +
               "declares none. Points before a change in `unit_changes` are not in it.",
           ),
           unit_changes: note(

@@ -104,7 +104,7 @@ export interface HttpServices {
   readonly runs: RunsService;
   readonly alarms: AlarmService;
   /** Signal history (history/); absent when history.enabled is false (503). */
-  readonly history?: Pick<History, "query" | "knows" | "status">;
+  readonly history?: Pick<History, "query" | "knows" | "status" | "declaredUnits">;
   /** Incident records; absent when history.enabled is false (503). */
   readonly incidents?: Pick<IncidentRecorder, "list" | "get" | "jsonl" | "status">;
   /** Audit trail (docs/http-api.md, "Audit trail"). */

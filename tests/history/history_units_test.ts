@@ -136,3 +136,25 @@ Deno.test("a history answer gives the units as they are when it is answered: a r
     await rig.rt.stop();
   }
 });
+
+Deno.test("a history answer keeps the units the polls were recorded in while no provider lists the device (a reload failed to start it)", async () => {
+  const dataDir = tempDir("history-units-unlisted-");
+  const inventoryFile = await probeFile(dataDir, probeTempIn("degC"));
+  const rig = await startRig({ dataDir, inventoryFile, history: { diskMaxBytes: 0 } });
+  try {
+    await rig.poll(T0 + 1000, probeValues(20.5, 1));
+    const p0 = rig.rt.config.providers[0]!;
+    const report = await rig.rt.reload({
+      ...rig.rt.config,
+      providers: [{ ...p0, command: "/nonexistent/provider" }],
+    });
+    assert.equal(report.providers.failed.length, 1);
+    assert.equal(rig.rt.inventory.capabilities("p0", "probe"), undefined, "no provider lists it");
+    const answer = await rig.json(`/v0/history/p0/probe?signal_id=temp`);
+    assert.equal(answer.signals[0].unit, "degC", "the unit its polls were recorded in");
+    const csv = await (await rig.get(`/v0/history/p0/probe?signal_id=temp&format=csv`)).text();
+    assert.match(csv.split("\r\n")[1]!, /,OK,degC$/, csv);
+  } finally {
+    await rig.rt.stop();
+  }
+});

@@ -210,8 +210,13 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
     throw notFound(`Device not found: ${p}/${d}`);
   }
   const spec = (id: string) => caps?.signals.find((s) => s.signalId === id);
+  // While no provider lists the device (a reload restarting its provider, or failing to start
+  // it): the units its polls were recorded in, as an incident record keeps them.
+  const recorded = caps ? undefined : history.declaredUnits(p!, d!);
+  const unitOf = (id: string) =>
+    caps ? spec(id)?.unit : recorded?.find((u) => u.signalId === id)?.unit;
   if (format === "csv") {
-    const res = csvResponse(historyCsv(answer, (id) => spec(id)?.unit));
+    const res = csvResponse(historyCsv(answer, unitOf));
     // CSV has no place for it: a header says what a JSON answer's `incomplete` says.
     if (answer.incomplete !== null) res.headers.set(INCOMPLETE_HEADER, answer.incomplete);
     return res;
@@ -220,12 +225,13 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
     ...answer,
     signals: answer.signals.map((s) => {
       const declared = spec(s.signal_id);
+      const unit = unitOf(s.signal_id);
       return {
         ...s,
         // A signal the ring has not seen a value of (only on disk): its declared type, if any.
         value_type: s.value_type === "unknown" ? declared?.valueType ?? "unknown" : s.value_type,
         // Its unit as the device declares it now (as GET /v0/state), only when it declares one.
-        ...(declared?.unit ? { unit: declared.unit } : {}),
+        ...(unit ? { unit } : {}),
         points: s.points.map((pt) => ({ ...pt, quality: QUALITY_BY_CODE[pt.quality] })),
       };
     }),
