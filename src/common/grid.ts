@@ -23,10 +23,16 @@ export function nextGridInstant(originMs: number, intervalMs: number, fromMs: nu
 export interface GridInterval {
   /** No further call of `fn` after this returns. */
   stop(): void;
+  /**
+   * The grid instant (monotonic ms) of the next call: one already past when its timer has not
+   * fired yet. Read at stop(), it is where a later gridInterval on the same grid goes on.
+   */
+  readonly dueMs: number;
 }
 
 /**
- * Calls `fn` (synchronous) on every grid instant from `clock.monoMs() + periodMs` on. Each timer
+ * Calls `fn` (synchronous) on every grid instant from `firstDueMs` (default `clock.monoMs() +
+ * periodMs`; one already past: at once) on, the grid being firstDueMs + k x periodMs. Each timer
  * aims at a grid instant (its due time); the next is the grid instant after the later of that
  * due time and the moment `fn` returned. Timers may fire up to a millisecond early (a fractional
  * delay is truncated): timed from the call alone, such a call would aim at the instant it was
@@ -34,9 +40,15 @@ export interface GridInterval {
  * lateness, the calls keep the configured rate. An exception from `fn` propagates as from any
  * timer callback; the next call stays scheduled.
  */
-export function gridInterval(fn: () => void, periodMs: number, clock: Clock): GridInterval {
-  const originMs = clock.monoMs();
-  let dueMs = originMs + periodMs;
+export function gridInterval(
+  fn: () => void,
+  periodMs: number,
+  clock: Clock,
+  firstDueMs?: number,
+): GridInterval {
+  const startMs = clock.monoMs();
+  let dueMs = firstDueMs ?? startMs + periodMs;
+  const originMs = dueMs - periodMs;
   let stopped = false;
   let timer: unknown;
   const run = () => {
@@ -51,11 +63,14 @@ export function gridInterval(fn: () => void, periodMs: number, clock: Clock): Gr
       }
     }
   };
-  timer = clock.setTimer(run, periodMs);
+  timer = clock.setTimer(run, Math.max(0, dueMs - startMs));
   return {
     stop() {
       stopped = true;
       clock.clearTimer(timer);
+    },
+    get dueMs() {
+      return dueMs;
     },
   };
 }

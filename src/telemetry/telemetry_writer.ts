@@ -476,6 +476,8 @@ export class TelemetryWriter {
   #batch: string[] = [];
   /** Tags same-millisecond rows of one series apart (event, run-event and health rows). */
   #points = new PointSequencer();
+  /** The settings of the database #points remembers the rows of (see sameTarget). */
+  #pointsTarget: TelemetryWriterOptions;
   /** The retarget in progress (stop() waits for it). */
   #retargeting: Promise<void> | null = null;
   /** Set by stop(): final, no retarget or start runs the writer again. */
@@ -494,6 +496,11 @@ export class TelemetryWriter {
   #tickTimer: GridInterval | undefined;
   #kickTimer: TimerId | undefined;
   #healthTimer: GridInterval | undefined;
+  /**
+   * The health timer's grid as a retarget halted it (its next due instant and its interval): the
+   * retarget's restart goes on from it, so a reload neither delays nor skips a snapshot.
+   */
+  #healthGrid: { readonly dueMs: number; readonly periodMs: number } | null = null;
   #healthBusy = false;
 
   #inFlight: Promise<void> | null = null;
@@ -539,6 +546,7 @@ export class TelemetryWriter {
 
   constructor(opts: TelemetryWriterOptions) {
     this.#opts = opts;
+    this.#pointsTarget = opts;
     this.#tuning = { ...DEFAULT_TELEMETRY_TUNING, ...opts.tuning };
     this.#runtimeName = opts.runtimeName || "default";
     this.#names = MEASUREMENT_NAMES[opts.measurementNames ?? "runtime"];
@@ -562,7 +570,8 @@ export class TelemetryWriter {
    * same, whatever the token, nothing is flushed: the rows keep their place (a smaller
    * `max_retry_buffer_size` evicts the oldest, counted) and the back-off goes on. The writer
    * stays subscribed meanwhile: what is published (and the run events recorded) during the flush
-   * waits in a new queue, of the new `queue_size`, for the new target.
+   * waits in a new queue, of the new `queue_size`, for the new target. The health snapshots keep
+   * their schedule (#firstHealthDueMs); a new database gets a fresh PointSequencer.
    */
   async retarget(next: TelemetryWriterOptions, budgetMs: number): Promise<void> {
     // A reload's section that reaches the writer after the runtime stopped it (its first await,
@@ -625,6 +634,12 @@ export class TelemetryWriter {
       Math.floor(next.influx.flushIntervalMs),
     );
     this.#log = next.logger;
+    if (next.enabled && !sameTarget(this.#pointsTarget, next)) {
+      // A new database holds none of the old one's points: its rows start untagged. The same
+      // one (a new token, or back after telemetry was off) keeps them apart from what it holds.
+      this.#points = new PointSequencer();
+      this.#pointsTarget = next;
+    }
     this.#queue = queue;
     this.#retry = new RingBuffer(Math.max(0, next.influx.maxRetryBufferSize));
     this.#park(kept); // a smaller max_retry_buffer_size evicts (and counts) the oldest
@@ -637,6 +652,7 @@ export class TelemetryWriter {
       this.#connected = false;
     }
     if (bus !== null) this.start(bus);
+    this.#healthGrid = null; // only this restart goes on from the halted health timer
     if (!this.#running) this.#unsubscribeBus(); // disabled, or the new target did not start
   }
 
@@ -695,6 +711,7 @@ export class TelemetryWriter {
         () => void this.#takeHealthSnapshot(),
         this.#opts.healthIntervalMs,
         clock,
+        this.#firstHealthDueMs(this.#opts.healthIntervalMs),
       );
     }
     this.#log.info(`writing to ${urlWithoutPassword(url)} org=${org} bucket=${bucket}`);
@@ -805,9 +822,25 @@ export class TelemetryWriter {
     return `${urlWithoutPassword(url)} org=${org} bucket=${bucket}`;
   }
 
+  /**
+   * When the first health snapshot of a start is due (monotonic ms): after a retarget halted the
+   * health timer, on its grid when the interval is the same (the phase kept; a snapshot due while
+   * the reload flushed is taken at once), else the new interval after the last one was due (at
+   * once when that is past); otherwise undefined, one interval from now.
+   */
+  #firstHealthDueMs(periodMs: number): number | undefined {
+    const grid = this.#healthGrid;
+    if (grid === null) return undefined;
+    if (grid.periodMs === periodMs) return grid.dueMs;
+    return Math.max(grid.dueMs - grid.periodMs + periodMs, this.#opts.clock.monoMs());
+  }
+
   /** Stops the timers: nothing is written from now on but by #flushOut. */
   #halt(): void {
     this.#running = false;
+    if (this.#healthTimer !== undefined) {
+      this.#healthGrid = { dueMs: this.#healthTimer.dueMs, periodMs: this.#opts.healthIntervalMs };
+    }
     this.#healthTimer?.stop();
     this.#tickTimer?.stop();
     if (this.#kickTimer !== undefined) this.#opts.clock.clearTimer(this.#kickTimer);

@@ -109,6 +109,23 @@ Deno.test("gridInterval: stop() inside a call leaves no timer and no further cal
   assert.strictEqual(calls, 1);
 });
 
+Deno.test("gridInterval from a first due instant goes on on its grid; one already past is called at once", () => {
+  const clock = new ManualClock(7000);
+  const at: number[] = [];
+  const first = gridInterval(() => at.push(clock.mono), PERIOD, clock);
+  clock.advance(PERIOD + 5); // a call at 7020
+  first.stop();
+  assert.strictEqual(first.dueMs, 7000 + 2 * PERIOD); // the instant the next call was due
+  clock.advance(PERIOD); // at 7045: 7040 passed without a call
+  const next = gridInterval(() => at.push(clock.mono), PERIOD, clock, first.dueMs);
+  try {
+    clock.advance(2 * PERIOD);
+    assert.deepStrictEqual(at, [7020, 7045, 7060, 7080]);
+  } finally {
+    next.stop();
+  }
+});
+
 Deno.test("sharedInstantTimers: timers due on the same millisecond share one host timer", () => {
   const host = new ManualClock();
   const clock = sharedInstantTimers(host);

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import type { ProviderHealthView } from "../../src/common/mod.ts";
 import type { RuntimeMode } from "../../src/config/mod.ts";
 import { TelemetryWriter } from "../../src/telemetry/mod.ts";
-import { providerHealthView, scriptedRig } from "./_scripted_db.ts";
+import { providerHealthView, ScriptedDb, scriptedRig, SETTINGS } from "./_scripted_db.ts";
 import { parseLine } from "./line_protocol_check.ts";
 
 /** A line's InfluxDB point identity: measurement, tags sorted by key, timestamp. */
@@ -125,6 +125,57 @@ Deno.test("TelemetryWriter keeps a health snapshot distinct when the wall clock 
       lines.length,
       `rows InfluxDB would merge into one point (the last overwrites):\n${lines.join("\n")}`,
     );
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+Deno.test("TelemetryWriter.retarget to a new database writes its first rows untagged; the same database keeps them distinct", async () => {
+  const { clock, db, bus, writer, options } = scriptedRig();
+  const second = new ScriptedDb();
+  const toSecond = {
+    ...options,
+    influx: { ...SETTINGS, url: "http://db2.invalid:8086" },
+    transport: second,
+  };
+  const ts = 1_760_000_000_500;
+  const modeChange = (previous_mode: RuntimeMode, new_mode: RuntimeMode) =>
+    bus.publish({ kind: "mode_change", previous_mode, new_mode, timestamp_ms: ts });
+  const reload = async (next: typeof options) => {
+    const reloaded = writer.retarget(next, 200);
+    await clock.advanceAsync(0);
+    await reloaded;
+  };
+  try {
+    modeChange("IDLE", "MANUAL");
+    await clock.advanceAsync(100);
+    // The same database with a new token: it holds the row above, the next is tagged apart.
+    await reload({ ...options, influx: { ...SETTINGS, token: "rotated" } });
+    modeChange("MANUAL", "AUTO");
+    await clock.advanceAsync(100);
+    assert.deepEqual(db.requests.flat(), [
+      `runtime_mode_change previous_mode="IDLE",new_mode="MANUAL" ${ts}`,
+      `runtime_mode_change,seq=1 previous_mode="MANUAL",new_mode="AUTO" ${ts}`,
+    ]);
+    // A new database holds no row of the series: its first one is written untagged.
+    await reload(toSecond);
+    modeChange("AUTO", "FAULT");
+    modeChange("FAULT", "IDLE");
+    await clock.advanceAsync(100);
+    assert.deepEqual(second.requests.flat(), [
+      `runtime_mode_change previous_mode="AUTO",new_mode="FAULT" ${ts}`,
+      `runtime_mode_change,seq=1 previous_mode="FAULT",new_mode="IDLE" ${ts}`,
+    ]);
+    // Telemetry off, then back on the same database: it still holds those rows.
+    await reload({ ...options, enabled: false });
+    await reload(toSecond);
+    modeChange("IDLE", "MANUAL");
+    await clock.advanceAsync(100);
+    assert.equal(
+      second.requests.flat().at(-1),
+      `runtime_mode_change,seq=2 previous_mode="IDLE",new_mode="MANUAL" ${ts}`,
+    );
+    assert.equal(writer.status().total_written, 5);
   } finally {
     await writer.stop(0);
   }

@@ -4,8 +4,10 @@
  * the rows waiting, as the events published before it do (kept for the same database, or flushed
  * to the old one). Before, the writer dropped it as if stopped (its rows counted nowhere), and the
  * reload's new health timer took the next one a whole interval later: a gap in the health rows at
- * every such reload while a provider's GetHealth was slow. Against an injected transport on one
- * manual clock (_scripted_db.ts).
+ * every such reload while a provider's GetHealth was slow. Nor does a reload move the snapshots'
+ * schedule: each reload restarted the health timer from its own instant, so reloads more frequent
+ * than the interval wrote no health row at all. Against an injected transport on one manual clock
+ * (_scripted_db.ts).
  */
 import assert from "node:assert/strict";
 import type { ProviderHealthView } from "../../src/common/mod.ts";
@@ -96,6 +98,76 @@ Deno.test("TelemetryWriter.retarget to telemetry off drops a health snapshot tha
     await clock.advanceAsync(500);
     assert.deepEqual(healthRows(), []);
     assert.equal(writer.status().pending_batch, 0);
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+/**
+ * A started writer on a ScriptedDb whose health snapshots answer at once, every `intervalMs`
+ * from mono 1000 (wall 1_760_000_000_000) on; `healthAt()` gives the monotonic time of each
+ * health row written (its wall timestamp less the wall clock's offset).
+ */
+function promptHealthRig(intervalMs: number) {
+  const clock = new ManualClock(1_000, 1_760_000_000_000);
+  const db = new ScriptedDb();
+  const bus = new EventBus();
+  const options: TelemetryWriterOptions = {
+    enabled: true,
+    runtimeName: "lab1",
+    healthIntervalMs: intervalMs,
+    healthSnapshot: () => Promise.resolve(health()),
+    clock,
+    logger: { debug() {}, info() {}, warn() {}, error() {}, child: () => options.logger },
+    influx: SETTINGS,
+    transport: db,
+    tuning: { retryInitialMs: 100, retryMaxMs: 400, writeTimeoutMs: 100, tickMs: 10 },
+  };
+  const writer = new TelemetryWriter(options);
+  writer.start(bus);
+  const healthAt = () =>
+    db.requests.flat().filter((l) => l.startsWith("runtime_provider_health,")).map((l) =>
+      Number(l.slice(l.lastIndexOf(" ") + 1)) - (1_760_000_000_000 - 1_000)
+    );
+  return { clock, writer, options, healthAt };
+}
+
+for (
+  const [what, influxOf] of [
+    ["a new token for the same database", (i: number) => ({ ...SETTINGS, token: `token${i}` })],
+    [
+      "a new database",
+      (i: number) => ({ ...SETTINGS, url: `http://db${i % 2}.invalid:8086` }),
+    ],
+  ] as const
+) {
+  Deno.test(`TelemetryWriter.retarget to ${what} every 0.6 health interval keeps the snapshots' phase: one every interval`, async () => {
+    const { clock, writer, options, healthAt } = promptHealthRig(1000);
+    try {
+      for (let i = 1; i <= 10; i++) {
+        await clock.advanceAsync(600); // a reload at 1600, 2200, ..., 7000
+        const reloaded = writer.retarget({ ...options, influx: influxOf(i) }, 400);
+        await clock.advanceAsync(0);
+        await reloaded;
+      }
+      await clock.advanceAsync(100); // the last snapshot's rows written
+      assert.deepEqual(healthAt(), [2000, 3000, 4000, 5000, 6000, 7000]);
+      assert.equal(writer.status().total_failed, 0);
+    } finally {
+      await writer.stop(0);
+    }
+  });
+}
+
+Deno.test("TelemetryWriter.retarget with a new health interval takes the next snapshot that long after the last one, at once when that is past", async () => {
+  const { clock, writer, options, healthAt } = promptHealthRig(1000);
+  try {
+    await clock.advanceAsync(1600); // a snapshot at 2000
+    await writer.retarget({ ...options, healthIntervalMs: 2000 }, 400); // at 2600
+    await clock.advanceAsync(1900); // at 4500: a snapshot at 2000 + 2000
+    await writer.retarget({ ...options, healthIntervalMs: 300 }, 400); // 4000 + 300 is past
+    await clock.advanceAsync(700);
+    assert.deepEqual(healthAt(), [2000, 4000, 4500, 4800, 5100]);
   } finally {
     await writer.stop(0);
   }
