@@ -6,6 +6,7 @@
  * by one per MQTT CONNECT; the NBIRTH's is the will's).
  */
 import assert from "node:assert/strict";
+import { cuttableRelay } from "../helpers/cuttable_relay.ts";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -344,6 +345,76 @@ Deno.test({
       assert.equal(disk.recorded, 0);
     } finally {
       await node.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "every CONNECT carries the NDEATH will with its bdSeq: the client's socket killed after the first connect, a reconnect and a new session for the primary host, the broker publishes that bdSeq's NDEATH",
+  ignore: mosquittoMissing(),
+  async fn() {
+    // The node reaches the broker through a relay the test cuts (the client's socket dies, no
+    // DISCONNECT): the broker then publishes the will the CONNECT registered, and only that.
+    const broker = await Mosquitto.start();
+    const relay = cuttableRelay(broker.port);
+    const host = await sparkplugHost(broker.url, GROUP, { reconnectPeriod: RECONNECT_MS });
+    const disk = heldStore();
+    const { node } = edgeNode(relay.url, disk.store, () => disk.recorded, "scada-1");
+    const ndeaths = () =>
+      host.messages.filter((m) => m.topic === `spBv1.0/${GROUP}/NDEATH/${NODE}`);
+    const state = (online: boolean) =>
+      host.client.publishAsync(
+        "spBv1.0/STATE/scada-1",
+        JSON.stringify({ online, timestamp: Date.now() }),
+        { qos: 1, retain: true },
+      );
+    /** Kills the client's socket; the NDEATH the broker then publishes carries `bdSeq`. */
+    const killSocket = async (bdSeq: number, path: string) => {
+      const before = ndeaths().length;
+      relay.cut();
+      relay.restore(); // a socket killed, not an outage: the next CONNECT goes through
+      const death = await waitFor(
+        `the NDEATH of ${path}`,
+        () => ndeaths().slice(before).find((m) => bdSeqOf(m) === bdSeq),
+      );
+      assert.deepEqual(
+        ndeaths().slice(before).map(bdSeqOf),
+        [bdSeqOf(death)],
+        `${path}: one NDEATH, with the bdSeq of that connection`,
+      );
+    };
+    try {
+      await state(true);
+      await node.start();
+      // The first connect.
+      await waitFor("born", () => node.online);
+      const first = node.bdSeq;
+      await killSocket(first, "the first connection");
+      // A reconnect: the next bdSeq.
+      const second = first + 1;
+      await waitFor("born again", () => node.online && node.bdSeq === second);
+      await killSocket(second, "a reconnect");
+      // The primary host goes offline: the node's NDEATH, then a new session that waits for it.
+      const third = second + 1;
+      await waitFor("born a third time", () => node.online && node.bdSeq === third);
+      await state(false);
+      const waiting = third + 1;
+      await waitFor(
+        "a new session waiting for the primary host",
+        () => node.connected && !node.online && node.bdSeq === waiting,
+      );
+      // The session left: its NDEATH published by the node, and its will (no DISCONNECT).
+      await waitFor(
+        "the left session's NDEATH and will",
+        () => ndeaths().filter((m) => bdSeqOf(m) === third).length === 2,
+      );
+      await killSocket(waiting, "the session opened for the primary host");
+    } finally {
+      await node.stop();
+      await host.close();
+      await relay.dispose();
+      await broker.dispose();
     }
   },
 });

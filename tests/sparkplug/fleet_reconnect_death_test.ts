@@ -9,49 +9,8 @@ import assert from "node:assert/strict";
 import mqtt from "mqtt";
 import { mosquittoMissing } from "../helpers/mosquitto.ts";
 import { connectMqttJs } from "../../src/host/mod.ts";
+import { cuttableRelay } from "../helpers/cuttable_relay.ts";
 import { withFleetLab } from "./_fleet_rig.ts";
-
-/** A TCP relay to the broker's port that the test can cut (every connection closed, new ones too). */
-function cuttableRelay(brokerPort: number) {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const conns = new Set<Deno.Conn>();
-  const pipes: Promise<unknown>[] = [];
-  let open = true;
-  const close = (c: Deno.Conn) => {
-    conns.delete(c);
-    try {
-      c.close();
-    } catch { /* closed by its pipe */ }
-  };
-  const accepting = (async () => {
-    for await (const down of listener) {
-      if (!open) {
-        close(down);
-        continue;
-      }
-      const up = await Deno.connect({ hostname: "127.0.0.1", port: brokerPort });
-      conns.add(down).add(up);
-      pipes.push(down.readable.pipeTo(up.writable).catch(() => {}));
-      pipes.push(up.readable.pipeTo(down.writable).catch(() => {}));
-    }
-  })().catch(() => {});
-  return {
-    url: `mqtt://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
-    cut() {
-      open = false;
-      for (const c of [...conns]) close(c);
-    },
-    restore() {
-      open = true;
-    },
-    async dispose() {
-      listener.close();
-      await accepting;
-      for (const c of [...conns]) close(c);
-      await Promise.all(pipes);
-    },
-  };
-}
 
 Deno.test({
   name:

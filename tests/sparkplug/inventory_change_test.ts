@@ -20,6 +20,7 @@ import {
   T,
 } from "../helpers/programmable_provider.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { MAX_UNIT_CHANGES } from "../../src/history/mod.ts";
 import {
   hostBackConnect,
   infoLines,
@@ -260,6 +261,111 @@ for (const history of [true, false]) {
           lines.filter((l) => /sparkplug/.test(l)).join("\n"),
         );
       });
+    },
+  });
+}
+
+/**
+ * The ring remembers MAX_UNIT_CHANGES unit changes per signal: a sample polled before the oldest
+ * it remembers is of no known unit, and left out of the replay as of another (docs/sparkplug.md),
+ * even when its unit was the one the DBIRTH declares now (`backToFirst`: the last restart declares
+ * the unit of before the outage again).
+ */
+for (const backToFirst of [false, true]) {
+  Deno.test({
+    name:
+      "a provider back MAX_UNIT_CHANGES + 1 times during a broker outage, each time with another unit: the replay leaves out the samples older than the units the ring remembers (WARNed, counted) and sends the newest in the unit its DBIRTH declares" +
+      (backToFirst ? " (the last unit the first again)" : ""),
+    ignore: mosquittoMissing(),
+    async fn() {
+      const dir = tempDir("sparkplug-inventory-");
+      const inUnit = (unit: string, v: number): Inventory => ({
+        devices: { d0: { signals: [{ id: "x", type: T.DOUBLE, unit }], values: [dbl("x", v)] } },
+      });
+      const file = (i: number) => `${dir}/u${i}.json`;
+      const restarts = MAX_UNIT_CHANGES + 1;
+      const unit = (i: number) => (backToFirst && i === restarts ? "u0" : `u${i}`);
+      for (let i = 0; i <= restarts; i++) {
+        await Deno.writeTextFile(file(i), JSON.stringify(inUnit(unit(i), i)));
+      }
+      const broker = await Mosquitto.start();
+      const host = await reconnectingHost(broker.url, GROUP);
+      const writes = hostBackConnect(host);
+      const { lines, log } = infoLines();
+      let rt: Kernel | null = null;
+      try {
+        rt = await startRuntime(config(broker.url, file(0), true), {
+          host: { log, mqttConnect: writes.connect },
+        });
+        const kernel = rt;
+        const node = kernel.sparkplug!;
+        await waitFor(
+          "d0's DBIRTH",
+          () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${DEV}`),
+        );
+        await broker.pause();
+        await waitFor("the edge node to see the broker gone", () => !node.online);
+        writes.holdUntilHostBack();
+        // The outage's first sample, in u0: older than the MAX_UNIT_CHANGES changes that follow.
+        await answerWith(kernel, [dbl("x", 0.5)]);
+        await waitFor("x = 0.5 polled", () => {
+          const v = kernel.cache.signal("p0", "d0", "x")?.value;
+          return v?.type === "double" && v.double === 0.5;
+        });
+        assert.equal(node.replayPending, true);
+        // p0 comes back (a reload restarting it) MAX_UNIT_CHANGES + 1 times, each in another unit,
+        // x polled as i in u<i>.
+        for (let i = 1; i <= restarts; i++) {
+          const report = await kernel.reload(config(broker.url, file(i), true));
+          assert.deepEqual(report.providers.restarted, ["p0"]);
+          await waitFor(`x = ${i} polled in u${i}`, () => {
+            const v = kernel.cache.signal("p0", "d0", "x")?.value;
+            return v?.type === "double" && v.double === i;
+          });
+        }
+        const marker = host.messages.length;
+        const droppedBefore = node.counts.storeDropped;
+        await broker.resume();
+        await waitFor(
+          "the replay to finish",
+          () => node.online && !node.replayPending,
+          20000,
+        );
+        const reborn = await waitFor(
+          "d0's DBIRTH again",
+          () =>
+            host.messages.slice(marker).find((m) =>
+              m.topic === `spBv1.0/${GROUP}/DBIRTH/${NODE}/${DEV}`
+            ),
+        );
+        const x = (reborn.payload.metrics ?? []).find((m) => m.name === "x")!;
+        assert.equal(engUnit(x), unit(restarts), "the DBIRTH declares the last unit");
+        const replayed = await waitFor("the replayed DDATA of d0 at the host", () => {
+          const r = host.messages.slice(marker).filter((m) =>
+            m.topic === `spBv1.0/${GROUP}/DDATA/${NODE}/${DEV}` && isHistorical(m)
+          );
+          return r.length > 0 ? r : null;
+        });
+        const values = replayed.flatMap((m) =>
+          (m.payload.metrics ?? []).filter((v) => Number(v.alias) === Number(x.alias))
+        ).filter((v) => v.double_value !== undefined).map((v) => v.double_value);
+        // Only the sample polled in the unit the DBIRTH declares: those in u1..u8 are in another
+        // unit, and 0.5 (u0) is before the oldest unit change the ring remembers: its unit unknown
+        // (also when the DBIRTH declares u0 again).
+        assert.deepEqual(values, [restarts]);
+        const warns = lines.filter((l) =>
+          /^WARN .* polled in another unit than its signals' birth declares now/.test(l)
+        );
+        assert.equal(warns.length, 1, lines.filter((l) => /sparkplug/.test(l)).join("\n"));
+        const n = Number(warns[0]!.match(/: (\d+) sample\(s\) of /)?.[1]);
+        // 0.5 and 1..8 at least (a restart's quality changes carry no value and are not counted).
+        assert.ok(n >= restarts, warns[0]);
+        assert.equal(node.counts.storeDropped, droppedBefore + 1, "counted once for the device");
+      } finally {
+        await rt?.stop();
+        await host.close();
+        await broker.dispose();
+      }
     },
   });
 }

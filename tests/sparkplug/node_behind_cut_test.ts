@@ -140,6 +140,54 @@ Deno.test("an e-stop latched and released while a Rebirth waited for the writes 
   await r.stop();
 });
 
+/**
+ * Not only the first change left behind and the last: each change while the writes are full is
+ * the node's history at its own time (#keepOvertaken keeps each one the next overtakes), so a
+ * latch engaged, released and engaged again before a write completes is three changes at the
+ * host, not one merged into the next.
+ */
+for (const cut of [true, false]) {
+  Deno.test(
+    "every node change left behind while the writes are full reaches the host at its time, none merged into the next " +
+      (cut ? "(the connection goes away)" : "(the broker takes writes again)"),
+    async () => {
+      const r = await onlineHeld({ recordCalls: true });
+      await fillWrites(r, (i) => ({ name: `Nothing/${i}`, datatype: DataType.Boolean }));
+      const before = r.session.published.length;
+      const times = [
+        await setLatch(r, true, "FAULT"),
+        await setLatch(r, false, "IDLE"),
+        await setLatch(r, true, "FAULT"),
+        await setLatch(r, false, "IDLE"),
+      ];
+      if (cut) {
+        r.clock.advance(10);
+        r.session.cut();
+        await flushMicrotasks();
+        await r.clock.advanceAsync(testConfig().sparkplug.reconnectMs);
+        r.session.up();
+        await flushMicrotasks();
+        while (r.session.complete() > 0) await flushMicrotasks();
+      } else {
+        await drain(r);
+      }
+      // After a cut the new connection's session records from its births on.
+      assert.deepEqual(
+        latchNdata(r, cut ? 0 : before),
+        [
+          [true, true, times[0]],
+          [false, true, times[1]],
+          [true, true, times[2]],
+          // The present: history after a cut (the births carry it too), live when writes resume.
+          [false, cut, times[3]],
+        ],
+        "each change at its time, in order",
+      );
+      await r.stop();
+    },
+  );
+}
+
 Deno.test("a node change left behind and not overtaken goes out once, live, when a write completes", async () => {
   const r = await onlineHeld({ recordCalls: true });
   await fillWrites(r, (i) => ({ name: `Nothing/${i}`, datatype: DataType.Boolean }));
