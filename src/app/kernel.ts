@@ -1575,8 +1575,8 @@ export class Kernel {
     // A provider the last reload failed to start is started again only if this file still has
     // it; one the file drops is removed for good (its records are forgotten at the removal).
     const nextIds = new Set(next.providers.map((p) => p.id));
-    // What the reconcile will do with each entry (one whose circuit is open is restarted rather
-    // than updated in place, or retried when unchanged: ProviderRegistry.plan).
+    // What the reconcile will do with each entry (one whose circuit is open is retried, after an
+    // in-place update of its entry if any: ProviderRegistry.plan).
     // Made once: the providers section carries out this plan (#reloadPlan), not a fresh one, so a
     // circuit that opens (or a provider that comes back) meanwhile does not make it restart a
     // provider whose alarms were not retired early and whose AUTO check is not deferred.

@@ -14,9 +14,9 @@ export interface ReloadReport {
     readonly added: readonly string[];
     readonly restarted: readonly string[];
     /**
-     * Unchanged entries whose restart circuit was open, up again after a retry with the failure
-     * streak reset (a reload is the operator asking to try them again; one that did not come up
-     * is in `failed`).
+     * Unchanged (or updated: also in `updated`) entries whose restart circuit was open, up again
+     * after a retry with the failure streak reset (a reload is the operator asking to try them
+     * again; one that did not come up is in `failed`).
      */
     readonly retried: readonly string[];
     /**

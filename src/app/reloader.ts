@@ -225,7 +225,7 @@ export function summarize(r: ReloadReport): string {
     `providers +${p.added.length} -${p.removed.length} ~${p.restarted.length} =${p.unchanged.length}`,
   ];
   if (p.retried.length > 0) {
-    // Not counted in `~` (their entries did not change): up again, their circuit was open.
+    // Not counted in `~` (not restarted: the same host): up again, their circuit was open.
     parts.push(`providers retried (circuit open): ${p.retried.join(", ")}`);
   }
   if (p.updated.length > 0) {

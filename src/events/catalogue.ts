@@ -166,9 +166,9 @@ export type RuntimeEvent =
     providers_removed: string[];
     providers_restarted: string[];
     /**
-     * Providers whose entry did not change but whose restart circuit was open: retried with their
-     * failure streak reset, and up (project addition; one that did not come up is in
-     * `providers_failed`).
+     * Providers whose entry did not change (or changed only in place: also in providers_updated)
+     * but whose restart circuit was open: retried with their failure streak reset, and up
+     * (project addition; one that did not come up is in `providers_failed`).
      */
     providers_retried: string[];
     /**

@@ -24,8 +24,9 @@ export interface ReconcileReport {
   /** Changed entries restarted with their new settings. */
   readonly restarted: string[];
   /**
-   * Unchanged entries whose circuit was open, up again after a retry (ProviderHost.retry: the
-   * same host, its failure streak reset). One that did not come up is in `failed` instead.
+   * Unchanged or updated entries whose circuit was open, up again after a retry
+   * (ProviderHost.retry: the same host, its failure streak reset). One that did not come up is
+   * in `failed` instead.
    */
   readonly retried: string[];
   /**
@@ -84,8 +85,9 @@ export interface ReconcileOptions {
  */
 export interface ProviderPlan extends ProviderDiff {
   /**
-   * Entries identical to the ones in effect whose circuit is open (new order): retried in place
-   * with the failure streak reset (ProviderHost.retry; not in `unchanged`).
+   * Entries whose circuit is open, identical to the ones in effect or updated in place (in
+   * `updated` as well), new order: retried in place with the failure streak reset
+   * (ProviderHost.retry; not in `unchanged`).
    */
   readonly retried: readonly ProviderConfig[];
 }
@@ -360,20 +362,22 @@ export class ProviderRegistry {
   /**
    * What a reconcile from `before` (the entries in effect) to `next` would do with each entry now:
    * diffProviders, except that an entry differing only in IN_PLACE_PROVIDER_FIELDS is restarted
-   * (changed) rather than updated in place when no process of it runs or is being brought back by
-   * its supervisor -- its circuit is open (or it is not registered): nothing is interrupted, and
-   * a reload that changes its entry starts it again. An unchanged entry whose circuit is open is
-   * retried: the runtime gave it up, a reload is the operator asking to try it again (an unchanged
-   * entry of a provider up or being brought back by its supervisor is not touched).
+   * (changed) rather than updated in place when it has no host to update (it is not registered, or
+   * its host is stopped). An unchanged entry whose circuit is open is retried: the runtime gave it
+   * up, a reload is the operator asking to try it again (an unchanged entry of a provider up or
+   * being brought back by its supervisor is not touched). One updated in place whose circuit is
+   * open is retried as well, after the update (the retry runs with its new settings): the same
+   * host, so its devices keep their claims -- a restart would let a rival take them meanwhile.
    */
   plan(before: readonly ProviderConfig[], next: readonly ProviderConfig[]): ProviderPlan {
     const d = diffProviders(before, next);
     const inPlace = (id: string) => {
       const phase = this.#hosts.get(id)?.state.phase;
-      return phase !== undefined && phase !== "CIRCUIT_OPEN" && phase !== "STOPPED";
+      return phase !== undefined && phase !== "STOPPED";
     };
+    const isOpen = (id: string) => this.#hosts.get(id)?.state.phase === "CIRCUIT_OPEN";
     const open = new Set(
-      d.unchanged.filter((id) => this.#hosts.get(id)?.state.phase === "CIRCUIT_OPEN"),
+      [...d.unchanged, ...d.updated.map((u) => u.entry.id)].filter(isOpen),
     );
     const retry = {
       retried: next.filter((p) => open.has(p.id)),
@@ -398,10 +402,11 @@ export class ProviderRegistry {
    * before its successor starts: they may share a bus address) -- unless held back -- then new
    * and changed ones start with the handshake and discovery of start-up. One that does not come
    * up is stopped and reported; its entry is not in effect, but its host stays listed (down, with
-   * ProviderHost.startError) until the next reload. Unchanged ones whose circuit is open (the
-   * plan's `retried`) are retried in place meanwhile (ProviderHost.retry), also while removals
-   * are held back (nothing that runs is stopped): their host, its devices and their claims stay;
-   * one that does not come up is reported failed and stays under its supervisor.
+   * ProviderHost.startError) until the next reload. Unchanged or updated ones whose circuit is
+   * open (the plan's `retried`) are retried in place meanwhile (ProviderHost.retry; an updated one
+   * with its new entry), also while removals are held back (nothing that runs is stopped): their
+   * host, its devices and their claims stay; one that does not come up is reported failed and
+   * stays under its supervisor.
    */
   async reconcile(
     before: readonly ProviderConfig[],

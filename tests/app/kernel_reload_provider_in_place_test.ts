@@ -3,7 +3,8 @@
  * (restart_policy, hello_timeout_ms, ready_timeout_ms: IN_PLACE_PROVIDER_FIELDS), over the
  * simulated provider as a child process: applied to the running host in place (also in AUTO:
  * nothing stops), a pending restart the new policy forbids is cancelled, a provider whose circuit
- * is open is started again, and any other field changed with them still restarts the provider.
+ * is open is updated and retried in place, and any other field changed with them still restarts
+ * the provider.
  */
 import assert from "node:assert/strict";
 import type { Kernel } from "../../src/app/kernel.ts";
@@ -139,19 +140,21 @@ Deno.test("Kernel.reload lowering max_attempts below the attempt pending in back
   }
 });
 
-Deno.test("Kernel.reload changing restart_policy of a provider whose circuit is open starts it again (nothing runs to interrupt)", async () => {
+Deno.test("Kernel.reload changing restart_policy of a provider whose circuit is open updates it in place and retries it: the same host starts again", async () => {
   const rt = await startRuntime(
     testConfig({ providers: [simProvider("sim0", { restart: false })] }),
   );
   try {
     await crash(rt);
-    assert.equal(rt.registry.host("sim0")!.lifecycle, "CIRCUIT_OPEN");
+    const host = rt.registry.host("sim0")!;
+    assert.equal(host.lifecycle, "CIRCUIT_OPEN");
     const report = await rt.reload(
       withSim0(rt.config, (p) => ({ ...p, restartPolicy: { ...p.restartPolicy, enabled: true } })),
     );
-    assert.deepEqual(report.providers.restarted, ["sim0"]);
-    assert.deepEqual(report.providers.updated, []);
-    const host = rt.registry.host("sim0")!;
+    assert.deepEqual(report.providers.restarted, []);
+    assert.deepEqual(report.providers.updated, [{ id: "sim0", fields: ["restart_policy"] }]);
+    assert.deepEqual(report.providers.retried, ["sim0"]);
+    assert.equal(rt.registry.host("sim0"), host, "the same host (its devices keep their claims)");
     assert.equal(host.available, true);
     assert.equal(host.config.restartPolicy.enabled, true);
   } finally {

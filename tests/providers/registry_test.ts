@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
+import type { RestartPolicyConfig } from "../../src/config/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
@@ -236,9 +237,13 @@ const claiming = (dev: string, keys: string) => ({
 
 /**
  * Programmable providers p0, p1, ... over these inventories (files the test may rewrite: a
- * process reads its file when it starts), restarts enabled, every warn/error line kept.
+ * process reads its file when it starts), restarts enabled (`restart`: their policy), every
+ * warn/error line kept.
  */
-async function claimRegistry(inventories: object[]) {
+async function claimRegistry(
+  inventories: object[],
+  restart: Partial<RestartPolicyConfig> = { backoffMs: [0, 0, 0] },
+) {
   const files: string[] = [];
   for (const inv of inventories) {
     const file = await Deno.makeTempFile({ suffix: ".json" });
@@ -247,7 +252,7 @@ async function claimRegistry(inventories: object[]) {
   }
   const lines: string[] = [];
   const registry = new ProviderRegistry(
-    files.map((f, i) => programmableProvider(`p${i}`, f, { restart: { backoffMs: [0, 0, 0] } })),
+    files.map((f, i) => programmableProvider(`p${i}`, f, { restart })),
     {
       spawn: spawnProcess,
       clock: systemClock,
@@ -801,6 +806,59 @@ Deno.test("a down provider keeps its claims: a reload adding a rival is refused 
     const taken = await r.registry.reconcile([holder!], [rival!], opts);
     assert.deepEqual([taken.removed, taken.added, taken.failed], [["p0"], ["p1"], []]);
     assert.equal(r.registry.host("p1")!.available, true);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("a reload changing only restart_policy of a holder whose circuit is open keeps its claims: a rival's restart in backoff meanwhile is refused", async () => {
+  const r = await claimRegistry(
+    [claiming("dcmt_0", KEY), claiming("do_0", "i2c:/dev/i2c-1:0x62")],
+    { maxAttempts: 1, backoffMs: [1000] },
+  );
+  try {
+    await r.registry.startAll(30_000, 1000);
+    const [p0, p1] = [r.registry.host("p0")!, r.registry.host("p1")!];
+    const [holder, rival] = [p0.config, p1.config];
+    // The holder crashes and cannot come back (its restart speaks another protocol).
+    await Deno.writeTextFile(
+      r.files[0]!,
+      JSON.stringify({ ...claiming("dcmt_0", KEY), hello: { protocol: "old" } }),
+    );
+    Deno.kill(p0.session!.pid, "SIGKILL");
+    await waitFor("p0's circuit open", () => p0.lifecycle === "CIRCUIT_OPEN", 20_000);
+    // Fixed now, and slow to answer Hello: the reload's start of it takes 4 s.
+    await Deno.writeTextFile(
+      r.files[0]!,
+      JSON.stringify({ ...claiming("dcmt_0", KEY), hello: { delayMs: 4000 } }),
+    );
+    // The rival's next process claims the holder's key; its current one dies: its restart is
+    // due 1 s on, while the reload brings the holder back.
+    await Deno.writeTextFile(r.files[1]!, JSON.stringify(claiming("do_0", KEY)));
+    Deno.kill(p1.session!.pid, "SIGKILL");
+    await waitFor("p1 in backoff", () => p1.state.phase === "BACKOFF", 10_000, 0);
+    const policy = { ...holder.restartPolicy, successResetMs: 1234 };
+    const report = await r.registry.reconcile(
+      [holder, rival],
+      [{ ...holder, restartPolicy: policy }, rival],
+      { holdRemovals: false, stopBudgetMs: 1000, stopping: () => false },
+    );
+    await waitFor("p1's restart over", () => p1.available || p1.lifecycle === "CIRCUIT_OPEN");
+    assert.deepEqual(report.failed, [], r.lines.join("\n"));
+    assert.deepEqual([report.updated, report.retried, report.restarted], [
+      [{ id: "p0", fields: ["restart_policy"] }],
+      ["p0"],
+      [],
+    ]);
+    assert.equal(r.registry.host("p0"), p0, "the same host, its policy replaced in place");
+    assert.deepEqual(p0.config.restartPolicy, policy);
+    assert.equal(p0.available, true);
+    assert.deepEqual(p0.claimDevices.map((d) => d.device.deviceId), ["dcmt_0"]);
+    assert.equal(p1.available, false, `p1 took p0/dcmt_0's key '${KEY}'\n${r.lines.join("\n")}`);
+    assert.ok(
+      r.lines.some((l) => l.includes(`claim '${KEY}' held by p0/dcmt_0 and p1/do_0`)),
+      r.lines.join("\n"),
+    );
   } finally {
     await r.close();
   }
