@@ -351,10 +351,12 @@ export class AlarmEngine implements AlarmService {
    * forgets an operator's ack or shelve. Everything is then bound and evaluated again.
    * `changing`: ids of alarms taken out now that the same reload puts back changed (taken out
    * before their provider is stopped): said `changed`, not `removed`, to `actions.retired`.
+   * `changingInterlocks`: the same for interlocks (a blocking one is logged released as changed).
    */
   reconfigure(
     section: { alarms: readonly AlarmConfig[]; interlocks: readonly InterlockConfig[] },
     changing: ReadonlySet<string> = new Set(),
+    changingInterlocks: ReadonlySet<string> = new Set(),
   ): void {
     const previous = this.#alarms;
     const previousInterlocks = this.#interlocks;
@@ -411,7 +413,11 @@ export class AlarmEngine implements AlarmService {
       if (kept.has(id)) continue;
       if (entry.blocking && entry.sinceWall !== null) {
         entry.blocking = false;
-        this.#log.info(`interlock ${id} released: removed by a reload`);
+        this.#log.info(
+          `interlock ${id} released: ${
+            changingInterlocks.has(id) ? "changed" : "removed"
+          } by a reload`,
+        );
         this.#publishInterlock(entry, false, null, interlockTransitionAt(entry, wall));
       }
       this.#keepRemovedDate(removedKey("interlock", id), interlockLastAtWall(entry));

@@ -1948,7 +1948,10 @@ export class Kernel {
     const changing = new Set(
       retiredAlarms.filter((a) => next.alarms.some((b) => b.id === a.id)).map((a) => a.id),
     );
-    this.alarms.reconfigure({ alarms, interlocks }, changing);
+    const changingInterlocks = new Set(
+      retiredInterlocks.map((il) => il.id).filter((id) => next.interlocks.some((b) => b.id === id)),
+    );
+    this.alarms.reconfigure({ alarms, interlocks }, changing, changingInterlocks);
     this.#config = { ...this.#config, alarms, interlocks };
     return {
       alarms: retiredAlarms.map((a) => a.id),

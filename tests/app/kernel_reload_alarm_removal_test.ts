@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { afterPolls, recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
@@ -94,6 +95,49 @@ interlocks:
     assert.equal(rt.modes.current(), "MANUAL");
   } finally {
     events.stop();
+    await rt.stop();
+  }
+});
+
+Deno.test("Kernel.reload restarting a provider and changing the blocking interlock on its signal (MANUAL): its release is logged as changed, not removed", async () => {
+  const interlock = (limit: number) =>
+    alarmsConfig(
+      `
+interlocks:
+  - id: motor_by_sim1
+    block: [sim0/motorctl0/set_motor_duty]
+    while: 'sim1/tempctl0/tc1_temp > ${limit}'
+    message: sim0's motor waits for sim1's heater
+`,
+      ["sim0", "sim1"],
+    ).interlocks;
+  const { log, lines } = capturingLogger();
+  const rt = await startRuntime(
+    testConfig({
+      providers: [simProvider("sim0"), simProvider("sim1")],
+      interlocks: interlock(-1000),
+    }),
+    { arm: true, host: { log } },
+  );
+  try {
+    await waitFor(
+      "the interlock engaged",
+      () => rt.alarms.interlocks().some((i) => i.id === "motor_by_sim1" && i.blocking),
+      5000,
+    );
+    const report = await rt.reload({
+      ...rt.config,
+      providers: rt.config.providers.map((p) =>
+        p.id === "sim1" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
+      ),
+      interlocks: interlock(-999),
+    });
+    assert.deepEqual(report.providers.restarted, ["sim1"]);
+    assert.equal(rt.modes.current(), "MANUAL");
+    const said = lines.filter((l) => l.includes("interlock motor_by_sim1 released"));
+    assert.equal(said.length, 1, lines.join("\n"));
+    assert.match(said[0]!, /interlock motor_by_sim1 released: changed by a reload$/);
+  } finally {
     await rt.stop();
   }
 });
