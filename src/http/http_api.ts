@@ -541,7 +541,18 @@ export class HttpApi {
         sse: this.#sse,
         limits: this.#limits,
         body: async <T>(stop?: (value: T) => boolean) => {
-          const value = await readRequestBody<T>(req, this.#limits, match.doc);
+          let value: T;
+          try {
+            value = await readRequestBody<T>(req, this.#limits, match.doc);
+          } catch (err) {
+            // A body refused (malformed, too large, too slow, not as the schema says) is 400 only
+            // to a request the tokens in force still admit: one they no longer admit learns
+            // nothing from its body (401 or 403, as below; no stop acts on a refused body).
+            if (generation !== this.#tokenGeneration) {
+              await this.#readmit(req, url, info, principal, match.role);
+            }
+            throw err;
+          }
           // The tokens may have been replaced (a reload) while the body arrived: the request
           // acts only when the tokens in force now still admit it with the role it needs. A
           // stop (FAULT, IDLE, a run's close) acts whatever a reload did to its token.

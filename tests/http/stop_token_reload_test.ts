@@ -4,13 +4,17 @@
  * IDLE, or a POST /v0/runs/{run_id}/close, admitted on its head, whose token a reload removes or
  * lowers while its body is still arriving, still acts once its body is in. Arming (MANUAL, AUTO)
  * is asked again as before (tests/http/roles_test.ts). Through the handler (in-process), the body
- * held until the tokens are replaced.
+ * held until the tokens are replaced. A body that cannot be read as a stop (malformed JSON, not as
+ * the schema says) is no stop: asked again too, answered 401 (never 400: a client without a valid
+ * token learns nothing from its body), over a real socket on loopback.
  */
 import assert from "node:assert/strict";
-import type { NamedToken } from "../../src/http/mod.ts";
+import { BODY_READ_TIMEOUT_MS, type NamedToken } from "../../src/http/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { pendingBody } from "../helpers/pending_body.ts";
 import { type HttpFixture, startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { readResponse, send as sendRaw } from "./_raw_socket.ts";
 
 const REMOTE = "192.0.2.42";
 const DEFAULT_TOKEN = "default-token-4b8e1d0c7a3f52";
@@ -120,6 +124,65 @@ Deno.test("POST /v0/mode MANUAL whose token a reload removes while its body arri
     const res = await throughReload(fx, "/v0/mode", { mode: "MANUAL" }, REMOVED);
     assert.equal(res.status, 401, res.text);
     assert.equal(fx.services.modes.current(), "IDLE");
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("POST /v0/mode with a malformed body, over a socket, is 401 (not 400) when a reload removed its token while the body arrived, or when it has none", async () => {
+  // The API's clock is manual: its body-read timer being set says the request passed every check
+  // made on its head (authentication included) and its body is being read.
+  const clock = new ManualClock();
+  const fx = await startHttpFixture({
+    config: {
+      http: { authEnabled: true, authToken: DEFAULT_TOKEN, authExemptLoopback: false },
+    },
+    api: { apiToken: DEFAULT_TOKEN, tokens: [SHIFT, BOSS] },
+    apiClock: clock,
+  });
+  const { port } = await fx.serve();
+  /** POSTs `body` to /v0/mode; with `token`, the tokens are replaced by REMOVED once its head is admitted. */
+  const post = async (body: string, token: NamedToken | null) => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    try {
+      await sendRaw(
+        conn,
+        `POST /v0/mode HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n` +
+          (token === null ? "" : `Authorization: Bearer ${token.token}\r\n`) +
+          `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n` +
+          (token === null ? body : body.slice(0, 3)),
+      );
+      if (token !== null) {
+        await waitFor(
+          "the POST reading its body",
+          () => clock.pendingDelays().includes(BODY_READ_TIMEOUT_MS),
+        );
+        await fx.api.setTokens(fx.services.config.http, DEFAULT_TOKEN, REMOVED);
+        await sendRaw(conn, body.slice(3));
+      }
+      const res = await readResponse(conn);
+      assert.ok(res !== null, "no answer");
+      return res;
+    } finally {
+      conn.close();
+    }
+  };
+  try {
+    for (const body of ['{"mode": FAULT}', '{"mode":"FAULT"', '{"mode":"FAULTY"}']) {
+      await fx.api.setTokens(fx.services.config.http, DEFAULT_TOKEN, [SHIFT, BOSS]);
+      for (const token of [SHIFT, null]) {
+        const res = await post(body, token);
+        const what = `${body} ${token === null ? "without a token" : "token removed"}`;
+        assert.equal(res.status, 401, `${what}: ${res.body}`);
+        assert.match(res.headers, /^www-authenticate: Bearer$/im, what);
+        assert.equal(JSON.parse(res.body).status.code, "UNAUTHENTICATED", what);
+      }
+    }
+    assert.equal(fx.services.modes.current(), "IDLE");
+    // Control: a token the tokens in force still admit is told what is wrong with its body.
+    const res = await post('{"mode": FAULT}', BOSS);
+    assert.equal(res.status, 400, res.body);
+    assert.match(JSON.parse(res.body).status.message, /^Invalid JSON: /);
   } finally {
     await fx.close();
   }
