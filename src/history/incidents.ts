@@ -55,6 +55,14 @@ export const INCIDENT_MAX_TRIGGERS = 32;
  * of their run's link); the oldest forgotten first.
  */
 export const INCIDENT_GONE_IDS_MAX = 256;
+/**
+ * The file beside the records that keeps the INCIDENT_GONE_IDS_MAX ids not kept, with why, across
+ * restarts (one line `{"incident_id", "why"}` each, oldest first; no record's name): replaced whole
+ * when they change.
+ */
+export const INCIDENT_GONE_FILE = "gone.jsonl";
+/** Longest line of INCIDENT_GONE_FILE read back (a longer one is no line written here: skipped). */
+export const INCIDENT_GONE_LINE_MAX_BYTES = 1024;
 /** Incidents waiting for their window to end at most; more are dropped and counted. */
 export const MAX_PENDING_INCIDENTS = 16;
 /** How long stop() waits for records still being written (a hung disk must not hold the stop). */
@@ -323,6 +331,10 @@ export class IncidentRecorder {
    * there is none.
    */
   readonly #goneIds = new Map<string, string>();
+  /** #goneIds changed since INCIDENT_GONE_FILE was last written (or its write failed). */
+  #goneChanged = false;
+  /** A write of INCIDENT_GONE_FILE is under way (it writes again while #goneChanged). */
+  #goneSaving = false;
   /** Records not written since one last was (a failing disk): its WARN said once per spell. */
   readonly #unwritten: SpellLog;
   /**
@@ -1079,6 +1091,7 @@ export class IncidentRecorder {
       return;
     }
     this.#unwritten.ok(header.incident_id);
+    this.#saveGone(); // one that failed with the disk before
     // In the order recorded (by the counter of its id), whatever order the writes ended in: an
     // e-stop's record waiting for its reason may be written after a later incident's.
     const n = idCounter(header.incident_id);
@@ -1092,11 +1105,96 @@ export class IncidentRecorder {
     await this.#prune(header.incident_id);
   }
 
-  /** Notes a record not kept and why (#goneIds), forgetting the oldest past the bound. */
+  /**
+   * Notes a record not kept and why (#goneIds), forgetting the oldest past the bound, and has
+   * INCIDENT_GONE_FILE say so (a restart's 404 says why as this process's does).
+   */
   #noteGone(id: string, why: string): void {
+    this.#keepGone(id, why);
+    this.#goneChanged = true;
+    this.#saveGone();
+  }
+
+  /** Keeps why a record is not kept in #goneIds, forgetting the oldest past the bound. */
+  #keepGone(id: string, why: string): void {
     this.#goneIds.set(id, why);
     if (this.#goneIds.size > INCIDENT_GONE_IDS_MAX) {
       this.#goneIds.delete(this.#goneIds.keys().next().value!);
+    }
+  }
+
+  /**
+   * Writes INCIDENT_GONE_FILE while #goneIds has changes it lacks, one write at a time (waited for
+   * as the records' writes are: settled(), stop()). A failed write (a full disk, whose records'
+   * WARN says so) is said at DEBUG and tried again at the next change or record written.
+   */
+  #saveGone(): void {
+    if (this.#goneSaving || !this.#goneChanged) return;
+    this.#goneSaving = true;
+    const save = (async () => {
+      try {
+        while (this.#goneChanged) {
+          this.#goneChanged = false;
+          await this.#writeGone();
+        }
+      } catch (err) {
+        this.#goneChanged = true;
+        this.#o.log.debug(
+          `incident ids not kept: ${INCIDENT_GONE_FILE} not written: ${errorMessage(err)}`,
+        );
+      } finally {
+        this.#goneSaving = false;
+      }
+    })();
+    this.#writes.add(save);
+    void save.finally(() => this.#writes.delete(save));
+  }
+
+  /** Replaces INCIDENT_GONE_FILE with #goneIds (a temporary file renamed over it, synced). */
+  async #writeGone(): Promise<void> {
+    const files = this.#o.files;
+    const path = `${this.#o.dir}/${INCIDENT_GONE_FILE}`;
+    const tmp = `${path}.tmp`;
+    let text = "";
+    for (const [id, why] of this.#goneIds) text += `${JSON.stringify({ incident_id: id, why })}\n`;
+    try {
+      await files.ensureDir(this.#o.dir);
+      const h = await files.openAppend(tmp);
+      try {
+        await h.truncate(0); // what a save cut short (a crash) left
+        await h.append(text);
+        await h.sync();
+      } finally {
+        h.close();
+      }
+      await files.rename(tmp, path);
+    } catch (err) {
+      // The old file stays, and no temporary file beside the records.
+      await files.remove(tmp).catch(() => {});
+      throw err;
+    }
+  }
+
+  /**
+   * Reads INCIDENT_GONE_FILE into #goneIds (before the records: what the start's pruning notes
+   * comes after). A line that does not parse as one written here is left out; a file that cannot
+   * be read leaves the 404s without their reason (DEBUG).
+   */
+  async #loadGone(): Promise<void> {
+    const path = `${this.#o.dir}/${INCIDENT_GONE_FILE}`;
+    try {
+      for await (const line of this.#o.files.readLines(path, INCIDENT_GONE_LINE_MAX_BYTES)) {
+        let entry: { incident_id?: unknown; why?: unknown };
+        try {
+          entry = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        if (typeof entry?.incident_id !== "string" || typeof entry.why !== "string") continue;
+        if (INCIDENT_ID.test(entry.incident_id)) this.#keepGone(entry.incident_id, entry.why);
+      }
+    } catch (err) {
+      this.#o.log.debug(`incident ids not kept: ${path} not read: ${errorMessage(err)}`);
     }
   }
 
@@ -1146,6 +1244,7 @@ export class IncidentRecorder {
   async #loadIndex(): Promise<void> {
     const files = this.#o.files;
     const headers: { header: IncidentHeader; n: number }[] = [];
+    await this.#loadGone();
     let names: string[];
     try {
       names = await files.listNames(this.#o.dir);
@@ -1334,6 +1433,9 @@ function alarmDevice(signal: string): DeviceParts | null {
   if (first <= 0 || last <= first + 1 || last === signal.length - 1) return null;
   return [signal.slice(0, first), signal.slice(first + 1, last)];
 }
+
+/** An incident id: `inc-<ms>-<counter>`. */
+const INCIDENT_ID = /^inc-\d+-\d+$/;
 
 /** The counter of an incident id (`inc-<ms>-<counter>`): the order incidents were recorded in. */
 function idCounter(id: string): number {

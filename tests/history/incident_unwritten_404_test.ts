@@ -4,7 +4,8 @@
  * for an id that never was. The recorder keeps the ids of the records it could not write (at most
  * INCIDENT_GONE_IDS_MAX, the oldest forgotten first) and the 404 says the record was not
  * written. In process: the recorder over a hand-fed History on a manual clock, in-memory files
- * that fail as a full disk does.
+ * that fail as a full disk does. A restart (another recorder over the same files) says so too: the
+ * ids are kept on disk once the disk has room again.
  */
 import assert from "node:assert/strict";
 import { INCIDENT_GONE_IDS_MAX, MERGE_WINDOW_MS } from "../../src/history/mod.ts";
@@ -53,5 +54,35 @@ Deno.test("IncidentRecorder: the link to an incident whose record could not be w
     assert.equal(await notFound(incidents.get(lost)), `Incident not found: ${lost}`);
     assert.match(await notFound(incidents.get(more[0]!)), said);
     assert.match(await notFound(incidents.get(more.at(-1)!)), said);
+  });
+});
+
+Deno.test("IncidentRecorder: after a restart, the link to an incident whose record could not be written still says so, once a record was written after the disk had room", async () => {
+  const files = new FaultyMemoryFiles();
+  const before = incidentRig({ config: { incidentAfterS: 1 }, files });
+  const ids: string[] = [];
+  before.incidents.onIncident((i) => ids.push(i.incident_id));
+  let lost = "";
+  let said = "";
+  await before.session(async () => {
+    files.full = true;
+    before.loss("d0");
+    before.clock.advance(1000 + MERGE_WINDOW_MS + 100);
+    await before.incidents.settled();
+    lost = ids.at(-1)!;
+    said = await notFound(before.incidents.get(lost));
+    assert.match(said, /could not be written/);
+    // The disk has room again: the next record is written, and with it why the first is not.
+    files.full = false;
+    before.loss("d1");
+    before.clock.advance(1000 + MERGE_WINDOW_MS + 100);
+    await before.incidents.settled();
+    assert.equal(before.incidents.list().length, 1);
+  });
+  const after = incidentRig({ config: { incidentAfterS: 1 }, files });
+  await after.session(async () => {
+    assert.equal(await notFound(after.incidents.get(lost)), said);
+    assert.equal(await notFound(after.incidents.jsonl(lost)), said);
+    assert.equal(after.incidents.list().length, 1);
   });
 });

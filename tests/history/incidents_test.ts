@@ -3,7 +3,7 @@
  * clock the test sets): an e-stop produces one incident (the FAULT entry joined to it) holding
  * every sample of the window before and after it, listed, exported as CSV and JSON Lines, linked
  * from the open run, kept across a restart; device losses are captured per device and the records
- * are bounded in count.
+ * are bounded in count, the 404 of one not kept saying why, before a restart and after it.
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
@@ -143,10 +143,23 @@ async function programFailure(rig: Awaited<ReturnType<typeof startRig>>): Promis
   });
 }
 
-Deno.test("Each device loss is an incident of that device; the records are bounded in count", async () => {
-  const rig = await startRig({
-    history: { incidentBeforeS: 2, incidentAfterS: 0, incidentMaxCount: 2, diskMaxBytes: 0 },
-  });
+Deno.test("Each device loss is an incident of that device; the records are bounded in count, and a restart says why one is not kept as before", async () => {
+  const history = { incidentBeforeS: 2, incidentAfterS: 0, incidentMaxCount: 2, diskMaxBytes: 0 };
+  const rig = await startRig({ history });
+  const ids: string[] = [];
+  rig.rt.incidents!.onIncident((i) => ids.push(i.incident_id));
+  /** What GET /v0/incidents/{id} answers for each of `notKept`: its status and message. */
+  const notFound = async (r: typeof rig, notKept: readonly string[]) => {
+    const said: string[] = [];
+    for (const id of notKept) {
+      const res = await r.get(`/v0/incidents/${id}`);
+      const body = await res.json();
+      said.push(`${res.status} ${body.status.message}`);
+    }
+    return said;
+  };
+  let notKept: string[] = [];
+  let said: string[] = [];
   try {
     // A device is lost when it is down (DeviceOutages): reads failing for 500 ms here. The
     // monotonic clock is the test's: it says when the bound has passed.
@@ -179,7 +192,7 @@ Deno.test("Each device loss is an incident of that device; the records are bound
     const temp = newest.signals.find((s: { signal_id: string }) => s.signal_id === "temp");
     assert.deepEqual(temp.samples, [[T0 + 30_000, 3, "OK"], [T0 + 30_500, 3, "UNAVAILABLE"]]);
     const names = [...Deno.readDirSync(`${rig.dataDir}/history/incidents`)].map((e) => e.name);
-    assert.equal(names.length, 2);
+    assert.equal(names.filter((n) => n.startsWith("inc-")).length, 2);
 
     // A record whose file is gone (removed by hand, or by the count bound while it was asked
     // for) is not kept: 404 as a missing record, never an empty export.
@@ -198,8 +211,27 @@ Deno.test("Each device loss is an incident of that device; the records are bound
       "the record whose file is gone is still listed",
     );
     assert.match(await (await rig.get("/metrics")).text(), /^runtime_incidents 1$/m);
+
+    // Why each record is not kept: removed by the count bound, its file gone.
+    assert.equal(ids.length, 3);
+    notKept = [ids[0]!, gone, "inc-1-999"];
+    said = await notFound(rig, notKept);
+    assert.deepEqual(said, [
+      `404 Incident not found: ${ids[0]} (removed by history.incident_max_count, 2: the oldest ` +
+      "records make way for new ones)",
+      `404 Incident not found: ${gone} (its file is gone)`,
+      "404 Incident not found: inc-1-999",
+    ]);
   } finally {
     await rig.rt.stop();
+  }
+  // A restart on the same data folder says the same.
+  const again = await startRig({ history, dataDir: rig.dataDir });
+  try {
+    assert.equal((await again.json("/v0/incidents")).incidents.length, 1);
+    assert.deepEqual(await notFound(again, notKept), said);
+  } finally {
+    await again.rt.stop();
   }
 });
 

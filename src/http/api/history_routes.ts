@@ -111,7 +111,7 @@ export const HISTORY_ROUTES: readonly Route[] = [
         "header `X-Incident-Incomplete`. 404 for a record not kept: removed by the bounds or " +
         "by hand, or never written (a full disk). Its run's `incident` event still links to " +
         "it: the message says why (the bound that removed it, or that it could not be written) " +
-        "for the last 256 not kept while the runtime that noted them runs. Project addition.",
+        "for the last 256 not kept, across restarts. Project addition.",
       query: [{
         name: "format",
         description: "`json` (default), `csv` or `jsonl`.",
