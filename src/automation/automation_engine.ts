@@ -1384,6 +1384,10 @@ function kernelServices(
       // write ahead, right before sending), so it can no longer act on the device.
       let counted = false;
       let sent = false;
+      // Whether a halt may have cancelled it: once admitted to its provider's queue, or halted
+      // already when made. A refusal before its admission is made within router.call,
+      // synchronously: before a halt that comes after the call in the same step.
+      let cancellable = signal.aborted;
       const uncount = () => {
         if (!counted) return;
         counted = false;
@@ -1403,6 +1407,7 @@ function kernelServices(
           source: node === undefined ? { kind: "automation" } : { kind: "automation", node },
           signal,
           onQueued: () => {
+            cancellable = true;
             if (!signal.aborted) {
               counted = true;
               noteInFlight(handle, 1);
@@ -1416,13 +1421,16 @@ function kernelServices(
         });
       } catch (err) {
         uncount();
-        // A halt cancels a call only until it is sent: one the provider got and failed is the
-        // device's failure whatever became of the tree meanwhile.
-        const cancelled = signal.aborted && !reachedProvider(err);
+        const by = refusedBeforeSending(err);
+        // A halt cancels a call only once admitted and until it is sent: one the provider got and
+        // failed is the device's failure, one refused before its admission (a gate, a caller
+        // check, a full queue) was refused before the halt, whatever halted the tree since -- but
+        // the mode gate's refusal: the transition that halts the tree held it back.
+        const cancelled = signal.aborted && !reachedProvider(err) &&
+          (cancellable || by === "mode");
         // The tree's own error (a function or provider it names that does not exist, arguments
         // that fail validation; checked at AUTO entry only when written literally): the refusal
         // names where the node is written.
-        const by = refusedBeforeSending(err);
         if (
           !cancelled && where !== "" && by !== null && TREE_ERRORS.has(by) &&
           err instanceof RuntimeError

@@ -9,6 +9,7 @@ import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { automationConfig, callAs, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
+import type { TypedValue } from "../../src/common/mod.ts";
 import { MOTOR_ARGS, refusedRows, withIdleTree } from "./_kernel_rig.ts";
 
 Deno.test("AutomationEngine counts a sent call's failure toward device_outages even when the tree was halted while it was in flight", async () => {
@@ -125,6 +126,33 @@ Deno.test("AutomationEngine lists a call to a function the device does not decla
       "calls refused: sim0/motorctl0 no_such_fn by unknown_function (2 in a row)",
     );
   });
+});
+
+Deno.test("AutomationEngine lists a call refused when made in the step its tree is halted in (validation, an unknown function) in refused_calls, not as cancelled", async () => {
+  await withIdleTree(async (_rt, engine) => {
+    const at = "/etc/runtime/bt/main.xml:12:9";
+    const errors: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const halt = new AbortController();
+      const call = (fn: string, args: Record<string, TypedValue>, node: string) =>
+        engine.services.callDevice("sim0/motorctl0", fn, args, halt.signal, node, at)
+          .then(() => "made", (err: unknown) => String(err));
+      // MANUAL: the mode gate lets automated calls through; argument validation refuses duty 2.
+      const refused = call("set_motor_duty", { motor_index: tv.i(1), duty: tv.d(2) }, "Demo/A[0]");
+      const unknown = call("no_such_fn", {}, "Demo/A[1]");
+      // The tree halted in the same step (AUTO left, an e-stop's FAULT), after both refusals.
+      halt.abort();
+      errors.push(await refused, await unknown);
+    }
+    assert.deepEqual(
+      refusedRows(engine),
+      [["sim0/motorctl0", 2, "validation"], ["sim0/motorctl0", 2, "unknown_function"]],
+      "refused before the halt: refused, not cancelled",
+    );
+    assert.deepEqual(engine.status().device_outages, []);
+    assert.match(errors[2]!, /duty.*\(CallDevice at \/etc\/runtime\/bt\/main\.xml:12:9\)$/);
+    assert.match(errors[3]!, /Function not found: .*'no_such_fn' \(CallDevice at /);
+  }, { arm: true });
 });
 
 Deno.test("AutomationEngine lists calls to a provider that is not configured in refused_calls (unknown_provider), not nowhere", async () => {
