@@ -820,6 +820,9 @@ export class Kernel {
       // Identical calls still collapsing into one audit entry are closed (and recorded below)
       // before a run opens or closes: they are events of the run they were made in.
       settleCalls: () => this.#settleRunCalls(),
+      // Incidents begun (and triggers joined) in this step, told a moment later otherwise: of the
+      // run open when they came, not of the one opening now, nor cut from the one closing.
+      settleEvents: () => this.incidents?.tellNow(),
       // The close began at the boundary its settle took; calls decided since are of that close.
       closeFailed: () => {
         this.#failedCloseCalls = {

@@ -262,8 +262,8 @@ interface Pending {
    */
   readonly specs: Map<string, readonly UnitSpec[]>;
   /**
-   * Whether its listeners were told it began (onIncident, a microtask after its first trigger):
-   * a trigger joining it since is told on its own (onIncidentJoined).
+   * Whether its listeners were told it began (onIncident, a microtask after its first trigger, or
+   * sooner: tellNow): a trigger joining it since is told on its own (onIncidentJoined).
    */
   told: boolean;
 }
@@ -311,6 +311,11 @@ export class IncidentRecorder {
   readonly #writes = new Set<Promise<void>>();
   readonly #listeners: ((h: IncidentBegun) => void)[] = [];
   readonly #joinListeners: ((j: IncidentJoined) => void)[] = [];
+  /**
+   * What is still to be told of this step (an incident begun, a trigger joined), in order: told a
+   * microtask after it, or sooner by tellNow (bounded by the triggers of one step).
+   */
+  readonly #untold: (() => void)[] = [];
   #unsubscribe: (() => void) | null = null;
   #unsubscribeOutages: (() => void) | null = null;
   /**
@@ -421,6 +426,21 @@ export class IncidentRecorder {
    */
   onIncidentJoined(listener: (j: IncidentJoined) => void): void {
     this.#joinListeners.push(listener);
+  }
+
+  /**
+   * Tells now what is still to be told (the incidents begun and the triggers joined in this step,
+   * told a microtask after it otherwise): a run that opens or closes next takes what came before
+   * it, not after (RunRegistry's settleEvents). A trigger later in the step is told on its own.
+   */
+  tellNow(): void {
+    for (let tell = this.#untold.shift(); tell !== undefined; tell = this.#untold.shift()) tell();
+  }
+
+  /** Tells `tell` a microtask after this step, in turn (tellNow: sooner). */
+  #toTell(tell: () => void): void {
+    this.#untold.push(tell);
+    queueMicrotask(() => this.tellNow());
   }
 
   status(): IncidentStatus {
@@ -723,7 +743,7 @@ export class IncidentRecorder {
       // not told either (the record counts it): the run's events follow the record's bound.
       if (joined.told && listed) {
         const j: IncidentJoined = { ...c, incident_id: joined.id, leads: joined.lead === c };
-        queueMicrotask(() => this.#tell(this.#joinListeners, j));
+        this.#toTell(() => this.#tell(this.#joinListeners, j));
       }
       return { p: joined, c, began: false };
     }
@@ -776,7 +796,7 @@ export class IncidentRecorder {
     }, Math.max(0, this.#o.config.incidentAfterS * 1000 - agoMs));
     // Told once the triggers of this same step have joined (an e-stop publishes its FAULT entry
     // first, then its own event): the run's event names the incident's lead trigger.
-    queueMicrotask(() => {
+    this.#toTell(() => {
       p.told = true;
       this.#tell(this.#listeners, {
         ...p.lead,

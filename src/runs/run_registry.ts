@@ -178,6 +178,13 @@ export interface RunRegistryOptions {
    */
   readonly settleCalls?: () => void;
   /**
+   * Tells the events of what came so far that are told a moment after it (an incident, once the
+   * triggers of its step joined it: IncidentRecorder.tellNow): called right before a run opens or
+   * closes, so that they are events of the run open when they came, or of none -- never of the
+   * run that opens next, nor left out of the one that closes.
+   */
+  readonly settleEvents?: () => void;
+  /**
    * Called when a close of the open run failed and the run stays open (before the close throws):
    * the calls decided while it was under way named no run, and the run counts them
    * (countCallsNotListed) instead of recording them.
@@ -2831,6 +2838,13 @@ export class RunRegistry {
   }
 
   #settleCalls(): void {
+    try {
+      this.#opts.settleEvents?.();
+    } catch (err) {
+      this.#log.error(
+        `runs: events not settled before a run opened or closed: ${errorMessage(err)}`,
+      );
+    }
     try {
       this.#opts.settleCalls?.();
     } catch (err) {
