@@ -17,10 +17,20 @@
  * Bounded: it remembers the last {@link MAX_REMEMBERED_POINTS} (series, millisecond) pairs and
  * forgets the oldest first; a step back past that many rows keeps one point of a pair (the
  * limit).
+ *
+ * Per database (useDatabase): a reload to another database writes its first rows untagged, as it
+ * holds none of the other's; back to one written before, the pairs remembered of it still tag
+ * a row apart. The databases share the bound.
  */
 
 /** (series, millisecond) pairs remembered; the oldest is forgotten for each new one past this. */
 export const MAX_REMEMBERED_POINTS = 10_000;
+
+/**
+ * Databases a PointSequencer tells apart (useDatabase); one more forgets them all, the pairs
+ * remembered of them too (only reloads to that many databases in one run come to it).
+ */
+export const MAX_REMEMBERED_DATABASES = 16;
 
 /** The tag key a same-millisecond row of a series gets. */
 export const SEQ_TAG = "seq";
@@ -36,8 +46,29 @@ function seriesEnd(line: string): number {
 }
 
 export class PointSequencer {
-  /** "series timestamp" (measurement and tags, as written) -> rows at it so far; oldest first. */
+  /**
+   * "<database prefix>series timestamp" (measurement and tags, as written) -> rows at it so far;
+   * oldest first.
+   */
   #rows = new Map<string, number>();
+  /** Database (useDatabase's key) -> the prefix of its pairs' keys in #rows. */
+  #databases = new Map<string, string>();
+  /** The prefix of the database the rows go to now. */
+  #scope = "";
+
+  /** The rows from now on go to the database `key` names (its url, org and bucket). */
+  useDatabase(key: string): void {
+    let scope = this.#databases.get(key);
+    if (scope === undefined) {
+      if (this.#databases.size >= MAX_REMEMBERED_DATABASES) {
+        this.#databases.clear();
+        this.#rows.clear();
+      }
+      scope = `${this.#databases.size}\n`; // no series has a line break (line protocol escapes it)
+      this.#databases.set(key, scope);
+    }
+    this.#scope = scope;
+  }
 
   /** The line, with `seq=n` added to its tags when its series already has a row at its time. */
   distinct(line: string): string {
@@ -45,7 +76,7 @@ export class PointSequencer {
     const tsStart = line.lastIndexOf(" ") + 1;
     if (end < 0 || tsStart <= end) return line;
     const series = line.slice(0, end);
-    const point = `${series} ${line.slice(tsStart)}`;
+    const point = `${this.#scope}${series} ${line.slice(tsStart)}`;
     const n = this.#rows.get(point);
     if (n !== undefined) {
       this.#rows.set(point, n + 1); // an existing key keeps its place in the order

@@ -291,6 +291,11 @@ export function telemetryOptionsFromConfig(
   };
 }
 
+/** The database a writer's rows go to (url, org, bucket), as PointSequencer.useDatabase keys it. */
+function databaseKey(o: TelemetryWriterOptions): string {
+  return JSON.stringify([o.influx.url, o.influx.org, o.influx.bucket]);
+}
+
 /**
  * Whether two settings write to the same database (url, org, bucket and transport). The token is
  * not part of it: a new token (a rotated one, the old revoked) writes the same rows there.
@@ -474,10 +479,11 @@ export class TelemetryWriter {
   #queue: RingBuffer<QueueItem>;
   #retry: RingBuffer<string>;
   #batch: string[] = [];
-  /** Tags same-millisecond rows of one series apart (event, run-event and health rows). */
+  /**
+   * Tags same-millisecond rows of one series apart (event, run-event and health rows), per
+   * database (databaseKey).
+   */
   #points = new PointSequencer();
-  /** The settings of the database #points remembers the rows of (see sameTarget). */
-  #pointsTarget: TelemetryWriterOptions;
   /** The retarget in progress (stop() waits for it). */
   #retargeting: Promise<void> | null = null;
   /** Set by stop(): final, no retarget or start runs the writer again. */
@@ -546,7 +552,7 @@ export class TelemetryWriter {
 
   constructor(opts: TelemetryWriterOptions) {
     this.#opts = opts;
-    this.#pointsTarget = opts;
+    this.#points.useDatabase(databaseKey(opts));
     this.#tuning = { ...DEFAULT_TELEMETRY_TUNING, ...opts.tuning };
     this.#runtimeName = opts.runtimeName || "default";
     this.#names = MEASUREMENT_NAMES[opts.measurementNames ?? "runtime"];
@@ -568,10 +574,11 @@ export class TelemetryWriter {
    * the old target holds (the queue, the batch, the retry buffer) is flushed to it within
    * `budgetMs`, and writing starts on the new one; when the database (url, org, bucket) is the
    * same, whatever the token, nothing is flushed: the rows keep their place (a smaller
-   * `max_retry_buffer_size` evicts the oldest, counted) and the back-off goes on. The writer
+   * `max_retry_buffer_size` evicts the oldest, counted), the back-off goes on and the batch is
+   * written when it was due (the flush interval counted from the last attempt). The writer
    * stays subscribed meanwhile: what is published (and the run events recorded) during the flush
    * waits in a new queue, of the new `queue_size`, for the new target. The health snapshots keep
-   * their schedule (#firstHealthDueMs); a new database gets a fresh PointSequencer.
+   * their schedule (#firstHealthDueMs); the PointSequencer tells the databases apart.
    */
   async retarget(next: TelemetryWriterOptions, budgetMs: number): Promise<void> {
     // A reload's section that reaches the writer after the runtime stopped it (its first await,
@@ -634,12 +641,10 @@ export class TelemetryWriter {
       Math.floor(next.influx.flushIntervalMs),
     );
     this.#log = next.logger;
-    if (next.enabled && !sameTarget(this.#pointsTarget, next)) {
-      // A new database holds none of the old one's points: its rows start untagged. The same
-      // one (a new token, or back after telemetry was off) keeps them apart from what it holds.
-      this.#points = new PointSequencer();
-      this.#pointsTarget = next;
-    }
+    // A new database holds none of the old one's points: its rows start untagged. The same one
+    // (a new token, back after telemetry was off or after another database) keeps them apart
+    // from what it holds.
+    if (next.enabled) this.#points.useDatabase(databaseKey(next));
     this.#queue = queue;
     this.#retry = new RingBuffer(Math.max(0, next.influx.maxRetryBufferSize));
     this.#park(kept); // a smaller max_retry_buffer_size evicts (and counts) the oldest
@@ -651,7 +656,11 @@ export class TelemetryWriter {
       this.#backoffUntilMono = 0;
       this.#connected = false;
     }
+    const lastFlushAttemptMono = this.#lastFlushAttemptMono;
     if (bus !== null) this.start(bus);
+    // The same database: the rows kept are written when they were due, not a flush interval
+    // after the reload (reloads more frequent than flush_interval_ms held a partial batch back).
+    if (same) this.#lastFlushAttemptMono = lastFlushAttemptMono;
     this.#healthGrid = null; // only this restart goes on from the halted health timer
     if (!this.#running) this.#unsubscribeBus(); // disabled, or the new target did not start
   }

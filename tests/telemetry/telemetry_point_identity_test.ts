@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import type { ProviderHealthView } from "../../src/common/mod.ts";
 import type { RuntimeMode } from "../../src/config/mod.ts";
 import { TelemetryWriter } from "../../src/telemetry/mod.ts";
+import { MAX_REMEMBERED_DATABASES } from "../../src/telemetry/_point_sequencer.ts";
 import { providerHealthView, ScriptedDb, scriptedRig, SETTINGS } from "./_scripted_db.ts";
 import { parseLine } from "./line_protocol_check.ts";
 
@@ -176,6 +177,83 @@ Deno.test("TelemetryWriter.retarget to a new database writes its first rows unta
       `runtime_mode_change,seq=2 previous_mode="IDLE",new_mode="MANUAL" ${ts}`,
     );
     assert.equal(writer.status().total_written, 5);
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+Deno.test("TelemetryWriter.retarget back to a database written before keeps its rows distinct: a row at a millisecond written there before the trip is tagged apart", async () => {
+  const { clock, db, bus, writer, options } = scriptedRig();
+  const second = new ScriptedDb();
+  const toSecond = {
+    ...options,
+    influx: { ...SETTINGS, url: "http://db2.invalid:8086" },
+    transport: second,
+  };
+  const ts = 1_760_000_000_500;
+  const modeChange = (previous_mode: RuntimeMode, new_mode: RuntimeMode) =>
+    bus.publish({ kind: "mode_change", previous_mode, new_mode, timestamp_ms: ts });
+  const reload = async (next: typeof options) => {
+    const reloaded = writer.retarget(next, 200);
+    await clock.advanceAsync(0);
+    await reloaded;
+  };
+  try {
+    modeChange("IDLE", "MANUAL");
+    await clock.advanceAsync(100);
+    await reload(toSecond); // another database: it holds none of the row above
+    modeChange("MANUAL", "AUTO");
+    await clock.advanceAsync(100);
+    assert.deepEqual(second.requests.flat(), [
+      `runtime_mode_change previous_mode="MANUAL",new_mode="AUTO" ${ts}`,
+    ]);
+    // Back to the first database, and the wall clock stepped back onto that millisecond: the
+    // first database holds a row of the series there, the next one must not overwrite it.
+    await reload(options);
+    modeChange("AUTO", "FAULT");
+    await clock.advanceAsync(100);
+    assert.deepEqual(db.requests.flat(), [
+      `runtime_mode_change previous_mode="IDLE",new_mode="MANUAL" ${ts}`,
+      `runtime_mode_change,seq=1 previous_mode="AUTO",new_mode="FAULT" ${ts}`,
+    ]);
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+Deno.test("TelemetryWriter tells MAX_REMEMBERED_DATABASES databases apart; a reload to one more forgets them all", async () => {
+  const { clock, db, bus, writer, options } = scriptedRig();
+  const ts = 1_760_000_000_500;
+  const modeChange = () =>
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "IDLE",
+      new_mode: "MANUAL",
+      timestamp_ms: ts,
+    });
+  const reload = async (next: typeof options) => {
+    const reloaded = writer.retarget(next, 200);
+    await clock.advanceAsync(0);
+    await reloaded;
+  };
+  const elsewhere = (i: number) => ({
+    ...options,
+    influx: { ...SETTINGS, url: `http://db${i}.invalid:8086` },
+    transport: new ScriptedDb(),
+  });
+  const backHome = async () => {
+    await reload(options);
+    modeChange();
+    await clock.advanceAsync(100);
+    return db.requests.flat().at(-1)!.split(" ")[0];
+  };
+  try {
+    modeChange();
+    await clock.advanceAsync(100);
+    for (let i = 1; i < MAX_REMEMBERED_DATABASES; i++) await reload(elsewhere(i));
+    assert.equal(await backHome(), "runtime_mode_change,seq=1", "16 databases: remembered");
+    await reload(elsewhere(MAX_REMEMBERED_DATABASES)); // the 17th
+    assert.equal(await backHome(), "runtime_mode_change", "forgotten with the others");
   } finally {
     await writer.stop(0);
   }

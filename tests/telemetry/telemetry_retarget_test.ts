@@ -76,6 +76,23 @@ Deno.test("TelemetryWriter.retarget with a new token for the same database write
   }
 });
 
+Deno.test("TelemetryWriter.retarget to the same database writes a partial batch when it was due: reloads more frequent than flush_interval_ms do not hold it back", async () => {
+  const { clock, db, writer, options, publish } = scriptedRig(); // batch_size 4, flush every 50 ms
+  try {
+    publish(0, 1); // at 1000: one row, less than a batch, due at 1050
+    for (let i = 1; i <= 10; i++) {
+      await clock.advanceAsync(30); // a reload at 1030, 1060, ..., 1300
+      await writer.retarget({ ...options, influx: { ...SETTINGS, token: `token${i}` } }, 200);
+      if (i === 2) assert.equal(db.requests.length, 1, "written at 1050, not held back");
+    }
+    assert.equal(db.requests.length, 1);
+    assert.deepEqual(db.values(), [0]);
+    assert.equal(writer.status().total_written, 1);
+  } finally {
+    await writer.stop(0);
+  }
+});
+
 Deno.test("TelemetryWriter.retarget to a new database writes the rows published while the old one was flushed there", async () => {
   const { clock, db, writer, options, publish } = scriptedRig();
   const second = new ScriptedDb();
