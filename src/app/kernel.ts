@@ -1509,8 +1509,10 @@ export class Kernel {
       const changed = this.#inventoryChangedDuringReload;
       this.#inventoryChangedDuringReload = new Set();
       if (changed.size > 0 && this.#stopping === null) {
-        this.#warnVetoingHooks();
-        for (const id of changed) this.#logUnresolvedCalls(id);
+        // Lines only (as at the reload's end).
+        const log = neverThrowing(this.host.log);
+        this.#warnVetoingHooks(log);
+        for (const id of changed) this.#logUnresolvedCalls(id, log);
       }
       // The safety section did not run (the runtime stopping): its wait ends with the reload.
       this.#settleLadderApplied();
@@ -1780,10 +1782,13 @@ export class Kernel {
     // (its listener left it to this check), once.
     const changedMeanwhile = this.#inventoryChangedDuringReload;
     this.#inventoryChangedDuringReload = new Set();
+    // Lines only, once everything applied: one that throws (a custom logger) must not reject
+    // the reload, nor keep the judgements at its end (AUTO's gate, the e-stop's rung) from running.
+    const log = neverThrowing(this.host.log);
     if (
       this.#inventoryChangedInReload || changedMeanwhile.size > 0 ||
       report.applied.includes("automation.mode_transition_hooks")
-    ) this.#warnVetoingHooks();
+    ) this.#warnVetoingHooks(log);
     // The start-up preflight, again for what the reload changed: the declared calls in force
     // (hooks, the e-stop's ladder) or the devices they resolve against. Once, at the end: the
     // calls and the inventory as the whole reload left them (not once stop() has begun: its
@@ -1793,8 +1798,8 @@ export class Kernel {
       p.added.length + p.restarted.length + p.retried.length + p.removed.length > 0 ||
       report.applied.includes("automation.mode_transition_hooks") ||
       report.applied.includes("safety")
-    ) this.#logUnresolvedCalls();
-    else for (const id of changedMeanwhile) this.#logUnresolvedCalls(id);
+    ) this.#logUnresolvedCalls(undefined, log);
+    else for (const id of changedMeanwhile) this.#logUnresolvedCalls(id, log);
     return report;
   }
 
@@ -1815,9 +1820,9 @@ export class Kernel {
    * call in force that does not resolve against the devices discovered, one ERROR line each;
    * with `providerId`, only the calls to that provider's devices (its inventory changed).
    */
-  #logUnresolvedCalls(providerId?: string): void {
+  #logUnresolvedCalls(providerId?: string, log: Logger = this.host.log): void {
     for (const problem of validateDeclaredCalls(this.#config, this.inventory, providerId)) {
-      this.host.log.error(`declared call does not resolve: ${problem}`);
+      log.error(`declared call does not resolve: ${problem}`);
     }
   }
 
@@ -1873,10 +1878,10 @@ export class Kernel {
   }
 
   /** Logs each before_transition hook that vetoes its transition every time (WARN, one line each). */
-  #warnVetoingHooks(): void {
+  #warnVetoingHooks(log: Logger = this.host.log): void {
     const hooks = this.#config.automation.modeTransitionHooks;
     for (const problem of vetoingHookProblems(hooks, this.inventory)) {
-      this.host.log.warn(`mode transition hook: ${problem}`);
+      log.warn(`mode transition hook: ${problem}`);
     }
   }
 

@@ -54,7 +54,7 @@ Deno.test("Kernel says a ladder call a changed inventory leaves unresolved, once
   });
   const rt = r.kernel;
   const p0 = rt.registry.host("p0")!;
-  const unresolved = () => r.lines.filter((l) => l.includes("declared call does not resolve"));
+  const unresolved = () => r.lines.filter((l) => l.includes(UNRESOLVED));
   assert.deepEqual(unresolved(), [], "start-up: the call resolves");
   /** The probe's reads so far (function 2 of the programmable provider). */
   const reads = async () => {
@@ -92,7 +92,12 @@ Deno.test("Kernel says a ladder call a changed inventory leaves unresolved, once
   assert.equal(unresolved().length, 2);
 });
 
-Deno.test("Kernel says a ladder call left unresolved by a rediscovery during a reload once, not again at the reload's end", async () => {
+/**
+ * p0 comes back without the function the ladder calls while a reload adding p1 runs; returns the
+ * reload's report and the rig's lines. `lineThrows`: the sink fails on that ERROR line (a custom
+ * logger), from the reload on.
+ */
+async function rediscoveryDuringReload(lineThrows: boolean) {
   const dir = tempDir("rediscovery-declared-reload-");
   const file = `${dir}/p0.json`;
   const slowFile = `${dir}/p1.json`;
@@ -102,6 +107,7 @@ Deno.test("Kernel says a ladder call left unresolved by a rediscovery during a r
     slowFile,
     JSON.stringify({ hello: { delayMs: 4000 }, devices: inventory(null).devices }),
   );
+  let broken = false;
   await using r = await rig({
     programs: false,
     providers: [
@@ -111,10 +117,13 @@ Deno.test("Kernel says a ladder call left unresolved by a rediscovery during a r
     ],
     pollingIntervalMs: 50,
     safety: { hooks: [PULSE] },
+    onLine: (line) => {
+      if (broken && line.includes(UNRESOLVED)) throw new Error("log sink failed");
+    },
   });
   const rt = r.kernel;
   const p0 = rt.registry.host("p0")!;
-  const unresolved = () => r.lines.filter((l) => l.includes("declared call does not resolve"));
+  broken = lineThrows;
   let settled = false;
   const reload = rt.reload({
     ...rt.config,
@@ -127,9 +136,20 @@ Deno.test("Kernel says a ladder call left unresolved by a rediscovery during a r
   Deno.kill(pid, "SIGKILL");
   await waitFor("p0 up again", () => p0.available && p0.session!.pid !== pid, 30_000);
   assert.equal(settled, false, "the rediscovery came during the reload");
-  const report = await reload;
+  return { report: await reload, lines: r.lines };
+}
+
+const UNRESOLVED = "declared call does not resolve";
+
+Deno.test("Kernel says a ladder call left unresolved by a rediscovery during a reload once, not again at the reload's end", async () => {
+  const { report, lines } = await rediscoveryDuringReload(false);
   assert.deepEqual(report.providers.added, ["p1"], JSON.stringify(report));
-  const said = unresolved();
-  assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
+  const said = lines.filter((l) => l.includes(UNRESOLVED));
+  assert.equal(said.length, 1, `said ${said.length} times:\n${lines.join("\n")}`);
   assert.match(said[0]!, /safety\.safe_state\.hooks\[0\]: function 'pulse' not found/);
+});
+
+Deno.test("Kernel.reload that applied resolves when the line its end says of an unresolved call throws", async () => {
+  const { report } = await rediscoveryDuringReload(true);
+  assert.deepEqual(report.providers.added, ["p1"], JSON.stringify(report));
 });
