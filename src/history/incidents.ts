@@ -340,6 +340,11 @@ export class IncidentRecorder {
   #goneChanged = false;
   /** A write of INCIDENT_GONE_FILE is under way (it writes again while #goneChanged). */
   #goneSaving = false;
+  /**
+   * INCIDENT_GONE_FILE could not be read at start: left as it is (never written over with only
+   * the ids noted since), so a start that reads it again finds the reasons of the boots before.
+   */
+  #goneUnread = false;
   /** Records not written since one last was (a failing disk): its WARN said once per spell. */
   readonly #unwritten: SpellLog;
   /**
@@ -399,10 +404,20 @@ export class IncidentRecorder {
     const outcome = await Promise.race([this.settled(), late]);
     this.#o.clock.clearTimer(timer);
     if (outcome === "late") {
-      this.#o.log.warn(
-        `${this.#writes.size} incident record(s) not written within ${INCIDENT_STOP_WAIT_MS} ms ` +
-          `of the stop (INCIDENT_STOP_WAIT_MS): left behind`,
-      );
+      // #writes holds the write of INCIDENT_GONE_FILE too: no record of its own.
+      const records = this.#writes.size - (this.#goneSaving ? 1 : 0);
+      if (records > 0) {
+        this.#o.log.warn(
+          `${records} incident record(s) not written within ${INCIDENT_STOP_WAIT_MS} ms ` +
+            `of the stop (INCIDENT_STOP_WAIT_MS): left behind`,
+        );
+      }
+      if (this.#goneSaving) {
+        this.#o.log.warn(
+          `incident ids not kept: ${INCIDENT_GONE_FILE} not written within ` +
+            `${INCIDENT_STOP_WAIT_MS} ms of the stop (INCIDENT_STOP_WAIT_MS): left as it was`,
+        );
+      }
     }
   }
 
@@ -1149,7 +1164,7 @@ export class IncidentRecorder {
    * WARN says so) is said at DEBUG and tried again at the next change or record written.
    */
   #saveGone(): void {
-    if (this.#goneSaving || !this.#goneChanged) return;
+    if (this.#goneSaving || !this.#goneChanged || this.#goneUnread) return;
     this.#goneSaving = true;
     const save = (async () => {
       try {
@@ -1197,8 +1212,9 @@ export class IncidentRecorder {
 
   /**
    * Reads INCIDENT_GONE_FILE into #goneIds (before the records: what the start's pruning notes
-   * comes after). A line that does not parse as one written here is left out; a file that cannot
-   * be read leaves the 404s without their reason (DEBUG).
+   * comes after); new ids go on past their counters. A line that does not parse as one written
+   * here is left out; a file that cannot be read leaves the 404s without their reason (WARN) and
+   * is left as it is (#goneUnread).
    */
   async #loadGone(): Promise<void> {
     const path = `${this.#o.dir}/${INCIDENT_GONE_FILE}`;
@@ -1211,10 +1227,19 @@ export class IncidentRecorder {
           continue;
         }
         if (typeof entry?.incident_id !== "string" || typeof entry.why !== "string") continue;
-        if (INCIDENT_ID.test(entry.incident_id)) this.#keepGone(entry.incident_id, entry.why);
+        if (!INCIDENT_ID.test(entry.incident_id)) continue;
+        this.#keepGone(entry.incident_id, entry.why);
+        // Ids go on past these too (as past the records'): a run's link to one must never lead
+        // to a new record a repeated millisecond gave its id.
+        const n = idCounter(entry.incident_id);
+        if (n < 2 ** 32) this.#counter = Math.max(this.#counter, n);
       }
     } catch (err) {
-      this.#o.log.debug(`incident ids not kept: ${path} not read: ${errorMessage(err)}`);
+      this.#goneUnread = true;
+      this.#o.log.warn(
+        `incident ids not kept: ${path} not read: ${errorMessage(err)}; left as it is (the ids ` +
+          `not kept from now on are said in 404s until a restart only)`,
+      );
     }
   }
 

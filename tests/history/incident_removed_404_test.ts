@@ -9,9 +9,17 @@
  * recorder over a hand-fed History on a manual clock (a restart: another over the same files).
  */
 import assert from "node:assert/strict";
+import type { Logger } from "../../src/common/mod.ts";
 import type { HistoryConfig } from "../../src/config/mod.ts";
-import { INCIDENT_GONE_IDS_MAX, MERGE_WINDOW_MS } from "../../src/history/mod.ts";
-import type { MemoryFiles } from "../helpers/memory_files.ts";
+import {
+  INCIDENT_GONE_FILE,
+  INCIDENT_GONE_IDS_MAX,
+  INCIDENT_STOP_WAIT_MS,
+  MERGE_WINDOW_MS,
+} from "../../src/history/mod.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
 import { incidentRig, INCIDENTS_DIR } from "./_incident_rig.ts";
 
 /** What a 404 of `id` says (the error get() and jsonl() throw). */
@@ -29,10 +37,11 @@ async function besideRecords(files: MemoryFiles): Promise<string[]> {
   return files.text(`${INCIDENTS_DIR}/${names[0]}`).trimEnd().split("\n");
 }
 
-function rig(config: Partial<HistoryConfig>, files?: MemoryFiles) {
+function rig(config: Partial<HistoryConfig>, files?: MemoryFiles, log?: Logger) {
   const base = incidentRig({
     config: { incidentAfterS: 1, ...config },
     ...(files ? { files } : {}),
+    ...(log ? { log } : {}),
   });
   const { clock, incidents, poll, loss } = base;
   const ids: string[] = [];
@@ -130,4 +139,109 @@ Deno.test("IncidentRecorder: after a restart on the same files, the link to a re
   });
   const lines = await besideRecords(after.files);
   assert.equal(lines.length, INCIDENT_GONE_IDS_MAX, "the file is bounded as the ids in memory are");
+});
+
+Deno.test("IncidentRecorder: after a restart on a wall clock that repeats the last boot's, a new incident never takes the id of a record not kept: that link still answers its 404", async () => {
+  const before = rig({});
+  let kept = "";
+  let gone = "";
+  let said = "";
+  await before.session(async () => {
+    kept = await before.incident("d0");
+    gone = await before.incident("d1");
+    // Removed by hand: the newest id, so above every counter left on disk.
+    await before.files.remove(`${INCIDENTS_DIR}/${gone}.jsonl`);
+    said = await notFound(before.incidents.get(gone));
+  });
+  assert.equal(said, `Incident not found: ${gone} (its file is gone)`);
+  // A board without a real-time clock: the wall clock starts again where the last boot's did,
+  // and the next incident comes in the millisecond the one removed by hand came in.
+  const after = rig({}, before.files);
+  await after.session(async () => {
+    after.clock.advance(1000 + MERGE_WINDOW_MS + 100);
+    const next = await after.incident("d2");
+    assert.notEqual(next, gone, "a new incident took the id of one its run's link says is gone");
+    assert.deepEqual(after.incidents.list().map((h) => h.incident_id).sort(), [kept, next].sort());
+    assert.equal(await notFound(after.incidents.get(gone)), said);
+  });
+});
+
+/** MemoryFiles whose INCIDENT_GONE_FILE cannot be read while `unreadable` (an I/O error). */
+class GoneUnreadable extends MemoryFiles {
+  unreadable = false;
+  override async *readLines(path: string, maxLineBytes: number): AsyncGenerator<string> {
+    if (this.unreadable && path.endsWith(`/${INCIDENT_GONE_FILE}`)) {
+      throw new Error("EIO: input/output error (os error 5)");
+    }
+    yield* super.readLines(path, maxLineBytes);
+  }
+}
+
+Deno.test("IncidentRecorder: a start that cannot read the ids not kept leaves their file as it is: a record removed then does not write over the reasons of the last boot", async () => {
+  const files = new GoneUnreadable();
+  const first = rig({ incidentMaxCount: 1 }, files);
+  let removed = "";
+  let said = "";
+  await first.session(async () => {
+    removed = await first.incident("d0");
+    await first.incident("d1");
+    said = await notFound(first.incidents.get(removed));
+  });
+  assert.match(said, /removed by history\.incident_max_count/);
+  const written = await besideRecords(files);
+  // A start that cannot read the file (an I/O error) removes one more record meanwhile.
+  files.unreadable = true;
+  const second = rig({ incidentMaxCount: 1 }, files);
+  await second.session(async () => {
+    second.clock.advance(10 * (1000 + MERGE_WINDOW_MS + 100));
+    await second.incident("d2");
+    assert.equal(second.incidents.list().length, 1);
+  });
+  assert.deepEqual(await besideRecords(files), written, "the file not read is left as it is");
+  // Readable again: the last boot's reasons are all there.
+  files.unreadable = false;
+  const third = rig({ incidentMaxCount: 1 }, files);
+  await third.session(async () => {
+    assert.equal(await notFound(third.incidents.get(removed)), said);
+  });
+});
+
+/** MemoryFiles whose replacement of INCIDENT_GONE_FILE hangs while `hold` (a hung disk). */
+class HeldGoneRename extends MemoryFiles {
+  hold = false;
+  readonly held: (() => void)[] = [];
+  override async rename(from: string, to: string): Promise<void> {
+    if (this.hold && to.endsWith(`/${INCIDENT_GONE_FILE}`)) {
+      await new Promise<void>((resolve) => this.held.push(resolve));
+    }
+    await super.rename(from, to);
+  }
+}
+
+Deno.test("IncidentRecorder: a stop outlasted by a hung write of the ids not kept says so, not that a record was left unwritten", async () => {
+  const files = new HeldGoneRename();
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const r = rig({ incidentMaxCount: 1 }, files, log);
+  await r.start();
+  let stopped = false;
+  try {
+    await r.incident("d0");
+    // The next record is written, and removes the first: the ids not kept are written, and hang.
+    files.hold = true;
+    r.poll("p0", "d1", 1);
+    r.loss("d1");
+    r.clock.advance(1000 + MERGE_WINDOW_MS + 100);
+    await waitFor("the hung write", () => files.held.length === 1, 5000, 1);
+    assert.equal(r.incidents.list().length, 1);
+    const stopping = r.stop();
+    await r.clock.advanceAsync(INCIDENT_STOP_WAIT_MS);
+    await stopping;
+    stopped = true;
+    const said = lines.filter((l) => l.includes("not written within")).join("\n");
+    assert.doesNotMatch(said, /incident record\(s\) not written/, "every record was written");
+    assert.match(said, new RegExp(`${INCIDENT_GONE_FILE} not written within`));
+  } finally {
+    for (const release of files.held) release();
+    if (!stopped) await r.stop();
+  }
 });
