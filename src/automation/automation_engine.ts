@@ -15,6 +15,7 @@
 import {
   type Clock,
   type DeviceCapabilities,
+  deviceHandle,
   errorMessage,
   type FunctionSpec,
   invalidArgument,
@@ -46,7 +47,7 @@ import {
   validateArgs,
 } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { DeviceOutages, StateCache } from "../state/mod.ts";
+import type { DeviceConditionChange, DeviceOutages, StateCache } from "../state/mod.ts";
 import type {
   AutomationStatus,
   AutomationVersion,
@@ -388,6 +389,14 @@ export class AutomationEngine {
   #treeGeneration = 0;
   /** Ticks and tick errors of the trees a reload replaced (tickCounts counts from start). */
   readonly #retired = { ticks: 0, errors: 0 };
+  /**
+   * The wall date each device the tree names started failing or went down (its condition's
+   * sinceMono), as it was when its condition changed (else when status first read it): counted
+   * back from the monotonic clock at every read, a step of the wall clock (NTP) would move it.
+   * Only the tree's handles while not up (#blockedDevices lets go of the others).
+   */
+  readonly #outageSince = new Map<string, { sinceMono: number; atMs: number }>();
+  #unsubscribeOutages: (() => void) | null = null;
 
   constructor(options: AutomationEngineOptions) {
     this.#o = options;
@@ -417,6 +426,7 @@ export class AutomationEngine {
     options.inventory?.onProviderRemoved?.((providerId) => this.#forgetProvider(providerId));
     const outages = options.outages;
     if (outages) {
+      this.#unsubscribeOutages = outages.onChange((c) => this.#noteOutage(c));
       const latch = new DeviceLossLatch({
         outages,
         modes: options.modes,
@@ -627,19 +637,26 @@ export class AutomationEngine {
     const outages = this.#o.outages;
     const inventory = this.#o.inventory;
     const clock = this.#o.clock;
+    // The dates of devices the tree no longer names (a reload swapped it) are let go of.
+    for (const h of this.#outageSince.keys()) {
+      if (!this.#handles.includes(h)) this.#outageSince.delete(h);
+    }
     for (const handle of this.#handles) {
       const dev = parseDeviceHandle(handle);
       if (!dev) continue;
       if (outages) {
         const c = outages.condition(dev.providerId, dev.deviceId);
-        if (c.kind === "up") continue;
+        if (c.kind === "up") {
+          this.#outageSince.delete(handle);
+          continue;
+        }
         out.push({
           device_handle: handle,
           condition: c.kind,
           reason: c.reason,
           since_epoch_ms: c.sinceMono === null
             ? null
-            : Math.round(clock.nowMs() - (clock.monoMs() - c.sinceMono)),
+            : this.#outageDate(handle, c.sinceMono, clock.nowMs()),
         });
       } else if (inventory && !inventory.providerAvailable(dev.providerId)) {
         out.push(blockedNow(handle, `provider ${dev.providerId} is UNAVAILABLE`));
@@ -648,6 +665,29 @@ export class AutomationEngine {
       }
     }
     return out;
+  }
+
+  /**
+   * A device's condition changed: the wall date it started failing or went down, kept for
+   * #blockedDevices when the tree names it (as the change was told: `atWallMs` then).
+   */
+  #noteOutage(c: DeviceConditionChange): void {
+    const handle = deviceHandle(c.providerId, c.deviceId);
+    const since = c.condition.sinceMono;
+    if (c.condition.kind === "up" || since === null) this.#outageSince.delete(handle);
+    else if (this.#handles.includes(handle)) this.#outageDate(handle, since, c.atWallMs);
+  }
+
+  /**
+   * The wall date of `handle`'s outage since `sinceMono`: the one kept for it, else counted back
+   * from `wallNow` (the wall clock now) on the monotonic clock, and kept.
+   */
+  #outageDate(handle: string, sinceMono: number, wallNow: number): number {
+    const kept = this.#outageSince.get(handle);
+    if (kept?.sinceMono === sinceMono) return kept.atMs;
+    const atMs = Math.round(wallNow - (this.#o.clock.monoMs() - sinceMono));
+    this.#outageSince.set(handle, { sinceMono, atMs });
+    return atMs;
   }
 
   /** The services the tree's custom nodes use (exposed for tests). */
@@ -771,6 +811,7 @@ export class AutomationEngine {
     this.#unsubscribe = null;
     this.#runner?.stop();
     this.#lossLatch?.dispose();
+    this.#unsubscribeOutages?.();
   }
 
   /**
