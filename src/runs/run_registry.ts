@@ -1334,7 +1334,7 @@ export class RunRegistry {
     // What a repeat must match: the same type, payload and (given) time.
     const digest = markerId === undefined
       ? ""
-      : await sha256Hex(JSON.stringify([type, stored, occurred ?? null]));
+      : await sha256Hex(memberOrderedJson([type, stored, occurred ?? null]));
     const answer = await this.#serial(
       async (): Promise<{ event: RunEvent } | { repeat: number }> => {
         // A reload may have removed or lowered its requester's token while it waited its turn.
@@ -2992,6 +2992,23 @@ function parseBetweenRuns(rec: Body): SafetyBetweenRuns | null {
 /** A `call` event's type: `device_handle function`. */
 function callType(entry: RunCallEntry): string {
   return `${entry.device_handle ?? ""} ${entry.function ?? ""}`.trim();
+}
+
+/**
+ * JSON text of `value` with every object's members in key order: the same text for the same value,
+ * whatever order a client's serializer wrote its members in (they have none, RFC 8259); arrays
+ * keep theirs.
+ */
+function memberOrderedJson(value: unknown): string {
+  return JSON.stringify(
+    value,
+    (_key, v: unknown) =>
+      v !== null && typeof v === "object" && !Array.isArray(v)
+        ? Object.fromEntries(
+          Object.entries(v).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0),
+        )
+        : v,
+  );
 }
 
 /** SHA-256 of `text` (UTF-8) as hex. */

@@ -30,6 +30,29 @@ Deno.test("POST /v0/runs/{id}/events: a repeat of a marker_id within the run ans
     const again = await fx.request("POST", path, { body });
     assert.equal(again.status, 200, again.text);
     assert.deepEqual(again.json.event, first.json.event, "the retry answers the first marker");
+    // JSON object members have no order (RFC 8259): a client whose serializer writes them in
+    // another order repeats the same marker.
+    const nested = {
+      type: "valve_set",
+      payload: { valve: "v1", limits: { lo: 1, hi: 2 }, steps: [{ a: 1, b: 2 }] },
+      marker_id: "c-7f3a-0002",
+    };
+    const set = await fx.request("POST", path, { body: nested });
+    assert.equal(set.status, 200, set.text);
+    const reordered = await fx.request("POST", path, {
+      body: {
+        marker_id: "c-7f3a-0002",
+        payload: { steps: [{ b: 2, a: 1 }], limits: { hi: 2, lo: 1 }, valve: "v1" },
+        type: "valve_set",
+      },
+    });
+    assert.equal(reordered.status, 200, reordered.text);
+    assert.deepEqual(reordered.json.event, set.json.event, "the same marker, members reordered");
+    // An array is its members in order: another length, another marker.
+    const longer = await fx.request("POST", path, {
+      body: { ...nested, payload: { ...nested.payload, steps: [{ a: 1, b: 2 }, { a: 1, b: 2 }] } },
+    });
+    assert.equal(longer.status, 409, longer.text);
     const other = await fx.request("POST", path, {
       body: { ...body, payload: { valve: "v2" } },
     });
@@ -42,8 +65,8 @@ Deno.test("POST /v0/runs/{id}/events: a repeat of a marker_id within the run ans
     const events = (await runs.listEvents(run.run_id, {})).events;
     assert.deepEqual(
       events.filter((e) => e.category === "annotation").map((e) => e.sequence),
-      [2, 3, 4],
-      "the marker_id'd marker once, the plain ones twice",
+      [2, 3, 4, 5],
+      "each marker_id'd marker once, the plain ones twice",
     );
     const bad = await fx.request("POST", path, { body: { type: "x", marker_id: "" } });
     assert.equal(bad.status, 400, bad.text);
