@@ -1377,8 +1377,13 @@ export class StateCache implements FreshReader {
       for (const sid of pollable) {
         const s = prev?.signals.get(sid);
         const slot = slots.get(sid)!;
-        // A value kept across rediscovery must still have the declared type.
-        if (s && (s.value === null || slot.type === null || s.value.type === slot.type)) {
+        // A value kept across rediscovery must still have the declared type, and its unit: GET
+        // /v0/state and a DBIRTH label it with the unit declared now (20 degC is no 20 K).
+        const sameUnit = prev?.slots.get(sid)?.unit === slot.unit;
+        if (
+          s &&
+          (s.value === null || (sameUnit && (slot.type === null || s.value.type === slot.type)))
+        ) {
           signals.set(sid, s);
           slot.last = s;
         }

@@ -310,3 +310,11 @@ export function lastNodeIntMetric(
   }
   return value;
 }
+
+/** A birth metric's `engUnit` property (undefined: none). */
+export function engUnit(
+  m: { properties?: { keys?: string[]; values?: { string_value?: string }[] } },
+): string | undefined {
+  const i = m.properties?.keys?.indexOf("engUnit") ?? -1;
+  return i < 0 ? undefined : m.properties!.values![i]!.string_value;
+}

@@ -22,6 +22,7 @@ import {
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { MAX_UNIT_CHANGES } from "../../src/history/mod.ts";
 import {
+  engUnit,
   hostBackConnect,
   infoLines,
   type Received,
@@ -205,12 +206,6 @@ for (const history of [true, false]) {
       });
     },
   });
-}
-
-/** A birth metric's `engUnit` property (undefined: none). */
-function engUnit(m: { properties?: { keys?: string[]; values?: { string_value?: string }[] } }) {
-  const i = m.properties?.keys?.indexOf("engUnit") ?? -1;
-  return i < 0 ? undefined : m.properties!.values![i]!.string_value;
 }
 
 for (const history of [true, false]) {
