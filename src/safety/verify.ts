@@ -176,7 +176,11 @@ function judge(e: SafeStateExpectation, read: FreshRead): VerificationCheck {
       observed: null,
       quality: sample?.quality ?? null,
       outcome: "unreachable",
-      reason: sample ? "the provider returned no value" : "the provider did not return the signal",
+      reason: sample
+        ? "the provider returned no value"
+        : read.undeclared?.has(e.signalId)
+        ? "the device does not declare the signal"
+        : "the provider did not return the signal",
     };
   }
   const { value, quality } = sample;

@@ -80,7 +80,12 @@ export interface FreshSample {
  * `timedOut`: the request got no answer within the time it was given.
  */
 export type FreshRead =
-  | { readonly ok: true; readonly samples: ReadonlyMap<string | undefined, FreshSample> }
+  | {
+    readonly ok: true;
+    readonly samples: ReadonlyMap<string | undefined, FreshSample>;
+    /** The ids asked for that the device does not declare (no sample of them is kept). */
+    readonly undeclared?: ReadonlySet<string>;
+  }
   | { readonly ok: false; readonly reason: string; readonly timedOut?: boolean };
 
 /**
@@ -779,10 +784,14 @@ export class StateCache implements FreshReader {
       const samples = new Map<string | undefined, FreshSample>();
       // Judged as a poll judges it (#applySamples): a value its Value.type or the signal's
       // declaration denies, or a non-finite double, is FAULT -- never a good value to verify by.
+      // A signal the device does not declare (renamed at a rediscovery, say) is dropped, as a
+      // poll drops it: its value means nothing the runtime knows of.
       r.values?.forEach((sv) => {
         if (samples.has(sv.signal_id)) return;
+        const spec = device.signals.find((g) => g.signalId === sv.signal_id);
+        if (spec === undefined) return;
         const value = typedValueFromWire(sv.value);
-        const declared = device.signals.find((g) => g.signalId === sv.signal_id)?.valueType ?? null;
+        const declared = spec.valueType;
         const faulty = value !== null && (
           (declared !== null && declared !== value.type) ||
           !wireTypeAgrees(sv.value?.type ?? WireValueType.UNSPECIFIED, value.type) ||
@@ -793,7 +802,10 @@ export class StateCache implements FreshReader {
           quality: faulty ? "FAULT" : qualityFromWire(sv.quality),
         });
       });
-      return { ok: true, samples };
+      const undeclared = new Set(
+        signalIds.filter((id) => !device.signals.some((g) => g.signalId === id)),
+      );
+      return { ok: true, samples, ...(undeclared.size > 0 ? { undeclared } : {}) };
     } catch (err) {
       const e = toRuntimeError(err);
       const timedOut = e.code === "DEADLINE_EXCEEDED";
