@@ -139,6 +139,7 @@ import type {
 } from "./reload_report.ts";
 import { ConfigReloader, type ReloadedConfig, type ReloadTreeFiles } from "./reloader.ts";
 import { AbandonedReloadReads } from "./reload_reads.ts";
+import { ProtectionUnits } from "./protection_units.ts";
 
 /** What the kernel needs from the host (injected so tests can pass their own). */
 export interface KernelHost {
@@ -512,6 +513,8 @@ export class Kernel {
   readonly #abandonedReads: AbandonedReloadReads;
   /** Start-up has said which hooks veto arming: an inventory change from then on says it again. */
   #hooksChecked = false;
+  /** The units the protections' signals were last seen in: a rediscovery's change is said. */
+  readonly #protectionUnits: ProtectionUnits;
   /** A reload is applying its sections (Kernel.reload, one at a time: another is refused). */
   #reloading = false;
   /** During a reload: the tree's files as its checks read them (Kernel.reload), else null. */
@@ -619,6 +622,10 @@ export class Kernel {
     // After the cache and the outages: a provider's hosts tell their listeners in the order they
     // subscribed, so the upper layers' inventory listeners find both holding the new inventory.
     this.inventory = new Inventory(this.registry, log.child("inventory"));
+    this.#protectionUnits = new ProtectionUnits({
+      inventory: this.inventory,
+      config: () => this.#config,
+    });
     this.audit = new AuditTrail({
       clock: host.clock,
       log,
@@ -751,6 +758,8 @@ export class Kernel {
       // A ladder or hook call to this provider that no longer resolves (it came back without a
       // device, or with a function renamed) is said now, not at the next e-stop: once per change.
       this.#logUnresolvedCalls(id);
+      // So is a protection whose numbers now compare in another unit (a reload's: at its end).
+      this.#protectionUnits.check(id, `inventory of ${id} changed`, this.host.log);
     });
     // Ticks only in AUTO; an e-stop forces FAULT, which halts it
     if (automation.enabled) {
@@ -1079,6 +1088,8 @@ export class Kernel {
     // A hook that makes arming impossible is said now, not at the operator's first POST /v0/mode.
     this.#warnVetoingHooks();
     this.#hooksChecked = true;
+    // The units the protections' numbers are judged in from now on (start-up says nothing).
+    this.#protectionUnits.note();
     // The exact e-stop plan, its gaps and unverifiable devices; logged again on inventory change.
     // Not contained: a throw here (a logger that cannot write -- the process logger swallows its
     // own write failures -- or a plan that cannot be made) fails the start before the API is
@@ -1513,6 +1524,15 @@ export class Kernel {
         const log = neverThrowing(this.host.log);
         this.#warnVetoingHooks(log);
         for (const id of changed) this.#logUnresolvedCalls(id, log);
+      }
+      // A protection whose numbers now compare in another unit (a provider it restarted, or one
+      // rediscovered meanwhile): said once, on what the reload left in force.
+      if (this.#stopping === null) {
+        this.#protectionUnits.check(
+          undefined,
+          "configuration reload",
+          neverThrowing(this.host.log),
+        );
       }
       // The safety section did not run (the runtime stopping): its wait ends with the reload.
       this.#settleLadderApplied();

@@ -6,6 +6,7 @@
 import { type Checker, describeValue, type Obj, present } from "./_checker.ts";
 import { conditionSignals, formatConditionError, parseCondition } from "./condition.ts";
 import { formatPath, type Path, type YamlSource } from "./_source.ts";
+import { noteSourcePosition } from "./source_positions.ts";
 import {
   ALARM_ACTIONS,
   ALARM_ID_PATTERN,
@@ -193,7 +194,8 @@ export function readAlarms(ctx: AlarmContext, raw: unknown, path: Path): AlarmCo
     }
     const message = readMessage(c, obj, p, false);
     if (!ok || signal === null) return;
-    out.push({
+    // Positioned: a line about an alarm in force names it (a rediscovery's unit change).
+    out.push(noteSourcePosition({
       id,
       signal: signal.handle,
       providerId: signal.providerId,
@@ -208,7 +210,7 @@ export function readAlarms(ctx: AlarmContext, raw: unknown, path: Path): AlarmCo
       action,
       message,
       path: formatPath(p),
-    });
+    }, ctx.source.position(p)));
   });
   return out;
 }
@@ -233,7 +235,7 @@ export function readInterlocks(ctx: AlarmContext, raw: unknown, path: Path): Int
     const condition = readWhile(ctx, obj, p);
     const message = readMessage(c, obj, p, true);
     if (id === "" || block === null || condition === null || message === "") return;
-    out.push({
+    out.push(noteSourcePosition({
       id,
       block,
       conditionText: condition.text,
@@ -241,7 +243,7 @@ export function readInterlocks(ctx: AlarmContext, raw: unknown, path: Path): Int
       signals: conditionSignals(condition.node),
       message,
       path: formatPath(p),
-    });
+    }, ctx.source.position(p)));
   });
   return out;
 }

@@ -366,7 +366,8 @@ export function readExpectations(
       seen.set(signal, formatPath(p));
     }
     if (!ok || m === null) return;
-    out.push({
+    // Positioned: a line about an expectation in force names it (a rediscovery's unit change).
+    out.push(noteSourcePosition({
       signal,
       providerId: m[1]!,
       deviceId: m[2]!,
@@ -375,7 +376,7 @@ export function readExpectations(
       ...(min !== undefined ? { min } : {}),
       ...(max !== undefined ? { max } : {}),
       path: formatPath(p),
-    });
+    }, ctx.source.position(p)));
   });
   return out;
 }

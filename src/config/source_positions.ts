@@ -1,14 +1,15 @@
 /**
- * Where the loader read each mode-transition hook and each of its calls: the line and column of
- * its entry in the configuration file (1-based). Kept beside the loaded objects, not in them: a reload
- * compares the running configuration structurally, and an edit elsewhere in the file that moves
- * a hook's line must not make its section differ. Entries built otherwise (tests) have none.
+ * Where the loader read each mode-transition hook and each of its calls, each alarm, interlock and
+ * safe-state expectation: the line and column of its entry in the configuration file (1-based).
+ * Kept beside the loaded objects, not in them: a reload compares the running configuration
+ * structurally, and an edit elsewhere in the file that moves a hook's line must not make its
+ * section differ. Entries built otherwise (tests) have none.
  */
 import type { Position } from "./_source.ts";
 
 const POSITIONS = new WeakMap<object, Position>();
 
-/** Where `entry` (a HookConfig or one of its calls, as loaded) was written; else undefined. */
+/** Where `entry` (a hook, call, alarm, interlock or expectation, as loaded) was written. */
 export function sourcePosition(
   entry: object,
 ): { readonly line: number; readonly column: number } | undefined {

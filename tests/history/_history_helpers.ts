@@ -15,7 +15,7 @@ import {
   T,
   TestClock,
 } from "../helpers/programmable_provider.ts";
-import { testConfig } from "../helpers/sim_config.ts";
+import { testConfig, type TestConfigOptions } from "../helpers/sim_config.ts";
 
 /** Start of the tests' wall clock: a multiple of every step they use. */
 export const T0 = 1_700_000_000_000;
@@ -135,6 +135,8 @@ export async function startRig(o: {
   inventoryFile?: string;
   sparkplug?: Partial<Config["sparkplug"]>;
   alarms?: Config["alarms"];
+  interlocks?: Config["interlocks"];
+  safety?: TestConfigOptions["safety"];
   /** Restart the provider when it exits (it reads its inventory file again: a rediscovery). */
   restart?: boolean;
 } = {}): Promise<HistoryRig> {
@@ -149,6 +151,8 @@ export async function startRig(o: {
     ...(o.history ? { history: o.history } : {}),
     ...(o.sparkplug ? { sparkplug: o.sparkplug } : {}),
     ...(o.alarms ? { alarms: o.alarms } : {}),
+    ...(o.interlocks ? { interlocks: o.interlocks } : {}),
+    ...(o.safety ? { safety: o.safety } : {}),
   });
   const rt = await startServing(config, { clock, ...o.host });
   const base = `http://127.0.0.1:${rt.http!.port}`;

@@ -6,9 +6,20 @@
  * Over real HTTP, the programmable provider as a child process its supervisor restarts.
  */
 import assert from "node:assert/strict";
-import { probeFile, startRig, T0 } from "../history/_history_helpers.ts";
+import {
+  HOT,
+  probeFile,
+  probeTempIn,
+  restartDeclaringTempIn,
+  startRig,
+  T0,
+} from "../history/_history_helpers.ts";
 import { type Inventory, T } from "../helpers/programmable_provider.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
+import type { SafeStateExpectation } from "../../src/config/mod.ts";
+import { MAX_UNIT_CHANGE_LINES } from "../../src/app/protection_units.ts";
 
 const inventory = (tempUnit: string): Inventory => ({
   devices: {
@@ -76,6 +87,131 @@ Deno.test("a value kept across a rediscovery that changed its signal's unit is n
     const count = after.values.find((v: StateValue) => v.signal_id === "count");
     assert.deepEqual([count.value, count.unit], [{ type: "int64", int64: 5 }, "pcs"]);
     assert.equal(rig.rt.cache.signal("p0", "probe", "temp"), undefined);
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+/**
+ * The protections on the probe, through the real loader (their lines and columns noted): an alarm
+ * and an interlock comparing temp with numbers, an alarm on count (whose unit holds).
+ */
+const PROTECTIONS = alarmsConfig(
+  `
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 50 }
+  - { id: many, signal: p0/probe/count, hi: 100 }
+interlocks:
+  - id: cool_first
+    block: [p0/probe/*]
+    while: 'p0/probe/temp > 80 or bad(p0/probe/count)'
+    message: the probe cools first
+`,
+  ["p0"],
+);
+
+/** An expectation built in code: no position in a file. */
+const TEMP_AT_MOST_100: SafeStateExpectation = {
+  signal: "p0/probe/temp",
+  providerId: "p0",
+  deviceId: "probe",
+  signalId: "temp",
+  min: 0,
+  max: 100,
+  path: "safety.safe_state.expect[0]",
+};
+
+const UNIT_CHANGED = "declared unit changed";
+
+/** The text of a WARN line (its level and time cut). */
+function warnText(line: string): string {
+  const m = /^WARN +\S+ (.*)$/.exec(line);
+  assert.ok(m, `a WARN line: ${line}`);
+  return m[1]!;
+}
+
+/** The line ProtectionUnits writes for one protection. */
+function unitLine(what: string, before: string, now: string, cause: string): string {
+  return `${what} compares p0/probe/temp with numbers of the file, and its declared unit changed ` +
+    `from "${before}" to "${now}" (${cause}): they now compare in "${now}"; check them`;
+}
+
+Deno.test("Kernel warns once per protection comparing a signal a rediscovery declares in another unit; start-up and an unchanged restart say nothing", async () => {
+  const dataDir = tempDir("protection-unit-change-");
+  const file = await probeFile(dataDir, inventory("degF"));
+  const { log, lines } = capturingLogger({ level: "info" });
+  const rig = await startRig({
+    dataDir,
+    inventoryFile: file,
+    restart: true,
+    host: { log },
+    alarms: PROTECTIONS.alarms,
+    interlocks: PROTECTIONS.interlocks,
+    safety: { expect: [TEMP_AT_MOST_100] },
+  });
+  const said = () => lines.filter((l) => l.includes(UNIT_CHANGED)).map(warnText);
+  try {
+    assert.deepEqual(said(), [], "start-up says nothing");
+    const host = rig.rt.registry.host("p0")!;
+    /** p0 exits (function 3) with temp declared in `unit` in its file; its supervisor restarts it. */
+    const restart = async (unit: string) => {
+      await probeFile(dataDir, inventory(unit));
+      const pid = host.session!.pid;
+      await host.request("call", { device_id: "probe", function_id: 3, args: {} });
+      await waitFor(`rediscovered (${unit})`, () => host.available && host.session!.pid !== pid);
+    };
+    const cause = "inventory of p0 changed";
+
+    await restart("degC");
+    await waitFor("the unit change said", () => said().length >= 3);
+    assert.deepEqual(said(), [
+      unitLine("alarms[0] (line 4:5): alarm hot", "degF", "degC", cause),
+      unitLine("interlocks[0] (line 7:5): interlock cool_first", "degF", "degC", cause),
+      unitLine("safety.safe_state.expect[0]: expectation", "degF", "degC", cause),
+    ]);
+
+    // The same unit again says nothing; the way back is a change of its own.
+    await restart("degC");
+    await restart("degF");
+    await waitFor("the way back said", () => said().length >= 6);
+    assert.deepEqual(said().slice(3), [
+      unitLine("alarms[0] (line 4:5): alarm hot", "degC", "degF", cause),
+      unitLine("interlocks[0] (line 7:5): interlock cool_first", "degC", "degF", cause),
+      unitLine("safety.safe_state.expect[0]: expectation", "degC", "degF", cause),
+    ]);
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("Kernel names at most MAX_UNIT_CHANGE_LINES protections per unit change, the rest counted; a unit declared for the first time (a reload restarting the provider) is a change", async () => {
+  const dataDir = tempDir("protection-unit-many-");
+  const inventoryFile = await probeFile(dataDir, probeTempIn(""));
+  const alarms = Array.from(
+    { length: MAX_UNIT_CHANGE_LINES + 1 },
+    (_, i) => ({ ...HOT, id: `hot${i}`, path: `alarms[${i}]` }),
+  );
+  const { log, lines } = capturingLogger({ level: "info" });
+  const rig = await startRig({ dataDir, inventoryFile, host: { log }, alarms });
+  const said = () => lines.filter((l) => l.includes(UNIT_CHANGED)).map(warnText);
+  try {
+    await restartDeclaringTempIn(rig, probeTempIn("degC"), "degC");
+    await waitFor("the unit change said", () => said().length >= MAX_UNIT_CHANGE_LINES + 1);
+    const all = said();
+    assert.equal(all.length, MAX_UNIT_CHANGE_LINES + 1, all.join("\n"));
+    // Said at the reload's end, or by the rediscovery after it: once either way.
+    const cause = /\((configuration reload|inventory of p0 changed)\)/.exec(all[0]!)![1]!;
+    assert.deepEqual(
+      all.slice(0, MAX_UNIT_CHANGE_LINES),
+      alarms.slice(0, MAX_UNIT_CHANGE_LINES).map((a) =>
+        unitLine(`${a.path}: alarm ${a.id}`, "", "degC", cause)
+      ),
+    );
+    assert.equal(
+      all[MAX_UNIT_CHANGE_LINES],
+      `and 1 more protection(s) compare a signal whose declared unit changed (${cause}); ` +
+        `named up to ${MAX_UNIT_CHANGE_LINES} (MAX_UNIT_CHANGE_LINES)`,
+    );
   } finally {
     await rig.rt.stop();
   }
