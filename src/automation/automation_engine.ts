@@ -120,6 +120,13 @@ export const DEVICE_OUTAGE_FAILURES = 2;
  */
 export const MAX_CALL_RECORDS = 256;
 
+/**
+ * Outages whose wall date the engine keeps (devices not up, as the outage monitor told them, named
+ * by the tree or not: a reload's tree may name one later); past it the oldest is let go (counted
+ * back at the first status read that names it). Up devices hold none.
+ */
+export const MAX_OUTAGE_DATES = 4096;
+
 /** The key of a device function's refusals (JSON: a handle as written may hold any text). */
 function refusalKey(handle: string, fn: string): string {
   return JSON.stringify([handle, fn]);
@@ -390,10 +397,11 @@ export class AutomationEngine {
   /** Ticks and tick errors of the trees a reload replaced (tickCounts counts from start). */
   readonly #retired = { ticks: 0, errors: 0 };
   /**
-   * The wall date each device the tree names started failing or went down (its condition's
-   * sinceMono), as it was when its condition changed (else when status first read it): counted
-   * back from the monotonic clock at every read, a step of the wall clock (NTP) would move it.
-   * Only the tree's handles while not up (#blockedDevices lets go of the others).
+   * The wall date each device not up started failing or went down (its condition's
+   * sinceMono), as it was when its condition changed (else when status first read it; a start
+   * that moved untold, from the date kept: #outageDate): counted back from the monotonic clock at
+   * every read, a step of the wall clock (NTP) would move it.
+   * Only devices not up (let go when told up), at most MAX_OUTAGE_DATES.
    */
   readonly #outageSince = new Map<string, { sinceMono: number; atMs: number }>();
   #unsubscribeOutages: (() => void) | null = null;
@@ -636,11 +644,6 @@ export class AutomationEngine {
     const out: BlockedDevice[] = [];
     const outages = this.#o.outages;
     const inventory = this.#o.inventory;
-    const clock = this.#o.clock;
-    // The dates of devices the tree no longer names (a reload swapped it) are let go of.
-    for (const h of this.#outageSince.keys()) {
-      if (!this.#handles.includes(h)) this.#outageSince.delete(h);
-    }
     for (const handle of this.#handles) {
       const dev = parseDeviceHandle(handle);
       if (!dev) continue;
@@ -654,9 +657,7 @@ export class AutomationEngine {
           device_handle: handle,
           condition: c.kind,
           reason: c.reason,
-          since_epoch_ms: c.sinceMono === null
-            ? null
-            : this.#outageDate(handle, c.sinceMono, clock.nowMs()),
+          since_epoch_ms: c.sinceMono === null ? null : this.#outageDate(handle, c.sinceMono, null),
         });
       } else if (inventory && !inventory.providerAvailable(dev.providerId)) {
         out.push(blockedNow(handle, `provider ${dev.providerId} is UNAVAILABLE`));
@@ -669,23 +670,33 @@ export class AutomationEngine {
 
   /**
    * A device's condition changed: the wall date it started failing or went down, kept for
-   * #blockedDevices when the tree names it (as the change was told: `atWallMs` then).
+   * #blockedDevices (as the change was told: `atWallMs` then), also when the tree does not name it
+   * (yet): a reload's tree that names a device already out dates it from then, not from the first
+   * read after the reload (a wall-clock step before that read would move it).
    */
   #noteOutage(c: DeviceConditionChange): void {
     const handle = deviceHandle(c.providerId, c.deviceId);
     const since = c.condition.sinceMono;
-    if (c.condition.kind === "up" || since === null) this.#outageSince.delete(handle);
-    else if (this.#handles.includes(handle)) this.#outageDate(handle, since, c.atWallMs);
+    if (c.condition.kind === "up" || since === null) return void this.#outageSince.delete(handle);
+    if (!this.#outageSince.has(handle) && this.#outageSince.size >= MAX_OUTAGE_DATES) {
+      this.#outageSince.delete(this.#outageSince.keys().next().value!);
+    }
+    this.#outageDate(handle, since, c.atWallMs);
   }
 
   /**
    * The wall date of `handle`'s outage since `sinceMono`: the one kept for it, else counted back
-   * from `wallNow` (the wall clock now) on the monotonic clock, and kept.
+   * from `toldAtMs` (the wall date of the change told) on the monotonic clock, and kept. Read with
+   * no change told (null): a start that moved untold (a down device whose provider then went down
+   * stays down, since then) is counted on the monotonic clock from the date kept of that outage,
+   * not back from the wall clock now (a step since would move it); one never seen, from now.
    */
-  #outageDate(handle: string, sinceMono: number, wallNow: number): number {
+  #outageDate(handle: string, sinceMono: number, toldAtMs: number | null): number {
     const kept = this.#outageSince.get(handle);
     if (kept?.sinceMono === sinceMono) return kept.atMs;
-    const atMs = Math.round(wallNow - (this.#o.clock.monoMs() - sinceMono));
+    const atMs = toldAtMs === null && kept !== undefined
+      ? Math.round(kept.atMs + (sinceMono - kept.sinceMono))
+      : Math.round((toldAtMs ?? this.#o.clock.nowMs()) - (this.#o.clock.monoMs() - sinceMono));
     this.#outageSince.set(handle, { sinceMono, atMs });
     return atMs;
   }

@@ -9,8 +9,9 @@ import assert from "node:assert/strict";
 import type { Clock } from "../../src/common/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { simProvider } from "../helpers/sim_config.ts";
 import { i, manualCall } from "../safety/_fixture.ts";
-import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+import { automationConfig, callAs, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
 
 const NAMES_MOTOR = treeXml(
   `<ReadSignal device_handle="sim0/motorctl0" signal_id="motor1_duty" value="{d}" />`,
@@ -51,6 +52,105 @@ Deno.test("automation status dates a blocked device from when it started failing
       // And forward two hours: the device has been failing since the same moment.
       wallOffsetMs = 3_600_000;
       assert.equal(blocked()?.since_epoch_ms, since, "the date moved with the wall clock");
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("automation status dates a down device's outage from its provider's crash when that moves its start (the condition stays down): a wall clock stepped back since does not move the date", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("names_motor.xml", NAMES_MOTOR);
+    let wallOffsetMs = 0;
+    const clock: Clock = { ...systemClock, nowMs: () => systemClock.nowMs() + wallOffsetMs };
+    // Not restarted: sim0 stays down once it crashed.
+    const config = automationConfig(tree, {
+      config: { providers: [simProvider("sim0", { restart: false })] },
+    });
+    const rt = await startRuntime(config, { host: { clock } });
+    try {
+      await rt.modes.request("MANUAL");
+      await manualCall(rt, "sim0", "chaos_control", 1, {
+        device_id: { type: "string", string: "motorctl0" },
+        duration_ms: i(60_000),
+      });
+      const blocked = () =>
+        rt.automation!.status().blocked_devices.find((b) => b.device_handle === "sim0/motorctl0");
+      // Its reads have failed long enough: down (read once, as an operator's screen does).
+      await waitFor(
+        "motorctl0 down",
+        () => rt.outages.condition("sim0", "motorctl0").kind === "down",
+      );
+      const readsFailedSince = rt.outages.condition("sim0", "motorctl0").sinceMono;
+      assert.ok(blocked()?.since_epoch_ms != null, "dated once down");
+      const crashed = clock.nowMs();
+      // Its provider crashes: down still (no change of condition told), since the provider went
+      // down now.
+      await callAs(rt, "manual", "sim0/chaos_control", "crash", { exit_code: tv.i(9) }).catch(
+        () => {},
+      );
+      await waitFor("sim0 down", () => !rt.registry.host("sim0")!.available);
+      const c = rt.outages.condition("sim0", "motorctl0");
+      assert.equal(c.kind, "down");
+      assert.notEqual(c.sinceMono, readsFailedSince, "down since its provider went down");
+      const observed = clock.nowMs();
+      // NTP steps the wall clock back an hour before anyone asks again.
+      wallOffsetMs = -3_600_000;
+      const since = blocked()?.since_epoch_ms ?? null;
+      assert.ok(
+        since !== null && since >= crashed - 5 && since <= observed + 5,
+        `down since its provider crashed, between ${crashed} and ${observed}, dated ${since} (` +
+          `${since === null ? "none" : since - observed} ms from when it was seen)`,
+      );
+      wallOffsetMs = 3_600_000;
+      assert.equal(blocked()?.since_epoch_ms, since, "the date moved with the wall clock");
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("automation status dates a device a reload's tree names from when it started failing before the reload: a wall clock stepped back before the first read does not move the date", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const idle = await dir.write("idle.xml", treeXml(`<AlwaysSuccess />`));
+    const tree = await dir.write("names_motor.xml", NAMES_MOTOR);
+    let wallOffsetMs = 0;
+    const clock: Clock = { ...systemClock, nowMs: () => systemClock.nowMs() + wallOffsetMs };
+    // The tree at start names no device.
+    const rt = await startRuntime(automationConfig(idle), { host: { clock } });
+    try {
+      await rt.modes.request("MANUAL");
+      const before = clock.nowMs();
+      await manualCall(rt, "sim0", "chaos_control", 1, {
+        device_id: { type: "string", string: "motorctl0" },
+        duration_ms: i(60_000),
+      });
+      await waitFor(
+        "motorctl0 failing",
+        () => rt.outages.condition("sim0", "motorctl0").kind !== "up",
+      );
+      const observed = clock.nowMs();
+      // NTP steps the wall clock back an hour; then a reload's tree names the device.
+      wallOffsetMs = -3_600_000;
+      const report = await rt.reload({
+        ...rt.config,
+        automation: { ...rt.config.automation, behaviorTree: tree },
+      });
+      assert.deepEqual(report.applied, ["automation.behavior_tree"]);
+      const since = rt.automation!.status().blocked_devices.find((b) =>
+        b.device_handle === "sim0/motorctl0"
+      )?.since_epoch_ms ?? null;
+      assert.ok(
+        since !== null && since >= before - 5 && since <= observed + 5,
+        `started failing between ${before} and ${observed}, dated ${since} (` +
+          `${since === null ? "none" : since - observed} ms from when it was seen)`,
+      );
     } finally {
       await rt.stop();
     }
