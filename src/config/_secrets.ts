@@ -20,8 +20,12 @@ export const REDACTED = "<redacted>";
 export const MIN_SCRUBBED_SECRET_LENGTH = 4;
 
 const SECRET_WORD_RE = /token|passw(?:or)?d|passphrase|secret|api_?key/i;
-/** The password of a URL's user information: `scheme://user:PASSWORD@host...`. */
-const URL_PASSWORD_RE = /^[a-z][a-z0-9+.-]*:\/\/[^/@:\s]*:([^/@\s]+)@/i;
+/**
+ * The password of a URL's user information: `scheme://user:PASSWORD@host...`. The user
+ * information runs to the LAST `@` of the authority (before any `/`, `?` or `#`), as URL parsers
+ * read it: `http://u:p@ss@db` has the password `p@ss`, not `p` (which left `ss` shown).
+ */
+const URL_PASSWORD_RE = /^[a-z][a-z0-9+.-]*:\/\/[^/?#:\s]*:([^/?#\s]+)@/i;
 /**
  * `url` with the password of its user information replaced by REDACTED (`http://u:<redacted>@h`),
  * anything else as given: how a URL from the configuration is shown (status, log lines).

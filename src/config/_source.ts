@@ -17,7 +17,13 @@ import {
   visit,
   type YAMLMap,
 } from "yaml";
-import { childSecretState, printableKey, type SecretState } from "./_secrets.ts";
+import {
+  childSecretState,
+  isSecretPath,
+  printableKey,
+  REDACTED,
+  type SecretState,
+} from "./_secrets.ts";
 import type { Diagnostic } from "./types.ts";
 
 /** One step of a key path: a mapping key or a sequence index. */
@@ -362,7 +368,8 @@ export class YamlSource {
   ): void {
     if (isAlias(node)) {
       const target = this.#deref(node);
-      const name = node.source;
+      // A token that begins with '*', unquoted, is read as an alias: its name is the secret.
+      const name = isSecretPath(path) ? REDACTED : node.source;
       if (target === undefined) {
         out.push(this.#error(
           node,

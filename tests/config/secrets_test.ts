@@ -129,6 +129,48 @@ ${PROV}`);
   assertHidden(lines, "pa55w0rd");
 });
 
+Deno.test("loadConfig scrubs a URL's whole password when it holds an '@' (the last '@' ends it)", () => {
+  // `ftp://rig:pa55@w0rd@db.local`: the user information runs to the LAST '@' of the authority
+  // (WHATWG URL: password "pa55%40w0rd"), so the password is `pa55@w0rd`, not `pa55`.
+  const lines = shown(`
+telemetry:
+  enabled: true
+  influxdb:
+    url: ftp://rig:pa55@w0rd@db.local
+    token: tok-abcdef
+sparkplug:
+  enabled: true
+  broker_url: tcp://edge:p@ssw0rdX@broker.local:1883
+${PROV}`);
+  assert.ok(lines.some((l) => l.includes("telemetry.influxdb.url")), lines.join("\n"));
+  assert.ok(lines.some((l) => l.includes("sparkplug.broker_url")), lines.join("\n"));
+  assertHidden(lines, "w0rd", "ssw0rdX");
+});
+
+Deno.test("loadConfig does not echo a secret written unquoted after '*' (read as an alias)", () => {
+  // A generated token may begin with '*': unquoted, YAML reads it as an alias, and the alias
+  // check named it -- the token itself -- in its error.
+  for (
+    const at of [
+      "http:\n  auth_enabled: true\n  auth_token: *Zq9-hunter2-tok",
+      "http:\n  tokens:\n    - {name: ops, role: operator, token: *Zq9-hunter2-tok}",
+      "telemetry:\n  enabled: true\n  influxdb: {url: 'http://db:8086', token: *Zq9-hunter2-tok}",
+    ]
+  ) {
+    const lines = shown(`\n${at}\n${PROV}`);
+    assert.ok(lines.some((l) => l.includes("names no anchor")), lines.join("\n"));
+    assertHidden(lines, "Zq9-hunter2-tok");
+  }
+  // Elsewhere the alias is named, as before.
+  const plain = shown(`
+polling:
+  interval_ms: *slow
+${PROV}`);
+  assert.deepEqual(plain, [
+    "2:16 error polling.interval_ms: alias *slow names no anchor defined before it (&slow)",
+  ]);
+});
+
 Deno.test("loadConfig keeps ordinary values visible (redaction is not blanket)", () => {
   const lines = shown(`
 http:

@@ -52,3 +52,20 @@ Deno.test("urlWithoutPassword replaces only a URL's password", () => {
   assert.equal(urlWithoutPassword("http://db:8086/a@b"), "http://db:8086/a@b");
   assert.equal(urlWithoutPassword("http://127.0.0.1:8086"), "http://127.0.0.1:8086");
 });
+
+Deno.test("urlWithoutPassword replaces the whole password when it holds an '@' (the user information ends at the last '@')", () => {
+  // new URL() takes this URL (password "s3c%40ret-Pa55"): GET /v0/telemetry/status showed
+  // `http://writer:<redacted>@ret-Pa55@db:8086`, most of the password, to any role.
+  const url = "http://writer:s3c@ret-Pa55@db.invalid:8086/x?a=1";
+  assert.equal(new URL(url).password, "s3c%40ret-Pa55");
+  assert.equal(urlWithoutPassword(url), "http://writer:<redacted>@db.invalid:8086/x?a=1");
+  // A user name with an '@' too: the password is what follows its first ':'.
+  assert.equal(
+    urlWithoutPassword("http://ops@site:pw-12345@db:8086"),
+    "http://ops@site:<redacted>@db:8086",
+  );
+  // Still nothing replaced where there is no password, or the '@' is past the authority.
+  assert.equal(urlWithoutPassword("http://token@db:8086"), "http://token@db:8086");
+  assert.equal(urlWithoutPassword("http://db:8086/a@b"), "http://db:8086/a@b");
+  assert.equal(urlWithoutPassword("http://db:8086?q=a:b@c"), "http://db:8086?q=a:b@c");
+});
