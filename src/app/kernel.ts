@@ -1512,6 +1512,8 @@ export class Kernel {
     this.#inventoryChangedDuringReload = new Set();
     this.#retiredEarly = null;
     try {
+      // A protection the file adds is judged against the units declared now (said at the end).
+      this.#protectionUnits.noteAhead(next);
       return await this.#reload(next);
     } finally {
       this.#reloading = false;

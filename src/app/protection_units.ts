@@ -102,6 +102,29 @@ export class ProtectionUnits {
   }
 
   /**
+   * A reload's file was written against the units declared as it begins: a signal `next`'s
+   * protections compare that none in force compares yet (an alarm added, or moved to another
+   * signal) is noted with its unit now, saying nothing, so a provider the same reload restarts
+   * declaring another unit is said at its end, not taken as a first sighting.
+   */
+  noteAhead(next: Config): void {
+    for (const p of numericProtections(next)) {
+      const s = p.signal;
+      const key = JSON.stringify([s.providerId, s.deviceId, s.signalId]);
+      if (this.#units.has(key)) continue;
+      const unit = this.#declaredUnit(s);
+      if (unit !== undefined) this.#units.set(key, unit);
+    }
+  }
+
+  /** The unit `s` is declared with now ("" for none); undefined when not declared. */
+  #declaredUnit(s: NumericProtection["signal"]): string | undefined {
+    return this.#inventory.capabilities(s.providerId, s.deviceId)?.signals.find((x) =>
+      x.signalId === s.signalId
+    )?.unit;
+  }
+
+  /**
    * Says each protection in force whose signal is declared now with another unit than when last
    * seen (`providerId`: only that provider's signals); a signal seen for the first time, or not
    * declared now, says nothing. `cause`: what changed, for the line.
@@ -122,9 +145,7 @@ export class ProtectionUnits {
         if (before !== undefined) seen.set(key, before);
         continue;
       }
-      const unit = this.#inventory.capabilities(s.providerId, s.deviceId)?.signals.find((x) =>
-        x.signalId === s.signalId
-      )?.unit;
+      const unit = this.#declaredUnit(s);
       if (unit === undefined) {
         // Not declared now (its provider down, its device gone): the unit last seen stays.
         if (before !== undefined) seen.set(key, before);

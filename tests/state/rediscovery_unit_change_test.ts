@@ -216,3 +216,46 @@ Deno.test("Kernel names at most MAX_UNIT_CHANGE_LINES protections per unit chang
     await rig.rt.stop();
   }
 });
+
+Deno.test("Kernel warns for an alarm a reload moves to a signal that the same reload's provider restart declares in another unit: its numbers were written against the unit declared before", async () => {
+  const dataDir = tempDir("protection-unit-retarget-");
+  const inventoryFile = await probeFile(dataDir, inventory("degF"));
+  // hot compares count (pcs) at start; temp (degF) is compared by no protection.
+  const onCount: typeof HOT = {
+    ...HOT,
+    signal: "p0/probe/count",
+    signalId: "count",
+    limits: { hi: 100 },
+  };
+  const { log, lines } = capturingLogger({ level: "info" });
+  const rig = await startRig({ dataDir, inventoryFile, host: { log }, alarms: [onCount] });
+  const said = () => lines.filter((l) => l.includes(UNIT_CHANGED)).map(warnText);
+  try {
+    // One reload: hot moved to temp (its limit read off the degF the runtime declares now) and
+    // p0 restarted, its file now declaring temp in degC.
+    await probeFile(dataDir, inventory("degC"));
+    const config = rig.rt.config;
+    const p0 = config.providers[0]!;
+    const report = await rig.rt.reload({
+      ...config,
+      providers: [{ ...p0, args: [...p0.args, "--restarted"] }],
+      alarms: [HOT],
+    });
+    assert.deepEqual(report.providers.restarted, ["p0"]);
+    assert.ok(report.applied.includes("alarms"), JSON.stringify(report));
+    await waitFor(
+      "temp declared in degC",
+      () =>
+        rig.rt.inventory.capabilities("p0", "probe")?.signals.find((s) => s.signalId === "temp")
+          ?.unit === "degC",
+    );
+    await waitFor("the unit change said", () => said().length >= 1, 3000).catch(() => {});
+    const all = said();
+    assert.equal(all.length, 1, `one line for alarm hot, said: ${JSON.stringify(all)}`);
+    // Said at the reload's end, or by the rediscovery after it: once either way.
+    const cause = /\((configuration reload|inventory of p0 changed)\)/.exec(all[0]!)![1]!;
+    assert.deepEqual(all, [unitLine("alarms[0]: alarm hot", "degF", "degC", cause)]);
+  } finally {
+    await rig.rt.stop();
+  }
+});
