@@ -258,8 +258,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:617-650", // gate
-      "src/alarms/alarm_engine.ts:822-844", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:623-656", // gate
+      "src/alarms/alarm_engine.ts:828-850", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -276,9 +276,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-616",
-      "src/alarms/alarm_engine.ts:651-821",
-      "src/alarms/alarm_engine.ts:845-1201",
+      "src/alarms/alarm_engine.ts:1-622",
+      "src/alarms/alarm_engine.ts:657-827",
+      "src/alarms/alarm_engine.ts:851-1207",
     ],
     tests: [
       "tests/alarms/",
