@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/common/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { i, manualCall } from "../safety/_fixture.ts";
@@ -17,24 +18,46 @@ const NAMES_MOTOR = treeXml(
   `<ReadSignal device_handle="sim0/motorctl0" signal_id="motor1_duty" value="{d}" />`,
 );
 
+/** The host's clock, its wall time stepped by the test (NTP), its monotonic time the host's. */
+function steppedClock() {
+  const step = { wallOffsetMs: 0 };
+  const clock: Clock = { ...systemClock, nowMs: () => systemClock.nowMs() + step.wallOffsetMs };
+  return { clock, step };
+}
+
+/** chaos_control inject_device_unavailable(motorctl0, 60 s): its reads fail from now on. */
+function failMotor(rt: Kernel): Promise<unknown> {
+  return manualCall(rt, "sim0", "chaos_control", 1, {
+    device_id: { type: "string", string: "motorctl0" },
+    duration_ms: i(60_000),
+  });
+}
+
+/** sim0/motorctl0's `since_epoch_ms` in automation status now (null: not listed, or undated). */
+function motorSince(rt: Kernel): number | null {
+  return rt.automation!.status().blocked_devices.find((b) => b.device_handle === "sim0/motorctl0")
+    ?.since_epoch_ms ?? null;
+}
+
+/** Asserts `since` lies between `from` and `observed` (wall ms, 5 ms either side). */
+function assertDatedBetween(since: number | null, from: number, observed: number, what: string) {
+  assert.ok(
+    since !== null && since >= from - 5 && since <= observed + 5,
+    `${what} between ${from} and ${observed}, dated ${since} (` +
+      `${since === null ? "none" : since - observed} ms from when it was seen)`,
+  );
+}
+
 Deno.test("automation status dates a blocked device from when it started failing: a wall clock stepped back an hour since does not move the date", async () => {
   const dir = await TreeDir.create();
   try {
     const tree = await dir.write("names_motor.xml", NAMES_MOTOR);
-    // The host's clock, its wall time stepped by the test (NTP), its monotonic time the host's.
-    let wallOffsetMs = 0;
-    const clock: Clock = { ...systemClock, nowMs: () => systemClock.nowMs() + wallOffsetMs };
+    const { clock, step } = steppedClock();
     const rt = await startRuntime(automationConfig(tree), { host: { clock } });
     try {
       await rt.modes.request("MANUAL");
       const before = clock.nowMs();
-      // chaos_control inject_device_unavailable(motorctl0, 60 s): its reads fail from now on.
-      await manualCall(rt, "sim0", "chaos_control", 1, {
-        device_id: { type: "string", string: "motorctl0" },
-        duration_ms: i(60_000),
-      });
-      const blocked = () =>
-        rt.automation!.status().blocked_devices.find((b) => b.device_handle === "sim0/motorctl0");
+      await failMotor(rt);
       // Its reads fail (nobody has read automation status yet).
       await waitFor(
         "motorctl0 failing",
@@ -42,16 +65,12 @@ Deno.test("automation status dates a blocked device from when it started failing
       );
       const observed = clock.nowMs();
       // NTP steps the wall clock back an hour before anyone asks.
-      wallOffsetMs = -3_600_000;
-      const since = blocked()?.since_epoch_ms ?? null;
-      assert.ok(
-        since !== null && since >= before - 5 && since <= observed + 5,
-        `started failing between ${before} and ${observed}, dated ${since} (` +
-          `${since === null ? "none" : since - observed} ms from when it was seen)`,
-      );
+      step.wallOffsetMs = -3_600_000;
+      const since = motorSince(rt);
+      assertDatedBetween(since, before, observed, "started failing");
       // And forward two hours: the device has been failing since the same moment.
-      wallOffsetMs = 3_600_000;
-      assert.equal(blocked()?.since_epoch_ms, since, "the date moved with the wall clock");
+      step.wallOffsetMs = 3_600_000;
+      assert.equal(motorSince(rt), since, "the date moved with the wall clock");
     } finally {
       await rt.stop();
     }
@@ -64,8 +83,7 @@ Deno.test("automation status dates a down device's outage from its provider's cr
   const dir = await TreeDir.create();
   try {
     const tree = await dir.write("names_motor.xml", NAMES_MOTOR);
-    let wallOffsetMs = 0;
-    const clock: Clock = { ...systemClock, nowMs: () => systemClock.nowMs() + wallOffsetMs };
+    const { clock, step } = steppedClock();
     // Not restarted: sim0 stays down once it crashed.
     const config = automationConfig(tree, {
       config: { providers: [simProvider("sim0", { restart: false })] },
@@ -73,19 +91,14 @@ Deno.test("automation status dates a down device's outage from its provider's cr
     const rt = await startRuntime(config, { host: { clock } });
     try {
       await rt.modes.request("MANUAL");
-      await manualCall(rt, "sim0", "chaos_control", 1, {
-        device_id: { type: "string", string: "motorctl0" },
-        duration_ms: i(60_000),
-      });
-      const blocked = () =>
-        rt.automation!.status().blocked_devices.find((b) => b.device_handle === "sim0/motorctl0");
+      await failMotor(rt);
       // Its reads have failed long enough: down (read once, as an operator's screen does).
       await waitFor(
         "motorctl0 down",
         () => rt.outages.condition("sim0", "motorctl0").kind === "down",
       );
       const readsFailedSince = rt.outages.condition("sim0", "motorctl0").sinceMono;
-      assert.ok(blocked()?.since_epoch_ms != null, "dated once down");
+      assert.ok(motorSince(rt) !== null, "dated once down");
       const crashed = clock.nowMs();
       // Its provider crashes: down still (no change of condition told), since the provider went
       // down now.
@@ -98,15 +111,11 @@ Deno.test("automation status dates a down device's outage from its provider's cr
       assert.notEqual(c.sinceMono, readsFailedSince, "down since its provider went down");
       const observed = clock.nowMs();
       // NTP steps the wall clock back an hour before anyone asks again.
-      wallOffsetMs = -3_600_000;
-      const since = blocked()?.since_epoch_ms ?? null;
-      assert.ok(
-        since !== null && since >= crashed - 5 && since <= observed + 5,
-        `down since its provider crashed, between ${crashed} and ${observed}, dated ${since} (` +
-          `${since === null ? "none" : since - observed} ms from when it was seen)`,
-      );
-      wallOffsetMs = 3_600_000;
-      assert.equal(blocked()?.since_epoch_ms, since, "the date moved with the wall clock");
+      step.wallOffsetMs = -3_600_000;
+      const since = motorSince(rt);
+      assertDatedBetween(since, crashed, observed, "down since its provider crashed,");
+      step.wallOffsetMs = 3_600_000;
+      assert.equal(motorSince(rt), since, "the date moved with the wall clock");
     } finally {
       await rt.stop();
     }
@@ -120,37 +129,26 @@ Deno.test("automation status dates a device a reload's tree names from when it s
   try {
     const idle = await dir.write("idle.xml", treeXml(`<AlwaysSuccess />`));
     const tree = await dir.write("names_motor.xml", NAMES_MOTOR);
-    let wallOffsetMs = 0;
-    const clock: Clock = { ...systemClock, nowMs: () => systemClock.nowMs() + wallOffsetMs };
+    const { clock, step } = steppedClock();
     // The tree at start names no device.
     const rt = await startRuntime(automationConfig(idle), { host: { clock } });
     try {
       await rt.modes.request("MANUAL");
       const before = clock.nowMs();
-      await manualCall(rt, "sim0", "chaos_control", 1, {
-        device_id: { type: "string", string: "motorctl0" },
-        duration_ms: i(60_000),
-      });
+      await failMotor(rt);
       await waitFor(
         "motorctl0 failing",
         () => rt.outages.condition("sim0", "motorctl0").kind !== "up",
       );
       const observed = clock.nowMs();
       // NTP steps the wall clock back an hour; then a reload's tree names the device.
-      wallOffsetMs = -3_600_000;
+      step.wallOffsetMs = -3_600_000;
       const report = await rt.reload({
         ...rt.config,
         automation: { ...rt.config.automation, behaviorTree: tree },
       });
       assert.deepEqual(report.applied, ["automation.behavior_tree"]);
-      const since = rt.automation!.status().blocked_devices.find((b) =>
-        b.device_handle === "sim0/motorctl0"
-      )?.since_epoch_ms ?? null;
-      assert.ok(
-        since !== null && since >= before - 5 && since <= observed + 5,
-        `started failing between ${before} and ${observed}, dated ${since} (` +
-          `${since === null ? "none" : since - observed} ms from when it was seen)`,
-      );
+      assertDatedBetween(motorSince(rt), before, observed, "started failing");
     } finally {
       await rt.stop();
     }
