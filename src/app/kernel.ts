@@ -560,10 +560,16 @@ export class Kernel {
   /** INFLUXDB_TOKEN as read at construction (the environment no longer has it). */
   #influxToken: string | undefined;
   #secret: (name: string) => string | undefined;
+  /**
+   * host.log whose lines never throw: for lines said after what they announce is done (a reload
+   * that applied, a FAULT forced, a stop), which a logger that throws must not take away.
+   */
+  readonly #lines: Logger;
 
   constructor(config: Config, host: KernelHost) {
     this.#config = config;
     this.host = host;
+    this.#lines = neverThrowing(host.log);
     const log = host.log;
     this.#files = new WatchedJournalFiles(host.files ?? journalFiles);
     this.#abandonedReads = host.abandonedReloadReads ?? new AbandonedReloadReads();
@@ -1523,18 +1529,13 @@ export class Kernel {
       this.#inventoryChangedDuringReload = new Set();
       if (changed.size > 0 && this.#stopping === null) {
         // Lines only (as at the reload's end).
-        const log = neverThrowing(this.host.log);
-        this.#warnVetoingHooks(log);
-        for (const id of changed) this.#logUnresolvedCalls(id, log);
+        this.#warnVetoingHooks(this.#lines);
+        for (const id of changed) this.#logUnresolvedCalls(id, this.#lines);
       }
       // A protection whose numbers now compare in another unit (a provider it restarted, or one
       // rediscovered meanwhile): said once, on what the reload left in force.
       if (this.#stopping === null) {
-        this.#protectionUnits.check(
-          undefined,
-          "configuration reload",
-          neverThrowing(this.host.log),
-        );
+        this.#protectionUnits.check(undefined, "configuration reload", this.#lines);
       }
       // The safety section did not run (the runtime stopping): its wait ends with the reload.
       this.#settleLadderApplied();
@@ -1577,7 +1578,7 @@ export class Kernel {
     const auto = this.modes.current() === "AUTO";
     // The FAULT (or the refusal) first, its line after, lost if the logger throws: a line never
     // takes the action it announces away, nor rejects a reload that applied.
-    const log = neverThrowing(this.host.log);
+    const log = this.#lines;
     if (auto) {
       void this.modes.forceFault(why).catch((err) => {
         log.error(`forcing FAULT after the e-stop's rung dropped failed: ${String(err)}`);
@@ -1806,7 +1807,7 @@ export class Kernel {
     this.#inventoryChangedDuringReload = new Set();
     // Lines only, once everything applied: one that throws (a custom logger) must not reject
     // the reload, nor keep the judgements at its end (AUTO's gate, the e-stop's rung) from running.
-    const log = neverThrowing(this.host.log);
+    const log = this.#lines;
     if (
       this.#inventoryChangedInReload || changedMeanwhile.size > 0 ||
       report.applied.includes("automation.mode_transition_hooks")
@@ -2476,7 +2477,7 @@ export class Kernel {
   async #stop(deadline: StopDeadline | undefined): Promise<void> {
     const budget = this.config.runtime.shutdownTimeoutMs;
     // A logger that throws must not end the stop either.
-    const log = neverThrowing(this.host.log);
+    const log = this.#lines;
     const failed: string[] = [];
     const report = (stage: string, err: unknown) => {
       failed.push(stage);
