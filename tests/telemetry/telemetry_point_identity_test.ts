@@ -131,8 +131,13 @@ Deno.test("TelemetryWriter keeps a health snapshot distinct when the wall clock 
   }
 });
 
-Deno.test("TelemetryWriter.retarget to a new database writes its first rows untagged; the same database keeps them distinct", async () => {
-  const { clock, db, bus, writer, options } = scriptedRig();
+/**
+ * The scripted rig with a second database (`toSecond`: its settings), mode changes all at one
+ * millisecond `ts`, and `reload`: a retarget the rig's clock lets finish.
+ */
+function retargetRig() {
+  const rig = scriptedRig();
+  const { clock, bus, writer, options } = rig;
   const second = new ScriptedDb();
   const toSecond = {
     ...options,
@@ -147,6 +152,11 @@ Deno.test("TelemetryWriter.retarget to a new database writes its first rows unta
     await clock.advanceAsync(0);
     await reloaded;
   };
+  return { ...rig, second, toSecond, ts, modeChange, reload };
+}
+
+Deno.test("TelemetryWriter.retarget to a new database writes its first rows untagged; the same database keeps them distinct", async () => {
+  const { clock, db, writer, options, second, toSecond, ts, modeChange, reload } = retargetRig();
   try {
     modeChange("IDLE", "MANUAL");
     await clock.advanceAsync(100);
@@ -183,21 +193,7 @@ Deno.test("TelemetryWriter.retarget to a new database writes its first rows unta
 });
 
 Deno.test("TelemetryWriter.retarget back to a database written before keeps its rows distinct: a row at a millisecond written there before the trip is tagged apart", async () => {
-  const { clock, db, bus, writer, options } = scriptedRig();
-  const second = new ScriptedDb();
-  const toSecond = {
-    ...options,
-    influx: { ...SETTINGS, url: "http://db2.invalid:8086" },
-    transport: second,
-  };
-  const ts = 1_760_000_000_500;
-  const modeChange = (previous_mode: RuntimeMode, new_mode: RuntimeMode) =>
-    bus.publish({ kind: "mode_change", previous_mode, new_mode, timestamp_ms: ts });
-  const reload = async (next: typeof options) => {
-    const reloaded = writer.retarget(next, 200);
-    await clock.advanceAsync(0);
-    await reloaded;
-  };
+  const { clock, db, writer, options, second, toSecond, ts, modeChange, reload } = retargetRig();
   try {
     modeChange("IDLE", "MANUAL");
     await clock.advanceAsync(100);
@@ -222,20 +218,8 @@ Deno.test("TelemetryWriter.retarget back to a database written before keeps its 
 });
 
 Deno.test("TelemetryWriter tells MAX_REMEMBERED_DATABASES databases apart; a reload to one more forgets them all", async () => {
-  const { clock, db, bus, writer, options } = scriptedRig();
-  const ts = 1_760_000_000_500;
-  const modeChange = () =>
-    bus.publish({
-      kind: "mode_change",
-      previous_mode: "IDLE",
-      new_mode: "MANUAL",
-      timestamp_ms: ts,
-    });
-  const reload = async (next: typeof options) => {
-    const reloaded = writer.retarget(next, 200);
-    await clock.advanceAsync(0);
-    await reloaded;
-  };
+  const { clock, db, writer, options, reload, modeChange: change } = retargetRig();
+  const modeChange = () => change("IDLE", "MANUAL");
   const elsewhere = (i: number) => ({
     ...options,
     influx: { ...SETTINGS, url: `http://db${i}.invalid:8086` },
