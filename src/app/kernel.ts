@@ -39,6 +39,7 @@ import {
   SPARKPLUG_PASSWORD_ENV,
   SPARKPLUG_USERNAME_ENV,
   sparkplugIds,
+  unsendableToken,
   urlWithoutPassword,
 } from "../config/mod.ts";
 import {
@@ -79,6 +80,7 @@ import {
   resolveApiToken,
   resolveNamedTokens,
   tokenChangesText,
+  withDefaultToken,
 } from "../http/mod.ts";
 import { type JournalFiles, WatchedJournalFiles } from "../journal/mod.ts";
 import { type InterruptedCall, RunRegistry } from "../runs/mod.ts";
@@ -2249,6 +2251,19 @@ export class Kernel {
             "(http.auth_token, http.tokens, RUNTIME_API_TOKEN): every request would be refused; " +
             "the tokens in force are kept",
         };
+      }
+      // A file that turns auth off judges its tokens as ignored (a token no client can send is
+      // only a warning there), but authentication stays on until a restart: it would admit nobody.
+      if (running.enabled && running.authEnabled) {
+        for (const t of withDefaultToken(apiToken, named)) {
+          const unsendable = t.token === "" ? null : unsendableToken(t.token);
+          if (unsendable === null) continue;
+          return {
+            refusedBy: "validation",
+            refused: `http.auth_enabled stays true until a restart and token '${t.name}' ` +
+              `${unsendable}; the tokens in force are kept`,
+          };
+        }
       }
       // Recorded in the step the tokens take effect: before any request they admit.
       const { ended, changes } = await this.api.setTokens(
