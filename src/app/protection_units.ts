@@ -1,7 +1,8 @@
 /**
  * The protections that compare a signal with numbers written in the configuration -- alarm
  * limits, interlock comparisons, safety.safe_state.expect's min/max (or a number it equals) --
- * hold those numbers in the unit the signal had when the file was written. A provider that is
+ * hold those numbers in the unit the signal had when the file was written (an interlock comparing
+ * it with another signal, that signal's unit). A provider that is
  * rediscovered (a crash-restart, a reload restarting it) declaring another unit for the signal
  * (SignalSpec.unit) makes them compare in the new unit; nothing else changes, so the runtime says
  * it: one WARN per protection, once per change (docs/alarms.md, docs/safety.md).
@@ -24,7 +25,7 @@ export const MAX_UNIT_CHANGE_LINES = 20;
 /** Longest unit (the provider's text) a unit-change line quotes; longer is cut, marked. */
 export const UNIT_QUOTED_CHARS = 64;
 
-/** One protection comparing a signal with numbers of the file. */
+/** One protection comparing a signal with numbers of the file, or with another signal. */
 interface NumericProtection {
   /** `alarm hot`, `interlock door`, `expectation`. */
   readonly what: string;
@@ -33,6 +34,20 @@ interface NumericProtection {
   readonly signal: Pick<ConditionSignal, "providerId" | "deviceId" | "signalId">;
   /** `provider/device/signal` as written. */
   readonly handle: string;
+  /** Compared with a number of the file (an alarm's, an expectation's always). */
+  readonly numbers: boolean;
+  /**
+   * The signals (handles as written) an interlock compares it with, each once, in condition
+   * order: bounded by the condition's length (MAX_CONDITION_LENGTH).
+   */
+  readonly signals: readonly string[];
+}
+
+/** What a signal of an interlock is compared with: numbers of the file, other signals. */
+interface Compared {
+  readonly signal: ConditionSignal;
+  numbers: boolean;
+  readonly signals: Set<string>;
 }
 
 /** Every protection in `config` that compares a signal with numbers, in file order. */
@@ -40,24 +55,48 @@ function numericProtections(config: Config): NumericProtection[] {
   const out: NumericProtection[] = [];
   for (const a of config.alarms) {
     if (a.alarmWhen !== undefined) continue; // a bool or a string: no unit
-    out.push({ what: `alarm ${a.id}`, entry: a, signal: a, handle: a.signal });
+    out.push({
+      what: `alarm ${a.id}`,
+      entry: a,
+      signal: a,
+      handle: a.signal,
+      numbers: true,
+      signals: [],
+    });
   }
   for (const il of config.interlocks) {
-    const compared = new Map<string, ConditionSignal>();
+    const compared = new Map<string, Compared>();
     comparedSignals(il.condition, compared);
-    for (const s of compared.values()) {
-      out.push({ what: `interlock ${il.id}`, entry: il, signal: s, handle: s.handle });
+    for (const c of compared.values()) {
+      out.push({
+        what: `interlock ${il.id}`,
+        entry: il,
+        signal: c.signal,
+        handle: c.signal.handle,
+        numbers: c.numbers,
+        signals: [...c.signals],
+      });
     }
   }
   for (const e of config.safety.safeState.expect) {
     if (e.min === undefined && e.max === undefined && typeof e.equals !== "number") continue;
-    out.push({ what: "expectation", entry: e, signal: e, handle: e.signal });
+    out.push({
+      what: "expectation",
+      entry: e,
+      signal: e,
+      handle: e.signal,
+      numbers: true,
+      signals: [],
+    });
   }
   return out;
 }
 
-/** The signals of `node`'s comparisons with a number or with another signal, each once. */
-function comparedSignals(node: ConditionNode, out: Map<string, ConditionSignal>): void {
+/**
+ * The signals of `node`'s comparisons with a number or with another signal, each once, with what
+ * each is compared with.
+ */
+function comparedSignals(node: ConditionNode, out: Map<string, Compared>): void {
   switch (node.kind) {
     case "and":
     case "or":
@@ -71,9 +110,8 @@ function comparedSignals(node: ConditionNode, out: Map<string, ConditionSignal>)
       const numeric = (o: ConditionOperand) =>
         o.kind === "signal" || typeof o.value === "number" || typeof o.value === "bigint";
       if (!numeric(node.left) || !numeric(node.right)) return;
-      for (const o of [node.left, node.right]) {
-        if (o.kind === "signal") out.set(o.signal.handle, o.signal);
-      }
+      noteCompared(node.left, node.right, out);
+      noteCompared(node.right, node.left, out);
       return;
     }
     default:
@@ -159,7 +197,7 @@ export class ProtectionUnits {
       }
       lines.push(
         `${p.entry.path}${atSourcePosition(p.entry)}: ${p.what} compares ${p.handle} with ` +
-          `numbers of the file, and its declared unit changed from ${quoteUnit(before)} to ` +
+          `${comparedWith(p)}, and its declared unit changed from ${quoteUnit(before)} to ` +
           `${quoteUnit(unit)} (${cause}): they now compare in ${quoteUnit(unit)}; check them`,
       );
     }
@@ -174,6 +212,34 @@ export class ProtectionUnits {
       );
     }
   }
+}
+
+/** Notes what `side` (when a signal) is compared with: `other`, a signal or a number. */
+function noteCompared(
+  side: ConditionOperand,
+  other: ConditionOperand,
+  out: Map<string, Compared>,
+): void {
+  if (side.kind !== "signal") return;
+  let c = out.get(side.signal.handle);
+  if (c === undefined) {
+    c = { signal: side.signal, numbers: false, signals: new Set() };
+    out.set(side.signal.handle, c);
+  }
+  if (other.kind === "signal") c.signals.add(other.signal.handle);
+  else c.numbers = true;
+}
+
+/**
+ * What `p` compares its signal with, as a unit-change line says it: `numbers of the file`,
+ * `signal a/b/c` (`signals a/b/c, d/e/f`), or both joined by `and with`.
+ */
+function comparedWith(p: NumericProtection): string {
+  const signals = p.signals.length === 0
+    ? ""
+    : `${p.signals.length === 1 ? "signal" : "signals"} ${p.signals.join(", ")}`;
+  if (!p.numbers) return signals;
+  return signals === "" ? "numbers of the file" : `numbers of the file and with ${signals}`;
 }
 
 function quoteUnit(unit: string): string {

@@ -94,7 +94,8 @@ Deno.test("a value kept across a rediscovery that changed its signal's unit is n
 
 /**
  * The protections on the probe, through the real loader (their lines and columns noted): an alarm
- * and an interlock comparing temp with numbers, an alarm on count (whose unit holds).
+ * and an interlock comparing temp with numbers, an alarm on count (whose unit holds), an interlock
+ * comparing temp with count only, and one comparing it with both a number and count.
  */
 const PROTECTIONS = alarmsConfig(
   `
@@ -106,6 +107,14 @@ interlocks:
     block: [p0/probe/*]
     while: 'p0/probe/temp > 80 or bad(p0/probe/count)'
     message: the probe cools first
+  - id: count_leads
+    block: [p0/probe/*]
+    while: 'p0/probe/temp > p0/probe/count'
+    message: the count leads the temperature
+  - id: both_sides
+    block: [p0/probe/*]
+    while: 'p0/probe/temp > 90 and p0/probe/count < p0/probe/temp'
+    message: hot and behind
 `,
   ["p0"],
 );
@@ -130,13 +139,43 @@ function warnText(line: string): string {
   return m[1]!;
 }
 
-/** The line ProtectionUnits writes for one protection. */
-function unitLine(what: string, before: string, now: string, cause: string): string {
-  return `${what} compares p0/probe/temp with numbers of the file, and its declared unit changed ` +
+/** The line ProtectionUnits writes for one protection comparing temp with `compared`. */
+function unitLine(
+  what: string,
+  before: string,
+  now: string,
+  cause: string,
+  compared = "numbers of the file",
+): string {
+  return `${what} compares p0/probe/temp with ${compared}, and its declared unit changed ` +
     `from "${before}" to "${now}" (${cause}): they now compare in "${now}"; check them`;
 }
 
-Deno.test("Kernel warns once per protection comparing a signal a rediscovery declares in another unit; start-up and an unchanged restart say nothing", async () => {
+/** The lines for the PROTECTIONS and TEMP_AT_MOST_100 of a change of temp's unit. */
+function protectionLines(before: string, now: string, cause: string): string[] {
+  return [
+    unitLine("alarms[0] (line 4:5): alarm hot", before, now, cause),
+    unitLine("interlocks[0] (line 7:5): interlock cool_first", before, now, cause),
+    // Compared with another signal, not with numbers: the line says which.
+    unitLine(
+      "interlocks[1] (line 11:5): interlock count_leads",
+      before,
+      now,
+      cause,
+      "signal p0/probe/count",
+    ),
+    unitLine(
+      "interlocks[2] (line 15:5): interlock both_sides",
+      before,
+      now,
+      cause,
+      "numbers of the file and with signal p0/probe/count",
+    ),
+    unitLine("safety.safe_state.expect[0]: expectation", before, now, cause),
+  ];
+}
+
+Deno.test("Kernel warns once per protection comparing a signal a rediscovery declares in another unit, naming what it compares it with (numbers of the file, another signal); start-up and an unchanged restart say nothing", async () => {
   const dataDir = tempDir("protection-unit-change-");
   const file = await probeFile(dataDir, inventory("degF"));
   const { log, lines } = capturingLogger({ level: "info" });
@@ -162,23 +201,16 @@ Deno.test("Kernel warns once per protection comparing a signal a rediscovery dec
     };
     const cause = "inventory of p0 changed";
 
+    const perChange = protectionLines("degF", "degC", cause).length;
     await restart("degC");
-    await waitFor("the unit change said", () => said().length >= 3);
-    assert.deepEqual(said(), [
-      unitLine("alarms[0] (line 4:5): alarm hot", "degF", "degC", cause),
-      unitLine("interlocks[0] (line 7:5): interlock cool_first", "degF", "degC", cause),
-      unitLine("safety.safe_state.expect[0]: expectation", "degF", "degC", cause),
-    ]);
+    await waitFor("the unit change said", () => said().length >= perChange);
+    assert.deepEqual(said(), protectionLines("degF", "degC", cause));
 
     // The same unit again says nothing; the way back is a change of its own.
     await restart("degC");
     await restart("degF");
-    await waitFor("the way back said", () => said().length >= 6);
-    assert.deepEqual(said().slice(3), [
-      unitLine("alarms[0] (line 4:5): alarm hot", "degC", "degF", cause),
-      unitLine("interlocks[0] (line 7:5): interlock cool_first", "degC", "degF", cause),
-      unitLine("safety.safe_state.expect[0]: expectation", "degC", "degF", cause),
-    ]);
+    await waitFor("the way back said", () => said().length >= 2 * perChange);
+    assert.deepEqual(said().slice(perChange), protectionLines("degC", "degF", cause));
   } finally {
     await rig.rt.stop();
   }
