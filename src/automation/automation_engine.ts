@@ -122,8 +122,9 @@ export const MAX_CALL_RECORDS = 256;
 
 /**
  * Outages whose wall date the engine keeps (devices not up, as the outage monitor told them, named
- * by the tree or not: a reload's tree may name one later); past it the oldest is let go (counted
- * back at the first status read that names it). Up devices hold none.
+ * by the tree or not: a reload's tree may name one later); past it the oldest of a device the
+ * running tree does not name is let go (counted back at the first status read that names it), the
+ * oldest of all only when the tree names every one. Up devices hold none.
  */
 export const MAX_OUTAGE_DATES = 4096;
 
@@ -339,6 +340,8 @@ export class AutomationEngine {
   #openRunId: () => string | null = () => null;
   #unsubscribe: (() => void) | null = null;
   #handles: readonly string[] = [];
+  /** #handles as a set: an outage date of a device the tree names is let go last. */
+  #named: ReadonlySet<string> = new Set();
   /** The calls the loaded tree makes with device and function written literally. */
   #literalCalls: readonly LiteralDeviceCall[] = [];
   /** The loaded tree's output ports that write an entry with a known type or a named signal. */
@@ -679,9 +682,20 @@ export class AutomationEngine {
     const since = c.condition.sinceMono;
     if (c.condition.kind === "up" || since === null) return void this.#outageSince.delete(handle);
     if (!this.#outageSince.has(handle) && this.#outageSince.size >= MAX_OUTAGE_DATES) {
-      this.#outageSince.delete(this.#outageSince.keys().next().value!);
+      this.#outageSince.delete(this.#outageDateToLetGo());
     }
     this.#outageDate(handle, since, c.atWallMs);
+  }
+
+  /**
+   * The outage date let go when MAX_OUTAGE_DATES are kept: the oldest of a device the running tree
+   * does not name (its date is what blocked_devices reads), else the oldest. Only when full.
+   */
+  #outageDateToLetGo(): string {
+    for (const handle of this.#outageSince.keys()) {
+      if (!this.#named.has(handle)) return handle;
+    }
+    return this.#outageSince.keys().next().value!;
   }
 
   /**
@@ -730,6 +744,7 @@ export class AutomationEngine {
     }
     this.#parameterReads = built.parameterReads;
     this.#handles = built.handles;
+    this.#named = new Set(built.handles);
     this.#literalCalls = built.calls;
     this.#writers = built.writers;
     this.#contentDigest = built.contentDigest;
@@ -922,6 +937,7 @@ export class AutomationEngine {
     this.#runner = next;
     this.#parameterReads = reads;
     this.#handles = handles;
+    this.#named = new Set(handles);
     this.#literalCalls = calls;
     this.#writers = writers;
     this.#contentDigest = contentDigest;

@@ -24,7 +24,7 @@ export type {
   RefusedCalls,
   TreeReload,
 } from "./automation_engine.ts";
-export { DEVICE_OUTAGE_FAILURES, MAX_CALL_RECORDS } from "./automation_engine.ts";
+export { DEVICE_OUTAGE_FAILURES, MAX_CALL_RECORDS, MAX_OUTAGE_DATES } from "./automation_engine.ts";
 export {
   DeviceLossLatch,
   MAX_DEPARTED_PROVIDER_DATES,

@@ -22,6 +22,7 @@ import {
   type AutomationEngineOptions,
   type AutomationInventory,
   MAX_CALL_RECORDS,
+  MAX_OUTAGE_DATES,
   type TickScheduler,
 } from "../../src/automation/mod.ts";
 import { ManualClock, memFiles, xmlRoot } from "./bt/_helpers.ts";
@@ -317,26 +318,35 @@ Deno.test("AutomationEngine status carries the open run id and the version once 
 /** Device conditions the test sets, told to the engine's latch as DeviceOutages tells them. */
 class FakeOutages {
   readonly kinds = new Map<string, DeviceConditionKind>();
+  /** The monotonic time each device not up is out since (undated when absent). */
+  readonly since = new Map<string, number>();
   readonly #listeners: DeviceConditionListener[] = [];
   condition(p: string, d: string): DeviceCondition {
     const kind = this.kinds.get(`${p}/${d}`) ?? "up";
-    return { kind, reason: kind === "up" ? "" : "its reads fail", sinceMono: null };
+    const sinceMono = kind === "up" ? null : this.since.get(`${p}/${d}`) ?? null;
+    return { kind, reason: kind === "up" ? "" : "its reads fail", sinceMono };
   }
   onChange(l: DeviceConditionListener): () => void {
     this.#listeners.push(l);
     return () => {};
   }
-  set(handle: string, kind: DeviceConditionKind): void {
+  /** `dated`: out since that monotonic time, the change told at that wall time. */
+  set(
+    handle: string,
+    kind: DeviceConditionKind,
+    dated?: { sinceMono: number; atWallMs: number },
+  ): void {
     const [providerId, deviceId] = handle.split("/") as [string, string];
     const previous = this.kinds.get(handle) ?? "up";
     this.kinds.set(handle, kind);
+    if (dated) this.since.set(handle, dated.sinceMono);
     for (const l of this.#listeners) {
       l({
         providerId,
         deviceId,
         previous,
         condition: this.condition(providerId!, deviceId!),
-        atWallMs: 1,
+        atWallMs: dated?.atWallMs ?? 1,
       });
     }
   }
@@ -969,6 +979,42 @@ Deno.test("AutomationEngine keeps the failure and refusal records of at most MAX
     [s.refused_calls[0]!.device_handle, s.refused_calls.at(-1)!.device_handle],
     ["bad1", `bad${MAX_CALL_RECORDS}`],
   );
+  engine.stop();
+});
+
+Deno.test("AutomationEngine keeps the outage date of a device the tree names when MAX_OUTAGE_DATES are kept: a device the tree does not name is let go first", async () => {
+  const outages = new FakeOutages();
+  const clock = new ManualClock();
+  const files: Record<string, string> = { [TREE]: xmlRoot(NAMES_MOTOR, "Main") };
+  const { engine, modes } = setup(NAMES_MOTOR, { outages, clock, readFile: editable(files) });
+  await started({ engine, modes }, "MANUAL");
+  const t0 = clock.wall;
+  const dated = () => ({ sinceMono: clock.mono, atWallMs: clock.wall });
+  const since = (handle: string) =>
+    engine.status().blocked_devices.find((b) => b.device_handle === handle)?.since_epoch_ms;
+  // The device the tree names starts failing first (its date the oldest kept), then
+  // MAX_OUTAGE_DATES devices no tree names go down, one a millisecond.
+  outages.set("sim0/motorctl0", "failing", dated());
+  for (let i = 0; i < MAX_OUTAGE_DATES; i++) {
+    clock.advance(1);
+    outages.set(`sim1/dev${i}`, "down", dated());
+  }
+  // NTP steps the wall clock back an hour before anyone reads status: a date let go would be
+  // counted back from the stepped clock.
+  clock.wall -= 3_600_000;
+  assert.equal(since("sim0/motorctl0"), t0, "the named device's date was kept");
+  // The bound held: the oldest date of a device the tree does not name went instead (a reload's
+  // tree naming it dates it from the read), the next one is kept.
+  files[TREE] = xmlRoot(
+    `<BehaviorTree ID="Main"><Sequence>
+      <ReadSignal device_handle="sim1/dev0" signal_id="s" value="{a}"/>
+      <ReadSignal device_handle="sim1/dev1" signal_id="s" value="{b}"/>
+    </Sequence></BehaviorTree>`,
+    "Main",
+  );
+  assert.equal(await engine.reloadTree(TREE, 10), "replaced");
+  assert.equal(since("sim1/dev0"), t0 + 1 - 3_600_000, "let go: counted back from the read");
+  assert.equal(since("sim1/dev1"), t0 + 2, "kept");
   engine.stop();
 });
 
