@@ -488,6 +488,12 @@ interface SafetyBetweenRuns {
   estopTriggers: number;
   firstAt: number;
   lastAt: number;
+  /**
+   * The latest of them this process noted (null: only a previous process's, saved in runs.jsonl):
+   * the run whose run_opened lists them starts no earlier (#startAt). A previous process's is no
+   * reference, as for #lastEnd: its clock may have been ahead of this one's.
+   */
+  ownLastAt: number | null;
 }
 
 function noteSafety(
@@ -498,12 +504,19 @@ function noteSafety(
 ): SafetyBetweenRuns {
   const trigger = category === "estop" && type === "trigger" ? 1 : 0;
   if (into === null) {
-    return { count: 1, estopTriggers: trigger, firstAt: occurred, lastAt: occurred };
+    return {
+      count: 1,
+      estopTriggers: trigger,
+      firstAt: occurred,
+      lastAt: occurred,
+      ownLastAt: occurred,
+    };
   }
   into.count++;
   into.estopTriggers += trigger;
   into.firstAt = Math.min(into.firstAt, occurred);
   into.lastAt = Math.max(into.lastAt, occurred);
+  into.ownLastAt = Math.max(into.ownLastAt ?? occurred, occurred);
   return into;
 }
 
@@ -517,6 +530,9 @@ function mergeSafety(
   into.estopTriggers += more.estopTriggers;
   into.firstAt = Math.min(into.firstAt, more.firstAt);
   into.lastAt = Math.max(into.lastAt, more.lastAt);
+  into.ownLastAt = into.ownLastAt === null || more.ownLastAt === null
+    ? into.ownLastAt ?? more.ownLastAt
+    : Math.max(into.ownLastAt, more.ownLastAt);
   return into;
 }
 
@@ -1041,7 +1057,8 @@ export class RunRegistry {
       if (this.#open) throw failedPrecondition(`Run already open: ${this.#open.run.run_id}`);
       this.#settleCalls(); // calls made before the run are none of its events
       const startedMono = this.#opts.clock.monoMs();
-      const now = this.#startAt(this.#opts.clock.nowMs(), startedMono);
+      const between = this.#betweenRuns;
+      const now = this.#startAt(this.#opts.clock.nowMs(), startedMono, between);
       let runId: string;
       do {
         // A restarted process with a clock behind the previous one could repeat an id.
@@ -1055,7 +1072,6 @@ export class RunRegistry {
         );
       }
       const state = this.#opts.safetyState?.();
-      const between = this.#betweenRuns;
       const openedPayload = {
         ...(state === undefined ? {} : { mode: state.mode, estop_latched: state.estopLatched }),
         ...(between === null ? {} : {
@@ -2749,12 +2765,16 @@ export class RunRegistry {
    * A run's start at wall time `wall` (monotonic `mono`): never before the end of the run this
    * process closed last -- after a step back of the wall clock (NTP) since that close, that end plus
    * the monotonic time since, as a close after a step back is dated from its start -- so a run listed
-   * newer does not read as started before the one before it ended.
+   * newer does not read as started before the one before it ended; nor before the latest safety
+   * event this process noted of those its run_opened lists (`between`): after a step back since it,
+   * at that event's time, as a close is no earlier than its events' recording.
    */
-  #startAt(wall: number, mono: number): number {
+  #startAt(wall: number, mono: number, between: SafetyBetweenRuns | null): number {
     const last = this.#lastEnd;
-    if (last === null) return wall;
-    return Math.max(wall, last.wall + Math.max(0, Math.round(mono - last.mono)));
+    const after = last === null
+      ? wall
+      : Math.max(wall, last.wall + Math.max(0, Math.round(mono - last.mono)));
+    return Math.max(after, between?.ownLastAt ?? after);
   }
 
   #eventRules(runId: string): EventLineRules {
@@ -2986,7 +3006,7 @@ function parseBetweenRuns(rec: Body): SafetyBetweenRuns | null {
   ) {
     return null;
   }
-  return { count, estopTriggers: triggers, firstAt: first, lastAt: last };
+  return { count, estopTriggers: triggers, firstAt: first, lastAt: last, ownLastAt: null };
 }
 
 /** A `call` event's type: `device_handle function`. */

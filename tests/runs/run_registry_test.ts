@@ -1274,6 +1274,72 @@ Deno.test("RunRegistry starts a run no earlier than the run before it ended: aft
   });
 });
 
+Deno.test("RunRegistry starts a run no earlier than the safety events between runs its run_opened lists: after a wall-clock step back since them, at the latest; a previous process's are no reference", async () => {
+  await withDir(async (dir) => {
+    const { registry, clock } = await harness(dir);
+    const bus = new EventBus();
+    registry.attach(bus);
+    try {
+      // An e-stop between runs (no run open yet), then FAULT.
+      clock.advance(5_000);
+      clock.wall = T0 + 5_000;
+      bus.publish({
+        kind: "estop_change",
+        latched: true,
+        reason: "leak",
+        cause: "api",
+        timestamp_ms: T0 + 5_000,
+      });
+      bus.publish({
+        kind: "mode_change",
+        previous_mode: "AUTO",
+        new_mode: "FAULT",
+        timestamp_ms: T0 + 5_001,
+      });
+      clock.advance(2_000);
+      clock.wall = T0 - 60_000; // NTP corrects the host clock back by a minute before the open
+      const { run: opened } = await registry.open({});
+      const { events } = await registry.listEvents(opened.run_id, {});
+      deepEqual(events[0]!.payload.safety_events_between_runs, {
+        count: 2,
+        estop_triggers: 1,
+        first_at_epoch_ms: T0 + 5_000,
+        last_at_epoch_ms: T0 + 5_001,
+      });
+      equal(opened.started_at_epoch_ms, T0 + 5_001, "no earlier than the events it lists");
+      equal(events[0]!.occurred_at_epoch_ms, T0 + 5_001, "its run_opened at its start");
+      await registry.close(opened.run_id, {});
+      // Another e-stop between runs, saved for the next process, whose clock is an hour behind.
+      bus.publish({
+        kind: "estop_change",
+        latched: true,
+        reason: "leak",
+        cause: "api",
+        timestamp_ms: T0 + 9_000,
+      });
+    } finally {
+      await registry.shutdown();
+    }
+    const later = await harness(dir, {}, new ManualClock(0, T0 - 3_600_000));
+    try {
+      const { run } = await later.registry.open({});
+      const { events } = await later.registry.listEvents(run.run_id, {});
+      equal(
+        (events[0]!.payload.safety_events_between_runs as { last_at_epoch_ms: number })
+          .last_at_epoch_ms,
+        T0 + 9_000,
+      );
+      equal(
+        run.started_at_epoch_ms,
+        T0 - 3_600_000,
+        "its own clock: the previous one may be ahead",
+      );
+    } finally {
+      await later.registry.shutdown();
+    }
+  });
+});
+
 Deno.test("RunRegistry records a run's events and its run_closed no earlier than the events before them when the wall clock steps back while the run is open", async () => {
   await withDir(async (dir) => {
     const clock = new ManualClock(0, T0);
