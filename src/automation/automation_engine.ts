@@ -681,9 +681,6 @@ export class AutomationEngine {
     const handle = deviceHandle(c.providerId, c.deviceId);
     const since = c.condition.sinceMono;
     if (c.condition.kind === "up" || since === null) return void this.#outageSince.delete(handle);
-    if (!this.#outageSince.has(handle) && this.#outageSince.size >= MAX_OUTAGE_DATES) {
-      this.#outageSince.delete(this.#outageDateToLetGo());
-    }
     this.#outageDate(handle, since, c.atWallMs);
   }
 
@@ -703,11 +700,15 @@ export class AutomationEngine {
    * from `toldAtMs` (the wall date of the change told) on the monotonic clock, and kept. Read with
    * no change told (null): a start that moved untold (a down device whose provider then went down
    * stays down, since then) is counted on the monotonic clock from the date kept of that outage,
-   * not back from the wall clock now (a step since would move it); one never seen, from now.
+   * not back from the wall clock now (a step since would move it); one never seen, from now. A
+   * date added to MAX_OUTAGE_DATES kept lets one go (#outageDateToLetGo), read or told.
    */
   #outageDate(handle: string, sinceMono: number, toldAtMs: number | null): number {
     const kept = this.#outageSince.get(handle);
     if (kept?.sinceMono === sinceMono) return kept.atMs;
+    if (kept === undefined && this.#outageSince.size >= MAX_OUTAGE_DATES) {
+      this.#outageSince.delete(this.#outageDateToLetGo());
+    }
     const atMs = toldAtMs === null && kept !== undefined
       ? Math.round(kept.atMs + (sinceMono - kept.sinceMono))
       : Math.round((toldAtMs ?? this.#o.clock.nowMs()) - (this.#o.clock.monoMs() - sinceMono));

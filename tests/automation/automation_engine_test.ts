@@ -1015,6 +1015,11 @@ Deno.test("AutomationEngine keeps the outage date of a device the tree names whe
   assert.equal(await engine.reloadTree(TREE, 10), "replaced");
   assert.equal(since("sim1/dev0"), t0 + 1 - 3_600_000, "let go: counted back from the read");
   assert.equal(since("sim1/dev1"), t0 + 2, "kept");
+  // Dating sim1/dev0 at that read added one to MAX_OUTAGE_DATES kept: one went for it, the oldest
+  // of a device the tree no longer names (sim0/motorctl0), as when an outage is told.
+  files[TREE] = xmlRoot(NAMES_MOTOR, "Main");
+  assert.equal(await engine.reloadTree(TREE, 11), "replaced");
+  assert.equal(since("sim0/motorctl0"), t0 - 3_600_000, "let go for the date a read added");
   engine.stop();
 });
 
