@@ -157,6 +157,8 @@ export class DiskTier {
    * failed write are not in the files, so #newestT goes back to it (their retry is in order).
    */
   #newestWrittenT = -Infinity;
+  /** Order (HeldRow.seq) of the last row handed to the writer. */
+  #lastAppendedSeq = -1;
   /** Bucket start of the last row of the files at open (written by an earlier run), or -Infinity. */
   #lastAtOpen = -Infinity;
   /** Failed reads: one WARN until a read succeeds, then one INFO. */
@@ -316,6 +318,7 @@ export class DiskTier {
   #append(h: HeldRow): void {
     const newSegment = h.t < this.#newestT;
     this.#newestT = h.t;
+    this.#lastAppendedSeq = h.seq;
     // Not counted by the writer: a row of a failed write is kept (#hold), not lost; the tier
     // counts what it drops itself (#lose), for the writer's gap line too.
     void this.#writer.append(h.row, { newSegment, counted: false }).then((r) => {
@@ -331,7 +334,10 @@ export class DiskTier {
         return;
       }
       if (this.#writer.status().state === "failing") {
-        this.#newestT = this.#newestWrittenT;
+        // Back to the newest row written -- unless rows were handed in after this one: the writer
+        // goes on to their write, which may work (the disk had room again) and put them in the
+        // file after the newest written, so this row, kept, begins a new file at the retry.
+        if (h.seq === this.#lastAppendedSeq) this.#newestT = this.#newestWrittenT;
         this.#stop(r.reason);
         this.#hold(h);
         return;
