@@ -317,6 +317,9 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
     // A device born again (a DBIRTH without a DDEATH: its description changed) is one device.
     const devices = born.get(key) ?? new Set<string>();
     born.set(key, devices);
+    // Dead (its NDEATH seen): what it publishes before its NBIRTH is of a session the view did not
+    // see born (asked for below): it stays dead, its metrics its last births', no device born.
+    const dead = n.reachable === false;
     switch (t.type) {
       case "NBIRTH":
         n.born = true;
@@ -329,9 +332,10 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
         told();
         return;
       case "NDATA":
-        apply(p.metrics ?? []);
+        if (!dead) apply(p.metrics ?? []);
         break;
       case "DBIRTH":
+        if (dead) break;
         if (t.deviceId !== null && !devices.has(t.deviceId)) {
           if (deviceIds >= MAX_FLEET_DEVICES) truncated = true;
           else {
