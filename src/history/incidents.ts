@@ -34,7 +34,7 @@ import {
 import type { HistoryConfig } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import type { DeviceConditionChange, DeviceOutages, InventoryReader } from "../state/mod.ts";
-import type { JournalFiles } from "../journal/mod.ts";
+import { type JournalFiles, replaceWhole } from "../journal/mod.ts";
 import { typedValueScalar } from "./buckets.ts";
 import { type History, HISTORY_QUOTED_SIGNAL_CHARS, qualityName } from "./history.ts";
 import type { RingSample } from "./ring.ts";
@@ -1185,29 +1185,12 @@ export class IncidentRecorder {
     void save.finally(() => this.#writes.delete(save));
   }
 
-  /** Replaces INCIDENT_GONE_FILE with #goneIds (a temporary file renamed over it, synced). */
+  /** Replaces INCIDENT_GONE_FILE with #goneIds (replaceWhole: the old file stays if it fails). */
   async #writeGone(): Promise<void> {
-    const files = this.#o.files;
-    const path = `${this.#o.dir}/${INCIDENT_GONE_FILE}`;
-    const tmp = `${path}.tmp`;
     let text = "";
     for (const [id, why] of this.#goneIds) text += `${JSON.stringify({ incident_id: id, why })}\n`;
-    try {
-      await files.ensureDir(this.#o.dir);
-      const h = await files.openAppend(tmp);
-      try {
-        await h.truncate(0); // what a save cut short (a crash) left
-        await h.append(text);
-        await h.sync();
-      } finally {
-        h.close();
-      }
-      await files.rename(tmp, path);
-    } catch (err) {
-      // The old file stays, and no temporary file beside the records.
-      await files.remove(tmp).catch(() => {});
-      throw err;
-    }
+    await this.#o.files.ensureDir(this.#o.dir);
+    await replaceWhole(this.#o.files, `${this.#o.dir}/${INCIDENT_GONE_FILE}`, text);
   }
 
   /**

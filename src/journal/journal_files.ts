@@ -52,7 +52,10 @@ export interface JournalFiles {
   fileSize(path: string): Promise<number>;
   /** Removes a file; a missing file is not an error. */
   remove(path: string): Promise<void>;
-  /** Renames (moves) a file, replacing `to`. */
+  /**
+   * Renames (moves) a file, replacing `to`; durable once it resolves (host's fsyncs the folder
+   * after it, so a power cut cannot bring the old file back). replaceWhole builds on it.
+   */
   rename(from: string, to: string): Promise<void>;
   /** Names of the entries of a directory ([] when it is missing). */
   listNames(dir: string): Promise<string[]>;

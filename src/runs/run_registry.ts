@@ -82,6 +82,7 @@ import {
   JournalWriter,
   type KeyedLines,
   lastKeyed,
+  replaceWhole,
   seekAfter,
 } from "../journal/mod.ts";
 import { type EventLineRules, eventOfLine } from "./_event_lines.ts";
@@ -2248,25 +2249,22 @@ export class RunRegistry {
    * serial chain (or in start), so no record is appended meanwhile.
    */
   async #compact(between: SafetyBetweenRuns | null = this.#betweenRuns): Promise<boolean> {
-    const files = this.#opts.files;
-    const tmp = `${this.#runsFile}.tmp`;
     // The counts the new file holds, as gathered (a save while it is written goes to the old file).
-    let betweenWritten: string | null = null;
-    let notRecordedWritten: { open: OpenRun; count: number; at: number } | null = null;
+    // Set by the writer below: declared `as`, so that the compiler does not take them for null.
+    let betweenWritten = null as string | null;
+    let notRecordedWritten = null as { open: OpenRun; count: number; at: number } | null;
     try {
-      await files.remove(tmp);
-      const handle = await files.openAppend(tmp);
       let lines = 0;
-      let chunk = "";
-      const add = async (line: string) => {
-        chunk += `${line}\n`;
-        lines++;
-        if (chunk.length >= RUNS_COMPACT_CHUNK_CHARS) {
-          await handle.append(chunk);
-          chunk = "";
-        }
-      };
-      try {
+      await replaceWhole(this.#opts.files, this.#runsFile, async (append) => {
+        let chunk = "";
+        const add = async (line: string) => {
+          chunk += `${line}\n`;
+          lines++;
+          if (chunk.length >= RUNS_COMPACT_CHUNK_CHARS) {
+            await append(chunk);
+            chunk = "";
+          }
+        };
         for (const id of this.#order) {
           const run = this.#runs.get(id)!;
           const opened = {
@@ -2317,12 +2315,8 @@ export class RunRegistry {
           betweenWritten = betweenRunsRecord(between);
           await add(betweenWritten);
         }
-        if (chunk !== "") await handle.append(chunk);
-        await handle.sync();
-      } finally {
-        handle.close();
-      }
-      await files.rename(tmp, this.#runsFile);
+        if (chunk !== "") await append(chunk);
+      });
       this.#journalLines = lines;
       this.#journalCount++;
       this.#compactWait = 0;
@@ -2334,7 +2328,6 @@ export class RunRegistry {
         `${this.#runsFile} not rewritten: ${errorMessage(err)}; tried again after ` +
           `${this.#compactWait} closes`,
       );
-      await files.remove(tmp).catch(() => {});
       return false;
     }
     const replaced = this.#journal;

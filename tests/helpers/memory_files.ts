@@ -105,3 +105,54 @@ export class MemoryFiles implements JournalFiles {
     return Promise.resolve([...names].filter((n) => n !== ""));
   }
 }
+
+/**
+ * MemoryFiles that records, in order, the calls on the files `watched` picks (`"<op> <name>"`,
+ * the name without its folder; ops remove, open, truncate, append, sync, close, rename), and
+ * whose `failing` call of them rejects (EIO): a recording fake of the port, for the tests of
+ * replaceWhole and of its users.
+ */
+export class RecordingMemoryFiles extends MemoryFiles {
+  readonly calls: string[] = [];
+  /** The op whose calls on watched files reject while set. */
+  failing: "open" | "append" | "sync" | "rename" | null = null;
+  readonly #watched: (path: string) => boolean;
+
+  constructor(watched: (path: string) => boolean) {
+    super();
+    this.#watched = watched;
+  }
+
+  /** Records `op` on `path` when watched; rejects when it is the `failing` op. */
+  #call(op: string, path: string, to = ""): Promise<void> {
+    if (!this.#watched(path)) return Promise.resolve();
+    const name = (p: string) => p.slice(p.lastIndexOf("/") + 1);
+    this.calls.push(`${op} ${name(path)}${to === "" ? "" : ` ${name(to)}`}`);
+    if (op === this.failing) return Promise.reject(new Error(`EIO: ${op} failed (os error 5)`));
+    return Promise.resolve();
+  }
+
+  override async remove(path: string): Promise<void> {
+    await this.#call("remove", path);
+    await super.remove(path);
+  }
+
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    await this.#call("open", path);
+    const h = await super.openAppend(path);
+    return {
+      append: (text) => this.#call("append", path).then(() => h.append(text)),
+      sync: () => this.#call("sync", path).then(() => h.sync()),
+      truncate: (size) => this.#call("truncate", path).then(() => h.truncate(size)),
+      close: () => {
+        if (this.#watched(path)) this.calls.push(`close ${path.slice(path.lastIndexOf("/") + 1)}`);
+        h.close();
+      },
+    };
+  }
+
+  override async rename(from: string, to: string): Promise<void> {
+    await this.#call("rename", from, to);
+    await super.rename(from, to);
+  }
+}

@@ -9,12 +9,15 @@ import { flushMicrotasks } from "../helpers/clock.ts";
 import { MemoryFiles } from "../helpers/memory_files.ts";
 import { incidentRig } from "./_incident_rig.ts";
 
-/** MemoryFiles whose removals wait while `held` is set. */
+/**
+ * MemoryFiles whose removals of records wait while `held` is set (not the temporary file the ids
+ * not kept are replaced through: replaceWhole removes it first).
+ */
 class HeldRemovals extends MemoryFiles {
   held: Promise<void> | null = null;
   waiting = 0;
   override async remove(path: string): Promise<void> {
-    if (this.held !== null) {
+    if (this.held !== null && /\/inc-[^/]*\.jsonl$/.test(path)) {
       this.waiting++;
       await this.held;
     }

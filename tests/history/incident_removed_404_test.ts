@@ -19,7 +19,7 @@ import {
 } from "../../src/history/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
+import { MemoryFiles, RecordingMemoryFiles } from "../helpers/memory_files.ts";
 import { incidentRig, INCIDENTS_DIR } from "./_incident_rig.ts";
 
 /** What a 404 of `id` says (the error get() and jsonl() throw). */
@@ -244,4 +244,38 @@ Deno.test("IncidentRecorder: a stop outlasted by a hung write of the ids not kep
     for (const release of files.held) release();
     if (!stopped) await r.stop();
   }
+});
+
+Deno.test("IncidentRecorder replaces the ids not kept whole (replaceWhole): written beside, fsync'd, renamed over; a rename that fails leaves the last file and is tried again with the next record", async () => {
+  const files = new RecordingMemoryFiles((p) => p.includes(`/${INCIDENT_GONE_FILE}`));
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const r = rig({ incidentMaxCount: 1 }, files, log);
+  const idOf = (line: string) => JSON.parse(line).incident_id as string;
+  await r.session(async () => {
+    const first = await r.incident("d0");
+    const second = await r.incident("d1"); // removes the first
+    assert.deepEqual(files.calls, [
+      `remove ${INCIDENT_GONE_FILE}.tmp`,
+      `open ${INCIDENT_GONE_FILE}.tmp`,
+      `append ${INCIDENT_GONE_FILE}.tmp`,
+      `sync ${INCIDENT_GONE_FILE}.tmp`,
+      `close ${INCIDENT_GONE_FILE}.tmp`,
+      `rename ${INCIDENT_GONE_FILE}.tmp ${INCIDENT_GONE_FILE}`,
+    ]);
+    assert.deepEqual((await besideRecords(files)).map(idOf), [first]);
+    // The rename refused: the last file stays, no temporary file beside it, said at DEBUG.
+    files.failing = "rename";
+    const third = await r.incident("d2"); // removes the second
+    assert.deepEqual((await besideRecords(files)).map(idOf), [first]);
+    assert.deepEqual(
+      lines.filter((l) => l.includes(`${INCIDENT_GONE_FILE} not written`)).length,
+      1,
+      lines.join("\n"),
+    );
+    assert.match(lines.join("\n"), /not written: EIO: rename failed/);
+    // Written again with the next record (which removes the third).
+    files.failing = null;
+    await r.incident("d3");
+    assert.deepEqual((await besideRecords(files)).map(idOf), [first, second, third]);
+  });
 });

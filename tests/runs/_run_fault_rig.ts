@@ -4,7 +4,7 @@
  * truncateFails) plus faults of runs.jsonl alone and appends held back as a write under way; a
  * RunRegistry on them with a manual clock; and the events an event file holds.
  */
-import type { JournalAppendHandle } from "../../src/journal/mod.ts";
+import type { JournalAppendHandle, JournalFiles } from "../../src/journal/mod.ts";
 import { RunRegistry } from "../../src/runs/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { testLogger } from "../helpers/kernel.ts";
@@ -59,7 +59,7 @@ export class RunJournalFaultFiles extends FaultyMemoryFiles {
 
 /** A registry on `files` under /data, runtime "lab1", with a manual clock at 1_700_000_000_000. */
 export function registryOn(
-  files: FaultyMemoryFiles,
+  files: JournalFiles,
   options: Partial<ConstructorParameters<typeof RunRegistry>[0]> = {},
 ): RunRegistry {
   return new RunRegistry({

@@ -11,7 +11,9 @@ import {
   RUNS_COMPACT_RETRY_MAX_CLOSES,
 } from "../../src/runs/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { waitFor } from "../helpers/kernel.ts";
+import { RecordingMemoryFiles } from "../helpers/memory_files.ts";
 import { registryOn } from "./_run_fault_rig.ts";
 import { RenameFaults } from "./_save_backoff_rig.ts";
 
@@ -93,6 +95,47 @@ Deno.test("a runs.jsonl rewrite that failed after a save is tried again after RU
     }
     assert.equal(closes, RUNS_COMPACT_RETRY_CLOSES + 1, "tried again after 8 closes, at the next");
     assert.ok(text().length < 4 * closes + 64, "runs.jsonl rewritten");
+  } finally {
+    await registry.shutdown();
+  }
+});
+
+Deno.test("a runs.jsonl rewrite replaces it whole (replaceWhole): written beside, fsync'd, renamed over; a write that fails leaves the old file and no temporary one", async () => {
+  const files = new RecordingMemoryFiles((p) => p.endsWith("/runs.jsonl.tmp"));
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const registry = registryOn(files, { maxRuns: 1, logger: log });
+  await registry.start();
+  const openClose = async () => {
+    const { run } = await registry.open({});
+    await registry.close(run.run_id, {});
+  };
+  try {
+    // Past the rewrite threshold (4 x 1 kept run + 64 lines).
+    while (files.calls.length === 0) await openClose();
+    assert.deepEqual(files.calls, [
+      "remove runs.jsonl.tmp",
+      "open runs.jsonl.tmp",
+      "append runs.jsonl.tmp",
+      "sync runs.jsonl.tmp",
+      "close runs.jsonl.tmp",
+      "rename runs.jsonl.tmp runs.jsonl",
+    ]);
+    // The next rewrite's write fails: the old file stays, whole, with no temporary file beside.
+    files.calls.length = 0;
+    files.failing = "append";
+    let before = "";
+    while (files.calls.length === 0) {
+      before = files.text("/data/runs.jsonl");
+      await openClose();
+    }
+    assert.ok(files.text("/data/runs.jsonl").startsWith(before), "the old file is kept");
+    assert.ok(!(await files.listNames("/data")).includes("runs.jsonl.tmp"));
+    assert.equal(files.calls.at(-1), "remove runs.jsonl.tmp");
+    assert.equal(
+      lines.filter((l) => /runs\.jsonl not rewritten: EIO: append failed/.test(l)).length,
+      1,
+      lines.join("\n"),
+    );
   } finally {
     await registry.shutdown();
   }

@@ -1,0 +1,87 @@
+/**
+ * replaceWhole (src/journal/replace_whole.ts), the one whole-file replacement over the journal
+ * file port (runs.jsonl's rewrite, the incident ids not kept): the text is written beside the
+ * file, fsync'd, closed, then renamed over it (the port's rename is durable: host's fsyncs the
+ * folder, tests/host/durable_rename_test.ts); a failure leaves the old file and no temporary one.
+ * Over a recording fake of the port (the port is the seam), and once over real files.
+ */
+import assert from "node:assert/strict";
+import { replaceWhole } from "../../src/journal/mod.ts";
+import { RealJournalFiles } from "../helpers/journal_files.ts";
+import { tempDir } from "../helpers/kernel.ts";
+import { RecordingMemoryFiles } from "../helpers/memory_files.ts";
+
+const PATH = "/data/state.jsonl";
+
+/** Recording files whose /data/state.jsonl holds "old\n". */
+async function withOldFile(): Promise<RecordingMemoryFiles> {
+  const files = new RecordingMemoryFiles((p) => p.startsWith(PATH));
+  const h = await files.openAppend(PATH);
+  await h.append("old\n");
+  h.close();
+  files.calls.length = 0;
+  return files;
+}
+
+Deno.test("replaceWhole writes the text beside the file, fsyncs and closes it, then renames it over the file", async () => {
+  const files = await withOldFile();
+  await replaceWhole(files, PATH, "new\n");
+  assert.deepEqual(files.calls, [
+    "remove state.jsonl.tmp",
+    "open state.jsonl.tmp",
+    "append state.jsonl.tmp",
+    "sync state.jsonl.tmp",
+    "close state.jsonl.tmp",
+    "rename state.jsonl.tmp state.jsonl",
+  ]);
+  assert.equal(files.text(PATH), "new\n");
+  assert.deepEqual(await files.listNames("/data"), ["state.jsonl"]);
+});
+
+Deno.test("replaceWhole streams a writer's pieces, one append each, and fsyncs after the last", async () => {
+  const files = await withOldFile();
+  await replaceWhole(files, PATH, async (append) => {
+    for (const line of ["a\n", "b\n", "c\n"]) await append(line);
+  });
+  assert.deepEqual(files.calls.slice(1, -1), [
+    "open state.jsonl.tmp",
+    "append state.jsonl.tmp",
+    "append state.jsonl.tmp",
+    "append state.jsonl.tmp",
+    "sync state.jsonl.tmp",
+    "close state.jsonl.tmp",
+  ]);
+  assert.equal(files.text(PATH), "a\nb\nc\n");
+});
+
+Deno.test("replaceWhole: an open, write, fsync or rename that fails leaves the old file as it was and no temporary file, and rejects with the error", async () => {
+  for (const failing of ["open", "append", "sync", "rename"] as const) {
+    const files = await withOldFile();
+    files.failing = failing;
+    await assert.rejects(
+      replaceWhole(files, PATH, "new\n"),
+      (err: Error) => err.message === `EIO: ${failing} failed (os error 5)`,
+      failing,
+    );
+    assert.equal(files.text(PATH), "old\n", failing);
+    assert.deepEqual(await files.listNames("/data"), ["state.jsonl"], failing);
+    assert.equal(files.calls.at(-1), "remove state.jsonl.tmp", `${failing}: ${files.calls}`);
+  }
+  // A writer that throws: the same.
+  const files = await withOldFile();
+  await assert.rejects(
+    replaceWhole(files, PATH, () => Promise.reject(new Error("writer failed"))),
+    /writer failed/,
+  );
+  assert.equal(files.text(PATH), "old\n");
+  assert.deepEqual(await files.listNames("/data"), ["state.jsonl"]);
+});
+
+Deno.test("replaceWhole over real files replaces the file whole, whatever a crash left beside it", async () => {
+  const dir = tempDir();
+  await Deno.writeTextFile(`${dir}/state.jsonl`, "old\n");
+  await Deno.writeTextFile(`${dir}/state.jsonl.tmp`, "torn by a crash, longer than the new text");
+  await replaceWhole(new RealJournalFiles(), `${dir}/state.jsonl`, "new\n");
+  assert.equal(await Deno.readTextFile(`${dir}/state.jsonl`), "new\n");
+  assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["state.jsonl"]);
+});
