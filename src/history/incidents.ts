@@ -1361,6 +1361,16 @@ export class IncidentRecorder {
     // clock stamps a newer record earlier), and the bound removes the oldest first.
     this.#index = headers.sort((a, b) => a.n - b.n || a.header.at_epoch_ms - b.header.at_epoch_ms)
       .map((e) => e.header);
+    // A record put back by hand is kept, not gone: its id leaves INCIDENT_GONE_FILE (a removal
+    // later notes it again as the newest, not in the place of its first).
+    for (const h of this.#index) {
+      if (!this.#goneIds.delete(h.incident_id)) continue;
+      this.#goneChanged = true;
+      this.#o.log.info(
+        `incident ${h.incident_id}: its record is back, no longer listed as not kept`,
+      );
+    }
+    this.#saveGone();
     await this.#prune();
   }
 

@@ -246,6 +246,45 @@ Deno.test("IncidentRecorder: a stop outlasted by a hung write of the ids not kep
   }
 });
 
+Deno.test("IncidentRecorder: a record put back by hand leaves the ids not kept at the next start, and a later removal notes it as the newest", async () => {
+  const before = rig({ incidentMaxCount: 2 });
+  let restored = "";
+  let text = "";
+  await before.session(async () => {
+    restored = await before.incident("d0");
+    text = before.files.text(`${INCIDENTS_DIR}/${restored}.jsonl`);
+    await before.incident("d1");
+    await before.incident("d2"); // removes the first
+    await before.incident("d3");
+  });
+  const idOf = (line: string) => JSON.parse(line).incident_id as string;
+  assert.equal(idOf((await besideRecords(before.files))[0]!), restored);
+  // Put back by hand (a copy restored from a backup).
+  const h = await before.files.openAppend(`${INCIDENTS_DIR}/${restored}.jsonl`);
+  await h.append(text);
+  h.close();
+
+  const after = rig({ incidentMaxCount: 3 }, before.files);
+  await after.session(async () => {
+    assert.ok(after.incidents.list().some((x) => x.incident_id === restored));
+    assert.equal((await after.incidents.get(restored)).incident.incident_id, restored);
+    await after.incidents.settled();
+    const listed = (await besideRecords(after.files)).map(idOf);
+    assert.ok(!listed.includes(restored), `still listed as not kept: ${listed.join(", ")}`);
+    // Removed again (the oldest record): noted as any new removal, after those before it.
+    after.clock.advance(1000 + MERGE_WINDOW_MS + 100);
+    await after.incident("d4");
+    assert.ok(!after.incidents.list().some((x) => x.incident_id === restored));
+    const again = (await besideRecords(after.files)).map(idOf);
+    assert.equal(again.at(-1), restored, `the ids not kept: ${again.join(", ")}`);
+    assert.equal(again.length, listed.length + 1);
+    assert.match(
+      await notFound(after.incidents.get(restored)),
+      /removed by history\.incident_max_count, 3/,
+    );
+  });
+});
+
 Deno.test("IncidentRecorder replaces the ids not kept whole (replaceWhole): written beside, fsync'd, renamed over; a rename that fails leaves the last file and is tried again with the next record", async () => {
   const files = new RecordingMemoryFiles((p) => p.includes(`/${INCIDENT_GONE_FILE}`));
   const { log, lines } = capturingLogger({ level: "debug" });
