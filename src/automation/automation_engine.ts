@@ -381,7 +381,8 @@ export class AutomationEngine {
   readonly #lossLatch: DeviceLossLatch | null = null;
   /**
    * Devices the tree commanded since AUTO was last entered (it depends on them), and those its
-   * calls were still in flight to when it was entered.
+   * calls were still in flight to when it was entered (or when a reload swapped it in: a replaced
+   * tree's other calls say nothing of the new one).
    */
   readonly #commanded = new Set<string>();
   /**
@@ -949,6 +950,10 @@ export class AutomationEngine {
     this.#calls.clear();
     this.#refusals.clear();
     this.#nodeKeys.clear();
+    // Nor does what it commanded make the new tree depend on a device (the device-loss latch's
+    // treeDependsOn): only its calls still in flight may yet act, as at an entry into AUTO.
+    this.#commanded.clear();
+    for (const handle of this.#inFlight.keys()) this.#commanded.add(handle);
     this.#log.info(
       behaviorTree === null
         ? "behavior tree removed by a configuration reload"

@@ -199,10 +199,19 @@ Deno.test("DeviceLossLatch: a held device back before AUTO is requested refuses 
   assert.equal(r.latch.gate(automatedCall(HELD)), null, "exempt: listed and up at the entry");
 });
 
-Deno.test("AUTO requested while a device the tree commanded is down, back during the before_transition hooks, is refused at its commit", async () => {
+/**
+ * A tree computing its handle commands sim1/motorctl0 in a first AUTO session (only those calls say
+ * it depends on it; the AUTO gate does not judge the device), then MANUAL; `swap`: a reload outside
+ * AUTO then replaces it by a tree that calls nothing. sim1 is lost (latched) and AUTO requested
+ * while it is down, with a slow before_transition hook during which it comes back. The request's
+ * outcome ("AUTO" or the refusal), the accepted calls to sim1/motorctl0 and the devices latched
+ * then.
+ */
+async function backDuringHooks(
+  { swap }: { swap: boolean },
+): Promise<{ outcome: string; duties: number; latched: string[] }> {
   const dir = await TreeDir.create();
   try {
-    // The handle is computed: the AUTO gate does not judge the device, only the latch does.
     const tree = await dir.write(
       "motor.xml",
       treeXml(`<Sequence>
@@ -233,6 +242,14 @@ Deno.test("AUTO requested while a device the tree commanded is down, back during
     await rt.modes.request("AUTO");
     await waitFor("the tree's call to sim1/motorctl0", async () => (await duties()) === 1);
     await rt.modes.request("MANUAL");
+    if (swap) {
+      const idle = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+      const report = await rt.reload({
+        ...config,
+        automation: { ...config.automation, behaviorTree: idle },
+      });
+      assert.ok(report.applied.includes("automation.behavior_tree"), JSON.stringify(report));
+    }
     // Lost in MANUAL: latched; its supervisor restarts it.
     r.kill("sim1");
     await waitFor(
@@ -248,18 +265,39 @@ Deno.test("AUTO requested while a device the tree commanded is down, back during
     const auto = rt.modes.request("AUTO").then(() => "AUTO", (err: unknown) => String(err));
     await waitFor("sim1 back", () => rt.registry.host("sim1")?.available === true);
     const outcome = await auto;
-    if (outcome === "AUTO") {
+    if (outcome === "AUTO" && !swap) {
       await waitFor("the tree commands sim1/motorctl0 again", async () => (await duties()) === 2);
-      assert.fail(
-        "AUTO entered, releasing sim1/motorctl0 that was down when it was requested, and the " +
-          "tree commanded it again at once",
-      );
     }
-    assert.match(outcome, /sim1\/motorctl0, a device the behavior tree depends on, came back/);
-    assert.ok(engine.status().device_loss_latched.includes("sim1/motorctl0"));
+    return { outcome, duties: await duties(), latched: [...engine.status().device_loss_latched] };
   } finally {
     await dir.dispose();
   }
+}
+
+Deno.test("AUTO requested while a device the tree commanded is down, back during the before_transition hooks, is refused at its commit", async () => {
+  const { outcome, latched } = await backDuringHooks({ swap: false });
+  if (outcome === "AUTO") {
+    assert.fail(
+      "AUTO entered, releasing sim1/motorctl0 that was down when it was requested, and the " +
+        "tree commanded it again at once",
+    );
+  }
+  assert.match(outcome, /sim1\/motorctl0, a device the behavior tree depends on, came back/);
+  assert.ok(latched.includes("sim1/motorctl0"));
+});
+
+// What a replaced tree commanded is not what the tree in force depends on: once a reload has
+// replaced the tree by one that never commanded the device, nothing depends on it, and the entry
+// is not refused for a tree that no longer runs ("a device the behavior tree depends on",
+// docs/safety.md section 5), as it is not for a tree loaded at start-up.
+Deno.test("AUTO of a tree a reload swapped in is not refused for a device only the replaced tree commanded, back during the before_transition hooks", async () => {
+  const { outcome, duties } = await backDuringHooks({ swap: true });
+  assert.equal(
+    outcome,
+    "AUTO",
+    "the tree in force never commanded sim1/motorctl0: nothing of it depends on that device",
+  );
+  assert.equal(duties, 1, "nothing commands sim1/motorctl0 again");
 });
 
 /** `n` devices with nothing to poll, each with the programmable provider's own functions. */
