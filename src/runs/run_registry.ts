@@ -727,6 +727,12 @@ export class RunRegistry {
   #betweenRuns: SafetyBetweenRuns | null = null;
   /** The count the replay of runs.jsonl found (its last `between_runs` after the last open). */
   #replayedBetween: SafetyBetweenRuns | null = null;
+  /**
+   * The latest safety event between runs this process noted that a start's rewrite of runs.jsonl
+   * saved before the start failed: its retry replays that count as if a previous process's, but it
+   * is this process's, so still a reference for the next run's start (#startAt).
+   */
+  #ownSavedLastAt: number | null = null;
   /** The `between_runs` record last saved (or found by the replay) since a run opened, or null. */
   #betweenSaved: string | null = null;
   /**
@@ -851,7 +857,10 @@ export class RunRegistry {
       // noted apart and added at the end.
       taken = this.#betweenRuns;
       this.#betweenRuns = null;
-      const between = mergeSafety(replayed === null ? null : { ...replayed }, taken);
+      const between = mergeSafety(
+        replayed === null ? null : { ...replayed, ownLastAt: this.#ownSavedLastAt },
+        taken,
+      );
       let betweenSaved = replayed === null ? null : betweenRunsRecord(replayed);
       const removed = await this.#prune();
       if (removed > 0 || this.#journalLines > 2 * this.#runs.size + RUNS_COMPACT_SLACK_LINES) {
@@ -859,6 +868,7 @@ export class RunRegistry {
           betweenSaved = between === null ? null : betweenRunsRecord(between);
           // In the file now: a retry of this start (a later step failing) replays them.
           taken = null;
+          this.#ownSavedLastAt = between?.ownLastAt ?? null;
         }
       }
       this.#report = { ...this.#report, orphanedEventFiles: await this.#orphans() };

@@ -10,7 +10,11 @@ import { ManualClock } from "../helpers/clock.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
 
-function registryOn(files: FaultyMemoryFiles, clock: ManualClock): RunRegistry {
+function registryOn(
+  files: FaultyMemoryFiles,
+  clock: ManualClock,
+  more: { maxRuns?: number } = {},
+): RunRegistry {
   return new RunRegistry({
     dataDir: "/data",
     runtimeName: "lab1",
@@ -21,6 +25,7 @@ function registryOn(files: FaultyMemoryFiles, clock: ManualClock): RunRegistry {
     automationVersion: () => null,
     telemetrySink: () => {},
     random: (b) => b.fill(1),
+    ...more,
   });
 }
 
@@ -201,6 +206,64 @@ Deno.test("RunRegistry: an e-stop in the last steps of a retried start is counte
     (await registry.listEvents(run.run_id)).events[0]!.payload.safety_events_between_runs,
     { count: 1, estop_triggers: 1, first_at_epoch_ms: 3, last_at_epoch_ms: 3 },
     "the e-stop no run recorded is in the next run's run_opened",
+  );
+  await registry.shutdown();
+});
+
+/** Files whose listing of the runs' event folder fails `fails` times (an I/O error). */
+class FailingListingFiles extends FaultyMemoryFiles {
+  fails = 0;
+
+  override async listNames(dir: string): Promise<string[]> {
+    if (dir.endsWith("/runs") && this.fails > 0) {
+      this.fails--;
+      throw new Error("EIO: listing failed");
+    }
+    return await super.listNames(dir);
+  }
+}
+
+Deno.test("RunRegistry: a start that failed after rewriting runs.jsonl still starts the next run no earlier than the safety events this process noted before it", async () => {
+  const files = new FailingListingFiles();
+  const clock = new ManualClock(0, 1_700_000_000_000);
+  const first = registryOn(files, clock);
+  await first.start();
+  for (let i = 0; i < 3; i++) {
+    const { run } = await first.open({});
+    await first.close(run.run_id, {});
+  }
+  await first.shutdown();
+
+  // Kept: one closed run, so the start removes two and rewrites runs.jsonl with the count of the
+  // e-stop below; then the listing of the event files fails: the start is retried.
+  const registry = registryOn(files, clock, { maxRuns: 1 });
+  const bus = new EventBus();
+  registry.attach(bus);
+  const estopAt = clock.wall;
+  bus.publish({
+    kind: "estop_change",
+    latched: true,
+    reason: "leak",
+    cause: "api",
+    timestamp_ms: estopAt,
+  });
+  files.fails = 1;
+  await registry.start();
+  assert.equal(registry.info().available, false, "the listing failed");
+  await advanceUntil(clock, () => registry.info().available, 2 * RUN_START_RETRY_MAX_MS);
+  assert.equal(registry.info().available, true);
+  clock.wall = estopAt - 60_000; // NTP steps the wall clock back before the open
+  const { run } = await registry.open({});
+  const opened = (await registry.listEvents(run.run_id)).events[0]!.payload;
+  assert.deepEqual(opened.safety_events_between_runs, {
+    count: 1,
+    estop_triggers: 1,
+    first_at_epoch_ms: estopAt,
+    last_at_epoch_ms: estopAt,
+  });
+  assert.ok(
+    run.started_at_epoch_ms >= estopAt,
+    `started ${estopAt - run.started_at_epoch_ms} ms before the e-stop its run_opened lists`,
   );
   await registry.shutdown();
 });
