@@ -619,9 +619,10 @@ export class History {
   /**
    * The wall clock stepped back behind the device's unit changes (their `at_ms`): they are dated at
    * this poll, the first after the step. Every poll since the step is in the new unit, and the
-   * ring's part of an answer is the polls since the step (ring.ts, addPoll); dated at their wall
-   * time, ahead of the clock, those polls would read as before the change. The disk buckets of the
-   * repeated times hold both periods' samples, as a bucket spanning a change.
+   * ring's time searches begin at the step (ring.ts, addPoll); dated at their wall time, ahead of
+   * the clock, those polls would read as before the change. The disk buckets of the repeated times
+   * hold both periods' samples, as a bucket spanning a change, and so may the ring's part of an
+   * answer over them (its polls from before the step: #answer), labelled by their times too.
    */
   #unitChangesBack(e: DeviceEntry, now: number): void {
     for (const { changes } of e.units.values()) {
@@ -1029,7 +1030,15 @@ export class History {
     // as they pass memory_seconds, so read after it the ring's part would begin later than
     // memoryFrom, and the samples between would be in neither part (the disk's ends before it).
     const ringPoints = new Map<string, HistoryPoint[]>();
-    if (e !== undefined && memoryFrom !== null && untilMs >= memoryFrom) {
+    // Polls kept from before the last step back of the wall clock (ring.ts, #runSeq; not when this
+    // ring wrote its open bucket early: openRowFromSeq) whose times fall after the disk's part:
+    // the repeated times of the period before the step, which the disk part ends before. Taken
+    // too, so a question over the repeated times gets both periods.
+    const preStepUntil = e === undefined || openRowFromSeq !== null
+      ? -Infinity
+      : e.ring.timeFirstSeq;
+    const preStep = e !== undefined && preStepUntil > e.ring.firstSeq;
+    if (e !== undefined && memoryFrom !== null && (untilMs >= memoryFrom || preStep)) {
       const ring = e.ring;
       // (Not the polls of a row this ring wrote of its open bucket: the disk answers them.)
       const fromSeqAtLeast = openRowFromSeq ?? -Infinity;
@@ -1047,18 +1056,63 @@ export class History {
         const fromSeq = own === undefined
           ? deviceFromSeq
           : Math.max(ring.seqAtOrAfter(Math.max(sinceMs, own)), fromSeqAtLeast);
-        if (stepMs <= 0) {
+        // The polls before the step from where this signal's disk part ends (every one without
+        // a disk tier), in poll order; then those since the step.
+        const preFrom = Math.max(
+          sinceMs,
+          diskStep === null ? -Infinity : ownDiskEnd.get(id) ?? diskEnd,
+        );
+        const each = (take: (s: RingSample) => void) => {
+          if (preStep) {
+            ring.samples(
+              sig,
+              ring.firstSeq,
+              untilMs,
+              (s) => {
+                if (s.seq >= preStepUntil) return false;
+                take(s);
+                return true;
+              },
+              preFrom,
+              false,
+            );
+          }
+          if (untilMs < memoryFrom) return;
           ring.samples(sig, fromSeq, untilMs, (s) => {
-            count();
-            points.push(samplePoint(s));
+            take(s);
             return true;
           });
+        };
+        if (stepMs <= 0) {
+          each((s) => {
+            count();
+            points.push(samplePoint(s));
+          });
+          // (Stable: a repeated time's poll before the step comes first.)
+          if (preStep) points.sort((a, b) => a.t_ms - b.t_ms);
           continue;
         }
         // Its first point is counted once the disk's part is in (it may fold into the disk's last).
+        if (preStep) {
+          // Two periods' polls, out of time order: folded by bucket.
+          const accs = new Map<number, BucketAcc>();
+          each((s) => {
+            const b = bucketStart(s.timeMs, stepMs);
+            let acc = accs.get(b);
+            if (acc === undefined) {
+              if (accs.size > 0) count();
+              accs.set(b, acc = new BucketAcc());
+            }
+            acc.add(s.hasValue, s.num, s.ref, s.quality);
+          });
+          for (const b of [...accs.keys()].sort((x, y) => x - y)) {
+            points.push(accs.get(b)!.point(b));
+          }
+          continue;
+        }
         const acc = new BucketAcc();
         let t: number | null = null;
-        ring.samples(sig, fromSeq, untilMs, (s) => {
+        each((s) => {
           const b = bucketStart(s.timeMs, stepMs);
           if (t !== null && b !== t) {
             if (points.length > 0) count();
@@ -1067,7 +1121,6 @@ export class History {
           }
           t = b;
           acc.add(s.hasValue, s.num, s.ref, s.quality);
-          return true;
         });
         if (t !== null) {
           if (points.length > 0) count();

@@ -108,7 +108,7 @@ Deno.test("a wall clock stepped back: the rows after the step begin a new file, 
   }
 });
 
-Deno.test("a wall clock stepped back: the ring answers the polls since the step, the disk tier the time before", async () => {
+Deno.test("a wall clock stepped back: the ring answers the polls of the repeated times of both periods, the disk tier the time before", async () => {
   const { clock, history, poll } = handFedHistory({ stepMs: 1000, memorySeconds: 60 });
   clock.wall = T0;
   await history.start();
@@ -131,16 +131,64 @@ Deno.test("a wall clock stepped back: the ring answers the polls since the step,
     });
     assert.equal(answer.source, "memory+disk");
     assert.equal(answer.memory_from_ms, T0 + 10_000, "the ring from the step");
+    assert.equal(answer.incomplete, null);
     assert.deepEqual(
       answer.signals[0]!.points.map((p) => [(p.t_ms - T0) / 1000, p.last]),
-      Array.from({ length: 20 }, (_, s) => [s, s < 10 ? s : 1000 + s]),
-      "the disk's buckets before the step's time, every poll since the step",
+      Array.from({ length: 10 }, (_, s) => [s, s]).concat(
+        Array.from({ length: 10 }, (_, k) => [[10 + k, 10 + k], [10 + k, 1010 + k]]).flat(),
+      ),
+      "the disk's buckets before the step's time, every poll of both periods since",
     );
-    // The default range (the last memory_seconds) shows the polls since the step, full rate.
+    // The default range (the last memory_seconds) shows the polls of both periods, full rate.
     const recent = await history.query({ providerId: "p", deviceId: "a", signalIds: ["x"] });
     assert.deepEqual(
       recent.signals[0]!.points.filter((p) => p.t_ms >= T0 + 10_000).map((p) => p.last),
-      Array.from({ length: 10 }, (_, k) => 1010 + k),
+      [...Array.from({ length: 10 }, (_, k) => [10 + k, 1010 + k]).flat(), 20],
+    );
+  } finally {
+    await history.stop();
+  }
+});
+
+Deno.test("a wall clock stepped back: a question over the repeated times gets the ring's polls from before the step too, not only those since", async () => {
+  const { clock, history, poll } = handFedHistory({ stepMs: 1000, memorySeconds: 60 });
+  clock.wall = T0;
+  await history.start();
+  try {
+    for (let s = 0; s <= 30; s++) {
+      poll("p", "a", s);
+      clock.wall += 1000;
+    }
+    clock.wall = T0 + 11_000; // stepped back 20 s
+    for (let s = 11; s <= 12; s++) {
+      poll("p", "a", 1000 + s);
+      clock.wall += 1000;
+    }
+    const q = { providerId: "p", deviceId: "a", signalIds: ["x"], sinceMs: T0 };
+    const full = await history.query({ ...q, untilMs: T0 + 40_000 });
+    assert.equal(full.incomplete, null);
+    assert.equal(full.source, "memory+disk");
+    assert.deepEqual(
+      full.signals[0]!.points.map((p) => [(p.t_ms - T0) / 1000, p.last]),
+      [
+        ...Array.from({ length: 11 }, (_, s) => [s, s]),
+        [11, 11],
+        [11, 1011],
+        [12, 12],
+        [12, 1012],
+        ...Array.from({ length: 18 }, (_, k) => [13 + k, 13 + k]),
+      ],
+      "every poll of the first period, those of the repeated times before the step's polls",
+    );
+    const stepped = await history.query({ ...q, untilMs: T0 + 40_000, stepMs: 1000 });
+    assert.equal(stepped.incomplete, null);
+    assert.deepEqual(
+      stepped.signals[0]!.points.map((p) => [(p.t_ms - T0) / 1000, p.min, p.max, p.count]),
+      Array.from(
+        { length: 31 },
+        (_, s) => s === 11 || s === 12 ? [s, s, 1000 + s, 2] : [s, s, s, 1],
+      ),
+      "each second once, the two repeated ones from both periods",
     );
   } finally {
     await history.stop();

@@ -88,15 +88,24 @@ Deno.test("A unit change before a wall clock stepped back behind it is dated at 
     );
     const csv = await (await rig.get(`${path}&format=csv`)).text();
     const rows = csv.split("\r\n").slice(1, -1).map((l) => l.split(","));
+    // The ring's polls from before the step are in the answer too (the range holds their times),
+    // in time order: the one in degC before the change, labelled so.
     assert.deepEqual(
       rows.map((f) => [Number(f[1]) - T0, f[4], f[7]]),
-      [[6000, "295", "K"], [7000, "296", "K"]],
+      [
+        [1000, "20", "degC"],
+        [6000, "295", "K"],
+        [7000, "296", "K"],
+        [10_000, "", "K"], // the restarted provider's first polls: no value yet
+        [10_000, "", "K"],
+        [11_000, "294", "K"],
+      ],
       "the polls in K labelled K",
     );
     // The console's trend draws from the last change on: before, it drew none of them.
     assert.deepEqual(
       pointsInUnitNow(json.signals[0]).points.map((p: { last: number }) => p.last),
-      [295, 296],
+      [295, 296, null, null, 294],
       "the trend draws them on its axis (in K)",
     );
   } finally {
