@@ -325,6 +325,9 @@ export class DiskTier {
       if (r.ok) {
         this.#rowsWritten++;
         this.#newestWrittenT = h.t;
+        // A row handed in before a failed one (the writer went on to it) written while the tier
+        // is stopped: the outage goes on until its retry writes the kept rows, said then.
+        if (this.#state === "stopped") return;
         // Writing works: said once, by the journal writer's gap WARN when rows were dropped
         // meanwhile (with how many), else here.
         if (this.#outage.ok() > 0 && this.#rowsDropped === this.#droppedAtOutage) {

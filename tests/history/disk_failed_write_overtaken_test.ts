@@ -10,6 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { DISK_RETRY_MS } from "../../src/history/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { diskFullError, InterceptedAppends } from "../helpers/journal_files.ts";
 import { TestClock } from "../helpers/programmable_provider.ts";
 import { probeValues, startRig, T0 } from "./_history_helpers.ts";
@@ -72,6 +73,55 @@ Deno.test("a row whose write failed while a later one was queued, then written a
         .filter((l) => l.startsWith('{"t"')).map((l) => (JSON.parse(l).t - T0) / 1000);
       assert.deepEqual(times, [...times].sort((a, b) => a - b), `${e.name} ascends`);
     }
+  } finally {
+    await rig.rt.stop();
+  }
+});
+
+Deno.test("a later row written while the tier is stopped (its failed row kept for the retry) does not say the tier is written again: the outage goes on, one INFO at the retry", async () => {
+  const { log, lines } = capturingLogger({ level: "info" });
+  let failNext = false;
+  let release = () => {};
+  const files = new InterceptedAppends("/history/", async (text, append) => {
+    if (!failNext) return await append(text);
+    failNext = false;
+    await new Promise<void>((r) => (release = r));
+    throw diskFullError();
+  });
+  const clock = new TestClock();
+  clock.wallMs = T0;
+  clock.mono = 0;
+  const rig = await startRig({
+    history: { stepMs: 1000, memorySeconds: 5 },
+    clock,
+    host: { files, log },
+  });
+  const said = (from: number) => lines.slice(from).filter((l) => l.includes("history disk tier"));
+  try {
+    await rig.poll(T0 + 1000, probeValues(1, 1));
+    await rig.poll(T0 + 2000, probeValues(2, 2));
+    await rig.rt.history!.flushDisk();
+    const before = lines.length;
+    failNext = true;
+    await rig.poll(T0 + 3000, probeValues(3, 3)); // bucket 2's row: its write waits, then fails
+    await rig.poll(T0 + 4000, probeValues(4, 4)); // bucket 3's row, queued behind it: written
+    release();
+    await rig.rt.history!.flushDisk();
+    const disk = rig.rt.history!.status().disk;
+    assert.equal(disk.state, "stopped", "stopped until its retry");
+    assert.equal(disk.rowsHeld, 1, "bucket 2's row kept");
+    const during = said(before);
+    assert.equal(during.length, 1, during.join("\n"));
+    assert.match(during[0]!, /^WARN .*history disk tier stopped: /);
+    clock.mono += DISK_RETRY_MS + 1000;
+    const atRetry = lines.length;
+    await rig.poll(T0 + 5000, probeValues(5, 5)); // bucket 4 closes: the retry writes 2 and 4
+    await rig.rt.history!.flushDisk();
+    assert.equal(rig.rt.history!.status().disk.state, "ok");
+    assert.equal(rig.rt.history!.status().disk.rowsHeld, 0);
+    const again = said(atRetry);
+    assert.equal(again.length, 1, again.join("\n"));
+    assert.match(again[0]!, /^INFO .*history disk tier written again/);
   } finally {
     await rig.rt.stop();
   }
