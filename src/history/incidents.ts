@@ -336,6 +336,12 @@ export class IncidentRecorder {
    * there is none.
    */
   readonly #goneIds = new Map<string, string>();
+  /**
+   * Ids of the incidents whose window passed and whose record is being written (waiting for an
+   * e-stop's reason, or its write under way): a 404 for one says so (#notYet). Bounded by
+   * MAX_PENDING_INCIDENTS and the writes under way.
+   */
+  readonly #writingIds = new Set<string>();
   /** #goneIds changed since INCIDENT_GONE_FILE was last written (or its write failed). */
   #goneChanged = false;
   /** A write of INCIDENT_GONE_FILE is under way (it writes again while #goneChanged). */
@@ -540,7 +546,7 @@ export class IncidentRecorder {
   async #read(id: string): Promise<{ header: IncidentHeader; lines: string[] }> {
     const header = this.#index.find((h) => h.incident_id === id);
     if (header === undefined) {
-      const why = this.#goneIds.get(id);
+      const why = this.#goneIds.get(id) ?? this.#notYet(id);
       throw notFound(`Incident not found: ${id}${why === undefined ? "" : ` (${why})`}`);
     }
     const lines: string[] = [];
@@ -557,6 +563,22 @@ export class IncidentRecorder {
       throw notFound(`Incident not found: ${id} (its file is gone)`);
     }
     return { header, lines };
+  }
+
+  /**
+   * Why there is no record of an incident noted but not written yet (its run's `incident` event
+   * links to it as it begins): its window is still open, or its record is being written.
+   */
+  #notYet(id: string): string | undefined {
+    const p = this.#pending.find((x) => x.id === id);
+    if (p === undefined) {
+      return this.#writingIds.has(id)
+        ? "not written yet: its window has closed, its record is being written; ask again"
+        : undefined;
+    }
+    const closes = new Date(p.atMs + this.#o.config.incidentAfterS * 1000).toISOString();
+    return `not written yet: its window closes at ${closes} (history.incident_after_s after ` +
+      `it began); ask again then`;
   }
 
   // ---- triggers ------------------------------------------------------------------------------
@@ -923,6 +945,7 @@ export class IncidentRecorder {
     if (i < 0) return;
     this.#pending.splice(i, 1);
     this.#refusalSaid = false; // a place is free: the next refusal is news
+    this.#writingIds.add(p.id);
     if (p.reasons.size > 0) {
       // An e-stop's reason is still arriving: the record waits for it, bounded.
       const write = raceTimeout(
@@ -933,12 +956,18 @@ export class IncidentRecorder {
       )
         .then(() => this.#captureNow(p));
       this.#writes.add(write);
-      void write.finally(() => this.#writes.delete(write));
+      void write.finally(() => {
+        this.#writes.delete(write);
+        this.#writingIds.delete(p.id);
+      });
       return;
     }
     const write = this.#captureNow(p);
     this.#writes.add(write);
-    void write.finally(() => this.#writes.delete(write));
+    void write.finally(() => {
+      this.#writes.delete(write);
+      this.#writingIds.delete(p.id);
+    });
   }
 
   /**

@@ -86,3 +86,32 @@ Deno.test("IncidentRecorder: after a restart, the link to an incident whose reco
     assert.equal(after.incidents.list().length, 1);
   });
 });
+
+Deno.test("IncidentRecorder: the link to an incident whose window is still open, or whose record is being written, answers 404 saying it is not written yet (and when its window closes)", async () => {
+  const { clock, incidents, estop, session } = incidentRig({ config: { incidentAfterS: 5 } });
+  const ids: string[] = [];
+  incidents.onIncident((i) => ids.push(i.incident_id));
+  await session(async () => {
+    const at = clock.nowMs();
+    estop();
+    let arrive = (_: string | null) => {};
+    incidents.estopReason(new Promise((r) => (arrive = r))); // its HTTP reason still arriving
+    await Promise.resolve(); // told a microtask after its trigger
+    const id = ids.at(-1)!;
+    assert.ok(id !== undefined, "the run's incident event names it");
+    const closes = new Date(at + 5000).toISOString();
+    const said = await notFound(incidents.get(id));
+    assert.ok(said.startsWith(`Incident not found: ${id} (not written yet`), said);
+    assert.ok(said.includes(`its window closes at ${closes}`), said);
+    assert.equal(await notFound(incidents.jsonl(id)), said);
+    assert.equal(await notFound(incidents.get("inc-1-999")), "Incident not found: inc-1-999");
+    clock.advance(5000 + MERGE_WINDOW_MS);
+    // The window closed; the record waits for the reason.
+    const writing = await notFound(incidents.get(id));
+    assert.ok(writing.startsWith(`Incident not found: ${id} (not written yet`), writing);
+    assert.match(writing, /its record is being written/);
+    arrive("operator pressed stop");
+    await incidents.settled();
+    assert.equal((await incidents.get(id)).incident.incident_id, id, "served once written");
+  });
+});
