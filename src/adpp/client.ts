@@ -28,6 +28,22 @@ import {
   type SampleBatch,
 } from "./read_signals.ts";
 
+/**
+ * Errors of requests the provider never got: refused before anything was written (the session
+ * ended, a write failed before, too many in flight, an oversize request) or whose frame a failed
+ * write did not deliver (#failUnwritten). Not those a session end failed after their frame was
+ * written: the provider may have read them.
+ */
+const unwritten = new WeakSet<Error>();
+
+/**
+ * Whether `err`, a request's failure, says its frame was never written to the provider (see
+ * `unwritten`): it cannot have acted on it.
+ */
+export function neverWritten(err: unknown): boolean {
+  return err instanceof Error && unwritten.has(err);
+}
+
 /** Why a session ended. */
 export interface SessionEnd {
   readonly reason: "closed" | "eof" | "protocol_violation" | "transport_error";
@@ -670,7 +686,9 @@ export class AdppClient {
   #failUnwritten(id: number, failure: SessionEnd): void {
     const pending = this.#pending.take(id);
     if (pending) {
-      deliver(pending.reply, unavailable(`provider session ended: ${failure.message}`));
+      const err = unavailable(`provider session ended: ${failure.message}`);
+      unwritten.add(err);
+      deliver(pending.reply, err);
     }
     this.#endIfDrained();
   }
@@ -848,6 +866,7 @@ function deliver(reply: Reply<any> | ReadReply, err: Error | null, body?: unknow
 /** A refusal before anything was sent, replied in a microtask (a reply is never synchronous). */
 // deno-lint-ignore no-explicit-any
 function replyLater(reply: Reply<any> | ReadReply, err: Error): void {
+  unwritten.add(err);
   queueMicrotask(() => deliver(reply, err));
 }
 

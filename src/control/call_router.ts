@@ -1,4 +1,9 @@
-import { isOtherDeviceAnswer, typedValueFromWire, typedValueToWire } from "../adpp/mod.ts";
+import {
+  isOtherDeviceAnswer,
+  neverWritten,
+  typedValueFromWire,
+  typedValueToWire,
+} from "../adpp/mod.ts";
 import {
   type Clock,
   type DeviceCapabilities,
@@ -624,14 +629,28 @@ export class CallRouter {
         function_name: fn.name,
         args: wireArgs,
       });
-      // Written unless the provider was down (host.request refuses that before it writes):
-      // once sent, a failure is `failed` and names no refusing check.
+      // Written unless the provider was down (host.request refuses that before it writes) or
+      // its session says the frame never went out (below): once sent, a failure is `failed`
+      // and names no refusing check.
       progress.sent = available;
       if (available) {
         this.#intervals.note(device, fn, this.#clock.monoMs());
         req.onSent?.();
       }
-      response = await pending;
+      try {
+        response = await pending;
+      } catch (err) {
+        // Its frame never written (the session refused it, or a failed write did not deliver
+        // it: a provider gone deaf, its session not yet ended): nothing reached the provider.
+        // A request too large to frame is the arguments' fault.
+        if (neverWritten(err)) {
+          progress.sent = false;
+          if (err instanceof RuntimeError && err.code === "INVALID_ARGUMENT") {
+            progress.refusedBy = "validation";
+          }
+        }
+        throw err;
+      }
     } finally {
       release();
     }

@@ -1,0 +1,101 @@
+/**
+ * A call whose request could not be written to its provider (the provider closed its stdin: a
+ * failed write, EPIPE) while the session still waits for the answer to a request written before:
+ * the session has not ended yet (AdppClient: it ends once drained), so the provider still counts
+ * as up when the call is sent. Nothing reached the provider: the call is a refusal by
+ * `unavailable` on the audit trail (docs/http-api.md, "Audit trail": `refused` -- nothing was
+ * sent), not a `failed` call that may have acted, and reachedProvider says so.
+ */
+import assert from "node:assert/strict";
+import type { ProviderProcess, SpawnFn } from "../../src/common/mod.ts";
+import {
+  type AuditDecision,
+  CallRouter,
+  reachedProvider,
+  refusedBeforeSending,
+} from "../../src/control/mod.ts";
+import { spawnProcess } from "../../src/host/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
+import { inProcessSpawn } from "../helpers/in_process_provider.ts";
+import { TEST_PROGRAMS } from "../helpers/programs.ts";
+import { rig } from "../helpers/rig.ts";
+import { d, plantProvider } from "../safety/_fixture.ts";
+
+const SET_FAN = 2;
+
+/**
+ * The in-process providers, each with a stdin that goes deaf on demand: the first frame written
+ * after `deafen()` is taken and never read (the provider stopped reading), every later write
+ * fails, as writes into a pipe whose reader closed it do.
+ */
+function deafeningSpawn(): { spawn: SpawnFn; deafen(): void } {
+  const base = inProcessSpawn(TEST_PROGRAMS, { otherwise: spawnProcess });
+  let deaf = false;
+  const spawn: SpawnFn = (o) => {
+    const proc: ProviderProcess = base.spawn(o);
+    const writer = proc.stdin.getWriter();
+    let swallowed = false;
+    const stdin = new WritableStream<Uint8Array>({
+      write(chunk) {
+        if (!deaf) return writer.write(chunk);
+        if (!swallowed) {
+          swallowed = true;
+          return;
+        }
+        throw new Error("Broken pipe (os error 32)");
+      },
+      close() {
+        return writer.close().catch(() => {});
+      },
+      abort(reason) {
+        return writer.abort(reason).catch(() => {});
+      },
+    });
+    return {
+      pid: proc.pid,
+      stdin,
+      stdout: proc.stdout,
+      stderr: proc.stderr,
+      exited: proc.exited,
+      kill: (signal) => proc.kill(signal),
+    };
+  };
+  return { spawn, deafen: () => void (deaf = true) };
+}
+
+Deno.test("CallRouter: a call whose request could not be written (the provider went deaf) is refused by `unavailable`, not failed after sending", async () => {
+  const spawner = deafeningSpawn();
+  await using r = await rig({
+    providers: [plantProvider("plant", { timeoutMs: 2000 })],
+    host: { spawn: spawner.spawn },
+  });
+  const rt = r.kernel;
+  const entries: AuditDecision[] = [];
+  const router = new CallRouter({
+    registry: rt.registry,
+    cache: rt.cache,
+    log: testLogger(),
+    clock: r.clock,
+  });
+  router.setAuditSink({ record: (e) => entries.push(e) });
+  const host = rt.registry.host("plant")!;
+  spawner.deafen();
+  // Written into the pipe, never read: the session waits for its answer (up to timeout_ms).
+  const held = host.request("get_health", {}).then(() => "answered", (e) => `${e}`);
+  const err = await router.call({
+    providerId: "plant",
+    deviceId: "plant0",
+    functionId: SET_FAN,
+    args: { duty: d(0.4) },
+    origin: "manual",
+  }).then(() => null, (e) => e);
+  assert.ok(err !== null, "the call cannot succeed");
+  assert.match(`${err}`, /write failed/);
+  assert.equal(reachedProvider(err), false, "nothing reached the provider");
+  assert.equal(refusedBeforeSending(err), null, "a provider gone is the device's business");
+  const fan = entries.filter((e) => e.function === "set_fan");
+  assert.equal(fan.length, 1);
+  assert.equal(fan[0]!.outcome, "refused");
+  assert.equal(fan[0]!.refused_by, "unavailable");
+  await held;
+});
