@@ -59,13 +59,18 @@ export function parameterValueText(type: ParameterType, value: ParameterValue): 
  * int64 parameters, allowed_values to strings (examples/full.yaml; the loader refuses them
  * elsewhere).
  */
-/** `value` (of `prev`) if the redeclaration `def` still accepts it as it is; else undefined. */
+/**
+ * `value` (of `prev`) if the redeclaration `def` still accepts it exactly as it is, whatever its
+ * type was (double 5 is int64 5, 5.5 is no int64; an int64, within +/-2^53, is an exact double;
+ * a bool or a string is never taken from a number, nor a number from them); else undefined. The
+ * value kept is then of `def`'s type.
+ */
 function keptValue(
   prev: ParameterConfig | undefined,
   def: ParameterConfig,
   value: ParameterValue | undefined,
 ): ParameterValue | undefined {
-  if (prev === undefined || value === undefined || prev.type !== def.type) return undefined;
+  if (prev === undefined || value === undefined) return undefined;
   try {
     const checked = checkParameterValue(def, value);
     return checked === value ? value : undefined;
@@ -77,7 +82,7 @@ function keptValue(
 /**
  * The value a redeclaration `def` leaves a parameter with (as redeclare decides it): the value it
  * still accepts, else its default; undefined when the default itself is refused (it goes away).
- * A type-only change (int64 -> double) whose default is the value leaves the value as it is.
+ * A type change (double -> int64) whose new type accepts the value leaves the value as it is.
  */
 function valueAfter(
   prev: ParameterConfig,
@@ -242,7 +247,8 @@ export class ParameterStore implements ParameterService {
       let value: ParameterValue;
       try {
         // A redeclared parameter keeps its value while the new declaration still accepts it
-        // (bounds narrowed around it, allowed values that still list it); else its default.
+        // (bounds narrowed around it, allowed values that still list it, a new type that holds it
+        // exactly); else its default.
         value = keptValue(prev, def, oldValues.get(def.name)) ??
           checkParameterValue(def, def.default);
       } catch (err) {

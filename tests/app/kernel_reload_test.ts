@@ -157,6 +157,50 @@ Deno.test("Kernel.reload in AUTO keeps a parameter's still-valid value when its 
     assert.equal(rt.parameters!.get("motor_duty")!.max, 0.8, "the narrowed bounds stay");
   });
 });
+Deno.test("Kernel.reload keeps a parameter's value across a type change that holds it exactly (double 5 -> int64 5), in AUTO too; one it does not hold (5.5) is a reset, refused in AUTO", async () => {
+  await withKernel(async (rt, base) => {
+    const retyped = (type: "double" | "int64", dflt: number) =>
+      withAutomation(base, {
+        parameters: base.automation.parameters.map((p) =>
+          p.name === "target_temp" ? { ...p, type, default: dflt } : p
+        ),
+      });
+    await enterAuto(rt);
+    rt.parameters!.set("target_temp", 5);
+    // int64 holds 5 exactly: the value stays (the new default 7 is not taken), now an int64.
+    const toInt = await rt.reload(retyped("int64", 7));
+    assert.deepEqual(refusedSections(toInt), []);
+    assert.ok(toInt.applied.includes("automation.parameters"));
+    assert.deepEqual(rt.parameters!.get("target_temp"), {
+      name: "target_temp",
+      type: "int64",
+      value: 5,
+      min: 0,
+      max: 120,
+    });
+    // Back to double: an int64 (within +/-2^53) is an exact double.
+    const toDouble = await rt.reload(retyped("double", 8));
+    assert.deepEqual(refusedSections(toDouble), []);
+    assert.equal(rt.parameters!.value("target_temp"), 5);
+    assert.equal(rt.parameters!.get("target_temp")!.type, "double");
+    // 5.5 is no int64: it would go to the default, a change of the running recipe in AUTO.
+    rt.parameters!.set("target_temp", 5.5);
+    const refused = await rt.reload(retyped("int64", 7));
+    assert.deepEqual(refusedSections(refused), ["automation.parameters"]);
+    assert.match(
+      refused.refused[0]!.why,
+      /target_temp \(its value 5\.5 would go to the default 7\)/,
+    );
+    assert.equal(rt.parameters!.value("target_temp"), 5.5);
+    assert.equal(rt.parameters!.get("target_temp")!.type, "double");
+    // Outside AUTO the same reload applies: the value goes to the new default.
+    await rt.modes.request("MANUAL");
+    const reset = await rt.reload(retyped("int64", 7));
+    assert.deepEqual(refusedSections(reset), []);
+    assert.equal(rt.parameters!.value("target_temp"), 7);
+    assert.equal(rt.parameters!.get("target_temp")!.type, "int64");
+  });
+});
 
 Deno.test("Kernel.reload in AUTO refuses weakening the e-stop, and applies it with a record outside AUTO", async () => {
   await withKernel(async (rt, base) => {

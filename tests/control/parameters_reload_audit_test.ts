@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { ParameterConfig } from "../../src/config/mod.ts";
-import { type AuditDecision, ParameterStore } from "../../src/control/mod.ts";
+import { type AuditDecision, ParameterStore, type ParameterValue } from "../../src/control/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
@@ -64,10 +64,32 @@ Deno.test("ParameterStore.redeclare keeps a value the new declaration still acce
     s.redeclare([BASE[0]!, { ...BASE[1]!, allowedValues }]);
     assert.strictEqual(s.value("profile"), expected, what);
   }
-  const { s } = store();
-  s.set("temp", 55);
-  s.redeclare([{ ...BASE[0]!, type: "int64", default: 30 }, BASE[1]!]);
-  assert.strictEqual(s.value("temp"), 30, "changed type");
+  // A new type keeps the value it holds exactly (then of the new type), else the default.
+  const temp = (type: ParameterConfig["type"], dflt: ParameterValue): ParameterConfig =>
+    type === "double" || type === "int64"
+      ? { ...BASE[0]!, type, default: dflt }
+      : { name: "temp", type, default: dflt, allowedValues: [] };
+  const types: [string, number, ParameterConfig, ParameterValue][] = [
+    ["double 55 -> int64", 55, temp("int64", 30), 55],
+    ["double 55.5 -> int64", 55.5, temp("int64", 30), 30],
+    ["double 55 -> string", 55, temp("string", "hot"), "hot"],
+    ["double 11 -> bool", 11, temp("bool", false), false],
+  ];
+  for (const [what, before, def, expected] of types) {
+    const { s } = store();
+    s.set("temp", before);
+    s.redeclare([def, BASE[1]!]);
+    assert.strictEqual(s.get("temp")?.type, def.type, what);
+    assert.strictEqual(s.value("temp"), expected, what);
+  }
+  const words = store();
+  words.s.redeclare([BASE[0]!, {
+    name: "profile",
+    type: "bool",
+    default: true,
+    allowedValues: [],
+  }]);
+  assert.strictEqual(words.s.value("profile"), true, "string 'eco' -> bool: the default");
 });
 
 Deno.test("ParameterStore.redeclare: first of duplicates wins, an invalid default is skipped, a removed one is gone, only a changed value is an event", () => {
