@@ -682,6 +682,7 @@ export class Kernel {
         clock: host.clock,
         log,
         audit: this.audit,
+        modes: this.modes,
       });
     }
     const { safeState, adopted } = effectiveSafeState(config);

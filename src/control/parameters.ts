@@ -164,6 +164,13 @@ export interface ParameterStoreOptions {
   readonly log: Logger;
   /** Where parameter sets (accepted or refused) are recorded. */
   readonly audit?: AuditSink;
+  /**
+   * Told of every value a set changes: a MANUAL -> AUTO whose before-hooks run now was judged
+   * with the values before it, and is refused at its commit (ModeManager.invalidateAutoEntry).
+   */
+  readonly modes?: {
+    invalidateAutoEntry(why: string, remedy?: string, refusedBy?: string): void;
+  };
 }
 
 /** Whether two declarations are the same in every field (type, default, bounds, allowed values). */
@@ -401,6 +408,13 @@ export class ParameterStore implements ParameterService {
       new_value: parameterValueText(def.type, next),
       timestamp_ms: this.#changeAt(name),
     });
+    // A MANUAL -> AUTO running its before-hooks was requested with the old value: AUTO is armed
+    // only with the recipe it was asked with (as a reload's change of it: kernel.ts).
+    this.#o.modes?.invalidateAutoEntry(
+      `a parameter set changed the recipe (${name} ${String(old)} -> ${String(next)})`,
+      "request AUTO again to enter it with the parameter values now in force",
+      "parameter",
+    );
     return { name, value: next };
   }
 

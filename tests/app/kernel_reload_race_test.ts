@@ -1,12 +1,15 @@
 /**
  * Kernel.reload racing a mode change: the AUTO rule of a reload (docs/safety.md, "Configuration
  * reloads never weaken a running machine") holds for a section applied after AUTO was entered
- * during the same reload, not only when AUTO was running when the reload started.
+ * during the same reload, not only when AUTO was running when the reload started. A parameter set
+ * over HTTP while MANUAL -> AUTO runs its before-hooks refuses that AUTO as a reload would.
  */
 import assert from "node:assert/strict";
+import { serveHttp } from "../../src/host/mod.ts";
+import { apiFetch } from "../helpers/openapi_check.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
-import type { Kernel } from "../../src/app/kernel.ts";
+import type { Kernel, KernelHost } from "../../src/app/kernel.ts";
 import type { Config, HookConfig } from "../../src/config/mod.ts";
 import { call, hook, plantProvider, readSignal } from "../safety/_fixture.ts";
 import { automationConfig, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
@@ -17,17 +20,19 @@ const IDLE_TREE = treeXml(`<Sleep msec="60000" />`);
 
 /**
  * A runtime armed (MANUAL) on the config `configure` makes of the tree dir and its idle tree
- * (default automationConfig(tree)), given to `body`; stopped and the dir removed after.
+ * (default automationConfig(tree)) over `host` (HTTP served with `serve`), given to `body`; stopped
+ * and the dir removed after.
  */
 async function withArmedRuntime(
   body: (rt: Kernel, tree: string) => Promise<void>,
   configure: (tree: string, dir: TreeDir) => Config | Promise<Config> = (tree) =>
     automationConfig(tree),
+  host: Partial<KernelHost> = {},
 ): Promise<void> {
   const dir = await TreeDir.create();
   try {
     const tree = await dir.write("idle.xml", IDLE_TREE);
-    const rt = await startRuntime(await configure(tree, dir), { arm: true });
+    const rt = await startRuntime(await configure(tree, dir), { arm: true, host });
     try {
       await body(rt, tree);
     } finally {
@@ -291,6 +296,49 @@ Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that restarts a prov
       [RELAY_BEFORE_AUTO],
       [],
     ));
+});
+
+Deno.test("POST /v0/parameters during MANUAL -> AUTO before-hooks that changes a value: AUTO is refused at its commit, as a reload changing the recipe is", async () => {
+  await withArmedRuntime(
+    async (rt) => {
+      const setTemp = async (value: number) => {
+        const res = await apiFetch(`http://127.0.0.1:${rt.http!.port}/v0/parameters`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ name: "target_temp", value }),
+        });
+        await res.body?.cancel();
+        return res.status;
+      };
+      // A set that leaves the value as it is (the default 40) changes nothing AUTO was judged with.
+      const same = (await requestAutoSlowly(rt)).outcome;
+      assert.equal(await setTemp(40), 200);
+      assert.equal(await same, "entered AUTO");
+      await rt.modes.request("MANUAL");
+      let committed = false;
+      const toAuto = (await requestAutoSlowly(rt)).outcome.finally(() => (committed = true));
+      // The set lands while the before-hook's relay call is in flight (mode still MANUAL): it
+      // applies, as in any mode.
+      assert.equal(await setTemp(35), 200);
+      assert.equal(committed, false, "the transition ended before the set was made");
+      assert.equal(rt.parameters!.value("target_temp"), 35);
+      const outcome = await toAuto;
+      assert.ok(
+        rt.modes.current() !== "AUTO",
+        `AUTO (${outcome}) armed with target_temp 35, set while its before-hooks ran; it was ` +
+          "requested with 40",
+      );
+      assert.match(
+        outcome,
+        /^refused: refusing AUTO: a parameter set changed the recipe \(target_temp 40 -> 35\) while MANUAL -> AUTO hooks ran; request AUTO again/,
+      );
+      assert.deepEqual(await autoRefusedBy(rt), ["parameter"]);
+      // Requested again, judged with the value now in force: armed.
+      assert.equal(await rt.modes.request("AUTO"), "AUTO");
+    },
+    (tree) => withHooks(automationConfig(tree), [RELAY_BEFORE_AUTO], []),
+    { serve: serveHttp },
+  );
 });
 
 /** Nothing actuates at first (no provider), so AUTO needs no hook into FAULT: none is set. */
