@@ -55,6 +55,7 @@ import {
 import { EventBus } from "../events/mod.ts";
 import {
   checkServe,
+  checkTlsFiles,
   commandOnPath,
   connectMqttJs,
   DATA_DIR_LOCK_FILE,
@@ -1601,8 +1602,16 @@ export class Kernel {
 
   async #reload(next: Config): Promise<ReloadReport> {
     // The TLS files read at start, read again (none: no wait, not even a turn of the loop).
-    const filesChanged = this.#filesRead.size === 0 ? [] : await this.#filesChanged(next);
+    const changedTls = new Map<string, Uint8Array>();
+    const filesChanged = this.#filesRead.size === 0
+      ? []
+      : await this.#filesChanged(next, changedTls);
     const diff = diffSections(this.#config, next);
+    const restart = [...diff.needsRestart, ...filesChanged];
+    // Only a reload that changed them waits for the judgement of the TLS files.
+    const needsRestart = restart.some(tlsRestartKey)
+      ? await this.#withTlsProblem(next, restart, changedTls)
+      : restart;
     // A provider the last reload failed to start is started again only if this file still has
     // it; one the file drops is removed for good (its records are forgotten at the removal).
     const nextIds = new Set(next.providers.map((p) => p.id));
@@ -1644,7 +1653,7 @@ export class Kernel {
       notes: [],
       refused: [],
       failed: [],
-      needsRestart: [...diff.needsRestart, ...filesChanged],
+      needsRestart,
       weakened: [],
       estopActions: 0,
       estopFailures: [],
@@ -1998,26 +2007,94 @@ export class Kernel {
    * HTTP server's or the Sparkplug link's): read only at start, so reported as needing a restart.
    * A changed path is the diff's. Read off the event loop's thread, together, each within
    * RELOAD_FILE_READ_TIMEOUT_MS: a hung mount holds neither the API nor the e-stop meanwhile.
+   * `changedTls` is given the HTTP server's files that changed, as read now.
    */
-  async #filesChanged(next: Config): Promise<string[]> {
-    const readRegular = this.host.readRegularFile ?? readRegularFile;
+  async #filesChanged(next: Config, changedTls: Map<string, Uint8Array>): Promise<string[]> {
     const checked = [...this.#filesRead].map(async ([key, read]) => {
       if (FILES_READ_AT_START[key]?.(next) !== read.path) return null;
-      const got = await this.#abandonedReads.ask(
-        this.host.clock,
-        RELOAD_FILE_READ_TIMEOUT_MS,
-        () => read.path,
-        () => readRegular(read.path, read.maxBytes),
-      );
+      const got = await this.#readBounded(read.path, read.maxBytes);
       if (got.kind === "late") {
         return `${key} (unreadable now: no answer within ${RELOAD_FILE_READ_TIMEOUT_MS} ms)`;
       }
       if (got.kind === "refused") return `${key} (not checked now: ${got.why})`;
       const now = got.value;
       if (!now.ok) return `${key} (unreadable now)`;
-      return sameBytes(now.bytes, read.bytes) ? null : `${key} (file changed)`;
+      if (sameBytes(now.bytes, read.bytes)) return null;
+      if (key.startsWith("http.")) changedTls.set(key, now.bytes);
+      return `${key} (file changed)`;
     });
     return (await Promise.all(checked)).filter((k) => k !== null);
+  }
+
+  /** A file read as a reload reads: off the event loop's thread, within the reload's bound. */
+  #readBounded(path: string, maxBytes: number) {
+    const readRegular = this.host.readRegularFile ?? readRegularFile;
+    return this.#abandonedReads.ask(
+      this.host.clock,
+      RELOAD_FILE_READ_TIMEOUT_MS,
+      () => path,
+      () => readRegular(path, maxBytes),
+    );
+  }
+
+  /**
+   * `needsRestart` with what the next start would refuse in the HTTP server's TLS files, when a
+   * reload changed them (renewed in place: `changedTls`; a new path; tls_allow_expired_cert):
+   * judged with the start's check (checkTlsFiles) and said on the line of the key the start's
+   * message names (`http.tls_cert_path (file changed; a restart refuses it: ...)`). TLS is applied
+   * only at a restart: the reload goes on. A file that cannot be read now is not judged (its own
+   * line says so, or the loader's check of the path did).
+   */
+  async #withTlsProblem(
+    next: Config,
+    needsRestart: readonly string[],
+    changedTls: ReadonlyMap<string, Uint8Array>,
+  ): Promise<string[]> {
+    const out = [...needsRestart];
+    const { enabled, tlsCertPath, tlsKeyPath, tlsAllowExpiredCert } = next.http;
+    const judged = out.findIndex(tlsRestartKey);
+    if (
+      judged < 0 || !enabled || this.host.serve === undefined || tlsCertPath === null ||
+      tlsKeyPath === null
+    ) {
+      return out;
+    }
+    const now = async (key: string, path: string): Promise<Uint8Array | null> => {
+      const changed = changedTls.get(key);
+      if (changed !== undefined) return changed;
+      const read = this.#filesRead.get(key);
+      if (read?.path === path) {
+        // The same bytes as at start, unless its own line says it could not be read now.
+        return out.some((k) => k.startsWith(`${key} (`)) ? null : read.bytes;
+      }
+      const got = await this.#readBounded(path, TLS_FILE_MAX_BYTES);
+      return got.kind === "answered" && got.value.ok ? got.value.bytes : null;
+    };
+    const [cert, key] = await Promise.all([
+      now("http.tls_cert_path", tlsCertPath),
+      now("http.tls_key_path", tlsKeyPath),
+    ]);
+    if (cert === null || key === null) return out;
+    const text = (b: Uint8Array) => new TextDecoder().decode(b);
+    const { refusal } = await checkTlsFiles({
+      tlsCertPath,
+      tlsKeyPath,
+      tlsAllowExpiredCert,
+      tlsFiles: { cert: text(cert), key: text(key) },
+    });
+    if (refusal === null) return out;
+    // The start's messages begin with the key they are about.
+    const named = refusal.startsWith("http.tls_key_path:")
+      ? "http.tls_key_path"
+      : "http.tls_cert_path";
+    const why = refusal.replace(/^http\.tls_(cert|key)_path(?: \/ http\.tls_key_path)?: /, "");
+    const own = out.findIndex((k) => k === named || k.startsWith(`${named} (`));
+    const i = own >= 0 ? own : judged;
+    const entry = out[i] as string;
+    out[i] = entry.endsWith(")")
+      ? `${entry.slice(0, -1)}; a restart refuses it: ${why})`
+      : `${entry} (a restart refuses it: ${why})`;
+    return out;
   }
 
   /** Records a reload's decision on a section that weakens a protection, or that was refused. */
@@ -2263,6 +2340,15 @@ export class Kernel {
             refusedBy: "validation",
             refused: `http.auth_enabled stays true until a restart and token '${t.name}' ` +
               `${unsendable}; the tokens in force are kept`,
+          };
+        }
+        // An http.tokens entry with such a token is left out at load: not a token removed.
+        const left = next.http.unsendableTokens?.[0];
+        if (left !== undefined) {
+          return {
+            refusedBy: "validation",
+            refused: `http.auth_enabled stays true until a restart and token '${left.name}' ` +
+              `${left.why}; the tokens in force are kept`,
           };
         }
       }
@@ -2690,6 +2776,14 @@ export function historyReplay(history: History) {
       };
     },
   };
+}
+
+/** The HTTP server's TLS settings: a reload that changes one judges the files as a start would. */
+const TLS_RESTART_KEYS = ["http.tls_cert_path", "http.tls_key_path", "http.tls_allow_expired_cert"];
+
+/** Whether a needs-restart entry is one of TLS_RESTART_KEYS (`key` or `key (why)`). */
+function tlsRestartKey(entry: string): boolean {
+  return TLS_RESTART_KEYS.some((t) => entry === t || entry.startsWith(`${t} (`));
 }
 
 /** The files a configuration names that are read only at start, by key: the path each names. */

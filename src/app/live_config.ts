@@ -63,7 +63,15 @@ export interface ConfigSection {
   readonly readsFile?: boolean;
 }
 
-const HTTP_LIVE = new Set(["authToken", "tokens"]);
+const HTTP_LIVE = new Set(["authToken", "tokens", "unsendableTokens"]);
+
+/** `base` with the unsendableTokens of `from` (absent when it has none). */
+function withUnsendable(base: Config["http"], from: Config["http"]): Config["http"] {
+  const { unsendableTokens: _, ...rest } = base;
+  return from.unsendableTokens === undefined
+    ? rest
+    : { ...rest, unsendableTokens: from.unsendableTokens };
+}
 
 /** Every HttpConfig key but the live ones (`http.*`). */
 function httpRest(c: Config): Record<string, unknown> {
@@ -120,8 +128,9 @@ export const CONFIG_SECTIONS: readonly ConfigSection[] = [
     key: "http.tokens",
     rule: "live",
     owner: "http authentication (BearerAuth)",
-    read: (c) => c.http.tokens,
-    take: (b, f) => ({ ...b, http: { ...b.http, tokens: f.http.tokens } }),
+    // With the entries left out as no client can send their token: not the same file's tokens.
+    read: (c) => [c.http.tokens, c.http.unsendableTokens ?? []],
+    take: (b, f) => ({ ...b, http: { ...withUnsendable(b.http, f.http), tokens: f.http.tokens } }),
   },
   {
     key: "http.*",
@@ -130,7 +139,11 @@ export const CONFIG_SECTIONS: readonly ConfigSection[] = [
     read: httpRest,
     take: (b, f) => ({
       ...b,
-      http: { ...f.http, authToken: b.http.authToken, tokens: b.http.tokens },
+      http: {
+        ...withUnsendable(f.http, b.http),
+        authToken: b.http.authToken,
+        tokens: b.http.tokens,
+      },
     }),
   },
   {
@@ -416,6 +429,7 @@ export function sectionChanges(
 /** The sections whose `read` is a tuple: the name of each member, in YAML spelling. */
 const TUPLE_SECTIONS: Partial<Record<SectionKey, readonly string[]>> = {
   "alarms": ["alarms", "interlocks"],
+  "http.tokens": ["tokens", "unsendable_tokens"],
   "automation.behavior_tree": ["behavior_tree", "tick_rate_hz"],
   "automation.mode_transition_hooks": ["mode_transition_hooks", "manual_gating_policy"],
 };

@@ -30,6 +30,7 @@ import type {
   ProviderConfig,
   RestartPolicyConfig,
   SparkplugConfig,
+  UnsendableTokenEntry,
 } from "./types.ts";
 import {
   MAX_MQTT_PACKET_BYTES,
@@ -305,12 +306,25 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
       } ${unsendable}`,
     );
   }
+  // --check-config judges the file's own token too: a target without RUNTIME_API_TOKEN uses it.
+  const overriddenToken = ctx.mode === "check" && envToken !== "" ? authToken : "";
+  const overriddenUnsendable = overriddenToken === "" ? null : unsendableToken(overriddenToken);
+  if (overriddenUnsendable !== null) {
+    unsendableProblem(
+      [...P, "auth_token"],
+      `token 'default' ${overriddenUnsendable} (RUNTIME_API_TOKEN overrides it here; a start ` +
+        "without that variable uses it)",
+    );
+  }
+  const unsendableTokens: UnsendableTokenEntry[] = [];
   const tokens = readTokens(h, P, {
     checker: c,
     secretEnv: ctx.secretEnv ?? (() => undefined),
     environmentProblem: (path, message) => environmentProblem(ctx, path, message, "error"),
     defaultToken: envToken !== "" ? envToken : authToken,
+    overriddenToken,
     unsendable: unsendableProblem,
+    leftOut: (entry) => void unsendableTokens.push(entry),
   });
   // Entries with errors still count: the message about them is enough.
   const tokensGiven = Array.isArray(h.tokens) && h.tokens.length > 0;
@@ -363,6 +377,7 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
     authToken,
     authExemptLoopback: c.boolean(h, P, "auth_exempt_loopback", true),
     tokens,
+    ...(unsendableTokens.length > 0 ? { unsendableTokens } : {}),
     allowInsecureBind,
     tlsCertPath,
     tlsKeyPath,

@@ -17,6 +17,7 @@ import {
   TOKEN_NAME_PATTERN,
   TOKEN_ROLES,
   type TokenRole,
+  type UnsendableTokenEntry,
 } from "./types.ts";
 
 const TOKEN_KEYS = ["name", "role", "token", "token_env"];
@@ -31,10 +32,17 @@ export interface TokenContext {
   /** The single token (`http.auth_token` / RUNTIME_API_TOKEN) as known here; "" when none. */
   readonly defaultToken: string;
   /**
+   * `--check-config` with RUNTIME_API_TOKEN set: the file's own http.auth_token, which that
+   * variable overrides here but not on a target without it (checked as a start there would); "".
+   */
+  readonly overriddenToken: string;
+  /**
    * Reports a token no client can send (unsendableToken): an error while auth is on (it would
    * admit nobody), a warning while it is off (tokens are ignored then).
    */
   readonly unsendable: (path: Path, message: string) => void;
+  /** Told each entry left out for such a token (so a reload can tell it from one removed). */
+  readonly leftOut: (entry: UnsendableTokenEntry) => void;
 }
 
 /** Reads `http.tokens` (P is the `http` path); entries with an error are left out. */
@@ -82,6 +90,7 @@ export function readTokens(h: Obj, P: Path, ctx: TokenContext): ApiTokenConfig[]
       const unsendable = unsendableToken(value);
       if (unsendable !== null) {
         ctx.unsendable(valuePath, `token '${name}' ${unsendable}`);
+        ctx.leftOut({ name, why: unsendable });
         return;
       }
       const holder = values.get(value);
@@ -89,6 +98,15 @@ export function readTokens(h: Obj, P: Path, ctx: TokenContext): ApiTokenConfig[]
         c.error(
           valuePath,
           `token '${name}' has the same value as ${holder}: each token must identify one name`,
+        );
+        return;
+      }
+      if (ctx.overriddenToken !== "" && value === ctx.overriddenToken) {
+        c.error(
+          valuePath,
+          `token '${name}' has the same value as http.auth_token (the token 'default' where ` +
+            "RUNTIME_API_TOKEN is not set; it overrides http.auth_token here): each token must " +
+            "identify one name",
         );
         return;
       }

@@ -251,6 +251,15 @@ export interface ApiTokenConfig {
   readonly tokenEnv: string;
 }
 
+/**
+ * An `http.tokens` entry left out because no client can send its token (unsendableToken): only a
+ * warning in a file with auth off. `why` never holds the token.
+ */
+export interface UnsendableTokenEntry {
+  readonly name: string;
+  readonly why: string;
+}
+
 export interface HttpConfig {
   readonly enabled: boolean;
   readonly bind: string;
@@ -270,6 +279,11 @@ export interface HttpConfig {
   readonly authExemptLoopback: boolean;
   /** Named tokens with roles (besides the single token above, which acts as admin `default`). */
   readonly tokens: readonly ApiTokenConfig[];
+  /**
+   * Entries of `http.tokens` left out as no client can send their token (absent when none): a
+   * reload while the running API authenticates refuses the token sections for them.
+   */
+  readonly unsendableTokens?: readonly UnsendableTokenEntry[];
   readonly allowInsecureBind: boolean;
   /** Absolute paths (resolved against the config folder) or null. */
   readonly tlsCertPath: string | null;

@@ -491,14 +491,15 @@ export interface TlsFilesCheck {
 }
 
 /**
- * The start's checks of its TLS files, without serving (`--check-config`): both files read as
- * the start reads them, the certificate's dates as the start judges them, and the pair handed to
+ * The start's checks of its TLS files, without serving (`--check-config`; a reload hands over
+ * the files it read, `tlsFiles`): both files read as the start reads them, the certificate's
+ * dates as the start judges them, and the pair handed to
  * TLS as the start hands it (a listener on 127.0.0.1, port 0, closed at once: the same parser and
  * the same check that the key belongs to the certificate). So a file the check passes is not
  * refused by the start for what is in it.
  */
 export async function checkTlsFiles(
-  opts: Pick<ServeOptions, "now" | "tlsAllowExpiredCert"> & {
+  opts: Pick<ServeOptions, "now" | "tlsAllowExpiredCert" | "tlsFiles"> & {
     readonly tlsCertPath: string;
     readonly tlsKeyPath: string;
   },
@@ -512,7 +513,8 @@ export async function checkTlsFiles(
     child: () => log,
   };
   try {
-    const files = {
+    // Handed over (a reload's bounded reads), else read as the start reads them.
+    const files = opts.tlsFiles ?? {
       cert: await readTlsFile(opts.tlsCertPath, "http.tls_cert_path"),
       key: await readTlsFile(opts.tlsKeyPath, "http.tls_key_path"),
     };

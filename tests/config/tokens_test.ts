@@ -311,3 +311,45 @@ ${PROV}
     lines(listed.diagnostics).join("\n"),
   );
 });
+
+Deno.test("--check-config with RUNTIME_API_TOKEN set still judges the file's own auth_token (unsendable, or a named token's value) as a start without that variable would; a start is unchanged", () => {
+  const ENV = "env-token-0123456789abcdef";
+  const unsendable =
+    "a client cannot send that in an Authorization header, so it would admit nobody";
+  const spaced = load(
+    `
+http:
+  auth_enabled: true
+  auth_token: "file-token-0123456789abcdef "
+${PROV}
+`,
+    { env: { RUNTIME_API_TOKEN: ENV } },
+  );
+  assert.deepEqual(lines(spaced.diagnostics), [
+    `error http.auth_token @3:3 token 'default' ends with whitespace: ${unsendable} ` +
+    "(RUNTIME_API_TOKEN overrides it here; a start without that variable uses it)",
+  ]);
+  const shared = `
+http:
+  auth_enabled: true
+  auth_token: ${OPERATOR}
+  tokens:
+    - {name: ops, role: operator, token: ${OPERATOR}}
+${PROV}
+`;
+  assert.deepEqual(lines(load(shared, { env: { RUNTIME_API_TOKEN: ENV } }).diagnostics), [
+    "error http.tokens[0].token @5:35 token 'ops' has the same value as http.auth_token (the " +
+    "token 'default' where RUNTIME_API_TOKEN is not set; it overrides http.auth_token here): " +
+    "each token must identify one name",
+  ]);
+  // What a start on a target without the variable says of the same file.
+  assert.equal(load(shared, { mode: "start" }).config, null);
+  // A start with the variable set is unchanged: the file's token is not in effect there.
+  for (
+    const yaml of [shared, `\nhttp:\n  auth_enabled: true\n  auth_token: "x-token "\n${PROV}\n`]
+  ) {
+    const started = load(yaml, { mode: "start", env: { RUNTIME_API_TOKEN: ENV } });
+    assert.notEqual(started.config, null, lines(started.diagnostics).join("\n"));
+  }
+  for (const d of spaced.diagnostics) assert.ok(!d.message.includes("file-token"), d.message);
+});

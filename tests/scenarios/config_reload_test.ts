@@ -16,7 +16,7 @@ import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { Api, EventStream } from "./alarms_helpers.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { connect, readResponse, send } from "../http/_raw_socket.ts";
-import { selfSignedCert } from "../http/_tls_certs.ts";
+import { certWithDates, selfSignedCert } from "../http/_tls_certs.ts";
 
 /** How long a test waits for a reload (or anything it causes) to show. */
 const WAIT_MS = 60000;
@@ -956,6 +956,70 @@ Deno.test("SIGHUP after the TLS certificate was renewed in place (same paths) sa
       `the renewed certificate is served only after a restart, and the reload says so: ${summary}`,
     );
     assert.doesNotMatch(summary, /no change/);
+  } finally {
+    assert.equal(await rt.stop(), 0, rt.stderr());
+    await rig.dispose();
+  }
+});
+
+Deno.test("SIGHUP after the TLS files were renewed in place with ones a start refuses (expired, a key of another certificate) says so on the needs-restart line; the reload still applies", async () => {
+  const rig = await Rig.create(["p0"]);
+  const tls = `${rig.dir}/tls`;
+  await Deno.mkdir(tls);
+  const { cert, key } = await selfSignedCert(tls);
+  const served = await Deno.readTextFile(cert);
+  const write = (level: string, files = { cert, key }) =>
+    Deno.writeTextFile(
+      rig.configPath,
+      `runtime: {data_dir: ${rig.dir}/data, shutdown_timeout_ms: 2000}\n` +
+        `http: {port: ${rig.port}, tls_cert_path: ${files.cert}, tls_key_path: ${files.key}}\n` +
+        `logging: {level: ${level}}\nproviders:\n${rig.provider("p0")}\n`,
+    );
+  await write("info");
+  const rt = await startRuntimeChild({ config: rig.configPath, port: rig.port, caCert: served });
+  try {
+    // An expired pair written over the served one: the next start refuses it.
+    await certWithDates(tls, "20200101000000Z", "20200201000000Z");
+    await write("debug");
+    const expired = await reload(rt, 1);
+    assert.match(
+      expired,
+      /needs restart: http\.tls_cert_path \(file changed; a restart refuses it: the certificate '[^']+' has expired \(valid from 2020-01-01T00:00:00\.000Z to 2020-02-01T00:00:00\.000Z\)[^)]*\), http\.tls_key_path \(file changed\)$/,
+      expired,
+    );
+    assert.match(expired, /applied: logging/, "the rest of the reload applies");
+    // A good certificate with the key of another one.
+    const other = `${tls}/other`;
+    await Deno.mkdir(other);
+    await selfSignedCert(tls);
+    await Deno.copyFile((await selfSignedCert(other)).key, key);
+    await write("info");
+    const mismatched = await reload(rt, 2);
+    assert.match(
+      mismatched,
+      /needs restart: http\.tls_cert_path \(file changed; a restart refuses it: cannot use the certificate and key: [^,]*\), http\.tls_key_path \(file changed\)$/,
+      mismatched,
+    );
+    assert.match(mismatched, /applied: logging/);
+    // New paths, to an expired pair: judged too (the loader only saw that the files exist).
+    const moved = `${tls}/moved`;
+    await Deno.mkdir(moved);
+    await write("debug", await certWithDates(moved, "20200101000000Z", "20200201000000Z"));
+    const elsewhere = await reload(rt, 3);
+    assert.match(
+      elsewhere,
+      /needs restart: http\.tls_cert_path \(a restart refuses it: the certificate '[^']*\/moved\/cert\.pem' has expired .*\), http\.tls_key_path$/,
+      elsewhere,
+    );
+    // The certificate in force is still served: the API answers over TLS, trusting it.
+    const client = Deno.createHttpClient({ caCerts: [served] });
+    try {
+      const res = await fetch(`${rt.base}/v0/runtime/status`, { client });
+      await res.body?.cancel();
+      assert.equal(res.status, 200);
+    } finally {
+      client.close();
+    }
   } finally {
     assert.equal(await rt.stop(), 0, rt.stderr());
     await rig.dispose();
