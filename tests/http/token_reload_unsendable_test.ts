@@ -14,88 +14,90 @@ import { waitFor } from "../helpers/kernel.ts";
 
 const WAIT_MS = 60000;
 
-Deno.test("SIGHUP that turns auth off (a restart's business) and sets an unsendable auth_token keeps the tokens in force: the API, still authenticating, is not left admitting nobody", async () => {
+/**
+ * The `runtime` child on a file whose `http:` section (after `port` and auth_exempt_loopback: false)
+ * is `first`, started with `token`; `reload(http)` rewrites that section, sends SIGHUP and answers
+ * the reload's summary line; `status(token)` the status code of GET /v0/runtime/status with it.
+ */
+async function tokenReloadRig(
+  first: string,
+  token: string,
+  run: (r: {
+    reload: (http: string) => Promise<string>;
+    status: (token: string) => Promise<number>;
+    stderr: () => string;
+  }) => Promise<void>,
+): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "runtime-token-reload-" });
   const port = freePort();
   const configPath = `${dir}/runtime.yaml`;
   await Deno.writeTextFile(`${dir}/sim-p0.yaml`, await Deno.readTextFile(SIM_INERT_YAML));
   const provider = `  - {id: p0, command: ${Deno.execPath()}, args: [run, --quiet, --allow-read, ` +
     `--allow-env, ${SIM_MAIN}, --config, ${dir}/sim-p0.yaml]}`;
-  const TOKEN = "shift-token-aaaaaaaaaaaaaaaa";
-  // Trailing whitespace: no client can send it (Fetch trims header values).
-  const UNSENDABLE = "new-default-token-bbbbbbbbbbbb ";
-  const write = (auth: string) =>
+  const write = (http: string) =>
     Deno.writeTextFile(
       configPath,
       `runtime: {data_dir: ${dir}/data, shutdown_timeout_ms: 2000}\n` +
-        `http:\n  port: ${port}\n  auth_exempt_loopback: false\n${auth}` +
+        `http:\n  port: ${port}\n  auth_exempt_loopback: false\n${http}` +
         `providers:\n${provider}\n`,
     );
-  await write(
-    `  auth_enabled: true\n  tokens:\n    - {name: shift, role: operator, token: ${TOKEN}}\n`,
-  );
-  const rt = await startRuntimeChild({ config: configPath, port, token: TOKEN });
+  await write(first);
+  const rt = await startRuntimeChild({ config: configPath, port, token });
   try {
-    const status = async (token: string) =>
-      (await apiFetch(`${rt.base}/v0/runtime/status`, {
-        headers: { authorization: `Bearer ${token}` },
-      })).status;
-    assert.equal(await status(TOKEN), 200);
-    await write(`  auth_enabled: false\n  auth_token: "${UNSENDABLE}"\n`);
-    rt.signal("SIGHUP");
-    const summary = await waitFor(
-      "the reload's summary",
-      () => rt.stderr().split("\n").find((l) => / config reload: providers/.test(l)),
-      WAIT_MS,
-    );
-    assert.match(summary, /needs restart: http\.auth_enabled/);
-    assert.equal(
-      await status(TOKEN),
-      200,
-      `auth is still on until the restart: the token in force must still admit (${summary})`,
-    );
-    assert.match(summary, /refused http\.auth_token: .*cannot send/);
-    assert.ok(!rt.stderr().includes(UNSENDABLE.trim()), "no token is logged");
+    await run({
+      reload: async (http) => {
+        await write(http);
+        rt.signal("SIGHUP");
+        return await waitFor(
+          "the reload's summary",
+          () => rt.stderr().split("\n").find((l) => / config reload: providers/.test(l)),
+          WAIT_MS,
+        );
+      },
+      status: async (t) =>
+        (await apiFetch(`${rt.base}/v0/runtime/status`, {
+          headers: { authorization: `Bearer ${t}` },
+        })).status,
+      stderr: () => rt.stderr(),
+    });
   } finally {
     assert.equal(await rt.stop(), 0, rt.stderr());
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+Deno.test("SIGHUP that turns auth off (a restart's business) and sets an unsendable auth_token keeps the tokens in force: the API, still authenticating, is not left admitting nobody", async () => {
+  const TOKEN = "shift-token-aaaaaaaaaaaaaaaa";
+  // Trailing whitespace: no client can send it (Fetch trims header values).
+  const UNSENDABLE = "new-default-token-bbbbbbbbbbbb ";
+  await tokenReloadRig(
+    `  auth_enabled: true\n  tokens:\n    - {name: shift, role: operator, token: ${TOKEN}}\n`,
+    TOKEN,
+    async ({ reload, status, stderr }) => {
+      assert.equal(await status(TOKEN), 200);
+      const summary = await reload(`  auth_enabled: false\n  auth_token: "${UNSENDABLE}"\n`);
+      assert.match(summary, /needs restart: http\.auth_enabled/);
+      assert.equal(
+        await status(TOKEN),
+        200,
+        `auth is still on until the restart: the token in force must still admit (${summary})`,
+      );
+      assert.match(summary, /refused http\.auth_token: .*cannot send/);
+      assert.ok(!stderr().includes(UNSENDABLE.trim()), "no token is logged");
+    },
+  );
 });
 
 Deno.test("SIGHUP that turns auth off and gives a named token (http.tokens) one no client can send keeps the tokens in force: that operator keeps access, not 'removed'", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "runtime-token-reload-" });
-  const port = freePort();
-  const configPath = `${dir}/runtime.yaml`;
-  await Deno.writeTextFile(`${dir}/sim-p0.yaml`, await Deno.readTextFile(SIM_INERT_YAML));
-  const provider = `  - {id: p0, command: ${Deno.execPath()}, args: [run, --quiet, --allow-read, ` +
-    `--allow-env, ${SIM_MAIN}, --config, ${dir}/sim-p0.yaml]}`;
   const ADMIN = "admin-token-cccccccccccccccc";
   const TOKEN = "shift-token-aaaaaaaaaaaaaaaa";
-  const write = (auth: string, shift: string) =>
-    Deno.writeTextFile(
-      configPath,
-      `runtime: {data_dir: ${dir}/data, shutdown_timeout_ms: 2000}\n` +
-        `http:\n  port: ${port}\n  auth_exempt_loopback: false\n${auth}` +
-        `  tokens:\n    - {name: admin, role: admin, token: ${ADMIN}}\n` +
-        `    - {name: shift, role: operator, token: "${shift}"}\n` +
-        `providers:\n${provider}\n`,
-    );
-  await write("  auth_enabled: true\n", TOKEN);
-  const rt = await startRuntimeChild({ config: configPath, port, token: ADMIN });
-  try {
-    const status = async (token: string) =>
-      (await apiFetch(`${rt.base}/v0/runtime/status`, {
-        headers: { authorization: `Bearer ${token}` },
-      })).status;
+  const http = (auth: string, shift: string) =>
+    `${auth}  tokens:\n    - {name: admin, role: admin, token: ${ADMIN}}\n` +
+    `    - {name: shift, role: operator, token: "${shift}"}\n`;
+  await tokenReloadRig(http("  auth_enabled: true\n", TOKEN), ADMIN, async ({ reload, status }) => {
     assert.equal(await status(TOKEN), 200);
     // The same token with a trailing space: no client can send it (Fetch trims header values).
-    await write("  auth_enabled: false\n", `${TOKEN} `);
-    rt.signal("SIGHUP");
-    const summary = await waitFor(
-      "the reload's summary",
-      () => rt.stderr().split("\n").find((l) => / config reload: providers/.test(l)),
-      WAIT_MS,
-    );
+    const summary = await reload(http("  auth_enabled: false\n", `${TOKEN} `));
     assert.match(summary, /needs restart: http\.auth_enabled/);
     assert.doesNotMatch(summary, /removed/, summary);
     assert.match(
@@ -108,8 +110,5 @@ Deno.test("SIGHUP that turns auth off and gives a named token (http.tokens) one 
       `auth is still on until the restart: the shift's token in force must still admit (${summary})`,
     );
     assert.equal(await status(ADMIN), 200);
-  } finally {
-    assert.equal(await rt.stop(), 0, rt.stderr());
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
