@@ -1754,3 +1754,44 @@ alarms:
     await s.close();
   }
 });
+
+Deno.test("AlarmEngine: a reload that tightens the stale bound runs a delayed alarm's delay from the reload, not from when the sample would have gone stale under the new bound", async () => {
+  const s = await setup(`
+alarms:
+  - { id: guard, signal: p0/probe/temp, hi: 80, delay_ms: 500, action: estop }
+`);
+  try {
+    s.fx.clock.mono = 10_000;
+    await s.read([temp(25)]);
+    // 800 ms later the sample is fresh under the bound in force (1000 ms).
+    s.fx.clock.mono = 10_800;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").bad_input, null);
+    // A reload tightens health.staleness to 300 ms (applied at once, also in AUTO): the sample is
+    // stale from now on. It was usable until now, so the delay runs from now (10800), not from
+    // 10300, when it would have gone stale had the new bound been in force.
+    s.fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 300 });
+    s.engine.evaluateAll(); // as the kernel's health section does
+    assert.match(s.engine.alarm("guard").bad_input ?? "", /is stale/);
+    assert.equal(s.engine.alarm("guard").state, "normal", "500 ms delay not run yet");
+    assert.deepEqual(s.actions, []);
+    // The next poll, 200 ms later, answers: fresh again, nothing raised, no e-stop.
+    s.fx.clock.mono = 11_000;
+    s.timers.fireDue();
+    await s.read([temp(25)]);
+    assert.deepEqual(alarmEvents(s.events).map((e) => e.transition), []);
+    assert.deepEqual(s.actions, []);
+    // Unanswered, it raises 500 ms after the bound made it stale (the reload), on time.
+    s.fx.clock.mono = 11_300;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").state, "normal", "stale since 11300: 0 ms of 500");
+    s.fx.clock.mono = 11_799;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").state, "normal");
+    s.fx.clock.mono = 11_801;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").state, "active");
+  } finally {
+    await s.close();
+  }
+});

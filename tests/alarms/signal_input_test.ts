@@ -157,3 +157,20 @@ Deno.test("SignalInput applies the cache's stale bound from its first classifica
   assert.equal(i.classify(ctx, STALE_AFTER_MS + 1), InputProblem.GOOD, "the new bound");
   assert.equal(i.classify(ctx, 5 * STALE_AFTER_MS + 1), InputProblem.AGE);
 });
+
+Deno.test("SignalInput dates a sample a tightened bound made stale from when the bound was found tightened, and one stale under its first bound from when it went stale", () => {
+  const signals = new Map<string, SignalState>([["temp", sample(dbl(20), "OK", 0)]]);
+  let bound = 5 * STALE_AFTER_MS;
+  const cache = { device: () => ({ signals }), staleAfterMs: () => bound, boundsVersion: 1 };
+  const ctx = { cache: cache as unknown as StateCache };
+  const i = input();
+  assert.equal(i.classify(ctx, 3000), InputProblem.GOOD);
+  bound = STALE_AFTER_MS; // a reload tightens health.staleness at 3500
+  cache.boundsVersion = 2;
+  assert.equal(i.classify(ctx, 3500), InputProblem.AGE);
+  assert.equal(i.badSinceMono, 3500, "usable until the bound was tightened, not since 1000");
+  // An input that first reads its bound with the sample already past it: since it went stale.
+  const fresh = input();
+  assert.equal(fresh.classify(ctx, 3500), InputProblem.AGE);
+  assert.equal(fresh.badSinceMono, STALE_AFTER_MS);
+});

@@ -60,3 +60,52 @@ alarms:
     await Deno.remove(file);
   }
 });
+
+Deno.test("Kernel.reload of a shorter health.staleness runs a delayed e-stop alarm's delay from the reload: the sample was usable until then", async () => {
+  const inventory: Inventory = {
+    devices: { probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] } },
+  };
+  const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(inventory));
+  const config = testConfig({
+    providers: [programmableProvider("p0", file, { timeoutMs: 20_000 })],
+    pollingIntervalMs: 100,
+    health: { staleness: { warnAfterMs: 0, staleAfterMs: LAX_MS } },
+    ...alarmsConfig(
+      `
+alarms:
+  - { id: probe_guard, signal: p0/probe/temp, hi: 80, delay_ms: 5000, action: estop }
+`,
+      ["p0"],
+    ),
+  });
+  const rt = await startRuntime(config);
+  try {
+    const state = () => rt.alarms.alarm("probe_guard").state;
+    await waitFor("temp polled", () => rt.cache.signal("p0", "probe", "temp")?.quality === "OK");
+    // The provider's reads hang from now on: the sample ages, fresh under the lax bound.
+    await program(rt, "p0", "probe", { read: { hang: true } });
+    await waitFor("temp 6000 ms old", () => {
+      const s = rt.cache.signal("p0", "probe", "temp");
+      return s !== undefined && rt.cache.ageMs(s) > TIGHT_MS + 5000;
+    }, 15_000);
+    assert.equal(rt.alarms.alarm("probe_guard").bad_input, null, "usable under the lax bound");
+
+    const report = await rt.reload({
+      ...rt.config,
+      health: { ...rt.config.health, staleness: { warnAfterMs: 0, staleAfterMs: TIGHT_MS } },
+    });
+    assert.deepEqual(report.applied, ["health"]);
+    // Bad from the reload on: its 5000 ms delay runs from there, not from 5000 ms before the
+    // reload (when the sample would have gone stale had the new bound been in force).
+    assert.match(rt.alarms.alarm("probe_guard").bad_input ?? "", /is stale/);
+    assert.equal(state(), "normal", "the delay has not run yet");
+    assert.equal(rt.estop.status().latched, false, "no e-stop at the reload");
+    // Still unanswered 5000 ms later: raised, its e-stop latched.
+    await waitFor("raised after its delay", () => state() === "active", 15_000);
+    assert.equal(rt.estop.status().cause, "alarm:probe_guard");
+  } finally {
+    await rt.stop();
+    await Deno.remove(file);
+  }
+});
