@@ -1038,6 +1038,9 @@ export class History {
       ? -Infinity
       : e.ring.timeFirstSeq;
     const preStep = e !== undefined && preStepUntil > e.ring.firstSeq;
+    // Where the ring's part begins as answered: its polls from before the step may lie before
+    // memoryFrom (every one without a disk tier), and points before memory_from_ms are the disk's.
+    let ringFrom = memoryFrom;
     if (e !== undefined && memoryFrom !== null && (untilMs >= memoryFrom || preStep)) {
       const ring = e.ring;
       // (Not the polls of a row this ring wrote of its open bucket: the disk answers them.)
@@ -1070,6 +1073,7 @@ export class History {
               untilMs,
               (s) => {
                 if (s.seq >= preStepUntil) return false;
+                if (s.timeMs < ringFrom!) ringFrom = s.timeMs;
                 take(s);
                 return true;
               },
@@ -1238,7 +1242,7 @@ export class History {
         : fromMemory
         ? "memory"
         : "none",
-      memory_from_ms: memoryFrom,
+      memory_from_ms: ringFrom,
       disk_step_ms: diskStep,
       incomplete,
       // Without signal_id, a signal only the disk could hold is listed when the range has rows of it.

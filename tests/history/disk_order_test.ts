@@ -195,6 +195,37 @@ Deno.test("a wall clock stepped back: a question over the repeated times gets th
   }
 });
 
+Deno.test("a wall clock stepped back without a disk tier: the ring's polls from before the step that the answer holds are after its memory_from_ms, as points before it are the disk tier's", async () => {
+  const { clock, history, poll } = handFedHistory({
+    stepMs: 1000,
+    memorySeconds: 60,
+    diskMaxBytes: 0,
+  });
+  clock.wall = T0;
+  await history.start();
+  try {
+    for (let s = 0; s <= 30; s++) {
+      poll("p", "a", s);
+      clock.wall += 1000;
+    }
+    clock.wall = T0 + 11_000; // stepped back 20 s
+    for (let s = 11; s <= 12; s++) {
+      poll("p", "a", 1000 + s);
+      clock.wall += 1000;
+    }
+    const q = { providerId: "p", deviceId: "a", signalIds: ["x"], sinceMs: T0 + 5000 };
+    const full = await history.query({ ...q, untilMs: T0 + 40_000 });
+    assert.equal(full.source, "memory");
+    assert.equal(full.disk_step_ms, null);
+    const points = full.signals[0]!.points;
+    assert.equal(points[0]!.t_ms, T0 + 5000, "the first period's polls from since_ms");
+    assert.equal(full.memory_from_ms, T0 + 5000, "the ring's part begins at its first point");
+    assert.ok(points.every((p) => p.t_ms >= full.memory_from_ms!));
+  } finally {
+    await history.stop();
+  }
+});
+
 Deno.test("a wall clock behind the disk tier's last row at start (stepped back across a restart) begins a new file", async () => {
   const first = handFedHistory({ stepMs: 1000, memorySeconds: 10 });
   first.clock.wall = T0;
