@@ -213,6 +213,11 @@ interface Pending {
   readonly id: string;
   /** Monotonic time of its first trigger: what later triggers join by (MERGE_WINDOW_MS). */
   readonly atMono: number;
+  /**
+   * Monotonic time its window closes (its timer's due time): a 404 of it says when, on the wall
+   * clock of the question (#notYet), right after a wall clock step too.
+   */
+  readonly closesMono: number;
   /** Wall time at its first trigger (its `at` may be earlier: a device loss is dated back). */
   readonly atWall: number;
   /**
@@ -576,7 +581,11 @@ export class IncidentRecorder {
         ? "not written yet: its window has closed, its record is being written; ask again"
         : undefined;
     }
-    const closes = new Date(p.atMs + this.#o.config.incidentAfterS * 1000).toISOString();
+    // Its timer runs on the monotonic clock: a wall clock stepped since it began (or an e-stop
+    // re-dated to its FAULT entry) does not move when it closes.
+    const clock = this.#o.clock;
+    const closes = new Date(clock.nowMs() + Math.max(0, p.closesMono - clock.monoMs()))
+      .toISOString();
     return `not written yet: its window closes at ${closes} (history.incident_after_s after ` +
       `it began); ask again then`;
   }
@@ -810,6 +819,7 @@ export class IncidentRecorder {
     const p: Pending = {
       id: `inc-${now}-${++this.#counter}`,
       atMono: mono,
+      closesMono: mono + Math.max(0, this.#o.config.incidentAfterS * 1000 - agoMs),
       atWall: this.#o.clock.nowMs(),
       atMs: now,
       lead: c,
@@ -830,7 +840,7 @@ export class IncidentRecorder {
     p.timer = this.#o.clock.setTimer(() => {
       p.timer = null;
       this.#capture(p);
-    }, Math.max(0, this.#o.config.incidentAfterS * 1000 - agoMs));
+    }, p.closesMono - mono);
     // Told once the triggers of this same step have joined (an e-stop publishes its FAULT entry
     // first, then its own event): the run's event names the incident's lead trigger.
     this.#toTell(() => {

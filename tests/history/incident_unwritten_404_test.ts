@@ -115,3 +115,23 @@ Deno.test("IncidentRecorder: the link to an incident whose window is still open,
     assert.equal((await incidents.get(id)).incident.incident_id, id, "served once written");
   });
 });
+
+Deno.test("IncidentRecorder: after a wall clock step back while an incident's window is open, its 404 says when the window closes on the clock now (its timer is monotonic), not an hour ahead", async () => {
+  const { clock, incidents, estop, session } = incidentRig({ config: { incidentAfterS: 5 } });
+  const ids: string[] = [];
+  incidents.onIncident((i) => ids.push(i.incident_id));
+  await session(async () => {
+    estop();
+    await Promise.resolve(); // told a microtask after its trigger
+    const id = ids.at(-1)!;
+    assert.ok(id !== undefined, "the run's incident event names it");
+    clock.advance(1000);
+    clock.stepWall(-3_600_000); // an NTP correction: the wall clock goes back an hour
+    const closes = new Date(clock.nowMs() + 4000).toISOString();
+    const said = await notFound(incidents.get(id));
+    assert.ok(said.includes(`its window closes at ${closes}`), said);
+    clock.advance(4000 + MERGE_WINDOW_MS);
+    await incidents.settled();
+    assert.equal((await incidents.get(id)).incident.incident_id, id, "written when it said");
+  });
+});
