@@ -74,6 +74,12 @@ export function leaseRefusal(device: DeviceCapabilities, fn: FunctionSpec): Runt
  */
 export const MAX_CALL_INTERVAL_ENTRIES = 4096;
 
+/** The last send of one function (CallIntervals). */
+export interface IntervalNote {
+  readonly atMono: number;
+  readonly minIntervalMs: number;
+}
+
 /** When each function was last sent to its provider (monotonic ms), for its min_interval_ms. */
 export class CallIntervals {
   /**
@@ -81,7 +87,7 @@ export class CallIntervals {
    * provider restart may renumber its functions, and the interval belongs to what the function
    * does, not to the number it had.
    */
-  readonly #last = new Map<string, { atMono: number; minIntervalMs: number }>();
+  readonly #last = new Map<string, IntervalNote>();
 
   #key(device: DeviceCapabilities, fn: FunctionSpec): string {
     return `${device.device.providerId}/${device.device.deviceId}\u0000${fn.name}`;
@@ -110,15 +116,29 @@ export class CallIntervals {
    * Records that a call to `fn` was sent now; also when it declares no min_interval_ms (a restart
    * may declare one: the call sooner than it after this send is refused).
    */
-  note(device: DeviceCapabilities, fn: FunctionSpec, nowMono: number): void {
+  note(device: DeviceCapabilities, fn: FunctionSpec, nowMono: number): IntervalNote | undefined {
     const declared = policyOf(fn).minIntervalMs;
     const key = this.#key(device, fn);
+    const previous = this.#last.get(key);
     this.#last.delete(key); // re-inserted last: the map stays in send order
     this.#last.set(key, { atMono: nowMono, minIntervalMs: declared > 0 ? declared : 0 });
-    if (this.#last.size <= MAX_CALL_INTERVAL_ENTRIES) return;
-    for (const [k, v] of this.#last) {
-      if (nowMono - v.atMono >= v.minIntervalMs) this.#last.delete(k);
+    if (this.#last.size > MAX_CALL_INTERVAL_ENTRIES) {
+      for (const [k, v] of this.#last) {
+        if (nowMono - v.atMono >= v.minIntervalMs) this.#last.delete(k);
+      }
     }
+    return previous;
+  }
+
+  /**
+   * Takes back the note of a call to `fn` whose request was never written after all (its
+   * session refused it, or a failed write did not deliver it): `previous`, what `note` returned,
+   * is the last send again. Called under the provider's lock, before another call is noted.
+   */
+  unnote(device: DeviceCapabilities, fn: FunctionSpec, previous: IntervalNote | undefined): void {
+    const key = this.#key(device, fn);
+    if (previous === undefined) this.#last.delete(key);
+    else this.#last.set(key, previous);
   }
 
   /** Functions remembered now (tests, metrics). */

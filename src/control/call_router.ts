@@ -633,17 +633,17 @@ export class CallRouter {
       // its session says the frame never went out (below): once sent, a failure is `failed`
       // and names no refusing check.
       progress.sent = available;
-      if (available) {
-        this.#intervals.note(device, fn, this.#clock.monoMs());
-        req.onSent?.();
-      }
+      const noted = available ? this.#intervals.note(device, fn, this.#clock.monoMs()) : undefined;
+      if (available) req.onSent?.();
       try {
         response = await pending;
       } catch (err) {
         // Its frame never written (the session refused it, or a failed write did not deliver
-        // it: a provider gone deaf, its session not yet ended): nothing reached the provider.
-        // A request too large to frame is the arguments' fault.
+        // it: a provider gone deaf, its session not yet ended): nothing reached the provider, so
+        // its min_interval_ms counts from the last call sent, as before it. A request too large
+        // to frame is the arguments' fault.
         if (neverWritten(err)) {
+          if (available) this.#intervals.unnote(device, fn, noted);
           progress.sent = false;
           if (err instanceof RuntimeError && err.code === "INVALID_ARGUMENT") {
             progress.refusedBy = "validation";

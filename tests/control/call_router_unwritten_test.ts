@@ -4,7 +4,9 @@
  * the session has not ended yet (AdppClient: it ends once drained), so the provider still counts
  * as up when the call is sent. Nothing reached the provider: the call is a refusal by
  * `unavailable` on the audit trail (docs/http-api.md, "Audit trail": `refused` -- nothing was
- * sent), not a `failed` call that may have acted, and reachedProvider says so.
+ * sent), not a `failed` call that may have acted, and reachedProvider says so. Nor is it the
+ * last call sent of its function: a declared min_interval_ms counts from the calls the provider
+ * was sent (docs/http-api.md, "Provider policies").
  */
 import assert from "node:assert/strict";
 import type { ProviderProcess, SpawnFn } from "../../src/common/mod.ts";
@@ -17,6 +19,7 @@ import {
 import { spawnProcess } from "../../src/host/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { inProcessSpawn } from "../helpers/in_process_provider.ts";
+import { policyProvider } from "../helpers/policy_provider.ts";
 import { TEST_PROGRAMS } from "../helpers/programs.ts";
 import { rig } from "../helpers/rig.ts";
 import { d, plantProvider } from "../safety/_fixture.ts";
@@ -97,5 +100,43 @@ Deno.test("CallRouter: a call whose request could not be written (the provider w
   assert.equal(fan.length, 1);
   assert.equal(fan[0]!.outcome, "refused");
   assert.equal(fan[0]!.refused_by, "unavailable");
+  await held;
+});
+
+Deno.test("CallRouter: a call whose request could not be written notes no min_interval_ms: the next one is not refused as called too soon", async () => {
+  const spawner = deafeningSpawn();
+  // The policy provider's act0 `pulse` declares min_interval_ms 1000; timeout_ms bounds the wait
+  // for the request held below.
+  await using r = await rig({
+    providers: [{ ...policyProvider("pol"), timeoutMs: 2000 }],
+    host: { spawn: spawner.spawn },
+  });
+  const router = new CallRouter({
+    registry: r.kernel.registry,
+    cache: r.kernel.cache,
+    log: testLogger(),
+    clock: r.clock,
+  });
+  const host = r.kernel.registry.host("pol")!;
+  spawner.deafen();
+  const held = host.request("get_health", {}).then(() => "answered", (e) => `${e}`);
+  const pulse = () =>
+    router.call({
+      providerId: "pol",
+      deviceId: "act0",
+      functionName: "pulse",
+      args: {},
+      origin: "manual",
+    }).then(() => null, (e) => e);
+  const first = await pulse();
+  assert.match(`${first}`, /write failed/);
+  assert.equal(reachedProvider(first), false);
+  // Nothing was sent: the next call is no call sooner than min_interval_ms after the last one
+  // sent (it is refused only because the provider still does not read).
+  const second = await pulse();
+  assert.ok(second !== null, "the provider does not read: the call cannot succeed");
+  assert.equal(refusedBeforeSending(second), null, `${second}`);
+  assert.doesNotMatch(`${second}`, /min_interval_ms/);
+  assert.equal(reachedProvider(second), false);
   await held;
 });
