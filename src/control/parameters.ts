@@ -10,6 +10,7 @@ import {
   invalidArgument,
   type Logger,
   notFound,
+  quoteProviderTextWithin,
   transitionDate,
 } from "../common/mod.ts";
 import type { ParameterConfig, ParameterType } from "../config/mod.ts";
@@ -45,6 +46,19 @@ export interface ParameterService {
     written?: string,
   ): { name: string; value: ParameterValue };
   get(name: string): ParameterView | undefined;
+}
+
+/**
+ * Longest string parameter value (a client's text, up to a request body) that a message about a
+ * change of the recipe quotes (an AUTO entry a set refuses, a reload's change of it); longer is cut.
+ */
+export const QUOTED_PARAMETER_VALUE_CHARS = 64;
+
+/** A value in a message: a number or a bool as it is, a string JSON-quoted and cut. */
+function changedValueText(value: ParameterValue): string {
+  return typeof value === "string"
+    ? quoteProviderTextWithin(value, QUOTED_PARAMETER_VALUE_CHARS)
+    : String(value);
 }
 
 /** Text of a value in `parameter_change` events: doubles with six decimals (as anolis). */
@@ -329,7 +343,9 @@ export class ParameterStore implements ParameterService {
       if (def === undefined) out.push(`${name} (removed)`);
       else if (!sameDeclaration(prev, def) && valueAfter(prev, def, value) !== value) {
         out.push(
-          `${name} (its value ${String(value)} would go to the default ${String(def.default)})`,
+          `${name} (its value ${changedValueText(value!)} would go to the default ${
+            changedValueText(def.default)
+          })`,
         );
       }
     }
@@ -410,8 +426,11 @@ export class ParameterStore implements ParameterService {
     });
     // A MANUAL -> AUTO running its before-hooks was requested with the old value: AUTO is armed
     // only with the recipe it was asked with (as a reload's change of it: kernel.ts).
+    // A string value is a client's text of up to a request body: quoted and cut in the refusal.
     this.#o.modes?.invalidateAutoEntry(
-      `a parameter set changed the recipe (${name} ${String(old)} -> ${String(next)})`,
+      `a parameter set changed the recipe (${name} ${changedValueText(old)} -> ${
+        changedValueText(next)
+      })`,
       "request AUTO again to enter it with the parameter values now in force",
       "parameter",
     );

@@ -272,3 +272,13 @@ Deno.test("ParameterStore.valueChanges: a type-only change (int64 -> double, sam
   s.set("n", 41.5);
   assert.deepEqual(s.valueChanges([int]), ["n (its value 41.5 would go to the default 30)"]);
 });
+
+Deno.test("ParameterStore.valueChanges names a string value quoted, a long one cut (a reload's refusal in AUTO is logged on one line)", () => {
+  const label: ParameterConfig = { name: "label", type: "string", default: "", allowedValues: [] };
+  const { s } = store([label]);
+  // A client's text, of up to a request body, with a line break of its own.
+  s.set("label", `${"x".repeat(60_000)}\nforged`);
+  assert.deepEqual(s.valueChanges([{ ...label, allowedValues: ["a"], default: "a" }]), [
+    `label (its value "${"x".repeat(64)}\u2026" would go to the default "a")`,
+  ]);
+});

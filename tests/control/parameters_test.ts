@@ -244,3 +244,25 @@ Deno.test("ParameterStore dates a parameter's change no earlier than its change 
     "never earlier than the parameter's change before it",
   );
 });
+
+Deno.test("ParameterStore.set tells the mode manager of a value it changes: a string value quoted, a long one cut", () => {
+  // The refusal of a MANUAL -> AUTO whose before-hooks ran during the set carries this text (the
+  // 409 answer, the audit reason): a string is a client's text of up to a request body.
+  const whys: string[] = [];
+  const s = new ParameterStore({
+    parameters: PARAMS,
+    bus: new EventBus(),
+    clock: systemClock,
+    log: testLogger(),
+    modes: { invalidateAutoEntry: (why) => void whys.push(why) },
+  });
+  s.set("label", "x".repeat(60_000));
+  s.set("label", "a\nb");
+  s.set("label", "a\nb"); // unchanged: nothing to tell
+  s.set("temp", 35);
+  assert.deepEqual(whys, [
+    `a parameter set changed the recipe (label "" -> "${"x".repeat(64)}\u2026")`,
+    `a parameter set changed the recipe (label "${"x".repeat(64)}\u2026" -> "a\\nb")`,
+    "a parameter set changed the recipe (temp 30 -> 35)",
+  ]);
+});
