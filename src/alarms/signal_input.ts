@@ -149,7 +149,17 @@ export class SignalInput {
 
   #staleSince(ctx: InputContext, nowMono: number): number {
     const s = this.sample(ctx)!;
-    return s.receivedMono + this.#staleBound(ctx.cache, nowMono);
+    // Not before a bound a reload tightened was in force, also for an input that first reads
+    // it after that reload (an alarm the same reload adds): the cache noted when (state_cache.ts).
+    const since = ctx.cache.staleSinceMono(
+      this.providerId,
+      this.deviceId,
+      this.signalId,
+      s.receivedMono,
+    );
+    // A slot the cache no longer holds (never "never": the delay would never run out): the age
+    // rule with the bound this input read.
+    return since === Infinity ? s.receivedMono + this.#staleBound(ctx.cache, nowMono) : since;
   }
 
   /**

@@ -169,6 +169,12 @@ interface SignalSlot {
   readonly polled: boolean;
   /** Age (ms, monotonic) past which the cached sample is stale (staleAfterMs()). */
   staleAfterMs: number;
+  /**
+   * When a reload last tightened staleAfterMs (monotonic ms; -Infinity: never), and the bound
+   * before it: a sample usable until then went stale then, not earlier (staleSinceMono()).
+   */
+  tightenedAtMono: number;
+  looserMs: number;
   /** The cached sample (the same object as in `signals`); undefined before the first. */
   last: SignalState | undefined;
   /** The answer (StateCache's count of applied answers) that last carried it: one per answer. */
@@ -398,6 +404,26 @@ export class StateCache implements FreshReader {
   }
 
   /**
+   * When a sample received at `receivedMono` went stale (monotonic ms): as its age passed the
+   * signal's bound, but not before that bound was in force -- one a reload tightened makes a
+   * sample usable until then stale from the reload on, and one stale under the bound before
+   * since that bound ran out. Infinity for a signal the cache does not hold. Allocates nothing.
+   */
+  staleSinceMono(
+    providerId: string,
+    deviceId: string,
+    signalId: string,
+    receivedMono: number,
+  ): number {
+    const slot = this.#byProvider.get(providerId)?.get(deviceId)?.slots.get(signalId);
+    if (slot === undefined) return Infinity;
+    return Math.max(
+      receivedMono + slot.staleAfterMs,
+      Math.min(slot.tightenedAtMono, receivedMono + slot.looserMs),
+    );
+  }
+
+  /**
    * How often the poll loop polls a device (ms): a whole number of polling intervals, longer than
    * one when all its polled signals hint slower (staleness.ts, devicePollPeriodMs). Undefined for a
    * device the cache does not hold.
@@ -452,6 +478,7 @@ export class StateCache implements FreshReader {
     this.#boundsVersion++;
     const interval = this.#intervalMs;
     const count = host.devices.length;
+    const nowMono = this.#opts.clock.monoMs();
     for (const caps of host.devices) {
       const dev = devices.get(caps.device.deviceId);
       if (!dev) continue;
@@ -462,7 +489,15 @@ export class StateCache implements FreshReader {
       dev.skipCycles = Math.min(dev.skipCycles, Math.round(rules.pollPeriodMs / interval) - 1);
       for (const spec of caps.signals) {
         const slot = dev.slots.get(spec.signalId);
-        if (slot) slot.staleAfterMs = rules.signalStaleAfterMs(spec.staleAfterMs);
+        if (!slot) continue;
+        const bound = rules.signalStaleAfterMs(spec.staleAfterMs);
+        // Tightened (a reload of health.staleness or polling.interval_ms): noted for the
+        // samples it makes stale (staleSinceMono); a slot just declared has no bound before.
+        if (bound < slot.staleAfterMs && slot.staleAfterMs !== Infinity) {
+          slot.tightenedAtMono = nowMono;
+          slot.looserMs = slot.staleAfterMs;
+        }
+        slot.staleAfterMs = bound;
       }
     }
   }
@@ -1380,6 +1415,8 @@ export class StateCache implements FreshReader {
           unit: s.unit,
           polled,
           staleAfterMs: Infinity,
+          tightenedAtMono: -Infinity,
+          looserMs: Infinity,
           last: undefined,
           answer: 0,
         });

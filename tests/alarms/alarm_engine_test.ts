@@ -1795,3 +1795,38 @@ alarms:
     await s.close();
   }
 });
+
+Deno.test("AlarmEngine: an alarm the same reload adds on a signal nothing read runs its delay from the reload when that reload tightened the stale bound: the sample was usable until then", async () => {
+  const s = await setup(`
+alarms:
+  - { id: count_watch, signal: p0/probe/count, hi: 100 }
+`);
+  try {
+    s.fx.clock.mono = 10_000;
+    await s.read([temp(25)]);
+    s.fx.clock.mono = 10_800;
+    s.timers.fireDue();
+    // One reload: health.staleness tightened to 300 ms (applied first, kernel.ts, and judged at
+    // once), then an alarm added on the temperature, which nothing read before. Its sample was
+    // usable until the reload (800 ms old under 1000 ms): stale from the reload, not from 10300.
+    s.fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 300 });
+    s.engine.evaluateAll();
+    s.reload(`
+alarms:
+  - { id: count_watch, signal: p0/probe/count, hi: 100 }
+  - { id: guard, signal: p0/probe/temp, hi: 80, delay_ms: 500, action: estop }
+`);
+    assert.match(s.engine.alarm("guard").bad_input ?? "", /is stale/);
+    assert.equal(s.engine.alarm("guard").state, "normal", "500 ms delay not run yet");
+    assert.deepEqual(s.actions, []);
+    s.fx.clock.mono = 11_299;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").state, "normal", "stale since 10800: 499 ms of 500");
+    assert.deepEqual(s.actions, []);
+    s.fx.clock.mono = 11_301;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").state, "active");
+  } finally {
+    await s.close();
+  }
+});

@@ -26,6 +26,7 @@ function context(o: {
     device: (p: string, d: string) =>
       o.device === false || p !== "p0" || d !== "probe" ? undefined : { signals },
     staleAfterMs: () => STALE_AFTER_MS,
+    staleSinceMono: (_p: string, _d: string, _s: string, r: number) => r + STALE_AFTER_MS,
   } as unknown as StateCache;
   const outages = o.condition === undefined ? undefined : {
     condition: (): DeviceCondition => ({ ...o.condition!, sinceMono: null }),
@@ -147,6 +148,7 @@ Deno.test("SignalInput applies the cache's stale bound from its first classifica
   const cache = {
     device: () => ({ signals }),
     staleAfterMs: () => bound,
+    staleSinceMono: (_p: string, _d: string, _s: string, r: number) => r + bound,
     boundsVersion: 1,
   };
   const ctx = { cache: cache as unknown as StateCache };
@@ -161,7 +163,13 @@ Deno.test("SignalInput applies the cache's stale bound from its first classifica
 Deno.test("SignalInput dates a sample a tightened bound made stale from when the bound was found tightened, and one stale under its first bound from when it went stale", () => {
   const signals = new Map<string, SignalState>([["temp", sample(dbl(20), "OK", 0)]]);
   let bound = 5 * STALE_AFTER_MS;
-  const cache = { device: () => ({ signals }), staleAfterMs: () => bound, boundsVersion: 1 };
+  const cache = {
+    device: () => ({ signals }),
+    staleAfterMs: () => bound,
+    // The bound as in force all along (a cache that noted no reload).
+    staleSinceMono: (_p: string, _d: string, _s: string, r: number) => r + bound,
+    boundsVersion: 1,
+  };
   const ctx = { cache: cache as unknown as StateCache };
   const i = input();
   assert.equal(i.classify(ctx, 3000), InputProblem.GOOD);
