@@ -34,6 +34,7 @@ import {
   type Clock,
   deviceHandle,
   failedPrecondition,
+  latestDate,
   type Logger,
   neverThrowing,
   providerIdOf,
@@ -859,8 +860,14 @@ export class ModeManager implements ModeService {
    * Commits FAULT now, synchronously (mode_change published, listeners told -- the tree halts),
    * unless the mode is FAULT already. The transition's hooks run when the caller calls
    * `runHooks()`: the e-stop runs its ladder first. A committed entry is recorded with `source`.
+   * `notBefore`: the date of what commits it (an e-stop's latch, dated first): its mode_change is
+   * dated no earlier, also when that date stands on one before it past a step back of the clock.
    */
-  enterFault(reason: string, source: AuditOrigin = INTERNAL_ORIGIN): FaultEntry {
+  enterFault(
+    reason: string,
+    source: AuditOrigin = INTERNAL_ORIGIN,
+    notBefore: number | null = null,
+  ): FaultEntry {
     const from = this.#mode;
     if (from === "FAULT") {
       // Leaving FAULT is in progress (its before-hooks run): that transition must not commit
@@ -878,6 +885,8 @@ export class ModeManager implements ModeService {
     }
     // Its line may be lost, never the FAULT it announces (a logger that throws).
     this.#stopLog.info(`transition ${from} -> FAULT (${quoteReason(reason)})`);
+    // Never dated before its cause (#changeAt): the e-stop's latch is read first.
+    this.#lastChangeAt = latestDate(this.#lastChangeAt, notBefore);
     // Before the commit: a mode listener may force FAULT again, and wait for these hooks.
     const done = Promise.withResolvers<readonly HookFailure[]>();
     const soFar: HookFailure[] = [];

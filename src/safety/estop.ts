@@ -503,8 +503,11 @@ export function planFailedWarning(rung: SoftwareSafeState, why: string): string 
 /** The mode manager's part in an e-stop (ModeManager satisfies it). */
 export interface EstopModes {
   current(): RuntimeMode;
-  /** Commits FAULT synchronously; its hooks run when asked. */
-  enterFault(reason: string, source?: AuditOrigin): FaultEntry;
+  /**
+   * Commits FAULT synchronously; its hooks run when asked. `notBefore`: the latch's date, which
+   * its mode_change is dated no earlier than.
+   */
+  enterFault(reason: string, source?: AuditOrigin, notBefore?: number | null): FaultEntry;
   /**
    * Makes the hooks into FAULT of the entry in force again (a trigger while FAULT stood: its ladder
    * may have undone what they set), filling `failures`; null when none has run.
@@ -1043,7 +1046,7 @@ export class Estop implements EstopService {
     // The reason is on the line above; the mode manager logs the transition "(e-stop)".
     const fault = contained(
       "entering FAULT",
-      () => this.#o.modes?.enterFault("e-stop", { kind: "estop", cause }) ?? null,
+      () => this.#o.modes?.enterFault("e-stop", { kind: "estop", cause }, latchedAtMs) ?? null,
     );
     // The stop makes the hooks into FAULT after its ladder: held from here until their run has
     // begun, so that a reload stopping a provider while the ladder runs waits for them too.
