@@ -173,10 +173,17 @@ async function refreshView(view, full) {
 // ---- refresh cycle and event stream ----
 
 let refreshing = null;
+/**
+ * A full re-read failed (the runtime away for a moment): the 2 s refresh re-reads everything until
+ * one succeeds. Otherwise a page whose first read failed before its stream first opened (which
+ * re-reads nothing) showed no devices, under a live stream, until some device came or went.
+ */
+let fullOwed = false;
 
 /** Re-reads everything (full: inventory, parameters and tree too). */
 function refresh(full) {
   if (refreshing !== null && !full) return refreshing;
+  full ||= fullOwed;
   const run = async () => {
     const tasks = [status.load(), health.load(), refreshView(currentView(), full)];
     if (full) {
@@ -186,6 +193,7 @@ function refresh(full) {
     }
     const results = await Promise.allSettled(tasks);
     const failed = results.find((r) => r.status === "rejected");
+    if (full) fullOwed = failed !== undefined;
     if (failed) showRefreshError(failed.reason);
     else clearRefreshError();
   };
