@@ -171,7 +171,8 @@ interface SignalSlot {
   staleAfterMs: number;
   /**
    * When a reload last tightened staleAfterMs (monotonic ms; -Infinity: never), and the bound
-   * before it: a sample usable until then went stale then, not earlier (staleSinceMono()).
+   * before it for the held sample (the age at which it went stale before, an earlier tightening
+   * included): a sample usable until then went stale then, not earlier (staleSinceMono()).
    */
   tightenedAtMono: number;
   looserMs: number;
@@ -179,6 +180,17 @@ interface SignalSlot {
   last: SignalState | undefined;
   /** The answer (StateCache's count of applied answers) that last carried it: one per answer. */
   answer: number;
+}
+
+/**
+ * When a sample received at `receivedMono` went stale under a slot's bounds (staleSinceMono()):
+ * its age past the bound, not before the tightening that set it for one usable until then.
+ */
+function slotStaleSince(slot: SignalSlot, receivedMono: number): number {
+  return Math.max(
+    receivedMono + slot.staleAfterMs,
+    Math.min(slot.tightenedAtMono, receivedMono + slot.looserMs),
+  );
 }
 
 interface MutableDeviceState {
@@ -416,11 +428,7 @@ export class StateCache implements FreshReader {
     receivedMono: number,
   ): number {
     const slot = this.#byProvider.get(providerId)?.get(deviceId)?.slots.get(signalId);
-    if (slot === undefined) return Infinity;
-    return Math.max(
-      receivedMono + slot.staleAfterMs,
-      Math.min(slot.tightenedAtMono, receivedMono + slot.looserMs),
-    );
+    return slot === undefined ? Infinity : slotStaleSince(slot, receivedMono);
   }
 
   /**
@@ -493,9 +501,12 @@ export class StateCache implements FreshReader {
         const bound = rules.signalStaleAfterMs(spec.staleAfterMs);
         // Tightened (a reload of health.staleness or polling.interval_ms): noted for the
         // samples it makes stale (staleSinceMono); a slot just declared has no bound before.
+        // The bound before is the held sample's as dated until now (a tightening before this
+        // one included): a sample the first made stale stays stale from then, not earlier.
         if (bound < slot.staleAfterMs && slot.staleAfterMs !== Infinity) {
+          const r = slot.last?.receivedMono;
+          slot.looserMs = r === undefined ? slot.staleAfterMs : slotStaleSince(slot, r) - r;
           slot.tightenedAtMono = nowMono;
-          slot.looserMs = slot.staleAfterMs;
         }
         slot.staleAfterMs = bound;
       }

@@ -1830,3 +1830,42 @@ alarms:
     await s.close();
   }
 });
+
+Deno.test("AlarmEngine: after two reloads that tighten the stale bound, an alarm the second adds dates a sample the first made stale from the first, not from before it", async () => {
+  const s = await setup(`
+alarms:
+  - { id: count_watch, signal: p0/probe/count, hi: 100 }
+`);
+  try {
+    s.fx.clock.mono = 10_000;
+    await s.read([temp(25)]);
+    s.fx.clock.mono = 10_800;
+    s.timers.fireDue();
+    // First reload: 1000 ms -> 600 ms. The sample (800 ms old) was usable until then: stale
+    // from 10800.
+    s.fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 600 });
+    s.engine.evaluateAll();
+    s.fx.clock.mono = 10_900;
+    s.timers.fireDue();
+    // Second reload: 600 ms -> 300 ms, and an alarm added on the temperature. The sample went
+    // stale at 10800 (the first reload), not at 10600 (received + 600 ms, before that reload).
+    s.fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 300 });
+    s.engine.evaluateAll();
+    s.reload(`
+alarms:
+  - { id: count_watch, signal: p0/probe/count, hi: 100 }
+  - { id: guard, signal: p0/probe/temp, hi: 80, delay_ms: 500, action: estop }
+`);
+    assert.match(s.engine.alarm("guard").bad_input ?? "", /is stale/);
+    assert.equal(s.engine.alarm("guard").state, "normal", "500 ms delay not run yet");
+    s.fx.clock.mono = 11_299;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").state, "normal", "stale since 10800: 499 ms of 500");
+    assert.deepEqual(s.actions, []);
+    s.fx.clock.mono = 11_301;
+    s.timers.fireDue();
+    assert.equal(s.engine.alarm("guard").state, "active");
+  } finally {
+    await s.close();
+  }
+});
