@@ -1796,7 +1796,14 @@ alarms:
   }
 });
 
-Deno.test("AlarmEngine: an alarm the same reload adds on a signal nothing read runs its delay from the reload when that reload tightened the stale bound: the sample was usable until then", async () => {
+/**
+ * A temperature sample received at 10000 and usable at 10800 (the 1000 ms bound); then each of
+ * `tightenings` (monotonic time, new health.staleness bound) applied and judged at once, as the
+ * kernel's health section does; then a reload adds a delayed e-stop alarm on the temperature,
+ * which nothing read before. The sample was usable until the first tightening (10800): the delay
+ * (500 ms) runs from then, not from received + a bound, before it.
+ */
+async function alarmAddedAfterTightenings(tightenings: readonly [number, number][]) {
   const s = await setup(`
 alarms:
   - { id: count_watch, signal: p0/probe/count, hi: 100 }
@@ -1804,13 +1811,12 @@ alarms:
   try {
     s.fx.clock.mono = 10_000;
     await s.read([temp(25)]);
-    s.fx.clock.mono = 10_800;
-    s.timers.fireDue();
-    // One reload: health.staleness tightened to 300 ms (applied first, kernel.ts, and judged at
-    // once), then an alarm added on the temperature, which nothing read before. Its sample was
-    // usable until the reload (800 ms old under 1000 ms): stale from the reload, not from 10300.
-    s.fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 300 });
-    s.engine.evaluateAll();
+    for (const [at, staleAfterMs] of tightenings) {
+      s.fx.clock.mono = at;
+      s.timers.fireDue();
+      s.fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs });
+      s.engine.evaluateAll();
+    }
     s.reload(`
 alarms:
   - { id: count_watch, signal: p0/probe/count, hi: 100 }
@@ -1829,43 +1835,16 @@ alarms:
   } finally {
     await s.close();
   }
+}
+
+Deno.test("AlarmEngine: an alarm the same reload adds on a signal nothing read runs its delay from the reload when that reload tightened the stale bound: the sample was usable until then", async () => {
+  // One reload: 1000 -> 300 ms (applied first, kernel.ts), then the alarm added: stale from the
+  // reload (10800), not from 10300.
+  await alarmAddedAfterTightenings([[10_800, 300]]);
 });
 
 Deno.test("AlarmEngine: after two reloads that tighten the stale bound, an alarm the second adds dates a sample the first made stale from the first, not from before it", async () => {
-  const s = await setup(`
-alarms:
-  - { id: count_watch, signal: p0/probe/count, hi: 100 }
-`);
-  try {
-    s.fx.clock.mono = 10_000;
-    await s.read([temp(25)]);
-    s.fx.clock.mono = 10_800;
-    s.timers.fireDue();
-    // First reload: 1000 ms -> 600 ms. The sample (800 ms old) was usable until then: stale
-    // from 10800.
-    s.fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 600 });
-    s.engine.evaluateAll();
-    s.fx.clock.mono = 10_900;
-    s.timers.fireDue();
-    // Second reload: 600 ms -> 300 ms, and an alarm added on the temperature. The sample went
-    // stale at 10800 (the first reload), not at 10600 (received + 600 ms, before that reload).
-    s.fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 300 });
-    s.engine.evaluateAll();
-    s.reload(`
-alarms:
-  - { id: count_watch, signal: p0/probe/count, hi: 100 }
-  - { id: guard, signal: p0/probe/temp, hi: 80, delay_ms: 500, action: estop }
-`);
-    assert.match(s.engine.alarm("guard").bad_input ?? "", /is stale/);
-    assert.equal(s.engine.alarm("guard").state, "normal", "500 ms delay not run yet");
-    s.fx.clock.mono = 11_299;
-    s.timers.fireDue();
-    assert.equal(s.engine.alarm("guard").state, "normal", "stale since 10800: 499 ms of 500");
-    assert.deepEqual(s.actions, []);
-    s.fx.clock.mono = 11_301;
-    s.timers.fireDue();
-    assert.equal(s.engine.alarm("guard").state, "active");
-  } finally {
-    await s.close();
-  }
+  // 1000 -> 600 ms at 10800 (the sample, 800 ms old, stale from then), 600 -> 300 ms at 10900
+  // with the alarm added: stale since 10800, not 10600 (received + 600, before that reload).
+  await alarmAddedAfterTightenings([[10_800, 600], [10_900, 300]]);
 });
