@@ -150,20 +150,30 @@ Deno.test("a wall clock stepped back: the ring answers the polls of the repeated
   }
 });
 
-Deno.test("a wall clock stepped back: a question over the repeated times gets the ring's polls from before the step too, not only those since", async () => {
-  const { clock, history, poll } = handFedHistory({ stepMs: 1000, memorySeconds: 60 });
+/**
+ * A history (1 s buckets, a 60 s ring; `more` options too) fed one poll a second from T0 to T0+30 s
+ * (value = its second), then the wall clock stepped back 20 s and two more polls (T0+11 s and 12 s,
+ * values 1011 and 1012).
+ */
+async function steppedBack20s(more: Partial<Parameters<typeof handFedHistory>[0]> = {}) {
+  const { clock, history, poll } = handFedHistory({ stepMs: 1000, memorySeconds: 60, ...more });
   clock.wall = T0;
   await history.start();
+  for (let s = 0; s <= 30; s++) {
+    poll("p", "a", s);
+    clock.wall += 1000;
+  }
+  clock.wall = T0 + 11_000; // stepped back 20 s
+  for (let s = 11; s <= 12; s++) {
+    poll("p", "a", 1000 + s);
+    clock.wall += 1000;
+  }
+  return history;
+}
+
+Deno.test("a wall clock stepped back: a question over the repeated times gets the ring's polls from before the step too, not only those since", async () => {
+  const history = await steppedBack20s();
   try {
-    for (let s = 0; s <= 30; s++) {
-      poll("p", "a", s);
-      clock.wall += 1000;
-    }
-    clock.wall = T0 + 11_000; // stepped back 20 s
-    for (let s = 11; s <= 12; s++) {
-      poll("p", "a", 1000 + s);
-      clock.wall += 1000;
-    }
     const q = { providerId: "p", deviceId: "a", signalIds: ["x"], sinceMs: T0 };
     const full = await history.query({ ...q, untilMs: T0 + 40_000 });
     assert.equal(full.incomplete, null);
@@ -196,23 +206,8 @@ Deno.test("a wall clock stepped back: a question over the repeated times gets th
 });
 
 Deno.test("a wall clock stepped back without a disk tier: the ring's polls from before the step that the answer holds are after its memory_from_ms, as points before it are the disk tier's", async () => {
-  const { clock, history, poll } = handFedHistory({
-    stepMs: 1000,
-    memorySeconds: 60,
-    diskMaxBytes: 0,
-  });
-  clock.wall = T0;
-  await history.start();
+  const history = await steppedBack20s({ diskMaxBytes: 0 });
   try {
-    for (let s = 0; s <= 30; s++) {
-      poll("p", "a", s);
-      clock.wall += 1000;
-    }
-    clock.wall = T0 + 11_000; // stepped back 20 s
-    for (let s = 11; s <= 12; s++) {
-      poll("p", "a", 1000 + s);
-      clock.wall += 1000;
-    }
     const q = { providerId: "p", deviceId: "a", signalIds: ["x"], sinceMs: T0 + 5000 };
     const full = await history.query({ ...q, untilMs: T0 + 40_000 });
     assert.equal(full.source, "memory");
