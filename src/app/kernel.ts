@@ -2333,22 +2333,20 @@ export class Kernel {
       // A file that turns auth off judges its tokens as ignored (a token no client can send is
       // only a warning there), but authentication stays on until a restart: it would admit nobody.
       if (running.enabled && running.authEnabled) {
+        // The first of the file's tokens no client can send; else an http.tokens entry with such
+        // a token, left out at load (not a token removed).
+        let unsendable = next.http.unsendableTokens?.[0];
         for (const t of withDefaultToken(apiToken, named)) {
-          const unsendable = t.token === "" ? null : unsendableToken(t.token);
-          if (unsendable === null) continue;
-          return {
-            refusedBy: "validation",
-            refused: `http.auth_enabled stays true until a restart and token '${t.name}' ` +
-              `${unsendable}; the tokens in force are kept`,
-          };
+          const why = t.token === "" ? null : unsendableToken(t.token);
+          if (why === null) continue;
+          unsendable = { name: t.name, why };
+          break;
         }
-        // An http.tokens entry with such a token is left out at load: not a token removed.
-        const left = next.http.unsendableTokens?.[0];
-        if (left !== undefined) {
+        if (unsendable !== undefined) {
           return {
             refusedBy: "validation",
-            refused: `http.auth_enabled stays true until a restart and token '${left.name}' ` +
-              `${left.why}; the tokens in force are kept`,
+            refused: `http.auth_enabled stays true until a restart and token ` +
+              `'${unsendable.name}' ${unsendable.why}; the tokens in force are kept`,
           };
         }
       }
