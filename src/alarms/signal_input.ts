@@ -69,12 +69,6 @@ export class SignalInput {
   /** The signal's stale bound as last read from the cache, and the cache's boundsVersion then. */
   #staleAfterMs = Infinity;
   #boundsVersion = -1;
-  /**
-   * When the bound was last found tightened (monotonic ms; a reload of health.staleness or of
-   * polling.interval_ms): a sample usable until then went stale then, not at the earlier instant
-   * its age passed the new bound. -Infinity: never.
-   */
-  #tightenedAtMono = -Infinity;
 
   constructor(handle: string, providerId: string, deviceId: string, signalId: string) {
     this.handle = handle;
@@ -119,10 +113,9 @@ export class SignalInput {
       this.#staleAtMono = null;
       if (this.#badSinceMono === null) {
         // A stale sample went bad the moment its age passed the bound, not when it was seen --
-        // nor before that bound was in force (usable until a tightened bound made it stale).
-        this.#badSinceMono = problem === InputProblem.AGE
-          ? Math.max(this.#staleSince(ctx, nowMono), this.#tightenedAtMono)
-          : nowMono;
+        // nor before that bound was in force (usable until a tightened bound made it stale: the
+        // cache's record, #staleSince).
+        this.#badSinceMono = problem === InputProblem.AGE ? this.#staleSince(ctx) : nowMono;
       }
     }
     return problem;
@@ -136,7 +129,7 @@ export class SignalInput {
     if (s === undefined) return InputProblem.NO_SAMPLE;
     if (s.quality !== "OK") return InputProblem.QUALITY;
     if (s.value === null) return InputProblem.NO_VALUE;
-    const staleAfter = this.#staleBound(cache, nowMono);
+    const staleAfter = this.#staleBound(cache);
     if (nowMono - s.receivedMono > staleAfter) return InputProblem.AGE;
     if (ctx.outages !== undefined) {
       if (ctx.outages.condition(this.providerId, this.deviceId).kind !== "up") {
@@ -147,7 +140,7 @@ export class SignalInput {
     return InputProblem.GOOD;
   }
 
-  #staleSince(ctx: InputContext, nowMono: number): number {
+  #staleSince(ctx: InputContext): number {
     const s = this.sample(ctx)!;
     // Not before a bound a reload tightened was in force, also for an input that first reads
     // it after that reload (an alarm the same reload adds): the cache noted when (state_cache.ts).
@@ -159,20 +152,15 @@ export class SignalInput {
     );
     // A slot the cache no longer holds (never "never": the delay would never run out): the age
     // rule with the bound this input read.
-    return since === Infinity ? s.receivedMono + this.#staleBound(ctx.cache, nowMono) : since;
+    return since === Infinity ? s.receivedMono + this.#staleBound(ctx.cache) : since;
   }
 
-  /**
-   * The signal's stale bound, re-read from the cache only when it may have changed; a tighter
-   * one than before is noted as found at `nowMono` (#tightenedAtMono).
-   */
-  #staleBound(cache: StateCache, nowMono: number): number {
+  /** The signal's stale bound, re-read from the cache only when it may have changed. */
+  #staleBound(cache: StateCache): number {
     const version = cache.boundsVersion;
     if (version !== this.#boundsVersion) {
-      const before = this.#staleAfterMs;
       this.#staleAfterMs = cache.staleAfterMs(this.providerId, this.deviceId, this.signalId);
       this.#boundsVersion = version;
-      if (this.#staleAfterMs < before && before !== Infinity) this.#tightenedAtMono = nowMono;
     }
     return this.#staleAfterMs;
   }
@@ -207,7 +195,7 @@ export class SignalInput {
         // A sample the cache marked STALE for its age reads as the age rule says it, whichever of
         // the two saw it first; a provider's own STALE (a fresh receipt) reads as the quality.
         return s?.quality === "STALE" && s.value !== null &&
-            nowMono - s.receivedMono > this.#staleBound(ctx.cache, nowMono)
+            nowMono - s.receivedMono > this.#staleBound(ctx.cache)
           ? this.#ageText(s, ctx, nowMono)
           : `${this.handle} is ${s?.quality ?? "UNAVAILABLE"}`;
       case InputProblem.AGE:

@@ -1417,22 +1417,25 @@ export class StateCache implements FreshReader {
       const id = caps.device.deviceId;
       const slots = new Map<string, SignalSlot>();
       const pollable: string[] = [];
+      const prev = old.get(id);
       for (const s of caps.signals) {
         const polled = s.pollHintHz > 0;
         if (polled) pollable.push(s.signalId);
-        // One declaration per signal id: discovery keeps the first (provider_session.ts).
+        // A signal declared before keeps its bound (#boundSlots notes a tightening by the new
+        // declaration) and a tightening's record: a sample kept usable until then stays stale
+        // from then, not earlier. One declaration per signal id: discovery keeps the first.
+        const before = prev?.slots.get(s.signalId);
         slots.set(s.signalId, {
           type: s.valueType,
           unit: s.unit,
           polled,
-          staleAfterMs: Infinity,
-          tightenedAtMono: -Infinity,
-          looserMs: Infinity,
+          staleAfterMs: before?.staleAfterMs ?? Infinity,
+          tightenedAtMono: before?.tightenedAtMono ?? -Infinity,
+          looserMs: before?.looserMs ?? Infinity,
           last: undefined,
           answer: 0,
         });
       }
-      const prev = old.get(id);
       const signals = new Map<string, SignalState>();
       for (const sid of pollable) {
         const s = prev?.signals.get(sid);

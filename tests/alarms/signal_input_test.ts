@@ -160,25 +160,34 @@ Deno.test("SignalInput applies the cache's stale bound from its first classifica
   assert.equal(i.classify(ctx, 5 * STALE_AFTER_MS + 1), InputProblem.AGE);
 });
 
-Deno.test("SignalInput dates a sample a tightened bound made stale from when the bound was found tightened, and one stale under its first bound from when it went stale", () => {
+Deno.test("SignalInput dates a sample a tightened bound made stale from when the cache noted the bound tightened, and one stale under the bound before from when it went stale", () => {
   const signals = new Map<string, SignalState>([["temp", sample(dbl(20), "OK", 0)]]);
-  let bound = 5 * STALE_AFTER_MS;
+  const looser = 5 * STALE_AFTER_MS;
+  let bound = looser;
+  let tightenedAt = -Infinity;
   const cache = {
     device: () => ({ signals }),
     staleAfterMs: () => bound,
-    // The bound as in force all along (a cache that noted no reload).
-    staleSinceMono: (_p: string, _d: string, _s: string, r: number) => r + bound,
+    // The cache's record of the tightening (state_cache.ts slotStaleSince).
+    staleSinceMono: (_p: string, _d: string, _s: string, r: number) =>
+      Math.max(r + bound, Math.min(tightenedAt, r + looser)),
     boundsVersion: 1,
   };
   const ctx = { cache: cache as unknown as StateCache };
   const i = input();
   assert.equal(i.classify(ctx, 3000), InputProblem.GOOD);
-  bound = STALE_AFTER_MS; // a reload tightens health.staleness at 3500
+  bound = STALE_AFTER_MS; // a reload tightens health.staleness at 3500: the cache notes when
+  tightenedAt = 3500;
   cache.boundsVersion = 2;
-  assert.equal(i.classify(ctx, 3500), InputProblem.AGE);
+  assert.equal(i.classify(ctx, 3600), InputProblem.AGE);
   assert.equal(i.badSinceMono, 3500, "usable until the bound was tightened, not since 1000");
-  // An input that first reads its bound with the sample already past it: since it went stale.
+  // An input that first reads its bound after the reload (an alarm the reload adds): the same.
   const fresh = input();
-  assert.equal(fresh.classify(ctx, 3500), InputProblem.AGE);
-  assert.equal(fresh.badSinceMono, STALE_AFTER_MS);
+  assert.equal(fresh.classify(ctx, 3600), InputProblem.AGE);
+  assert.equal(fresh.badSinceMono, 3500);
+  // A sample stale under the bound before the reload: since it went stale under that bound.
+  signals.set("temp", sample(dbl(20), "OK", -4000));
+  const older = input();
+  assert.equal(older.classify(ctx, 3600), InputProblem.AGE);
+  assert.equal(older.badSinceMono, -4000 + looser);
 });

@@ -1523,6 +1523,45 @@ Deno.test("StateCache.setStaleness rebounds every cached sample at once: staleAf
   }, { intervalMs: 100 });
 });
 
+Deno.test("StateCache keeps a signal's record of a tightened stale bound across a rediscovery, and notes one the rediscovery makes", async () => {
+  await withFixture(D0, async (fx) => {
+    const rediscover = async (staleMs?: number) => {
+      await fx.setInventory({
+        devices: {
+          d0: {
+            signals: [
+              { id: "x", type: T.DOUBLE, ...(staleMs === undefined ? {} : { staleMs }) },
+              { id: "n", type: T.INT64 },
+              { id: "added", type: T.DOUBLE },
+            ],
+          },
+        },
+      });
+      const pid = fx.kill();
+      await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    };
+    const cache = fx.cache;
+    const staleSince = () => cache.staleSinceMono("p0", "d0", "x", 10_000);
+    fx.clock.mono = 10_000;
+    await fx.program("d0", { read: { values: [dbl("x", 1)] } });
+    await cache.pollDevice("p0", "d0");
+    assert.equal(cache.staleAfterMs("p0", "d0", "x"), 5000);
+    fx.clock.mono = 13_000;
+    cache.setStaleness({ warnAfterMs: 500, staleAfterMs: 1000 });
+    assert.equal(staleSince(), 13_000, "usable until the reload tightened its bound");
+    await rediscover();
+    assert.equal(cache.signal("p0", "d0", "x")?.receivedMono, 10_000, "the sample is kept");
+    assert.equal(staleSince(), 13_000, "a rediscovery keeps when the bound was tightened");
+    // The bound loosened again, then tightened by the declaration of the provider's next process.
+    cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 0 });
+    assert.equal(staleSince(), 15_000);
+    fx.clock.mono = 14_000;
+    await rediscover(2000);
+    assert.equal(cache.staleAfterMs("p0", "d0", "x"), 2000);
+    assert.equal(staleSince(), 14_000, "usable until the rediscovery tightened its bound");
+  }, { intervalMs: 100, restart: { backoffMs: [0, 0, 0] } });
+});
+
 Deno.test("StateCache.setIntervalMs: a longer interval keeps the waiting cycle's time; during a cycle in flight or after stop() it arms no timer of its own", async () => {
   const clock = new ManualClock(10_000).background(ADPP_DEADLINE_TIMER);
   await withFixture(D0, async (fx) => {
