@@ -813,6 +813,11 @@ class ProviderLock {
   readonly #stops: Array<() => void> = [];
   /** Every other waiter: calls (at most MAX_QUEUED_CALLS_PER_PROVIDER) and drain barriers. */
   readonly #others: Array<() => void> = [];
+  /**
+   * The calls among #others: the queue bound counts them alone (a stop action or a drain barrier
+   * waiting takes no call's place).
+   */
+  #queuedCalls = 0;
   /** The holder's watch for a stop action queued behind it (watchStops): one holder, one watch. */
   #stopWatch: (() => void) | null = null;
 
@@ -860,26 +865,29 @@ class ProviderLock {
       options.onAdmitted?.();
       return Promise.resolve(release);
     }
-    const queued = this.#stops.length + this.#others.length;
-    if (!options.stop && !options.unbounded && queued >= MAX_QUEUED_CALLS_PER_PROVIDER) {
+    const call = !options.stop && !options.unbounded;
+    if (call && this.#queuedCalls >= MAX_QUEUED_CALLS_PER_PROVIDER) {
       return Promise.reject(
-        unavailable(`Provider busy: ${this.#providerId} has ${queued} calls queued`),
+        unavailable(`Provider busy: ${this.#providerId} has ${this.#queuedCalls} calls queued`),
       );
     }
     const waiters = options.stop ? this.#stops : this.#others;
     return new Promise((resolve, reject) => {
       const grant = () => {
+        if (call) this.#queuedCalls--;
         signal?.removeEventListener("abort", onAbort);
         resolve(release);
       };
       // Runs only while `grant` is queued: granting removes this listener first, and a signal
       // fires "abort" once.
       const onAbort = () => {
+        if (call) this.#queuedCalls--;
         waiters.splice(waiters.indexOf(grant), 1);
         reject(new RuntimeError("UNAVAILABLE", "call cancelled while queued"));
       };
       signal?.addEventListener("abort", onAbort);
       waiters.push(grant);
+      if (call) this.#queuedCalls++;
       if (options.stop) this.#stopWatch?.();
       options.onAdmitted?.();
     });

@@ -194,6 +194,32 @@ Deno.test("CallRouter serialises calls to a provider FIFO and refuses beyond the
   });
 });
 
+Deno.test("CallRouter: a stop action waiting takes no place of the queue bound: MAX_QUEUED_CALLS_PER_PROVIDER calls still queue beside it", async () => {
+  await withPlant(async (rt) => {
+    const outcome = (p: Promise<unknown>) =>
+      p.then(() => "ok", (e: RuntimeError) => `${e.code}: ${e.message}`);
+    // All issued in one synchronous step: the first takes the lock, the stop action waits first.
+    const first = outcome(manualCall(rt, "plant", "plant0", READ_STATUS));
+    const stop = outcome(rt.router.call({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: SET_FAN,
+      args: { duty: d(0) },
+      origin: "safety",
+    }));
+    const calls = Array.from(
+      { length: MAX_QUEUED_CALLS_PER_PROVIDER + 1 },
+      () => outcome(manualCall(rt, "plant", "plant0", READ_STATUS)),
+    );
+    assert.equal(await first, "ok");
+    assert.equal(await stop, "ok");
+    assert.deepEqual(await Promise.all(calls), [
+      ...Array(MAX_QUEUED_CALLS_PER_PROVIDER).fill("ok"),
+      `UNAVAILABLE: Provider busy: plant has ${MAX_QUEUED_CALLS_PER_PROVIDER} calls queued`,
+    ]);
+  });
+});
+
 Deno.test("CallRouter cancels a queued call on abort and the calls behind it still run", async () => {
   await withPlant(async (rt) => {
     const ctl = new AbortController();
