@@ -137,6 +137,9 @@ export class CallIntervals {
    */
   unnote(device: DeviceCapabilities, fn: FunctionSpec, previous: IntervalNote | undefined): void {
     const key = this.#key(device, fn);
+    // Dropped since (another provider's note past the bound): its interval had run out, and the
+    // older send's has too. Put back, it would hold the table over its bound.
+    if (!this.#last.has(key)) return;
     if (previous === undefined) this.#last.delete(key);
     else this.#last.set(key, previous);
   }

@@ -112,6 +112,26 @@ Deno.test("CallIntervals stays bounded: past the bound, entries whose interval r
   assert.equal(iv.size, 1, "only the entry within its interval stays");
 });
 
+Deno.test("CallIntervals.unnote does not put back a note the bound dropped meanwhile: the table stays within MAX_CALL_INTERVAL_ENTRIES", () => {
+  const iv = new CallIntervals();
+  const plain = fn({}, 1); // no interval: past the bound its note is dropped at once
+  iv.note(device, plain, 0);
+  for (let i = 2; i <= MAX_CALL_INTERVAL_ENTRIES; i++) {
+    iv.note(device, fn({ minIntervalMs: 10_000 }, i), 0);
+  }
+  assert.equal(iv.size, MAX_CALL_INTERVAL_ENTRIES);
+  const noted = iv.note(device, plain, 50); // its call is sent...
+  // ...meanwhile another provider's call takes the table past its bound: the note of `plain`,
+  // its interval run out, is dropped.
+  const other = { ...device, device: { ...device.device, providerId: "q" } };
+  iv.note(other, fn({ minIntervalMs: 10_000 }, 1), 60);
+  assert.equal(iv.size, MAX_CALL_INTERVAL_ENTRIES);
+  // ...and the call of `plain` was never written after all: its note is taken back.
+  iv.unnote(device, plain, noted);
+  assert.equal(iv.size, MAX_CALL_INTERVAL_ENTRIES, "not one over the bound");
+  assert.equal(iv.refusal(device, fn({ minIntervalMs: 10 }, 1), 70), null);
+});
+
 Deno.test("CallIntervals follows a function by name: a provider restart that renumbers functions keeps each one's interval", () => {
   const iv = new CallIntervals();
   const spec = (name: string, functionId: number): FunctionSpec => ({
