@@ -344,7 +344,7 @@ export class IncidentRecorder {
   /**
    * Ids of the incidents whose window passed and whose record is being written (waiting for an
    * e-stop's reason, or its write under way): a 404 for one says so (#notYet). Bounded by
-   * MAX_PENDING_INCIDENTS and the writes under way.
+   * MAX_PENDING_INCIDENTS and the writes under way; those a stop left behind are let go.
    */
   readonly #writingIds = new Set<string>();
   /** #goneIds changed since INCIDENT_GONE_FILE was last written (or its write failed). */
@@ -423,6 +423,8 @@ export class IncidentRecorder {
             `of the stop (INCIDENT_STOP_WAIT_MS): left behind`,
         );
       }
+      // Left behind: no longer said to be being written (a 404 asks again for none).
+      this.#writingIds.clear();
       if (this.#goneSaving) {
         this.#o.log.warn(
           `incident ids not kept: ${INCIDENT_GONE_FILE} not written within ` +

@@ -8,8 +8,14 @@
  * ids are kept on disk once the disk has room again.
  */
 import assert from "node:assert/strict";
-import { INCIDENT_GONE_IDS_MAX, MERGE_WINDOW_MS } from "../../src/history/mod.ts";
+import {
+  INCIDENT_GONE_IDS_MAX,
+  INCIDENT_STOP_WAIT_MS,
+  MERGE_WINDOW_MS,
+} from "../../src/history/mod.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
 import { incidentRig } from "./_incident_rig.ts";
 
 /** What a 404 of `id` says (the error get() and jsonl() throw). */
@@ -114,6 +120,44 @@ Deno.test("IncidentRecorder: the link to an incident whose window is still open,
     await incidents.settled();
     assert.equal((await incidents.get(id)).incident.incident_id, id, "served once written");
   });
+});
+
+/** MemoryFiles whose opening of an incident record hangs while `hold` (a hung disk). */
+class HeldRecordOpen extends MemoryFiles {
+  hold = false;
+  readonly held: (() => void)[] = [];
+  override async openAppend(path: string) {
+    if (this.hold && path.includes("/inc-")) {
+      await new Promise<void>((resolve) => this.held.push(resolve));
+    }
+    return super.openAppend(path);
+  }
+}
+
+Deno.test("IncidentRecorder: the link to an incident whose write a stop left behind no longer says its record is being written", async () => {
+  const files = new HeldRecordOpen();
+  const r = incidentRig({ config: { incidentAfterS: 1 }, files });
+  const ids: string[] = [];
+  r.incidents.onIncident((i) => ids.push(i.incident_id));
+  await r.start();
+  let stopped = false;
+  try {
+    files.hold = true;
+    r.loss("d0");
+    r.clock.advance(1000 + MERGE_WINDOW_MS + 100);
+    await waitFor("the hung write", () => files.held.length === 1, 5000, 1);
+    const id = ids.at(-1)!;
+    assert.match(await notFound(r.incidents.get(id)), /its record is being written/);
+    const stopping = r.stop();
+    await r.clock.advanceAsync(INCIDENT_STOP_WAIT_MS);
+    await stopping;
+    stopped = true;
+    const said = await notFound(r.incidents.get(id));
+    assert.doesNotMatch(said, /being written/, "left behind: nobody writes it now");
+  } finally {
+    for (const release of files.held) release();
+    if (!stopped) await r.stop();
+  }
 });
 
 Deno.test("IncidentRecorder: after a wall clock step back while an incident's window is open, its 404 says when the window closes on the clock now (its timer is monotonic), not an hour ahead", async () => {
