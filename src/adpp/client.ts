@@ -30,9 +30,12 @@ import {
 
 /**
  * Errors of requests the provider never got: refused before anything was written (the session
- * ended, a write failed before, too many in flight, an oversize request) or whose frame a failed
- * write did not deliver (#failUnwritten). Not those a session end failed after their frame was
- * written: the provider may have read them.
+ * ended, a write failed before, too many in flight, an oversize request), whose frame a failed
+ * write did not deliver (#failUnwritten), or whose frame was still waiting for the pipe -- not a
+ * byte of it handed to it: a provider that does not read its stdin -- at the request's deadline
+ * (taken back, never written: #onDeadlineTimer) or at the session's end (#finish). Not those a
+ * session end or a deadline failed after their frame was handed to the pipe: the provider may
+ * have read them.
  */
 const unwritten = new WeakSet<Error>();
 
@@ -315,6 +318,25 @@ class Outbox {
     return this.#ends[i]! - (i === 0 ? 0 : this.#ends[i - 1]!);
   }
 
+  /** The index of request `id`'s frame, looked for from frame `from` on; -1 when not there. */
+  indexOf(id: number, from: number): number {
+    for (let i = from; i < this.count; i++) if (this.ids[i] === id) return i;
+    return -1;
+  }
+
+  /** Takes frame `i` out (it is never written), keeping the order of the others. */
+  removeAt(i: number): void {
+    const start = i === 0 ? 0 : this.#ends[i - 1]!;
+    const bytes = this.#ends[i]! - start;
+    this.#bytes.copyWithin(start, start + bytes, this.#used);
+    this.#used -= bytes;
+    for (let k = i + 1; k < this.count; k++) {
+      this.ids[k - 1] = this.ids[k]!;
+      this.#ends[k - 1] = this.#ends[k]! - bytes;
+    }
+    this.count--;
+  }
+
   /** Frames [from, to) in a buffer of their own (a writer may keep what it was given). */
   copy(from: number, to: number): Uint8Array {
     return this.#bytes.slice(from === 0 ? 0 : this.#ends[from - 1]!, this.#ends[to - 1]!);
@@ -589,7 +611,12 @@ export class AdppClient {
     );
   }
 
-  /** Expires every request past its deadline (in the order they were sent); re-arms for the rest. */
+  /**
+   * Expires every request past its deadline (in the order they were sent); re-arms for the rest.
+   * One whose frame still waits for the pipe (the provider does not read its stdin) is taken out
+   * of the outbox, never to be written, and fails as never written (neverWritten): a timeout, as a
+   * liveness check counts it, but not one the provider may still carry out (no late call).
+   */
   readonly #onDeadlineTimer = (): void => {
     this.#deadlineTimer = null;
     this.#deadlineTimerAt = Infinity;
@@ -604,6 +631,14 @@ export class AdppClient {
         continue;
       }
       this.#pending.removeAt(i);
+      if (this.#takeUnstarted(p.id)) {
+        const err = deadlineExceeded(
+          `${p.kind} could not be written within ${p.timeoutMs} ms (the provider does not read its stdin): taken back, never sent`,
+        );
+        unwritten.add(err);
+        deliver(p.reply, err);
+        continue;
+      }
       this.#rememberExpired(p.id);
       if (p.kind === "call") this.#rememberLateCall(p.id);
       deliver(p.reply, deadlineExceeded(`${p.kind} got no answer within ${p.timeoutMs} ms`));
@@ -617,6 +652,27 @@ export class AdppClient {
     this.#clock.clearTimer(this.#deadlineTimer);
     this.#deadlineTimer = null;
     this.#deadlineTimerAt = Infinity;
+  }
+
+  /**
+   * Whether request `id`'s frame waits for the pipe, not a byte of it handed to it: in the outbox,
+   * or in the one being written after the group under way (whose write a pipe not read holds).
+   */
+  #unstarted(id: number): boolean {
+    return this.#outbox.indexOf(id, 0) >= 0 || this.#sending.indexOf(id, this.#groupTo) >= 0;
+  }
+
+  /** Takes request `id`'s frame back if it is #unstarted (it is never written); true when it was. */
+  #takeUnstarted(id: number): boolean {
+    let i = this.#outbox.indexOf(id, 0);
+    if (i >= 0) {
+      this.#outbox.removeAt(i);
+      return true;
+    }
+    i = this.#sending.indexOf(id, this.#groupTo);
+    if (i < 0) return false;
+    this.#sending.removeAt(i);
+    return true;
   }
 
   /** Closes the provider's stdin (its stop signal) and ends the session. */
@@ -795,9 +851,12 @@ export class AdppClient {
     this.#end = end;
     this.#disarmDeadlineTimer();
     for (const p of this.#pending.takeAll()) {
+      const err = unavailable(`provider session ended: ${end.message}`);
+      // A frame still waiting for the pipe is never written now: the provider never got it.
+      if (this.#unstarted(p.id)) unwritten.add(err);
       // Held by the provider at the end (endedWithCallsBefore), as a late call is.
-      if (p.kind === "call") this.#rememberLateCall(p.id);
-      deliver(p.reply, unavailable(`provider session ended: ${end.message}`));
+      else if (p.kind === "call") this.#rememberLateCall(p.id);
+      deliver(p.reply, err);
     }
     this.#wakeLateCallWaiters();
     this.#resolveEnded(end);

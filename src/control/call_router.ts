@@ -56,8 +56,11 @@ export interface CallRequest {
   /** Cancels waiting (the provider may still execute the call). */
   readonly signal?: AbortSignal | undefined;
   /**
-   * Called once the request was written to the provider (synchronously, before its answer); never
-   * for a call refused or cancelled before sending. Must not throw.
+   * Called once the request was handed to the provider's session (synchronously, before its
+   * answer); never for a call refused or cancelled before sending. Its frame may still wait there
+   * for a pipe the provider does not read: taken back at its deadline or the session's end, the
+   * call then fails refused by `unavailable`, never written (it stays in flight until then, as
+   * it may still be written). Must not throw.
    */
   readonly onSent?: (() => void) | undefined;
   /**
@@ -638,15 +641,20 @@ export class CallRouter {
       try {
         response = await pending;
       } catch (err) {
-        // Its frame never written (the session refused it, or a failed write did not deliver
-        // it: a provider gone deaf, its session not yet ended): nothing reached the provider, so
-        // its min_interval_ms counts from the last call sent, as before it. A request too large
-        // to frame is the arguments' fault.
+        // Its frame never written (the session refused it, a failed write did not deliver it:
+        // a provider gone deaf, its session not yet ended; or it still waited for a pipe the
+        // provider does not read at its deadline or the session's end, and was taken back):
+        // nothing reached the provider, so its min_interval_ms counts from the last call sent,
+        // as before it. A request too large to frame is the arguments' fault; one taken back at
+        // its deadline is refused as a provider down is (503), not a timeout that may have acted.
         if (neverWritten(err)) {
           if (available) this.#intervals.unnote(device, fn, noted);
           progress.sent = false;
           if (err instanceof RuntimeError && err.code === "INVALID_ARGUMENT") {
             progress.refusedBy = "validation";
+          }
+          if (err instanceof RuntimeError && err.code === "DEADLINE_EXCEEDED") {
+            throw unavailable(err.message);
           }
         }
         throw err;

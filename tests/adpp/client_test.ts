@@ -8,6 +8,7 @@ import {
   FrameDecoderStream,
   mapProviderCode,
   MAX_LATE_CALLS,
+  neverWritten,
   OtherDeviceAnswerError,
   PIPE_BUF,
   PreparedRead,
@@ -310,15 +311,108 @@ Deno.test("AdppClient: a frame still waiting to be written when the session ends
     clock: new ManualClock(),
   });
   const first = client.request("list_devices", {}, 10_000);
-  const second = client.request("call", { device_id: "motor0", function_id: 1 }, 10_000);
   await waitFor("the first frame to be written", () => written.length > 0);
+  const second = client.request("call", { device_id: "motor0", function_id: 1 }, 10_000);
+  await Promise.resolve();
   assert.equal(written.length, 1, "the second frame waits behind the first");
+  assert.equal(splitFrames(written[0]!).length, 1, "the first write has the first frame alone");
   const closed = client.close();
-  await assert.rejects(first, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
-  await assert.rejects(second, (e) => e instanceof RuntimeError && e.code === "UNAVAILABLE");
+  const firstErr = await first.then(() => null, (e) => e);
+  const secondErr = await second.then(() => null, (e) => e);
+  assert.ok(firstErr instanceof RuntimeError && firstErr.code === "UNAVAILABLE", `${firstErr}`);
+  assert.ok(secondErr instanceof RuntimeError && secondErr.code === "UNAVAILABLE", `${secondErr}`);
+  // The call never reached the provider, and says so; the request handed to the pipe may have.
+  assert.equal(neverWritten(secondErr), true, "the call's frame was never written");
+  assert.equal(neverWritten(firstErr), false, "the first frame was handed to the pipe");
+  assert.equal(
+    client.endedWithCallsBefore(client.nextRequestId),
+    false,
+    "a call never written is not one the provider held at the end",
+  );
   unblock();
   await closed;
   assert.equal(written.length, 1, "the call's frame was dropped, not written after the end");
+});
+
+/**
+ * A provider's stdin that does not read (a pipe full): the first write is taken and held until
+ * `drain()`, as a write into a full pipe waits for its reader; every write is kept in `written`.
+ */
+function heldStdin() {
+  const written: Uint8Array[] = [];
+  let drain!: () => void;
+  const drained = new Promise<void>((r) => (drain = r));
+  const writable = new WritableStream<Uint8Array>({
+    async write(chunk) {
+      written.push(chunk.slice());
+      if (written.length === 1) await drained;
+    },
+  });
+  return { writable, written, drain };
+}
+
+/** The request ids of every frame written so far, in order. */
+function writtenIds(written: readonly Uint8Array[]): number[] {
+  return written.flatMap((w) => splitFrames(w).map((f) => decodeRequest(f).request_id ?? 0));
+}
+
+Deno.test("AdppClient: a call whose frame still waits behind a write the provider does not take is taken back at its deadline, never written, and is no late call", async () => {
+  const stdin = heldStdin();
+  const stdout = new TransformStream<Uint8Array, Uint8Array>();
+  const clock = new ManualClock();
+  const client = new AdppClient(stdout.readable, stdin.writable, { clock });
+  // Handed to the pipe (held there): the provider may read it once it reads again.
+  const handed = client.request("call", CALL, 30).then(() => null, (e) => e);
+  await written(stdin, 1);
+  // Waits in the outbox behind it.
+  const queued = client.request("call", CALL, 30).then(() => null, (e) => e);
+  clock.advance(30);
+  const handedErr = await handed;
+  const queuedErr = await queued;
+  assert.ok(deadlineExceeded(handedErr), `${handedErr}`);
+  assert.equal(neverWritten(handedErr), false, "handed to the pipe: it may still be carried out");
+  assert.ok(deadlineExceeded(queuedErr), `${queuedErr}`);
+  assert.match(`${queuedErr}`, /could not be written within 30 ms .*never sent/);
+  assert.equal(neverWritten(queuedErr), true, "taken back: the provider never gets it");
+  assert.equal(client.lateCalls, 1, "only the call handed to the pipe is late");
+  // The pipe drains: the next request goes out, the call taken back never does.
+  stdin.drain();
+  const next = client.request("list_devices", {}, 10_000);
+  await written(stdin, 2);
+  assert.deepEqual(writtenIds(stdin.written), [1, 3]);
+  const out = stdout.writable.getWriter();
+  await out.write(encodeFrame(encodeResponse({ request_id: 3, status: OK, list_devices: {} })));
+  assert.deepEqual(await next, {});
+  assert.equal(client.open, true);
+  await out.close();
+  await client.close();
+});
+
+Deno.test("AdppClient: a frame of one turn after the PIPE_BUF write the provider does not take is taken back at its deadline; the frames of that write stay", async () => {
+  const stdin = heldStdin();
+  const clock = new ManualClock();
+  const client = new AdppClient(new ReadableStream<Uint8Array>(), stdin.writable, { clock });
+  // Three frames of about 1.5 KB: two fill the first write (at most PIPE_BUF), the third waits.
+  const ids = ["a", "b", "c"].map((d) => d.padEnd(1500, "x"));
+  const reads = ids.map((d, i) =>
+    client.request("read_signals", { device_id: d }, i === 2 ? 30 : 10_000).then(
+      () => null,
+      (e) => e,
+    )
+  );
+  await written(stdin, 1);
+  assert.equal(splitFrames(stdin.written[0]!).length, 2, "the first write takes two frames");
+  clock.advance(30);
+  const err = await reads[2];
+  assert.ok(deadlineExceeded(err), `${err}`);
+  assert.equal(neverWritten(err), true);
+  assert.equal(client.inFlight, 2, "the two frames handed to the pipe still wait for answers");
+  stdin.drain();
+  const more = client.request("list_devices", {}, 10_000).then(() => null, (e) => e);
+  await written(stdin, 2);
+  assert.deepEqual(writtenIds(stdin.written), [1, 2, 4], "the third frame is never written");
+  await client.close();
+  for (const r of [...reads, more]) await r;
 });
 
 /**

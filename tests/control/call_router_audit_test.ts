@@ -215,8 +215,13 @@ Deno.test("CallRouter audit: a call the provider failed after it was sent is `fa
     let checks = 0;
     let stopping: Promise<void> | null = null;
     router.addGate(() => {
-      // Stops the provider right after the request is written (before any answer can arrive).
-      if (++checks === 2) queueMicrotask(() => stopping = host.stop(5000));
+      // Stops the provider right after the request's write began (before any answer can
+      // arrive): the write is queued as a microtask once the call is sent, after this check at
+      // its turn, so the stop goes a microtask later. (Stopped before that, the frame would
+      // never be written: a refusal.)
+      if (++checks === 2) {
+        queueMicrotask(() => queueMicrotask(() => stopping = host.stop(5000)));
+      }
       return null;
     }, "stopper");
     const answer = await failure(fan(0.4, { origin: "hook" }));

@@ -7,6 +7,10 @@
  * sent), not a `failed` call that may have acted, and reachedProvider says so. Nor is it the
  * last call sent of its function: a declared min_interval_ms counts from the calls the provider
  * was sent (docs/http-api.md, "Provider policies").
+ *
+ * So is a call whose request still waits for a pipe its provider does not read (it stopped reading
+ * its stdin: a write is held) at its deadline or at the session's end: taken back, it is never
+ * written, so the provider cannot carry it out after its caller was told it failed.
  */
 import assert from "node:assert/strict";
 import type { ProviderProcess, SpawnFn } from "../../src/common/mod.ts";
@@ -17,8 +21,9 @@ import {
   refusedBeforeSending,
 } from "../../src/control/mod.ts";
 import { spawnProcess } from "../../src/host/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { inProcessSpawn } from "../helpers/in_process_provider.ts";
+import type { FakeProvider } from "../helpers/fake_provider.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { type InProcessSpawn, inProcessSpawn } from "../helpers/in_process_provider.ts";
 import { policyProvider } from "../helpers/policy_provider.ts";
 import { TEST_PROGRAMS } from "../helpers/programs.ts";
 import { rig } from "../helpers/rig.ts";
@@ -139,4 +144,146 @@ Deno.test("CallRouter: a call whose request could not be written notes no min_in
   assert.doesNotMatch(`${second}`, /min_interval_ms/);
   assert.equal(reachedProvider(second), false);
   await held;
+});
+
+/**
+ * The in-process providers, each with a stdin that stops being read on demand: after `clog()`,
+ * a write is held (as one into a full pipe waits for its reader) until `unclog()` or the process
+ * ends (the reader gone: the write then fails, as into a broken pipe). `held` counts the writes
+ * held now; `fakes` holds the processes.
+ */
+function cloggingSpawn(): {
+  spawn: SpawnFn;
+  fakes: InProcessSpawn;
+  clog(): void;
+  unclog(): void;
+  held(): number;
+} {
+  const base = inProcessSpawn(TEST_PROGRAMS, { otherwise: spawnProcess });
+  let gate: PromiseWithResolvers<void> | null = null;
+  let held = 0;
+  const unclog = () => {
+    gate?.resolve();
+    gate = null;
+  };
+  const spawn: SpawnFn = (o) => {
+    const proc: ProviderProcess = base.spawn(o);
+    const writer = proc.stdin.getWriter();
+    void proc.exited.then(unclog);
+    const stdin = new WritableStream<Uint8Array>({
+      async write(chunk) {
+        if (gate !== null) {
+          held++;
+          await gate.promise;
+          held--;
+        }
+        return writer.write(chunk);
+      },
+      close() {
+        return writer.close().catch(() => {});
+      },
+      abort(reason) {
+        return writer.abort(reason).catch(() => {});
+      },
+    });
+    return {
+      pid: proc.pid,
+      stdin,
+      stdout: proc.stdout,
+      stderr: proc.stderr,
+      exited: proc.exited,
+      kill: (signal) => proc.kill(signal),
+    };
+  };
+  return {
+    spawn,
+    fakes: base,
+    clog: () => void (gate ??= Promise.withResolvers()),
+    unclog,
+    held: () => held,
+  };
+}
+
+Deno.test("CallRouter: a call still waiting for a pipe its provider does not read at its deadline is refused by `unavailable`, and never reaches the provider when the pipe drains", async () => {
+  const spawner = cloggingSpawn();
+  await using r = await rig({
+    providers: [plantProvider("plant", { timeoutMs: 1000 })],
+    host: { spawn: spawner.spawn },
+  });
+  const entries: AuditDecision[] = [];
+  const router = new CallRouter({
+    registry: r.kernel.registry,
+    cache: r.kernel.cache,
+    log: testLogger(),
+    clock: r.clock,
+  });
+  router.setAuditSink({ record: (e) => entries.push(e) });
+  const host = r.kernel.registry.host("plant")!;
+  spawner.clog();
+  // Handed to the pipe, which the provider does not read: every later frame waits behind it.
+  const held = host.request("get_health", {}, 10_000).then(() => "answered", (e) => `${e}`);
+  await waitFor("a write held by the pipe", () => spawner.held() > 0);
+  const err = await router.call({
+    providerId: "plant",
+    deviceId: "plant0",
+    functionId: SET_FAN,
+    args: { duty: d(0.4) },
+    origin: "manual",
+  }).then(() => null, (e) => e);
+  assert.ok(err !== null, "the call cannot succeed");
+  // The provider reads again: what was handed to the pipe is answered, the call never arrives
+  // (its caller was told it failed: it must not act now).
+  spawner.unclog();
+  assert.equal(await held, "answered");
+  await host.request("get_health", {}, 5000);
+  const plant = spawner.fakes.running()[0]!.handler as FakeProvider;
+  assert.equal(plant.count("call"), 0, "the call was never written");
+  assert.match(`${err}`, /could not be written within 1000 ms .*never sent/);
+  assert.equal(err.code, "UNAVAILABLE", "refused as a provider down is, not a timeout");
+  assert.equal(reachedProvider(err), false, "nothing reached the provider");
+  const fan = entries.filter((e) => e.function === "set_fan");
+  assert.equal(fan.length, 1);
+  assert.equal(fan[0]!.outcome, "refused");
+  assert.equal(fan[0]!.refused_by, "unavailable");
+});
+
+Deno.test("CallRouter: a call still waiting for a pipe its provider does not read when its session ends is refused by `unavailable`, not failed after sending", async () => {
+  const spawner = cloggingSpawn();
+  await using r = await rig({
+    providers: [plantProvider("plant", { timeoutMs: 5000 })],
+    host: { spawn: spawner.spawn },
+  });
+  const entries: AuditDecision[] = [];
+  const router = new CallRouter({
+    registry: r.kernel.registry,
+    cache: r.kernel.cache,
+    log: testLogger(),
+    clock: r.clock,
+  });
+  router.setAuditSink({ record: (e) => entries.push(e) });
+  const host = r.kernel.registry.host("plant")!;
+  spawner.clog();
+  const held = host.request("get_health", {}, 10_000).then(() => "answered", (e) => `${e}`);
+  await waitFor("a write held by the pipe", () => spawner.held() > 0);
+  let sent = false;
+  const call = router.call({
+    providerId: "plant",
+    deviceId: "plant0",
+    functionId: SET_FAN,
+    args: { duty: d(0.4) },
+    origin: "manual",
+    onSent: () => void (sent = true),
+  }).then(() => null, (e) => e);
+  await waitFor("the call handed to the session", () => sent);
+  // The provider dies with the call's frame still waiting for the pipe: its session ends.
+  spawner.fakes.running()[0]!.kill("SIGKILL");
+  const err = await call;
+  assert.ok(err !== null, "the call cannot succeed");
+  assert.match(`${err}`, /provider session ended/);
+  assert.equal(reachedProvider(err), false, "nothing reached the provider");
+  const fan = entries.filter((e) => e.function === "set_fan");
+  assert.equal(fan.length, 1);
+  assert.equal(fan[0]!.outcome, "refused");
+  assert.equal(fan[0]!.refused_by, "unavailable");
+  assert.match(await held, /provider session ended/, "handed to the pipe: it may have been read");
 });
