@@ -926,7 +926,11 @@ export function responseComponents(): Record<string, JsonSchema> {
       "drain",
       "verification",
     ], {
-      latched: bool,
+      latched: note(
+        bool,
+        "The latch as it stands when the stop answers: false when POST /v0/estop/clear released " +
+          "it while the stop ran and no press latched it again since.",
+      ),
       software_safe_state: RUNG,
       actions: arr(obj(["device_handle", "function", "success"], {
         device_handle: str,

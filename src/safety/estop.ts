@@ -131,7 +131,11 @@ export interface DrainReport {
 
 /** POST /v0/estop body without `status`. */
 export interface EstopResult {
-  latched: true;
+  /**
+   * The latch as it stands when the stop answers: false when it was released (POST
+   * /v0/estop/clear) while the stop ran and no press latched it again since.
+   */
+  latched: boolean;
   software_safe_state: SoftwareSafeState;
   actions: EstopAction[];
   /** Actuating functions the rung left untouched (count and list). */
@@ -1619,7 +1623,8 @@ export class Estop implements EstopService {
     this.#mergeVerification(expect, expect.map((_, i) => i), verification, startedAt);
     this.#reportVerification(verification, "e-stop verification");
     const result: EstopResult = {
-      latched: true,
+      // As it stands now: a clear while this stop ran released it (the stop ran on all the same).
+      latched: this.#state === "latched",
       software_safe_state: plan.rung,
       actions,
       uncovered_actuating_functions: plan.uncovered.length,

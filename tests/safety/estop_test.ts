@@ -175,6 +175,23 @@ Deno.test("Estop clear releases the latch once, publishes it, and leaves the mod
   assert.equal(estopEvents().filter((e) => e.kind === "estop_change").length, 2, "idempotent");
 });
 
+Deno.test("Estop answers the latch as it stands when it answers: released by a clear while its stop ran, latched again by a press after it", async () => {
+  const { estop } = parts();
+  assert.equal((await estop.trigger("held")).latched, true);
+  const released = estop.trigger("released while it runs");
+  estop.clear();
+  const r = await released;
+  assert.equal(r.latched, false, "the answer claimed a latch the operator had released");
+  assert.equal(r.latched, estop.status().latched);
+  // Cleared, then latched again by a press that joins the same stop: both answers say latched.
+  const first = estop.trigger("first");
+  estop.clear();
+  const again = estop.trigger("latches again");
+  const answers = await Promise.all([first, again]);
+  assert.deepEqual(answers.map((a) => a.latched), [true, true]);
+  assert.equal(estop.status().latched, true);
+});
+
 Deno.test("Estop status names what latched it until the latch is released; estop_change names each trigger's cause", async () => {
   const { estop, estopEvents } = parts();
   assert.equal(estop.status().cause, null);
