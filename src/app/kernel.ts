@@ -261,6 +261,33 @@ export interface SparkplugHandle {
 export const HISTORY_STOP_BEFORE_PROVIDERS_MS = 1000;
 
 /**
+ * What a stop keeps of its whole budget (the process's deadline, {@link StopDeadline}) past the
+ * providers' own stop (runtime.shutdown_timeout_ms) when it waits for the stop actions still
+ * running on them before it stops them (stopActionsShutdownWaitMs): the stages after the
+ * providers -- the audit journal's close, the run records, telemetry's last flush with its
+ * reserve (TELEMETRY_STOP_RESERVE_MS) and the data_dir lock's release.
+ */
+export const STOP_ACTIONS_SHUTDOWN_RESERVE_MS = 500;
+
+/**
+ * The longest wait of a stop, before it stops the providers, for the stop actions still running
+ * on them (an e-stop's safe-state calls, the hook calls into FAULT: Estop.stopActionsSettled, each
+ * provider's wait also within its own bound): what the stop's whole budget (`deadline`) leaves
+ * past the providers' own stop (`budgetMs`, runtime.shutdown_timeout_ms) and
+ * STOP_ACTIONS_SHUTDOWN_RESERVE_MS, so that the providers still get their whole stop before the
+ * process gives up on it; `budgetMs` without a process deadline (a test). Read when the wait
+ * begins.
+ */
+export function stopActionsShutdownWaitMs(
+  budgetMs: number,
+  deadline: StopDeadline | undefined,
+): number {
+  return deadline === undefined
+    ? budgetMs
+    : Math.max(0, deadline.leftMs() - budgetMs - STOP_ACTIONS_SHUTDOWN_RESERVE_MS);
+}
+
+/**
  * What a stop keeps of its whole budget (the process's deadline, {@link StopDeadline}) after
  * telemetry's last flush: the abort of a write still in flight, the WARN that counts the rows left
  * unwritten, and the data_dir lock's release, all before the process gives up on the stop.
@@ -2181,6 +2208,43 @@ export class Kernel {
     }
   }
 
+  /**
+   * Waits, before a stop stops the providers, for the stop actions in flight to them, as a reload
+   * waits before it stops one (Estop.stopActionsSettled: each provider's wait within its own bound
+   * and `capMs`, stopActionsShutdownWaitMs); one line when it waited: INFO when they finished, WARN
+   * naming those that had not. Never rejects.
+   */
+  async #stopActionsBeforeStop(capMs: number): Promise<void> {
+    const ids = this.#config.providers.map((p) => p.id);
+    const waits = await Promise.all(ids.map((id) => this.estop.stopActionsSettled(id, capMs)));
+    const waited = ids.flatMap((id, i) => {
+      const wait = waits[i];
+      return wait === null || wait === undefined ? [] : [{ id, ...wait }];
+    });
+    if (waited.length === 0) return;
+    const what = (ws: typeof waited) =>
+      [
+        ...(ws.some((w) => w.ladder) ? ["the e-stop's safe-state calls"] : []),
+        ...(ws.some((w) => w.hooks) ? ["the hook calls into FAULT"] : []),
+      ].join(" and ") + ` to ${ws.map((w) => w.id).join(", ")}`;
+    const late = waited.filter((w) => !w.settled);
+    if (late.length === 0) {
+      const took = waited.some((w) => w.waitedMs === null)
+        ? ""
+        : ` ${Math.max(...waited.map((w) => w.waitedMs ?? 0))} ms`;
+      this.#lines.info(`stop: waited${took} for ${what(waited)}, then stopped the providers`);
+      return;
+    }
+    const bounds = [...new Set(late.map((w) => w.boundMs))];
+    this.#lines.warn(
+      `stop: ${what(late)} had not finished within ${
+        bounds.length === 1
+          ? `${bounds[0]} ms`
+          : `their bounds (${late.map((w) => `${w.id} ${w.boundMs} ms`).join(", ")})`
+      }; the providers are stopped all the same`,
+    );
+  }
+
   /** The owner of every live section (app/live_config.ts names them). */
   #ownKernelSections(): void {
     const own = (key: SectionKey, apply: SectionApply) => this.#owners.set(key, apply);
@@ -2613,6 +2677,14 @@ export class Kernel {
     step("alarms", () => this.alarms.stop()); // no alarm action while the runtime shuts down
     step("device outages", () => this.outages.stop()); // nor a device-loss latch forcing FAULT
     step("e-stop", () => this.estop.close()); // a plan log waiting for its turn is not written
+    // The stop actions still running or decided (an e-stop's safe-state calls, the hook calls into
+    // FAULT) are waited for before the providers are stopped, as a reload waits before it stops
+    // one: a provider stopped under them leaves the safe state half made. Meanwhile the stages
+    // below run; bounded by what the budget leaves past the providers' own stop.
+    const stopActions = stepAsync(
+      "e-stop's stop actions",
+      () => this.#stopActionsBeforeStop(stopActionsShutdownWaitMs(budget, deadline)),
+    );
     await stepAsync("state cache", () => this.cache.stop());
     // Before the providers go: their going is the runtime's stop, not a device loss (no
     // incident, no UNAVAILABLE samples). Pending incidents are written with what the ring has,
@@ -2639,6 +2711,7 @@ export class Kernel {
           `the providers are stopped meanwhile`,
       );
     }
+    await stopActions;
     await stepAsync("providers", () => this.registry.stopAll(budget));
     await recorded;
     if (this.#starting) {

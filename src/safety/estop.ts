@@ -350,7 +350,8 @@ export interface StopActionsWait {
    * Its bound: the calls left to run on the provider when it began (ladder and hook calls, at
    * least 1) x one call's worst case (stopActionWorstCaseMs of its timeout_ms) + DRAIN_MARGIN_MS,
    * at most STOP_ACTIONS_WAIT_MAX_MS (never below one call's worst case + DRAIN_MARGIN_MS);
-   * STOP_ACTIONS_WAIT_MAX_MS itself when it waited for a stop triggered while another ran.
+   * STOP_ACTIONS_WAIT_MAX_MS itself when it waited for a stop triggered while another ran; at
+   * most the caller's cap (a runtime's stop: what its shutdown budget leaves), which may cut it.
    */
   readonly boundMs: number;
 }
@@ -1335,10 +1336,14 @@ export class Estop implements EstopService {
    * call on the wire ahead, then its own deadline) + DRAIN_MARGIN_MS, at most
    * STOP_ACTIONS_WAIT_MAX_MS but never less than one call's -- STOP_ACTIONS_WAIT_MAX_MS itself
    * when it waits for a stop triggered while another ran (its ladder follows that whole stop): a
-   * reload waits so before it stops that provider. Null at once when none runs. Never rejects, and
-   * neither the ladder nor the hooks ever wait for it.
+   * reload waits so before it stops that provider. `capMs` (default none) cuts that bound, one
+   * call's included (a runtime's stop: what its shutdown budget leaves for the wait). Null at once
+   * when none runs. Never rejects, and neither the ladder nor the hooks ever wait for it.
    */
-  async stopActionsSettled(providerId: string): Promise<StopActionsWait | null> {
+  async stopActionsSettled(
+    providerId: string,
+    capMs: number = Infinity,
+  ): Promise<StopActionsWait | null> {
     const what = `waiting for the stop actions to ${providerId}`;
     const tail = this.#providerTails.get(providerId);
     // Ladder calls decided and not queued yet (a trigger's since its latch, a securing run's since
@@ -1368,11 +1373,14 @@ export class Estop implements EstopService {
     const callMs = stopActionWorstCaseMs(host.config.timeoutMs);
     // A stop triggered while another was under way queues its calls once that one has answered
     // (its calls to every provider, its hooks, its read-back): not counted here, the cap bounds it.
-    const boundMs = Math.max(
-      callMs + DRAIN_MARGIN_MS,
-      holds.some((h) => h.behindStop)
-        ? STOP_ACTIONS_WAIT_MAX_MS
-        : Math.min(STOP_ACTIONS_WAIT_MAX_MS, calls * callMs + DRAIN_MARGIN_MS),
+    const boundMs = Math.min(
+      capMs,
+      Math.max(
+        callMs + DRAIN_MARGIN_MS,
+        holds.some((h) => h.behindStop)
+          ? STOP_ACTIONS_WAIT_MAX_MS
+          : Math.min(STOP_ACTIONS_WAIT_MAX_MS, calls * callMs + DRAIN_MARGIN_MS),
+      ),
     );
     const unknown = `${what}: how long it took is left out`;
     const startedAt = this.#readMono(what, unknown);

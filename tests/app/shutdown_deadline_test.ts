@@ -1,20 +1,25 @@
 /**
  * shutDown hands the stop it starts the deadline it enforces (Kernel.stop gives telemetry's last
- * flush what is left of it): the shutdown budget from the stop's start, then HURRIED_SHUTDOWN_MS
+ * flush what is left of it, and its wait for the stop actions still running what it leaves past
+ * the providers' own stop): the shutdown budget from the stop's start, then HURRIED_SHUTDOWN_MS
  * from a second stop signal. On a manual clock.
  */
 import assert from "node:assert/strict";
 import { HURRIED_SHUTDOWN_MS, shutDown, shutdownBudgetMs } from "../../src/app/process.ts";
-import type { StopDeadline } from "../../src/app/kernel.ts";
+import {
+  STOP_ACTIONS_SHUTDOWN_RESERVE_MS,
+  stopActionsShutdownWaitMs,
+  type StopDeadline,
+} from "../../src/app/kernel.ts";
 import { EXIT_OK } from "../../src/app/exit_codes.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+import type { Config } from "../../src/config/mod.ts";
 
-Deno.test("shutDown hands the stop what is left of the shutdown budget, and of the hurried deadline after a second signal", async () => {
-  const clock = new ManualClock(0);
+/** shutDown on a manual clock, its stop held until `finish`: the deadline it hands the stop. */
+function heldShutdown(config: Config, clock: ManualClock) {
   const { log } = capturingLogger({ level: "info", now: () => 0 });
-  const config = testConfig({ runtime: { shutdownTimeoutMs: 10_000 } });
   let repeat: (signal: Deno.Signal) => void = () => {};
   let deadline: StopDeadline | null = null;
   let finish: () => void = () => {};
@@ -30,6 +35,13 @@ Deno.test("shutDown hands the stop what is left of the shutdown budget, and of t
   );
   const d = deadline as StopDeadline | null;
   assert.ok(d !== null, "the stop is started with a deadline");
+  return { deadline: d, repeat: (s: Deno.Signal) => repeat(s), finish: () => finish(), exit };
+}
+
+Deno.test("shutDown hands the stop what is left of the shutdown budget, and of the hurried deadline after a second signal", async () => {
+  const clock = new ManualClock(0);
+  const config = testConfig({ runtime: { shutdownTimeoutMs: 10_000 } });
+  const { deadline: d, repeat, finish, exit } = heldShutdown(config, clock);
   assert.equal(d.leftMs(), shutdownBudgetMs(config));
   await clock.advanceAsync(300);
   assert.equal(d.leftMs(), shutdownBudgetMs(config) - 300);
@@ -39,4 +51,24 @@ Deno.test("shutDown hands the stop what is left of the shutdown budget, and of t
   assert.equal(d.leftMs(), HURRIED_SHUTDOWN_MS - 400);
   finish();
   assert.equal(await exit, EXIT_OK);
+});
+
+Deno.test("stopActionsShutdownWaitMs leaves the providers' own stop and STOP_ACTIONS_SHUTDOWN_RESERVE_MS of the deadline shutDown hands the stop", async () => {
+  const clock = new ManualClock(0);
+  const withApi = testConfig({ runtime: { shutdownTimeoutMs: 2000 } });
+  const noApi = { ...withApi, http: { ...withApi.http, enabled: false } };
+  for (const config of [withApi, noApi]) {
+    const budget = config.runtime.shutdownTimeoutMs;
+    const { deadline: d, repeat, finish, exit } = heldShutdown(config, clock);
+    const whole = shutdownBudgetMs(config) - budget - STOP_ACTIONS_SHUTDOWN_RESERVE_MS;
+    assert.ok(whole > 0, `${whole} ms left for the wait`);
+    assert.equal(stopActionsShutdownWaitMs(budget, d), whole);
+    await clock.advanceAsync(200);
+    assert.equal(stopActionsShutdownWaitMs(budget, d), Math.max(0, whole - 200));
+    repeat("SIGTERM"); // hurried: nothing is left past the providers' stop
+    assert.equal(stopActionsShutdownWaitMs(budget, d), 0);
+    finish();
+    assert.equal(await exit, EXIT_OK);
+  }
+  assert.equal(stopActionsShutdownWaitMs(2000, undefined), 2000, "no process deadline: a test");
 });

@@ -1,6 +1,7 @@
 /**
- * A configuration reload that stops a provider (removes it, or restarts it: its entry changed)
- * waits for the e-stop's ladder calls to it from the latch itself (docs/safety.md, step 2): the
+ * A configuration reload that stops a provider (removes it, or restarts it: its entry changed),
+ * and the runtime's own stop (Kernel.stop, SIGTERM), wait for the e-stop's ladder calls to it from
+ * the latch itself (docs/safety.md, step 2): the
  * latch engages synchronously and the ladder queues its calls a turn later, so a reload whose wait
  * began in between -- in the trigger's own turn -- saw no ladder call yet, stopped the provider,
  * and the ladder's call failed (`UNAVAILABLE: provider session ended: closed by the runtime`).
@@ -161,3 +162,68 @@ for (const { how, next, listed } of RELOADS) {
     assertWaitedForLadder(r.lines);
   });
 }
+
+/** plant, its ladder two calls (set_fan to 0, then the heater off), each taking `latencyMs`. */
+function twoCallRig(clock: ManualClock, latencyMs = LATENCY_MS): Promise<Rig> {
+  return rig({
+    clock,
+    providers: [plantProvider("plant", { latencyMs, timeoutMs: TIMEOUT_MS })],
+    pollingIntervalMs: 60_000,
+    safety: {
+      hooks: [
+        call("plant/plant0", "set_fan", { duty: { double: 0 } }),
+        call("plant/plant0", "set_heater", { enabled: false }),
+      ],
+    },
+    arm: true,
+  });
+}
+
+/** The lines of the runtime's stop about the stop actions to plant, without level and time. */
+function stopLines(lines: readonly string[]): string[] {
+  return lines.filter((l) => l.includes("stop: ") && l.includes(" to plant"))
+    .map((l) => l.replace(/^(\S+)\s+\S+ /, "$1 "));
+}
+
+Deno.test("Kernel.stop in the trigger's own turn waits for the e-stop's ladder calls before it stops the provider", async () => {
+  const clock = new ManualClock();
+  await using r = await twoCallRig(clock);
+  const rt = r.kernel;
+  const fake = r.provider<FakeProvider>("plant");
+  const stop = rt.estop.trigger("latch x shutdown");
+  const stopped = rt.stop(); // SIGTERM as the e-stop latches
+  const result = await runToSettle(clock, stop, "the e-stop");
+  await runToSettle(clock, stopped, "the runtime's stop");
+  assert.equal(fake.count("call"), 2, "plant got both ladder calls before it was stopped");
+  assert.deepEqual(result.actions, [
+    ...MADE,
+    { device_handle: "plant/plant0", function: "set_heater", success: true },
+  ]);
+  const about = stopLines(r.lines);
+  assert.equal(about.length, 1, about.join("\n"));
+  assert.match(
+    about[0]!,
+    /^INFO stop: waited \d+ ms for the e-stop's safe-state calls to plant, then stopped the providers$/,
+  );
+});
+
+Deno.test("Kernel.stop waits for the e-stop's ladder calls at most runtime.shutdown_timeout_ms without a process deadline, then stops the provider and says so", async () => {
+  const clock = new ManualClock();
+  // Each call takes longer than the wait's bound (shutdown_timeout_ms, 2000 ms here), within its
+  // own timeout_ms.
+  await using r = await twoCallRig(clock, 3000);
+  const rt = r.kernel;
+  assert.equal(rt.config.runtime.shutdownTimeoutMs, 2000);
+  const fake = r.provider<FakeProvider>("plant");
+  const stop = rt.estop.trigger("latch x shutdown, slow provider");
+  const stopped = rt.stop();
+  const result = await runToSettle(clock, stop, "the e-stop");
+  await runToSettle(clock, stopped, "the runtime's stop");
+  assert.equal(fake.count("call"), 1, "plant was stopped under its first ladder call");
+  assert.equal(result.actions.length, 2);
+  assert.ok(result.actions.every((a) => !a.success), "both cut off by the provider's stop");
+  assert.deepEqual(stopLines(r.lines), [
+    "WARN stop: the e-stop's safe-state calls to plant had not finished within 2000 ms; " +
+    "the providers are stopped all the same",
+  ]);
+});
