@@ -10,6 +10,7 @@ import { formatPath, type Path } from "./_source.ts";
 import {
   type ApiTokenConfig,
   MAX_API_TOKENS,
+  MAX_TOKEN_CHARS,
   MIN_RECOMMENDED_TOKEN_CHARS,
   RESERVED_TOKEN_NAMES,
   TOKEN_ENV_PATTERN,
@@ -134,7 +135,8 @@ export function readTokens(h: Obj, P: Path, ctx: TokenContext): ApiTokenConfig[]
  * the token), or null when one can. The server sees a header value with the whitespace at its ends
  * removed (Fetch normalizes header values), refuses one with a control character (400), and reads
  * its bytes as Latin-1, so a non-ASCII character sent as UTF-8 arrives as other characters: a
- * token with any of these is compared but never matched, and every request gets 401.
+ * token with any of these is compared but never matched, and every request gets 401. One longer
+ * than MAX_TOKEN_CHARS does not fit the request headers a server or proxy reads (400).
  */
 export function unsendableToken(token: string): string | null {
   const why = unsendableBecause(token);
@@ -144,6 +146,7 @@ export function unsendableToken(token: string): string | null {
 }
 
 function unsendableBecause(token: string): string | null {
+  if (token.length > MAX_TOKEN_CHARS) return `is longer than ${MAX_TOKEN_CHARS} characters`;
   if (/^\s/.test(token)) return "starts with whitespace";
   if (/[\r\n]$/.test(token)) {
     return "ends with whitespace (a newline left by the file it was read from?)";

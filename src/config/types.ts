@@ -224,6 +224,12 @@ export const TOKEN_ROLES: readonly TokenRole[] = ["viewer", "operator", "admin"]
 export const MAX_API_TOKENS = 64;
 /** A token shorter than this is warned about by --check-config (it can be guessed). */
 export const MIN_RECOMMENDED_TOKEN_CHARS = 16;
+/**
+ * The longest token a client can send (unsendableToken): the server reads at most 64 KiB of request
+ * headers over HTTP/1.1 (a longer Authorization header is answered 400, every time), and a proxy
+ * may read less (nginx: 8 KiB a header line by default); real tokens are 32 to 64 characters.
+ */
+export const MAX_TOKEN_CHARS = 8192;
 /** `http.tokens[].name`: 1 to 64 letters, digits, `_`, `.` or `-`, not starting with `.`. */
 export const TOKEN_NAME_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$/;
 /**

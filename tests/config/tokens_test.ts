@@ -3,7 +3,7 @@
  * column, and that no diagnostic ever holds a token value.
  */
 import assert from "node:assert/strict";
-import type { Diagnostic } from "../../src/config/mod.ts";
+import { type Diagnostic, MAX_TOKEN_CHARS } from "../../src/config/mod.ts";
 import { load, PROV } from "./_helpers.ts";
 
 const VIEWER = "viewer-token-3f9a1c7e55d2";
@@ -277,6 +277,43 @@ ${PROV}
   ]);
   for (const d of [...r.diagnostics, ...env.diagnostics]) {
     assert.ok(!/token-[0-9a-f]{6}/.test(d.message), d.message);
+  }
+});
+
+Deno.test("loadConfig refuses a token longer than MAX_TOKEN_CHARS (file or RUNTIME_API_TOKEN): no request can carry it, so it would admit nobody", () => {
+  // The server reads at most 64 KiB of request headers: a longer Authorization header is a 400.
+  const long = "L".repeat(70000);
+  const atBound = "B".repeat(MAX_TOKEN_CHARS);
+  const r = load(
+    `
+http:
+  auth_enabled: true
+  auth_token: "${atBound}"
+  tokens:
+    - {name: wall, role: viewer, token: "${long}"}
+${PROV}
+`,
+  );
+  const unsendable =
+    "a client cannot send that in an Authorization header, so it would admit nobody";
+  assert.deepEqual(lines(r.diagnostics), [
+    `error http.tokens[0].token @5:34 token 'wall' is longer than ${MAX_TOKEN_CHARS} characters: ` +
+    unsendable,
+  ]);
+  const env = load(
+    `
+http:
+  auth_enabled: true
+${PROV}
+`,
+    { mode: "start", env: { RUNTIME_API_TOKEN: "E".repeat(MAX_TOKEN_CHARS + 1) } },
+  );
+  assert.deepEqual(lines(env.diagnostics).map((l) => l.replace(/ @\d+:\d+/, "")), [
+    `error http.auth_token RUNTIME_API_TOKEN (the token 'default') is longer than ` +
+    `${MAX_TOKEN_CHARS} characters: ${unsendable}`,
+  ]);
+  for (const d of [...r.diagnostics, ...env.diagnostics]) {
+    assert.ok(!/LLLL|EEEE|BBBB/.test(d.message), d.message);
   }
 });
 
