@@ -2069,8 +2069,9 @@ export class Kernel {
    * reload changed them (renewed in place: `changedTls`; a new path; tls_allow_expired_cert):
    * judged with the start's check (checkTlsFiles) and said on the line of the key the start's
    * message names (`http.tls_cert_path (file changed; a restart refuses it: ...)`). TLS is applied
-   * only at a restart: the reload goes on. A file that cannot be read now is not judged (its own
-   * line says so, or the loader's check of the path did).
+   * only at a restart: the reload goes on. A file read at start that cannot be read now is not
+   * judged (its own line says so); one at a new path that the start could not read (too large,
+   * not readable: the loader's check only saw that it exists) is what a restart refuses.
    */
   async #withTlsProblem(
     next: Config,
@@ -2086,6 +2087,8 @@ export class Kernel {
     ) {
       return out;
     }
+    /** A new path's read that failed, by key: a start cannot read that file either. */
+    const unreadable = new Map<string, string>();
     const now = async (key: string, path: string): Promise<Uint8Array | null> => {
       const changed = changedTls.get(key);
       if (changed !== undefined) return changed;
@@ -2095,20 +2098,24 @@ export class Kernel {
         return out.some((k) => k.startsWith(`${key} (`)) ? null : read.bytes;
       }
       const got = await this.#readBounded(path, TLS_FILE_MAX_BYTES);
-      return got.kind === "answered" && got.value.ok ? got.value.bytes : null;
+      if (got.kind !== "answered") return null;
+      if (got.value.ok) return got.value.bytes;
+      unreadable.set(key, `${key}: cannot read '${path}': ${got.value.message}`);
+      return null;
     };
     const [cert, key] = await Promise.all([
       now("http.tls_cert_path", tlsCertPath),
       now("http.tls_key_path", tlsKeyPath),
     ]);
-    if (cert === null || key === null) return out;
     const text = (b: Uint8Array) => new TextDecoder().decode(b);
-    const { refusal } = await checkTlsFiles({
-      tlsCertPath,
-      tlsKeyPath,
-      tlsAllowExpiredCert,
-      tlsFiles: { cert: text(cert), key: text(key) },
-    });
+    // The start reads the certificate first: its failure is the one a start names.
+    const refusal = unreadable.get("http.tls_cert_path") ?? unreadable.get("http.tls_key_path") ??
+      (cert === null || key === null ? null : (await checkTlsFiles({
+        tlsCertPath,
+        tlsKeyPath,
+        tlsAllowExpiredCert,
+        tlsFiles: { cert: text(cert), key: text(key) },
+      })).refusal);
     if (refusal === null) return out;
     // The start's messages begin with the key they are about.
     const named = refusal.startsWith("http.tls_key_path:")

@@ -17,6 +17,7 @@ import { Api, EventStream } from "./alarms_helpers.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { connect, readResponse, send } from "../http/_raw_socket.ts";
 import { certWithDates, selfSignedCert } from "../http/_tls_certs.ts";
+import { TLS_FILE_MAX_BYTES } from "../../src/host/mod.ts";
 
 /** How long a test waits for a reload (or anything it causes) to show. */
 const WAIT_MS = 60000;
@@ -962,7 +963,7 @@ Deno.test("SIGHUP after the TLS certificate was renewed in place (same paths) sa
   }
 });
 
-Deno.test("SIGHUP after the TLS files were renewed in place with ones a start refuses (expired, a key of another certificate) says so on the needs-restart line; the reload still applies", async () => {
+Deno.test("SIGHUP after the TLS files were renewed in place with ones a start refuses (expired, a key of another certificate; at a new path, one it cannot read) says so on the needs-restart line; the reload still applies", async () => {
   const rig = await Rig.create(["p0"]);
   const tls = `${rig.dir}/tls`;
   await Deno.mkdir(tls);
@@ -1011,6 +1012,20 @@ Deno.test("SIGHUP after the TLS files were renewed in place with ones a start re
       /needs restart: http\.tls_cert_path \(a restart refuses it: the certificate '[^']*\/moved\/cert\.pem' has expired .*\), http\.tls_key_path$/,
       elsewhere,
     );
+    // New paths, to a key a start cannot read (larger than a PEM file can be; the loader only saw
+    // that it exists): said too, not left as a bare 'needs restart'.
+    const big = `${tls}/big`;
+    await Deno.mkdir(big);
+    const bigPair = await selfSignedCert(big);
+    await Deno.writeTextFile(bigPair.key, "#".repeat(TLS_FILE_MAX_BYTES + 1), { append: true });
+    await write("info", bigPair);
+    const unreadable = await reload(rt, 4);
+    assert.match(
+      unreadable,
+      /needs restart: http\.tls_cert_path, http\.tls_key_path \(a restart refuses it: cannot read '[^']*\/big\/key\.pem': too large: \d+ bytes, the limit is 1048576 bytes \(1 MiB\)\)$/,
+      unreadable,
+    );
+    assert.match(unreadable, /applied: logging/);
     // The certificate in force is still served: the API answers over TLS, trusting it.
     const client = Deno.createHttpClient({ caCerts: [served] });
     try {
