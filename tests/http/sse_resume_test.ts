@@ -179,7 +179,7 @@ Deno.test("GET /v0/events with a Last-Event-ID the ring no longer reaches starts
   }
 });
 
-Deno.test("GET /v0/events: last_event_id in the query resumes too, the header wins, a foreign id gets resync, nonsense 400", async () => {
+Deno.test("GET /v0/events: last_event_id in the query resumes too, the header wins unless empty, a foreign id gets resync, nonsense 400", async () => {
   const fx = await startHttpFixture({ start: false });
   try {
     const server = await fx.serve();
@@ -245,6 +245,17 @@ Deno.test("GET /v0/events: last_event_id in the query resumes too, the header wi
     bus.publish(marker(4));
     assert.ok(isMarker(4)(await empty.nextEvent()));
     await empty.cancel();
+    // An empty header counts as absent: the query parameter still resumes (marker 3 first, not
+    // the live marker 5).
+    const emptyHeader = new SseReader(
+      (await apiFetch(`${url}?last_event_id=${encodeURIComponent(two!.rawId!)}`, {
+        headers: { "last-event-id": "" },
+      })).body!,
+    );
+    bus.publish(marker(5));
+    const resumed = await emptyHeader.nextEvent();
+    assert.ok(isMarker(3)(resumed), `first event: ${resumed.data?.node}`);
+    await emptyHeader.cancel();
   } finally {
     await fx.close();
   }

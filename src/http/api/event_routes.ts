@@ -27,8 +27,8 @@ export const EVENT_ROUTES: readonly Route[] = [
         {
           name: "last_event_id",
           description: "Resume after this event, as the `Last-Event-ID` header does (the " +
-            "header wins when both are sent): the events since then that the runtime still " +
-            "holds, then live ones; or one `resync` event when it cannot.",
+            "header wins when both are sent, unless it is empty): the events since then that the " +
+            "runtime still holds, then live ones; or one `resync` event when it cannot.",
           schema: { type: "string" },
         },
       ],
@@ -51,7 +51,7 @@ export const EVENT_ROUTES: readonly Route[] = [
  * The stream ends (and frees its subscription) when the client goes: Deno cancels the body; and
  * when a reload of the API tokens no longer admits its credentials (SseHub.recheck).
  * `Last-Event-ID` (as EventSource sends it on its reconnections) wins over `last_event_id`, which
- * a URL may still carry from the first connection.
+ * a URL may still carry from the first connection; an empty (or blank) one counts as absent.
  */
 function events(
   {
@@ -66,10 +66,11 @@ function events(
   }: RouteContext,
 ): Response {
   const q = url.searchParams;
-  const header = req.headers.get("last-event-id");
+  // An empty (or blank) header names no event: as absent, so that last_event_id still counts.
+  const header = req.headers.get("last-event-id")?.trim() ?? "";
   const query = q.get("last_event_id");
-  const lastEventId = header !== null
-    ? { text: header.trim(), where: "Last-Event-ID header" }
+  const lastEventId = header !== ""
+    ? { text: header, where: "Last-Event-ID header" }
     : query !== null
     ? { text: query.trim(), where: "query parameter last_event_id" }
     : undefined;
