@@ -280,7 +280,7 @@ export function renderMetrics(services: HttpServices, http: HttpMetricsSources):
   w.family(
     "runtime_sse_events_dropped_total",
     "counter",
-    "Events dropped from a slow event-stream client's full queue.",
+    "Events dropped from a slow event-stream client's full queue, or left queued when its stalled stream ended.",
   ).sample("runtime_sse_events_dropped_total", http.sse.droppedTotal);
   gauge1(
     "runtime_sse_queued_events",

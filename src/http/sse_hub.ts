@@ -203,7 +203,10 @@ export class SseHub {
    */
   readonly #ending = new Set<SseClient>();
   #closed = false;
-  /** Frames dropped from any client's full queue since start. */
+  /**
+   * Frames dropped from any client's full queue since start, and those still queued when a
+   * stalled stream was ended (SSE_STALLED_CLIENT_MS).
+   */
   #droppedTotal = 0;
   /** The bus fans out synchronously, so consecutive clients reuse the last encoding. */
   #lastEncoded: { id: number; bytes: Uint8Array } | null = null;
@@ -257,7 +260,10 @@ export class SseHub {
     return this.#clients.size;
   }
 
-  /** Frames dropped from full client queues since start (every client, closed ones included). */
+  /**
+   * Frames dropped from full client queues since start, and those left queued when a stalled
+   * stream was ended (every client, closed ones included).
+   */
   get droppedTotal(): number {
     return this.#droppedTotal;
   }
@@ -322,9 +328,14 @@ export class SseHub {
       answered: answered ?? null,
       onDrop: () => this.#droppedTotal++,
       onStalled: (c, forMs, why) => {
+        // Its queued frames are never sent: dropped as an overflow's are (a resume may still
+        // get them from the ring, as it may those an overflow dropped before).
+        const lost = c.queued;
+        this.#droppedTotal += lost;
         c.abort();
         this.#log.info(
           `event stream ended: its client read nothing for ${forMs} ms while ${why}` +
+            (lost === 0 ? "" : `, ${lost} queued events dropped`) +
             (c.holder === null ? "" : ` ('${c.holder.principal}')`),
         );
       },

@@ -53,7 +53,7 @@ async function assertSlotFree(hub: SseHub): Promise<void> {
   await next.body!.cancel();
 }
 
-Deno.test("SseHub ends a stream whose client read nothing for 60 s while events were dropped, freeing its slot", async () => {
+Deno.test("SseHub ends a stream whose client read nothing for 60 s while events were dropped, freeing its slot and counting its queued events dropped", async () => {
   await withHub({}, async ({ bus, clock, hub, lines }) => {
     const publish = (n: number) => {
       for (let i = 0; i < n; i++) {
@@ -75,6 +75,11 @@ Deno.test("SseHub ends a stream whose client read nothing for 60 s while events 
     publish(1);
     assert.equal(hub.clientCount, 0, "the stalled stream ended");
     assertStalledLine(lines);
+    // Every event it never sent is counted dropped (runtime_sse_events_dropped_total): the 52 its
+    // full queue lost and the 100 still queued when it ended.
+    assert.equal(hub.droppedTotal, 152);
+    assert.equal(hub.queuedFrames, 0);
+    assert.ok(lines.some((l) => /, 100 queued events dropped$/.test(l)), lines.join("\n"));
     await assertSlotFree(hub);
     await stalled.body!.cancel();
   });
