@@ -27,6 +27,12 @@ import { TrendView } from "./trend.js";
  * themselves arrive on the event stream).
  */
 export const REFRESH_INTERVAL_MS = 2000;
+/**
+ * Longest wait between two full re-reads owed after failed ones: each failure doubles the wait
+ * from REFRESH_INTERVAL_MS, so a read that fails for good while the runtime is up does not make
+ * every 2 s refresh a full one.
+ */
+export const FULL_RETRY_MAX_MS = 30000;
 
 const VIEWS = [
   "devices",
@@ -175,25 +181,40 @@ async function refreshView(view, full) {
 let refreshing = null;
 /**
  * A full re-read failed (the runtime away for a moment): the 2 s refresh re-reads everything until
- * one succeeds. Otherwise a page whose first read failed before its stream first opened (which
- * re-reads nothing) showed no devices, under a live stream, until some device came or went.
+ * one succeeds: 2 s after the first failure, then waiting twice as long after each (fullRetryMs).
+ * Otherwise a page whose first read failed before its stream first opened (which re-reads
+ * nothing) showed no devices, under a live stream, until some device came or went.
  */
 let fullOwed = false;
+/** Wait before the owed full re-read (doubled per failed one, up to FULL_RETRY_MAX_MS). */
+let fullRetryMs = 0;
+/** performance.now() from which the owed full re-read is due. */
+let fullDueAt = 0;
 
 /** Re-reads everything (full: inventory, parameters and tree too). */
 function refresh(full) {
   if (refreshing !== null && !full) return refreshing;
-  full ||= fullOwed;
+  full ||= fullOwed && performance.now() >= fullDueAt;
   const run = async () => {
-    const tasks = [status.load(), health.load(), refreshView(currentView(), full)];
+    // The values always (an unchanged inventory re-reads none): a resync re-reads them at once.
+    const tasks = [
+      status.load(),
+      health.load(),
+      refreshView(currentView(), full),
+      devices.loadState(),
+    ];
     if (full) {
       tasks.push(devices.loadInventory(), parameters.load(), automation.load(true), alarms.load());
-    } else {
-      tasks.push(devices.loadState());
     }
     const results = await Promise.allSettled(tasks);
     const failed = results.find((r) => r.status === "rejected");
-    if (full) fullOwed = failed !== undefined;
+    if (full) {
+      fullOwed = failed !== undefined;
+      fullRetryMs = fullOwed
+        ? Math.min(FULL_RETRY_MAX_MS, fullRetryMs * 2 || REFRESH_INTERVAL_MS)
+        : 0;
+      fullDueAt = performance.now() + fullRetryMs;
+    }
     if (failed) showRefreshError(failed.reason);
     else clearRefreshError();
   };

@@ -26,6 +26,7 @@ export class ParametersView {
   /** Reads of the parameters (a slower, older answer is dropped). */
   reads = new LatestRead();
 
+  /** Reads and shows the parameters; a failed read is shown in the view and rejects. */
   async load() {
     let list;
     try {
@@ -34,7 +35,8 @@ export class ParametersView {
       list = r.parameters ?? [];
     } catch (err) {
       fill(byId("parameters"), h("p", { class: "muted", text: String(err) }));
-      return;
+      // Said to the caller too: a failed full refresh is owed again (app.js fullOwed).
+      throw err;
     }
     list.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
     this.render(list);
@@ -94,7 +96,8 @@ export class ParametersView {
       } catch (err) {
         setResult(result, "error", this.errorText(err));
       }
-      await this.load();
+      // A failed read is shown in the view.
+      await this.load().catch(() => {});
     };
     const el = h(
       "form",
