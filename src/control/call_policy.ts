@@ -80,6 +80,12 @@ export interface IntervalNote {
   readonly minIntervalMs: number;
 }
 
+/** A send noted (CallIntervals.note): the note made, and the last send before it. */
+export interface IntervalNoted {
+  readonly note: IntervalNote;
+  readonly previous: IntervalNote | undefined;
+}
+
 /** When each function was last sent to its provider (monotonic ms), for its min_interval_ms. */
 export class CallIntervals {
   /**
@@ -116,32 +122,35 @@ export class CallIntervals {
    * Records that a call to `fn` was sent now; also when it declares no min_interval_ms (a restart
    * may declare one: the call sooner than it after this send is refused).
    */
-  note(device: DeviceCapabilities, fn: FunctionSpec, nowMono: number): IntervalNote | undefined {
+  note(device: DeviceCapabilities, fn: FunctionSpec, nowMono: number): IntervalNoted {
     const declared = policyOf(fn).minIntervalMs;
     const key = this.#key(device, fn);
     const previous = this.#last.get(key);
     this.#last.delete(key); // re-inserted last: the map stays in send order
-    this.#last.set(key, { atMono: nowMono, minIntervalMs: declared > 0 ? declared : 0 });
+    const note = { atMono: nowMono, minIntervalMs: declared > 0 ? declared : 0 };
+    this.#last.set(key, note);
     if (this.#last.size > MAX_CALL_INTERVAL_ENTRIES) {
       for (const [k, v] of this.#last) {
         if (nowMono - v.atMono >= v.minIntervalMs) this.#last.delete(k);
       }
     }
-    return previous;
+    return { note, previous };
   }
 
   /**
    * Takes back the note of a call to `fn` whose request was never written after all (its
-   * session refused it, or a failed write did not deliver it): `previous`, what `note` returned,
-   * is the last send again. Called under the provider's lock, before another call is noted.
+   * session refused it, or a failed write did not deliver it): the send before it, as `note`
+   * returned it, is the last send again. Called under the provider's lock.
    */
-  unnote(device: DeviceCapabilities, fn: FunctionSpec, previous: IntervalNote | undefined): void {
+  unnote(device: DeviceCapabilities, fn: FunctionSpec, noted: IntervalNoted): void {
     const key = this.#key(device, fn);
-    // Dropped since (another provider's note past the bound): its interval had run out, and the
-    // older send's has too. Put back, it would hold the table over its bound.
-    if (!this.#last.has(key)) return;
-    if (previous === undefined) this.#last.delete(key);
-    else this.#last.set(key, previous);
+    // No longer the last send noted: dropped since (another provider's note past the bound: its
+    // interval had run out, and the older send's has too; put back, it would hold the table over
+    // its bound), or overtaken by a later send (the provider a reload replaced is called under a
+    // lock of its own while this call's write still fails): that send stays the last.
+    if (this.#last.get(key) !== noted.note) return;
+    if (noted.previous === undefined) this.#last.delete(key);
+    else this.#last.set(key, noted.previous);
   }
 
   /** Functions remembered now (tests, metrics). */

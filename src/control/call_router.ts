@@ -648,7 +648,7 @@ export class CallRouter {
         // as before it. A request too large to frame is the arguments' fault; one taken back at
         // its deadline is refused as a provider down is (503), not a timeout that may have acted.
         if (neverWritten(err)) {
-          if (available) this.#intervals.unnote(device, fn, noted);
+          if (noted !== undefined) this.#intervals.unnote(device, fn, noted);
           progress.sent = false;
           if (err instanceof RuntimeError && err.code === "INVALID_ARGUMENT") {
             progress.refusedBy = "validation";

@@ -132,6 +132,24 @@ Deno.test("CallIntervals.unnote does not put back a note the bound dropped meanw
   assert.equal(iv.refusal(device, fn({ minIntervalMs: 10 }, 1), 70), null);
 });
 
+Deno.test("CallIntervals.unnote does not take back a later send of the function: a call never written after all leaves the last send noted since in force", () => {
+  const iv = new CallIntervals();
+  const f = fn({ minIntervalMs: 1000 });
+  // A call to the provider's process is noted as sent; its write hangs (a process gone deaf)...
+  const noted = iv.note(device, f, 0);
+  // ...a reload replaces the provider: its new process, under a lock of its own (the router's
+  // lock goes with the host it removes), is sent a call once the interval has passed...
+  assert.equal(iv.refusal(device, f, 1500), null);
+  iv.note(device, f, 1500);
+  // ...and the old process's write fails: that call was never written after all.
+  iv.unnote(device, f, noted);
+  assert.equal(
+    iv.refusal(device, f, 1600)?.code,
+    "RESOURCE_EXHAUSTED",
+    "the send at 1500 is still the last one: a call 100 ms after it is too soon",
+  );
+});
+
 Deno.test("CallIntervals follows a function by name: a provider restart that renumbers functions keeps each one's interval", () => {
   const iv = new CallIntervals();
   const spec = (name: string, functionId: number): FunctionSpec => ({
