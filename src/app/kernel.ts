@@ -2268,6 +2268,7 @@ export class Kernel {
       const r = await this.registry.reconcile(this.#config.providers, next.providers, {
         holdRemovals: auto,
         stopBudgetMs: budget,
+        startBudgetMs: this.#config.runtime.startupTimeoutMs,
         ...(this.#reloadPlan === null ? {} : { plan: this.#reloadPlan }),
         stopping: () => this.#stopping !== null,
         beforeStop: (id) => this.#stopActionsSettled(id),

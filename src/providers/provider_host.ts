@@ -74,12 +74,26 @@ export interface ProviderHostDeps {
   readonly admit?: (providerId: string, devices: readonly DeviceCapabilities[]) => string | null;
 }
 
-/** The budget of one restart attempt (restart_policy.timeout_ms from its start, after backoff). */
+/**
+ * The budget of one bring-up: a restart attempt's (restart_policy.timeout_ms from its start, after
+ * backoff) or a start's the caller bounds (StartBudget: a reload's, runtime.startup_timeout_ms).
+ */
 interface RestartBudget {
   readonly startedAt: number;
   readonly timeoutMs: number;
+  /** The setting named when it runs out; absent: restart_policy.timeout_ms (anolis's phrase). */
+  readonly setting?: string;
   /** Hears why the attempt failed, before its half-started process is ended. */
-  readonly onFailure: (err: unknown) => void;
+  readonly onFailure?: (err: unknown) => void;
+}
+
+/**
+ * What a start may take in all, spawn turn, handshake and discovery together (ProviderHost.start):
+ * `ms` from the call, `setting` the configuration key it comes from, named when it runs out.
+ */
+export interface StartBudget {
+  readonly ms: number;
+  readonly setting: string;
 }
 
 /** Supervision events of one provider since the runtime started. */
@@ -302,10 +316,19 @@ export class ProviderHost {
     this.#availabilityListeners.push(listener);
   }
 
-  /** Initial bring-up: spawn, handshake, discover. Throws when the provider cannot start. */
-  async start(): Promise<void> {
+  /**
+   * Initial bring-up: spawn, handshake, discover. Throws when the provider cannot start, or when
+   * it is not up within `budget` (a reload's start; start-up bounds all starts together instead).
+   */
+  async start(budget?: StartBudget): Promise<void> {
     try {
-      const up = await this.#bringUp(null);
+      const up = await this.#bringUp(
+        budget === undefined ? null : {
+          startedAt: this.#deps.clock.monoMs(),
+          timeoutMs: budget.ms,
+          setting: budget.setting,
+        },
+      );
       const refused = this.#refusal(up.devices);
       if (refused) await this.#reject(up.session, refused, null);
       this.#commit(up);
@@ -468,6 +491,13 @@ export class ProviderHost {
     // launchers wait for it.
     const overrun = (when: string) => {
       const elapsed = Math.round(this.#deps.clock.monoMs() - budget!.startedAt);
+      if (budget!.setting !== undefined) {
+        return unavailable(
+          `provider start not complete within ${budget!.setting} (${
+            budget!.timeoutMs
+          } ms) ${when} (${elapsed} ms)`,
+        );
+      }
       return unavailable(
         `Restart timeout exceeded for provider '${this.id}' ${when} (${elapsed} ms >= restart_policy.timeout_ms ${
           budget!.timeoutMs
@@ -479,8 +509,9 @@ export class ProviderHost {
       if (this.#deps.clock.monoMs() - budget.startedAt < budget.timeoutMs) return;
       throw overrun(`after ${after}`);
     };
-    // The budget's end, while a handshake or discovery is awaited: a provider that hangs there is
-    // bounded by restart_policy.timeout_ms, not only by its hello/ready/request deadlines.
+    // The budget's end, while a handshake or discovery is awaited: a provider that hangs there, or
+    // answers each request just in time, is bounded by restart_policy.timeout_ms (a reload's start:
+    // runtime.startup_timeout_ms), not only by its hello/ready/request deadlines.
     let phase = "handshake";
     let budgetTimer: TimerId | undefined;
     const budgetEnd = budget === null ? null : new Promise<never>((_, reject) => {
@@ -511,7 +542,7 @@ export class ProviderHost {
         `${cause.message} (process exit code ${exitCode})`,
         { cause: err },
       );
-      budget?.onFailure(failure); // said now: ending the process may take up to 2 s
+      budget?.onFailure?.(failure); // said now: ending the process may take up to 2 s
       await session.terminate(Math.min(this.#deps.shutdownTimeoutMs, 2000));
       throw failure;
     } finally {

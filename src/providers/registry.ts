@@ -60,6 +60,11 @@ export interface ReconcileOptions {
   readonly holdRemovals: boolean;
   /** What stopping a provider may take (runtime.shutdown_timeout_ms). */
   readonly stopBudgetMs: number;
+  /**
+   * What starting an added or changed provider may take in all (runtime.startup_timeout_ms, as at
+   * start-up): one not up within it is a failed start.
+   */
+  readonly startBudgetMs: number;
   /** True once the runtime is shutting down: nothing more is started. */
   readonly stopping: () => boolean;
   /** Told the ids about to be stopped or restarted, and [] once that is over. */
@@ -400,13 +405,13 @@ export class ProviderRegistry {
    * updated in place (o.plan, else plan(); also while removals are held back: nothing is
    * stopped); removed and changed ones are stopped first (a changed one's old process is gone
    * before its successor starts: they may share a bus address) -- unless held back -- then new
-   * and changed ones start with the handshake and discovery of start-up. One that does not come
-   * up is stopped and reported; its entry is not in effect, but its host stays listed (down, with
-   * ProviderHost.startError) until the next reload. Unchanged or updated ones whose circuit is
-   * open (the plan's `retried`) are retried in place meanwhile (ProviderHost.retry; an updated one
-   * with its new entry), also while removals are held back (nothing that runs is stopped): their
-   * host, its devices and their claims stay; one that does not come up is reported failed and
-   * stays under its supervisor.
+   * and changed ones start with the handshake and discovery of start-up, each within
+   * o.startBudgetMs in all (as at start-up). One that does not come up is stopped and reported;
+   * its entry is not in effect, but its host stays listed (down, with ProviderHost.startError)
+   * until the next reload. Unchanged or updated ones whose circuit is open (the plan's `retried`)
+   * are retried in place meanwhile (ProviderHost.retry; an updated one with its new entry), also
+   * while removals are held back (nothing that runs is stopped): their host, its devices and their
+   * claims stay; one that does not come up is reported failed and stays under its supervisor.
    */
   async reconcile(
     before: readonly ProviderConfig[],
@@ -479,7 +484,7 @@ export class ProviderRegistry {
           this.#starting.delete(p.id);
         }
         try {
-          await host.start();
+          await host.start({ ms: o.startBudgetMs, setting: "runtime.startup_timeout_ms" });
           // Shutdown began meanwhile and may have missed it: it must not outlive the runtime.
           if (o.stopping()) throw new RuntimeError("UNAVAILABLE", "the runtime is stopping");
           started.push(host);

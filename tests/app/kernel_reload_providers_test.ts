@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { refuseRegistration } from "../helpers/unregistered.ts";
+import { programmableProvider, T } from "../helpers/programmable_provider.ts";
 
 Deno.test("Kernel.reload: a failure after the providers reconcile keeps the entries in effect with the registry", async () => {
   const rt = await startRuntime(testConfig());
@@ -102,5 +103,37 @@ Deno.test("Kernel.whenAllProvidersAvailable waits for a provider a reload restar
     assert.equal(ready, 1, "told once sim1 is no longer configured");
   } finally {
     await rt.stop();
+  }
+});
+
+Deno.test("Kernel.reload bounds an added provider's start by runtime.startup_timeout_ms: one answering each DescribeDevice in time but never done is reported failed, the reload done", async () => {
+  // Each DescribeDevice answered within timeout_ms; 60 of them take some 12 s.
+  const devices = Object.fromEntries(
+    Array.from({ length: 60 }, (_, i) => [`d${i}`, { signals: [{ id: "x", type: T.DOUBLE }] }]),
+  );
+  const file = await Deno.makeTempFile({ prefix: "slow-", suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify({ devices, describeDelayMs: 200 }));
+  // The configuration's least start-up budget.
+  const rt = await startRuntime(testConfig({ runtime: { startupTimeoutMs: 5000 } }));
+  try {
+    const report = await rt.reload({
+      ...rt.config,
+      providers: [...rt.config.providers, programmableProvider("p1", file, { timeoutMs: 1000 })],
+    });
+    assert.deepEqual(report.providers.added, []);
+    assert.equal(report.providers.failed.length, 1, JSON.stringify(report.providers.failed));
+    assert.match(
+      report.providers.failed[0]!,
+      /^p1: provider start not complete within runtime\.startup_timeout_ms \(5000 ms\)/,
+    );
+    assert.deepEqual(rt.config.providers.map((p) => p.id), ["sim0"], "p1 is not in effect");
+    assert.match(
+      rt.registry.startFailureText("p1") ?? "",
+      /p1 failed to start at a configuration reload \(provider start not complete within runtime\.startup_timeout_ms/,
+    );
+    assert.equal(rt.registry.host("p1")?.available ?? false, false);
+  } finally {
+    await rt.stop();
+    await Deno.remove(file);
   }
 });

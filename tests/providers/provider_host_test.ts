@@ -128,6 +128,7 @@ Deno.test("ProviderRegistry dates the flips of a provider a reload restarts (its
     const report = await fx.registry.reconcile([entry], [changed], {
       holdRemovals: false,
       stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
     assert.deepEqual(report.restarted, ["p0"]);
@@ -146,6 +147,7 @@ Deno.test("ProviderRegistry keeps the last flip date of a provider a reload remo
       fx.registry.reconcile(before, next, {
         holdRemovals: false,
         stopBudgetMs: 1000,
+        startBudgetMs: 30_000,
         stopping: () => false,
       });
     const p0 = fx.host.config;
@@ -185,6 +187,7 @@ function reconcileOf(fx: ProgrammableFixture, failing: Set<string> = new Set()) 
     fx.registry.reconcile(before, next, {
       holdRemovals: false,
       stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
 }

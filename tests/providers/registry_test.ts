@@ -217,7 +217,12 @@ Deno.test("ProviderRegistry.onUnconfigured tells once each id the configuration 
   registry.eachHost((h) => {
     if (h.id === "c") throw new Error("listener broke");
   });
-  const o = { holdRemovals: false, stopBudgetMs: 1000, stopping: () => false };
+  const o = {
+    holdRemovals: false,
+    stopBudgetMs: 1000,
+    startBudgetMs: 30_000,
+    stopping: () => false,
+  };
   const first = await registry.reconcile([entry("b")], [entry("b"), entry("c")], o);
   assert.match(first.failed.join(), /^c: Provider c not registered/);
   assert.deepEqual(told, ["removed c"], "the roll-back's host taken out; c stays configured");
@@ -397,6 +402,7 @@ Deno.test("a reload adding a provider that claims a held key does not start it; 
     const report = await r.registry.reconcile([first!], [first!, clashing!, fine!], {
       holdRemovals: false,
       stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
     assert.deepEqual(report.added, ["p2"]);
@@ -441,6 +447,7 @@ Deno.test("ProviderRegistry.reconcile adds, restarts, removes and keeps provider
     const report = await r.registry.reconcile([p0!, p1!, p2!], [p3!, changed, p0!], {
       holdRemovals: false,
       stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
       stopping: () => false,
       restarting: (ids) => restarting.push([...ids]),
     });
@@ -487,6 +494,7 @@ Deno.test("ProviderRegistry.reconcile holding removals (AUTO) keeps the removed 
     const report = await r.registry.reconcile([p0!, p1!], [changed, p2!], {
       holdRemovals: true,
       stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
     assert.deepEqual(report.held, ["p1", "p0"]);
@@ -519,6 +527,7 @@ Deno.test("ProviderRegistry.reconcile while the runtime stops: a provider not st
     const early = await r.registry.reconcile([p0!], [p0!, p1!], {
       holdRemovals: false,
       stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
       stopping: () => true,
     });
     assert.deepEqual(early.failed, ["p1: the runtime is stopping"]);
@@ -529,6 +538,7 @@ Deno.test("ProviderRegistry.reconcile while the runtime stops: a provider not st
     const late = await r.registry.reconcile([p0!], [p0!, p2!], {
       holdRemovals: false,
       stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
       stopping: () => asked++ > 0,
     });
     assert.deepEqual(late.failed, ["p2: the runtime is stopping"]);
@@ -538,6 +548,43 @@ Deno.test("ProviderRegistry.reconcile while the runtime stops: a provider not st
     assert.equal(p2Host.available, false);
     assert.equal(p2Host.session, null);
     assert.deepEqual(r.pids.filter(processAlive), [pidOf(r.registry, "p0")], "p2's process ended");
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("ProviderRegistry.reconcile bounds an added provider's start by its start budget: one answering each DescribeDevice within timeout_ms but not done in time is a failed start, listed down, its process ended", async () => {
+  // Each DescribeDevice is answered well within timeout_ms; 40 of them take some 8 s.
+  const devices = Object.fromEntries(
+    Array.from({ length: 40 }, (_, i) => [`d${i}`, { signals: [{ id: "x", type: T.DOUBLE }] }]),
+  );
+  const r = await registryOf([OK_INVENTORY, { devices, describeDelayMs: 200 }]);
+  try {
+    const [p0, p1] = r.registry.hosts.map((h) => h.config);
+    r.registry.remove("p1"); // comes with the reload
+    await r.registry.startAll(30_000, 1000);
+    const slow = { ...p1!, timeoutMs: 1000 };
+    const report = await r.registry.reconcile([p0!], [p0!, slow], {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      startBudgetMs: 3000,
+      stopping: () => false,
+    });
+    assert.deepEqual([report.added, report.effective], [[], [p0]]);
+    assert.equal(report.failed.length, 1, JSON.stringify(report.failed));
+    assert.match(
+      report.failed[0]!,
+      /^p1: provider start not complete within runtime\.startup_timeout_ms \(3000 ms\) (during|after) (handshake|discovery) \(\d+ ms\)/,
+    );
+    const host = r.registry.host("p1")!;
+    assert.deepEqual(r.registry.failedStarts(), [host], "listed down until the next reload");
+    assert.equal(host.available, false);
+    assert.match(host.startError ?? "", /runtime\.startup_timeout_ms \(3000 ms\)/);
+    assert.match(
+      r.registry.startFailureText("p1") ?? "",
+      /failed to start at a configuration reload/,
+    );
+    assert.deepEqual(r.pids.filter(processAlive), [pidOf(r.registry, "p0")], "p1's process ended");
   } finally {
     await r.close();
   }
@@ -729,6 +776,7 @@ Deno.test("ProviderRegistry.reconcile ends a changed provider's old process befo
     }], {
       holdRemovals: false,
       stopBudgetMs: 5000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
     assert.deepEqual(aliveAtAdd, [false], "the old process had ended when the new host was added");
@@ -745,6 +793,7 @@ Deno.test("ProviderRegistry.reconcile ends a changed provider's old process befo
     const next = await r.registry.reconcile([p0!], [p0!], {
       holdRemovals: false,
       stopBudgetMs: 5000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
     assert.deepEqual([next.cleared, next.removed], [["p1"], []]);
@@ -765,6 +814,7 @@ Deno.test("ProviderRegistry.stopAll during a reload also waits for the providers
     const reload = r.registry.reconcile([p0!, p1!], [p0!], {
       holdRemovals: false,
       stopBudgetMs: 5000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
     assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0"]);
@@ -790,7 +840,12 @@ Deno.test("a down provider keeps its claims: a reload adding a rival is refused 
     );
     Deno.kill(p0.session!.pid, "SIGKILL");
     await waitFor("circuit open", () => p0.lifecycle === "CIRCUIT_OPEN", 20_000);
-    const opts = { holdRemovals: false, stopBudgetMs: 1000, stopping: () => false };
+    const opts = {
+      holdRemovals: false,
+      stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
+      stopping: () => false,
+    };
     // The reload retries the holder (its circuit is open; the retry fails as well): its claims
     // hold through the retry, and the rival is refused.
     const refused = await r.registry.reconcile([holder!], [holder!, rival!], opts);
@@ -841,7 +896,7 @@ Deno.test("a reload changing only restart_policy of a holder whose circuit is op
     const report = await r.registry.reconcile(
       [holder, rival],
       [{ ...holder, restartPolicy: policy }, rival],
-      { holdRemovals: false, stopBudgetMs: 1000, stopping: () => false },
+      { holdRemovals: false, stopBudgetMs: 1000, startBudgetMs: 30_000, stopping: () => false },
     );
     await waitFor("p1's restart over", () => p1.available || p1.lifecycle === "CIRCUIT_OPEN");
     assert.deepEqual(report.failed, [], r.lines.join("\n"));
@@ -876,6 +931,7 @@ Deno.test("a provider a reload removes keeps its claims until its process has en
     const reconciling = r.registry.reconcile([p0!, p1!], [p1!], {
       holdRemovals: false,
       stopBudgetMs: 5000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
     await waitFor("p0 out of the registry", () => r.registry.host("p0") === undefined, 10000, 0);
@@ -914,6 +970,7 @@ Deno.test("ProviderRegistry.reconcile with a host listener that throws on an add
     const report = await r.registry.reconcile([p0!], [p0!, p1!], {
       holdRemovals: false,
       stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
     assert.deepEqual(report.added, []);
@@ -929,6 +986,7 @@ Deno.test("ProviderRegistry.reconcile with a host listener that throws on an add
     const again = await r.registry.reconcile([p0!], [p0!, p1!], {
       holdRemovals: false,
       stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
     assert.equal(again.failed.length, 1);
@@ -950,6 +1008,7 @@ Deno.test("ProviderRegistry.reconcile with a host-removed listener that throws s
     const report = await r.registry.reconcile([p0!, p1!], [p0!], {
       holdRemovals: false,
       stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
     assert.deepEqual(report.removed, ["p1"]);
@@ -968,7 +1027,12 @@ Deno.test("ProviderRegistry.whyNotRunning says why a configured provider has no 
     const [p0, p1, p2] = r.registry.hosts.map((h) => h.config);
     r.registry.remove("p2"); // comes with the reload
     await r.registry.startAll(30_000, 1000);
-    const opts = { holdRemovals: false, stopBudgetMs: 5000, stopping: () => false };
+    const opts = {
+      holdRemovals: false,
+      stopBudgetMs: 5000,
+      startBudgetMs: 30_000,
+      stopping: () => false,
+    };
     const why = () => ["p0", "p1", "p2", "nope"].map((id) => r.registry.whyNotRunning(id));
     assert.deepEqual(why(), [null, null, null, null], "hosts registered, or not configured");
 

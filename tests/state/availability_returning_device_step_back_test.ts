@@ -104,6 +104,7 @@ Deno.test("StateCache keeps the removal date of a provider's devices past the wa
     fx.registry.reconcile(before, next, {
       holdRemovals: false,
       stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
   const p0 = fx.host.config;
@@ -151,6 +152,7 @@ Deno.test("StateCache keeps the removal date of a provider's devices through rel
     fx.registry.reconcile(before, next, {
       holdRemovals: false,
       stopBudgetMs: 1000,
+      startBudgetMs: 30_000,
       stopping: () => false,
     });
   // A host listener after the cache's that fails refuses p0's registration (the cache took its
