@@ -10,7 +10,7 @@ import type { Browser, Page } from "playwright-core";
 import { launchChromiumAlongside, waitForText } from "../helpers/browser.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { simRuntimeConfig } from "../helpers/sim_config.ts";
 
 /**
  * runtime.yaml named `name`, data under `dir`, serving on `port` with auth on (loopback not
@@ -27,11 +27,7 @@ http:
   auth_exempt_loopback: false
   tokens:
     - {name: shift, role: operator, token: ${o.token}}
-${o.extra ?? ""}providers:
-  - id: sim0
-    command: ${JSON.stringify(Deno.execPath())}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`;
+${o.extra ?? ""}${simRuntimeConfig()}`;
 }
 
 /** What `withConsoleRuntime` gives its body. */

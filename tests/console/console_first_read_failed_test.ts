@@ -18,7 +18,7 @@ import {
   sequentialSteps,
 } from "../helpers/browser.ts";
 import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { SIM_INERT_YAML, SIM_MAIN, simProvider, testConfig } from "../helpers/sim_config.ts";
+import { simProvider, simRuntimeConfig, testConfig } from "../helpers/sim_config.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 
 Deno.test({
@@ -35,11 +35,7 @@ Deno.test({
       `runtime: {name: first-read-test, data_dir: ${dir}/data}
 http:
   port: ${port}
-providers:
-  - id: sim0
-    command: ${JSON.stringify(Deno.execPath())}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`,
+${simRuntimeConfig()}`,
     );
     const [browser, rt] = await launchChromiumAlongside<RuntimeChild>(
       startRuntimeChild({ config, port }),

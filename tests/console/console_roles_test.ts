@@ -13,7 +13,7 @@ import {
   waitForText,
 } from "../helpers/browser.ts";
 import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { simRuntimeConfig } from "../helpers/sim_config.ts";
 
 const ADMIN = "console-admin-token-1c2d3e4f";
 const VIEWER = "console-viewer-token-5a6b7c8d";
@@ -37,11 +37,7 @@ http:
   tokens:
     - {name: dash, role: viewer, token: ${VIEWER}}
     - {name: shift, role: operator, token: ${OPERATOR}}
-providers:
-  - id: sim0
-    command: ${JSON.stringify(Deno.execPath())}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`,
+${simRuntimeConfig()}`,
     );
     const [browser, rt] = await launchChromiumAlongside(
       startRuntimeChild({

@@ -16,7 +16,7 @@ import {
   waitForText,
 } from "../helpers/browser.ts";
 import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { simRuntimeConfig } from "../helpers/sim_config.ts";
 
 Deno.test({
   name: "Operator console keeps a marker being typed through a failed read (the runtime away)",
@@ -31,11 +31,7 @@ Deno.test({
       `runtime: {name: runs-restart-test, data_dir: ${dir}/data}
 http:
   port: ${port}
-providers:
-  - id: sim0
-    command: ${JSON.stringify(Deno.execPath())}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`,
+${simRuntimeConfig()}`,
     );
     const [browser, first] = await launchChromiumAlongside(
       startRuntimeChild({ config, port }),

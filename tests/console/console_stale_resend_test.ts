@@ -21,7 +21,7 @@ import {
   waitForText,
 } from "../helpers/browser.ts";
 import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { simRuntimeConfig } from "../helpers/sim_config.ts";
 
 const ADMIN = "console-admin-token-8a1b2c3d";
 const OPERATOR = "console-operator-token-4e5f6a7b";
@@ -43,11 +43,7 @@ http:
   auth_exempt_loopback: false
   tokens:
     - {name: shift, role: operator, token: ${OPERATOR}}
-providers:
-  - id: sim0
-    command: ${JSON.stringify(Deno.execPath())}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`,
+${simRuntimeConfig()}`,
     );
     const [browser, rt] = await launchChromiumAlongside(
       startRuntimeChild({

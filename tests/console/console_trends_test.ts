@@ -21,7 +21,7 @@ import {
   waitForText,
 } from "../helpers/browser.ts";
 import { freePort, startRuntimeChild, withCheckoutMirror } from "../helpers/runtime_process.ts";
-import { REPO, SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
+import { REPO, simRuntimeConfig } from "../helpers/sim_config.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -426,11 +426,7 @@ http:
   auth_enabled: true
   auth_exempt_loopback: false
 history: {incident_before_s: 2, incident_after_s: 1}
-providers:
-  - id: sim0
-    command: ${JSON.stringify(Deno.execPath())}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`,
+${simRuntimeConfig()}`,
     );
     const [browser, rt] = await launchChromiumAlongside(
       startRuntimeChild({
@@ -510,11 +506,7 @@ Deno.test({
       `${dir}/runtime.yaml`,
       `runtime: {name: trends-incomplete, data_dir: ${dir}/data}
 http: {port: ${port}}
-providers:
-  - id: sim0
-    command: ${JSON.stringify(Deno.execPath())}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-`,
+${simRuntimeConfig()}`,
     );
     const [browser, rt] = await launchChromiumAlongside(
       startRuntimeChild({ config: `${dir}/runtime.yaml`, port }),

@@ -15,6 +15,19 @@ export const SIM_YAML = `${REPO}examples/providers/sim/sim.yaml`;
 export const SIM_INERT_YAML = `${REPO}examples/providers/sim/sim-inert.yaml`;
 
 /**
+ * The providers section of a runtime child's YAML (tests/helpers/runtime_process.ts): the inert
+ * simulated provider `sim0`, run by this Deno, ending in a newline (YAML indented 4 after it goes
+ * under its entry).
+ */
+export function simRuntimeConfig(): string {
+  return `providers:
+  - id: sim0
+    command: ${JSON.stringify(Deno.execPath())}
+    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
+`;
+}
+
+/**
  * examples/providers/sim/sim.yaml with the heater (tempctl0) answering with a time constant of
  * `tauS` seconds instead of 6 (the sim's `time_constant_s`): for tests that wait for it to heat.
  */

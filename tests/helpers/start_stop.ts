@@ -10,7 +10,7 @@ import {
   type RuntimeChildOptions,
   startRuntimeChild,
 } from "./runtime_process.ts";
-import { SIM_INERT_YAML, SIM_MAIN } from "./sim_config.ts";
+import { simRuntimeConfig } from "./sim_config.ts";
 
 /** How withInertRuntime starts the runtime (startRuntimeChild's options it passes on). */
 export type InertRuntimeOptions =
@@ -35,11 +35,7 @@ export async function withInertRuntime(
       `${dir}/runtime.yaml`,
       `runtime: {data_dir: ${dir}/data}
 http: {port: ${port}}
-providers:
-  - id: sim0
-    command: ${Deno.execPath()}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
-${o.providerYaml ?? ""}`,
+${simRuntimeConfig()}${o.providerYaml ?? ""}`,
     );
     const rt = await startRuntimeChild({
       config: `${dir}/runtime.yaml`,
