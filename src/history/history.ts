@@ -1136,8 +1136,15 @@ export class History {
     let fromMemory = false;
     // The disk part: [sinceMs, diskEnd) (a trimmed signal's own end: ownDiskEnd); up to untilMs
     // for the signals the ring holds nothing of.
-    const diskUntil = Math.min(untilMs, diskEnd - 1);
-    const ownDiskUntil = Math.min(untilMs, Math.max(diskEnd, ...ownDiskEnd.values()) - 1);
+    // The open bucket's rows of earlier runs are the disk's, every one of it: a run that wrote
+    // them in buckets of a shorter step_ms (a restart raised it) has rows after its start too.
+    // (This run's rows are at the starts of its buckets: the ones after are no sample of it.)
+    const openDiskEnd = openFromDisk === null ? -Infinity : openFromDisk + diskStep!;
+    const diskUntil = Math.min(untilMs, Math.max(diskEnd, openDiskEnd) - 1);
+    const ownDiskUntil = Math.min(
+      untilMs,
+      Math.max(diskEnd, openDiskEnd, ...ownDiskEnd.values()) - 1,
+    );
     // Without signal_id, a disk read (the range reaches before the ring) goes on to untilMs for
     // the signals only the disk holds; a question within the ring's reach reads no disk.
     // (A bucket from its start: one that since_ms is inside of is in the range, the open bucket
@@ -1177,7 +1184,8 @@ export class History {
             }
           }
           for (const id of ids) {
-            if (!ringless.has(id) && row.t >= (ownDiskEnd.get(id) ?? diskEnd)) continue;
+            const end = Math.max(ownDiskEnd.get(id) ?? diskEnd, openDiskEnd);
+            if (!ringless.has(id) && row.t >= end) continue;
             // Its own entry only: a signal id such as "constructor" is no key of a row without it.
             if (!Object.hasOwn(row.s, id)) continue;
             const entry = row.s[id];
