@@ -2115,7 +2115,10 @@ export class Estop implements EstopService {
   ): Promise<void> {
     const pending = this.#pendingReverify;
     if (pending?.rung === rung && pending.safeState === safeState && pending.reason === reason) {
-      pending.providers.set(providerId, actions);
+      // A provider back again before the batch ran (a restart storm): its calls add to those of
+      // its securing run before, a failed one kept (the record says every call it made).
+      const before = pending.providers.get(providerId) ?? [];
+      pending.providers.set(providerId, [...before, ...actions]);
       return pending.done;
     }
     const batch: ReverifyBatch = {
@@ -2376,6 +2379,7 @@ interface ReverifyBatch {
   readonly safeState: SafeStateConfig;
   /** Why they are read back (the audit's `args.reason`). */
   readonly reason: string;
+  /** Per provider, the calls of every securing run that joined the batch, in the order made. */
   readonly providers: Map<string, readonly EstopAction[]>;
   done: Promise<void>;
 }
