@@ -1636,9 +1636,13 @@ export class Kernel {
     const diff = diffSections(this.#config, next);
     const restart = [...diff.needsRestart, ...filesChanged];
     // Only a reload that changed them waits for the judgement of the TLS files.
-    const needsRestart = restart.some(tlsRestartKey)
+    const withTls = restart.some(tlsRestartKey)
       ? await this.#withTlsProblem(next, restart, changedTls)
       : restart;
+    // So does a change of the Sparkplug section, for the judgement of its TLS files' reads.
+    const needsRestart = withTls.some(sparkplugRestartKey)
+      ? await this.#withSparkplugFileProblem(next, withTls)
+      : withTls;
     // A provider the last reload failed to start is started again only if this file still has
     // it; one the file drops is removed for good (its records are forgotten at the removal).
     const nextIds = new Set(next.providers.map((p) => p.id));
@@ -2128,6 +2132,47 @@ export class Kernel {
     out[i] = entry.endsWith(")")
       ? `${entry.slice(0, -1)}; a restart refuses it: ${why})`
       : `${entry} (a restart refuses it: ${why})`;
+    return out;
+  }
+
+  /**
+   * `needsRestart` with what the next start would refuse in the Sparkplug link's TLS files, when a
+   * reload changed the section: a file at a path the start has not read (a new path, or the link
+   * enabled) that cannot be read within its bound (too large, not readable: the loader's check
+   * only saw that it exists) stops the next start whole (#openFiles), naming its key and path --
+   * said on the section's line (`sparkplug.tls (a restart refuses it: ...)`), the first such file
+   * in the order the start reads them. A late or refused read is not judged; the reload goes on.
+   */
+  async #withSparkplugFileProblem(
+    next: Config,
+    needsRestart: readonly string[],
+  ): Promise<string[]> {
+    const out = [...needsRestart];
+    if (!next.sparkplug.enabled) return out;
+    const keys = SPARKPLUG_FILE_KEYS.filter((key) => {
+      const path = FILES_READ_AT_START[key]!(next);
+      return path !== null && this.#filesRead.get(key)?.path !== path;
+    });
+    const reads = await Promise.all(keys.map(async (key) => {
+      const path = FILES_READ_AT_START[key]!(next)!;
+      const got = await this.#readBounded(path, READ_FILE_MAX_BYTES);
+      return got.kind === "answered" && !got.value.ok
+        ? `${key}: cannot read '${path}': ${got.value.message}`
+        : null;
+    }));
+    const refusal = reads.find((r) => r !== null);
+    if (refusal === undefined) return out;
+    const on = (k: string) => out.findIndex((e) => e === k || e.startsWith(`${k} (`));
+    const own = on("sparkplug.tls");
+    const i = own >= 0
+      ? own
+      : on("sparkplug.enabled") >= 0
+      ? on("sparkplug.enabled")
+      : out.findIndex(sparkplugRestartKey);
+    const entry = out[i]!;
+    out[i] = entry.endsWith(")")
+      ? `${entry.slice(0, -1)}; a restart refuses it: ${refusal})`
+      : `${entry} (a restart refuses it: ${refusal})`;
     return out;
   }
 
@@ -2864,6 +2909,18 @@ const TLS_RESTART_KEYS = ["http.tls_cert_path", "http.tls_key_path", "http.tls_a
 function tlsRestartKey(entry: string): boolean {
   return TLS_RESTART_KEYS.some((t) => entry === t || entry.startsWith(`${t} (`));
 }
+
+/** Whether a needs-restart entry is of the Sparkplug section (`sparkplug.<key>`, with a why). */
+function sparkplugRestartKey(entry: string): boolean {
+  return entry.startsWith("sparkplug.");
+}
+
+/** The Sparkplug link's files of FILES_READ_AT_START, in the order a start reads them. */
+const SPARKPLUG_FILE_KEYS = [
+  "sparkplug.tls.ca_file",
+  "sparkplug.tls.cert_file",
+  "sparkplug.tls.key_file",
+] as const;
 
 /** The files a configuration names that are read only at start, by key: the path each names. */
 const FILES_READ_AT_START: Readonly<Record<string, (c: Config) => string | null>> = {

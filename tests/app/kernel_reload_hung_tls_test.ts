@@ -8,7 +8,8 @@
  */
 import assert from "node:assert/strict";
 import { RELOAD_FILE_READ_TIMEOUT_MS } from "../../src/app/kernel.ts";
-import { serveHttp } from "../../src/host/mod.ts";
+import type { Config } from "../../src/config/mod.ts";
+import { READ_FILE_MAX_BYTES, serveHttp } from "../../src/host/mod.ts";
 import { HungReads } from "../helpers/journal_files.ts";
 import { newKernel, tempDir, waitFor } from "../helpers/kernel.ts";
 import { ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
@@ -43,5 +44,42 @@ Deno.test("a reload whose re-read of http.tls_cert_path hangs leaves the e-stop 
     ]);
   } finally {
     await settleOn(clock, rt.stop(), "the stop");
+  }
+});
+
+Deno.test("a reload enabling the Sparkplug link with a TLS file the start cannot read (too large) says a restart refuses it; the reload still applies", async () => {
+  const dir = tempDir("runtime-sparkplug-tls-");
+  const ca = `${dir}/ca.pem`;
+  // Larger than a file the start reads may be; the loader only checks that it exists.
+  await Deno.writeTextFile(ca, "#".repeat(READ_FILE_MAX_BYTES + 1));
+  const rt = newKernel(testConfig({ providers: [] }));
+  await rt.start();
+  try {
+    const next: Config = {
+      ...rt.config,
+      logging: { ...rt.config.logging, level: "debug" },
+      sparkplug: {
+        ...rt.config.sparkplug,
+        enabled: true,
+        brokerUrl: "mqtts://127.0.0.1:8883",
+        groupId: "g",
+        edgeNodeId: "n",
+        tls: { caPath: ca, certPath: null, keyPath: null },
+      },
+    };
+    const report = await rt.reload(next);
+    const refusal = `sparkplug.tls.ca_file: cannot read '${ca}': too large: ` +
+      `${READ_FILE_MAX_BYTES + 1} bytes, the limit is ${READ_FILE_MAX_BYTES} bytes (4 MiB)`;
+    assert.ok(
+      report.needsRestart.includes(`sparkplug.tls (a restart refuses it: ${refusal})`),
+      report.needsRestart.join("\n"),
+    );
+    assert.equal(rt.config.logging.level, "debug", "the rest of the reload applies");
+    // What a restart with that file does: it refuses to start, naming the same file.
+    const restarted = newKernel(next);
+    await assert.rejects(restarted.start(), (e) => `${e}`.includes(refusal));
+    await restarted.stop();
+  } finally {
+    await rt.stop();
   }
 });
