@@ -190,25 +190,32 @@ let fullOwed = false;
 let fullRetryMs = 0;
 /** performance.now() from which the owed full re-read is due. */
 let fullDueAt = 0;
+/**
+ * Full refreshes started, and the newest of them settled: one that settles after a newer one
+ * (its reads overtaken, so they showed nothing) leaves fullOwed as the newer one set it.
+ */
+let fullAsked = 0;
+let fullSettled = 0;
 
 /** Re-reads everything (full: inventory, parameters and tree too). */
 function refresh(full) {
   if (refreshing !== null && !full) return refreshing;
   full ||= fullOwed && performance.now() >= fullDueAt;
+  const asked = full ? ++fullAsked : 0;
   const run = async () => {
-    // The values always (an unchanged inventory re-reads none): a resync re-reads them at once.
-    const tasks = [
-      status.load(),
-      health.load(),
-      refreshView(currentView(), full),
-      devices.loadState(),
-    ];
+    const tasks = [status.load(), health.load(), refreshView(currentView(), full)];
     if (full) {
-      tasks.push(devices.loadInventory(), parameters.load(), automation.load(true), alarms.load());
+      // The values too: a changed inventory re-reads them for its new cells, an unchanged one
+      // none, so they are read right after it (a resync re-reads them at once, and only once).
+      const values = devices.loadInventory().then((read) => read || devices.loadState());
+      tasks.push(values, parameters.load(), automation.load(true), alarms.load());
+    } else {
+      tasks.push(devices.loadState());
     }
     const results = await Promise.allSettled(tasks);
     const failed = results.find((r) => r.status === "rejected");
-    if (full) {
+    if (full && asked > fullSettled) {
+      fullSettled = asked;
       fullOwed = failed !== undefined;
       fullRetryMs = fullOwed
         ? Math.min(FULL_RETRY_MAX_MS, fullRetryMs * 2 || REFRESH_INTERVAL_MS)
@@ -329,9 +336,11 @@ function main() {
     },
     // A reconnection resumes after the last event received: the runtime sends what was missed,
     // so nothing needs re-reading, unless it says it cannot (too old, or it restarted: onGap).
-    // A reconnection that could not ask (no event received yet) re-reads everything.
+    // A reconnection that could not ask (no event received yet) re-reads everything. An opening
+    // says the runtime answers again: a re-read owed since failed ones is made now, not after
+    // its backoff (FULL_RETRY_MAX_MS), which is for a read failing while the runtime is up.
     onOpen: (resumed) => {
-      if (opened && !resumed) refresh(true);
+      if ((opened && !resumed) || fullOwed) refresh(true);
       opened = true;
     },
     onGap: () => refresh(true),

@@ -76,11 +76,12 @@ export class DevicesView {
   inventoryReads = new LatestRead();
   stateReads = new LatestRead();
 
+  /** Re-reads the inventory; resolves true when it changed (the values were re-read with it). */
   async loadInventory() {
     const withCaps = await this.inventoryReads.read(() => this.readInventory());
-    if (withCaps === OVERTAKEN) return;
+    if (withCaps === OVERTAKEN) return false;
     const inventoryKey = JSON.stringify(withCaps);
-    if (inventoryKey === this.inventoryKey) return;
+    if (inventoryKey === this.inventoryKey) return false;
     this.inventoryKey = inventoryKey;
     this.devices = withCaps;
     this.units = new Map();
@@ -92,6 +93,7 @@ export class DevicesView {
     this.render();
     this.onUnits();
     await Promise.all([this.loadState(), this.loadHealth()]);
+    return true;
   }
 
   /** GET /v0/devices and each device's capabilities (a device's failed read: none, with why). */

@@ -215,3 +215,130 @@ Deno.test({
     });
   },
 });
+
+Deno.test({
+  name:
+    "Operator console: a stream that opens makes a backed-off full re-read owed since failed ones due at once",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    await withPage(async (page, base) => {
+      // The runtime away for a while: its inventory and the stream refused, until `away` ends.
+      let away = true;
+      await page.route(
+        "**/v0/devices",
+        (route) => away ? route.abort("connectionrefused") : route.continue(),
+      );
+      await page.route(
+        "**/v0/events*",
+        (route) => away ? route.abort("connectionrefused") : route.continue(),
+      );
+      // Reads in flight (the open stream's request never finishes: not counted).
+      let inFlight = 0;
+      const read = (r: { url(): string }) => !new URL(r.url()).pathname.startsWith("/v0/events");
+      page.on("request", (r) => read(r) && inFlight++);
+      page.on("requestfinished", (r) => read(r) && inFlight--);
+      page.on("requestfailed", (r) => read(r) && inFlight--);
+      const settled = async () => {
+        await waitFor("the refresh settled", () => inFlight === 0, PAGE_WAIT_MS);
+        await new Promise((r) => setTimeout(r, 100));
+        await waitFor("the refresh settled", () => inFlight === 0, PAGE_WAIT_MS);
+      };
+      const inventoryReads = countRequests(page, "/v0/devices");
+      await page.clock.install();
+      await page.goto(`${base}/#devices`);
+      await page.clock.pauseAt(Date.now() + 1000);
+      await settled();
+      // Full re-reads fail 2, 4, 8 and 16 s apart; after the fifth, the next one owed waits 30 s.
+      for (let i = 0; i < 40 && inventoryReads.n < 5; i++) {
+        await page.clock.runFor(2000);
+        await settled();
+      }
+      assert.equal(inventoryReads.n, 5);
+      assert.equal(await page.locator('tr[data-signal^="sim0/"]').count(), 0);
+      // The runtime is back: the stream reconnects (its own backoff, at most 10 s).
+      away = false;
+      for (let i = 0; i < 12 && await page.locator("#conn.conn-live").count() === 0; i++) {
+        await page.clock.runFor(1000);
+        await settled();
+      }
+      await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
+      // Live: the devices appear at once, not when the owed re-read's 30 s wait ends.
+      await settled();
+      await page.clock.runFor(2000);
+      await settled();
+      assert.ok(
+        await page.locator('tr[data-signal^="sim0/"]').count() > 0,
+        "the devices show once the stream is live",
+      );
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "Operator console: a full re-read that failed stays owed when an older one, asked before it, settles after it",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    await withPage(async (page, base) => {
+      // The first inventory read (the page's first full refresh) is held; the second (the
+      // resync's) fails; later ones are answered.
+      const firstHeld = Promise.withResolvers<void>();
+      const releaseFirst = Promise.withResolvers<void>();
+      let inventoryReads = 0;
+      let secondFailed = false;
+      await page.route("**/v0/devices", async (route) => {
+        const n = ++inventoryReads;
+        if (n === 1) {
+          firstHeld.resolve();
+          await releaseFirst.promise;
+          await route.continue();
+        } else if (n === 2) {
+          await route.abort("connectionrefused");
+          secondFailed = true;
+        } else await route.continue();
+      });
+      // The stream's first answer is one resync event (a full refresh while the first one is
+      // held); its reconnections fail (a resync of theirs would re-read everything again).
+      let streams = 0;
+      await page.route("**/v0/events*", async (route) => {
+        if (++streams > 1) return await route.abort("connectionrefused");
+        await firstHeld.promise;
+        await route.fulfill({
+          status: 200,
+          headers: { "content-type": "text/event-stream" },
+          body: 'event: resync\nid: 0-1\ndata: {"reason":"too_old","last_event_id":"0-1"}\n\n',
+        });
+      });
+      try {
+        await page.goto(`${base}/#devices`);
+        await waitFor("the resync's inventory read failed", () => secondFailed, PAGE_WAIT_MS);
+        // The older read's answer now: overtaken by the failed newer one, it shows nothing.
+        releaseFirst.resolve();
+        // The failed re-read is still owed: the devices appear.
+        await page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS });
+      } finally {
+        releaseFirst.resolve();
+        firstHeld.resolve();
+      }
+    });
+  },
+});
+
+Deno.test({
+  name: "Operator console: a full refresh that finds new devices reads the values once",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    await withPage(async (page, base) => {
+      // No stream: its openings would re-read on their own.
+      await page.route("**/v0/events*", (route) => route.abort("connectionrefused"));
+      const stateReads = countRequests(page, "/v0/state");
+      await page.clock.install();
+      await page.goto(`${base}/#devices`);
+      // Before the first 2 s refresh: only the page's first (full) refresh has read.
+      await page.clock.pauseAt(Date.now() + 1000);
+      await page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS });
+      await page.waitForLoadState("networkidle");
+      assert.equal(stateReads.n, 1, "GET /v0/state once");
+    });
+  },
+});
