@@ -468,25 +468,13 @@ export class ProviderHost {
   /**
    * Spawns and brings a new session up to "discovered"; terminates it on failure. A restart
    * attempt passes its budget (restart_policy.timeout_ms from the attempt's start: a timer ends
-   * the handshake or discovery it is still waiting for, and it is checked again after each) and
+   * the wait for its turn to spawn, the handshake or discovery it is still waiting for, and it is
+   * checked again after each; a start whose budget ran out before its turn spawns nothing) and
    * hears of a failure before the half-started process is ended.
    */
   async #bringUp(budget: RestartBudget | null): Promise<
     { session: ProviderSession; devices: DeviceCapabilities[] }
   > {
-    const spawn = () => {
-      // stop() came while this start waited for its turn: nothing is spawned.
-      if (this.#state.phase === "STOPPED") throw unavailable("runtime is stopping");
-      return new ProviderSession(this.config, this.config.command, {
-        spawn: this.#deps.spawn,
-        log: this.#log,
-        clock: this.#deps.clock,
-        cwd: this.#deps.cwd,
-      });
-    };
-    const queue = this.#deps.spawnQueue;
-    const session = queue ? await queue.run(spawn) : spawn();
-    this.#starting = session;
     // Contains anolis's phrase, "Restart timeout exceeded for provider '<id>'": its tests and
     // launchers wait for it.
     const overrun = (when: string) => {
@@ -509,10 +497,12 @@ export class ProviderHost {
       if (this.#deps.clock.monoMs() - budget.startedAt < budget.timeoutMs) return;
       throw overrun(`after ${after}`);
     };
-    // The budget's end, while a handshake or discovery is awaited: a provider that hangs there, or
-    // answers each request just in time, is bounded by restart_policy.timeout_ms (a reload's start:
-    // runtime.startup_timeout_ms), not only by its hello/ready/request deadlines.
-    let phase = "handshake";
+    // The budget's end, while its turn to spawn, a handshake or discovery is awaited: a provider
+    // that hangs there, or answers each request just in time, is bounded by
+    // restart_policy.timeout_ms (a reload's start: runtime.startup_timeout_ms), not only by its
+    // hello/ready/request deadlines; a start queued behind a restart storm (MAX_QUEUED_SPAWNS
+    // paced spawns) by it too, and one whose budget ran out there spawns nothing.
+    let phase = "the wait for its turn to spawn";
     let budgetTimer: TimerId | undefined;
     const budgetEnd = budget === null ? null : new Promise<never>((_, reject) => {
       const left = budget.startedAt + budget.timeoutMs - this.#deps.clock.monoMs();
@@ -524,6 +514,28 @@ export class ProviderHost {
     budgetEnd?.catch(() => {}); // heard through the race below; never an unhandled rejection
     const within = <T>(step: Promise<T>): Promise<T> =>
       budgetEnd === null ? step : Promise.race([step, budgetEnd]);
+    const spawn = () => {
+      // stop() came while this start waited for its turn: nothing is spawned.
+      if (this.#state.phase === "STOPPED") throw unavailable("runtime is stopping");
+      // Nor once its budget ran out in the queue (the wait already failed it).
+      checkBudget("waiting for its turn to spawn");
+      return new ProviderSession(this.config, this.config.command, {
+        spawn: this.#deps.spawn,
+        log: this.#log,
+        clock: this.#deps.clock,
+        cwd: this.#deps.cwd,
+      });
+    };
+    const queue = this.#deps.spawnQueue;
+    let session: ProviderSession;
+    try {
+      session = queue ? await within(queue.run(spawn)) : spawn();
+    } catch (err) {
+      this.#deps.clock.clearTimer(budgetTimer);
+      throw err;
+    }
+    this.#starting = session;
+    phase = "handshake";
     try {
       // A process that dies during bring-up fails the pending request through the session end.
       await within(session.handshake());

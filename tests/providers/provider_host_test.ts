@@ -16,7 +16,7 @@ import type { ProviderConfig } from "../../src/config/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
+import { ProviderHost, ProviderRegistry, type SpawnQueue } from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import {
   type Inventory,
@@ -660,7 +660,8 @@ Deno.test("ProviderHost restarts after the backoff on the monotonic clock, howev
 });
 
 Deno.test("ProviderHost: a restart budget is used up when the elapsed time reaches it", async () => {
-  // The monotonic clock stands still: the attempt's elapsed time is 0 ms, its budget 0 ms.
+  // The monotonic clock stands still: the attempt's elapsed time is 0 ms, its budget 0 ms (spent
+  // before its turn to spawn: no process is spawned).
   await withFixture(D0, async (fx) => {
     Deno.kill(fx.host.session!.pid, "SIGKILL");
     await waitFor("circuit open", () => fx.host.lifecycle === "CIRCUIT_OPEN");
@@ -668,7 +669,7 @@ Deno.test("ProviderHost: a restart budget is used up when the elapsed time reach
     assert.equal(failures.length, 1);
     assert.match(
       failures[0]!,
-      /restart attempt 1 failed: Restart timeout exceeded for provider '[\w-]+' during handshake \(0 ms >= restart_policy\.timeout_ms 0 ms\)$/,
+      /restart attempt 1 failed: Restart timeout exceeded for provider '[\w-]+' during the wait for its turn to spawn \(0 ms >= restart_policy\.timeout_ms 0 ms\)$/,
     );
     // The operator is told once that supervision gave up.
     assert.deepEqual(circuitOpenLines(fx.lines), [
@@ -982,6 +983,51 @@ Deno.test("ProviderHost refuses an inventory its admission check refuses: FAILED
     await settleMovingTime(clock, plain.stop(1000));
   } finally {
     await settleMovingTime(clock, start.catch(() => {}).then(() => refused.stop(1000)));
+    await Deno.remove(file);
+  }
+});
+
+Deno.test("ProviderHost.start(budget) fails once the budget runs out while it waits for its turn to spawn, and spawns nothing at that turn", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(D0));
+  const clock = new ManualClock();
+  const lines: string[] = [];
+  let spawned = 0;
+  const spawn: SpawnFn = (...args) => {
+    spawned++;
+    return spawnProcess(...args);
+  };
+  // Its turn comes when the test says (a queue behind a restart storm: up to MAX_QUEUED_SPAWNS
+  // paced spawns ahead of it).
+  const turn = Promise.withResolvers<void>();
+  const spawnQueue = {
+    run: <R>(run: () => R) => turn.promise.then(run),
+  } as unknown as SpawnQueue;
+  const host = new ProviderHost(programmableProvider("p0", file), {
+    ...manualDeps(clock, lines),
+    spawn,
+    spawnQueue,
+  });
+  let settled = false;
+  const start = host.start({ ms: 3000, setting: "runtime.startup_timeout_ms" })
+    .finally(() => settled = true);
+  start.catch(() => {}); // asserted below
+  try {
+    await new Promise((r) => setTimeout(r, 10));
+    clock.advance(3000);
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(settled, true, "the start failed at its budget, still waiting for its turn");
+    await assert.rejects(
+      start,
+      /provider start not complete within runtime\.startup_timeout_ms \(3000 ms\) during the wait for its turn to spawn \(3000 ms\)/,
+    );
+    turn.resolve();
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(spawned, 0, "no process spawned for a start that already failed");
+    assert.equal(host.available, false);
+  } finally {
+    turn.resolve();
+    await settleMovingTime(clock, start.catch(() => {}).then(() => host.stop(1000)));
     await Deno.remove(file);
   }
 });
