@@ -434,6 +434,11 @@ function telemetryReloadFlushMs(shutdownTimeoutMs: number): number {
 export interface StopDeadline {
   /** Milliseconds left until the process gives up on the stop (0 or less: none). */
   leftMs(): number;
+  /**
+   * Resolves when a second stop signal hurries the stop (the providers are killed, what is left
+   * is HURRIED_SHUTDOWN_MS): a wait bounded when it began ends then. Absent: it never hurries.
+   */
+  readonly hurried?: Promise<void>;
 }
 
 /** Reloads since start when there is no reloader. */
@@ -2264,11 +2269,15 @@ export class Kernel {
    * Waits, before a stop stops the providers, for the stop actions in flight to them, as a reload
    * waits before it stops one (Estop.stopActionsSettled: each provider's wait within its own bound
    * and `capMs`, stopActionsShutdownWaitMs); one line when it waited: INFO when they finished, WARN
-   * naming those that had not. Never rejects.
+   * naming those that had not. `hurried` (StopDeadline.hurried) ends the wait at once: the
+   * providers are killed then, and the hurried deadline leaves nothing past their stop. Never
+   * rejects.
    */
-  async #stopActionsBeforeStop(capMs: number): Promise<void> {
+  async #stopActionsBeforeStop(capMs: number, hurried?: Promise<void>): Promise<void> {
     const ids = this.#config.providers.map((p) => p.id);
-    const waits = await Promise.all(ids.map((id) => this.estop.stopActionsSettled(id, capMs)));
+    const waits = await Promise.all(
+      ids.map((id) => this.estop.stopActionsSettled(id, capMs, hurried)),
+    );
     const waited = ids.flatMap((id, i) => {
       const wait = waits[i];
       return wait === null || wait === undefined ? [] : [{ id, ...wait }];
@@ -2285,6 +2294,15 @@ export class Kernel {
         ? ""
         : ` ${Math.max(...waited.map((w) => w.waitedMs ?? 0))} ms`;
       this.#lines.info(`stop: waited${took} for ${what(waited)}, then stopped the providers`);
+      return;
+    }
+    if (late.some((w) => w.cut)) {
+      const cutAt = late.flatMap((w) => w.cut && w.waitedMs !== null ? [w.waitedMs] : []);
+      this.#lines.warn(
+        `stop: ${what(late)} had not finished when a second stop signal hurried the stop` +
+          `${cutAt.length === 0 ? "" : ` (after ${Math.max(...cutAt)} ms)`}; ` +
+          "the providers are stopped all the same",
+      );
       return;
     }
     const bounds = [...new Set(late.map((w) => w.boundMs))];
@@ -2736,7 +2754,8 @@ export class Kernel {
     // below run; bounded by what the budget leaves past the providers' own stop.
     const stopActions = stepAsync(
       "e-stop's stop actions",
-      () => this.#stopActionsBeforeStop(stopActionsShutdownWaitMs(budget, deadline)),
+      () =>
+        this.#stopActionsBeforeStop(stopActionsShutdownWaitMs(budget, deadline), deadline?.hurried),
     );
     await stepAsync("state cache", () => this.cache.stop());
     // Before the providers go: their going is the runtime's stop, not a device loss (no

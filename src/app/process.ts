@@ -241,6 +241,7 @@ export async function shutDown(
   let endsAtMono = clock.monoMs() + budgetMs;
   let timer = clock.setTimer(() => expire("overrun"), budgetMs);
   let hurried: Promise<unknown> | null = null;
+  const hurry = Promise.withResolvers<void>(); // the stop's StopDeadline.hurried
   signals.onRepeat((signal) => {
     if (hurried !== null) {
       log.warn(`${signal} received again: already hurrying (${limit})`);
@@ -252,10 +253,11 @@ export async function shutDown(
     endsAtMono = clock.monoMs() + HURRIED_SHUTDOWN_MS;
     timer = clock.setTimer(() => expire("overrun"), HURRIED_SHUTDOWN_MS);
     limit = `${HURRIED_SHUTDOWN_MS} ms after the second signal`;
+    hurry.resolve();
   });
   try {
     const stopped = typeof stop === "function"
-      ? stop({ leftMs: () => endsAtMono - clock.monoMs() })
+      ? stop({ leftMs: () => endsAtMono - clock.monoMs(), hurried: hurry.promise })
       : stop;
     const outcome = await Promise.race([stopped.then(() => "done" as const), overrun]);
     await hurried;

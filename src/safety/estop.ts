@@ -344,6 +344,8 @@ export interface StopActionsWait {
   readonly hooks: boolean;
   /** True when they had finished within `boundMs`. */
   readonly settled: boolean;
+  /** Present when the caller's `until` ended it first (a runtime's stop: a second stop signal). */
+  readonly cut?: true;
   /** How long it waited (null when the clock failed). */
   readonly waitedMs: number | null;
   /**
@@ -1337,12 +1339,14 @@ export class Estop implements EstopService {
    * STOP_ACTIONS_WAIT_MAX_MS but never less than one call's -- STOP_ACTIONS_WAIT_MAX_MS itself
    * when it waits for a stop triggered while another ran (its ladder follows that whole stop): a
    * reload waits so before it stops that provider. `capMs` (default none) cuts that bound, one
-   * call's included (a runtime's stop: what its shutdown budget leaves for the wait). Null at once
+   * call's included (a runtime's stop: what its shutdown budget leaves for the wait); `until`
+   * (default none) ends it once it resolves (a runtime's stop: a second stop signal). Null at once
    * when none runs. Never rejects, and neither the ladder nor the hooks ever wait for it.
    */
   async stopActionsSettled(
     providerId: string,
     capMs: number = Infinity,
+    until?: Promise<unknown>,
   ): Promise<StopActionsWait | null> {
     const what = `waiting for the stop actions to ${providerId}`;
     const tail = this.#providerTails.get(providerId);
@@ -1389,10 +1393,13 @@ export class Estop implements EstopService {
       : Promise.all(holds.map((h) => h.queued.promise)).then(() =>
         this.#providerTails.get(providerId)
       );
-    const both = Promise.all([ladderDone, hookCalls?.catch(() => {})]).then(() => true);
-    let settled = false;
+    const both = Promise.all([ladderDone, hookCalls?.catch(() => {})]).then(() => true as const);
+    const ended = until === undefined
+      ? both
+      : Promise.race([both, until.then(() => "cut" as const, () => "cut" as const)]);
+    let outcome: true | "cut" | false = false;
     try {
-      settled = await raceTimeout(this.#o.clock, both, boundMs, false);
+      outcome = await raceTimeout(this.#o.clock, ended, boundMs, false);
     } catch (err) {
       // A clock whose timer fails bounds nothing: the reload does not wait then.
       this.#stopLog.error(`e-stop: ${what} failed: ${errorMessage(err)}; the reload goes on`);
@@ -1404,7 +1411,8 @@ export class Estop implements EstopService {
     return {
       ladder,
       hooks: hookCalls !== null && hookCalls !== undefined,
-      settled,
+      settled: outcome === true,
+      ...(outcome === "cut" ? { cut: true as const } : {}),
       waitedMs,
       boundMs,
     };

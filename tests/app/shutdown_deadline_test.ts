@@ -2,7 +2,7 @@
  * shutDown hands the stop it starts the deadline it enforces (Kernel.stop gives telemetry's last
  * flush what is left of it, and its wait for the stop actions still running what it leaves past
  * the providers' own stop): the shutdown budget from the stop's start, then HURRIED_SHUTDOWN_MS
- * from a second stop signal. On a manual clock.
+ * from a second stop signal, which its `hurried` tells at once. On a manual clock.
  */
 import assert from "node:assert/strict";
 import { HURRIED_SHUTDOWN_MS, shutDown, shutdownBudgetMs } from "../../src/app/process.ts";
@@ -45,8 +45,15 @@ Deno.test("shutDown hands the stop what is left of the shutdown budget, and of t
   assert.equal(d.leftMs(), shutdownBudgetMs(config));
   await clock.advanceAsync(300);
   assert.equal(d.leftMs(), shutdownBudgetMs(config) - 300);
+  let hurried = false;
+  assert.ok(d.hurried !== undefined, "the deadline tells of a hurry");
+  void d.hurried.then(() => (hurried = true));
+  await clock.advanceAsync(0);
+  assert.equal(hurried, false, "not before a second signal");
   repeat("SIGTERM");
   assert.equal(d.leftMs(), HURRIED_SHUTDOWN_MS);
+  await clock.advanceAsync(0);
+  assert.equal(hurried, true, "a wait bounded when it began ends at the second signal");
   await clock.advanceAsync(400);
   assert.equal(d.leftMs(), HURRIED_SHUTDOWN_MS - 400);
   finish();

@@ -123,6 +123,31 @@ Deno.test("Estop.stopActionsSettled gives up at one call's worst case (2 x timeo
   await runToSettle(r.clock, stop, "the stop");
 });
 
+Deno.test("Estop.stopActionsSettled ends at once when its until resolves (a second stop signal), before its bound", async () => {
+  const r = rig();
+  const stop = r.estop.trigger("test");
+  await flushMicrotasks();
+  const hurry = Promise.withResolvers<void>();
+  let ended = false;
+  const wait = r.estop.stopActionsSettled("plant", Infinity, hurry.promise)
+    .finally(() => (ended = true));
+  r.clock.advance(300);
+  await flushMicrotasks();
+  assert.equal(ended, false, "ended before the hurry");
+  hurry.resolve();
+  assert.deepEqual(await wait, {
+    ladder: true,
+    hooks: false,
+    settled: false,
+    cut: true,
+    waitedMs: 300,
+    boundMs: stopActionWorstCaseMs(PLANT_TIMEOUT_MS) + DRAIN_MARGIN_MS,
+  });
+  assert.equal(r.clock.pendingTimers, 0, "its bound's timer is cleared");
+  r.answers[0]!.resolve({});
+  await runToSettle(r.clock, stop, "the stop");
+});
+
 Deno.test("Estop.stopActionsSettled waits for the hook calls into FAULT to the provider until they end", async () => {
   const r = rig();
   // An operator's FAULT: no ladder call, a hook call into FAULT to `other` under way.

@@ -5,6 +5,8 @@
  * latch engages synchronously and the ladder queues its calls a turn later, so a reload whose wait
  * began in between -- in the trigger's own turn -- saw no ladder call yet, stopped the provider,
  * and the ladder's call failed (`UNAVAILABLE: provider session ended: closed by the runtime`).
+ * A second stop signal while the runtime's stop waits ends that wait at once (shutDown's hurry,
+ * StopDeadline.hurried).
  * Also a second trigger while the first ladder runs, a provider down at the latch (its call fails
  * unsent; nothing is waited for), and a provider that comes back while latched (its securing run
  * is decided in the step it becomes AVAILABLE and queues its calls a turn later).
@@ -19,6 +21,8 @@ import { ManualClock, runToSettle, runUntil } from "../helpers/clock.ts";
 import type { FakeProvider } from "../helpers/fake_provider.ts";
 import { type Rig, rig } from "../helpers/rig.ts";
 import { call, plantProvider } from "./_fixture.ts";
+import { shutDown } from "../../src/app/process.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 
 /** plant's timeout_ms. */
 const TIMEOUT_MS = 5000;
@@ -225,5 +229,37 @@ Deno.test("Kernel.stop waits for the e-stop's ladder calls at most runtime.shutd
   assert.deepEqual(stopLines(r.lines), [
     "WARN stop: the e-stop's safe-state calls to plant had not finished within 2000 ms; " +
     "the providers are stopped all the same",
+  ]);
+});
+
+Deno.test("shutDown: a second stop signal while Kernel.stop waits for the e-stop's ladder calls ends that wait at once and the providers are stopped", async () => {
+  const clock = new ManualClock();
+  // Each call takes 3000 ms (within its timeout_ms): the two end well past the hurried deadline
+  // (HURRIED_SHUTDOWN_MS) but within the wait's bound from the whole budget (7500 ms, the API on).
+  await using r = await twoCallRig(clock, 3000);
+  const rt = r.kernel;
+  const fake = r.provider<FakeProvider>("plant");
+  const { log } = capturingLogger({ level: "info", now: () => clock.nowMs() });
+  let repeat: (signal: Deno.Signal) => void = () => {};
+  const stop = rt.estop.trigger("latch x shutdown, hurried");
+  // killProviders does nothing here (shutdown_deadline_test.ts's rig): the provider's calls are
+  // not ended by the hurry's SIGKILL, only the wait's own end lets the kernel stop it.
+  const exit = shutDown(
+    (d) => rt.stop(d), // SIGTERM as the e-stop latches
+    { onRepeat: (l) => (repeat = l) },
+    rt.config,
+    log,
+    { clock, killProviders: () => Promise.resolve() },
+  );
+  await runUntil(clock, "the first ladder call at plant", () => fake.count("call") === 1);
+  repeat("SIGTERM"); // while the wait for the ladder's calls is under way
+  await runToSettle(clock, exit, "the hurried shutdown");
+  const result = await runToSettle(clock, stop, "the e-stop");
+  await runToSettle(clock, rt.stop(), "the runtime's stop");
+  assert.equal(fake.count("call"), 1, "plant was stopped under its first ladder call");
+  assert.ok(result.actions.every((a) => !a.success), "both cut off by the provider's stop");
+  assert.deepEqual(stopLines(r.lines), [
+    "WARN stop: the e-stop's safe-state calls to plant had not finished when a second stop " +
+    "signal hurried the stop (after 0 ms); the providers are stopped all the same",
   ]);
 });
