@@ -204,12 +204,14 @@ function cloggingSpawn(): {
   };
 }
 
-Deno.test("CallRouter: a call still waiting for a pipe its provider does not read at its deadline is refused by `unavailable`, and never reaches the provider when the pipe drains", async () => {
-  const spawner = cloggingSpawn();
-  await using r = await rig({
-    providers: [plantProvider("plant", { timeoutMs: 1000 })],
-    host: { spawn: spawner.spawn },
-  });
+/**
+ * A router on `r`'s plant, auditing into `entries`, and a get_health handed to a pipe the provider
+ * no longer reads (`held`: how it ended): every later frame waits behind it.
+ */
+async function clogged(
+  r: Awaited<ReturnType<typeof rig>>,
+  spawner: ReturnType<typeof cloggingSpawn>,
+) {
   const entries: AuditDecision[] = [];
   const router = new CallRouter({
     registry: r.kernel.registry,
@@ -220,9 +222,18 @@ Deno.test("CallRouter: a call still waiting for a pipe its provider does not rea
   router.setAuditSink({ record: (e) => entries.push(e) });
   const host = r.kernel.registry.host("plant")!;
   spawner.clog();
-  // Handed to the pipe, which the provider does not read: every later frame waits behind it.
   const held = host.request("get_health", {}, 10_000).then(() => "answered", (e) => `${e}`);
   await waitFor("a write held by the pipe", () => spawner.held() > 0);
+  return { entries, router, host, held };
+}
+
+Deno.test("CallRouter: a call still waiting for a pipe its provider does not read at its deadline is refused by `unavailable`, and never reaches the provider when the pipe drains", async () => {
+  const spawner = cloggingSpawn();
+  await using r = await rig({
+    providers: [plantProvider("plant", { timeoutMs: 1000 })],
+    host: { spawn: spawner.spawn },
+  });
+  const { entries, router, host, held } = await clogged(r, spawner);
   const err = await router.call({
     providerId: "plant",
     deviceId: "plant0",
@@ -253,18 +264,7 @@ Deno.test("CallRouter: a call still waiting for a pipe its provider does not rea
     providers: [plantProvider("plant", { timeoutMs: 5000 })],
     host: { spawn: spawner.spawn },
   });
-  const entries: AuditDecision[] = [];
-  const router = new CallRouter({
-    registry: r.kernel.registry,
-    cache: r.kernel.cache,
-    log: testLogger(),
-    clock: r.clock,
-  });
-  router.setAuditSink({ record: (e) => entries.push(e) });
-  const host = r.kernel.registry.host("plant")!;
-  spawner.clog();
-  const held = host.request("get_health", {}, 10_000).then(() => "answered", (e) => `${e}`);
-  await waitFor("a write held by the pipe", () => spawner.held() > 0);
+  const { entries, router, held } = await clogged(r, spawner);
   let sent = false;
   const call = router.call({
     providerId: "plant",
