@@ -2250,10 +2250,7 @@ export class Kernel {
   async #stopActionsSettled(id: string): Promise<void> {
     const wait = await this.estop.stopActionsSettled(id);
     if (wait === null) return;
-    const what = [
-      ...(wait.ladder ? ["the e-stop's safe-state calls"] : []),
-      ...(wait.hooks ? ["the hook calls into FAULT"] : []),
-    ].join(" and ");
+    const what = stopActionsWhat([wait]);
     const took = wait.waitedMs === null ? "" : ` ${wait.waitedMs} ms`;
     if (wait.settled) {
       this.host.log.info(`reload: waited${took} for ${what} to ${id}, then stopped it`);
@@ -2284,10 +2281,7 @@ export class Kernel {
     });
     if (waited.length === 0) return;
     const what = (ws: typeof waited) =>
-      [
-        ...(ws.some((w) => w.ladder) ? ["the e-stop's safe-state calls"] : []),
-        ...(ws.some((w) => w.hooks) ? ["the hook calls into FAULT"] : []),
-      ].join(" and ") + ` to ${ws.map((w) => w.id).join(", ")}`;
+      `${stopActionsWhat(ws)} to ${ws.map((w) => w.id).join(", ")}`;
     const late = waited.filter((w) => !w.settled);
     if (late.length === 0) {
       const took = waited.some((w) => w.waitedMs === null)
@@ -2927,6 +2921,14 @@ const TLS_RESTART_KEYS = ["http.tls_cert_path", "http.tls_key_path", "http.tls_a
 /** Whether a needs-restart entry is one of TLS_RESTART_KEYS (`key` or `key (why)`). */
 function tlsRestartKey(entry: string): boolean {
   return TLS_RESTART_KEYS.some((t) => entry === t || entry.startsWith(`${t} (`));
+}
+
+/** What a wait for stop actions waited for, in a log line's words (a reload's, a stop's). */
+function stopActionsWhat(waits: readonly { ladder: boolean; hooks: boolean }[]): string {
+  return [
+    ...(waits.some((w) => w.ladder) ? ["the e-stop's safe-state calls"] : []),
+    ...(waits.some((w) => w.hooks) ? ["the hook calls into FAULT"] : []),
+  ].join(" and ");
 }
 
 /** Whether a needs-restart entry is of the Sparkplug section (`sparkplug.<key>`, with a why). */
