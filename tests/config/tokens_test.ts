@@ -232,6 +232,9 @@ ${PROV}
   for (const l of pasted) assert.ok(!l.includes("pasted-secret-0123456789"), l);
 });
 
+/** The tail of every refusal of a token no client can send (unsendableToken). */
+const unsendable = "a client cannot send that in an Authorization header, so it would admit nobody";
+
 Deno.test("loadConfig refuses a token no client can present: whitespace at either end, a control or non-ASCII character", () => {
   // A client's Authorization header arrives with the whitespace at its ends removed (Fetch
   // normalizes header values), and non-ASCII as the raw bytes: such a token admits nobody. A
@@ -252,8 +255,6 @@ ${PROV}
 `,
     { secretEnv: { RUNTIME_TOKEN_WALL: "wall-token-0123456789abc\n" } },
   );
-  const unsendable =
-    "a client cannot send that in an Authorization header, so it would admit nobody";
   assert.deepEqual(lines(r.diagnostics), [
     `error http.auth_token @3:3 token 'default' ends with whitespace: ${unsendable}`,
     `error http.tokens[0].token @5:34 token 'dash' starts with whitespace: ${unsendable}`,
@@ -294,8 +295,6 @@ http:
 ${PROV}
 `,
   );
-  const unsendable =
-    "a client cannot send that in an Authorization header, so it would admit nobody";
   assert.deepEqual(lines(r.diagnostics), [
     `error http.tokens[0].token @5:34 token 'wall' is longer than ${MAX_TOKEN_CHARS} characters: ` +
     unsendable,
@@ -351,8 +350,6 @@ ${PROV}
 
 Deno.test("--check-config with RUNTIME_API_TOKEN set still judges the file's own auth_token (unsendable, or a named token's value) as a start without that variable would; a start is unchanged", () => {
   const ENV = "env-token-0123456789abcdef";
-  const unsendable =
-    "a client cannot send that in an Authorization header, so it would admit nobody";
   const spaced = load(
     `
 http:
