@@ -2133,10 +2133,7 @@ export class Kernel {
     const why = refusal.replace(/^http\.tls_(cert|key)_path(?: \/ http\.tls_key_path)?: /, "");
     const own = out.findIndex((k) => k === named || k.startsWith(`${named} (`));
     const i = own >= 0 ? own : judged;
-    const entry = out[i] as string;
-    out[i] = entry.endsWith(")")
-      ? `${entry.slice(0, -1)}; a restart refuses it: ${why})`
-      : `${entry} (a restart refuses it: ${why})`;
+    out[i] = restartRefuses(out[i]!, why);
     return out;
   }
 
@@ -2174,10 +2171,7 @@ export class Kernel {
       : on("sparkplug.enabled") >= 0
       ? on("sparkplug.enabled")
       : out.findIndex(sparkplugRestartKey);
-    const entry = out[i]!;
-    out[i] = entry.endsWith(")")
-      ? `${entry.slice(0, -1)}; a restart refuses it: ${refusal})`
-      : `${entry} (a restart refuses it: ${refusal})`;
+    out[i] = restartRefuses(out[i]!, refusal);
     return out;
   }
 
@@ -2921,6 +2915,13 @@ const TLS_RESTART_KEYS = ["http.tls_cert_path", "http.tls_key_path", "http.tls_a
 /** Whether a needs-restart entry is one of TLS_RESTART_KEYS (`key` or `key (why)`). */
 function tlsRestartKey(entry: string): boolean {
   return TLS_RESTART_KEYS.some((t) => entry === t || entry.startsWith(`${t} (`));
+}
+
+/** A needs-restart entry with what a restart would refuse added to its why (in parentheses). */
+function restartRefuses(entry: string, why: string): string {
+  return entry.endsWith(")")
+    ? `${entry.slice(0, -1)}; a restart refuses it: ${why})`
+    : `${entry} (a restart refuses it: ${why})`;
 }
 
 /** What a wait for stop actions waited for, in a log line's words (a reload's, a stop's). */
