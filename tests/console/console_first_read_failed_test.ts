@@ -18,7 +18,7 @@ import {
   sequentialSteps,
 } from "../helpers/browser.ts";
 import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
-import { simProvider, simRuntimeConfig, testConfig } from "../helpers/sim_config.ts";
+import { simRuntimeConfig, simWithTargetTemp } from "../helpers/sim_config.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 
 Deno.test({
@@ -77,20 +77,7 @@ ${simRuntimeConfig()}`,
 async function withPage(
   body: (page: Page, base: string) => Promise<void>,
 ): Promise<void> {
-  const rt = await startServing(testConfig({
-    providers: [simProvider("sim0")],
-    automation: {
-      enabled: true,
-      parameters: [{
-        name: "target_temp",
-        type: "double",
-        default: 40,
-        min: 0,
-        max: 120,
-        allowedValues: [],
-      }],
-    },
-  }));
+  const rt = await startServing(simWithTargetTemp());
   const browser = await launchChromium();
   try {
     await body(await browser.newPage(), `http://127.0.0.1:${rt.http!.port}`);

@@ -18,7 +18,7 @@ import assert from "node:assert/strict";
 import type { Page, Route } from "playwright-core";
 import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
 import { startServing } from "../helpers/kernel.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { simProvider, simWithTargetTemp, testConfig } from "../helpers/sim_config.ts";
 import { Api } from "../scenarios/alarms_helpers.ts";
 
 /** The header the test marks a held answer with. */
@@ -74,20 +74,7 @@ Deno.test({
     "Operator console: a parameter read answered after a newer one does not put the older value back",
   ignore: chromiumMissing(),
   fn: async () => {
-    const rt = await startServing(testConfig({
-      providers: [simProvider("sim0")],
-      automation: {
-        enabled: true,
-        parameters: [{
-          name: "target_temp",
-          type: "double",
-          default: 40,
-          min: 0,
-          max: 120,
-          allowedValues: [],
-        }],
-      },
-    }));
+    const rt = await startServing(simWithTargetTemp());
     const api = new Api(`http://127.0.0.1:${rt.http!.port}`);
     const browser = await launchChromium();
     try {

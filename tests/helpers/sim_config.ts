@@ -217,3 +217,21 @@ export function testConfig(o: TestConfigOptions = {}): Config {
     },
   };
 }
+
+/** The inert sim0 with automation on and one parameter, target_temp (double 40, 0..120). */
+export function simWithTargetTemp(): Config {
+  return testConfig({
+    providers: [simProvider("sim0")],
+    automation: {
+      enabled: true,
+      parameters: [{
+        name: "target_temp",
+        type: "double",
+        default: 40,
+        min: 0,
+        max: 120,
+        allowedValues: [],
+      }],
+    },
+  });
+}
