@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import {
   chromiumMissing,
   collectPageErrors,
+  pauseClockNow,
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
@@ -78,23 +79,14 @@ Deno.test({
     await withConsoleRuntime(runtime("console-declined-stream-"), async ({ browser, rt }) => {
       const page = await browser.newPage();
       const errors = collectPageErrors(page);
-      // The page's timers stand still once refused (pauseAt below): the stream's backoff after its
+      // The page's timers stand still once refused (pauseClockNow below): the stream's backoff after its
       // 401 never ends by itself.
       await page.clock.install();
       await page.goto(`${rt.base}/`);
       await page.locator("#token-dialog[open]").waitFor();
       await page.getByRole("button", { name: "Cancel" }).click();
       await waitForText(page, "#conn", /^Disconnected .*401 UNAUTHENTICATED/);
-      // Paused just ahead of the page's time: on a loaded machine that time may pass before the
-      // pause lands ("Cannot fast-forward to the past"), so read it again and retry.
-      for (let attempt = 1;; attempt++) {
-        try {
-          await page.clock.pauseAt(await page.evaluate(() => Date.now() + 1));
-          break;
-        } catch (err) {
-          if (attempt >= 20 || !/fast-forward to the past/.test(String(err))) throw err;
-        }
-      }
+      await pauseClockNow(page);
       await page.locator("#estop").click();
       await page.locator("#token-dialog[open]").waitFor();
       await page.locator("#token-input").fill(OPERATOR);

@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import {
   chromiumMissing,
+  installStoppedClock,
   launchChromium,
   launchChromiumAlongside,
   PAGE_WAIT_MS,
@@ -180,10 +181,9 @@ Deno.test({
       page.on("requestfinished", () => inFlight--);
       page.on("requestfailed", () => inFlight--);
       const inventoryReads = countRequests(page, "/v0/devices");
-      await page.clock.install();
+      await installStoppedClock(page);
       await page.goto(`${base}/#devices`);
       await page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS });
-      await page.clock.pauseAt(Date.now() + 1000);
       const settled = async () => {
         await waitFor("the refresh settled", () => inFlight === 0, PAGE_WAIT_MS);
         await new Promise((r) => setTimeout(r, 100));
@@ -231,9 +231,8 @@ Deno.test({
         await waitFor("the refresh settled", () => inFlight === 0, PAGE_WAIT_MS);
       };
       const inventoryReads = countRequests(page, "/v0/devices");
-      await page.clock.install();
+      await installStoppedClock(page);
       await page.goto(`${base}/#devices`);
-      await page.clock.pauseAt(Date.now() + 1000);
       await settled();
       // Full re-reads fail 2, 4, 8 and 16 s apart; after the fifth, the next one owed waits 30 s.
       for (let i = 0; i < 40 && inventoryReads.n < 5; i++) {
@@ -319,10 +318,9 @@ Deno.test({
       // No stream: its openings would re-read on their own.
       await page.route("**/v0/events*", (route) => route.abort("connectionrefused"));
       const stateReads = countRequests(page, "/v0/state");
-      await page.clock.install();
+      // Stopped before the first 2 s refresh: only the page's first (full) refresh reads.
+      await installStoppedClock(page);
       await page.goto(`${base}/#devices`);
-      // Before the first 2 s refresh: only the page's first (full) refresh has read.
-      await page.clock.pauseAt(Date.now() + 1000);
       await page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS });
       await page.waitForLoadState("networkidle");
       assert.equal(stateReads.n, 1, "GET /v0/state once");

@@ -10,7 +10,12 @@
  * Chromium.
  */
 import assert from "node:assert/strict";
-import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
+import {
+  chromiumMissing,
+  installStoppedClock,
+  launchChromium,
+  waitForText,
+} from "../helpers/browser.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { answerHealthOnce } from "./_held_health.ts";
@@ -34,8 +39,7 @@ Deno.test({
       );
       const page = await browser.newPage();
       // The page's clock stands still but when the test moves it: each second is exactly one.
-      await page.clock.install();
-      await page.clock.pauseAt(Date.now() + 1000);
+      await installStoppedClock(page);
       // One health read answered; the others held until it is shown, then refused (503), so
       // what moves the ages is the page's own 1 s tick alone (_held_health.ts).
       const health = await answerHealthOnce(page);

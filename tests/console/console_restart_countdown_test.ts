@@ -8,7 +8,12 @@
  * its supervisor waits 30 s before restarting it; the page in headless Chromium.
  */
 import assert from "node:assert/strict";
-import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
+import {
+  chromiumMissing,
+  installStoppedClock,
+  launchChromium,
+  waitForText,
+} from "../helpers/browser.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -41,8 +46,7 @@ Deno.test({
       await waitFor("the restart is scheduled", () => !host.available);
       const page = await browser.newPage();
       // The page's clock stands still but when the test moves it: each second is exactly one.
-      await page.clock.install();
-      await page.clock.pauseAt(Date.now() + 1000);
+      await installStoppedClock(page);
       // One health read answered; the others held until it is shown, then refused (503), so
       // what moves the countdown is the page's own 1 s tick alone (_held_health.ts).
       const health = await answerHealthOnce(page);

@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { STALE_AFTER_MS } from "../../console/sse.js";
-import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
+import { chromiumMissing, launchChromium, pauseClockNow, waitForText } from "../helpers/browser.ts";
 import { startServing } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, simProvider, testConfig } from "../helpers/sim_config.ts";
 import { Api } from "../scenarios/alarms_helpers.ts";
@@ -36,7 +36,7 @@ Deno.test({
       await page.goto(`${api.base}/`);
       await waitForText(page, "#conn", /^Live$/);
       await waitForText(page, 'tr[data-signal="sim0/tempctl0/tc1_temp"] td.value', /^25$/);
-      await page.clock.pauseAt(await page.evaluate(() => Date.now()) + 1000);
+      await pauseClockNow(page, 1000);
       await page.clock.runFor(STALE_AFTER_MS);
       const seconds = async () => {
         const text = await page.locator("#conn").textContent() ?? "";

@@ -131,6 +131,38 @@ export async function waitForText(
 }
 
 /**
+ * Stops the page's clock just ahead of the page's own time (`aheadMs`; due timers fire on the way):
+ * from then on its timers run only when the test moves the clock (`page.clock.runFor`). On a
+ * loaded machine the page's time may pass the target before the pause lands ("Cannot
+ * fast-forward to the past"; Playwright's pause makes a round trip to every page before it acts):
+ * read it again and retry, ahead by twice the round trip that failed. The clock must be installed.
+ */
+export async function pauseClockNow(page: Page, aheadMs = 1): Promise<void> {
+  let ahead = aheadMs;
+  for (let attempt = 1;; attempt++) {
+    const sent = Date.now();
+    try {
+      await page.clock.pauseAt(await page.evaluate((ms) => Date.now() + ms, ahead));
+      return;
+    } catch (err) {
+      if (attempt >= 20 || !/fast-forward to the past/.test(String(err))) throw err;
+      ahead = aheadMs + 2 * (Date.now() - sent);
+    }
+  }
+}
+
+/**
+ * Installs the page's clock stopped, before the page loads (call it before `page.goto`): the
+ * page's timers (its 2 s refresh, the stream's backoff) run only when the test moves the clock,
+ * however long the load takes on a loaded machine. A pause after the load could land after the
+ * first refresh, or ask for a time already past.
+ */
+export async function installStoppedClock(page: Page): Promise<void> {
+  await page.clock.install();
+  await pauseClockNow(page);
+}
+
+/**
  * Steps that build on each other: once one fails, the later ones are reported as ignored
  * instead of each waiting out its own timeout against a page in the wrong state.
  */
