@@ -590,6 +590,11 @@ export class Estop implements EstopService {
   /** The date of the latest trigger or release (#transitionAt); null before the first. */
   #lastTransitionAt: number | null = null;
   #triggerCount = 0;
+  /**
+   * The latch in force (or the last one): each press that latches it from released takes the
+   * next number. A re-verification belongs to the latch its securing calls were made under.
+   */
+  #latchNo = 0;
   #cause: string | null = null;
   /** What a reload did to the alarm of an `alarm:<id>` cause since the latch (null: nothing). */
   #causeRetired: CauseAlarmRetired | null = null;
@@ -999,6 +1004,7 @@ export class Estop implements EstopService {
     const latches = this.#state !== "latched";
     this.#state = latchTransition(this.#state, "trigger");
     this.#triggerCount++;
+    if (latches) this.#latchNo++;
     // The stop that answers this press is taken here, before anything that calls out: the stop
     // queued and not begun yet, which this press joins (it begins after this press, so its answer
     // is of a stop begun after it), else a new one, queued behind the stop under way (#queueStop).
@@ -1298,7 +1304,7 @@ export class Estop implements EstopService {
       }
       return [
         secured!.promise.then(async (actions) => {
-          await this.#reverify(host.id, actions, used.rung, safeState);
+          await this.#reverify(host.id, actions, used.rung, safeState, used.latchNo);
           return [];
         }),
       ];
@@ -1311,7 +1317,7 @@ export class Estop implements EstopService {
       const rung = this.plan().rung;
       let done: Promise<void> = Promise.resolve();
       for (const id of changed) {
-        done = this.#reverify(id, [], rung, safeState, EXPECTATIONS_RELOADED);
+        done = this.#reverify(id, [], rung, safeState, null, EXPECTATIONS_RELOADED);
       }
       runs.push(done.then(() => []));
     }
@@ -2058,6 +2064,7 @@ export class Estop implements EstopService {
     const id = host.id;
     let rung: SoftwareSafeState = this.plan().rung;
     let safeState = this.#o.safeState;
+    let latchNo = this.#latchNo;
     let made: CallConfig[] = [];
     // Counted from its queueing as the plan's calls to it now, then as those it makes (held before
     // that from its return, #holdSecuring, let go once queued below).
@@ -2072,9 +2079,11 @@ export class Estop implements EstopService {
       made = calls.flatMap((c) => c.kind === "declared" ? [c.call] : []);
       rung = this.plan().rung;
       safeState = this.#o.safeState;
-      // Made for the latch in force: its cause (what latched it) is theirs.
+      // Made for the latch in force: its cause (what latched it) is theirs, and so is their
+      // read-back (a release ends it, a new latch reads back its own securing runs).
+      latchNo = this.#latchNo;
       const latchCause = this.#cause ?? ESTOP_CAUSE_API;
-      run.secured = { rung, safeState };
+      run.secured = { rung, safeState, latchNo };
       const line = `e-stop latched: provider ${id} ${why}; bringing it to the safe state ` +
         `(${calls.length} call(s))`;
       if (deviceReturn) this.#deviceReturnLogs.fail(id, line);
@@ -2101,7 +2110,7 @@ export class Estop implements EstopService {
     const actions = await queued;
     if (actions === null) return [];
     const reason = why === LADDER_RELOADED ? "ladder reloaded while latched" : undefined;
-    await this.#reverify(id, actions, rung, safeState, reason);
+    await this.#reverify(id, actions, rung, safeState, latchNo, reason);
     return actions;
   }
 
@@ -2112,17 +2121,23 @@ export class Estop implements EstopService {
    * into), so a restart storm reads back in a few batches, not one per provider. `rung` is the
    * rung its securing calls ran with (the audit names it) and `safeState` the safe state of their
    * plan, whose expectations are read back: a provider secured under another rung or safe state
-   * (a reload meanwhile) starts a batch of its own.
+   * (a reload meanwhile) starts a batch of its own, and so does one secured under another latch
+   * (`latchNo`: a release and a new press meanwhile; the released latch's batch is skipped). A
+   * read-back with no calls (`latchNo` null: expectations reloaded) is of the latch in force.
    */
   #reverify(
     providerId: string,
     actions: readonly EstopAction[],
     rung: SoftwareSafeState,
     safeState: SafeStateConfig,
+    latchNo: number | null,
     reason: string = AVAILABLE_WHILE_LATCHED,
   ): Promise<void> {
     const pending = this.#pendingReverify;
-    if (pending?.rung === rung && pending.safeState === safeState && pending.reason === reason) {
+    if (
+      pending?.rung === rung && pending.safeState === safeState && pending.reason === reason &&
+      pending.latchNo === latchNo
+    ) {
       // A provider back again before the batch ran (a restart storm): its calls add to those of
       // its securing run before, a failed one kept (the record says every call it made).
       const before = pending.providers.get(providerId) ?? [];
@@ -2132,6 +2147,7 @@ export class Estop implements EstopService {
     const batch: ReverifyBatch = {
       rung,
       safeState,
+      latchNo,
       reason,
       providers: new Map([[providerId, actions]]),
       done: Promise.resolve(),
@@ -2152,11 +2168,13 @@ export class Estop implements EstopService {
    * published as `estop_verification` and audited. Those in force when it runs (a reload since
    * its securing calls were made changed what they must read back): when a reload changed the
    * expectations since the verification shown, that list is read back whole (it replaces the
-   * shown one, whose checks were of another plan). Skipped once the latch is released.
+   * shown one, whose checks were of another plan). Skipped once its latch is released (latched
+   * again since: that latch's stop and securing runs read back their own).
    */
   async #runReverify(batch: ReverifyBatch): Promise<void> {
     const shown = this.#verified;
-    if (this.#state !== "latched" || shown === null) return;
+    const released = batch.latchNo !== null && batch.latchNo !== this.#latchNo;
+    if (this.#state !== "latched" || released || shown === null) return;
     // The cause of the latch it reads back for, taken now: a release while it reads back (the
     // read-back is finished, shown and audited all the same) leaves no cause to name at its end.
     const cause = this.#cause ?? ESTOP_CAUSE_API;
@@ -2373,7 +2391,12 @@ interface SecureRun {
   started: boolean;
   laddered?: boolean;
   /** Once started: the rung and safe state of its plan (its read-back's expectations). */
-  secured?: { readonly rung: SoftwareSafeState; readonly safeState: SafeStateConfig };
+  secured?: {
+    readonly rung: SoftwareSafeState;
+    readonly safeState: SafeStateConfig;
+    /** The latch it was made under (Estop.#latchNo). */
+    readonly latchNo: number;
+  };
   promise: Promise<EstopAction[]>;
   /** The declared calls its ladder made, once made (before the read-back). */
   readonly ladder: Promise<readonly CallConfig[]>;
@@ -2385,6 +2408,11 @@ interface ReverifyBatch {
   readonly rung: SoftwareSafeState;
   /** The safe state of their plan (batches are by it; the expectations in force are read back). */
   readonly safeState: SafeStateConfig;
+  /**
+   * The latch their calls were made under (Estop.#latchNo): a release ends the batch. Null for a
+   * read-back with no calls (expectations reloaded): of the latch in force when it runs.
+   */
+  readonly latchNo: number | null;
   /** Why they are read back (the audit's `args.reason`). */
   readonly reason: string;
   /** Per provider, the calls of every securing run that joined the batch, in the order made. */
