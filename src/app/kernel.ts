@@ -797,6 +797,9 @@ export class Kernel {
       // own checks would say the same problem a second time).
       if (this.#reloading) return void this.#inventoryChangedDuringReload.add(id);
       this.#warnVetoingHooks();
+      // So is a call of the behavior tree that its device's new declaration keeps out of AUTO (in
+      // AUTO the restart forced FAULT already: the tree names the device, which was lost).
+      this.#warnRefusedTreeCalls(id);
       // A ladder or hook call to this provider that no longer resolves (it came back without a
       // device, or with a function renamed) is said now, not at the next e-stop: once per change.
       this.#logUnresolvedCalls(id);
@@ -1566,7 +1569,10 @@ export class Kernel {
       if (changed.size > 0 && this.#stopping === null) {
         // Lines only (as at the reload's end).
         this.#warnVetoingHooks(this.#lines);
-        for (const id of changed) this.#logUnresolvedCalls(id, this.#lines);
+        for (const id of changed) {
+          this.#logUnresolvedCalls(id, this.#lines);
+          this.#warnRefusedTreeCalls(id, this.#lines);
+        }
       }
       // A protection whose numbers now compare in another unit (a provider it restarted, or one
       // rediscovered meanwhile): said once, on what the reload left in force.
@@ -1871,6 +1877,11 @@ export class Kernel {
       report.applied.includes("safety")
     ) this.#logUnresolvedCalls(undefined, log);
     else for (const id of changedMeanwhile) this.#logUnresolvedCalls(id, log);
+    // And the calls of the behavior tree that the new declaration of a provider it started (or of
+    // one rediscovered meanwhile) keeps out of AUTO.
+    for (const id of new Set([...p.added, ...p.restarted, ...p.retried, ...changedMeanwhile])) {
+      this.#warnRefusedTreeCalls(id, log);
+    }
     return report;
   }
 
@@ -1953,6 +1964,21 @@ export class Kernel {
     const hooks = this.#config.automation.modeTransitionHooks;
     for (const problem of vetoingHookProblems(hooks, this.inventory)) {
       log.warn(`mode transition hook: ${problem}`);
+    }
+  }
+
+  /**
+   * Logs each literal call of the behavior tree to a device of `providerId` (its inventory
+   * changed) that entering AUTO is refused for, by what the device declares now -- its policy
+   * (allowed_modes without AUTO, requires_lease), a function it no longer declares, args its
+   * bounds refuse: WARN, one line each, naming the provider, the call and the refusal.
+   */
+  #warnRefusedTreeCalls(providerId: string, log: Logger = this.host.log): void {
+    for (const call of this.automation?.refusedCallsOf(providerId) ?? []) {
+      log.warn(
+        `behavior tree: inventory of ${providerId} changed: entering AUTO is refused while the ` +
+          `tree calls ${call}`,
+      );
     }
   }
 

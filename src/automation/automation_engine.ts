@@ -514,20 +514,29 @@ export class AutomationEngine {
   }
 
   /**
+   * The tree's literal calls to devices of `providerId` that the AUTO gate refuses for what the
+   * devices declare now (#refusedCalls), one text each (`p0/act set_x (Call refused: ...)`): said
+   * when the provider's inventory changes (a restart), before an operator requests AUTO.
+   */
+  refusedCallsOf(providerId: string): string[] {
+    return this.#refusedCalls(providerId).map((r) => r.text);
+  }
+
+  /**
    * The tree's literal calls the call router would refuse at every run in AUTO, one text each,
    * with what refuses: the declared policy (allowed_modes, requires_lease), a function the device
    * does not declare (unknown_function), or literal args that fail validation (validation) --
    * the last two naming the CallDevice node (`at FILE:LINE:COL`). A device not listed is
-   * #blockedDevices' (device_loss).
+   * #blockedDevices' (device_loss). `providerId`: only the calls to its devices.
    */
-  #refusedCalls(): { text: string; refusedBy: string }[] {
+  #refusedCalls(providerId?: string): { text: string; refusedBy: string }[] {
     const capabilitiesOf = this.#o.inventory?.capabilities;
     if (capabilitiesOf === undefined) return [];
     const out: { text: string; refusedBy: string }[] = [];
     const policyJudged = new Set<string>();
     for (const call of this.#literalCalls) {
       const dev = parseDeviceHandle(call.deviceHandle);
-      if (!dev) continue;
+      if (!dev || (providerId !== undefined && dev.providerId !== providerId)) continue;
       const caps = capabilitiesOf(dev.providerId, dev.deviceId);
       if (caps === undefined) continue;
       const named = `${call.deviceHandle} ${call.functionName}`;
