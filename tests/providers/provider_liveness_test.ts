@@ -11,6 +11,7 @@ import {
   StatusCode,
 } from "../../src/adpp/mod.ts";
 import { LIVENESS_FAILURE_LIMIT } from "../../src/providers/mod.ts";
+import { ADPP_DEADLINE_TIMER, ManualClock } from "../helpers/clock.ts";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
 import {
   dbl,
@@ -29,6 +30,35 @@ async function stillServing(fx: ProgrammableFixture, pid: number, device = "d0")
   assert.equal(fx.host.available, true);
   assert.equal(fx.host.session?.pid, pid);
   assert.ok(processAlive(pid));
+}
+
+/** The read deadline (timeout_ms) of the poll tests on a manual clock. */
+const POLL_TIMEOUT_MS = 300;
+
+/**
+ * Polls p0/d0 on `clock` (startProgrammable's manual clock) and, once the provider has the read,
+ * moves the clock to its deadline: a hung read times out then, and only then. An answered poll
+ * needs no time at all, so a starved provider process still answers within its deadline.
+ */
+async function pollPastDeadline(fx: ProgrammableFixture, clock: ManualClock): Promise<void> {
+  const reads = (await fx.stats("d0")).reads;
+  const poll = fx.cache.pollDevice("p0", "d0");
+  await waitFor("the read at the provider", async () => (await fx.stats("d0")).reads > reads);
+  clock.advance(POLL_TIMEOUT_MS);
+  await poll;
+}
+
+/**
+ * Runs `n` cycles of the poll loop on `clock` (startProgrammable's manual clock, its ADPP deadline
+ * timers in the background), each fired once the previous one has armed the next (its heartbeat
+ * answered): no deadline passes while one is in flight, however slowly the provider process runs.
+ */
+async function cycles(clock: ManualClock, intervalMs: number, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const due = clock.pendingDueTimes()[0];
+    assert.ok(clock.fireNext(), "a cycle is due");
+    await waitFor("the cycle's end", () => clock.pendingDueTimes().includes(due! + intervalMs));
+  }
 }
 
 Deno.test("LIVENESS_FAILURE_LIMIT is two checks", () => {
@@ -87,18 +117,19 @@ Deno.test("ProviderHost: a restarted provider starts with no missed liveness che
 });
 
 Deno.test("StateCache: two polls in a row without an answer get the provider killed, one does not", async () => {
-  const fx = await startProgrammable(D0, { timeoutMs: 300 });
+  const clock = new ManualClock();
+  const fx = await startProgrammable(D0, { timeoutMs: POLL_TIMEOUT_MS, manual: clock });
   try {
     const pid = fx.host.session!.pid;
     await fx.program("d0", { read: { values: [dbl("x", 1)] } });
     await fx.cache.pollDevice("p0", "d0");
     await fx.program("d0", { read: { hang: true } });
-    await fx.cache.pollDevice("p0", "d0");
+    await pollPastDeadline(fx, clock);
     // One poll timed out: the device is unavailable, the provider is not killed.
     assert.equal(fx.cache.device("p0", "d0")!.available, false);
     assert.equal(fx.cache.signal("p0", "d0", "x")?.quality, "UNAVAILABLE");
     await stillServing(fx, pid);
-    await fx.cache.pollDevice("p0", "d0");
+    await pollPastDeadline(fx, clock);
     await waitFor("provider declared unresponsive", () => !fx.host.available);
     await waitFor("process killed", () => !processAlive(pid));
   } finally {
@@ -107,16 +138,17 @@ Deno.test("StateCache: two polls in a row without an answer get the provider kil
 });
 
 Deno.test("StateCache: a poll answered with an error status proves liveness, whatever the status", async () => {
-  const fx = await startProgrammable(D0, { timeoutMs: 300 });
+  const clock = new ManualClock();
+  const fx = await startProgrammable(D0, { timeoutMs: POLL_TIMEOUT_MS, manual: clock });
   try {
     const pid = fx.host.session!.pid;
     for (const code of [StatusCode.INTERNAL, StatusCode.DEADLINE_EXCEEDED]) {
       await fx.program("d0", { read: { hang: true } });
-      await fx.cache.pollDevice("p0", "d0");
+      await pollPastDeadline(fx, clock);
       await fx.program("d0", { read: { error: { code } } });
       await fx.cache.pollDevice("p0", "d0");
       await fx.program("d0", { read: { hang: true } });
-      await fx.cache.pollDevice("p0", "d0");
+      await pollPastDeadline(fx, clock);
       await stillServing(fx, pid);
       await fx.program("d0", { read: { values: [dbl("x", 1)] } });
       await fx.cache.pollDevice("p0", "d0");
@@ -218,19 +250,21 @@ Deno.test("StateCache: GetHealth checks that go unanswered do not kill a provide
 });
 
 Deno.test("StateCache: a heartbeat answered with an error status proves liveness", async () => {
-  const fx = await startProgrammable(QUIET, { timeoutMs: 300, intervalMs: 100 });
+  const clock = new ManualClock().background(ADPP_DEADLINE_TIMER);
+  const fx = await startProgrammable(QUIET, { timeoutMs: 300, intervalMs: 100, manual: clock });
   try {
     const pid = fx.host.session!.pid;
     await fx.program("q0", { health: { error: { code: StatusCode.DEADLINE_EXCEEDED } } });
     await fx.cache.start();
-    await waitFor("several heartbeats", async () => (await fx.stats("q0")).health >= 4);
+    await cycles(clock, 100, 3);
+    assert.ok((await fx.stats("q0")).health >= 4, "several heartbeats");
     await stillServing(fx, pid, "q0");
-    // Alternating: unanswered, answered with an error, unanswered — never two misses in a row.
+    // Alternating: unanswered, answered with an error, unanswered -- never two misses in a row.
     fx.host.noteLiveness(false);
-    // Each cycle sends a heartbeat, waits for its answer, then asks GetHealth for the health
-    // view: of any three requests from now on, one is a heartbeat answered since.
+    // A cycle ends once its heartbeat is answered.
     const seen = (await fx.stats("q0")).health;
-    await waitFor("a heartbeat answered", async () => (await fx.stats("q0")).health >= seen + 3);
+    await cycles(clock, 100, 1);
+    assert.ok((await fx.stats("q0")).health > seen, "a heartbeat answered");
     fx.host.noteLiveness(false);
     await stillServing(fx, pid, "q0");
   } finally {
@@ -239,12 +273,14 @@ Deno.test("StateCache: a heartbeat answered with an error status proves liveness
 });
 
 Deno.test("StateCache: heartbeats answered keep a provider with nothing to poll up", async () => {
-  const fx = await startProgrammable(QUIET, { timeoutMs: 300, intervalMs: 100 });
+  const clock = new ManualClock().background(ADPP_DEADLINE_TIMER);
+  const fx = await startProgrammable(QUIET, { timeoutMs: 300, intervalMs: 100, manual: clock });
   try {
     const pid = fx.host.session!.pid;
     await fx.cache.start();
     fx.host.noteLiveness(false); // one miss before: every answered heartbeat starts over
-    await waitFor("several heartbeats", async () => (await fx.stats("q0")).health >= 6);
+    await cycles(clock, 100, 5);
+    assert.ok((await fx.stats("q0")).health >= 6, "several heartbeats");
     fx.host.noteLiveness(false);
     await stillServing(fx, pid, "q0");
   } finally {
