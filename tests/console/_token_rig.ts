@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { Browser, Page } from "playwright-core";
 import { launchChromiumAlongside, waitForText } from "../helpers/browser.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { type RuntimeChild, startRuntimeChildOnFreePort } from "../helpers/runtime_process.ts";
 import { simRuntimeConfig } from "../helpers/sim_config.ts";
 
 /**
@@ -54,11 +54,12 @@ export async function withConsoleRuntime(
   body: (r: ConsoleRuntime) => Promise<void>,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: o.prefix });
-  const port = freePort();
   const config = `${dir}/runtime.yaml`;
-  await Deno.writeTextFile(config, o.yaml(dir, port, o.token));
   const [browser, rt] = await launchChromiumAlongside(
-    startRuntimeChild({ config, port, env: { RUNTIME_API_TOKEN: o.admin }, token: o.admin }),
+    startRuntimeChildOnFreePort(async (port) => {
+      await Deno.writeTextFile(config, o.yaml(dir, port, o.token));
+      return { config, port, env: { RUNTIME_API_TOKEN: o.admin }, token: o.admin };
+    }),
     (r) => r.stop(),
   );
   try {
@@ -66,7 +67,7 @@ export async function withConsoleRuntime(
       browser,
       rt,
       async reloadWith(token) {
-        await Deno.writeTextFile(config, o.yaml(dir, port, token));
+        await Deno.writeTextFile(config, o.yaml(dir, rt.port, token));
         rt.signal("SIGHUP");
         await waitFor("the reload summary", () => /config reload: /.test(rt.stderr()));
       },

@@ -18,7 +18,7 @@ import {
   PAGE_WAIT_MS,
   sequentialSteps,
 } from "../helpers/browser.ts";
-import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { type RuntimeChild, startRuntimeChildOnFreePort } from "../helpers/runtime_process.ts";
 import { simRuntimeConfig, simWithTargetTemp } from "../helpers/sim_config.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 
@@ -29,17 +29,18 @@ Deno.test({
   fn: async (t) => {
     const step = sequentialSteps(t);
     const dir = await Deno.makeTempDir({ prefix: "console-first-read-" });
-    const port = freePort();
     const config = `${dir}/runtime.yaml`;
-    await Deno.writeTextFile(
-      config,
-      `runtime: {name: first-read-test, data_dir: ${dir}/data}
+    const [browser, rt] = await launchChromiumAlongside<RuntimeChild>(
+      startRuntimeChildOnFreePort(async (port) => {
+        await Deno.writeTextFile(
+          config,
+          `runtime: {name: first-read-test, data_dir: ${dir}/data}
 http:
   port: ${port}
 ${simRuntimeConfig()}`,
-    );
-    const [browser, rt] = await launchChromiumAlongside<RuntimeChild>(
-      startRuntimeChild({ config, port }),
+        );
+        return { config, port };
+      }),
       (r) => r.stop(),
     );
     try {

@@ -15,7 +15,11 @@ import {
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
-import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
+import {
+  type RuntimeChild,
+  startRuntimeChild,
+  startRuntimeChildOnFreePort,
+} from "../helpers/runtime_process.ts";
 import { simRuntimeConfig } from "../helpers/sim_config.ts";
 
 Deno.test({
@@ -24,17 +28,18 @@ Deno.test({
   fn: async (t) => {
     const step = sequentialSteps(t);
     const dir = await Deno.makeTempDir({ prefix: "console-runs-restart-" });
-    const port = freePort();
     const config = `${dir}/runtime.yaml`;
-    await Deno.writeTextFile(
-      config,
-      `runtime: {name: runs-restart-test, data_dir: ${dir}/data}
+    const [browser, first] = await launchChromiumAlongside(
+      startRuntimeChildOnFreePort(async (port) => {
+        await Deno.writeTextFile(
+          config,
+          `runtime: {name: runs-restart-test, data_dir: ${dir}/data}
 http:
   port: ${port}
 ${simRuntimeConfig()}`,
-    );
-    const [browser, first] = await launchChromiumAlongside(
-      startRuntimeChild({ config, port }),
+        );
+        return { config, port };
+      }),
       (r) => r.stop(),
     );
     let rt: RuntimeChild | null = first;
@@ -63,7 +68,7 @@ ${simRuntimeConfig()}`,
       await step(
         "the runtime is back: the run it left open is abandoned, the list says so",
         async () => {
-          rt = await startRuntimeChild({ config, port });
+          rt = await startRuntimeChild({ config, port: first.port });
           // A restart closes the run it found open (`abandoned`): its marker form goes with it.
           await waitForText(page, "#runs-list", /closed \(abandoned\)/);
           await page.locator("#run-label").waitFor({ timeout: PAGE_WAIT_MS });

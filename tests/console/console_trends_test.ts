@@ -20,7 +20,11 @@ import {
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
-import { freePort, startRuntimeChild, withCheckoutMirror } from "../helpers/runtime_process.ts";
+import {
+  startRuntimeChildOnFreePort,
+  startRuntimeInMirror,
+  withCheckoutMirror,
+} from "../helpers/runtime_process.ts";
 import { REPO, simRuntimeConfig } from "../helpers/sim_config.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 
@@ -101,13 +105,7 @@ Deno.test({
     const step = sequentialSteps(t);
     const config = (await Deno.readTextFile(`${REPO}examples/demo.yaml`)) + TREND_HISTORY_YAML;
     await withCheckoutMirror(config, async (dir) => {
-      const port = freePort();
-      const rt = await startRuntimeChild({
-        config: `${dir}/config.yaml`,
-        port,
-        args: ["--port", String(port)],
-        cwd: dir,
-      });
+      const rt = await startRuntimeInMirror(dir);
       const browser = await launchChromium();
       try {
         const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -417,23 +415,24 @@ Deno.test({
     const step = sequentialSteps(t);
     const TOKEN = "console-trends-token-4d5e6f70";
     const dir = await Deno.makeTempDir({ prefix: "console-trends-auth-" });
-    const port = freePort();
-    await Deno.writeTextFile(
-      `${dir}/runtime.yaml`,
-      `runtime: {name: trends-auth, data_dir: ${dir}/data}
+    const [browser, rt] = await launchChromiumAlongside(
+      startRuntimeChildOnFreePort(async (port) => {
+        await Deno.writeTextFile(
+          `${dir}/runtime.yaml`,
+          `runtime: {name: trends-auth, data_dir: ${dir}/data}
 http:
   port: ${port}
   auth_enabled: true
   auth_exempt_loopback: false
 history: {incident_before_s: 2, incident_after_s: 1}
 ${simRuntimeConfig()}`,
-    );
-    const [browser, rt] = await launchChromiumAlongside(
-      startRuntimeChild({
-        config: `${dir}/runtime.yaml`,
-        port,
-        env: { RUNTIME_API_TOKEN: TOKEN },
-        token: TOKEN,
+        );
+        return {
+          config: `${dir}/runtime.yaml`,
+          port,
+          env: { RUNTIME_API_TOKEN: TOKEN },
+          token: TOKEN,
+        };
       }),
       (r) => r.stop(),
     );
@@ -498,18 +497,19 @@ Deno.test({
   ignore: chromiumMissing(),
   fn: async () => {
     const dir = await Deno.makeTempDir({ prefix: "console-trends-incomplete-" });
-    const port = freePort();
     await Deno.mkdir(`${dir}/data`);
     // A file where the disk tier's folder should be: every read of it fails.
     await Deno.writeTextFile(`${dir}/data/history`, "not a folder\n");
-    await Deno.writeTextFile(
-      `${dir}/runtime.yaml`,
-      `runtime: {name: trends-incomplete, data_dir: ${dir}/data}
+    const [browser, rt] = await launchChromiumAlongside(
+      startRuntimeChildOnFreePort(async (port) => {
+        await Deno.writeTextFile(
+          `${dir}/runtime.yaml`,
+          `runtime: {name: trends-incomplete, data_dir: ${dir}/data}
 http: {port: ${port}}
 ${simRuntimeConfig()}`,
-    );
-    const [browser, rt] = await launchChromiumAlongside(
-      startRuntimeChild({ config: `${dir}/runtime.yaml`, port }),
+        );
+        return { config: `${dir}/runtime.yaml`, port };
+      }),
       (r) => r.stop(),
     );
     try {

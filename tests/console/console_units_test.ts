@@ -15,7 +15,7 @@ import {
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
-import { freePort, startRuntimeChild, withCheckoutMirror } from "../helpers/runtime_process.ts";
+import { startRuntimeInMirror, withCheckoutMirror } from "../helpers/runtime_process.ts";
 import { REPO } from "../helpers/sim_config.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 
@@ -29,13 +29,7 @@ Deno.test({
     const step = sequentialSteps(t);
     const config = await Deno.readTextFile(`${REPO}examples/alarms.yaml`);
     await withCheckoutMirror(config, async (dir) => {
-      const port = freePort();
-      const rt = await startRuntimeChild({
-        config: `${dir}/config.yaml`,
-        port,
-        args: ["--port", String(port)],
-        cwd: dir,
-      });
+      const rt = await startRuntimeInMirror(dir);
       const browser = await launchChromium();
       try {
         const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });

@@ -4,6 +4,7 @@
  */
 import { assertApiAnswer } from "./openapi_check.ts";
 import { compiledPermissions } from "./compiled_permissions.ts";
+import { listeningPorts, NotListeningError, PORT_ATTEMPTS, portTaken } from "./ports.ts";
 const REPO = new URL("../../", import.meta.url).pathname;
 const MAIN = `${REPO}src/main.ts`;
 /** How long a test waits for the runtime to come up (a loaded CI machine starts slowly). */
@@ -13,7 +14,10 @@ const READY_POLL_MS = 25;
 /** How long a SIGTERM'd runtime has to exit before it is killed. */
 const STOP_TIMEOUT_MS = 15000;
 
-/** A free loopback TCP port. */
+/**
+ * A loopback TCP port that was free a moment ago: racy when handed to a runtime (ports.ts); start
+ * one with {@link startRuntimeChildOnFreePort}, which tries another port when a stranger took it.
+ */
 export function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;
@@ -73,8 +77,9 @@ export interface RuntimeChild {
  */
 async function status(
   base: string,
-  token?: string,
-  client?: Deno.HttpClient,
+  token: string | undefined,
+  client: Deno.HttpClient | undefined,
+  signal: AbortSignal,
 ): Promise<Record<string, unknown> | null> {
   let r: Response;
   let text: string;
@@ -82,6 +87,7 @@ async function status(
     r = await fetch(`${base}/v0/runtime/status`, {
       headers: token ? { authorization: `Bearer ${token}` } : {},
       ...(client ? { client } : {}),
+      signal,
     });
     text = await r.text();
   } catch {
@@ -98,8 +104,10 @@ async function status(
 }
 
 /**
- * Starts the runtime and resolves once its API answers with every provider AVAILABLE. Throws,
- * with the runtime's stderr, when it exits first or does not get there within READY_TIMEOUT_MS.
+ * Starts the runtime and resolves once its API answers with every provider AVAILABLE, from a
+ * port the runtime itself listens on (not a stranger's server that took the port first). Throws,
+ * with the runtime's stderr, when it exits first (a {@link NotListeningError} saying so when
+ * another process holds its port) or does not get there within READY_TIMEOUT_MS.
  */
 export async function startRuntimeChild(o: RuntimeChildOptions): Promise<RuntimeChild> {
   const permissions = o.permissions ?? compiledPermissions();
@@ -131,7 +139,12 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
   })();
   const exit = Promise.all([child.status, drained]).then(([s]) => s.code);
   let exited = false;
-  exit.then(() => exited = true);
+  // A readiness read a stranger on the port never answers ends when the runtime does.
+  const ended = new AbortController();
+  exit.then(() => {
+    exited = true;
+    ended.abort();
+  });
   const base = `${o.caCert === undefined ? "http" : "https"}://127.0.0.1:${o.port}`;
   const stop = async (): Promise<number> => {
     if (!exited) {
@@ -157,14 +170,21 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
     for (;;) {
       if (exited) {
         const code = await exit;
-        throw new Error(`runtime exited with code ${code} before it was ready:\n${text}`);
+        const message = `runtime exited with code ${code} before it was ready:\n${text}`;
+        if (portTaken(o.port)) {
+          throw new NotListeningError(`${message}\n(another process holds port ${o.port})`, true);
+        }
+        throw new Error(message);
       }
-      const s = await status(base, o.token, client).catch(async (err) => {
+      const s = await status(base, o.token, client, ended.signal).catch(async (err) => {
         await stop();
         throw err;
       });
       const providers = (s?.providers ?? []) as { state: string }[];
-      if (s && providers.length > 0 && providers.every((p) => p.state === "AVAILABLE")) {
+      if (
+        s && providers.length > 0 && providers.every((p) => p.state === "AVAILABLE") &&
+        listeningPorts(child.pid).includes(o.port)
+      ) {
         return {
           port: o.port,
           base,
@@ -182,6 +202,24 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
     }
   } finally {
     client?.close();
+  }
+}
+
+/**
+ * Starts the runtime with the options `make` gives for a free port (written to its config, or
+ * `--port`). A port is free only until someone binds it: when another process took it before
+ * the runtime did, the runtime is started again on another port (up to PORT_ATTEMPTS times).
+ */
+export async function startRuntimeChildOnFreePort(
+  make: (port: number) => RuntimeChildOptions | Promise<RuntimeChildOptions>,
+): Promise<RuntimeChild> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await startRuntimeChild(await make(freePort()));
+    } catch (err) {
+      const race = err instanceof NotListeningError && err.portTakenByStranger;
+      if (!race || attempt >= PORT_ATTEMPTS) throw err;
+    }
   }
 }
 
@@ -230,13 +268,12 @@ export async function withCheckoutMirror(
  * port (given as `--port`, overriding the file's), started from that folder.
  */
 export function startRuntimeInMirror(dir: string): Promise<RuntimeChild> {
-  const port = freePort();
-  return startRuntimeChild({
+  return startRuntimeChildOnFreePort((port) => ({
     config: `${dir}/config.yaml`,
     port,
     args: ["--port", String(port)],
     cwd: dir,
-  });
+  }));
 }
 
 /** The pids of a process's children (every thread's), from /proc. */
