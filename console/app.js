@@ -45,6 +45,11 @@ const VIEWS = [
   "runs",
   "telemetry",
 ];
+/**
+ * The views whose reads every full refresh makes anyway (and the health view's, every refresh):
+ * a refresh does not make them a second time.
+ */
+const FULL_REFRESH_VIEWS = ["parameters", "automation", "alarms"];
 
 const api = new Api({ askToken });
 const reloadStatus = () => status.load().catch(showRefreshError);
@@ -196,14 +201,27 @@ let fullDueAt = 0;
  */
 let fullAsked = 0;
 let fullSettled = 0;
+/**
+ * Refreshes started (full or not), and the newest of them that set the refresh error line: one
+ * that settles after a newer one did (answers out of order) leaves the line as the newer one set
+ * it, not as what its older reads found.
+ */
+let refreshesAsked = 0;
+let refreshShown = 0;
 
 /** Re-reads everything (full: inventory, parameters and tree too). */
 function refresh(full) {
   if (refreshing !== null && !full) return refreshing;
   full ||= fullOwed && performance.now() >= fullDueAt;
   const asked = full ? ++fullAsked : 0;
+  const nth = ++refreshesAsked;
   const run = async () => {
-    const tasks = [status.load(), health.load(), refreshView(currentView(), full)];
+    const view = currentView();
+    const tasks = [status.load(), health.load()];
+    // The view's own reads, once: a second read of the same resource would only drop the first.
+    if (view !== "health" && !(full && FULL_REFRESH_VIEWS.includes(view))) {
+      tasks.push(refreshView(view, full));
+    }
     if (full) {
       // The values too: a changed inventory re-reads them for its new cells, an unchanged one
       // none, so they are read right after it (a resync re-reads them at once, and only once).
@@ -222,6 +240,8 @@ function refresh(full) {
         : 0;
       fullDueAt = performance.now() + fullRetryMs;
     }
+    if (nth < refreshShown) return;
+    refreshShown = nth;
     if (failed) showRefreshError(failed.reason);
     else clearRefreshError();
   };

@@ -17,6 +17,7 @@ import {
   launchChromiumAlongside,
   PAGE_WAIT_MS,
   sequentialSteps,
+  waitForText,
 } from "../helpers/browser.ts";
 import { type RuntimeChild, startRuntimeChildOnFreePort } from "../helpers/runtime_process.ts";
 import { simRuntimeConfig, simWithTargetTemp } from "../helpers/sim_config.ts";
@@ -325,6 +326,140 @@ Deno.test({
       await page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS });
       await page.waitForLoadState("networkidle");
       assert.equal(stateReads.n, 1, "GET /v0/state once");
+    });
+  },
+});
+
+/**
+ * The stream's first answer is one resync event (a full refresh), handed over once `release`
+ * resolves; its reconnections fail (a resync of theirs would re-read everything again).
+ */
+async function resyncOnce(page: Page, release: Promise<void>): Promise<void> {
+  let streams = 0;
+  await page.route("**/v0/events*", async (route) => {
+    if (++streams > 1) return await route.abort("connectionrefused");
+    await release;
+    await route.fulfill({
+      status: 200,
+      headers: { "content-type": "text/event-stream" },
+      body: 'event: resync\nid: 0-1\ndata: {"reason":"too_old","last_event_id":"0-1"}\n\n',
+    });
+  });
+}
+
+// The views whose own reads every full refresh makes anyway (the health view's: every refresh),
+// the read each makes, and how often the 2 s refresh makes it with the view open.
+for (
+  const [view, path, perRefresh] of [
+    ["parameters", "/v0/parameters", 0],
+    ["alarms", "/v0/alarms", 1],
+    ["automation", "/v0/automation/status", 1],
+    ["health", "/v0/providers/health", 1],
+  ] as const
+) {
+  Deno.test({
+    name: `Operator console: a refresh with the ${view} view open makes its read once`,
+    ignore: chromiumMissing(),
+    fn: async () => {
+      await withPage(async (page, base) => {
+        const resync = Promise.withResolvers<void>();
+        await resyncOnce(page, resync.promise);
+        // Reads in flight (the held stream's request is not counted).
+        let inFlight = 0;
+        const read = (r: { url(): string }) => !new URL(r.url()).pathname.startsWith("/v0/events");
+        page.on("request", (r) => read(r) && inFlight++);
+        page.on("requestfinished", (r) => read(r) && inFlight--);
+        page.on("requestfailed", (r) => read(r) && inFlight--);
+        const settled = async () => {
+          await waitFor("the refresh settled", () => inFlight === 0, PAGE_WAIT_MS);
+          await new Promise((r) => setTimeout(r, 100));
+          await waitFor("the refresh settled", () => inFlight === 0, PAGE_WAIT_MS);
+        };
+        const viewReads = countRequests(page, path);
+        const inventoryReads = countRequests(page, "/v0/devices");
+        // Stopped: no 2 s refresh; the only full refresh after the load is the resync's.
+        await installStoppedClock(page);
+        try {
+          await page.goto(`${base}/#${view}`);
+          await waitFor("the first full refresh", () => inventoryReads.n === 1, PAGE_WAIT_MS);
+          await settled();
+          const before = viewReads.n;
+          resync.resolve();
+          await waitFor("the resync's full refresh", () => inventoryReads.n === 2, PAGE_WAIT_MS);
+          await settled();
+          assert.equal(viewReads.n - before, 1, `GET ${path} once per full refresh`);
+          // The 2 s refresh (not a full one: the resync's succeeded).
+          const full = viewReads.n;
+          await page.clock.runFor(2000);
+          await settled();
+          assert.equal(viewReads.n - full, perRefresh, `GET ${path} per 2 s refresh`);
+        } finally {
+          resync.resolve();
+        }
+      });
+    },
+  });
+}
+
+/** Notes when the page's code has read the body of an answer marked HELD (Response.text). */
+const HELD = "x-test-held";
+const NOTE_HELD_READ = `(() => {
+  const text = Response.prototype.text;
+  globalThis.__heldRead = false;
+  Response.prototype.text = async function () {
+    const body = await text.call(this);
+    if (this.headers.has("${HELD}")) globalThis.__heldRead = true;
+    return body;
+  };
+})()`;
+
+Deno.test({
+  name:
+    "Operator console: a full refresh that settles after a newer one leaves the error line as the newer one set it",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    await withPage(async (page, base) => {
+      await page.addInitScript(NOTE_HELD_READ);
+      // The first parameters read (the page's first full refresh) answers, held, when the test
+      // says; the second (the resync's full refresh) fails; later ones are answered.
+      const firstHeld = Promise.withResolvers<void>();
+      const releaseFirst = Promise.withResolvers<void>();
+      let parameterReads = 0;
+      await page.route("**/v0/parameters", async (route) => {
+        const n = ++parameterReads;
+        if (n === 1) {
+          const answer = await route.fetch();
+          firstHeld.resolve();
+          await releaseFirst.promise;
+          await route.fulfill({ response: answer, headers: { ...answer.headers(), [HELD]: "1" } });
+        } else if (n === 2) await route.abort("connectionrefused");
+        else await route.continue();
+      });
+      await resyncOnce(page, firstHeld.promise);
+      // Stopped: no 2 s refresh sets the line meanwhile.
+      await installStoppedClock(page);
+      try {
+        await page.goto(`${base}/#devices`);
+        // The newer (resync's) refresh failed, and says so.
+        await waitForText(page, "#refresh-error", /^Refresh failed: /);
+        // The older refresh's read answers now (overtaken: it shows nothing), and it settles.
+        releaseFirst.resolve();
+        await waitFor(
+          "the held answer was read",
+          // deno-lint-ignore no-explicit-any
+          () => page.evaluate(() => (globalThis as any).__heldRead === true),
+          PAGE_WAIT_MS,
+        );
+        // Read in a later task than the one that read the body: the older refresh has settled.
+        assert.ok(
+          await page.locator("#refresh-error").isVisible(),
+          "the older refresh, settling last, hid the newer one's failure",
+        );
+        assert.match(await page.locator("#refresh-error").textContent() ?? "", /^Refresh failed/);
+      } finally {
+        releaseFirst.resolve();
+        firstHeld.resolve();
+      }
     });
   },
 });
