@@ -96,7 +96,9 @@ export interface ProviderHealthView {
   /**
    * The devices the provider no longer lists whose resource claims it still holds (docs/http-api.md
    * "Resource claims"; at most MAX_UNLISTED_CLAIM_DEVICES, the most recently listed first), each
-   * with the keys it holds; [] when none. Not in anolis.
+   * with the keys it holds; while a reload restarts it (no host registered), those of every device
+   * of the old process it is still stopping (their claims count until it has exited: at most
+   * MAX_DEVICES_PER_PROVIDER + MAX_UNLISTED_CLAIM_DEVICES); [] when none. Not in anolis.
    */
   held_claims: HeldClaimsView[];
   /**

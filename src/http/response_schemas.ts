@@ -340,11 +340,13 @@ export function responseComponents(): Record<string, JsonSchema> {
         held_claims: note(
           {
             ...arr(obj(["device_id", "claims"], { device_id: str, claims: arr(str) })),
-            maxItems: 1024,
+            maxItems: 2048,
           },
           "The devices the provider no longer lists whose resource claims it still holds, the " +
             "most recently listed first (at most MAX_UNLISTED_CLAIM_DEVICES, 1024), each with " +
-            "the keys it holds; [] when none (project addition).",
+            "the keys it holds; while a reload restarts the provider, until its old process has " +
+            "exited, every device of that process claiming a key (at most 1024 listed + 1024); " +
+            "[] when none (project addition).",
         ),
         host_check: note(
           orNull(obj(["status", "summary", "unmet"], {

@@ -130,7 +130,9 @@ export function providerHealthViews(
     const host = registry.host(id);
     if (host === undefined) {
       const why = registry.whyNotRunning(id);
-      return why === null ? [] : [unhostedView(id, why, cache, options)];
+      return why === null
+        ? []
+        : [unhostedView(id, why, cache, options, retiringClaims(registry, id))];
     }
     const reported = reportedOverride?.has(id)
       ? reportedOverride.get(id) ?? undefined
@@ -147,6 +149,7 @@ function unhostedView(
   startError: string,
   cache: StateCache,
   options: HealthViewOptions,
+  heldClaims: HeldClaimsView[],
 ): ProviderHealthView {
   const policy = options.restartPolicy?.(providerId);
   return {
@@ -169,7 +172,7 @@ function unhostedView(
     },
     devices: [],
     discovery_warnings: [...cache.discoveryWarnings(providerId)],
-    held_claims: [],
+    held_claims: heldClaims,
     host_check: null,
     start_error: startError,
     data_faults: cache.dataFaults(providerId),
@@ -285,7 +288,24 @@ function heldClaims(host: ProviderHost): HeldClaimsView[] {
   const listed = new Set(host.devices.map((d) => d.device.deviceId));
   return host.claimDevices
     .filter((d) => !listed.has(d.device.deviceId))
-    .map((d) => ({ device_id: d.device.deviceId, claims: deviceClaims(d.device.tags).keys }));
+    .map(claimsView);
+}
+
+/** A device's claims as health shows them: its id and the keys it holds. */
+function claimsView(d: ProviderHost["claimDevices"][number]): HeldClaimsView {
+  return { device_id: d.device.deviceId, claims: deviceClaims(d.device.tags).keys };
+}
+
+/**
+ * The claims of the process of `providerId` a reload took out and is still stopping
+ * (ProviderRegistry.retiringHosts: a restart of its changed entry): they count until it has exited
+ * (docs/http-api.md "Resource claims"), each device of it that claims a key, with its keys.
+ */
+function retiringClaims(registry: ProviderRegistry, providerId: string): HeldClaimsView[] {
+  return registry.retiringHosts().filter((h) => h.id === providerId)
+    .flatMap((h) => h.claimDevices)
+    .map(claimsView)
+    .filter((c) => c.claims.length > 0);
 }
 
 function reportedDevice(

@@ -171,3 +171,54 @@ Deno.test("providers/health lists every provider in the configuration file's ord
   assert.equal(rt.registry.host("sim1"), undefined);
   assert.deepEqual(ids(), [["sim0", "RUNNING"], ["sim1", "DOWN"], ["sim2", "RUNNING"]]);
 });
+
+Deno.test("providers/health shows in held_claims the claims of a provider's old process a reload restarting it is still stopping: they count until it has exited", async () => {
+  const KEY = "i2c:/dev/i2c-1:0x61";
+  // `holder` takes 4 s to exit once its stdin closes: the reload's window stays open meanwhile.
+  const file = `${tempDir("health-retiring-claims-")}/holder.json`;
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({
+      exitDelayMs: 4000,
+      devices: { dcmt_0: { signals: [], tags: { "anolis.claim": KEY } }, probe: { signals: [] } },
+    }),
+  );
+  await using r = await sims([programmableProvider("holder", file)]);
+  const rt = r.kernel;
+  await using server = await serveKernelApi(rt);
+  const holder = () =>
+    apiFetch(`http://127.0.0.1:${server.port}/v0/providers/health`).then(async (res) => {
+      assert.equal(res.status, 200);
+      const providers: ProviderHealthView[] = (await res.json()).providers;
+      return providers.find((p) => p.provider_id === "holder")!;
+    });
+  assert.deepEqual((await holder()).held_claims, []);
+  const reload = rt.reload({
+    ...rt.config,
+    providers: rt.config.providers.map((p) =>
+      p.id === "holder" ? { ...p, timeoutMs: p.timeoutMs + 1 } : p
+    ),
+  });
+  await waitFor(
+    "holder's old host taken out, its process still ending",
+    () => rt.registry.host("holder") === undefined && rt.registry.retiringHosts().length === 1,
+    10_000,
+    0,
+  );
+  const retiring = await holder();
+  assert.equal(rt.registry.retiringHosts().length, 1, "read within the window");
+  assert.equal(
+    retiring.start_error,
+    "provider holder is being restarted by a configuration reload",
+  );
+  assert.deepEqual(retiring.held_claims, [{ device_id: "dcmt_0", claims: [KEY] }]);
+  const report = await reload;
+  assert.deepEqual(report.providers.restarted, ["holder"], JSON.stringify(report));
+  // The new process lists dcmt_0: its claim is the device's own again, none held apart.
+  const back = await holder();
+  assert.deepEqual(back.devices.map((d) => [d.device_id, d.claims]), [
+    ["dcmt_0", [KEY]],
+    ["probe", []],
+  ]);
+  assert.deepEqual(back.held_claims, []);
+});
