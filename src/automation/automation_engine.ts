@@ -696,7 +696,8 @@ export class AutomationEngine {
 
   /**
    * The outage date let go when MAX_OUTAGE_DATES are kept: the oldest of a device the running tree
-   * does not name (its date is what blocked_devices reads), else the oldest. Only when full.
+   * does not name (its date is what blocked_devices reads), else the oldest. Only when full. The
+   * oldest is the one written longest ago (#outageDate re-inserts a date it writes anew).
    */
   #outageDateToLetGo(): string {
     for (const handle of this.#outageSince.keys()) {
@@ -722,6 +723,9 @@ export class AutomationEngine {
     const atMs = toldAtMs === null && kept !== undefined
       ? Math.round(kept.atMs + (sinceMono - kept.sinceMono))
       : Math.round((toldAtMs ?? this.#o.clock.nowMs()) - (this.#o.clock.monoMs() - sinceMono));
+    // Re-dated: moved to the end, so that the Map's order stays the order of the dates written
+    // (#outageDateToLetGo lets the first go), not of the outages' first notes.
+    if (kept !== undefined) this.#outageSince.delete(handle);
     this.#outageSince.set(handle, { sinceMono, atMs });
     return atMs;
   }

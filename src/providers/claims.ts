@@ -58,8 +58,10 @@ export function legacyClaimKey(bus: string, address: string): string {
 
 /**
  * The claim check over a set of devices: null when every key has one owner and every device's
- * tags are valid, else the message naming each refused device, or each key with all its owners
- * (`claim 'KEY' held by p0/a and p1/b`), in key order.
+ * tags are valid, else the message naming the first device (in the order given) whose tags are
+ * invalid (`device p0/a: tags ... must be given together`: that alone, no key checked), or,
+ * when all are valid, each key with all its owners (`claim 'KEY' held by p0/a and p1/b`), in key
+ * order.
  */
 export function findClaimConflict(devices: readonly DeviceCapabilities[]): string | null {
   const owners = new Map<string, string[]>();

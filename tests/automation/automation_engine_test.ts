@@ -1023,6 +1023,42 @@ Deno.test("AutomationEngine keeps the outage date of a device the tree names whe
   engine.stop();
 });
 
+Deno.test("AutomationEngine lets go the outage date written longest ago when MAX_OUTAGE_DATES are kept, not that of an outage re-dated since", async () => {
+  const outages = new FakeOutages();
+  const clock = new ManualClock();
+  const files: Record<string, string> = { [TREE]: xmlRoot(NAMES_MOTOR, "Main") };
+  const { engine, modes } = setup(NAMES_MOTOR, { outages, clock, readFile: editable(files) });
+  await started({ engine, modes }, "MANUAL");
+  const t0 = clock.wall;
+  const dated = () => ({ sinceMono: clock.mono, atWallMs: clock.wall });
+  const since = (handle: string) =>
+    engine.status().blocked_devices.find((b) => b.device_handle === handle)?.since_epoch_ms;
+  // MAX_OUTAGE_DATES devices no tree names start failing, one a millisecond: sim1/dev0 first.
+  for (let i = 0; i < MAX_OUTAGE_DATES; i++) {
+    clock.advance(1);
+    outages.set(`sim1/dev${i}`, "failing", dated());
+  }
+  // sim1/dev0 goes down later: its outage is dated anew, the latest date kept.
+  clock.advance(1);
+  outages.set("sim1/dev0", "down", dated());
+  const renewed = clock.wall;
+  // One more outage: the bound lets the date written longest ago go (sim1/dev1's).
+  clock.advance(1);
+  outages.set(`sim1/dev${MAX_OUTAGE_DATES}`, "down", dated());
+  clock.wall -= 3_600_000; // NTP steps the wall clock back: a date let go is counted from it
+  files[TREE] = xmlRoot(
+    `<BehaviorTree ID="Main"><Sequence>
+      <ReadSignal device_handle="sim1/dev0" signal_id="s" value="{a}"/>
+      <ReadSignal device_handle="sim1/dev1" signal_id="s" value="{b}"/>
+    </Sequence></BehaviorTree>`,
+    "Main",
+  );
+  assert.equal(await engine.reloadTree(TREE, 10), "replaced");
+  assert.equal(since("sim1/dev0"), renewed, "re-dated late: kept");
+  assert.equal(since("sim1/dev1"), t0 + 2 - 3_600_000, "written longest ago: let go");
+  engine.stop();
+});
+
 Deno.test("AutomationEngine's AUTO gate judges only the trees the main tree reaches: an unused library tree naming a missing device or an undeclared function does not refuse AUTO", async () => {
   const inventory = motorctlInventory([setMotorDuty()]);
   const LIB = `<BehaviorTree ID="Lib"><Sequence>` +
