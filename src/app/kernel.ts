@@ -2067,7 +2067,8 @@ export class Kernel {
   /**
    * The keys whose file a reload finds changed under the same path (a renewed certificate, the
    * HTTP server's or the Sparkplug link's): read only at start, so reported as needing a restart.
-   * A changed path is the diff's. Read off the event loop's thread, together, each within
+   * A changed path is the diff's, and so is a link the reload turns off (its files are not read
+   * again: FILES_READ_AT_START). Read off the event loop's thread, together, each within
    * RELOAD_FILE_READ_TIMEOUT_MS: a hung mount holds neither the API nor the e-stop meanwhile.
    * `changedTls` is given the HTTP server's files that changed, as read now.
    */
@@ -2970,13 +2971,16 @@ const SPARKPLUG_FILE_KEYS = [
   "sparkplug.tls.key_file",
 ] as const;
 
-/** The files a configuration names that are read only at start, by key: the path each names. */
+/**
+ * The files a configuration names that are read only at start, by key: the path each names, null
+ * when its link is off (a start does not read it: a reload neither reads nor judges it).
+ */
 const FILES_READ_AT_START: Readonly<Record<string, (c: Config) => string | null>> = {
-  "http.tls_cert_path": (c) => c.http.tlsCertPath,
-  "http.tls_key_path": (c) => c.http.tlsKeyPath,
-  "sparkplug.tls.ca_file": (c) => c.sparkplug.tls.caPath,
-  "sparkplug.tls.cert_file": (c) => c.sparkplug.tls.certPath,
-  "sparkplug.tls.key_file": (c) => c.sparkplug.tls.keyPath,
+  "http.tls_cert_path": (c) => c.http.enabled ? c.http.tlsCertPath : null,
+  "http.tls_key_path": (c) => c.http.enabled ? c.http.tlsKeyPath : null,
+  "sparkplug.tls.ca_file": (c) => c.sparkplug.enabled ? c.sparkplug.tls.caPath : null,
+  "sparkplug.tls.cert_file": (c) => c.sparkplug.enabled ? c.sparkplug.tls.certPath : null,
+  "sparkplug.tls.key_file": (c) => c.sparkplug.enabled ? c.sparkplug.tls.keyPath : null,
 };
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

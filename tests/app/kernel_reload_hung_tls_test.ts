@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { RELOAD_FILE_READ_TIMEOUT_MS } from "../../src/app/kernel.ts";
 import type { Config } from "../../src/config/mod.ts";
-import { READ_FILE_MAX_BYTES, serveHttp } from "../../src/host/mod.ts";
+import { READ_FILE_MAX_BYTES, readRegularFile, serveHttp } from "../../src/host/mod.ts";
 import { HungReads } from "../helpers/journal_files.ts";
 import { newKernel, tempDir, waitFor } from "../helpers/kernel.ts";
 import { ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
@@ -79,6 +79,49 @@ Deno.test("a reload enabling the Sparkplug link with a TLS file the start cannot
     const restarted = newKernel(next);
     await assert.rejects(restarted.start(), (e) => `${e}`.includes(refusal));
     await restarted.stop();
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("a reload disabling the Sparkplug link neither reads nor judges its TLS files: one unreadable now says nothing", async () => {
+  const dir = tempDir("runtime-sparkplug-off-");
+  const { cert, key } = await selfSignedCert(dir);
+  const reads: string[] = [];
+  const rt = newKernel(
+    testConfig({
+      providers: [],
+      sparkplug: {
+        enabled: true,
+        brokerUrl: "mqtts://127.0.0.1:1",
+        groupId: "g",
+        edgeNodeId: "n",
+        tls: { caPath: cert, certPath: cert, keyPath: key },
+      },
+    }),
+    {
+      readRegularFile: (path, maxBytes) => {
+        reads.push(path);
+        return readRegularFile(path, maxBytes);
+      },
+    },
+  );
+  await rt.start();
+  try {
+    assert.ok(reads.includes(cert), "read at start");
+    reads.length = 0;
+    // The CA's mount is gone; the link is switched off with its files still named.
+    await Deno.remove(cert);
+    const report = await rt.reload({
+      ...rt.config,
+      sparkplug: { ...rt.config.sparkplug, enabled: false },
+    });
+    assert.deepEqual(reads, [], "a disabled link's files are not read");
+    assert.deepEqual(
+      report.needsRestart.filter((k) => k.startsWith("sparkplug.tls")),
+      [],
+      report.needsRestart.join("\n"),
+    );
   } finally {
     await rt.stop();
   }
