@@ -67,7 +67,8 @@ export interface CallRequest {
    * Called once the call has passed the gates and the caller checks and is admitted to its
    * provider's queue (synchronously, within `call`, before it waits there); never for a call
    * refused before that, a full queue included. It may still be refused under the provider lock
-   * or cancelled while queued. Must not throw.
+   * or cancelled while queued. Must not throw (one that does refuses the call, which then takes
+   * no place in the queue nor keeps the lock).
    */
   readonly onQueued?: (() => void) | undefined;
   /**
@@ -870,7 +871,13 @@ class ProviderLock {
     }
     if (!this.#held) {
       this.#held = true;
-      options.onAdmitted?.();
+      try {
+        options.onAdmitted?.();
+      } catch (err) {
+        // It must not throw; one that does is refused, the lock passed on, never kept held.
+        release();
+        return Promise.reject(err);
+      }
       return Promise.resolve(release);
     }
     const call = !options.stop && !options.unbounded;
@@ -896,8 +903,20 @@ class ProviderLock {
       signal?.addEventListener("abort", onAbort);
       waiters.push(grant);
       if (call) this.#queuedCalls++;
-      if (options.stop) this.#stopWatch?.();
-      options.onAdmitted?.();
+      try {
+        if (options.stop) this.#stopWatch?.();
+        options.onAdmitted?.();
+      } catch (err) {
+        // Neither may throw; when one does, the waiter is refused and its grant taken back (else
+        // granted later to a promise already settled, it would keep the lock held for ever).
+        signal?.removeEventListener("abort", onAbort);
+        const at = waiters.indexOf(grant);
+        if (at >= 0) {
+          waiters.splice(at, 1);
+          if (call) this.#queuedCalls--;
+        }
+        reject(err);
+      }
     });
   }
 }

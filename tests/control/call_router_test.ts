@@ -373,6 +373,31 @@ Deno.test("CallRouter never sends a tree's call whose tree was halted while it w
   });
 });
 
+Deno.test("CallRouter refuses a call whose onQueued throws without keeping its provider's lock, on a free lock or queued behind another: the calls after it go through", async () => {
+  await withPlant(async (rt) => {
+    const req = (duty: number, onQueued?: () => void) => ({
+      providerId: "plant",
+      deviceId: "plant0",
+      functionId: SET_FAN,
+      args: { duty: d(duty) },
+      origin: "manual" as const,
+      onQueued,
+    });
+    const broken = () => {
+      throw new Error("onQueued broke");
+    };
+    // The lock free: the call takes it, then its onQueued throws.
+    await assert.rejects(rt.router.call(req(0.1, broken)), /onQueued broke/);
+    await within(5000, rt.router.call(req(0.2)));
+    // Queued behind a call on the wire.
+    const first = rt.router.call(req(0.3));
+    await assert.rejects(rt.router.call(req(0.4, broken)), /onQueued broke/);
+    await first;
+    const after = await within(5000, rt.router.call(req(0.5)));
+    assert.equal(after.functionId, SET_FAN);
+  });
+});
+
 Deno.test("CallRouter tells onQueued once a call is admitted to its provider's queue (behind another), never for one refused before it", async () => {
   await withPlant(async (rt) => {
     const seen: string[] = [];
