@@ -1647,7 +1647,7 @@ export class Kernel {
     const diff = diffSections(this.#config, next);
     const restart = [...diff.needsRestart, ...filesChanged];
     // Only a reload that changed them waits for the judgement of the TLS files.
-    const withTls = restart.some(tlsRestartKey)
+    const withTls = restart.some(tlsJudgedKey)
       ? await this.#withTlsProblem(next, restart, changedTls)
       : restart;
     // So does a change of the Sparkplug section, for the judgement of its TLS files' reads.
@@ -2102,7 +2102,8 @@ export class Kernel {
 
   /**
    * `needsRestart` with what the next start would refuse in the HTTP server's TLS files, when a
-   * reload changed them (renewed in place: `changedTls`; a new path; tls_allow_expired_cert):
+   * reload changed them (renewed in place: `changedTls`; a new path; tls_allow_expired_cert; the
+   * server turned on, `http.enabled`, said on that line unless a file's own line is there):
    * judged with the start's check (checkTlsFiles) and said on the line of the key the start's
    * message names (`http.tls_cert_path (file changed; a restart refuses it: ...)`). TLS is applied
    * only at a restart: the reload goes on. A file read at start that cannot be read now is not
@@ -2116,7 +2117,7 @@ export class Kernel {
   ): Promise<string[]> {
     const out = [...needsRestart];
     const { enabled, tlsCertPath, tlsKeyPath, tlsAllowExpiredCert } = next.http;
-    const judged = out.findIndex(tlsRestartKey);
+    const judged = out.findIndex(tlsJudgedKey);
     if (
       judged < 0 || !enabled || this.host.serve === undefined || tlsCertPath === null ||
       tlsKeyPath === null
@@ -2942,6 +2943,14 @@ const TLS_RESTART_KEYS = ["http.tls_cert_path", "http.tls_key_path", "http.tls_a
 /** Whether a needs-restart entry is one of TLS_RESTART_KEYS (`key` or `key (why)`). */
 function tlsRestartKey(entry: string): boolean {
   return TLS_RESTART_KEYS.some((t) => entry === t || entry.startsWith(`${t} (`));
+}
+
+/**
+ * Whether a reload with this needs-restart entry has the HTTP server's TLS files judged: one of
+ * TLS_RESTART_KEYS, or `http.enabled` (the server turned on: a start reads files it has not read).
+ */
+function tlsJudgedKey(entry: string): boolean {
+  return tlsRestartKey(entry) || entry === "http.enabled" || entry.startsWith("http.enabled (");
 }
 
 /** A needs-restart entry with what a restart would refuse added to its why (in parentheses). */

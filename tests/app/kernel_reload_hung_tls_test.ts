@@ -14,7 +14,7 @@ import { HungReads } from "../helpers/journal_files.ts";
 import { newKernel, tempDir, waitFor } from "../helpers/kernel.ts";
 import { ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
-import { selfSignedCert } from "../http/_tls_certs.ts";
+import { certWithDates, selfSignedCert } from "../http/_tls_certs.ts";
 
 Deno.test("a reload whose re-read of http.tls_cert_path hangs leaves the e-stop working and ends saying the file is unreadable", async () => {
   const { cert, key } = await selfSignedCert(tempDir("runtime-tls-"));
@@ -122,6 +122,40 @@ Deno.test("a reload disabling the Sparkplug link neither reads nor judges its TL
       [],
       report.needsRestart.join("\n"),
     );
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("a reload turning the HTTP server on judges its TLS files as the start will: an expired certificate a restart refuses is said on the http.enabled line", async () => {
+  const dir = tempDir("runtime-http-on-");
+  // An expired pair named all along, the server off: the start reads neither file.
+  const { cert, key } = await certWithDates(dir, "20200101000000Z", "20200201000000Z");
+  const off = testConfig({
+    providers: [],
+    http: { enabled: false, tlsCertPath: cert, tlsKeyPath: key },
+  });
+  const rt = newKernel(off, { serve: serveHttp });
+  await rt.start();
+  try {
+    assert.equal(rt.http, null, "no server while http.enabled is false");
+    const next: Config = {
+      ...rt.config,
+      http: { ...rt.config.http, enabled: true },
+      logging: { ...rt.config.logging, level: "debug" },
+    };
+    const report = await rt.reload(next);
+    const on = report.needsRestart.find((k) => k.startsWith("http.enabled"));
+    assert.match(
+      on ?? "",
+      /^http\.enabled \(a restart refuses it: the certificate '[^']+' has expired /,
+      report.needsRestart.join("\n"),
+    );
+    assert.equal(rt.config.logging.level, "debug", "the rest of the reload applies");
+    // What a restart with that file does: it refuses to start, on the same certificate.
+    const restarted = newKernel(next, { serve: serveHttp });
+    await assert.rejects(restarted.start(), /has expired/);
+    await restarted.stop();
   } finally {
     await rt.stop();
   }
