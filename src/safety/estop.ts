@@ -1297,6 +1297,13 @@ export class Estop implements EstopService {
       // securing run (and its read-back of the old ones) has ended. A run still waiting for its
       // turn takes the safe state in force then.
       const used = secured?.secured;
+      if (used !== undefined && used.latchNo !== this.#latchNo) {
+        // Secured under a latch released since (latched again): its read-back is skipped, and the
+        // new latch's stop, begun before this reload, read back the old ones. Read back as a
+        // provider the reload did not start (below: no calls, of the latch in force).
+        started.delete(host.id);
+        return [];
+      }
       if (
         used === undefined || expectText(used.safeState, host.id) === expectText(safeState, host.id)
       ) {

@@ -1,0 +1,93 @@
+/**
+ * A reload while latched that restarts a provider and changes its expectations reads them back
+ * (docs/safety.md: "status never shows checks of expectations no longer in force"), also when the
+ * latch its securing run was made under is released and pressed again before the reload's safety
+ * section applies: that run's read-back is skipped (its latch was released), and the new latch's
+ * stop, begun before the section applied, read back the old expectations.
+ */
+import assert from "node:assert/strict";
+import { waitFor } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
+import { PLANT_MAIN, plantProgram, TEST_PROGRAMS } from "../helpers/programs.ts";
+import { call, expectation, plantProvider } from "./_fixture.ts";
+
+/** The latency that marks slow's actuating calls: they answer when the test lets them go. */
+const HELD_MS = 59_000;
+
+Deno.test("Estop: a reload restarting a provider and changing its expectations reads them back when a release and a new press come before its safety section", async () => {
+  const held = Promise.withResolvers<void>();
+  const plant = plantProvider("plant");
+  await using r = await rig({
+    programs: {
+      ...TEST_PROGRAMS,
+      [PLANT_MAIN]: (host) =>
+        plantProgram({ ...host, sleep: (ms) => ms === HELD_MS ? held.promise : host.sleep(ms) }),
+    },
+    providers: [plant, plantProvider("slow", { latencyMs: HELD_MS, timeoutMs: 120_000 })],
+    safety: {
+      expect: [expectation("plant/plant0/heater_on", { equals: false }, 0)],
+      verifyTimeoutMs: 300,
+      hooks: [
+        call("slow/plant0", "set_heater", { enabled: false }),
+        call("plant/plant0", "set_heater", { enabled: false }),
+      ],
+      zeroIsSafe: false,
+    },
+    pollingIntervalMs: 100,
+  });
+  try {
+    const rt = r.kernel;
+    // The first latch: its stop is held by slow's ladder call.
+    const first = rt.estop.trigger("first latch");
+    // The reload restarts plant (another timeout) and expects its fan at 0 too; plant, back
+    // under the first latch, is secured, and its read-back waits for the first stop.
+    const safeState = rt.config.safety.safeState;
+    const report = rt.reload({
+      ...rt.config,
+      providers: [{ ...plant, timeoutMs: plant.timeoutMs + 1000 }, rt.config.providers[1]!],
+      safety: {
+        ...rt.config.safety,
+        safeState: {
+          ...safeState,
+          expect: [...safeState.expect, expectation("plant/plant0/fan_duty", { equals: 0 }, 1)],
+        },
+      },
+    });
+    await waitFor(
+      "plant secured under the first latch",
+      () => r.lines.some((l) => l.includes("e-stop latched: provider plant ")),
+      20_000,
+    );
+    // Released and latched again: the second latch's stop begins once the first has ended,
+    // before the reload's safety section applies (the reload still polls plant).
+    rt.estop.clear();
+    const second = rt.estop.trigger("second latch");
+    held.resolve();
+    await first;
+    await second;
+    const done = await report;
+    assert.deepEqual(done.providers.restarted, ["plant"]);
+    assert.ok(done.applied.includes("safety"), JSON.stringify(done));
+    assert.equal(rt.estop.status().latched, true);
+    const verification = rt.estop.status().verification!;
+    assert.deepEqual(
+      verification.checks.map((c) => [c.signal, c.outcome]),
+      [["plant/plant0/heater_on", "verified"], ["plant/plant0/fan_duty", "verified"]],
+      "status shows checks of the expectations in force once the reload has answered",
+    );
+    // Read back as of the latch in force, without the released latch's securing calls.
+    const page = await rt.audit.query({ limit: 100, origin: "estop" });
+    assert.deepEqual(
+      page.entries.filter((e) =>
+        e.action === "estop" && (e.args as { provider_ids?: string[] }).provider_ids !== undefined
+      ).map((e) => ({
+        reason: (e.args as { reason?: string }).reason,
+        actions: (e.result as { actions: number }).actions,
+        checks: (e.result as { checks_total: number }).checks_total,
+      })),
+      [{ reason: "expectations reloaded while latched", actions: 0, checks: 2 }],
+    );
+  } finally {
+    held.resolve();
+  }
+});
