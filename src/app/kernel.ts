@@ -308,6 +308,12 @@ export const TELEMETRY_STOP_MIN_MS = 200;
  */
 export const RELOAD_FILE_READ_TIMEOUT_MS = 2000;
 
+/**
+ * Bound on the WARN lines naming the behavior tree's calls a provider's new inventory refuses in
+ * AUTO, one per call (Kernel#warnRefusedTreeCalls): the rest are counted in one line.
+ */
+export const MAX_REFUSED_TREE_CALL_LINES = 20;
+
 /** What a reload says of a file-system question that did not answer within its bound. */
 const NO_ANSWER_IN_TIME =
   `no answer within ${RELOAD_FILE_READ_TIMEOUT_MS} ms (a hung mount or a failing disk?)`;
@@ -1971,13 +1977,24 @@ export class Kernel {
    * Logs each literal call of the behavior tree to a device of `providerId` (its inventory
    * changed) that entering AUTO is refused for, by what the device declares now -- its policy
    * (allowed_modes without AUTO, requires_lease), a function it no longer declares, args its
-   * bounds refuse: WARN, one line each, naming the provider, the call and the refusal.
+   * bounds refuse: WARN, one line each, naming the provider, the call and the refusal (up to
+   * MAX_REFUSED_TREE_CALL_LINES; the rest counted in one line).
    */
   #warnRefusedTreeCalls(providerId: string, log: Logger = this.host.log): void {
-    for (const call of this.automation?.refusedCallsOf(providerId) ?? []) {
+    const refused = this.automation?.refusedCallsOf(providerId) ?? [];
+    for (const call of refused.slice(0, MAX_REFUSED_TREE_CALL_LINES)) {
       log.warn(
         `behavior tree: inventory of ${providerId} changed: entering AUTO is refused while the ` +
           `tree calls ${call}`,
+      );
+    }
+    // A generated tree may call one function from thousands of nodes: the rest in one line.
+    const more = refused.length - MAX_REFUSED_TREE_CALL_LINES;
+    if (more > 0) {
+      log.warn(
+        `behavior tree: inventory of ${providerId} changed: and ${more} more call(s) of the tree ` +
+          `refused in AUTO (named up to ${MAX_REFUSED_TREE_CALL_LINES}: ` +
+          "MAX_REFUSED_TREE_CALL_LINES; a request for AUTO names them all)",
       );
     }
   }

@@ -10,10 +10,14 @@
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
-import { rig } from "../helpers/rig.ts";
+import type { ProviderConfig } from "../../src/config/mod.ts";
+import { type Rig, rig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { type Inventory, programmableProvider } from "../helpers/programmable_provider.ts";
 import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+
+/** The literal calls of the generated tree of the bound's test (more than the bound). */
+const TREE_CALLS = 50;
 
 /** The WARN lines that say a call of the tree refused in AUTO by p0's new inventory. */
 function refusedLines(lines: readonly string[]): string[] {
@@ -35,6 +39,31 @@ function inventory(policy: Record<string, unknown>): Inventory {
       },
     },
   };
+}
+
+/**
+ * sim0 and p0 (reading its inventory from `p0.json` in `dir`, first `inventory({})`), armed, with
+ * `tree`: the kernel of the reload tests, p0's entry to restart it with and its inventory file.
+ */
+async function reloadRig(dir: TreeDir, tree: string) {
+  const invFile = `${dir.path}/p0.json`;
+  await Deno.writeTextFile(invFile, JSON.stringify(inventory({})));
+  const p0 = programmableProvider("p0", invFile);
+  const r = await rig({
+    config: automationConfig(tree, { config: { providers: [simProvider("sim0"), p0] } }),
+    arm: true,
+  });
+  return { r, p0, invFile };
+}
+
+/** Reloads `r`'s kernel with p0's entry changed (its timeout): p0 is restarted. */
+async function restartByReload(r: Rig, p0: ProviderConfig): Promise<void> {
+  const rt = r.kernel;
+  const report = await rt.reload({
+    ...rt.config,
+    providers: [rt.config.providers[0]!, { ...p0, timeoutMs: p0.timeoutMs + 1000 }],
+  });
+  assert.deepEqual(report.providers.restarted, ["p0"]);
 }
 
 Deno.test("AutomationEngine: a restart in AUTO that makes the tree's literal call one AUTO refuses (requires_lease) forces FAULT, says the call once, and AUTO stays refused", async () => {
@@ -116,22 +145,13 @@ Deno.test("AutomationEngine: a reload restarting a provider outside AUTO whose n
       "call.xml",
       treeXml(`<CallDevice device_handle="p0/act" function_name="set_x" />`),
     );
-    const invFile = `${dir.path}/p0.json`;
-    await Deno.writeTextFile(invFile, JSON.stringify(inventory({})));
-    const p0 = programmableProvider("p0", invFile);
-    await using r = await rig({
-      config: automationConfig(tree, { config: { providers: [simProvider("sim0"), p0] } }),
-      arm: true,
-    });
+    const { r: started, p0, invFile } = await reloadRig(dir, tree);
+    await using r = started;
     const rt = r.kernel;
     assert.deepEqual(refusedLines(r.lines), [], "start-up: the call runs in AUTO");
     // The file changes p0's entry (restarted), whose next process allows set_x in MANUAL only.
     await Deno.writeTextFile(invFile, JSON.stringify(inventory({ allowed_modes: ["MANUAL"] })));
-    const report = await rt.reload({
-      ...rt.config,
-      providers: [rt.config.providers[0]!, { ...p0, timeoutMs: p0.timeoutMs + 1000 }],
-    });
-    assert.deepEqual(report.providers.restarted, ["p0"]);
+    await restartByReload(r, p0);
     assert.equal(rt.modes.current(), "MANUAL");
     const said = refusedLines(r.lines);
     assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
@@ -147,6 +167,45 @@ Deno.test("AutomationEngine: a reload restarting a provider outside AUTO whose n
       rt.modes.request("AUTO"),
       /refusing AUTO: .*p0\/act set_x .*allowed_modes/,
     );
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("AutomationEngine: a restart whose new inventory refuses many literal calls of the tree names up to MAX_REFUSED_TREE_CALL_LINES (src/app/kernel.ts) of them and counts the rest in one line", async () => {
+  const dir = await TreeDir.create();
+  try {
+    // A generated tree: more calls than the bound, each with its own args (a function no longer
+    // declared is refused per call).
+    const calls = Array.from(
+      { length: TREE_CALLS },
+      (_, k) =>
+        `      <CallDevice device_handle="p0/act" function_name="set_x" ` +
+        `args="json:{&quot;n&quot;:${k}}" />\n`,
+    );
+    const tree = await dir.write(
+      "many.xml",
+      treeXml(`<Sequence>\n${calls.join("")}    </Sequence>`),
+    );
+    const { r: started, p0, invFile } = await reloadRig(dir, tree);
+    await using r = started;
+    // p0's next process declares set_y instead of set_x.
+    await Deno.writeTextFile(
+      invFile,
+      JSON.stringify(inventory({})).replace(`"set_x"`, `"set_y"`),
+    );
+    await restartByReload(r, p0);
+    const said = refusedLines(r.lines);
+    assert.ok(said.length < TREE_CALLS, `a line for each of the ${said.length} calls`);
+    // The bound's line: the rest counted, the bound named (MAX_REFUSED_TREE_CALL_LINES).
+    const last = said.at(-1)!.match(
+      /^WARN .*behavior tree: inventory of p0 changed: and (\d+) more call\(s\) of the tree refused in AUTO \(named up to (\d+): MAX_REFUSED_TREE_CALL_LINES; /,
+    );
+    assert.ok(last !== null, said.at(-1));
+    const named = Number(last[2]);
+    assert.equal(said.length, named + 1, said.join("\n"));
+    assert.equal(Number(last[1]), TREE_CALLS - named);
+    assert.match(said[0]!, /tree calls p0\/act set_x at .*many\.xml:\d+:\d+ \(Function not found/);
   } finally {
     await dir.dispose();
   }
