@@ -245,8 +245,13 @@ function refresh(full) {
     if (failed) showRefreshError(failed.reason);
     else clearRefreshError();
   };
-  refreshing = run().finally(() => refreshing = null);
-  return refreshing;
+  // Cleared only by the refresh it names: an older one settling while a newer (full) one runs
+  // leaves the guard up, so a 2 s refresh started meanwhile does not settle past the newer one.
+  const running = run().finally(() => {
+    if (refreshing === running) refreshing = null;
+  });
+  refreshing = running;
+  return running;
 }
 
 function onEvent(e) {

@@ -463,3 +463,69 @@ Deno.test({
     });
   },
 });
+
+Deno.test({
+  name:
+    "Operator console: a 2 s refresh waits for a full one in flight when an older refresh settles first",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    await withPage(async (page, base) => {
+      // The first parameters read (the page's first full refresh) answers when the test says; the
+      // second (the resync's full refresh) fails when the test says; later ones are answered.
+      const firstAsked = Promise.withResolvers<void>();
+      const secondAsked = Promise.withResolvers<void>();
+      const releaseFirst = Promise.withResolvers<void>();
+      const failSecond = Promise.withResolvers<void>();
+      let parameterReads = 0;
+      await page.route("**/v0/parameters", async (route) => {
+        const n = ++parameterReads;
+        if (n === 1) {
+          firstAsked.resolve();
+          await releaseFirst.promise;
+          await route.continue();
+        } else if (n === 2) {
+          secondAsked.resolve();
+          await failSecond.promise;
+          await route.abort("connectionrefused");
+        } else await route.continue();
+      });
+      await resyncOnce(page, firstAsked.promise);
+      // Reads in flight (the stream's requests are not counted).
+      let inFlight = 0;
+      const read = (r: { url(): string }) => !new URL(r.url()).pathname.startsWith("/v0/events");
+      page.on("request", (r) => read(r) && inFlight++);
+      page.on("requestfinished", (r) => read(r) && inFlight--);
+      page.on("requestfailed", (r) => read(r) && inFlight--);
+      const settled = async (left: number) => {
+        await waitFor("the reads settled", () => inFlight === left, PAGE_WAIT_MS);
+        await new Promise((r) => setTimeout(r, 100));
+        await waitFor("the reads settled", () => inFlight === left, PAGE_WAIT_MS);
+      };
+      // Stopped: the 2 s refresh runs only when the test moves the clock.
+      await installStoppedClock(page);
+      try {
+        await page.goto(`${base}/#devices`);
+        // The resync's full refresh is under way while the first one still waits for its answer.
+        await secondAsked.promise;
+        // The first (older) refresh settles, all well; the resync's waits for its parameters.
+        releaseFirst.resolve();
+        await settled(1);
+        // The 2 s refresh, the resync's full one still in flight.
+        await page.clock.runFor(2000);
+        await settled(1);
+        // The resync's full refresh fails: the newest re-read made found something wrong.
+        failSecond.resolve();
+        await settled(0);
+        assert.ok(
+          await page.locator("#refresh-error").isVisible(),
+          "a refresh started past the full one in flight hid its failure",
+        );
+        assert.match(await page.locator("#refresh-error").textContent() ?? "", /^Refresh failed/);
+      } finally {
+        releaseFirst.resolve();
+        failSecond.resolve();
+        firstAsked.resolve();
+      }
+    });
+  },
+});
