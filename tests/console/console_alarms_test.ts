@@ -25,9 +25,10 @@ import {
 } from "../helpers/browser.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import {
+  mirrorOptions,
   type RuntimeChild,
   startRuntimeChild,
-  startRuntimeChildOnFreePort,
+  startRuntimeInMirror,
   withCheckoutMirror,
 } from "../helpers/runtime_process.ts";
 import { REPO, simYamlWithHeaterTau } from "../helpers/sim_config.ts";
@@ -122,20 +123,11 @@ Deno.test({
     const step = sequentialSteps(t);
     const { config, sim } = await fastHeaterConfig();
     await withCheckoutMirror(config, async (dir) => {
-      const options = (port: number) => ({
-        config: `${dir}/config.yaml`,
-        port,
-        args: ["--port", String(port)],
-        cwd: dir,
-      });
-      const launched = await launchChromiumAlongside(
-        startRuntimeChildOnFreePort(options),
-        (r) => r.stop(),
-      );
+      const launched = await launchChromiumAlongside(startRuntimeInMirror(dir), (r) => r.stop());
       const browser = launched[0];
       let rt = launched[1];
       // Started again on the port the page was opened on.
-      const start = () => startRuntimeChild(options(launched[1].port));
+      const start = () => startRuntimeChild(mirrorOptions(dir, launched[1].port));
       try {
         const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
         const errors = collectPageErrors(page);

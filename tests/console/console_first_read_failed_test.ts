@@ -12,16 +12,22 @@ import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import {
   chromiumMissing,
+  HELD,
   installStoppedClock,
   launchChromium,
   launchChromiumAlongside,
+  NOTE_HELD_READ,
   PAGE_WAIT_MS,
+  readsSettled,
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
 import { type RuntimeChild, startRuntimeChildOnFreePort } from "../helpers/runtime_process.ts";
 import { simRuntimeConfig, simWithTargetTemp } from "../helpers/sim_config.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
+
+/** A request other than the event stream's (its request never finishes while the stream is open). */
+const notTheStream = (r: { url(): string }) => !new URL(r.url()).pathname.startsWith("/v0/events");
 
 Deno.test({
   name:
@@ -178,19 +184,11 @@ Deno.test({
       await page.route("**/v0/parameters", (route) => route.abort("connectionrefused"));
       // No stream: its reconnections would re-read everything on their own.
       await page.route("**/v0/events*", (route) => route.abort("connectionrefused"));
-      let inFlight = 0;
-      page.on("request", () => inFlight++);
-      page.on("requestfinished", () => inFlight--);
-      page.on("requestfailed", () => inFlight--);
+      const settled = readsSettled(page);
       const inventoryReads = countRequests(page, "/v0/devices");
       await installStoppedClock(page);
       await page.goto(`${base}/#devices`);
       await page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS });
-      const settled = async () => {
-        await waitFor("the refresh settled", () => inFlight === 0, PAGE_WAIT_MS);
-        await new Promise((r) => setTimeout(r, 100));
-        await waitFor("the refresh settled", () => inFlight === 0, PAGE_WAIT_MS);
-      };
       await settled();
       const before = inventoryReads.n;
       const REFRESHES = 15;
@@ -222,16 +220,7 @@ Deno.test({
         (route) => away ? route.abort("connectionrefused") : route.continue(),
       );
       // Reads in flight (the open stream's request never finishes: not counted).
-      let inFlight = 0;
-      const read = (r: { url(): string }) => !new URL(r.url()).pathname.startsWith("/v0/events");
-      page.on("request", (r) => read(r) && inFlight++);
-      page.on("requestfinished", (r) => read(r) && inFlight--);
-      page.on("requestfailed", (r) => read(r) && inFlight--);
-      const settled = async () => {
-        await waitFor("the refresh settled", () => inFlight === 0, PAGE_WAIT_MS);
-        await new Promise((r) => setTimeout(r, 100));
-        await waitFor("the refresh settled", () => inFlight === 0, PAGE_WAIT_MS);
-      };
+      const settled = readsSettled(page, notTheStream);
       const inventoryReads = countRequests(page, "/v0/devices");
       await installStoppedClock(page);
       await page.goto(`${base}/#devices`);
@@ -365,16 +354,7 @@ for (
         const resync = Promise.withResolvers<void>();
         await resyncOnce(page, resync.promise);
         // Reads in flight (the held stream's request is not counted).
-        let inFlight = 0;
-        const read = (r: { url(): string }) => !new URL(r.url()).pathname.startsWith("/v0/events");
-        page.on("request", (r) => read(r) && inFlight++);
-        page.on("requestfinished", (r) => read(r) && inFlight--);
-        page.on("requestfailed", (r) => read(r) && inFlight--);
-        const settled = async () => {
-          await waitFor("the refresh settled", () => inFlight === 0, PAGE_WAIT_MS);
-          await new Promise((r) => setTimeout(r, 100));
-          await waitFor("the refresh settled", () => inFlight === 0, PAGE_WAIT_MS);
-        };
+        const settled = readsSettled(page, notTheStream);
         const viewReads = countRequests(page, path);
         const inventoryReads = countRequests(page, "/v0/devices");
         // Stopped: no 2 s refresh; the only full refresh after the load is the resync's.
@@ -400,18 +380,6 @@ for (
     },
   });
 }
-
-/** Notes when the page's code has read the body of an answer marked HELD (Response.text). */
-const HELD = "x-test-held";
-const NOTE_HELD_READ = `(() => {
-  const text = Response.prototype.text;
-  globalThis.__heldRead = false;
-  Response.prototype.text = async function () {
-    const body = await text.call(this);
-    if (this.headers.has("${HELD}")) globalThis.__heldRead = true;
-    return body;
-  };
-})()`;
 
 Deno.test({
   name:

@@ -16,7 +16,7 @@ import {
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { REPO } from "../helpers/sim_config.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
@@ -53,9 +53,7 @@ Deno.test({
   fn: async (t) => {
     const step = sequentialSteps(t);
     const dir = await Deno.makeTempDir({ prefix: "console-keys-" });
-    const port = freePort();
-    await Deno.writeTextFile(
-      `${dir}/runtime.yaml`,
+    const yaml = (port: number) =>
       `runtime: {name: keys-test, data_dir: ${dir}/data}
 http:
   port: ${port}
@@ -70,10 +68,9 @@ alarms:
     signal: s0/m/x/speed
     hi: 1000000
     message: The speed of device m/x
-`,
-    );
+`;
     const [browser, rt] = await launchChromiumAlongside(
-      startRuntimeChild({ config: `${dir}/runtime.yaml`, port }),
+      startRuntimeWithConfigOnFreePort(`${dir}/runtime.yaml`, yaml),
       (r) => r.stop(),
     );
     try {

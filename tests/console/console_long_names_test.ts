@@ -15,7 +15,7 @@ import {
   type PageGlobal,
   sequentialSteps,
 } from "../helpers/browser.ts";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { REPO } from "../helpers/sim_config.ts";
 import { DEVICE_ID, longWord, SIGNAL_ID } from "./_long_names_provider.ts";
 
@@ -30,11 +30,9 @@ Deno.test({
   fn: async (t) => {
     const step = sequentialSteps(t);
     const dir = await Deno.makeTempDir({ prefix: "console-long-names-" });
-    const port = freePort();
     const providerId = longWord("provider_of_the_second_vacuum_line", MAX_ID_CHARS);
     const alarmId = longWord("alarm_upstream_chamber_pressure_high", MAX_ID_CHARS);
-    await Deno.writeTextFile(
-      `${dir}/runtime.yaml`,
+    const yaml = (port: number) =>
       `runtime: {name: ${
         longWord("runtime_of_the_second_vacuum_line_rig", 100)
       }, data_dir: ${dir}/data}
@@ -53,10 +51,9 @@ alarms:
     signal: ${providerId}/${DEVICE_ID}/${SIGNAL_ID}
     hi: 50
     message: ${longWord("UpstreamChamberPressureTooHigh", 150)}
-`,
-    );
+`;
     const [browser, rt] = await launchChromiumAlongside(
-      startRuntimeChild({ config: `${dir}/runtime.yaml`, port }),
+      startRuntimeWithConfigOnFreePort(`${dir}/runtime.yaml`, yaml),
       (r) => r.stop(),
     );
     try {

@@ -18,7 +18,7 @@ import {
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
-import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { type RuntimeChild, startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { REPO } from "../helpers/sim_config.ts";
 import { selfSignedCert } from "../http/_tls_certs.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
@@ -78,39 +78,32 @@ Deno.test({
     const runtimes: RuntimeChild[] = [];
     try {
       const { cert } = await selfSignedCert(dir);
-      const tlsPort = freePort();
-      let openPort = freePort();
-      while (openPort === tlsPort) openPort = freePort();
-      await Deno.writeTextFile(
-        `${dir}/tls.yaml`,
-        config(
-          tlsPort,
-          "  auth_enabled: true\n  auth_exempt_loopback: false\n" +
-            "  tls_cert_path: cert.pem\n  tls_key_path: key.pem",
-          "data-tls",
-        ),
-      );
-      await Deno.writeTextFile(
-        `${dir}/open.yaml`,
-        config(
-          openPort,
-          "  allow_insecure_bind: true\n  allowed_hosts: [console.test]",
-          "data-open",
-        ),
-      );
       const pem = await Deno.readTextFile(cert);
       // Chromium and both runtimes start at once (the second serves the last two steps).
       const [launched, tls, opened] = await Promise.allSettled([
         launchChromium([`--host-resolver-rules=MAP console.test ${lan}, MAP other.test ${lan}`]),
-        startRuntimeChild({
-          config: `${dir}/tls.yaml`,
-          port: tlsPort,
-          cwd: dir,
-          env: { RUNTIME_API_TOKEN: TOKEN },
-          token: TOKEN,
-          caCert: pem,
-        }),
-        startRuntimeChild({ config: `${dir}/open.yaml`, port: openPort, cwd: dir }),
+        // Each on a port of its own: one that lost its port to the other starts again elsewhere.
+        startRuntimeWithConfigOnFreePort(
+          `${dir}/tls.yaml`,
+          (port) =>
+            config(
+              port,
+              "  auth_enabled: true\n  auth_exempt_loopback: false\n" +
+                "  tls_cert_path: cert.pem\n  tls_key_path: key.pem",
+              "data-tls",
+            ),
+          { cwd: dir, env: { RUNTIME_API_TOKEN: TOKEN }, token: TOKEN, caCert: pem },
+        ),
+        startRuntimeWithConfigOnFreePort(
+          `${dir}/open.yaml`,
+          (port) =>
+            config(
+              port,
+              "  allow_insecure_bind: true\n  allowed_hosts: [console.test]",
+              "data-open",
+            ),
+          { cwd: dir },
+        ),
       ]);
       if (launched.status === "fulfilled") browser = launched.value;
       for (const r of [tls, opened]) if (r.status === "fulfilled") runtimes.push(r.value);
@@ -119,6 +112,7 @@ Deno.test({
       if (opened.status === "rejected") throw opened.reason;
       const web = launched.value;
       const open = opened.value;
+      const tlsPort = tls.value.port;
       const client = Deno.createHttpClient({ caCerts: [pem] });
       const context = await web.newContext({ ignoreHTTPSErrors: true });
       try {

@@ -16,24 +16,16 @@
  */
 import assert from "node:assert/strict";
 import type { Page, Route } from "playwright-core";
-import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
+import {
+  chromiumMissing,
+  HELD,
+  launchChromium,
+  NOTE_HELD_READ,
+  waitForText,
+} from "../helpers/browser.ts";
 import { startServing } from "../helpers/kernel.ts";
 import { simProvider, simWithTargetTemp, testConfig } from "../helpers/sim_config.ts";
 import { Api } from "../scenarios/alarms_helpers.ts";
-
-/** The header the test marks a held answer with. */
-const HELD = "x-test-held";
-
-/** Notes when the page's code has read the body of a held answer (Response.text settled). */
-const NOTE_HELD_READ = `(() => {
-  const text = Response.prototype.text;
-  globalThis.__heldRead = false;
-  Response.prototype.text = async function () {
-    const body = await text.call(this);
-    if (this.headers.has("${HELD}")) globalThis.__heldRead = true;
-    return body;
-  };
-})()`;
 
 /**
  * Holds the answer of the next GET of `path` once `arm()` is called: the runtime's answer is

@@ -12,7 +12,7 @@ import {
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { simRuntimeConfig } from "../helpers/sim_config.ts";
 
 const ADMIN = "console-admin-token-1c2d3e4f";
@@ -26,9 +26,7 @@ Deno.test({
   fn: async (t) => {
     const step = sequentialSteps(t);
     const dir = await Deno.makeTempDir({ prefix: "console-roles-" });
-    const port = freePort();
-    await Deno.writeTextFile(
-      `${dir}/runtime.yaml`,
+    const yaml = (port: number) =>
       `runtime: {name: roles-test, data_dir: ${dir}/data}
 http:
   port: ${port}
@@ -37,12 +35,9 @@ http:
   tokens:
     - {name: dash, role: viewer, token: ${VIEWER}}
     - {name: shift, role: operator, token: ${OPERATOR}}
-${simRuntimeConfig()}`,
-    );
+${simRuntimeConfig()}`;
     const [browser, rt] = await launchChromiumAlongside(
-      startRuntimeChild({
-        config: `${dir}/runtime.yaml`,
-        port,
+      startRuntimeWithConfigOnFreePort(`${dir}/runtime.yaml`, yaml, {
         env: { RUNTIME_API_TOKEN: ADMIN },
         token: ADMIN,
       }),

@@ -20,7 +20,7 @@ import {
   sequentialSteps,
   waitForText,
 } from "../helpers/browser.ts";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { simRuntimeConfig } from "../helpers/sim_config.ts";
 
 const ADMIN = "console-admin-token-8a1b2c3d";
@@ -33,9 +33,7 @@ Deno.test({
   fn: async (t) => {
     const step = sequentialSteps(t);
     const dir = await Deno.makeTempDir({ prefix: "console-resend-" });
-    const port = freePort();
-    await Deno.writeTextFile(
-      `${dir}/runtime.yaml`,
+    const yaml = (port: number) =>
       `runtime: {name: resend-test, data_dir: ${dir}/data}
 http:
   port: ${port}
@@ -43,12 +41,9 @@ http:
   auth_exempt_loopback: false
   tokens:
     - {name: shift, role: operator, token: ${OPERATOR}}
-${simRuntimeConfig()}`,
-    );
+${simRuntimeConfig()}`;
     const [browser, rt] = await launchChromiumAlongside(
-      startRuntimeChild({
-        config: `${dir}/runtime.yaml`,
-        port,
+      startRuntimeWithConfigOnFreePort(`${dir}/runtime.yaml`, yaml, {
         env: { RUNTIME_API_TOKEN: ADMIN },
         token: ADMIN,
       }),

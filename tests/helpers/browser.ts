@@ -162,6 +162,53 @@ export async function installStoppedClock(page: Page): Promise<void> {
   await pauseClockNow(page);
 }
 
+/** How long {@link readsSettled} waits, once no read is in flight, for a read one set off. */
+const SETTLE_GAP_MS = 100;
+
+/**
+ * Counts the page's requests in flight from now on (those `counted` keeps: all by default); the
+ * function returned resolves once none is, and still none after SETTLE_GAP_MS (an answer that
+ * sets off another read has done so), each wait within PAGE_WAIT_MS.
+ */
+export function readsSettled(
+  page: Page,
+  counted: (r: { url(): string }) => boolean = () => true,
+): () => Promise<void> {
+  let inFlight = 0;
+  page.on("request", (r) => counted(r) && inFlight++);
+  page.on("requestfinished", (r) => counted(r) && inFlight--);
+  page.on("requestfailed", (r) => counted(r) && inFlight--);
+  const idle = async () => {
+    const deadline = Date.now() + PAGE_WAIT_MS;
+    while (inFlight !== 0) {
+      if (Date.now() > deadline) throw new Error("timed out waiting for the refresh settled");
+      await new Promise((r) => setTimeout(r, TEXT_POLL_MS));
+    }
+  };
+  return async () => {
+    await idle();
+    await new Promise((r) => setTimeout(r, SETTLE_GAP_MS));
+    await idle();
+  };
+}
+
+/** The header a test marks an answer it held with (see {@link NOTE_HELD_READ}). */
+export const HELD = "x-test-held";
+
+/**
+ * An init script (`page.addInitScript`) that sets the page's `__heldRead` once the page's code
+ * has read the body of an answer marked {@link HELD} (Response.text settled).
+ */
+export const NOTE_HELD_READ = `(() => {
+  const text = Response.prototype.text;
+  globalThis.__heldRead = false;
+  Response.prototype.text = async function () {
+    const body = await text.call(this);
+    if (this.headers.has("${HELD}")) globalThis.__heldRead = true;
+    return body;
+  };
+})()`;
+
 /**
  * Steps that build on each other: once one fails, the later ones are reported as ignored
  * instead of each waiting out its own timeout against a page in the wrong state.

@@ -139,9 +139,10 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
   })();
   const exit = Promise.all([child.status, drained]).then(([s]) => s.code);
   let exited = false;
-  // A readiness read a stranger on the port never answers ends when the runtime does.
+  // A readiness read a stranger on the port never answers ends when the runtime does (its stderr
+  // may be read only later: stderrReadAfter).
   const ended = new AbortController();
-  exit.then(() => {
+  child.status.then(() => {
     exited = true;
     ended.abort();
   });
@@ -169,7 +170,8 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
   try {
     for (;;) {
       if (exited) {
-        const code = await exit;
+        // All its stderr, unless that is read only later (then what was read so far).
+        const code = o.stderrReadAfter === undefined ? await exit : (await child.status).code;
         const message = `runtime exited with code ${code} before it was ready:\n${text}`;
         if (portTaken(o.port)) {
           throw new NotListeningError(`${message}\n(another process holds port ${o.port})`, true);
@@ -224,6 +226,21 @@ export async function startRuntimeChildOnFreePort(
 }
 
 /**
+ * {@link startRuntimeChildOnFreePort} for a runtime whose port is in its configuration file:
+ * `yaml(port)` is written to `config` before each start; `o` are the other options.
+ */
+export function startRuntimeWithConfigOnFreePort(
+  config: string,
+  yaml: (port: number) => string,
+  o: Omit<RuntimeChildOptions, "config" | "port"> = {},
+): Promise<RuntimeChild> {
+  return startRuntimeChildOnFreePort(async (port) => {
+    await Deno.writeTextFile(config, yaml(port));
+    return { ...o, config, port };
+  });
+}
+
+/**
  * Runs `fn` with a temp mirror of the checkout made of symlinks (`src`, `deno.json`, `deno.lock`,
  * `examples/providers`, `examples/behaviors`) and `config` written to `examples/config.yaml`, so
  * an example configuration's relative paths resolve as they do in the checkout while its run
@@ -264,16 +281,17 @@ export async function withCheckoutMirror(
 }
 
 /**
- * The runtime on `examples/config.yaml` of a {@link withCheckoutMirror} folder `dir`, on a free
- * port (given as `--port`, overriding the file's), started from that folder.
+ * The options of the runtime on `examples/config.yaml` of a {@link withCheckoutMirror} folder
+ * `dir`, on `port` (given as `--port`, overriding the file's), started from that folder: for a
+ * restart on the port of {@link startRuntimeInMirror}.
  */
+export function mirrorOptions(dir: string, port: number): RuntimeChildOptions {
+  return { config: `${dir}/config.yaml`, port, args: ["--port", String(port)], cwd: dir };
+}
+
+/** The runtime of {@link mirrorOptions}, on a free port. */
 export function startRuntimeInMirror(dir: string): Promise<RuntimeChild> {
-  return startRuntimeChildOnFreePort((port) => ({
-    config: `${dir}/config.yaml`,
-    port,
-    args: ["--port", String(port)],
-    cwd: dir,
-  }));
+  return startRuntimeChildOnFreePort((port) => mirrorOptions(dir, port));
 }
 
 /** The pids of a process's children (every thread's), from /proc. */

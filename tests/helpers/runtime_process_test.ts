@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { listeningPorts } from "./ports.ts";
-import { startRuntimeChildOnFreePort } from "./runtime_process.ts";
+import { type RuntimeChildOptions, startRuntimeChildOnFreePort } from "./runtime_process.ts";
 import { simRuntimeConfig } from "./sim_config.ts";
 
 /** The options for a runtime on `port`; the first start is given `taken` instead (the race). */
@@ -27,13 +27,34 @@ ${simRuntimeConfig()}`,
 }
 
 Deno.test("startRuntimeChildOnFreePort starts the runtime again on another port when a silent stranger took the first", async () => {
+  await racedStart({});
+});
+
+Deno.test("startRuntimeChildOnFreePort starts the runtime again on another port when a stranger took the first while its stderr is read only later", async () => {
+  const readLater = Promise.withResolvers<void>();
+  await racedStart({ stderrReadAfter: readLater.promise }, () => readLater.resolve());
+});
+
+/**
+ * Starts the runtime with `more` options, the first start on a port a silent stranger holds;
+ * `started` runs once it is up (before it is stopped).
+ */
+async function racedStart(
+  more: Partial<RuntimeChildOptions>,
+  started: () => void = () => {},
+): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "runtime-port-race-" });
   // A server that accepts (the kernel does) and never answers: the readiness read would wait.
   const stranger = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const taken = (stranger.addr as Deno.NetAddr).port;
   const tried: number[] = [];
   try {
-    const rt = await startRuntimeChildOnFreePort(racedOptions(dir, taken, tried));
+    const options = racedOptions(dir, taken, tried);
+    const rt = await startRuntimeChildOnFreePort(async (port) => ({
+      ...(await options(port)),
+      ...more,
+    }));
+    started();
     try {
       assert.equal(tried.length, 2, `ports tried: ${tried}`);
       assert.notEqual(rt.port, taken);
@@ -45,4 +66,4 @@ Deno.test("startRuntimeChildOnFreePort starts the runtime again on another port 
     stranger.close();
     await Deno.remove(dir, { recursive: true });
   }
-});
+}

@@ -5,10 +5,9 @@
  */
 import assert from "node:assert/strict";
 import {
-  freePort,
   type RuntimeChild,
   type RuntimeChildOptions,
-  startRuntimeChild,
+  startRuntimeWithConfigOnFreePort,
 } from "./runtime_process.ts";
 import { simRuntimeConfig } from "./sim_config.ts";
 
@@ -30,20 +29,18 @@ export async function withInertRuntime(
 ): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "runtime-inert-" });
   try {
-    const port = freePort();
-    await Deno.writeTextFile(
+    const rt = await startRuntimeWithConfigOnFreePort(
       `${dir}/runtime.yaml`,
-      `runtime: {data_dir: ${dir}/data}
+      (port) =>
+        `runtime: {data_dir: ${dir}/data}
 http: {port: ${port}}
 ${simRuntimeConfig()}${o.providerYaml ?? ""}`,
+      {
+        ...(o.env ? { env: o.env } : {}),
+        ...(o.wrap ? { wrap: o.wrap } : {}),
+        ...(o.ownSession ? { ownSession: true } : {}),
+      },
     );
-    const rt = await startRuntimeChild({
-      config: `${dir}/runtime.yaml`,
-      port,
-      ...(o.env ? { env: o.env } : {}),
-      ...(o.wrap ? { wrap: o.wrap } : {}),
-      ...(o.ownSession ? { ownSession: true } : {}),
-    });
     try {
       await fn(rt);
     } finally {

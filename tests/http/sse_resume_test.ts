@@ -11,9 +11,10 @@ import { type HttpFixture, startHttpFixture } from "../helpers/runtime_fixture.t
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { type SseBlock, SseReader } from "../helpers/sse_reader.ts";
 import {
-  freePort,
+  mirrorOptions,
   type RuntimeChild,
   startRuntimeChild,
+  startRuntimeInMirror,
   withCheckoutMirror,
 } from "../helpers/runtime_process.ts";
 import { REPO } from "../helpers/sim_config.ts";
@@ -264,21 +265,13 @@ Deno.test("GET /v0/events: last_event_id in the query resumes too, the header wi
 Deno.test("GET /v0/events after a runtime restart: the last id of the previous run gets resync, reason restarted", async () => {
   const demo = await Deno.readTextFile(`${REPO}examples/demo.yaml`);
   await withCheckoutMirror(demo, async (dir) => {
-    const port = freePort();
-    const start = () =>
-      startRuntimeChild({
-        config: `${dir}/config.yaml`,
-        port,
-        args: ["--port", String(port)],
-        cwd: dir,
-      });
-    let rt: RuntimeChild = await start();
+    let rt: RuntimeChild = await startRuntimeInMirror(dir);
     try {
       const before = new SseReader((await apiFetch(`${rt.base}/v0/events`)).body!);
       const [seen] = await readUntil(before, (b) => b.event === "state_update");
       await before.cancel();
       assert.equal(await rt.stop(), 0);
-      rt = await start();
+      rt = await startRuntimeChild(mirrorOptions(dir, rt.port)); // on the same port
       // The new run numbers its events from 1 again: without the prefix, `seen`'s number could
       // name one of its events, and the client would get the wrong ones.
       const after = new SseReader(

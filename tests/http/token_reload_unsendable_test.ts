@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { apiFetch } from "../helpers/openapi_check.ts";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { waitFor } from "../helpers/kernel.ts";
 
@@ -31,24 +31,21 @@ async function tokenReloadRig(
   }) => Promise<void>,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "runtime-token-reload-" });
-  const port = freePort();
   const configPath = `${dir}/runtime.yaml`;
   await Deno.writeTextFile(`${dir}/sim-p0.yaml`, await Deno.readTextFile(SIM_INERT_YAML));
   const provider = `  - {id: p0, command: ${Deno.execPath()}, args: [run, --quiet, --allow-read, ` +
     `--allow-env, ${SIM_MAIN}, --config, ${dir}/sim-p0.yaml]}`;
-  const write = (http: string) =>
-    Deno.writeTextFile(
-      configPath,
-      `runtime: {data_dir: ${dir}/data, shutdown_timeout_ms: 2000}\n` +
-        `http:\n  port: ${port}\n  auth_exempt_loopback: false\n${http}` +
-        `providers:\n${provider}\n`,
-    );
-  await write(first);
-  const rt = await startRuntimeChild({ config: configPath, port, token });
+  const yaml = (http: string, port: number) =>
+    `runtime: {data_dir: ${dir}/data, shutdown_timeout_ms: 2000}\n` +
+    `http:\n  port: ${port}\n  auth_exempt_loopback: false\n${http}` +
+    `providers:\n${provider}\n`;
+  const rt = await startRuntimeWithConfigOnFreePort(configPath, (port) => yaml(first, port), {
+    token,
+  });
   try {
     await run({
       reload: async (http) => {
-        await write(http);
+        await Deno.writeTextFile(configPath, yaml(http, rt.port));
         rt.signal("SIGHUP");
         return await waitFor(
           "the reload's summary",

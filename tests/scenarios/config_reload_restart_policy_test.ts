@@ -7,9 +7,8 @@
 import assert from "node:assert/strict";
 import {
   childPids,
-  freePort,
   type RuntimeChild,
-  startRuntimeChild,
+  startRuntimeChildOnFreePort,
 } from "../helpers/runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { Api, EventStream } from "./alarms_helpers.ts";
@@ -20,12 +19,15 @@ const WAIT_MS = 60000;
 
 /** A temp folder with the simulator's file and the runtime's configuration. */
 class Rig {
-  constructor(readonly dir: string, readonly port: number) {}
+  /** The API's port: a free one {@link start} picked and wrote to the configuration. */
+  port = 0;
+
+  constructor(readonly dir: string) {}
 
   static async create(): Promise<Rig> {
     const dir = await Deno.makeTempDir({ prefix: "runtime-reload-policy-" });
     await Deno.writeTextFile(`${dir}/sim-p0.yaml`, await Deno.readTextFile(SIM_INERT_YAML));
-    return new Rig(dir, freePort());
+    return new Rig(dir);
   }
 
   get configPath(): string {
@@ -58,8 +60,13 @@ class Rig {
     return undefined;
   }
 
-  start(): Promise<RuntimeChild> {
-    return startRuntimeChild({ config: this.configPath, port: this.port });
+  /** Starts the runtime on a free port ({@link port}), with {@link write}`(restartPolicy)`. */
+  start(restartPolicy: string): Promise<RuntimeChild> {
+    return startRuntimeChildOnFreePort(async (port) => {
+      this.port = port;
+      await this.write(restartPolicy);
+      return { config: this.configPath, port };
+    });
   }
 
   dispose(): Promise<void> {
@@ -114,8 +121,7 @@ async function withRig(
   fn: (rig: Rig, rt: RuntimeChild, api: Api) => Promise<void>,
 ): Promise<void> {
   const rig = await Rig.create();
-  await rig.write(policy);
-  const rt = await rig.start();
+  const rt = await rig.start(policy);
   try {
     await fn(rig, rt, new Api(rt.base));
   } finally {

@@ -10,7 +10,8 @@ import {
   childPids,
   freePort,
   type RuntimeChild,
-  startRuntimeChild,
+  type RuntimeChildOptions,
+  startRuntimeChildOnFreePort,
 } from "../helpers/runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { Api, EventStream } from "./alarms_helpers.ts";
@@ -26,13 +27,18 @@ const GATE_S = 30;
 
 /** A temp folder with one simulator file per provider id (so its process can be found). */
 class Rig {
-  constructor(readonly dir: string, readonly port: number) {}
+  /** The API's port: a free one {@link start} picked and wrote to the configuration. */
+  port = 0;
+  /** The body last given to {@link write}. */
+  #body = "";
+
+  constructor(readonly dir: string) {}
 
   static async create(ids: readonly string[]): Promise<Rig> {
     const dir = await Deno.makeTempDir({ prefix: "runtime-reload-" });
     const sim = await Deno.readTextFile(SIM_INERT_YAML);
     for (const id of ids) await Deno.writeTextFile(`${dir}/sim-${id}.yaml`, sim);
-    return new Rig(dir, freePort());
+    return new Rig(dir);
   }
 
   get configPath(): string {
@@ -70,6 +76,7 @@ class Rig {
 
   /** Writes the configuration file: the runtime section, then `body` (providers etc.). */
   async write(body: string): Promise<void> {
+    this.#body = body;
     await Deno.writeTextFile(
       this.configPath,
       `runtime: {data_dir: ${this.dir}/data, shutdown_timeout_ms: 2000}\n` +
@@ -77,8 +84,19 @@ class Rig {
     );
   }
 
-  start(): Promise<RuntimeChild> {
-    return startRuntimeChild({ config: this.configPath, port: this.port });
+  /**
+   * Starts the runtime on a free port ({@link port}); before each attempt `write` writes the
+   * configuration with it (default: the body last given to {@link write}, written again).
+   */
+  start(
+    o: Omit<RuntimeChildOptions, "config" | "port"> = {},
+    write: () => Promise<void> = () => this.write(this.#body),
+  ): Promise<RuntimeChild> {
+    return startRuntimeChildOnFreePort(async (port) => {
+      this.port = port;
+      await write();
+      return { ...o, config: this.configPath, port };
+    });
   }
 
   dispose(): Promise<void> {
@@ -743,8 +761,7 @@ Deno.test("SIGHUP that removes a named token: it is refused from the next reques
         (night ? `    - {name: night, role: viewer, token: ${night}}\n` : "") +
         `providers:\n${rig.provider("p0")}\n`,
     );
-  await write(OLD);
-  const rt = await startRuntimeChild({ config: rig.configPath, port: rig.port, token: OLD });
+  const rt = await rig.start({ token: OLD }, () => write(OLD));
   try {
     const status = async (token: string) =>
       (await apiFetch(`${rt.base}/v0/runtime/status`, {
@@ -855,10 +872,13 @@ Deno.test("SIGHUP that turns auth off (a restart's business) and drops every tok
         `http:\n  port: ${rig.port}\n  auth_exempt_loopback: false\n${auth}` +
         `providers:\n${rig.provider("p0")}\n`,
     );
-  await write(
-    `  auth_enabled: true\n  tokens:\n    - {name: shift, role: operator, token: ${TOKEN}}\n`,
+  const rt = await rig.start(
+    { token: TOKEN },
+    () =>
+      write(
+        `  auth_enabled: true\n  tokens:\n    - {name: shift, role: operator, token: ${TOKEN}}\n`,
+      ),
   );
-  const rt = await startRuntimeChild({ config: rig.configPath, port: rig.port, token: TOKEN });
   try {
     const status = async (token: string) =>
       (await apiFetch(`${rt.base}/v0/runtime/status`, {
@@ -893,8 +913,7 @@ Deno.test("SIGHUP that removes a token while a request made with it is still sen
         `  tokens:\n    - {name: shift, role: operator, token: ${token}}\n` +
         `providers:\n${rig.provider("p0")}\n`,
     );
-  await write(OLD);
-  const rt = await startRuntimeChild({ config: rig.configPath, port: rig.port, token: OLD });
+  const rt = await rig.start({ token: OLD }, () => write(OLD));
   const conn = await connect(rig.port);
   try {
     const get = async (path: string, token: string) =>
@@ -936,17 +955,13 @@ Deno.test("SIGHUP after the TLS certificate was renewed in place (same paths) sa
   const tls = `${rig.dir}/tls`;
   await Deno.mkdir(tls);
   const { cert, key } = await selfSignedCert(tls);
-  await Deno.writeTextFile(
-    rig.configPath,
-    `runtime: {data_dir: ${rig.dir}/data, shutdown_timeout_ms: 2000}\n` +
-      `http: {port: ${rig.port}, tls_cert_path: ${cert}, tls_key_path: ${key}}\n` +
-      `providers:\n${rig.provider("p0")}\n`,
-  );
-  const rt = await startRuntimeChild({
-    config: rig.configPath,
-    port: rig.port,
-    caCert: await Deno.readTextFile(cert),
-  });
+  const rt = await rig.start({ caCert: await Deno.readTextFile(cert) }, () =>
+    Deno.writeTextFile(
+      rig.configPath,
+      `runtime: {data_dir: ${rig.dir}/data, shutdown_timeout_ms: 2000}\n` +
+        `http: {port: ${rig.port}, tls_cert_path: ${cert}, tls_key_path: ${key}}\n` +
+        `providers:\n${rig.provider("p0")}\n`,
+    ));
   try {
     // certbot's renewal: a new key and certificate written over the old files, then a reload.
     await selfSignedCert(tls, 90);
@@ -976,8 +991,7 @@ Deno.test("SIGHUP after the TLS files were renewed in place with ones a start re
         `http: {port: ${rig.port}, tls_cert_path: ${files.cert}, tls_key_path: ${files.key}}\n` +
         `logging: {level: ${level}}\nproviders:\n${rig.provider("p0")}\n`,
     );
-  await write("info");
-  const rt = await startRuntimeChild({ config: rig.configPath, port: rig.port, caCert: served });
+  const rt = await rig.start({ caCert: served }, () => write("info"));
   try {
     // An expired pair written over the served one: the next start refuses it.
     await certWithDates(tls, "20200101000000Z", "20200201000000Z");
@@ -1052,13 +1066,10 @@ Deno.test("SIGHUP that changes http.auth_token while RUNTIME_API_TOKEN overrides
         `  auth_token: ${token}\n` +
         `providers:\n${rig.provider("p0")}\n`,
     );
-  await write("file-token-aaaaaaaaaaaaaaaa");
-  const rt = await startRuntimeChild({
-    config: rig.configPath,
-    port: rig.port,
-    token: ENV,
-    env: { RUNTIME_API_TOKEN: ENV },
-  });
+  const rt = await rig.start(
+    { token: ENV, env: { RUNTIME_API_TOKEN: ENV } },
+    () => write("file-token-aaaaaaaaaaaaaaaa"),
+  );
   try {
     const status = async (token: string) =>
       (await apiFetch(`${rt.base}/v0/runtime/status`, {
@@ -1132,11 +1143,7 @@ Deno.test("With --log-level, a reload keeps that level in force, and the running
   const body = (level: string) =>
     `logging: {level: ${level}}\nproviders:\n${rig.provider("sim0")}\n`;
   await rig.write(body("info"));
-  const rt = await startRuntimeChild({
-    config: rig.configPath,
-    port: rig.port,
-    args: ["--log-level", "debug"],
-  });
+  const rt = await rig.start({ args: ["--log-level", "debug"] });
   const api = new Api(rt.base);
   let events: EventStream | null = null;
   try {

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { type SseBlock, SseReader } from "../helpers/sse_reader.ts";
-import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { type RuntimeChild, startRuntimeChildOnFreePort } from "../helpers/runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { providerYaml, waitFor, writeRuntimeConfig } from "./process_helpers.ts";
 import { selfSignedCert } from "../http/_tls_certs.ts";
@@ -36,12 +36,11 @@ async function withRig(body: (rig: Rig) => Promise<void>): Promise<void> {
   try {
     const { cert, key } = await selfSignedCert(dir);
     const caCert = await Deno.readTextFile(cert);
-    const port = freePort();
     const providers = providerYaml("sim0", {
       command: Deno.execPath(),
       args: ["run", "--quiet", "--allow-read", "--allow-env", SIM_MAIN, "--config", SIM_INERT_YAML],
     });
-    const write = async (viewer: string) => {
+    const writeOn = async (port: number, viewer: string) => {
       await writeRuntimeConfig(dir, {
         port,
         providers,
@@ -58,15 +57,13 @@ async function withRig(body: (rig: Rig) => Promise<void>): Promise<void> {
 `,
       });
     };
-    await write(VIEWER_OLD);
-    const rt = await startRuntimeChild({
-      config: `${dir}/runtime.yaml`,
-      port,
-      token: ADMIN,
-      caCert,
+    const rt = await startRuntimeChildOnFreePort(async (port) => {
+      await writeOn(port, VIEWER_OLD);
+      return { config: `${dir}/runtime.yaml`, port, token: ADMIN, caCert };
     });
+    const write = (viewer: string) => writeOn(rt.port, viewer);
     try {
-      await body({ dir, port, caCert, rt, write });
+      await body({ dir, port: rt.port, caCert, rt, write });
     } finally {
       await rt.stop();
     }

@@ -7,7 +7,7 @@
  */
 import { apiFetch } from "../helpers/openapi_check.ts";
 import assert from "node:assert/strict";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { startRuntimeChildOnFreePort } from "../helpers/runtime_process.ts";
 import {
   killLeftovers,
   providerYaml,
@@ -42,29 +42,28 @@ async function request(
 Deno.test("runtime with http.tokens: each token acts with its role, the token_env variable stays out of the provider and every token out of the log", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-roles-" });
   const log = `${dir}/provider.log`;
-  const port = freePort();
-  const config = await writeRuntimeConfig(dir, {
-    port,
-    http: `  auth_enabled: true
+  // With the single binary's permissions: it may read RUNTIME_TOKEN_* and nothing else of note.
+  const rt = await startRuntimeChildOnFreePort(async (port) => ({
+    config: await writeRuntimeConfig(dir, {
+      port,
+      http: `  auth_enabled: true
   auth_exempt_loopback: false
   tokens:
     - {name: dash, role: viewer, token_env: RUNTIME_TOKEN_PROBE}
     - {name: shift, role: operator, token: ${OPERATOR}}
 `,
-    providers: providerYaml("probe", scriptedCommand(["--log", log])),
-  });
-  // With the single binary's permissions: it may read RUNTIME_TOKEN_* and nothing else of note.
-  const rt = await startRuntimeChild({
-    config,
+      providers: providerYaml("probe", scriptedCommand(["--log", log])),
+    }),
     port,
     env: { RUNTIME_API_TOKEN: ADMIN, RUNTIME_TOKEN_PROBE: VIEWER, PROBE_MARKER: "m2" },
     args: ["--log-level", "debug"],
     token: ADMIN,
-  }).catch(async (err) => {
+  })).catch(async (err) => {
     killLeftovers(readScriptedLog(log).pids);
     await Deno.remove(dir, { recursive: true });
     throw err;
   });
+  const port = rt.port;
   try {
     const probe = async (signal: string) => {
       const r = await request(port, "GET", `/v0/state/probe/probe0?signal_id=${signal}`, VIEWER);

@@ -6,12 +6,14 @@ import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import { newKernel } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { PORT_ATTEMPTS } from "../helpers/ports.ts";
 import {
   freePort,
   killLeftovers,
   processAlive,
   providerYaml,
   readScriptedLog,
+  type RuntimeProcess,
   scriptedCommand,
   scriptedProvider,
   spawnRuntime,
@@ -19,6 +21,35 @@ import {
   within,
   writeRuntimeConfig,
 } from "./process_helpers.ts";
+
+/**
+ * Spawns the runtime on the configuration `config(port)` writes for a free port and resolves once
+ * its provider hangs in start-up (the scripted log at `log` says so; within 30 s). The runtime
+ * probes its port before it spawns a provider: when a stranger took the port first, that start
+ * ends (exit 3) and the runtime is spawned again on another port, up to PORT_ATTEMPTS times.
+ */
+async function spawnUntilHung(
+  config: (port: number) => Promise<string>,
+  log: string,
+  what: string,
+): Promise<RuntimeProcess> {
+  for (let attempt = 1;; attempt++) {
+    const rt = spawnRuntime(await config(freePort()));
+    let ended = false;
+    rt.exit.then(() => ended = true);
+    await waitFor(what, () => ended || readScriptedLog(log).hangs.length > 0, 30000)
+      .catch(async (err) => {
+        await rt.dispose();
+        throw err;
+      });
+    if (!ended) return rt;
+    const { stderr } = await rt.exit;
+    const portTaken = /start-up failed: http: cannot listen on .*Address already in use/;
+    if (!portTaken.test(stderr) || attempt >= PORT_ATTEMPTS) {
+      throw new Error(`the runtime ended before ${what}:\n${stderr}`);
+    }
+  }
+}
 
 Deno.test("Kernel.start fails within runtime.startup_timeout_ms when a provider hangs on its first poll, leaving nothing running", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-startup-" });
@@ -53,22 +84,21 @@ for (const stage of ["hello", "wait_ready", "read_signals"]) {
   Deno.test(`SIGTERM while a provider hangs in ${stage} during start-up stops the runtime at once`, async () => {
     const dir = await Deno.makeTempDir({ prefix: "runtime-startup-" });
     const log = `${dir}/provider.log`;
-    const port = freePort();
-    const config = await writeRuntimeConfig(dir, {
-      port,
-      runtime: "  shutdown_timeout_ms: 2000\n  startup_timeout_ms: 120000\n",
-      providers: providerYaml(
-        "hung",
-        scriptedCommand(["--log", log, "--hang", stage, "--spawn-helper"]),
-        "    timeout_ms: 60000\n    hello_timeout_ms: 60000\n    ready_timeout_ms: 60000\n",
-      ),
-    });
-    const rt = spawnRuntime(config);
+    let rt: RuntimeProcess | undefined;
     try {
-      await waitFor(
+      rt = await spawnUntilHung(
+        (port) =>
+          writeRuntimeConfig(dir, {
+            port,
+            runtime: "  shutdown_timeout_ms: 2000\n  startup_timeout_ms: 120000\n",
+            providers: providerYaml(
+              "hung",
+              scriptedCommand(["--log", log, "--hang", stage, "--spawn-helper"]),
+              "    timeout_ms: 60000\n    hello_timeout_ms: 60000\n    ready_timeout_ms: 60000\n",
+            ),
+          }),
+        log,
         `provider hanging in ${stage}`,
-        () => readScriptedLog(log).hangs.length > 0,
-        30000,
       );
       rt.child.kill("SIGTERM");
       // The stop budget is 2 s (+1 s grace); start-up alone would wait 60 s for the provider.
@@ -79,7 +109,7 @@ for (const stage of ["hello", "wait_ready", "read_signals"]) {
       assert.equal(processAlive(pids[0]!), false, "the provider is gone");
       await waitFor("helper gone", () => !processAlive(helpers[0]!), 2000);
     } finally {
-      await rt.dispose();
+      await rt?.dispose();
       const { pids, helpers } = readScriptedLog(log);
       killLeftovers([...pids, ...helpers]);
       await Deno.remove(dir, { recursive: true });
@@ -90,20 +120,23 @@ for (const stage of ["hello", "wait_ready", "read_signals"]) {
 Deno.test("SIGHUP during a start-up that then fails says the reload waits for start-up, then one line says it was not done", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-startup-" });
   const log = `${dir}/provider.log`;
-  const port = freePort();
   // The provider never answers Hello: the start-up budget (its least, 5 s) ends the start.
-  const config = await writeRuntimeConfig(dir, {
-    port,
-    runtime: "  shutdown_timeout_ms: 2000\n  startup_timeout_ms: 5000\n",
-    providers: providerYaml(
-      "hung",
-      scriptedCommand(["--log", log, "--hang", "hello"]),
-      "    timeout_ms: 60000\n    hello_timeout_ms: 60000\n    ready_timeout_ms: 60000\n",
-    ),
-  });
-  const rt = spawnRuntime(config);
+  let rt: RuntimeProcess | undefined;
   try {
-    await waitFor("provider hanging in hello", () => readScriptedLog(log).hangs.length > 0, 30000);
+    rt = await spawnUntilHung(
+      (port) =>
+        writeRuntimeConfig(dir, {
+          port,
+          runtime: "  shutdown_timeout_ms: 2000\n  startup_timeout_ms: 5000\n",
+          providers: providerYaml(
+            "hung",
+            scriptedCommand(["--log", log, "--hang", "hello"]),
+            "    timeout_ms: 60000\n    hello_timeout_ms: 60000\n    ready_timeout_ms: 60000\n",
+          ),
+        }),
+      log,
+      "provider hanging in hello",
+    );
     rt.child.kill("SIGHUP");
     await rt.stderrLine(/SIGHUP received/);
     const exit = await within(rt.exit, 30000);
@@ -122,7 +155,7 @@ Deno.test("SIGHUP during a start-up that then fails says the reload waits for st
     assert.equal(dropped.length, 1, `the SIGHUP vanished without a word:\n${exit.stderr}`);
     assert.match(dropped[0]!, /^WARN .*start-up did not finish/);
   } finally {
-    await rt.dispose();
+    await rt?.dispose();
     killLeftovers(readScriptedLog(log).pids);
     await Deno.remove(dir, { recursive: true });
   }

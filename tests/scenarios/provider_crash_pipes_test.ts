@@ -9,9 +9,8 @@ import { waitFor } from "../helpers/kernel.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import {
   childPids,
-  freePort,
   type RuntimeChild,
-  startRuntimeChild,
+  startRuntimeWithConfigOnFreePort,
 } from "../helpers/runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 
@@ -51,17 +50,15 @@ async function providerRunning(rt: RuntimeChild): Promise<boolean> {
 
 Deno.test("a crashed provider's pipes are closed: restarts leave the runtime with the pipes of the running process only", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-crash-pipes-" });
-  const port = freePort();
-  const config = `${dir}/runtime.yaml`;
-  await Deno.writeTextFile(
-    config,
-    `runtime: {data_dir: ${dir}/data, shutdown_timeout_ms: 2000}\n` +
+  const rt = await startRuntimeWithConfigOnFreePort(
+    `${dir}/runtime.yaml`,
+    (port) =>
+      `runtime: {data_dir: ${dir}/data, shutdown_timeout_ms: 2000}\n` +
       `http: {port: ${port}}\npolling: {interval_ms: 200}\nproviders:\n` +
       `  - {id: sim0, command: ${Deno.execPath()}, args: [run, --quiet, --allow-read, ` +
       `--allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}], restart_policy: ` +
       `{enabled: true, max_attempts: 1, backoff_ms: [50], timeout_ms: 30000, success_reset_ms: 0}}\n`,
   );
-  const rt = await startRuntimeChild({ config, port });
   try {
     const before = openPipes(rt);
     for (let i = 0; i < CYCLES; i++) {

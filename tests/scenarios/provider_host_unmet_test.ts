@@ -15,7 +15,10 @@ import {
   waitForText,
 } from "../helpers/browser.ts";
 import { assertApiAnswer } from "../helpers/openapi_check.ts";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import {
+  type RuntimeChildOptions,
+  startRuntimeChildOnFreePort,
+} from "../helpers/runtime_process.ts";
 import { T } from "../helpers/programmable_provider.ts";
 import { parsePrometheusText, sampleValue } from "../helpers/prometheus_text.ts";
 
@@ -33,11 +36,10 @@ const UNMET = [
 
 /**
  * The machine: provider bus0 (up, no devices, host unmet) and temp0 (one device t0 claiming
- * CLAIM, host ok), automation with a tree naming temp0/t0 and bus0/ph_0. Returns the runtime
- * configuration's path and its port.
+ * CLAIM, host ok), automation with a tree naming temp0/t0 and bus0/ph_0, the API on `port`.
+ * Returns the runtime's options.
  */
-async function writeMachine(dir: string): Promise<{ config: string; port: number }> {
-  const port = freePort();
+async function writeMachine(dir: string, port: number): Promise<RuntimeChildOptions> {
   await Deno.writeTextFile(
     `${dir}/bus0.json`,
     JSON.stringify({
@@ -107,8 +109,7 @@ const CLAIM = "i2c:/dev/i2c-1:0x48 gpio:4";
 
 Deno.test("a provider reporting host_unmet stays up without devices; the runtime starts, shows why, and refuses AUTO", async () => {
   const dir = await Deno.makeTempDir({ prefix: "host-unmet-" });
-  const { config, port } = await writeMachine(dir);
-  const rt = await startRuntimeChild({ config, port });
+  const rt = await startRuntimeChildOnFreePort((port) => writeMachine(dir, port));
   try {
     const get = async (path: string) => {
       const r = await fetch(`${rt.base}${path}`);
@@ -194,8 +195,7 @@ Deno.test({
   ignore: chromiumMissing(),
   fn: async () => {
     const dir = await Deno.makeTempDir({ prefix: "host-unmet-console-" });
-    const { config, port } = await writeMachine(dir);
-    const rt = await startRuntimeChild({ config, port });
+    const rt = await startRuntimeChildOnFreePort((port) => writeMachine(dir, port));
     const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });

@@ -7,16 +7,15 @@
  * simulated provider, real HTTP on loopback.
  */
 import assert from "node:assert/strict";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 
 Deno.test("Event streams cannot take every connection: with http.max_connections 8 and 8 pages streaming, POST /v0/estop still gets in", async () => {
   const dir = await Deno.makeTempDir({ prefix: "runtime-sse-share-" });
-  const port = freePort();
-  const config = `${dir}/runtime.yaml`;
-  await Deno.writeTextFile(
-    config,
-    `runtime: {data_dir: ${dir}/data, shutdown_timeout_ms: 2000}
+  const rt = await startRuntimeWithConfigOnFreePort(
+    `${dir}/runtime.yaml`,
+    (port) =>
+      `runtime: {data_dir: ${dir}/data, shutdown_timeout_ms: 2000}
 http: {port: ${port}, max_connections: 8, thread_pool_size: 4}
 providers:
   - id: sim0
@@ -24,7 +23,6 @@ providers:
     args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]
 `,
   );
-  const rt = await startRuntimeChild({ config, port });
   // One HTTP client per stream: each holds a connection of its own, as a browser page would.
   const clients: Deno.HttpClient[] = [];
   const streams: ReadableStreamDefaultReader<Uint8Array>[] = [];

@@ -5,7 +5,7 @@
  * the whole process, its API and e-stop included.
  */
 import assert from "node:assert/strict";
-import { freePort, type RuntimeChild, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { type RuntimeChild, startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
 import { LOG_QUEUE_MAX_BYTES } from "../../src/host/mod.ts";
@@ -47,24 +47,22 @@ async function startUnread(o: { crashable?: boolean; readAtOnce?: boolean } = {}
   }
 > {
   const dir = await Deno.makeTempDir({ prefix: "runtime-stderr-" });
-  const port = freePort();
-  await Deno.writeTextFile(
+  await Deno.writeTextFile(`${dir}/crash.js`, CRASH_PRELOAD);
+  let readStderr!: () => void;
+  const rt = await startRuntimeWithConfigOnFreePort(
     `${dir}/runtime.yaml`,
-    `runtime: {data_dir: ${dir}/data, shutdown_timeout_ms: 2000}
+    (port) =>
+      `runtime: {data_dir: ${dir}/data, shutdown_timeout_ms: 2000}
 http: {port: ${port}}
 providers:
   - {id: p0, command: ${Deno.execPath()}, args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}]}
 `,
+    {
+      args: ["--log-level", "debug"],
+      ...(o.crashable ? { denoFlags: ["--preload", `${dir}/crash.js`] } : {}),
+      ...(o.readAtOnce ? {} : { stderrReadAfter: new Promise<void>((r) => readStderr = r) }),
+    },
   );
-  await Deno.writeTextFile(`${dir}/crash.js`, CRASH_PRELOAD);
-  let readStderr!: () => void;
-  const rt = await startRuntimeChild({
-    config: `${dir}/runtime.yaml`,
-    port,
-    args: ["--log-level", "debug"],
-    ...(o.crashable ? { denoFlags: ["--preload", `${dir}/crash.js`] } : {}),
-    ...(o.readAtOnce ? {} : { stderrReadAfter: new Promise<void>((r) => readStderr = r) }),
-  });
   return {
     rt,
     readStderr: () => readStderr?.(),

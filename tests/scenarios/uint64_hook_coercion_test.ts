@@ -6,7 +6,7 @@
  * (tests/control/_uint64_provider.ts) are real child processes.
  */
 import assert from "node:assert/strict";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { startRuntimeChildOnFreePort } from "../helpers/runtime_process.ts";
 
 const REPO = new URL("../../", import.meta.url).pathname;
 const PROVIDER = `${REPO}tests/control/_uint64_provider.ts`;
@@ -21,7 +21,6 @@ const post = (body: unknown): RequestInit => ({
 
 Deno.test("a YAML integer in a safe-state hook reaches a uint64 and a double argument; HTTP int64 widens to uint64", async () => {
   const dir = await Deno.makeTempDir({ prefix: "uint64-hook-" });
-  const port = freePort();
   await Deno.writeTextFile(
     `${dir}/config.yaml`,
     `runtime: { name: coerce }
@@ -38,12 +37,12 @@ safety:
         args: { duty: 0, level: 0 } # YAML integers: int64 until the ArgSpec says otherwise
 `,
   );
-  const rt = await startRuntimeChild({
+  const rt = await startRuntimeChildOnFreePort((port) => ({
     config: `${dir}/config.yaml`,
     port,
     args: ["--port", String(port)],
     cwd: dir,
-  });
+  }));
   try {
     const output = async (want: { duty: number; level: number }) => {
       const deadline = Date.now() + POLL_WAIT_MS;
