@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { type HttpServerHandle, serveHttp, type ServeOptions } from "../../src/host/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { type HttpFixture, startHttpFixture } from "../helpers/runtime_fixture.ts";
 import {
@@ -26,6 +27,8 @@ import { apiFetch } from "../helpers/openapi_check.ts";
  * late); it costs nothing when the close comes on time, the waits end at the close.
  */
 const SLACK_MS = 10_000;
+/** http.keep_alive_timeout_ms of the keep-alive test (on its manual clock). */
+const KEEP_ALIVE_MS = 1000;
 
 async function serve(
   fx: HttpFixture,
@@ -94,20 +97,34 @@ Deno.test("serveHttp closes a slowloris connection sending a header byte every t
 });
 
 Deno.test("serveHttp keeps a connection for requests within http.keep_alive_timeout_ms and closes it once idle that long", async () => {
+  // The bounds on a manual clock: the connection is idle for the time the test moves, not for
+  // what a loaded machine takes between its steps.
+  const clock = new ManualClock();
   const fx = await startHttpFixture({ start: false });
-  const server = await serve(fx, { requestHeaderTimeoutMs: 60_000, keepAliveTimeoutMs: 1000 });
+  const server = await serve(fx, {
+    requestHeaderTimeoutMs: 60_000,
+    keepAliveTimeoutMs: KEEP_ALIVE_MS,
+    clock,
+  });
   const conn = await connect(server.port);
   try {
     await send(conn, getRequest("/v0/runtime/status"));
     assert.equal((await readResponse(conn))?.status, 200);
-    await sleep(400);
+    // Idle for all but the last millisecond of the keep-alive timeout, the sweeper run meanwhile.
+    clock.advance(KEEP_ALIVE_MS - 1);
+    assert.equal(server.connectionStats().idleTimeouts, 0);
     // Within the keep-alive timeout the same connection serves the next request.
-    const since = performance.now(); // from before the request: idle from its answer on
+    const since = clock.monoMs(); // from before the request: idle from its answer on
     await send(conn, getRequest("/v0/runtime/status"));
     assert.equal((await readResponse(conn))?.status, 200);
-    const waited = await closedWithin(conn, 1000 + SLACK_MS, since);
-    assert.notEqual(waited, null, "an idle kept-alive connection is still open");
-    assert.ok(waited! >= 950, `closed after ${waited} ms of idleness, before the timeout`);
+    // The bounds pass on the manual clock, one timer at a time, until the idle close.
+    await waitFor(
+      "the idle connection closed",
+      () => server.connectionStats().idleTimeouts === 1 || (clock.fireNext(), false),
+    );
+    const idle = clock.monoMs() - since;
+    assert.ok(idle >= KEEP_ALIVE_MS, `closed after ${idle} ms of idleness, before the timeout`);
+    assert.notEqual(await closedWithin(conn, SLACK_MS), null, "the connection is still open");
     assert.equal(server.connectionStats().idleTimeouts, 1);
     assert.equal(server.connectionStats().headerTimeouts, 0);
   } finally {

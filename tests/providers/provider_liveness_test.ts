@@ -61,6 +61,26 @@ async function cycles(clock: ManualClock, intervalMs: number, n: number): Promis
   }
 }
 
+/**
+ * One cycle of the poll loop on `clock` (as `cycles`) whose GetHealth check the provider never
+ * answers: once the provider has the GetHealth (its poll pass answered before it), the clock moves
+ * to that check's deadline, and only then; the cycle ends with the miss.
+ */
+async function cycleWithHungHealth(
+  fx: ProgrammableFixture,
+  clock: ManualClock,
+  timeoutMs: number,
+): Promise<void> {
+  const health = (await fx.stats("d0")).health;
+  assert.ok(clock.fireNext(), "a cycle is due");
+  await waitFor(
+    "the GetHealth at the provider",
+    async () => (await fx.stats("d0")).health > health,
+  );
+  clock.advance(timeoutMs);
+  await waitFor("the cycle's end", () => clock.pendingTimers > 0);
+}
+
 Deno.test("LIVENESS_FAILURE_LIMIT is two checks", () => {
   assert.equal(LIVENESS_FAILURE_LIMIT, 2);
 });
@@ -208,23 +228,34 @@ Deno.test("StateCache: with nothing to poll, GetHealth heartbeats check liveness
 });
 
 Deno.test("StateCache: a provider whose devices poll once a minute is found hung by its GetHealth checks, not after two polls", async () => {
-  // One device hinting a poll a minute; the provider's own health asked every 200 ms.
+  // One device hinting a poll a minute; the provider's own health asked every 200 ms. On a manual
+  // clock: no deadline passes while a check that is answered is in flight.
   const SLOW = { devices: { s0: { signals: [{ id: "x", type: T.DOUBLE, hint: 1 / 60 }] } } };
+  const clock = new ManualClock().background(ADPP_DEADLINE_TIMER);
   const fx = await startProgrammable(SLOW, {
     timeoutMs: 300,
     intervalMs: 100,
     reportedHealthIntervalMs: 200,
+    manual: clock,
   });
   try {
     const pid = fx.host.session!.pid;
     await fx.program("s0", { read: { values: [dbl("x", 1)] } });
     await fx.cache.start(); // the priming pass: answered
-    await waitFor("a GetHealth answered", async () => (await fx.stats("s0")).health >= 2);
+    const nextPoll = clock.mono + 60_000;
+    await cycles(clock, 100, 3); // GetHealth in the first and the third
+    assert.ok((await fx.stats("s0")).health >= 2, "a GetHealth answered");
     await stillServing(fx, pid, "s0");
     assert.equal((await fx.stats("s0")).reads, 1, "polled once: the next poll is a minute away");
-    // Hung: neither reads nor GetHealth are answered any more.
+    // Hung: neither reads nor GetHealth are answered any more (every deadline passes, answered
+    // or not: nothing is).
     await fx.program("s0", { read: { hang: true }, health: { hang: true } });
-    await waitFor("provider declared unresponsive", () => !fx.host.available, 5000);
+    await waitFor("provider declared unresponsive", () => {
+      if (!fx.host.available) return true;
+      clock.advance(100);
+      return false;
+    }, 5000);
+    assert.ok(clock.mono < nextPoll, `found hung at ${clock.mono}, before the next poll`);
     await waitFor("process killed", () => !processAlive(pid));
   } finally {
     await fx.close();
@@ -232,17 +263,20 @@ Deno.test("StateCache: a provider whose devices poll once a minute is found hung
 });
 
 Deno.test("StateCache: GetHealth checks that go unanswered do not kill a provider whose polls answer in between", async () => {
+  const clock = new ManualClock().background(ADPP_DEADLINE_TIMER);
   const fx = await startProgrammable(D0, {
     timeoutMs: 300,
     intervalMs: 100,
     reportedHealthIntervalMs: 200,
+    manual: clock,
   });
   try {
     const pid = fx.host.session!.pid;
     await fx.program("d0", { read: { values: [dbl("x", 1)] }, health: { hang: true } });
     await fx.cache.start();
     // Several GetHealth misses, each followed by answered polls: never two misses in a row.
-    await waitFor("six GetHealth asked", async () => (await fx.stats("d0")).health >= 6, 15_000);
+    for (let i = 0; i < 6; i++) await cycleWithHungHealth(fx, clock, 300);
+    assert.ok((await fx.stats("d0")).health >= 6, "six GetHealth asked");
     await stillServing(fx, pid);
   } finally {
     await fx.close();
@@ -289,7 +323,8 @@ Deno.test("StateCache: heartbeats answered keep a provider with nothing to poll 
 });
 
 Deno.test("StateCache: a poll refused for too many requests in flight is neither an answer nor a miss", async () => {
-  const fx = await startProgrammable(D0, { timeoutMs: 300 });
+  // A manual clock: the start-up (ListDevices, DescribeDevice) has no deadline that passes.
+  const fx = await startProgrammable(D0, { timeoutMs: 300, manual: new ManualClock() });
   try {
     const pid = fx.host.session!.pid;
     await fx.program("d0", { read: { hang: true } });
@@ -318,7 +353,12 @@ Deno.test("StateCache: a poll refused for too many requests in flight is neither
 });
 
 Deno.test("StateCache: a heartbeat refused for too many requests in flight is neither an answer nor a miss", async () => {
-  const fx = await startProgrammable(QUIET, { timeoutMs: 300, intervalMs: 60_000 });
+  // A manual clock: the start-up (ListDevices, DescribeDevice) has no deadline that passes.
+  const fx = await startProgrammable(QUIET, {
+    timeoutMs: 300,
+    intervalMs: 60_000,
+    manual: new ManualClock(),
+  });
   try {
     const pid = fx.host.session!.pid;
     await fx.program("q0", { health: { hang: true } });
