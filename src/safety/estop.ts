@@ -2010,7 +2010,9 @@ export class Estop implements EstopService {
   /**
    * `host` became AVAILABLE (or, `why` says, a reload changed its ladder calls since): while
    * latched, and unless a securing run of it is still waiting for its turn (it will find the
-   * provider up, and take the plan then), one begins (#secure).
+   * provider up, and take the plan then), one begins (#secure). A return that is not a device's
+   * joining a run begun for a device's return says that run's line in its place (the provider's
+   * own return ended the device-return spell: the run must not open another).
    */
   #providerAvailable(
     host: ProviderSummary,
@@ -2022,9 +2024,21 @@ export class Estop implements EstopService {
     // (the supervisor restarts a provider within the same host).
     if (this.#state !== "latched") return void this.#secureRuns.delete(host);
     const queued = this.#secureRuns.get(host);
-    if (queued && !queued.started) return;
+    if (queued && !queued.started) {
+      if (queued.deviceReturn && !deviceReturn) {
+        queued.why = why;
+        queued.deviceReturn = false;
+      }
+      return;
+    }
     const made = Promise.withResolvers<readonly CallConfig[]>();
-    const run: SecureRun = { started: false, promise: Promise.resolve([]), ladder: made.promise };
+    const run: SecureRun = {
+      started: false,
+      why,
+      deviceReturn,
+      promise: Promise.resolve([]),
+      ladder: made.promise,
+    };
     // Not inside the host's own step of coming up: the calls start from the next microtask.
     // A securing run that fails (the plan cannot be made: an inventory port that throws) rejects
     // for whoever awaits it (a reload reports it) and is contained here: an unhandled rejection
@@ -2035,14 +2049,14 @@ export class Estop implements EstopService {
     // the run fails below).
     const held = this.#holdSecuring(host.id);
     run.promise = Promise.resolve()
-      .then(() => this.#secure(host, run, made.resolve, why, held, deviceReturn))
+      .then(() => this.#secure(host, run, made.resolve, held))
       .catch(
         (err) => {
           this.#releaseLadder(held);
           run.started = true;
           run.laddered = true;
           made.resolve([]);
-          const message = `e-stop latched: securing provider ${host.id} (${why}) failed: ${
+          const message = `e-stop latched: securing provider ${host.id} (${run.why}) failed: ${
             errorMessage(err)
           }; it is not known to be at the safe state`;
           this.#stopLog.error(message);
@@ -2058,15 +2072,14 @@ export class Estop implements EstopService {
    * declared order behind ladder calls still running on it, every call attempted; then (still
    * latched) its expectations are read back again (#reverify). Resolves with the calls made;
    * `laddered` is told the declared ones once they have been made, before the read-back. `held`
-   * (#holdSecuring, as it came back) is let go once its calls are queued and counted.
+   * (#holdSecuring, as it came back) is let go once its calls are queued and counted. Its line
+   * says `run.why` as it stands at its turn (#providerAvailable).
    */
   async #secure(
     host: ProviderSummary,
     run: SecureRun,
     laddered: (made: readonly CallConfig[]) => void,
-    why: string,
     held: LadderHold | null,
-    deviceReturn: boolean,
   ): Promise<EstopAction[]> {
     const id = host.id;
     let rung: SoftwareSafeState = this.plan().rung;
@@ -2091,9 +2104,9 @@ export class Estop implements EstopService {
       latchNo = this.#latchNo;
       const latchCause = this.#cause ?? ESTOP_CAUSE_API;
       run.secured = { rung, safeState, latchNo };
-      const line = `e-stop latched: provider ${id} ${why}; bringing it to the safe state ` +
+      const line = `e-stop latched: provider ${id} ${run.why}; bringing it to the safe state ` +
         `(${calls.length} call(s))`;
-      if (deviceReturn) this.#deviceReturnLogs.fail(id, line);
+      if (run.deviceReturn) this.#deviceReturnLogs.fail(id, line);
       else this.#stopLog.warn(line);
       const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
       this.#stopsRunning++;
@@ -2116,7 +2129,7 @@ export class Estop implements EstopService {
     this.#releaseLadder(held);
     const actions = await queued;
     if (actions === null) return [];
-    const reason = why === LADDER_RELOADED ? "ladder reloaded while latched" : undefined;
+    const reason = run.why === LADDER_RELOADED ? "ladder reloaded while latched" : undefined;
     await this.#reverify(id, actions, rung, safeState, latchNo, reason);
     return actions;
   }
@@ -2396,6 +2409,10 @@ function providerOf(c: PlannedCall): string {
  */
 interface SecureRun {
   started: boolean;
+  /** What its line says brought it (#providerAvailable: a provider's return takes a device's). */
+  why: string;
+  /** Begun for a device's return (its line counts in the device-return spell). */
+  deviceReturn: boolean;
   laddered?: boolean;
   /** Once started: the rung and safe state of its plan (its read-back's expectations). */
   secured?: {

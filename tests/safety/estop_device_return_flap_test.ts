@@ -8,11 +8,19 @@
  * READS_PER_FLAP, as an I2C sensor on a noisy bus does.
  */
 import assert from "node:assert/strict";
+import type { CallRouter } from "../../src/control/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
 import { WireStatusCode } from "../../src/provider_sdk/mod.ts";
+import { Estop } from "../../src/safety/mod.ts";
+import type { FreshReader } from "../../src/state/mod.ts";
 import { DEVICE_RETURN_MIN_INTERVAL_MS } from "../../src/state/mod.ts";
 import { ManualClock, runToSettle, runUntil } from "../helpers/clock.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import { untilTurns } from "../helpers/turns.ts";
 import type { FakeProvider } from "../helpers/fake_provider.ts";
 import { rig } from "../helpers/rig.ts";
+import { heaterOffLadder, providerComingBack } from "./_clock_rig.ts";
 import { call, plantProvider } from "./_fixture.ts";
 
 /** Reads per flap: the first fails, the rest answer. */
@@ -81,4 +89,50 @@ Deno.test("Estop latched: a device failing one read in N re-secures its provider
   } finally {
     await r.stop();
   }
+});
+
+Deno.test("Estop latched: a provider's own return before the turn of a device return's securing run says its own line and opens no device-return spell", async () => {
+  // In-process: the real Estop over a router that holds each call until the test answers it.
+  const held: (() => void)[] = [];
+  let calls = 0;
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    drainFrom: () => () => Promise.resolve(true),
+    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
+  } as unknown as CallRouter;
+  const answerAll = () => held.splice(0).forEach((answer) => answer());
+  const { inventory, host, comeBack } = providerComingBack("plant");
+  const deviceReturns: ((providerId: string, deviceId: string) => void)[] = [];
+  const { log, lines } = capturingLogger({ now: () => 0 });
+  const estop = new Estop({
+    router,
+    inventory,
+    reads: {} as FreshReader,
+    clock: systemClock,
+    log,
+    bus: new EventBus(),
+    devices: { onDeviceReturn: (l) => (deviceReturns.push(l), () => {}) },
+    safeState: heaterOffLadder(),
+  });
+  const stop = estop.trigger("test");
+  await untilTurns(() => (answerAll(), calls === 1), "the stop's ladder call");
+  await stop;
+
+  // plant comes back: its securing run's ladder call is held. A device of it answers again
+  // meanwhile: that run waits behind it. Then plant itself comes back again, before its turn.
+  comeBack();
+  await untilTurns(() => calls === 2, "the first securing run's ladder call");
+  for (const l of deviceReturns) l("plant", "plant0");
+  comeBack();
+  await untilTurns(() => (answerAll(), calls === 3), "the second securing run's ladder call");
+  answerAll();
+  await estop.securing(host);
+  estop.clear();
+
+  const runs = lines.filter((l) => /bringing it to the safe state/.test(l));
+  assert.equal(runs.length, 2, lines.join("\n"));
+  for (const l of runs) assert.match(l, /WARN.*provider plant is AVAILABLE again;/, l);
+  const spell = lines.filter((l) => /answering again/.test(l));
+  assert.deepEqual(spell, [], "no device-return spell");
 });
