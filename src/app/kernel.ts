@@ -450,6 +450,9 @@ export interface StopDeadline {
 /** Reloads since start when there is no reloader. */
 const NO_RELOADS = { success: 0, failure: 0, lastSuccessEpochSeconds: null } as const;
 
+/** Why the calls of a tree a reload swapped in are said (#warnRefusedTreeCallsOf). */
+const TREE_RELOADED = "reloaded";
+
 /**
  * The running service: every subsystem, built from the configuration and the host ports, with
  * their start and stop order, and the configuration in effect.
@@ -578,6 +581,11 @@ export class Kernel {
    * end, with what it left in force -- not now and again then (one line per problem).
    */
   #inventoryChangedDuringReload = new Set<string>();
+  /**
+   * The running reload swapped the tree in (automation.behavior_tree): its calls AUTO refuses are
+   * said once, all of them, at its end (not per provider it started).
+   */
+  #treeSwappedInReload = false;
   /**
    * Providers the running reload starts (added, changed, a failed start or an open circuit
    * retried): their inventory is judged by AUTO's gate once the reload has applied (the hook its
@@ -1156,6 +1164,8 @@ export class Kernel {
         `automation is enabled but POST /v0/mode AUTO will answer 409: ${autoProblem}`,
       );
     }
+    // So is each call of the tree that a provider's declaration keeps out of AUTO from the start.
+    this.#warnRefusedTreeCallsOf("at start-up");
     // Alarms saw the priming poll already; now what no poll reaches (an unknown
     // device or signal) is evaluated too.
     this.alarms.start();
@@ -1561,6 +1571,7 @@ export class Kernel {
     this.#reloadTreeFiles = read.treeFiles ?? null;
     this.#inventoryChangedInReload = false;
     this.#inventoryChangedDuringReload = new Set();
+    this.#treeSwappedInReload = false;
     this.#retiredEarly = null;
     try {
       // A protection the file adds is judged against the units declared now (said at the end).
@@ -1572,13 +1583,18 @@ export class Kernel {
       // A reload that threw before its own checks: what changed meanwhile is said all the same.
       const changed = this.#inventoryChangedDuringReload;
       this.#inventoryChangedDuringReload = new Set();
+      const treeSwapped = this.#treeSwappedInReload;
+      this.#treeSwappedInReload = false;
       if (changed.size > 0 && this.#stopping === null) {
         // Lines only (as at the reload's end).
         this.#warnVetoingHooks(this.#lines);
         for (const id of changed) {
           this.#logUnresolvedCalls(id, this.#lines);
-          this.#warnRefusedTreeCalls(id, this.#lines);
+          if (!treeSwapped) this.#warnRefusedTreeCalls(id, this.#lines);
         }
+      }
+      if (treeSwapped && this.#stopping === null) {
+        this.#warnRefusedTreeCallsOf(TREE_RELOADED, undefined, this.#lines);
       }
       // A protection whose numbers now compare in another unit (a provider it restarted, or one
       // rediscovered meanwhile): said once, on what the reload left in force.
@@ -1884,7 +1900,12 @@ export class Kernel {
     ) this.#logUnresolvedCalls(undefined, log);
     else for (const id of changedMeanwhile) this.#logUnresolvedCalls(id, log);
     // And the calls of the behavior tree that the new declaration of a provider it started (or of
-    // one rediscovered meanwhile) keeps out of AUTO.
+    // one rediscovered meanwhile) keeps out of AUTO; all of them when it swapped the tree in.
+    if (this.#treeSwappedInReload) {
+      this.#treeSwappedInReload = false;
+      this.#warnRefusedTreeCallsOf(TREE_RELOADED, undefined, log);
+      return report;
+    }
     for (const id of new Set([...p.added, ...p.restarted, ...p.retried, ...changedMeanwhile])) {
       this.#warnRefusedTreeCalls(id, log);
     }
@@ -1981,20 +2002,26 @@ export class Kernel {
    * MAX_REFUSED_TREE_CALL_LINES; the rest counted in one line).
    */
   #warnRefusedTreeCalls(providerId: string, log: Logger = this.host.log): void {
+    this.#warnRefusedTreeCallsOf(`inventory of ${providerId} changed`, providerId, log);
+  }
+
+  /**
+   * #warnRefusedTreeCalls for `why` (start-up, a reload that swapped the tree in): every literal
+   * call of the tree AUTO refuses by what its device declares now, or (`providerId`) those to
+   * its devices only; up to MAX_REFUSED_TREE_CALL_LINES, the rest counted in one line.
+   */
+  #warnRefusedTreeCallsOf(why: string, providerId?: string, log: Logger = this.host.log): void {
     const refused = this.automation?.refusedCallsOf(providerId) ?? [];
     for (const call of refused.slice(0, MAX_REFUSED_TREE_CALL_LINES)) {
-      log.warn(
-        `behavior tree: inventory of ${providerId} changed: entering AUTO is refused while the ` +
-          `tree calls ${call}`,
-      );
+      log.warn(`behavior tree: ${why}: entering AUTO is refused while the tree calls ${call}`);
     }
     // A generated tree may call one function from thousands of nodes: the rest in one line.
     const more = refused.length - MAX_REFUSED_TREE_CALL_LINES;
     if (more > 0) {
       log.warn(
-        `behavior tree: inventory of ${providerId} changed: and ${more} more call(s) of the tree ` +
-          `refused in AUTO (named up to ${MAX_REFUSED_TREE_CALL_LINES}: ` +
-          "MAX_REFUSED_TREE_CALL_LINES; a request for AUTO names them all)",
+        `behavior tree: ${why}: and ${more} more call(s) of the tree refused in AUTO (named up ` +
+          `to ${MAX_REFUSED_TREE_CALL_LINES}: MAX_REFUSED_TREE_CALL_LINES; a request for AUTO ` +
+          "names them all)",
       );
     }
   }
@@ -2586,6 +2613,8 @@ export class Kernel {
       // A run open now keeps the version it opened with; the swap is one of its events.
       this.runs.recordAutomationChange(before, this.automation.automationVersion());
       this.#sectionFactsRecorded.add("automation.behavior_tree");
+      // Its calls that policies in force refuse are said at the reload's end (#reload).
+      this.#treeSwappedInReload = true;
       return {
         note: na.behaviorTree === null ? "behavior tree removed" : "behavior tree reloaded",
       };

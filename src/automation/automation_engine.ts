@@ -514,11 +514,12 @@ export class AutomationEngine {
   }
 
   /**
-   * The tree's literal calls to devices of `providerId` that the AUTO gate refuses for what the
-   * devices declare now (#refusedCalls), one text each (`p0/act set_x (Call refused: ...)`): said
+   * The tree's literal calls to devices of `providerId` (all of them without it) that the AUTO
+   * gate refuses for what the devices declare now (#refusedCalls), one text each
+   * (`p0/act set_x (Call refused: ...)`): said at start-up, when a reload swaps the tree in and
    * when the provider's inventory changes (a restart), before an operator requests AUTO.
    */
-  refusedCallsOf(providerId: string): string[] {
+  refusedCallsOf(providerId?: string): string[] {
     return this.#refusedCalls(providerId).map((r) => r.text);
   }
 

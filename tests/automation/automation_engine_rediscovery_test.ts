@@ -42,12 +42,12 @@ function inventory(policy: Record<string, unknown>): Inventory {
 }
 
 /**
- * sim0 and p0 (reading its inventory from `p0.json` in `dir`, first `inventory({})`), armed, with
- * `tree`: the kernel of the reload tests, p0's entry to restart it with and its inventory file.
+ * sim0 and p0 (reading its inventory from `p0.json` in `dir`, first `first`), armed, with `tree`:
+ * the kernel of the reload tests, p0's entry to restart it with and its inventory file.
  */
-async function reloadRig(dir: TreeDir, tree: string) {
+async function reloadRig(dir: TreeDir, tree: string, first: Inventory = inventory({})) {
   const invFile = `${dir.path}/p0.json`;
-  await Deno.writeTextFile(invFile, JSON.stringify(inventory({})));
+  await Deno.writeTextFile(invFile, JSON.stringify(first));
   const p0 = programmableProvider("p0", invFile);
   const r = await rig({
     config: automationConfig(tree, { config: { providers: [simProvider("sim0"), p0] } }),
@@ -206,6 +206,77 @@ Deno.test("AutomationEngine: a restart whose new inventory refuses many literal 
     assert.equal(said.length, named + 1, said.join("\n"));
     assert.equal(Number(last[1]), TREE_CALLS - named);
     assert.match(said[0]!, /tree calls p0\/act set_x at .*many\.xml:\d+:\d+ \(Function not found/);
+  } finally {
+    await dir.dispose();
+  }
+});
+
+/** Every WARN line that says a call of the tree refused in AUTO, whatever brought it. */
+function allRefusedLines(lines: readonly string[]): string[] {
+  return lines.filter((l) => l.includes("entering AUTO is refused while the tree calls"));
+}
+
+Deno.test("AutomationEngine: a tree whose literal call a provider's policy keeps out of AUTO from start-up says the call once at start-up", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write(
+      "call.xml",
+      treeXml(`<CallDevice device_handle="p0/act" function_name="set_x" />`),
+    );
+    const { r: started } = await reloadRig(dir, tree, inventory({ allowed_modes: ["MANUAL"] }));
+    await using r = started;
+    const said = allRefusedLines(r.lines);
+    assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
+    assert.match(
+      said[0]!,
+      /^WARN .*behavior tree: at start-up: entering AUTO is refused while the tree calls p0\/act set_x \(Call refused in AUTO mode: p0\/act set_x is allowed only in MANUAL \(provider policy allowed_modes\)\)$/,
+    );
+    await assert.rejects(
+      r.kernel.modes.request("AUTO"),
+      /refusing AUTO: .*p0\/act set_x .*allowed_modes/,
+    );
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("AutomationEngine: a reload that swaps in a tree whose literal call a provider's policy keeps out of AUTO says the call once, also when it restarts that provider", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const idle = await dir.write("idle.xml", treeXml(`<Sleep msec="20" />`));
+    const calling = await dir.write(
+      "call.xml",
+      treeXml(`<CallDevice device_handle="p0/act" function_name="set_x" />`),
+    );
+    const { r: started, p0 } = await reloadRig(dir, idle, inventory({ allowed_modes: ["MANUAL"] }));
+    await using r = started;
+    const rt = r.kernel;
+    assert.deepEqual(allRefusedLines(r.lines), [], "start-up: the tree calls nothing");
+    // The tree swapped in, and p0's entry changed by the same file (restarted).
+    const report = await rt.reload({
+      ...rt.config,
+      automation: { ...rt.config.automation, behaviorTree: calling },
+      providers: [rt.config.providers[0]!, { ...p0, timeoutMs: p0.timeoutMs + 1000 }],
+    });
+    assert.ok(report.applied.includes("automation.behavior_tree"), JSON.stringify(report));
+    assert.deepEqual(report.providers.restarted, ["p0"]);
+    const said = allRefusedLines(r.lines);
+    assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
+    assert.match(
+      said[0]!,
+      /^WARN .*behavior tree: reloaded: entering AUTO is refused while the tree calls p0\/act set_x \(Call refused in AUTO mode: p0\/act set_x is allowed only in MANUAL \(provider policy allowed_modes\)\)$/,
+    );
+    // A reload that swaps in the tree alone says it too.
+    const back = await rt.reload({
+      ...rt.config,
+      automation: { ...rt.config.automation, behaviorTree: idle },
+    });
+    assert.ok(back.applied.includes("automation.behavior_tree"), JSON.stringify(back));
+    await rt.reload({
+      ...rt.config,
+      automation: { ...rt.config.automation, behaviorTree: calling },
+    });
+    assert.equal(allRefusedLines(r.lines).length, 2, r.lines.join("\n"));
   } finally {
     await dir.dispose();
   }
