@@ -309,8 +309,9 @@ export const TELEMETRY_STOP_MIN_MS = 200;
 export const RELOAD_FILE_READ_TIMEOUT_MS = 2000;
 
 /**
- * Bound on the WARN lines naming the behavior tree's calls a provider's new inventory refuses in
- * AUTO, one per call (Kernel#warnRefusedTreeCalls): the rest are counted in one line.
+ * Bound on the WARN lines naming the behavior tree's calls the providers' declarations refuse in
+ * AUTO, one per call, each time they are said (Kernel#warnRefusedTreeCallsOf: a provider's new
+ * inventory, start-up, a tree swapped in): the rest are counted in one line.
  */
 export const MAX_REFUSED_TREE_CALL_LINES = 20;
 
