@@ -7,34 +7,15 @@
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
-import { rig } from "../helpers/rig.ts";
-import { PLANT_MAIN, plantProgram, TEST_PROGRAMS } from "../helpers/programs.ts";
-import { call, expectation, plantProvider } from "./_fixture.ts";
-
-/** The latency that marks slow's actuating calls: they answer when the test lets them go. */
-const HELD_MS = 59_000;
+import { expectation, plantProvider } from "./_fixture.ts";
+import { heldSlowRig } from "./_held_slow_rig.ts";
 
 Deno.test("Estop: a reload restarting a provider and changing its expectations reads them back when a release and a new press come before its safety section", async () => {
-  const held = Promise.withResolvers<void>();
   const plant = plantProvider("plant");
-  await using r = await rig({
-    programs: {
-      ...TEST_PROGRAMS,
-      [PLANT_MAIN]: (host) =>
-        plantProgram({ ...host, sleep: (ms) => ms === HELD_MS ? held.promise : host.sleep(ms) }),
-    },
-    providers: [plant, plantProvider("slow", { latencyMs: HELD_MS, timeoutMs: 120_000 })],
-    safety: {
-      expect: [expectation("plant/plant0/heater_on", { equals: false }, 0)],
-      verifyTimeoutMs: 300,
-      hooks: [
-        call("slow/plant0", "set_heater", { enabled: false }),
-        call("plant/plant0", "set_heater", { enabled: false }),
-      ],
-      zeroIsSafe: false,
-    },
-    pollingIntervalMs: 100,
-  });
+  const { r: started, held } = await heldSlowRig(plant, [
+    expectation("plant/plant0/heater_on", { equals: false }, 0),
+  ]);
+  await using r = started;
   try {
     const rt = r.kernel;
     // The first latch: its stop is held by slow's ladder call.

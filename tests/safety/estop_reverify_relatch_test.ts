@@ -7,37 +7,16 @@
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
-import { rig } from "../helpers/rig.ts";
-import { PLANT_MAIN, plantProgram, TEST_PROGRAMS } from "../helpers/programs.ts";
-import { call, expectation, plantProvider } from "./_fixture.ts";
-
-/** The latency that marks slow's actuating calls: they answer when the test lets them go. */
-const HELD_MS = 59_000;
+import { expectation, plantProvider } from "./_fixture.ts";
+import { heldSlowRig } from "./_held_slow_rig.ts";
 
 Deno.test("Estop re-verification waiting across a release and a new latch keeps each latch's calls in its own record", async () => {
-  const held = Promise.withResolvers<void>();
   const plantEntry = plantProvider("plant", { restartBackoffMs: 50 });
-  await using r = await rig({
-    programs: {
-      ...TEST_PROGRAMS,
-      [PLANT_MAIN]: (host) =>
-        plantProgram({ ...host, sleep: (ms) => ms === HELD_MS ? held.promise : host.sleep(ms) }),
-    },
-    providers: [
-      { ...plantEntry, restartPolicy: { ...plantEntry.restartPolicy, maxAttempts: 5 } },
-      plantProvider("slow", { latencyMs: HELD_MS, timeoutMs: 120_000 }),
-    ],
-    safety: {
-      expect: [expectation("plant/plant0/fan_duty", { equals: 0 }, 0)],
-      verifyTimeoutMs: 300,
-      hooks: [
-        call("slow/plant0", "set_heater", { enabled: false }),
-        call("plant/plant0", "set_heater", { enabled: false }),
-      ],
-      zeroIsSafe: false,
-    },
-    pollingIntervalMs: 100,
-  });
+  const { r: started, held } = await heldSlowRig(
+    { ...plantEntry, restartPolicy: { ...plantEntry.restartPolicy, maxAttempts: 5 } },
+    [expectation("plant/plant0/fan_duty", { equals: 0 }, 0)],
+  );
+  await using r = started;
   try {
     const rt = r.kernel;
     const plant = rt.registry.host("plant")!;
