@@ -982,7 +982,20 @@ Deno.test("AutomationEngine keeps the failure and refusal records of at most MAX
   engine.stop();
 });
 
-Deno.test("AutomationEngine keeps the outage date of a device the tree names when MAX_OUTAGE_DATES are kept: a device the tree does not name is let go first", async () => {
+/** A tree reading sim1/dev0 and sim1/dev1 (the MAX_OUTAGE_DATES tests: it dates their outages). */
+const NAMES_SIM1_DEV0_DEV1 = xmlRoot(
+  `<BehaviorTree ID="Main"><Sequence>
+      <ReadSignal device_handle="sim1/dev0" signal_id="s" value="{a}"/>
+      <ReadSignal device_handle="sim1/dev1" signal_id="s" value="{b}"/>
+    </Sequence></BehaviorTree>`,
+  "Main",
+);
+
+/**
+ * The MAX_OUTAGE_DATES tests' engine: NAMES_MOTOR from an editable file, MANUAL, on a manual clock
+ * with fake outages; `dated()` dates an outage now, `since(handle)` reads its date from status.
+ */
+async function outageDatesRig() {
   const outages = new FakeOutages();
   const clock = new ManualClock();
   const files: Record<string, string> = { [TREE]: xmlRoot(NAMES_MOTOR, "Main") };
@@ -992,6 +1005,11 @@ Deno.test("AutomationEngine keeps the outage date of a device the tree names whe
   const dated = () => ({ sinceMono: clock.mono, atWallMs: clock.wall });
   const since = (handle: string) =>
     engine.status().blocked_devices.find((b) => b.device_handle === handle)?.since_epoch_ms;
+  return { outages, clock, files, engine, t0, dated, since };
+}
+
+Deno.test("AutomationEngine keeps the outage date of a device the tree names when MAX_OUTAGE_DATES are kept: a device the tree does not name is let go first", async () => {
+  const { outages, clock, files, engine, t0, dated, since } = await outageDatesRig();
   // The device the tree names starts failing first (its date the oldest kept), then
   // MAX_OUTAGE_DATES devices no tree names go down, one a millisecond.
   outages.set("sim0/motorctl0", "failing", dated());
@@ -1005,13 +1023,7 @@ Deno.test("AutomationEngine keeps the outage date of a device the tree names whe
   assert.equal(since("sim0/motorctl0"), t0, "the named device's date was kept");
   // The bound held: the oldest date of a device the tree does not name went instead (a reload's
   // tree naming it dates it from the read), the next one is kept.
-  files[TREE] = xmlRoot(
-    `<BehaviorTree ID="Main"><Sequence>
-      <ReadSignal device_handle="sim1/dev0" signal_id="s" value="{a}"/>
-      <ReadSignal device_handle="sim1/dev1" signal_id="s" value="{b}"/>
-    </Sequence></BehaviorTree>`,
-    "Main",
-  );
+  files[TREE] = NAMES_SIM1_DEV0_DEV1;
   assert.equal(await engine.reloadTree(TREE, 10), "replaced");
   assert.equal(since("sim1/dev0"), t0 + 1 - 3_600_000, "let go: counted back from the read");
   assert.equal(since("sim1/dev1"), t0 + 2, "kept");
@@ -1024,15 +1036,7 @@ Deno.test("AutomationEngine keeps the outage date of a device the tree names whe
 });
 
 Deno.test("AutomationEngine lets go the outage date written longest ago when MAX_OUTAGE_DATES are kept, not that of an outage re-dated since", async () => {
-  const outages = new FakeOutages();
-  const clock = new ManualClock();
-  const files: Record<string, string> = { [TREE]: xmlRoot(NAMES_MOTOR, "Main") };
-  const { engine, modes } = setup(NAMES_MOTOR, { outages, clock, readFile: editable(files) });
-  await started({ engine, modes }, "MANUAL");
-  const t0 = clock.wall;
-  const dated = () => ({ sinceMono: clock.mono, atWallMs: clock.wall });
-  const since = (handle: string) =>
-    engine.status().blocked_devices.find((b) => b.device_handle === handle)?.since_epoch_ms;
+  const { outages, clock, files, engine, t0, dated, since } = await outageDatesRig();
   // MAX_OUTAGE_DATES devices no tree names start failing, one a millisecond: sim1/dev0 first.
   for (let i = 0; i < MAX_OUTAGE_DATES; i++) {
     clock.advance(1);
@@ -1046,13 +1050,7 @@ Deno.test("AutomationEngine lets go the outage date written longest ago when MAX
   clock.advance(1);
   outages.set(`sim1/dev${MAX_OUTAGE_DATES}`, "down", dated());
   clock.wall -= 3_600_000; // NTP steps the wall clock back: a date let go is counted from it
-  files[TREE] = xmlRoot(
-    `<BehaviorTree ID="Main"><Sequence>
-      <ReadSignal device_handle="sim1/dev0" signal_id="s" value="{a}"/>
-      <ReadSignal device_handle="sim1/dev1" signal_id="s" value="{b}"/>
-    </Sequence></BehaviorTree>`,
-    "Main",
-  );
+  files[TREE] = NAMES_SIM1_DEV0_DEV1;
   assert.equal(await engine.reloadTree(TREE, 10), "replaced");
   assert.equal(since("sim1/dev0"), renewed, "re-dated late: kept");
   assert.equal(since("sim1/dev1"), t0 + 2 - 3_600_000, "written longest ago: let go");
