@@ -202,9 +202,11 @@ export class HealthView {
               (d.claims ?? []).length ? d.claims.join(" ") : "—",
             ]),
           ),
+          // Those of devices it no longer lists and, while a reload restarts it, those of its old
+          // process until it has exited (docs/http-api.md "Resource claims").
           (p.held_claims ?? []).length
             ? table(
-              `Claims ${p.provider_id} holds for devices it no longer lists`,
+              `Claims still held for devices ${p.provider_id} does not list`,
               ["Device", "Claims"],
               p.held_claims.map((d) => [d.device_id, d.claims.join(" ")]),
             )

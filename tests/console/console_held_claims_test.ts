@@ -1,8 +1,9 @@
 /**
- * The Health view shows the claims a provider holds for devices it no longer lists (GET
+ * The Health view shows the claims still held for devices a provider does not list (GET
  * /v0/providers/health `held_claims`, docs/http-api.md "Resource claims"): a device that failed its
  * init at the provider's restart is not in the liveness table, its claims are in a table of their
- * own, updated when the provider comes back.
+ * own, updated when the provider comes back; while a reload restarts the provider, the claims of
+ * its old process, until that process has exited.
  *
  * The runtime in process, served over real HTTP, with the programmable provider as its child
  * process (its inventory read from a file at each start); the page in headless Chromium.
@@ -12,6 +13,7 @@ import {
   chromiumMissing,
   collectPageErrors,
   launchChromium,
+  PAGE_WAIT_MS,
   waitForText,
 } from "../helpers/browser.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
@@ -26,8 +28,14 @@ const device = (claim: string) => ({
 const BOTH: Inventory = {
   devices: { dcmt_0: device("i2c:/dev/i2c-1:0x61"), ph_0: device("i2c:/dev/i2c-1:0x63 gpio:5") },
 };
-const HELD = '[data-provider="p0"] table:has(caption:text-is(' +
-  '"Claims p0 holds for devices it no longer lists")) tbody tr';
+/**
+ * The caption of the table of p0's held claims: those of devices it no longer lists, or of its old
+ * process a reload is stopping.
+ */
+const HELD_CAPTION = "Claims still held for devices p0 does not list";
+/** That table, by its caption's first word (whatever the rest says). */
+const HELD_TABLE = '[data-provider="p0"] table:has(caption:text-matches("^Claims "))';
+const HELD = `${HELD_TABLE} tbody tr`;
 const LIVENESS =
   '[data-provider="p0"] table:has(caption:text-is("Device liveness of p0")) tbody tr';
 
@@ -70,6 +78,7 @@ Deno.test({
         ),
         [["ph_0", "i2c:/dev/i2c-1:0x63 gpio:5"]],
       );
+      assert.equal(await page.locator(`${HELD_TABLE} caption`).textContent(), HELD_CAPTION);
       assert.deepEqual(await page.locator(LIVENESS).locator("td:first-child").allTextContents(), [
         "dcmt_0",
       ]);
@@ -77,6 +86,62 @@ Deno.test({
       // The API's answers are checked against the OpenAPI document (collectPageErrors).
       assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
     } finally {
+      await browser.close();
+      await rt.stop();
+      await Deno.remove(file);
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "Operator console: the Health view lists the claims of a provider's old process a reload restarting it is still stopping",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    const KEY = "i2c:/dev/i2c-1:0x61";
+    // p0's process takes 8 s to exit once its stdin closes: the reload's window stays open.
+    const file = await Deno.makeTempFile({ prefix: "held-claims-", suffix: ".json" });
+    await Deno.writeTextFile(
+      file,
+      JSON.stringify({ exitDelayMs: 8000, devices: { dcmt_0: device(KEY) } }),
+    );
+    const rt = await startServing(testConfig({ providers: [programmableProvider("p0", file)] }));
+    const browser = await launchChromium();
+    let reload: Promise<unknown> | null = null;
+    try {
+      const page = await browser.newPage();
+      const errors = collectPageErrors(page);
+      await page.goto(`http://127.0.0.1:${rt.http!.port}/#health`);
+      await waitForText(page, '[data-provider="p0"] h3', /AVAILABLE/);
+      assert.equal(await page.locator(HELD).count(), 0, "no held claims while p0 lists dcmt_0");
+
+      // A reload changes p0's entry: its old process is stopped (slowly), then a new one started.
+      reload = rt.reload({
+        ...rt.config,
+        providers: rt.config.providers.map((p) => ({ ...p, timeoutMs: p.timeoutMs + 1 })),
+      });
+      await waitFor(
+        "p0's old process still ending",
+        () => rt.registry.host("p0") === undefined && rt.registry.retiringHosts().length === 1,
+        10_000,
+        0,
+      );
+      // The page's health reads (the 2 s refresh, p0's events) show them within the window.
+      await waitForText(page, HELD, /dcmt_0/);
+      assert.equal(rt.registry.retiringHosts().length, 1, "shown within the window");
+      assert.equal(await page.locator(`${HELD_TABLE} caption`).textContent(), HELD_CAPTION);
+      assert.deepEqual(
+        await page.locator(HELD).evaluateAll((rows) =>
+          rows.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent))
+        ),
+        [["dcmt_0", KEY]],
+      );
+      await reload;
+      // The new process lists dcmt_0: its claim is the device's own again, none held apart.
+      await page.locator(HELD_TABLE).waitFor({ state: "detached", timeout: PAGE_WAIT_MS });
+      assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
+    } finally {
+      await reload?.catch(() => {});
       await browser.close();
       await rt.stop();
       await Deno.remove(file);
