@@ -52,7 +52,7 @@ const VIEWS = [
 const FULL_REFRESH_VIEWS = ["parameters", "automation", "alarms"];
 
 const api = new Api({ askToken });
-const reloadStatus = () => status.load().catch(showRefreshError);
+const reloadStatus = () => status.load().catch(showReadError);
 const status = new MachineStatus({
   api,
   onRender: () => {
@@ -92,7 +92,7 @@ const estop = new EstopPanel({
 const devices = new DevicesView({
   api,
   errorText,
-  showRefreshError,
+  showRefreshError: showReadError,
   loadHealth: () => health.load(),
   // The alarms and interlock inputs, and the charts' axes, show their signals' units too.
   onUnits: () => {
@@ -167,8 +167,8 @@ function showView() {
     else a.removeAttribute("aria-current");
   }
   if (view === "trend") trend.open(params);
-  else if (view === "incidents") incidents.open(rest).catch(showRefreshError);
-  else refreshView(view, true).catch(showRefreshError);
+  else if (view === "incidents") incidents.open(rest).catch(showReadError);
+  else refreshView(view, true).catch(showReadError);
 }
 
 async function refreshView(view, full) {
@@ -204,10 +204,20 @@ let fullSettled = 0;
 /**
  * Refreshes started (full or not), and the newest of them that set the refresh error line: one
  * that settles after a newer one did (answers out of order) leaves the line as the newer one set
- * it, not as what its older reads found.
+ * it, not as what its older reads found. A read outside the cycle that failed (showReadError)
+ * takes the next number: only a refresh asked after it hides its error.
  */
 let refreshesAsked = 0;
 let refreshShown = 0;
+
+/**
+ * Shows why a read outside the refresh cycle failed (a view switch's, an event's), numbered as a
+ * refresh asked now: a refresh asked before it, settling after, leaves the line.
+ */
+function showReadError(err) {
+  refreshShown = ++refreshesAsked;
+  showRefreshError(err);
+}
 
 /** Re-reads everything (full: inventory, parameters and tree too). */
 function refresh(full) {
@@ -242,8 +252,10 @@ function refresh(full) {
     }
     if (nth < refreshShown) return;
     refreshShown = nth;
+    // The page is up to date only once the full re-read owed since a failed one has succeeded:
+    // a 2 s refresh that succeeds meanwhile leaves the line.
     if (failed) showRefreshError(failed.reason);
-    else clearRefreshError();
+    else if (!fullOwed) clearRefreshError();
   };
   // Cleared only by the refresh it names: an older one settling while a newer (full) one runs
   // leaves the guard up, so a 2 s refresh started meanwhile does not settle past the newer one.
@@ -280,17 +292,17 @@ function onEvent(e) {
     case "provider_health_change":
       devices.scheduleInventory();
       reloadStatus();
-      health.load().catch(showRefreshError);
+      health.load().catch(showReadError);
       break;
     case "mode_change":
       mode.onModeChange(data.new_mode);
       status.onModeChange(data.new_mode);
       reloadStatus();
       // The tree starts or stops with the mode: the why line follows at once.
-      if (isVisible("automation")) automation.load(false).catch(showRefreshError);
+      if (isVisible("automation")) automation.load(false).catch(showReadError);
       break;
     case "parameter_change":
-      parameters.load().catch(showRefreshError);
+      parameters.load().catch(showReadError);
       break;
     case "estop_change":
       if (data.latched === false) estop.onReleased();
@@ -313,7 +325,7 @@ function onEvent(e) {
     case "bt_error":
     case "automation_fault":
     case "device_loss_latch":
-      if (isVisible("automation")) automation.load(false).catch(showRefreshError);
+      if (isVisible("automation")) automation.load(false).catch(showReadError);
       break;
     default:
       break;
@@ -355,7 +367,7 @@ function main() {
     onComment: (text) => {
       // A slow reader lost events: re-read the values, alarms and interlocks.
       if (text.startsWith("dropped")) {
-        devices.loadState().catch(showRefreshError);
+        devices.loadState().catch(showReadError);
         alarms.load();
       }
     },

@@ -505,3 +505,118 @@ Deno.test({
     });
   },
 });
+
+Deno.test({
+  name:
+    "Operator console: a 2 s refresh that succeeds while a failed full re-read is owed leaves the error line",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    await withPage(async (page, base) => {
+      // The inventory refused until `away` ends: every full re-read fails, the 2 s ones succeed.
+      let away = true;
+      await page.route(
+        "**/v0/devices",
+        (route) => away ? route.abort("connectionrefused") : route.continue(),
+      );
+      // No stream: its openings would re-read everything on their own.
+      await page.route("**/v0/events*", (route) => route.abort("connectionrefused"));
+      const settled = readsSettled(page);
+      const inventoryReads = countRequests(page, "/v0/devices");
+      await installStoppedClock(page);
+      await page.goto(`${base}/#devices`);
+      await settled();
+      await waitForText(page, "#refresh-error", /^Refresh failed: /);
+      // Full re-reads fail 2, 4 and 8 s apart; the 2 s refreshes between them succeed.
+      for (let i = 0; i < 8; i++) {
+        await page.clock.runFor(2000);
+        await settled();
+        assert.ok(
+          await page.locator("#refresh-error").isVisible(),
+          `after ${2 * (i + 1)} s (${inventoryReads.n} inventory reads): the line was hidden ` +
+            "while the inventory was still unread",
+        );
+      }
+      assert.ok(inventoryReads.n >= 3, `${inventoryReads.n} inventory reads`);
+      // The runtime answers again: the owed full re-read succeeds (within its 16 s wait).
+      away = false;
+      for (let i = 0; i < 8 && await page.locator("#refresh-error").isVisible(); i++) {
+        await page.clock.runFor(2000);
+        await settled();
+      }
+      assert.ok(!(await page.locator("#refresh-error").isVisible()), "hidden once read");
+      assert.ok(await page.locator('tr[data-signal^="sim0/"]').count() > 0, "the devices show");
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "Operator console: a refresh asked before a view switch's read failed, settling after it, leaves the error line",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    await withPage(async (page, base) => {
+      await page.addInitScript(NOTE_HELD_READ);
+      // The first status read (the page's first full refresh) answers, held, when the test says.
+      const firstHeld = Promise.withResolvers<void>();
+      const releaseFirst = Promise.withResolvers<void>();
+      let statusReads = 0;
+      await page.route("**/v0/runtime/status", async (route) => {
+        if (++statusReads > 1) return await route.continue();
+        const answer = await route.fetch();
+        firstHeld.resolve();
+        await releaseFirst.promise;
+        await route.fulfill({ response: answer, headers: { ...answer.headers(), [HELD]: "1" } });
+      });
+      // The health refused once `away` starts (after the first refresh read it).
+      let away = false;
+      await page.route(
+        "**/v0/providers/health",
+        (route) => away ? route.abort("connectionrefused") : route.continue(),
+      );
+      // No stream: its openings would re-read on their own.
+      await page.route("**/v0/events*", (route) => route.abort("connectionrefused"));
+      // Reads in flight.
+      let inFlight = 0;
+      page.on("request", () => inFlight++);
+      page.on("requestfinished", () => inFlight--);
+      page.on("requestfailed", () => inFlight--);
+      const settled = async (left: number) => {
+        await waitFor("the reads settled", () => inFlight === left, PAGE_WAIT_MS);
+        await new Promise((r) => setTimeout(r, 100));
+        await waitFor("the reads settled", () => inFlight === left, PAGE_WAIT_MS);
+      };
+      // Stopped: no 2 s refresh sets the line meanwhile.
+      await installStoppedClock(page);
+      try {
+        await page.goto(`${base}/#devices`);
+        await firstHeld.promise;
+        // The first refresh's other reads are done; its status read is held.
+        await settled(1);
+        // The operator opens the Health view: its read fails, and says so.
+        away = true;
+        await page.locator('.tabs a[href="#health"]').click();
+        await waitForText(page, "#refresh-error", /^Refresh failed: /);
+        // The first refresh, asked before that read, settles now, all well.
+        releaseFirst.resolve();
+        await waitFor(
+          "the held answer was read",
+          // deno-lint-ignore no-explicit-any
+          () => page.evaluate(() => (globalThis as any).__heldRead === true),
+          PAGE_WAIT_MS,
+        );
+        // Read in a later task than the one that read the body: the first refresh has settled.
+        assert.ok(
+          await page.locator("#refresh-error").isVisible(),
+          "a refresh asked before the failed read hid its error",
+        );
+        // A refresh asked after it, reading the health again, clears it.
+        away = false;
+        await page.clock.runFor(2000);
+        await page.locator("#refresh-error").waitFor({ state: "hidden", timeout: PAGE_WAIT_MS });
+      } finally {
+        releaseFirst.resolve();
+        firstHeld.resolve();
+      }
+    });
+  },
+});
