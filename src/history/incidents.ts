@@ -567,7 +567,8 @@ export class IncidentRecorder {
         this.#o.log.warn(`incident ${id}: its file is gone, no longer listed`);
         this.#noteGone(id, "its file is gone");
       }
-      throw notFound(`Incident not found: ${id} (its file is gone)`);
+      // A bound that removed it while it was read says so, as it does to every later question.
+      throw notFound(`Incident not found: ${id} (${this.#goneIds.get(id) ?? "its file is gone"})`);
     }
     return { header, lines };
   }
