@@ -271,6 +271,21 @@ interface Pending {
    * sooner: tellNow): a trigger joining it since is told on its own (onIncidentJoined).
    */
   told: boolean;
+  /**
+   * Where its window closed, when its record waits after that (an e-stop's reason still
+   * arriving): the clocks then and each device's next poll (History.nextPollSeq). The record
+   * holds the polls before those, not the ones taken while it waited.
+   */
+  closed: WindowClose | null;
+}
+
+/** A pending incident's window as it closed (Pending.closed). */
+interface WindowClose {
+  readonly mono: number;
+  readonly wall: number;
+  /** `provider/device` (deviceHandle) -> its first poll after the window; the devices then. */
+  readonly seqs: Map<string, number>;
+  readonly devices: readonly DeviceParts[];
 }
 
 /** An e-stop's trigger in its pending incident. */
@@ -837,6 +852,7 @@ export class IncidentRecorder {
       reasons: new Set(),
       specs: new Map(),
       told: false,
+      closed: null,
     };
     this.#noteAfterSeq(p, devices, now, agoMs, fromSeq);
     this.#pending.push(p);
@@ -960,7 +976,9 @@ export class IncidentRecorder {
     this.#refusalSaid = false; // a place is free: the next refusal is news
     this.#writingIds.add(p.id);
     if (p.reasons.size > 0) {
-      // An e-stop's reason is still arriving: the record waits for it, bounded.
+      // An e-stop's reason is still arriving: the record waits for it, bounded -- its window is
+      // the one that closed now, not one grown by the wait (the polls taken meanwhile).
+      p.closed = this.#windowClose(p);
       const write = raceTimeout(
         this.#o.clock,
         Promise.all(p.reasons),
@@ -983,6 +1001,17 @@ export class IncidentRecorder {
     });
   }
 
+  /** The window of `p` as it closes now (Pending.closed). */
+  #windowClose(p: Pending): WindowClose {
+    const history = this.#o.history;
+    const devices = p.devices === null ? history.devices() : [...p.devices.values()];
+    const seqs = new Map<string, number>();
+    for (const [providerId, deviceId] of devices) {
+      seqs.set(deviceHandle(providerId, deviceId), history.nextPollSeq(providerId, deviceId));
+    }
+    return { mono: this.#o.clock.monoMs(), wall: this.#o.clock.nowMs(), seqs, devices };
+  }
+
   /**
    * Reads the incident's window from the ring and writes its record. The window is clamped to
    * what the ring holds: a device loss found long after its date (a device polled once a minute)
@@ -995,8 +1024,9 @@ export class IncidentRecorder {
     // Written before its window passed (at stop, or early to make room for an e-stop): the record
     // ends where its samples do, now (counted on the monotonic clock from the trigger), not at
     // the end of a window it never saw.
-    const mono = this.#o.clock.monoMs();
-    const wall = this.#o.clock.nowMs();
+    const closed = p.closed;
+    const mono = closed?.mono ?? this.#o.clock.monoMs();
+    const wall = closed?.wall ?? this.#o.clock.nowMs();
     const seen = p.atWall + (mono - p.atMono);
     // A step of the wall clock ahead since the trigger (the first NTP synchronisation of a board
     // without a real-time clock): the polls since the step carry times later by the step, so the
@@ -1004,9 +1034,8 @@ export class IncidentRecorder {
     const step = wall - mono - (p.atWall - p.atMono);
     const ahead = step >= WALL_STEP_MS ? step : 0;
     const history = this.#o.history;
-    const devices: readonly DeviceParts[] = p.devices === null
-      ? history.devices()
-      : [...p.devices.values()];
+    const devices: readonly DeviceParts[] = closed?.devices ??
+      (p.devices === null ? history.devices() : [...p.devices.values()]);
     // What the ring still holds: memory_seconds back from now, or from an older poll it kept (a
     // forward step of the wall clock leaves polls stamped before it: ring.ts).
     let held = wall - this.#o.config.memorySeconds * 1000;
@@ -1040,6 +1069,8 @@ export class IncidentRecorder {
       // The polls after the trigger are the window's whatever their times: a step back of the
       // wall clock since the trigger stamps them before it (by as much as the step).
       const afterSeq = p.afterSeq.get(deviceHandle(providerId, deviceId)) ?? Infinity;
+      // Its polls after the window closed (taken while the record waited) are not the window's.
+      const closedSeq = closed?.seqs.get(deviceHandle(providerId, deviceId)) ?? Infinity;
       // The polls before the trigger are those of the time before it that passed, whatever their
       // times: a step back of the wall clock within it stamps the polls before the step ahead of
       // the trigger (DeviceRing.datesBefore), and dated by that -- the trigger that named the
@@ -1063,6 +1094,7 @@ export class IncidentRecorder {
         // one before it (as a run's events are).
         let last = -Infinity;
         const row = (s: RingSample) => {
+          if (s.seq >= closedSeq) return;
           const v = !s.hasValue ? null : s.ref !== null ? typedValueScalar(s.ref) : s.num;
           const date = before !== null && s.seq < afterSeq
             ? before.dates[s.seq - before.fromSeq]!
