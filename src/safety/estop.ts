@@ -1287,20 +1287,25 @@ export class Estop implements EstopService {
               `reload of its ladder calls failed: ${errorMessage(err)}`,
           );
         }
-        // Read back by its securing run (one waiting for its turn takes the new plan too).
+        // Read back by its securing run (one waiting for its turn takes the new plan too: the
+        // reload waits for it as for a new one, and counts its calls).
         started.add(host.id);
         const run = this.#secureRuns.get(host);
-        return run !== undefined && run !== secured ? [run.promise] : [];
+        return run !== undefined && (run !== secured || !run.started) ? [run.promise] : [];
       }
       if (!started.has(host.id)) return [];
       // The same calls, other expectations: read back again against those in force, once its
       // securing run (and its read-back of the old ones) has ended. A run still waiting for its
       // turn takes the safe state in force then.
       const used = secured?.secured;
-      if (used !== undefined && used.latchNo !== this.#latchNo) {
+      if (
+        used === undefined ? secured?.started !== false : used.latchNo !== this.#latchNo
+      ) {
         // Secured under a latch released since (latched again): its read-back is skipped, and the
-        // new latch's stop, begun before this reload, read back the old ones. Read back as a
-        // provider the reload did not start (below: no calls, of the latch in force).
+        // new latch's stop, begun before this reload, read back the old ones; so did it for one
+        // secured by none (back while released, or released at its run's turn, then pressed).
+        // Read back as a provider the reload did not start (below: no calls, of the latch in
+        // force).
         started.delete(host.id);
         return [];
       }
