@@ -577,9 +577,10 @@ export class Kernel {
    */
   #rungSeen: SoftwareSafeState | null = null;
   /**
-   * Providers the running reload does not start whose inventory changed while it ran (a
-   * crash-restart): their declared calls and the vetoing hooks are checked once, at the reload's
-   * end, with what it left in force -- not now and again then (one line per problem).
+   * Providers whose inventory changed while the running reload ran (a crash-restart of one it
+   * does not start, or of one it was to start but held back; and those it started): their declared
+   * calls and the vetoing hooks are checked once, at the reload's end, with what it left in force
+   * -- not now and again then (one line per problem).
    */
   #inventoryChangedDuringReload = new Set<string>();
   /**
@@ -797,6 +798,9 @@ export class Kernel {
       if (change !== "changed") return;
       if (this.#reloading && this.#reloadStarting.has(id)) {
         this.#inventoryChangedInReload = true;
+        // Said at the reload's end also when the reload does not start it after all (its change
+        // held back in AUTO, its section refused): its supervisor brought this inventory.
+        this.#inventoryChangedDuringReload.add(id);
         return;
       }
       void this.modes.recheckAutoGate(this.#reloading ? this.#reloadStarting : undefined);

@@ -281,3 +281,61 @@ Deno.test("AutomationEngine: a reload that swaps in a tree whose literal call a 
     await dir.dispose();
   }
 });
+
+Deno.test("AutomationEngine: a provider whose change a reload holds back in AUTO, restarted by its supervisor during that reload with a declaration that keeps the tree's call out of AUTO, has the call said once at the reload's end", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write(
+      "call.xml",
+      treeXml(`<Sequence>
+      <CallDevice device_handle="p0/act" function_name="set_x" />
+      <Sleep msec="20" />
+    </Sequence>`),
+    );
+    const invFile = `${dir.path}/p0.json`;
+    await Deno.writeTextFile(invFile, JSON.stringify(inventory({})));
+    const p0 = programmableProvider("p0", invFile, { restart: {} });
+    // p1, which the reload adds, never answers Hello: the reload waits in its providers section.
+    const p1File = `${dir.path}/p1.json`;
+    await Deno.writeTextFile(p1File, JSON.stringify({ hello: { hang: true }, devices: {} }));
+    await using r = await rig({
+      config: automationConfig(tree, { config: { providers: [simProvider("sim0"), p0] } }),
+      arm: true,
+    });
+    const rt = r.kernel;
+    const engine = rt.automation!;
+    await rt.modes.request("AUTO");
+    await waitFor("the tree ticking", () => engine.status().engine_diagnostics.total_ticks > 2);
+    // In AUTO: p0's change is held back, p1 is added (its start waits).
+    const reloading = rt.reload({
+      ...rt.config,
+      providers: [
+        rt.config.providers[0]!,
+        { ...p0, timeoutMs: p0.timeoutMs + 1000 },
+        programmableProvider("p1", p1File),
+      ],
+    });
+    const p1Process = () => r.fakes!.running().find((p) => p.args.includes(p1File));
+    await waitFor("p1 starting", () => p1Process() !== undefined);
+    // Meanwhile p0 crashes; its supervisor brings it back declaring set_x requires_lease.
+    await Deno.writeTextFile(invFile, JSON.stringify(inventory({ requires_lease: true })));
+    r.kill("p0");
+    await waitFor(
+      "p0 back with set_x requires_lease",
+      () =>
+        rt.inventory.capabilities("p0", "act")?.functions.find((f) => f.name === "set_x")
+          ?.policy?.requiresLease === true,
+    );
+    // p1's start ends (its process gone): the reload ends.
+    p1Process()!.kill("SIGKILL");
+    const report = await reloading;
+    assert.deepEqual(report.providers.held, ["p0"], JSON.stringify(report));
+    assert.deepEqual(report.providers.restarted, []);
+    assert.equal(rt.modes.current(), "FAULT");
+    const said = refusedLines(r.lines);
+    assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
+    assert.match(said[0]!, /tree calls p0\/act set_x \(Call refused: .*requires_lease/);
+  } finally {
+    await dir.dispose();
+  }
+});
