@@ -815,15 +815,18 @@ export class Kernel {
       // During a reload: said once at its end, with the calls and hooks it leaves in force (its
       // own checks would say the same problem a second time).
       if (this.#reloading) return void this.#inventoryChangedDuringReload.add(id);
-      this.#warnVetoingHooks();
+      // Lines only (as at a reload's end): one that throws (a custom logger) must not skip the
+      // checks after it, nor the units they note as seen.
+      const lines = this.#lines;
+      this.#warnVetoingHooks(lines);
       // So is a call of the behavior tree that its device's new declaration keeps out of AUTO (in
       // AUTO the restart forced FAULT already: the tree names the device, which was lost).
-      this.#warnRefusedTreeCalls(id);
+      this.#warnRefusedTreeCalls(id, lines);
       // A ladder or hook call to this provider that no longer resolves (it came back without a
       // device, or with a function renamed) is said now, not at the next e-stop: once per change.
-      this.#logUnresolvedCalls(id);
+      this.#logUnresolvedCalls(id, lines);
       // So is a protection whose numbers now compare in another unit (a reload's: at its end).
-      this.#protectionUnits.check(id, `inventory of ${id} changed`, this.host.log);
+      this.#protectionUnits.check(id, `inventory of ${id} changed`, lines);
     });
     // Ticks only in AUTO; an e-stop forces FAULT, which halts it
     if (automation.enabled) {

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { rig } from "../helpers/rig.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
 import { type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
+import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import type { CallConfig } from "../../src/config/mod.ts";
 
 const ACTUATE = 3;
@@ -152,4 +153,49 @@ Deno.test("Kernel says a ladder call left unresolved by a rediscovery during a r
 Deno.test("Kernel.reload that applied resolves when the line its end says of an unresolved call throws", async () => {
   const { report } = await rediscoveryDuringReload(true);
   assert.deepEqual(report.providers.added, ["p1"], JSON.stringify(report));
+});
+
+Deno.test("Kernel's checks of a changed inventory run on when the line of one of them throws", async () => {
+  const dir = tempDir("rediscovery-declared-throws-");
+  const file = `${dir}/p0.json`;
+  /** inventory(name) with the probe's temp declared in `unit`. */
+  const withUnit = (name: string, unit: string): Inventory => ({
+    devices: {
+      ...inventory(name).devices,
+      probe: { signals: [{ id: "temp", type: T.DOUBLE, unit }] },
+    },
+  });
+  await Deno.writeTextFile(file, JSON.stringify(withUnit("pulse", "degF")));
+  await using r = await rig({
+    programs: false,
+    providers: [
+      programmableProvider("p0", file, {
+        restart: { maxAttempts: 5, backoffMs: [0, 0, 0, 0, 0] },
+      }),
+    ],
+    pollingIntervalMs: 50,
+    safety: { hooks: [PULSE] },
+    ...alarmsConfig("alarms:\n  - { id: hot, signal: p0/probe/temp, hi: 50 }\n", ["p0"]),
+    // The sink fails on the unresolved call's line (a custom logger); the units check comes after.
+    onLine: (line) => {
+      if (line.includes(UNRESOLVED)) throw new Error("log sink failed");
+    },
+  });
+  const p0 = r.kernel.registry.host("p0")!;
+  const unitLines = () => r.lines.filter((l) => l.includes("declared unit changed"));
+  const restart = async (what: string, next: Inventory) => {
+    await Deno.writeTextFile(file, JSON.stringify(next));
+    const pid = p0.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor(`${what}: p0 up again`, () => p0.available && p0.session!.pid !== pid, 30_000);
+  };
+  // p0 comes back with the ladder's function renamed and temp declared in degC.
+  await restart("renamed, degC", withUnit("pulse_v2", "degC"));
+  await waitFor("the unit change said", () => unitLines().length > 0);
+  assert.match(unitLines()[0]!, /alarm hot .* from "degF" to "degC" \(inventory of p0 changed\)/);
+  // The unit was noted as seen: back in degF is a change again (its line throws again first).
+  await restart("renamed, degF", withUnit("pulse_v2", "degF"));
+  await waitFor("the second unit change said", () => unitLines().length > 1);
+  assert.match(unitLines()[1]!, /from "degC" to "degF"/);
+  assert.equal(unitLines().length, 2, r.lines.join("\n"));
 });
