@@ -1322,14 +1322,16 @@ export class Estop implements EstopService {
       ];
     });
     // The providers it did not start whose expectations it changed: read back against the new
-    // ones (one batch; the whole new list is read, replacing the checks of the old one).
+    // ones (one batch; the whole new list is read, replacing the checks of the old one), of the
+    // latch in force: released (latched again) before its turn, it is skipped -- the new latch's
+    // stop, begun after this reload, reads back the new list itself (one record per latch).
     const changed = [...new Set([...previous.expect, ...safeState.expect].map((e) => e.providerId))]
       .filter((id) => !started.has(id) && expectText(previous, id) !== expectText(safeState, id));
     if (changed.length > 0) {
       const rung = this.plan().rung;
       let done: Promise<void> = Promise.resolve();
       for (const id of changed) {
-        done = this.#reverify(id, [], rung, safeState, null, EXPECTATIONS_RELOADED);
+        done = this.#reverify(id, [], rung, safeState, this.#latchNo, EXPECTATIONS_RELOADED);
       }
       runs.push(done.then(() => []));
     }
@@ -2148,14 +2150,14 @@ export class Estop implements EstopService {
    * plan, whose expectations are read back: a provider secured under another rung or safe state
    * (a reload meanwhile) starts a batch of its own, and so does one secured under another latch
    * (`latchNo`: a release and a new press meanwhile; the released latch's batch is skipped). A
-   * read-back with no calls (`latchNo` null: expectations reloaded) is of the latch in force.
+   * read-back with no calls (expectations reloaded) is of the latch in force when it is asked for.
    */
   #reverify(
     providerId: string,
     actions: readonly EstopAction[],
     rung: SoftwareSafeState,
     safeState: SafeStateConfig,
-    latchNo: number | null,
+    latchNo: number,
     reason: string = AVAILABLE_WHILE_LATCHED,
   ): Promise<void> {
     const pending = this.#pendingReverify;
@@ -2198,7 +2200,7 @@ export class Estop implements EstopService {
    */
   async #runReverify(batch: ReverifyBatch): Promise<void> {
     const shown = this.#verified;
-    const released = batch.latchNo !== null && batch.latchNo !== this.#latchNo;
+    const released = batch.latchNo !== this.#latchNo;
     if (this.#state !== "latched" || released || shown === null) return;
     // The cause of the latch it reads back for, taken now: a release while it reads back (the
     // read-back is finished, shown and audited all the same) leaves no cause to name at its end.
@@ -2438,10 +2440,10 @@ interface ReverifyBatch {
   /** The safe state of their plan (batches are by it; the expectations in force are read back). */
   readonly safeState: SafeStateConfig;
   /**
-   * The latch their calls were made under (Estop.#latchNo): a release ends the batch. Null for a
-   * read-back with no calls (expectations reloaded): of the latch in force when it runs.
+   * The latch their calls were made under (Estop.#latchNo): a release ends the batch. For a
+   * read-back with no calls (expectations reloaded): the latch in force when it was asked for.
    */
-  readonly latchNo: number | null;
+  readonly latchNo: number;
   /** Why they are read back (the audit's `args.reason`). */
   readonly reason: string;
   /** Per provider, the calls of every securing run that joined the batch, in the order made. */
