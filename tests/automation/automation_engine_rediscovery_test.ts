@@ -13,6 +13,7 @@ import { waitFor } from "../helpers/kernel.ts";
 import type { ProviderConfig } from "../../src/config/mod.ts";
 import { type Rig, rig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
+import { httpReservedFds, readRegularFile, serveHttp } from "../../src/host/mod.ts";
 import { type Inventory, programmableProvider } from "../helpers/programmable_provider.ts";
 import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
 
@@ -335,6 +336,77 @@ Deno.test("AutomationEngine: a provider whose change a reload holds back in AUTO
     const said = refusedLines(r.lines);
     assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
     assert.match(said[0]!, /tree calls p0\/act set_x \(Call refused: .*requires_lease/);
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("AutomationEngine: a provider a reload planned to restart, crash-restarted meanwhile while the reload's providers section is refused, has its new inventory's refusal said once", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write(
+      "call.xml",
+      treeXml(`<CallDevice device_handle="p0/act" function_name="set_x" />`),
+    );
+    const invFile = `${dir.path}/p0.json`;
+    await Deno.writeTextFile(invFile, JSON.stringify(inventory({})));
+    const p0 = programmableProvider("p0", invFile, { restart: {} });
+    // The reload's read of the tree waits for the test: the reload is still running meanwhile.
+    let gated = false;
+    const gate = Promise.withResolvers<void>();
+    const asked = Promise.withResolvers<void>();
+    const config = automationConfig(tree, { config: { providers: [simProvider("sim0"), p0] } });
+    await using r = await rig({
+      config,
+      arm: true,
+      host: {
+        // Room for the two providers configured at start, not for a third.
+        serve: (o) =>
+          serveHttp({
+            ...o,
+            openFileLimit: config.http.maxConnections + httpReservedFds(2),
+          }),
+        readRegularFile: async (path, maxBytes) => {
+          if (gated && path === tree) {
+            asked.resolve();
+            await gate.promise;
+          }
+          return await readRegularFile(path, maxBytes);
+        },
+      },
+    });
+    const rt = r.kernel;
+    assert.deepEqual(allRefusedLines(r.lines), [], "start-up: the call runs in AUTO");
+    // The file changes p0's entry (to restart it) and adds p2: no room, the section is refused.
+    gated = true;
+    const reload = rt.reload({
+      ...rt.config,
+      providers: [
+        rt.config.providers[0]!,
+        { ...p0, timeoutMs: p0.timeoutMs + 1000 },
+        programmableProvider("p2", invFile),
+      ],
+    });
+    await asked.promise;
+    // p0 crashes while the reload runs; its supervisor restarts it, allowing set_x in MANUAL only.
+    await Deno.writeTextFile(invFile, JSON.stringify(inventory({ allowed_modes: ["MANUAL"] })));
+    r.kill("p0");
+    await waitFor(
+      "p0 back allowing set_x in MANUAL only",
+      () =>
+        rt.inventory.capabilities("p0", "act")?.functions.find((f) => f.name === "set_x")
+          ?.policy?.allowedModes?.length === 1,
+    );
+    gate.resolve();
+    const report = await reload;
+    assert.deepEqual(report.refused.map((x) => x.section), ["providers"], JSON.stringify(report));
+    assert.deepEqual(report.providers.restarted, []);
+    const said = allRefusedLines(r.lines);
+    assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
+    assert.match(
+      said[0]!,
+      /^WARN .*behavior tree: inventory of p0 changed: entering AUTO is refused while the tree calls p0\/act set_x \(Call refused in AUTO mode: .*allowed_modes/,
+    );
   } finally {
     await dir.dispose();
   }
