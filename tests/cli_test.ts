@@ -1,7 +1,7 @@
 /** The `runtime` command line, run as a real child process (`deno run -A src/main.ts ...`). */
 import assert from "node:assert/strict";
 import { runCli, safetySection, withFiles } from "./helpers/cli.ts";
-import { freePort, startRuntimeChild } from "./helpers/runtime_process.ts";
+import { freePort, startRuntimeChildOnFreePort } from "./helpers/runtime_process.ts";
 import { EXIT_CODE_DESCRIPTIONS } from "../src/app/exit_codes.ts";
 import {
   ADPP_PROTOCOL_VERSION,
@@ -209,15 +209,22 @@ const PORT_CONFIG = (port: number) =>
   }, --config, ${new URL("../examples/providers/sim/sim-inert.yaml", import.meta.url).pathname}]\n`;
 
 Deno.test("runtime --port serves the API on that port instead of http.port, and wins over RUNTIME_HTTP_PORT", async () => {
-  const [file, flag, env] = [freePort(), freePort(), freePort()];
-  await withFiles({ "port.yaml": PORT_CONFIG(file) }, async (dir) => {
-    const rt = await startRuntimeChild({
-      config: `${dir}/port.yaml`,
-      port: flag,
-      args: ["--port", String(flag)],
-      env: { RUNTIME_HTTP_PORT: String(env) },
-      cwd: dir,
+  await withFiles({}, async (dir) => {
+    // The port asserted is --port's: a start whose port a stranger took is tried again with
+    // another --port (and another file and variable port, written for that start).
+    let [file, env] = [0, 0];
+    const rt = await startRuntimeChildOnFreePort(async (flag) => {
+      [file, env] = [freePort(), freePort()];
+      await Deno.writeTextFile(`${dir}/port.yaml`, PORT_CONFIG(file));
+      return {
+        config: `${dir}/port.yaml`,
+        port: flag,
+        args: ["--port", String(flag)],
+        env: { RUNTIME_HTTP_PORT: String(env) },
+        cwd: dir,
+      };
     });
+    const flag = rt.port;
     try {
       const r = await apiFetch(`${rt.base}/v0/mode`);
       assert.equal((await r.json()).mode, "IDLE");
@@ -232,15 +239,22 @@ Deno.test("runtime --port serves the API on that port instead of http.port, and 
 });
 
 Deno.test("runtime takes the API port from RUNTIME_HTTP_PORT with the compiled binary's permissions", async () => {
-  const [file, env] = [freePort(), freePort()];
-  await withFiles({ "port.yaml": PORT_CONFIG(file) }, async (dir) => {
+  await withFiles({}, async (dir) => {
+    // The port asserted is RUNTIME_HTTP_PORT's: a start whose port a stranger took is tried again
+    // with another one (and another file port, written for that start).
+    let file = 0;
     // The single binary reads only the variables of the compile task's --allow-env list.
-    const rt = await startRuntimeChild({
-      config: `${dir}/port.yaml`,
-      port: env,
-      env: { RUNTIME_HTTP_PORT: String(env) },
-      cwd: dir,
+    const rt = await startRuntimeChildOnFreePort(async (env) => {
+      file = freePort();
+      await Deno.writeTextFile(`${dir}/port.yaml`, PORT_CONFIG(file));
+      return {
+        config: `${dir}/port.yaml`,
+        port: env,
+        env: { RUNTIME_HTTP_PORT: String(env) },
+        cwd: dir,
+      };
     });
+    const env = rt.port;
     try {
       const r = await apiFetch(`${rt.base}/v0/mode`);
       assert.equal((await r.json()).mode, "IDLE");

@@ -26,9 +26,9 @@
  */
 import assert from "node:assert/strict";
 import {
-  freePort,
+  mirrorOptions,
   type RuntimeChild,
-  startRuntimeChild,
+  startRuntimeChildOnFreePort,
   withCheckoutMirror,
 } from "../helpers/runtime_process.ts";
 import { apiFetch, assertApiAnswer } from "../helpers/openapi_check.ts";
@@ -695,15 +695,11 @@ async function untilProviderHealthReported(rt: RuntimeChild): Promise<void> {
 }
 
 async function startDemo(dir: string, env: Record<string, string> = {}): Promise<RuntimeChild> {
-  const port = freePort();
-  return await startRuntimeChild({
-    config: `${dir}/config.yaml`,
-    port,
-    args: ["--port", String(port)],
-    cwd: dir,
+  return await startRuntimeChildOnFreePort((port) => ({
+    ...mirrorOptions(dir, port),
     env,
     ...(env.RUNTIME_API_TOKEN ? { token: env.RUNTIME_API_TOKEN } : {}),
-  });
+  }));
 }
 
 /** A block of nothing but `NAME=value` lines (what a reader pastes before the commands). */

@@ -5,7 +5,11 @@
  * profile, and what the README shows it printing is what it prints.
  */
 import assert from "node:assert/strict";
-import { freePort, startRuntimeChild, withCheckoutMirror } from "../helpers/runtime_process.ts";
+import {
+  mirrorOptions,
+  startRuntimeChildOnFreePort,
+  withCheckoutMirror,
+} from "../helpers/runtime_process.ts";
 import { SimProcess } from "../sim/_sim_process.ts";
 import { WireValueType } from "../../src/provider_sdk/mod.ts";
 
@@ -57,13 +61,7 @@ Deno.test("the README's lamp runs under the runtime: armed, switched on, read ba
     .replace("args: [run, --quiet, lamp.ts]", "args: [run, --quiet, providers/lamp/lamp.ts]");
   assert.match(yaml, /providers\/lamp\/lamp\.ts/);
   await withCheckoutMirror(yaml, async (dir) => {
-    const port = freePort();
-    const rt = await startRuntimeChild({
-      config: `${dir}/config.yaml`,
-      port,
-      args: ["--port", String(port)],
-      cwd: dir,
-    });
+    const rt = await startRuntimeChildOnFreePort((port) => mirrorOptions(dir, port));
     try {
       const lampOn = async (want: boolean) => {
         const deadline = Date.now() + POLL_WAIT_MS;

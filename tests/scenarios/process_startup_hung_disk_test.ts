@@ -26,6 +26,7 @@ async function hungAuditConfig(dir: string, startupTimeoutMs: number): Promise<s
   assert.equal(made.code, 0, new TextDecoder().decode(made.stderr));
   const sim = simProvider("sim0");
   return await writeRuntimeConfig(dir, {
+    // Never bound: the start hangs in the audit journal's open, before its port probe.
     port: freePort(),
     runtime: `  shutdown_timeout_ms: 2000\n  startup_timeout_ms: ${startupTimeoutMs}\n`,
     providers: providerYaml("sim0", { command: sim.command, args: sim.args }),

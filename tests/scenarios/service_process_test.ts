@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, SIM_MAIN } from "../helpers/sim_config.ts";
-import { freePort, startOnFreePort } from "../helpers/ports.ts";
+import { startOnFreePort } from "../helpers/ports.ts";
 import { MAIN, runtimeStatus as statusOf } from "./process_helpers.ts";
 import { compiledPermissions } from "../helpers/compiled_permissions.ts";
 
@@ -137,7 +137,9 @@ Deno.test("runtime --config exits 3 when a provider cannot start", async () => {
     const path = `${dir}/bad.yaml`;
     await Deno.writeTextFile(
       path,
-      `providers: [{id: gone, command: /nonexistent/provider}]\nhttp: {port: ${freePort()}}\nruntime: {data_dir: ${dir}/data}\n`,
+      // No API: its port probe (before any provider is spawned) would fail the start first
+      // should a stranger hold the port.
+      `providers: [{id: gone, command: /nonexistent/provider}]\nhttp: {enabled: false}\nruntime: {data_dir: ${dir}/data}\n`,
     );
     const out = await new Deno.Command(Deno.execPath(), {
       args: ["run", ...compiledPermissions(), "--quiet", MAIN, "--config", path],

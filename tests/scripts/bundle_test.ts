@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { buildBundle, bundleArgs, EXTERNAL_PACKAGES } from "../../scripts/bundle.ts";
 import { BUNDLE_RUN_CONFIG, bundles } from "../helpers/bundles.ts";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { VictoriaMetrics, victoriaMetricsMissing } from "../helpers/victoria_metrics.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { SIM_YAML } from "../helpers/sim_config.ts";
@@ -114,11 +114,10 @@ Deno.test({
     const { runtime, sim } = await bundles();
     const vm = await VictoriaMetrics.start();
     const dir = await Deno.makeTempDir({ prefix: "bundle-telemetry-" });
-    const port = freePort();
-    const config = `${dir}/runtime.yaml`;
-    await Deno.writeTextFile(
-      config,
-      `runtime:
+    const rt = await startRuntimeWithConfigOnFreePort(
+      `${dir}/runtime.yaml`,
+      (port) =>
+        `runtime:
   name: bundle
   data_dir: ${dir}/data
 http:
@@ -136,13 +135,8 @@ telemetry:
     token: any-token-victoria-metrics-ignores
     flush_interval_ms: 200
 `,
+      { entry: runtime, denoFlags: [BUNDLE_RUN_CONFIG] },
     );
-    const rt = await startRuntimeChild({
-      config,
-      port,
-      entry: runtime,
-      denoFlags: [BUNDLE_RUN_CONFIG],
-    });
     try {
       await waitFor("signal rows in VictoriaMetrics", async () => {
         await vm.forceFlush();

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { BUNDLE_RUN_CONFIG, bundles } from "../helpers/bundles.ts";
 import { SIM_YAML } from "../helpers/sim_config.ts";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { decode } from "../../src/sparkplug/mod.ts";
 import { sparkplugRuntimeYaml } from "../helpers/sparkplug_host.ts";
 
@@ -25,30 +25,24 @@ Deno.test({
     const { runtime, sim } = await bundles();
     const broker = await Mosquitto.start();
     const dir = await Deno.makeTempDir({ prefix: "bundle-sparkplug-" });
-    const port = freePort();
-    const config = `${dir}/runtime.yaml`;
-    await Deno.writeTextFile(
-      config,
-      sparkplugRuntimeYaml({
-        node: NODE,
-        dir,
-        port,
-        brokerUrl: broker.url,
-        group: GROUP,
-        simArgs:
-          `run, --quiet, "${BUNDLE_RUN_CONFIG}", --allow-read, --allow-env, ${sim}, --config, ${SIM_YAML}`,
-      }),
-    );
     const births = await broker.subscribeRaw(
       `spBv1.0/${GROUP}/+/${NODE}/#`,
       1 + SIM_DEVICES,
     );
-    const rt = await startRuntimeChild({
-      config,
-      port,
-      entry: runtime,
-      denoFlags: [BUNDLE_RUN_CONFIG],
-    });
+    const rt = await startRuntimeWithConfigOnFreePort(
+      `${dir}/runtime.yaml`,
+      (port) =>
+        sparkplugRuntimeYaml({
+          node: NODE,
+          dir,
+          port,
+          brokerUrl: broker.url,
+          group: GROUP,
+          simArgs:
+            `run, --quiet, "${BUNDLE_RUN_CONFIG}", --allow-read, --allow-env, ${sim}, --config, ${SIM_YAML}`,
+        }),
+      { entry: runtime, denoFlags: [BUNDLE_RUN_CONFIG] },
+    );
     try {
       const messages = await births.messages;
       const topics = messages.map((m) => m.topic);

@@ -9,7 +9,7 @@ import protobuf from "protobufjs";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { SIM_MAIN, SIM_YAML, simProvider, testConfig } from "../helpers/sim_config.ts";
-import { freePort, startRuntimeChild } from "../helpers/runtime_process.ts";
+import { startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { parseSparkplugProto } from "../../scripts/gen_proto_module.ts";
 import { encode, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
@@ -241,18 +241,19 @@ Deno.test({
     const broker = await Mosquitto.start();
     const host = await sparkplugHost(broker.url, GROUP);
     const dir = await Deno.makeTempDir({ prefix: "sparkplug-restart-" });
-    const first = { config: `${dir}/first.yaml`, port: freePort() };
-    await Deno.writeTextFile(first.config, killTestYaml(dir, first.port, broker.url, 60));
-    let rt = await startRuntimeChild(first);
+    const start = (name: string) =>
+      startRuntimeWithConfigOnFreePort(
+        `${dir}/${name}.yaml`,
+        (port) => killTestYaml(dir, port, broker.url, 60),
+      );
+    let rt = await start("first");
     try {
       const nbirths = () => host.messages.filter((m) => m.topic.includes("/NBIRTH/"));
       await waitFor("first NBIRTH", () => nbirths().length === 1);
       assert.equal(bdSeqOf(nbirths()[0]!), 0);
       Deno.kill(rt.pid, "SIGKILL");
       await rt.stop();
-      const second = { config: `${dir}/second.yaml`, port: freePort() };
-      await Deno.writeTextFile(second.config, killTestYaml(dir, second.port, broker.url, 60));
-      rt = await startRuntimeChild(second);
+      rt = await start("second");
       await waitFor("second NBIRTH", () => nbirths().length === 2);
       assert.equal(bdSeqOf(nbirths()[1]!), 1, "the next bdSeq after the crashed process's");
       const death = await waitFor(
@@ -279,10 +280,10 @@ Deno.test({
     const broker = await Mosquitto.start();
     const host = await sparkplugHost(broker.url, GROUP);
     const dir = await Deno.makeTempDir({ prefix: "sparkplug-kill-" });
-    const port = freePort();
-    const config = `${dir}/runtime.yaml`;
-    await Deno.writeTextFile(config, killTestYaml(dir, port, broker.url, KEEP_ALIVE_S));
-    const rt = await startRuntimeChild({ config, port });
+    const rt = await startRuntimeWithConfigOnFreePort(
+      `${dir}/runtime.yaml`,
+      (port) => killTestYaml(dir, port, broker.url, KEEP_ALIVE_S),
+    );
     try {
       await waitFor("NBIRTH", () => host.messages.find((m) => m.topic.includes("/NBIRTH/")));
       Deno.kill(rt.pid, "SIGKILL");
