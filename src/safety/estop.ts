@@ -1299,21 +1299,26 @@ export class Estop implements EstopService {
       // turn takes the safe state in force then.
       const used = secured?.secured;
       if (
-        used === undefined ? secured?.started !== false : used.latchNo !== this.#latchNo
+        used === undefined
+          ? secured?.started !== false || secured.latchNo !== this.#latchNo
+          : used.latchNo !== this.#latchNo
       ) {
         // Secured under a latch released since (latched again): its read-back is skipped, and the
         // new latch's stop, begun before this reload, read back the old ones; so did it for one
-        // secured by none (back while released, or released at its run's turn, then pressed).
-        // Read back as a provider the reload did not start (below: no calls, of the latch in
-        // force).
+        // secured by none (back while released, or released at its run's turn or before, its run
+        // then skipped, then pressed). Read back as a provider the reload did not start (below:
+        // no calls, of the latch in force).
         started.delete(host.id);
         return [];
       }
-      if (
-        used === undefined || expectText(used.safeState, host.id) === expectText(safeState, host.id)
-      ) {
-        return [];
+      if (used === undefined) {
+        // Still waiting for its turn (of this latch): its read-back checks the expectations in
+        // force then. The reload waits for it when it changed them (its calls are its return's).
+        return expectText(previous, host.id) === expectText(safeState, host.id)
+          ? []
+          : [secured!.promise.then(() => [])];
       }
+      if (expectText(used.safeState, host.id) === expectText(safeState, host.id)) return [];
       return [
         secured!.promise.then(async (actions) => {
           await this.#reverify(host.id, actions, used.rung, safeState, used.latchNo);
@@ -2016,10 +2021,11 @@ export class Estop implements EstopService {
 
   /**
    * `host` became AVAILABLE (or, `why` says, a reload changed its ladder calls since): while
-   * latched, and unless a securing run of it is still waiting for its turn (it will find the
-   * provider up, and take the plan then), one begins (#secure). A return that is not a device's
-   * joining a run begun for a device's return says that run's line in its place (the provider's
-   * own return ended the device-return spell: the run must not open another).
+   * latched, and unless a securing run of it begun under this latch is still waiting for its turn
+   * (it will find the provider up, and take the plan then), one begins (#secure). A return that is
+   * not a device's joining a run begun for a device's return says that run's line in its place (the
+   * provider's own return ended the device-return spell: the run must not open another), and so
+   * does a reload's ladder change joining any (the run makes its new calls).
    */
   #providerAvailable(
     host: ProviderSummary,
@@ -2031,8 +2037,10 @@ export class Estop implements EstopService {
     // (the supervisor restarts a provider within the same host).
     if (this.#state !== "latched") return void this.#secureRuns.delete(host);
     const queued = this.#secureRuns.get(host);
-    if (queued && !queued.started) {
-      if (queued.deviceReturn && !deviceReturn) {
+    // One of a latch released since is skipped at its turn (#secure): a new one begins.
+    if (queued && !queued.started && queued.latchNo === this.#latchNo) {
+      // A reload's ladder change is what the run does now: its line and read-back say so.
+      if ((queued.deviceReturn && !deviceReturn) || why === LADDER_RELOADED) {
         queued.why = why;
         queued.deviceReturn = false;
       }
@@ -2043,6 +2051,7 @@ export class Estop implements EstopService {
       started: false,
       why,
       deviceReturn,
+      latchNo: this.#latchNo,
       promise: Promise.resolve([]),
       ladder: made.promise,
     };
@@ -2099,7 +2108,9 @@ export class Estop implements EstopService {
     this.#countLadderCalls(id, left);
     const queued = this.#onProvider(id, async () => {
       run.started = true;
-      if (this.#state !== "latched") return null;
+      // Released since it was begun (latched again or not): the release ended its securing; a new
+      // latch's stop secures every provider up itself.
+      if (this.#state !== "latched" || this.#latchNo !== run.latchNo) return null;
       const calls = this.#callsOf(id);
       this.#countLadderCalls(id, calls.length - left);
       left = calls.length;
@@ -2416,10 +2427,15 @@ function providerOf(c: PlannedCall): string {
  */
 interface SecureRun {
   started: boolean;
-  /** What its line says brought it (#providerAvailable: a provider's return takes a device's). */
+  /**
+   * What its line says brought it (#providerAvailable: a provider's return takes a device's, a
+   * reload's ladder change any).
+   */
   why: string;
   /** Begun for a device's return (its line counts in the device-return spell). */
   deviceReturn: boolean;
+  /** The latch it was begun under (Estop.#latchNo): released before its turn, it is skipped. */
+  readonly latchNo: number;
   laddered?: boolean;
   /** Once started: the rung and safe state of its plan (its read-back's expectations). */
   secured?: {

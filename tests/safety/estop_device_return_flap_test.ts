@@ -136,3 +136,48 @@ Deno.test("Estop latched: a provider's own return before the turn of a device re
   const spell = lines.filter((l) => /answering again/.test(l));
   assert.deepEqual(spell, [], "no device-return spell");
 });
+
+Deno.test("Estop latched: a device return's securing run still waiting for its turn when the latch is released and pressed again is skipped, and opens no device-return spell", async () => {
+  // In-process: the real Estop over a router that holds each call until the test answers it.
+  const held: (() => void)[] = [];
+  let calls = 0;
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    drainFrom: () => () => Promise.resolve(true),
+    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
+  } as unknown as CallRouter;
+  const answerAll = () => held.splice(0).forEach((answer) => answer());
+  const { inventory, comeBack } = providerComingBack("plant");
+  const deviceReturns: ((providerId: string, deviceId: string) => void)[] = [];
+  const { log, lines } = capturingLogger({ now: () => 0 });
+  const estop = new Estop({
+    router,
+    inventory,
+    reads: {} as FreshReader,
+    clock: systemClock,
+    log,
+    bus: new EventBus(),
+    devices: { onDeviceReturn: (l) => (deviceReturns.push(l), () => {}) },
+    safeState: heaterOffLadder(),
+  });
+  const first = estop.trigger("test");
+  await untilTurns(() => (answerAll(), calls === 1), "the stop's ladder call");
+  await first;
+
+  // plant comes back: its securing run's ladder call is held. A device of it answers again
+  // meanwhile: that run waits behind it. The latch is released and pressed again before its turn.
+  comeBack();
+  await untilTurns(() => calls === 2, "the securing run's ladder call");
+  for (const l of deviceReturns) l("plant", "plant0");
+  estop.clear();
+  const second = estop.trigger("again");
+  let answered = false;
+  void second.then(() => (answered = true));
+  await untilTurns(() => (answerAll(), answered), "the new latch's stop");
+  estop.clear();
+
+  const spell = lines.filter((l) => /answering again/.test(l));
+  assert.deepEqual(spell, [], "no device-return spell");
+  assert.equal(calls, 3, "the securing run's call, then the new latch's stop's: none for the old");
+});

@@ -3,18 +3,24 @@
  * and waits for that run, counting its calls (docs/safety.md: "the reload waits for it and counts
  * its calls"), also when a securing run of that provider still waits for its turn and takes the
  * new plan in its place (a return of the provider while its securing run before was making its
- * calls).
+ * calls). That run's line and read-back then say the reload (docs/safety.md: "had its ladder calls
+ * changed by a reload", `ladder reloaded while latched`), whatever return began it.
  */
 import assert from "node:assert/strict";
-import type { CallRouter } from "../../src/control/mod.ts";
+import type { AuditDecision, CallRouter } from "../../src/control/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
 import type { FreshReader } from "../../src/state/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { untilTurns } from "../helpers/turns.ts";
-import { heaterOffLadder, providerComingBack } from "./_clock_rig.ts";
-import { call } from "./_fixture.ts";
+import { macrotask, untilTurns } from "../helpers/turns.ts";
+import {
+  heaterOffLadder,
+  heaterOffReader,
+  heaterOffVerifiedLadder,
+  providerComingBack,
+} from "./_clock_rig.ts";
+import { call, expectation } from "./_fixture.ts";
 
 Deno.test("Estop latched: a reload changing the ladder calls of a provider whose securing run waits for its turn waits for that run and counts its calls", async () => {
   // In-process: the real Estop over a router that holds each call until the test answers it.
@@ -61,4 +67,208 @@ Deno.test("Estop latched: a reload changing the ladder calls of a provider whose
   await untilTurns(() => (answerAll(), made !== null), "the reload's wait");
   assert.equal(calls, 4, "the first run's call, then the new plan's two");
   assert.equal(made, 2, "the reload counts the new plan's calls");
+});
+
+Deno.test("Estop latched: a reload changing the ladder calls of a provider whose own return's securing run waits for its turn says the reload in its line and audit", async () => {
+  const held: (() => void)[] = [];
+  let calls = 0;
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    drainFrom: () => () => Promise.resolve(true),
+    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
+  } as unknown as CallRouter;
+  const answerAll = () => held.splice(0).forEach((answer) => answer());
+  const { inventory, host, comeBack } = providerComingBack("plant");
+  const { log, lines } = capturingLogger({ now: () => 0 });
+  const audit: AuditDecision[] = [];
+  const estop = new Estop({
+    router,
+    inventory,
+    reads: heaterOffReader().reads,
+    clock: systemClock,
+    log,
+    bus: new EventBus(),
+    audit: { record: (d) => audit.push(d) },
+    safeState: heaterOffVerifiedLadder(),
+  });
+  const stop = estop.trigger("test");
+  await untilTurns(() => (answerAll(), calls === 1), "the stop's ladder call");
+  await stop;
+
+  // plant comes back twice: the second return's run waits behind the first's held call.
+  comeBack();
+  await untilTurns(() => calls === 2, "the first securing run's ladder call");
+  comeBack();
+  const ladder = heaterOffVerifiedLadder();
+  const runs = estop.reconfigure({
+    ...ladder,
+    hooks: [...ladder.hooks, call("plant/plant0", "set_fan", { duty: { double: 0 } })],
+  });
+  let done = false;
+  void Promise.all(runs).then(() => (done = true));
+  await untilTurns(() => (answerAll(), done), "the reload's wait");
+  await estop.securing(host);
+
+  const said = lines.filter((l) => /bringing it to the safe state \(2 call/.test(l));
+  assert.equal(said.length, 1, lines.join("\n"));
+  assert.match(said[0]!, /provider plant had its ladder calls changed by a reload;/);
+  const reasons = audit.flatMap((d) =>
+    d.origin.kind === "estop" && d.args?.reason ? [d.args.reason] : []
+  );
+  assert.deepEqual(
+    reasons,
+    ["available while latched", "ladder reloaded while latched"],
+    JSON.stringify(audit),
+  );
+});
+
+Deno.test("Estop latched: a reload changing the expectations of a provider it started reads them back when its securing run, waiting for its turn, is of a latch released and pressed again", async () => {
+  const held: (() => void)[] = [];
+  let calls = 0;
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    drainFrom: () => () => Promise.resolve(true),
+    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
+  } as unknown as CallRouter;
+  const answerAll = () => held.splice(0).forEach((answer) => answer());
+  const { inventory, host, comeBack } = providerComingBack("plant");
+  const { log } = capturingLogger({ now: () => 0 });
+  const estop = new Estop({
+    router,
+    inventory,
+    reads: heaterOffReader().reads,
+    clock: systemClock,
+    log,
+    bus: new EventBus(),
+    safeState: heaterOffVerifiedLadder(),
+  });
+  const first = estop.trigger("first latch");
+  await untilTurns(() => (answerAll(), calls === 1), "the first stop's ladder call");
+  await first;
+
+  // plant comes back twice: the second return's run waits behind the first's held call. Released
+  // and pressed again: the new latch's stop, begun now, reads back the old expectations.
+  comeBack();
+  await untilTurns(() => calls === 2, "the first securing run's ladder call");
+  comeBack();
+  estop.clear();
+  const second = estop.trigger("second latch");
+  await macrotask();
+  // The reload (as one that started plant) expects its fan at 0 too.
+  const ladder = heaterOffVerifiedLadder();
+  const runs = estop.reconfigure(
+    { ...ladder, expect: [...ladder.expect, expectation("plant/plant0/fan", { equals: 0 }, 1)] },
+    [host],
+  );
+  let done = false;
+  void Promise.all([second, ...runs]).then(() => (done = true));
+  await untilTurns(() => (answerAll(), done), "the second stop and the reload's wait");
+  assert.deepEqual(
+    estop.status().verification?.checks.map((c) => c.signal),
+    ["plant/plant0/heater", "plant/plant0/fan"],
+    "status shows checks of the expectations in force once the reload has answered",
+  );
+});
+
+Deno.test("Estop latched: a reload changing the ladder calls of a provider whose waiting securing run is of a latch released and pressed again secures it with a run of its own", async () => {
+  const held: (() => void)[] = [];
+  const made: string[] = [];
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    drainFrom: () => () => Promise.resolve(true),
+    call: (req: { functionName: string }) =>
+      new Promise<unknown>((
+        resolve,
+      ) => (made.push(req.functionName), held.push(() => resolve({})))),
+  } as unknown as CallRouter;
+  const answerAll = () => held.splice(0).forEach((answer) => answer());
+  const { inventory, comeBack } = providerComingBack("plant");
+  const { log, lines } = capturingLogger({ now: () => 0 });
+  const estop = new Estop({
+    router,
+    inventory,
+    reads: {} as FreshReader,
+    clock: systemClock,
+    log,
+    bus: new EventBus(),
+    safeState: heaterOffLadder(),
+  });
+  const first = estop.trigger("first latch");
+  await untilTurns(() => (answerAll(), made.length === 1), "the first stop's ladder call");
+  await first;
+
+  // plant comes back twice: the second return's run waits behind the first's held call. Released
+  // and pressed again: the new latch's stop, begun now, makes the old plan's calls.
+  comeBack();
+  await untilTurns(() => made.length === 2, "the first securing run's ladder call");
+  comeBack();
+  estop.clear();
+  const second = estop.trigger("second latch");
+  await macrotask();
+  // The reload adds a call for plant: made under the new latch, though the old run is skipped.
+  const ladder = heaterOffLadder();
+  const runs = estop.reconfigure({
+    ...ladder,
+    hooks: [...ladder.hooks, call("plant/plant0", "set_fan", { duty: { double: 0 } })],
+  });
+  assert.equal(runs.length, 1, "the reload waits for the run that makes the new plan's calls");
+  let counted: number | null = null;
+  void Promise.all([second, ...runs]).then(([, ...done]) =>
+    counted = done.reduce((n, a) => n + a.length, 0)
+  );
+  await untilTurns(() => (answerAll(), counted !== null), "the second stop and the reload's wait");
+  assert.deepEqual(made.slice(3), ["set_heater", "set_fan"], made.join(", "));
+  assert.equal(counted, 2, "the reload counts the new plan's calls");
+  assert.ok(
+    lines.some((l) => /provider plant had its ladder calls changed by a reload;/.test(l)),
+    lines.join("\n"),
+  );
+});
+
+Deno.test("Estop latched: a reload changing the expectations of a provider it started whose securing run still waits for its turn answers once that run has read them back", async () => {
+  const held: (() => void)[] = [];
+  let calls = 0;
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    drainFrom: () => () => Promise.resolve(true),
+    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
+  } as unknown as CallRouter;
+  const answerAll = () => held.splice(0).forEach((answer) => answer());
+  const { inventory, host, comeBack } = providerComingBack("plant");
+  const { log } = capturingLogger({ now: () => 0 });
+  const estop = new Estop({
+    router,
+    inventory,
+    reads: heaterOffReader().reads,
+    clock: systemClock,
+    log,
+    bus: new EventBus(),
+    safeState: heaterOffVerifiedLadder(),
+  });
+  const stop = estop.trigger("test");
+  await untilTurns(() => (answerAll(), calls === 1), "the stop's ladder call");
+  await stop;
+
+  // plant comes back twice: the second return's run waits behind the first's held call.
+  comeBack();
+  await untilTurns(() => calls === 2, "the first securing run's ladder call");
+  comeBack();
+  // The reload (as one that started plant) expects its fan at 0 too.
+  const ladder = heaterOffVerifiedLadder();
+  const runs = estop.reconfigure(
+    { ...ladder, expect: [...ladder.expect, expectation("plant/plant0/fan", { equals: 0 }, 1)] },
+    [host],
+  );
+  let done = false;
+  void Promise.all(runs).then(() => (done = true));
+  await untilTurns(() => (answerAll(), done), "the reload's wait");
+  assert.deepEqual(
+    estop.status().verification?.checks.map((c) => c.signal),
+    ["plant/plant0/heater", "plant/plant0/fan"],
+    "status shows checks of the expectations in force once the reload has answered",
+  );
 });
