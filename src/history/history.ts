@@ -210,9 +210,11 @@ interface DeviceEntry {
   writtenSeq: number;
   /**
    * Signals a rediscovery removed while this entry lived (null: none), oldest first, at most
-   * MAX_RELEASED_SIGNAL_IDS: a question without signal_id asks the disk tier for them.
+   * MAX_RELEASED_SIGNAL_IDS, each with the device's first poll without it (the ring's nextSeq
+   * then): a question without signal_id asks the disk tier for them; an incident whose window
+   * held polls before that says its record has no line of it (releasedSince).
    */
-  released: Set<string> | null;
+  released: Map<string, number> | null;
   /**
    * Signal id -> its declared unit and the changes of it seen (#rebuild, at a rediscovery: never
    * per poll), for the signals polled or released.
@@ -576,9 +578,9 @@ export class History {
       if (kept.get(id) === s) continue;
       s.release(); // a removed signal's, or a retyped one's old series
       if (retyped.has(id)) continue;
-      const released = e.released ??= new Set();
-      released.add(id);
-      if (released.size > MAX_RELEASED_SIGNAL_IDS) released.delete(released.values().next().value!);
+      const released = e.released ??= new Map();
+      released.set(id, e.ring.nextSeq);
+      if (released.size > MAX_RELEASED_SIGNAL_IDS) released.delete(released.keys().next().value!);
     }
     for (const [id, s] of kept) {
       if (s !== null) continue;
@@ -791,6 +793,18 @@ export class History {
   }
 
   /**
+   * The signals of a device a rediscovery removed (their samples released) after its poll
+   * `seq` was taken, oldest first (at most MAX_RELEASED_SIGNAL_IDS are remembered): a window from
+   * that poll on had samples of them the ring no longer holds (incidents).
+   */
+  releasedSince(providerId: string, deviceId: string, seq: number): string[] {
+    const released = this.#devices.get(providerId)?.get(deviceId)?.released;
+    const out: string[] = [];
+    for (const [id, at] of released ?? []) if (at > seq) out.push(id);
+    return out;
+  }
+
+  /**
    * The poll before which the ring lost changes of one signal that the device's polls may still
    * have (SignalRing.trimmedToSeq: memory_max_bytes trimmed it alone, its ring was made without
    * room, a value too large was not kept, a retype); -1 when it lost none (incidents).
@@ -824,6 +838,15 @@ export class History {
   pollSeqAtOrAfter(providerId: string, deviceId: string, ms: number): number {
     const ring = this.#devices.get(providerId)?.get(deviceId)?.ring;
     return ring === undefined ? this.#seqBase : ring.seqAtOrAfter(ms);
+  }
+
+  /**
+   * The sequence number of the device's first kept poll after `ms` (among those since the wall
+   * clock last stepped back), else the number its next poll gets (nextPollSeq).
+   */
+  pollSeqAfter(providerId: string, deviceId: string, ms: number): number {
+    const ring = this.#devices.get(providerId)?.get(deviceId)?.ring;
+    return ring === undefined ? this.#seqBase : ring.seqAfter(ms);
   }
 
   /** The wall time the ring stamped the device's poll `seq` with; null when it keeps no such poll. */
@@ -929,7 +952,10 @@ export class History {
     const holdsNothing = (id: string) => (e?.ring.signals.get(id)?.length ?? 0) === 0;
     const ringless = new Set(
       allSignals
-        ? [...e?.released ?? [], ...this.signalIds(q.providerId, q.deviceId).filter(holdsNothing)]
+        ? [
+          ...e?.released?.keys() ?? [],
+          ...this.signalIds(q.providerId, q.deviceId).filter(holdsNothing),
+        ]
         : q.signalIds.filter(holdsNothing),
     );
     const asked = allSignals ? this.signalIds(q.providerId, q.deviceId) : q.signalIds;

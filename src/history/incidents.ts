@@ -277,6 +277,12 @@ interface Pending {
    * holds the polls before those, not the ones taken while it waited.
    */
   closed: WindowClose | null;
+  /**
+   * Where the window of a trigger dated back past incident_after_s ended (a device loss found
+   * after its window: captured at once), as the ring stamps polls (a forward step of the wall
+   * clock since its date added): its polls after that are not the record's. Null otherwise.
+   */
+  readonly endedMs: number | null;
 }
 
 /** A pending incident's window as it closed (Pending.closed). */
@@ -834,11 +840,15 @@ export class IncidentRecorder {
       }
       return null;
     }
+    const afterMs = this.#o.config.incidentAfterS * 1000;
+    const atWall = this.#o.clock.nowMs();
+    // The wall clock's step ahead since the date (its reads' stamps are later by as much).
+    const stepped = atWall - (now + agoMs);
     const p: Pending = {
       id: `inc-${now}-${++this.#counter}`,
       atMono: mono,
-      closesMono: mono + Math.max(0, this.#o.config.incidentAfterS * 1000 - agoMs),
-      atWall: this.#o.clock.nowMs(),
+      closesMono: mono + Math.max(0, afterMs - agoMs),
+      atWall,
       atMs: now,
       lead: c,
       also: [],
@@ -853,6 +863,9 @@ export class IncidentRecorder {
       specs: new Map(),
       told: false,
       closed: null,
+      endedMs: agoMs === 0 || agoMs < afterMs
+        ? null
+        : now + afterMs + (stepped >= WALL_STEP_MS ? stepped : 0),
     };
     this.#noteAfterSeq(p, devices, now, agoMs, fromSeq);
     this.#pending.push(p);
@@ -1065,12 +1078,20 @@ export class IncidentRecorder {
     let latest = until;
     let lostSignals = 0;
     let firstLost: string | null = null;
+    let droppedSignals = 0;
+    let firstDropped: string | null = null;
     for (const [providerId, deviceId] of devices) {
       // The polls after the trigger are the window's whatever their times: a step back of the
       // wall clock since the trigger stamps them before it (by as much as the step).
       const afterSeq = p.afterSeq.get(deviceHandle(providerId, deviceId)) ?? Infinity;
-      // Its polls after the window closed (taken while the record waited) are not the window's.
-      const closedSeq = closed?.seqs.get(deviceHandle(providerId, deviceId)) ?? Infinity;
+      // Its polls after the window closed (taken while the record waited, or before a device
+      // loss found after its window was noted) are not the window's.
+      const closedSeq = Math.min(
+        closed?.seqs.get(deviceHandle(providerId, deviceId)) ?? Infinity,
+        p.endedMs === null || !byPolls
+          ? Infinity
+          : Math.max(afterSeq, history.pollSeqAfter(providerId, deviceId, p.endedMs + ahead)),
+      );
       // The polls before the trigger are those of the time before it that passed, whatever their
       // times: a step back of the wall clock within it stamps the polls before the step ahead of
       // the trigger (DeviceRing.datesBefore), and dated by that -- the trigger that named the
@@ -1145,6 +1166,21 @@ export class IncidentRecorder {
         samples += line.samples.length;
         lines.push(text);
       }
+      // Signals its device no longer declares since the window's first poll (a provider
+      // restarted or reloaded describing it without them): their samples went with their rings.
+      for (const signalId of history.releasedSince(providerId, deviceId, windowFromSeq)) {
+        droppedSignals++;
+        firstDropped ??= `${providerId}/${deviceId}/${signalId}`;
+      }
+    }
+    if (firstDropped !== null) {
+      this.#o.log.warn(
+        `incident ${p.id}: no line for ${droppedSignals} signal(s) its devices stopped ` +
+          `declaring within its window, the first ${
+            quoteProviderTextWithin(firstDropped, HISTORY_QUOTED_SIGNAL_CHARS)
+          } (a rediscovery -- its provider restarted or reloaded -- left them out: the ring ` +
+          `released their samples)`,
+      );
     }
     if (firstLost !== null) {
       this.#o.log.warn(

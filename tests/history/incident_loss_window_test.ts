@@ -241,3 +241,63 @@ for (const [step, what] of [[-10_000, "back"], [3_600_000, "ahead"]] as const) {
     assertNeverFalls(times);
   });
 }
+
+Deno.test("a device loss found after its window passed holds its window: the polls after incident_after_s are not its", async () => {
+  // polling.interval_ms 2 s: found down 6 s after its first failed read, past its 5 s window,
+  // and captured at once. Before, the record read the ring up to the finding: until_epoch_ms
+  // 6 s after the loss's date and the polls of the last second in it.
+  const window = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 5, diskMaxBytes: 0 };
+  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+    const t0 = clock.wall;
+    pollSignals(["x"], 0); // t0: the last good read
+    clock.advance(2000);
+    pollSignals(["x"], 1); // t0 + 2 s: its first failed read
+    const failingMono = clock.mono;
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    for (let v = 2; v <= 4; v++) {
+      clock.advance(2000);
+      pollSignals(["x"], v); // t0 + 4, 6, 8 s
+    }
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    clock.advance(0); // the capture is due at once: incident_after_s passed 1 s ago
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.ok(h !== undefined, "the loss was recorded");
+    assert.equal(h.at_epoch_ms, t0 + 2000);
+    assert.equal(h.until_epoch_ms - h.at_epoch_ms, 5000, "until_epoch_ms is not at + 5 s");
+    const { signals } = await incidents.get(h.incident_id);
+    assert.deepEqual(
+      signals[0]!.samples.map((s) => [s[0] - t0, s[1]]),
+      [[0, 0], [2000, 1], [4000, 2], [6000, 3]],
+      "the samples of its window, not the poll at t0 + 8 s",
+    );
+  });
+});
+
+Deno.test("a device loss found after its window passed, the wall clock stepped ahead before it was found, keeps its polls after the step within the window", async () => {
+  const window = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 5, diskMaxBytes: 0 };
+  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+    pollSignals(["x"], 0); // t0: the last good read
+    clock.advance(2000);
+    pollSignals(["x"], 1); // t0 + 2 s: its first failed read
+    const failingMono = clock.mono;
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    clock.advance(1000);
+    clock.stepWall(3_600_000); // the first NTP synchronisation: an hour ahead
+    for (let v = 2; v <= 4; v++) {
+      clock.advance(v === 2 ? 1000 : 2000);
+      pollSignals(["x"], v); // t0 + 4, 6, 8 s on the monotonic clock
+    }
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    clock.advance(0);
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.ok(h !== undefined, "the loss was recorded");
+    const { signals } = await incidents.get(h.incident_id);
+    assert.deepEqual(
+      signals[0]!.samples.map((s) => s[1]),
+      [0, 1, 2, 3],
+      "the polls of its window (those after the step too), not the poll 6 s after its date",
+    );
+  });
+});

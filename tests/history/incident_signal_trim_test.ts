@@ -10,6 +10,7 @@
 import assert from "node:assert/strict";
 import { FIRST_CAPACITY, POLL_ENTRY_BYTES, SIGNAL_ENTRY_BYTES } from "../../src/history/ring.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { probeValues, startRig, T0 } from "./_history_helpers.ts";
 import { incidentRig } from "./_incident_rig.ts";
 
@@ -146,4 +147,47 @@ Deno.test("An incident's CSV export says where a signal's samples begin (its fro
   } finally {
     await rig.rt.stop();
   }
+});
+
+Deno.test("An incident record whose device stopped declaring a signal within its window says so in one WARN", async () => {
+  // A provider crash-restarting within the window whose new description leaves `x` out: the ring
+  // releases x's samples (those before the trigger too), and the record has no line of it.
+  // Before, nothing said so, unlike a signal whose ring lost the start of the window.
+  const { log, lines } = capturingLogger({ level: "info" });
+  const { clock, incidents, pollSignals, estop, session } = incidentRig({ log });
+  await session(async () => {
+    for (let i = 0; i < 3; i++) {
+      clock.advance(250);
+      pollSignals(["a", "x"], i);
+    }
+    estop();
+    clock.advance(250);
+    pollSignals(["a"], 3); // rediscovered without x
+    clock.advance(1000); // the window closes
+    await incidents.settled();
+  });
+  const [h] = incidents.list();
+  const { signals } = await incidents.get(h!.incident_id);
+  assert.deepEqual(signals.map((s) => s.signal_id), ["a"]);
+  const warns = lines.filter((l) => l.includes("WARN") && l.includes(h!.incident_id));
+  assert.equal(warns.length, 1, `one WARN naming the incident: ${lines.join("\n")}`);
+  assert.match(warns[0]!, /no line for 1 signal\(s\) .*"p\/d\/x"/);
+});
+
+Deno.test("An incident record says nothing of a signal its device stopped declaring before its window", async () => {
+  const { log, lines } = capturingLogger({ level: "info" });
+  const { clock, incidents, pollSignals, estop, session } = incidentRig({ log });
+  await session(async () => {
+    pollSignals(["a", "x"], 0);
+    clock.advance(250);
+    pollSignals(["a"], 1); // x left out 2.75 s before the trigger: not in its 1 s window
+    for (let i = 2; i < 12; i++) {
+      clock.advance(250);
+      pollSignals(["a"], i);
+    }
+    estop();
+    clock.advance(1250);
+    await incidents.settled();
+  });
+  assert.deepEqual(lines.filter((l) => l.includes("WARN")), []);
 });
