@@ -210,6 +210,10 @@ const DEVICE_TYPE_METRIC = "Properties/Type";
 /** The device id of the node itself where a command is answered (node metrics' aliases too). */
 const NODE = "";
 
+/** Why a DCMD is refused while the node is not online (after its NDEATH, or its births waiting). */
+const NOT_ONLINE =
+  "the node is not online (no births on this connection yet: waiting for the primary host or the broker)";
+
 /**
  * Answers to commands waiting for the writes in flight to drop under MAX_IN_FLIGHT, at most (the
  * latest per metric; an answer for another metric beyond it is dropped, counted as a publish
@@ -2859,6 +2863,15 @@ export class SparkplugEdgeNode {
       if (m.boolean_value !== true) {
         return this.#ignored(topic, `${name} written ${String(m.boolean_value)}`);
       }
+      // Not online (the births wait for the primary host, or for a new connection): rebirth()
+      // publishes nothing, and the births follow once the node may be born.
+      if (!this.online) {
+        return this.#ignored(
+          topic,
+          `${name} while the node is not online (no births on this connection yet: waiting for ` +
+            `the primary host or the broker); its births follow once it is`,
+        );
+      }
       this.#log.info("sparkplug: Node Control/Rebirth requested; publishing births");
       this.rebirth();
       return;
@@ -3023,6 +3036,11 @@ export class SparkplugEdgeNode {
       // known, so the node answers, naming the device as for a metric that is no function of one.
       const metric = name ?? `alias ${String(m.alias)}`;
       const notBorn = this.#notBorn(id);
+      // Its provider lists it, but the node is not online: no DBIRTH is about to go out (the
+      // births wait for the primary host or the broker), and the answer could not be published.
+      if (notBorn?.birthOf !== undefined && !this.online) {
+        return this.#refused(topic, `${id}/${metric}`, NOT_ONLINE, NODE);
+      }
       const why = notBorn?.why ?? "no such device on this node";
       if (notBorn?.birthOf === undefined) return this.#refused(topic, `${id}/${metric}`, why, NODE);
       // Published after the DBIRTH it names: a host never reads "not born" about a device it
@@ -3046,14 +3064,7 @@ export class SparkplugEdgeNode {
     // After its NDEATH (the primary host went offline, or the connection was lost) the node is
     // dead to the group until its next births: a write addressed to it then acts on nothing, and
     // its answer could not be published. (An NCMD e-stop is still taken: the stop never waits.)
-    if (!this.online) {
-      return this.#refused(
-        topic,
-        name,
-        "the node is not online (no births on this connection yet: waiting for the primary host or the broker)",
-        id,
-      );
-    }
+    if (!this.online) return this.#refused(topic, name, NOT_ONLINE, id);
     const caps = this.#o.inventory.capabilities(dev.providerId, dev.deviceId);
     // The last declaration of a duplicated name: the one the call path (and the AUTO gate)
     // resolves by name, so the arguments are typed by the declaration they are validated against.

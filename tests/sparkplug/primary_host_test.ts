@@ -12,7 +12,7 @@ import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import { type Received, setSimRelay, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import { infoLines, type Received, setSimRelay, sparkplugHost } from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 
 const GROUP = "lab";
@@ -327,6 +327,94 @@ Deno.test({
         stamps.every((t) => t >= latchedAt && t < Number(nbirth.payload.timestamp)),
         "each change at its own time, before the births",
       );
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a Node Control/Rebirth while the births wait for the primary host is ignored and said so, not logged as births published",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await primaryHost(broker.url);
+    const { lines, log } = infoLines();
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(config(broker.url), { arm: true, host: { log } });
+      const node = rt.sparkplug!;
+      // Subscribed (the unreadable STATE handled), not born: the host has said nothing yet.
+      await host.state({ status: "up" });
+      await waitFor(
+        "the unreadable STATE to be ignored",
+        () => node.counts.hostStatesIgnored === 1,
+      );
+      assert.equal(node.online, false);
+
+      await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, [
+        { name: "Node Control/Rebirth", datatype: 11, boolean_value: true },
+      ]);
+      // A message after it on the same connection: once handled, the NCMD was too.
+      await host.state({ status: "still up" });
+      await waitFor("the second STATE to be ignored", () => node.counts.hostStatesIgnored === 2);
+      assert.equal(node.counts.births, 0, "no births before the primary host is online");
+      assert.ok(
+        !lines.some((l) => l.includes("publishing births")),
+        `no line says births are published: ${
+          JSON.stringify(lines.filter((l) => /Rebirth/.test(l)))
+        }`,
+      );
+      assert.equal(node.counts.commandsIgnored, 1, "the Rebirth counted as ignored");
+      const said = lines.find((l) => l.includes("Node Control/Rebirth") && l.includes("ignored"));
+      assert.ok(said, `one line says the Rebirth is ignored: ${JSON.stringify(lines)}`);
+      assert.match(said, /not online/);
+
+      // The births come with the host's STATE online, once.
+      await host.state({ online: true, timestamp: Date.now() });
+      await waitFor("the births", () => node.online);
+      assert.equal(node.counts.births, 1);
+    } finally {
+      await rt?.stop();
+      await host.close();
+      await broker.dispose();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "a DCMD to a device while the first births wait for the primary host is refused as to a node not online, not as a DBIRTH about to go out",
+  ignore: mosquittoMissing(),
+  async fn() {
+    const broker = await Mosquitto.start();
+    const host = await primaryHost(broker.url);
+    const { lines, log } = infoLines();
+    let rt: Kernel | null = null;
+    try {
+      rt = await startRuntime(config(broker.url, true), { arm: true, host: { log } });
+      const node = rt.sparkplug!;
+      await host.state({ status: "up" });
+      await waitFor(
+        "the unreadable STATE to be ignored",
+        () => node.counts.hostStatesIgnored === 1,
+      );
+      assert.equal(node.online, false, "the births wait for the primary host");
+
+      await host.send(`spBv1.0/${GROUP}/DCMD/${NODE}/${relay}`, [
+        { name: "Functions/set_relay_ch3", datatype: 11, boolean_value: true },
+      ]);
+      await waitFor("the DCMD to be refused", () => node.counts.commandsRefused === 1);
+      assert.equal(node.counts.commandsAccepted, 0);
+      const said = lines.find((l) =>
+        l.includes("Functions/set_relay_ch3") && l.includes("refused")
+      );
+      assert.ok(said, `the refusal is logged: ${JSON.stringify(lines)}`);
+      assert.match(said, /the node is not online/, said);
+      assert.doesNotMatch(said, /about to go out/, said);
     } finally {
       await rt?.stop();
       await host.close();
