@@ -622,10 +622,13 @@ export class Kernel {
     this.host = host;
     this.#lines = neverThrowing(host.log);
     const log = host.log;
+    const lines = this.#lines;
     this.#files = new WatchedJournalFiles(host.files ?? journalFiles);
     this.#abandonedReads = host.abandonedReloadReads ?? new AbandonedReloadReads();
+    // A listener's failure is said through lines that never throw: a logger that throws on it
+    // must not skip the listeners after it (nor the bus's publisher, nor the outages' own state).
     this.bus = new EventBus({
-      onListenerError: (err) => log.error(`event listener failed: ${errorMessage(err)}`),
+      onListenerError: (err) => lines.error(`event listener failed: ${errorMessage(err)}`),
     });
     this.registry = new ProviderRegistry(config.providers, {
       spawn: host.spawn,
@@ -657,7 +660,9 @@ export class Kernel {
             this.registry.onStarting(listener);
           },
         },
-        log,
+        // Its lines come after the setting is made: a logger that throws must not skip the one
+        // asked meanwhile (nor leave its answer's rejection unhandled).
+        lines,
         host.clock,
       );
     }
@@ -674,7 +679,8 @@ export class Kernel {
       cache: this.cache,
       clock: host.clock,
       downAfterMs: deviceDownAfterMs(config.polling.intervalMs),
-      onListenerError: (err) => log.error(`device condition listener failed: ${errorMessage(err)}`),
+      onListenerError: (err) =>
+        lines.error(`device condition listener failed: ${errorMessage(err)}`),
     });
     // After the cache and the outages: a provider's hosts tell their listeners in the order they
     // subscribed, so the upper layers' inventory listeners find both holding the new inventory.
@@ -2264,8 +2270,10 @@ export class Kernel {
     refusedBy = "run_gate",
   ): void {
     if (outcome === "accepted" && weakens.length === 0) return;
+    // Lines only: the decision is taken (a section applied or refused); a logger that throws must
+    // not take its audit record away, nor reject the reload.
     for (const w of weakens) {
-      this.host.log.warn(
+      this.#lines.warn(
         `config reload: ${key}: ${w.what} (${outcome === "accepted" ? "applied" : outcome})`,
       );
     }

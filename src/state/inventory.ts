@@ -12,6 +12,7 @@ import {
   type HostCheckView,
   type LifecycleState,
   type Logger,
+  neverThrowing,
   type ProviderSupervisionView,
   tellEach,
 } from "../common/mod.ts";
@@ -108,12 +109,16 @@ export class Inventory implements InventoryReader {
   readonly #registry: ProviderRegistry;
   readonly #listeners: InventoryListener[] = [];
   readonly #availability: AvailabilityListener[] = [];
-  /** A listener that threw: logged; the others are told all the same (tellEach). */
+  /**
+   * A listener that threw: logged; the others are told all the same (tellEach), also when that
+   * line throws (a custom logger): it is lost then, never the listeners after it.
+   */
   readonly #failed: (err: unknown) => void;
 
   constructor(registry: ProviderRegistry, log?: Logger) {
     this.#registry = registry;
-    this.#failed = (err) => log?.error(`inventory listener failed: ${errorMessage(err)}`);
+    const lines = log === undefined ? undefined : neverThrowing(log);
+    this.#failed = (err) => lines?.error(`inventory listener failed: ${errorMessage(err)}`);
     registry.eachHost((host) => {
       host.onInventory((_devices, changed) => {
         if (registry.host(host.id) === host) {

@@ -12,6 +12,8 @@ import type { ReloadReport } from "../../src/app/reload_report.ts";
 import { summarize } from "../../src/app/reloader.ts";
 import type { AlarmConfig, Config, InterlockConfig } from "../../src/config/mod.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
+import { simProvider } from "../helpers/sim_config.ts";
 import { expectation } from "../safety/_fixture.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import {
@@ -397,4 +399,25 @@ Deno.test("Kernel.reload in AUTO of a tree file that does not load is refused wi
   } finally {
     await dir.dispose();
   }
+});
+
+Deno.test("Kernel.reload outside AUTO whose weakening's line throws (a custom logger) still resolves and records the weakening on the audit trail", async () => {
+  await using r = await rig({
+    providers: [simProvider("sim0")],
+    ...PROTECTIONS,
+    // The sink fails on the weakening's line.
+    onLine: (line) => {
+      if (line.includes("config reload: alarms:")) throw new Error("log sink failed");
+    },
+  });
+  const rt = r.kernel;
+  // Before: the line's throw left #recordReload before its audit record, and the reload rejected
+  // although its alarms section had applied.
+  const report = await rt.reload({ ...rt.config, alarms: [], interlocks: [] });
+  assert.deepEqual(report.applied, ["alarms"], JSON.stringify(report));
+  assert.deepEqual(rt.config.alarms, []);
+  const recorded = (await rt.audit.query({ limit: 100 })).entries.filter((e) =>
+    e.action === "config" && e.function === "alarms"
+  );
+  assert.deepEqual(recorded.map((e) => e.outcome), ["accepted"]);
 });

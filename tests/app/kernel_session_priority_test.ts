@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import type { PriorityResult } from "../../src/common/mod.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { refuseRegistration } from "../helpers/unregistered.ts";
 
@@ -138,4 +139,30 @@ Deno.test("Kernel settles its session once a reload drops the provider it could 
   } finally {
     await rt.stop();
   }
+});
+
+Deno.test("Kernel settles its session once its provider is up also when the line of the first setting's result throws (a custom logger)", async () => {
+  const asked: number[] = [];
+  const answers: ((r: PriorityResult) => void)[] = [];
+  const setSessionPriority = (nice: number): Promise<PriorityResult> => {
+    asked.push(nice);
+    return new Promise((resolve) => answers.push(resolve));
+  };
+  await using r = await rig({
+    providers: [simProvider("sim0")],
+    host: { setSessionPriority },
+    // The sink fails on the first setting's line.
+    onLine: (line) => {
+      if (line.includes("cpu priority:")) throw new Error("log sink failed");
+    },
+  });
+  // sim0 came up while the raise was still being set: the settling waits for its answer.
+  assert.equal(r.kernel.registry.host("sim0")!.available, true);
+  assert.deepEqual(asked, [-10]);
+  answers.shift()!({ outcome: "set" });
+  // Before: the line's throw skipped the setting asked meanwhile (the session stayed raised, the
+  // rejection unhandled).
+  await waitFor("the session settled", () => asked.at(-1) === 0);
+  answers.shift()!({ outcome: "set" });
+  assert.deepEqual(asked, [-10, 0]);
 });

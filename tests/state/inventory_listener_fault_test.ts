@@ -41,3 +41,70 @@ Deno.test("a throwing inventory listener neither keeps a restarted provider down
   for (const e of errors) assert.match(e, /^ERROR .*listener failed/);
   await manualCall(rt, "plant", "plant0", 2, { duty: d(0.5) });
 });
+
+Deno.test("a throwing inventory listener whose ERROR line throws too (a custom logger) does not silence the listeners after it", async () => {
+  await using r = await rig({
+    providers: [plantProvider("plant", { restartBackoffMs: 50 })],
+    arm: true,
+    // The sink fails on the listener's ERROR line.
+    onLine: (line) => {
+      if (line.includes("inventory listener failed")) throw new Error("log sink failed");
+    },
+  });
+  const rt = r.kernel;
+  let thrown = 0;
+  rt.inventory.onChange(() => {
+    thrown++;
+    throw new Error("a peripheral subsystem's bug (inventory)");
+  });
+  rt.inventory.onAvailability(() => {
+    thrown++;
+    throw new Error("a peripheral subsystem's bug (availability)");
+  });
+  const told: string[] = [];
+  rt.inventory.onChange((id, change) => told.push(`${id} ${change}`));
+  rt.inventory.onAvailability((p, up) => told.push(`${p.id} ${up ? "up" : "down"}`));
+
+  r.kill("plant");
+  // Before: the ERROR line's throw left the listener error handler, and the listeners after the
+  // faulty one were not told.
+  await waitFor("plant back after its restart", () => told.includes("plant up"), 5000);
+  assert.ok(thrown >= 2, `the faulty listener ran (${thrown})`);
+  assert.deepEqual(told, ["plant down", "plant unchanged", "plant up"]);
+});
+
+Deno.test("a throwing event-bus or device-condition listener whose ERROR line throws too (a custom logger) does not silence the listeners after it", async () => {
+  await using r = await rig({
+    providers: [plantProvider("plant", { restartBackoffMs: 50 })],
+    arm: true,
+    // The sink fails on the kernel's listener-error lines.
+    onLine: (line) => {
+      if (/(event|device condition) listener failed/.test(line)) {
+        throw new Error("log sink failed");
+      }
+    },
+  });
+  const rt = r.kernel;
+  let thrown = 0;
+  rt.bus.subscribe(() => {
+    thrown++;
+    throw new Error("a peripheral subsystem's bug (event)");
+  });
+  rt.outages.onChange(() => {
+    thrown++;
+    throw new Error("a peripheral subsystem's bug (device condition)");
+  });
+  const events: string[] = [];
+  rt.bus.subscribe((e) => events.push(e.event.kind));
+  const conditions: string[] = [];
+  rt.outages.onChange((c) => conditions.push(`${c.deviceId} ${c.condition.kind}`));
+
+  r.kill("plant");
+  // Before: the ERROR line's throw left the bus's (the outages') error handler, and the
+  // listeners after the faulty one were not told.
+  await waitFor("the device's outage told", () => conditions.length > 0, 5000);
+  await waitFor("plant back after its restart", () => rt.registry.host("plant")!.available, 5000);
+  assert.ok(thrown >= 2, `the faulty listeners ran (${thrown})`);
+  assert.ok(events.length > 0, "no event told after the faulty listener");
+  assert.match(conditions[0]!, /^plant0 /);
+});
