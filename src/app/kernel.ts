@@ -310,8 +310,9 @@ export const RELOAD_FILE_READ_TIMEOUT_MS = 2000;
 
 /**
  * Bound on the WARN lines naming the behavior tree's calls the providers' declarations refuse in
- * AUTO, one per call, each time they are said (Kernel#warnRefusedTreeCallsOf: a provider's new
- * inventory, start-up, a tree swapped in): the rest are counted in one line.
+ * AUTO, one per call, each time they are said (Kernel#sayRefusedTreeCalls: a provider's new
+ * inventory, start-up, a reload's end -- across every provider it started or that came back
+ * meanwhile -- a tree swapped in): the rest are counted in one line.
  */
 export const MAX_REFUSED_TREE_CALL_LINES = 20;
 
@@ -827,7 +828,7 @@ export class Kernel {
       this.#warnVetoingHooks(lines);
       // So is a call of the behavior tree that its device's new declaration keeps out of AUTO (in
       // AUTO the restart forced FAULT already: the tree names the device, which was lost).
-      this.#warnRefusedTreeCalls(id, lines);
+      this.#warnRefusedTreeCalls([id], lines);
       // A ladder or hook call to this provider that no longer resolves (it came back without a
       // device, or with a function renamed) is said now, not at the next e-stop: once per change.
       this.#logUnresolvedCalls(id, lines);
@@ -1602,13 +1603,11 @@ export class Kernel {
       if (changed.size > 0 && this.#stopping === null) {
         // Lines only (as at the reload's end).
         this.#warnVetoingHooks(this.#lines);
-        for (const id of changed) {
-          this.#logUnresolvedCalls(id, this.#lines);
-          if (!treeSwapped) this.#warnRefusedTreeCalls(id, this.#lines);
-        }
+        for (const id of changed) this.#logUnresolvedCalls(id, this.#lines);
+        if (!treeSwapped) this.#warnRefusedTreeCalls(changed, this.#lines);
       }
       if (treeSwapped && this.#stopping === null) {
-        this.#warnRefusedTreeCallsOf(TREE_RELOADED, undefined, this.#lines);
+        this.#warnRefusedTreeCallsOf(TREE_RELOADED, this.#lines);
       }
       // A protection whose numbers now compare in another unit (a provider it restarted, or one
       // rediscovered meanwhile): said once, on what the reload left in force.
@@ -1917,12 +1916,14 @@ export class Kernel {
     // one rediscovered meanwhile) keeps out of AUTO; all of them when it swapped the tree in.
     if (this.#treeSwappedInReload) {
       this.#treeSwappedInReload = false;
-      this.#warnRefusedTreeCallsOf(TREE_RELOADED, undefined, log);
+      this.#warnRefusedTreeCallsOf(TREE_RELOADED, log);
       return report;
     }
-    for (const id of new Set([...p.added, ...p.restarted, ...p.retried, ...changedMeanwhile])) {
-      this.#warnRefusedTreeCalls(id, log);
-    }
+    // One saying: MAX_REFUSED_TREE_CALL_LINES across the providers, as for a tree swapped in.
+    this.#warnRefusedTreeCalls(
+      new Set([...p.added, ...p.restarted, ...p.retried, ...changedMeanwhile]),
+      log,
+    );
     return report;
   }
 
@@ -2009,33 +2010,59 @@ export class Kernel {
   }
 
   /**
-   * Logs each literal call of the behavior tree to a device of `providerId` (its inventory
+   * Logs each literal call of the behavior tree to a device of `providerIds` (their inventory
    * changed) that entering AUTO is refused for, by what the device declares now -- its policy
    * (allowed_modes without AUTO, requires_lease), a function it no longer declares, args its
    * bounds refuse: WARN, one line each, naming the provider, the call and the refusal (up to
-   * MAX_REFUSED_TREE_CALL_LINES; the rest counted in one line).
+   * MAX_REFUSED_TREE_CALL_LINES across them all: one saying; the rest counted in one line).
    */
-  #warnRefusedTreeCalls(providerId: string, log: Logger = this.host.log): void {
-    this.#warnRefusedTreeCallsOf(`inventory of ${providerId} changed`, providerId, log);
+  #warnRefusedTreeCalls(providerIds: Iterable<string>, log: Logger = this.host.log): void {
+    this.#sayRefusedTreeCalls(
+      [...providerIds].map((id) => ({
+        why: `inventory of ${id} changed`,
+        calls: this.automation?.refusedCallsOf(id) ?? [],
+      })),
+      log,
+    );
   }
 
   /**
    * #warnRefusedTreeCalls for `why` (start-up, a reload that swapped the tree in): every literal
-   * call of the tree AUTO refuses by what its device declares now, or (`providerId`) those to
-   * its devices only; up to MAX_REFUSED_TREE_CALL_LINES, the rest counted in one line.
+   * call of the tree AUTO refuses by what its device declares now; up to
+   * MAX_REFUSED_TREE_CALL_LINES, the rest counted in one line.
    */
-  #warnRefusedTreeCallsOf(why: string, providerId?: string, log: Logger = this.host.log): void {
-    const refused = this.automation?.refusedCallsOf(providerId) ?? [];
-    for (const call of refused.slice(0, MAX_REFUSED_TREE_CALL_LINES)) {
-      log.warn(`behavior tree: ${why}: entering AUTO is refused while the tree calls ${call}`);
+  #warnRefusedTreeCallsOf(why: string, log: Logger = this.host.log): void {
+    this.#sayRefusedTreeCalls([{ why, calls: this.automation?.refusedCallsOf() ?? [] }], log);
+  }
+
+  /**
+   * One saying of the tree's calls AUTO refuses (a reload's end, start-up, an inventory change),
+   * each group under its own `why`: up to MAX_REFUSED_TREE_CALL_LINES lines across the groups, the
+   * rest counted in one line naming the groups they belong to.
+   */
+  #sayRefusedTreeCalls(
+    groups: readonly { why: string; calls: readonly string[] }[],
+    log: Logger,
+  ): void {
+    let left = MAX_REFUSED_TREE_CALL_LINES;
+    let more = 0;
+    const cut: string[] = [];
+    for (const { why, calls } of groups) {
+      for (const call of calls.slice(0, left)) {
+        log.warn(`behavior tree: ${why}: entering AUTO is refused while the tree calls ${call}`);
+      }
+      if (calls.length > left) {
+        more += calls.length - left;
+        cut.push(why);
+      }
+      left = Math.max(0, left - calls.length);
     }
     // A generated tree may call one function from thousands of nodes: the rest in one line.
-    const more = refused.length - MAX_REFUSED_TREE_CALL_LINES;
     if (more > 0) {
       log.warn(
-        `behavior tree: ${why}: and ${more} more call(s) of the tree refused in AUTO (named up ` +
-          `to ${MAX_REFUSED_TREE_CALL_LINES}: MAX_REFUSED_TREE_CALL_LINES; a request for AUTO ` +
-          "names them all)",
+        `behavior tree: ${cut.join("; ")}: and ${more} more call(s) of the tree refused in AUTO ` +
+          `(named up to ${MAX_REFUSED_TREE_CALL_LINES}: MAX_REFUSED_TREE_CALL_LINES; a request ` +
+          "for AUTO names them all)",
       );
     }
   }

@@ -411,3 +411,59 @@ Deno.test("AutomationEngine: a provider a reload planned to restart, crash-resta
     await dir.dispose();
   }
 });
+
+Deno.test("AutomationEngine: a reload restarting several providers whose new inventories refuse many literal calls of the tree names up to MAX_REFUSED_TREE_CALL_LINES of them across the providers and counts the rest in one line", async () => {
+  const dir = await TreeDir.create();
+  try {
+    // Calls to p0's and p1's act, each provider fewer than the bound, both together more.
+    const per = 15;
+    const calls = ["p0", "p1"].flatMap((p) =>
+      Array.from(
+        { length: per },
+        (_, k) =>
+          `      <CallDevice device_handle="${p}/act" function_name="set_x" ` +
+          `args="json:{&quot;n&quot;:${k}}" />\n`,
+      )
+    );
+    const tree = await dir.write(
+      "two.xml",
+      treeXml(`<Sequence>\n${calls.join("")}    </Sequence>`),
+    );
+    const files = { p0: `${dir.path}/p0.json`, p1: `${dir.path}/p1.json` };
+    for (const f of Object.values(files)) {
+      await Deno.writeTextFile(f, JSON.stringify(inventory({})));
+    }
+    const p0 = programmableProvider("p0", files.p0);
+    const p1 = programmableProvider("p1", files.p1);
+    await using r = await rig({
+      config: automationConfig(tree, { config: { providers: [simProvider("sim0"), p0, p1] } }),
+      arm: true,
+    });
+    // Both next processes declare set_y instead of set_x; one reload restarts both.
+    for (const f of Object.values(files)) {
+      await Deno.writeTextFile(f, JSON.stringify(inventory({})).replace(`"set_x"`, `"set_y"`));
+    }
+    const rt = r.kernel;
+    const report = await rt.reload({
+      ...rt.config,
+      providers: [
+        rt.config.providers[0]!,
+        { ...p0, timeoutMs: p0.timeoutMs + 1000 },
+        { ...p1, timeoutMs: p1.timeoutMs + 1000 },
+      ],
+    });
+    assert.deepEqual(report.providers.restarted, ["p0", "p1"], JSON.stringify(report));
+    const said = r.lines.filter((l) => /behavior tree: inventory of p[01] changed/.test(l));
+    // One saying, one bound: the lines named across both providers, then the rest counted.
+    const last = said.at(-1)!.match(
+      /^WARN .*behavior tree: inventory of p1 changed: and (\d+) more call\(s\) of the tree refused in AUTO \(named up to (\d+): MAX_REFUSED_TREE_CALL_LINES; /,
+    );
+    assert.ok(last !== null, said.join("\n"));
+    const named = Number(last[2]);
+    assert.equal(said.length, named + 1, said.join("\n"));
+    assert.equal(Number(last[1]), 2 * per - named);
+    assert.equal(said.filter((l) => l.includes("inventory of p0 changed")).length, per);
+  } finally {
+    await dir.dispose();
+  }
+});
