@@ -197,7 +197,8 @@ let fullRetryMs = 0;
 let fullDueAt = 0;
 /**
  * Full refreshes started, and the newest of them settled: one that settles after a newer one
- * (its reads overtaken, so they showed nothing) leaves fullOwed as the newer one set it.
+ * (its reads overtaken, so they showed nothing) leaves fullOwed as the newer one set it. A read
+ * outside the cycle that failed counts as a full one started and failed (showReadError).
  */
 let fullAsked = 0;
 let fullSettled = 0;
@@ -212,10 +213,14 @@ let refreshShown = 0;
 
 /**
  * Shows why a read outside the refresh cycle failed (a view switch's, an event's), numbered as a
- * refresh asked now: a refresh asked before it, settling after, leaves the line.
+ * refresh asked now: a refresh asked before it, settling after, leaves the line. It owes a full
+ * re-read, as a full one failed now would (its backoff kept): the 2 s refresh reads neither the
+ * inventory nor the parameters, so its success is no proof that what failed was read since.
  */
 function showReadError(err) {
   refreshShown = ++refreshesAsked;
+  fullSettled = ++fullAsked;
+  fullOwed = true;
   showRefreshError(err);
 }
 

@@ -23,7 +23,12 @@ import {
   waitForText,
 } from "../helpers/browser.ts";
 import { type RuntimeChild, startRuntimeChildOnFreePort } from "../helpers/runtime_process.ts";
-import { simRuntimeConfig, simWithTargetTemp } from "../helpers/sim_config.ts";
+import {
+  simProvider,
+  simRuntimeConfig,
+  simWithTargetTemp,
+  testConfig,
+} from "../helpers/sim_config.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 
 /** A request other than the event stream's (its request never finishes while the stream is open). */
@@ -617,6 +622,95 @@ Deno.test({
         releaseFirst.resolve();
         firstHeld.resolve();
       }
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "Operator console: a runtime without automation (parameters 503) owes no full re-read and shows no refresh error",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    // Automation disabled: GET /v0/parameters answers 503 for good (docs/http-api.md).
+    const rt = await startServing(testConfig({ providers: [simProvider("sim0")] }));
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      // No stream: its openings would re-read everything on their own.
+      await page.route("**/v0/events*", (route) => route.abort("connectionrefused"));
+      const settled = readsSettled(page);
+      const inventoryReads = countRequests(page, "/v0/devices");
+      await installStoppedClock(page);
+      await page.goto(`http://127.0.0.1:${rt.http!.port}/#devices`);
+      await page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS });
+      await settled();
+      for (let i = 0; i < 4; i++) {
+        await page.clock.runFor(2000);
+        await settled();
+        assert.ok(
+          !(await page.locator("#refresh-error").isVisible()),
+          `after ${2 * (i + 1)} s: ${await page.locator("#refresh-error").textContent()}`,
+        );
+      }
+      assert.equal(inventoryReads.n, 1, "the first full read was the only one");
+      // The Parameters view says why there are none, in the runtime's words.
+      await page.locator('.tabs a[href="#parameters"]').click();
+      await waitForText(page, "#parameters", /^503 UNAVAILABLE: .*automation is disabled$/);
+      assert.ok(!(await page.locator("#refresh-error").isVisible()), "the view switch's read");
+    } finally {
+      await browser.close();
+      await rt.stop();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "Operator console: a failed re-read of the parameters after a parameter_change is made again before the error line goes",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    await withPage(async (page, base) => {
+      // The page's parameters reads refused while `away` (the test's own POST is not the page's).
+      let away = false;
+      await page.route(
+        "**/v0/parameters",
+        (route) => away ? route.abort("connectionrefused") : route.continue(),
+      );
+      const settled = readsSettled(page, notTheStream);
+      const FORM = '#parameters form[data-parameter="target_temp"]';
+      await installStoppedClock(page);
+      await page.goto(`${base}/#parameters`);
+      await page.locator(FORM).waitFor({ timeout: PAGE_WAIT_MS });
+      await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
+      await settled();
+      // A parameter changes (another client): the page's re-read of the parameters fails.
+      away = true;
+      const res = await fetch(`${base}/v0/parameters`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "target_temp", value: 30 }),
+      });
+      assert.equal(res.status, 200, await res.text());
+      await waitForText(page, "#refresh-error", /^Refresh failed: /);
+      await settled();
+      // The runtime answers again; the next 2 s refresh.
+      away = false;
+      await page.clock.runFor(2000);
+      await settled();
+      // Either the line still says so, or the parameters were read since.
+      if (!(await page.locator("#refresh-error").isVisible())) {
+        assert.ok(
+          await page.locator(FORM).count() === 1,
+          "the error line went while the parameters it failed to read were still unread",
+        );
+      }
+      // Within a few refreshes the page is up to date: the new value, no error line.
+      for (let i = 0; i < 4 && await page.locator(FORM).count() === 0; i++) {
+        await page.clock.runFor(2000);
+        await settled();
+      }
+      await waitForText(page, `${FORM} strong.value`, /^30$/);
+      assert.ok(!(await page.locator("#refresh-error").isVisible()), "the line went once read");
     });
   },
 });
