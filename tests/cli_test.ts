@@ -1,6 +1,6 @@
 /** The `runtime` command line, run as a real child process (`deno run -A src/main.ts ...`). */
 import assert from "node:assert/strict";
-import { runCli, safetySection, withFiles } from "./helpers/cli.ts";
+import { runCli, runCliOnFreePort, safetySection, withFiles } from "./helpers/cli.ts";
 import { freePort, startRuntimeChildOnFreePort } from "./helpers/runtime_process.ts";
 import { EXIT_CODE_DESCRIPTIONS } from "../src/app/exit_codes.ts";
 import {
@@ -113,7 +113,7 @@ Deno.test("runtime --check-config warns about a missing token, start-up refuses 
     const start = await runCli(["--config", "auth.yaml"], { cwd: dir });
     assert.equal(start.code, 1);
     assert.match(start.stderr, /auth\.yaml:2:3: error: http\.auth_enabled/);
-    const withEnv = await runCli(["--config", "auth.yaml"], {
+    const withEnv = await runCliOnFreePort(["--config", "auth.yaml"], {
       cwd: dir,
       env: { RUNTIME_API_TOKEN: "s3cret" },
     });

@@ -36,6 +36,8 @@ const HELD_CAPTION = "Claims still held for devices p0 does not list";
 /** That table, by its caption's first word (whatever the rest says). */
 const HELD_TABLE = '[data-provider="p0"] table:has(caption:text-matches("^Claims "))';
 const HELD = `${HELD_TABLE} tbody tr`;
+/** How long p0's old process takes to exit, and the reload's stop budget: longer than the test. */
+const HELD_OPEN_MS = 120_000;
 const LIVENESS =
   '[data-provider="p0"] table:has(caption:text-is("Device liveness of p0")) tbody tr';
 
@@ -99,15 +101,24 @@ Deno.test({
   ignore: chromiumMissing(),
   fn: async () => {
     const KEY = "i2c:/dev/i2c-1:0x61";
-    // p0's process takes 8 s to exit once its stdin closes: the reload's window stays open.
+    // p0's process does not exit by itself once its stdin closes, and the reload's stop budget
+    // (runtime.shutdown_timeout_ms) outlasts the test: the window stays open until the test ends
+    // the old process (a window of a few seconds closed before a loaded machine showed the page).
     const file = await Deno.makeTempFile({ prefix: "held-claims-", suffix: ".json" });
+    const pidFile = await Deno.makeTempFile({ prefix: "held-claims-", suffix: ".pids" });
     await Deno.writeTextFile(
       file,
-      JSON.stringify({ exitDelayMs: 8000, devices: { dcmt_0: device(KEY) } }),
+      JSON.stringify({ exitDelayMs: HELD_OPEN_MS, pidFile, devices: { dcmt_0: device(KEY) } }),
     );
-    const rt = await startServing(testConfig({ providers: [programmableProvider("p0", file)] }));
+    const rt = await startServing(
+      testConfig({
+        providers: [programmableProvider("p0", file)],
+        runtime: { shutdownTimeoutMs: HELD_OPEN_MS },
+      }),
+    );
     const browser = await launchChromium();
     let reload: Promise<unknown> | null = null;
+    let oldPid = 0;
     try {
       const page = await browser.newPage();
       const errors = collectPageErrors(page);
@@ -126,6 +137,9 @@ Deno.test({
         10_000,
         0,
       );
+      oldPid = Number((await Deno.readTextFile(pidFile)).split("\n")[0]); // the first p0 wrote
+      // The new process (its inventory read at its start) exits as soon as it is asked to.
+      await Deno.writeTextFile(file, JSON.stringify({ devices: { dcmt_0: device(KEY) } }));
       // The page's health reads (the 2 s refresh, p0's events) show them within the window.
       await waitForText(page, HELD, /dcmt_0/);
       assert.equal(rt.registry.retiringHosts().length, 1, "shown within the window");
@@ -136,15 +150,21 @@ Deno.test({
         ),
         [["dcmt_0", KEY]],
       );
+      // The old process ends: the reload goes on to start the new one.
+      Deno.kill(oldPid, "SIGKILL");
       await reload;
       // The new process lists dcmt_0: its claim is the device's own again, none held apart.
       await page.locator(HELD_TABLE).waitFor({ state: "detached", timeout: PAGE_WAIT_MS });
       assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
     } finally {
+      try {
+        if (oldPid !== 0) Deno.kill(oldPid, "SIGKILL"); // a failed test does not wait for it
+      } catch { /* exited */ }
       await reload?.catch(() => {});
       await browser.close();
       await rt.stop();
       await Deno.remove(file);
+      await Deno.remove(pidFile);
     }
   },
 });

@@ -1,5 +1,6 @@
 /** Runs the `runtime` command line as a real child process (`deno run src/main.ts ...` with the compiled binary's permissions). */
 import { compiledPermissions } from "./compiled_permissions.ts";
+import { freePort, PORT_ATTEMPTS } from "./ports.ts";
 const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
 
 export interface CliRun {
@@ -31,6 +32,23 @@ export async function runCli(
   const text = new TextDecoder();
   const code = out.signal === "SIGKILL" ? -1 : out.code;
   return { code, stdout: text.decode(out.stdout), stderr: text.decode(out.stderr) };
+}
+
+/**
+ * {@link runCli} for a start that gets to the HTTP port probe (before any provider is spawned)
+ * and must get past it: `--port` a free port, not the default 8080 another process may hold, and
+ * run again on another port, up to PORT_ATTEMPTS times, when a stranger took it first.
+ */
+export async function runCliOnFreePort(
+  args: string[],
+  opts: { cwd?: string; env?: Record<string, string>; killAfterMs?: number } = {},
+): Promise<CliRun> {
+  for (let attempt = 1;; attempt++) {
+    const port = freePort();
+    const r = await runCli([...args, "--port", String(port)], opts);
+    const taken = r.stderr.includes(`cannot listen on 127.0.0.1:${port}: Address already in use`);
+    if (!taken || attempt >= PORT_ATTEMPTS) return r;
+  }
 }
 
 /**

@@ -1,12 +1,12 @@
 /**
  * Test helper: a real Eclipse Mosquitto broker (Debian package `mosquitto`) on 127.0.0.1 and a
  * free port (Mosquitto cannot bind port 0 and say which: startOnFreePort picks one and retries
- * when a stranger took it), anonymous, without persistence. Skips loudly when it is not installed.
+ * when a stranger took it, or took its TLS listener's), anonymous, without persistence. Skips loudly when it is not installed.
  *
  * Also `mosquitto_sub` (package `mosquitto-clients`), a subscriber no one here wrote: tests read
  * Sparkplug payloads through it as raw bytes.
  */
-import { freePort, startOnFreePort, waitForListeningPort } from "./ports.ts";
+import { freePort, startOnFreePort, waitForListeningPort, type WatchedChild } from "./ports.ts";
 
 export const MOSQUITTO_BIN = "/usr/sbin/mosquitto";
 export const MOSQUITTO_SUB_BIN = "/usr/bin/mosquitto_sub";
@@ -105,12 +105,15 @@ export class Mosquitto {
         await Deno.copyFile(from!, `${dir}/${to}`);
         await Deno.chmod(`${dir}/${to}`, 0o644);
       }
-      m.#tlsPort = freePort();
     }
     try {
       const { port, started } = await startOnFreePort(
-        (port) => m.#spawn(port),
-        (child) => ({ pid: child.pid, ended: child.status }),
+        (port) => {
+          // Picked again at each attempt: a stranger on it, too, ends the broker and is retried.
+          if (o.tls) m.#tlsPort = freePort();
+          return m.#spawn(port);
+        },
+        (child) => m.#watch(child),
         async (child) => {
           try {
             child.kill("SIGKILL");
@@ -126,6 +129,15 @@ export class Mosquitto {
       throw err;
     }
     return m;
+  }
+
+  /** The broker's process for waitForListeningPort: listening once on its TLS port too. */
+  #watch(child: Deno.ChildProcess): WatchedChild {
+    return {
+      pid: child.pid,
+      ended: child.status,
+      alsoPorts: this.#tlsPort === 0 ? [] : [this.#tlsPort],
+    };
   }
 
   #spawn(port: number): Deno.ChildProcess {
@@ -172,7 +184,7 @@ export class Mosquitto {
     const child = this.#spawn(this.#port);
     this.#child = child;
     try {
-      await waitForListeningPort({ pid: child.pid, ended: child.status }, {
+      await waitForListeningPort(this.#watch(child), {
         port: this.#port,
         timeoutMs: 15000,
       });

@@ -80,6 +80,12 @@ export function listeningPorts(pid: number): number[] {
 export interface WatchedChild {
   readonly pid: number;
   readonly ended: Promise<unknown>;
+  /**
+   * Ports it must listen on besides the one waited for (a broker's second listener, picked with
+   * {@link freePort} too): it counts as listening only on all of them, and a stranger on any of
+   * them is the free-port race.
+   */
+  readonly alsoPorts?: readonly number[];
 }
 
 /** Why a child did not come to listen on its port. */
@@ -105,7 +111,9 @@ export async function waitForListeningPort(
   let ended = false;
   child.ended.then(() => (ended = true), () => (ended = true));
   const deadline = performance.now() + timeoutMs;
-  const on = o.port === undefined ? "a port" : `port ${o.port}`;
+  const also = child.alsoPorts ?? [];
+  const on = (o.port === undefined ? "a port" : `port ${o.port}`) +
+    also.map((a) => ` and port ${a}`).join("");
   // Seen listening at the look before: a port is taken as listened on only when two looks in a
   // row find it. The runtime binds its port once at start-up and releases it at once (a probe,
   // src/host/serve.ts checkServe) long before it serves: one look that hit that moment, on a
@@ -114,7 +122,9 @@ export async function waitForListeningPort(
   for (;;) {
     const wasEnded = ended; // read before looking, so a bind just before the end still counts
     const ports = listeningPorts(child.pid);
-    const found = o.port === undefined ? ports[0] : ports.find((p) => p === o.port);
+    const found = o.port === undefined
+      ? ports[0]
+      : ports.find((p) => p === o.port && also.every((a) => ports.includes(a)));
     if (found !== undefined && found === seen) return found;
     seen = found;
     if (found !== undefined) {
@@ -122,7 +132,7 @@ export async function waitForListeningPort(
       continue;
     }
     if (wasEnded) {
-      const stranger = o.port !== undefined && portTaken(o.port);
+      const stranger = o.port !== undefined && [o.port, ...also].some(portTaken);
       throw new NotListeningError(
         `process ${child.pid} ended before listening on ${on}` +
           (stranger ? " (another process holds it)" : ""),
@@ -143,7 +153,8 @@ export async function waitForListeningPort(
  * Starts a server child that must be told its port: `start(port)` on a free port, then waits
  * until that child listens on it. When the child ended because a stranger took the port in
  * between, `discard` cleans up after it and the child is started again on another port, up to
- * {@link PORT_ATTEMPTS} times; any other failure is thrown after `discard`.
+ * {@link PORT_ATTEMPTS} times; any other failure is thrown after `discard`. A child with more
+ * ports to bind names them in `watch` ({@link WatchedChild.alsoPorts}), picked again by `start`.
  */
 export async function startOnFreePort<T>(
   start: (port: number) => T | Promise<T>,

@@ -1,6 +1,7 @@
 /** The port helpers the process tests rely on: reading a child's port back, the free-port race. */
 import assert from "node:assert/strict";
 import {
+  freePort,
   listeningPorts,
   NotListeningError,
   PORT_ATTEMPTS,
@@ -12,6 +13,21 @@ import {
 function listener(port: number): Deno.ChildProcess {
   const script = `try { Deno.listen({ hostname: "127.0.0.1", port: ${port} }); }
     catch { Deno.exit(1); }
+    setInterval(() => {}, 1 << 30);`;
+  return new Deno.Command(Deno.execPath(), {
+    args: ["eval", script],
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+}
+
+/** A child that listens on 127.0.0.1:`port` and `also` (a broker's second listener) until killed. */
+function twoListener(port: number, also: number): Deno.ChildProcess {
+  const script = `try {
+      Deno.listen({ hostname: "127.0.0.1", port: ${port} });
+      Deno.listen({ hostname: "127.0.0.1", port: ${also} });
+    } catch { Deno.exit(1); }
     setInterval(() => {}, 1 << 30);`;
   return new Deno.Command(Deno.execPath(), {
     args: ["eval", script],
@@ -64,6 +80,35 @@ Deno.test("startOnFreePort starts the child again on another port when a strange
     assert.equal(port, tried[1]);
     assert.notEqual(tried[1], tried[0]);
     assert.deepEqual(listeningPorts(started.pid), [port]);
+  } finally {
+    (stranger as Deno.Listener | null)?.close();
+    await end(started);
+  }
+});
+
+Deno.test("startOnFreePort starts the child again when a stranger took the second port it binds", async () => {
+  // Mosquitto's TLS listener (tests/helpers/mosquitto.ts): a second port picked the same way.
+  const tried: [number, number][] = [];
+  const also = new Map<number, number>();
+  let stranger: Deno.Listener | null = null;
+  const { port, started } = await startOnFreePort(
+    (port) => {
+      const second = freePort();
+      tried.push([port, second]);
+      if (tried.length === 1) stranger = Deno.listen({ hostname: "127.0.0.1", port: second });
+      const child = twoListener(port, second);
+      also.set(child.pid, second);
+      return child;
+    },
+    (c) => ({ ...watch(c), alsoPorts: [also.get(c.pid)!] }),
+    end,
+    { timeoutMs: 10_000 },
+  );
+  try {
+    assert.equal(tried.length, 2);
+    assert.equal(port, tried[1]![0]);
+    assert.notEqual(tried[1]![1], tried[0]![1]);
+    assert.deepEqual(listeningPorts(started.pid), [...tried[1]!].sort((a, b) => a - b));
   } finally {
     (stranger as Deno.Listener | null)?.close();
     await end(started);
