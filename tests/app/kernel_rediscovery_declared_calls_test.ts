@@ -7,7 +7,7 @@
  * same inventory. The provider is the programmable one, a real child process.
  */
 import assert from "node:assert/strict";
-import { rig } from "../helpers/rig.ts";
+import { rig, type RigOptions } from "../helpers/rig.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
 import { type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
@@ -39,11 +39,12 @@ const PULSE: CallConfig = {
   path: "safety.safe_state.hooks[0]",
 };
 
-Deno.test("Kernel says a ladder call a changed inventory leaves unresolved, once", async () => {
-  const dir = tempDir("rediscovery-declared-");
-  const file = `${dir}/p0.json`;
-  await Deno.writeTextFile(file, JSON.stringify(inventory("pulse")));
-  await using r = await rig({
+/**
+ * The rig options of these tests: p0 a real child reading its inventory from `file`, restarted
+ * at once by its supervisor, polled every 50 ms; PULSE the safe-state hook.
+ */
+function p0WithPulseHook(file: string): RigOptions {
+  return {
     programs: false,
     providers: [
       programmableProvider("p0", file, {
@@ -52,7 +53,14 @@ Deno.test("Kernel says a ladder call a changed inventory leaves unresolved, once
     ],
     pollingIntervalMs: 50,
     safety: { hooks: [PULSE] },
-  });
+  };
+}
+
+Deno.test("Kernel says a ladder call a changed inventory leaves unresolved, once", async () => {
+  const dir = tempDir("rediscovery-declared-");
+  const file = `${dir}/p0.json`;
+  await Deno.writeTextFile(file, JSON.stringify(inventory("pulse")));
+  await using r = await rig(p0WithPulseHook(file));
   const rt = r.kernel;
   const p0 = rt.registry.host("p0")!;
   const unresolved = () => r.lines.filter((l) => l.includes(UNRESOLVED));
@@ -110,14 +118,7 @@ async function rediscoveryDuringReload(lineThrows: boolean) {
   );
   let broken = false;
   await using r = await rig({
-    programs: false,
-    providers: [
-      programmableProvider("p0", file, {
-        restart: { maxAttempts: 5, backoffMs: [0, 0, 0, 0, 0] },
-      }),
-    ],
-    pollingIntervalMs: 50,
-    safety: { hooks: [PULSE] },
+    ...p0WithPulseHook(file),
     onLine: (line) => {
       if (broken && line.includes(UNRESOLVED)) throw new Error("log sink failed");
     },
@@ -167,14 +168,7 @@ Deno.test("Kernel's checks of a changed inventory run on when the line of one of
   });
   await Deno.writeTextFile(file, JSON.stringify(withUnit("pulse", "degF")));
   await using r = await rig({
-    programs: false,
-    providers: [
-      programmableProvider("p0", file, {
-        restart: { maxAttempts: 5, backoffMs: [0, 0, 0, 0, 0] },
-      }),
-    ],
-    pollingIntervalMs: 50,
-    safety: { hooks: [PULSE] },
+    ...p0WithPulseHook(file),
     ...alarmsConfig("alarms:\n  - { id: hot, signal: p0/probe/temp, hi: 50 }\n", ["p0"]),
     // The sink fails on the unresolved call's line (a custom logger); the units check comes after.
     onLine: (line) => {

@@ -42,19 +42,59 @@ function inventory(policy: Record<string, unknown>): Inventory {
   };
 }
 
-/**
- * sim0 and p0 (reading its inventory from `p0.json` in `dir`, first `first`), armed, with `tree`:
- * the kernel of the reload tests, p0's entry to restart it with and its inventory file.
- */
-async function reloadRig(dir: TreeDir, tree: string, first: Inventory = inventory({})) {
+/** The tree's literal call. */
+const CALL_SET_X = `<CallDevice device_handle="p0/act" function_name="set_x" />`;
+
+/** CALL_SET_X, then a 20 ms Sleep: a tree whose ticks a test can wait for in AUTO. */
+const TICKING_CALL_SET_X = `<Sequence>
+      ${CALL_SET_X}
+      <Sleep msec="20" />
+    </Sequence>`;
+
+/** Writes the tree `call.xml` (`body`) in `dir`; returns its path. */
+function writeCallTree(dir: TreeDir, body = CALL_SET_X): Promise<string> {
+  return dir.write("call.xml", treeXml(body));
+}
+
+/** Writes p0's inventory file `p0.json` in `dir` (read at each start of p0); returns its path. */
+async function writeP0Inventory(dir: TreeDir, inv: Inventory): Promise<string> {
   const invFile = `${dir.path}/p0.json`;
-  await Deno.writeTextFile(invFile, JSON.stringify(first));
-  const p0 = programmableProvider("p0", invFile);
+  await Deno.writeTextFile(invFile, JSON.stringify(inv));
+  return invFile;
+}
+
+/**
+ * sim0 and p0 (reading its inventory from `p0.json` in `dir`, first `first`; `p0Options` its
+ * entry's, e.g. a supervisor), armed, with `tree`: the kernel, p0's entry to restart it with and
+ * its inventory file.
+ */
+async function p0Rig(
+  dir: TreeDir,
+  tree: string,
+  first: Inventory = inventory({}),
+  p0Options: Parameters<typeof programmableProvider>[2] = {},
+) {
+  const invFile = await writeP0Inventory(dir, first);
+  const p0 = programmableProvider("p0", invFile, p0Options);
   const r = await rig({
     config: automationConfig(tree, { config: { providers: [simProvider("sim0"), p0] } }),
     arm: true,
   });
   return { r, p0, invFile };
+}
+
+/** Requests AUTO on `r`'s kernel and waits for the tree ticking; returns the engine. */
+async function autoTicking(r: Rig) {
+  const engine = r.kernel.automation!;
+  await r.kernel.modes.request("AUTO");
+  await waitFor("the tree ticking", () => engine.status().engine_diagnostics.total_ticks > 2);
+  return engine;
+}
+
+/** The policy p0's inventory declares now for p0/act set_x (undefined: not declared). */
+function setXPolicy(r: Rig) {
+  return r.kernel.inventory.capabilities("p0", "act")?.functions.find((f) => f.name === "set_x")
+    ?.policy;
 }
 
 /** Reloads `r`'s kernel with p0's entry changed (its timeout): p0 is restarted. */
@@ -70,33 +110,15 @@ async function restartByReload(r: Rig, p0: ProviderConfig): Promise<void> {
 Deno.test("AutomationEngine: a restart in AUTO that makes the tree's literal call one AUTO refuses (requires_lease) forces FAULT, says the call once, and AUTO stays refused", async () => {
   const dir = await TreeDir.create();
   try {
-    const tree = await dir.write(
-      "call.xml",
-      treeXml(`<Sequence>
-      <CallDevice device_handle="p0/act" function_name="set_x" />
-      <Sleep msec="20" />
-    </Sequence>`),
-    );
-    const invFile = `${dir.path}/p0.json`;
-    await Deno.writeTextFile(invFile, JSON.stringify(inventory({})));
-    await using r = await rig({
-      config: automationConfig(tree, {
-        config: {
-          providers: [simProvider("sim0"), programmableProvider("p0", invFile, { restart: {} })],
-        },
-      }),
-      arm: true,
-    });
+    const tree = await writeCallTree(dir, TICKING_CALL_SET_X);
+    const { r: started, invFile } = await p0Rig(dir, tree, inventory({}), { restart: {} });
+    await using r = started;
     const rt = r.kernel;
-    const engine = rt.automation!;
-    await rt.modes.request("AUTO");
-    await waitFor("the tree ticking", () => engine.status().engine_diagnostics.total_ticks > 2);
+    const engine = await autoTicking(r);
     // The next process declares set_x requires_lease: no call of the tree may pass in AUTO.
     await Deno.writeTextFile(invFile, JSON.stringify(inventory({ requires_lease: true })));
     r.kill("p0");
-    const leased = () =>
-      rt.inventory.capabilities("p0", "act")?.functions.find((f) => f.name === "set_x")
-        ?.policy?.requiresLease === true;
+    const leased = () => setXPolicy(r)?.requiresLease === true;
     await waitFor("p0 back with set_x requires_lease", leased);
     assert.equal(rt.modes.current(), "FAULT", "AUTO runs a tree whose call is refused every tick");
     assert.equal(engine.status().not_running?.cause, "device_loss_latch");
@@ -142,11 +164,8 @@ Deno.test("AutomationEngine: a restart in AUTO that makes the tree's literal cal
 Deno.test("AutomationEngine: a reload restarting a provider outside AUTO whose new inventory keeps the tree's literal call out of AUTO (allowed_modes) says the call once", async () => {
   const dir = await TreeDir.create();
   try {
-    const tree = await dir.write(
-      "call.xml",
-      treeXml(`<CallDevice device_handle="p0/act" function_name="set_x" />`),
-    );
-    const { r: started, p0, invFile } = await reloadRig(dir, tree);
+    const tree = await writeCallTree(dir);
+    const { r: started, p0, invFile } = await p0Rig(dir, tree);
     await using r = started;
     const rt = r.kernel;
     assert.deepEqual(refusedLines(r.lines), [], "start-up: the call runs in AUTO");
@@ -188,7 +207,7 @@ Deno.test("AutomationEngine: a restart whose new inventory refuses many literal 
       "many.xml",
       treeXml(`<Sequence>\n${calls.join("")}    </Sequence>`),
     );
-    const { r: started, p0, invFile } = await reloadRig(dir, tree);
+    const { r: started, p0, invFile } = await p0Rig(dir, tree);
     await using r = started;
     // p0's next process declares set_y instead of set_x.
     await Deno.writeTextFile(
@@ -220,11 +239,8 @@ function allRefusedLines(lines: readonly string[]): string[] {
 Deno.test("AutomationEngine: a tree whose literal call a provider's policy keeps out of AUTO from start-up says the call once at start-up", async () => {
   const dir = await TreeDir.create();
   try {
-    const tree = await dir.write(
-      "call.xml",
-      treeXml(`<CallDevice device_handle="p0/act" function_name="set_x" />`),
-    );
-    const { r: started } = await reloadRig(dir, tree, inventory({ allowed_modes: ["MANUAL"] }));
+    const tree = await writeCallTree(dir);
+    const { r: started } = await p0Rig(dir, tree, inventory({ allowed_modes: ["MANUAL"] }));
     await using r = started;
     const said = allRefusedLines(r.lines);
     assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
@@ -245,11 +261,8 @@ Deno.test("AutomationEngine: a reload that swaps in a tree whose literal call a 
   const dir = await TreeDir.create();
   try {
     const idle = await dir.write("idle.xml", treeXml(`<Sleep msec="20" />`));
-    const calling = await dir.write(
-      "call.xml",
-      treeXml(`<CallDevice device_handle="p0/act" function_name="set_x" />`),
-    );
-    const { r: started, p0 } = await reloadRig(dir, idle, inventory({ allowed_modes: ["MANUAL"] }));
+    const calling = await writeCallTree(dir);
+    const { r: started, p0 } = await p0Rig(dir, idle, inventory({ allowed_modes: ["MANUAL"] }));
     await using r = started;
     const rt = r.kernel;
     assert.deepEqual(allRefusedLines(r.lines), [], "start-up: the tree calls nothing");
@@ -286,27 +299,14 @@ Deno.test("AutomationEngine: a reload that swaps in a tree whose literal call a 
 Deno.test("AutomationEngine: a provider whose change a reload holds back in AUTO, restarted by its supervisor during that reload with a declaration that keeps the tree's call out of AUTO, has the call said once at the reload's end", async () => {
   const dir = await TreeDir.create();
   try {
-    const tree = await dir.write(
-      "call.xml",
-      treeXml(`<Sequence>
-      <CallDevice device_handle="p0/act" function_name="set_x" />
-      <Sleep msec="20" />
-    </Sequence>`),
-    );
-    const invFile = `${dir.path}/p0.json`;
-    await Deno.writeTextFile(invFile, JSON.stringify(inventory({})));
-    const p0 = programmableProvider("p0", invFile, { restart: {} });
+    const tree = await writeCallTree(dir, TICKING_CALL_SET_X);
     // p1, which the reload adds, never answers Hello: the reload waits in its providers section.
     const p1File = `${dir.path}/p1.json`;
     await Deno.writeTextFile(p1File, JSON.stringify({ hello: { hang: true }, devices: {} }));
-    await using r = await rig({
-      config: automationConfig(tree, { config: { providers: [simProvider("sim0"), p0] } }),
-      arm: true,
-    });
+    const { r: started, p0, invFile } = await p0Rig(dir, tree, inventory({}), { restart: {} });
+    await using r = started;
     const rt = r.kernel;
-    const engine = rt.automation!;
-    await rt.modes.request("AUTO");
-    await waitFor("the tree ticking", () => engine.status().engine_diagnostics.total_ticks > 2);
+    await autoTicking(r);
     // In AUTO: p0's change is held back, p1 is added (its start waits).
     const reloading = rt.reload({
       ...rt.config,
@@ -323,9 +323,7 @@ Deno.test("AutomationEngine: a provider whose change a reload holds back in AUTO
     r.kill("p0");
     await waitFor(
       "p0 back with set_x requires_lease",
-      () =>
-        rt.inventory.capabilities("p0", "act")?.functions.find((f) => f.name === "set_x")
-          ?.policy?.requiresLease === true,
+      () => setXPolicy(r)?.requiresLease === true,
     );
     // p1's start ends (its process gone): the reload ends.
     p1Process()!.kill("SIGKILL");
@@ -344,12 +342,8 @@ Deno.test("AutomationEngine: a provider whose change a reload holds back in AUTO
 Deno.test("AutomationEngine: a provider a reload planned to restart, crash-restarted meanwhile while the reload's providers section is refused, has its new inventory's refusal said once", async () => {
   const dir = await TreeDir.create();
   try {
-    const tree = await dir.write(
-      "call.xml",
-      treeXml(`<CallDevice device_handle="p0/act" function_name="set_x" />`),
-    );
-    const invFile = `${dir.path}/p0.json`;
-    await Deno.writeTextFile(invFile, JSON.stringify(inventory({})));
+    const tree = await writeCallTree(dir);
+    const invFile = await writeP0Inventory(dir, inventory({}));
     const p0 = programmableProvider("p0", invFile, { restart: {} });
     // The reload's read of the tree waits for the test: the reload is still running meanwhile.
     let gated = false;
@@ -393,9 +387,7 @@ Deno.test("AutomationEngine: a provider a reload planned to restart, crash-resta
     r.kill("p0");
     await waitFor(
       "p0 back allowing set_x in MANUAL only",
-      () =>
-        rt.inventory.capabilities("p0", "act")?.functions.find((f) => f.name === "set_x")
-          ?.policy?.allowedModes?.length === 1,
+      () => setXPolicy(r)?.allowedModes?.length === 1,
     );
     gate.resolve();
     const report = await reload;

@@ -9,11 +9,8 @@ import {
   waitForListeningPort,
 } from "./ports.ts";
 
-/** A child that listens on 127.0.0.1:`port` (0 = any) until killed; exits 1 when it cannot. */
-function listener(port: number): Deno.ChildProcess {
-  const script = `try { Deno.listen({ hostname: "127.0.0.1", port: ${port} }); }
-    catch { Deno.exit(1); }
-    setInterval(() => {}, 1 << 30);`;
+/** A child running `script` with `deno eval`, its stdio closed. */
+function evalChild(script: string): Deno.ChildProcess {
   return new Deno.Command(Deno.execPath(), {
     args: ["eval", script],
     stdin: "null",
@@ -22,19 +19,20 @@ function listener(port: number): Deno.ChildProcess {
   }).spawn();
 }
 
+/** A child that listens on 127.0.0.1:`port` (0 = any) until killed; exits 1 when it cannot. */
+function listener(port: number): Deno.ChildProcess {
+  return evalChild(`try { Deno.listen({ hostname: "127.0.0.1", port: ${port} }); }
+    catch { Deno.exit(1); }
+    setInterval(() => {}, 1 << 30);`);
+}
+
 /** A child that listens on 127.0.0.1:`port` and `also` (a broker's second listener) until killed. */
 function twoListener(port: number, also: number): Deno.ChildProcess {
-  const script = `try {
+  return evalChild(`try {
       Deno.listen({ hostname: "127.0.0.1", port: ${port} });
       Deno.listen({ hostname: "127.0.0.1", port: ${also} });
     } catch { Deno.exit(1); }
-    setInterval(() => {}, 1 << 30);`;
-  return new Deno.Command(Deno.execPath(), {
-    args: ["eval", script],
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
+    setInterval(() => {}, 1 << 30);`);
 }
 
 async function end(child: Deno.ChildProcess): Promise<void> {
@@ -140,12 +138,7 @@ Deno.test("startOnFreePort gives up after PORT_ATTEMPTS races, and at once when 
     startOnFreePort(
       () => {
         starts++;
-        return new Deno.Command(Deno.execPath(), {
-          args: ["eval", "Deno.exit(3)"],
-          stdin: "null",
-          stdout: "null",
-          stderr: "null",
-        }).spawn();
+        return evalChild("Deno.exit(3)");
       },
       watch,
       end,

@@ -13,6 +13,11 @@ import type { Kernel } from "../../src/app/kernel.ts";
 import type { Config } from "../../src/config/mod.ts";
 import { startRuntime, waitFor } from "./kernel.ts";
 import { Mosquitto } from "./mosquitto.ts";
+import {
+  type RuntimeChild,
+  type RuntimeChildOptions,
+  startRuntimeWithConfigOnFreePort,
+} from "./runtime_process.ts";
 
 /** One message the host received: its topic, the decoded payload and the bytes as sent. */
 export interface Received {
@@ -284,6 +289,22 @@ export function sparkplugRuntimeYaml(o: SparkplugRuntimeYaml): string {
     ...(o.sparkplug ?? []).map((line) => `  ${line}`),
     "",
   ].join("\n");
+}
+
+/**
+ * Starts the runtime child of a child-process Sparkplug test on a free port
+ * (startRuntimeWithConfigOnFreePort), its config sparkplugRuntimeYaml(`o` with that port) written
+ * to `<o.dir>/runtime.yaml`; `child`: the child's other options (e.g. the bundle's entry).
+ */
+export function startSparkplugRuntimeChild(
+  o: Omit<SparkplugRuntimeYaml, "port">,
+  child: Omit<RuntimeChildOptions, "config" | "port"> = {},
+): Promise<RuntimeChild> {
+  return startRuntimeWithConfigOnFreePort(
+    `${o.dir}/runtime.yaml`,
+    (port) => sparkplugRuntimeYaml({ ...o, port }),
+    child,
+  );
 }
 
 /**

@@ -8,9 +8,8 @@ import assert from "node:assert/strict";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { BUNDLE_RUN_CONFIG, bundles } from "../helpers/bundles.ts";
 import { SIM_YAML } from "../helpers/sim_config.ts";
-import { startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { decode } from "../../src/sparkplug/mod.ts";
-import { sparkplugRuntimeYaml } from "../helpers/sparkplug_host.ts";
+import { startSparkplugRuntimeChild } from "../helpers/sparkplug_host.ts";
 
 const GROUP = "lab";
 const NODE = "rig-bundle";
@@ -29,18 +28,15 @@ Deno.test({
       `spBv1.0/${GROUP}/+/${NODE}/#`,
       1 + SIM_DEVICES,
     );
-    const rt = await startRuntimeWithConfigOnFreePort(
-      `${dir}/runtime.yaml`,
-      (port) =>
-        sparkplugRuntimeYaml({
-          node: NODE,
-          dir,
-          port,
-          brokerUrl: broker.url,
-          group: GROUP,
-          simArgs:
-            `run, --quiet, "${BUNDLE_RUN_CONFIG}", --allow-read, --allow-env, ${sim}, --config, ${SIM_YAML}`,
-        }),
+    const rt = await startSparkplugRuntimeChild(
+      {
+        node: NODE,
+        dir,
+        brokerUrl: broker.url,
+        group: GROUP,
+        simArgs:
+          `run, --quiet, "${BUNDLE_RUN_CONFIG}", --allow-read, --allow-env, ${sim}, --config, ${SIM_YAML}`,
+      },
       { entry: runtime, denoFlags: [BUNDLE_RUN_CONFIG] },
     );
     try {

@@ -10,11 +10,10 @@ import mqtt from "mqtt";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { SIM_MAIN, SIM_YAML } from "../helpers/sim_config.ts";
-import { startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { parsePrometheusText, sampleValue } from "../helpers/prometheus_text.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { DataType, encode } from "../../src/sparkplug/mod.ts";
-import { sparkplugRuntimeYaml } from "../helpers/sparkplug_host.ts";
+import { startSparkplugRuntimeChild } from "../helpers/sparkplug_host.ts";
 
 const GROUP = "lab";
 const NODE = "rig-estop-metrics";
@@ -27,19 +26,14 @@ Deno.test({
     const broker = await Mosquitto.start();
     const dir = await Deno.makeTempDir({ prefix: "sparkplug-estop-metrics-" });
     const host = await mqtt.connectAsync(broker.url, { clientId: `host-${crypto.randomUUID()}` });
-    const rt = await startRuntimeWithConfigOnFreePort(
-      `${dir}/runtime.yaml`,
-      (port) =>
-        sparkplugRuntimeYaml({
-          node: NODE,
-          dir,
-          port,
-          brokerUrl: broker.url,
-          group: GROUP,
-          simArgs: `run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_YAML}`,
-          sparkplug: ["commands: true"],
-        }),
-    );
+    const rt = await startSparkplugRuntimeChild({
+      node: NODE,
+      dir,
+      brokerUrl: broker.url,
+      group: GROUP,
+      simArgs: `run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_YAML}`,
+      sparkplug: ["commands: true"],
+    });
     const scrape = async () => {
       const res = await apiFetch(`${rt.base}/metrics`);
       const text = await res.text();

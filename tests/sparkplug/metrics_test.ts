@@ -9,11 +9,10 @@ import mqtt from "mqtt";
 import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { SIM_MAIN, SIM_YAML } from "../helpers/sim_config.ts";
-import { startRuntimeWithConfigOnFreePort } from "../helpers/runtime_process.ts";
 import { type Family, parsePrometheusText, sampleValue } from "../helpers/prometheus_text.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { encode } from "../../src/sparkplug/mod.ts";
-import { sparkplugRuntimeYaml } from "../helpers/sparkplug_host.ts";
+import { startSparkplugRuntimeChild } from "../helpers/sparkplug_host.ts";
 
 const GROUP = "lab";
 const NODE = "rig-metrics";
@@ -87,22 +86,17 @@ Deno.test({
     const broker = await Mosquitto.start();
     const dir = await Deno.makeTempDir({ prefix: "sparkplug-metrics-" });
     const host = await mqtt.connectAsync(broker.url, { clientId: `host-${crypto.randomUUID()}` });
-    const rt = await startRuntimeWithConfigOnFreePort(
-      `${dir}/runtime.yaml`,
-      (port) =>
-        sparkplugRuntimeYaml({
-          node: NODE,
-          dir,
-          port,
-          brokerUrl: broker.url,
-          group: GROUP,
-          simArgs: `run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_YAML}`,
-          // Store and forward is the queue here (with history: store_forward_ring_test).
-          before: "history:\n  enabled: false",
-          pollIntervalMs: 100,
-          sparkplug: [`primary_host_id: ${HOST}`, "reconnect_ms: 100"],
-        }),
-    );
+    const rt = await startSparkplugRuntimeChild({
+      node: NODE,
+      dir,
+      brokerUrl: broker.url,
+      group: GROUP,
+      simArgs: `run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_YAML}`,
+      // Store and forward is the queue here (with history: store_forward_ring_test).
+      before: "history:\n  enabled: false",
+      pollIntervalMs: 100,
+      sparkplug: [`primary_host_id: ${HOST}`, "reconnect_ms: 100"],
+    });
     const base = rt.base;
     try {
       // Connected, the primary host not online: no births, nothing published but subscriptions.

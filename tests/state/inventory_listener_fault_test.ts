@@ -8,6 +8,26 @@ import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
 import { d, manualCall, plantProvider } from "../safety/_fixture.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+
+/**
+ * Adds to `rt`'s inventory a change and an availability listener that throw (counted in
+ * `thrown`), then one of each after them that notes what it is told in `told`.
+ */
+function faultyThenTold(rt: Kernel): { thrown: number; told: string[] } {
+  const listeners = { thrown: 0, told: [] as string[] };
+  rt.inventory.onChange(() => {
+    listeners.thrown++;
+    throw new Error("a peripheral subsystem's bug (inventory)");
+  });
+  rt.inventory.onAvailability(() => {
+    listeners.thrown++;
+    throw new Error("a peripheral subsystem's bug (availability)");
+  });
+  rt.inventory.onChange((id, change) => listeners.told.push(`${id} ${change}`));
+  rt.inventory.onAvailability((p, up) => listeners.told.push(`${p.id} ${up ? "up" : "down"}`));
+  return listeners;
+}
 
 Deno.test("a throwing inventory listener neither keeps a restarted provider down nor silences the listeners after it", async () => {
   await using r = await rig({
@@ -16,25 +36,15 @@ Deno.test("a throwing inventory listener neither keeps a restarted provider down
   });
   const rt = r.kernel;
   const host = rt.registry.host("plant")!;
-  let thrown = 0;
-  rt.inventory.onChange(() => {
-    thrown++;
-    throw new Error("a peripheral subsystem's bug (inventory)");
-  });
-  rt.inventory.onAvailability(() => {
-    thrown++;
-    throw new Error("a peripheral subsystem's bug (availability)");
-  });
-  const told: string[] = [];
-  rt.inventory.onChange((id, change) => told.push(`${id} ${change}`));
-  rt.inventory.onAvailability((p, up) => told.push(`${p.id} ${up ? "up" : "down"}`));
+  const listeners = faultyThenTold(rt);
+  const { told } = listeners;
 
   r.kill("plant");
   // Before: the throw went up through the provider's commit, so the restart failed, again and
   // again, until the circuit opened.
   await waitFor("plant back after its restart", () => told.includes("plant up"), 5000);
   assert.equal(host.available, true);
-  assert.ok(thrown >= 2, `the faulty listener ran (${thrown})`);
+  assert.ok(listeners.thrown >= 2, `the faulty listener ran (${listeners.thrown})`);
   assert.deepEqual(told, ["plant down", "plant unchanged", "plant up"]);
   const errors = r.lines.filter((l) => l.includes("a peripheral subsystem's bug"));
   assert.ok(errors.length >= 2, r.lines.join("\n"));
@@ -52,24 +62,14 @@ Deno.test("a throwing inventory listener whose ERROR line throws too (a custom l
     },
   });
   const rt = r.kernel;
-  let thrown = 0;
-  rt.inventory.onChange(() => {
-    thrown++;
-    throw new Error("a peripheral subsystem's bug (inventory)");
-  });
-  rt.inventory.onAvailability(() => {
-    thrown++;
-    throw new Error("a peripheral subsystem's bug (availability)");
-  });
-  const told: string[] = [];
-  rt.inventory.onChange((id, change) => told.push(`${id} ${change}`));
-  rt.inventory.onAvailability((p, up) => told.push(`${p.id} ${up ? "up" : "down"}`));
+  const listeners = faultyThenTold(rt);
+  const { told } = listeners;
 
   r.kill("plant");
   // Before: the ERROR line's throw left the listener error handler, and the listeners after the
   // faulty one were not told.
   await waitFor("plant back after its restart", () => told.includes("plant up"), 5000);
-  assert.ok(thrown >= 2, `the faulty listener ran (${thrown})`);
+  assert.ok(listeners.thrown >= 2, `the faulty listener ran (${listeners.thrown})`);
   assert.deepEqual(told, ["plant down", "plant unchanged", "plant up"]);
 });
 
