@@ -595,6 +595,12 @@ export class Estop implements EstopService {
    * next number. A re-verification belongs to the latch its securing calls were made under.
    */
   #latchNo = 0;
+  /**
+   * The latch (#latchNo) under which the latest stop began, queueing its ladder calls behind those
+   * queued on each provider before (#stop): a securing run of a released latch waiting for its
+   * turn is skipped only once a stop of the latch in force has (#secure).
+   */
+  #ladderLatchNo = 0;
   #cause: string | null = null;
   /** What a reload did to the alarm of an `alarm:<id>` cause since the latch (null: nothing). */
   #causeRetired: CauseAlarmRetired | null = null;
@@ -1306,8 +1312,9 @@ export class Estop implements EstopService {
         // Secured under a latch released since (latched again): its read-back is skipped, and the
         // new latch's stop, begun before this reload, read back the old ones; so did it for one
         // secured by none (back while released, or released at its run's turn or before, its run
-        // then skipped, then pressed). Read back as a provider the reload did not start (below:
-        // no calls, of the latch in force).
+        // then skipped, then pressed; one made at its turn under the new latch, its stop not
+        // begun, reads back the list in force then). Read back as a provider the reload did not
+        // start (below: no calls, of the latch in force).
         started.delete(host.id);
         return [];
       }
@@ -1632,6 +1639,7 @@ export class Estop implements EstopService {
     // The safe state this stop starts with: a reload meanwhile (reconfigure) changes the next
     // stop's, not this one's read-back after its ladder.
     const safeState = this.#o.safeState;
+    this.#ladderLatchNo = this.#latchNo;
     try {
       const { plan, failed } = this.#stopPlan(safeState);
       const [actions, drain] = await Promise.all([
@@ -2037,7 +2045,8 @@ export class Estop implements EstopService {
     // (the supervisor restarts a provider within the same host).
     if (this.#state !== "latched") return void this.#secureRuns.delete(host);
     const queued = this.#secureRuns.get(host);
-    // One of a latch released since is skipped at its turn (#secure): a new one begins.
+    // One of a latch released since is skipped at its turn, or made as none of this latch's
+    // returns (#secure): a new one begins.
     if (queued && !queued.started && queued.latchNo === this.#latchNo) {
       // A reload's ladder change is what the run does now: its line and read-back say so.
       if ((queued.deviceReturn && !deviceReturn) || why === LADDER_RELOADED) {
@@ -2108,9 +2117,16 @@ export class Estop implements EstopService {
     this.#countLadderCalls(id, left);
     const queued = this.#onProvider(id, async () => {
       run.started = true;
-      // Released since it was begun (latched again or not): the release ended its securing; a new
-      // latch's stop secures every provider up itself.
-      if (this.#state !== "latched" || this.#latchNo !== run.latchNo) return null;
+      // Released since it was begun: the release ended its securing. Latched again, the new
+      // latch's stop secures every provider up: once begun, its calls follow this run's turn
+      // (skipped); still waiting for a stop under way (its whole stop), it would leave the
+      // provider as it came back until then: secured now, as a return under the new latch
+      // (its line at WARN: the return was seen under the released latch, whose spell ended).
+      if (this.#state !== "latched") return null;
+      if (this.#latchNo !== run.latchNo) {
+        if (this.#ladderLatchNo === this.#latchNo) return null;
+        run.deviceReturn = false;
+      }
       const calls = this.#callsOf(id);
       this.#countLadderCalls(id, calls.length - left);
       left = calls.length;
@@ -2434,7 +2450,10 @@ interface SecureRun {
   why: string;
   /** Begun for a device's return (its line counts in the device-return spell). */
   deviceReturn: boolean;
-  /** The latch it was begun under (Estop.#latchNo): released before its turn, it is skipped. */
+  /**
+   * The latch it was begun under (Estop.#latchNo): released before its turn, it is skipped (made
+   * under a new latch whose stop has not begun, #secure).
+   */
   readonly latchNo: number;
   laddered?: boolean;
   /** Once started: the rung and safe state of its plan (its read-back's expectations). */

@@ -20,7 +20,12 @@ import { capturingLogger } from "../helpers/log_lines.ts";
 import { untilTurns } from "../helpers/turns.ts";
 import type { FakeProvider } from "../helpers/fake_provider.ts";
 import { rig } from "../helpers/rig.ts";
-import { heaterOffLadder, providerComingBack } from "./_clock_rig.ts";
+import {
+  heaterOffLadder,
+  heaterOffReader,
+  heaterOffVerifiedLadder,
+  providerComingBack,
+} from "./_clock_rig.ts";
 import { call, plantProvider } from "./_fixture.ts";
 
 /** Reads per flap: the first fails, the rest answer. */
@@ -180,4 +185,66 @@ Deno.test("Estop latched: a device return's securing run still waiting for its t
   const spell = lines.filter((l) => /answering again/.test(l));
   assert.deepEqual(spell, [], "no device-return spell");
   assert.equal(calls, 3, "the securing run's call, then the new latch's stop's: none for the old");
+});
+
+Deno.test("Estop latched: a device return's securing run waiting for its turn when the latch is released and pressed again while a stop runs secures its provider at its turn, and opens no device-return spell", async () => {
+  // In-process: the real Estop over a router that holds each call, and a read-back that holds
+  // each read, until the test answers it.
+  const held: (() => void)[] = [];
+  let calls = 0;
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    drainFrom: () => () => Promise.resolve(true),
+    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
+  } as unknown as CallRouter;
+  const answerCalls = () => held.splice(0).forEach((answer) => answer());
+  const met = heaterOffReader().reads;
+  const heldReads: (() => void)[] = [];
+  const reads: FreshReader = {
+    readFresh: (...args) =>
+      new Promise((resolve) => heldReads.push(() => resolve(met.readFresh(...args)))),
+  };
+  const answerReads = () => heldReads.splice(0).forEach((answer) => answer());
+  const { inventory } = providerComingBack("plant");
+  const deviceReturns: ((providerId: string, deviceId: string) => void)[] = [];
+  const { log, lines } = capturingLogger({ now: () => 0 });
+  const estop = new Estop({
+    router,
+    inventory,
+    reads,
+    clock: systemClock,
+    log,
+    bus: new EventBus(),
+    devices: { onDeviceReturn: (l) => (deviceReturns.push(l), () => {}) },
+    // Its read-back waits for the held reads, never for its timeout.
+    safeState: { ...heaterOffVerifiedLadder(), verifyTimeoutMs: 600_000 },
+  });
+  // The stop's ladder call to plant is held. A device of plant answers again meanwhile: its
+  // securing run waits behind that call. Released and pressed again: the new latch's stop waits
+  // for the stop under way (its whole stop, read-back included).
+  const first = estop.trigger("first latch");
+  await untilTurns(() => calls === 1, "the first stop's ladder call");
+  for (const l of deviceReturns) l("plant", "plant0");
+  estop.clear();
+  const second = estop.trigger("second latch");
+  // The first stop's call answers; its read-back is held: the new latch's stop has not begun.
+  answerCalls();
+  await untilTurns(() => heldReads.length > 0, "the first stop's read-back");
+  await untilTurns(
+    () => calls === 2,
+    "plant secured at its securing run's turn, not left until the stop under way has read back",
+  );
+  let answered = false;
+  void Promise.all([first, second]).then(() => (answered = true));
+  await untilTurns(() => (answerCalls(), answerReads(), answered), "both stops");
+  estop.clear();
+
+  assert.equal(calls, 3, "the first stop's call, the securing run's, the new latch's stop's");
+  // Its line at WARN, opening no spell (its note and, at the release, its count).
+  const said = lines.filter((l) => /bringing it to the safe state/.test(l));
+  assert.equal(said.length, 1, lines.join("\n"));
+  assert.match(said[0]!, /^WARN .*provider plant has device plant0 answering again;/);
+  const spell = lines.filter((l) => /further securing runs|securing run\(s\) for devices/.test(l));
+  assert.deepEqual(spell, [], "no device-return spell for a return seen under the released latch");
 });
