@@ -587,8 +587,9 @@ export class History {
       const fresh = new SignalRing(id, this.#budget);
       if (fresh.roomless) this.#warnRoomless(dev.providerId, dev.deviceId, id);
       // A retyped signal's changes are kept from the next poll on only: a walk from before says
-      // the old type's were lost (ChangeWalk.reachFromSeq), as when the byte bound trims them.
-      if (retyped.has(id)) fresh.trimmedToSeq = e.ring.nextSeq;
+      // the old type's were lost (ChangeWalk.reachFromSeq), as when the byte bound trims them. So
+      // are those of one declared again after a rediscovery left it out (its old ring released).
+      if (retyped.has(id) || e.released?.has(id) === true) fresh.trimmedToSeq = e.ring.nextSeq;
       kept.set(id, fresh);
     }
     for (const id of pollable) e.released?.delete(id);

@@ -279,8 +279,8 @@ interface Pending {
   closed: WindowClose | null;
   /**
    * Where the window of a trigger dated back past incident_after_s ended (a device loss found
-   * after its window: captured at once), as the ring stamps polls (a forward step of the wall
-   * clock since its date added): its polls after that are not the record's. Null otherwise.
+   * after its window: captured at once), as the ring stamps polls (a step of the wall clock since
+   * its date added, ahead or back): its polls after that are not the record's. Null otherwise.
    */
   readonly endedMs: number | null;
 }
@@ -842,7 +842,7 @@ export class IncidentRecorder {
     }
     const afterMs = this.#o.config.incidentAfterS * 1000;
     const atWall = this.#o.clock.nowMs();
-    // The wall clock's step ahead since the date (its reads' stamps are later by as much).
+    // The wall clock's step since the date, ahead or back (its reads' stamps move by as much).
     const stepped = atWall - (now + agoMs);
     const p: Pending = {
       id: `inc-${now}-${++this.#counter}`,
@@ -865,7 +865,7 @@ export class IncidentRecorder {
       closed: null,
       endedMs: agoMs === 0 || agoMs < afterMs
         ? null
-        : now + afterMs + (stepped >= WALL_STEP_MS ? stepped : 0),
+        : now + afterMs + (Math.abs(stepped) >= WALL_STEP_MS ? stepped : 0),
     };
     this.#noteAfterSeq(p, devices, now, agoMs, fromSeq);
     this.#pending.push(p);

@@ -301,3 +301,34 @@ Deno.test("a device loss found after its window passed, the wall clock stepped a
     );
   });
 });
+
+Deno.test("a device loss found after its window passed, the wall clock stepped back before it was found, holds its window: the poll after incident_after_s is not its", async () => {
+  // Stepped back a minute 1 s after its first failed read: the polls after the step carry times
+  // a minute before its date, none "after" at + incident_after_s. Before, the record was not cut
+  // and held the poll 6 s after its date, taken after its window ended.
+  const window = { memorySeconds: 600, incidentBeforeS: 2, incidentAfterS: 5, diskMaxBytes: 0 };
+  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+    pollSignals(["x"], 0); // t0: the last good read
+    clock.advance(2000);
+    pollSignals(["x"], 1); // t0 + 2 s: its first failed read
+    const failingMono = clock.mono;
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    clock.advance(1000);
+    clock.stepWall(-60_000); // a minute back
+    for (let v = 2; v <= 4; v++) {
+      clock.advance(v === 2 ? 1000 : 2000);
+      pollSignals(["x"], v); // t0 + 4, 6, 8 s on the monotonic clock
+    }
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    clock.advance(0);
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.ok(h !== undefined, "the loss was recorded");
+    const { signals } = await incidents.get(h.incident_id);
+    assert.deepEqual(
+      signals[0]!.samples.map((s) => s[1]),
+      [0, 1, 2, 3],
+      "the polls of its window (those after the step too), not the poll 6 s after its date",
+    );
+  });
+});

@@ -191,3 +191,39 @@ Deno.test("An incident record says nothing of a signal its device stopped declar
   });
   assert.deepEqual(lines.filter((l) => l.includes("WARN")), []);
 });
+
+Deno.test("An incident record says where the samples begin of a signal its device stopped declaring and declared again within its window", async () => {
+  // Left out by one rediscovery and declared again by the next, both within the window: its
+  // samples before (those of the trigger too) went with its old ring. Before, its line had no
+  // from_epoch_ms (as if it covered the window) and nothing said it lost them.
+  const { log, lines } = capturingLogger({ level: "info" });
+  const { clock, incidents, pollSignals, estop, session } = incidentRig({ log });
+  let back = 0;
+  await session(async () => {
+    for (let i = 0; i < 3; i++) {
+      clock.advance(250);
+      pollSignals(["a", "x"], i);
+    }
+    estop();
+    clock.advance(250);
+    pollSignals(["a"], 3); // rediscovered without x
+    clock.advance(250);
+    back = clock.wall;
+    pollSignals(["a", "x"], 4); // and with it again
+    clock.advance(1000); // the window closes
+    await incidents.settled();
+  });
+  const [h] = incidents.list();
+  const { signals } = await incidents.get(h!.incident_id);
+  const x = signals.find((s) => s.signal_id === "x");
+  assert.ok(x !== undefined, `a line for x: ${JSON.stringify(signals)}`);
+  assert.deepEqual(x.samples.map((s) => s[1]), [4]);
+  assert.equal(
+    x.from_epoch_ms,
+    back,
+    `x's samples begin at its new declaration: ${JSON.stringify(x)}`,
+  );
+  const warns = lines.filter((l) => l.includes("WARN") && l.includes(h!.incident_id));
+  assert.equal(warns.length, 1, `one WARN naming the incident: ${lines.join("\n")}`);
+  assert.match(warns[0]!, /"p\/d\/x"/);
+});
