@@ -1137,11 +1137,13 @@ export class Kernel {
     // Said the moment the budget runs out (launchers written for anolis wait for this phrase),
     // not once the providers are stopped, which takes up to shutdown_timeout_ms more. This timer
     // also ends the priming poll, and the registry's own (set after it) fires after it: what
-    // is pending is read before anything is stopped.
+    // is pending is read before anything is stopped. Its line never throws (unlike the start-up
+    // lines around it): a logger that throws on it must not skip the end of the start (a hung
+    // first poll kept waiting), nor throw in a timer; the start fails DEADLINE_EXCEEDED anyway.
     let expire: () => void = () => {};
     const expired = new Promise<"expired">((r) => (expire = () => r("expired")));
     const overrun = clock.setTimer(() => {
-      this.host.log.error(
+      this.#lines.error(
         `Runtime startup timeout exceeded: runtime.startup_timeout_ms (${budgetMs} ms) ran out, ${this.#startupPending()}; stopping`,
       );
       expire();

@@ -11,6 +11,7 @@
  *   (anolis core/runtime/runtime.cpp, restart_provider).
  */
 import assert from "node:assert/strict";
+import { RuntimeError } from "../../src/common/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
 import { newKernel, startArmed, waitFor } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, SIM_MAIN, simProvider, testConfig } from "../helpers/sim_config.ts";
@@ -96,6 +97,41 @@ for (const stage of ["hello", "read_signals"]) {
     }
   });
 }
+
+Deno.test("Kernel.start still fails at runtime.startup_timeout_ms when the logger throws on 'Runtime startup timeout exceeded', a provider hanging on its first poll", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "runtime-phrase-" });
+  const plog = `${dir}/provider.log`;
+  // timeout_ms far beyond the start-up budget: only the budget can end the first poll.
+  const config = testConfig({
+    runtime: { startupTimeoutMs: 1500, shutdownTimeoutMs: 600 },
+    providers: [
+      simProvider("sim0", { yaml: SIM_INERT_YAML }),
+      scriptedProvider("hung", ["--log", plog, "--hang", "read_signals"], { timeoutMs: 60000 }),
+    ],
+  });
+  let thrown = 0;
+  const { log } = watchingLogger((line) => {
+    if (line.includes("Runtime startup timeout exceeded")) {
+      thrown++;
+      throw new Error("log sink failed");
+    }
+  });
+  const rt = newKernel(config, { log });
+  try {
+    const outcome = await within(rt.start().then(() => "started", (e) => e), 20000);
+    assert.notEqual(outcome, "timeout", "the start-up budget must end the start");
+    assert.ok(outcome instanceof RuntimeError, `start() must fail, got ${outcome}`);
+    assert.equal(outcome.code, "DEADLINE_EXCEEDED");
+    assert.match(outcome.message, /runtime\.startup_timeout_ms \(1500 ms\): first poll of hung/);
+    assert.equal(thrown, 1, "the line was written, and threw");
+    assert.deepEqual(readScriptedLog(plog).hangs, ["read_signals"]);
+    assert.equal(rt.http, null, "the API was not served");
+  } finally {
+    await rt.stop();
+    killLeftovers(readScriptedLog(plog).pids);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
 
 Deno.test("Kernel.start says nothing about a start-up timeout when start-up completes in time", async () => {
   const { log, lines } = watchingLogger();
