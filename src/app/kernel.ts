@@ -2793,13 +2793,15 @@ export class Kernel {
           "drive the same hardware; stop the other one, or give this one its own runtime.data_dir",
       );
     }
+    // Held before its line: a logger that throws on it fails the start, and the stop after it
+    // still releases the lock.
+    this.#dataDirLock = lock;
     if (lock.holderNotWritten !== undefined) {
       this.host.log.warn(
         `runtime.data_dir ${dir}: locked, but ${lock.holderNotWritten}: a second runtime is ` +
           "refused without this one's pid",
       );
     }
-    this.#dataDirLock = lock;
   }
 
   /**
