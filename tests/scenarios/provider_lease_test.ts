@@ -1,9 +1,10 @@
 /**
  * Providers that go safe on their own (docs/safety.md), end to end: the runtime as users run it
  * (`src/main.ts --config FILE`, its own process) with the simulated provider on a 500 ms lease.
- * When the runtime stops polling (SIGSTOP) the provider applies its safe state by itself; after
- * SIGCONT the runtime shows the safe values and the provider's health message, from the same
- * provider process (no restart reset the outputs).
+ * When the runtime stops polling (SIGSTOP) the provider applies its safe state by itself (the
+ * runtime stays stopped until the provider's own log says so); after SIGCONT the runtime shows the
+ * safe values and the provider's health message, from the same provider process (no restart reset
+ * the outputs).
  */
 import assert from "node:assert/strict";
 import { processAlive, waitFor } from "../helpers/kernel.ts";
@@ -15,13 +16,16 @@ import { compiledPermissions } from "../helpers/compiled_permissions.ts";
 const MAIN = `${REPO}src/main.ts`;
 const LEASE_MS = 500;
 const POLL_MS = 100;
-/**
- * How long the runtime is stopped: past the lease with room for a late timer on a loaded machine,
- * and well under the provider's timeout_ms (a request that outlives it would restart the
- * provider, which resets its outputs by another path).
- */
-const STOPPED_MS = 4 * LEASE_MS;
 const PROVIDER_TIMEOUT_MS = 15_000;
+/**
+ * Longest the runtime stays stopped waiting for the provider to log its lease expiry (a starved
+ * provider writes its last reply, from which the lease counts, late): well under the provider's
+ * timeout_ms (a request that outlives it would restart the provider, which resets its outputs by
+ * another path).
+ */
+const STOPPED_MAX_MS = PROVIDER_TIMEOUT_MS / 2;
+/** What the provider logs on stderr when its lease ran out (examples/providers/sim/README.md). */
+const EXPIRY_LINE = `WARN [sim] lease expired (no request for ${LEASE_MS} ms): safe state applied`;
 /** How long polling alone must keep the duty the call set: several lease lengths. */
 const HELD_MS = 2 * LEASE_MS;
 /**
@@ -33,8 +37,13 @@ const STARVED_ATTEMPTS = 5;
 /** Bound for each wait below; reported health is refreshed every 5 s. */
 const WAIT_MS = 20_000;
 
+/**
+ * The runtime's YAML. The provider's stderr goes to `${dir}/provider.log` (through /bin/sh,
+ * `exec`: the same pid), where the test sees it while the runtime is stopped.
+ */
 async function writeConfig(dir: string, port: number): Promise<string> {
   const path = `${dir}/runtime.yaml`;
+  const log = providerLog(dir);
   await Deno.writeTextFile(
     path,
     `runtime:
@@ -45,14 +54,28 @@ http:
   port: ${port}
 providers:
   - id: sim0
-    command: ${Deno.execPath()}
-    args: [run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}, --lease-ms, "${LEASE_MS}"]
+    command: /bin/sh
+    args: [-c, 'exec "$@" 2>>"$0"', ${log}, ${Deno.execPath()}, run, --quiet, --allow-read, --allow-env, ${SIM_MAIN}, --config, ${SIM_INERT_YAML}, --lease-ms, "${LEASE_MS}"]
     timeout_ms: ${PROVIDER_TIMEOUT_MS}
 polling:
   interval_ms: ${POLL_MS}
 `,
   );
   return path;
+}
+
+function providerLog(dir: string): string {
+  return `${dir}/provider.log`;
+}
+
+/** The provider's stderr so far ("" before its first line). */
+async function providerStderr(dir: string): Promise<string> {
+  try {
+    return await Deno.readTextFile(providerLog(dir));
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return "";
+    throw err;
+  }
 }
 
 /** Pids of the direct children of `pid` (from /proc). */
@@ -211,9 +234,17 @@ Deno.test("a provider on a lease goes safe while the runtime is stopped, and the
       );
     }
 
+    // Expiries logged before here (a starved attempt above) are not the one this waits for.
+    const logged = (await providerStderr(dir)).length;
     child.kill("SIGSTOP");
     stopped = true;
-    await new Promise((resolve) => setTimeout(resolve, STOPPED_MS));
+    // The provider goes safe on its own, seen in its log while the runtime cannot poll; a fixed
+    // sleep would not know a provider starved past its lease (its last reply written late).
+    await waitFor(
+      "the provider's lease expiry in its stderr",
+      async () => (await providerStderr(dir)).slice(logged).includes(EXPIRY_LINE) || null,
+      STOPPED_MAX_MS,
+    );
     child.kill("SIGCONT");
     stopped = false;
 
