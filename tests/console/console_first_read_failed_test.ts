@@ -580,6 +580,8 @@ Deno.test({
       );
       // No stream: its openings would re-read on their own.
       await page.route("**/v0/events*", (route) => route.abort("connectionrefused"));
+      const healthReads = countRequests(page, "/v0/providers/health");
+      const stateReads = countRequests(page, "/v0/state");
       // Reads in flight.
       let inFlight = 0;
       page.on("request", () => inFlight++);
@@ -595,6 +597,16 @@ Deno.test({
       try {
         await page.goto(`${base}/#devices`);
         await firstHeld.promise;
+        // Its last reads: the values and the health again, asked together once the new inventory
+        // is shown (after its capabilities). A quiet gap alone is no proof on a loaded machine:
+        // asked late, they may still run when `away` starts (the first refresh then fails on its
+        // own) or when the clock moves on below (the 2 s refresh then joins the first one
+        // instead of reading the health again).
+        await waitFor(
+          "the first refresh's health and values reads",
+          () => healthReads.n === 2 && stateReads.n === 1,
+          PAGE_WAIT_MS,
+        );
         // The first refresh's other reads are done; its status read is held.
         await settled(1);
         // The operator opens the Health view: its read fails, and says so.
