@@ -242,93 +242,69 @@ for (const [step, what] of [[-10_000, "back"], [3_600_000, "ahead"]] as const) {
   });
 }
 
-Deno.test("a device loss found after its window passed holds its window: the polls after incident_after_s are not its", async () => {
-  // polling.interval_ms 2 s: found down 6 s after its first failed read, past its 5 s window,
-  // and captured at once. Before, the record read the ring up to the finding: until_epoch_ms
-  // 6 s after the loss's date and the polls of the last second in it.
+/**
+ * A device polled every 2 s is found down 6 s after its first failed read (t0 + 2 s), past its
+ * 5 s window, and captured at once; the wall clock steps by `stepMs` 1 s after that read (null:
+ * no step). Answers the record, its samples and the test's t0.
+ */
+async function lossFoundAfterItsWindow(stepMs: number | null) {
   const window = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 5, diskMaxBytes: 0 };
-  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+  return await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
     const t0 = clock.wall;
     pollSignals(["x"], 0); // t0: the last good read
     clock.advance(2000);
     pollSignals(["x"], 1); // t0 + 2 s: its first failed read
     const failingMono = clock.mono;
     change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    if (stepMs !== null) {
+      clock.advance(1000);
+      clock.stepWall(stepMs);
+    }
     for (let v = 2; v <= 4; v++) {
-      clock.advance(2000);
-      pollSignals(["x"], v); // t0 + 4, 6, 8 s
+      clock.advance(stepMs !== null && v === 2 ? 1000 : 2000);
+      pollSignals(["x"], v); // t0 + 4, 6, 8 s on the monotonic clock
     }
     change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
     clock.advance(0); // the capture is due at once: incident_after_s passed 1 s ago
     await incidents.settled();
     const [h] = incidents.list();
     assert.ok(h !== undefined, "the loss was recorded");
-    assert.equal(h.at_epoch_ms, t0 + 2000);
-    assert.equal(h.until_epoch_ms - h.at_epoch_ms, 5000, "until_epoch_ms is not at + 5 s");
     const { signals } = await incidents.get(h.incident_id);
-    assert.deepEqual(
-      signals[0]!.samples.map((s) => [s[0] - t0, s[1]]),
-      [[0, 0], [2000, 1], [4000, 2], [6000, 3]],
-      "the samples of its window, not the poll at t0 + 8 s",
-    );
+    return { h, samples: signals[0]!.samples, t0 };
   });
+}
+
+Deno.test("a device loss found after its window passed holds its window: the polls after incident_after_s are not its", async () => {
+  // polling.interval_ms 2 s: found down 6 s after its first failed read, past its 5 s window,
+  // and captured at once. Before, the record read the ring up to the finding: until_epoch_ms
+  // 6 s after the loss's date and the polls of the last second in it.
+  const { h, samples, t0 } = await lossFoundAfterItsWindow(null);
+  assert.equal(h.at_epoch_ms, t0 + 2000);
+  assert.equal(h.until_epoch_ms - h.at_epoch_ms, 5000, "until_epoch_ms is not at + 5 s");
+  assert.deepEqual(
+    samples.map((s) => [s[0] - t0, s[1]]),
+    [[0, 0], [2000, 1], [4000, 2], [6000, 3]],
+    "the samples of its window, not the poll at t0 + 8 s",
+  );
 });
 
 Deno.test("a device loss found after its window passed, the wall clock stepped ahead before it was found, keeps its polls after the step within the window", async () => {
-  const window = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 5, diskMaxBytes: 0 };
-  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
-    pollSignals(["x"], 0); // t0: the last good read
-    clock.advance(2000);
-    pollSignals(["x"], 1); // t0 + 2 s: its first failed read
-    const failingMono = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
-    clock.advance(1000);
-    clock.stepWall(3_600_000); // the first NTP synchronisation: an hour ahead
-    for (let v = 2; v <= 4; v++) {
-      clock.advance(v === 2 ? 1000 : 2000);
-      pollSignals(["x"], v); // t0 + 4, 6, 8 s on the monotonic clock
-    }
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
-    clock.advance(0);
-    await incidents.settled();
-    const [h] = incidents.list();
-    assert.ok(h !== undefined, "the loss was recorded");
-    const { signals } = await incidents.get(h.incident_id);
-    assert.deepEqual(
-      signals[0]!.samples.map((s) => s[1]),
-      [0, 1, 2, 3],
-      "the polls of its window (those after the step too), not the poll 6 s after its date",
-    );
-  });
+  const { samples } = await lossFoundAfterItsWindow(3_600_000); // the first NTP sync: an hour ahead
+  assert.deepEqual(
+    samples.map((s) => s[1]),
+    [0, 1, 2, 3],
+    "the polls of its window (those after the step too), not the poll 6 s after its date",
+  );
 });
 
 Deno.test("a device loss found after its window passed, the wall clock stepped back before it was found, holds its window: the poll after incident_after_s is not its", async () => {
   // Stepped back a minute 1 s after its first failed read: the polls after the step carry times
   // a minute before its date, none "after" at + incident_after_s. Before, the record was not cut
   // and held the poll 6 s after its date, taken after its window ended.
-  const window = { memorySeconds: 600, incidentBeforeS: 2, incidentAfterS: 5, diskMaxBytes: 0 };
-  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
-    pollSignals(["x"], 0); // t0: the last good read
-    clock.advance(2000);
-    pollSignals(["x"], 1); // t0 + 2 s: its first failed read
-    const failingMono = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
-    clock.advance(1000);
-    clock.stepWall(-60_000); // a minute back
-    for (let v = 2; v <= 4; v++) {
-      clock.advance(v === 2 ? 1000 : 2000);
-      pollSignals(["x"], v); // t0 + 4, 6, 8 s on the monotonic clock
-    }
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
-    clock.advance(0);
-    await incidents.settled();
-    const [h] = incidents.list();
-    assert.ok(h !== undefined, "the loss was recorded");
-    const { signals } = await incidents.get(h.incident_id);
-    assert.deepEqual(
-      signals[0]!.samples.map((s) => s[1]),
-      [0, 1, 2, 3],
-      "the polls of its window (those after the step too), not the poll 6 s after its date",
-    );
-  });
+  const { samples } = await lossFoundAfterItsWindow(-60_000); // a minute back
+  assert.deepEqual(
+    samples.map((s) => s[1]),
+    [0, 1, 2, 3],
+    "the polls of its window (those after the step too), not the poll 6 s after its date",
+  );
 });

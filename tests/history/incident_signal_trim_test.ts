@@ -24,6 +24,19 @@ interface Line {
 }
 
 /** The e-stop's record (its window ends at once), its lines by signal. */
+/** Three polls declaring `a` and `x`, the trigger, then a rediscovery leaving `x` out. */
+function triggerThenDeclareWithoutX(
+  { clock, pollSignals, estop }: ReturnType<typeof incidentRig>,
+): void {
+  for (let i = 0; i < 3; i++) {
+    clock.advance(250);
+    pollSignals(["a", "x"], i);
+  }
+  estop();
+  clock.advance(250);
+  pollSignals(["a"], 3); // rediscovered without x
+}
+
 async function estopRecord(rig: Awaited<ReturnType<typeof startRig>>) {
   await rig.rt.estop.trigger("trim test");
   const header = await waitFor(
@@ -154,15 +167,10 @@ Deno.test("An incident record whose device stopped declaring a signal within its
   // releases x's samples (those before the trigger too), and the record has no line of it.
   // Before, nothing said so, unlike a signal whose ring lost the start of the window.
   const { log, lines } = capturingLogger({ level: "info" });
-  const { clock, incidents, pollSignals, estop, session } = incidentRig({ log });
+  const rig = incidentRig({ log });
+  const { clock, incidents, session } = rig;
   await session(async () => {
-    for (let i = 0; i < 3; i++) {
-      clock.advance(250);
-      pollSignals(["a", "x"], i);
-    }
-    estop();
-    clock.advance(250);
-    pollSignals(["a"], 3); // rediscovered without x
+    triggerThenDeclareWithoutX(rig);
     clock.advance(1000); // the window closes
     await incidents.settled();
   });
@@ -197,16 +205,11 @@ Deno.test("An incident record says where the samples begin of a signal its devic
   // samples before (those of the trigger too) went with its old ring. Before, its line had no
   // from_epoch_ms (as if it covered the window) and nothing said it lost them.
   const { log, lines } = capturingLogger({ level: "info" });
-  const { clock, incidents, pollSignals, estop, session } = incidentRig({ log });
+  const rig = incidentRig({ log });
+  const { clock, incidents, pollSignals, session } = rig;
   let back = 0;
   await session(async () => {
-    for (let i = 0; i < 3; i++) {
-      clock.advance(250);
-      pollSignals(["a", "x"], i);
-    }
-    estop();
-    clock.advance(250);
-    pollSignals(["a"], 3); // rediscovered without x
+    triggerThenDeclareWithoutX(rig);
     clock.advance(250);
     back = clock.wall;
     pollSignals(["a", "x"], 4); // and with it again

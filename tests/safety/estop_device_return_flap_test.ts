@@ -8,25 +8,16 @@
  * READS_PER_FLAP, as an I2C sensor on a noisy bus does.
  */
 import assert from "node:assert/strict";
-import type { CallRouter } from "../../src/control/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
 import { WireStatusCode } from "../../src/provider_sdk/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
 import type { FreshReader } from "../../src/state/mod.ts";
 import { DEVICE_RETURN_MIN_INTERVAL_MS } from "../../src/state/mod.ts";
 import { ManualClock, runToSettle, runUntil } from "../helpers/clock.ts";
-import { capturingLogger } from "../helpers/log_lines.ts";
 import { untilTurns } from "../helpers/turns.ts";
 import type { FakeProvider } from "../helpers/fake_provider.ts";
 import { rig } from "../helpers/rig.ts";
-import {
-  heaterOffLadder,
-  heaterOffReader,
-  heaterOffVerifiedLadder,
-  providerComingBack,
-} from "./_clock_rig.ts";
+import { heaterOffLadder, heaterOffReader, heaterOffVerifiedLadder } from "./_clock_rig.ts";
 import { call, plantProvider } from "./_fixture.ts";
+import { holdingEstop } from "./_holding_estop_rig.ts";
 
 /** Reads per flap: the first fails, the rest answer. */
 const READS_PER_FLAP = 2;
@@ -98,39 +89,16 @@ Deno.test("Estop latched: a device failing one read in N re-secures its provider
 
 Deno.test("Estop latched: a provider's own return before the turn of a device return's securing run says its own line and opens no device-return spell", async () => {
   // In-process: the real Estop over a router that holds each call until the test answers it.
-  const held: (() => void)[] = [];
-  let calls = 0;
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drainFrom: () => () => Promise.resolve(true),
-    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
-  } as unknown as CallRouter;
-  const answerAll = () => held.splice(0).forEach((answer) => answer());
-  const { inventory, host, comeBack } = providerComingBack("plant");
-  const deviceReturns: ((providerId: string, deviceId: string) => void)[] = [];
-  const { log, lines } = capturingLogger({ now: () => 0 });
-  const estop = new Estop({
-    router,
-    inventory,
-    reads: {} as FreshReader,
-    clock: systemClock,
-    log,
-    bus: new EventBus(),
-    devices: { onDeviceReturn: (l) => (deviceReturns.push(l), () => {}) },
-    safeState: heaterOffLadder(),
-  });
-  const stop = estop.trigger("test");
-  await untilTurns(() => (answerAll(), calls === 1), "the stop's ladder call");
-  await stop;
+  const { estop, host, comeBack, lines, calls, answerAll, deviceReturn, latched, backHeld } =
+    holdingEstop({ deviceReturns: true, safeState: heaterOffLadder() });
+  await latched("test", "the stop's ladder call");
 
   // plant comes back: its securing run's ladder call is held. A device of it answers again
   // meanwhile: that run waits behind it. Then plant itself comes back again, before its turn.
+  await backHeld();
+  deviceReturn();
   comeBack();
-  await untilTurns(() => calls === 2, "the first securing run's ladder call");
-  for (const l of deviceReturns) l("plant", "plant0");
-  comeBack();
-  await untilTurns(() => (answerAll(), calls === 3), "the second securing run's ladder call");
+  await untilTurns(() => (answerAll(), calls() === 3), "the second securing run's ladder call");
   answerAll();
   await estop.securing(host);
   estop.clear();
@@ -144,37 +112,16 @@ Deno.test("Estop latched: a provider's own return before the turn of a device re
 
 Deno.test("Estop latched: a device return's securing run still waiting for its turn when the latch is released and pressed again is skipped, and opens no device-return spell", async () => {
   // In-process: the real Estop over a router that holds each call until the test answers it.
-  const held: (() => void)[] = [];
-  let calls = 0;
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drainFrom: () => () => Promise.resolve(true),
-    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
-  } as unknown as CallRouter;
-  const answerAll = () => held.splice(0).forEach((answer) => answer());
-  const { inventory, comeBack } = providerComingBack("plant");
-  const deviceReturns: ((providerId: string, deviceId: string) => void)[] = [];
-  const { log, lines } = capturingLogger({ now: () => 0 });
-  const estop = new Estop({
-    router,
-    inventory,
-    reads: {} as FreshReader,
-    clock: systemClock,
-    log,
-    bus: new EventBus(),
-    devices: { onDeviceReturn: (l) => (deviceReturns.push(l), () => {}) },
+  const { estop, lines, calls, answerAll, deviceReturn, latched, backHeld } = holdingEstop({
+    deviceReturns: true,
     safeState: heaterOffLadder(),
   });
-  const first = estop.trigger("test");
-  await untilTurns(() => (answerAll(), calls === 1), "the stop's ladder call");
-  await first;
+  await latched("test", "the stop's ladder call");
 
   // plant comes back: its securing run's ladder call is held. A device of it answers again
   // meanwhile: that run waits behind it. The latch is released and pressed again before its turn.
-  comeBack();
-  await untilTurns(() => calls === 2, "the securing run's ladder call");
-  for (const l of deviceReturns) l("plant", "plant0");
+  await backHeld("the securing run's ladder call");
+  deviceReturn();
   estop.clear();
   const second = estop.trigger("again");
   let answered = false;
@@ -184,21 +131,16 @@ Deno.test("Estop latched: a device return's securing run still waiting for its t
 
   const spell = lines.filter((l) => /answering again/.test(l));
   assert.deepEqual(spell, [], "no device-return spell");
-  assert.equal(calls, 3, "the securing run's call, then the new latch's stop's: none for the old");
+  assert.equal(
+    calls(),
+    3,
+    "the securing run's call, then the new latch's stop's: none for the old",
+  );
 });
 
 Deno.test("Estop latched: a device return's securing run waiting for its turn when the latch is released and pressed again while a stop runs secures its provider at its turn, and opens no device-return spell", async () => {
   // In-process: the real Estop over a router that holds each call, and a read-back that holds
   // each read, until the test answers it.
-  const held: (() => void)[] = [];
-  let calls = 0;
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drainFrom: () => () => Promise.resolve(true),
-    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
-  } as unknown as CallRouter;
-  const answerCalls = () => held.splice(0).forEach((answer) => answer());
   const met = heaterOffReader().reads;
   const heldReads: (() => void)[] = [];
   const reads: FreshReader = {
@@ -206,17 +148,9 @@ Deno.test("Estop latched: a device return's securing run waiting for its turn wh
       new Promise((resolve) => heldReads.push(() => resolve(met.readFresh(...args)))),
   };
   const answerReads = () => heldReads.splice(0).forEach((answer) => answer());
-  const { inventory } = providerComingBack("plant");
-  const deviceReturns: ((providerId: string, deviceId: string) => void)[] = [];
-  const { log, lines } = capturingLogger({ now: () => 0 });
-  const estop = new Estop({
-    router,
-    inventory,
+  const { estop, lines, calls, answerAll: answerCalls, deviceReturn } = holdingEstop({
     reads,
-    clock: systemClock,
-    log,
-    bus: new EventBus(),
-    devices: { onDeviceReturn: (l) => (deviceReturns.push(l), () => {}) },
+    deviceReturns: true,
     // Its read-back waits for the held reads, never for its timeout.
     safeState: { ...heaterOffVerifiedLadder(), verifyTimeoutMs: 600_000 },
   });
@@ -224,15 +158,15 @@ Deno.test("Estop latched: a device return's securing run waiting for its turn wh
   // securing run waits behind that call. Released and pressed again: the new latch's stop waits
   // for the stop under way (its whole stop, read-back included).
   const first = estop.trigger("first latch");
-  await untilTurns(() => calls === 1, "the first stop's ladder call");
-  for (const l of deviceReturns) l("plant", "plant0");
+  await untilTurns(() => calls() === 1, "the first stop's ladder call");
+  deviceReturn();
   estop.clear();
   const second = estop.trigger("second latch");
   // The first stop's call answers; its read-back is held: the new latch's stop has not begun.
   answerCalls();
   await untilTurns(() => heldReads.length > 0, "the first stop's read-back");
   await untilTurns(
-    () => calls === 2,
+    () => calls() === 2,
     "plant secured at its securing run's turn, not left until the stop under way has read back",
   );
   let answered = false;
@@ -240,7 +174,7 @@ Deno.test("Estop latched: a device return's securing run waiting for its turn wh
   await untilTurns(() => (answerCalls(), answerReads(), answered), "both stops");
   estop.clear();
 
-  assert.equal(calls, 3, "the first stop's call, the securing run's, the new latch's stop's");
+  assert.equal(calls(), 3, "the first stop's call, the securing run's, the new latch's stop's");
   // Its line at WARN, opening no spell (its note and, at the release, its count).
   const said = lines.filter((l) => /bringing it to the safe state/.test(l));
   assert.equal(said.length, 1, lines.join("\n"));

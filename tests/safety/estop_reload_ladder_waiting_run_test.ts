@@ -7,104 +7,73 @@
  * changed by a reload", `ladder reloaded while latched`), whatever return began it.
  */
 import assert from "node:assert/strict";
-import type { AuditDecision, CallRouter } from "../../src/control/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader } from "../../src/state/mod.ts";
-import { capturingLogger } from "../helpers/log_lines.ts";
+import type { AuditDecision } from "../../src/control/mod.ts";
+import type { Estop, SafeStateConfig } from "../../src/safety/mod.ts";
 import { macrotask, untilTurns } from "../helpers/turns.ts";
-import {
-  heaterOffLadder,
-  heaterOffReader,
-  heaterOffVerifiedLadder,
-  providerComingBack,
-} from "./_clock_rig.ts";
+import { heaterOffLadder, heaterOffReader, heaterOffVerifiedLadder } from "./_clock_rig.ts";
 import { call, expectation } from "./_fixture.ts";
+import { holdingEstop } from "./_holding_estop_rig.ts";
+
+/** `ladder` with a call setting plant's fan to 0 after its own. */
+function withFanCall(ladder: SafeStateConfig): SafeStateConfig {
+  return {
+    ...ladder,
+    hooks: [...ladder.hooks, call("plant/plant0", "set_fan", { duty: { double: 0 } })],
+  };
+}
+
+/** `ladder` expecting plant's fan at 0 too. */
+function expectingFan(ladder: SafeStateConfig): SafeStateConfig {
+  return {
+    ...ladder,
+    expect: [...ladder.expect, expectation("plant/plant0/fan", { equals: 0 }, 1)],
+  };
+}
+
+/** Released and pressed again; the new latch's stop (begun, a macrotask later) still pending. */
+async function relatched(estop: Estop): Promise<{ second: ReturnType<Estop["trigger"]> }> {
+  estop.clear();
+  const second = estop.trigger("second latch");
+  await macrotask();
+  return { second };
+}
 
 Deno.test("Estop latched: a reload changing the ladder calls of a provider whose securing run waits for its turn waits for that run and counts its calls", async () => {
   // In-process: the real Estop over a router that holds each call until the test answers it.
-  const held: (() => void)[] = [];
-  let calls = 0;
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drainFrom: () => () => Promise.resolve(true),
-    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
-  } as unknown as CallRouter;
-  const answerAll = () => held.splice(0).forEach((answer) => answer());
-  const { inventory, host, comeBack } = providerComingBack("plant");
-  const { log } = capturingLogger({ now: () => 0 });
-  const estop = new Estop({
-    router,
-    inventory,
-    reads: {} as FreshReader,
-    clock: systemClock,
-    log,
-    bus: new EventBus(),
+  const { estop, host, comeBack, calls, answerAll, latched, backHeld } = holdingEstop({
     safeState: heaterOffLadder(),
   });
-  const stop = estop.trigger("test");
-  await untilTurns(() => (answerAll(), calls === 1), "the stop's ladder call");
-  await stop;
+  await latched("test", "the stop's ladder call");
 
   // plant comes back: its securing run's ladder call is held; back again meanwhile, its next
   // securing run waits for its turn behind it.
-  comeBack();
-  await untilTurns(() => calls === 2, "the first securing run's ladder call");
+  await backHeld();
   comeBack();
   const waiting = estop.securing(host);
   // The reload adds a call for plant: the waiting run takes the new plan at its turn.
-  const ladder = heaterOffLadder();
-  const runs = estop.reconfigure({
-    ...ladder,
-    hooks: [...ladder.hooks, call("plant/plant0", "set_fan", { duty: { double: 0 } })],
-  });
+  const runs = estop.reconfigure(withFanCall(heaterOffLadder()));
   assert.equal(estop.securing(host), waiting, "the waiting run takes the new plan");
   assert.equal(runs.length, 1, "the reload waits for the run that makes the new plan's calls");
   let made: number | null = null;
   void Promise.all(runs).then((done) => (made = done.reduce((n, a) => n + a.length, 0)));
   await untilTurns(() => (answerAll(), made !== null), "the reload's wait");
-  assert.equal(calls, 4, "the first run's call, then the new plan's two");
+  assert.equal(calls(), 4, "the first run's call, then the new plan's two");
   assert.equal(made, 2, "the reload counts the new plan's calls");
 });
 
 Deno.test("Estop latched: a reload changing the ladder calls of a provider whose own return's securing run waits for its turn says the reload in its line and audit", async () => {
-  const held: (() => void)[] = [];
-  let calls = 0;
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drainFrom: () => () => Promise.resolve(true),
-    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
-  } as unknown as CallRouter;
-  const answerAll = () => held.splice(0).forEach((answer) => answer());
-  const { inventory, host, comeBack } = providerComingBack("plant");
-  const { log, lines } = capturingLogger({ now: () => 0 });
   const audit: AuditDecision[] = [];
-  const estop = new Estop({
-    router,
-    inventory,
+  const { estop, host, comeBack, lines, answerAll, latched, backHeld } = holdingEstop({
     reads: heaterOffReader().reads,
-    clock: systemClock,
-    log,
-    bus: new EventBus(),
     audit: { record: (d) => audit.push(d) },
     safeState: heaterOffVerifiedLadder(),
   });
-  const stop = estop.trigger("test");
-  await untilTurns(() => (answerAll(), calls === 1), "the stop's ladder call");
-  await stop;
+  await latched("test", "the stop's ladder call");
 
   // plant comes back twice: the second return's run waits behind the first's held call.
+  await backHeld();
   comeBack();
-  await untilTurns(() => calls === 2, "the first securing run's ladder call");
-  comeBack();
-  const ladder = heaterOffVerifiedLadder();
-  const runs = estop.reconfigure({
-    ...ladder,
-    hooks: [...ladder.hooks, call("plant/plant0", "set_fan", { duty: { double: 0 } })],
-  });
+  const runs = estop.reconfigure(withFanCall(heaterOffVerifiedLadder()));
   let done = false;
   void Promise.all(runs).then(() => (done = true));
   await untilTurns(() => (answerAll(), done), "the reload's wait");
@@ -124,44 +93,19 @@ Deno.test("Estop latched: a reload changing the ladder calls of a provider whose
 });
 
 Deno.test("Estop latched: a reload changing the expectations of a provider it started reads them back when its securing run, waiting for its turn, is of a latch released and pressed again", async () => {
-  const held: (() => void)[] = [];
-  let calls = 0;
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drainFrom: () => () => Promise.resolve(true),
-    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
-  } as unknown as CallRouter;
-  const answerAll = () => held.splice(0).forEach((answer) => answer());
-  const { inventory, host, comeBack } = providerComingBack("plant");
-  const { log } = capturingLogger({ now: () => 0 });
-  const estop = new Estop({
-    router,
-    inventory,
+  const { estop, host, comeBack, answerAll, latched, backHeld } = holdingEstop({
     reads: heaterOffReader().reads,
-    clock: systemClock,
-    log,
-    bus: new EventBus(),
     safeState: heaterOffVerifiedLadder(),
   });
-  const first = estop.trigger("first latch");
-  await untilTurns(() => (answerAll(), calls === 1), "the first stop's ladder call");
-  await first;
+  await latched("first latch", "the first stop's ladder call");
 
   // plant comes back twice: the second return's run waits behind the first's held call. Released
   // and pressed again: the new latch's stop, begun now, reads back the old expectations.
+  await backHeld();
   comeBack();
-  await untilTurns(() => calls === 2, "the first securing run's ladder call");
-  comeBack();
-  estop.clear();
-  const second = estop.trigger("second latch");
-  await macrotask();
+  const { second } = await relatched(estop);
   // The reload (as one that started plant) expects its fan at 0 too.
-  const ladder = heaterOffVerifiedLadder();
-  const runs = estop.reconfigure(
-    { ...ladder, expect: [...ladder.expect, expectation("plant/plant0/fan", { equals: 0 }, 1)] },
-    [host],
-  );
+  const runs = estop.reconfigure(expectingFan(heaterOffVerifiedLadder()), [host]);
   let done = false;
   void Promise.all([second, ...runs]).then(() => (done = true));
   await untilTurns(() => (answerAll(), done), "the second stop and the reload's wait");
@@ -173,47 +117,18 @@ Deno.test("Estop latched: a reload changing the expectations of a provider it st
 });
 
 Deno.test("Estop latched: a reload changing the ladder calls of a provider whose waiting securing run is of a latch released and pressed again secures it with a run of its own", async () => {
-  const held: (() => void)[] = [];
-  const made: string[] = [];
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drainFrom: () => () => Promise.resolve(true),
-    call: (req: { functionName: string }) =>
-      new Promise<unknown>((
-        resolve,
-      ) => (made.push(req.functionName), held.push(() => resolve({})))),
-  } as unknown as CallRouter;
-  const answerAll = () => held.splice(0).forEach((answer) => answer());
-  const { inventory, comeBack } = providerComingBack("plant");
-  const { log, lines } = capturingLogger({ now: () => 0 });
-  const estop = new Estop({
-    router,
-    inventory,
-    reads: {} as FreshReader,
-    clock: systemClock,
-    log,
-    bus: new EventBus(),
+  const { estop, comeBack, lines, made, answerAll, latched, backHeld } = holdingEstop({
     safeState: heaterOffLadder(),
   });
-  const first = estop.trigger("first latch");
-  await untilTurns(() => (answerAll(), made.length === 1), "the first stop's ladder call");
-  await first;
+  await latched("first latch", "the first stop's ladder call");
 
   // plant comes back twice: the second return's run waits behind the first's held call. Released
   // and pressed again: the new latch's stop, begun now, makes the old plan's calls.
+  await backHeld();
   comeBack();
-  await untilTurns(() => made.length === 2, "the first securing run's ladder call");
-  comeBack();
-  estop.clear();
-  const second = estop.trigger("second latch");
-  await macrotask();
+  const { second } = await relatched(estop);
   // The reload adds a call for plant: made under the new latch, though the old run is skipped.
-  const ladder = heaterOffLadder();
-  const runs = estop.reconfigure({
-    ...ladder,
-    hooks: [...ladder.hooks, call("plant/plant0", "set_fan", { duty: { double: 0 } })],
-  });
+  const runs = estop.reconfigure(withFanCall(heaterOffLadder()));
   assert.equal(runs.length, 1, "the reload waits for the run that makes the new plan's calls");
   let counted: number | null = null;
   void Promise.all([second, ...runs]).then(([, ...done]) =>
@@ -229,40 +144,17 @@ Deno.test("Estop latched: a reload changing the ladder calls of a provider whose
 });
 
 Deno.test("Estop latched: a reload changing the expectations of a provider it started whose securing run still waits for its turn answers once that run has read them back", async () => {
-  const held: (() => void)[] = [];
-  let calls = 0;
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drainFrom: () => () => Promise.resolve(true),
-    call: () => new Promise<unknown>((resolve) => (calls++, held.push(() => resolve({})))),
-  } as unknown as CallRouter;
-  const answerAll = () => held.splice(0).forEach((answer) => answer());
-  const { inventory, host, comeBack } = providerComingBack("plant");
-  const { log } = capturingLogger({ now: () => 0 });
-  const estop = new Estop({
-    router,
-    inventory,
+  const { estop, host, comeBack, answerAll, latched, backHeld } = holdingEstop({
     reads: heaterOffReader().reads,
-    clock: systemClock,
-    log,
-    bus: new EventBus(),
     safeState: heaterOffVerifiedLadder(),
   });
-  const stop = estop.trigger("test");
-  await untilTurns(() => (answerAll(), calls === 1), "the stop's ladder call");
-  await stop;
+  await latched("test", "the stop's ladder call");
 
   // plant comes back twice: the second return's run waits behind the first's held call.
-  comeBack();
-  await untilTurns(() => calls === 2, "the first securing run's ladder call");
+  await backHeld();
   comeBack();
   // The reload (as one that started plant) expects its fan at 0 too.
-  const ladder = heaterOffVerifiedLadder();
-  const runs = estop.reconfigure(
-    { ...ladder, expect: [...ladder.expect, expectation("plant/plant0/fan", { equals: 0 }, 1)] },
-    [host],
-  );
+  const runs = estop.reconfigure(expectingFan(heaterOffVerifiedLadder()), [host]);
   let done = false;
   void Promise.all(runs).then(() => (done = true));
   await untilTurns(() => (answerAll(), done), "the reload's wait");

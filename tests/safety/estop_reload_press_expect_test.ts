@@ -5,41 +5,26 @@
  * securing run is in force for it (it came back unlatched), and the press's stop, begun before the
  * section applied, read back the old expectations.
  */
-import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
-import { expectation, plantProvider } from "./_fixture.ts";
-import { heldSlowRig } from "./_held_slow_rig.ts";
+import { plantProvider } from "./_fixture.ts";
+import {
+  assertReloadReadBackInForce,
+  HEATER_OFF,
+  heldSlowRig,
+  latchThenReloadRestartingPlant,
+} from "./_held_slow_rig.ts";
 
 Deno.test("Estop: a reload restarting a provider and changing its expectations reads them back when the provider came back released and a press latched before its safety section", async () => {
   const entry = plantProvider("plant", { restartBackoffMs: 50 });
   const plant = { ...entry, restartPolicy: { ...entry.restartPolicy, maxAttempts: 5 } };
-  const { r: started, held } = await heldSlowRig(plant, [
-    expectation("plant/plant0/heater_on", { equals: false }, 0),
-  ]);
+  const { r: started, held } = await heldSlowRig(plant, [HEATER_OFF]);
   await using r = started;
   try {
     const rt = r.kernel;
     // The first latch: its stop is held by slow's ladder call.
-    const first = rt.estop.trigger("first latch");
     // The reload restarts plant (another timeout) and expects its fan at 0 too; plant, back
     // under the first latch, is secured, and the reload waits for its read-back (behind the stop).
-    const safeState = rt.config.safety.safeState;
-    const report = rt.reload({
-      ...rt.config,
-      providers: [{ ...plant, timeoutMs: plant.timeoutMs + 1000 }, rt.config.providers[1]!],
-      safety: {
-        ...rt.config.safety,
-        safeState: {
-          ...safeState,
-          expect: [...safeState.expect, expectation("plant/plant0/fan_duty", { equals: 0 }, 1)],
-        },
-      },
-    });
-    await waitFor(
-      "plant secured under the first latch",
-      () => r.lines.some((l) => l.includes("e-stop latched: provider plant ")),
-      20_000,
-    );
+    const { first, report } = await latchThenReloadRestartingPlant(r, plant);
     // Released; plant crashes and comes back released (nobody secures it); latched again: the
     // second latch's stop begins once the first has ended, before the reload's safety section.
     rt.estop.clear();
@@ -55,16 +40,7 @@ Deno.test("Estop: a reload restarting a provider and changing its expectations r
     held.resolve();
     await first;
     await second;
-    const done = await report;
-    assert.deepEqual(done.providers.restarted, ["plant"]);
-    assert.ok(done.applied.includes("safety"), JSON.stringify(done));
-    assert.equal(rt.estop.status().latched, true);
-    const verification = rt.estop.status().verification!;
-    assert.deepEqual(
-      verification.checks.map((c) => [c.signal, c.outcome]),
-      [["plant/plant0/heater_on", "verified"], ["plant/plant0/fan_duty", "verified"]],
-      "status shows checks of the expectations in force once the reload has answered",
-    );
+    await assertReloadReadBackInForce(r, report);
   } finally {
     held.resolve();
   }

@@ -8,37 +8,23 @@
 import assert from "node:assert/strict";
 import { afterPolls, waitFor } from "../helpers/kernel.ts";
 import { expectation, plantProvider } from "./_fixture.ts";
-import { heldSlowRig } from "./_held_slow_rig.ts";
+import {
+  assertReloadReadBackInForce,
+  HEATER_OFF,
+  heldSlowRig,
+  latchThenReloadRestartingPlant,
+} from "./_held_slow_rig.ts";
 
 Deno.test("Estop: a reload restarting a provider and changing its expectations reads them back when a release and a new press come before its safety section", async () => {
   const plant = plantProvider("plant");
-  const { r: started, held } = await heldSlowRig(plant, [
-    expectation("plant/plant0/heater_on", { equals: false }, 0),
-  ]);
+  const { r: started, held } = await heldSlowRig(plant, [HEATER_OFF]);
   await using r = started;
   try {
     const rt = r.kernel;
     // The first latch: its stop is held by slow's ladder call.
-    const first = rt.estop.trigger("first latch");
     // The reload restarts plant (another timeout) and expects its fan at 0 too; plant, back
     // under the first latch, is secured, and its read-back waits for the first stop.
-    const safeState = rt.config.safety.safeState;
-    const report = rt.reload({
-      ...rt.config,
-      providers: [{ ...plant, timeoutMs: plant.timeoutMs + 1000 }, rt.config.providers[1]!],
-      safety: {
-        ...rt.config.safety,
-        safeState: {
-          ...safeState,
-          expect: [...safeState.expect, expectation("plant/plant0/fan_duty", { equals: 0 }, 1)],
-        },
-      },
-    });
-    await waitFor(
-      "plant secured under the first latch",
-      () => r.lines.some((l) => l.includes("e-stop latched: provider plant ")),
-      20_000,
-    );
+    const { first, report } = await latchThenReloadRestartingPlant(r, plant);
     // Released and latched again: the second latch's stop begins once the first has ended,
     // before the reload's safety section applies (the reload still polls plant).
     rt.estop.clear();
@@ -46,16 +32,7 @@ Deno.test("Estop: a reload restarting a provider and changing its expectations r
     held.resolve();
     await first;
     await second;
-    const done = await report;
-    assert.deepEqual(done.providers.restarted, ["plant"]);
-    assert.ok(done.applied.includes("safety"), JSON.stringify(done));
-    assert.equal(rt.estop.status().latched, true);
-    const verification = rt.estop.status().verification!;
-    assert.deepEqual(
-      verification.checks.map((c) => [c.signal, c.outcome]),
-      [["plant/plant0/heater_on", "verified"], ["plant/plant0/fan_duty", "verified"]],
-      "status shows checks of the expectations in force once the reload has answered",
-    );
+    await assertReloadReadBackInForce(r, report);
     // Read back as of the latch in force, without the released latch's securing calls.
     const page = await rt.audit.query({ limit: 100, origin: "estop" });
     assert.deepEqual(
@@ -74,9 +51,7 @@ Deno.test("Estop: a reload restarting a provider and changing its expectations r
 });
 
 Deno.test("Estop: a reload's read-back of changed expectations waiting behind a stop is skipped once its latch is released and pressed again", async () => {
-  const { r: started, held } = await heldSlowRig(plantProvider("plant"), [
-    expectation("plant/plant0/heater_on", { equals: false }, 0),
-  ]);
+  const { r: started, held } = await heldSlowRig(plantProvider("plant"), [HEATER_OFF]);
   await using r = started;
   try {
     const rt = r.kernel;

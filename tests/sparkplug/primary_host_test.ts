@@ -12,7 +12,14 @@ import { Mosquitto, mosquittoMissing } from "../helpers/mosquitto.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import { infoLines, type Received, setSimRelay, sparkplugHost } from "../helpers/sparkplug_host.ts";
+import {
+  infoLines,
+  type Received,
+  setSimRelay,
+  type SparkplugHost,
+  sparkplugHost,
+  withSparkplugRuntime,
+} from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 
 const GROUP = "lab";
@@ -24,7 +31,11 @@ const relay = sparkplugDeviceId("sim0", "relayio0");
 
 /** The primary host: reads the group and publishes its STATE (retained, QoS 1). */
 async function primaryHost(url: string) {
-  const host = await sparkplugHost(url, GROUP);
+  return withState(await sparkplugHost(url, GROUP));
+}
+
+/** `host` publishing the primary host's STATE (retained, QoS 1). */
+function withState(host: SparkplugHost) {
   return {
     ...host,
     /** Sparkplug 3.0: `spBv1.0/STATE/<id>`, JSON. */
@@ -335,24 +346,40 @@ Deno.test({
   },
 });
 
+/**
+ * Runs `body` with the runtime of `config(url, commands)` (armed, its lines in `lines`) subscribed
+ * but not born: the host has published only an unreadable STATE, which the node ignored. The
+ * runtime, the host and the broker are stopped after it, in that order.
+ */
+async function withBirthsWaiting(
+  commands: boolean,
+  body: (rt: Kernel, host: ReturnType<typeof withState>, lines: string[]) => Promise<void>,
+): Promise<void> {
+  const { lines, log } = infoLines();
+  await withSparkplugRuntime({
+    group: GROUP,
+    config: (url) => config(url, commands),
+    start: { arm: true, host: { log } },
+  }, async (rt, sparkplug) => {
+    const host = withState(sparkplug);
+    const node = rt.sparkplug!;
+    await host.state({ status: "up" });
+    await waitFor(
+      "the unreadable STATE to be ignored",
+      () => node.counts.hostStatesIgnored === 1,
+    );
+    await body(rt, host, lines);
+  });
+}
+
 Deno.test({
   name:
     "a Node Control/Rebirth while the births wait for the primary host is ignored and said so, not logged as births published",
   ignore: mosquittoMissing(),
   async fn() {
-    const broker = await Mosquitto.start();
-    const host = await primaryHost(broker.url);
-    const { lines, log } = infoLines();
-    let rt: Kernel | null = null;
-    try {
-      rt = await startRuntime(config(broker.url), { arm: true, host: { log } });
+    await withBirthsWaiting(false, async (rt, host, lines) => {
       const node = rt.sparkplug!;
       // Subscribed (the unreadable STATE handled), not born: the host has said nothing yet.
-      await host.state({ status: "up" });
-      await waitFor(
-        "the unreadable STATE to be ignored",
-        () => node.counts.hostStatesIgnored === 1,
-      );
       assert.equal(node.online, false);
 
       await host.send(`spBv1.0/${GROUP}/NCMD/${NODE}`, [
@@ -377,11 +404,7 @@ Deno.test({
       await host.state({ online: true, timestamp: Date.now() });
       await waitFor("the births", () => node.online);
       assert.equal(node.counts.births, 1);
-    } finally {
-      await rt?.stop();
-      await host.close();
-      await broker.dispose();
-    }
+    });
   },
 });
 
@@ -390,18 +413,8 @@ Deno.test({
     "a DCMD to a device while the first births wait for the primary host is refused as to a node not online, not as a DBIRTH about to go out",
   ignore: mosquittoMissing(),
   async fn() {
-    const broker = await Mosquitto.start();
-    const host = await primaryHost(broker.url);
-    const { lines, log } = infoLines();
-    let rt: Kernel | null = null;
-    try {
-      rt = await startRuntime(config(broker.url, true), { arm: true, host: { log } });
+    await withBirthsWaiting(true, async (rt, host, lines) => {
       const node = rt.sparkplug!;
-      await host.state({ status: "up" });
-      await waitFor(
-        "the unreadable STATE to be ignored",
-        () => node.counts.hostStatesIgnored === 1,
-      );
       assert.equal(node.online, false, "the births wait for the primary host");
 
       await host.send(`spBv1.0/${GROUP}/DCMD/${NODE}/${relay}`, [
@@ -415,10 +428,6 @@ Deno.test({
       assert.ok(said, `the refusal is logged: ${JSON.stringify(lines)}`);
       assert.match(said, /the node is not online/, said);
       assert.doesNotMatch(said, /about to go out/, said);
-    } finally {
-      await rt?.stop();
-      await host.close();
-      await broker.dispose();
-    }
+    });
   },
 });
