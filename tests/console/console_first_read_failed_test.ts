@@ -13,6 +13,7 @@ import type { Page } from "playwright-core";
 import {
   chromiumMissing,
   HELD,
+  heldAnswerRead,
   installStoppedClock,
   launchChromium,
   launchChromiumAlongside,
@@ -425,12 +426,7 @@ Deno.test({
         await waitForText(page, "#refresh-error", /^Refresh failed: /);
         // The older refresh's read answers now (overtaken: it shows nothing), and it settles.
         releaseFirst.resolve();
-        await waitFor(
-          "the held answer was read",
-          // deno-lint-ignore no-explicit-any
-          () => page.evaluate(() => (globalThis as any).__heldRead === true),
-          PAGE_WAIT_MS,
-        );
+        await heldAnswerRead(page);
         // Read in a later task than the one that read the body: the older refresh has settled.
         assert.ok(
           await page.locator("#refresh-error").isVisible(),
@@ -615,12 +611,7 @@ Deno.test({
         await waitForText(page, "#refresh-error", /^Refresh failed: /);
         // The first refresh, asked before that read, settles now, all well.
         releaseFirst.resolve();
-        await waitFor(
-          "the held answer was read",
-          // deno-lint-ignore no-explicit-any
-          () => page.evaluate(() => (globalThis as any).__heldRead === true),
-          PAGE_WAIT_MS,
-        );
+        await heldAnswerRead(page);
         // Read in a later task than the one that read the body: the first refresh has settled.
         assert.ok(
           await page.locator("#refresh-error").isVisible(),

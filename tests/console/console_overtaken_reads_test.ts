@@ -19,6 +19,7 @@ import type { Page, Route } from "playwright-core";
 import {
   chromiumMissing,
   HELD,
+  heldAnswerRead,
   launchChromium,
   NOTE_HELD_READ,
   waitForText,
@@ -52,8 +53,7 @@ async function holdNextAnswer(page: Page, path: string) {
     /** Hands the held answer to the page; resolves once the page's code has read it and run on. */
     release: async () => {
       released.resolve();
-      // deno-lint-ignore no-explicit-any
-      await page.waitForFunction(() => (globalThis as any).__heldRead === true);
+      await heldAnswerRead(page);
       // The loader applies (or drops) the answer in the microtasks after its body is read: all
       // of them have run by the next task.
       await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 0)));

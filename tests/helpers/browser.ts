@@ -209,6 +209,14 @@ export const NOTE_HELD_READ = `(() => {
   };
 })()`;
 
+/** Resolves once the page's code has read the body of the answer the test held ({@link HELD}). */
+export async function heldAnswerRead(page: Page): Promise<void> {
+  // deno-lint-ignore no-explicit-any
+  await page.waitForFunction(() => (globalThis as any).__heldRead === true, undefined, {
+    timeout: PAGE_WAIT_MS,
+  });
+}
+
 /**
  * Steps that build on each other: once one fails, the later ones are reported as ignored
  * instead of each waiting out its own timeout against a page in the wrong state.
