@@ -41,32 +41,37 @@ function watchingLogger(onLine: (line: string) => void = () => {}) {
   return { log, lines };
 }
 
+/**
+ * sim0 and a scripted provider `hung` hanging in `stage` (its log at `plog`, `args` after), under
+ * a 1500 ms start-up budget and a 600 ms stop budget.
+ */
+function hungAtStartConfig(
+  plog: string,
+  stage: string,
+  args: string[],
+  options: Parameters<typeof scriptedProvider>[2],
+) {
+  return testConfig({
+    runtime: { startupTimeoutMs: 1500, shutdownTimeoutMs: 600 },
+    providers: [
+      simProvider("sim0", { yaml: SIM_INERT_YAML }),
+      scriptedProvider("hung", ["--log", plog, "--hang", stage, ...args], options),
+    ],
+  });
+}
+
 for (const stage of ["hello", "read_signals"]) {
   Deno.test(`Runtime.start logs 'Runtime startup timeout exceeded' once, when runtime.startup_timeout_ms runs out with a provider hanging in ${stage}, before the providers are stopped`, async () => {
     const dir = await Deno.makeTempDir({ prefix: "runtime-phrase-" });
     const plog = `${dir}/provider.log`;
     // The provider ignores stdin EOF and SIGTERM: stopping it takes 90 % of the 0.6 s stop
     // budget, so a line written after the stop would find it gone.
-    const config = testConfig({
-      runtime: { startupTimeoutMs: 1500, shutdownTimeoutMs: 600 },
-      providers: [
-        simProvider("sim0", { yaml: SIM_INERT_YAML }),
-        scriptedProvider(
-          "hung",
-          [
-            "--log",
-            plog,
-            "--hang",
-            stage,
-            "--ignore-stdin-eof",
-            "--ignore-sigterm",
-            "--say",
-            "waiting for /dev/ttyUSB0",
-          ],
-          { timeoutMs: 60000, helloTimeoutMs: 60000 },
-        ),
-      ],
-    });
+    const config = hungAtStartConfig(
+      plog,
+      stage,
+      ["--ignore-stdin-eof", "--ignore-sigterm", "--say", "waiting for /dev/ttyUSB0"],
+      { timeoutMs: 60000, helloTimeoutMs: 60000 },
+    );
     const aliveWhenLogged: boolean[] = [];
     const { log, lines } = watchingLogger((line) => {
       if (line.includes("Runtime startup timeout exceeded")) {
@@ -102,13 +107,7 @@ Deno.test("Kernel.start still fails at runtime.startup_timeout_ms when the logge
   const dir = await Deno.makeTempDir({ prefix: "runtime-phrase-" });
   const plog = `${dir}/provider.log`;
   // timeout_ms far beyond the start-up budget: only the budget can end the first poll.
-  const config = testConfig({
-    runtime: { startupTimeoutMs: 1500, shutdownTimeoutMs: 600 },
-    providers: [
-      simProvider("sim0", { yaml: SIM_INERT_YAML }),
-      scriptedProvider("hung", ["--log", plog, "--hang", "read_signals"], { timeoutMs: 60000 }),
-    ],
-  });
+  const config = hungAtStartConfig(plog, "read_signals", [], { timeoutMs: 60000 });
   let thrown = 0;
   const { log } = watchingLogger((line) => {
     if (line.includes("Runtime startup timeout exceeded")) {
