@@ -210,7 +210,10 @@ const DEVICE_TYPE_METRIC = "Properties/Type";
 /** The device id of the node itself where a command is answered (node metrics' aliases too). */
 const NODE = "";
 
-/** Why a DCMD is refused while the node is not online (after its NDEATH, or its births waiting). */
+/**
+ * Why a DCMD is refused, or a Rebirth ignored, while the node is not online (after its NDEATH, or
+ * its births waiting).
+ */
 const NOT_ONLINE =
   "the node is not online (no births on this connection yet: waiting for the primary host or the broker)";
 
@@ -2866,11 +2869,7 @@ export class SparkplugEdgeNode {
       // Not online (the births wait for the primary host, or for a new connection): rebirth()
       // publishes nothing, and the births follow once the node may be born.
       if (!this.online) {
-        return this.#ignored(
-          topic,
-          `${name} while the node is not online (no births on this connection yet: waiting for ` +
-            `the primary host or the broker); its births follow once it is`,
-        );
+        return this.#ignored(topic, `${name} while ${NOT_ONLINE}; its births follow once it is`);
       }
       this.#log.info("sparkplug: Node Control/Rebirth requested; publishing births");
       this.rebirth();
