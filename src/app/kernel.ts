@@ -2793,6 +2793,20 @@ export class Kernel {
           "drive the same hardware; stop the other one, or give this one its own runtime.data_dir",
       );
     }
+    // Given only after the start was abandoned and stop() began (a hung mount that answered at
+    // last): the stop may have passed its release already, and nothing of this start writes to
+    // the folder any more -- released at once, never held by a runtime that has stopped.
+    if (this.#stopping !== null) {
+      try {
+        lock.release();
+      } catch (err) {
+        this.#lines.error(
+          `runtime.data_dir ${dir}: its lock, given after the stop began, could not be ` +
+            `released: ${errorMessage(err)}`,
+        );
+      }
+      this.#throwIfStopping();
+    }
     // Held before its line: a logger that throws on it fails the start, and the stop after it
     // still releases the lock.
     this.#dataDirLock = lock;

@@ -11,7 +11,7 @@ import { RuntimeError } from "../../src/common/mod.ts";
 import type { DataDirLock } from "../../src/host/mod.ts";
 import { HungFiles } from "../helpers/journal_files.ts";
 import { newKernel, waitFor } from "../helpers/kernel.ts";
-import { ManualClock, runToSettle, settleOn } from "../helpers/clock.ts";
+import { flushMicrotasks, ManualClock, runToSettle, settleOn } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
 /** The start-up budget of these tests (virtual time: none of it is waited for). */
@@ -94,3 +94,29 @@ Deno.test("Kernel.stop while the audit journal's opening hangs ends the start at
   assert.equal(outcome.message, "start-up aborted: the runtime is stopping");
   await settleOn(clock, stopping, "the stop");
 });
+
+for (const ended of ["the start-up budget ran out", "stop() ended the start"] as const) {
+  Deno.test(`Kernel: a runtime.data_dir lock taken only after ${ended} and the stop finished is released`, async () => {
+    const clock = new ManualClock();
+    let grant: ((lock: DataDirLock) => void) | null = null;
+    let released = 0;
+    const rt = newKernel(
+      testConfig({ providers: [], runtime: { startupTimeoutMs: BUDGET_MS } }),
+      {
+        clock,
+        lockDataDir: () => new Promise<DataDirLock>((r) => (grant = r)),
+      },
+    );
+    const starting = rt.start().then(() => "started" as const, (err: unknown) => err);
+    await waitFor("the lock asked for", () => grant !== null);
+    const outcome = ended === "the start-up budget ran out"
+      ? await runToSettle(clock, starting, "the start to end")
+      : (rt.stop(), await settleOn(clock, starting, "the start to end on stop()"));
+    assert.ok(outcome instanceof RuntimeError, `start() must fail, got ${String(outcome)}`);
+    await runToSettle(clock, rt.stop(), "the stop after the failed start");
+    // The hung mount answers at last: the lock it gives is this runtime's, which has stopped.
+    grant!({ release: () => void released++ });
+    await flushMicrotasks();
+    assert.equal(released, 1, "the lock given after the stop is released, once");
+  });
+}
