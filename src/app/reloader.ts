@@ -11,7 +11,7 @@
  *
  * Nothing here touches Deno.*: the file reading and the signal come from the composition root.
  */
-import { type Clock, errorMessage, type Logger } from "../common/mod.ts";
+import { type Clock, errorMessage, type Logger, neverThrowing } from "../common/mod.ts";
 import type { ReadFileFn } from "../automation/mod.ts";
 import type { Config } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
@@ -77,6 +77,12 @@ export interface ConfigReloaderOptions {
 /** Serializes, applies and reports configuration reloads. */
 export class ConfigReloader {
   readonly #o: ConfigReloaderOptions;
+  /**
+   * The reloader's lines: they never throw. One that throws (a custom logger) must not skip the
+   * reload, its count or its `config_reload` event, nor reject request() (SIGHUP does not await
+   * it): the line is lost then, never what it reports.
+   */
+  readonly #log: Logger;
   #running: Promise<void> | null = null;
   #again = false;
   #success = 0;
@@ -85,6 +91,7 @@ export class ConfigReloader {
 
   constructor(options: ConfigReloaderOptions) {
     this.#o = options;
+    this.#log = neverThrowing(options.log);
   }
 
   /** Reloads since start (GET /metrics). */
@@ -119,7 +126,8 @@ export class ConfigReloader {
   }
 
   async #reloadOnce(): Promise<void> {
-    const { runtime, log } = this.#o;
+    const { runtime } = this.#o;
+    const log = this.#log;
     log.debug("config reload: re-reading the configuration file");
     let loaded: ReloadedConfig;
     try {
@@ -189,7 +197,8 @@ export class ConfigReloader {
   }
 
   #fail(summary: string, errors: readonly string[]): void {
-    const { runtime, log } = this.#o;
+    const { runtime } = this.#o;
+    const log = this.#log;
     this.#failure++;
     log.error(summary);
     runtime.bus.publish({
