@@ -15,6 +15,7 @@ import {
   type LifecycleState,
   type Logger,
   namedList,
+  neverThrowing,
   type ProviderSupervisionView,
   quoteDeviceHandle,
   quoteProviderTextWithin,
@@ -123,6 +124,12 @@ export type AvailabilityListener = (available: boolean) => void;
 export class ProviderHost {
   #config: ProviderConfig;
   readonly #deps: ProviderHostDeps;
+  /**
+   * Its lines never throw: they are said in the middle of supervision (a session's end before the
+   * supervisor hears of it, an attempt's outcome before its commit, a listener's failure between
+   * two listeners). One that throws (a custom logger) is lost, never the step after it -- nor is
+   * it thrown in a promise no one awaits.
+   */
   readonly #log: Logger;
   #state: SupervisorState = INITIAL_SUPERVISOR_STATE;
   /** The date of the latest provider_health_change published (#emitAvailability); null before. */
@@ -164,7 +171,7 @@ export class ProviderHost {
   constructor(config: ProviderConfig, deps: ProviderHostDeps) {
     this.#config = config;
     this.#deps = deps;
-    this.#log = deps.log.child(config.id);
+    this.#log = neverThrowing(deps.log.child(config.id));
   }
 
   get id(): string {

@@ -3,6 +3,8 @@ import {
   type DeviceCapabilities,
   type DeviceInfo,
   errorMessage,
+  type Logger,
+  neverThrowing,
   raceTimeout,
   RuntimeError,
 } from "../common/mod.ts";
@@ -191,6 +193,11 @@ export class ProviderRegistry {
    */
   readonly #starting = new Set<string>();
   readonly #deps: ProviderHostDeps;
+  /**
+   * The lines of a listener that threw: they never throw. One that throws (a custom logger) must
+   * not skip the listeners after it, nor leave a host taken out of the registry unstopped.
+   */
+  readonly #lines: Logger;
   readonly #added: HostListener[] = [];
   readonly #removed: HostListener[] = [];
   readonly #unconfigured: UnconfiguredListener[] = [];
@@ -220,6 +227,7 @@ export class ProviderRegistry {
     };
     for (const p of providers) this.#hosts.set(p.id, new ProviderHost(p, this.#deps));
     this.#configuredIds = new Set(providers.map((p) => p.id));
+    this.#lines = neverThrowing(deps.log);
   }
 
   /** Calls `listener` for every host now and for every host added later (before it starts). */
@@ -305,7 +313,7 @@ export class ProviderRegistry {
       try {
         l(host);
       } catch (err) {
-        this.#deps.log.error(
+        this.#lines.error(
           `provider ${providerId} removed: a host-removed listener failed: ${errorMessage(err)}`,
         );
       }
@@ -348,7 +356,7 @@ export class ProviderRegistry {
       try {
         l(providerId);
       } catch (err) {
-        this.#deps.log.error(
+        this.#lines.error(
           `provider ${providerId} ${what}: a listener failed: ${errorMessage(err)}`,
         );
       }

@@ -2,7 +2,8 @@
  * A listener of the inventory that throws (a bug in a peripheral subsystem: the Sparkplug edge
  * node births a provider's devices from this fan-out) is contained where the provider layer tells
  * its listeners, as the event bus contains its subscribers: the provider still comes up, the
- * listeners after it are still told, and the error is logged once per throw at ERROR.
+ * listeners after it are still told, and the error is logged once per throw at ERROR. So is a
+ * provider's own line that throws (a custom logger): its supervision goes on past it.
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
@@ -107,4 +108,25 @@ Deno.test("a throwing event-bus or device-condition listener whose ERROR line th
   assert.ok(thrown >= 2, `the faulty listeners ran (${thrown})`);
   assert.ok(events.length > 0, "no event told after the faulty listener");
   assert.match(conditions[0]!, /^plant0 /);
+});
+
+Deno.test("a provider whose 'provider down' line throws (a custom logger) is still said down, and restarted", async () => {
+  await using r = await rig({
+    providers: [plantProvider("plant", { restartBackoffMs: 50 })],
+    arm: true,
+    // The sink fails on the provider's down line.
+    onLine: (line) => {
+      if (line.includes("provider down:")) throw new Error("log sink failed");
+    },
+  });
+  const rt = r.kernel;
+  const told: string[] = [];
+  rt.inventory.onAvailability((p, up) => told.push(`${p.id} ${up ? "up" : "down"}`));
+
+  r.kill("plant");
+  // Before: the line's throw left the session's end before the supervisor heard of it: the
+  // provider stayed AVAILABLE with no process, never restarted (and the throw went unhandled).
+  await waitFor("plant back after its restart", () => told.includes("plant up"), 5000);
+  assert.deepEqual(told, ["plant down", "plant up"]);
+  await manualCall(rt, "plant", "plant0", 2, { duty: d(0.5) });
 });
