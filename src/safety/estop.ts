@@ -2045,9 +2045,14 @@ export class Estop implements EstopService {
     // (the supervisor restarts a provider within the same host).
     if (this.#state !== "latched") return void this.#secureRuns.delete(host);
     const queued = this.#secureRuns.get(host);
-    // One of a latch released since is skipped at its turn, or made as none of this latch's
-    // returns (#secure): a new one begins.
-    if (queued && !queued.started && queued.latchNo === this.#latchNo) {
+    // One of a latch released since is skipped at its turn once this latch's stop has begun (its
+    // calls right behind it), and a new one begins; before that stop begins, it is made at its
+    // turn as a return under this latch (#secure): this return joins it, as it would a run of this
+    // latch (a run of its own would make the same calls again right after it).
+    if (
+      queued && !queued.started &&
+      (queued.latchNo === this.#latchNo || this.#ladderLatchNo !== this.#latchNo)
+    ) {
       // A reload's ladder change is what the run does now: its line and read-back say so.
       if ((queued.deviceReturn && !deviceReturn) || why === LADDER_RELOADED) {
         queued.why = why;
@@ -2223,7 +2228,8 @@ export class Estop implements EstopService {
    * its securing calls were made changed what they must read back): when a reload changed the
    * expectations since the verification shown, that list is read back whole (it replaces the
    * shown one, whose checks were of another plan). Skipped once its latch is released (latched
-   * again since: that latch's stop and securing runs read back their own).
+   * again since: that latch's stop and securing runs read back their own), and, for a reload's
+   * read-back with no calls, once the list in force has been read back whole since it was asked.
    */
   async #runReverify(batch: ReverifyBatch): Promise<void> {
     const shown = this.#verified;
@@ -2235,6 +2241,11 @@ export class Estop implements EstopService {
     const ids = [...batch.providers.keys()];
     const safeState = this.#o.safeState;
     const expect = safeState.expect;
+    // A reload's read-back with no calls (expectations reloaded) whose list in force has been read
+    // back whole since it was asked (a stop begun after that reload -- one queued behind the stop
+    // under way --, or a batch before it): nothing is left to read that is not fresher already;
+    // read again, it would be a second event and record of the same list (one per latch).
+    if (batch.reason === EXPECTATIONS_RELOADED && shown.expect === expect) return;
     const indices = expect.flatMap((e, i) =>
       expect !== shown.expect || ids.includes(e.providerId) ? [i] : []
     );

@@ -182,3 +182,49 @@ Deno.test("Estop latched: a device return's securing run waiting for its turn wh
   const spell = lines.filter((l) => /further securing runs|securing run\(s\) for devices/.test(l));
   assert.deepEqual(spell, [], "no device-return spell for a return seen under the released latch");
 });
+
+Deno.test("Estop latched: a provider's return while a securing run of a released latch waits to be made under the new latch, whose stop has not begun, joins that run: no second run of the same calls", async () => {
+  // In-process: the real Estop over a router that holds each call, and a read-back that holds
+  // each read, until the test answers it.
+  const met = heaterOffReader().reads;
+  const heldReads: (() => void)[] = [];
+  const reads: FreshReader = {
+    readFresh: (...args) =>
+      new Promise((resolve) => heldReads.push(() => resolve(met.readFresh(...args)))),
+  };
+  const answerReads = () => heldReads.splice(0).forEach((answer) => answer());
+  const { estop, host, comeBack, lines, calls, answerAll: answerCalls, deviceReturn } =
+    holdingEstop({
+      reads,
+      deviceReturns: true,
+      // Its read-back waits for the held reads, never for its timeout.
+      safeState: { ...heaterOffVerifiedLadder(), verifyTimeoutMs: 600_000 },
+    });
+  // The stop's ladder call to plant is held. A device of plant answers again meanwhile: its
+  // securing run waits behind that call. Released and pressed again: the new latch's stop waits
+  // for the stop under way. plant itself then comes back under the new latch, before that run's
+  // turn: the run waiting will secure it under the new latch at its turn (its calls are the same).
+  const first = estop.trigger("first latch");
+  await untilTurns(() => calls() === 1, "the first stop's ladder call");
+  deviceReturn();
+  estop.clear();
+  const second = estop.trigger("second latch");
+  comeBack();
+  answerCalls();
+  await untilTurns(() => heldReads.length > 0, "the first stop's read-back");
+  await untilTurns(() => calls() === 2, "plant secured at the waiting run's turn");
+  let answered = false;
+  void Promise.all([first, second, estop.securing(host)]).then(() => (answered = true));
+  await untilTurns(() => (answerCalls(), answerReads(), answered), "both stops");
+  estop.clear();
+
+  assert.equal(
+    calls(),
+    3,
+    "the first stop's call, one securing run's, the new latch's stop's: " +
+      lines.filter((l) => /bringing it to the safe state/.test(l)).join(" | "),
+  );
+  const said = lines.filter((l) => /bringing it to the safe state/.test(l));
+  assert.equal(said.length, 1, lines.join("\n"));
+  assert.match(said[0]!, /^WARN .*provider plant is AVAILABLE again;/, "it says the return");
+});

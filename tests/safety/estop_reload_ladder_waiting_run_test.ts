@@ -164,3 +164,33 @@ Deno.test("Estop latched: a reload changing the expectations of a provider it st
     "status shows checks of the expectations in force once the reload has answered",
   );
 });
+
+Deno.test("Estop latched: a reload changing the expectations of a provider up all along while a further stop waits for its turn is read back by that stop alone, not again after it", async () => {
+  const audit: AuditDecision[] = [];
+  const { estop, calls, answerAll } = holdingEstop({
+    reads: heaterOffReader().reads,
+    audit: { record: (d) => audit.push(d) },
+    safeState: heaterOffVerifiedLadder(),
+  });
+  // The stop's ladder call is held; a second press queues a further stop behind it (not begun).
+  const first = estop.trigger("first press");
+  await untilTurns(() => calls() === 1, "the first stop's ladder call");
+  const second = estop.trigger("second press");
+  // The reload expects plant's fan at 0 too: the further stop, begun after it, reads that back.
+  const runs = estop.reconfigure(expectingFan(heaterOffVerifiedLadder()));
+  let done = false;
+  void Promise.all([first, second, ...runs]).then(() => (done = true));
+  await untilTurns(() => (answerAll(), done), "both stops and the reload's wait");
+
+  assert.deepEqual(
+    (await second).verification.checks.map((c) => c.signal),
+    ["plant/plant0/heater", "plant/plant0/fan"],
+    "the further stop reads back the reloaded expectations",
+  );
+  assert.deepEqual(
+    estop.status().verification?.checks.map((c) => c.signal),
+    ["plant/plant0/heater", "plant/plant0/fan"],
+  );
+  const reloaded = audit.filter((d) => d.args?.reason === "expectations reloaded while latched");
+  assert.deepEqual(reloaded, [], "no second read-back of the list the further stop read back");
+});
