@@ -799,6 +799,12 @@ export class SparkplugEdgeNode {
   /** The NBIRTH over `sparkplug.max_message_bytes` was said (ERROR once per process). */
   #nbirthTooLargeSaid = false;
   /**
+   * The packet bytes of this connection's NBIRTH when its last births were held back for being
+   * over `sparkplug.max_message_bytes` (#nbirthTooLarge), else null: the node cannot come online,
+   * and a command's line says so rather than NOT_ONLINE's waiting (#notOnlineWhy).
+   */
+  #nbirthOverBytes: number | null = null;
+  /**
    * Devices (NODE for the node) whose metric left out of a DDATA/NDATA for its size was WARNed
    * (once per device per process, at most MAX_TOO_LARGE_DEVICES_WARNED of them).
    */
@@ -1123,6 +1129,7 @@ export class SparkplugEdgeNode {
     this.#retainedOverWarned = false;
     // The host's retained STATE says again, on this connection, whether it is online.
     this.#hostOnline = host === "";
+    this.#nbirthOverBytes = null;
     this.#birthsSent = 0;
     this.#birthsHeard = 0;
     // Its own NBIRTH, to hear one it did not publish (#ownBirthSeen), in a SUBSCRIBE of its own: a
@@ -1709,6 +1716,7 @@ export class SparkplugEdgeNode {
       encode({ ...this.#nbirthPayload(now, this.#nodeState()), seq: 0 }).length,
       0,
     );
+    this.#nbirthOverBytes = bytes <= limit ? null : bytes;
     if (bytes <= limit) return false;
     if (!this.#nbirthTooLargeSaid) {
       this.#nbirthTooLargeSaid = true;
@@ -2869,7 +2877,13 @@ export class SparkplugEdgeNode {
       // Not online (the births wait for the primary host, or for a new connection): rebirth()
       // publishes nothing, and the births follow once the node may be born.
       if (!this.online) {
-        return this.#ignored(topic, `${name} while ${NOT_ONLINE}; its births follow once it is`);
+        const why = this.#notOnlineWhy();
+        return this.#ignored(
+          topic,
+          why === NOT_ONLINE
+            ? `${name} while ${why}; its births follow once it is`
+            : `${name}: ${why}`,
+        );
       }
       this.#log.info("sparkplug: Node Control/Rebirth requested; publishing births");
       this.rebirth();
@@ -3016,6 +3030,20 @@ export class SparkplugEdgeNode {
     else if (p.available) this.#seenUp.add(providerId);
   }
 
+  /**
+   * Why the node is not online, for a command refused or ignored meanwhile: NOT_ONLINE (its births
+   * wait for the primary host or the broker), or, connected with the primary host online, that its
+   * NBIRTH is over `sparkplug.max_message_bytes` (no births follow until the bound or the ids
+   * change).
+   */
+  #notOnlineWhy(): string {
+    const bytes = this.#nbirthOverBytes;
+    if (bytes === null || !this.#hostOnline || !this.connected) return NOT_ONLINE;
+    return `the node cannot come online: its NBIRTH is ${bytes} bytes, over ` +
+      `sparkplug.max_message_bytes ${this.#o.config.maxMessageBytes} (shorten ` +
+      `group_id/edge_node_id or raise the bound)`;
+  }
+
   /** Why commands cannot act at all now (off, or the role), or null. */
   #commandRefusal(): string | null {
     if (this.#o.commands === undefined) return "commands are off (sparkplug.commands: false)";
@@ -3038,7 +3066,7 @@ export class SparkplugEdgeNode {
       // Its provider lists it, but the node is not online: no DBIRTH is about to go out (the
       // births wait for the primary host or the broker), and the answer could not be published.
       if (notBorn?.birthOf !== undefined && !this.online) {
-        return this.#refused(topic, `${id}/${metric}`, NOT_ONLINE, NODE);
+        return this.#refused(topic, `${id}/${metric}`, this.#notOnlineWhy(), NODE);
       }
       const why = notBorn?.why ?? "no such device on this node";
       if (notBorn?.birthOf === undefined) return this.#refused(topic, `${id}/${metric}`, why, NODE);
@@ -3063,7 +3091,7 @@ export class SparkplugEdgeNode {
     // After its NDEATH (the primary host went offline, or the connection was lost) the node is
     // dead to the group until its next births: a write addressed to it then acts on nothing, and
     // its answer could not be published. (An NCMD e-stop is still taken: the stop never waits.)
-    if (!this.online) return this.#refused(topic, name, NOT_ONLINE, id);
+    if (!this.online) return this.#refused(topic, name, this.#notOnlineWhy(), id);
     const caps = this.#o.inventory.capabilities(dev.providerId, dev.deviceId);
     // The last declaration of a duplicated name: the one the call path (and the AUTO gate)
     // resolves by name, so the arguments are typed by the declaration they are validated against.

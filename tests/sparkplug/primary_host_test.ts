@@ -431,3 +431,63 @@ Deno.test({
     });
   },
 });
+
+Deno.test({
+  name:
+    "commands to a node whose NBIRTH is over max_message_bytes say it cannot come online, not that its births wait for the primary host",
+  ignore: mosquittoMissing(),
+  async fn() {
+    // An edge node id long enough that the NBIRTH is over the smallest bound (1024).
+    const longNode = "n".repeat(900);
+    const { lines, log } = infoLines();
+    await withSparkplugRuntime({
+      group: GROUP,
+      config: (url) => {
+        const c = config(url, true);
+        return {
+          ...c,
+          sparkplug: { ...c.sparkplug, edgeNodeId: longNode, maxMessageBytes: 1024 },
+        };
+      },
+      start: { arm: true, host: { log } },
+    }, async (rt, sparkplug) => {
+      const host = withState(sparkplug);
+      const node = rt.sparkplug!;
+      await host.state({ online: true, timestamp: Date.now() });
+      await waitFor("the primary host online", () => node.primaryHostOnline === true);
+      await waitFor(
+        "the NBIRTH's size to be said",
+        () => lines.some((l) => l.includes("the node cannot come online")),
+      );
+      assert.equal(node.online, false);
+      assert.equal(node.connected, true);
+
+      await host.send(`spBv1.0/${GROUP}/NCMD/${longNode}`, [
+        { name: "Node Control/Rebirth", datatype: 11, boolean_value: true },
+      ]);
+      await host.send(`spBv1.0/${GROUP}/DCMD/${longNode}/${relay}`, [
+        { name: "Functions/set_relay_ch3", datatype: 11, boolean_value: true },
+      ]);
+      await waitFor("the Rebirth to be ignored", () => node.counts.commandsIgnored === 1);
+      await waitFor("the DCMD to be refused", () => node.counts.commandsRefused === 1);
+      assert.equal(node.counts.births, 0);
+      const ignored = lines.find((l) =>
+        l.includes("Node Control/Rebirth") && l.includes("ignored")
+      );
+      const refused = lines.find((l) =>
+        l.includes("Functions/set_relay_ch3") && l.includes("refused")
+      );
+      for (const said of [ignored, refused]) {
+        assert.ok(said, JSON.stringify(lines));
+        // The primary host is online and the broker connected: neither is waited for.
+        assert.doesNotMatch(said, /waiting for the primary host or the broker/, said);
+        assert.doesNotMatch(said, /births follow/, said);
+        assert.match(
+          said,
+          /cannot come online: its NBIRTH is \d+ bytes, over sparkplug\.max_message_bytes 1024/,
+          said,
+        );
+      }
+    });
+  },
+});
