@@ -25,6 +25,19 @@ export class ApiError extends Error {
 }
 
 /**
+ * Whether a failed read is the runtime's answer that a service is not available on it
+ * (`503 UNAVAILABLE: <service> not available: ...`: automation disabled, its engine not running),
+ * rather than a 503 of the HTTP layer, for a moment (`Server busy: ...` over
+ * http.thread_pool_size, `Server shutting down: ...`), which is a read failed like any other.
+ * @param {unknown} err
+ * @param {string} service as the runtime names it first in its message ("Parameters", "Automation")
+ */
+export function notAvailableHere(err, service) {
+  return err instanceof ApiError && err.status === 503 &&
+    err.message.startsWith(`${service} not available: `);
+}
+
+/**
  * JSON.parse that keeps integers beyond ±2^53 exact: the API writes 64-bit integers as their
  * decimal digits, which a plain parse would round. Such a number becomes its digit string.
  * @param {string} text

@@ -3,7 +3,7 @@
 // providers held as one entry), outages and refused calls, and the loaded behavior tree as an
 // indented outline.
 
-import { ApiError } from "./api.js";
+import { notAvailableHere } from "./api.js";
 import { byId, facts, fill, formatTime, h, setText } from "./dom.js";
 import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
@@ -245,7 +245,9 @@ export class AutomationView {
       }
       this.enabled = true;
     } catch (err) {
-      if (err instanceof ApiError && err.status === 503) this.enabled = false;
+      // Not offered only when the runtime says automation is not available on it: a 503 of a
+      // moment (server busy) says nothing of it, and nothing reads the status again soon.
+      if (notAvailableHere(err, "Automation")) this.enabled = false;
       this.status = null;
       this.renderWhy();
       fill(byId("automation-status"), h("p", { class: "muted", text: String(err) }));

@@ -1,6 +1,6 @@
 // The Parameters view: current value, type and bounds of each; set a new value (checked first).
 
-import { ApiError } from "./api.js";
+import { notAvailableHere } from "./api.js";
 import { byId, cssId, fill, h, setResult, setText } from "./dom.js";
 import { field, readParameter } from "./forms.js";
 import { LatestRead, OVERTAKEN } from "./latest_read.js";
@@ -36,8 +36,9 @@ export class ParametersView {
       list = r.parameters ?? [];
     } catch (err) {
       fill(byId("parameters"), h("p", { class: "muted", text: String(err) }));
-      // 503: automation is disabled on this runtime, for good: the view says so, nothing is owed.
-      if (err instanceof ApiError && err.status === 503) return;
+      // Automation disabled on this runtime, for good: the view says so, nothing is owed. Another
+      // 503 (server busy) is a failed read: owed again.
+      if (notAvailableHere(err, "Parameters")) return;
       // Said to the caller too: a failed full refresh is owed again (app.js fullOwed).
       throw err;
     }

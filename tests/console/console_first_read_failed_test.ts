@@ -717,3 +717,106 @@ Deno.test({
     });
   },
 });
+
+Deno.test({
+  name:
+    "Operator console: a parameters read answered 503 server busy is a failed read, made again, not taken for automation disabled",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    await withPage(async (page, base) => {
+      // The page's next parameters read is answered as the runtime answers one over its request
+      // bound (http.thread_pool_size), once: a 503 of a moment, not automation disabled.
+      let busy = false;
+      await page.route("**/v0/parameters", async (route) => {
+        if (!busy || route.request().method() !== "GET") return await route.continue();
+        busy = false;
+        await route.fulfill({
+          status: 503,
+          contentType: "application/json",
+          body: JSON.stringify({
+            status: {
+              code: "UNAVAILABLE",
+              message: "Server busy: 4 requests in progress (http.thread_pool_size)",
+            },
+          }),
+        });
+      });
+      const settled = readsSettled(page, notTheStream);
+      const FORM = '#parameters form[data-parameter="target_temp"]';
+      await installStoppedClock(page);
+      await page.goto(`${base}/#parameters`);
+      await page.locator(FORM).waitFor({ timeout: PAGE_WAIT_MS });
+      await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
+      await settled();
+      // A parameter changes (another client): the page's re-read of the parameters is refused.
+      busy = true;
+      const res = await fetch(`${base}/v0/parameters`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name: "target_temp", value: 30 }),
+      });
+      assert.equal(res.status, 200, await res.text());
+      await waitForText(page, "#parameters", /^503 UNAVAILABLE: Server busy/);
+      await settled();
+      // The runtime answers again: within a few 2 s refreshes the parameters are read again.
+      for (let i = 0; i < 4 && await page.locator(FORM).count() === 0; i++) {
+        await page.clock.runFor(2000);
+        await settled();
+      }
+      assert.equal(
+        await page.locator(FORM).count(),
+        1,
+        `the view still shows: ${await page.locator("#parameters").textContent()}`,
+      );
+      await waitForText(page, `${FORM} strong.value`, /^30$/);
+      assert.ok(!(await page.locator("#refresh-error").isVisible()), "no error line once read");
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "Operator console: an automation status read answered 503 server busy does not take AUTO off the mode buttons",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    await withPage(async (page, base) => {
+      // The page's first automation status read (its first full read) is answered as the runtime
+      // answers one over its request bound (http.thread_pool_size): a 503 of a moment.
+      let statusReads = 0;
+      await page.route("**/v0/automation/status", async (route) => {
+        if (++statusReads > 1) return await route.continue();
+        await route.fulfill({
+          status: 503,
+          contentType: "application/json",
+          body: JSON.stringify({
+            status: {
+              code: "UNAVAILABLE",
+              message: "Server busy: 4 requests in progress (http.thread_pool_size)",
+            },
+          }),
+        });
+      });
+      const settled = readsSettled(page, notTheStream);
+      await installStoppedClock(page);
+      await page.goto(`${base}/#devices`);
+      await page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS });
+      await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
+      await settled();
+      assert.equal(statusReads, 1, "the busy answer was read");
+      for (let i = 0; i < 3; i++) {
+        await page.clock.runFor(2000);
+        await settled();
+      }
+      // The operator enters MANUAL; automation is enabled on this runtime: AUTO is offered then.
+      await page.locator('#mode-buttons button[data-mode="MANUAL"]').click();
+      await page.locator('#mode-buttons button[data-mode="IDLE"]').waitFor({
+        timeout: PAGE_WAIT_MS,
+      });
+      assert.equal(
+        await page.locator('#mode-buttons button[data-mode="AUTO"]').count(),
+        1,
+        `the mode buttons: ${await page.locator("#mode-buttons").textContent()}`,
+      );
+    });
+  },
+});
