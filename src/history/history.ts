@@ -589,7 +589,11 @@ export class History {
       // A retyped signal's changes are kept from the next poll on only: a walk from before says
       // the old type's were lost (ChangeWalk.reachFromSeq), as when the byte bound trims them. So
       // are those of one declared again after a rediscovery left it out (its old ring released).
-      if (retyped.has(id) || e.released?.has(id) === true) fresh.trimmedToSeq = e.ring.nextSeq;
+      const absentFromSeq = e.released?.get(id);
+      if (retyped.has(id) || absentFromSeq !== undefined) fresh.trimmedToSeq = e.ring.nextSeq;
+      if (absentFromSeq !== undefined && !retyped.has(id)) {
+        fresh.declaredAgain = { absentFromSeq, seq: e.ring.nextSeq };
+      }
       kept.set(id, fresh);
     }
     for (const id of pollable) e.released?.delete(id);
@@ -808,11 +812,23 @@ export class History {
   /**
    * The poll before which the ring lost changes of one signal that the device's polls may still
    * have (SignalRing.trimmedToSeq: memory_max_bytes trimmed it alone, its ring was made without
-   * room, a value too large was not kept, a retype); -1 when it lost none (incidents).
+   * room, a value too large was not kept, a retype, declared again after a rediscovery left it
+   * out); -1 when it lost none of the polls from `fromSeq` on (incidents): one declared again
+   * whose device no longer declared it at `fromSeq` had nothing there to lose.
    */
-  signalLostBeforeSeq(providerId: string, deviceId: string, signalId: string): number {
-    return this.#devices.get(providerId)?.get(deviceId)?.ring.signals.get(signalId)?.trimmedToSeq ??
-      -1;
+  signalLostBeforeSeq(
+    providerId: string,
+    deviceId: string,
+    signalId: string,
+    fromSeq: number,
+  ): number {
+    const sig = this.#devices.get(providerId)?.get(deviceId)?.ring.signals.get(signalId);
+    if (sig === undefined) return -1;
+    const again = sig.declaredAgain;
+    if (again !== null && again.absentFromSeq <= fromSeq && sig.trimmedToSeq <= again.seq) {
+      return -1;
+    }
+    return sig.trimmedToSeq;
   }
 
   /**

@@ -272,26 +272,28 @@ interface Pending {
    */
   told: boolean;
   /**
-   * Where its window closed, when its record waits after that (an e-stop's reason still
-   * arriving): the clocks then and each device's next poll (History.nextPollSeq). The record
-   * holds the polls before those, not the ones taken while it waited.
-   */
-  closed: WindowClose | null;
-  /**
    * Where the window of a trigger dated back past incident_after_s ended (a device loss found
    * after its window: captured at once), as the ring stamps polls (a step of the wall clock since
    * its date added, ahead or back): its polls after that are not the record's. Null otherwise.
    */
   readonly endedMs: number | null;
+  /**
+   * With endedMs, the lost device's first poll after that end by the monotonic clock, when it was
+   * noted then (FailingAt.endSeq): its cut by poll order, which a wall clock step after the end
+   * (before the loss was found) does not move as it moves endedMs. Null: endedMs cuts.
+   */
+  readonly endedSeq: { readonly device: string; readonly seq: number } | null;
 }
 
-/** A pending incident's window as it closed (Pending.closed). */
-interface WindowClose {
-  readonly mono: number;
-  readonly wall: number;
-  /** `provider/device` (deviceHandle) -> its first poll after the window; the devices then. */
-  readonly seqs: Map<string, number>;
-  readonly devices: readonly DeviceParts[];
+/** A failing device's first failed read (IncidentRecorder.#failingAt). */
+interface FailingAt {
+  /** The time the ring stamped it with; null: its next poll (failing as it came back). */
+  readonly wallMs: number | null;
+  /** Its sequence number. */
+  readonly seq: number;
+  /** Its next poll once incident_after_s passed since it (a timer, on the monotonic clock). */
+  endSeq: number | null;
+  timer: TimerId | null;
 }
 
 /** An e-stop's trigger in its pending incident. */
@@ -352,9 +354,10 @@ export class IncidentRecorder {
    * searches see only the polls since the last step back). A device failing as it comes back
    * (from down: its provider is up again, or lists it again) is told so before any read: its
    * next poll is its first failed read, `wallMs` null (its time is read from the ring when the
-   * loss is found). Held only while the device is failing (bounded by the devices listed).
+   * loss is found). Held only while the device is failing (bounded by the devices listed), with
+   * its timer noting where its window ends (FailingAt.endSeq: one per failing device).
    */
-  readonly #failingAt = new Map<string, { readonly wallMs: number | null; readonly seq: number }>();
+  readonly #failingAt = new Map<string, FailingAt>();
   #dropped = 0;
   /**
    * Ids of the records not kept (not written, removed by a bound) -> why, oldest first
@@ -425,6 +428,10 @@ export class IncidentRecorder {
     this.#unsubscribe = null;
     this.#unsubscribeOutages?.();
     this.#unsubscribeOutages = null;
+    for (const f of this.#failingAt.values()) {
+      if (f.timer !== null) this.#o.clock.clearTimer(f.timer);
+      f.timer = null; // its loss, found later, is cut by endedMs
+    }
     for (const p of [...this.#pending]) {
       if (p.timer !== null) this.#o.clock.clearTimer(p.timer);
       this.#capture(p);
@@ -723,17 +730,17 @@ export class IncidentRecorder {
         // Told before or after the ring records that read: its poll either way (none with a time
         // at or after it but that read, the wall clock stepped back or not).
         const seq = this.#o.history.pollSeqAtOrAfter(c.providerId, c.deviceId, c.atWallMs);
-        this.#failingAt.set(key, { wallMs: c.atWallMs, seq });
+        this.#setFailingAt(c, { wallMs: c.atWallMs, seq, endSeq: null, timer: null });
       } else if (c.previous === "down" && c.condition.sinceMono === null) {
         // Back, and failing before any read (it has not answered since): its next poll is its
         // first failed read, by poll order, whatever the wall clock does before its loss is found.
         const seq = this.#o.history.nextPollSeq(c.providerId, c.deviceId);
-        this.#failingAt.set(key, { wallMs: null, seq });
+        this.#setFailingAt(c, { wallMs: null, seq, endSeq: null, timer: null });
       }
       return;
     }
     const failingAt = this.#failingAt.get(key);
-    this.#failingAt.delete(key);
+    this.#forgetFailingAt(key);
     // A device whose provider a reload removes or restarts left on purpose: not lost -- unless
     // the reload then failed to start the provider it restarted (previousReloading).
     const { kind, unconfigured, reloading } = c.condition;
@@ -756,7 +763,36 @@ export class IncidentRecorder {
       at,
       ago,
       stamped === null ? undefined : failingAt?.seq,
+      failingAt?.endSeq ?? undefined,
     );
+  }
+
+  /**
+   * Holds where a failing device's reads began (#failingAt) and, for one whose first failed read
+   * is its time (`sinceMono`), notes its next poll incident_after_s later on the monotonic clock
+   * (FailingAt.endSeq): a loss found after that holds the polls before it, whatever the wall clock
+   * did in between.
+   */
+  #setFailingAt(c: DeviceConditionChange, f: FailingAt): void {
+    const key = `${c.providerId}/${c.deviceId}`;
+    this.#forgetFailingAt(key);
+    const since = c.condition.sinceMono;
+    if (f.wallMs !== null && since !== null) {
+      const mono = this.#o.clock.monoMs();
+      f.timer = this.#o.clock.setTimer(() => {
+        f.timer = null;
+        f.endSeq = this.#o.history.nextPollSeq(c.providerId, c.deviceId);
+      }, Math.max(0, since + this.#o.config.incidentAfterS * 1000 - mono));
+    }
+    this.#failingAt.set(key, f);
+  }
+
+  /** Forgets a device's #failingAt, its timer cleared. */
+  #forgetFailingAt(key: string): void {
+    const f = this.#failingAt.get(key);
+    if (f === undefined) return;
+    if (f.timer !== null) this.#o.clock.clearTimer(f.timer);
+    this.#failingAt.delete(key);
   }
 
   /**
@@ -791,6 +827,7 @@ export class IncidentRecorder {
     now = this.#o.clock.nowMs(),
     agoMs = 0,
     fromSeq?: number,
+    endSeq?: number,
   ): { p: Pending; c: IncidentCause; began: boolean } | null {
     const mono = this.#o.clock.monoMs();
     const c: IncidentCause = { trigger, cause, at_epoch_ms: now };
@@ -862,10 +899,12 @@ export class IncidentRecorder {
       reasons: new Set(),
       specs: new Map(),
       told: false,
-      closed: null,
       endedMs: agoMs === 0 || agoMs < afterMs
         ? null
         : now + afterMs + (Math.abs(stepped) >= WALL_STEP_MS ? stepped : 0),
+      endedSeq: agoMs === 0 || agoMs < afterMs || endSeq === undefined || devices?.length !== 1
+        ? null
+        : { device: deviceHandle(devices[0]![0], devices[0]![1]), seq: endSeq },
     };
     this.#noteAfterSeq(p, devices, now, agoMs, fromSeq);
     this.#pending.push(p);
@@ -990,15 +1029,16 @@ export class IncidentRecorder {
     this.#writingIds.add(p.id);
     if (p.reasons.size > 0) {
       // An e-stop's reason is still arriving: the record waits for it, bounded -- its window is
-      // the one that closed now, not one grown by the wait (the polls taken meanwhile).
-      p.closed = this.#windowClose(p);
+      // read now, as it closed: not one grown by the wait (the polls taken meanwhile), nor one the
+      // ring let go of the start of (memory_seconds) or a rediscovery took signals from meanwhile.
+      const writeRecord = this.#readWindow(p);
       const write = raceTimeout(
         this.#o.clock,
         Promise.all(p.reasons),
         INCIDENT_REASON_WAIT_MS,
         null,
       )
-        .then(() => this.#captureNow(p));
+        .then(writeRecord);
       this.#writes.add(write);
       void write.finally(() => {
         this.#writes.delete(write);
@@ -1006,7 +1046,7 @@ export class IncidentRecorder {
       });
       return;
     }
-    const write = this.#captureNow(p);
+    const write = this.#readWindow(p)();
     this.#writes.add(write);
     void write.finally(() => {
       this.#writes.delete(write);
@@ -1014,32 +1054,21 @@ export class IncidentRecorder {
     });
   }
 
-  /** The window of `p` as it closes now (Pending.closed). */
-  #windowClose(p: Pending): WindowClose {
-    const history = this.#o.history;
-    const devices = p.devices === null ? history.devices() : [...p.devices.values()];
-    const seqs = new Map<string, number>();
-    for (const [providerId, deviceId] of devices) {
-      seqs.set(deviceHandle(providerId, deviceId), history.nextPollSeq(providerId, deviceId));
-    }
-    return { mono: this.#o.clock.monoMs(), wall: this.#o.clock.nowMs(), seqs, devices };
-  }
-
   /**
-   * Reads the incident's window from the ring and writes its record. The window is clamped to
-   * what the ring holds: a device loss found long after its date (a device polled once a minute)
-   * has a window older than memory_seconds, which the ring let go of; its record then holds what
-   * the ring still has of the device up to now (its last reads, the failure among them), from and
-   * until saying so, rather than a window with no sample in it.
+   * Reads the incident's window from the ring now, and gives the write of its record: its header
+   * (the triggers, their causes) is taken when it is written, an e-stop's reason arrived. The
+   * window is clamped to what the ring holds: a device loss found long after its date (a device
+   * polled once a minute) has a window older than memory_seconds, which the ring let go of; its
+   * record then holds what the ring still has of the device up to now (its last reads, the
+   * failure among them), from and until saying so, rather than a window with no sample in it.
    */
-  #captureNow(p: Pending): Promise<void> {
+  #readWindow(p: Pending): () => Promise<void> {
     const at = p.atMs;
     // Written before its window passed (at stop, or early to make room for an e-stop): the record
     // ends where its samples do, now (counted on the monotonic clock from the trigger), not at
     // the end of a window it never saw.
-    const closed = p.closed;
-    const mono = closed?.mono ?? this.#o.clock.monoMs();
-    const wall = closed?.wall ?? this.#o.clock.nowMs();
+    const mono = this.#o.clock.monoMs();
+    const wall = this.#o.clock.nowMs();
     const seen = p.atWall + (mono - p.atMono);
     // A step of the wall clock ahead since the trigger (the first NTP synchronisation of a board
     // without a real-time clock): the polls since the step carry times later by the step, so the
@@ -1047,8 +1076,9 @@ export class IncidentRecorder {
     const step = wall - mono - (p.atWall - p.atMono);
     const ahead = step >= WALL_STEP_MS ? step : 0;
     const history = this.#o.history;
-    const devices: readonly DeviceParts[] = closed?.devices ??
-      (p.devices === null ? history.devices() : [...p.devices.values()]);
+    const devices: readonly DeviceParts[] = p.devices === null
+      ? history.devices()
+      : [...p.devices.values()];
     // What the ring still holds: memory_seconds back from now, or from an older poll it kept (a
     // forward step of the wall clock leaves polls stamped before it: ring.ts).
     let held = wall - this.#o.config.memorySeconds * 1000;
@@ -1084,13 +1114,12 @@ export class IncidentRecorder {
       // The polls after the trigger are the window's whatever their times: a step back of the
       // wall clock since the trigger stamps them before it (by as much as the step).
       const afterSeq = p.afterSeq.get(deviceHandle(providerId, deviceId)) ?? Infinity;
-      // Its polls after the window closed (taken while the record waited, or before a device
-      // loss found after its window was noted) are not the window's.
-      const closedSeq = Math.min(
-        closed?.seqs.get(deviceHandle(providerId, deviceId)) ?? Infinity,
-        p.endedMs === null || !byPolls
-          ? Infinity
-          : Math.max(afterSeq, history.pollSeqAfter(providerId, deviceId, p.endedMs + ahead)),
+      // Its polls taken after the window of a device loss found after it are not the window's.
+      const closedSeq = p.endedMs === null || !byPolls ? Infinity : Math.max(
+        afterSeq,
+        p.endedSeq?.device === deviceHandle(providerId, deviceId)
+          ? p.endedSeq.seq
+          : history.pollSeqAfter(providerId, deviceId, p.endedMs + ahead),
       );
       // The polls before the trigger are those of the time before it that passed, whatever their
       // times: a step back of the wall clock within it stamps the polls before the step ahead of
@@ -1133,7 +1162,8 @@ export class IncidentRecorder {
         latest = Math.max(latest, last);
         // The ring lost this signal's changes at the window's first polls, not the device's: the
         // record has none of it before its first sample (the window's end when it has none).
-        const lost = history.signalLostBeforeSeq(providerId, deviceId, signalId) > windowFromSeq;
+        const lost = history.signalLostBeforeSeq(providerId, deviceId, signalId, windowFromSeq) >
+          windowFromSeq;
         if (lost) {
           lostSignals++;
           firstLost ??= `${providerId}/${deviceId}/${signalId}`;
@@ -1192,29 +1222,32 @@ export class IncidentRecorder {
       );
     }
     const body = lines.map((l) => `${l}\n`).join("");
-    const headerBase = {
-      incident_id: p.id,
-      trigger: p.lead.trigger,
-      cause: p.lead.cause,
-      at_epoch_ms: at,
-      trigger_at_epoch_ms: p.lead.at_epoch_ms,
-      // A copy: a reason arriving after the record is written must not change its listing.
-      also: [...p.also],
-      triggers_not_listed: p.notListed,
-      scope: p.devices === null ? "machine" as const : "devices" as const,
-      devices: devices.map(([a, b]) => `${a}/${b}`),
-      from_epoch_ms: from,
-      until_epoch_ms: latest,
-      signals: lines.length,
-      samples,
-      incomplete: null,
+    const deviceNames = devices.map(([a, b]) => `${a}/${b}`);
+    return () => {
+      const headerBase = {
+        incident_id: p.id,
+        trigger: p.lead.trigger,
+        cause: p.lead.cause,
+        at_epoch_ms: at,
+        trigger_at_epoch_ms: p.lead.at_epoch_ms,
+        // A copy: a reason arriving after the record is written must not change its listing.
+        also: [...p.also],
+        triggers_not_listed: p.notListed,
+        scope: p.devices === null ? "machine" as const : "devices" as const,
+        devices: deviceNames,
+        from_epoch_ms: from,
+        until_epoch_ms: latest,
+        signals: lines.length,
+        samples,
+        incomplete: null,
+      };
+      const bytesOf = (h: object) => utf8Length(JSON.stringify(h)) + 1 + utf8Length(body);
+      // The header holds its own size: the digits of the size may change the size once.
+      let bytes = bytesOf({ ...headerBase, bytes: 0 });
+      bytes = bytesOf({ ...headerBase, bytes });
+      const header: IncidentHeader = { ...headerBase, bytes };
+      return this.#write(header, `${JSON.stringify(header)}\n${body}`);
     };
-    const bytesOf = (h: object) => utf8Length(JSON.stringify(h)) + 1 + utf8Length(body);
-    // The header holds its own size: the digits of the size may change the size once.
-    let bytes = bytesOf({ ...headerBase, bytes: 0 });
-    bytes = bytesOf({ ...headerBase, bytes });
-    const header: IncidentHeader = { ...headerBase, bytes };
-    return this.#write(header, `${JSON.stringify(header)}\n${body}`);
   }
 
   async #write(header: IncidentHeader, text: string): Promise<void> {

@@ -178,6 +178,12 @@ export class SignalRing extends BucketAcc {
    */
   trimmedToSeq = -1;
   /**
+   * For a signal declared again after a rediscovery left it out: the device's first poll without
+   * it (`absentFromSeq`) and the first with it again (`seq`, its trimmedToSeq then). The polls
+   * between never had it: a window from one of them lost nothing of it (null: not so made).
+   */
+  declaredAgain: { readonly absentFromSeq: number; readonly seq: number } | null = null;
+  /**
    * Sequence number of the newest change dropped (by either bound; -1: none): a walk whose cursor
    * had not passed it lost that change (ChangeWalk.overtaken).
    */

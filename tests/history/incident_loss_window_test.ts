@@ -308,3 +308,48 @@ Deno.test("a device loss found after its window passed, the wall clock stepped b
     "the polls of its window (those after the step too), not the poll 6 s after its date",
   );
 });
+
+/**
+ * A device polled every 2 s with a 3 s window: its first failed read at t0 + 2 s, its window ends
+ * at t0 + 5 s, the poll at t0 + 6 s is past it; the wall clock steps by `stepMs` at t0 + 7 s, after
+ * that poll and before the loss is found (t0 + 8 s, 6 s after its date), captured at once.
+ * Answers the values of the record's samples.
+ */
+async function lossStepAfterItsWindow(stepMs: number): Promise<number[]> {
+  const window = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 3, diskMaxBytes: 0 };
+  return await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+    pollSignals(["x"], 0); // t0: the last good read
+    clock.advance(2000);
+    pollSignals(["x"], 1); // t0 + 2 s: its first failed read
+    const failingMono = clock.mono;
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    clock.advance(2000);
+    pollSignals(["x"], 2); // t0 + 4 s: within the window
+    clock.advance(2000);
+    pollSignals(["x"], 3); // t0 + 6 s: past the window's end (t0 + 5 s)
+    clock.advance(1000);
+    clock.stepWall(stepMs); // t0 + 7 s: after the window, before the loss is found
+    clock.advance(1000);
+    pollSignals(["x"], 4); // t0 + 8 s
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    clock.advance(0); // the capture is due at once: incident_after_s passed 3 s ago
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.ok(h !== undefined, "the loss was recorded");
+    const { signals } = await incidents.get(h.incident_id);
+    return signals[0]!.samples.map((s) => s[1] as number);
+  });
+}
+
+for (const [step, what] of [[3_600_000, "ahead"], [-60_000, "back"]] as const) {
+  Deno.test(`a device loss found after its window passed, the wall clock stepped ${what} after the window ended, holds its window: the poll between its end and the step is not its`, async () => {
+    // Before, the whole step since the loss's date moved the window's end (Pending.endedMs), as
+    // though it fell within the window: the poll 4 s after the date, taken after the 3 s window
+    // and before the step, was in the record.
+    assert.deepEqual(
+      await lossStepAfterItsWindow(step),
+      [0, 1, 2],
+      "the polls of its window, not the poll 4 s after its date",
+    );
+  });
+}

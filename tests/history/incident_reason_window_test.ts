@@ -86,3 +86,69 @@ Deno.test("an e-stop's record a stop captures while its reason is still arriving
   assert.equal(h!.until_epoch_ms, stopped, "until_epoch_ms is not the stop's time");
   assert.deepEqual(times, [0, 100, 200, 300, 400, 500]);
 });
+
+Deno.test("an e-stop whose reason arrives after its window closed keeps the window's oldest samples, which the ring let go of while it waited", async () => {
+  // memory_seconds 3 = incident_before_s 1 + incident_after_s 2: the window fits the ring when
+  // it closes, 2 s after the e-stop. Its reason comes 1.4 s later; the ring keeps 3 s, so by
+  // then it let go of the polls of the window's first 1.4 s. Before, the record was read after
+  // the wait: from_epoch_ms said the window's start, its samples began 1.4 s later.
+  const window = { memorySeconds: 3, incidentBeforeS: 1, incidentAfterS: 2 };
+  const base = incidentRig({ config: window, history: { memorySeconds: 3 } });
+  const { clock, incidents, poll, session } = base;
+  await session(async () => {
+    for (let ms = -1_000; ms < 0; ms += 100) {
+      poll("p0", "d0", ms);
+      clock.advance(100);
+    }
+    poll("p0", "d0", 0);
+    const at = clock.nowMs();
+    let give: (r: string | null) => void = () => {};
+    base.estop();
+    incidents.estopReason(new Promise<string | null>((r) => (give = r)));
+    for (let ms = 100; ms <= 3_400; ms += 100) {
+      if (ms === 3_400) give("operator pressed stop");
+      clock.advance(100);
+      poll("p0", "d0", ms);
+      await macrotask();
+    }
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.equal(h!.cause, "e-stop: operator pressed stop (api)");
+    const got = await incidents.get(h!.incident_id);
+    const values = got.signals[0]!.samples.map(([, v]) => v);
+    assert.equal(h!.from_epoch_ms - at, -1_000, "from_epoch_ms is not the window's start");
+    assert.deepEqual(
+      [values[0], values.at(-1), values.length],
+      [-1_000, 1_900, 30],
+      `the window's samples, 1 s before the e-stop to its last poll within 2 s after: ${values}`,
+    );
+  });
+});
+
+Deno.test("an e-stop whose reason arrives after its window closed keeps the line of a signal a rediscovery dropped while it waited", async () => {
+  // The device declares x and y through the window; after it closes, while the record waits for
+  // its reason, a reload describes the device without y (the ring releases y's samples). Before,
+  // the record was read after the wait: no line for y, though its window held y's samples.
+  const base = incidentRig();
+  const { clock, incidents, pollSignals, session } = base;
+  await session(async () => {
+    pollSignals(["x", "y"], 0);
+    let give: (r: string | null) => void = () => {};
+    base.estop();
+    incidents.estopReason(new Promise<string | null>((r) => (give = r)));
+    for (let ms = 100; ms <= 1_500; ms += 100) {
+      clock.advance(100);
+      pollSignals(ms <= 1_000 ? ["x", "y"] : ["x"], ms); // y left out 1.1 s after the e-stop
+      await macrotask();
+    }
+    give("operator pressed stop");
+    await incidents.settled();
+    const [h] = incidents.list();
+    const got = await incidents.get(h!.incident_id);
+    assert.deepEqual(
+      got.signals.map((s) => [s.signal_id, s.samples.length]),
+      [["x", 10], ["y", 10]],
+      "both signals of the window, with the samples it held",
+    );
+  });
+});

@@ -230,3 +230,26 @@ Deno.test("An incident record says where the samples begin of a signal its devic
   assert.equal(warns.length, 1, `one WARN naming the incident: ${lines.join("\n")}`);
   assert.match(warns[0]!, /"p\/d\/x"/);
 });
+
+Deno.test("An incident record says nothing lost of a signal its device stopped declaring before its window and declared again within it", async () => {
+  // x left out 2.75 s before the trigger (its 1 s window), declared again after it: the window
+  // never held x before then, nothing of it was lost. Before, its declaration again was marked as
+  // a ring that lost changes: a WARN that the ring no longer holds the start of its window.
+  const { log, lines } = capturingLogger({ level: "info" });
+  const { clock, incidents, pollSignals, estop, session } = incidentRig({ log });
+  await session(async () => {
+    pollSignals(["a", "x"], 0);
+    clock.advance(250);
+    pollSignals(["a"], 1); // x left out 2.75 s before the trigger
+    for (let i = 2; i < 12; i++) {
+      clock.advance(250);
+      pollSignals(["a"], i);
+    }
+    estop();
+    clock.advance(250);
+    pollSignals(["a", "x"], 12); // declared again within the window
+    clock.advance(1000); // the window closes
+    await incidents.settled();
+  });
+  assert.deepEqual(lines.filter((l) => l.includes("WARN")), []);
+});
