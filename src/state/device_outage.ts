@@ -43,6 +43,13 @@ export { DEVICE_DOWN_AFTER_POLLS, DEVICE_DOWN_MIN_MS, deviceDownAfterMs } from "
  */
 export const DEVICE_RETURN_MIN_INTERVAL_MS = 2000;
 
+/**
+ * Most devices per provider whose outage date is kept once their provider no longer lists them
+ * (a restart that left them out): a provider that renames its devices at each restart leaves one
+ * more at each. Past it, the date kept longest ago is let go (that device's outage is undated).
+ */
+export const MAX_UNLISTED_DEVICE_DATES = 1024;
+
 /** A device's condition now. */
 export type DeviceConditionKind = "up" | "failing" | "down";
 
@@ -157,6 +164,14 @@ export class DeviceOutages {
    * unconfigured. At most one per configured provider.
    */
   readonly #restarting = new Map<string, { deviceIds: string[]; sinceMono: number }>();
+  /**
+   * Per provider id, when each device it listed and then left out at a restart went down
+   * (monotonic; its provider's outage before that restart, or its reads' failure before that):
+   * its condition keeps that date while it is not listed, as it had while listed; so does one a
+   * reload restarting its provider took out (from then). Forgotten when it is listed again or its
+   * provider unconfigured; at most MAX_UNLISTED_DEVICE_DATES per provider.
+   */
+  readonly #unlistedSince = new Map<string, Map<string, number>>();
   #stopped = false;
 
   constructor(options: DeviceOutagesOptions) {
@@ -187,6 +202,7 @@ export class DeviceOutages {
         for (const caps of devices) {
           const id = caps.device.deviceId;
           if (tracked.has(id)) continue;
+          this.#forgetUnlisted(host.id, id);
           // First seen: its condition now is where it starts (a device is lost only after it
           // was seen, so a provider still starting loses nothing).
           const t: Tracked = { providerId: host.id, deviceId: id, condition: UP, timer: null };
@@ -203,22 +219,27 @@ export class DeviceOutages {
       this.#forgetReturns(host.id);
       const now = options.clock.monoMs();
       this.#providerDownSince.set(host.id, now);
+      const tracked = [...this.#tracked.get(host.id)?.values() ?? []];
+      const reloading = options.registry.notRunning(host.id)?.cause === "restarting";
       // Only those the take-out brings down: one down already (its provider crashed, its reads
       // failed) was lost then, and is not lost a second time if the restart fails.
-      const deviceIds = [...this.#tracked.get(host.id)?.values() ?? []]
-        .filter((t) => t.condition.kind !== "down").map((t) => t.deviceId);
+      const deviceIds = tracked.filter((t) => t.condition.kind !== "down").map((t) => t.deviceId);
       this.#recheckProvider(host.id);
+      // A reload restarting it: each device is down since the take-out (as judged now), also
+      // once the new process is up without it.
+      if (reloading) { for (const t of tracked) this.#keepUnlisted(t); }
       this.#providerDownSince.delete(host.id);
       // Its devices, down on purpose while the reload restarts it, are lost if it fails to start
       // (#restartFailed). A new host the reload could not register, taken out with no devices,
       // leaves the old host's as they were.
-      if (options.registry.notRunning(host.id)?.cause === "restarting" && deviceIds.length > 0) {
+      if (reloading && deviceIds.length > 0) {
         this.#restarting.set(host.id, { deviceIds, sinceMono: now });
       }
     });
     options.registry.onStartFailed((id) => this.#restartFailed(id));
     options.registry.onUnconfigured((id) => {
       this.#restarting.delete(id);
+      this.#unlistedSince.delete(id);
       this.#providerDownSince.delete(id);
     });
   }
@@ -273,7 +294,12 @@ export class DeviceOutages {
     }
     // The cache holds an entry for every device the provider lists (polled or not).
     const dev = this.#o.cache.device(providerId, deviceId);
-    if (dev === undefined) return down(`not in the inventory of provider ${providerId}`, null);
+    if (dev === undefined) {
+      return down(
+        `not in the inventory of provider ${providerId}`,
+        this.#unlistedSince.get(providerId)?.get(deviceId) ?? null,
+      );
+    }
     const failure = readFailure(dev, this.#o.cache);
     if (failure === null) return UP;
     const since = this.#failingSince.get(dev) ?? null;
@@ -382,9 +408,13 @@ export class DeviceOutages {
     if (tracked === undefined) return;
     const host = this.#o.registry.host(providerId);
     for (const [id, t] of tracked) {
-      this.#recheck(t);
       const listed = host !== undefined && host.devices.some((d) => d.device.deviceId === id);
-      if (!listed && (host === undefined || host.available)) {
+      const left = !listed && (host === undefined || host.available);
+      // Left out by its provider's restart: down since it went down (its provider's outage
+      // before that restart), not undated from now on.
+      if (left && host !== undefined) this.#keepUnlisted(t);
+      this.#recheck(t);
+      if (left) {
         this.#o.clock.clearTimer(t.timer);
         tracked.delete(id);
       }
@@ -458,6 +488,23 @@ export class DeviceOutages {
   #tellReturns(providerId: string, deviceIds: readonly string[]): void {
     const onError = this.#o.onListenerError ?? (() => {});
     for (const d of deviceIds) tellEach(this.#returnListeners, [providerId, d], onError);
+  }
+
+  /** Keeps when a device its provider no longer lists went down (#unlistedSince). */
+  #keepUnlisted(t: Tracked): void {
+    const c = t.condition;
+    const since = c.kind !== "up" && c.sinceMono !== null ? c.sinceMono : this.#o.clock.monoMs();
+    let dates = this.#unlistedSince.get(t.providerId);
+    if (dates === undefined) this.#unlistedSince.set(t.providerId, dates = new Map());
+    dates.delete(t.deviceId); // re-inserted last: the map stays in the order they were kept
+    dates.set(t.deviceId, since);
+    if (dates.size > MAX_UNLISTED_DEVICE_DATES) dates.delete(dates.keys().next().value!);
+  }
+
+  /** A device listed again: its condition is judged afresh. */
+  #forgetUnlisted(providerId: string, deviceId: string): void {
+    const dates = this.#unlistedSince.get(providerId);
+    if (dates?.delete(deviceId) && dates.size === 0) this.#unlistedSince.delete(providerId);
   }
 
   /** A provider's own return, outage or removal: its device returns start afresh. */

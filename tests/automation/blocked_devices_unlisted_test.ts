@@ -1,0 +1,118 @@
+/**
+ * GET /v0/automation/status `blocked_devices[].since_epoch_ms` of a device the tree names that its
+ * provider's restart left out (provider up, the device not listed): it went down when its provider
+ * did, and has been down since, so it stays dated so -- not undated once the provider is back
+ * without it. A restart that lists it again and one that leaves it out again date it from that
+ * later outage; a reload that restarts the provider (its entry changed) dates it from the take-out.
+ * The real kernel with sim0 (the AUTO -> FAULT hook) and the programmable provider p0
+ * (restarted by its supervisor), reading its inventory from a file at each start.
+ */
+import assert from "node:assert/strict";
+import { waitFor } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
+import { simProvider } from "../helpers/sim_config.ts";
+import { type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
+import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
+
+/**
+ * p0's restart backoff: its devices are down this long before it is back, so a date taken when it
+ * is back (the restart's discovery) is told apart from one taken when it went down.
+ */
+const BACKOFF_MS = 300;
+
+/** p0's inventory: `other` always, `probe` (the device the tree reads) when `withProbe`. */
+function inventory(withProbe: boolean): Inventory {
+  const sample = (id: string) => [{ id, type: T.DOUBLE, double: 1, quality: 1 }];
+  return {
+    devices: {
+      ...(withProbe
+        ? { probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: sample("temp") } }
+        : {}),
+      other: { signals: [{ id: "x", type: T.DOUBLE }], values: sample("x") },
+    },
+  };
+}
+
+Deno.test("automation status dates a device a provider's restart left out from when it went down with its provider, not as undated", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write(
+      "reads_probe.xml",
+      treeXml(`<ReadSignal device_handle="p0/probe" signal_id="temp" value="{t}" />`),
+    );
+    const invFile = `${dir.path}/p0.json`;
+    await Deno.writeTextFile(invFile, JSON.stringify(inventory(true)));
+    const p0 = programmableProvider("p0", invFile, {
+      restart: { backoffMs: [BACKOFF_MS], maxAttempts: 10 },
+    });
+    await using r = await rig({
+      config: automationConfig(tree, { config: { providers: [simProvider("sim0"), p0] } }),
+      arm: true,
+    });
+    const rt = r.kernel;
+    const probe = () =>
+      rt.automation!.status().blocked_devices.find((b) => b.device_handle === "p0/probe");
+    const listed = () => rt.inventory.capabilities("p0", "probe") !== undefined;
+    /** p0 crashes and comes back with or without probe; returns when it was killed. */
+    const restart = async (withProbe: boolean) => {
+      await Deno.writeTextFile(invFile, JSON.stringify(inventory(withProbe)));
+      const killedAt = Date.now();
+      r.kill("p0");
+      await waitFor(
+        `p0 back ${withProbe ? "with" : "without"} probe`,
+        () => rt.registry.host("p0")!.available && listed() === withProbe,
+      );
+      assert.ok(Date.now() >= killedAt + BACKOFF_MS, "back after its backoff");
+      return killedAt;
+    };
+    const assertDownSince = (killedAt: number, what: string) => {
+      const b = probe();
+      assert.equal(b?.condition, "down", what);
+      assert.equal(b?.reason, "not in the inventory of provider p0", what);
+      assert.ok(
+        b?.since_epoch_ms != null && b.since_epoch_ms >= killedAt - 5 &&
+          b.since_epoch_ms < killedAt + BACKOFF_MS / 2,
+        `${what}: since_epoch_ms ${b?.since_epoch_ms} is when p0 went down (killed at ` +
+          `${killedAt}, back ${BACKOFF_MS} ms later at the earliest)`,
+      );
+      return b!.since_epoch_ms!;
+    };
+
+    assert.equal(probe(), undefined, "up at start");
+    const firstKill = await restart(false);
+    const since = assertDownSince(firstKill, "left out by the restart");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(probe()?.since_epoch_ms, since, "the date stays while it is not listed");
+
+    // Listed again and answering: up. Left out again: down since that later outage.
+    await restart(true);
+    await waitFor("p0/probe up again", () => probe() === undefined);
+    const secondKill = await restart(false);
+    assertDownSince(secondKill, "left out by a later restart");
+
+    // Listed again; then a reload restarts p0 (its entry changed) and the new process leaves it out.
+    await restart(true);
+    await waitFor("p0/probe up again", () => probe() === undefined);
+    await Deno.writeTextFile(invFile, JSON.stringify(inventory(false)));
+    const reloadAt = Date.now();
+    const report = await rt.reload({
+      ...rt.config,
+      providers: rt.config.providers.map((p) =>
+        p.id === "p0" ? { ...p, timeoutMs: p.timeoutMs + 1000 } : p
+      ),
+    });
+    const reloadedAt = Date.now();
+    assert.deepEqual(report.providers.restarted, ["p0"]);
+    assert.equal(listed(), false, "the new process leaves probe out");
+    const b = probe();
+    assert.equal(b?.condition, "down");
+    assert.ok(
+      b?.since_epoch_ms != null && b.since_epoch_ms >= reloadAt - 5 &&
+        b.since_epoch_ms <= reloadedAt + 5,
+      `left out by a reload's restart: since_epoch_ms ${b?.since_epoch_ms} is within the reload ` +
+        `(${reloadAt} to ${reloadedAt})`,
+    );
+  } finally {
+    await dir.dispose();
+  }
+});
