@@ -1328,6 +1328,10 @@ export class Estop implements EstopService {
       if (expectText(used.safeState, host.id) === expectText(safeState, host.id)) return [];
       return [
         secured!.promise.then(async (actions) => {
+          // Its read-back (or a stop's), begun after this reload -- it waited for a stop under
+          // way --, read the new list back whole: read again, it would be a second record of the
+          // same list and of the run's calls.
+          if (this.#verified?.expect === safeState.expect) return [];
           await this.#reverify(host.id, actions, used.rung, safeState, used.latchNo);
           return [];
         }),
@@ -2058,6 +2062,14 @@ export class Estop implements EstopService {
         queued.why = why;
         queued.deviceReturn = false;
       }
+      // Joined under this latch, it is this return's run, one of this latch: made at its turn
+      // even once this latch's stop has begun (a reload starting the provider waits for its calls
+      // and counts them). Its device-return spell, if any, is this latch's: the return that
+      // joined it was seen under it.
+      if (queued.latchNo !== this.#latchNo) {
+        queued.latchNo = this.#latchNo;
+        queued.deviceReturn &&= deviceReturn;
+      }
       return;
     }
     const made = Promise.withResolvers<readonly CallConfig[]>();
@@ -2462,10 +2474,11 @@ interface SecureRun {
   /** Begun for a device's return (its line counts in the device-return spell). */
   deviceReturn: boolean;
   /**
-   * The latch it was begun under (Estop.#latchNo): released before its turn, it is skipped (made
-   * under a new latch whose stop has not begun, #secure).
+   * The latch it was begun under (Estop.#latchNo), or the one a return joined it under
+   * (#providerAvailable): released before its turn, it is skipped (made under a new latch whose
+   * stop has not begun, #secure).
    */
-  readonly latchNo: number;
+  latchNo: number;
   laddered?: boolean;
   /** Once started: the rung and safe state of its plan (its read-back's expectations). */
   secured?: {

@@ -228,3 +228,52 @@ Deno.test("Estop latched: a provider's return while a securing run of a released
   assert.equal(said.length, 1, lines.join("\n"));
   assert.match(said[0]!, /^WARN .*provider plant is AVAILABLE again;/, "it says the return");
 });
+
+Deno.test("Estop latched: a return under a new latch that joined a released latch's waiting run is secured by that run at its turn, also once the new latch's stop has begun: the calls it waits for and counts are made", async () => {
+  // In-process: the real Estop over a router that holds each call, and a read-back that holds
+  // each read, until the test answers it.
+  const met = heaterOffReader().reads;
+  const heldReads: (() => void)[] = [];
+  const reads: FreshReader = {
+    readFresh: (...args) =>
+      new Promise((resolve) => heldReads.push(() => resolve(met.readFresh(...args)))),
+  };
+  const answerReads = () => heldReads.splice(0).forEach((answer) => answer());
+  const { estop, host, comeBack, lines, calls, answerAll: answerCalls } = holdingEstop({
+    reads,
+    // Its read-back waits for the held reads, never for its timeout.
+    safeState: { ...heaterOffVerifiedLadder(), verifyTimeoutMs: 600_000 },
+  });
+  // The first stop's ladder call is made; its read-back is held. plant comes back: its securing
+  // run's call is held. It comes back again: a second run waits behind that call.
+  const first = estop.trigger("first latch");
+  await untilTurns(() => calls() === 1, "the first stop's ladder call");
+  answerCalls();
+  await untilTurns(() => heldReads.length > 0, "the first stop's read-back");
+  comeBack();
+  await untilTurns(() => calls() === 2, "the first securing run's call");
+  comeBack();
+  // Released and pressed again: the new latch's stop waits for the first one's read-back. plant
+  // comes back once more under the new latch (a reload's restart, say): it joins the run waiting.
+  estop.clear();
+  const second = estop.trigger("second latch");
+  comeBack();
+  const secured = estop.securing(host);
+  assert.ok(secured !== null);
+  // The first stop answers: the new latch's stop begins, its call to plant behind that run.
+  answerReads();
+  await first;
+  let answered = false;
+  void Promise.all([second, secured]).then(() => (answered = true));
+  await untilTurns(() => (answerCalls(), answerReads(), answered), "the runs and the second stop");
+  estop.clear();
+
+  const actions = await secured;
+  assert.equal(
+    actions.length,
+    1,
+    "the return under the new latch is secured by the run it joined, whose calls it counts: " +
+      lines.filter((l) => /bringing it to the safe state/.test(l)).join(" | "),
+  );
+  assert.equal(calls(), 4, "the first stop's, two securing runs', the new latch's stop's");
+});

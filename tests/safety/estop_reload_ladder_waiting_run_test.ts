@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import type { Estop, SafeStateConfig } from "../../src/safety/mod.ts";
+import type { FreshReader } from "../../src/state/mod.ts";
 import { macrotask, untilTurns } from "../helpers/turns.ts";
 import { heaterOffLadder, heaterOffReader, heaterOffVerifiedLadder } from "./_clock_rig.ts";
 import { call, expectation } from "./_fixture.ts";
@@ -193,4 +194,45 @@ Deno.test("Estop latched: a reload changing the expectations of a provider up al
   );
   const reloaded = audit.filter((d) => d.args?.reason === "expectations reloaded while latched");
   assert.deepEqual(reloaded, [], "no second read-back of the list the further stop read back");
+});
+
+Deno.test("Estop latched: a reload changing the expectations of a provider it started whose securing run's read-back, waiting for a stop, reads the new list is not read back again after it", async () => {
+  const audit: AuditDecision[] = [];
+  const met = heaterOffReader().reads;
+  const heldReads: (() => void)[] = [];
+  const reads: FreshReader = {
+    readFresh: (...args) =>
+      new Promise((resolve) => heldReads.push(() => resolve(met.readFresh(...args)))),
+  };
+  const answerReads = () => heldReads.splice(0).forEach((answer) => answer());
+  const { estop, comeBack, host, calls, answerAll } = holdingEstop({
+    reads,
+    audit: { record: (d) => audit.push(d) },
+    // Its read-back waits for the held reads, never for its timeout.
+    safeState: { ...heaterOffVerifiedLadder(), verifyTimeoutMs: 600_000 },
+  });
+  // The stop's read-back is held. plant comes back (a reload starts it): its securing run makes
+  // its call; its read-back waits for the stop.
+  const stop = estop.trigger("test");
+  await untilTurns(() => (answerAll(), heldReads.length > 0), "the stop's read-back");
+  comeBack();
+  await untilTurns(() => calls() === 2, "the securing run's call");
+  answerAll();
+  await macrotask();
+  // The same reload expects plant's fan at 0 too: the run's read-back, after the stop, reads it.
+  const runs = estop.reconfigure(expectingFan(heaterOffVerifiedLadder()), [host]);
+  let done = false;
+  void Promise.all([stop, estop.securing(host), ...runs]).then(() => (done = true));
+  await untilTurns(() => (answerAll(), answerReads(), done), "the stop and the reload's wait");
+
+  assert.deepEqual(
+    estop.status().verification?.checks.map((c) => c.signal),
+    ["plant/plant0/heater", "plant/plant0/fan"],
+  );
+  const records = audit.filter((d) => d.origin.kind === "estop" && d.args?.reason);
+  assert.deepEqual(
+    records.map((d) => [d.args?.reason, d.result?.actions]),
+    [["available while latched", 1]],
+    "one record of the securing run, its call counted once: " + JSON.stringify(records),
+  );
 });
