@@ -391,13 +391,15 @@ const FOR_RUNS_KEY = ',"for_runs":[';
 /** The audit trail; the AuditSink of the router, modes, parameters and e-stop. */
 export class AuditTrail implements AuditSink {
   readonly #o: AuditTrailOptions;
-  readonly #log: Logger;
   /**
-   * #log for the reports of a failure the trail contains (an entry not recorded, a listener that
-   * threw): a logger that throws there must not carry the failure into the caller (the e-stop, a
-   * FAULT commit) after all, nor skip what follows the report.
+   * Its lines never throw. A report of a failure the trail contains (an entry not recorded, a
+   * listener that threw) must not carry the failure into the caller (the e-stop, a FAULT commit)
+   * after all, nor skip what follows the report; a line said in the middle of a record (the calls
+   * in flight past AUDIT_MAX_UNSETTLED and back within it, markers held for a failing journal)
+   * must not skip the record: a logger that throws (a custom one) loses the line, never the
+   * write-ahead record, the entry, its listeners or a checkpoint.
    */
-  readonly #failureLog: Logger;
+  readonly #log: Logger;
   /**
    * The open (collapsing) entry and the write-ahead ids its decisions settle; `side`: that of
    * its first decision's call (#side: up to #boundary, up to #cut, or after both).
@@ -443,6 +445,11 @@ export class AuditTrail implements AuditSink {
   readonly #listeners: AuditEntryListener[] = [];
   /** After seal(): nothing collapses any more (no timer outlives the runtime). */
   #sealed = false;
+  /**
+   * After close(): a journal whose opening returns only now (a hung mount answering after the
+   * stop) is closed again, never taken (openJournal).
+   */
+  #closed = false;
   /** This process's prefix of write-ahead ids, and the last number. */
   readonly #boot: string;
   #intentSeq = 0;
@@ -506,8 +513,7 @@ export class AuditTrail implements AuditSink {
 
   constructor(options: AuditTrailOptions) {
     this.#o = options;
-    this.#log = options.log.child("audit");
-    this.#failureLog = neverThrowing(this.#log);
+    this.#log = neverThrowing(options.log.child("audit"));
     const bytes = new Uint8Array(4);
     (options.random ?? ((b: Uint8Array) => crypto.getRandomValues(b)))(bytes);
     this.#boot = [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -522,7 +528,7 @@ export class AuditTrail implements AuditSink {
       this.#record(d, d.action === "call" ? this.#callKey(d, mode) : null, now, mode, wall);
     } catch (err) {
       // Never let the record break a call or a stop.
-      this.#failureLog.error(`audit entry not recorded: ${errorMessage(err)}`);
+      this.#log.error(`audit entry not recorded: ${errorMessage(err)}`);
     }
   }
 
@@ -619,7 +625,7 @@ export class AuditTrail implements AuditSink {
       }
       return intent;
     } catch (err) {
-      this.#failureLog.error(
+      this.#log.error(
         `audit decision ${queued ? "queued ahead, not waited for" : "not written ahead"}: ` +
           errorMessage(err),
       );
@@ -687,7 +693,7 @@ export class AuditTrail implements AuditSink {
       );
       u.over = { entry, firstReason: decision.reason ?? "", timer };
     } catch (err) {
-      this.#failureLog.error(`audit entry not recorded: ${errorMessage(err)}`);
+      this.#log.error(`audit entry not recorded: ${errorMessage(err)}`);
     }
   }
 
@@ -758,7 +764,7 @@ export class AuditTrail implements AuditSink {
    * the clock again from here (entries before may be dated after those that follow), said once.
    */
   #believe(wall: number, newest: number): void {
-    this.#failureLog.warn(
+    this.#log.warn(
       `the wall clock is ${newest - wall} ms behind the audit's newest date (${newest}), more ` +
         `than AUDIT_DATE_HOLD_MAX_MS (${AUDIT_DATE_HOLD_MAX_MS}): entries are dated by the wall ` +
         `clock again, after entries dated later`,
@@ -946,7 +952,7 @@ export class AuditTrail implements AuditSink {
       try {
         listener(entry, intents, runId);
       } catch (err) {
-        this.#failureLog.error(`audit listener failed: ${errorMessage(err)}`);
+        this.#log.error(`audit listener failed: ${errorMessage(err)}`);
       }
     }
     const journal = this.#journal;
@@ -1052,6 +1058,13 @@ export class AuditTrail implements AuditSink {
     await writer.open({
       note: notSearched === null ? undefined : "interrupted calls not searched for either",
     }).catch(() => opened = false);
+    // close() came while the folder hung (a start abandoned, then stopped): the journal opened
+    // at last is closed again -- a trail that has stopped holds no file, nor writes beside a
+    // later runtime on the folder.
+    if (this.#closed) {
+      await writer.close();
+      return;
+    }
     if (notSearched !== null && opened) this.#log.error(notSearched);
     this.#journal = journal;
     if (openPassedOver > 0) {
@@ -1431,6 +1444,7 @@ export class AuditTrail implements AuditSink {
    * next start reads it instead of searching the journal), fsyncs and closes the journal.
    */
   async close(): Promise<void> {
+    this.#closed = true;
     this.seal();
     const journal = this.#journal;
     if (journal === null) return;

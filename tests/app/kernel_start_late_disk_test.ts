@@ -1,0 +1,111 @@
+/**
+ * A start whose runtime.data_dir hangs is abandoned (the start-up budget, or stop()); should the
+ * hung mount answer at last, after the stop, the opening it held goes no further than its step --
+ * and what that step opens is closed again: a runtime that has stopped holds no journal file open
+ * (nor writes to it beside a later runtime on the folder). Real files; the calls on the held
+ * folder wait until the test lets them go; the clock moved by hand.
+ */
+import assert from "node:assert/strict";
+import { RuntimeError } from "../../src/common/mod.ts";
+import type { JournalAppendHandle } from "../../src/journal/mod.ts";
+import { RealJournalFiles } from "../helpers/journal_files.ts";
+import { newKernel, waitFor } from "../helpers/kernel.ts";
+import { flushMicrotasks, ManualClock, runToSettle, settleOn } from "../helpers/clock.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+
+const BUDGET_MS = 5000;
+
+/**
+ * Real files where each call on a path holding `pathPart` waits until `release()` (a hung mount
+ * that answers at last); counts the append handles opened and closed.
+ */
+class HeldFiles extends RealJournalFiles {
+  readonly #pathPart: string;
+  readonly #waiting: (() => void)[] = [];
+  #released = false;
+  /** Calls held so far. */
+  held = 0;
+  /** Append handles opened, and closed. */
+  opened = 0;
+  closed = 0;
+  constructor(pathPart: string) {
+    super();
+    this.#pathPart = pathPart;
+  }
+  /** Lets every held call go on; the calls after it go straight through. */
+  release(): void {
+    this.#released = true;
+    for (const go of this.#waiting.splice(0)) go();
+  }
+  async #held<T>(path: string, call: () => Promise<T>): Promise<T> {
+    if (!this.#released && path.includes(this.#pathPart)) {
+      this.held++;
+      await new Promise<void>((r) => this.#waiting.push(r));
+    }
+    return call();
+  }
+  override ensureDir(path: string): Promise<void> {
+    return this.#held(path, () => super.ensureDir(path));
+  }
+  override listNames(dir: string): Promise<string[]> {
+    return this.#held(dir, () => super.listNames(dir));
+  }
+  override fileSize(path: string): Promise<number> {
+    return this.#held(path, () => super.fileSize(path));
+  }
+  override endsWithNewline(path: string): Promise<boolean> {
+    return this.#held(path, () => super.endsWithNewline(path));
+  }
+  override openAppend(path: string): Promise<JournalAppendHandle> {
+    return this.#held(path, async () => {
+      const h = await super.openAppend(path);
+      this.opened++;
+      return {
+        append: (text) => h.append(text),
+        sync: () => h.sync(),
+        truncate: (size) => h.truncate(size),
+        close: () => {
+          this.closed++;
+          h.close();
+        },
+      };
+    });
+  }
+}
+
+const STAGES = [
+  { stage: "opening the audit journal", part: "/audit" },
+  { stage: "opening the run records", part: "/runs" },
+  { stage: "opening the history disk tier", part: "/history" },
+] as const;
+
+for (const { stage, part } of STAGES) {
+  for (const ended of ["the start-up budget ran out", "stop() ended the start"] as const) {
+    Deno.test(`Kernel: ${stage} answering only after ${ended} and the stop finished leaves no journal file open`, async () => {
+      const clock = new ManualClock();
+      const files = new HeldFiles(part);
+      const rt = newKernel(
+        testConfig({ providers: [], runtime: { startupTimeoutMs: BUDGET_MS } }),
+        { clock, files },
+      );
+      const starting = rt.start().then(() => "started" as const, (err: unknown) => err);
+      await waitFor(`a call on ${part} held`, () => files.held > 0);
+      const outcome = ended === "the start-up budget ran out"
+        ? await runToSettle(clock, starting, "the start to end")
+        : (rt.stop(), await settleOn(clock, starting, "the start to end on stop()"));
+      assert.ok(outcome instanceof RuntimeError, `start() must fail, got ${String(outcome)}`);
+      await runToSettle(clock, rt.stop(), "the stop after the failed start");
+      // The hung mount answers at last.
+      files.release();
+      await waitFor("the held opening went on", async () => {
+        await flushMicrotasks();
+        return files.opened > 0 && files.opened === files.closed;
+      }, 3000).catch((err) => {
+        throw new Error(`${err.message}: ${files.opened} opened, ${files.closed} closed`);
+      });
+      // Before: the journal the late opening opened stayed open (0 closed), the stopped
+      // runtime's, and Deno's resource sanitizer found the file leaked.
+      assert.equal(files.closed, files.opened);
+    });
+  }
+}
