@@ -388,9 +388,10 @@ export class ModeManager implements ModeService {
   #o: ModeManagerOptions;
   readonly #log: Logger;
   /**
-   * #log for the stop path (the FAULT entry, its hooks, the listeners told of a change): a line
-   * it fails to write is lost, never the FAULT, a hook call, its failure in the answer, its
-   * hook_failure event nor a listener after a failing one.
+   * #log for the stop path (the FAULT entry, its hooks, the listeners told of a change) and a
+   * request's first line: a line it fails to write is lost, never the FAULT, a requested change,
+   * a hook call, its failure in the answer, its hook_failure event nor a listener after a failing
+   * one.
    */
   readonly #stopLog: Logger;
   #mode: RuntimeMode = "IDLE";
@@ -1126,7 +1127,8 @@ export class ModeManager implements ModeService {
     // would otherwise run or skip a hook it moved between the phases.
     const hooks = this.#o.hooks;
     try {
-      this.#log.info(`transition ${from} -> ${target} (requested)`);
+      // Through #stopLog: a line that throws (a custom logger) is lost, never the change.
+      this.#stopLog.info(`transition ${from} -> ${target} (requested)`);
       const before = await this.#runHooks(hooks, "before", from, target);
       // A change meanwhile (FAULT always gets through) comes first: a hook call it refused is
       // its consequence, not the reason.

@@ -20,6 +20,7 @@ import {
   deviceHandle,
   errorMessage,
   type Logger,
+  neverThrowing,
   notFound,
   providerTextWithin,
   quoteProviderTextWithin,
@@ -340,6 +341,13 @@ export class IncidentRecorder {
   readonly #listeners: ((h: IncidentBegun) => void)[] = [];
   readonly #joinListeners: ((j: IncidentJoined) => void)[] = [];
   /**
+   * Its lines never throw: one that throws (a custom logger) must not skip what follows it -- the
+   * listeners after one that failed (the run registry's), a waiting incident written early for an
+   * e-stop's, a record's write -- nor throw out of tellNow (a run's open or close settles the
+   * incidents through it; its microtask would end the runtime).
+   */
+  readonly #log: Logger;
+  /**
    * What is still to be told of this step (an incident begun, a trigger joined), in order: told a
    * microtask after it, or sooner by tellNow (bounded by the triggers of one step).
    */
@@ -399,10 +407,11 @@ export class IncidentRecorder {
 
   constructor(o: IncidentOptions) {
     this.#o = o;
+    this.#log = neverThrowing(o.log);
     // Once per failing spell: a flapping device on a full disk would otherwise log a WARN per
     // record, every line taking more of the disk that is full (journald's included).
     this.#unwritten = new SpellLog({
-      log: o.log,
+      log: this.#log,
       firstNote: "records that cannot be written are counted (runtime_incidents_dropped_total) " +
         "and said again once one is written",
       restLevel: "debug",
@@ -446,7 +455,7 @@ export class IncidentRecorder {
       // #writes holds the write of INCIDENT_GONE_FILE too: no record of its own.
       const records = this.#writes.size - (this.#goneSaving ? 1 : 0);
       if (records > 0) {
-        this.#o.log.warn(
+        this.#log.warn(
           `${records} incident record(s) not written within ${INCIDENT_STOP_WAIT_MS} ms ` +
             `of the stop (INCIDENT_STOP_WAIT_MS): left behind`,
         );
@@ -454,7 +463,7 @@ export class IncidentRecorder {
       // Left behind: no longer said to be being written (a 404 asks again for none).
       this.#writingIds.clear();
       if (this.#goneSaving) {
-        this.#o.log.warn(
+        this.#log.warn(
           `incident ids not kept: ${INCIDENT_GONE_FILE} not written within ` +
             `${INCIDENT_STOP_WAIT_MS} ms of the stop (INCIDENT_STOP_WAIT_MS): left as it was`,
         );
@@ -565,7 +574,7 @@ export class IncidentRecorder {
     };
     const i = this.#index.indexOf(header);
     if (i >= 0) this.#index[i] = damaged;
-    this.#o.log.warn(
+    this.#log.warn(
       `incident ${id}: damaged (${signals.length} of its ${header.signals} signal(s) readable, ` +
         `${samples} of ${header.samples} samples), listed as incomplete`,
     );
@@ -592,7 +601,7 @@ export class IncidentRecorder {
       const i = this.#index.indexOf(header);
       if (i >= 0) {
         this.#index.splice(i, 1);
-        this.#o.log.warn(`incident ${id}: its file is gone, no longer listed`);
+        this.#log.warn(`incident ${id}: its file is gone, no longer listed`);
         this.#noteGone(id, "its file is gone");
       }
       // A bound that removed it while it was read says so, as it does to every later question.
@@ -860,7 +869,7 @@ export class IncidentRecorder {
       const oldest = this.#pending[0]!;
       this.#o.clock.clearTimer(oldest.timer);
       oldest.timer = null;
-      this.#o.log.warn(
+      this.#log.warn(
         `incident ${oldest.id} written early: ${MAX_PENDING_INCIDENTS} incidents are waiting ` +
           `for their window (MAX_PENDING_INCIDENTS) and ${trigger} needs one`,
       );
@@ -870,7 +879,7 @@ export class IncidentRecorder {
       this.#dropped++;
       if (!this.#refusalSaid) {
         this.#refusalSaid = true;
-        this.#o.log.warn(
+        this.#log.warn(
           `incident not captured: ${MAX_PENDING_INCIDENTS} incidents are waiting for their window ` +
             `(MAX_PENDING_INCIDENTS); ${trigger} ${quoteCause(cause)}`,
         );
@@ -960,7 +969,7 @@ export class IncidentRecorder {
       try {
         l(x);
       } catch (err) {
-        this.#o.log.warn(`incident listener failed: ${errorMessage(err)}`);
+        this.#log.warn(`incident listener failed: ${errorMessage(err)}`);
       }
     }
   }
@@ -1092,7 +1101,7 @@ export class IncidentRecorder {
     let byPolls = true;
     if (until < from) {
       byPolls = false;
-      this.#o.log.warn(
+      this.#log.warn(
         `incident ${p.id}: its window (${this.#o.config.incidentBeforeS} s before its ` +
           `first trigger at ${new Date(at).toISOString()}, ${this.#o.config.incidentAfterS} s ` +
           `after) is older than history.memory_seconds (${this.#o.config.memorySeconds}), found ` +
@@ -1182,7 +1191,7 @@ export class IncidentRecorder {
           const all = rows.length;
           line.samples = fitLine(rows, at, utf8Length(text));
           text = toJsonText(line);
-          this.#o.log.warn(
+          this.#log.warn(
             `incident ${p.id}: signal ${
               quoteProviderTextWithin(
                 `${providerId}/${deviceId}/${signalId}`,
@@ -1204,7 +1213,7 @@ export class IncidentRecorder {
       }
     }
     if (firstDropped !== null) {
-      this.#o.log.warn(
+      this.#log.warn(
         `incident ${p.id}: no line for ${droppedSignals} signal(s) its devices stopped ` +
           `declaring within its window, the first ${
             quoteProviderTextWithin(firstDropped, HISTORY_QUOTED_SIGNAL_CHARS)
@@ -1213,7 +1222,7 @@ export class IncidentRecorder {
       );
     }
     if (firstLost !== null) {
-      this.#o.log.warn(
+      this.#log.warn(
         `incident ${p.id}: the ring no longer holds the start of the window of ${lostSignals} ` +
           `signal(s), the first ${
             quoteProviderTextWithin(firstLost, HISTORY_QUOTED_SIGNAL_CHARS)
@@ -1276,7 +1285,7 @@ export class IncidentRecorder {
     let at = this.#index.length;
     while (at > 0 && idCounter(this.#index[at - 1]!.incident_id) > n) at--;
     this.#index.splice(at, 0, header);
-    this.#o.log.info(
+    this.#log.info(
       `incident ${header.incident_id} recorded: ${header.trigger} ${quoteCause(header.cause)}, ` +
         `${header.signals} signal(s), ${header.samples} sample(s)`,
     );
@@ -1317,7 +1326,7 @@ export class IncidentRecorder {
         }
       } catch (err) {
         this.#goneChanged = true;
-        this.#o.log.debug(
+        this.#log.debug(
           `incident ids not kept: ${INCIDENT_GONE_FILE} not written: ${errorMessage(err)}`,
         );
       } finally {
@@ -1362,7 +1371,7 @@ export class IncidentRecorder {
       }
     } catch (err) {
       this.#goneUnread = true;
-      this.#o.log.warn(
+      this.#log.warn(
         `incident ids not kept: ${path} not read: ${errorMessage(err)}; left as it is (the ids ` +
           `not kept from now on are said in 404s until a restart only)`,
       );
@@ -1395,14 +1404,14 @@ export class IncidentRecorder {
         `removed by ${bound}: the oldest records make way for new ones`,
       );
       if (old.incident_id === written) {
-        this.#o.log.warn(
+        this.#log.warn(
           `incident ${written} removed as soon as written: every other record kept is an ` +
             `e-stop's (history.incident_max_count ${incidentMaxCount}, ` +
             `history.incident_max_bytes ${incidentMaxBytes}); raise them to keep more`,
         );
       }
       await this.#o.files.remove(this.#path(old.incident_id)).catch((err) =>
-        this.#o.log.warn(`incident ${old.incident_id} not removed: ${errorMessage(err)}`)
+        this.#log.warn(`incident ${old.incident_id} not removed: ${errorMessage(err)}`)
       );
     }
   }
@@ -1420,7 +1429,7 @@ export class IncidentRecorder {
     try {
       names = await files.listNames(this.#o.dir);
     } catch (err) {
-      this.#o.log.warn(
+      this.#log.warn(
         `incident records not read: ${this.#o.dir}: ${errorMessage(err)}; none listed, new ` +
           `ones are written if the folder can be`,
       );
@@ -1475,7 +1484,7 @@ export class IncidentRecorder {
           if (header === null || !(size < header.bytes)) break;
         }
         if (header !== null && size < header.bytes) {
-          this.#o.log.warn(
+          this.#log.warn(
             `incident file ${name}: torn (${size} of its ${header.bytes} bytes; ${signals} of ` +
               `its ${header.signals} signal(s) readable, ${samples} of ${header.samples} ` +
               `samples), listed as incomplete`,
@@ -1485,16 +1494,16 @@ export class IncidentRecorder {
         if (header !== null) headers.push({ header, n });
       } catch (err) {
         // Not known to be damaged: left where it is, not listed.
-        this.#o.log.warn(`incident file ${name}: not read (${errorMessage(err)}), not listed`);
+        this.#log.warn(`incident file ${name}: not read (${errorMessage(err)}), not listed`);
         continue;
       }
       if (damage === "") continue;
       // Never listed nor served, and counted by no bound (a crash while it was written): without
       // this its bytes would hold disk beyond incident_max_bytes for good.
       await files.remove(this.#path(m[1]!)).then(
-        () => this.#o.log.warn(`incident file ${name}: ${damage}, removed`),
+        () => this.#log.warn(`incident file ${name}: ${damage}, removed`),
         (err) =>
-          this.#o.log.warn(
+          this.#log.warn(
             `incident file ${name}: ${damage}, left out; not removed: ${errorMessage(err)}`,
           ),
       );
@@ -1509,7 +1518,7 @@ export class IncidentRecorder {
     for (const h of this.#index) {
       if (!this.#goneIds.delete(h.incident_id)) continue;
       this.#goneChanged = true;
-      this.#o.log.info(
+      this.#log.info(
         `incident ${h.incident_id}: its record is back, no longer listed as not kept`,
       );
     }

@@ -20,6 +20,7 @@ import {
   errorMessage,
   Histogram,
   type Logger,
+  neverThrowing,
   nextGridInstant,
   plainObjectConstructor,
   type Quality,
@@ -334,6 +335,10 @@ export class StateCache implements FreshReader {
    */
   #polledListeners: readonly DevicePolledListener[] = [];
   readonly #unreachableListeners: ReportedUnreachableListener[] = [];
+  /**
+   * A listener's failure, said through lines that never throw: a logger that throws on it must
+   * not skip the listeners after it (the history, the alarms) nor the rest of the poll.
+   */
   readonly #listenerErrors: RateLimitedLog;
   #running = false;
   #intervalMs: number;
@@ -368,7 +373,7 @@ export class StateCache implements FreshReader {
   constructor(opts: StateCacheOptions) {
     this.#opts = opts;
     this.#log = opts.log.child("state");
-    this.#listenerErrors = new RateLimitedLog(this.#log, {
+    this.#listenerErrors = new RateLimitedLog(neverThrowing(this.#log), {
       lines: DATA_FAULT_LOG_LINES,
       windowMs: DATA_FAULT_LOG_WINDOW_MS,
       monoMs: () => opts.clock.monoMs(),
