@@ -275,6 +275,11 @@ export class History {
   /** Monotonic time of the last poll (#horizon). */
   #monoNow = 0;
   /**
+   * One-shot watches of a device's next recorded poll (onNextPoll), by `provider/device`: at most
+   * one per device (a new one replaces it), so bounded by the devices.
+   */
+  readonly #nextPollWatches = new Map<string, (mono: number) => void>();
+  /**
    * Where a new device ring's poll numbers begin: past every number a ring let go by the sweep
    * gave, so a device declared again never repeats its old ring's numbers (a reader holding one,
    * Sparkplug's replay, learns those polls are gone). One number, not one per device.
@@ -335,6 +340,7 @@ export class History {
   async stop(): Promise<void> {
     this.#unsubscribe?.();
     this.#unsubscribe = null;
+    this.#nextPollWatches.clear();
     for (const devices of this.#devices.values()) {
       for (const e of devices.values()) this.#flushBucket(e);
     }
@@ -427,6 +433,7 @@ export class History {
     const horizon = this.#horizon(now);
     e.polledMono = this.#monoNow;
     const seq = ring.addPoll(now, horizon);
+    if (this.#nextPollWatches.size !== 0) this.#tellNextPoll(dev.providerId, dev.deviceId);
     const oldest = ring.firstSeq;
     const pollable = dev.pollable;
     const signals = dev.signals;
@@ -880,6 +887,29 @@ export class History {
    */
   nextPollSeq(providerId: string, deviceId: string): number {
     return this.#devices.get(providerId)?.get(deviceId)?.ring.nextSeq ?? this.#seqBase;
+  }
+
+  /**
+   * Calls `fn` once, with the monotonic time it was recorded at, when the device's next poll
+   * (nextPollSeq) is recorded: incidents time the window of a device failing as it comes back
+   * from that poll, its first failed read. One watch per device (a new one replaces the last);
+   * the function returned cancels it. A stop drops every watch.
+   */
+  onNextPoll(providerId: string, deviceId: string, fn: (mono: number) => void): () => void {
+    const key = `${providerId}/${deviceId}`;
+    this.#nextPollWatches.set(key, fn);
+    return () => {
+      if (this.#nextPollWatches.get(key) === fn) this.#nextPollWatches.delete(key);
+    };
+  }
+
+  /** Tells the device's watch of its next poll (onNextPoll), just recorded, and drops it. */
+  #tellNextPoll(providerId: string, deviceId: string): void {
+    const key = `${providerId}/${deviceId}`;
+    const fn = this.#nextPollWatches.get(key);
+    if (fn === undefined) return;
+    this.#nextPollWatches.delete(key);
+    fn(this.#monoNow);
   }
 
   /**

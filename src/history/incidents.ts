@@ -279,11 +279,13 @@ interface Pending {
    */
   readonly endedMs: number | null;
   /**
-   * With endedMs, the lost device's first poll after that end by the monotonic clock, when it was
-   * noted then (FailingAt.endSeq): its cut by poll order, which a wall clock step after the end
-   * (before the loss was found) does not move as it moves endedMs. Null: endedMs cuts.
+   * With endedMs, each lost device's first poll after its window's end by the monotonic clock,
+   * when it was noted then (FailingAt.endSeq), by `provider/device` (deviceHandle): its cut by
+   * poll order, which a wall clock step after the end (before the loss was found) does not move
+   * as it moves endedMs -- the device that began the incident and each late-found loss joining it
+   * (several devices lost together). One absent: endedMs cuts. Bounded by the incident's devices.
    */
-  readonly endedSeq: { readonly device: string; readonly seq: number } | null;
+  readonly endedSeq: Map<string, number>;
 }
 
 /** A failing device's first failed read (IncidentRecorder.#failingAt). */
@@ -295,6 +297,11 @@ interface FailingAt {
   /** Its next poll once incident_after_s passed since it (a timer, on the monotonic clock). */
   endSeq: number | null;
   timer: TimerId | null;
+  /**
+   * With `wallMs` null, the watch of its next poll (History.onNextPoll) that arms `timer` from
+   * that poll's monotonic time; null once told or when not watching.
+   */
+  unwatch: (() => void) | null;
 }
 
 /** An e-stop's trigger in its pending incident. */
@@ -440,6 +447,8 @@ export class IncidentRecorder {
     for (const f of this.#failingAt.values()) {
       if (f.timer !== null) this.#o.clock.clearTimer(f.timer);
       f.timer = null; // its loss, found later, is cut by endedMs
+      f.unwatch?.();
+      f.unwatch = null;
     }
     for (const p of [...this.#pending]) {
       if (p.timer !== null) this.#o.clock.clearTimer(p.timer);
@@ -542,8 +551,17 @@ export class IncidentRecorder {
    * asked of it first.
    */
   async jsonl(id: string): Promise<string> {
-    const { lines } = await this.#readChecked(id);
-    return lines.map((line) => `${line}\n`).join("");
+    return (await this.jsonlRecord(id)).text;
+  }
+
+  /**
+   * The record as stored (jsonl) and its header as that read found it (`incomplete`: the
+   * export's X-Incident-Incomplete): the read's own, not the listing's afterwards, which a bound
+   * may have pruned the record from meanwhile.
+   */
+  async jsonlRecord(id: string): Promise<{ incident: IncidentHeader; text: string }> {
+    const { header, lines } = await this.#readChecked(id);
+    return { incident: header, text: lines.map((line) => `${line}\n`).join("") };
   }
 
   /**
@@ -739,12 +757,18 @@ export class IncidentRecorder {
         // Told before or after the ring records that read: its poll either way (none with a time
         // at or after it but that read, the wall clock stepped back or not).
         const seq = this.#o.history.pollSeqAtOrAfter(c.providerId, c.deviceId, c.atWallMs);
-        this.#setFailingAt(c, { wallMs: c.atWallMs, seq, endSeq: null, timer: null });
+        this.#setFailingAt(c, {
+          wallMs: c.atWallMs,
+          seq,
+          endSeq: null,
+          timer: null,
+          unwatch: null,
+        });
       } else if (c.previous === "down" && c.condition.sinceMono === null) {
         // Back, and failing before any read (it has not answered since): its next poll is its
         // first failed read, by poll order, whatever the wall clock does before its loss is found.
         const seq = this.#o.history.nextPollSeq(c.providerId, c.deviceId);
-        this.#setFailingAt(c, { wallMs: null, seq, endSeq: null, timer: null });
+        this.#setFailingAt(c, { wallMs: null, seq, endSeq: null, timer: null, unwatch: null });
       }
       return;
     }
@@ -785,13 +809,21 @@ export class IncidentRecorder {
   #setFailingAt(c: DeviceConditionChange, f: FailingAt): void {
     const key = `${c.providerId}/${c.deviceId}`;
     this.#forgetFailingAt(key);
-    const since = c.condition.sinceMono;
-    if (f.wallMs !== null && since !== null) {
-      const mono = this.#o.clock.monoMs();
+    const history = this.#o.history;
+    const arm = (since: number) => {
       f.timer = this.#o.clock.setTimer(() => {
         f.timer = null;
-        f.endSeq = this.#o.history.nextPollSeq(c.providerId, c.deviceId);
-      }, Math.max(0, since + this.#o.config.incidentAfterS * 1000 - mono));
+        f.endSeq = history.nextPollSeq(c.providerId, c.deviceId);
+      }, Math.max(0, since + this.#o.config.incidentAfterS * 1000 - this.#o.clock.monoMs()));
+    };
+    const since = c.condition.sinceMono;
+    if (f.wallMs !== null && since !== null) arm(since);
+    else if (f.wallMs === null) {
+      // Failing as it comes back: its first failed read is its next poll, timed when recorded.
+      f.unwatch = history.onNextPoll(c.providerId, c.deviceId, (mono) => {
+        f.unwatch = null;
+        arm(mono);
+      });
     }
     this.#failingAt.set(key, f);
   }
@@ -801,6 +833,7 @@ export class IncidentRecorder {
     const f = this.#failingAt.get(key);
     if (f === undefined) return;
     if (f.timer !== null) this.#o.clock.clearTimer(f.timer);
+    f.unwatch?.();
     this.#failingAt.delete(key);
   }
 
@@ -854,6 +887,7 @@ export class IncidentRecorder {
         for (const d of devices) joined.devices.set(`${d[0]}/${d[1]}`, d);
       }
       this.#noteAfterSeq(joined, devices, now, agoMs, fromSeq);
+      this.#noteEndedSeq(joined, devices, agoMs, endSeq);
       // Told once begun (the listeners were told of the incident without it): told it joined,
       // after this step too (the bus's listener does no more than queue it). One not listed is
       // not told either (the record counts it): the run's events follow the record's bound.
@@ -911,10 +945,9 @@ export class IncidentRecorder {
       endedMs: agoMs === 0 || agoMs < afterMs
         ? null
         : now + afterMs + (Math.abs(stepped) >= WALL_STEP_MS ? stepped : 0),
-      endedSeq: agoMs === 0 || agoMs < afterMs || endSeq === undefined || devices?.length !== 1
-        ? null
-        : { device: deviceHandle(devices[0]![0], devices[0]![1]), seq: endSeq },
+      endedSeq: new Map(),
     };
+    this.#noteEndedSeq(p, devices, agoMs, endSeq);
     this.#noteAfterSeq(p, devices, now, agoMs, fromSeq);
     this.#pending.push(p);
     p.timer = this.#o.clock.setTimer(() => {
@@ -934,6 +967,23 @@ export class IncidentRecorder {
       });
     });
     return { p, c, began: true };
+  }
+
+  /**
+   * Notes where a device loss found after its window (`agoMs` past incident_after_s) ends by poll
+   * order (Pending.endedSeq), when its first failed read's timer noted it (`endSeq`): for the
+   * loss that begins an incident cut by endedMs, and for one joining it.
+   */
+  #noteEndedSeq(
+    p: Pending,
+    devices: DeviceParts[] | null,
+    agoMs: number,
+    endSeq: number | undefined,
+  ): void {
+    const afterMs = this.#o.config.incidentAfterS * 1000;
+    if (p.endedMs === null || endSeq === undefined || agoMs === 0 || agoMs < afterMs) return;
+    if (devices?.length !== 1) return;
+    p.endedSeq.set(deviceHandle(devices[0]![0], devices[0]![1]), endSeq);
   }
 
   /**
@@ -1126,9 +1176,8 @@ export class IncidentRecorder {
       // Its polls taken after the window of a device loss found after it are not the window's.
       const closedSeq = p.endedMs === null || !byPolls ? Infinity : Math.max(
         afterSeq,
-        p.endedSeq?.device === deviceHandle(providerId, deviceId)
-          ? p.endedSeq.seq
-          : history.pollSeqAfter(providerId, deviceId, p.endedMs + ahead),
+        p.endedSeq.get(deviceHandle(providerId, deviceId)) ??
+          history.pollSeqAfter(providerId, deviceId, p.endedMs + ahead),
       );
       // The polls before the trigger are those of the time before it that passed, whatever their
       // times: a step back of the wall clock within it stamps the polls before the step ahead of

@@ -20,7 +20,15 @@ import { simProvider, testConfig, type TestConfigOptions } from "./sim_config.ts
 export type ServiceOverrides = Partial<
   Pick<
     HttpServices,
-    "modes" | "parameters" | "estop" | "automation" | "telemetry" | "runs" | "alarms"
+    | "modes"
+    | "parameters"
+    | "estop"
+    | "automation"
+    | "telemetry"
+    | "runs"
+    | "alarms"
+    | "history"
+    | "incidents"
   >
 >;
 
@@ -91,7 +99,8 @@ export class HttpFixture {
     if (streaming) await res.body?.cancel();
     assertApiAnswer({ method, path, status: res.status, contentType, body: text });
     let json: unknown = undefined;
-    if (res.headers.get("content-type")?.startsWith("application/json")) json = JSON.parse(text);
+    // JSON, not JSON Lines (application/jsonl: an incident's export).
+    if (/^application\/json\s*(;|$)/.test(contentType ?? "")) json = JSON.parse(text);
     return { status: res.status, headers: res.headers, json, text };
   }
 

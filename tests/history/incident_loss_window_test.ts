@@ -28,7 +28,11 @@ async function withLossRig<T>(
   body: (
     rig: ReturnType<typeof handFedHistory> & {
       incidents: IncidentRecorder;
-      change: (previous: "up" | "down" | "failing", condition: DeviceCondition) => void;
+      change: (
+        previous: "up" | "down" | "failing",
+        condition: DeviceCondition,
+        deviceId?: string,
+      ) => void;
     },
   ) => Promise<T>,
 ): Promise<T> {
@@ -54,8 +58,8 @@ async function withLossRig<T>(
     return await body({
       ...fed,
       incidents,
-      change: (previous, condition) =>
-        tell!({ providerId: "p", deviceId: "d", previous, condition, atWallMs: fed.clock.wall }),
+      change: (previous, condition, deviceId = "d") =>
+        tell!({ providerId: "p", deviceId, previous, condition, atWallMs: fed.clock.wall }),
     });
   } finally {
     await incidents.stop();
@@ -351,5 +355,96 @@ for (const [step, what] of [[3_600_000, "ahead"], [-60_000, "back"]] as const) {
       [0, 1, 2],
       "the polls of its window, not the poll 4 s after its date",
     );
+  });
+}
+
+/**
+ * As lossStepAfterItsWindow, with two devices of the provider (d and e) failing and found down
+ * together: e joins d's incident. Answers the values of each device's samples in the record.
+ */
+async function twoLossesStepAfterTheirWindow(stepMs: number): Promise<Record<string, number[]>> {
+  const window = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 3, diskMaxBytes: 0 };
+  return await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+    const both = (v: number) => ["d", "e"].forEach((d) => pollSignals(["x"], v, "p", d));
+    both(0); // t0: the last good reads
+    clock.advance(2000);
+    both(1); // t0 + 2 s: their first failed reads
+    const failingMono = clock.mono;
+    for (const d of ["d", "e"]) {
+      change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono }, d);
+    }
+    clock.advance(2000);
+    both(2); // t0 + 4 s: within the window
+    clock.advance(2000);
+    both(3); // t0 + 6 s: past the window's end (t0 + 5 s)
+    clock.advance(1000);
+    clock.stepWall(stepMs); // t0 + 7 s: after the window, before the losses are found
+    clock.advance(1000);
+    both(4); // t0 + 8 s
+    for (const d of ["d", "e"]) {
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono }, d);
+    }
+    clock.advance(0);
+    await incidents.settled();
+    assert.equal(incidents.list().length, 1, "one incident: e joined d's");
+    const [h] = incidents.list();
+    assert.deepEqual(h!.devices, ["p/d", "p/e"]);
+    const { signals } = await incidents.get(h!.incident_id);
+    return Object.fromEntries(
+      signals.map((s) => [s.device_id, s.samples.map((x) => x[1] as number)]),
+    );
+  });
+}
+
+for (const [step, what] of [[3_600_000, "ahead"], [-60_000, "back"]] as const) {
+  Deno.test(`two devices lost together after their window, the wall clock stepped ${what} after it: the one joining holds its window too`, async () => {
+    // Before, only the device that began the incident was cut by poll order (Pending.endedSeq);
+    // the one joining it was cut by endedMs, which holds the whole step: with a step ahead its
+    // poll 4 s after its date, past the window, was in the record.
+    assert.deepEqual(
+      await twoLossesStepAfterTheirWindow(step),
+      { d: [0, 1, 2], e: [0, 1, 2] },
+      "each device's polls of its window",
+    );
+  });
+}
+
+/**
+ * As lossStepAfterItsWindow, the device failing as it comes back (its provider up again, told
+ * before any read, `sinceMono` null): its next poll, at t0 + 2 s, is its first failed read.
+ */
+async function returnLossStepAfterItsWindow(stepMs: number): Promise<number[]> {
+  const window = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 3, diskMaxBytes: 0 };
+  return await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+    pollSignals(["x"], 0); // t0: the last good read
+    clock.advance(500);
+    const reason = "provider p is being restarted by a configuration reload";
+    change("up", { kind: "down", reason, sinceMono: clock.mono, reloading: true });
+    clock.advance(500); // t0 + 1 s: back, answering nothing yet
+    change("down", { kind: "failing", reason: "no answer yet", sinceMono: null });
+    clock.advance(1000);
+    pollSignals(["x"], 1); // t0 + 2 s: its first failed read (no change told)
+    const failingMono = clock.mono;
+    clock.advance(2000);
+    pollSignals(["x"], 2); // t0 + 4 s: within the window
+    clock.advance(2000);
+    pollSignals(["x"], 3); // t0 + 6 s: past the window's end (t0 + 5 s)
+    clock.advance(1000);
+    clock.stepWall(stepMs); // t0 + 7 s: after the window, before the loss is found
+    clock.advance(1000);
+    pollSignals(["x"], 4); // t0 + 8 s
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    clock.advance(0);
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.ok(h !== undefined, "the loss was recorded");
+    const { signals } = await incidents.get(h.incident_id);
+    return signals[0]!.samples.map((s) => s[1] as number);
+  });
+}
+
+for (const [step, what] of [[3_600_000, "ahead"], [-60_000, "back"]] as const) {
+  Deno.test(`a device failing as it came back, found down after its window, the wall clock stepped ${what} after it: the poll past its window is not its`, async () => {
+    assert.deepEqual(await returnLossStepAfterItsWindow(step), [0, 1, 2]);
   });
 }

@@ -278,8 +278,10 @@ async function getIncident(ctx: RouteContext): Promise<Response> {
   const id = ctx.params.incident_id!;
   const format = wantedFormat(ctx, ["json", "csv", "jsonl"]);
   if (format === "jsonl") {
-    const text = await incidents.jsonl(id);
-    const incomplete = incidents.list().find((h) => h.incident_id === id)?.incomplete ?? null;
+    // The header as the read found it: a bound pruning the record right after leaves it listed
+    // nowhere, not whole all the same.
+    const { incident, text } = await incidents.jsonlRecord(id);
+    const incomplete = incident.incomplete;
     return new Response(text, {
       status: 200,
       headers: {
