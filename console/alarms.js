@@ -4,7 +4,7 @@
 // operator action and, while the view is shown, on the page's refresh cycle (for the values and
 // inputs, which change without a transition).
 
-import { ApiError } from "./api.js";
+import { notAvailableHere } from "./api.js";
 import { badge, fill, formatTime, formatValue, h, setResult, setText, withUnit } from "./dom.js";
 import { handleKey } from "./keys.js";
 import { LatestRead, OVERTAKEN } from "./latest_read.js";
@@ -203,10 +203,14 @@ export class AlarmsPanel {
     this.alarms = null;
     /** @type {any[] | null} GET /v0/interlocks; null until read */
     this.interlocks = null;
-    /** Why the lists cannot be read (503: none on this runtime); "" when they can. */
+    /**
+     * Why the lists cannot be read ("" when they can); `unavailable` when the runtime says alarms
+     * are not available on it (none here), not for a 503 of a moment (api.js notAvailableHere).
+     */
     this.alarmsError = "";
     this.interlocksError = "";
     this.unavailable = false;
+    this.interlocksUnavailable = false;
     /** Events applied; a read that started before the last one is not shown (it is older). */
     this.alarmEvents = 0;
     this.interlockEvents = 0;
@@ -266,19 +270,23 @@ export class AlarmsPanel {
         (x) => (x.inputs ?? []).map((input) => input.signal),
       );
       this.interlocksError = "";
+      this.interlocksUnavailable = false;
     } else this.readFailed(i.reason, "interlocks");
     if (overtaken) this.scheduleLoad();
     this.render();
   }
 
   readFailed(err, what) {
-    const unavailable = err instanceof ApiError && err.status === 503;
+    // None on this runtime only when it says alarms are not available on it: a 503 of a moment
+    // (server busy over http.thread_pool_size, shutting down) is a failed read, the lists kept.
+    const unavailable = notAvailableHere(err, "Alarms");
     if (what === "alarms") {
       this.alarmsError = String(err);
       this.unavailable = unavailable;
       if (unavailable) this.alarms = [];
     } else {
       this.interlocksError = String(err);
+      this.interlocksUnavailable = unavailable;
       if (unavailable) this.interlocks = [];
     }
   }
@@ -379,7 +387,7 @@ export class AlarmsPanel {
     let text;
     let blocking = 0;
     if (this.interlocks === null) text = "…";
-    else if (this.interlocksError && this.interlocks.length === 0) text = "not available";
+    else if (this.interlocksUnavailable) text = "not available";
     else if (this.interlocks.length === 0) text = "none configured";
     else {
       blocking = this.interlocks.filter((x) => x.blocking).length;
@@ -413,7 +421,8 @@ export class AlarmsPanel {
           "data-empty": "alarms",
           text: this.unavailable
             ? `Alarms are not available on this runtime (${this.alarmsError}).`
-            : "No alarms configured (the configuration has no alarms: section).",
+            : "No alarms configured (the configuration has no alarms: section)." +
+              (this.alarmsError ? ` Could not re-read the alarms: ${this.alarmsError}` : ""),
         }),
       );
       return;
@@ -642,9 +651,12 @@ export class AlarmsPanel {
         h("p", {
           class: "muted",
           "data-empty": "interlocks",
-          text: this.interlocksError
+          text: this.interlocksUnavailable
             ? `Interlocks are not available on this runtime (${this.interlocksError}).`
-            : "No interlocks configured (the configuration has no interlocks: section).",
+            : "No interlocks configured (the configuration has no interlocks: section)." +
+              (this.interlocksError
+                ? ` Could not re-read the interlocks: ${this.interlocksError}`
+                : ""),
         }),
       );
       return;

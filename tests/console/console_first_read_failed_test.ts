@@ -820,3 +820,144 @@ Deno.test({
     });
   },
 });
+
+Deno.test({
+  name:
+    "Operator console: alarms and interlocks reads answered 503 server busy keep the lists, not taken for none on this runtime",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "console-alarms-busy-" });
+    const config = `${dir}/runtime.yaml`;
+    // The inert simulator holds tc1_temp at 25: the alarm stays normal, the interlock clear.
+    const [browser, rt] = await launchChromiumAlongside<RuntimeChild>(
+      startRuntimeChildOnFreePort(async (port) => {
+        await Deno.writeTextFile(
+          config,
+          `runtime: {name: alarms-busy-test, data_dir: ${dir}/data}
+http:
+  port: ${port}
+${simRuntimeConfig()}alarms: [{id: hot, signal: sim0/tempctl0/tc1_temp, hi: 1000}]
+interlocks: [{id: lock, block: [sim0/relayio0/set_relay_ch1], while: sim0/tempctl0/tc1_temp > 1000, message: too hot}]
+`,
+        );
+        return { config, port };
+      }),
+      (r) => r.stop(),
+    );
+    try {
+      const page = await browser.newPage();
+      // While `busy`, the page's next read of each list is answered as the runtime answers one
+      // over its request bound (http.thread_pool_size): a 503 of a moment, not "none here".
+      const busy = new Set<string>();
+      for (const path of ["/v0/alarms", "/v0/interlocks"]) {
+        await page.route(`**${path}`, async (route) => {
+          if (!busy.delete(path)) return await route.continue();
+          await route.fulfill({
+            status: 503,
+            contentType: "application/json",
+            body: JSON.stringify({
+              status: {
+                code: "UNAVAILABLE",
+                message: "Server busy: 4 requests in progress (http.thread_pool_size)",
+              },
+            }),
+          });
+        });
+      }
+      const settled = readsSettled(page, notTheStream);
+      const ALARM = 'tr[data-alarm="hot"]';
+      const INTERLOCK = 'tr[data-interlock="lock"]';
+      await installStoppedClock(page);
+      await page.goto(`${rt.base}/#alarms`);
+      await page.locator(ALARM).waitFor({ timeout: PAGE_WAIT_MS });
+      await page.locator(INTERLOCK).waitFor({ timeout: PAGE_WAIT_MS });
+      await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
+      await settled();
+      await waitForText(page, "#alarm-summary", /^none$/);
+      await waitForText(page, "#interlock-summary", /^none$/);
+      // The 2 s refresh re-reads both lists with the Alarms view open: both answered busy.
+      busy.add("/v0/alarms");
+      busy.add("/v0/interlocks");
+      await page.clock.runFor(2000);
+      await settled();
+      assert.equal(busy.size, 0, "the busy answers were read");
+      assert.equal(
+        await page.locator(ALARM).count(),
+        1,
+        `the alarms view: ${await page.locator("#alarms").textContent()}`,
+      );
+      assert.equal(
+        await page.locator(INTERLOCK).count(),
+        1,
+        `the interlocks view: ${await page.locator("#interlocks").textContent()}`,
+      );
+      await waitForText(page, "#alarms-error", /^Could not re-read the alarms: 503 .*Server busy/);
+      await waitForText(
+        page,
+        "#interlocks-error",
+        /^Could not re-read the interlocks: 503 .*Server busy/,
+      );
+      assert.equal(await page.locator("#alarm-summary").textContent(), "none");
+      assert.equal(await page.locator("#interlock-summary").textContent(), "none");
+      // The next refresh reads them: the lines go.
+      await page.clock.runFor(2000);
+      await settled();
+      await page.locator("#alarms-error").waitFor({ state: "hidden", timeout: PAGE_WAIT_MS });
+      await page.locator("#interlocks-error").waitFor({ state: "hidden", timeout: PAGE_WAIT_MS });
+    } finally {
+      await browser.close();
+      await rt.stop();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "Operator console: a runtime without alarms whose re-read is answered 503 server busy still shows none configured",
+  ignore: chromiumMissing(),
+  fn: async () => {
+    // No alarms: and no interlocks: section: both lists read empty.
+    await withPage(async (page, base) => {
+      let busy = false;
+      for (const path of ["/v0/alarms", "/v0/interlocks"]) {
+        await page.route(`**${path}`, async (route) => {
+          if (!busy) return await route.continue();
+          await route.fulfill({
+            status: 503,
+            contentType: "application/json",
+            body: JSON.stringify({
+              status: {
+                code: "UNAVAILABLE",
+                message: "Server busy: 4 requests in progress (http.thread_pool_size)",
+              },
+            }),
+          });
+        });
+      }
+      const settled = readsSettled(page, notTheStream);
+      await installStoppedClock(page);
+      await page.goto(`${base}/#alarms`);
+      await waitForText(page, "#alarm-summary", /^none configured$/);
+      await waitForText(page, "#interlock-summary", /^none configured$/);
+      await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
+      await settled();
+      // The 2 s refresh re-reads both lists with the Alarms view open: answered busy.
+      busy = true;
+      await page.clock.runFor(2000);
+      await settled();
+      await waitForText(
+        page,
+        '[data-empty="alarms"]',
+        /^No alarms configured .*Could not re-read the alarms: 503 .*Server busy/,
+      );
+      await waitForText(
+        page,
+        '[data-empty="interlocks"]',
+        /^No interlocks configured .*Could not re-read the interlocks: 503 .*Server busy/,
+      );
+      assert.equal(await page.locator("#alarm-summary").textContent(), "none configured");
+      assert.equal(await page.locator("#interlock-summary").textContent(), "none configured");
+    });
+  },
+});
