@@ -34,6 +34,7 @@ import {
   type TimerId,
   transitionDate,
   type TypedValue,
+  type ValueType,
   WALL_STEP_MS,
 } from "../common/mod.ts";
 import {
@@ -55,6 +56,7 @@ import {
   type InputContext,
   InputProblem,
   isNumericType,
+  type SignalBinding,
   SignalInput,
   valueText,
 } from "./signal_input.ts";
@@ -974,13 +976,21 @@ export class AlarmEngine implements AlarmService {
 
   /** Why an alarm's input is not usable now (its `bad_input`), null when it is. */
   #badInput(entry: AlarmEntry, problem: InputProblem, mono: number): string | null {
-    if (problem !== InputProblem.GOOD) return entry.input.describe(problem, this.#ctx, mono);
     const c = entry.monitor.config;
+    const wants = c.alarmWhen === undefined
+      ? "limits compare numbers"
+      : `alarm_when is a ${typeof c.alarmWhen}`;
+    if (problem === InputProblem.NO_SAMPLE) {
+      // No sample yet of a signal declared of a type this alarm cannot judge (a restart retyped
+      // it, dropping the value of the old type): that, not the missing sample, is why it stays
+      // bad once samples come -- as the ERROR line of the rebinding says.
+      const declared = declaredMismatch(c, entry.input.binding);
+      if (declared !== null) return `${c.signal} is declared ${declared}; ${wants}`;
+    }
+    if (problem !== InputProblem.GOOD) return entry.input.describe(problem, this.#ctx, mono);
     const v = entry.input.sample(this.#ctx)!.value!;
     if (alarmAccepts(c, v)) return null;
-    return `${c.signal} is ${v.type}; ${
-      c.alarmWhen === undefined ? "limits compare numbers" : `alarm_when is a ${typeof c.alarmWhen}`
-    }`;
+    return `${c.signal} is ${v.type}; ${wants}`;
   }
 
   #view(entry: AlarmEntry): AlarmView {
@@ -1112,17 +1122,12 @@ export class AlarmEngine implements AlarmService {
     for (const { monitor, input } of this.#alarms.values()) {
       const c = monitor.config;
       if (!up(c.providerId)) continue;
-      const t = input.binding.declaredType;
+      const t = declaredMismatch(c, input.binding);
       if (input.binding.problem !== null) {
         this.#log.error(
           `alarm ${c.id}: ${c.signal}: ${input.binding.problem}; the alarm treats it as a bad input`,
         );
-      } else if (
-        t !== undefined && t !== null &&
-        (c.alarmWhen === undefined
-          ? !isNumericType(t)
-          : t !== (typeof c.alarmWhen === "boolean" ? "bool" : "string"))
-      ) {
+      } else if (t !== null) {
         this.#log.error(
           `alarm ${c.id}: ${c.signal} is declared ${t}; ${
             c.alarmWhen === undefined ? "limits compare numbers" : `alarm_when is a ${typeof c
@@ -1178,6 +1183,20 @@ export class AlarmEngine implements AlarmService {
     if (!watch) byDevice.set(deviceId, watch = { alarms: [], interlocks: [] });
     return watch;
   }
+}
+
+/**
+ * The type a signal is declared with when this alarm cannot judge it (limits: not a number;
+ * alarm_when: not its bool or string); null when it can, or when the type is unspecified or not
+ * declared.
+ */
+function declaredMismatch(c: AlarmConfig, binding: SignalBinding): ValueType | null {
+  const t = binding.declaredType;
+  if (t === undefined || t === null) return null;
+  const accepted = c.alarmWhen === undefined
+    ? isNumericType(t)
+    : t === (typeof c.alarmWhen === "boolean" ? "bool" : "string");
+  return accepted ? null : t;
 }
 
 /** When the first of an interlock's usable inputs goes stale (Infinity: none is usable). */

@@ -7,7 +7,8 @@
  * - a limit raises when the value is strictly past it (`> hi`, `< lo`): hi and lo raise MINOR,
  *   hihi and lolo MAJOR; an `alarm_when` alarm raises its `level` when the value equals it;
  * - a bad input (stale, unavailable, faulty, missing, of the wrong type) raises MAJOR with cause
- *   `bad_quality` unless `on_bad_quality: ignore` (then it changes nothing);
+ *   `bad_quality` unless `on_bad_quality: ignore` (then it neither raises nor clears, and a
+ *   pending raise starts over: the value was not seen to hold meanwhile);
  * - a raise needs its condition to hold for `delay_ms` (measured on the monotonic clock from the
  *   first reading that showed it, reset by any reading that does not; for a bad input from the
  *   moment the input became unusable, whatever made it so); a higher level while active is a new

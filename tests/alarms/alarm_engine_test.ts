@@ -1347,6 +1347,64 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine's bad_input names the declared type a restart gave an alarm's signal, not 'no sample', until a sample comes", async () => {
+  // A real restart: the provider comes back declaring temp a string (it was a double), so the
+  // cache drops the double it held: there is no sample until the next poll answers.
+  const fx = await startProgrammable({
+    devices: { probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] } },
+  }, { restart: {}, inProcess: true });
+  const { alarms, interlocks } = configOf(`
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80 }
+  - { id: open, signal: p0/probe/temp, alarm_when: true }
+`);
+  const lines: string[] = [];
+  const engine = new AlarmEngine({
+    alarms,
+    interlocks,
+    cache: fx.cache,
+    inventory: new InventoryPort(fx.registry),
+    bus: new EventBus(),
+    clock: fx.clock,
+    log: capturingLogger({ now: () => 0, lines }).log,
+    actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
+  });
+  try {
+    await fx.cache.pollDevice("p0", "probe");
+    engine.start();
+    assert.equal(engine.alarm("hot").bad_input, null);
+    await fx.setInventory({
+      devices: { probe: { signals: [{ id: "temp", type: T.STRING }] } },
+    });
+    const pid = fx.kill();
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.equal(fx.cache.signal("p0", "probe", "temp"), undefined, "no sample yet");
+    assert.equal(
+      engine.alarm("hot").bad_input,
+      "p0/probe/temp is declared string; limits compare numbers",
+    );
+    assert.equal(
+      engine.alarm("open").bad_input,
+      "p0/probe/temp is declared string; alarm_when is a boolean",
+    );
+    assert.deepEqual(
+      lines.filter((l) => l.startsWith("ERROR") && l.includes("is declared string")).map((l) =>
+        l.slice(l.indexOf("[alarms] ") + 9)
+      ),
+      [
+        "alarm hot: p0/probe/temp is declared string; limits compare numbers: the alarm treats " +
+        "it as a bad input",
+        "alarm open: p0/probe/temp is declared string; alarm_when is a boolean: the alarm " +
+        "treats it as a bad input",
+      ],
+      "the same reason as the ERROR line of the rediscovery",
+    );
+  } finally {
+    engine.stop();
+    await fx.close();
+  }
+});
+
 Deno.test("AlarmEngine judges a block entry a reload added while its provider was down once the provider is back, same inventory", async () => {
   const fx = await startProgrammable({
     devices: {

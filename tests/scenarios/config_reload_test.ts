@@ -244,6 +244,27 @@ Deno.test("SIGHUP adds, restarts and removes providers and leaves an unchanged o
       removed.every((f) => f.data.reason === "removed"),
       `as a removal: ${JSON.stringify(removed.map((f) => f.data))}`,
     );
+    // The restarted provider (its entry changed) is taken out the same way: its devices are said
+    // gone as a removal, then back, without a reason, from the new process's first answered poll.
+    const changed = await waitFor("the changed provider's devices back on the stream", () => {
+      const flips = events!.frames.filter((f) =>
+        f.event === "device_availability" && f.data.provider_id === "change"
+      );
+      const gone = flips.filter((f) => !f.data.available);
+      const back = (id: string) =>
+        flips.findIndex((f) => f.data.device_id === id && f.data.available) >
+          flips.findIndex((f) => f.data.device_id === id && !f.data.available);
+      return gone.length > 0 && gone.every((f) => back(f.data.device_id)) ? flips : undefined;
+    }, WAIT_MS);
+    assert.deepEqual(
+      changed.map((f) => [f.data.available, f.data.reason ?? null]).filter(([a]) => !a),
+      changed.filter((f) => !f.data.available).map(() => [false, "removed"]),
+      `as a removal: ${JSON.stringify(changed.map((f) => f.data))}`,
+    );
+    assert.ok(
+      changed.filter((f) => f.data.available).every((f) => f.data.reason === undefined),
+      `back without a reason: ${JSON.stringify(changed.map((f) => f.data))}`,
+    );
     assert.equal(await metric(api, 'runtime_config_reloads_total{result="success"}'), 1);
     assert.equal(await metric(api, 'runtime_config_reloads_total{result="failure"}'), 0);
     assert.ok((await metric(api, "runtime_config_last_reload_success_timestamp_seconds"))! > 0);
