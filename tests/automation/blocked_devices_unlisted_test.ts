@@ -8,7 +8,7 @@
  * (restarted by its supervisor), reading its inventory from a file at each start.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "../helpers/kernel.ts";
+import { afterPolls, waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
@@ -19,6 +19,12 @@ import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_help
  * is back (the restart's discovery) is told apart from one taken when it went down.
  */
 const BACKOFF_MS = 300;
+
+/**
+ * How far a date may lie from the test's Date.now() reads around it although right: the runtime
+ * counts a monotonic distance (rounded to the ms) back from a wall clock read.
+ */
+const DATE_SLACK_MS = 5;
 
 /** p0's inventory: `other` always, `probe` (the device the tree reads) when `withProbe`. */
 function inventory(withProbe: boolean): Inventory {
@@ -53,27 +59,39 @@ Deno.test("automation status dates a device a provider's restart left out from w
     const probe = () =>
       rt.automation!.status().blocked_devices.find((b) => b.device_handle === "p0/probe");
     const listed = () => rt.inventory.capabilities("p0", "probe") !== undefined;
-    /** p0 crashes and comes back with or without probe; returns when it was killed. */
+    // When the runtime said p0 down (its provider_health_change UNAVAILABLE): its restart is due
+    // BACKOFF_MS after that, so a date taken at the restart lies past it. How long after the kill
+    // p0 is said down depends on the machine's load (its exit noticed), so the bound counts from
+    // there, not from the kill. (Its devices are dated by the same synchronous step's listeners.)
+    let saidDownAt: number | null = null;
+    rt.bus.subscribe(({ event: e }) => {
+      if (
+        e.kind === "provider_health_change" && e.provider_id === "p0" && e.state === "UNAVAILABLE"
+      ) saidDownAt = Date.now();
+    });
+    /** p0 crashes and comes back with or without probe; returns when it was killed and said down. */
     const restart = async (withProbe: boolean) => {
       await Deno.writeTextFile(invFile, JSON.stringify(inventory(withProbe)));
+      saidDownAt = null;
       const killedAt = Date.now();
       r.kill("p0");
       await waitFor(
         `p0 back ${withProbe ? "with" : "without"} probe`,
-        () => rt.registry.host("p0")!.available && listed() === withProbe,
+        () => saidDownAt !== null && rt.registry.host("p0")!.available && listed() === withProbe,
       );
-      assert.ok(Date.now() >= killedAt + BACKOFF_MS, "back after its backoff");
-      return killedAt;
+      const downAt: number = saidDownAt!;
+      assert.ok(Date.now() >= downAt + BACKOFF_MS - DATE_SLACK_MS, "back after its backoff");
+      return { killedAt, downAt };
     };
-    const assertDownSince = (killedAt: number, what: string) => {
+    const assertDownSince = (at: { killedAt: number; downAt: number }, what: string) => {
       const b = probe();
       assert.equal(b?.condition, "down", what);
       assert.equal(b?.reason, "not in the inventory of provider p0", what);
       assert.ok(
-        b?.since_epoch_ms != null && b.since_epoch_ms >= killedAt - 5 &&
-          b.since_epoch_ms < killedAt + BACKOFF_MS / 2,
+        b?.since_epoch_ms != null && b.since_epoch_ms >= at.killedAt - DATE_SLACK_MS &&
+          b.since_epoch_ms < at.downAt + BACKOFF_MS / 2,
         `${what}: since_epoch_ms ${b?.since_epoch_ms} is when p0 went down (killed at ` +
-          `${killedAt}, back ${BACKOFF_MS} ms later at the earliest)`,
+          `${at.killedAt}, said down at ${at.downAt}, back ${BACKOFF_MS} ms later at the earliest)`,
       );
       return b!.since_epoch_ms!;
     };
@@ -81,7 +99,8 @@ Deno.test("automation status dates a device a provider's restart left out from w
     assert.equal(probe(), undefined, "up at start");
     const firstKill = await restart(false);
     const since = assertDownSince(firstKill, "left out by the restart");
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Its provider's polls go on (`other`): each rechecks its devices.
+    await afterPolls(rt, "p0/other", 2, "2 polls of p0/other after the restart");
     assert.equal(probe()?.since_epoch_ms, since, "the date stays while it is not listed");
 
     // Listed again and answering: up. Left out again: down since that later outage.
@@ -107,8 +126,8 @@ Deno.test("automation status dates a device a provider's restart left out from w
     const b = probe();
     assert.equal(b?.condition, "down");
     assert.ok(
-      b?.since_epoch_ms != null && b.since_epoch_ms >= reloadAt - 5 &&
-        b.since_epoch_ms <= reloadedAt + 5,
+      b?.since_epoch_ms != null && b.since_epoch_ms >= reloadAt - DATE_SLACK_MS &&
+        b.since_epoch_ms <= reloadedAt + DATE_SLACK_MS,
       `left out by a reload's restart: since_epoch_ms ${b?.since_epoch_ms} is within the reload ` +
         `(${reloadAt} to ${reloadedAt})`,
     );
