@@ -1329,9 +1329,10 @@ export class Estop implements EstopService {
       return [
         secured!.promise.then(async (actions) => {
           // Its read-back (or a stop's), begun after this reload -- it waited for a stop under
-          // way --, read the new list back whole: read again, it would be a second record of the
-          // same list and of the run's calls.
-          if (this.#verified?.expect === safeState.expect) return [];
+          // way --, read the list in force back whole (this reload's, or a later reload's: that
+          // one is what would be read now): read again, it would be a second record of the same
+          // list and of the run's calls.
+          if (this.#verified?.expect === this.#o.safeState.expect) return [];
           await this.#reverify(host.id, actions, used.rung, safeState, used.latchNo);
           return [];
         }),

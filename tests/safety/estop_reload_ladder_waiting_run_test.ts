@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import type { Estop, SafeStateConfig } from "../../src/safety/mod.ts";
-import type { FreshReader } from "../../src/state/mod.ts";
+import type { FreshRead, FreshReader } from "../../src/state/mod.ts";
 import { macrotask, untilTurns } from "../helpers/turns.ts";
 import { heaterOffLadder, heaterOffReader, heaterOffVerifiedLadder } from "./_clock_rig.ts";
 import { call, expectation } from "./_fixture.ts";
@@ -224,6 +224,62 @@ Deno.test("Estop latched: a reload changing the expectations of a provider it st
   let done = false;
   void Promise.all([stop, estop.securing(host), ...runs]).then(() => (done = true));
   await untilTurns(() => (answerAll(), answerReads(), done), "the stop and the reload's wait");
+
+  assert.deepEqual(
+    estop.status().verification?.checks.map((c) => c.signal),
+    ["plant/plant0/heater", "plant/plant0/fan"],
+  );
+  const records = audit.filter((d) => d.origin.kind === "estop" && d.args?.reason);
+  assert.deepEqual(
+    records.map((d) => [d.args?.reason, d.result?.actions]),
+    [["available while latched", 1]],
+    "one record of the securing run, its call counted once: " + JSON.stringify(records),
+  );
+});
+
+Deno.test("Estop latched: two reloads changing the expectations of a provider the first started, its securing run's read-back waiting for a stop, read the list in force back once: the run's call is recorded once", async () => {
+  const audit: AuditDecision[] = [];
+  // plant's heater reads off and its fan 0: every list read back here is met at once.
+  const met = {
+    ok: true,
+    samples: new Map([
+      ["heater", { value: { type: "bool", bool: false }, quality: "OK" }],
+      ["fan", { value: { type: "double", double: 0 }, quality: "OK" }],
+    ]),
+  } as FreshRead;
+  const heldReads: (() => void)[] = [];
+  const reads: FreshReader = {
+    readFresh: () => new Promise((resolve) => heldReads.push(() => resolve(met))),
+  };
+  const answerReads = () => heldReads.splice(0).forEach((answer) => answer());
+  const { estop, comeBack, host, calls, answerAll } = holdingEstop({
+    reads,
+    audit: { record: (d) => audit.push(d) },
+    // Its read-back waits for the held reads, never for its timeout.
+    safeState: { ...heaterOffVerifiedLadder(), verifyTimeoutMs: 600_000 },
+  });
+  // The stop's read-back is held. plant comes back (the first reload starts it): its securing run
+  // makes its call; its read-back waits for the stop.
+  const stop = estop.trigger("test");
+  await untilTurns(() => (answerAll(), heldReads.length > 0), "the stop's read-back");
+  comeBack();
+  await untilTurns(() => calls() === 2, "the securing run's call");
+  answerAll();
+  await macrotask();
+  // The first reload expects plant's fan at 0 too; a second one, before the stop has read back,
+  // expects it within [0, 0.1] instead: the run's read-back, after the stop, reads that list whole.
+  const first = estop.reconfigure(expectingFan(heaterOffVerifiedLadder()), [host]);
+  const second = estop.reconfigure({
+    ...heaterOffVerifiedLadder(),
+    verifyTimeoutMs: 600_000,
+    expect: [
+      ...heaterOffVerifiedLadder().expect,
+      expectation("plant/plant0/fan", { min: 0, max: 0.1 }, 1),
+    ],
+  });
+  let done = false;
+  void Promise.all([stop, estop.securing(host), ...first, ...second]).then(() => (done = true));
+  await untilTurns(() => (answerAll(), answerReads(), done), "the stop and the reloads' waits");
 
   assert.deepEqual(
     estop.status().verification?.checks.map((c) => c.signal),
