@@ -279,6 +279,8 @@ export class History {
    * one per device (a new one replaces it), so bounded by the devices.
    */
   readonly #nextPollWatches = new Map<string, (mono: number) => void>();
+  /** Stops so far: a start under way when one came subscribes to no poll (start). */
+  #stops = 0;
   /**
    * Where a new device ring's poll numbers begin: past every number a ring let go by the sweep
    * gave, so a device declared again never repeats its old ring's numbers (a reader holding one,
@@ -324,9 +326,15 @@ export class History {
     return this.#o.config;
   }
 
-  /** Opens the disk tier and subscribes to every poll (before the providers start). */
+  /**
+   * Opens the disk tier and subscribes to every poll (before the providers start). A stop while
+   * the tier opens (a start abandoned on a hung mount that answers after the stop) ends it there:
+   * the stopped history records no poll.
+   */
   async start(): Promise<void> {
+    const stops = this.#stops;
     await this.#disk?.open();
+    if (this.#stops !== stops) return;
     this.#unsubscribe ??= this.#o.cache.onDevicePolled(this.#onPolled);
   }
 
@@ -338,6 +346,7 @@ export class History {
 
   /** Unsubscribes, writes every open bucket and closes the disk tier. */
   async stop(): Promise<void> {
+    this.#stops++;
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     this.#nextPollWatches.clear();

@@ -361,6 +361,8 @@ export class IncidentRecorder {
   readonly #untold: (() => void)[] = [];
   #unsubscribe: (() => void) | null = null;
   #unsubscribeOutages: (() => void) | null = null;
+  /** Stops so far: a start under way when one came goes no further (start). */
+  #stops = 0;
   /**
    * `provider/device` -> the wall time its reads began failing, told at that read (with
    * `outages`): the time the ring stamped that read with, whatever the wall clock did since; and
@@ -428,9 +430,15 @@ export class IncidentRecorder {
     });
   }
 
-  /** Reads the kept records' headers and follows the bus. */
+  /**
+   * Reads the kept records' headers and follows the bus. A stop while the folder is read (a start
+   * abandoned on a hung mount that answers after the stop) ends it there: the stopped recorder
+   * neither follows the bus nor prunes or rewrites the folder (a later runtime's now).
+   */
   async start(bus: EventBus): Promise<void> {
-    await this.#loadIndex();
+    const stops = this.#stops;
+    await this.#loadIndex(() => this.#stops !== stops);
+    if (this.#stops !== stops) return;
     this.#unsubscribe ??= bus.subscribe((e) => this.#onEvent(e.event));
     this.#unsubscribeOutages ??= this.#o.outages?.onChange((c) => this.#onCondition(c)) ?? null;
   }
@@ -440,6 +448,7 @@ export class IncidentRecorder {
    * most INCIDENT_STOP_WAIT_MS (a record still unwritten then is lost, and said so).
    */
   async stop(): Promise<void> {
+    this.#stops++;
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     this.#unsubscribeOutages?.();
@@ -1469,8 +1478,10 @@ export class IncidentRecorder {
    * Reads the kept records' headers. A folder or a record that cannot be read (an I/O error, a
    * file where the folder should be) is the recorder's own trouble, never the start's (as a disk
    * tier that cannot be opened is the history's): a WARN, and what was not read is not listed.
+   * Once `stopped` (the recorder stopped meanwhile) it changes nothing on disk: no file removed,
+   * INCIDENT_GONE_FILE not written.
    */
-  async #loadIndex(): Promise<void> {
+  async #loadIndex(stopped: () => boolean): Promise<void> {
     const files = this.#o.files;
     const headers: { header: IncidentHeader; n: number }[] = [];
     await this.#loadGone();
@@ -1485,6 +1496,7 @@ export class IncidentRecorder {
       return;
     }
     for (const name of names) {
+      if (stopped()) return;
       const m = /^(inc-\d+-(\d+))\.jsonl$/.exec(name);
       if (!m) continue;
       // Ids go on from the highest counter on disk: a wall clock that repeats a millisecond of an
@@ -1546,7 +1558,7 @@ export class IncidentRecorder {
         this.#log.warn(`incident file ${name}: not read (${errorMessage(err)}), not listed`);
         continue;
       }
-      if (damage === "") continue;
+      if (damage === "" || stopped()) continue;
       // Never listed nor served, and counted by no bound (a crash while it was written): without
       // this its bytes would hold disk beyond incident_max_bytes for good.
       await files.remove(this.#path(m[1]!)).then(
@@ -1560,6 +1572,7 @@ export class IncidentRecorder {
     // In the order they were recorded: by the counter of their ids, which goes on across
     // restarts. Their wall times may say otherwise (a board that booted without its real-time
     // clock stamps a newer record earlier), and the bound removes the oldest first.
+    if (stopped()) return;
     this.#index = headers.sort((a, b) => a.n - b.n || a.header.at_epoch_ms - b.header.at_epoch_ms)
       .map((e) => e.header);
     // A record put back by hand is kept, not gone: its id leaves INCIDENT_GONE_FILE (a removal

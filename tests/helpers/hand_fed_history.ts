@@ -95,5 +95,7 @@ export function handFedHistory(
       available: true,
     });
   };
-  return { clock, history, known, declaredTypes, poll, pollSignals, feed, files };
+  /** Whether the History follows the cache's polls now (subscribed, not yet unsubscribed). */
+  const following = () => polled !== null;
+  return { clock, history, known, declaredTypes, poll, pollSignals, feed, files, following };
 }

@@ -1,0 +1,77 @@
+/**
+ * A start abandoned while the incident folder (or the disk tier's) hangs (runtime.data_dir on a mount gone: the
+ * kernel's start-up budget, or stop()) is stopped before its reading of the kept records returns;
+ * should that reading return at last, the stopped recorder must not follow the bus from then on:
+ * a trigger after the stop is no incident of it -- no timer of a stopped runtime, no record written
+ * into the folder beside a later runtime's -- nor does it remove what it read there. An IncidentRecorder over a hand-fed History on a
+ * manual clock; the folder's listing held until the test lets it go.
+ */
+import assert from "node:assert/strict";
+import { MemoryFiles } from "../helpers/memory_files.ts";
+import { flushMicrotasks } from "../helpers/clock.ts";
+import { handFedHistory } from "../helpers/hand_fed_history.ts";
+import { incidentRig, INCIDENTS_DIR } from "./_incident_rig.ts";
+
+/** MemoryFiles whose listing of one folder waits until `release()` (a hung mount). */
+class HeldListing extends MemoryFiles {
+  readonly #dir: string;
+  #release: (() => void) | null = null;
+  readonly #released = new Promise<void>((r) => this.#release = r);
+  /** Listings of the incident folder held so far. */
+  held = 0;
+  constructor(dir: string) {
+    super();
+    this.#dir = dir;
+  }
+  release(): void {
+    this.#release?.();
+  }
+  override async listNames(dir: string): Promise<string[]> {
+    if (dir === this.#dir) {
+      this.held++;
+      await this.#released;
+    }
+    return await super.listNames(dir);
+  }
+}
+
+Deno.test("an incident recorder stopped while its start reads the folder follows no trigger once that reading returns", async () => {
+  const files = new HeldListing(INCIDENTS_DIR);
+  const rig = incidentRig({ files });
+  const { clock, incidents, history } = rig;
+  // A record whose header is damaged (a crash while it was written): a start removes it.
+  const damaged = await files.openAppend(`${INCIDENTS_DIR}/inc-1-1.jsonl`);
+  await damaged.append("not a header\n");
+  damaged.close();
+  await history.start();
+  const starting = incidents.start(rig.bus);
+  await flushMicrotasks();
+  assert.equal(files.held, 1, "the start waits on the folder");
+  await incidents.stop(); // the start abandoned, the runtime stopped
+  await history.stop();
+  files.release(); // the hung mount answers at last
+  await starting;
+  rig.estop(); // a machine-wide trigger on the stopped runtime's bus
+  assert.equal(incidents.status().pending, 0, "the stopped recorder began an incident");
+  assert.equal(clock.pendingTimers, 0, "a timer of the stopped recorder runs");
+  clock.advance(5000);
+  await incidents.settled();
+  assert.deepEqual(
+    (await files.listNames(INCIDENTS_DIR)).filter((n) => n.startsWith("inc-")),
+    ["inc-1-1.jsonl"],
+    "the stopped recorder wrote a record, or removed a file, after the stop",
+  );
+});
+
+Deno.test("a history stopped while its start opens the disk tier records no poll once that opening returns", async () => {
+  // The disk tier's folder listing held: the history's start waits on it, and is abandoned.
+  const files = new HeldListing("/data/history");
+  const { history, following } = handFedHistory({ diskMaxBytes: 1 << 20 }, files);
+  const starting = history.start();
+  await flushMicrotasks();
+  assert.ok(files.held > 0, "the start waits on the folder");
+  await history.stop();
+  files.release();
+  await starting;
+  assert.equal(following(), false, "the stopped history follows the cache's polls");
+});
