@@ -20,7 +20,12 @@
  * listeners when it happens, including the step from failing to down, which a timer decides on
  * time whether or not anything polls (a provider that hangs is not polled). One change is told
  * within "down": a device down on purpose while a reload restarts its provider (`reloading`) is
- * down without purpose once that reload fails to start the provider (`previousReloading`).
+ * down without purpose once that reload fails to start the provider (`previousReloading`); and one
+ * within "failing": a device failing from no known moment (its provider back, it not read since)
+ * is failing from its first failed read, told then with that date. A change is told with its date
+ * (`sinceMono`) as condition() answers it from then on: a device that goes down with its provider
+ * is dated from its provider's outage although the state cache's availability listener, which
+ * runs before this monitor's, is what makes it judged down.
  */
 import { WireDeviceState } from "../adpp/mod.ts";
 import { type Clock, type DeviceCapabilities, tellEach, type TimerId } from "../common/mod.ts";
@@ -72,7 +77,10 @@ export interface DeviceCondition {
   readonly reloading?: true;
 }
 
-/** A change of a watched device's condition. */
+/**
+ * A change of a watched device's condition: of its kind, or (failing still) of its start from
+ * none known to its first failed read (`previous` then equals `condition.kind`).
+ */
 export interface DeviceConditionChange {
   readonly providerId: string;
   readonly deviceId: string;
@@ -192,7 +200,7 @@ export class DeviceOutages {
         this.#devicesOut.delete(host.id);
         this.#forgetReturns(host.id);
         if (up) this.#providerDownSince.delete(host.id);
-        else this.#providerDownSince.set(host.id, options.clock.monoMs());
+        else this.#noteProviderDown(host.id);
         this.#recheckProvider(host.id);
       });
       const follow = (devices: readonly DeviceCapabilities[]) => {
@@ -381,11 +389,24 @@ export class DeviceOutages {
   }
 
   /**
+   * Its current host went down now, unless already noted: the state cache's own availability
+   * listener marks the devices unavailable (#polled) before this monitor's is told, and the
+   * change of each to "down" is told then, with this date -- not undated, and not dated a moment
+   * later without being told again (a listener keeps the date it is told).
+   */
+  #noteProviderDown(providerId: string): void {
+    if (!this.#providerDownSince.has(providerId)) {
+      this.#providerDownSince.set(providerId, this.#o.clock.monoMs());
+    }
+  }
+
+  /**
    * After every poll of a device (answered or failed: `read`), when its provider went down, and
    * when its provider's health changed which devices it reports UNREACHABLE.
    */
   #polled(dev: DeviceState, read: boolean): void {
     const host = this.#o.registry.host(dev.providerId);
+    if (host !== undefined && !host.available) this.#noteProviderDown(dev.providerId);
     const failing = host !== undefined && host.available && readsFail(dev, this.#o.cache);
     const began = failing && !this.#failingSince.has(dev);
     if (!failing) {
@@ -428,7 +449,11 @@ export class DeviceOutages {
     const previous = t.condition;
     t.condition = next;
     this.#armDownTimer(t);
-    if (previous.kind === next.kind) return;
+    // Same kind: told only when a failing device's start becomes known (failing from no known
+    // moment as its provider came back, then its first failed read): a listener keeps the date
+    // it is told, and nothing else would tell it this one.
+    const dated = next.kind === "failing" && previous.sinceMono === null && next.sinceMono !== null;
+    if (previous.kind === next.kind && !dated) return;
     const change: DeviceConditionChange = {
       providerId: t.providerId,
       deviceId: t.deviceId,
@@ -438,6 +463,8 @@ export class DeviceOutages {
     };
     const onError = this.#o.onListenerError ?? (() => {});
     tellEach(this.#listeners, [change], onError);
+    // Only dated: whether it is out is #polled's to say (a failed read).
+    if (previous.kind === next.kind) return;
     if (this.#o.registry.host(t.providerId)?.available !== true) return;
     if (next.kind !== "up") return this.#noteOut(t);
     const out = this.#devicesOut.get(t.providerId);

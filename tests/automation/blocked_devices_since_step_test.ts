@@ -156,3 +156,46 @@ Deno.test("automation status dates a device a reload's tree names from when it s
     await dir.dispose();
   }
 });
+
+Deno.test("automation status dates a device that was up from its provider's crash: a wall clock stepped back since does not move the date", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write("names_motor.xml", NAMES_MOTOR);
+    const { clock, step } = steppedClock();
+    // Not restarted: sim0 stays down once it crashed.
+    const config = automationConfig(tree, {
+      config: { providers: [simProvider("sim0", { restart: false })] },
+    });
+    const rt = await startRuntime(config, { host: { clock } });
+    try {
+      await rt.modes.request("MANUAL");
+      assert.equal(rt.outages.condition("sim0", "motorctl0").kind, "up");
+      // Each change of motorctl0 as told (the date a listener keeps is the one it is told).
+      const told: (number | null)[] = [];
+      rt.outages.onChange((c) => {
+        if (c.deviceId === "motorctl0" && c.condition.kind === "down") {
+          told.push(c.condition.sinceMono);
+        }
+      });
+      const crashed = clock.nowMs();
+      await callAs(rt, "manual", "sim0/chaos_control", "crash", { exit_code: tv.i(9) }).catch(
+        () => {},
+      );
+      await waitFor("sim0 down", () => !rt.registry.host("sim0")!.available);
+      const c = rt.outages.condition("sim0", "motorctl0");
+      assert.equal(c.kind, "down");
+      assert.deepEqual(told, [c.sinceMono], "told down once, with the date it has");
+      const observed = clock.nowMs();
+      // NTP steps the wall clock back an hour before anyone asks.
+      step.wallOffsetMs = -3_600_000;
+      const since = motorSince(rt);
+      assertDatedBetween(since, crashed, observed, "down since its provider crashed,");
+      step.wallOffsetMs = 3_600_000;
+      assert.equal(motorSince(rt), since, "the date moved with the wall clock");
+    } finally {
+      await rt.stop();
+    }
+  } finally {
+    await dir.dispose();
+  }
+});

@@ -11,7 +11,9 @@ import assert from "node:assert/strict";
 import { afterPolls, waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
-import { type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
+import { type Inventory, programmableProvider, Q, T } from "../helpers/programmable_provider.ts";
+import type { Clock } from "../../src/common/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
 import { automationConfig, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
 
 /**
@@ -131,6 +133,71 @@ Deno.test("automation status dates a device a provider's restart left out from w
       `left out by a reload's restart: since_epoch_ms ${b?.since_epoch_ms} is within the reload ` +
         `(${reloadAt} to ${reloadedAt})`,
     );
+  } finally {
+    await dir.dispose();
+  }
+});
+
+Deno.test("automation status dates a device failing as its provider comes back from its first failed read then: a wall clock stepped back since does not move the date", async () => {
+  const dir = await TreeDir.create();
+  try {
+    const tree = await dir.write(
+      "reads_probe.xml",
+      treeXml(`<ReadSignal device_handle="p0/probe" signal_id="temp" value="{t}" />`),
+    );
+    const invFile = `${dir.path}/p0.json`;
+    await Deno.writeTextFile(invFile, JSON.stringify(inventory(true)));
+    const step = { wallOffsetMs: 0 };
+    const clock: Clock = { ...systemClock, nowMs: () => systemClock.nowMs() + step.wallOffsetMs };
+    await using r = await rig({
+      config: automationConfig(tree, {
+        config: {
+          providers: [
+            simProvider("sim0"),
+            programmableProvider("p0", invFile, {
+              restart: { backoffMs: [BACKOFF_MS], maxAttempts: 10 },
+            }),
+          ],
+        },
+      }),
+      clock,
+      arm: true,
+    });
+    const rt = r.kernel;
+    const probe = () =>
+      rt.automation!.status().blocked_devices.find((b) => b.device_handle === "p0/probe");
+    assert.equal(probe(), undefined, "up at start");
+    // The new process lists probe but every read of it is FAULT: failing as p0 comes back, from
+    // no known moment (nothing read yet), then from its first failed read.
+    const probeDecl = inventory(true).devices.probe!;
+    const faulty: Inventory = {
+      devices: {
+        ...inventory(true).devices,
+        probe: { ...probeDecl, values: [{ ...probeDecl.values![0]!, quality: Q.FAULT }] },
+      },
+    };
+    await Deno.writeTextFile(invFile, JSON.stringify(faulty));
+    r.kill("p0");
+    await waitFor("p0 down", () => !rt.registry.host("p0")!.available);
+    // Its first read after the return comes after this (p0 is back BACKOFF_MS after it went down).
+    const downSeen = clock.nowMs();
+    await waitFor("p0 back", () => rt.registry.host("p0")!.available);
+    await waitFor(
+      "probe's first failed read dated",
+      () => rt.outages.condition("p0", "probe").sinceMono !== null,
+    );
+    const observed = clock.nowMs();
+    // Failing (down if this machine took past the bound to get here: dated when told so).
+    assert.notEqual(rt.outages.condition("p0", "probe").kind, "up");
+    // NTP steps the wall clock back an hour before anyone asks.
+    step.wallOffsetMs = -3_600_000;
+    const since = probe()?.since_epoch_ms ?? null;
+    assert.ok(
+      since !== null && since >= downSeen - DATE_SLACK_MS && since <= observed + DATE_SLACK_MS,
+      `failing since its first read after p0 came back (${downSeen} to ${observed}), dated ${since}`,
+    );
+    step.wallOffsetMs = 3_600_000;
+    assert.equal(probe()?.since_epoch_ms, since, "the date moved with the wall clock");
   } finally {
     await dir.dispose();
   }

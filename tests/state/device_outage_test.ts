@@ -388,6 +388,12 @@ Deno.test("DeviceOutages: a provider gone down gives its devices the time it wen
       await new Promise((res) => setTimeout(res, 10));
     }
     assert.equal(r.outages.condition("p0", "pump").sinceMono, 12_345);
+    // Told with that date: a listener keeps what it is told (the automation engine dates a
+    // blocked device from it, the incident recorder a device loss), nothing tells it later.
+    assert.deepEqual(
+      r.changes.map((c) => [c.deviceId, c.previous, c.condition.kind, c.condition.sinceMono]),
+      [["pump", "up", "down", 12_345], ["switch", "up", "down", 12_345]],
+    );
   } finally {
     await r.close();
   }
@@ -800,6 +806,52 @@ Deno.test("DeviceOutages.onDeviceReturn tells a device whose reads failed after 
     assert.deepEqual(returned, ["p0/pump"], "no device return for a device that answered");
   } finally {
     off();
+    outages.stop();
+    await fx.close();
+  }
+});
+
+Deno.test("DeviceOutages tells the date a device failing as its provider comes back gets at its first failed read: failing, now from then", async () => {
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  const changes: DeviceConditionChange[] = [];
+  outages.onChange((c) => c.deviceId === "pump" && changes.push(c));
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    changes.length = 0;
+    fx.clock.mono = 11_000;
+    const pid = fx.kill();
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    // Back, not read since: failing from no known moment.
+    assert.deepEqual(outages.condition("p0", "pump"), {
+      kind: "failing",
+      reason: "its reads fail",
+      sinceMono: null,
+    });
+    fx.clock.mono = 12_000;
+    await fx.program("pump", { read: { error: { code: StatusCode.UNAVAILABLE } } });
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").sinceMono, 12_000);
+    assert.deepEqual(
+      changes.map((c) => [c.previous, c.condition.kind, c.condition.sinceMono]),
+      [["up", "down", 11_000], ["down", "failing", null], ["failing", "failing", 12_000]],
+    );
+    // Told once: a further failed read tells nothing; past the bound, down from then.
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(changes.length, 3);
+    timers.advance(DOWN_AFTER_MS);
+    assert.deepEqual(
+      changes.slice(3).map((c) => [c.previous, c.condition.kind, c.condition.sinceMono]),
+      [["failing", "down", 12_000]],
+    );
+  } finally {
     outages.stop();
     await fx.close();
   }
