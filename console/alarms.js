@@ -186,16 +186,19 @@ export class AlarmsPanel {
    * @param {{
    *   api: {get: (path: string) => Promise<any>, post: (path: string, body?: unknown) => Promise<any>},
    *   errorText: (err: unknown) => string,
+   *   onReadFailed?: (err: unknown) => void,
    *   onChange?: () => void,
    *   unitOf?: (handle: string) => string,
    *   serverNow?: () => number,
-   * }} options `onChange` runs after the alarms changed (the e-stop cause names one); `unitOf`
+   * }} options `onReadFailed` is told when a read the panel made by itself (events overtook a
+   *   read or named something unknown; an ack, shelve or unshelve answered) failed; `onChange` runs after the alarms changed (the e-stop cause names one); `unitOf`
    *   gives a `provider/device/signal` handle's unit ("" when it declares none); `serverNow`: the
    *   runtime's clock now (epoch ms; default this browser's)
    */
   constructor(options) {
     this.api = options.api;
     this.errorText = options.errorText;
+    this.onReadFailed = options.onReadFailed ?? (() => {});
     this.onChange = options.onChange ?? (() => {});
     this.unitOf = options.unitOf ?? (() => "");
     this.serverNow = options.serverNow ?? (() => Date.now());
@@ -235,7 +238,11 @@ export class AlarmsPanel {
     return this.alarms?.find((a) => a.id === id);
   }
 
-  /** Re-reads both lists (the newest read answered wins: LatestRead). */
+  /**
+   * Re-reads both lists (the newest read answered wins: LatestRead); rejects, once shown, when a
+   * list's read failed, so that the caller owes it again (app.js: a failed full re-read is made
+   * again; the header's counts of a list never read stay "…" until one is).
+   */
   load() {
     return this.read();
   }
@@ -243,7 +250,10 @@ export class AlarmsPanel {
   /** Re-reads soon (events overtook a read, or named something unknown). */
   scheduleLoad() {
     clearTimeout(this.reloadTimer);
-    this.reloadTimer = setTimeout(() => this.load(), ALARMS_RELOAD_DEBOUNCE_MS);
+    this.reloadTimer = setTimeout(
+      () => this.load().catch((err) => this.onReadFailed(err)),
+      ALARMS_RELOAD_DEBOUNCE_MS,
+    );
   }
 
   async read() {
@@ -255,13 +265,18 @@ export class AlarmsPanel {
     if (both === OVERTAKEN) return;
     const [a, i] = both;
     let overtaken = false;
+    /** The first list's read that failed (shown, then thrown); undefined when none did. */
+    let failure;
     if (alarmEvents !== this.alarmEvents) overtaken = true;
     else if (a.status === "fulfilled") {
       this.alarms = a.value.alarms ?? [];
       this.alarmsBySignal = groupBySignal(this.alarms, (x) => [x.signal]);
       this.alarmsError = "";
       this.unavailable = false;
-    } else this.readFailed(a.reason, "alarms");
+    } else {
+      this.readFailed(a.reason, "alarms");
+      failure = { err: a.reason };
+    }
     if (interlockEvents !== this.interlockEvents) overtaken = true;
     else if (i.status === "fulfilled") {
       this.interlocks = i.value.interlocks ?? [];
@@ -271,9 +286,13 @@ export class AlarmsPanel {
       );
       this.interlocksError = "";
       this.interlocksUnavailable = false;
-    } else this.readFailed(i.reason, "interlocks");
+    } else {
+      this.readFailed(i.reason, "interlocks");
+      failure ??= { err: i.reason };
+    }
     if (overtaken) this.scheduleLoad();
     this.render();
+    if (failure !== undefined) throw failure.err;
   }
 
   readFailed(err, what) {

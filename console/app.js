@@ -64,6 +64,8 @@ const status = new MachineStatus({
 const alarms = new AlarmsPanel({
   api,
   errorText,
+  // A re-read it made by itself failed: owed, as any read outside the refresh cycle.
+  onReadFailed: (err) => showReadError(err),
   onChange: () => estop.renderCause(),
   unitOf: (handle) => devices.unitOf(handleKey(handle)),
   serverNow: () => devices.serverNow(),
@@ -373,7 +375,7 @@ function main() {
       // A slow reader lost events: re-read the values, alarms and interlocks.
       if (text.startsWith("dropped")) {
         devices.loadState().catch(showReadError);
-        alarms.load();
+        alarms.load().catch(showReadError);
       }
     },
     // A reconnection resumes after the last event received: the runtime sends what was missed,

@@ -764,7 +764,7 @@ export class AlarmEngine implements AlarmService {
             quality: SignalInput.qualityOf(problem, s),
             bad_input: problem === InputProblem.GOOD
               ? null
-              : input.describe(problem, this.#ctx, mono),
+              : il.describeInput(input, problem, mono),
           };
         }),
         unresolved_block: [...entry.unresolved],
@@ -977,20 +977,17 @@ export class AlarmEngine implements AlarmService {
   /** Why an alarm's input is not usable now (its `bad_input`), null when it is. */
   #badInput(entry: AlarmEntry, problem: InputProblem, mono: number): string | null {
     const c = entry.monitor.config;
-    const wants = c.alarmWhen === undefined
-      ? "limits compare numbers"
-      : `alarm_when is a ${typeof c.alarmWhen}`;
-    if (problem === InputProblem.NO_SAMPLE) {
-      // No sample yet of a signal declared of a type this alarm cannot judge (a restart retyped
-      // it, dropping the value of the old type): that, not the missing sample, is why it stays
-      // bad once samples come -- as the ERROR line of the rebinding says.
-      const declared = declaredMismatch(c, entry.input.binding);
-      if (declared !== null) return `${c.signal} is declared ${declared}; ${wants}`;
+    if (problem !== InputProblem.GOOD) {
+      // No sample yet of a signal declared of a type this alarm cannot judge: that, not the
+      // missing sample, is why it stays bad once samples come (SignalInput.describeDeclared).
+      return entry.input.describeDeclared(
+        problem,
+        (t) => acceptsDeclared(c, t) ? null : alarmWants(c),
+      ) ?? entry.input.describe(problem, this.#ctx, mono);
     }
-    if (problem !== InputProblem.GOOD) return entry.input.describe(problem, this.#ctx, mono);
     const v = entry.input.sample(this.#ctx)!.value!;
     if (alarmAccepts(c, v)) return null;
-    return `${c.signal} is ${v.type}; ${wants}`;
+    return `${c.signal} is ${v.type}; ${alarmWants(c)}`;
   }
 
   #view(entry: AlarmEntry): AlarmView {
@@ -1129,10 +1126,8 @@ export class AlarmEngine implements AlarmService {
         );
       } else if (t !== null) {
         this.#log.error(
-          `alarm ${c.id}: ${c.signal} is declared ${t}; ${
-            c.alarmWhen === undefined ? "limits compare numbers" : `alarm_when is a ${typeof c
-              .alarmWhen}`
-          }: the alarm treats it as a bad input`,
+          `alarm ${c.id}: ${c.signal} is declared ${t}; ${alarmWants(c)}: the alarm treats it ` +
+            "as a bad input",
         );
       }
     }
@@ -1193,10 +1188,21 @@ export class AlarmEngine implements AlarmService {
 function declaredMismatch(c: AlarmConfig, binding: SignalBinding): ValueType | null {
   const t = binding.declaredType;
   if (t === undefined || t === null) return null;
-  const accepted = c.alarmWhen === undefined
+  return acceptsDeclared(c, t) ? null : t;
+}
+
+/** Whether this alarm can judge a signal declared of type `t` (limits: a number; else its kind). */
+function acceptsDeclared(c: AlarmConfig, t: ValueType): boolean {
+  return c.alarmWhen === undefined
     ? isNumericType(t)
     : t === (typeof c.alarmWhen === "boolean" ? "bool" : "string");
-  return accepted ? null : t;
+}
+
+/** What an alarm wants of its signal's values, as its bad_input and ERROR lines say it. */
+function alarmWants(c: AlarmConfig): string {
+  return c.alarmWhen === undefined
+    ? "limits compare numbers"
+    : `alarm_when is a ${typeof c.alarmWhen}`;
 }
 
 /** When the first of an interlock's usable inputs goes stale (Infinity: none is usable). */

@@ -125,10 +125,22 @@ export class Interlock {
    */
   reason(nowMono: number): string {
     if (this.#badInput !== null) {
-      return `bad input: ${this.#badInput.describe(this.#badProblem, this.#ctx, nowMono)}`;
+      return `bad input: ${this.describeInput(this.#badInput, this.#badProblem, nowMono)}`;
     }
     if (this.#typeError) return `type mismatch: ${this.typeProblems(true).join("; ")}`;
     return this.valuesText(nowMono);
+  }
+
+  /**
+   * Why one of its inputs is not usable (`problem`): with no sample of a signal declared of a
+   * type a comparison cannot make, those comparisons (SignalInput.describeDeclared); else as the
+   * input says it.
+   */
+  describeInput(input: SignalInput, problem: InputProblem, nowMono: number): string {
+    return input.describeDeclared(problem, () => {
+      const problems = this.typeProblems(false, input);
+      return problems.length === 0 ? null : problems.join("; ");
+    }) ?? input.describe(problem, this.#ctx, nowMono);
   }
 
   /** `handle = value` of every signal the condition reads, or why it has none. */
@@ -139,9 +151,10 @@ export class Interlock {
 
   /**
    * Comparisons whose operand types do not fit: with `cached`, judged on the cached values;
-   * otherwise on the types the providers declared (unknown types are not reported).
+   * otherwise on the types the providers declared (unknown types are not reported). With `of`,
+   * only the comparisons that read that input.
    */
-  typeProblems(cached: boolean): string[] {
+  typeProblems(cached: boolean, of?: SignalInput): string[] {
     const out: string[] = [];
     const typeOf = (o: Operand): ValueType | "number" | "boolean" | "string" | null => {
       if (o.input === null) {
@@ -163,6 +176,7 @@ export class Interlock {
           walk(n.a);
           return;
         case "compare": {
+          if (of !== undefined && n.l.input !== of && n.r.input !== of) return;
           const l = typeOf(n.l);
           const r = typeOf(n.r);
           if (l === null || r === null || comparable(n.op, kindOf(l), kindOf(r))) return;

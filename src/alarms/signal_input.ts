@@ -173,6 +173,22 @@ export class SignalInput {
     } ms)`;
   }
 
+  /**
+   * Why an input with no sample (NO_SAMPLE) stays bad once samples come, when its reader cannot
+   * judge the type the signal is declared with (a restart retyped it, dropping the value of the old
+   * type): `<handle> is declared <type>; <why>`, as the rebinding's ERROR line says it. `why`
+   * says what the reader wants of a declared type, null when it can judge it. Null for any other
+   * problem, while the inventory cannot serve the signal (binding.problem says why first), or for
+   * a type unspecified or not declared (judged by the value when one comes). Allocates.
+   */
+  describeDeclared(problem: InputProblem, why: (t: ValueType) => string | null): string | null {
+    if (problem !== InputProblem.NO_SAMPLE || this.binding.problem !== null) return null;
+    const t = this.binding.declaredType;
+    if (t === undefined || t === null) return null;
+    const wants = why(t);
+    return wants === null ? null : `${this.handle} is declared ${t}; ${wants}`;
+  }
+
   /** One line saying why the input is bad (for reasons and logs; allocates). */
   describe(problem: InputProblem, ctx: InputContext, nowMono: number): string {
     const s = this.sample(ctx);

@@ -350,6 +350,30 @@ alarms:
   }
 });
 
+Deno.test("AlarmEngine's bad_input of a signal the inventory cannot serve says why, as its ERROR line, not the type it is declared", async () => {
+  // p0/other/x is declared a double without a poll hint: never polled, never a sample; that, not
+  // its type, is what the rebinding's ERROR line says, and what bad_input says too.
+  const s = await setup(`
+alarms:
+  - { id: unpolled_when, signal: p0/other/x, alarm_when: true }
+`);
+  try {
+    const why = "p0/other/x: declared without a poll hint: the runtime never polls it";
+    assert.equal(s.engine.alarm("unpolled_when").bad_input, why);
+    assert.deepEqual(
+      s.lines.filter((l) => l.startsWith("ERROR") && l.includes("treats it as a bad input")).map((
+        l,
+      ) => l.slice(l.indexOf("alarm unpolled_when"))),
+      [
+        "alarm unpolled_when: p0/other/x: declared without a poll hint: the runtime never polls " +
+        "it; the alarm treats it as a bad input",
+      ],
+    );
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine runs an alarm's estop action when its logger throws on the raise's line and on the ERROR line saying so", async () => {
   let logFails = false;
   const s = await setup(
@@ -1398,6 +1422,65 @@ alarms:
         "treats it as a bad input",
       ],
       "the same reason as the ERROR line of the rediscovery",
+    );
+  } finally {
+    engine.stop();
+    await fx.close();
+  }
+});
+
+Deno.test("AlarmEngine's interlock input bad_input names the declared type a restart gave its signal, not 'no sample', until a sample comes", async () => {
+  // A real restart: the provider comes back declaring temp a string (it was a double), so the
+  // cache drops the double it held: there is no sample until the next poll answers.
+  const fx = await startProgrammable({
+    devices: { probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] } },
+  }, { restart: {}, inProcess: true });
+  const { alarms, interlocks } = configOf(`
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
+  - { id: dead, block: [p0/probe/c], while: "bad(p0/probe/temp)", message: m }
+`);
+  const lines: string[] = [];
+  const engine = new AlarmEngine({
+    alarms,
+    interlocks,
+    cache: fx.cache,
+    inventory: new InventoryPort(fx.registry),
+    bus: new EventBus(),
+    clock: fx.clock,
+    log: capturingLogger({ now: () => 0, lines }).log,
+    actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
+  });
+  try {
+    await fx.cache.pollDevice("p0", "probe");
+    engine.start();
+    const view = (id: string) => engine.interlocks().find((v) => v.id === id)!;
+    assert.equal(view("hot").inputs[0]!.bad_input, null);
+    await fx.setInventory({
+      devices: { probe: { signals: [{ id: "temp", type: T.STRING }] } },
+    });
+    const pid = fx.kill();
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.equal(fx.cache.signal("p0", "probe", "temp"), undefined, "no sample yet");
+    const mismatch = "p0/probe/temp is declared string; column 15 of the condition: '>' cannot " +
+      "compare p0/probe/temp (string) with 80";
+    const hot = view("hot");
+    assert.equal(hot.inputs[0]!.bad_input, mismatch);
+    assert.equal(hot.reason, `bad input: ${mismatch}`);
+    assert.ok(
+      lines.some((l) =>
+        l.startsWith("ERROR") &&
+        l.endsWith(
+          "interlock hot: column 15 of the condition: '>' cannot compare " +
+            "p0/probe/temp (string) with 80; the interlock blocks while it does",
+        )
+      ),
+      "the same comparison as the ERROR line of the rediscovery",
+    );
+    // Read only inside bad(): no comparison wants a type, so no sample is all there is to say.
+    assert.equal(
+      view("dead").inputs[0]!.bad_input,
+      "p0/probe/temp: no sample in the cache",
     );
   } finally {
     engine.stop();
