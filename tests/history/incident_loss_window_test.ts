@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { IncidentRecorder } from "../../src/history/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import type { DeviceCondition, DeviceConditionListener } from "../../src/state/mod.ts";
+import type { ManualClock } from "../helpers/clock.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -313,6 +314,37 @@ Deno.test("a device loss found after its window passed, the wall clock stepped b
   );
 });
 
+/** The window of the losses below: 2 s before, 3 s after, in a 60 s ring. */
+const WINDOW_3S = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 3, diskMaxBytes: 0 };
+
+/** The wall clock steps of the losses below: an hour ahead (the first NTP sync), a minute back. */
+const WALL_STEPS = [[3_600_000, "ahead"], [-60_000, "back"]] as const;
+
+/**
+ * From a first failed read at t0 + 2 s (the clock there), with the 3 s window ending at t0 + 5 s:
+ * `poll(2)` at t0 + 4 s, within the window; `poll(3)` at t0 + 6 s, past its end; the wall clock
+ * stepped by `stepMs` at t0 + 7 s; `poll(4)` at t0 + 8 s, when the loss is found.
+ */
+function pollPastTheWindow(clock: ManualClock, poll: (v: number) => void, stepMs: number): void {
+  clock.advance(2000);
+  poll(2); // t0 + 4 s: within the window
+  clock.advance(2000);
+  poll(3); // t0 + 6 s: past the window's end (t0 + 5 s)
+  clock.advance(1000);
+  clock.stepWall(stepMs); // t0 + 7 s: after the window, before the loss is found
+  clock.advance(1000);
+  poll(4); // t0 + 8 s
+}
+
+/** Answers the values of the samples of the one record's signal, once its capture has settled. */
+async function recordedValues(incidents: IncidentRecorder): Promise<number[]> {
+  await incidents.settled();
+  const [h] = incidents.list();
+  assert.ok(h !== undefined, "the loss was recorded");
+  const { signals } = await incidents.get(h.incident_id);
+  return signals[0]!.samples.map((s) => s[1] as number);
+}
+
 /**
  * A device polled every 2 s with a 3 s window: its first failed read at t0 + 2 s, its window ends
  * at t0 + 5 s, the poll at t0 + 6 s is past it; the wall clock steps by `stepMs` at t0 + 7 s, after
@@ -320,32 +352,20 @@ Deno.test("a device loss found after its window passed, the wall clock stepped b
  * Answers the values of the record's samples.
  */
 async function lossStepAfterItsWindow(stepMs: number): Promise<number[]> {
-  const window = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 3, diskMaxBytes: 0 };
-  return await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change }) => {
     pollSignals(["x"], 0); // t0: the last good read
     clock.advance(2000);
     pollSignals(["x"], 1); // t0 + 2 s: its first failed read
     const failingMono = clock.mono;
     change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
-    clock.advance(2000);
-    pollSignals(["x"], 2); // t0 + 4 s: within the window
-    clock.advance(2000);
-    pollSignals(["x"], 3); // t0 + 6 s: past the window's end (t0 + 5 s)
-    clock.advance(1000);
-    clock.stepWall(stepMs); // t0 + 7 s: after the window, before the loss is found
-    clock.advance(1000);
-    pollSignals(["x"], 4); // t0 + 8 s
+    pollPastTheWindow(clock, (v) => pollSignals(["x"], v), stepMs);
     change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
     clock.advance(0); // the capture is due at once: incident_after_s passed 3 s ago
-    await incidents.settled();
-    const [h] = incidents.list();
-    assert.ok(h !== undefined, "the loss was recorded");
-    const { signals } = await incidents.get(h.incident_id);
-    return signals[0]!.samples.map((s) => s[1] as number);
+    return await recordedValues(incidents);
   });
 }
 
-for (const [step, what] of [[3_600_000, "ahead"], [-60_000, "back"]] as const) {
+for (const [step, what] of WALL_STEPS) {
   Deno.test(`a device loss found after its window passed, the wall clock stepped ${what} after the window ended, holds its window: the poll between its end and the step is not its`, async () => {
     // Before, the whole step since the loss's date moved the window's end (Pending.endedMs), as
     // though it fell within the window: the poll 4 s after the date, taken after the 3 s window
@@ -363,8 +383,7 @@ for (const [step, what] of [[3_600_000, "ahead"], [-60_000, "back"]] as const) {
  * together: e joins d's incident. Answers the values of each device's samples in the record.
  */
 async function twoLossesStepAfterTheirWindow(stepMs: number): Promise<Record<string, number[]>> {
-  const window = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 3, diskMaxBytes: 0 };
-  return await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change }) => {
     const both = (v: number) => ["d", "e"].forEach((d) => pollSignals(["x"], v, "p", d));
     both(0); // t0: the last good reads
     clock.advance(2000);
@@ -373,14 +392,7 @@ async function twoLossesStepAfterTheirWindow(stepMs: number): Promise<Record<str
     for (const d of ["d", "e"]) {
       change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono }, d);
     }
-    clock.advance(2000);
-    both(2); // t0 + 4 s: within the window
-    clock.advance(2000);
-    both(3); // t0 + 6 s: past the window's end (t0 + 5 s)
-    clock.advance(1000);
-    clock.stepWall(stepMs); // t0 + 7 s: after the window, before the losses are found
-    clock.advance(1000);
-    both(4); // t0 + 8 s
+    pollPastTheWindow(clock, both, stepMs);
     for (const d of ["d", "e"]) {
       change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono }, d);
     }
@@ -396,7 +408,7 @@ async function twoLossesStepAfterTheirWindow(stepMs: number): Promise<Record<str
   });
 }
 
-for (const [step, what] of [[3_600_000, "ahead"], [-60_000, "back"]] as const) {
+for (const [step, what] of WALL_STEPS) {
   Deno.test(`two devices lost together after their window, the wall clock stepped ${what} after it: the one joining holds its window too`, async () => {
     // Before, only the device that began the incident was cut by poll order (Pending.endedSeq);
     // the one joining it was cut by endedMs, which holds the whole step: with a step ahead its
@@ -414,8 +426,7 @@ for (const [step, what] of [[3_600_000, "ahead"], [-60_000, "back"]] as const) {
  * before any read, `sinceMono` null): its next poll, at t0 + 2 s, is its first failed read.
  */
 async function returnLossStepAfterItsWindow(stepMs: number): Promise<number[]> {
-  const window = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 3, diskMaxBytes: 0 };
-  return await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change }) => {
     pollSignals(["x"], 0); // t0: the last good read
     clock.advance(500);
     const reason = "provider p is being restarted by a configuration reload";
@@ -425,25 +436,14 @@ async function returnLossStepAfterItsWindow(stepMs: number): Promise<number[]> {
     clock.advance(1000);
     pollSignals(["x"], 1); // t0 + 2 s: its first failed read (no change told)
     const failingMono = clock.mono;
-    clock.advance(2000);
-    pollSignals(["x"], 2); // t0 + 4 s: within the window
-    clock.advance(2000);
-    pollSignals(["x"], 3); // t0 + 6 s: past the window's end (t0 + 5 s)
-    clock.advance(1000);
-    clock.stepWall(stepMs); // t0 + 7 s: after the window, before the loss is found
-    clock.advance(1000);
-    pollSignals(["x"], 4); // t0 + 8 s
+    pollPastTheWindow(clock, (v) => pollSignals(["x"], v), stepMs);
     change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
     clock.advance(0);
-    await incidents.settled();
-    const [h] = incidents.list();
-    assert.ok(h !== undefined, "the loss was recorded");
-    const { signals } = await incidents.get(h.incident_id);
-    return signals[0]!.samples.map((s) => s[1] as number);
+    return await recordedValues(incidents);
   });
 }
 
-for (const [step, what] of [[3_600_000, "ahead"], [-60_000, "back"]] as const) {
+for (const [step, what] of WALL_STEPS) {
   Deno.test(`a device failing as it came back, found down after its window, the wall clock stepped ${what} after it: the poll past its window is not its`, async () => {
     assert.deepEqual(await returnLossStepAfterItsWindow(step), [0, 1, 2]);
   });

@@ -169,3 +169,28 @@ export function heaterOffReader() {
   };
   return { reads, readBacks: () => readBacks };
 }
+
+/**
+ * The ladder's verify_timeout_ms under heaterOffHeldReadBack: far past any test, so a held
+ * read-back waits for the test to answer its reads, never for its timeout.
+ */
+const HELD_READ_BACK_TIMEOUT_MS = 600_000;
+
+/**
+ * heaterOffVerifiedLadder (`safeState`) with a read-back the test holds: each read of `reads` waits
+ * until `answerReads()`, then reads as heaterOffReader does; `heldReads()` counts the reads waiting.
+ */
+export function heaterOffHeldReadBack() {
+  const met = heaterOffReader().reads;
+  const held: (() => void)[] = [];
+  const reads: FreshReader = {
+    readFresh: (...args) =>
+      new Promise((resolve) => held.push(() => resolve(met.readFresh(...args)))),
+  };
+  return {
+    reads,
+    safeState: { ...heaterOffVerifiedLadder(), verifyTimeoutMs: HELD_READ_BACK_TIMEOUT_MS },
+    heldReads: () => held.length,
+    answerReads: () => held.splice(0).forEach((answer) => answer()),
+  };
+}

@@ -15,7 +15,12 @@ import { ManualClock, runToSettle, runUntil } from "../helpers/clock.ts";
 import { untilTurns } from "../helpers/turns.ts";
 import type { FakeProvider } from "../helpers/fake_provider.ts";
 import { rig } from "../helpers/rig.ts";
-import { heaterOffLadder, heaterOffReader, heaterOffVerifiedLadder } from "./_clock_rig.ts";
+import {
+  heaterOffHeldReadBack,
+  heaterOffLadder,
+  heaterOffReader,
+  heaterOffVerifiedLadder,
+} from "./_clock_rig.ts";
 import { call, plantProvider } from "./_fixture.ts";
 import { holdingEstop } from "./_holding_estop_rig.ts";
 
@@ -186,20 +191,9 @@ Deno.test("Estop latched: a device return's securing run waiting for its turn wh
 Deno.test("Estop latched: a provider's return while a securing run of a released latch waits to be made under the new latch, whose stop has not begun, joins that run: no second run of the same calls", async () => {
   // In-process: the real Estop over a router that holds each call, and a read-back that holds
   // each read, until the test answers it.
-  const met = heaterOffReader().reads;
-  const heldReads: (() => void)[] = [];
-  const reads: FreshReader = {
-    readFresh: (...args) =>
-      new Promise((resolve) => heldReads.push(() => resolve(met.readFresh(...args)))),
-  };
-  const answerReads = () => heldReads.splice(0).forEach((answer) => answer());
+  const { reads, safeState, heldReads, answerReads } = heaterOffHeldReadBack();
   const { estop, host, comeBack, lines, calls, answerAll: answerCalls, deviceReturn } =
-    holdingEstop({
-      reads,
-      deviceReturns: true,
-      // Its read-back waits for the held reads, never for its timeout.
-      safeState: { ...heaterOffVerifiedLadder(), verifyTimeoutMs: 600_000 },
-    });
+    holdingEstop({ reads, deviceReturns: true, safeState });
   // The stop's ladder call to plant is held. A device of plant answers again meanwhile: its
   // securing run waits behind that call. Released and pressed again: the new latch's stop waits
   // for the stop under way. plant itself then comes back under the new latch, before that run's
@@ -211,7 +205,7 @@ Deno.test("Estop latched: a provider's return while a securing run of a released
   const second = estop.trigger("second latch");
   comeBack();
   answerCalls();
-  await untilTurns(() => heldReads.length > 0, "the first stop's read-back");
+  await untilTurns(() => heldReads() > 0, "the first stop's read-back");
   await untilTurns(() => calls() === 2, "plant secured at the waiting run's turn");
   let answered = false;
   void Promise.all([first, second, estop.securing(host)]).then(() => (answered = true));
@@ -232,24 +226,17 @@ Deno.test("Estop latched: a provider's return while a securing run of a released
 Deno.test("Estop latched: a return under a new latch that joined a released latch's waiting run is secured by that run at its turn, also once the new latch's stop has begun: the calls it waits for and counts are made", async () => {
   // In-process: the real Estop over a router that holds each call, and a read-back that holds
   // each read, until the test answers it.
-  const met = heaterOffReader().reads;
-  const heldReads: (() => void)[] = [];
-  const reads: FreshReader = {
-    readFresh: (...args) =>
-      new Promise((resolve) => heldReads.push(() => resolve(met.readFresh(...args)))),
-  };
-  const answerReads = () => heldReads.splice(0).forEach((answer) => answer());
+  const { reads, safeState, heldReads, answerReads } = heaterOffHeldReadBack();
   const { estop, host, comeBack, lines, calls, answerAll: answerCalls } = holdingEstop({
     reads,
-    // Its read-back waits for the held reads, never for its timeout.
-    safeState: { ...heaterOffVerifiedLadder(), verifyTimeoutMs: 600_000 },
+    safeState,
   });
   // The first stop's ladder call is made; its read-back is held. plant comes back: its securing
   // run's call is held. It comes back again: a second run waits behind that call.
   const first = estop.trigger("first latch");
   await untilTurns(() => calls() === 1, "the first stop's ladder call");
   answerCalls();
-  await untilTurns(() => heldReads.length > 0, "the first stop's read-back");
+  await untilTurns(() => heldReads() > 0, "the first stop's read-back");
   comeBack();
   await untilTurns(() => calls() === 2, "the first securing run's call");
   comeBack();

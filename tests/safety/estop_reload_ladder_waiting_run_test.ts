@@ -11,7 +11,12 @@ import type { AuditDecision } from "../../src/control/mod.ts";
 import type { Estop, SafeStateConfig } from "../../src/safety/mod.ts";
 import type { FreshRead, FreshReader } from "../../src/state/mod.ts";
 import { macrotask, untilTurns } from "../helpers/turns.ts";
-import { heaterOffLadder, heaterOffReader, heaterOffVerifiedLadder } from "./_clock_rig.ts";
+import {
+  heaterOffHeldReadBack,
+  heaterOffLadder,
+  heaterOffReader,
+  heaterOffVerifiedLadder,
+} from "./_clock_rig.ts";
 import { call, expectation } from "./_fixture.ts";
 import { holdingEstop } from "./_holding_estop_rig.ts";
 
@@ -198,23 +203,16 @@ Deno.test("Estop latched: a reload changing the expectations of a provider up al
 
 Deno.test("Estop latched: a reload changing the expectations of a provider it started whose securing run's read-back, waiting for a stop, reads the new list is not read back again after it", async () => {
   const audit: AuditDecision[] = [];
-  const met = heaterOffReader().reads;
-  const heldReads: (() => void)[] = [];
-  const reads: FreshReader = {
-    readFresh: (...args) =>
-      new Promise((resolve) => heldReads.push(() => resolve(met.readFresh(...args)))),
-  };
-  const answerReads = () => heldReads.splice(0).forEach((answer) => answer());
+  const { reads, safeState, heldReads, answerReads } = heaterOffHeldReadBack();
   const { estop, comeBack, host, calls, answerAll } = holdingEstop({
     reads,
     audit: { record: (d) => audit.push(d) },
-    // Its read-back waits for the held reads, never for its timeout.
-    safeState: { ...heaterOffVerifiedLadder(), verifyTimeoutMs: 600_000 },
+    safeState,
   });
   // The stop's read-back is held. plant comes back (a reload starts it): its securing run makes
   // its call; its read-back waits for the stop.
   const stop = estop.trigger("test");
-  await untilTurns(() => (answerAll(), heldReads.length > 0), "the stop's read-back");
+  await untilTurns(() => (answerAll(), heldReads() > 0), "the stop's read-back");
   comeBack();
   await untilTurns(() => calls() === 2, "the securing run's call");
   answerAll();
