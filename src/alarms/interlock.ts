@@ -120,11 +120,19 @@ export class Interlock {
   }
 
   /**
-   * Why it blocks, as the last evaluation found it: the bad input, the comparison that met a
-   * wrong type, or the values its condition saw.
+   * Why it blocks, as the last evaluation found it: the bad input (first one whose declared type a
+   * comparison cannot take, else the first bad one), the comparison that met a wrong type, or the
+   * values its condition saw.
    */
   reason(nowMono: number): string {
     if (this.#badInput !== null) {
+      // A signal with no sample whose declared type a comparison cannot take stays bad once
+      // samples come: it, not one that only waits for its first sample, is why.
+      for (const input of this.valueInputs) {
+        const problem = input.classify(this.#ctx, nowMono);
+        const declared = input.describeDeclared(problem, () => this.#declaredProblems(input));
+        if (declared !== null) return `bad input: ${declared}`;
+      }
       return `bad input: ${this.describeInput(this.#badInput, this.#badProblem, nowMono)}`;
     }
     if (this.#typeError) return `type mismatch: ${this.typeProblems(true).join("; ")}`;
@@ -137,10 +145,14 @@ export class Interlock {
    * input says it.
    */
   describeInput(input: SignalInput, problem: InputProblem, nowMono: number): string {
-    return input.describeDeclared(problem, () => {
-      const problems = this.typeProblems(false, input);
-      return problems.length === 0 ? null : problems.join("; ");
-    }) ?? input.describe(problem, this.#ctx, nowMono);
+    return input.describeDeclared(problem, () => this.#declaredProblems(input)) ??
+      input.describe(problem, this.#ctx, nowMono);
+  }
+
+  /** The comparisons the declared type of `input` cannot make, joined; null when none. */
+  #declaredProblems(input: SignalInput): string | null {
+    const problems = this.typeProblems(false, input);
+    return problems.length === 0 ? null : problems.join("; ");
   }
 
   /** `handle = value` of every signal the condition reads, or why it has none. */
@@ -152,7 +164,8 @@ export class Interlock {
   /**
    * Comparisons whose operand types do not fit: with `cached`, judged on the cached values;
    * otherwise on the types the providers declared (unknown types are not reported). With `of`,
-   * only the comparisons that read that input.
+   * only the comparisons that read that input and whose fault its type is: not one where its type
+   * fits the operator and the other side's does not.
    */
   typeProblems(cached: boolean, of?: SignalInput): string[] {
     const out: string[] = [];
@@ -180,6 +193,13 @@ export class Interlock {
           const l = typeOf(n.l);
           const r = typeOf(n.r);
           if (l === null || r === null || comparable(n.op, kindOf(l), kindOf(r))) return;
+          // An input whose type fits the operator is not at fault when the other side's does not
+          // ('>' of a double with a string blames the string); '==' of two fitting kinds, both.
+          if (of !== undefined) {
+            const mine = n.l.input === of ? kindOf(l) : kindOf(r);
+            const other = n.l.input === of ? kindOf(r) : kindOf(l);
+            if (fits(n.op, mine) && !fits(n.op, other)) return;
+          }
           out.push(
             `column ${n.column} of the condition: '${n.op}' cannot compare ${
               describeOperand(n.l, l)
@@ -247,6 +267,12 @@ function comparable(op: CompareOp, l: Kind, r: Kind): boolean {
   if (l === "other" || r === "other") return false;
   if (op === "==" || op === "!=") return l === r;
   return l === "number" && r === "number";
+}
+
+/** Whether a value of kind `k` can be one side of `op` (any kind but bytes for '==' and '!='). */
+function fits(op: CompareOp, k: Kind): boolean {
+  if (k === "other") return false;
+  return op === "==" || op === "!=" || k === "number";
 }
 
 function describeOperand(o: Operand, t: ValueType | "number" | "boolean" | "string"): string {

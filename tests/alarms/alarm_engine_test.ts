@@ -1989,3 +1989,54 @@ Deno.test("AlarmEngine: after two reloads that tighten the stale bound, an alarm
   // with the alarm added: stale since 10800, not 10600 (received + 600, before that reload).
   await alarmAddedAfterTightenings([[10_800, 600], [10_900, 300]]);
 });
+
+Deno.test("AlarmEngine's interlock input bad_input blames the signal of a comparison whose declared type it cannot take, not the other side", async () => {
+  // Nothing polled yet: no sample of either. '>' compares numbers: temp (a double) fits it, mode
+  // (declared a string) does not; '==' of two signals of different kinds blames neither alone.
+  const fx = await startProgrammable({
+    devices: {
+      probe: { signals: [{ id: "temp", type: T.DOUBLE }] },
+      panel: { signals: [{ id: "mode", type: T.STRING }] },
+    },
+  }, { inProcess: true });
+  const { alarms, interlocks } = configOf(`
+interlocks:
+  - { id: over, block: [p0/probe/a], while: "p0/probe/temp > p0/panel/mode", message: m }
+  - { id: same, block: [p0/probe/b], while: "p0/probe/temp == p0/panel/mode", message: m }
+`);
+  const engine = new AlarmEngine({
+    alarms,
+    interlocks,
+    cache: fx.cache,
+    inventory: new InventoryPort(fx.registry),
+    bus: new EventBus(),
+    clock: fx.clock,
+    log: capturingLogger({ now: () => 0, lines: [] }).log,
+    actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
+  });
+  try {
+    engine.start();
+    const inputs = (id: string) =>
+      engine.interlocks().find((v) => v.id === id)!.inputs.map((i) => [i.signal, i.bad_input]);
+    const over = "column 15 of the condition: '>' cannot compare p0/probe/temp (double) with " +
+      "p0/panel/mode (string)";
+    assert.deepEqual(inputs("over"), [
+      ["p0/probe/temp", "p0/probe/temp: no sample in the cache"],
+      ["p0/panel/mode", `p0/panel/mode is declared string; ${over}`],
+    ]);
+    // Why it blocks: mode, whose type stays wrong once samples come, not temp's first sample.
+    assert.equal(
+      engine.interlocks().find((v) => v.id === "over")!.reason,
+      `bad input: p0/panel/mode is declared string; ${over}`,
+    );
+    const same = "column 15 of the condition: '==' cannot compare p0/probe/temp (double) with " +
+      "p0/panel/mode (string)";
+    assert.deepEqual(inputs("same"), [
+      ["p0/probe/temp", `p0/probe/temp is declared double; ${same}`],
+      ["p0/panel/mode", `p0/panel/mode is declared string; ${same}`],
+    ]);
+  } finally {
+    engine.stop();
+    await fx.close();
+  }
+});
