@@ -364,6 +364,12 @@ export class IncidentRecorder {
   /** Stops so far: a start under way when one came goes no further (start). */
   #stops = 0;
   /**
+   * Set when a stop left writes behind (INCIDENT_STOP_WAIT_MS), until the next start: a record
+   * written at last then prunes nothing and writes no INCIDENT_GONE_FILE (a later runtime's folder
+   * now, which this recorder's list no longer describes).
+   */
+  #leftBehind = false;
+  /**
    * `provider/device` -> the wall time its reads began failing, told at that read (with
    * `outages`): the time the ring stamped that read with, whatever the wall clock did since; and
    * the sequence number of its first poll at or after that time, found then (a step back of the
@@ -437,6 +443,7 @@ export class IncidentRecorder {
    */
   async start(bus: EventBus): Promise<void> {
     const stops = this.#stops;
+    this.#leftBehind = false;
     await this.#loadIndex(() => this.#stops !== stops);
     if (this.#stops !== stops) return;
     this.#unsubscribe ??= bus.subscribe((e) => this.#onEvent(e.event));
@@ -445,7 +452,8 @@ export class IncidentRecorder {
 
   /**
    * Captures every pending incident now (with what the ring has) and waits for the writes, at
-   * most INCIDENT_STOP_WAIT_MS (a record still unwritten then is lost, and said so).
+   * most INCIDENT_STOP_WAIT_MS (a record still unwritten then is lost, and said so; written at
+   * last, it prunes nothing and rewrites no INCIDENT_GONE_FILE: #leftBehind).
    */
   async stop(): Promise<void> {
     this.#stops++;
@@ -478,8 +486,10 @@ export class IncidentRecorder {
             `of the stop (INCIDENT_STOP_WAIT_MS): left behind`,
         );
       }
-      // Left behind: no longer said to be being written (a 404 asks again for none).
+      // Left behind: no longer said to be being written (a 404 asks again for none), and what
+      // they change once written is their own record only (#leftBehind).
       this.#writingIds.clear();
+      this.#leftBehind = true;
       if (this.#goneSaving) {
         this.#log.warn(
           `incident ids not kept: ${INCIDENT_GONE_FILE} not written within ` +
@@ -1374,11 +1384,11 @@ export class IncidentRecorder {
    * WARN says so) is said at DEBUG and tried again at the next change or record written.
    */
   #saveGone(): void {
-    if (this.#goneSaving || !this.#goneChanged || this.#goneUnread) return;
+    if (this.#goneSaving || !this.#goneChanged || this.#goneUnread || this.#leftBehind) return;
     this.#goneSaving = true;
     const save = (async () => {
       try {
-        while (this.#goneChanged) {
+        while (this.#goneChanged && !this.#leftBehind) {
           this.#goneChanged = false;
           await this.#writeGone();
         }
@@ -1441,14 +1451,16 @@ export class IncidentRecorder {
    * e-stop's first (a flapping device's losses must not push the e-stops out), an e-stop's only
    * when every record kept is one. One record is always kept, whatever its size. The record just
    * written (`written`) removed so is said (WARN): it was listed as recorded a moment before, and
-   * its run's `incident` event links to it.
+   * its run's `incident` event links to it. A start's (`stopped`: the recorder stopped since it
+   * began) and a write's stop() left behind (#leftBehind) remove no more once stopped.
    */
-  async #prune(written: string | null = null): Promise<void> {
+  async #prune(written: string | null = null, stopped = () => false): Promise<void> {
     const { incidentMaxCount, incidentMaxBytes } = this.#o.config;
     // The total is taken again after each removal waited for: another write's prune may have
     // removed records meanwhile (a total from before would remove one record too many).
     const bytes = () => this.#index.reduce((n, h) => n + h.bytes, 0);
     while (
+      !this.#leftBehind && !stopped() &&
       this.#index.length > 1 &&
       (this.#index.length > incidentMaxCount || bytes() > incidentMaxBytes)
     ) {
@@ -1478,8 +1490,8 @@ export class IncidentRecorder {
    * Reads the kept records' headers. A folder or a record that cannot be read (an I/O error, a
    * file where the folder should be) is the recorder's own trouble, never the start's (as a disk
    * tier that cannot be opened is the history's): a WARN, and what was not read is not listed.
-   * Once `stopped` (the recorder stopped meanwhile) it changes nothing on disk: no file removed,
-   * INCIDENT_GONE_FILE not written.
+   * Once `stopped` (the recorder stopped meanwhile) it changes nothing on disk: no file removed
+   * (a removal under way, of a damaged file or by the bound, ends), INCIDENT_GONE_FILE not written.
    */
   async #loadIndex(stopped: () => boolean): Promise<void> {
     const files = this.#o.files;
@@ -1585,7 +1597,7 @@ export class IncidentRecorder {
       );
     }
     this.#saveGone();
-    await this.#prune();
+    await this.#prune(null, stopped);
   }
 
   #path(id: string): string {

@@ -225,7 +225,8 @@ export class JournalWriter {
    * streak): a folder that cannot be written at start is said then, not at the first line.
    * `report: false` leaves it to the caller (its own line says what the failure means): nothing
    * is counted nor logged. `note`: what else the failure means to the caller, appended (after
-   * `; `) to that ERROR, so one cause is said in one line.
+   * `; `) to that ERROR, so one cause is said in one line. Closed while it opened (a hung mount
+   * answering after the owner's stop), it holds no file: the one opened meanwhile is closed again.
    */
   async open(
     options: { readonly report?: boolean; readonly note?: string | undefined } = {},
@@ -235,6 +236,11 @@ export class JournalWriter {
     } catch (err) {
       if (options.report ?? true) this.#failed(err, options.note);
       throw err;
+    } finally {
+      if (this.#closed) {
+        this.#handle?.close();
+        this.#handle = null;
+      }
     }
   }
 

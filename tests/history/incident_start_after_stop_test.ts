@@ -75,3 +75,77 @@ Deno.test("a history stopped while its start opens the disk tier records no poll
   await starting;
   assert.equal(following(), false, "the stopped history follows the cache's polls");
 });
+
+Deno.test("a history stopped while its start opens the disk tier holds no file of it once that opening returns", async () => {
+  // The disk tier's folder listing held: the stop closes the tier while its opening waits.
+  const files = new HeldListing("/data/history");
+  let openHandles = 0;
+  const openAppend = files.openAppend.bind(files);
+  files.openAppend = async (path: string) => {
+    const h = await openAppend(path);
+    openHandles++;
+    return { ...h, close: () => (openHandles--, h.close()) };
+  };
+  const { history } = handFedHistory({ diskMaxBytes: 1 << 20 }, files);
+  const starting = history.start();
+  await flushMicrotasks();
+  assert.ok(files.held > 0, "the start waits on the folder");
+  await history.stop();
+  files.release(); // the hung mount answers at last
+  await starting;
+  await flushMicrotasks();
+  assert.equal(openHandles, 0, "the stopped history's disk tier holds a file open");
+});
+
+/** MemoryFiles whose removals of records wait while `held` is set (a hung mount). */
+class HeldRemovals extends MemoryFiles {
+  held: Promise<void> | null = null;
+  waiting = 0;
+  override async remove(path: string): Promise<void> {
+    if (this.held !== null && /\/inc-[^/]*\.jsonl$/.test(path)) {
+      this.waiting++;
+      await this.held;
+    }
+    return await super.remove(path);
+  }
+}
+
+Deno.test("an incident recorder stopped while its start prunes the kept records removes no more once the removal under way returns", async () => {
+  // Three records kept by an earlier runtime.
+  const files = new HeldRemovals();
+  const earlier = incidentRig({ files });
+  await earlier.session(async () => {
+    for (const d of ["d0", "d1", "d2"]) {
+      earlier.poll("p0", d, 1);
+      earlier.loss(d);
+      earlier.clock.advance(5_000);
+      await earlier.incidents.settled();
+    }
+  });
+  const records = async () =>
+    (await files.listNames(INCIDENTS_DIR)).filter((n) => n.startsWith("inc-")).sort();
+  const kept = await records();
+  assert.equal(kept.length, 3);
+
+  // A start with incident_max_count lowered to 1 prunes two; its first removal hangs, and the
+  // start is abandoned: the runtime stops.
+  let release = () => {};
+  files.held = new Promise((r) => (release = r));
+  const { incidents, history, bus } = incidentRig({ files, config: { incidentMaxCount: 1 } });
+  await history.start();
+  const starting = incidents.start(bus);
+  for (let i = 0; i < 100 && files.waiting < 1; i++) await flushMicrotasks();
+  assert.equal(files.waiting, 1, "the start's prune waits on a removal");
+  await incidents.stop();
+  await history.stop();
+  files.held = null;
+  release(); // the hung mount answers at last
+  await starting;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  await incidents.settled();
+  assert.deepEqual(
+    await records(),
+    kept.slice(1),
+    "the stopped recorder went on removing records after the stop",
+  );
+});
