@@ -151,7 +151,10 @@ export class DeviceOutages {
    * does not make a lost device "failing" again, to be lost a second time at the longer bound).
    */
   readonly #downInSpell = new WeakSet<DeviceState>();
-  /** Provider id -> monotonic time it went down (cleared when it comes back). */
+  /**
+   * Provider id -> monotonic time it went down (cleared when it comes back or is unconfigured;
+   * kept through a reload's restart of it: one outage until its successor is up).
+   */
   readonly #providerDownSince = new Map<string, number>();
   /** Provider id -> device id -> the device as followed (two lookups per poll, no key string). */
   readonly #tracked = new Map<string, Map<string, Tracked>>();
@@ -193,7 +196,9 @@ export class DeviceOutages {
     });
     options.registry.eachHost((host) => {
       const current = () => options.registry.host(host.id) === host;
-      if (!host.available) this.#providerDownSince.set(host.id, options.clock.monoMs());
+      // A successor a reload restarting the provider registers keeps its take-out's date (the
+      // devices' outage goes on): its devices were told down then.
+      if (!host.available) this.#noteProviderDown(host.id);
       host.onAvailability((up) => {
         if (!current()) return;
         if (up) this.#restarting.delete(host.id);
@@ -226,17 +231,20 @@ export class DeviceOutages {
       this.#devicesOut.delete(host.id);
       this.#forgetReturns(host.id);
       const now = options.clock.monoMs();
-      this.#providerDownSince.set(host.id, now);
+      // Down since the take-out, or since it went down before it (its devices were told that).
+      this.#noteProviderDown(host.id);
       const tracked = [...this.#tracked.get(host.id)?.values() ?? []];
       const reloading = options.registry.notRunning(host.id)?.cause === "restarting";
       // Only those the take-out brings down: one down already (its provider crashed, its reads
       // failed) was lost then, and is not lost a second time if the restart fails.
       const deviceIds = tracked.filter((t) => t.condition.kind !== "down").map((t) => t.deviceId);
       this.#recheckProvider(host.id);
-      // A reload restarting it: each device is down since the take-out (as judged now), also
-      // once the new process is up without it.
+      // A reload restarting it: each device is down since the take-out (or its provider's outage
+      // before it: as judged now), also once the new process is up without it.
       if (reloading) { for (const t of tracked) this.#keepUnlisted(t); }
-      this.#providerDownSince.delete(host.id);
+      // Restarting: its devices stay down since then, as they were told, while no host is
+      // registered and while its successor starts (until it is up, or the id unconfigured).
+      if (!reloading) this.#providerDownSince.delete(host.id);
       // Its devices, down on purpose while the reload restarts it, are lost if it fails to start
       // (#restartFailed). A new host the reload could not register, taken out with no devices,
       // leaves the old host's as they were.

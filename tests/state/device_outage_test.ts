@@ -478,6 +478,77 @@ Deno.test("DeviceOutages: a provider removed from the configuration makes its de
   }
 });
 
+Deno.test("DeviceOutages: a provider a reload restarts keeps its devices down since the take-out, as told, while no host is registered and while its successor starts", async () => {
+  const r = await rig();
+  const p0 = r.fx.host.config;
+  // What condition() answers during the restart (the take-out told, the successor registered),
+  // the monotonic clock a second on at each.
+  const seen: [string, number | null][] = [];
+  r.fx.registry.onHostRemoved(() => {
+    r.fx.clock.mono = r.fx.clock.monoMs() + 1000;
+    seen.push(["no host", r.outages.condition("p0", "pump").sinceMono]);
+  });
+  r.fx.registry.eachHost((h) => {
+    r.fx.clock.mono = r.fx.clock.monoMs() + 1000;
+    seen.push([`successor up: ${h.available}`, r.outages.condition("p0", "pump").sinceMono]);
+  });
+  seen.length = 0;
+  try {
+    r.fx.clock.mono = 11_000;
+    const report = await r.fx.registry.reconcile([p0], [{ ...p0, timeoutMs: p0.timeoutMs + 1 }], {
+      holdRemovals: false,
+      stopBudgetMs: 2000,
+      startBudgetMs: 30_000,
+      stopping: () => false,
+    });
+    assert.deepEqual(report.restarted, ["p0"]);
+    assert.deepEqual(
+      r.changes.filter((c) => c.deviceId === "pump").slice(0, 1)
+        .map((c) => [c.previous, c.condition.kind, c.condition.sinceMono, c.condition.reloading]),
+      [["up", "down", 11_000, true]],
+    );
+    // Not undated while no host is registered, nor dated from its successor's registration.
+    assert.deepEqual(seen, [["no host", 11_000], ["successor up: false", 11_000]]);
+  } finally {
+    await r.fx.registry.host("p0")?.stop(2000);
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a provider down when a reload restarts it keeps its devices down since it went down, while its successor starts", async () => {
+  const r = await rig(); // no restart policy: once killed, it stays down
+  const p0 = r.fx.host.config;
+  const seen: [string, number | null][] = [];
+  r.fx.registry.onHostRemoved(() => {
+    r.fx.clock.mono = r.fx.clock.monoMs() + 1000;
+    seen.push(["no host", r.outages.condition("p0", "pump").sinceMono]);
+  });
+  try {
+    r.fx.clock.mono = 11_000;
+    r.fx.kill();
+    await waitFor("down", () => !r.fx.host.available);
+    assert.equal(r.outages.condition("p0", "pump").sinceMono, 11_000);
+    r.fx.clock.mono = 20_000;
+    r.fx.registry.eachHost((h) => {
+      if (h === r.fx.host) return;
+      r.fx.clock.mono = r.fx.clock.monoMs() + 1000;
+      seen.push([`successor up: ${h.available}`, r.outages.condition("p0", "pump").sinceMono]);
+    });
+    const report = await r.fx.registry.reconcile([p0], [{ ...p0, timeoutMs: p0.timeoutMs + 1 }], {
+      holdRemovals: false,
+      stopBudgetMs: 2000,
+      startBudgetMs: 30_000,
+      stopping: () => false,
+    });
+    assert.deepEqual(report.restarted, ["p0"]);
+    // Its outage goes on: not re-dated at the take-out, nor at its successor's registration.
+    assert.deepEqual(seen, [["no host", 11_000], ["successor up: false", 11_000]]);
+  } finally {
+    await r.fx.registry.host("p0")?.stop(2000);
+    await r.close();
+  }
+});
+
 Deno.test("DeviceOutages: a provider added by a reload is down, since the moment it was added, while it is not up", async () => {
   const r = await rig();
   try {
