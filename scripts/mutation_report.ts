@@ -258,8 +258,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:623-656", // gate
-      "src/alarms/alarm_engine.ts:828-850", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:625-658", // gate
+      "src/alarms/alarm_engine.ts:830-852", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -276,9 +276,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-622",
-      "src/alarms/alarm_engine.ts:657-827",
-      "src/alarms/alarm_engine.ts:851-1207",
+      "src/alarms/alarm_engine.ts:1-624",
+      "src/alarms/alarm_engine.ts:659-829",
+      "src/alarms/alarm_engine.ts:853-1232",
     ],
     tests: [
       "tests/alarms/",
