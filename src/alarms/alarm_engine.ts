@@ -50,12 +50,16 @@ import {
 import type { AuditOrigin, AuditSink, GateContext } from "../control/mod.ts";
 import type { AlarmCause, AlarmState, EventBus } from "../events/mod.ts";
 import type { DeviceOutages, DeviceState, InventoryReader, StateCache } from "../state/mod.ts";
-import { alarmAccepts, AlarmMonitor, type AlarmTransitionRecord } from "./alarm_monitor.ts";
+import {
+  alarmAccepts,
+  alarmAcceptsType,
+  AlarmMonitor,
+  type AlarmTransitionRecord,
+} from "./alarm_monitor.ts";
 import { Interlock } from "./interlock.ts";
 import {
   type InputContext,
   InputProblem,
-  isNumericType,
   type SignalBinding,
   SignalInput,
   valueText,
@@ -982,7 +986,7 @@ export class AlarmEngine implements AlarmService {
       // missing sample, is why it stays bad once samples come (SignalInput.describeDeclared).
       return entry.input.describeDeclared(
         problem,
-        (t) => acceptsDeclared(c, t) ? null : alarmWants(c),
+        (t) => alarmAcceptsType(c, t) ? null : alarmWants(c),
       ) ?? entry.input.describe(problem, this.#ctx, mono);
     }
     const v = entry.input.sample(this.#ctx)!.value!;
@@ -1188,14 +1192,7 @@ export class AlarmEngine implements AlarmService {
 function declaredMismatch(c: AlarmConfig, binding: SignalBinding): ValueType | null {
   const t = binding.declaredType;
   if (t === undefined || t === null) return null;
-  return acceptsDeclared(c, t) ? null : t;
-}
-
-/** Whether this alarm can judge a signal declared of type `t` (limits: a number; else its kind). */
-function acceptsDeclared(c: AlarmConfig, t: ValueType): boolean {
-  return c.alarmWhen === undefined
-    ? isNumericType(t)
-    : t === (typeof c.alarmWhen === "boolean" ? "bool" : "string");
+  return alarmAcceptsType(c, t) ? null : t;
 }
 
 /** What an alarm wants of its signal's values, as its bad_input and ERROR lines say it. */

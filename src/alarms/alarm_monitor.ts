@@ -30,6 +30,7 @@ import {
   type Quality,
   transitionDate,
   type TypedValue,
+  type ValueType,
 } from "../common/mod.ts";
 import type { AlarmConfig, AlarmLevel } from "../config/mod.ts";
 import type { AlarmCause, AlarmState, AlarmTransition } from "../events/mod.ts";
@@ -57,10 +58,16 @@ const RANK: Readonly<Record<AlarmLevel, number>> = { MINOR: 1, MAJOR: 2 };
 
 /** Whether `v` is of a type this alarm can judge (numbers for limits, alarm_when's type else). */
 export function alarmAccepts(config: AlarmConfig, v: TypedValue): boolean {
-  if (config.alarmWhen === undefined) {
-    return v.type === "double" || v.type === "int64" || v.type === "uint64";
-  }
-  return typeof config.alarmWhen === "boolean" ? v.type === "bool" : v.type === "string";
+  return alarmAcceptsType(config, v.type);
+}
+
+/**
+ * Whether this alarm can judge values of type `t` (numbers for limits, alarm_when's type else):
+ * of a sample (alarmAccepts) or of a signal's declared type (its bad_input and ERROR line).
+ */
+export function alarmAcceptsType(config: AlarmConfig, t: ValueType): boolean {
+  if (config.alarmWhen === undefined) return t === "double" || t === "int64" || t === "uint64";
+  return typeof config.alarmWhen === "boolean" ? t === "bool" : t === "string";
 }
 
 /** One alarm's state (see the module comment). */
