@@ -2065,12 +2065,9 @@ export class Estop implements EstopService {
       }
       // Joined under this latch, it is this return's run, one of this latch: made at its turn
       // even once this latch's stop has begun (a reload starting the provider waits for its calls
-      // and counts them). Its device-return spell, if any, is this latch's: the return that
-      // joined it was seen under it.
-      if (queued.latchNo !== this.#latchNo) {
-        queued.latchNo = this.#latchNo;
-        queued.deviceReturn &&= deviceReturn;
-      }
+      // and counts them). Its device-return spell, if any, is this latch's: a device return left
+      // it one only when this return is one too (above).
+      queued.latchNo = this.#latchNo;
       return;
     }
     const made = Promise.withResolvers<readonly CallConfig[]>();
