@@ -749,7 +749,7 @@ export class Estop implements EstopService {
     options.devices?.onDeviceReturn((providerId, deviceId) => {
       const host = this.#o.inventory.provider(providerId);
       if (host?.available === true) {
-        this.#providerAvailable(host, `has device ${deviceId} answering again`, true);
+        this.#providerAvailable(host, deviceReturnWhy([deviceId]), deviceId);
       }
     });
     // The hooks into FAULT made again for a provider that comes back wait for its ladder calls
@@ -2043,8 +2043,9 @@ export class Estop implements EstopService {
   #providerAvailable(
     host: ProviderSummary,
     why = "is AVAILABLE again",
-    deviceReturn = false,
+    returnedDevice: string | null = null,
   ): void {
+    const deviceReturn = returnedDevice !== null;
     if (this.#o.inventory.provider(host.id) !== host) return;
     // A return while released is secured by nobody: an earlier return's run no longer says it
     // (the supervisor restarts a provider within the same host).
@@ -2062,6 +2063,11 @@ export class Estop implements EstopService {
       if ((queued.deviceReturn && !deviceReturn) || why === LADDER_RELOADED) {
         queued.why = why;
         queued.deviceReturn = false;
+        delete queued.devices;
+      } else if (queued.deviceReturn && returnedDevice !== null && queued.devices !== undefined) {
+        // Another device of it answering again: its line names every device it secures for.
+        queued.devices.add(returnedDevice);
+        queued.why = deviceReturnWhy([...queued.devices]);
       }
       // Joined under this latch, it is this return's run, one of this latch: made at its turn
       // even once this latch's stop has begun (a reload starting the provider waits for its calls
@@ -2075,6 +2081,7 @@ export class Estop implements EstopService {
       started: false,
       why,
       deviceReturn,
+      ...(returnedDevice === null ? {} : { devices: new Set([returnedDevice]) }),
       latchNo: this.#latchNo,
       promise: Promise.resolve([]),
       ladder: made.promise,
@@ -2141,6 +2148,16 @@ export class Estop implements EstopService {
       if (this.#latchNo !== run.latchNo) {
         if (this.#ladderLatchNo === this.#latchNo) return null;
         run.deviceReturn = false;
+      }
+      // Its provider taken out by a reload before its turn (removed, or restarted: another host
+      // under its id, secured by a run of its own once up): nothing of it is left to secure.
+      // Dropped, counted as no calls, no read-back; one line (no failure: the reload chose it).
+      if (this.#o.inventory.provider(id) !== host) {
+        this.#stopLog.info(
+          `e-stop latched: provider ${id} ${run.why}, but a configuration reload took it out ` +
+            "before its securing run's turn: no longer listed, its safe-state calls are not made",
+        );
+        return null;
       }
       const calls = this.#callsOf(id);
       this.#countLadderCalls(id, calls.length - left);
@@ -2416,6 +2433,16 @@ const AVAILABLE_WHILE_LATCHED = "available while latched";
 /** Why a provider up while latched is secured again: a reload changed its ladder calls. */
 const LADDER_RELOADED = "had its ladder calls changed by a reload";
 
+/**
+ * What a securing run for device returns says brought it: `has device <id> answering again`, or
+ * `has devices <id>, <id> answering again`, up to MAX_NAMED_IN_WARNING named, the rest counted.
+ */
+function deviceReturnWhy(deviceIds: readonly string[]): string {
+  return deviceIds.length === 1
+    ? `has device ${deviceIds[0]} answering again`
+    : `has devices ${namedList(deviceIds, MAX_NAMED_IN_WARNING)} answering again`;
+}
+
 /** The audit's `args.reason` of a re-verification after a reload changed expectations. */
 const EXPECTATIONS_RELOADED = "expectations reloaded while latched";
 
@@ -2471,6 +2498,12 @@ interface SecureRun {
   why: string;
   /** Begun for a device's return (its line counts in the device-return spell). */
   deviceReturn: boolean;
+  /**
+   * While `deviceReturn`: the devices whose returns it secures for (the one that began it, then
+   * each that joined it), named in `why` (deviceReturnWhy). Bounded by the provider's devices: a
+   * device's returns are told only while its provider lists it.
+   */
+  devices?: Set<string>;
   /**
    * The latch it was begun under (Estop.#latchNo), or the one a return joined it under
    * (#providerAvailable): released before its turn, it is skipped (made under a new latch whose

@@ -59,24 +59,32 @@ export function providersUp(...ids: string[]): InventoryReader {
 
 /**
  * An inventory of provider `id` (default plant), up, with no devices, whose return the test
- * announces: `comeBack()` tells the availability listeners (the e-stop's) that it is up again.
+ * announces: `comeBack()` tells the availability listeners (the e-stop's) that it is up again;
+ * `takeOut()` takes its host out as a reload removing it does (no longer listed, the change
+ * listeners told `removed` then `unconfigured`), `replaceHost()` as a reload restarting it does.
  */
 export function providerComingBack(id = "plant") {
   const listeners: ((p: ProviderSummary, up: boolean) => void)[] = [];
+  const changeListeners: ((p: string, change: string) => void)[] = [];
   const host = {
     id,
     available: true,
     devices: [],
     config: { timeoutMs: 1000 },
   } as unknown as ProviderSummary;
+  /** The host listed under `id`: `host`, none once taken out, or its successor. */
+  let listed: ProviderSummary | undefined = host;
   const inventory = {
     onAvailability: (l: (p: ProviderSummary, up: boolean) => void) => {
       listeners.push(l);
       return () => {};
     },
-    onChange: () => () => {},
-    provider: (p: string) => p === id ? host : undefined,
-    providers: () => [host],
+    onChange: (l: (p: string, change: string) => void) => {
+      changeListeners.push(l);
+      return () => {};
+    },
+    provider: (p: string) => p === id ? listed : undefined,
+    providers: () => listed === undefined ? [] : [listed],
     devices: () => [],
   } as unknown as InventoryReader;
   return {
@@ -84,6 +92,20 @@ export function providerComingBack(id = "plant") {
     host,
     comeBack: () => {
       for (const l of listeners) l(host, true);
+    },
+    takeOut: () => {
+      listed = undefined;
+      for (const l of changeListeners) l(id, "removed");
+      for (const l of changeListeners) l(id, "unconfigured");
+    },
+    /**
+     * A reload restarts it: `host` taken out (`removed`), a successor registered under `id`, not
+     * up yet (returned).
+     */
+    replaceHost: () => {
+      for (const l of changeListeners) l(id, "removed");
+      listed = { ...host, available: false } as ProviderSummary;
+      return listed;
     },
   };
 }

@@ -41,7 +41,7 @@ export function holdingEstop(o: {
   readonly deviceReturns?: boolean;
 }) {
   const { router, made, answerAll } = holdingRouter();
-  const { inventory, host, comeBack } = providerComingBack("plant");
+  const { inventory, host, comeBack, takeOut, replaceHost } = providerComingBack("plant");
   const deviceReturns: ((providerId: string, deviceId: string) => void)[] = [];
   const { log, lines } = capturingLogger({ now: () => 0 });
   const estop = new Estop({
@@ -63,13 +63,17 @@ export function holdingEstop(o: {
     estop,
     host,
     comeBack,
+    /** A reload takes plant out (removes it): no longer listed. */
+    takeOut,
+    /** A reload restarts plant: another host listed under its id, not up yet (returned). */
+    replaceHost,
     lines,
     made,
     calls,
     answerAll,
-    /** Device plant0 of plant answers again. */
-    deviceReturn: () => {
-      for (const l of deviceReturns) l("plant", "plant0");
+    /** Device `deviceId` (default plant0) of plant answers again. */
+    deviceReturn: (deviceId = "plant0") => {
+      for (const l of deviceReturns) l("plant", deviceId);
     },
     /** Latches with `reason`, answering the stop's ladder call (`what`), and waits for the stop. */
     latched: async (reason: string, what: string) => {

@@ -23,6 +23,7 @@ import {
 } from "./_clock_rig.ts";
 import { call, plantProvider } from "./_fixture.ts";
 import { holdingEstop } from "./_holding_estop_rig.ts";
+import { MAX_NAMED_IN_WARNING } from "../../src/safety/mod.ts";
 
 /** Reads per flap: the first fails, the rest answer. */
 const READS_PER_FLAP = 2;
@@ -263,4 +264,37 @@ Deno.test("Estop latched: a return under a new latch that joined a released latc
       lines.filter((l) => /bringing it to the safe state/.test(l)).join(" | "),
   );
   assert.equal(calls(), 4, "the first stop's, two securing runs', the new latch's stop's");
+});
+
+/**
+ * plant is latched and back, its securing run's call held; then `devices` of it answer again, in
+ * order (one device-return run, waiting behind that call): the line of that run once made.
+ */
+async function deviceReturnRunLine(devices: readonly string[]): Promise<string> {
+  const { estop, host, lines, answerAll, deviceReturn, latched, backHeld } = holdingEstop({
+    deviceReturns: true,
+    safeState: heaterOffLadder(),
+  });
+  await latched("test", "the stop's ladder call");
+  await backHeld();
+  for (const d of devices) deviceReturn(d);
+  let done = false;
+  void estop.securing(host)!.then(() => (done = true));
+  await untilTurns(() => (answerAll(), done), "the device-return run");
+  estop.clear();
+  const said = lines.filter((l) => /answering again; bringing it to the safe state/.test(l));
+  assert.equal(said.length, 1, lines.join("\n"));
+  return said[0]!;
+}
+
+Deno.test("Estop latched: a device return joining a waiting device-return run is named in its line with the first", async () => {
+  const line = await deviceReturnRunLine(["plant0", "plant1", "plant0"]);
+  assert.match(line, /provider plant has devices plant0, plant1 answering again;/, line);
+});
+
+Deno.test("Estop latched: a device-return run joined by many devices names MAX_NAMED_IN_WARNING of them and counts the rest", async () => {
+  const devices = Array.from({ length: MAX_NAMED_IN_WARNING + 2 }, (_, i) => `plant${i}`);
+  const line = await deviceReturnRunLine(devices);
+  const named = devices.slice(0, MAX_NAMED_IN_WARNING).join(", ");
+  assert.ok(line.includes(`has devices ${named} and 2 more answering again;`), line);
 });

@@ -290,3 +290,62 @@ Deno.test("Estop latched: two reloads changing the expectations of a provider th
     "one record of the securing run, its call counted once: " + JSON.stringify(records),
   );
 });
+
+Deno.test("Estop latched: a securing run re-stamped to a new latch whose provider a reload takes out before its turn is dropped: no call, one INFO line, counted as none", async () => {
+  // In-process: the real Estop over a router that holds each call until the test answers it.
+  const { estop, host, comeBack, takeOut, lines, made, calls, answerAll } = holdingEstop({
+    safeState: heaterOffLadder(),
+  });
+  // The first stop's ladder call to plant is held. plant comes back meanwhile: its securing run
+  // waits behind that call. Released and pressed again: the new latch's stop waits for the first.
+  // plant comes back again under the new latch: it joins the waiting run (re-stamped to it).
+  const first = estop.trigger("first latch");
+  await untilTurns(() => calls() === 1, "the first stop's ladder call");
+  comeBack();
+  estop.clear();
+  const second = estop.trigger("second latch");
+  comeBack();
+  const secured = estop.securing(host);
+  assert.ok(secured !== null);
+  // A reload removes plant (the file keeps its ladder call: a warning only) before the run's turn.
+  takeOut();
+  let answered = false;
+  void Promise.all([first, second, secured]).then(() => (answered = true));
+  await untilTurns(() => (answerAll(), answered), "both stops and the securing run");
+  estop.clear();
+
+  assert.deepEqual(await secured, [], "the run made no call: counted as none");
+  // The first stop's call, then the new latch's stop's (the plan still has it): none by the run.
+  assert.equal(calls(), 2, made.join(", "));
+  assert.deepEqual(
+    lines.filter((l) => /bringing it to the safe state/.test(l)),
+    [],
+    "the run dropped says no securing",
+  );
+  const dropped = lines.filter((l) => /provider plant .*no longer listed/.test(l));
+  assert.equal(dropped.length, 1, lines.join("\n"));
+  assert.match(dropped[0]!, /^INFO /);
+});
+
+Deno.test("Estop latched: a securing run waiting for its turn whose provider a reload restarts before it is dropped: no call to its successor", async () => {
+  const { estop, host, comeBack, replaceHost, lines, made, calls, answerAll } = holdingEstop({
+    safeState: heaterOffLadder(),
+  });
+  // The stop's ladder call to plant is held; plant comes back meanwhile: its run waits behind it.
+  const stop = estop.trigger("test");
+  await untilTurns(() => calls() === 1, "the stop's ladder call");
+  comeBack();
+  const secured = estop.securing(host);
+  assert.ok(secured !== null);
+  // A reload restarts plant before the run's turn: another process under its id, not up yet.
+  replaceHost();
+  let answered = false;
+  void Promise.all([stop, secured]).then(() => (answered = true));
+  await untilTurns(() => (answerAll(), answered), "the stop and the securing run");
+  estop.clear();
+
+  assert.deepEqual(await secured, [], "the run made no call: counted as none");
+  assert.equal(calls(), 1, made.join(", "));
+  const dropped = lines.filter((l) => /provider plant .*took it out/.test(l));
+  assert.equal(dropped.length, 1, lines.join("\n"));
+});
