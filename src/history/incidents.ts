@@ -66,6 +66,16 @@ export const INCIDENT_GONE_FILE = "gone.jsonl";
 export const INCIDENT_GONE_LINE_MAX_BYTES = 1024;
 /** Incidents waiting for their window to end at most; more are dropped and counted. */
 export const MAX_PENDING_INCIDENTS = 16;
+/**
+ * Failing devices that hold every device's marks at their first failed read and incident_after_s
+ * past it (FailingAt.marks, LossMarks): a machine-wide trigger joining the incident of such a
+ * device's loss cuts every device's window there by poll order. Devices x failing devices, at
+ * most 16 x devices marks (two numbers each), and as many again kept by the waiting incidents
+ * their losses began (at most MAX_PENDING_INCIDENTS): for 1024 devices, 2 x 16 x 1024 marks,
+ * 65,536 numbers at most. One failing past them holds none: a machine-wide trigger joining its
+ * loss notes the devices from its own time, as before.
+ */
+export const INCIDENT_LOSS_MARKS_MAX = 16;
 /** How long stop() waits for records still being written (a hung disk must not hold the stop). */
 export const INCIDENT_STOP_WAIT_MS = 2000;
 /**
@@ -216,9 +226,10 @@ interface Pending {
   readonly atMono: number;
   /**
    * Monotonic time its window closes (its timer's due time): a 404 of it says when, on the wall
-   * clock of the question (#notYet), right after a wall clock step too.
+   * clock of the question (#notYet), right after a wall clock step too. Moved to a machine-wide
+   * trigger's own incident_after_s when it joins after the window ended (Pending.resumed).
    */
-  readonly closesMono: number;
+  closesMono: number;
   /** Wall time at its first trigger (its `at` may be earlier: a device loss is dated back). */
   readonly atWall: number;
   /**
@@ -286,6 +297,34 @@ interface Pending {
    * (several devices lost together). One absent: endedMs cuts. Bounded by the incident's devices.
    */
   readonly endedSeq: Map<string, number>;
+  /**
+   * The marks of the device loss that began it (FailingAt.marks), null for none: a machine-wide
+   * trigger joining it notes every device's polls from the loss's first failed read (and, found
+   * after its window, cuts them where that window ended), by poll order. Shared with the failing
+   * device's FailingAt (INCIDENT_LOSS_MARKS_MAX).
+   */
+  readonly lossMarks: LossMarks | null;
+  /**
+   * The after-window of a machine-wide trigger (an e-stop, a FAULT entry) that joined after its
+   * window ended (endedMs: a device loss found after it): its time, its monotonic time, and each
+   * device's first poll after it (`provider/device` -> sequence number; bounded by the devices
+   * the ring held then). The record holds those polls too, up to incident_after_s past it (the
+   * incident closes then), the polls between the window's end and it left out. Null otherwise.
+   */
+  resumed:
+    | { readonly atMs: number; readonly mono: number; readonly seq: Map<string, number> }
+    | null;
+}
+
+/**
+ * Every device's place in poll order (`provider/device` -> sequence number) at a failing device's
+ * first failed read (`from`: its first poll at or after it) and, once noted, incident_after_s past
+ * it on the monotonic clock (`end`: its next poll then; null before). Bounded by the devices the
+ * ring held then.
+ */
+interface LossMarks {
+  readonly from: Map<string, number>;
+  end: Map<string, number> | null;
 }
 
 /** A failing device's first failed read (IncidentRecorder.#failingAt). */
@@ -302,6 +341,11 @@ interface FailingAt {
    * that poll's monotonic time; null once told or when not watching.
    */
   unwatch: (() => void) | null;
+  /**
+   * Every device's marks at this first failed read (LossMarks); null when past
+   * INCIDENT_LOSS_MARKS_MAX, or, failing as it came back, until its next poll is recorded.
+   */
+  marks: LossMarks | null;
 }
 
 /** An e-stop's trigger in its pending incident. */
@@ -782,12 +826,20 @@ export class IncidentRecorder {
           endSeq: null,
           timer: null,
           unwatch: null,
+          marks: null,
         });
       } else if (c.previous === "down" && c.condition.sinceMono === null) {
         // Back, and failing before any read (it has not answered since): its next poll is its
         // first failed read, by poll order, whatever the wall clock does before its loss is found.
         const seq = this.#o.history.nextPollSeq(c.providerId, c.deviceId);
-        this.#setFailingAt(c, { wallMs: null, seq, endSeq: null, timer: null, unwatch: null });
+        this.#setFailingAt(c, {
+          wallMs: null,
+          seq,
+          endSeq: null,
+          timer: null,
+          unwatch: null,
+          marks: null,
+        });
       }
       return;
     }
@@ -816,6 +868,7 @@ export class IncidentRecorder {
       ago,
       stamped === null ? undefined : failingAt?.seq,
       failingAt?.endSeq ?? undefined,
+      stamped === null ? undefined : failingAt?.marks ?? undefined,
     );
   }
 
@@ -829,18 +882,44 @@ export class IncidentRecorder {
     const key = `${c.providerId}/${c.deviceId}`;
     this.#forgetFailingAt(key);
     const history = this.#o.history;
+    // Every device's marks, within INCIDENT_LOSS_MARKS_MAX failing devices holding them.
+    let held = 0;
+    for (const other of this.#failingAt.values()) if (other.marks !== null) held++;
+    const marking = held < INCIDENT_LOSS_MARKS_MAX;
+    // Every device's first poll at or after `wallMs`, found now: the wall clock has not stepped
+    // since that read (told in its step, or, failing as it came back, as it is recorded).
+    const markFrom = (wallMs: number | null) => {
+      const from = new Map<string, number>();
+      for (const [providerId, deviceId] of history.devices()) {
+        from.set(
+          deviceHandle(providerId, deviceId),
+          wallMs === null
+            ? history.nextPollSeq(providerId, deviceId)
+            : history.pollSeqAtOrAfter(providerId, deviceId, wallMs),
+        );
+      }
+      f.marks = { from, end: null };
+    };
     const arm = (since: number) => {
       f.timer = this.#o.clock.setTimer(() => {
         f.timer = null;
         f.endSeq = history.nextPollSeq(c.providerId, c.deviceId);
+        if (f.marks === null) return;
+        const end = new Map<string, number>();
+        for (const [providerId, deviceId] of history.devices()) {
+          end.set(deviceHandle(providerId, deviceId), history.nextPollSeq(providerId, deviceId));
+        }
+        f.marks.end = end;
       }, Math.max(0, since + this.#o.config.incidentAfterS * 1000 - this.#o.clock.monoMs()));
     };
     const since = c.condition.sinceMono;
+    if (f.wallMs !== null && marking) markFrom(f.wallMs);
     if (f.wallMs !== null && since !== null) arm(since);
     else if (f.wallMs === null) {
       // Failing as it comes back: its first failed read is its next poll, timed when recorded.
       f.unwatch = history.onNextPoll(c.providerId, c.deviceId, (mono) => {
         f.unwatch = null;
+        if (marking) markFrom(history.pollTimeMs(c.providerId, c.deviceId, f.seq));
         arm(mono);
       });
     }
@@ -889,6 +968,7 @@ export class IncidentRecorder {
     agoMs = 0,
     fromSeq?: number,
     endSeq?: number,
+    lossMarks?: LossMarks,
   ): { p: Pending; c: IncidentCause; began: boolean } | null {
     const mono = this.#o.clock.monoMs();
     const c: IncidentCause = { trigger, cause, at_epoch_ms: now };
@@ -907,6 +987,7 @@ export class IncidentRecorder {
       }
       this.#noteAfterSeq(joined, devices, now, agoMs, fromSeq);
       this.#noteEndedSeq(joined, devices, agoMs, endSeq);
+      if (devices === null) this.#resume(joined, now, mono);
       // Told once begun (the listeners were told of the incident without it): told it joined,
       // after this step too (the bus's listener does no more than queue it). One not listed is
       // not told either (the record counts it): the run's events follow the record's bound.
@@ -965,6 +1046,8 @@ export class IncidentRecorder {
         ? null
         : now + afterMs + (Math.abs(stepped) >= WALL_STEP_MS ? stepped : 0),
       endedSeq: new Map(),
+      lossMarks: lossMarks ?? null,
+      resumed: null,
     };
     this.#noteEndedSeq(p, devices, agoMs, endSeq);
     this.#noteAfterSeq(p, devices, now, agoMs, fromSeq);
@@ -986,6 +1069,31 @@ export class IncidentRecorder {
       });
     });
     return { p, c, began: true };
+  }
+
+  /**
+   * A machine-wide trigger at `atMs` (monotonic `mono`) joining an incident whose window ended
+   * before it (a device loss found after its window: Pending.endedMs) gets an after-window of its
+   * own: every device's polls from its next one on, the incident closing incident_after_s after
+   * it -- so its own FAULT entry delivered a turn later joins it rather than beginning another.
+   * The first such trigger's only: a later one within it is in it already.
+   */
+  #resume(p: Pending, atMs: number, mono: number): void {
+    if (p.endedMs === null || p.resumed !== null) return;
+    const history = this.#o.history;
+    const seq = new Map<string, number>();
+    for (const [providerId, deviceId] of history.devices()) {
+      seq.set(deviceHandle(providerId, deviceId), history.nextPollSeq(providerId, deviceId));
+    }
+    p.resumed = { atMs, mono, seq };
+    const closes = mono + this.#o.config.incidentAfterS * 1000;
+    if (closes <= p.closesMono) return;
+    p.closesMono = closes;
+    this.#o.clock.clearTimer(p.timer);
+    p.timer = this.#o.clock.setTimer(() => {
+      p.timer = null;
+      this.#capture(p);
+    }, closes - mono);
   }
 
   /**
@@ -1067,12 +1175,27 @@ export class IncidentRecorder {
     fromSeq?: number,
   ): void {
     const history = this.#o.history;
+    // A machine-wide trigger joining a device loss's incident: each device marked at the loss's
+    // first failed read is noted from there, by poll order, dated back from the loss's date, and
+    // (found after its window) cut where that window ended -- not from the trigger's own time,
+    // which lies past the loss's window (a step back of the wall clock since: before its date).
+    const marks = devices === null ? p.lossMarks : null;
     for (const [providerId, deviceId] of devices ?? history.devices()) {
       const key = deviceHandle(providerId, deviceId);
       if (p.afterSeq.has(key)) continue;
       // Its units as declared now: a reference, no copy (the e-stop does not wait for it).
       const specs = this.#unitSpecs(providerId, deviceId);
       if (specs !== undefined) p.specs.set(key, specs);
+      const marked = marks?.from.get(key);
+      if (marked !== undefined) {
+        p.afterSeq.set(key, marked);
+        p.afterAt.set(key, p.atMs);
+        const end = marks!.end?.get(key);
+        if (p.endedMs !== null && end !== undefined && !p.endedSeq.has(key)) {
+          p.endedSeq.set(key, end);
+        }
+        continue;
+      }
       p.afterSeq.set(
         key,
         fromSeq ??
@@ -1179,6 +1302,13 @@ export class IncidentRecorder {
       from = held;
       until = Math.max(held, seen + ahead);
     }
+    // A machine-wide trigger's own after-window, after the window's end (Pending.resumed): up to
+    // incident_after_s past it, or now when written before (on the monotonic clock).
+    const resumed = byPolls ? p.resumed : null;
+    if (resumed !== null) {
+      const afterMs = this.#o.config.incidentAfterS * 1000;
+      until = Math.max(until, resumed.atMs + Math.min(afterMs, Math.max(0, mono - resumed.mono)));
+    }
     from = Math.round(from);
     until = Math.round(until);
     const lines: string[] = [];
@@ -1198,6 +1328,10 @@ export class IncidentRecorder {
         p.endedSeq.get(deviceHandle(providerId, deviceId)) ??
           history.pollSeqAfter(providerId, deviceId, p.endedMs + ahead),
       );
+      // ... but for those of a machine-wide trigger's own after-window (Pending.resumed).
+      const resumedSeq = closedSeq === Infinity
+        ? Infinity
+        : resumed?.seq.get(deviceHandle(providerId, deviceId)) ?? Infinity;
       // The polls before the trigger are those of the time before it that passed, whatever their
       // times: a step back of the wall clock within it stamps the polls before the step ahead of
       // the trigger (DeviceRing.datesBefore), and dated by that -- the trigger that named the
@@ -1221,7 +1355,7 @@ export class IncidentRecorder {
         // one before it (as a run's events are).
         let last = -Infinity;
         const row = (s: RingSample) => {
-          if (s.seq >= closedSeq) return;
+          if (s.seq >= closedSeq && s.seq < resumedSeq) return;
           const v = !s.hasValue ? null : s.ref !== null ? typedValueScalar(s.ref) : s.num;
           const date = before !== null && s.seq < afterSeq
             ? before.dates[s.seq - before.fromSeq]!

@@ -29,6 +29,7 @@ async function withLossRig<T>(
   body: (
     rig: ReturnType<typeof handFedHistory> & {
       incidents: IncidentRecorder;
+      bus: EventBus;
       change: (
         previous: "up" | "down" | "failing",
         condition: DeviceCondition,
@@ -53,12 +54,14 @@ async function withLossRig<T>(
       },
     },
   });
+  const bus = new EventBus();
   await fed.history.start();
-  await incidents.start(new EventBus());
+  await incidents.start(bus);
   try {
     return await body({
       ...fed,
       incidents,
+      bus,
       change: (previous, condition, deviceId = "d") =>
         tell!({ providerId: "p", deviceId, previous, condition, atWallMs: fed.clock.wall }),
     });
@@ -446,5 +449,150 @@ async function returnLossStepAfterItsWindow(stepMs: number): Promise<number[]> {
 for (const [step, what] of WALL_STEPS) {
   Deno.test(`a device failing as it came back, found down after its window, the wall clock stepped ${what} after it: the poll past its window is not its`, async () => {
     assert.deepEqual(await returnLossStepAfterItsWindow(step), [0, 1, 2]);
+  });
+}
+
+/**
+ * As lossStepAfterItsWindow, device d lost with device o answering all along: the device-loss
+ * latch's FAULT entry (machine-wide) joins d's incident in the step that finds d down. Answers
+ * the values of each device's samples in the record.
+ */
+async function lossJoinedByFault(
+  stepMs: number,
+  returning = false,
+): Promise<Record<string, number[]>> {
+  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
+    const both = (v: number) => ["d", "o"].forEach((d) => pollSignals(["x"], v, "p", d));
+    both(0); // t0: d's last good read
+    if (returning) {
+      // As returnLossStepAfterItsWindow: d back from a reload's restart, answering nothing yet.
+      clock.advance(500);
+      const reason = "provider p is being restarted by a configuration reload";
+      change("up", { kind: "down", reason, sinceMono: clock.mono, reloading: true });
+      clock.advance(500);
+      change("down", { kind: "failing", reason: "no answer yet", sinceMono: null });
+      clock.advance(1000);
+    } else clock.advance(2000);
+    both(1); // t0 + 2 s: d's first failed read
+    const failingMono = clock.mono;
+    if (!returning) {
+      change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    }
+    pollPastTheWindow(clock, both, stepMs);
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "AUTO",
+      new_mode: "FAULT",
+      timestamp_ms: clock.nowMs(),
+    });
+    clock.advance(3000); // the FAULT entry's own incident_after_s, no poll within it
+    await incidents.settled();
+    assert.equal(incidents.list().length, 1, "one incident: the FAULT entry joined d's loss");
+    const [h] = incidents.list();
+    assert.equal(h!.trigger, "fault");
+    const { signals } = await incidents.get(h!.incident_id);
+    return Object.fromEntries(
+      signals.map((s) => [s.device_id, s.samples.map((x) => x[1] as number)]),
+    );
+  });
+}
+
+/** The wall clock of the FAULT entry's case: not stepped, and each of WALL_STEPS. */
+const NO_STEP_AND_WALL_STEPS: readonly (readonly [number, string])[] = [
+  [0, "not stepped"],
+  ...WALL_STEPS.map(([ms, w]) => [ms, `stepped ${w}`] as const),
+];
+
+for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
+  Deno.test(`a machine-wide FAULT entry joining a device loss found after its window, the wall clock ${what}: every device's window is cut at the loss's first failed read, by poll order`, async () => {
+    // Before, the FAULT entry noted the other device's polls from its own time: o held its polls
+    // up to the FAULT entry (those past the loss's window), and with a step back, as the FAULT
+    // entry's time then lay before the loss's date, none of its window.
+    assert.deepEqual(
+      await lossJoinedByFault(step),
+      { d: [0, 1, 2], o: [0, 1, 2] },
+      "each device's polls of the loss's window",
+    );
+  });
+}
+
+/**
+ * As lossJoinedByFault, an e-stop latching in the step that finds d down, its own FAULT entry
+ * delivered a turn later; both devices polled 1 s and 2 s after it (within its incident_after_s),
+ * and 4 s after it (past it). Answers the record's header and each device's sample values.
+ */
+async function lossJoinedByEstop(stepMs: number) {
+  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
+    const both = (v: number) => ["d", "o"].forEach((d) => pollSignals(["x"], v, "p", d));
+    both(0); // t0: d's last good read
+    clock.advance(2000);
+    both(1); // t0 + 2 s: d's first failed read
+    const failingMono = clock.mono;
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    pollPastTheWindow(clock, both, stepMs);
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    const latchedAt = clock.nowMs();
+    bus.publish({
+      kind: "estop_change",
+      latched: true,
+      reason: null,
+      cause: "api",
+      timestamp_ms: latchedAt,
+    });
+    clock.advance(0); // a turn: the loss's own window is due at once
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "AUTO",
+      new_mode: "FAULT",
+      timestamp_ms: latchedAt,
+    });
+    clock.advance(1000);
+    both(5); // 1 s after the e-stop
+    clock.advance(1000);
+    both(6); // 2 s after it
+    clock.advance(1000); // 3 s: its incident_after_s passed
+    clock.advance(1000);
+    both(7); // 4 s after it: past its window
+    await incidents.settled();
+    assert.equal(incidents.list().length, 1, "one incident: the e-stop and its FAULT entry joined");
+    const [h] = incidents.list();
+    const { signals } = await incidents.get(h!.incident_id);
+    const values = Object.fromEntries(
+      signals.map((s) => [s.device_id, s.samples.map((x) => x[1] as number)]),
+    );
+    return { h: h!, values, latchedAt };
+  });
+}
+
+for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
+  Deno.test(`an e-stop joining a device loss found after its window, the wall clock ${what}: it has its own incident_after_s, and its FAULT entry a turn later joins it`, async () => {
+    // Before, the loss's incident was written at once, the e-stop in it: no poll after the
+    // e-stop in the record, and its FAULT entry a turn later began an incident of its own.
+    const { h, values, latchedAt } = await lossJoinedByEstop(step);
+    assert.equal(h.trigger, "estop");
+    assert.deepEqual(
+      h.also.map((c) => c.trigger).sort(),
+      ["device_loss", "fault"],
+      "the loss and the e-stop's FAULT entry in the one incident",
+    );
+    assert.deepEqual(
+      values,
+      { d: [0, 1, 2, 5, 6], o: [0, 1, 2, 5, 6] },
+      "each device's polls of the loss's window and of the e-stop's after it",
+    );
+    assert.ok(h.until_epoch_ms >= latchedAt + 3000, "until_epoch_ms is not the e-stop's + 3 s");
+  });
+}
+
+for (const [step, what] of WALL_STEPS) {
+  Deno.test(`a machine-wide FAULT entry joining the loss of a device failing as it came back, found after its window, the wall clock stepped ${what}: every device's window is cut at its first failed read`, async () => {
+    // Its first failed read is its next poll, each device's place in poll order noted as it is
+    // recorded (History.onNextPoll).
+    assert.deepEqual(
+      await lossJoinedByFault(step, true),
+      { d: [0, 1, 2], o: [0, 1, 2] },
+      "each device's polls of the loss's window",
+    );
   });
 }
