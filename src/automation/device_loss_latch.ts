@@ -244,9 +244,10 @@ export class DeviceLossLatch {
   }
 
   /**
-   * A reload removed provider `providerId`: its latched devices leave the latch at once (one
-   * already down when removed is told no condition change, and a reload configuring the id again
-   * brings new devices, which the removed process's loss must not latch).
+   * A reload removed provider `providerId`: its latched devices leave the latch at once (whether
+   * the inventory's removal or each device's `unconfigured` condition change comes first: the
+   * later finds nothing left; a reload configuring the id again brings new devices, which the
+   * removed process's loss must not latch).
    */
   forgetProvider(providerId: string): void {
     for (const [handle, entry] of this.#latched) {

@@ -22,7 +22,9 @@
  * within "down": a device down on purpose while a reload restarts its provider (`reloading`) is
  * down without purpose once that reload fails to start the provider (`previousReloading`); and one
  * within "failing": a device failing from no known moment (its provider back, it not read since)
- * is failing from its first failed read, told then with that date. A change is told with its date
+ * is failing from its first failed read (or its provider's health reporting it UNREACHABLE), told
+ * then with that date; and one within "down": a device down already whose provider a reload
+ * removes is down as `unconfigured` (gone, not lost), told once. A change is told with its date
  * (`sinceMono`) as condition() answers it from then on: a device that goes down with its provider
  * is dated from its provider's outage although the state cache's availability listener, which
  * runs before this monitor's, is what makes it judged down.
@@ -79,7 +81,8 @@ export interface DeviceCondition {
 
 /**
  * A change of a watched device's condition: of its kind, or (failing still) of its start from
- * none known to its first failed read (`previous` then equals `condition.kind`).
+ * none known to its first failed read, or (down still) to `unconfigured` (`previous` then equals
+ * `condition.kind`).
  */
 export interface DeviceConditionChange {
   readonly providerId: string;
@@ -152,6 +155,12 @@ export class DeviceOutages {
    */
   readonly #downInSpell = new WeakSet<DeviceState>();
   /**
+   * The failing devices (#failingSince) with a failed read in their spell: one failing only as
+   * its provider came back (not read since) or as its provider's health reports it UNREACHABLE
+   * is not said to have failing reads (readFailure).
+   */
+  readonly #readFailedInSpell = new WeakSet<DeviceState>();
+  /**
    * Provider id -> monotonic time it went down (cleared when it comes back or is unconfigured;
    * kept through a reload's restart of it: one outage until its successor is up).
    */
@@ -179,8 +188,9 @@ export class DeviceOutages {
    * Per provider id, when each device it listed and then left out at a restart went down
    * (monotonic; its provider's outage before that restart, or its reads' failure before that):
    * its condition keeps that date while it is not listed, as it had while listed; so does one a
-   * reload restarting its provider took out (from then). Forgotten when it is listed again or its
-   * provider unconfigured; at most MAX_UNLISTED_DEVICE_DATES per provider.
+   * reload restarting its provider took out (from then). Forgotten when it is listed again (its
+   * change from down told then) or its provider unconfigured (told `unconfigured` then); at most
+   * MAX_UNLISTED_DEVICE_DATES per provider.
    */
   readonly #unlistedSince = new Map<string, Map<string, number>>();
   #stopped = false;
@@ -215,11 +225,19 @@ export class DeviceOutages {
         for (const caps of devices) {
           const id = caps.device.deviceId;
           if (tracked.has(id)) continue;
+          const unlisted = this.#unlistedSince.get(host.id)?.get(id);
           this.#forgetUnlisted(host.id, id);
-          // First seen: its condition now is where it starts (a device is lost only after it
-          // was seen, so a provider still starting loses nothing).
           const t: Tracked = { providerId: host.id, deviceId: id, condition: UP, timer: null };
-          t.condition = this.#judge(host.id, id);
+          // Listed again after a restart left it out (or a reload's take-out): it was told down,
+          // so its condition now is told as a change from that (the recheck below), not taken
+          // for where it starts.
+          if (unlisted !== undefined) {
+            t.condition = down(`not in the inventory of provider ${host.id}`, unlisted);
+          } else {
+            // First seen: its condition now is where it starts (a device is lost only after it
+            // was seen, so a provider still starting loses nothing).
+            t.condition = this.#judge(host.id, id);
+          }
           tracked.set(id, t);
         }
         this.#recheckProvider(host.id);
@@ -255,6 +273,7 @@ export class DeviceOutages {
     options.registry.onStartFailed((id) => this.#restartFailed(id));
     options.registry.onUnconfigured((id) => {
       this.#restarting.delete(id);
+      this.#tellUnlistedGone(id);
       this.#unlistedSince.delete(id);
       this.#providerDownSince.delete(id);
     });
@@ -316,7 +335,7 @@ export class DeviceOutages {
         this.#unlistedSince.get(providerId)?.get(deviceId) ?? null,
       );
     }
-    const failure = readFailure(dev, this.#o.cache);
+    const failure = readFailure(dev, this.#o.cache, this.#readFailedInSpell.has(dev));
     if (failure === null) return UP;
     const since = this.#failingSince.get(dev) ?? null;
     if (
@@ -392,6 +411,30 @@ export class DeviceOutages {
     }
   }
 
+  /**
+   * A provider no longer configured: each device it no longer listed (#unlistedSince: left out by
+   * a restart, or taken out by a reload restarting it), down and followed no more, is told gone
+   * (`unconfigured`) once -- as a listed one is (#recheck): the device-loss latch releases it now.
+   */
+  #tellUnlistedGone(providerId: string): void {
+    const dates = this.#unlistedSince.get(providerId);
+    if (dates === undefined || this.#stopped) return;
+    const atWallMs = this.#o.clock.nowMs();
+    const onError = this.#o.onListenerError ?? (() => {});
+    for (const deviceId of dates.keys()) {
+      const condition = this.#judge(providerId, deviceId);
+      if (condition.unconfigured !== true) continue;
+      const change: DeviceConditionChange = {
+        providerId,
+        deviceId,
+        previous: "down",
+        condition,
+        atWallMs,
+      };
+      tellEach(this.#listeners, [change], onError);
+    }
+  }
+
   #providerSince(providerId: string): number | null {
     return this.#providerDownSince.get(providerId) ?? null;
   }
@@ -416,19 +459,27 @@ export class DeviceOutages {
     const host = this.#o.registry.host(dev.providerId);
     if (host !== undefined && !host.available) this.#noteProviderDown(dev.providerId);
     const failing = host !== undefined && host.available && readsFail(dev, this.#o.cache);
-    const began = failing && !this.#failingSince.has(dev);
+    // Begun by a failed read, or by its provider's health reporting it UNREACHABLE -- not by a
+    // health report about another device while it is not read since its provider came back.
+    const began = failing && !this.#failingSince.has(dev) &&
+      (read || reportedUnreachable(dev, this.#o.cache));
     if (!failing) {
-      // A healthy poll (the common case) touches one map: the spell's mark only if it had one.
-      if (this.#failingSince.delete(dev)) this.#downInSpell.delete(dev);
+      // A healthy poll (the common case) touches one map: the spell's marks only if it had one.
+      if (this.#failingSince.delete(dev)) {
+        this.#downInSpell.delete(dev);
+        this.#readFailedInSpell.delete(dev);
+      }
     } else if (began) this.#failingSince.set(dev, this.#o.clock.monoMs());
+    if (failing && read) this.#readFailedInSpell.add(dev);
     const t = this.#tracked.get(dev.providerId)?.get(dev.deviceId);
     if (t === undefined) return;
     this.#recheck(t);
-    // A failed read with its provider up: the device is out, also when its condition did not
-    // change -- failing since its provider came back (judged so before any read, its provider's
-    // return clearing #devicesOut): the calls that return brought (the e-stop's ladder, the hooks
-    // into FAULT) found it not answering, so its answer is a return of its own.
-    if (began && read) this.#noteOut(t);
+    // A failed read (or its provider's health reporting it UNREACHABLE) with its provider up: the
+    // device is out, also when its condition did not change -- failing since its provider came
+    // back (judged so before any read, its provider's return clearing #devicesOut): the calls
+    // that return brought (the e-stop's ladder, the hooks into FAULT) found it not answering, so
+    // its answer is a return of its own.
+    if (began) this.#noteOut(t);
   }
 
   /** Re-judges every device of a provider; one no longer listed is told once, then forgotten. */
@@ -461,7 +512,9 @@ export class DeviceOutages {
     // moment as its provider came back, then its first failed read): a listener keeps the date
     // it is told, and nothing else would tell it this one.
     const dated = next.kind === "failing" && previous.sinceMono === null && next.sinceMono !== null;
-    if (previous.kind === next.kind && !dated) return;
+    // Down still, but gone: a reload removed its provider (the device-loss latch releases it).
+    const gone = next.unconfigured === true && previous.unconfigured !== true;
+    if (previous.kind === next.kind && !dated && !gone) return;
     const change: DeviceConditionChange = {
       providerId: t.providerId,
       deviceId: t.deviceId,
@@ -471,7 +524,7 @@ export class DeviceOutages {
     };
     const onError = this.#o.onListenerError ?? (() => {});
     tellEach(this.#listeners, [change], onError);
-    // Only dated: whether it is out is #polled's to say (a failed read).
+    // Only dated (whether it is out is #polled's to say: a failed read), or gone.
     if (previous.kind === next.kind) return;
     if (this.#o.registry.host(t.providerId)?.available !== true) return;
     if (next.kind !== "up") return this.#noteOut(t);
@@ -608,11 +661,18 @@ function reportedUnreachable(dev: DeviceState, cache: StateCache): boolean {
   return false;
 }
 
-/** Why the reads of a device fail (readsFail's reasons, as an operator reads them); else null. */
-function readFailure(dev: DeviceState, cache: StateCache): string | null {
+/**
+ * Why the reads of a device fail (readsFail's reasons, as an operator reads them); else null.
+ * `readFailed`: a read of it failed in this failing spell (one not read since its provider came
+ * back has had none).
+ */
+function readFailure(dev: DeviceState, cache: StateCache, readFailed: boolean): string | null {
   if (!readsFail(dev, cache)) return null;
   if (!dev.available) {
-    return dev.lastPollMs === 0 ? "it has not answered a read yet" : "its reads fail";
+    if (dev.lastPollMs === 0) return "it has not answered a read yet";
+    if (readFailed) return "its reads fail";
+    if (reportedUnreachable(dev, cache)) return "its provider reports it UNREACHABLE";
+    return "it has not answered a read since its provider came back";
   }
   if (reportedUnreachable(dev, cache)) return "its provider reports it UNREACHABLE";
   // Every sample it has is bad (a FAULT refused for its type keeps its old receipt: said so,

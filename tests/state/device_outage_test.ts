@@ -903,7 +903,7 @@ Deno.test("DeviceOutages tells the date a device failing as its provider comes b
     // Back, not read since: failing from no known moment.
     assert.deepEqual(outages.condition("p0", "pump"), {
       kind: "failing",
-      reason: "its reads fail",
+      reason: "it has not answered a read since its provider came back",
       sinceMono: null,
     });
     fx.clock.mono = 12_000;
@@ -974,5 +974,176 @@ Deno.test("DeviceOutages.onDeviceReturn tells a provider's returns at most once 
   } finally {
     off();
     await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device already down whose provider a reload removes is told unconfigured, once", async () => {
+  const r = await rig();
+  const host = r.fx.host;
+  try {
+    await failPump(r);
+    r.timers.advance(DOWN_AFTER_MS);
+    assert.equal(r.kind("pump"), "down");
+    r.changes.length = 0;
+    r.fx.clock.mono = 20_000;
+    assert.equal(r.fx.registry.remove("p0"), host);
+    // Down -> down, but gone now: the device-loss latch releases it on this change.
+    assert.deepEqual(
+      r.changes.map((c) => [c.deviceId, c.previous, c.condition.kind, c.condition.unconfigured]),
+      [["pump", "down", "down", true], ["switch", "up", "down", true]],
+    );
+    r.timers.advance(DOWN_AFTER_MS);
+    assert.equal(r.changes.length, 2, "told once");
+  } finally {
+    await host.stop(2000);
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device its provider's health reports UNREACHABLE as the provider came back is out: its answer is told a return", async () => {
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  const returned: string[] = [];
+  const off = outages.onDeviceReturn((p, d) => returned.push(`${p}/${d}`));
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    const pid = fx.kill();
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.equal(outages.condition("p0", "pump").sinceMono, null, "not read since it came back");
+    // Its provider's health, not a read, finds it out: dated then, and out.
+    fx.clock.mono = 12_000;
+    await fx.program("pump", {
+      health: { devices: [{ device_id: "pump", state: WireDeviceState.UNREACHABLE }] },
+    });
+    await fx.cache.fetchReportedHealth(fx.host);
+    assert.deepEqual(outages.condition("p0", "pump"), {
+      kind: "failing",
+      reason: "its provider reports it UNREACHABLE",
+      sinceMono: 12_000,
+    });
+    await fx.program("pump", { health: { devices: [] } });
+    await fx.cache.fetchReportedHealth(fx.host);
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    assert.deepEqual(returned, ["p0/pump"], "its return after its provider's health found it out");
+  } finally {
+    off();
+    outages.stop();
+    await fx.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device failing as its provider came back says it has not answered since, not that its reads fail; another's health report does not date it", async () => {
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    const pid = fx.kill();
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    const c = outages.condition("p0", "pump");
+    assert.equal(c.kind, "failing");
+    assert.equal(c.sinceMono, null);
+    assert.doesNotMatch(c.reason, /reads fail/, "no read has failed");
+    assert.match(c.reason, /not answered a read since its provider came back/);
+    // A health report that calls another device UNREACHABLE is no failed read of the pump.
+    fx.clock.mono = 12_000;
+    await fx.program("pump", {
+      health: { devices: [{ device_id: "switch", state: WireDeviceState.UNREACHABLE }] },
+    });
+    await fx.cache.fetchReportedHealth(fx.host);
+    assert.equal(outages.condition("p0", "pump").sinceMono, null, "dated by another's health");
+    fx.clock.mono = 13_000;
+    await fx.program("pump", { read: { error: { code: StatusCode.UNAVAILABLE } } });
+    await fx.cache.pollDevice("p0", "pump");
+    assert.deepEqual(outages.condition("p0", "pump"), {
+      kind: "failing",
+      reason: "its reads fail",
+      sinceMono: 13_000,
+    });
+  } finally {
+    outages.stop();
+    await fx.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device a restart left out, whose provider a reload then removes, is told unconfigured, once", async () => {
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  const changes: DeviceConditionChange[] = [];
+  outages.onChange((c) => changes.push(c));
+  const host = fx.host;
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    await fx.setInventory({ devices: { switch: INVENTORY.devices.switch! } });
+    const pid = fx.kill();
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.match(outages.condition("p0", "pump").reason, /not in the inventory/);
+    changes.length = 0;
+    assert.equal(fx.registry.remove("p0"), host);
+    assert.deepEqual(
+      changes.map((c) => [c.deviceId, c.previous, c.condition.kind, c.condition.unconfigured]),
+      [["switch", "up", "down", true], ["pump", "down", "down", true]],
+    );
+    timers.advance(DOWN_AFTER_MS);
+    assert.equal(changes.length, 2, "told once");
+  } finally {
+    outages.stop();
+    await host.stop(2000);
+    await fx.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device a restart left out, listed again by the next, is told its change from down, not taken as first seen", async () => {
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  const changes: DeviceConditionChange[] = [];
+  outages.onChange((c) => c.deviceId === "pump" && changes.push(c));
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    changes.length = 0;
+    await fx.setInventory({ devices: { switch: INVENTORY.devices.switch! } });
+    let pid = fx.kill();
+    await waitFor("restarted without it", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.match(outages.condition("p0", "pump").reason, /not in the inventory/);
+    await fx.setInventory(INVENTORY);
+    pid = fx.kill();
+    await waitFor("restarted with it", () => fx.host.available && fx.host.session!.pid !== pid);
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    // Each change follows the one told before it (the device-loss latch's return, the incident's
+    // failing spell read `previous`).
+    assert.deepEqual(changes.map((c) => [c.previous, c.condition.kind]), [
+      ["up", "down"],
+      ["down", "failing"],
+      ["failing", "up"],
+    ]);
+  } finally {
+    outages.stop();
+    await fx.close();
   }
 });
