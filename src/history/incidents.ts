@@ -421,8 +421,9 @@ export class IncidentRecorder {
    * searches see only the polls since the last step back). A device failing as it comes back
    * (from down: its provider is up again, or lists it again) is told so before any read: its
    * next poll is its first failed read, `wallMs` null (its time is read from the ring when the
-   * loss is found). Held only while the device is failing (bounded by the devices listed), with
-   * its timer noting where its window ends (FailingAt.endSeq: one per failing device).
+   * loss is found). Held only while the device is failing and the recorder runs (bounded by the
+   * devices listed; stop() forgets them), with its timer noting where its window ends
+   * (FailingAt.endSeq: one per failing device).
    */
   readonly #failingAt = new Map<string, FailingAt>();
   #dropped = 0;
@@ -505,12 +506,10 @@ export class IncidentRecorder {
     this.#unsubscribe = null;
     this.#unsubscribeOutages?.();
     this.#unsubscribeOutages = null;
-    for (const f of this.#failingAt.values()) {
-      if (f.timer !== null) this.#o.clock.clearTimer(f.timer);
-      f.timer = null; // its loss, found later, is cut by endedMs
-      f.unwatch?.();
-      f.unwatch = null;
-    }
+    // Forgotten: a stopped recorder is told no condition, so an entry kept would outlive its
+    // failing spell (the device up again untold) and date a later start's loss of the device from
+    // before the stop. A device still failing then is told anew by its loss (dated back from it).
+    for (const key of [...this.#failingAt.keys()]) this.#forgetFailingAt(key);
     for (const p of [...this.#pending]) {
       if (p.timer !== null) this.#o.clock.clearTimer(p.timer);
       this.#capture(p);

@@ -164,6 +164,12 @@ export class JournalWriter {
   /** The batch being written. */
   #inflight: Pending[] = [];
   #writing: Promise<void> | null = null;
+  /**
+   * The #prepare under way (open()'s, or a write's), settled: one at a time, so an open() and a
+   * write begun together open one handle, not two (the one overwritten never closed), nor rotate
+   * twice. Null when none is.
+   */
+  #preparing: Promise<void> | null = null;
   #handle: JournalAppendHandle | null = null;
   /** Bytes in the current file (segments only). */
   #size = 0;
@@ -226,14 +232,25 @@ export class JournalWriter {
    * `report: false` leaves it to the caller (its own line says what the failure means): nothing
    * is counted nor logged. `note`: what else the failure means to the caller, appended (after
    * `; `) to that ERROR, so one cause is said in one line. Closed while it opened (a hung mount
-   * answering after the owner's stop), it holds no file: the one opened meanwhile is closed again.
+   * answering after the owner's stop), it resolves, holds no file (one opened meanwhile is closed
+   * again) and changes nothing more on disk: no segment removed, none begun (#ClosedMeanwhile).
+   * With a write under way or begun meanwhile, the file is opened once (#preparing).
    */
   async open(
     options: { readonly report?: boolean; readonly note?: string | undefined } = {},
   ): Promise<void> {
     try {
-      await this.#prepare(0);
+      while (this.#preparing !== null) await this.#preparing;
+      const prepare = this.#prepare(0, false, true);
+      const mine = this.#preparing = prepare.then(() => {}, () => {});
+      try {
+        await prepare;
+      } finally {
+        if (this.#preparing === mine) this.#preparing = null;
+      }
     } catch (err) {
+      // Closed meanwhile: what the disk said since is no failure of the writer's owner's.
+      if (this.#closed) return;
       if (options.report ?? true) this.#failed(err, options.note);
       throw err;
     } finally {
@@ -536,7 +553,15 @@ export class JournalWriter {
     let i = 0;
     let first = true;
     while (i < lines.length) {
-      await this.#prepare(utf8Length(lines[i]!) + 1, fresh?.[i] === true);
+      // After open()'s under way (#preparing); rarely waits.
+      while (this.#preparing !== null) await this.#preparing;
+      const prepare = this.#prepare(utf8Length(lines[i]!) + 1, fresh?.[i] === true);
+      const mine = this.#preparing = prepare.then(() => {}, () => {});
+      try {
+        await prepare;
+      } finally {
+        if (this.#preparing === mine) this.#preparing = null;
+      }
       const endsTornLine = this.#needsNewline;
       let text = endsTornLine ? "\n" : "";
       let size = this.#size + text.length;
@@ -571,31 +596,39 @@ export class JournalWriter {
    * unreadable line, and its INFO is said, whether the file was full at open or filled by the
    * line.
    */
-  async #prepare(bytes: number, fresh = false): Promise<void> {
+  async #prepare(bytes: number, fresh = false, opening = false): Promise<void> {
+    // open()'s: ends where it is once the writer was closed meanwhile (#ClosedMeanwhile).
+    const step = opening
+      ? async <T>(call: Promise<T>): Promise<T> => {
+        const result = await call;
+        if (this.#closed) throw new ClosedMeanwhile();
+        return result;
+      }
+      : identity;
     const s = this.#segments;
     if (s === null) {
       if (this.#handle === null) {
-        this.#size = await this.#o.files.fileSize(this.currentPath!);
-        await this.#openFile(this.currentPath!);
+        this.#size = await step(this.#o.files.fileSize(this.currentPath!));
+        await this.#openFile(this.currentPath!, step);
       }
       return;
     }
     const full = (size: number) => size > 0 && (fresh || size + bytes > s.maxFileBytes);
     for (;;) {
       if (this.#handle === null) {
-        await this.#o.files.ensureDir(s.dir);
+        await step(this.#o.files.ensureDir(s.dir));
         if (this.#segment === null) {
-          this.#segment = (await segmentNumbers(this.#o.files, s)).at(-1) ?? 1;
+          this.#segment = (await step(segmentNumbers(this.#o.files, s))).at(-1) ?? 1;
         }
         const path = segmentPath(s, this.#segment);
-        const size = await this.#o.files.fileSize(path);
-        if (full(size) && await this.#o.files.endsWithNewline(path)) {
+        const size = await step(this.#o.files.fileSize(path));
+        if (full(size) && await step(this.#o.files.endsWithNewline(path))) {
           // Whole and full: left as it is (not opened).
           this.#segment++;
-          await this.#prune(s);
+          await this.#prune(s, opening);
           continue;
         }
-        await this.#openFile(path);
+        await this.#openFile(path, step);
         this.#size = size;
       }
       if (!full(this.#size)) return;
@@ -625,7 +658,7 @@ export class JournalWriter {
       }
       this.#dropHandle();
       this.#segment = this.#segment! + 1;
-      await this.#prune(s);
+      await this.#prune(s, opening);
     }
   }
 
@@ -646,16 +679,23 @@ export class JournalWriter {
     );
   }
 
-  async #openFile(path: string): Promise<void> {
-    this.#needsNewline = !(await this.#o.files.endsWithNewline(path));
+  /** Opens `path`; `step` wraps each call on the disk (#prepare's check of a close meanwhile). */
+  async #openFile(
+    path: string,
+    step: <T>(call: Promise<T>) => Promise<T> = identity,
+  ): Promise<void> {
+    this.#needsNewline = !(await step(this.#o.files.endsWithNewline(path)));
     this.#handle = await this.#o.files.openAppend(path);
+    // Closed meanwhile (open()'s): open() closes the handle again.
+    if (step !== identity) await step(Promise.resolve());
   }
 
   /**
    * Removes the oldest segments so at most maxFiles remain, counting the current one, and (with
    * maxTotalBytes) the ones before it total at most maxTotalBytes less the current one's share.
+   * `opening` (open()'s): once the writer was closed meanwhile, it removes no more.
    */
-  async #prune(s: JournalSegments): Promise<void> {
+  async #prune(s: JournalSegments, opening = false): Promise<void> {
     const files = this.#o.files;
     const numbers = await segmentNumbers(files, s);
     // The oldest number kept: by count, then by the bytes of the newest ones before the current.
@@ -671,7 +711,10 @@ export class JournalWriter {
         }
       }
     }
-    for (const n of numbers) if (n < keepFrom) await files.remove(segmentPath(s, n));
+    for (const n of numbers) {
+      if (opening && this.#closed) throw new ClosedMeanwhile();
+      if (n < keepFrom) await files.remove(segmentPath(s, n));
+    }
   }
 
   /**
@@ -770,4 +813,19 @@ export class JournalWriter {
       this.#gap.reason = reason;
     }
   }
+}
+
+/**
+ * Ends an open() whose writer was closed while it waited on the disk (a hung mount answering
+ * after the owner's stop): no segment is removed nor begun after the close. open() resolves.
+ */
+class ClosedMeanwhile extends Error {
+  constructor() {
+    super("the journal was closed while it opened");
+  }
+}
+
+/** A call on the disk as it is (#prepare's step outside open()). */
+function identity<T>(call: Promise<T>): Promise<T> {
+  return call;
 }

@@ -596,3 +596,35 @@ for (const [step, what] of WALL_STEPS) {
     );
   });
 }
+
+Deno.test("a device failing when the recorder stopped, up again before it started again, is dated at its new loss, not at the reads that failed before the stop", async () => {
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
+  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+    const t0 = clock.wall;
+    pollSignals(["x"], 1); // t0: its first failed read
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: clock.mono });
+    // The recorder stops and starts again; meanwhile the device answered again (its being up
+    // told to no recorder).
+    await incidents.stop();
+    clock.advance(10_000);
+    await incidents.start(new EventBus());
+    for (let k = 0; k < 4; k++) {
+      pollSignals(["x"], 2);
+      clock.advance(500);
+    }
+    const lostAt = clock.wall;
+    pollSignals(["x"], 3);
+    // Its provider crashes: down at once, from up.
+    change("up", { kind: "down", reason: "provider down", sinceMono: clock.mono });
+    clock.advance(2_000);
+    pollSignals(["x"], 4);
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.ok(h !== undefined, "the loss was recorded");
+    assert.equal(
+      h.at_epoch_ms - t0,
+      lostAt - t0,
+      "the loss is dated at the reads that failed before the stop",
+    );
+  });
+});

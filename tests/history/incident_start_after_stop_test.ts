@@ -149,3 +149,28 @@ Deno.test("an incident recorder stopped while its start prunes the kept records 
     "the stopped recorder went on removing records after the stop",
   );
 });
+
+Deno.test("a history stopped while its start opens the disk tier removes no file of an earlier run and begins none once that opening returns", async () => {
+  // An earlier run's files, its newest past a file's share (disk_max_bytes lowered since): an
+  // open begins a new file and removes the oldest past disk_max_bytes.
+  const files = new HeldListing("/data/history");
+  const segment = (n: number) => `/data/history/history-0000000${n}.jsonl`;
+  for (const [n, bytes] of [[1, 600_000], [2, 600_000], [3, 70_000]] as const) {
+    const h = await files.openAppend(segment(n));
+    await h.append(`${"x".repeat(bytes - 1)}\n`);
+    h.close();
+  }
+  const { history } = handFedHistory({ diskMaxBytes: 1 << 20 }, files);
+  const starting = history.start();
+  await flushMicrotasks();
+  assert.ok(files.held > 0, "the start waits on the folder");
+  await history.stop();
+  files.release(); // the hung mount answers at last
+  await starting;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  assert.deepEqual(
+    (await files.listNames("/data/history")).sort(),
+    [1, 2, 3].map((n) => segment(n).slice("/data/history/".length)),
+    "the stopped history's disk tier removed a file or began one",
+  );
+});

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { JournalWriter } from "../../src/journal/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
-import { ManualClock } from "../helpers/clock.ts";
+import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 
 const PATH = "/data/j.jsonl";
 
@@ -244,3 +244,73 @@ Deno.test("JournalWriter: a failed batched fsync drops no line: its one ERROR, n
   await w.close();
   assert.deepEqual(linesOf(files), ['{"n":1}', '{"n":2}']);
 });
+
+/** FaultyMemoryFiles whose first size read of a segment waits while `held` is set (a hung mount). */
+class HeldSizeFiles extends FaultyMemoryFiles {
+  held: Promise<void> | null = null;
+  waiting = 0;
+  override async fileSize(path: string): Promise<number> {
+    if (this.held !== null) {
+      this.waiting++;
+      await this.held;
+    }
+    return await super.fileSize(path);
+  }
+}
+
+Deno.test("JournalWriter: closed while open() waits on the disk, it removes no segment and creates no file once the disk answers", async () => {
+  // Three segments of an earlier run; the newest is past maxFileBytes (a line longer than a
+  // file, or a bound lowered since): an open now would begin segment 4 and prune by maxFiles 2.
+  const files = new HeldSizeFiles();
+  const dir = "/data/j";
+  const seg = (n: number) => `${dir}/seg-0000000${n}.jsonl`;
+  for (const n of [1, 2, 3]) {
+    const h = await files.openAppend(seg(n));
+    await h.append(`${JSON.stringify({ n, pad: "x".repeat(n === 3 ? 200 : 10) })}\n`);
+    h.close();
+  }
+  const before = (await files.listNames(dir)).sort();
+  const segments = { dir, prefix: "seg", maxFileBytes: 100, maxFiles: 2 };
+  const { w } = writer(files, { target: { segments } });
+  let release = () => {};
+  files.held = new Promise((r) => (release = r));
+  const opening = w.open().catch(() => {});
+  for (let i = 0; i < 100 && files.waiting < 1; i++) await flushMicrotasks();
+  assert.equal(files.waiting, 1, "the open waits on the disk");
+  await w.close(); // the owner stops while the open waits
+  files.held = null;
+  release(); // the hung mount answers at last
+  await opening;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  assert.deepEqual(
+    (await files.listNames(dir)).sort(),
+    before,
+    "the closed writer's open went on: it pruned segments or began a new one",
+  );
+});
+
+for (
+  const [what, target] of [
+    ["one file", { path: PATH }],
+    ["segments", { segments: { dir: "/data/s", prefix: "seg", maxFileBytes: 1000, maxFiles: 3 } }],
+  ] as const
+) {
+  Deno.test(`JournalWriter (${what}): an open() and a write begun together open one file handle, closed at close()`, async () => {
+    // The run registry's rewrite opens its new runs file while a save may append to it.
+    const files = new FaultyMemoryFiles();
+    await files.ensureDir("/data");
+    let handles = 0;
+    const openAppend = files.openAppend.bind(files);
+    files.openAppend = async (path: string) => {
+      const h = await openAppend(path);
+      handles++;
+      return { ...h, close: () => (handles--, h.close()) };
+    };
+    const { w } = writer(files, { target });
+    const appended = w.append('{"n":1}');
+    await w.open();
+    assert.deepEqual(await appended, { ok: true });
+    await w.close();
+    assert.equal(handles, 0, "a file handle of the closed writer is still open");
+  });
+}
