@@ -1315,24 +1315,16 @@ interlocks:
   }
 });
 
-Deno.test("AlarmEngine says after a rediscovery what the provider's new inventory no longer has (logged, unresolved_block)", async () => {
-  // A real restart: the provider's inventory is announced before it counts as up again.
-  const fx = await startProgrammable({
-    devices: {
-      probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] },
-      valve: { signals: [{ id: "x", type: T.DOUBLE }] },
-    },
-  }, { restart: {}, inProcess: true });
-  const { alarms, interlocks } = configOf(`
-alarms:
-  - { id: hot, signal: p0/probe/temp, hi: 80 }
-interlocks:
-  - { id: il, block: [p0/valve/program], while: "p0/probe/temp > 80", message: m }
-`);
+/**
+ * An AlarmEngine over a real provider that restarts (in process), its lines captured: probe
+ * polled once, the engine started. `restartWith` writes the inventory the provider comes back
+ * with, kills it and waits for its successor up (its inventory announced before it counts as up).
+ */
+async function restartingEngine(devices: Inventory["devices"], yaml: string) {
+  const fx = await startProgrammable({ devices }, { restart: {}, inProcess: true });
   const lines: string[] = [];
   const engine = new AlarmEngine({
-    alarms,
-    interlocks,
+    ...configOf(yaml),
     cache: fx.cache,
     inventory: new InventoryPort(fx.registry),
     bus: new EventBus(),
@@ -1340,9 +1332,45 @@ interlocks:
     log: capturingLogger({ now: () => 0, lines }).log,
     actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
   });
+  const close = async () => {
+    engine.stop();
+    await fx.close();
+  };
   try {
     await fx.cache.pollDevice("p0", "probe");
     engine.start();
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return {
+    fx,
+    engine,
+    lines,
+    restartWith: async (inventory: Inventory) => {
+      await fx.setInventory(inventory);
+      const pid = fx.kill();
+      await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    },
+    close,
+  };
+}
+
+Deno.test("AlarmEngine says after a rediscovery what the provider's new inventory no longer has (logged, unresolved_block)", async () => {
+  // A real restart: the provider's inventory is announced before it counts as up again.
+  const { engine, lines, restartWith, close } = await restartingEngine(
+    {
+      probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] },
+      valve: { signals: [{ id: "x", type: T.DOUBLE }] },
+    },
+    `
+alarms:
+  - { id: hot, signal: p0/probe/temp, hi: 80 }
+interlocks:
+  - { id: il, block: [p0/valve/program], while: "p0/probe/temp > 80", message: m }
+`,
+  );
+  try {
     assert.deepEqual(engine.interlocks()[0]!.unresolved_block, []);
     const told = () =>
       lines.filter((l) => l.startsWith("ERROR") && !l.includes(" raised "))
@@ -1350,9 +1378,7 @@ interlocks:
     assert.deepEqual(told(), []);
 
     // The provider comes back without temp and without the valve.
-    await fx.setInventory({ devices: { probe: { signals: [{ id: "other", type: T.DOUBLE }] } } });
-    const pid = fx.kill();
-    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restartWith({ devices: { probe: { signals: [{ id: "other", type: T.DOUBLE }] } } });
     assert.equal(
       engine.alarm("hot").bad_input,
       "p0/probe/temp: device p0/probe declares no signal 'temp'",
@@ -1366,42 +1392,26 @@ interlocks:
       "interlock il: block entry p0/valve/program matches no function: it blocks nothing",
     ]);
   } finally {
-    engine.stop();
-    await fx.close();
+    await close();
   }
 });
 
 Deno.test("AlarmEngine's bad_input names the declared type a restart gave an alarm's signal, not 'no sample', until a sample comes", async () => {
   // A real restart: the provider comes back declaring temp a string (it was a double), so the
   // cache drops the double it held: there is no sample until the next poll answers.
-  const fx = await startProgrammable({
-    devices: { probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] } },
-  }, { restart: {}, inProcess: true });
-  const { alarms, interlocks } = configOf(`
+  const { fx, engine, lines, restartWith, close } = await restartingEngine(
+    {
+      probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] },
+    },
+    `
 alarms:
   - { id: hot, signal: p0/probe/temp, hi: 80 }
   - { id: open, signal: p0/probe/temp, alarm_when: true }
-`);
-  const lines: string[] = [];
-  const engine = new AlarmEngine({
-    alarms,
-    interlocks,
-    cache: fx.cache,
-    inventory: new InventoryPort(fx.registry),
-    bus: new EventBus(),
-    clock: fx.clock,
-    log: capturingLogger({ now: () => 0, lines }).log,
-    actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
-  });
+`,
+  );
   try {
-    await fx.cache.pollDevice("p0", "probe");
-    engine.start();
     assert.equal(engine.alarm("hot").bad_input, null);
-    await fx.setInventory({
-      devices: { probe: { signals: [{ id: "temp", type: T.STRING }] } },
-    });
-    const pid = fx.kill();
-    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restartWith({ devices: { probe: { signals: [{ id: "temp", type: T.STRING }] } } });
     assert.equal(fx.cache.signal("p0", "probe", "temp"), undefined, "no sample yet");
     assert.equal(
       engine.alarm("hot").bad_input,
@@ -1424,43 +1434,27 @@ alarms:
       "the same reason as the ERROR line of the rediscovery",
     );
   } finally {
-    engine.stop();
-    await fx.close();
+    await close();
   }
 });
 
 Deno.test("AlarmEngine's interlock input bad_input names the declared type a restart gave its signal, not 'no sample', until a sample comes", async () => {
   // A real restart: the provider comes back declaring temp a string (it was a double), so the
   // cache drops the double it held: there is no sample until the next poll answers.
-  const fx = await startProgrammable({
-    devices: { probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] } },
-  }, { restart: {}, inProcess: true });
-  const { alarms, interlocks } = configOf(`
+  const { fx, engine, lines, restartWith, close } = await restartingEngine(
+    {
+      probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] },
+    },
+    `
 interlocks:
   - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
   - { id: dead, block: [p0/probe/c], while: "bad(p0/probe/temp)", message: m }
-`);
-  const lines: string[] = [];
-  const engine = new AlarmEngine({
-    alarms,
-    interlocks,
-    cache: fx.cache,
-    inventory: new InventoryPort(fx.registry),
-    bus: new EventBus(),
-    clock: fx.clock,
-    log: capturingLogger({ now: () => 0, lines }).log,
-    actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
-  });
+`,
+  );
   try {
-    await fx.cache.pollDevice("p0", "probe");
-    engine.start();
     const view = (id: string) => engine.interlocks().find((v) => v.id === id)!;
     assert.equal(view("hot").inputs[0]!.bad_input, null);
-    await fx.setInventory({
-      devices: { probe: { signals: [{ id: "temp", type: T.STRING }] } },
-    });
-    const pid = fx.kill();
-    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restartWith({ devices: { probe: { signals: [{ id: "temp", type: T.STRING }] } } });
     assert.equal(fx.cache.signal("p0", "probe", "temp"), undefined, "no sample yet");
     const mismatch = "p0/probe/temp is declared string; column 15 of the condition: '>' cannot " +
       "compare p0/probe/temp (string) with 80";
@@ -1483,8 +1477,7 @@ interlocks:
       "p0/probe/temp: no sample in the cache",
     );
   } finally {
-    engine.stop();
-    await fx.close();
+    await close();
   }
 });
 

@@ -48,92 +48,100 @@ function assertDatedBetween(since: number | null, from: number, observed: number
   );
 }
 
-Deno.test("automation status dates a blocked device from when it started failing: a wall clock stepped back an hour since does not move the date", async () => {
+/**
+ * Runs `body` over the real kernel (MANUAL) whose tree is `tree` (default: NAMES_MOTOR), on the
+ * stepped clock; `restart: false` leaves sim0 down once it crashed.
+ */
+async function withSteppedRuntime(
+  o: { tree?: string; restart?: false },
+  body: (rt: Kernel, clock: Clock, step: { wallOffsetMs: number }, dir: TreeDir) => Promise<void>,
+): Promise<void> {
   const dir = await TreeDir.create();
   try {
-    const tree = await dir.write("names_motor.xml", NAMES_MOTOR);
+    const tree = await dir.write("tree.xml", o.tree ?? NAMES_MOTOR);
     const { clock, step } = steppedClock();
-    const rt = await startRuntime(automationConfig(tree), { host: { clock } });
-    try {
-      await rt.modes.request("MANUAL");
-      const before = clock.nowMs();
-      await failMotor(rt);
-      // Its reads fail (nobody has read automation status yet).
-      await waitFor(
-        "motorctl0 failing",
-        () => rt.outages.condition("sim0", "motorctl0").kind !== "up",
-      );
-      const observed = clock.nowMs();
-      // NTP steps the wall clock back an hour before anyone asks.
-      step.wallOffsetMs = -3_600_000;
-      const since = motorSince(rt);
-      assertDatedBetween(since, before, observed, "started failing");
-      // And forward two hours: the device has been failing since the same moment.
-      step.wallOffsetMs = 3_600_000;
-      assert.equal(motorSince(rt), since, "the date moved with the wall clock");
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
-});
-
-Deno.test("automation status dates a down device's outage from its provider's crash when that moves its start (the condition stays down): a wall clock stepped back since does not move the date", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("names_motor.xml", NAMES_MOTOR);
-    const { clock, step } = steppedClock();
-    // Not restarted: sim0 stays down once it crashed.
-    const config = automationConfig(tree, {
-      config: { providers: [simProvider("sim0", { restart: false })] },
-    });
+    const config = o.restart === false
+      ? automationConfig(tree, { config: { providers: [simProvider("sim0", { restart: false })] } })
+      : automationConfig(tree);
     const rt = await startRuntime(config, { host: { clock } });
     try {
       await rt.modes.request("MANUAL");
-      await failMotor(rt);
-      // Its reads have failed long enough: down (read once, as an operator's screen does).
-      await waitFor(
-        "motorctl0 down",
-        () => rt.outages.condition("sim0", "motorctl0").kind === "down",
-      );
-      const readsFailedSince = rt.outages.condition("sim0", "motorctl0").sinceMono;
-      assert.ok(motorSince(rt) !== null, "dated once down");
-      const crashed = clock.nowMs();
-      // Its provider crashes: down still (no change of condition told), since the provider went
-      // down now.
-      await callAs(rt, "manual", "sim0/chaos_control", "crash", { exit_code: tv.i(9) }).catch(
-        () => {},
-      );
-      await waitFor("sim0 down", () => !rt.registry.host("sim0")!.available);
-      const c = rt.outages.condition("sim0", "motorctl0");
-      assert.equal(c.kind, "down");
-      assert.notEqual(c.sinceMono, readsFailedSince, "down since its provider went down");
-      const observed = clock.nowMs();
-      // NTP steps the wall clock back an hour before anyone asks again.
-      step.wallOffsetMs = -3_600_000;
-      const since = motorSince(rt);
-      assertDatedBetween(since, crashed, observed, "down since its provider crashed,");
-      step.wallOffsetMs = 3_600_000;
-      assert.equal(motorSince(rt), since, "the date moved with the wall clock");
+      await body(rt, clock, step, dir);
     } finally {
       await rt.stop();
     }
   } finally {
     await dir.dispose();
   }
+}
+
+/** sim0 crashed (chaos_control crash, exit 9) and seen down. */
+async function crashSim0(rt: Kernel): Promise<void> {
+  await callAs(rt, "manual", "sim0/chaos_control", "crash", { exit_code: tv.i(9) }).catch(() => {});
+  await waitFor("sim0 down", () => !rt.registry.host("sim0")!.available);
+}
+
+/**
+ * NTP steps the wall clock back an hour before anyone asks: motorctl0 dated between `from` and
+ * `observed`; then forward an hour: the same date.
+ */
+function assertStepsKeepDate(
+  rt: Kernel,
+  step: { wallOffsetMs: number },
+  from: number,
+  observed: number,
+  what: string,
+): void {
+  step.wallOffsetMs = -3_600_000;
+  const since = motorSince(rt);
+  assertDatedBetween(since, from, observed, what);
+  step.wallOffsetMs = 3_600_000;
+  assert.equal(motorSince(rt), since, "the date moved with the wall clock");
+}
+
+Deno.test("automation status dates a blocked device from when it started failing: a wall clock stepped back an hour since does not move the date", async () => {
+  await withSteppedRuntime({}, async (rt, clock, step) => {
+    const before = clock.nowMs();
+    await failMotor(rt);
+    // Its reads fail (nobody has read automation status yet).
+    await waitFor(
+      "motorctl0 failing",
+      () => rt.outages.condition("sim0", "motorctl0").kind !== "up",
+    );
+    // Stepped back an hour before anyone asks, then forward two hours: the device has been
+    // failing since the same moment.
+    assertStepsKeepDate(rt, step, before, clock.nowMs(), "started failing");
+  });
+});
+
+Deno.test("automation status dates a down device's outage from its provider's crash when that moves its start (the condition stays down): a wall clock stepped back since does not move the date", async () => {
+  // Not restarted: sim0 stays down once it crashed.
+  await withSteppedRuntime({ restart: false }, async (rt, clock, step) => {
+    await failMotor(rt);
+    // Its reads have failed long enough: down (read once, as an operator's screen does).
+    await waitFor(
+      "motorctl0 down",
+      () => rt.outages.condition("sim0", "motorctl0").kind === "down",
+    );
+    const readsFailedSince = rt.outages.condition("sim0", "motorctl0").sinceMono;
+    assert.ok(motorSince(rt) !== null, "dated once down");
+    const crashed = clock.nowMs();
+    // Its provider crashes: down still (no change of condition told), since the provider went
+    // down now.
+    await crashSim0(rt);
+    const c = rt.outages.condition("sim0", "motorctl0");
+    assert.equal(c.kind, "down");
+    assert.notEqual(c.sinceMono, readsFailedSince, "down since its provider went down");
+    assertStepsKeepDate(rt, step, crashed, clock.nowMs(), "down since its provider crashed,");
+  });
 });
 
 Deno.test("automation status dates a device a reload's tree names from when it started failing before the reload: a wall clock stepped back before the first read does not move the date", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const idle = await dir.write("idle.xml", treeXml(`<AlwaysSuccess />`));
-    const tree = await dir.write("names_motor.xml", NAMES_MOTOR);
-    const { clock, step } = steppedClock();
-    // The tree at start names no device.
-    const rt = await startRuntime(automationConfig(idle), { host: { clock } });
-    try {
-      await rt.modes.request("MANUAL");
+  // The tree at start names no device.
+  await withSteppedRuntime(
+    { tree: treeXml(`<AlwaysSuccess />`) },
+    async (rt, clock, step, dir) => {
+      const tree = await dir.write("names_motor.xml", NAMES_MOTOR);
       const before = clock.nowMs();
       await failMotor(rt);
       await waitFor(
@@ -149,53 +157,26 @@ Deno.test("automation status dates a device a reload's tree names from when it s
       });
       assert.deepEqual(report.applied, ["automation.behavior_tree"]);
       assertDatedBetween(motorSince(rt), before, observed, "started failing");
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+    },
+  );
 });
 
 Deno.test("automation status dates a device that was up from its provider's crash: a wall clock stepped back since does not move the date", async () => {
-  const dir = await TreeDir.create();
-  try {
-    const tree = await dir.write("names_motor.xml", NAMES_MOTOR);
-    const { clock, step } = steppedClock();
-    // Not restarted: sim0 stays down once it crashed.
-    const config = automationConfig(tree, {
-      config: { providers: [simProvider("sim0", { restart: false })] },
+  // Not restarted: sim0 stays down once it crashed.
+  await withSteppedRuntime({ restart: false }, async (rt, clock, step) => {
+    assert.equal(rt.outages.condition("sim0", "motorctl0").kind, "up");
+    // Each change of motorctl0 as told (the date a listener keeps is the one it is told).
+    const told: (number | null)[] = [];
+    rt.outages.onChange((c) => {
+      if (c.deviceId === "motorctl0" && c.condition.kind === "down") {
+        told.push(c.condition.sinceMono);
+      }
     });
-    const rt = await startRuntime(config, { host: { clock } });
-    try {
-      await rt.modes.request("MANUAL");
-      assert.equal(rt.outages.condition("sim0", "motorctl0").kind, "up");
-      // Each change of motorctl0 as told (the date a listener keeps is the one it is told).
-      const told: (number | null)[] = [];
-      rt.outages.onChange((c) => {
-        if (c.deviceId === "motorctl0" && c.condition.kind === "down") {
-          told.push(c.condition.sinceMono);
-        }
-      });
-      const crashed = clock.nowMs();
-      await callAs(rt, "manual", "sim0/chaos_control", "crash", { exit_code: tv.i(9) }).catch(
-        () => {},
-      );
-      await waitFor("sim0 down", () => !rt.registry.host("sim0")!.available);
-      const c = rt.outages.condition("sim0", "motorctl0");
-      assert.equal(c.kind, "down");
-      assert.deepEqual(told, [c.sinceMono], "told down once, with the date it has");
-      const observed = clock.nowMs();
-      // NTP steps the wall clock back an hour before anyone asks.
-      step.wallOffsetMs = -3_600_000;
-      const since = motorSince(rt);
-      assertDatedBetween(since, crashed, observed, "down since its provider crashed,");
-      step.wallOffsetMs = 3_600_000;
-      assert.equal(motorSince(rt), since, "the date moved with the wall clock");
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await dir.dispose();
-  }
+    const crashed = clock.nowMs();
+    await crashSim0(rt);
+    const c = rt.outages.condition("sim0", "motorctl0");
+    assert.equal(c.kind, "down");
+    assert.deepEqual(told, [c.sinceMono], "told down once, with the date it has");
+    assertStepsKeepDate(rt, step, crashed, clock.nowMs(), "down since its provider crashed,");
+  });
 });

@@ -9,7 +9,7 @@
  * read and the stream's first attempts fail); the page in headless Chromium.
  */
 import assert from "node:assert/strict";
-import type { Page } from "playwright-core";
+import type { Page, Route } from "playwright-core";
 import {
   chromiumMissing,
   HELD,
@@ -667,6 +667,86 @@ Deno.test({
   },
 });
 
+/**
+ * The runtime's answer to a read over its request bound (http.thread_pool_size), for
+ * `route.fulfill`: a 503 of a moment, not a refusal for good.
+ */
+const SERVER_BUSY = {
+  status: 503,
+  contentType: "application/json",
+  body: JSON.stringify({
+    status: {
+      code: "UNAVAILABLE",
+      message: "Server busy: 4 requests in progress (http.thread_pool_size)",
+    },
+  }),
+};
+
+/**
+ * The page's requests to `path` answered SERVER_BUSY while `busyNow(route)` says so (it may count
+ * them); the others reach the runtime.
+ */
+async function routeBusy(
+  page: Page,
+  path: string,
+  busyNow: (route: Route) => boolean,
+): Promise<void> {
+  await page.route(`**${path}`, async (route) => {
+    if (!busyNow(route)) return await route.continue();
+    await route.fulfill(SERVER_BUSY);
+  });
+}
+
+/**
+ * The page on its stopped clock opened at `url`: once `shown` has come, its stream live and its
+ * reads `settled`.
+ */
+async function openLive(
+  page: Page,
+  url: string,
+  shown: () => Promise<void>,
+  settled: () => Promise<void>,
+): Promise<void> {
+  await installStoppedClock(page);
+  await page.goto(url);
+  await shown();
+  await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
+  await settled();
+}
+
+/** The parameter form of target_temp (simWithTargetTemp). */
+const TARGET_TEMP_FORM = '#parameters form[data-parameter="target_temp"]';
+
+/** The Parameters view opened live (its form shown), reads settled. */
+async function openParameters(page: Page, base: string, settled: () => Promise<void>) {
+  await openLive(
+    page,
+    `${base}/#parameters`,
+    () => page.locator(TARGET_TEMP_FORM).waitFor({ timeout: PAGE_WAIT_MS }),
+    settled,
+  );
+}
+
+/** Another client sets target_temp to 30: the runtime tells the page a parameter_change. */
+async function anotherClientSetsTargetTemp(base: string): Promise<void> {
+  const res = await fetch(`${base}/v0/parameters`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "target_temp", value: 30 }),
+  });
+  assert.equal(res.status, 200, await res.text());
+}
+
+/** The Devices view opened live (a sim0 row shown), reads settled. */
+async function openDevices(page: Page, base: string, settled: () => Promise<void>) {
+  await openLive(
+    page,
+    `${base}/#devices`,
+    () => page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS }),
+    settled,
+  );
+}
+
 Deno.test({
   name:
     "Operator console: a failed re-read of the parameters after a parameter_change is made again before the error line goes",
@@ -680,20 +760,11 @@ Deno.test({
         (route) => away ? route.abort("connectionrefused") : route.continue(),
       );
       const settled = readsSettled(page, notTheStream);
-      const FORM = '#parameters form[data-parameter="target_temp"]';
-      await installStoppedClock(page);
-      await page.goto(`${base}/#parameters`);
-      await page.locator(FORM).waitFor({ timeout: PAGE_WAIT_MS });
-      await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
-      await settled();
+      const FORM = TARGET_TEMP_FORM;
+      await openParameters(page, base, settled);
       // A parameter changes (another client): the page's re-read of the parameters fails.
       away = true;
-      const res = await fetch(`${base}/v0/parameters`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ name: "target_temp", value: 30 }),
-      });
-      assert.equal(res.status, 200, await res.text());
+      await anotherClientSetsTargetTemp(base);
       await waitForText(page, "#refresh-error", /^Refresh failed: /);
       await settled();
       // The runtime answers again; the next 2 s refresh.
@@ -718,21 +789,6 @@ Deno.test({
   },
 });
 
-/**
- * The runtime's answer to a read over its request bound (http.thread_pool_size), for
- * `route.fulfill`: a 503 of a moment, not a refusal for good.
- */
-const SERVER_BUSY = {
-  status: 503,
-  contentType: "application/json",
-  body: JSON.stringify({
-    status: {
-      code: "UNAVAILABLE",
-      message: "Server busy: 4 requests in progress (http.thread_pool_size)",
-    },
-  }),
-};
-
 Deno.test({
   name:
     "Operator console: a parameters read answered 503 server busy is a failed read, made again, not taken for automation disabled",
@@ -742,26 +798,17 @@ Deno.test({
       // The page's next parameters read is answered as the runtime answers one over its request
       // bound (http.thread_pool_size), once: a 503 of a moment, not automation disabled.
       let busy = false;
-      await page.route("**/v0/parameters", async (route) => {
-        if (!busy || route.request().method() !== "GET") return await route.continue();
+      await routeBusy(page, "/v0/parameters", (route) => {
+        if (!busy || route.request().method() !== "GET") return false;
         busy = false;
-        await route.fulfill(SERVER_BUSY);
+        return true;
       });
       const settled = readsSettled(page, notTheStream);
-      const FORM = '#parameters form[data-parameter="target_temp"]';
-      await installStoppedClock(page);
-      await page.goto(`${base}/#parameters`);
-      await page.locator(FORM).waitFor({ timeout: PAGE_WAIT_MS });
-      await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
-      await settled();
+      const FORM = TARGET_TEMP_FORM;
+      await openParameters(page, base, settled);
       // A parameter changes (another client): the page's re-read of the parameters is refused.
       busy = true;
-      const res = await fetch(`${base}/v0/parameters`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ name: "target_temp", value: 30 }),
-      });
-      assert.equal(res.status, 200, await res.text());
+      await anotherClientSetsTargetTemp(base);
       await waitForText(page, "#parameters", /^503 UNAVAILABLE: Server busy/);
       await settled();
       // The runtime answers again: within a few 2 s refreshes the parameters are read again.
@@ -789,16 +836,9 @@ Deno.test({
       // The page's first automation status read (its first full read) is answered as the runtime
       // answers one over its request bound (http.thread_pool_size): a 503 of a moment.
       let statusReads = 0;
-      await page.route("**/v0/automation/status", async (route) => {
-        if (++statusReads > 1) return await route.continue();
-        await route.fulfill(SERVER_BUSY);
-      });
+      await routeBusy(page, "/v0/automation/status", () => ++statusReads === 1);
       const settled = readsSettled(page, notTheStream);
-      await installStoppedClock(page);
-      await page.goto(`${base}/#devices`);
-      await page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS });
-      await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
-      await settled();
+      await openDevices(page, base, settled);
       assert.equal(statusReads, 1, "the busy answer was read");
       for (let i = 0; i < 3; i++) {
         await page.clock.runFor(2000);
@@ -847,20 +887,15 @@ interlocks: [{id: lock, block: [sim0/relayio0/set_relay_ch1], while: sim0/tempct
       // over its request bound (http.thread_pool_size): a 503 of a moment, not "none here".
       const busy = new Set<string>();
       for (const path of ["/v0/alarms", "/v0/interlocks"]) {
-        await page.route(`**${path}`, async (route) => {
-          if (!busy.delete(path)) return await route.continue();
-          await route.fulfill(SERVER_BUSY);
-        });
+        await routeBusy(page, path, () => busy.delete(path));
       }
       const settled = readsSettled(page, notTheStream);
       const ALARM = 'tr[data-alarm="hot"]';
       const INTERLOCK = 'tr[data-interlock="lock"]';
-      await installStoppedClock(page);
-      await page.goto(`${rt.base}/#alarms`);
-      await page.locator(ALARM).waitFor({ timeout: PAGE_WAIT_MS });
-      await page.locator(INTERLOCK).waitFor({ timeout: PAGE_WAIT_MS });
-      await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
-      await settled();
+      await openLive(page, `${rt.base}/#alarms`, async () => {
+        await page.locator(ALARM).waitFor({ timeout: PAGE_WAIT_MS });
+        await page.locator(INTERLOCK).waitFor({ timeout: PAGE_WAIT_MS });
+      }, settled);
       await waitForText(page, "#alarm-summary", /^none$/);
       await waitForText(page, "#interlock-summary", /^none$/);
       // The 2 s refresh re-reads both lists with the Alarms view open: both answered busy.
@@ -908,19 +943,12 @@ Deno.test({
     // No alarms: and no interlocks: section: both lists read empty.
     await withPage(async (page, base) => {
       let busy = false;
-      for (const path of ["/v0/alarms", "/v0/interlocks"]) {
-        await page.route(`**${path}`, async (route) => {
-          if (!busy) return await route.continue();
-          await route.fulfill(SERVER_BUSY);
-        });
-      }
+      for (const path of ["/v0/alarms", "/v0/interlocks"]) await routeBusy(page, path, () => busy);
       const settled = readsSettled(page, notTheStream);
-      await installStoppedClock(page);
-      await page.goto(`${base}/#alarms`);
-      await waitForText(page, "#alarm-summary", /^none configured$/);
-      await waitForText(page, "#interlock-summary", /^none configured$/);
-      await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
-      await settled();
+      await openLive(page, `${base}/#alarms`, async () => {
+        await waitForText(page, "#alarm-summary", /^none configured$/);
+        await waitForText(page, "#interlock-summary", /^none configured$/);
+      }, settled);
       // The 2 s refresh re-reads both lists with the Alarms view open: answered busy.
       busy = true;
       await page.clock.runFor(2000);
@@ -952,27 +980,11 @@ Deno.test({
       // answers one over its request bound (http.thread_pool_size): a 503 of a moment.
       const reads = { "/v0/alarms": 0, "/v0/interlocks": 0 };
       for (const path of ["/v0/alarms", "/v0/interlocks"] as const) {
-        await page.route(`**${path}`, async (route) => {
-          if (++reads[path] > 1) return await route.continue();
-          await route.fulfill({
-            status: 503,
-            contentType: "application/json",
-            body: JSON.stringify({
-              status: {
-                code: "UNAVAILABLE",
-                message: "Server busy: 4 requests in progress (http.thread_pool_size)",
-              },
-            }),
-          });
-        });
+        await routeBusy(page, path, () => ++reads[path] === 1);
       }
       const settled = readsSettled(page, notTheStream);
-      await installStoppedClock(page);
       // The Devices view: nothing on it reads the alarms every 2 s, and no alarm event comes.
-      await page.goto(`${base}/#devices`);
-      await page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS });
-      await page.locator("#conn.conn-live").waitFor({ timeout: PAGE_WAIT_MS });
-      await settled();
+      await openDevices(page, base, settled);
       assert.deepEqual(reads, { "/v0/alarms": 1, "/v0/interlocks": 1 }, "the busy answers read");
       for (let i = 0; i < 4 && reads["/v0/alarms"] < 2; i++) {
         await page.clock.runFor(2000);

@@ -9,11 +9,50 @@ import { EventBus } from "../../src/events/mod.ts";
 import { IncidentRecorder } from "../../src/history/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
-import type { MemoryFiles } from "../helpers/memory_files.ts";
+import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
 /** Where the recorder keeps its records (under the hand-fed history's /data). */
 export const INCIDENTS_DIR = "/data/history/incidents";
+
+/** An incident record's path (not the temporary file replaceWhole writes through). */
+const RECORD_PATH = /\/inc-[^/]*\.jsonl$/;
+
+/**
+ * FaultyMemoryFiles (no fault unless set) holding an operation on a record while `held` is set
+ * (a hung mount).
+ */
+export class HeldRecordFiles extends FaultyMemoryFiles {
+  held: Promise<void> | null = null;
+  /** Operations that waited on `held` so far. */
+  waiting = 0;
+  protected async holdRecord(path: string): Promise<void> {
+    if (this.held !== null && RECORD_PATH.test(path)) {
+      this.waiting++;
+      await this.held;
+    }
+  }
+}
+
+/**
+ * Removals of records wait while `held` is set (not the temporary file the ids not kept are
+ * replaced through: replaceWhole removes it first).
+ */
+export class HeldRemovals extends HeldRecordFiles {
+  override async remove(path: string): Promise<void> {
+    await this.holdRecord(path);
+    return await super.remove(path);
+  }
+}
+
+/** Openings of a record wait while `held` is set. */
+export class HeldRecords extends HeldRecordFiles {
+  override async openAppend(path: string) {
+    await this.holdRecord(path);
+    return await super.openAppend(path);
+  }
+}
 
 export interface IncidentRigOptions {
   /** The recorder's history section, over testConfig's with a 1 s window before and after. */

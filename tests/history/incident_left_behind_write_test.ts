@@ -8,21 +8,7 @@
 import assert from "node:assert/strict";
 import { INCIDENT_GONE_FILE, INCIDENT_STOP_WAIT_MS } from "../../src/history/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
-import { incidentRig, INCIDENTS_DIR } from "./_incident_rig.ts";
-
-/** FaultyMemoryFiles whose opening of a record waits while `held` is set (a hung mount). */
-class HeldRecords extends FaultyMemoryFiles {
-  held: Promise<void> | null = null;
-  waiting = 0;
-  override async openAppend(path: string) {
-    if (this.held !== null && /\/inc-[^/]*\.jsonl$/.test(path)) {
-      this.waiting++;
-      await this.held;
-    }
-    return await super.openAppend(path);
-  }
-}
+import { HeldRecords, incidentRig, INCIDENTS_DIR } from "./_incident_rig.ts";
 
 Deno.test("an incident record left behind by stop() and written later prunes nothing and writes no gone file", async () => {
   const files = new HeldRecords();

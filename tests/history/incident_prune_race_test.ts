@@ -6,24 +6,7 @@
 import assert from "node:assert/strict";
 import type { HistoryConfig } from "../../src/config/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
-import { incidentRig } from "./_incident_rig.ts";
-
-/**
- * MemoryFiles whose removals of records wait while `held` is set (not the temporary file the ids
- * not kept are replaced through: replaceWhole removes it first).
- */
-class HeldRemovals extends MemoryFiles {
-  held: Promise<void> | null = null;
-  waiting = 0;
-  override async remove(path: string): Promise<void> {
-    if (this.held !== null && /\/inc-[^/]*\.jsonl$/.test(path)) {
-      this.waiting++;
-      await this.held;
-    }
-    return super.remove(path);
-  }
-}
+import { HeldRemovals, incidentRig } from "./_incident_rig.ts";
 
 function rig(config: Partial<HistoryConfig>) {
   const files = new HeldRemovals();

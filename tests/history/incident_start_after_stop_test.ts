@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { MemoryFiles } from "../helpers/memory_files.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
-import { incidentRig, INCIDENTS_DIR } from "./_incident_rig.ts";
+import { HeldRemovals, incidentRig, INCIDENTS_DIR } from "./_incident_rig.ts";
 
 /** MemoryFiles whose listing of one folder waits until `release()` (a hung mount). */
 class HeldListing extends MemoryFiles {
@@ -96,19 +96,6 @@ Deno.test("a history stopped while its start opens the disk tier holds no file o
   await flushMicrotasks();
   assert.equal(openHandles, 0, "the stopped history's disk tier holds a file open");
 });
-
-/** MemoryFiles whose removals of records wait while `held` is set (a hung mount). */
-class HeldRemovals extends MemoryFiles {
-  held: Promise<void> | null = null;
-  waiting = 0;
-  override async remove(path: string): Promise<void> {
-    if (this.held !== null && /\/inc-[^/]*\.jsonl$/.test(path)) {
-      this.waiting++;
-      await this.held;
-    }
-    return await super.remove(path);
-  }
-}
 
 Deno.test("an incident recorder stopped while its start prunes the kept records removes no more once the removal under way returns", async () => {
   // Three records kept by an earlier runtime.

@@ -201,28 +201,26 @@ Deno.test("Estop latched: a reload changing the expectations of a provider up al
   assert.deepEqual(reloaded, [], "no second read-back of the list the further stop read back");
 });
 
-Deno.test("Estop latched: a reload changing the expectations of a provider it started whose securing run's read-back, waiting for a stop, reads the new list is not read back again after it", async () => {
-  const audit: AuditDecision[] = [];
-  const { reads, safeState, heldReads, answerReads } = heaterOffHeldReadBack();
-  const { estop, comeBack, host, calls, answerAll } = holdingEstop({
-    reads,
-    audit: { record: (d) => audit.push(d) },
-    safeState,
-  });
-  // The stop's read-back is held. plant comes back (a reload starts it): its securing run makes
-  // its call; its read-back waits for the stop.
+/**
+ * The stop's read-back held (`heldReads`: how many wait); plant comes back (a reload starts it):
+ * its securing run makes its call; its read-back waits for the stop. Returns the stop.
+ */
+async function securingRunWaitingForStop(
+  rig: ReturnType<typeof holdingEstop>,
+  heldReads: () => number,
+): Promise<{ stop: ReturnType<Estop["trigger"]> }> {
+  const { estop, comeBack, calls, answerAll } = rig;
   const stop = estop.trigger("test");
   await untilTurns(() => (answerAll(), heldReads() > 0), "the stop's read-back");
   comeBack();
   await untilTurns(() => calls() === 2, "the securing run's call");
   answerAll();
   await macrotask();
-  // The same reload expects plant's fan at 0 too: the run's read-back, after the stop, reads it.
-  const runs = estop.reconfigure(expectingFan(heaterOffVerifiedLadder()), [host]);
-  let done = false;
-  void Promise.all([stop, estop.securing(host), ...runs]).then(() => (done = true));
-  await untilTurns(() => (answerAll(), answerReads(), done), "the stop and the reload's wait");
+  return { stop };
+}
 
+/** plant's heater and fan read back last; one record of the securing run, its call counted once. */
+function assertHeaterAndFanReadBackOnce(estop: Estop, audit: AuditDecision[]): void {
   assert.deepEqual(
     estop.status().verification?.checks.map((c) => c.signal),
     ["plant/plant0/heater", "plant/plant0/fan"],
@@ -233,6 +231,21 @@ Deno.test("Estop latched: a reload changing the expectations of a provider it st
     [["available while latched", 1]],
     "one record of the securing run, its call counted once: " + JSON.stringify(records),
   );
+}
+
+Deno.test("Estop latched: a reload changing the expectations of a provider it started whose securing run's read-back, waiting for a stop, reads the new list is not read back again after it", async () => {
+  const audit: AuditDecision[] = [];
+  const { reads, safeState, heldReads, answerReads } = heaterOffHeldReadBack();
+  const rig = holdingEstop({ reads, audit: { record: (d) => audit.push(d) }, safeState });
+  const { estop, host, answerAll } = rig;
+  const { stop } = await securingRunWaitingForStop(rig, heldReads);
+  // The same reload expects plant's fan at 0 too: the run's read-back, after the stop, reads it.
+  const runs = estop.reconfigure(expectingFan(heaterOffVerifiedLadder()), [host]);
+  let done = false;
+  void Promise.all([stop, estop.securing(host), ...runs]).then(() => (done = true));
+  await untilTurns(() => (answerAll(), answerReads(), done), "the stop and the reload's wait");
+
+  assertHeaterAndFanReadBackOnce(estop, audit);
 });
 
 Deno.test("Estop latched: two reloads changing the expectations of a provider the first started, its securing run's read-back waiting for a stop, read the list in force back once: the run's call is recorded once", async () => {
@@ -250,20 +263,15 @@ Deno.test("Estop latched: two reloads changing the expectations of a provider th
     readFresh: () => new Promise((resolve) => heldReads.push(() => resolve(met))),
   };
   const answerReads = () => heldReads.splice(0).forEach((answer) => answer());
-  const { estop, comeBack, host, calls, answerAll } = holdingEstop({
+  const rig = holdingEstop({
     reads,
     audit: { record: (d) => audit.push(d) },
     // Its read-back waits for the held reads, never for its timeout.
     safeState: { ...heaterOffVerifiedLadder(), verifyTimeoutMs: 600_000 },
   });
-  // The stop's read-back is held. plant comes back (the first reload starts it): its securing run
-  // makes its call; its read-back waits for the stop.
-  const stop = estop.trigger("test");
-  await untilTurns(() => (answerAll(), heldReads.length > 0), "the stop's read-back");
-  comeBack();
-  await untilTurns(() => calls() === 2, "the securing run's call");
-  answerAll();
-  await macrotask();
+  const { estop, host, answerAll } = rig;
+  // plant comes back as the first reload starts it.
+  const { stop } = await securingRunWaitingForStop(rig, () => heldReads.length);
   // The first reload expects plant's fan at 0 too; a second one, before the stop has read back,
   // expects it within [0, 0.1] instead: the run's read-back, after the stop, reads that list whole.
   const first = estop.reconfigure(expectingFan(heaterOffVerifiedLadder()), [host]);
@@ -279,16 +287,7 @@ Deno.test("Estop latched: two reloads changing the expectations of a provider th
   void Promise.all([stop, estop.securing(host), ...first, ...second]).then(() => (done = true));
   await untilTurns(() => (answerAll(), answerReads(), done), "the stop and the reloads' waits");
 
-  assert.deepEqual(
-    estop.status().verification?.checks.map((c) => c.signal),
-    ["plant/plant0/heater", "plant/plant0/fan"],
-  );
-  const records = audit.filter((d) => d.origin.kind === "estop" && d.args?.reason);
-  assert.deepEqual(
-    records.map((d) => [d.args?.reason, d.result?.actions]),
-    [["available while latched", 1]],
-    "one record of the securing run, its call counted once: " + JSON.stringify(records),
-  );
+  assertHeaterAndFanReadBackOnce(estop, audit);
 });
 
 Deno.test("Estop latched: a securing run re-stamped to a new latch whose provider a reload takes out before its turn is dropped: no call, one INFO line, counted as none", async () => {

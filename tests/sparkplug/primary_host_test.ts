@@ -28,6 +28,12 @@ const HOST = "scada-1";
 const NBIRTH = `spBv1.0/${GROUP}/NBIRTH/${NODE}`;
 const NDEATH = `spBv1.0/${GROUP}/NDEATH/${NODE}`;
 const relay = sparkplugDeviceId("sim0", "relayio0");
+/**
+ * How long the replayed history may take to reach the host after the births: waited for as it
+ * arrives, this bound only ends a wait that would never see it (a loaded machine's turns are slow,
+ * so it is waitFor's default, not a guess of how fast the replay is).
+ */
+const REPLAY_WAIT_MS = 10_000;
 
 /** The primary host: reads the group and publishes its STATE (retained, QoS 1). */
 async function primaryHost(url: string) {
@@ -316,10 +322,10 @@ Deno.test({
       await waitFor(
         "the latch and its clearing, replayed",
         () => historicalNode(host.messages, marker, "Runtime/Estop Latched").length >= 2,
-        3000,
+        REPLAY_WAIT_MS,
       ).catch(() => {
         throw new Error(
-          `the host's history of Runtime/Estop Latched after the births: ${
+          `the host's history of Runtime/Estop Latched ${REPLAY_WAIT_MS} ms after the births: ${
             JSON.stringify(historicalNode(host.messages, marker, "Runtime/Estop Latched"))
           } (the latch and its clearing while it was away are missing)`,
         );

@@ -478,30 +478,42 @@ Deno.test("DeviceOutages: a provider removed from the configuration makes its de
   }
 });
 
+/**
+ * What condition("p0", "pump") answers as a reload restarts p0: at the take-out ("no host") and
+ * at its successor's registration, the monotonic clock a second on at each.
+ */
+function pumpDuringRestart(r: Rig): [string, number | null][] {
+  const seen: [string, number | null][] = [];
+  const note = (what: string) => {
+    r.fx.clock.mono = r.fx.clock.monoMs() + 1000;
+    seen.push([what, r.outages.condition("p0", "pump").sinceMono]);
+  };
+  r.fx.registry.onHostRemoved(() => note("no host"));
+  r.fx.registry.eachHost((h) => {
+    if (h !== r.fx.host) note(`successor up: ${h.available}`);
+  });
+  return seen;
+}
+
+/** A reload restarting p0 (its entry changed), asserted restarted. */
+async function reloadRestartingP0(r: Rig): Promise<void> {
+  const p0 = r.fx.host.config;
+  const report = await r.fx.registry.reconcile([p0], [{ ...p0, timeoutMs: p0.timeoutMs + 1 }], {
+    holdRemovals: false,
+    stopBudgetMs: 2000,
+    startBudgetMs: 30_000,
+    stopping: () => false,
+  });
+  assert.deepEqual(report.restarted, ["p0"]);
+}
+
 Deno.test("DeviceOutages: a provider a reload restarts keeps its devices down since the take-out, as told, while no host is registered and while its successor starts", async () => {
   const r = await rig();
-  const p0 = r.fx.host.config;
-  // What condition() answers during the restart (the take-out told, the successor registered),
-  // the monotonic clock a second on at each.
-  const seen: [string, number | null][] = [];
-  r.fx.registry.onHostRemoved(() => {
-    r.fx.clock.mono = r.fx.clock.monoMs() + 1000;
-    seen.push(["no host", r.outages.condition("p0", "pump").sinceMono]);
-  });
-  r.fx.registry.eachHost((h) => {
-    r.fx.clock.mono = r.fx.clock.monoMs() + 1000;
-    seen.push([`successor up: ${h.available}`, r.outages.condition("p0", "pump").sinceMono]);
-  });
-  seen.length = 0;
+  // What condition() answers during the restart (the take-out told, the successor registered).
+  const seen = pumpDuringRestart(r);
   try {
     r.fx.clock.mono = 11_000;
-    const report = await r.fx.registry.reconcile([p0], [{ ...p0, timeoutMs: p0.timeoutMs + 1 }], {
-      holdRemovals: false,
-      stopBudgetMs: 2000,
-      startBudgetMs: 30_000,
-      stopping: () => false,
-    });
-    assert.deepEqual(report.restarted, ["p0"]);
+    await reloadRestartingP0(r);
     assert.deepEqual(
       r.changes.filter((c) => c.deviceId === "pump").slice(0, 1)
         .map((c) => [c.previous, c.condition.kind, c.condition.sinceMono, c.condition.reloading]),
@@ -517,30 +529,14 @@ Deno.test("DeviceOutages: a provider a reload restarts keeps its devices down si
 
 Deno.test("DeviceOutages: a provider down when a reload restarts it keeps its devices down since it went down, while its successor starts", async () => {
   const r = await rig(); // no restart policy: once killed, it stays down
-  const p0 = r.fx.host.config;
-  const seen: [string, number | null][] = [];
-  r.fx.registry.onHostRemoved(() => {
-    r.fx.clock.mono = r.fx.clock.monoMs() + 1000;
-    seen.push(["no host", r.outages.condition("p0", "pump").sinceMono]);
-  });
+  const seen = pumpDuringRestart(r);
   try {
     r.fx.clock.mono = 11_000;
     r.fx.kill();
     await waitFor("down", () => !r.fx.host.available);
     assert.equal(r.outages.condition("p0", "pump").sinceMono, 11_000);
     r.fx.clock.mono = 20_000;
-    r.fx.registry.eachHost((h) => {
-      if (h === r.fx.host) return;
-      r.fx.clock.mono = r.fx.clock.monoMs() + 1000;
-      seen.push([`successor up: ${h.available}`, r.outages.condition("p0", "pump").sinceMono]);
-    });
-    const report = await r.fx.registry.reconcile([p0], [{ ...p0, timeoutMs: p0.timeoutMs + 1 }], {
-      holdRemovals: false,
-      stopBudgetMs: 2000,
-      startBudgetMs: 30_000,
-      stopping: () => false,
-    });
-    assert.deepEqual(report.restarted, ["p0"]);
+    await reloadRestartingP0(r);
     // Its outage goes on: not re-dated at the take-out, nor at its successor's registration.
     assert.deepEqual(seen, [["no host", 11_000], ["successor up: false", 11_000]]);
   } finally {
