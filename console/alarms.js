@@ -66,7 +66,8 @@ export function applyAlarmEvent(alarm, e) {
 }
 
 /**
- * An interlock of GET /v0/interlocks after one `interlock` event (engage or release).
+ * An interlock of GET /v0/interlocks after one `interlock` event (engage, release, or another
+ * reason while it keeps blocking: its engage date stays).
  * @param {any} interlock
  * @param {any} e the event's data
  */
@@ -77,7 +78,7 @@ export function applyInterlockEvent(interlock, e) {
     reason: e.reason,
     message: e.message,
     block: e.block,
-    since_epoch_ms: e.timestamp_ms,
+    since_epoch_ms: interlock.blocking && e.blocking ? interlock.since_epoch_ms : e.timestamp_ms,
   };
 }
 

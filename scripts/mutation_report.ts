@@ -258,8 +258,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:629-662", // gate
-      "src/alarms/alarm_engine.ts:834-856", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:643-676", // gate
+      "src/alarms/alarm_engine.ts:848-880", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -276,9 +276,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-628",
-      "src/alarms/alarm_engine.ts:663-833",
-      "src/alarms/alarm_engine.ts:857-1229",
+      "src/alarms/alarm_engine.ts:1-642",
+      "src/alarms/alarm_engine.ts:677-847",
+      "src/alarms/alarm_engine.ts:881-1283",
     ],
     tests: [
       "tests/alarms/",

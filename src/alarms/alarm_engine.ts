@@ -236,6 +236,16 @@ interface InterlockEntry {
    * are (AlarmMonitor.follow).
    */
   replacedUntilWall: number | null;
+  /**
+   * Why it blocks as last told (engage, or another reason while it kept blocking): the bad input
+   * and its problem, or the type error, or neither (the condition holds). A new reason while it
+   * blocks is told; new values of the same one are not (they change at every poll).
+   */
+  toldInput: SignalInput | null;
+  toldProblem: InputProblem;
+  toldTypeError: boolean;
+  /** When another reason was last told (dates what follows no earlier); null: never. */
+  toldAtWall: number | null;
   unresolved: string[];
 }
 
@@ -244,7 +254,7 @@ interface InterlockEntry {
  * that of the interlock of its id it replaced when later; null when neither recorded any.
  */
 function interlockLastAtWall(entry: InterlockEntry): number | null {
-  return latestDate(entry.sinceWall, entry.replacedUntilWall);
+  return latestDate(latestDate(entry.sinceWall, entry.replacedUntilWall), entry.toldAtWall);
 }
 
 /**
@@ -511,6 +521,10 @@ export class AlarmEngine implements AlarmService {
         blocking: before?.blocking ?? false,
         sinceWall: before?.sinceWall ?? null,
         replacedUntilWall: before?.replacedUntilWall ?? null,
+        toldInput: before?.toldInput ?? null,
+        toldProblem: before?.toldProblem ?? InputProblem.GOOD,
+        toldTypeError: before?.toldTypeError ?? false,
+        toldAtWall: before?.toldAtWall ?? null,
         unresolved: [],
       };
       this.#interlocks.push(entry);
@@ -832,15 +846,25 @@ export class AlarmEngine implements AlarmService {
 
   /** Evaluates one interlock, publishes an engage or release; returns whether it blocks. */
   #evaluateInterlock(entry: InterlockEntry, mono: number, wall: number): boolean {
-    const blocking = entry.interlock.evaluate(mono);
-    if (blocking === entry.blocking && entry.sinceWall !== null) return blocking;
+    const il = entry.interlock;
+    const blocking = il.evaluate(mono);
+    if (blocking === entry.blocking && entry.sinceWall !== null) {
+      if (
+        blocking && (il.badInput !== entry.toldInput || il.badProblem !== entry.toldProblem ||
+          il.typeError !== entry.toldTypeError)
+      ) {
+        this.#tellReason(entry, mono, wall);
+      }
+      return blocking;
+    }
     const first = entry.sinceWall === null;
     entry.blocking = blocking;
     const at = interlockTransitionAt(entry, wall);
     if (first && !blocking) return blocking; // starting released is no transition
-    const config = entry.interlock.config;
-    const reason = blocking ? entry.interlock.reason(mono) : null;
+    const config = il.config;
+    const reason = blocking ? il.reason(mono) : null;
     if (blocking) {
+      this.#noteTold(entry);
       entry.log.write(
         mono,
         `interlock ${config.id} engaged: ${config.message} (${reason}); blocks ${
@@ -853,6 +877,36 @@ export class AlarmEngine implements AlarmService {
     }
     this.#publishInterlock(entry, blocking, reason, at);
     return blocking;
+  }
+
+  /** What it blocks for now, as told (#evaluateInterlock compares the next evaluation with it). */
+  #noteTold(entry: InterlockEntry): void {
+    const il = entry.interlock;
+    entry.toldInput = il.badInput;
+    entry.toldProblem = il.badProblem;
+    entry.toldTypeError = il.typeError;
+  }
+
+  /**
+   * An interlock that keeps blocking for another reason (a bad input where the condition held,
+   * another bad input, a type mismatch): an `interlock` event with the new reason and a WARN
+   * line, so what operators were told matches what GET /v0/interlocks says. Its engage date
+   * (since_epoch_ms) stays; what follows is dated no earlier than this.
+   */
+  #tellReason(entry: InterlockEntry, mono: number, wall: number): void {
+    this.#noteTold(entry);
+    const config = entry.interlock.config;
+    const reason = entry.interlock.reason(mono);
+    const at = transitionDate(wall, interlockLastAtWall(entry));
+    entry.toldAtWall = at;
+    entry.log.write(
+      mono,
+      `interlock ${config.id} blocks for another reason: ${config.message} (${reason}); blocks ${
+        config.block.map((b) => b.handle).join(", ")
+      }`,
+      (line) => this.#log.warn(line),
+    );
+    this.#publishInterlock(entry, true, reason, at);
   }
 
   #publishInterlock(

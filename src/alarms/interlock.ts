@@ -119,6 +119,21 @@ export class Interlock {
     return t !== FALSE;
   }
 
+  /** The bad input the last evaluation stopped at; null when every compared input was usable. */
+  get badInput(): SignalInput | null {
+    return this.#badInput;
+  }
+
+  /** Why badInput is not usable (GOOD without one). */
+  get badProblem(): InputProblem {
+    return this.#badProblem;
+  }
+
+  /** Whether the last evaluation met a comparison it could not make (with every input usable). */
+  get typeError(): boolean {
+    return this.#typeError;
+  }
+
   /**
    * Why it blocks, as the last evaluation found it: the bad input (first one whose declared type a
    * comparison cannot take, else the first bad one), the comparison that met a wrong type, or the

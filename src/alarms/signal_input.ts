@@ -203,8 +203,14 @@ export class SignalInput {
           c !== undefined && c.kind !== "up" ? `down (${c.reason})` : "not known"
         }`;
       }
-      case InputProblem.NO_SAMPLE:
-        return `${this.handle}: ${this.binding.problem ?? "no sample in the cache"}`;
+      case InputProblem.NO_SAMPLE: {
+        if (this.binding.problem !== null) return `${this.handle}: ${this.binding.problem}`;
+        // A device failing or down before its first answer has no sample: that is why.
+        const c = ctx.outages?.condition(this.providerId, this.deviceId);
+        return c !== undefined && c.kind !== "up"
+          ? `${this.handle}: device ${this.providerId}/${this.deviceId} is ${c.kind} (${c.reason})`
+          : `${this.handle}: no sample in the cache`;
+      }
       case InputProblem.NO_VALUE:
         return `${this.handle}: no value (quality ${s?.quality ?? "UNAVAILABLE"})`;
       case InputProblem.QUALITY:

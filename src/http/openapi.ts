@@ -33,8 +33,8 @@ export const EVENT_KIND_DOCS: Readonly<Record<EventKind, string>> = {
     "latched, reason, provider_wide (a provider-wide entry's latch or release; project addition)",
   alarm: "an alarm transition: alarm_id, transition, state, level, cause, limit, signal, value, " +
     "quality, action, message, shelved_until_epoch_ms (project addition)",
-  interlock: "an interlock engaged or released: interlock_id, blocking, reason, message, block " +
-    "(project addition)",
+  interlock: "an interlock engaged or released, or blocks for another reason: interlock_id, " +
+    "blocking, reason, message, block (project addition)",
   config_reload: "the configuration was reloaded (SIGHUP) or a reload failed: result " +
     "(applied/failed), summary, providers_added, providers_removed, providers_restarted, " +
     "providers_retried, providers_updated, providers_unchanged, providers_failed, refused, needs_restart, errors, timestamp_ms " +

@@ -1570,6 +1570,50 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine tells an interlock that keeps blocking for another reason (event and WARN line), not for new values of the same one", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
+`);
+  try {
+    const w0 = s.fx.clock.wallMs;
+    const told = () =>
+      interlockEvents(s.events).map((e) => `${e.blocking} ${e.reason} +${e.timestamp_ms - w0}`);
+    const warned = () =>
+      s.lines.filter((l) => l.startsWith("WARN") && l.includes("interlock hot")).map((l) =>
+        l.slice(l.indexOf("interlock hot"))
+      );
+    s.fx.clock.wallMs = w0 + 10_000;
+    await s.read([temp(90)]);
+    s.fx.clock.wallMs = w0 + 11_000;
+    await s.read([temp(91)]); // the same reason, new values: nothing told
+    assert.deepEqual(told(), ["true p0/probe/temp = 90 +10000"]);
+    s.fx.clock.wallMs = w0 + 12_000;
+    await s.read([temp(91, { quality: Q.FAULT })]);
+    s.fx.clock.wallMs = w0 + 13_000;
+    await s.read([temp(92, { quality: Q.FAULT })]); // the same bad input: nothing more
+    assert.deepEqual(told(), [
+      "true p0/probe/temp = 90 +10000",
+      "true bad input: p0/probe/temp is FAULT +12000",
+    ]);
+    assert.deepEqual(warned(), [
+      "interlock hot engaged: m (p0/probe/temp = 90); blocks p0/probe/a",
+      "interlock hot blocks for another reason: m (bad input: p0/probe/temp is FAULT); blocks " +
+      "p0/probe/a",
+    ]);
+    const view = s.engine.interlocks()[0]!;
+    assert.equal(view.reason, "bad input: p0/probe/temp is FAULT");
+    assert.equal(view.since_epoch_ms, w0 + 10_000, "since it engaged: it never released");
+    s.fx.clock.wallMs = w0 + 14_000;
+    await s.read([temp(93)]); // usable again, the condition holds: told again
+    s.fx.clock.wallMs = w0 + 15_000;
+    await s.read([temp(25)]);
+    assert.deepEqual(told().slice(2), ["true p0/probe/temp = 93 +14000", "false null +15000"]);
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine's wake-up is never set for an instant already past while an interlock blocks on one bad input of two", async () => {
   const s = await setup(`
 interlocks:

@@ -58,6 +58,27 @@ Deno.test("SignalInput of a device failing or down is unusable with the device's
   assert.equal(i.describe(InputProblem.GOOD, up, 10), "p0/probe/temp = 20");
 });
 
+Deno.test("SignalInput with no sample of a device failing or down says the device's condition, not 'no sample in the cache'", () => {
+  const i = input();
+  for (const kind of ["failing", "down"] as const) {
+    const ctx = context({ condition: { kind, reason: "its reads fail" } });
+    assert.equal(i.classify(ctx, 10), InputProblem.NO_SAMPLE, kind);
+    assert.equal(
+      i.describe(InputProblem.NO_SAMPLE, ctx, 10),
+      `p0/probe/temp: device p0/probe is ${kind} (its reads fail)`,
+    );
+  }
+  const up = context({ condition: { kind: "up", reason: "" } });
+  assert.equal(i.describe(InputProblem.NO_SAMPLE, up, 10), "p0/probe/temp: no sample in the cache");
+  // What the inventory cannot serve is said first: it stays so once the device is back.
+  i.binding = { declaredType: undefined, problem: "declared without a poll hint: never polled" };
+  const failing = context({ condition: { kind: "failing", reason: "its reads fail" } });
+  assert.equal(
+    i.describe(InputProblem.NO_SAMPLE, failing, 10),
+    "p0/probe/temp: declared without a poll hint: never polled",
+  );
+});
+
 Deno.test("SignalInput is stale strictly past its bound, and says when a usable sample goes stale", () => {
   const i = input();
   const ctx = context({ sample: sample(dbl(20), "OK", 500) });

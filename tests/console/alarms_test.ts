@@ -119,7 +119,7 @@ Deno.test("applyAlarmEvent forgets the bad input on a clear or a limit raise, ke
   assert.equal(applyAlarmEvent(bad, event({ transition: "raise", cause: "hi" })).bad_input, null);
 });
 
-Deno.test("applyInterlockEvent takes blocking, reason and since from the event", () => {
+Deno.test("applyInterlockEvent takes blocking, reason and since from the event; another reason while blocking keeps the engage date", () => {
   const il = {
     id: "hot",
     message: "m",
@@ -144,6 +144,24 @@ Deno.test("applyInterlockEvent takes blocking, reason and since from the event",
   assert.equal(engaged.since_epoch_ms, 5);
   assert.equal(engaged.condition, il.condition);
   assert.equal(il.blocking, false);
+  // Another reason while it keeps blocking: the reason is new, the engage date stays.
+  const still = applyInterlockEvent(engaged, {
+    interlock_id: "hot",
+    blocking: true,
+    reason: "bad input: sim0/tempctl0/tc1_temp is FAULT",
+    message: "m",
+    block: ["sim0/motorctl0/set_motor_duty"],
+    timestamp_ms: 9,
+  });
+  assert.equal(still.reason, "bad input: sim0/tempctl0/tc1_temp is FAULT");
+  assert.equal(still.since_epoch_ms, 5, "since it engaged, as GET /v0/interlocks says");
+  const released = applyInterlockEvent(still, {
+    ...still,
+    blocking: false,
+    reason: null,
+    timestamp_ms: 12,
+  });
+  assert.equal(released.since_epoch_ms, 12);
 });
 
 Deno.test("alarmCounts counts active unacknowledged alarms by level, and the others apart", () => {

@@ -2,8 +2,9 @@
  * A device its provider's own health (GetHealth) reports UNREACHABLE is failing from that answer
  * on (docs/safety.md, "A device that drops out"), not from its next poll: for alarms (a bad
  * input), interlocks and the device-loss latch alike. A device whose signals hint slowly is polled
- * seldom (here every 100 s): its next poll may be far off. The runtime in process over the
- * programmable provider as a child process.
+ * seldom (here every 100 s): its next poll may be far off. An input with no sample of a failing
+ * device says why the device fails, not that the cache has no sample. The runtime in process over
+ * the programmable provider as a child process.
  */
 import assert from "node:assert/strict";
 import { WireDeviceState } from "../../src/adpp/mod.ts";
@@ -52,6 +53,53 @@ alarms:
     await program(rt, "p0", "probe", { health: {} });
     await rt.cache.fetchReportedHealth(host);
     assert.equal(rt.outages.condition("p0", "probe").kind, "up");
+  } finally {
+    await rt.stop();
+    await Deno.remove(file);
+  }
+});
+
+Deno.test("An alarm's and an interlock's input with no sample of a device failing (its reads answered without it, or reported UNREACHABLE) says so, not 'no sample in the cache'", async () => {
+  const inventory: Inventory = {
+    // temp is declared and polled, but the provider has no value for it: no sample is cached.
+    devices: { probe: { signals: [{ id: "temp", type: T.DOUBLE, hint: 0.01 }] } },
+  };
+  const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(inventory));
+  const rt = await startRuntime(testConfig({
+    providers: [programmableProvider("p0", file)],
+    pollingIntervalMs: 100,
+    ...alarmsConfig(
+      `
+alarms:
+  - { id: probe_hot, signal: p0/probe/temp, hi: 80 }
+interlocks:
+  - { id: probe_il, block: [p0/probe/program], while: "p0/probe/temp > 80", message: m }
+`,
+      ["p0"],
+    ),
+  }));
+  try {
+    assert.equal(rt.cache.signal("p0", "probe", "temp"), undefined, "no sample");
+    // Its reads are answered without the signal: failing already, as its conditions say.
+    const c = rt.outages.condition("p0", "probe");
+    assert.equal(c.kind, "failing");
+    const failing = `p0/probe/temp: device p0/probe is failing (${c.reason})`;
+    assert.equal(rt.alarms.alarm("probe_hot").bad_input, failing);
+    assert.equal(rt.alarms.interlocks()[0]!.reason, `bad input: ${failing}`);
+    assert.equal(rt.alarms.interlocks()[0]!.inputs[0]!.bad_input, failing);
+
+    // Reported UNREACHABLE by its provider: the reason follows the device's condition.
+    await program(rt, "p0", "probe", {
+      health: { devices: [{ device_id: "probe", state: WireDeviceState.UNREACHABLE }] },
+    });
+    assert.notEqual(await rt.cache.fetchReportedHealth(rt.registry.host("p0")!), null);
+    const u = rt.outages.condition("p0", "probe");
+    assert.match(u.reason, /reports it UNREACHABLE/);
+    assert.equal(
+      rt.alarms.alarm("probe_hot").bad_input,
+      `p0/probe/temp: device p0/probe is ${u.kind} (${u.reason})`,
+    );
   } finally {
     await rt.stop();
     await Deno.remove(file);
