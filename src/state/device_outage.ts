@@ -335,7 +335,7 @@ export class DeviceOutages {
         this.#unlistedSince.get(providerId)?.get(deviceId) ?? null,
       );
     }
-    const failure = readFailure(dev, this.#o.cache, this.#readFailedInSpell.has(dev));
+    const failure = readFailure(dev, this.#o.cache, this.#readFailedInSpell);
     if (failure === null) return UP;
     const since = this.#failingSince.get(dev) ?? null;
     if (
@@ -663,15 +663,24 @@ function reportedUnreachable(dev: DeviceState, cache: StateCache): boolean {
 
 /**
  * Why the reads of a device fail (readsFail's reasons, as an operator reads them); else null.
- * `readFailed`: a read of it failed in this failing spell (one not read since its provider came
- * back has had none).
+ * `readFailedInSpell`: the devices a read of which failed in this failing spell (one not read
+ * since it was listed, or since its provider came back, has had none); asked only of a device
+ * marked unavailable (a healthy poll does not look it up). One with no failed read that its
+ * provider's health reports UNREACHABLE says so: that report, not a read, dated it.
  */
-function readFailure(dev: DeviceState, cache: StateCache, readFailed: boolean): string | null {
+function readFailure(
+  dev: DeviceState,
+  cache: StateCache,
+  readFailedInSpell: WeakSet<DeviceState>,
+): string | null {
   if (!readsFail(dev, cache)) return null;
   if (!dev.available) {
+    const readFailed = readFailedInSpell.has(dev);
+    if (!readFailed && reportedUnreachable(dev, cache)) {
+      return "its provider reports it UNREACHABLE";
+    }
     if (dev.lastPollMs === 0) return "it has not answered a read yet";
     if (readFailed) return "its reads fail";
-    if (reportedUnreachable(dev, cache)) return "its provider reports it UNREACHABLE";
     return "it has not answered a read since its provider came back";
   }
   if (reportedUnreachable(dev, cache)) return "its provider reports it UNREACHABLE";

@@ -1143,3 +1143,40 @@ Deno.test("DeviceOutages: a device a restart left out, listed again by the next,
     await fx.close();
   }
 });
+
+Deno.test("DeviceOutages: a device its provider's health reports UNREACHABLE before its first answer says so: that report dates it, and it is lost for it", async () => {
+  // A provider just up (started, added or restarted by a reload: its devices not read yet).
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  const changes: DeviceConditionChange[] = [];
+  outages.onChange((c) => c.deviceId === "pump" && changes.push(c));
+  try {
+    assert.equal(outages.condition("p0", "pump").reason, "it has not answered a read yet");
+    fx.clock.mono = 11_000;
+    await fx.program("pump", {
+      health: { devices: [{ device_id: "pump", state: WireDeviceState.UNREACHABLE }] },
+    });
+    await fx.cache.fetchReportedHealth(fx.host);
+    const unreachable = "its provider reports it UNREACHABLE";
+    assert.deepEqual(outages.condition("p0", "pump"), {
+      kind: "failing",
+      reason: unreachable,
+      sinceMono: 11_000,
+    });
+    // Down by time from that report: not "it has not answered a read yet" (never down by time).
+    timers.advance(DOWN_AFTER_MS);
+    assert.deepEqual(
+      changes.map((c) => [c.previous, c.condition.kind, c.condition.sinceMono, c.condition.reason]),
+      [["failing", "failing", 11_000, unreachable], ["failing", "down", 11_000, unreachable]],
+    );
+  } finally {
+    outages.stop();
+    await fx.close();
+  }
+});
