@@ -211,9 +211,12 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
  * A device loss is found once the device's reads have failed for deviceDownAfterMs, and its
  * incident is read from the ring then (or incident_after_s after its date, whichever is later):
  * a delay longer than memory_seconds - incident_before_s leaves part of the window outside the
- * ring (its record is clamped to what the ring holds: history/incidents.ts). The delay depends on
- * polling.interval_ms alone (not on the providers' poll hints, which only space the reads): it is
- * known here. Beyond what the incident_before_s + incident_after_s warning says already.
+ * ring (its record is clamped to what the ring holds: history/incidents.ts). A loss found after
+ * its window gives a machine-wide trigger joining it (the device-loss latch's FAULT entry, an
+ * e-stop) an incident_after_s of its own (Pending.resumed): the record is read that much later
+ * still, so the ring must hold incident_before_s + the delay + incident_after_s. The delay
+ * depends on polling.interval_ms alone (not on the providers' poll hints, which only space the
+ * reads): it is known here. Beyond what the incident_before_s + incident_after_s warning says.
  */
 function checkLossDetection(config: Config, c: Checker): void {
   const h = config.history;
@@ -221,15 +224,29 @@ function checkLossDetection(config: Config, c: Checker): void {
   const delayMs = deviceDownAfterMs(config.polling.intervalMs);
   if (delayMs <= h.incidentAfterS * 1000) return; // read after the window: as for any trigger
   const excessMs = h.incidentBeforeS * 1000 + delayMs - h.memorySeconds * 1000;
-  if (excessMs <= 0) return;
+  const joinedExcessMs = excessMs + h.incidentAfterS * 1000;
+  if (joinedExcessMs <= 0) return;
+  const found = `a device that drops out is found down ${delayMs / 1000} s after its first ` +
+    `failed read (max(${DEVICE_DOWN_MIN_MS} ms, ${DEVICE_DOWN_AFTER_POLLS} x polling.interval_ms))`;
+  const joined = "an e-stop or the device-loss latch's FAULT entry joining its incident has an " +
+    "incident_after_s of its own, its record read that much later";
+  const fix = "lower polling.interval_ms or raise history.memory_seconds";
+  if (excessMs > 0) {
+    c.warning(
+      ["polling", "interval_ms"],
+      `${found}, when its device-loss incident is recorded: history.incident_before_s + that ` +
+        `delay exceeds history.memory_seconds (${h.incidentBeforeS} + ${delayMs / 1000} > ` +
+        `${h.memorySeconds}), so the ring no longer holds the oldest ${excessMs / 1000} s of the ` +
+        `record's window (${joinedExcessMs / 1000} s when ${joined}); ${fix}`,
+    );
+    return;
+  }
   c.warning(
     ["polling", "interval_ms"],
-    `a device that drops out is found down ${delayMs / 1000} s after its first failed read ` +
-      `(max(${DEVICE_DOWN_MIN_MS} ms, ${DEVICE_DOWN_AFTER_POLLS} x polling.interval_ms)), when ` +
-      `its device-loss incident is recorded: history.incident_before_s + that delay exceeds ` +
-      `history.memory_seconds (${h.incidentBeforeS} + ${delayMs / 1000} > ${h.memorySeconds}), ` +
-      `so the ring no longer holds the oldest ${excessMs / 1000} s of the record's window; ` +
-      `lower polling.interval_ms or raise history.memory_seconds`,
+    `${found}, after its incident_after_s: ${joined}: history.incident_before_s + that delay + ` +
+      `history.incident_after_s exceeds history.memory_seconds (${h.incidentBeforeS} + ` +
+      `${delayMs / 1000} + ${h.incidentAfterS} > ${h.memorySeconds}), so the ring then no ` +
+      `longer holds the oldest ${joinedExcessMs / 1000} s of the record's window; ${fix}`,
   );
 }
 

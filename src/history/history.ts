@@ -899,6 +899,14 @@ export class History {
   }
 
   /**
+   * The sequence number the first poll of a device the ring does not hold yet gets (#seqBase):
+   * every poll of a device it takes up from now on is numbered from there on, none below it.
+   */
+  newDevicePollSeq(): number {
+    return this.#seqBase;
+  }
+
+  /**
    * Calls `fn` once, with the monotonic time it was recorded at, when the device's next poll
    * (nextPollSeq) is recorded: incidents time the window of a device failing as it comes back
    * from that poll, its first failed read. One watch per device (a new one replaces the last);

@@ -312,7 +312,13 @@ interface Pending {
    * incident closes then), the polls between the window's end and it left out. Null otherwise.
    */
   resumed:
-    | { readonly atMs: number; readonly mono: number; readonly seq: Map<string, number> }
+    | {
+      readonly atMs: number;
+      readonly mono: number;
+      /** The wall clock then: a step ahead since moves its end (#readWindow), as `ahead`. */
+      readonly wall: number;
+      readonly seq: Map<string, number>;
+    }
     | null;
 }
 
@@ -320,11 +326,13 @@ interface Pending {
  * Every device's place in poll order (`provider/device` -> sequence number) at a failing device's
  * first failed read (`from`: its first poll at or after it) and, once noted, incident_after_s past
  * it on the monotonic clock (`end`: its next poll then; null before). Bounded by the devices the
- * ring held then.
+ * ring held then. A device it did not hold then (added by a reload, or first polled since) has all
+ * its polls after that place: they begin at `newSeq` (History.newDevicePollSeq) or later.
  */
 interface LossMarks {
   readonly from: Map<string, number>;
-  end: Map<string, number> | null;
+  readonly fromNewSeq: number;
+  end: { readonly seq: Map<string, number>; readonly newSeq: number } | null;
 }
 
 /** A failing device's first failed read (IncidentRecorder.#failingAt). */
@@ -881,10 +889,14 @@ export class IncidentRecorder {
     const key = `${c.providerId}/${c.deviceId}`;
     this.#forgetFailingAt(key);
     const history = this.#o.history;
-    // Every device's marks, within INCIDENT_LOSS_MARKS_MAX failing devices holding them.
-    let held = 0;
-    for (const other of this.#failingAt.values()) if (other.marks !== null) held++;
-    const marking = held < INCIDENT_LOSS_MARKS_MAX;
+    // Every device's marks, within INCIDENT_LOSS_MARKS_MAX failing devices holding them: counted
+    // when they are taken (failing as it came back, at its next poll: those coming back together
+    // hold none until then, so a count taken when each was told would let them all mark).
+    const marking = () => {
+      let held = 0;
+      for (const other of this.#failingAt.values()) if (other.marks !== null) held++;
+      return held < INCIDENT_LOSS_MARKS_MAX;
+    };
     // Every device's first poll at or after `wallMs`, found now: the wall clock has not stepped
     // since that read (told in its step, or, failing as it came back, as it is recorded).
     const markFrom = (wallMs: number | null) => {
@@ -897,7 +909,7 @@ export class IncidentRecorder {
             : history.pollSeqAtOrAfter(providerId, deviceId, wallMs),
         );
       }
-      f.marks = { from, end: null };
+      f.marks = { from, fromNewSeq: history.newDevicePollSeq(), end: null };
     };
     const arm = (since: number) => {
       f.timer = this.#o.clock.setTimer(() => {
@@ -908,17 +920,17 @@ export class IncidentRecorder {
         for (const [providerId, deviceId] of history.devices()) {
           end.set(deviceHandle(providerId, deviceId), history.nextPollSeq(providerId, deviceId));
         }
-        f.marks.end = end;
+        f.marks.end = { seq: end, newSeq: history.newDevicePollSeq() };
       }, Math.max(0, since + this.#o.config.incidentAfterS * 1000 - this.#o.clock.monoMs()));
     };
     const since = c.condition.sinceMono;
-    if (f.wallMs !== null && marking) markFrom(f.wallMs);
+    if (f.wallMs !== null && marking()) markFrom(f.wallMs);
     if (f.wallMs !== null && since !== null) arm(since);
     else if (f.wallMs === null) {
       // Failing as it comes back: its first failed read is its next poll, timed when recorded.
       f.unwatch = history.onNextPoll(c.providerId, c.deviceId, (mono) => {
         f.unwatch = null;
-        if (marking) markFrom(history.pollTimeMs(c.providerId, c.deviceId, f.seq));
+        if (marking()) markFrom(history.pollTimeMs(c.providerId, c.deviceId, f.seq));
         arm(mono);
       });
     }
@@ -1084,7 +1096,7 @@ export class IncidentRecorder {
     for (const [providerId, deviceId] of history.devices()) {
       seq.set(deviceHandle(providerId, deviceId), history.nextPollSeq(providerId, deviceId));
     }
-    p.resumed = { atMs, mono, seq };
+    p.resumed = { atMs, mono, wall: this.#o.clock.nowMs(), seq };
     const closes = mono + this.#o.config.incidentAfterS * 1000;
     if (closes <= p.closesMono) return;
     p.closesMono = closes;
@@ -1185,11 +1197,12 @@ export class IncidentRecorder {
       // Its units as declared now: a reference, no copy (the e-stop does not wait for it).
       const specs = this.#unitSpecs(providerId, deviceId);
       if (specs !== undefined) p.specs.set(key, specs);
-      const marked = marks?.from.get(key);
-      if (marked !== undefined) {
-        p.afterSeq.set(key, marked);
+      if (marks !== null) {
+        // One the ring did not hold at a mark (added by a reload, or first polled since): all its
+        // polls lie after it (LossMarks.fromNewSeq, end.newSeq).
+        p.afterSeq.set(key, marks.from.get(key) ?? marks.fromNewSeq);
         p.afterAt.set(key, p.atMs);
-        const end = marks!.end?.get(key);
+        const end = marks.end === null ? undefined : marks.end.seq.get(key) ?? marks.end.newSeq;
         if (p.endedMs !== null && end !== undefined && !p.endedSeq.has(key)) {
           p.endedSeq.set(key, end);
         }
@@ -1302,11 +1315,17 @@ export class IncidentRecorder {
       until = Math.max(held, seen + ahead);
     }
     // A machine-wide trigger's own after-window, after the window's end (Pending.resumed): up to
-    // incident_after_s past it, or now when written before (on the monotonic clock).
+    // incident_after_s past it, or now when written before (on the monotonic clock), later by a
+    // step of the wall clock ahead since it (its polls since carry times later by the step).
     const resumed = byPolls ? p.resumed : null;
     if (resumed !== null) {
       const afterMs = this.#o.config.incidentAfterS * 1000;
-      until = Math.max(until, resumed.atMs + Math.min(afterMs, Math.max(0, mono - resumed.mono)));
+      const stepSince = wall - mono - (resumed.wall - resumed.mono);
+      until = Math.max(
+        until,
+        resumed.atMs + Math.min(afterMs, Math.max(0, mono - resumed.mono)) +
+          (stepSince >= WALL_STEP_MS ? stepSince : 0),
+      );
     }
     from = Math.round(from);
     until = Math.round(until);

@@ -101,18 +101,22 @@ ${PROV}
   assert.deepEqual(fits.diagnostics, []);
 });
 
-Deno.test("history: a device loss found later than the ring holds its window is a warning at polling.interval_ms, naming the delay and what the record lacks", () => {
-  // A device is down once its reads have failed for max(500 ms, 3 x polling.interval_ms); its
-  // record is read then, and the ring reaches memory_seconds back from there. 3 x 60 s = 180 s:
-  // 10 + 180 > 120, the record's window is 70 s older than what the ring still holds.
-  const slow = (intervalMs: number, history = "") =>
-    load(`
+/** A configuration polling every `intervalMs`, with `history` (YAML lines) if given. */
+const slow = (intervalMs: number, history = "") =>
+  load(`
 polling:
   interval_ms: ${intervalMs}
 ${history}${PROV}
 `);
-  const lines = (r: ReturnType<typeof load>) =>
-    r.diagnostics.map((d) => `${d.severity} ${d.path} @${d.line}:${d.column} ${d.message}`);
+
+/** A load's diagnostics, one line each: severity, path, place and message. */
+const lines = (r: ReturnType<typeof load>) =>
+  r.diagnostics.map((d) => `${d.severity} ${d.path} @${d.line}:${d.column} ${d.message}`);
+
+Deno.test("history: a device loss found later than the ring holds its window is a warning at polling.interval_ms, naming the delay and what the record lacks", () => {
+  // A device is down once its reads have failed for max(500 ms, 3 x polling.interval_ms); its
+  // record is read then, and the ring reaches memory_seconds back from there. 3 x 60 s = 180 s:
+  // 10 + 180 > 120, the record's window is 70 s older than what the ring still holds.
   const r = slow(60_000);
   assert.notEqual(r.config, null);
   const got = lines(r);
@@ -121,9 +125,29 @@ ${history}${PROV}
     got[0]!,
     /^warning polling\.interval_ms @2:\d+ a device that drops out is found down 180 s after its first failed read \(max\(500 ms, 3 x polling\.interval_ms\)\), when its device-loss incident is recorded: history\.incident_before_s \+ that delay exceeds history\.memory_seconds \(10 \+ 180 > 120\), so the ring no longer holds the oldest 70 s of the record's window/,
   );
-  // The boundary: 3 x 36666 ms = 109.998 s fits (10 + 109.998 <= 120), 3 x 36667 ms does not.
-  assert.deepEqual(lines(slow(36_666)), []);
-  assert.equal(lines(slow(36_667)).length, 1);
+  // What a machine-wide trigger joining such a loss (its own incident_after_s, 5 s) lacks besides.
+  assert.match(got[0]!, /\(75 s when an e-stop or the device-loss latch's FAULT entry joining/);
+  // The boundary of the loss's own record: 3 x 36666 ms = 109.998 s fits (10 + 109.998 <= 120),
+  // 3 x 36667 ms does not.
+  assert.doesNotMatch(lines(slow(36_666)).join("\n"), /incident_before_s \+ that delay exceeds/);
+  assert.match(lines(slow(36_667)).join("\n"), /incident_before_s \+ that delay exceeds/);
   // Without history there is no incident to lose.
   assert.deepEqual(lines(slow(60_000, "history:\n  enabled: false\n")), []);
+});
+
+Deno.test("history: a device loss found after its window, joined by an e-stop or FAULT entry read incident_after_s later, is a warning when the ring holds the loss's own record but not that", () => {
+  // A machine-wide trigger joining a loss found after its window has an incident_after_s of its
+  // own (5 s): the record is read that much after the loss is found, from incident_before_s
+  // before its date, so the ring must hold 10 + the delay + 5 s. Before, only 10 + the delay was
+  // checked: 3 x 36 s = 108 s (10 + 108 <= 120) said nothing, though the ring no longer held the
+  // oldest 3 s of such a record's window.
+  const got = lines(slow(36_000));
+  assert.equal(got.length, 1, got.join("\n"));
+  assert.match(
+    got[0]!,
+    /^warning polling\.interval_ms @2:\d+ a device that drops out is found down 108 s after its first failed read \(max\(500 ms, 3 x polling\.interval_ms\)\), after its incident_after_s: an e-stop or the device-loss latch's FAULT entry joining its incident has an incident_after_s of its own, its record read that much later: history\.incident_before_s \+ that delay \+ history\.incident_after_s exceeds history\.memory_seconds \(10 \+ 108 \+ 5 > 120\), so the ring then no longer holds the oldest 3 s of the record's window; lower polling\.interval_ms or raise history\.memory_seconds$/,
+  );
+  // The boundary: 3 x 35000 ms = 105 s fits (10 + 105 + 5 <= 120), 3 x 35001 ms does not.
+  assert.deepEqual(lines(slow(35_000)), []);
+  assert.equal(lines(slow(35_001)).length, 1);
 });

@@ -8,7 +8,7 @@
  * DeviceOutages tells them.
  */
 import assert from "node:assert/strict";
-import { IncidentRecorder } from "../../src/history/mod.ts";
+import { INCIDENT_LOSS_MARKS_MAX, IncidentRecorder } from "../../src/history/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import type { DeviceCondition, DeviceConditionListener } from "../../src/state/mod.ts";
 import type { ManualClock } from "../helpers/clock.ts";
@@ -520,9 +520,10 @@ for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
 /**
  * As lossJoinedByFault, an e-stop latching in the step that finds d down, its own FAULT entry
  * delivered a turn later; both devices polled 1 s and 2 s after it (within its incident_after_s),
- * and 4 s after it (past it). Answers the record's header and each device's sample values.
+ * and 4 s after it (past it); the wall clock stepped by `resumedStepMs` 0.5 s after it. Answers
+ * the record's header, each device's sample values and the e-stop's time.
  */
-async function lossJoinedByEstop(stepMs: number) {
+async function lossJoinedByEstop(stepMs: number, resumedStepMs = 0) {
   return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
     const both = (v: number) => ["d", "o"].forEach((d) => pollSignals(["x"], v, "p", d));
     both(0); // t0: d's last good read
@@ -547,7 +548,9 @@ async function lossJoinedByEstop(stepMs: number) {
       new_mode: "FAULT",
       timestamp_ms: latchedAt,
     });
-    clock.advance(1000);
+    clock.advance(500);
+    clock.stepWall(resumedStepMs);
+    clock.advance(500);
     both(5); // 1 s after the e-stop
     clock.advance(1000);
     both(6); // 2 s after it
@@ -628,3 +631,233 @@ Deno.test("a device failing when the recorder stopped, up again before it starte
     );
   });
 });
+
+/**
+ * `failing` devices of provider p (f00, f01, ...) begin failing together -- from up, or as they
+ * come back from a reload's restart (told before any read) -- their first failed reads at
+ * t0 + 2 s, the last of them polled last; device o answers all along. The last one is found down
+ * after its window, and the device-loss latch's FAULT entry joins its loss. Answers o's sample
+ * values in the record.
+ */
+async function lastOfManyLossesJoinedByFault(
+  failing: number,
+  returning: boolean,
+): Promise<number[]> {
+  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
+    const ids = Array.from({ length: failing }, (_, i) => `f${String(i).padStart(2, "0")}`);
+    const all = (v: number) => [...ids, "o"].forEach((d) => pollSignals(["x"], v, "p", d));
+    all(0); // t0: the last good reads
+    if (returning) {
+      clock.advance(500);
+      const reason = "provider p is being restarted by a configuration reload";
+      for (const d of ids) {
+        change("up", { kind: "down", reason, sinceMono: clock.mono, reloading: true }, d);
+      }
+      clock.advance(500); // back, answering nothing yet: each one's next poll its first failed read
+      for (const d of ids) {
+        change("down", { kind: "failing", reason: "no answer", sinceMono: null }, d);
+      }
+      clock.advance(1000);
+    } else clock.advance(2000);
+    all(1); // t0 + 2 s: their first failed reads, in the order of `ids`
+    const failingMono = clock.mono;
+    if (!returning) {
+      for (const d of ids) {
+        change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono }, d);
+      }
+    }
+    pollPastTheWindow(clock, all, 0);
+    const last = ids[ids.length - 1];
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono }, last);
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "AUTO",
+      new_mode: "FAULT",
+      timestamp_ms: clock.nowMs(),
+    });
+    clock.advance(3000); // the FAULT entry's own incident_after_s, no poll within it
+    await incidents.settled();
+    assert.equal(incidents.list().length, 1, "one incident: the FAULT entry joined the loss");
+    const [h] = incidents.list();
+    const { signals } = await incidents.get(h!.incident_id);
+    return signals.find((s) => s.device_id === "o")!.samples.map((x) => x[1] as number);
+  });
+}
+
+for (const returning of [false, true]) {
+  const how = returning ? "as they came back from a reload's restart" : "from up";
+  Deno.test(`INCIDENT_LOSS_MARKS_MAX devices failing together ${how} hold their marks; the one failing past them takes the devices from the FAULT entry's time`, async () => {
+    assert.equal(INCIDENT_LOSS_MARKS_MAX, 16);
+    // The 16th failing device still holds every device's marks: o is cut at its window's end.
+    assert.deepEqual(
+      await lastOfManyLossesJoinedByFault(INCIDENT_LOSS_MARKS_MAX, returning),
+      [0, 1, 2],
+      "o's polls of the 16th loss's window",
+    );
+    // The 17th holds none (the bound: 16 failing devices x every device's marks): the FAULT entry
+    // notes o from its own time, its polls up to it in the record. Before, devices failing as they
+    // came back counted none of themselves (each one's marks are taken at its next poll), so all
+    // of them held marks, however many.
+    assert.deepEqual(
+      await lastOfManyLossesJoinedByFault(INCIDENT_LOSS_MARKS_MAX + 1, returning),
+      [0, 1, 2, 3, 4],
+      "o's polls from the FAULT entry's time: the 17th failing device holds no marks",
+    );
+  });
+}
+
+/**
+ * Device d's reads begin failing at t0 + 2 s and it is found down 1.5 s later, within its 3 s
+ * window; an e-stop latches in that step (its FAULT entry delivered a turn later); device o
+ * answers all along; both are polled every second from t0 on, at t0 + 3 s after a wall clock step
+ * by `stepMs` at t0 + 2.5 s. Answers the record's header, each device's samples (value, ms from t0)
+ * and the e-stop's time.
+ */
+async function lossWithinItsWindowJoinedByEstop(stepMs: number) {
+  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
+    const t0 = clock.wall;
+    const both = (v: number) => ["d", "o"].forEach((d) => pollSignals(["x"], v, "p", d));
+    both(0); // t0
+    clock.advance(1000);
+    both(1); // t0 + 1 s: d's last good read
+    clock.advance(1000);
+    both(2); // t0 + 2 s: d's first failed read
+    const failingMono = clock.mono;
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    clock.advance(500);
+    clock.stepWall(stepMs);
+    clock.advance(500);
+    both(3); // t0 + 3 s (monotonic)
+    clock.advance(500); // t0 + 3.5 s: d found down, within its window (ends at t0 + 5 s)
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    const latchedAt = clock.nowMs();
+    bus.publish({
+      kind: "estop_change",
+      latched: true,
+      reason: null,
+      cause: "api",
+      timestamp_ms: latchedAt,
+    });
+    clock.advance(0); // a turn
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "AUTO",
+      new_mode: "FAULT",
+      timestamp_ms: latchedAt,
+    });
+    clock.advance(500);
+    both(4); // t0 + 4 s
+    clock.advance(1000); // t0 + 5 s: the loss's window ends
+    clock.advance(500);
+    both(5); // t0 + 5.5 s: past it
+    await incidents.settled();
+    assert.equal(incidents.list().length, 1, "one incident: the e-stop and its FAULT entry joined");
+    const [h] = incidents.list();
+    const { signals } = await incidents.get(h!.incident_id);
+    const samples = Object.fromEntries(
+      signals.map((s) => [s.device_id, s.samples.map((x) => [x[1] as number, x[0] - t0])]),
+    );
+    return { h: h!, samples, t0, latchedAt };
+  });
+}
+
+for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
+  Deno.test(`an e-stop joining a device loss found within its window, the wall clock ${what} since its first failed read: every device's polls are the lost device's, from its window`, async () => {
+    // The e-stop takes every device's polls as d's (noted at d's first failed read, by poll
+    // order), its window the loss's. Before 1384f194 they were noted from the e-stop's time: a
+    // step back since d's first failed read put that time before the window, and the record held
+    // o's one poll after the e-stop, none of its window before.
+    const { h, samples } = await lossWithinItsWindowJoinedByEstop(step);
+    assert.equal(h.trigger, "estop");
+    assert.deepEqual(
+      h.also.map((c) => c.trigger).sort(),
+      ["device_loss", "fault"],
+      "the loss and the e-stop's FAULT entry in the one incident",
+    );
+    const values = (d: string) => samples[d]!.map(([v]) => v);
+    assert.deepEqual(values("d"), [0, 1, 2, 3, 4], "d's polls of its window, not the one past it");
+    assert.deepEqual(samples.o, samples.d, "o's polls of d's window, dated as d's");
+    assertNeverFalls(samples.o!.map(([, t]) => t!));
+    assert.deepEqual(
+      samples.o!.slice(0, 3).map(([, t]) => t),
+      [0, 1000, 2000],
+      "the polls before the step at their own times",
+    );
+  });
+}
+
+for (const [step, what] of WALL_STEPS) {
+  Deno.test(`an e-stop joining a device loss found after its window, the wall clock stepped ${what} within the e-stop's own incident_after_s: its polls there are in the record, until_epoch_ms its end on the stepped clock`, async () => {
+    // Stepped 0.5 s after the e-stop. Before, a step ahead left until_epoch_ms at the last
+    // sample, 1 s short of the e-stop's incident_after_s past it moved by the step (the window's
+    // end moved only by a step since the loss was found, as any trigger's is by a step since it).
+    const { h, values, latchedAt } = await lossJoinedByEstop(0, step);
+    assert.deepEqual(values, { d: [0, 1, 2, 5, 6], o: [0, 1, 2, 5, 6] });
+    assert.equal(
+      h.until_epoch_ms - latchedAt,
+      3000 + (step > 0 ? step : 0),
+      "until_epoch_ms is the e-stop's + incident_after_s, later by a step ahead",
+    );
+  });
+}
+
+/**
+ * As lossJoinedByFault (d's loss found 6 s after its first failed read at t0 + 2 s, past its 3 s
+ * window; device o answering all along; the FAULT entry joining; the wall clock stepped by
+ * `stepMs` at t0 + 7 s), device n polled from t0 + `firstS` s on (added by a reload: the ring did
+ * not hold it at d's first failed read), and all of them 1 s after the FAULT entry. Answers each
+ * device's sample values.
+ */
+async function lossJoinedByFaultWithNewcomer(
+  stepMs: number,
+  firstS: 4 | 6,
+): Promise<Record<string, number[]>> {
+  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
+    const t0Mono = clock.mono;
+    const all = (v: number) => {
+      for (const d of ["d", "o"]) pollSignals(["x"], v, "p", d);
+      if (clock.mono - t0Mono >= firstS * 1000) pollSignals(["x"], v, "p", "n");
+    };
+    all(0); // t0: d's last good read
+    clock.advance(2000);
+    all(1); // t0 + 2 s: d's first failed read
+    const failingMono = clock.mono;
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    pollPastTheWindow(clock, all, stepMs); // t0 + 4, 6 and 8 s
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "AUTO",
+      new_mode: "FAULT",
+      timestamp_ms: clock.nowMs(),
+    });
+    clock.advance(1000);
+    all(5); // 1 s after the FAULT entry, within its own incident_after_s
+    clock.advance(2000);
+    await incidents.settled();
+    assert.equal(incidents.list().length, 1, "one incident: the FAULT entry joined d's loss");
+    const [h] = incidents.list();
+    const { signals } = await incidents.get(h!.incident_id);
+    return Object.fromEntries(
+      signals.map((s) => [s.device_id, s.samples.map((x) => x[1] as number)]),
+    );
+  });
+}
+
+for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
+  Deno.test(`a FAULT entry joining a device loss found after its window, the wall clock ${what}: a device a reload added after the loss began has its polls of the loss's window and of the FAULT entry's, not those between`, async () => {
+    // Before, a device the loss's marks did not hold was noted from the FAULT entry's time: its
+    // polls taken between the loss's window and the FAULT entry were in the record, dated before
+    // it, which left them out for every other device.
+    assert.deepEqual(
+      await lossJoinedByFaultWithNewcomer(step, 6),
+      { d: [0, 1, 2, 5], o: [0, 1, 2, 5], n: [5] },
+      "n first polled past the loss's window: its poll after the FAULT entry only",
+    );
+    assert.deepEqual(
+      await lossJoinedByFaultWithNewcomer(step, 4),
+      { d: [0, 1, 2, 5], o: [0, 1, 2, 5], n: [2, 5] },
+      "n first polled within the loss's window: that poll and its poll after the FAULT entry",
+    );
+  });
+}
