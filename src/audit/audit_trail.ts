@@ -442,6 +442,12 @@ export class AuditTrail implements AuditSink {
   readonly #loggedProblems = new Set<string>();
   readonly #memory: AuditEntry[] = [];
   #journal: Journal | null = null;
+  /**
+   * The writer of a journal whose opening is under way (openJournal), until it is taken: close()
+   * closes it, so an opening the stop overtook removes no segment and begins none once the disk
+   * answers (JournalWriter.open ends at its step).
+   */
+  #opening: JournalWriter | null = null;
   readonly #listeners: AuditEntryListener[] = [];
   /** After seal(): nothing collapses any more (no timer outlives the runtime). */
   #sealed = false;
@@ -1035,6 +1041,7 @@ export class AuditTrail implements AuditSink {
       gapMark: () => ++this.#seq,
     });
     const journal: Journal = { ...options, writer };
+    this.#opening = writer;
     let interrupted: IntentRecord[] = [];
     let notSearched: string | null = null;
     let earlier: Unsettled | null = null;
@@ -1061,6 +1068,7 @@ export class AuditTrail implements AuditSink {
     // close() came while the folder hung (a start abandoned, then stopped): the journal opened
     // at last is closed again -- a trail that has stopped holds no file, nor writes beside a
     // later runtime on the folder.
+    this.#opening = null;
     if (this.#closed) {
       await writer.close();
       return;
@@ -1447,7 +1455,11 @@ export class AuditTrail implements AuditSink {
     this.#closed = true;
     this.seal();
     const journal = this.#journal;
-    if (journal === null) return;
+    if (journal === null) {
+      // An opening under way (a hung mount): ends at its step, holds no file (openJournal).
+      await this.#opening?.close();
+      return;
+    }
     await journal.writer.flush();
     const closing = this.#markerLine(journal, CLOSED_PREFIX);
     if (closing !== null) void journal.writer.append(closing, { counted: false });

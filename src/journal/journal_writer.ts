@@ -234,13 +234,16 @@ export class JournalWriter {
    * `; `) to that ERROR, so one cause is said in one line. Closed while it opened (a hung mount
    * answering after the owner's stop), it resolves, holds no file (one opened meanwhile is closed
    * again) and changes nothing more on disk: no segment removed, none begun (#ClosedMeanwhile).
-   * With a write under way or begun meanwhile, the file is opened once (#preparing).
+   * With a write under way or begun meanwhile, the file is opened once (#preparing). Called once
+   * closed, it resolves at once, without a call on the disk (no folder made).
    */
   async open(
     options: { readonly report?: boolean; readonly note?: string | undefined } = {},
   ): Promise<void> {
     try {
       while (this.#preparing !== null) await this.#preparing;
+      // Closed before it began (an owner stopped while the opening waited its turn): no disk call.
+      if (this.#closed) return;
       const prepare = this.#prepare(0, false, true);
       const mine = this.#preparing = prepare.then(() => {}, () => {});
       try {

@@ -749,6 +749,11 @@ export class RunRegistry {
   readonly #betweenSaveFailures: SpellLog;
   /** Shutdown has begun: no save is tried again from now on. */
   #shuttingDown = false;
+  /**
+   * shutdown() was called: a start under way (start() is not in the serial chain, and a hung
+   * mount may hold it past the stop) ends at its next step (#startGoesOn), writing nothing more.
+   */
+  #stopAsked = false;
   /** A save of #betweenRuns is due at the end of this step (#betweenRunsChanged). */
   #betweenSoon = false;
   /** A rewrite of runs.jsonl grown by saved counts is queued (#compactIfLong). */
@@ -819,14 +824,18 @@ export class RunRegistry {
     // The count of safety events noted before this try took it (given back if the try fails
     // before the count is in runs.jsonl).
     let taken: SafetyBetweenRuns | null = null;
+    let journal: JournalWriter | null = null;
     try {
       await this.#opts.files.ensureDir(this.#eventsDir);
+      this.#startGoesOn();
       await this.#replay();
+      this.#startGoesOn();
       // New ids sort after every kept run's, whatever the clock did since they were made.
       for (const id of this.#order) this.#ulid.advancePast(id.slice(-26));
-      const journal = this.#runsWriter();
+      journal = this.#runsWriter();
       // A failure is this start's: said by its own ERROR (below), with the retry.
       await journal.open({ report: false });
+      this.#startGoesOn();
       this.#journal = journal;
       const now = this.#opts.clock.nowMs();
       const abandoned: string[] = [];
@@ -834,6 +843,7 @@ export class RunRegistry {
       for (const id of this.#order) {
         const run = this.#runs.get(id) as Run;
         if (run.state !== "open") continue;
+        this.#startGoesOn();
         const reason = await this.#closeRun(run, "abandoned", now, interrupted.get(id));
         if (reason !== "abandoned") {
           this.#log.warn(
@@ -862,7 +872,9 @@ export class RunRegistry {
         taken,
       );
       let betweenSaved = replayed === null ? null : betweenRunsRecord(replayed);
+      this.#startGoesOn();
       const removed = await this.#prune();
+      this.#startGoesOn();
       if (removed > 0 || this.#journalLines > 2 * this.#runs.size + RUNS_COMPACT_SLACK_LINES) {
         if (await this.#compact(between)) {
           betweenSaved = between === null ? null : betweenRunsRecord(between);
@@ -871,7 +883,9 @@ export class RunRegistry {
           this.#ownSavedLastAt = between?.ownLastAt ?? null;
         }
       }
+      this.#startGoesOn();
       this.#report = { ...this.#report, orphanedEventFiles: await this.#orphans() };
+      this.#startGoesOn();
       if (this.#state === "unavailable") {
         this.#log.info(`run registry available: ${this.#runsFile} started on a retry`);
       }
@@ -884,6 +898,14 @@ export class RunRegistry {
       if (this.#betweenRuns !== null) this.#betweenRunsChanged();
     } catch (err) {
       this.#betweenRuns = mergeSafety(this.#betweenRuns, taken);
+      if (this.#stopAsked) {
+        // Shut down meanwhile (the disk answered after the stop): no retry, no ERROR, and no file
+        // of it left open -- the start's runs.jsonl (a rewrite's, when it rewrote it) is closed.
+        const left = [journal, this.#journal];
+        this.#journal = null;
+        for (const j of left) await j?.close();
+        return;
+      }
       this.#state = "unavailable";
       this.#unavailableReason = `run journal ${this.#runsFile}: ${errorMessage(err)}`;
       await this.#journal?.close();
@@ -895,6 +917,11 @@ export class RunRegistry {
       );
       this.#retryTimer = this.#opts.clock.setTimer(() => this.#retryStart(), delay);
     }
+  }
+
+  /** Ends a start (#tryStart) at this step once shutdown() was called: see #stopAsked. */
+  #startGoesOn(): void {
+    if (this.#stopAsked) throw unavailable("run registry stopped while it started");
   }
 
   /** A retry of a failed start, in turn with shutdown (which cancels it). */
@@ -1470,6 +1497,7 @@ export class RunRegistry {
    */
   async shutdown(): Promise<void> {
     if (this.#state === "stopped") return;
+    this.#stopAsked = true; // a start under way ends at its next step (#tryStart)
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     this.#cancelRetry();

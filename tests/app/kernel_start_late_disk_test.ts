@@ -14,6 +14,8 @@ import { flushMicrotasks, ManualClock, runToSettle, settleOn } from "../helpers/
 import { testConfig } from "../helpers/sim_config.ts";
 
 const BUDGET_MS = 5000;
+/** Polls of the files (20 ms apart) without a call that end the wait for the late opening. */
+const QUIET_POLLS = 5;
 
 /**
  * Real files where each call on a path holding `pathPart` waits until `release()` (a hung mount
@@ -23,8 +25,11 @@ class HeldFiles extends RealJournalFiles {
   readonly #pathPart: string;
   readonly #waiting: (() => void)[] = [];
   #released = false;
-  /** Calls held so far. */
+  /** Calls held so far, and those of them that returned. */
   held = 0;
+  answered = 0;
+  /** Calls on the files so far (held or not): the late opening has ended when none comes. */
+  calls = 0;
   /** Append handles opened, and closed. */
   opened = 0;
   closed = 0;
@@ -38,9 +43,15 @@ class HeldFiles extends RealJournalFiles {
     for (const go of this.#waiting.splice(0)) go();
   }
   async #held<T>(path: string, call: () => Promise<T>): Promise<T> {
+    this.calls++;
     if (!this.#released && path.includes(this.#pathPart)) {
       this.held++;
       await new Promise<void>((r) => this.#waiting.push(r));
+      try {
+        return await call();
+      } finally {
+        this.answered++;
+      }
     }
     return call();
   }
@@ -97,15 +108,24 @@ for (const { stage, part } of STAGES) {
       await runToSettle(clock, rt.stop(), "the stop after the failed start");
       // The hung mount answers at last.
       files.release();
-      await waitFor("the held opening went on", async () => {
+      // It goes on until it ends at a step (a file it opened closed again): over once every held
+      // call answered and no call on the files came for QUIET_POLLS polls in a row.
+      let seen = -1;
+      let quiet = 0;
+      await waitFor("the held opening went on and ended", async () => {
         await flushMicrotasks();
-        return files.opened > 0 && files.opened === files.closed;
+        if (files.answered < files.held) return false;
+        quiet = files.calls === seen ? quiet + 1 : 0;
+        seen = files.calls;
+        return quiet >= QUIET_POLLS;
       }, 3000).catch((err) => {
         throw new Error(`${err.message}: ${files.opened} opened, ${files.closed} closed`);
       });
       // Before: the journal the late opening opened stayed open (0 closed), the stopped
-      // runtime's, and Deno's resource sanitizer found the file leaked.
+      // runtime's, and Deno's resource sanitizer found the file leaked; the run records' start
+      // went on to open runs.jsonl, and the stopped registry was available.
       assert.equal(files.closed, files.opened);
+      assert.equal(rt.runs.info().available, false, "the stopped runtime's run records started");
     });
   }
 }

@@ -314,3 +314,14 @@ for (
     assert.equal(handles, 0, "a file handle of the closed writer is still open");
   });
 }
+
+Deno.test("JournalWriter: open() once closed makes no folder and opens no file", async () => {
+  // An owner stopped before its opening began (the audit trail closed while it searched its
+  // journal on a hung mount): the opening ends before any call on the disk.
+  const files = new FaultyMemoryFiles();
+  const segments = { dir: "/data/s", prefix: "seg", maxFileBytes: 1000, maxFiles: 3 };
+  const { w } = writer(files, { target: { segments } });
+  await w.close();
+  await w.open();
+  assert.deepEqual(await files.listNames("/data"), [], "the closed writer made its folder");
+});

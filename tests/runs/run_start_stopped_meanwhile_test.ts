@@ -1,0 +1,65 @@
+/**
+ * A start of the run registry held by a hung mount (start() is not in turn with shutdown) that
+ * the registry's shutdown overtakes: once the disk answers, the start goes no further than its
+ * step -- the stopped registry becomes not available, holds no runs.jsonl open, and writes nothing
+ * beside a later runtime on the folder (no run left open closed as abandoned). In-memory files
+ * whose folder creation waits until the test lets it go; handles opened and closed counted.
+ */
+import assert from "node:assert/strict";
+import type { JournalAppendHandle } from "../../src/journal/mod.ts";
+import { flushMicrotasks } from "../helpers/clock.ts";
+import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+import { registryOn } from "./_run_fault_rig.ts";
+
+/** Files whose ensureDir waits while `held` is set (a hung mount); append handles counted. */
+class HeldFolderFiles extends FaultyMemoryFiles {
+  held: Promise<void> | null = null;
+  waiting = 0;
+  opened = 0;
+  closed = 0;
+  override async ensureDir(path: string): Promise<void> {
+    if (this.held !== null) {
+      this.waiting++;
+      await this.held;
+    }
+    await super.ensureDir(path);
+  }
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const h = await super.openAppend(path);
+    this.opened++;
+    return { ...h, close: () => (this.closed++, h.close()) };
+  }
+}
+
+Deno.test("RunRegistry: shut down while its start waits on the disk, once the disk answers it is not available, holds no file open and closes no run", async () => {
+  const files = new HeldFolderFiles();
+  // A run the previous process left open (it crashed): a start closes it as abandoned.
+  const earlier = registryOn(files);
+  await earlier.start();
+  const { run } = await earlier.open({ experiment_label: "left open" });
+  const runsBefore = files.text("/data/runs.jsonl");
+  const eventsFile = `/data/runs/${run.run_id.slice(-26)}.jsonl`;
+  const eventsBefore = files.text(eventsFile);
+  const handlesBefore = files.opened - files.closed;
+
+  const registry = registryOn(files);
+  let release = () => {};
+  files.held = new Promise((r) => (release = r));
+  const starting = registry.start();
+  for (let i = 0; i < 100 && files.waiting < 1; i++) await flushMicrotasks();
+  assert.equal(files.waiting, 1, "the start waits on the disk");
+  await registry.shutdown(); // the runtime stops while the start waits
+  files.held = null;
+  release(); // the hung mount answers at last
+  await starting;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+
+  assert.equal(registry.info().available, false, "a stopped registry became available");
+  assert.equal(
+    files.opened - files.closed,
+    handlesBefore,
+    "the stopped registry's start left runs.jsonl open",
+  );
+  assert.equal(files.text("/data/runs.jsonl"), runsBefore, "the stopped registry wrote runs.jsonl");
+  assert.equal(files.text(eventsFile), eventsBefore, "the stopped registry closed the run");
+});
