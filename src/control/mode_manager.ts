@@ -33,6 +33,7 @@
 import {
   type Clock,
   deviceHandle,
+  deviceReturnWhy,
   failedPrecondition,
   latestDate,
   type Logger,
@@ -357,7 +358,12 @@ interface ProviderBackOptions {
    * device-return spell's (#deviceReturnLogs), not a WARN line each time.
    */
   readonly deviceReturn?: boolean;
+  /** While `deviceReturn`: the devices answering again, named in `why` (deviceReturnWhy). */
+  readonly devices?: readonly string[];
 }
+
+/** What #providerBack's line says by default: the provider itself is up again. */
+const PROVIDER_BACK_WHY = "is AVAILABLE again";
 
 /** A hold on the hook calls into FAULT of an entry (holdFaultHookCalls). */
 interface FaultHookHold {
@@ -515,10 +521,11 @@ export class ModeManager implements ModeService {
       const host = this.#o.inventory.provider(providerId);
       if (host?.available === true) {
         this.#providerBack(host, {
-          why: `has device ${deviceId} answering again`,
+          why: deviceReturnWhy([deviceId]),
           securing: [AT_TURN],
           stopsOwn: true,
           deviceReturn: true,
+          devices: [deviceId],
         });
       }
     });
@@ -1393,9 +1400,7 @@ export class ModeManager implements ModeService {
    * them. Stops once FAULT is left.
    */
   #providerBack(host: ProviderSummary, options: ProviderBackOptions): void {
-    const { why = "is AVAILABLE again", securing, stopsOwn = false, deviceReturn = false } =
-      options;
-    const back = (): MergedProviderBack => ({ securing: [...securing], stopsOwn });
+    const { stopsOwn = false } = options;
     const providerId = host.id;
     // FAULT's hooks have yet to begin (an e-stop's ladder still runs): they wait for the stop's
     // ladder, not for the e-stop's securing of this provider (queued behind it), which may land
@@ -1409,14 +1414,14 @@ export class ModeManager implements ModeService {
       // A return of its own among them (it may have missed the stop's calls: its securing run may
       // land after the hooks' run) gets the calls a reload dropped from the stop, as after them.
       const waiting = this.#returnsAwaitingHooks.get(providerId);
-      if (waiting?.done === pending) return mergeProviderBack(waiting.back, options);
-      const wait = { done: pending, back: back() };
+      if (waiting?.done === pending) return mergeProviderBack(waiting.back, host, options);
+      const wait = { done: pending, back: providerBackOf(host, options) };
       this.#returnsAwaitingHooks.set(providerId, wait);
       void pending.promise.then(() => {
         if (this.#returnsAwaitingHooks.get(providerId) === wait) {
           this.#returnsAwaitingHooks.delete(providerId);
         }
-        this.#providerBack(host, { why, deviceReturn, ...wait.back });
+        this.#providerBack(wait.back.host, wait.back);
       });
       return;
     }
@@ -1433,24 +1438,42 @@ export class ModeManager implements ModeService {
     // One waiting finds the provider up at its turn; it makes what this one asks for too.
     if (previous?.waiting) {
       previous.uncounted = Math.max(previous.uncounted, expected);
-      return mergeProviderBack(previous.back, options);
+      return mergeProviderBack(previous.back, host, options);
     }
-    const run = { waiting: true, done: Promise.resolve(), back: back(), uncounted: expected };
+    const run = {
+      waiting: true,
+      done: Promise.resolve(),
+      back: providerBackOf(host, options),
+      uncounted: expected,
+    };
     this.#faultHooksRunning++;
     run.done = Promise.all([previous?.done, entry.run.catch(() => {})]).then(async () => {
       run.waiting = false;
       if (this.#faultInForce !== entry) return;
       // Latched when it came back: the e-stop's ladder secures it first (and reads it back); a
       // call it made is not made again. Released before the ladder's turn: it made none.
-      const { securing, stopsOwn: own } = run.back;
+      // Its line says what brought it as it stands at its turn (mergeProviderBack).
+      const { host: listed, securing, stopsOwn: own, why, deviceReturn } = run.back;
       // Each once: the latest, asked for at the turn, may be one it was given.
       const runs = new Set<Promise<readonly CallConfig[]>>();
       for (const r of securing) {
-        const p = r === AT_TURN ? this.#latchSecuring?.(host) ?? null : r;
+        const p = r === AT_TURN ? this.#latchSecuring?.(listed) ?? null : r;
         if (p !== null) runs.add(p);
       }
       const made = runs.size === 0 ? [] : (await Promise.all(runs)).flat();
       if (this.#faultInForce !== entry) return;
+      // Its provider taken out by a reload before its turn (removed, or restarted: another host
+      // under its id, which gets a run of its own once up): nothing of it is left to make them
+      // on. Not made, counted as none; one line (no failure: the reload chose it), as the
+      // e-stop's securing run of it (Estop #secure).
+      if (this.#o.inventory.provider(providerId) !== listed) {
+        this.#stopLog.info(
+          `FAULT: provider ${providerId} ${why}, but a configuration reload took it out before ` +
+            `the turn of its hook calls into FAULT (${entry.from}->FAULT): no longer listed, ` +
+            "they are not made again",
+        );
+        return;
+      }
       const calls = callsOf(own).filter(({ call }) => {
         const i = made.findIndex((m) => sameDeclaredCall(m, call));
         if (i < 0) return true;
@@ -1670,10 +1693,42 @@ function droppedCalls<T extends { readonly call: CallConfig }>(
   });
 }
 
-/** What the reasons merged into one waiting #providerBack ask for. */
+/** What the reasons merged into one waiting #providerBack ask for, and what its line says. */
 interface MergedProviderBack {
+  /**
+   * Its provider's host as the latest reason told it (one a reload restarted since is its
+   * successor's): the one it is made for, if still listed at its turn.
+   */
+  host: ProviderSummary;
   securing: SecuringRun[];
   stopsOwn: boolean;
+  /** What brought it, as its line says it (mergeProviderBack). */
+  why: string;
+  /** Begun for device returns only: its line is the device-return spell's. */
+  deviceReturn: boolean;
+  /**
+   * While `deviceReturn`: the devices whose returns it is made for (the one that began it, then
+   * each that joined it), named in `why` (deviceReturnWhy). Bounded by the provider's devices: a
+   * device's returns are told only while its provider lists it.
+   */
+  devices?: string[];
+}
+
+/**
+ * What one reason for #providerBack asks for, to be merged into (mergeProviderBack). A function of
+ * its own: a closure over `host` in #providerBack would keep each return's host reachable while
+ * it waits for FAULT's hooks to begin (one return per provider is kept, the latest).
+ */
+function providerBackOf(host: ProviderSummary, options: ProviderBackOptions): MergedProviderBack {
+  const deviceReturn = options.deviceReturn === true;
+  return {
+    host,
+    securing: [...options.securing],
+    stopsOwn: options.stopsOwn === true,
+    why: options.why ?? PROVIDER_BACK_WHY,
+    deviceReturn,
+    ...(deviceReturn ? { devices: [...options.devices ?? []] } : {}),
+  };
 }
 
 /**
@@ -1684,9 +1739,30 @@ interface MergedProviderBack {
  * them. A return asks for the provider's latest run at the turn (AT_TURN); a run named before is
  * kept beside it: there is none at the turn when the latch was released and the provider (or a
  * device of it) came back since, while a run begun before the release may still make its calls.
+ * Its line says what brought it as the e-stop's securing run's does: a device's return joining a
+ * run for device returns names that device too (deviceReturnWhy), any other reason joining it says
+ * that reason in its place. `host` is the provider's host as this reason told it: a return of the
+ * successor of a host a reload restarted makes the run its successor's (listed at its turn).
  */
-function mergeProviderBack(into: MergedProviderBack, next: ProviderBackOptions): void {
+function mergeProviderBack(
+  into: MergedProviderBack,
+  host: ProviderSummary,
+  next: ProviderBackOptions,
+): void {
+  into.host = host;
   if (next.stopsOwn === true) into.stopsOwn = true;
+  if (into.deviceReturn && next.deviceReturn !== true) {
+    // Not a device's return (the provider itself back, a reload): its line says that one in its
+    // place, at WARN -- the provider's own return ended the device-return spell, the run must
+    // not open another -- as the e-stop's securing run does.
+    into.why = next.why ?? PROVIDER_BACK_WHY;
+    into.deviceReturn = false;
+    delete into.devices;
+  } else if (into.deviceReturn && into.devices !== undefined) {
+    // Another device of it answering again: its line names every device it is made for.
+    for (const d of next.devices ?? []) if (!into.devices.includes(d)) into.devices.push(d);
+    into.why = deviceReturnWhy(into.devices);
+  }
   for (const run of next.securing) {
     if (into.securing.includes(run)) continue;
     // Awaited at its turn only (not when FAULT is left before it): never an unhandled rejection.

@@ -42,10 +42,12 @@ import {
   type Clock,
   type DeviceCapabilities,
   deviceHandle,
+  deviceReturnWhy,
   errorMessage,
   failedPrecondition,
   internal,
   type Logger,
+  MAX_NAMED_IN_WARNING,
   namedList,
   neverThrowing,
   providerIdOf,
@@ -418,12 +420,8 @@ export const NO_SAFE_STATE_WARNING =
   "every actuating function and zero_is_safe is false. The latch blocks further actuating " +
   "calls but no output was changed; use the hardware emergency stop to remove power.";
 
-/**
- * Bound on the functions or devices a warning (a log line, a stop's answer) names; the rest are
- * counted ("and N more"). Every one is in the answer's `uncovered` and in the plan
- * GET /v0/runtime/status shows (`estop.plan.uncovered`, `estop.unverified_devices`).
- */
-export const MAX_NAMED_IN_WARNING = 20;
+/** Bound on the functions or devices a warning names (common/named_list.ts says it). */
+export { MAX_NAMED_IN_WARNING };
 
 /**
  * Longest device handle, function or argument name (the provider's text, when the plan comes from
@@ -2432,16 +2430,6 @@ const AVAILABLE_WHILE_LATCHED = "available while latched";
 
 /** Why a provider up while latched is secured again: a reload changed its ladder calls. */
 const LADDER_RELOADED = "had its ladder calls changed by a reload";
-
-/**
- * What a securing run for device returns says brought it: `has device <id> answering again`, or
- * `has devices <id>, <id> answering again`, up to MAX_NAMED_IN_WARNING named, the rest counted.
- */
-function deviceReturnWhy(deviceIds: readonly string[]): string {
-  return deviceIds.length === 1
-    ? `has device ${deviceIds[0]} answering again`
-    : `has devices ${namedList(deviceIds, MAX_NAMED_IN_WARNING)} answering again`;
-}
 
 /** The audit's `args.reason` of a re-verification after a reload changed expectations. */
 const EXPECTATIONS_RELOADED = "expectations reloaded while latched";

@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
-import { ModeManager } from "../../src/control/mod.ts";
+import { ModeManager, type ModeManagerOptions } from "../../src/control/mod.ts";
+import type { Logger } from "../../src/common/mod.ts";
 import type { HookConfig } from "../../src/config/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
@@ -42,11 +43,21 @@ export function upProvider(id: string): ProviderSummary {
   return { id, available: true, config: { timeoutMs: 1000 } } as unknown as ProviderSummary;
 }
 
+/** One upProvider host per id, the same each time asked (as a registry lists one per id). */
+function upProviders(): (id: string) => ProviderSummary {
+  const hosts = new Map<string, ProviderSummary>();
+  return (id) => {
+    const host = hosts.get(id) ?? upProvider(id);
+    hosts.set(id, host);
+    return host;
+  };
+}
+
 /**
- * An inventory in which every provider is up (`provider(id)`, default upProvider); `comesBack(id)`
- * tells its availability listeners that provider `id` is up again.
+ * An inventory in which every provider is up (`provider(id)`, default one upProvider per id);
+ * `comesBack(id)` tells its availability listeners that provider `id` is up again.
  */
-export function returnsInventory(provider: (id: string) => ProviderSummary = upProvider): {
+export function returnsInventory(provider: (id: string) => ProviderSummary = upProviders()): {
   inventory: InventoryReader;
   comesBack: (id: string) => void;
 } {
@@ -70,19 +81,22 @@ export function returnsInventory(provider: (id: string) => ProviderSummary = upP
 
 /**
  * Real modes over `router` and `inventory` (automation enabled, manual gating BLOCK, the system
- * clock, the quiet test logger) with `beforeTransition` hooks and no after-transition hooks.
+ * clock, `o.log` or the quiet test logger, `o.devices` the device returns if given) with
+ * `beforeTransition` hooks and no after-transition hooks.
  */
 export function hookModes(
   router: CallRouter,
   inventory: InventoryReader,
   beforeTransition: HookConfig[],
+  o: { log?: Logger; devices?: ModeManagerOptions["devices"] } = {},
 ): ModeManager {
   return new ModeManager({
     router,
     inventory,
     bus: new EventBus(),
     clock: systemClock,
-    log: testLogger(),
+    log: o.log ?? testLogger(),
+    ...(o.devices === undefined ? {} : { devices: o.devices }),
     automationEnabled: true,
     manualGatingPolicy: "BLOCK",
     hooks: { beforeTransition, afterTransition: [] },

@@ -26,15 +26,21 @@ async function collect(gc: () => void): Promise<void> {
   await macrotask();
 }
 
-/** `n` returns of provider `id`, each with a summary of its own; weak references to them. */
+/**
+ * `n` returns of provider `id`, each with a summary of its own (as a reload restarting it would
+ * list); weak references to them. The latest is the one `listed` holds: the inventory lists it at
+ * the re-application's turn (one taken out by a reload meanwhile gets no calls).
+ */
 function comeBack(
   availability: ((p: ProviderSummary, up: boolean) => void)[],
+  listed: Map<string, ProviderSummary>,
   id: string,
   n: number,
 ): WeakRef<ProviderSummary>[] {
   const kept: WeakRef<ProviderSummary>[] = [];
   for (let i = 0; i < n; i++) {
     const host = { id, available: true, config: { timeoutMs: 1000 } } as ProviderSummary;
+    listed.set(id, host);
     kept.push(new WeakRef(host));
     for (const l of availability) l(host, true);
   }
@@ -54,13 +60,13 @@ Deno.test("ModeManager keeps one return per provider waiting for FAULT's hooks t
     },
   } as unknown as CallRouter;
   const availability: ((p: ProviderSummary, up: boolean) => void)[] = [];
+  const listed = new Map<string, ProviderSummary>();
   const inventory = {
     onAvailability: (l: (p: ProviderSummary, up: boolean) => void) => {
       availability.push(l);
       return () => {};
     },
-    provider: (id: string) =>
-      ({ id, available: true, config: { timeoutMs: 1000 } }) as unknown as ProviderSummary,
+    provider: (id: string) => listed.get(id),
     providers: () => [],
     devices: () => [],
   } as unknown as InventoryReader;
@@ -72,7 +78,7 @@ Deno.test("ModeManager keeps one return per provider waiting for FAULT's hooks t
   assert.equal(entry.committed, true);
 
   const RETURNS = 50;
-  const kept = comeBack(availability, "plant", RETURNS);
+  const kept = comeBack(availability, listed, "plant", RETURNS);
   await collect(gc);
   const waiting = kept.filter((w) => w.deref() !== undefined).length;
   assert.equal(

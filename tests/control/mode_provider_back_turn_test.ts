@@ -1,0 +1,166 @@
+/**
+ * The hook calls into FAULT made again for a provider while FAULT stands (ModeManager
+ * #providerBack), as their turn finds them (docs/safety.md, "A provider that comes back while in
+ * FAULT"): a run waiting behind the FAULT entry's own hook calls says every device whose return
+ * joined it, or the provider's own return that joined it in place of those; and one whose provider
+ * a reload took out (removed, or restarted: another host under its id) before its turn makes no
+ * call, as the e-stop's securing run of it makes none (tests/safety/estop_reload_ladder_waiting_
+ * run_test.ts). In-process: a router that holds each call until the test answers it.
+ */
+import assert from "node:assert/strict";
+import type { ProviderSummary } from "../../src/state/mod.ts";
+import { MAX_NAMED_IN_WARNING } from "../../src/common/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import { macrotask } from "../helpers/turns.ts";
+import { call, hook } from "../safety/_fixture.ts";
+import {
+  heldCalls,
+  holdingRouter,
+  hookModes,
+  returnsInventory,
+  upProvider,
+} from "./_mode_hook_rig.ts";
+
+/**
+ * Modes in FAULT over plant (hook into FAULT: set_heater off), the FAULT entry's own call held:
+ * `deviceReturn(id)` tells a device of plant answering again, `comeBack()` plant itself up again,
+ * `takeOut()` a reload removing plant, `replaceHost()` one restarting it (another host under its
+ * id, not up yet); `endEntry()` answers the entry's call and waits for FAULT's answer.
+ */
+async function faultWithHeldEntry() {
+  const { held, router } = holdingRouter();
+  const host = upProvider("plant");
+  let listed: ProviderSummary | undefined = host;
+  const { inventory, comesBack } = returnsInventory(
+    (id) => (id === "plant" ? listed : upProvider(id)) as ProviderSummary,
+  );
+  const returns: ((providerId: string, deviceId: string) => void)[] = [];
+  const devices = {
+    onDeviceReturn: (l: (providerId: string, deviceId: string) => void) => {
+      returns.push(l);
+      return () => {};
+    },
+  };
+  const { log, lines } = capturingLogger();
+  const modes = hookModes(
+    router,
+    inventory,
+    [hook("*", "FAULT", [call("plant/plant0", "set_heater", { enabled: false })], false)],
+    { log, devices },
+  );
+  const fault = modes.requestWithReport("FAULT");
+  await heldCalls(held, 1);
+  return {
+    modes,
+    held,
+    lines,
+    deviceReturn: (deviceId: string) => {
+      for (const l of returns) l("plant", deviceId);
+    },
+    comeBack: () => comesBack("plant"),
+    takeOut: () => (listed = undefined),
+    replaceHost: () => (listed = { ...host, available: false } as ProviderSummary),
+    /** The successor under plant's id comes up (as it tells its availability). */
+    successorUp: () => {
+      listed = { ...listed!, available: true } as ProviderSummary;
+      comesBack("plant");
+    },
+    endEntry: async () => {
+      held[0]!.answer();
+      assert.deepEqual((await fault).hook_failures, []);
+    },
+  };
+}
+
+/** The lines saying plant's hook calls into FAULT are made again. */
+function madeAgainLines(lines: readonly string[]): string[] {
+  return lines.filter((l) => /FAULT: provider plant .*making its 1 hook call/.test(l));
+}
+
+Deno.test("ModeManager in FAULT: device returns joining a waiting run of the hook calls made again are each named in its line", async () => {
+  const { held, lines, deviceReturn, endEntry } = await faultWithHeldEntry();
+  deviceReturn("plant0");
+  deviceReturn("plant1");
+  deviceReturn("plant0");
+  await endEntry();
+  await heldCalls(held, 2);
+  held[1]!.answer();
+  const said = madeAgainLines(lines);
+  assert.equal(said.length, 1, lines.join("\n"));
+  assert.match(said[0]!, /provider plant has devices plant0, plant1 answering again;/);
+});
+
+Deno.test("ModeManager in FAULT: a run of the hook calls made again joined by many devices names MAX_NAMED_IN_WARNING of them and counts the rest", async () => {
+  const { held, lines, deviceReturn, endEntry } = await faultWithHeldEntry();
+  const devices = Array.from({ length: MAX_NAMED_IN_WARNING + 2 }, (_, i) => `plant${i}`);
+  for (const d of devices) deviceReturn(d);
+  await endEntry();
+  await heldCalls(held, 2);
+  held[1]!.answer();
+  const said = madeAgainLines(lines);
+  assert.equal(said.length, 1, lines.join("\n"));
+  const named = devices.slice(0, MAX_NAMED_IN_WARNING).join(", ");
+  assert.ok(said[0]!.includes(`has devices ${named} and 2 more answering again;`), said[0]);
+});
+
+Deno.test("ModeManager in FAULT: the provider's own return joining a waiting device-return run says its return at WARN, opening no device-return spell", async () => {
+  const { held, lines, deviceReturn, comeBack, endEntry } = await faultWithHeldEntry();
+  deviceReturn("plant0");
+  comeBack();
+  await endEntry();
+  await heldCalls(held, 2);
+  held[1]!.answer();
+  const said = madeAgainLines(lines);
+  assert.equal(said.length, 1, lines.join("\n"));
+  assert.match(said[0]!, /^WARN .*provider plant is AVAILABLE again; making its 1 hook call/);
+  assert.doesNotMatch(said[0]!, /logged at DEBUG/, "no device-return spell opened");
+});
+
+for (const [what, reload] of [["removes", "takeOut"], ["restarts", "replaceHost"]] as const) {
+  Deno.test(`ModeManager in FAULT: a run of the hook calls made again whose provider a reload ${what} before its turn makes no call, with one INFO line`, async () => {
+    const rig = await faultWithHeldEntry();
+    const { modes, held, lines, deviceReturn, endEntry } = rig;
+    deviceReturn("plant0");
+    rig[reload]();
+    await endEntry();
+    // Re-arming waits for the run: accepted once it has ended (a call it made is answered).
+    let left = false;
+    for (let i = 0; i < 200 && !left; i++) {
+      for (const h of held) h.answer();
+      left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
+      if (!left) await macrotask();
+    }
+    assert.ok(left, "FAULT -> MANUAL accepted once the run has ended");
+    assert.deepEqual(
+      held.slice(1).map((h) => `${h.req.providerId}/${h.req.functionName}`),
+      [],
+      "no call made again to plant after the reload took it out",
+    );
+    assert.deepEqual(madeAgainLines(lines), [], lines.join("\n"));
+    const dropped = lines.filter((l) => /provider plant .*reload took it out/.test(l));
+    assert.equal(dropped.length, 1, lines.join("\n"));
+    assert.match(dropped[0]!, /^INFO /);
+  });
+}
+
+Deno.test("ModeManager in FAULT: a run of the hook calls made again whose provider a reload restarts, the successor back before its turn, makes them for the successor, once", async () => {
+  const rig = await faultWithHeldEntry();
+  const { modes, held, lines, deviceReturn, endEntry } = rig;
+  deviceReturn("plant0");
+  rig.replaceHost();
+  rig.successorUp();
+  await endEntry();
+  let left = false;
+  for (let i = 0; i < 200 && !left; i++) {
+    for (const h of held) h.answer();
+    left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
+    if (!left) await macrotask();
+  }
+  assert.ok(left, "FAULT -> MANUAL accepted once the run has ended");
+  assert.deepEqual(
+    held.slice(1).map((h) => `${h.req.providerId}/${h.req.functionName}`),
+    ["plant/set_heater"],
+    "the successor's return gets the hook calls made again, once",
+  );
+  assert.match(madeAgainLines(lines).join("\n"), /^WARN .*provider plant is AVAILABLE again;/);
+});
