@@ -291,7 +291,7 @@ interface BlockRule {
 export class AlarmEngine implements AlarmService {
   readonly #o: AlarmEngineOptions;
   readonly #log: Logger;
-  /** #log on the path to an action: a line it fails to write is lost, never the action. */
+  /** #log on the path to an action or an interlock's event: a line it fails to write is lost. */
   readonly #actionLog: Logger;
   readonly #ctx: InputContext;
   #alarms = new Map<string, AlarmEntry>();
@@ -429,7 +429,7 @@ export class AlarmEngine implements AlarmService {
       if (kept.has(id)) continue;
       if (entry.blocking && entry.sinceWall !== null) {
         entry.blocking = false;
-        this.#log.info(
+        this.#actionLog.info(
           `interlock ${id} released: ${
             changingInterlocks.has(id) ? "changed" : "removed"
           } by a reload`,
@@ -870,10 +870,10 @@ export class AlarmEngine implements AlarmService {
         `interlock ${config.id} engaged: ${config.message} (${reason}); blocks ${
           config.block.map((b) => b.handle).join(", ")
         }`,
-        (line) => this.#log.warn(line),
+        (line) => this.#actionLog.warn(line),
       );
     } else {
-      entry.log.write(mono, `interlock ${config.id} released`, (line) => this.#log.info(line));
+      entry.log.write(mono, `interlock ${config.id} released`, (l) => this.#actionLog.info(l));
     }
     this.#publishInterlock(entry, blocking, reason, at);
     return blocking;
@@ -904,7 +904,7 @@ export class AlarmEngine implements AlarmService {
       `interlock ${config.id} blocks for another reason: ${config.message} (${reason}); blocks ${
         config.block.map((b) => b.handle).join(", ")
       }`,
-      (line) => this.#log.warn(line),
+      (line) => this.#actionLog.warn(line),
     );
     this.#publishInterlock(entry, true, reason, at);
   }

@@ -107,13 +107,19 @@ export class Interlock {
     for (let i = 0; i < inputs.length; i++) {
       const problem = inputs[i]!.classify(this.#ctx, nowMono);
       if (problem !== InputProblem.GOOD) {
-        this.#badInput = inputs[i]!;
-        this.#badProblem = problem;
+        const input = inputs[i]!;
+        this.#badInput = input;
+        // Its kind of reason as told (SignalInput.reasonKind): a kept sample the cache marked
+        // STALE for its age is still stale by age, no sample of a device failing is the device's.
+        this.#badProblem = input.reasonKind(problem, this.#ctx, nowMono);
         this.#typeError = false;
         return true;
       }
     }
+    // GOOD without a bad input (badProblem): a problem left from an earlier evaluation would tell
+    // a reason anew after a reload, whose new Interlock starts from GOOD.
     this.#badInput = null;
+    this.#badProblem = InputProblem.GOOD;
     const t = this.#eval(this.#root, nowMono);
     this.#typeError = t === TYPE_ERROR;
     return t !== FALSE;

@@ -174,6 +174,29 @@ export class SignalInput {
   }
 
   /**
+   * The kind of reason a `problem` classify found is told as (an interlock tells another reason
+   * on a new kind, not on new values of the same): as describe says it, a kept sample the cache
+   * marked STALE for its age is stale by age (AGE), whichever of the two saw it first -- not a
+   * provider's own STALE, received fresh -- and no sample of a device failing or down (no binding
+   * problem) is the device's condition (DEVICE_DOWN). Allocates nothing.
+   */
+  reasonKind(problem: InputProblem, ctx: InputContext, nowMono: number): InputProblem {
+    if (problem === InputProblem.QUALITY) {
+      return this.#markedStaleByAge(this.sample(ctx), ctx, nowMono) ? InputProblem.AGE : problem;
+    }
+    if (problem === InputProblem.NO_SAMPLE && this.binding.problem === null) {
+      const c = ctx.outages?.condition(this.providerId, this.deviceId);
+      return c !== undefined && c.kind !== "up" ? InputProblem.DEVICE_DOWN : problem;
+    }
+    return problem;
+  }
+
+  #markedStaleByAge(s: SignalState | undefined, ctx: InputContext, nowMono: number): boolean {
+    return s !== undefined && s.quality === "STALE" && s.value !== null &&
+      nowMono - s.receivedMono > this.#staleBound(ctx.cache);
+  }
+
+  /**
    * Why an input with no sample (NO_SAMPLE) stays bad once samples come, when its reader cannot
    * judge the type the signal is declared with (a restart retyped it, dropping the value of the old
    * type): `<handle> is declared <type>; <why>`, as the rebinding's ERROR line says it. `why`
@@ -216,8 +239,7 @@ export class SignalInput {
       case InputProblem.QUALITY:
         // A sample the cache marked STALE for its age reads as the age rule says it, whichever of
         // the two saw it first; a provider's own STALE (a fresh receipt) reads as the quality.
-        return s?.quality === "STALE" && s.value !== null &&
-            nowMono - s.receivedMono > this.#staleBound(ctx.cache)
+        return this.#markedStaleByAge(s, ctx, nowMono)
           ? this.#ageText(s, ctx, nowMono)
           : `${this.handle} is ${s?.quality ?? "UNAVAILABLE"}`;
       case InputProblem.AGE:

@@ -1614,6 +1614,85 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine tells nothing of an interlock a reload keeps blocking for the reason last told (its input bad, then usable again)", async () => {
+  const yaml = `
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
+`;
+  const s = await setup(yaml);
+  try {
+    await s.read([temp(90)]);
+    await s.read([temp(91, { quality: Q.FAULT })]);
+    await s.read([temp(92)]); // usable again, the condition holds: told
+    const reasons = () => interlockEvents(s.events).map((e) => `${e.blocking} ${e.reason}`);
+    const warned = () => s.lines.filter((l) => l.includes("blocks for another reason")).length;
+    const before = reasons();
+    assert.deepEqual(before, [
+      "true p0/probe/temp = 90",
+      "true bad input: p0/probe/temp is FAULT",
+      "true p0/probe/temp = 92",
+    ]);
+    const warnedBefore = warned();
+    s.reload(yaml); // the same interlock, still blocking on its condition
+    await s.read([temp(93)]);
+    assert.deepEqual(reasons(), before, "nothing new to tell: the condition still holds");
+    assert.equal(warned(), warnedBefore);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine tells a signal stale by its age once, not again when the cache marks its kept sample STALE", async () => {
+  const s = await setup(`
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
+`);
+  try {
+    const reasons = () =>
+      interlockEvents(s.events).map((e) =>
+        `${e.blocking} ${e.reason?.replace(/\d+ ms old/, "N ms old")}`
+      );
+    await s.read([temp(90), mode("open")]);
+    // The provider answers without temp (mode keeps the device answering): its sample goes stale
+    // by its age, seen by the wake-up before the next poll; that poll stores it STALE.
+    s.fx.clock.mono = s.fx.clock.monoMs() + 1001;
+    s.timers.fireDue();
+    s.fx.clock.mono = s.fx.clock.monoMs() + 200;
+    await s.read([mode("open")]);
+    assert.equal(s.fx.cache.device("p0", "probe")?.signals.get("temp")?.quality, "STALE");
+    await s.read([mode("open")]);
+    const stale =
+      "true bad input: p0/probe/temp is stale: its sample is N ms old (stale after 1000 ms)";
+    assert.deepEqual(reasons(), ["true p0/probe/temp = 90", stale], "stale by its age: told once");
+    assert.equal(s.lines.filter((l) => l.includes("blocks for another reason")).length, 1);
+  } finally {
+    await s.close();
+  }
+});
+
+Deno.test("AlarmEngine publishes an interlock's engage and another reason when its logger throws on their WARN lines", async () => {
+  let logFails = false;
+  const s = await setup(
+    `
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
+`,
+    { logFails: () => logFails },
+  );
+  try {
+    logFails = true; // a closed stderr: the WARN lines throw
+    await s.read([temp(90)]);
+    await s.read([temp(91, { quality: Q.FAULT })]);
+    logFails = false;
+    assert.deepEqual(interlockEvents(s.events).map((e) => `${e.blocking} ${e.reason}`), [
+      "true p0/probe/temp = 90",
+      "true bad input: p0/probe/temp is FAULT",
+    ], "each is published although its line could not be written");
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine's wake-up is never set for an instant already past while an interlock blocks on one bad input of two", async () => {
   const s = await setup(`
 interlocks:

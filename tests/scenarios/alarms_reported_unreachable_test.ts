@@ -8,8 +8,14 @@
  */
 import assert from "node:assert/strict";
 import { WireDeviceState } from "../../src/adpp/mod.ts";
-import { startRuntime, waitFor } from "../helpers/kernel.ts";
-import { dbl, type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
+import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import {
+  dbl,
+  type Inventory,
+  programmableProvider,
+  Q,
+  T,
+} from "../helpers/programmable_provider.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig, program } from "./alarms_helpers.ts";
 
@@ -101,6 +107,61 @@ interlocks:
       `p0/probe/temp: device p0/probe is ${u.kind} (${u.reason})`,
     );
   } finally {
+    await rt.stop();
+    await Deno.remove(file);
+  }
+});
+
+Deno.test("An interlock blocking on an input with no sample of a device up tells the device's failing once it is reported UNREACHABLE", async () => {
+  const inventory: Inventory = {
+    devices: {
+      // mode answers (the device is up); temp is polled but has no value: no sample is cached.
+      probe: {
+        signals: [{ id: "temp", type: T.DOUBLE, hint: 0.01 }, {
+          id: "mode",
+          type: T.STRING,
+          hint: 0.01,
+        }],
+        values: [{ id: "mode", type: T.STRING, string: "open", quality: Q.OK }],
+      },
+    },
+  };
+  const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(inventory));
+  const rt = await startRuntime(testConfig({
+    providers: [programmableProvider("p0", file)],
+    pollingIntervalMs: 100,
+    ...alarmsConfig(
+      `
+interlocks:
+  - { id: probe_il, block: [p0/probe/program], while: "p0/probe/temp > 80", message: m }
+`,
+      ["p0"],
+    ),
+  }));
+  const rec = recordEvents(rt);
+  try {
+    await waitFor("mode polled", () => rt.cache.signal("p0", "probe", "mode")?.quality === "OK");
+    assert.equal(rt.outages.condition("p0", "probe").kind, "up");
+    assert.equal(
+      rt.alarms.interlocks()[0]!.reason,
+      "bad input: p0/probe/temp: no sample in the cache",
+    );
+
+    await program(rt, "p0", "probe", {
+      health: { devices: [{ device_id: "probe", state: WireDeviceState.UNREACHABLE }] },
+    });
+    assert.notEqual(await rt.cache.fetchReportedHealth(rt.registry.host("p0")!), null);
+    const c = rt.outages.condition("p0", "probe");
+    assert.equal(c.kind, "failing");
+    const reason = `bad input: p0/probe/temp: device p0/probe is failing (${c.reason})`;
+    assert.equal(rt.alarms.interlocks()[0]!.reason, reason);
+    const told = rec.events.filter((e) => e.kind === "interlock").map((e) =>
+      e.kind === "interlock" ? `${e.blocking} ${e.reason}` : ""
+    );
+    assert.deepEqual(told, [`true ${reason}`], "what GET says is told, once");
+  } finally {
+    rec.stop();
     await rt.stop();
     await Deno.remove(file);
   }
