@@ -1414,7 +1414,14 @@ export class ModeManager implements ModeService {
       // A return of its own among them (it may have missed the stop's calls: its securing run may
       // land after the hooks' run) gets the calls a reload dropped from the stop, as after them.
       const waiting = this.#returnsAwaitingHooks.get(providerId);
-      if (waiting?.done === pending) return mergeProviderBack(waiting.back, host, options);
+      if (waiting?.done === pending) {
+        return mergeProviderBack(
+          waiting.back,
+          host,
+          options,
+          this.#o.inventory.provider(providerId),
+        );
+      }
       const wait = { done: pending, back: providerBackOf(host, options) };
       this.#returnsAwaitingHooks.set(providerId, wait);
       void pending.promise.then(() => {
@@ -1438,7 +1445,12 @@ export class ModeManager implements ModeService {
     // One waiting finds the provider up at its turn; it makes what this one asks for too.
     if (previous?.waiting) {
       previous.uncounted = Math.max(previous.uncounted, expected);
-      return mergeProviderBack(previous.back, host, options);
+      return mergeProviderBack(
+        previous.back,
+        host,
+        options,
+        this.#o.inventory.provider(providerId),
+      );
     }
     const run = {
       waiting: true,
@@ -1743,13 +1755,17 @@ function providerBackOf(host: ProviderSummary, options: ProviderBackOptions): Me
  * run for device returns names that device too (deviceReturnWhy), any other reason joining it says
  * that reason in its place. `host` is the provider's host as this reason told it: a return of the
  * successor of a host a reload restarted makes the run its successor's (listed at its turn).
+ * `listed` is the host listed under its id now: one no longer listed never replaces it -- a return
+ * of the old host told before the reload, waiting for FAULT's hooks to begin, joins a run of its
+ * successor's only once those hooks have run, and would leave the successor no calls at the turn.
  */
 function mergeProviderBack(
   into: MergedProviderBack,
   host: ProviderSummary,
   next: ProviderBackOptions,
+  listed: ProviderSummary | undefined,
 ): void {
-  into.host = host;
+  if (host === listed || into.host !== listed) into.host = host;
   if (next.stopsOwn === true) into.stopsOwn = true;
   if (into.deviceReturn && next.deviceReturn !== true) {
     // Not a device's return (the provider itself back, a reload): its line says that one in its

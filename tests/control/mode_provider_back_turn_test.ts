@@ -164,3 +164,49 @@ Deno.test("ModeManager in FAULT: a run of the hook calls made again whose provid
   );
   assert.match(madeAgainLines(lines).join("\n"), /^WARN .*provider plant is AVAILABLE again;/);
 });
+
+Deno.test("ModeManager in FAULT: a return of the restarted provider's old host waiting for the stop's hooks to begin leaves the successor's return its hook calls made again", async () => {
+  const { held, router } = holdingRouter();
+  const old = upProvider("plant");
+  let listed: ProviderSummary = old;
+  const { inventory, comesBack } = returnsInventory((id) =>
+    id === "plant" ? listed : upProvider(id)
+  );
+  const { log, lines } = capturingLogger();
+  const modes = hookModes(
+    router,
+    inventory,
+    [hook("*", "FAULT", [call("plant/plant0", "set_heater", { enabled: false })], false)],
+    { log },
+  );
+  // FAULT committed, its hooks not begun (an e-stop's ladder still runs): the old host comes
+  // back and waits for them.
+  const entry = modes.enterFault("test stop");
+  comesBack("plant");
+  // A reload restarts plant (its successor not up yet), then the stop's hooks begin.
+  listed = { ...old, available: false } as ProviderSummary;
+  const hooks = entry.runHooks();
+  await heldCalls(held, 1);
+  // The successor comes up while they run: its run waits for them.
+  listed = { ...listed, available: true } as ProviderSummary;
+  comesBack("plant");
+  held[0]!.answer();
+  assert.deepEqual(await hooks, []);
+  let left = false;
+  for (let i = 0; i < 200 && !left; i++) {
+    for (const h of held) h.answer();
+    left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
+    if (!left) await macrotask();
+  }
+  assert.ok(left, "FAULT -> MANUAL accepted once the run has ended");
+  assert.deepEqual(
+    held.slice(1).map((h) => `${h.req.providerId}/${h.req.functionName}`),
+    ["plant/set_heater"],
+    "the successor's return gets the hook calls made again, once",
+  );
+  assert.deepEqual(
+    lines.filter((l) => /reload took it out/.test(l)),
+    [],
+    "the successor, listed at the turn, is not taken for a host the reload took out",
+  );
+});
