@@ -752,6 +752,7 @@ export class RunRegistry {
   /**
    * shutdown() was called: a start under way (start() is not in the serial chain, and a hung
    * mount may hold it past the stop) ends at its next step (#startGoesOn), writing nothing more.
+   * A retry (in the serial chain: the shutdown waits for it) goes on; none is set once it is.
    */
   #stopAsked = false;
   /** A save of #betweenRuns is due at the end of this step (#betweenRunsChanged). */
@@ -797,11 +798,17 @@ export class RunRegistry {
   async start(input: RunStartInput = {}): Promise<void> {
     if (this.#state !== "new") return;
     this.#startInput = input;
-    await this.#tryStart();
+    await this.#tryStart(true);
   }
 
-  /** One try of the start; a failure leaves the registry unavailable and schedules the next. */
-  async #tryStart(): Promise<void> {
+  /**
+   * One try of the start; a failure leaves the registry unavailable and schedules the next.
+   * `outOfTurn`: the first try, start()'s, not in the serial chain -- a shutdown() meanwhile ends
+   * it at its next step (#startGoesOn). A retry is in turn with shutdown, which waits for it: it
+   * is not ended, so that what it takes (the count of safety events between runs) is in
+   * runs.jsonl, or back in #betweenRuns for the shutdown's own save, when the shutdown runs.
+   */
+  async #tryStart(outOfTurn: boolean): Promise<void> {
     // A failed try may have replayed part of the journal: the next one starts from nothing.
     this.#runs.clear();
     this.#order.length = 0;
@@ -827,15 +834,15 @@ export class RunRegistry {
     let journal: JournalWriter | null = null;
     try {
       await this.#opts.files.ensureDir(this.#eventsDir);
-      this.#startGoesOn();
+      this.#startGoesOn(outOfTurn);
       await this.#replay();
-      this.#startGoesOn();
+      this.#startGoesOn(outOfTurn);
       // New ids sort after every kept run's, whatever the clock did since they were made.
       for (const id of this.#order) this.#ulid.advancePast(id.slice(-26));
       journal = this.#runsWriter();
       // A failure is this start's: said by its own ERROR (below), with the retry.
       await journal.open({ report: false });
-      this.#startGoesOn();
+      this.#startGoesOn(outOfTurn);
       this.#journal = journal;
       const now = this.#opts.clock.nowMs();
       const abandoned: string[] = [];
@@ -843,7 +850,7 @@ export class RunRegistry {
       for (const id of this.#order) {
         const run = this.#runs.get(id) as Run;
         if (run.state !== "open") continue;
-        this.#startGoesOn();
+        this.#startGoesOn(outOfTurn);
         const reason = await this.#closeRun(run, "abandoned", now, interrupted.get(id));
         if (reason !== "abandoned") {
           this.#log.warn(
@@ -872,9 +879,9 @@ export class RunRegistry {
         taken,
       );
       let betweenSaved = replayed === null ? null : betweenRunsRecord(replayed);
-      this.#startGoesOn();
+      this.#startGoesOn(outOfTurn);
       const removed = await this.#prune();
-      this.#startGoesOn();
+      this.#startGoesOn(outOfTurn);
       if (removed > 0 || this.#journalLines > 2 * this.#runs.size + RUNS_COMPACT_SLACK_LINES) {
         if (await this.#compact(between)) {
           betweenSaved = between === null ? null : betweenRunsRecord(between);
@@ -883,9 +890,9 @@ export class RunRegistry {
           this.#ownSavedLastAt = between?.ownLastAt ?? null;
         }
       }
-      this.#startGoesOn();
+      this.#startGoesOn(outOfTurn);
       this.#report = { ...this.#report, orphanedEventFiles: await this.#orphans() };
-      this.#startGoesOn();
+      this.#startGoesOn(outOfTurn);
       if (this.#state === "unavailable") {
         this.#log.info(`run registry available: ${this.#runsFile} started on a retry`);
       }
@@ -898,7 +905,7 @@ export class RunRegistry {
       if (this.#betweenRuns !== null) this.#betweenRunsChanged();
     } catch (err) {
       this.#betweenRuns = mergeSafety(this.#betweenRuns, taken);
-      if (this.#stopAsked) {
+      if (outOfTurn && this.#stopAsked) {
         // Shut down meanwhile (the disk answered after the stop): no retry, no ERROR, and no file
         // of it left open -- the start's runs.jsonl (a rewrite's, when it rewrote it) is closed.
         const left = [journal, this.#journal];
@@ -910,6 +917,14 @@ export class RunRegistry {
       this.#unavailableReason = `run journal ${this.#runsFile}: ${errorMessage(err)}`;
       await this.#journal?.close();
       this.#journal = null;
+      if (this.#stopAsked) {
+        // shutdown() came while runs.jsonl closed (its cancel of a retry found none yet): no retry
+        // is set for a stopped registry, none said.
+        this.#log.error(
+          `run registry unavailable: ${this.#unavailableReason}; not retried: stopped meanwhile`,
+        );
+        return;
+      }
       const delay = this.#retryDelayMs;
       this.#retryDelayMs = Math.min(2 * delay, RUN_START_RETRY_MAX_MS);
       this.#log.error(
@@ -919,16 +934,16 @@ export class RunRegistry {
     }
   }
 
-  /** Ends a start (#tryStart) at this step once shutdown() was called: see #stopAsked. */
-  #startGoesOn(): void {
-    if (this.#stopAsked) throw unavailable("run registry stopped while it started");
+  /** Ends start()'s try (#tryStart) at this step once shutdown() was called: see #stopAsked. */
+  #startGoesOn(outOfTurn: boolean): void {
+    if (outOfTurn && this.#stopAsked) throw unavailable("run registry stopped while it started");
   }
 
   /** A retry of a failed start, in turn with shutdown (which cancels it). */
   #retryStart(): void {
     this.#retryTimer = null;
     this.#serial(async () => {
-      if (this.#state === "unavailable") await this.#tryStart();
+      if (this.#state === "unavailable") await this.#tryStart(false);
     }).catch((err) => this.#log.error(`run registry start retry failed: ${errorMessage(err)}`));
   }
 

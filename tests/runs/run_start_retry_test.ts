@@ -6,7 +6,9 @@
 import assert from "node:assert/strict";
 import { RUN_START_RETRY_MAX_MS, RunRegistry } from "../../src/runs/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { ManualClock } from "../helpers/clock.ts";
+import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import type { JournalAppendHandle } from "../../src/journal/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
 
@@ -266,4 +268,122 @@ Deno.test("RunRegistry: a start that failed after rewriting runs.jsonl still sta
     `started ${estopAt - run.started_at_epoch_ms} ms before the e-stop its run_opened lists`,
   );
   await registry.shutdown();
+});
+
+Deno.test("RunRegistry: a shutdown while a retried start runs (in turn with it) keeps the e-stops counted meanwhile for the next process", async () => {
+  const files = new SlowListingFiles();
+  const clock = new ManualClock();
+  const first = registryOn(files, clock);
+  await first.start();
+  await first.open({ experiment_label: "left open" });
+  await first.shutdown();
+
+  const registry = registryOn(files, clock);
+  const bus = new EventBus();
+  registry.attach(bus);
+  files.syncFails = true;
+  await registry.start();
+  assert.equal(registry.info().available, false, "unavailable while the disk is full");
+  // Between runs while the registry is unavailable: counted for the first run opened after it.
+  bus.publish({
+    kind: "estop_change",
+    latched: true,
+    reason: "leak",
+    cause: "api",
+    timestamp_ms: 3,
+  });
+  files.syncFails = false;
+  // The retry (in turn with shutdown) is listing the event files, a slow disk, when the stop comes.
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  await advanceUntil(clock, () => files.listing > 0, 2 * RUN_START_RETRY_MAX_MS);
+  assert.equal(files.listing, 1, "the retry is listing the event files");
+  const stopping = registry.shutdown();
+  files.gate = null;
+  release(); // the disk answers: the retry is not hung, the shutdown waits its turn
+  await stopping;
+  assert.equal(clock.pendingTimers, 0, "no retry left behind");
+
+  const next = registryOn(files, clock);
+  await next.start();
+  const { run } = await next.open({});
+  assert.deepEqual(
+    (await next.listEvents(run.run_id)).events[0]!.payload.safety_events_between_runs,
+    { count: 1, estop_triggers: 1, first_at_epoch_ms: 3, last_at_epoch_ms: 3 },
+    "the e-stop counted before the stop is lost for the next process",
+  );
+  await next.shutdown();
+});
+
+/**
+ * Files whose listing of the runs' event folder fails once `failListing` is set (an I/O error);
+ * that failure holds the fsyncs of runs.jsonl from then on until `release` (a slow disk).
+ */
+class FailThenSlowSyncFiles extends FaultyMemoryFiles {
+  failListing = false;
+  syncsHeld = 0;
+  release = () => {};
+  #gate: Promise<void> | null = null;
+
+  override async listNames(dir: string): Promise<string[]> {
+    if (dir.endsWith("/runs") && this.failListing) {
+      this.failListing = false;
+      this.#gate = new Promise((r) => this.release = () => (this.#gate = null, r()));
+      throw new Error("EIO: listing failed");
+    }
+    return await super.listNames(dir);
+  }
+
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const h = await super.openAppend(path);
+    if (!path.endsWith("/runs.jsonl")) return h;
+    return {
+      ...h,
+      sync: async () => {
+        if (this.#gate !== null) {
+          this.syncsHeld++;
+          await this.#gate;
+        }
+        await h.sync();
+      },
+    };
+  }
+}
+
+Deno.test("RunRegistry: a shutdown while a failed start closes its runs.jsonl leaves no retry behind, nor says one", async () => {
+  const files = new FailThenSlowSyncFiles();
+  const clock = new ManualClock();
+  const first = registryOn(files, clock);
+  await first.start();
+  await first.open({ experiment_label: "left open" });
+  await first.shutdown();
+
+  const { log, lines } = capturingLogger();
+  const registry = new RunRegistry({
+    dataDir: "/data",
+    runtimeName: "lab1",
+    pollingIntervalMs: 500,
+    files,
+    clock,
+    logger: log,
+    automationVersion: () => null,
+    telemetrySink: () => {},
+    random: (b) => b.fill(1),
+  });
+  files.failListing = true;
+  const starting = registry.start();
+  // The start failed at its last step; closing runs.jsonl, its fsync waits on the disk.
+  for (let i = 0; i < 100 && files.syncsHeld < 1; i++) await flushMicrotasks();
+  assert.equal(files.syncsHeld, 1, "the failed start's close of runs.jsonl waits on the disk");
+  const stopping = registry.shutdown(); // the runtime stops meanwhile
+  files.release();
+  await starting;
+  await stopping;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  assert.equal(clock.pendingTimers, 0, "a retry of the stopped registry's start is left behind");
+  assert.deepEqual(
+    lines.filter((l) => l.includes("retrying in")),
+    [],
+    "the stopped registry says it retries",
+  );
 });
