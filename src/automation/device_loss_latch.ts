@@ -613,8 +613,9 @@ export class DeviceLossLatch {
       if (change.previous === "down") this.#back(providerId, deviceId);
       return;
     }
-    // A reload that restarted its provider failed to start it: latched as it was taken out, and
-    // dated so; its reason is now the failure's, not that the reload is restarting it.
+    // A reload that restarted its provider failed to start it, or its new process is up without
+    // it: latched as it was taken out, and dated so; its reason is now the failure's (or that it
+    // is not in the inventory), not that the reload is restarting it.
     if (change.previousReloading === true) {
       this.#restate(providerId, deviceId, change.condition.reason);
       return;

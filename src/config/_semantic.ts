@@ -222,7 +222,9 @@ function checkLossDetection(config: Config, c: Checker): void {
   const h = config.history;
   if (!h.enabled) return;
   const delayMs = deviceDownAfterMs(config.polling.intervalMs);
-  if (delayMs <= h.incidentAfterS * 1000) return; // read after the window: as for any trigger
+  // Read after the window: as for any trigger. Found at exactly incident_after_s it is found after
+  // its window (history/incidents.ts Pending.endedMs): a trigger joining it has a window of its own.
+  if (delayMs < h.incidentAfterS * 1000) return;
   const excessMs = h.incidentBeforeS * 1000 + delayMs - h.memorySeconds * 1000;
   const joinedExcessMs = excessMs + h.incidentAfterS * 1000;
   if (joinedExcessMs <= 0) return;

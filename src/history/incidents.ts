@@ -429,7 +429,8 @@ export class IncidentRecorder {
    * searches see only the polls since the last step back). A device failing as it comes back
    * (from down: its provider is up again, or lists it again) is told so before any read: its
    * next poll is its first failed read, `wallMs` null (its time is read from the ring when the
-   * loss is found). Held only while the device is failing and the recorder runs (bounded by the
+   * loss is found) -- unless its spell's start is told first (its provider's health reporting it
+   * UNREACHABLE between polls): then dated at that. Held only while the device is failing and the recorder runs (bounded by the
    * devices listed; stop() forgets them), with its timer noting where its window ends
    * (FailingAt.endSeq: one per failing device).
    */
@@ -818,14 +819,20 @@ export class IncidentRecorder {
    * A device went down (with `outages`): a device loss, dated from when its reads began failing
    * (its provider went down), so the window holds the failures that led to it. Not for a device
    * whose provider a reload took out or is restarting (one it restarts is followed afresh once
-   * it is up again) -- but one whose restart the reload failed is lost from when it was taken out.
+   * it is up again) -- but one whose restart the reload failed, or whose restarted provider no
+   * longer lists it, is lost from when it was taken out.
    */
   #onCondition(c: DeviceConditionChange): void {
     const key = `${c.providerId}/${c.deviceId}`;
     if (c.condition.kind === "failing") {
-      if (c.previous === "up") {
+      // Failing still, its start now known (DeviceOutages: failing as it came back, then its first
+      // failed read or its provider's health reporting it UNREACHABLE): told at that start, as one
+      // from up is -- a report between polls begins the spell before its next poll.
+      const dated = c.previous === "failing" && c.condition.sinceMono !== null;
+      if (c.previous === "up" || dated) {
         // Told before or after the ring records that read: its poll either way (none with a time
-        // at or after it but that read, the wall clock stepped back or not).
+        // at or after it but that read, the wall clock stepped back or not); told at a report,
+        // its next poll.
         const seq = this.#o.history.pollSeqAtOrAfter(c.providerId, c.deviceId, c.atWallMs);
         this.#setFailingAt(c, {
           wallMs: c.atWallMs,
@@ -853,7 +860,8 @@ export class IncidentRecorder {
     const failingAt = this.#failingAt.get(key);
     this.#forgetFailingAt(key);
     // A device whose provider a reload removes or restarts left on purpose: not lost -- unless
-    // the reload then failed to start the provider it restarted (previousReloading).
+    // the reload then failed to start the provider it restarted, or its new process is up without
+    // the device (previousReloading).
     const { kind, unconfigured, reloading } = c.condition;
     const wasDown = c.previous === "down" && c.previousReloading !== true;
     if (kind !== "down" || wasDown || unconfigured || reloading) return;
@@ -1190,7 +1198,10 @@ export class IncidentRecorder {
     // first failed read is noted from there, by poll order, dated back from the loss's date, and
     // (found after its window) cut where that window ended -- not from the trigger's own time,
     // which lies past the loss's window (a step back of the wall clock since: before its date).
-    const marks = devices === null ? p.lossMarks : null;
+    // So too a device-scope trigger (an alarm) joining such an incident found after its window: by
+    // its own time, past that window, its device's polls would be those between the window's end
+    // and it, none of the window's (and after a step back of the wall clock since, none at all).
+    const marks = devices === null || agoMs === 0 && p.endedMs !== null ? p.lossMarks : null;
     for (const [providerId, deviceId] of devices ?? history.devices()) {
       const key = deviceHandle(providerId, deviceId);
       if (p.afterSeq.has(key)) continue;

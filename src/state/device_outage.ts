@@ -20,7 +20,8 @@
  * listeners when it happens, including the step from failing to down, which a timer decides on
  * time whether or not anything polls (a provider that hangs is not polled). One change is told
  * within "down": a device down on purpose while a reload restarts its provider (`reloading`) is
- * down without purpose once that reload fails to start the provider (`previousReloading`); and one
+ * down without purpose once that reload fails to start the provider, or its new process is up
+ * without it (`previousReloading`); and one
  * within "failing": a device failing from no known moment (its provider back, it not read since)
  * is failing from its first failed read (or its provider's health reporting it UNREACHABLE), told
  * then with that date; and one within "down": a device down already whose provider a reload
@@ -90,7 +91,8 @@ export interface DeviceConditionChange {
   readonly previous: DeviceConditionKind;
   /**
    * The device was down because a reload was restarting its provider (DeviceCondition.reloading)
-   * and the reload then failed to start that provider: down still, no longer on purpose.
+   * and the reload then failed to start that provider, or its new process is up without it: down
+   * still, no longer on purpose.
    */
   readonly previousReloading?: true;
   readonly condition: DeviceCondition;
@@ -211,12 +213,16 @@ export class DeviceOutages {
       if (!host.available) this.#noteProviderDown(host.id);
       host.onAvailability((up) => {
         if (!current()) return;
+        const restarted = up ? this.#restarting.get(host.id) : undefined;
         if (up) this.#restarting.delete(host.id);
         this.#devicesOut.delete(host.id);
         this.#forgetReturns(host.id);
         if (up) this.#providerDownSince.delete(host.id);
         else this.#noteProviderDown(host.id);
         this.#recheckProvider(host.id);
+        // Its inventory is in place (told before its availability): those the new process left
+        // out are down no longer on purpose.
+        if (restarted !== undefined) this.#restartLeftOut(host.id, restarted.deviceIds);
       });
       const follow = (devices: readonly DeviceCapabilities[]) => {
         if (!current()) return;
@@ -399,6 +405,31 @@ export class DeviceOutages {
     const atWallMs = this.#o.clock.nowMs();
     const onError = this.#o.onListenerError ?? (() => {});
     for (const deviceId of restarting.deviceIds) {
+      const change: DeviceConditionChange = {
+        providerId,
+        deviceId,
+        previous: "down",
+        previousReloading: true,
+        condition: this.#judge(providerId, deviceId),
+        atWallMs,
+      };
+      tellEach(this.#listeners, [change], onError);
+    }
+  }
+
+  /**
+   * A reload restarted a provider and its new process is up without some of the devices its old
+   * host listed (down on purpose since the take-out, reloading): each is down without purpose from
+   * now on, not in the inventory -- told once (previousReloading), dated from that take-out (kept
+   * while it is not listed: #unlistedSince), as a failed start's (#restartFailed).
+   */
+  #restartLeftOut(providerId: string, deviceIds: readonly string[]): void {
+    if (this.#stopped) return;
+    const tracked = this.#tracked.get(providerId);
+    const atWallMs = this.#o.clock.nowMs();
+    const onError = this.#o.onListenerError ?? (() => {});
+    for (const deviceId of deviceIds) {
+      if (tracked?.has(deviceId)) continue; // listed again: its change from down is told (follow)
       const change: DeviceConditionChange = {
         providerId,
         deviceId,

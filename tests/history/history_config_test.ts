@@ -151,3 +151,19 @@ Deno.test("history: a device loss found after its window, joined by an e-stop or
   assert.deepEqual(lines(slow(35_000)), []);
   assert.equal(lines(slow(35_001)).length, 1);
 });
+
+Deno.test("history: a device loss found at exactly incident_after_s is found after its window: a trigger joining it read incident_after_s later is a warning too", () => {
+  // 3 x 1000 ms = 3 s = incident_after_s: the loss is found as its window ends (its outage timer),
+  // so an e-stop or FAULT entry joining it gets an incident_after_s of its own (Pending.resumed)
+  // and the record is read 7 + 3 + 3 s after the window began: more than the ring's 10 s. Before,
+  // a delay equal to incident_after_s was taken for one read within its window and said nothing.
+  const history = "history:\n  memory_seconds: 10\n  incident_before_s: 7\n  incident_after_s: 3\n";
+  const got = lines(slow(1000, history));
+  assert.equal(got.length, 1, got.join("\n"));
+  assert.match(
+    got[0]!,
+    /^warning polling\.interval_ms @2:\d+ a device that drops out is found down 3 s after its first failed read .*, after its incident_after_s: .*\(7 \+ 3 \+ 3 > 10\), so the ring then no longer holds the oldest 3 s of the record's window/,
+  );
+  // A shorter delay is found within its window: no trigger of its own, nothing more to hold.
+  assert.deepEqual(lines(slow(999, history)), []);
+});

@@ -861,3 +861,111 @@ for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
     );
   });
 }
+
+Deno.test("a device failing as it came back whose provider then reports it UNREACHABLE is dated at that report, not at its next poll", async () => {
+  // DeviceOutages begins the failing spell of a device not read since its provider came back at
+  // its provider's health reporting it UNREACHABLE (the date told then, failing still), and dates
+  // its loss from there. Before: the recorder kept its next poll as its first failed read, the
+  // loss dated a poll late, its window's end a poll late too.
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
+  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+    const t0 = clock.wall;
+    pollSignals(["x"], 1); // t0: the last good read
+    clock.advance(100);
+    const reason = "provider p is being restarted by a configuration reload";
+    change("up", { kind: "down", reason, sinceMono: clock.mono, reloading: true });
+    clock.advance(100); // t0 + 200: back, answering nothing yet
+    change("down", { kind: "failing", reason: "no answer yet", sinceMono: null });
+    clock.advance(100); // t0 + 300: its provider's health reports it UNREACHABLE: the spell begins
+    const reportMono = clock.mono;
+    const unreachable = "its provider reports it UNREACHABLE";
+    change("failing", { kind: "failing", reason: unreachable, sinceMono: reportMono });
+    clock.advance(400);
+    pollSignals(["x"], 2); // t0 + 700: its next poll, failed
+    clock.advance(600); // down 1 s after the report
+    change("failing", { kind: "down", reason: unreachable, sinceMono: reportMono });
+    for (let k = 0; k < 4; k++) {
+      clock.advance(500);
+      pollSignals(["x"], 3 + k);
+    }
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.ok(h !== undefined, "the loss was recorded");
+    assert.equal(h.at_epoch_ms - t0, 300, "dated at the report that began its spell");
+    assert.equal(h.until_epoch_ms - t0, 2300, "its window ends incident_after_s after the report");
+  });
+});
+
+/**
+ * d's first failed read at t0 + 2 s, found down after its 3 s window (t0 + 8 s); an alarm on
+ * device o raised 0.5 s later joins its incident, o polled 1 s and 4 s after the alarm. Answers
+ * the record's header and each device's sample values.
+ */
+async function lossJoinedByAlarm(stepMs: number) {
+  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
+    const both = (v: number) => ["d", "o"].forEach((d) => pollSignals(["x"], v, "p", d));
+    both(0); // t0: d's last good read
+    clock.advance(2000);
+    both(1); // t0 + 2 s: d's first failed read
+    const failingMono = clock.mono;
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    pollPastTheWindow(clock, both, stepMs);
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    const raisedAt = clock.nowMs(); // in the step that finds d down, before its record is read
+    bus.publish({
+      kind: "alarm",
+      alarm_id: "hot",
+      transition: "raise",
+      state: "active",
+      level: "MAJOR",
+      cause: "hi",
+      limit: 80,
+      signal: "p/o/x",
+      value: null,
+      quality: null,
+      action: "none",
+      message: "too hot",
+      shelved_until_epoch_ms: null,
+      timestamp_ms: raisedAt,
+    });
+    clock.advance(1000);
+    pollSignals(["x"], 5, "p", "o"); // 1 s after the alarm
+    clock.advance(3000);
+    pollSignals(["x"], 6, "p", "o"); // 4 s after it
+    clock.advance(1000);
+    await incidents.settled();
+    const list = incidents.list();
+    const out = [];
+    for (const h of list) {
+      const { signals } = await incidents.get(h.incident_id);
+      out.push({
+        h,
+        values: Object.fromEntries(
+          signals.map((s) => [s.device_id, s.samples.map((x) => [x[0] - raisedAt, x[1]])]),
+        ),
+      });
+    }
+    return out;
+  });
+}
+
+for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
+  Deno.test(`an alarm on another device joining a device loss found after its window, the wall clock ${what}: its device's polls are those of the loss's window, as for a machine-wide trigger`, async () => {
+    // Before, the alarm noted its device from its own time, past the loss's window: o held its
+    // polls between the window's end and the alarm (until_epoch_ms moved 3 s past the window),
+    // and after a step back since the loss's date (the alarm then dated before it), none at all.
+    const got = await lossJoinedByAlarm(step);
+    assert.equal(got.length, 1, "one incident: the alarm joined d's loss");
+    const [{ h, values }] = got as [(typeof got)[0]];
+    assert.equal(h.trigger, "alarm");
+    assert.deepEqual(h.also.map((a) => a.trigger), ["device_loss"]);
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(values).map(([d, v]) => [d, v.map((x) => x[1])])),
+      { d: [0, 1, 2], o: [0, 1, 2] },
+      "each device's polls of the loss's window",
+    );
+    if (step >= 0) {
+      assert.equal(h.until_epoch_ms - h.at_epoch_ms, 3000, "until is the window's end");
+    }
+  });
+}

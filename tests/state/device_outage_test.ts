@@ -527,6 +527,32 @@ Deno.test("DeviceOutages: a provider a reload restarts keeps its devices down si
   }
 });
 
+Deno.test("DeviceOutages: a device a reload's restart took out and its new process leaves out is told down no longer on purpose, dated from the take-out", async () => {
+  const r = await rig();
+  try {
+    await r.fx.setInventory({ devices: { switch: INVENTORY.devices.switch! } });
+    r.fx.clock.mono = 11_000;
+    await reloadRestartingP0(r);
+    const pump = r.changes.filter((c) => c.deviceId === "pump");
+    // Before: told only "being restarted by a configuration reload" (on purpose), nothing once
+    // the new process was up without it; the latch kept that reason, the incident recorder
+    // recorded no loss.
+    assert.deepEqual(
+      pump.map((c) => [c.previous, c.previousReloading, c.condition.kind, c.condition.reloading]),
+      [["up", undefined, "down", true], ["down", true, "down", undefined]],
+    );
+    assert.equal(pump[1]!.condition.reason, "not in the inventory of provider p0");
+    assert.equal(pump[1]!.condition.sinceMono, 11_000, "dated from the take-out");
+    assert.deepEqual(r.outages.condition("p0", "pump"), pump[1]!.condition);
+    // The switch, listed again, is told its change from down; nothing else of the pump is told.
+    r.timers.advance(DOWN_AFTER_MS);
+    assert.equal(r.changes.filter((c) => c.deviceId === "pump").length, 2, "told once");
+  } finally {
+    await r.fx.registry.host("p0")?.stop(2000);
+    await r.close();
+  }
+});
+
 Deno.test("DeviceOutages: a provider down when a reload restarts it keeps its devices down since it went down, while its successor starts", async () => {
   const r = await rig(); // no restart policy: once killed, it stays down
   const seen = pumpDuringRestart(r);
