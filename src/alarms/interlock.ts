@@ -5,7 +5,8 @@
  * meets a value of a type it cannot compare. A signal read only inside `bad(...)` is the
  * condition's own business: `bad(x)` is true exactly when x is not usable.
  *
- * Evaluating allocates nothing; the texts saying why (reason, type problems) are built only when
+ * Evaluating allocates nothing (but while a compared input with a declared type has no sample: its
+ * comparisons are judged then); the texts saying why (reason, type problems) are built only when
  * someone asks (an engage event, GET /v0/interlocks, a refused call).
  */
 import { scalarOf, type ValueType } from "../common/mod.ts";
@@ -108,10 +109,16 @@ export class Interlock {
       const problem = inputs[i]!.classify(this.#ctx, nowMono);
       if (problem !== InputProblem.GOOD) {
         const input = inputs[i]!;
-        this.#badInput = input;
+        // What reason() describes first: a compared input with no sample whose declared type a
+        // comparison cannot take, whatever else is bad and whether its device is up (the text
+        // stays, so nothing new is told).
+        const declared = this.#declaredBad(nowMono);
+        this.#badInput = declared ?? input;
         // Its kind of reason as told (SignalInput.reasonKind): a kept sample the cache marked
         // STALE for its age is still stale by age, no sample of a device failing is the device's.
-        this.#badProblem = input.reasonKind(problem, this.#ctx, nowMono);
+        this.#badProblem = declared !== null
+          ? InputProblem.NO_SAMPLE
+          : input.reasonKind(problem, this.#ctx, nowMono);
         this.#typeError = false;
         return true;
       }
@@ -125,7 +132,27 @@ export class Interlock {
     return t !== FALSE;
   }
 
-  /** The bad input the last evaluation stopped at; null when every compared input was usable. */
+  /**
+   * The first compared input with no sample whose declared type a comparison cannot take
+   * (SignalInput.describeDeclared), as reason() finds it; null when none. Allocates only for an
+   * input with no sample and a declared type (the comparisons are judged then).
+   */
+  #declaredBad(nowMono: number): SignalInput | null {
+    const inputs = this.valueInputs;
+    for (let i = 0; i < inputs.length; i++) {
+      const input = inputs[i]!;
+      const t = input.binding.declaredType;
+      if (t === undefined || t === null || input.binding.problem !== null) continue;
+      if (input.classify(this.#ctx, nowMono) !== InputProblem.NO_SAMPLE) continue;
+      if (this.#declaredProblems(input) !== null) return input;
+    }
+    return null;
+  }
+
+  /**
+   * The bad input the last evaluation found, as reason() names it (one with a declared type a
+   * comparison cannot take first); null when every compared input was usable.
+   */
   get badInput(): SignalInput | null {
     return this.#badInput;
   }

@@ -166,3 +166,56 @@ interlocks:
     await Deno.remove(file);
   }
 });
+
+Deno.test("An interlock blocking on a declared type its comparison cannot take tells nothing more when the device with no sample is reported UNREACHABLE", async () => {
+  const inventory: Inventory = {
+    devices: {
+      // temp is declared a string that '>' cannot compare and has no value: no sample is cached,
+      // and why it stays bad once samples come is its declared type, whether the device is up.
+      probe: {
+        signals: [{ id: "temp", type: T.STRING, hint: 0.01 }, {
+          id: "mode",
+          type: T.STRING,
+          hint: 0.01,
+        }],
+        values: [{ id: "mode", type: T.STRING, string: "open", quality: Q.OK }],
+      },
+    },
+  };
+  const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(inventory));
+  const rt = await startRuntime(testConfig({
+    providers: [programmableProvider("p0", file)],
+    pollingIntervalMs: 100,
+    ...alarmsConfig(
+      `
+interlocks:
+  - { id: probe_il, block: [p0/probe/program], while: "p0/probe/temp > 80", message: m }
+`,
+      ["p0"],
+    ),
+  }));
+  const rec = recordEvents(rt);
+  try {
+    await waitFor("mode polled", () => rt.cache.signal("p0", "probe", "mode")?.quality === "OK");
+    assert.equal(rt.outages.condition("p0", "probe").kind, "up");
+    const reason = rt.alarms.interlocks()[0]!.reason!;
+    assert.match(reason, /^bad input: p0\/probe\/temp is declared string; /);
+    const engaged = rec.events.length; // the engage is told by now (or before the recording)
+
+    await program(rt, "p0", "probe", {
+      health: { devices: [{ device_id: "probe", state: WireDeviceState.UNREACHABLE }] },
+    });
+    assert.notEqual(await rt.cache.fetchReportedHealth(rt.registry.host("p0")!), null);
+    assert.equal(rt.outages.condition("p0", "probe").kind, "failing");
+    assert.equal(rt.alarms.interlocks()[0]!.reason, reason, "its declared type is still why");
+    const told = rec.events.slice(engaged).filter((e) => e.kind === "interlock").map((e) =>
+      e.kind === "interlock" ? `${e.blocking} ${e.reason}` : ""
+    );
+    assert.deepEqual(told, [], "the same reason is not told again");
+  } finally {
+    rec.stop();
+    await rt.stop();
+    await Deno.remove(file);
+  }
+});
