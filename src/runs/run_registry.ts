@@ -851,7 +851,13 @@ export class RunRegistry {
         const run = this.#runs.get(id) as Run;
         if (run.state !== "open") continue;
         this.#startGoesOn(outOfTurn);
-        const reason = await this.#closeRun(run, "abandoned", now, interrupted.get(id));
+        const reason = await this.#closeRun(
+          run,
+          "abandoned",
+          now,
+          interrupted.get(id),
+          () => this.#startGoesOn(outOfTurn),
+        );
         if (reason !== "abandoned") {
           this.#log.warn(
             `run ${id}: its event file ends with run_closed (${reason}), its close record was ` +
@@ -2520,13 +2526,15 @@ export class RunRegistry {
    * in the event file (written by a close whose record failed, in this process or the one before)
    * is not written again: the record takes its reason and time. `interrupted`: a run found open
    * at start, the calls in flight when its process ended, written before its run_closed (not when
-   * it has one). Returns the reason recorded.
+   * it has one). Returns the reason recorded. `goesOn`: asked before each write (a start's close
+   * of a run found open, ended by a shutdown meanwhile: #startGoesOn); throwing writes nothing.
    */
   async #closeRun(
     run: Run,
     reason: CloseReason,
     now: number,
     interruptedCalls: readonly InterruptedCall[] = [],
+    goesOn: () => void = () => {},
   ): Promise<CloseReason> {
     const open = this.#open?.run === run ? this.#open : null;
     if (now < run.started_at_epoch_ms) {
@@ -2610,6 +2618,8 @@ export class RunRegistry {
             endPayload = { ...endPayload, events_not_recorded_saved_at_epoch_ms: saved.at };
           }
         }
+        // Read while the disk hung, maybe past a shutdown: the run's file is not written then.
+        goesOn();
         let bytes = keyed.end;
         for (const call of event === null ? interrupted : []) {
           const e = this.#event(
@@ -2658,6 +2668,7 @@ export class RunRegistry {
       // The file's final size, for retention (a start reads it here instead of from the disk).
       const eventBytes = await this.#opts.files.fileSize(this.#eventFile(run.run_id))
         .catch(() => null);
+      goesOn();
       await this.#appendJournal(JSON.stringify({
         v: SCHEMA_VERSION,
         op: "close",
