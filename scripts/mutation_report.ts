@@ -258,8 +258,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:643-676", // gate
-      "src/alarms/alarm_engine.ts:848-880", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:646-679", // gate
+      "src/alarms/alarm_engine.ts:851-883", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -276,9 +276,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-642",
-      "src/alarms/alarm_engine.ts:677-847",
-      "src/alarms/alarm_engine.ts:881-1283",
+      "src/alarms/alarm_engine.ts:1-645",
+      "src/alarms/alarm_engine.ts:680-850",
+      "src/alarms/alarm_engine.ts:884-1287",
     ],
     tests: [
       "tests/alarms/",

@@ -243,6 +243,8 @@ interface InterlockEntry {
    */
   toldInput: SignalInput | null;
   toldProblem: InputProblem;
+  /** Whether toldInput was told bad for its declared type (Interlock.badDeclared). */
+  toldDeclared: boolean;
   toldTypeError: boolean;
   /** When another reason was last told (dates what follows no earlier); null: never. */
   toldAtWall: number | null;
@@ -523,6 +525,7 @@ export class AlarmEngine implements AlarmService {
         replacedUntilWall: before?.replacedUntilWall ?? null,
         toldInput: before?.toldInput ?? null,
         toldProblem: before?.toldProblem ?? InputProblem.GOOD,
+        toldDeclared: before?.toldDeclared ?? false,
         toldTypeError: before?.toldTypeError ?? false,
         toldAtWall: before?.toldAtWall ?? null,
         unresolved: [],
@@ -851,7 +854,7 @@ export class AlarmEngine implements AlarmService {
     if (blocking === entry.blocking && entry.sinceWall !== null) {
       if (
         blocking && (il.badInput !== entry.toldInput || il.badProblem !== entry.toldProblem ||
-          il.typeError !== entry.toldTypeError)
+          il.badDeclared !== entry.toldDeclared || il.typeError !== entry.toldTypeError)
       ) {
         this.#tellReason(entry, mono, wall);
       }
@@ -884,6 +887,7 @@ export class AlarmEngine implements AlarmService {
     const il = entry.interlock;
     entry.toldInput = il.badInput;
     entry.toldProblem = il.badProblem;
+    entry.toldDeclared = il.badDeclared;
     entry.toldTypeError = il.typeError;
   }
 

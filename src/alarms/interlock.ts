@@ -48,6 +48,7 @@ export class Interlock {
   /** What the last evaluation found: the bad input (and why), or a type error. */
   #badInput: SignalInput | null = null;
   #badProblem: InputProblem = InputProblem.GOOD;
+  #badDeclared = false;
   #typeError = false;
 
   /** `inputFor` returns the shared input of a handle (one per signal across the engine). */
@@ -119,6 +120,7 @@ export class Interlock {
         this.#badProblem = declared !== null
           ? InputProblem.NO_SAMPLE
           : input.reasonKind(problem, this.#ctx, nowMono);
+        this.#badDeclared = declared !== null;
         this.#typeError = false;
         return true;
       }
@@ -127,6 +129,7 @@ export class Interlock {
     // a reason anew after a reload, whose new Interlock starts from GOOD.
     this.#badInput = null;
     this.#badProblem = InputProblem.GOOD;
+    this.#badDeclared = false;
     const t = this.#eval(this.#root, nowMono);
     this.#typeError = t === TYPE_ERROR;
     return t !== FALSE;
@@ -160,6 +163,14 @@ export class Interlock {
   /** Why badInput is not usable (GOOD without one). */
   get badProblem(): InputProblem {
     return this.#badProblem;
+  }
+
+  /**
+   * Whether badInput is bad for its declared type (no sample, a type a comparison cannot take):
+   * another reason than its NO_SAMPLE alone, which a restart retyping it can make either way.
+   */
+  get badDeclared(): boolean {
+    return this.#badDeclared;
   }
 
   /** Whether the last evaluation met a comparison it could not make (with every input usable). */

@@ -1481,6 +1481,73 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine tells an interlock's reason anew when a restart retypes its compared signal back to a type its comparison takes, still with no sample", async () => {
+  // Real restarts: temp comes back declared a string (the comparison cannot take it), then a
+  // double again; each drops the sample, so temp has none all along. The reason GET shows goes
+  // from the declared type to 'no sample': that is told, as another reason.
+  const { engine, lines, restartWith, close } = await restartingEngine(
+    { probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] } },
+    `
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
+`,
+  );
+  try {
+    const view = () => engine.interlocks()[0]!;
+    const warned = () =>
+      lines.filter((l) => l.startsWith("WARN") && l.includes("interlock hot "))
+        .map((l) => l.slice(l.indexOf("interlock hot ")));
+    assert.equal(view().blocking, false);
+    await restartWith({ devices: { probe: { signals: [{ id: "temp", type: T.STRING }] } } });
+    const declared = "bad input: p0/probe/temp is declared string; column 15 of the condition: " +
+      "'>' cannot compare p0/probe/temp (string) with 80";
+    assert.equal(view().reason, declared);
+    await restartWith({ devices: { probe: { signals: [{ id: "temp", type: T.DOUBLE }] } } });
+    const noSample = "bad input: p0/probe/temp: no sample in the cache";
+    assert.equal(view().reason, noSample);
+    // The restarts' own passing reasons (temp UNAVAILABLE, its provider down) come and go as
+    // the timing has it; what was told last is what GET shows.
+    assert.equal(
+      warned().at(-1),
+      `interlock hot blocks for another reason: m (${noSample}); blocks p0/probe/a`,
+    );
+  } finally {
+    await close();
+  }
+});
+
+Deno.test("AlarmEngine tells an interlock's reason anew when a reload changes its condition to one its input's declared type fits, still with no sample", async () => {
+  // A real restart declares temp a string: no sample, and '>' cannot take it. The reload compares
+  // it with a string instead: 'no sample' is all GET says then, and that is told.
+  const { engine, lines, restartWith, close } = await restartingEngine(
+    { probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] } },
+    `
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
+`,
+  );
+  try {
+    const view = () => engine.interlocks()[0]!;
+    await restartWith({ devices: { probe: { signals: [{ id: "temp", type: T.STRING }] } } });
+    assert.match(view().reason!, /^bad input: p0\/probe\/temp is declared string; /);
+    engine.reconfigure(configOf(`
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp == 'hot'", message: m }
+`));
+    const noSample = "bad input: p0/probe/temp: no sample in the cache";
+    assert.equal(view().reason, noSample);
+    const warned = lines.filter((l) => l.startsWith("WARN") && l.includes("interlock hot "));
+    assert.ok(
+      warned.at(-1)!.endsWith(
+        `interlock hot blocks for another reason: m (${noSample}); blocks p0/probe/a`,
+      ),
+      warned.at(-1),
+    );
+  } finally {
+    await close();
+  }
+});
+
 Deno.test("AlarmEngine judges a block entry a reload added while its provider was down once the provider is back, same inventory", async () => {
   const fx = await startProgrammable({
     devices: {
