@@ -430,9 +430,10 @@ export class IncidentRecorder {
    * (from down: its provider is up again, or lists it again) is told so before any read: its
    * next poll is its first failed read, `wallMs` null (its time is read from the ring when the
    * loss is found) -- unless its spell's start is told first (its provider's health reporting it
-   * UNREACHABLE between polls): then dated at that. Held only while the device is failing and the recorder runs (bounded by the
-   * devices listed; stop() forgets them), with its timer noting where its window ends
-   * (FailingAt.endSeq: one per failing device).
+   * UNREACHABLE between polls): then dated at that. Held only while the device is failing, or
+   * taken out failing by a reload restarting its provider until that reload's outcome is told
+   * (#onCondition), and the recorder runs (bounded by the devices listed; stop() forgets them),
+   * with its timer noting where its window ends (FailingAt.endSeq: one per failing device).
    */
   readonly #failingAt = new Map<string, FailingAt>();
   #dropped = 0;
@@ -858,11 +859,15 @@ export class IncidentRecorder {
       return;
     }
     const failingAt = this.#failingAt.get(key);
+    const { kind, unconfigured, reloading } = c.condition;
+    // Failing as a reload restarting its provider takes it out: its spell's start is kept until
+    // the reload's outcome is told -- lost (previousReloading), it is dated from its first failed
+    // read, as one whose provider went down while it failed; listed again or gone, forgotten then.
+    if (kind === "down" && reloading === true && unconfigured !== true) return;
     this.#forgetFailingAt(key);
     // A device whose provider a reload removes or restarts left on purpose: not lost -- unless
     // the reload then failed to start the provider it restarted, or its new process is up without
     // the device (previousReloading).
-    const { kind, unconfigured, reloading } = c.condition;
     const wasDown = c.previous === "down" && c.previousReloading !== true;
     if (kind !== "down" || wasDown || unconfigured || reloading) return;
     const since = c.condition.sinceMono;

@@ -34,6 +34,7 @@ async function withLossRig<T>(
         previous: "up" | "down" | "failing",
         condition: DeviceCondition,
         deviceId?: string,
+        previousReloading?: true,
       ) => void;
     },
   ) => Promise<T>,
@@ -62,8 +63,15 @@ async function withLossRig<T>(
       ...fed,
       incidents,
       bus,
-      change: (previous, condition, deviceId = "d") =>
-        tell!({ providerId: "p", deviceId, previous, condition, atWallMs: fed.clock.wall }),
+      change: (previous, condition, deviceId = "d", previousReloading) =>
+        tell!({
+          providerId: "p",
+          deviceId,
+          previous,
+          condition,
+          atWallMs: fed.clock.wall,
+          ...(previousReloading ? { previousReloading } : {}),
+        }),
     });
   } finally {
     await incidents.stop();
@@ -969,3 +977,73 @@ for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
     }
   });
 }
+
+// A device whose reads were failing when a reload took its provider out to restart it, and that
+// the new process no longer lists (or that the reload then failed to start): lost, as one whose
+// provider crashed while it was failing -- from its first failed read, not from the take-out (its
+// record would begin at the reload and miss the failed reads that led to the loss).
+for (const outcome of ["its new process leaves it out", "the reload fails to start it"] as const) {
+  Deno.test(`a device failing when a reload restarting its provider took it out, then lost (${outcome}), is dated at its first failed read, not at the take-out`, async () => {
+    const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
+    await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+      const t0 = clock.wall;
+      pollSignals(["x"], 1); // t0: the last good read
+      clock.advance(500);
+      pollSignals(["x"], 2); // t0 + 500: its first failed read
+      const failingMono = clock.mono;
+      change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+      clock.advance(200);
+      pollSignals(["x"], 3); // t0 + 700: failing still, not down yet
+      clock.advance(1400); // t0 + 2100: the reload takes its provider out (on purpose)
+      const takeOutMono = clock.mono;
+      const restarting = "provider p is being restarted by a configuration reload";
+      change("failing", {
+        kind: "down",
+        reason: restarting,
+        sinceMono: takeOutMono,
+        reloading: true,
+      });
+      clock.advance(300); // t0 + 2400: the outcome -- down still, no longer on purpose
+      const reason = outcome === "its new process leaves it out"
+        ? "not in the inventory of provider p"
+        : "provider p failed to start at a configuration reload (no such file)";
+      change("down", { kind: "down", reason, sinceMono: takeOutMono }, "d", true);
+      clock.advance(3000);
+      await incidents.settled();
+      const [h] = incidents.list();
+      assert.ok(h !== undefined, "the loss was recorded");
+      // Before: dated at the take-out (t0 + 2100), its record from t0 + 1100 on: no failed read.
+      assert.equal(h.at_epoch_ms - t0, 500, "dated at its first failed read");
+      const { signals } = await incidents.get(h.incident_id);
+      assert.deepEqual(signals[0]!.samples.map((s) => s[1]), [1, 2, 3]);
+    });
+  });
+}
+
+Deno.test("a device failing when a reload restarting its provider took it out, listed again and up, then lost, is dated at its new loss, not at the reads failing before the reload", async () => {
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
+  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+    const t0 = clock.wall;
+    pollSignals(["x"], 1);
+    clock.advance(500);
+    pollSignals(["x"], 2); // t0 + 500: a failed read before the reload
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: clock.mono });
+    clock.advance(200);
+    const restarting = "provider p is being restarted by a configuration reload";
+    change("failing", { kind: "down", reason: restarting, sinceMono: clock.mono, reloading: true });
+    clock.advance(300); // t0 + 1000: its new process lists it, and it answers
+    change("down", { kind: "up", reason: "", sinceMono: null });
+    pollSignals(["x"], 3);
+    clock.advance(4000);
+    pollSignals(["x"], 4); // t0 + 5000: its first failed read since
+    const failingMono = clock.mono;
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    clock.advance(600);
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    clock.advance(3000);
+    await incidents.settled();
+    const [h] = incidents.list();
+    assert.ok(h !== undefined, "the loss was recorded");
+    assert.equal(h.at_epoch_ms - t0, 5000);
+  });
+});
