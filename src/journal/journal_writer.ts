@@ -241,16 +241,8 @@ export class JournalWriter {
     options: { readonly report?: boolean; readonly note?: string | undefined } = {},
   ): Promise<void> {
     try {
-      while (this.#preparing !== null) await this.#preparing;
-      // Closed before it began (an owner stopped while the opening waited its turn): no disk call.
-      if (this.#closed) return;
-      const prepare = this.#prepare(0, false, true);
-      const mine = this.#preparing = prepare.then(() => {}, () => {});
-      try {
-        await prepare;
-      } finally {
-        if (this.#preparing === mine) this.#preparing = null;
-      }
+      // Closed before its turn (an owner stopped while the opening waited): no disk call.
+      if (!await this.#prepareInTurn(0, false, true)) return;
     } catch (err) {
       // Closed meanwhile: what the disk said since is no failure of the writer's owner's.
       if (this.#closed) return;
@@ -557,14 +549,7 @@ export class JournalWriter {
     let first = true;
     while (i < lines.length) {
       // After open()'s under way (#preparing); rarely waits.
-      while (this.#preparing !== null) await this.#preparing;
-      const prepare = this.#prepare(utf8Length(lines[i]!) + 1, fresh?.[i] === true);
-      const mine = this.#preparing = prepare.then(() => {}, () => {});
-      try {
-        await prepare;
-      } finally {
-        if (this.#preparing === mine) this.#preparing = null;
-      }
+      await this.#prepareInTurn(utf8Length(lines[i]!) + 1, fresh?.[i] === true, false);
       const endsTornLine = this.#needsNewline;
       let text = endsTornLine ? "\n" : "";
       let size = this.#size + text.length;
@@ -590,6 +575,24 @@ export class JournalWriter {
       progress(Math.min(i, lines.length));
     }
     return i;
+  }
+
+  /**
+   * #prepare, one at a time (#preparing: an open() and a write begun together open one handle);
+   * no wait when none is under way. `opening` (open()'s): closed before its turn, it makes no call
+   * on the disk and answers false.
+   */
+  async #prepareInTurn(bytes: number, fresh: boolean, opening: boolean): Promise<boolean> {
+    while (this.#preparing !== null) await this.#preparing;
+    if (opening && this.#closed) return false;
+    const prepare = this.#prepare(bytes, fresh, opening);
+    const mine = this.#preparing = prepare.then(() => {}, () => {});
+    try {
+      await prepare;
+    } finally {
+      if (this.#preparing === mine) this.#preparing = null;
+    }
+    return true;
   }
 
   /**
