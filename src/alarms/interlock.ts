@@ -184,14 +184,10 @@ export class Interlock {
    * values its condition saw.
    */
   reason(nowMono: number): string {
+    // A signal with no sample whose declared type a comparison cannot take stays bad once samples
+    // come: it, not one that only waits for its first sample, is why (evaluate chose it first:
+    // #declaredBad).
     if (this.#badInput !== null) {
-      // A signal with no sample whose declared type a comparison cannot take stays bad once
-      // samples come: it, not one that only waits for its first sample, is why.
-      for (const input of this.valueInputs) {
-        const problem = input.classify(this.#ctx, nowMono);
-        const declared = input.describeDeclared(problem, () => this.#declaredProblems(input));
-        if (declared !== null) return `bad input: ${declared}`;
-      }
       return `bad input: ${this.describeInput(this.#badInput, this.#badProblem, nowMono)}`;
     }
     if (this.#typeError) return `type mismatch: ${this.typeProblems(true).join("; ")}`;
