@@ -402,19 +402,7 @@ export class DeviceOutages {
     if (!(this.#o.registry.host(providerId)?.available ?? false)) {
       this.#providerDownSince.set(providerId, restarting.sinceMono);
     }
-    const atWallMs = this.#o.clock.nowMs();
-    const onError = this.#o.onListenerError ?? (() => {});
-    for (const deviceId of restarting.deviceIds) {
-      const change: DeviceConditionChange = {
-        providerId,
-        deviceId,
-        previous: "down",
-        previousReloading: true,
-        condition: this.#judge(providerId, deviceId),
-        atWallMs,
-      };
-      tellEach(this.#listeners, [change], onError);
-    }
+    this.#tellNoLongerOnPurpose(providerId, restarting.deviceIds);
   }
 
   /**
@@ -426,10 +414,19 @@ export class DeviceOutages {
   #restartLeftOut(providerId: string, deviceIds: readonly string[]): void {
     if (this.#stopped) return;
     const tracked = this.#tracked.get(providerId);
+    // One listed again: its change from down is told (follow).
+    this.#tellNoLongerOnPurpose(providerId, deviceIds.filter((id) => !tracked?.has(id)));
+  }
+
+  /**
+   * Each of `deviceIds`, down on purpose while a reload restarted its provider, told down no
+   * longer on purpose (previousReloading), its condition as judged now (#restartFailed,
+   * #restartLeftOut).
+   */
+  #tellNoLongerOnPurpose(providerId: string, deviceIds: Iterable<string>): void {
     const atWallMs = this.#o.clock.nowMs();
     const onError = this.#o.onListenerError ?? (() => {});
     for (const deviceId of deviceIds) {
-      if (tracked?.has(deviceId)) continue; // listed again: its change from down is told (follow)
       const change: DeviceConditionChange = {
         providerId,
         deviceId,
