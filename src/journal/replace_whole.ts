@@ -13,27 +13,37 @@ export type ReplaceAppend = (text: string) => Promise<void>;
  * Replaces the file at `path` with `content`: a text, or a writer handed `append` for a content
  * too large to be one string (it streams its pieces). A temporary file left by a crash is removed
  * first. A failure (a full disk, a rename refused) leaves the old file as it was and no temporary
- * file beside it, and rejects with the error.
+ * file beside it, and rejects with the error. `goesOn`, asked before each step that writes (the
+ * temporary file opened, each append, the rename): throwing fails the replacement so, and the old
+ * file is not replaced (a caller stopped while the disk hung).
  */
 export async function replaceWhole(
   files: JournalFiles,
   path: string,
   content: string | ((append: ReplaceAppend) => Promise<void>),
+  goesOn: () => void = () => {},
 ): Promise<void> {
   const tmp = `${path}.tmp`;
+  // Whether the temporary file may be this call's (not one a caller stopped before it leaves,
+  // which may be another process's on the folder by then).
+  let ours = false;
   try {
     await files.remove(tmp);
+    goesOn();
+    ours = true;
     const handle = await files.openAppend(tmp);
     try {
-      if (typeof content === "string") await handle.append(content);
-      else await content((text) => handle.append(text));
+      const append = (text: string) => (goesOn(), handle.append(text));
+      if (typeof content === "string") await append(content);
+      else await content(append);
       await handle.sync();
     } finally {
       handle.close();
     }
+    goesOn();
     await files.rename(tmp, path);
   } catch (err) {
-    await files.remove(tmp).catch(() => {});
+    if (ours) await files.remove(tmp).catch(() => {});
     throw err;
   }
 }

@@ -886,10 +886,10 @@ export class RunRegistry {
       );
       let betweenSaved = replayed === null ? null : betweenRunsRecord(replayed);
       this.#startGoesOn(outOfTurn);
-      const removed = await this.#prune();
+      const removed = await this.#prune(() => this.#startGoesOn(outOfTurn));
       this.#startGoesOn(outOfTurn);
       if (removed > 0 || this.#journalLines > 2 * this.#runs.size + RUNS_COMPACT_SLACK_LINES) {
-        if (await this.#compact(between)) {
+        if (await this.#compact(between, () => this.#startGoesOn(outOfTurn))) {
           betweenSaved = between === null ? null : betweenRunsRecord(between);
           // In the file now: a retry of this start (a later step failing) replays them.
           taken = null;
@@ -2259,9 +2259,11 @@ export class RunRegistry {
   /**
    * Removes the oldest closed runs (record and event file) while more than maxRuns are kept or
    * their files pass maxTotalBytes together, never the most recently closed one. Returns how many
-   * went. A file that cannot be removed is logged; its run is forgotten all the same.
+   * went. A file that cannot be removed is logged; its run is forgotten all the same. `goesOn`:
+   * asked before each removal (a start's prune, ended by a shutdown meanwhile: #startGoesOn);
+   * throwing removes no further file.
    */
-  async #prune(): Promise<number> {
+  async #prune(goesOn: () => void = () => {}): Promise<number> {
     const maxRuns = this.#opts.maxRuns ?? RUNS_KEPT_DEFAULT;
     const maxBytes = this.#opts.maxTotalBytes ?? RUNS_TOTAL_BYTES_DEFAULT;
     // The oldest closed runs first (opening order), until what is left fits: chosen in one pass
@@ -2289,6 +2291,8 @@ export class RunRegistry {
     }
     this.#closedTotal = total;
     for (const id of gone) {
+      // Removed one by one while the disk may hang, maybe past a shutdown: none after it.
+      goesOn();
       await this.#opts.files.remove(this.#eventFile(id)).catch((err) =>
         this.#log.warn(`run ${id}: event file not removed: ${errorMessage(err)}`)
       );
@@ -2305,9 +2309,14 @@ export class RunRegistry {
    * renamed over it), and has the journal append to the new file from then on (the old writer's
    * descriptor still names the replaced file: a record appended through it would be lost). A
    * failure leaves the old file, which the next start replays and prunes again. Runs inside the
-   * serial chain (or in start), so no record is appended meanwhile.
+   * serial chain (or in start), so no record is appended meanwhile. `goesOn`: asked before each
+   * write (a start's rewrite, ended by a shutdown meanwhile: #startGoesOn); throwing rejects, and
+   * runs.jsonl is not replaced.
    */
-  async #compact(between: SafetyBetweenRuns | null = this.#betweenRuns): Promise<boolean> {
+  async #compact(
+    between: SafetyBetweenRuns | null = this.#betweenRuns,
+    goesOn: () => void = () => {},
+  ): Promise<boolean> {
     // The counts the new file holds, as gathered (a save while it is written goes to the old file).
     // Set by the writer below: declared `as`, so that the compiler does not take them for null.
     let betweenWritten = null as string | null;
@@ -2375,12 +2384,13 @@ export class RunRegistry {
           await add(betweenWritten);
         }
         if (chunk !== "") await append(chunk);
-      });
+      }, goesOn);
       this.#journalLines = lines;
       this.#journalCount++;
       this.#compactWait = 0;
       this.#compactBackoff = RUNS_COMPACT_RETRY_CLOSES;
     } catch (err) {
+      goesOn(); // stopped meanwhile: the start ends here, nothing said
       this.#compactWait = this.#compactBackoff;
       this.#compactBackoff = Math.min(2 * this.#compactBackoff, RUNS_COMPACT_RETRY_MAX_CLOSES);
       this.#log.warn(

@@ -77,6 +77,45 @@ Deno.test("replaceWhole: an open, write, fsync or rename that fails leaves the o
   assert.deepEqual(await files.listNames("/data"), ["state.jsonl"]);
 });
 
+Deno.test("replaceWhole: a caller's goesOn throwing before a step (stopped meanwhile) ends it there: the old file kept, only its own temporary file removed", async () => {
+  // goesOn is asked before the open, each append and the rename: the nth throws.
+  const after = [
+    ["remove state.jsonl.tmp"],
+    ["remove state.jsonl.tmp", "open state.jsonl.tmp", "close state.jsonl.tmp"],
+    [
+      "remove state.jsonl.tmp",
+      "open state.jsonl.tmp",
+      "append state.jsonl.tmp",
+      "close state.jsonl.tmp",
+    ],
+    [
+      "remove state.jsonl.tmp",
+      "open state.jsonl.tmp",
+      "append state.jsonl.tmp",
+      "append state.jsonl.tmp",
+      "sync state.jsonl.tmp",
+      "close state.jsonl.tmp",
+    ],
+  ];
+  for (let n = 0; n < after.length; n++) {
+    const files = await withOldFile();
+    let asked = 0;
+    const goesOn = () => {
+      if (asked++ === n) throw new Error("stopped");
+    };
+    await assert.rejects(
+      replaceWhole(files, PATH, async (append) => {
+        for (const line of ["a\n", "b\n"]) await append(line);
+      }, goesOn),
+      /stopped/,
+    );
+    assert.equal(files.text(PATH), "old\n", `step ${n}`);
+    // Stopped before its open: a temporary file there now is not its own (not removed again).
+    const removed = n === 0 ? [] : ["remove state.jsonl.tmp"];
+    assert.deepEqual(files.calls, [...after[n]!, ...removed], `step ${n}`);
+  }
+});
+
 Deno.test("replaceWhole over real files replaces the file whole, whatever a crash left beside it", async () => {
   const dir = tempDir();
   await Deno.writeTextFile(`${dir}/state.jsonl`, "old\n");
