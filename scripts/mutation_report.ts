@@ -258,8 +258,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:646-679", // gate
-      "src/alarms/alarm_engine.ts:851-883", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:647-680", // gate
+      "src/alarms/alarm_engine.ts:852-884", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -276,9 +276,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-645",
-      "src/alarms/alarm_engine.ts:680-850",
-      "src/alarms/alarm_engine.ts:884-1287",
+      "src/alarms/alarm_engine.ts:1-646",
+      "src/alarms/alarm_engine.ts:681-851",
+      "src/alarms/alarm_engine.ts:885-1288",
     ],
     tests: [
       "tests/alarms/",

@@ -242,7 +242,8 @@ interface InterlockEntry {
    * blocks is told; new values of the same one are not (they change at every poll).
    */
   toldInput: SignalInput | null;
-  toldProblem: InputProblem;
+  /** The kind of reason toldInput was told bad for (Interlock.badKind). */
+  toldKind: InputProblem;
   /** Whether toldInput was told bad for its declared type (Interlock.badDeclared). */
   toldDeclared: boolean;
   toldTypeError: boolean;
@@ -524,7 +525,7 @@ export class AlarmEngine implements AlarmService {
         sinceWall: before?.sinceWall ?? null,
         replacedUntilWall: before?.replacedUntilWall ?? null,
         toldInput: before?.toldInput ?? null,
-        toldProblem: before?.toldProblem ?? InputProblem.GOOD,
+        toldKind: before?.toldKind ?? InputProblem.GOOD,
         toldDeclared: before?.toldDeclared ?? false,
         toldTypeError: before?.toldTypeError ?? false,
         toldAtWall: before?.toldAtWall ?? null,
@@ -853,7 +854,7 @@ export class AlarmEngine implements AlarmService {
     const blocking = il.evaluate(mono);
     if (blocking === entry.blocking && entry.sinceWall !== null) {
       if (
-        blocking && (il.badInput !== entry.toldInput || il.badProblem !== entry.toldProblem ||
+        blocking && (il.badInput !== entry.toldInput || il.badKind !== entry.toldKind ||
           il.badDeclared !== entry.toldDeclared || il.typeError !== entry.toldTypeError)
       ) {
         this.#tellReason(entry, mono, wall);
@@ -886,7 +887,7 @@ export class AlarmEngine implements AlarmService {
   #noteTold(entry: InterlockEntry): void {
     const il = entry.interlock;
     entry.toldInput = il.badInput;
-    entry.toldProblem = il.badProblem;
+    entry.toldKind = il.badKind;
     entry.toldDeclared = il.badDeclared;
     entry.toldTypeError = il.typeError;
   }

@@ -48,6 +48,8 @@ export class Interlock {
   /** What the last evaluation found: the bad input (and why), or a type error. */
   #badInput: SignalInput | null = null;
   #badProblem: InputProblem = InputProblem.GOOD;
+  /** The kind of reason badProblem is told as (SignalInput.reasonKind). */
+  #badKind: InputProblem = InputProblem.GOOD;
   #badDeclared = false;
   #typeError = false;
 
@@ -115,11 +117,13 @@ export class Interlock {
         // stays, so nothing new is told).
         const declared = this.#declaredBad(nowMono);
         this.#badInput = declared ?? input;
-        // Its kind of reason as told (SignalInput.reasonKind): a kept sample the cache marked
-        // STALE for its age is still stale by age, no sample of a device failing is the device's.
-        this.#badProblem = declared !== null
+        this.#badProblem = declared !== null ? InputProblem.NO_SAMPLE : problem;
+        // Its kind of reason as told (SignalInput.reasonKind): stale by age and a STALE mark are
+        // one (they take turns on one stale input), no sample of a device failing is the
+        // device's.
+        this.#badKind = declared !== null
           ? InputProblem.NO_SAMPLE
-          : input.reasonKind(problem, this.#ctx, nowMono);
+          : input.reasonKind(problem, this.#ctx);
         this.#badDeclared = declared !== null;
         this.#typeError = false;
         return true;
@@ -129,6 +133,7 @@ export class Interlock {
     // a reason anew after a reload, whose new Interlock starts from GOOD.
     this.#badInput = null;
     this.#badProblem = InputProblem.GOOD;
+    this.#badKind = InputProblem.GOOD;
     this.#badDeclared = false;
     const t = this.#eval(this.#root, nowMono);
     this.#typeError = t === TYPE_ERROR;
@@ -160,9 +165,18 @@ export class Interlock {
     return this.#badInput;
   }
 
-  /** Why badInput is not usable (GOOD without one). */
+  /** Why badInput is not usable (GOOD without one), as reason() describes it. */
   get badProblem(): InputProblem {
     return this.#badProblem;
+  }
+
+  /**
+   * The kind of reason badProblem is told as (SignalInput.reasonKind; GOOD without a bad input):
+   * the engine tells another reason on a new kind, not when stale by age and a STALE mark of the
+   * same input take turns.
+   */
+  get badKind(): InputProblem {
+    return this.#badKind;
   }
 
   /**

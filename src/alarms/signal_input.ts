@@ -175,14 +175,16 @@ export class SignalInput {
 
   /**
    * The kind of reason a `problem` classify found is told as (an interlock tells another reason
-   * on a new kind, not on new values of the same): as describe says it, a kept sample the cache
-   * marked STALE for its age is stale by age (AGE), whichever of the two saw it first -- not a
-   * provider's own STALE, received fresh -- and no sample of a device failing or down (no binding
-   * problem) is the device's condition (DEVICE_DOWN). Allocates nothing.
+   * on a new kind, not on new values of the same): a sample marked STALE -- by the cache for its
+   * age, or by its provider, received fresh at every poll while it goes stale by age between polls
+   * (a bound shorter than its poll period) -- is stale by age (AGE): the two take turns on one
+   * input while it stays bad; another quality not OK (FAULT, UNAVAILABLE) stays a kind of its own.
+   * No sample of a device failing or down (no binding problem) is the device's condition
+   * (DEVICE_DOWN). Allocates nothing.
    */
-  reasonKind(problem: InputProblem, ctx: InputContext, nowMono: number): InputProblem {
-    if (problem === InputProblem.QUALITY) {
-      return this.#markedStaleByAge(this.sample(ctx), ctx, nowMono) ? InputProblem.AGE : problem;
+  reasonKind(problem: InputProblem, ctx: InputContext): InputProblem {
+    if (problem === InputProblem.QUALITY && this.sample(ctx)?.quality === "STALE") {
+      return InputProblem.AGE;
     }
     if (problem === InputProblem.NO_SAMPLE && this.binding.problem === null) {
       const c = ctx.outages?.condition(this.providerId, this.deviceId);
@@ -191,6 +193,7 @@ export class SignalInput {
     return problem;
   }
 
+  /** A sample the cache marked STALE for its age: past its bound, with the value it kept. */
   #markedStaleByAge(s: SignalState | undefined, ctx: InputContext, nowMono: number): boolean {
     return s !== undefined && s.quality === "STALE" && s.value !== null &&
       nowMono - s.receivedMono > this.#staleBound(ctx.cache);

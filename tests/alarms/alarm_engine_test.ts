@@ -1737,6 +1737,65 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine tells an input a provider marks STALE once while it stays bad, not again at each turn of its age and its STALE mark", async () => {
+  // The stale bound (1000 ms) is shorter than the poll period (1500 ms): the runtime's age check
+  // finds the sample stale before each poll (the wake-up of mode, still usable, evaluates it),
+  // and each poll brings the provider's own STALE again, received fresh. One bad input, one told
+  // reason while it stays bad: AGE and QUALITY of it take turns, neither is another reason.
+  const s = await setup(`
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80 or p0/probe/mode == 'x'", message: m }
+`);
+  try {
+    const told = () =>
+      interlockEvents(s.events).map((e) =>
+        `${e.blocking} ${e.reason?.replace(/\d+ ms old/, "N ms old") ?? null}`
+      );
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(25), mode("open")]);
+    s.fx.clock.mono = 2_001;
+    s.timers.fireDue(); // temp (and mode) stale by age: engaged
+    const engage =
+      "true bad input: p0/probe/temp is stale: its sample is N ms old (stale after 1000 ms)";
+    assert.deepEqual(told(), [engage]);
+    for (let poll = 2_500; poll <= 7_000; poll += 1_500) {
+      s.fx.clock.mono = poll;
+      await s.read([temp(25, { quality: Q.STALE }), mode("open")]);
+      assert.equal(
+        s.engine.interlocks()[0]!.reason,
+        "bad input: p0/probe/temp is STALE",
+        "GET shows the cause now: the provider's mark",
+      );
+      s.fx.clock.mono = poll + 1_001;
+      s.timers.fireDue(); // mode goes stale: the wake-up finds temp's STALE sample old too
+      assert.equal(
+        s.engine.interlocks()[0]!.reason,
+        "bad input: p0/probe/temp is stale: its sample is 1001 ms old (stale after 1000 ms)",
+        "GET shows the cause now: its age",
+      );
+    }
+    assert.deepEqual(told(), [engage], "one bad input: told once, at the engage");
+    assert.equal(s.lines.filter((l) => l.includes("blocks for another reason")).length, 0);
+    s.fx.clock.mono = 9_000;
+    await s.read([temp(25, { quality: Q.FAULT }), mode("open")]);
+    assert.deepEqual(
+      told(),
+      [engage, "true bad input: p0/probe/temp is FAULT"],
+      "FAULT of the same input: another kind than stale, told once",
+    );
+    await s.read([temp(25, { quality: Q.FAULT }), mode("open")]);
+    assert.equal(told().length, 2, "FAULT again: not told again");
+    await s.read([temp(90), mode("open")]); // usable again, the condition holds: told
+    await s.read([temp(25), mode("open")]);
+    assert.deepEqual(told().slice(2), [
+      'true p0/probe/temp = 90, p0/probe/mode = "open"',
+      "false null",
+    ]);
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine publishes an interlock's engage and another reason when its logger throws on their WARN lines", async () => {
   let logFails = false;
   const s = await setup(
