@@ -710,10 +710,11 @@ export class AutomationEngine {
   /**
    * The wall date of `handle`'s outage since `sinceMono`: the one kept for it, else counted back
    * from `toldAtMs` (the wall date of the change told) on the monotonic clock, and kept. Read with
-   * no change told (null): a start that moved untold (a down device whose provider then went down
-   * stays down, since then) is counted on the monotonic clock from the date kept of that outage,
-   * not back from the wall clock now (a step since would move it); one never seen, from now. A
-   * date added to MAX_OUTAGE_DATES kept lets one go (#outageDateToLetGo), read or told.
+   * no change told (null): a start that moved untold (DeviceOutages never dates a down device
+   * later, but may date an undated one) is counted on the monotonic clock from the date kept of
+   * that outage, not back from the wall clock now (a step since would move it); one never seen,
+   * from now. A date added to MAX_OUTAGE_DATES kept lets one go (#outageDateToLetGo), read or
+   * told.
    */
   #outageDate(handle: string, sinceMono: number, toldAtMs: number | null): number {
     const kept = this.#outageSince.get(handle);

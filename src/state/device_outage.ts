@@ -28,11 +28,14 @@
  * removes is down as `unconfigured` (gone, not lost), told once. A change is told with its date
  * (`sinceMono`) as condition() answers it from then on: a device that goes down with its provider
  * is dated from its provider's outage although the state cache's availability listener, which
- * runs before this monitor's, is what makes it judged down.
+ * runs before this monitor's, is what makes it judged down. A device down stays dated from the
+ * first moment of that outage until it is up again: a later cause (its provider down, a reload's
+ * take-out, restart or removal of it, its provider's next crash while a restart left it out)
+ * changes its reason, never moves its date later (firstDown).
  */
 import { WireDeviceState } from "../adpp/mod.ts";
 import { type Clock, type DeviceCapabilities, tellEach, type TimerId } from "../common/mod.ts";
-import type { ProviderRegistry } from "../providers/mod.ts";
+import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import { noneAnswered, signalsFail } from "./_answers.ts";
 import type { DeviceState, StateCache } from "./state_cache.ts";
 
@@ -54,7 +57,9 @@ export const DEVICE_RETURN_MIN_INTERVAL_MS = 2000;
 /**
  * Most devices per provider whose outage date is kept once their provider no longer lists them
  * (a restart that left them out): a provider that renames its devices at each restart leaves one
- * more at each. Past it, the date kept longest ago is let go (that device's outage is undated).
+ * more at each. Past it, the date kept longest ago is let go: that device's outage is undated, it
+ * is not told `unconfigured` when its provider is removed (condition() still answers it so) and,
+ * listed again, it is taken as first seen (no change from down is told).
  */
 export const MAX_UNLISTED_DEVICE_DATES = 1024;
 
@@ -189,9 +194,10 @@ export class DeviceOutages {
   /**
    * Per provider id, when each device it listed and then left out at a restart went down
    * (monotonic; its provider's outage before that restart, or its reads' failure before that):
-   * its condition keeps that date while it is not listed, as it had while listed; so does one a
-   * reload restarting its provider took out (from then). Forgotten when it is listed again (its
-   * change from down told then) or its provider unconfigured (told `unconfigured` then); at most
+   * its condition keeps that date while it is not listed, as it had while listed, through its
+   * provider's later outages too (#judge); so does one a reload restarting its provider took out
+   * (from then, or from its loss before). Forgotten when it is listed again (its change from down
+   * told then) or its provider unconfigured (told `unconfigured` then); at most
    * MAX_UNLISTED_DEVICE_DATES per provider.
    */
   readonly #unlistedSince = new Map<string, Map<string, number>>();
@@ -310,6 +316,21 @@ export class DeviceOutages {
 
   #judge(providerId: string, deviceId: string): DeviceCondition {
     const host = this.#o.registry.host(providerId);
+    // One no longer listed (a restart left it out, a reload's take-out) is down since then: a
+    // later outage of its provider, take-out or removal does not date it later (#unlistedSince).
+    if (host === undefined || !host.available) {
+      const unlisted = this.#unlistedSince.get(providerId)?.get(deviceId) ?? null;
+      return firstDown(this.#judgeNow(providerId, deviceId, host), unlisted);
+    }
+    return this.#judgeNow(providerId, deviceId, host);
+  }
+
+  /** The device's condition as its current cause dates it (#judge keeps an earlier outage's). */
+  #judgeNow(
+    providerId: string,
+    deviceId: string,
+    host: ProviderHost | undefined,
+  ): DeviceCondition {
     // Its entry in the file, no host under it (ProviderRegistry.whyNotRunning says why): lost,
     // not gone. One a reload restarts (its entry changed) is lost as in any restart.
     // One the reload restarting it failed to register is not restarting any more (its text says
@@ -532,8 +553,11 @@ export class DeviceOutages {
 
   #recheck(t: Tracked): void {
     if (this.#stopped) return;
-    const next = this.#judge(t.providerId, t.deviceId);
     const previous = t.condition;
+    // Down still for a later cause (its provider down, a reload's take-out, removed): the reason
+    // may change, the date stays the outage's first moment, as it was told (firstDown).
+    const kept = previous.kind === "down" ? previous.sinceMono : null;
+    const next = firstDown(this.#judge(t.providerId, t.deviceId), kept);
     t.condition = next;
     this.#armDownTimer(t);
     // Same kind: told only when a failing device's start becomes known (failing from no known
@@ -662,6 +686,17 @@ export class DeviceOutages {
 
 function down(reason: string, sinceMono: number | null): DeviceCondition {
   return { kind: "down", reason, sinceMono };
+}
+
+/**
+ * `next`, dated from `downSince` if it is down and that is earlier (or `next` undated): a device
+ * down already stays down since its outage's first moment until it is up again -- a later cause
+ * (its provider down, a reload's take-out or removal) changes its reason, not its date.
+ */
+function firstDown(next: DeviceCondition, downSince: number | null): DeviceCondition {
+  if (next.kind !== "down" || downSince === null) return next;
+  if (next.sinceMono !== null && next.sinceMono <= downSince) return next;
+  return { ...next, sinceMono: downSince };
 }
 
 /**

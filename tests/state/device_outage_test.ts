@@ -1206,3 +1206,115 @@ Deno.test("DeviceOutages: a device its provider's health reports UNREACHABLE bef
     await fx.close();
   }
 });
+
+Deno.test("DeviceOutages: a device down by its reads whose provider then goes down keeps the date of its loss; the reason changes", async () => {
+  const r = await rig(); // no restart policy: once killed, it stays down
+  try {
+    await failPump(r); // failing from 10_000
+    r.timers.advance(DOWN_AFTER_MS);
+    assert.deepEqual([r.kind("pump"), r.outages.condition("p0", "pump").sinceMono], [
+      "down",
+      10_000,
+    ]);
+    r.changes.length = 0;
+    r.fx.clock.mono = 12_000;
+    r.fx.kill();
+    await waitFor("down", () => !r.fx.host.available);
+    const c = r.outages.condition("p0", "pump");
+    assert.match(c.reason, /^provider p0 is unavailable/);
+    // Before: 12_000, untold (status and blocked_devices showed a date later than the loss).
+    assert.equal(c.sinceMono, 10_000, "down since its loss, not since its provider went down");
+    assert.deepEqual(r.changes.filter((ch) => ch.deviceId === "pump"), [], "nothing to tell");
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device down by its reads whose provider a reload restarts keeps the date of its loss, also once the new process is up without it", async () => {
+  const r = await rig();
+  const seen = pumpDuringRestart(r);
+  try {
+    await failPump(r); // failing from 10_000
+    r.timers.advance(DOWN_AFTER_MS);
+    assert.equal(r.kind("pump"), "down");
+    r.changes.length = 0;
+    await r.fx.setInventory({ devices: { switch: INVENTORY.devices.switch! } });
+    r.fx.clock.mono = 20_000;
+    await reloadRestartingP0(r);
+    // Before: 21_000 at the take-out, and 20_000 (the take-out) once the new process was up.
+    assert.deepEqual(seen, [["no host", 10_000], ["successor up: false", 10_000]]);
+    const c = r.outages.condition("p0", "pump");
+    assert.deepEqual([c.kind, c.reason, c.sinceMono], [
+      "down",
+      "not in the inventory of provider p0",
+      10_000,
+    ]);
+    // Lost already: not lost again (nothing told of it), and its date never told otherwise.
+    assert.deepEqual(r.changes.filter((ch) => ch.deviceId === "pump"), []);
+  } finally {
+    await r.fx.registry.host("p0")?.stop(2000);
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device down by its reads whose provider a reload removes is told unconfigured with the date of its loss", async () => {
+  const r = await rig();
+  const host = r.fx.host;
+  try {
+    await failPump(r); // failing from 10_000
+    r.timers.advance(DOWN_AFTER_MS);
+    r.changes.length = 0;
+    r.fx.clock.mono = 20_000;
+    assert.equal(r.fx.registry.remove("p0"), host);
+    // Before: told with 20_000, the removal.
+    assert.deepEqual(
+      r.changes.map((c) => [c.deviceId, c.condition.unconfigured, c.condition.sinceMono]),
+      [["pump", true, 10_000], ["switch", true, 20_000]],
+    );
+  } finally {
+    await host.stop(2000);
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device a restart left out keeps its date through its provider's next crash and return", async () => {
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  const changes: DeviceConditionChange[] = [];
+  outages.onChange((c) => c.deviceId === "pump" && changes.push(c));
+  // The pump's date each time its provider goes down (this listener runs after the monitor's).
+  const whenDown: (number | null)[] = [];
+  fx.host.onAvailability((up) => {
+    if (!up) whenDown.push(outages.condition("p0", "pump").sinceMono);
+  });
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    await fx.setInventory({ devices: { switch: INVENTORY.devices.switch! } });
+    fx.clock.mono = 11_000;
+    let pid = fx.kill();
+    await waitFor("restarted without it", () => fx.host.available && fx.host.session!.pid !== pid);
+    assert.equal(outages.condition("p0", "pump").sinceMono, 11_000);
+    changes.length = 0;
+    fx.clock.mono = 13_000;
+    pid = fx.kill();
+    await waitFor("restarted again", () => fx.host.available && fx.host.session!.pid !== pid);
+    // Before: 13_000 while its provider was down (then 11_000 again), untold both ways.
+    assert.deepEqual(whenDown, [11_000, 11_000]);
+    const c = outages.condition("p0", "pump");
+    assert.deepEqual([c.kind, c.reason, c.sinceMono], [
+      "down",
+      "not in the inventory of provider p0",
+      11_000,
+    ]);
+    assert.deepEqual(changes, [], "nothing to tell");
+  } finally {
+    outages.stop();
+    await fx.close();
+  }
+});
