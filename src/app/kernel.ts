@@ -256,9 +256,26 @@ export interface SparkplugHandle {
  * Longest wait at a stop for the incident records and the history's last rows (and its disk's
  * close) before the providers are stopped: an SD card whose writes stall must not keep them
  * running until the process's shutdown budget ends and kills them (no safe state of their own).
- * What is not written by then goes on being written while they stop.
+ * What is not written by then goes on being written while they stop, and after it within what the
+ * stop's budget leaves past HISTORY_STOP_RESERVE_MS (runtime.shutdown_timeout_ms without a process
+ * deadline); the rows still not written then are counted in one WARN and the stop goes on.
  */
 export const HISTORY_STOP_BEFORE_PROVIDERS_MS = 1000;
+
+/**
+ * Longest wait at a stop for the audit journal's close (its open entry and closing record written,
+ * fsync'd, the file closed), and for the run records' (what is pending written, fsync'd, the files
+ * closed): a disk that hangs (a hung mount, a dying SD card) must not hold the stop until the
+ * process's shutdown budget ends (exit 4) with telemetry's last flush never run. Past it the stop
+ * goes on (one WARN naming the bound); what the journal had handed the disk (a write the disk holds,
+ * the lines queued behind it) is written if the disk answers before the process ends, and the
+ * data_dir lock is kept until then (a process that exits first releases it with its files): no
+ * second runtime on the folder while this one may still write there. Each also ends with what the
+ * stop's budget leaves past TELEMETRY_STOP_RESERVE_MS.
+ */
+export const AUDIT_STOP_MS = 1000;
+/** See {@link AUDIT_STOP_MS}: the run records' close. */
+export const RUNS_STOP_MS = 1000;
 
 /**
  * What a stop keeps of its whole budget (the process's deadline, {@link StopDeadline}) past the
@@ -299,6 +316,16 @@ export const TELEMETRY_STOP_RESERVE_MS = 200;
  * a test): half of runtime.shutdown_timeout_ms, at least this.
  */
 export const TELEMETRY_STOP_MIN_MS = 200;
+
+/**
+ * What a stop keeps of its whole budget (the process's deadline, {@link StopDeadline}) when it
+ * waits, after the providers' stop, for the incident records and the history's last rows still
+ * held by the disk: the audit journal's close (AUDIT_STOP_MS), the run records'
+ * (RUNS_STOP_MS), telemetry's last flush (at least TELEMETRY_STOP_MIN_MS) and its reserve
+ * (TELEMETRY_STOP_RESERVE_MS). Past it the rows not written are counted in one WARN.
+ */
+export const HISTORY_STOP_RESERVE_MS = AUDIT_STOP_MS + RUNS_STOP_MS +
+  TELEMETRY_STOP_MIN_MS + TELEMETRY_STOP_RESERVE_MS;
 
 /**
  * Longest wait of a reload for each file it reads again: a TLS file (to say whether it changed;
@@ -2856,6 +2883,34 @@ export class Kernel {
         report(stage, err);
       }
     };
+    // The stages on the disk still under way past their bound: the data_dir lock is released
+    // once they end, not before (a second runtime on the folder is refused while this one may
+    // still write there; a process that exits first releases it with its files).
+    const late: Promise<unknown>[] = [];
+    // Whether `done` settled within `ms`.
+    const boundedWait = (done: Promise<unknown>, ms: number): Promise<boolean> =>
+      raceTimeout(this.host.clock, done.then(() => true), ms, false);
+    // A stage on the disk after the providers' stop: waited for at most `boundMs` (less when the
+    // stop's budget leaves less past telemetry's reserve), then the stop goes on without it.
+    const boundedStep = async (
+      stage: string,
+      run: () => Promise<unknown>,
+      boundMs: number,
+      boundName: string,
+    ) => {
+      const waitMs = deadline === undefined
+        ? boundMs
+        : Math.min(boundMs, Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS));
+      const done = stepAsync(stage, run);
+      if (!await boundedWait(done, waitMs)) {
+        late.push(done);
+        log.warn(
+          `stop: ${stage} not closed within ${waitMs} ms (${boundName} ${boundMs}): its disk ` +
+            `does not answer; the stop goes on without it (what it still writes is written if ` +
+            `the disk answers before the process ends; the data_dir lock is kept until then)`,
+        );
+      }
+    };
     // The providers' going from here on is the runtime's end: no raise (and no fork) for it.
     step("session priority", () => this.#sessionPriority?.stop());
     // The tree is halted first: from the HTTP listener's close on, only connections still held
@@ -2888,8 +2943,10 @@ export class Kernel {
     // (their own safe state) until the process's budget ends and kills them. A failing one
     // does not hold it either (each stage reports its own failure; this never rejects).
     step("history detach", () => this.history?.detach());
+    let incidentsWritten = false;
     const recorded = (async () => {
       await stepAsync("incident records", () => this.incidents?.stop());
+      incidentsWritten = true;
       await stepAsync("history", () => this.history?.stop());
     })();
     if (
@@ -2908,7 +2965,24 @@ export class Kernel {
     }
     await stopActions;
     await stepAsync("providers", () => this.registry.stopAll(budget));
-    await recorded;
+    // The rest of the wait, bounded too: a disk hung for good must not hold the journals' close
+    // and telemetry's last flush past the process's budget (exit 4, nothing flushed). Rows the
+    // disk takes within it are all written.
+    const recordedWaitMs = deadline === undefined
+      ? budget
+      : Math.max(0, deadline.leftMs() - HISTORY_STOP_RESERVE_MS);
+    if (!await boundedWait(recorded, recordedWaitMs)) {
+      late.push(recorded);
+      const rows = this.history?.diskRowsPending ?? 0;
+      log.warn(
+        `stop: ${rows} history row(s) ${
+          incidentsWritten ? "" : "and the incident records "
+        }not written within ${recordedWaitMs} ms after the providers' stop (what the stop's ` +
+          `budget leaves past HISTORY_STOP_RESERVE_MS ${HISTORY_STOP_RESERVE_MS}): the disk does ` +
+          `not answer; the stop goes on without them (the data_dir lock is kept until they are ` +
+          `written or dropped)`,
+      );
+    }
     if (this.#starting) {
       await this.#starting.catch(() => {}); // settles once its providers are gone
       await stepAsync("state cache", () => this.cache.stop());
@@ -2916,8 +2990,8 @@ export class Kernel {
     }
     // The open (collapsing) audit entry is closed and the journal written and closed; a call
     // still settling records on its own.
-    await stepAsync("audit journal", () => this.audit.close());
-    await stepAsync("run records", () => this.runs.shutdown());
+    await boundedStep("audit journal", () => this.audit.close(), AUDIT_STOP_MS, "AUDIT_STOP_MS");
+    await boundedStep("run records", () => this.runs.shutdown(), RUNS_STOP_MS, "RUNS_STOP_MS");
     // Telemetry's last flush takes what the stages before it left of the stop's budget (less the
     // reserve the WARN of the rows it could not write needs), not a fixed share: after a provider
     // that needed SIGKILL, a fixed share outlasted the process's deadline (exit 4) and the rows
@@ -2926,9 +3000,21 @@ export class Kernel {
       ? Math.max(TELEMETRY_STOP_MIN_MS, budget / 2)
       : Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS);
     await stepAsync("telemetry", () => this.telemetry.stop(telemetryBudget));
-    // Last: nothing of this runtime writes to the folder any more.
-    step("data_dir lock", () => this.#dataDirLock?.release());
+    // Last: nothing of this runtime writes to the folder any more -- or, with stages on the disk
+    // still under way past their bound, once they end.
+    const lock = this.#dataDirLock;
     this.#dataDirLock = null;
+    if (late.length === 0 || lock === null) step("data_dir lock", () => lock?.release());
+    else {
+      void Promise.all(late).then(() => {
+        try {
+          lock.release();
+          log.info("stop: data_dir lock released: the writes the stop went on without ended");
+        } catch (err) {
+          log.error(`stop: data_dir lock could not be released: ${errorMessage(err)}`);
+        }
+      });
+    }
     if (failed.length > 0) {
       throw internal(
         `runtime stopped, but ${failed.length} stop stage(s) failed: ${failed.join(", ")}`,

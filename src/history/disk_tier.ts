@@ -176,6 +176,8 @@ export class DiskTier {
    */
   readonly #held: HeldRow[] = [];
   #heldBytes = 0;
+  /** Rows handed to the writer whose write has not ended yet (written, failed or refused). */
+  #inWriter = 0;
 
   constructor(o: DiskTierOptions) {
     this.#o = o;
@@ -321,7 +323,9 @@ export class DiskTier {
     this.#lastAppendedSeq = h.seq;
     // Not counted by the writer: a row of a failed write is kept (#hold), not lost; the tier
     // counts what it drops itself (#lose), for the writer's gap line too.
+    this.#inWriter++;
     void this.#writer.append(h.row, { newSegment, counted: false }).then((r) => {
+      this.#inWriter--;
       if (r.ok) {
         this.#rowsWritten++;
         this.#newestWrittenT = h.t;
@@ -414,6 +418,14 @@ export class DiskTier {
       this.#lose(rows.length, this.#lastError ?? "history disk tier closed");
     }
     await this.#writer.close();
+  }
+
+  /**
+   * Rows handed to write() and neither written nor dropped yet: kept through an outage or a reopen,
+   * and those the writer holds (queued, or in a write the disk has not answered).
+   */
+  get rowsPending(): number {
+    return this.#held.length + this.#inWriter;
   }
 
   /**

@@ -356,6 +356,11 @@ export class History {
     await this.#disk?.close();
   }
 
+  /** Rows handed to the disk tier neither written nor dropped yet (DiskTier.rowsPending). */
+  get diskRowsPending(): number {
+    return this.#disk?.rowsPending ?? 0;
+  }
+
   /** Resolves once every row handed to the disk tier so far was written or dropped. */
   async flushDisk(): Promise<void> {
     await this.#disk?.flush();

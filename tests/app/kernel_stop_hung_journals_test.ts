@@ -1,0 +1,166 @@
+/**
+ * A runtime stopping while the disk under its audit journal or its run records hangs (a hung
+ * mount, a dying SD card: a write that never returns): their close is waited for at most its own
+ * bound (AUDIT_STOP_MS, RUNS_STOP_MS), said in one WARN naming it, and the stop goes on --
+ * telemetry's last flush still runs, and the stop ends within the bound, not when the process's
+ * shutdown budget runs out (exit 4) with the telemetry rows neither written nor counted. Real: the
+ * kernel with the simulated provider as a child process, real files whose appends under the held
+ * folder wait until the test lets them go, a stand-in InfluxDB on loopback. The data_dir lock is
+ * kept until the writes the disk held ended: a second runtime is refused while they may land.
+ */
+import assert from "node:assert/strict";
+import type { Config } from "../../src/config/mod.ts";
+import { AUDIT_STOP_MS, RUNS_STOP_MS } from "../../src/app/kernel.ts";
+import { InterceptedAppends } from "../helpers/journal_files.ts";
+import { lockDataDir } from "../../src/host/mod.ts";
+import { afterPolls, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import { FakeInflux } from "../helpers/fake_influx.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+
+/** What the stop may take past the journal's bound (the provider's stop, telemetry's flush). */
+const STOP_SLACK_MS = 4000;
+
+/** The process's budget handed to the stop (runtime.shutdown_timeout_ms 2 s and 1 s of grace). */
+const STOP_BUDGET_MS = 3000;
+
+/** Telemetry to `url`, flushed only by the stop (the interval is longer than the test). */
+function telemetry(url: string): Config["telemetry"] {
+  const base = testConfig().telemetry;
+  return {
+    ...base,
+    enabled: true,
+    healthIntervalMs: 0,
+    influxdb: { ...base.influxdb, url, token: "t0k3n", flushIntervalMs: 600_000 },
+  };
+}
+
+/** "stopped" when `stopping` settles within `ms`, else "held". */
+async function within(stopping: Promise<void>, ms: number): Promise<"stopped" | "held"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const held = new Promise<"held">((r) => (timer = setTimeout(() => r("held"), ms)));
+  try {
+    return await Promise.race([stopping.then(() => "stopped" as const), held]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Whether a second runtime could take the lock of `dir` now (taken, and let go again). */
+async function lockFree(dir: string): Promise<boolean> {
+  const lock = await lockDataDir(dir);
+  if ("heldBy" in lock) return false;
+  lock.release();
+  return true;
+}
+
+/**
+ * The data_dir lock is kept while the stop's writes the disk holds may still land, and released
+ * once they ended (the disk answered).
+ */
+async function lockKeptUntilWritten(dir: string, release: () => void): Promise<void> {
+  assert.equal(
+    await lockFree(dir),
+    false,
+    "the data_dir lock was released while the disk still held the stop's writes",
+  );
+  release();
+  await waitFor("the data_dir lock released once the held writes ended", () => lockFree(dir));
+}
+
+const CASES = [
+  { journal: "audit journal", part: "/audit/", bound: AUDIT_STOP_MS, name: "AUDIT_STOP_MS" },
+  { journal: "run records", part: "/runs", bound: RUNS_STOP_MS, name: "RUNS_STOP_MS" },
+] as const;
+
+for (const { journal, part, bound, name } of CASES) {
+  Deno.test(`Kernel.stop with the ${journal}' disk hung ends within ${name}, and telemetry's last flush still runs`, async () => {
+    let hung = false;
+    let held = 0;
+    const released = Promise.withResolvers<void>();
+    const files = new InterceptedAppends(part, async (text, append) => {
+      if (hung) {
+        held++;
+        await released.promise;
+      }
+      await append(text);
+    });
+    const db = new FakeInflux();
+    const { log, lines } = capturingLogger({ level: "warn" });
+    const rt = await startRuntime(
+      testConfig({ providers: [simProvider("sim0")], telemetry: telemetry(db.url) }),
+      { host: { log, files, lockDataDir } },
+    );
+    let stopping: Promise<void> | null = null;
+    try {
+      // A run open: the run records write at their close (its count of events left out).
+      await rt.runs.open({});
+      await afterPolls(rt, "sim0/tempctl0", 2);
+      hung = true;
+      await rt.modes.request("MANUAL"); // an audit entry, a run event: held by the disk
+      assert.equal(db.lines.length, 0, "telemetry flushed before the stop");
+      stopping = rt.stop();
+      const outcome = await within(stopping, bound + STOP_SLACK_MS);
+      assert.ok(held > 0, `the ${journal}' writes were held by the disk`);
+      assert.equal(outcome, "stopped", `the stop waited past ${name} for the ${journal}' disk`);
+      const warned = lines.filter((l) => l.includes(name));
+      assert.equal(warned.length, 1, `one WARN naming ${name}:\n${lines.join("\n")}`);
+      assert.match(warned[0]!, /^WARN/);
+      assert.ok(
+        db.lines.some((l) => l.startsWith("runtime_signal,")),
+        "telemetry's last flush wrote the samples polled before the stop",
+      );
+      await lockKeptUntilWritten(rt.config.runtime.dataDir, () => released.resolve());
+    } finally {
+      released.resolve();
+      await (stopping ?? rt.stop());
+      await db.close();
+    }
+  });
+}
+
+Deno.test("Kernel.stop with the history disk hung for good ends within the process's budget, counts the rows not written, and telemetry's last flush still runs", async () => {
+  let hung = false;
+  let held = 0;
+  const released = Promise.withResolvers<void>();
+  const files = new InterceptedAppends("/history/", async (text, append) => {
+    if (hung) {
+      held++;
+      await released.promise;
+    }
+    await append(text);
+  });
+  const db = new FakeInflux();
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(
+    testConfig({
+      providers: [simProvider("sim0")],
+      history: { stepMs: 1000 },
+      telemetry: telemetry(db.url),
+    }),
+    { host: { log, files, lockDataDir } },
+  );
+  let stopping: Promise<void> | null = null;
+  try {
+    await afterPolls(rt, "sim0/tempctl0", 3);
+    hung = true;
+    assert.equal(db.lines.length, 0, "telemetry flushed before the stop");
+    const endsAt = performance.now() + STOP_BUDGET_MS;
+    stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
+    const outcome = await within(stopping, STOP_BUDGET_MS);
+    assert.ok(held > 0, "the history's last rows were held by the disk");
+    assert.equal(outcome, "stopped", "the stop waited past its budget for the history's disk");
+    const warned = lines.filter((l) => /history row\(s\) not written/.test(l));
+    assert.equal(warned.length, 1, `one WARN counting the rows not written:\n${lines.join("\n")}`);
+    assert.match(warned[0]!, /^WARN .*stop: [1-9]\d* history row\(s\) not written within/);
+    assert.ok(
+      db.lines.some((l) => l.startsWith("runtime_signal,")),
+      "telemetry's last flush wrote the samples polled before the stop",
+    );
+    await lockKeptUntilWritten(rt.config.runtime.dataDir, () => released.resolve());
+  } finally {
+    released.resolve();
+    await (stopping ?? rt.stop());
+    await db.close();
+  }
+});
