@@ -690,6 +690,8 @@ export class RunRegistry {
   #compactBackoff = RUNS_COMPACT_RETRY_CLOSES;
   /** `polling.interval_ms` in effect, recorded in the runs opened from now on. */
   #pollingIntervalMs: number;
+  /** start() was called (a shutdown before it has no start to say it ends). */
+  #startCalled = false;
   /** What start() was handed, kept for its retries. */
   #startInput: RunStartInput = {};
   /** The pending retry of a failed start, and the wait before the next one. */
@@ -797,6 +799,7 @@ export class RunRegistry {
    */
   async start(input: RunStartInput = {}): Promise<void> {
     if (this.#state !== "new") return;
+    this.#startCalled = true;
     this.#startInput = input;
     await this.#tryStart(true);
   }
@@ -806,7 +809,8 @@ export class RunRegistry {
    * `outOfTurn`: the first try, start()'s, not in the serial chain -- a shutdown() meanwhile ends
    * it at its next step (#startGoesOn). A retry is in turn with shutdown, which waits for it: it
    * is not ended, so that what it takes (the count of safety events between runs) is in
-   * runs.jsonl, or back in #betweenRuns for the shutdown's own save, when the shutdown runs.
+   * runs.jsonl, or back in #betweenRuns for the shutdown's own save (or, still unavailable, its
+   * WARN of what is lost: #betweenRunsLost), when the shutdown runs.
    */
   async #tryStart(outOfTurn: boolean): Promise<void> {
     // A failed try may have replayed part of the journal: the next one starts from nothing.
@@ -914,6 +918,8 @@ export class RunRegistry {
       if (outOfTurn && this.#stopAsked) {
         // Shut down meanwhile (the disk answered after the stop): no retry, no ERROR, and no file
         // of it left open -- the start's runs.jsonl (a rewrite's, when it rewrote it) is closed.
+        // The count it took and gave back, if the shutdown is past its own save (else it says it).
+        if (this.#shuttingDown) this.#betweenRunsLost("run registry stopped while it started");
         const left = [journal, this.#journal];
         this.#journal = null;
         for (const j of left) await j?.close();
@@ -924,11 +930,10 @@ export class RunRegistry {
       await this.#journal?.close();
       this.#journal = null;
       if (this.#stopAsked) {
-        // shutdown() came while runs.jsonl closed (its cancel of a retry found none yet): no retry
-        // is set for a stopped registry, none said.
-        this.#log.error(
-          `run registry unavailable: ${this.#unavailableReason}; not retried: stopped meanwhile`,
-        );
+        // shutdown() came while this try ran or closed runs.jsonl (its cancel of a retry found
+        // none yet): no retry is set for a stopped registry, said by the shutdown (INFO), as is
+        // the count of safety events between runs given back (WARN) -- unless it is past that.
+        if (this.#shuttingDown) this.#betweenRunsLost(this.#unavailableReason);
         return;
       }
       const delay = this.#retryDelayMs;
@@ -943,6 +948,20 @@ export class RunRegistry {
   /** Ends start()'s try (#tryStart) at this step once shutdown() was called: see #stopAsked. */
   #startGoesOn(outOfTurn: boolean): void {
     if (outOfTurn && this.#stopAsked) throw unavailable("run registry stopped while it started");
+  }
+
+  /**
+   * The safety events counted between runs that a stopped registry cannot save (it never became
+   * available: no runs.jsonl open): one WARN with how many and `why`; the count is dropped.
+   */
+  #betweenRunsLost(why: string): void {
+    const lost = this.#betweenRuns;
+    if (lost === null) return;
+    this.#betweenRuns = null;
+    this.#log.warn(
+      `run registry stopped: ${lost.count} safety events between runs (${lost.estopTriggers} ` +
+        `e-stop triggers) not recorded: ${why}`,
+    );
   }
 
   /** A retry of a failed start, in turn with shutdown (which cancels it). */
@@ -1538,6 +1557,20 @@ export class RunRegistry {
       // The count of safety events between runs as it is now, for the next start's first run.
       this.#stopSavingBetween();
       this.#saveBetweenRuns();
+      // Never available (its start failed, or still runs): its start is not tried again (one
+      // INFO: the stop was asked, no fault of the registry's, so not an ERROR, and said here once
+      // whichever way the start ends), and no runs.jsonl is open to save the count in (WARN).
+      if (this.#state !== "ready") {
+        const why = !this.#startCalled
+          ? "run registry stopped before its start"
+          : this.#state === "new"
+          ? "run registry stopped while it started"
+          : this.#unavailableReason ?? "unknown";
+        if (this.#startCalled) {
+          this.#log.info(`run registry start not retried: stopped before it succeeded (${why})`);
+        }
+        this.#betweenRunsLost(why);
+      }
       // Writes what is queued and fsyncs; a failure is logged by the writer.
       await open?.writer.close();
       await this.#journal?.close();

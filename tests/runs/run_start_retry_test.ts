@@ -11,11 +11,12 @@ import { capturingLogger } from "../helpers/log_lines.ts";
 import type { JournalAppendHandle } from "../../src/journal/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+import type { LineLogger } from "../../src/host/mod.ts";
 
 function registryOn(
   files: FaultyMemoryFiles,
   clock: ManualClock,
-  more: { maxRuns?: number } = {},
+  more: { maxRuns?: number; logger?: LineLogger } = {},
 ): RunRegistry {
   return new RunRegistry({
     dataDir: "/data",
@@ -386,4 +387,104 @@ Deno.test("RunRegistry: a shutdown while a failed start closes its runs.jsonl le
     [],
     "the stopped registry says it retries",
   );
+});
+
+/** An e-stop trigger at `at` on `bus` (what the safety layer publishes when the e-stop latches). */
+function pressEstop(bus: EventBus, at: number): void {
+  bus.publish({
+    kind: "estop_change",
+    latched: true,
+    reason: "leak",
+    cause: "api",
+    timestamp_ms: at,
+  });
+}
+
+Deno.test("RunRegistry: a shutdown that cancels the retry of a failed start WARNs once how many e-stops between runs it could not record, and why", async () => {
+  const files = new FaultyMemoryFiles();
+  const clock = new ManualClock();
+  const first = registryOn(files, clock);
+  await first.start();
+  await first.open({ experiment_label: "left open" });
+  await first.shutdown();
+
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, clock, { logger: log });
+  const bus = new EventBus();
+  registry.attach(bus);
+  files.syncFails = true;
+  await registry.start();
+  assert.equal(registry.info().available, false, "unavailable while the disk is full");
+  pressEstop(bus, 3);
+  pressEstop(bus, 4);
+  await registry.shutdown(); // the retry's timer is pending: cancelled
+  assert.equal(clock.pendingTimers, 0, "no retry left behind");
+
+  const warned = lines.filter((l) => l.startsWith("WARN"));
+  assert.equal(warned.length, 1, lines.join("\n"));
+  assert.match(
+    warned[0]!,
+    /^WARN .*2 safety events between runs \(2 e-stop triggers\) not recorded: .*run journal \/data\/runs\.jsonl: /,
+  );
+  const notRetried = lines.filter((l) => l.includes("not retried"));
+  assert.equal(notRetried.length, 1, lines.join("\n"));
+  assert.match(notRetried[0]!, /^INFO /, "a start not retried because of a stop is said at INFO");
+});
+
+/**
+ * Files whose listing of the runs' event folder waits for `gate` while it is set (a slow disk),
+ * then fails while `fails` is above 0 (an I/O error).
+ */
+class SlowFailingListingFiles extends FaultyMemoryFiles {
+  gate: Promise<void> | null = null;
+  listing = 0;
+  fails = 0;
+
+  override async listNames(dir: string): Promise<string[]> {
+    if (dir.endsWith("/runs")) {
+      if (this.gate) {
+        this.listing++;
+        await this.gate;
+      }
+      if (this.fails > 0) {
+        this.fails--;
+        throw new Error("EIO: listing failed");
+      }
+    }
+    return await super.listNames(dir);
+  }
+}
+
+Deno.test("RunRegistry: a retried start that fails after the shutdown was asked WARNs once how many e-stops between runs it could not record, at INFO that it is not retried", async () => {
+  const files = new SlowFailingListingFiles();
+  const clock = new ManualClock();
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, clock, { logger: log });
+  const bus = new EventBus();
+  registry.attach(bus);
+  files.fails = 2; // the start and its first retry fail at their listing of the event files
+  await registry.start();
+  assert.equal(registry.info().available, false, "the listing failed");
+  pressEstop(bus, 3);
+  // The retry is listing the event files, a slow disk, when the stop comes; then its listing fails.
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  await advanceUntil(clock, () => files.listing > 0, 2 * RUN_START_RETRY_MAX_MS);
+  assert.equal(files.listing, 1, "the retry is listing the event files");
+  const stopping = registry.shutdown();
+  files.gate = null;
+  release();
+  await stopping;
+  assert.equal(files.fails, 0, "the retry failed after the stop was asked");
+  assert.equal(clock.pendingTimers, 0, "no retry left behind");
+
+  const warned = lines.filter((l) => l.startsWith("WARN"));
+  assert.equal(warned.length, 1, lines.join("\n"));
+  assert.match(
+    warned[0]!,
+    /^WARN .*1 safety events between runs \(1 e-stop triggers\) not recorded: .*EIO: listing failed/,
+  );
+  const notRetried = lines.filter((l) => l.includes("not retried"));
+  assert.equal(notRetried.length, 1, lines.join("\n"));
+  assert.match(notRetried[0]!, /^INFO /, "a start not retried because of a stop is said at INFO");
 });

@@ -10,6 +10,8 @@ import type { JournalAppendHandle } from "../../src/journal/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
 import { registryOn } from "./_run_fault_rig.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 
 /** Files whose ensureDir waits while `held` is set (a hung mount); append handles counted. */
 class HeldFolderFiles extends FaultyMemoryFiles {
@@ -62,4 +64,94 @@ Deno.test("RunRegistry: shut down while its start waits on the disk, once the di
   );
   assert.equal(files.text("/data/runs.jsonl"), runsBefore, "the stopped registry wrote runs.jsonl");
   assert.equal(files.text(eventsFile), eventsBefore, "the stopped registry closed the run");
+});
+
+/** An e-stop trigger at `at` on `bus` (what the safety layer publishes when the e-stop latches). */
+function pressEstop(bus: EventBus, at: number): void {
+  bus.publish({
+    kind: "estop_change",
+    latched: true,
+    reason: "leak",
+    cause: "api",
+    timestamp_ms: at,
+  });
+}
+
+/** The WARN lines, and the lines saying the start is not retried, of `lines`. */
+function stopLines(lines: string[]): { warned: string[]; notRetried: string[] } {
+  return {
+    warned: lines.filter((l) => l.startsWith("WARN")),
+    notRetried: lines.filter((l) => l.includes("not retried")),
+  };
+}
+
+Deno.test("RunRegistry: shut down while its start waits on the disk, it WARNs once how many e-stops between runs it could not record", async () => {
+  const files = new HeldFolderFiles();
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, { logger: log });
+  const bus = new EventBus();
+  registry.attach(bus);
+  let release = () => {};
+  files.held = new Promise((r) => (release = r));
+  const starting = registry.start();
+  for (let i = 0; i < 100 && files.waiting < 1; i++) await flushMicrotasks();
+  assert.equal(files.waiting, 1, "the start waits on the disk");
+  pressEstop(bus, 3); // no run can record it: counted between runs
+  await registry.shutdown();
+  files.held = null;
+  release();
+  await starting;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+
+  const { warned, notRetried } = stopLines(lines);
+  assert.equal(warned.length, 1, lines.join("\n"));
+  assert.match(
+    warned[0]!,
+    /^WARN .*1 safety events between runs \(1 e-stop triggers\) not recorded: run registry stopped while it started$/,
+  );
+  assert.equal(notRetried.length, 1, lines.join("\n"));
+  assert.match(notRetried[0]!, /^INFO /, "a start not retried because of a stop is said at INFO");
+});
+
+/** Files whose listing of the runs' event folder waits while `held` is set (a hung mount). */
+class HeldListingFiles extends FaultyMemoryFiles {
+  held: Promise<void> | null = null;
+  listing = 0;
+  override async listNames(dir: string): Promise<string[]> {
+    if (dir.endsWith("/runs") && this.held !== null) {
+      this.listing++;
+      await this.held;
+    }
+    return await super.listNames(dir);
+  }
+}
+
+Deno.test("RunRegistry: shut down while its start, having taken the count of safety events between runs, waits on the disk, it WARNs once how many e-stops it could not record", async () => {
+  const files = new HeldListingFiles();
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, { logger: log });
+  const bus = new EventBus();
+  registry.attach(bus);
+  pressEstop(bus, 3); // before the start: counted between runs, taken by the start's last steps
+  pressEstop(bus, 4);
+  let release = () => {};
+  files.held = new Promise((r) => (release = r));
+  const starting = registry.start();
+  for (let i = 0; i < 100 && files.listing < 1; i++) await flushMicrotasks();
+  assert.equal(files.listing, 1, "the start waits on the disk, listing the event files");
+  await registry.shutdown(); // done before the start gives the count back
+  files.held = null;
+  release();
+  await starting;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+
+  assert.equal(registry.info().available, false, "a stopped registry became available");
+  const { warned, notRetried } = stopLines(lines);
+  assert.equal(warned.length, 1, lines.join("\n"));
+  assert.match(
+    warned[0]!,
+    /^WARN .*2 safety events between runs \(2 e-stop triggers\) not recorded: run registry stopped while it started$/,
+  );
+  assert.equal(notRetried.length, 1, lines.join("\n"));
+  assert.match(notRetried[0]!, /^INFO /, "a start not retried because of a stop is said at INFO");
 });
