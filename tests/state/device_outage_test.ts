@@ -547,6 +547,13 @@ Deno.test("DeviceOutages: a device a reload's restart took out and its new proce
     // The switch, listed again, is told its change from down; nothing else of the pump is told.
     r.timers.advance(DOWN_AFTER_MS);
     assert.equal(r.changes.filter((c) => c.deviceId === "pump").length, 2, "told once");
+    // Told once, as listed again (#restartLeftOut leaves it to that): not a second change from
+    // down on purpose as well.
+    assert.deepEqual(
+      r.changes.filter((c) => c.deviceId === "switch")
+        .map((c) => [c.previous, c.previousReloading, c.condition.kind]),
+      [["up", undefined, "down"], ["down", undefined, "up"]],
+    );
   } finally {
     await r.fx.registry.host("p0")?.stop(2000);
     await r.close();
