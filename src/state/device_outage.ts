@@ -31,7 +31,8 @@
  * runs before this monitor's, is what makes it judged down. A device down stays dated from the
  * first moment of that outage until it is up again: a later cause (its provider down, a reload's
  * take-out, restart or removal of it, its provider's next crash while a restart left it out)
- * changes its reason, never moves its date later (firstDown).
+ * changes its reason, never moves its date later (firstDown); one failing by its reads that goes
+ * down for such a cause is down since it began failing, as if its reads had lasted to the bound.
  */
 import { WireDeviceState } from "../adpp/mod.ts";
 import { type Clock, type DeviceCapabilities, tellEach, type TimerId } from "../common/mod.ts";
@@ -555,8 +556,10 @@ export class DeviceOutages {
     if (this.#stopped) return;
     const previous = t.condition;
     // Down still for a later cause (its provider down, a reload's take-out, removed): the reason
-    // may change, the date stays the outage's first moment, as it was told (firstDown).
-    const kept = previous.kind === "down" ? previous.sinceMono : null;
+    // may change, the date stays the outage's first moment, as it was told (firstDown). So does
+    // one failing by its reads that goes down for another cause before the bound: down since it
+    // began failing, as at the bound (and as incidents date its loss), not since that cause.
+    const kept = previous.kind !== "up" ? previous.sinceMono : null;
     const next = firstDown(this.#judge(t.providerId, t.deviceId), kept);
     t.condition = next;
     this.#armDownTimer(t);
@@ -690,8 +693,9 @@ function down(reason: string, sinceMono: number | null): DeviceCondition {
 
 /**
  * `next`, dated from `downSince` if it is down and that is earlier (or `next` undated): a device
- * down already stays down since its outage's first moment until it is up again -- a later cause
- * (its provider down, a reload's take-out or removal) changes its reason, not its date.
+ * down already (or failing, from a known moment) stays down since its outage's first moment until
+ * it is up again -- a later cause (its provider down, a reload's take-out or removal) changes its
+ * reason, not its date.
  */
 function firstDown(next: DeviceCondition, downSince: number | null): DeviceCondition {
   if (next.kind !== "down" || downSince === null) return next;

@@ -1325,3 +1325,30 @@ Deno.test("DeviceOutages: a device a restart left out keeps its date through its
     await fx.close();
   }
 });
+
+Deno.test("DeviceOutages: a device failing by its reads whose provider then goes down is down since it began failing, as a loss at the bound would be", async () => {
+  const r = await rig(); // no restart policy: once killed, it stays down
+  try {
+    await failPump(r); // failing from 10_000
+    assert.deepEqual([r.kind("pump"), r.outages.condition("p0", "pump").sinceMono], [
+      "failing",
+      10_000,
+    ]);
+    r.changes.length = 0;
+    r.fx.clock.mono = 10_200; // within the bound: not down by its reads yet
+    r.fx.kill();
+    await waitFor("down", () => !r.fx.host.available);
+    const c = r.outages.condition("p0", "pump");
+    assert.match(c.reason, /^provider p0 is unavailable/);
+    // Before: 10_200 (its provider's outage), told so: blocked_devices' date moved later within
+    // one outage, and the incident (dated from its first failed read) disagreed with the status.
+    assert.equal(c.sinceMono, 10_000, "down since its reads began failing");
+    assert.deepEqual(
+      r.changes.filter((ch) => ch.deviceId === "pump")
+        .map((ch) => [ch.previous, ch.condition.kind, ch.condition.sinceMono]),
+      [["failing", "down", 10_000]],
+    );
+  } finally {
+    await r.close();
+  }
+});
