@@ -204,7 +204,31 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
     sparkplug: readSparkplug(root, ctx, runtime.name),
   };
   checkLossDetection(config, c);
+  checkStaleBelowPollPeriod(config, c);
   return config;
+}
+
+/**
+ * A configured health.staleness.stale_after_ms at or below polling.interval_ms: no device is
+ * polled more often than the interval (state/staleness.ts devicePollPeriodMs), so a sample is
+ * about that old just before its next poll and goes STALE between polls even when every read
+ * succeeds. A warning, not an error: the runtime runs as configured (someone may want it).
+ */
+function checkStaleBelowPollPeriod(config: Config, c: Checker): void {
+  const staleAfterMs = config.health.staleness.staleAfterMs;
+  const intervalMs = config.polling.intervalMs;
+  const key = ["health", "staleness", "stale_after_ms"];
+  if (staleAfterMs === 0 || staleAfterMs > intervalMs) return;
+  if (c.hasErrorAt(key) || c.hasErrorAt(["polling", "interval_ms"])) return;
+  c.warning(
+    key,
+    `is not longer than polling.interval_ms (${staleAfterMs} <= ${intervalMs}), the shortest ` +
+      "period a device is polled at: a sample is about that old just before its next poll, so " +
+      "every device, and every signal whose provider declares no longer stale_after_ms, goes " +
+      "STALE between polls even when its reads succeed (interlocks on them engage and release " +
+      "every poll, alarms with on_bad_quality: alarm raise); set it above the interval (twice " +
+      `it, ${2 * intervalMs}, leaves each poll's own time a margin) or to 0 to derive it`,
+  );
 }
 
 /**

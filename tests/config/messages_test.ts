@@ -6,7 +6,7 @@
  * shown only where the semantic layer says nothing).
  */
 import assert from "node:assert/strict";
-import { loadConfig, type LoadConfigResult } from "../../src/config/mod.ts";
+import { formatDiagnostic, loadConfig, type LoadConfigResult } from "../../src/config/mod.ts";
 import { load, type LoadOverrides, PROV } from "./_helpers.ts";
 
 interface Case {
@@ -633,6 +633,19 @@ runs:
       "must be greater than warn_after_ms (100 <= 100)",
     ]],
   },
+  {
+    name: "stale_after_ms not longer than polling.interval_ms names both figures and the fix",
+    yaml: `${PROV}\npolling:\n  interval_ms: 500\nhealth:\n  staleness: {stale_after_ms: 500}\n`,
+    expect: [[
+      "warning health.staleness.stale_after_ms",
+      "is not longer than polling.interval_ms (500 <= 500), the shortest period a device is " +
+      "polled at: a sample is about that old just before its next poll, so every device, and " +
+      "every signal whose provider declares no longer stale_after_ms, goes STALE between polls " +
+      "even when its reads succeed (interlocks on them engage and release every poll, alarms " +
+      "with on_bad_quality: alarm raise); set it above the interval (twice it, 1000, leaves " +
+      "each poll's own time a margin) or to 0 to derive it",
+    ]],
+  },
 ];
 
 for (const c of CASES) {
@@ -662,5 +675,26 @@ Deno.test("loadConfig tells a TLS path that is missing from one that is not a fi
       ["error http.tls_cert_path", "is not a regular file: /etc/rig/tls is a directory"],
       ["error http.tls_key_path", "file not found: /etc/rig/tls/key.pem"],
     ]);
+  }
+});
+
+Deno.test("loadConfig warns at health.staleness.stale_after_ms's line and column when it is not longer than polling.interval_ms", () => {
+  const yaml = `${PROV}
+polling:
+  interval_ms: 2000
+health:
+  staleness:
+    warn_after_ms: 500
+    stale_after_ms: 1500
+`;
+  for (const mode of ["check", "start"] as const) {
+    const result = load(yaml, { mode });
+    assert.notEqual(result.config, null, `${mode}: a warning, not an error`);
+    assert.deepEqual(
+      result.diagnostics.map((d) => formatDiagnostic(d).replace(/: is not longer.*/, "")),
+      ["/etc/rig/runtime.yaml:7:5: warning: health.staleness.stale_after_ms"],
+      mode,
+    );
+    assert.match(result.diagnostics[0]!.message, /\(1500 <= 2000\)/);
   }
 });
