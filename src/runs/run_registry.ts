@@ -1556,7 +1556,7 @@ export class RunRegistry {
       this.#open = null;
       // The count of safety events between runs as it is now, for the next start's first run.
       this.#stopSavingBetween();
-      this.#saveBetweenRuns();
+      this.#saveBetweenRuns(true);
       // Never available (its start failed, or still runs): its start is not tried again (one
       // INFO: the stop was asked, no fault of the registry's, so not an ERROR, and said here once
       // whichever way the start ends), and no runs.jsonl is open to save the count in (WARN).
@@ -1962,14 +1962,23 @@ export class RunRegistry {
    * fsync'd at once: within BUS_EVENT_SYNC_DELAY_MS), so a start after a crash closes the run with
    * it. Nothing once its close began, or when the count is saved already (but `atShutdown`: the
    * record, marked `shutdown`, then dates the run's end); a full queue or a failed write leaves
-   * it to the next save.
+   * it to the next save -- but the stop's, the last, which says it (#notRecordedNotSavedAtStop).
    */
   #saveNotRecorded(open: OpenRun, atShutdown = false): void {
     const journal = this.#journal;
     if (
       open !== this.#open || open.closing || open.closedEvent !== null || journal === null ||
-      (open.notRecorded === open.savedNotRecorded && !atShutdown) || !journal.hasRoom()
+      (open.notRecorded === open.savedNotRecorded && !atShutdown)
     ) {
+      return;
+    }
+    if (!journal.hasRoom()) {
+      if (atShutdown) {
+        this.#notRecordedNotSavedAtStop(
+          open,
+          `${this.#runsFile} has ${MAX_PENDING_RUN_RECORDS} records waiting for the disk`,
+        );
+      }
       return;
     }
     const count = open.notRecorded;
@@ -2004,6 +2013,11 @@ export class RunRegistry {
         open.savedNotRecorded = previous;
         open.savedNotRecordedAt = previousAt;
       }
+      if (this.#shuttingDown) {
+        // Stopped (or stopping): no save follows, so no "tried again" -- said once, at WARN.
+        if (atShutdown) this.#notRecordedNotSavedAtStop(open, r.reason);
+        return;
+      }
       // One WARN per spell of failures.
       open.saveFailures.fail(
         `run ${open.run.run_id}: count of events not recorded not saved: ${r.reason}; ` +
@@ -2018,6 +2032,19 @@ export class RunRegistry {
         }, RUN_NOT_RECORDED_SAVE_MS);
       }
     });
+  }
+
+  /**
+   * The stop's save of the open run's count of events not recorded (its `shutdown` record, which
+   * dates the run's end) did not reach runs.jsonl and none follows: one WARN. The next start
+   * closes the run as abandoned with the count and end of its last save that was written.
+   */
+  #notRecordedNotSavedAtStop(open: OpenRun, why: string): void {
+    this.#log.warn(
+      `run ${open.run.run_id}: count of events not recorded not saved at the stop ` +
+        `(${open.notRecorded}; the next start ends the run at an earlier save or its last ` +
+        `event): ${why}`,
+    );
   }
 
   /**
@@ -2142,13 +2169,14 @@ export class RunRegistry {
   /**
    * Appends the count of safety events between runs to runs.jsonl (a `between_runs` record; not
    * awaited, fsync'd within BUS_EVENT_SYNC_DELAY_MS) when it is not saved already. A full queue or
-   * a failed write leaves it to the next save. True when a record was appended.
+   * a failed write leaves it to the next save. True when a record was appended. `atShutdown`: the
+   * last save, none after it: a full queue or a failed write is said (#betweenNotSavedAtStop).
    */
-  #saveBetweenRuns(): boolean {
+  #saveBetweenRuns(atShutdown = false): boolean {
     const journal = this.#journal;
     const between = this.#betweenRuns;
     if (
-      this.#state !== "ready" || journal === null || between === null || !journal.hasRoom() ||
+      this.#state !== "ready" || journal === null || between === null ||
       // A run's open is being written: its record (the count's reset) may be in runs.jsonl
       // already, and a count after it would be counted again by a start. If the open fails, the
       // count is saved then.
@@ -2158,6 +2186,15 @@ export class RunRegistry {
     }
     const line = betweenRunsRecord(between);
     if (line === this.#betweenSaved) return false;
+    if (!journal.hasRoom()) {
+      if (atShutdown) {
+        this.#betweenNotSavedAtStop(
+          between,
+          `${this.#runsFile} has ${MAX_PENDING_RUN_RECORDS} records waiting for the disk`,
+        );
+      }
+      return false;
+    }
     const previous = this.#betweenSaved;
     this.#betweenSaved = line;
     this.#betweenSaveEveryMs = nextSaveEveryMs(
@@ -2171,7 +2208,14 @@ export class RunRegistry {
         this.#betweenSaveFailures.ok();
         return;
       }
-      if (this.#betweenSaved === line) this.#betweenSaved = previous;
+      // The last save tried (a later one, queued meanwhile, holds a larger count and says itself).
+      const last = this.#betweenSaved === line;
+      if (last) this.#betweenSaved = previous;
+      if (this.#shuttingDown) {
+        // Stopped (or stopping): no save follows, so no "tried again" -- said once, at WARN.
+        if (last) this.#betweenNotSavedAtStop(between, r.reason);
+        return;
+      }
       // One WARN per spell of failures.
       this.#betweenSaveFailures.fail(
         `count of safety events between runs not saved: ${r.reason}; tried again every ` +
@@ -2190,6 +2234,19 @@ export class RunRegistry {
       }
     });
     return true;
+  }
+
+  /**
+   * The stop's save of the count of safety events between runs did not reach runs.jsonl (a full
+   * queue, a failed write) and none follows: one WARN with the count and `why`. The next start
+   * counts those of the last save that was written only.
+   */
+  #betweenNotSavedAtStop(between: SafetyBetweenRuns, why: string): void {
+    this.#log.warn(
+      `run registry stopped: count of safety events between runs not saved (${between.count}, ` +
+        `${between.estopTriggers} e-stop triggers; the next start counts those of an earlier ` +
+        `save only): ${why}`,
+    );
   }
 
   /**

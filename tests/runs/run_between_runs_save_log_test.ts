@@ -1,11 +1,13 @@
 /**
  * A save of the count of safety events between runs that keeps failing (a full disk) is WARNed
  * once per failing spell, not once per try (every BETWEEN_RUNS_SAVE_MS); a spell after a save
- * that worked is WARNed again.
+ * that worked is WARNed again. The stop's save (of that count, or of an open run's count of events
+ * not recorded) is the last: one that fails, or finds runs.jsonl's queue full, is said in one WARN
+ * as not saved at the stop, never as "tried again" (nothing is, after a stop) nor in silence.
  */
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
-import { BETWEEN_RUNS_SAVE_MS } from "../../src/runs/mod.ts";
+import { BETWEEN_RUNS_SAVE_MS, MAX_PENDING_RUN_RECORDS } from "../../src/runs/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
@@ -63,4 +65,139 @@ Deno.test("RunRegistry WARNs a failing save of the count of safety events betwee
   } finally {
     await registry.shutdown();
   }
+});
+
+Deno.test("RunRegistry says a failed save of the count of safety events between runs at the stop as not saved, not as tried again", async () => {
+  const files = new RunJournalFaultFiles();
+  const clock = new ManualClock(0, 1_700_000_000_000);
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, { clock, logger: log });
+  await registry.start();
+  const bus = new EventBus();
+  registry.attach(bus);
+  const fault = () =>
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "MANUAL",
+      new_mode: "FAULT",
+      timestamp_ms: clock.nowMs(),
+    });
+  const records = () =>
+    files.text("/data/runs.jsonl").split("\n").filter((l) => l.includes('"between_runs"'));
+  try {
+    // The first change is saved at once; the second waits for BETWEEN_RUNS_SAVE_MS, or the stop.
+    fault();
+    await waitFor("the first count saved", () => records().length === 1);
+    fault();
+    files.journalFails = true;
+  } finally {
+    await registry.shutdown();
+  }
+  assert.ok(files.journalAppendFailures >= 1, "the stop's save was tried");
+  assert.equal(records().length, 1);
+  const said = lines.filter((l) => l.includes("safety events between runs"));
+  // Nothing is tried again after the stop: no line may say so.
+  assert.deepEqual(said.filter((l) => l.includes("tried again")), [], lines.join("\n"));
+  assert.equal(said.length, 1, lines.join("\n"));
+  assert.match(
+    said[0]!,
+    /^WARN .*run registry stopped: count of safety events between runs not saved \(2, 0 e-stop triggers; .*\): .*no space left/i,
+  );
+});
+
+Deno.test("RunRegistry says a count of safety events between runs its stop cannot queue (runs.jsonl's queue full) as not saved", async () => {
+  const files = new RunJournalFaultFiles();
+  const clock = new ManualClock(0, 1_700_000_000_000);
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, { clock, logger: log });
+  await registry.start();
+  // Closed runs kept: runs.jsonl may hold the queue's lines without being rewritten (a rewrite
+  // would wait for the stalled disk ahead of the stop).
+  for (let i = 0; i < 4; i++) {
+    const { run } = await registry.open({});
+    await registry.close(run.run_id, {});
+  }
+  const bus = new EventBus();
+  registry.attach(bus);
+  const fault = () =>
+    bus.publish({
+      kind: "mode_change",
+      previous_mode: "MANUAL",
+      new_mode: "FAULT",
+      timestamp_ms: clock.nowMs(),
+    });
+  let release!: () => void;
+  let stopping: Promise<void> | null = null;
+  try {
+    // runs.jsonl's disk stalls: the count's saves (one every BETWEEN_RUNS_SAVE_MS while it grows)
+    // wait behind it until its queue is full -- one write under way, MAX_PENDING_RUN_RECORDS queued.
+    files.gate = new Promise((r) => release = r);
+    for (let i = 0; i <= MAX_PENDING_RUN_RECORDS; i++) {
+      fault();
+      await clock.advanceAsync(BETWEEN_RUNS_SAVE_MS);
+    }
+    await waitFor("a write under way", () => files.held === 1);
+    fault(); // counted after the last save that found room: the stop's save has none
+    stopping = registry.shutdown();
+    await waitFor(
+      "the stop's save said",
+      () => lines.some((l) => l.includes("run registry stopped: count of safety events")),
+    );
+  } finally {
+    release();
+    await (stopping ?? registry.shutdown());
+  }
+  const said = lines.filter((l) => l.includes("safety events between runs"));
+  assert.equal(said.length, 1, lines.join("\n"));
+  assert.match(
+    said[0]!,
+    new RegExp(
+      `^WARN .*run registry stopped: count of safety events between runs not saved \\(${
+        MAX_PENDING_RUN_RECORDS + 2
+      }, 0 e-stop triggers; .*\\): .*runs\\.jsonl has ${MAX_PENDING_RUN_RECORDS} records waiting`,
+    ),
+  );
+});
+
+Deno.test("RunRegistry says a failed save of an open run's count of events not recorded at the stop as not saved, not as tried again", async () => {
+  const files = new RunJournalFaultFiles();
+  const clock = new ManualClock(0, 1_700_000_000_000);
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, { clock, logger: log, maxRunBytes: 400 });
+  await registry.start();
+  const { run } = await registry.open({});
+  const leftOut = () =>
+    registry.recordCall({
+      first_time_epoch_ms: clock.nowMs(),
+      device_handle: "sim0/motorctl0",
+      function: "set_motor_duty",
+      outcome: "ok",
+      args: { duty: "x".repeat(400) },
+    });
+  const saves = () =>
+    files.text("/data/runs.jsonl").split("\n").filter((l) => l.includes('"op":"not_recorded"'));
+  try {
+    // Past runs.max_run_bytes: the first event left out is saved at once, the second waits for
+    // RUN_NOT_RECORDED_SAVE_MS, or the stop (whose save also dates the run's end).
+    leftOut();
+    await waitFor("the first count saved", () => saves().length === 1);
+    leftOut();
+    files.journalFails = true;
+  } finally {
+    await registry.shutdown();
+  }
+  assert.ok(files.journalAppendFailures >= 1, "the stop's save was tried");
+  assert.equal(saves().length, 1);
+  const said = lines.filter((l) => l.includes("count of events not recorded"));
+  // Nothing is tried again after the stop: no line may say so.
+  assert.deepEqual(said.filter((l) => l.includes("tried again")), [], lines.join("\n"));
+  assert.equal(said.length, 1, lines.join("\n"));
+  assert.match(
+    said[0]!,
+    new RegExp(
+      `^WARN .*run ${run.run_id}: count of events not recorded not saved at the stop \\(2; .*\\): ` +
+        `.*no space left`,
+      "i",
+    ),
+  );
 });
