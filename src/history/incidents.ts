@@ -76,6 +76,13 @@ export const MAX_PENDING_INCIDENTS = 16;
  * loss notes the devices from its own time, as before.
  */
 export const INCIDENT_LOSS_MARKS_MAX = 16;
+/**
+ * Devices lost and not up since (IncidentRecorder.#outageOf: `provider/device` -> the incident of
+ * their loss) at most: a later loss of one of them (its provider crashed and came back with the
+ * device failing still) is the same outage, no new incident. Past it the device noted longest ago
+ * is forgotten first: a later loss of it begins an incident of its own, as before.
+ */
+export const INCIDENT_OUTAGES_MAX = 1024;
 /** How long stop() waits for records still being written (a hung disk must not hold the stop). */
 export const INCIDENT_STOP_WAIT_MS = 2000;
 /**
@@ -436,6 +443,13 @@ export class IncidentRecorder {
    * with its timer noting where its window ends (FailingAt.endSeq: one per failing device).
    */
   readonly #failingAt = new Map<string, FailingAt>();
+  /**
+   * `provider/device` -> the incident of its loss, while it has not been up since (with
+   * `outages`): a later loss of it joins that incident while it waits for its window, and begins
+   * none once it is written (one outage, one incident). Forgotten when the device is up again or
+   * no longer configured, and at stop; at most INCIDENT_OUTAGES_MAX, the oldest forgotten first.
+   */
+  readonly #outageOf = new Map<string, string>();
   #dropped = 0;
   /**
    * Ids of the records not kept (not written, removed by a bound) -> why, oldest first
@@ -520,6 +534,8 @@ export class IncidentRecorder {
     // failing spell (the device up again untold) and date a later start's loss of the device from
     // before the stop. A device still failing then is told anew by its loss (dated back from it).
     for (const key of [...this.#failingAt.keys()]) this.#forgetFailingAt(key);
+    // So too its outages: a device down still is told anew by its loss after the next start.
+    this.#outageOf.clear();
     for (const p of [...this.#pending]) {
       if (p.timer !== null) this.#o.clock.clearTimer(p.timer);
       this.#capture(p);
@@ -860,6 +876,8 @@ export class IncidentRecorder {
     }
     const failingAt = this.#failingAt.get(key);
     const { kind, unconfigured, reloading } = c.condition;
+    // Up again (a good answer), or no longer configured: its outage has ended.
+    if (kind === "up" || unconfigured === true) this.#outageOf.delete(key);
     // Failing as a reload restarting its provider takes it out: its spell's start is kept until
     // the reload's outcome is told -- lost (previousReloading), it is dated from its first failed
     // read, as one whose provider went down while it failed; listed again or gone, forgotten then.
@@ -880,7 +898,18 @@ export class IncidentRecorder {
       : failingAt.wallMs ?? this.#o.history.pollTimeMs(c.providerId, c.deviceId, failingAt.seq);
     const at = stamped ?? c.atWallMs - ago;
     const why = c.condition.reason === "" ? "" : `: ${c.condition.reason}`;
-    this.#trigger(
+    const outage = this.#outageOf.get(key);
+    if (outage !== undefined) {
+      // Not up since its loss (its provider crashed and came back, the device failing still):
+      // the same outage -- it joins that loss's incident, or, that one written, begins none.
+      this.#lossAgain(outage, {
+        trigger: "device_loss",
+        cause: `device ${key} lost${why}`,
+        at_epoch_ms: at,
+      });
+      return;
+    }
+    const t = this.#trigger(
       "device_loss",
       `device ${key} lost${why}`,
       [[c.providerId, c.deviceId]],
@@ -890,6 +919,35 @@ export class IncidentRecorder {
       failingAt?.endSeq ?? undefined,
       stamped === null ? undefined : failingAt?.marks ?? undefined,
     );
+    if (t === null) return; // dropped: no incident to join
+    this.#outageOf.delete(key);
+    if (this.#outageOf.size >= INCIDENT_OUTAGES_MAX) {
+      this.#outageOf.delete(this.#outageOf.keys().next().value!);
+    }
+    this.#outageOf.set(key, t.p.id);
+  }
+
+  /**
+   * A device lost again, not up since its loss began incident `id`: listed in that incident while
+   * it waits for its window (its window as it was: the device is in it already), else no incident
+   * at all -- its outage has its record -- and one INFO line says so.
+   */
+  #lossAgain(id: string, c: IncidentCause): void {
+    const p = this.#pending.find((x) => x.id === id);
+    if (p === undefined) {
+      this.#log.info(
+        `incident ${id}: ${quoteCause(c.cause)} again, not up since that loss: the same ` +
+          `outage, no new incident`,
+      );
+      return;
+    }
+    p.joinOrder.set(c, p.joins++);
+    // A device loss, the weakest trigger: it never leads.
+    const listed = this.#list(p, c);
+    if (p.told && listed) {
+      const j: IncidentJoined = { ...c, incident_id: p.id, leads: false };
+      this.#toTell(() => this.#tell(this.#joinListeners, j));
+    }
   }
 
   /**
@@ -1317,6 +1375,10 @@ export class IncidentRecorder {
     }
     let from = Math.max(at - this.#o.config.incidentBeforeS * 1000, held);
     let until = Math.max(at, Math.min(at + this.#o.config.incidentAfterS * 1000, seen)) + ahead;
+    // A device loss found after its window (Pending.endedMs): that window passed on the monotonic
+    // clock, so it ends incident_after_s past its date -- not at the wall clock of its finding
+    // counted back, which a step back between its date and its finding puts before that end.
+    if (p.endedMs !== null) until = Math.max(until, at + this.#o.config.incidentAfterS * 1000);
     // The window read by poll order (below); not a window older than the ring (by time then).
     let byPolls = true;
     if (until < from) {

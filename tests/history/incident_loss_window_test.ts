@@ -8,10 +8,16 @@
  * DeviceOutages tells them.
  */
 import assert from "node:assert/strict";
-import { INCIDENT_LOSS_MARKS_MAX, IncidentRecorder } from "../../src/history/mod.ts";
+import {
+  INCIDENT_LOSS_MARKS_MAX,
+  INCIDENT_OUTAGES_MAX,
+  IncidentRecorder,
+} from "../../src/history/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import type { DeviceCondition, DeviceConditionListener } from "../../src/state/mod.ts";
+import type { Logger } from "../../src/common/mod.ts";
 import type { ManualClock } from "../helpers/clock.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -38,6 +44,7 @@ async function withLossRig<T>(
       ) => void;
     },
   ) => Promise<T>,
+  log: Logger = testLogger(),
 ): Promise<T> {
   const fed = handFedHistory(window);
   let tell: DeviceConditionListener | null = null;
@@ -47,7 +54,7 @@ async function withLossRig<T>(
     files: fed.files,
     dir: INCIDENTS_DIR,
     clock: fed.clock,
-    log: testLogger(),
+    log,
     outages: {
       onChange(l) {
         tell = l;
@@ -324,6 +331,18 @@ Deno.test("a device loss found after its window passed, the wall clock stepped b
     "the polls of its window (those after the step too), not the poll 6 s after its date",
   );
 });
+
+for (const [step, what] of [[-60_000, "a minute"], [-1500, "1.5 s"]] as const) {
+  Deno.test(`a device loss found after its window passed, the wall clock stepped back ${what} before it was found: until_epoch_ms is its window's end, not its last sample`, async () => {
+    // Before, until_epoch_ms was the wall clock at the finding (stepped back) or the loss's date,
+    // whichever was later (at + 4.5 s, at + 0 s): the step back between the date and the finding
+    // made the finding look earlier than the window's end.
+    const { h, samples, t0 } = await lossFoundAfterItsWindow(step);
+    assert.equal(h.at_epoch_ms, t0 + 2000);
+    assert.equal(h.until_epoch_ms - h.at_epoch_ms, 5000, "until_epoch_ms is not at + 5 s");
+    assert.ok(samples.every((s) => s[0] <= h.until_epoch_ms), "a sample after until_epoch_ms");
+  });
+}
 
 /** The window of the losses below: 2 s before, 3 s after, in a 60 s ring. */
 const WINDOW_3S = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 3, diskMaxBytes: 0 };
@@ -1045,5 +1064,163 @@ Deno.test("a device failing when a reload restarting its provider took it out, l
     const [h] = incidents.list();
     assert.ok(h !== undefined, "the loss was recorded");
     assert.equal(h.at_epoch_ms - t0, 5000);
+  });
+});
+
+/**
+ * One outage: device p/d failing then down (its first loss, at t0 + 500, found at t0 + 1.5 s),
+ * its provider crashing (down still) and coming back with the device failing still (its first
+ * failed read since at t0 + 2.75 s), down again 1 s later (t0 + 3.75 s) -- more than
+ * MERGE_WINDOW_MS after the first was found. `upBetween`: it answered once in between (a good
+ * read: up), so two outages. Answers the records, their headers' also, and the test's t0.
+ */
+async function lostTwiceAcrossACrash(window: LossWindow, upBetween: boolean) {
+  const { log, lines } = capturingLogger({ level: "info" });
+  const rig = await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+    const joined: [string, number, boolean][] = [];
+    incidents.onIncidentJoined((x) => joined.push([x.trigger, x.at_epoch_ms, x.leads]));
+    const t0 = clock.wall;
+    pollSignals(["x"], 1); // t0: the last good read
+    clock.advance(500);
+    pollSignals(["x"], 2); // t0 + 500: its first failed read
+    const failing = clock.mono;
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failing });
+    clock.advance(1000);
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failing }); // the loss
+    await Promise.resolve(); // a turn: its listeners are told it began
+    clock.advance(500);
+    // Its provider crashes: down still (no loss of its own).
+    change("down", { kind: "down", reason: "provider p is UNAVAILABLE", sinceMono: clock.mono });
+    clock.advance(500);
+    // Its provider is up again: the device failing as it comes back, or answering once.
+    if (upBetween) {
+      pollSignals(["x"], 3); // t0 + 2.5 s: a good read
+      change("down", { kind: "up", reason: "", sinceMono: null });
+    } else change("down", { kind: "failing", reason: "reads fail", sinceMono: null });
+    clock.advance(250);
+    pollSignals(["x"], 4); // t0 + 2.75 s: its first failed read since it came back
+    const again = clock.mono;
+    const previous = upBetween ? "up" : "failing";
+    change(previous, { kind: "failing", reason: "reads fail", sinceMono: again });
+    clock.advance(1000);
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: again }); // down again
+    for (let k = 0; k < 8; k++) {
+      clock.advance(1000);
+      pollSignals(["x"], 5);
+    }
+    await incidents.settled();
+    return { records: incidents.list().reverse(), t0, joined };
+  }, log);
+  return { ...rig, lines };
+}
+
+Deno.test("a device lost, its provider crashing and coming back while it still fails, down again within the loss's window: one incident, the second loss listed in it", async () => {
+  // Before, the second loss (2.25 s after the first was found, past MERGE_WINDOW_MS) began an
+  // incident of its own: two device-loss records of one outage.
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 5, diskMaxBytes: 0 };
+  const { records, t0, joined } = await lostTwiceAcrossACrash(window, false);
+  assert.equal(records.length, 1, `one outage, one incident: ${JSON.stringify(records)}`);
+  assert.deepEqual(
+    joined,
+    [["device_loss", t0 + 2750, false]],
+    "its run is told the second loss joined the incident",
+  );
+  const [h] = records;
+  assert.equal(h!.trigger, "device_loss");
+  assert.equal(h!.at_epoch_ms, t0 + 500, "dated at its first loss's first failed read");
+  assert.deepEqual(
+    h!.also.map((c) => [c.trigger, c.at_epoch_ms - t0]),
+    [["device_loss", 2750]],
+    "the second loss is listed in it, at its own first failed read",
+  );
+});
+
+Deno.test("a device lost, its record written, its provider crashing and coming back while it still fails, down again: no second incident for the one outage", async () => {
+  // incident_after_s 1: the first loss's record is written at t0 + 1.5 s, before the crash.
+  // Before, the second loss began a second device-loss record of the same outage.
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
+  const { records, t0, lines } = await lostTwiceAcrossACrash(window, false);
+  assert.equal(records.length, 1, `one outage, one incident: ${JSON.stringify(records)}`);
+  assert.equal(records[0]!.at_epoch_ms, t0 + 500);
+  assert.deepEqual(records[0]!.also, [], "its record as written, nothing joined it");
+  const said = lines.filter((l) => l.includes("not up since that loss"));
+  assert.equal(said.length, 1, `one line says the loss again begins none: ${said}`);
+  assert.match(
+    said[0]!,
+    new RegExp(
+      `^INFO .*incident ${records[0]!.incident_id}: "device p/d lost: reads fail" again, not ` +
+        `up since that loss: the same outage, no new incident$`,
+    ),
+  );
+});
+
+Deno.test("a device lost, up again once its provider came back, then lost again: two outages, two incidents", async () => {
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 5, diskMaxBytes: 0 };
+  const { records, t0 } = await lostTwiceAcrossACrash(window, true);
+  assert.deepEqual(
+    records.map((h) => [h.trigger, h.at_epoch_ms - t0, h.also.length]),
+    [["device_loss", 500, 0], ["device_loss", 2750, 0]],
+    "a loss after the device answered again is a new outage's",
+  );
+});
+
+Deno.test("a FAULT entry 1.5 s after an e-stop joined a device loss found after its window is an incident of its own: joining is by time, not by the e-stop's after-window", async () => {
+  // The loss's incident waits on for the e-stop's own incident_after_s (Pending.resumed); a
+  // FAULT entry within it but past MERGE_WINDOW_MS of the finding does not join it
+  // (docs/history.md "Once.": the device-loss latch's own FAULT entry comes in the finding step).
+  await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
+    const both = (v: number) => ["d", "o"].forEach((d) => pollSignals(["x"], v, "p", d));
+    both(0); // t0: d's last good read
+    clock.advance(2000);
+    both(1); // t0 + 2 s: d's first failed read
+    const failingMono = clock.mono;
+    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    pollPastTheWindow(clock, both, 0);
+    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    const latchedAt = clock.nowMs();
+    bus.publish({
+      kind: "estop_change",
+      latched: true,
+      reason: null,
+      cause: "api",
+      timestamp_ms: latchedAt,
+    });
+    clock.advance(0);
+    const fault = { kind: "mode_change", new_mode: "FAULT" } as const;
+    bus.publish({ ...fault, previous_mode: "AUTO", timestamp_ms: latchedAt });
+    clock.advance(1500);
+    bus.publish({ ...fault, previous_mode: "MANUAL", timestamp_ms: clock.nowMs() });
+    clock.advance(5000);
+    await incidents.settled();
+    assert.deepEqual(
+      incidents.list().reverse().map((h) => [h.trigger, h.also.map((c) => c.trigger).sort()]),
+      [["estop", ["device_loss", "fault"]], ["fault", []]],
+    );
+  });
+});
+
+Deno.test("INCIDENT_OUTAGES_MAX devices lost and not up since are remembered: the one noted longest ago past them is forgotten, its next loss an incident of its own", async () => {
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
+  await withLossRig(window, async ({ clock, incidents, change }) => {
+    // Their providers down at once, all in one step: one incident, each device noted in turn.
+    for (let i = 0; i <= INCIDENT_OUTAGES_MAX; i++) {
+      change("up", { kind: "down", reason: "provider down", sinceMono: clock.mono }, `d${i}`);
+    }
+    clock.advance(2000);
+    await incidents.settled();
+    assert.equal(incidents.list().length, 1, "the losses of one step: one incident");
+    // Each back failing, then down again, not up in between: d1 first (d0's new incident, noted
+    // then, forgets the one noted longest ago, d1).
+    for (const d of ["d1", "d0"]) {
+      change("down", { kind: "failing", reason: "reads fail", sinceMono: null }, d);
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: clock.mono }, d);
+      clock.advance(2000);
+    }
+    await incidents.settled();
+    assert.deepEqual(
+      incidents.list().map((h) => h.devices),
+      [["p/d0"], incidents.list()[1]!.devices],
+      "d0, forgotten past the bound, is lost anew; d1, remembered, begins none",
+    );
   });
 });
