@@ -256,9 +256,11 @@ export interface SparkplugHandle {
  * Longest wait at a stop for the incident records and the history's last rows (and its disk's
  * close) before the providers are stopped: an SD card whose writes stall must not keep them
  * running until the process's shutdown budget ends and kills them (no safe state of their own).
- * What is not written by then goes on being written while they stop, and after it within what the
- * stop's budget leaves past HISTORY_STOP_RESERVE_MS (runtime.shutdown_timeout_ms without a process
- * deadline); the rows still not written then are counted in one WARN and the stop goes on.
+ * What is not written by then goes on being written while they stop and the journals close, and is
+ * waited for last, with telemetry's last flush, within what the stop's budget leaves past
+ * TELEMETRY_STOP_RESERVE_MS (runtime.shutdown_timeout_ms without a process deadline): a fixed share
+ * kept for the stages after it (the journals' bounds) left a slow disk's rows ~0 ms of a 3 s budget
+ * that those stages did not use. The rows still not written then are counted in one WARN.
  */
 export const HISTORY_STOP_BEFORE_PROVIDERS_MS = 1000;
 
@@ -271,7 +273,8 @@ export const HISTORY_STOP_BEFORE_PROVIDERS_MS = 1000;
  * the lines queued behind it) is written if the disk answers before the process ends, and the
  * data_dir lock is kept until then (a process that exits first releases it with its files): no
  * second runtime on the folder while this one may still write there. Each also ends with what the
- * stop's budget leaves past TELEMETRY_STOP_RESERVE_MS.
+ * stop's budget leaves past TELEMETRY_STOP_RESERVE_MS (after a second stop signal, the hurried
+ * budget's: StopDeadline.hurried cuts a wait under way).
  */
 export const AUDIT_STOP_MS = 1000;
 /** See {@link AUDIT_STOP_MS}: the run records' close. */
@@ -316,16 +319,6 @@ export const TELEMETRY_STOP_RESERVE_MS = 200;
  * a test): half of runtime.shutdown_timeout_ms, at least this.
  */
 export const TELEMETRY_STOP_MIN_MS = 200;
-
-/**
- * What a stop keeps of its whole budget (the process's deadline, {@link StopDeadline}) when it
- * waits, after the providers' stop, for the incident records and the history's last rows still
- * held by the disk: the audit journal's close (AUDIT_STOP_MS), the run records'
- * (RUNS_STOP_MS), telemetry's last flush (at least TELEMETRY_STOP_MIN_MS) and its reserve
- * (TELEMETRY_STOP_RESERVE_MS). Past it the rows not written are counted in one WARN.
- */
-export const HISTORY_STOP_RESERVE_MS = AUDIT_STOP_MS + RUNS_STOP_MS +
-  TELEMETRY_STOP_MIN_MS + TELEMETRY_STOP_RESERVE_MS;
 
 /**
  * Longest wait of a reload for each file it reads again: a TLS file (to say whether it changed;
@@ -2887,9 +2880,27 @@ export class Kernel {
     // once they end, not before (a second runtime on the folder is refused while this one may
     // still write there; a process that exits first releases it with its files).
     const late: Promise<unknown>[] = [];
-    // Whether `done` settled within `ms`.
-    const boundedWait = (done: Promise<unknown>, ms: number): Promise<boolean> =>
-      raceTimeout(this.host.clock, done.then(() => true), ms, false);
+    // Whether `done` settled within `ms` -- or, once a second stop signal hurried the stop
+    // (StopDeadline.hurried), within what the hurried deadline leaves past
+    // TELEMETRY_STOP_RESERVE_MS when that ends sooner: a wait bounded when it began ends then.
+    let hurried = false;
+    const cutAtHurry = Promise.withResolvers<void>();
+    void deadline?.hurried?.then(() => {
+      hurried = true;
+      cutAtHurry.resolve();
+    });
+    const boundedWait = async (done: Promise<unknown>, ms: number): Promise<boolean> => {
+      const settled = done.then(() => true);
+      const first = await raceTimeout(
+        this.host.clock,
+        Promise.race([settled, cutAtHurry.promise.then(() => "hurried" as const)]),
+        ms,
+        false,
+      );
+      if (first !== "hurried") return first;
+      const leftMs = Math.max(0, (deadline?.leftMs() ?? 0) - TELEMETRY_STOP_RESERVE_MS);
+      return raceTimeout(this.host.clock, settled, leftMs, false);
+    };
     // A stage on the disk after the providers' stop: waited for at most `boundMs` (less when the
     // stop's budget leaves less past telemetry's reserve), then the stop goes on without it.
     const boundedStep = async (
@@ -2902,10 +2913,14 @@ export class Kernel {
         ? boundMs
         : Math.min(boundMs, Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS));
       const done = stepAsync(stage, run);
+      const startedAt = this.host.clock.monoMs();
       if (!await boundedWait(done, waitMs)) {
         late.push(done);
+        const waitedMs = Math.round(this.host.clock.monoMs() - startedAt);
         log.warn(
-          `stop: ${stage} not closed within ${waitMs} ms (${boundName} ${boundMs}): its disk ` +
+          `stop: ${stage} not closed within ${waitedMs} ms (${boundName} ${boundMs}${
+            hurried ? ", hurried by a second stop signal" : ""
+          }): its disk ` +
             `does not answer; the stop goes on without it (what it still writes is written if ` +
             `the disk answers before the process ends; the data_dir lock is kept until then)`,
         );
@@ -2965,24 +2980,9 @@ export class Kernel {
     }
     await stopActions;
     await stepAsync("providers", () => this.registry.stopAll(budget));
-    // The rest of the wait, bounded too: a disk hung for good must not hold the journals' close
-    // and telemetry's last flush past the process's budget (exit 4, nothing flushed). Rows the
-    // disk takes within it are all written.
-    const recordedWaitMs = deadline === undefined
-      ? budget
-      : Math.max(0, deadline.leftMs() - HISTORY_STOP_RESERVE_MS);
-    if (!await boundedWait(recorded, recordedWaitMs)) {
-      late.push(recorded);
-      const rows = this.history?.diskRowsPending ?? 0;
-      log.warn(
-        `stop: ${rows} history row(s) ${
-          incidentsWritten ? "" : "and the incident records "
-        }not written within ${recordedWaitMs} ms after the providers' stop (what the stop's ` +
-          `budget leaves past HISTORY_STOP_RESERVE_MS ${HISTORY_STOP_RESERVE_MS}): the disk does ` +
-          `not answer; the stop goes on without them (the data_dir lock is kept until they are ` +
-          `written or dropped)`,
-      );
-    }
+    // The rest of the history's wait is the stop's last, with telemetry's flush (below): its rows
+    // go on being written while the journals close.
+    const providersStoppedAt = this.host.clock.monoMs();
     if (this.#starting) {
       await this.#starting.catch(() => {}); // settles once its providers are gone
       await stepAsync("state cache", () => this.cache.stop());
@@ -2999,7 +2999,30 @@ export class Kernel {
     const telemetryBudget = deadline === undefined
       ? Math.max(TELEMETRY_STOP_MIN_MS, budget / 2)
       : Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS);
-    await stepAsync("telemetry", () => this.telemetry.stop(telemetryBudget));
+    // Meanwhile the rest of the history's wait, bounded too: a disk hung for good must not hold the
+    // stop past the process's budget (exit 4), and rows the disk takes within it are all written
+    // -- a slow disk's too, not cut off for a share of the budget the journals did not use.
+    const recordedWaitMs = deadline === undefined
+      ? budget
+      : Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS);
+    const [recordedInTime] = await Promise.all([
+      boundedWait(recorded, recordedWaitMs),
+      stepAsync("telemetry", () => this.telemetry.stop(telemetryBudget)),
+    ]);
+    if (!recordedInTime) {
+      late.push(recorded);
+      const rows = this.history?.diskRowsPending ?? 0;
+      const waitedMs = Math.round(this.host.clock.monoMs() - providersStoppedAt);
+      log.warn(
+        `stop: ${rows} history row(s) ${
+          incidentsWritten ? "" : "and the incident records "
+        }not written within ${waitedMs} ms after the providers' stop (the stop's ${
+          hurried ? "hurried " : ""
+        }budget, less TELEMETRY_STOP_RESERVE_MS ${TELEMETRY_STOP_RESERVE_MS}): the disk does not ` +
+          `answer; the stop goes on without them (the data_dir lock is kept until they are ` +
+          `written or dropped)`,
+      );
+    }
     // Last: nothing of this runtime writes to the folder any more -- or, with stages on the disk
     // still under way past their bound, once they end.
     const lock = this.#dataDirLock;

@@ -11,9 +11,10 @@
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import { AUDIT_STOP_MS, RUNS_STOP_MS } from "../../src/app/kernel.ts";
+import { HURRIED_SHUTDOWN_MS } from "../../src/app/process.ts";
 import { InterceptedAppends } from "../helpers/journal_files.ts";
 import { lockDataDir } from "../../src/host/mod.ts";
-import { afterPolls, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { afterPolls, processAlive, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { FakeInflux } from "../helpers/fake_influx.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
@@ -162,5 +163,93 @@ Deno.test("Kernel.stop with the history disk hung for good ends within the proce
     released.resolve();
     await (stopping ?? rt.stop());
     await db.close();
+  }
+});
+
+/** How long the history's disk stalls in the stop below before it answers again. */
+const STALL_MS = 1800;
+
+Deno.test("Kernel.stop with the history disk stalled for a while writes every row the budget leaves time for (the API off: a 3 s budget)", async () => {
+  let stalled: Promise<void> | null = null;
+  let held = 0;
+  const files = new InterceptedAppends("/history/", async (text, append) => {
+    if (stalled !== null) {
+      held++;
+      await stalled;
+    }
+    await append(text);
+  });
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(
+    testConfig({ providers: [simProvider("sim0")], history: { stepMs: 1000 } }),
+    { host: { log, files, lockDataDir } },
+  );
+  let stopping: Promise<void> | null = null;
+  try {
+    await afterPolls(rt, "sim0/tempctl0", 3);
+    // The disk answers again STALL_MS into the stop: past HISTORY_STOP_BEFORE_PROVIDERS_MS, well
+    // within the budget (nothing else of the stop needs the rest of it).
+    stalled = new Promise<void>((r) => setTimeout(r, STALL_MS));
+    const endsAt = performance.now() + STOP_BUDGET_MS;
+    stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
+    const outcome = await within(stopping, STOP_BUDGET_MS);
+    assert.equal(outcome, "stopped", "the stop waited past its budget for the history's disk");
+    const pending = rt.history!.diskRowsPending;
+    const free = await lockFree(rt.config.runtime.dataDir);
+    assert.ok(held > 0, "the history's last rows were held by the disk");
+    assert.deepEqual(
+      lines.filter((l) => /history row\(s\) not written/.test(l)),
+      [],
+      "the stop went on without the history's rows while its budget still had time for them",
+    );
+    assert.equal(
+      pending,
+      0,
+      "history rows still unwritten when the stop ended (the process exits)",
+    );
+    assert.equal(free, true, "the data_dir lock still held when the stop ended");
+  } finally {
+    await stalled;
+    await (stopping ?? rt.stop());
+  }
+});
+
+Deno.test("Kernel.stop with the history disk hung for good ends within the hurried deadline a second stop signal sets", async () => {
+  let hung = false;
+  const released = Promise.withResolvers<void>();
+  const files = new InterceptedAppends("/history/", async (text, append) => {
+    if (hung) await released.promise;
+    await append(text);
+  });
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(
+    testConfig({
+      providers: [simProvider("sim0")],
+      runtime: { shutdownTimeoutMs: 10_000 },
+      history: { stepMs: 1000 },
+    }),
+    { host: { log, files, lockDataDir } },
+  );
+  let stopping: Promise<void> | null = null;
+  try {
+    await afterPolls(rt, "sim0/tempctl0", 3);
+    const pid = rt.registry.host("sim0")!.session!.pid;
+    hung = true;
+    // The process's deadline: runtime.shutdown_timeout_ms and its grace, until a second signal.
+    let endsAt = performance.now() + 11_000;
+    const hurry = Promise.withResolvers<void>();
+    stopping = rt.stop({ leftMs: () => endsAt - performance.now(), hurried: hurry.promise });
+    await waitFor("the provider stopped while the history's disk hangs", () => !processAlive(pid));
+    // The stop now waits for the history's rows: a second stop signal leaves it HURRIED_SHUTDOWN_MS.
+    await new Promise((r) => setTimeout(r, 100));
+    endsAt = performance.now() + HURRIED_SHUTDOWN_MS;
+    hurry.resolve();
+    const outcome = await within(stopping, HURRIED_SHUTDOWN_MS);
+    assert.equal(outcome, "stopped", "the stop waited past the hurried deadline for the disk");
+    const warned = lines.filter((l) => /history row\(s\) not written/.test(l));
+    assert.equal(warned.length, 1, `one WARN counting the rows not written:\n${lines.join("\n")}`);
+  } finally {
+    released.resolve();
+    await (stopping ?? rt.stop());
   }
 });
