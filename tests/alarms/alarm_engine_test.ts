@@ -484,6 +484,39 @@ function gate(
   return s.engine.gate({ fn: f, device: device(p!, d!), origin });
 }
 
+const on = (v: boolean): Sample => ({ id: "on", type: T.BOOL, bool: v, quality: Q.OK });
+const count = (v: string): Sample => ({ id: "count", type: T.INT64, int64: v, quality: Q.OK });
+
+/** Whether the engine refuses the actuating function `name` of p0/probe. */
+const blocks = (s: Setup, name: string) => gate(s, "p0/probe", fn(name, true)) !== null;
+
+/** Which of the actuating functions `names` of p0/probe the engine refuses, in order. */
+const blocking = (s: Setup, ...names: string[]) => names.map((name) => blocks(s, name));
+
+/** The probe's reads answer temp 20 and count `v` (a 64-bit integer), then it is polled. */
+const readCount = (s: Setup, v: string) => s.read([temp(20), count(v)]);
+
+/** The engine's refusal of the actuating function `name` of p0/probe, or "allowed". */
+const gateMessage = (s: Setup, name: string) =>
+  gate(s, "p0/probe", fn(name, true))?.message ?? "allowed";
+
+/**
+ * The interlocks section of one interlock per entry of `conditions`: id `${prefix}${name}`,
+ * blocking the function `name` of p0/probe while its condition holds, message m.
+ */
+function probeInterlocks(conditions: Record<string, string>, prefix = ""): string {
+  return "interlocks:\n" +
+    Object.entries(conditions).map(([name, cond]) =>
+      `  - { id: ${prefix}${name}, block: [p0/probe/${name}], while: "${cond}", message: m }\n`
+    ).join("");
+}
+
+/** An interlock `hot` blocking p0/probe/a while temp is over 80. */
+const HOT_INTERLOCK = `
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
+`;
+
 Deno.test("AlarmEngine's gate refuses blocked functions while the condition holds, for every origin but safety", async () => {
   const s = await setup(`
 interlocks:
@@ -592,7 +625,7 @@ interlocks:
     assert.equal(refused("c"), "Interlock dead blocks p0/probe c: m (p0/probe/temp is STALE)");
     assert.equal(refused("d"), null, "temp only inside bad(): its quality is the condition's");
 
-    await s.read([temp(25), { id: "on", type: T.BOOL, bool: true, quality: Q.OK }]);
+    await s.read([temp(25), on(true)]);
     assert.equal(refused("a"), null);
     assert.equal(refused("c"), null);
     assert.match(
@@ -872,7 +905,7 @@ Deno.test("AlarmEngine evaluation allocates nothing when nothing changes (100 al
     // twice per poll, as the cache's own reading does; what is measured is the engine's own work.
     s.fx.clock.mono = 1_000;
     s.fx.clock.wallMs = 1_000_000;
-    await s.read([temp(25), mode("open"), { id: "on", type: T.BOOL, bool: false, quality: Q.OK }]);
+    await s.read([temp(25), mode("open"), on(false)]);
     const rounds = 20_000;
     for (let i = 0; i < rounds; i++) s.engine.evaluateAll(); // optimised before measuring
     // The median growth of three passes: one pass can see V8 install code compiled in the
@@ -1112,10 +1145,7 @@ Deno.test("AlarmEngine's interlock conditions: every comparison at and around it
     ["const_true", "true and p0/probe/temp > 60", (r) => r.t > 60],
   ];
   const s = await setup(
-    "interlocks:\n" +
-      table.map(([name, cond]) =>
-        `  - { id: il_${name}, block: [p0/probe/${name}], while: "${cond}", message: m }\n`
-      ).join(""),
+    probeInterlocks(Object.fromEntries(table.map(([name, cond]) => [name, cond])), "il_"),
   );
   try {
     const readings: Reading[] = [
@@ -1126,10 +1156,9 @@ Deno.test("AlarmEngine's interlock conditions: every comparison at and around it
       { t: 40, m: "closed", on: true },
     ];
     for (const r of readings) {
-      await s.read([temp(r.t), mode(r.m), { id: "on", type: T.BOOL, bool: r.on, quality: Q.OK }]);
-      for (const [name, , blocks] of table) {
-        const refused = gate(s, "p0/probe", fn(name, true));
-        assert.equal(refused !== null, blocks(r), `${name} at ${JSON.stringify(r)}`);
+      await s.read([temp(r.t), mode(r.m), on(r.on)]);
+      for (const [name, , expected] of table) {
+        assert.equal(blocks(s, name), expected(r), `${name} at ${JSON.stringify(r)}`);
       }
     }
   } finally {
@@ -1138,20 +1167,19 @@ Deno.test("AlarmEngine's interlock conditions: every comparison at and around it
 });
 
 Deno.test("AlarmEngine's interlock conditions block on a type mismatch inside and, or and not too", async () => {
-  const s = await setup(`
-interlocks:
-  - { id: a, block: [p0/probe/a], while: "p0/probe/on == true and p0/probe/mode > 3", message: m }
-  - { id: b, block: [p0/probe/b], while: "p0/probe/mode > 3 and p0/probe/on == true", message: m }
-  - { id: c, block: [p0/probe/c], while: "p0/probe/on == true or p0/probe/mode > 3", message: m }
-  - { id: d, block: [p0/probe/d], while: "p0/probe/mode > 3 or p0/probe/on == true", message: m }
-  - { id: e, block: [p0/probe/e], while: "not (p0/probe/mode > 3)", message: m }
-  - { id: f, block: [p0/probe/f], while: "p0/probe/mode == 3", message: m }
-  - { id: g, block: [p0/probe/g], while: "p0/probe/temp == true", message: m }
-  - { id: h, block: [p0/probe/h], while: "p0/probe/temp > 3 and p0/probe/temp == 'x'", message: m }
-  - { id: i, block: [p0/probe/i], while: "p0/probe/mode != 'y' or p0/probe/on < 1", message: m }
-`);
+  const s = await setup(probeInterlocks({
+    a: "p0/probe/on == true and p0/probe/mode > 3",
+    b: "p0/probe/mode > 3 and p0/probe/on == true",
+    c: "p0/probe/on == true or p0/probe/mode > 3",
+    d: "p0/probe/mode > 3 or p0/probe/on == true",
+    e: "not (p0/probe/mode > 3)",
+    f: "p0/probe/mode == 3",
+    g: "p0/probe/temp == true",
+    h: "p0/probe/temp > 3 and p0/probe/temp == 'x'",
+    i: "p0/probe/mode != 'y' or p0/probe/on < 1",
+  }));
   try {
-    await s.read([temp(20), mode("x"), { id: "on", type: T.BOOL, bool: false, quality: Q.OK }]);
+    await s.read([temp(20), mode("x"), on(false)]);
     const mismatch = (column: number, op: string, what: string) =>
       `(type mismatch: column ${column} of the condition: '${op}' cannot compare ${what})`;
     const mode3 = "p0/probe/mode (string) with 3";
@@ -1168,7 +1196,7 @@ interlocks:
       i: mismatch(37, "<", "p0/probe/on (bool) with 1"),
     };
     for (const [name, text] of Object.entries(expected)) {
-      const message = gate(s, "p0/probe", fn(name, true))?.message ?? "allowed";
+      const message = gateMessage(s, name);
       assert.ok(message.endsWith(`: m ${text}`), `${name}: ${message}`);
     }
   } finally {
@@ -1177,50 +1205,44 @@ interlocks:
 });
 
 Deno.test("AlarmEngine's interlock conditions compare a 64-bit integer signal exactly, past 2^53", async () => {
-  const s = await setup(`
-interlocks:
-  - { id: big, block: [p0/probe/big], while: "p0/probe/count > 9007199254740992", message: m }
-  - { id: eq, block: [p0/probe/eq], while: "p0/probe/count == 5", message: m }
-  - { id: lit, block: [p0/probe/lit], while: "9007199254740992 < p0/probe/count", message: m }
-  - { id: eqbig, block: [p0/probe/eqbig], while: "p0/probe/count == 9007199254740992", message: m }
-`);
+  const s = await setup(probeInterlocks({
+    big: "p0/probe/count > 9007199254740992",
+    eq: "p0/probe/count == 5",
+    lit: "9007199254740992 < p0/probe/count",
+    eqbig: "p0/probe/count == 9007199254740992",
+  }));
   try {
-    const count = (v: string): Sample => ({ id: "count", type: T.INT64, int64: v, quality: Q.OK });
-    const blocks = (name: string) => gate(s, "p0/probe", fn(name, true)) !== null;
     // 2^53 is a double exactly; 2^53 + 1 is not (as a double it would equal 2^53).
-    await s.read([temp(20), count("9007199254740992")]);
-    assert.deepEqual([blocks("big"), blocks("eq"), blocks("lit")], [false, false, false]);
-    assert.equal(blocks("eqbig"), true, "a 64-bit integer equals the number of the same value");
-    await s.read([temp(20), count("9007199254740993")]);
-    assert.equal(blocks("eqbig"), false);
-    assert.deepEqual([blocks("big"), blocks("eq"), blocks("lit")], [true, false, true]);
-    await s.read([temp(20), count("5")]);
-    assert.deepEqual([blocks("big"), blocks("eq"), blocks("lit")], [false, true, false]);
+    await readCount(s, "9007199254740992");
+    assert.deepEqual(blocking(s, "big", "eq", "lit"), [false, false, false]);
+    assert.equal(blocks(s, "eqbig"), true, "a 64-bit integer equals the number of the same value");
+    await readCount(s, "9007199254740993");
+    assert.equal(blocks(s, "eqbig"), false);
+    assert.deepEqual(blocking(s, "big", "eq", "lit"), [true, false, true]);
+    await readCount(s, "5");
+    assert.deepEqual(blocking(s, "big", "eq", "lit"), [false, true, false]);
   } finally {
     await s.close();
   }
 });
 
 Deno.test("AlarmEngine's interlock conditions keep an integer literal past 2^53 exact", async () => {
-  const s = await setup(`
-interlocks:
-  - { id: eq, block: [p0/probe/eq], while: "p0/probe/count == 9007199254740993", message: m }
-  - { id: ne, block: [p0/probe/ne], while: "p0/probe/count != 9007199254740993", message: m }
-  - { id: ge, block: [p0/probe/ge], while: "p0/probe/count >= 9007199254740993", message: m }
-  - { id: lo, block: [p0/probe/lo], while: "p0/probe/count < -9223372036854775807", message: m }
-`);
+  const s = await setup(probeInterlocks({
+    eq: "p0/probe/count == 9007199254740993",
+    ne: "p0/probe/count != 9007199254740993",
+    ge: "p0/probe/count >= 9007199254740993",
+    lo: "p0/probe/count < -9223372036854775807",
+  }));
   try {
-    const count = (v: string): Sample => ({ id: "count", type: T.INT64, int64: v, quality: Q.OK });
-    const blocks = (name: string) => gate(s, "p0/probe", fn(name, true)) !== null;
     // As a double the literal would be 2^53: equal to 2^53, not to 2^53 + 1, and >= neither.
-    await s.read([temp(20), count("9007199254740992")]);
-    assert.deepEqual([blocks("eq"), blocks("ne"), blocks("ge")], [false, true, false]);
-    await s.read([temp(20), count("9007199254740993")]);
-    assert.deepEqual([blocks("eq"), blocks("ne"), blocks("ge")], [true, false, true]);
-    await s.read([temp(20), count("-9223372036854775808")]);
-    assert.equal(blocks("lo"), true, "-(2^63) < -(2^63 - 1)");
-    await s.read([temp(20), count("-9223372036854775807")]);
-    assert.equal(blocks("lo"), false, "as doubles both are -2^63: not less");
+    await readCount(s, "9007199254740992");
+    assert.deepEqual(blocking(s, "eq", "ne", "ge"), [false, true, false]);
+    await readCount(s, "9007199254740993");
+    assert.deepEqual(blocking(s, "eq", "ne", "ge"), [true, false, true]);
+    await readCount(s, "-9223372036854775808");
+    assert.equal(blocks(s, "lo"), true, "-(2^63) < -(2^63 - 1)");
+    await readCount(s, "-9223372036854775807");
+    assert.equal(blocks(s, "lo"), false, "as doubles both are -2^63: not less");
   } finally {
     await s.close();
   }
@@ -1243,16 +1265,15 @@ interlocks:
 });
 
 Deno.test("AlarmEngine's interlock reason names every comparison that cannot be made, by the types of the values it met", async () => {
-  const s = await setup(`
-interlocks:
-  - { id: bb, block: [p0/probe/bb], while: "p0/blobs/a == p0/blobs/b", message: m }
-  - { id: bs, block: [p0/probe/bs], while: "p0/blobs/a != 'AQI='", message: m }
-  - { id: so, block: [p0/probe/so], while: "p0/probe/mode > p0/blobs/u", message: m }
-  - { id: nb, block: [p0/probe/nb], while: "p0/probe/temp < p0/probe/on", message: m }
-  - { id: two, block: [p0/probe/two], while: "p0/probe/mode > 3 or p0/probe/on < 1", message: m }
-  - { id: un, block: [p0/probe/un], while: "p0/blobs/u > 3", message: m }
-  - { id: ur, block: [p0/probe/ur], while: "3 < p0/blobs/u", message: m }
-`);
+  const s = await setup(probeInterlocks({
+    bb: "p0/blobs/a == p0/blobs/b",
+    bs: "p0/blobs/a != 'AQI='",
+    so: "p0/probe/mode > p0/blobs/u",
+    nb: "p0/probe/temp < p0/probe/on",
+    two: "p0/probe/mode > 3 or p0/probe/on < 1",
+    un: "p0/blobs/u > 3",
+    ur: "3 < p0/blobs/u",
+  }));
   try {
     await s.fx.cache.pollDevice("p0", "blobs");
     const mismatch = (...what: string[]) =>
@@ -1281,7 +1302,7 @@ interlocks:
       ur: mismatch("3 of the condition: '<' cannot compare 3 with p0/blobs/u (string)"),
     };
     for (const [name, text] of Object.entries(expected)) {
-      const message = gate(s, "p0/probe", fn(name, true))?.message ?? "allowed";
+      const message = gateMessage(s, name);
       assert.equal(message, `Interlock ${name} blocks p0/probe ${name}: m ${text}`);
     }
   } finally {
@@ -1290,15 +1311,14 @@ interlocks:
 });
 
 Deno.test("AlarmEngine says at start-up which interlock comparisons the declared types cannot make, and only those", async () => {
-  const s = await setup(`
-interlocks:
-  - { id: bb, block: [p0/probe/bb], while: "p0/blobs/a == p0/blobs/b", message: m }
-  - { id: ci, block: [p0/probe/ci], while: "p0/probe/count == 'x'", message: m }
-  - { id: cn, block: [p0/probe/cn], while: "p0/probe/count > 3", message: m }
-  - { id: nn, block: [p0/probe/nn], while: "p0/blobs/n >= 1", message: m }
-  - { id: un, block: [p0/probe/un], while: "p0/blobs/u > 3", message: m }
-  - { id: ur, block: [p0/probe/ur], while: "3 < p0/blobs/u", message: m }
-`);
+  const s = await setup(probeInterlocks({
+    bb: "p0/blobs/a == p0/blobs/b",
+    ci: "p0/probe/count == 'x'",
+    cn: "p0/probe/count > 3",
+    nn: "p0/blobs/n >= 1",
+    un: "p0/blobs/u > 3",
+    ur: "3 < p0/blobs/u",
+  }));
   try {
     const told = s.lines.filter((l) => l.startsWith("ERROR") && l.includes("cannot compare"))
       .map((l) => l.slice(l.indexOf("interlock ")));
@@ -1315,13 +1335,27 @@ interlocks:
   }
 });
 
+/** The probe's temp, a double, reading 25. */
+const TEMP_25: Inventory["devices"] = {
+  probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] },
+};
+
+/** An inventory declaring the probe's temp `type`, with no value for it. */
+function tempDeclared(type: typeof T.DOUBLE | typeof T.STRING): Inventory {
+  return { devices: { probe: { signals: [{ id: "temp", type }] } } };
+}
+
 /**
  * An AlarmEngine over a real provider that restarts (in process), its lines captured: probe
  * polled once, the engine started. `restartWith` writes the inventory the provider comes back
  * with, kills it and waits for its successor up (its inventory announced before it counts as up).
  */
-async function restartingEngine(devices: Inventory["devices"], yaml: string) {
-  const fx = await startProgrammable({ devices }, { restart: {}, inProcess: true });
+async function restartingEngine(
+  devices: Inventory["devices"],
+  yaml: string,
+  restart: NonNullable<Parameters<typeof startProgrammable>[1]>["restart"] = {},
+) {
+  const fx = await startProgrammable({ devices }, { restart, inProcess: true });
   const lines: string[] = [];
   const engine = new AlarmEngine({
     ...configOf(yaml),
@@ -1400,9 +1434,7 @@ Deno.test("AlarmEngine's bad_input names the declared type a restart gave an ala
   // A real restart: the provider comes back declaring temp a string (it was a double), so the
   // cache drops the double it held: there is no sample until the next poll answers.
   const { fx, engine, lines, restartWith, close } = await restartingEngine(
-    {
-      probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] },
-    },
+    TEMP_25,
     `
 alarms:
   - { id: hot, signal: p0/probe/temp, hi: 80 }
@@ -1411,7 +1443,7 @@ alarms:
   );
   try {
     assert.equal(engine.alarm("hot").bad_input, null);
-    await restartWith({ devices: { probe: { signals: [{ id: "temp", type: T.STRING }] } } });
+    await restartWith(tempDeclared(T.STRING));
     assert.equal(fx.cache.signal("p0", "probe", "temp"), undefined, "no sample yet");
     assert.equal(
       engine.alarm("hot").bad_input,
@@ -1442,9 +1474,7 @@ Deno.test("AlarmEngine's interlock input bad_input names the declared type a res
   // A real restart: the provider comes back declaring temp a string (it was a double), so the
   // cache drops the double it held: there is no sample until the next poll answers.
   const { fx, engine, lines, restartWith, close } = await restartingEngine(
-    {
-      probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] },
-    },
+    TEMP_25,
     `
 interlocks:
   - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
@@ -1454,7 +1484,7 @@ interlocks:
   try {
     const view = (id: string) => engine.interlocks().find((v) => v.id === id)!;
     assert.equal(view("hot").inputs[0]!.bad_input, null);
-    await restartWith({ devices: { probe: { signals: [{ id: "temp", type: T.STRING }] } } });
+    await restartWith(tempDeclared(T.STRING));
     assert.equal(fx.cache.signal("p0", "probe", "temp"), undefined, "no sample yet");
     const mismatch = "p0/probe/temp is declared string; column 15 of the condition: '>' cannot " +
       "compare p0/probe/temp (string) with 80";
@@ -1486,11 +1516,8 @@ Deno.test("AlarmEngine tells an interlock's reason anew when a restart retypes i
   // double again; each drops the sample, so temp has none all along. The reason GET shows goes
   // from the declared type to 'no sample': that is told, as another reason.
   const { engine, lines, restartWith, close } = await restartingEngine(
-    { probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] } },
-    `
-interlocks:
-  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
-`,
+    TEMP_25,
+    HOT_INTERLOCK,
   );
   try {
     const view = () => engine.interlocks()[0]!;
@@ -1498,11 +1525,11 @@ interlocks:
       lines.filter((l) => l.startsWith("WARN") && l.includes("interlock hot "))
         .map((l) => l.slice(l.indexOf("interlock hot ")));
     assert.equal(view().blocking, false);
-    await restartWith({ devices: { probe: { signals: [{ id: "temp", type: T.STRING }] } } });
+    await restartWith(tempDeclared(T.STRING));
     const declared = "bad input: p0/probe/temp is declared string; column 15 of the condition: " +
       "'>' cannot compare p0/probe/temp (string) with 80";
     assert.equal(view().reason, declared);
-    await restartWith({ devices: { probe: { signals: [{ id: "temp", type: T.DOUBLE }] } } });
+    await restartWith(tempDeclared(T.DOUBLE));
     const noSample = "bad input: p0/probe/temp: no sample in the cache";
     assert.equal(view().reason, noSample);
     // The restarts' own passing reasons (temp UNAVAILABLE, its provider down) come and go as
@@ -1520,15 +1547,12 @@ Deno.test("AlarmEngine tells an interlock's reason anew when a reload changes it
   // A real restart declares temp a string: no sample, and '>' cannot take it. The reload compares
   // it with a string instead: 'no sample' is all GET says then, and that is told.
   const { engine, lines, restartWith, close } = await restartingEngine(
-    { probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] } },
-    `
-interlocks:
-  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
-`,
+    TEMP_25,
+    HOT_INTERLOCK,
   );
   try {
     const view = () => engine.interlocks()[0]!;
-    await restartWith({ devices: { probe: { signals: [{ id: "temp", type: T.STRING }] } } });
+    await restartWith(tempDeclared(T.STRING));
     assert.match(view().reason!, /^bad input: p0\/probe\/temp is declared string; /);
     engine.reconfigure(configOf(`
 interlocks:
@@ -1549,25 +1573,15 @@ interlocks:
 });
 
 Deno.test("AlarmEngine judges a block entry a reload added while its provider was down once the provider is back, same inventory", async () => {
-  const fx = await startProgrammable({
-    devices: {
+  const { fx, engine, lines, close } = await restartingEngine(
+    {
       probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] },
       valve: { signals: [{ id: "x", type: T.DOUBLE }] },
     },
-  }, { restart: { backoffMs: [300, 300, 300] }, inProcess: true });
-  const lines: string[] = [];
-  const engine = new AlarmEngine({
-    ...configOf(""),
-    cache: fx.cache,
-    inventory: new InventoryPort(fx.registry),
-    bus: new EventBus(),
-    clock: fx.clock,
-    log: capturingLogger({ now: () => 0, lines }).log,
-    actions: { fault: () => Promise.resolve(), estop: () => Promise.resolve() },
-  });
+    "",
+    { backoffMs: [300, 300, 300] },
+  );
   try {
-    await fx.cache.pollDevice("p0", "probe");
-    engine.start();
     const pid = fx.kill();
     await waitFor("down", () => !fx.host.available);
     // A reload while it is down adds an interlock whose block entry names no function.
@@ -1586,8 +1600,7 @@ interlocks:
       lines.join("\n"),
     );
   } finally {
-    engine.stop();
-    await fx.close();
+    await close();
   }
 });
 
@@ -1638,10 +1651,7 @@ interlocks:
 });
 
 Deno.test("AlarmEngine tells an interlock that keeps blocking for another reason (event and WARN line), not for new values of the same one", async () => {
-  const s = await setup(`
-interlocks:
-  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
-`);
+  const s = await setup(HOT_INTERLOCK);
   try {
     const w0 = s.fx.clock.wallMs;
     const told = () =>
@@ -1682,10 +1692,7 @@ interlocks:
 });
 
 Deno.test("AlarmEngine tells nothing of an interlock a reload keeps blocking for the reason last told (its input bad, then usable again)", async () => {
-  const yaml = `
-interlocks:
-  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
-`;
+  const yaml = HOT_INTERLOCK;
   const s = await setup(yaml);
   try {
     await s.read([temp(90)]);
@@ -1710,10 +1717,7 @@ interlocks:
 });
 
 Deno.test("AlarmEngine tells a signal stale by its age once, not again when the cache marks its kept sample STALE", async () => {
-  const s = await setup(`
-interlocks:
-  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
-`);
+  const s = await setup(HOT_INTERLOCK);
   try {
     const reasons = () =>
       interlockEvents(s.events).map((e) =>
@@ -1799,10 +1803,7 @@ interlocks:
 Deno.test("AlarmEngine publishes an interlock's engage and another reason when its logger throws on their WARN lines", async () => {
   let logFails = false;
   const s = await setup(
-    `
-interlocks:
-  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
-`,
+    HOT_INTERLOCK,
     { logFails: () => logFails },
   );
   try {

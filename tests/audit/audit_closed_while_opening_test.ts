@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { AuditTrail } from "../../src/audit/mod.ts";
 import type { JournalAppendHandle } from "../../src/journal/mod.ts";
-import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { closeWhileOpening, writeSegments } from "../helpers/hung_mount.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
 import { testLogger } from "../helpers/kernel.ts";
 
@@ -37,11 +38,10 @@ Deno.test("AuditTrail: closed while its journal waits on the disk, once the disk
   const files = new HeldListFiles();
   // Two segments of an earlier run, the newest full: an opening now would begin a third and
   // remove the first (maxFiles 2).
-  for (const n of [1, 2]) {
-    const h = await files.openAppend(`${DIR}/audit-0000000${n}.jsonl`);
-    await h.append(`${JSON.stringify({ pad: "x".repeat(150) })}\n`);
-    h.close();
-  }
+  await writeSegments(
+    files,
+    [1, 2].map((n) => [`${DIR}/audit-0000000${n}.jsonl`, { pad: "x".repeat(150) }] as const),
+  );
   const before = (await files.listNames(DIR)).sort();
   const handlesBefore = files.opened - files.closed;
   const trail = new AuditTrail({
@@ -49,16 +49,12 @@ Deno.test("AuditTrail: closed while its journal waits on the disk, once the disk
     log: testLogger(),
     mode: () => "AUTO",
   });
-  let release = () => {};
-  files.held = new Promise((r) => (release = r));
-  const opening = trail.openJournal({ dir: DIR, files, maxFileBytes: 100, maxFiles: 2 });
-  for (let i = 0; i < 100 && files.waiting < 1; i++) await flushMicrotasks();
-  assert.equal(files.waiting, 1, "the opening waits on the disk");
-  await trail.close(); // the runtime stops while the journal opens
-  files.held = null;
-  release(); // the hung mount answers at last
-  await opening;
-  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  await closeWhileOpening(
+    files,
+    () => trail.openJournal({ dir: DIR, files, maxFileBytes: 100, maxFiles: 2 }),
+    () => trail.close(), // the runtime stops while the journal opens
+    "the opening waits on the disk",
+  );
   assert.deepEqual(
     (await files.listNames(DIR)).sort(),
     before,

@@ -9,11 +9,13 @@
  */
 import assert from "node:assert/strict";
 import type { ProviderSummary } from "../../src/state/mod.ts";
+import type { ModeManagerOptions } from "../../src/control/mod.ts";
 import { MAX_NAMED_IN_WARNING } from "../../src/common/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { macrotask } from "../helpers/turns.ts";
 import { call, hook } from "../safety/_fixture.ts";
 import {
+  type HeldCall,
   heldCalls,
   holdingRouter,
   hookModes,
@@ -22,25 +24,17 @@ import {
 } from "./_mode_hook_rig.ts";
 
 /**
- * Modes in FAULT over plant (hook into FAULT: set_heater off), the FAULT entry's own call held:
- * `deviceReturn(id)` tells a device of plant answering again, `comeBack()` plant itself up again,
- * `takeOut()` a reload removing plant, `replaceHost()` one restarting it (another host under its
- * id, not up yet); `endEntry()` answers the entry's call and waits for FAULT's answer.
+ * Modes over plant, listed as `listed()` answers, with one hook into FAULT (set_heater off) and a
+ * router that holds each call until the test answers it.
  */
-async function faultWithHeldEntry() {
+function plantModes(
+  listed: () => ProviderSummary | undefined,
+  devices?: ModeManagerOptions["devices"],
+) {
   const { held, router } = holdingRouter();
-  const host = upProvider("plant");
-  let listed: ProviderSummary | undefined = host;
   const { inventory, comesBack } = returnsInventory(
-    (id) => (id === "plant" ? listed : upProvider(id)) as ProviderSummary,
+    (id) => (id === "plant" ? listed() : upProvider(id)) as ProviderSummary,
   );
-  const returns: ((providerId: string, deviceId: string) => void)[] = [];
-  const devices = {
-    onDeviceReturn: (l: (providerId: string, deviceId: string) => void) => {
-      returns.push(l);
-      return () => {};
-    },
-  };
   const { log, lines } = capturingLogger();
   const modes = hookModes(
     router,
@@ -48,12 +42,46 @@ async function faultWithHeldEntry() {
     [hook("*", "FAULT", [call("plant/plant0", "set_heater", { enabled: false })], false)],
     { log, devices },
   );
+  return { modes, held, lines, comesBack };
+}
+
+/**
+ * Modes in FAULT over plant (hook into FAULT: set_heater off), the FAULT entry's own call held:
+ * `deviceReturn(id)` tells a device of plant answering again, `comeBack()` plant itself up again,
+ * `takeOut()` a reload removing plant, `replaceHost()` one restarting it (another host under its
+ * id, not up yet); `endEntry()` answers the entry's call and waits for FAULT's answer;
+ * `madeAgainOnce()` then answers the one run of hook calls made again: its one line.
+ */
+async function faultWithHeldEntry() {
+  const host = upProvider("plant");
+  let listed: ProviderSummary | undefined = host;
+  const returns: ((providerId: string, deviceId: string) => void)[] = [];
+  const devices = {
+    onDeviceReturn: (l: (providerId: string, deviceId: string) => void) => {
+      returns.push(l);
+      return () => {};
+    },
+  };
+  const { modes, held, lines, comesBack } = plantModes(() => listed, devices);
   const fault = modes.requestWithReport("FAULT");
   await heldCalls(held, 1);
+  const endEntry = async () => {
+    held[0]!.answer();
+    assert.deepEqual((await fault).hook_failures, []);
+  };
   return {
     modes,
     held,
     lines,
+    endEntry,
+    madeAgainOnce: async (): Promise<string> => {
+      await endEntry();
+      await heldCalls(held, 2);
+      held[1]!.answer();
+      const said = madeAgainLines(lines);
+      assert.equal(said.length, 1, lines.join("\n"));
+      return said[0]!;
+    },
     deviceReturn: (deviceId: string) => {
       for (const l of returns) l("plant", deviceId);
     },
@@ -65,10 +93,6 @@ async function faultWithHeldEntry() {
       listed = { ...listed!, available: true } as ProviderSummary;
       comesBack("plant");
     },
-    endEntry: async () => {
-      held[0]!.answer();
-      assert.deepEqual((await fault).hook_failures, []);
-    },
   };
 }
 
@@ -77,43 +101,53 @@ function madeAgainLines(lines: readonly string[]): string[] {
   return lines.filter((l) => /FAULT: provider plant .*making its 1 hook call/.test(l));
 }
 
+/**
+ * Answers every held call and asks FAULT -> MANUAL until it is accepted (re-arming waits for a
+ * run of hook calls made again), at most 200 tries a macrotask apart: whether it was.
+ */
+async function leaveFaultAnswering(
+  modes: ReturnType<typeof hookModes>,
+  held: readonly HeldCall[],
+): Promise<boolean> {
+  let left = false;
+  for (let i = 0; i < 200 && !left; i++) {
+    for (const h of held) h.answer();
+    left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
+    if (!left) await macrotask();
+  }
+  return left;
+}
+
+/** The calls held after the FAULT entry's own: those made again, as provider/function. */
+function madeAgainCalls(held: readonly HeldCall[]): string[] {
+  return held.slice(1).map((h) => `${h.req.providerId}/${h.req.functionName}`);
+}
+
 Deno.test("ModeManager in FAULT: device returns joining a waiting run of the hook calls made again are each named in its line", async () => {
-  const { held, lines, deviceReturn, endEntry } = await faultWithHeldEntry();
+  const { deviceReturn, madeAgainOnce } = await faultWithHeldEntry();
   deviceReturn("plant0");
   deviceReturn("plant1");
   deviceReturn("plant0");
-  await endEntry();
-  await heldCalls(held, 2);
-  held[1]!.answer();
-  const said = madeAgainLines(lines);
-  assert.equal(said.length, 1, lines.join("\n"));
-  assert.match(said[0]!, /provider plant has devices plant0, plant1 answering again;/);
+  const said = await madeAgainOnce();
+  assert.match(said, /provider plant has devices plant0, plant1 answering again;/);
 });
 
 Deno.test("ModeManager in FAULT: a run of the hook calls made again joined by many devices names MAX_NAMED_IN_WARNING of them and counts the rest", async () => {
-  const { held, lines, deviceReturn, endEntry } = await faultWithHeldEntry();
+  const { deviceReturn, madeAgainOnce } = await faultWithHeldEntry();
   const devices = Array.from({ length: MAX_NAMED_IN_WARNING + 2 }, (_, i) => `plant${i}`);
   for (const d of devices) deviceReturn(d);
-  await endEntry();
-  await heldCalls(held, 2);
-  held[1]!.answer();
-  const said = madeAgainLines(lines);
-  assert.equal(said.length, 1, lines.join("\n"));
+  const said = await madeAgainOnce();
   const named = devices.slice(0, MAX_NAMED_IN_WARNING).join(", ");
-  assert.ok(said[0]!.includes(`has devices ${named} and 2 more answering again;`), said[0]);
+  assert.ok(said.includes(`has devices ${named} and 2 more answering again;`), said);
 });
 
 Deno.test("ModeManager in FAULT: the provider's own return joining a waiting device-return run says its return at WARN, opening no device-return spell", async () => {
-  const { held, lines, deviceReturn, comeBack, endEntry } = await faultWithHeldEntry();
+  const { deviceReturn, comeBack, madeAgainOnce } = await faultWithHeldEntry();
   deviceReturn("plant0");
   comeBack();
-  await endEntry();
-  await heldCalls(held, 2);
-  held[1]!.answer();
-  const said = madeAgainLines(lines);
-  assert.equal(said.length, 1, lines.join("\n"));
-  assert.match(said[0]!, /^WARN .*provider plant is AVAILABLE again; making its 1 hook call/);
-  assert.doesNotMatch(said[0]!, /logged at DEBUG/, "no device-return spell opened");
+  const said = await madeAgainOnce();
+  assert.match(said, /^WARN .*provider plant is AVAILABLE again; making its 1 hook call/);
+  assert.doesNotMatch(said, /logged at DEBUG/, "no device-return spell opened");
 });
 
 for (const [what, reload] of [["removes", "takeOut"], ["restarts", "replaceHost"]] as const) {
@@ -124,15 +158,10 @@ for (const [what, reload] of [["removes", "takeOut"], ["restarts", "replaceHost"
     rig[reload]();
     await endEntry();
     // Re-arming waits for the run: accepted once it has ended (a call it made is answered).
-    let left = false;
-    for (let i = 0; i < 200 && !left; i++) {
-      for (const h of held) h.answer();
-      left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
-      if (!left) await macrotask();
-    }
+    const left = await leaveFaultAnswering(modes, held);
     assert.ok(left, "FAULT -> MANUAL accepted once the run has ended");
     assert.deepEqual(
-      held.slice(1).map((h) => `${h.req.providerId}/${h.req.functionName}`),
+      madeAgainCalls(held),
       [],
       "no call made again to plant after the reload took it out",
     );
@@ -150,15 +179,10 @@ Deno.test("ModeManager in FAULT: a run of the hook calls made again whose provid
   rig.replaceHost();
   rig.successorUp();
   await endEntry();
-  let left = false;
-  for (let i = 0; i < 200 && !left; i++) {
-    for (const h of held) h.answer();
-    left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
-    if (!left) await macrotask();
-  }
+  const left = await leaveFaultAnswering(modes, held);
   assert.ok(left, "FAULT -> MANUAL accepted once the run has ended");
   assert.deepEqual(
-    held.slice(1).map((h) => `${h.req.providerId}/${h.req.functionName}`),
+    madeAgainCalls(held),
     ["plant/set_heater"],
     "the successor's return gets the hook calls made again, once",
   );
@@ -166,19 +190,9 @@ Deno.test("ModeManager in FAULT: a run of the hook calls made again whose provid
 });
 
 Deno.test("ModeManager in FAULT: a return of the restarted provider's old host waiting for the stop's hooks to begin leaves the successor's return its hook calls made again", async () => {
-  const { held, router } = holdingRouter();
   const old = upProvider("plant");
   let listed: ProviderSummary = old;
-  const { inventory, comesBack } = returnsInventory((id) =>
-    id === "plant" ? listed : upProvider(id)
-  );
-  const { log, lines } = capturingLogger();
-  const modes = hookModes(
-    router,
-    inventory,
-    [hook("*", "FAULT", [call("plant/plant0", "set_heater", { enabled: false })], false)],
-    { log },
-  );
+  const { modes, held, lines, comesBack } = plantModes(() => listed);
   // FAULT committed, its hooks not begun (an e-stop's ladder still runs): the old host comes
   // back and waits for them.
   const entry = modes.enterFault("test stop");
@@ -192,15 +206,10 @@ Deno.test("ModeManager in FAULT: a return of the restarted provider's old host w
   comesBack("plant");
   held[0]!.answer();
   assert.deepEqual(await hooks, []);
-  let left = false;
-  for (let i = 0; i < 200 && !left; i++) {
-    for (const h of held) h.answer();
-    left = await modes.requestWithReport("MANUAL").then(() => true, () => false);
-    if (!left) await macrotask();
-  }
+  const left = await leaveFaultAnswering(modes, held);
   assert.ok(left, "FAULT -> MANUAL accepted once the run has ended");
   assert.deepEqual(
-    held.slice(1).map((h) => `${h.req.providerId}/${h.req.functionName}`),
+    madeAgainCalls(held),
     ["plant/set_heater"],
     "the successor's return gets the hook calls made again, once",
   );

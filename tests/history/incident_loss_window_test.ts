@@ -26,6 +26,56 @@ import { INCIDENTS_DIR } from "./_incident_rig.ts";
 /** The hand-fed history's window: memory_seconds and the incident window around a trigger. */
 type LossWindow = Parameters<typeof handFedHistory>[0];
 
+/** The reason DeviceOutages tells a device's take-out by a reload restarting provider p. */
+const RESTARTING = "provider p is being restarted by a configuration reload";
+
+/** The window of most losses below: 1 s before, 2 s after, in a 60 s ring. */
+const WINDOW_2S = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
+
+type IncidentHeader = ReturnType<IncidentRecorder["list"]>[number];
+type IncidentSignals = Awaited<ReturnType<IncidentRecorder["get"]>>["signals"];
+
+/** The steps of a loss the tests below take, on the rig's clock; devices default to d. */
+interface LossSteps {
+  /** Devices' reads begin failing now (from up): answers the monotonic time told. */
+  failing(...deviceIds: string[]): number;
+  /** Devices failing since `sinceMono` are found down. */
+  lost(sinceMono: number, ...deviceIds: string[]): void;
+  /** A reload restarting provider p takes d out (on purpose), now. */
+  takenOut(): void;
+  /** d is back from its provider's restart, answering nothing yet (told before any read). */
+  backAnsweringNothing(): void;
+  /** A poll of signal x of each of `deviceIds` of provider p, with value v. */
+  pollsOf(...deviceIds: string[]): (v: number) => void;
+  /** Once captures settled, the first record, asserted there. */
+  recorded(): Promise<IncidentHeader>;
+  /** Once captures settled, the one record (`why` if there are more) and its signals. */
+  onlyIncident(why: string): Promise<{ h: IncidentHeader; signals: IncidentSignals }>;
+}
+
+/** Each device's sample values in a record's signals. */
+function valuesByDevice(signals: IncidentSignals): Record<string, number[]> {
+  return Object.fromEntries(
+    signals.map((s) => [s.device_id, s.samples.map((x) => x[1] as number)]),
+  );
+}
+
+/** The device-loss latch's (or the e-stop's) machine-wide FAULT entry, at `at`. */
+function enterFault(bus: EventBus, at: number): void {
+  bus.publish({ kind: "mode_change", previous_mode: "AUTO", new_mode: "FAULT", timestamp_ms: at });
+}
+
+/** The e-stop latching (from the API) at `at`. */
+function latchEstop(bus: EventBus, at: number): void {
+  bus.publish({
+    kind: "estop_change",
+    latched: true,
+    reason: null,
+    cause: "api",
+    timestamp_ms: at,
+  });
+}
+
 /**
  * Runs `body` with an IncidentRecorder over a hand-fed History on a manual clock, started and
  * stopped around it; `change` tells a condition change of device p/d as DeviceOutages tells it.
@@ -42,7 +92,7 @@ async function withLossRig<T>(
         deviceId?: string,
         previousReloading?: true,
       ) => void;
-    },
+    } & LossSteps,
   ) => Promise<T>,
   log: Logger = testLogger(),
 ): Promise<T> {
@@ -65,21 +115,61 @@ async function withLossRig<T>(
   const bus = new EventBus();
   await fed.history.start();
   await incidents.start(bus);
-  try {
-    return await body({
-      ...fed,
-      incidents,
-      bus,
-      change: (previous, condition, deviceId = "d", previousReloading) =>
-        tell!({
-          providerId: "p",
-          deviceId,
-          previous,
-          condition,
-          atWallMs: fed.clock.wall,
-          ...(previousReloading ? { previousReloading } : {}),
-        }),
+  const change = (
+    previous: "up" | "down" | "failing",
+    condition: DeviceCondition,
+    deviceId = "d",
+    previousReloading?: true,
+  ) =>
+    tell!({
+      providerId: "p",
+      deviceId,
+      previous,
+      condition,
+      atWallMs: fed.clock.wall,
+      ...(previousReloading ? { previousReloading } : {}),
     });
+  const steps: LossSteps = {
+    failing(...deviceIds) {
+      const sinceMono = fed.clock.mono;
+      for (const d of deviceIds.length > 0 ? deviceIds : ["d"]) {
+        change("up", { kind: "failing", reason: "reads fail", sinceMono }, d);
+      }
+      return sinceMono;
+    },
+    lost(sinceMono, ...deviceIds) {
+      for (const d of deviceIds.length > 0 ? deviceIds : ["d"]) {
+        change("failing", { kind: "down", reason: "reads fail", sinceMono }, d);
+      }
+    },
+    takenOut() {
+      change("up", {
+        kind: "down",
+        reason: RESTARTING,
+        sinceMono: fed.clock.mono,
+        reloading: true,
+      });
+    },
+    backAnsweringNothing() {
+      change("down", { kind: "failing", reason: "no answer yet", sinceMono: null });
+    },
+    pollsOf: (...deviceIds) => (v) => deviceIds.forEach((d) => fed.pollSignals(["x"], v, "p", d)),
+    async recorded() {
+      await incidents.settled();
+      const [h] = incidents.list();
+      assert.ok(h !== undefined, "the loss was recorded");
+      return h;
+    },
+    async onlyIncident(why) {
+      await incidents.settled();
+      assert.equal(incidents.list().length, 1, why);
+      const [h] = incidents.list();
+      const { signals } = await incidents.get(h!.incident_id);
+      return { h: h!, signals };
+    },
+  };
+  try {
+    return await body({ ...fed, incidents, bus, change, ...steps });
   } finally {
     await incidents.stop();
     await fed.history.stop();
@@ -96,24 +186,21 @@ function assertNeverFalls(times: number[]): void {
 Deno.test("a device loss's record holds its whole window when the window fits memory_seconds, whatever the detection took", async () => {
   // memory_seconds 3 = incident_before_s 1 + incident_after_s 2: the window fits the ring.
   const window = { memorySeconds: 3, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
-  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+  await withLossRig(window, async ({ clock, pollSignals, incidents, failing, lost, recorded }) => {
     const t0 = clock.wall;
     pollSignals(["x"], 1); // t0: the last good read
     clock.advance(500);
     pollSignals(["x"], 2); // t0 + 500: its reads begin failing here (the value does not matter)
-    const failingMono = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    const failingMono = failing();
     clock.advance(1000); // down 1 s later: a loss dated t0 + 500
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    lost(failingMono);
     // The window [t0 - 500, t0 + 2500] has passed at t0 + 2500; the device's provider polls on
     // (its other devices, this one's failed reads) and the ring lets go of what is 3 s old.
     for (let k = 0; k < 12; k++) {
       clock.advance(250);
       pollSignals(["x"], 3);
     }
-    await incidents.settled();
-    const [h] = incidents.list();
-    assert.ok(h !== undefined, "the loss was recorded");
+    const h = await recorded();
     assert.equal(h.at_epoch_ms, t0 + 500);
     assert.equal(h.from_epoch_ms, t0 - 500);
     assert.equal(h.until_epoch_ms, t0 + 2500);
@@ -133,22 +220,19 @@ Deno.test("a device loss found after the ring let go of its whole window records
   // the record was that window with no sample in it; now it is clamped to what the ring holds of
   // the device: from memory_seconds before the capture to the capture.
   const window = { memorySeconds: 10, incidentBeforeS: 2, incidentAfterS: 3, diskMaxBytes: 0 };
-  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+  await withLossRig(window, async ({ clock, pollSignals, incidents, failing, lost, recorded }) => {
     const t0 = clock.wall;
     pollSignals(["x"], 1); // t0: the last good read
     clock.advance(60_000);
     pollSignals(["x"], 2); // t0 + 60 s: its first failed read
-    const failingMono = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    const failingMono = failing();
     clock.advance(60_000);
     pollSignals(["x"], 3); // t0 + 120 s
     clock.advance(60_000);
     pollSignals(["x"], 4); // t0 + 180 s: the ring now holds this poll only
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    lost(failingMono);
     clock.advance(0); // the capture is due at once: incident_after_s passed long ago
-    await incidents.settled();
-    const [h] = incidents.list();
-    assert.ok(h !== undefined, "the loss was recorded");
+    const h = await recorded();
     assert.equal(h.at_epoch_ms, t0 + 60_000);
     assert.deepEqual(
       [h.from_epoch_ms - t0, h.until_epoch_ms - t0, h.samples],
@@ -166,42 +250,41 @@ Deno.test("a device loss whose reads began failing before a wall clock step back
   // the loss's date. Its first poll after the date is its first failed read (taken before the
   // step), not the next poll after the detection, which a search by wall time among the polls
   // since the step gave: the record then had neither the last good read nor the failed ones.
-  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
-  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
-    const t0 = clock.wall;
-    pollSignals(["x"], 1); // t0: the last good read
-    clock.advance(500);
-    pollSignals(["x"], 2); // t0 + 500: its first failed read
-    const failingMono = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
-    clock.advance(300);
-    clock.stepWall(-10_000);
-    pollSignals(["x"], 3); // t0 + 800 - 10 s: failing still
-    clock.advance(700); // down 1 s after its first failed read: a loss dated t0 + 500
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
-    pollSignals(["x"], 4);
-    clock.advance(500);
-    pollSignals(["x"], 5);
-    clock.advance(500); // incident_after_s (2 s) after the loss's date: the record is taken
-    await incidents.settled();
-    const [h] = incidents.list();
-    assert.ok(h !== undefined, "the loss was recorded");
-    assert.equal(h.at_epoch_ms, t0 + 500);
-    const { signals } = await incidents.get(h.incident_id);
-    const samples = signals[0]!.samples;
-    assert.deepEqual(
-      samples.map((s) => s[1]),
-      [1, 2, 3, 4, 5],
-      `the last good read, the failed ones and those after: ${JSON.stringify(samples)}`,
-    );
-    const times = samples.map((s) => s[0] - t0);
-    assert.deepEqual(
-      times.slice(0, 2),
-      [0, 500],
-      `the polls before the step at their own times: ${times}`,
-    );
-    assertNeverFalls(times);
-  });
+  await withLossRig(
+    WINDOW_2S,
+    async ({ clock, pollSignals, incidents, failing, lost, recorded }) => {
+      const t0 = clock.wall;
+      pollSignals(["x"], 1); // t0: the last good read
+      clock.advance(500);
+      pollSignals(["x"], 2); // t0 + 500: its first failed read
+      const failingMono = failing();
+      clock.advance(300);
+      clock.stepWall(-10_000);
+      pollSignals(["x"], 3); // t0 + 800 - 10 s: failing still
+      clock.advance(700); // down 1 s after its first failed read: a loss dated t0 + 500
+      lost(failingMono);
+      pollSignals(["x"], 4);
+      clock.advance(500);
+      pollSignals(["x"], 5);
+      clock.advance(500); // incident_after_s (2 s) after the loss's date: the record is taken
+      const h = await recorded();
+      assert.equal(h.at_epoch_ms, t0 + 500);
+      const { signals } = await incidents.get(h.incident_id);
+      const samples = signals[0]!.samples;
+      assert.deepEqual(
+        samples.map((s) => s[1]),
+        [1, 2, 3, 4, 5],
+        `the last good read, the failed ones and those after: ${JSON.stringify(samples)}`,
+      );
+      const times = samples.map((s) => s[0] - t0);
+      assert.deepEqual(
+        times.slice(0, 2),
+        [0, 500],
+        `the polls before the step at their own times: ${times}`,
+      );
+      assertNeverFalls(times);
+    },
+  );
 });
 
 /**
@@ -211,35 +294,44 @@ Deno.test("a device loss whose reads began failing before a wall clock step back
  * between that read and the loss being found. Answers the record and the test's t0.
  */
 async function lossFailingSinceItsReturn(stepMs: number) {
-  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
-  return await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
-    const t0 = clock.wall;
-    pollSignals(["x"], 1); // t0: the last good read
-    clock.advance(100);
-    const reason = "provider p is being restarted by a configuration reload";
-    change("up", { kind: "down", reason, sinceMono: clock.mono, reloading: true });
-    clock.advance(100); // t0 + 200: back, answering nothing yet
-    change("down", { kind: "failing", reason: "no answer yet", sinceMono: null });
-    clock.advance(300);
-    pollSignals(["x"], 2); // t0 + 500: its first failed read (no change told)
-    const failingMono = clock.mono;
-    clock.advance(200);
-    pollSignals(["x"], 3); // t0 + 700: failing still
-    clock.advance(100);
-    clock.stepWall(stepMs);
-    pollSignals(["x"], 4);
-    clock.advance(700); // down 1 s after its first failed read
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
-    pollSignals(["x"], 5);
-    clock.advance(500);
-    pollSignals(["x"], 6);
-    clock.advance(500); // incident_after_s (2 s) after its first failed read: the record is taken
-    await incidents.settled();
-    const [h] = incidents.list();
-    assert.ok(h !== undefined, "the loss was recorded");
-    const { signals } = await incidents.get(h.incident_id);
-    return { h, samples: signals[0]!.samples, t0 };
-  });
+  return await withLossRig(
+    WINDOW_2S,
+    async (
+      {
+        clock,
+        pollSignals,
+        incidents,
+        lost,
+        recorded,
+        takenOut,
+        backAnsweringNothing,
+      },
+    ) => {
+      const t0 = clock.wall;
+      pollSignals(["x"], 1); // t0: the last good read
+      clock.advance(100);
+      takenOut();
+      clock.advance(100); // t0 + 200: back, answering nothing yet
+      backAnsweringNothing();
+      clock.advance(300);
+      pollSignals(["x"], 2); // t0 + 500: its first failed read (no change told)
+      const failingMono = clock.mono;
+      clock.advance(200);
+      pollSignals(["x"], 3); // t0 + 700: failing still
+      clock.advance(100);
+      clock.stepWall(stepMs);
+      pollSignals(["x"], 4);
+      clock.advance(700); // down 1 s after its first failed read
+      lost(failingMono);
+      pollSignals(["x"], 5);
+      clock.advance(500);
+      pollSignals(["x"], 6);
+      clock.advance(500); // incident_after_s (2 s) after its first failed read: the record is taken
+      const h = await recorded();
+      const { signals } = await incidents.get(h.incident_id);
+      return { h, samples: signals[0]!.samples, t0 };
+    },
+  );
 }
 
 for (const [step, what] of [[-10_000, "back"], [3_600_000, "ahead"]] as const) {
@@ -272,29 +364,29 @@ for (const [step, what] of [[-10_000, "back"], [3_600_000, "ahead"]] as const) {
  */
 async function lossFoundAfterItsWindow(stepMs: number | null) {
   const window = { memorySeconds: 60, incidentBeforeS: 2, incidentAfterS: 5, diskMaxBytes: 0 };
-  return await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
-    const t0 = clock.wall;
-    pollSignals(["x"], 0); // t0: the last good read
-    clock.advance(2000);
-    pollSignals(["x"], 1); // t0 + 2 s: its first failed read
-    const failingMono = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
-    if (stepMs !== null) {
-      clock.advance(1000);
-      clock.stepWall(stepMs);
-    }
-    for (let v = 2; v <= 4; v++) {
-      clock.advance(stepMs !== null && v === 2 ? 1000 : 2000);
-      pollSignals(["x"], v); // t0 + 4, 6, 8 s on the monotonic clock
-    }
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
-    clock.advance(0); // the capture is due at once: incident_after_s passed 1 s ago
-    await incidents.settled();
-    const [h] = incidents.list();
-    assert.ok(h !== undefined, "the loss was recorded");
-    const { signals } = await incidents.get(h.incident_id);
-    return { h, samples: signals[0]!.samples, t0 };
-  });
+  return await withLossRig(
+    window,
+    async ({ clock, pollSignals, incidents, failing, lost, recorded }) => {
+      const t0 = clock.wall;
+      pollSignals(["x"], 0); // t0: the last good read
+      clock.advance(2000);
+      pollSignals(["x"], 1); // t0 + 2 s: its first failed read
+      const failingMono = failing();
+      if (stepMs !== null) {
+        clock.advance(1000);
+        clock.stepWall(stepMs);
+      }
+      for (let v = 2; v <= 4; v++) {
+        clock.advance(stepMs !== null && v === 2 ? 1000 : 2000);
+        pollSignals(["x"], v); // t0 + 4, 6, 8 s on the monotonic clock
+      }
+      lost(failingMono);
+      clock.advance(0); // the capture is due at once: incident_after_s passed 1 s ago
+      const h = await recorded();
+      const { signals } = await incidents.get(h.incident_id);
+      return { h, samples: signals[0]!.samples, t0 };
+    },
+  );
 }
 
 Deno.test("a device loss found after its window passed holds its window: the polls after incident_after_s are not its", async () => {
@@ -382,14 +474,13 @@ async function recordedValues(incidents: IncidentRecorder): Promise<number[]> {
  * Answers the values of the record's samples.
  */
 async function lossStepAfterItsWindow(stepMs: number): Promise<number[]> {
-  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change }) => {
+  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, failing, lost }) => {
     pollSignals(["x"], 0); // t0: the last good read
     clock.advance(2000);
     pollSignals(["x"], 1); // t0 + 2 s: its first failed read
-    const failingMono = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    const failingMono = failing();
     pollPastTheWindow(clock, (v) => pollSignals(["x"], v), stepMs);
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    lost(failingMono);
     clock.advance(0); // the capture is due at once: incident_after_s passed 3 s ago
     return await recordedValues(incidents);
   });
@@ -413,29 +504,23 @@ for (const [step, what] of WALL_STEPS) {
  * together: e joins d's incident. Answers the values of each device's samples in the record.
  */
 async function twoLossesStepAfterTheirWindow(stepMs: number): Promise<Record<string, number[]>> {
-  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change }) => {
-    const both = (v: number) => ["d", "e"].forEach((d) => pollSignals(["x"], v, "p", d));
-    both(0); // t0: the last good reads
-    clock.advance(2000);
-    both(1); // t0 + 2 s: their first failed reads
-    const failingMono = clock.mono;
-    for (const d of ["d", "e"]) {
-      change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono }, d);
-    }
-    pollPastTheWindow(clock, both, stepMs);
-    for (const d of ["d", "e"]) {
-      change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono }, d);
-    }
-    clock.advance(0);
-    await incidents.settled();
-    assert.equal(incidents.list().length, 1, "one incident: e joined d's");
-    const [h] = incidents.list();
-    assert.deepEqual(h!.devices, ["p/d", "p/e"]);
-    const { signals } = await incidents.get(h!.incident_id);
-    return Object.fromEntries(
-      signals.map((s) => [s.device_id, s.samples.map((x) => x[1] as number)]),
-    );
-  });
+  return await withLossRig(
+    WINDOW_3S,
+    async ({ clock, pollSignals, failing, lost, onlyIncident }) => {
+      const both = (v: number) => ["d", "e"].forEach((d) => pollSignals(["x"], v, "p", d));
+      both(0); // t0: the last good reads
+      clock.advance(2000);
+      both(1); // t0 + 2 s: their first failed reads
+      const failingMono = failing("d", "e");
+      pollPastTheWindow(clock, both, stepMs);
+      lost(failingMono, "d", "e");
+      clock.advance(0);
+      const { h, signals } = await onlyIncident("one incident: e joined d's");
+      assert.deepEqual(h.devices, ["p/d", "p/e"]);
+
+      return valuesByDevice(signals);
+    },
+  );
 }
 
 for (const [step, what] of WALL_STEPS) {
@@ -456,21 +541,23 @@ for (const [step, what] of WALL_STEPS) {
  * before any read, `sinceMono` null): its next poll, at t0 + 2 s, is its first failed read.
  */
 async function returnLossStepAfterItsWindow(stepMs: number): Promise<number[]> {
-  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change }) => {
-    pollSignals(["x"], 0); // t0: the last good read
-    clock.advance(500);
-    const reason = "provider p is being restarted by a configuration reload";
-    change("up", { kind: "down", reason, sinceMono: clock.mono, reloading: true });
-    clock.advance(500); // t0 + 1 s: back, answering nothing yet
-    change("down", { kind: "failing", reason: "no answer yet", sinceMono: null });
-    clock.advance(1000);
-    pollSignals(["x"], 1); // t0 + 2 s: its first failed read (no change told)
-    const failingMono = clock.mono;
-    pollPastTheWindow(clock, (v) => pollSignals(["x"], v), stepMs);
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
-    clock.advance(0);
-    return await recordedValues(incidents);
-  });
+  return await withLossRig(
+    WINDOW_3S,
+    async ({ clock, pollSignals, incidents, lost, takenOut, backAnsweringNothing }) => {
+      pollSignals(["x"], 0); // t0: the last good read
+      clock.advance(500);
+      takenOut();
+      clock.advance(500); // t0 + 1 s: back, answering nothing yet
+      backAnsweringNothing();
+      clock.advance(1000);
+      pollSignals(["x"], 1); // t0 + 2 s: its first failed read (no change told)
+      const failingMono = clock.mono;
+      pollPastTheWindow(clock, (v) => pollSignals(["x"], v), stepMs);
+      lost(failingMono);
+      clock.advance(0);
+      return await recordedValues(incidents);
+    },
+  );
 }
 
 for (const [step, what] of WALL_STEPS) {
@@ -488,41 +575,35 @@ async function lossJoinedByFault(
   stepMs: number,
   returning = false,
 ): Promise<Record<string, number[]>> {
-  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
-    const both = (v: number) => ["d", "o"].forEach((d) => pollSignals(["x"], v, "p", d));
-    both(0); // t0: d's last good read
-    if (returning) {
-      // As returnLossStepAfterItsWindow: d back from a reload's restart, answering nothing yet.
-      clock.advance(500);
-      const reason = "provider p is being restarted by a configuration reload";
-      change("up", { kind: "down", reason, sinceMono: clock.mono, reloading: true });
-      clock.advance(500);
-      change("down", { kind: "failing", reason: "no answer yet", sinceMono: null });
-      clock.advance(1000);
-    } else clock.advance(2000);
-    both(1); // t0 + 2 s: d's first failed read
-    const failingMono = clock.mono;
-    if (!returning) {
-      change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
-    }
-    pollPastTheWindow(clock, both, stepMs);
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
-    bus.publish({
-      kind: "mode_change",
-      previous_mode: "AUTO",
-      new_mode: "FAULT",
-      timestamp_ms: clock.nowMs(),
-    });
-    clock.advance(3000); // the FAULT entry's own incident_after_s, no poll within it
-    await incidents.settled();
-    assert.equal(incidents.list().length, 1, "one incident: the FAULT entry joined d's loss");
-    const [h] = incidents.list();
-    assert.equal(h!.trigger, "fault");
-    const { signals } = await incidents.get(h!.incident_id);
-    return Object.fromEntries(
-      signals.map((s) => [s.device_id, s.samples.map((x) => x[1] as number)]),
-    );
-  });
+  return await withLossRig(
+    WINDOW_3S,
+    async (
+      { clock, change, bus, lost, onlyIncident, pollsOf, takenOut, backAnsweringNothing },
+    ) => {
+      const both = pollsOf("d", "o");
+      both(0); // t0: d's last good read
+      if (returning) {
+        // As returnLossStepAfterItsWindow: d back from a reload's restart, answering nothing yet.
+        clock.advance(500);
+        takenOut();
+        clock.advance(500);
+        backAnsweringNothing();
+        clock.advance(1000);
+      } else clock.advance(2000);
+      both(1); // t0 + 2 s: d's first failed read
+      const failingMono = clock.mono;
+      if (!returning) {
+        change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+      }
+      pollPastTheWindow(clock, both, stepMs);
+      lost(failingMono);
+      enterFault(bus, clock.nowMs());
+      clock.advance(3000); // the FAULT entry's own incident_after_s, no poll within it
+      const { h, signals } = await onlyIncident("one incident: the FAULT entry joined d's loss");
+      assert.equal(h.trigger, "fault");
+      return valuesByDevice(signals);
+    },
+  );
 }
 
 /** The wall clock of the FAULT entry's case: not stepped, and each of WALL_STEPS. */
@@ -551,48 +632,37 @@ for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
  * the record's header, each device's sample values and the e-stop's time.
  */
 async function lossJoinedByEstop(stepMs: number, resumedStepMs = 0) {
-  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
-    const both = (v: number) => ["d", "o"].forEach((d) => pollSignals(["x"], v, "p", d));
-    both(0); // t0: d's last good read
-    clock.advance(2000);
-    both(1); // t0 + 2 s: d's first failed read
-    const failingMono = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
-    pollPastTheWindow(clock, both, stepMs);
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
-    const latchedAt = clock.nowMs();
-    bus.publish({
-      kind: "estop_change",
-      latched: true,
-      reason: null,
-      cause: "api",
-      timestamp_ms: latchedAt,
-    });
-    clock.advance(0); // a turn: the loss's own window is due at once
-    bus.publish({
-      kind: "mode_change",
-      previous_mode: "AUTO",
-      new_mode: "FAULT",
-      timestamp_ms: latchedAt,
-    });
-    clock.advance(500);
-    clock.stepWall(resumedStepMs);
-    clock.advance(500);
-    both(5); // 1 s after the e-stop
-    clock.advance(1000);
-    both(6); // 2 s after it
-    clock.advance(1000); // 3 s: its incident_after_s passed
-    clock.advance(1000);
-    both(7); // 4 s after it: past its window
-    await incidents.settled();
-    assert.equal(incidents.list().length, 1, "one incident: the e-stop and its FAULT entry joined");
-    const [h] = incidents.list();
-    const { signals } = await incidents.get(h!.incident_id);
-    const values = Object.fromEntries(
-      signals.map((s) => [s.device_id, s.samples.map((x) => x[1] as number)]),
-    );
-    return { h: h!, values, latchedAt };
-  });
+  return await withLossRig(
+    WINDOW_3S,
+    async ({ clock, bus, failing, lost, onlyIncident, pollsOf }) => {
+      const both = pollsOf("d", "o");
+      both(0); // t0: d's last good read
+      clock.advance(2000);
+      both(1); // t0 + 2 s: d's first failed read
+      const failingMono = failing();
+      pollPastTheWindow(clock, both, stepMs);
+      lost(failingMono);
+      const latchedAt = clock.nowMs();
+      latchEstop(bus, latchedAt);
+      clock.advance(0); // a turn: the loss's own window is due at once
+      enterFault(bus, latchedAt);
+      clock.advance(500);
+      clock.stepWall(resumedStepMs);
+      clock.advance(500);
+      both(5); // 1 s after the e-stop
+      clock.advance(1000);
+      both(6); // 2 s after it
+      clock.advance(1000); // 3 s: its incident_after_s passed
+      clock.advance(1000);
+      both(7); // 4 s after it: past its window
+      const { h, signals } = await onlyIncident(
+        "one incident: the e-stop and its FAULT entry joined",
+      );
+
+      const values = valuesByDevice(signals);
+      return { h: h!, values, latchedAt };
+    },
+  );
 }
 
 for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
@@ -629,34 +699,35 @@ for (const [step, what] of WALL_STEPS) {
 
 Deno.test("a device failing when the recorder stopped, up again before it started again, is dated at its new loss, not at the reads that failed before the stop", async () => {
   const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
-  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
-    const t0 = clock.wall;
-    pollSignals(["x"], 1); // t0: its first failed read
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: clock.mono });
-    // The recorder stops and starts again; meanwhile the device answered again (its being up
-    // told to no recorder).
-    await incidents.stop();
-    clock.advance(10_000);
-    await incidents.start(new EventBus());
-    for (let k = 0; k < 4; k++) {
-      pollSignals(["x"], 2);
-      clock.advance(500);
-    }
-    const lostAt = clock.wall;
-    pollSignals(["x"], 3);
-    // Its provider crashes: down at once, from up.
-    change("up", { kind: "down", reason: "provider down", sinceMono: clock.mono });
-    clock.advance(2_000);
-    pollSignals(["x"], 4);
-    await incidents.settled();
-    const [h] = incidents.list();
-    assert.ok(h !== undefined, "the loss was recorded");
-    assert.equal(
-      h.at_epoch_ms - t0,
-      lostAt - t0,
-      "the loss is dated at the reads that failed before the stop",
-    );
-  });
+  await withLossRig(
+    window,
+    async ({ clock, pollSignals, incidents, change, failing, recorded }) => {
+      const t0 = clock.wall;
+      pollSignals(["x"], 1); // t0: its first failed read
+      failing();
+      // The recorder stops and starts again; meanwhile the device answered again (its being up
+      // told to no recorder).
+      await incidents.stop();
+      clock.advance(10_000);
+      await incidents.start(new EventBus());
+      for (let k = 0; k < 4; k++) {
+        pollSignals(["x"], 2);
+        clock.advance(500);
+      }
+      const lostAt = clock.wall;
+      pollSignals(["x"], 3);
+      // Its provider crashes: down at once, from up.
+      change("up", { kind: "down", reason: "provider down", sinceMono: clock.mono });
+      clock.advance(2_000);
+      pollSignals(["x"], 4);
+      const h = await recorded();
+      assert.equal(
+        h.at_epoch_ms - t0,
+        lostAt - t0,
+        "the loss is dated at the reads that failed before the stop",
+      );
+    },
+  );
 });
 
 /**
@@ -670,45 +741,41 @@ async function lastOfManyLossesJoinedByFault(
   failing: number,
   returning: boolean,
 ): Promise<number[]> {
-  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
-    const ids = Array.from({ length: failing }, (_, i) => `f${String(i).padStart(2, "0")}`);
-    const all = (v: number) => [...ids, "o"].forEach((d) => pollSignals(["x"], v, "p", d));
-    all(0); // t0: the last good reads
-    if (returning) {
-      clock.advance(500);
-      const reason = "provider p is being restarted by a configuration reload";
-      for (const d of ids) {
-        change("up", { kind: "down", reason, sinceMono: clock.mono, reloading: true }, d);
+  return await withLossRig(
+    WINDOW_3S,
+    async ({ clock, pollSignals, change, bus, lost, onlyIncident }) => {
+      const ids = Array.from({ length: failing }, (_, i) => `f${String(i).padStart(2, "0")}`);
+      const all = (v: number) => [...ids, "o"].forEach((d) => pollSignals(["x"], v, "p", d));
+      all(0); // t0: the last good reads
+      if (returning) {
+        clock.advance(500);
+        const reason = "provider p is being restarted by a configuration reload";
+        for (const d of ids) {
+          change("up", { kind: "down", reason, sinceMono: clock.mono, reloading: true }, d);
+        }
+        clock.advance(500); // back, answering nothing yet: each one's next poll its first failed read
+        for (const d of ids) {
+          change("down", { kind: "failing", reason: "no answer", sinceMono: null }, d);
+        }
+        clock.advance(1000);
+      } else clock.advance(2000);
+      all(1); // t0 + 2 s: their first failed reads, in the order of `ids`
+      const failingMono = clock.mono;
+      if (!returning) {
+        for (const d of ids) {
+          change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono }, d);
+        }
       }
-      clock.advance(500); // back, answering nothing yet: each one's next poll its first failed read
-      for (const d of ids) {
-        change("down", { kind: "failing", reason: "no answer", sinceMono: null }, d);
-      }
-      clock.advance(1000);
-    } else clock.advance(2000);
-    all(1); // t0 + 2 s: their first failed reads, in the order of `ids`
-    const failingMono = clock.mono;
-    if (!returning) {
-      for (const d of ids) {
-        change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono }, d);
-      }
-    }
-    pollPastTheWindow(clock, all, 0);
-    const last = ids[ids.length - 1];
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono }, last);
-    bus.publish({
-      kind: "mode_change",
-      previous_mode: "AUTO",
-      new_mode: "FAULT",
-      timestamp_ms: clock.nowMs(),
-    });
-    clock.advance(3000); // the FAULT entry's own incident_after_s, no poll within it
-    await incidents.settled();
-    assert.equal(incidents.list().length, 1, "one incident: the FAULT entry joined the loss");
-    const [h] = incidents.list();
-    const { signals } = await incidents.get(h!.incident_id);
-    return signals.find((s) => s.device_id === "o")!.samples.map((x) => x[1] as number);
-  });
+      pollPastTheWindow(clock, all, 0);
+      const last = ids[ids.length - 1];
+      lost(failingMono, last!);
+      enterFault(bus, clock.nowMs());
+      clock.advance(3000); // the FAULT entry's own incident_after_s, no poll within it
+      const { signals } = await onlyIncident("one incident: the FAULT entry joined the loss");
+
+      return signals.find((s) => s.device_id === "o")!.samples.map((x) => x[1] as number);
+    },
+  );
 }
 
 for (const returning of [false, true]) {
@@ -741,51 +808,42 @@ for (const returning of [false, true]) {
  * and the e-stop's time.
  */
 async function lossWithinItsWindowJoinedByEstop(stepMs: number) {
-  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
-    const t0 = clock.wall;
-    const both = (v: number) => ["d", "o"].forEach((d) => pollSignals(["x"], v, "p", d));
-    both(0); // t0
-    clock.advance(1000);
-    both(1); // t0 + 1 s: d's last good read
-    clock.advance(1000);
-    both(2); // t0 + 2 s: d's first failed read
-    const failingMono = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
-    clock.advance(500);
-    clock.stepWall(stepMs);
-    clock.advance(500);
-    both(3); // t0 + 3 s (monotonic)
-    clock.advance(500); // t0 + 3.5 s: d found down, within its window (ends at t0 + 5 s)
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
-    const latchedAt = clock.nowMs();
-    bus.publish({
-      kind: "estop_change",
-      latched: true,
-      reason: null,
-      cause: "api",
-      timestamp_ms: latchedAt,
-    });
-    clock.advance(0); // a turn
-    bus.publish({
-      kind: "mode_change",
-      previous_mode: "AUTO",
-      new_mode: "FAULT",
-      timestamp_ms: latchedAt,
-    });
-    clock.advance(500);
-    both(4); // t0 + 4 s
-    clock.advance(1000); // t0 + 5 s: the loss's window ends
-    clock.advance(500);
-    both(5); // t0 + 5.5 s: past it
-    await incidents.settled();
-    assert.equal(incidents.list().length, 1, "one incident: the e-stop and its FAULT entry joined");
-    const [h] = incidents.list();
-    const { signals } = await incidents.get(h!.incident_id);
-    const samples = Object.fromEntries(
-      signals.map((s) => [s.device_id, s.samples.map((x) => [x[1] as number, x[0] - t0])]),
-    );
-    return { h: h!, samples, t0, latchedAt };
-  });
+  return await withLossRig(
+    WINDOW_3S,
+    async ({ clock, bus, failing, lost, onlyIncident, pollsOf }) => {
+      const t0 = clock.wall;
+      const both = pollsOf("d", "o");
+      both(0); // t0
+      clock.advance(1000);
+      both(1); // t0 + 1 s: d's last good read
+      clock.advance(1000);
+      both(2); // t0 + 2 s: d's first failed read
+      const failingMono = failing();
+      clock.advance(500);
+      clock.stepWall(stepMs);
+      clock.advance(500);
+      both(3); // t0 + 3 s (monotonic)
+      clock.advance(500); // t0 + 3.5 s: d found down, within its window (ends at t0 + 5 s)
+      lost(failingMono);
+      const latchedAt = clock.nowMs();
+      latchEstop(bus, latchedAt);
+      clock.advance(0); // a turn
+      enterFault(bus, latchedAt);
+      clock.advance(500);
+      both(4); // t0 + 4 s
+      clock.advance(1000); // t0 + 5 s: the loss's window ends
+      clock.advance(500);
+      both(5); // t0 + 5.5 s: past it
+      const { h, signals } = await onlyIncident(
+        "one incident: the e-stop and its FAULT entry joined",
+      );
+
+      const samples = Object.fromEntries(
+        signals.map((s) => [s.device_id, s.samples.map((x) => [x[1] as number, x[0] - t0])]),
+      );
+      return { h: h!, samples, t0, latchedAt };
+    },
+  );
 }
 
 for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
@@ -839,36 +897,29 @@ async function lossJoinedByFaultWithNewcomer(
   stepMs: number,
   firstS: 4 | 6,
 ): Promise<Record<string, number[]>> {
-  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
-    const t0Mono = clock.mono;
-    const all = (v: number) => {
-      for (const d of ["d", "o"]) pollSignals(["x"], v, "p", d);
-      if (clock.mono - t0Mono >= firstS * 1000) pollSignals(["x"], v, "p", "n");
-    };
-    all(0); // t0: d's last good read
-    clock.advance(2000);
-    all(1); // t0 + 2 s: d's first failed read
-    const failingMono = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
-    pollPastTheWindow(clock, all, stepMs); // t0 + 4, 6 and 8 s
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
-    bus.publish({
-      kind: "mode_change",
-      previous_mode: "AUTO",
-      new_mode: "FAULT",
-      timestamp_ms: clock.nowMs(),
-    });
-    clock.advance(1000);
-    all(5); // 1 s after the FAULT entry, within its own incident_after_s
-    clock.advance(2000);
-    await incidents.settled();
-    assert.equal(incidents.list().length, 1, "one incident: the FAULT entry joined d's loss");
-    const [h] = incidents.list();
-    const { signals } = await incidents.get(h!.incident_id);
-    return Object.fromEntries(
-      signals.map((s) => [s.device_id, s.samples.map((x) => x[1] as number)]),
-    );
-  });
+  return await withLossRig(
+    WINDOW_3S,
+    async ({ clock, pollSignals, bus, failing, lost, onlyIncident }) => {
+      const t0Mono = clock.mono;
+      const all = (v: number) => {
+        for (const d of ["d", "o"]) pollSignals(["x"], v, "p", d);
+        if (clock.mono - t0Mono >= firstS * 1000) pollSignals(["x"], v, "p", "n");
+      };
+      all(0); // t0: d's last good read
+      clock.advance(2000);
+      all(1); // t0 + 2 s: d's first failed read
+      const failingMono = failing();
+      pollPastTheWindow(clock, all, stepMs); // t0 + 4, 6 and 8 s
+      lost(failingMono);
+      enterFault(bus, clock.nowMs());
+      clock.advance(1000);
+      all(5); // 1 s after the FAULT entry, within its own incident_after_s
+      clock.advance(2000);
+      const { signals } = await onlyIncident("one incident: the FAULT entry joined d's loss");
+
+      return valuesByDevice(signals);
+    },
+  );
 }
 
 for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
@@ -894,33 +945,36 @@ Deno.test("a device failing as it came back whose provider then reports it UNREA
   // its provider's health reporting it UNREACHABLE (the date told then, failing still), and dates
   // its loss from there. Before: the recorder kept its next poll as its first failed read, the
   // loss dated a poll late, its window's end a poll late too.
-  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
-  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
-    const t0 = clock.wall;
-    pollSignals(["x"], 1); // t0: the last good read
-    clock.advance(100);
-    const reason = "provider p is being restarted by a configuration reload";
-    change("up", { kind: "down", reason, sinceMono: clock.mono, reloading: true });
-    clock.advance(100); // t0 + 200: back, answering nothing yet
-    change("down", { kind: "failing", reason: "no answer yet", sinceMono: null });
-    clock.advance(100); // t0 + 300: its provider's health reports it UNREACHABLE: the spell begins
-    const reportMono = clock.mono;
-    const unreachable = "its provider reports it UNREACHABLE";
-    change("failing", { kind: "failing", reason: unreachable, sinceMono: reportMono });
-    clock.advance(400);
-    pollSignals(["x"], 2); // t0 + 700: its next poll, failed
-    clock.advance(600); // down 1 s after the report
-    change("failing", { kind: "down", reason: unreachable, sinceMono: reportMono });
-    for (let k = 0; k < 4; k++) {
-      clock.advance(500);
-      pollSignals(["x"], 3 + k);
-    }
-    await incidents.settled();
-    const [h] = incidents.list();
-    assert.ok(h !== undefined, "the loss was recorded");
-    assert.equal(h.at_epoch_ms - t0, 300, "dated at the report that began its spell");
-    assert.equal(h.until_epoch_ms - t0, 2300, "its window ends incident_after_s after the report");
-  });
+  await withLossRig(
+    WINDOW_2S,
+    async ({ clock, pollSignals, change, recorded, takenOut, backAnsweringNothing }) => {
+      const t0 = clock.wall;
+      pollSignals(["x"], 1); // t0: the last good read
+      clock.advance(100);
+      takenOut();
+      clock.advance(100); // t0 + 200: back, answering nothing yet
+      backAnsweringNothing();
+      clock.advance(100); // t0 + 300: its provider's health reports it UNREACHABLE: the spell begins
+      const reportMono = clock.mono;
+      const unreachable = "its provider reports it UNREACHABLE";
+      change("failing", { kind: "failing", reason: unreachable, sinceMono: reportMono });
+      clock.advance(400);
+      pollSignals(["x"], 2); // t0 + 700: its next poll, failed
+      clock.advance(600); // down 1 s after the report
+      change("failing", { kind: "down", reason: unreachable, sinceMono: reportMono });
+      for (let k = 0; k < 4; k++) {
+        clock.advance(500);
+        pollSignals(["x"], 3 + k);
+      }
+      const h = await recorded();
+      assert.equal(h.at_epoch_ms - t0, 300, "dated at the report that began its spell");
+      assert.equal(
+        h.until_epoch_ms - t0,
+        2300,
+        "its window ends incident_after_s after the report",
+      );
+    },
+  );
 });
 
 /**
@@ -929,51 +983,53 @@ Deno.test("a device failing as it came back whose provider then reports it UNREA
  * the record's header and each device's sample values.
  */
 async function lossJoinedByAlarm(stepMs: number) {
-  return await withLossRig(WINDOW_3S, async ({ clock, pollSignals, incidents, change, bus }) => {
-    const both = (v: number) => ["d", "o"].forEach((d) => pollSignals(["x"], v, "p", d));
-    both(0); // t0: d's last good read
-    clock.advance(2000);
-    both(1); // t0 + 2 s: d's first failed read
-    const failingMono = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
-    pollPastTheWindow(clock, both, stepMs);
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
-    const raisedAt = clock.nowMs(); // in the step that finds d down, before its record is read
-    bus.publish({
-      kind: "alarm",
-      alarm_id: "hot",
-      transition: "raise",
-      state: "active",
-      level: "MAJOR",
-      cause: "hi",
-      limit: 80,
-      signal: "p/o/x",
-      value: null,
-      quality: null,
-      action: "none",
-      message: "too hot",
-      shelved_until_epoch_ms: null,
-      timestamp_ms: raisedAt,
-    });
-    clock.advance(1000);
-    pollSignals(["x"], 5, "p", "o"); // 1 s after the alarm
-    clock.advance(3000);
-    pollSignals(["x"], 6, "p", "o"); // 4 s after it
-    clock.advance(1000);
-    await incidents.settled();
-    const list = incidents.list();
-    const out = [];
-    for (const h of list) {
-      const { signals } = await incidents.get(h.incident_id);
-      out.push({
-        h,
-        values: Object.fromEntries(
-          signals.map((s) => [s.device_id, s.samples.map((x) => [x[0] - raisedAt, x[1]])]),
-        ),
+  return await withLossRig(
+    WINDOW_3S,
+    async ({ clock, pollSignals, incidents, bus, failing, lost, pollsOf }) => {
+      const both = pollsOf("d", "o");
+      both(0); // t0: d's last good read
+      clock.advance(2000);
+      both(1); // t0 + 2 s: d's first failed read
+      const failingMono = failing();
+      pollPastTheWindow(clock, both, stepMs);
+      lost(failingMono);
+      const raisedAt = clock.nowMs(); // in the step that finds d down, before its record is read
+      bus.publish({
+        kind: "alarm",
+        alarm_id: "hot",
+        transition: "raise",
+        state: "active",
+        level: "MAJOR",
+        cause: "hi",
+        limit: 80,
+        signal: "p/o/x",
+        value: null,
+        quality: null,
+        action: "none",
+        message: "too hot",
+        shelved_until_epoch_ms: null,
+        timestamp_ms: raisedAt,
       });
-    }
-    return out;
-  });
+      clock.advance(1000);
+      pollSignals(["x"], 5, "p", "o"); // 1 s after the alarm
+      clock.advance(3000);
+      pollSignals(["x"], 6, "p", "o"); // 4 s after it
+      clock.advance(1000);
+      await incidents.settled();
+      const list = incidents.list();
+      const out = [];
+      for (const h of list) {
+        const { signals } = await incidents.get(h.incident_id);
+        out.push({
+          h,
+          values: Object.fromEntries(
+            signals.map((s) => [s.device_id, s.samples.map((x) => [x[0] - raisedAt, x[1]])]),
+          ),
+        });
+      }
+      return out;
+    },
+  );
 }
 
 for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
@@ -1003,50 +1059,48 @@ for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
 // record would begin at the reload and miss the failed reads that led to the loss).
 for (const outcome of ["its new process leaves it out", "the reload fails to start it"] as const) {
   Deno.test(`a device failing when a reload restarting its provider took it out, then lost (${outcome}), is dated at its first failed read, not at the take-out`, async () => {
-    const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
-    await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
-      const t0 = clock.wall;
-      pollSignals(["x"], 1); // t0: the last good read
-      clock.advance(500);
-      pollSignals(["x"], 2); // t0 + 500: its first failed read
-      const failingMono = clock.mono;
-      change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
-      clock.advance(200);
-      pollSignals(["x"], 3); // t0 + 700: failing still, not down yet
-      clock.advance(1400); // t0 + 2100: the reload takes its provider out (on purpose)
-      const takeOutMono = clock.mono;
-      const restarting = "provider p is being restarted by a configuration reload";
-      change("failing", {
-        kind: "down",
-        reason: restarting,
-        sinceMono: takeOutMono,
-        reloading: true,
-      });
-      clock.advance(300); // t0 + 2400: the outcome -- down still, no longer on purpose
-      const reason = outcome === "its new process leaves it out"
-        ? "not in the inventory of provider p"
-        : "provider p failed to start at a configuration reload (no such file)";
-      change("down", { kind: "down", reason, sinceMono: takeOutMono }, "d", true);
-      clock.advance(3000);
-      await incidents.settled();
-      const [h] = incidents.list();
-      assert.ok(h !== undefined, "the loss was recorded");
-      // Before: dated at the take-out (t0 + 2100), its record from t0 + 1100 on: no failed read.
-      assert.equal(h.at_epoch_ms - t0, 500, "dated at its first failed read");
-      const { signals } = await incidents.get(h.incident_id);
-      assert.deepEqual(signals[0]!.samples.map((s) => s[1]), [1, 2, 3]);
-    });
+    await withLossRig(
+      WINDOW_2S,
+      async ({ clock, pollSignals, incidents, change, failing, recorded }) => {
+        const t0 = clock.wall;
+        pollSignals(["x"], 1); // t0: the last good read
+        clock.advance(500);
+        pollSignals(["x"], 2); // t0 + 500: its first failed read
+        failing();
+        clock.advance(200);
+        pollSignals(["x"], 3); // t0 + 700: failing still, not down yet
+        clock.advance(1400); // t0 + 2100: the reload takes its provider out (on purpose)
+        const takeOutMono = clock.mono;
+        const restarting = "provider p is being restarted by a configuration reload";
+        change("failing", {
+          kind: "down",
+          reason: restarting,
+          sinceMono: takeOutMono,
+          reloading: true,
+        });
+        clock.advance(300); // t0 + 2400: the outcome -- down still, no longer on purpose
+        const reason = outcome === "its new process leaves it out"
+          ? "not in the inventory of provider p"
+          : "provider p failed to start at a configuration reload (no such file)";
+        change("down", { kind: "down", reason, sinceMono: takeOutMono }, "d", true);
+        clock.advance(3000);
+        const h = await recorded();
+        // Before: dated at the take-out (t0 + 2100), its record from t0 + 1100 on: no failed read.
+        assert.equal(h.at_epoch_ms - t0, 500, "dated at its first failed read");
+        const { signals } = await incidents.get(h.incident_id);
+        assert.deepEqual(signals[0]!.samples.map((s) => s[1]), [1, 2, 3]);
+      },
+    );
   });
 }
 
 Deno.test("a device failing when a reload restarting its provider took it out, listed again and up, then lost, is dated at its new loss, not at the reads failing before the reload", async () => {
-  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
-  await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
+  await withLossRig(WINDOW_2S, async ({ clock, pollSignals, change, failing, lost, recorded }) => {
     const t0 = clock.wall;
     pollSignals(["x"], 1);
     clock.advance(500);
     pollSignals(["x"], 2); // t0 + 500: a failed read before the reload
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: clock.mono });
+    failing();
     clock.advance(200);
     const restarting = "provider p is being restarted by a configuration reload";
     change("failing", { kind: "down", reason: restarting, sinceMono: clock.mono, reloading: true });
@@ -1055,14 +1109,11 @@ Deno.test("a device failing when a reload restarting its provider took it out, l
     pollSignals(["x"], 3);
     clock.advance(4000);
     pollSignals(["x"], 4); // t0 + 5000: its first failed read since
-    const failingMono = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failingMono });
+    const failingMono = failing();
     clock.advance(600);
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failingMono });
+    lost(failingMono);
     clock.advance(3000);
-    await incidents.settled();
-    const [h] = incidents.list();
-    assert.ok(h !== undefined, "the loss was recorded");
+    const h = await recorded();
     assert.equal(h.at_epoch_ms - t0, 5000);
   });
 });

@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import { JournalWriter } from "../../src/journal/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
-import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
+import { ManualClock } from "../helpers/clock.ts";
+import { closeWhileOpening, writeSegments } from "../helpers/hung_mount.ts";
 
 const PATH = "/data/j.jsonl";
 
@@ -264,24 +265,19 @@ Deno.test("JournalWriter: closed while open() waits on the disk, it removes no s
   const files = new HeldSizeFiles();
   const dir = "/data/j";
   const seg = (n: number) => `${dir}/seg-0000000${n}.jsonl`;
-  for (const n of [1, 2, 3]) {
-    const h = await files.openAppend(seg(n));
-    await h.append(`${JSON.stringify({ n, pad: "x".repeat(n === 3 ? 200 : 10) })}\n`);
-    h.close();
-  }
+  await writeSegments(
+    files,
+    [1, 2, 3].map((n) => [seg(n), { n, pad: "x".repeat(n === 3 ? 200 : 10) }] as const),
+  );
   const before = (await files.listNames(dir)).sort();
   const segments = { dir, prefix: "seg", maxFileBytes: 100, maxFiles: 2 };
   const { w } = writer(files, { target: { segments } });
-  let release = () => {};
-  files.held = new Promise((r) => (release = r));
-  const opening = w.open().catch(() => {});
-  for (let i = 0; i < 100 && files.waiting < 1; i++) await flushMicrotasks();
-  assert.equal(files.waiting, 1, "the open waits on the disk");
-  await w.close(); // the owner stops while the open waits
-  files.held = null;
-  release(); // the hung mount answers at last
-  await opening;
-  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  await closeWhileOpening(
+    files,
+    () => w.open().catch(() => {}),
+    () => w.close(), // the owner stops while the open waits
+    "the open waits on the disk",
+  );
   assert.deepEqual(
     (await files.listNames(dir)).sort(),
     before,

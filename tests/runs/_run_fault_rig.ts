@@ -2,14 +2,19 @@
  * The run-journal fault rig shared by tests/runs/run_fsync_faults_test.ts and
  * run_close_faults_test.ts: in-memory files with the FaultyMemoryFiles switches (full, syncFails,
  * truncateFails) plus faults of runs.jsonl alone and appends held back as a write under way; a
- * RunRegistry on them with a manual clock; and the events an event file holds.
+ * RunRegistry on them with a manual clock; and the events an event file holds. Also the rewrite
+ * rig of run_compact_counts_test.ts and run_rewrite_one_handle_test.ts: files whose rewrite of
+ * runs.jsonl can be held in its write, FAULT entries between runs, runs.jsonl filled to the
+ * length a running registry tolerates.
  */
 import type { JournalAppendHandle, JournalFiles } from "../../src/journal/mod.ts";
-import { RunRegistry } from "../../src/runs/mod.ts";
+import { BETWEEN_RUNS_SAVE_MS, RunRegistry } from "../../src/runs/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
-import { testLogger } from "../helpers/kernel.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
 import { diskFullError } from "../helpers/journal_files.ts";
+import assert from "node:assert/strict";
 
 /** Faulty in-memory files with faults of runs.jsonl alone and appends that can be held back. */
 export class RunJournalFaultFiles extends FaultyMemoryFiles {
@@ -80,4 +85,88 @@ export function registryOn(
 export function eventsOnDisk(files: FaultyMemoryFiles, runId: string): [number, string, string][] {
   return files.text(`/data/runs/${runId.slice(-26)}.jsonl`).split("\n").filter(Boolean)
     .map((l) => JSON.parse(l)).map((e) => [e.sequence, e.category, e.type]);
+}
+
+/** The lines of /data/runs.jsonl. */
+export function runsJsonlLines(files: FaultyMemoryFiles): string[] {
+  return files.text("/data/runs.jsonl").split("\n").filter(Boolean);
+}
+
+/** In-memory files whose appends to the rewrite's new file (runs.jsonl.tmp) wait for `tmpGate`. */
+export class HeldRewriteFiles extends FaultyMemoryFiles {
+  tmpGate: Promise<void> | null = null;
+  /** Appends to runs.jsonl.tmp that reached `tmpGate`. */
+  tmpHeld = 0;
+
+  /** Holds the appends to runs.jsonl.tmp from now on: answers their release. */
+  holdRewrite(): () => void {
+    let release!: () => void;
+    this.tmpGate = new Promise((r) => release = r);
+    return () => {
+      this.tmpGate = null;
+      release();
+    };
+  }
+
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const h = await super.openAppend(path);
+    return {
+      ...h,
+      append: async (text: string) => {
+        if (this.tmpGate !== null && path.endsWith("/runs.jsonl.tmp")) {
+          this.tmpHeld++;
+          await this.tmpGate;
+        }
+        await h.append(text);
+      },
+    };
+  }
+}
+
+/**
+ * `registry` attached to a bus: fault() publishes a FAULT entry between runs, then advances
+ * `clock` to the next save of their count; published() answers how many it published.
+ */
+export function faultsBetweenRuns(
+  registry: RunRegistry,
+  clock: ManualClock,
+): { fault: () => Promise<void>; published: () => number } {
+  const bus = new EventBus();
+  registry.attach(bus);
+  let published = 0;
+  return {
+    fault: async () => {
+      bus.publish({
+        kind: "mode_change",
+        previous_mode: "MANUAL",
+        new_mode: "FAULT",
+        timestamp_ms: ++published,
+      });
+      await clock.advanceAsync(BETWEEN_RUNS_SAVE_MS);
+    },
+    published: () => published,
+  };
+}
+
+/** How many saves fillRunsJsonl makes at the most. */
+const FILL_SAVES_MAX = 200;
+
+/**
+ * Saves a count (`save()`) and waits for runs.jsonl to end with it (`count()`), until runs.jsonl
+ * holds `tolerated` lines (at most FILL_SAVES_MAX saves); asserts it holds that many.
+ */
+export async function fillRunsJsonl(
+  files: FaultyMemoryFiles,
+  tolerated: number,
+  save: () => Promise<void>,
+  count: () => number,
+): Promise<void> {
+  for (let i = 0; i < FILL_SAVES_MAX && runsJsonlLines(files).length < tolerated; i++) {
+    await save();
+    await waitFor(
+      "the count saved",
+      () => runsJsonlLines(files).at(-1)!.includes(`"count":${count()}`),
+    );
+  }
+  assert.equal(runsJsonlLines(files).length, tolerated);
 }

@@ -6,73 +6,38 @@
  * written) loses none. Shutdown writes what is pending: the file it leaves is what a start reads.
  */
 import assert from "node:assert/strict";
-import { EventBus } from "../../src/events/mod.ts";
-import type { JournalAppendHandle } from "../../src/journal/mod.ts";
-import { BETWEEN_RUNS_SAVE_MS, RUN_NOT_RECORDED_SAVE_MS } from "../../src/runs/mod.ts";
+import { RUN_NOT_RECORDED_SAVE_MS } from "../../src/runs/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
-import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { registryOn } from "./_run_fault_rig.ts";
-
-/** In-memory files whose appends to the rewrite's new file (runs.jsonl.tmp) wait for `gate`. */
-class HeldRewrite extends FaultyMemoryFiles {
-  gate: Promise<void> | null = null;
-  held = 0;
-  override async openAppend(path: string): Promise<JournalAppendHandle> {
-    const h = await super.openAppend(path);
-    return {
-      ...h,
-      append: async (text: string) => {
-        if (this.gate !== null && path.endsWith("/runs.jsonl.tmp")) {
-          this.held++;
-          await this.gate;
-        }
-        await h.append(text);
-      },
-    };
-  }
-}
-
-function lines(files: FaultyMemoryFiles): string[] {
-  return files.text("/data/runs.jsonl").split("\n").filter(Boolean);
-}
+import {
+  faultsBetweenRuns,
+  fillRunsJsonl,
+  HeldRewriteFiles,
+  registryOn,
+  runsJsonlLines as lines,
+} from "./_run_fault_rig.ts";
 
 /** runs.jsonl lines a running registry tolerates with `runs` runs kept (4 x runs + 64). */
 const tolerated = (runs: number) => 4 * runs + 64;
 
 Deno.test("a count of safety events between runs saved while runs.jsonl is rewritten is saved again to the new file: a restart loses none", async () => {
-  const files = new HeldRewrite();
+  const files = new HeldRewriteFiles();
   const clock = new ManualClock(0, 1_700_000_000_000);
   const registry = registryOn(files, { clock });
   await registry.start();
-  const bus = new EventBus();
-  registry.attach(bus);
-  let published = 0;
-  /** A FAULT entry between runs, then the time of the next save of the count. */
-  const fault = async () => {
-    bus.publish({
-      kind: "mode_change",
-      previous_mode: "MANUAL",
-      new_mode: "FAULT",
-      timestamp_ms: ++published,
-    });
-    await clock.advanceAsync(BETWEEN_RUNS_SAVE_MS);
-  };
+  const { fault, published } = faultsBetweenRuns(registry, clock);
   try {
-    for (let i = 0; i < 200 && lines(files).length < tolerated(0); i++) {
-      await fault();
-      await waitFor("the count saved", () => lines(files).at(-1)!.includes(`"count":${published}`));
-    }
-    assert.equal(lines(files).length, tolerated(0));
+    await fillRunsJsonl(files, tolerated(0), fault, published);
     // The next save makes runs.jsonl long: its rewrite gathers its lines, its write is held.
-    let release!: () => void;
-    files.gate = new Promise((r) => release = r);
+    const release = files.holdRewrite();
     await fault();
-    await waitFor("the rewrite's write under way", () => files.held > 0);
+    await waitFor("the rewrite's write under way", () => files.tmpHeld > 0);
     // One more while it writes: saved to the file being replaced.
     await fault();
-    await waitFor("that count saved", () => lines(files).at(-1)!.includes(`"count":${published}`));
-    files.gate = null;
+    await waitFor(
+      "that count saved",
+      () => lines(files).at(-1)!.includes(`"count":${published()}`),
+    );
     release();
     // Queued after the rewrite; saves what is not saved, and writes what is pending.
     await registry.shutdown();
@@ -83,7 +48,7 @@ Deno.test("a count of safety events between runs saved while runs.jsonl is rewri
       const { run } = await next.open({});
       const opened = (await next.listEvents(run.run_id, { limit: 1 })).events[0]!;
       const between = opened.payload.safety_events_between_runs as Record<string, unknown>;
-      assert.equal(between.count, published, "every FAULT entry no run recorded is counted");
+      assert.equal(between.count, published(), "every FAULT entry no run recorded is counted");
     } finally {
       await next.shutdown();
     }
@@ -93,7 +58,7 @@ Deno.test("a count of safety events between runs saved while runs.jsonl is rewri
 });
 
 Deno.test("an open run's count of events left out saved while runs.jsonl is rewritten is saved again to the new file: a restart loses none", async () => {
-  const files = new HeldRewrite();
+  const files = new HeldRewriteFiles();
   const clock = new ManualClock(0, 1_700_000_000_000);
   const registry = registryOn(files, { clock, maxRunBytes: 400 });
   await registry.start();
@@ -112,18 +77,12 @@ Deno.test("an open run's count of events left out saved while runs.jsonl is rewr
   };
   try {
     const { run } = await registry.open({});
-    for (let i = 0; i < 200 && lines(files).length < tolerated(1); i++) {
-      await leftOut();
-      await waitFor("the count saved", () => lines(files).at(-1)!.includes(`"count":${lost}`));
-    }
-    assert.equal(lines(files).length, tolerated(1));
-    let release!: () => void;
-    files.gate = new Promise((r) => release = r);
+    await fillRunsJsonl(files, tolerated(1), leftOut, () => lost);
+    const release = files.holdRewrite();
     await leftOut();
-    await waitFor("the rewrite's write under way", () => files.held > 0);
+    await waitFor("the rewrite's write under way", () => files.tmpHeld > 0);
     await leftOut();
     await waitFor("that count saved", () => lines(files).at(-1)!.includes(`"count":${lost}`));
-    files.gate = null;
     release();
     // Queued after the rewrite; saves what is not saved, and writes what is pending.
     await registry.shutdown();

@@ -41,13 +41,72 @@ async function advanceUntil(clock: ManualClock, cond: () => boolean, maxMs: numb
   }
 }
 
+/** An e-stop trigger at `at` on `bus` (what the safety layer publishes when the e-stop latches). */
+function pressEstop(bus: EventBus, at: number): void {
+  bus.publish({
+    kind: "estop_change",
+    latched: true,
+    reason: "leak",
+    cause: "api",
+    timestamp_ms: at,
+  });
+}
+
+/** A previous process's registry left a run open (opened with `fields`) in `files`: that run. */
+async function leaveRunOpen(
+  files: FaultyMemoryFiles,
+  clock: ManualClock,
+  fields: Parameters<RunRegistry["open"]>[0],
+): Promise<Awaited<ReturnType<RunRegistry["open"]>>["run"]> {
+  const first = registryOn(files, clock);
+  await first.start();
+  const { run } = await first.open(fields);
+  await first.shutdown();
+  return run;
+}
+
+/** A registry on a bus, started while the disk is full: its start failed, a retry is due. */
+async function startOnFullDisk(
+  files: FaultyMemoryFiles,
+  clock: ManualClock,
+  more: { logger?: LineLogger } = {},
+): Promise<{ registry: RunRegistry; bus: EventBus }> {
+  const registry = registryOn(files, clock, more);
+  const bus = new EventBus();
+  registry.attach(bus);
+  files.syncFails = true;
+  await registry.start();
+  assert.equal(registry.info().available, false, "unavailable while the disk is full");
+  return { registry, bus };
+}
+
+/** Advances `clock` until the retried start made `registry` available, at most two retry bounds. */
+async function untilRetryAvailable(clock: ManualClock, registry: RunRegistry): Promise<void> {
+  await advanceUntil(clock, () => registry.info().available, 2 * RUN_START_RETRY_MAX_MS);
+}
+
+/** Files whose listing of the event files a retry can be held in (a slow disk). */
+interface HeldListing {
+  gate: Promise<void> | null;
+  listing: number;
+}
+
+/** Holds the next listing of the event files and advances `clock` to the retry making it: the release. */
+async function holdRetryListing(files: HeldListing, clock: ManualClock): Promise<() => void> {
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r);
+  await advanceUntil(clock, () => files.listing > 0, 2 * RUN_START_RETRY_MAX_MS);
+  assert.equal(files.listing, 1, "the retry is listing the event files");
+  return () => {
+    files.gate = null;
+    release();
+  };
+}
+
 Deno.test("RunRegistry: a start that failed on a full disk is retried, and the registry becomes available once the disk has room", async () => {
   const files = new FaultyMemoryFiles();
   const clock = new ManualClock();
-  const first = registryOn(files, clock);
-  await first.start();
-  const { run } = await first.open({ experiment_label: "left open" });
-  await first.shutdown();
+  const run = await leaveRunOpen(files, clock, { experiment_label: "left open" });
 
   const registry = registryOn(files, clock);
   files.syncFails = true;
@@ -56,7 +115,7 @@ Deno.test("RunRegistry: a start that failed on a full disk is retried, and the r
   await assert.rejects(registry.open({}), /unavailable/i);
   files.syncFails = false;
 
-  await advanceUntil(clock, () => registry.info().available, 2 * RUN_START_RETRY_MAX_MS);
+  await untilRetryAvailable(clock, registry);
   assert.equal(registry.info().available, true, "available again once the disk has room");
   assert.deepEqual(registry.startupReport().abandonedRunIds, [run.run_id]);
   const got = await registry.get(run.run_id);
@@ -70,10 +129,7 @@ Deno.test("RunRegistry: a start that failed on a full disk is retried, and the r
 Deno.test("RunRegistry: shutdown while a failed start waits for its retry cancels the retry", async () => {
   const files = new FaultyMemoryFiles();
   const clock = new ManualClock();
-  const first = registryOn(files, clock);
-  await first.start();
-  await first.open({});
-  await first.shutdown();
+  await leaveRunOpen(files, clock, {});
 
   const registry = registryOn(files, clock);
   files.syncFails = true;
@@ -90,10 +146,7 @@ Deno.test("RunRegistry: shutdown while a failed start waits for its retry cancel
 Deno.test("RunRegistry: a retried start writes the interrupted calls of the abandoned run once", async () => {
   const files = new FaultyMemoryFiles();
   const clock = new ManualClock();
-  const first = registryOn(files, clock);
-  await first.start();
-  const { run } = await first.open({});
-  await first.shutdown();
+  const run = await leaveRunOpen(files, clock, {});
 
   const call = {
     first_time_epoch_ms: clock.nowMs(),
@@ -108,7 +161,7 @@ Deno.test("RunRegistry: a retried start writes the interrupted calls of the aban
   await registry.start({ interruptedCalls: [{ call }] });
   assert.equal(registry.info().available, false);
   files.syncFails = false;
-  await advanceUntil(clock, () => registry.info().available, 2 * RUN_START_RETRY_MAX_MS);
+  await untilRetryAvailable(clock, registry);
   assert.equal(registry.info().available, true, String(registry.info().unavailable_reason));
   const events = (await registry.listEvents(run.run_id, {})).events;
   assert.deepEqual(
@@ -122,26 +175,12 @@ Deno.test("RunRegistry: a retried start writes the interrupted calls of the aban
 Deno.test("RunRegistry: an e-stop while a failed start waits for its retry is counted by the first run opened after it", async () => {
   const files = new FaultyMemoryFiles();
   const clock = new ManualClock();
-  const first = registryOn(files, clock);
-  await first.start();
-  await first.open({ experiment_label: "left open" });
-  await first.shutdown();
+  await leaveRunOpen(files, clock, { experiment_label: "left open" });
 
-  const registry = registryOn(files, clock);
-  const bus = new EventBus();
-  registry.attach(bus);
-  files.syncFails = true;
-  await registry.start();
-  assert.equal(registry.info().available, false, "unavailable while the disk is full");
-  bus.publish({
-    kind: "estop_change",
-    latched: true,
-    reason: "leak",
-    cause: "api",
-    timestamp_ms: 3,
-  });
+  const { registry, bus } = await startOnFullDisk(files, clock);
+  pressEstop(bus, 3);
   files.syncFails = false;
-  await advanceUntil(clock, () => registry.info().available, 2 * RUN_START_RETRY_MAX_MS);
+  await untilRetryAvailable(clock, registry);
   assert.equal(registry.info().available, true);
   const { run } = await registry.open({});
   assert.deepEqual(
@@ -176,31 +215,13 @@ class SlowListingFiles extends FaultyMemoryFiles {
 Deno.test("RunRegistry: an e-stop in the last steps of a retried start is counted by the first run opened after it", async () => {
   const files = new SlowListingFiles();
   const clock = new ManualClock();
-  const first = registryOn(files, clock);
-  await first.start();
-  await first.open({ experiment_label: "left open" });
-  await first.shutdown();
+  await leaveRunOpen(files, clock, { experiment_label: "left open" });
 
-  const registry = registryOn(files, clock);
-  const bus = new EventBus();
-  registry.attach(bus);
-  files.syncFails = true;
-  await registry.start();
-  assert.equal(registry.info().available, false, "unavailable while the disk is full");
+  const { registry, bus } = await startOnFullDisk(files, clock);
   files.syncFails = false;
   // The retry closes the run left open, then looks for event files no run names: held there.
-  let release!: () => void;
-  files.gate = new Promise((r) => release = r);
-  await advanceUntil(clock, () => files.listing > 0, 2 * RUN_START_RETRY_MAX_MS);
-  assert.equal(files.listing, 1, "the retry is listing the event files");
-  bus.publish({
-    kind: "estop_change",
-    latched: true,
-    reason: "leak",
-    cause: "api",
-    timestamp_ms: 3,
-  });
-  files.gate = null;
+  const release = await holdRetryListing(files, clock);
+  pressEstop(bus, 3);
   release();
   await advanceUntil(clock, () => registry.info().available, 1000);
   assert.equal(registry.info().available, true);
@@ -243,17 +264,11 @@ Deno.test("RunRegistry: a start that failed after rewriting runs.jsonl still sta
   const bus = new EventBus();
   registry.attach(bus);
   const estopAt = clock.wall;
-  bus.publish({
-    kind: "estop_change",
-    latched: true,
-    reason: "leak",
-    cause: "api",
-    timestamp_ms: estopAt,
-  });
+  pressEstop(bus, estopAt);
   files.fails = 1;
   await registry.start();
   assert.equal(registry.info().available, false, "the listing failed");
-  await advanceUntil(clock, () => registry.info().available, 2 * RUN_START_RETRY_MAX_MS);
+  await untilRetryAvailable(clock, registry);
   assert.equal(registry.info().available, true);
   clock.wall = estopAt - 60_000; // NTP steps the wall clock back before the open
   const { run } = await registry.open({});
@@ -274,33 +289,15 @@ Deno.test("RunRegistry: a start that failed after rewriting runs.jsonl still sta
 Deno.test("RunRegistry: a shutdown while a retried start runs (in turn with it) keeps the e-stops counted meanwhile for the next process", async () => {
   const files = new SlowListingFiles();
   const clock = new ManualClock();
-  const first = registryOn(files, clock);
-  await first.start();
-  await first.open({ experiment_label: "left open" });
-  await first.shutdown();
+  await leaveRunOpen(files, clock, { experiment_label: "left open" });
 
-  const registry = registryOn(files, clock);
-  const bus = new EventBus();
-  registry.attach(bus);
-  files.syncFails = true;
-  await registry.start();
-  assert.equal(registry.info().available, false, "unavailable while the disk is full");
+  const { registry, bus } = await startOnFullDisk(files, clock);
   // Between runs while the registry is unavailable: counted for the first run opened after it.
-  bus.publish({
-    kind: "estop_change",
-    latched: true,
-    reason: "leak",
-    cause: "api",
-    timestamp_ms: 3,
-  });
+  pressEstop(bus, 3);
   files.syncFails = false;
   // The retry (in turn with shutdown) is listing the event files, a slow disk, when the stop comes.
-  let release!: () => void;
-  files.gate = new Promise((r) => release = r);
-  await advanceUntil(clock, () => files.listing > 0, 2 * RUN_START_RETRY_MAX_MS);
-  assert.equal(files.listing, 1, "the retry is listing the event files");
+  const release = await holdRetryListing(files, clock);
   const stopping = registry.shutdown();
-  files.gate = null;
   release(); // the disk answers: the retry is not hung, the shutdown waits its turn
   await stopping;
   assert.equal(clock.pendingTimers, 0, "no retry left behind");
@@ -354,23 +351,10 @@ class FailThenSlowSyncFiles extends FaultyMemoryFiles {
 Deno.test("RunRegistry: a shutdown while a failed start closes its runs.jsonl leaves no retry behind, nor says one", async () => {
   const files = new FailThenSlowSyncFiles();
   const clock = new ManualClock();
-  const first = registryOn(files, clock);
-  await first.start();
-  await first.open({ experiment_label: "left open" });
-  await first.shutdown();
+  await leaveRunOpen(files, clock, { experiment_label: "left open" });
 
   const { log, lines } = capturingLogger();
-  const registry = new RunRegistry({
-    dataDir: "/data",
-    runtimeName: "lab1",
-    pollingIntervalMs: 500,
-    files,
-    clock,
-    logger: log,
-    automationVersion: () => null,
-    telemetrySink: () => {},
-    random: (b) => b.fill(1),
-  });
+  const registry = registryOn(files, clock, { logger: log });
   files.failListing = true;
   const starting = registry.start();
   // The start failed at its last step; closing runs.jsonl, its fsync waits on the disk.
@@ -389,32 +373,13 @@ Deno.test("RunRegistry: a shutdown while a failed start closes its runs.jsonl le
   );
 });
 
-/** An e-stop trigger at `at` on `bus` (what the safety layer publishes when the e-stop latches). */
-function pressEstop(bus: EventBus, at: number): void {
-  bus.publish({
-    kind: "estop_change",
-    latched: true,
-    reason: "leak",
-    cause: "api",
-    timestamp_ms: at,
-  });
-}
-
 Deno.test("RunRegistry: a shutdown that cancels the retry of a failed start WARNs once how many e-stops between runs it could not record, and why", async () => {
   const files = new FaultyMemoryFiles();
   const clock = new ManualClock();
-  const first = registryOn(files, clock);
-  await first.start();
-  await first.open({ experiment_label: "left open" });
-  await first.shutdown();
+  await leaveRunOpen(files, clock, { experiment_label: "left open" });
 
   const { log, lines } = capturingLogger({ level: "debug" });
-  const registry = registryOn(files, clock, { logger: log });
-  const bus = new EventBus();
-  registry.attach(bus);
-  files.syncFails = true;
-  await registry.start();
-  assert.equal(registry.info().available, false, "unavailable while the disk is full");
+  const { registry, bus } = await startOnFullDisk(files, clock, { logger: log });
   pressEstop(bus, 3);
   pressEstop(bus, 4);
   await registry.shutdown(); // the retry's timer is pending: cancelled
@@ -467,12 +432,8 @@ Deno.test("RunRegistry: a retried start that fails after the shutdown was asked 
   assert.equal(registry.info().available, false, "the listing failed");
   pressEstop(bus, 3);
   // The retry is listing the event files, a slow disk, when the stop comes; then its listing fails.
-  let release!: () => void;
-  files.gate = new Promise((r) => release = r);
-  await advanceUntil(clock, () => files.listing > 0, 2 * RUN_START_RETRY_MAX_MS);
-  assert.equal(files.listing, 1, "the retry is listing the event files");
+  const release = await holdRetryListing(files, clock);
   const stopping = registry.shutdown();
-  files.gate = null;
   release();
   await stopping;
   assert.equal(files.fails, 0, "the retry failed after the stop was asked");

@@ -8,6 +8,8 @@
  */
 import assert from "node:assert/strict";
 import { WireDeviceState } from "../../src/adpp/mod.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
+import type { RuntimeEvent } from "../../src/events/mod.ts";
 import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
 import {
   dbl,
@@ -19,6 +21,71 @@ import {
 import { testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig, program } from "./alarms_helpers.ts";
 
+/**
+ * The runtime in process over the programmable provider (p0, a child process, listing
+ * `inventory`), polling every 100 ms, with the alarms and interlocks of `yaml`; close() stops it
+ * and removes the inventory's file.
+ */
+async function startProbe(
+  inventory: Inventory,
+  yaml: string,
+): Promise<{ rt: Kernel; close: () => Promise<void> }> {
+  const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(inventory));
+  const rt = await startRuntime(testConfig({
+    providers: [programmableProvider("p0", file)],
+    pollingIntervalMs: 100,
+    ...alarmsConfig(yaml, ["p0"]),
+  }));
+  return {
+    rt,
+    async close() {
+      await rt.stop();
+      await Deno.remove(file);
+    },
+  };
+}
+
+/** p0 reports the probe UNREACHABLE in its health, and the runtime asked for it (as the poll loop asks). */
+async function reportUnreachable(rt: Kernel): Promise<void> {
+  await program(rt, "p0", "probe", {
+    health: { devices: [{ device_id: "probe", state: WireDeviceState.UNREACHABLE }] },
+  });
+  assert.notEqual(await rt.cache.fetchReportedHealth(rt.registry.host("p0")!), null);
+}
+
+/**
+ * A probe whose mode answers (the device is up) and whose temp, declared `tempType`, is polled
+ * but has no value: no sample of it is cached.
+ */
+function probeWithMode(tempType: typeof T.DOUBLE | typeof T.STRING): Inventory["devices"][string] {
+  return {
+    signals: [{ id: "temp", type: tempType, hint: 0.01 }, {
+      id: "mode",
+      type: T.STRING,
+      hint: 0.01,
+    }],
+    values: [{ id: "mode", type: T.STRING, string: "open", quality: Q.OK }],
+  };
+}
+
+/** An interlock probe_il blocking p0/probe/program while the probe's temp is over 80. */
+const PROBE_INTERLOCK = `
+interlocks:
+  - { id: probe_il, block: [p0/probe/program], while: "p0/probe/temp > 80", message: m }
+`;
+
+/** Waits for the probe's mode to be polled, and asserts the probe up. */
+async function modePolledUp(rt: Kernel): Promise<void> {
+  await waitFor("mode polled", () => rt.cache.signal("p0", "probe", "mode")?.quality === "OK");
+  assert.equal(rt.outages.condition("p0", "probe").kind, "up");
+}
+
+/** The interlock events among `events`, as "blocking reason". */
+function interlocksTold(events: readonly RuntimeEvent[]): string[] {
+  return events.flatMap((e) => e.kind === "interlock" ? [`${e.blocking} ${e.reason}`] : []);
+}
+
 Deno.test("A device its provider reports UNREACHABLE is failing at once, and an alarm reading it raises, before its next poll", async () => {
   const inventory: Inventory = {
     devices: {
@@ -26,19 +93,13 @@ Deno.test("A device its provider reports UNREACHABLE is failing at once, and an 
       probe: { signals: [{ id: "temp", type: T.DOUBLE, hint: 0.01 }], values: [dbl("temp", 25)] },
     },
   };
-  const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
-  await Deno.writeTextFile(file, JSON.stringify(inventory));
-  const rt = await startRuntime(testConfig({
-    providers: [programmableProvider("p0", file)],
-    pollingIntervalMs: 100,
-    ...alarmsConfig(
-      `
+  const { rt, close } = await startProbe(
+    inventory,
+    `
 alarms:
   - { id: probe_hot, signal: p0/probe/temp, hi: 80 }
 `,
-      ["p0"],
-    ),
-  }));
+  );
   try {
     const host = rt.registry.host("p0")!;
     await waitFor("temp polled", () => rt.cache.signal("p0", "probe", "temp")?.quality === "OK");
@@ -46,10 +107,7 @@ alarms:
     assert.equal(rt.outages.condition("p0", "probe").kind, "up");
     assert.equal(rt.alarms.alarm("probe_hot").state, "normal");
 
-    await program(rt, "p0", "probe", {
-      health: { devices: [{ device_id: "probe", state: WireDeviceState.UNREACHABLE }] },
-    });
-    assert.notEqual(await rt.cache.fetchReportedHealth(host), null); // as the poll loop asks it
+    await reportUnreachable(rt);
     const c = rt.outages.condition("p0", "probe");
     assert.equal(c.kind, "failing", "failing from the report on");
     assert.match(c.reason, /reports it UNREACHABLE/);
@@ -60,8 +118,7 @@ alarms:
     await rt.cache.fetchReportedHealth(host);
     assert.equal(rt.outages.condition("p0", "probe").kind, "up");
   } finally {
-    await rt.stop();
-    await Deno.remove(file);
+    await close();
   }
 });
 
@@ -70,21 +127,15 @@ Deno.test("An alarm's and an interlock's input with no sample of a device failin
     // temp is declared and polled, but the provider has no value for it: no sample is cached.
     devices: { probe: { signals: [{ id: "temp", type: T.DOUBLE, hint: 0.01 }] } },
   };
-  const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
-  await Deno.writeTextFile(file, JSON.stringify(inventory));
-  const rt = await startRuntime(testConfig({
-    providers: [programmableProvider("p0", file)],
-    pollingIntervalMs: 100,
-    ...alarmsConfig(
-      `
+  const { rt, close } = await startProbe(
+    inventory,
+    `
 alarms:
   - { id: probe_hot, signal: p0/probe/temp, hi: 80 }
 interlocks:
   - { id: probe_il, block: [p0/probe/program], while: "p0/probe/temp > 80", message: m }
 `,
-      ["p0"],
-    ),
-  }));
+  );
   try {
     assert.equal(rt.cache.signal("p0", "probe", "temp"), undefined, "no sample");
     // Its reads are answered without the signal: failing already, as its conditions say.
@@ -96,10 +147,7 @@ interlocks:
     assert.equal(rt.alarms.interlocks()[0]!.inputs[0]!.bad_input, failing);
 
     // Reported UNREACHABLE by its provider: the reason follows the device's condition.
-    await program(rt, "p0", "probe", {
-      health: { devices: [{ device_id: "probe", state: WireDeviceState.UNREACHABLE }] },
-    });
-    assert.notEqual(await rt.cache.fetchReportedHealth(rt.registry.host("p0")!), null);
+    await reportUnreachable(rt);
     const u = rt.outages.condition("p0", "probe");
     assert.match(u.reason, /reports it UNREACHABLE/);
     assert.equal(
@@ -107,8 +155,7 @@ interlocks:
       `p0/probe/temp: device p0/probe is ${u.kind} (${u.reason})`,
     );
   } finally {
-    await rt.stop();
-    await Deno.remove(file);
+    await close();
   }
 });
 
@@ -116,54 +163,28 @@ Deno.test("An interlock blocking on an input with no sample of a device up tells
   const inventory: Inventory = {
     devices: {
       // mode answers (the device is up); temp is polled but has no value: no sample is cached.
-      probe: {
-        signals: [{ id: "temp", type: T.DOUBLE, hint: 0.01 }, {
-          id: "mode",
-          type: T.STRING,
-          hint: 0.01,
-        }],
-        values: [{ id: "mode", type: T.STRING, string: "open", quality: Q.OK }],
-      },
+      probe: probeWithMode(T.DOUBLE),
     },
   };
-  const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
-  await Deno.writeTextFile(file, JSON.stringify(inventory));
-  const rt = await startRuntime(testConfig({
-    providers: [programmableProvider("p0", file)],
-    pollingIntervalMs: 100,
-    ...alarmsConfig(
-      `
-interlocks:
-  - { id: probe_il, block: [p0/probe/program], while: "p0/probe/temp > 80", message: m }
-`,
-      ["p0"],
-    ),
-  }));
+  const { rt, close } = await startProbe(inventory, PROBE_INTERLOCK);
   const rec = recordEvents(rt);
   try {
-    await waitFor("mode polled", () => rt.cache.signal("p0", "probe", "mode")?.quality === "OK");
-    assert.equal(rt.outages.condition("p0", "probe").kind, "up");
+    await modePolledUp(rt);
     assert.equal(
       rt.alarms.interlocks()[0]!.reason,
       "bad input: p0/probe/temp: no sample in the cache",
     );
 
-    await program(rt, "p0", "probe", {
-      health: { devices: [{ device_id: "probe", state: WireDeviceState.UNREACHABLE }] },
-    });
-    assert.notEqual(await rt.cache.fetchReportedHealth(rt.registry.host("p0")!), null);
+    await reportUnreachable(rt);
     const c = rt.outages.condition("p0", "probe");
     assert.equal(c.kind, "failing");
     const reason = `bad input: p0/probe/temp: device p0/probe is failing (${c.reason})`;
     assert.equal(rt.alarms.interlocks()[0]!.reason, reason);
-    const told = rec.events.filter((e) => e.kind === "interlock").map((e) =>
-      e.kind === "interlock" ? `${e.blocking} ${e.reason}` : ""
-    );
+    const told = interlocksTold(rec.events);
     assert.deepEqual(told, [`true ${reason}`], "what GET says is told, once");
   } finally {
     rec.stop();
-    await rt.stop();
-    await Deno.remove(file);
+    await close();
   }
 });
 
@@ -172,50 +193,24 @@ Deno.test("An interlock blocking on a declared type its comparison cannot take t
     devices: {
       // temp is declared a string that '>' cannot compare and has no value: no sample is cached,
       // and why it stays bad once samples come is its declared type, whether the device is up.
-      probe: {
-        signals: [{ id: "temp", type: T.STRING, hint: 0.01 }, {
-          id: "mode",
-          type: T.STRING,
-          hint: 0.01,
-        }],
-        values: [{ id: "mode", type: T.STRING, string: "open", quality: Q.OK }],
-      },
+      probe: probeWithMode(T.STRING),
     },
   };
-  const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
-  await Deno.writeTextFile(file, JSON.stringify(inventory));
-  const rt = await startRuntime(testConfig({
-    providers: [programmableProvider("p0", file)],
-    pollingIntervalMs: 100,
-    ...alarmsConfig(
-      `
-interlocks:
-  - { id: probe_il, block: [p0/probe/program], while: "p0/probe/temp > 80", message: m }
-`,
-      ["p0"],
-    ),
-  }));
+  const { rt, close } = await startProbe(inventory, PROBE_INTERLOCK);
   const rec = recordEvents(rt);
   try {
-    await waitFor("mode polled", () => rt.cache.signal("p0", "probe", "mode")?.quality === "OK");
-    assert.equal(rt.outages.condition("p0", "probe").kind, "up");
+    await modePolledUp(rt);
     const reason = rt.alarms.interlocks()[0]!.reason!;
     assert.match(reason, /^bad input: p0\/probe\/temp is declared string; /);
     const engaged = rec.events.length; // the engage is told by now (or before the recording)
 
-    await program(rt, "p0", "probe", {
-      health: { devices: [{ device_id: "probe", state: WireDeviceState.UNREACHABLE }] },
-    });
-    assert.notEqual(await rt.cache.fetchReportedHealth(rt.registry.host("p0")!), null);
+    await reportUnreachable(rt);
     assert.equal(rt.outages.condition("p0", "probe").kind, "failing");
     assert.equal(rt.alarms.interlocks()[0]!.reason, reason, "its declared type is still why");
-    const told = rec.events.slice(engaged).filter((e) => e.kind === "interlock").map((e) =>
-      e.kind === "interlock" ? `${e.blocking} ${e.reason}` : ""
-    );
+    const told = interlocksTold(rec.events.slice(engaged));
     assert.deepEqual(told, [], "the same reason is not told again");
   } finally {
     rec.stop();
-    await rt.stop();
-    await Deno.remove(file);
+    await close();
   }
 });

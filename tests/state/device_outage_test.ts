@@ -73,17 +73,77 @@ interface Rig {
   close(): Promise<void>;
 }
 
-async function rig(): Promise<Rig> {
-  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
+/** A monitor over `fx` with DOWN_AFTER_MS as its bound. */
+function monitorOn(
+  fx: ProgrammableFixture,
+  clock: Clock,
+  more: Partial<ConstructorParameters<typeof DeviceOutages>[0]> = {},
+): DeviceOutages {
+  return new DeviceOutages({
     registry: fx.registry,
     cache: fx.cache,
-    clock: timers.clock,
+    clock,
     downAfterMs: DOWN_AFTER_MS,
+    ...more,
   });
+}
+
+/**
+ * A provider started with `inventory` and a monitor on hand-fired timers, with the changes it
+ * tells (of the device `only`, if given) from its start on. Nothing is polled yet.
+ */
+async function monitor(
+  inventory: Inventory,
+  options: Parameters<typeof startProgrammable>[1],
+  only?: string,
+): Promise<{
+  fx: ProgrammableFixture;
+  timers: Timers;
+  outages: DeviceOutages;
+  changes: DeviceConditionChange[];
+}> {
+  const fx = await startProgrammable(inventory, options);
+  const timers = new Timers(fx);
+  const outages = monitorOn(fx, timers.clock);
   const changes: DeviceConditionChange[] = [];
-  outages.onChange((c) => changes.push(c));
+  outages.onChange((c) => (only === undefined || c.deviceId === only) && changes.push(c));
+  return { fx, timers, outages, changes };
+}
+
+/** Kills the provider's process and waits for its restart policy to bring a new one up. */
+async function restarted(fx: ProgrammableFixture, what: string): Promise<void> {
+  const pid = fx.kill();
+  await waitFor(what, () => fx.host.available && fx.host.session!.pid !== pid);
+}
+
+/** The pump's reads answer both its signals OK. */
+async function answerPump(fx: ProgrammableFixture): Promise<void> {
+  await fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+}
+
+/** A call the provider exits on (the programmable provider's function 3); waits, bounded, for it. */
+async function crashByCall(r: Rig): Promise<void> {
+  await r.fx.host.request("call", { device_id: "pump", function_id: 3 }).catch(() => {});
+  for (let i = 0; i < 200 && r.fx.host.available; i++) {
+    await new Promise((res) => setTimeout(res, 10));
+  }
+}
+
+/** The provider in-process, restarted when it dies, its monotonic clock at 10 s. */
+const RESTARTING = { mono: 10_000, inProcess: true, restart: {} } as const;
+
+/** The device returns `outages` tells, as "provider/device", and the unsubscribe. */
+function returnsOf(outages: DeviceOutages): { returned: string[]; off: () => void } {
+  const returned: string[] = [];
+  const off = outages.onDeviceReturn((p, d) => returned.push(`${p}/${d}`));
+  return { returned, off };
+}
+
+async function rig(): Promise<Rig> {
+  const { fx, timers, outages, changes } = await monitor(INVENTORY, {
+    mono: 10_000,
+    inProcess: true,
+  });
   await fx.cache.pollDevice("p0", "pump");
   // Before its first answer the pump was failing ("has not answered a read yet"); now up.
   assert.deepEqual(changes.map((c) => [c.deviceId, c.previous, c.condition.kind]), [
@@ -120,83 +180,54 @@ interface Row {
   readonly reason: RegExp | "";
 }
 
+/** A row's act: the pump's reads answer `values`. */
+function pumpReads(values: ReturnType<typeof dbl>[]): Row["act"] {
+  return (r) => r.fx.program("pump", { read: { values } });
+}
+
+/** A row's verdicts for the pump: up, and still up past the bound. */
+const pumpStaysUp = { device: "pump", afterPoll: "up", pastBound: "up", reason: "" } as const;
+
+/** A row's verdicts for the pump: failing after the poll, down past the bound, for `reason`. */
+function pumpFailingThenDown(reason: RegExp) {
+  return { device: "pump", afterPoll: "failing", pastBound: "down", reason } as const;
+}
+
 const ROWS: Row[] = [
   {
     name: "reads answer OK",
     act: async () => {},
-    device: "pump",
-    afterPoll: "up",
-    pastBound: "up",
-    reason: "",
+    ...pumpStaysUp,
   },
   {
     name: "some signals FAULT, one OK",
-    act: (r) =>
-      r.fx.program("pump", {
-        read: { values: [dbl("flow", 1, { quality: Q.FAULT }), dbl("temp", 20)] },
-      }),
-    device: "pump",
-    afterPoll: "up",
-    pastBound: "up",
-    reason: "",
+    act: pumpReads([dbl("flow", 1, { quality: Q.FAULT }), dbl("temp", 20)]),
+    ...pumpStaysUp,
   },
   {
     name: "every polled signal FAULT or UNAVAILABLE",
-    act: (r) =>
-      r.fx.program("pump", {
-        read: {
-          values: [dbl("flow", 1, { quality: Q.FAULT }), dbl("temp", 2, { quality: Q.UNKNOWN })],
-        },
-      }),
-    device: "pump",
-    afterPoll: "failing",
-    pastBound: "down",
-    reason: /every polled signal is STALE, UNAVAILABLE or FAULT/,
+    act: pumpReads([dbl("flow", 1, { quality: Q.FAULT }), dbl("temp", 2, { quality: Q.UNKNOWN })]),
+    ...pumpFailingThenDown(/every polled signal is STALE, UNAVAILABLE or FAULT/),
   },
   {
     name: "every polled signal STALE as the provider itself reports it",
-    act: (r) =>
-      r.fx.program("pump", {
-        read: {
-          values: [dbl("flow", 1, { quality: Q.STALE }), dbl("temp", 20, { quality: Q.STALE })],
-        },
-      }),
-    device: "pump",
-    afterPoll: "failing",
-    pastBound: "down",
-    reason: /every polled signal is STALE, UNAVAILABLE or FAULT/,
+    act: pumpReads([dbl("flow", 1, { quality: Q.STALE }), dbl("temp", 20, { quality: Q.STALE })]),
+    ...pumpFailingThenDown(/every polled signal is STALE, UNAVAILABLE or FAULT/),
   },
   {
     name: "one signal STALE as the provider reports it, one FAULT",
-    act: (r) =>
-      r.fx.program("pump", {
-        read: {
-          values: [dbl("flow", 1, { quality: Q.STALE }), dbl("temp", 20, { quality: Q.FAULT })],
-        },
-      }),
-    device: "pump",
-    afterPoll: "failing",
-    pastBound: "down",
-    reason: /every polled signal is STALE, UNAVAILABLE or FAULT/,
+    act: pumpReads([dbl("flow", 1, { quality: Q.STALE }), dbl("temp", 20, { quality: Q.FAULT })]),
+    ...pumpFailingThenDown(/every polled signal is STALE, UNAVAILABLE or FAULT/),
   },
   {
     name: "one signal STALE as the provider reports it, one OK",
-    act: (r) =>
-      r.fx.program("pump", {
-        read: { values: [dbl("flow", 1, { quality: Q.STALE }), dbl("temp", 20)] },
-      }),
-    device: "pump",
-    afterPoll: "up",
-    pastBound: "up",
-    reason: "",
+    act: pumpReads([dbl("flow", 1, { quality: Q.STALE }), dbl("temp", 20)]),
+    ...pumpStaysUp,
   },
   {
     name: "the read fails with a status (the provider says the device is gone)",
     act: (r) => r.fx.program("pump", { read: { error: { code: StatusCode.NOT_FOUND } } }),
-    device: "pump",
-    afterPoll: "failing",
-    pastBound: "down",
-    reason: /its reads fail/,
+    ...pumpFailingThenDown(/its reads fail/),
   },
   {
     name: "the provider's health reports it UNREACHABLE while its reads answer",
@@ -206,10 +237,7 @@ const ROWS: Row[] = [
       });
       await r.fx.cache.fetchReportedHealth(r.fx.host);
     },
-    device: "pump",
-    afterPoll: "failing",
-    pastBound: "down",
-    reason: /reports it UNREACHABLE/,
+    ...pumpFailingThenDown(/reports it UNREACHABLE/),
   },
   {
     name: "no polled signal: nothing to judge reads by",
@@ -245,7 +273,7 @@ for (const row of ROWS) {
       assert.deepEqual(told, expected, "each change told once, when it happened");
       if (row.pastBound === "down") {
         // Answering again: up at once.
-        await r.fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+        await answerPump(r.fx);
         await r.fx.program("pump", { health: {} });
         await r.fx.cache.fetchReportedHealth(r.fx.host);
         await r.poll(row.device);
@@ -261,10 +289,7 @@ for (const row of ROWS) {
 Deno.test("DeviceOutages: a provider that goes down makes every device down at once, with its reason", async () => {
   const r = await rig();
   try {
-    await r.fx.host.request("call", { device_id: "pump", function_id: 3 }).catch(() => {});
-    for (let i = 0; i < 200 && r.fx.host.available; i++) {
-      await new Promise((res) => setTimeout(res, 10));
-    }
+    await crashByCall(r);
     for (const device of ["pump", "switch"]) {
       const c = r.outages.condition("p0", device);
       assert.equal(c.kind, "down", device);
@@ -306,7 +331,7 @@ Deno.test("DeviceOutages: a device answering again before the bound is never tol
     await failPump(r);
     assert.equal(r.timers.pending.size, 1, "the bound's timer");
     r.timers.advance(DOWN_AFTER_MS - 100);
-    await r.fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+    await answerPump(r.fx);
     await r.poll("pump");
     assert.equal(r.timers.pending.size, 0);
     r.timers.advance(DOWN_AFTER_MS);
@@ -339,12 +364,7 @@ Deno.test("DeviceOutages.onChange returns an unsubscribe that removes that liste
   const r = await rig();
   try {
     // A monitor of its own, so that the first listener is the one removed.
-    const outages = new DeviceOutages({
-      registry: r.fx.registry,
-      cache: r.fx.cache,
-      clock: r.timers.clock,
-      downAfterMs: DOWN_AFTER_MS,
-    });
+    const outages = monitorOn(r.fx, r.timers.clock);
     const a: string[] = [];
     const b: string[] = [];
     try {
@@ -383,10 +403,7 @@ Deno.test("DeviceOutages: a provider gone down gives its devices the time it wen
   const r = await rig();
   try {
     r.fx.clock.mono = 12_345;
-    await r.fx.host.request("call", { device_id: "pump", function_id: 3 }).catch(() => {});
-    for (let i = 0; i < 200 && r.fx.host.available; i++) {
-      await new Promise((res) => setTimeout(res, 10));
-    }
+    await crashByCall(r);
     assert.equal(r.outages.condition("p0", "pump").sinceMono, 12_345);
     // Told with that date: a listener keeps what it is told (the automation engine dates a
     // blocked device from it, the incident recorder a device loss), nothing tells it later.
@@ -418,7 +435,7 @@ Deno.test("DeviceOutages counts a new failure from its own start, not from one t
   try {
     await failPump(r);
     r.timers.advance(100);
-    await r.fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+    await answerPump(r.fx);
     await r.poll("pump");
     r.timers.advance(DOWN_AFTER_MS);
     await failPump(r);
@@ -622,16 +639,7 @@ Deno.test("DeviceOutages: the old host of a provider replaced by a reload, going
 });
 
 Deno.test("DeviceOutages: a device that has not answered a read yet is failing from no known moment: never down by time alone", async () => {
-  const fx = await startProgrammable(INVENTORY, { mono: 10_000 });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
-  });
-  const changes: DeviceConditionChange[] = [];
-  outages.onChange((c) => changes.push(c));
+  const { fx, timers, outages, changes } = await monitor(INVENTORY, { mono: 10_000 });
   try {
     assert.deepEqual(outages.condition("p0", "pump"), {
       kind: "failing",
@@ -669,14 +677,7 @@ Deno.test("DeviceOutages.condition says what the listeners were told: past the b
 Deno.test("DeviceOutages follows the device of a provider that lists only one, and judges it by the signals it sends", async () => {
   // The pump never sends temp: judged by flow alone.
   const pump = { ...INVENTORY.devices.pump!, values: [dbl("flow", 1)] };
-  const fx = await startProgrammable({ devices: { pump } }, { mono: 10_000 });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
-  });
+  const { fx, timers, outages } = await monitor({ devices: { pump } }, { mono: 10_000 });
   const told: string[] = [];
   outages.onChange((c) => told.push(`${c.deviceId} ${c.condition.kind}`));
   try {
@@ -694,12 +695,7 @@ Deno.test("DeviceOutages follows the device of a provider that lists only one, a
 
 Deno.test("DeviceOutages does not judge a restarted provider's device by the health its previous process reported", async () => {
   const fx = await startProgrammable(INVENTORY, { inProcess: true, restart: {} });
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: fx.clock,
-    downAfterMs: DOWN_AFTER_MS,
-  });
+  const outages = monitorOn(fx, fx.clock);
   try {
     await fx.program("pump", {
       health: { devices: [{ device_id: "pump", state: WireDeviceState.UNREACHABLE }] },
@@ -708,8 +704,7 @@ Deno.test("DeviceOutages does not judge a restarted provider's device by the hea
     await fx.cache.pollDevice("p0", "pump");
     assert.equal(outages.condition("p0", "pump").kind, "failing");
     // The process dies; the new one answers the pump's reads and has reported nothing yet.
-    const pid = fx.kill();
-    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restarted(fx, "restarted");
     await fx.cache.pollDevice("p0", "pump");
     assert.deepEqual(outages.condition("p0", "pump"), { kind: "up", reason: "", sinceMono: null });
   } finally {
@@ -721,13 +716,9 @@ Deno.test("DeviceOutages does not judge a restarted provider's device by the hea
 Deno.test("DeviceOutages: a signal never answered does not vouch for its device: the answered ones all FAULT, or none answered, is failing", async () => {
   // The pump never sends temp: judged by the signals it sends (flow), as above.
   const pump = { ...INVENTORY.devices.pump!, values: [dbl("flow", 1)] };
-  const fx = await startProgrammable({ devices: { pump } }, { mono: 10_000, inProcess: true });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
+  const { fx, timers, outages } = await monitor({ devices: { pump } }, {
+    mono: 10_000,
+    inProcess: true,
   });
   const told: string[] = [];
   outages.onChange((c) => told.push(`${c.deviceId} ${c.condition.kind}`));
@@ -750,13 +741,9 @@ Deno.test("DeviceOutages: a signal never answered does not vouch for its device:
 
 Deno.test("DeviceOutages: a device whose reads answer none of its polled signals is failing, then down", async () => {
   const pump = { ...INVENTORY.devices.pump!, values: [] };
-  const fx = await startProgrammable({ devices: { pump } }, { mono: 10_000, inProcess: true });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
+  const { fx, timers, outages } = await monitor({ devices: { pump } }, {
+    mono: 10_000,
+    inProcess: true,
   });
   try {
     await fx.cache.pollDevice("p0", "pump");
@@ -773,14 +760,7 @@ Deno.test("DeviceOutages: a device whose reads answer none of its polled signals
 });
 
 Deno.test("DeviceOutages: a device whose reads stop carrying any of its polled signals is failing, then down, as one that never carried them", async () => {
-  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
-  });
+  const { fx, timers, outages } = await monitor(INVENTORY, { mono: 10_000, inProcess: true });
   try {
     await fx.cache.pollDevice("p0", "pump");
     assert.equal(outages.condition("p0", "pump").kind, "up");
@@ -817,11 +797,7 @@ Deno.test("DeviceOutages tells every listener though one throws, and hands the e
   const r = await rig();
   try {
     const errors: string[] = [];
-    const outages = new DeviceOutages({
-      registry: r.fx.registry,
-      cache: r.fx.cache,
-      clock: r.timers.clock,
-      downAfterMs: DOWN_AFTER_MS,
+    const outages = monitorOn(r.fx, r.timers.clock, {
       onListenerError: (err) => errors.push(String(err)),
     });
     const told: string[] = [];
@@ -844,24 +820,20 @@ Deno.test("DeviceOutages tells every listener though one throws, and hands the e
 
 Deno.test("DeviceOutages.onDeviceReturn tells a device that answers again with its provider up, once; a provider's own outage tells nothing", async () => {
   const r = await rig();
-  const returned: string[] = [];
-  const off = r.outages.onDeviceReturn((p, d) => returned.push(`${p}/${d}`));
+  const { returned, off } = returnsOf(r.outages);
   try {
     await failPump(r);
     r.timers.advance(DOWN_AFTER_MS);
     assert.equal(r.kind("pump"), "down");
     assert.deepEqual(returned, [], "told while still out");
-    await r.fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+    await answerPump(r.fx);
     await r.poll("pump");
     assert.deepEqual(returned, ["p0/pump"]);
     await r.poll("pump");
     assert.deepEqual(returned, ["p0/pump"], "told again while it stayed up");
     // A device down because its provider went down is left to the provider's own return.
     await failPump(r);
-    await r.fx.host.request("call", { device_id: "pump", function_id: 3 }).catch(() => {});
-    for (let i = 0; i < 200 && r.fx.host.available; i++) {
-      await new Promise((res) => setTimeout(res, 10));
-    }
+    await crashByCall(r);
     assert.equal(r.kind("switch"), "down");
     assert.deepEqual(returned, ["p0/pump"], "a provider going down told a device return");
   } finally {
@@ -871,36 +843,26 @@ Deno.test("DeviceOutages.onDeviceReturn tells a device that answers again with i
 });
 
 Deno.test("DeviceOutages.onDeviceReturn tells a device whose reads failed after its provider came back once it answers, before the bound too; one that answers at once is not told", async () => {
-  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
-  });
-  const returned: string[] = [];
-  const off = outages.onDeviceReturn((p, d) => returned.push(`${p}/${d}`));
+  const { fx, timers, outages } = await monitor(INVENTORY, RESTARTING);
+  const { returned, off } = returnsOf(outages);
   try {
     await fx.cache.pollDevice("p0", "pump");
     assert.equal(outages.condition("p0", "pump").kind, "up");
     // The process dies; the new one's pump does not answer its first reads (it powers up slowly):
     // the calls its provider's return brought (the e-stop's ladder, the hooks into FAULT) found
     // it out, as a device that stops answering while its provider stays up.
-    const pid = fx.kill();
-    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restarted(fx, "restarted");
     await fx.program("pump", { read: { error: { code: StatusCode.UNAVAILABLE } } });
     await fx.cache.pollDevice("p0", "pump");
     assert.equal(outages.condition("p0", "pump").kind, "failing");
     // It answers within the bound (never down): told all the same, once.
     timers.advance(DOWN_AFTER_MS - 100);
-    await fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+    await answerPump(fx);
     await fx.cache.pollDevice("p0", "pump");
     assert.equal(outages.condition("p0", "pump").kind, "up");
     assert.deepEqual(returned, ["p0/pump"], "a device out since its provider's return");
     // A restart whose pump answers its first read: its provider's return is whole, no device's.
-    const pid2 = fx.kill();
-    await waitFor("restarted again", () => fx.host.available && fx.host.session!.pid !== pid2);
+    await restarted(fx, "restarted again");
     await fx.cache.pollDevice("p0", "pump");
     assert.equal(outages.condition("p0", "pump").kind, "up");
     assert.deepEqual(returned, ["p0/pump"], "no device return for a device that answered");
@@ -912,23 +874,13 @@ Deno.test("DeviceOutages.onDeviceReturn tells a device whose reads failed after 
 });
 
 Deno.test("DeviceOutages tells the date a device failing as its provider comes back gets at its first failed read: failing, now from then", async () => {
-  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
-  });
-  const changes: DeviceConditionChange[] = [];
-  outages.onChange((c) => c.deviceId === "pump" && changes.push(c));
+  const { fx, timers, outages, changes } = await monitor(INVENTORY, RESTARTING, "pump");
   try {
     await fx.cache.pollDevice("p0", "pump");
     assert.equal(outages.condition("p0", "pump").kind, "up");
     changes.length = 0;
     fx.clock.mono = 11_000;
-    const pid = fx.kill();
-    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restarted(fx, "restarted");
     // Back, not read since: failing from no known moment.
     assert.deepEqual(outages.condition("p0", "pump"), {
       kind: "failing",
@@ -959,10 +911,9 @@ Deno.test("DeviceOutages tells the date a device failing as its provider comes b
 
 Deno.test("DeviceOutages.onDeviceReturn tells a provider's returns at most once per DEVICE_RETURN_MIN_INTERVAL_MS: one within it at its end, if still up; the provider's own outage forgets it", async () => {
   const r = await rig();
-  const returned: string[] = [];
-  const off = r.outages.onDeviceReturn((p, d) => returned.push(`${p}/${d}`));
+  const { returned, off } = returnsOf(r.outages);
   const answer = async () => {
-    await r.fx.program("pump", { read: { values: [dbl("flow", 1), dbl("temp", 20)] } });
+    await answerPump(r.fx);
     await r.poll("pump");
   };
   try {
@@ -993,10 +944,7 @@ Deno.test("DeviceOutages.onDeviceReturn tells a provider's returns at most once 
     await failPump(r);
     await answer();
     assert.equal(r.timers.pending.size, 1, "the interval's timer");
-    await r.fx.host.request("call", { device_id: "pump", function_id: 3 }).catch(() => {});
-    for (let i = 0; i < 200 && r.fx.host.available; i++) {
-      await new Promise((res) => setTimeout(res, 10));
-    }
+    await crashByCall(r);
     assert.equal(r.fx.host.available, false);
     assert.equal(r.timers.pending.size, 0, "the interval's timer is cleared");
     assert.equal(returned.length, 3);
@@ -1030,21 +978,12 @@ Deno.test("DeviceOutages: a device already down whose provider a reload removes 
 });
 
 Deno.test("DeviceOutages: a device its provider's health reports UNREACHABLE as the provider came back is out: its answer is told a return", async () => {
-  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
-  });
-  const returned: string[] = [];
-  const off = outages.onDeviceReturn((p, d) => returned.push(`${p}/${d}`));
+  const { fx, outages } = await monitor(INVENTORY, RESTARTING);
+  const { returned, off } = returnsOf(outages);
   try {
     await fx.cache.pollDevice("p0", "pump");
     assert.equal(outages.condition("p0", "pump").kind, "up");
-    const pid = fx.kill();
-    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restarted(fx, "restarted");
     assert.equal(outages.condition("p0", "pump").sinceMono, null, "not read since it came back");
     // Its provider's health, not a read, finds it out: dated then, and out.
     fx.clock.mono = 12_000;
@@ -1070,18 +1009,10 @@ Deno.test("DeviceOutages: a device its provider's health reports UNREACHABLE as 
 });
 
 Deno.test("DeviceOutages: a device failing as its provider came back says it has not answered since, not that its reads fail; another's health report does not date it", async () => {
-  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
-  });
+  const { fx, outages } = await monitor(INVENTORY, RESTARTING);
   try {
     await fx.cache.pollDevice("p0", "pump");
-    const pid = fx.kill();
-    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restarted(fx, "restarted");
     const c = outages.condition("p0", "pump");
     assert.equal(c.kind, "failing");
     assert.equal(c.sinceMono, null);
@@ -1109,22 +1040,12 @@ Deno.test("DeviceOutages: a device failing as its provider came back says it has
 });
 
 Deno.test("DeviceOutages: a device a restart left out, whose provider a reload then removes, is told unconfigured, once", async () => {
-  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
-  });
-  const changes: DeviceConditionChange[] = [];
-  outages.onChange((c) => changes.push(c));
+  const { fx, timers, outages, changes } = await monitor(INVENTORY, RESTARTING);
   const host = fx.host;
   try {
     await fx.cache.pollDevice("p0", "pump");
     await fx.setInventory({ devices: { switch: INVENTORY.devices.switch! } });
-    const pid = fx.kill();
-    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restarted(fx, "restarted");
     assert.match(outages.condition("p0", "pump").reason, /not in the inventory/);
     changes.length = 0;
     assert.equal(fx.registry.remove("p0"), host);
@@ -1142,26 +1063,15 @@ Deno.test("DeviceOutages: a device a restart left out, whose provider a reload t
 });
 
 Deno.test("DeviceOutages: a device a restart left out, listed again by the next, is told its change from down, not taken as first seen", async () => {
-  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
-  });
-  const changes: DeviceConditionChange[] = [];
-  outages.onChange((c) => c.deviceId === "pump" && changes.push(c));
+  const { fx, outages, changes } = await monitor(INVENTORY, RESTARTING, "pump");
   try {
     await fx.cache.pollDevice("p0", "pump");
     changes.length = 0;
     await fx.setInventory({ devices: { switch: INVENTORY.devices.switch! } });
-    let pid = fx.kill();
-    await waitFor("restarted without it", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restarted(fx, "restarted without it");
     assert.match(outages.condition("p0", "pump").reason, /not in the inventory/);
     await fx.setInventory(INVENTORY);
-    pid = fx.kill();
-    await waitFor("restarted with it", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restarted(fx, "restarted with it");
     await fx.cache.pollDevice("p0", "pump");
     assert.equal(outages.condition("p0", "pump").kind, "up");
     // Each change follows the one told before it (the device-loss latch's return, the incident's
@@ -1179,16 +1089,10 @@ Deno.test("DeviceOutages: a device a restart left out, listed again by the next,
 
 Deno.test("DeviceOutages: a device its provider's health reports UNREACHABLE before its first answer says so: that report dates it, and it is lost for it", async () => {
   // A provider just up (started, added or restarted by a reload: its devices not read yet).
-  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
-  });
-  const changes: DeviceConditionChange[] = [];
-  outages.onChange((c) => c.deviceId === "pump" && changes.push(c));
+  const { fx, timers, outages, changes } = await monitor(INVENTORY, {
+    mono: 10_000,
+    inProcess: true,
+  }, "pump");
   try {
     assert.equal(outages.condition("p0", "pump").reason, "it has not answered a read yet");
     fx.clock.mono = 11_000;
@@ -1285,16 +1189,7 @@ Deno.test("DeviceOutages: a device down by its reads whose provider a reload rem
 });
 
 Deno.test("DeviceOutages: a device a restart left out keeps its date through its provider's next crash and return", async () => {
-  const fx = await startProgrammable(INVENTORY, { mono: 10_000, inProcess: true, restart: {} });
-  const timers = new Timers(fx);
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: timers.clock,
-    downAfterMs: DOWN_AFTER_MS,
-  });
-  const changes: DeviceConditionChange[] = [];
-  outages.onChange((c) => c.deviceId === "pump" && changes.push(c));
+  const { fx, outages, changes } = await monitor(INVENTORY, RESTARTING, "pump");
   // The pump's date each time its provider goes down (this listener runs after the monitor's).
   const whenDown: (number | null)[] = [];
   fx.host.onAvailability((up) => {
@@ -1304,13 +1199,11 @@ Deno.test("DeviceOutages: a device a restart left out keeps its date through its
     await fx.cache.pollDevice("p0", "pump");
     await fx.setInventory({ devices: { switch: INVENTORY.devices.switch! } });
     fx.clock.mono = 11_000;
-    let pid = fx.kill();
-    await waitFor("restarted without it", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restarted(fx, "restarted without it");
     assert.equal(outages.condition("p0", "pump").sinceMono, 11_000);
     changes.length = 0;
     fx.clock.mono = 13_000;
-    pid = fx.kill();
-    await waitFor("restarted again", () => fx.host.available && fx.host.session!.pid !== pid);
+    await restarted(fx, "restarted again");
     // Before: 13_000 while its provider was down (then 11_000 again), untold both ways.
     assert.deepEqual(whenDown, [11_000, 11_000]);
     const c = outages.condition("p0", "pump");
