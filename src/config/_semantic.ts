@@ -205,6 +205,7 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
   };
   checkLossDetection(config, c);
   checkStaleBelowPollPeriod(config, c);
+  checkWarnBelowPollPeriod(config, c);
   return config;
 }
 
@@ -228,6 +229,39 @@ function checkStaleBelowPollPeriod(config: Config, c: Checker): void {
       "STALE between polls even when its reads succeed (interlocks on them engage and release " +
       "every poll, alarms with on_bad_quality: alarm raise); set it above the interval (twice " +
       `it, ${2 * intervalMs}, leaves each poll's own time a margin) or to 0 to derive it`,
+  );
+}
+
+/**
+ * A configured health.staleness.warn_after_ms at or below polling.interval_ms, under a stale
+ * bound that is not itself warned about (checkStaleBelowPollPeriod) or in error: as there, a
+ * device's last answered poll is about an interval old just before its next, so every device's
+ * health reads WARNING between polls even when every read succeeds (the poll period is capped at
+ * half the bound so that a device never WARNs between polls, but never below the interval). A
+ * warning, not an error: the runtime runs as configured.
+ */
+function checkWarnBelowPollPeriod(config: Config, c: Checker): void {
+  const { warnAfterMs, staleAfterMs } = config.health.staleness;
+  const intervalMs = config.polling.intervalMs;
+  const key = ["health", "staleness", "warn_after_ms"];
+  if (warnAfterMs === 0 || warnAfterMs > intervalMs) return;
+  if (staleAfterMs !== 0 && staleAfterMs <= intervalMs) return; // said of stale_after_ms
+  if (
+    c.hasErrorAt(key) || c.hasErrorAt(["health", "staleness", "stale_after_ms"]) ||
+    c.hasErrorAt(["polling", "interval_ms"])
+  ) return;
+  // Twice the interval leaves each poll's own time a margin, unless that is not under the
+  // configured stale bound (warn_after_ms must stay below it).
+  const twice = 2 * intervalMs;
+  const above = staleAfterMs === 0 || twice < staleAfterMs
+    ? `above the interval (twice it, ${twice}, leaves each poll's own time a margin)`
+    : `above the interval and below stale_after_ms (${staleAfterMs})`;
+  c.warning(
+    key,
+    `is not longer than polling.interval_ms (${warnAfterMs} <= ${intervalMs}), the shortest ` +
+      "period a device is polled at: its last answered poll is about that old just before its " +
+      "next, so every device's health reads WARNING between polls even when its reads succeed; " +
+      `set it ${above} or to 0 to derive it`,
   );
 }
 

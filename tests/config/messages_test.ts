@@ -646,6 +646,35 @@ runs:
       "each poll's own time a margin) or to 0 to derive it",
     ]],
   },
+  {
+    name: "warn_after_ms not longer than polling.interval_ms names both figures and the fix",
+    yaml: `${PROV}\npolling:\n  interval_ms: 500\nhealth:\n  staleness: {warn_after_ms: 1}\n`,
+    expect: [[
+      "warning health.staleness.warn_after_ms",
+      "is not longer than polling.interval_ms (1 <= 500), the shortest period a device is polled " +
+      "at: its last answered poll is about that old just before its next, so every device's " +
+      "health reads WARNING between polls even when its reads succeed; set it above the " +
+      "interval (twice it, 1000, leaves each poll's own time a margin) or to 0 to derive it",
+    ]],
+  },
+  {
+    name: "warn_after_ms not longer than polling.interval_ms under a stale bound twice it would " +
+      "pass names that bound, not twice the interval",
+    yaml: `${PROV}
+polling:
+  interval_ms: 1000
+health:
+` +
+      `  staleness: {warn_after_ms: 1000, stale_after_ms: 1500}
+`,
+    expect: [[
+      "warning health.staleness.warn_after_ms",
+      "is not longer than polling.interval_ms (1000 <= 1000), the shortest period a device is " +
+      "polled at: its last answered poll is about that old just before its next, so every " +
+      "device's health reads WARNING between polls even when its reads succeed; set it above " +
+      "the interval and below stale_after_ms (1500) or to 0 to derive it",
+    ]],
+  },
 ];
 
 for (const c of CASES) {

@@ -755,6 +755,53 @@ ${PROV}
     expect: ["error polling.interval_ms @2"],
   },
   {
+    name: "health.staleness.warn_after_ms equal to polling.interval_ms is a warning",
+    yaml: `
+polling:
+  interval_ms: 1000
+health:
+  staleness:
+    warn_after_ms: 1000
+    stale_after_ms: 5000
+${PROV}
+`,
+    expect: ["warning health.staleness.warn_after_ms @5"],
+  },
+  {
+    name:
+      "health.staleness.warn_after_ms below the default polling interval with a derived stale bound is a warning",
+    yaml: `
+health:
+  staleness: {warn_after_ms: 1}
+${PROV}
+`,
+    expect: ["warning health.staleness.warn_after_ms @2"],
+  },
+  {
+    name: "health.staleness.warn_after_ms longer than polling.interval_ms is valid",
+    yaml: `
+polling:
+  interval_ms: 1000
+health:
+  staleness:
+    warn_after_ms: 1001
+${PROV}
+`,
+    expect: [],
+  },
+  {
+    name: "health.staleness.warn_after_ms is not compared with a polling.interval_ms in error",
+    yaml: `
+polling:
+  interval_ms: 99
+health:
+  staleness:
+    warn_after_ms: 50
+${PROV}
+`,
+    expect: ["error polling.interval_ms @2"],
+  },
+  {
     name: "telemetry.health_interval_ms negative is an error",
     yaml: `
 telemetry:

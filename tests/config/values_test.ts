@@ -83,7 +83,7 @@ safety:
   safe_state:
     zero_is_safe: true
 health:
-  staleness: {warn_after_ms: 100, stale_after_ms: 101}
+  staleness: {warn_after_ms: 101, stale_after_ms: 102}
 audit:
   max_file_bytes: 4096
   max_files: 1000
@@ -157,7 +157,7 @@ runs:
   assert.equal(config.automation.tickRateHz, 1000);
   assert.equal(config.automation.manualGatingPolicy, "OVERRIDE");
   assert.equal(config.safety.safeState.zeroIsSafe, true);
-  assert.deepEqual(config.health, { staleness: { warnAfterMs: 100, staleAfterMs: 101 } });
+  assert.deepEqual(config.health, { staleness: { warnAfterMs: 101, staleAfterMs: 102 } });
   assert.deepEqual(config.audit, { maxFileBytes: 4096, maxFiles: 1000 });
   assert.deepEqual(config.runs, { maxRunBytes: 65536, maxRuns: 1, maxTotalBytes: 1114112 });
 });

@@ -295,7 +295,17 @@ Deno.test("SIGHUP applies new health thresholds and a new e-stop ladder at once"
     );
     assert.match(await reload(rt, 1), /applied: health, safety/);
     assert.equal(await rung(), "zero");
-    // Now a sample older than 1 ms is a warning: within a 1 s cycle that is nearly always.
+    // warn_after_ms: 1 is a test value, there to see WARNING at once: a sample older than 1 ms
+    // is a warning, within a 1 s cycle nearly always. The reload applies it and says so, once.
+    assert.deepEqual(
+      rt.stderr().split("\n").filter((l) => /warning: health\.staleness\.warn_after_ms/.test(l))
+        .map((l) => l.replace(/^(WARN) .*(config reload: ).*runtime\.yaml:\d+:\d+: /, "$1 $2"))
+        .map((l) => l.replace(/ \(1 <= 1000\).*/, " (1 <= 1000)")),
+      [
+        "WARN config reload: warning: health.staleness.warn_after_ms: is not " +
+        "longer than polling.interval_ms (1 <= 1000)",
+      ],
+    );
     await waitFor("WARNING health", async () => (await healths()).includes("WARNING"), WAIT_MS);
   } finally {
     assert.equal(await rt.stop(), 0, rt.stderr());
