@@ -33,6 +33,8 @@
  * take-out, restart or removal of it, its provider's next crash while a restart left it out)
  * changes its reason, never moves its date later (firstDown); one failing by its reads that goes
  * down for such a cause is down since it began failing, as if its reads had lasted to the bound.
+ * One failing in between as its provider came back (not up since: failing from its first failed
+ * read after that return, as above) is down again from that outage's first moment, not from it.
  */
 import { WireDeviceState } from "../adpp/mod.ts";
 import { type Clock, type DeviceCapabilities, tellEach, type TimerId } from "../common/mod.ts";
@@ -136,6 +138,12 @@ interface Tracked {
   readonly deviceId: string;
   condition: DeviceCondition;
   timer: TimerId | null;
+  /**
+   * When its outage began (monotonic), while it has not been up since: set when it goes down (not
+   * on purpose), kept through a failing spell as its provider comes back (not up in between), so
+   * that down again it is dated from that outage's first moment (#recheck); null once up.
+   */
+  outageSince: number | null;
 }
 
 /** One provider's device returns as told (DEVICE_RETURN_MIN_INTERVAL_MS). */
@@ -240,12 +248,19 @@ export class DeviceOutages {
           if (tracked.has(id)) continue;
           const unlisted = this.#unlistedSince.get(host.id)?.get(id);
           this.#forgetUnlisted(host.id, id);
-          const t: Tracked = { providerId: host.id, deviceId: id, condition: UP, timer: null };
+          const t: Tracked = {
+            providerId: host.id,
+            deviceId: id,
+            condition: UP,
+            timer: null,
+            outageSince: null,
+          };
           // Listed again after a restart left it out (or a reload's take-out): it was told down,
           // so its condition now is told as a change from that (the recheck below), not taken
           // for where it starts.
           if (unlisted !== undefined) {
             t.condition = down(`not in the inventory of provider ${host.id}`, unlisted);
+            t.outageSince = unlisted;
           } else {
             // First seen: its condition now is where it starts (a device is lost only after it
             // was seen, so a provider still starting loses nothing).
@@ -560,8 +575,14 @@ export class DeviceOutages {
     // one failing by its reads that goes down for another cause before the bound: down since it
     // began failing, as at the bound (and as incidents date its loss), not since that cause.
     const kept = previous.kind !== "up" ? previous.sinceMono : null;
-    const next = firstDown(this.#judge(t.providerId, t.deviceId), kept);
+    // Down again, not up since an outage (failing in between as its provider came back, not read
+    // since): dated from that outage's first moment too (Tracked.outageSince).
+    const next = firstDown(firstDown(this.#judge(t.providerId, t.deviceId), kept), t.outageSince);
     t.condition = next;
+    if (next.kind === "up") t.outageSince = null;
+    else if (next.kind === "down" && next.reloading !== true && t.outageSince === null) {
+      t.outageSince = next.sinceMono;
+    }
     this.#armDownTimer(t);
     // Same kind: told only when a failing device's start becomes known (failing from no known
     // moment as its provider came back, then its first failed read): a listener keeps the date

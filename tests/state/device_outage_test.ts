@@ -895,13 +895,14 @@ Deno.test("DeviceOutages tells the date a device failing as its provider comes b
       changes.map((c) => [c.previous, c.condition.kind, c.condition.sinceMono]),
       [["up", "down", 11_000], ["down", "failing", null], ["failing", "failing", 12_000]],
     );
-    // Told once: a further failed read tells nothing; past the bound, down from then.
+    // Told once: a further failed read tells nothing; past the bound, down again -- dated from
+    // its provider's crash, the first moment of that outage (it has not been up since).
     await fx.cache.pollDevice("p0", "pump");
     assert.equal(changes.length, 3);
     timers.advance(DOWN_AFTER_MS);
     assert.deepEqual(
       changes.slice(3).map((c) => [c.previous, c.condition.kind, c.condition.sinceMono]),
-      [["failing", "down", 12_000]],
+      [["failing", "down", 11_000]],
     );
   } finally {
     outages.stop();
@@ -1243,5 +1244,66 @@ Deno.test("DeviceOutages: a device failing by its reads whose provider then goes
     );
   } finally {
     await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device lost by its reads whose provider (a real child) crashes and comes back with it failing still is down again since its loss, not since its later failed reads", async () => {
+  // A real child process with a restart policy: the provider crashes and is started again while
+  // the device's reads fail throughout (docs/safety.md: a device down stays down since the first
+  // moment of that outage until it is up again).
+  const fx = await startProgrammable(INVENTORY, { mono: 10_000, restart: {} });
+  const timers = new Timers(fx);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: timers.clock,
+    downAfterMs: DOWN_AFTER_MS,
+  });
+  const changes: DeviceConditionChange[] = [];
+  outages.onChange((c) => c.deviceId === "pump" && changes.push(c));
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    changes.length = 0;
+    await fx.program("pump", { read: { error: { code: StatusCode.NOT_FOUND } } });
+    await fx.cache.pollDevice("p0", "pump"); // failing from 10_000
+    timers.advance(DOWN_AFTER_MS);
+    assert.deepEqual(
+      [outages.condition("p0", "pump").kind, outages.condition("p0", "pump").sinceMono],
+      ["down", 10_000],
+    );
+    fx.clock.mono = 12_000;
+    const pid = fx.kill();
+    await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
+    // The new process: the device fails still (programmed before any read of it).
+    await fx.program("pump", { read: { error: { code: StatusCode.NOT_FOUND } } });
+    const seen: [string, number | null][] = [];
+    const note = () => {
+      const c = outages.condition("p0", "pump");
+      seen.push([c.kind, c.sinceMono]);
+    };
+    note(); // back, not read since
+    fx.clock.mono = 13_000;
+    await fx.cache.pollDevice("p0", "pump"); // its first failed read since
+    note();
+    timers.advance(DOWN_AFTER_MS);
+    note();
+    // Failing as its provider came back (undated until its first failed read since, as
+    // documented); down again, it is the same outage (never up in between): dated from its loss.
+    // Before: ["down", 13_000] -- blocked_devices.since_epoch_ms moved past the loss.
+    assert.deepEqual(seen, [["failing", null], ["failing", 13_000], ["down", 10_000]]);
+    assert.deepEqual(
+      changes.map((c) => [c.previous, c.condition.kind, c.condition.sinceMono]),
+      [
+        ["up", "failing", 10_000],
+        ["failing", "down", 10_000],
+        ["down", "failing", null],
+        ["failing", "failing", 13_000],
+        ["failing", "down", 10_000],
+      ],
+    );
+  } finally {
+    outages.stop();
+    await fx.close();
   }
 });
