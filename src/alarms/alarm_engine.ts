@@ -851,7 +851,7 @@ export class AlarmEngine implements AlarmService {
   /** Evaluates one interlock, publishes an engage or release; returns whether it blocks. */
   #evaluateInterlock(entry: InterlockEntry, mono: number, wall: number): boolean {
     const il = entry.interlock;
-    const blocking = il.evaluate(mono);
+    const blocking = il.evaluate(mono, entry.blocking ? entry.toldInput : null);
     if (blocking === entry.blocking && entry.sinceWall !== null) {
       if (
         blocking && (il.badInput !== entry.toldInput || il.badKind !== entry.toldKind ||

@@ -99,8 +99,13 @@ export class Interlock {
     this.valueInputs = [...compared];
   }
 
-  /** Whether it blocks now (see the module comment); `nowMono` is the monotonic clock. */
-  evaluate(nowMono: number): boolean {
+  /**
+   * Whether it blocks now (see the module comment); `nowMono` is the monotonic clock. `told`: the
+   * bad input last told while it kept blocking (null: none, or not blocking): named again while
+   * it stays bad, not another that comes before it in the condition and goes bad and usable by
+   * turns meanwhile (each turn would be another reason told).
+   */
+  evaluate(nowMono: number, told: SignalInput | null = null): boolean {
     // Every input is classified, also those after the first bad one and those a comparison that
     // cannot be made leaves unread: the engine's wake-up is set for when the first usable input
     // goes stale (staleAtMono), and an outdated instant, once past, would wake it at once, again
@@ -109,9 +114,17 @@ export class Interlock {
     for (let i = 0; i < all.length; i++) all[i]!.classify(this.#ctx, nowMono);
     const inputs = this.valueInputs;
     for (let i = 0; i < inputs.length; i++) {
-      const problem = inputs[i]!.classify(this.#ctx, nowMono);
+      let problem = inputs[i]!.classify(this.#ctx, nowMono);
       if (problem !== InputProblem.GOOD) {
-        const input = inputs[i]!;
+        let input = inputs[i]!;
+        // The input last told, when it is still bad (a compared one: a reload may have dropped it).
+        if (told !== null && told !== input && inputs.includes(told)) {
+          const toldProblem = told.classify(this.#ctx, nowMono);
+          if (toldProblem !== InputProblem.GOOD) {
+            input = told;
+            problem = toldProblem;
+          }
+        }
         // What reason() describes first: a compared input with no sample whose declared type a
         // comparison cannot take, whatever else is bad and whether its device is up (the text
         // stays, so nothing new is told).
@@ -194,8 +207,8 @@ export class Interlock {
 
   /**
    * Why it blocks, as the last evaluation found it: the bad input (first one whose declared type a
-   * comparison cannot take, else the first bad one), the comparison that met a wrong type, or the
-   * values its condition saw.
+   * comparison cannot take, else the one last told while it stays bad, else the first bad one),
+   * the comparison that met a wrong type, or the values its condition saw.
    */
   reason(nowMono: number): string {
     // A signal with no sample whose declared type a comparison cannot take stays bad once samples

@@ -1800,6 +1800,69 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine tells an interlock's bad input once while it stays bad, not again at each turn of another input before it going stale and fresh", async () => {
+  // The stale bound (1000 ms) is shorter than the poll period (1500 ms): temp, first in the
+  // condition, is fresh at each poll and stale by age before the next, while mode stays FAULT.
+  // The interlock blocks all along on mode; temp's turns are no other reason to tell (nor another
+  // `engage` in the open run).
+  const s = await setup(`
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80 or p0/probe/mode == 'x'", message: m }
+`);
+  const dir = await Deno.makeTempDir({ prefix: "interlock_turns_run_" });
+  const runs = new RunRegistry({
+    dataDir: dir,
+    runtimeName: "lab1",
+    pollingIntervalMs: 500,
+    files: journalFiles,
+    clock: withRealTimers(s.fx.clock),
+    logger: runsLogger,
+  });
+  try {
+    await runs.start();
+    runs.attach(s.bus);
+    const { run } = await runs.open({});
+    const faulty = (v: string): Sample => ({ ...mode(v), quality: Q.FAULT });
+    const told = () =>
+      interlockEvents(s.events).map((e) =>
+        `${e.blocking} ${e.reason?.replace(/\d+ ms old/, "N ms old") ?? null}`
+      );
+    const engage = "true bad input: p0/probe/mode is FAULT";
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(25), faulty("open")]);
+    assert.deepEqual(told(), [engage]);
+    for (let poll = 2_500; poll <= 7_000; poll += 1_500) {
+      s.fx.clock.mono = poll;
+      await s.read([temp(25), faulty("open")]);
+      s.fx.clock.mono = poll + 1_001;
+      s.timers.fireDue(); // temp goes stale by age; mode is still FAULT
+      assert.deepEqual(told(), [engage], "mode bad all along: told once, at the engage");
+      assert.equal(
+        s.engine.interlocks()[0]!.reason,
+        "bad input: p0/probe/mode is FAULT",
+        "GET names what was told, still true",
+      );
+    }
+    assert.equal(s.lines.filter((l) => l.includes("blocks for another reason")).length, 0);
+    // mode usable again while temp is stale (left out of the answer): temp is told now.
+    s.fx.clock.mono = 8_600;
+    await s.read([mode("open")]);
+    const stale =
+      "true bad input: p0/probe/temp is stale: its sample is N ms old (stale after 1000 ms)";
+    assert.deepEqual(told(), [engage, stale]);
+    await s.read([temp(25), mode("open")]);
+    assert.deepEqual(told(), [engage, stale, "false null"]);
+    const recorded = (await runs.listEvents(run.run_id, {})).events.filter((e) =>
+      e.category === "interlock"
+    );
+    assert.deepEqual(recorded.map((e) => e.type), ["engage", "engage", "release"]);
+  } finally {
+    await runs.shutdown();
+    await s.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("AlarmEngine publishes an interlock's engage and another reason when its logger throws on their WARN lines", async () => {
   let logFails = false;
   const s = await setup(
