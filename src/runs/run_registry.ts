@@ -752,6 +752,12 @@ export class RunRegistry {
   /** Shutdown has begun: no save is tried again from now on. */
   #shuttingDown = false;
   /**
+   * Why the shutdown of a registry never available could not record the safety events between runs
+   * (its WARN said how many), or null: one noted after that WARN, before "stopped" (an e-stop's
+   * reason arriving: recordEstopReason), is said likewise (#betweenRunsChanged), not lost unsaid.
+   */
+  #lostWhy: string | null = null;
+  /**
    * shutdown() was called: a start under way (start() is not in the serial chain, and a hung
    * mount may hold it past the stop) ends at its next step (#startGoesOn), writing nothing more.
    * A retry (in the serial chain: the shutdown waits for it) goes on; none is set once it is.
@@ -1557,18 +1563,24 @@ export class RunRegistry {
       // The count of safety events between runs as it is now, for the next start's first run.
       this.#stopSavingBetween();
       this.#saveBetweenRuns(true);
-      // Never available (its start failed, or still runs): its start is not tried again (one
-      // INFO: the stop was asked, no fault of the registry's, so not an ERROR, and said here once
-      // whichever way the start ends), and no runs.jsonl is open to save the count in (WARN).
+      // Never available (its start failed, or still runs): its start goes no further (one INFO:
+      // the stop was asked, no fault of the registry's, so not an ERROR, and said here once
+      // whichever way the start ends), and no runs.jsonl is open to save the count in (WARN; one
+      // noted after it, until "stopped", is said likewise: #lostWhy).
       if (this.#state !== "ready") {
         const why = !this.#startCalled
           ? "run registry stopped before its start"
           : this.#state === "new"
           ? "run registry stopped while it started"
           : this.#unavailableReason ?? "unknown";
-        if (this.#startCalled) {
+        if (this.#state === "new" && this.#startCalled) {
+          // Its first try still under way, none failed (a quick stop at boot, a disk slow or
+          // hung): nothing was or would be retried, no fault to hint at.
+          this.#log.info("run registry stopped while its start was under way: not started");
+        } else if (this.#startCalled) {
           this.#log.info(`run registry start not retried: stopped before it succeeded (${why})`);
         }
+        this.#lostWhy = why;
         this.#betweenRunsLost(why);
       }
       // Writes what is queued and fsyncs; a failure is logged by the writer.
@@ -2134,6 +2146,11 @@ export class RunRegistry {
    * done, its end saves it.
    */
   #betweenRunsChanged(): void {
+    // Stopping, never available: no runs.jsonl to save it in, said as the shutdown's WARN was.
+    if (this.#lostWhy !== null) {
+      this.#betweenRunsLost(this.#lostWhy);
+      return;
+    }
     if (this.#state !== "ready" || this.#betweenTimer !== null || this.#betweenSoon) return;
     // After the events of the same step (an e-stop's trigger and its FAULT entry): one record.
     this.#betweenSoon = true;
@@ -2271,7 +2288,11 @@ export class RunRegistry {
    * Appends a saved record (a count, a failed close's in_flight ids) to runs.jsonl, not awaited by
    * its caller. It is a line of the file (#journalLines, the measure of #compactIfLong) from the
    * time it is queued until its write fails (the writer cuts a failed write back: it adds none),
-   * unless runs.jsonl was counted anew since (a rewrite, which does not hold it).
+   * unless runs.jsonl was counted anew since (a rewrite, which does not hold it). Not counted as
+   * lost by the writer: each save's failure is said by the registry (a count's spell WARN and its
+   * retry, or the stop's WARN; the in_flight ids' WARN), and the writer's own line for the same
+   * failure ("written again: N lines were lost before" once a later record is written -- the count
+   * retried is not lost --, or its ERROR "lines lost" at the stop's close) was a second line.
    */
   #appendSave(
     journal: JournalWriter,
@@ -2280,7 +2301,7 @@ export class RunRegistry {
   ): Promise<JournalAppendResult> {
     this.#journalLines++;
     const counted = this.#journalCount;
-    const written = journal.append(line, options).then((r) => {
+    const written = journal.append(line, { ...options, counted: false }).then((r) => {
       if (!r.ok && counted === this.#journalCount) this.#journalLines--;
       return r;
     });

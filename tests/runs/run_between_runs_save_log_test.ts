@@ -65,6 +65,10 @@ Deno.test("RunRegistry WARNs a failing save of the count of safety events betwee
   } finally {
     await registry.shutdown();
   }
+  // Each failure is the registry's WARN: runs.jsonl's writer adds no line of its own for the same
+  // saves ("written again: N lines were lost before" once the count retried was written -- it is
+  // not lost --, nor its ERROR "lines lost" as the stop closes it).
+  assert.deepEqual(lines.filter((l) => l.includes("lost")), [], lines.join("\n"));
 });
 
 Deno.test("RunRegistry says a failed save of the count of safety events between runs at the stop as not saved, not as tried again", async () => {
@@ -103,6 +107,8 @@ Deno.test("RunRegistry says a failed save of the count of safety events between 
     said[0]!,
     /^WARN .*run registry stopped: count of safety events between runs not saved \(2, 0 e-stop triggers; .*\): .*no space left/i,
   );
+  // One failure, one line: not also runs.jsonl's writer's ERROR "1 lines lost" as it closes.
+  assert.deepEqual(lines.filter((l) => /^(WARN|ERROR)/.test(l)), said, lines.join("\n"));
 });
 
 Deno.test("RunRegistry says a count of safety events between runs its stop cannot queue (runs.jsonl's queue full) as not saved", async () => {
@@ -200,4 +206,6 @@ Deno.test("RunRegistry says a failed save of an open run's count of events not r
       "i",
     ),
   );
+  // One failure, one line: not also runs.jsonl's writer's ERROR "1 lines lost" as it closes.
+  assert.deepEqual(lines.filter((l) => l.includes("lost")), [], lines.join("\n"));
 });

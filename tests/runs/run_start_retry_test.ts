@@ -396,6 +396,44 @@ Deno.test("RunRegistry: a shutdown that cancels the retry of a failed start WARN
   assert.match(notRetried[0]!, /^INFO /, "a start not retried because of a stop is said at INFO");
 });
 
+Deno.test("RunRegistry: an e-stop's reason arriving as the stop of a registry never available begins is said with what it could not record", async () => {
+  const files = new FaultyMemoryFiles();
+  const clock = new ManualClock();
+  const first = registryOn(files, clock);
+  await first.start();
+  await first.open({ experiment_label: "left open" });
+  await first.shutdown();
+
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, clock, { logger: log });
+  const bus = new EventBus();
+  registry.attach(bus);
+  files.syncFails = true;
+  await registry.start();
+  assert.equal(registry.info().available, false, "unavailable while the disk is full");
+  pressEstop(bus, 3);
+  pressEstop(bus, 4);
+  // The reason of the last e-stop (its HTTP body read after the latch) arrives as the stop begins:
+  // no run records it, so it is counted between runs -- and not recorded, as the triggers are.
+  let arrive!: (reason: string) => void;
+  registry.recordEstopReason(new Promise((r) => arrive = r), "api", 4);
+  const stopping = registry.shutdown();
+  arrive("leak");
+  await stopping;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+
+  // Noted before the registry stopped (after the stop's WARN of the two triggers): said likewise,
+  // not lost without a line.
+  const warned = lines.filter((l) => l.startsWith("WARN"));
+  const said = warned.map((l) =>
+    /^WARN .*: (\d+) safety events between runs \((\d+) e-stop triggers\) not recorded: .*run journal \/data\/runs\.jsonl: /
+      .exec(l)
+  );
+  assert.ok(said.every((m) => m !== null), lines.join("\n"));
+  const sum = (i: number) => said.reduce((n, m) => n + Number(m![i]), 0);
+  assert.deepEqual([sum(1), sum(2)], [3, 2], lines.join("\n"));
+});
+
 /**
  * Files whose listing of the runs' event folder waits for `gate` while it is set (a slow disk),
  * then fails while `fails` is above 0 (an I/O error).
