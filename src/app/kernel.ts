@@ -568,6 +568,12 @@ export class Kernel {
   readonly #sectionFactsRecorded = new Set<string>();
   #starting: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
+  /**
+   * The stop's stages that failed after stop() had settled: one the stop went on without past its
+   * bound (the audit journal's, the run records', the history's and incident records' last wait)
+   * whose disk answered at last with an error, or the data_dir lock's release after them.
+   */
+  readonly #stopStagesFailedLate: string[] = [];
   /** Resolved by stop(): ends the wait of the opening of runtime.data_dir at once. */
   readonly #stopAsked = Promise.withResolvers<"stopping">();
   /**
@@ -2839,6 +2845,15 @@ export class Kernel {
   }
 
   /**
+   * The stop's stages that failed after stop() had settled (a stage on a hung disk it went on
+   * without, whose disk answered at last with an error): a stage failed all the same, and the
+   * process that learns of it before it exits says so (exit 4, as for one that failed within).
+   */
+  get stopStagesFailedLate(): readonly string[] {
+    return this.#stopStagesFailedLate;
+  }
+
+  /**
    * Stops polling and ends every provider within runtime.shutdown_timeout_ms. Idempotent. During
    * start() it acts at once: ending the providers ends whatever start-up stage waits on them.
    * Every stage runs whatever an earlier one did: one that throws is logged (ERROR, naming it) and
@@ -2857,7 +2872,17 @@ export class Kernel {
     // A logger that throws must not end the stop either.
     const log = this.#lines;
     const failed: string[] = [];
+    // Whether the stop has settled: a stage failing after it (one it went on without past its
+    // bound) is no longer in `failed`, which the stop has already judged.
+    let settled = false;
     const report = (stage: string, err: unknown) => {
+      if (settled) {
+        this.#stopStagesFailedLate.push(stage);
+        log.error(
+          `stop: ${stage} failed after the stop had ended without it: ${errorMessage(err)}`,
+        );
+        return;
+      }
       failed.push(stage);
       log.error(`stop: ${stage} failed: ${errorMessage(err)}; the stop goes on`);
     };
@@ -3007,7 +3032,12 @@ export class Kernel {
       : Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS);
     const [recordedInTime] = await Promise.all([
       boundedWait(recorded, recordedWaitMs),
-      stepAsync("telemetry", () => this.telemetry.stop(telemetryBudget)),
+      stepAsync("telemetry", () =>
+        this.telemetry.stop(
+          telemetryBudget,
+          // A second stop signal cuts the flush to what the hurried deadline leaves.
+          deadline?.hurried?.then(() => Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS)),
+        )),
     ]);
     if (!recordedInTime) {
       late.push(recorded);
@@ -3034,10 +3064,11 @@ export class Kernel {
           lock.release();
           log.info("stop: data_dir lock released: the writes the stop went on without ended");
         } catch (err) {
-          log.error(`stop: data_dir lock could not be released: ${errorMessage(err)}`);
+          report("data_dir lock", err); // the stop has settled by now: a late failure
         }
       });
     }
+    settled = true;
     if (failed.length > 0) {
       throw internal(
         `runtime stopped, but ${failed.length} stop stage(s) failed: ${failed.join(", ")}`,

@@ -124,6 +124,7 @@ export async function runService(
           "was stopped)",
       ));
   });
+  let code: ExitCode;
   try {
     const first = await Promise.race([
       starting.then(() => null, (err: unknown) => ({ err })),
@@ -156,7 +157,7 @@ export async function runService(
     }
     await notifyStopping(log);
     // During start-up too: stop() ends whatever start-up stage is waiting.
-    return await shutDown((deadline) => kernel.stop(deadline), signals, config, log);
+    code = await shutDown((deadline) => kernel.stop(deadline), signals, config, log);
   } finally {
     // Nothing may outlive the process: a provider still running now is killed and reaped.
     const killed = await killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
@@ -164,6 +165,28 @@ export async function runService(
     signals.dispose();
     hangup();
   }
+  // Judged last, once the providers are reaped: a stage the stop went on without may fail meanwhile.
+  return exitCodeAfterStop(code, kernel.stopStagesFailedLate, log);
+}
+
+/**
+ * The exit code of a shutdown that ended with `code`, given the stop's stages that failed after the
+ * stop had settled (Kernel.stopStagesFailedLate: one it went on without past its bound, whose disk
+ * answered at last with an error). A stage that failed is a failed stop whenever the process learns
+ * of it before it exits: exit 4 (EXIT_INTERNAL_ERROR), one ERROR line naming the stages. One that
+ * fails after the exit cannot count.
+ */
+export function exitCodeAfterStop(
+  code: ExitCode,
+  failedLate: readonly string[],
+  log: Logger,
+): ExitCode {
+  if (code !== EXIT_OK || failedLate.length === 0) return code;
+  log.error(
+    `shutdown failed: ${failedLate.length} stop stage(s) failed after the stop had ended ` +
+      `without them: ${failedLate.join(", ")}`,
+  );
+  return EXIT_INTERNAL_ERROR;
 }
 
 /** Options of runService. */

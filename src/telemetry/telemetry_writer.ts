@@ -787,22 +787,40 @@ export class TelemetryWriter {
    * Stops health snapshots and the subscription, then flushes queue, batch and retry buffer
    * within `budgetMs`. Rows still unsent when the budget ends (or after a failed final write)
    * are counted in `total_failed`. During a retarget, first waits for it, within the same budget:
-   * a reload's flush still under way when the budget ends is cut short.
+   * a reload's flush still under way when the budget ends is cut short. `hurried`: resolves, when
+   * the stop is hurried (a second stop signal), with what is left of the budget then (ms): the
+   * flush ends by then when that is sooner -- the write in flight aborted, nothing more sent.
    */
-  async stop(budgetMs: number): Promise<void> {
+  async stop(budgetMs: number, hurried?: Promise<number>): Promise<void> {
     // One deadline for the whole stop, the wait for a reload's flush included: the runtime hands
     // telemetry what is left of its own stop budget, and a reload's flush has a budget of its own
     // that may end later.
     const deadline = this.#deadline(budgetMs, "the stop's budget");
-    // A reload retargeting the writer ends first: then this stops the writer it started and
-    // flushes what came during it. From then on nothing restarts it.
-    if (this.#retargeting !== null) await this.#endRetarget(this.#retargeting, deadline);
-    this.#stopped = true;
-    if (!this.#running) return;
-    this.#halt();
-    this.#unsubscribeBus();
-    this.#fillBatch(Infinity);
-    await this.#flushOut(deadline, "stop");
+    const clock = this.#opts.clock;
+    let ended = false;
+    let cutTimer: TimerId | undefined;
+    void hurried?.then((leftMs) => {
+      const cut = this.#deadline(leftMs, "the stop's hurried budget");
+      if (ended || cut.mono >= deadline.mono) return;
+      cutTimer = clock.setTimer(() => {
+        this.#stopCut = true;
+        this.#abort?.abort(budgetEnded(cut));
+      }, cut.budgetMs);
+    });
+    try {
+      // A reload retargeting the writer ends first: then this stops the writer it started and
+      // flushes what came during it. From then on nothing restarts it.
+      if (this.#retargeting !== null) await this.#endRetarget(this.#retargeting, deadline);
+      this.#stopped = true;
+      if (!this.#running) return;
+      this.#halt();
+      this.#unsubscribeBus();
+      this.#fillBatch(Infinity);
+      await this.#flushOut(deadline, "stop");
+    } finally {
+      ended = true;
+      if (cutTimer !== undefined) clock.clearTimer(cutTimer);
+    }
   }
 
   /**

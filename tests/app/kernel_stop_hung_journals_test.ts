@@ -11,8 +11,11 @@
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import { AUDIT_STOP_MS, RUNS_STOP_MS } from "../../src/app/kernel.ts";
-import { HURRIED_SHUTDOWN_MS } from "../../src/app/process.ts";
-import { InterceptedAppends } from "../helpers/journal_files.ts";
+import { exitCodeAfterStop, HURRIED_SHUTDOWN_MS, shutDown } from "../../src/app/process.ts";
+import { EXIT_INTERNAL_ERROR, EXIT_OK } from "../../src/app/exit_codes.ts";
+import { systemClock } from "../../src/host/clock.ts";
+import type { JournalAppendHandle } from "../../src/journal/mod.ts";
+import { InterceptedAppends, RealJournalFiles } from "../helpers/journal_files.ts";
 import { lockDataDir } from "../../src/host/mod.ts";
 import { afterPolls, processAlive, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
@@ -251,5 +254,121 @@ Deno.test("Kernel.stop with the history disk hung for good ends within the hurri
   } finally {
     released.resolve();
     await (stopping ?? rt.stop());
+  }
+});
+
+/**
+ * The audit journal's files, whose appends wait while `hung` until `released`, and whose close then
+ * fails (a hung NFS mount answering at last with EIO).
+ */
+class HeldThenFailingAudit extends RealJournalFiles {
+  hung = false;
+  held = 0;
+  readonly released = Promise.withResolvers<void>();
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await super.openAppend(path);
+    if (!path.includes("/audit/")) return handle;
+    return {
+      append: async (text: string) => {
+        if (this.hung) {
+          this.held++;
+          await this.released.promise;
+        }
+        await handle.append(text);
+      },
+      sync: () => handle.sync(),
+      truncate: (size: number) => handle.truncate(size),
+      close: () => {
+        handle.close();
+        if (this.hung) throw new Error("Input/output error (os error 5)");
+      },
+    };
+  }
+}
+
+Deno.test("shutdown with the audit journal's disk hung exits 4 when its close fails after the stop went on without it, before the process exits", async () => {
+  const files = new HeldThenFailingAudit();
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(testConfig({ providers: [simProvider("sim0")] }), {
+    host: { log, files, lockDataDir },
+  });
+  let stopping: Promise<number> | null = null;
+  try {
+    await afterPolls(rt, "sim0/tempctl0", 2);
+    files.hung = true;
+    await rt.modes.request("MANUAL"); // an audit entry: held by the disk
+    stopping = shutDown((deadline) => rt.stop(deadline), { onRepeat: () => {} }, rt.config, log, {
+      clock: systemClock,
+      killProviders: () => Promise.resolve(),
+    });
+    const code = await stopping;
+    assert.ok(files.held > 0, "the audit journal's writes were held by the disk");
+    assert.equal(code, EXIT_OK, `the stop went on without the audit journal:\n${lines.join("\n")}`);
+    // The disk answers before the process exits: the close fails.
+    files.released.resolve();
+    await waitFor(
+      "the audit journal's close failed",
+      () => lines.some((l) => l.includes("stop: audit journal failed")),
+    );
+    const failedLine = lines.filter((l) => l.includes("stop: audit journal failed"));
+    assert.equal(failedLine.length, 1, `one ERROR for the failed close:\n${lines.join("\n")}`);
+    assert.match(failedLine[0]!, /^ERROR .*after the stop had ended without it: Input\/output/);
+    assert.deepEqual(rt.stopStagesFailedLate, ["audit journal"]);
+    assert.equal(
+      exitCodeAfterStop(code, rt.stopStagesFailedLate, log),
+      EXIT_INTERNAL_ERROR,
+      "a stop stage that failed before the process exits is a failed stop (exit 4)",
+    );
+    assert.equal(
+      lines.filter((l) => /^ERROR .*shutdown failed: 1 stop stage\(s\) failed after/.test(l))
+        .length,
+      1,
+      `one ERROR naming the late failure at exit:\n${lines.join("\n")}`,
+    );
+  } finally {
+    files.released.resolve();
+    await (stopping ?? rt.stop());
+  }
+});
+
+Deno.test("Kernel.stop with an InfluxDB that does not answer ends within the hurried deadline a second stop signal sets during telemetry's last flush", async () => {
+  let requests = 0;
+  const answer = Promise.withResolvers<void>();
+  const db = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+    requests++;
+    await req.body?.cancel();
+    await answer.promise; // a database that accepts the write and never answers it
+    return new Response(null, { status: 204 });
+  });
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(
+    testConfig({
+      providers: [simProvider("sim0")],
+      runtime: { shutdownTimeoutMs: 10_000 },
+      telemetry: telemetry(`http://127.0.0.1:${db.addr.port}`),
+    }),
+    { host: { log, lockDataDir } },
+  );
+  let stopping: Promise<void> | null = null;
+  try {
+    await afterPolls(rt, "sim0/tempctl0", 2);
+    // The process's deadline: runtime.shutdown_timeout_ms and its grace, until a second signal.
+    let endsAt = performance.now() + 11_000;
+    const hurry = Promise.withResolvers<void>();
+    stopping = rt.stop({ leftMs: () => endsAt - performance.now(), hurried: hurry.promise });
+    await waitFor("telemetry's last flush sent its write", () => requests > 0);
+    endsAt = performance.now() + HURRIED_SHUTDOWN_MS;
+    hurry.resolve();
+    const outcome = await within(stopping, HURRIED_SHUTDOWN_MS);
+    assert.equal(outcome, "stopped", "the stop waited past the hurried deadline for InfluxDB");
+    assert.equal(
+      lines.filter((l) => /telemetry rows could not be written/.test(l)).length,
+      1,
+      `one WARN counting the telemetry rows lost:\n${lines.join("\n")}`,
+    );
+  } finally {
+    answer.resolve();
+    await (stopping ?? rt.stop());
+    await db.shutdown();
   }
 });
