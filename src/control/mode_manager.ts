@@ -37,6 +37,8 @@ import {
   failedPrecondition,
   latestDate,
   type Logger,
+  MAX_NAMED_IN_WARNING,
+  namedList,
   neverThrowing,
   providerIdOf,
   providerTextWithin,
@@ -1399,7 +1401,7 @@ export class ModeManager implements ModeService {
    * call is audited and a failure published as the hooks' own are; re-arming waits for
    * them. Stops once FAULT is left.
    */
-  #providerBack(host: ProviderSummary, options: ProviderBackOptions): void {
+  #providerBack(host: ProviderSummary, options: ProviderBackOptions | MergedProviderBack): void {
     const { stopsOwn = false } = options;
     const providerId = host.id;
     // FAULT's hooks have yet to begin (an e-stop's ladder still runs): they wait for the stop's
@@ -1705,6 +1707,12 @@ function droppedCalls<T extends { readonly call: CallConfig }>(
   });
 }
 
+/** Stands for a run's device returns among its causes: said as deviceReturnWhy of its devices. */
+const DEVICES_ANSWERING = Symbol("devices answering again");
+
+/** One cause of a run of #providerBack: what a reason said (`why`), or its device returns. */
+type ProviderBackCause = string | typeof DEVICES_ANSWERING;
+
 /** What the reasons merged into one waiting #providerBack ask for, and what its line says. */
 interface MergedProviderBack {
   /**
@@ -1714,14 +1722,20 @@ interface MergedProviderBack {
   host: ProviderSummary;
   securing: SecuringRun[];
   stopsOwn: boolean;
-  /** What brought it, as its line says it (mergeProviderBack). */
+  /**
+   * What brought it, each cause once in the order they joined (mergeProviderBack): distinct
+   * reasons, at most one per kind (the provider's return, each kind of reload, its device
+   * returns), so bounded by those kinds; said through namedList under MAX_NAMED_IN_WARNING.
+   */
+  causes: ProviderBackCause[];
+  /** What brought it, as its line says it: every cause (causesWhy). */
   why: string;
-  /** Begun for device returns only: its line is the device-return spell's. */
+  /** Begun for device returns only, none other joined: its line is the device-return spell's. */
   deviceReturn: boolean;
   /**
-   * While `deviceReturn`: the devices whose returns it is made for (the one that began it, then
-   * each that joined it), named in `why` (deviceReturnWhy). Bounded by the provider's devices: a
-   * device's returns are told only while its provider lists it.
+   * The devices whose returns it is made for (the one that began it, then each that joined it),
+   * named in `why` (deviceReturnWhy) while DEVICES_ANSWERING is among its causes. Bounded by the
+   * provider's devices: a device's returns are told only while its provider lists it.
    */
   devices?: string[];
 }
@@ -1729,18 +1743,37 @@ interface MergedProviderBack {
 /**
  * What one reason for #providerBack asks for, to be merged into (mergeProviderBack). A function of
  * its own: a closure over `host` in #providerBack would keep each return's host reachable while
- * it waits for FAULT's hooks to begin (one return per provider is kept, the latest).
+ * it waits for FAULT's hooks to begin (one return per provider is kept, the latest). A run handed
+ * on (a return that waited for FAULT's hooks) keeps its causes.
  */
-function providerBackOf(host: ProviderSummary, options: ProviderBackOptions): MergedProviderBack {
-  const deviceReturn = options.deviceReturn === true;
+function providerBackOf(
+  host: ProviderSummary,
+  options: ProviderBackOptions | MergedProviderBack,
+): MergedProviderBack {
+  const causes: ProviderBackCause[] = "causes" in options
+    ? [...options.causes]
+    : [options.deviceReturn === true ? DEVICES_ANSWERING : options.why ?? PROVIDER_BACK_WHY];
+  const devices = causes.includes(DEVICES_ANSWERING) ? [...options.devices ?? []] : undefined;
   return {
     host,
     securing: [...options.securing],
     stopsOwn: options.stopsOwn === true,
-    why: options.why ?? PROVIDER_BACK_WHY,
-    deviceReturn,
-    ...(deviceReturn ? { devices: [...options.devices ?? []] } : {}),
+    causes,
+    why: causesWhy(causes, devices),
+    deviceReturn: causes.length === 1 && causes[0] === DEVICES_ANSWERING,
+    ...(devices === undefined ? {} : { devices }),
   };
+}
+
+/**
+ * A run's line, what brought it: every cause in the order they joined, its device returns as
+ * deviceReturnWhy names them (`is AVAILABLE again and had its e-stop ladder calls changed by a
+ * reload`).
+ */
+function causesWhy(causes: readonly ProviderBackCause[], devices: readonly string[] = []): string {
+  const said = causes.map((c) => c === DEVICES_ANSWERING ? deviceReturnWhy(devices) : c);
+  if (said.length <= 1) return said[0] ?? PROVIDER_BACK_WHY;
+  return `${namedList(said.slice(0, -1), MAX_NAMED_IN_WARNING)} and ${said.at(-1)}`;
 }
 
 /**
@@ -1751,33 +1784,48 @@ function providerBackOf(host: ProviderSummary, options: ProviderBackOptions): Me
  * them. A return asks for the provider's latest run at the turn (AT_TURN); a run named before is
  * kept beside it: there is none at the turn when the latch was released and the provider (or a
  * device of it) came back since, while a run begun before the release may still make its calls.
- * Its line says what brought it as the e-stop's securing run's does: a device's return joining a
- * run for device returns names that device too (deviceReturnWhy), any other reason joining it says
- * that reason in its place. `host` is the provider's host as this reason told it: a return of the
- * successor of a host a reload restarted makes the run its successor's (listed at its turn).
+ * Its line names every cause that joined it (causesWhy), each once: a device's return joining
+ * names that device too (deviceReturnWhy), except where the provider's own return is among them
+ * (its return covers its devices: said in their place); a line with a cause other than device
+ * returns is said at WARN, outside the device-return spell. `host` is the provider's host as this
+ * reason told it: a return of the successor of a host a reload restarted makes the run its
+ * successor's (listed at its turn), and its line the successor's (the old host's causes dropped).
  * `listed` is the host listed under its id now: one no longer listed never replaces it -- a return
  * of the old host told before the reload, waiting for FAULT's hooks to begin, joins a run of its
- * successor's only once those hooks have run, and would leave the successor no calls at the turn.
+ * successor's only once those hooks have run, and would leave the successor no calls at the turn
+ * -- nor adds its causes to the successor's line.
  */
 function mergeProviderBack(
   into: MergedProviderBack,
   host: ProviderSummary,
-  next: ProviderBackOptions,
+  next: ProviderBackOptions | MergedProviderBack,
   listed: ProviderSummary | undefined,
 ): void {
-  if (host === listed || into.host !== listed) into.host = host;
-  if (next.stopsOwn === true) into.stopsOwn = true;
-  if (into.deviceReturn && next.deviceReturn !== true) {
-    // Not a device's return (the provider itself back, a reload): its line says that one in its
-    // place, at WARN -- the provider's own return ended the device-return spell, the run must
-    // not open another -- as the e-stop's securing run does.
-    into.why = next.why ?? PROVIDER_BACK_WHY;
-    into.deviceReturn = false;
+  const said = host === listed || into.host !== listed;
+  if (said && host !== into.host) {
+    // Another host under its id (a reload restarted it): the run is its now, and so is its line.
+    into.host = host;
+    into.causes = [];
     delete into.devices;
-  } else if (into.deviceReturn && into.devices !== undefined) {
-    // Another device of it answering again: its line names every device it is made for.
-    for (const d of next.devices ?? []) if (!into.devices.includes(d)) into.devices.push(d);
-    into.why = deviceReturnWhy(into.devices);
+  }
+  if (next.stopsOwn === true) into.stopsOwn = true;
+  if (said) {
+    const joining = providerBackOf(host, next);
+    for (const cause of joining.causes) {
+      if (cause === DEVICES_ANSWERING) {
+        // The provider's own return covers its devices answering again.
+        if (into.causes.includes(PROVIDER_BACK_WHY)) continue;
+        into.devices ??= [];
+        for (const d of joining.devices ?? []) if (!into.devices.includes(d)) into.devices.push(d);
+      } else if (cause === PROVIDER_BACK_WHY && into.devices !== undefined) {
+        // The provider's own return says its devices' returns in their place.
+        into.causes = into.causes.filter((c) => c !== DEVICES_ANSWERING);
+        delete into.devices;
+      }
+      if (!into.causes.includes(cause)) into.causes.push(cause);
+    }
+    into.why = causesWhy(into.causes, into.devices);
+    into.deviceReturn = into.causes.length === 1 && into.causes[0] === DEVICES_ANSWERING;
   }
   for (const run of next.securing) {
     if (into.securing.includes(run)) continue;

@@ -1,11 +1,12 @@
 /**
  * The hook calls into FAULT made again for a provider while FAULT stands (ModeManager
  * #providerBack), as their turn finds them (docs/safety.md, "A provider that comes back while in
- * FAULT"): a run waiting behind the FAULT entry's own hook calls says every device whose return
- * joined it, or the provider's own return that joined it in place of those; and one whose provider
- * a reload took out (removed, or restarted: another host under its id) before its turn makes no
- * call, as the e-stop's securing run of it makes none (tests/safety/estop_reload_ladder_waiting_
- * run_test.ts). In-process: a router that holds each call until the test answers it.
+ * FAULT"): a run waiting behind the FAULT entry's own hook calls says every cause that joined it
+ * (every device whose return joined it, or the provider's own return in place of those; a reload
+ * beside either), its successor's only once a restarted provider's successor joins it; and one
+ * whose provider a reload took out (removed, or restarted: another host under its id) before its
+ * turn makes no call, as the e-stop's securing run of it makes none (tests/safety/estop_reload_
+ * ladder_waiting_run_test.ts). In-process: a router that holds each call until the test answers it.
  */
 import assert from "node:assert/strict";
 import type { ProviderSummary } from "../../src/state/mod.ts";
@@ -48,6 +49,7 @@ function plantModes(
 /**
  * Modes in FAULT over plant (hook into FAULT: set_heater off), the FAULT entry's own call held:
  * `deviceReturn(id)` tells a device of plant answering again, `comeBack()` plant itself up again,
+ * `ladderReloaded()` a reload changing plant's e-stop ladder calls (`host`, the one listed first),
  * `takeOut()` a reload removing plant, `replaceHost()` one restarting it (another host under its
  * id, not up yet); `endEntry()` answers the entry's call and waits for FAULT's answer;
  * `madeAgainOnce()` then answers the one run of hook calls made again: its one line.
@@ -71,6 +73,7 @@ async function faultWithHeldEntry() {
   };
   return {
     modes,
+    host,
     held,
     lines,
     endEntry,
@@ -86,6 +89,7 @@ async function faultWithHeldEntry() {
       for (const l of returns) l("plant", deviceId);
     },
     comeBack: () => comesBack("plant"),
+    ladderReloaded: () => modes.ladderReloaded(host),
     takeOut: () => (listed = undefined),
     replaceHost: () => (listed = { ...host, available: false } as ProviderSummary),
     /** The successor under plant's id comes up (as it tells its availability). */
@@ -148,6 +152,52 @@ Deno.test("ModeManager in FAULT: the provider's own return joining a waiting dev
   const said = await madeAgainOnce();
   assert.match(said, /^WARN .*provider plant is AVAILABLE again; making its 1 hook call/);
   assert.doesNotMatch(said, /logged at DEBUG/, "no device-return spell opened");
+});
+
+/** What each cause the rig tells is, in a test's name. */
+const WHAT = {
+  comeBack: "the provider's return",
+  ladderReloaded: "a reload of its ladder calls",
+  deviceReturn: "a device's return",
+} as const;
+
+for (
+  const [first, joins, says] of [
+    [
+      "comeBack",
+      "ladderReloaded",
+      "is AVAILABLE again and had its e-stop ladder calls changed by a reload",
+    ],
+    [
+      "ladderReloaded",
+      "comeBack",
+      "had its e-stop ladder calls changed by a reload and is AVAILABLE again",
+    ],
+    [
+      "deviceReturn",
+      "ladderReloaded",
+      "has device plant0 answering again and had its e-stop ladder calls changed by a reload",
+    ],
+  ] as const
+) {
+  Deno.test(`ModeManager in FAULT: a waiting run of the hook calls made again begun by ${WHAT[first]} and joined by ${WHAT[joins]} names both at WARN`, async () => {
+    const rig = await faultWithHeldEntry();
+    for (const tell of [first, joins]) {
+      tell === "deviceReturn" ? rig.deviceReturn("plant0") : rig[tell]();
+    }
+    const said = await rig.madeAgainOnce();
+    assert.ok(said.startsWith("WARN "), said);
+    assert.ok(said.includes(`FAULT: provider plant ${says}; making its 1 hook call`), said);
+  });
+}
+
+Deno.test("ModeManager in FAULT: a waiting run of the hook calls made again that a restarted provider's successor joins says the successor's return, not the old host's reason", async () => {
+  const rig = await faultWithHeldEntry();
+  rig.ladderReloaded();
+  rig.replaceHost();
+  rig.successorUp();
+  const said = await rig.madeAgainOnce();
+  assert.match(said, /^WARN .*FAULT: provider plant is AVAILABLE again; making its 1 hook call/);
 });
 
 for (const [what, reload] of [["removes", "takeOut"], ["restarts", "replaceHost"]] as const) {
@@ -217,5 +267,30 @@ Deno.test("ModeManager in FAULT: a return of the restarted provider's old host w
     lines.filter((l) => /reload took it out/.test(l)),
     [],
     "the successor, listed at the turn, is not taken for a host the reload took out",
+  );
+});
+
+Deno.test("ModeManager in FAULT: a reason of the restarted provider's old host waiting for the stop's hooks to begin adds nothing to its successor's line", async () => {
+  const old = upProvider("plant");
+  let listed: ProviderSummary = old;
+  const { modes, held, lines, comesBack } = plantModes(() => listed);
+  // FAULT committed, its hooks not begun: a reload changes the old host's ladder calls.
+  const entry = modes.enterFault("test stop");
+  modes.ladderReloaded(old);
+  // A reload restarts plant, the stop's hooks begin, the successor comes up while they run.
+  listed = { ...old, available: false } as ProviderSummary;
+  const hooks = entry.runHooks();
+  await heldCalls(held, 1);
+  listed = { ...listed, available: true } as ProviderSummary;
+  comesBack("plant");
+  held[0]!.answer();
+  assert.deepEqual(await hooks, []);
+  assert.ok(await leaveFaultAnswering(modes, held), "FAULT -> MANUAL accepted once the run ended");
+  assert.deepEqual(madeAgainCalls(held), ["plant/set_heater"]);
+  const said = madeAgainLines(lines);
+  assert.equal(said.length, 1, lines.join("\n"));
+  assert.match(
+    said[0]!,
+    /^WARN .*FAULT: provider plant is AVAILABLE again; making its 1 hook call/,
   );
 });
