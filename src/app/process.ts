@@ -174,14 +174,19 @@ export async function runService(
  * stop had settled (Kernel.stopStagesFailedLate: one it went on without past its bound, whose disk
  * answered at last with an error). A stage that failed is a failed stop whenever the process learns
  * of it before it exits: exit 4 (EXIT_INTERNAL_ERROR), one ERROR line naming the stages. One that
- * fails after the exit cannot count.
+ * fails after the exit cannot count. A clean shutdown (EXIT_OK, none failed late) says
+ * "shutdown complete" here, its last line: never before an ERROR that makes it exit 4.
  */
 export function exitCodeAfterStop(
   code: ExitCode,
   failedLate: readonly string[],
   log: Logger,
 ): ExitCode {
-  if (code !== EXIT_OK || failedLate.length === 0) return code;
+  if (code !== EXIT_OK) return code;
+  if (failedLate.length === 0) {
+    log.info("shutdown complete");
+    return EXIT_OK;
+  }
   log.error(
     `shutdown failed: ${failedLate.length} stop stage(s) failed after the stop had ended ` +
       `without them: ${failedLate.join(", ")}`,
@@ -243,7 +248,8 @@ export interface ShutdownDeps {
  * Waits for the stop within the shutdown budget, hurrying it on a second stop signal: the
  * providers are killed and the rest of shutdown gets HURRIED_SHUTDOWN_MS from that signal. Later
  * signals change nothing (they never push that deadline back). `stop` is the stop under way, or
- * starts it given the deadline this enforces (what is left of it, hurried or not).
+ * starts it given the deadline this enforces (what is left of it, hurried or not). A stop that
+ * ended in time says nothing here: its caller says "shutdown complete" (exitCodeAfterStop).
  */
 export async function shutDown(
   stop: Promise<void> | ((deadline: StopDeadline) => Promise<void>),
@@ -288,7 +294,8 @@ export async function shutDown(
       log.error(`shutdown exceeded ${limit}; exiting anyway`);
       return EXIT_INTERNAL_ERROR;
     }
-    log.info("shutdown complete");
+    // "shutdown complete" is said by exitCodeAfterStop, once no stage can fail any more: a stage
+    // the stop went on without may still fail before the process exits (exit 4).
     return EXIT_OK;
   } catch (err) {
     log.error(`shutdown failed: ${errorMessage(err)}`);

@@ -286,9 +286,9 @@ class HeldThenFailingAudit extends RealJournalFiles {
   }
 }
 
-Deno.test("shutdown with the audit journal's disk hung exits 4 when its close fails after the stop went on without it, before the process exits", async () => {
+Deno.test("shutdown with the audit journal's disk hung exits 4 when its close fails after the stop went on without it, before the process exits, never saying 'shutdown complete'", async () => {
   const files = new HeldThenFailingAudit();
-  const { log, lines } = capturingLogger({ level: "warn" });
+  const { log, lines } = capturingLogger({ level: "info" });
   const rt = await startRuntime(testConfig({ providers: [simProvider("sim0")] }), {
     host: { log, files, lockDataDir },
   });
@@ -324,6 +324,13 @@ Deno.test("shutdown with the audit journal's disk hung exits 4 when its close fa
         .length,
       1,
       `one ERROR naming the late failure at exit:\n${lines.join("\n")}`,
+    );
+    // A launcher (anolis's) reads "shutdown complete" as a clean stop: not said by one that
+    // exits 4, before or after its ERROR.
+    assert.equal(
+      lines.filter((l) => /shutdown complete/.test(l)).length,
+      0,
+      `'shutdown complete' said by a shutdown that exits 4:\n${lines.join("\n")}`,
     );
   } finally {
     files.released.resolve();

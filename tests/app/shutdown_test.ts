@@ -4,7 +4,12 @@
  * and again, or a supervisor repeating SIGTERM, would otherwise keep a hung shutdown alive).
  */
 import assert from "node:assert/strict";
-import { HURRIED_SHUTDOWN_MS, shutDown, shutdownBudgetMs } from "../../src/app/process.ts";
+import {
+  exitCodeAfterStop,
+  HURRIED_SHUTDOWN_MS,
+  shutDown,
+  shutdownBudgetMs,
+} from "../../src/app/process.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK } from "../../src/app/exit_codes.ts";
 import { HTTP_SHUTDOWN_MAX_MS, LineLogger } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
@@ -68,4 +73,26 @@ Deno.test("shutDown: without a second signal the budget is shutdown_timeout_ms p
   });
   assert.equal(code, EXIT_OK);
   assert.deepEqual(clock.pendingDueTimes(), [], "no deadline left behind");
+});
+
+Deno.test("a clean shutdown says 'shutdown complete' once, last, when no stop stage failed after it; one that did exits 4 without it", async () => {
+  for (const failedLate of [[], ["audit journal"]]) {
+    const { log, lines } = capturingLogger({ level: "info", now: () => 0 });
+    const code = await shutDown(Promise.resolve(), { onRepeat: () => {} }, testConfig(), log, {
+      clock: new ManualClock(0),
+      killProviders: () => Promise.resolve(),
+    });
+    assert.equal(code, EXIT_OK);
+    const exit = exitCodeAfterStop(code, failedLate, log);
+    const complete = lines.filter((l) => /shutdown complete/.test(l));
+    if (failedLate.length === 0) {
+      assert.equal(exit, EXIT_OK);
+      assert.equal(complete.length, 1, lines.join("\n"));
+      assert.match(lines.at(-1)!, /^INFO .*shutdown complete$/);
+    } else {
+      assert.equal(exit, EXIT_INTERNAL_ERROR);
+      assert.deepEqual(complete, [], `'shutdown complete' before an exit 4:\n${lines.join("\n")}`);
+      assert.match(lines.at(-1)!, /^ERROR .*shutdown failed: 1 stop stage\(s\) failed after/);
+    }
+  }
 });

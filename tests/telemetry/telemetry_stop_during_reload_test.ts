@@ -145,3 +145,39 @@ Deno.test("TelemetryWriter.stop during a reload to the same database (waiting fo
   assertCutByStop(lines, writer, "shutdown");
   assert.equal(db.requests.length, 1, "nothing sent after the stop's budget ended");
 });
+
+Deno.test("TelemetryWriter.stop hurried during a reload's flush to a database that never answers ends with the hurried budget, not the stop's or the reload's", async () => {
+  const { log, lines } = capturingLogger();
+  const { clock, db, writer, publish, options } = scriptedRig({ logger: log });
+  db.script("hang");
+  publish(0, 4);
+  await clock.advanceAsync(10);
+  assert.equal(db.requests.length, 1);
+  // Another bucket: the old target's rows are flushed first, within the reload's 5000 ms.
+  const reloading = writer.retarget(
+    { ...options, logger: log, influx: { ...options.influx, bucket: "other" } },
+    5000,
+  );
+  reloading.catch(() => {});
+  const hurry = Promise.withResolvers<number>();
+  const stopping = writer.stop(3000, hurry.promise);
+  await clock.advanceAsync(100);
+  hurry.resolve(300); // a second stop signal: 300 ms left of the stop
+  await clock.advanceAsync(300);
+  const settled = await settledWithin(stopping, 5_000);
+  if (!settled) await clock.advanceAsync(5000);
+  await stopping;
+  await reloading;
+  assert.ok(settled, `stop hurried to 300 ms had not returned 300 ms on:\n${lines.join("\n")}`);
+  assert.equal(writer.running, false);
+  const aborted = lines.filter((l) => l.includes("write aborted"));
+  assert.equal(aborted.length, 1, lines.join("\n"));
+  assert.match(aborted[0]!, /no answer within the stop's hurried budget \(300 ms\)$/);
+  assert.equal(
+    lines.filter((l) => /telemetry rows could not be written/.test(l)).length,
+    1,
+    lines.join("\n"),
+  );
+  assert.equal(writer.status().total_failed, 4);
+  assert.deepEqual(clock.pendingDueTimes(), [], "no timer of the stop left behind");
+});
