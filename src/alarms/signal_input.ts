@@ -193,6 +193,20 @@ export class SignalInput {
     return problem;
   }
 
+  /**
+   * The problem an interlock names for `problem` classify found: a sample stale by age (AGE) of a
+   * device failing or down is the device's condition (DEVICE_DOWN). That holds across its polls;
+   * the age comes and goes with each fresh answer when the stale bound is shorter than the poll
+   * period (a device reported UNREACHABLE that still answers), and each turn would be another
+   * reason told. Allocates nothing.
+   */
+  problemOfDevice(problem: InputProblem, ctx: InputContext): InputProblem {
+    if (problem !== InputProblem.AGE || ctx.outages === undefined) return problem;
+    return ctx.outages.condition(this.providerId, this.deviceId).kind !== "up"
+      ? InputProblem.DEVICE_DOWN
+      : problem;
+  }
+
   /** A sample the cache marked STALE for its age: past its bound, with the value it kept. */
   #markedStaleByAge(s: SignalState | undefined, ctx: InputContext, nowMono: number): boolean {
     return s !== undefined && s.quality === "STALE" && s.value !== null &&

@@ -20,7 +20,7 @@ import type {
 } from "../../src/common/mod.ts";
 import { type AlarmConfig, type InterlockConfig, loadConfig } from "../../src/config/mod.ts";
 import type { CallOrigin } from "../../src/control/mod.ts";
-import { Inventory as InventoryPort } from "../../src/state/mod.ts";
+import { type DeviceCondition, Inventory as InventoryPort } from "../../src/state/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import { journalFiles, LineLogger } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
@@ -144,6 +144,8 @@ async function setup(
     estop?: (reason: string, cause: string) => void;
     /** While it returns true, every WARN and ERROR line the engine writes throws (a closed stderr). */
     logFails?: () => boolean;
+    /** Every device's condition (state/device_outage.ts); absent: none judged. */
+    condition?: () => DeviceCondition;
   } = {},
 ): Promise<Setup> {
   // Samples go stale 1000 ms after the runtime received them (monotonic; the test moves it).
@@ -176,6 +178,7 @@ async function setup(
       interlocks: c.interlocks,
       cache: fx.cache,
       inventory,
+      ...(o.condition === undefined ? {} : { outages: { condition: o.condition } }),
       bus,
       clock: {
         nowMs: () => fx.clock.nowMs(),
@@ -1860,6 +1863,38 @@ interlocks:
     await runs.shutdown();
     await s.close();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("AlarmEngine tells an interlock's input of a device failing once while its fresh samples go stale by age between polls", async () => {
+  // The stale bound (1000 ms) is shorter than the poll period (1500 ms): temp is fresh at each
+  // poll and stale by age before the next, while its device is failing all along (reported
+  // UNREACHABLE, still answering). Its failing is why, told once, at every turn.
+  const failing: DeviceCondition = { kind: "failing", reason: "unreachable", sinceMono: 0 };
+  const s = await setup(
+    `
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
+`,
+    { condition: () => failing },
+  );
+  try {
+    const reason = "bad input: p0/probe/temp: device p0/probe is failing (unreachable)";
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(25)]);
+    const told = () => interlockEvents(s.events).map((e) => `${e.blocking} ${e.reason}`);
+    assert.deepEqual(told(), [`true ${reason}`]);
+    for (let poll = 2_500; poll <= 7_000; poll += 1_500) {
+      s.fx.clock.mono = poll - 1; // stale by age, as GET /v0/interlocks finds it
+      assert.equal(s.engine.interlocks()[0]!.reason, reason, `${poll - 1}: stale`);
+      s.fx.clock.mono = poll;
+      await s.read([temp(25)]);
+      assert.equal(s.engine.interlocks()[0]!.reason, reason, `${poll}: fresh`);
+    }
+    assert.deepEqual(told(), [`true ${reason}`], "told once");
+    assert.equal(s.lines.filter((l) => l.includes("blocks for another reason")).length, 0);
+  } finally {
+    await s.close();
   }
 });
 

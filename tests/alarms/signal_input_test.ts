@@ -79,6 +79,24 @@ Deno.test("SignalInput with no sample of a device failing or down says the devic
   );
 });
 
+Deno.test("SignalInput names a sample stale by age of a device failing or down by the device's condition for an interlock, any other problem as classified", () => {
+  const i = input();
+  const past = STALE_AFTER_MS + 1;
+  for (const kind of ["failing", "down"] as const) {
+    const ctx = context({ sample: sample(dbl(20)), condition: { kind, reason: "unreachable" } });
+    assert.equal(i.classify(ctx, 10), InputProblem.DEVICE_DOWN, `${kind}: fresh`);
+    assert.equal(i.classify(ctx, past), InputProblem.AGE, `${kind}: the age is checked first`);
+    assert.equal(i.problemOfDevice(InputProblem.AGE, ctx), InputProblem.DEVICE_DOWN, kind);
+    for (const p of [InputProblem.QUALITY, InputProblem.NO_VALUE, InputProblem.NO_SAMPLE]) {
+      assert.equal(i.problemOfDevice(p, ctx), p, `${kind}: problem ${p} stays`);
+    }
+  }
+  const up = context({ sample: sample(dbl(20)), condition: { kind: "up", reason: "" } });
+  assert.equal(i.problemOfDevice(InputProblem.AGE, up), InputProblem.AGE, "device up");
+  const none = context({ sample: sample(dbl(20)) });
+  assert.equal(i.problemOfDevice(InputProblem.AGE, none), InputProblem.AGE, "no conditions");
+});
+
 Deno.test("SignalInput is stale strictly past its bound, and says when a usable sample goes stale", () => {
   const i = input();
   const ctx = context({ sample: sample(dbl(20), "OK", 500) });

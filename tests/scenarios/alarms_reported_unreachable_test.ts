@@ -29,12 +29,15 @@ import { alarmsConfig, program } from "./alarms_helpers.ts";
 async function startProbe(
   inventory: Inventory,
   yaml: string,
+  staleAfterMs = 0,
 ): Promise<{ rt: Kernel; close: () => Promise<void> }> {
   const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
   await Deno.writeTextFile(file, JSON.stringify(inventory));
   const rt = await startRuntime(testConfig({
     providers: [programmableProvider("p0", file)],
     pollingIntervalMs: 100,
+    // 0: the stale bound derived from each device's poll cycle.
+    health: { staleness: { warnAfterMs: 0, staleAfterMs } },
     ...alarmsConfig(yaml, ["p0"]),
   }));
   return {
@@ -209,6 +212,54 @@ Deno.test("An interlock blocking on a declared type its comparison cannot take t
     assert.equal(rt.alarms.interlocks()[0]!.reason, reason, "its declared type is still why");
     const told = interlocksTold(rec.events.slice(engaged));
     assert.deepEqual(told, [], "the same reason is not told again");
+  } finally {
+    rec.stop();
+    await close();
+  }
+});
+
+Deno.test("An interlock on a device reported UNREACHABLE that still answers fresh values tells its failing once, not again each time the value goes stale between polls", async () => {
+  const inventory: Inventory = {
+    // Polled every 100 ms (the polling interval), each answer fresh and OK; a stale bound of
+    // 50 ms (shorter than the interval, as the configuration warns): stale before each next poll.
+    devices: {
+      probe: { signals: [{ id: "temp", type: T.DOUBLE, hint: 10 }], values: [dbl("temp", 25)] },
+    },
+  };
+  const staleAfterMs = 50;
+  const { rt, close } = await startProbe(inventory, PROBE_INTERLOCK, staleAfterMs);
+  const rec = recordEvents(rt);
+  try {
+    await waitFor("temp polled", () => rt.cache.signal("p0", "probe", "temp")?.quality === "OK");
+    const period = rt.cache.pollPeriodMs("p0", "probe") ?? 0;
+    assert.ok(period > staleAfterMs, `poll period ${period} ms, longer than the stale bound`);
+
+    await reportUnreachable(rt);
+    const c = rt.outages.condition("p0", "probe");
+    assert.equal(c.kind, "failing");
+    const reason = `bad input: p0/probe/temp: device p0/probe is failing (${c.reason})`;
+    // Up to now it may have engaged and released with each turn of the sample (the configuration
+    // warns of such a bound); from the report on it blocks on the device's failing.
+    assert.equal(rt.alarms.interlocks()[0]!.reason, reason);
+    const told = interlocksTold(rec.events);
+    assert.equal(told.at(-1), `true ${reason}`, "the device's failing told");
+    // Asked (GET /v0/interlocks, as a console does) fresh after each poll and stale before the
+    // next, over several periods: the device is failing all along, nothing more to tell.
+    let fresh = 0;
+    let stale = 0;
+    const seen = new Set<string>();
+    await waitFor("fresh and stale turns seen", async () => {
+      const s = rt.cache.signal("p0", "probe", "temp");
+      const age = s === undefined ? 0 : rt.cache.ageMs(s);
+      const view = rt.alarms.interlocks()[0]!;
+      seen.add(`${view.blocking} ${view.reason}`);
+      if (age > staleAfterMs) stale++;
+      else fresh++;
+      await new Promise((r) => setTimeout(r, 15));
+      return fresh >= 3 && stale >= 3 && rt.outages.condition("p0", "probe").kind === "failing";
+    }, 10_000);
+    assert.deepEqual(interlocksTold(rec.events).slice(told.length), [], "told once");
+    assert.deepEqual([...seen], [`true ${reason}`], "GET names what was told, fresh or stale");
   } finally {
     rec.stop();
     await close();
