@@ -49,7 +49,7 @@ import {
 import { MAX_PROVIDERS, type RuntimeMode } from "../config/mod.ts";
 import type { AuditOrigin, GateContext, ModeChange } from "../control/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { DeviceConditionChange, DeviceOutages } from "../state/mod.ts";
+import type { DeviceCondition, DeviceConditionChange, DeviceOutages } from "../state/mod.ts";
 
 /** A latched device: when and why it was lost. */
 export interface LossEntry {
@@ -610,7 +610,7 @@ export class DeviceLossLatch {
     const { providerId, deviceId } = change;
     const handle = deviceHandle(providerId, deviceId);
     if (change.condition.kind !== "down") {
-      if (change.previous === "down") this.#back(providerId, deviceId);
+      if (change.previous === "down") this.#back(providerId, deviceId, change.condition);
       return;
     }
     // A reload that restarted its provider failed to start it, or its new process is up without
@@ -664,9 +664,11 @@ export class DeviceLossLatch {
    * before-hooks now was requested while it was down, so that entry is to keep it latched (its
    * return comes after the operator's act); its commit would release it instead, and the tree
    * would command it at once: that entry is refused at its commit, as one during whose hooks such
-   * a device was lost. No-op when no transition into AUTO is pending.
+   * a device was lost. No-op when no transition into AUTO is pending. One only failing (its
+   * provider back, it not answering yet: `condition`) is released by that commit too (not down),
+   * so refused the same -- said as it is then: not answering, not come back.
    */
-  #back(providerId: string, deviceId: string): void {
+  #back(providerId: string, deviceId: string, condition: DeviceCondition): void {
     const handle = deviceHandle(providerId, deviceId);
     if (!this.#o.treeDependsOn(handle)) return;
     const entry = this.#latched.get(handle);
@@ -678,6 +680,15 @@ export class DeviceLossLatch {
       ? entry.reason
       : `held in its provider's provider-wide entry, the latest ` +
         `${deviceHandle(providerId, wide!.lastDeviceId)}: ${wide!.lastReason}`;
+    if (condition.kind === "failing") {
+      this.#o.modes.invalidateAutoEntry?.(
+        `${handle}, a device the behavior tree depends on, is no longer down, not answering ` +
+          `(${condition.reason}; it was lost: ${lost})`,
+        `${handle} stays latched: request AUTO again once it answers (entering AUTO releases it)`,
+        "device_loss",
+      );
+      return;
+    }
     this.#o.modes.invalidateAutoEntry?.(
       `${handle}, a device the behavior tree depends on, came back (it was lost: ${lost})`,
       `${handle} stays latched: request AUTO again now that it is back (entering AUTO ` +

@@ -447,7 +447,8 @@ export class IncidentRecorder {
    * `provider/device` -> the incident of its loss, while it has not been up since (with
    * `outages`): a later loss of it joins that incident while it waits for its window, and begins
    * none once it is written (one outage, one incident). Forgotten when the device is up again or
-   * no longer configured, and at stop; at most INCIDENT_OUTAGES_MAX, the oldest forgotten first.
+   * no longer configured, when that incident's record is not kept (not written, removed by a
+   * bound: #noteGone), and at stop; at most INCIDENT_OUTAGES_MAX, the oldest forgotten first.
    */
   readonly #outageOf = new Map<string, string>();
   #dropped = 0;
@@ -1596,6 +1597,8 @@ export class IncidentRecorder {
    */
   #noteGone(id: string, why: string): void {
     this.#keepGone(id, why);
+    // An outage whose record is not kept has none: a later loss of its device begins its own.
+    for (const [key, of] of this.#outageOf) if (of === id) this.#outageOf.delete(key);
     this.#goneChanged = true;
     this.#saveGone();
   }

@@ -140,8 +140,10 @@ interface Tracked {
   timer: TimerId | null;
   /**
    * When its outage began (monotonic), while it has not been up since: set when it goes down (not
-   * on purpose), kept through a failing spell as its provider comes back (not up in between), so
-   * that down again it is dated from that outage's first moment (#recheck); null once up.
+   * on purpose: `reloading`), kept through a failing spell as its provider comes back (not up in
+   * between), so that down again it is dated from that outage's first moment (#recheck); null
+   * once up. Listed again by the successor of a reload that took it out not down
+   * (#takenOutOnPurpose), it has none: that take-out was no loss.
    */
   outageSince: number | null;
 }
@@ -260,7 +262,9 @@ export class DeviceOutages {
           // for where it starts.
           if (unlisted !== undefined) {
             t.condition = down(`not in the inventory of provider ${host.id}`, unlisted);
-            t.outageSince = unlisted;
+            // Its outage goes on -- unless a reload restarting its provider took it out not down
+            // (on purpose, #restarting: not lost), and its successor lists it again.
+            if (!this.#takenOutOnPurpose(host.id, id)) t.outageSince = unlisted;
           } else {
             // First seen: its condition now is where it starts (a device is lost only after it
             // was seen, so a provider still starting loses nothing).
@@ -652,6 +656,15 @@ export class DeviceOutages {
   #tellReturns(providerId: string, deviceIds: readonly string[]): void {
     const onError = this.#o.onListenerError ?? (() => {});
     for (const d of deviceIds) tellEach(this.#returnListeners, [providerId, d], onError);
+  }
+
+  /**
+   * Whether a reload restarting the provider took the device out not down (on purpose: no loss)
+   * and its successor is not told up yet (#restarting): listed again by it, the device has no
+   * outage (Tracked.outageSince). Scans that reload's devices (at most those its old host listed).
+   */
+  #takenOutOnPurpose(providerId: string, deviceId: string): boolean {
+    return this.#restarting.get(providerId)?.deviceIds.includes(deviceId) ?? false;
   }
 
   /** Keeps when a device its provider no longer lists went down (#unlistedSince). */

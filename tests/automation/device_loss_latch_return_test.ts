@@ -60,6 +60,11 @@ function rig(
     reason: `provider ${providerId} is unavailable (RESTARTING)`,
     sinceMono: 0,
   };
+  const notAnswering: DeviceCondition = {
+    kind: "failing",
+    reason: "it has not answered a read since its provider came back",
+    sinceMono: null,
+  };
   const conditions = new Map<string, DeviceCondition>(ids.map((d) => [d, up]));
   let mode: RuntimeMode = "MANUAL";
   /** A MANUAL -> AUTO transition whose before-hooks run (invalidateAutoEntry acts only then). */
@@ -110,6 +115,8 @@ function rig(
     invalidated,
     lose: (which = ids) => change(down, which),
     back: (which = ids) => change(up, which),
+    /** Its provider back, the device not answering yet (DeviceOutages: failing, undated). */
+    failing: (which = ids) => change(notAnswering, which),
     hooksBegin: () => (pending = true),
     /** What the commit of MANUAL -> AUTO does to the latch. */
     commitAuto: () => {
@@ -140,6 +147,30 @@ Deno.test("DeviceLossLatch refuses an AUTO entry during whose hooks a latched de
   assert.match(remedy ?? "", /request AUTO again/);
   assert.equal(refusedBy, "device_loss");
   assert.deepEqual(r.latch.latched(), ["sim1/motorctl0"], "still latched until AUTO is entered");
+});
+
+Deno.test("DeviceLossLatch refuses an AUTO entry during whose hooks a latched device the tree depends on is no longer down but not answering: it says so, not that it came back", () => {
+  const r = rig();
+  r.lose(); // lost in MANUAL: latched
+  r.hooksBegin(); // AUTO requested while it is down
+  // Its provider back, the device not answering yet (down -> failing): the commit would release
+  // it (not down), so the entry is refused -- but it never answered.
+  r.failing();
+  assert.equal(r.invalidated.length, 1, "the entry is refused at its commit");
+  const [why, remedy, refusedBy] = r.invalidated[0]!;
+  // Before: "sim1/motorctl0, a device the behavior tree depends on, came back (it was lost: ...)".
+  assert.doesNotMatch(why, /depends on, came back/);
+  assert.equal(
+    why,
+    "sim1/motorctl0, a device the behavior tree depends on, is no longer down, not answering " +
+      "(it has not answered a read since its provider came back; it was lost: provider sim1 " +
+      "is unavailable (RESTARTING))",
+  );
+  assert.match(remedy ?? "", /request AUTO again once it answers/);
+  assert.equal(refusedBy, "device_loss");
+  // Down again (never up in between): latched still, once.
+  r.lose();
+  assert.deepEqual(r.latch.latched(), ["sim1/motorctl0"]);
 });
 
 Deno.test("DeviceLossLatch: a device back before AUTO is requested refuses nothing", () => {
@@ -282,7 +313,12 @@ Deno.test("AUTO requested while a device the tree commanded is down, back during
         "tree commanded it again at once",
     );
   }
-  assert.match(outcome, /sim1\/motorctl0, a device the behavior tree depends on, came back/);
+  // Its provider back, the device is failing (not read since) before it answers: the entry is
+  // refused then, and says so (not "came back": it had not answered).
+  assert.match(
+    outcome,
+    /sim1\/motorctl0, a device the behavior tree depends on, is no longer down, not answering \(it has not answered a read/,
+  );
   assert.ok(latched.includes("sim1/motorctl0"));
 });
 

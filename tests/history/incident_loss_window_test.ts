@@ -18,6 +18,8 @@ import type { DeviceCondition, DeviceConditionListener } from "../../src/state/m
 import type { Logger } from "../../src/common/mod.ts";
 import type { ManualClock } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
+import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+import type { MemoryFiles } from "../helpers/memory_files.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -95,8 +97,9 @@ async function withLossRig<T>(
     } & LossSteps,
   ) => Promise<T>,
   log: Logger = testLogger(),
+  files?: MemoryFiles,
 ): Promise<T> {
-  const fed = handFedHistory(window);
+  const fed = handFedHistory(window, files);
   let tell: DeviceConditionListener | null = null;
   const incidents = new IncidentRecorder({
     config: { ...testConfig().history, ...window },
@@ -1125,43 +1128,58 @@ Deno.test("a device failing when a reload restarting its provider took it out, l
  * MERGE_WINDOW_MS after the first was found. `upBetween`: it answered once in between (a good
  * read: up), so two outages. Answers the records, their headers' also, and the test's t0.
  */
-async function lostTwiceAcrossACrash(window: LossWindow, upBetween: boolean) {
+async function lostTwiceAcrossACrash(
+  window: LossWindow,
+  upBetween: boolean,
+  firstNotWritten?: FaultyMemoryFiles,
+) {
   const { log, lines } = capturingLogger({ level: "info" });
-  const rig = await withLossRig(window, async ({ clock, pollSignals, incidents, change }) => {
-    const joined: [string, number, boolean][] = [];
-    incidents.onIncidentJoined((x) => joined.push([x.trigger, x.at_epoch_ms, x.leads]));
-    const t0 = clock.wall;
-    pollSignals(["x"], 1); // t0: the last good read
-    clock.advance(500);
-    pollSignals(["x"], 2); // t0 + 500: its first failed read
-    const failing = clock.mono;
-    change("up", { kind: "failing", reason: "reads fail", sinceMono: failing });
-    clock.advance(1000);
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: failing }); // the loss
-    await Promise.resolve(); // a turn: its listeners are told it began
-    clock.advance(500);
-    // Its provider crashes: down still (no loss of its own).
-    change("down", { kind: "down", reason: "provider p is UNAVAILABLE", sinceMono: clock.mono });
-    clock.advance(500);
-    // Its provider is up again: the device failing as it comes back, or answering once.
-    if (upBetween) {
-      pollSignals(["x"], 3); // t0 + 2.5 s: a good read
-      change("down", { kind: "up", reason: "", sinceMono: null });
-    } else change("down", { kind: "failing", reason: "reads fail", sinceMono: null });
-    clock.advance(250);
-    pollSignals(["x"], 4); // t0 + 2.75 s: its first failed read since it came back
-    const again = clock.mono;
-    const previous = upBetween ? "up" : "failing";
-    change(previous, { kind: "failing", reason: "reads fail", sinceMono: again });
-    clock.advance(1000);
-    change("failing", { kind: "down", reason: "reads fail", sinceMono: again }); // down again
-    for (let k = 0; k < 8; k++) {
+  const rig = await withLossRig(
+    window,
+    async ({ clock, pollSignals, incidents, change }) => {
+      // A full disk while the first loss's record is written (its window ends before the crash).
+      if (firstNotWritten !== undefined) firstNotWritten.full = true;
+      const joined: [string, number, boolean][] = [];
+      incidents.onIncidentJoined((x) => joined.push([x.trigger, x.at_epoch_ms, x.leads]));
+      const t0 = clock.wall;
+      pollSignals(["x"], 1); // t0: the last good read
+      clock.advance(500);
+      pollSignals(["x"], 2); // t0 + 500: its first failed read
+      const failing = clock.mono;
+      change("up", { kind: "failing", reason: "reads fail", sinceMono: failing });
       clock.advance(1000);
-      pollSignals(["x"], 5);
-    }
-    await incidents.settled();
-    return { records: incidents.list().reverse(), t0, joined };
-  }, log);
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: failing }); // the loss
+      await Promise.resolve(); // a turn: its listeners are told it began
+      clock.advance(500);
+      // Its provider crashes: down still (no loss of its own).
+      change("down", { kind: "down", reason: "provider p is UNAVAILABLE", sinceMono: clock.mono });
+      if (firstNotWritten !== undefined) {
+        await incidents.settled();
+        firstNotWritten.full = false; // room again for the records after it
+      }
+      clock.advance(500);
+      // Its provider is up again: the device failing as it comes back, or answering once.
+      if (upBetween) {
+        pollSignals(["x"], 3); // t0 + 2.5 s: a good read
+        change("down", { kind: "up", reason: "", sinceMono: null });
+      } else change("down", { kind: "failing", reason: "reads fail", sinceMono: null });
+      clock.advance(250);
+      pollSignals(["x"], 4); // t0 + 2.75 s: its first failed read since it came back
+      const again = clock.mono;
+      const previous = upBetween ? "up" : "failing";
+      change(previous, { kind: "failing", reason: "reads fail", sinceMono: again });
+      clock.advance(1000);
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: again }); // down again
+      for (let k = 0; k < 8; k++) {
+        clock.advance(1000);
+        pollSignals(["x"], 5);
+      }
+      await incidents.settled();
+      return { records: incidents.list().reverse(), t0, joined };
+    },
+    log,
+    firstNotWritten,
+  );
   return { ...rig, lines };
 }
 
@@ -1203,6 +1221,57 @@ Deno.test("a device lost, its record written, its provider crashing and coming b
         `up since that loss: the same outage, no new incident$`,
     ),
   );
+});
+
+Deno.test("a device lost, its record not written (a full disk), its provider crashing and coming back while it still fails, down again: the second loss begins its own incident", async () => {
+  // Before, the second loss joined the outage whose record was never written: "the same outage,
+  // no new incident", and no record of the outage on disk at all.
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
+  const files = new FaultyMemoryFiles();
+  const { records, t0, lines } = await lostTwiceAcrossACrash(window, false, files);
+  assert.ok(
+    lines.some((l) => /^WARN .*incident inc-\S+ not written/.test(l)),
+    `the first loss's record was not written: ${lines.join("\n")}`,
+  );
+  assert.deepEqual(
+    records.map((h) => [h.trigger, h.at_epoch_ms - t0, h.also.length]),
+    [["device_loss", 2750, 0]],
+    "the outage's only record is the second loss's, dated at its own first failed read",
+  );
+  assert.deepEqual(lines.filter((l) => l.includes("not up since that loss")), []);
+});
+
+Deno.test("a device lost, its record removed by incident_max_count, lost again not up since: the second loss begins its own incident", async () => {
+  // Before, d's second loss joined an outage whose record the bound had removed: no new incident,
+  // and no record of d's outage kept.
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
+  const { log, lines } = capturingLogger({ level: "info" });
+  await withLossRig({ ...window, incidentMaxCount: 1 }, async ({ clock, incidents, change }) => {
+    const lose = (d: string) => {
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: clock.mono }, d);
+    };
+    lose("d");
+    clock.advance(2000);
+    await incidents.settled();
+    const [first] = incidents.list();
+    assert.deepEqual(first?.devices, ["p/d"], "d's loss recorded");
+    lose("o"); // another device's loss: its record makes d's way for it (incident_max_count 1)
+    clock.advance(2000);
+    await incidents.settled();
+    assert.deepEqual(incidents.list().map((h) => h.devices), [["p/o"]], "d's record removed");
+    // d back from its provider's restart failing still, then down again: never up since.
+    change("down", { kind: "failing", reason: "reads fail", sinceMono: null }, "d");
+    lose("d");
+    clock.advance(2000);
+    await incidents.settled();
+    assert.deepEqual(
+      incidents.list().map((h) => h.devices),
+      [["p/d"]],
+      `d's outage has a record again: ${lines.join("\n")}`,
+    );
+    assert.notEqual(incidents.list()[0]!.incident_id, first!.incident_id);
+    assert.deepEqual(lines.filter((l) => l.includes("not up since that loss")), []);
+  }, log);
 });
 
 Deno.test("a device lost, up again once its provider came back, then lost again: two outages, two incidents", async () => {

@@ -17,12 +17,14 @@ import { StatusCode, WireDeviceState } from "../../src/adpp/mod.ts";
 import {
   dbl,
   type Inventory,
+  programFake,
   type ProgrammableFixture,
   Q,
   startProgrammable,
   T,
 } from "../helpers/programmable_provider.ts";
 import { waitFor } from "../helpers/kernel.ts";
+import type { FakeProvider } from "../helpers/fake_provider.ts";
 
 const DOWN_AFTER_MS = 500;
 
@@ -1305,5 +1307,31 @@ Deno.test("DeviceOutages: a device lost by its reads whose provider (a real chil
   } finally {
     outages.stop();
     await fx.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device a reload's restart took out (on purpose), listed again and then lost by its reads, is down since its first failed read, not since the take-out", async () => {
+  const r = await rig();
+  try {
+    r.fx.clock.mono = 11_000;
+    await reloadRestartingP0(r); // the pump up, taken out on purpose: no outage of its own
+    await waitFor("successor up", () => r.fx.registry.host("p0")?.available === true);
+    // The successor's process (fx.program reaches the first host's): the pump's reads fail.
+    const fake = r.fx.fakes!.process(r.fx.registry.host("p0")!.session!.pid)!.handler;
+    programFake(fake as FakeProvider, "pump", { read: { error: { code: StatusCode.NOT_FOUND } } });
+    r.fx.clock.mono = 13_000;
+    await r.poll("pump"); // its first failed read since the reload
+    r.timers.advance(DOWN_AFTER_MS);
+    const c = r.outages.condition("p0", "pump");
+    // Before: down since 11_000 -- the operator's take-out dated as the start of its loss.
+    assert.deepEqual([c.kind, c.sinceMono, c.reloading], ["down", 13_000, undefined]);
+    assert.deepEqual(
+      r.changes.filter((ch) => ch.deviceId === "pump").slice(-1)
+        .map((ch) => [ch.previous, ch.condition.kind, ch.condition.sinceMono]),
+      [["failing", "down", 13_000]],
+    );
+  } finally {
+    await r.fx.registry.host("p0")?.stop(2000);
+    await r.close();
   }
 });
