@@ -329,6 +329,14 @@ interface Pending {
     | null;
 }
 
+/** A device lost again while its outage's record was being written (#lostWhileWriting). */
+interface LostWhileWriting {
+  /** Its cause, as the INFO line of the same outage says it once that record is written. */
+  readonly cause: IncidentCause;
+  /** Begins its own incident: that record was not written. */
+  readonly begin: () => void;
+}
+
 /**
  * Every device's place in poll order (`provider/device` -> sequence number) at a failing device's
  * first failed read (`from`: its first poll at or after it) and, once noted, incident_after_s past
@@ -451,6 +459,13 @@ export class IncidentRecorder {
    * bound: #noteGone), and at stop; at most INCIDENT_OUTAGES_MAX, the oldest forgotten first.
    */
   readonly #outageOf = new Map<string, string>();
+  /**
+   * Per incident whose record is being written (#writingIds), its devices lost again meanwhile,
+   * not up since (`provider/device` -> begins that loss's own incident): written, the outage has
+   * its record (said then); not written, each begins its own. One per device of #outageOf at most
+   * (INCIDENT_OUTAGES_MAX in all); let go with the write's outcome, or at the next start.
+   */
+  readonly #lostWhileWriting = new Map<string, Map<string, LostWhileWriting>>();
   #dropped = 0;
   /**
    * Ids of the records not kept (not written, removed by a bound) -> why, oldest first
@@ -514,6 +529,7 @@ export class IncidentRecorder {
   async start(bus: EventBus): Promise<void> {
     const stops = this.#stops;
     this.#leftBehind = false;
+    this.#lostWhileWriting.clear(); // a stop's left-behind writes: their outages are forgotten
     await this.#loadIndex(() => this.#stops !== stops);
     if (this.#stops !== stops) return;
     this.#unsubscribe ??= bus.subscribe((e) => this.#onEvent(e.event));
@@ -899,33 +915,52 @@ export class IncidentRecorder {
       : failingAt.wallMs ?? this.#o.history.pollTimeMs(c.providerId, c.deviceId, failingAt.seq);
     const at = stamped ?? c.atWallMs - ago;
     const why = c.condition.reason === "" ? "" : `: ${c.condition.reason}`;
+    // Begins this loss's incident, `laterMs` after it was found (a write failing meanwhile).
+    const begin = (laterMs: number) => {
+      const t = this.#trigger(
+        "device_loss",
+        `device ${key} lost${why}`,
+        [[c.providerId, c.deviceId]],
+        at,
+        ago + laterMs,
+        stamped === null ? undefined : failingAt?.seq,
+        failingAt?.endSeq ?? undefined,
+        stamped === null ? undefined : failingAt?.marks ?? undefined,
+      );
+      if (t === null) return; // dropped: no incident to join
+      this.#outageOf.delete(key);
+      if (this.#outageOf.size >= INCIDENT_OUTAGES_MAX) {
+        this.#outageOf.delete(this.#outageOf.keys().next().value!);
+      }
+      this.#outageOf.set(key, t.p.id);
+    };
     const outage = this.#outageOf.get(key);
     if (outage !== undefined) {
-      // Not up since its loss (its provider crashed and came back, the device failing still):
-      // the same outage -- it joins that loss's incident, or, that one written, begins none.
-      this.#lossAgain(outage, {
+      const cause: IncidentCause = {
         trigger: "device_loss",
         cause: `device ${key} lost${why}`,
         at_epoch_ms: at,
-      });
+      };
+      // Its record being written: the same outage only if it is written (#write says which).
+      if (this.#writingIds.has(outage) && !this.#pending.some((x) => x.id === outage)) {
+        const foundMono = this.#o.clock.monoMs();
+        let lost = this.#lostWhileWriting.get(outage);
+        if (lost === undefined) this.#lostWhileWriting.set(outage, lost = new Map());
+        // Lost again once more meanwhile: the first of them is where its own outage began.
+        if (!lost.has(key)) {
+          lost.set(key, {
+            cause,
+            begin: () => begin(Math.max(0, Math.round(this.#o.clock.monoMs() - foundMono))),
+          });
+        }
+        return;
+      }
+      // Not up since its loss (its provider crashed and came back, the device failing still):
+      // the same outage -- it joins that loss's incident, or, that one written, begins none.
+      this.#lossAgain(outage, cause);
       return;
     }
-    const t = this.#trigger(
-      "device_loss",
-      `device ${key} lost${why}`,
-      [[c.providerId, c.deviceId]],
-      at,
-      ago,
-      stamped === null ? undefined : failingAt?.seq,
-      failingAt?.endSeq ?? undefined,
-      stamped === null ? undefined : failingAt?.marks ?? undefined,
-    );
-    if (t === null) return; // dropped: no incident to join
-    this.#outageOf.delete(key);
-    if (this.#outageOf.size >= INCIDENT_OUTAGES_MAX) {
-      this.#outageOf.delete(this.#outageOf.keys().next().value!);
-    }
-    this.#outageOf.set(key, t.p.id);
+    begin(0);
   }
 
   /**
@@ -1573,10 +1608,19 @@ export class IncidentRecorder {
       this.#dropped++;
       this.#noteGone(header.incident_id, "its record could not be written; the log says why");
       this.#unwritten.fail(`incident ${header.incident_id} not written: ${errorMessage(err)}`);
+      // Its devices lost again meanwhile: their outage has no record, so each begins its own.
+      const lost = this.#lostWhileWriting.get(header.incident_id);
+      this.#lostWhileWriting.delete(header.incident_id);
+      // (Not once stopped: a stopped recorder begins none.)
+      if (this.#unsubscribeOutages !== null) { for (const l of lost?.values() ?? []) l.begin(); }
       await files.remove(this.#path(header.incident_id)).catch(() => {});
       return;
     }
     this.#unwritten.ok(header.incident_id);
+    const lost = this.#lostWhileWriting.get(header.incident_id);
+    this.#lostWhileWriting.delete(header.incident_id);
+    // Its devices lost again meanwhile: the same outage, which has its record now.
+    for (const l of lost?.values() ?? []) this.#lossAgain(header.incident_id, l.cause);
     this.#saveGone(); // one that failed with the disk before
     // In the order recorded (by the counter of its id), whatever order the writes ended in: an
     // e-stop's record waiting for its reason may be written after a later incident's.

@@ -23,6 +23,7 @@ import type { MemoryFiles } from "../helpers/memory_files.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+import { untilTurns } from "../helpers/turns.ts";
 import { INCIDENTS_DIR } from "./_incident_rig.ts";
 
 /** The hand-fed history's window: memory_seconds and the incident window around a trigger. */
@@ -1272,6 +1273,86 @@ Deno.test("a device lost, its record removed by incident_max_count, lost again n
     assert.notEqual(incidents.list()[0]!.incident_id, first!.incident_id);
     assert.deepEqual(lines.filter((l) => l.includes("not up since that loss")), []);
   }, log);
+});
+
+/** FaultyMemoryFiles whose appends wait for `gate` (while set) before writing, or failing when full. */
+class HeldMemoryFiles extends FaultyMemoryFiles {
+  gate: Promise<void> | null = null;
+  held = 0;
+  override async openAppend(path: string): ReturnType<FaultyMemoryFiles["openAppend"]> {
+    const handle = await super.openAppend(path);
+    return {
+      ...handle,
+      append: async (text: string) => {
+        if (this.gate !== null) {
+          this.held++;
+          await this.gate;
+        }
+        return await handle.append(text);
+      },
+    };
+  }
+}
+
+/**
+ * Device p/d lost; lost again (not up since) while its loss's record's write is held; that write
+ * then fails (`fails`: a full disk) or is written. Answers the records ([trigger, at - t0,
+ * devices]) and the log lines.
+ */
+async function lostAgainWhileWriting(fails: boolean) {
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
+  const files = new HeldMemoryFiles();
+  const { log, lines } = capturingLogger({ level: "info" });
+  const records = await withLossRig(
+    window,
+    async ({ clock, incidents, change }) => {
+      let release = () => {};
+      files.gate = new Promise<void>((r) => release = r);
+      const t0 = clock.wall;
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: clock.mono }); // the loss
+      clock.advance(2000); // its window closed: its record's write begins, and waits
+      await untilTurns(() => files.held === 1, "the first record's write under way");
+      // Its provider crashed and came back, the device failing still; down again: not up since.
+      change("down", { kind: "failing", reason: "reads fail", sinceMono: null });
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: clock.mono });
+      files.gate = null;
+      files.full = fails; // the disk fills: the first record is not written
+      release();
+      await incidents.settled();
+      files.full = false;
+      clock.advance(2000);
+      await incidents.settled();
+      return incidents.list().map((h) => [h.trigger, h.at_epoch_ms - t0, h.devices]);
+    },
+    log,
+    files,
+  );
+  return { records, lines };
+}
+
+Deno.test("a device lost again while its loss's record is being written, that write then failing (a full disk): the second loss begins its own incident", async () => {
+  // Before, the second loss, found while the first record's write was under way, was "the same
+  // outage, no new incident"; the write then failed: no record of the outage on disk at all.
+  const { records, lines } = await lostAgainWhileWriting(true);
+  assert.ok(
+    lines.some((l) => /^WARN .*incident inc-\S+ not written/.test(l)),
+    `the first loss's record was not written: ${lines.join("\n")}`,
+  );
+  assert.deepEqual(
+    records,
+    [["device_loss", 2000, ["p/d"]]],
+    `d's outage has a record, dated at its second loss: ${lines.join("\n")}`,
+  );
+  assert.deepEqual(lines.filter((l) => l.includes("not up since that loss")), []);
+});
+
+Deno.test("a device lost again while its loss's record is being written, that write then done: the same outage, no new incident, said once", async () => {
+  const { records, lines } = await lostAgainWhileWriting(false);
+  assert.deepEqual(records, [["device_loss", 0, ["p/d"]]], lines.join("\n"));
+  assert.deepEqual(
+    lines.filter((l) => l.includes("not up since that loss")).map((l) => l.split(" ")[0]),
+    ["INFO"],
+  );
 });
 
 Deno.test("a device lost, up again once its provider came back, then lost again: two outages, two incidents", async () => {
