@@ -125,8 +125,9 @@ export class Interlock {
             problem = toldProblem;
           }
         }
-        // Stale by age while its device fails: the device's condition, which stays (not the age,
-        // which comes and goes with each fresh answer).
+        // Stale (by age, or kept and marked STALE by the cache) while its device fails: the
+        // device's condition, which stays (not the age or the mark, which come and go with each
+        // fresh answer).
         problem = input.problemOfDevice(problem, this.#ctx);
         // What reason() describes first: a compared input with no sample whose declared type a
         // comparison cannot take, whatever else is bad and whether its device is up (the text

@@ -194,17 +194,31 @@ export class SignalInput {
   }
 
   /**
-   * The problem an interlock names for `problem` classify found: a sample stale by age (AGE) of a
-   * device failing or down is the device's condition (DEVICE_DOWN). That holds across its polls;
-   * the age comes and goes with each fresh answer when the stale bound is shorter than the poll
-   * period (a device reported UNREACHABLE that still answers), and each turn would be another
-   * reason told. Allocates nothing.
+   * The problem an interlock names for `problem` classify found: a sample stale by age (AGE), or
+   * the kept one the cache marked STALE for its age at an answer that left it out (QUALITY: one
+   * kind with AGE, see reasonKind), of a device failing or down is the device's condition
+   * (DEVICE_DOWN). That holds across its polls; the age and the mark come and go with each fresh
+   * answer when the stale bound is shorter than the poll period (a device reported UNREACHABLE
+   * that still answers, the signal only at some of its answers), and each turn would be another
+   * reason told. A STALE its provider reported (received at the device's last answer) stays its
+   * own: that quality is what failed (a device whose every signal is so is failing for it).
+   * Allocates nothing.
    */
   problemOfDevice(problem: InputProblem, ctx: InputContext): InputProblem {
-    if (problem !== InputProblem.AGE || ctx.outages === undefined) return problem;
+    if (ctx.outages === undefined) return problem;
+    if (problem !== InputProblem.AGE && !this.#keptMarkedStale(problem, ctx)) return problem;
     return ctx.outages.condition(this.providerId, this.deviceId).kind !== "up"
       ? InputProblem.DEVICE_DOWN
       : problem;
+  }
+
+  /** A QUALITY problem of a kept sample the cache marked STALE (not received at the last answer). */
+  #keptMarkedStale(problem: InputProblem, ctx: InputContext): boolean {
+    if (problem !== InputProblem.QUALITY) return false;
+    const dev = ctx.cache.device(this.providerId, this.deviceId);
+    const s = dev?.signals.get(this.signalId);
+    return s !== undefined && s.quality === "STALE" && s.value !== null &&
+      s.receivedMono !== dev!.lastPollMono;
   }
 
   /** A sample the cache marked STALE for its age: past its bound, with the value it kept. */

@@ -1898,6 +1898,38 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine tells an interlock's input of a device failing once while the cache marks its kept sample STALE at answers that leave it out", async () => {
+  // The device fails all along; its answers carry temp only every other poll: an answer that
+  // leaves it out marks the kept sample STALE (past its 1000 ms bound), the next carries it
+  // fresh. Stale by age and the cache's STALE mark are one kind: the device's failing is why.
+  const failing: DeviceCondition = { kind: "failing", reason: "unreachable", sinceMono: 0 };
+  const s = await setup(
+    `
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
+`,
+    { condition: () => failing },
+  );
+  try {
+    const reason = "bad input: p0/probe/temp: device p0/probe is failing (unreachable)";
+    s.fx.clock.mono = 1_000;
+    await s.read([temp(25), mode("open")]);
+    const told = () => interlockEvents(s.events).map((e) => `${e.blocking} ${e.reason}`);
+    assert.deepEqual(told(), [`true ${reason}`]);
+    for (let poll = 2_500; poll <= 8_500; poll += 1_500) {
+      s.fx.clock.mono = poll;
+      // Every other answer leaves temp out: the cache marks it STALE for its age.
+      const withTemp = (poll - 1_000) % 3_000 === 0;
+      await s.read(withTemp ? [temp(25), mode("open")] : [mode("open")]);
+      assert.equal(s.engine.interlocks()[0]!.reason, reason, `${poll}: temp ${withTemp}`);
+    }
+    assert.deepEqual(told(), [`true ${reason}`], "told once");
+    assert.equal(s.lines.filter((l) => l.includes("blocks for another reason")).length, 0);
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine publishes an interlock's engage and another reason when its logger throws on their WARN lines", async () => {
   let logFails = false;
   const s = await setup(

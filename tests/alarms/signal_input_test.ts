@@ -19,12 +19,16 @@ function context(o: {
   sample?: SignalState;
   device?: boolean;
   condition?: { kind: DeviceConditionKind; reason: string };
+  /** When the device last answered (monotonic); 0 unless told. */
+  lastPollMono?: number;
 }) {
   const signals = new Map<string, SignalState>();
   if (o.sample) signals.set("temp", o.sample);
   const cache = {
     device: (p: string, d: string) =>
-      o.device === false || p !== "p0" || d !== "probe" ? undefined : { signals },
+      o.device === false || p !== "p0" || d !== "probe"
+        ? undefined
+        : { signals, lastPollMono: o.lastPollMono ?? 0 },
     staleAfterMs: () => STALE_AFTER_MS,
     staleSinceMono: (_p: string, _d: string, _s: string, r: number) => r + STALE_AFTER_MS,
   } as unknown as StateCache;
@@ -95,6 +99,33 @@ Deno.test("SignalInput names a sample stale by age of a device failing or down b
   assert.equal(i.problemOfDevice(InputProblem.AGE, up), InputProblem.AGE, "device up");
   const none = context({ sample: sample(dbl(20)) });
   assert.equal(i.problemOfDevice(InputProblem.AGE, none), InputProblem.AGE, "no conditions");
+});
+
+Deno.test("SignalInput names a kept sample the cache marked STALE of a device failing or down by the device's condition for an interlock, a STALE its provider reported as classified", () => {
+  const i = input();
+  for (const kind of ["failing", "down"] as const) {
+    const condition = { kind, reason: "unreachable" };
+    // Marked STALE by the cache for its age at an answer (at 1500) that left it out: one kind with
+    // the age (reasonKind), which comes and goes with its fresh answers.
+    const marked = context({ sample: sample(dbl(20), "STALE"), condition, lastPollMono: 1500 });
+    assert.equal(i.classify(marked, 1500), InputProblem.QUALITY, `${kind}: marked`);
+    assert.equal(i.problemOfDevice(InputProblem.QUALITY, marked), InputProblem.DEVICE_DOWN, kind);
+    // Its provider's STALE, received at the last answer: that quality is what failed.
+    const reported = context({
+      sample: sample(dbl(20), "STALE", 1500),
+      condition,
+      lastPollMono: 1500,
+    });
+    assert.equal(i.problemOfDevice(InputProblem.QUALITY, reported), InputProblem.QUALITY, kind);
+    const fault = context({ sample: sample(dbl(20), "FAULT"), condition, lastPollMono: 1500 });
+    assert.equal(i.problemOfDevice(InputProblem.QUALITY, fault), InputProblem.QUALITY, "FAULT");
+  }
+  const up = context({
+    sample: sample(dbl(20), "STALE"),
+    condition: { kind: "up", reason: "" },
+    lastPollMono: 1500,
+  });
+  assert.equal(i.problemOfDevice(InputProblem.QUALITY, up), InputProblem.QUALITY, "device up");
 });
 
 Deno.test("SignalInput is stale strictly past its bound, and says when a usable sample goes stale", () => {
