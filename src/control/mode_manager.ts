@@ -1789,11 +1789,12 @@ function causesWhy(causes: readonly ProviderBackCause[], devices: readonly strin
  * (its return covers its devices: said in their place); a line with a cause other than device
  * returns is said at WARN, outside the device-return spell. `host` is the provider's host as this
  * reason told it: a return of the successor of a host a reload restarted makes the run its
- * successor's (listed at its turn), and its line the successor's (the old host's causes dropped).
+ * successor's (listed at its turn), and its line the successor's (the old host's causes dropped,
+ * and its securing runs: a ladder call made on the old process never reached the successor).
  * `listed` is the host listed under its id now: one no longer listed never replaces it -- a return
  * of the old host told before the reload, waiting for FAULT's hooks to begin, joins a run of its
  * successor's only once those hooks have run, and would leave the successor no calls at the turn
- * -- nor adds its causes to the successor's line.
+ * -- nor adds its causes to the successor's line, nor its securing runs to those left out.
  */
 function mergeProviderBack(
   into: MergedProviderBack,
@@ -1804,8 +1805,13 @@ function mergeProviderBack(
   const said = host === listed || into.host !== listed;
   if (said && host !== into.host) {
     // Another host under its id (a reload restarted it): the run is its now, and so is its line.
+    // The old host's securing runs go too: a call the ladder made on the old process never reached
+    // this one, so it must not leave that call out of this host's calls.
+    // Never awaited now: never an unhandled rejection.
+    for (const run of into.securing) if (run !== AT_TURN) run.catch(() => {});
     into.host = host;
     into.causes = [];
+    into.securing = [];
     delete into.devices;
   }
   if (next.stopsOwn === true) into.stopsOwn = true;
@@ -1831,6 +1837,9 @@ function mergeProviderBack(
     if (into.securing.includes(run)) continue;
     // Awaited at its turn only (not when FAULT is left before it): never an unhandled rejection.
     if (run !== AT_TURN) run.catch(() => {});
+    // A reason of a host no longer listed joining its successor's run: its securing runs secured
+    // that host, not the successor (none left out of the successor's calls).
+    if (!said) continue;
     into.securing.push(run);
   }
 }

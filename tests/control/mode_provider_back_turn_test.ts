@@ -294,3 +294,52 @@ Deno.test("ModeManager in FAULT: a reason of the restarted provider's old host w
     /^WARN .*FAULT: provider plant is AVAILABLE again; making its 1 hook call/,
   );
 });
+
+Deno.test("ModeManager in FAULT: a restarted provider's successor joining the old host's waiting run gets its hook calls made again, not left out for the old host's ladder calls", async () => {
+  const rig = await faultWithHeldEntry();
+  const { modes, held, lines, endEntry } = rig;
+  // The e-stop's securing runs of plant: the one a reload of the old host's ladder began made
+  // set_heater off on that host; the latch is released before the successor's turn (none for it).
+  const oldHostMade = [call("plant/plant0", "set_heater", { enabled: false })];
+  modes.setLatchSecuring((_host, o) => o?.notBegun === true ? Promise.resolve(oldHostMade) : null);
+  rig.ladderReloaded();
+  // A reload restarts plant; its successor, a new process, comes up before the run's turn.
+  rig.replaceHost();
+  rig.successorUp();
+  await endEntry();
+  assert.ok(await leaveFaultAnswering(modes, held), "FAULT -> MANUAL accepted once the run ended");
+  assert.deepEqual(
+    madeAgainCalls(held),
+    ["plant/set_heater"],
+    "the successor gets set_heater off: the old host's ladder call never reached it",
+  );
+  assert.match(madeAgainLines(lines).join("\n"), /^WARN .*provider plant is AVAILABLE again;/);
+});
+
+Deno.test("ModeManager in FAULT: a reason of the restarted provider's old host waiting for the stop's hooks to begin leaves none of its successor's hook calls out for the old host's ladder calls", async () => {
+  const old = upProvider("plant");
+  let listed: ProviderSummary = old;
+  const { modes, held, lines, comesBack } = plantModes(() => listed);
+  // The securing run a reload of the old host's ladder began made set_heater off on that host; the
+  // latch is released before the successor's turn (none for it).
+  const oldHostMade = [call("plant/plant0", "set_heater", { enabled: false })];
+  modes.setLatchSecuring((_host, o) => o?.notBegun === true ? Promise.resolve(oldHostMade) : null);
+  // FAULT committed, its hooks not begun: a reload changes the old host's ladder calls.
+  const entry = modes.enterFault("test stop");
+  modes.ladderReloaded(old);
+  // A reload restarts plant, the stop's hooks begin, the successor comes up while they run.
+  listed = { ...old, available: false } as ProviderSummary;
+  const hooks = entry.runHooks();
+  await heldCalls(held, 1);
+  listed = { ...listed, available: true } as ProviderSummary;
+  comesBack("plant");
+  held[0]!.answer();
+  assert.deepEqual(await hooks, []);
+  assert.ok(await leaveFaultAnswering(modes, held), "FAULT -> MANUAL accepted once the run ended");
+  assert.deepEqual(
+    madeAgainCalls(held),
+    ["plant/set_heater"],
+    "the successor gets set_heater off: the old host's ladder call never reached it",
+  );
+  assert.match(madeAgainLines(lines).join("\n"), /^WARN .*provider plant is AVAILABLE again;/);
+});
