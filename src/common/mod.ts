@@ -8,7 +8,18 @@ export * from "./health.ts";
 export * from "./bytes.ts";
 export * from "./utf8.ts";
 export { escapeControl } from "./escape_control.ts";
-export { deviceReturnWhy, MAX_NAMED_IN_WARNING, namedList } from "./named_list.ts";
+export {
+  causesWhy,
+  deviceReturnWhy,
+  DEVICES_ANSWERING,
+  joinCauses,
+  MAX_NAMED_IN_WARNING,
+  namedList,
+  onlyDeviceReturns,
+  PROVIDER_BACK_WHY,
+  type ProviderBackCause,
+  type ProviderBackCauses,
+} from "./named_list.ts";
 export { basenameWithoutExtension, dirnameOf, pathBelow, resolvePath } from "./paths.ts";
 export * from "./metrics.ts";
 export * from "./grid.ts";

@@ -31,15 +31,19 @@
  * AUTO while a device its tree names is unavailable.
  */
 import {
+  causesWhy,
   type Clock,
   deviceHandle,
   deviceReturnWhy,
+  DEVICES_ANSWERING,
   failedPrecondition,
+  joinCauses,
   latestDate,
   type Logger,
-  MAX_NAMED_IN_WARNING,
-  namedList,
   neverThrowing,
+  onlyDeviceReturns,
+  PROVIDER_BACK_WHY,
+  type ProviderBackCause,
   providerIdOf,
   providerTextWithin,
   quoteProviderTextWithin,
@@ -363,9 +367,6 @@ interface ProviderBackOptions {
   /** While `deviceReturn`: the devices answering again, named in `why` (deviceReturnWhy). */
   readonly devices?: readonly string[];
 }
-
-/** What #providerBack's line says by default: the provider itself is up again. */
-const PROVIDER_BACK_WHY = "is AVAILABLE again";
 
 /** A hold on the hook calls into FAULT of an entry (holdFaultHookCalls). */
 interface FaultHookHold {
@@ -1707,12 +1708,6 @@ function droppedCalls<T extends { readonly call: CallConfig }>(
   });
 }
 
-/** Stands for a run's device returns among its causes: said as deviceReturnWhy of its devices. */
-const DEVICES_ANSWERING = Symbol("devices answering again");
-
-/** One cause of a run of #providerBack: what a reason said (`why`), or its device returns. */
-type ProviderBackCause = string | typeof DEVICES_ANSWERING;
-
 /** What the reasons merged into one waiting #providerBack ask for, and what its line says. */
 interface MergedProviderBack {
   /**
@@ -1760,20 +1755,9 @@ function providerBackOf(
     stopsOwn: options.stopsOwn === true,
     causes,
     why: causesWhy(causes, devices),
-    deviceReturn: causes.length === 1 && causes[0] === DEVICES_ANSWERING,
+    deviceReturn: onlyDeviceReturns(causes),
     ...(devices === undefined ? {} : { devices }),
   };
-}
-
-/**
- * A run's line, what brought it: every cause in the order they joined, its device returns as
- * deviceReturnWhy names them (`is AVAILABLE again and had its e-stop ladder calls changed by a
- * reload`).
- */
-function causesWhy(causes: readonly ProviderBackCause[], devices: readonly string[] = []): string {
-  const said = causes.map((c) => c === DEVICES_ANSWERING ? deviceReturnWhy(devices) : c);
-  if (said.length <= 1) return said[0] ?? PROVIDER_BACK_WHY;
-  return `${namedList(said.slice(0, -1), MAX_NAMED_IN_WARNING)} and ${said.at(-1)}`;
 }
 
 /**
@@ -1816,22 +1800,9 @@ function mergeProviderBack(
   }
   if (next.stopsOwn === true) into.stopsOwn = true;
   if (said) {
-    const joining = providerBackOf(host, next);
-    for (const cause of joining.causes) {
-      if (cause === DEVICES_ANSWERING) {
-        // The provider's own return covers its devices answering again.
-        if (into.causes.includes(PROVIDER_BACK_WHY)) continue;
-        into.devices ??= [];
-        for (const d of joining.devices ?? []) if (!into.devices.includes(d)) into.devices.push(d);
-      } else if (cause === PROVIDER_BACK_WHY && into.devices !== undefined) {
-        // The provider's own return says its devices' returns in their place.
-        into.causes = into.causes.filter((c) => c !== DEVICES_ANSWERING);
-        delete into.devices;
-      }
-      if (!into.causes.includes(cause)) into.causes.push(cause);
-    }
+    joinCauses(into, providerBackOf(host, next));
     into.why = causesWhy(into.causes, into.devices);
-    into.deviceReturn = into.causes.length === 1 && into.causes[0] === DEVICES_ANSWERING;
+    into.deviceReturn = onlyDeviceReturns(into.causes);
   }
   for (const run of next.securing) {
     if (into.securing.includes(run)) continue;

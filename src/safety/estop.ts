@@ -39,17 +39,23 @@
  * The latch is a software stop. It does not replace a hardware power cut.
  */
 import {
+  causesWhy,
   type Clock,
   type DeviceCapabilities,
   deviceHandle,
-  deviceReturnWhy,
+  DEVICES_ANSWERING,
   errorMessage,
   failedPrecondition,
   internal,
+  joinCauses,
   type Logger,
   MAX_NAMED_IN_WARNING,
   namedList,
   neverThrowing,
+  onlyDeviceReturns,
+  PROVIDER_BACK_WHY,
+  type ProviderBackCause,
+  type ProviderBackCauses,
   providerIdOf,
   providerTextWithin,
   quoteProviderTextWithin,
@@ -747,7 +753,7 @@ export class Estop implements EstopService {
     options.devices?.onDeviceReturn((providerId, deviceId) => {
       const host = this.#o.inventory.provider(providerId);
       if (host?.available === true) {
-        this.#providerAvailable(host, deviceReturnWhy([deviceId]), deviceId);
+        this.#providerAvailable(host, DEVICES_ANSWERING, deviceId);
       }
     });
     // The hooks into FAULT made again for a provider that comes back wait for its ladder calls
@@ -2031,19 +2037,24 @@ export class Estop implements EstopService {
   }
 
   /**
-   * `host` became AVAILABLE (or, `why` says, a reload changed its ladder calls since): while
-   * latched, and unless a securing run of it begun under this latch is still waiting for its turn
-   * (it will find the provider up, and take the plan then), one begins (#secure). A return that is
-   * not a device's joining a run begun for a device's return says that run's line in its place (the
-   * provider's own return ended the device-return spell: the run must not open another), and so
-   * does a reload's ladder change joining any (the run makes its new calls).
+   * `host` became AVAILABLE (or, `cause` says, a reload changed its ladder calls since, or its
+   * device `returnedDevice` answers again: DEVICES_ANSWERING): while latched, and unless a securing
+   * run of it begun under this latch is still waiting for its turn (it will find the provider up,
+   * and take the plan then), one begins (#secure). A reason joining a waiting run adds its cause to
+   * that run's line, each cause once in the order they joined (joinCauses, causesWhy: as the hook
+   * calls into FAULT made again say theirs); a line with a cause other than device returns is said
+   * at WARN, outside the device-return spell (the provider's own return ended that spell: the run
+   * must not open another), and one a reload's ladder change joined is read back as the reload's.
    */
   #providerAvailable(
     host: ProviderSummary,
-    why = "is AVAILABLE again",
+    cause: ProviderBackCause = PROVIDER_BACK_WHY,
     returnedDevice: string | null = null,
   ): void {
-    const deviceReturn = returnedDevice !== null;
+    const joining: ProviderBackCauses = {
+      causes: [cause],
+      ...(returnedDevice === null ? {} : { devices: [returnedDevice] }),
+    };
     if (this.#o.inventory.provider(host.id) !== host) return;
     // A return while released is secured by nobody: an earlier return's run no longer says it
     // (the supervisor restarts a provider within the same host).
@@ -2057,16 +2068,12 @@ export class Estop implements EstopService {
       queued && !queued.started &&
       (queued.latchNo === this.#latchNo || this.#ladderLatchNo !== this.#latchNo)
     ) {
-      // A reload's ladder change is what the run does now: its line and read-back say so.
-      if ((queued.deviceReturn && !deviceReturn) || why === LADDER_RELOADED) {
-        queued.why = why;
-        queued.deviceReturn = false;
-        delete queued.devices;
-      } else if (queued.deviceReturn && returnedDevice !== null && queued.devices !== undefined) {
-        // Another device of it answering again: its line names every device it secures for.
-        queued.devices.add(returnedDevice);
-        queued.why = deviceReturnWhy([...queued.devices]);
-      }
+      // Its line names every cause that joined it; a reload's ladder change is what the run does
+      // now: its read-back says so.
+      joinCauses(queued, joining);
+      queued.why = causesWhy(queued.causes, queued.devices);
+      if (!onlyDeviceReturns(queued.causes)) queued.deviceReturn = false;
+      if (cause === LADDER_RELOADED) queued.ladderReloaded = true;
       // Joined under this latch, it is this return's run, one of this latch: made at its turn
       // even once this latch's stop has begun (a reload starting the provider waits for its calls
       // and counts them). Its device-return spell, if any, is this latch's: a device return left
@@ -2077,9 +2084,10 @@ export class Estop implements EstopService {
     const made = Promise.withResolvers<readonly CallConfig[]>();
     const run: SecureRun = {
       started: false,
-      why,
-      deviceReturn,
-      ...(returnedDevice === null ? {} : { devices: new Set([returnedDevice]) }),
+      ...joining,
+      why: causesWhy(joining.causes, joining.devices),
+      deviceReturn: onlyDeviceReturns(joining.causes),
+      ladderReloaded: cause === LADDER_RELOADED,
       latchNo: this.#latchNo,
       promise: Promise.resolve([]),
       ladder: made.promise,
@@ -2193,7 +2201,7 @@ export class Estop implements EstopService {
     this.#releaseLadder(held);
     const actions = await queued;
     if (actions === null) return [];
-    const reason = run.why === LADDER_RELOADED ? "ladder reloaded while latched" : undefined;
+    const reason = run.ladderReloaded ? "ladder reloaded while latched" : undefined;
     await this.#reverify(id, actions, rung, safeState, latchNo, reason);
     return actions;
   }
@@ -2480,18 +2488,25 @@ function providerOf(c: PlannedCall): string {
 interface SecureRun {
   started: boolean;
   /**
-   * What its line says brought it (#providerAvailable: a provider's return takes a device's, a
-   * reload's ladder change any).
+   * What brought it, each cause once in the order they joined (#providerAvailable, joinCauses):
+   * at most one per kind (the provider's return, each kind of reload, its device returns).
    */
+  causes: ProviderBackCause[];
+  /**
+   * The devices whose returns it secures for (the one that began it, then each that joined it),
+   * named in `why` (deviceReturnWhy) while DEVICES_ANSWERING is among its causes. Bounded by the
+   * provider's devices: a device's returns are told only while its provider lists it.
+   */
+  devices?: string[];
+  /** What its line says brought it: every cause (causesWhy). */
   why: string;
-  /** Begun for a device's return (its line counts in the device-return spell). */
+  /** Begun for device returns only, none other joined (its line counts in the device-return spell). */
   deviceReturn: boolean;
   /**
-   * While `deviceReturn`: the devices whose returns it secures for (the one that began it, then
-   * each that joined it), named in `why` (deviceReturnWhy). Bounded by the provider's devices: a
-   * device's returns are told only while its provider lists it.
+   * A reload's ladder change began it or joined it: its read-back is audited as the reload's
+   * (`ladder reloaded while latched`), whatever else its line names.
    */
-  devices?: Set<string>;
+  ladderReloaded: boolean;
   /**
    * The latch it was begun under (Estop.#latchNo), or the one a return joined it under
    * (#providerAvailable): released before its turn, it is skipped (made under a new latch whose

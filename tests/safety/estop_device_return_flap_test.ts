@@ -298,3 +298,31 @@ Deno.test("Estop latched: a device-return run joined by many devices names MAX_N
   const named = devices.slice(0, MAX_NAMED_IN_WARNING).join(", ");
   assert.ok(line.includes(`has devices ${named} and 2 more answering again;`), line);
 });
+
+Deno.test("Estop latched: a reload changing the ladder calls of a provider whose device return's securing run waits for its turn names the device return and the reload in its line, at WARN", async () => {
+  const { estop, host, lines, answerAll, deviceReturn, latched, backHeld } = holdingEstop({
+    deviceReturns: true,
+    safeState: heaterOffLadder(),
+  });
+  await latched("test", "the stop's ladder call");
+  // plant comes back: its securing run's call is held; a device of it answers again (a run that
+  // waits behind it), then a reload adds a call for plant before that run's turn.
+  await backHeld();
+  deviceReturn("plant1");
+  const runs = estop.reconfigure({
+    ...heaterOffLadder(),
+    hooks: [...heaterOffLadder().hooks, call("plant/plant0", "set_fan", { duty: { double: 0 } })],
+  });
+  let done = false;
+  void Promise.all(runs).then(() => (done = true));
+  await untilTurns(() => (answerAll(), done), "the reload's wait");
+  await estop.securing(host);
+  estop.clear();
+
+  const said = lines.filter((l) => /bringing it to the safe state \(2 call/.test(l));
+  assert.equal(said.length, 1, lines.join("\n"));
+  assert.match(
+    said[0]!,
+    /WARN.*provider plant has device plant1 answering again and had its ladder calls changed by a reload;/,
+  );
+});

@@ -3,8 +3,9 @@
  * and waits for that run, counting its calls (docs/safety.md: "the reload waits for it and counts
  * its calls"), also when a securing run of that provider still waits for its turn and takes the
  * new plan in its place (a return of the provider while its securing run before was making its
- * calls). That run's line and read-back then say the reload (docs/safety.md: "had its ladder calls
- * changed by a reload", `ladder reloaded while latched`), whatever return began it.
+ * calls). That run's line then names every cause that joined it, the reload among them, and its
+ * read-back says the reload (docs/safety.md: "is AVAILABLE again and had its ladder calls changed by
+ * a reload", `ladder reloaded while latched`), whatever return began it or joined it.
  */
 import assert from "node:assert/strict";
 import type { AuditDecision } from "../../src/control/mod.ts";
@@ -67,7 +68,7 @@ Deno.test("Estop latched: a reload changing the ladder calls of a provider whose
   assert.equal(made, 2, "the reload counts the new plan's calls");
 });
 
-Deno.test("Estop latched: a reload changing the ladder calls of a provider whose own return's securing run waits for its turn says the reload in its line and audit", async () => {
+Deno.test("Estop latched: a reload changing the ladder calls of a provider whose own return's securing run waits for its turn says the return and the reload in its line, the reload in its audit", async () => {
   const audit: AuditDecision[] = [];
   const { estop, host, comeBack, lines, answerAll, latched, backHeld } = holdingEstop({
     reads: heaterOffReader().reads,
@@ -87,7 +88,45 @@ Deno.test("Estop latched: a reload changing the ladder calls of a provider whose
 
   const said = lines.filter((l) => /bringing it to the safe state \(2 call/.test(l));
   assert.equal(said.length, 1, lines.join("\n"));
-  assert.match(said[0]!, /provider plant had its ladder calls changed by a reload;/);
+  assert.match(
+    said[0]!,
+    /WARN.*provider plant is AVAILABLE again and had its ladder calls changed by a reload;/,
+  );
+  const reasons = audit.flatMap((d) =>
+    d.origin.kind === "estop" && d.args?.reason ? [d.args.reason] : []
+  );
+  assert.deepEqual(
+    reasons,
+    ["available while latched", "ladder reloaded while latched"],
+    JSON.stringify(audit),
+  );
+});
+
+Deno.test("Estop latched: a provider's return joining the waiting securing run of a reload that changed its ladder calls says the reload and the return in its line, the reload in its audit", async () => {
+  const audit: AuditDecision[] = [];
+  const { estop, host, comeBack, lines, answerAll, latched, backHeld } = holdingEstop({
+    reads: heaterOffReader().reads,
+    audit: { record: (d) => audit.push(d) },
+    safeState: heaterOffVerifiedLadder(),
+  });
+  await latched("test", "the stop's ladder call");
+
+  // plant comes back: its securing run's call is held. A reload changes its ladder calls (its
+  // run waits behind that call), then plant comes back again before that run's turn: it joins.
+  await backHeld();
+  const runs = estop.reconfigure(withFanCall(heaterOffVerifiedLadder()));
+  comeBack();
+  let done = false;
+  void Promise.all(runs).then(() => (done = true));
+  await untilTurns(() => (answerAll(), done), "the reload's wait");
+  await estop.securing(host);
+
+  const said = lines.filter((l) => /bringing it to the safe state \(2 call/.test(l));
+  assert.equal(said.length, 1, lines.join("\n"));
+  assert.match(
+    said[0]!,
+    /WARN.*provider plant had its ladder calls changed by a reload and is AVAILABLE again;/,
+  );
   const reasons = audit.flatMap((d) =>
     d.origin.kind === "estop" && d.args?.reason ? [d.args.reason] : []
   );
