@@ -2905,6 +2905,9 @@ export class Kernel {
     // once they end, not before (a second runtime on the folder is refused while this one may
     // still write there; a process that exits first releases it with its files).
     const late: Promise<unknown>[] = [];
+    // What the stop's whole budget leaves past telemetry's reserve (with a process deadline).
+    const leftPastReserve = (d: StopDeadline) =>
+      Math.max(0, d.leftMs() - TELEMETRY_STOP_RESERVE_MS);
     // Whether `done` settled within `ms` -- or, once a second stop signal hurried the stop
     // (StopDeadline.hurried), within what the hurried deadline leaves past
     // TELEMETRY_STOP_RESERVE_MS when that ends sooner: a wait bounded when it began ends then.
@@ -2923,7 +2926,7 @@ export class Kernel {
         false,
       );
       if (first !== "hurried") return first;
-      const leftMs = Math.max(0, (deadline?.leftMs() ?? 0) - TELEMETRY_STOP_RESERVE_MS);
+      const leftMs = deadline === undefined ? 0 : leftPastReserve(deadline);
       return raceTimeout(this.host.clock, settled, leftMs, false);
     };
     // A stage on the disk after the providers' stop: waited for at most `boundMs` (less when the
@@ -2936,7 +2939,7 @@ export class Kernel {
     ) => {
       const waitMs = deadline === undefined
         ? boundMs
-        : Math.min(boundMs, Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS));
+        : Math.min(boundMs, leftPastReserve(deadline));
       const done = stepAsync(stage, run);
       const startedAt = this.host.clock.monoMs();
       if (!await boundedWait(done, waitMs)) {
@@ -3023,20 +3026,18 @@ export class Kernel {
     // left were neither counted nor said.
     const telemetryBudget = deadline === undefined
       ? Math.max(TELEMETRY_STOP_MIN_MS, budget / 2)
-      : Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS);
+      : leftPastReserve(deadline);
     // Meanwhile the rest of the history's wait, bounded too: a disk hung for good must not hold the
     // stop past the process's budget (exit 4), and rows the disk takes within it are all written
     // -- a slow disk's too, not cut off for a share of the budget the journals did not use.
-    const recordedWaitMs = deadline === undefined
-      ? budget
-      : Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS);
+    const recordedWaitMs = deadline === undefined ? budget : leftPastReserve(deadline);
     const [recordedInTime] = await Promise.all([
       boundedWait(recorded, recordedWaitMs),
       stepAsync("telemetry", () =>
         this.telemetry.stop(
           telemetryBudget,
           // A second stop signal cuts the flush to what the hurried deadline leaves.
-          deadline?.hurried?.then(() => Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS)),
+          deadline?.hurried?.then(() => leftPastReserve(deadline)),
         )),
     ]);
     if (!recordedInTime) {

@@ -1986,10 +1986,7 @@ export class RunRegistry {
     }
     if (!journal.hasRoom()) {
       if (atShutdown) {
-        this.#notRecordedNotSavedAtStop(
-          open,
-          `${this.#runsFile} has ${MAX_PENDING_RUN_RECORDS} records waiting for the disk`,
-        );
+        this.#notRecordedNotSavedAtStop(open, this.#queueFullWhy());
       }
       return;
     }
@@ -2205,10 +2202,7 @@ export class RunRegistry {
     if (line === this.#betweenSaved) return false;
     if (!journal.hasRoom()) {
       if (atShutdown) {
-        this.#betweenNotSavedAtStop(
-          between,
-          `${this.#runsFile} has ${MAX_PENDING_RUN_RECORDS} records waiting for the disk`,
-        );
+        this.#betweenNotSavedAtStop(between, this.#queueFullWhy());
       }
       return false;
     }
@@ -2264,6 +2258,11 @@ export class RunRegistry {
         `${between.estopTriggers} e-stop triggers; the next start counts those of an earlier ` +
         `save only): ${why}`,
     );
+  }
+
+  /** Why the stop's last save could not be queued: runs.jsonl's queue is full (a stalled disk). */
+  #queueFullWhy(): string {
+    return `${this.#runsFile} has ${MAX_PENDING_RUN_RECORDS} records waiting for the disk`;
   }
 
   /**
