@@ -752,11 +752,18 @@ export class RunRegistry {
   /** Shutdown has begun: no save is tried again from now on. */
   #shuttingDown = false;
   /**
-   * Why the shutdown of a registry never available could not record the safety events between runs
-   * (its WARN said how many), or null: one noted after that WARN, before "stopped" (an e-stop's
-   * reason arriving: recordEstopReason), is said likewise (#betweenRunsChanged), not lost unsaid.
+   * Why a safety event between runs noted from now on is not recorded, or null: set by shutdown()
+   * after its last save (a registry never available: the reason its WARN gave). One noted after it,
+   * before "stopped" or after (an e-stop's reason arriving: recordEstopReason), is said likewise
+   * (#betweenRunsChanged), not lost unsaid.
    */
   #lostWhy: string | null = null;
+  /**
+   * The count of safety events between runs a try of the start took (#tryStart), until it is in
+   * runs.jsonl or given back to #betweenRuns; a shutdown meanwhile says it with the rest (one WARN
+   * with the total, #betweenRunsLost) and the try gives back nothing then.
+   */
+  #takenBetween: SafetyBetweenRuns | null = null;
   /**
    * shutdown() was called: a start under way (start() is not in the serial chain, and a hung
    * mount may hold it past the stop) ends at its next step (#startGoesOn), writing nothing more.
@@ -838,9 +845,9 @@ export class RunRegistry {
       orphanedEventFiles: [],
     };
     const input = this.#startInput;
-    // The count of safety events noted before this try took it (given back if the try fails
-    // before the count is in runs.jsonl).
-    let taken: SafetyBetweenRuns | null = null;
+    // The count of safety events noted before this try took it (#takenBetween: given back if the
+    // try fails before the count is in runs.jsonl).
+    this.#takenBetween = null;
     let journal: JournalWriter | null = null;
     try {
       await this.#opts.files.ensureDir(this.#eventsDir);
@@ -888,11 +895,11 @@ export class RunRegistry {
       const replayed = this.#replayedBetween as SafetyBetweenRuns | null;
       // Taken now: what is noted during the steps below (a safety event while a retry runs) is
       // noted apart and added at the end.
-      taken = this.#betweenRuns;
+      this.#takenBetween = this.#betweenRuns;
       this.#betweenRuns = null;
       const between = mergeSafety(
         replayed === null ? null : { ...replayed, ownLastAt: this.#ownSavedLastAt },
-        taken,
+        this.#takenBetween,
       );
       let betweenSaved = replayed === null ? null : betweenRunsRecord(replayed);
       this.#startGoesOn(outOfTurn);
@@ -902,7 +909,7 @@ export class RunRegistry {
         if (await this.#compact(between, () => this.#startGoesOn(outOfTurn))) {
           betweenSaved = between === null ? null : betweenRunsRecord(between);
           // In the file now: a retry of this start (a later step failing) replays them.
-          taken = null;
+          this.#takenBetween = null;
           this.#ownSavedLastAt = between?.ownLastAt ?? null;
         }
       }
@@ -915,12 +922,15 @@ export class RunRegistry {
       this.#state = "ready";
       this.#unavailableReason = null;
       this.#startInput = {};
+      this.#takenBetween = null; // in `between`
       input.onStarted?.();
       this.#betweenRuns = mergeSafety(between, this.#betweenRuns);
       this.#betweenSaved = betweenSaved;
       if (this.#betweenRuns !== null) this.#betweenRunsChanged();
     } catch (err) {
-      this.#betweenRuns = mergeSafety(this.#betweenRuns, taken);
+      // Given back (none if a shutdown meanwhile said it with the rest).
+      this.#betweenRuns = mergeSafety(this.#betweenRuns, this.#takenBetween);
+      this.#takenBetween = null;
       if (outOfTurn && this.#stopAsked) {
         // Shut down meanwhile (the disk answered after the stop): no retry, no ERROR, and no file
         // of it left open -- the start's runs.jsonl (a rewrite's, when it rewrote it) is closed.
@@ -1563,10 +1573,17 @@ export class RunRegistry {
       // The count of safety events between runs as it is now, for the next start's first run.
       this.#stopSavingBetween();
       this.#saveBetweenRuns(true);
+      if (this.#state === "ready") {
+        // That save was the last: one noted from now on (an e-stop's reason arriving, a provider
+        // lost as the stop's ladder runs) is said in a WARN of its own (#lostWhy), never saved
+        // nor lost unsaid, and arms no timer (#betweenRunsChanged).
+        this.#betweenRuns = null;
+        this.#lostWhy = "noted after the stop's last save";
+      }
       // Never available (its start failed, or still runs): its start goes no further (one INFO:
       // the stop was asked, no fault of the registry's, so not an ERROR, and said here once
       // whichever way the start ends), and no runs.jsonl is open to save the count in (WARN; one
-      // noted after it, until "stopped", is said likewise: #lostWhy).
+      // noted after it, before "stopped" or after, is said likewise: #lostWhy).
       if (this.#state !== "ready") {
         const why = !this.#startCalled
           ? "run registry stopped before its start"
@@ -1581,6 +1598,10 @@ export class RunRegistry {
           this.#log.info(`run registry start not retried: stopped before it succeeded (${why})`);
         }
         this.#lostWhy = why;
+        // With the count a first start still under way took (its give-back then holds nothing):
+        // one WARN with the total.
+        this.#betweenRuns = mergeSafety(this.#betweenRuns, this.#takenBetween);
+        this.#takenBetween = null;
         this.#betweenRunsLost(why);
       }
       // Writes what is queued and fsyncs; a failure is logged by the writer.
@@ -1716,18 +1737,19 @@ export class RunRegistry {
    * closed since) a safety event no run recorded, counted by the next run's run_opened. Holds
    * only the promise, which the HTTP layer's body read bounds. Dated no earlier than
    * `latchedAtMs`, its trigger's date (a step back of the wall clock, NTP, while the body arrived
-   * must not put the reason before the stop it explains).
+   * must not put the reason before the stop it explains). One arriving once the stop made its last
+   * save of the count is said in a WARN (#lostWhy).
    */
   recordEstopReason(
     reason: Promise<string | null>,
     cause: string,
     latchedAtMs: number | null = null,
   ): void {
-    if (this.#state === "stopped") return;
     // The run open (its close under way included: then counted between runs, as its trigger).
+    // Stopped (or once it is): counted between runs, said in a WARN of its own (#lostWhy).
     const runId = this.#currentRunId();
     void reason.then((r) => {
-      if (!r || this.#state === "stopped") return;
+      if (!r) return;
       const now = Math.max(this.#opts.clock.nowMs(), latchedAtMs ?? -Infinity);
       // Its run closing now: queued all the same, of no run then (counted between runs).
       if (runId !== null && this.#currentRunId() === runId) {
@@ -1828,8 +1850,8 @@ export class RunRegistry {
     const safety = isSafetyEvent(category, payload);
     if (this.#state !== "ready") {
       // No run can be open (a start not done yet, or failed and waiting for its retry): between
-      // runs, counted by the next run's run_opened. Nothing once stopped.
-      if (safety && this.#state !== "stopped") this.#noteBetween(category, type, occurred);
+      // runs, counted by the next run's run_opened; once stopped, said in a WARN (#lostWhy).
+      if (safety) this.#noteBetween(category, type, occurred);
       return;
     }
     if (!open) {
@@ -2153,7 +2175,12 @@ export class RunRegistry {
     this.#betweenSoon = true;
     queueMicrotask(() => {
       this.#betweenSoon = false;
-      if (this.#state !== "ready" || this.#betweenTimer !== null || this.#betweenRuns === null) {
+      // A stop begun since made the last save: no timer is armed after it (it would hold the
+      // process, or write after runs.jsonl is closed).
+      if (
+        this.#state !== "ready" || this.#shuttingDown || this.#betweenTimer !== null ||
+        this.#betweenRuns === null
+      ) {
         return;
       }
       this.#saveBetweenRuns();
@@ -2166,6 +2193,7 @@ export class RunRegistry {
    * again, so a change that comes after waits for that time too (not saved at once).
    */
   #armBetweenTimer(): void {
+    if (this.#shuttingDown) return; // the stop's save is the last
     this.#betweenTimer = this.#opts.clock.setTimer(() => {
       this.#betweenTimer = null;
       if (this.#saveBetweenRuns() && this.#state === "ready" && !this.#shuttingDown) {

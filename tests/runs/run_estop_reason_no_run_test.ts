@@ -5,11 +5,15 @@
  * safety events no run recorded, which the next run opened gives in its run_opened
  * (`safety_events_between_runs`), as its trigger is; never dropped uncounted. One that arrives
  * while a run's open is written (its run_opened took the count already) is counted by the run
- * opened after that one.
+ * opened after that one. One arriving once the stop made its last save (as it begins, or after
+ * it) is said in one WARN with its count, never lost unsaid, and arms no save timer that would
+ * outlive the stop.
  */
 import assert from "node:assert/strict";
 import type { RunRegistry } from "../../src/runs/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import { registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
 
 /** The reason of an e-stop latched now, still arriving: `give` delivers it. */
@@ -116,4 +120,46 @@ Deno.test("an e-stop reason of a latch between runs arriving while a run's open 
   } finally {
     await registry.shutdown();
   }
+});
+
+/** The WARN lines of `lines`. */
+function warned(lines: string[]): string[] {
+  return lines.filter((l) => l.startsWith("WARN"));
+}
+
+Deno.test("an e-stop reason arriving after the registry stopped is said in one WARN with its count", async () => {
+  const files = new RunJournalFaultFiles();
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, { logger: log });
+  await registry.start();
+  const arrive = reasonArriving(registry); // latched between runs, its body still arriving
+  await registry.shutdown();
+  assert.deepEqual(warned(lines), [], lines.join("\n"));
+  await arrive("provider lost"); // the body read ends after the stop
+
+  assert.equal(warned(lines).length, 1, lines.join("\n"));
+  assert.match(
+    warned(lines)[0]!,
+    /^WARN .*run registry stopped: 1 safety events between runs \(0 e-stop triggers\) not recorded: noted after the stop's last save$/,
+  );
+});
+
+Deno.test("an e-stop reason arriving between runs exactly as the stop begins arms no save timer after the stop", async () => {
+  const files = new RunJournalFaultFiles();
+  const clock = new ManualClock(0, 1_700_000_000_000);
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, { clock, logger: log });
+  await registry.start();
+  // Arrived already: its handler runs in the same turn as the stop's first step.
+  registry.recordEstopReason(Promise.resolve("door opened"), "api");
+  await registry.shutdown();
+
+  assert.equal(clock.pendingTimers, 0, "a timer was armed after the stop");
+  // Noted before the stop's last save: saved by it, nothing lost, nothing said.
+  const saved = files.text("/data/runs.jsonl").split("\n").filter((l) =>
+    l.includes('"between_runs"')
+  );
+  assert.equal(saved.length, 1, files.text("/data/runs.jsonl"));
+  assert.match(saved[0]!, /"count":1/);
+  assert.deepEqual(warned(lines), [], lines.join("\n"));
 });

@@ -186,3 +186,32 @@ Deno.test("RunRegistry: shut down while its start, having taken the count of saf
   );
   assertUnderWaySaid(lines);
 });
+
+Deno.test("RunRegistry: shut down while its start, having taken the count of safety events between runs, waits on the disk, e-stops before and after the take are said in one WARN with the total", async () => {
+  const files = new HeldListingFiles();
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, { logger: log });
+  const bus = new EventBus();
+  registry.attach(bus);
+  pressEstop(bus, 3); // before the start: taken by the start's last steps
+  pressEstop(bus, 4);
+  let release = () => {};
+  files.held = new Promise((r) => (release = r));
+  const starting = registry.start();
+  for (let i = 0; i < 100 && files.listing < 1; i++) await flushMicrotasks();
+  assert.equal(files.listing, 1, "the start waits on the disk, listing the event files");
+  pressEstop(bus, 5); // after the take: counted apart
+  await registry.shutdown();
+  files.held = null;
+  release();
+  await starting;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+
+  const { warned } = stopLines(lines);
+  assert.equal(warned.length, 1, lines.join("\n"));
+  assert.match(
+    warned[0]!,
+    /^WARN .*3 safety events between runs \(3 e-stop triggers\) not recorded: run registry stopped while it started$/,
+  );
+  assertUnderWaySaid(lines);
+});
