@@ -45,6 +45,10 @@ export class Interlock {
   readonly valueInputs: readonly SignalInput[];
   readonly #root: Node;
   readonly #ctx: InputContext;
+  /** Each input's problem as the current evaluation classified it (by `inputs` position). */
+  readonly #problems: Uint8Array;
+  /** The `inputs` position of each of `valueInputs`. */
+  readonly #valueAt: Uint32Array;
   /** What the last evaluation found: the bad input (and why), or a type error. */
   #badInput: SignalInput | null = null;
   #badProblem: InputProblem = InputProblem.GOOD;
@@ -97,54 +101,69 @@ export class Interlock {
       inputFor(s.handle, s.providerId, s.deviceId, s.signalId)
     );
     this.valueInputs = [...compared];
+    this.#problems = new Uint8Array(this.inputs.length);
+    this.#valueAt = Uint32Array.from(this.valueInputs, (input) => {
+      const at = this.inputs.indexOf(input);
+      if (at < 0) {
+        throw new Error(
+          `interlock ${config.id}: compared signal ${input.handle} is not among the signals its condition reads`,
+        );
+      }
+      return at;
+    });
   }
 
   /**
    * Whether it blocks now (see the module comment); `nowMono` is the monotonic clock. `told`: the
    * bad input last told while it kept blocking (null: none, or not blocking): named again while
    * it stays bad, not another that comes before it in the condition and goes bad and usable by
-   * turns meanwhile (each turn would be another reason told).
+   * turns meanwhile (each turn would be another reason told). Once `told` is usable (or a reload
+   * dropped it), the input bad the longest is named, not the first bad one: inputs before it that
+   * go bad and usable by turns would each be another reason told at each turn.
    */
   evaluate(nowMono: number, told: SignalInput | null = null): boolean {
-    // Every input is classified, also those after the first bad one and those a comparison that
-    // cannot be made leaves unread: the engine's wake-up is set for when the first usable input
-    // goes stale (staleAtMono), and an outdated instant, once past, would wake it at once, again
-    // and again, for as long as the evaluation stops short of that input.
+    // Every input is classified, once, also those after the first bad one and those a comparison
+    // that cannot be made leaves unread: the engine's wake-up is set for when the first usable
+    // input goes stale (staleAtMono), and an outdated instant, once past, would wake it at once,
+    // again and again, for as long as the evaluation stops short of that input.
     const all = this.inputs;
-    for (let i = 0; i < all.length; i++) all[i]!.classify(this.#ctx, nowMono);
-    const inputs = this.valueInputs;
-    for (let i = 0; i < inputs.length; i++) {
-      let problem = inputs[i]!.classify(this.#ctx, nowMono);
-      if (problem !== InputProblem.GOOD) {
-        let input = inputs[i]!;
-        // The input last told, when it is still bad (a compared one: a reload may have dropped it).
-        if (told !== null && told !== input && inputs.includes(told)) {
-          const toldProblem = told.classify(this.#ctx, nowMono);
-          if (toldProblem !== InputProblem.GOOD) {
-            input = told;
-            problem = toldProblem;
-          }
-        }
-        // Stale (by age, or kept and marked STALE by the cache) while its device fails: the
-        // device's condition, which stays (not the age or the mark, which come and go with each
-        // fresh answer).
-        problem = input.problemOfDevice(problem, this.#ctx);
-        // What reason() describes first: a compared input with no sample whose declared type a
-        // comparison cannot take, whatever else is bad and whether its device is up (the text
-        // stays, so nothing new is told).
-        const declared = this.#declaredBad(nowMono);
-        this.#badInput = declared ?? input;
-        this.#badProblem = declared !== null ? InputProblem.NO_SAMPLE : problem;
-        // Its kind of reason as told (SignalInput.reasonKind): stale by age and a STALE mark are
-        // one (they take turns on one stale input), no sample of a device failing is the
-        // device's.
-        this.#badKind = declared !== null
-          ? InputProblem.NO_SAMPLE
-          : input.reasonKind(problem, this.#ctx);
-        this.#badDeclared = declared !== null;
-        this.#typeError = false;
-        return true;
-      }
+    const problems = this.#problems;
+    for (let i = 0; i < all.length; i++) problems[i] = all[i]!.classify(this.#ctx, nowMono);
+    // The compared inputs that are bad: the first, the told one, the one bad the longest (the
+    // earliest badSinceMono; the first of equals).
+    const valueAt = this.#valueAt;
+    let first = -1;
+    let kept = -1;
+    let longest = -1;
+    for (let v = 0; v < valueAt.length; v++) {
+      const i = valueAt[v]!;
+      if (problems[i] === InputProblem.GOOD) continue;
+      if (first < 0) first = i;
+      if (all[i] === told) kept = i;
+      if (longest < 0 || all[i]!.badSinceMono! < all[longest]!.badSinceMono!) longest = i;
+    }
+    if (first >= 0) {
+      const at = kept >= 0 ? kept : told !== null ? longest : first;
+      const input = all[at]!;
+      // Stale (by age, or kept and marked STALE by the cache) while its device fails: the
+      // device's condition, which stays (not the age or the mark, which come and go with each
+      // fresh answer).
+      const problem = input.problemOfDevice(problems[at]! as InputProblem, this.#ctx);
+      // What reason() describes first: a compared input with no sample whose declared type a
+      // comparison cannot take, whatever else is bad and whether its device is up (the text
+      // stays, so nothing new is told).
+      const declared = this.#declaredBad();
+      this.#badInput = declared ?? input;
+      this.#badProblem = declared !== null ? InputProblem.NO_SAMPLE : problem;
+      // Its kind of reason as told (SignalInput.reasonKind): stale by age and a STALE mark are
+      // one (they take turns on one stale input), no sample of a device failing is the
+      // device's.
+      this.#badKind = declared !== null
+        ? InputProblem.NO_SAMPLE
+        : input.reasonKind(problem, this.#ctx);
+      this.#badDeclared = declared !== null;
+      this.#typeError = false;
+      return true;
     }
     // GOOD without a bad input (badProblem): a problem left from an earlier evaluation would tell
     // a reason anew after a reload, whose new Interlock starts from GOOD.
@@ -162,13 +181,13 @@ export class Interlock {
    * (SignalInput.describeDeclared), as reason() finds it; null when none. Allocates only for an
    * input with no sample and a declared type (the comparisons are judged then).
    */
-  #declaredBad(nowMono: number): SignalInput | null {
+  #declaredBad(): SignalInput | null {
     const inputs = this.valueInputs;
     for (let i = 0; i < inputs.length; i++) {
       const input = inputs[i]!;
       const t = input.binding.declaredType;
       if (t === undefined || t === null || input.binding.problem !== null) continue;
-      if (input.classify(this.#ctx, nowMono) !== InputProblem.NO_SAMPLE) continue;
+      if (this.#problems[this.#valueAt[i]!] !== InputProblem.NO_SAMPLE) continue;
       if (this.#declaredProblems(input) !== null) return input;
     }
     return null;
@@ -211,8 +230,9 @@ export class Interlock {
 
   /**
    * Why it blocks, as the last evaluation found it: the bad input (first one whose declared type a
-   * comparison cannot take, else the one last told while it stays bad, else the first bad one),
-   * the comparison that met a wrong type, or the values its condition saw.
+   * comparison cannot take, else the one last told while it stays bad, else -- the one told usable
+   * again -- the one bad the longest, else the first bad one), the comparison that met a wrong
+   * type, or the values its condition saw.
    */
   reason(nowMono: number): string {
     // A signal with no sample whose declared type a comparison cannot take stays bad once samples

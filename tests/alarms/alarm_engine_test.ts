@@ -1866,6 +1866,50 @@ interlocks:
   }
 });
 
+Deno.test("AlarmEngine names an interlock's input bad all along once the one told is usable, not another that flaps OK and FAULT at each poll", async () => {
+  // on is FAULT at every poll; temp and mode, before it in the condition, are FAULT and OK by
+  // turns (one bad while the other is usable). Once the told input is usable again the interlock
+  // names the input bad the longest (on), and keeps it while it stays bad: not temp, mode, temp…
+  // by turns, each one another reason told (an event, a WARN and another run engage per poll).
+  const s = await setup(`
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80 or p0/probe/mode == 'x' or p0/probe/on == true", message: m }
+`);
+  try {
+    const told = () => interlockEvents(s.events).map((e) => `${e.blocking} ${e.reason}`);
+    const faultyTemp = temp(25, { quality: Q.FAULT });
+    const faultyMode: Sample = { ...mode("open"), quality: Q.FAULT };
+    const faultyOn: Sample = { id: "on", type: T.BOOL, bool: false, quality: Q.FAULT };
+    s.fx.clock.mono = 1_000;
+    await s.read([faultyTemp, mode("open"), faultyOn]);
+    const engage = "true bad input: p0/probe/temp is FAULT";
+    assert.deepEqual(told(), [engage], "the first bad input at the engage");
+    const steady = "true bad input: p0/probe/on is FAULT";
+    for (let poll = 0; poll < 6; poll++) {
+      s.fx.clock.mono += 500;
+      await s.read(
+        poll % 2 === 0 ? [temp(25), faultyMode, faultyOn] : [faultyTemp, mode("open"), faultyOn],
+      );
+      assert.deepEqual(told(), [engage, steady], `poll ${poll}: on, bad all along, named once`);
+      assert.equal(s.engine.interlocks()[0]!.reason, "bad input: p0/probe/on is FAULT");
+    }
+    assert.equal(s.lines.filter((l) => l.includes("blocks for another reason")).length, 1);
+    // on usable: the first bad input again (temp, FAULT at this poll), told once.
+    s.fx.clock.mono += 500;
+    await s.read([faultyTemp, mode("open"), {
+      id: "on",
+      type: T.BOOL,
+      bool: false,
+      quality: Q.OK,
+    }]);
+    assert.deepEqual(told(), [engage, steady, engage]);
+    await s.read([temp(25), mode("open"), { id: "on", type: T.BOOL, bool: false, quality: Q.OK }]);
+    assert.deepEqual(told(), [engage, steady, engage, "false null"]);
+  } finally {
+    await s.close();
+  }
+});
+
 Deno.test("AlarmEngine tells an interlock's input of a device failing once while its fresh samples go stale by age between polls", async () => {
   // The stale bound (1000 ms) is shorter than the poll period (1500 ms): temp is fresh at each
   // poll and stale by age before the next, while its device is failing all along (reported
