@@ -206,6 +206,7 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
   checkLossDetection(config, c);
   checkStaleBelowPollPeriod(config, c);
   checkWarnBelowPollPeriod(config, c);
+  checkNoWarningStage(config, c);
   return config;
 }
 
@@ -262,6 +263,43 @@ function checkWarnBelowPollPeriod(config: Config, c: Checker): void {
       "period a device is polled at: its last answered poll is about that old just before its " +
       "next, so every device's health reads WARNING between polls even when its reads succeed; " +
       `set it ${above} or to 0 to derive it`,
+  );
+}
+
+/**
+ * A configured health.staleness.stale_after_ms (longer than polling.interval_ms: not warned about
+ * by checkStaleBelowPollPeriod) with warn_after_ms 0, "derive it": the derived warn bound,
+ * max(3 x polling.interval_ms x the provider's devices, 2000), never exceeds the stale bound
+ * (state/staleness.ts stalenessBounds), so with a stale bound at or below its least value,
+ * max(3 x interval, 2000), every device's warn bound is its stale bound and its health goes from
+ * OK to STALE with no WARNING stage. 0 derives a warn bound, it does not ask for none: a warning
+ * (the runtime runs as configured) naming a warn_after_ms that keeps the stage.
+ */
+function checkNoWarningStage(config: Config, c: Checker): void {
+  const { warnAfterMs, staleAfterMs } = config.health.staleness;
+  const intervalMs = config.polling.intervalMs;
+  const key = ["health", "staleness", "stale_after_ms"];
+  if (warnAfterMs !== 0 || staleAfterMs === 0 || staleAfterMs <= intervalMs) return;
+  const leastDerivedWarnMs = Math.max(3 * intervalMs, 2000);
+  if (staleAfterMs > leastDerivedWarnMs) return;
+  if (
+    c.hasErrorAt(key) || c.hasErrorAt(["health", "staleness", "warn_after_ms"]) ||
+    c.hasErrorAt(["polling", "interval_ms"])
+  ) return;
+  // A warn bound above the interval (checkWarnBelowPollPeriod) and below the stale bound: twice
+  // the interval when that is under it, else halfway between the two; none when they are 1 apart.
+  const twice = 2 * intervalMs;
+  const fix = staleAfterMs - intervalMs < 2
+    ? `raise stale_after_ms and set warn_after_ms between polling.interval_ms and it to keep one`
+    : `set warn_after_ms above polling.interval_ms and below stale_after_ms (${
+      twice < staleAfterMs ? twice : Math.floor((intervalMs + staleAfterMs) / 2)
+    }, say) to keep one`;
+  c.warning(
+    key,
+    `leaves devices no WARNING stage: warn_after_ms is 0, derived as max(3 x ` +
+      `polling.interval_ms x the provider's devices, 2000), at least ${leastDerivedWarnMs} here, ` +
+      `and never above stale_after_ms (${staleAfterMs}), so every device's health goes from OK ` +
+      `to STALE without WARNING; ${fix}`,
   );
 }
 

@@ -675,6 +675,30 @@ health:
       "the interval and below stale_after_ms (1500) or to 0 to derive it",
     ]],
   },
+  {
+    name: "stale_after_ms with warn_after_ms 0 leaving no WARNING stage names the derived bound " +
+      "and a warn_after_ms that keeps one",
+    yaml: `${PROV}\npolling:\n  interval_ms: 500\nhealth:\n  staleness: {stale_after_ms: 800}\n`,
+    expect: [[
+      "warning health.staleness.stale_after_ms",
+      "leaves devices no WARNING stage: warn_after_ms is 0, derived as max(3 x " +
+      "polling.interval_ms x the provider's devices, 2000), at least 2000 here, and never above " +
+      "stale_after_ms (800), so every device's health goes from OK to STALE without WARNING; " +
+      "set warn_after_ms above polling.interval_ms and below stale_after_ms (650, say) to keep one",
+    ]],
+  },
+  {
+    name: "stale_after_ms with warn_after_ms 0 leaving no WARNING stage and no room below it " +
+      "says to raise it",
+    yaml: `${PROV}\npolling:\n  interval_ms: 500\nhealth:\n  staleness: {stale_after_ms: 501}\n`,
+    expect: [[
+      "warning health.staleness.stale_after_ms",
+      "leaves devices no WARNING stage: warn_after_ms is 0, derived as max(3 x " +
+      "polling.interval_ms x the provider's devices, 2000), at least 2000 here, and never above " +
+      "stale_after_ms (501), so every device's health goes from OK to STALE without WARNING; " +
+      "raise stale_after_ms and set warn_after_ms between polling.interval_ms and it to keep one",
+    ]],
+  },
 ];
 
 for (const c of CASES) {
@@ -704,6 +728,27 @@ Deno.test("loadConfig tells a TLS path that is missing from one that is not a fi
       ["error http.tls_cert_path", "is not a regular file: /etc/rig/tls is a directory"],
       ["error http.tls_key_path", "file not found: /etc/rig/tls/key.pem"],
     ]);
+  }
+});
+
+Deno.test("loadConfig warns at health.staleness.stale_after_ms's line and column when warn_after_ms 0 leaves no WARNING stage", () => {
+  const yaml = `${PROV}
+polling:
+  interval_ms: 1000
+health:
+  staleness:
+    warn_after_ms: 0
+    stale_after_ms: 1500
+`;
+  for (const mode of ["check", "start"] as const) {
+    const result = load(yaml, { mode });
+    assert.notEqual(result.config, null, `${mode}: a warning, not an error`);
+    assert.deepEqual(
+      result.diagnostics.map((d) => formatDiagnostic(d).replace(/: leaves devices.*/, "")),
+      ["/etc/rig/runtime.yaml:7:5: warning: health.staleness.stale_after_ms"],
+      mode,
+    );
+    assert.match(result.diagnostics[0]!.message, /\(1250, say\) to keep one$/);
   }
 });
 

@@ -726,7 +726,48 @@ polling:
   interval_ms: 1000
 health:
   staleness:
-    stale_after_ms: 1001
+    warn_after_ms: 1001
+    stale_after_ms: 1002
+${PROV}
+`,
+    expect: [],
+  },
+  {
+    name:
+      "health.staleness.stale_after_ms between one and two polling intervals with warn_after_ms 0 (no WARNING stage) is a warning",
+    yaml: `
+polling:
+  interval_ms: 1000
+health:
+  staleness:
+    warn_after_ms: 0
+    stale_after_ms: 1500
+${PROV}
+`,
+    expect: ["warning health.staleness.stale_after_ms @6"],
+  },
+  {
+    name:
+      "health.staleness.stale_after_ms at the least derived warn bound with warn_after_ms left out is a warning",
+    yaml: `
+polling:
+  interval_ms: 500
+health:
+  staleness:
+    stale_after_ms: 2000
+${PROV}
+`,
+    expect: ["warning health.staleness.stale_after_ms @5"],
+  },
+  {
+    name:
+      "health.staleness.stale_after_ms above the least derived warn bound with warn_after_ms 0 is valid",
+    yaml: `
+polling:
+  interval_ms: 500
+health:
+  staleness:
+    stale_after_ms: 2001
 ${PROV}
 `,
     expect: [],
