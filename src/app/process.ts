@@ -125,6 +125,8 @@ export async function runService(
       ));
   });
   let code: ExitCode;
+  // Provider processes the stop did not end, killed at exit (a stop that ended clean exits 4).
+  let killedAtExit = 0;
   try {
     const first = await Promise.race([
       starting.then(() => null, (err: unknown) => ({ err })),
@@ -160,37 +162,51 @@ export async function runService(
     code = await shutDown((deadline) => kernel.stop(deadline), signals, config, log);
   } finally {
     // Nothing may outlive the process: a provider still running now is killed and reaped.
-    const killed = await killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
-    if (killed > 0) log.error(`${killed} provider process(es) still running at exit: killed`);
+    // Counted: those still running and not sent SIGKILL before (a second signal's, a stop's).
+    killedAtExit = await killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
+    if (killedAtExit > 0) {
+      log.error(`${killedAtExit} provider process(es) still running at exit: killed`);
+    }
     signals.dispose();
     hangup();
   }
   // Judged last, once the providers are reaped: a stage the stop went on without may fail meanwhile.
-  return exitCodeAfterStop(code, kernel.stopStagesFailedLate, log);
+  return exitCodeAfterStop(code, kernel.stopStagesFailedLate, log, killedAtExit);
 }
 
 /**
  * The exit code of a shutdown that ended with `code`, given the stop's stages that failed after the
  * stop had settled (Kernel.stopStagesFailedLate: one it went on without past its bound, whose disk
- * answered at last with an error). A stage that failed is a failed stop whenever the process learns
- * of it before it exits: exit 4 (EXIT_INTERNAL_ERROR), one ERROR line naming the stages. One that
- * fails after the exit cannot count. A clean shutdown (EXIT_OK, none failed late) says
- * "shutdown complete" here, its last line: never before an ERROR that makes it exit 4.
+ * answered at last with an error), and `providersKilledAtExit` provider processes the stop did not
+ * end (still running at exit, not sent SIGKILL before: killed then). A stage that failed is a
+ * failed stop whenever the process learns of it before it exits, and so is a provider the stop
+ * left running: exit 4 (EXIT_INTERNAL_ERROR), one ERROR line naming what failed. One that fails
+ * after the exit cannot count. A clean shutdown (EXIT_OK, none failed late, no provider killed at
+ * exit) says "shutdown complete" here, its last line: never before an ERROR that makes it exit 4.
  */
 export function exitCodeAfterStop(
   code: ExitCode,
   failedLate: readonly string[],
   log: Logger,
+  providersKilledAtExit = 0,
 ): ExitCode {
   if (code !== EXIT_OK) return code;
-  if (failedLate.length === 0) {
+  if (failedLate.length === 0 && providersKilledAtExit === 0) {
     log.info("shutdown complete");
     return EXIT_OK;
   }
-  log.error(
-    `shutdown failed: ${failedLate.length} stop stage(s) failed after the stop had ended ` +
-      `without them: ${failedLate.join(", ")}`,
-  );
+  const what = [
+    ...(failedLate.length > 0
+      ? [
+        `${failedLate.length} stop stage(s) failed after the stop had ended without them: ` +
+        failedLate.join(", "),
+      ]
+      : []),
+    ...(providersKilledAtExit > 0
+      ? [`${providersKilledAtExit} provider process(es) not stopped by the stop (killed at exit)`]
+      : []),
+  ];
+  log.error(`shutdown failed: ${what.join("; ")}`);
   return EXIT_INTERNAL_ERROR;
 }
 

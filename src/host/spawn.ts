@@ -60,6 +60,8 @@ export function secretFromEnvironment(name: string): string | undefined {
 interface LiveGroup {
   kill(signal: "SIGTERM" | "SIGKILL"): void;
   readonly exited: Promise<unknown>;
+  /** Whether it was sent SIGKILL already (a stop's escalation, a second stop signal). */
+  readonly sigkilled: boolean;
 }
 
 /** Every provider spawned by this process whose leader has not exited yet. */
@@ -86,8 +88,10 @@ export const spawnProcess: SpawnFn = (options: SpawnOptions): ProviderProcess =>
   }).spawn();
   const pgid = child.pid;
   let groupEnded = false;
+  let sigkilled = false;
   const kill = (signal: "SIGTERM" | "SIGKILL") => {
     if (groupEnded) return; // the id may belong to someone else by now
+    if (signal === "SIGKILL") sigkilled = true;
     if (!signalGroup(pgid, signal)) {
       try {
         child.kill(signal); // the group could not be signalled: at least the provider
@@ -103,7 +107,13 @@ export const spawnProcess: SpawnFn = (options: SpawnOptions): ProviderProcess =>
     live.delete(group);
     return { code: s.code, signal: s.signal ?? null };
   });
-  const group: LiveGroup = { kill, exited };
+  const group: LiveGroup = {
+    kill,
+    exited,
+    get sigkilled() {
+      return sigkilled;
+    },
+  };
   live.add(group);
   return {
     pid: child.pid,
@@ -133,10 +143,13 @@ function signalGroup(pgid: number, signal: "SIGTERM" | "SIGKILL"): boolean {
 /**
  * Sends SIGKILL to the process group of every provider still running (the last resort before the
  * runtime exits: a second stop signal, an overrun shutdown) and waits up to `timeoutMs` for them
- * to be reaped. Resolves with the number of groups signalled.
+ * to be reaped. Resolves with the number of groups killed here: those not sent SIGKILL before. A
+ * group already sent it (by a provider's stop, by a second stop signal) whose leader is not reaped
+ * yet is sent it again but not counted: it was killed, not left running.
  */
 export async function killProviderProcesses(timeoutMs: number): Promise<number> {
   const groups = [...live];
+  const killedHere = groups.filter((g) => !g.sigkilled).length;
   for (const g of groups) g.kill("SIGKILL");
   let timer: ReturnType<typeof setTimeout> | undefined;
   await Promise.race([
@@ -144,7 +157,7 @@ export async function killProviderProcesses(timeoutMs: number): Promise<number> 
     new Promise((r) => (timer = setTimeout(r, timeoutMs))),
   ]);
   clearTimeout(timer);
-  return groups.length;
+  return killedHere;
 }
 
 /** Sends SIGTERM to every provider's process group without waiting (for a crashing runtime). */

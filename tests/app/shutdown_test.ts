@@ -96,3 +96,19 @@ Deno.test("a clean shutdown says 'shutdown complete' once, last, when no stop st
     }
   }
 });
+
+Deno.test("exitCodeAfterStop: a shutdown that ended clean but left a provider process running (killed at exit) exits 4 without 'shutdown complete'", () => {
+  const { log, lines } = capturingLogger({ level: "info", now: () => 0 });
+  assert.equal(exitCodeAfterStop(EXIT_OK, [], log, 1), EXIT_INTERNAL_ERROR);
+  assert.deepEqual(lines.filter((l) => /shutdown complete/.test(l)), [], lines.join("\n"));
+  assert.equal(lines.length, 1, `one line: ${lines.join("\n")}`);
+  assert.match(
+    lines[0]!,
+    /^ERROR .*shutdown failed: 1 provider process\(es\) not stopped by the stop \(killed at exit\)$/,
+  );
+  // With a stage failed late too: one line names both.
+  const both = capturingLogger({ level: "info", now: () => 0 });
+  assert.equal(exitCodeAfterStop(EXIT_OK, ["run records"], both.log, 2), EXIT_INTERNAL_ERROR);
+  assert.equal(both.lines.length, 1, both.lines.join("\n"));
+  assert.match(both.lines[0]!, /1 stop stage\(s\) failed .*run records; 2 provider process\(es\)/);
+});

@@ -99,6 +99,23 @@ Deno.test("killProviderProcesses SIGKILLs every provider group still running and
   }
 });
 
+Deno.test("killProviderProcesses counts only the groups it kills: one sent SIGKILL before and not reaped yet is not counted again", async () => {
+  const a = sh("echo ready; exec sleep 1000");
+  const b = sh("echo ready; exec sleep 1000");
+  try {
+    await firstLine(a);
+    await firstLine(b);
+    // A provider's stop (or a second stop signal) sent `a` SIGKILL; it is not reaped yet.
+    a.kill("SIGKILL");
+    assert.equal(await killProviderProcesses(2000), 1, "only `b` was still running unkilled");
+    assert.equal((await a.exited).signal, "SIGKILL");
+    assert.equal((await b.exited).signal, "SIGKILL");
+  } finally {
+    await finish(a);
+    await finish(b);
+  }
+});
+
 Deno.test("spawnProcess keeps the runtime's secrets out of the provider's environment", async () => {
   const saved = SECRET_ENV_VARS.map((n) => [n, Deno.env.get(n)] as const);
   Deno.env.set("RUNTIME_API_TOKEN", "api-secret-4711");
