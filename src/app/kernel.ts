@@ -85,7 +85,13 @@ import {
 } from "../http/mod.ts";
 import { type JournalFiles, WatchedJournalFiles } from "../journal/mod.ts";
 import { type InterruptedCall, RunRegistry } from "../runs/mod.ts";
-import { History, IncidentRecorder, qualityName, ringValue } from "../history/mod.ts";
+import {
+  History,
+  INCIDENT_GONE_FILE,
+  IncidentRecorder,
+  qualityName,
+  ringValue,
+} from "../history/mod.ts";
 import {
   loadInfluxClient,
   telemetryOptionsFromConfig,
@@ -2987,11 +2993,36 @@ export class Kernel {
     // does not hold it either (each stage reports its own failure; this never rejects).
     step("history detach", () => this.history?.detach());
     let incidentsWritten = false;
+    let recordedEnded = false;
     const recorded = (async () => {
       await stepAsync("incident records", () => this.incidents?.stop());
       incidentsWritten = true;
       await stepAsync("history", () => this.history?.stop());
+      recordedEnded = true;
     })();
+    // What of them is still not written, in a log line's words, counted where the code knows:
+    // the incident records being written; the history's rows once its stop has written its open
+    // buckets (after the incident records). With every row written, what is left is the files'
+    // close (their last fsync): never said as "0 rows not written". `written`: rows or records.
+    const unwritten = (): { what: string; written: boolean } => {
+      if (!incidentsWritten) {
+        const records = this.incidents?.recordsPending ?? 0;
+        return {
+          what: `${
+            records > 0
+              ? `${records} incident record(s)`
+              : `the incident ids (${INCIDENT_GONE_FILE})`
+          } and the history's last rows`,
+          written: true,
+        };
+      }
+      const rows = this.history?.diskRowsPending ?? 0;
+      return rows > 0 ? { what: `${rows} history row(s)`, written: true } : {
+        what: "the history disk tier's close (every row written, its last fsync or close not " +
+          "answered)",
+        written: false,
+      };
+    };
     if (
       !await raceTimeout(
         this.host.clock,
@@ -3000,9 +3031,10 @@ export class Kernel {
         false,
       )
     ) {
+      const { what, written } = unwritten();
       log.warn(
-        `incident records and history rows not written within ` +
-          `${HISTORY_STOP_BEFORE_PROVIDERS_MS} ms of the stop (HISTORY_STOP_BEFORE_PROVIDERS_MS): ` +
+        `stop: ${what} still ${written ? "being written" : "under way"} ` +
+          `${HISTORY_STOP_BEFORE_PROVIDERS_MS} ms into the stop (HISTORY_STOP_BEFORE_PROVIDERS_MS): ` +
           `the providers are stopped meanwhile`,
       );
     }
@@ -3040,14 +3072,15 @@ export class Kernel {
           deadline?.hurried?.then(() => leftPastReserve(deadline)),
         )),
     ]);
-    if (!recordedInTime) {
+    // Ended meanwhile (telemetry's flush went on past the wait): written within the stop, not late.
+    if (!recordedInTime && !recordedEnded) {
       late.push(recorded);
-      const rows = this.history?.diskRowsPending ?? 0;
       const waitedMs = Math.round(this.host.clock.monoMs() - providersStoppedAt);
+      const { what, written } = unwritten();
       log.warn(
-        `stop: ${rows} history row(s) ${
-          incidentsWritten ? "" : "and the incident records "
-        }not written within ${waitedMs} ms after the providers' stop (the stop's ${
+        `stop: ${what} not ${
+          written ? "written" : "ended"
+        } within ${waitedMs} ms after the providers' stop (the stop's ${
           hurried ? "hurried " : ""
         }budget, less TELEMETRY_STOP_RESERVE_MS ${TELEMETRY_STOP_RESERVE_MS}): the disk does not ` +
           `answer; the stop goes on without them (the data_dir lock is kept until they are ` +

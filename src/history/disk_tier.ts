@@ -404,6 +404,16 @@ export class DiskTier {
   /**
    * Writes what is queued and closes the files. Rows kept through an outage get one last try
    * (whatever the retry's time); those that still fail are dropped and counted.
+   *
+   * No bound of its own, on purpose: it resolves only once the disk answered the last write, fsync
+   * and close (JournalWriter.close), and the writer refuses every append after it (a row handed to
+   * write() then is dropped and counted), so nothing of the tier lands after it resolves. Its
+   * caller bounds the wait (the kernel's stop: HISTORY_STOP_BEFORE_PROVIDERS_MS, then what the
+   * stop's budget leaves) and keeps the runtime.data_dir lock until it resolves or the process
+   * exits: a bound here would resolve with a write still in the disk's hands, and the lock would be
+   * released behind it. Not waited for: an open() a start abandoned on a hung mount (the first,
+   * not a retry's #reopening): once the disk answers it may make the folder and the file, and
+   * writes no row (the closed writer ends it there).
    */
   async close(): Promise<void> {
     await this.#reopening;

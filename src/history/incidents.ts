@@ -564,8 +564,7 @@ export class IncidentRecorder {
     const outcome = await Promise.race([this.settled(), late]);
     this.#o.clock.clearTimer(timer);
     if (outcome === "late") {
-      // #writes holds the write of INCIDENT_GONE_FILE too: no record of its own.
-      const records = this.#writes.size - (this.#goneSaving ? 1 : 0);
+      const records = this.recordsPending;
       if (records > 0) {
         this.#log.warn(
           `${records} incident record(s) not written within ${INCIDENT_STOP_WAIT_MS} ms ` +
@@ -583,6 +582,14 @@ export class IncidentRecorder {
         );
       }
     }
+  }
+
+  /**
+   * Incident records captured and not written yet (being written, or waiting for the disk): the
+   * write of INCIDENT_GONE_FILE is no record of its own.
+   */
+  get recordsPending(): number {
+    return this.#writes.size - (this.#goneSaving ? 1 : 0);
   }
 
   /** Resolves once every capture begun so far is written. */

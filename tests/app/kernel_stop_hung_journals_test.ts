@@ -379,3 +379,105 @@ Deno.test("Kernel.stop with an InfluxDB that does not answer ends within the hur
     await db.shutdown();
   }
 });
+
+/**
+ * The history tier's files, whose appends work and whose fsync waits while `hung` until
+ * `released` (a dying SD card that takes writes into the page cache and never finishes a sync).
+ */
+class HungSyncHistory extends RealJournalFiles {
+  hung = false;
+  syncsHeld = 0;
+  readonly released = Promise.withResolvers<void>();
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await super.openAppend(path);
+    if (!path.includes("/history/")) return handle;
+    return {
+      append: (text: string) => handle.append(text),
+      sync: async () => {
+        if (this.hung) {
+          this.syncsHeld++;
+          await this.released.promise;
+        }
+        await handle.sync();
+      },
+      truncate: (size: number) => handle.truncate(size),
+      close: () => handle.close(),
+    };
+  }
+}
+
+Deno.test("Kernel.stop with the history disk's last fsync hung says the tier's close did not end, never '0 history row(s) not written'", async () => {
+  const files = new HungSyncHistory();
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(
+    testConfig({ providers: [simProvider("sim0")], history: { stepMs: 1000 } }),
+    { host: { log, files, lockDataDir } },
+  );
+  let stopping: Promise<void> | null = null;
+  try {
+    await afterPolls(rt, "sim0/tempctl0", 3);
+    files.hung = true;
+    const endsAt = performance.now() + STOP_BUDGET_MS;
+    stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
+    const outcome = await within(stopping, STOP_BUDGET_MS);
+    assert.equal(outcome, "stopped", "the stop waited past its budget for the history's fsync");
+    assert.ok(files.syncsHeld > 0, "the history's last fsync was held by the disk");
+    assert.equal(rt.history!.diskRowsPending, 0, "every history row was written");
+    assert.deepEqual(
+      lines.filter((l) => /\b0 history row\(s\)/.test(l)),
+      [],
+      `a WARN counting 0 rows not written:\n${lines.join("\n")}`,
+    );
+    const warned = lines.filter((l) => /after the providers' stop/.test(l));
+    assert.equal(warned.length, 1, `one WARN for the close not ended:\n${lines.join("\n")}`);
+    assert.match(
+      warned[0]!,
+      /^WARN .*stop: the history disk tier's close \(every row written, .*\) not ended within/,
+    );
+    await lockKeptUntilWritten(rt.config.runtime.dataDir, () => files.released.resolve());
+  } finally {
+    files.released.resolve();
+    await (stopping ?? rt.stop());
+  }
+});
+
+Deno.test("Kernel.stop with the incident records' disk hung counts the records not written in its WARN before the providers' stop", async () => {
+  let hung = false;
+  let held = 0;
+  const released = Promise.withResolvers<void>();
+  const files = new InterceptedAppends("/incidents/", async (text, append) => {
+    if (hung) {
+      held++;
+      await released.promise;
+    }
+    await append(text);
+  });
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(
+    testConfig({
+      providers: [simProvider("sim0")],
+      // The e-stop's incident waits for its window after: captured and written by the stop.
+      history: { stepMs: 1000, incidentAfterS: 60 },
+    }),
+    { host: { log, files, lockDataDir } },
+  );
+  let stopping: Promise<void> | null = null;
+  try {
+    await afterPolls(rt, "sim0/tempctl0", 2);
+    await rt.estop.trigger("stop edge");
+    hung = true;
+    const endsAt = performance.now() + STOP_BUDGET_MS;
+    stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
+    await within(stopping, STOP_BUDGET_MS);
+    assert.ok(held > 0, "the incident record's write was held by the disk");
+    const warned = lines.filter((l) => /HISTORY_STOP_BEFORE_PROVIDERS_MS/.test(l));
+    assert.equal(warned.length, 1, `one WARN before the providers' stop:\n${lines.join("\n")}`);
+    assert.match(
+      warned[0]!,
+      /^WARN .*stop: 1 incident record\(s\) and the history's last rows still being written 1000 ms into/,
+    );
+  } finally {
+    released.resolve();
+    await (stopping ?? rt.stop());
+  }
+});
