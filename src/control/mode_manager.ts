@@ -1468,7 +1468,10 @@ export class ModeManager implements ModeService {
       // Latched when it came back: the e-stop's ladder secures it first (and reads it back); a
       // call it made is not made again. Released before the ladder's turn: it made none.
       // Its line says what brought it as it stands at its turn (mergeProviderBack).
-      const { host: listed, securing, stopsOwn: own, why, deviceReturn } = run.back;
+      const { host: listed, securing, stopsOwn: own, causes, devices } = run.back;
+      // Nothing merges into it from here (no longer waiting): read once.
+      const why = causesWhy(causes, devices);
+      const deviceReturn = onlyDeviceReturns(causes);
       // Each once: the latest, asked for at the turn, may be one it was given.
       const runs = new Set<Promise<readonly CallConfig[]>>();
       for (const r of securing) {
@@ -1723,14 +1726,12 @@ interface MergedProviderBack {
    * returns), so bounded by those kinds; said through namedList under MAX_NAMED_IN_WARNING.
    */
   causes: ProviderBackCause[];
-  /** What brought it, as its line says it: every cause (causesWhy). */
-  why: string;
-  /** Begun for device returns only, none other joined: its line is the device-return spell's. */
-  deviceReturn: boolean;
   /**
    * The devices whose returns it is made for (the one that began it, then each that joined it),
-   * named in `why` (deviceReturnWhy) while DEVICES_ANSWERING is among its causes. Bounded by the
-   * provider's devices: a device's returns are told only while its provider lists it.
+   * named in its line (causesWhy, deviceReturnWhy) while DEVICES_ANSWERING is among its causes.
+   * Bounded by the provider's devices: a device's returns are told only while its provider lists
+   * it. Its line (causesWhy) and whether it is the device-return spell's (onlyDeviceReturns: begun
+   * for device returns only, none other joined) are read from these two at its turn, not kept.
    */
   devices?: string[];
 }
@@ -1754,8 +1755,6 @@ function providerBackOf(
     securing: [...options.securing],
     stopsOwn: options.stopsOwn === true,
     causes,
-    why: causesWhy(causes, devices),
-    deviceReturn: onlyDeviceReturns(causes),
     ...(devices === undefined ? {} : { devices }),
   };
 }
@@ -1801,8 +1800,6 @@ function mergeProviderBack(
   if (next.stopsOwn === true) into.stopsOwn = true;
   if (said) {
     joinCauses(into, providerBackOf(host, next));
-    into.why = causesWhy(into.causes, into.devices);
-    into.deviceReturn = onlyDeviceReturns(into.causes);
   }
   for (const run of next.securing) {
     if (into.securing.includes(run)) continue;

@@ -2071,9 +2071,6 @@ export class Estop implements EstopService {
       // Its line names every cause that joined it; a reload's ladder change is what the run does
       // now: its read-back says so.
       joinCauses(queued, joining);
-      queued.why = causesWhy(queued.causes, queued.devices);
-      if (!onlyDeviceReturns(queued.causes)) queued.deviceReturn = false;
-      if (cause === LADDER_RELOADED) queued.ladderReloaded = true;
       // Joined under this latch, it is this return's run, one of this latch: made at its turn
       // even once this latch's stop has begun (a reload starting the provider waits for its calls
       // and counts them). Its device-return spell, if any, is this latch's: a device return left
@@ -2085,9 +2082,6 @@ export class Estop implements EstopService {
     const run: SecureRun = {
       started: false,
       ...joining,
-      why: causesWhy(joining.causes, joining.devices),
-      deviceReturn: onlyDeviceReturns(joining.causes),
-      ladderReloaded: cause === LADDER_RELOADED,
       latchNo: this.#latchNo,
       promise: Promise.resolve([]),
       ladder: made.promise,
@@ -2109,9 +2103,9 @@ export class Estop implements EstopService {
           run.started = true;
           run.laddered = true;
           made.resolve([]);
-          const message = `e-stop latched: securing provider ${host.id} (${run.why}) failed: ${
-            errorMessage(err)
-          }; it is not known to be at the safe state`;
+          const message = `e-stop latched: securing provider ${host.id} (${
+            causesWhy(run.causes, run.devices)
+          }) failed: ${errorMessage(err)}; it is not known to be at the safe state`;
           this.#stopLog.error(message);
           throw internal(message, err);
         },
@@ -2126,7 +2120,7 @@ export class Estop implements EstopService {
    * latched) its expectations are read back again (#reverify). Resolves with the calls made;
    * `laddered` is told the declared ones once they have been made, before the read-back. `held`
    * (#holdSecuring, as it came back) is let go once its calls are queued and counted. Its line
-   * says `run.why` as it stands at its turn (#providerAvailable).
+   * says what brought it (causesWhy of its causes) as they stand at its turn (#providerAvailable).
    */
   async #secure(
     host: ProviderSummary,
@@ -2151,16 +2145,15 @@ export class Estop implements EstopService {
       // provider as it came back until then: secured now, as a return under the new latch
       // (its line at WARN: the return was seen under the released latch, whose spell ended).
       if (this.#state !== "latched") return null;
-      if (this.#latchNo !== run.latchNo) {
-        if (this.#ladderLatchNo === this.#latchNo) return null;
-        run.deviceReturn = false;
-      }
+      if (this.#latchNo !== run.latchNo && this.#ladderLatchNo === this.#latchNo) return null;
+      // Its line, as its causes stand at its turn (none join it from here: started).
+      const why = causesWhy(run.causes, run.devices);
       // Its provider taken out by a reload before its turn (removed, or restarted: another host
       // under its id, secured by a run of its own once up): nothing of it is left to secure.
       // Dropped, counted as no calls, no read-back; one line (no failure: the reload chose it).
       if (this.#o.inventory.provider(id) !== host) {
         this.#stopLog.info(
-          `e-stop latched: provider ${id} ${run.why}, but a configuration reload took it out ` +
+          `e-stop latched: provider ${id} ${why}, but a configuration reload took it out ` +
             "before its securing run's turn: no longer listed, its safe-state calls are not made",
         );
         return null;
@@ -2176,10 +2169,14 @@ export class Estop implements EstopService {
       latchNo = this.#latchNo;
       const latchCause = this.#cause ?? ESTOP_CAUSE_API;
       run.secured = { rung, safeState, latchNo };
-      const line = `e-stop latched: provider ${id} ${run.why}; bringing it to the safe state ` +
+      const line = `e-stop latched: provider ${id} ${why}; bringing it to the safe state ` +
         `(${calls.length} call(s))`;
-      if (run.deviceReturn) this.#deviceReturnLogs.fail(id, line);
-      else this.#stopLog.warn(line);
+      // In the device-return spell when begun for device returns only, none other joined, under
+      // this latch: one begun under a released latch (made as a return under this one, above) is
+      // said at WARN -- the release ended its spell. Not a cause: its line names no latch.
+      if (onlyDeviceReturns(run.causes) && run.latchNo === this.#latchNo) {
+        this.#deviceReturnLogs.fail(id, line);
+      } else this.#stopLog.warn(line);
       const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
       this.#stopsRunning++;
       try {
@@ -2201,7 +2198,11 @@ export class Estop implements EstopService {
     this.#releaseLadder(held);
     const actions = await queued;
     if (actions === null) return [];
-    const reason = run.ladderReloaded ? "ladder reloaded while latched" : undefined;
+    // A reload's ladder change began it or joined it: its read-back is audited as the reload's,
+    // whatever else its line names.
+    const reason = run.causes.includes(LADDER_RELOADED)
+      ? "ladder reloaded while latched"
+      : undefined;
     await this.#reverify(id, actions, rung, safeState, latchNo, reason);
     return actions;
   }
@@ -2494,19 +2495,13 @@ interface SecureRun {
   causes: ProviderBackCause[];
   /**
    * The devices whose returns it secures for (the one that began it, then each that joined it),
-   * named in `why` (deviceReturnWhy) while DEVICES_ANSWERING is among its causes. Bounded by the
-   * provider's devices: a device's returns are told only while its provider lists it.
+   * named in its line (causesWhy, deviceReturnWhy) while DEVICES_ANSWERING is among its causes.
+   * Bounded by the provider's devices: a device's returns are told only while its provider lists
+   * it. Its line (causesWhy), whether it is in the device-return spell (onlyDeviceReturns) and
+   * whether its read-back is the reload's (LADDER_RELOADED among its causes) are read from these
+   * two at its turn (#secure), not kept beside them.
    */
   devices?: string[];
-  /** What its line says brought it: every cause (causesWhy). */
-  why: string;
-  /** Begun for device returns only, none other joined (its line counts in the device-return spell). */
-  deviceReturn: boolean;
-  /**
-   * A reload's ladder change began it or joined it: its read-back is audited as the reload's
-   * (`ladder reloaded while latched`), whatever else its line names.
-   */
-  ladderReloaded: boolean;
   /**
    * The latch it was begun under (Estop.#latchNo), or the one a return joined it under
    * (#providerAvailable): released before its turn, it is skipped (made under a new latch whose

@@ -581,7 +581,7 @@ export class DeviceOutages {
     const kept = previous.kind !== "up" ? previous.sinceMono : null;
     // Down again, not up since an outage (failing in between as its provider came back, not read
     // since): dated from that outage's first moment too (Tracked.outageSince).
-    const next = firstDown(firstDown(this.#judge(t.providerId, t.deviceId), kept), t.outageSince);
+    const next = firstDown(this.#judge(t.providerId, t.deviceId), earliest(kept, t.outageSince));
     t.condition = next;
     if (next.kind === "up") t.outageSince = null;
     else if (next.kind === "down" && next.reloading !== true && t.outageSince === null) {
@@ -735,6 +735,11 @@ function firstDown(next: DeviceCondition, downSince: number | null): DeviceCondi
   if (next.kind !== "down" || downSince === null) return next;
   if (next.sinceMono !== null && next.sinceMono <= downSince) return next;
   return { ...next, sinceMono: downSince };
+}
+
+/** The earlier of two moments (monotonic ms); null for neither, one alone when the other is null. */
+function earliest(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.min(a, b);
 }
 
 /**

@@ -154,6 +154,15 @@ Deno.test("ModeManager in FAULT: the provider's own return joining a waiting dev
   assert.doesNotMatch(said, /logged at DEBUG/, "no device-return spell opened");
 });
 
+Deno.test("ModeManager in FAULT: a reload of its ladder calls joining a waiting device-return run says both at WARN, opening no device-return spell", async () => {
+  const { deviceReturn, ladderReloaded, madeAgainOnce } = await faultWithHeldEntry();
+  deviceReturn("plant0");
+  ladderReloaded();
+  const said = await madeAgainOnce();
+  assert.match(said, /^WARN .*provider plant has device plant0 answering again and had its e-stop/);
+  assert.doesNotMatch(said, /logged at DEBUG/, "no device-return spell opened");
+});
+
 /** What each cause the rig tells is, in a test's name. */
 const WHAT = {
   comeBack: "the provider's return",

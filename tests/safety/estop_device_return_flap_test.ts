@@ -326,3 +326,28 @@ Deno.test("Estop latched: a reload changing the ladder calls of a provider whose
     /WARN.*provider plant has device plant1 answering again and had its ladder calls changed by a reload;/,
   );
 });
+
+Deno.test("Estop latched: a reload changing the ladder calls of a provider whose device return's securing run waits for its turn opens no device-return spell", async () => {
+  const { estop, host, lines, answerAll, deviceReturn, latched, backHeld } = holdingEstop({
+    deviceReturns: true,
+    safeState: heaterOffLadder(),
+  });
+  await latched("test", "the stop's ladder call");
+  // As above: plant's return's securing run holds plant; a device of it answers again (a run
+  // waiting behind it), then a reload adds a call for plant before that run's turn.
+  await backHeld();
+  deviceReturn("plant1");
+  const runs = estop.reconfigure({
+    ...heaterOffLadder(),
+    hooks: [...heaterOffLadder().hooks, call("plant/plant0", "set_fan", { duty: { double: 0 } })],
+  });
+  let done = false;
+  void Promise.all(runs).then(() => (done = true));
+  await untilTurns(() => (answerAll(), done), "the reload's wait");
+  await estop.securing(host);
+  estop.clear();
+
+  // Not the device-return spell's: no note, no count at the release.
+  const spell = lines.filter((l) => /further securing runs|securing run\(s\) for devices/.test(l));
+  assert.deepEqual(spell, [], lines.join("\n"));
+});
