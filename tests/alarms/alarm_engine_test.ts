@@ -1719,13 +1719,39 @@ Deno.test("AlarmEngine tells nothing of an interlock a reload keeps blocking for
   }
 });
 
+/** An interlock `hot` blocking p0/probe/a while temp is over 80 or mode is 'x'. */
+const TEMP_OR_MODE_INTERLOCK = `
+interlocks:
+  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80 or p0/probe/mode == 'x'", message: m }
+`;
+
+/** Every device failing all along (reported UNREACHABLE, still answering). */
+const FAILING: DeviceCondition = { kind: "failing", reason: "unreachable", sinceMono: 0 };
+
+/** The reason an interlock on p0/probe/temp gives while its device is FAILING. */
+const FAILING_REASON = "bad input: p0/probe/temp: device p0/probe is failing (unreachable)";
+
+/** The interlock events told, as "blocking reason". */
+function toldOf(s: Setup): string[] {
+  return interlockEvents(s.events).map((e) => `${e.blocking} ${e.reason}`);
+}
+
+/** The interlock events told, as "blocking reason", a sample's age told as "N ms old". */
+function toldWithAgesNamed(s: Setup): string[] {
+  return interlockEvents(s.events).map((e) =>
+    `${e.blocking} ${e.reason?.replace(/\d+ ms old/, "N ms old") ?? null}`
+  );
+}
+
+/** The WARN lines saying an interlock blocks for another reason. */
+function anotherReasonLines(s: Setup): string[] {
+  return s.lines.filter((l) => l.includes("blocks for another reason"));
+}
+
 Deno.test("AlarmEngine tells a signal stale by its age once, not again when the cache marks its kept sample STALE", async () => {
   const s = await setup(HOT_INTERLOCK);
   try {
-    const reasons = () =>
-      interlockEvents(s.events).map((e) =>
-        `${e.blocking} ${e.reason?.replace(/\d+ ms old/, "N ms old")}`
-      );
+    const reasons = () => toldWithAgesNamed(s);
     await s.read([temp(90), mode("open")]);
     // The provider answers without temp (mode keeps the device answering): its sample goes stale
     // by its age, seen by the wake-up before the next poll; that poll stores it STALE.
@@ -1738,7 +1764,7 @@ Deno.test("AlarmEngine tells a signal stale by its age once, not again when the 
     const stale =
       "true bad input: p0/probe/temp is stale: its sample is N ms old (stale after 1000 ms)";
     assert.deepEqual(reasons(), ["true p0/probe/temp = 90", stale], "stale by its age: told once");
-    assert.equal(s.lines.filter((l) => l.includes("blocks for another reason")).length, 1);
+    assert.equal(anotherReasonLines(s).length, 1);
   } finally {
     await s.close();
   }
@@ -1749,15 +1775,9 @@ Deno.test("AlarmEngine tells an input a provider marks STALE once while it stays
   // finds the sample stale before each poll (the wake-up of mode, still usable, evaluates it),
   // and each poll brings the provider's own STALE again, received fresh. One bad input, one told
   // reason while it stays bad: AGE and QUALITY of it take turns, neither is another reason.
-  const s = await setup(`
-interlocks:
-  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80 or p0/probe/mode == 'x'", message: m }
-`);
+  const s = await setup(TEMP_OR_MODE_INTERLOCK);
   try {
-    const told = () =>
-      interlockEvents(s.events).map((e) =>
-        `${e.blocking} ${e.reason?.replace(/\d+ ms old/, "N ms old") ?? null}`
-      );
+    const told = () => toldWithAgesNamed(s);
     s.fx.clock.mono = 1_000;
     await s.read([temp(25), mode("open")]);
     s.fx.clock.mono = 2_001;
@@ -1782,7 +1802,7 @@ interlocks:
       );
     }
     assert.deepEqual(told(), [engage], "one bad input: told once, at the engage");
-    assert.equal(s.lines.filter((l) => l.includes("blocks for another reason")).length, 0);
+    assert.equal(anotherReasonLines(s).length, 0);
     s.fx.clock.mono = 9_000;
     await s.read([temp(25, { quality: Q.FAULT }), mode("open")]);
     assert.deepEqual(
@@ -1808,10 +1828,7 @@ Deno.test("AlarmEngine tells an interlock's bad input once while it stays bad, n
   // condition, is fresh at each poll and stale by age before the next, while mode stays FAULT.
   // The interlock blocks all along on mode; temp's turns are no other reason to tell (nor another
   // `engage` in the open run).
-  const s = await setup(`
-interlocks:
-  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80 or p0/probe/mode == 'x'", message: m }
-`);
+  const s = await setup(TEMP_OR_MODE_INTERLOCK);
   const dir = await Deno.makeTempDir({ prefix: "interlock_turns_run_" });
   const runs = new RunRegistry({
     dataDir: dir,
@@ -1826,10 +1843,7 @@ interlocks:
     runs.attach(s.bus);
     const { run } = await runs.open({});
     const faulty = (v: string): Sample => ({ ...mode(v), quality: Q.FAULT });
-    const told = () =>
-      interlockEvents(s.events).map((e) =>
-        `${e.blocking} ${e.reason?.replace(/\d+ ms old/, "N ms old") ?? null}`
-      );
+    const told = () => toldWithAgesNamed(s);
     const engage = "true bad input: p0/probe/mode is FAULT";
     s.fx.clock.mono = 1_000;
     await s.read([temp(25), faulty("open")]);
@@ -1846,7 +1860,7 @@ interlocks:
         "GET names what was told, still true",
       );
     }
-    assert.equal(s.lines.filter((l) => l.includes("blocks for another reason")).length, 0);
+    assert.equal(anotherReasonLines(s).length, 0);
     // mode usable again while temp is stale (left out of the answer): temp is told now.
     s.fx.clock.mono = 8_600;
     await s.read([mode("open")]);
@@ -1914,19 +1928,12 @@ Deno.test("AlarmEngine tells an interlock's input of a device failing once while
   // The stale bound (1000 ms) is shorter than the poll period (1500 ms): temp is fresh at each
   // poll and stale by age before the next, while its device is failing all along (reported
   // UNREACHABLE, still answering). Its failing is why, told once, at every turn.
-  const failing: DeviceCondition = { kind: "failing", reason: "unreachable", sinceMono: 0 };
-  const s = await setup(
-    `
-interlocks:
-  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
-`,
-    { condition: () => failing },
-  );
+  const s = await setup(HOT_INTERLOCK, { condition: () => FAILING });
   try {
-    const reason = "bad input: p0/probe/temp: device p0/probe is failing (unreachable)";
+    const reason = FAILING_REASON;
     s.fx.clock.mono = 1_000;
     await s.read([temp(25)]);
-    const told = () => interlockEvents(s.events).map((e) => `${e.blocking} ${e.reason}`);
+    const told = () => toldOf(s);
     assert.deepEqual(told(), [`true ${reason}`]);
     for (let poll = 2_500; poll <= 7_000; poll += 1_500) {
       s.fx.clock.mono = poll - 1; // stale by age, as GET /v0/interlocks finds it
@@ -1936,7 +1943,7 @@ interlocks:
       assert.equal(s.engine.interlocks()[0]!.reason, reason, `${poll}: fresh`);
     }
     assert.deepEqual(told(), [`true ${reason}`], "told once");
-    assert.equal(s.lines.filter((l) => l.includes("blocks for another reason")).length, 0);
+    assert.equal(anotherReasonLines(s).length, 0);
   } finally {
     await s.close();
   }
@@ -1946,19 +1953,12 @@ Deno.test("AlarmEngine tells an interlock's input of a device failing once while
   // The device fails all along; its answers carry temp only every other poll: an answer that
   // leaves it out marks the kept sample STALE (past its 1000 ms bound), the next carries it
   // fresh. Stale by age and the cache's STALE mark are one kind: the device's failing is why.
-  const failing: DeviceCondition = { kind: "failing", reason: "unreachable", sinceMono: 0 };
-  const s = await setup(
-    `
-interlocks:
-  - { id: hot, block: [p0/probe/a], while: "p0/probe/temp > 80", message: m }
-`,
-    { condition: () => failing },
-  );
+  const s = await setup(HOT_INTERLOCK, { condition: () => FAILING });
   try {
-    const reason = "bad input: p0/probe/temp: device p0/probe is failing (unreachable)";
+    const reason = FAILING_REASON;
     s.fx.clock.mono = 1_000;
     await s.read([temp(25), mode("open")]);
-    const told = () => interlockEvents(s.events).map((e) => `${e.blocking} ${e.reason}`);
+    const told = () => toldOf(s);
     assert.deepEqual(told(), [`true ${reason}`]);
     for (let poll = 2_500; poll <= 8_500; poll += 1_500) {
       s.fx.clock.mono = poll;
@@ -1968,7 +1968,7 @@ interlocks:
       assert.equal(s.engine.interlocks()[0]!.reason, reason, `${poll}: temp ${withTemp}`);
     }
     assert.deepEqual(told(), [`true ${reason}`], "told once");
-    assert.equal(s.lines.filter((l) => l.includes("blocks for another reason")).length, 0);
+    assert.equal(anotherReasonLines(s).length, 0);
   } finally {
     await s.close();
   }

@@ -72,6 +72,52 @@ async function lockKeptUntilWritten(dir: string, release: () => void): Promise<v
   await waitFor("the data_dir lock released once the held writes ended", () => lockFree(dir));
 }
 
+/**
+ * Real journal files whose appends under `part` wait, from `hang(until)` on, until `until` settles
+ * (by default until `release()`: a hung mount, a dying SD card); `held()`: how many did.
+ */
+function hungDisk(part: string) {
+  let until: Promise<void> | null = null;
+  let held = 0;
+  const released = Promise.withResolvers<void>();
+  const files = new InterceptedAppends(part, async (text, append) => {
+    if (until !== null) {
+      held++;
+      await until;
+    }
+    await append(text);
+  });
+  return {
+    files,
+    hang: (answersAt: Promise<void> = released.promise) => {
+      until = answersAt;
+    },
+    held: () => held,
+    release: () => released.resolve(),
+  };
+}
+
+/**
+ * Telemetry's last flush (the stop's) wrote the samples polled before the stop to `db`, and the
+ * data_dir lock of `rt` is kept until the writes `disk` held end (lockKeptUntilWritten).
+ */
+async function assertFlushedAndLockKept(
+  rt: { config: Config },
+  db: FakeInflux,
+  disk: ReturnType<typeof hungDisk>,
+): Promise<void> {
+  assert.ok(
+    db.lines.some((l) => l.startsWith("runtime_signal,")),
+    "telemetry's last flush wrote the samples polled before the stop",
+  );
+  await lockKeptUntilWritten(rt.config.runtime.dataDir, disk.release);
+}
+
+/** The lines counting history rows the stop did not write. */
+function rowsNotWritten(lines: readonly string[]): string[] {
+  return lines.filter((l) => /history row\(s\) not written/.test(l));
+}
+
 const CASES = [
   { journal: "audit journal", part: "/audit/", bound: AUDIT_STOP_MS, name: "AUDIT_STOP_MS" },
   { journal: "run records", part: "/runs", bound: RUNS_STOP_MS, name: "RUNS_STOP_MS" },
@@ -79,44 +125,31 @@ const CASES = [
 
 for (const { journal, part, bound, name } of CASES) {
   Deno.test(`Kernel.stop with the ${journal}' disk hung ends within ${name}, and telemetry's last flush still runs`, async () => {
-    let hung = false;
-    let held = 0;
-    const released = Promise.withResolvers<void>();
-    const files = new InterceptedAppends(part, async (text, append) => {
-      if (hung) {
-        held++;
-        await released.promise;
-      }
-      await append(text);
-    });
+    const disk = hungDisk(part);
     const db = new FakeInflux();
     const { log, lines } = capturingLogger({ level: "warn" });
     const rt = await startRuntime(
       testConfig({ providers: [simProvider("sim0")], telemetry: telemetry(db.url) }),
-      { host: { log, files, lockDataDir } },
+      { host: { log, files: disk.files, lockDataDir } },
     );
     let stopping: Promise<void> | null = null;
     try {
       // A run open: the run records write at their close (its count of events left out).
       await rt.runs.open({});
       await afterPolls(rt, "sim0/tempctl0", 2);
-      hung = true;
+      disk.hang();
       await rt.modes.request("MANUAL"); // an audit entry, a run event: held by the disk
       assert.equal(db.lines.length, 0, "telemetry flushed before the stop");
       stopping = rt.stop();
       const outcome = await within(stopping, bound + STOP_SLACK_MS);
-      assert.ok(held > 0, `the ${journal}' writes were held by the disk`);
+      assert.ok(disk.held() > 0, `the ${journal}' writes were held by the disk`);
       assert.equal(outcome, "stopped", `the stop waited past ${name} for the ${journal}' disk`);
       const warned = lines.filter((l) => l.includes(name));
       assert.equal(warned.length, 1, `one WARN naming ${name}:\n${lines.join("\n")}`);
       assert.match(warned[0]!, /^WARN/);
-      assert.ok(
-        db.lines.some((l) => l.startsWith("runtime_signal,")),
-        "telemetry's last flush wrote the samples polled before the stop",
-      );
-      await lockKeptUntilWritten(rt.config.runtime.dataDir, () => released.resolve());
+      await assertFlushedAndLockKept(rt, db, disk);
     } finally {
-      released.resolve();
+      disk.release();
       await (stopping ?? rt.stop());
       await db.close();
     }
@@ -124,16 +157,7 @@ for (const { journal, part, bound, name } of CASES) {
 }
 
 Deno.test("Kernel.stop with the history disk hung for good ends within the process's budget, counts the rows not written, and telemetry's last flush still runs", async () => {
-  let hung = false;
-  let held = 0;
-  const released = Promise.withResolvers<void>();
-  const files = new InterceptedAppends("/history/", async (text, append) => {
-    if (hung) {
-      held++;
-      await released.promise;
-    }
-    await append(text);
-  });
+  const disk = hungDisk("/history/");
   const db = new FakeInflux();
   const { log, lines } = capturingLogger({ level: "warn" });
   const rt = await startRuntime(
@@ -142,28 +166,24 @@ Deno.test("Kernel.stop with the history disk hung for good ends within the proce
       history: { stepMs: 1000 },
       telemetry: telemetry(db.url),
     }),
-    { host: { log, files, lockDataDir } },
+    { host: { log, files: disk.files, lockDataDir } },
   );
   let stopping: Promise<void> | null = null;
   try {
     await afterPolls(rt, "sim0/tempctl0", 3);
-    hung = true;
+    disk.hang();
     assert.equal(db.lines.length, 0, "telemetry flushed before the stop");
     const endsAt = performance.now() + STOP_BUDGET_MS;
     stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
     const outcome = await within(stopping, STOP_BUDGET_MS);
-    assert.ok(held > 0, "the history's last rows were held by the disk");
+    assert.ok(disk.held() > 0, "the history's last rows were held by the disk");
     assert.equal(outcome, "stopped", "the stop waited past its budget for the history's disk");
-    const warned = lines.filter((l) => /history row\(s\) not written/.test(l));
+    const warned = rowsNotWritten(lines);
     assert.equal(warned.length, 1, `one WARN counting the rows not written:\n${lines.join("\n")}`);
     assert.match(warned[0]!, /^WARN .*stop: [1-9]\d* history row\(s\) not written within/);
-    assert.ok(
-      db.lines.some((l) => l.startsWith("runtime_signal,")),
-      "telemetry's last flush wrote the samples polled before the stop",
-    );
-    await lockKeptUntilWritten(rt.config.runtime.dataDir, () => released.resolve());
+    await assertFlushedAndLockKept(rt, db, disk);
   } finally {
-    released.resolve();
+    disk.release();
     await (stopping ?? rt.stop());
     await db.close();
   }
@@ -174,18 +194,11 @@ const STALL_MS = 1800;
 
 Deno.test("Kernel.stop with the history disk stalled for a while writes every row the budget leaves time for (the API off: a 3 s budget)", async () => {
   let stalled: Promise<void> | null = null;
-  let held = 0;
-  const files = new InterceptedAppends("/history/", async (text, append) => {
-    if (stalled !== null) {
-      held++;
-      await stalled;
-    }
-    await append(text);
-  });
+  const disk = hungDisk("/history/");
   const { log, lines } = capturingLogger({ level: "warn" });
   const rt = await startRuntime(
     testConfig({ providers: [simProvider("sim0")], history: { stepMs: 1000 } }),
-    { host: { log, files, lockDataDir } },
+    { host: { log, files: disk.files, lockDataDir } },
   );
   let stopping: Promise<void> | null = null;
   try {
@@ -193,15 +206,16 @@ Deno.test("Kernel.stop with the history disk stalled for a while writes every ro
     // The disk answers again STALL_MS into the stop: past HISTORY_STOP_BEFORE_PROVIDERS_MS, well
     // within the budget (nothing else of the stop needs the rest of it).
     stalled = new Promise<void>((r) => setTimeout(r, STALL_MS));
+    disk.hang(stalled);
     const endsAt = performance.now() + STOP_BUDGET_MS;
     stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
     const outcome = await within(stopping, STOP_BUDGET_MS);
     assert.equal(outcome, "stopped", "the stop waited past its budget for the history's disk");
     const pending = rt.history!.diskRowsPending;
     const free = await lockFree(rt.config.runtime.dataDir);
-    assert.ok(held > 0, "the history's last rows were held by the disk");
+    assert.ok(disk.held() > 0, "the history's last rows were held by the disk");
     assert.deepEqual(
-      lines.filter((l) => /history row\(s\) not written/.test(l)),
+      rowsNotWritten(lines),
       [],
       "the stop went on without the history's rows while its budget still had time for them",
     );
@@ -218,12 +232,7 @@ Deno.test("Kernel.stop with the history disk stalled for a while writes every ro
 });
 
 Deno.test("Kernel.stop with the history disk hung for good ends within the hurried deadline a second stop signal sets", async () => {
-  let hung = false;
-  const released = Promise.withResolvers<void>();
-  const files = new InterceptedAppends("/history/", async (text, append) => {
-    if (hung) await released.promise;
-    await append(text);
-  });
+  const disk = hungDisk("/history/");
   const { log, lines } = capturingLogger({ level: "warn" });
   const rt = await startRuntime(
     testConfig({
@@ -231,13 +240,13 @@ Deno.test("Kernel.stop with the history disk hung for good ends within the hurri
       runtime: { shutdownTimeoutMs: 10_000 },
       history: { stepMs: 1000 },
     }),
-    { host: { log, files, lockDataDir } },
+    { host: { log, files: disk.files, lockDataDir } },
   );
   let stopping: Promise<void> | null = null;
   try {
     await afterPolls(rt, "sim0/tempctl0", 3);
     const pid = rt.registry.host("sim0")!.session!.pid;
-    hung = true;
+    disk.hang();
     // The process's deadline: runtime.shutdown_timeout_ms and its grace, until a second signal.
     let endsAt = performance.now() + 11_000;
     const hurry = Promise.withResolvers<void>();
@@ -249,10 +258,10 @@ Deno.test("Kernel.stop with the history disk hung for good ends within the hurri
     hurry.resolve();
     const outcome = await within(stopping, HURRIED_SHUTDOWN_MS);
     assert.equal(outcome, "stopped", "the stop waited past the hurried deadline for the disk");
-    const warned = lines.filter((l) => /history row\(s\) not written/.test(l));
+    const warned = rowsNotWritten(lines);
     assert.equal(warned.length, 1, `one WARN counting the rows not written:\n${lines.join("\n")}`);
   } finally {
-    released.resolve();
+    disk.release();
     await (stopping ?? rt.stop());
   }
 });

@@ -46,6 +46,8 @@ function plantModes(
   return { modes, held, lines, comesBack };
 }
 
+type PlantModes = ReturnType<typeof plantModes>;
+
 /**
  * Modes in FAULT over plant (hook into FAULT: set_heater off), the FAULT entry's own call held:
  * `deviceReturn(id)` tells a device of plant answering again, `comeBack()` plant itself up again,
@@ -126,6 +128,58 @@ async function leaveFaultAnswering(
 function madeAgainCalls(held: readonly HeldCall[]): string[] {
   return held.slice(1).map((h) => `${h.req.providerId}/${h.req.functionName}`);
 }
+
+/**
+ * The hook calls made again are plant's successor's set_heater off, once (`why`), said at WARN
+ * as plant's return.
+ */
+function assertSuccessorsMadeAgain(
+  held: readonly HeldCall[],
+  lines: readonly string[],
+  why: string,
+): void {
+  assert.deepEqual(madeAgainCalls(held), ["plant/set_heater"], why);
+  assert.match(madeAgainLines(lines).join("\n"), /^WARN .*provider plant is AVAILABLE again;/);
+}
+
+/**
+ * Modes over plant in FAULT, committed, its hooks not begun (an e-stop's ladder still runs):
+ * `meanwhile(old)` is what plant's old host does then (`setup` first, before FAULT). A reload
+ * restarts plant (its successor not up yet), the stop's hooks begin, the successor comes up while
+ * they run (its run waits for them); the FAULT entry's call is answered and the hooks end.
+ */
+async function successorUpDuringStopHooks(
+  meanwhile: (rig: PlantModes, old: ProviderSummary) => void,
+  setup: (rig: PlantModes) => void = () => {},
+): Promise<PlantModes> {
+  const old = upProvider("plant");
+  let listed: ProviderSummary = old;
+  const rig = plantModes(() => listed);
+  const { modes, held, comesBack } = rig;
+  setup(rig);
+  const entry = modes.enterFault("test stop");
+  meanwhile(rig, old);
+  listed = { ...old, available: false } as ProviderSummary;
+  const hooks = entry.runHooks();
+  await heldCalls(held, 1);
+  listed = { ...listed, available: true } as ProviderSummary;
+  comesBack("plant");
+  held[0]!.answer();
+  assert.deepEqual(await hooks, []);
+  return rig;
+}
+
+/**
+ * The e-stop's securing runs of plant: the one a reload of the old host's ladder began (not begun
+ * before it) made set_heater off on that host; none for its successor (the latch is released).
+ */
+const securedOnOldHostOnly: Parameters<ReturnType<typeof hookModes>["setLatchSecuring"]>[0] = (
+  _host,
+  o,
+) =>
+  o?.notBegun === true
+    ? Promise.resolve([call("plant/plant0", "set_heater", { enabled: false })])
+    : null;
 
 Deno.test("ModeManager in FAULT: device returns joining a waiting run of the hook calls made again are each named in its line", async () => {
   const { deviceReturn, madeAgainOnce } = await faultWithHeldEntry();
@@ -240,31 +294,19 @@ Deno.test("ModeManager in FAULT: a run of the hook calls made again whose provid
   await endEntry();
   const left = await leaveFaultAnswering(modes, held);
   assert.ok(left, "FAULT -> MANUAL accepted once the run has ended");
-  assert.deepEqual(
-    madeAgainCalls(held),
-    ["plant/set_heater"],
+  assertSuccessorsMadeAgain(
+    held,
+    lines,
     "the successor's return gets the hook calls made again, once",
   );
-  assert.match(madeAgainLines(lines).join("\n"), /^WARN .*provider plant is AVAILABLE again;/);
 });
 
 Deno.test("ModeManager in FAULT: a return of the restarted provider's old host waiting for the stop's hooks to begin leaves the successor's return its hook calls made again", async () => {
-  const old = upProvider("plant");
-  let listed: ProviderSummary = old;
-  const { modes, held, lines, comesBack } = plantModes(() => listed);
   // FAULT committed, its hooks not begun (an e-stop's ladder still runs): the old host comes
   // back and waits for them.
-  const entry = modes.enterFault("test stop");
-  comesBack("plant");
-  // A reload restarts plant (its successor not up yet), then the stop's hooks begin.
-  listed = { ...old, available: false } as ProviderSummary;
-  const hooks = entry.runHooks();
-  await heldCalls(held, 1);
-  // The successor comes up while they run: its run waits for them.
-  listed = { ...listed, available: true } as ProviderSummary;
-  comesBack("plant");
-  held[0]!.answer();
-  assert.deepEqual(await hooks, []);
+  const { modes, held, lines } = await successorUpDuringStopHooks(({ comesBack }) =>
+    comesBack("plant")
+  );
   const left = await leaveFaultAnswering(modes, held);
   assert.ok(left, "FAULT -> MANUAL accepted once the run has ended");
   assert.deepEqual(
@@ -280,20 +322,10 @@ Deno.test("ModeManager in FAULT: a return of the restarted provider's old host w
 });
 
 Deno.test("ModeManager in FAULT: a reason of the restarted provider's old host waiting for the stop's hooks to begin adds nothing to its successor's line", async () => {
-  const old = upProvider("plant");
-  let listed: ProviderSummary = old;
-  const { modes, held, lines, comesBack } = plantModes(() => listed);
   // FAULT committed, its hooks not begun: a reload changes the old host's ladder calls.
-  const entry = modes.enterFault("test stop");
-  modes.ladderReloaded(old);
-  // A reload restarts plant, the stop's hooks begin, the successor comes up while they run.
-  listed = { ...old, available: false } as ProviderSummary;
-  const hooks = entry.runHooks();
-  await heldCalls(held, 1);
-  listed = { ...listed, available: true } as ProviderSummary;
-  comesBack("plant");
-  held[0]!.answer();
-  assert.deepEqual(await hooks, []);
+  const { modes, held, lines } = await successorUpDuringStopHooks(({ modes }, old) =>
+    modes.ladderReloaded(old)
+  );
   assert.ok(await leaveFaultAnswering(modes, held), "FAULT -> MANUAL accepted once the run ended");
   assert.deepEqual(madeAgainCalls(held), ["plant/set_heater"]);
   const said = madeAgainLines(lines);
@@ -309,46 +341,32 @@ Deno.test("ModeManager in FAULT: a restarted provider's successor joining the ol
   const { modes, held, lines, endEntry } = rig;
   // The e-stop's securing runs of plant: the one a reload of the old host's ladder began made
   // set_heater off on that host; the latch is released before the successor's turn (none for it).
-  const oldHostMade = [call("plant/plant0", "set_heater", { enabled: false })];
-  modes.setLatchSecuring((_host, o) => o?.notBegun === true ? Promise.resolve(oldHostMade) : null);
+  modes.setLatchSecuring(securedOnOldHostOnly);
   rig.ladderReloaded();
   // A reload restarts plant; its successor, a new process, comes up before the run's turn.
   rig.replaceHost();
   rig.successorUp();
   await endEntry();
   assert.ok(await leaveFaultAnswering(modes, held), "FAULT -> MANUAL accepted once the run ended");
-  assert.deepEqual(
-    madeAgainCalls(held),
-    ["plant/set_heater"],
+  assertSuccessorsMadeAgain(
+    held,
+    lines,
     "the successor gets set_heater off: the old host's ladder call never reached it",
   );
-  assert.match(madeAgainLines(lines).join("\n"), /^WARN .*provider plant is AVAILABLE again;/);
 });
 
 Deno.test("ModeManager in FAULT: a reason of the restarted provider's old host waiting for the stop's hooks to begin leaves none of its successor's hook calls out for the old host's ladder calls", async () => {
-  const old = upProvider("plant");
-  let listed: ProviderSummary = old;
-  const { modes, held, lines, comesBack } = plantModes(() => listed);
   // The securing run a reload of the old host's ladder began made set_heater off on that host; the
-  // latch is released before the successor's turn (none for it).
-  const oldHostMade = [call("plant/plant0", "set_heater", { enabled: false })];
-  modes.setLatchSecuring((_host, o) => o?.notBegun === true ? Promise.resolve(oldHostMade) : null);
-  // FAULT committed, its hooks not begun: a reload changes the old host's ladder calls.
-  const entry = modes.enterFault("test stop");
-  modes.ladderReloaded(old);
-  // A reload restarts plant, the stop's hooks begin, the successor comes up while they run.
-  listed = { ...old, available: false } as ProviderSummary;
-  const hooks = entry.runHooks();
-  await heldCalls(held, 1);
-  listed = { ...listed, available: true } as ProviderSummary;
-  comesBack("plant");
-  held[0]!.answer();
-  assert.deepEqual(await hooks, []);
+  // latch is released before the successor's turn (none for it). FAULT committed, its hooks not
+  // begun: a reload changes the old host's ladder calls.
+  const { modes, held, lines } = await successorUpDuringStopHooks(
+    ({ modes }, old) => modes.ladderReloaded(old),
+    ({ modes }) => modes.setLatchSecuring(securedOnOldHostOnly),
+  );
   assert.ok(await leaveFaultAnswering(modes, held), "FAULT -> MANUAL accepted once the run ended");
-  assert.deepEqual(
-    madeAgainCalls(held),
-    ["plant/set_heater"],
+  assertSuccessorsMadeAgain(
+    held,
+    lines,
     "the successor gets set_heater off: the old host's ladder call never reached it",
   );
-  assert.match(madeAgainLines(lines).join("\n"), /^WARN .*provider plant is AVAILABLE again;/);
 });

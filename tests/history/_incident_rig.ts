@@ -46,6 +46,20 @@ export class HeldRemovals extends HeldRecordFiles {
   }
 }
 
+/** Appends to a record (its write under way) wait while `held` is set, then fail when full. */
+export class HeldRecordAppends extends HeldRecordFiles {
+  override async openAppend(path: string): ReturnType<FaultyMemoryFiles["openAppend"]> {
+    const handle = await super.openAppend(path);
+    return {
+      ...handle,
+      append: async (text: string) => {
+        await this.holdRecord(path);
+        return await handle.append(text);
+      },
+    };
+  }
+}
+
 /** Openings of a record wait while `held` is set. */
 export class HeldRecords extends HeldRecordFiles {
   override async openAppend(path: string) {

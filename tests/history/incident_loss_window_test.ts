@@ -24,7 +24,7 @@ import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { untilTurns } from "../helpers/turns.ts";
-import { INCIDENTS_DIR } from "./_incident_rig.ts";
+import { HeldRecordAppends, INCIDENTS_DIR } from "./_incident_rig.ts";
 
 /** The hand-fed history's window: memory_seconds and the incident window around a trigger. */
 type LossWindow = Parameters<typeof handFedHistory>[0];
@@ -34,6 +34,22 @@ const RESTARTING = "provider p is being restarted by a configuration reload";
 
 /** The window of most losses below: 1 s before, 2 s after, in a 60 s ring. */
 const WINDOW_2S = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
+
+/** The window of the outages' records below: 1 s before, 1 s after, in a 60 s ring. */
+const WINDOW_1S = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
+
+/** The lines saying a device lost again is the same outage as its loss before (no new incident). */
+function sameOutageLines(lines: readonly string[]): string[] {
+  return lines.filter((l) => l.includes("not up since that loss"));
+}
+
+/** A WARN says the first loss's record was not written. */
+function assertRecordNotWritten(lines: readonly string[]): void {
+  assert.ok(
+    lines.some((l) => /^WARN .*incident inc-\S+ not written/.test(l)),
+    `the first loss's record was not written: ${lines.join("\n")}`,
+  );
+}
 
 type IncidentHeader = ReturnType<IncidentRecorder["list"]>[number];
 type IncidentSignals = Awaited<ReturnType<IncidentRecorder["get"]>>["signals"];
@@ -702,7 +718,7 @@ for (const [step, what] of WALL_STEPS) {
 }
 
 Deno.test("a device failing when the recorder stopped, up again before it started again, is dated at its new loss, not at the reads that failed before the stop", async () => {
-  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
+  const window = WINDOW_1S;
   await withLossRig(
     window,
     async ({ clock, pollSignals, incidents, change, failing, recorded }) => {
@@ -1208,12 +1224,12 @@ Deno.test("a device lost, its provider crashing and coming back while it still f
 Deno.test("a device lost, its record written, its provider crashing and coming back while it still fails, down again: no second incident for the one outage", async () => {
   // incident_after_s 1: the first loss's record is written at t0 + 1.5 s, before the crash.
   // Before, the second loss began a second device-loss record of the same outage.
-  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
+  const window = WINDOW_1S;
   const { records, t0, lines } = await lostTwiceAcrossACrash(window, false);
   assert.equal(records.length, 1, `one outage, one incident: ${JSON.stringify(records)}`);
   assert.equal(records[0]!.at_epoch_ms, t0 + 500);
   assert.deepEqual(records[0]!.also, [], "its record as written, nothing joined it");
-  const said = lines.filter((l) => l.includes("not up since that loss"));
+  const said = sameOutageLines(lines);
   assert.equal(said.length, 1, `one line says the loss again begins none: ${said}`);
   assert.match(
     said[0]!,
@@ -1227,25 +1243,22 @@ Deno.test("a device lost, its record written, its provider crashing and coming b
 Deno.test("a device lost, its record not written (a full disk), its provider crashing and coming back while it still fails, down again: the second loss begins its own incident", async () => {
   // Before, the second loss joined the outage whose record was never written: "the same outage,
   // no new incident", and no record of the outage on disk at all.
-  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
+  const window = WINDOW_1S;
   const files = new FaultyMemoryFiles();
   const { records, t0, lines } = await lostTwiceAcrossACrash(window, false, files);
-  assert.ok(
-    lines.some((l) => /^WARN .*incident inc-\S+ not written/.test(l)),
-    `the first loss's record was not written: ${lines.join("\n")}`,
-  );
+  assertRecordNotWritten(lines);
   assert.deepEqual(
     records.map((h) => [h.trigger, h.at_epoch_ms - t0, h.also.length]),
     [["device_loss", 2750, 0]],
     "the outage's only record is the second loss's, dated at its own first failed read",
   );
-  assert.deepEqual(lines.filter((l) => l.includes("not up since that loss")), []);
+  assert.deepEqual(sameOutageLines(lines), []);
 });
 
 Deno.test("a device lost, its record removed by incident_max_count, lost again not up since: the second loss begins its own incident", async () => {
   // Before, d's second loss joined an outage whose record the bound had removed: no new incident,
   // and no record of d's outage kept.
-  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
+  const window = WINDOW_1S;
   const { log, lines } = capturingLogger({ level: "info" });
   await withLossRig({ ...window, incidentMaxCount: 1 }, async ({ clock, incidents, change }) => {
     const lose = (d: string) => {
@@ -1271,28 +1284,9 @@ Deno.test("a device lost, its record removed by incident_max_count, lost again n
       `d's outage has a record again: ${lines.join("\n")}`,
     );
     assert.notEqual(incidents.list()[0]!.incident_id, first!.incident_id);
-    assert.deepEqual(lines.filter((l) => l.includes("not up since that loss")), []);
+    assert.deepEqual(sameOutageLines(lines), []);
   }, log);
 });
-
-/** FaultyMemoryFiles whose appends wait for `gate` (while set) before writing, or failing when full. */
-class HeldMemoryFiles extends FaultyMemoryFiles {
-  gate: Promise<void> | null = null;
-  held = 0;
-  override async openAppend(path: string): ReturnType<FaultyMemoryFiles["openAppend"]> {
-    const handle = await super.openAppend(path);
-    return {
-      ...handle,
-      append: async (text: string) => {
-        if (this.gate !== null) {
-          this.held++;
-          await this.gate;
-        }
-        return await handle.append(text);
-      },
-    };
-  }
-}
 
 /**
  * Device p/d lost; lost again (not up since) while its loss's record's write is held; that write
@@ -1300,22 +1294,22 @@ class HeldMemoryFiles extends FaultyMemoryFiles {
  * devices]) and the log lines.
  */
 async function lostAgainWhileWriting(fails: boolean) {
-  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
-  const files = new HeldMemoryFiles();
+  const window = WINDOW_1S;
+  const files = new HeldRecordAppends();
   const { log, lines } = capturingLogger({ level: "info" });
   const records = await withLossRig(
     window,
     async ({ clock, incidents, change }) => {
       let release = () => {};
-      files.gate = new Promise<void>((r) => release = r);
+      files.held = new Promise<void>((r) => release = r);
       const t0 = clock.wall;
       change("failing", { kind: "down", reason: "reads fail", sinceMono: clock.mono }); // the loss
       clock.advance(2000); // its window closed: its record's write begins, and waits
-      await untilTurns(() => files.held === 1, "the first record's write under way");
+      await untilTurns(() => files.waiting === 1, "the first record's write under way");
       // Its provider crashed and came back, the device failing still; down again: not up since.
       change("down", { kind: "failing", reason: "reads fail", sinceMono: null });
       change("failing", { kind: "down", reason: "reads fail", sinceMono: clock.mono });
-      files.gate = null;
+      files.held = null;
       files.full = fails; // the disk fills: the first record is not written
       release();
       await incidents.settled();
@@ -1334,23 +1328,20 @@ Deno.test("a device lost again while its loss's record is being written, that wr
   // Before, the second loss, found while the first record's write was under way, was "the same
   // outage, no new incident"; the write then failed: no record of the outage on disk at all.
   const { records, lines } = await lostAgainWhileWriting(true);
-  assert.ok(
-    lines.some((l) => /^WARN .*incident inc-\S+ not written/.test(l)),
-    `the first loss's record was not written: ${lines.join("\n")}`,
-  );
+  assertRecordNotWritten(lines);
   assert.deepEqual(
     records,
     [["device_loss", 2000, ["p/d"]]],
     `d's outage has a record, dated at its second loss: ${lines.join("\n")}`,
   );
-  assert.deepEqual(lines.filter((l) => l.includes("not up since that loss")), []);
+  assert.deepEqual(sameOutageLines(lines), []);
 });
 
 Deno.test("a device lost again while its loss's record is being written, that write then done: the same outage, no new incident, said once", async () => {
   const { records, lines } = await lostAgainWhileWriting(false);
   assert.deepEqual(records, [["device_loss", 0, ["p/d"]]], lines.join("\n"));
   assert.deepEqual(
-    lines.filter((l) => l.includes("not up since that loss")).map((l) => l.split(" ")[0]),
+    sameOutageLines(lines).map((l) => l.split(" ")[0]),
     ["INFO"],
   );
 });
@@ -1401,7 +1392,7 @@ Deno.test("a FAULT entry 1.5 s after an e-stop joined a device loss found after 
 });
 
 Deno.test("INCIDENT_OUTAGES_MAX devices lost and not up since are remembered: the one noted longest ago past them is forgotten, its next loss an incident of its own", async () => {
-  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 1, diskMaxBytes: 0 };
+  const window = WINDOW_1S;
   await withLossRig(window, async ({ clock, incidents, change }) => {
     // Their providers down at once, all in one step: one incident, each device noted in turn.
     for (let i = 0; i <= INCIDENT_OUTAGES_MAX; i++) {

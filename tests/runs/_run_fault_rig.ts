@@ -5,12 +5,14 @@
  * RunRegistry on them with a manual clock; and the events an event file holds. Also the rewrite
  * rig of run_compact_counts_test.ts and run_rewrite_one_handle_test.ts: files whose rewrite of
  * runs.jsonl can be held in its write, FAULT entries between runs, runs.jsonl filled to the
- * length a running registry tolerates.
+ * length a running registry tolerates. And what the saved-count tests share (a call left out past
+ * runs.max_run_bytes, the start after a crash or a restart), the e-stop trigger the start tests
+ * publish, and a start held by a hung mount that a shutdown overtakes.
  */
 import type { JournalAppendHandle, JournalFiles } from "../../src/journal/mod.ts";
 import { BETWEEN_RUNS_SAVE_MS, RunRegistry } from "../../src/runs/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { ManualClock } from "../helpers/clock.ts";
+import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
 import { diskFullError } from "../helpers/journal_files.ts";
@@ -169,4 +171,138 @@ export async function fillRunsJsonl(
     );
   }
   assert.equal(runsJsonlLines(files).length, tolerated);
+}
+
+/** runs.max_run_bytes of the registries whose calls are left out (recordCallPastMaxRunBytes). */
+export const SMALL_MAX_RUN_BYTES = 400;
+
+/**
+ * Records a call on `registry` (made with maxRunBytes: SMALL_MAX_RUN_BYTES, a run open) larger
+ * than runs.max_run_bytes: counted as left out, not recorded.
+ */
+export function recordCallPastMaxRunBytes(registry: RunRegistry, clock: ManualClock): void {
+  registry.recordCall({
+    first_time_epoch_ms: clock.nowMs(),
+    device_handle: "sim0/motorctl0",
+    function: "set_motor_duty",
+    outcome: "ok",
+    args: { duty: "x".repeat(SMALL_MAX_RUN_BYTES) },
+  });
+}
+
+/**
+ * A start on `files` (a restart, or the start after a crash): the first event of the first run it
+ * opens, whose payload holds the safety events between runs it was given.
+ */
+export async function openedAfterRestart(
+  files: JournalFiles,
+  clock: ManualClock,
+): Promise<{ type: string; payload: Record<string, unknown> }> {
+  const next = registryOn(files, { clock });
+  await next.start();
+  try {
+    const { run } = await next.open({});
+    return (await next.listEvents(run.run_id, { limit: 1 })).events[0]!;
+  } finally {
+    await next.shutdown();
+  }
+}
+
+/** A start on `files` (a restart, or the start after a crash): the last event of run `runId`. */
+export async function closedAfterRestart(
+  files: JournalFiles,
+  clock: ManualClock,
+  runId: string,
+): Promise<{ type: string; payload: Record<string, unknown> }> {
+  const next = registryOn(files, { clock });
+  await next.start();
+  try {
+    return (await next.listEvents(runId)).events.at(-1)!;
+  } finally {
+    await next.shutdown();
+  }
+}
+
+/** An e-stop trigger at `at` on `bus` (what the safety layer publishes when the e-stop latches). */
+export function pressEstop(bus: EventBus, at: number): void {
+  bus.publish({
+    kind: "estop_change",
+    latched: true,
+    reason: "leak",
+    cause: "api",
+    timestamp_ms: at,
+  });
+}
+
+/**
+ * In-memory files whose held operation (a subclass's: `hold()`) waits while `held` is set (a hung
+ * mount), `waiting` counting those that did; append handles counted (`opened`, `closed`).
+ */
+export class HeldCountedFiles extends FaultyMemoryFiles {
+  held: Promise<void> | null = null;
+  waiting = 0;
+  opened = 0;
+  closed = 0;
+  protected async hold(): Promise<void> {
+    if (this.held !== null) {
+      this.waiting++;
+      await this.held;
+    }
+  }
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const h = await super.openAppend(path);
+    this.opened++;
+    return { ...h, close: () => (this.closed++, h.close()) };
+  }
+}
+
+/**
+ * A previous process's registry on `files` left a run open (it crashed): a start closes it as
+ * abandoned. Answers what the files held then: runs.jsonl, the run's event file (its path and
+ * text) and the count of append handles open.
+ */
+export async function runLeftOpen(files: HeldCountedFiles) {
+  const earlier = registryOn(files);
+  await earlier.start();
+  const { run } = await earlier.open({ experiment_label: "left open" });
+  const eventsFile = `/data/runs/${run.run_id.slice(-26)}.jsonl`;
+  return {
+    runsBefore: files.text("/data/runs.jsonl"),
+    eventsFile,
+    eventsBefore: files.text(eventsFile),
+    handlesBefore: files.opened - files.closed,
+  };
+}
+
+/** How many microtask flushes a held start is given to reach the hold, or to end after it. */
+const START_FLUSHES_MAX = 100;
+
+/**
+ * Starts `registry` with `files` held (a hung mount) until the start waits there (`waiting()`
+ * one: asserted, `what`); the registry is shut down then (the runtime stops while the start
+ * waits; `beforeStop()` first, `afterStop()` after); the hung mount answers at last, the start
+ * ends and settles.
+ */
+export async function stoppedWhileStartHeld(
+  registry: RunRegistry,
+  files: { held: Promise<void> | null },
+  waiting: () => number,
+  what: string,
+  { beforeStop = () => {}, afterStop = () => {} }: {
+    beforeStop?: () => void;
+    afterStop?: () => void;
+  } = {},
+): Promise<void> {
+  let release = () => {};
+  files.held = new Promise((r) => (release = r));
+  const starting = registry.start();
+  for (let i = 0; i < START_FLUSHES_MAX && waiting() < 1; i++) await flushMicrotasks();
+  assert.equal(waiting(), 1, what);
+  beforeStop();
+  await registry.shutdown();
+  afterStop();
+  files.held = null;
+  release();
+  await starting;
+  for (let i = 0; i < START_FLUSHES_MAX; i++) await flushMicrotasks();
 }

@@ -7,31 +7,82 @@
  */
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
-import { BETWEEN_RUNS_SAVE_MS, MAX_PENDING_RUN_RECORDS } from "../../src/runs/mod.ts";
+import {
+  BETWEEN_RUNS_SAVE_MS,
+  MAX_PENDING_RUN_RECORDS,
+  type RunRegistry,
+} from "../../src/runs/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { registryOn, RunJournalFaultFiles } from "./_run_fault_rig.ts";
+import {
+  recordCallPastMaxRunBytes,
+  registryOn,
+  RunJournalFaultFiles,
+  SMALL_MAX_RUN_BYTES,
+} from "./_run_fault_rig.ts";
 
 const TRIES = 5;
 
-Deno.test("RunRegistry WARNs a failing save of the count of safety events between runs once per failing spell", async () => {
+/** The fault rig's files, a manual clock, and a registry on them logging into `lines`, started. */
+async function loggedRegistry(
+  options: Partial<Parameters<typeof registryOn>[1]> = {},
+) {
   const files = new RunJournalFaultFiles();
   const clock = new ManualClock(0, 1_700_000_000_000);
   const { log, lines } = capturingLogger({ level: "debug" });
-  const registry = registryOn(files, { clock, logger: log });
+  const registry = registryOn(files, { clock, logger: log, ...options });
   await registry.start();
+  return { files, clock, lines, registry };
+}
+
+/** `registry` attached to a bus: each call publishes a FAULT entry between runs. */
+function faultsOn(registry: RunRegistry, clock: ManualClock): () => void {
   const bus = new EventBus();
   registry.attach(bus);
-  const notSaved = () =>
-    lines.filter((l) => l.includes("count of safety events between runs not saved"));
-  const fault = () =>
+  return () =>
     bus.publish({
       kind: "mode_change",
       previous_mode: "MANUAL",
       new_mode: "FAULT",
       timestamp_ms: clock.nowMs(),
     });
+}
+
+/**
+ * A count's first change (`change()`) is saved at once (`saves()` one record); the second waits
+ * when runs.jsonl's appends start failing and the registry stops: the stop's save is tried and
+ * fails. Answers the lines that speak of the count (`about`): one, none saying "tried again".
+ */
+async function stopSaveFailed(
+  r: Awaited<ReturnType<typeof loggedRegistry>>,
+  change: () => void,
+  saves: () => string[],
+  about: string,
+): Promise<string[]> {
+  const { files, lines, registry } = r;
+  try {
+    change();
+    await waitFor("the first count saved", () => saves().length === 1);
+    change();
+    files.journalFails = true;
+  } finally {
+    await registry.shutdown();
+  }
+  assert.ok(files.journalAppendFailures >= 1, "the stop's save was tried");
+  assert.equal(saves().length, 1);
+  const said = lines.filter((l) => l.includes(about));
+  // Nothing is tried again after the stop: no line may say so.
+  assert.deepEqual(said.filter((l) => l.includes("tried again")), [], lines.join("\n"));
+  assert.equal(said.length, 1, lines.join("\n"));
+  return said;
+}
+
+Deno.test("RunRegistry WARNs a failing save of the count of safety events between runs once per failing spell", async () => {
+  const { files, clock, lines, registry } = await loggedRegistry();
+  const fault = faultsOn(registry, clock);
+  const notSaved = () =>
+    lines.filter((l) => l.includes("count of safety events between runs not saved"));
   const failTries = async () => {
     for (let i = 0; i < TRIES; i++) {
       const before = files.journalAppendFailures;
@@ -72,37 +123,17 @@ Deno.test("RunRegistry WARNs a failing save of the count of safety events betwee
 });
 
 Deno.test("RunRegistry says a failed save of the count of safety events between runs at the stop as not saved, not as tried again", async () => {
-  const files = new RunJournalFaultFiles();
-  const clock = new ManualClock(0, 1_700_000_000_000);
-  const { log, lines } = capturingLogger({ level: "debug" });
-  const registry = registryOn(files, { clock, logger: log });
-  await registry.start();
-  const bus = new EventBus();
-  registry.attach(bus);
-  const fault = () =>
-    bus.publish({
-      kind: "mode_change",
-      previous_mode: "MANUAL",
-      new_mode: "FAULT",
-      timestamp_ms: clock.nowMs(),
-    });
+  const r = await loggedRegistry();
+  const { files, lines } = r;
   const records = () =>
     files.text("/data/runs.jsonl").split("\n").filter((l) => l.includes('"between_runs"'));
-  try {
-    // The first change is saved at once; the second waits for BETWEEN_RUNS_SAVE_MS, or the stop.
-    fault();
-    await waitFor("the first count saved", () => records().length === 1);
-    fault();
-    files.journalFails = true;
-  } finally {
-    await registry.shutdown();
-  }
-  assert.ok(files.journalAppendFailures >= 1, "the stop's save was tried");
-  assert.equal(records().length, 1);
-  const said = lines.filter((l) => l.includes("safety events between runs"));
-  // Nothing is tried again after the stop: no line may say so.
-  assert.deepEqual(said.filter((l) => l.includes("tried again")), [], lines.join("\n"));
-  assert.equal(said.length, 1, lines.join("\n"));
+  // The first change is saved at once; the second waits for BETWEEN_RUNS_SAVE_MS, or the stop.
+  const said = await stopSaveFailed(
+    r,
+    faultsOn(r.registry, r.clock),
+    records,
+    "safety events between runs",
+  );
   assert.match(
     said[0]!,
     /^WARN .*run registry stopped: count of safety events between runs not saved \(2, 0 e-stop triggers; .*\): .*no space left/i,
@@ -112,26 +143,14 @@ Deno.test("RunRegistry says a failed save of the count of safety events between 
 });
 
 Deno.test("RunRegistry says a count of safety events between runs its stop cannot queue (runs.jsonl's queue full) as not saved", async () => {
-  const files = new RunJournalFaultFiles();
-  const clock = new ManualClock(0, 1_700_000_000_000);
-  const { log, lines } = capturingLogger({ level: "debug" });
-  const registry = registryOn(files, { clock, logger: log });
-  await registry.start();
+  const { files, clock, lines, registry } = await loggedRegistry();
   // Closed runs kept: runs.jsonl may hold the queue's lines without being rewritten (a rewrite
   // would wait for the stalled disk ahead of the stop).
   for (let i = 0; i < 4; i++) {
     const { run } = await registry.open({});
     await registry.close(run.run_id, {});
   }
-  const bus = new EventBus();
-  registry.attach(bus);
-  const fault = () =>
-    bus.publish({
-      kind: "mode_change",
-      previous_mode: "MANUAL",
-      new_mode: "FAULT",
-      timestamp_ms: clock.nowMs(),
-    });
+  const fault = faultsOn(registry, clock);
   let release!: () => void;
   let stopping: Promise<void> | null = null;
   try {
@@ -166,38 +185,19 @@ Deno.test("RunRegistry says a count of safety events between runs its stop canno
 });
 
 Deno.test("RunRegistry says a failed save of an open run's count of events not recorded at the stop as not saved, not as tried again", async () => {
-  const files = new RunJournalFaultFiles();
-  const clock = new ManualClock(0, 1_700_000_000_000);
-  const { log, lines } = capturingLogger({ level: "debug" });
-  const registry = registryOn(files, { clock, logger: log, maxRunBytes: 400 });
-  await registry.start();
+  const r = await loggedRegistry({ maxRunBytes: SMALL_MAX_RUN_BYTES });
+  const { files, clock, lines, registry } = r;
   const { run } = await registry.open({});
-  const leftOut = () =>
-    registry.recordCall({
-      first_time_epoch_ms: clock.nowMs(),
-      device_handle: "sim0/motorctl0",
-      function: "set_motor_duty",
-      outcome: "ok",
-      args: { duty: "x".repeat(400) },
-    });
   const saves = () =>
     files.text("/data/runs.jsonl").split("\n").filter((l) => l.includes('"op":"not_recorded"'));
-  try {
-    // Past runs.max_run_bytes: the first event left out is saved at once, the second waits for
-    // RUN_NOT_RECORDED_SAVE_MS, or the stop (whose save also dates the run's end).
-    leftOut();
-    await waitFor("the first count saved", () => saves().length === 1);
-    leftOut();
-    files.journalFails = true;
-  } finally {
-    await registry.shutdown();
-  }
-  assert.ok(files.journalAppendFailures >= 1, "the stop's save was tried");
-  assert.equal(saves().length, 1);
-  const said = lines.filter((l) => l.includes("count of events not recorded"));
-  // Nothing is tried again after the stop: no line may say so.
-  assert.deepEqual(said.filter((l) => l.includes("tried again")), [], lines.join("\n"));
-  assert.equal(said.length, 1, lines.join("\n"));
+  // Past runs.max_run_bytes: the first event left out is saved at once, the second waits for
+  // RUN_NOT_RECORDED_SAVE_MS, or the stop (whose save also dates the run's end).
+  const said = await stopSaveFailed(
+    r,
+    () => recordCallPastMaxRunBytes(registry, clock),
+    saves,
+    "count of events not recorded",
+  );
   assert.match(
     said[0]!,
     new RegExp(

@@ -13,11 +13,15 @@ import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { untilTurns } from "../helpers/turns.ts";
 import {
+  closedAfterRestart,
   faultsBetweenRuns,
   fillRunsJsonl,
   HeldRewriteFiles,
+  openedAfterRestart,
+  recordCallPastMaxRunBytes,
   registryOn,
   runsJsonlLines as lines,
+  SMALL_MAX_RUN_BYTES,
 } from "./_run_fault_rig.ts";
 
 /** runs.jsonl lines a running registry tolerates with `runs` runs kept (4 x runs + 64). */
@@ -42,160 +46,120 @@ async function savedAgainAfterRewrite(
   );
 }
 
-Deno.test("a count of safety events between runs saved while runs.jsonl is rewritten is saved again to the new file: a restart loses none", async () => {
+/** A registry whose rewrite of runs.jsonl was held while one more count was saved, then released. */
+interface Rewritten {
+  files: HeldRewriteFiles;
+  clock: ManualClock;
+  registry: RunRegistry;
+  /** Runs kept (the open run of "not_recorded"). */
+  runs: number;
+  /** The count saved last (to the file the rewrite replaces). */
+  count: number;
+  /** The run open ("not_recorded"), else "". */
+  runId: string;
+}
+
+/**
+ * The saved count `which` (FAULT entries between runs, or an open run's events left out) fills
+ * runs.jsonl to what a running registry tolerates; the next save makes it long and its rewrite's
+ * write is held; one more is saved while it writes (to the file being replaced); the rewrite is
+ * released, and `then` goes on. The registry is shut down after it.
+ */
+async function countSavedWhileRewritten(
+  which: "between_runs" | "not_recorded",
+  then: (r: Rewritten) => Promise<void>,
+): Promise<void> {
   const files = new HeldRewriteFiles();
   const clock = new ManualClock(0, 1_700_000_000_000);
-  const registry = registryOn(files, { clock });
+  const registry = registryOn(
+    files,
+    which === "not_recorded" ? { clock, maxRunBytes: SMALL_MAX_RUN_BYTES } : { clock },
+  );
   await registry.start();
-  const { fault, published } = faultsBetweenRuns(registry, clock);
+  let save: () => Promise<void>;
+  let count: () => number;
+  let runId = "";
+  if (which === "between_runs") {
+    const { fault, published } = faultsBetweenRuns(registry, clock);
+    save = fault;
+    count = published;
+  } else {
+    let lost = 0;
+    /** A call past runs.max_run_bytes (counted, not recorded), then the time of the next save. */
+    save = async () => {
+      recordCallPastMaxRunBytes(registry, clock);
+      lost++;
+      await clock.advanceAsync(RUN_NOT_RECORDED_SAVE_MS);
+    };
+    count = () => lost;
+  }
+  const runs = which === "not_recorded" ? 1 : 0;
   try {
-    await fillRunsJsonl(files, tolerated(0), fault, published);
+    if (which === "not_recorded") runId = (await registry.open({})).run.run_id;
+    await fillRunsJsonl(files, tolerated(runs), save, count);
     // The next save makes runs.jsonl long: its rewrite gathers its lines, its write is held.
     const release = files.holdRewrite();
-    await fault();
+    await save();
     await waitFor("the rewrite's write under way", () => files.tmpHeld > 0);
     // One more while it writes: saved to the file being replaced.
-    await fault();
+    await save();
     await waitFor(
       "that count saved",
-      () => lines(files).at(-1)!.includes(`"count":${published()}`),
+      () => lines(files).at(-1)!.includes(`"count":${count()}`),
     );
     release();
-    // Queued after the rewrite; saves what is not saved, and writes what is pending.
-    await registry.shutdown();
-    assert.ok(lines(files).length < tolerated(0), "runs.jsonl rewritten");
-    const next = registryOn(files, { clock });
-    await next.start();
-    try {
-      const { run } = await next.open({});
-      const opened = (await next.listEvents(run.run_id, { limit: 1 })).events[0]!;
-      const between = opened.payload.safety_events_between_runs as Record<string, unknown>;
-      assert.equal(between.count, published(), "every FAULT entry no run recorded is counted");
-    } finally {
-      await next.shutdown();
-    }
+    await then({ files, clock, registry, runs, count: count(), runId });
   } finally {
     await registry.shutdown();
   }
+}
+
+/** Shutdown, queued after the rewrite: saves what is not saved, and writes what is pending. */
+async function shutdownAfterRewrite(r: Rewritten): Promise<void> {
+  await r.registry.shutdown();
+  assert.ok(lines(r.files).length < tolerated(r.runs), "runs.jsonl rewritten");
+}
+
+/** The next start gives the count of FAULT entries between runs to the first run opened. */
+async function assertBetweenRunsCounted(r: Rewritten): Promise<void> {
+  const opened = await openedAfterRestart(r.files, r.clock);
+  const between = opened.payload.safety_events_between_runs as Record<string, unknown>;
+  assert.equal(between.count, r.count, "every FAULT entry no run recorded is counted");
+}
+
+/** The next start closes the run left open (by `by`), as abandoned, with the count left out. */
+async function assertLeftOutCounted(r: Rewritten, by: string): Promise<void> {
+  const closed = await closedAfterRestart(r.files, r.clock, r.runId);
+  assert.equal(closed.type, "abandoned", `left open by ${by}`);
+  assert.equal(closed.payload.events_not_recorded, r.count, "every event left out is counted");
+}
+
+Deno.test("a count of safety events between runs saved while runs.jsonl is rewritten is saved again to the new file: a restart loses none", async () => {
+  await countSavedWhileRewritten("between_runs", async (r) => {
+    await shutdownAfterRewrite(r);
+    await assertBetweenRunsCounted(r);
+  });
 });
 
 Deno.test("an open run's count of events left out saved while runs.jsonl is rewritten is saved again to the new file: a restart loses none", async () => {
-  const files = new HeldRewriteFiles();
-  const clock = new ManualClock(0, 1_700_000_000_000);
-  const registry = registryOn(files, { clock, maxRunBytes: 400 });
-  await registry.start();
-  let lost = 0;
-  /** A call past runs.max_run_bytes (counted, not recorded), then the time of the next save. */
-  const leftOut = async () => {
-    registry.recordCall({
-      first_time_epoch_ms: clock.nowMs(),
-      device_handle: "sim0/motorctl0",
-      function: "set_motor_duty",
-      outcome: "ok",
-      args: { duty: "x".repeat(400) },
-    });
-    lost++;
-    await clock.advanceAsync(RUN_NOT_RECORDED_SAVE_MS);
-  };
-  try {
-    const { run } = await registry.open({});
-    await fillRunsJsonl(files, tolerated(1), leftOut, () => lost);
-    const release = files.holdRewrite();
-    await leftOut();
-    await waitFor("the rewrite's write under way", () => files.tmpHeld > 0);
-    await leftOut();
-    await waitFor("that count saved", () => lines(files).at(-1)!.includes(`"count":${lost}`));
-    release();
-    // Queued after the rewrite; saves what is not saved, and writes what is pending.
-    await registry.shutdown();
-    assert.ok(lines(files).length < tolerated(1), "runs.jsonl rewritten");
-    const next = registryOn(files, { clock });
-    await next.start();
-    try {
-      const closed = (await next.listEvents(run.run_id)).events.at(-1)!;
-      assert.equal(closed.type, "abandoned", "left open by the shutdown");
-      assert.equal(closed.payload.events_not_recorded, lost, "every event left out is counted");
-    } finally {
-      await next.shutdown();
-    }
-  } finally {
-    await registry.shutdown();
-  }
+  await countSavedWhileRewritten("not_recorded", async (r) => {
+    await shutdownAfterRewrite(r);
+    await assertLeftOutCounted(r, "the shutdown");
+  });
 });
 
 Deno.test("a count of safety events between runs saved while runs.jsonl is rewritten is saved again to the new file before any shutdown: a crash loses none", async () => {
-  const files = new HeldRewriteFiles();
-  const clock = new ManualClock(0, 1_700_000_000_000);
-  const registry = registryOn(files, { clock });
-  await registry.start();
-  const { fault, published } = faultsBetweenRuns(registry, clock);
-  try {
-    await fillRunsJsonl(files, tolerated(0), fault, published);
-    const release = files.holdRewrite();
-    await fault();
-    await waitFor("the rewrite's write under way", () => files.tmpHeld > 0);
-    await fault();
-    await waitFor(
-      "that count saved",
-      () => lines(files).at(-1)!.includes(`"count":${published()}`),
-    );
-    release();
-    await savedAgainAfterRewrite(registry, files, 0, published());
+  await countSavedWhileRewritten("between_runs", async (r) => {
+    await savedAgainAfterRewrite(r.registry, r.files, r.runs, r.count);
     // A crash now: a new registry on the same files reads what the first one wrote.
-    const next = registryOn(files, { clock });
-    await next.start();
-    try {
-      const { run } = await next.open({});
-      const opened = (await next.listEvents(run.run_id, { limit: 1 })).events[0]!;
-      const between = opened.payload.safety_events_between_runs as Record<string, unknown>;
-      assert.equal(between.count, published(), "every FAULT entry no run recorded is counted");
-    } finally {
-      await next.shutdown();
-    }
-  } finally {
-    await registry.shutdown();
-  }
+    await assertBetweenRunsCounted(r);
+  });
 });
 
 Deno.test("an open run's count of events left out saved while runs.jsonl is rewritten is saved again to the new file before any shutdown: a crash loses none", async () => {
-  const files = new HeldRewriteFiles();
-  const clock = new ManualClock(0, 1_700_000_000_000);
-  const registry = registryOn(files, { clock, maxRunBytes: 400 });
-  await registry.start();
-  let lost = 0;
-  /** A call past runs.max_run_bytes (counted, not recorded), then the time of the next save. */
-  const leftOut = async () => {
-    registry.recordCall({
-      first_time_epoch_ms: clock.nowMs(),
-      device_handle: "sim0/motorctl0",
-      function: "set_motor_duty",
-      outcome: "ok",
-      args: { duty: "x".repeat(400) },
-    });
-    lost++;
-    await clock.advanceAsync(RUN_NOT_RECORDED_SAVE_MS);
-  };
-  try {
-    const { run } = await registry.open({});
-    await fillRunsJsonl(files, tolerated(1), leftOut, () => lost);
-    const release = files.holdRewrite();
-    await leftOut();
-    await waitFor("the rewrite's write under way", () => files.tmpHeld > 0);
-    await leftOut();
-    await waitFor("that count saved", () => lines(files).at(-1)!.includes(`"count":${lost}`));
-    release();
-    await savedAgainAfterRewrite(registry, files, 1, lost);
+  await countSavedWhileRewritten("not_recorded", async (r) => {
+    await savedAgainAfterRewrite(r.registry, r.files, r.runs, r.count);
     // A crash now: a new registry on the same files closes the run left open, as abandoned.
-    const next = registryOn(files, { clock });
-    await next.start();
-    try {
-      const closed = (await next.listEvents(run.run_id)).events.at(-1)!;
-      assert.equal(closed.type, "abandoned", "left open by the crash");
-      assert.equal(closed.payload.events_not_recorded, lost, "every event left out is counted");
-    } finally {
-      await next.shutdown();
-    }
-  } finally {
-    await registry.shutdown();
-  }
+    await assertLeftOutCounted(r, "the crash");
+  });
 });

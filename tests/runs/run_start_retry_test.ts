@@ -4,32 +4,22 @@
  * disable runs for the life of the process.
  */
 import assert from "node:assert/strict";
-import { RUN_START_RETRY_MAX_MS, RunRegistry } from "../../src/runs/mod.ts";
+import { RUN_START_RETRY_MAX_MS, type RunRegistry } from "../../src/runs/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import type { JournalAppendHandle } from "../../src/journal/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+import { pressEstop, registryOn as registryOnFiles } from "./_run_fault_rig.ts";
 import type { LineLogger } from "../../src/host/mod.ts";
 
+/** The fault rig's registry on `files` with `clock`. */
 function registryOn(
   files: FaultyMemoryFiles,
   clock: ManualClock,
   more: { maxRuns?: number; logger?: LineLogger } = {},
 ): RunRegistry {
-  return new RunRegistry({
-    dataDir: "/data",
-    runtimeName: "lab1",
-    pollingIntervalMs: 500,
-    files,
-    clock,
-    logger: testLogger(),
-    automationVersion: () => null,
-    telemetrySink: () => {},
-    random: (b) => b.fill(1),
-    ...more,
-  });
+  return registryOnFiles(files, { clock, ...more });
 }
 
 /** Advances `clock` until `cond` holds or `maxMs` of clock time passed. */
@@ -39,17 +29,6 @@ async function advanceUntil(clock: ManualClock, cond: () => boolean, maxMs: numb
     // Let the file operations of a retry (promise callbacks only) settle.
     for (let i = 0; i < 50 && !cond(); i++) await Promise.resolve();
   }
-}
-
-/** An e-stop trigger at `at` on `bus` (what the safety layer publishes when the e-stop latches). */
-function pressEstop(bus: EventBus, at: number): void {
-  bus.publish({
-    kind: "estop_change",
-    latched: true,
-    reason: "leak",
-    cause: "api",
-    timestamp_ms: at,
-  });
 }
 
 /** A previous process's registry left a run open (opened with `fields`) in `files`: that run. */

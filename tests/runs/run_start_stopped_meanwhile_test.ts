@@ -6,55 +6,34 @@
  * whose folder creation waits until the test lets it go; handles opened and closed counted.
  */
 import assert from "node:assert/strict";
-import type { JournalAppendHandle } from "../../src/journal/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
-import { registryOn } from "./_run_fault_rig.ts";
+import {
+  HeldCountedFiles,
+  pressEstop,
+  registryOn,
+  runLeftOpen,
+  stoppedWhileStartHeld,
+} from "./_run_fault_rig.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 
 /** Files whose ensureDir waits while `held` is set (a hung mount); append handles counted. */
-class HeldFolderFiles extends FaultyMemoryFiles {
-  held: Promise<void> | null = null;
-  waiting = 0;
-  opened = 0;
-  closed = 0;
+class HeldFolderFiles extends HeldCountedFiles {
   override async ensureDir(path: string): Promise<void> {
-    if (this.held !== null) {
-      this.waiting++;
-      await this.held;
-    }
+    await this.hold();
     await super.ensureDir(path);
-  }
-  override async openAppend(path: string): Promise<JournalAppendHandle> {
-    const h = await super.openAppend(path);
-    this.opened++;
-    return { ...h, close: () => (this.closed++, h.close()) };
   }
 }
 
 Deno.test("RunRegistry: shut down while its start waits on the disk, once the disk answers it is not available, holds no file open and closes no run", async () => {
   const files = new HeldFolderFiles();
   // A run the previous process left open (it crashed): a start closes it as abandoned.
-  const earlier = registryOn(files);
-  await earlier.start();
-  const { run } = await earlier.open({ experiment_label: "left open" });
-  const runsBefore = files.text("/data/runs.jsonl");
-  const eventsFile = `/data/runs/${run.run_id.slice(-26)}.jsonl`;
-  const eventsBefore = files.text(eventsFile);
-  const handlesBefore = files.opened - files.closed;
+  const { runsBefore, eventsFile, eventsBefore, handlesBefore } = await runLeftOpen(files);
 
   const registry = registryOn(files);
-  let release = () => {};
-  files.held = new Promise((r) => (release = r));
-  const starting = registry.start();
-  for (let i = 0; i < 100 && files.waiting < 1; i++) await flushMicrotasks();
-  assert.equal(files.waiting, 1, "the start waits on the disk");
-  await registry.shutdown(); // the runtime stops while the start waits
-  files.held = null;
-  release(); // the hung mount answers at last
-  await starting;
-  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  // The runtime stops while the start waits; the hung mount answers at last.
+  await stoppedWhileStartHeld(registry, files, () => files.waiting, "the start waits on the disk");
 
   assert.equal(registry.info().available, false, "a stopped registry became available");
   assert.equal(
@@ -65,17 +44,6 @@ Deno.test("RunRegistry: shut down while its start waits on the disk, once the di
   assert.equal(files.text("/data/runs.jsonl"), runsBefore, "the stopped registry wrote runs.jsonl");
   assert.equal(files.text(eventsFile), eventsBefore, "the stopped registry closed the run");
 });
-
-/** An e-stop trigger at `at` on `bus` (what the safety layer publishes when the e-stop latches). */
-function pressEstop(bus: EventBus, at: number): void {
-  bus.publish({
-    kind: "estop_change",
-    latched: true,
-    reason: "leak",
-    cause: "api",
-    timestamp_ms: at,
-  });
-}
 
 /**
  * The WARN lines, the lines saying the start is not retried (none may: its first try failed not,
@@ -89,6 +57,22 @@ function stopLines(
     notRetried: lines.filter((l) => l.includes("not retried")),
     underWay: lines.filter((l) => l.includes("stopped while its start was under way")),
   };
+}
+
+/**
+ * Asserts the stop is said once at WARN: `count` safety events between runs (e-stop triggers all)
+ * not recorded, the registry stopped while it started.
+ */
+function assertLostSaid(lines: string[], count: number): void {
+  const { warned } = stopLines(lines);
+  assert.equal(warned.length, 1, lines.join("\n"));
+  assert.match(
+    warned[0]!,
+    new RegExp(
+      `^WARN .*${count} safety events between runs \\(${count} e-stop triggers\\) not recorded: ` +
+        "run registry stopped while it started$",
+    ),
+  );
 }
 
 /** Asserts the stop during the first start is said once, at INFO, hinting at no fault. */
@@ -124,24 +108,11 @@ Deno.test("RunRegistry: shut down while its start waits on the disk, it WARNs on
   const registry = registryOn(files, { logger: log });
   const bus = new EventBus();
   registry.attach(bus);
-  let release = () => {};
-  files.held = new Promise((r) => (release = r));
-  const starting = registry.start();
-  for (let i = 0; i < 100 && files.waiting < 1; i++) await flushMicrotasks();
-  assert.equal(files.waiting, 1, "the start waits on the disk");
-  pressEstop(bus, 3); // no run can record it: counted between runs
-  await registry.shutdown();
-  files.held = null;
-  release();
-  await starting;
-  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  await stoppedWhileStartHeld(registry, files, () => files.waiting, "the start waits on the disk", {
+    beforeStop: () => pressEstop(bus, 3), // no run can record it: counted between runs
+  });
 
-  const { warned } = stopLines(lines);
-  assert.equal(warned.length, 1, lines.join("\n"));
-  assert.match(
-    warned[0]!,
-    /^WARN .*1 safety events between runs \(1 e-stop triggers\) not recorded: run registry stopped while it started$/,
-  );
+  assertLostSaid(lines, 1);
   assertUnderWaySaid(lines);
 });
 
@@ -166,24 +137,16 @@ Deno.test("RunRegistry: shut down while its start, having taken the count of saf
   registry.attach(bus);
   pressEstop(bus, 3); // before the start: counted between runs, taken by the start's last steps
   pressEstop(bus, 4);
-  let release = () => {};
-  files.held = new Promise((r) => (release = r));
-  const starting = registry.start();
-  for (let i = 0; i < 100 && files.listing < 1; i++) await flushMicrotasks();
-  assert.equal(files.listing, 1, "the start waits on the disk, listing the event files");
-  await registry.shutdown(); // done before the start gives the count back
-  files.held = null;
-  release();
-  await starting;
-  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  // Shut down before the start gives the count back.
+  await stoppedWhileStartHeld(
+    registry,
+    files,
+    () => files.listing,
+    "the start waits on the disk, listing the event files",
+  );
 
   assert.equal(registry.info().available, false, "a stopped registry became available");
-  const { warned } = stopLines(lines);
-  assert.equal(warned.length, 1, lines.join("\n"));
-  assert.match(
-    warned[0]!,
-    /^WARN .*2 safety events between runs \(2 e-stop triggers\) not recorded: run registry stopped while it started$/,
-  );
+  assertLostSaid(lines, 2);
   assertUnderWaySaid(lines);
 });
 
