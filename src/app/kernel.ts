@@ -989,6 +989,9 @@ export class Kernel {
       // An e-stop's reason read after the latch (an HTTP body) is the cause of its incident.
       const incidents = this.incidents;
       this.estop.onReasonArriving((reason) => incidents.estopReason(reason));
+      // A provider a reload drops: its devices' outages end (one whose removal the device
+      // outages do not tell, past MAX_UNLISTED_DEVICE_DATES, too).
+      this.registry.onUnconfigured((id) => incidents.providerUnconfigured(id));
     }
     // Calls decided while a run is open are events of that run; those the audit journal's
     // opening finds interrupted by the end of the previous process, of the run it left open

@@ -1773,11 +1773,13 @@ function providerBackOf(
  * returns is said at WARN, outside the device-return spell. `host` is the provider's host as this
  * reason told it: a return of the successor of a host a reload restarted makes the run its
  * successor's (listed at its turn), and its line the successor's (the old host's causes dropped,
- * and its securing runs: a ladder call made on the old process never reached the successor).
+ * and its securing runs: a ladder call made on the old process never reached the successor; and
+ * its return, `stopsOwn`: the successor gets the stop's dropped calls only on a return of its own).
  * `listed` is the host listed under its id now: one no longer listed never replaces it -- a return
  * of the old host told before the reload, waiting for FAULT's hooks to begin, joins a run of its
  * successor's only once those hooks have run, and would leave the successor no calls at the turn
- * -- nor adds its causes to the successor's line, nor its securing runs to those left out.
+ * -- nor adds its causes to the successor's line, nor its securing runs to those left out, nor
+ * makes the successor's run a return.
  */
 function mergeProviderBack(
   into: MergedProviderBack,
@@ -1795,9 +1797,13 @@ function mergeProviderBack(
     into.host = host;
     into.causes = [];
     into.securing = [];
+    // And its return: the stop's calls the old process may have missed are no reason to make them
+    // on this one (its own return, if it joins, says so).
+    into.stopsOwn = false;
     delete into.devices;
   }
-  if (next.stopsOwn === true) into.stopsOwn = true;
+  // A reason of a host no longer listed: its return was the old process's, not the successor's.
+  if (said && next.stopsOwn === true) into.stopsOwn = true;
   if (said) {
     joinCauses(into, providerBackOf(host, next));
   }

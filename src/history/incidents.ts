@@ -455,8 +455,9 @@ export class IncidentRecorder {
    * `provider/device` -> the incident of its loss, while it has not been up since (with
    * `outages`): a later loss of it joins that incident while it waits for its window, and begins
    * none once it is written (one outage, one incident). Forgotten when the device is up again or
-   * no longer configured, when that incident's record is not kept (not written, removed by a
-   * bound: #noteGone), and at stop; at most INCIDENT_OUTAGES_MAX, the oldest forgotten first.
+   * no longer configured (told `unconfigured`, or its provider dropped: providerUnconfigured),
+   * when that incident's record is not kept (not written, removed by a bound: #noteGone), and at
+   * stop; at most INCIDENT_OUTAGES_MAX, the oldest forgotten first.
    */
   readonly #outageOf = new Map<string, string>();
   /**
@@ -1058,6 +1059,21 @@ export class IncidentRecorder {
     if (f.timer !== null) this.#o.clock.clearTimer(f.timer);
     f.unwatch?.();
     this.#failingAt.delete(key);
+  }
+
+  /**
+   * A provider the configuration no longer has (ProviderRegistry.onUnconfigured): the outages of
+   * its devices end (#outageOf), as each listed one's does when told `unconfigured` -- also those
+   * DeviceOutages tells nothing of (one a restart left out whose date it let go past
+   * MAX_UNLISTED_DEVICE_DATES): a device of the same id that a provider configured again under
+   * the id lists is another device, its loss an incident of its own. Scans #outageOf (at most
+   * INCIDENT_OUTAGES_MAX).
+   */
+  providerUnconfigured(providerId: string): void {
+    const prefix = `${providerId}/`;
+    for (const key of this.#outageOf.keys()) {
+      if (key.startsWith(prefix)) this.#outageOf.delete(key);
+    }
   }
 
   /**

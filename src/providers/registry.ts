@@ -618,12 +618,8 @@ export class ProviderRegistry {
     if (this.#hosts.has(providerId) || !this.#configuredIds.has(providerId)) return null;
     const failed = this.startFailureText(providerId);
     if (failed !== null) return { cause: "start_failed", text: failed };
-    if (this.replacing(providerId)) {
-      return {
-        cause: "restarting",
-        text: `provider ${providerId} is being restarted by a configuration reload`,
-      };
-    }
+    const restarting = this.restartingText(providerId);
+    if (restarting !== null) return { cause: "restarting", text: restarting };
     if (this.starting(providerId)) {
       return {
         cause: "starting",
@@ -634,6 +630,17 @@ export class ProviderRegistry {
       cause: "not_started",
       text: `provider ${providerId} is not running: a configuration reload failed to start it`,
     };
+  }
+
+  /**
+   * While a reload is restarting `providerId` (replacing) and has not failed to start it
+   * (startFailureText): "provider <id> is being restarted by a configuration reload" -- whether
+   * its successor is registered yet (starting) or not (notRunning); null otherwise. The device
+   * conditions say it through the whole restart, as they say it while no host is registered.
+   */
+  restartingText(providerId: string): string | null {
+    if (!this.replacing(providerId) || this.startFailureText(providerId) !== null) return null;
+    return `provider ${providerId} is being restarted by a configuration reload`;
   }
 
   /** notRunning's wording alone. */

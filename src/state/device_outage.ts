@@ -37,7 +37,7 @@
  * read after that return, as above) is down again from that outage's first moment, not from it.
  */
 import { WireDeviceState } from "../adpp/mod.ts";
-import { type Clock, type DeviceCapabilities, tellEach, type TimerId } from "../common/mod.ts";
+import { type Clock, tellEach, type TimerId } from "../common/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import { noneAnswered, signalsFail } from "./_answers.ts";
 import type { DeviceState, StateCache } from "./state_cache.ts";
@@ -61,7 +61,8 @@ export const DEVICE_RETURN_MIN_INTERVAL_MS = 2000;
  * Most devices per provider whose outage date is kept once their provider no longer lists them
  * (a restart that left them out): a provider that renames its devices at each restart leaves one
  * more at each. Past it, the date kept longest ago is let go: that device's outage is undated, it
- * is not told `unconfigured` when its provider is removed (condition() still answers it so) and,
+ * is not told `unconfigured` when its provider is removed (condition() still answers it so; the
+ * incident recorder forgets its outage at the removal all the same) and,
  * listed again, it is taken as first seen (no change from down is told).
  */
 export const MAX_UNLISTED_DEVICE_DATES = 1024;
@@ -82,8 +83,9 @@ export interface DeviceCondition {
    */
   readonly unconfigured?: true;
   /**
-   * Down because a reload is stopping its provider to start it again with a changed entry: lost
-   * as in any restart (latched), but on purpose, so not a device loss incident (history/).
+   * Down because a reload is stopping its provider to start it again with a changed entry (until
+   * its new process is up or fails to start): lost as in any restart (latched), but on purpose,
+   * so not a device loss incident (history/).
    */
   readonly reloading?: true;
 }
@@ -218,6 +220,12 @@ export class DeviceOutages {
     this.#o = options;
     this.#downAfterMs = options.downAfterMs;
     options.cache.onDevicePolled((dev) => this.#polled(dev, true));
+    // A new inventory, once the cache holds it (not as the host tells it: the cache may be told
+    // after this monitor, and a device is judged by the cache's entry for it).
+    options.cache.onInventoryApplied((providerId) => {
+      const host = options.registry.host(providerId);
+      if (host !== undefined) this.#follow(host);
+    });
     // The provider's own health changed which devices it reports UNREACHABLE: judged now, not at
     // each device's next poll.
     options.cache.onReportedUnreachable((providerId) => {
@@ -241,41 +249,9 @@ export class DeviceOutages {
         // out are down no longer on purpose.
         if (restarted !== undefined) this.#restartLeftOut(host.id, restarted.deviceIds);
       });
-      const follow = (devices: readonly DeviceCapabilities[]) => {
-        if (!current()) return;
-        let tracked = this.#tracked.get(host.id);
-        if (tracked === undefined) this.#tracked.set(host.id, tracked = new Map());
-        for (const caps of devices) {
-          const id = caps.device.deviceId;
-          if (tracked.has(id)) continue;
-          const unlisted = this.#unlistedSince.get(host.id)?.get(id);
-          this.#forgetUnlisted(host.id, id);
-          const t: Tracked = {
-            providerId: host.id,
-            deviceId: id,
-            condition: UP,
-            timer: null,
-            outageSince: null,
-          };
-          // Listed again after a restart left it out (or a reload's take-out): it was told down,
-          // so its condition now is told as a change from that (the recheck below), not taken
-          // for where it starts.
-          if (unlisted !== undefined) {
-            t.condition = down(`not in the inventory of provider ${host.id}`, unlisted);
-            // Its outage goes on -- unless a reload restarting its provider took it out not down
-            // (on purpose, #restarting: not lost), and its successor lists it again.
-            if (!this.#takenOutOnPurpose(host.id, id)) t.outageSince = unlisted;
-          } else {
-            // First seen: its condition now is where it starts (a device is lost only after it
-            // was seen, so a provider still starting loses nothing).
-            t.condition = this.#judge(host.id, id);
-          }
-          tracked.set(id, t);
-        }
-        this.#recheckProvider(host.id);
-      };
-      host.onInventory(follow);
-      follow(host.devices); // none yet unless the host is up already
+      // Its devices as the cache holds them now (none yet unless the host is up already); each
+      // later inventory once the cache holds it (#follow).
+      this.#follow(host);
     });
     options.registry.onHostRemoved((host) => {
       this.#devicesOut.delete(host.id);
@@ -309,6 +285,47 @@ export class DeviceOutages {
       this.#unlistedSince.delete(id);
       this.#providerDownSince.delete(id);
     });
+  }
+
+  /**
+   * Follows every device `host` (the one registered under its id) lists: one not followed yet is
+   * judged where it starts (a device is lost only after it was seen), or, listed again after a
+   * restart left it out, told its change from down; then every device of the provider is
+   * re-judged (one it no longer lists told down, then forgotten). Asked when the host is
+   * registered and each time the cache holds a new inventory of it.
+   */
+  #follow(host: ProviderHost): void {
+    if (this.#o.registry.host(host.id) !== host) return;
+    let tracked = this.#tracked.get(host.id);
+    if (tracked === undefined) this.#tracked.set(host.id, tracked = new Map());
+    for (const caps of host.devices) {
+      const id = caps.device.deviceId;
+      if (tracked.has(id)) continue;
+      const unlisted = this.#unlistedSince.get(host.id)?.get(id);
+      this.#forgetUnlisted(host.id, id);
+      const t: Tracked = {
+        providerId: host.id,
+        deviceId: id,
+        condition: UP,
+        timer: null,
+        outageSince: null,
+      };
+      // Listed again after a restart left it out (or a reload's take-out): it was told down,
+      // so its condition now is told as a change from that (the recheck below), not taken
+      // for where it starts.
+      if (unlisted !== undefined) {
+        t.condition = down(`not in the inventory of provider ${host.id}`, unlisted);
+        // Its outage goes on -- unless a reload restarting its provider took it out not down
+        // (on purpose, #restarting: not lost), and its successor lists it again.
+        if (!this.#takenOutOnPurpose(host.id, id)) t.outageSince = unlisted;
+      } else {
+        // First seen: its condition now is where it starts (a device is lost only after it
+        // was seen, so a provider still starting loses nothing).
+        t.condition = this.#judge(host.id, id);
+      }
+      tracked.set(id, t);
+    }
+    this.#recheckProvider(host.id);
   }
 
   /** How long reads must fail before a device is down (ms). */
@@ -367,6 +384,12 @@ export class DeviceOutages {
       };
     }
     if (!host.available) {
+      // The successor of a reload restarting it, not up yet: down on purpose, said as while no
+      // host was registered (notRunning), not in its lifecycle's words.
+      const restarting = this.#o.registry.restartingText(providerId);
+      if (restarting !== null) {
+        return { ...down(restarting, this.#providerSince(providerId)), reloading: true };
+      }
       // Listed down since the last reload failed to start it: that says why, as everywhere.
       return down(
         this.#o.registry.startFailureText(providerId) ??

@@ -286,6 +286,9 @@ export type DevicePolledListener = (device: DeviceState) => void;
  */
 export type ReportedUnreachableListener = (providerId: string) => void;
 
+/** Told the id of a provider whose inventory the cache now holds (onInventoryApplied). */
+export type InventoryAppliedListener = (providerId: string) => void;
+
 /** Provider-reported health kept from the last GetHealth answer. */
 export interface ReportedHealthEntry {
   readonly atMs: number;
@@ -335,6 +338,7 @@ export class StateCache implements FreshReader {
    */
   #polledListeners: readonly DevicePolledListener[] = [];
   readonly #unreachableListeners: ReportedUnreachableListener[] = [];
+  readonly #inventoryListeners: InventoryAppliedListener[] = [];
   /**
    * A listener's failure, said through lines that never throw: a logger that throws on it must
    * not skip the listeners after it (the history, the alarms) nor the rest of the poll.
@@ -589,7 +593,9 @@ export class StateCache implements FreshReader {
     // cache: its id may already belong to its successor.
     const current = () => this.#isCurrent(host);
     host.onInventory((devices) => {
-      if (current()) this.#applyInventory(host, devices);
+      if (!current()) return;
+      this.#applyInventory(host, devices);
+      this.#notifyInventory(host.id);
     });
     host.onAvailability((up) => {
       if (!current()) return;
@@ -608,6 +614,7 @@ export class StateCache implements FreshReader {
     this.#byProvider.delete(host.id);
     this.#polledDevices.delete(host.id);
     this.#applyInventory(host, host.devices); // none yet unless the host is already up
+    this.#notifyInventory(host.id);
     if (this.#running) this.#loops.set(host.id, this.#newLoop(host));
   }
 
@@ -689,6 +696,21 @@ export class StateCache implements FreshReader {
     return () => {
       const i = this.#polledListeners.indexOf(listener);
       if (i >= 0) this.#polledListeners = this.#polledListeners.toSpliced(i, 1);
+    };
+  }
+
+  /**
+   * Subscribes to each inventory the cache takes up (a provider's host registered, or up with its
+   * devices), told once the cache holds it: a listener reading the cache's devices of that
+   * provider finds them, whatever order the host tells its own inventory listeners in (the device
+   * outages judge by them). Listeners run in subscription order, synchronously. Returns the
+   * unsubscribe function.
+   */
+  onInventoryApplied(listener: InventoryAppliedListener): () => void {
+    this.#inventoryListeners.push(listener);
+    return () => {
+      const i = this.#inventoryListeners.indexOf(listener);
+      if (i >= 0) this.#inventoryListeners.splice(i, 1);
     };
   }
 
@@ -1249,6 +1271,13 @@ export class StateCache implements FreshReader {
         );
       }
     }
+  }
+
+  #notifyInventory(providerId: string): void {
+    tellEach(this.#inventoryListeners, [providerId], (err) =>
+      this.#listenerErrors.warn(
+        `inventory listener failed for provider ${providerId}: ${errorMessage(err)}`,
+      ));
   }
 
   #notifyUnreachable(providerId: string): void {

@@ -370,3 +370,72 @@ Deno.test("ModeManager in FAULT: a reason of the restarted provider's old host w
     "the successor gets set_heater off: the old host's ladder call never reached it",
   );
 });
+
+/**
+ * Modes over plant, listed as `listed()` answers, in FAULT with a reload's hooks: committed with
+ * set_cooler, a reload putting set_heater off in its place before the stop's hooks run (so a
+ * return of plant gets set_cooler, the stop's dropped call, then set_heater; another reason only
+ * set_heater). `beforeHooks` runs before the stop's hooks begin. Resolves once the stop's hooks'
+ * run holds its first call (set_cooler).
+ */
+async function faultWithDroppedCall(
+  listed: () => ProviderSummary,
+  beforeHooks: (comesBack: (id: string) => void) => void = () => {},
+) {
+  const { held, router } = holdingRouter();
+  const { inventory, comesBack } = returnsInventory(
+    (id) => (id === "plant" ? listed() : upProvider(id)) as ProviderSummary,
+  );
+  const { log, lines } = capturingLogger();
+  const modes = hookModes(router, inventory, [
+    hook("*", "FAULT", [call("plant/plant0", "set_cooler", { enabled: true })], false),
+  ], { log });
+  const entry = modes.enterFault("test stop");
+  const heaterOff = call("plant/plant0", "set_heater", { enabled: false });
+  modes.reconfigure({
+    beforeTransition: [hook("*", "FAULT", [heaterOff], false)],
+    afterTransition: [],
+  }, "BLOCK");
+  beforeHooks(comesBack);
+  const hooks = entry.runHooks();
+  await heldCalls(held, 1);
+  /** Ends the stop's own run (set_cooler, set_heater) and leaves FAULT: the calls made again. */
+  const madeAgain = async (): Promise<string[]> => {
+    held[0]!.answer();
+    await heldCalls(held, 2);
+    held[1]!.answer();
+    assert.deepEqual(await hooks, []);
+    assert.ok(await leaveFaultAnswering(modes, held), "FAULT -> MANUAL accepted once it ended");
+    return held.slice(2).map((h) => `${h.req.providerId}/${h.req.functionName}`);
+  };
+  return { modes, lines, comesBack, madeAgain };
+}
+
+Deno.test("ModeManager in FAULT: a restarted provider's successor taking over the old host's waiting return is made the hooks in force, not the stop's dropped call the old host's return asked for", async () => {
+  const old = upProvider("plant");
+  let listed: ProviderSummary = old;
+  const rig = await faultWithDroppedCall(() => listed);
+  // The old host comes back while the stop's hooks run: its run waits (it would get set_cooler,
+  // the stop's dropped call, then set_heater).
+  rig.comesBack("plant");
+  // A reload restarts plant and changes its ladder calls: the successor's reason is no return.
+  listed = { ...old } as ProviderSummary;
+  rig.modes.ladderReloaded(listed);
+  // Before: ["plant/set_cooler", "plant/set_heater"] (the old host's return kept for it).
+  assert.deepEqual(await rig.madeAgain(), ["plant/set_heater"], rig.lines.join("\n"));
+});
+
+Deno.test("ModeManager in FAULT: a return of the restarted provider's old host waiting for the stop's hooks to begin does not make its successor's run a return", async () => {
+  const old = upProvider("plant");
+  let listed: ProviderSummary = old;
+  // FAULT committed, its hooks not begun: the old host comes back and waits for them; a reload
+  // restarts plant before they begin.
+  const rig = await faultWithDroppedCall(() => listed, (comesBack) => {
+    comesBack("plant");
+    listed = { ...old } as ProviderSummary;
+  });
+  // While they run, the same reload changes the successor's ladder calls: its run is no return.
+  rig.modes.ladderReloaded(listed);
+  // Before: ["plant/set_cooler", "plant/set_heater"] (the old host's return joined it as one).
+  assert.deepEqual(await rig.madeAgain(), ["plant/set_heater"], rig.lines.join("\n"));
+});

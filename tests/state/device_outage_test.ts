@@ -23,8 +23,11 @@ import {
   startProgrammable,
   T,
 } from "../helpers/programmable_provider.ts";
-import { waitFor } from "../helpers/kernel.ts";
+import { testLogger, waitFor } from "../helpers/kernel.ts";
 import type { FakeProvider } from "../helpers/fake_provider.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import type { ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
+import { StateCache } from "../../src/state/mod.ts";
 
 const DOWN_AFTER_MS = 500;
 
@@ -540,6 +543,33 @@ Deno.test("DeviceOutages: a provider a reload restarts keeps its devices down si
     );
     // Not undated while no host is registered, nor dated from its successor's registration.
     assert.deepEqual(seen, [["no host", 11_000], ["successor up: false", 11_000]]);
+  } finally {
+    await r.fx.registry.host("p0")?.stop(2000);
+    await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: while a reload's successor starts, a device it restarts is down on purpose in the reload's words, as while no host is registered", async () => {
+  const r = await rig();
+  const seen: [string, string, true | undefined][] = [];
+  const note = (what: string) => {
+    const c = r.outages.condition("p0", "pump");
+    seen.push([what, c.reason, c.reloading]);
+  };
+  r.fx.registry.onHostRemoved(() => note("no host"));
+  r.fx.registry.eachHost((h) => {
+    if (h !== r.fx.host) note(`successor up: ${h.available}`);
+  });
+  try {
+    await reloadRestartingP0(r);
+    const restarting = "provider p0 is being restarted by a configuration reload";
+    // Before: "provider p0 is unavailable (DOWN)", not on purpose, once the successor was
+    // registered (status, blocked_devices and the latch said the device was lost).
+    assert.deepEqual(seen, [
+      ["no host", restarting, true],
+      ["successor up: false", restarting, true],
+    ]);
+    assert.equal(r.outages.condition("p0", "pump").kind, "failing", "listed, not read yet");
   } finally {
     await r.fx.registry.host("p0")?.stop(2000);
     await r.close();
@@ -1333,5 +1363,64 @@ Deno.test("DeviceOutages: a device a reload's restart took out (on purpose), lis
   } finally {
     await r.fx.registry.host("p0")?.stop(2000);
     await r.close();
+  }
+});
+
+Deno.test("DeviceOutages judges a new inventory by the cache's entries whether the cache hears it before or after the monitor", async () => {
+  const fx = await startProgrammable(INVENTORY, RESTARTING);
+  const timers = new Timers(fx);
+  // A cache of its own whose host listeners are registered after the monitor's: each host tells
+  // the monitor its inventory first (the kernel builds the cache first: the other order).
+  const held: ((host: ProviderHost) => void)[] = [];
+  const registry = fx.registry;
+  const view = {
+    eachHost: (l: (host: ProviderHost) => void) => void held.push(l),
+    host: (id: string) => registry.host(id),
+    get hosts() {
+      return registry.hosts;
+    },
+    onHostRemoved: (l: (host: ProviderHost) => void) => registry.onHostRemoved(l),
+  } as unknown as ProviderRegistry;
+  const cache = new StateCache({
+    registry: view,
+    bus: new EventBus(),
+    clock: fx.clock,
+    log: testLogger(),
+    intervalMs: 60_000,
+  });
+  const outages = monitorOn({ ...fx, cache }, timers.clock);
+  for (const l of held) registry.eachHost(l);
+  const changes: DeviceConditionChange[] = [];
+  outages.onChange((c) => changes.push(c));
+  try {
+    await cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    // Before: the switch (no polled signal), judged before the cache held it, was down ("not in
+    // the inventory") for good.
+    assert.equal(outages.condition("p0", "switch").kind, "up");
+    changes.length = 0;
+    // The next process lists the switch and a new valve, not the pump.
+    await fx.setInventory({
+      devices: { switch: INVENTORY.devices.switch!, valve: INVENTORY.devices.switch! },
+    });
+    await restarted(fx, "restarted");
+    // Before (with the switch's start above left aside): the pump, judged by the cache's entry of
+    // the old inventory, was told down -> failing ("not answered since its provider came back"),
+    // then forgotten so; the valve, not in the cache yet, taken as down at first sight, was told
+    // down -> up.
+    assert.deepEqual(
+      changes.map((c) => [c.deviceId, c.previous, c.condition.kind, c.condition.reason]),
+      [
+        ["pump", "up", "down", "provider p0 is unavailable (RESTARTING)"],
+        ["switch", "up", "down", "provider p0 is unavailable (RESTARTING)"],
+        ["switch", "down", "up", ""],
+      ],
+    );
+    assert.match(outages.condition("p0", "pump").reason, /^not in the inventory of provider p0$/);
+    assert.equal(outages.condition("p0", "valve").kind, "up");
+  } finally {
+    outages.stop();
+    await cache.stop();
+    await fx.close();
   }
 });
