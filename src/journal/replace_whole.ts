@@ -15,13 +15,16 @@ export type ReplaceAppend = (text: string) => Promise<void>;
  * first. A failure (a full disk, a rename refused) leaves the old file as it was and no temporary
  * file beside it, and rejects with the error. `goesOn`, asked before each step that writes (the
  * temporary file opened, each append, the rename): throwing fails the replacement so, and the old
- * file is not replaced (a caller stopped while the disk hung).
+ * file is not replaced (a caller stopped while the disk hung). `renaming`, told once `goesOn` let
+ * the rename go: from then on the new file may be in place whatever the caller does (a stop that
+ * comes meanwhile cannot undo it).
  */
 export async function replaceWhole(
   files: JournalFiles,
   path: string,
   content: string | ((append: ReplaceAppend) => Promise<void>),
   goesOn: () => void = () => {},
+  renaming: () => void = () => {},
 ): Promise<void> {
   const tmp = `${path}.tmp`;
   // Whether the temporary file may be this call's (not one a caller stopped before it leaves,
@@ -41,6 +44,7 @@ export async function replaceWhole(
       handle.close();
     }
     goesOn();
+    renaming();
     await files.rename(tmp, path);
   } catch (err) {
     if (ours) await files.remove(tmp).catch(() => {});

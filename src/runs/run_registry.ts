@@ -765,6 +765,12 @@ export class RunRegistry {
    */
   #takenBetween: SafetyBetweenRuns | null = null;
   /**
+   * The rewrite of runs.jsonl holding #takenBetween (a first start's, #compact) asked its rename:
+   * the count may be in the file whatever a shutdown does now, so a shutdown meanwhile leaves it to
+   * the start, which gives it back (said, #betweenRunsLost) only if the rename failed.
+   */
+  #takenRenaming = false;
+  /**
    * shutdown() was called: a start under way (start() is not in the serial chain, and a hung
    * mount may hold it past the stop) ends at its next step (#startGoesOn), writing nothing more.
    * A retry (in the serial chain: the shutdown waits for it) goes on; none is set once it is.
@@ -906,7 +912,12 @@ export class RunRegistry {
       const removed = await this.#prune(() => this.#startGoesOn(outOfTurn));
       this.#startGoesOn(outOfTurn);
       if (removed > 0 || this.#journalLines > 2 * this.#runs.size + RUNS_COMPACT_SLACK_LINES) {
-        if (await this.#compact(between, () => this.#startGoesOn(outOfTurn))) {
+        const compacted = await this.#compact(
+          between,
+          () => this.#startGoesOn(outOfTurn),
+          () => (this.#takenRenaming = true),
+        ).finally(() => (this.#takenRenaming = false));
+        if (compacted) {
           betweenSaved = between === null ? null : betweenRunsRecord(between);
           // In the file now: a retry of this start (a later step failing) replays them.
           this.#takenBetween = null;
@@ -1599,9 +1610,12 @@ export class RunRegistry {
         }
         this.#lostWhy = why;
         // With the count a first start still under way took (its give-back then holds nothing):
-        // one WARN with the total.
-        this.#betweenRuns = mergeSafety(this.#betweenRuns, this.#takenBetween);
-        this.#takenBetween = null;
+        // one WARN with the total -- unless its rewrite is being renamed into place: then it may
+        // be in runs.jsonl (the next start counts it), and the start says it only if not.
+        if (!this.#takenRenaming) {
+          this.#betweenRuns = mergeSafety(this.#betweenRuns, this.#takenBetween);
+          this.#takenBetween = null;
+        }
         this.#betweenRunsLost(why);
       }
       // Writes what is queued and fsyncs; a failure is logged by the writer.
@@ -2449,11 +2463,13 @@ export class RunRegistry {
    * failure leaves the old file, which the next start replays and prunes again. Runs inside the
    * serial chain (or in start), so no record is appended meanwhile. `goesOn`: asked before each
    * write (a start's rewrite, ended by a shutdown meanwhile: #startGoesOn); throwing rejects, and
-   * runs.jsonl is not replaced.
+   * runs.jsonl is not replaced. `renaming`: told when the rename goes (runs.jsonl may be replaced
+   * from then on, a shutdown meanwhile or not: #takenRenaming).
    */
   async #compact(
     between: SafetyBetweenRuns | null = this.#betweenRuns,
     goesOn: () => void = () => {},
+    renaming: () => void = () => {},
   ): Promise<boolean> {
     // The counts the new file holds, as gathered (a save while it is written goes to the old file).
     // Set by the writer below: declared `as`, so that the compiler does not take them for null.
@@ -2461,68 +2477,74 @@ export class RunRegistry {
     let notRecordedWritten = null as { open: OpenRun; count: number; at: number } | null;
     try {
       let lines = 0;
-      await replaceWhole(this.#opts.files, this.#runsFile, async (append) => {
-        let chunk = "";
-        const add = async (line: string) => {
-          chunk += `${line}\n`;
-          lines++;
-          if (chunk.length >= RUNS_COMPACT_CHUNK_CHARS) {
-            await append(chunk);
-            chunk = "";
-          }
-        };
-        for (const id of this.#order) {
-          const run = this.#runs.get(id)!;
-          const opened = {
-            ...run,
-            state: "open",
-            close_reason: null,
-            ended_at_epoch_ms: null,
-          };
-          await add(JSON.stringify({ v: SCHEMA_VERSION, op: "open", run: opened }));
-          const open = this.#open?.run === run ? this.#open : null;
-          if (open !== null && open.notRecorded > 0) {
-            // Dated as the count it copies (its save, else its last loss), not as the rewrite: a
-            // start after a crash takes it for the run's last known activity (lastActivity).
-            const at = open.notRecorded === open.savedNotRecorded
-              ? open.savedNotRecordedAt
-              : open.lastLossAt;
-            notRecordedWritten = { open, count: open.notRecorded, at };
-            await add(JSON.stringify({
-              v: SCHEMA_VERSION,
-              op: "not_recorded",
-              run_id: id,
-              count: open.notRecorded,
-              at_epoch_ms: at,
-            }));
-          }
-          if (open !== null && open.savedInFlight > 0) {
-            // Every id listed: a superset of those saved (whose events #saveInFlight fsync'd)
-            // when a later save failed; their `in_flight` events on disk first, then, and a
-            // failed fsync fails the rewrite (the old file is kept).
-            if (open.listedInFlightChanges !== open.savedInFlight) {
-              await this.#syncFile(this.#eventFile(id));
+      await replaceWhole(
+        this.#opts.files,
+        this.#runsFile,
+        async (append) => {
+          let chunk = "";
+          const add = async (line: string) => {
+            chunk += `${line}\n`;
+            lines++;
+            if (chunk.length >= RUNS_COMPACT_CHUNK_CHARS) {
+              await append(chunk);
+              chunk = "";
             }
-            await add(inFlightRecord(id, open.listedInFlight, open.inFlightForgotten));
+          };
+          for (const id of this.#order) {
+            const run = this.#runs.get(id)!;
+            const opened = {
+              ...run,
+              state: "open",
+              close_reason: null,
+              ended_at_epoch_ms: null,
+            };
+            await add(JSON.stringify({ v: SCHEMA_VERSION, op: "open", run: opened }));
+            const open = this.#open?.run === run ? this.#open : null;
+            if (open !== null && open.notRecorded > 0) {
+              // Dated as the count it copies (its save, else its last loss), not as the rewrite: a
+              // start after a crash takes it for the run's last known activity (lastActivity).
+              const at = open.notRecorded === open.savedNotRecorded
+                ? open.savedNotRecordedAt
+                : open.lastLossAt;
+              notRecordedWritten = { open, count: open.notRecorded, at };
+              await add(JSON.stringify({
+                v: SCHEMA_VERSION,
+                op: "not_recorded",
+                run_id: id,
+                count: open.notRecorded,
+                at_epoch_ms: at,
+              }));
+            }
+            if (open !== null && open.savedInFlight > 0) {
+              // Every id listed: a superset of those saved (whose events #saveInFlight fsync'd)
+              // when a later save failed; their `in_flight` events on disk first, then, and a
+              // failed fsync fails the rewrite (the old file is kept).
+              if (open.listedInFlightChanges !== open.savedInFlight) {
+                await this.#syncFile(this.#eventFile(id));
+              }
+              await add(inFlightRecord(id, open.listedInFlight, open.inFlightForgotten));
+            }
+            if (run.state === "closed") {
+              await add(JSON.stringify({
+                v: SCHEMA_VERSION,
+                op: "close",
+                run_id: id,
+                close_reason: run.close_reason,
+                ended_at_epoch_ms: run.ended_at_epoch_ms,
+                event_bytes: this.#closedBytes.get(id),
+              }));
+            }
           }
-          if (run.state === "closed") {
-            await add(JSON.stringify({
-              v: SCHEMA_VERSION,
-              op: "close",
-              run_id: id,
-              close_reason: run.close_reason,
-              ended_at_epoch_ms: run.ended_at_epoch_ms,
-              event_bytes: this.#closedBytes.get(id),
-            }));
+          // After every open: the safety events no run recorded since the last one opened.
+          if (between !== null) {
+            betweenWritten = betweenRunsRecord(between);
+            await add(betweenWritten);
           }
-        }
-        // After every open: the safety events no run recorded since the last one opened.
-        if (between !== null) {
-          betweenWritten = betweenRunsRecord(between);
-          await add(betweenWritten);
-        }
-        if (chunk !== "") await append(chunk);
-      }, goesOn);
+          if (chunk !== "") await append(chunk);
+        },
+        goesOn,
+        renaming,
+      );
       this.#journalLines = lines;
       this.#journalCount++;
       this.#compactWait = 0;

@@ -5,14 +5,15 @@
  * runtime replays the runs still listed and prunes them itself.
  */
 import assert from "node:assert/strict";
-import { flushMicrotasks } from "../helpers/clock.ts";
+import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
-import { registryOn } from "./_run_fault_rig.ts";
+import { openedAfterRestart, pressEstop, registryOn } from "./_run_fault_rig.ts";
+import { EventBus } from "../../src/events/mod.ts";
 
 /**
  * Files whose next removal of a path `holding` matches waits while `held` is set (a hung mount);
- * removals asked and renames counted.
+ * removals asked and renames counted; a rename waits while `renameHeld` is set.
  */
 class HeldRemoveFiles extends FaultyMemoryFiles {
   held: Promise<void> | null = null;
@@ -30,8 +31,19 @@ class HeldRemoveFiles extends FaultyMemoryFiles {
     }
     await super.remove(path);
   }
+  /** While set, a rename waits for it, then renames (a hung mount that answers at last). */
+  renameHeld: Promise<void> | null = null;
+  /** While set, a rename fails (after `renameHeld`): the old file is kept. */
+  renameFails = false;
+  /** Renames that waited for `renameHeld`. */
+  renaming = 0;
   override async rename(from: string, to: string): Promise<void> {
     this.renames++;
+    if (this.renameHeld !== null) {
+      this.renaming++;
+      await this.renameHeld;
+    }
+    if (this.renameFails) throw new Deno.errors.PermissionDenied(`rename ${from}: refused`);
     await super.rename(from, to);
   }
 }
@@ -108,4 +120,57 @@ Deno.test("RunRegistry: shut down while its start rewrites runs.jsonl after a pr
   assert.equal(files.text("/data/runs.jsonl"), runsAtStop, "the stopped registry replaced it");
   assert.equal(files.text("/data/runs.jsonl.tmp"), "", "the stopped registry left its rewrite");
   assert.deepEqual(after, [], "the stopped registry logged its start's end");
+});
+
+/**
+ * An e-stop between runs, then a start on `files` (keeping one run: it prunes and rewrites
+ * runs.jsonl, the count in the rewrite) whose rename of the rewrite hangs; the runtime stops
+ * meanwhile, then the rename lands (or fails: `renameFails`). Answers the log lines and the count
+ * of safety events between runs the next start's first run gives.
+ */
+async function stoppedWhileRenaming(files: HeldRemoveFiles, renameFails: boolean) {
+  await threeClosedRuns(files);
+  const { log, lines } = capturingLogger();
+  const registry = registryOn(files, { logger: log, maxRuns: 1 });
+  const bus = new EventBus();
+  registry.attach(bus);
+  pressEstop(bus, 3); // between runs: taken by the start, written in its rewrite
+  let release = () => {};
+  files.renameHeld = new Promise((r) => (release = r));
+  files.renameFails = renameFails;
+  const starting = registry.start();
+  for (let i = 0; i < 100 && files.renaming < 1; i++) await flushMicrotasks();
+  assert.equal(files.renaming, 1, "the start's rewrite waits on the disk, renaming its file");
+  await registry.shutdown(); // the runtime stops while the rename is under way
+  files.renameHeld = null;
+  release(); // the hung mount answers at last
+  await starting;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  files.renameFails = false;
+  const opened = await openedAfterRestart(files, new ManualClock(0, 1_700_000_100_000));
+  const between = opened.payload.safety_events_between_runs as { count: number } | undefined;
+  return { lines, countedNext: between?.count ?? 0 };
+}
+
+Deno.test("RunRegistry: shut down while its start's rewrite of runs.jsonl, holding the count of safety events between runs, is being renamed into place, no WARN calls the count not recorded once it is in the file", async () => {
+  const { lines, countedNext } = await stoppedWhileRenaming(new HeldRemoveFiles(), false);
+
+  assert.equal(countedNext, 1, "the rewrite in place: the next start's first run counts it");
+  assert.deepEqual(
+    lines.filter((l) => l.includes("not recorded")),
+    [],
+    "a WARN called the count not recorded that the rewrite put in runs.jsonl",
+  );
+});
+
+Deno.test("RunRegistry: shut down while its start's rewrite of runs.jsonl, holding the count of safety events between runs, is being renamed into place, a rename that fails has the count said not recorded, once", async () => {
+  const { lines, countedNext } = await stoppedWhileRenaming(new HeldRemoveFiles(), true);
+
+  assert.equal(countedNext, 0, "the old runs.jsonl kept: the next start counts none");
+  const warned = lines.filter((l) => l.startsWith("WARN"));
+  assert.equal(warned.length, 1, lines.join("\n"));
+  assert.match(
+    warned[0]!,
+    /^WARN .*1 safety events between runs \(1 e-stop triggers\) not recorded: run registry stopped while it started$/,
+  );
 });
