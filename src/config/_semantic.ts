@@ -211,6 +211,15 @@ export function readConfig(root: Obj, ctx: SemanticContext): Config {
 }
 
 /**
+ * Whether polling.interval_ms is in error, or the polling section that holds it (not a mapping):
+ * the interval read then is the default, not the file's, and a staleness warning judged against
+ * it would name figures the file does not give.
+ */
+function intervalInError(c: Checker): boolean {
+  return c.hasErrorAt(["polling"]) || c.hasErrorAt(["polling", "interval_ms"]);
+}
+
+/**
  * A configured health.staleness.stale_after_ms at or below polling.interval_ms: no device is
  * polled more often than the interval (state/staleness.ts devicePollPeriodMs), so a sample is
  * about that old just before its next poll and goes STALE between polls even when every read
@@ -221,7 +230,7 @@ function checkStaleBelowPollPeriod(config: Config, c: Checker): void {
   const intervalMs = config.polling.intervalMs;
   const key = ["health", "staleness", "stale_after_ms"];
   if (staleAfterMs === 0 || staleAfterMs > intervalMs) return;
-  if (c.hasErrorAt(key) || c.hasErrorAt(["polling", "interval_ms"])) return;
+  if (c.hasErrorAt(key) || intervalInError(c)) return;
   c.warning(
     key,
     `is not longer than polling.interval_ms (${staleAfterMs} <= ${intervalMs}), the shortest ` +
@@ -249,7 +258,7 @@ function checkWarnBelowPollPeriod(config: Config, c: Checker): void {
   if (staleAfterMs !== 0 && staleAfterMs <= intervalMs) return; // said of stale_after_ms
   if (
     c.hasErrorAt(key) || c.hasErrorAt(["health", "staleness", "stale_after_ms"]) ||
-    c.hasErrorAt(["polling", "interval_ms"])
+    intervalInError(c)
   ) return;
   // Twice the interval leaves each poll's own time a margin, unless that is not under the
   // configured stale bound (warn_after_ms must stay below it).
@@ -284,7 +293,7 @@ function checkNoWarningStage(config: Config, c: Checker): void {
   if (staleAfterMs > leastDerivedWarnMs) return;
   if (
     c.hasErrorAt(key) || c.hasErrorAt(["health", "staleness", "warn_after_ms"]) ||
-    c.hasErrorAt(["polling", "interval_ms"])
+    intervalInError(c)
   ) return;
   // A warn bound above the interval (checkWarnBelowPollPeriod) and below the stale bound: twice
   // the interval when that is under it, else halfway between the two; none when they are 1 apart.

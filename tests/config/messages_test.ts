@@ -617,6 +617,16 @@ runs:
     yaml: `${PROV}\n${section}: 5\n`,
     expect: [[`error ${section}`, "must be a mapping, got 5"]],
   })),
+  // The interval read then is the default (500), not the file's: no staleness warning judged
+  // against it (not longer than the interval, no WARNING stage).
+  ...["{stale_after_ms: 400}", "{warn_after_ms: 400}", "{stale_after_ms: 800}"].map((
+    staleness,
+  ): Case => ({
+    name: `polling of the wrong kind is one error at polling, not also a warning of staleness ` +
+      `${staleness} judged against the default interval`,
+    yaml: `${PROV}\npolling: 5\nhealth:\n  staleness: ${staleness}\n`,
+    expect: [["error polling", "must be a mapping, got 5"]],
+  })),
   {
     name: "unknown safety and health keys are warned about at their place",
     yaml: `${PROV}\nsafety:\n  zero_is_safe: true\nhealth:\n  stale_after_ms: 5\n`,
