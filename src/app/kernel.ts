@@ -3007,6 +3007,8 @@ export class Kernel {
     // the incident records being written; the history's rows once its stop has written its open
     // buckets (after the incident records). With every row written, what is left is the files'
     // close (their last fsync): never said as "0 rows not written". `written`: rows or records.
+    // Without a disk tier (history.disk_max_bytes 0) the history writes no rows: none are named.
+    const hasDiskTier = (this.history?.config.diskMaxBytes ?? 0) > 0;
     const unwritten = (): { what: string; written: boolean } => {
       if (!incidentsWritten) {
         const records = this.incidents?.recordsPending ?? 0;
@@ -3015,7 +3017,7 @@ export class Kernel {
             records > 0
               ? `${records} incident record(s)`
               : `the incident ids (${INCIDENT_GONE_FILE})`
-          } and the history's last rows`,
+          }${hasDiskTier ? " and the history's last rows" : ""}`,
           written: true,
         };
       }

@@ -20,7 +20,7 @@ import { lockDataDir } from "../../src/host/mod.ts";
 import { afterPolls, processAlive, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { FakeInflux } from "../helpers/fake_influx.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { DEFAULT_HISTORY, simProvider, testConfig } from "../helpers/sim_config.ts";
 
 /** What the stop may take past the journal's bound (the provider's stop, telemetry's flush). */
 const STOP_SLACK_MS = 4000;
@@ -450,7 +450,12 @@ Deno.test("Kernel.stop with the history disk's last fsync hung says the tier's c
   }
 });
 
-Deno.test("Kernel.stop with the incident records' disk hung counts the records not written in its WARN before the providers' stop", async () => {
+/**
+ * The WARN before the providers' stop (HISTORY_STOP_BEFORE_PROVIDERS_MS), the stop's only one, with
+ * an e-stop's incident record captured by the stop and its write held by the disk; `diskMaxBytes`:
+ * history.disk_max_bytes (0: no disk tier).
+ */
+async function warnWithIncidentHeld(diskMaxBytes: number): Promise<string> {
   let hung = false;
   let held = 0;
   const released = Promise.withResolvers<void>();
@@ -466,7 +471,7 @@ Deno.test("Kernel.stop with the incident records' disk hung counts the records n
     testConfig({
       providers: [simProvider("sim0")],
       // The e-stop's incident waits for its window after: captured and written by the stop.
-      history: { stepMs: 1000, incidentAfterS: 60 },
+      history: { stepMs: 1000, incidentAfterS: 60, diskMaxBytes },
     }),
     { host: { log, files, lockDataDir } },
   );
@@ -481,12 +486,26 @@ Deno.test("Kernel.stop with the incident records' disk hung counts the records n
     assert.ok(held > 0, "the incident record's write was held by the disk");
     const warned = lines.filter((l) => /HISTORY_STOP_BEFORE_PROVIDERS_MS/.test(l));
     assert.equal(warned.length, 1, `one WARN before the providers' stop:\n${lines.join("\n")}`);
-    assert.match(
-      warned[0]!,
-      /^WARN .*stop: 1 incident record\(s\) and the history's last rows still being written 1000 ms into/,
-    );
+    return warned[0]!;
   } finally {
     released.resolve();
     await (stopping ?? rt.stop());
   }
+}
+
+Deno.test("Kernel.stop with the incident records' disk hung counts the records not written in its WARN before the providers' stop", async () => {
+  assert.match(
+    await warnWithIncidentHeld(DEFAULT_HISTORY.diskMaxBytes),
+    /^WARN .*stop: 1 incident record\(s\) and the history's last rows still being written 1000 ms into/,
+  );
+});
+
+Deno.test("Kernel.stop with the incident records' disk hung and no history disk tier (disk_max_bytes 0) names no history rows in its WARN before the providers' stop", async () => {
+  const warn = await warnWithIncidentHeld(0);
+  assert.match(warn, /^WARN .*stop: 1 incident record\(s\) still being written 1000 ms into/);
+  assert.doesNotMatch(
+    warn,
+    /history row|history.s last rows/,
+    "no disk tier: the history writes no rows",
+  );
 });
