@@ -2464,7 +2464,9 @@ export class RunRegistry {
    * serial chain (or in start), so no record is appended meanwhile. `goesOn`: asked before each
    * write (a start's rewrite, ended by a shutdown meanwhile: #startGoesOn); throwing rejects, and
    * runs.jsonl is not replaced. `renaming`: told when the rename goes (runs.jsonl may be replaced
-   * from then on, a shutdown meanwhile or not: #takenRenaming).
+   * from then on, a shutdown meanwhile or not: #takenRenaming). Asked again once the rename
+   * landed: throwing then resolves true (the file is replaced) with no writer opened on the new
+   * file, so none outlives a shutdown that came meanwhile (it closes the one it finds).
    */
   async #compact(
     between: SafetyBetweenRuns | null = this.#betweenRuns,
@@ -2561,6 +2563,14 @@ export class RunRegistry {
     }
     const replaced = this.#journal;
     if (replaced === null) return true;
+    try {
+      goesOn();
+    } catch {
+      // A start stopped while the rename landed: the file is replaced (its counts are in it), and
+      // no writer is opened on it -- nothing is appended (the registry never became ready), and
+      // one opened now would outlive the stop, whose close (under way, maybe) is of `replaced`.
+      return true;
+    }
     const journal = this.#runsWriter();
     this.#journal = journal;
     await replaced.close();

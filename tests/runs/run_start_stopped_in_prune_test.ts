@@ -7,18 +7,17 @@
 import assert from "node:assert/strict";
 import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
-import { openedAfterRestart, pressEstop, registryOn } from "./_run_fault_rig.ts";
+import { HeldCountedFiles, openedAfterRestart, pressEstop, registryOn } from "./_run_fault_rig.ts";
 import { EventBus } from "../../src/events/mod.ts";
+import type { JournalAppendHandle } from "../../src/journal/mod.ts";
 
 /**
  * Files whose next removal of a path `holding` matches waits while `held` is set (a hung mount);
- * removals asked and renames counted; a rename waits while `renameHeld` is set.
+ * removals asked and renames counted; a rename waits while `renameHeld` is set, an fsync of
+ * runs.jsonl while `journalSyncHeld` is; append handles counted (`opened`, `closed`).
  */
-class HeldRemoveFiles extends FaultyMemoryFiles {
-  held: Promise<void> | null = null;
+class HeldRemoveFiles extends HeldCountedFiles {
   holding: (path: string) => boolean = () => false;
-  waiting = 0;
   removing = 0;
   renames = 0;
   override async remove(path: string): Promise<void> {
@@ -45,6 +44,25 @@ class HeldRemoveFiles extends FaultyMemoryFiles {
     }
     if (this.renameFails) throw new Deno.errors.PermissionDenied(`rename ${from}: refused`);
     await super.rename(from, to);
+  }
+  /** While set, an fsync of runs.jsonl waits for it (a hung mount that answers at last). */
+  journalSyncHeld: Promise<void> | null = null;
+  /** fsyncs of runs.jsonl that waited for `journalSyncHeld`. */
+  journalSyncing = 0;
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const h = await super.openAppend(path);
+    if (path !== "/data/runs.jsonl") return h;
+    return {
+      ...h,
+      sync: async () => {
+        const held = this.journalSyncHeld;
+        if (held !== null) {
+          this.journalSyncing++;
+          await held;
+        }
+        await h.sync();
+      },
+    };
   }
 }
 
@@ -173,4 +191,45 @@ Deno.test("RunRegistry: shut down while its start's rewrite of runs.jsonl, holdi
     warned[0]!,
     /^WARN .*1 safety events between runs \(1 e-stop triggers\) not recorded: run registry stopped while it started$/,
   );
+});
+
+Deno.test("RunRegistry: shut down while its start's rewrite of runs.jsonl is being renamed into place, a rename landing while the stop closes runs.jsonl leaves no handle to it open once the stop resolves", async () => {
+  const files = new HeldRemoveFiles();
+  await threeClosedRuns(files);
+  const handlesBefore = files.opened - files.closed;
+  const { log, lines } = capturingLogger();
+  const registry = registryOn(files, { logger: log, maxRuns: 1 }); // its start rewrites runs.jsonl
+  const bus = new EventBus();
+  registry.attach(bus);
+  pressEstop(bus, 3); // between runs: taken by the start, written in its rewrite
+  let releaseRename = () => {};
+  files.renameHeld = new Promise((r) => (releaseRename = r));
+  const starting = registry.start();
+  for (let i = 0; i < 100 && files.renaming < 1; i++) await flushMicrotasks();
+  assert.equal(files.renaming, 1, "the start's rewrite waits on the disk, renaming its file");
+  // The runtime stops; its close of runs.jsonl waits on the disk (the fsync at the close).
+  let releaseSync = () => {};
+  files.journalSyncHeld = new Promise((r) => (releaseSync = r));
+  const stopping = registry.shutdown();
+  for (let i = 0; i < 100 && files.journalSyncing < 1; i++) await flushMicrotasks();
+  assert.equal(files.journalSyncing, 1, "the stop's close of runs.jsonl waits on the disk");
+  // The rename lands while the stop closes runs.jsonl; then the disk answers the close.
+  files.renameHeld = null;
+  releaseRename();
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  files.journalSyncHeld = null;
+  releaseSync();
+  await stopping;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  const handlesAtStop = files.opened - files.closed;
+  await starting;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+
+  assert.equal(handlesAtStop, handlesBefore, "a handle to runs.jsonl open after the stop");
+  assert.equal(files.opened - files.closed, handlesBefore, "a handle to runs.jsonl left open");
+  assert.equal(registry.info().available, false, "a stopped registry became available");
+  assert.deepEqual(lines.filter((l) => l.includes("not recorded")), [], lines.join("\n"));
+  const opened = await openedAfterRestart(files, new ManualClock(0, 1_700_000_100_000));
+  const between = opened.payload.safety_events_between_runs as { count: number } | undefined;
+  assert.equal(between?.count, 1, "the rewrite in place: the next start's first run counts it");
 });
