@@ -496,6 +496,9 @@ export class ProviderRegistry {
           // Shutdown began meanwhile and may have missed it: it must not outlive the runtime.
           if (o.stopping()) throw new RuntimeError("UNAVAILABLE", "the runtime is stopping");
           started.push(host);
+          // Its restart is done once its successor is up: a later outage of that process (while
+          // the reload still starts others) is a loss, not the reload's doing (restartingText).
+          this.#replacing.delete(p.id);
         } catch (err) {
           failed.push(`${p.id}: ${errorMessage(err)}`);
           if (o.stopping()) return await this.#retire(p.id, o.stopBudgetMs);
@@ -544,7 +547,7 @@ export class ProviderRegistry {
   /**
    * Whether a reload is restarting this provider (its entry changed): between the old host's
    * removal and its successor's registration no host is registered under the id, yet the
-   * provider is not gone.
+   * provider is not gone. True until its successor is up (or the reload ends).
    */
   replacing(providerId: string): boolean {
     return this.#replacing.has(providerId);
@@ -635,8 +638,10 @@ export class ProviderRegistry {
   /**
    * While a reload is restarting `providerId` (replacing) and has not failed to start it
    * (startFailureText): "provider <id> is being restarted by a configuration reload" -- whether
-   * its successor is registered yet (starting) or not (notRunning); null otherwise. The device
-   * conditions say it through the whole restart, as they say it while no host is registered.
+   * its successor is registered yet (starting) or not (notRunning); null otherwise, also once its
+   * successor is up (replacing: an outage of that process, while the reload still starts others,
+   * is a loss of its own). The device conditions say it through the whole restart, as they say it
+   * while no host is registered.
    */
   restartingText(providerId: string): string | null {
     if (!this.replacing(providerId) || this.startFailureText(providerId) !== null) return null;

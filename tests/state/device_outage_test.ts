@@ -19,6 +19,7 @@ import {
   type Inventory,
   programFake,
   type ProgrammableFixture,
+  programmableProvider,
   Q,
   startProgrammable,
   T,
@@ -1422,5 +1423,57 @@ Deno.test("DeviceOutages judges a new inventory by the cache's entries whether t
     outages.stop();
     await cache.stop();
     await fx.close();
+  }
+});
+
+Deno.test("DeviceOutages: a reload's successor that is up and then crashes while the reload still starts another provider is lost, not down on purpose", async () => {
+  const r = await rig();
+  // A provider the same reload adds, whose Hello is never answered: the reload goes on until the
+  // test ends its start (kills its process).
+  const hangFile = await Deno.makeTempFile({ prefix: "programmable-", suffix: ".json" });
+  await Deno.writeTextFile(hangFile, JSON.stringify({ ...INVENTORY, hello: { hang: true } }));
+  const p0 = r.fx.host.config;
+  const p1 = programmableProvider("p1", hangFile);
+  try {
+    let reloaded = false;
+    const reload = r.fx.registry.reconcile([p0], [{ ...p0, timeoutMs: p0.timeoutMs + 1 }, p1], {
+      holdRemovals: false,
+      stopBudgetMs: 2000,
+      startBudgetMs: 30_000,
+      stopping: () => false,
+    }).finally(() => reloaded = true);
+    await waitFor("p0's successor up", () => {
+      const h = r.fx.registry.host("p0");
+      return h !== undefined && h !== r.fx.host && h.available;
+    });
+    const successor = r.fx.registry.host("p0")!;
+    const successorPid = successor.session!.pid;
+    // p1's process, spawned once its turn in the spawn queue came.
+    const p1Process = await waitFor(
+      "p1's process",
+      () => r.fx.fakes!.running().find((p) => p.pid !== successorPid),
+    );
+    // The successor's process dies while the reload waits for p1 (no restart policy: it stays
+    // down).
+    r.fx.fakes!.process(successorPid)!.kill("SIGKILL");
+    await waitFor("p0's successor down", () => !successor.available);
+    assert.equal(reloaded, false, "the reload is still running");
+    const pump = r.outages.condition("p0", "pump");
+    // Before: "provider p0 is being restarted by a configuration reload", reloading: true -- a
+    // crash of the process the reload had started, called on purpose (no incident, the latch's
+    // reason the reload's).
+    assert.equal(pump.kind, "down");
+    assert.equal(pump.reloading, undefined);
+    assert.match(pump.reason, /^provider p0 is unavailable \(/);
+    const told = r.changes.filter((c) => c.deviceId === "pump").at(-1)!;
+    assert.deepEqual([told.condition.kind, told.condition.reloading], ["down", undefined]);
+    p1Process.kill("SIGKILL");
+    const report = await reload;
+    assert.deepEqual(report.restarted, ["p0"]);
+  } finally {
+    await r.fx.registry.host("p1")?.stop(2000);
+    await r.fx.registry.host("p0")?.stop(2000);
+    await r.close();
+    await Deno.remove(hangFile).catch(() => {});
   }
 });
