@@ -124,7 +124,8 @@ export async function runService(
           "was stopped)",
       ));
   });
-  let code: ExitCode;
+  // Unset while the stop has not ended (a failed start-up sets its own before the exit's kill).
+  let code: ExitCode | undefined;
   // Provider processes the stop did not end, killed at exit (a stop that ended clean exits 4).
   let killedAtExit = 0;
   try {
@@ -140,7 +141,8 @@ export async function runService(
       } finally {
         await stopAfterFailedStart((deadline) => kernel.stop(deadline), config, log);
       }
-      return EXIT_STARTUP_FAILURE;
+      code = EXIT_STARTUP_FAILURE;
+      return code;
     }
     if (first === null) {
       // The line launchers written for anolis wait for: once, when the API is up and every
@@ -162,16 +164,40 @@ export async function runService(
     code = await shutDown((deadline) => kernel.stop(deadline), signals, config, log);
   } finally {
     // Nothing may outlive the process: a provider still running now is killed and reaped.
-    // Counted: those still running and not sent SIGKILL before (a second signal's, a stop's).
-    killedAtExit = await killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
-    if (killedAtExit > 0) {
-      log.error(`${killedAtExit} provider process(es) still running at exit: killed`);
-    }
+    killedAtExit = await reapProvidersAtExit(code, log);
     signals.dispose();
     hangup();
   }
   // Judged last, once the providers are reaped: a stage the stop went on without may fail meanwhile.
   return exitCodeAfterStop(code, kernel.stopStagesFailedLate, log, killedAtExit);
+}
+
+/**
+ * Kills and reaps the provider processes still running as the process exits
+ * (killProviderProcesses, up to PROVIDER_REAP_TIMEOUT_MS) and says what it found, one line each:
+ * those the stop left running (not sent SIGKILL before) as `ERROR N provider process(es) still
+ * running at exit: killed` -- unless the exit's last line says them (`code` EXIT_OK: the stop
+ * ended clean, and exitCodeAfterStop makes them its "shutdown failed", exit 4); those sent SIGKILL
+ * before (a provider's stop, a second stop signal) and still not reaped as a WARN: killed by the
+ * stop, not a cause of exit 4. `code`: the exit code so far, unset when the stop did not end (a
+ * throw). Resolves with how many the stop left running.
+ */
+export async function reapProvidersAtExit(
+  code: ExitCode | undefined,
+  log: Logger,
+): Promise<number> {
+  const { killed, killedBefore } = await killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
+  if (killed > 0 && code !== EXIT_OK) {
+    log.error(`${killed} provider process(es) still running at exit: killed`);
+  }
+  if (killedBefore > 0) {
+    log.warn(
+      `${killedBefore} provider process(es) sent SIGKILL before (a provider's stop, a second ` +
+        `stop signal) still not reaped at exit: sent SIGKILL again, waited for up to ` +
+        `${PROVIDER_REAP_TIMEOUT_MS} ms (PROVIDER_REAP_TIMEOUT_MS)`,
+    );
+  }
+  return killed;
 }
 
 /**

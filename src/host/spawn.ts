@@ -140,16 +140,26 @@ function signalGroup(pgid: number, signal: "SIGTERM" | "SIGKILL"): boolean {
   }
 }
 
+/** What killProviderProcesses found still running. */
+export interface ProvidersKilledAtExit {
+  /** Groups not sent SIGKILL before: killed here (left running by the stop). */
+  readonly killed: number;
+  /**
+   * Groups already sent SIGKILL (by a provider's stop, by a second stop signal) whose leader was
+   * still not reaped: sent it again, not counted in `killed` (they were killed, not left running).
+   */
+  readonly killedBefore: number;
+}
+
 /**
  * Sends SIGKILL to the process group of every provider still running (the last resort before the
  * runtime exits: a second stop signal, an overrun shutdown) and waits up to `timeoutMs` for them
- * to be reaped. Resolves with the number of groups killed here: those not sent SIGKILL before. A
- * group already sent it (by a provider's stop, by a second stop signal) whose leader is not reaped
- * yet is sent it again but not counted: it was killed, not left running.
+ * to be reaped. Resolves with the groups found still running, as killed here (those not sent
+ * SIGKILL before) and killed before (sent it already, not reaped yet).
  */
-export async function killProviderProcesses(timeoutMs: number): Promise<number> {
+export async function killProviderProcesses(timeoutMs: number): Promise<ProvidersKilledAtExit> {
   const groups = [...live];
-  const killedHere = groups.filter((g) => !g.sigkilled).length;
+  const killedBefore = groups.filter((g) => g.sigkilled).length;
   for (const g of groups) g.kill("SIGKILL");
   let timer: ReturnType<typeof setTimeout> | undefined;
   await Promise.race([
@@ -157,7 +167,7 @@ export async function killProviderProcesses(timeoutMs: number): Promise<number> 
     new Promise((r) => (timer = setTimeout(r, timeoutMs))),
   ]);
   clearTimeout(timer);
-  return killedHere;
+  return { killed: groups.length - killedBefore, killedBefore };
 }
 
 /** Sends SIGTERM to every provider's process group without waiting (for a crashing runtime). */

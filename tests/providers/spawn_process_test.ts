@@ -89,17 +89,21 @@ Deno.test("killProviderProcesses SIGKILLs every provider group still running and
   try {
     await firstLine(a);
     await firstLine(b);
-    assert.equal(await killProviderProcesses(2000), 2);
+    assert.deepEqual(await killProviderProcesses(2000), { killed: 2, killedBefore: 0 });
     assert.equal((await a.exited).signal, "SIGKILL");
     assert.equal((await b.exited).signal, "SIGKILL");
-    assert.equal(await killProviderProcesses(2000), 0, "none left");
+    assert.deepEqual(
+      await killProviderProcesses(2000),
+      { killed: 0, killedBefore: 0 },
+      "none left",
+    );
   } finally {
     await finish(a);
     await finish(b);
   }
 });
 
-Deno.test("killProviderProcesses counts only the groups it kills: one sent SIGKILL before and not reaped yet is not counted again", async () => {
+Deno.test("killProviderProcesses counts only the groups it kills: one sent SIGKILL before and not reaped yet is counted apart, as killed before", async () => {
   const a = sh("echo ready; exec sleep 1000");
   const b = sh("echo ready; exec sleep 1000");
   try {
@@ -107,7 +111,11 @@ Deno.test("killProviderProcesses counts only the groups it kills: one sent SIGKI
     await firstLine(b);
     // A provider's stop (or a second stop signal) sent `a` SIGKILL; it is not reaped yet.
     a.kill("SIGKILL");
-    assert.equal(await killProviderProcesses(2000), 1, "only `b` was still running unkilled");
+    assert.deepEqual(
+      await killProviderProcesses(2000),
+      { killed: 1, killedBefore: 1 },
+      "only `b` was still running unkilled; `a` was killed before, not reaped yet",
+    );
     assert.equal((await a.exited).signal, "SIGKILL");
     assert.equal((await b.exited).signal, "SIGKILL");
   } finally {
