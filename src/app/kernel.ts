@@ -1184,7 +1184,13 @@ export class Kernel {
       expire();
     }, budgetMs);
     try {
-      await this.registry.startAll(budgetMs, this.config.runtime.shutdownTimeoutMs);
+      // A failed start stops the providers already up: on purpose, as the stop does (its
+      // "device outages" stage), not a device loss -- no incident, no device-loss latch.
+      await this.registry.startAll(
+        budgetMs,
+        this.config.runtime.shutdownTimeoutMs,
+        () => this.outages.stop(),
+      );
       this.#throwIfStopping();
       await this.#primeCache(budgetMs, expired);
     } finally {
@@ -3091,6 +3097,13 @@ export class Kernel {
           `answer; the stop goes on without them (the data_dir lock is kept until they are ` +
           `written or dropped)`,
       );
+    }
+    // The incident writes IncidentRecorder.stop left behind (INCIDENT_STOP_WAIT_MS, said in its
+    // WARN) may still land in the folder too: the lock is kept until they end -- once the history's
+    // wait (above) ended, or meanwhile, as that wait's writes do.
+    const incidents = this.incidents;
+    if (incidents !== undefined && (!recordedEnded || incidents.writing)) {
+      late.push(recorded.then(() => incidents.settled()).catch(() => {}));
     }
     // Last: nothing of this runtime writes to the folder any more -- or, with stages on the disk
     // still under way past their bound, once they end.

@@ -593,6 +593,14 @@ export class IncidentRecorder {
     return this.#writes.size - (this.#goneSaving ? 1 : 0);
   }
 
+  /**
+   * Whether a write is under way: a record (or INCIDENT_GONE_FILE) being written, also one a stop
+   * left behind (INCIDENT_STOP_WAIT_MS) that may still land.
+   */
+  get writing(): boolean {
+    return this.#writes.size > 0;
+  }
+
   /** Resolves once every capture begun so far is written. */
   async settled(): Promise<void> {
     while (this.#writes.size > 0) await Promise.all([...this.#writes]);

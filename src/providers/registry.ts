@@ -752,9 +752,15 @@ export class ProviderRegistry {
    * runtime runs with a provider missing: once every start has ended, or the deadline came
    * first, any failure stops them all and the error names each provider that failed, with its
    * reason). The starts still running after one failed are waited for, up to the deadline, so
-   * that one run names every failure to fix, not the first.
+   * that one run names every failure to fix, not the first. `beforeStop` is called once the start
+   * has failed, before any provider is stopped: that stop is on purpose (the caller tells its
+   * outage monitor so, as before any stop), not a device loss.
    */
-  async startAll(timeoutMs: number, stopBudgetMs: number): Promise<void> {
+  async startAll(
+    timeoutMs: number,
+    stopBudgetMs: number,
+    beforeStop: () => void = () => {},
+  ): Promise<void> {
     const results = this.hosts.map((h) =>
       h.start().then(
         () => null,
@@ -773,6 +779,7 @@ export class ProviderRegistry {
       const failed = this.hosts.filter((h) => h.startError !== null).map((h) =>
         `${h.id}: ${h.startError}`
       );
+      this.#beforeFailedStartStop(beforeStop);
       await this.stopAll(stopBudgetMs);
       await all;
       const said = [
@@ -788,6 +795,7 @@ export class ProviderRegistry {
     }
     const failures = outcome.filter((f): f is string => f !== null);
     if (failures.length > 0) {
+      this.#beforeFailedStartStop(beforeStop);
       await this.stopAll(stopBudgetMs);
       throw new RuntimeError("UNAVAILABLE", `provider start failed: ${failures.join("; ")}`);
     }
@@ -796,10 +804,24 @@ export class ProviderRegistry {
     // during start-up (admitted unchecked until now) still counts the devices it no longer lists.
     const conflict = findClaimConflict(this.hosts.flatMap((h) => h.claimDevices));
     if (conflict) {
+      this.#beforeFailedStartStop(beforeStop);
       await this.stopAll(stopBudgetMs);
       throw new RuntimeError("FAILED_PRECONDITION", conflict);
     }
     this.#checked = true;
+  }
+
+  /** startAll's `beforeStop`: one that throws must not leave the providers running. */
+  #beforeFailedStartStop(beforeStop: () => void): void {
+    try {
+      beforeStop();
+    } catch (err) {
+      this.#lines.error(
+        `provider start failed: telling the stop of the providers failed: ${
+          errorMessage(err)
+        }; they are stopped anyway`,
+      );
+    }
   }
 
   /**

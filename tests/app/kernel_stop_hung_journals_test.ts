@@ -509,3 +509,30 @@ Deno.test("Kernel.stop with the incident records' disk hung and no history disk 
     "no disk tier: the history writes no rows",
   );
 });
+
+Deno.test("Kernel.stop keeps the data_dir lock while an incident record's write IncidentRecorder.stop left behind (INCIDENT_STOP_WAIT_MS) may still land", async () => {
+  const disk = hungDisk("/incidents/");
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(testConfig({ providers: [simProvider("sim0")] }), {
+    host: { log, files: disk.files, lockDataDir },
+  });
+  let stopping: Promise<void> | null = null;
+  try {
+    await afterPolls(rt, "sim0/tempctl0", 2);
+    disk.hang();
+    await rt.estop.trigger("held incident record"); // an incident, pending until the stop
+    stopping = rt.stop();
+    await stopping;
+    assert.ok(disk.held() > 0, "the incident record's write was held by the disk");
+    assert.equal(
+      lines.filter((l) => /^WARN .*incident record\(s\) not written within .*left behind/.test(l))
+        .length,
+      1,
+      `one WARN leaving the record behind:\n${lines.join("\n")}`,
+    );
+    await lockKeptUntilWritten(rt.config.runtime.dataDir, disk.release);
+  } finally {
+    disk.release();
+    await (stopping ?? rt.stop());
+  }
+});
