@@ -356,6 +356,13 @@ interface FailingAt {
   readonly wallMs: number | null;
   /** Its sequence number. */
   readonly seq: number;
+  /**
+   * When this spell began (monotonic): its first failed read as told (null: not known); failing
+   * as it came back, when it came back, then its next poll's once recorded. A loss ending the
+   * spell is dated no earlier: DeviceOutages dates a device down again, not up since an earlier
+   * loss, from that loss, but this loss is the spell's.
+   */
+  sinceMono: number | null;
   /** Its next poll once incident_after_s passed since it (a timer, on the monotonic clock). */
   endSeq: number | null;
   timer: TimerId | null;
@@ -887,6 +894,7 @@ export class IncidentRecorder {
         this.#setFailingAt(c, {
           wallMs: c.atWallMs,
           seq,
+          sinceMono: c.condition.sinceMono,
           endSeq: null,
           timer: null,
           unwatch: null,
@@ -899,6 +907,7 @@ export class IncidentRecorder {
         this.#setFailingAt(c, {
           wallMs: null,
           seq,
+          sinceMono: this.#o.clock.monoMs(),
           endSeq: null,
           timer: null,
           unwatch: null,
@@ -921,7 +930,11 @@ export class IncidentRecorder {
     // the device (previousReloading).
     const wasDown = c.previous === "down" && c.previousReloading !== true;
     if (kind !== "down" || wasDown || unconfigured || reloading) return;
-    const since = c.condition.sinceMono;
+    // This loss's own start: as told, but not before its failing spell began (FailingAt.sinceMono:
+    // the condition's date may be an earlier loss's, the device not up since).
+    const own = failingAt?.sinceMono ?? null;
+    const told = c.condition.sinceMono;
+    const since = own === null ? told : told === null ? own : Math.max(own, told);
     // How long ago it began, on the monotonic clock (a wall clock step does not change it).
     const ago = since === null ? 0 : Math.max(0, Math.round(this.#o.clock.monoMs() - since));
     // Dated as the ring stamped its first failed read (a wall clock step since then would move a
@@ -1053,6 +1066,7 @@ export class IncidentRecorder {
       // Failing as it comes back: its first failed read is its next poll, timed when recorded.
       f.unwatch = history.onNextPoll(c.providerId, c.deviceId, (mono) => {
         f.unwatch = null;
+        f.sinceMono = mono;
         if (marking()) markFrom(history.pollTimeMs(c.providerId, c.deviceId, f.seq));
         arm(mono);
       });

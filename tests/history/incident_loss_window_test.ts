@@ -1168,8 +1168,9 @@ async function lostTwiceAcrossACrash(
       change("failing", { kind: "down", reason: "reads fail", sinceMono: failing }); // the loss
       await Promise.resolve(); // a turn: its listeners are told it began
       clock.advance(500);
-      // Its provider crashes: down still (no loss of its own).
-      change("down", { kind: "down", reason: "provider p is UNAVAILABLE", sinceMono: clock.mono });
+      // Its provider crashes: down still (no loss of its own), dated from its loss (DeviceOutages
+      // keeps the outage's first moment, and tells no change of kind).
+      change("down", { kind: "down", reason: "provider p is UNAVAILABLE", sinceMono: failing });
       if (firstNotWritten !== undefined) {
         await incidents.settled();
         firstNotWritten.full = false; // room again for the records after it
@@ -1186,7 +1187,9 @@ async function lostTwiceAcrossACrash(
       const previous = upBetween ? "up" : "failing";
       change(previous, { kind: "failing", reason: "reads fail", sinceMono: again });
       clock.advance(1000);
-      change("failing", { kind: "down", reason: "reads fail", sinceMono: again }); // down again
+      // Down again: not up since its loss, DeviceOutages dates it from that loss (Tracked.outageSince).
+      const downSince = upBetween ? again : failing;
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: downSince });
       for (let k = 0; k < 8; k++) {
         clock.advance(1000);
         pollSignals(["x"], 5);
@@ -1255,15 +1258,68 @@ Deno.test("a device lost, its record not written (a full disk), its provider cra
   assert.deepEqual(sameOutageLines(lines), []);
 });
 
+Deno.test("a device lost, its record not written, lost anew not up since before its own window ended: its record holds that window, not cut at the finding", async () => {
+  // DeviceOutages dates the second loss from the outage's first moment (not up since); its record
+  // is dated at its own first failed read. Before, its wait was counted from the outage's first
+  // moment: the record was read at the finding, without the polls until its window's end.
+  const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 3, diskMaxBytes: 0 };
+  const files = new FaultyMemoryFiles();
+  const { log, lines } = capturingLogger({ level: "info" });
+  await withLossRig(
+    window,
+    async ({ clock, pollSignals, incidents, change }) => {
+      const t0 = clock.wall;
+      pollSignals(["x"], 0); // t0: the last good read
+      clock.advance(500);
+      pollSignals(["x"], 1); // t0 + 500: its first failed read
+      const failing = clock.mono;
+      change("up", { kind: "failing", reason: "reads fail", sinceMono: failing });
+      clock.advance(1000);
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: failing }); // the loss
+      files.full = true; // its record, read at t0 + 3.5 s, is not written
+      clock.advance(1000); // t0 + 2.5 s: its provider crashed and is back, the device not read yet
+      change("down", { kind: "failing", reason: "reads fail", sinceMono: null });
+      clock.advance(1000);
+      await incidents.settled();
+      files.full = false;
+      assertRecordNotWritten(lines);
+      pollSignals(["x"], 2); // t0 + 3.5 s: its first failed read since it came back
+      change("failing", { kind: "failing", reason: "reads fail", sinceMono: clock.mono });
+      clock.advance(1000);
+      // Down again, t0 + 4.5 s: dated from its loss, as DeviceOutages tells it.
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: failing });
+      for (let v = 3; v <= 12; v++) {
+        clock.advance(500);
+        pollSignals(["x"], v); // t0 + 5 s .. t0 + 9.5 s (its window closes before the one at 6.5 s)
+      }
+      await incidents.settled();
+      const records = incidents.list();
+      assert.equal(records.length, 1, `the outage's one record: ${JSON.stringify(records)}`);
+      const h = records[0]!;
+      assert.equal(h.at_epoch_ms - t0, 3500, "dated at its own first failed read");
+      assert.equal(h.until_epoch_ms - t0, 6500, "its window ends incident_after_s after it");
+      const { signals } = await incidents.get(h.incident_id);
+      assert.deepEqual(
+        valuesByDevice(signals),
+        { d: [2, 3, 4, 5] },
+        "its polls from incident_before_s before to incident_after_s after its first failed read",
+      );
+    },
+    log,
+    files,
+  );
+});
+
 Deno.test("a device lost, its record removed by incident_max_count, lost again not up since: the second loss begins its own incident", async () => {
   // Before, d's second loss joined an outage whose record the bound had removed: no new incident,
   // and no record of d's outage kept.
   const window = WINDOW_1S;
   const { log, lines } = capturingLogger({ level: "info" });
   await withLossRig({ ...window, incidentMaxCount: 1 }, async ({ clock, incidents, change }) => {
-    const lose = (d: string) => {
-      change("failing", { kind: "down", reason: "reads fail", sinceMono: clock.mono }, d);
+    const lose = (d: string, sinceMono = clock.mono) => {
+      change("failing", { kind: "down", reason: "reads fail", sinceMono }, d);
     };
+    const lostAt = clock.mono;
     lose("d");
     clock.advance(2000);
     await incidents.settled();
@@ -1275,7 +1331,8 @@ Deno.test("a device lost, its record removed by incident_max_count, lost again n
     assert.deepEqual(incidents.list().map((h) => h.devices), [["p/o"]], "d's record removed");
     // d back from its provider's restart failing still, then down again: never up since.
     change("down", { kind: "failing", reason: "reads fail", sinceMono: null }, "d");
-    lose("d");
+    lose("d", lostAt); // dated from its loss, as DeviceOutages dates one not up since
+
     clock.advance(2000);
     await incidents.settled();
     assert.deepEqual(
@@ -1303,12 +1360,14 @@ async function lostAgainWhileWriting(fails: boolean) {
       let release = () => {};
       files.held = new Promise<void>((r) => release = r);
       const t0 = clock.wall;
-      change("failing", { kind: "down", reason: "reads fail", sinceMono: clock.mono }); // the loss
+      const lostAt = clock.mono;
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: lostAt }); // the loss
       clock.advance(2000); // its window closed: its record's write begins, and waits
       await untilTurns(() => files.waiting === 1, "the first record's write under way");
-      // Its provider crashed and came back, the device failing still; down again: not up since.
+      // Its provider crashed and came back, the device failing still; down again: not up since,
+      // dated from its loss (DeviceOutages: Tracked.outageSince).
       change("down", { kind: "failing", reason: "reads fail", sinceMono: null });
-      change("failing", { kind: "down", reason: "reads fail", sinceMono: clock.mono });
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: lostAt });
       files.held = null;
       files.full = fails; // the disk fills: the first record is not written
       release();
@@ -1395,8 +1454,9 @@ Deno.test("INCIDENT_OUTAGES_MAX devices lost and not up since are remembered: th
   const window = WINDOW_1S;
   await withLossRig(window, async ({ clock, incidents, change }) => {
     // Their providers down at once, all in one step: one incident, each device noted in turn.
+    const lostAt = clock.mono;
     for (let i = 0; i <= INCIDENT_OUTAGES_MAX; i++) {
-      change("up", { kind: "down", reason: "provider down", sinceMono: clock.mono }, `d${i}`);
+      change("up", { kind: "down", reason: "provider down", sinceMono: lostAt }, `d${i}`);
     }
     clock.advance(2000);
     await incidents.settled();
@@ -1405,7 +1465,8 @@ Deno.test("INCIDENT_OUTAGES_MAX devices lost and not up since are remembered: th
     // then, forgets the one noted longest ago, d1).
     for (const d of ["d1", "d0"]) {
       change("down", { kind: "failing", reason: "reads fail", sinceMono: null }, d);
-      change("failing", { kind: "down", reason: "reads fail", sinceMono: clock.mono }, d);
+      // Down again, not up since: dated from its loss (DeviceOutages: Tracked.outageSince).
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: lostAt }, d);
       clock.advance(2000);
     }
     await incidents.settled();
