@@ -192,6 +192,11 @@ export class ProviderRegistry {
    * of one configuration; empty outside a reconcile.
    */
   readonly #starting = new Set<string>();
+  /**
+   * Ids a running reconcile starts anew (its entry added), registered or not, until it ends:
+   * startingText(). At most the providers of one configuration; empty outside a reconcile.
+   */
+  readonly #adding = new Set<string>();
   readonly #deps: ProviderHostDeps;
   /**
    * The lines of a listener that threw: they never throw. One that throws (a custom logger) must
@@ -453,6 +458,7 @@ export class ProviderRegistry {
     this.#configuredIds = new Set([...next.map((p) => p.id), ...held]);
     for (const p of changed) this.#replacing.add(p.id);
     for (const p of added) this.#starting.add(p.id);
+    for (const p of added) this.#adding.add(p.id);
     // Dropped with no host to take out (the reload before could not register it): told now; one
     // with a host is told as #retire takes it out.
     for (const id of unhostedBefore) if (!this.configured(id)) this.#tellUnconfigured(id);
@@ -496,9 +502,11 @@ export class ProviderRegistry {
           // Shutdown began meanwhile and may have missed it: it must not outlive the runtime.
           if (o.stopping()) throw new RuntimeError("UNAVAILABLE", "the runtime is stopping");
           started.push(host);
-          // Its restart is done once its successor is up: a later outage of that process (while
-          // the reload still starts others) is a loss, not the reload's doing (restartingText).
+          // Its restart (or first start) is done once it is up: a later outage of that process
+          // (while the reload still starts others) is a loss, not the reload's doing
+          // (restartingText, startingText).
           this.#replacing.delete(p.id);
+          this.#adding.delete(p.id);
         } catch (err) {
           failed.push(`${p.id}: ${errorMessage(err)}`);
           if (o.stopping()) return await this.#retire(p.id, o.stopBudgetMs);
@@ -512,6 +520,7 @@ export class ProviderRegistry {
     } finally {
       for (const p of changed) this.#replacing.delete(p.id);
       for (const p of added) this.#starting.delete(p.id);
+      for (const p of added) this.#adding.delete(p.id);
       o.restarting?.([]);
     }
     const startedIds = new Set(started.map((h) => h.id));
@@ -623,12 +632,7 @@ export class ProviderRegistry {
     if (failed !== null) return { cause: "start_failed", text: failed };
     const restarting = this.restartingText(providerId);
     if (restarting !== null) return { cause: "restarting", text: restarting };
-    if (this.starting(providerId)) {
-      return {
-        cause: "starting",
-        text: `provider ${providerId} is being started by a configuration reload`,
-      };
-    }
+    if (this.starting(providerId)) return { cause: "starting", text: startingWords(providerId) };
     return {
       cause: "not_started",
       text: `provider ${providerId} is not running: a configuration reload failed to start it`,
@@ -646,6 +650,17 @@ export class ProviderRegistry {
   restartingText(providerId: string): string | null {
     if (!this.replacing(providerId) || this.startFailureText(providerId) !== null) return null;
     return `provider ${providerId} is being restarted by a configuration reload`;
+  }
+
+  /**
+   * While a reload is starting `providerId` anew (its entry added) and has not failed to start it
+   * (startFailureText): "provider <id> is being started by a configuration reload" -- whether its
+   * host is registered yet (then not up yet) or not (starting, notRunning); null otherwise. The
+   * device conditions say it until its host is up, as restartingText for one it restarts.
+   */
+  startingText(providerId: string): string | null {
+    if (!this.#adding.has(providerId) || this.startFailureText(providerId) !== null) return null;
+    return startingWords(providerId);
   }
 
   /** notRunning's wording alone. */
@@ -841,4 +856,9 @@ export function describeNotReady(host: ProviderHost): string {
   if (host.startError !== null) return `${host.id} (start failed: ${host.startError})`;
   const last = lastStderrLines(host.stderrTail);
   return last === "" ? host.id : `${host.id} (${last})`;
+}
+
+/** notRunning's and startingText's wording for a provider a reload is starting anew. */
+function startingWords(providerId: string): string {
+  return `provider ${providerId} is being started by a configuration reload`;
 }

@@ -27,8 +27,10 @@
  * then with that date; and one within "down": a device down already whose provider a reload
  * removes is down as `unconfigured` (gone, not lost), told once. A change is told with its date
  * (`sinceMono`) as condition() answers it from then on: a device that goes down with its provider
- * is dated from its provider's outage although the state cache's availability listener, which
- * runs before this monitor's, is what makes it judged down. A device down stays dated from the
+ * is dated from its provider's outage, noted by whichever is told of it first -- the state cache's
+ * availability listener (its devices marked unavailable, each a poll here) or this monitor's own;
+ * the order does not matter (its host's availability, not the cache's marks, judges it down; its
+ * inventories are followed once the cache holds them). A device down stays dated from the
  * first moment of that outage until it is up again: a later cause (its provider down, a reload's
  * take-out, restart or removal of it, its provider's next crash while a restart left it out)
  * changes its reason, never moves its date later (firstDown); one failing by its reads that goes
@@ -390,9 +392,11 @@ export class DeviceOutages {
       if (restarting !== null) {
         return { ...down(restarting, this.#providerSince(providerId)), reloading: true };
       }
-      // Listed down since the last reload failed to start it: that says why, as everywhere.
+      // Listed down since the last reload failed to start it: that says why, as everywhere. One a
+      // reload adds, registered and not up yet: being started, as before it was registered.
       return down(
         this.#o.registry.startFailureText(providerId) ??
+          this.#o.registry.startingText(providerId) ??
           `provider ${providerId} is unavailable (${host.lifecycle})`,
         this.#providerSince(providerId),
       );
@@ -532,10 +536,11 @@ export class DeviceOutages {
   }
 
   /**
-   * Its current host went down now, unless already noted: the state cache's own availability
-   * listener marks the devices unavailable (#polled) before this monitor's is told, and the
-   * change of each to "down" is told then, with this date -- not undated, and not dated a moment
-   * later without being told again (a listener keeps the date it is told).
+   * Its current host went down now, unless already noted: by whichever is told first, the state
+   * cache's availability listener (it marks the devices unavailable: #polled) or this monitor's
+   * own (either order: a device is judged down by its host's availability, not by those marks).
+   * The change of each to "down" is told then, with this date -- not undated, and not dated a
+   * moment later without being told again (a listener keeps the date it is told).
    */
   #noteProviderDown(providerId: string): void {
     if (!this.#providerDownSince.has(providerId)) {

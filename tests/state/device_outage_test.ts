@@ -577,6 +577,37 @@ Deno.test("DeviceOutages: while a reload's successor starts, a device it restart
   }
 });
 
+Deno.test("DeviceOutages: while a reload starts a provider it adds, its devices are down in the reload's words, whether its host is registered yet or not", async () => {
+  const r = await rig();
+  const p0 = r.fx.host.config;
+  const p1 = { ...p0, id: "p1" };
+  const seen: [string, string][] = [];
+  const note = (what: string) => seen.push([what, r.outages.condition("p1", "pump").reason]);
+  r.fx.registry.onStarting((id) => {
+    if (id === "p1") note("no host");
+  });
+  r.fx.registry.eachHost((h) => {
+    if (h.id === "p1") note(`registered, up: ${h.available}`);
+  });
+  try {
+    const report = await r.fx.registry.reconcile([p0], [p0, p1], {
+      holdRemovals: false,
+      stopBudgetMs: 2000,
+      startBudgetMs: 30_000,
+      stopping: () => false,
+    });
+    assert.deepEqual(report.added, ["p1"]);
+    const starting = "provider p1 is being started by a configuration reload";
+    // Before: "provider p1 is unavailable (DOWN)" once its host was registered (status,
+    // blocked_devices), though it was being started all the same.
+    assert.deepEqual(seen, [["no host", starting], ["registered, up: false", starting]]);
+    assert.equal(r.fx.registry.host("p1")?.available, true, "started");
+  } finally {
+    await r.fx.registry.host("p1")?.stop(2000);
+    await r.close();
+  }
+});
+
 Deno.test("DeviceOutages: a device a reload's restart took out and its new process leaves out is told down no longer on purpose, dated from the take-out", async () => {
   const r = await rig();
   try {
@@ -1423,6 +1454,56 @@ Deno.test("DeviceOutages judges a new inventory by the cache's entries whether t
     outages.stop();
     await cache.stop();
     await fx.close();
+  }
+});
+
+Deno.test("DeviceOutages: a provider a reload adds that is up and then crashes while the reload still starts another is lost in its own words, not 'being started'", async () => {
+  const r = await rig();
+  // Two providers the reload adds: p2 answers, p1's Hello is never answered (the reload goes on
+  // until the test ends p1's start).
+  const hangFile = await Deno.makeTempFile({ prefix: "programmable-", suffix: ".json" });
+  await Deno.writeTextFile(hangFile, JSON.stringify({ ...INVENTORY, hello: { hang: true } }));
+  const upFile = await Deno.makeTempFile({ prefix: "programmable-", suffix: ".json" });
+  await Deno.writeTextFile(upFile, JSON.stringify(INVENTORY));
+  const p0 = r.fx.host.config;
+  const p1 = programmableProvider("p1", hangFile);
+  const p2 = programmableProvider("p2", upFile);
+  try {
+    let reloaded = false;
+    const reload = r.fx.registry.reconcile([p0], [p0, p1, p2], {
+      holdRemovals: false,
+      stopBudgetMs: 2000,
+      startBudgetMs: 30_000,
+      stopping: () => false,
+    }).finally(() => reloaded = true);
+    const added = await waitFor("p2 up", () => {
+      const h = r.fx.registry.host("p2");
+      return h !== undefined && h.available ? h : undefined;
+    });
+    const addedPid = added.session!.pid;
+    const p1Process = await waitFor(
+      "p1's process",
+      () =>
+        r.fx.fakes!.running().find((p) => p.pid !== addedPid && p.pid !== r.fx.host.session!.pid),
+    );
+    // p2's process dies while the reload waits for p1 (no restart policy: it stays down).
+    r.fx.fakes!.process(addedPid)!.kill("SIGKILL");
+    await waitFor("p2 down", () => !added.available);
+    assert.equal(reloaded, false, "the reload is still running");
+    const pump = r.outages.condition("p2", "pump");
+    // Before: "provider p2 is being started by a configuration reload" -- a crash of the process
+    // the reload had started and seen up, said as its start.
+    assert.equal(pump.kind, "down");
+    assert.equal(pump.reloading, undefined);
+    assert.match(pump.reason, /^provider p2 is unavailable \(/);
+    p1Process.kill("SIGKILL");
+    await reload;
+  } finally {
+    await r.fx.registry.host("p1")?.stop(2000);
+    await r.fx.registry.host("p2")?.stop(2000);
+    await r.close();
+    await Deno.remove(hangFile).catch(() => {});
+    await Deno.remove(upFile).catch(() => {});
   }
 });
 
