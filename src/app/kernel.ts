@@ -1518,6 +1518,9 @@ export class Kernel {
     const unanswered = this.registry.hosts.filter((h) =>
       this.cache.providerDevices(h.id).some((d) => d.pollable.length > 0 && d.lastPollMs === 0)
     ).map((h) => h.id);
+    // The failed start's stop of the providers up and primed is on purpose, as startAll's (its
+    // beforeStop): the outages are followed no more before they go -- no incident, no latch.
+    this.outages.stop();
     await this.registry.stopAll(this.config.runtime.shutdownTimeoutMs);
     await priming;
     await this.cache.stop();
