@@ -1518,9 +1518,11 @@ export class Kernel {
     const unanswered = this.registry.hosts.filter((h) =>
       this.cache.providerDevices(h.id).some((d) => d.pollable.length > 0 && d.lastPollMs === 0)
     ).map((h) => h.id);
-    // The failed start's stop of the providers up and primed is on purpose, as startAll's (its
-    // beforeStop): the outages are followed no more before they go -- no incident, no latch.
+    // The providers are stopped on purpose, as by a start failed before (startAll's beforeStop)
+    // and by the stop (its "device outages" and "history detach" stages): no device loss (no
+    // incident, no device-loss latch), no UNAVAILABLE samples of their going in the history.
     this.outages.stop();
+    this.history?.detach();
     await this.registry.stopAll(this.config.runtime.shutdownTimeoutMs);
     await priming;
     await this.cache.stop();

@@ -1,12 +1,12 @@
 /**
- * A start-up that fails stops the providers already up (ProviderRegistry.startAll) on purpose:
- * their going is the failed start's cleanup, not a device loss (docs/history.md), as in any stop.
- * Real kernel, real children: the simulated provider `s1` comes up, then `bad` (a shell that
- * waits for the test's word) exits before its Hello, failing the start; or `hung` (a scripted
- * provider) never answers its first poll, and the priming poll's start-up budget (Kernel
- * #primeCache) stops them all.
+ * A start-up that fails stops the providers already up (ProviderRegistry.startAll, or the first
+ * poll pass past runtime.startup_timeout_ms) on purpose: their going is the failed start's cleanup,
+ * not a device loss (docs/history.md), as in any stop. Real kernel, real children: the simulated
+ * provider `s1` comes up, then `bad` (a shell that waits for the test's word) exits before its
+ * Hello, failing the start; or a scripted provider `hung` never answers its first poll.
  */
 import assert from "node:assert/strict";
+import { QUALITY_BY_CODE } from "../../src/history/ring.ts";
 import { newKernel, tempDir, waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
@@ -43,18 +43,20 @@ Deno.test("Kernel.start failing after a provider came up records no device_loss 
   assert.deepEqual(lines.filter((l) => /incident .*device_loss|lost/.test(l)), []);
 });
 
-Deno.test("Kernel.start failing on a first poll not answered records no device_loss incident for the provider up and primed that it stops", async () => {
-  const dir = tempDir("start-failed-poll-");
-  const plog = `${dir}/provider.log`;
-  // `hung` comes up and never answers its first poll (its timeout far past the start-up budget):
-  // only runtime.startup_timeout_ms ends the start, after s1 is up and primed.
+Deno.test("Kernel.start failing at runtime.startup_timeout_ms on a first poll not answered records no device_loss incident and no sample of the providers it stops", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "start-failed-prime-" });
+  const scripted = `${dir}/provider.log`;
   const { log, lines } = capturingLogger({ level: "info" });
   const rt = newKernel(
     testConfig({
-      runtime: { startupTimeoutMs: 1500, shutdownTimeoutMs: 600 },
+      // Room for s1 to come up and answer its first poll on a busy machine: only hung fails.
+      runtime: { startupTimeoutMs: 3000 },
       providers: [
         simProvider("s1", { restart: false }),
-        scriptedProvider("hung", ["--log", plog, "--hang", "read_signals"], { timeoutMs: 60000 }),
+        // timeout_ms far beyond the start-up budget: only the budget ends its first poll.
+        scriptedProvider("hung", ["--log", scripted, "--hang", "read_signals"], {
+          timeoutMs: 60000,
+        }),
       ],
     }),
     { log },
@@ -64,8 +66,21 @@ Deno.test("Kernel.start failing on a first poll not answered records no device_l
     assert.match(failed ?? "start succeeded", /first poll of hung not answered/);
   } finally {
     await rt.stop();
-    killLeftovers(readScriptedLog(plog).pids);
+    killLeftovers(readScriptedLog(scripted).pids);
+    await Deno.remove(dir, { recursive: true });
   }
   assert.deepEqual(rt.incidents?.list() ?? [], [], "no incident recorded");
   assert.deepEqual(lines.filter((l) => /incident .*device_loss|lost/.test(l)), []);
+  // The ring holds s1's answered polls only: its going is not recorded (no UNAVAILABLE sample).
+  const history = rt.history!;
+  const qualities = new Set<string>();
+  for (const [provider, device] of history.devices().filter(([p]) => p === "s1")) {
+    for (const signal of history.signalIds(provider, device)) {
+      history.eachSampleFrom(provider, device, signal, 0, (x) => {
+        qualities.add(QUALITY_BY_CODE[x.quality]!);
+      });
+    }
+  }
+  assert.ok(qualities.size > 0, "s1's first poll is in the ring");
+  assert.ok(!qualities.has("UNAVAILABLE"), `s1's samples: ${[...qualities].join(", ")}`);
 });
