@@ -44,7 +44,9 @@ export const EXIT_CODE_DESCRIPTIONS: Readonly<Record<ExitCode, string>> = {
     "start-up failure: a provider not up, or its first poll unanswered, within\n" +
     "     runtime.startup_timeout_ms; runtime.data_dir or a TLS file not read within it (a\n" +
     "     hung disk); a TLS file that cannot be read; the HTTP listener cannot bind; an expired\n" +
-    "     TLS certificate; runtime.data_dir in use by another runtime",
+    "     TLS certificate; runtime.data_dir in use by another runtime; a resource claim held by\n" +
+    "     two devices (anolis.claim)",
   [EXIT_INTERNAL_ERROR]:
-    "crash or internal error while running; a shutdown that overran its budget",
+    "crash or internal error while running; a shutdown that overran its budget, in which a\n" +
+    "     stage failed, or that left a provider process running (killed at exit)",
 };
