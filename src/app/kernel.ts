@@ -1184,12 +1184,11 @@ export class Kernel {
       expire();
     }, budgetMs);
     try {
-      // A failed start stops the providers already up: on purpose, as the stop does (its
-      // "device outages" stage), not a device loss -- no incident, no device-loss latch.
+      // A failed start stops the providers already up: on purpose (#failedStartStopsProviders).
       await this.registry.startAll(
         budgetMs,
         this.config.runtime.shutdownTimeoutMs,
-        () => this.outages.stop(),
+        () => this.#failedStartStopsProviders(),
       );
       this.#throwIfStopping();
       await this.#primeCache(budgetMs, expired);
@@ -1507,6 +1506,18 @@ export class Kernel {
   }
 
   /**
+   * A failed start is about to stop the providers already up (startAll's failures, or a first poll
+   * not answered within runtime.startup_timeout_ms: #primeCache): on purpose, as the stop does (its
+   * "device outages" and "history detach" stages) -- no device loss (no incident, no device-loss
+   * latch), no UNAVAILABLE samples of their going in the history. Both are idempotent: the
+   * kernel's stop after the failed start does them again.
+   */
+  #failedStartStopsProviders(): void {
+    this.outages.stop();
+    this.history?.detach();
+  }
+
+  /**
    * The first poll pass, bounded by what is left of the start-up budget (`expired` resolves when
    * it runs out). A provider whose first poll has not answered by then fails the start: providers
    * are stopped (which ends the polls still waiting), then the poll loops the pass started.
@@ -1518,11 +1529,7 @@ export class Kernel {
     const unanswered = this.registry.hosts.filter((h) =>
       this.cache.providerDevices(h.id).some((d) => d.pollable.length > 0 && d.lastPollMs === 0)
     ).map((h) => h.id);
-    // The providers are stopped on purpose, as by a start failed before (startAll's beforeStop)
-    // and by the stop (its "device outages" and "history detach" stages): no device loss (no
-    // incident, no device-loss latch), no UNAVAILABLE samples of their going in the history.
-    this.outages.stop();
-    this.history?.detach();
+    this.#failedStartStopsProviders();
     await this.registry.stopAll(this.config.runtime.shutdownTimeoutMs);
     await priming;
     await this.cache.stop();
