@@ -335,6 +335,12 @@ interface LostWhileWriting {
   readonly cause: IncidentCause;
   /** Begins its own incident: that record was not written. */
   readonly begin: () => void;
+  /**
+   * Its provider is no longer configured (providerUnconfigured, or the device told
+   * `unconfigured`): its own incident, begun, notes no outage of it (#outageOf) -- a device of its
+   * id the provider configured again lists is another device.
+   */
+  gone: boolean;
 }
 
 /**
@@ -920,6 +926,7 @@ export class IncidentRecorder {
     const { kind, unconfigured, reloading } = c.condition;
     // Up again (a good answer), or no longer configured: its outage has ended.
     if (kind === "up" || unconfigured === true) this.#outageOf.delete(key);
+    if (unconfigured === true) this.#lostWhileWritingGone((k) => k === key);
     // Failing as a reload restarting its provider takes it out: its spell's start is kept until
     // the reload's outcome is told -- lost (previousReloading), it is dated from its first failed
     // read, as one whose provider went down while it failed; listed again or gone, forgotten then.
@@ -944,8 +951,9 @@ export class IncidentRecorder {
       : failingAt.wallMs ?? this.#o.history.pollTimeMs(c.providerId, c.deviceId, failingAt.seq);
     const at = stamped ?? c.atWallMs - ago;
     const why = c.condition.reason === "" ? "" : `: ${c.condition.reason}`;
-    // Begins this loss's incident, `laterMs` after it was found (a write failing meanwhile).
-    const begin = (laterMs: number) => {
+    // Begins this loss's incident, `laterMs` after it was found (a write failing meanwhile); its
+    // outage noted unless its provider is no longer configured by then (`gone`).
+    const begin = (laterMs: number, gone = false) => {
       const t = this.#trigger(
         "device_loss",
         `device ${key} lost${why}`,
@@ -958,6 +966,7 @@ export class IncidentRecorder {
       );
       if (t === null) return; // dropped: no incident to join
       this.#outageOf.delete(key);
+      if (gone) return;
       if (this.#outageOf.size >= INCIDENT_OUTAGES_MAX) {
         this.#outageOf.delete(this.#outageOf.keys().next().value!);
       }
@@ -977,10 +986,12 @@ export class IncidentRecorder {
         if (lost === undefined) this.#lostWhileWriting.set(outage, lost = new Map());
         // Lost again once more meanwhile: the first of them is where its own outage began.
         if (!lost.has(key)) {
-          lost.set(key, {
+          const l: LostWhileWriting = {
             cause,
-            begin: () => begin(Math.max(0, Math.round(this.#o.clock.monoMs() - foundMono))),
-          });
+            begin: () => begin(Math.max(0, Math.round(this.#o.clock.monoMs() - foundMono)), l.gone),
+            gone: false,
+          };
+          lost.set(key, l);
         }
         return;
       }
@@ -1088,13 +1099,27 @@ export class IncidentRecorder {
    * its devices end (#outageOf), as each listed one's does when told `unconfigured` -- also those
    * DeviceOutages tells nothing of (one a restart left out whose date it let go past
    * MAX_UNLISTED_DEVICE_DATES): a device of the same id that a provider configured again under
-   * the id lists is another device, its loss an incident of its own. Scans #outageOf (at most
-   * INCIDENT_OUTAGES_MAX).
+   * the id lists is another device, its loss an incident of its own; so does that of one lost
+   * again while its loss's record is being written (#lostWhileWritingGone). Scans #outageOf (at
+   * most INCIDENT_OUTAGES_MAX).
    */
   providerUnconfigured(providerId: string): void {
     const prefix = `${providerId}/`;
     for (const key of this.#outageOf.keys()) {
       if (key.startsWith(prefix)) this.#outageOf.delete(key);
+    }
+    this.#lostWhileWritingGone((key) => key.startsWith(prefix));
+  }
+
+  /**
+   * Its devices lost again while a record is being written (#lostWhileWriting) whose provider is
+   * no longer configured: that record not written, each still begins its own incident (lost
+   * before the removal, as a pending incident of theirs is still written), but notes no outage
+   * of a device that is gone. Scans #lostWhileWriting (at most INCIDENT_OUTAGES_MAX devices).
+   */
+  #lostWhileWritingGone(of: (key: string) => boolean): void {
+    for (const lost of this.#lostWhileWriting.values()) {
+      for (const [key, l] of lost) if (of(key)) l.gone = true;
     }
   }
 

@@ -1405,6 +1405,67 @@ Deno.test("a device lost again while its loss's record is being written, that wr
   );
 });
 
+Deno.test("a device lost again while its loss's record is being written, its provider then removed by a reload and that write failing: the second loss has its record, and a device of its id the provider configured again lists, lost, has its own", async () => {
+  // Before, the second loss's incident, begun once the write failed, noted the outage of p/d
+  // again after providerUnconfigured had let go of p's: the device of that id the provider
+  // configured again lists, lost without answering first, joined that removed device's incident
+  // (or, that one written, began none: "the same outage").
+  const window = WINDOW_1S;
+  const files = new HeldRecordAppends();
+  const { log, lines } = capturingLogger({ level: "info" });
+  await withLossRig(
+    window,
+    async ({ clock, incidents, change }) => {
+      let release = () => {};
+      files.held = new Promise<void>((r) => release = r);
+      const t0 = clock.wall;
+      const lostAt = clock.mono;
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: lostAt }); // the loss
+      clock.advance(2000); // its window closed: its record's write begins, and waits
+      await untilTurns(() => files.waiting === 1, "the first record's write under way");
+      change("down", { kind: "failing", reason: "reads fail", sinceMono: null });
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: lostAt }); // lost again
+      // A reload removes provider p (DeviceOutages tells d gone; the registry, p unconfigured).
+      change("down", {
+        kind: "down",
+        reason: "provider p is not configured",
+        sinceMono: lostAt,
+        unconfigured: true,
+      });
+      incidents.providerUnconfigured("p");
+      files.held = null;
+      files.full = true; // the disk fills: the first record is not written
+      release();
+      await incidents.settled();
+      files.full = false;
+      assertRecordNotWritten(lines);
+      clock.advance(2000);
+      await incidents.settled();
+      const removed = incidents.list();
+      assert.deepEqual(
+        removed.map((h) => [h.trigger, h.at_epoch_ms - t0, h.devices]),
+        [["device_loss", 2000, ["p/d"]]],
+        `the loss before the removal has its record, dated at it: ${lines.join("\n")}`,
+      );
+      // A reload configures p again; its device d (another device) fails from its first read.
+      const failing = clock.mono;
+      change("up", { kind: "failing", reason: "reads fail", sinceMono: failing });
+      clock.advance(1000);
+      change("failing", { kind: "down", reason: "reads fail", sinceMono: failing });
+      clock.advance(2000);
+      await incidents.settled();
+      assert.deepEqual(
+        incidents.list().map((h) => [h.trigger, h.at_epoch_ms - t0, h.devices]),
+        [["device_loss", 4000, ["p/d"]], ["device_loss", 2000, ["p/d"]]], // newest first
+        `the new device's loss is an incident of its own: ${lines.join("\n")}`,
+      );
+      assert.deepEqual(sameOutageLines(lines), []);
+    },
+    log,
+    files,
+  );
+});
+
 Deno.test("a device lost, up again once its provider came back, then lost again: two outages, two incidents", async () => {
   const window = { memorySeconds: 60, incidentBeforeS: 1, incidentAfterS: 5, diskMaxBytes: 0 };
   const { records, t0 } = await lostTwiceAcrossACrash(window, true);

@@ -8,7 +8,14 @@ import assert from "node:assert/strict";
 import type { IncidentBegun, IncidentJoined } from "../../src/history/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { T } from "../helpers/programmable_provider.ts";
-import { probeValues, startRig, T0 } from "./_history_helpers.ts";
+import {
+  PROBE,
+  probeFile,
+  probeValues,
+  reloadRestartingP0,
+  startRig,
+  T0,
+} from "./_history_helpers.ts";
 
 type Rig = Awaited<ReturnType<typeof startRig>>;
 
@@ -77,6 +84,55 @@ for (const afterS of [0, 30]) {
       } else {
         assert.equal(rig.rt.incidents!.list().length, 1, "one record written");
       }
+    } finally {
+      await rig.rt.stop();
+    }
+  });
+}
+
+for (const restart of [false, true]) {
+  Deno.test(`a provider a reload restarted, up and crashing before its device answered a read: the loss is dated from the crash, not the take-out (${restart ? "" : "no "}supervisor restart)`, async () => {
+    const rig = await startRig({ history: { incidentBeforeS: 2, incidentAfterS: 0 }, restart });
+    const begun: IncidentBegun[] = [];
+    rig.rt.incidents!.onIncident((i) => begun.push(i));
+    let crashedAt: { mono: number; wall: number } | null = null;
+    rig.rt.outages.onChange((c) => {
+      if (c.providerId !== "p0" || c.deviceId !== "probe") return;
+      // The take-out: the successor takes 2 s to come up.
+      if (c.condition.reloading === true) {
+        rig.clock.mono! += 2000;
+        rig.clock.wallMs += 2000;
+      }
+      // The successor is up, its first read of the probe under way (10 s): 2 s later it crashes.
+      if (c.previous === "down" && c.condition.kind === "failing" && crashedAt === null) {
+        rig.clock.mono! += 2000;
+        rig.clock.wallMs += 2000;
+        crashedAt = { mono: rig.clock.mono!, wall: rig.clock.wallMs };
+        Deno.kill(rig.rt.registry.host("p0")!.session!.pid, "SIGKILL");
+      }
+    });
+    try {
+      rig.rt.outages.setDownAfterMs(500);
+      rig.clock.mono = 1_000_000;
+      await rig.poll(T0 + 10_000, probeValues(1, 1)); // the probe answers: up
+      rig.clock.mono = 1_001_000;
+      rig.clock.wallMs = T0 + 11_000;
+      await probeFile(rig.dataDir, {
+        devices: {
+          probe: { ...PROBE.devices.probe!, values: probeValues(2, 2), readDelayMs: 10_000 },
+        },
+      });
+      await reloadRestartingP0(rig); // taken out at T0 + 11 s
+      await waitFor("the probe lost", () => begun.length === 1, 20_000);
+      const crash = crashedAt!;
+      assert.ok(crash !== null, "the successor came up and crashed");
+      const c = rig.rt.outages.condition("p0", "probe");
+      if (c.kind === "down") assert.equal(c.sinceMono, crash.mono, "down since the crash");
+      assert.deepEqual(
+        begun.map((i) => [i.trigger, i.at_epoch_ms - T0]),
+        [["device_loss", crash.wall - T0]],
+        "one loss, dated at the successor's crash (T0 + 15 s), not the take-out (T0 + 11 s)",
+      );
     } finally {
       await rig.rt.stop();
     }
