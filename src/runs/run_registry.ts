@@ -88,6 +88,7 @@ import {
 import { type EventLineRules, eventOfLine } from "./_event_lines.ts";
 import { fitEvent } from "./_event_fit.ts";
 import { exceedsJsonDepth } from "./_json_depth.ts";
+import { STOP_RUNNING, type StopPhase, stopPhaseAfter, type StopStep } from "./_stop_phase.ts";
 import {
   type AutomationVersion,
   CLIENT_CLOSE_REASONS,
@@ -749,15 +750,17 @@ export class RunRegistry {
   #betweenSaveEveryMs = BETWEEN_RUNS_SAVE_MS;
   /** Saves of #betweenRuns that failed (warned once until one succeeds). */
   readonly #betweenSaveFailures: SpellLog;
-  /** Shutdown has begun: no save is tried again from now on. */
-  #shuttingDown = false;
   /**
-   * Why a safety event between runs noted from now on is not recorded, or null: set by shutdown()
-   * after its last save (a registry never available: the reason its WARN gave). One noted after it,
-   * before "stopped" or after (an e-stop's reason arriving: recordEstopReason), is said likewise
-   * (#betweenRunsChanged), not lost unsaid.
+   * Where the stop is (_stop_phase.ts), moved on only by shutdown() (#stopStep): read as
+   * #stopAsked, #shuttingDown and #lostWhy.
    */
-  #lostWhy: string | null = null;
+  #stop: StopPhase = STOP_RUNNING;
+  /**
+   * The id of the run shutdown() left open (closed as `abandoned` at the next start), or null: an
+   * e-stop's reason of that run arriving after the stop's last save is said as that run's
+   * (recordEstopReason), not as a safety event between runs.
+   */
+  #leftOpenAtStop: string | null = null;
   /**
    * The count of safety events between runs a try of the start took (#tryStart), until it is in
    * runs.jsonl or given back to #betweenRuns; a shutdown meanwhile says it with the rest (one WARN
@@ -771,11 +774,35 @@ export class RunRegistry {
    */
   #takenRenaming = false;
   /**
+   * The close of the runs.jsonl writer a rewrite replaced (#compact), while it is under way, or
+   * null: a shutdown meanwhile (a first start's rewrite is not in the serial chain) waits for it.
+   */
+  #replacedClosing: Promise<void> | null = null;
+  /**
    * shutdown() was called: a start under way (start() is not in the serial chain, and a hung
    * mount may hold it past the stop) ends at its next step (#startGoesOn), writing nothing more.
    * A retry (in the serial chain: the shutdown waits for it) goes on; none is set once it is.
    */
-  #stopAsked = false;
+  get #stopAsked(): boolean {
+    return this.#stop.kind !== "running";
+  }
+  /** Shutdown has begun (its turn came): no save is tried again from now on. */
+  get #shuttingDown(): boolean {
+    return this.#stop.kind === "saving" || this.#stop.kind === "saved";
+  }
+  /**
+   * Why a safety event between runs noted from now on is not recorded, or null: set by shutdown()
+   * after its last save (a registry never available: the reason its WARN gave). One noted after it,
+   * before "stopped" or after (an e-stop's reason arriving: recordEstopReason), is said likewise
+   * (#betweenRunsChanged), not lost unsaid.
+   */
+  get #lostWhy(): string | null {
+    return this.#stop.kind === "saved" ? this.#stop.lostWhy : null;
+  }
+  /** Moves the stop on by `step` (stopPhaseAfter). */
+  #stopStep(step: StopStep): void {
+    this.#stop = stopPhaseAfter(this.#stop, step);
+  }
   /** A save of #betweenRuns is due at the end of this step (#betweenRunsChanged). */
   #betweenSoon = false;
   /** A rewrite of runs.jsonl grown by saved counts is queued (#compactIfLong). */
@@ -1564,12 +1591,12 @@ export class RunRegistry {
    */
   async shutdown(): Promise<void> {
     if (this.#state === "stopped") return;
-    this.#stopAsked = true; // a start under way ends at its next step (#tryStart)
+    this.#stopStep({ kind: "ask" }); // a start under way ends at its next step (#tryStart)
     this.#unsubscribe?.();
     this.#unsubscribe = null;
     this.#cancelRetry();
     await this.#serial(async () => {
-      this.#shuttingDown = true;
+      this.#stopStep({ kind: "turn" });
       // A retry ahead of this in the queue may have failed and set another.
       this.#cancelRetry();
       const open = this.#open;
@@ -1579,6 +1606,8 @@ export class RunRegistry {
         // recording it stopped, not at its last event (a quiet run lived on until this stop).
         this.#stopSaving(open);
         this.#saveNotRecorded(open, true);
+        // Ended on disk already (its run_closed written, its record not): of no run from now on.
+        if (open.closedEvent === null) this.#leftOpenAtStop = open.run.run_id;
       }
       this.#open = null;
       // The count of safety events between runs as it is now, for the next start's first run.
@@ -1589,7 +1618,7 @@ export class RunRegistry {
         // lost as the stop's ladder runs) is said in a WARN of its own (#lostWhy), never saved
         // nor lost unsaid, and arms no timer (#betweenRunsChanged).
         this.#betweenRuns = null;
-        this.#lostWhy = "noted after the stop's last save";
+        this.#stopStep({ kind: "lastSave", lostWhy: "noted after the stop's last save" });
       }
       // Never available (its start failed, or still runs): its start goes no further (one INFO:
       // the stop was asked, no fault of the registry's, so not an ERROR, and said here once
@@ -1608,7 +1637,7 @@ export class RunRegistry {
         } else if (this.#startCalled) {
           this.#log.info(`run registry start not retried: stopped before it succeeded (${why})`);
         }
-        this.#lostWhy = why;
+        this.#stopStep({ kind: "lastSave", lostWhy: why });
         // With the count a first start still under way took (its give-back then holds nothing):
         // one WARN with the total -- unless its rewrite is being renamed into place: then it may
         // be in runs.jsonl (the next start counts it), and the start says it only if not.
@@ -1622,6 +1651,9 @@ export class RunRegistry {
       await open?.writer.close();
       await this.#journal?.close();
       this.#journal = null;
+      // The writer a first start's rewrite replaced, still closing (a slow disk): closed before
+      // the stop resolves (the data_dir lock is released after it).
+      await this.#replacedClosing;
       this.#state = "stopped";
       this.#unavailableReason = "run registry stopped";
     });
@@ -1760,7 +1792,8 @@ export class RunRegistry {
     latchedAtMs: number | null = null,
   ): void {
     // The run open (its close under way included: then counted between runs, as its trigger).
-    // Stopped (or once it is): counted between runs, said in a WARN of its own (#lostWhy).
+    // Stopped (or once it is): said in a WARN of its own, as an event of the run left open at the
+    // stop (#leftOpenAtStop) or else as one between runs (#lostWhy).
     const runId = this.#currentRunId();
     void reason.then((r) => {
       if (!r) return;
@@ -1768,6 +1801,12 @@ export class RunRegistry {
       // Its run closing now: queued all the same, of no run then (counted between runs).
       if (runId !== null && this.#currentRunId() === runId) {
         this.#queueEvent("estop", "reason", now, { reason: r, cause });
+      } else if (runId !== null && runId === this.#leftOpenAtStop) {
+        // Its run was left open at the stop, whose last save is made: that run's, not recorded.
+        this.#log.warn(
+          `run registry stopped: an e-stop reason of run ${runId} (left open at the stop) not ` +
+            `recorded: noted after the stop's last save`,
+        );
       } else {
         // No run records it (not even a run opened since: its trigger was none of that run's).
         this.#noteBetween("estop", "reason", now);
@@ -2573,7 +2612,15 @@ export class RunRegistry {
     }
     const journal = this.#runsWriter();
     this.#journal = journal;
-    await replaced.close();
+    // A shutdown meanwhile (a start's rewrite: not in the serial chain) closes `journal` and waits
+    // for this close too: it does not resolve with a handle to runs.jsonl still closing.
+    const closing = replaced.close();
+    this.#replacedClosing = closing;
+    try {
+      await closing;
+    } finally {
+      if (this.#replacedClosing === closing) this.#replacedClosing = null;
+    }
     // Opened now to report a problem early; one that fails opens at the next append instead.
     await journal.open({ report: false }).catch((err) =>
       this.#log.warn(`${this.#runsFile} not reopened after its rewrite: ${errorMessage(err)}`)

@@ -163,3 +163,23 @@ Deno.test("an e-stop reason arriving between runs exactly as the stop begins arm
   assert.match(saved[0]!, /"count":1/);
   assert.deepEqual(warned(lines), [], lines.join("\n"));
 });
+
+Deno.test("an e-stop reason of the run left open at the stop, arriving after the stop, is said as that run's in its WARN", async () => {
+  const files = new RunJournalFaultFiles();
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, { logger: log });
+  await registry.start();
+  const { run } = await registry.open({});
+  const arrive = reasonArriving(registry); // latched in the run, its body still arriving
+  await registry.shutdown(); // the run is left open (closed as abandoned at the next start)
+  assert.deepEqual(warned(lines), [], lines.join("\n"));
+  await arrive("provider lost"); // the body read ends after the stop
+
+  assert.equal(warned(lines).length, 1, lines.join("\n"));
+  assert.equal(
+    warned(lines)[0]!.replace(/^WARN .*?run registry stopped: /, ""),
+    `an e-stop reason of run ${run.run_id} (left open at the stop) not recorded: ` +
+      `noted after the stop's last save`,
+    lines.join("\n"),
+  );
+});

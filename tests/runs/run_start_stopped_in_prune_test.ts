@@ -233,3 +233,44 @@ Deno.test("RunRegistry: shut down while its start's rewrite of runs.jsonl is bei
   const between = opened.payload.safety_events_between_runs as { count: number } | undefined;
   assert.equal(between?.count, 1, "the rewrite in place: the next start's first run counts it");
 });
+
+Deno.test("RunRegistry: shut down after its start's rewrite of runs.jsonl was renamed into place, while the replaced file's close waits on the disk, resolves only once that close ended", async () => {
+  const files = new HeldRemoveFiles();
+  await threeClosedRuns(files);
+  const handlesBefore = files.opened - files.closed;
+  const { log, lines } = capturingLogger();
+  const registry = registryOn(files, { logger: log, maxRuns: 1 }); // its start rewrites runs.jsonl
+  const bus = new EventBus();
+  registry.attach(bus);
+  pressEstop(bus, 3); // between runs: taken by the start, written in its rewrite
+  let releaseRename = () => {};
+  files.renameHeld = new Promise((r) => (releaseRename = r));
+  const starting = registry.start();
+  for (let i = 0; i < 100 && files.renaming < 1; i++) await flushMicrotasks();
+  assert.equal(files.renaming, 1, "the start's rewrite waits on the disk, renaming its file");
+  // The rename lands; the start's close of the replaced runs.jsonl waits on the disk (its fsync).
+  let releaseSync = () => {};
+  files.journalSyncHeld = new Promise((r) => (releaseSync = r));
+  files.renameHeld = null;
+  releaseRename();
+  for (let i = 0; i < 100 && files.journalSyncing < 1; i++) await flushMicrotasks();
+  assert.equal(files.journalSyncing, 1, "the replaced runs.jsonl's close waits on the disk");
+  // The runtime stops meanwhile (its data_dir lock is released once the stop resolves).
+  let stopped = false;
+  const stopping = registry.shutdown().then(() => (stopped = true));
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  const handlesAtStop = stopped ? files.opened - files.closed : handlesBefore;
+  files.journalSyncHeld = null;
+  releaseSync();
+  await stopping;
+  await starting;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+
+  assert.equal(handlesAtStop, handlesBefore, "the stop resolved with runs.jsonl's handle open");
+  assert.equal(files.opened - files.closed, handlesBefore, "a handle to runs.jsonl left open");
+  assert.equal(registry.info().available, false, "a stopped registry became available");
+  assert.deepEqual(lines.filter((l) => l.includes("not recorded")), [], lines.join("\n"));
+  const opened = await openedAfterRestart(files, new ManualClock(0, 1_700_000_100_000));
+  const between = opened.payload.safety_events_between_runs as { count: number } | undefined;
+  assert.equal(between?.count, 1, "the rewrite in place: the next start's first run counts it");
+});
