@@ -1509,10 +1509,15 @@ export class Kernel {
    * A failed start is about to stop the providers already up (startAll's failures, or a first poll
    * not answered within runtime.startup_timeout_ms: #primeCache): on purpose, as the stop does (its
    * "device outages" and "history detach" stages) -- no device loss (no incident, no device-loss
-   * latch), no UNAVAILABLE samples of their going in the history. Both are idempotent: the
-   * kernel's stop after the failed start does them again.
+   * latch), no UNAVAILABLE samples of their going in the history. The history's detach and the
+   * outage monitor's stop are idempotent: the kernel's stop after the failed start does them
+   * again. Nor is their devices' going published: the cache is detached from the providers first
+   * (StateCache.detachProviders), so neither the priming polls their stop fails (#primeCache stops
+   * the cache only after them) nor their availability flips put an UNAVAILABLE sample or a
+   * device_availability on the bus (telemetry); their own provider_health_change still is.
    */
   #failedStartStopsProviders(): void {
+    this.cache.detachProviders();
     this.outages.stop();
     this.history?.detach();
   }

@@ -170,6 +170,8 @@ export class DiskTier {
   #opened = false;
   /** That open at a retry, under way: the rows written meanwhile are kept (#held) until it ends. */
   #reopening: Promise<void> | null = null;
+  /** close() closes the writer: an open() still under way (abandoned by a start) goes no further. */
+  #closed = false;
   /**
    * Rows kept while the tier is stopped or reopening (and those of a failed write), in the order
    * they were handed to write(); at most DISK_OUTAGE_ROWS and DISK_OUTAGE_BYTES (#hold).
@@ -231,11 +233,18 @@ export class DiskTier {
     });
   }
 
-  /** Makes the folder and reads the time of the last row; a failure stops the tier (never the start). */
+  /**
+   * Makes the folder and reads the time of the last row; a failure stops the tier (never the start).
+   * Closed meanwhile (a first open a start abandoned on a hung mount, close() not waiting for it):
+   * should the disk answer at last, after the runtime.data_dir lock's release, it goes no further,
+   * and what the call that answered late made is removed again -- the folder when it holds
+   * nothing, the file when it held nothing (JournalWriter.open): it leaves nothing behind.
+   */
   async open(): Promise<void> {
     try {
       // Said by the tier's own WARN (#stop), counted in #openErrors.
       await this.#writer.open({ report: false });
+      if (this.#closed) return; // reads nothing more after the close
       const last = await this.#lastRowOfFiles();
       if (last !== null) this.#newestT = this.#newestWrittenT = this.#lastAtOpen = last;
       this.#opened = true;
@@ -412,8 +421,8 @@ export class DiskTier {
    * stop's budget leaves) and keeps the runtime.data_dir lock until it resolves or the process
    * exits: a bound here would resolve with a write still in the disk's hands, and the lock would be
    * released behind it. Not waited for: an open() a start abandoned on a hung mount (the first,
-   * not a retry's #reopening): once the disk answers it may make the folder and the file, and
-   * writes no row (the closed writer ends it there).
+   * not a retry's #reopening): once the disk answers it writes no row, and what its late call made
+   * (the folder, the empty file) is removed again (see open()).
    */
   async close(): Promise<void> {
     await this.#reopening;
@@ -427,6 +436,7 @@ export class DiskTier {
       this.#heldBytes = 0;
       this.#lose(rows.length, this.#lastError ?? "history disk tier closed");
     }
+    this.#closed = true; // (a retry's #reopening, awaited above, went on to its end)
     await this.#writer.close();
   }
 

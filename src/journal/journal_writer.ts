@@ -233,7 +233,10 @@ export class JournalWriter {
    * is counted nor logged. `note`: what else the failure means to the caller, appended (after
    * `; `) to that ERROR, so one cause is said in one line. Closed while it opened (a hung mount
    * answering after the owner's stop), it resolves, holds no file (one opened meanwhile is closed
-   * again) and changes nothing more on disk: no segment removed, none begun (#ClosedMeanwhile).
+   * again) and changes nothing more on disk: no segment removed, none begun (#ClosedMeanwhile);
+   * what the call that answered after the close made is removed again (#undoLate): the folder
+   * when it holds nothing, the file when it held nothing before (an empty one there before goes
+   * too: it held nothing). Removed, not prevented: the call was made before the close.
    * With a write under way or begun meanwhile, the file is opened once (#preparing). Called once
    * closed, it resolves at once, without a call on the disk (no folder made).
    */
@@ -603,11 +606,15 @@ export class JournalWriter {
    * line.
    */
   async #prepare(bytes: number, fresh = false, opening = false): Promise<void> {
-    // open()'s: ends where it is once the writer was closed meanwhile (#ClosedMeanwhile).
-    const step = opening
-      ? async <T>(call: Promise<T>): Promise<T> => {
+    // open()'s: ends where it is once the writer was closed meanwhile (#ClosedMeanwhile), undoing
+    // what the call that answered after the close made (`undo`: #undoLate).
+    const step: Step = opening
+      ? async <T>(call: Promise<T>, undo?: () => Promise<void>, path = ""): Promise<T> => {
         const result = await call;
-        if (this.#closed) throw new ClosedMeanwhile();
+        if (this.#closed) {
+          if (undo !== undefined) await this.#undoLate(undo, path);
+          throw new ClosedMeanwhile();
+        }
         return result;
       }
       : identity;
@@ -615,14 +622,14 @@ export class JournalWriter {
     if (s === null) {
       if (this.#handle === null) {
         this.#size = await step(this.#o.files.fileSize(this.currentPath!));
-        await this.#openFile(this.currentPath!, step);
+        await this.#openFile(this.currentPath!, step, this.#size === 0);
       }
       return;
     }
     const full = (size: number) => size > 0 && (fresh || size + bytes > s.maxFileBytes);
     for (;;) {
       if (this.#handle === null) {
-        await step(this.#o.files.ensureDir(s.dir));
+        await step(this.#o.files.ensureDir(s.dir), () => this.#removeIfEmpty(s.dir), s.dir);
         if (this.#segment === null) {
           this.#segment = (await step(segmentNumbers(this.#o.files, s))).at(-1) ?? 1;
         }
@@ -634,7 +641,7 @@ export class JournalWriter {
           await this.#prune(s, opening);
           continue;
         }
-        await this.#openFile(path, step);
+        await this.#openFile(path, step, size === 0);
         this.#size = size;
       }
       if (!full(this.#size)) return;
@@ -685,15 +692,39 @@ export class JournalWriter {
     );
   }
 
-  /** Opens `path`; `step` wraps each call on the disk (#prepare's check of a close meanwhile). */
-  async #openFile(
-    path: string,
-    step: <T>(call: Promise<T>) => Promise<T> = identity,
-  ): Promise<void> {
+  /**
+   * Opens `path`; `step` wraps each call on the disk (#prepare's check of a close meanwhile).
+   * `empty`: the file held nothing (or was missing) when its size was read.
+   */
+  async #openFile(path: string, step: Step = identity, empty = false): Promise<void> {
     this.#needsNewline = !(await step(this.#o.files.endsWithNewline(path)));
     this.#handle = await this.#o.files.openAppend(path);
-    // Closed meanwhile (open()'s): open() closes the handle again.
-    if (step !== identity) await step(Promise.resolve());
+    // Closed meanwhile (open()'s): open() closes the handle again, and a file that held nothing
+    // (made by this open, most likely) is removed: a late open leaves no empty file behind.
+    if (step !== identity) {
+      await step(Promise.resolve(), empty ? () => this.#o.files.remove(path) : undefined, path);
+    }
+  }
+
+  /** `dir` removed when it holds nothing (a folder with anything in it stays). */
+  async #removeIfEmpty(dir: string): Promise<void> {
+    if ((await this.#o.files.listNames(dir)).length === 0) await this.#o.files.remove(dir);
+  }
+
+  /**
+   * Undoes what a call of open() that answered after the close made at `path` (a hung mount
+   * answering after the owner's stop, its lock released by then): the folder it made, the empty
+   * file it opened. Never throws: a failure is said in one WARN, and open() resolves as it would.
+   */
+  async #undoLate(undo: () => Promise<void>, path: string): Promise<void> {
+    try {
+      await undo();
+    } catch (err) {
+      this.#o.log.warn(
+        `${this.#o.name}: ${path}, made by its open after the journal was closed, could not be ` +
+          `removed (${errorMessage(err)})`,
+      );
+    }
   }
 
   /**
@@ -830,6 +861,12 @@ class ClosedMeanwhile extends Error {
     super("the journal was closed while it opened");
   }
 }
+
+/**
+ * Wraps a call on the disk in #prepare; `undo` removes what the call made at `path`, should
+ * open()'s call answer after the close (#undoLate).
+ */
+type Step = <T>(call: Promise<T>, undo?: () => Promise<void>, path?: string) => Promise<T>;
 
 /** A call on the disk as it is (#prepare's step outside open()). */
 function identity<T>(call: Promise<T>): Promise<T> {

@@ -345,6 +345,8 @@ export class StateCache implements FreshReader {
    */
   readonly #listenerErrors: RateLimitedLog;
   #running = false;
+  /** Set by detachProviders(): no provider reaches the cache any more (#isCurrent). */
+  #providersDetached = false;
   #intervalMs: number;
   #staleness: StalenessBounds;
   /** Answers applied (#applySamples): tells a signal an answer repeats (SignalSlot.answer). */
@@ -618,9 +620,25 @@ export class StateCache implements FreshReader {
     if (this.#running) this.#loops.set(host.id, this.#newLoop(host));
   }
 
-  /** Whether `host` is still the registered one of its id (a reload may remove or replace it). */
+  /**
+   * Whether `host` still reaches the cache: the registered one of its id (a reload may remove or
+   * replace it), and the providers not detached (detachProviders).
+   */
   #isCurrent(host: ProviderHost): boolean {
-    return this.#opts.registry.host(host.id) === host;
+    return !this.#providersDetached && this.#opts.registry.host(host.id) === host;
+  }
+
+  /**
+   * From now on nothing a provider does reaches the cache: no poll answered or failed (the ones
+   * in flight included), no availability flip, no inventory is stored, published or told to the
+   * poll listeners. For a failed start about to stop the providers already up, on purpose
+   * (Kernel #failedStartStopsProviders): their going is not the devices' (no UNAVAILABLE sample,
+   * no device_availability of it on the bus, so none in telemetry, the history or the incident
+   * records). The cache keeps what it held; polls still run until stop(). Idempotent; never
+   * undone (the runtime is stopping).
+   */
+  detachProviders(): void {
+    this.#providersDetached = true;
   }
 
   /** Drops a removed host's state and stops its poll loop (a poll in flight finishes alone). */
