@@ -26,6 +26,14 @@ export * from "./grid.ts";
 export { isLoopbackHost } from "./loopback.ts";
 export { tellEach } from "./listeners.ts";
 export { DEVICE_DOWN_AFTER_POLLS, DEVICE_DOWN_MIN_MS, deviceDownAfterMs } from "./device_down.ts";
+export {
+  DERIVED_STALE_CYCLES,
+  DERIVED_STALE_MIN_MS,
+  DERIVED_WARN_CYCLES,
+  DERIVED_WARN_MIN_MS,
+  derivedStaleAfterMs,
+  derivedWarnAfterMs,
+} from "./liveness_bounds.ts";
 export * from "./mqtt.ts";
 export { SpellLog, type SpellLogOptions, SpellLogs } from "./spell_log.ts";
 export {

@@ -4,6 +4,9 @@
  * cross-field rule.
  */
 import {
+  DERIVED_WARN_CYCLES,
+  DERIVED_WARN_MIN_MS,
+  derivedWarnAfterMs,
   DEVICE_DOWN_AFTER_POLLS,
   DEVICE_DOWN_MIN_MS,
   deviceDownAfterMs,
@@ -278,18 +281,22 @@ function checkWarnBelowPollPeriod(config: Config, c: Checker): void {
 /**
  * A configured health.staleness.stale_after_ms (longer than polling.interval_ms: not warned about
  * by checkStaleBelowPollPeriod) with warn_after_ms 0, "derive it": the derived warn bound,
- * max(3 x polling.interval_ms x the provider's devices, 2000), never exceeds the stale bound
- * (state/staleness.ts stalenessBounds), so with a stale bound at or below its least value,
- * max(3 x interval, 2000), every device's warn bound is its stale bound and its health goes from
- * OK to STALE with no WARNING stage. 0 derives a warn bound, it does not ask for none: a warning
- * (the runtime runs as configured) naming a warn_after_ms that keeps the stage.
+ * max(3 x polling.interval_ms x the provider's devices, 2000) (common/liveness_bounds.ts
+ * derivedWarnAfterMs, as state/staleness.ts stalenessBounds derives it), never exceeds the stale
+ * bound, so with a stale bound at or below its least value, max(3 x interval, 2000), every
+ * device's warn bound is its stale bound and its health goes from OK to STALE with no WARNING
+ * stage. 0 derives a warn bound, it does not ask for none: a warning (the runtime runs as
+ * configured) naming a warn_after_ms that keeps the stage. A device whose cycle is longer (more
+ * devices, slower poll hints: known only once its provider lists them) is said by the state cache
+ * at inventory (state/state_cache.ts, no WARNING stage).
  */
 function checkNoWarningStage(config: Config, c: Checker): void {
   const { warnAfterMs, staleAfterMs } = config.health.staleness;
   const intervalMs = config.polling.intervalMs;
   const key = ["health", "staleness", "stale_after_ms"];
   if (warnAfterMs !== 0 || staleAfterMs === 0 || staleAfterMs <= intervalMs) return;
-  const leastDerivedWarnMs = Math.max(3 * intervalMs, 2000);
+  // The least cycle: one device, polled every interval (common/liveness_bounds.ts).
+  const leastDerivedWarnMs = derivedWarnAfterMs(intervalMs);
   if (staleAfterMs > leastDerivedWarnMs) return;
   if (
     c.hasErrorAt(key) || c.hasErrorAt(["health", "staleness", "warn_after_ms"]) ||
@@ -305,8 +312,9 @@ function checkNoWarningStage(config: Config, c: Checker): void {
     }, say) to keep one`;
   c.warning(
     key,
-    `leaves devices no WARNING stage: warn_after_ms is 0, derived as max(3 x ` +
-      `polling.interval_ms x the provider's devices, 2000), at least ${leastDerivedWarnMs} here, ` +
+    `leaves devices no WARNING stage: warn_after_ms is 0, derived as max(${DERIVED_WARN_CYCLES} ` +
+      `x polling.interval_ms x the provider's devices, ${DERIVED_WARN_MIN_MS}), at least ` +
+      `${leastDerivedWarnMs} here, ` +
       `and never above stale_after_ms (${staleAfterMs}), so every device's health goes from OK ` +
       `to STALE without WARNING; ${fix}`,
   );
@@ -326,6 +334,9 @@ function checkNoWarningStage(config: Config, c: Checker): void {
 function checkLossDetection(config: Config, c: Checker): void {
   const h = config.history;
   if (!h.enabled) return;
+  // The interval read then is the default, not the file's: a delay judged from it would name a
+  // figure the file does not give, beside the error that says what is wrong with polling.
+  if (intervalInError(c)) return;
   const delayMs = deviceDownAfterMs(config.polling.intervalMs);
   // Read after the window: as for any trigger. Found at exactly incident_after_s it is found after
   // its window (history/incidents.ts Pending.endedMs): a trigger joining it has a window of its own.

@@ -4,6 +4,7 @@
  * state cache (every signal's bound, every device's poll period) and the health view (each
  * device's liveness). docs/http-api.md, "Provider policies", gives the rules.
  */
+import { derivedStaleAfterMs, derivedWarnAfterMs } from "../common/mod.ts";
 
 /** Liveness thresholds for one provider's devices (`health.staleness`; docs/http-api.md). */
 export interface StalenessBounds {
@@ -13,7 +14,7 @@ export interface StalenessBounds {
 
 /**
  * cycle = max(interval x device_count, the device's poll period);
- * warn = configured > 0 ? configured : max(3 x cycle, 2000);
+ * warn = configured > 0 ? configured : max(3 x cycle, 2000) (common/liveness_bounds.ts);
  * stale = configured > 0 ? configured : max(8 x cycle, 5000); warn <= stale.
  * Without `pollPeriodMs` the period is the interval (every device polled every cycle).
  */
@@ -23,11 +24,20 @@ export function stalenessBounds(
   deviceCount: number,
   pollPeriodMs = 0,
 ): StalenessBounds {
-  const interval = pollingIntervalMs > 0 ? pollingIntervalMs : 500;
-  const cycle = Math.max(interval * Math.max(1, deviceCount), pollPeriodMs);
-  const stale = configured.staleAfterMs > 0 ? configured.staleAfterMs : Math.max(8 * cycle, 5000);
-  const warn = configured.warnAfterMs > 0 ? configured.warnAfterMs : Math.max(3 * cycle, 2000);
+  const cycle = pollCycleMs(pollingIntervalMs, deviceCount, pollPeriodMs);
+  const stale = configured.staleAfterMs > 0 ? configured.staleAfterMs : derivedStaleAfterMs(cycle);
+  const warn = configured.warnAfterMs > 0 ? configured.warnAfterMs : derivedWarnAfterMs(cycle);
   return { warnAfterMs: Math.min(warn, stale), staleAfterMs: stale };
+}
+
+/** The poll cycle stalenessBounds derives bounds from: max(interval x device_count, period). */
+export function pollCycleMs(
+  pollingIntervalMs: number,
+  deviceCount: number,
+  pollPeriodMs = 0,
+): number {
+  const interval = pollingIntervalMs > 0 ? pollingIntervalMs : 500;
+  return Math.max(interval * Math.max(1, deviceCount), pollPeriodMs);
 }
 
 /** What the poll period and staleness rules read of one declared signal. */
@@ -85,12 +95,47 @@ export function signalStaleAfterMs(
   return Math.max(declaredMs, floor);
 }
 
+/**
+ * A device left with no WARNING stage that the configuration check cannot tell: health.staleness
+ * sets stale_after_ms and leaves warn_after_ms 0, "derive it", and the warn bound derived from
+ * the device's cycle, max(3 x cycle, 2000), reaches the stale bound (stalenessBounds caps it
+ * there: its health goes from OK to STALE without WARNING), while the least derived warn bound,
+ * max(3 x polling.interval_ms, 2000), does not (where it does, config/_semantic.ts warns of every
+ * device). The cycle is longer for a provider with more devices and a device whose poll hints
+ * slow its polls: known only at inventory.
+ */
+export interface NoWarningStage {
+  /** The configured health.staleness.stale_after_ms. */
+  readonly staleAfterMs: number;
+  /** The device's cycle (ms): max(polling.interval_ms x its provider's devices, its period). */
+  readonly cycleMs: number;
+  /** The warn bound derived from that cycle, before the stale bound caps it. */
+  readonly derivedWarnMs: number;
+}
+
+/** NoWarningStage for one device, null when it keeps its WARNING stage or the file tells it. */
+export function noWarningStage(
+  configured: StalenessBounds,
+  pollingIntervalMs: number,
+  deviceCount: number,
+  pollPeriodMs: number,
+): NoWarningStage | null {
+  const staleAfterMs = configured.staleAfterMs;
+  if (configured.warnAfterMs > 0 || !(staleAfterMs > 0)) return null;
+  if (staleAfterMs <= derivedWarnAfterMs(pollCycleMs(pollingIntervalMs, 1))) return null;
+  const cycleMs = pollCycleMs(pollingIntervalMs, deviceCount, pollPeriodMs);
+  const derivedWarnMs = derivedWarnAfterMs(cycleMs);
+  return derivedWarnMs < staleAfterMs ? null : { staleAfterMs, cycleMs, derivedWarnMs };
+}
+
 /** One device under the rules above: how often it is polled and when its samples are stale. */
 export interface DeviceStaleness {
   /** devicePollPeriodMs. */
   readonly pollPeriodMs: number;
   /** The device's liveness bounds (stalenessBounds over its poll period). */
   readonly bounds: StalenessBounds;
+  /** Whether it has no WARNING stage the configuration check cannot tell (null: it has one). */
+  readonly noWarningStage: NoWarningStage | null;
   /** The stale bound of one of its signals that declares `declaredMs` (0: none). */
   signalStaleAfterMs(declaredMs: number): number;
 }
@@ -110,6 +155,7 @@ export function deviceStaleness(
   return {
     pollPeriodMs,
     bounds,
+    noWarningStage: noWarningStage(configured, pollingIntervalMs, deviceCount, pollPeriodMs),
     signalStaleAfterMs: (declaredMs) =>
       signalStaleAfterMs(declaredMs, configured, pollPeriodMs, bounds.staleAfterMs),
   };

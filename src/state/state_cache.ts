@@ -15,6 +15,8 @@ import {
 import {
   type Clock,
   DepartedDates,
+  DERIVED_WARN_CYCLES,
+  DERIVED_WARN_MIN_MS,
   type DeviceCapabilities,
   deviceHandle,
   errorMessage,
@@ -45,7 +47,7 @@ import {
 } from "../providers/mod.ts";
 import { noneAnswered, signalsFail } from "./_answers.ts";
 import { RateLimitedLog } from "./_rate_limited_log.ts";
-import { deviceStaleness, type StalenessBounds } from "./staleness.ts";
+import { deviceStaleness, type NoWarningStage, type StalenessBounds } from "./staleness.ts";
 
 /**
  * One cached signal sample. `value` is null for a declared signal the provider has only answered
@@ -137,6 +139,12 @@ export interface TimestampSkew {
   last_at_epoch_ms: number | null;
 }
 
+/**
+ * Devices of one provider a recomputation of bounds (an inventory, a reload) names in a
+ * no-WARNING-stage line (StateCache #boundSlots); the others are counted in one more line.
+ */
+export const NO_WARNING_STAGE_LOG_DEVICES = 5;
+
 /** Log lines about refused or faulted samples per provider, kind and window; the rest is counted. */
 export const DATA_FAULT_LOG_LINES = 5;
 /** The window of DATA_FAULT_LOG_LINES. */
@@ -225,6 +233,12 @@ interface MutableDeviceState {
   pollPeriodMs: number;
   /** This device's liveness bounds (health.staleness, else derived with its poll period). */
   bounds: StalenessBounds;
+  /**
+   * The figures of the no-WARNING-stage line last written of it (noWarningStageNews: configured
+   * stale bound and derived warn bound), "" when none: said once, again only when they change.
+   * Kept across rediscovery.
+   */
+  noWarningStageTold: string;
   /** Poll-loop cycles still to skip before this device is polled again (0: polled next cycle). */
   skipCycles: number;
   /**
@@ -344,6 +358,8 @@ export class StateCache implements FreshReader {
    * not skip the listeners after it (the history, the alarms) nor the rest of the poll.
    */
   readonly #listenerErrors: RateLimitedLog;
+  /** Lines of what bounds leave (no WARNING stage): a logger that throws never stops an inventory. */
+  readonly #quietLog: Logger;
   #running = false;
   /** Set by detachProviders(): no provider reaches the cache any more (#isCurrent). */
   #providersDetached = false;
@@ -384,6 +400,7 @@ export class StateCache implements FreshReader {
       windowMs: DATA_FAULT_LOG_WINDOW_MS,
       monoMs: () => opts.clock.monoMs(),
     });
+    this.#quietLog = neverThrowing(this.#log);
     this.#intervalMs = opts.intervalMs;
     this.#staleness = opts.staleness ?? { warnAfterMs: 0, staleAfterMs: 0 };
     opts.registry.eachHost((host) => this.#addHost(host));
@@ -498,12 +515,21 @@ export class StateCache implements FreshReader {
     const interval = this.#intervalMs;
     const count = host.devices.length;
     const nowMono = this.#opts.clock.monoMs();
+    let told = 0;
+    let untold = 0;
     for (const caps of host.devices) {
       const dev = devices.get(caps.device.deviceId);
       if (!dev) continue;
       const rules = deviceStaleness(this.#staleness, interval, caps.signals, count);
       dev.pollPeriodMs = rules.pollPeriodMs;
       dev.bounds = rules.bounds;
+      const none = rules.noWarningStage;
+      if (noWarningStageNews(dev, none) && none !== null) {
+        if (told < NO_WARNING_STAGE_LOG_DEVICES) {
+          told++;
+          this.#quietLog.warn(noWarningStageLine(dev, none));
+        } else untold++;
+      }
       // A reload to a longer interval must not leave a skip count of the shorter one.
       dev.skipCycles = Math.min(dev.skipCycles, Math.round(rules.pollPeriodMs / interval) - 1);
       for (const spec of caps.signals) {
@@ -521,6 +547,13 @@ export class StateCache implements FreshReader {
         }
         slot.staleAfterMs = bound;
       }
+    }
+    if (untold > 0) {
+      this.#quietLog.warn(
+        `${untold} more device(s) of provider ${host.id} have no WARNING stage as above ` +
+          `(${NO_WARNING_STAGE_LOG_DEVICES} named, NO_WARNING_STAGE_LOG_DEVICES); each device's ` +
+          "poll_period_ms is in GET /v0/providers/health",
+      );
     }
   }
 
@@ -1518,6 +1551,7 @@ export class StateCache implements FreshReader {
         availabilityAt: prev?.availabilityAt ?? departedAt,
         pollPeriodMs: this.#intervalMs, // set by #boundSlots below
         bounds: { warnAfterMs: 0, staleAfterMs: 0 },
+        noWarningStageTold: prev?.noWarningStageTold ?? "",
         skipCycles: 0,
         readsAnswered: prev?.readsAnswered ?? false,
         queuedPoll: null,
@@ -1535,6 +1569,28 @@ export class StateCache implements FreshReader {
     this.#polledDevices.set(providerId, [...next.values()].filter((d) => d.pollable.length > 0));
     this.#boundSlots(host, next);
   }
+}
+
+/**
+ * Whether a device's bounds newly leave it no WARNING stage (staleness.ts noWarningStage), with
+ * figures not said of it before; notes them (and forgets them when it has a stage again).
+ */
+function noWarningStageNews(dev: MutableDeviceState, none: NoWarningStage | null): boolean {
+  const key = none === null ? "" : `${none.staleAfterMs}/${none.derivedWarnMs}`;
+  if (key === dev.noWarningStageTold) return false;
+  dev.noWarningStageTold = key;
+  return none !== null;
+}
+
+/** The line naming a device with no WARNING stage, its stale bound and its derived warn bound. */
+function noWarningStageLine(dev: MutableDeviceState, none: NoWarningStage): string {
+  return `${quoteDeviceHandle(dev.providerId, dev.deviceId)} has no WARNING stage: ` +
+    `health.staleness.stale_after_ms is ${none.staleAfterMs} and warn_after_ms 0 derives its ` +
+    `warn bound as max(${DERIVED_WARN_CYCLES} x its poll cycle, ${DERIVED_WARN_MIN_MS}) = ` +
+    `${none.derivedWarnMs} ms, not below it (its cycle is ${none.cycleMs} ms: its provider's ` +
+    "devices x polling.interval_ms, or its own poll period), so its health goes from OK to " +
+    "STALE without WARNING; set health.staleness.warn_after_ms above polling.interval_ms and " +
+    `below ${none.staleAfterMs} to keep one`;
 }
 
 /** Where a poll of a host removed meanwhile records its figures (read by nobody). */

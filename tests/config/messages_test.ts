@@ -29,6 +29,10 @@ const RUN_OVER_TOTAL: [string, string] = [
   "is below what one run's event file may reach",
 ];
 
+/** history: a ring as long as incident_before_s, the window read at its trigger. */
+const SHORT_RING =
+  "history:\n  memory_seconds: 10\n  incident_before_s: 10\n  incident_after_s: 0\n";
+
 function assertDiagnostics(result: LoadConfigResult, expect: Array<[string, string]>): void {
   const got = result.diagnostics.map((d) => ({
     at: `${d.severity} ${d.path}`,
@@ -626,6 +630,28 @@ runs:
       `${staleness} judged against the default interval`,
     yaml: `${PROV}\npolling: 5\nhealth:\n  staleness: ${staleness}\n`,
     expect: [["error polling", "must be a mapping, got 5"]],
+  })),
+  // A ring just as long as incident_before_s: any device-loss delay leaves part of the loss's
+  // window outside it (a warning at polling.interval_ms, naming the delay) -- but not a delay
+  // judged from the default interval (500) when polling or its interval_ms is in error.
+  {
+    name:
+      "a device-loss delay past the ring is warned about at polling.interval_ms, with its figure",
+    yaml: `${PROV}\npolling:\n  interval_ms: 100\n${SHORT_RING}`,
+    expect: [[
+      "warning polling.interval_ms",
+      "a device that drops out is found down 0.5 s after its first failed read",
+    ]],
+  },
+  ...([
+    ["polling: 5", "error polling", "must be a mapping, got 5"],
+    ["polling:\n  interval_ms: 99", "error polling.interval_ms", "99"],
+    ["polling:\n  interval_ms: fast", "error polling.interval_ms", "must be an integer"],
+  ] as const).map(([polling, at, text]): Case => ({
+    name: `${polling.replace("\n ", "")} is only its error, not also a warning of a device-loss ` +
+      "delay past the ring judged against the default interval",
+    yaml: `${PROV}\n${polling}\n${SHORT_RING}`,
+    expect: [[at, text]],
   })),
   {
     name: "unknown safety and health keys are warned about at their place",
