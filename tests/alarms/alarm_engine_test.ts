@@ -1207,48 +1207,76 @@ Deno.test("AlarmEngine's interlock conditions block on a type mismatch inside an
   }
 });
 
+/**
+ * One read of p0/probe/count (`count`, its decimal text) and whether each interlock named in
+ * `blocks` blocks its function then; `why`, when the outcome is not plain, says why.
+ */
+interface CountStep {
+  readonly count: string;
+  readonly blocks: Readonly<Record<string, boolean>>;
+  readonly why?: string;
+}
+
+/**
+ * The interlocks `conditions` (probeInterlocks) over p0/probe, its count read as each of `steps`
+ * says, in order: after each read, the interlocks it names block as it says.
+ */
+async function assertCountSteps(
+  conditions: Record<string, string>,
+  steps: readonly CountStep[],
+): Promise<void> {
+  const s = await setup(probeInterlocks(conditions));
+  try {
+    for (const { count, blocks: expected, why } of steps) {
+      await readCount(s, count);
+      const names = Object.keys(expected);
+      const found = blocking(s, ...names);
+      assert.deepEqual(
+        Object.fromEntries(names.map((name, i) => [name, found[i]])),
+        expected,
+        `p0/probe/count ${count}${why === undefined ? "" : `: ${why}`}`,
+      );
+    }
+  } finally {
+    await s.close();
+  }
+}
+
 Deno.test("AlarmEngine's interlock conditions compare a 64-bit integer signal exactly, past 2^53", async () => {
-  const s = await setup(probeInterlocks({
+  // 2^53 is a double exactly; 2^53 + 1 is not (as a double it would equal 2^53).
+  await assertCountSteps({
     big: "p0/probe/count > 9007199254740992",
     eq: "p0/probe/count == 5",
     lit: "9007199254740992 < p0/probe/count",
     eqbig: "p0/probe/count == 9007199254740992",
-  }));
-  try {
-    // 2^53 is a double exactly; 2^53 + 1 is not (as a double it would equal 2^53).
-    await readCount(s, "9007199254740992");
-    assert.deepEqual(blocking(s, "big", "eq", "lit"), [false, false, false]);
-    assert.equal(blocks(s, "eqbig"), true, "a 64-bit integer equals the number of the same value");
-    await readCount(s, "9007199254740993");
-    assert.equal(blocks(s, "eqbig"), false);
-    assert.deepEqual(blocking(s, "big", "eq", "lit"), [true, false, true]);
-    await readCount(s, "5");
-    assert.deepEqual(blocking(s, "big", "eq", "lit"), [false, true, false]);
-  } finally {
-    await s.close();
-  }
+  }, [
+    {
+      count: "9007199254740992",
+      blocks: { big: false, eq: false, lit: false, eqbig: true },
+      why: "a 64-bit integer equals the number of the same value",
+    },
+    { count: "9007199254740993", blocks: { eqbig: false, big: true, eq: false, lit: true } },
+    { count: "5", blocks: { big: false, eq: true, lit: false } },
+  ]);
 });
 
 Deno.test("AlarmEngine's interlock conditions keep an integer literal past 2^53 exact", async () => {
-  const s = await setup(probeInterlocks({
+  // As a double the literal would be 2^53: equal to 2^53, not to 2^53 + 1, and >= neither.
+  await assertCountSteps({
     eq: "p0/probe/count == 9007199254740993",
     ne: "p0/probe/count != 9007199254740993",
     ge: "p0/probe/count >= 9007199254740993",
     lo: "p0/probe/count < -9223372036854775807",
-  }));
-  try {
-    // As a double the literal would be 2^53: equal to 2^53, not to 2^53 + 1, and >= neither.
-    await readCount(s, "9007199254740992");
-    assert.deepEqual(blocking(s, "eq", "ne", "ge"), [false, true, false]);
-    await readCount(s, "9007199254740993");
-    assert.deepEqual(blocking(s, "eq", "ne", "ge"), [true, false, true]);
-    await readCount(s, "-9223372036854775808");
-    assert.equal(blocks(s, "lo"), true, "-(2^63) < -(2^63 - 1)");
-    await readCount(s, "-9223372036854775807");
-    assert.equal(blocks(s, "lo"), false, "as doubles both are -2^63: not less");
-  } finally {
-    await s.close();
-  }
+  }, [
+    { count: "9007199254740992", blocks: { eq: false, ne: true, ge: false } },
+    { count: "9007199254740993", blocks: { eq: true, ne: false, ge: true } },
+    { count: "-9223372036854775808", blocks: { lo: true }, why: "-(2^63) < -(2^63 - 1)" },
+    {
+      count: "-9223372036854775807",
+      blocks: { lo: false },
+      why: "as doubles both are -2^63: not less",
+    },
+  ]);
 });
 
 Deno.test("AlarmEngine's interlock view says since when it has been released, from its first evaluation", async () => {

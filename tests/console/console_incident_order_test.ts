@@ -17,7 +17,7 @@ import {
   waitForText,
 } from "../helpers/browser.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { T } from "../helpers/programmable_provider.ts";
+import { programReadFailure } from "../helpers/programmable_provider.ts";
 import { probeValues, startRig, T0 } from "../history/_history_helpers.ts";
 
 Deno.test({
@@ -35,16 +35,7 @@ Deno.test({
       rig.rt.outages.setDownAfterMs(180_000);
       rig.clock.mono = 1_000_000;
       await rig.poll(T0 + 10_000, probeValues(1, 1));
-      await rig.rt.registry.host("p0")!.request("call", {
-        device_id: "probe",
-        function_id: 1,
-        args: {
-          answer: {
-            type: T.STRING,
-            string_value: JSON.stringify({ read: { error: { code: 14, message: "bus fault" } } }),
-          },
-        },
-      });
+      await programReadFailure(rig.rt.registry.host("p0")!);
       rig.clock.wallMs = T0 + 10_500;
       await rig.rt.cache.pollDevice("p0", "probe"); // its first failed read: the loss's date
       rig.clock.mono += 49_500;

@@ -164,6 +164,27 @@ export function dbl(id: string, v: number | string, o: Partial<Sample> = {}): Sa
   return { id, type: T.DOUBLE, double: v, quality: Q.OK, ...o };
 }
 
+/**
+ * Programs `device` (default the history rigs' probe) of the programmable provider `host` runs, in
+ * its current process, to fail its reads from its next poll on: UNAVAILABLE (14) "bus fault".
+ * Shared by the incident tests (tests/history/incident*_test.ts, console_incident_order_test).
+ */
+export async function programReadFailure(
+  host: Pick<ProviderHost, "request">,
+  device = "probe",
+): Promise<void> {
+  await host.request("call", {
+    device_id: device,
+    function_id: 1,
+    args: {
+      answer: {
+        type: T.STRING,
+        string_value: JSON.stringify({ read: { error: { code: 14, message: "bus fault" } } }),
+      },
+    },
+  });
+}
+
 /** How an AnswerProgram answers a ReadSignals (the child's applyProgram, then its values). */
 function readAnswer(p: AnswerProgram): FakeAnswer<"read_signals"> {
   return {

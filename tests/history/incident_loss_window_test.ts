@@ -196,6 +196,24 @@ async function withLossRig<T>(
   }
 }
 
+/** What withLossRig hands its body. */
+type LossRig = Parameters<Parameters<typeof withLossRig>[1]>[0];
+
+/**
+ * withLossRig over `window` from the device's last good read: x = 1 polled at the rig's start,
+ * `t0`, handed to `body` with the rig.
+ */
+function afterLastGoodRead<T>(
+  window: LossWindow,
+  body: (rig: LossRig, t0: number) => Promise<T>,
+): Promise<T> {
+  return withLossRig(window, (rig) => {
+    const t0 = rig.clock.wall;
+    rig.pollSignals(["x"], 1);
+    return body(rig, t0);
+  });
+}
+
 /** Asserts sample times (ms from t0) never fall. */
 function assertNeverFalls(times: number[]): void {
   for (let i = 1; i < times.length; i++) {
@@ -206,32 +224,33 @@ function assertNeverFalls(times: number[]): void {
 Deno.test("a device loss's record holds its whole window when the window fits memory_seconds, whatever the detection took", async () => {
   // memory_seconds 3 = incident_before_s 1 + incident_after_s 2: the window fits the ring.
   const window = { memorySeconds: 3, incidentBeforeS: 1, incidentAfterS: 2, diskMaxBytes: 0 };
-  await withLossRig(window, async ({ clock, pollSignals, incidents, failing, lost, recorded }) => {
-    const t0 = clock.wall;
-    pollSignals(["x"], 1); // t0: the last good read
-    clock.advance(500);
-    pollSignals(["x"], 2); // t0 + 500: its reads begin failing here (the value does not matter)
-    const failingMono = failing();
-    clock.advance(1000); // down 1 s later: a loss dated t0 + 500
-    lost(failingMono);
-    // The window [t0 - 500, t0 + 2500] has passed at t0 + 2500; the device's provider polls on
-    // (its other devices, this one's failed reads) and the ring lets go of what is 3 s old.
-    for (let k = 0; k < 12; k++) {
-      clock.advance(250);
-      pollSignals(["x"], 3);
-    }
-    const h = await recorded();
-    assert.equal(h.at_epoch_ms, t0 + 500);
-    assert.equal(h.from_epoch_ms, t0 - 500);
-    assert.equal(h.until_epoch_ms, t0 + 2500);
-    const { signals } = await incidents.get(h.incident_id);
-    const times = signals[0]!.samples.map((s) => s[0] - t0);
-    assert.deepEqual(
-      times.slice(0, 2),
-      [0, 500],
-      `the window's oldest samples are in the record: ${times}`,
-    );
-  });
+  await afterLastGoodRead(
+    window,
+    async ({ clock, pollSignals, incidents, failing, lost, recorded }, t0) => {
+      clock.advance(500);
+      pollSignals(["x"], 2); // t0 + 500: its reads begin failing here (the value does not matter)
+      const failingMono = failing();
+      clock.advance(1000); // down 1 s later: a loss dated t0 + 500
+      lost(failingMono);
+      // The window [t0 - 500, t0 + 2500] has passed at t0 + 2500; the device's provider polls on
+      // (its other devices, this one's failed reads) and the ring lets go of what is 3 s old.
+      for (let k = 0; k < 12; k++) {
+        clock.advance(250);
+        pollSignals(["x"], 3);
+      }
+      const h = await recorded();
+      assert.equal(h.at_epoch_ms, t0 + 500);
+      assert.equal(h.from_epoch_ms, t0 - 500);
+      assert.equal(h.until_epoch_ms, t0 + 2500);
+      const { signals } = await incidents.get(h.incident_id);
+      const times = signals[0]!.samples.map((s) => s[0] - t0);
+      assert.deepEqual(
+        times.slice(0, 2),
+        [0, 500],
+        `the window's oldest samples are in the record: ${times}`,
+      );
+    },
+  );
 });
 
 Deno.test("a device loss found after the ring let go of its whole window records what the ring still holds, not an empty window", async () => {
@@ -240,28 +259,29 @@ Deno.test("a device loss found after the ring let go of its whole window records
   // the record was that window with no sample in it; now it is clamped to what the ring holds of
   // the device: from memory_seconds before the capture to the capture.
   const window = { memorySeconds: 10, incidentBeforeS: 2, incidentAfterS: 3, diskMaxBytes: 0 };
-  await withLossRig(window, async ({ clock, pollSignals, incidents, failing, lost, recorded }) => {
-    const t0 = clock.wall;
-    pollSignals(["x"], 1); // t0: the last good read
-    clock.advance(60_000);
-    pollSignals(["x"], 2); // t0 + 60 s: its first failed read
-    const failingMono = failing();
-    clock.advance(60_000);
-    pollSignals(["x"], 3); // t0 + 120 s
-    clock.advance(60_000);
-    pollSignals(["x"], 4); // t0 + 180 s: the ring now holds this poll only
-    lost(failingMono);
-    clock.advance(0); // the capture is due at once: incident_after_s passed long ago
-    const h = await recorded();
-    assert.equal(h.at_epoch_ms, t0 + 60_000);
-    assert.deepEqual(
-      [h.from_epoch_ms - t0, h.until_epoch_ms - t0, h.samples],
-      [170_000, 180_000, 1],
-      "the window is what the ring holds of the device when the loss is recorded",
-    );
-    const { signals } = await incidents.get(h.incident_id);
-    assert.deepEqual(signals[0]!.samples.map((s) => [s[0] - t0, s[1]]), [[180_000, 4]]);
-  });
+  await afterLastGoodRead(
+    window,
+    async ({ clock, pollSignals, incidents, failing, lost, recorded }, t0) => {
+      clock.advance(60_000);
+      pollSignals(["x"], 2); // t0 + 60 s: its first failed read
+      const failingMono = failing();
+      clock.advance(60_000);
+      pollSignals(["x"], 3); // t0 + 120 s
+      clock.advance(60_000);
+      pollSignals(["x"], 4); // t0 + 180 s: the ring now holds this poll only
+      lost(failingMono);
+      clock.advance(0); // the capture is due at once: incident_after_s passed long ago
+      const h = await recorded();
+      assert.equal(h.at_epoch_ms, t0 + 60_000);
+      assert.deepEqual(
+        [h.from_epoch_ms - t0, h.until_epoch_ms - t0, h.samples],
+        [170_000, 180_000, 1],
+        "the window is what the ring holds of the device when the loss is recorded",
+      );
+      const { signals } = await incidents.get(h.incident_id);
+      assert.deepEqual(signals[0]!.samples.map((s) => [s[0] - t0, s[1]]), [[180_000, 4]]);
+    },
+  );
 });
 
 Deno.test("a device loss whose reads began failing before a wall clock step back begins its record at its first failed read, by poll order, its times never falling", async () => {
@@ -270,11 +290,9 @@ Deno.test("a device loss whose reads began failing before a wall clock step back
   // the loss's date. Its first poll after the date is its first failed read (taken before the
   // step), not the next poll after the detection, which a search by wall time among the polls
   // since the step gave: the record then had neither the last good read nor the failed ones.
-  await withLossRig(
+  await afterLastGoodRead(
     WINDOW_2S,
-    async ({ clock, pollSignals, incidents, failing, lost, recorded }) => {
-      const t0 = clock.wall;
-      pollSignals(["x"], 1); // t0: the last good read
+    async ({ clock, pollSignals, incidents, failing, lost, recorded }, t0) => {
       clock.advance(500);
       pollSignals(["x"], 2); // t0 + 500: its first failed read
       const failingMono = failing();
@@ -965,11 +983,9 @@ Deno.test("a device failing as it came back whose provider then reports it UNREA
   // its provider's health reporting it UNREACHABLE (the date told then, failing still), and dates
   // its loss from there. Before: the recorder kept its next poll as its first failed read, the
   // loss dated a poll late, its window's end a poll late too.
-  await withLossRig(
+  await afterLastGoodRead(
     WINDOW_2S,
-    async ({ clock, pollSignals, change, recorded, takenOut, backAnsweringNothing }) => {
-      const t0 = clock.wall;
-      pollSignals(["x"], 1); // t0: the last good read
+    async ({ clock, pollSignals, change, recorded, takenOut, backAnsweringNothing }, t0) => {
       clock.advance(100);
       takenOut();
       clock.advance(100); // t0 + 200: back, answering nothing yet
@@ -1079,11 +1095,9 @@ for (const [step, what] of NO_STEP_AND_WALL_STEPS) {
 // record would begin at the reload and miss the failed reads that led to the loss).
 for (const outcome of ["its new process leaves it out", "the reload fails to start it"] as const) {
   Deno.test(`a device failing when a reload restarting its provider took it out, then lost (${outcome}), is dated at its first failed read, not at the take-out`, async () => {
-    await withLossRig(
+    await afterLastGoodRead(
       WINDOW_2S,
-      async ({ clock, pollSignals, incidents, change, failing, recorded }) => {
-        const t0 = clock.wall;
-        pollSignals(["x"], 1); // t0: the last good read
+      async ({ clock, pollSignals, incidents, change, failing, recorded }, t0) => {
         clock.advance(500);
         pollSignals(["x"], 2); // t0 + 500: its first failed read
         failing();

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { IncidentBegun, IncidentJoined } from "../../src/history/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { T } from "../helpers/programmable_provider.ts";
+import { programReadFailure } from "../helpers/programmable_provider.ts";
 import {
   PROBE,
   probeFile,
@@ -19,23 +19,9 @@ import {
 
 type Rig = Awaited<ReturnType<typeof startRig>>;
 
-/** The probe's reads fail from its next poll on (programmed in the provider's current process). */
-async function programFailure(rig: Rig): Promise<void> {
-  await rig.rt.registry.host("p0")!.request("call", {
-    device_id: "probe",
-    function_id: 1,
-    args: {
-      answer: {
-        type: T.STRING,
-        string_value: JSON.stringify({ read: { error: { code: 14, message: "bus fault" } } }),
-      },
-    },
-  });
-}
-
 /** A failed read of the probe at `atMs`, then the bound (500 ms) passed: down. */
 async function loseProbe(rig: Rig, atMs: number): Promise<void> {
-  await programFailure(rig);
+  await programReadFailure(rig.rt.registry.host("p0")!);
   rig.clock.wallMs = atMs;
   await rig.rt.cache.pollDevice("p0", "probe");
   rig.clock.mono! += 500;

@@ -10,23 +10,14 @@ import assert from "node:assert/strict";
 import type { IncidentBegun } from "../../src/history/mod.ts";
 import { MAX_UNLISTED_DEVICE_DATES } from "../../src/state/mod.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { type Inventory, T } from "../helpers/programmable_provider.ts";
+import { type Inventory, programReadFailure, T } from "../helpers/programmable_provider.ts";
 import { PROBE, probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
 
 type Rig = Awaited<ReturnType<typeof startRig>>;
 
 /** A failed read of the probe at `atMs`, then the bound (500 ms) passed: down. */
 async function loseProbe(rig: Rig, atMs: number): Promise<void> {
-  await rig.rt.registry.host("p0")!.request("call", {
-    device_id: "probe",
-    function_id: 1,
-    args: {
-      answer: {
-        type: T.STRING,
-        string_value: JSON.stringify({ read: { error: { code: 14, message: "bus fault" } } }),
-      },
-    },
-  });
+  await programReadFailure(rig.rt.registry.host("p0")!);
   rig.clock.wallMs = atMs;
   await rig.rt.cache.pollDevice("p0", "probe");
   rig.clock.mono! += 500;

@@ -8,7 +8,11 @@
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
-import { programmableProvider, T, TestClock } from "../helpers/programmable_provider.ts";
+import {
+  programmableProvider,
+  programReadFailure,
+  TestClock,
+} from "../helpers/programmable_provider.ts";
 import { tempDir } from "../helpers/kernel.ts";
 import { probeFile, probeValues, startRig, T0 } from "./_history_helpers.ts";
 import { InterceptedAppends } from "../helpers/journal_files.ts";
@@ -129,20 +133,6 @@ Deno.test("An e-stop produces one incident holding the samples before and after 
   }
 });
 
-/** A device's reads fail once the probe is programmed so (call this before the failing poll). */
-async function programFailure(rig: Awaited<ReturnType<typeof startRig>>): Promise<void> {
-  await rig.rt.registry.host("p0")!.request("call", {
-    device_id: "probe",
-    function_id: 1,
-    args: {
-      answer: {
-        type: T.STRING,
-        string_value: JSON.stringify({ read: { error: { code: 14, message: "bus fault" } } }),
-      },
-    },
-  });
-}
-
 Deno.test("Each device loss is an incident of that device; the records are bounded in count, and a restart says why one is not kept as before", async () => {
   const history = { incidentBeforeS: 2, incidentAfterS: 0, incidentMaxCount: 2, diskMaxBytes: 0 };
   const rig = await startRig({ history });
@@ -168,7 +158,7 @@ Deno.test("Each device loss is an incident of that device; the records are bound
     for (let n = 1; n <= 3; n++) {
       const at = T0 + n * 10_000;
       await rig.poll(at, probeValues(n, n));
-      await programFailure(rig);
+      await programReadFailure(rig.rt.registry.host("p0")!);
       rig.clock.wallMs = at + 500;
       await rig.rt.cache.pollDevice("p0", "probe"); // fails: failing, not yet down
       rig.clock.mono += 500;
@@ -328,7 +318,7 @@ async function startFailingProbe(): Promise<Awaited<ReturnType<typeof startRig>>
     rig.rt.outages.setDownAfterMs(500);
     rig.clock.mono = 1_000_000;
     await rig.poll(T0 + 1000, probeValues(1, 1));
-    await programFailure(rig);
+    await programReadFailure(rig.rt.registry.host("p0")!);
     rig.clock.wallMs = T0 + 1500;
     await rig.rt.cache.pollDevice("p0", "probe");
     return rig;

@@ -127,11 +127,20 @@ async function assertBetweenRunsCounted(r: Rewritten): Promise<void> {
   assert.equal(between.count, r.count, "every FAULT entry no run recorded is counted");
 }
 
-/** The next start closes the run left open (by `by`), as abandoned, with the count left out. */
-async function assertLeftOutCounted(r: Rewritten, by: string): Promise<void> {
+/**
+ * The next start closes the run left open (by `by`), as abandoned, with the count left out, ended
+ * where its last save says: at the shutdown's save (`end_basis` "shutdown", a save the rewrite's
+ * save again alone does not make) or, after a crash, at its last event.
+ */
+async function assertLeftOutCounted(r: Rewritten, by: "the shutdown" | "the crash"): Promise<void> {
   const closed = await closedAfterRestart(r.files, r.clock, r.runId);
   assert.equal(closed.type, "abandoned", `left open by ${by}`);
   assert.equal(closed.payload.events_not_recorded, r.count, "every event left out is counted");
+  assert.equal(
+    closed.payload.end_basis,
+    by === "the shutdown" ? "shutdown" : "last_event",
+    `ended where ${by} left its count saved`,
+  );
 }
 
 Deno.test("a count of safety events between runs saved while runs.jsonl is rewritten is saved again to the new file: a restart loses none", async () => {

@@ -299,14 +299,17 @@ Deno.test("Estop latched: a device-return run joined by many devices names MAX_N
   assert.ok(line.includes(`has devices ${named} and 2 more answering again;`), line);
 });
 
-Deno.test("Estop latched: a reload changing the ladder calls of a provider whose device return's securing run waits for its turn names the device return and the reload in its line, at WARN", async () => {
+/**
+ * Latched; plant comes back, its securing run's call held; a device of it answers again (a run
+ * waiting behind it), then a reload adds a call for plant before that run's turn. Once the reload's
+ * wait and plant's securing have ended, the latch is released: the lines said, returned.
+ */
+async function deviceReturnThenReloadLines(): Promise<string[]> {
   const { estop, host, lines, answerAll, deviceReturn, latched, backHeld } = holdingEstop({
     deviceReturns: true,
     safeState: heaterOffLadder(),
   });
   await latched("test", "the stop's ladder call");
-  // plant comes back: its securing run's call is held; a device of it answers again (a run that
-  // waits behind it), then a reload adds a call for plant before that run's turn.
   await backHeld();
   deviceReturn("plant1");
   const runs = estop.reconfigure({
@@ -318,7 +321,11 @@ Deno.test("Estop latched: a reload changing the ladder calls of a provider whose
   await untilTurns(() => (answerAll(), done), "the reload's wait");
   await estop.securing(host);
   estop.clear();
+  return lines;
+}
 
+Deno.test("Estop latched: a reload changing the ladder calls of a provider whose device return's securing run waits for its turn names the device return and the reload in its line, at WARN", async () => {
+  const lines = await deviceReturnThenReloadLines();
   const said = lines.filter((l) => /bringing it to the safe state \(2 call/.test(l));
   assert.equal(said.length, 1, lines.join("\n"));
   assert.match(
@@ -328,25 +335,7 @@ Deno.test("Estop latched: a reload changing the ladder calls of a provider whose
 });
 
 Deno.test("Estop latched: a reload changing the ladder calls of a provider whose device return's securing run waits for its turn opens no device-return spell", async () => {
-  const { estop, host, lines, answerAll, deviceReturn, latched, backHeld } = holdingEstop({
-    deviceReturns: true,
-    safeState: heaterOffLadder(),
-  });
-  await latched("test", "the stop's ladder call");
-  // As above: plant's return's securing run holds plant; a device of it answers again (a run
-  // waiting behind it), then a reload adds a call for plant before that run's turn.
-  await backHeld();
-  deviceReturn("plant1");
-  const runs = estop.reconfigure({
-    ...heaterOffLadder(),
-    hooks: [...heaterOffLadder().hooks, call("plant/plant0", "set_fan", { duty: { double: 0 } })],
-  });
-  let done = false;
-  void Promise.all(runs).then(() => (done = true));
-  await untilTurns(() => (answerAll(), done), "the reload's wait");
-  await estop.securing(host);
-  estop.clear();
-
+  const lines = await deviceReturnThenReloadLines();
   // Not the device-return spell's: no note, no count at the release.
   const spell = lines.filter((l) => /further securing runs|securing run\(s\) for devices/.test(l));
   assert.deepEqual(spell, [], lines.join("\n"));

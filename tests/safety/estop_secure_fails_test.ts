@@ -14,6 +14,7 @@ import { systemClock } from "../../src/host/mod.ts";
 import { Estop } from "../../src/safety/mod.ts";
 import type { FreshReader, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
 import { errorLog, faultRecordingModes, heaterOffLadder, recordingRouter } from "./_clock_rig.ts";
+import { call } from "./_fixture.ts";
 
 /** Provider plant, up, whose device list throws while `broken.on`; its changes and return told. */
 function brittleInventory() {
@@ -54,7 +55,11 @@ function brittleInventory() {
   };
 }
 
-Deno.test("Estop contains a securing run that fails while latched: one ERROR line, reported failed, the next return secured", async () => {
+/**
+ * The real Estop over brittleInventory (its calls recorded in `made`, its ERROR lines in `errors`,
+ * the latch securing it hands the modes port kept: `latchSecuring()`), latched by a trigger.
+ */
+async function latchedOverBrittle() {
   const made: string[] = [];
   const { inventory, host, broken, restarted } = brittleInventory();
   const { modes } = faultRecordingModes();
@@ -71,6 +76,17 @@ Deno.test("Estop contains a securing run that fails while latched: one ERROR lin
     safeState: heaterOffLadder(),
   });
   await estop.trigger("test");
+  return { estop, made, host, broken, restarted, errors, latchSecuring: () => latchSecuring };
+}
+
+/** The end of a failed securing run's ERROR line (and its error), naming what brought it. */
+const FAILED_LINE = (why: string) =>
+  `e-stop latched: securing provider plant (${why}) failed: inventory port failed; ` +
+  "it is not known to be at the safe state";
+
+Deno.test("Estop contains a securing run that fails while latched: one ERROR line, reported failed, the next return secured", async () => {
+  const { estop, made, host, broken, restarted, errors, latchSecuring } =
+    await latchedOverBrittle();
   assert.deepEqual(made, ["plant set_heater"], "the trigger's ladder call");
   broken.on = true;
   restarted();
@@ -83,10 +99,14 @@ Deno.test("Estop contains a securing run that fails while latched: one ERROR lin
   const lines = errors.filter((l) => l.includes("securing provider plant"));
   assert.equal(lines.length, 1, `one ERROR line: ${errors.join(" | ")}`);
   assert.ok(lines[0]!.startsWith("ERROR"));
+  // It names its cause: the provider's return.
+  assert.ok(lines[0]!.endsWith(FAILED_LINE("is AVAILABLE again")), lines[0]);
+  assert.ok(err.message.endsWith(FAILED_LINE("is AVAILABLE again")), err.message);
   assert.deepEqual(made, ["plant set_heater"], "no call made by the failed run");
   // Whoever waits for its ladder calls (the hooks into FAULT made again) is let go.
-  assert.ok(latchSecuring !== undefined);
-  assert.deepEqual(await latchSecuring(host, { notBegun: false }), []);
+  const letGo = latchSecuring();
+  assert.ok(letGo !== undefined);
+  assert.deepEqual(await letGo(host, { notBegun: false }), []);
   // The provider's next return is secured as usual.
   broken.on = false;
   restarted();
@@ -95,4 +115,32 @@ Deno.test("Estop contains a securing run that fails while latched: one ERROR lin
   const actions = await next;
   assert.deepEqual(made, ["plant set_heater", "plant set_heater"], "secured again");
   assert.deepEqual(actions.map((a) => a.success), [true]);
+});
+
+Deno.test("Estop's ERROR line for a failed securing run names every cause that joined it: a reload's ladder change and the provider's return", async () => {
+  const { estop, made, host, broken, restarted, errors } = await latchedOverBrittle();
+  // A reload changes its ladder calls while latched: a securing run of the provider begins (it
+  // waits for the next microtask); in the same step the provider comes back, its return joining
+  // that run, whose plan then cannot be made.
+  const ladder = heaterOffLadder();
+  const runs = estop.reconfigure({
+    ...ladder,
+    hooks: [...ladder.hooks, call("plant/plant0", "set_fan", { on: false })],
+  });
+  const failing = estop.securing(host);
+  assert.ok(failing !== null, "the reload began a securing run");
+  assert.equal(runs.length, 1, "the reload waits for it");
+  broken.on = true;
+  restarted();
+  assert.equal(estop.securing(host), failing, "the return joined the waiting run");
+  const outcomes = await Promise.allSettled([failing, ...runs]);
+  assert.ok(outcomes.every((o) => o.status === "rejected"), "reported failed to whoever awaits it");
+  const err = (outcomes[0] as PromiseRejectedResult).reason as Error;
+  const both = "had its ladder calls changed by a reload and is AVAILABLE again";
+  assert.ok(err.message.endsWith(FAILED_LINE(both)), err.message);
+  const lines = errors.filter((l) => l.includes("securing provider plant"));
+  assert.equal(lines.length, 1, `one ERROR line: ${errors.join(" | ")}`);
+  assert.ok(lines[0]!.startsWith("ERROR"));
+  assert.ok(lines[0]!.endsWith(FAILED_LINE(both)), lines[0]);
+  assert.deepEqual(made, ["plant set_heater"], "no call made by the failed run");
 });
