@@ -42,6 +42,8 @@ export {
   providerTextWithin,
   quoteProviderText,
   quoteProviderTextWithin,
+  type ReloadStart,
+  reloadStartWords,
 } from "./provider_text.ts";
 export { MAX_SSE_CLIENTS, maxStreamsFor, requestConnectionsShort } from "./event_streams.ts";
 export { DepartedDates, latestDate, transitionDate } from "./dates.ts";

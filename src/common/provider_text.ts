@@ -34,3 +34,19 @@ export function providerTextWithin(text: string, maxChars: number): string {
 export function quoteProviderTextWithin(text: string, maxChars: number): string {
   return JSON.stringify(providerTextWithin(text, maxChars));
 }
+
+/**
+ * What a configuration reload is doing with a provider that is not up yet: starting it anew (its
+ * entry added) or restarting it (its entry changed).
+ */
+export type ReloadStart = "starting" | "restarting";
+
+/**
+ * The one wording of a provider a configuration reload is starting or restarting, not up yet, as
+ * its subject's predicate: "is being started by a configuration reload" (or "restarted"). The
+ * provider registry says it with the provider as subject (the device conditions, health,
+ * Sparkplug), the e-stop's unverified reasons of its provider ("…, which is being started …").
+ */
+export function reloadStartWords(start: ReloadStart): string {
+  return `is being ${start === "starting" ? "started" : "restarted"} by a configuration reload`;
+}

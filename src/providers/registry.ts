@@ -6,6 +6,8 @@ import {
   type Logger,
   neverThrowing,
   raceTimeout,
+  type ReloadStart,
+  reloadStartWords,
   RuntimeError,
 } from "../common/mod.ts";
 import {
@@ -187,16 +189,13 @@ export class ProviderRegistry {
    */
   #configuredIds: Set<string>;
   /**
-   * Ids a running reconcile is to start anew (its entry added: new, or again after the reload
-   * before failed to start it) whose host is not registered yet: starting(). At most the providers
-   * of one configuration; empty outside a reconcile.
+   * Ids a running reconcile starts anew (its entry added: new, or again after the reload before
+   * failed to start it) -> how far: `waiting` until its host is registered (starting()), then
+   * `registered` until it is up. Out once its start is over -- up, failed, not started, or its host
+   * stopped (stopAll: a shutdown) -- and at the reconcile's end: startingText() reads it. At most
+   * the providers of one configuration; empty outside a reconcile.
    */
-  readonly #starting = new Set<string>();
-  /**
-   * Ids a running reconcile starts anew (its entry added), registered or not, until it ends:
-   * startingText(). At most the providers of one configuration; empty outside a reconcile.
-   */
-  readonly #adding = new Set<string>();
+  readonly #adding = new Map<string, AddPhase>();
   readonly #deps: ProviderHostDeps;
   /**
    * The lines of a listener that threw: they never throw. One that throws (a custom logger) must
@@ -457,8 +456,7 @@ export class ProviderRegistry {
     const unhostedBefore = this.configuredWithoutHost();
     this.#configuredIds = new Set([...next.map((p) => p.id), ...held]);
     for (const p of changed) this.#replacing.add(p.id);
-    for (const p of added) this.#starting.add(p.id);
-    for (const p of added) this.#adding.add(p.id);
+    for (const p of added) this.#adding.set(p.id, "waiting");
     // Dropped with no host to take out (the reload before could not register it): told now; one
     // with a host is told as #retire takes it out.
     for (const id of unhostedBefore) if (!this.configured(id)) this.#tellUnconfigured(id);
@@ -483,7 +481,7 @@ export class ProviderRegistry {
       }));
       await Promise.all([...changed, ...added].map(async (p) => {
         if (o.stopping()) {
-          this.#starting.delete(p.id);
+          this.#adding.delete(p.id);
           return void failed.push(`${p.id}: the runtime is stopping`);
         }
         let host: ProviderHost;
@@ -491,12 +489,13 @@ export class ProviderRegistry {
           host = this.add(p);
         } catch (err) {
           // Not registered (add took it out again): nothing to stop, nothing listed down.
+          this.#adding.delete(p.id);
           this.#notRegistered.set(p.id, errorMessage(err));
           failed.push(`${p.id}: ${errorMessage(err)}`);
           return this.#tellEach(this.#startFailedListeners, p.id, "failed to start");
-        } finally {
-          this.#starting.delete(p.id);
         }
+        // Unless a stop came meanwhile (an eachHost listener, stopAll): that host is stopping.
+        if (this.#adding.has(p.id)) this.#adding.set(p.id, "registered");
         try {
           await host.start({ ms: o.startBudgetMs, setting: "runtime.startup_timeout_ms" });
           // Shutdown began meanwhile and may have missed it: it must not outlive the runtime.
@@ -508,6 +507,7 @@ export class ProviderRegistry {
           this.#replacing.delete(p.id);
           this.#adding.delete(p.id);
         } catch (err) {
+          this.#adding.delete(p.id);
           failed.push(`${p.id}: ${errorMessage(err)}`);
           if (o.stopping()) return await this.#retire(p.id, o.stopBudgetMs);
           // Listed down with its reason until the next reload (#failedStarts); stopAll joins it.
@@ -519,7 +519,6 @@ export class ProviderRegistry {
       await retries;
     } finally {
       for (const p of changed) this.#replacing.delete(p.id);
-      for (const p of added) this.#starting.delete(p.id);
       for (const p of added) this.#adding.delete(p.id);
       o.restarting?.([]);
     }
@@ -591,7 +590,7 @@ export class ProviderRegistry {
    * changed: replacing()).
    */
   starting(providerId: string): boolean {
-    return this.#starting.has(providerId);
+    return this.#adding.get(providerId) === "waiting";
   }
 
   /**
@@ -632,7 +631,9 @@ export class ProviderRegistry {
     if (failed !== null) return { cause: "start_failed", text: failed };
     const restarting = this.restartingText(providerId);
     if (restarting !== null) return { cause: "restarting", text: restarting };
-    if (this.starting(providerId)) return { cause: "starting", text: startingWords(providerId) };
+    if (this.starting(providerId)) {
+      return { cause: "starting", text: reloadStartText(providerId, "starting") };
+    }
     return {
       cause: "not_started",
       text: `provider ${providerId} is not running: a configuration reload failed to start it`,
@@ -648,19 +649,35 @@ export class ProviderRegistry {
    * while no host is registered.
    */
   restartingText(providerId: string): string | null {
-    if (!this.replacing(providerId) || this.startFailureText(providerId) !== null) return null;
-    return `provider ${providerId} is being restarted by a configuration reload`;
+    return this.reloadStart(providerId) === "restarting"
+      ? reloadStartText(providerId, "restarting")
+      : null;
   }
 
   /**
    * While a reload is starting `providerId` anew (its entry added) and has not failed to start it
    * (startFailureText): "provider <id> is being started by a configuration reload" -- whether its
-   * host is registered yet (then not up yet) or not (starting, notRunning); null otherwise. The
-   * device conditions say it until its host is up, as restartingText for one it restarts.
+   * host is registered yet (then not up yet) or not (starting, notRunning); null otherwise, also
+   * once the runtime's stop (stopAll) stops its host: that host reads as stopped. The device
+   * conditions say it until its host is up, as restartingText for one it restarts.
    */
   startingText(providerId: string): string | null {
-    if (!this.#adding.has(providerId) || this.startFailureText(providerId) !== null) return null;
-    return startingWords(providerId);
+    return this.reloadStart(providerId) === "starting"
+      ? reloadStartText(providerId, "starting")
+      : null;
+  }
+
+  /**
+   * What a running reload is doing with `providerId`, not up yet and not failed to start
+   * (startFailureText): restarting it (replacing) or starting it anew (its entry added; not once
+   * its host is stopping: stopAll); null otherwise. restartingText and startingText say it with
+   * the provider as subject, the e-stop's unverified reasons of a device its host no longer lists
+   * (InventoryReader.reloadStart) -- in the same words (reloadStartWords).
+   */
+  reloadStart(providerId: string): ReloadStart | null {
+    if (this.startFailureText(providerId) !== null) return null;
+    if (this.replacing(providerId)) return "restarting";
+    return this.#adding.has(providerId) ? "starting" : null;
   }
 
   /** notRunning's wording alone. */
@@ -794,8 +811,7 @@ export class ProviderRegistry {
       const failed = this.hosts.filter((h) => h.startError !== null).map((h) =>
         `${h.id}: ${h.startError}`
       );
-      this.#beforeFailedStartStop(beforeStop);
-      await this.stopAll(stopBudgetMs);
+      await this.#stopAfterFailedStart(beforeStop, stopBudgetMs);
       await all;
       const said = [
         pending.join(", "),
@@ -810,8 +826,7 @@ export class ProviderRegistry {
     }
     const failures = outcome.filter((f): f is string => f !== null);
     if (failures.length > 0) {
-      this.#beforeFailedStartStop(beforeStop);
-      await this.stopAll(stopBudgetMs);
+      await this.#stopAfterFailedStart(beforeStop, stopBudgetMs);
       throw new RuntimeError("UNAVAILABLE", `provider start failed: ${failures.join("; ")}`);
     }
     // The claims of the whole inventory, in configuration order (from now on each commit is
@@ -819,15 +834,17 @@ export class ProviderRegistry {
     // during start-up (admitted unchecked until now) still counts the devices it no longer lists.
     const conflict = findClaimConflict(this.hosts.flatMap((h) => h.claimDevices));
     if (conflict) {
-      this.#beforeFailedStartStop(beforeStop);
-      await this.stopAll(stopBudgetMs);
+      await this.#stopAfterFailedStart(beforeStop, stopBudgetMs);
       throw new RuntimeError("FAILED_PRECONDITION", conflict);
     }
     this.#checked = true;
   }
 
-  /** startAll's `beforeStop`: one that throws must not leave the providers running. */
-  #beforeFailedStartStop(beforeStop: () => void): void {
+  /**
+   * Stops every provider after startAll failed, `beforeStop` told first: one that throws must not
+   * leave the providers running.
+   */
+  async #stopAfterFailedStart(beforeStop: () => void, budgetMs: number): Promise<void> {
     try {
       beforeStop();
     } catch (err) {
@@ -837,13 +854,16 @@ export class ProviderRegistry {
         }; they are stopped anyway`,
       );
     }
+    await this.stopAll(budgetMs);
   }
 
   /**
    * Stops every provider concurrently within `budgetMs`, and waits for the ones a reload is still
-   * ending.
+   * ending. One a running reload adds is stopping from now on, no longer being started
+   * (startingText): its host reads as any other being stopped.
    */
   async stopAll(budgetMs: number): Promise<void> {
+    for (const h of this.hosts) this.#adding.delete(h.id);
     await Promise.all([...this.hosts.map((h) => h.stop(budgetMs)), ...this.#retiring]);
   }
 }
@@ -858,7 +878,16 @@ export function describeNotReady(host: ProviderHost): string {
   return last === "" ? host.id : `${host.id} (${last})`;
 }
 
-/** notRunning's and startingText's wording for a provider a reload is starting anew. */
-function startingWords(providerId: string): string {
-  return `provider ${providerId} is being started by a configuration reload`;
+/**
+ * How far a running reconcile is with a provider it starts anew (#adding): its host not
+ * registered yet, or registered and not up yet.
+ */
+type AddPhase = "waiting" | "registered";
+
+/**
+ * The wording of notRunning, restartingText and startingText for a provider a reload is starting
+ * or restarting: "provider <id> is being started by a configuration reload" (reloadStartWords).
+ */
+function reloadStartText(providerId: string, start: ReloadStart): string {
+  return `provider ${providerId} ${reloadStartWords(start)}`;
 }

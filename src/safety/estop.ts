@@ -1586,6 +1586,7 @@ export class Estop implements EstopService {
           listedBefore: new Set(before),
           whyNotRunning: (providerId) => this.#o.inventory.whyNotRunning?.(providerId) ?? null,
           startFailure: (providerId) => this.#o.inventory.startFailure?.(providerId) ?? null,
+          reloadStart: (providerId) => this.#o.inventory.reloadStart?.(providerId) ?? null,
         },
       ),
     ];

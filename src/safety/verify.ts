@@ -22,6 +22,8 @@ import {
   parseDeviceHandle,
   type Quality,
   readClockTwice,
+  type ReloadStart,
+  reloadStartWords,
   sleepOn,
   type TypedValue,
 } from "../common/mod.ts";
@@ -309,6 +311,12 @@ export interface UnlistedContext {
    * null otherwise. Absent: never known.
    */
   readonly startFailure?: (providerId: string) => string | null;
+  /**
+   * What a running reload is doing with a provider listed but not up (InventoryReader
+   * .reloadStart): starting it anew or restarting it, said as the device conditions say it
+   * (reloadStartWords), not in its lifecycle's words; null otherwise. Absent: never known.
+   */
+  readonly reloadStart?: (providerId: string) => ReloadStart | null;
 }
 
 /** Why a device the ladder is to secure is not in the inventory (unlistedLadderDevices). */
@@ -325,8 +333,12 @@ function whyUnlisted(
   const listed = `${listedBefore ? "no longer" : "not"} listed by its provider`;
   if (!provider.available) {
     const failed = why.startFailure?.(providerId) ?? null;
-    return failed !== null
-      ? `${listed}, which failed to start at a configuration reload (${failed})`
+    if (failed !== null) {
+      return `${listed}, which failed to start at a configuration reload (${failed})`;
+    }
+    const start = why.reloadStart?.(providerId) ?? null;
+    return start !== null
+      ? `${listed}, which ${reloadStartWords(start)}`
       : `${listed}, which is unavailable (${provider.lifecycle})`;
   }
   return provider.hostCheck()?.status === "unmet" ? `${listed} (its host check is unmet)` : listed;

@@ -14,6 +14,7 @@ import {
   type Logger,
   neverThrowing,
   type ProviderSupervisionView,
+  type ReloadStart,
   tellEach,
 } from "../common/mod.ts";
 import type { ProviderHostCounts, ProviderRegistry } from "../providers/mod.ts";
@@ -96,6 +97,12 @@ export interface InventoryReader {
    * start at a configuration reload (<why>)". Absent: never known.
    */
   startFailureText?(providerId: string): string | null;
+  /**
+   * What a running configuration reload is doing with this provider, not up yet
+   * (ProviderRegistry.reloadStart): starting it anew or restarting it; null otherwise (also once
+   * it failed to start). Said in the words of reloadStartWords. Absent: never known.
+   */
+  reloadStart?(providerId: string): ReloadStart | null;
   /**
    * The providers a configuration reload took out (removed or restarted) whose process is still
    * ending (ProviderRegistry.retiringHosts): not in providers(), but a call one held when its
@@ -184,6 +191,10 @@ export class Inventory implements InventoryReader {
 
   startFailureText(providerId: string): string | null {
     return this.#registry.startFailureText(providerId);
+  }
+
+  reloadStart(providerId: string): ReloadStart | null {
+    return this.#registry.reloadStart(providerId);
   }
 
   stopping(): readonly ProviderSummary[] {

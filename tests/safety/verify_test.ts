@@ -238,6 +238,34 @@ Deno.test("unlistedLadderDevices says 'no longer listed' of a device listed befo
   ]);
 });
 
+Deno.test("unlistedLadderDevices says a provider a reload starts or restarts, registered and not up, is being started or restarted, in the device conditions' words", () => {
+  const down = { id: "p", available: false, lifecycle: "DOWN" } as ProviderSummary;
+  const why = (reloadStart: "starting" | "restarting" | null, failed: string | null = null) =>
+    unlistedLadderDevices([], [], ["p/gone", "p/never"], () => down, {
+      listedBefore: new Set(["p/gone"]),
+      reloadStart: () => reloadStart,
+      startFailure: () => failed,
+    }).map((u) => u.reason);
+  // Before: "… which is unavailable (DOWN)" while the device conditions said "provider p is being
+  // started by a configuration reload".
+  assert.deepEqual(why("starting"), [
+    "no longer listed by its provider, which is being started by a configuration reload",
+    "not listed by its provider, which is being started by a configuration reload",
+  ]);
+  assert.deepEqual(why("restarting"), [
+    "no longer listed by its provider, which is being restarted by a configuration reload",
+    "not listed by its provider, which is being restarted by a configuration reload",
+  ]);
+  assert.deepEqual(why(null), [
+    "no longer listed by its provider, which is unavailable (DOWN)",
+    "not listed by its provider, which is unavailable (DOWN)",
+  ]);
+  assert.deepEqual(why(null, "spawn failed"), [
+    "no longer listed by its provider, which failed to start at a configuration reload (spawn failed)",
+    "not listed by its provider, which failed to start at a configuration reload (spawn failed)",
+  ]);
+});
+
 Deno.test("ListedBefore keeps actuating devices, the most recently listed within its bound", () => {
   const listed = new ListedBefore();
   listed.note("p", [device("p", "act", { categories: ["ACTUATE"] }), device("p", "ro")]);

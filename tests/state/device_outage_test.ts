@@ -1507,6 +1507,48 @@ Deno.test("DeviceOutages: a provider a reload adds that is up and then crashes w
   }
 });
 
+Deno.test("DeviceOutages: a provider a reload adds, registered and not up, reads as stopping once the runtime stops it, not 'being started'", async () => {
+  const r = await rig();
+  // The provider the reload adds: its Hello is never answered (registered, not up) until the
+  // runtime's stop ends its start.
+  const hangFile = await Deno.makeTempFile({ prefix: "programmable-", suffix: ".json" });
+  await Deno.writeTextFile(hangFile, JSON.stringify({ ...INVENTORY, hello: { hang: true } }));
+  const p0 = r.fx.host.config;
+  const p1 = programmableProvider("p1", hangFile);
+  let stopping = false;
+  try {
+    const reload = r.fx.registry.reconcile([p0], [p0, p1], {
+      holdRemovals: false,
+      stopBudgetMs: 2000,
+      startBudgetMs: 30_000,
+      stopping: () => stopping,
+    });
+    await waitFor(
+      "p1 registered, its process spawned",
+      () => r.fx.registry.host("p1") !== undefined && r.fx.fakes!.running().length === 2,
+    );
+    assert.equal(
+      r.outages.condition("p1", "pump").reason,
+      "provider p1 is being started by a configuration reload",
+    );
+    // The runtime stops (Kernel.stop: stopping, then stopAll) while the reload starts p1.
+    stopping = true;
+    const stopped = r.fx.registry.stopAll(2000);
+    assert.equal(r.fx.registry.host("p1")?.available, false, "p1 is still registered");
+    // Before: "provider p1 is being started by a configuration reload" until the reload ended.
+    assert.equal(r.outages.condition("p1", "pump").reason, "provider p1 is unavailable (DOWN)");
+    assert.equal(r.fx.registry.startingText("p1"), null);
+    await stopped;
+    const report = await reload;
+    assert.deepEqual(report.added, []);
+    assert.match(report.failed.join("\n"), /^p1: Hello failed: provider session ended/);
+  } finally {
+    await r.fx.registry.host("p1")?.stop(2000);
+    await r.close();
+    await Deno.remove(hangFile).catch(() => {});
+  }
+});
+
 Deno.test("DeviceOutages: a reload's successor that is up and then crashes while the reload still starts another provider is lost, not down on purpose", async () => {
   const r = await rig();
   // A provider the same reload adds, whose Hello is never answered: the reload goes on until the
