@@ -183,6 +183,8 @@ export class JournalWriter {
   /** The open file holds lines written (and reported written) since its last fsync attempt. */
   #unsynced = false;
   #closed = false;
+  /** close()'s one run, once it was called: a second call waits for it. */
+  #closeRun: Promise<void> | null = null;
   /** close() is writing what is left: fsync at its end instead of by timer. */
   #closing = false;
   #failing = false;
@@ -306,8 +308,17 @@ export class JournalWriter {
     if (last) await last.settled;
   }
 
-  /** Writes what is queued, fsyncs and closes the file; later appends are refused. */
-  async close(): Promise<void> {
+  /**
+   * Writes what is queued, fsyncs and closes the file; later appends are refused. A call while a
+   * close is under way waits for it (one close: one fsync, one ERROR for lines lost).
+   */
+  close(): Promise<void> {
+    this.#closeRun ??= this.#closeOnce();
+    return this.#closeRun;
+  }
+
+  /** close()'s one run (#closeRun). */
+  async #closeOnce(): Promise<void> {
     if (this.#closed) return;
     this.#closing = true;
     if (this.#syncTimer !== null) this.#o.clock.clearTimer(this.#syncTimer);

@@ -22,9 +22,9 @@ export type StopPhase =
   | { readonly kind: "saved"; readonly lostWhy: string };
 
 /**
- * What moves the stop on: shutdown() called (`ask`, again for a second call), its step in the
- * serial chain beginning (`turn`), its last saves made (`lastSave`, with why a safety event noted
- * after them is not recorded).
+ * What moves the stop on: shutdown() called (`ask`, again for a call after one that failed), its
+ * step in the serial chain beginning (`turn`), its last saves made (`lastSave`, with why a safety
+ * event noted after them is not recorded).
  */
 export type StopStep =
   | { readonly kind: "ask" }
@@ -35,10 +35,11 @@ export type StopStep =
 export const STOP_RUNNING: StopPhase = { kind: "running" };
 
 /**
- * The phase after `step` from `phase`. A step never moves the stop back: a second shutdown()
- * (`ask`, then its own `turn`) keeps the phase it finds, and its `lastSave` gives the reason it
- * says. Throws on a step the stop cannot take there (its turn or last save before it was asked):
- * a bug of the registry's, named.
+ * The phase after `step` from `phase`. A step never moves the stop back: a shutdown() after one
+ * that failed (`ask`, then its own `turn`) keeps the phase it finds, and its `lastSave` gives the
+ * reason it says. (A second shutdown() while the first is under way takes no step: it waits for
+ * the first, RunRegistry's #stopping.) Throws on a step the stop cannot take there (its turn or
+ * last save before it was asked): a bug of the registry's, named.
  */
 export function stopPhaseAfter(phase: StopPhase, step: StopStep): StopPhase {
   switch (step.kind) {

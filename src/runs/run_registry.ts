@@ -778,6 +778,8 @@ export class RunRegistry {
    * null: a shutdown meanwhile (a first start's rewrite is not in the serial chain) waits for it.
    */
   #replacedClosing: Promise<void> | null = null;
+  /** shutdown()'s one run, once it was called: a second call waits for it (one stop, said once). */
+  #stopping: Promise<void> | null = null;
   /**
    * shutdown() was called: a start under way (start() is not in the serial chain, and a hung
    * mount may hold it past the stop) ends at its next step (#startGoesOn), writing nothing more.
@@ -844,7 +846,9 @@ export class RunRegistry {
    * succeeds or the registry shuts down.
    */
   async start(input: RunStartInput = {}): Promise<void> {
-    if (this.#state !== "new") return;
+    // Once shutdown() was called (its stop under way, "stopped" not yet set): no try, no call on
+    // the disk -- one on a hung mount would make the folder after the stop, and its lock's release.
+    if (this.#state !== "new" || this.#stopAsked) return;
     this.#startCalled = true;
     this.#startInput = input;
     await this.#tryStart(true);
@@ -1589,8 +1593,20 @@ export class RunRegistry {
    * Detaches from the bus, writes what is pending, fsyncs and closes files. The open run stays
    * open in the journal and is closed as `abandoned` at the next start.
    */
-  async shutdown(): Promise<void> {
-    if (this.#state === "stopped") return;
+  shutdown(): Promise<void> {
+    if (this.#state === "stopped") return Promise.resolve();
+    // A second call while the first is under way waits for it and says nothing: its own step in
+    // the serial chain would find "stopped" and read as a start that never succeeded.
+    // One that failed (a close that threw) is tried again by the next call, as before.
+    this.#stopping ??= this.#shutdownOnce().catch((err) => {
+      this.#stopping = null;
+      throw err;
+    });
+    return this.#stopping;
+  }
+
+  /** shutdown()'s one run (#stopping). */
+  async #shutdownOnce(): Promise<void> {
     this.#stopStep({ kind: "ask" }); // a start under way ends at its next step (#tryStart)
     this.#unsubscribe?.();
     this.#unsubscribe = null;

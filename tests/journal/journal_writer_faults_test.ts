@@ -321,3 +321,25 @@ Deno.test("JournalWriter: open() once closed makes no folder and opens no file",
   await w.open();
   assert.deepEqual(await files.listNames("/data"), [], "the closed writer made its folder");
 });
+
+Deno.test("JournalWriter: two close() calls at once close once: one ERROR for the lines lost, the second waits for the first", async () => {
+  const files = new FaultyMemoryFiles();
+  const { w, logLines } = writer(files, { gaps: false });
+  assert.deepEqual(await w.append('{"n":1}'), { ok: true });
+  files.full = true; // the next write fails: its line is lost, its gap still to be said
+  assert.equal((await w.append('{"n":2}')).ok, false);
+  files.full = false;
+  let firstDone = false;
+  const first = w.close().then(() => (firstDone = true));
+  const second = w.close().then(() => firstDone);
+  assert.equal(await second, true, "the second close() resolved before the first");
+  await first;
+  // Before: the same ERROR twice (the second close ran the whole close again).
+  assert.deepEqual(
+    logLines.filter((l) => l.includes("lost and not recorded")).length,
+    1,
+    logLines.join("\n"),
+  );
+  await w.close(); // once closed: nothing more
+  assert.equal(logLines.filter((l) => l.includes("lost and not recorded")).length, 1);
+});

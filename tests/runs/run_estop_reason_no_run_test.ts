@@ -183,3 +183,32 @@ Deno.test("an e-stop reason of the run left open at the stop, arriving after the
     lines.join("\n"),
   );
 });
+
+Deno.test("two shutdown() calls at once on a ready registry: the second waits for the first and says nothing; a late e-stop reason gives the stop's reason", async () => {
+  const files = new RunJournalFaultFiles();
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, { logger: log });
+  await registry.start();
+  const arrive = reasonArriving(registry); // latched between runs, its body still arriving
+  const before = lines.length;
+  let firstDone = false;
+  const first = registry.shutdown().then(() => (firstDone = true));
+  const second = registry.shutdown().then(() => firstDone);
+  assert.equal(await second, true, "the second shutdown() resolved before the first");
+  await first;
+  assert.equal(registry.info().available, false);
+  // Before: 'INFO ... run registry start not retried: stopped before it succeeded (run registry
+  // stopped)' -- of a start that succeeded.
+  assert.deepEqual(
+    lines.slice(before).filter((l) => /^(INFO|WARN|ERROR)/.test(l)),
+    [],
+    lines.join("\n"),
+  );
+  await arrive("provider lost"); // the body read ends after the stop
+
+  assert.equal(warned(lines).length, 1, lines.join("\n"));
+  assert.match(
+    warned(lines)[0]!,
+    /^WARN .*run registry stopped: 1 safety events between runs \(0 e-stop triggers\) not recorded: noted after the stop's last save$/,
+  );
+});

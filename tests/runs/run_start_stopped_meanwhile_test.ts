@@ -178,3 +178,24 @@ Deno.test("RunRegistry: shut down while its start, having taken the count of saf
   );
   assertUnderWaySaid(lines);
 });
+
+Deno.test("RunRegistry: start() called once shutdown() was (its stop under way) makes no call on the disk: no folder made after the stop", async () => {
+  const files = new HeldFolderFiles();
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, { logger: log });
+  let release = () => {};
+  files.held = new Promise((r) => (release = r)); // a hung mount
+  const stopping = registry.shutdown(); // the runtime stops before its start reached the registry
+  const starting = registry.start();
+  await stopping;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  // Before: the start waited on the disk (its folder), past the stop and its lock's release.
+  assert.equal(files.waiting, 0, "a start after the stop was asked called the disk");
+  files.held = null;
+  release(); // the mount answers
+  await starting;
+  for (let i = 0; i < 100; i++) await flushMicrotasks();
+  assert.deepEqual(await files.listNames("/data"), [], "a folder made after the stop");
+  assert.equal(registry.info().available, false, "a stopped registry became available");
+  assert.deepEqual(lines.filter((l) => /^(WARN|ERROR)/.test(l)), [], lines.join("\n"));
+});
