@@ -1957,6 +1957,9 @@ export class Kernel {
     // Lines only, once everything applied: one that throws (a custom logger) must not reject
     // the reload, nor keep the judgements at its end (AUTO's gate, the e-stop's rung) from running.
     const log = this.#lines;
+    // The devices the liveness bounds in force now leave no WARNING stage: said of what the whole
+    // reload left (polling, then health), not of the new interval under the old stale bound.
+    this.cache.tellNoWarningStage();
     if (
       this.#inventoryChangedInReload || changedMeanwhile.size > 0 ||
       report.applied.includes("automation.mode_transition_hooks")

@@ -320,6 +320,14 @@ function checkNoWarningStage(config: Config, c: Checker): void {
   );
 }
 
+/** The history keys checkLossDetection reads (and history itself: not a mapping). */
+const LOSS_HISTORY_KEYS = ["enabled", "memory_seconds", "incident_before_s", "incident_after_s"];
+
+/** Whether a key checkLossDetection reads of history is in error (read at its default then). */
+function lossHistoryInError(c: Checker): boolean {
+  return c.hasErrorAt(["history"]) || LOSS_HISTORY_KEYS.some((k) => c.hasErrorAt(["history", k]));
+}
+
 /**
  * A device loss is found once the device's reads have failed for deviceDownAfterMs, and its
  * incident is read from the ring then (or incident_after_s after its date, whichever is later):
@@ -335,8 +343,9 @@ function checkLossDetection(config: Config, c: Checker): void {
   const h = config.history;
   if (!h.enabled) return;
   // The interval read then is the default, not the file's: a delay judged from it would name a
-  // figure the file does not give, beside the error that says what is wrong with polling.
-  if (intervalInError(c)) return;
+  // figure the file does not give, beside the error that says what is wrong with polling. So
+  // would a history key read at its default (or history itself, all of them).
+  if (intervalInError(c) || lossHistoryInError(c)) return;
   const delayMs = deviceDownAfterMs(config.polling.intervalMs);
   // Read after the window: as for any trigger. Found at exactly incident_after_s it is found after
   // its window (history/incidents.ts Pending.endedMs): a trigger joining it has a window of its own.
@@ -1072,14 +1081,18 @@ function readHistory(root: Obj, c: Checker): Config["history"] {
   const incidentBeforeS = c.integer(h, P, "incident_before_s", 10, { min: 0, max: 3600 });
   const incidentAfterS = c.integer(h, P, "incident_after_s", 5, { min: 0, max: 600 });
   // The samples before an incident come from the ring: it must reach that far back -- from the
-  // end of the window, incident_after_s later, when the record is read.
-  if (incidentBeforeS > memorySeconds) {
+  // end of the window, incident_after_s later, when the record is read. Not judged when one of
+  // them is in error: it is read at its default then, a figure the file does not give.
+  const windowInError = ["memory_seconds", "incident_before_s", "incident_after_s"].some((k) =>
+    c.hasErrorAt([...P, k])
+  );
+  if (!windowInError && incidentBeforeS > memorySeconds) {
     c.error(
       [...P, "incident_before_s"],
       `must be at most memory_seconds (${incidentBeforeS} > ${memorySeconds}): the samples ` +
         "before an incident come from the ring",
     );
-  } else if (incidentBeforeS + incidentAfterS > memorySeconds) {
+  } else if (!windowInError && incidentBeforeS + incidentAfterS > memorySeconds) {
     // A warning: the runtime runs as configured (a file that loaded before still starts after an
     // upgrade), and what its records will lack is said here, where it can be fixed.
     c.warning(

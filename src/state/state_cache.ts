@@ -140,8 +140,8 @@ export interface TimestampSkew {
 }
 
 /**
- * Devices of one provider a recomputation of bounds (an inventory, a reload) names in a
- * no-WARNING-stage line (StateCache #boundSlots); the others are counted in one more line.
+ * Devices of one provider an inventory or a reload names in a no-WARNING-stage line (StateCache
+ * #tellNoWarningStage); the others are counted in one more line.
  */
 export const NO_WARNING_STAGE_LOG_DEVICES = 5;
 
@@ -233,6 +233,8 @@ interface MutableDeviceState {
   pollPeriodMs: number;
   /** This device's liveness bounds (health.staleness, else derived with its poll period). */
   bounds: StalenessBounds;
+  /** Whether its bounds (#boundSlots) leave it no WARNING stage the file cannot tell (null: no). */
+  noWarningStage: NoWarningStage | null;
   /**
    * The figures of the no-WARNING-stage line last written of it (noWarningStageNews: configured
    * stale bound and derived warn bound), "" when none: said once, again only when they change.
@@ -434,6 +436,20 @@ export class StateCache implements FreshReader {
   }
 
   /**
+   * Says each device that the bounds now in force newly leave no WARNING stage (staleness.ts
+   * noWarningStage; one WARN line each, once per figures). An inventory says it itself; a reload
+   * calls this once all its sections applied, not setIntervalMs or setStaleness: a reload of both
+   * applies one after the other, and the new interval under the old stale bound between them is
+   * no configuration's.
+   */
+  tellNoWarningStage(): void {
+    for (const [providerId, devices] of this.#byProvider) {
+      const host = this.#opts.registry.host(providerId);
+      if (host) this.#tellNoWarningStage(host, devices);
+    }
+  }
+
+  /**
    * Age (ms, on the monotonic clock) past which the cached sample of a signal is stale: its
    * declared stale_after_ms raised to a floor, else its device's liveness stale bound
    * (staleness.ts, signalStaleAfterMs). Infinity for a signal the cache does not hold.
@@ -515,21 +531,14 @@ export class StateCache implements FreshReader {
     const interval = this.#intervalMs;
     const count = host.devices.length;
     const nowMono = this.#opts.clock.monoMs();
-    let told = 0;
-    let untold = 0;
     for (const caps of host.devices) {
       const dev = devices.get(caps.device.deviceId);
       if (!dev) continue;
       const rules = deviceStaleness(this.#staleness, interval, caps.signals, count);
       dev.pollPeriodMs = rules.pollPeriodMs;
       dev.bounds = rules.bounds;
-      const none = rules.noWarningStage;
-      if (noWarningStageNews(dev, none) && none !== null) {
-        if (told < NO_WARNING_STAGE_LOG_DEVICES) {
-          told++;
-          this.#quietLog.warn(noWarningStageLine(dev, none));
-        } else untold++;
-      }
+      // A device with no polled signal has no liveness stage at all (health UNKNOWN): none to lose.
+      dev.noWarningStage = dev.pollable.length > 0 ? rules.noWarningStage : null;
       // A reload to a longer interval must not leave a skip count of the shorter one.
       dev.skipCycles = Math.min(dev.skipCycles, Math.round(rules.pollPeriodMs / interval) - 1);
       for (const spec of caps.signals) {
@@ -547,6 +556,25 @@ export class StateCache implements FreshReader {
         }
         slot.staleAfterMs = bound;
       }
+    }
+  }
+
+  /**
+   * One WARN line per device of `host` its bounds newly leave no WARNING stage (#boundSlots), at
+   * most NO_WARNING_STAGE_LOG_DEVICES named, the rest counted in one more line.
+   */
+  #tellNoWarningStage(host: ProviderHost, devices: ReadonlyMap<string, MutableDeviceState>): void {
+    let told = 0;
+    let untold = 0;
+    for (const caps of host.devices) {
+      const dev = devices.get(caps.device.deviceId);
+      if (!dev) continue;
+      const none = dev.noWarningStage;
+      if (!noWarningStageNews(dev, none) || none === null) continue;
+      if (told < NO_WARNING_STAGE_LOG_DEVICES) {
+        told++;
+        this.#quietLog.warn(noWarningStageLine(dev, none));
+      } else untold++;
     }
     if (untold > 0) {
       this.#quietLog.warn(
@@ -1551,6 +1579,7 @@ export class StateCache implements FreshReader {
         availabilityAt: prev?.availabilityAt ?? departedAt,
         pollPeriodMs: this.#intervalMs, // set by #boundSlots below
         bounds: { warnAfterMs: 0, staleAfterMs: 0 },
+        noWarningStage: null, // set by #boundSlots below
         noWarningStageTold: prev?.noWarningStageTold ?? "",
         skipCycles: 0,
         readsAnswered: prev?.readsAnswered ?? false,
@@ -1568,6 +1597,7 @@ export class StateCache implements FreshReader {
     this.#byProvider.set(providerId, next);
     this.#polledDevices.set(providerId, [...next.values()].filter((d) => d.pollable.length > 0));
     this.#boundSlots(host, next);
+    this.#tellNoWarningStage(host, next);
   }
 }
 
@@ -1589,8 +1619,20 @@ function noWarningStageLine(dev: MutableDeviceState, none: NoWarningStage): stri
     `warn bound as max(${DERIVED_WARN_CYCLES} x its poll cycle, ${DERIVED_WARN_MIN_MS}) = ` +
     `${none.derivedWarnMs} ms, not below it (its cycle is ${none.cycleMs} ms: its provider's ` +
     "devices x polling.interval_ms, or its own poll period), so its health goes from OK to " +
-    "STALE without WARNING; set health.staleness.warn_after_ms above polling.interval_ms and " +
-    `below ${none.staleAfterMs} to keep one`;
+    "STALE without WARNING; " + noWarningStageFix(none);
+}
+
+/**
+ * How to keep the stage: a warn bound above the device's cycle (one below it reads WARNING
+ * between two polls) and below the stale bound -- or, with no room between them, a stale bound
+ * above its cycle.
+ */
+function noWarningStageFix(none: NoWarningStage): string {
+  return none.cycleMs + 1 < none.staleAfterMs
+    ? `set health.staleness.warn_after_ms above its cycle (${none.cycleMs} ms) and below ` +
+      `${none.staleAfterMs} to keep one`
+    : `raise health.staleness.stale_after_ms above its cycle (${none.cycleMs} ms) and set ` +
+      "warn_after_ms between them to keep one";
 }
 
 /** Where a poll of a host removed meanwhile records its figures (read by nobody). */

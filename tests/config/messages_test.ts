@@ -653,6 +653,65 @@ runs:
     yaml: `${PROV}\n${polling}\n${SHORT_RING}`,
     expect: [[at, text]],
   })),
+  // Nor one judged from a history default: each file below, with the key in error read at its
+  // default (history.memory_seconds 120, incident_before_s 10, incident_after_s 5, enabled true),
+  // gave a device-loss delay warning the file's own figures do not (an interval of 40 s: 10 + 120
+  // > 120; incident_after_s 601 would have the loss found inside its window).
+  ...([
+    [
+      "polling:\n  interval_ms: 40000\nhistory:\n  memory_seconds: 5\n",
+      "error history.memory_seconds",
+      "must be between 10 and 3600, got 5",
+    ],
+    [
+      "polling:\n  interval_ms: 2000\nhistory:\n  memory_seconds: 10\n  incident_before_s: 5\n" +
+      "  incident_after_s: 601\n",
+      "error history.incident_after_s",
+      "must be between 0 and 600, got 601",
+    ],
+    [
+      "polling:\n  interval_ms: 100\nhistory:\n  memory_seconds: 10\n  incident_before_s: -1\n" +
+      "  incident_after_s: 0\n",
+      "error history.incident_before_s",
+      "must be between 0 and 3600, got -1",
+    ],
+    ["polling:\n  interval_ms: 40000\nhistory: 5\n", "error history", "must be a mapping, got 5"],
+    [
+      "polling:\n  interval_ms: 40000\nhistory:\n  enabled: maybe\n",
+      "error history.enabled",
+      'must be a boolean (true or false), got "maybe"',
+    ],
+  ] as const).map(([yaml, at, text]): Case => ({
+    name: `${at.slice("error ".length)} in error is only its error, not also a warning of a ` +
+      "device-loss delay past the ring judged against its default",
+    yaml: `${PROV}\n${yaml}`,
+    expect: [[at, text]],
+  })),
+  // Nor the ring's own rule on the incident window (incident_before_s at most memory_seconds, and
+  // with incident_after_s within it) judged against a default: 200 > 5 and 100 + 30 > 5 would
+  // read "> 120", 10 + "fast" would read "10 + 5 > 10".
+  ...([
+    [
+      "memory_seconds: 5\n  incident_before_s: 200",
+      "error history.memory_seconds",
+      "must be between 10 and 3600, got 5",
+    ],
+    [
+      "memory_seconds: 5\n  incident_before_s: 100\n  incident_after_s: 30",
+      "error history.memory_seconds",
+      "must be between 10 and 3600, got 5",
+    ],
+    [
+      "memory_seconds: 10\n  incident_before_s: 10\n  incident_after_s: fast",
+      "error history.incident_after_s",
+      'must be an integer, got "fast"',
+    ],
+  ] as const).map(([keys, at, text]): Case => ({
+    name: `history ${keys.replaceAll("\n ", ",")} is only the error at ` +
+      `${at.slice("error ".length)}, not also the incident window judged against its default`,
+    yaml: `${PROV}\nhistory:\n  ${keys}\n`,
+    expect: [[at, text]],
+  })),
   {
     name: "unknown safety and health keys are warned about at their place",
     yaml: `${PROV}\nsafety:\n  zero_is_safe: true\nhealth:\n  stale_after_ms: 5\n`,

@@ -41,6 +41,11 @@ Deno.test("StateCache warns once per device whose slow poll hints leave it no WA
     assert.ok(line.includes("stale_after_ms is 10000"), line);
     assert.ok(line.includes("= 15000 ms"), line);
     assert.ok(line.includes("its cycle is 5000 ms"), line);
+    // A warn bound below its cycle would read WARNING between two polls: above it, below stale.
+    assert.ok(
+      line.endsWith("warn_after_ms above its cycle (5000 ms) and below 10000 to keep one"),
+      line,
+    );
     assert.deepEqual(fx.cache.livenessBounds("p0", "slow"), {
       warnAfterMs: 10_000,
       staleAfterMs: 10_000,
@@ -57,22 +62,27 @@ Deno.test("StateCache warns once per device whose slow poll hints leave it no WA
     await waitFor("restarted", () => fx.host.available && fx.host.session!.pid !== pid);
     assert.equal(lines().length, 1, lines().join("\n"));
 
-    // A reload to the same bound says nothing; one that changes the figures says them.
-    fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 10_000 });
+    // A reload to the same bound says nothing; one that changes the figures says them, once it
+    // has applied (the kernel tells the cache at its end: Kernel.reload).
+    const reload = (staleness: { warnAfterMs: number; staleAfterMs: number }) => {
+      fx.cache.setStaleness(staleness);
+      fx.cache.tellNoWarningStage();
+    };
+    reload({ warnAfterMs: 0, staleAfterMs: 10_000 });
     assert.equal(lines().length, 1, lines().join("\n"));
     // period min(10 s, 20000 / 2) = 10000 ms, derived warn 30000 >= 20000.
-    fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 20_000 });
+    reload({ warnAfterMs: 0, staleAfterMs: 20_000 });
     assert.equal(lines().length, 2, lines().join("\n"));
     assert.ok(lines()[1]!.includes("stale_after_ms is 20000"), lines()[1]);
     assert.ok(lines()[1]!.includes("= 30000 ms"), lines()[1]);
     // 40000: period 10 s, warn 30000 < 40000 -- it has a stage again; back to 20000 says it again.
-    fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 40_000 });
+    reload({ warnAfterMs: 0, staleAfterMs: 40_000 });
     assert.equal(lines().length, 2, lines().join("\n"));
-    fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 20_000 });
+    reload({ warnAfterMs: 0, staleAfterMs: 20_000 });
     assert.equal(lines().length, 3, lines().join("\n"));
     // A configured warn bound, or none configured at all: nothing to say.
-    fx.cache.setStaleness({ warnAfterMs: 5_000, staleAfterMs: 20_000 });
-    fx.cache.setStaleness({ warnAfterMs: 0, staleAfterMs: 0 });
+    reload({ warnAfterMs: 5_000, staleAfterMs: 20_000 });
+    reload({ warnAfterMs: 0, staleAfterMs: 0 });
     assert.equal(lines().length, 3, lines().join("\n"));
   } finally {
     await fx.close();
@@ -114,6 +124,27 @@ Deno.test("StateCache names at most NO_WARNING_STAGE_LOG_DEVICES devices with no
       assert.ok(lines[i]!.includes(`"p0/slow${i}" has no WARNING stage`), lines[i]);
     }
     assert.match(lines.at(-1)!, /^WARN\b.*2 more device\(s\) of provider p0 have no WARNING stage/);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("StateCache says no WARNING stage only of a device it polls: one with no polled signal has no liveness stages at all", async () => {
+  // interval 500, stale 3000 (above the least derived warn bound, 2000: the file check passes);
+  // two devices: cycle 1000 ms, derived warn 3000 >= 3000. "idle" declares no polled signal
+  // (poll_hint_hz 0): never polled, its health is UNKNOWN, never OK, WARNING or STALE.
+  const inventory: Inventory = {
+    devices: { fast: FAST, idle: { signals: [{ id: "x", type: T.DOUBLE, hint: 0 }] } },
+  };
+  const fx = await startProgrammable(inventory, {
+    inProcess: true,
+    intervalMs: 500,
+    staleness: { warnAfterMs: 0, staleAfterMs: 3_000 },
+  });
+  try {
+    const lines = noStageLines(fx.lines);
+    assert.equal(lines.length, 1, lines.join("\n"));
+    assert.ok(lines[0]!.includes('"p0/fast" has no WARNING stage'), lines[0]);
   } finally {
     await fx.close();
   }
