@@ -44,6 +44,7 @@ export {
   quoteProviderTextWithin,
   type ReloadStart,
   reloadStartWords,
+  startFailureWords,
 } from "./provider_text.ts";
 export { MAX_SSE_CLIENTS, maxStreamsFor, requestConnectionsShort } from "./event_streams.ts";
 export { DepartedDates, latestDate, transitionDate } from "./dates.ts";

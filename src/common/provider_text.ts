@@ -50,3 +50,14 @@ export type ReloadStart = "starting" | "restarting";
 export function reloadStartWords(start: ReloadStart): string {
   return `is being ${start === "starting" ? "started" : "restarted"} by a configuration reload`;
 }
+
+/**
+ * The one wording of why the last configuration reload failed to start a provider (its start
+ * error, or why its host could not be registered), as its subject's predicate: "failed to start at
+ * a configuration reload (<why>)". The provider registry says it with the provider as subject
+ * (startFailureText: health's start_error, the device conditions, Sparkplug), the e-stop's
+ * unverified reasons of its provider ("…, which failed to start …").
+ */
+export function startFailureWords(why: string): string {
+  return `failed to start at a configuration reload (${why})`;
+}

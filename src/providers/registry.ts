@@ -9,6 +9,7 @@ import {
   type ReloadStart,
   reloadStartWords,
   RuntimeError,
+  startFailureWords,
 } from "../common/mod.ts";
 import {
   diffProviders,
@@ -162,7 +163,9 @@ export class ProviderRegistry {
   readonly #failedStarts = new Set<ProviderHost>();
   /**
    * Ids a reload is stopping to start again with a changed entry: out of the registry meanwhile,
-   * but not gone (their devices are down, as in a supervisor restart, not unconfigured).
+   * but not gone (their devices are down, as in a supervisor restart, not unconfigured). Out once
+   * its successor is up, at the reconcile's end, or once the runtime's stop (stopAll) stops the
+   * host registered under it.
    */
   readonly #replacing = new Set<string>();
   /**
@@ -555,7 +558,8 @@ export class ProviderRegistry {
   /**
    * Whether a reload is restarting this provider (its entry changed): between the old host's
    * removal and its successor's registration no host is registered under the id, yet the
-   * provider is not gone. True until its successor is up (or the reload ends).
+   * provider is not gone. True until its successor is up (or the reload ends, or the runtime's
+   * stop stops the host registered under it: stopAll).
    */
   replacing(providerId: string): boolean {
     return this.#replacing.has(providerId);
@@ -611,9 +615,7 @@ export class ProviderRegistry {
    */
   startFailureText(providerId: string): string | null {
     const failure = this.startFailure(providerId);
-    return failure === null
-      ? null
-      : `provider ${providerId} failed to start at a configuration reload (${failure})`;
+    return failure === null ? null : `provider ${providerId} ${startFailureWords(failure)}`;
   }
 
   /**
@@ -645,7 +647,8 @@ export class ProviderRegistry {
    * (startFailureText): "provider <id> is being restarted by a configuration reload" -- whether
    * its successor is registered yet (starting) or not (notRunning); null otherwise, also once its
    * successor is up (replacing: an outage of that process, while the reload still starts others,
-   * is a loss of its own). The device conditions say it through the whole restart, as they say it
+   * is a loss of its own), and once the runtime's stop (stopAll) stops its successor: that host
+   * reads as stopped. The device conditions say it through the whole restart, as they say it
    * while no host is registered.
    */
   restartingText(providerId: string): string | null {
@@ -669,10 +672,10 @@ export class ProviderRegistry {
 
   /**
    * What a running reload is doing with `providerId`, not up yet and not failed to start
-   * (startFailureText): restarting it (replacing) or starting it anew (its entry added; not once
-   * its host is stopping: stopAll); null otherwise. restartingText and startingText say it with
-   * the provider as subject, the e-stop's unverified reasons of a device its host no longer lists
-   * (InventoryReader.reloadStart) -- in the same words (reloadStartWords).
+   * (startFailureText): restarting it (replacing) or starting it anew (its entry added) -- not
+   * once its host is stopping (stopAll); null otherwise. restartingText and startingText say it
+   * with the provider as subject, the e-stop's unverified reasons of a device its host no longer
+   * lists (InventoryReader.reloadStart) -- in the same words (reloadStartWords).
    */
   reloadStart(providerId: string): ReloadStart | null {
     if (this.startFailureText(providerId) !== null) return null;
@@ -859,11 +862,16 @@ export class ProviderRegistry {
 
   /**
    * Stops every provider concurrently within `budgetMs`, and waits for the ones a reload is still
-   * ending. One a running reload adds is stopping from now on, no longer being started
-   * (startingText): its host reads as any other being stopped.
+   * ending. One a running reload adds or restarts is stopping from now on, no longer being started
+   * or restarted (reloadStart): its host reads as any other being stopped -- its devices down
+   * without the reload's purpose (DeviceCondition.reloading), the runtime's stop being on purpose
+   * itself (its caller stops the outage monitor first: no device loss).
    */
   async stopAll(budgetMs: number): Promise<void> {
-    for (const h of this.hosts) this.#adding.delete(h.id);
+    for (const h of this.hosts) {
+      this.#adding.delete(h.id);
+      this.#replacing.delete(h.id);
+    }
     await Promise.all([...this.hosts.map((h) => h.stop(budgetMs)), ...this.#retiring]);
   }
 }

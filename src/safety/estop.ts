@@ -61,6 +61,7 @@ import {
   quoteProviderTextWithin,
   raceTimeout,
   readClockTwice,
+  reloadStartWords,
   type RuntimeError,
   scalarOf,
   SpellLogs,
@@ -1592,6 +1593,20 @@ export class Estop implements EstopService {
     ];
   }
 
+  /**
+   * Why a listed provider is not up, in its device conditions' words: the last reload failed to
+   * start it (startFailureText), a running reload is restarting or starting it (reloadStart:
+   * registered, not up yet; reloadStartWords), else its lifecycle ("is unavailable (DOWN)").
+   */
+  #providerDown(providerId: string, lifecycle: string): string {
+    const failed = this.#o.inventory.startFailureText?.(providerId) ?? null;
+    if (failed !== null) return failed;
+    const start = this.#o.inventory.reloadStart?.(providerId) ?? null;
+    return start !== null
+      ? `provider ${providerId} ${reloadStartWords(start)}`
+      : `provider ${providerId} is unavailable (${lifecycle})`;
+  }
+
   /** The verification with each check's device availability now (EstopStatus.verification). */
   #statusVerification(s: VerificationState): StatusVerification {
     const v = verificationView(s);
@@ -1610,7 +1625,9 @@ export class Estop implements EstopService {
   /**
    * Why the device cannot be read now, null while it is up: the device conditions' word
    * (`failing` or `down` and why), else the inventory's (its provider not AVAILABLE, or not
-   * listing it). A condition port that throws must not take the status away: the inventory's.
+   * listing it) -- in the device conditions' words for a provider a reload restarts, starts or
+   * failed to start (#providerDown). A condition port that throws must not take the status away:
+   * the inventory's.
    */
   #deviceUnavailable(providerId: string, deviceId: string): string | null {
     try {
@@ -1619,8 +1636,13 @@ export class Estop implements EstopService {
     } catch { /* the inventory's word below */ }
     try {
       const host = this.#o.inventory.provider(providerId);
-      if (host === undefined) return `down: provider ${providerId} is not configured`;
-      if (!host.available) return `down: provider ${providerId} is unavailable (${host.lifecycle})`;
+      if (host === undefined) {
+        // Configured with no host registered (a reload restarting, starting or failed to register
+        // it): lost, not gone -- said as its device conditions say it (whyNotRunning).
+        const notRunning = this.#o.inventory.whyNotRunning?.(providerId) ?? null;
+        return `down: ${notRunning ?? `provider ${providerId} is not configured`}`;
+      }
+      if (!host.available) return `down: ${this.#providerDown(providerId, host.lifecycle)}`;
       if (!host.devices.some((d) => d.device.deviceId === deviceId)) {
         return `down: not in the inventory of provider ${providerId}`;
       }

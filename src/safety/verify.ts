@@ -25,6 +25,7 @@ import {
   type ReloadStart,
   reloadStartWords,
   sleepOn,
+  startFailureWords,
   type TypedValue,
 } from "../common/mod.ts";
 import type { SafeStateExpectation } from "../config/mod.ts";
@@ -334,7 +335,7 @@ function whyUnlisted(
   if (!provider.available) {
     const failed = why.startFailure?.(providerId) ?? null;
     if (failed !== null) {
-      return `${listed}, which failed to start at a configuration reload (${failed})`;
+      return `${listed}, which ${startFailureWords(failed)}`;
     }
     const start = why.reloadStart?.(providerId) ?? null;
     return start !== null

@@ -44,6 +44,7 @@ import {
   neverThrowing,
   providerTextWithin,
   quoteProviderTextWithin,
+  reloadStartWords,
   SpellLog,
   toRuntimeError,
 } from "../common/mod.ts";
@@ -2987,12 +2988,20 @@ export class SparkplugEdgeNode {
         ? sparkplugDeviceProvider(id) === p.id
         : has;
       if (!had) continue;
-      // Listed down because the last reload failed to start it: said in the one wording of that.
+      // Listed down because the last reload failed to start it, or a running reload's new process
+      // of it, registered and not up yet: said in the one wording of that, as the device
+      // conditions and the e-stop say it (startFailureText, reloadStartWords).
       const failed = this.#o.inventory.startFailureText?.(p.id) ?? null;
+      if (failed !== null) {
+        return {
+          why: `device down (${providerTextWithin(failed, SPARKPLUG_QUOTED_REASON_CHARS)})`,
+        };
+      }
+      const start = this.#o.inventory.reloadStart?.(p.id) ?? null;
       return {
-        why: failed === null
+        why: start === null
           ? `device down (provider ${p.id} ${p.lifecycle})`
-          : `device down (${providerTextWithin(failed, SPARKPLUG_QUOTED_REASON_CHARS)})`,
+          : `device down (provider ${p.id} ${reloadStartWords(start)})`,
       };
     }
     // No provider of that id is listed, yet it is configured: a reload restarting it (its entry

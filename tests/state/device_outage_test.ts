@@ -1549,6 +1549,59 @@ Deno.test("DeviceOutages: a provider a reload adds, registered and not up, reads
   }
 });
 
+Deno.test("DeviceOutages: a provider a reload restarts, its successor registered and not up, reads as stopping once the runtime stops it, not 'being restarted' on purpose", async () => {
+  const r = await rig();
+  // p0's changed entry: its new process never answers Hello (registered, not up) until the
+  // runtime's stop ends its start.
+  const hangFile = await Deno.makeTempFile({ prefix: "programmable-", suffix: ".json" });
+  await Deno.writeTextFile(hangFile, JSON.stringify({ ...INVENTORY, hello: { hang: true } }));
+  const p0 = r.fx.host.config;
+  let stopping = false;
+  try {
+    const reload = r.fx.registry.reconcile([p0], [programmableProvider("p0", hangFile)], {
+      holdRemovals: false,
+      stopBudgetMs: 2000,
+      startBudgetMs: 30_000,
+      stopping: () => stopping,
+    });
+    await waitFor("p0's successor registered, its process spawned", () => {
+      const h = r.fx.registry.host("p0");
+      return h !== undefined && h !== r.fx.host && r.fx.fakes!.running().length === 1;
+    });
+    const restarting = r.outages.condition("p0", "pump");
+    assert.deepEqual(
+      [restarting.reason, restarting.reloading],
+      ["provider p0 is being restarted by a configuration reload", true],
+    );
+    // The runtime stops (Kernel.stop: stopping, then stopAll) while the reload restarts p0.
+    stopping = true;
+    const told = r.changes.length;
+    const stopped = r.fx.registry.stopAll(2000);
+    assert.equal(r.fx.registry.host("p0")?.available, false, "p0's successor is still registered");
+    // Before: "provider p0 is being restarted by a configuration reload", reloading: true, until
+    // the reload ended.
+    const pump = r.outages.condition("p0", "pump");
+    assert.deepEqual([pump.kind, pump.reason, pump.reloading], [
+      "down",
+      "provider p0 is unavailable (DOWN)",
+      undefined,
+    ]);
+    assert.equal(r.fx.registry.restartingText("p0"), null);
+    assert.equal(r.fx.registry.reloadStart("p0"), null);
+    await stopped;
+    const report = await reload;
+    assert.deepEqual(report.restarted, []);
+    assert.match(report.failed.join("\n"), /^p0: Hello failed: provider session ended/);
+    // Nothing told the pump lost meanwhile (the take-out told it down on purpose; the stop tells
+    // nothing of a device its successor never listed).
+    assert.deepEqual(r.changes.slice(told), []);
+  } finally {
+    await r.fx.registry.host("p0")?.stop(2000);
+    await r.close();
+    await Deno.remove(hangFile).catch(() => {});
+  }
+});
+
 Deno.test("DeviceOutages: a reload's successor that is up and then crashes while the reload still starts another provider is lost, not down on purpose", async () => {
   const r = await rig();
   // A provider the same reload adds, whose Hello is never answered: the reload goes on until the
