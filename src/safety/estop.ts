@@ -736,8 +736,9 @@ export class Estop implements EstopService {
         // whose start the reload before failed, its entry kept) keeps them, lost meanwhile. One
         // no longer configured is told `unconfigured` next, in this same step: its plan change is
         // that one (a plan logged now would still name its devices listed before as untouched).
+        // Not "removed": that is a provider no longer in the file (docs/safety.md).
         if (options.inventory.configured?.(id) !== false) {
-          this.#planChanged(`provider ${id} removed`);
+          this.#planChanged(`provider ${id} taken out by a configuration reload, still configured`);
         }
       } else if (change === "unconfigured") {
         // Dropped from the configuration (with its host, or one never registered): gone.
@@ -958,6 +959,18 @@ export class Estop implements EstopService {
   }
 
   /**
+   * Whether `providerId` is configured and its inventory not known: no host registered under it
+   * (InventoryReader.whyNotRunning: a reload restarting or starting it, its start failed), or one
+   * not AVAILABLE that has listed nothing yet (a reload's new process, not up). An expectation on
+   * its devices cannot be told unresolved then (logPlan).
+   */
+  #inventoryUnknown(providerId: string): boolean {
+    const host = this.#o.inventory.provider(providerId);
+    if (host === undefined) return (this.#o.inventory.whyNotRunning?.(providerId) ?? null) !== null;
+    return !host.available && host.devices.length === 0;
+  }
+
+  /**
    * Logs the plan (one line per call) and its gaps; done once at start-up and, after that,
    * whenever a provider's inventory changes. Also logs expectations that do not resolve. Throws
    * what the logger or the plan throws: at start-up that fails the start (src/app/kernel.ts); the
@@ -983,7 +996,11 @@ export class Estop implements EstopService {
       this.#log.warn(uncoveredWarning(view.rung, view.uncovered));
     }
     const devices = registeredDevices(this.#o.inventory);
-    for (const problem of unresolvedExpectations(this.#o.safeState.expect, devices)) {
+    // Judged against the providers whose inventory is known: one configured that lists nothing
+    // while it is not up (a reload restarting or starting it, its start failed) is down, not
+    // misconfigured -- its checks say unreachable; judged again once it lists its inventory.
+    const judged = this.#o.safeState.expect.filter((e) => !this.#inventoryUnknown(e.providerId));
+    for (const problem of unresolvedExpectations(judged, devices)) {
       this.#log.warn(`safe-state expectation does not resolve: ${problem}`);
     }
     // The devices status names (estop.unverified_devices): the listed ones no expectation covers,

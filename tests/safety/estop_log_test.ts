@@ -139,6 +139,57 @@ Deno.test("Estop logs its plan again when a provider's inventory changes, not af
   }
 });
 
+Deno.test("Estop's plan logged while a reload restarts a provider does not say an expectation on a device it listed does not resolve", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "estop-log-reload-restart-" });
+  // plant's changed entry: a process whose Hello is never answered (registered, not up).
+  const hangFile = `${dir}/hang.json`;
+  await Deno.writeTextFile(
+    hangFile,
+    JSON.stringify({
+      hello: { hang: true },
+      devices: { plant0: { signals: [{ id: "fan_duty", type: T.DOUBLE }] } },
+    }),
+  );
+  const { rt, lines } = await start(testConfig({
+    providers: [plantProvider("plant"), plantProvider("other")],
+    safety: {
+      zeroIsSafe: true,
+      expect: [
+        expectation("plant/plant0/fan_duty", { equals: 0 }, 0),
+        expectation("other/plant0/fan_duty", { equals: 0 }, 1),
+      ],
+    },
+  }));
+  const reload = rt.reload({
+    ...rt.config,
+    providers: [programmableProvider("plant", hangFile), rt.config.providers[1]!],
+  });
+  try {
+    assert.deepEqual(at(lines, "warn"), [], "start-up: every expectation resolves");
+    await waitFor(
+      "the plan logged while plant's new process is not up",
+      () => at(lines, "info").some((t) => t.startsWith("e-stop plan (provider plant ")),
+    );
+    // Before: "(provider plant removed)", the words of a provider dropped from the file.
+    assert.deepEqual(at(lines, "info").filter((t) => t.startsWith("e-stop plan (provider")), [
+      "e-stop plan (provider plant taken out by a configuration reload, still configured): " +
+      "rung 'zero', 2 call(s), 2 actuating function(s) untouched",
+    ]);
+    assert.equal(rt.registry.host("plant")?.available ?? false, false, "plant is not up");
+    // Before: "safe-state expectation does not resolve: safety.safe_state.expect[0]: device not
+    // found: plant/plant0" -- a device plant listed, lost while the reload restarts it, is no
+    // expectation that does not match the configuration.
+    assert.deepEqual(
+      at(lines, "warn").filter((t) => t.startsWith("safe-state expectation does not resolve")),
+      [],
+    );
+  } finally {
+    await rt.stop();
+    await reload.catch(() => {});
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("Estop logs a read-back that failed as errors, one per check, and a verified one as info", async () => {
   const { rt, lines } = await start(testConfig({
     providers: [plantProvider("plant")],
