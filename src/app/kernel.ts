@@ -2991,6 +2991,10 @@ export class Kernel {
     };
     // The providers' going from here on is the runtime's end: no raise (and no fork) for it.
     step("session priority", () => this.#sessionPriority?.stop());
+    // No e-stop plan is logged from here on, neither one waiting for its turn nor one a reload's
+    // inventory change would log while the stop waits (HTTP drain, stop actions): the plan is of
+    // a runtime that is ending. The plan itself stays current (status, a trigger in the drain).
+    step("e-stop", () => this.estop.close());
     // The tree is halted first: from the HTTP listener's close on, only connections still held
     // reach the runtime over HTTP, and the drain may wait seconds for answers still being made
     // (HTTP_SHUTDOWN_ANSWER_MS); nothing may go on commanding the machine meanwhile.
@@ -3003,7 +3007,6 @@ export class Kernel {
     await stepAsync("Sparkplug", () => this.#sparkplug?.stop());
     step("alarms", () => this.alarms.stop()); // no alarm action while the runtime shuts down
     step("device outages", () => this.outages.stop()); // nor a device-loss latch forcing FAULT
-    step("e-stop", () => this.estop.close()); // a plan log waiting for its turn is not written
     // The stop actions still running or decided (an e-stop's safe-state calls, the hook calls into
     // FAULT) are waited for before the providers are stopped, as a reload waits before it stops
     // one: a provider stopped under them leaves the safe state half made. Meanwhile the stages

@@ -106,10 +106,17 @@ export async function runService(
   const starting = kernel.start();
   let startedUp = false;
   starting.then(() => (startedUp = true), () => {});
+  // Set once a stop signal came: the stop is under way from then on.
+  let stopSignalled = false;
+  void signals.first.then(() => (stopSignalled = true));
   // SIGHUP (systemctl reload) re-reads the configuration; one during start-up waits for it (its
   // line says so), and one whose start-up then fails (or is stopped) says that it was dropped.
+  // One after a stop signal reloads nothing: the runtime is ending (a reload would be refused).
   // Watched from the start too: the default action of SIGHUP would end the process.
   const hangup = watchReloadSignal(() => {
+    if (stopSignalled) {
+      return log.info("SIGHUP received while stopping: configuration not reloaded");
+    }
     log.info(
       startedUp
         ? "SIGHUP received: reloading the configuration"

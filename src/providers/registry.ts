@@ -865,13 +865,13 @@ export class ProviderRegistry {
    * ending. One a running reload adds or restarts is stopping from now on, no longer being started
    * or restarted (reloadStart): its host reads as any other being stopped -- its devices down
    * without the reload's purpose (DeviceCondition.reloading), the runtime's stop being on purpose
-   * itself (its caller stops the outage monitor first: no device loss).
+   * itself (its caller stops the outage monitor first: no device loss). One whose host is not
+   * registered yet reads as one a reload did not get running (notRunning).
    */
   async stopAll(budgetMs: number): Promise<void> {
-    for (const h of this.hosts) {
-      this.#adding.delete(h.id);
-      this.#replacing.delete(h.id);
-    }
+    // Also the ones whose host is not registered yet: read as a reload did not get them running.
+    this.#adding.clear();
+    this.#replacing.clear();
     await Promise.all([...this.hosts.map((h) => h.stop(budgetMs)), ...this.#retiring]);
   }
 }

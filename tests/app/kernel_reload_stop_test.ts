@@ -4,7 +4,8 @@
  * values kept.
  */
 import assert from "node:assert/strict";
-import { recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { processAlive, recordEvents, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 import type { Config } from "../../src/config/mod.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import type { LogLevel } from "../../src/common/mod.ts";
@@ -98,6 +99,37 @@ Deno.test("ConfigReloader: a reload cut short by stop() is counted a failure, pu
     assert.equal(ev?.kind === "config_reload" ? ev.result : undefined, "failed");
   } finally {
     unsubscribe();
+    await (stopped ?? rt.stop());
+  }
+});
+
+Deno.test("Kernel.reload removing a provider as stop() begins: no e-stop plan (nor its WARN lines) is logged after the stop began", async () => {
+  const { log, lines } = capturingLogger({ level: "info" });
+  const rt = await startRuntime(
+    testConfig({ providers: [simProvider("sim0"), simProvider("sim1")] }),
+    {
+      host: { log },
+    },
+  );
+  let stopped: Promise<void> | null = null;
+  try {
+    const base = rt.config;
+    const pids = rt.registry.hosts.map((h) => h.session!.pid);
+    const reloading = rt.reload({
+      ...base,
+      providers: base.providers.filter((p) => p.id !== "sim1"),
+    });
+    const atStop = lines.length;
+    stopped = rt.stop(); // the reload removes sim1 after this: the runtime is stopping
+    const report = await reloading;
+    await stopped;
+    assert.deepEqual(report.providers.removed, ["sim1"], "the reload did remove sim1");
+    const after = lines.slice(atStop);
+    // Before: "INFO e-stop plan (provider sim1 removed): ..." and "WARN safe-state ladder resolves
+    // to none: ..." after the stop began -- a plan for a runtime that is ending.
+    assert.deepEqual(after.filter((l) => /e-stop plan|^(WARN|ERROR)/.test(l)), []);
+    assert.deepEqual(pids.filter(processAlive), [], "no provider process left");
+  } finally {
     await (stopped ?? rt.stop());
   }
 });

@@ -1602,6 +1602,56 @@ Deno.test("DeviceOutages: a provider a reload restarts, its successor registered
   }
 });
 
+Deno.test("DeviceOutages: a provider a reload adds, not registered yet when the runtime stops, no longer reads as being started", async () => {
+  const r = await rig();
+  const p0 = r.fx.host.config;
+  const p1 = { ...p0, id: "p1" };
+  // p0's entry changes: the reload waits for p0's let-go (beforeStop) before it registers p1.
+  let letGo!: () => void;
+  const held = new Promise<void>((res) => letGo = res);
+  let askedToLetGo = false;
+  let stopping = false;
+  try {
+    const reload = r.fx.registry.reconcile([p0], [{ ...p0, timeoutMs: p0.timeoutMs + 1 }, p1], {
+      holdRemovals: false,
+      stopBudgetMs: 2000,
+      startBudgetMs: 30_000,
+      stopping: () => stopping,
+      beforeStop: () => {
+        askedToLetGo = true;
+        return held;
+      },
+    });
+    await waitFor("the reload waits for p0's let-go", () => askedToLetGo);
+    const starting = "provider p1 is being started by a configuration reload";
+    assert.equal(r.outages.condition("p1", "pump").reason, starting);
+    assert.equal(r.fx.registry.whyNotRunning("p1"), starting);
+    // The runtime stops (Kernel.stop: stopping, then stopAll) while the reload waits.
+    stopping = true;
+    const stopped = r.fx.registry.stopAll(2000);
+    // Before: "being started by a configuration reload" (GET /v0/providers/health, the device
+    // conditions) until the reload got past p0's let-go, though nothing would start p1 any more;
+    // p0, still registered and stopping, read "being restarted".
+    const notStarted = "provider p1 is not running: a configuration reload failed to start it";
+    assert.equal(r.outages.condition("p1", "pump").reason, notStarted);
+    assert.equal(r.fx.registry.whyNotRunning("p1"), notStarted);
+    assert.equal(r.fx.registry.restartingText("p0"), null);
+    assert.doesNotMatch(r.outages.condition("p0", "pump").reason, /configuration reload/);
+    await stopped;
+    letGo();
+    const report = await reload;
+    assert.deepEqual([report.added, report.restarted], [[], []]);
+    assert.deepEqual(report.failed.sort(), [
+      "p0: the runtime is stopping",
+      "p1: the runtime is stopping",
+    ]);
+    assert.equal(r.fx.registry.host("p1"), undefined, "p1 never registered");
+  } finally {
+    letGo();
+    await r.close();
+  }
+});
+
 Deno.test("DeviceOutages: a reload's successor that is up and then crashes while the reload still starts another provider is lost, not down on purpose", async () => {
   const r = await rig();
   // A provider the same reload adds, whose Hello is never answered: the reload goes on until the
