@@ -207,6 +207,11 @@ export interface KernelHost {
    * of the start; absent: no lock (tests on their own folders).
    */
   readonly lockDataDir?: (dir: string) => Promise<DataDirLock>;
+  /**
+   * The Sparkplug bdSeq store at `path` (under runtime.data_dir); default bdSeqFile, a one-line
+   * file (a test's stands for a disk that hangs).
+   */
+  readonly bdSeqStore?: (path: string) => BdSeqFile;
 }
 
 /**
@@ -253,6 +258,11 @@ export interface SparkplugHandle {
    * device id and the DBIRTH's size.
    */
   readonly unbornTooLarge: readonly { readonly deviceId: string; readonly bytes: number }[];
+  /**
+   * The bdSeq save under runtime.data_dir the disk has not answered yet, or null: stop() does not
+   * wait for it, the data_dir lock does.
+   */
+  readonly bdSeqSaving: Promise<void> | null;
   /** NBIRTH and every DBIRTH again on the current connection. */
   rebirth(): void;
   stop(): Promise<void>;
@@ -542,6 +552,12 @@ export class Kernel {
   #startedAtMono = 0;
   /** runtime.data_dir's lock while this runtime holds it (KernelHost.lockDataDir). */
   #dataDirLock: { readonly release: () => void } | null = null;
+  /**
+   * The opening of runtime.data_dir a start abandoned on a hung mount (#openFiles), settled once
+   * its call answered and what that late call made was removed again (JournalWriter.open); null
+   * when none was abandoned there. The stop keeps the data_dir lock until it settles.
+   */
+  #abandonedOpening: Promise<unknown> | null = null;
   /**
    * Calls the audit journal's opening records `interrupted` (at most what its recovery scan
    * finds), kept for the run registry's start; null once it started.
@@ -1339,6 +1355,9 @@ export class Kernel {
       );
       if (outcome === "opened") return;
       abandoned = true;
+      // Left waiting on the folder (not on a TLS file, nor on no disk at all): should its call
+      // answer, what it made is removed again -- under this runtime's lock, not a later one's.
+      if (stage.on === "data_dir") this.#abandonedOpening = opening.catch(() => {});
       this.#throwIfStopping();
       const call = stage.call ?? this.#files.oldestUnderWay();
       const waiting = call === undefined || call === null
@@ -1439,7 +1458,7 @@ export class Kernel {
         : {}),
       // Store and forward replays the history ring when there is one (no queue of its own).
       ...(this.history ? { replay: historyReplay(this.history) } : {}),
-      bdSeqStore: bdSeqFile(`${config.runtime.dataDir}/sparkplug/bdseq`),
+      bdSeqStore: (this.host.bdSeqStore ?? bdSeqFile)(`${config.runtime.dataDir}/sparkplug/bdseq`),
       runtimeVersion: RUNTIME_VERSION,
       clock: this.host.clock,
       log: this.host.log.child("sparkplug"),
@@ -3128,6 +3147,15 @@ export class Kernel {
     if (incidents !== undefined && (!recordedEnded || incidents.writing)) {
       late.push(recorded.then(() => incidents.settled()).catch(() => {}));
     }
+    // The opening of the folder a start abandoned on a hung mount: once its call answers, it
+    // removes what that call made (an empty history/ or audit/, an empty file: JournalWriter.open).
+    // Under this lock: released first, a runtime started right after could have its own fresh
+    // folder removed under it.
+    if (this.#abandonedOpening !== null) late.push(this.#abandonedOpening);
+    // So is a Sparkplug bdSeq save the disk has not answered (the start waited BDSEQ_SAVE_WAIT_MS
+    // only): landing after a later runtime's, it would put back an older bdSeq.
+    const bdSeqSaving = this.#sparkplug?.bdSeqSaving ?? null;
+    if (bdSeqSaving !== null) late.push(bdSeqSaving.catch(() => {}));
     // Last: nothing of this runtime writes to the folder any more -- or, with stages on the disk
     // still under way past their bound, once they end.
     const lock = this.#dataDirLock;
@@ -3137,7 +3165,9 @@ export class Kernel {
       void Promise.all(late).then(() => {
         try {
           lock.release();
-          log.info("stop: data_dir lock released: the writes the stop went on without ended");
+          log.info(
+            "stop: data_dir lock released: the disk calls the stop went on without ended",
+          );
         } catch (err) {
           report("data_dir lock", err); // the stop has settled by now: a late failure
         }
@@ -3195,13 +3225,17 @@ function refusal(weakens: readonly Weakening[]): string {
   return `mode is AUTO: it would weaken a protection: ${weakens.map((w) => w.what).join("; ")}`;
 }
 
+/** The Sparkplug bdSeq's store (the edge node's BdSeqStore, typed structurally here). */
+export interface BdSeqFile {
+  load(): Promise<number | null>;
+  save(n: number): Promise<void>;
+}
+
 /**
  * The Sparkplug bdSeq kept in a one-line file under runtime.data_dir (docs/sparkplug.md): text
  * other than an integer 0-255 reads as none recorded.
  */
-export function bdSeqFile(
-  path: string,
-): { load(): Promise<number | null>; save(n: number): Promise<void> } {
+export function bdSeqFile(path: string): BdSeqFile {
   const file = smallStateFile(path);
   return {
     async load() {

@@ -236,9 +236,11 @@ export class DiskTier {
   /**
    * Makes the folder and reads the time of the last row; a failure stops the tier (never the start).
    * Closed meanwhile (a first open a start abandoned on a hung mount, close() not waiting for it):
-   * should the disk answer at last, after the runtime.data_dir lock's release, it goes no further,
-   * and what the call that answered late made is removed again -- the folder when it holds
-   * nothing, the file when it held nothing (JournalWriter.open): it leaves nothing behind.
+   * should the disk answer at last, after the stop, it goes no further, and what the call that
+   * answered late made is removed again -- the folder when it holds nothing, the file when it held
+   * nothing (JournalWriter.open): it leaves nothing behind. The kernel keeps the runtime.data_dir
+   * lock until this open has ended (Kernel #abandonedOpening): a later runtime's folder is not
+   * removed under it.
    */
   async open(): Promise<void> {
     try {
@@ -422,7 +424,8 @@ export class DiskTier {
    * exits: a bound here would resolve with a write still in the disk's hands, and the lock would be
    * released behind it. Not waited for: an open() a start abandoned on a hung mount (the first,
    * not a retry's #reopening): once the disk answers it writes no row, and what its late call made
-   * (the folder, the empty file) is removed again (see open()).
+   * (the folder, the empty file) is removed again (see open()), the lock kept until then by the
+   * kernel's stop, not by this close.
    */
   async close(): Promise<void> {
     await this.#reopening;

@@ -724,8 +724,8 @@ export class JournalWriter {
 
   /**
    * Undoes what a call of open() that answered after the close made at `path` (a hung mount
-   * answering after the owner's stop, its lock released by then): the folder it made, the empty
-   * file it opened. Never throws: a failure is said in one WARN, and open() resolves as it would.
+   * answering after the owner's stop): the folder it made, the empty file it opened. Never
+   * throws: a failure is said in one WARN, and open() resolves as it would.
    */
   async #undoLate(undo: () => Promise<void>, path: string): Promise<void> {
     try {

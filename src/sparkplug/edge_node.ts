@@ -829,6 +829,15 @@ export class SparkplugEdgeNode {
     return this.#bdSeq;
   }
 
+  /**
+   * The bdSeq store's save the disk has not answered yet (a hung disk under runtime.data_dir: the
+   * start's, waited for BDSEQ_SAVE_WAIT_MS only, or a reconnect's), null when none: it may still
+   * land after stop(), which does not wait for it.
+   */
+  get bdSeqSaving(): Promise<void> | null {
+    return this.#bdSeqSaving;
+  }
+
   /** Whether the births of a live connection have been published. */
   get online(): boolean {
     return this.#born && (this.#session?.connected ?? false);

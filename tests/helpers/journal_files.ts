@@ -194,6 +194,58 @@ export class HungFiles extends RealJournalFiles {
   }
 }
 
+/** The calls a hung mount holds (LateFiles): every one on the folder, or only a file's creation. */
+export type LateHolding = "every call" | "the file's creation";
+
+/**
+ * Real files where the calls `holding` names on a path holding `pathPart` wait until release(), as
+ * on a hung mount that answers at last; those after it go straight through. `held` and `answered`
+ * count the calls held.
+ */
+export class LateFiles extends RealJournalFiles {
+  readonly #holding: LateHolding;
+  readonly #pathPart: string;
+  readonly #waiting: (() => void)[] = [];
+  #released = false;
+  held = 0;
+  answered = 0;
+  constructor(holding: LateHolding, pathPart: string) {
+    super();
+    this.#holding = holding;
+    this.#pathPart = pathPart;
+  }
+  release(): void {
+    this.#released = true;
+    for (const go of this.#waiting.splice(0)) go();
+  }
+  async #late<T>(path: string, creates: boolean, call: () => Promise<T>): Promise<T> {
+    const holds = this.#holding === "every call" || creates;
+    if (this.#released || !holds || !path.includes(this.#pathPart)) return call();
+    this.held++;
+    await new Promise<void>((r) => this.#waiting.push(r));
+    try {
+      return await call();
+    } finally {
+      this.answered++;
+    }
+  }
+  override ensureDir(path: string): Promise<void> {
+    return this.#late(path, false, () => super.ensureDir(path));
+  }
+  override listNames(dir: string): Promise<string[]> {
+    return this.#late(dir, false, () => super.listNames(dir));
+  }
+  override fileSize(path: string): Promise<number> {
+    return this.#late(path, false, () => super.fileSize(path));
+  }
+  override endsWithNewline(path: string): Promise<boolean> {
+    return this.#late(path, false, () => super.endsWithNewline(path));
+  }
+  override openAppend(path: string): Promise<JournalAppendHandle> {
+    return this.#late(path, true, () => super.openAppend(path));
+  }
+}
+
 /**
  * The host's readRegularFile (real files) where a read of a path holding `pathPart` never returns,
  * as on a hung mount: its promise never settles. `pathPart` may be set later (null: none hangs).
