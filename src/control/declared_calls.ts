@@ -139,13 +139,29 @@ export function registeredDevices(inventory: InventoryReader): DeviceCapabilitie
 }
 
 /**
+ * Whether `providerId` is configured and its inventory not known: no host registered under it
+ * (InventoryReader.whyNotRunning: a reload restarting or starting it, or its start failed), or one
+ * not AVAILABLE that has listed nothing yet (a reload's new process not up, or whose start failed).
+ * It is down then, not misconfigured: a declared call or a safe-state expectation naming its
+ * devices cannot be told unresolved until it lists its inventory (validateDeclaredCalls, the
+ * e-stop's plan log).
+ */
+export function inventoryUnknown(inventory: InventoryReader, providerId: string): boolean {
+  const host = inventory.provider(providerId);
+  if (host === undefined) return (inventory.whyNotRunning?.(providerId) ?? null) !== null;
+  return !host.available && host.devices.length === 0;
+}
+
+/**
  * Start-up preflight (log only, as later anolis): checks every mode-transition hook call and every
  * safety.safe_state call against the discovered capabilities -- device, function and arguments.
  * Returns one message per problem, prefixed with the call's config path and, for a call read from
  * the file, its line:column; the runtime logs them at start-up, after a reload that changes the
  * calls or the providers, and when a provider's rediscovery changes its inventory (a call that
  * does not resolve fails when it runs, which for the e-stop ladder matters). With `providerId`,
- * only the calls to that provider's devices are checked.
+ * only the calls to that provider's devices are checked. A call to a configured provider whose
+ * inventory is not known (inventoryUnknown: a reload's start of it failed, say) is not judged:
+ * it is checked once that provider lists its inventory.
  */
 export function validateDeclaredCalls(
   config: Config,
@@ -165,6 +181,8 @@ export function validateDeclaredCalls(
     : declared.filter((c) => parseDeviceHandle(c.deviceHandle)?.providerId === providerId);
   const problems: string[] = [];
   for (const call of calls) {
+    const callee = parseDeviceHandle(call.deviceHandle)?.providerId;
+    if (callee !== undefined && inventoryUnknown(inventory, callee)) continue;
     const target = findDeclaredTarget(call, devices);
     if ("problem" in target) {
       const addr = parseDeviceHandle(call.deviceHandle);

@@ -82,6 +82,7 @@ import {
   findDeclaredTarget,
   type GateContext,
   type HookFailure,
+  inventoryUnknown,
   type LatchSecuring,
   registeredDevices,
   runDeclaredCall,
@@ -959,18 +960,6 @@ export class Estop implements EstopService {
   }
 
   /**
-   * Whether `providerId` is configured and its inventory not known: no host registered under it
-   * (InventoryReader.whyNotRunning: a reload restarting or starting it, its start failed), or one
-   * not AVAILABLE that has listed nothing yet (a reload's new process, not up). An expectation on
-   * its devices cannot be told unresolved then (logPlan).
-   */
-  #inventoryUnknown(providerId: string): boolean {
-    const host = this.#o.inventory.provider(providerId);
-    if (host === undefined) return (this.#o.inventory.whyNotRunning?.(providerId) ?? null) !== null;
-    return !host.available && host.devices.length === 0;
-  }
-
-  /**
    * Logs the plan (one line per call) and its gaps; done once at start-up and, after that,
    * whenever a provider's inventory changes. Also logs expectations that do not resolve. Throws
    * what the logger or the plan throws: at start-up that fails the start (src/app/kernel.ts); the
@@ -999,7 +988,9 @@ export class Estop implements EstopService {
     // Judged against the providers whose inventory is known: one configured that lists nothing
     // while it is not up (a reload restarting or starting it, its start failed) is down, not
     // misconfigured -- its checks say unreachable; judged again once it lists its inventory.
-    const judged = this.#o.safeState.expect.filter((e) => !this.#inventoryUnknown(e.providerId));
+    const judged = this.#o.safeState.expect.filter((e) =>
+      !inventoryUnknown(this.#o.inventory, e.providerId)
+    );
     for (const problem of unresolvedExpectations(judged, devices)) {
       this.#log.warn(`safe-state expectation does not resolve: ${problem}`);
     }

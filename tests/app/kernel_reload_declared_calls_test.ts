@@ -2,11 +2,14 @@
  * The declared-call preflight (contract config.md sec. 6: hook and safety calls that do not
  * resolve against the discovered devices, logged at ERROR) across a reload: a reload that puts in
  * force a ladder or a hook whose call does not resolve says so, as start-up does, naming the
- * call's key and its line:column in the file; said once per reload.
+ * call's key and its line:column in the file; said once per reload. A call to a configured
+ * provider whose inventory is not known (the reload failed to start or register it) is not judged
+ * until it lists its inventory: it is down, not misconfigured.
  */
 import assert from "node:assert/strict";
 import { rig } from "../helpers/rig.ts";
-import { inertSim } from "../safety/_fixture.ts";
+import { refuseRegistration } from "../helpers/unregistered.ts";
+import { call, inertSim } from "../safety/_fixture.ts";
 import { load } from "../config/_helpers.ts";
 
 /** The lines of the declared-call preflight. */
@@ -63,4 +66,117 @@ automation:
   const before = r.lines.length;
   await rt.reload({ ...rt.config, providers: [...rt.config.providers, inertSim("sim1")] });
   assert.equal(unresolved({ lines: r.lines.slice(before) }).length, 2, r.lines.join("\n"));
+});
+
+Deno.test("A reload whose restart of a provider fails says no ladder call to it does not resolve: it is down, not misconfigured", async () => {
+  await using r = await rig({
+    programs: false,
+    providers: [inertSim("sim0"), inertSim("sim1")],
+    safety: {
+      setpoints: [
+        call(
+          "sim1/relayio0",
+          "set_relay_ch1",
+          { enabled: false },
+          "safety.safe_state.setpoints[0]",
+        ),
+      ],
+    },
+  });
+  const rt = r.kernel;
+  assert.deepEqual(unresolved(r), [], "start-up: the ladder resolves");
+  const sim1 = rt.config.providers.find((p) => p.id === "sim1")!;
+  const report = await rt.reload({
+    ...rt.config,
+    providers: [rt.config.providers[0]!, { ...sim1, command: "/nonexistent/provider" }],
+    // The same reload changes the ladder (a call to sim0 added): the calls in force are checked.
+    safety: {
+      ...rt.config.safety,
+      safeState: {
+        ...rt.config.safety.safeState,
+        setpoints: [
+          ...rt.config.safety.safeState.setpoints,
+          call(
+            "sim0/relayio0",
+            "set_relay_ch1",
+            { enabled: false },
+            "safety.safe_state.setpoints[1]",
+          ),
+        ],
+      },
+    },
+  });
+  assert.match(report.providers.failed.join(), /^sim1: cannot start provider/);
+  assert.ok(report.applied.includes("safety"), JSON.stringify(report));
+  // Before: "declared call does not resolve: safety.safe_state.setpoints[0]: device not found:
+  // sim1/relayio0" -- a call to a device sim1 listed, its process down, read as a typo (the e-stop
+  // plan log judges an expectation on it once it lists its inventory: docs/safety.md).
+  assert.deepEqual(unresolved(r), [], r.lines.join("\n"));
+  // Once a reload brings it back, listing its inventory, the calls to it are judged again: a typo
+  // in its ladder call is said then.
+  const typo = call(
+    "sim1/relayio0",
+    "set_relay_ch9",
+    { enabled: false },
+    "safety.safe_state.setpoints[0]",
+  );
+  await rt.reload({
+    ...rt.config,
+    providers: [rt.config.providers[0]!, sim1],
+    safety: {
+      ...rt.config.safety,
+      safeState: { ...rt.config.safety.safeState, setpoints: [typo] },
+    },
+  });
+  assert.ok(rt.registry.host("sim1")?.available, "sim1 is up");
+  const said = unresolved(r);
+  assert.equal(said.length, 1, r.lines.join("\n"));
+  assert.match(said[0]!, /setpoints\[0\].*set_relay_ch9/);
+});
+
+Deno.test("A reload that fails to register a provider's replacement says no ladder call to it names a provider not found: it is configured", async () => {
+  await using r = await rig({
+    programs: false,
+    providers: [inertSim("sim0"), inertSim("sim1")],
+    safety: {
+      setpoints: [
+        call(
+          "sim1/relayio0",
+          "set_relay_ch1",
+          { enabled: false },
+          "safety.safe_state.setpoints[0]",
+        ),
+      ],
+    },
+  });
+  const rt = r.kernel;
+  assert.deepEqual(unresolved(r), [], "start-up: the ladder resolves");
+  // A host listener that fails refuses the registration of sim1's replacement.
+  refuseRegistration(rt.registry, "sim1");
+  const sim1 = rt.config.providers.find((p) => p.id === "sim1")!;
+  const report = await rt.reload({
+    ...rt.config,
+    providers: [rt.config.providers[0]!, { ...sim1, timeoutMs: sim1.timeoutMs + 1 }],
+    // The same reload changes the ladder (a call to sim0 added): the calls in force are checked.
+    safety: {
+      ...rt.config.safety,
+      safeState: {
+        ...rt.config.safety.safeState,
+        setpoints: [
+          ...rt.config.safety.safeState.setpoints,
+          call(
+            "sim0/relayio0",
+            "set_relay_ch1",
+            { enabled: false },
+            "safety.safe_state.setpoints[1]",
+          ),
+        ],
+      },
+    },
+  });
+  assert.match(report.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.equal(rt.registry.host("sim1"), undefined);
+  // Before: "declared call does not resolve: safety.safe_state.setpoints[0]: provider not found:
+  // sim1" -- sim1 is in the file; its process is not registered.
+  assert.deepEqual(unresolved(r), [], r.lines.join("\n"));
 });
