@@ -589,6 +589,8 @@ export class Kernel {
    */
   readonly #sectionFactsRecorded = new Set<string>();
   #starting: Promise<void> | null = null;
+  /** Once start() resolved: a stop before it is a failed start's (#failedStartStopsProviders). */
+  #startedUp = false;
   #stopping: Promise<void> | null = null;
   /**
    * The stop's stages that failed after stop() had settled: one the stop went on without past its
@@ -1171,8 +1173,30 @@ export class Kernel {
    * meanwhile, everything started is stopped and start() throws.
    */
   start(): Promise<void> {
-    this.#starting ??= this.#start();
+    this.#starting ??= this.#startOnce();
     return this.#starting;
+  }
+
+  /**
+   * Whatever fails the start (a stage after the priming poll too: the API's bind refused, the
+   * e-stop plan, the Sparkplug node) stops the providers already up on purpose: the stop after it
+   * (app/process.ts stopAfterFailedStart) is a failed start's (#failedStartStopsProviders).
+   */
+  async #startOnce(): Promise<void> {
+    try {
+      await this.#start();
+    } catch (err) {
+      try {
+        this.#failedStartStopsProviders();
+      } catch (detachErr) {
+        // The start's own failure is the one thrown; this one is said (the stop detaches again).
+        this.#lines.error(
+          `start-up failed, and detaching its providers failed too: ${errorMessage(detachErr)}`,
+        );
+      }
+      throw err;
+    }
+    this.#startedUp = true;
   }
 
   async #start(): Promise<void> {
@@ -1525,8 +1549,9 @@ export class Kernel {
   }
 
   /**
-   * A failed start is about to stop the providers already up (startAll's failures, or a first poll
-   * not answered within runtime.startup_timeout_ms: #primeCache): on purpose, as the stop does (its
+   * A failed start is about to stop the providers already up (startAll's failures, a first poll
+   * not answered within runtime.startup_timeout_ms: #primeCache, any later stage that fails the
+   * start: #startOnce, or a stop() before start() resolved: #stop): on purpose, as the stop does (its
    * "device outages" and "history detach" stages) -- no device loss (no incident, no device-loss
    * latch), no UNAVAILABLE samples of their going in the history. The history's detach and the
    * outage monitor's stop are idempotent: the kernel's stop after the failed start does them
@@ -3008,6 +3033,12 @@ export class Kernel {
         );
       }
     };
+    // A stop before start() resolved (a stop signal during the start-up, or the stop after a
+    // failed one) stops the providers already up as a failed start does: nothing of their going
+    // is published. In stop()'s own call, before any of them can go.
+    if (this.#starting !== null && !this.#startedUp) {
+      step("failed start's detach", () => this.#failedStartStopsProviders());
+    }
     // The providers' going from here on is the runtime's end: no raise (and no fork) for it.
     step("session priority", () => this.#sessionPriority?.stop());
     // No e-stop plan is logged from here on, neither one waiting for its turn nor one a reload's
