@@ -1280,6 +1280,7 @@ export class Kernel {
     this.#throwIfStopping();
     // After the priming poll, so the births carry values; connecting goes on in the background.
     if (startSparkplug !== null) await startSparkplug();
+    this.#throwIfStopping(); // stop() during the node's start (its bdSeq store hung): not started up
   }
 
   /**

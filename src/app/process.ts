@@ -111,7 +111,8 @@ export async function runService(
   void signals.first.then(() => (stopSignalled = true));
   // SIGHUP (systemctl reload) re-reads the configuration; one during start-up waits for it (its
   // line says so), and one whose start-up then fails (or is stopped) says that it was dropped.
-  // One after a stop signal reloads nothing: the runtime is ending (a reload would be refused).
+  // One after a stop signal reloads nothing: the runtime is ending (a reload would be refused);
+  // nor does one during start-up whose start-up finishes after a stop signal.
   // Watched from the start too: the default action of SIGHUP would end the process.
   const hangup = watchReloadSignal(() => {
     if (stopSignalled) {
@@ -122,14 +123,21 @@ export async function runService(
         ? "SIGHUP received: reloading the configuration"
         : "SIGHUP received during start-up: the configuration is reloaded once start-up finishes",
     );
+    // Dropped once a stop signal came (start-up ended by it, or finished as it came: INFO, the
+    // stop was asked) or when start-up failed (WARN).
+    const stoppedMeanwhile = () => {
+      if (!stopSignalled) return false;
+      log.info("SIGHUP dropped: configuration not reloaded: the runtime is stopping");
+      return true;
+    };
     void starting.then(() => {
+      if (stoppedMeanwhile()) return;
       if (kernel.reloader) void kernel.reloader.request();
       else log.warn("SIGHUP ignored: configuration reload is not available");
-    }, () =>
-      log.warn(
-        "SIGHUP dropped: configuration not reloaded: start-up did not finish (it failed or " +
-          "was stopped)",
-      ));
+    }, () => {
+      if (stoppedMeanwhile()) return;
+      log.warn("SIGHUP dropped: configuration not reloaded: start-up did not finish (it failed)");
+    });
   });
   // Unset while the stop has not ended (a failed start-up sets its own before the exit's kill).
   let code: ExitCode | undefined;
