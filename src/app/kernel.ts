@@ -1872,6 +1872,11 @@ export class Kernel {
     ) {
       // stop() may have begun while an earlier section awaited: its subsystems are ending.
       if (this.#stopping) {
+        // Offered only to read its file again (the configuration did not change it) with nothing
+        // to read it for (automation disabled: no tree runs): the stop keeps nothing from it.
+        if (key === "automation.behavior_tree" && !diff.live.includes(key) && !this.automation) {
+          continue;
+        }
         report.failed.push({ section: key, why: "the runtime is stopping" });
         report.interrupted = true;
         continue;
@@ -2575,12 +2580,11 @@ export class Kernel {
       this.#config = effective;
       // stop() began while providers started: those it cut short are not running (the rest of
       // the runtime is ending too); the section did not apply, whatever did stays in effect.
+      // Each one cut short, and why, is in report.providers.failed (the summary's "failed to
+      // start"), said once: not again in the section's why.
       if (this.#stopping !== null && r.failed.length > 0) {
         report.interrupted = true;
-        return {
-          effective,
-          failed: `the runtime is stopping; not started: ${r.failed.join("; ")}`,
-        };
+        return { effective, failed: "the runtime is stopping" };
       }
       // A provider that came up while the e-stop is latched is brought to the safe state by the
       // e-stop itself (it follows every provider's availability); the report counts its calls.

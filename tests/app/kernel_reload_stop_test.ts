@@ -133,3 +133,39 @@ Deno.test("Kernel.reload removing a provider as stop() begins: no e-stop plan (n
     await (stopped ?? rt.stop());
   }
 });
+
+Deno.test("ConfigReloader: a reload cut short by stop() says each provider it did not start once, and no section the file did not change", async () => {
+  const { log, lines } = capturingLogger({ level: "info" });
+  let next: Config | null = null;
+  // Automation disabled (testConfig's default): the tree section is offered to every reload only
+  // to read its file again, and nothing reads it.
+  const rt = await startRuntime(testConfig(), {
+    host: { log, loadConfig: () => Promise.resolve({ ok: true, config: next!, warnings: [] }) },
+  });
+  let stopped: Promise<void> | null = null;
+  try {
+    const base = rt.config;
+    assert.equal(base.automation.enabled, false);
+    next = { ...base, providers: [...base.providers, simProvider("sim1")] };
+    const reloading = rt.reloader!.request();
+    await waitFor("sim1 starting", () => rt.registry.host("sim1"), 10000, 0);
+    stopped = rt.stop();
+    await reloading;
+    await stopped;
+    const said = lines.filter((l) => l.includes("config reload"));
+    assert.equal(said.length, 1, said.join("\n"));
+    const line = said[0]!;
+    assert.match(line, /^ERROR .*config reload interrupted: the runtime is stopping; /);
+    // Before: "failed providers: the runtime is stopping; not started: sim1: <why>; failed
+    // automation.behavior_tree: the runtime is stopping; failed to start: sim1: <why>".
+    assert.equal(line.split("sim1:").length - 1, 1, `sim1's failure said more than once: ${line}`);
+    assert.match(line, /failed to start: sim1: /);
+    assert.doesNotMatch(
+      line,
+      /behavior_tree/,
+      "a section the file did not change, reported failed",
+    );
+  } finally {
+    await (stopped ?? rt.stop());
+  }
+});
