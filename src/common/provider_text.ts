@@ -45,7 +45,7 @@ export type ReloadStart = "starting" | "restarting";
  * The one wording of a provider a configuration reload is starting or restarting, not up yet, as
  * its subject's predicate: "is being started by a configuration reload" (or "restarted"). The
  * provider registry says it with the provider as subject (the device conditions, health,
- * Sparkplug), the e-stop's unverified reasons of its provider ("…, which is being started …").
+ * Sparkplug), the e-stop's unverified reasons of its provider ("..., which is being started ...").
  */
 export function reloadStartWords(start: ReloadStart): string {
   return `is being ${start === "starting" ? "started" : "restarted"} by a configuration reload`;
@@ -56,7 +56,7 @@ export function reloadStartWords(start: ReloadStart): string {
  * error, or why its host could not be registered), as its subject's predicate: "failed to start at
  * a configuration reload (<why>)". The provider registry says it with the provider as subject
  * (startFailureText: health's start_error, the device conditions, Sparkplug), the e-stop's
- * unverified reasons of its provider ("…, which failed to start …").
+ * unverified reasons of its provider ("..., which failed to start ...").
  */
 export function startFailureWords(why: string): string {
   return `failed to start at a configuration reload (${why})`;
