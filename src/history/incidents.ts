@@ -221,8 +221,13 @@ export interface IncidentStatus {
   readonly dropped: number;
 }
 
-/** A signal's declared unit (SignalSpec's, or as History.declaredUnits keeps it). */
-type UnitSpec = Pick<SignalSpec, "signalId" | "unit">;
+/**
+ * A signal's declared unit and type (SignalSpec's; as History.declaredUnits keeps it, no type: the
+ * line's type is then its samples', "unknown" without any).
+ */
+type UnitSpec = Pick<SignalSpec, "signalId" | "unit"> & {
+  readonly valueType?: SignalSpec["valueType"];
+};
 
 /** A device as `[providerId, deviceId]`. */
 type DeviceParts = readonly [string, string];
@@ -1542,10 +1547,15 @@ export class IncidentRecorder {
       const before = byPolls && afterSeq !== Infinity
         ? history.datesBefore(providerId, deviceId, afterSeq, noted, noted - from)
         : null;
-      // Units as declared when a trigger named the device; one the ring took up since, as now.
-      const units = unitsOf(
+      // Units (and types) as declared when a trigger named the device; one the ring took up
+      // since, or a signal declared since (a reload added it), as now.
+      const declared = declarationsOf(
         p.specs.get(deviceHandle(providerId, deviceId)) ?? this.#unitSpecs(providerId, deviceId),
       );
+      let declaredNow: ReturnType<typeof declarationsOf> | undefined;
+      const declarationOf = (signalId: string) =>
+        declared?.get(signalId) ??
+          (declaredNow ??= declarationsOf(this.#unitSpecs(providerId, deviceId)))?.get(signalId);
       // The device's first poll the window reads: a signal whose ring lost changes from there on
       // (trimmedToSeq) has its samples begin later, and its line says where (from_epoch_ms).
       const windowFromSeq = before !== null
@@ -1585,8 +1595,9 @@ export class IncidentRecorder {
           provider_id: providerId,
           device_id: deviceId,
           signal_id: signalId,
-          value_type: type ?? "unknown",
-          ...(units === null ? {} : { unit: units.get(signalId) ?? "" }),
+          // Its samples' type; a signal with none in the ring (never reported), as declared.
+          value_type: type ?? declarationOf(signalId)?.type ?? "unknown",
+          ...(declared === null ? {} : { unit: declarationOf(signalId)?.unit ?? "" }),
           ...(lost ? { from_epoch_ms: rows.length > 0 ? rows[0]![0] : until } : {}),
           samples: rows,
         };
@@ -2009,13 +2020,19 @@ function parseSignalLine(line: string): IncidentSignal {
 }
 
 /**
- * A device's declared units by signal (cut to INCIDENT_UNIT_MAX_CHARS), "" for none; null when
- * its declaration is not known (no inventory, a device it never described).
+ * A device's declared units by signal (cut to INCIDENT_UNIT_MAX_CHARS), "" for none, with their
+ * declared types (null: unspecified or not known); null when its declaration is not known (no
+ * inventory, a device it never described).
  */
-function unitsOf(specs: readonly UnitSpec[] | undefined): Map<string, string> | null {
+function declarationsOf(
+  specs: readonly UnitSpec[] | undefined,
+): Map<string, { unit: string; type: SignalSpec["valueType"] }> | null {
   if (specs === undefined) return null;
   return new Map(
-    specs.map((s) => [s.signalId, providerTextWithin(s.unit, INCIDENT_UNIT_MAX_CHARS)]),
+    specs.map((s) => [
+      s.signalId,
+      { unit: providerTextWithin(s.unit, INCIDENT_UNIT_MAX_CHARS), type: s.valueType ?? null },
+    ]),
   );
 }
 
