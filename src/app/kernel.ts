@@ -1560,9 +1560,14 @@ export class Kernel {
    * (StateCache.detachProviders), so neither the priming polls their stop fails (#primeCache stops
    * the cache only after them) nor their availability flips put an UNAVAILABLE sample or a
    * device_availability on the bus (telemetry); their own provider_health_change still is.
+   * The alarms stop with the detach: the detached cache keeps its last samples and they go stale,
+   * so an alarm still running (started once primed: a stop during the Sparkplug node's start, or
+   * while the stop's HTTP drain waits) would raise for bad input and run its action (an e-stop)
+   * of the runtime's own stop. Idempotent as well ("alarms" stage of the stop).
    */
   #failedStartStopsProviders(): void {
     this.cache.detachProviders();
+    this.alarms.stop();
     this.outages.stop();
     this.history?.detach();
   }
