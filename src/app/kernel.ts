@@ -1834,6 +1834,8 @@ export class Kernel {
         removed: [],
         unchanged: next.providers.map((p) => p.id),
         failed: [],
+        addFailed: [],
+        restartFailed: [],
         held: [],
       },
       applied: [],
@@ -2576,6 +2578,8 @@ export class Kernel {
         removed: r.removed,
         unchanged: r.unchanged,
         failed: r.failed,
+        addFailed: r.addFailed,
+        restartFailed: r.restartFailed,
         held: r.held,
       };
       const effective = { ...this.#config, providers: r.effective };

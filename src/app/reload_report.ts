@@ -32,6 +32,16 @@ export interface ReloadReport {
      * a retried one is under its supervisor again).
      */
     readonly failed: readonly string[];
+    /**
+     * Of `failed`, the added ones (ids): counted with `added` in the summary's `+` (the reload
+     * added them; they are not running).
+     */
+    readonly addFailed: readonly string[];
+    /**
+     * Of `failed`, the changed ones (ids): their old process was stopped, the restart did not come
+     * up (it failed, or stop() cut it short); counted with `restarted` in the summary's `~`.
+     */
+    readonly restartFailed: readonly string[];
     /** Removals and changes held back while the mode is AUTO (ids; they run as before). */
     readonly held: readonly string[];
   };

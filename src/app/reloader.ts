@@ -230,8 +230,12 @@ export function summarize(r: ReloadReport): string {
   const changed = r.applied.length + r.refused.length + r.failed.length +
       r.needsRestart.length > 0;
   if (!changed) return "config reload: no change";
+  // An added or changed provider that did not come up is counted all the same (`+`, `~`: the
+  // reload added it, or stopped its old process), and named in `failed to start` below.
+  const added = p.added.length + p.addFailed.length;
+  const restarted = p.restarted.length + p.restartFailed.length;
   const parts = [
-    `providers +${p.added.length} -${p.removed.length} ~${p.restarted.length} =${p.unchanged.length}`,
+    `providers +${added} -${p.removed.length} ~${restarted} =${p.unchanged.length}`,
   ];
   if (p.retried.length > 0) {
     // Not counted in `~` (not restarted: the same host): up again, their circuit was open.

@@ -46,6 +46,13 @@ export interface ReconcileReport {
    * retried ones that did not (their supervisor has them again).
    */
   readonly failed: string[];
+  /** Added entries that did not come up (ids; each also in `failed` with its why). */
+  readonly addFailed: string[];
+  /**
+   * Changed entries whose old process was stopped and whose successor did not come up (ids; each
+   * also in `failed` with its why): restarts tried, not up.
+   */
+  readonly restartFailed: string[];
   /** Removals and changes held back (`id`): they run as before. */
   readonly held: string[];
   /** The provider entries now in effect, in the new order (held ones with their old entry). */
@@ -548,6 +555,8 @@ export class ProviderRegistry {
       removed: [...removed],
       unchanged: [...unchanged],
       failed,
+      addFailed: added.filter((p) => !startedIds.has(p.id)).map((p) => p.id),
+      restartFailed: changed.filter((p) => !startedIds.has(p.id)).map((p) => p.id),
       held,
       effective,
       started,
