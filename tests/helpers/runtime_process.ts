@@ -178,10 +178,16 @@ export async function startRuntimeChild(o: RuntimeChildOptions): Promise<Runtime
         }
         throw new Error(message);
       }
-      const s = await status(base, o.token, client, ended.signal).catch(async (err) => {
-        await stop();
-        throw err;
-      });
+      // Until the runtime itself listens on the port, whatever answers there is a stranger's (another
+      // test's server took the port first): its answer is not the runtime's, nor judged against the
+      // API's contract; the runtime, unable to bind, exits, and the stranger is named then.
+      const own = listeningPorts(child.pid).includes(o.port);
+      const s = !own
+        ? null
+        : await status(base, o.token, client, ended.signal).catch(async (err) => {
+          await stop();
+          throw err;
+        });
       const providers = (s?.providers ?? []) as { state: string }[];
       if (
         s && providers.length > 0 && providers.every((p) => p.state === "AVAILABLE") &&

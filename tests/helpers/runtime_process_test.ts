@@ -30,23 +30,35 @@ Deno.test("startRuntimeChildOnFreePort starts the runtime again on another port 
   await racedStart({});
 });
 
+Deno.test("startRuntimeChildOnFreePort starts the runtime again on another port when a stranger that answers HTTP took the first", async () => {
+  // Another test's server on the port (a plain-text answer): not the runtime's answer, no failure
+  // of the API's contract -- before, its answer to the readiness read failed the start.
+  await racedStart({}, () => {}, () => {
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+      () => new Response("answered"),
+    );
+    return { port: server.addr.port, close: () => server.shutdown() };
+  });
+});
+
 Deno.test("startRuntimeChildOnFreePort starts the runtime again on another port when a stranger took the first while its stderr is read only later", async () => {
   const readLater = Promise.withResolvers<void>();
   await racedStart({ stderrReadAfter: readLater.promise }, () => readLater.resolve());
 });
 
 /**
- * Starts the runtime with `more` options, the first start on a port a silent stranger holds;
- * `started` runs once it is up (before it is stopped).
+ * Starts the runtime with `more` options, the first start on a port a stranger holds (`strange`
+ * makes it: silent by default); `started` runs once it is up (before it is stopped).
  */
 async function racedStart(
   more: Partial<RuntimeChildOptions>,
   started: () => void = () => {},
+  strange: () => { port: number; close: () => unknown } = silentStranger,
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "runtime-port-race-" });
-  // A server that accepts (the kernel does) and never answers: the readiness read would wait.
-  const stranger = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const taken = (stranger.addr as Deno.NetAddr).port;
+  const stranger = strange();
+  const taken = stranger.port;
   const tried: number[] = [];
   try {
     const options = racedOptions(dir, taken, tried);
@@ -63,7 +75,13 @@ async function racedStart(
       assert.equal(await rt.stop(), 0, rt.stderr());
     }
   } finally {
-    stranger.close();
+    await stranger.close();
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/** A server that accepts (the kernel does) and never answers: the readiness read would wait. */
+function silentStranger(): { port: number; close: () => void } {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  return { port: (listener.addr as Deno.NetAddr).port, close: () => listener.close() };
 }
