@@ -8,11 +8,11 @@
  * hand.
  */
 import assert from "node:assert/strict";
-import type { MqttSession } from "../../src/common/mod.ts";
 import { type DataDirLock, lockDataDir } from "../../src/host/mod.ts";
 import { isolated, newKernel, waitFor } from "../helpers/kernel.ts";
 import { flushMicrotasks, ManualClock, runToSettle } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+import { idleMqttSession } from "../helpers/held_mqtt.ts";
 
 /** Whether a second runtime could take the lock of `dir` now (taken, and let go again). */
 async function lockFree(dir: string): Promise<boolean> {
@@ -20,20 +20,6 @@ async function lockFree(dir: string): Promise<boolean> {
   if ("heldBy" in lock) return false;
   lock.release();
   return true;
-}
-
-/** A session that never connects (nothing published: the bdSeq store is what is looked at). */
-function idleSession(): MqttSession {
-  return {
-    connected: false,
-    publish: () => Promise.resolve(),
-    subscribe: () => Promise.resolve(),
-    onConnect() {},
-    onClose() {},
-    onMessage() {},
-    onError() {},
-    end: () => Promise.resolve(),
-  };
 }
 
 Deno.test("Kernel.stop keeps the data_dir lock until a Sparkplug bdSeq save the disk held at start has ended", async () => {
@@ -48,7 +34,7 @@ Deno.test("Kernel.stop keeps the data_dir lock until a Sparkplug bdSeq save the 
   let released = false;
   const rt = newKernel(config, {
     clock,
-    mqttConnect: () => Promise.resolve(idleSession()),
+    mqttConnect: () => Promise.resolve(idleMqttSession()),
     bdSeqStore: () => ({
       load: () => Promise.resolve(null),
       save: () => {

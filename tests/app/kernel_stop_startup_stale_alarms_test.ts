@@ -8,32 +8,18 @@
  * HTTP; a bdSeq store that never answers and an MQTT session that never connects.
  */
 import assert from "node:assert/strict";
-import type { MqttSession } from "../../src/common/mod.ts";
 import { serveHttp } from "../../src/host/mod.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { newKernel, recordEvents, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import { d, i, inertSim, manualCall } from "../safety/_fixture.ts";
+import { idleMqttSession } from "../helpers/held_mqtt.ts";
 
 /** Staleness bound of every signal: well within the drain the slow call holds. */
 const STALE_AFTER_MS = 300;
 /** How long the provider takes to answer the call the drain waits for. */
 const SLOW_CALL_MS = 1500;
-
-/** A session that never connects: the bdSeq store is what holds the node's start. */
-function idleSession(): MqttSession {
-  return {
-    connected: false,
-    publish: () => Promise.resolve(),
-    subscribe: () => Promise.resolve(),
-    onConnect() {},
-    onClose() {},
-    onMessage() {},
-    onError() {},
-    end: () => Promise.resolve(),
-  };
-}
 
 Deno.test("Kernel.stop during the Sparkplug node's start, its HTTP drain held by a call: no alarm raised for inputs gone stale, no e-stop", async () => {
   const protections = alarmsConfig(
@@ -49,7 +35,7 @@ Deno.test("Kernel.stop during the Sparkplug node's start, its HTTP drain held by
     }),
     {
       serve: serveHttp,
-      mqttConnect: () => Promise.resolve(idleSession()),
+      mqttConnect: () => Promise.resolve(idleMqttSession()),
       // The hung disk under runtime.data_dir: the node's start waits (BDSEQ_SAVE_WAIT_MS).
       bdSeqStore: () => ({ load: () => new Promise(() => {}), save: () => new Promise(() => {}) }),
     },

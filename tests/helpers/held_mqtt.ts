@@ -6,7 +6,7 @@
  * a fixed sleep.
  */
 import { connectMqttJs } from "../../src/host/mod.ts";
-import type { MqttConnect } from "../../src/common/mod.ts";
+import type { MqttConnect, MqttSession } from "../../src/common/mod.ts";
 
 /** A write handed to MQTT.js: its topic and payload bytes. */
 export interface HandedWrite {
@@ -81,5 +81,22 @@ export function heldMqtt(inner: MqttConnect = connectMqttJs): {
       heldTopics.splice(0, n);
       for (const w of held.splice(0, n)) w();
     },
+  };
+}
+
+/**
+ * A session that never connects and publishes nothing: for a test that looks at what the edge
+ * node does before any broker (its bdSeq store, its connecting).
+ */
+export function idleMqttSession(): MqttSession {
+  return {
+    connected: false,
+    publish: () => Promise.resolve(),
+    subscribe: () => Promise.resolve(),
+    onConnect() {},
+    onClose() {},
+    onMessage() {},
+    onError() {},
+    end: () => Promise.resolve(),
   };
 }

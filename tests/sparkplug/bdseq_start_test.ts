@@ -6,7 +6,7 @@
  * change the bdSeq of a session already opened. stop() ends the wait too.
  */
 import assert from "node:assert/strict";
-import type { MqttSession, MqttSessionOptions } from "../../src/common/mod.ts";
+import type { MqttSessionOptions } from "../../src/common/mod.ts";
 import type { InventoryReader } from "../../src/state/mod.ts";
 import {
   BDSEQ_SAVE_WAIT_MS,
@@ -17,20 +17,7 @@ import {
 import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-
-/** A session that never connects (nothing is published: connecting is what is looked at). */
-function idleSession(): MqttSession {
-  return {
-    connected: false,
-    publish: () => Promise.resolve(),
-    subscribe: () => Promise.resolve(),
-    onConnect() {},
-    onClose() {},
-    onMessage() {},
-    onError() {},
-    end: () => Promise.resolve(),
-  };
-}
+import { idleMqttSession } from "../helpers/held_mqtt.ts";
 
 /** A store whose load and save answer only when the test says so (never, unless it does). */
 function hungStore() {
@@ -64,7 +51,7 @@ function edgeNode(store: BdSeqStore) {
     clientId: "c",
     connect: (o) => {
       connects.push(o);
-      return Promise.resolve(idleSession());
+      return Promise.resolve(idleMqttSession());
     },
     bus: { subscribe: () => () => {} },
     inventory,
