@@ -193,7 +193,11 @@ Deno.test("RunRegistry: shut down while its start's rewrite of runs.jsonl, holdi
   );
 });
 
-Deno.test("RunRegistry: shut down while its start's rewrite of runs.jsonl is being renamed into place, a rename landing while the stop closes runs.jsonl leaves no handle to it open once the stop resolves", async () => {
+/**
+ * A registry over three closed runs whose start rewrites runs.jsonl (an e-stop between runs taken
+ * into it), that rewrite's rename held on the disk: `releaseRename` lets it land.
+ */
+async function startRenaming() {
   const files = new HeldRemoveFiles();
   await threeClosedRuns(files);
   const handlesBefore = files.opened - files.closed;
@@ -207,6 +211,11 @@ Deno.test("RunRegistry: shut down while its start's rewrite of runs.jsonl is bei
   const starting = registry.start();
   for (let i = 0; i < 100 && files.renaming < 1; i++) await flushMicrotasks();
   assert.equal(files.renaming, 1, "the start's rewrite waits on the disk, renaming its file");
+  return { files, handlesBefore, lines, registry, starting, releaseRename };
+}
+
+Deno.test("RunRegistry: shut down while its start's rewrite of runs.jsonl is being renamed into place, a rename landing while the stop closes runs.jsonl leaves no handle to it open once the stop resolves", async () => {
+  const { files, handlesBefore, lines, registry, starting, releaseRename } = await startRenaming();
   // The runtime stops; its close of runs.jsonl waits on the disk (the fsync at the close).
   let releaseSync = () => {};
   files.journalSyncHeld = new Promise((r) => (releaseSync = r));
@@ -235,19 +244,7 @@ Deno.test("RunRegistry: shut down while its start's rewrite of runs.jsonl is bei
 });
 
 Deno.test("RunRegistry: shut down after its start's rewrite of runs.jsonl was renamed into place, while the replaced file's close waits on the disk, resolves only once that close ended", async () => {
-  const files = new HeldRemoveFiles();
-  await threeClosedRuns(files);
-  const handlesBefore = files.opened - files.closed;
-  const { log, lines } = capturingLogger();
-  const registry = registryOn(files, { logger: log, maxRuns: 1 }); // its start rewrites runs.jsonl
-  const bus = new EventBus();
-  registry.attach(bus);
-  pressEstop(bus, 3); // between runs: taken by the start, written in its rewrite
-  let releaseRename = () => {};
-  files.renameHeld = new Promise((r) => (releaseRename = r));
-  const starting = registry.start();
-  for (let i = 0; i < 100 && files.renaming < 1; i++) await flushMicrotasks();
-  assert.equal(files.renaming, 1, "the start's rewrite waits on the disk, renaming its file");
+  const { files, handlesBefore, lines, registry, starting, releaseRename } = await startRenaming();
   // The rename lands; the start's close of the replaced runs.jsonl waits on the disk (its fsync).
   let releaseSync = () => {};
   files.journalSyncHeld = new Promise((r) => (releaseSync = r));
