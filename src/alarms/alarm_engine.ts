@@ -656,6 +656,17 @@ export class AlarmEngine implements AlarmService {
       const entry = rule.entry;
       const id = entry.interlock.config.id;
       const what = `${deviceHandle(info.providerId, info.deviceId)} ${ctx.fn.name}`;
+      if (this.#o.cache.providersDetached) {
+        // A failed start-up's stop (Kernel #failedStartStopsProviders): no poll refreshes the
+        // inputs any more, so a judgement would be on frozen values (a call still answered in
+        // the stop's HTTP drain). Fail safe, as an interlock that cannot be evaluated.
+        return new RuntimeError(
+          "FAILED_PRECONDITION",
+          `Interlock ${id} cannot judge call ${what}: its inputs are no longer polled (the ` +
+            `runtime is stopping after a failed start-up); refused`,
+          { details: { interlock_id: id } },
+        );
+      }
       let blocking: boolean;
       try {
         blocking = this.#evaluateInterlock(entry, this.#o.clock.monoMs(), this.#o.clock.nowMs());

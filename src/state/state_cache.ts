@@ -702,6 +702,14 @@ export class StateCache implements FreshReader {
     this.#providersDetached = true;
   }
 
+  /**
+   * Whether detachProviders() was called: what the cache holds is no longer refreshed by any poll
+   * (the interlock gate refuses the calls it would judge on it: alarms/alarm_engine.ts gate).
+   */
+  get providersDetached(): boolean {
+    return this.#providersDetached;
+  }
+
   /** Drops a removed host's state and stops its poll loop (a poll in flight finishes alone). */
   #removeHost(host: ProviderHost): void {
     const id = host.id;

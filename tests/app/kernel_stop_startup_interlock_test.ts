@@ -1,0 +1,73 @@
+/**
+ * A stop before start() resolved detaches the state cache from the providers at once (the failed
+ * start's detach): no poll refreshes what it holds any more. With the Sparkplug edge node's start
+ * waiting on its bdSeq store, the runtime already serves its API; a POST /v0/call whose body was
+ * still arriving when the stop came is answered in the stop's HTTP drain. An interlock covering
+ * that call cannot judge it on the cache's frozen values: the call is refused (fail safe, as an
+ * interlock that cannot be evaluated), never carried out. A call no interlock covers is judged as
+ * in any stop's drain. Real kernel, real child, real HTTP; a bdSeq store that never answers and
+ * an MQTT session that never connects.
+ */
+import assert from "node:assert/strict";
+import { serveHttp } from "../../src/host/mod.ts";
+import { idleMqttSession } from "../helpers/held_mqtt.ts";
+import { newKernel, waitFor } from "../helpers/kernel.ts";
+import { pendingBody } from "../helpers/pending_body.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
+import { inertSim } from "../safety/_fixture.ts";
+
+Deno.test("Kernel.stop during the Sparkplug node's start: a call an interlock covers, its body arriving after the failed start's detach, is refused, not judged on frozen values", async () => {
+  // Never blocks on what the sim reads (an inert sim at room temperature).
+  const protections = alarmsConfig(
+    "interlocks:\n" +
+      "  - id: hot_lockout\n" +
+      "    block: [sim0/motorctl0/set_motor_duty]\n" +
+      "    while: sim0/tempctl0/tc1_temp > 1000\n" +
+      "    message: Motor locked while the heater is hot\n",
+  );
+  const rt = newKernel(
+    testConfig({
+      http: { port: 0 },
+      providers: [inertSim("sim0")],
+      interlocks: protections.interlocks,
+      sparkplug: { enabled: true, brokerUrl: "mqtt://127.0.0.1:1", groupId: "g" },
+    }),
+    {
+      serve: serveHttp,
+      mqttConnect: () => Promise.resolve(idleMqttSession()),
+      // The hung disk under runtime.data_dir: the node's start waits (BDSEQ_SAVE_WAIT_MS).
+      bdSeqStore: () => ({ load: () => new Promise(() => {}), save: () => new Promise(() => {}) }),
+    },
+  );
+  const starting = rt.start().then(() => null, (e: Error) => e.message);
+  let stopped: Promise<void> | null = null;
+  try {
+    await waitFor("the API served", () => rt.http !== null, 30000);
+    await rt.modes.request("MANUAL");
+    const call = pendingBody();
+    const answer = fetch(`http://127.0.0.1:${rt.http!.port}/v0/call`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: call.body,
+    }).then(async (r) => ({ status: r.status, body: await r.json() }));
+    await waitFor("the call's body being read", () => call.reading());
+    stopped = rt.stop();
+    assert.equal(rt.cache.providersDetached, true, "the stop detached the cache at once");
+    call.send(JSON.stringify({
+      provider_id: "sim0",
+      device_id: "motorctl0",
+      function_id: 10,
+      args: { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: 0.5 } },
+    }));
+    const { status, body } = await answer;
+    assert.match((await starting) ?? "start-up finished", /stopping/);
+    assert.equal(status, 409, `refused, not carried out: ${JSON.stringify(body)}`);
+    assert.equal(body.status.code, "FAILED_PRECONDITION");
+    assert.match(body.status.message, /Interlock hot_lockout cannot judge call .*no longer polled/);
+    await stopped;
+    stopped = null;
+  } finally {
+    await (stopped ?? rt.stop()).catch(() => {});
+  }
+});
