@@ -141,15 +141,16 @@ export function registeredDevices(inventory: InventoryReader): DeviceCapabilitie
 /**
  * Whether `providerId` is configured and its inventory not known: no host registered under it
  * (InventoryReader.whyNotRunning: a reload restarting or starting it, or its start failed), or one
- * not AVAILABLE that has listed nothing yet (a reload's new process not up, or whose start failed).
- * It is down then, not misconfigured: a declared call or a safe-state expectation naming its
- * devices cannot be told unresolved until it lists its inventory (validateDeclaredCalls, the
- * e-stop's plan log).
+ * not AVAILABLE that has not listed its inventory yet (a reload's new process not up, or whose
+ * start failed). It is down then, not misconfigured: a declared call or a safe-state expectation
+ * naming its devices cannot be told unresolved until it lists its inventory
+ * (validateDeclaredCalls, the e-stop's plan log). One that listed no device (its host check
+ * unmet) and went down has a known inventory, empty: the calls naming its devices are judged.
  */
 export function inventoryUnknown(inventory: InventoryReader, providerId: string): boolean {
   const host = inventory.provider(providerId);
   if (host === undefined) return (inventory.whyNotRunning?.(providerId) ?? null) !== null;
-  return !host.available && host.devices.length === 0;
+  return !host.available && !(host.listed ?? host.devices.length > 0);
 }
 
 /**

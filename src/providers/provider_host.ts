@@ -229,6 +229,14 @@ export class ProviderHost {
   }
 
   /**
+   * Whether a session of this host listed its inventory (committed it), even none (its host
+   * check unmet): its inventory is known then, also while it is down.
+   */
+  get listed(): boolean {
+    return this.#discovered;
+  }
+
+  /**
    * The devices whose resource claims count for this provider (docs/http-api.md, "Resource
    * claims"): its inventory, then every device it listed since its entry was last changed and no
    * longer lists (its host unmet, one device failing its init), each once, with the keys of its

@@ -985,9 +985,10 @@ export class Estop implements EstopService {
       this.#log.warn(uncoveredWarning(view.rung, view.uncovered));
     }
     const devices = registeredDevices(this.#o.inventory);
-    // Judged against the providers whose inventory is known: one configured that lists nothing
-    // while it is not up (a reload restarting or starting it, its start failed) is down, not
-    // misconfigured -- its checks say unreachable; judged again once it lists its inventory.
+    // Judged against the providers whose inventory is known (inventoryUnknown): one configured
+    // that has not listed its inventory while it is not up (a reload restarting or starting it,
+    // its start failed) is down, not misconfigured -- its checks say unreachable; judged again
+    // once it lists its inventory. One that listed no device and went down is judged.
     const judged = this.#o.safeState.expect.filter((e) =>
       !inventoryUnknown(this.#o.inventory, e.providerId)
     );

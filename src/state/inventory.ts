@@ -26,6 +26,11 @@ export interface ProviderSummary {
   readonly lifecycle: LifecycleState;
   /** Its devices as discovered (empty while it never came up). */
   readonly devices: readonly DeviceCapabilities[];
+  /**
+   * Whether it listed its inventory since it was registered, even no device (its host check
+   * unmet): known then, also while it is down. Absent: known once it lists a device.
+   */
+  readonly listed?: boolean;
   /** Its configured call timeout (`providers[].timeout_ms`): what bounds a wait on its calls. */
   readonly config: { readonly timeoutMs: number };
   /** Failures and restart attempts since start. */

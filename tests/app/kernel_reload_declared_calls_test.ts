@@ -11,6 +11,7 @@ import { rig } from "../helpers/rig.ts";
 import { refuseRegistration } from "../helpers/unregistered.ts";
 import { call, inertSim } from "../safety/_fixture.ts";
 import { load } from "../config/_helpers.ts";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
 
 /** The lines of the declared-call preflight. */
 function unresolved(r: { readonly lines: readonly string[] }): string[] {
@@ -176,4 +177,53 @@ Deno.test("A reload that fails to register a provider's replacement says no ladd
   // Before: "declared call does not resolve: safety.safe_state.setpoints[0]: provider not found:
   // sim1" -- sim1 is in the file; its process is not registered.
   assert.deepEqual(unresolved(r), [], r.lines.join("\n"));
+});
+
+Deno.test("A provider that listed no devices (its host check unmet) and then went down has a known inventory: a reload's ladder call to a device of it does not resolve", async () => {
+  // The simulated provider needing a device node that does not exist: up, listing nothing.
+  const dir = tempDir("inventory-empty-");
+  const yaml = `${dir}/sim1.yaml`;
+  await Deno.writeTextFile(
+    yaml,
+    `simulation: { mode: inert }\ndevices: [{ id: relayio0, type: relayio }]\n` +
+      `host:\n  device_nodes: [${JSON.stringify(`${dir}/missing-node`)}]\n`,
+  );
+  await using r = await rig({
+    programs: false,
+    providers: [
+      inertSim("sim0"),
+      inertSim("sim1", { yaml, restart: { backoffMs: [60_000, 60_000, 60_000] } }),
+    ],
+  });
+  const rt = r.kernel;
+  const sim1 = rt.registry.host("sim1")!;
+  assert.equal(sim1.hostCheck()?.status, "unmet", "sim1 is up with its host check unmet");
+  assert.deepEqual(sim1.devices, []);
+  // It goes down, having listed its inventory: none; its restart is a minute away (a reload
+  // retries a provider whose circuit is open, not one in backoff).
+  r.kill("sim1");
+  await waitFor("sim1 in backoff", () => sim1.state.phase === "BACKOFF");
+  await rt.reload({
+    ...rt.config,
+    safety: {
+      ...rt.config.safety,
+      safeState: {
+        ...rt.config.safety.safeState,
+        setpoints: [
+          call(
+            "sim1/relayio0",
+            "set_relay_ch1",
+            { enabled: false },
+            "safety.safe_state.setpoints[0]",
+          ),
+        ],
+      },
+    },
+  });
+  // Before: nothing said -- sim1 read as "inventory unknown" (down, listing nothing), as if a
+  // reload's start of it had failed; the call named a device it does not list, and an e-stop's
+  // ladder would fail on it.
+  const said = unresolved(r);
+  assert.equal(said.length, 1, r.lines.join("\n"));
+  assert.match(said[0]!, /^ERROR .*setpoints\[0\].*sim1\/relayio0/);
 });

@@ -68,3 +68,46 @@ Deno.test("Kernel.reload of polling.interval_ms and health.staleness together sa
     await Deno.remove(file);
   }
 });
+
+Deno.test("Kernel.reload that removes a provider and a later one that adds it again says no WARNING stage of its devices again; its plain restart does not", async () => {
+  // interval 500, stale 10000: the file check passes (least derived warn bound 2000); "slow"
+  // hints 0.1 Hz: period min(10 s, 10000 / 2) = 5000 ms, derived warn 15000 >= 10000.
+  const file = await Deno.makeTempFile({ prefix: "nostage-readd-", suffix: ".json" });
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({ devices: { slow: { signals: [{ id: "x", type: T.DOUBLE, hint: 0.1 }] } } }),
+  );
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const p0 = programmableProvider("p0", file, { restart: { backoffMs: [0, 0, 0] } });
+  const p1 = programmableProvider("p1", file);
+  const config = testConfig({
+    providers: [p0, p1],
+    pollingIntervalMs: 500,
+    health: { staleness: { warnAfterMs: 0, staleAfterMs: 10_000 } },
+  });
+  const rt = await startRuntime(config, { host: { log } });
+  const saidOfP0 = () => noStageLines(lines).filter((l) => l.includes('"p0/slow"'));
+  try {
+    assert.equal(saidOfP0().length, 1, lines.join("\n"));
+    // A plain restart (its process killed, the supervisor starts the next) lists the same
+    // inventory under the same entry: nothing new to say.
+    const host = rt.registry.host("p0")!;
+    const pid = host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("p0 restarted", () => host.available && host.session!.pid !== pid, 30_000);
+    assert.equal(saidOfP0().length, 1, lines.join("\n"));
+    // Removed by a reload, then configured again by a later one: a new provider, said again.
+    const removed = await rt.reload({ ...rt.config, providers: [p1] });
+    assert.deepEqual(removed.providers.removed, ["p0"], JSON.stringify(removed));
+    assert.equal(saidOfP0().length, 1, lines.join("\n"));
+    const added = await rt.reload({ ...rt.config, providers: [p0, p1] });
+    assert.deepEqual(added.providers.added, ["p0"], JSON.stringify(added));
+    assert.ok(rt.registry.host("p0")?.available, "p0 is up again");
+    const said = saidOfP0();
+    assert.equal(said.length, 2, lines.join("\n"));
+    assert.match(said[1]!, /^WARN\b.*"p0\/slow" has no WARNING stage.*= 15000 ms/);
+  } finally {
+    await rt.stop();
+    await Deno.remove(file);
+  }
+});
