@@ -140,11 +140,12 @@ import {
   type Weakening,
 } from "./run_gate.ts";
 import type { ReplayWalk } from "../sparkplug/mod.ts";
-import type {
-  MutableReloadReport,
-  ReloadReport,
-  SectionApply,
-  SectionResult,
+import {
+  type MutableReloadReport,
+  RELOAD_STOPPING,
+  type ReloadReport,
+  type SectionApply,
+  type SectionResult,
 } from "./reload_report.ts";
 import { ConfigReloader, type ReloadedConfig, type ReloadTreeFiles } from "./reloader.ts";
 import { AbandonedReloadReads } from "./reload_reads.ts";
@@ -811,6 +812,8 @@ export class Kernel {
       audit: this.audit,
       devices: this.outages,
     });
+    // Its devices' reason changes from "being restarted" to the failure: the plan is said again.
+    this.registry.onStartFailed((id) => this.estop.providerStartFailed(id));
     // The stops a call asked before must not be carried out after (CallRouter.addStopCount): the
     // e-stop drains the calls admitted before its latch, but a FAULT entry drains nothing, and the
     // re-arm after it may come while a call still waits in its provider's queue.
@@ -1884,8 +1887,20 @@ export class Kernel {
         if (key === "automation.behavior_tree" && !diff.live.includes(key) && !this.automation) {
           continue;
         }
-        report.failed.push({ section: key, why: "the runtime is stopping" });
         report.interrupted = true;
+        // Not reached: what its plan would have done is named, never counted as unchanged.
+        if (key === "providers") {
+          report.providers = { ...report.providers, unchanged: [...providerPlan.unchanged] };
+          const notReached = planNotReached(providerPlan);
+          report.failed.push({
+            section: key,
+            why: notReached === ""
+              ? RELOAD_STOPPING
+              : `${RELOAD_STOPPING} (not reached: ${notReached})`,
+          });
+          continue;
+        }
+        report.failed.push({ section: key, why: RELOAD_STOPPING });
         continue;
       }
       const section = sectionOf(key);
@@ -2593,7 +2608,7 @@ export class Kernel {
       // start"), said once: not again in the section's why.
       if (this.#stopping !== null && r.failed.length > 0) {
         report.interrupted = true;
-        return { effective, failed: "the runtime is stopping" };
+        return { effective, failed: RELOAD_STOPPING };
       }
       // A provider that came up while the e-stop is latched is brought to the safe state by the
       // e-stop itself (it follows every provider's availability); the report counts its calls.
@@ -2655,7 +2670,7 @@ export class Kernel {
       // stopped, and is not retargeted (it would refuse once stopped).
       if (this.#stopping !== null) {
         report.interrupted = true;
-        return { failed: "the runtime is stopping" };
+        return { failed: RELOAD_STOPPING };
       }
       // Only this section of `next`: runtime.name (the rows' runtime_name) needs a restart.
       await this.telemetry.retarget(
@@ -3395,4 +3410,23 @@ const FILES_READ_AT_START: Readonly<Record<string, (c: Config) => string | null>
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/**
+ * What a provider plan would have done, for a reload stopped before its providers section ran
+ * (`added sim1, removed sim2`); "" when it does nothing. At most MAX_PROVIDERS ids per list (one
+ * configuration's).
+ */
+function planNotReached(plan: ProviderPlan): string {
+  const ids = (entries: readonly { readonly id: string }[]) => entries.map((p) => p.id);
+  const parts: [string, readonly string[]][] = [
+    ["added", ids(plan.added)],
+    ["removed", plan.removed],
+    ["restarted", ids(plan.changed)],
+    ["retried", ids(plan.retried)],
+    ["updated in place", plan.updated.map((u) => u.entry.id)],
+  ];
+  return parts.filter(([, list]) => list.length > 0).map(([what, list]) =>
+    `${what} ${list.join(", ")}`
+  ).join(", ");
 }

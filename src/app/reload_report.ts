@@ -7,6 +7,12 @@ import type { Config } from "../config/mod.ts";
 import type { SectionKey } from "./live_config.ts";
 import type { Weakening } from "./run_gate.ts";
 
+/**
+ * Why a section (or a provider's start) a reload did not get to, or cut short, did not apply:
+ * stop() began. The summary says it once, in its head (app/reloader.ts summarize).
+ */
+export const RELOAD_STOPPING = "the runtime is stopping";
+
 /** What a reload did (the reloader's summary line and `config_reload` event). */
 export interface ReloadReport {
   readonly providers: {

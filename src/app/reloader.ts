@@ -15,7 +15,7 @@ import { type Clock, errorMessage, type Logger, neverThrowing } from "../common/
 import type { ReadFileFn } from "../automation/mod.ts";
 import type { Config } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import type { ReloadReport } from "./reload_report.ts";
+import { RELOAD_STOPPING, type ReloadReport } from "./reload_report.ts";
 
 /**
  * The behavior tree's files as a reload's checks read them (main.ts configReload): the tree at
@@ -162,9 +162,7 @@ export class ConfigReloader {
     ];
     // Cut short by stop(): not applied as a whole, so not a success (what did apply is listed).
     const interrupted = report.interrupted;
-    const summary = interrupted
-      ? `config reload interrupted: the runtime is stopping; ${summarize(report)}`
-      : summarize(report);
+    const summary = summarize(report);
     if (interrupted) {
       this.#failure++;
       log.error(summary);
@@ -191,7 +189,7 @@ export class ConfigReloader {
       providers_failed: [...report.providers.failed],
       refused,
       needs_restart: [...report.needsRestart],
-      errors: interrupted ? ["the runtime is stopping"] : [],
+      errors: interrupted ? [RELOAD_STOPPING] : [],
       timestamp_ms: runtime.host.clock.nowMs(),
     });
   }
@@ -223,13 +221,28 @@ export class ConfigReloader {
 /**
  * The reload's one summary line, e.g. `config reload: providers +1 -0 ~1 =3; providers retried
  * (circuit open): sim3; providers updated in place: sim2 (restart_policy); polling 100->200 ms;
- * applied: telemetry; refused: safety (...); needs restart: http.port`.
+ * applied: telemetry; refused: safety (...); needs restart: http.port`. Cut short by stop()
+ * (`interrupted`), it says so once, in its head, and names the sections that did not apply for
+ * that reason (`not applied: polling, logging`) and the providers whose start it never began
+ * (`not started: sim2`): `config reload interrupted (the runtime is stopping): providers ...`.
  */
 export function summarize(r: ReloadReport): string {
   const p = r.providers;
   const changed = r.applied.length + r.refused.length + r.failed.length +
       r.needsRestart.length > 0;
-  if (!changed) return "config reload: no change";
+  if (!changed && !r.interrupted) return "config reload: no change";
+  const head = r.interrupted ? `config reload interrupted (${RELOAD_STOPPING})` : "config reload";
+  // Interrupted: "the runtime is stopping" is said in the head, not again for each section.
+  const stopped = (why: string) =>
+    r.interrupted && (why === RELOAD_STOPPING || why.startsWith(`${RELOAD_STOPPING} (`));
+  const notApplied = r.failed.filter((x) => stopped(x.why)).map((x) =>
+    `${x.section}${x.why.slice(RELOAD_STOPPING.length)}`
+  );
+  const startStopped = (f: string) => r.interrupted && f.endsWith(`: ${RELOAD_STOPPING}`);
+  const notStarted = p.failed.filter(startStopped).map((f) =>
+    f.slice(0, -`: ${RELOAD_STOPPING}`.length)
+  );
+  const failedStarts = p.failed.filter((f) => !startStopped(f));
   // An added or changed provider that did not come up is counted all the same (`+`, `~`: the
   // reload added it, or stopped its old process), and named in `failed to start` below.
   const added = p.added.length + p.addFailed.length;
@@ -254,12 +267,14 @@ export function summarize(r: ReloadReport): string {
   if (sections.length > 0) parts.push(`applied: ${sections.join(", ")}`);
   for (const w of r.weakened) parts.push(`weakened (${w.section}): ${w.what}`);
   for (const x of r.refused) parts.push(`refused ${x.section}: ${x.why}`);
-  for (const x of r.failed) parts.push(`failed ${x.section}: ${x.why}`);
-  if (p.failed.length > 0 && !r.refused.some((x) => x.section === "providers")) {
-    parts.push(`failed to start: ${p.failed.join("; ")}`);
+  for (const x of r.failed) if (!stopped(x.why)) parts.push(`failed ${x.section}: ${x.why}`);
+  if (notApplied.length > 0) parts.push(`not applied: ${notApplied.join(", ")}`);
+  if (!r.refused.some((x) => x.section === "providers")) {
+    if (failedStarts.length > 0) parts.push(`failed to start: ${failedStarts.join("; ")}`);
+    if (notStarted.length > 0) parts.push(`not started: ${notStarted.join(", ")}`);
   }
   if (r.estopActions > 0) parts.push(`e-stop latched: ${r.estopActions} safe-state call(s) run`);
   parts.push(...r.estopFailures);
   if (r.needsRestart.length > 0) parts.push(`needs restart: ${r.needsRestart.join(", ")}`);
-  return `config reload: ${parts.join("; ")}`;
+  return `${head}: ${parts.join("; ")}`;
 }

@@ -960,6 +960,15 @@ export class Estop implements EstopService {
   }
 
   /**
+   * A configuration reload failed to start `providerId` (restarted or added;
+   * ProviderRegistry.onStartFailed): the plan is logged again (as for any change, within
+   * PLAN_LOG_INTERVAL_MS), so the last one names the failure, not "being restarted".
+   */
+  providerStartFailed(providerId: string): void {
+    this.#planChanged(`provider ${providerId} failed to start at a configuration reload`);
+  }
+
+  /**
    * Logs the plan (one line per call) and its gaps; done once at start-up and, after that,
    * whenever a provider's inventory changes. Also logs expectations that do not resolve. Throws
    * what the logger or the plan throws: at start-up that fails the start (src/app/kernel.ts); the

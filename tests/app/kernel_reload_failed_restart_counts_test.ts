@@ -74,10 +74,10 @@ Deno.test("ConfigReloader: a restart cut short by stop() counts the provider res
     await reloading;
     await stopped;
     const line = summaryLine(lines);
-    assert.match(line, /^ERROR .*config reload interrupted: the runtime is stopping; /, line);
+    assert.match(line, /^ERROR .*config reload interrupted \(the runtime is stopping\): /, line);
     assert.match(line, /failed to start: sim0: /, line);
     // Before: "providers +0 -0 ~0 =0": the provider it stopped was in none of the counts.
-    assert.match(line, /; config reload: providers \+0 -0 ~1 =0;/, line);
+    assert.match(line, /\): providers \+0 -0 ~1 =0;/, line);
   } finally {
     await (stopped ?? rt.stop());
   }

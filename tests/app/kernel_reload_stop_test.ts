@@ -155,7 +155,7 @@ Deno.test("ConfigReloader: a reload cut short by stop() says each provider it di
     const said = lines.filter((l) => l.includes("config reload"));
     assert.equal(said.length, 1, said.join("\n"));
     const line = said[0]!;
-    assert.match(line, /^ERROR .*config reload interrupted: the runtime is stopping; /);
+    assert.match(line, /^ERROR .*config reload interrupted \(the runtime is stopping\): /);
     // Before: "failed providers: the runtime is stopping; not started: sim1: <why>; failed
     // automation.behavior_tree: the runtime is stopping; failed to start: sim1: <why>".
     assert.equal(line.split("sim1:").length - 1, 1, `sim1's failure said more than once: ${line}`);

@@ -1,0 +1,125 @@
+/**
+ * What a reload cut short by stop() reports: a section it did not get to is named as such, never
+ * counted as unchanged (a provider the file adds is not "=" when the providers section never ran).
+ */
+import assert from "node:assert/strict";
+import { RELOAD_FILE_READ_TIMEOUT_MS } from "../../src/app/kernel.ts";
+import { summarize } from "../../src/app/reloader.ts";
+import { serveHttp } from "../../src/host/mod.ts";
+import { HungReads } from "../helpers/journal_files.ts";
+import { newKernel, startRuntime, tempDir, waitFor } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import type { Config } from "../../src/config/mod.ts";
+import { ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
+import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { selfSignedCert } from "../http/_tls_certs.ts";
+
+Deno.test("a reload stopped before its providers section (a TLS re-read hanging) does not count the provider it adds as unchanged", async () => {
+  const { cert, key } = await selfSignedCert(tempDir("runtime-tls-"));
+  const clock = new ManualClock();
+  const reads = new HungReads();
+  const rt = newKernel(
+    testConfig({ providers: [], http: { tlsCertPath: cert, tlsKeyPath: key } }),
+    { clock, readRegularFile: reads.read, serve: serveHttp },
+  );
+  await settleOn(clock, rt.start(), "the start");
+  let stopped: Promise<void> | null = null;
+  try {
+    reads.pathPart = cert; // the certificate's re-read hangs: the reload waits before any section
+    const reloading = rt.reload({ ...rt.config, providers: [simProvider("sim1")] });
+    await runDueUntil(clock, "the certificate read again", () => reads.hung > 0);
+    stopped = rt.stop();
+    clock.advance(RELOAD_FILE_READ_TIMEOUT_MS);
+    const report = await settleOn(clock, reloading, "the reload");
+    await settleOn(clock, stopped, "the stop");
+    assert.equal(report.interrupted, true);
+    assert.equal(rt.registry.host("sim1"), undefined, "sim1 was never started");
+    // Before: unchanged ["sim1"], and the summary said "providers +0 -0 ~0 =1".
+    assert.deepEqual(report.providers.unchanged, [], JSON.stringify(report.providers));
+    const line = summarize(report);
+    assert.match(line, /providers \+0 -0 ~0 =0/, line);
+    assert.match(
+      line,
+      /^config reload interrupted \(the runtime is stopping\): .*; not applied: providers \(not reached: added sim1\)/,
+      line,
+    );
+  } finally {
+    await settleOn(clock, stopped ?? rt.stop(), "the stop");
+  }
+});
+
+Deno.test("ConfigReloader: the ERROR line of a reload cut short by stop() says the runtime is stopping once", async () => {
+  const { log, lines } = capturingLogger({ level: "info" });
+  let next: Config | null = null;
+  const rt = await startRuntime(testConfig(), {
+    host: { log, loadConfig: () => Promise.resolve({ ok: true, config: next!, warnings: [] }) },
+  });
+  let stopped: Promise<void> | null = null;
+  try {
+    const base = rt.config;
+    next = {
+      ...base,
+      providers: [...base.providers, simProvider("sim1")],
+      // A section after the providers: not applied, the stop having begun.
+      polling: { ...base.polling, intervalMs: base.polling.intervalMs * 2 },
+    };
+    const reloading = rt.reloader!.request();
+    await waitFor("sim1 starting", () => rt.registry.host("sim1"), 10000, 0);
+    stopped = rt.stop();
+    await reloading;
+    await stopped;
+    const said = lines.filter((l) => l.includes("config reload"));
+    assert.equal(said.length, 1, said.join("\n"));
+    const line = said[0]!;
+    // Before: "config reload interrupted: the runtime is stopping; config reload: providers ...;
+    // failed providers: the runtime is stopping; failed polling: the runtime is stopping; ...".
+    assert.equal(line.split("stopping").length - 1, 1, line);
+    assert.match(
+      line,
+      /^ERROR .*config reload interrupted \(the runtime is stopping\): providers /,
+    );
+    assert.match(line, /; not applied: providers, polling(;|$)/, line);
+    assert.equal(line.split("config reload").length - 1, 1, line);
+  } finally {
+    await (stopped ?? rt.stop());
+  }
+});
+
+Deno.test("ConfigReloader: after a provider's reload restart fails, the e-stop plan is logged again naming the failure, not 'being restarted'", async () => {
+  const { log, lines } = capturingLogger({ level: "info" });
+  let next: Config | null = null;
+  const rt = await startRuntime(testConfig(), {
+    host: { log, loadConfig: () => Promise.resolve({ ok: true, config: next!, warnings: [] }) },
+  });
+  try {
+    // Its args change (a restart): the sim cannot read that file and exits before its Hello.
+    next = {
+      ...rt.config,
+      providers: [simProvider("sim0", { yaml: "/nonexistent/sim.yaml", restart: false })],
+    };
+    await rt.reloader!.request();
+    const summary = lines.findIndex((l) => l.includes("config reload:"));
+    assert.match(lines[summary] ?? "", /failed to start: sim0: /);
+    // The plan's log after a change waits out PLAN_LOG_INTERVAL_MS since the last one.
+    const failedPlan = "e-stop plan (provider sim0 failed to start at a configuration reload)";
+    await waitFor(
+      "the plan logged after the failure",
+      () => lines.some((l) => l.includes(failedPlan)),
+    );
+    const last = lines.findLast((l) => l.includes("no safe-state expectation covers"))!;
+    // Before: the last plan lines (logged as sim0 was taken out) said it "is being restarted".
+    assert.doesNotMatch(last, /being restarted/, last);
+    assert.match(
+      last,
+      /its provider, which failed to start at a configuration reload \(Hello failed/,
+      last,
+    );
+    assert.equal(
+      lines.filter((l) => l.includes(failedPlan)).length,
+      1,
+      "one plan line for the failure",
+    );
+  } finally {
+    await rt.stop();
+  }
+});
