@@ -227,9 +227,13 @@ interface DeviceEntry {
   unitChangedMs: number;
 }
 
-/** A signal's declared unit and its changes seen in this run (at most MAX_UNIT_CHANGES). */
+/**
+ * A signal's declared unit and type (null: unspecified) and its unit changes seen in this run (at
+ * most MAX_UNIT_CHANGES).
+ */
 interface SignalUnits {
   unit: string;
+  type: ValueType | null;
   readonly changes: HistoryUnitChange[];
   /** Each change's first poll in the new unit (its sequence number), as `changes`. */
   readonly seqs: number[];
@@ -620,10 +624,14 @@ export class History {
     for (const id of pollable) e.released?.delete(id);
     for (const id of pollable) {
       const unit = this.#o.cache.declaredUnit(dev.providerId, dev.deviceId, id) ?? "";
+      const type = this.#o.cache.declaredType(dev.providerId, dev.deviceId, id) ?? null;
       const known = e.units.get(id);
       if (known === undefined) {
-        e.units.set(id, { unit, changes: [], seqs: [], knownFromSeq: -Infinity });
-      } else if (known.unit !== unit) {
+        e.units.set(id, { unit, type, changes: [], seqs: [], knownFromSeq: -Infinity });
+        continue;
+      }
+      known.type = type;
+      if (known.unit !== unit) {
         known.changes.push({ at_ms: now, unit_before: known.unit, unit });
         known.seqs.push(e.ring.nextSeq);
         if (known.changes.length > MAX_UNIT_CHANGES) {
@@ -750,18 +758,19 @@ export class History {
   }
 
   /**
-   * The units a device's polls were recorded in (as declared at its last discovery, "" for none),
-   * by signal, a copy; undefined when the ring holds no such device. Kept while no provider lists
-   * the device (a reload restarting its provider, or failing to start it).
+   * The units a device's polls were recorded in (as declared at its last discovery, "" for none)
+   * and the signals' types declared then (null: unspecified), by signal, a copy; undefined when
+   * the ring holds no such device. Kept while no provider lists the device (a reload restarting
+   * its provider, or failing to start it).
    */
   declaredUnits(
     providerId: string,
     deviceId: string,
-  ): { signalId: string; unit: string }[] | undefined {
+  ): { signalId: string; unit: string; valueType: ValueType | null }[] | undefined {
     const e = this.#devices.get(providerId)?.get(deviceId);
     return e === undefined
       ? undefined
-      : [...e.units].map(([signalId, u]) => ({ signalId, unit: u.unit }));
+      : [...e.units].map(([signalId, u]) => ({ signalId, unit: u.unit, valueType: u.type }));
   }
 
   /**

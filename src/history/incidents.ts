@@ -221,13 +221,8 @@ export interface IncidentStatus {
   readonly dropped: number;
 }
 
-/**
- * A signal's declared unit and type (SignalSpec's; as History.declaredUnits keeps it, no type: the
- * line's type is then its samples', "unknown" without any).
- */
-type UnitSpec = Pick<SignalSpec, "signalId" | "unit"> & {
-  readonly valueType?: SignalSpec["valueType"];
-};
+/** A signal's declared unit and type (SignalSpec's, or as History.declaredUnits keeps them). */
+type UnitSpec = Pick<SignalSpec, "signalId" | "unit" | "valueType">;
 
 /** A device as `[providerId, deviceId]`. */
 type DeviceParts = readonly [string, string];
@@ -1405,10 +1400,10 @@ export class IncidentRecorder {
   }
 
   /**
-   * A device's signals as declared now (their units), undefined when not known. With the inventory
-   * and no provider listing the device (a reload restarting its provider, or failing to start
-   * it), those its polls were recorded in (History.declaredUnits): the units of its samples, not
-   * none.
+   * A device's signals as declared now (their units and types), undefined when not known. With the
+   * inventory and no provider listing the device (a reload restarting its provider, or failing to
+   * start it), those its polls were recorded in (History.declaredUnits): the units and types of
+   * its samples, not none.
    */
   #unitSpecs(providerId: string, deviceId: string): readonly UnitSpec[] | undefined {
     const inventory = this.#o.inventory;
@@ -2031,7 +2026,7 @@ function declarationsOf(
   return new Map(
     specs.map((s) => [
       s.signalId,
-      { unit: providerTextWithin(s.unit, INCIDENT_UNIT_MAX_CHARS), type: s.valueType ?? null },
+      { unit: providerTextWithin(s.unit, INCIDENT_UNIT_MAX_CHARS), type: s.valueType },
     ]),
   );
 }

@@ -96,3 +96,50 @@ Deno.test("A signal a reload adds to a device after the incident began has its d
     await again.rt.stop();
   }
 });
+
+Deno.test("An e-stop while a reload restarts the provider gives a signal never reported its type as its samples were polled in, as its unit", async () => {
+  const dataDir = tempDir("incident-unsampled-restarting-");
+  const file = await probeFile(dataDir, INVENTORY);
+  const history = { incidentBeforeS: 10, incidentAfterS: 600, diskMaxBytes: 0 };
+  const rig = await startRig({ dataDir, inventoryFile: file, history });
+  try {
+    await rig.poll(T0 + 1000, [{ id: "temp", type: T.DOUBLE, double: 20.5, quality: 1 }]);
+    // The new process takes 2 s to answer its Hello: the e-stop comes while no provider lists it.
+    await probeFile(dataDir, { ...INVENTORY, hello: { delayMs: 2000 } });
+    const p0 = rig.rt.config.providers[0]!;
+    const reload = rig.rt.reload({
+      ...rig.rt.config,
+      providers: [{ ...p0, args: [...p0.args, "--restarted"] }],
+    });
+    await waitFor(
+      "no provider lists the probe (the reload restarts p0)",
+      () => rig.rt.inventory.capabilities("p0", "probe") === undefined,
+    );
+    await rig.rt.estop.trigger("during the restart");
+    assert.deepEqual((await reload).providers.restarted, ["p0"]);
+  } finally {
+    await rig.rt.stop(); // writes the record, its window so far
+  }
+  const again = await startRig({ dataDir, inventoryFile: file, history });
+  try {
+    const [header] = (await again.json("/v0/incidents")).incidents;
+    assert.equal(header?.trigger, "estop");
+    const record = await again.json(`/v0/incidents/${header.incident_id}`);
+    const lines = Object.fromEntries(
+      record.signals.filter((s: { device_id: string }) => s.device_id === "probe").map((
+        s: { signal_id: string; value_type: string; unit?: string },
+      ) => [s.signal_id, { value_type: s.value_type, unit: s.unit }]),
+    );
+    assert.deepEqual(
+      lines,
+      {
+        temp: { value_type: "double", unit: "degC" },
+        pressure: { value_type: "double", unit: "kPa" },
+        count: { value_type: "int64", unit: "pcs" },
+      },
+      "a device no provider listed at the trigger: types as its units, as its polls were recorded",
+    );
+  } finally {
+    await again.rt.stop();
+  }
+});

@@ -209,12 +209,12 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
   if (!caps && answer.source === "none" && !history.knows(p!, d!)) {
     throw notFound(`Device not found: ${p}/${d}`);
   }
-  const spec = (id: string) => caps?.signals.find((s) => s.signalId === id);
-  // While no provider lists the device (a reload restarting its provider, or failing to start
-  // it): the units its polls were recorded in, as an incident record keeps them.
-  const recorded = caps ? undefined : history.declaredUnits(p!, d!);
-  const unitOf = (id: string) =>
-    caps ? spec(id)?.unit : recorded?.find((u) => u.signalId === id)?.unit;
+  // A signal's declaration: as the device declares it now, or, while no provider lists the device
+  // (a reload restarting its provider, or failing to start it), the units and types its polls
+  // were recorded in, as an incident record keeps them.
+  const declarations = caps?.signals ?? history.declaredUnits(p!, d!);
+  const declarationOf = (id: string) => declarations?.find((s) => s.signalId === id);
+  const unitOf = (id: string) => declarationOf(id)?.unit;
   if (format === "csv") {
     const res = csvResponse(historyCsv(answer, unitOf));
     // CSV has no place for it: a header says what a JSON answer's `incomplete` says.
@@ -224,11 +224,12 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
   return okResponse({
     ...answer,
     signals: answer.signals.map((s) => {
-      const declared = spec(s.signal_id);
-      const unit = unitOf(s.signal_id);
+      const declared = declarationOf(s.signal_id);
+      const unit = declared?.unit;
       return {
         ...s,
-        // A signal the ring has not seen a value of (only on disk): its declared type, if any.
+        // A signal the ring has not seen a value of (never reported, or only on disk): its
+        // declared type, if any.
         value_type: s.value_type === "unknown" ? declared?.valueType ?? "unknown" : s.value_type,
         // Its unit as the device declares it now (as GET /v0/state), only when it declares one.
         ...(unit ? { unit } : {}),
