@@ -115,9 +115,11 @@ import {
   effectiveSafeState,
   Estop,
   type EstopAction,
+  type ReadBackWait,
   rungDropped,
   rungDropText,
   type SoftwareSafeState,
+  type StopActionsWait,
 } from "../safety/mod.ts";
 import { AutomationEngine, type ReadFileFn } from "../automation/mod.ts";
 import { AlarmEngine } from "../alarms/mod.ts";
@@ -2511,14 +2513,27 @@ export class Kernel {
    * waits before it stops one (Estop.stopActionsSettled: each provider's wait within its own bound
    * and `capMs`, stopActionsShutdownWaitMs); one line when it waited: INFO when they finished, WARN
    * naming those that had not. `hurried` (StopDeadline.hurried) ends the wait at once: the
-   * providers are killed then, and the hurried deadline leaves nothing past their stop. Never
-   * rejects.
+   * providers are killed then, and the hurried deadline leaves nothing past their stop. Then, in
+   * what `capMs` leaves, for the read-back of the e-stop's stops under way (Estop.readBackSettled,
+   * its own line: #readBackBeforeStop). Never rejects.
    */
   async #stopActionsBeforeStop(capMs: number, hurried?: Promise<void>): Promise<void> {
     const ids = this.#config.providers.map((p) => p.id);
     const waits = await Promise.all(
       ids.map((id) => this.estop.stopActionsSettled(id, capMs, hurried)),
     );
+    this.#stopActionsWaited(ids, waits);
+    // Then the read-back that follows them (the stops under way, to their answer), within what
+    // the cap leaves: a provider stopped under it would have it say `unreachable`.
+    const spentMs = Math.max(0, ...waits.map((w) => w?.waitedMs ?? 0));
+    this.#readBackBeforeStop(await this.estop.readBackSettled(capMs - spentMs, hurried));
+  }
+
+  /** The line of a stop's wait for the stop actions (#stopActionsBeforeStop), when it waited. */
+  #stopActionsWaited(
+    ids: readonly string[],
+    waits: readonly (StopActionsWait | null)[],
+  ): void {
     const waited = ids.flatMap((id, i) => {
       const wait = waits[i];
       return wait === null || wait === undefined ? [] : [{ id, ...wait }];
@@ -2551,6 +2566,31 @@ export class Kernel {
           : `their bounds (${late.map((w) => `${w.id} ${w.boundMs} ms`).join(", ")})`
       }; the providers are stopped all the same`,
     );
+  }
+
+  /**
+   * The line of a stop's wait for the e-stop's read-back (Estop.readBackSettled) before it stops
+   * the providers: INFO when it ended, WARN when its bound ran out or a second stop signal ended
+   * it; none when no stop was under way.
+   */
+  #readBackBeforeStop(wait: ReadBackWait | null): void {
+    if (wait === null) return;
+    const what = "the e-stop's read-back of the safe state";
+    if (wait.settled) {
+      const took = wait.waitedMs === null ? "" : ` ${wait.waitedMs} ms`;
+      this.#lines.info(`stop: waited${took} for ${what}, then stopped the providers`);
+    } else if (wait.cut) {
+      const after = wait.waitedMs === null ? "" : ` (after ${wait.waitedMs} ms)`;
+      this.#lines.warn(
+        `stop: ${what} had not finished when a second stop signal hurried the stop${after}; ` +
+          "the providers are stopped all the same (a check it has not read then says unreachable)",
+      );
+    } else {
+      this.#lines.warn(
+        `stop: ${what} had not finished within ${wait.boundMs} ms; the providers are stopped ` +
+          "all the same (a check it has not read then says unreachable)",
+      );
+    }
   }
 
   /** The owner of every live section (app/live_config.ts names them). */
@@ -3088,7 +3128,8 @@ export class Kernel {
     step("device outages", () => this.outages.stop()); // nor a device-loss latch forcing FAULT
     // The stop actions still running or decided (an e-stop's safe-state calls, the hook calls into
     // FAULT) are waited for before the providers are stopped, as a reload waits before it stops
-    // one: a provider stopped under them leaves the safe state half made. Meanwhile the stages
+    // one: a provider stopped under them leaves the safe state half made. So is the read-back
+    // that follows them (a provider stopped under it: `unreachable`). Meanwhile the stages
     // below run; bounded by what the budget leaves past the providers' own stop.
     const stopActions = stepAsync(
       "e-stop's stop actions",

@@ -368,6 +368,28 @@ export interface StopActionsWait {
   readonly boundMs: number;
 }
 
+/**
+ * Margin of a runtime's stop's wait for the read-back of the e-stop's stops under way
+ * (Estop.readBackSettled) past `verify_timeout_ms`: the read-back's last read answered, merged,
+ * published and audited.
+ */
+export const READ_BACK_WAIT_MARGIN_MS = 1000;
+
+/** How a runtime's stop's wait for the e-stop's read-back ended (Estop.readBackSettled). */
+export interface ReadBackWait {
+  /** True when every stop under way had read back and answered within `boundMs`. */
+  readonly settled: boolean;
+  /** Present when the caller's `until` ended it first (a second stop signal). */
+  readonly cut?: true;
+  /** How long it waited (null when the clock failed). */
+  readonly waitedMs: number | null;
+  /**
+   * Its bound: the stops under way (the one running and the one queued, at most 2) x
+   * (`verify_timeout_ms` + READ_BACK_WAIT_MARGIN_MS), at most the caller's cap.
+   */
+  readonly boundMs: number;
+}
+
 /** One provider's drain as the latch took it (Estop.#drainsFromLatch). */
 interface LatchDrain {
   readonly id: string;
@@ -1474,6 +1496,52 @@ export class Estop implements EstopService {
       settled: outcome === true,
       ...(outcome === "cut" ? { cut: true as const } : {}),
       waitedMs,
+      boundMs,
+    };
+  }
+
+  /**
+   * Waits, before a runtime's stop stops the providers, for the e-stop's stops under way to end:
+   * their read-back of the safe state (step 4), which follows their ladder and hooks (a stop waits
+   * for those first: stopActionsSettled), answered, published and audited -- a provider stopped
+   * under it would have it say `unreachable` of a safe state the runtime's own stop did not let it
+   * read. Bounded (ReadBackWait.boundMs; `capMs`: what the stop's budget leaves); `until` (a second
+   * stop signal) ends it at once. Null at once when no stop is under way. Never rejects.
+   */
+  async readBackSettled(
+    capMs: number = Infinity,
+    until?: Promise<unknown>,
+  ): Promise<ReadBackWait | null> {
+    const stops = this.#stopsUnderWay;
+    if (stops === 0) return null;
+    const what = "waiting for the e-stop's read-back";
+    const unknown = `${what}: how long it took is left out`;
+    const boundMs = Math.max(
+      0,
+      Math.min(
+        capMs,
+        stops * (this.#o.safeState.verifyTimeoutMs + READ_BACK_WAIT_MARGIN_MS),
+      ),
+    );
+    const startedAt = this.#readMono(what, unknown);
+    const done = this.#stopTail.then(() => true as const);
+    const ended = until === undefined
+      ? done
+      : Promise.race([done, until.then(() => "cut" as const, () => "cut" as const)]);
+    let outcome: true | "cut" | false = false;
+    try {
+      outcome = await raceTimeout(this.#o.clock, ended, boundMs, false);
+    } catch (err) {
+      // A clock whose timer fails bounds nothing: the stop does not wait then.
+      this.#stopLog.error(`e-stop: ${what} failed: ${errorMessage(err)}; the stop goes on`);
+    }
+    const endedAt = startedAt === null ? null : this.#readMono(what, unknown);
+    return {
+      settled: outcome === true,
+      ...(outcome === "cut" ? { cut: true as const } : {}),
+      waitedMs: startedAt === null || endedAt === null
+        ? null
+        : Math.max(0, Math.round(endedAt - startedAt)),
       boundMs,
     };
   }

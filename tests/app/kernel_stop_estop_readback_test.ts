@@ -1,0 +1,120 @@
+/**
+ * Kernel.stop against an e-stop's read-back: a stop (SIGTERM) that comes while a press's read-back
+ * of the safe state is still waiting for its provider's answer waits for it (bounded) before it
+ * stops the providers, as it waits for the ladder's calls. Cut by the runtime's own stop, the
+ * read-back would say `unreachable` -- the safe state not verified -- of a provider that was
+ * answering: the runtime's stop, not the machine, would have failed it.
+ */
+import assert from "node:assert/strict";
+import { waitFor } from "../helpers/kernel.ts";
+import { rig } from "../helpers/rig.ts";
+import { call, expectation } from "../safety/_fixture.ts";
+import { readbackProvider } from "../safety/_readback.ts";
+
+/**
+ * How long the provider takes to answer each read-back (ReadSignals): longer than the stop's
+ * stages before the providers' stop (HISTORY_STOP_BEFORE_PROVIDERS_MS, 1 s, and the rest) take,
+ * so the read-back's second read is asked only after the stop has reached the providers.
+ */
+const READ_DELAY_MS = 2000;
+
+/** Well past READ_DELAY_MS: the read-back is never cut by its own bound here. */
+const VERIFY_TIMEOUT_MS = 8000;
+
+/** runtime.shutdown_timeout_ms: above READ_DELAY_MS (it caps the stop's wait, below). */
+const SHUTDOWN_TIMEOUT_MS = 10000;
+
+Deno.test("a stop while an e-stop's read-back waits for its answer waits for it: verified, not unreachable", async () => {
+  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
+  const r = await rig({
+    programs: false, // the read-back provider as a real child process
+    providers: [
+      readbackProvider("rb", {
+        dev0: {
+          signals: { out: "bool" },
+          // The first read finds the output not yet off (the ladder's call still taking
+          // effect), the second finds it off: the read-back needs both, 2 x READ_DELAY_MS.
+          reads: [{ out: { v: true } }, { out: { v: false } }],
+          delayMs: READ_DELAY_MS,
+          actuate: "ok",
+        },
+      }, { logFile }),
+    ],
+    // Without a process deadline (no StopDeadline) the stop's wait is capped by the providers'
+    // own stop budget: room for READ_DELAY_MS here (a runtime under SIGTERM has up to 7.5 s with
+    // the default 2 s: stopActionsShutdownWaitMs).
+    runtime: { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS },
+    safety: {
+      hooks: [call("rb/dev0", "set_output")],
+      expect: [expectation("rb/dev0/out", { equals: false })],
+      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
+    },
+  });
+  try {
+    const rt = r.kernel;
+    const pressed = rt.estop.trigger("pressed just before the shutdown");
+    // The ladder's call made, the read-back's first ReadSignals arrived at the provider (its
+    // answer due READ_DELAY_MS later, then the second read's): the stop comes now.
+    await waitFor(
+      "the read-back's ReadSignals at the provider",
+      () => Deno.readTextFileSync(logFile).includes("dev0 out"),
+    );
+    assert.ok(Deno.readTextFileSync(logFile).includes("call dev0 set_output"));
+    const stopped = r.stop();
+    const result = await pressed;
+    await stopped;
+    assert.equal(result.verification.outcome, "verified", JSON.stringify(result.verification));
+    assert.equal(rt.estop.status().verification?.outcome, "verified");
+    // What the incident and run records take it from: published before the providers went.
+    const published = r.events.filter((e) => e.kind === "estop_verification");
+    assert.deepEqual(published.map((e) => e.kind === "estop_verification" && e.outcome), [
+      "verified",
+    ]);
+    assert.ok(
+      r.lines.some((l) => l.includes("stop: waited") && l.includes("read-back")),
+      r.lines.filter((l) => l.includes("stop:")).join("\n"),
+    );
+  } finally {
+    await r.stop();
+    await Deno.remove(logFile).catch(() => {});
+  }
+});
+
+Deno.test("a stop waits for an e-stop's read-back no longer than its bound: WARN, then the providers are stopped", async () => {
+  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
+  const budgetMs = 1000; // runtime.shutdown_timeout_ms: the wait's cap without a process deadline
+  const r = await rig({
+    programs: false,
+    providers: [
+      readbackProvider("rb", {
+        // Never answers a read-back: only the bound ends the stop's wait.
+        dev0: { signals: { out: "bool" }, reads: [], then: "hang", actuate: "ok" },
+      }, { logFile }),
+    ],
+    runtime: { shutdownTimeoutMs: budgetMs },
+    safety: {
+      hooks: [call("rb/dev0", "set_output")],
+      expect: [expectation("rb/dev0/out", { equals: false })],
+      verifyTimeoutMs: 3000,
+    },
+  });
+  try {
+    const pressed = r.kernel.estop.trigger("pressed just before the shutdown");
+    await waitFor(
+      "the read-back's ReadSignals at the provider",
+      () => Deno.readTextFileSync(logFile).includes("dev0 out"),
+    );
+    await r.stop();
+    const warned = r.lines.filter((l) =>
+      l.startsWith("WARN") &&
+      l.includes("stop: the e-stop's read-back of the safe state had not finished within")
+    );
+    assert.equal(warned.length, 1, r.lines.filter((l) => l.includes("stop:")).join("\n"));
+    assert.ok(warned[0]!.includes(`within ${budgetMs} ms`), warned[0]);
+    // Cut by the runtime's stop, as the WARN said: not read.
+    assert.equal((await pressed).verification.outcome, "unreachable");
+  } finally {
+    await r.stop();
+    await Deno.remove(logFile).catch(() => {});
+  }
+});
