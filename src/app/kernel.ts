@@ -594,6 +594,8 @@ export class Kernel {
   #starting: Promise<void> | null = null;
   /** Once start() resolved: a stop before it is a failed start's (#failedStartStopsProviders). */
   #startedUp = false;
+  /** What failed the start before stop() was called (its own cause), or null: startFailedOnItsOwn. */
+  #startFailedOnItsOwn: { readonly error: unknown } | null = null;
   #stopping: Promise<void> | null = null;
   /**
    * The stop's stages that failed after stop() had settled: one the stop went on without past its
@@ -1191,6 +1193,8 @@ export class Kernel {
     try {
       await this.#start();
     } catch (err) {
+      // Failed before any stop was asked: its own cause, not an end the stop put to it.
+      if (this.#stopping === null) this.#startFailedOnItsOwn = { error: err };
       try {
         this.#failedStartStopsProviders();
       } catch (detachErr) {
@@ -2990,6 +2994,16 @@ export class Kernel {
           "refused without this one's pid",
       );
     }
+  }
+
+  /**
+   * The error of a start() that failed for a cause of its own, before stop() was called (a
+   * provider that crashed as a stop signal came, say), or null: none did, or the stop ended it
+   * (whatever it then rejected with: a provider session "closed by the runtime" is the stop's).
+   * A failure this names is the start's, to be said even when the process exits as a stop.
+   */
+  get startFailedOnItsOwn(): { readonly error: unknown } | null {
+    return this.#startFailedOnItsOwn;
   }
 
   /**

@@ -69,7 +69,8 @@ export const PROVIDER_REAP_TIMEOUT_MS = 2000;
  * Runs the service until SIGINT/SIGTERM and resolves with the process exit code:
  * 0 after a clean shutdown, 3 when start-up fails, 4 when shutdown itself fails or overruns.
  *
- * A stop signal during start-up stops at once (exit 0 once stopped). A second stop signal hurries
+ * A stop signal during start-up stops at once (exit 0 once stopped; a start-up that fails of its
+ * own before the stop reached the kernel is said, one ERROR). A second stop signal hurries
  * shutdown: providers get SIGKILL now and the rest has HURRIED_SHUTDOWN_MS more -- unless it is the
  * first one again within STOP_SIGNAL_REPEAT_WINDOW_MS (the same stop delivered twice: ignored). Whichever way
  * the process ends, no provider outlives it: what still runs is killed and reaped first.
@@ -173,6 +174,16 @@ export async function runService(
       log.info(`${await signals.first} received: shutting down`);
     } else {
       log.info(`${first.signal} received during start-up: stopping`);
+      // A start that then fails for a cause of its own (before the stop reached the kernel: a
+      // provider that crashed meanwhile) is said, one ERROR naming it; the exit is the stop's.
+      void starting.then(undefined, () => {
+        const own = kernel.startFailedOnItsOwn;
+        if (own === null) return; // ended by the stop: nothing of its own to say
+        log.error(
+          `start-up failed as the runtime was stopping (${first.signal}): ` +
+            `${errorMessage(own.error)}; exiting as the stop does`,
+        );
+      });
     }
     await notifyStopping(log);
     // During start-up too: stop() ends whatever start-up stage is waiting.

@@ -1819,8 +1819,10 @@ export class RunRegistry {
         this.#queueEvent("estop", "reason", now, { reason: r, cause });
       } else if (runId !== null && runId === this.#leftOpenAtStop) {
         // Its run was left open at the stop, whose last save is made: that run's, not recorded.
+        // Said as the stop is then: its files still closing ("stopping") or closed ("stopped").
+        const stop = this.#state === "stopped" ? "stopped" : "stopping";
         this.#log.warn(
-          `run registry stopped: an e-stop reason of run ${runId} (left open at the stop) not ` +
+          `run registry ${stop}: an e-stop reason of run ${runId} (left open at the stop) not ` +
             `recorded: noted after the stop's last save`,
         );
       } else {
