@@ -182,11 +182,11 @@ export class JournalWriter {
   #syncDue = false;
   /** The open file holds lines written (and reported written) since its last fsync attempt. */
   #unsynced = false;
-  #closed = false;
-  /** close()'s one run, once it was called: a second call waits for it. */
-  #closeRun: Promise<void> | null = null;
-  /** close() is writing what is left: fsync at its end instead of by timer. */
-  #closing = false;
+  /**
+   * close(), once called: its one run (a second call waits for it), writing what is left with an
+   * fsync at its end instead of by timer; `closed` once it is done (appends refused from then on).
+   */
+  #close: { run: Promise<void>; closed: boolean } | null = null;
   #failing = false;
   #linesWritten = 0;
   #writeErrors = 0;
@@ -313,20 +313,30 @@ export class JournalWriter {
    * close is under way waits for it (one close: one fsync, one ERROR for lines lost).
    */
   close(): Promise<void> {
-    this.#closeRun ??= this.#closeOnce();
-    return this.#closeRun;
+    if (this.#close === null) {
+      const close: { run: Promise<void>; closed: boolean } = {
+        run: Promise.resolve(),
+        closed: false,
+      };
+      this.#close = close;
+      close.run = this.#closeOnce(close);
+    }
+    return this.#close.run;
   }
 
-  /** close()'s one run (#closeRun). */
-  async #closeOnce(): Promise<void> {
-    if (this.#closed) return;
-    this.#closing = true;
+  /** close() has run to its end (#close). */
+  get #closed(): boolean {
+    return this.#close?.closed === true;
+  }
+
+  /** close()'s one run (`close`: #close, set before it starts). */
+  async #closeOnce(close: { closed: boolean }): Promise<void> {
     if (this.#syncTimer !== null) this.#o.clock.clearTimer(this.#syncTimer);
     this.#syncTimer = null;
     this.#syncDue = this.#handle !== null;
     this.#kick();
     while (this.#writing) await this.#writing;
-    this.#closed = true;
+    close.closed = true;
     this.#handle?.close();
     this.#handle = null;
     if (this.#gap !== null) {
@@ -536,7 +546,7 @@ export class JournalWriter {
   }
 
   #scheduleSync(): void {
-    if (this.#closing) {
+    if (this.#close !== null) {
       this.#syncDue = true;
       return;
     }

@@ -94,6 +94,8 @@ async function faultWithHeldEntry() {
     ladderReloaded: () => modes.ladderReloaded(host),
     takeOut: () => (listed = undefined),
     replaceHost: () => (listed = { ...host, available: false } as ProviderSummary),
+    /** The successor under plant's id is listed up, its own return not told (yet). */
+    successorListedUp: () => (listed = { ...listed!, available: true } as ProviderSummary),
     /** The successor under plant's id comes up (as it tells its availability). */
     successorUp: () => {
       listed = { ...listed!, available: true } as ProviderSummary;
@@ -261,6 +263,18 @@ Deno.test("ModeManager in FAULT: a waiting run of the hook calls made again that
   rig.successorUp();
   const said = await rig.madeAgainOnce();
   assert.match(said, /^WARN .*FAULT: provider plant is AVAILABLE again; making its 1 hook call/);
+});
+
+Deno.test("ModeManager in FAULT: a restarted provider's successor whose device return joins the old host's waiting device-return run names only the successor's device", async () => {
+  const rig = await faultWithHeldEntry();
+  rig.deviceReturn("plant0");
+  rig.replaceHost();
+  // Its device return told before its own return (an order the ports do not forbid): the run is
+  // the successor's now, and the old host's device return is no cause of it.
+  rig.successorListedUp();
+  rig.deviceReturn("plant1");
+  const said = await rig.madeAgainOnce();
+  assert.match(said, /FAULT: provider plant has device plant1 answering again; making its 1 hook/);
 });
 
 for (const [what, reload] of [["removes", "takeOut"], ["restarts", "replaceHost"]] as const) {
