@@ -2526,17 +2526,30 @@ export class Kernel {
     const waits = await Promise.all(
       ids.map((id) => this.estop.stopActionsSettled(id, capMs, hurried)),
     );
-    this.#stopActionsWaited(ids, waits);
     // Then the read-back that follows them (the stops under way, to their answer), within what
     // the cap leaves: a provider stopped under it would have it say `unreachable`.
     const spentMs = Math.max(0, ...waits.map((w) => w?.waitedMs ?? 0));
-    this.#readBackBeforeStop(await this.estop.readBackSettled(capMs - spentMs, hurried));
+    const leftMs = capMs - spentMs;
+    const late = waits.some((w) => w !== null && !w.settled);
+    if (late && (leftMs <= 0 || waits.some((w) => w?.cut))) {
+      // Nothing left for it (the calls' wait took the whole cap, or a second stop signal ended
+      // it): not waited for, and said in the calls' one WARN, not in a second "within 0 ms".
+      const readBack = await this.estop.readBackSettled(0);
+      this.#stopActionsWaited(ids, waits, readBack !== null && !readBack.settled);
+      return;
+    }
+    this.#stopActionsWaited(ids, waits, false);
+    this.#readBackBeforeStop(await this.estop.readBackSettled(leftMs, hurried));
   }
 
-  /** The line of a stop's wait for the stop actions (#stopActionsBeforeStop), when it waited. */
+  /**
+   * The line of a stop's wait for the stop actions (#stopActionsBeforeStop), when it waited;
+   * `readBackLeft`: the e-stop's read-back is under way and not waited for (its WARN says so).
+   */
   #stopActionsWaited(
     ids: readonly string[],
     waits: readonly (StopActionsWait | null)[],
+    readBackLeft: boolean,
   ): void {
     const waited = ids.flatMap((id, i) => {
       const wait = waits[i];
@@ -2553,12 +2566,16 @@ export class Kernel {
       this.#lines.info(`stop: waited${took} for ${what(waited)}, then stopped the providers`);
       return;
     }
+    const stopped = "the providers are stopped all the same" +
+      (readBackLeft
+        ? ", the e-stop's read-back of the safe state not waited for (a check it has not read " +
+          "then says unreachable)"
+        : "");
     if (late.some((w) => w.cut)) {
       const cutAt = late.flatMap((w) => w.cut && w.waitedMs !== null ? [w.waitedMs] : []);
       this.#lines.warn(
         `stop: ${what(late)} had not finished when a second stop signal hurried the stop` +
-          `${cutAt.length === 0 ? "" : ` (after ${Math.max(...cutAt)} ms)`}; ` +
-          "the providers are stopped all the same",
+          `${cutAt.length === 0 ? "" : ` (after ${Math.max(...cutAt)} ms)`}; ${stopped}`,
       );
       return;
     }
@@ -2568,7 +2585,7 @@ export class Kernel {
         bounds.length === 1
           ? `${bounds[0]} ms`
           : `their bounds (${late.map((w) => `${w.id} ${w.boundMs} ms`).join(", ")})`
-      }; the providers are stopped all the same`,
+      }; ${stopped}`,
     );
   }
 

@@ -377,15 +377,16 @@ export const READ_BACK_WAIT_MARGIN_MS = 1000;
 
 /** How a runtime's stop's wait for the e-stop's read-back ended (Estop.readBackSettled). */
 export interface ReadBackWait {
-  /** True when every stop under way had read back and answered within `boundMs`. */
+  /** True when every read-back under way had answered within `boundMs`. */
   readonly settled: boolean;
   /** Present when the caller's `until` ended it first (a second stop signal). */
   readonly cut?: true;
   /** How long it waited (null when the clock failed). */
   readonly waitedMs: number | null;
   /**
-   * Its bound: the stops under way (the one running and the one queued, at most 2) x
-   * (`verify_timeout_ms` + READ_BACK_WAIT_MARGIN_MS), at most the caller's cap.
+   * Its bound: the stops under way (the one running and the one queued, at most 2) and the
+   * re-verification batches under way (one more for the securing runs whose read-back is not
+   * asked yet) x (`verify_timeout_ms` + READ_BACK_WAIT_MARGIN_MS), at most the caller's cap.
    */
   readonly boundMs: number;
 }
@@ -700,6 +701,16 @@ export class Estop implements EstopService {
   #pendingReverify: ReverifyBatch | null = null;
   /** The end of the re-verifications begun so far (one runs at a time). */
   #reverifyTail: Promise<unknown> = Promise.resolve();
+  /**
+   * The read-backs under way outside a stop, each until it has answered, published and audited:
+   * the securing runs begun and not ended (their calls, then their read-back), and the
+   * re-verification batches asked and not done. A runtime's stop waits for them as for a stop's
+   * (readBackSettled). Bounded: each ends on its own (its calls by their `timeout_ms`, its
+   * read-back by `verify_timeout_ms`) and leaves the set then.
+   */
+  readonly #readBacksUnderWay = new Set<Promise<unknown>>();
+  /** Of #readBacksUnderWay: the securing runs (the rest are re-verification batches). */
+  #securingUnderWay = 0;
   readonly #reasonListeners: ((
     reason: Promise<string | null>,
     cause: string,
@@ -1505,26 +1516,32 @@ export class Estop implements EstopService {
    * their read-back of the safe state (step 4), which follows their ladder and hooks (a stop waits
    * for those first: stopActionsSettled), answered, published and audited -- a provider stopped
    * under it would have it say `unreachable` of a safe state the runtime's own stop did not let it
-   * read. Bounded (ReadBackWait.boundMs; `capMs`: what the stop's budget leaves); `until` (a second
-   * stop signal) ends it at once. Null at once when no stop is under way. Never rejects.
+   * read. So too for the read-backs under way outside a stop (#readBacksUnderWay): the securing
+   * runs of providers that came back while latched, and the re-verifications asked (a reload's);
+   * cut, their record and audit entry would be lost or say `unreachable`. Bounded
+   * (ReadBackWait.boundMs; `capMs`: what the stop's budget leaves); `until` (a second stop signal)
+   * ends it at once. Null at once when none is under way. Never rejects.
    */
   async readBackSettled(
     capMs: number = Infinity,
     until?: Promise<unknown>,
   ): Promise<ReadBackWait | null> {
     const stops = this.#stopsUnderWay;
-    if (stops === 0) return null;
+    const others = [...this.#readBacksUnderWay];
+    if (stops === 0 && others.length === 0) return null;
+    // The securing runs' read-backs join one batch (those of one plan and latch): one more.
+    const batches = others.length - this.#securingUnderWay + (this.#securingUnderWay > 0 ? 1 : 0);
     const what = "waiting for the e-stop's read-back";
     const unknown = `${what}: how long it took is left out`;
     const boundMs = Math.max(
       0,
       Math.min(
         capMs,
-        stops * (this.#o.safeState.verifyTimeoutMs + READ_BACK_WAIT_MARGIN_MS),
+        (stops + batches) * (this.#o.safeState.verifyTimeoutMs + READ_BACK_WAIT_MARGIN_MS),
       ),
     );
     const startedAt = this.#readMono(what, unknown);
-    const done = this.#stopTail.then(() => true as const);
+    const done = Promise.all([this.#stopTail, ...others]).then(() => true as const);
     const ended = until === undefined
       ? done
       : Promise.race([done, until.then(() => "cut" as const, () => "cut" as const)]);
@@ -2221,6 +2238,12 @@ export class Estop implements EstopService {
       );
     run.promise.catch(() => {});
     this.#secureRuns.set(host, run);
+    const underWay = run.promise.catch(() => {}).finally(() => {
+      this.#securingUnderWay--;
+      this.#readBacksUnderWay.delete(underWay);
+    });
+    this.#securingUnderWay++;
+    this.#readBacksUnderWay.add(underWay);
   }
 
   /**
@@ -2362,6 +2385,8 @@ export class Estop implements EstopService {
     });
     this.#pendingReverify = batch;
     this.#reverifyTail = batch.done;
+    const underWay = batch.done.finally(() => this.#readBacksUnderWay.delete(underWay));
+    this.#readBacksUnderWay.add(underWay);
     return batch.done;
   }
 

@@ -118,3 +118,153 @@ Deno.test("a stop waits for an e-stop's read-back no longer than its bound: WARN
     await Deno.remove(logFile).catch(() => {});
   }
 });
+
+Deno.test("a stop while a re-verification (a provider back while latched) waits for its answer waits for it: verified, not unreachable", async () => {
+  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
+  const provider = readbackProvider("rb", {
+    // Each process's first read finds the output not yet off, its second finds it off: a
+    // read-back (the press's, then the re-verification's after the restart) needs both, each
+    // answered READ_DELAY_MS after it was asked (an answer on the wire when the providers are
+    // stopped still arrives; a read asked after that does not).
+    dev0: {
+      signals: { out: "bool" },
+      reads: [{ out: { v: true } }, { out: { v: false } }],
+      delayMs: READ_DELAY_MS,
+      actuate: "ok",
+    },
+  }, { logFile });
+  const r = await rig({
+    programs: false,
+    // Restarted once after the kill below: it comes back while latched (#secure, #reverify).
+    providers: [{ ...provider, restartPolicy: { ...provider.restartPolicy, enabled: true } }],
+    runtime: { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS },
+    safety: {
+      hooks: [call("rb/dev0", "set_output")],
+      expect: [expectation("rb/dev0/out", { equals: false })],
+      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
+    },
+  });
+  try {
+    const rt = r.kernel;
+    const pressed = await rt.estop.trigger("pressed before the provider's restart");
+    assert.equal(pressed.verification.outcome, "verified");
+    const readsBefore = () =>
+      Deno.readTextFileSync(logFile).split("\n").filter((l) => l.includes("dev0 out")).length;
+    assert.equal(readsBefore(), 2);
+    r.kill("rb", "SIGKILL");
+    // Back while latched: secured (its call made again), then its expectations read back again;
+    // the stop comes while that read-back waits for its answer.
+    await waitFor("the re-verification's ReadSignals at the provider", () => readsBefore() >= 3);
+    await r.stop();
+    assert.equal(
+      rt.estop.status().verification?.outcome,
+      "verified",
+      JSON.stringify(rt.estop.status().verification),
+    );
+    const published = r.events.flatMap((e) => e.kind === "estop_verification" ? [e.outcome] : []);
+    assert.deepEqual(published, ["verified", "verified"]);
+    assert.ok(
+      r.lines.some((l) => l.includes("stop: waited") && l.includes("read-back")),
+      r.lines.filter((l) => l.includes("stop:")).join("\n"),
+    );
+  } finally {
+    await r.stop();
+    await Deno.remove(logFile).catch(() => {});
+  }
+});
+
+Deno.test("a stop whose wait for the stop actions used its whole cap says so in one WARN, naming the read-back not waited for (no 'within 0 ms')", async () => {
+  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
+  const budgetMs = 1000; // runtime.shutdown_timeout_ms: the waits' cap without a process deadline
+  const r = await rig({
+    programs: false,
+    providers: [
+      readbackProvider("rb", {
+        // Never answers a read-back: the first press's stop never ends by itself.
+        dev0: { signals: { out: "bool" }, reads: [], then: "hang", actuate: "ok" },
+      }, { logFile }),
+    ],
+    runtime: { shutdownTimeoutMs: budgetMs },
+    safety: {
+      hooks: [call("rb/dev0", "set_output")],
+      expect: [expectation("rb/dev0/out", { equals: false })],
+      verifyTimeoutMs: 3000,
+    },
+  });
+  try {
+    const first = r.kernel.estop.trigger("pressed first");
+    await waitFor(
+      "the read-back's ReadSignals at the provider",
+      () => Deno.readTextFileSync(logFile).includes("dev0 out"),
+    );
+    // A second press queues a stop behind the first's read-back: its ladder call waits for it,
+    // so the stop's wait for the stop actions takes its whole cap, leaving the read-back none.
+    const second = r.kernel.estop.trigger("pressed again");
+    await r.stop();
+    await Promise.allSettled([first, second]);
+    const stopLines = r.lines.filter((l) => l.includes("stop:"));
+    const warned = stopLines.filter((l) => l.startsWith("WARN") && l.includes("stop: the e-stop"));
+    assert.equal(warned.length, 1, stopLines.join("\n"));
+    assert.ok(!warned[0]!.includes("within 0 ms"), warned[0]);
+    assert.ok(warned[0]!.includes(`within ${budgetMs} ms`), warned[0]);
+    assert.ok(warned[0]!.includes("read-back of the safe state"), warned[0]);
+  } finally {
+    await r.stop();
+    await Deno.remove(logFile).catch(() => {});
+  }
+});
+
+Deno.test("a second stop signal during the stop's waits for the stop actions and the read-back ends both: one WARN, and the record does not claim verified", async () => {
+  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
+  const r = await rig({
+    programs: false,
+    providers: [
+      readbackProvider("rb", {
+        dev0: {
+          signals: { out: "bool" },
+          reads: [{ out: { v: true } }, { out: { v: false } }],
+          delayMs: READ_DELAY_MS,
+          actuate: "ok",
+        },
+      }, { logFile }),
+    ],
+    runtime: { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS },
+    safety: {
+      hooks: [call("rb/dev0", "set_output")],
+      expect: [expectation("rb/dev0/out", { equals: false })],
+      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
+    },
+  });
+  try {
+    const rt = r.kernel;
+    const pressed = rt.estop.trigger("pressed just before the shutdown");
+    await waitFor(
+      "the read-back's ReadSignals at the provider",
+      () => Deno.readTextFileSync(logFile).includes("dev0 out"),
+    );
+    // A second press queues a stop behind the first's read-back: the stop waits for its ladder
+    // call, then for the read-back.
+    const again = rt.estop.trigger("pressed again");
+    // The process's deadline: room for the whole read-back, until a second signal.
+    let endsAt = performance.now() + 2 * SHUTDOWN_TIMEOUT_MS;
+    const hurry = Promise.withResolvers<void>();
+    const stopping = rt.stop({ leftMs: () => endsAt - performance.now(), hurried: hurry.promise });
+    // Well before the read-back's second answer (2 x READ_DELAY_MS): the stop is waiting for it.
+    await new Promise((res) => setTimeout(res, READ_DELAY_MS / 4));
+    endsAt = performance.now() + 1000;
+    hurry.resolve();
+    await stopping;
+    const result = await pressed;
+    await again.catch(() => {});
+    const stopLines = r.lines.filter((l) => l.includes("stop:"));
+    const warned = stopLines.filter((l) => l.startsWith("WARN") && l.includes("stop: the e-stop"));
+    assert.equal(warned.length, 1, stopLines.join("\n"));
+    assert.ok(warned[0]!.includes("when a second stop signal hurried the stop"), warned[0]);
+    assert.ok(warned[0]!.includes("read-back of the safe state not waited for"), warned[0]);
+    assert.notEqual(result.verification.outcome, "verified", JSON.stringify(result.verification));
+    assert.notEqual(rt.estop.status().verification?.outcome, "verified");
+  } finally {
+    await r.stop();
+    await Deno.remove(logFile).catch(() => {});
+  }
+});

@@ -228,8 +228,12 @@ Deno.test("Kernel.stop waits for the e-stop's ladder calls at most runtime.shutd
   assert.ok(result.actions.every((a) => !a.success), "both cut off by the provider's stop");
   assert.deepEqual(stopLines(r.lines), [
     "WARN stop: the e-stop's safe-state calls to plant had not finished within 2000 ms; " +
-    "the providers are stopped all the same",
+    "the providers are stopped all the same" +
+    ", the e-stop's read-back of the safe state not waited for (a check it has not read then " +
+    "says unreachable)",
   ]);
+  // Said in that one line: no second line for the read-back the wait left no time for.
+  assert.ok(!r.lines.some((l) => l.includes("stop: the e-stop's read-back")), r.lines.join("\n"));
 });
 
 Deno.test("shutDown: a second stop signal while Kernel.stop waits for the e-stop's ladder calls ends that wait at once and the providers are stopped", async () => {
@@ -260,6 +264,10 @@ Deno.test("shutDown: a second stop signal while Kernel.stop waits for the e-stop
   assert.ok(result.actions.every((a) => !a.success), "both cut off by the provider's stop");
   assert.deepEqual(stopLines(r.lines), [
     "WARN stop: the e-stop's safe-state calls to plant had not finished when a second stop " +
-    "signal hurried the stop (after 0 ms); the providers are stopped all the same",
+    "signal hurried the stop (after 0 ms); the providers are stopped all the same" +
+    ", the e-stop's read-back of the safe state not waited for (a check it has not read then " +
+    "says unreachable)",
   ]);
+  // Said in that one line: no second line for the read-back the wait left no time for.
+  assert.ok(!r.lines.some((l) => l.includes("stop: the e-stop's read-back")), r.lines.join("\n"));
 });
