@@ -3486,8 +3486,8 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 
 /**
  * What a provider plan would have done, for a reload stopped before its providers section ran
- * (`added sim1, removed sim2`); "" when it does nothing. At most MAX_PROVIDERS ids per list (one
- * configuration's).
+ * (`added sim1, sim3 / removed sim2`: ids apart by ", ", kinds by " / ", so neither reads as the
+ * other); "" when it does nothing. At most MAX_PROVIDERS ids per list (one configuration's).
  */
 function planNotReached(plan: ProviderPlan): string {
   const ids = (entries: readonly { readonly id: string }[]) => entries.map((p) => p.id);
@@ -3500,5 +3500,5 @@ function planNotReached(plan: ProviderPlan): string {
   ];
   return parts.filter(([, list]) => list.length > 0).map(([what, list]) =>
     `${what} ${list.join(", ")}`
-  ).join(", ");
+  ).join(" / ");
 }

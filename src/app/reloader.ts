@@ -223,7 +223,9 @@ export class ConfigReloader {
  * (circuit open): sim3; providers updated in place: sim2 (restart_policy); polling 100->200 ms;
  * applied: telemetry; refused: safety (...); needs restart: http.port`. Cut short by stop()
  * (`interrupted`), it says so once, in its head, and names the sections that did not apply for
- * that reason (`not applied: polling, logging`) and the providers whose start it never began
+ * that reason (`not applied: polling, logging`; a providers section cut short after it added,
+ * removed, restarted, retried or updated some: `applied in part: providers`) and the providers
+ * whose start it never began
  * (`not started: sim2`): `config reload interrupted (the runtime is stopping): providers ...`.
  */
 export function summarize(r: ReloadReport): string {
@@ -235,7 +237,14 @@ export function summarize(r: ReloadReport): string {
   // Interrupted: "the runtime is stopping" is said in the head, not again for each section.
   const stopped = (why: string) =>
     r.interrupted && (why === RELOAD_STOPPING || why.startsWith(`${RELOAD_STOPPING} (`));
-  const notApplied = r.failed.filter((x) => stopped(x.why)).map((x) =>
+  // A providers section cut short after it added, removed, restarted, retried or updated some
+  // (those stay in effect) applied in part: not said "not applied".
+  const providersDone = p.added.length + p.removed.length + p.restarted.length +
+      p.retried.length + p.updated.length > 0;
+  const inPart = (x: { section: string; why: string }) =>
+    x.section === "providers" && x.why === RELOAD_STOPPING && providersDone;
+  const appliedInPart = r.failed.filter((x) => stopped(x.why) && inPart(x)).map((x) => x.section);
+  const notApplied = r.failed.filter((x) => stopped(x.why) && !inPart(x)).map((x) =>
     `${x.section}${x.why.slice(RELOAD_STOPPING.length)}`
   );
   const startStopped = (f: string) => r.interrupted && f.endsWith(`: ${RELOAD_STOPPING}`);
@@ -268,6 +277,7 @@ export function summarize(r: ReloadReport): string {
   for (const w of r.weakened) parts.push(`weakened (${w.section}): ${w.what}`);
   for (const x of r.refused) parts.push(`refused ${x.section}: ${x.why}`);
   for (const x of r.failed) if (!stopped(x.why)) parts.push(`failed ${x.section}: ${x.why}`);
+  if (appliedInPart.length > 0) parts.push(`applied in part: ${appliedInPart.join(", ")}`);
   if (notApplied.length > 0) parts.push(`not applied: ${notApplied.join(", ")}`);
   if (!r.refused.some((x) => x.section === "providers")) {
     if (failedStarts.length > 0) parts.push(`failed to start: ${failedStarts.join("; ")}`);

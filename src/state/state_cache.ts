@@ -145,6 +145,13 @@ export interface TimestampSkew {
  */
 export const NO_WARNING_STAGE_LOG_DEVICES = 5;
 
+/**
+ * Devices per provider whose no-WARNING-stage notice is remembered while a rediscovery leaves them
+ * out (StateCache #departedNoStageTold): a device listed again by a later restart is not said
+ * again. As many as one inventory may list (MAX_DEVICES_PER_PROVIDER); the oldest is forgotten.
+ */
+export const NO_WARNING_STAGE_DEPARTED_DEVICES = 1024;
+
 /** Log lines about refused or faulted samples per provider, kind and window; the rest is counted. */
 export const DATA_FAULT_LOG_LINES = 5;
 /** The window of DATA_FAULT_LOG_LINES. */
@@ -386,6 +393,14 @@ export class StateCache implements FreshReader {
    * time); a removed one's moves to #removedAvailabilityAt (#removeHost).
    */
   readonly #departedAvailabilityAt = new Map<string, number>();
+  /**
+   * Provider id -> device id -> the no-WARNING-stage figures said of a device a rediscovery left
+   * out (a restart listing nothing, its host check unmet): said once under the same entry, so the
+   * restart that lists it again says nothing new (noWarningStageNews). Forgotten when the host is
+   * registered anew or removed (a provider a reload configures again is said again), at most
+   * NO_WARNING_STAGE_DEPARTED_DEVICES per provider.
+   */
+  readonly #departedNoStageTold = new Map<string, Map<string, string>>();
   /**
    * Provider id -> the latest device_availability date of a provider a reload removed, for the
    * provider configured again under the id (#applyInventory takes it): kept however many times
@@ -675,6 +690,7 @@ export class StateCache implements FreshReader {
       }
     });
     this.#byProvider.delete(host.id);
+    this.#departedNoStageTold.delete(host.id);
     this.#polledDevices.delete(host.id);
     this.#applyInventory(host, host.devices); // none yet unless the host is already up
     this.#notifyInventory(host.id);
@@ -732,6 +748,7 @@ export class StateCache implements FreshReader {
     // Kept for the provider configured again (a changed one is, at once).
     if (latest > 0) this.#removedAvailabilityAt.keep(id, latest);
     this.#byProvider.delete(id);
+    this.#departedNoStageTold.delete(id);
     this.#polledDevices.delete(id);
     this.#reported.delete(id);
     this.#faults.delete(id);
@@ -1534,6 +1551,7 @@ export class StateCache implements FreshReader {
     let departedAt = this.#departedAvailabilityAt.get(providerId) ??
       this.#removedAvailabilityAt.take(providerId) ?? 0;
     const next = new Map<string, MutableDeviceState>();
+    const departedTold = this.#departedNoStageTold.get(providerId);
     for (const caps of devices) {
       const id = caps.device.deviceId;
       const slots = new Map<string, SignalSlot>();
@@ -1588,7 +1606,7 @@ export class StateCache implements FreshReader {
         pollPeriodMs: this.#intervalMs, // set by #boundSlots below
         bounds: { warnAfterMs: 0, staleAfterMs: 0 },
         noWarningStage: null, // set by #boundSlots below
-        noWarningStageTold: prev?.noWarningStageTold ?? "",
+        noWarningStageTold: prev?.noWarningStageTold ?? departedTold?.get(id) ?? "",
         skipCycles: 0,
         readsAnswered: prev?.readsAnswered ?? false,
         queuedPoll: null,
@@ -1598,9 +1616,18 @@ export class StateCache implements FreshReader {
     // every device was marked unavailable when the provider went down. Its last flip's date is
     // kept: should a later rediscovery list it again after the wall clock stepped back, its
     // return is dated no earlier than that loss.
+    const told = departedTold ?? new Map<string, string>();
+    for (const id of next.keys()) told.delete(id);
     for (const [id, dev] of old) {
-      if (!next.has(id)) departedAt = Math.max(departedAt, dev.availabilityAt);
+      if (next.has(id)) continue;
+      departedAt = Math.max(departedAt, dev.availabilityAt);
+      if (dev.noWarningStageTold === "") continue;
+      told.delete(id); // re-inserted last: the newest
+      told.set(id, dev.noWarningStageTold);
+      if (told.size > NO_WARNING_STAGE_DEPARTED_DEVICES) told.delete(told.keys().next().value!);
     }
+    if (told.size > 0) this.#departedNoStageTold.set(providerId, told);
+    else this.#departedNoStageTold.delete(providerId);
     if (departedAt > 0) this.#departedAvailabilityAt.set(providerId, departedAt);
     this.#byProvider.set(providerId, next);
     this.#polledDevices.set(providerId, [...next.values()].filter((d) => d.pollable.length > 0));

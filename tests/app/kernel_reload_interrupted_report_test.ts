@@ -123,3 +123,66 @@ Deno.test("ConfigReloader: after a provider's reload restart fails, the e-stop p
     await rt.stop();
   }
 });
+
+Deno.test("a reload stopped before its providers section names what it did not reach with its kinds apart from its ids", async () => {
+  const { cert, key } = await selfSignedCert(tempDir("runtime-tls-"));
+  const clock = new ManualClock();
+  const reads = new HungReads();
+  const rt = newKernel(
+    testConfig({ providers: [simProvider("sim2")], http: { tlsCertPath: cert, tlsKeyPath: key } }),
+    { clock, readRegularFile: reads.read, serve: serveHttp },
+  );
+  await settleOn(clock, rt.start(), "the start");
+  let stopped: Promise<void> | null = null;
+  try {
+    reads.pathPart = cert; // the certificate's re-read hangs: the reload waits before any section
+    const reloading = rt.reload({
+      ...rt.config,
+      providers: [simProvider("sim1"), simProvider("sim3")],
+    });
+    await runDueUntil(clock, "the certificate read again", () => reads.hung > 0);
+    stopped = rt.stop();
+    clock.advance(RELOAD_FILE_READ_TIMEOUT_MS);
+    const report = await settleOn(clock, reloading, "the reload");
+    await settleOn(clock, stopped, "the stop");
+    const line = summarize(report);
+    // Before: "(not reached: added sim1, sim3, removed sim2)": "removed" read as one more id.
+    assert.match(
+      line,
+      /not applied: providers \(not reached: added sim1, sim3 \/ removed sim2\)/,
+      line,
+    );
+    const why = report.failed.find((f) => f.section === "providers")?.why;
+    assert.equal(why, "the runtime is stopping (not reached: added sim1, sim3 / removed sim2)");
+  } finally {
+    await settleOn(clock, stopped ?? rt.stop(), "the stop");
+  }
+});
+
+Deno.test("ConfigReloader: a providers section cut short by stop() after it removed a provider says it applied in part", async () => {
+  const { log, lines } = capturingLogger({ level: "info" });
+  let next: Config | null = null;
+  const rt = await startRuntime(testConfig(), {
+    host: { log, loadConfig: () => Promise.resolve({ ok: true, config: next!, warnings: [] }) },
+  });
+  let stopped: Promise<void> | null = null;
+  try {
+    const base = rt.config;
+    assert.deepEqual(base.providers.map((p) => p.id), ["sim0"]);
+    // sim0 is removed (stopped, for good) before sim1 starts; the stop cuts sim1's start short.
+    next = { ...base, providers: [simProvider("sim1")] };
+    const reloading = rt.reloader!.request();
+    await waitFor("sim1 starting", () => rt.registry.host("sim1"), 10000, 0);
+    stopped = rt.stop();
+    await reloading;
+    await stopped;
+    const line = lines.find((l) => l.includes("config reload"))!;
+    assert.match(line, /providers \+1 -1 /, line);
+    // Before: "not applied: providers", though sim0 was removed and stays removed.
+    assert.match(line, /; applied in part: providers(;|$)/, line);
+    assert.doesNotMatch(line, /not applied: providers/, line);
+    assert.match(line, /sim1/, line); // its start cut short, named (how depends on the timing)
+  } finally {
+    await (stopped ?? rt.stop());
+  }
+});

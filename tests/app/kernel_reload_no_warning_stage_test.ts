@@ -8,7 +8,13 @@
 import assert from "node:assert/strict";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { dbl, type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
+import {
+  dbl,
+  HOST_UNMET_I2C1,
+  type Inventory,
+  programmableProvider,
+  T,
+} from "../helpers/programmable_provider.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 
 /** Two devices at the default hint (polled every interval): their cycle is 2 x the interval. */
@@ -106,6 +112,51 @@ Deno.test("Kernel.reload that removes a provider and a later one that adds it ag
     const said = saidOfP0();
     assert.equal(said.length, 2, lines.join("\n"));
     assert.match(said[1]!, /^WARN\b.*"p0\/slow" has no WARNING stage.*= 15000 ms/);
+  } finally {
+    await rt.stop();
+    await Deno.remove(file);
+  }
+});
+
+Deno.test("a device listed again after a plain restart that listed nothing is not said to have no WARNING stage again", async () => {
+  const slow = { devices: { slow: { signals: [{ id: "x", type: T.DOUBLE, hint: 0.1 }] } } };
+  const file = await Deno.makeTempFile({ prefix: "nostage-empty-", suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(slow));
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const p0 = programmableProvider("p0", file, { restart: { backoffMs: [0, 0, 0] } });
+  const config = testConfig({
+    providers: [p0],
+    pollingIntervalMs: 500,
+    health: { staleness: { warnAfterMs: 0, staleAfterMs: 10_000 } },
+  });
+  const rt = await startRuntime(config, { host: { log } });
+  const saidOfP0 = () => noStageLines(lines).filter((l) => l.includes('"p0/slow"'));
+  const restart = async (what: string, devices: number) => {
+    const host = rt.registry.host("p0")!;
+    const pid = host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor(
+      what,
+      () => host.session?.pid !== pid && host.session !== null && host.devices.length === devices,
+      30_000,
+    ).catch((err) => {
+      throw new Error(`${err}: ${host.lifecycle} ${host.devices.length}\n${lines.join("\n")}`);
+    });
+  };
+  try {
+    assert.equal(saidOfP0().length, 1, lines.join("\n"));
+    // Restarted by its supervisor listing nothing (its host check unmet), then the device again:
+    // the same entry, the same device and bounds -- nothing new to say.
+    await Deno.writeTextFile(file, JSON.stringify(HOST_UNMET_I2C1));
+    await restart("p0 restarted with no device", 0);
+    await Deno.writeTextFile(file, JSON.stringify(slow));
+    await restart("p0 restarted with its device", 1);
+    await waitFor(
+      "slow in the cache again",
+      () => rt.cache.livenessBounds("p0", "slow") !== undefined,
+    );
+    // Before: said a second time (the device's record was dropped with the empty inventory).
+    assert.equal(saidOfP0().length, 1, lines.join("\n"));
   } finally {
     await rt.stop();
     await Deno.remove(file);
