@@ -268,6 +268,8 @@ export interface SparkplugHandle {
   readonly bdSeqSaving: Promise<void> | null;
   /** NBIRTH and every DBIRTH again on the current connection. */
   rebirth(): void;
+  /** Ends a start still under way: it opens no broker session (a failed start's stop). */
+  endStart(): void;
   stop(): Promise<void>;
 }
 
@@ -785,6 +787,17 @@ export class Kernel {
           }; retry when it has finished`
           : null,
       "reload",
+    );
+    // A failed start-up's stop (#failedStartStopsProviders) detached the cache: a POST /v0/mode
+    // still answered in its HTTP drain would enter AUTO on device states no poll refreshes any
+    // more, for a tree already halted. Refused, as the interlock gate refuses then.
+    this.modes.addArmCheck(
+      (_from, to) =>
+        to === "AUTO" && this.cache.providersDetached
+          ? "refusing AUTO: the runtime is stopping after a failed start-up; its devices are no " +
+            "longer polled"
+          : null,
+      "stopping",
     );
     if (automation.enabled) {
       this.parameters = new ParameterStore({
@@ -1392,6 +1405,17 @@ export class Kernel {
       // Left waiting on the folder (not on a TLS file, nor on no disk at all): should its call
       // answer, what it made is removed again -- under this runtime's lock, not a later one's.
       if (stage.on === "data_dir") this.#abandonedOpening = opening.catch(() => {});
+      if (this.#stopping !== null) {
+        // Ended by the stop; what the abandoned stage answers later and refuses of its own (the
+        // data_dir lock held by another runtime, a TLS file or the port the server would refuse:
+        // FAILED_PRECONDITION, never an error the stop puts to a stage) is the start's failure
+        // all the same: noted, said by runService once the stop has ended (if it answered then).
+        opening.catch((err) => {
+          if (err instanceof RuntimeError && err.code === "FAILED_PRECONDITION") {
+            this.#startFailedOnItsOwn ??= { error: err };
+          }
+        });
+      }
       this.#throwIfStopping();
       const call = stage.call ?? this.#files.oldestUnderWay();
       const waiting = call === undefined || call === null
@@ -1573,9 +1597,13 @@ export class Kernel {
    * so an alarm still running (started once primed: a stop during the Sparkplug node's start, or
    * while the stop's HTTP drain waits) would raise for bad input and run its action (an e-stop)
    * of the runtime's own stop. Idempotent as well ("alarms" stage of the stop).
+   * The Sparkplug edge node's start still under way (its bdSeq store hung) ends too: a store
+   * answering while the stop's HTTP drain waits must not have it connect and publish births of
+   * the detached cache's frozen values (SparkplugEdgeNode.endStart; its stop comes in turn).
    */
   #failedStartStopsProviders(): void {
     this.cache.detachProviders();
+    this.#sparkplug?.endStart();
     this.alarms.stop();
     this.outages.stop();
     this.history?.detach();
@@ -3017,7 +3045,10 @@ export class Kernel {
    * The error of a start() that failed for a cause of its own, before stop() was called (a
    * provider that crashed as a stop signal came, say), or null: none did, or the stop ended it
    * (whatever it then rejected with: a provider session "closed by the runtime" is the stop's).
-   * A failure this names is the start's, to be said even when the process exits as a stop.
+   * A failure this names is the start's, to be said even when the process exits as a stop. A
+   * stage the stop abandoned (the data_dir lock under way) that then fails of its own (the folder
+   * in use by another runtime) is named once it answers: after start() rejected, maybe after the
+   * stop resolved, or never (a mount that never answers).
    */
   get startFailedOnItsOwn(): { readonly error: unknown } | null {
     return this.#startFailedOnItsOwn;

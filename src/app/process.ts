@@ -144,6 +144,8 @@ export async function runService(
   let code: ExitCode | undefined;
   // Provider processes the stop did not end, killed at exit (a stop that ended clean exits 4).
   let killedAtExit = 0;
+  // Says a start-up's failure of its own cause after a stop signal (once), or null: no such stop.
+  let sayOwnFailure: (() => void) | null = null;
   try {
     const first = await Promise.race([
       starting.then(() => null, (err: unknown) => ({ err })),
@@ -176,18 +178,24 @@ export async function runService(
       log.info(`${first.signal} received during start-up: stopping`);
       // A start that then fails for a cause of its own (before the stop reached the kernel: a
       // provider that crashed meanwhile) is said, one ERROR naming it; the exit is the stop's.
-      void starting.then(undefined, () => {
+      // One the stop abandoned that answered later (the data_dir lock held by another runtime)
+      // is said once the stop has ended, if it answered by then.
+      let ownSaid = false;
+      sayOwnFailure = () => {
         const own = kernel.startFailedOnItsOwn;
-        if (own === null) return; // ended by the stop: nothing of its own to say
+        if (own === null || ownSaid) return; // ended by the stop: nothing of its own to say
+        ownSaid = true;
         log.error(
           `start-up failed as the runtime was stopping (${first.signal}): ` +
             `${errorMessage(own.error)}; exiting as the stop does`,
         );
-      });
+      };
+      void starting.then(undefined, sayOwnFailure);
     }
     await notifyStopping(log);
     // During start-up too: stop() ends whatever start-up stage is waiting.
     code = await shutDown((deadline) => kernel.stop(deadline), signals, config, log);
+    sayOwnFailure?.();
   } finally {
     // Nothing may outlive the process: a provider still running now is killed and reaped.
     killedAtExit = await reapProvidersAtExit(code, log);

@@ -1011,13 +1011,15 @@ export class RunRegistry {
   /**
    * The safety events counted between runs that a stopped registry cannot save (it never became
    * available: no runs.jsonl open): one WARN with how many and `why`; the count is dropped.
+   * Said as the stop is then: its files still closing ("stopping") or closed ("stopped").
    */
   #betweenRunsLost(why: string): void {
     const lost = this.#betweenRuns;
     if (lost === null) return;
     this.#betweenRuns = null;
+    const stop = this.#state === "stopped" ? "stopped" : "stopping";
     this.#log.warn(
-      `run registry stopped: ${lost.count} safety events between runs (${lost.estopTriggers} ` +
+      `run registry ${stop}: ${lost.count} safety events between runs (${lost.estopTriggers} ` +
         `e-stop triggers) not recorded: ${why}`,
     );
   }

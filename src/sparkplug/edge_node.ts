@@ -589,6 +589,8 @@ export class SparkplugEdgeNode {
   #death: { readonly session: MqttSession; readonly sent: Promise<boolean> } | null = null;
   /** Ends the wait of #renew (stop() calls it), or null. */
   #wake: (() => void) | null = null;
+  /** endStart() was called: start() opens no broker session. */
+  #startEnded = false;
   #inFlight = 0;
   /** CONNECTs in a row that reached the broker and got no CONNACK (bounds their WARN). */
   #unansweredConnects = 0;
@@ -938,7 +940,7 @@ export class SparkplugEdgeNode {
     const o = this.#o;
     this.watch();
     if (o.bdSeqStore !== undefined) await this.#bdSeqAtStart(o.bdSeqStore);
-    if (this.#stopped) return;
+    if (this.#stopped || this.#startEnded) return;
     await this.#openSession();
     const host = o.config.primaryHostId === ""
       ? ""
@@ -1000,7 +1002,7 @@ export class SparkplugEdgeNode {
       key: o.tls?.key,
       will: { topic: this.#topic("NDEATH"), payload: this.#deathPayload() },
     });
-    if (this.#stopped) {
+    if (this.#stopped || this.#startEnded) {
       await session.end(true);
       return;
     }
@@ -1087,6 +1089,18 @@ export class SparkplugEdgeNode {
     } finally {
       this.#bdSeqSaving = null;
     }
+  }
+
+  /**
+   * Ends a start() still under way (its bdSeq store not answered): it opens no broker session,
+   * whatever the store answers later. A failed start's stop (Kernel: the cache detached at once)
+   * does it before its HTTP drain, which may wait seconds: no births of frozen values then, and
+   * no NDEATH right after. A session already opened is left to stop(). Idempotent.
+   */
+  endStart(): void {
+    if (this.#session !== null) return;
+    this.#startEnded = true;
+    this.#wake?.();
   }
 
   /** Publishes NDEATH (bounded in time) and ends the session. */
@@ -1467,7 +1481,7 @@ export class SparkplugEdgeNode {
     });
     this.#wake = null;
     for (const t of timers) clock.clearTimer(t);
-    if (this.#stopped) return;
+    if (this.#stopped || this.#startEnded) return;
     await this.#openSession();
   }
 

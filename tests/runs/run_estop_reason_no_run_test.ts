@@ -241,3 +241,31 @@ Deno.test("an e-stop reason of the run left open at the stop, arriving while the
     await stopping;
   }
 });
+
+Deno.test("an e-stop reason between runs, arriving while the stop's files still close, says the registry is stopping, not stopped", async () => {
+  const files = new RunJournalFaultFiles();
+  const { log, lines } = capturingLogger({ level: "debug" });
+  const registry = registryOn(files, { logger: log });
+  await registry.start();
+  await reasonArriving(registry)("door opened"); // one between runs: the stop's last save writes it
+  const arrive = reasonArriving(registry); // latched between runs, its body still arriving
+  let release!: () => void;
+  files.gate = new Promise((r) => release = r); // the stop's writes held: its closes wait
+  let stopped = false;
+  const stopping = registry.shutdown().then(() => (stopped = true));
+  await waitFor("the stop's last save held in its write", () => files.held > 0);
+  await arrive("provider lost"); // after the stop's last save, before its files are closed
+  try {
+    assert.equal(stopped, false, "the stop ended before its held write was released");
+    assert.equal(warned(lines).length, 1, lines.join("\n"));
+    assert.match(
+      warned(lines)[0]!,
+      /^WARN .*run registry stopping: 1 safety events between runs \(0 e-stop triggers\) not recorded: noted after the stop's last save$/,
+      lines.join("\n"),
+    );
+  } finally {
+    files.gate = null;
+    release();
+    await stopping;
+  }
+});
