@@ -720,6 +720,16 @@ export function rowTypeIs(entry: unknown, type: ValueType): boolean {
   return typeof code !== "number" || VALUE_TYPES[code] === undefined || VALUE_TYPES[code] === type;
 }
 
+/**
+ * The type a row's entry for one signal names (its sixth member, a VALUE_TYPES index); null when
+ * it names none (no value in its bucket, written before types were, or not a known index).
+ */
+export function rowType(entry: unknown): ValueType | null {
+  if (!Array.isArray(entry)) return null;
+  const code = entry[5];
+  return typeof code === "number" ? VALUE_TYPES[code] ?? null : null;
+}
+
 /** A row's entry for one signal as a point (null when it is malformed: not an array too). */
 export function rowPoint(t: number, entry: unknown): HistoryPoint | null {
   if (!Array.isArray(entry)) return null;

@@ -23,7 +23,14 @@ import type { HistoryConfig } from "../config/mod.ts";
 import type { JournalFiles } from "../journal/mod.ts";
 import type { DeviceState, StateCache } from "../state/mod.ts";
 import { BucketAcc, bucketStart, type HistoryPoint, typedValueScalar } from "./buckets.ts";
-import { DiskTier, type DiskTierStatus, rowPoint, rowText, rowTypeIs } from "./disk_tier.ts";
+import {
+  DiskTier,
+  type DiskTierStatus,
+  rowPoint,
+  rowText,
+  rowType,
+  rowTypeIs,
+} from "./disk_tier.ts";
 import {
   ChangeWalk,
   DeviceRing,
@@ -758,6 +765,21 @@ export class History {
   }
 
   /**
+   * A signal's declared type (null: unspecified; undefined: not known): as its device declares it
+   * now, or, while no provider lists the device (a reload restarting its provider, or failing to
+   * start it), as declared at its last discovery (declaredUnits).
+   */
+  #declaredType(
+    providerId: string,
+    deviceId: string,
+    signalId: string,
+    e: DeviceEntry | undefined,
+  ): ValueType | null | undefined {
+    const now = this.#o.cache.declaredType(providerId, deviceId, signalId);
+    return now !== undefined ? now : e?.units.get(signalId)?.type;
+  }
+
+  /**
    * The units a device's polls were recorded in (as declared at its last discovery, "" for none)
    * and the signals' types declared then (null: unspecified), by signal, a copy; undefined when
    * the ring holds no such device. Kept while no provider lists the device (a reload restarting
@@ -1266,10 +1288,20 @@ export class History {
       // A signal's series is of the type it has now (its ring's values, else its declaration):
       // rows of another type are from before a retype, another series (#rebuild).
       const types = new Map<string, ValueType | null>();
-      const typeOf = (id: string) =>
-        e?.ring.signals.get(id)?.type ??
-          this.#o.cache.declaredType(q.providerId, q.deviceId, id) ?? null;
+      // A signal whose declaration is not known (only on disk: its device listed by no provider,
+      // its ring let go or never made in this run) is of its newest row's type: its rows naming a
+      // type are kept apart by type (at most VALUE_TYPES' count) until the newest is known, then
+      // that type's join the rest. One declared of any type takes rows of any.
+      const undeclared = new Set<string>();
+      const typeOf = (id: string) => {
+        const type = e?.ring.signals.get(id)?.type ??
+          this.#declaredType(q.providerId, q.deviceId, id, e);
+        if (type === undefined) undeclared.add(id);
+        return type ?? null;
+      };
       for (const id of ids) types.set(id, typeOf(id));
+      const byType = new Map<string, Map<ValueType, Map<number, BucketAcc>>>();
+      const newest = new Map<string, { t: number; type: ValueType }>();
       const read = await this.#disk.read(
         q.providerId,
         q.deviceId,
@@ -1298,10 +1330,24 @@ export class History {
             const p = rowPoint(row.t, entry);
             if (p === null) continue;
             const t = bucketStart(row.t, outStep);
-            const mine = buckets.get(id)!;
+            const named = undeclared.has(id) ? rowType(entry) : null;
+            let mine = buckets.get(id)!;
+            if (named !== null) {
+              if ((newest.get(id)?.t ?? -Infinity) <= row.t) {
+                newest.set(id, { t: row.t, type: named });
+              }
+              let typed = byType.get(id);
+              if (typed === undefined) byType.set(id, typed = new Map());
+              let ofType = typed.get(named);
+              if (ofType === undefined) typed.set(named, ofType = new Map());
+              mine = ofType;
+            }
             let acc = mine.get(t);
             if (acc === undefined) {
-              count();
+              // Counted once per bucket time of the signal, whichever type's rows it holds.
+              const seen = buckets.get(id)!.has(t) ||
+                [...(byType.get(id)?.values() ?? [])].some((m) => m !== mine && m.has(t));
+              if (!seen) count();
               mine.set(t, acc = new BucketAcc());
             }
             acc.merge(p);
@@ -1316,6 +1362,15 @@ export class History {
         openFromDisk !== null && e?.writtenBucket === openFromDisk &&
         e.writtenSeq !== writtenSeqAtSplit && !last
       ) return null;
+      for (const [id, { type }] of newest) {
+        const mine = buckets.get(id)!;
+        for (const [t, acc] of byType.get(id)!.get(type)!) {
+          const had = mine.get(t);
+          if (had === undefined) mine.set(t, acc);
+          else had.merge(acc.point(t));
+        }
+        series.get(id)!.type = type;
+      }
       for (const [id, mine] of buckets) {
         const points = series.get(id)!.points;
         for (const t of [...mine.keys()].sort((a, b) => a - b)) {
@@ -1365,7 +1420,10 @@ export class History {
         const s = series.get(id)!;
         return {
           signal_id: id,
-          value_type: s.type ?? e?.ring.signals.get(id)?.type ?? "unknown",
+          // Its samples' type; one the ring holds no value of (never reported, or only on
+          // disk): its type as declared, "unknown" for one of any type or not known.
+          value_type: s.type ?? e?.ring.signals.get(id)?.type ??
+            (this.#declaredType(q.providerId, q.deviceId, id, e) ?? "unknown"),
           unit_changes: e?.units.get(id)?.changes.filter((c) => c.at_ms > sinceMs) ?? [],
           points: s.points,
         };

@@ -554,7 +554,15 @@ export function responseComponents(): Record<string, JsonSchema> {
         ),
         signals: arr(obj(["signal_id", "value_type", "unit_changes", "points"], {
           signal_id: str,
-          value_type: { enum: [...VALUE_TYPES, "unknown"] },
+          value_type: note(
+            { enum: [...VALUE_TYPES, "unknown"] },
+            "The type of the signal's points: its samples' in the ring; else (it has no value " +
+              "there: never reported, or only on disk) as declared, taken as `unit` is (while no " +
+              "provider lists the device, as declared at its last discovery), or, when its " +
+              "declaration is not known, its newest disk rows' (rows of another type are left " +
+              "out). `unknown` for one declared of any type (value_type 0) with no value in the " +
+              "ring, or of neither a known declaration nor typed rows.",
+          ),
           unit: note(
             str,
             "The signal's unit as its device declares it now (SignalSpec.unit; while no " +
@@ -595,7 +603,12 @@ export function responseComponents(): Record<string, JsonSchema> {
         provider_id: str,
         device_id: str,
         signal_id: str,
-        value_type: str,
+        value_type: note(
+          str,
+          "Its samples' type; a signal the ring holds no value of (its provider never reported " +
+            "one) has its type as declared, taken as `unit` is; `unknown` for one declared of " +
+            "any type (value_type 0), or whose declaration is not known.",
+        ),
         unit: note(
           str,
           "The signal's unit as its device declared it when the incident began " +

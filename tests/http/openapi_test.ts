@@ -300,3 +300,21 @@ Deno.test("HttpFixture.request fails the test that gets an answer the document d
     await fx.close();
   }
 });
+
+Deno.test("the history and incident answers' value_type says how a signal with no value in the ring is typed, as its unit says how it is taken", () => {
+  const schemas = (openApiDocument(ROUTES) as Json).components.schemas;
+  const historySignal = schemas.HistoryResponse.properties.signals.items.properties;
+  const incidentSignal = schemas.IncidentResponse.properties.signals.items.properties;
+  for (
+    const [name, member] of [
+      ["HistoryResponse", historySignal.value_type],
+      ["IncidentResponse", incidentSignal.value_type],
+    ] as [string, Json][]
+  ) {
+    const text = member.description ?? "";
+    assert.match(text, /as declared/, `${name}: a never-reported signal's declared type`);
+    assert.match(text, /`unknown`/, `${name}: when it is "unknown"`);
+  }
+  // Whose declaration is not known (only on disk): its newest rows' type.
+  assert.match(historySignal.value_type.description, /newest disk rows/);
+});

@@ -210,8 +210,8 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
     throw notFound(`Device not found: ${p}/${d}`);
   }
   // A signal's declaration: as the device declares it now, or, while no provider lists the device
-  // (a reload restarting its provider, or failing to start it), the units and types its polls
-  // were recorded in, as an incident record keeps them.
+  // (a reload restarting its provider, or failing to start it), the units its polls were recorded
+  // in, as an incident record keeps them.
   const declarations = caps?.signals ?? history.declaredUnits(p!, d!);
   const declarationOf = (id: string) => declarations?.find((s) => s.signalId === id);
   const unitOf = (id: string) => declarationOf(id)?.unit;
@@ -224,13 +224,10 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
   return okResponse({
     ...answer,
     signals: answer.signals.map((s) => {
-      const declared = declarationOf(s.signal_id);
-      const unit = declared?.unit;
+      // (Its value_type is History's: its samples', else as declared, as its unit is taken.)
+      const unit = unitOf(s.signal_id);
       return {
         ...s,
-        // A signal the ring has not seen a value of (never reported, or only on disk): its
-        // declared type, if any.
-        value_type: s.value_type === "unknown" ? declared?.valueType ?? "unknown" : s.value_type,
         // Its unit as the device declares it now (as GET /v0/state), only when it declares one.
         ...(unit ? { unit } : {}),
         points: s.points.map((pt) => ({ ...pt, quality: QUALITY_BY_CODE[pt.quality] })),
