@@ -258,8 +258,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:647-680", // gate
-      "src/alarms/alarm_engine.ts:852-884", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:647-691", // gate
+      "src/alarms/alarm_engine.ts:863-895", // #evaluateInterlock
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -277,8 +277,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     files: [
       "src/alarms/alarm_monitor.ts",
       "src/alarms/alarm_engine.ts:1-646",
-      "src/alarms/alarm_engine.ts:681-851",
-      "src/alarms/alarm_engine.ts:885-1288",
+      "src/alarms/alarm_engine.ts:692-862",
+      "src/alarms/alarm_engine.ts:896-1299",
     ],
     tests: [
       "tests/alarms/",
