@@ -290,6 +290,11 @@ export class History {
    * one per device (a new one replaces it), so bounded by the devices.
    */
   readonly #nextPollWatches = new Map<string, (mono: number) => void>();
+  /**
+   * Told before a rediscovery releases a retyped signal's old series (onRetype): the incident
+   * recorder reads its waiting records' windows while they still hold them. One listener.
+   */
+  #retypeWatch: ((providerId: string, deviceId: string, signalIds: string[]) => void) | null = null;
   /** Stops so far: a start under way when one came subscribes to no poll (start). */
   #stops = 0;
   /**
@@ -606,6 +611,8 @@ export class History {
       }
       kept.set(id, null);
     }
+    // Incidents waiting for their window read it now, with the old series (their lead-up).
+    if (retyped.size > 0) this.#retypeWatch?.(dev.providerId, dev.deviceId, [...retyped]);
     for (const [id, s] of e.ring.signals) {
       if (kept.get(id) === s) continue;
       s.release(); // a removed signal's, or a retyped one's old series
@@ -953,6 +960,18 @@ export class History {
     this.#nextPollWatches.set(key, fn);
     return () => {
       if (this.#nextPollWatches.get(key) === fn) this.#nextPollWatches.delete(key);
+    };
+  }
+
+  /**
+   * Calls `fn` when a rediscovery retypes signals of a device (their old series about to be
+   * released: #rebuild), before it releases them and before the poll that found it is recorded.
+   * One listener (a new one replaces it); the function returned removes it.
+   */
+  onRetype(fn: (providerId: string, deviceId: string, signalIds: string[]) => void): () => void {
+    this.#retypeWatch = fn;
+    return () => {
+      if (this.#retypeWatch === fn) this.#retypeWatch = null;
     };
   }
 

@@ -441,6 +441,8 @@ export class IncidentRecorder {
   readonly #untold: (() => void)[] = [];
   #unsubscribe: (() => void) | null = null;
   #unsubscribeOutages: (() => void) | null = null;
+  /** Removes the watch of retypes (History.onRetype; #onRetype). */
+  #unwatchRetypes: (() => void) | null = null;
   /** Stops so far: a start under way when one came goes no further (start). */
   #stops = 0;
   /**
@@ -548,6 +550,9 @@ export class IncidentRecorder {
     if (this.#stops !== stops) return;
     this.#unsubscribe ??= bus.subscribe((e) => this.#onEvent(e.event));
     this.#unsubscribeOutages ??= this.#o.outages?.onChange((c) => this.#onCondition(c)) ?? null;
+    this.#unwatchRetypes ??= this.#o.history.onRetype((provider, device, signals) =>
+      this.#onRetype(provider, device, signals)
+    );
   }
 
   /**
@@ -561,6 +566,8 @@ export class IncidentRecorder {
     this.#unsubscribe = null;
     this.#unsubscribeOutages?.();
     this.#unsubscribeOutages = null;
+    this.#unwatchRetypes?.();
+    this.#unwatchRetypes = null;
     // Forgotten: a stopped recorder is told no condition, so an entry kept would outlive its
     // failing spell (the device up again untold) and date a later start's loss of the device from
     // before the stop. A device still failing then is told anew by its loss (dated back from it).
@@ -1410,6 +1417,30 @@ export class IncidentRecorder {
     if (inventory === undefined) return undefined;
     return inventory.capabilities(providerId, deviceId)?.signals ??
       this.#o.history.declaredUnits(providerId, deviceId);
+  }
+
+  /**
+   * A rediscovery retypes signals of a device (History.onRetype), about to release their old
+   * series: each waiting incident whose window holds the device is written now, its window ending
+   * here, so its record keeps those signals' lead-up in the type and unit they were polled in.
+   * Their samples in the new type are left out (a line has one type and one unit): said here.
+   */
+  #onRetype(providerId: string, deviceId: string, signalIds: string[]): void {
+    const key = deviceHandle(providerId, deviceId);
+    for (const p of [...this.#pending]) {
+      if (p.devices !== null && !p.devices.has(key)) continue;
+      if (p.timer !== null) this.#o.clock.clearTimer(p.timer);
+      p.timer = null;
+      this.#log.warn(
+        `incident ${p.id} written early: its device ${
+          quoteProviderTextWithin(`${providerId}/${deviceId}`, HISTORY_QUOTED_SIGNAL_CHARS)
+        } was rediscovered with ${signalIds.length} signal(s) of another type, the first ${
+          quoteProviderTextWithin(signalIds[0]!, HISTORY_QUOTED_SIGNAL_CHARS)
+        }: the record keeps their samples up to now, in the type and unit they were polled in, ` +
+          `and none after`,
+      );
+      this.#capture(p);
+    }
   }
 
   // ---- capture -------------------------------------------------------------------------------
