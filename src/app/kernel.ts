@@ -790,13 +790,20 @@ export class Kernel {
     );
     // A failed start-up's stop (#failedStartStopsProviders) detached the cache: a POST /v0/mode
     // still answered in its HTTP drain would enter AUTO on device states no poll refreshes any
-    // more, for a tree already halted. Refused, as the interlock gate refuses then.
+    // more, for a tree already halted. Refused, as the interlock gate refuses then. Any stop
+    // halts the tree before that drain (its "automation" stage): AUTO entered then would be said
+    // (mode_change, audit, telemetry) with nothing ticking. Refused as well.
     this.modes.addArmCheck(
-      (_from, to) =>
-        to === "AUTO" && this.cache.providersDetached
-          ? "refusing AUTO: the runtime is stopping after a failed start-up; its devices are no " +
-            "longer polled"
-          : null,
+      (_from, to) => {
+        if (to !== "AUTO") return null;
+        if (this.cache.providersDetached) {
+          return "refusing AUTO: the runtime is stopping after a failed start-up; its devices " +
+            "are no longer polled";
+        }
+        return this.#stopping !== null
+          ? "refusing AUTO: the runtime is stopping; its behavior tree is halted"
+          : null;
+      },
       "stopping",
     );
     if (automation.enabled) {
