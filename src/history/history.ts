@@ -71,6 +71,14 @@ export const HISTORY_QUERY_SPLITS_MAX = 4;
 export const MAX_HISTORY_POINTS = 20_000;
 
 /**
+ * Buckets one history answer holds at most, all signals together, of the types a signal only on
+ * disk has besides its newest rows' (History.query keeps them apart until the newest is known: only
+ * that type's are answered and counted in MAX_HISTORY_POINTS); beyond it: 400. One type's beyond
+ * MAX_HISTORY_POINTS are let go (they could not be answered).
+ */
+export const MAX_HISTORY_TYPED_HELD = 2 * MAX_HISTORY_POINTS;
+
+/**
  * Signal ids a device's entry remembers of those a rediscovery removed (their rows are on disk
  * only; a question without signal_id names them): the oldest forgotten beyond it.
  */
@@ -1321,6 +1329,10 @@ export class History {
       for (const id of ids) types.set(id, typeOf(id));
       const byType = new Map<string, Map<ValueType, Map<number, BucketAcc>>>();
       const newest = new Map<string, { t: number; type: ValueType }>();
+      // Of a signal, its types whose buckets were let go (more than MAX_HISTORY_POINTS); the
+      // buckets held in byType (MAX_HISTORY_TYPED_HELD).
+      const letGo = new Map<string, Set<ValueType>>();
+      let held = 0;
       const read = await this.#disk.read(
         q.providerId,
         q.deviceId,
@@ -1355,6 +1367,7 @@ export class History {
               if ((newest.get(id)?.t ?? -Infinity) <= row.t) {
                 newest.set(id, { t: row.t, type: named });
               }
+              if (letGo.get(id)?.has(named)) continue;
               let typed = byType.get(id);
               if (typed === undefined) byType.set(id, typed = new Map());
               let ofType = typed.get(named);
@@ -1363,10 +1376,18 @@ export class History {
             }
             let acc = mine.get(t);
             if (acc === undefined) {
-              // Counted once per bucket time of the signal, whichever type's rows it holds.
-              const seen = buckets.get(id)!.has(t) ||
-                [...(byType.get(id)?.values() ?? [])].some((m) => m !== mine && m.has(t));
-              if (!seen) count();
+              // A bucket of the answer is counted when it is known to be kept: untyped rows' (and
+              // a declared signal's) now, a type's when it is the newest (below).
+              if (named === null) count();
+              else if (mine.size >= MAX_HISTORY_POINTS) {
+                // This type's answer could not fit (its buckets and the untyped rows' together).
+                held -= mine.size;
+                byType.get(id)!.delete(named);
+                let gone = letGo.get(id);
+                if (gone === undefined) letGo.set(id, gone = new Set());
+                gone.add(named);
+                continue;
+              } else if (++held > MAX_HISTORY_TYPED_HELD) throw tooManyPoints();
               mine.set(t, acc = new BucketAcc());
             }
             acc.merge(p);
@@ -1382,11 +1403,14 @@ export class History {
         e.writtenSeq !== writtenSeqAtSplit && !last
       ) return null;
       for (const [id, { type }] of newest) {
+        if (letGo.get(id)?.has(type)) throw tooManyPoints();
         const mine = buckets.get(id)!;
         for (const [t, acc] of byType.get(id)!.get(type)!) {
           const had = mine.get(t);
-          if (had === undefined) mine.set(t, acc);
-          else had.merge(acc.point(t));
+          if (had === undefined) {
+            count();
+            mine.set(t, acc);
+          } else had.merge(acc.point(t));
         }
         series.get(id)!.type = type;
       }

@@ -162,3 +162,50 @@ Deno.test("a device listed again after a plain restart that listed nothing is no
     await Deno.remove(file);
   }
 });
+
+Deno.test("a device a restart left out is said to have no WARNING stage again when a reload changes its provider's entry", async () => {
+  const slow = { devices: { slow: { signals: [{ id: "x", type: T.DOUBLE, hint: 0.1 }] } } };
+  const file = await Deno.makeTempFile({ prefix: "nostage-changed-", suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(slow));
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const p0 = programmableProvider("p0", file, { restart: { backoffMs: [0, 0, 0] } });
+  const config = testConfig({
+    providers: [p0],
+    pollingIntervalMs: 500,
+    health: { staleness: { warnAfterMs: 0, staleAfterMs: 10_000 } },
+  });
+  const rt = await startRuntime(config, { host: { log } });
+  const saidOfP0 = () => noStageLines(lines).filter((l) => l.includes('"p0/slow"'));
+  try {
+    assert.equal(saidOfP0().length, 1, lines.join("\n"));
+    // Restarted listing nothing (its host check unmet): slow's notice is kept for the same entry.
+    await Deno.writeTextFile(file, JSON.stringify(HOST_UNMET_I2C1));
+    const host = rt.registry.host("p0")!;
+    const pid = host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor(
+      "p0 restarted with no device",
+      () => host.session?.pid !== pid && host.session !== null && host.devices.length === 0,
+      30_000,
+    );
+    // A reload changing p0's entry restarts it as a new provider: what it lists is said anew.
+    await Deno.writeTextFile(file, JSON.stringify(slow));
+    const changed = programmableProvider("p0", file, {
+      restart: { backoffMs: [0, 0, 0] },
+      sh: "exec PROVIDER", // another command: a restart
+    });
+    const report = await rt.reload({ ...rt.config, providers: [changed] });
+    assert.deepEqual(report.providers.restarted, ["p0"], JSON.stringify(report));
+    await waitFor(
+      "slow listed by the new p0",
+      () => rt.registry.host("p0")?.devices.length === 1,
+      30_000,
+    );
+    await waitFor("slow said again", () => saidOfP0().length === 2, 10_000).catch((err) => {
+      throw new Error(`${err}\n${lines.join("\n")}`);
+    });
+  } finally {
+    await rt.stop();
+    await Deno.remove(file);
+  }
+});

@@ -13,6 +13,8 @@ import { testConfig } from "./sim_config.ts";
  * device `p/d` at the clock's wall time with its one signal `x` = `v` (`pollSignals` one with a
  * list of signals); `known` the devices the
  * cache has; `declaredTypes` the types it declares (`p/d/signal` -> type; none: null);
+ * `undeclared` the signals it does not hold (`p/d/signal`: declaredType undefined, as the cache's
+ * for a device no provider lists);
  * `feed(dev)` any other poll. The disk tier writes to `files` under `/data/history`
  * (another History's, for a restart); `log` takes its log lines.
  */
@@ -25,6 +27,7 @@ export function handFedHistory(
   const config = testConfig();
   const known = new Set<string>();
   const declaredTypes = new Map<string, ValueType>();
+  const undeclared = new Set<string>();
   let polled: ((d: DeviceState) => void) | null = null;
   const history = new History({
     config: { ...config.history, memoryMaxBytes: 1 << 20, ...o },
@@ -39,7 +42,8 @@ export function handFedHistory(
       },
       device: (p, d) => (known.has(`${p}/${d}`) ? ({} as DeviceState) : undefined),
       qualityNow: (_p, _d, _s, s) => s.quality,
-      declaredType: (p, d, s) => declaredTypes.get(`${p}/${d}/${s}`) ?? null,
+      declaredType: (p, d, s) =>
+        undeclared.has(`${p}/${d}/${s}`) ? undefined : declaredTypes.get(`${p}/${d}/${s}`) ?? null,
       declaredUnit: () => "",
     },
   });
@@ -97,5 +101,16 @@ export function handFedHistory(
   };
   /** Whether the History follows the cache's polls now (subscribed, not yet unsubscribed). */
   const following = () => polled !== null;
-  return { clock, history, known, declaredTypes, poll, pollSignals, feed, files, following };
+  return {
+    clock,
+    history,
+    known,
+    declaredTypes,
+    undeclared,
+    poll,
+    pollSignals,
+    feed,
+    files,
+    following,
+  };
 }
