@@ -302,6 +302,15 @@ export const AUDIT_STOP_MS = 1000;
 export const RUNS_STOP_MS = 1000;
 
 /**
+ * How long a stop waits, after the providers' stop, for the e-stop's read-backs still under way
+ * (one a second stop signal or its bound left unwaited for) to end (Estop.endReadBacks: their read
+ * in flight answered, a stopped provider's at once): said, published and audited before the
+ * journals close and before `runtime stopped`, not after it. Less when the stop's budget leaves
+ * less past TELEMETRY_STOP_RESERVE_MS.
+ */
+export const READ_BACKS_END_AT_STOP_MS = 500;
+
+/**
  * What a stop keeps of its whole budget (the process's deadline, {@link StopDeadline}) past the
  * providers' own stop (runtime.shutdown_timeout_ms) when it waits for the stop actions still
  * running on them before it stops them (stopActionsShutdownWaitMs): the stages after the
@@ -3162,11 +3171,18 @@ export class Kernel {
       if (!await boundedWait(done, waitMs)) {
         late.push(done);
         const waitedMs = Math.round(this.host.clock.monoMs() - startedAt);
+        // Cut by the stop's budget, not by its own bound: the stages before it (the providers'
+        // stop) took the time, and a disk that answers at once may still not have made it.
+        const why = waitedMs < boundMs
+          ? `the time left was ${waitedMs} ms (what the stop's ${
+            hurried ? "hurried " : ""
+          }budget left past TELEMETRY_STOP_RESERVE_MS ${TELEMETRY_STOP_RESERVE_MS} after the ` +
+            `stages before it); the disk may be fine`
+          : "its disk does not answer";
         log.warn(
           `stop: ${stage} not closed within ${waitedMs} ms (${boundName} ${boundMs}${
             hurried ? ", hurried by a second stop signal" : ""
-          }): its disk ` +
-            `does not answer; the stop goes on without it (what it still writes is written if ` +
+          }): ${why}; the stop goes on without it (what it still writes is written if ` +
             `the disk answers before the process ends; the data_dir lock is kept until then)`,
         );
       }
@@ -3262,7 +3278,26 @@ export class Kernel {
       );
     }
     await stopActions;
+    // From here on no read-back reads a device again: one still under way ends with the stop
+    // (its read in flight answered), said before `runtime stopped` -- not at verify_timeout_ms
+    // after it, its event and audit entry going nowhere.
+    step("e-stop read-backs", () => this.estop.endReadBacks());
     await stepAsync("providers", () => this.registry.stopAll(budget));
+    await stepAsync("e-stop read-backs", async () => {
+      const waitMs = deadline === undefined
+        ? READ_BACKS_END_AT_STOP_MS
+        : Math.min(READ_BACKS_END_AT_STOP_MS, leftPastReserve(deadline));
+      const wait = await this.estop.readBackSettled(waitMs);
+      if (wait !== null && !wait.settled) {
+        log.warn(
+          `stop: the e-stop's read-back of the safe state had not ended ${
+            wait.waitedMs ?? waitMs
+          } ms after the providers' stop (READ_BACKS_END_AT_STOP_MS ${READ_BACKS_END_AT_STOP_MS}` +
+            `${waitMs < READ_BACKS_END_AT_STOP_MS ? `, the stop's budget left ${waitMs} ms` : ""}` +
+            `); the stop goes on without it (what it still says comes after this stop's end)`,
+        );
+      }
+    });
     // The rest of the history's wait is the stop's last, with telemetry's flush (below): its rows
     // go on being written while the journals close.
     const providersStoppedAt = this.host.clock.monoMs();

@@ -666,6 +666,8 @@ export class Estop implements EstopService {
   #planLogTimer: TimerId | undefined;
   /** After close(): no plan log is scheduled any more. */
   #closed = false;
+  /** After endReadBacks(): no read-back reads a device again (VerifyOptions.ended). */
+  #readBacksEnded = false;
   /** Per provider: the end of the ladder calls queued on it (declared order within a provider). */
   readonly #providerTails = new Map<string, Promise<void>>();
   /**
@@ -913,6 +915,17 @@ export class Estop implements EstopService {
   }
 
   /**
+   * A runtime's stop is about to stop the providers: the read-backs under way (a stop's, a
+   * securing run's, a re-verification) and those still to come read no device again once their
+   * read in flight has answered (a stopped provider's fails at once), so they end, said and
+   * published, with the stop instead of running on to `verify_timeout_ms` after it. A check not
+   * held by then is not verified. For good: the runtime is ending.
+   */
+  endReadBacks(): void {
+    this.#readBacksEnded = true;
+  }
+
+  /**
    * Told, in a trigger's own synchronous step (after its `estop_change`), of a reason still
    * arriving (an HTTP body read after the latch): it resolves with the reason, or null (none,
    * empty, unreadable), and never rejects. The incident recorder puts it in the e-stop's record.
@@ -1022,7 +1035,13 @@ export class Estop implements EstopService {
       );
     }
     if (view.rung === "none") {
-      this.#log.warn("safe-state ladder resolves to none: an e-stop will latch without actuating");
+      // Logged while latched too (an inventory change): the latch is not to come, it is in force.
+      this.#log.warn(
+        this.#state === "latched"
+          ? "safe-state ladder resolves to none: the e-stop is latched, and no call secures a " +
+            "device that answers again while it stays latched"
+          : "safe-state ladder resolves to none: an e-stop will latch without actuating",
+      );
     } else if (view.uncovered.length > 0) {
       this.#log.warn(uncoveredWarning(view.rung, view.uncovered));
     }
@@ -1803,6 +1822,7 @@ export class Estop implements EstopService {
       expect,
       timeoutMs: safeState.verifyTimeoutMs,
       log: this.#stopLog,
+      ended: () => this.#readBacksEnded,
     });
     this.#mergeVerification(expect, expect.map((_, i) => i), verification, startedAt);
     this.#reportVerification(verification, "e-stop verification");
@@ -2428,6 +2448,7 @@ export class Estop implements EstopService {
       expect: indices.map((i) => expect[i]!),
       timeoutMs: safeState.verifyTimeoutMs,
       log: this.#stopLog,
+      ended: () => this.#readBacksEnded,
     });
     if (!this.#mergeVerification(expect, indices, partial, startedAt)) return;
     const merged = verificationView(this.#verified!);

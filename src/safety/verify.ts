@@ -1,7 +1,9 @@
 /**
  * Verified safe state: after the ladder, the expected signals are read back **fresh from the
  * providers** (a ReadSignals round-trip, never the cache), repeatedly at a short bounded interval,
- * until every expectation holds or verify_timeout_ms passes. The result says what was achieved:
+ * until every expectation holds or verify_timeout_ms passes (a device whose provider's circuit is
+ * open is not read again: it cannot answer before then). The result
+ * says what was achieved:
  *
  *   verified     every check's last fresh read met its expectation with quality OK
  *   mismatch     at least one check read a value (or a non-OK quality) that did not meet it
@@ -72,6 +74,12 @@ export interface VerifyOptions {
   readonly timeoutMs: number;
   /** Where a monotonic clock that throws is told (ERROR lines). */
   readonly log?: Logger;
+  /**
+   * True once a runtime's stop has ended the read-backs (Estop.endReadBacks: its providers are
+   * being stopped): no device is read again, each check's last result stands (one not held is
+   * not verified). Each device is read at least once.
+   */
+  readonly ended?: () => boolean;
 }
 
 /**
@@ -150,12 +158,17 @@ async function verifyDevice(
       if (!keep) out.set(e, check);
       if (check.outcome !== "verified") allHold = false;
     }
-    if (allHold || deadline === null || now === null) return;
+    // A provider whose circuit is open cannot answer before the deadline (only a reload retries
+    // it): not read again, its checks say unreachable now rather than at verify_timeout_ms (an
+    // earlier fresh read's result stands, as above; never verified by this read).
+    if (!read.ok && read.staysDown) return;
+    if (allHold || deadline === null || now === null || o.ended?.()) return;
     const after = readMono(o, `${providerId}/${deviceId}`, "not read back again");
     if (after === null) return;
     const left = deadline - after;
     if (left <= 0) return;
     await sleepOn(o.clock, Math.min(VERIFY_RETRY_INTERVAL_MS, left));
+    if (o.ended?.()) return;
   }
 }
 

@@ -89,7 +89,17 @@ export type FreshRead =
     /** The ids asked for that the device does not declare (no sample of them is kept). */
     readonly undeclared?: ReadonlySet<string>;
   }
-  | { readonly ok: false; readonly reason: string; readonly timedOut?: boolean };
+  | {
+    readonly ok: false;
+    readonly reason: string;
+    readonly timedOut?: boolean;
+    /**
+     * The provider is down and nothing brings it back on its own (its circuit is open: only a
+     * reload retries it): asked again, it cannot answer. (A provider the runtime's stop stopped:
+     * the read-backs end with the stop, Estop.endReadBacks.)
+     */
+    readonly staysDown?: boolean;
+  };
 
 /**
  * Reads signals fresh from their provider -- a ReadSignals round-trip, never the cache (the
@@ -936,7 +946,14 @@ export class StateCache implements FreshReader {
   ): Promise<FreshRead> {
     const host = this.#opts.registry.host(providerId);
     if (!host) return { ok: false, reason: `provider not found: ${providerId}` };
-    if (!host.available) return { ok: false, reason: `provider unavailable: ${providerId}` };
+    if (!host.available) {
+      const phase = host.state.phase;
+      return {
+        ok: false,
+        reason: `provider unavailable: ${providerId}`,
+        ...(phase === "CIRCUIT_OPEN" ? { staysDown: true } : {}),
+      };
+    }
     const device = host.devices.find((d) => d.device.deviceId === deviceId);
     if (!device) {
       return { ok: false, reason: `device not found: ${deviceHandle(providerId, deviceId)}` };

@@ -268,3 +268,71 @@ Deno.test("a second stop signal during the stop's waits for the stop actions and
     await Deno.remove(logFile).catch(() => {});
   }
 });
+
+Deno.test("a read-back a second stop signal cut ends with the stop: nothing of it is logged after 'runtime stopped', and it does not claim verified", async () => {
+  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
+  const r = await rig({
+    programs: false,
+    providers: [
+      readbackProvider("rb", {
+        dev0: {
+          signals: { out: "bool" },
+          reads: [{ out: { v: true } }, { out: { v: false } }],
+          delayMs: READ_DELAY_MS,
+          actuate: "ok",
+        },
+      }, { logFile }),
+    ],
+    runtime: { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS },
+    safety: {
+      hooks: [call("rb/dev0", "set_output")],
+      expect: [expectation("rb/dev0/out", { equals: false })],
+      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
+    },
+  });
+  try {
+    const rt = r.kernel;
+    const pressed = rt.estop.trigger("pressed just before the shutdown");
+    await waitFor(
+      "the read-back's ReadSignals at the provider",
+      () => Deno.readTextFileSync(logFile).includes("dev0 out"),
+    );
+    let endsAt = performance.now() + 2 * SHUTDOWN_TIMEOUT_MS;
+    const hurry = Promise.withResolvers<void>();
+    const stopping = rt.stop({ leftMs: () => endsAt - performance.now(), hurried: hurry.promise });
+    // Well before the read-back's answer (READ_DELAY_MS): the stop is waiting for it.
+    await new Promise((res) => setTimeout(res, READ_DELAY_MS / 4));
+    endsAt = performance.now() + 1000;
+    hurry.resolve();
+    await stopping;
+    const stoppedAt = r.lines.findIndex((l) => /^INFO .*runtime stopped$/.test(l));
+    assert.ok(stoppedAt >= 0, r.lines.join("\n"));
+    // The stop has ended: the read-back has too (before: it ran on to verify_timeout_ms, 8 s).
+    const result = await within(pressed, READ_DELAY_MS);
+    assert.ok(result !== "still running", "the read-back ran on after the runtime stopped");
+    assert.notEqual(result.verification.outcome, "verified", JSON.stringify(result.verification));
+    assert.notEqual(rt.estop.status().verification?.outcome, "verified");
+    // Its lines came before "runtime stopped", the stop's last.
+    assert.deepEqual(r.lines.slice(stoppedAt + 1), [], r.lines.slice(stoppedAt - 5).join("\n"));
+    assert.ok(
+      r.lines.slice(0, stoppedAt).some((l) => /^ERROR .*e-stop verification: unreachable/.test(l)),
+      r.lines.join("\n"),
+    );
+  } finally {
+    await r.stop();
+    await Deno.remove(logFile).catch(() => {});
+  }
+});
+
+/** What `p` resolved with within `ms`, else "still running". */
+async function within<T>(p: Promise<T>, ms: number): Promise<T | "still running"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"still running">((
+    r,
+  ) => (timer = setTimeout(() => r("still running"), ms)));
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -536,3 +536,33 @@ Deno.test("Kernel.stop keeps the data_dir lock while an incident record's write 
     await (stopping ?? rt.stop());
   }
 });
+
+Deno.test("Kernel.stop whose hurried budget leaves the journals no time does not say their disk does not answer: it says the time left", async () => {
+  // A disk that answers: the journals' close is cut by the stop's budget, not by the disk.
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(testConfig({ providers: [simProvider("sim0")] }), {
+    host: { log, lockDataDir },
+  });
+  let stopping: Promise<void> | null = null;
+  try {
+    await rt.runs.open({});
+    await afterPolls(rt, "sim0/tempctl0", 2);
+    await rt.modes.request("MANUAL"); // an audit entry, a run event: written at the close
+    // A second stop signal came, and the providers' stop used what it left: nothing is left past
+    // telemetry's reserve when the journals close.
+    const hurry = Promise.withResolvers<void>();
+    hurry.resolve();
+    stopping = rt.stop({ leftMs: () => 100, hurried: hurry.promise });
+    await stopping;
+    const cut = lines.filter((l) => l.includes("not closed within"));
+    assert.ok(cut.length > 0, `a journal's close cut by the budget:\n${lines.join("\n")}`);
+    for (const line of cut) {
+      assert.match(line, /^WARN /);
+      // Before: "its disk does not answer", of a disk that was fine.
+      assert.ok(!line.includes("does not answer"), line);
+      assert.match(line, /: the time left was \d+ ms \(.*\); the disk may be fine; /);
+    }
+  } finally {
+    await (stopping ?? rt.stop());
+  }
+});

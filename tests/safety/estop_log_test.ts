@@ -348,3 +348,37 @@ Deno.test("Estop's warning of unverified devices, logged again when an inventory
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("Estop's none-rung warning logged while the e-stop is latched says it is latched, not that one will latch", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "estop-log-none-latched-" });
+  // No safety section: rung 'none'. The first process of `plant` declares only its READ
+  // function, every later one two ACTUATE: its restart changes the inventory, the plan is logged.
+  const { rt, lines, r } = await start(testConfig({
+    providers: [plantProvider("plant", { growMarker: `${dir}/started`, restartBackoffMs: 50 })],
+  }));
+  const headers = () => at(lines, "info").filter((t) => t.startsWith("e-stop plan ("));
+  try {
+    assert.deepEqual(
+      at(lines, "warn").filter((t) => t.includes("resolves to none")),
+      ["safe-state ladder resolves to none: an e-stop will latch without actuating"],
+    );
+    await rt.estop.trigger("latched before the inventory changes");
+    assert.equal(rt.estop.latched, true);
+    const host = rt.registry.host("plant")!;
+    const pid = r.kill("plant");
+    await waitFor("plant restarted", () => host.available && host.session!.pid !== pid);
+    await waitFor("the plan logged again", () => headers().length === 2);
+    assert.equal(rt.estop.latched, true, "still latched when the plan was logged");
+    // Before: "an e-stop will latch without actuating", of an e-stop latched already.
+    assert.deepEqual(
+      at(lines, "warn").filter((t) => t.includes("resolves to none")).slice(1),
+      [
+        "safe-state ladder resolves to none: the e-stop is latched, and no call secures a " +
+        "device that answers again while it stays latched",
+      ],
+    );
+  } finally {
+    await rt.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

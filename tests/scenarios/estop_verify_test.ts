@@ -13,7 +13,8 @@ import { scriptedProvider } from "./process_helpers.ts";
 /**
  * verify_timeout_ms of these tests: room for a read-back on a loaded machine (300 ms was not: a
  * provider answering late turned every check `unreachable`). The cases that end in `mismatch` or
- * `unreachable` re-read until it passes, so each takes about this long.
+ * `unreachable` re-read until it passes, so each takes about this long (but for a provider whose
+ * circuit is open: it is read once).
  */
 const VERIFY_TIMEOUT_MS = 2000;
 /**
@@ -21,11 +22,6 @@ const VERIFY_TIMEOUT_MS = 2000;
  * for the provider's timeout": far above VERIFY_TIMEOUT_MS, whatever the load.
  */
 const PROVIDER_TIMEOUT_MS = 30_000;
-/**
- * How long after its deadline a verification may end and still count as stopped there: generous
- * (a loaded machine), and far from "kept going".
- */
-const STOPPED_WITHIN_MS = 10_000;
 
 Deno.test("Estop verification reports a killed provider's checks as unreachable", async () => {
   const rt = await startRuntime(testConfig({
@@ -58,9 +54,9 @@ Deno.test("Estop verification reports a killed provider's checks as unreachable"
     assert.equal(v.checks[1]!.observed, null);
     assert.match(v.checks[1]!.reason ?? "", /provider unavailable: sim1/);
     assert.deepEqual(v.checks[1]!.expected, { max: 0 });
-    // It kept trying until the timeout (the provider might have come back), and no longer.
-    assert.ok(v.elapsed_ms >= VERIFY_TIMEOUT_MS, `elapsed ${v.elapsed_ms} ms`);
-    assert.ok(v.elapsed_ms < VERIFY_TIMEOUT_MS + STOPPED_WITHIN_MS, `elapsed ${v.elapsed_ms} ms`);
+    // sim1 restarts not (its circuit open: only a reload tries it again): it cannot answer before
+    // the timeout, so it is not read again -- sim0's check, verified, ended the read-back.
+    assert.ok(v.elapsed_ms < VERIFY_TIMEOUT_MS, `elapsed ${v.elapsed_ms} ms`);
 
     // Status shows the same read-back, each check with whether its device can be read now
     // (sim1 is still down).
