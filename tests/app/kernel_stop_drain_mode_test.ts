@@ -15,12 +15,6 @@ import { pendingBody } from "../helpers/pending_body.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { call, hook, inertSim, manualCall } from "../safety/_fixture.ts";
 
-/**
- * Time given to the request, its body being sent, to be routed by the server before the stop
- * closes the API (the client pulls the body before the server has the request's head).
- */
-const ROUTED_MS = 300;
-
 /** What the sim's motor controller takes to answer a call while a MANUAL -> AUTO hook runs. */
 const HOOK_LATENCY_MS = 1500;
 
@@ -66,7 +60,7 @@ async function modeInTheDrain(
     body: request.body,
   }).then(async (r) => ({ status: r.status, body: await r.json() }));
   await waitFor("the request's body being read", () => request.reading());
-  await new Promise((r) => setTimeout(r, ROUTED_MS));
+  await waitFor("the request routed by the server", () => rt.api.inFlight > 0);
   const stopped = rt.stop();
   request.send(JSON.stringify({ mode }));
   const { status, body } = await answer;

@@ -52,6 +52,8 @@ Deno.test("Kernel.stop during the Sparkplug node's start: a call an interlock co
       body: call.body,
     }).then(async (r) => ({ status: r.status, body: await r.json() }));
     await waitFor("the call's body being read", () => call.reading());
+    // Routed by the server (its slot taken) before the stop closes the API: not answered 503.
+    await waitFor("the call routed by the server", () => rt.api.inFlight > 0);
     stopped = rt.stop();
     assert.equal(rt.cache.providersDetached, true, "the stop detached the cache at once");
     call.send(JSON.stringify({

@@ -14,12 +14,6 @@ import { pendingBody } from "../helpers/pending_body.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { inertSim } from "../safety/_fixture.ts";
 
-/**
- * Time given to the request, its body being sent, to be routed by the server before the stop
- * closes the API (the client pulls the body before the server has the request's head).
- */
-const ROUTED_MS = 300;
-
 Deno.test("Kernel.stop during the Sparkplug node's start: a POST /v0/mode AUTO whose body arrives after the failed start's detach is refused", async () => {
   const rt = newKernel(
     testConfig({
@@ -70,7 +64,7 @@ Deno.test("Kernel.stop during the Sparkplug node's start: a POST /v0/mode AUTO w
       body: request.body,
     }).then(async (r) => ({ status: r.status, body: await r.json() }));
     await waitFor("the request's body being read", () => request.reading());
-    await new Promise((r) => setTimeout(r, ROUTED_MS));
+    await waitFor("the request routed by the server", () => rt.api.inFlight > 0);
     stopped = rt.stop();
     assert.equal(rt.cache.providersDetached, true, "the stop detached the cache at once");
     request.send(JSON.stringify({ mode: "AUTO" }));
