@@ -2578,8 +2578,7 @@ export class Kernel {
     if (late && (leftMs <= 0 || waits.some((w) => w?.cut))) {
       // Nothing left for it (the calls' wait took the whole cap, or a second stop signal ended
       // it): not waited for, and said in the calls' one WARN, not in a second "within 0 ms".
-      const readBack = await this.estop.readBackSettled(0);
-      this.#stopActionsWaited(ids, waits, readBack !== null && !readBack.settled);
+      this.#stopActionsWaited(ids, waits, this.estop.readBackUnderWay);
       return;
     }
     this.#stopActionsWaited(ids, waits, false);

@@ -1530,6 +1530,11 @@ export class Estop implements EstopService {
     };
   }
 
+  /** Whether a read-back readBackSettled would wait for is under way (a stop's, or outside one). */
+  get readBackUnderWay(): boolean {
+    return this.#stopsUnderWay > 0 || this.#readBacksUnderWay.size > 0;
+  }
+
   /**
    * Waits, before a runtime's stop stops the providers, for the e-stop's stops under way to end:
    * their read-back of the safe state (step 4), which follows their ladder and hooks (a stop waits
