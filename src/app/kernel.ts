@@ -985,6 +985,13 @@ export class Kernel {
       automationVersion: () => this.automation?.automationVersion() ?? null,
       // A run opened in FAULT or under a latched e-stop says so in its run_opened.
       safetyState: () => ({ mode: this.modes.current(), estopLatched: this.estop.latched }),
+      // A POST /v0/runs answered in a stop's HTTP drain (as AUTO is then: the 'stopping' arm
+      // check) would open a run of a runtime whose tree is halted and whose providers go next,
+      // left open by the run records' stop (closed as abandoned at the next start). Refused.
+      openRefusal: () =>
+        this.#stopping !== null
+          ? "the runtime is stopping; a run opened now would record nothing and be left open"
+          : null,
       telemetrySink: (event, run) => this.telemetry.recordRunEvent(event, run.experiment_label),
       // Identical calls still collapsing into one audit entry are closed (and recorded below)
       // before a run opens or closes: they are events of the run they were made in.

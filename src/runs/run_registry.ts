@@ -198,6 +198,13 @@ export interface RunRegistryOptions {
    * (its trigger happened before the run). Absent: the payload is `{}`.
    */
   readonly safetyState?: () => { readonly mode: string; readonly estopLatched: boolean };
+  /**
+   * Why no run may open now, or null: asked when POST /v0/runs arrives and again at its turn in
+   * the write queue. The kernel's stop (its HTTP drain answers requests still arriving, after the
+   * tree is halted and before this registry's shutdown): a run opened then would record nothing
+   * and be left open by that shutdown. A reason given is refused 409 FAILED_PRECONDITION.
+   */
+  readonly openRefusal?: () => string | null;
   /** Randomness for run ids (default crypto.getRandomValues). */
   readonly random?: (bytes: Uint8Array) => void;
   readonly runtimeVersion?: string;
@@ -1175,6 +1182,7 @@ export class RunRegistry {
   ): Promise<{ run: Run }> {
     // Checked before the write queue: a bad request never waits, nor writes anything.
     this.#requireReady();
+    this.#refuseOpenIfAsked();
     const params = request.params ?? {};
     if (!isObject(params)) throw invalidArgument("params: must be a JSON object");
     if (exceedsJsonDepth(params, MAX_RUN_JSON_DEPTH)) {
@@ -1192,6 +1200,7 @@ export class RunRegistry {
       const refusal = stillAdmitted?.() ?? null;
       if (refusal !== null) throw refusal.error;
       this.#requireReady();
+      this.#refuseOpenIfAsked(); // a stop begun while it waited its turn
       if (this.#open) throw failedPrecondition(`Run already open: ${this.#open.run.run_id}`);
       this.#settleCalls(); // calls made before the run are none of its events
       const startedMono = this.#opts.clock.monoMs();
@@ -3211,6 +3220,12 @@ export class RunRegistry {
   /** NOT_FOUND when `run` is no longer the registry's run `runId` (retention removed it). */
   #throwIfRemoved(runId: string, run: Run): void {
     if (this.#runs.get(runId) !== run) throw notFound(`Run not found: ${runId}`);
+  }
+
+  /** Throws FAILED_PRECONDITION with openRefusal's reason, when it gives one. */
+  #refuseOpenIfAsked(): void {
+    const why = this.#opts.openRefusal?.() ?? null;
+    if (why !== null) throw failedPrecondition(`refusing to open a run: ${why}`);
   }
 
   #requireReady(): void {
