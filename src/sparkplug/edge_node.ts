@@ -956,13 +956,16 @@ export class SparkplugEdgeNode {
    * due at the broker), recorded before it is used. A store that does not answer (a hung disk
    * under runtime.data_dir) is waited for BDSEQ_SAVE_WAIT_MS at most, WARNed: the node connects
    * with the bdSeq it has (a restart may reuse it), and a load answering later changes nothing.
-   * stop() ends the wait.
+   * stop() and endStart() end the wait: a load answering after them records nothing either.
    */
   async #bdSeqAtStart(store: BdSeqStore): Promise<void> {
     let late = false;
     const recorded = (async () => {
       const last = await store.load().catch(() => null);
-      if (late) return;
+      // Answered past the wait (late), or after stop() or endStart(): nothing is recorded. Ended,
+      // the node never connects (no bdSeq of it used), and a save would land after the kernel's
+      // stop read bdSeqSaving: in a data_dir whose lock it released, after `runtime stopped`.
+      if (late || this.#stopped || this.#startEnded) return;
       if (last !== null) {
         this.#ownBdSeqs.push(last);
         this.#bdSeq = (last + 1) % 256;

@@ -62,6 +62,8 @@ Deno.test("Kernel.stop during the Sparkplug node's start: a bdSeq store answerin
     await waitFor("the bdSeq store's load answered", async () => (await loaded) === 3);
     for (let i = 0; i < SETTLE_TURNS; i++) await new Promise((r) => setTimeout(r, 0));
     assert.equal(connects, 0, `the node connected during the failed start's stop (${saves} saves)`);
+    // A load answering after the stop records nothing (the node never connects: no bdSeq used).
+    assert.equal(saves, 0, "a bdSeq saved after the stop began");
     call.send(JSON.stringify({
       provider_id: "sim0",
       device_id: "motorctl0",
