@@ -407,7 +407,8 @@ export class StateCache implements FreshReader {
    * Provider id -> device id -> the no-WARNING-stage figures said of a device a rediscovery left
    * out (a restart listing nothing, its host check unmet): said once under the same entry, so the
    * restart that lists it again says nothing new (noWarningStageNews). Forgotten when the host is
-   * registered anew or removed (a provider a reload configures again is said again), at most
+   * removed (#removeHost; a host is registered under an id only once its predecessor was taken
+   * out, so a provider a reload configures again is said again), at most
    * NO_WARNING_STAGE_DEPARTED_DEVICES per provider.
    */
   readonly #departedNoStageTold = new Map<string, Map<string, string>>();
@@ -700,7 +701,6 @@ export class StateCache implements FreshReader {
       }
     });
     this.#byProvider.delete(host.id);
-    this.#departedNoStageTold.delete(host.id);
     this.#polledDevices.delete(host.id);
     this.#applyInventory(host, host.devices); // none yet unless the host is already up
     this.#notifyInventory(host.id);

@@ -8,7 +8,11 @@ import assert from "node:assert/strict";
 import { type JournalGap, JournalWriter } from "../../src/journal/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { SwitchableFiles } from "../helpers/journal_files.ts";
+import {
+  InterceptedAppends,
+  type RealJournalFiles,
+  SwitchableFiles,
+} from "../helpers/journal_files.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
 
@@ -22,7 +26,7 @@ async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
 }
 
 function writer(
-  files: SwitchableFiles,
+  files: RealJournalFiles,
   target: ConstructorParameters<typeof JournalWriter>[0]["target"],
   o: {
     clock?: ManualClock;
@@ -219,6 +223,38 @@ Deno.test("JournalWriter.close writes what is queued, fsyncs, and refuses append
     assert.deepEqual(await pending, { ok: true });
     assert.equal(files.syncs, 1);
     assert.equal(clock.pendingTimers, 0);
+    assert.deepEqual(await w.append("{}"), { ok: false, reason: "test journal is closed" });
+  });
+});
+
+Deno.test("JournalWriter.close accepts and writes the lines appended while it writes: refused only once it is done", async () => {
+  await withDir(async (dir) => {
+    const path = `${dir}/j.jsonl`;
+    // The close's write held on the disk until the test lets it go: the appends below come while
+    // the close is under way, not before it nor after it.
+    let release!: () => void;
+    const held = new Promise<void>((r) => release = r);
+    let writesHeld = 0;
+    const files = new InterceptedAppends("j.jsonl", async (text, append) => {
+      if (writesHeld++ === 0) await held;
+      await append(text);
+    });
+    const { w } = writer(files, { path });
+    const before = w.append('{"n":1}');
+    const closing = w.close();
+    const sameTick = w.append('{"n":2}');
+    await waitFor("the close's write reaches the disk", () => writesHeld === 1);
+    const whileWriting = w.append('{"n":3}');
+    release();
+    await closing;
+    // Before: the close refused them at once ("test journal is closed") while it still wrote.
+    assert.deepEqual(await Promise.all([before, sameTick, whileWriting]), [
+      { ok: true },
+      { ok: true },
+      { ok: true },
+    ]);
+    assert.deepEqual(await fileLines(path), ['{"n":1}', '{"n":2}', '{"n":3}', ""]);
+    assert.equal(w.status().linesWritten, 3);
     assert.deepEqual(await w.append("{}"), { ok: false, reason: "test journal is closed" });
   });
 });
