@@ -3237,6 +3237,7 @@ export class Kernel {
     step("history detach", () => this.history?.detach());
     let incidentsWritten = false;
     let recordedEnded = false;
+    const recordedFromMs = this.host.clock.monoMs();
     const recorded = (async () => {
       await stepAsync("incident records", () => this.incidents?.stop());
       incidentsWritten = true;
@@ -3327,8 +3328,14 @@ export class Kernel {
     // stop past the process's budget (exit 4), and rows the disk takes within it are all written
     // -- a slow disk's too, not cut off for a share of the budget the journals did not use.
     const recordedWaitMs = deadline === undefined ? budget : leftPastReserve(deadline);
+    // Whether a second stop signal had hurried the stop when that wait ended (not later, during
+    // telemetry's flush): its hurried budget, not the stop's own, cut it.
+    let recordedCutHurried = false;
     const [recordedInTime] = await Promise.all([
-      boundedWait(recorded, recordedWaitMs),
+      boundedWait(recorded, recordedWaitMs).then((inTime) => {
+        recordedCutHurried = hurried;
+        return inTime;
+      }),
       stepAsync("telemetry", () =>
         this.telemetry.stop(
           telemetryBudget,
@@ -3341,14 +3348,22 @@ export class Kernel {
       late.push(recorded);
       const waitedMs = Math.round(this.host.clock.monoMs() - providersStoppedAt);
       const { what, written } = unwritten();
+      // Cut by a second stop signal's hurried budget, not by the stop's own: the disk had only
+      // what that left (a slow disk that answers may still not have made it), as the journals'
+      // line says (boundedStep). The stop's whole budget run out is the disk's.
+      const why = recordedCutHurried
+        ? `the time left was ${waitedMs} ms (what the hurried budget left after the stages ` +
+          `before it; ${
+            Math.round(this.host.clock.monoMs() - recordedFromMs)
+          } ms since the stop asked for them); the disk may be fine`
+        : "the disk does not answer";
       log.warn(
         `stop: ${what} not ${
           written ? "written" : "ended"
         } within ${waitedMs} ms after the providers' stop (the stop's ${
           hurried ? "hurried " : ""
-        }budget, less TELEMETRY_STOP_RESERVE_MS ${TELEMETRY_STOP_RESERVE_MS}): the disk does not ` +
-          `answer; the stop goes on without them (the data_dir lock is kept until they are ` +
-          `written or dropped)`,
+        }budget, less TELEMETRY_STOP_RESERVE_MS ${TELEMETRY_STOP_RESERVE_MS}): ${why}; the stop ` +
+          `goes on without them (the data_dir lock is kept until they are written or dropped)`,
       );
     }
     // The incident writes IncidentRecorder.stop left behind (INCIDENT_STOP_WAIT_MS, said in its

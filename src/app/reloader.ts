@@ -225,7 +225,7 @@ export class ConfigReloader {
  * (`interrupted`), it says so once, in its head, and names the sections that did not apply for
  * that reason (`not applied: polling, logging`; a providers section cut short after it added,
  * removed, restarted, retried or updated some: `applied in part: providers`) and the providers
- * whose start it never began
+ * whose start it never began, or whose start the stop cut (its host stopped under its Hello)
  * (`not started: sim2`): `config reload interrupted (the runtime is stopping): providers ...`.
  */
 export function summarize(r: ReloadReport): string {

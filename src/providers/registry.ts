@@ -518,7 +518,11 @@ export class ProviderRegistry {
           this.#adding.delete(p.id);
         } catch (err) {
           this.#adding.delete(p.id);
-          failed.push(`${p.id}: ${errorMessage(err)}`);
+          // Cut by the runtime's stop (it stopped this host before its start ended: its Hello
+          // "closed by the runtime", its discovery "runtime is stopping"): not started, the stop's
+          // doing, said as one the stop kept from starting -- not as a failure of its own.
+          const cut = o.stopping() && host.state.phase === "STOPPED";
+          failed.push(`${p.id}: ${cut ? "the runtime is stopping" : errorMessage(err)}`);
           if (o.stopping()) return await this.#retire(p.id, o.stopBudgetMs);
           // Listed down with its reason until the next reload (#failedStarts); stopAll joins it.
           this.#failedStarts.add(host);

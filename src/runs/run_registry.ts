@@ -2360,11 +2360,14 @@ export class RunRegistry {
   /**
    * The stop's save of the count of safety events between runs did not reach runs.jsonl (a full
    * queue, a failed write) and none follows: one WARN with the count and `why`. The next start
-   * counts those of the last save that was written only.
+   * counts those of the last save that was written only. Said as the stop is then: its files
+   * still closing ("stopping": the stop's own save, found no room or failed while it closes) or
+   * closed ("stopped").
    */
   #betweenNotSavedAtStop(between: SafetyBetweenRuns, why: string): void {
+    const stop = this.#state === "stopped" ? "stopped" : "stopping";
     this.#log.warn(
-      `run registry stopped: count of safety events between runs not saved (${between.count}, ` +
+      `run registry ${stop}: count of safety events between runs not saved (${between.count}, ` +
         `${between.estopTriggers} e-stop triggers; the next start counts those of an earlier ` +
         `save only): ${why}`,
     );

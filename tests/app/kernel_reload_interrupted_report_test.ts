@@ -12,6 +12,7 @@ import { capturingLogger } from "../helpers/log_lines.ts";
 import type { Config } from "../../src/config/mod.ts";
 import { ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { programmableProvider, T } from "../helpers/programmable_provider.ts";
 import { selfSignedCert } from "../http/_tls_certs.ts";
 
 Deno.test("a reload stopped before its providers section (a TLS re-read hanging) does not count the provider it adds as unchanged", async () => {
@@ -182,6 +183,44 @@ Deno.test("ConfigReloader: a providers section cut short by stop() after it remo
     assert.match(line, /; applied in part: providers(;|$)/, line);
     assert.doesNotMatch(line, /not applied: providers/, line);
     assert.match(line, /sim1/, line); // its start cut short, named (how depends on the timing)
+  } finally {
+    await (stopped ?? rt.stop());
+  }
+});
+
+Deno.test("a reload whose provider start the stop cuts (its Hello held) says it not started, not failed to start", async () => {
+  // sim1's process answers no Hello: its start is under way, held, until the stop ends it.
+  const file = `${tempDir("reload-held-hello-")}/held.json`;
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({
+      hello: { hang: true },
+      stderr: ["waiting before its Hello"],
+      devices: { d0: { signals: [{ id: "v", type: T.DOUBLE }] } },
+    }),
+  );
+  const rt = await startRuntime(testConfig());
+  let stopped: Promise<void> | null = null;
+  try {
+    const reloading = rt.reload({
+      ...rt.config,
+      providers: [...rt.config.providers, programmableProvider("sim1", file)],
+    });
+    // Its stderr line read: its session is the one starting, its Hello sent and unanswered.
+    await waitFor(
+      "sim1's Hello under way",
+      () => (rt.registry.host("sim1")?.stderrTail.length ?? 0) > 0,
+    );
+    stopped = rt.stop();
+    const report = await reloading;
+    await stopped;
+    assert.equal(report.interrupted, true);
+    // Before: ["sim1: Hello failed: ... closed by the runtime"], a failure of its own.
+    assert.deepEqual(report.providers.failed, ["sim1: the runtime is stopping"]);
+    const line = summarize(report);
+    assert.match(line, /^config reload interrupted \(the runtime is stopping\): /, line);
+    assert.match(line, /; not started: sim1(;|$)/, line);
+    assert.doesNotMatch(line, /failed to start|closed by the runtime/, line);
   } finally {
     await (stopped ?? rt.stop());
   }

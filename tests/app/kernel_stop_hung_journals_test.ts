@@ -181,6 +181,8 @@ Deno.test("Kernel.stop with the history disk hung for good ends within the proce
     const warned = rowsNotWritten(lines);
     assert.equal(warned.length, 1, `one WARN counting the rows not written:\n${lines.join("\n")}`);
     assert.match(warned[0]!, /^WARN .*stop: [1-9]\d* history row\(s\) not written within/);
+    // The stop's whole budget (not a second signal's) ran out: the disk's, said so.
+    assert.match(warned[0]!, /\): the disk does not answer; the stop goes on without them /);
     await assertFlushedAndLockKept(rt, db, disk);
   } finally {
     disk.release();
@@ -571,6 +573,41 @@ Deno.test("Kernel.stop whose hurried budget leaves the journals no time does not
       assert.ok(!line.includes("does not answer"), line);
       assert.match(line, /: the time left was \d+ ms \(.*\); the disk may be fine; /);
     }
+    await lockKeptUntilWritten(rt.config.runtime.dataDir, disk.release);
+  } finally {
+    disk.release();
+    await (stopping ?? rt.stop());
+  }
+});
+
+Deno.test("Kernel.stop whose hurried budget cuts the wait for the history's last rows does not say the disk does not answer: it says the time left", async () => {
+  // The history's disk holds its last rows (it answers once released, after the stop): their wait
+  // after the providers' stop is cut by the hurried budget (nothing left past telemetry's
+  // reserve), not by a disk that had the stop's budget to answer in.
+  const disk = hungDisk("/history/");
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(
+    testConfig({ providers: [simProvider("sim0")], history: { stepMs: 1000 } }),
+    { host: { log, files: disk.files, lockDataDir } },
+  );
+  let stopping: Promise<void> | null = null;
+  try {
+    await afterPolls(rt, "sim0/tempctl0", 3);
+    disk.hang();
+    // A second stop signal came, and left the stop nothing past telemetry's reserve.
+    const hurry = Promise.withResolvers<void>();
+    hurry.resolve();
+    stopping = rt.stop({ leftMs: () => 100, hurried: hurry.promise });
+    await stopping;
+    assert.ok(disk.held() > 0, "the history's last rows were held by the disk");
+    const warned = rowsNotWritten(lines);
+    assert.equal(warned.length, 1, `one WARN counting the rows not written:\n${lines.join("\n")}`);
+    // Before: "...: the disk does not answer; ...", of a disk the hurried budget gave no time.
+    assert.ok(!warned[0]!.includes("does not answer"), warned[0]);
+    assert.match(
+      warned[0]!,
+      /^WARN .*stop: [1-9]\d* history row\(s\) not written within \d+ ms after the providers' stop \(the stop's hurried budget, less TELEMETRY_STOP_RESERVE_MS \d+\): the time left was \d+ ms \(what the hurried budget left after the stages before it; \d+ ms since the stop asked for them\); the disk may be fine; the stop goes on without them /,
+    );
     await lockKeptUntilWritten(rt.config.runtime.dataDir, disk.release);
   } finally {
     disk.release();

@@ -136,7 +136,7 @@ Deno.test("RunRegistry says a failed save of the count of safety events between 
   );
   assert.match(
     said[0]!,
-    /^WARN .*run registry stopped: count of safety events between runs not saved \(2, 0 e-stop triggers; .*\): .*no space left/i,
+    /^WARN .*run registry stopping: count of safety events between runs not saved \(2, 0 e-stop triggers; .*\): .*no space left/i,
   );
   // One failure, one line: not also runs.jsonl's writer's ERROR "1 lines lost" as it closes.
   assert.deepEqual(lines.filter((l) => /^(WARN|ERROR)/.test(l)), said, lines.join("\n"));
@@ -163,11 +163,15 @@ Deno.test("RunRegistry says a count of safety events between runs its stop canno
     }
     await waitFor("a write under way", () => files.held === 1);
     fault(); // counted after the last save that found room: the stop's save has none
-    stopping = registry.shutdown();
+    let stopped = false;
+    stopping = registry.shutdown().then(() => void (stopped = true));
+    // Said while the stop still runs (its files wait for the stalled disk): "stopping", not
+    // "stopped" (before: "run registry stopped: ..." of a stop not ended).
     await waitFor(
       "the stop's save said",
-      () => lines.some((l) => l.includes("run registry stopped: count of safety events")),
+      () => lines.some((l) => l.includes("count of safety events between runs not saved")),
     );
+    assert.equal(stopped, false, "the stop ended before its held write was released");
   } finally {
     release();
     await (stopping ?? registry.shutdown());
@@ -177,7 +181,7 @@ Deno.test("RunRegistry says a count of safety events between runs its stop canno
   assert.match(
     said[0]!,
     new RegExp(
-      `^WARN .*run registry stopped: count of safety events between runs not saved \\(${
+      `^WARN .*run registry stopping: count of safety events between runs not saved \\(${
         MAX_PENDING_RUN_RECORDS + 2
       }, 0 e-stop triggers; .*\\): .*runs\\.jsonl has ${MAX_PENDING_RUN_RECORDS} records waiting`,
     ),
