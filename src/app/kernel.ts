@@ -3301,10 +3301,12 @@ export class Kernel {
             wait.waitedMs ?? waitMs
           } ms after the providers' stop (READ_BACKS_END_AT_STOP_MS ${READ_BACKS_END_AT_STOP_MS}` +
             `${waitMs < READ_BACKS_END_AT_STOP_MS ? `, the stop's budget left ${waitMs} ms` : ""}` +
-            `); the stop goes on without it (what it still says comes after this stop's end)`,
+            `); the stop goes on without it (it logs nothing after this stop's end)`,
         );
       }
     });
+    // The stop's end is final: a read-back still under way writes no line after `runtime stopped`.
+    step("e-stop read-back lines", () => this.estop.endReadBackLines());
     // The rest of the history's wait is the stop's last, with telemetry's flush (below): its rows
     // go on being written while the journals close.
     const providersStoppedAt = this.host.clock.monoMs();

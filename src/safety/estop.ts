@@ -668,6 +668,14 @@ export class Estop implements EstopService {
   #closed = false;
   /** After endReadBacks(): no read-back reads a device again (VerifyOptions.ended). */
   #readBacksEnded = false;
+  /** After endReadBackLines(): a read-back still under way writes no line (#readBackLog). */
+  #readBackLinesEnded = false;
+  /**
+   * The lines of the read-backs (their verification, the stop's warning said after it, a
+   * re-verification that failed): #stopLog until the runtime's stop has ended (endReadBackLines),
+   * then none -- nothing of a read-back comes after `runtime stopped`.
+   */
+  readonly #readBackLog: Logger;
   /** Per provider: the end of the ladder calls queued on it (declared order within a provider). */
   readonly #providerTails = new Map<string, Promise<void>>();
   /**
@@ -723,6 +731,7 @@ export class Estop implements EstopService {
     this.#o = options;
     this.#log = options.log.child("estop");
     this.#stopLog = neverThrowing(this.#log);
+    this.#readBackLog = silencedOnce(this.#stopLog, () => this.#readBackLinesEnded);
     // First among the gates: while latched, the mode is FAULT too, and the mode gate's remedy
     // (re-arm with MANUAL) is refused until the latch is released.
     options.router.addGate(this.gate, "estop", "first");
@@ -923,6 +932,16 @@ export class Estop implements EstopService {
    */
   endReadBacks(): void {
     this.#readBacksEnded = true;
+  }
+
+  /**
+   * A runtime's stop is done waiting for the read-backs (after endReadBacks and the providers'
+   * stop, READ_BACKS_END_AT_STOP_MS at most): one still under way then (its WARN said so) writes
+   * no line from now on, so none comes after `runtime stopped`. It still ends, and is published,
+   * as endReadBacks has it. For good: the runtime is ending.
+   */
+  endReadBackLines(): void {
+    this.#readBackLinesEnded = true;
   }
 
   /**
@@ -1826,7 +1845,7 @@ export class Estop implements EstopService {
       clock: this.#o.clock,
       expect,
       timeoutMs: safeState.verifyTimeoutMs,
-      log: this.#stopLog,
+      log: this.#readBackLog,
       ended: () => this.#readBacksEnded,
     });
     this.#mergeVerification(expect, expect.map((_, i) => i), verification, startedAt);
@@ -1859,7 +1878,8 @@ export class Estop implements EstopService {
       : undefined;
     if (warning !== undefined) {
       result.warning = warning;
-      this.#stopLog.warn(warning);
+      // Said after the read-back: not after the runtime's stop (#readBackLog).
+      this.#readBackLog.warn(warning);
     }
     return result;
   }
@@ -1982,16 +2002,16 @@ export class Estop implements EstopService {
   #reportVerification(v: Verification, what: string): void {
     const failed = v.checks.filter((c) => c.outcome !== "verified");
     if (v.outcome === "verified") {
-      this.#stopLog.info(`${what}: verified after ${v.elapsed_ms} ms`);
+      this.#readBackLog.info(`${what}: verified after ${v.elapsed_ms} ms`);
     } else {
-      this.#stopLog.error(
+      this.#readBackLog.error(
         `${what}: ${v.outcome} after ${v.elapsed_ms} ms (${
           v.checks.length - failed.length
         }/${v.checks.length} verified)`,
       );
     }
     for (const c of failed) {
-      this.#stopLog.error(
+      this.#readBackLog.error(
         `${what} ${c.outcome}: ${c.signal}: ${
           providerTextWithin(c.reason ?? "", ESTOP_LOGGED_CHECK_REASON_CHARS)
         }`,
@@ -2406,7 +2426,7 @@ export class Estop implements EstopService {
       if (this.#pendingReverify === batch) this.#pendingReverify = null;
       await this.#runReverify(batch);
     }).catch((err) => {
-      this.#stopLog.error(`e-stop re-verification failed: ${toRuntimeError(err).message}`);
+      this.#readBackLog.error(`e-stop re-verification failed: ${toRuntimeError(err).message}`);
     });
     this.#pendingReverify = batch;
     this.#reverifyTail = batch.done;
@@ -2452,7 +2472,7 @@ export class Estop implements EstopService {
       clock: this.#o.clock,
       expect: indices.map((i) => expect[i]!),
       timeoutMs: safeState.verifyTimeoutMs,
-      log: this.#stopLog,
+      log: this.#readBackLog,
       ended: () => this.#readBacksEnded,
     });
     if (!this.#mergeVerification(expect, indices, partial, startedAt)) return;
@@ -2714,4 +2734,21 @@ interface VerificationState {
 /** A verification state as status and events show it. */
 function verificationView(s: VerificationState): Verification {
   return { outcome: verificationOutcome(s.checks), elapsed_ms: s.elapsedMs, checks: [...s.checks] };
+}
+
+/**
+ * `log`, writing no line once `silent()` is true (the read-backs' lines after the runtime's stop:
+ * Estop.endReadBackLines). Its children too.
+ */
+function silencedOnce(log: Logger, silent: () => boolean): Logger {
+  const line = (write: (message: string) => void) => (message: string) => {
+    if (!silent()) write(message);
+  };
+  return {
+    debug: line((m) => log.debug(m)),
+    info: line((m) => log.info(m)),
+    warn: line((m) => log.warn(m)),
+    error: line((m) => log.error(m)),
+    child: (scope) => silencedOnce(log.child(scope), silent),
+  };
 }

@@ -2,8 +2,8 @@
  * Verified safe state: after the ladder, the expected signals are read back **fresh from the
  * providers** (a ReadSignals round-trip, never the cache), repeatedly at a short bounded interval,
  * until every expectation holds or verify_timeout_ms passes (a device whose provider's circuit is
- * open is not read again: it cannot answer before then). The result
- * says what was achieved:
+ * open, or whose provider a reload removed, is not read again: it cannot answer before then). The
+ * result says what was achieved:
  *
  *   verified     every check's last fresh read met its expectation with quality OK
  *   mismatch     at least one check read a value (or a non-OK quality) that did not meet it
@@ -144,7 +144,8 @@ async function verifyDevice(
       ? null
       : readMono(o, `${providerId}/${deviceId}`, "read back once more, not retried");
     const remaining = deadline === null || now === null ? o.timeoutMs : deadline - now;
-    const read = await o.reads.readFresh(providerId, deviceId, signalIds, remaining);
+    const answer = await o.reads.readFresh(providerId, deviceId, signalIds, remaining);
+    const read = stopEnded(o, answer);
     let allHold = true;
     for (const e of group) {
       const check = judge(e, read);
@@ -153,14 +154,16 @@ async function verifyDevice(
       // short by the deadline) says nothing new: the earlier result and its reason stand. A
       // provider that hung is marked down by its own timeout, which the next read reports.
       const previous = out.get(e);
-      const keep = !read.ok && previous !== undefined &&
+      // A provider a reload removed: its devices are gone, nothing read of them before stands.
+      const keep = !read.ok && previous !== undefined && !read.removed &&
         (previous.observed !== null || read.timedOut);
       if (!keep) out.set(e, check);
       if (check.outcome !== "verified") allHold = false;
     }
     // A provider whose circuit is open cannot answer before the deadline (only a reload retries
-    // it): not read again, its checks say unreachable now rather than at verify_timeout_ms (an
-    // earlier fresh read's result stands, as above; never verified by this read).
+    // it), nor one a reload removed: not read again, its checks say unreachable now rather than
+    // at verify_timeout_ms (an earlier fresh read's result stands, as above, but not a removed
+    // provider's; never verified by this read).
     if (!read.ok && read.staysDown) return;
     if (allHold || deadline === null || now === null || o.ended?.()) return;
     const after = readMono(o, `${providerId}/${deviceId}`, "not read back again");
@@ -171,6 +174,20 @@ async function verifyDevice(
     if (o.ended?.()) return;
   }
 }
+
+/**
+ * A read that failed once the runtime's stop ended the read-backs (VerifyOptions.ended: its
+ * providers being stopped, their sessions closed under the read) says so: the runtime's stop ended
+ * it, not the provider ("closed by the runtime") -- the provider's words after it. Not a read that
+ * timed out (its own bound ended it) nor one of a provider a reload removed (that is why).
+ */
+function stopEnded(o: VerifyOptions, read: FreshRead): FreshRead {
+  if (read.ok || read.timedOut || read.removed || o.ended?.() !== true) return read;
+  return { ...read, reason: `${READ_ENDED_BY_STOP} (${read.reason})` };
+}
+
+/** The reason of a check whose read the runtime's stop ended (stopEnded), before the read's own. */
+const READ_ENDED_BY_STOP = "read ended by the runtime's stop";
 
 function expectedOf(e: SafeStateExpectation): ExpectedValue {
   if (e.equals !== undefined) return { equals: e.equals };

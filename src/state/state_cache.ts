@@ -99,6 +99,11 @@ export type FreshRead =
      * the read-backs end with the stop, Estop.endReadBacks.)
      */
     readonly staysDown?: boolean;
+    /**
+     * A reload removed the provider (its id no longer configured: ProviderRegistry.configured):
+     * its devices are gone, not down -- it stays down, and no earlier read of them stands.
+     */
+    readonly removed?: boolean;
   };
 
 /**
@@ -138,6 +143,13 @@ export const TIMESTAMP_SKEW_LIMIT_MS = 30_000;
  * the one removed longest ago let go of first; as many as the registry keeps of their flips.
  */
 export const MAX_REMOVED_AVAILABILITY_DATES = MAX_RETIRED_FLIP_DATES;
+
+/**
+ * Provider ids a reload removed (no longer configured) that a fresh read names so
+ * (`provider removed by a configuration reload`, not `provider not found`): at most this many, the
+ * one removed longest ago let go of first.
+ */
+export const MAX_REMOVED_PROVIDER_IDS = MAX_RETIRED_FLIP_DATES;
 
 /** Samples whose provider timestamp was off by more than TIMESTAMP_SKEW_LIMIT_MS, since start. */
 export interface TimestampSkew {
@@ -419,6 +431,12 @@ export class StateCache implements FreshReader {
    * removed longest ago let go of first (DepartedDates).
    */
   readonly #removedAvailabilityAt = new DepartedDates(MAX_REMOVED_AVAILABILITY_DATES);
+  /**
+   * The ids a reload removed (ProviderRegistry.onUnconfigured), oldest first, at most
+   * MAX_REMOVED_PROVIDER_IDS: readFresh says a removed provider's read so. One configured again
+   * reads as configured (ProviderRegistry.configured) whatever this holds.
+   */
+  readonly #removedIds = new Set<string>();
 
   constructor(opts: StateCacheOptions) {
     this.#opts = opts;
@@ -433,6 +451,17 @@ export class StateCache implements FreshReader {
     this.#staleness = opts.staleness ?? { warnAfterMs: 0, staleAfterMs: 0 };
     opts.registry.eachHost((host) => this.#addHost(host));
     opts.registry.onHostRemoved((host) => this.#removeHost(host));
+    opts.registry.onUnconfigured((id) => this.#noteRemovedId(id));
+  }
+
+  /** Keeps `id` among #removedIds, the newest, within MAX_REMOVED_PROVIDER_IDS. */
+  #noteRemovedId(id: string): void {
+    this.#removedIds.delete(id);
+    this.#removedIds.add(id);
+    for (const oldest of this.#removedIds) {
+      if (this.#removedIds.size <= MAX_REMOVED_PROVIDER_IDS) break;
+      this.#removedIds.delete(oldest);
+    }
   }
 
   /** polling.interval_ms now in use. */
@@ -945,7 +974,22 @@ export class StateCache implements FreshReader {
     timeoutMs: number,
   ): Promise<FreshRead> {
     const host = this.#opts.registry.host(providerId);
-    if (!host) return { ok: false, reason: `provider not found: ${providerId}` };
+    if (!host) {
+      // One a reload restarts or starts anew is configured, its host not registered yet: read
+      // again, the new host may answer. One not configured stays down (only a reload could add
+      // it): said as removed when a reload removed it.
+      if (this.#opts.registry.configured(providerId)) {
+        return { ok: false, reason: `provider not found: ${providerId}` };
+      }
+      return this.#removedIds.has(providerId)
+        ? {
+          ok: false,
+          reason: `provider removed by a configuration reload: ${providerId}`,
+          staysDown: true,
+          removed: true,
+        }
+        : { ok: false, reason: `provider not found: ${providerId}`, staysDown: true };
+    }
     if (!host.available) {
       const phase = host.state.phase;
       return {

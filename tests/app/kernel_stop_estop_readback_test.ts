@@ -324,6 +324,106 @@ Deno.test("a read-back a second stop signal cut ends with the stop: nothing of i
   }
 });
 
+Deno.test("a read-back the runtime's stop cut says the stop ended it, not the provider's 'closed by the runtime'", async () => {
+  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
+  const r = await rig({
+    programs: false,
+    providers: [
+      readbackProvider("rb", {
+        // Its one read is answered READ_DELAY_MS after it is asked: the stop comes before that.
+        dev0: {
+          signals: { out: "bool" },
+          reads: [{ out: { v: false } }],
+          delayMs: READ_DELAY_MS,
+          actuate: "ok",
+        },
+      }, { logFile }),
+    ],
+    runtime: { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS },
+    safety: {
+      hooks: [call("rb/dev0", "set_output")],
+      expect: [expectation("rb/dev0/out", { equals: false })],
+      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
+    },
+  });
+  try {
+    const rt = r.kernel;
+    const pressed = rt.estop.trigger("pressed just before the shutdown");
+    await waitFor(
+      "the read-back's ReadSignals at the provider",
+      () => Deno.readTextFileSync(logFile).includes("dev0 out"),
+    );
+    // A second stop signal at once: the read in flight is not waited for, the providers' stop
+    // closes its session under it.
+    const hurry = Promise.withResolvers<void>();
+    const stopping = rt.stop({ leftMs: () => 1000, hurried: hurry.promise });
+    hurry.resolve();
+    await stopping;
+    const result = await pressed;
+    const check = result.verification.checks[0];
+    assert.equal(check?.outcome, "unreachable", JSON.stringify(result.verification));
+    assert.ok(
+      check?.reason?.startsWith("read ended by the runtime's stop ("),
+      JSON.stringify(check),
+    );
+    assert.equal(rt.estop.status().verification?.checks[0]?.reason, check?.reason);
+  } finally {
+    await r.stop();
+    await Deno.remove(logFile).catch(() => {});
+  }
+});
+
+Deno.test("a read-back that outlives the stop's wait after the providers' stop logs nothing after 'runtime stopped'", async () => {
+  const r = await rig({
+    programs: false,
+    providers: [
+      readbackProvider("rb", {
+        dev0: { signals: { out: "bool" }, reads: [{ out: { v: false } }], actuate: "ok" },
+      }),
+    ],
+    // The stop's wait before the providers' stop: capped by this, then WARN.
+    runtime: { shutdownTimeoutMs: 1000 },
+    safety: {
+      hooks: [call("rb/dev0", "set_output")],
+      expect: [expectation("rb/dev0/out", { equals: false })],
+      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
+    },
+  });
+  // The one thing no real provider here does: a read the providers' stop does not end. The
+  // read-back's read is answered by the provider, and handed back only once the test lets it go
+  // (after the runtime stopped): the stop's wait (READ_BACKS_END_AT_STOP_MS) runs out first.
+  const rt = r.kernel;
+  const cache = rt.cache;
+  const readFresh = cache.readFresh.bind(cache);
+  const release = Promise.withResolvers<void>();
+  const asked = Promise.withResolvers<void>();
+  cache.readFresh = async (...args) => {
+    const read = await readFresh(...args);
+    asked.resolve();
+    await release.promise;
+    return read;
+  };
+  try {
+    const pressed = rt.estop.trigger("pressed just before the shutdown");
+    await asked.promise;
+    await rt.stop();
+    const stoppedAt = r.lines.findIndex((l) => /^INFO .*runtime stopped$/.test(l));
+    assert.ok(stoppedAt >= 0, r.lines.join("\n"));
+    assert.ok(
+      r.lines.slice(0, stoppedAt).some((l) =>
+        l.startsWith("WARN") && l.includes("the e-stop's read-back of the safe state had not ended")
+      ),
+      r.lines.filter((l) => l.includes("stop:")).join("\n"),
+    );
+    release.resolve();
+    await pressed;
+    assert.deepEqual(r.lines.slice(stoppedAt + 1), [], r.lines.slice(stoppedAt - 3).join("\n"));
+  } finally {
+    release.resolve();
+    await r.stop();
+  }
+});
+
 /** What `p` resolved with within `ms`, else "still running". */
 async function within<T>(p: Promise<T>, ms: number): Promise<T | "still running"> {
   let timer: ReturnType<typeof setTimeout> | undefined;
