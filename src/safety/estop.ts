@@ -2321,8 +2321,7 @@ export class Estop implements EstopService {
       // (skipped); still waiting for a stop under way (its whole stop), it would leave the
       // provider as it came back until then: secured now, as a return under the new latch
       // (its line at WARN: the return was seen under the released latch, whose spell ended).
-      if (this.#state !== "latched") return null;
-      if (this.#latchNo !== run.latchNo && this.#ladderLatchNo === this.#latchNo) return null;
+      if (this.#securingEnded(run.latchNo) !== null) return null;
       // Its line, as its causes stand at its turn (none join it from here: started).
       const why = causesWhy(run.causes, run.devices);
       // Its provider taken out by a reload before its turn (removed, or restarted: another host
@@ -2358,6 +2357,19 @@ export class Estop implements EstopService {
       this.#stopsRunning++;
       try {
         for (const [i, c] of calls.entries()) {
+          // Released since its previous call (the operator owns the machine again), or latched
+          // again with that latch's stop begun (its calls right behind this run): the rest are
+          // not made, as a run released before its turn (above). The call on the wire then was
+          // made and answered; it cannot be recalled. Resolves with the calls made.
+          const ended = this.#securingEnded(latchNo);
+          if (ended !== null) {
+            this.#stopLog.warn(
+              `e-stop: provider ${id}'s securing run ended after ${i} of ${calls.length} ` +
+                `safe-state call(s): ${ended}; the other ${calls.length - i} are not made`,
+            );
+            made = calls.slice(0, i).flatMap((c) => c.kind === "declared" ? [c.call] : []);
+            return done.slice(0, i);
+          }
           await this.#attempt(c, done[i]!, rung, latchCause);
           left--;
           this.#countLadderCalls(id, -1);
@@ -2382,6 +2394,20 @@ export class Estop implements EstopService {
       : undefined;
     await this.#reverify(id, actions, rung, safeState, latchNo, reason);
     return actions;
+  }
+
+  /**
+   * Why a securing run made under latch `latchNo` ends before its next call, or null when it goes
+   * on: the latch released since, or latched again with the new latch's stop begun (it secures
+   * every provider up, its calls right behind the run). Read at its turn and between its calls,
+   * never on the latch path.
+   */
+  #securingEnded(latchNo: number): string | null {
+    if (this.#state !== "latched") return "the latch was released";
+    if (this.#latchNo !== latchNo && this.#ladderLatchNo === this.#latchNo) {
+      return "the latch was released and pressed again, and the new stop makes its own calls";
+    }
+    return null;
   }
 
   /**
