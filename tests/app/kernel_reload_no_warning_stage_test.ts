@@ -28,6 +28,56 @@ const INVENTORY: Inventory = {
 const noStageLines = (lines: readonly string[]) =>
   lines.filter((l) => l.includes("no WARNING stage"));
 
+/** One device "slow" whose signal hints 0.1 Hz. */
+const SLOW: Inventory = {
+  devices: { slow: { signals: [{ id: "x", type: T.DOUBLE, hint: 0.1 }] } },
+};
+
+/** How long the supervisor may take to have p0 back after its process is killed. */
+const RESTART_WAIT_MS = 30_000;
+
+/**
+ * The runtime over p0 alone (restarted at once when its process dies) listing SLOW from a
+ * temporary file (`prefix`), polling every 500 ms, stale after 10000 ms: slow has no WARNING
+ * stage (derived warn 15000 >= 10000). Disposing of it stops the runtime and removes the file.
+ */
+async function slowP0(prefix: string) {
+  const file = await Deno.makeTempFile({ prefix, suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(SLOW));
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const p0 = programmableProvider("p0", file, { restart: { backoffMs: [0, 0, 0] } });
+  const config = testConfig({
+    providers: [p0],
+    pollingIntervalMs: 500,
+    health: { staleness: { warnAfterMs: 0, staleAfterMs: 10_000 } },
+  });
+  const rt = await startRuntime(config, { host: { log } });
+  return {
+    file,
+    rt,
+    lines,
+    /** The no-WARNING-stage lines said of p0/slow so far. */
+    saidOfP0: () => noStageLines(lines).filter((l) => l.includes('"p0/slow"')),
+    /** Kills p0's process; waits (`what`) for the next one, listing `devices` device(s). */
+    restart: async (what: string, devices: number) => {
+      const host = rt.registry.host("p0")!;
+      const pid = host.session!.pid;
+      Deno.kill(pid, "SIGKILL");
+      await waitFor(
+        what,
+        () => host.session?.pid !== pid && host.session !== null && host.devices.length === devices,
+        RESTART_WAIT_MS,
+      ).catch((err) => {
+        throw new Error(`${err}: ${host.lifecycle} ${host.devices.length}\n${lines.join("\n")}`);
+      });
+    },
+    [Symbol.asyncDispose]: async () => {
+      await rt.stop();
+      await Deno.remove(file);
+    },
+  };
+}
+
 Deno.test("Kernel.reload of polling.interval_ms and health.staleness together says no WARNING stage only of the bounds it leaves in force", async () => {
   const file = await Deno.makeTempFile({ prefix: "nostage-", suffix: ".json" });
   await Deno.writeTextFile(file, JSON.stringify(INVENTORY));
@@ -79,10 +129,7 @@ Deno.test("Kernel.reload that removes a provider and a later one that adds it ag
   // interval 500, stale 10000: the file check passes (least derived warn bound 2000); "slow"
   // hints 0.1 Hz: period min(10 s, 10000 / 2) = 5000 ms, derived warn 15000 >= 10000.
   const file = await Deno.makeTempFile({ prefix: "nostage-readd-", suffix: ".json" });
-  await Deno.writeTextFile(
-    file,
-    JSON.stringify({ devices: { slow: { signals: [{ id: "x", type: T.DOUBLE, hint: 0.1 }] } } }),
-  );
+  await Deno.writeTextFile(file, JSON.stringify(SLOW));
   const { log, lines } = capturingLogger({ level: "warn" });
   const p0 = programmableProvider("p0", file, { restart: { backoffMs: [0, 0, 0] } });
   const p1 = programmableProvider("p1", file);
@@ -100,7 +147,11 @@ Deno.test("Kernel.reload that removes a provider and a later one that adds it ag
     const host = rt.registry.host("p0")!;
     const pid = host.session!.pid;
     Deno.kill(pid, "SIGKILL");
-    await waitFor("p0 restarted", () => host.available && host.session!.pid !== pid, 30_000);
+    await waitFor(
+      "p0 restarted",
+      () => host.available && host.session!.pid !== pid,
+      RESTART_WAIT_MS,
+    );
     assert.equal(saidOfP0().length, 1, lines.join("\n"));
     // Removed by a reload, then configured again by a later one: a new provider, said again.
     const removed = await rt.reload({ ...rt.config, providers: [p1] });
@@ -119,93 +170,44 @@ Deno.test("Kernel.reload that removes a provider and a later one that adds it ag
 });
 
 Deno.test("a device listed again after a plain restart that listed nothing is not said to have no WARNING stage again", async () => {
-  const slow = { devices: { slow: { signals: [{ id: "x", type: T.DOUBLE, hint: 0.1 }] } } };
-  const file = await Deno.makeTempFile({ prefix: "nostage-empty-", suffix: ".json" });
-  await Deno.writeTextFile(file, JSON.stringify(slow));
-  const { log, lines } = capturingLogger({ level: "warn" });
-  const p0 = programmableProvider("p0", file, { restart: { backoffMs: [0, 0, 0] } });
-  const config = testConfig({
-    providers: [p0],
-    pollingIntervalMs: 500,
-    health: { staleness: { warnAfterMs: 0, staleAfterMs: 10_000 } },
-  });
-  const rt = await startRuntime(config, { host: { log } });
-  const saidOfP0 = () => noStageLines(lines).filter((l) => l.includes('"p0/slow"'));
-  const restart = async (what: string, devices: number) => {
-    const host = rt.registry.host("p0")!;
-    const pid = host.session!.pid;
-    Deno.kill(pid, "SIGKILL");
-    await waitFor(
-      what,
-      () => host.session?.pid !== pid && host.session !== null && host.devices.length === devices,
-      30_000,
-    ).catch((err) => {
-      throw new Error(`${err}: ${host.lifecycle} ${host.devices.length}\n${lines.join("\n")}`);
-    });
-  };
-  try {
-    assert.equal(saidOfP0().length, 1, lines.join("\n"));
-    // Restarted by its supervisor listing nothing (its host check unmet), then the device again:
-    // the same entry, the same device and bounds -- nothing new to say.
-    await Deno.writeTextFile(file, JSON.stringify(HOST_UNMET_I2C1));
-    await restart("p0 restarted with no device", 0);
-    await Deno.writeTextFile(file, JSON.stringify(slow));
-    await restart("p0 restarted with its device", 1);
-    await waitFor(
-      "slow in the cache again",
-      () => rt.cache.livenessBounds("p0", "slow") !== undefined,
-    );
-    // Before: said a second time (the device's record was dropped with the empty inventory).
-    assert.equal(saidOfP0().length, 1, lines.join("\n"));
-  } finally {
-    await rt.stop();
-    await Deno.remove(file);
-  }
+  await using t = await slowP0("nostage-empty-");
+  const { file, rt, lines, saidOfP0 } = t;
+  assert.equal(saidOfP0().length, 1, lines.join("\n"));
+  // Restarted by its supervisor listing nothing (its host check unmet), then the device again:
+  // the same entry, the same device and bounds -- nothing new to say.
+  await Deno.writeTextFile(file, JSON.stringify(HOST_UNMET_I2C1));
+  await t.restart("p0 restarted with no device", 0);
+  await Deno.writeTextFile(file, JSON.stringify(SLOW));
+  await t.restart("p0 restarted with its device", 1);
+  await waitFor(
+    "slow in the cache again",
+    () => rt.cache.livenessBounds("p0", "slow") !== undefined,
+  );
+  // Before: said a second time (the device's record was dropped with the empty inventory).
+  assert.equal(saidOfP0().length, 1, lines.join("\n"));
 });
 
 Deno.test("a device a restart left out is said to have no WARNING stage again when a reload changes its provider's entry", async () => {
-  const slow = { devices: { slow: { signals: [{ id: "x", type: T.DOUBLE, hint: 0.1 }] } } };
-  const file = await Deno.makeTempFile({ prefix: "nostage-changed-", suffix: ".json" });
-  await Deno.writeTextFile(file, JSON.stringify(slow));
-  const { log, lines } = capturingLogger({ level: "warn" });
-  const p0 = programmableProvider("p0", file, { restart: { backoffMs: [0, 0, 0] } });
-  const config = testConfig({
-    providers: [p0],
-    pollingIntervalMs: 500,
-    health: { staleness: { warnAfterMs: 0, staleAfterMs: 10_000 } },
+  await using t = await slowP0("nostage-changed-");
+  const { file, rt, lines, saidOfP0 } = t;
+  assert.equal(saidOfP0().length, 1, lines.join("\n"));
+  // Restarted listing nothing (its host check unmet): slow's notice is kept for the same entry.
+  await Deno.writeTextFile(file, JSON.stringify(HOST_UNMET_I2C1));
+  await t.restart("p0 restarted with no device", 0);
+  // A reload changing p0's entry restarts it as a new provider: what it lists is said anew.
+  await Deno.writeTextFile(file, JSON.stringify(SLOW));
+  const changed = programmableProvider("p0", file, {
+    restart: { backoffMs: [0, 0, 0] },
+    sh: "exec PROVIDER", // another command: a restart
   });
-  const rt = await startRuntime(config, { host: { log } });
-  const saidOfP0 = () => noStageLines(lines).filter((l) => l.includes('"p0/slow"'));
-  try {
-    assert.equal(saidOfP0().length, 1, lines.join("\n"));
-    // Restarted listing nothing (its host check unmet): slow's notice is kept for the same entry.
-    await Deno.writeTextFile(file, JSON.stringify(HOST_UNMET_I2C1));
-    const host = rt.registry.host("p0")!;
-    const pid = host.session!.pid;
-    Deno.kill(pid, "SIGKILL");
-    await waitFor(
-      "p0 restarted with no device",
-      () => host.session?.pid !== pid && host.session !== null && host.devices.length === 0,
-      30_000,
-    );
-    // A reload changing p0's entry restarts it as a new provider: what it lists is said anew.
-    await Deno.writeTextFile(file, JSON.stringify(slow));
-    const changed = programmableProvider("p0", file, {
-      restart: { backoffMs: [0, 0, 0] },
-      sh: "exec PROVIDER", // another command: a restart
-    });
-    const report = await rt.reload({ ...rt.config, providers: [changed] });
-    assert.deepEqual(report.providers.restarted, ["p0"], JSON.stringify(report));
-    await waitFor(
-      "slow listed by the new p0",
-      () => rt.registry.host("p0")?.devices.length === 1,
-      30_000,
-    );
-    await waitFor("slow said again", () => saidOfP0().length === 2, 10_000).catch((err) => {
-      throw new Error(`${err}\n${lines.join("\n")}`);
-    });
-  } finally {
-    await rt.stop();
-    await Deno.remove(file);
-  }
+  const report = await rt.reload({ ...rt.config, providers: [changed] });
+  assert.deepEqual(report.providers.restarted, ["p0"], JSON.stringify(report));
+  await waitFor(
+    "slow listed by the new p0",
+    () => rt.registry.host("p0")?.devices.length === 1,
+    RESTART_WAIT_MS,
+  );
+  await waitFor("slow said again", () => saidOfP0().length === 2, 10_000).catch((err) => {
+    throw new Error(`${err}\n${lines.join("\n")}`);
+  });
 });

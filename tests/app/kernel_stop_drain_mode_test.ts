@@ -11,9 +11,10 @@ import assert from "node:assert/strict";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { pendingBody } from "../helpers/pending_body.ts";
+import { routedPost } from "../helpers/pending_body.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { call, hook, inertSim, manualCall } from "../safety/_fixture.ts";
+import { STOP_MOTOR_ON_FAULT } from "../scenarios/automation_helpers.ts";
 
 /** What the sim's motor controller takes to answer a call while a MANUAL -> AUTO hook runs. */
 const HOOK_LATENCY_MS = 1500;
@@ -26,22 +27,7 @@ function automationConfig(beforeAuto: ReturnType<typeof hook>[] = []) {
       enabled: true,
       modeTransitionHooks: {
         // AUTO's gate wants a hook into FAULT while anything actuates.
-        beforeTransition: [{
-          from: "AUTO",
-          to: "FAULT",
-          failOnError: false,
-          path: "automation.mode_transition_hooks.before_transition[0]",
-          calls: [{
-            deviceHandle: "sim0/motorctl0",
-            functionId: 0,
-            functionName: "set_motor_duty",
-            args: {
-              motor_index: { type: "int64", int64: 1 },
-              duty: { type: "double", double: 0 },
-            },
-            path: "automation.mode_transition_hooks.before_transition[0].calls[0]",
-          }],
-        }, ...beforeAuto],
+        beforeTransition: [STOP_MOTOR_ON_FAULT, ...beforeAuto],
         afterTransition: [],
       },
     },
@@ -53,17 +39,10 @@ async function modeInTheDrain(
   rt: Kernel,
   mode: string,
 ): Promise<{ status: number; body: { status?: { message?: string } }; stopped: Promise<void> }> {
-  const request = pendingBody();
-  const answer = fetch(`http://127.0.0.1:${rt.http!.port}/v0/mode`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: request.body,
-  }).then(async (r) => ({ status: r.status, body: await r.json() }));
-  await waitFor("the request's body being read", () => request.reading());
-  await waitFor("the request routed by the server", () => rt.api.inFlight > 0);
+  const request = await routedPost(rt, "/v0/mode");
   const stopped = rt.stop();
   request.send(JSON.stringify({ mode }));
-  const { status, body } = await answer;
+  const { status, body } = await request.answer;
   return { status, body, stopped };
 }
 

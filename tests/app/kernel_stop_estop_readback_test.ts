@@ -6,10 +6,9 @@
  * answering: the runtime's stop, not the machine, would have failed it.
  */
 import assert from "node:assert/strict";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { rig } from "../helpers/rig.ts";
-import { call, expectation } from "../safety/_fixture.ts";
-import { readbackProvider } from "../safety/_readback.ts";
+import { type EstopReadbackOptions, estopReadbackRig } from "../safety/_readback.ts";
 
 /**
  * How long the provider takes to answer each read-back (ReadSignals): longer than the stop's
@@ -24,370 +23,194 @@ const VERIFY_TIMEOUT_MS = 8000;
 /** runtime.shutdown_timeout_ms: above READ_DELAY_MS (it caps the stop's wait, below). */
 const SHUTDOWN_TIMEOUT_MS = 10000;
 
+/**
+ * rb answers each read-back READ_DELAY_MS late; its first read finds the output not yet off (the
+ * ladder's call still taking effect), its second finds it off: a read-back needs both, 2 x
+ * READ_DELAY_MS. Without a process deadline (no StopDeadline) the stop's wait is capped by the
+ * providers' own stop budget: room for READ_DELAY_MS here (a runtime under SIGTERM has up to 7.5 s
+ * with the default 2 s: stopActionsShutdownWaitMs).
+ */
+const SLOW_READS: EstopReadbackOptions = {
+  logPrefix: "kernel-stop-readback-",
+  dev0: {
+    reads: [{ out: { v: true } }, { out: { v: false } }],
+    delayMs: READ_DELAY_MS,
+    actuate: "ok",
+  },
+  shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS,
+  verifyTimeoutMs: VERIFY_TIMEOUT_MS,
+};
+
+/** rb never answers a read-back; `budgetMs` is runtime.shutdown_timeout_ms. */
+const hungReads = (budgetMs: number): EstopReadbackOptions => ({
+  logPrefix: "kernel-stop-readback-",
+  dev0: { reads: [], then: "hang", actuate: "ok" },
+  shutdownTimeoutMs: budgetMs,
+  verifyTimeoutMs: 3000,
+});
+
 Deno.test("a stop while an e-stop's read-back waits for its answer waits for it: verified, not unreachable", async () => {
-  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
-  const r = await rig({
-    programs: false, // the read-back provider as a real child process
-    providers: [
-      readbackProvider("rb", {
-        dev0: {
-          signals: { out: "bool" },
-          // The first read finds the output not yet off (the ladder's call still taking
-          // effect), the second finds it off: the read-back needs both, 2 x READ_DELAY_MS.
-          reads: [{ out: { v: true } }, { out: { v: false } }],
-          delayMs: READ_DELAY_MS,
-          actuate: "ok",
-        },
-      }, { logFile }),
-    ],
-    // Without a process deadline (no StopDeadline) the stop's wait is capped by the providers'
-    // own stop budget: room for READ_DELAY_MS here (a runtime under SIGTERM has up to 7.5 s with
-    // the default 2 s: stopActionsShutdownWaitMs).
-    runtime: { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS },
-    safety: {
-      hooks: [call("rb/dev0", "set_output")],
-      expect: [expectation("rb/dev0/out", { equals: false })],
-      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
-    },
-  });
-  try {
-    const rt = r.kernel;
-    const pressed = rt.estop.trigger("pressed just before the shutdown");
-    // The ladder's call made, the read-back's first ReadSignals arrived at the provider (its
-    // answer due READ_DELAY_MS later, then the second read's): the stop comes now.
-    await waitFor(
-      "the read-back's ReadSignals at the provider",
-      () => Deno.readTextFileSync(logFile).includes("dev0 out"),
-    );
-    assert.ok(Deno.readTextFileSync(logFile).includes("call dev0 set_output"));
-    const stopped = r.stop();
-    const result = await pressed;
-    await stopped;
-    assert.equal(result.verification.outcome, "verified", JSON.stringify(result.verification));
-    assert.equal(rt.estop.status().verification?.outcome, "verified");
-    // What the incident and run records take it from: published before the providers went.
-    const published = r.events.filter((e) => e.kind === "estop_verification");
-    assert.deepEqual(published.map((e) => e.kind === "estop_verification" && e.outcome), [
-      "verified",
-    ]);
-    assert.ok(
-      r.lines.some((l) => l.includes("stop: waited") && l.includes("read-back")),
-      r.lines.filter((l) => l.includes("stop:")).join("\n"),
-    );
-  } finally {
-    await r.stop();
-    await Deno.remove(logFile).catch(() => {});
-  }
+  await using r = await estopReadbackRig(SLOW_READS);
+  const rt = r.kernel;
+  const pressed = rt.estop.trigger("pressed just before the shutdown");
+  // The ladder's call made, the read-back's first ReadSignals arrived at the provider (its
+  // answer due READ_DELAY_MS later, then the second read's): the stop comes now.
+  await r.readBackAsked();
+  assert.ok(Deno.readTextFileSync(r.logFile).includes("call dev0 set_output"));
+  const stopped = r.stop();
+  const result = await pressed;
+  await stopped;
+  assert.equal(result.verification.outcome, "verified", JSON.stringify(result.verification));
+  assert.equal(rt.estop.status().verification?.outcome, "verified");
+  // What the incident and run records take it from: published before the providers went.
+  const published = r.events.filter((e) => e.kind === "estop_verification");
+  assert.deepEqual(published.map((e) => e.kind === "estop_verification" && e.outcome), [
+    "verified",
+  ]);
+  assert.ok(
+    r.lines.some((l) => l.includes("stop: waited") && l.includes("read-back")),
+    r.lines.filter((l) => l.includes("stop:")).join("\n"),
+  );
 });
 
 Deno.test("a stop waits for an e-stop's read-back no longer than its bound: WARN, then the providers are stopped", async () => {
-  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
   const budgetMs = 1000; // runtime.shutdown_timeout_ms: the wait's cap without a process deadline
-  const r = await rig({
-    programs: false,
-    providers: [
-      readbackProvider("rb", {
-        // Never answers a read-back: only the bound ends the stop's wait.
-        dev0: { signals: { out: "bool" }, reads: [], then: "hang", actuate: "ok" },
-      }, { logFile }),
-    ],
-    runtime: { shutdownTimeoutMs: budgetMs },
-    safety: {
-      hooks: [call("rb/dev0", "set_output")],
-      expect: [expectation("rb/dev0/out", { equals: false })],
-      verifyTimeoutMs: 3000,
-    },
-  });
-  try {
-    const pressed = r.kernel.estop.trigger("pressed just before the shutdown");
-    await waitFor(
-      "the read-back's ReadSignals at the provider",
-      () => Deno.readTextFileSync(logFile).includes("dev0 out"),
-    );
-    await r.stop();
-    const warned = r.lines.filter((l) =>
-      l.startsWith("WARN") &&
-      l.includes("stop: the e-stop's read-back of the safe state had not finished within")
-    );
-    assert.equal(warned.length, 1, r.lines.filter((l) => l.includes("stop:")).join("\n"));
-    assert.ok(warned[0]!.includes(`within ${budgetMs} ms`), warned[0]);
-    // Cut by the runtime's stop, as the WARN said: not read.
-    assert.equal((await pressed).verification.outcome, "unreachable");
-  } finally {
-    await r.stop();
-    await Deno.remove(logFile).catch(() => {});
-  }
+  // Never answers a read-back: only the bound ends the stop's wait.
+  await using r = await estopReadbackRig(hungReads(budgetMs));
+  const pressed = r.kernel.estop.trigger("pressed just before the shutdown");
+  await r.readBackAsked();
+  await r.stop();
+  const warned = r.lines.filter((l) =>
+    l.startsWith("WARN") &&
+    l.includes("stop: the e-stop's read-back of the safe state had not finished within")
+  );
+  assert.equal(warned.length, 1, r.lines.filter((l) => l.includes("stop:")).join("\n"));
+  assert.ok(warned[0]!.includes(`within ${budgetMs} ms`), warned[0]);
+  // Cut by the runtime's stop, as the WARN said: not read.
+  assert.equal((await pressed).verification.outcome, "unreachable");
 });
 
 Deno.test("a stop while a re-verification (a provider back while latched) waits for its answer waits for it: verified, not unreachable", async () => {
-  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
-  const provider = readbackProvider("rb", {
-    // Each process's first read finds the output not yet off, its second finds it off: a
-    // read-back (the press's, then the re-verification's after the restart) needs both, each
-    // answered READ_DELAY_MS after it was asked (an answer on the wire when the providers are
-    // stopped still arrives; a read asked after that does not).
-    dev0: {
-      signals: { out: "bool" },
-      reads: [{ out: { v: true } }, { out: { v: false } }],
-      delayMs: READ_DELAY_MS,
-      actuate: "ok",
-    },
-  }, { logFile });
-  const r = await rig({
-    programs: false,
-    // Restarted once after the kill below: it comes back while latched (#secure, #reverify).
-    providers: [{ ...provider, restartPolicy: { ...provider.restartPolicy, enabled: true } }],
-    runtime: { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS },
-    safety: {
-      hooks: [call("rb/dev0", "set_output")],
-      expect: [expectation("rb/dev0/out", { equals: false })],
-      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
-    },
-  });
-  try {
-    const rt = r.kernel;
-    const pressed = await rt.estop.trigger("pressed before the provider's restart");
-    assert.equal(pressed.verification.outcome, "verified");
-    const readsBefore = () =>
-      Deno.readTextFileSync(logFile).split("\n").filter((l) => l.includes("dev0 out")).length;
-    assert.equal(readsBefore(), 2);
-    r.kill("rb", "SIGKILL");
-    // Back while latched: secured (its call made again), then its expectations read back again;
-    // the stop comes while that read-back waits for its answer.
-    await waitFor("the re-verification's ReadSignals at the provider", () => readsBefore() >= 3);
-    await r.stop();
-    assert.equal(
-      rt.estop.status().verification?.outcome,
-      "verified",
-      JSON.stringify(rt.estop.status().verification),
-    );
-    const published = r.events.flatMap((e) => e.kind === "estop_verification" ? [e.outcome] : []);
-    assert.deepEqual(published, ["verified", "verified"]);
-    assert.ok(
-      r.lines.some((l) => l.includes("stop: waited") && l.includes("read-back")),
-      r.lines.filter((l) => l.includes("stop:")).join("\n"),
-    );
-  } finally {
-    await r.stop();
-    await Deno.remove(logFile).catch(() => {});
-  }
+  // Each process's first read finds the output not yet off, its second finds it off: a
+  // read-back (the press's, then the re-verification's after the restart) needs both, each
+  // answered READ_DELAY_MS after it was asked (an answer on the wire when the providers are
+  // stopped still arrives; a read asked after that does not). Restarted once after the kill
+  // below: it comes back while latched (#secure, #reverify).
+  await using r = await estopReadbackRig({ ...SLOW_READS, restart: {} });
+  const rt = r.kernel;
+  const pressed = await rt.estop.trigger("pressed before the provider's restart");
+  assert.equal(pressed.verification.outcome, "verified");
+  const readsBefore = () => r.providerLines().filter((l) => l.includes("dev0 out")).length;
+  assert.equal(readsBefore(), 2);
+  r.kill("rb", "SIGKILL");
+  // Back while latched: secured (its call made again), then its expectations read back again;
+  // the stop comes while that read-back waits for its answer.
+  await waitFor("the re-verification's ReadSignals at the provider", () => readsBefore() >= 3);
+  await r.stop();
+  assert.equal(
+    rt.estop.status().verification?.outcome,
+    "verified",
+    JSON.stringify(rt.estop.status().verification),
+  );
+  const published = r.events.flatMap((e) => e.kind === "estop_verification" ? [e.outcome] : []);
+  assert.deepEqual(published, ["verified", "verified"]);
+  assert.ok(
+    r.lines.some((l) => l.includes("stop: waited") && l.includes("read-back")),
+    r.lines.filter((l) => l.includes("stop:")).join("\n"),
+  );
 });
 
 Deno.test("a stop whose wait for the stop actions used its whole cap says so in one WARN, naming the read-back not waited for (no 'within 0 ms')", async () => {
-  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
   const budgetMs = 1000; // runtime.shutdown_timeout_ms: the waits' cap without a process deadline
-  const r = await rig({
-    programs: false,
-    providers: [
-      readbackProvider("rb", {
-        // Never answers a read-back: the first press's stop never ends by itself.
-        dev0: { signals: { out: "bool" }, reads: [], then: "hang", actuate: "ok" },
-      }, { logFile }),
-    ],
-    runtime: { shutdownTimeoutMs: budgetMs },
-    safety: {
-      hooks: [call("rb/dev0", "set_output")],
-      expect: [expectation("rb/dev0/out", { equals: false })],
-      verifyTimeoutMs: 3000,
-    },
-  });
-  try {
-    const first = r.kernel.estop.trigger("pressed first");
-    await waitFor(
-      "the read-back's ReadSignals at the provider",
-      () => Deno.readTextFileSync(logFile).includes("dev0 out"),
-    );
-    // A second press queues a stop behind the first's read-back: its ladder call waits for it,
-    // so the stop's wait for the stop actions takes its whole cap, leaving the read-back none.
-    const second = r.kernel.estop.trigger("pressed again");
-    await r.stop();
-    await Promise.allSettled([first, second]);
-    const stopLines = r.lines.filter((l) => l.includes("stop:"));
-    const warned = stopLines.filter((l) => l.startsWith("WARN") && l.includes("stop: the e-stop"));
-    assert.equal(warned.length, 1, stopLines.join("\n"));
-    assert.ok(!warned[0]!.includes("within 0 ms"), warned[0]);
-    assert.ok(warned[0]!.includes(`within ${budgetMs} ms`), warned[0]);
-    assert.ok(warned[0]!.includes("read-back of the safe state"), warned[0]);
-  } finally {
-    await r.stop();
-    await Deno.remove(logFile).catch(() => {});
-  }
+  // Never answers a read-back: the first press's stop never ends by itself.
+  await using r = await estopReadbackRig(hungReads(budgetMs));
+  const first = r.kernel.estop.trigger("pressed first");
+  await r.readBackAsked();
+  // A second press queues a stop behind the first's read-back: its ladder call waits for it,
+  // so the stop's wait for the stop actions takes its whole cap, leaving the read-back none.
+  const second = r.kernel.estop.trigger("pressed again");
+  await r.stop();
+  await Promise.allSettled([first, second]);
+  const stopLines = r.lines.filter((l) => l.includes("stop:"));
+  const warned = stopLines.filter((l) => l.startsWith("WARN") && l.includes("stop: the e-stop"));
+  assert.equal(warned.length, 1, stopLines.join("\n"));
+  assert.ok(!warned[0]!.includes("within 0 ms"), warned[0]);
+  assert.ok(warned[0]!.includes(`within ${budgetMs} ms`), warned[0]);
+  assert.ok(warned[0]!.includes("read-back of the safe state"), warned[0]);
 });
 
 Deno.test("a second stop signal during the stop's waits for the stop actions and the read-back ends both: one WARN, and the record does not claim verified", async () => {
-  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
-  const r = await rig({
-    programs: false,
-    providers: [
-      readbackProvider("rb", {
-        dev0: {
-          signals: { out: "bool" },
-          reads: [{ out: { v: true } }, { out: { v: false } }],
-          delayMs: READ_DELAY_MS,
-          actuate: "ok",
-        },
-      }, { logFile }),
-    ],
-    runtime: { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS },
-    safety: {
-      hooks: [call("rb/dev0", "set_output")],
-      expect: [expectation("rb/dev0/out", { equals: false })],
-      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
-    },
-  });
-  try {
-    const rt = r.kernel;
-    const pressed = rt.estop.trigger("pressed just before the shutdown");
-    await waitFor(
-      "the read-back's ReadSignals at the provider",
-      () => Deno.readTextFileSync(logFile).includes("dev0 out"),
-    );
-    // A second press queues a stop behind the first's read-back: the stop waits for its ladder
-    // call, then for the read-back.
-    const again = rt.estop.trigger("pressed again");
-    // The process's deadline: room for the whole read-back, until a second signal.
-    let endsAt = performance.now() + 2 * SHUTDOWN_TIMEOUT_MS;
-    const hurry = Promise.withResolvers<void>();
-    const stopping = rt.stop({ leftMs: () => endsAt - performance.now(), hurried: hurry.promise });
-    // Well before the read-back's second answer (2 x READ_DELAY_MS): the stop is waiting for it.
-    await new Promise((res) => setTimeout(res, READ_DELAY_MS / 4));
-    endsAt = performance.now() + 1000;
-    hurry.resolve();
-    await stopping;
-    const result = await pressed;
-    await again.catch(() => {});
-    const stopLines = r.lines.filter((l) => l.includes("stop:"));
-    const warned = stopLines.filter((l) => l.startsWith("WARN") && l.includes("stop: the e-stop"));
-    assert.equal(warned.length, 1, stopLines.join("\n"));
-    assert.ok(warned[0]!.includes("when a second stop signal hurried the stop"), warned[0]);
-    assert.ok(warned[0]!.includes("read-back of the safe state not waited for"), warned[0]);
-    assert.notEqual(result.verification.outcome, "verified", JSON.stringify(result.verification));
-    assert.notEqual(rt.estop.status().verification?.outcome, "verified");
-  } finally {
-    await r.stop();
-    await Deno.remove(logFile).catch(() => {});
-  }
+  await using r = await estopReadbackRig(SLOW_READS);
+  const rt = r.kernel;
+  const pressed = rt.estop.trigger("pressed just before the shutdown");
+  await r.readBackAsked();
+  // A second press queues a stop behind the first's read-back: the stop waits for its ladder
+  // call, then for the read-back.
+  const again = rt.estop.trigger("pressed again");
+  await stopHurried(rt);
+  const result = await pressed;
+  await again.catch(() => {});
+  const stopLines = r.lines.filter((l) => l.includes("stop:"));
+  const warned = stopLines.filter((l) => l.startsWith("WARN") && l.includes("stop: the e-stop"));
+  assert.equal(warned.length, 1, stopLines.join("\n"));
+  assert.ok(warned[0]!.includes("when a second stop signal hurried the stop"), warned[0]);
+  assert.ok(warned[0]!.includes("read-back of the safe state not waited for"), warned[0]);
+  assert.notEqual(result.verification.outcome, "verified", JSON.stringify(result.verification));
+  assert.notEqual(rt.estop.status().verification?.outcome, "verified");
 });
 
 Deno.test("a read-back a second stop signal cut ends with the stop: nothing of it is logged after 'runtime stopped', and it does not claim verified", async () => {
-  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
-  const r = await rig({
-    programs: false,
-    providers: [
-      readbackProvider("rb", {
-        dev0: {
-          signals: { out: "bool" },
-          reads: [{ out: { v: true } }, { out: { v: false } }],
-          delayMs: READ_DELAY_MS,
-          actuate: "ok",
-        },
-      }, { logFile }),
-    ],
-    runtime: { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS },
-    safety: {
-      hooks: [call("rb/dev0", "set_output")],
-      expect: [expectation("rb/dev0/out", { equals: false })],
-      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
-    },
-  });
-  try {
-    const rt = r.kernel;
-    const pressed = rt.estop.trigger("pressed just before the shutdown");
-    await waitFor(
-      "the read-back's ReadSignals at the provider",
-      () => Deno.readTextFileSync(logFile).includes("dev0 out"),
-    );
-    let endsAt = performance.now() + 2 * SHUTDOWN_TIMEOUT_MS;
-    const hurry = Promise.withResolvers<void>();
-    const stopping = rt.stop({ leftMs: () => endsAt - performance.now(), hurried: hurry.promise });
-    // Well before the read-back's answer (READ_DELAY_MS): the stop is waiting for it.
-    await new Promise((res) => setTimeout(res, READ_DELAY_MS / 4));
-    endsAt = performance.now() + 1000;
-    hurry.resolve();
-    await stopping;
-    const stoppedAt = r.lines.findIndex((l) => /^INFO .*runtime stopped$/.test(l));
-    assert.ok(stoppedAt >= 0, r.lines.join("\n"));
-    // The stop has ended: the read-back has too (before: it ran on to verify_timeout_ms, 8 s).
-    const result = await within(pressed, READ_DELAY_MS);
-    assert.ok(result !== "still running", "the read-back ran on after the runtime stopped");
-    assert.notEqual(result.verification.outcome, "verified", JSON.stringify(result.verification));
-    assert.notEqual(rt.estop.status().verification?.outcome, "verified");
-    // Its lines came before "runtime stopped", the stop's last.
-    assert.deepEqual(r.lines.slice(stoppedAt + 1), [], r.lines.slice(stoppedAt - 5).join("\n"));
-    assert.ok(
-      r.lines.slice(0, stoppedAt).some((l) => /^ERROR .*e-stop verification: unreachable/.test(l)),
-      r.lines.join("\n"),
-    );
-  } finally {
-    await r.stop();
-    await Deno.remove(logFile).catch(() => {});
-  }
+  await using r = await estopReadbackRig(SLOW_READS);
+  const rt = r.kernel;
+  const pressed = rt.estop.trigger("pressed just before the shutdown");
+  await r.readBackAsked();
+  await stopHurried(rt);
+  const stoppedAt = r.lines.findIndex((l) => /^INFO .*runtime stopped$/.test(l));
+  assert.ok(stoppedAt >= 0, r.lines.join("\n"));
+  // The stop has ended: the read-back has too (before: it ran on to verify_timeout_ms, 8 s).
+  const result = await within(pressed, READ_DELAY_MS);
+  assert.ok(result !== "still running", "the read-back ran on after the runtime stopped");
+  assert.notEqual(result.verification.outcome, "verified", JSON.stringify(result.verification));
+  assert.notEqual(rt.estop.status().verification?.outcome, "verified");
+  // Its lines came before "runtime stopped", the stop's last.
+  assert.deepEqual(r.lines.slice(stoppedAt + 1), [], r.lines.slice(stoppedAt - 5).join("\n"));
+  assert.ok(
+    r.lines.slice(0, stoppedAt).some((l) => /^ERROR .*e-stop verification: unreachable/.test(l)),
+    r.lines.join("\n"),
+  );
 });
 
 Deno.test("a read-back the runtime's stop cut says the stop ended it, not the provider's 'closed by the runtime'", async () => {
-  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-readback-" });
-  const r = await rig({
-    programs: false,
-    providers: [
-      readbackProvider("rb", {
-        // Its one read is answered READ_DELAY_MS after it is asked: the stop comes before that.
-        dev0: {
-          signals: { out: "bool" },
-          reads: [{ out: { v: false } }],
-          delayMs: READ_DELAY_MS,
-          actuate: "ok",
-        },
-      }, { logFile }),
-    ],
-    runtime: { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS },
-    safety: {
-      hooks: [call("rb/dev0", "set_output")],
-      expect: [expectation("rb/dev0/out", { equals: false })],
-      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
-    },
+  // Its one read is answered READ_DELAY_MS after it is asked: the stop comes before that.
+  await using r = await estopReadbackRig({
+    ...SLOW_READS,
+    dev0: { reads: [{ out: { v: false } }], delayMs: READ_DELAY_MS, actuate: "ok" },
   });
-  try {
-    const rt = r.kernel;
-    const pressed = rt.estop.trigger("pressed just before the shutdown");
-    await waitFor(
-      "the read-back's ReadSignals at the provider",
-      () => Deno.readTextFileSync(logFile).includes("dev0 out"),
-    );
-    // A second stop signal at once: the read in flight is not waited for, the providers' stop
-    // closes its session under it.
-    const hurry = Promise.withResolvers<void>();
-    const stopping = rt.stop({ leftMs: () => 1000, hurried: hurry.promise });
-    hurry.resolve();
-    await stopping;
-    const result = await pressed;
-    const check = result.verification.checks[0];
-    assert.equal(check?.outcome, "unreachable", JSON.stringify(result.verification));
-    assert.ok(
-      check?.reason?.startsWith("read ended by the runtime's stop ("),
-      JSON.stringify(check),
-    );
-    assert.equal(rt.estop.status().verification?.checks[0]?.reason, check?.reason);
-  } finally {
-    await r.stop();
-    await Deno.remove(logFile).catch(() => {});
-  }
+  const rt = r.kernel;
+  const pressed = rt.estop.trigger("pressed just before the shutdown");
+  await r.readBackAsked();
+  // A second stop signal at once: the read in flight is not waited for, the providers' stop
+  // closes its session under it.
+  const hurry = Promise.withResolvers<void>();
+  const stopping = rt.stop({ leftMs: () => 1000, hurried: hurry.promise });
+  hurry.resolve();
+  await stopping;
+  const result = await pressed;
+  const check = result.verification.checks[0];
+  assert.equal(check?.outcome, "unreachable", JSON.stringify(result.verification));
+  assert.ok(
+    check?.reason?.startsWith("read ended by the runtime's stop ("),
+    JSON.stringify(check),
+  );
+  assert.equal(rt.estop.status().verification?.checks[0]?.reason, check?.reason);
 });
 
 Deno.test("a read-back that outlives the stop's wait after the providers' stop logs nothing after 'runtime stopped'", async () => {
-  const r = await rig({
-    programs: false,
-    providers: [
-      readbackProvider("rb", {
-        dev0: { signals: { out: "bool" }, reads: [{ out: { v: false } }], actuate: "ok" },
-      }),
-    ],
-    // The stop's wait before the providers' stop: capped by this, then WARN.
-    runtime: { shutdownTimeoutMs: 1000 },
-    safety: {
-      hooks: [call("rb/dev0", "set_output")],
-      expect: [expectation("rb/dev0/out", { equals: false })],
-      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
-    },
+  // The stop's wait before the providers' stop: capped by its 1 s budget, then WARN.
+  await using r = await estopReadbackRig({
+    ...SLOW_READS,
+    dev0: { reads: [{ out: { v: false } }], actuate: "ok" },
+    shutdownTimeoutMs: 1000,
   });
   // The one thing no real provider here does: a read the providers' stop does not end. The
   // read-back's read is answered by the provider, and handed back only once the test lets it go
@@ -420,9 +243,23 @@ Deno.test("a read-back that outlives the stop's wait after the providers' stop l
     assert.deepEqual(r.lines.slice(stoppedAt + 1), [], r.lines.slice(stoppedAt - 3).join("\n"));
   } finally {
     release.resolve();
-    await r.stop();
   }
 });
+
+/**
+ * Stops `rt` as a process under SIGTERM does, its deadline room for the whole read-back (2 x
+ * SHUTDOWN_TIMEOUT_MS away), until a second stop signal READ_DELAY_MS / 4 later -- well before
+ * the read-back's (next) answer: the stop is waiting for it -- leaves it 1 s.
+ */
+async function stopHurried(rt: Kernel): Promise<void> {
+  let endsAt = performance.now() + 2 * SHUTDOWN_TIMEOUT_MS;
+  const hurry = Promise.withResolvers<void>();
+  const stopping = rt.stop({ leftMs: () => endsAt - performance.now(), hurried: hurry.promise });
+  await new Promise((res) => setTimeout(res, READ_DELAY_MS / 4));
+  endsAt = performance.now() + 1000;
+  hurry.resolve();
+  await stopping;
+}
 
 /** What `p` resolved with within `ms`, else "still running". */
 async function within<T>(p: Promise<T>, ms: number): Promise<T | "still running"> {

@@ -8,10 +8,7 @@
  * answering and had been brought to the safe state.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "../helpers/kernel.ts";
-import { rig } from "../helpers/rig.ts";
-import { call, expectation } from "../safety/_fixture.ts";
-import { readbackProvider } from "../safety/_readback.ts";
+import { estopReadbackRig } from "../safety/_readback.ts";
 
 /**
  * How long the provider takes to answer each read (ReadSignals): longer than the stop's stages
@@ -29,83 +26,50 @@ const SHUTDOWN_TIMEOUT_MS = 10000;
 /** The supervisor's backoff before it restarts the killed provider. */
 const RESTART_BACKOFF_MS = 100;
 
-/** How long the supervisor may take to have the killed provider back. */
-const RESTART_WAIT_MS = 20_000;
-
 Deno.test("a stop while a restarted provider's read-back under the latch waits for its answer waits for it: verified, not unreachable", async () => {
-  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-reverify-" });
-  const base = readbackProvider("rb", {
+  await using r = await estopReadbackRig({
+    logPrefix: "kernel-stop-reverify-",
     dev0: {
-      signals: { out: "bool" },
       // Each process's first read finds the output not yet off, its second finds it off: each
       // read-back (the press's, then the restarted process's) needs both, 2 x READ_DELAY_MS.
       reads: [{ out: { v: true } }, { out: { v: false } }],
       delayMs: READ_DELAY_MS,
       actuate: "ok",
     },
-  }, { logFile });
-  const r = await rig({
-    programs: false, // the read-back provider as a real child process
-    providers: [{
-      ...base,
-      restartPolicy: {
-        ...base.restartPolicy,
-        enabled: true,
-        maxAttempts: 3,
-        backoffMs: [RESTART_BACKOFF_MS],
-      },
-    }],
-    runtime: { shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS },
-    safety: {
-      hooks: [call("rb/dev0", "set_output")],
-      expect: [expectation("rb/dev0/out", { equals: false })],
-      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
-    },
+    restart: { maxAttempts: 3, backoffMs: RESTART_BACKOFF_MS },
+    shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS,
+    verifyTimeoutMs: VERIFY_TIMEOUT_MS,
   });
-  try {
-    const rt = r.kernel;
-    const pressed = await rt.estop.trigger("latched before the provider crashed");
-    assert.equal(pressed.verification.outcome, "verified", JSON.stringify(pressed.verification));
-    const host = rt.registry.host("rb")!;
-    const lines = () => Deno.readTextFileSync(logFile).split("\n").filter((l) => l !== "");
-    const before = lines().length;
-    r.kill("rb");
-    await waitFor("rb down", () => !host.available);
-    // Back under the latch: its securing run's call made to the new process, its read-back's
-    // first ReadSignals arrived there (its answer due READ_DELAY_MS later, then the second
-    // read's): the stop comes now.
-    await waitFor("rb back", () => host.available, RESTART_WAIT_MS);
-    await waitFor(
-      "the securing run's read-back at the restarted provider",
-      () => lines().slice(before).some((l) => l === "dev0 out"),
-      RESTART_WAIT_MS,
-    );
-    assert.ok(lines().slice(before).includes("call dev0 set_output"), lines().join("\n"));
-    await r.stop();
-    assert.equal(
-      rt.estop.status().verification?.outcome,
-      "verified",
-      JSON.stringify(rt.estop.status().verification),
-    );
-    const published = r.events.filter((e) => e.kind === "estop_verification");
-    assert.deepEqual(published.map((e) => e.kind === "estop_verification" && e.outcome), [
-      "verified",
-      "verified",
-    ]);
-    // The securing run's record: its call and its read-back, audited before the providers went.
-    const audited = (await rt.audit.query({ limit: 100, origin: "estop" })).entries
-      .filter((e) => e.action === "estop");
-    assert.deepEqual(
-      audited.map((e) => [e.args?.reason, e.result?.verification]),
-      [["available while latched", "verified"]],
-      JSON.stringify(audited),
-    );
-    assert.ok(
-      r.lines.some((l) => l.includes("stop: waited") && l.includes("read-back")),
-      r.lines.filter((l) => l.includes("stop:")).join("\n"),
-    );
-  } finally {
-    await r.stop();
-    await Deno.remove(logFile).catch(() => {});
-  }
+  const rt = r.kernel;
+  const pressed = await rt.estop.trigger("latched before the provider crashed");
+  assert.equal(pressed.verification.outcome, "verified", JSON.stringify(pressed.verification));
+  // Killed, back under the latch: its securing run's call made to the new process, its
+  // read-back's first ReadSignals arrived there (its answer due READ_DELAY_MS later, then the
+  // second read's): the stop comes now.
+  const before = await r.restartUnderLatch();
+  const lines = r.providerLines;
+  assert.ok(lines().slice(before).includes("call dev0 set_output"), lines().join("\n"));
+  await r.stop();
+  assert.equal(
+    rt.estop.status().verification?.outcome,
+    "verified",
+    JSON.stringify(rt.estop.status().verification),
+  );
+  const published = r.events.filter((e) => e.kind === "estop_verification");
+  assert.deepEqual(published.map((e) => e.kind === "estop_verification" && e.outcome), [
+    "verified",
+    "verified",
+  ]);
+  // The securing run's record: its call and its read-back, audited before the providers went.
+  const audited = (await rt.audit.query({ limit: 100, origin: "estop" })).entries
+    .filter((e) => e.action === "estop");
+  assert.deepEqual(
+    audited.map((e) => [e.args?.reason, e.result?.verification]),
+    [["available while latched", "verified"]],
+    JSON.stringify(audited),
+  );
+  assert.ok(
+    r.lines.some((l) => l.includes("stop: waited") && l.includes("read-back")),
+    r.lines.filter((l) => l.includes("stop:")).join("\n"),
+  );
 });

@@ -7,9 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
-import { rig } from "../helpers/rig.ts";
-import { call, expectation } from "../safety/_fixture.ts";
-import { readbackProvider } from "../safety/_readback.ts";
+import { estopReadbackRig, RESTART_WAIT_MS } from "../safety/_readback.ts";
 
 /** runtime.shutdown_timeout_ms: the stop's wait's cap without a process deadline. */
 const BUDGET_MS = 1000;
@@ -23,75 +21,39 @@ const READ_DELAY_MS = 5000;
 /** The supervisor's backoff before it restarts the killed provider. */
 const RESTART_BACKOFF_MS = 100;
 
-/** How long the supervisor may take to have the killed provider back. */
-const RESTART_WAIT_MS = 20_000;
-
 Deno.test("a stop whose cap cuts a securing run's read-back still audits the run's calls (a failed one counted), the read-back not done", async () => {
-  const logFile = await Deno.makeTempFile({ prefix: "kernel-stop-securing-audit-" });
-  const base = readbackProvider("rb", {
-    dev0: {
-      signals: { out: "bool" },
-      reads: [{ out: { v: false } }],
-      delayMs: READ_DELAY_MS,
-      actuate: "unavailable",
-    },
-  }, { logFile });
-  const r = await rig({
-    programs: false,
-    providers: [{
-      ...base,
-      restartPolicy: {
-        ...base.restartPolicy,
-        enabled: true,
-        maxAttempts: 3,
-        backoffMs: [RESTART_BACKOFF_MS],
-      },
-    }],
-    runtime: { shutdownTimeoutMs: BUDGET_MS },
-    safety: {
-      hooks: [call("rb/dev0", "set_output")],
-      expect: [expectation("rb/dev0/out", { equals: false })],
-      verifyTimeoutMs: VERIFY_TIMEOUT_MS,
-    },
+  await using r = await estopReadbackRig({
+    logPrefix: "kernel-stop-securing-audit-",
+    dev0: { reads: [{ out: { v: false } }], delayMs: READ_DELAY_MS, actuate: "unavailable" },
+    restart: { maxAttempts: 3, backoffMs: RESTART_BACKOFF_MS },
+    shutdownTimeoutMs: BUDGET_MS,
+    verifyTimeoutMs: VERIFY_TIMEOUT_MS,
   });
-  try {
-    const rt = r.kernel;
-    await rt.estop.trigger("latched before the provider crashed");
-    const host = rt.registry.host("rb")!;
-    const lines = () => Deno.readTextFileSync(logFile).split("\n").filter((l) => l !== "");
-    const before = lines().length;
-    r.kill("rb");
-    await waitFor("rb down", () => !host.available);
-    await waitFor("rb back", () => host.available, RESTART_WAIT_MS);
-    await waitFor(
-      "the securing run's read-back at the restarted provider",
-      () => lines().slice(before).some((l) => l === "dev0 out"),
-      RESTART_WAIT_MS,
-    );
-    assert.ok(lines().slice(before).includes("call dev0 set_output"), lines().join("\n"));
-    // Down again while that read-back runs, back again: a second securing run, its call failed
-    // too, its re-verification queued behind the first's.
-    const second = lines().length;
-    r.kill("rb");
-    await waitFor("rb down again", () => !host.available);
-    await waitFor("rb back again", () => host.available, RESTART_WAIT_MS);
-    await waitFor(
-      "the second securing run's call",
-      () => lines().slice(second).includes("call dev0 set_output"),
-      RESTART_WAIT_MS,
-    );
-    await r.stop();
-    const audited = (await rt.audit.query({ limit: 100, origin: "estop" })).entries
-      .filter((e) => e.action === "estop");
-    assert.deepEqual(
-      audited.map((e) => [e.args?.reason, e.outcome, e.result?.actions, e.result?.actions_failed]),
-      [["available while latched", "failed", 1, 1], ["available while latched", "failed", 1, 1]],
-      JSON.stringify(audited),
-    );
-    // Cut before their read-back answered: they claim no verification.
-    assert.ok(audited.every((e) => e.result?.verification !== "verified"), JSON.stringify(audited));
-  } finally {
-    await r.stop();
-    await Deno.remove(logFile).catch(() => {});
-  }
+  const rt = r.kernel;
+  await rt.estop.trigger("latched before the provider crashed");
+  const host = rt.registry.host("rb")!;
+  const lines = r.providerLines;
+  const before = await r.restartUnderLatch();
+  assert.ok(lines().slice(before).includes("call dev0 set_output"), lines().join("\n"));
+  // Down again while that read-back runs, back again: a second securing run, its call failed
+  // too, its re-verification queued behind the first's.
+  const second = lines().length;
+  r.kill("rb");
+  await waitFor("rb down again", () => !host.available);
+  await waitFor("rb back again", () => host.available, RESTART_WAIT_MS);
+  await waitFor(
+    "the second securing run's call",
+    () => lines().slice(second).includes("call dev0 set_output"),
+    RESTART_WAIT_MS,
+  );
+  await r.stop();
+  const audited = (await rt.audit.query({ limit: 100, origin: "estop" })).entries
+    .filter((e) => e.action === "estop");
+  assert.deepEqual(
+    audited.map((e) => [e.args?.reason, e.outcome, e.result?.actions, e.result?.actions_failed]),
+    [["available while latched", "failed", 1, 1], ["available while latched", "failed", 1, 1]],
+    JSON.stringify(audited),
+  );
+  // Cut before their read-back answered: they claim no verification.
+  assert.ok(audited.every((e) => e.result?.verification !== "verified"), JSON.stringify(audited));
 });

@@ -9,10 +9,9 @@
  * an MQTT session that never connects.
  */
 import assert from "node:assert/strict";
-import { serveHttp } from "../../src/host/mod.ts";
-import { idleMqttSession } from "../helpers/held_mqtt.ts";
+import { hungBdSeqHost } from "../helpers/held_mqtt.ts";
 import { newKernel, waitFor } from "../helpers/kernel.ts";
-import { pendingBody } from "../helpers/pending_body.ts";
+import { routedPost } from "../helpers/pending_body.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import { inertSim } from "../safety/_fixture.ts";
@@ -33,27 +32,15 @@ Deno.test("Kernel.stop during the Sparkplug node's start: a call an interlock co
       interlocks: protections.interlocks,
       sparkplug: { enabled: true, brokerUrl: "mqtt://127.0.0.1:1", groupId: "g" },
     }),
-    {
-      serve: serveHttp,
-      mqttConnect: () => Promise.resolve(idleMqttSession()),
-      // The hung disk under runtime.data_dir: the node's start waits (BDSEQ_SAVE_WAIT_MS).
-      bdSeqStore: () => ({ load: () => new Promise(() => {}), save: () => new Promise(() => {}) }),
-    },
+    hungBdSeqHost(),
   );
   const starting = rt.start().then(() => null, (e: Error) => e.message);
   let stopped: Promise<void> | null = null;
   try {
     await waitFor("the API served", () => rt.http !== null, 30000);
     await rt.modes.request("MANUAL");
-    const call = pendingBody();
-    const answer = fetch(`http://127.0.0.1:${rt.http!.port}/v0/call`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: call.body,
-    }).then(async (r) => ({ status: r.status, body: await r.json() }));
-    await waitFor("the call's body being read", () => call.reading());
     // Routed by the server (its slot taken) before the stop closes the API: not answered 503.
-    await waitFor("the call routed by the server", () => rt.api.inFlight > 0);
+    const call = await routedPost(rt, "/v0/call", "call");
     stopped = rt.stop();
     assert.equal(rt.cache.providersDetached, true, "the stop detached the cache at once");
     call.send(JSON.stringify({
@@ -62,7 +49,7 @@ Deno.test("Kernel.stop during the Sparkplug node's start: a call an interlock co
       function_id: 10,
       args: { motor_index: { type: "int64", int64: 1 }, duty: { type: "double", double: 0.5 } },
     }));
-    const { status, body } = await answer;
+    const { status, body } = await call.answer;
     assert.match((await starting) ?? "start-up finished", /stopping/);
     assert.equal(status, 409, `refused, not carried out: ${JSON.stringify(body)}`);
     assert.equal(body.status.code, "FAILED_PRECONDITION");

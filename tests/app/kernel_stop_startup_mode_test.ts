@@ -7,12 +7,12 @@
  * interlock_test). Real kernel, real child, real HTTP; a bdSeq store that never answers.
  */
 import assert from "node:assert/strict";
-import { serveHttp } from "../../src/host/mod.ts";
-import { idleMqttSession } from "../helpers/held_mqtt.ts";
+import { hungBdSeqHost } from "../helpers/held_mqtt.ts";
 import { newKernel, waitFor } from "../helpers/kernel.ts";
-import { pendingBody } from "../helpers/pending_body.ts";
+import { routedPost } from "../helpers/pending_body.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { inertSim } from "../safety/_fixture.ts";
+import { STOP_MOTOR_ON_FAULT } from "../scenarios/automation_helpers.ts";
 
 Deno.test("Kernel.stop during the Sparkplug node's start: a POST /v0/mode AUTO whose body arrives after the failed start's detach is refused", async () => {
   const rt = newKernel(
@@ -23,33 +23,13 @@ Deno.test("Kernel.stop during the Sparkplug node's start: a POST /v0/mode AUTO w
         enabled: true,
         modeTransitionHooks: {
           // AUTO's gate wants a hook into FAULT while anything actuates.
-          beforeTransition: [{
-            from: "AUTO",
-            to: "FAULT",
-            failOnError: false,
-            path: "automation.mode_transition_hooks.before_transition[0]",
-            calls: [{
-              deviceHandle: "sim0/motorctl0",
-              functionId: 0,
-              functionName: "set_motor_duty",
-              args: {
-                motor_index: { type: "int64", int64: 1 },
-                duty: { type: "double", double: 0 },
-              },
-              path: "automation.mode_transition_hooks.before_transition[0].calls[0]",
-            }],
-          }],
+          beforeTransition: [STOP_MOTOR_ON_FAULT],
           afterTransition: [],
         },
       },
       sparkplug: { enabled: true, brokerUrl: "mqtt://127.0.0.1:1", groupId: "g" },
     }),
-    {
-      serve: serveHttp,
-      mqttConnect: () => Promise.resolve(idleMqttSession()),
-      // The hung disk under runtime.data_dir: the node's start waits (BDSEQ_SAVE_WAIT_MS).
-      bdSeqStore: () => ({ load: () => new Promise(() => {}), save: () => new Promise(() => {}) }),
-    },
+    hungBdSeqHost(),
   );
   const starting = rt.start().then(() => null, (e: Error) => e.message);
   let stopped: Promise<void> | null = null;
@@ -57,18 +37,11 @@ Deno.test("Kernel.stop during the Sparkplug node's start: a POST /v0/mode AUTO w
     await waitFor("the API served", () => rt.http !== null, 30000);
     await rt.modes.request("MANUAL");
     assert.equal(rt.modes.autoGateProblem(), null, "AUTO's gate would let it in before the stop");
-    const request = pendingBody();
-    const answer = fetch(`http://127.0.0.1:${rt.http!.port}/v0/mode`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: request.body,
-    }).then(async (r) => ({ status: r.status, body: await r.json() }));
-    await waitFor("the request's body being read", () => request.reading());
-    await waitFor("the request routed by the server", () => rt.api.inFlight > 0);
+    const request = await routedPost(rt, "/v0/mode");
     stopped = rt.stop();
     assert.equal(rt.cache.providersDetached, true, "the stop detached the cache at once");
     request.send(JSON.stringify({ mode: "AUTO" }));
-    const { status, body } = await answer;
+    const { status, body } = await request.answer;
     assert.match((await starting) ?? "start-up finished", /stopping/);
     assert.equal(rt.modes.current(), "MANUAL", `AUTO entered: ${JSON.stringify(body)}`);
     assert.equal(status, 409, JSON.stringify(body));

@@ -5,8 +5,9 @@
  * the node published, in order) and counts those not settled yet: what a test waits on instead of
  * a fixed sleep.
  */
-import { connectMqttJs } from "../../src/host/mod.ts";
+import { connectMqttJs, serveHttp } from "../../src/host/mod.ts";
 import type { MqttConnect, MqttSession } from "../../src/common/mod.ts";
+import type { KernelHost } from "../../src/app/kernel.ts";
 
 /** A write handed to MQTT.js: its topic and payload bytes. */
 export interface HandedWrite {
@@ -98,5 +99,18 @@ export function idleMqttSession(): MqttSession {
     onMessage() {},
     onError() {},
     end: () => Promise.resolve(),
+  };
+}
+
+/**
+ * The host ports of a runtime whose Sparkplug edge node's start never ends: real HTTP, an idle
+ * MQTT session, and a bdSeq store that never answers (the hung disk under runtime.data_dir: the
+ * node's start waits, BDSEQ_SAVE_WAIT_MS). The runtime serves its API while start() still waits.
+ */
+export function hungBdSeqHost(): Partial<KernelHost> {
+  return {
+    serve: serveHttp,
+    mqttConnect: () => Promise.resolve(idleMqttSession()),
+    bdSeqStore: () => ({ load: () => new Promise(() => {}), save: () => new Promise(() => {}) }),
   };
 }

@@ -8,9 +8,11 @@ import type { ProviderConfig } from "../../src/config/mod.ts";
 import type { ProviderRegistry } from "../../src/providers/mod.ts";
 import type { StateCache } from "../../src/state/mod.ts";
 import { type DeviceScript, READBACK_MAIN } from "../helpers/readback_program.ts";
-import { rig } from "../helpers/rig.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { type Rig, rig } from "../helpers/rig.ts";
 import { type ManualClock, runToSettle } from "../helpers/clock.ts";
 import { MemoryFiles } from "../helpers/memory_files.ts";
+import { call, expectation } from "./_fixture.ts";
 
 export type { DeviceScript };
 
@@ -90,6 +92,111 @@ export async function startReadback(
     close: async () => {
       await (o.clock ? runToSettle(o.clock, r.kernel.stop(), "the stop") : r.stop());
       await Deno.remove(logFile);
+    },
+  };
+}
+
+/** How long the supervisor may take to have a killed provider back (EstopReadbackRig). */
+export const RESTART_WAIT_MS = 20_000;
+
+/** What estopReadbackRig builds the runtime of. */
+export interface EstopReadbackOptions {
+  /** The prefix of the temporary log file provider rb writes. */
+  readonly logPrefix: string;
+  /** rb's one device dev0, its one signal `out` (bool) aside: reads, delay, how calls answer. */
+  readonly dev0: Omit<DeviceScript, "signals">;
+  /** runtime.shutdown_timeout_ms. */
+  readonly shutdownTimeoutMs: number;
+  /** safety.verify_timeout_ms. */
+  readonly verifyTimeoutMs: number;
+  /**
+   * rb restarted by its supervisor (default: never): restarts enabled, the policy's maxAttempts
+   * and backoffMs (one step) those given, else readbackProvider's.
+   */
+  readonly restart?: { readonly maxAttempts?: number; readonly backoffMs?: number };
+}
+
+/** A started rig (tests/helpers/rig.ts) and what its read-back provider rb wrote. */
+export interface EstopReadbackRig extends Rig {
+  /** rb's log: `dev0 out` a ReadSignals, `call dev0 set_output` a call. */
+  readonly logFile: string;
+  /** The log's lines so far. */
+  providerLines(): string[];
+  /** Waits for the first read-back's ReadSignals at rb. */
+  readBackAsked(): Promise<void>;
+  /**
+   * Kills rb (SIGKILL), waits for it down, then back (RESTART_WAIT_MS), then for the read-back of
+   * its securing run under the latch at the new process. Returns the log's line count before the
+   * kill.
+   */
+  restartUnderLatch(): Promise<number>;
+}
+
+/**
+ * The runtime of the e-stop read-back tests of Kernel.stop (tests/app/kernel_stop_estop_*): the
+ * read-back provider "rb" as a real child process (device dev0, signal `out`, its log in a
+ * temporary file), an e-stop whose ladder calls rb/dev0 set_output and expects rb/dev0/out false.
+ * Disposing of it stops the runtime and removes the log file.
+ */
+export async function estopReadbackRig(o: EstopReadbackOptions): Promise<EstopReadbackRig> {
+  const logFile = await Deno.makeTempFile({ prefix: o.logPrefix });
+  const base = readbackProvider("rb", { dev0: { signals: { out: "bool" }, ...o.dev0 } }, {
+    logFile,
+  });
+  const provider: ProviderConfig = o.restart === undefined ? base : {
+    ...base,
+    restartPolicy: {
+      ...base.restartPolicy,
+      enabled: true,
+      maxAttempts: o.restart.maxAttempts ?? base.restartPolicy.maxAttempts,
+      backoffMs: o.restart.backoffMs === undefined
+        ? base.restartPolicy.backoffMs
+        : [o.restart.backoffMs],
+    },
+  };
+  let r: Rig;
+  try {
+    r = await rig({
+      programs: false, // the read-back provider as a real child process
+      providers: [provider],
+      runtime: { shutdownTimeoutMs: o.shutdownTimeoutMs },
+      safety: {
+        hooks: [call("rb/dev0", "set_output")],
+        expect: [expectation("rb/dev0/out", { equals: false })],
+        verifyTimeoutMs: o.verifyTimeoutMs,
+      },
+    });
+  } catch (err) {
+    await Deno.remove(logFile).catch(() => {});
+    throw err;
+  }
+  const providerLines = () => Deno.readTextFileSync(logFile).split("\n").filter((l) => l !== "");
+  return {
+    ...r,
+    logFile,
+    providerLines,
+    readBackAsked: async () => {
+      await waitFor(
+        "the read-back's ReadSignals at the provider",
+        () => Deno.readTextFileSync(logFile).includes("dev0 out"),
+      );
+    },
+    restartUnderLatch: async () => {
+      const host = r.kernel.registry.host("rb")!;
+      const before = providerLines().length;
+      r.kill("rb");
+      await waitFor("rb down", () => !host.available);
+      await waitFor("rb back", () => host.available, RESTART_WAIT_MS);
+      await waitFor(
+        "the securing run's read-back at the restarted provider",
+        () => providerLines().slice(before).some((l) => l === "dev0 out"),
+        RESTART_WAIT_MS,
+      );
+      return before;
+    },
+    [Symbol.asyncDispose]: async () => {
+      await r.stop();
+      await Deno.remove(logFile).catch(() => {});
     },
   };
 }
