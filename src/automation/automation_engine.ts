@@ -847,8 +847,18 @@ export class AutomationEngine {
     runner.setActive(this.#o.modes.current() === "AUTO");
   }
 
-  /** Halts the tree and stops ticking. Idempotent. */
+  /**
+   * Halts the tree and stops ticking: the runtime's stop (its "automation" stage). Idempotent. A
+   * tree that was ticking (the mode AUTO) says so, once: the stop itself leaves the mode AUTO, and
+   * nothing else tells that the stop, not a mode change, ended the tree's ticking.
+   */
   stop(): void {
+    if (this.#started && this.#runner?.active === true) {
+      this.#log.info(
+        `behavior tree ${this.#o.behaviorTree} halted by the runtime's stop (mode ` +
+          `${this.#o.modes.current()}): it ticks no more, its calls in flight are abandoned`,
+      );
+    }
     this.#started = false;
     this.#unsubscribe?.();
     this.#unsubscribe = null;
