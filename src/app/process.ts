@@ -24,6 +24,7 @@ import {
   notifyStopping,
   onSignal,
   operatingSystem,
+  type ProvidersKilledAtExit,
   readProcessStats,
   secretFromEnvironment,
   serveHttp,
@@ -32,6 +33,7 @@ import {
   systemClock,
 } from "../host/mod.ts";
 import { Kernel, type StopDeadline } from "./kernel.ts";
+import type { JournalFiles } from "../journal/mod.ts";
 import type { ReloadedConfig } from "./reloader.ts";
 import type { AbandonedReloadReads } from "./reload_reads.ts";
 
@@ -91,7 +93,7 @@ export async function runService(
     spawn: spawnProcess,
     clock: systemClock,
     log,
-    files: journalFiles,
+    files: options.files ?? journalFiles,
     lockDataDir,
     secret: secretFromEnvironment,
     serve: serveHttp,
@@ -198,7 +200,7 @@ export async function runService(
     sayOwnFailure?.();
   } finally {
     // Nothing may outlive the process: a provider still running now is killed and reaped.
-    killedAtExit = await reapProvidersAtExit(code, log);
+    killedAtExit = await reapProvidersAtExit(code, log, options.killProviders);
     signals.dispose();
     hangup();
   }
@@ -214,13 +216,15 @@ export async function runService(
  * ended clean, and exitCodeAfterStop makes them its "shutdown failed", exit 4); those sent SIGKILL
  * before (a provider's stop, a second stop signal) and still not reaped as a WARN: killed by the
  * stop, not a cause of exit 4. `code`: the exit code so far, unset when the stop did not end (a
- * throw). Resolves with how many the stop left running.
+ * throw). `kill`: killProviderProcesses (a test's stands for providers slow to be reaped).
+ * Resolves with how many the stop left running.
  */
 export async function reapProvidersAtExit(
   code: ExitCode | undefined,
   log: Logger,
+  kill: (timeoutMs: number) => Promise<ProvidersKilledAtExit> = killProviderProcesses,
 ): Promise<number> {
-  const { killed, killedBefore } = await killProviderProcesses(PROVIDER_REAP_TIMEOUT_MS);
+  const { killed, killedBefore } = await kill(PROVIDER_REAP_TIMEOUT_MS);
   if (killed > 0 && code !== EXIT_OK) {
     log.error(`${killed} provider process(es) still running at exit: killed`);
   }
@@ -279,6 +283,17 @@ export interface RunServiceOptions {
    * `loadConfig` counts its own in, so that the kernel's reads of a reload count with them.
    */
   readonly abandonedReloadReads?: AbandonedReloadReads;
+  /**
+   * The journals' files under runtime.data_dir (audit trail, run records, history); default: the
+   * host's real files (journalFiles). A test's stand for a disk that fails or hangs in the stop.
+   */
+  readonly files?: JournalFiles;
+  /**
+   * Kills and reaps the providers still running at exit (reapProvidersAtExit); default
+   * killProviderProcesses. A test's stands for providers slow to be reaped, while a stop stage
+   * the stop went on without fails (Kernel.stopStagesFailedLate).
+   */
+  readonly killProviders?: (timeoutMs: number) => Promise<ProvidersKilledAtExit>;
 }
 
 /**
@@ -370,8 +385,8 @@ export async function shutDown(
       log.error(`shutdown exceeded ${limit}; exiting anyway`);
       return EXIT_INTERNAL_ERROR;
     }
-    // "shutdown complete" is said by exitCodeAfterStop, once no stage can fail any more: a stage
-    // the stop went on without may still fail before the process exits (exit 4).
+    // "shutdown complete" is said by exitCodeAfterStop, after the providers' reap: a stage the
+    // stop went on without that fails by then is exit 4; one failing later is only logged.
     return EXIT_OK;
   } catch (err) {
     log.error(`shutdown failed: ${errorMessage(err)}`);
