@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { serveHttp } from "../../src/host/mod.ts";
 import { idleMqttSession } from "../helpers/held_mqtt.ts";
 import { newKernel, waitFor } from "../helpers/kernel.ts";
-import { pendingBody } from "../helpers/pending_body.ts";
+import { routedPost } from "../helpers/pending_body.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { inertSim } from "../safety/_fixture.ts";
 
@@ -48,14 +48,8 @@ Deno.test("Kernel.stop during the Sparkplug node's start: a bdSeq store answerin
   try {
     await waitFor("the API served", () => rt.http !== null, 30000);
     // A request whose body is still arriving holds the stop's HTTP drain.
-    const call = pendingBody();
-    const answer = fetch(`http://127.0.0.1:${rt.http!.port}/v0/call`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: call.body,
-    }).then(async (r) => ({ status: r.status, body: await r.json() }), (e: Error) => e.message);
-    await waitFor("the call's body being read", () => call.reading());
-    await waitFor("the request routed by the server", () => rt.api.inFlight > 0);
+    const call = await routedPost(rt, "/v0/call", "call");
+    const answer = call.answer.catch((e: Error) => e.message);
     stopped = rt.stop();
     assert.equal(rt.cache.providersDetached, true, "the stop detached the cache at once");
     answerLoad(3); // the hung disk answers while the drain waits

@@ -8,13 +8,12 @@
  * HTTP; a bdSeq store that never answers and an MQTT session that never connects.
  */
 import assert from "node:assert/strict";
-import { serveHttp } from "../../src/host/mod.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
 import { newKernel, recordEvents, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import { d, i, inertSim, manualCall } from "../safety/_fixture.ts";
-import { idleMqttSession } from "../helpers/held_mqtt.ts";
+import { hungBdSeqHost } from "../helpers/held_mqtt.ts";
 
 /** Staleness bound of every signal: well within the drain the slow call holds. */
 const STALE_AFTER_MS = 300;
@@ -33,12 +32,8 @@ Deno.test("Kernel.stop during the Sparkplug node's start, its HTTP drain held by
       health: { staleness: { warnAfterMs: 0, staleAfterMs: STALE_AFTER_MS } },
       sparkplug: { enabled: true, brokerUrl: "mqtt://127.0.0.1:1", groupId: "g" },
     }),
-    {
-      serve: serveHttp,
-      mqttConnect: () => Promise.resolve(idleMqttSession()),
-      // The hung disk under runtime.data_dir: the node's start waits (BDSEQ_SAVE_WAIT_MS).
-      bdSeqStore: () => ({ load: () => new Promise(() => {}), save: () => new Promise(() => {}) }),
-    },
+    // The hung disk under runtime.data_dir: the node's start waits (BDSEQ_SAVE_WAIT_MS).
+    hungBdSeqHost(),
   );
   const recorded = recordEvents(rt);
   const starting = rt.start().then(() => null, (e: Error) => e.message);

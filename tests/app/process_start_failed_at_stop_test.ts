@@ -2,9 +2,12 @@
  * runService (src/app/process.ts): a start-up that fails for a cause of its own just after a stop
  * signal came (before the stop reached the kernel) is said, one ERROR naming its cause, though the
  * process exits as the stop does (0). The window is held open for real: the runtime, a child
- * process, is started under a NOTIFY_SOCKET nobody reads, so its STOPPING=1 (systemd-notify, sent
- * before the kernel's stop) waits for its barrier (systemd's own bound, 5 s); a provider hung in
- * Hello is killed meanwhile (SIGKILL): the start fails of that, not of the stop.
+ * process, is started under a NOTIFY_SOCKET the test serves and does not read yet, so its
+ * STOPPING=1 (systemd-notify, sent before the kernel's stop) waits for its barrier; a provider hung
+ * in Hello is killed meanwhile (SIGKILL): the start fails of that, not of the stop. Once that
+ * failure is said the socket is read, which answers the barrier (the read drops the pipe end
+ * systemd-notify waits on), and the stop goes on at once. Were it never said, systemd's own bound
+ * on the barrier (5 s) would end the window and the test fail on the missing line.
  */
 import assert from "node:assert/strict";
 import {
@@ -37,16 +40,26 @@ function systemdNotifyMissing(): boolean {
   }
 }
 
-/** A unix datagram socket at `path` that is never read (systemd-notify's barrier waits). */
-async function unreadNotifySocket(path: string): Promise<Deno.ChildProcess> {
+/**
+ * A unix datagram socket at `path`, not read until `answer()`: until then systemd-notify's barrier
+ * waits; from then on every datagram is read, which closes the barrier's pipe end passed with it
+ * (received without room for it), and the barrier is answered.
+ */
+async function heldNotifySocket(
+  path: string,
+): Promise<{ answer(): Promise<void>; close(): Promise<void> }> {
   const holder = new Deno.Command(Deno.execPath(), {
     args: [
       "eval",
       "--unstable-net",
-      `Deno.listenDatagram({ transport: "unixpacket", path: ${JSON.stringify(path)} });` +
-      `console.log("listening"); setInterval(() => {}, 1000);`,
+      `const socket = Deno.listenDatagram({ transport: "unixpacket", path: ${
+        JSON.stringify(path)
+      } });` +
+      `console.log("listening");` +
+      `await Deno.stdin.read(new Uint8Array(1));` +
+      `for (;;) await socket.receive();`,
     ],
-    stdin: "null",
+    stdin: "piped",
     stdout: "piped",
     stderr: "null",
   }).spawn();
@@ -55,7 +68,15 @@ async function unreadNotifySocket(path: string): Promise<Deno.ChildProcess> {
   reader.releaseLock();
   void holder.stdout.cancel().catch(() => {});
   assert.ok(first !== "timeout" && first.value?.includes("listening"), "socket holder not up");
-  return holder;
+  const stdin = holder.stdin.getWriter();
+  return {
+    answer: () => stdin.write(new Uint8Array([10])),
+    async close() {
+      await stdin.close().catch(() => {});
+      holder.kill("SIGKILL");
+      await holder.status;
+    },
+  };
 }
 
 Deno.test({
@@ -65,7 +86,7 @@ Deno.test({
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "runtime-start-failed-at-stop-" });
     const log = `${dir}/provider.log`;
-    const holder = await unreadNotifySocket(`${dir}/notify.sock`);
+    const notify = await heldNotifySocket(`${dir}/notify.sock`);
     let rt: RuntimeProcess | undefined;
     try {
       const config = await writeRuntimeConfig(dir, {
@@ -89,6 +110,9 @@ Deno.test({
       await rt.stderrLine(/SIGTERM received during start-up: stopping/);
       const pid = readScriptedLog(log).pids[0]!;
       Deno.kill(pid, "SIGKILL"); // the provider crashes: the start fails of that
+      // Said while STOPPING=1 still waits (the stop has not reached the kernel): then let it on.
+      await rt.stderrLine(/start-up failed as the runtime was stopping/);
+      await notify.answer();
       const exit = await within(rt.exit, 30000);
       if (exit === "timeout") assert.fail("the runtime did not exit");
       assert.equal(exit.code, 0, `the exit is the stop's:\n${exit.stderr}`);
@@ -101,8 +125,7 @@ Deno.test({
       assert.equal(processAlive(pid), false);
     } finally {
       await rt?.dispose();
-      holder.kill("SIGKILL");
-      await holder.status;
+      await notify.close();
       killLeftovers(readScriptedLog(log).pids);
       await Deno.remove(dir, { recursive: true });
     }

@@ -3,7 +3,7 @@
  * again (the claim check itself: tests/providers/claims_test.ts), discovery order, add/remove.
  */
 import assert from "node:assert/strict";
-import { RuntimeError } from "../../src/common/mod.ts";
+import { type Clock, RuntimeError, type TimerId } from "../../src/common/mod.ts";
 import type { RestartPolicyConfig } from "../../src/config/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
@@ -59,8 +59,8 @@ Deno.test("ProviderRegistry.startAll refuses two devices on one bus address and 
   }
 });
 
-/** A registry over programmable providers p0, p1, ... with these inventories. */
-async function registryOf(inventories: object[]) {
+/** A registry over programmable providers p0, p1, ... with these inventories, on `clock`. */
+async function registryOf(inventories: object[], clock: Clock = systemClock) {
   const files: string[] = [];
   for (const inv of inventories) {
     const file = await Deno.makeTempFile({ suffix: ".json" });
@@ -77,7 +77,7 @@ async function registryOf(inventories: object[]) {
         pids.push(proc.pid);
         return proc;
       },
-      clock: systemClock,
+      clock,
       log: testLogger(),
       bus: new EventBus(),
       cwd: Deno.cwd(),
@@ -96,6 +96,44 @@ async function registryOf(inventories: object[]) {
 }
 
 const OK_INVENTORY = { devices: { d: { signals: [{ id: "x", type: T.DOUBLE }] } } };
+
+/** How long a test waits for a provider's start to reach the state its deadline is to find. */
+const START_WAIT_MS = 30_000;
+
+/** Set from ProviderRegistry.startAll itself (its raceTimeout): its start-up deadline. */
+const START_ALL_DEADLINE = /at raceTimeout [^\n]*\n\s*at ProviderRegistry\.startAll /;
+
+/**
+ * The host's clock, except that ProviderRegistry.startAll's start-up deadline fires only when the
+ * test says (`fire`): the test first waits on real state (a provider up, one failed, one's stderr
+ * read), so what the deadline finds does not race the providers' starts on a loaded machine.
+ * Every other timer (the providers' own, Hello's, the stop's) is the host's.
+ */
+function heldDeadlineClock(): { clock: Clock; fire(): void } {
+  const held = new Map<TimerId, () => void>();
+  let next = 0;
+  return {
+    clock: {
+      ...systemClock,
+      setTimer(fn, ms) {
+        if (!START_ALL_DEADLINE.test(new Error().stack ?? "")) return systemClock.setTimer(fn, ms);
+        const id = `held-start-deadline-${next++}`;
+        held.set(id, fn);
+        return id;
+      },
+      clearTimer(id) {
+        if (!held.delete(id)) systemClock.clearTimer(id);
+      },
+    },
+    fire() {
+      assert.equal(held.size, 1, "startAll's deadline is armed, once");
+      for (const [id, fn] of held) {
+        held.delete(id);
+        fn();
+      }
+    },
+  };
+}
 
 Deno.test("ProviderRegistry.startAll names every provider that failed, and every one still starting at the deadline", async () => {
   const failing = await registryOf([
@@ -118,16 +156,21 @@ Deno.test("ProviderRegistry.startAll names every provider that failed, and every
   } finally {
     await failing.close();
   }
+  const deadline = heldDeadlineClock();
   const slow = await registryOf([
     { ...OK_INVENTORY, hello: { hang: true } },
     // Up in time, and slower to exit once stopped than the hanging ones take to end: startAll
     // must wait for it.
     { ...OK_INVENTORY, exitDelayMs: 1200 },
     { ...OK_INVENTORY, hello: { hang: true } },
-  ]);
+  ], deadline.clock);
   try {
+    const started = slow.registry.startAll(1500, 3000);
+    const p1 = slow.registry.host("p1")!;
+    await waitFor("p1 up before the deadline", () => p1.available, START_WAIT_MS);
+    deadline.fire();
     await assert.rejects(
-      slow.registry.startAll(1500, 3000),
+      started,
       /^RuntimeError: providers not ready within runtime\.startup_timeout_ms \(1500 ms\): p0, p2$/,
     );
     assert.equal(slow.pids.length, 3);
@@ -704,13 +747,22 @@ Deno.test("a provider restarted with one device failing its init keeps that devi
 });
 
 Deno.test("ProviderRegistry.startAll at its deadline names a provider not ready with the last lines it wrote", async () => {
+  const deadline = heldDeadlineClock();
   const slow = await registryOf([
     { ...OK_INVENTORY, hello: { hang: true }, stderr: ["waiting for /dev/i2c-1"] },
     OK_INVENTORY,
-  ]);
+  ], deadline.clock);
   try {
+    const started = slow.registry.startAll(1500, 1000);
+    const [p0, p1] = slow.registry.hosts;
+    await waitFor(
+      "p1 up and p0's stderr line read before the deadline",
+      () => p1!.available && p0!.stderrTail.some((l) => l.includes("waiting for /dev/i2c-1")),
+      START_WAIT_MS,
+    );
+    deadline.fire();
     await assert.rejects(
-      slow.registry.startAll(1500, 1000),
+      started,
       /^RuntimeError: providers not ready within runtime\.startup_timeout_ms \(1500 ms\): p0 \(provider's last stderr line: "waiting for \/dev\/i2c-1"\)$/,
     );
   } finally {
@@ -719,12 +771,21 @@ Deno.test("ProviderRegistry.startAll at its deadline names a provider not ready 
 });
 
 Deno.test("ProviderRegistry.startAll at its deadline names a provider that already failed with its reason, not as not ready", async () => {
+  const deadline = heldDeadlineClock();
   const mixed = await registryOf([
     { ...OK_INVENTORY, hello: { protocol: "old" } },
     { ...OK_INVENTORY, hello: { hang: true } },
-  ]);
+  ], deadline.clock);
   try {
-    await assert.rejects(mixed.registry.startAll(1500, 1000), (e) => {
+    const started = mixed.registry.startAll(1500, 1000);
+    const p0 = mixed.registry.host("p0")!;
+    await waitFor(
+      "p0's start failed before the deadline",
+      () => p0.startError !== null,
+      START_WAIT_MS,
+    );
+    deadline.fire();
+    await assert.rejects(started, (e) => {
       assert.ok(e instanceof RuntimeError);
       assert.equal(e.code, "DEADLINE_EXCEEDED");
       assert.match(
