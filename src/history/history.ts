@@ -146,6 +146,17 @@ export interface HistoryUnitChange {
   readonly unit: string;
 }
 
+/**
+ * The signals of a device a rediscovery declared anew (History.onRedeclare): those declared with
+ * another type (retyped: their old series is released) and those of the same type declared with
+ * another unit than their samples were polled in (their samples kept). Bounded by the device's
+ * signals.
+ */
+export interface HistoryRedeclared {
+  readonly retyped: readonly string[];
+  readonly unitChanged: readonly string[];
+}
+
 /** One signal of an answer. */
 export interface HistorySeries {
   readonly signal_id: string;
@@ -299,10 +310,12 @@ export class History {
    */
   readonly #nextPollWatches = new Map<string, (mono: number) => void>();
   /**
-   * Told before a rediscovery releases a retyped signal's old series (onRetype): the incident
-   * recorder reads its waiting records' windows while they still hold them. One listener.
+   * Told when a rediscovery declares signals with another type or unit (onRedeclare), before it
+   * releases a retyped signal's old series: the incident recorder reads its waiting records'
+   * windows while they still hold them, and before a sample of the new declaration. One listener.
    */
-  #retypeWatch: ((providerId: string, deviceId: string, signalIds: string[]) => void) | null = null;
+  #redeclareWatch: ((providerId: string, deviceId: string, r: HistoryRedeclared) => void) | null =
+    null;
   /** Stops so far: a start under way when one came subscribes to no poll (start). */
   #stops = 0;
   /**
@@ -608,19 +621,26 @@ export class History {
     // retyped) gave their bytes back, so the budget has them for the new ones.
     const kept = new Map<string, SignalRing | null>();
     const retyped = new Set<string>();
+    // Signals of the same type declared in another unit than their samples so far were polled in.
+    const unitChanged: string[] = [];
     for (const id of pollable) {
       const old = e.ring.signals.get(id);
       const declared = this.#o.cache.declaredType(dev.providerId, dev.deviceId, id) ?? null;
       if (old !== undefined && old.type !== null && declared !== null && declared !== old.type) {
         retyped.add(id);
-      } else if (old !== undefined) {
-        kept.set(id, old);
+        kept.set(id, null);
         continue;
       }
-      kept.set(id, null);
+      const known = e.units.get(id);
+      const unit = this.#o.cache.declaredUnit(dev.providerId, dev.deviceId, id) ?? "";
+      if (known !== undefined && known.unit !== unit) unitChanged.push(id);
+      kept.set(id, old ?? null);
     }
-    // Incidents waiting for their window read it now, with the old series (their lead-up).
-    if (retyped.size > 0) this.#retypeWatch?.(dev.providerId, dev.deviceId, [...retyped]);
+    // Incidents waiting for their window read it now, with the old series (their lead-up), before
+    // this poll records a sample of the new declaration.
+    if (retyped.size > 0 || unitChanged.length > 0) {
+      this.#redeclareWatch?.(dev.providerId, dev.deviceId, { retyped: [...retyped], unitChanged });
+    }
     for (const [id, s] of e.ring.signals) {
       if (kept.get(id) === s) continue;
       s.release(); // a removed signal's, or a retyped one's old series
@@ -972,14 +992,17 @@ export class History {
   }
 
   /**
-   * Calls `fn` when a rediscovery retypes signals of a device (their old series about to be
-   * released: #rebuild), before it releases them and before the poll that found it is recorded.
-   * One listener (a new one replaces it); the function returned removes it.
+   * Calls `fn` when a rediscovery declares signals of a device with another type (their old series
+   * about to be released: #rebuild) or another unit than their samples were polled in, before it
+   * releases them and before the poll that found it is recorded. One listener (a new one replaces
+   * it); the function returned removes it.
    */
-  onRetype(fn: (providerId: string, deviceId: string, signalIds: string[]) => void): () => void {
-    this.#retypeWatch = fn;
+  onRedeclare(
+    fn: (providerId: string, deviceId: string, r: HistoryRedeclared) => void,
+  ): () => void {
+    this.#redeclareWatch = fn;
     return () => {
-      if (this.#retypeWatch === fn) this.#retypeWatch = null;
+      if (this.#redeclareWatch === fn) this.#redeclareWatch = null;
     };
   }
 

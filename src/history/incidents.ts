@@ -37,7 +37,12 @@ import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import type { DeviceConditionChange, DeviceOutages, InventoryReader } from "../state/mod.ts";
 import { type JournalFiles, replaceWhole } from "../journal/mod.ts";
 import { typedValueScalar } from "./buckets.ts";
-import { type History, HISTORY_QUOTED_SIGNAL_CHARS, qualityName } from "./history.ts";
+import {
+  type History,
+  HISTORY_QUOTED_SIGNAL_CHARS,
+  type HistoryRedeclared,
+  qualityName,
+} from "./history.ts";
 import type { RingSample } from "./ring.ts";
 
 /** Triggers this close to a pending incident join it instead of starting another. */
@@ -441,8 +446,8 @@ export class IncidentRecorder {
   readonly #untold: (() => void)[] = [];
   #unsubscribe: (() => void) | null = null;
   #unsubscribeOutages: (() => void) | null = null;
-  /** Removes the watch of retypes (History.onRetype; #onRetype). */
-  #unwatchRetypes: (() => void) | null = null;
+  /** Removes the watch of retypes and unit changes (History.onRedeclare; #onRedeclare). */
+  #unwatchRedeclares: (() => void) | null = null;
   /** Stops so far: a start under way when one came goes no further (start). */
   #stops = 0;
   /**
@@ -550,8 +555,8 @@ export class IncidentRecorder {
     if (this.#stops !== stops) return;
     this.#unsubscribe ??= bus.subscribe((e) => this.#onEvent(e.event));
     this.#unsubscribeOutages ??= this.#o.outages?.onChange((c) => this.#onCondition(c)) ?? null;
-    this.#unwatchRetypes ??= this.#o.history.onRetype((provider, device, signals) =>
-      this.#onRetype(provider, device, signals)
+    this.#unwatchRedeclares ??= this.#o.history.onRedeclare((provider, device, r) =>
+      this.#onRedeclare(provider, device, r)
     );
   }
 
@@ -566,8 +571,8 @@ export class IncidentRecorder {
     this.#unsubscribe = null;
     this.#unsubscribeOutages?.();
     this.#unsubscribeOutages = null;
-    this.#unwatchRetypes?.();
-    this.#unwatchRetypes = null;
+    this.#unwatchRedeclares?.();
+    this.#unwatchRedeclares = null;
     // Forgotten: a stopped recorder is told no condition, so an entry kept would outlive its
     // failing spell (the device up again untold) and date a later start's loss of the device from
     // before the stop. A device still failing then is told anew by its loss (dated back from it).
@@ -1420,13 +1425,25 @@ export class IncidentRecorder {
   }
 
   /**
-   * A rediscovery retypes signals of a device (History.onRetype), about to release their old
-   * series: each waiting incident whose window holds the device is written now, its window ending
-   * here, so its record keeps those signals' lead-up in the type and unit they were polled in.
-   * Their samples in the new type are left out (a line has one type and one unit): said here.
+   * A rediscovery declares signals of a device with another type or unit (History.onRedeclare),
+   * before a retyped signal's old series is released and before a sample of the new declaration is
+   * recorded: each waiting incident whose window holds the device is written now, its window
+   * ending here, so its record keeps those signals' lead-up in the type and unit they were polled
+   * in. Their samples in the new type or unit are left out (a line has one type and one unit, and
+   * a retype and a unit change are one rule): said here.
    */
-  #onRetype(providerId: string, deviceId: string, signalIds: string[]): void {
+  #onRedeclare(providerId: string, deviceId: string, r: HistoryRedeclared): void {
     const key = deviceHandle(providerId, deviceId);
+    const first = (ids: readonly string[]) =>
+      quoteProviderTextWithin(ids[0]!, HISTORY_QUOTED_SIGNAL_CHARS);
+    const what = [
+      ...(r.retyped.length > 0
+        ? [`${r.retyped.length} signal(s) of another type, the first ${first(r.retyped)}`]
+        : []),
+      ...(r.unitChanged.length > 0
+        ? [`${r.unitChanged.length} signal(s) in another unit, the first ${first(r.unitChanged)}`]
+        : []),
+    ].join(" and ");
     for (const p of [...this.#pending]) {
       if (p.devices !== null && !p.devices.has(key)) continue;
       if (p.timer !== null) this.#o.clock.clearTimer(p.timer);
@@ -1434,10 +1451,8 @@ export class IncidentRecorder {
       this.#log.warn(
         `incident ${p.id} written early: its device ${
           quoteProviderTextWithin(`${providerId}/${deviceId}`, HISTORY_QUOTED_SIGNAL_CHARS)
-        } was rediscovered with ${signalIds.length} signal(s) of another type, the first ${
-          quoteProviderTextWithin(signalIds[0]!, HISTORY_QUOTED_SIGNAL_CHARS)
-        }: the record keeps their samples up to now, in the type and unit they were polled in, ` +
-          `and none after`,
+        } was rediscovered with ${what}: the record keeps their samples up to now, in the type ` +
+          `and unit they were polled in, and none after`,
       );
       this.#capture(p);
     }

@@ -37,7 +37,8 @@ function probeIn(unit: string): Inventory {
 Deno.test("An incident record keeps the units declared when it began, after a reload changed one and across a restart", async () => {
   const dataDir = tempDir("incident-units-");
   const file = await probeFile(dataDir, probeIn("degC"));
-  // A window longer than the test: the record is written at the stop, after the reload.
+  // A window longer than the test: the record is written after the reload, at the unit change
+  // (the device's first poll after it: incident_unit_change_test.ts) or at the latest at the stop.
   const history = { incidentBeforeS: 10, incidentAfterS: 600, diskMaxBytes: 0 };
   let rig = await startRig({ dataDir, inventoryFile: file, history });
   let id = "";
@@ -47,9 +48,8 @@ Deno.test("An incident record keeps the units declared when it began, after a re
     await waitFor("the e-stop's incident pending", () => rig.rt.incidents!.status().pending > 0);
     // The provider restarted by a reload reads its inventory again: temp is now in K.
     await restartDeclaringTempIn(rig, probeIn("K"), "K");
-    assert.equal(rig.rt.incidents!.list().length, 0, "the record waits for its window");
   } finally {
-    await rig.rt.stop(); // writes the record, its window so far
+    await rig.rt.stop(); // the record is written by now (or at the latest here)
   }
   // The next start declares temp in K too.
   rig = await startRig({ dataDir, inventoryFile: file, history });
