@@ -1231,6 +1231,7 @@ export class Kernel {
     } catch (err) {
       // Failed before any stop was asked: its own cause, not an end the stop put to it.
       if (this.#stopping === null) this.#startFailedOnItsOwn = { error: err };
+      else this.#startFailedOnItsOwn ??= this.#providersFailedOnTheirOwn();
       try {
         this.#failedStartStopsProviders();
       } catch (detachErr) {
@@ -1242,6 +1243,23 @@ export class Kernel {
       throw err;
     }
     this.#startedUp = true;
+  }
+
+  /**
+   * The providers whose start failed on its own (a Hello refused) before the stop stopped them,
+   * while another's start still held start-up (startAll waits for every start, to name every
+   * failure) when the stop came: that failure is the start's own, not the stop's end of the
+   * others (ProviderHost.startCutByStop). Null when there is none.
+   */
+  #providersFailedOnTheirOwn(): { readonly error: unknown } | null {
+    const own = this.registry.hosts.filter((h) => h.startError !== null && !h.startCutByStop);
+    if (own.length === 0) return null;
+    return {
+      error: new RuntimeError(
+        "UNAVAILABLE",
+        `provider start failed: ${own.map((h) => `${h.id}: ${h.startError}`).join("; ")}`,
+      ),
+    };
   }
 
   async #start(): Promise<void> {
@@ -3067,10 +3085,12 @@ export class Kernel {
    * The error of a start() that failed for a cause of its own, before stop() was called (a
    * provider that crashed as a stop signal came, say), or null: none did, or the stop ended it
    * (whatever it then rejected with: a provider session "closed by the runtime" is the stop's).
-   * A failure this names is the start's, to be said even when the process exits as a stop. A
-   * stage the stop abandoned (the data_dir lock under way) that then fails of its own (the folder
-   * in use by another runtime) is named once it answers: after start() rejected, maybe after the
-   * stop resolved, or never (a mount that never answers).
+   * A provider's start that failed of its own before the stop stopped it, another's then holding
+   * start-up, is named too (#providersFailedOnTheirOwn). A failure this names is the start's, to
+   * be said even when the process exits as a stop. A stage the stop abandoned (the data_dir lock
+   * under way) that then fails of its own (the folder in use by another runtime) is named once it
+   * answers: after start() rejected, maybe after the stop resolved, or never (a mount that never
+   * answers).
    */
   get startFailedOnItsOwn(): { readonly error: unknown } | null {
     return this.#startFailedOnItsOwn;

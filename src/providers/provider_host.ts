@@ -152,6 +152,13 @@ export class ProviderHost {
   #hostCheck: HostCheckView | null = null;
   /** Why start() failed (null: it did not, or was not called). */
   #startError: string | null = null;
+  /**
+   * Whether this host had been stopped when its bring-up failed (#bringUp, #reject: the moment
+   * the failure is known, before its process is ended): null until a failure is noted.
+   */
+  #failedStopped: boolean | null = null;
+  /** Whether the last retry() was ended by this host's stop (retryCutByStop). */
+  #retryCutByStop = false;
   #livenessFailures = 0;
   #restartTimer: TimerId | undefined;
   /** The last restart attempt (settled once it is over; it never rejects). */
@@ -336,6 +343,7 @@ export class ProviderHost {
    * it is not up within `budget` (a reload's start; start-up bounds all starts together instead).
    */
   async start(budget?: StartBudget): Promise<void> {
+    this.#failedStopped = null;
     try {
       const up = await this.#bringUp(
         budget === undefined ? null : {
@@ -349,8 +357,20 @@ export class ProviderHost {
       this.#commit(up);
     } catch (err) {
       this.#startError = errorMessage(err);
+      // Not noted by #bringUp: thrown before a session was (its spawn refused once stopped).
+      this.#failedStopped ??= this.#state.phase === "STOPPED";
       throw err;
     }
+  }
+
+  /**
+   * Whether start() failed because this host was stopped under it (the runtime's stop: its Hello
+   * "closed by the runtime", its discovery "runtime is stopping"), judged when the failure came --
+   * not a start that failed on its own and was stopped while its process was being ended (a Hello
+   * refused, then a stop within that process's exit): that one's own error stands.
+   */
+  get startCutByStop(): boolean {
+    return this.#startError !== null && this.#failedStopped === true;
   }
 
   /**
@@ -562,6 +582,10 @@ export class ProviderHost {
       return { session, devices };
     } catch (err) {
       this.#starting = null;
+      // Stopped under it: its session ended by the stop when it failed (a failure of its own
+      // found before the stop, its stderr still awaited when the stop came, is not the stop's).
+      this.#failedStopped ??= this.#state.phase === "STOPPED" &&
+        session.failedTerminating !== false;
       const exitCode = session.exitCode; // known only if the process died on its own
       const cause = toRuntimeError(err);
       const failure = exitCode === null ? err : new RuntimeError(
@@ -593,6 +617,7 @@ export class ProviderHost {
     onFailure: ((err: unknown) => void) | null,
   ): Promise<never> {
     this.#starting = null;
+    this.#failedStopped ??= this.#state.phase === "STOPPED";
     onFailure?.(err);
     await session.terminate(Math.min(this.#deps.shutdownTimeoutMs, 2000));
     throw err;
@@ -726,7 +751,21 @@ export class ProviderHost {
     let failure: string | null = null;
     this.#attempt = this.#attemptBringUp(startedAt, (err) => failure ??= errorMessage(err));
     await this.#attempt;
-    return this.available ? null : failure ?? `not up: ${this.lifecycle}`;
+    if (this.available) return null;
+    // Stopped under it (the runtime's stop) with no failure of its own said while it was
+    // attempting (#attemptBringUp says none once stopped): the stop's doing.
+    // The state as it is now (the check above was before the attempt's await).
+    const { phase } = this.#state as SupervisorState;
+    this.#retryCutByStop = failure === null && phase === "STOPPED";
+    return failure ?? `not up: ${this.lifecycle}`;
+  }
+
+  /**
+   * Whether the last retry() did not come up because this host was stopped under it (the
+   * runtime's stop ended its attempt), not for a failure of its own.
+   */
+  get retryCutByStop(): boolean {
+    return this.#retryCutByStop;
   }
 
   /** The attempt running, for its log lines: a reload's retry is attempt 0 (the streak reset). */

@@ -289,6 +289,11 @@ export class ProviderSession {
   readonly #client: AdppClient;
   #exitCode: number | null = null;
   #terminating = false;
+  /**
+   * Whether terminate() had begun when the handshake or discovery failed (judged as the failure
+   * came, before the wait for its stderr): the runtime ended it. Null until one failed.
+   */
+  #failedTerminating: boolean | null = null;
   /** The last STDERR_TAIL_LINES non-blank stderr lines (rate-limited ones included). */
   readonly #stderrTail: string[] = [];
   /** Settles once the provider's stderr has ended and every line was handled. */
@@ -398,6 +403,14 @@ export class ProviderSession {
     this.#client.sendRead(request, timeoutMs, into, reply);
   }
 
+  /**
+   * Whether the handshake or discovery failed once terminate() had begun (the runtime ended the
+   * session under it), judged when it failed; null when neither failed.
+   */
+  get failedTerminating(): boolean | null {
+    return this.#failedTerminating;
+  }
+
   /** The provider's last stderr lines, oldest first (at most STDERR_TAIL_LINES). */
   get stderrTail(): readonly string[] {
     return [...this.#stderrTail];
@@ -411,6 +424,7 @@ export class ProviderSession {
     try {
       return await this.#handshake();
     } catch (err) {
+      this.#failedTerminating ??= this.#terminating;
       throw await this.#withStderrTail(err);
     }
   }
@@ -422,6 +436,7 @@ export class ProviderSession {
     try {
       return await this.#discover();
     } catch (err) {
+      this.#failedTerminating ??= this.#terminating;
       throw await this.#withStderrTail(err);
     }
   }

@@ -485,7 +485,12 @@ export class ProviderRegistry {
         if (host === undefined) return;
         if (o.stopping()) return void failed.push(`${p.id}: the runtime is stopping`);
         const why = await host.retry();
-        if (why !== null) return void failed.push(`${p.id}: ${why}`);
+        // Cut by the runtime's stop (its host stopped under the retry): not started, as a start
+        // the stop cut below -- not "not up" as a failure of its own.
+        const cut = o.stopping() && host.retryCutByStop;
+        if (why !== null) {
+          return void failed.push(`${p.id}: ${cut ? "the runtime is stopping" : why}`);
+        }
         retriedUp.push(p.id);
         started.push(host);
       }));
@@ -518,10 +523,11 @@ export class ProviderRegistry {
           this.#adding.delete(p.id);
         } catch (err) {
           this.#adding.delete(p.id);
-          // Cut by the runtime's stop (it stopped this host before its start ended: its Hello
+          // Cut by the runtime's stop (it stopped this host before its start failed: its Hello
           // "closed by the runtime", its discovery "runtime is stopping"): not started, the stop's
-          // doing, said as one the stop kept from starting -- not as a failure of its own.
-          const cut = o.stopping() && host.state.phase === "STOPPED";
+          // doing, said as one the stop kept from starting -- not as a failure of its own. One that
+          // failed on its own (a Hello refused) keeps its error, though stopped while it ended.
+          const cut = o.stopping() && host.startCutByStop;
           failed.push(`${p.id}: ${cut ? "the runtime is stopping" : errorMessage(err)}`);
           if (o.stopping()) return await this.#retire(p.id, o.stopBudgetMs);
           // Listed down with its reason until the next reload (#failedStarts); stopAll joins it.

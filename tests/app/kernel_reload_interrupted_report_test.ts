@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { RELOAD_FILE_READ_TIMEOUT_MS } from "../../src/app/kernel.ts";
 import { summarize } from "../../src/app/reloader.ts";
-import { serveHttp } from "../../src/host/mod.ts";
+import { serveHttp, spawnProcess } from "../../src/host/mod.ts";
+import type { SpawnFn } from "../../src/common/mod.ts";
 import { HungReads } from "../helpers/journal_files.ts";
 import { newKernel, startRuntime, tempDir, waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
@@ -221,6 +222,126 @@ Deno.test("a reload whose provider start the stop cuts (its Hello held) says it 
     assert.match(line, /^config reload interrupted \(the runtime is stopping\): /, line);
     assert.match(line, /; not started: sim1(;|$)/, line);
     assert.doesNotMatch(line, /failed to start|closed by the runtime/, line);
+  } finally {
+    await (stopped ?? rt.stop());
+  }
+});
+
+Deno.test("a reload's provider start that failed on its own (its Hello refused) keeps its error when the stop begins while its process ends", async () => {
+  await refusedHelloStoppedAt("stdin closed");
+});
+
+Deno.test("a reload's provider start that failed on its own (its Hello refused) keeps its error when the stop begins as its Hello is answered", async () => {
+  await refusedHelloStoppedAt("answered");
+});
+
+/**
+ * A reload adds sim1, which speaks another protocol (its Hello is refused: the start fails on its
+ * own) and takes its time to exit once its stdin closes; the stop begins `at` its Hello's answer
+ * (the refusal under way: the runtime waits for its stderr) or once the runtime closes its stdin
+ * (ending the refused process). Either way the reload names the refusal, not the stop.
+ */
+async function refusedHelloStoppedAt(at: "answered" | "stdin closed"): Promise<void> {
+  const file = `${tempDir("reload-refused-hello-")}/refused.json`;
+  await Deno.writeTextFile(
+    file,
+    JSON.stringify({
+      hello: { protocol: "0.0-other" },
+      exitDelayMs: 10_000,
+      devices: { d0: { signals: [{ id: "v", type: T.DOUBLE }] } },
+    }),
+  );
+  // The real process, seen as the runtime reads its first answer and as it closes its stdin.
+  let answered = false;
+  let stdinClosed = false;
+  const spawn: SpawnFn = (o) => {
+    const p = spawnProcess(o);
+    if (!o.args.includes(file)) return p;
+    const writer = p.stdin.getWriter();
+    return {
+      pid: p.pid,
+      stdout: p.stdout.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform: (chunk, out) => {
+            answered = true;
+            out.enqueue(chunk);
+          },
+        }),
+      ),
+      stderr: p.stderr,
+      exited: p.exited,
+      kill: (signal) => p.kill(signal),
+      stdin: new WritableStream<Uint8Array>({
+        write: (chunk) => writer.write(chunk),
+        close: () => {
+          stdinClosed = true;
+          return writer.close();
+        },
+        abort: (reason) => writer.abort(reason),
+      }),
+    };
+  };
+  const rt = await startRuntime(testConfig(), { host: { spawn } });
+  let stopped: Promise<void> | null = null;
+  try {
+    const reloading = rt.reload({
+      ...rt.config,
+      providers: [...rt.config.providers, programmableProvider("sim1", file)],
+    });
+    await waitFor(
+      `sim1's Hello ${at === "answered" ? "answered" : "refused, its process being ended"}`,
+      () => at === "answered" ? answered : stdinClosed,
+      10000,
+      0,
+    );
+    stopped = rt.stop();
+    const report = await reloading;
+    await stopped;
+    // Before: ["sim1: the runtime is stopping"], its refusal said nowhere.
+    assert.equal(report.providers.failed.length, 1, JSON.stringify(report.providers));
+    assert.match(report.providers.failed[0]!, /^sim1: .*provider speaks protocol '0\.0-other'/);
+    const line = summarize(report);
+    assert.match(line, /failed to start: sim1: .*provider speaks protocol '0\.0-other'/, line);
+    assert.doesNotMatch(line, /not started: sim1/, line);
+  } finally {
+    await (stopped ?? rt.stop());
+  }
+}
+
+Deno.test("a reload whose retry of a provider with its circuit open the stop cuts (its Hello held) says it not started, not failed to start", async () => {
+  const file = `${tempDir("reload-held-retry-")}/retried.json`;
+  const inventory = { devices: { d0: { signals: [{ id: "v", type: T.DOUBLE }] } } };
+  await Deno.writeTextFile(file, JSON.stringify(inventory));
+  const rt = await startRuntime(
+    testConfig({
+      providers: [
+        programmableProvider("sim1", file, { restart: { maxAttempts: 0, backoffMs: [] } }),
+      ],
+    }),
+  );
+  let stopped: Promise<void> | null = null;
+  try {
+    const host = rt.registry.host("sim1")!;
+    // No restart allowed: its crash opens its circuit, which a reload tries again.
+    Deno.kill(host.session!.pid, "SIGKILL");
+    await waitFor("sim1's circuit open", () => host.lifecycle === "CIRCUIT_OPEN", 10000, 0);
+    // Its retry's process answers no Hello: the retry is under way, held, until the stop ends it.
+    const line = "retried, waiting before its Hello";
+    await Deno.writeTextFile(
+      file,
+      JSON.stringify({ ...inventory, hello: { hang: true }, stderr: [line] }),
+    );
+    const reloading = rt.reload({ ...rt.config });
+    await waitFor("sim1's retry under way", () => host.stderrTail.includes(line), 10000, 0);
+    stopped = rt.stop();
+    const report = await reloading;
+    await stopped;
+    assert.equal(report.interrupted, true);
+    // Before: ["sim1: not up: ..."], a failure of its own.
+    assert.deepEqual(report.providers.failed, ["sim1: the runtime is stopping"]);
+    const said = summarize(report);
+    assert.match(said, /; not started: sim1(;|$)/, said);
+    assert.doesNotMatch(said, /failed to start/, said);
   } finally {
     await (stopped ?? rt.stop());
   }
