@@ -15,6 +15,11 @@ export interface JournalAppendHandle {
    * full disk) left of its text goes.
    */
   truncate(size: number): Promise<void>;
+  /**
+   * Lets the file go. Should not throw (host's swallows a close's error); JournalWriter guards it
+   * anyway: a throw when it drops a handle (after a failed write or fsync, at rotation) is one
+   * WARN, and only at the writer's own close() does it reject that close.
+   */
   close(): void;
 }
 

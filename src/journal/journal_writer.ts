@@ -254,10 +254,7 @@ export class JournalWriter {
       if (options.report ?? true) this.#failed(err, options.note);
       throw err;
     } finally {
-      if (this.#closed) {
-        this.#handle?.close();
-        this.#handle = null;
-      }
+      if (this.#closed) this.#dropHandle("the journal is closed");
     }
   }
 
@@ -337,13 +334,18 @@ export class JournalWriter {
     this.#kick();
     while (this.#writing) await this.#writing;
     close.closed = true;
-    this.#handle?.close();
+    const handle = this.#handle;
     this.#handle = null;
-    if (this.#gap !== null) {
-      this.#o.log.error(
-        `${this.#o.name}: ${this.#gap.lines} lines lost and not recorded in the journal ` +
-          `(it could not be written again before it was closed)`,
-      );
+    try {
+      // A close that throws rejects close(): its caller (the owner's stop) awaits it and says it.
+      handle?.close();
+    } finally {
+      if (this.#gap !== null) {
+        this.#o.log.error(
+          `${this.#o.name}: ${this.#gap.lines} lines lost and not recorded in the journal ` +
+            `(it could not be written again before it was closed)`,
+        );
+      }
     }
   }
 
@@ -821,9 +823,27 @@ export class JournalWriter {
     this.#dropHandle();
   }
 
-  #dropHandle(): void {
-    this.#handle?.close();
+  /**
+   * Lets the open file go (the next write opens it again). A close that throws (a JournalFiles
+   * against JournalAppendHandle.close's contract: host's never does) is said in one WARN naming
+   * the file (`then`: what follows), never thrown: it would leave the write loop (#drain) rejected
+   * with nobody awaiting it, an uncaught error taking the runtime down, and the lines in flight
+   * never answered. The handle is gone either way; the next write opens a new one. Only close()
+   * (#closeOnce) lets a failed close reach its caller: the owner's stop awaits it and says it.
+   */
+  #dropHandle(then = "the next write opens it again"): void {
+    const handle = this.#handle;
     this.#handle = null;
+    if (handle === null) return;
+    try {
+      handle.close();
+    } catch (err) {
+      this.#o.log.warn(
+        `${this.#o.name}: closing ${this.currentPath ?? "its file"} failed (${
+          errorMessage(err)
+        }): it is let go, ${then}`,
+      );
+    }
   }
 
   /**

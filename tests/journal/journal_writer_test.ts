@@ -5,7 +5,7 @@
  * gap once writing resumes, and close.
  */
 import assert from "node:assert/strict";
-import { type JournalGap, JournalWriter } from "../../src/journal/mod.ts";
+import { type JournalAppendHandle, type JournalGap, JournalWriter } from "../../src/journal/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import {
@@ -256,5 +256,59 @@ Deno.test("JournalWriter.close accepts and writes the lines appended while it wr
     assert.deepEqual(await fileLines(path), ['{"n":1}', '{"n":2}', '{"n":3}', ""]);
     assert.equal(w.status().linesWritten, 3);
     assert.deepEqual(await w.append("{}"), { ok: false, reason: "test journal is closed" });
+  });
+});
+
+/** SwitchableFiles whose handles' close throws while `closeFails` is set (an NFS mount's EIO). */
+class FailingCloseFiles extends SwitchableFiles {
+  closeFails = false;
+  opens = 0;
+  closeFailures = 0;
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    this.opens++;
+    const handle = await super.openAppend(path);
+    return {
+      append: (text: string) => handle.append(text),
+      sync: () => handle.sync(),
+      truncate: (size: number) => handle.truncate(size),
+      close: () => {
+        handle.close();
+        if (!this.closeFails) return;
+        this.closeFailures++;
+        throw new Error("Input/output error (os error 5)");
+      },
+    };
+  }
+}
+
+Deno.test("JournalWriter: a handle whose close throws after a failed fsync is one WARN naming the file; the journal goes on with a new handle", async () => {
+  await withDir(async (dir) => {
+    const path = `${dir}/j.jsonl`;
+    const files = new FailingCloseFiles();
+    const clock = new ManualClock();
+    const { w, logLines } = writer(files, { path }, { clock });
+    assert.deepEqual(await w.append('{"n":1}'), { ok: true });
+    // The batched fsync fails, and so does the close of the handle it drops.
+    files.full = true;
+    files.closeFails = true;
+    await clock.advanceAsync(1000);
+    files.full = false;
+    files.closeFails = false;
+    // Before: the close's error left the write loop rejected, awaited by nobody: an uncaught
+    // error failing this test (the runtime's process, in production).
+    assert.equal(files.closeFailures, 1, "the dropped handle's close threw");
+    const warned = logLines.filter((l) => l.includes("closing"));
+    assert.equal(warned.length, 1, logLines.join("\n"));
+    assert.equal(
+      warned[0]!.replace(/^WARN +\S+ +/, ""),
+      `test journal: closing ${path} failed (Input/output error (os error 5)): it is let go, ` +
+        "the next write opens it again",
+    );
+    assert.match(warned[0]!, /^WARN /);
+    // Written again, through a handle opened anew.
+    assert.deepEqual(await w.append('{"n":2}', { sync: true }), { ok: true });
+    assert.equal(files.opens, 2, "a new handle for the next write");
+    await w.close();
+    assert.deepEqual(await fileLines(path), ['{"n":1}', '{"n":2}', ""]);
   });
 });
