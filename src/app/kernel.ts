@@ -1040,7 +1040,8 @@ export class Kernel {
         clock: host.clock,
         log: historyLog,
         outages: this.outages,
-        // The units a record keeps: as declared when its incident began.
+        // The units a record keeps: as its samples were polled in when its incident began (the
+        // inventory's for a signal never polled).
         inventory: this.inventory,
       });
       // An incident is an event of the run open when it begins (its record follows later).

@@ -180,7 +180,8 @@ export interface IncidentSignal {
   readonly signal_id: string;
   readonly value_type: string;
   /**
-   * Its unit as its device declared it when the incident began (SignalSpec.unit, cut to
+   * Its unit as its samples were polled in when the incident began (SignalSpec.unit as the ring
+   * noted it at the device's last poll, the inventory's for a signal never polled; cut to
    * INCIDENT_UNIT_MAX_CHARS); "" when it declared none. Absent in records written before units
    * were kept.
    */
@@ -284,10 +285,9 @@ interface Pending {
   /** E-stops' reasons still arriving: the record waits for them (INCIDENT_REASON_WAIT_MS). */
   readonly reasons: Set<Promise<void>>;
   /**
-   * `provider/device` (deviceHandle) -> its signals as declared when a trigger named it (the
-   * units the record keeps: a reload may remove the device or change a unit before the record is
-   * written). The declarations themselves, not copies (but for a device no provider lists then:
-   * History.declaredUnits); bounded by the devices listed.
+   * `provider/device` (deviceHandle) -> its signals' units and types as its samples were polled in
+   * when a trigger named it (#unitSpecs; the units the record keeps: a reload may remove the
+   * device or change a unit before the record is written); bounded by the devices listed.
    */
   readonly specs: Map<string, readonly UnitSpec[]>;
   /**
@@ -417,8 +417,9 @@ export interface IncidentOptions {
    */
   readonly outages?: Pick<DeviceOutages, "onChange">;
   /**
-   * Where each signal's declared unit comes from (kept in the record as declared when the
-   * incident began). Absent: records carry no units.
+   * Where a signal's declared unit comes from when the history ring notes none of it (never
+   * polled); the record keeps each unit as its samples were polled in when the incident began.
+   * Absent: records carry no units.
    */
   readonly inventory?: Pick<InventoryReader, "capabilities">;
 }
@@ -1386,7 +1387,7 @@ export class IncidentRecorder {
     for (const [providerId, deviceId] of devices ?? history.devices()) {
       const key = deviceHandle(providerId, deviceId);
       if (p.afterSeq.has(key)) continue;
-      // Its units as declared now: a reference, no copy (the e-stop does not wait for it).
+      // Its units as its samples so far were polled in (a copy bounded by its signals).
       const specs = this.#unitSpecs(providerId, deviceId);
       if (specs !== undefined) p.specs.set(key, specs);
       if (marks !== null) {
@@ -1412,16 +1413,21 @@ export class IncidentRecorder {
   }
 
   /**
-   * A device's signals as declared now (their units and types), undefined when not known. With the
-   * inventory and no provider listing the device (a reload restarting its provider, or failing to
-   * start it), those its polls were recorded in (History.declaredUnits): the units and types of
-   * its samples, not none.
+   * A device's signals' units and types as its samples were polled in, undefined when not known
+   * (no inventory, or a device neither the ring nor the inventory knows). One rule: a signal the
+   * ring notes units of has those its polls were recorded in (History.declaredUnits) -- a
+   * rediscovery declaring another unit is not yet in its samples before the device's next poll,
+   * and a provider restarting or failing to start lists it not at all -- and one it does not (a
+   * signal never polled yet) has the inventory's. A copy, bounded by the device's signals.
    */
   #unitSpecs(providerId: string, deviceId: string): readonly UnitSpec[] | undefined {
     const inventory = this.#o.inventory;
     if (inventory === undefined) return undefined;
-    return inventory.capabilities(providerId, deviceId)?.signals ??
-      this.#o.history.declaredUnits(providerId, deviceId);
+    const polled = this.#o.history.declaredUnits(providerId, deviceId);
+    const declared = inventory.capabilities(providerId, deviceId)?.signals;
+    if (polled === undefined || declared === undefined) return polled ?? declared;
+    const held = new Set(polled.map((s) => s.signalId));
+    return [...polled, ...declared.filter((s) => !held.has(s.signalId))];
   }
 
   /**
@@ -1588,8 +1594,9 @@ export class IncidentRecorder {
       const before = byPolls && afterSeq !== Infinity
         ? history.datesBefore(providerId, deviceId, afterSeq, noted, noted - from)
         : null;
-      // Units (and types) as declared when a trigger named the device; one the ring took up
-      // since, or a signal declared since (a reload added it), as now.
+      // Units (and types) as its samples were polled in when a trigger named the device
+      // (#unitSpecs); one the ring took up since, or a signal declared since (a reload added it),
+      // as the same rule has them now.
       const declared = declarationsOf(
         p.specs.get(deviceHandle(providerId, deviceId)) ?? this.#unitSpecs(providerId, deviceId),
       );

@@ -611,7 +611,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         ),
         unit: note(
           str,
-          "The signal's unit as its device declared it when the incident began " +
+          "The signal's unit as its samples were polled in when the incident began " +
             `(SignalSpec.unit, at most ${INCIDENT_UNIT_MAX_CHARS} characters: ` +
             "INCIDENT_UNIT_MAX_CHARS); empty when it " +
             "declared none; absent in records written by versions that kept no units.",

@@ -14,7 +14,8 @@ import { testConfig } from "./sim_config.ts";
  * list of signals); `known` the devices the
  * cache has; `declaredTypes` the types it declares (`p/d/signal` -> type; none: null);
  * `undeclared` the signals it does not hold (`p/d/signal`: declaredType undefined, as the cache's
- * for a device no provider lists);
+ * for a device no provider lists); `declaredUnits` the units it declares (`p/d/signal` -> unit;
+ * none: "");
  * `feed(dev)` any other poll. The disk tier writes to `files` under `/data/history`
  * (another History's, for a restart); `log` takes its log lines.
  */
@@ -28,6 +29,7 @@ export function handFedHistory(
   const known = new Set<string>();
   const declaredTypes = new Map<string, ValueType>();
   const undeclared = new Set<string>();
+  const declaredUnits = new Map<string, string>();
   let polled: ((d: DeviceState) => void) | null = null;
   const history = new History({
     config: { ...config.history, memoryMaxBytes: 1 << 20, ...o },
@@ -44,7 +46,7 @@ export function handFedHistory(
       qualityNow: (_p, _d, _s, s) => s.quality,
       declaredType: (p, d, s) =>
         undeclared.has(`${p}/${d}/${s}`) ? undefined : declaredTypes.get(`${p}/${d}/${s}`) ?? null,
-      declaredUnit: () => "",
+      declaredUnit: (p, d, s) => declaredUnits.get(`${p}/${d}/${s}`) ?? "",
     },
   });
   const devices = new Map<string, DeviceState>();
@@ -107,6 +109,7 @@ export function handFedHistory(
     known,
     declaredTypes,
     undeclared,
+    declaredUnits,
     poll,
     pollSignals,
     feed,

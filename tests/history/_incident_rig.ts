@@ -6,7 +6,7 @@
 import type { Logger } from "../../src/common/mod.ts";
 import type { HistoryConfig } from "../../src/config/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { IncidentRecorder } from "../../src/history/mod.ts";
+import { type IncidentOptions, IncidentRecorder } from "../../src/history/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
@@ -76,6 +76,8 @@ export interface IncidentRigOptions {
   /** The files both write (default a fresh MemoryFiles): a restart passes the last boot's. */
   readonly files?: MemoryFiles;
   readonly log?: Logger;
+  /** The inventory the recorder takes declared units from (default none: records keep no units). */
+  readonly inventory?: IncidentOptions["inventory"];
 }
 
 export function incidentRig(o: IncidentRigOptions = {}) {
@@ -90,6 +92,7 @@ export function incidentRig(o: IncidentRigOptions = {}) {
     dir: INCIDENTS_DIR,
     clock,
     log: o.log ?? testLogger(),
+    ...(o.inventory ? { inventory: o.inventory } : {}),
   });
   /** The device's loss, as the cache publishes it (an incident trigger). */
   const loss = (device: string, provider = "p0") =>

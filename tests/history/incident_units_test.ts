@@ -1,5 +1,5 @@
 /**
- * An incident record keeps each signal's unit as its device declared it when the incident began
+ * An incident record keeps each signal's unit as its samples were polled in when the incident began
  * (docs/history.md, "Incidents"): a reload that changes the unit before the record is written, and
  * a restart whose configuration declares another, leave the record's unit as it was; the CSV has
  * the `unit` column, as the history CSV does; a unit longer than INCIDENT_UNIT_MAX_CHARS is cut
@@ -64,7 +64,7 @@ Deno.test("An incident record keeps the units declared when it began, after a re
     assert.deepEqual(
       units,
       { temp: "degC", count: "", label: 'a,"b"' },
-      "each signal's unit as declared when the incident began",
+      "each signal's unit as polled in when the incident began",
     );
     const csv = await (await rig.get(`/v0/incidents/${id}?format=csv`)).text();
     const lines = csv.split("\r\n");

@@ -101,7 +101,7 @@ export const HISTORY_ROUTES: readonly Route[] = [
       tag: "history",
       description: "`format=csv` (or `Accept: text/csv`): " +
         "`provider_id,device_id,signal_id,t_ms,value,quality,unit,from_epoch_ms` (`unit` as " +
-        "the record keeps it: declared when the incident began, empty for none; " +
+        "the record keeps it: as polled in when the incident began, empty for none; " +
         "`from_epoch_ms` the signal's, where its samples begin when the ring had lost its " +
         "earlier changes in the window, empty when they cover it); `format=jsonl` (or " +
         "`Accept: application/jsonl`): the record as stored, a header line then one line per " +
