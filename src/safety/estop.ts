@@ -937,8 +937,9 @@ export class Estop implements EstopService {
   /**
    * A runtime's stop is done waiting for the read-backs (after endReadBacks and the providers'
    * stop, READ_BACKS_END_AT_STOP_MS at most): one still under way then (its WARN said so) writes
-   * no line from now on, so none comes after `runtime stopped`. It still ends, and is published,
-   * as endReadBacks has it. For good: the runtime is ending.
+   * no line from now on, so none comes after `runtime stopped`. It still ends as endReadBacks has
+   * it, its verdict kept in status only: neither published (estop_verification) nor audited -- the
+   * journals are closed, nothing writes after the stop. For good: the runtime is ending.
    */
   endReadBackLines(): void {
     this.#readBackLinesEnded = true;
@@ -2017,6 +2018,9 @@ export class Estop implements EstopService {
         }`,
       );
     }
+    // Ended after the runtime's stop (endReadBackLines): status keeps it (GET /v0/estop), nothing
+    // else -- no event for the run records or telemetry to write, no clock read that could log.
+    if (this.#readBackLinesEnded) return;
     // On the stop path, after the ladder and the hooks: a clock that fails must not take the
     // trigger's answer away. It is asked once more; if it fails again the verification is not
     // published (no invented time), and an ERROR line says so (status shows it all the same).
@@ -2505,6 +2509,9 @@ export class Estop implements EstopService {
     const merged = verificationView(this.#verified!);
     const why = batch.reason === AVAILABLE_WHILE_LATCHED ? "back" : batch.reason;
     this.#reportVerification(merged, `e-stop re-verification (${ids.join(", ")} ${why})`);
+    // Ended after the runtime's stop: its audit journal is closed, the entry not offered to it
+    // (status keeps the verdict, as #reportVerification has it).
+    if (this.#readBackLinesEnded) return;
     const actions = [...batch.providers.values()].flat();
     const failed = actions.filter((a) => !a.success).length;
     const endedAt = startedAt === null

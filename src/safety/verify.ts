@@ -178,11 +178,13 @@ async function verifyDevice(
 /**
  * A read that failed once the runtime's stop ended the read-backs (VerifyOptions.ended: its
  * providers being stopped, their sessions closed under the read) says so: the runtime's stop ended
- * it, not the provider ("closed by the runtime") -- the provider's words after it. Not a read that
- * timed out (its own bound ended it) nor one of a provider a reload removed (that is why).
+ * it, not the provider ("closed by the runtime") -- the provider's words after it. Only one its
+ * provider's stop ended (FreshRead.cutByStop, judged when it failed): not one that failed on its
+ * own meanwhile (the provider's error answer), nor one that timed out (its own bound ended it), nor
+ * one of a provider a reload removed (that is why).
  */
 function stopEnded(o: VerifyOptions, read: FreshRead): FreshRead {
-  if (read.ok || read.timedOut || read.removed || o.ended?.() !== true) return read;
+  if (read.ok || read.cutByStop !== true || o.ended?.() !== true) return read;
   return { ...read, reason: `${READ_ENDED_BY_STOP} (${read.reason})` };
 }
 

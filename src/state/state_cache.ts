@@ -104,6 +104,12 @@ export type FreshRead =
      * its devices are gone, not down -- it stays down, and no earlier read of them stands.
      */
     readonly removed?: boolean;
+    /**
+     * The provider's stop ended the read (its host stopped, the session closed under it), judged
+     * when the read failed -- not the provider's own answer (ProviderStatusError) nor a failure
+     * that came before the stop.
+     */
+    readonly cutByStop?: boolean;
   };
 
 /**
@@ -1047,7 +1053,14 @@ export class StateCache implements FreshReader {
     } catch (err) {
       const e = toRuntimeError(err);
       const timedOut = e.code === "DEADLINE_EXCEEDED";
-      return { ok: false, reason: `read failed: ${e.code}: ${e.message}`, timedOut };
+      const cutByStop = !timedOut && host.state.phase === "STOPPED" &&
+        !(err instanceof ProviderStatusError);
+      return {
+        ok: false,
+        reason: `read failed: ${e.code}: ${e.message}`,
+        timedOut,
+        ...(cutByStop ? { cutByStop } : {}),
+      };
     }
   }
 

@@ -246,6 +246,163 @@ Deno.test("a read-back that outlives the stop's wait after the providers' stop l
   }
 });
 
+Deno.test("a read-back that ends after 'runtime stopped' publishes nothing: its verdict is in status only", async () => {
+  const late = await lateReadBack({ clockFails: false });
+  // Nothing on the bus after the stop (the run records would write it to a closed journal).
+  assert.deepEqual(late.publishedAfterStop, []);
+  assert.deepEqual(late.linesAfterStop, []);
+  // Status keeps the verdict (GET /v0/estop).
+  assert.equal(late.statusOutcome, "verified");
+});
+
+Deno.test("a read-back that ends after 'runtime stopped' logs no failure of the clock it would publish with", async () => {
+  const late = await lateReadBack({ clockFails: true });
+  assert.deepEqual(late.linesAfterStop, []);
+  assert.deepEqual(late.publishedAfterStop, []);
+});
+
+Deno.test("a re-verification that ends after 'runtime stopped' is neither audited nor published: its verdict is in status only", async () => {
+  await using r = await estopReadbackRig({
+    ...SLOW_READS,
+    dev0: { reads: [{ out: { v: false } }], actuate: "ok" },
+    shutdownTimeoutMs: 1000,
+    restart: {},
+  });
+  const rt = r.kernel;
+  assert.equal(
+    (await rt.estop.trigger("pressed before the restart")).verification.outcome,
+    "verified",
+  );
+  // From now on a read's answer is handed back only once the test lets it go (after the stop).
+  const cache = rt.cache;
+  const readFresh = cache.readFresh.bind(cache);
+  const release = Promise.withResolvers<void>();
+  const asked = Promise.withResolvers<void>();
+  cache.readFresh = async (...args) => {
+    const read = await readFresh(...args);
+    asked.resolve();
+    await release.promise;
+    return read;
+  };
+  const audited: string[] = [];
+  rt.audit.onEntry((entry) => audited.push(entry.action));
+  try {
+    // Back while latched: secured again, then its expectations read back (held).
+    r.kill("rb", "SIGKILL");
+    await asked.promise;
+    await rt.stop();
+    const stoppedAt = r.lines.findIndex((l) => /^INFO .*runtime stopped$/.test(l));
+    assert.ok(stoppedAt >= 0, r.lines.join("\n"));
+    const shown = JSON.stringify(rt.estop.status().verification);
+    const eventsAt = r.events.length;
+    const auditedAt = audited.length;
+    release.resolve();
+    // Merged into status, then (same step) said, published and audited -- or not.
+    await waitFor(
+      "the re-verification in status",
+      () => JSON.stringify(rt.estop.status().verification) !== shown,
+    );
+    assert.deepEqual(audited.slice(auditedAt), []);
+    assert.deepEqual(r.events.slice(eventsAt).map((e) => e.kind), []);
+    assert.deepEqual(r.lines.slice(stoppedAt + 1), []);
+  } finally {
+    release.resolve();
+  }
+});
+
+Deno.test("a read-back whose read failed on its own (the provider's error) before the stop keeps its reason: not 'ended by the runtime's stop'", async () => {
+  // The provider answers the read-back's read with an error of its own; the answer is handed
+  // back only after the stop has ended the read-backs (as lateReadBack holds it).
+  await using r = await estopReadbackRig({
+    ...SLOW_READS,
+    dev0: { reads: [], then: "fail", actuate: "ok" },
+    shutdownTimeoutMs: 1000,
+  });
+  const rt = r.kernel;
+  const cache = rt.cache;
+  const readFresh = cache.readFresh.bind(cache);
+  const release = Promise.withResolvers<void>();
+  const asked = Promise.withResolvers<void>();
+  cache.readFresh = async (...args) => {
+    const read = await readFresh(...args);
+    asked.resolve();
+    await release.promise;
+    return read;
+  };
+  try {
+    const pressed = rt.estop.trigger("pressed just before the shutdown");
+    await asked.promise;
+    await rt.stop();
+    release.resolve();
+    const check = (await pressed).verification.checks[0];
+    assert.equal(check?.outcome, "unreachable", JSON.stringify(check));
+    assert.ok(check?.reason?.startsWith("read failed: "), JSON.stringify(check));
+  } finally {
+    release.resolve();
+  }
+});
+
+/** What a read-back ending after the runtime's stop (lateReadBack) left after `runtime stopped`. */
+interface LateReadBack {
+  readonly linesAfterStop: string[];
+  readonly publishedAfterStop: string[];
+  readonly statusOutcome: string | undefined;
+}
+
+/**
+ * A press's read-back whose one read is answered by the provider but handed back only after the
+ * runtime's stop has ended (as "a read-back that outlives the stop's wait ..." above). With
+ * `clockFails`, the wall clock fails from then on where the e-stop reads it itself (to publish:
+ * readClockTwice, an ERROR line each); the log's timestamps still read it.
+ */
+async function lateReadBack(o: { clockFails: boolean }): Promise<LateReadBack> {
+  await using r = await estopReadbackRig({
+    ...SLOW_READS,
+    dev0: { reads: [{ out: { v: false } }], actuate: "ok" },
+    shutdownTimeoutMs: 1000,
+  });
+  const rt = r.kernel;
+  const cache = rt.cache;
+  const readFresh = cache.readFresh.bind(cache);
+  const release = Promise.withResolvers<void>();
+  const asked = Promise.withResolvers<void>();
+  cache.readFresh = async (...args) => {
+    const read = await readFresh(...args);
+    asked.resolve();
+    await release.promise;
+    return read;
+  };
+  const clock = rt.host.clock;
+  const nowMs = clock.nowMs;
+  let clockFails = false;
+  clock.nowMs = () => {
+    const caller = new Error().stack?.split("\n")[2] ?? "";
+    if (clockFails && caller.includes("/src/safety/estop.ts")) throw new Error("clock gone");
+    return nowMs.call(clock);
+  };
+  try {
+    const pressed = rt.estop.trigger("pressed just before the shutdown");
+    await asked.promise;
+    await rt.stop();
+    const stoppedAt = r.lines.findIndex((l) => /^INFO .*runtime stopped$/.test(l));
+    assert.ok(stoppedAt >= 0, r.lines.join("\n"));
+    const eventsAt = r.events.length;
+    clockFails = o.clockFails;
+    release.resolve();
+    await pressed;
+    clockFails = false;
+    return {
+      linesAfterStop: r.lines.slice(stoppedAt + 1),
+      publishedAfterStop: r.events.slice(eventsAt).map((e) => e.kind),
+      statusOutcome: rt.estop.status().verification?.outcome,
+    };
+  } finally {
+    clockFails = false;
+    clock.nowMs = nowMs;
+    release.resolve();
+  }
+}
+
 /**
  * Stops `rt` as a process under SIGTERM does, its deadline room for the whole read-back (2 x
  * SHUTDOWN_TIMEOUT_MS away), until a second stop signal READ_DELAY_MS / 4 later -- well before
