@@ -9,8 +9,8 @@
  */
 import assert from "node:assert/strict";
 import type { Kernel } from "../../src/app/kernel.ts";
-import { startServing, waitFor } from "../helpers/kernel.ts";
-import { pendingBody } from "../helpers/pending_body.ts";
+import { startServing } from "../helpers/kernel.ts";
+import { routedPost } from "../helpers/pending_body.ts";
 import { simWithTargetTemp } from "../helpers/sim_config.ts";
 
 /** POST `path` with `body` sent once the stop has begun (its body held until then). */
@@ -19,16 +19,9 @@ async function postInTheDrain(
   path: string,
   body: unknown,
 ): Promise<{ status: number; body: Record<string, unknown>; stopped: Promise<void> }> {
-  const request = pendingBody();
-  const answer = fetch(`http://127.0.0.1:${rt.http!.port}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: request.body,
-  }).then(async (r) => ({ status: r.status, body: await r.json() }));
-  await waitFor("the request's body being read", () => request.reading());
-  await waitFor("the request routed by the server", () => rt.api.inFlight > 0);
+  const { answer, send } = await routedPost(rt, path);
   const stopped = rt.stop();
-  request.send(JSON.stringify(body));
+  send(JSON.stringify(body));
   const answered = await answer;
   return { ...answered, stopped };
 }

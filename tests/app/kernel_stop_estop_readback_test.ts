@@ -216,16 +216,7 @@ Deno.test("a read-back that outlives the stop's wait after the providers' stop l
   // read-back's read is answered by the provider, and handed back only once the test lets it go
   // (after the runtime stopped): the stop's wait (READ_BACKS_END_AT_STOP_MS) runs out first.
   const rt = r.kernel;
-  const cache = rt.cache;
-  const readFresh = cache.readFresh.bind(cache);
-  const release = Promise.withResolvers<void>();
-  const asked = Promise.withResolvers<void>();
-  cache.readFresh = async (...args) => {
-    const read = await readFresh(...args);
-    asked.resolve();
-    await release.promise;
-    return read;
-  };
+  const { asked, release } = holdReadAnswers(rt);
   try {
     const pressed = rt.estop.trigger("pressed just before the shutdown");
     await asked.promise;
@@ -274,16 +265,7 @@ Deno.test("a re-verification that ends after 'runtime stopped' is neither audite
     "verified",
   );
   // From now on a read's answer is handed back only once the test lets it go (after the stop).
-  const cache = rt.cache;
-  const readFresh = cache.readFresh.bind(cache);
-  const release = Promise.withResolvers<void>();
-  const asked = Promise.withResolvers<void>();
-  cache.readFresh = async (...args) => {
-    const read = await readFresh(...args);
-    asked.resolve();
-    await release.promise;
-    return read;
-  };
+  const { asked, release } = holdReadAnswers(rt);
   const audited: string[] = [];
   rt.audit.onEntry((entry) => audited.push(entry.action));
   try {
@@ -319,16 +301,7 @@ Deno.test("a read-back whose read failed on its own (the provider's error) befor
     shutdownTimeoutMs: 1000,
   });
   const rt = r.kernel;
-  const cache = rt.cache;
-  const readFresh = cache.readFresh.bind(cache);
-  const release = Promise.withResolvers<void>();
-  const asked = Promise.withResolvers<void>();
-  cache.readFresh = async (...args) => {
-    const read = await readFresh(...args);
-    asked.resolve();
-    await release.promise;
-    return read;
-  };
+  const { asked, release } = holdReadAnswers(rt);
   try {
     const pressed = rt.estop.trigger("pressed just before the shutdown");
     await asked.promise;
@@ -362,16 +335,7 @@ async function lateReadBack(o: { clockFails: boolean }): Promise<LateReadBack> {
     shutdownTimeoutMs: 1000,
   });
   const rt = r.kernel;
-  const cache = rt.cache;
-  const readFresh = cache.readFresh.bind(cache);
-  const release = Promise.withResolvers<void>();
-  const asked = Promise.withResolvers<void>();
-  cache.readFresh = async (...args) => {
-    const read = await readFresh(...args);
-    asked.resolve();
-    await release.promise;
-    return read;
-  };
+  const { asked, release } = holdReadAnswers(rt);
   const clock = rt.host.clock;
   const nowMs = clock.nowMs;
   let clockFails = false;
@@ -416,6 +380,27 @@ async function stopHurried(rt: Kernel): Promise<void> {
   endsAt = performance.now() + 1000;
   hurry.resolve();
   await stopping;
+}
+
+/**
+ * From now on each fresh read of `rt`'s cache is answered by its provider but handed back only
+ * once `release` resolves (`asked` once the first has its answer): the one thing no real provider
+ * here does, a read the providers' stop does not end.
+ */
+function holdReadAnswers(
+  rt: Kernel,
+): { asked: PromiseWithResolvers<void>; release: PromiseWithResolvers<void> } {
+  const cache = rt.cache;
+  const readFresh = cache.readFresh.bind(cache);
+  const release = Promise.withResolvers<void>();
+  const asked = Promise.withResolvers<void>();
+  cache.readFresh = async (...args) => {
+    const read = await readFresh(...args);
+    asked.resolve();
+    await release.promise;
+    return read;
+  };
+  return { asked, release };
 }
 
 /** What `p` resolved with within `ms`, else "still running". */
