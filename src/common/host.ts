@@ -63,17 +63,34 @@ export function readClockTwice(
  * or an answer away.
  */
 export function neverThrowing(log: Logger): Logger {
-  const line = (write: (message: string) => void) => (message: string) => {
+  return eachLine(log, (write) => (message) => {
     try {
       write(message);
     } catch { /* nowhere left to say it */ }
-  };
+  });
+}
+
+/**
+ * `log` (and its children) writing no line once `silent()` is true: what a runtime's stop ended
+ * says nothing after `runtime stopped` (the e-stop's read-backs, Estop.endReadBackLines).
+ */
+export function silencedWhen(log: Logger, silent: () => boolean): Logger {
+  return eachLine(log, (write) => (message) => {
+    if (!silent()) write(message);
+  });
+}
+
+/** `log` with each level's line written through `wrap`, its children wrapped alike. */
+function eachLine(
+  log: Logger,
+  wrap: (write: (message: string) => void) => (message: string) => void,
+): Logger {
   return {
-    debug: line((m) => log.debug(m)),
-    info: line((m) => log.info(m)),
-    warn: line((m) => log.warn(m)),
-    error: line((m) => log.error(m)),
-    child: (scope) => neverThrowing(log.child(scope)),
+    debug: wrap((m) => log.debug(m)),
+    info: wrap((m) => log.info(m)),
+    warn: wrap((m) => log.warn(m)),
+    error: wrap((m) => log.error(m)),
+    child: (scope) => eachLine(log.child(scope), wrap),
   };
 }
 

@@ -64,6 +64,7 @@ import {
   reloadStartWords,
   type RuntimeError,
   scalarOf,
+  silencedWhen,
   SpellLogs,
   type TimerId,
   toJsonText,
@@ -731,7 +732,7 @@ export class Estop implements EstopService {
     this.#o = options;
     this.#log = options.log.child("estop");
     this.#stopLog = neverThrowing(this.#log);
-    this.#readBackLog = silencedOnce(this.#stopLog, () => this.#readBackLinesEnded);
+    this.#readBackLog = silencedWhen(this.#stopLog, () => this.#readBackLinesEnded);
     // First among the gates: while latched, the mode is FAULT too, and the mode gate's remedy
     // (re-arm with MANUAL) is refused until the latch is released.
     options.router.addGate(this.gate, "estop", "first");
@@ -2767,21 +2768,4 @@ interface VerificationState {
 /** A verification state as status and events show it. */
 function verificationView(s: VerificationState): Verification {
   return { outcome: verificationOutcome(s.checks), elapsed_ms: s.elapsedMs, checks: [...s.checks] };
-}
-
-/**
- * `log`, writing no line once `silent()` is true (the read-backs' lines after the runtime's stop:
- * Estop.endReadBackLines). Its children too.
- */
-function silencedOnce(log: Logger, silent: () => boolean): Logger {
-  const line = (write: (message: string) => void) => (message: string) => {
-    if (!silent()) write(message);
-  };
-  return {
-    debug: line((m) => log.debug(m)),
-    info: line((m) => log.info(m)),
-    warn: line((m) => log.warn(m)),
-    error: line((m) => log.error(m)),
-    child: (scope) => silencedOnce(log.child(scope), silent),
-  };
 }
