@@ -524,7 +524,10 @@ export class TelemetryWriter {
   /** Events evicted from the full queue since it last drained (its stretch is logged once). */
   #queueDrops = 0;
   #droppedRetry = 0;
-  /** Rows evicted from the full retry buffer since the last accepted write (logged once). */
+  /**
+   * Rows evicted from the full retry buffer since the last accepted write, or since a flush
+   * (reload, stop) emptied it (logged once: its first eviction, then its count).
+   */
   #retryDrops = 0;
   #droppedRejected = 0;
   #droppedUnformattable = 0;
@@ -906,13 +909,23 @@ export class TelemetryWriter {
     }
     const lost = this.#retry.clear() + this.#batch.length;
     this.#batch = [];
+    const what = by === "stop"
+      ? "shutdown"
+      : this.#stopCut
+      ? "reload cut short by the stop"
+      : "reload";
+    // The retry buffer's stretch of evictions ends with the buffer: said now with its count (no
+    // write succeeded to say it), so the next database's (or the next enabling's) first eviction
+    // is said again, and its count is its own.
+    if (this.#retryDrops > 0) {
+      this.#log.warn(
+        `${what}: ${this.#retryDrops} telemetry rows were dropped from the full retry buffer ` +
+          `for ${db} since its last successful write (dropped_retry)`,
+      );
+      this.#retryDrops = 0;
+    }
     if (lost > 0) {
       this.#totalFailed += lost;
-      const what = by === "stop"
-        ? "shutdown"
-        : this.#stopCut
-        ? "reload cut short by the stop"
-        : "reload";
       this.#log.warn(`${what}: ${lost} telemetry rows could not be written to ${db} and are lost`);
     }
     this.#sayHeldErrors(true); // nothing ticks from here on: what was held back is said now
