@@ -5,6 +5,10 @@
 
 import { badge, byId, fill, formatValue, h, setResult, setText, table, withUnit } from "./dom.js";
 
+/** The line a release from this page leaves under the mode buttons. */
+export const RELEASED_LINE =
+  "E-stop latch released. The mode stays FAULT: switch to MANUAL to re-arm.";
+
 /** The e-stop button, its answer, the release dialog and the latch's cause. */
 export class EstopPanel {
   /**
@@ -42,6 +46,12 @@ export class EstopPanel {
      * sent happened before that trigger.
      */
     this.latchEvents = 0;
+    /**
+     * The release line shown under the mode buttons (confirmClear), until it no longer holds: the
+     * status reads started before its answer arrived (older news, ignored).
+     * @type {{readsBefore: number} | null}
+     */
+    this.releaseLine = null;
   }
 
   /** The runtime status as last read. */
@@ -73,6 +83,22 @@ export class EstopPanel {
     this.renderCause();
     this.renderLost();
     this.renderReleased();
+    this.renderReleaseLine();
+  }
+
+  /**
+   * The release line goes once a status read that started after the release answered shows the
+   * latch engaged again (another client's e-stop, an alarm's) or the mode moved on from FAULT
+   * (re-armed by another client): it would tell the operator the opposite of the header. Left as
+   * it is when the line under the buttons says something else by then (a mode switch's answer).
+   */
+  renderReleaseLine() {
+    const r = this.releaseLine;
+    const s = this.status();
+    if (r === null || !s || this.machine.shown <= r.readsBefore) return;
+    if (s.estop?.latched !== true && s.mode === "FAULT") return;
+    this.releaseLine = null;
+    if (byId("mode-result").textContent === RELEASED_LINE) this.clearModeResult();
   }
 
   /**
@@ -185,6 +211,7 @@ export class EstopPanel {
     section.hidden = false;
     section.className = "estop-result pending";
     this.latchedAnswer = null;
+    this.releaseLine = null;
     this.clearModeResult();
     fill(body, h("p", { role: "status", text: "E-stop sent…" }));
     // Counted before it is sent: its own latch event is the first that can come after.
@@ -318,13 +345,11 @@ export class EstopPanel {
     const dialog = /** @type {HTMLDialogElement} */ (byId("clear-dialog"));
     dialog.close();
     const out = byId("mode-result");
+    this.releaseLine = null;
     try {
       await this.api.post("/v0/estop/clear");
-      setResult(
-        out,
-        "ok",
-        "E-stop latch released. The mode stays FAULT: switch to MANUAL to re-arm.",
-      );
+      setResult(out, "ok", RELEASED_LINE);
+      this.releaseLine = { readsBefore: this.machine.started };
     } catch (err) {
       setResult(out, "error", this.errorText(err));
     }
