@@ -9,6 +9,29 @@ import { badge, byId, fill, formatValue, h, setResult, setText, table, withUnit 
 export const RELEASED_LINE =
   "E-stop latch released. The mode stays FAULT: switch to MANUAL to re-arm.";
 
+/**
+ * A read-back check's expectation (`{equals}` or `{min?, max?}`) as an operator reads it, with the
+ * signal's unit where it is a number: `= 0 rpm`, `= false`, `= "closed"`, `10 to 20 degC`,
+ * `\u2265 10 degC`, `\u2264 20 degC`. Bounds are written exactly as configured (not rounded as
+ * observed values are): they are the thresholds the stop judged by.
+ * @param {any} e
+ * @param {string | undefined} unit
+ */
+export function expectedText(e, unit) {
+  if (e === null || typeof e !== "object") return "\u2014";
+  if ("equals" in e) {
+    const v = e.equals;
+    if (typeof v === "number") return withUnit(`= ${String(v)}`, unit);
+    return typeof v === "string" ? `= ${JSON.stringify(v)}` : `= ${String(v)}`;
+  }
+  const min = typeof e.min === "number" ? String(e.min) : null;
+  const max = typeof e.max === "number" ? String(e.max) : null;
+  if (min !== null && max !== null) return withUnit(`${min} to ${max}`, unit);
+  if (min !== null) return withUnit(`\u2265 ${min}`, unit);
+  if (max !== null) return withUnit(`\u2264 ${max}`, unit);
+  return "\u2014";
+}
+
 /** The e-stop button, its answer, the release dialog and the latch's cause. */
 export class EstopPanel {
   /**
@@ -266,7 +289,7 @@ export class EstopPanel {
           ["Signal", "Expected", "Observed", "Quality", "Outcome"],
           v.checks.map((c) => [
             c.signal,
-            withUnit(JSON.stringify(c.expected), this.unitOf(c.signal)),
+            expectedText(c.expected, this.unitOf(c.signal)),
             withUnit(formatValue(c.observed), this.unitOf(c.signal)),
             c.quality ?? "—",
             badge(c.outcome + (c.reason ? ` — ${c.reason}` : ""), `outcome-${c.outcome}`),

@@ -354,6 +354,11 @@ Deno.test({
               await page.locator(".estop-checks tbody tr").count(),
               r.verification.checks.length,
             );
+            // The Expected column in words, not the answer's JSON ({"equals":0}).
+            const expected = await page.locator(".estop-checks tbody tr td:nth-child(2)")
+              .allTextContents();
+            assert.equal(expected.length, r.verification.checks.length);
+            for (const e of expected) assert.match(e, /^(= |\u2265 |\u2264 |-?[0-9])/, e);
             await waitForText(page, "#latch", /^LATCHED since /);
             await waitForText(page, "#mode", /^FAULT$/);
             assert.equal(await page.locator("#estop-clear").isVisible(), true);
