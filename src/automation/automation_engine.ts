@@ -308,6 +308,19 @@ export interface AutomationEngineOptions {
 /** The kind of value a blackboard port or a signal's reads carry (uint64 counts as int64). */
 type ValueKind = "double" | "int64" | "bool" | "string";
 
+/** The type an entry takes from `use` as its first write: a ReadSignal's number is a double. */
+function entryTypeOf(use: EntryUse): ValueKind {
+  return use.signal && use.kind !== "string" ? "double" : use.kind;
+}
+
+/**
+ * The type a tick fixed for an entry (a value written into it, its type no longer `any`):
+ * undefined while no tick has written it, or it takes any type.
+ */
+function heldEntryType(entry: EntryWriter["entry"]): ValueKind | undefined {
+  return entry.value === undefined || entry.declared === "any" ? undefined : entry.declared;
+}
+
 /** One port or signal of the tree naming a blackboard entry, as the AUTO gate judges it. */
 interface EntryUse {
   readonly key: string;
@@ -576,12 +589,13 @@ export class AutomationEngine {
    * what verify cannot see (docs/automation.md, "Blackboard types"). Written both as a string and
    * as a number (the first writer of each kind in tree order); else a signal's values written into
    * an entry a port typed first (a double into one CheckBool declared bool), or read by a typed
-   * port that cannot convert them all (a double signal read by Sleep's int64 `msec`). A signal not
-   * declared now, or of type bytes, is left out.
+   * port that cannot convert them all (a double signal read by Sleep's int64 `msec`). An entry a
+   * tick of an earlier run typed is judged with that type as its first write (the blackboard
+   * survives leaving AUTO). A signal not declared now, or of type bytes, is left out.
    */
   #entryTypeConflicts(): string[] {
     const capabilitiesOf = this.#o.inventory?.capabilities;
-    const byEntry = new Map<object, EntryUse[]>();
+    const byEntry = new Map<EntryWriter["entry"], EntryUse[]>();
     for (const w of this.#writers) {
       let kind: ValueKind;
       let what: string;
@@ -616,7 +630,21 @@ export class AutomationEngine {
     const out: string[] = [];
     const conflict = (a: EntryUse, b: EntryUse) =>
       out.push(`blackboard entry '${a.key}' with ${a.text} and with ${b.text}`);
-    for (const uses of byEntry.values()) {
+    for (const [entry, uses] of byEntry) {
+      // A tick typed the entry already (its first write, in an earlier run): it keeps that type
+      // for the tree's life, whatever the signals declare now (a restart that retyped one).
+      const held = heldEntryType(entry);
+      const treeFirst = uses.find((u) => u.role !== "read");
+      if (held !== undefined && (treeFirst === undefined || entryTypeOf(treeFirst) !== held)) {
+        uses.unshift({
+          key: uses[0]!.key,
+          text: `its value from an earlier tick (${held}, kept until a restart or a reload ` +
+            `replaces the tree)`,
+          kind: held,
+          role: "declare",
+          signal: false,
+        });
+      }
       const typing = uses.filter((u) => u.role !== "read");
       const first = typing[0];
       // A string entry refuses numbers, a number entry strings that do not parse: any order.
@@ -627,11 +655,7 @@ export class AutomationEngine {
         continue;
       }
       // The entry's type: the first port's, or what a ReadSignal first writes (always a double).
-      const entryType: ValueKind | undefined = first === undefined
-        ? undefined
-        : first.signal && first.kind !== "string"
-        ? "double"
-        : first.kind;
+      const entryType: ValueKind | undefined = first === undefined ? undefined : entryTypeOf(first);
       const badWrite = entryType === undefined
         ? undefined
         : typing.find((u) => u.role === "write" && !convertsWhole(u.kind, entryType));
