@@ -270,6 +270,8 @@ export interface SparkplugHandle {
   rebirth(): void;
   /** Ends a start still under way: it opens no broker session (a failed start's stop). */
   endStart(): void;
+  /** The runtime is stopping: DCMDs are refused from now on (an NCMD e-stop is still taken). */
+  closeCommands(): void;
   stop(): Promise<void>;
 }
 
@@ -3230,6 +3232,9 @@ export class Kernel {
     // reach the runtime over HTTP, and the drain may wait seconds for answers still being made
     // (HTTP_SHUTDOWN_ANSWER_MS); nothing may go on commanding the machine meanwhile.
     step("automation", () => this.automation?.stop());
+    // Nor does a Sparkplug host: its DCMDs are refused from here on (the node publishes its NDEATH
+    // only after the HTTP drain below, which may take seconds); its NCMD e-stop is still taken.
+    step("Sparkplug commands", () => this.#sparkplug?.closeCommands());
     // Event streams end (they would keep the server's shutdown waiting), and new requests on the
     // connections still held are refused but the e-stop, its clear and runtime status.
     step("HTTP API", () => this.api.close());

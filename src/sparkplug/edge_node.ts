@@ -219,6 +219,13 @@ const NOT_ONLINE =
   "the node is not online (no births on this connection yet: waiting for the primary host or the broker)";
 
 /**
+ * Why a DCMD is refused once the runtime stops (closeCommands): as the HTTP API refuses a call then
+ * and the tree is halted, nothing new commands the machine; an NCMD e-stop is still taken.
+ */
+export const RUNTIME_STOPPING =
+  "the runtime is stopping: no command is carried out (an NCMD Node Control/E-Stop still is)";
+
+/**
  * Answers to commands waiting for the writes in flight to drop under MAX_IN_FLIGHT, at most (the
  * latest per metric; an answer for another metric beyond it is dropped, counted as a publish
  * failure).
@@ -591,6 +598,8 @@ export class SparkplugEdgeNode {
   #wake: (() => void) | null = null;
   /** endStart() was called: start() opens no broker session. */
   #startEnded = false;
+  /** closeCommands() was called (the runtime stops): DCMDs are refused, the e-stop still taken. */
+  #commandsClosed = false;
   #inFlight = 0;
   /** CONNECTs in a row that reached the broker and got no CONNACK (bounds their WARN). */
   #unansweredConnects = 0;
@@ -1104,6 +1113,17 @@ export class SparkplugEdgeNode {
     if (this.#session !== null) return;
     this.#startEnded = true;
     this.#wake?.();
+  }
+
+  /**
+   * The runtime is stopping: from now on no DCMD is carried out (each is refused and answered
+   * RUNTIME_STOPPING while the node is still online), as the HTTP API refuses a call and the tree
+   * is halted from the stop's first step on -- the node's own stop (its NDEATH) comes only after
+   * the HTTP server's drain, which may take seconds. An NCMD e-stop is still taken, and a Rebirth
+   * answered. Idempotent.
+   */
+  closeCommands(): void {
+    this.#commandsClosed = true;
   }
 
   /** Publishes NDEATH (bounded in time) and ends the session. */
@@ -3123,6 +3143,8 @@ export class SparkplugEdgeNode {
     }
     const refusal = this.#commandRefusal();
     if (refusal !== null) return this.#refused(topic, name, refusal, id);
+    // The runtime is stopping (closeCommands): nothing new commands the machine.
+    if (this.#commandsClosed) return this.#refused(topic, name, RUNTIME_STOPPING, id);
     // After its NDEATH (the primary host went offline, or the connection was lost) the node is
     // dead to the group until its next births: a write addressed to it then acts on nothing, and
     // its answer could not be published. (An NCMD e-stop is still taken: the stop never waits.)
