@@ -3113,6 +3113,17 @@ export class SparkplugEdgeNode {
   #deviceCommand(topic: string, id: string, m: Record<string, unknown>): void {
     const name = this.#commandName(id, m);
     const dev = this.#devices.get(id);
+    // Commands off, the viewer role or the runtime stopping refuse every DCMD, whatever it names:
+    // said first, so a host is never told of a device or an alias to send it again by, which could
+    // not succeed either.
+    const refusal = this.#commandRefusal() ?? (this.#commandsClosed ? RUNTIME_STOPPING : null);
+    if (refusal !== null) {
+      const metric = name ?? `alias ${String(m.alias)}`;
+      if (dev === undefined || name === null) {
+        return this.#refused(topic, `${id}/${metric}`, refusal, NODE);
+      }
+      return this.#refused(topic, name, refusal, id);
+    }
     if (dev === undefined) {
       // No device of this node by that id (down, gone, never born, mistyped): no alias of it is
       // known, so the node answers, naming the device as for a metric that is no function of one.
@@ -3141,10 +3152,6 @@ export class SparkplugEdgeNode {
         id,
       );
     }
-    const refusal = this.#commandRefusal();
-    if (refusal !== null) return this.#refused(topic, name, refusal, id);
-    // The runtime is stopping (closeCommands): nothing new commands the machine.
-    if (this.#commandsClosed) return this.#refused(topic, name, RUNTIME_STOPPING, id);
     // After its NDEATH (the primary host went offline, or the connection was lost) the node is
     // dead to the group until its next births: a write addressed to it then acts on nothing, and
     // its answer could not be published. (An NCMD e-stop is still taken: the stop never waits.)
