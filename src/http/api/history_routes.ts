@@ -147,19 +147,83 @@ function requireHistory(services: HttpServices) {
   return { history: h, incidents: i };
 }
 
-/** The format asked for: `format`, else the Accept header, else JSON. */
-function wantedFormat(ctx: RouteContext, allowed: readonly string[]): string {
-  const f = ctx.url.searchParams.get("format");
-  if (f !== null) {
-    if (!allowed.includes(f)) {
-      throw invalidArgument(`format: must be one of ${allowed.join(", ")} (got "${f}")`);
-    }
-    return f;
+/** The media types by which `Accept` asks for each format. */
+const FORMAT_MEDIA_TYPES: Readonly<Record<string, readonly string[]>> = {
+  json: ["application/json"],
+  csv: ["text/csv"],
+  jsonl: ["application/jsonl", "application/x-ndjson"],
+};
+
+/** One media range of an Accept header: `type/subtype` (lower case) and its quality. */
+interface MediaRange {
+  readonly type: string;
+  readonly q: number;
+}
+
+/**
+ * An Accept header's media ranges (RFC 9110 sec. 12.5.1), each with its quality: `q` from 0 to 1,
+ * 1 when absent or not a number in that range. Linear in the header (bounded by the server).
+ */
+function mediaRanges(accept: string): MediaRange[] {
+  const out: MediaRange[] = [];
+  for (const item of accept.split(",")) {
+    const [type, ...params] = item.split(";").map((s) => s.trim().toLowerCase());
+    if (!type) continue;
+    const qParam = params.find((p) => /^q\s*=/.test(p));
+    const text = qParam?.slice(qParam.indexOf("=") + 1).trim() ?? "";
+    const q = text === "" ? 1 : Number(text);
+    out.push({ type, q: Number.isFinite(q) && q >= 0 && q <= 1 ? q : 1 });
   }
-  const accept = ctx.req.headers.get("accept") ?? "";
-  if (allowed.includes("csv") && /\btext\/csv\b/.test(accept)) return "csv";
-  if (allowed.includes("jsonl") && /application\/(jsonl|x-ndjson)/.test(accept)) return "jsonl";
-  return "json";
+  return out;
+}
+
+/**
+ * The quality of `type` under `ranges`: that of the most specific range matching it (the type
+ * itself, then `major/*`, then `*\/*`), 0 when none does. `named`: the type itself only.
+ */
+function qualityOf(ranges: readonly MediaRange[], type: string, named = false): number {
+  const exact = ranges.find((r) => r.type === type);
+  if (exact !== undefined || named) return exact?.q ?? 0;
+  const major = ranges.find((r) => r.type === `${type.slice(0, type.indexOf("/"))}/*`);
+  return major?.q ?? ranges.find((r) => r.type === "*/*")?.q ?? 0;
+}
+
+/**
+ * The format asked for: `format`, else the one `Accept` ranks first, else JSON. CSV or JSON Lines
+ * only when Accept names its media type with a quality above 0 (`text/csv;q=0` refuses it) and not
+ * below JSON's (a wildcard alone never asks for them); of two named alike, the first `allowed`.
+ * JSON otherwise, also when Accept does not take it (the API answers JSON; no 406).
+ */
+export function wantedFormat(
+  format: string | null,
+  accept: string | null,
+  allowed: readonly string[],
+): string {
+  if (format !== null) {
+    if (!allowed.includes(format)) {
+      throw invalidArgument(`format: must be one of ${allowed.join(", ")} (got "${format}")`);
+    }
+    return format;
+  }
+  if (accept === null) return "json";
+  const ranges = mediaRanges(accept);
+  const json = qualityOf(ranges, FORMAT_MEDIA_TYPES.json![0]!);
+  let best = "json";
+  let bestQ = 0;
+  for (const f of allowed) {
+    if (f === "json") continue;
+    const q = Math.max(0, ...(FORMAT_MEDIA_TYPES[f] ?? []).map((t) => qualityOf(ranges, t, true)));
+    if (q > 0 && q >= json && q > bestQ) {
+      best = f;
+      bestQ = q;
+    }
+  }
+  return best;
+}
+
+/** wantedFormat of a request: its `format` query parameter and its Accept header. */
+function requestFormat(ctx: RouteContext, allowed: readonly string[]): string {
+  return wantedFormat(ctx.url.searchParams.get("format"), ctx.req.headers.get("accept"), allowed);
 }
 
 function epochParam(q: URLSearchParams, name: string): number | undefined {
@@ -178,7 +242,7 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
   const { history } = requireHistory(ctx.services);
   const { provider_id: p, device_id: d } = ctx.params;
   const q = ctx.url.searchParams;
-  const format = wantedFormat(ctx, ["json", "csv"]);
+  const format = requestFormat(ctx, ["json", "csv"]);
   const sinceMs = epochParam(q, "since_ms");
   const untilMs = epochParam(q, "until_ms");
   const stepText = q.get("step_ms");
@@ -274,7 +338,7 @@ function listIncidents(ctx: RouteContext): Response {
 async function getIncident(ctx: RouteContext): Promise<Response> {
   const { incidents } = requireHistory(ctx.services);
   const id = ctx.params.incident_id!;
-  const format = wantedFormat(ctx, ["json", "csv", "jsonl"]);
+  const format = requestFormat(ctx, ["json", "csv", "jsonl"]);
   if (format === "jsonl") {
     // The header as the read found it: a bound pruning the record right after leaves it listed
     // nowhere, not whole all the same.
