@@ -254,13 +254,12 @@ const ALARM: Json = {
     },
     message: str("Operator text.", "", { maxLength: MAX_ALARM_MESSAGE_LENGTH }),
   },
-  anyOf: [
-    { required: ["hihi"] },
-    { required: ["hi"] },
-    { required: ["lo"] },
-    { required: ["lolo"] },
-    { required: ["alarm_when"] },
-  ],
+  // A limit given as null is no limit (the loader's rule): a branch needs one that is not null (a
+  // limit of the wrong type is that limit's own error).
+  anyOf: ["hihi", "hi", "lo", "lolo", "alarm_when"].map((k) => ({
+    required: [k],
+    properties: { [k]: { not: { type: "null" } } },
+  })),
   errorMessage: "needs at least one limit (hihi, hi, lo, lolo) or alarm_when",
 };
 

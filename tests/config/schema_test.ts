@@ -93,6 +93,13 @@ const INVALID: { name: string; yaml: string; paths: string[] }[] = [
     paths: ["/alarms/0", "/alarms/1/action"],
   },
   {
+    // The loader's rule: a limit given as null is no limit (an empty YAML value is "not given").
+    name: "an alarm whose only limit is null, and one whose four limits are",
+    yaml: `${PROV}alarms: [{id: a, signal: p0/d/s, hi: null}, {id: b, signal: p0/d/s, ` +
+      `hihi: null, hi: null, lo: null, lolo: null}]\n`,
+    paths: ["/alarms/0", "/alarms/1"],
+  },
+  {
     name: "an interlock without a condition and with an empty block list",
     yaml: `${PROV}interlocks: [{id: i, block: [], message: m}]\n`,
     paths: ["/interlocks/0/block", "/interlocks/0/while"],
