@@ -631,7 +631,8 @@ async function checkBehaviorTree(
 
 /**
  * `--check-config`: the start's checks of the TLS files named by `http.tls_cert_path` and
- * `http.tls_key_path` when both are there (a file that is not is the loader's diagnostic):
+ * `http.tls_key_path` when the HTTP server is enabled and both are there (a file that is not is
+ * the loader's diagnostic):
  * readable PEM, the certificate's dates, the key belonging to the certificate. What the start
  * would refuse is an error under `--strict` and a warning otherwise; what it would warn of
  * (a certificate expiring within TLS_CERT_EXPIRY_WARNING_DAYS) is a warning.
@@ -641,8 +642,9 @@ async function tlsFileDiagnostics(
   positionOf: ((path: readonly string[]) => { line: number; column: number }) | undefined,
   cli: { file: string; strict: boolean },
 ): Promise<Diagnostic[]> {
-  const { tlsCertPath, tlsKeyPath, tlsAllowExpiredCert } = config.http;
-  if (tlsCertPath === null || tlsKeyPath === null) return [];
+  const { enabled, tlsCertPath, tlsKeyPath, tlsAllowExpiredCert } = config.http;
+  // No HTTP server, no TLS file read: the start judges neither (kernel.ts #startFiles).
+  if (!enabled || tlsCertPath === null || tlsKeyPath === null) return [];
   if (!isFile(tlsCertPath) || !isFile(tlsKeyPath)) return [];
   const check = await checkTlsFiles({ tlsCertPath, tlsKeyPath, tlsAllowExpiredCert });
   const diagnostic = (severity: "error" | "warning", text: string): Diagnostic => {

@@ -90,3 +90,18 @@ Deno.test("runtime --check-config --strict refuses an expired certificate unless
     );
   });
 });
+
+Deno.test("runtime --check-config --strict judges no TLS file of a disabled HTTP server, as the start reads none", async () => {
+  // A start with http.enabled false serves nothing and reads neither file (a reload turning the
+  // server off neither reads nor judges them): nothing here may say "a start refuses it".
+  const off = CONFIG.replace("http:\n", "http:\n  enabled: false\n");
+  await withFiles({ "cfg.yaml": off, "tls/cert.pem": "x", "tls/key.pem": "x" }, async (dir) => {
+    const notPem = await check(dir, true);
+    assert.equal(notPem.code, 0, notPem.stdout);
+    assert.deepEqual(tlsLines(notPem.stdout), []);
+    await Deno.remove(`${dir}/tls`, { recursive: true });
+    const missing = await check(dir, true);
+    assert.equal(missing.code, 0, missing.stdout);
+    assert.deepEqual(tlsLines(missing.stdout), []);
+  });
+});

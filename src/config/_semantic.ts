@@ -420,8 +420,8 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
   const authEnabled = c.boolean(h, P, "auth_enabled", false);
   const authToken = c.string(h, P, "auth_token", "");
   const allowInsecureBind = c.boolean(h, P, "allow_insecure_bind", false);
-  const tlsCertPath = readTlsPath(ctx, h, "tls_cert_path", "tls_key_path");
-  const tlsKeyPath = readTlsPath(ctx, h, "tls_key_path", "tls_cert_path");
+  const tlsCertPath = readTlsPath(ctx, h, enabled, "tls_cert_path", "tls_key_path");
+  const tlsKeyPath = readTlsPath(ctx, h, enabled, "tls_key_path", "tls_cert_path");
   const maxConnections = c.integer(h, P, "max_connections", 128, { min: 8, max: 100000 });
   const requestHeaderTimeoutMs = c.integer(h, P, "request_header_timeout_ms", 10000, {
     min: 1000,
@@ -624,8 +624,17 @@ function readAllowedHosts(c: Checker, h: Obj, P: Path): readonly string[] {
 const HOST_ENTRY =
   /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
-/** A TLS file key: both or neither; relative to the config folder; must exist at start-up. */
-function readTlsPath(ctx: SemanticContext, h: Obj, key: string, other: string): string | null {
+/**
+ * A TLS file key: both or neither; relative to the config folder; must exist at start-up when
+ * the HTTP server is `enabled` (a start without one reads neither file, as sparkplug.tls).
+ */
+function readTlsPath(
+  ctx: SemanticContext,
+  h: Obj,
+  enabled: boolean,
+  key: string,
+  other: string,
+): string | null {
   const c = ctx.checker;
   const P = ["http"];
   const v = c.string(h, P, key, "");
@@ -634,7 +643,7 @@ function readTlsPath(ctx: SemanticContext, h: Obj, key: string, other: string): 
   if (v === "") return null;
   if (!otherSet) c.error([...P, key], `is set but ${other} is not: TLS needs both or neither`);
   const abs = resolvePath(ctx.configDir, v);
-  if (answered(ctx, [...P, key], "path", abs) && !ctx.fileExists(abs)) {
+  if (enabled && answered(ctx, [...P, key], "path", abs) && !ctx.fileExists(abs)) {
     // A build machine usually lacks the target's certificates; start-up cannot do without them.
     environmentProblem(ctx, [...P, key], notAFile(ctx, abs), "error");
   }

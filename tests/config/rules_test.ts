@@ -391,6 +391,44 @@ ${PROV}
     o: { files: [], mode: "start" },
     expect: ["error http.tls_cert_path @2", "error http.tls_key_path @3"],
   },
+  {
+    // As sparkplug.tls with sparkplug off: a start with no HTTP server reads no TLS file, and a
+    // reload turning the server off neither reads nor judges them (docs/deployment.md).
+    name: "missing TLS files of a disabled HTTP server are no diagnostic at start-up",
+    yaml: `
+http:
+  enabled: false
+  tls_cert_path: tls/cert.pem
+  tls_key_path: tls/key.pem
+${PROV}
+`,
+    o: { files: [], mode: "start" },
+    expect: [],
+  },
+  {
+    name:
+      "missing TLS files of a disabled HTTP server are no diagnostic under --check-config --strict",
+    yaml: `
+http:
+  enabled: false
+  tls_cert_path: tls/cert.pem
+  tls_key_path: tls/key.pem
+${PROV}
+`,
+    o: { files: [], strict: true },
+    expect: [],
+  },
+  {
+    name: "a disabled HTTP server's TLS keys still need both or neither",
+    yaml: `
+http:
+  enabled: false
+  tls_cert_path: tls/cert.pem
+${PROV}
+`,
+    o: { files: [], mode: "start" },
+    expect: ["error http.tls_cert_path @3"],
+  },
 
   // --- providers -----------------------------------------------------------------------------
   {
