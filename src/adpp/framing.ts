@@ -3,6 +3,8 @@
  * Max payload 1 MiB (exactly 1 MiB allowed). Zero-length frames are never valid messages.
  */
 
+import { PROVIDER_TEXT_CHARS, quoteProviderText } from "../common/mod.ts";
+
 /** Largest payload either side accepts: `len > MAX_FRAME_BYTES` is an error. */
 export const MAX_FRAME_BYTES = 1_048_576;
 
@@ -82,8 +84,12 @@ class FrameSplitter {
     while (off < chunk.length) {
       if (this.#payload === null) {
         let need: number;
+        let prefix: Uint8Array;
+        let prefixAt: number;
         if (this.#prefixFill === 0 && chunk.length - off >= 4) {
           need = readLength(chunk, off);
+          prefix = chunk;
+          prefixAt = off;
           off += 4;
         } else {
           while (this.#prefixFill < 4 && off < chunk.length) {
@@ -92,9 +98,15 @@ class FrameSplitter {
           if (this.#prefixFill < 4) return;
           this.#prefixFill = 0;
           need = readLength(this.#prefix, 0);
+          prefix = this.#prefix;
+          prefixAt = 0;
         }
         if (need > this.#maxBytes) {
-          throw new FrameError("oversize", `frame length ${need} exceeds ${this.#maxBytes}`);
+          throw new FrameError(
+            "oversize",
+            `frame length ${need} exceeds ${this.#maxBytes}` +
+              textInsteadOfFrame(prefix, prefixAt, chunk, off),
+          );
         }
         if (need === 0) throw new FrameError("zero_length", "zero-length frame");
         if (chunk.length - off >= need) {
@@ -267,6 +279,44 @@ export class FrameReader {
     if (this.#readyAt === this.#ready.length) this.#ready.length = this.#readyAt = 0;
     return { done: false, value };
   }
+}
+
+/** Bytes of text read to quote it: enough for PROVIDER_TEXT_CHARS characters and the cut's mark. */
+const QUOTED_TEXT_BYTES = 4 * (PROVIDER_TEXT_CHARS + 1);
+
+/** Whether a byte is printable ASCII, a tab or a line break: what a print writes. */
+function isTextByte(b: number): boolean {
+  return (b >= 0x20 && b < 0x7f) || b === 0x09 || b === 0x0a || b === 0x0d;
+}
+
+/** Whether a byte may be part of printed text: a text byte or one of a UTF-8 sequence. */
+function mayBeText(b: number): boolean {
+  return b >= 0x80 || isTextByte(b);
+}
+
+/**
+ * What to add to the oversize error of the length prefix `prefix[at..at+4)` (the rest of the
+ * chunk from `rest[from..]`): when the prefix is text (a print to the stream, as a provider's
+ * console.log on its stdout), that it is, and the text quoted up to the first control byte (a
+ * frame written after it) and cut to PROVIDER_TEXT_CHARS; else nothing. Four text bytes read as a
+ * length of at least 0x09090909 (over 144 MiB): text between frames always meets the bound, and
+ * was named only as a frame of that many bytes.
+ */
+function textInsteadOfFrame(
+  prefix: Uint8Array,
+  at: number,
+  rest: Uint8Array,
+  from: number,
+): string {
+  for (let i = at; i < at + 4; i++) if (!isTextByte(prefix[i]!)) return "";
+  const last = Math.min(rest.length, from + QUOTED_TEXT_BYTES - 4);
+  let end = from;
+  while (end < last && mayBeText(rest[end]!)) end++;
+  const bytes = new Uint8Array(4 + end - from);
+  bytes.set(prefix.subarray(at, at + 4));
+  bytes.set(rest.subarray(from, end), 4);
+  const text = new TextDecoder().decode(bytes);
+  return `: text, not an ADPP frame (printed to the stream?): ${quoteProviderText(text)}`;
 }
 
 function readLength(bytes: Uint8Array, at: number): number {

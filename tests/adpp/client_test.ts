@@ -19,7 +19,7 @@ import {
   type WireRequest,
   type WireResponse,
 } from "../../src/adpp/mod.ts";
-import { QUOTED_DEVICE_ID_CHARS, RuntimeError } from "../../src/common/mod.ts";
+import { PROVIDER_TEXT_CHARS, QUOTED_DEVICE_ID_CHARS, RuntimeError } from "../../src/common/mod.ts";
 import { byteStream } from "../helpers/byte_stream.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
@@ -743,6 +743,63 @@ Deno.test("AdppClient ends the session on an oversize frame prefix", async () =>
   const end = await p.client.ended;
   assert.equal(end.reason, "protocol_violation");
   assert.match(end.message, /exceeds/);
+  await p.end();
+});
+
+Deno.test("AdppClient names text written between frames (a print to stdout), its length prefix split across reads, quoted up to the next frame", async () => {
+  const p = pair();
+  const first = p.client.request("list_devices", {}, 1000);
+  const req = await p.nextRequest();
+  const text = new TextEncoder().encode('moving to "12.5"\n');
+  const answer = encodeFrame(encodeResponse({ request_id: req.request_id, status: OK }));
+  // An answer, then the text: its first two bytes end the read, the rest comes in the next one.
+  await p.raw(Uint8Array.from([...answer, ...text.subarray(0, 2)]));
+  await assert.rejects(first, (e) => e instanceof RuntimeError && e.code === "INTERNAL");
+  const pending = p.client.request("list_devices", {}, 1000);
+  // The rest of the text, and the answer the provider wrote after it: quoted up to that frame
+  // (whose length prefix starts with a control byte here: 12, a form feed).
+  const second = await p.nextRequest();
+  const after = encodeFrame(
+    encodeResponse({
+      request_id: second.request_id,
+      status: { code: StatusCode.OK, message: "okay" },
+    }),
+  );
+  assert.equal(after[0], 12);
+  await p.raw(Uint8Array.from([...text.subarray(2), ...after]));
+  await assert.rejects(pending, /session ended/);
+  const end = await p.client.ended;
+  assert.equal(end.reason, "protocol_violation");
+  assert.equal(
+    end.message,
+    'bad frame: frame length 1769369453 exceeds 1048576: text, not an ADPP frame (printed to the stream?): "moving to \\"12.5\\"\\n"',
+  );
+  await p.end();
+});
+
+Deno.test("AdppClient quotes at most PROVIDER_TEXT_CHARS of text written between frames", async () => {
+  const p = pair();
+  const pending = p.client.request("list_devices", {}, 1000);
+  await p.nextRequest();
+  await p.raw(new TextEncoder().encode(`${"y".repeat(10_000)}\u00e9 and more`));
+  await assert.rejects(pending, /session ended/);
+  const end = await p.client.ended;
+  assert.equal(
+    end.message,
+    `bad frame: frame length 2038004089 exceeds 1048576: text, not an ADPP frame (printed to the stream?): "${
+      "y".repeat(PROVIDER_TEXT_CHARS)
+    }\u2026"`,
+  );
+  await p.end();
+});
+
+Deno.test("AdppClient does not call an oversize prefix of binary bytes text", async () => {
+  const p = pair();
+  const pending = p.client.request("list_devices", {}, 1000);
+  await p.nextRequest();
+  await p.raw(Uint8Array.from([0x00, 0x00, 0x20, 0x00, 0x41, 0x42]));
+  await assert.rejects(pending, /session ended/);
+  assert.equal((await p.client.ended).message, "bad frame: frame length 2097152 exceeds 1048576");
   await p.end();
 });
 

@@ -139,6 +139,47 @@ Deno.test("ProviderSession.terminate: a provider finishing the requests in hand 
   }
 });
 
+Deno.test("ProviderSession names text a provider printed to its stdout, not a frame of gigabytes", async () => {
+  // An SDK provider whose call handler does console.log: the text lands between the ADPP frames.
+  // Its first four bytes read as a length prefix of ~1.6 GB; the session broke with only that
+  // ("frame length 1601463667 exceeds 1048576"), which sends an operator after a provider
+  // answering with huge frames, not after a print in a handler.
+  const lines: string[] = [];
+  const main = new URL("./_printing_sdk_provider.ts", import.meta.url).pathname;
+  const s = new ProviderSession(
+    {
+      ...programmableProvider("p0", "unused"),
+      command: Deno.execPath(),
+      args: ["run", "--quiet", main],
+    },
+    Deno.execPath(),
+    {
+      spawn: spawnProcess,
+      log: capturingLogger({ level: "warn", now: () => 0, lines }).log,
+      clock: systemClock,
+      cwd: Deno.cwd(),
+    },
+  );
+  try {
+    await s.handshake();
+    const call = s.request("call", {
+      device_id: "d0",
+      function_id: 1,
+      args: { on: { type: T.BOOL, bool_value: true } },
+    }).then(() => "answered", String);
+    const why = await s.ended;
+    assert.match(await call, /session ended/);
+    const broken = lines.find((l) => /session broken \(protocol_violation\)/.test(l));
+    assert.ok(broken, lines.join("\n"));
+    assert.match(why, /text, not an ADPP frame/);
+    assert.match(why, /"set_on called, on=true\\n"/, "the printed text, quoted");
+    assert.match(broken, /text, not an ADPP frame .*"set_on called, on=true\\n"/);
+  } finally {
+    s.kill();
+    await s.terminate(1000);
+  }
+});
+
 Deno.test("ProviderSession has no discovery warnings before discovery", async () => {
   const { s, file } = await shSession("exec PROVIDER");
   try {
