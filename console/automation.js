@@ -209,6 +209,10 @@ export class AutomationView {
     this.mode = options.mode;
     /** null until known: whether /v0/automation answers (AUTO is offered only then). */
     this.enabled = /** @type {boolean | null} */ (null);
+    /**
+     * Whether the tree's outline is shown: until then (a failed read took it down or shows its
+     * error) every read of the status reads the tree too.
+     */
     this.treeShown = false;
     /** @type {any} the last status read; null when none (or the read failed) */
     this.status = null;
@@ -251,7 +255,9 @@ export class AutomationView {
       this.status = null;
       this.renderWhy();
       fill(byId("automation-status"), h("p", { class: "muted", text: String(err) }));
+      // The tree is taken down with the status: none is shown, so the next read reads it again.
       fill(byId("automation-tree"));
+      this.treeShown = false;
       this.onEnabled();
       return;
     }
@@ -340,7 +346,9 @@ export class AutomationView {
       fill(byId("automation-tree"), treeOutline(t.tree));
       this.treeShown = true;
     } catch (err) {
+      // The error in its place is no tree shown: the next read (the 2 s refresh's) reads it again.
       fill(byId("automation-tree"), h("p", { class: "muted", text: String(err) }));
+      this.treeShown = false;
     }
   }
 }
