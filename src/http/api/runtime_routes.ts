@@ -28,11 +28,20 @@ export const RUNTIME_ROUTES: readonly Route[] = [
 ];
 
 function runtimeStatus({ services }: RouteContext): Response {
-  const providers = services.inventory.providers().map((h) => ({
-    provider_id: h.id,
-    state: h.available ? "AVAILABLE" : "UNAVAILABLE",
-    device_count: h.devices.length,
-  }));
+  // Every configured provider, in the configuration file's order, as GET /v0/providers/health
+  // and /metrics list them: one with no host listed (a reload restarting or starting it, or one
+  // it could not register) is down with no devices, not left out.
+  const listed = services.inventory.providers();
+  const byId = new Map(listed.map((h) => [h.id, h]));
+  const ids = services.inventory.configuredIds?.() ?? listed.map((h) => h.id);
+  const providers = ids.map((id) => {
+    const h = byId.get(id);
+    return {
+      provider_id: id,
+      state: h?.available === true ? "AVAILABLE" : "UNAVAILABLE",
+      device_count: h?.devices.length ?? 0,
+    };
+  });
   return okResponse({
     version: RUNTIME_VERSION,
     // Project addition: the configured runtime.name ("" when none), for the operator console.
