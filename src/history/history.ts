@@ -843,6 +843,16 @@ export class History {
   }
 
   /**
+   * The device's first poll in the unit a signal is declared in now (its newest unit change seen:
+   * the polls before it were in another unit); -1 when none was seen (incidents: a line has one
+   * unit, so it begins there). The newest change is never forgotten (MAX_UNIT_CHANGES).
+   */
+  unitSinceSeq(providerId: string, deviceId: string, signalId: string): number {
+    const u = this.#devices.get(providerId)?.get(deviceId)?.units.get(signalId);
+    return u === undefined || u.seqs.length === 0 ? -1 : u.seqs[u.seqs.length - 1]!;
+  }
+
+  /**
    * The full-rate samples of one signal in [sinceMs, untilMs] from the ring (incidents), in poll
    * order, those kept from before a step back of the wall clock included, and those of the polls
    * from `anyTimeFromSeq` on (see nextPollSeq) whatever their times; `each` gets a reused cursor.

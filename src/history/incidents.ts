@@ -189,8 +189,9 @@ export interface IncidentSignal {
   /**
    * Where its samples begin when the ring had lost its earlier changes in the window (while the
    * device's polls were kept: memory_max_bytes trimmed this signal alone, its ring was made
-   * without room, a value too large was not kept): the record holds none of it before (the
-   * window's end when it holds none). Absent when its samples cover the record's window.
+   * without room, a value too large was not kept), or a retype or a unit change within the window
+   * before the trigger began its line (a line has one type and one unit): the record holds none of
+   * it before (the window's end when it holds none). Absent when its samples cover the window.
    */
   readonly from_epoch_ms?: number;
   readonly samples: readonly (readonly [number, number | bigint | string | null, string])[];
@@ -1611,11 +1612,18 @@ export class IncidentRecorder {
         : history.pollSeqAtOrAfter(providerId, deviceId, from);
       for (const signalId of history.signalIds(providerId, deviceId)) {
         const rows: [number, number | bigint | string | null, string][] = [];
+        // A line has one unit, as it has one type: a signal whose unit a rediscovery changed
+        // within the window, before the trigger, begins at the device's first poll in the new
+        // unit, as a retyped one begins at its new series (a change after the trigger writes the
+        // record before it: #onRedeclare) -- its samples polled in the old unit are left out, and
+        // its line says where it begins (from_epoch_ms), never labelled with a unit not theirs.
+        const unitFromSeq = history.unitSinceSeq(providerId, deviceId, signalId);
         // Times in poll order never fall: a poll after a step back is dated no earlier than the
         // one before it (as a run's events are).
         let last = -Infinity;
         const row = (s: RingSample) => {
           if (s.seq >= closedSeq && s.seq < resumedSeq) return;
+          if (s.seq < unitFromSeq) return;
           const v = !s.hasValue ? null : s.ref !== null ? typedValueScalar(s.ref) : s.num;
           const date = before !== null && s.seq < afterSeq
             ? before.dates[s.seq - before.fromSeq]!
@@ -1631,10 +1639,12 @@ export class IncidentRecorder {
           ? history.eachSampleFrom(providerId, deviceId, signalId, before.fromSeq, row)
           : history.eachSample(providerId, deviceId, signalId, from, until, row, afterSeq);
         latest = Math.max(latest, last);
-        // The ring lost this signal's changes at the window's first polls, not the device's: the
-        // record has none of it before its first sample (the window's end when it has none).
-        const lost = history.signalLostBeforeSeq(providerId, deviceId, signalId, windowFromSeq) >
-          windowFromSeq;
+        // The ring lost this signal's changes at the window's first polls, not the device's (or
+        // its unit changed within the window, above): the record has none of it before its first
+        // sample (the window's end when it has none).
+        const lost = unitFromSeq > windowFromSeq ||
+          history.signalLostBeforeSeq(providerId, deviceId, signalId, windowFromSeq) >
+            windowFromSeq;
         if (lost) {
           lostSignals++;
           firstLost ??= `${providerId}/${deviceId}/${signalId}`;
@@ -1686,11 +1696,12 @@ export class IncidentRecorder {
     }
     if (firstLost !== null) {
       this.#log.warn(
-        `incident ${p.id}: the ring no longer holds the start of the window of ${lostSignals} ` +
-          `signal(s), the first ${
+        `incident ${p.id}: the lines of ${lostSignals} signal(s) do not hold the start of the ` +
+          `window, the first ${
             quoteProviderTextWithin(firstLost, HISTORY_QUOTED_SIGNAL_CHARS)
-          } (history.memory_max_bytes dropped their older changes, a value too large to keep, ` +
-          `a retype): each one's from_epoch_ms says where its samples begin`,
+          } (the ring lost their older changes -- history.memory_max_bytes, a value too large ` +
+          `to keep -- or a retype or a unit change began their line: a line has one type and ` +
+          `one unit): each one's from_epoch_ms says where its samples begin`,
       );
     }
     const body = lines.map((l) => `${l}\n`).join("");
@@ -2126,7 +2137,8 @@ function rank(t: IncidentTrigger): number {
  * An incident as CSV: `provider_id,device_id,signal_id,t_ms,value,quality,unit,from_epoch_ms`;
  * `unit` is the signal's unit as the record keeps it, empty when it declared none (or the record
  * keeps none); `from_epoch_ms` the signal line's (where its samples begin when the ring had lost
- * its earlier changes in the window), empty when its samples cover the record's window. One line
+ * its earlier changes in the window, or a retype or a unit change began its line), empty when its
+ * samples cover the record's window. One line
  * per sample: a signal with none has no line.
  */
 export function incidentCsv(signals: readonly IncidentSignal[]): string {

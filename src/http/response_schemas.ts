@@ -620,8 +620,10 @@ export function responseComponents(): Record<string, JsonSchema> {
           int,
           "Where the signal's samples begin when the ring had lost its earlier changes in the " +
             "window while its device's polls were kept (history.memory_max_bytes trimmed it " +
-            "alone, or a value too large to keep): the record holds none of it before (the " +
-            "window's end when none). Absent when its samples cover the record's window.",
+            "alone, or a value too large to keep), or a retype or a unit change within the " +
+            "window before the trigger began its line (a line has one type and one unit): the " +
+            "record holds none of it before (the window's end when none). Absent when its " +
+            "samples cover the record's window.",
         ),
         samples: note(
           arr({

@@ -234,7 +234,7 @@ Deno.test("An incident record says where the samples begin of a signal its devic
 Deno.test("An incident record says nothing lost of a signal its device stopped declaring before its window and declared again within it", async () => {
   // x left out 2.75 s before the trigger (its 1 s window), declared again after it: the window
   // never held x before then, nothing of it was lost. Before, its declaration again was marked as
-  // a ring that lost changes: a WARN that the ring no longer holds the start of its window.
+  // a ring that lost changes: a WARN that its line does not hold the start of its window.
   const { log, lines } = capturingLogger({ level: "info" });
   const { clock, incidents, pollSignals, estop, session } = incidentRig({ log });
   await session(async () => {

@@ -103,7 +103,8 @@ export const HISTORY_ROUTES: readonly Route[] = [
         "`provider_id,device_id,signal_id,t_ms,value,quality,unit,from_epoch_ms` (`unit` as " +
         "the record keeps it: as polled in when the incident began, empty for none; " +
         "`from_epoch_ms` the signal's, where its samples begin when the ring had lost its " +
-        "earlier changes in the window, empty when they cover it); `format=jsonl` (or " +
+        "earlier changes in the window or a retype or a unit change before the trigger began " +
+        "its line, empty when they cover it); `format=jsonl` (or " +
         "`Accept: application/jsonl`): the record as stored, a header line then one line per " +
         "signal. A record that is not whole (`incomplete`: `torn`, a power cut while it was " +
         "written; `damaged`, a signal line that does not parse) is given with what is readable " +
