@@ -269,9 +269,17 @@ function readParameterValues(
     ? typeof def === "boolean"
     : typeof def === "string";
   if (!typeOk) {
-    const expected =
-      { double: "a number", int64: "an integer", bool: "a boolean", string: "a string" }[type];
-    c.error(defPath, `must be ${expected} for a ${type} parameter, got ${describeValue(def)}`);
+    const expected = {
+      double: "a number",
+      int64: "an integer within \u00b1(2^53-1)",
+      bool: "a boolean",
+      string: "a string",
+    }[type];
+    const article = type === "int64" ? "an" : "a";
+    c.error(
+      defPath,
+      `must be ${expected} for ${article} ${type} parameter, got ${describeValue(def)}`,
+    );
     return null;
   }
   const value = def as number | boolean | string;

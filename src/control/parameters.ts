@@ -143,7 +143,7 @@ export function checkParameterValue(
       if (
         written !== undefined || typeof value !== "number" || !Number.isSafeInteger(value)
       ) {
-        throw bad("type", `expected an integer (int64) within \u00b12^53, got ${given}`);
+        throw bad("type", `expected an integer (int64) within \u00b1(2^53-1), got ${given}`);
       }
       return inBounds(value);
     case "bool":

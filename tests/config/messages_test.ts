@@ -131,6 +131,15 @@ const CASES: Case[] = [
     0,
   ),
   {
+    name: "an int64 parameter's default beyond \u00b1(2^53-1) is named as out of that range",
+    yaml:
+      `${PROV}\nautomation:\n  parameters:\n    - {name: n, type: int64, default: 9007199254740992}\n`,
+    expect: [[
+      "error automation.parameters[0].default",
+      "must be an integer within \u00b1(2^53-1) for an int64 parameter, got",
+    ]],
+  },
+  {
     name: "restart_policy bounds of max_attempts, backoff_ms entries and timeout_ms",
     yaml: `
 providers:

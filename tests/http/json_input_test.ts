@@ -297,7 +297,7 @@ Deno.test("POST /v0/parameters: a number beyond any double (1e400, -1e400) is a 
     );
     assert400(
       await set("count", "-1e400"),
-      "Invalid value for parameter 'count': expected an integer (int64) within \u00b12^53, got " +
+      "Invalid value for parameter 'count': expected an integer (int64) within \u00b1(2^53-1), got " +
         "-1e400 (beyond any double: JSON reads it as number -Infinity) (rule: type)",
     );
     assert400(
