@@ -6,6 +6,8 @@
  * host_check.cpp): the same keys in the same order, so a client cannot tell the two apart.
  */
 
+import { statusMessageText } from "./_status_message.ts";
+
 /** The `--config-schema` envelope convention this SDK emits (sec. 2). */
 export const CONFIG_SCHEMA_VERSION = 1;
 
@@ -131,12 +133,17 @@ export function hostReadinessDiagnostics(
   return unmet === "" ? { host_check: "ok" } : { host_check: "unmet", host_unmet: unmet };
 }
 
-/** The unmet requirements as `id: detail; id: detail` ("" when none is unmet). */
+/**
+ * The unmet requirements as `id: detail; id: detail` ("" when none is unmet), cut to
+ * PROVIDER_STATUS_MESSAGE_CHARS: it goes into GetHealth answers, NOT_FOUND messages and log lines.
+ */
 export function unmetSummary(requirements: readonly HostRequirement[]): string {
-  return requirements
-    .filter((r) => r.status === "unmet")
-    .map((r) => (r.detail ? `${r.id}: ${r.detail}` : r.id))
-    .join("; ");
+  return statusMessageText(
+    requirements
+      .filter((r) => r.status === "unmet")
+      .map((r) => (r.detail ? `${r.id}: ${r.detail}` : r.id))
+      .join("; "),
+  );
 }
 
 /**

@@ -32,6 +32,7 @@ export { ADPP_PROTOCOL_VERSION } from "../common/mod.ts";
 export type { FunctionCategory, Logger, LogLevel, ValueType } from "../common/mod.ts";
 export {
   MAX_FRAME_BYTES,
+  PROVIDER_STATUS_MESSAGE_CHARS,
   StatusCode as WireStatusCode,
   WireCategory,
   WireDeviceState,

@@ -10,6 +10,7 @@ import {
   unmetSummary,
 } from "./executable_profile.ts";
 import { ProviderExitCode } from "./serve.ts";
+import { errorMessageText as errorText, statusMessageText } from "./_status_message.ts";
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -177,14 +178,10 @@ function usage(log: Logger, problem: string): number {
 function logConfigError(log: Logger, path: string, err: unknown): void {
   const problems = (err as { problems?: unknown })?.problems;
   if (Array.isArray(problems) && problems.every((p) => typeof p === "string")) {
-    for (const p of problems) log.error(`config: ${p}`);
+    for (const p of problems) log.error(`config: ${statusMessageText(p)}`);
   } else {
     log.error(`config: ${path}: ${errorText(err)}`);
   }
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 const encoder = new TextEncoder();

@@ -1,5 +1,6 @@
 import type { Logger } from "../common/mod.ts";
 import { type ResponsePayloads, WireProviderState } from "../adpp/mod.ts";
+import { errorMessageText } from "./_status_message.ts";
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -250,7 +251,8 @@ export class SafeStateKeeper {
           atMs: this.#clock.nowMs(),
           outcome: "failed",
           devices: null,
-          error: err instanceof Error ? err.message : String(err),
+          // Cut: it goes into every GetHealth answer (message, metric) and a log line.
+          error: errorMessageText(err),
         };
       } finally {
         if (timer !== undefined) this.#clock.clearTimer(timer);

@@ -15,6 +15,7 @@ import {
   type WireResponse,
 } from "../adpp/mod.ts";
 import { ProviderError } from "./provider_error.ts";
+import { errorMessageText as errorText, statusMessageText } from "./_status_message.ts";
 import {
   type ProviderClock,
   SafeStateKeeper,
@@ -59,7 +60,8 @@ type MaybePromise<T> = T | Promise<T>;
 
 /**
  * The request handlers of a provider, one per ADPP operation. Each returns the response payload
- * or throws ProviderError (any other error answers CODE_INTERNAL). Optional operations that are
+ * or throws ProviderError (any other error answers CODE_INTERNAL). The error's message is cut to
+ * PROVIDER_STATUS_MESSAGE_CHARS in the reply and the log line. Optional operations that are
  * absent answer CODE_UNIMPLEMENTED.
  */
 export interface ProviderHandler {
@@ -342,7 +344,9 @@ async function dispatch(
     return { request_id, status: { code: WireStatusCode.OK, message: "ok" }, [kind]: payload };
   } catch (err) {
     if (err instanceof ProviderError) {
-      log?.debug(`request ${request_id} ${kind}: code ${err.code}: ${err.message}`);
+      log?.debug(
+        `request ${request_id} ${kind}: code ${err.code}: ${statusMessageText(err.message)}`,
+      );
       return errorResponse(request_id, err.code, err.message);
     }
     log?.error(`request ${request_id} ${kind}: internal error: ${errorText(err)}`);
@@ -350,10 +354,7 @@ async function dispatch(
   }
 }
 
+/** A non-OK answer; its message cut (statusMessageText), so that any answer can be framed. */
 function errorResponse(request_id: number, code: number, message: string): WireResponse {
-  return { request_id, status: { code, message } };
-}
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return { request_id, status: { code, message: statusMessageText(message) } };
 }

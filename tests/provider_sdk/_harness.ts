@@ -24,10 +24,15 @@ export interface ServeResult {
 export async function serveBytes(
   handler: ProviderHandler,
   input: Uint8Array[],
+  options: Omit<ProviderIo, "readable" | "writable"> = {},
 ): Promise<ServeResult> {
   const written: Uint8Array[] = [];
   const writable = new WritableStream<Uint8Array>({ write: (c) => void written.push(c) });
-  const code = await serveProvider(handler, { readable: ReadableStream.from(input), writable });
+  const code = await serveProvider(handler, {
+    readable: ReadableStream.from(input),
+    writable,
+    ...options,
+  });
   const output = new Uint8Array(written.reduce((n, c) => n + c.length, 0));
   let off = 0;
   for (const c of written) {
@@ -41,10 +46,12 @@ export async function serveBytes(
 export async function serveRequests(
   handler: ProviderHandler,
   requests: WireRequest[],
+  options: Omit<ProviderIo, "readable" | "writable"> = {},
 ): Promise<{ code: number; responses: WireResponse[] }> {
   const { code, output } = await serveBytes(
     handler,
     requests.map((r) => encodeFrame(encodeRequest(r))),
+    options,
   );
   return { code, responses: await decodeFrames(output) };
 }

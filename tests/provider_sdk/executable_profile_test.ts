@@ -18,6 +18,7 @@ import {
   WireStatusCode,
 } from "../../src/provider_sdk/mod.ts";
 import type { Logger } from "../../src/common/mod.ts";
+import { MAX_FRAME_BYTES, PROVIDER_STATUS_MESSAGE_CHARS } from "../../src/adpp/mod.ts";
 import { serveRequests } from "./_harness.ts";
 
 Deno.test("configSchemaEnvelope writes version, provider, extras and schema in that order, indented", () => {
@@ -202,4 +203,25 @@ Deno.test("runProviderCli: the last verb decides, a rejected config is 1 (serve)
   c = capture();
   assert.equal(await runProviderCli(cli(c), []), 1);
   assert.match(c.lines[0]!, /usage: --config <path> is required/);
+});
+
+Deno.test("DeviceProvider cuts an unmet host requirement's detail too large to frame to PROVIDER_STATUS_MESSAGE_CHARS", async () => {
+  const detail = "d".repeat(MAX_FRAME_BYTES);
+  const provider = new DeviceProvider({
+    name: "relay",
+    version: "1.0.0",
+    hostRequirements: [{ id: "gpio.present", status: "unmet", detail }],
+  });
+  const { code, responses } = await serveRequests(provider, [
+    { request_id: 1, wait_ready: {} },
+    { request_id: 2, get_health: {} },
+  ]);
+  assert.equal(code, 0, "the provider does not exit");
+  assert.deepEqual(responses.map((r) => r.status?.code), [WireStatusCode.OK, WireStatusCode.OK]);
+  const cut = `gpio.present: ${detail}`.slice(0, PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026";
+  assert.equal(responses[0]!.wait_ready?.diagnostics?.host_unmet, cut);
+  assert.equal(
+    responses[1]!.get_health?.provider?.message,
+    `not ready: host requirements unmet: ${cut}`,
+  );
 });

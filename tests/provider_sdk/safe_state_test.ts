@@ -1,5 +1,6 @@
 import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
-import { StatusCode } from "../../src/adpp/mod.ts";
+import { MAX_FRAME_BYTES, PROVIDER_STATUS_MESSAGE_CHARS, StatusCode } from "../../src/adpp/mod.ts";
+import type { Logger } from "../../src/common/mod.ts";
 import {
   MAX_LEASE_MS,
   ProviderExitCode,
@@ -235,6 +236,37 @@ Deno.test("serveProvider reports a failed safe state after a lease expiry as FAU
     equal(h?.state, WireProviderState.FAULT);
     equal(h?.message, "lease expired: safe state FAILED at 2030-01-01T00:00:00.500Z: bus down");
     equal(h?.metrics?.safe_state_error, "bus down");
+  } finally {
+    await p.dispose();
+  }
+});
+
+Deno.test("serveProvider cuts a failed safe state's error too large to frame in GetHealth and the log", async () => {
+  const clock = new ManualClock();
+  const { state, handler } = outputProvider();
+  const lines: string[] = [];
+  const logger: Logger = {
+    debug: () => {},
+    info: (m) => void lines.push(m),
+    warn: (m) => void lines.push(m),
+    error: (m) => void lines.push(m),
+    child: () => logger,
+  };
+  const p = openServe(handler, { leaseMs: LEASE_MS, clock, logger });
+  try {
+    await p.request(command(1));
+    state.failWith = new Error("b".repeat(MAX_FRAME_BYTES + 1));
+    await clock.advance(LEASE_MS);
+    const exited = p.done.then((code) => Promise.reject(new Error(`provider exited ${code}`)));
+    const answer = await Promise.race([p.request(health(2)), exited]);
+    equal(answer.status?.code, StatusCode.OK);
+    const h = answer.get_health?.provider;
+    equal(h?.state, WireProviderState.FAULT);
+    const cut = "b".repeat(PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026";
+    equal(h?.metrics?.safe_state_error, cut);
+    equal(h?.message, `lease expired: safe state FAILED at 2030-01-01T00:00:00.500Z: ${cut}`);
+    equal(lines.length, 1);
+    ok(lines[0]!.endsWith(`safe state FAILED after 0 ms: ${cut}`), lines[0]!.slice(0, 80));
   } finally {
     await p.dispose();
   }

@@ -4,7 +4,9 @@ import {
   encodeRequest,
   encodeResponse,
   FRAME_READ_CHUNK_BYTES,
+  MAX_FRAME_BYTES,
   PIPE_BUF,
+  PROVIDER_STATUS_MESSAGE_CHARS,
   type RequestPayloads,
   StatusCode,
   type WireRequest,
@@ -15,6 +17,7 @@ import {
   type ProviderHandler,
   serveProvider,
 } from "../../src/provider_sdk/mod.ts";
+import type { Logger } from "../../src/common/mod.ts";
 import { GOLDEN, unhex } from "../adpp/_golden.ts";
 import { decodeFrames, serveBytes, serveRequests } from "./_harness.ts";
 import { byteStream } from "../helpers/byte_stream.ts";
@@ -75,6 +78,86 @@ Deno.test("serveProvider answers CODE_INTERNAL when a handler throws a plain err
   equal(responses[0]!.status?.code, StatusCode.INTERNAL);
   equal(responses[1]!.status?.code, StatusCode.OK, "the loop keeps serving");
   equal(code, ProviderExitCode.CLEAN);
+});
+
+/** A logger keeping every line as `level message`. */
+function captureLog(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const at = (level: string) => (m: string) => void lines.push(`${level} ${m}`);
+  const logger: Logger = {
+    debug: at("debug"),
+    info: at("info"),
+    warn: at("warn"),
+    error: at("error"),
+    child: () => logger,
+  };
+  return { logger, lines };
+}
+
+/** A handler whose ReadSignals throws `error` and whose ListDevices answers. */
+function throwingHandler(error: () => Error): ProviderHandler {
+  return {
+    hello: () => ({ protocol_version: "v1", provider_name: "t", provider_version: "1" }),
+    listDevices: () => ({ devices: [] }),
+    describeDevice: () => ({}),
+    readSignals: () => {
+      throw error();
+    },
+    call: () => ({}),
+  };
+}
+
+/** Longest log line the serve loop may write quoting a status message (its own words included). */
+const LOG_LINE_BOUND = PROVIDER_STATUS_MESSAGE_CHARS + 100;
+
+Deno.test("serveProvider answers INTERNAL, cut to PROVIDER_STATUS_MESSAGE_CHARS, when a handler throws an error too large to frame", async () => {
+  const huge = "x".repeat(MAX_FRAME_BYTES + 1);
+  const { logger, lines } = captureLog();
+  const { code, responses } = await serveRequests(throwingHandler(() => new Error(huge)), [
+    { request_id: 4, read_signals: { device_id: "d" } },
+    { request_id: 5, list_devices: {} },
+  ], { logger });
+  equal(code, ProviderExitCode.CLEAN, "the provider does not exit");
+  deepStrictEqual(responses.map((r) => [r.request_id, r.status?.code]), [
+    [4, StatusCode.INTERNAL],
+    [5, StatusCode.OK],
+  ]);
+  const message = responses[0]!.status!.message!;
+  equal(message.length, PROVIDER_STATUS_MESSAGE_CHARS + 1);
+  equal(
+    message,
+    `internal error: ${huge}`.slice(0, PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026",
+  );
+  const errors = lines.filter((l) => l.startsWith("error "));
+  equal(errors.length, 1);
+  ok(errors[0]!.startsWith("error request 4 read_signals: internal error: xxx"), errors[0]);
+  ok(lines.every((l) => l.length <= LOG_LINE_BOUND), `log line of ${lines[0]!.length} chars`);
+});
+
+Deno.test("serveProvider keeps a ProviderError's code and cuts its message only past PROVIDER_STATUS_MESSAGE_CHARS", async () => {
+  const at = "y".repeat(PROVIDER_STATUS_MESSAGE_CHARS);
+  const past = at + "z".repeat(MAX_FRAME_BYTES);
+  const { logger, lines } = captureLog();
+  const messages = [at, past];
+  const { code, responses } = await serveRequests(
+    throwingHandler(() => ProviderError.unavailable(messages.shift()!)),
+    [
+      { request_id: 1, read_signals: { device_id: "d" } },
+      { request_id: 2, read_signals: { device_id: "d" } },
+    ],
+    { logger },
+  );
+  equal(code, ProviderExitCode.CLEAN);
+  deepStrictEqual(responses.map((r) => r.status?.code), [
+    StatusCode.UNAVAILABLE,
+    StatusCode.UNAVAILABLE,
+  ]);
+  equal(responses[0]!.status?.message, at, "at the bound: whole");
+  equal(responses[1]!.status?.message, at + "\u2026", "one past it: cut and marked");
+  const logged = lines.filter((l) => l.startsWith("debug request "));
+  equal(logged.length, 2);
+  ok(logged[1]!.endsWith(`code ${StatusCode.UNAVAILABLE}: ${at}\u2026`), "logged cut");
+  ok(lines.every((l) => l.length <= LOG_LINE_BOUND), "log lines bounded");
 });
 
 Deno.test("serveProvider answers UNIMPLEMENTED for a missing optional operation", async () => {

@@ -14,6 +14,11 @@ import {
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import { programmableProvider, SH_DEAF, SH_EXIT_3, T } from "../helpers/programmable_provider.ts";
 import { byteStream } from "../helpers/byte_stream.ts";
+import {
+  PROVIDER_STATUS_MESSAGE_CHARS,
+  ProviderStatusError,
+  StatusCode,
+} from "../../src/adpp/mod.ts";
 
 const D0 = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
 
@@ -174,6 +179,47 @@ Deno.test("ProviderSession names text a provider printed to its stdout, not a fr
     assert.match(why, /text, not an ADPP frame/);
     assert.match(why, /"set_on called, on=true\\n"/, "the printed text, quoted");
     assert.match(broken, /text, not an ADPP frame .*"set_on called, on=true\\n"/);
+  } finally {
+    s.kill();
+    await s.terminate(1000);
+  }
+});
+
+Deno.test("ProviderSession gets INTERNAL, cut, from an SDK provider whose handler throws an error too large to frame, and stays up", async () => {
+  // The SDK put the whole message into the reply: over MAX_FRAME_BYTES it could not be framed, the
+  // provider exited 4 (SERIALIZE) and the call ended with the session instead of INTERNAL.
+  const lines: string[] = [];
+  const main = new URL("./_huge_error_sdk_provider.ts", import.meta.url).pathname;
+  const s = new ProviderSession(
+    {
+      ...programmableProvider("p0", "unused"),
+      command: Deno.execPath(),
+      args: ["run", "--quiet", main],
+    },
+    Deno.execPath(),
+    {
+      spawn: spawnProcess,
+      log: capturingLogger({ level: "debug", now: () => 0, lines }).log,
+      clock: systemClock,
+      cwd: Deno.cwd(),
+    },
+  );
+  try {
+    await s.handshake();
+    const failed = await s.request("call", { device_id: "d0", function_id: 1, args: {} })
+      .then(() => null, (err: unknown) => err);
+    assert.ok(failed instanceof ProviderStatusError, String(failed).slice(0, 200));
+    assert.equal(failed.providerCode, StatusCode.INTERNAL);
+    // The SDK cut it to PROVIDER_STATUS_MESSAGE_CHARS and marked the cut, as the runtime would.
+    const sent = `internal error: ${"e".repeat(PROVIDER_STATUS_MESSAGE_CHARS)}`
+      .slice(0, PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026";
+    assert.equal(failed.message, `provider answered INTERNAL: ${sent}`);
+    const read = await s.request("read_signals", { device_id: "d0" });
+    assert.equal(read.device_id, "d0", "the provider still serves");
+    assert.ok(
+      lines.some((l) => l.includes("ERROR [huge-error] request ") && l.includes("internal error")),
+      lines.map((l) => l.slice(0, 120)).join("\n"),
+    );
   } finally {
     s.kill();
     await s.terminate(1000);
