@@ -40,7 +40,7 @@ import {
   segmentNumbers,
   segmentPath,
 } from "../journal/mod.ts";
-import type { HistoryPoint } from "./buckets.ts";
+import { bucketStart, type HistoryPoint } from "./buckets.ts";
 
 /** A file of the disk tier is begun anew past a 1/DISK_FILES share of history.disk_max_bytes. */
 export const DISK_FILES = 16;
@@ -483,26 +483,31 @@ export class DiskTier {
    * tier that cannot be read (an I/O error, a file where its folder should be) is the tier's
    * trouble, not the question's (the rows read before the failure are given, the rest are not;
    * one WARN until a read succeeds again). Resolves false when it failed so: the answer is partial.
+   * `each` is told whether the row is of a period before the last step back of the wall clock (in
+   * a run or across a restart): in a file before the one whose first row is earlier than the last
+   * row of the file before it, or, while the rows' newest bucket is ahead of the clock's bucket of
+   * `stepMs` (the row of the next bucket to close will begin a new file), in any file.
    */
   async read(
     providerId: string,
     deviceId: string,
     sinceMs: number,
     untilMs: number,
-    each: (row: DiskRow) => void,
+    each: (row: DiskRow, beforeStepBack: boolean) => void,
+    stepMs = 1,
   ): Promise<boolean> {
     // What `each` throws (History's bound on an answer's points) is the question's: passed on.
     let fromEach = false;
-    const give = (row: DiskRow) => {
+    const give = (row: DiskRow, beforeStepBack: boolean) => {
       try {
-        each(row);
+        each(row, beforeStepBack);
       } catch (err) {
         fromEach = true;
         throw err;
       }
     };
     try {
-      await this.#read(providerId, deviceId, sinceMs, untilMs, give);
+      await this.#read(providerId, deviceId, sinceMs, untilMs, give, stepMs);
     } catch (err) {
       if (fromEach) throw err;
       this.#readErrors++;
@@ -518,10 +523,14 @@ export class DiskTier {
     deviceId: string,
     sinceMs: number,
     untilMs: number,
-    each: (row: DiskRow) => void,
+    each: (row: DiskRow, beforeStepBack: boolean) => void,
+    stepMs: number,
   ): Promise<void> {
     const files = this.#o.files;
     const numbers = await segmentNumbers(files, this.#segments);
+    // (Taken as the files were listed: a row handed since goes to a file not listed.)
+    const stepBackPending = this.#newestT > bucketStart(this.#o.clock.nowMs(), stepMs);
+    const lastStepBack = stepBackPending ? numbers.length : await this.#lastStepBack(numbers);
     for (const times of [this.#firstT, this.#lastT]) {
       for (const n of times.keys()) if (n < numbers[0]!) times.delete(n); // removed files
     }
@@ -568,9 +577,26 @@ export class DiskTier {
         if (row.p !== providerId || row.d !== deviceId) continue;
         if (row.t < sinceMs) continue;
         if (row.t > untilMs) break; // the rest of this file is later
-        each(row);
+        each(row, i < lastStepBack);
       }
     }
+  }
+
+  /**
+   * Index in `numbers` of the file that begins the last period of the files (its first row earlier
+   * than the last row of the file holding rows before it: a wall clock stepped back), or 0. Each
+   * file's first and last row times are read once (cached; the newest's last is not needed).
+   */
+  async #lastStepBack(numbers: readonly number[]): Promise<number> {
+    let at = 0;
+    let before: number | null = null;
+    for (let i = 0; i < numbers.length; i++) {
+      const first = await this.#firstTime(numbers[i]!);
+      if (first === null) continue;
+      if (before !== null && first < before) at = i;
+      if (i < numbers.length - 1) before = (await this.#lastTime(numbers[i]!)) ?? before;
+    }
+    return at;
   }
 
   /** Counts the unreadable row at byte `start` of segment `n`, unless it was counted already. */

@@ -251,6 +251,13 @@ interface DeviceEntry {
    * clock stepped back) dates them at that poll (#unitChangesBack).
    */
   unitChangedMs: number;
+  /**
+   * Bucket start of the newest disk row of the time before the last step back of the wall clock
+   * behind its polls (in this run, or behind the disk tier's last row at its first poll), or
+   * -Infinity: the disk rows of those repeated times written before the step, up to it, hold
+   * samples the ring may no longer have (#answer).
+   */
+  priorBucketMs: number;
 }
 
 /**
@@ -467,6 +474,11 @@ export class History {
         released: null,
         units: new Map(),
         unitChangedMs: -Infinity,
+        // Begun behind the rows an earlier run wrote (a board without a real-time clock).
+        priorBucketMs: (this.#disk?.lastRowAtOpen ?? -Infinity) >
+            bucketStart(now, this.#o.config.stepMs)
+          ? this.#disk!.lastRowAtOpen
+          : -Infinity,
       };
       byDevice.set(dev.deviceId, e);
       if (e.ring.roomless) this.#warnRoomless(dev.providerId, dev.deviceId, null);
@@ -483,6 +495,10 @@ export class History {
     const ring = e.ring;
     const horizon = this.#horizon(now);
     e.polledMono = this.#monoNow;
+    const newestPoll = ring.newestMs();
+    if (newestPoll !== null && now < newestPoll) {
+      e.priorBucketMs = Math.max(e.priorBucketMs, bucketStart(newestPoll, step));
+    }
     const seq = ring.addPoll(now, horizon);
     if (this.#nextPollWatches.size !== 0) this.#tellNextPoll(dev.providerId, dev.deviceId);
     const oldest = ring.firstSeq;
@@ -1224,6 +1240,17 @@ export class History {
       ? -Infinity
       : e.ring.timeFirstSeq;
     const preStep = e !== undefined && preStepUntil > e.ring.firstSeq;
+    // The disk rows of the repeated times written before the last step back of the wall clock
+    // (DiskTier.read's beforeStepBack), after the disk part's end: the ring dropped the earlier
+    // period's polls of them (or never had them: a run begun behind the files' last row), so the
+    // disk answers them, up to the bucket after the ring's oldest kept poll from before the step
+    // (the ring answers its polls from there on). Else they would be in neither part.
+    const preCut = !preStep || diskStep === null
+      ? Infinity
+      : bucketStart(e!.ring.timeOf(e!.ring.firstSeq) + diskStep - 1, diskStep);
+    const priorUntil = e === undefined || diskStep === null || memoryFrom === null
+      ? -Infinity
+      : Math.min(preCut, e.priorBucketMs + 1);
     // Where the ring's part begins as answered: its polls from before the step may lie before
     // memoryFrom (every one without a disk tier), and points before memory_from_ms are the disk's.
     let ringFrom = memoryFrom;
@@ -1250,6 +1277,7 @@ export class History {
         const preFrom = Math.max(
           sinceMs,
           diskStep === null ? -Infinity : ownDiskEnd.get(id) ?? diskEnd,
+          priorUntil === -Infinity ? -Infinity : preCut,
         );
         const each = (take: (s: RingSample) => void) => {
           if (preStep) {
@@ -1338,7 +1366,7 @@ export class History {
     const readFrom = diskStep === null ? sinceMs : bucketStart(sinceMs, diskStep);
     const readUntil = ringless.size > 0 || (allSignals && readFrom <= diskUntil)
       ? untilMs
-      : ownDiskUntil;
+      : Math.max(ownDiskUntil, Math.min(untilMs, priorUntil - 1));
     if (this.#disk !== null && diskStep !== null && readFrom <= readUntil) {
       const outStep = Math.max(stepMs, diskStep);
       // Per signal, its buckets by start: the files overlap in time after a wall clock stepped
@@ -1371,7 +1399,7 @@ export class History {
         q.deviceId,
         readFrom,
         readUntil,
-        (row) => {
+        (row, beforeStepBack) => {
           if (allSignals) {
             // A signal the ring does not hold: one series more, answered from the disk alone.
             for (const id of Object.keys(row.s)) {
@@ -1385,7 +1413,9 @@ export class History {
           }
           for (const id of ids) {
             const end = Math.max(ownDiskEnd.get(id) ?? diskEnd, openDiskEnd);
-            if (!ringless.has(id) && row.t >= end) continue;
+            if (
+              !ringless.has(id) && row.t >= end && !(beforeStepBack && row.t < priorUntil)
+            ) continue;
             // Its own entry only: a signal id such as "constructor" is no key of a row without it.
             if (!Object.hasOwn(row.s, id)) continue;
             const entry = row.s[id];
@@ -1426,6 +1456,7 @@ export class History {
             acc.merge(p);
           }
         },
+        diskStep,
       );
       if (!read) incomplete = "disk_unreadable";
       // The ring's open bucket, read from the disk for its earlier runs' rows, was written while
@@ -1463,6 +1494,19 @@ export class History {
       fromMemory = true;
       const out = series.get(id)!.points;
       const diskLast = out.at(-1);
+      if (diskLast !== undefined && diskLast.t_ms > points[0]!.t_ms) {
+        // Disk rows of the repeated times from before a step back lie among the ring's points:
+        // in time order (a disk bucket before the ring's samples of its time), a bucket of this
+        // step both hold one point.
+        const { points: all, folded } = interleave(out, points, stepMs);
+        series.get(id)!.points = all;
+        // (The ring's part counted all its points but the first when folded by step_ms.)
+        if (stepMs > 0) {
+          if (folded === 0) count();
+          else total -= folded - 1;
+        }
+        continue;
+      }
       if (stepMs > 0 && diskLast !== undefined && diskLast.t_ms === points[0]!.t_ms) {
         const acc = new BucketAcc();
         acc.merge(diskLast);
@@ -1527,6 +1571,47 @@ function signalRingStartMs(
   if (sig.trimmedToSeq <= fromSeq) return null;
   const seq = Math.max(sig.trimmedToSeq, sig.firstSeq());
   return seq < ring.nextSeq ? ring.timeOf(seq) : null;
+}
+
+/**
+ * The disk part's points and the ring's, each in time order, as one series in time order: at a
+ * time both have, the disk's first; with a step (`stepMs` > 0), a bucket both have is one point
+ * holding both (`folded` counts them).
+ */
+function interleave(
+  disk: readonly HistoryPoint[],
+  ring: readonly HistoryPoint[],
+  stepMs: number,
+): { points: HistoryPoint[]; folded: number } {
+  const points: HistoryPoint[] = [];
+  let folded = 0;
+  let i = 0;
+  let j = 0;
+  while (i < disk.length || j < ring.length) {
+    const d = disk[i];
+    const r = ring[j];
+    if (r === undefined || (d !== undefined && d.t_ms < r.t_ms)) {
+      points.push(d!);
+      i++;
+    } else if (d === undefined || r.t_ms < d.t_ms || stepMs <= 0) {
+      if (d !== undefined && d.t_ms === r.t_ms) {
+        points.push(d);
+        i++;
+        continue;
+      }
+      points.push(r);
+      j++;
+    } else {
+      const acc = new BucketAcc();
+      acc.merge(d);
+      acc.merge(r);
+      points.push(acc.point(d.t_ms));
+      folded++;
+      i++;
+      j++;
+    }
+  }
+  return { points, folded };
 }
 
 /** The answer would hold more than MAX_HISTORY_POINTS points (400). */
