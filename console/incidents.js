@@ -296,7 +296,7 @@ function lateList(late) {
     h("p", {
       class: "muted",
       text: "Samples begin after the window's start (the history ring had let go of their " +
-        "earlier changes):",
+        "earlier changes, or a retype or a unit change began their line):",
     }),
     h(
       "ul",

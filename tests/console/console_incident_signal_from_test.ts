@@ -90,6 +90,11 @@ Deno.test({
         // The label is a string: not charted, but listed with where its samples begin.
         assert.deepEqual(await texts(page, LATE), [`p0/probe/label: from ${from}`]);
         assert.equal(await page.locator(`${LATE}[data-signal="p0/probe/label"]`).count(), 1);
+        // Why a line begins late, every cause named (the ring's, a retype's, a unit change's).
+        assert.match(
+          (await page.locator("#incidents .late-signals p").textContent()) ?? "",
+          /let go of their earlier changes, or a retype or a unit change began their line/,
+        );
         // The numeric lines cover the window: their legends say nothing more.
         assert.deepEqual(await texts(page, "#incidents .u-legend .u-series .u-label"), [
           "Time",
