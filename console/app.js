@@ -384,10 +384,15 @@ function main() {
     // says the runtime answers again: a re-read owed since failed ones is made now, not after
     // its backoff (FULL_RETRY_MAX_MS), which is for a read failing while the runtime is up.
     onOpen: (resumed) => {
+      if (opened && !resumed) trend.onGap("unknown");
       if ((opened && !resumed) || fullOwed) refresh(true);
       opened = true;
     },
-    onGap: () => refresh(true),
+    // The live trend too: it breaks its lines over a restart, re-reads the history otherwise.
+    onGap: (reason) => {
+      trend.onGap(reason);
+      refresh(true);
+    },
     onState: onStreamState,
     // Hidden, the stale silence is not counted up; shown again, it moves on at once.
     isHidden: () => document.hidden,

@@ -59,6 +59,12 @@ export function isChartable(valueType) {
 export const LINE_STEP_BACK_MS = 60_000;
 
 /**
+ * The quality a line's break is listed with where it has no samples at all (the runtime was down:
+ * Series.breakLine), unlike a quality gap, whose samples the runtime sent.
+ */
+export const NO_DATA = "no data";
+
+/**
  * A signal's samples as a chart line: times (epoch ms, ascending), values (null: a gap) and
  * qualities.
  */
@@ -113,6 +119,18 @@ export class Series {
     this.lo[i] = band ? lo : null;
     this.hi[i] = band ? hi : null;
     return true;
+  }
+
+  /**
+   * Breaks the line after its last sample: nothing is known from then until the next one (the
+   * runtime restarted), so the line must not join the two as if the signal had been read all
+   * along. A gap (NO_DATA) 1 ms after the last sample; none on an empty line or one already
+   * broken there.
+   */
+  breakLine() {
+    const n = this.ts.length;
+    if (n === 0 || this.qs[n - 1] === NO_DATA) return false;
+    return this.push(this.ts[n - 1] + 1, null, NO_DATA);
   }
 
   /** True when some bucket has a min below its max (the line has a band). */

@@ -558,6 +558,32 @@ export class TrendView {
     if (line.push(t, v, quality)) this.dirty = true;
   }
 
+  /**
+   * The event stream missed events it cannot send (its `resync`, or a reconnection that could
+   * not resume), as `reason` says. A restarted runtime has no samples of its outage: each live
+   * line breaks after its last sample (a gap with no data) instead of joining it to the first
+   * sample of the new run as if the signal had been read all along. Otherwise (the events were
+   * too old) the runtime's history still has the samples missed: the range is read again, as
+   * the rest of the page is (a hidden chart at its next showing).
+   * @param {string} reason the `resync` event's: `restarted`, `too_old`, `unknown`
+   */
+  onGap(reason) {
+    if (!this.live() || this.handles.length === 0) return;
+    if (this.chart === null && !this.seeding) return;
+    if (reason === "restarted" && this.chart !== null && !this.seeding) {
+      for (const s of this.series.values()) if (s.breakLine()) this.dirty = true;
+      if (this.o.isVisible()) this.draw();
+      return;
+    }
+    if (this.o.isVisible()) {
+      this.reload();
+      return;
+    }
+    this.generation++;
+    this.seeding = false;
+    this.destroyChart();
+  }
+
   /** Scrolls a live chart and draws what arrived. */
   tick() {
     if (this.chart === null) return;

@@ -6,7 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { MAX_HISTORY_POINTS } from "../../src/history/mod.ts";
-import { chartNumber, isChartable, LINE_STEP_BACK_MS, Series } from "../../console/chart.js";
+import {
+  chartNumber,
+  isChartable,
+  LINE_STEP_BACK_MS,
+  NO_DATA,
+  Series,
+} from "../../console/chart.js";
 import {
   MAX_TREND_SIGNALS,
   parseHandle,
@@ -109,4 +115,20 @@ Deno.test("a line goes on from a sample an hour older than its last: the runtime
   // still dropped, not a step.
   assert.equal(s.push(back + 50, 9, "OK"), false);
   assert.ok(LINE_STEP_BACK_MS > 50 && LINE_STEP_BACK_MS < 3_600_000);
+});
+
+Deno.test("Series.breakLine breaks a line after its last sample: a gap with no data until the next", () => {
+  const s = new Series({ key: "k", name: "k", unit: "" });
+  assert.equal(s.breakLine(), false, "an empty line has nothing to break");
+  assert.deepEqual(s.ts, []);
+  s.push(1000, 20, "OK");
+  s.push(2000, 21, "OK");
+  assert.equal(s.breakLine(), true);
+  // Broken once: a second break (another resync before the next sample) adds nothing.
+  assert.equal(s.breakLine(), false);
+  s.push(9000, 22, "OK");
+  assert.deepEqual(s.ts, [1000, 2000, 2001, 9000]);
+  // The null is what uPlot draws as a gap: the line does not join 21 to 22.
+  assert.deepEqual(s.vs, [20, 21, null, 22]);
+  assert.deepEqual(s.gaps(10_000), [[2001, 9000, NO_DATA]]);
 });
