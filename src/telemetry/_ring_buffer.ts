@@ -1,38 +1,65 @@
 /**
- * A fixed-capacity FIFO that evicts its oldest entries when full. Used for the event queue and
- * the retry buffer: memory stays bounded whatever the producer does.
+ * A FIFO bounded in entries (`capacity`) and, optionally, in bytes (`maxBytes`, each entry's size
+ * as `sizeOf` estimates it), that evicts its oldest entries when a push would pass either bound.
+ * Used for the event queue and the retry buffer: memory stays bounded whatever the producer does,
+ * however large its entries.
  */
 export class RingBuffer<T> {
   readonly capacity: number;
+  /** Bound on the sum of the entries' sizes; Infinity when the buffer counts entries only. */
+  readonly maxBytes: number;
+  #sizeOf: (item: T) => number;
   #items: (T | undefined)[];
+  #sizes: (number | undefined)[];
   #head = 0;
   #length = 0;
+  #bytes = 0;
 
-  constructor(capacity: number) {
+  constructor(
+    capacity: number,
+    bytes?: { readonly maxBytes: number; readonly sizeOf: (item: T) => number },
+  ) {
     this.capacity = Math.max(0, Math.floor(capacity));
+    this.maxBytes = bytes === undefined ? Infinity : Math.max(0, bytes.maxBytes);
+    this.#sizeOf = bytes === undefined ? () => 0 : bytes.sizeOf;
     this.#items = new Array(this.capacity);
+    this.#sizes = new Array(this.capacity);
   }
 
   get length(): number {
     return this.#length;
   }
 
-  /** Appends; returns how many old entries were evicted (0 or 1; 1 always when capacity is 0). */
+  /** The sum of the entries' sizes (0 when the buffer counts entries only). */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /**
+   * Appends, evicting the oldest entries until both bounds hold; returns how many entries were
+   * lost: the evicted ones, or 1 when the item itself cannot fit (capacity 0, or larger than
+   * `maxBytes` alone: it is not kept and nothing is evicted for it).
+   */
   push(item: T): number {
     if (this.capacity === 0) return 1;
+    const size = this.#sizeOf(item);
+    if (size > this.maxBytes) return 1;
     let evicted = 0;
-    if (this.#length === this.capacity) {
-      this.#items[this.#head] = undefined;
-      this.#head = (this.#head + 1) % this.capacity;
-      this.#length--;
-      evicted = 1;
+    while (
+      this.#length > 0 && (this.#length === this.capacity || this.#bytes + size > this.maxBytes)
+    ) {
+      this.#dropOldest();
+      evicted++;
     }
-    this.#items[(this.#head + this.#length) % this.capacity] = item;
+    const at = (this.#head + this.#length) % this.capacity;
+    this.#items[at] = item;
+    this.#sizes[at] = size;
+    this.#bytes += size;
     this.#length++;
     return evicted;
   }
 
-  /** Appends all in order; returns the number of evictions. */
+  /** Appends all in order; returns the number of entries lost (see push). */
   pushAll(items: readonly T[]): number {
     let evicted = 0;
     for (const item of items) evicted += this.push(item);
@@ -43,9 +70,7 @@ export class RingBuffer<T> {
   shift(): T | undefined {
     if (this.#length === 0) return undefined;
     const item = this.#items[this.#head];
-    this.#items[this.#head] = undefined;
-    this.#head = (this.#head + 1) % this.capacity;
-    this.#length--;
+    this.#dropOldest();
     return item;
   }
 
@@ -60,11 +85,7 @@ export class RingBuffer<T> {
   /** Removes the `n` oldest entries. */
   dropFront(n: number): void {
     const count = Math.min(n, this.#length);
-    for (let i = 0; i < count; i++) {
-      this.#items[this.#head] = undefined;
-      this.#head = (this.#head + 1) % this.capacity;
-    }
-    this.#length -= count;
+    for (let i = 0; i < count; i++) this.#dropOldest();
   }
 
   /** Empties the buffer; returns how many entries it held. */
@@ -72,6 +93,15 @@ export class RingBuffer<T> {
     const n = this.#length;
     this.dropFront(n);
     this.#head = 0;
+    this.#bytes = 0;
     return n;
+  }
+
+  #dropOldest(): void {
+    this.#items[this.#head] = undefined;
+    this.#bytes -= this.#sizes[this.#head] ?? 0;
+    this.#sizes[this.#head] = 0;
+    this.#head = (this.#head + 1) % this.capacity;
+    this.#length--;
   }
 }

@@ -9,13 +9,15 @@
  * dropped) impossible; with one request per batch we know the fate of every row.
  *
  * Bounds (nothing grows without limit, nothing blocks the publisher):
- * - queue: `queue_size` events; the bus listener only pushes, evicting (and counting) the oldest.
+ * - queue: `queue_size` events and {@link MAX_QUEUE_BYTES}; the bus listener only pushes,
+ *   evicting (and counting) the oldest.
  * - batch: filled from the queue up to `batch_size` rows; health rows are appended directly and
  *   the batch is hard-capped at `batch_size + BATCH_HEALTH_ALLOWANCE` rows (oldest dropped,
  *   counted in `dropped_overflow`).
- * - retry buffer: `max_retry_buffer_size` rows; failed rows go back to its front, and while the
- *   writer backs off, due batches are parked in it without a write attempt, so an outage loses
- *   exactly the rows that do not fit (oldest first), all counted in `total_failed`/`dropped_retry`.
+ * - retry buffer: `max_retry_buffer_size` rows and {@link MAX_RETRY_BUFFER_BYTES}; failed rows go
+ *   back to its front, and while the writer backs off, due batches are parked in it without a
+ *   write attempt, so an outage loses exactly the rows that do not fit (oldest first), all
+ *   counted in `total_failed`/`dropped_retry`.
  * - one write in flight at a time, aborted after `writeTimeoutMs`; a write carries at most
  *   max(batch_size, 1000) retry rows plus the current batch.
  * - an answer's body: at most {@link MAX_ANSWER_BODY_BYTES} read (influxTransport), the rest
@@ -108,6 +110,60 @@ export const MAX_ISOLATION_REQUESTS = 64;
  */
 export const WRITE_TIMEOUT_MS = 5000;
 
+/**
+ * Most the event queue holds, in bytes (beside `queue_size` events): a flood of large values (a
+ * 64 KiB string signal changing often) while a write is slow or the database is down evicts the
+ * oldest events past it, counted in `dropped_events`. An event counts
+ * {@link QUEUE_EVENT_OVERHEAD_BYTES} plus one byte per character of its strings; an ordinary
+ * event counts about 300, so the default 10,000 ordinary events take about 3 MB and never meet it.
+ */
+export const MAX_QUEUE_BYTES = 16 * 1024 * 1024;
+
+/** What one queued event counts towards {@link MAX_QUEUE_BYTES} besides its strings. */
+export const QUEUE_EVENT_OVERHEAD_BYTES = 256;
+
+/**
+ * Most the retry buffer holds, in bytes (beside `max_retry_buffer_size` rows): one byte per
+ * character of its lines. Past it the oldest rows are evicted, counted in `dropped_retry`; the
+ * default 1,000 ordinary rows (about 200 bytes each) never meet it.
+ */
+export const MAX_RETRY_BUFFER_BYTES = 16 * 1024 * 1024;
+
+/** Nesting depth to which queueEventBytes counts an event's strings (events are shallower). */
+const EVENT_BYTES_DEPTH = 6;
+
+/** One byte per character of the strings in `v`, to {@link EVENT_BYTES_DEPTH} levels deep. */
+function stringBytes(v: unknown, depth: number): number {
+  if (typeof v === "string") return v.length;
+  if (v === null || typeof v !== "object" || depth <= 0) return 0;
+  let n = 0;
+  // No array of the values made per event (an object's own keys walked in place).
+  if (Array.isArray(v)) { for (const x of v) n += stringBytes(x, depth - 1); }
+  else for (const k in v) n += stringBytes((v as Record<string, unknown>)[k], depth - 1);
+  return n;
+}
+
+/** What a queued event counts towards {@link MAX_QUEUE_BYTES}. */
+function queueEventBytes(item: QueueItem): number {
+  return QUEUE_EVENT_OVERHEAD_BYTES + stringBytes(item, EVENT_BYTES_DEPTH);
+}
+
+/** A new event queue of `queueSize` events and {@link MAX_QUEUE_BYTES}. */
+function newQueue(queueSize: number): RingBuffer<QueueItem> {
+  return new RingBuffer<QueueItem>(Math.max(1, queueSize), {
+    maxBytes: MAX_QUEUE_BYTES,
+    sizeOf: queueEventBytes,
+  });
+}
+
+/** A new retry buffer of `maxRows` rows and {@link MAX_RETRY_BUFFER_BYTES}. */
+function newRetryBuffer(maxRows: number): RingBuffer<string> {
+  return new RingBuffer<string>(Math.max(0, maxRows), {
+    maxBytes: MAX_RETRY_BUFFER_BYTES,
+    sizeOf: (line) => line.length,
+  });
+}
+
 /** Production defaults of {@link TelemetryTuning}. */
 export const DEFAULT_TELEMETRY_TUNING: TelemetryTuning = {
   writeTimeoutMs: WRITE_TIMEOUT_MS,
@@ -121,7 +177,7 @@ export const DEFAULT_TELEMETRY_TUNING: TelemetryTuning = {
 /**
  * Longest wait a database's `Retry-After` imposes before the next write: a longer one (or a date
  * far ahead) is cut to this, so a wrong header cannot stall telemetry for hours. Rows wait in the
- * retry buffer meanwhile (bounded by max_retry_buffer_size).
+ * retry buffer meanwhile (bounded by max_retry_buffer_size and MAX_RETRY_BUFFER_BYTES).
  */
 export const MAX_RETRY_AFTER_MS = 300_000;
 
@@ -565,8 +621,8 @@ export class TelemetryWriter {
       Math.floor(opts.influx.flushIntervalMs),
     );
     this.#log = opts.logger;
-    this.#queue = new RingBuffer(Math.max(1, opts.influx.queueSize));
-    this.#retry = new RingBuffer(Math.max(0, opts.influx.maxRetryBufferSize));
+    this.#queue = newQueue(opts.influx.queueSize);
+    this.#retry = newRetryBuffer(opts.influx.maxRetryBufferSize);
   }
 
   /**
@@ -612,7 +668,7 @@ export class TelemetryWriter {
 
   async #retargetNow(next: TelemetryWriterOptions, budgetMs: number): Promise<void> {
     const bus = this.#bus;
-    const queue = new RingBuffer<QueueItem>(Math.max(1, next.influx.queueSize));
+    const queue = newQueue(next.influx.queueSize);
     // The same database (a reload of batch sizes, intervals, names): the rows waiting keep their
     // place and the back-off goes on; nothing is flushed, so a database that is down costs none.
     const same = this.#running && next.enabled && sameTarget(this.#opts, next);
@@ -649,7 +705,7 @@ export class TelemetryWriter {
     // from what it holds.
     if (next.enabled) this.#points.useDatabase(databaseKey(next));
     this.#queue = queue;
-    this.#retry = new RingBuffer(Math.max(0, next.influx.maxRetryBufferSize));
+    this.#retry = newRetryBuffer(next.influx.maxRetryBufferSize);
     this.#park(kept); // a smaller max_retry_buffer_size evicts (and counts) the oldest
     this.#batch = batch;
     this.#transport = null;
@@ -993,8 +1049,9 @@ export class TelemetryWriter {
         this.#droppedEvents += evicted;
         if (this.#queueDrops === 0) {
           this.#log.warn(
-            `event queue full (queue_size ${this.#queue.capacity}): dropping the oldest events ` +
-              `until it drains (counted in dropped_events)`,
+            `event queue full (queue_size ${this.#queue.capacity} events or MAX_QUEUE_BYTES ` +
+              `${this.#queue.maxBytes} bytes): dropping the oldest events until it drains ` +
+              `(counted in dropped_events)`,
           );
         }
         this.#queueDrops += evicted;
@@ -1142,8 +1199,9 @@ export class TelemetryWriter {
       this.#droppedRetry += evicted;
       if (this.#retryDrops === 0) {
         this.#log.warn(
-          `retry buffer full (max_retry_buffer_size ${this.#retry.capacity}): dropping the ` +
-            `oldest rows until a write succeeds (counted in dropped_retry)`,
+          `retry buffer full (max_retry_buffer_size ${this.#retry.capacity} rows or ` +
+            `MAX_RETRY_BUFFER_BYTES ${this.#retry.maxBytes} bytes): dropping the oldest rows ` +
+            `until a write succeeds (counted in dropped_retry)`,
         );
       }
       this.#retryDrops += evicted;
