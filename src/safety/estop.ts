@@ -2005,6 +2005,13 @@ export class Estop implements EstopService {
     const failed = v.checks.filter((c) => c.outcome !== "verified");
     if (v.outcome === "verified") {
       this.#readBackLog.info(`${what}: verified after ${v.elapsed_ms} ms`);
+    } else if (v.checks.length === 0) {
+      // Nothing configured to read back (the start-up review warned of it): no read failed, so
+      // no ERROR that reads as a failed read-back; what it means for the outputs is said.
+      this.#readBackLog.warn(
+        `${what}: unverifiable: safety.safe_state.expect lists no signal to read back, so the ` +
+          `outputs' safe state is not verified`,
+      );
     } else {
       this.#readBackLog.error(
         `${what}: ${v.outcome} after ${v.elapsed_ms} ms (${

@@ -237,6 +237,22 @@ Deno.test("Estop logs a read-back that failed as errors, one per check, and a ve
   }
 });
 
+Deno.test("Estop says a stop with nothing configured to read back as one WARN, not as a failed read-back's ERROR", async () => {
+  const { rt, lines } = await start(testConfig({ providers: [plantProvider("plant")] }));
+  try {
+    const before = at(lines, "warn").length;
+    const r = await rt.estop.trigger("nothing to read back");
+    assert.equal(r.verification.outcome, "unverifiable");
+    assert.deepEqual(at(lines, "error"), [], "no read-back failed");
+    assert.deepEqual(at(lines, "warn").slice(before).filter((l) => l.includes("verification")), [
+      "e-stop verification: unverifiable: safety.safe_state.expect lists no signal to read " +
+      "back, so the outputs' safe state is not verified",
+    ]);
+  } finally {
+    await rt.stop();
+  }
+});
+
 Deno.test("Estop's start-up warnings name at most MAX_NAMED_IN_WARNING functions and devices, and count the rest", async () => {
   const n = MAX_NAMED_IN_WARNING + 3;
   const providers = Array.from({ length: n }, (_, i) => plantProvider(`p${i}`));
