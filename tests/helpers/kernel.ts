@@ -128,7 +128,8 @@ export async function afterPolls(
   handle: string,
   n: number,
   what = `${n} polls of ${handle}`,
-  timeoutMs = 10000,
+  // Generous: a loaded CI machine (a reload restarting a provider) has taken over 10 s.
+  timeoutMs = 30000,
 ): Promise<void> {
   const [providerId, deviceId] = handle.split("/");
   let seen = 0;

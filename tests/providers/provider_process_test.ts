@@ -58,7 +58,8 @@ Deno.test("ProviderRegistry.startAll is bounded by the start-up timeout and leav
     await assert.rejects(registry.startAll(1500, 1000), (e) => {
       assert.ok(e instanceof RuntimeError);
       assert.equal(e.code, "DEADLINE_EXCEEDED");
-      assert.match(e.message, /startup_timeout_ms \(1500 ms\): silent$/);
+      // sim0 too when a loaded machine kept its handshake past the bound (named with its line).
+      assert.match(e.message, /startup_timeout_ms \(1500 ms\): (sim0 \(.*\), )?silent$/);
       return true;
     });
     const pid = Number(await Deno.readTextFile(`${dir}/pid`));
