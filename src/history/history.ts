@@ -1175,9 +1175,16 @@ export class History {
     // does not (an earlier run's, or polls the ring dropped): the disk answers it, every row of
     // it, and the ring the polls since this ring's row (#openRowFromSeq).
     const openRowFromSeq = this.#openRowFromSeq(e);
+    // Since a step back of the wall clock, the open bucket may be one this ring wrote before the
+    // step (writtenBucket is the newest row, of another bucket): while the ring keeps its polls
+    // from before the step back to that bucket's start, it holds every sample of this run there
+    // (written or still open), and its part answers them.
+    const preStepHeld = e !== undefined && first !== null && openRowFromSeq === null &&
+      e.ring.timeFirstSeq > e.ring.firstSeq && e.ring.timeOf(e.ring.firstSeq) <= first;
     // The disk rows of that open bucket are of earlier runs only (or this ring's too, when its
     // part begins after them: openRowFromSeq): the answer takes them.
-    const openFromDisk = inOpenBucket && (e?.writtenBucket !== first || openRowFromSeq !== null)
+    const openFromDisk = inOpenBucket && !preStepHeld &&
+        (e?.writtenBucket !== first || openRowFromSeq !== null)
       ? first
       : null;
     const shared = first !== null && first <= (this.#disk?.lastRowAtOpen ?? -Infinity);
