@@ -14,6 +14,7 @@
  * providers -> audit journal -> run journal -> telemetry flush.
  */
 import {
+  bigintsAsDigits,
   type Clock,
   deadlineExceeded,
   errorMessage,
@@ -84,7 +85,7 @@ import {
   withDefaultToken,
 } from "../http/mod.ts";
 import { type JournalFiles, WatchedJournalFiles } from "../journal/mod.ts";
-import { type InterruptedCall, RunRegistry } from "../runs/mod.ts";
+import { type InterruptedCall, type RunCallEntry, RunRegistry } from "../runs/mod.ts";
 import {
   History,
   INCIDENT_GONE_FILE,
@@ -123,7 +124,7 @@ import {
 } from "../safety/mod.ts";
 import { AutomationEngine, type ReadFileFn } from "../automation/mod.ts";
 import { AlarmEngine } from "../alarms/mod.ts";
-import { AuditTrail, boundedEntryText } from "../audit/mod.ts";
+import { type AuditEntry, AuditTrail, boundedEntry } from "../audit/mod.ts";
 import {
   diffSections,
   same,
@@ -1064,7 +1065,7 @@ export class Kernel {
     this.audit.onEntry((entry, intents, runId) => {
       if (entry.action !== "call") return;
       if (this.#interruptedCalls !== null && entry.outcome === "interrupted") {
-        const call = JSON.parse(boundedEntryText(entry));
+        const call = runCallOf(entry);
         // Its write-ahead id: a close that listed it `in_flight` before the crash names it too.
         const intent = intents[0];
         this.#interruptedCalls.push({
@@ -1085,7 +1086,7 @@ export class Kernel {
           (intents.length > 0 && intents.every((id) => this.#decidedInFailedClose(id)))
         ) {
           this.runs.countCallsNotListed(1);
-        } else this.runs.recordCall(JSON.parse(boundedEntryText(entry)));
+        } else this.runs.recordCall(runCallOf(entry));
       }
     });
     this.reloader = host.loadConfig
@@ -1129,7 +1130,7 @@ export class Kernel {
         action: "call",
         device_handle: c.device_handle,
         function: c.function,
-        args: c.args,
+        args: bigintsAsDigits(c.args),
         mode: c.mode,
         outcome: "in_flight",
         reason: "in flight when the run closed: its outcome is on the audit trail",
@@ -1403,7 +1404,7 @@ export class Kernel {
       // Those an earlier start recorded whose run registry did not start (then the runtime
       // ended) first: they were decided before the calls this start found.
       const earlier = this.audit.earlierInterrupted().map(({ entry, intent, runId }) => ({
-        call: JSON.parse(boundedEntryText(entry)),
+        call: runCallOf(entry),
         intent,
         ...(runId === undefined ? {} : { runId }),
       }));
@@ -3623,4 +3624,13 @@ function planNotReached(plan: ProviderPlan): string {
   return parts.filter(([, list]) => list.length > 0).map(([what, list]) =>
     `${what} ${list.join(", ")}`
   ).join(" / ");
+}
+
+/**
+ * An audit entry as a run's `call` event payload: within the entry's bounds, plain JSON, an
+ * integer beyond 2^53 (an argument, a result) its decimal digits, never the neighbouring integer
+ * a double would round it to.
+ */
+function runCallOf(entry: AuditEntry): RunCallEntry {
+  return bigintsAsDigits(boundedEntry(entry).entry) as RunCallEntry;
 }

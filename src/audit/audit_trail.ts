@@ -69,6 +69,7 @@ import {
   invalidArgument,
   type Logger,
   neverThrowing,
+  parseJsonExact,
   quoteProviderTextWithin,
   type TimerId,
   toJsonText,
@@ -1428,7 +1429,7 @@ export class AuditTrail implements AuditSink {
     const kept: string[] = [];
     let used = 0;
     for (let i = all.length - 1; i >= 0; i--) {
-      const text = JSON.stringify(all[i]);
+      const text = toJsonText(all[i]);
       const bytes = utf8Length(text) + (kept.length === 0 ? 0 : 1);
       if (used + bytes > room) break;
       used += bytes;
@@ -1564,7 +1565,7 @@ export class AuditTrail implements AuditSink {
     const calls: AuditInFlightCall[] = [];
     for (const line of this.#unsettled.values()) {
       try {
-        calls.push(JSON.parse(line) as AuditInFlightCall);
+        calls.push(parseJsonExact(line) as AuditInFlightCall);
       } catch {
         // never: bounded() keeps every record valid JSON
       }
@@ -1901,10 +1902,13 @@ function entryLastDate(text: string): number | null {
   return Number.isFinite(last) ? last : null;
 }
 
+/** A journal line's object (an integer beyond 2^53 exact, a bigint, as it was written), or null. */
 function parseObject(text: string): Record<string, unknown> | null {
   try {
-    const v = JSON.parse(text);
-    return typeof v === "object" && v !== null && !Array.isArray(v) ? v : null;
+    const v = parseJsonExact(text);
+    return typeof v === "object" && v !== null && !Array.isArray(v)
+      ? v as Record<string, unknown>
+      : null;
   } catch {
     return null;
   }

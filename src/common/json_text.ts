@@ -61,3 +61,49 @@ export function exactJsonInteger(source: string): bigint | null {
   if (digits.length + exp > MAX_DOUBLE_DIGITS) return null;
   return BigInt(m[1] + digits) * 10n ** BigInt(exp);
 }
+
+/** A JSON number's text that is an integer written in plain digits. */
+const INTEGER_DIGITS = /^-?\d+$/;
+
+/**
+ * JSON.parse that keeps an integer a double cannot hold (beyond +/-(2^53-1), written in plain
+ * digits, as toJsonText writes a bigint) exact, as a bigint; every other value as JSON.parse
+ * reads it. Throws as JSON.parse does.
+ */
+export function parseJsonExact(text: string): unknown {
+  return JSON.parse(text, exactIntegerReviver);
+}
+
+function exactIntegerReviver(
+  _key: string,
+  value: unknown,
+  context?: { source?: string },
+): unknown {
+  if (
+    typeof value === "number" && !Number.isSafeInteger(value) &&
+    context?.source !== undefined && INTEGER_DIGITS.test(context.source)
+  ) {
+    return BigInt(context.source);
+  }
+  return value;
+}
+
+/**
+ * A plain JSON copy of `value` whose bigints (integers beyond +/-2^53) are their decimal digits as
+ * strings: for a record JSON.stringify writes and JSON.parse reads back (a run's event), where a
+ * number would be rounded to a neighbouring integer. Members JSON leaves out (undefined,
+ * functions) are left out.
+ */
+export function bigintsAsDigits(value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (Array.isArray(value)) return value.map((x) => bigintsAsDigits(x) ?? null);
+  if (typeof value === "object" && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(value)) {
+      const v = bigintsAsDigits(x);
+      if (v !== undefined) out[k] = v;
+    }
+    return out;
+  }
+  return typeof value === "function" ? undefined : value;
+}
