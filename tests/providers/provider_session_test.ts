@@ -144,14 +144,14 @@ Deno.test("ProviderSession.terminate: a provider finishing the requests in hand 
   }
 });
 
-Deno.test("ProviderSession names text a provider printed to its stdout, not a frame of gigabytes", async () => {
-  // An SDK provider whose call handler does console.log: the text lands between the ADPP frames.
-  // Its first four bytes read as a length prefix of ~1.6 GB; the session broke with only that
-  // ("frame length 1601463667 exceeds 1048576"), which sends an operator after a provider
-  // answering with huge frames, not after a print in a handler.
-  const lines: string[] = [];
-  const main = new URL("./_printing_sdk_provider.ts", import.meta.url).pathname;
-  const s = new ProviderSession(
+/** A session with an SDK provider child (a module next to this file), its log lines kept. */
+function sdkChildSession(
+  module: string,
+  level: "warn" | "debug",
+  lines: string[],
+): ProviderSession {
+  const main = new URL(module, import.meta.url).pathname;
+  return new ProviderSession(
     {
       ...programmableProvider("p0", "unused"),
       command: Deno.execPath(),
@@ -160,11 +160,20 @@ Deno.test("ProviderSession names text a provider printed to its stdout, not a fr
     Deno.execPath(),
     {
       spawn: spawnProcess,
-      log: capturingLogger({ level: "warn", now: () => 0, lines }).log,
+      log: capturingLogger({ level, now: () => 0, lines }).log,
       clock: systemClock,
       cwd: Deno.cwd(),
     },
   );
+}
+
+Deno.test("ProviderSession names text a provider printed to its stdout, not a frame of gigabytes", async () => {
+  // An SDK provider whose call handler does console.log: the text lands between the ADPP frames.
+  // Its first four bytes read as a length prefix of ~1.6 GB; the session broke with only that
+  // ("frame length 1601463667 exceeds 1048576"), which sends an operator after a provider
+  // answering with huge frames, not after a print in a handler.
+  const lines: string[] = [];
+  const s = sdkChildSession("./_printing_sdk_provider.ts", "warn", lines);
   try {
     await s.handshake();
     const call = s.request("call", {
@@ -189,21 +198,7 @@ Deno.test("ProviderSession gets INTERNAL, cut, from an SDK provider whose handle
   // The SDK put the whole message into the reply: over MAX_FRAME_BYTES it could not be framed, the
   // provider exited 4 (SERIALIZE) and the call ended with the session instead of INTERNAL.
   const lines: string[] = [];
-  const main = new URL("./_huge_error_sdk_provider.ts", import.meta.url).pathname;
-  const s = new ProviderSession(
-    {
-      ...programmableProvider("p0", "unused"),
-      command: Deno.execPath(),
-      args: ["run", "--quiet", main],
-    },
-    Deno.execPath(),
-    {
-      spawn: spawnProcess,
-      log: capturingLogger({ level: "debug", now: () => 0, lines }).log,
-      clock: systemClock,
-      cwd: Deno.cwd(),
-    },
-  );
+  const s = sdkChildSession("./_huge_error_sdk_provider.ts", "debug", lines);
   try {
     await s.handshake();
     const failed = await s.request("call", { device_id: "d0", function_id: 1, args: {} })
