@@ -27,12 +27,23 @@ export class RunsView {
     this.built = false;
     /** The list shown (re-rendered when it changes). */
     this.runsKey = "";
+    /** The run whose events are shown (null: none), and those events as shown. */
+    this.eventsFor = /** @type {string | null} */ (null);
+    this.eventsKey = "";
   }
+
+  /** Reads of the events shown (an older answer, maybe of the run shown before, is dropped). */
+  eventReads = new LatestRead();
 
   /** Reads of the run list (a slower, older answer is dropped). */
   reads = new LatestRead();
 
+  /** Re-reads the run list and the events shown (the page's refresh, while the view is shown). */
   async load() {
+    await Promise.all([this.loadList(), this.loadEvents()]);
+  }
+
+  async loadList() {
     let r;
     try {
       r = await this.reads.read(() => this.api.get(`/v0/runs?limit=${RUNS_LISTED}`));
@@ -225,28 +236,50 @@ export class RunsView {
     fill(byId("run-forms"), forms);
   }
 
+  /**
+   * Shows the events of `runId` and keeps them current: the page's refresh re-reads them (load)
+   * while the view is shown, so a marker another client adds, or a run's later events, appear.
+   */
   async showEvents(runId) {
+    this.eventsFor = runId;
+    this.eventsKey = "";
+    await this.loadEvents();
+  }
+
+  /** Re-reads the events of the run shown (none shown: nothing to read). */
+  async loadEvents() {
+    const runId = this.eventsFor;
+    if (runId === null) return;
     const box = byId("run-events");
+    let r;
     try {
-      const r = await this.api.get(
-        `/v0/runs/${encodeURIComponent(runId)}/events?limit=${RUN_EVENTS_LISTED}`,
+      r = await this.eventReads.read(() =>
+        this.api.get(`/v0/runs/${encodeURIComponent(runId)}/events?limit=${RUN_EVENTS_LISTED}`)
       );
-      fill(
-        box,
-        table(
-          `Events of ${runId} (first ${RUN_EVENTS_LISTED})`,
-          ["#", "Category", "Type", "When", "Payload"],
-          (r.events ?? []).map((e) => [
-            String(e.sequence),
-            e.category,
-            e.type || "—",
-            formatTime(e.occurred_at_epoch_ms),
-            JSON.stringify(e.payload),
-          ]),
-        ),
-      );
+      if (r === OVERTAKEN) return;
     } catch (err) {
-      fill(box, h("p", { class: "error", text: String(err) }));
+      // The table gives way to the error, in the runtime's words; the next refresh reads again.
+      this.eventsKey = "";
+      fill(box, h("p", { class: "error", text: this.errorText(err) }));
+      return;
     }
+    const events = r.events ?? [];
+    const eventsKey = JSON.stringify([runId, events]);
+    if (eventsKey === this.eventsKey) return;
+    this.eventsKey = eventsKey;
+    fill(
+      box,
+      table(
+        `Events of ${runId} (first ${RUN_EVENTS_LISTED})`,
+        ["#", "Category", "Type", "When", "Payload"],
+        events.map((e) => [
+          String(e.sequence),
+          e.category,
+          e.type || "—",
+          formatTime(e.occurred_at_epoch_ms),
+          JSON.stringify(e.payload),
+        ]),
+      ),
+    );
   }
 }
