@@ -1,4 +1,4 @@
-import type { Logger } from "../common/mod.ts";
+import { type Logger, MAX_NAMED_IN_WARNING } from "../common/mod.ts";
 import {
   checkHostEnvelope,
   CheckHostExitCode,
@@ -175,10 +175,19 @@ function usage(log: Logger, problem: string): number {
   return ProviderExitCode.CONFIG;
 }
 
+/**
+ * Logs why a configuration was rejected: a ProviderConfigError's first MAX_NAMED_IN_WARNING
+ * problems one line each (each cut), then one line counting the rest, so a config with thousands
+ * of problems does not flood stderr; any other error on one line.
+ */
 function logConfigError(log: Logger, path: string, err: unknown): void {
   const problems = (err as { problems?: unknown })?.problems;
   if (Array.isArray(problems) && problems.every((p) => typeof p === "string")) {
-    for (const p of problems) log.error(`config: ${statusMessageText(p)}`);
+    for (const p of problems.slice(0, MAX_NAMED_IN_WARNING)) {
+      log.error(`config: ${statusMessageText(p)}`);
+    }
+    const rest = problems.length - MAX_NAMED_IN_WARNING;
+    if (rest > 0) log.error(`config: and ${rest} more problems (${problems.length} in all)`);
   } else {
     log.error(`config: ${path}: ${errorText(err)}`);
   }

@@ -1,6 +1,6 @@
-import type { Logger } from "../common/mod.ts";
+import { type Logger, MAX_NAMED_IN_WARNING, namedList } from "../common/mod.ts";
 import { type ResponsePayloads, WireProviderState } from "../adpp/mod.ts";
-import { errorMessageText } from "./_status_message.ts";
+import { errorMessageText, statusMessageText } from "./_status_message.ts";
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -281,9 +281,19 @@ export class SafeStateKeeper {
     }
     const line = r.devices?.length === 0
       ? `${why}: no device declares a safe state`
-      : `${why}: safe state applied${r.devices === null ? "" : ` to ${r.devices.join(", ")}`}` +
+      : `${why}: safe state applied${r.devices === null ? "" : ` to ${madeSafe(r.devices)}`}` +
         ` (${tookMs} ms)`;
     if (r.reason === "lease_expired") this.#log?.warn(line);
     else this.#log?.info(line);
   }
+}
+
+/**
+ * The devices a safe-state log line names: the first MAX_NAMED_IN_WARNING, each cut
+ * (statusMessageText), the rest counted, so that one line stays bounded however many devices the
+ * provider reports.
+ */
+function madeSafe(devices: readonly string[]): string {
+  const named = devices.slice(0, MAX_NAMED_IN_WARNING).map(statusMessageText);
+  return namedList(named.concat(devices.slice(MAX_NAMED_IN_WARNING)), MAX_NAMED_IN_WARNING);
 }

@@ -232,7 +232,10 @@ async function serveLoop(
       };
       let response = await dispatch(handler, req, ctx, log);
       if (response.get_health !== undefined) {
-        response = { ...response, get_health: keeper.decorateHealth(response.get_health) };
+        response = {
+          ...response,
+          get_health: healthMessagesCut(keeper.decorateHealth(response.get_health)),
+        };
       }
       let out: Uint8Array;
       if (raw !== null) {
@@ -352,6 +355,26 @@ async function dispatch(
     log?.error(`request ${request_id} ${kind}: internal error: ${errorText(err)}`);
     return errorResponse(request_id, WireStatusCode.INTERNAL, `internal error: ${errorText(err)}`);
   }
+}
+
+/**
+ * A GetHealth answer with the provider's and each device's message cut (statusMessageText): a
+ * handler's own message over MAX_FRAME_BYTES made an answer that cannot be framed, and the
+ * provider exited (SERIALIZE) instead of answering. Cut last, after the safe-state keeper's
+ * prefix, so every message the SDK answers is bounded by one rule; the prefixes the SDK adds
+ * (lease expiry, a DeviceProvider's unmet host requirements) come first and are what is kept.
+ */
+function healthMessagesCut(h: ResponsePayloads["get_health"]): ResponsePayloads["get_health"] {
+  const out = { ...h };
+  if (h.provider?.message !== undefined) {
+    out.provider = { ...h.provider, message: statusMessageText(h.provider.message) };
+  }
+  if (h.devices !== undefined) {
+    out.devices = h.devices.map((d) =>
+      d.message === undefined ? d : { ...d, message: statusMessageText(d.message) }
+    );
+  }
+  return out;
 }
 
 /** A non-OK answer; its message cut (statusMessageText), so that any answer can be framed. */

@@ -17,7 +17,7 @@ import {
   WireProviderState,
   WireStatusCode,
 } from "../../src/provider_sdk/mod.ts";
-import type { Logger } from "../../src/common/mod.ts";
+import { type Logger, MAX_NAMED_IN_WARNING } from "../../src/common/mod.ts";
 import { MAX_FRAME_BYTES, PROVIDER_STATUS_MESSAGE_CHARS } from "../../src/adpp/mod.ts";
 import { serveRequests } from "./_harness.ts";
 
@@ -222,6 +222,28 @@ Deno.test("DeviceProvider cuts an unmet host requirement's detail too large to f
   assert.equal(responses[0]!.wait_ready?.diagnostics?.host_unmet, cut);
   assert.equal(
     responses[1]!.get_health?.provider?.message,
-    `not ready: host requirements unmet: ${cut}`,
+    `not ready: host requirements unmet: ${cut}`.slice(0, PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026",
+    "the whole message cut last, its prefix first",
   );
+});
+
+Deno.test("runProviderCli logs the first MAX_NAMED_IN_WARNING problems of a rejected config, one line each, and counts the rest", async () => {
+  const problems = Array.from({ length: MAX_NAMED_IN_WARNING + 5 }, (_, i) => `k${i}: missing`);
+  const c = capture();
+  const code = await runProviderCli({
+    name: "p",
+    version: "1.0.0",
+    configSchema: { type: "object" },
+    loadConfig: (): { path: string } => {
+      throw new ProviderConfigError(problems);
+    },
+    serve: () => 0,
+    logger: c.logger,
+    stdout: (t: string) => Promise.resolve(void c.out.push(t)),
+  }, ["--config", "bad"]);
+  assert.equal(code, 1);
+  assert.deepEqual(c.lines, [
+    ...problems.slice(0, MAX_NAMED_IN_WARNING).map((p) => `error config: ${p}`),
+    `error config: and 5 more problems (${MAX_NAMED_IN_WARNING + 5} in all)`,
+  ]);
 });

@@ -1,6 +1,6 @@
 import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
 import { MAX_FRAME_BYTES, PROVIDER_STATUS_MESSAGE_CHARS, StatusCode } from "../../src/adpp/mod.ts";
-import type { Logger } from "../../src/common/mod.ts";
+import { type Logger, MAX_NAMED_IN_WARNING } from "../../src/common/mod.ts";
 import {
   MAX_LEASE_MS,
   ProviderExitCode,
@@ -264,7 +264,12 @@ Deno.test("serveProvider cuts a failed safe state's error too large to frame in 
     equal(h?.state, WireProviderState.FAULT);
     const cut = "b".repeat(PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026";
     equal(h?.metrics?.safe_state_error, cut);
-    equal(h?.message, `lease expired: safe state FAILED at 2030-01-01T00:00:00.500Z: ${cut}`);
+    equal(
+      h?.message,
+      `lease expired: safe state FAILED at 2030-01-01T00:00:00.500Z: ${cut}`
+        .slice(0, PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026",
+      "the whole message cut last, its prefix first",
+    );
     equal(lines.length, 1);
     ok(lines[0]!.endsWith(`safe state FAILED after 0 ms: ${cut}`), lines[0]!.slice(0, 80));
   } finally {
@@ -302,5 +307,33 @@ Deno.test("serveProvider refuses a lease without applySafeState and a lease out 
       clock: new ManualClock(),
     });
     equal(code, ProviderExitCode.CLEAN);
+  }
+});
+
+Deno.test("serveProvider's safe-state log line names the first MAX_NAMED_IN_WARNING devices and counts the rest", async () => {
+  const clock = new ManualClock();
+  const { handler } = outputProvider();
+  const ids = Array.from({ length: MAX_NAMED_IN_WARNING + 5 }, (_, i) => `dev${i}`);
+  handler.applySafeState = () => ({ devices: ids });
+  const lines: string[] = [];
+  const logger: Logger = {
+    debug: () => {},
+    info: (m) => void lines.push(m),
+    warn: (m) => void lines.push(m),
+    error: (m) => void lines.push(m),
+    child: () => logger,
+  };
+  const p = openServe(handler, { leaseMs: 0, clock, logger });
+  try {
+    await p.request(command(1));
+    equal(await p.closeInput(), ProviderExitCode.CLEAN);
+    const applied = lines.filter((l) => l.includes("safe state applied"));
+    deepStrictEqual(applied, [
+      `stdin closed: safe state applied to ${
+        ids.slice(0, MAX_NAMED_IN_WARNING).join(", ")
+      } and 5 more (0 ms)`,
+    ]);
+  } finally {
+    await p.dispose();
   }
 });

@@ -442,3 +442,38 @@ Deno.test("serveProvider exits 5 when the write of the answers kept fails", asyn
   });
   equal(code, ProviderExitCode.WRITE);
 });
+
+Deno.test("serveProvider cuts a handler's own GetHealth messages (provider and device) to PROVIDER_STATUS_MESSAGE_CHARS", async () => {
+  const huge = "h".repeat(MAX_FRAME_BYTES + 1);
+  const handler: ProviderHandler = {
+    hello: () => ({ protocol_version: "v1", provider_name: "t", provider_version: "1" }),
+    listDevices: () => ({ devices: [] }),
+    describeDevice: () => ({}),
+    readSignals: () => ({}),
+    call: () => ({}),
+    getHealth: () => ({
+      provider: { state: 1, message: huge },
+      devices: [{ device_id: "d", state: 1, message: huge }, {
+        device_id: "e",
+        state: 1,
+        message: "fine",
+      }],
+    }),
+  };
+  const { code, responses } = await serveRequests(handler, [
+    { request_id: 7, get_health: {} },
+    { request_id: 8, list_devices: {} },
+  ]);
+  equal(code, ProviderExitCode.CLEAN, "the provider answers instead of exiting");
+  deepStrictEqual(responses.map((r) => [r.request_id, r.status?.code]), [
+    [7, StatusCode.OK],
+    [8, StatusCode.OK],
+  ]);
+  const cut = "h".repeat(PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026";
+  const health = responses[0]!.get_health!;
+  equal(health.provider?.message, cut);
+  deepStrictEqual(health.devices?.map((d) => [d.device_id, d.message]), [["d", cut], [
+    "e",
+    "fine",
+  ]]);
+});
