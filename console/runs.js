@@ -169,10 +169,12 @@ export class RunsView {
             onsubmit: (e) => {
               e.preventDefault();
               const t = String(type.read()).trim();
+              // Characters are code points, as the runtime counts them (an emoji is one).
+              const long = [...t].length > 256;
               type.setError(
                 t === ""
                   ? "Marker type: is required"
-                  : t.length > 256
+                  : long
                   ? "Marker type: at most 256 characters"
                   : "",
               );
@@ -195,7 +197,7 @@ export class RunsView {
                 }
                 body = { ...body, payload: parsed };
               }
-              if (t === "" || t.length > 256) return;
+              if (t === "" || long) return;
               act("Adding marker", async () => {
                 const r = await this.api.post(`${path}/events`, body);
                 return `Marker ${r.event.type} recorded as event ${r.event.sequence}.`;

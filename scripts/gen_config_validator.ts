@@ -19,8 +19,8 @@ export const VALIDATOR_MODULE = new URL("../src/config/_structure_validator.js",
 export const VALIDATOR_TYPES = typesUrlOf(VALIDATOR_MODULE);
 
 /** ajv's only runtime helper the schema needs (maxLength/minLength count code points). */
-const UCS2LENGTH_REQUIRE = 'require("ajv/dist/runtime/ucs2length").default';
-const UCS2LENGTH = `function ucs2length(str) {
+export const UCS2LENGTH_REQUIRE = 'require("ajv/dist/runtime/ucs2length").default';
+export const UCS2LENGTH = `function ucs2length(str) {
   const len = str.length;
   let length = 0;
   let pos = 0;

@@ -16,6 +16,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import standaloneCode from "ajv/dist/standalone/index.js";
 import { ROUTES } from "../src/http/routes.ts";
 import { asciiOnly, fileNameOf, selfTypesLine, typesUrlOf } from "./generated_js.ts";
+import { UCS2LENGTH, UCS2LENGTH_REQUIRE } from "./gen_config_validator.ts";
 
 /** Where the generated module and its declaration file live. */
 export const REQUEST_VALIDATORS_MODULE = new URL(
@@ -57,11 +58,16 @@ function generate(): { code: string; names: string[] } {
     a: Ajv2020,
     refs: Record<string, string>,
   ) => string;
-  const code = standalone(ajv, exports);
+  let code = standalone(ajv, exports);
+  // maxLength/minLength count code points with ajv's ucs2length: inlined, as in the config
+  // validator, so the runtime loads no ajv module.
+  const usesUcs2length = code.includes(UCS2LENGTH_REQUIRE);
+  code = code.replaceAll(`= ${UCS2LENGTH_REQUIRE};`, "= ucs2length;");
   if (code.includes("require(")) {
     throw new Error("the generated validators need an ajv runtime helper: add it to the generator");
   }
-  return { code: `${code}\n${aliases.join("\n")}`, names };
+  const helper = usesUcs2length ? `${UCS2LENGTH}\n` : "";
+  return { code: `${helper}${code}\n${aliases.join("\n")}`, names };
 }
 
 /**

@@ -14,7 +14,7 @@
 import { MAX_SHELVE_MS } from "../alarms/mod.ts";
 import { VALUE_TYPES } from "../common/mod.ts";
 import type { RuntimeMode } from "../config/mod.ts";
-import { CLIENT_CLOSE_REASONS } from "../runs/mod.ts";
+import { CLIENT_CLOSE_REASONS, MAX_MARKER_ID_CHARS, MAX_MARKER_TYPE_CHARS } from "../runs/mod.ts";
 
 /** A JSON Schema object (2020-12) as plain data. */
 export type JsonSchema = { readonly [keyword: string]: unknown };
@@ -248,8 +248,15 @@ export const MARKER_BODY_SCHEMA: JsonSchema = {
   properties: {
     type: {
       type: "string",
-      description: "Non-empty, at most 256 characters (checked by the run registry).",
-      "x-errors": { type: "must be a string, got {type}" },
+      // maxLength counts characters (code points), as the run registry does.
+      minLength: 1,
+      maxLength: MAX_MARKER_TYPE_CHARS,
+      description: `Non-empty, at most ${MAX_MARKER_TYPE_CHARS} characters (Unicode code points).`,
+      "x-errors": {
+        type: "must be a string, got {type}",
+        minLength: "must be a non-empty string",
+        maxLength: `longer than ${MAX_MARKER_TYPE_CHARS} characters`,
+      },
     },
     payload: {
       type: ["object", "null"],
@@ -265,10 +272,17 @@ export const MARKER_BODY_SCHEMA: JsonSchema = {
     },
     marker_id: {
       type: ["string", "null"],
-      description: "The client's key for this marker (project addition; 1 to 128 characters, " +
-        "checked by the run registry): a repeat within the run answers the marker recorded " +
+      minLength: 1,
+      maxLength: MAX_MARKER_ID_CHARS,
+      description:
+        `The client's key for this marker (project addition; 1 to ${MAX_MARKER_ID_CHARS} ` +
+        "characters, Unicode code points): a repeat within the run answers the marker recorded " +
         "first and writes nothing (a retry after a lost answer).",
-      "x-errors": { type: "must be a string, got {type}" },
+      "x-errors": {
+        type: "must be a string, got {type}",
+        minLength: `must be a string of 1 to ${MAX_MARKER_ID_CHARS} characters`,
+        maxLength: `must be a string of 1 to ${MAX_MARKER_ID_CHARS} characters`,
+      },
     },
   },
   "x-errors": {

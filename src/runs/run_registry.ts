@@ -259,9 +259,25 @@ export const MAX_RUN_JSON_DEPTH = 32;
 /** Deepest stored line replay and reads accept: a run or event record around MAX_RUN_JSON_DEPTH. */
 const MAX_STORED_JSON_DEPTH = MAX_RUN_JSON_DEPTH + 4;
 const MAX_LINE_BYTES = 256 * 1024;
+/** Longest marker `type`, in characters (code points, longerThanChars). */
 export const MAX_MARKER_TYPE_CHARS = 256;
-/** Longest client `marker_id`. */
+/** Longest client `marker_id`, in characters (code points, longerThanChars). */
 export const MAX_MARKER_ID_CHARS = 128;
+
+/**
+ * Whether `text` has more than `max` characters: Unicode code points, as docs/http-api.md says
+ * and as the config counts them (an emoji is one character, not its two UTF-16 units). Stops
+ * counting at `max + 1`.
+ */
+function longerThanChars(text: string, max: number): boolean {
+  // A string never has more code points than UTF-16 units.
+  if (text.length <= max) return false;
+  let count = 0;
+  for (const _ of text) {
+    if (++count > max) return true;
+  }
+  return false;
+}
 /**
  * Client marker ids the open run remembers (the oldest forgotten first): a retry of a marker
  * whose answer was lost, sent within this many markers, is answered, not recorded again. About
@@ -1471,7 +1487,8 @@ export class RunRegistry {
     const payload = marker.payload ?? {};
     if (
       markerId !== undefined &&
-      (typeof markerId !== "string" || markerId === "" || markerId.length > MAX_MARKER_ID_CHARS)
+      (typeof markerId !== "string" || markerId === "" ||
+        longerThanChars(markerId, MAX_MARKER_ID_CHARS))
     ) {
       throw invalidArgument(
         `marker_id: must be a string of 1 to ${MAX_MARKER_ID_CHARS} characters`,
@@ -1480,7 +1497,7 @@ export class RunRegistry {
     if (typeof type !== "string" || type === "") {
       throw invalidArgument("type: must be a non-empty string");
     }
-    if (type.length > MAX_MARKER_TYPE_CHARS) {
+    if (longerThanChars(type, MAX_MARKER_TYPE_CHARS)) {
       throw invalidArgument(`type: longer than ${MAX_MARKER_TYPE_CHARS} characters`);
     }
     if (!isObject(payload)) throw invalidArgument("payload: must be a JSON object");

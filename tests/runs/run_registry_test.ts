@@ -204,6 +204,29 @@ Deno.test("RunRegistry allows one open run at a time", async () => {
   });
 });
 
+Deno.test("RunRegistry counts a marker's type and marker_id in characters (code points), not UTF-16 units", async () => {
+  await withRegistry(async ({ registry }) => {
+    const { run } = await registry.open({});
+    const emoji = "\u{1F600}"; // one character, two UTF-16 units
+    const { event } = await registry.addMarker(run.run_id, {
+      type: emoji.repeat(256),
+      marker_id: emoji.repeat(128),
+    });
+    equal(event.type, emoji.repeat(256));
+    await rejectsWith(
+      registry.addMarker(run.run_id, { type: emoji.repeat(257) }),
+      "INVALID_ARGUMENT",
+      /^type: longer than 256 characters$/,
+    );
+    await rejectsWith(
+      registry.addMarker(run.run_id, { type: "t", marker_id: emoji.repeat(129) }),
+      "INVALID_ARGUMENT",
+      /^marker_id: must be a string of 1 to 128 characters$/,
+    );
+    await registry.close(run.run_id, {});
+  });
+});
+
 Deno.test("RunRegistry rejects invalid requests with the contract's codes", async () => {
   await withRegistry(async ({ registry }) => {
     await rejectsWith(registry.open({ params: { big: "x".repeat(70000) } }), "INVALID_ARGUMENT");
