@@ -486,7 +486,9 @@ export class DiskTier {
    * `each` is told whether the row is of a period before the last step back of the wall clock (in
    * a run or across a restart): in a file before the one whose first row is earlier than the last
    * row of the file before it, or, while the rows' newest bucket is ahead of the clock's bucket of
-   * `stepMs` (the row of the next bucket to close will begin a new file), in any file.
+   * `stepMs` or of `openBucketMs` (the caller's bucket still open, its row not yet written: the
+   * clock may have passed the newest row while that row is still to come), in any file: the row
+   * of the next bucket to close will begin a new file.
    */
   async read(
     providerId: string,
@@ -495,6 +497,7 @@ export class DiskTier {
     untilMs: number,
     each: (row: DiskRow, beforeStepBack: boolean) => void,
     stepMs = 1,
+    openBucketMs = Infinity,
   ): Promise<boolean> {
     // What `each` throws (History's bound on an answer's points) is the question's: passed on.
     let fromEach = false;
@@ -507,7 +510,7 @@ export class DiskTier {
       }
     };
     try {
-      await this.#read(providerId, deviceId, sinceMs, untilMs, give, stepMs);
+      await this.#read(providerId, deviceId, sinceMs, untilMs, give, stepMs, openBucketMs);
     } catch (err) {
       if (fromEach) throw err;
       this.#readErrors++;
@@ -525,11 +528,13 @@ export class DiskTier {
     untilMs: number,
     each: (row: DiskRow, beforeStepBack: boolean) => void,
     stepMs: number,
+    openBucketMs: number,
   ): Promise<void> {
     const files = this.#o.files;
     const numbers = await segmentNumbers(files, this.#segments);
     // (Taken as the files were listed: a row handed since goes to a file not listed.)
-    const stepBackPending = this.#newestT > bucketStart(this.#o.clock.nowMs(), stepMs);
+    const stepBackPending = this.#newestT >
+      Math.min(bucketStart(this.#o.clock.nowMs(), stepMs), openBucketMs);
     const lastStepBack = stepBackPending ? numbers.length : await this.#lastStepBack(numbers);
     for (const times of [this.#firstT, this.#lastT]) {
       for (const n of times.keys()) if (n < numbers[0]!) times.delete(n); // removed files

@@ -1464,6 +1464,9 @@ export class History {
           }
         },
         diskStep,
+        // (Its open bucket's row is still to come: one behind the files' newest row begins a new
+        // file, so every row read now is of the period before it.)
+        e?.bucketStart ?? Infinity,
       );
       if (!read) incomplete = "disk_unreadable";
       // The ring's open bucket, read from the disk for its earlier runs' rows, was written while
