@@ -143,7 +143,7 @@ Deno.test("POST /v0/parameters over HTTP: an int64 value JSON would round is ref
     assert.equal(refused.status, 400, refused.text);
     assert.match(
       JSON.parse(refused.text).status.message,
-      /^Invalid value for parameter 'count': expected an integer \(int64\) within ±2\^53, got 9007199254740993 \(not an integer as written: JSON reads it as number 9007199254740992\) \(rule: type\)$/,
+      /^Invalid value for parameter 'count': expected an integer \(int64\) within ±\(2\^53-1\), got 9007199254740993 \(not an integer as written: JSON reads it as number 9007199254740992\) \(rule: type\)$/,
     );
     await set("count", "9007199254740991.4");
     // A double parameter takes the nearest double; its entry still says what was sent.
