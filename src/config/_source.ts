@@ -4,18 +4,24 @@
  */
 import {
   type Alias,
+  Composer,
+  type CST,
   type Document,
   isAlias,
   isMap,
   isScalar,
   isSeq,
+  Lexer,
   LineCounter,
   type Node,
   type Pair,
-  parseDocument,
+  type ParseOptions,
+  Parser,
   type Scalar,
+  type SchemaOptions,
   visit,
   type YAMLMap,
+  YAMLParseError,
 } from "yaml";
 import {
   childSecretState,
@@ -33,6 +39,14 @@ export type Path = readonly Segment[];
 
 /** Bound on alias expansion so a hostile file cannot blow up memory ("billion laughs"). */
 const MAX_ALIAS_COUNT = 100;
+
+/**
+ * How deep sequences and mappings may nest in a configuration file, the root mapping being level
+ * 1: far above any real configuration (examples/full.yaml: 5), far below what overflows the stack
+ * in the recursive walks (yaml's composition and toJS, the validation). Checked while the file is
+ * parsed, before anything walks the tree: unbounded, `- - - ... 1` overflowed the composer's stack.
+ */
+export const MAX_YAML_DEPTH = 64;
 
 /**
  * Formats a key path the way diagnostics print it: `providers[1].restart_policy.backoff_ms`. A key
@@ -157,29 +171,25 @@ export class YamlSource {
       // uniqueKeys off: duplicates are found by our own walk, which knows the key path. Merge
       // keys on (`<<: *defaults`), as YAML 1.1 files already have them: off, a YAML 1.2 file's
       // merged keys (a whole restart_policy) were an unknown key `<<` and silently not applied.
-      doc = parseDocument(text, {
-        lineCounter: lines,
+      doc = parseBounded(text, lines, {
         uniqueKeys: false,
-        prettyErrors: false,
         merge: true,
         // The library never writes to the console: what it could warn about is a diagnostic.
         logLevel: "error",
       });
     } catch (e) {
-      // The parser recurses once per level of nesting: a few thousand levels (`- - - ... 1`,
-      // some kilobytes) overflow the stack. Not a crash of --check-config nor a reload failure
-      // without a file name: a diagnostic like any other.
-      if (!(e instanceof RangeError)) throw e;
+      if (!(e instanceof NestedTooDeep)) throw e;
+      const { line, col } = lines.linePos(e.offset);
       return {
         source: null,
         data: undefined,
         diagnostics: [{
           severity: "error",
           path: "",
-          message: "YAML error: sequences and mappings are nested too deeply to parse " +
-            `(${firstLine(e.message)})`,
-          line: 1,
-          column: 1,
+          message: "YAML error: sequences and mappings are nested more than " +
+            `${MAX_YAML_DEPTH} levels deep`,
+          line: Math.max(line, 1),
+          column: Math.max(col, 1),
           file,
         }],
       };
@@ -308,9 +318,9 @@ export class YamlSource {
   }
 
   /**
-   * The pair of `map` whose key is `seg` (the first one when a key is repeated), or the pair a
+   * The pair of `map` whose key is `seg` (the last one when a key is repeated), or the pair a
    * merge key brings in: a key written in `map` wins, then the merge sources in order, as the
-   * data has it.
+   * data has it (yaml's toJS keeps a repeated key's last value, and a merged key's first).
    */
   #pair(map: YAMLMap, seg: Segment): Pair | undefined {
     return this.#index(map, new Set()).get(String(seg));
@@ -331,7 +341,8 @@ export class YamlSource {
         continue;
       }
       const key = keyText(pair.key);
-      if (key !== null && !index.has(key)) index.set(key, pair);
+      // The last copy of a repeated key: the one whose value the data holds.
+      if (key !== null) index.set(key, pair);
     }
     for (const source of sources) {
       for (const [key, pair] of this.#index(source, building)) {
@@ -450,7 +461,10 @@ export class YamlSource {
     return this.#aliases.get(node);
   }
 
-  /** Duplicate keys are always an error (project rule), reported at the repeated key. */
+  /**
+   * Duplicate keys are always an error (project rule), reported at the repeated key, the copy the
+   * data holds (a repeated merge key: the first, which wins, is named).
+   */
   #findDuplicateKeys(node: unknown, path: Segment[], file: string, out: Diagnostic[]): void {
     if (isMap(node)) {
       const seen = new Map<string, number>();
@@ -461,10 +475,15 @@ export class YamlSource {
         const first = seen.get(key);
         if (first !== undefined) {
           const here = this.#lines.linePos(offset);
+          const there = this.#lines.linePos(first);
           out.push({
             severity: "error",
             path: formatPath([...path, key]),
-            message: `duplicate key (first defined on line ${this.#lines.linePos(first).line})`,
+            message: `duplicate key (first defined on line ${there.line}, column ${there.col}): ` +
+              (isMergePair(pair)
+                ? "merge several mappings with one merge key, `<<: [*a, *b]` (the first one " +
+                  "listed wins)"
+                : "this later copy is the one read"),
             line: here.line,
             column: here.col,
             file,
@@ -478,6 +497,67 @@ export class YamlSource {
       node.items.forEach((item, i) => this.#findDuplicateKeys(item, [...path, i], file, out));
     }
   }
+}
+
+/** Thrown by parseBounded where a collection lies deeper than MAX_YAML_DEPTH. */
+class NestedTooDeep extends Error {
+  constructor(readonly offset: number) {
+    super(`nested more than ${MAX_YAML_DEPTH} levels deep`);
+  }
+}
+
+/**
+ * yaml's parseDocument, with the nesting depth bounded before the tree is composed: the lexer and
+ * the parser keep their open collections on an explicit stack (no recursion), the composer and
+ * every later walk recurse once per level. Throws NestedTooDeep at the first collection past
+ * MAX_YAML_DEPTH.
+ */
+function parseBounded(
+  text: string,
+  lines: LineCounter,
+  options: ParseOptions & SchemaOptions & { logLevel: "error" },
+): Document.Parsed {
+  const parser = new Parser(lines.addNewLine);
+  const composer = new Composer(options);
+  function* tokens(): Generator<CST.Token> {
+    lines.addNewLine(0);
+    for (const lexeme of new Lexer().lex(text)) {
+      yield* parser.next(lexeme);
+      // The stack also holds the document and a scalar or two: count only when it could be over.
+      if (parser.stack.length > MAX_YAML_DEPTH) {
+        let depth = 0;
+        for (const token of parser.stack) {
+          if (!isCollectionToken(token)) continue;
+          if (++depth > MAX_YAML_DEPTH) throw new NestedTooDeep(token.offset);
+        }
+      }
+    }
+    yield* parser.end();
+  }
+  let doc: Document.Parsed | null = null;
+  for (const next of composer.compose(tokens(), true, text.length)) {
+    if (doc === null) doc = next;
+    else {
+      // As parseDocument says it: one document per file.
+      doc.errors.push(
+        new YAMLParseError(
+          [next.range[0], next.range[1]],
+          "MULTIPLE_DOCS",
+          "Source contains multiple documents; please use YAML.parseAllDocuments()",
+        ),
+      );
+      break;
+    }
+  }
+  // compose(..., forceDoc = true) always yields one document.
+  return doc!;
+}
+
+function isCollectionToken(
+  token: CST.Token,
+): token is CST.BlockMap | CST.BlockSequence | CST.FlowCollection {
+  return token.type === "block-map" || token.type === "block-seq" ||
+    token.type === "flow-collection";
 }
 
 /**

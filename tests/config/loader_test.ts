@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { type CallArgValue, type Config, loadConfig } from "../../src/config/mod.ts";
+import {
+  type CallArgValue,
+  type Config,
+  loadConfig,
+  MAX_YAML_DEPTH,
+} from "../../src/config/mod.ts";
 import { load, PROV } from "./_helpers.ts";
 
 function valid(yaml: string): Config {
@@ -302,7 +307,10 @@ logging:
     4,
     3,
   ]);
-  assert.match(diagnostics[0]!.message, /duplicate key \(first defined on line 3\)/);
+  assert.equal(
+    diagnostics[0]!.message,
+    "duplicate key (first defined on line 3, column 3): this later copy is the one read",
+  );
 });
 
 Deno.test("loadConfig suggests the closest known key for a misspelt one", () => {
@@ -324,19 +332,21 @@ Deno.test("loadConfig reports a YAML syntax error with its position and no confi
   assert.ok(diagnostics[0]!.line >= 3);
 });
 
-Deno.test("loadConfig reports collections nested too deeply to parse as a diagnostic, not a thrown RangeError", () => {
-  // 100 KB of `- - - ...`: 50,000 sequences, one inside the other, on one line.
+Deno.test("loadConfig reports collections nested too deeply as a diagnostic at the level past MAX_YAML_DEPTH, not a thrown RangeError", () => {
+  // 100 KB of `- - - ...`: 50,000 sequences, one inside the other, on one line. The parse stops
+  // at the first level past the limit (tests/config/yaml_depth_test.ts), before any recursive walk.
   const { config, diagnostics } = load(`x:\n  ${"- ".repeat(50_000)}1\n${PROV}\n`);
   assert.equal(config, null);
+  // Level 1 is the root mapping: the sequence of level MAX_YAML_DEPTH + 1 is the
+  // MAX_YAML_DEPTH-th `- `, at column 3 + 2 x (MAX_YAML_DEPTH - 1).
   assert.deepEqual(
     diagnostics.map((d) => [d.severity, d.path, d.line, d.column, d.message]),
     [[
       "error",
       "",
-      1,
-      1,
-      "YAML error: sequences and mappings are nested too deeply to parse (Maximum call stack " +
-      "size exceeded)",
+      2,
+      3 + 2 * (MAX_YAML_DEPTH - 1),
+      `YAML error: sequences and mappings are nested more than ${MAX_YAML_DEPTH} levels deep`,
     ]],
   );
 });

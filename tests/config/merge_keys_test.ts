@@ -64,3 +64,91 @@ providers:
   assert.equal(result.diagnostics[0]!.column, 7);
   assert.match(result.diagnostics[0]!.message, /merge key/);
 });
+
+// A key written twice is read from its LAST copy (yaml's toJS keeps the last), including in a
+// mapping a merge key brings in: an error about its value must point at that copy, not the first.
+for (
+  const { name, yaml, line } of [
+    {
+      name: "in one mapping",
+      yaml: `
+${"providers: [{id: p0, command: prov}]"}
+polling:
+  interval_ms: 500
+  interval_ms: 50
+`,
+      line: 4,
+    },
+    {
+      name: "in the mapping a merge key brings in",
+      yaml: `
+x-defaults: &poll
+  interval_ms: 500
+  interval_ms: 50
+providers: [{id: p0, command: prov}]
+polling:
+  <<: *poll
+`,
+      line: 3,
+    },
+    {
+      name: "around a merge key",
+      yaml: `
+x-defaults: &poll
+  interval_ms: 700
+providers: [{id: p0, command: prov}]
+polling:
+  interval_ms: 500
+  <<: *poll
+  interval_ms: 50
+`,
+      line: 7,
+    },
+  ]
+) {
+  Deno.test(`loadConfig points an error in a key written twice ${name} at the copy whose value is read`, () => {
+    const result = load(yaml);
+    assert.equal(result.config, null);
+    const value = result.diagnostics.find((d) =>
+      d.path === "polling.interval_ms" && !d.message.startsWith("duplicate key")
+    );
+    assert.ok(value, JSON.stringify(result.diagnostics));
+    assert.deepEqual([value.line, value.column, value.message], [
+      line,
+      3,
+      "must be >= 100, got 50",
+    ]);
+    // The duplicate itself: at the copy that is read, naming where the other one is.
+    const dup = result.diagnostics.find((d) => d.message.startsWith("duplicate key"));
+    assert.ok(dup, JSON.stringify(result.diagnostics));
+    assert.deepEqual(
+      [dup.line, dup.column, dup.message],
+      [
+        line,
+        3,
+        `duplicate key (first defined on line ${line - (name === "around a merge key" ? 2 : 1)}, ` +
+        "column 3): this later copy is the one read",
+      ],
+    );
+  });
+}
+
+Deno.test("loadConfig refuses a second merge key in one mapping, naming the first and the sequence form", () => {
+  const result = load(`
+x-a: &a {interval_ms: 500}
+x-b: &b {interval_ms: 700}
+providers: [{id: p0, command: prov}]
+polling:
+  <<: *a
+  <<: *b
+`);
+  assert.equal(result.config, null);
+  const dup = result.diagnostics.filter((d) => d.severity === "error");
+  assert.deepEqual(dup.map((d) => [d.path, d.line, d.column, d.message]), [[
+    "polling.<<",
+    6,
+    3,
+    "duplicate key (first defined on line 5, column 3): merge several mappings with one merge " +
+    "key, `<<: [*a, *b]` (the first one listed wins)",
+  ]]);
+});
