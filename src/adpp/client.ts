@@ -88,6 +88,20 @@ function quoteDeviceId(deviceId: string): string {
  */
 export const PROVIDER_STATUS_MESSAGE_CHARS = 1024;
 
+/**
+ * Most devices one ListDevices answer may list (every entry counted, those discovery would skip
+ * included). An answer listing more is refused as a whole, before any DescribeDevice: the start
+ * fails, as for a provider that describes no device. Without it only the frame bound
+ * (MAX_FRAME_BYTES, 1 MiB: some 200,000 one-letter ids) would limit what one provider makes the
+ * runtime keep per device: a DescribeDevice each at start-up (one after the other), a device
+ * state, a poll plan, history rings, Sparkplug aliases and a health entry. 1024 is what the
+ * runtime's per-device memories are sized for: Sparkplug remembers the clashes and the oversized
+ * metrics of 1024 devices (MAX_CLASHES_REMEMBERED, MAX_TOO_LARGE_DEVICES_WARNED), and a provider
+ * keeps the claims of 1024 devices it no longer lists (MAX_UNLISTED_CLAIM_DEVICES). Here, in
+ * adpp/, so that the provider SDK answers no more GetHealth device entries than this (serve.ts).
+ */
+export const MAX_DEVICES_PER_PROVIDER = 1024;
+
 /** A request the provider answered with a non-OK status. The session stays healthy. */
 export class ProviderStatusError extends RuntimeError {
   /** The wire Status.Code number. */

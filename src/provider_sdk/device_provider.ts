@@ -1,4 +1,4 @@
-import { ADPP_PROTOCOL_VERSION } from "../common/mod.ts";
+import { ADPP_PROTOCOL_VERSION, MAX_NAMED_IN_WARNING } from "../common/mod.ts";
 import {
   MAX_FRAME_BYTES,
   type RequestPayloads,
@@ -22,6 +22,7 @@ import {
 } from "./capability.ts";
 import { CallArgs } from "./call_args.ts";
 import { ProviderError } from "./provider_error.ts";
+import { errorMessageText, statusMessageText } from "./_status_message.ts";
 import type { SafeStateReason, SafeStateSummary } from "./safe_state.ts";
 import {
   hostReadinessDiagnostics,
@@ -372,12 +373,24 @@ export class DeviceProvider implements ProviderHandler {
     const results = await Promise.allSettled(
       targets.map((d) => Promise.resolve().then(() => this.applyDeviceSafeState(d))),
     );
-    const failed = results.flatMap((r, i) =>
-      r.status === "rejected"
-        ? [`${targets[i]!.definition.deviceId}: ${(r.reason as Error)?.message ?? r.reason}`]
-        : []
-    );
-    if (failed.length > 0) throw new Error(`safe state failed for ${failed.join("; ")}`);
+    // Named bounded: the first MAX_NAMED_IN_WARNING failures, id and reason each cut, the rest
+    // counted, so that the error (logged, kept in GetHealth) is built bounded however many fail.
+    const named: string[] = [];
+    let failed = 0;
+    results.forEach((r, i) => {
+      if (r.status === "fulfilled") return;
+      if (++failed > MAX_NAMED_IN_WARNING) return;
+      named.push(
+        `${statusMessageText(targets[i]!.definition.deviceId)}: ${errorMessageText(r.reason)}`,
+      );
+    });
+    if (failed > 0) {
+      const rest = failed - named.length;
+      throw new Error(
+        `safe state failed for ${named.join("; ")}` +
+          (rest > 0 ? `; and ${rest} more (${failed} in all)` : ""),
+      );
+    }
     return { devices: targets.map((d) => d.definition.deviceId) };
   }
 

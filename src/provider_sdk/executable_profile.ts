@@ -6,6 +6,7 @@
  * host_check.cpp): the same keys in the same order, so a client cannot tell the two apart.
  */
 
+import { MAX_NAMED_IN_WARNING } from "../common/mod.ts";
 import { statusMessageText } from "./_status_message.ts";
 
 /** The `--config-schema` envelope convention this SDK emits (sec. 2). */
@@ -149,14 +150,24 @@ export function unmetSummary(requirements: readonly HostRequirement[]): string {
 /**
  * A configuration the provider rejects, with every problem found (each naming its key). Providers
  * built on `runProviderCli` throw it from `loadConfig`; each problem is logged on its own line.
+ * `problems` keeps them all; `message` names the first MAX_NAMED_IN_WARNING, each cut to
+ * PROVIDER_STATUS_MESSAGE_CHARS, then counts the rest (`; and 5 more problems (25 in all)`), as the
+ * CLI logs them, so that a message built from thousands of problems stays bounded.
  */
 export class ProviderConfigError extends Error {
   readonly problems: readonly string[];
   constructor(problems: readonly string[]) {
-    super(problems.join("; "));
+    super(configProblemsText(problems));
     this.name = "ProviderConfigError";
     this.problems = problems;
   }
+}
+
+/** ProviderConfigError's message: its first problems, each cut, the rest counted. */
+function configProblemsText(problems: readonly string[]): string {
+  const named = problems.slice(0, MAX_NAMED_IN_WARNING).map(statusMessageText).join("; ");
+  const rest = problems.length - MAX_NAMED_IN_WARNING;
+  return rest > 0 ? `${named}; and ${rest} more problems (${problems.length} in all)` : named;
 }
 
 function checkRequirement(r: HostRequirement, index: number): void {

@@ -31,6 +31,7 @@ export * from "./provider_cli.ts";
 export { ADPP_PROTOCOL_VERSION } from "../common/mod.ts";
 export type { FunctionCategory, Logger, LogLevel, ValueType } from "../common/mod.ts";
 export {
+  MAX_DEVICES_PER_PROVIDER,
   MAX_FRAME_BYTES,
   PROVIDER_STATUS_MESSAGE_CHARS,
   StatusCode as WireStatusCode,

@@ -6,6 +6,7 @@ import {
   encodeResponse,
   FrameError,
   FrameReader,
+  MAX_DEVICES_PER_PROVIDER,
   type PayloadKind,
   PIPE_BUF,
   type RequestPayloads,
@@ -234,7 +235,7 @@ async function serveLoop(
       if (response.get_health !== undefined) {
         response = {
           ...response,
-          get_health: healthMessagesCut(keeper.decorateHealth(response.get_health)),
+          get_health: healthCut(keeper.decorateHealth(response.get_health)),
         };
       }
       let out: Uint8Array;
@@ -358,22 +359,50 @@ async function dispatch(
 }
 
 /**
- * A GetHealth answer with the provider's and each device's message cut (statusMessageText): a
- * handler's own message over MAX_FRAME_BYTES made an answer that cannot be framed, and the
- * provider exited (SERIALIZE) instead of answering. Cut last, after the safe-state keeper's
- * prefix, so every message the SDK answers is bounded by one rule; the prefixes the SDK adds
- * (lease expiry, a DeviceProvider's unmet host requirements) come first and are what is kept.
+ * A GetHealth answer within the bounds the runtime accepts: the provider's and each device's
+ * message, each device id and each metric's key and value cut (statusMessageText), and at most
+ * MAX_DEVICES_PER_PROVIDER device entries (the most a provider may list), the first kept and the
+ * rest counted in the provider metric `devices_omitted`. A handler's own text over
+ * MAX_FRAME_BYTES, or some 200,000 entries, made an answer that cannot be framed, and the provider
+ * exited (SERIALIZE) instead of answering. Cut last, after the safe-state keeper's prefix, so every
+ * message the SDK answers is bounded by one rule; the prefixes the SDK adds (lease expiry, a
+ * DeviceProvider's unmet host requirements) come first and are what is kept.
  */
-function healthMessagesCut(h: ResponsePayloads["get_health"]): ResponsePayloads["get_health"] {
+function healthCut(h: ResponsePayloads["get_health"]): ResponsePayloads["get_health"] {
   const out = { ...h };
-  if (h.provider?.message !== undefined) {
-    out.provider = { ...h.provider, message: statusMessageText(h.provider.message) };
+  const devices = h.devices;
+  const omitted = devices === undefined ? 0 : devices.length - MAX_DEVICES_PER_PROVIDER;
+  if (h.provider !== undefined || omitted > 0) {
+    const p = h.provider ?? {};
+    const metrics = p.metrics === undefined ? undefined : metricsCut(p.metrics);
+    out.provider = {
+      ...p,
+      ...(p.message === undefined ? {} : { message: statusMessageText(p.message) }),
+      ...(metrics === undefined && omitted <= 0 ? {} : {
+        metrics: { ...metrics, ...(omitted > 0 ? { devices_omitted: String(omitted) } : {}) },
+      }),
+    };
   }
-  if (h.devices !== undefined) {
-    out.devices = h.devices.map((d) =>
-      d.message === undefined ? d : { ...d, message: statusMessageText(d.message) }
-    );
+  if (devices !== undefined) {
+    out.devices = [];
+    for (const d of omitted > 0 ? devices.slice(0, MAX_DEVICES_PER_PROVIDER) : devices) {
+      const e = { ...d };
+      if (d.device_id !== undefined) e.device_id = statusMessageText(d.device_id);
+      if (d.message !== undefined) e.message = statusMessageText(d.message);
+      if (d.metrics !== undefined) e.metrics = metricsCut(d.metrics);
+      out.devices.push(e);
+    }
   }
+  return out;
+}
+
+/**
+ * Health metrics with each key and value cut (statusMessageText); two keys alike once cut keep
+ * the last value.
+ */
+function metricsCut(metrics: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(metrics)) out[statusMessageText(k)] = statusMessageText(v);
   return out;
 }
 

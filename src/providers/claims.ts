@@ -90,7 +90,7 @@ export function findClaimConflict(devices: readonly DeviceCapabilities[]): strin
 /**
  * Most devices a provider no longer lists whose claims it keeps (ProviderHost.claimDevices), the
  * most recently listed first; the claims of older ones are released. A provider's inventory is
- * bounded by MAX_DEVICES_PER_PROVIDER (provider_session.ts): this one bounds what its restarts add
+ * bounded by MAX_DEVICES_PER_PROVIDER (adpp/client.ts): this one bounds what its restarts add
  * to it, such as a device renamed at each start.
  */
 export const MAX_UNLISTED_CLAIM_DEVICES = 1024;

@@ -2,6 +2,7 @@ import {
   AdppClient,
   capabilitiesFromWire,
   isOtherDeviceAnswer,
+  MAX_DEVICES_PER_PROVIDER,
   type PayloadKind,
   type PreparedRead,
   type ReadReply,
@@ -35,6 +36,9 @@ import {
 } from "../common/mod.ts";
 import type { ProviderConfig } from "../config/mod.ts";
 import { hostCheckOf, hostUnmet, MAX_HOST_SUMMARY_CHARS } from "./host_check.ts";
+
+/** The bound on a ListDevices answer: in adpp/, shared with the provider SDK; exported here too. */
+export { MAX_DEVICES_PER_PROVIDER };
 
 /** Name the runtime introduces itself with in Hello (the anolis client name, for compatibility). */
 export const CLIENT_NAME = "anolis-runtime";
@@ -95,18 +99,6 @@ export function stderrLineLevel(line: string): LogLevel | null {
   const m = STDERR_LEVEL.exec(line);
   return m ? STDERR_LEVELS[(m[1] ?? m[2])!.toLowerCase()] ?? null : null;
 }
-/**
- * Most devices one ListDevices answer may list (every entry counted, those discovery would skip
- * included). An answer listing more is refused as a whole, before any DescribeDevice: the start
- * fails, as for a provider that describes no device. Without it only the frame bound
- * (MAX_FRAME_BYTES, 1 MiB: some 200,000 one-letter ids) would limit what one provider makes the
- * runtime keep per device: a DescribeDevice each at start-up (one after the other), a device
- * state, a poll plan, history rings, Sparkplug aliases and a health entry. 1024 is what the
- * runtime's per-device memories are sized for: Sparkplug remembers the clashes and the oversized
- * metrics of 1024 devices (MAX_CLASHES_REMEMBERED, MAX_TOO_LARGE_DEVICES_WARNED), and a provider
- * keeps the claims of 1024 devices it no longer lists (MAX_UNLISTED_CLAIM_DEVICES).
- */
-export const MAX_DEVICES_PER_PROVIDER = 1024;
 /**
  * Most signals one DescribeDevice answer may declare (every entry counted, a signal declared twice
  * included). A device declaring more is skipped with a discovery warning naming it, the count and

@@ -1,5 +1,13 @@
 import { deepStrictEqual, ok, rejects, strictEqual as equal, throws } from "node:assert/strict";
-import { StatusCode, WireCategory, WireQuality, WireValueType } from "../../src/adpp/mod.ts";
+import {
+  MAX_FRAME_BYTES,
+  PROVIDER_STATUS_MESSAGE_CHARS,
+  StatusCode,
+  WireCategory,
+  WireQuality,
+  WireValueType,
+} from "../../src/adpp/mod.ts";
+import { MAX_NAMED_IN_WARNING } from "../../src/common/mod.ts";
 import {
   argSpec,
   CallArgs,
@@ -388,4 +396,38 @@ Deno.test("DeviceProvider applySafeState attempts every device when one fails an
   ]);
   await rejects(p.applySafeState("stdin_eof"), /safe state failed for a: bus down/);
   deepStrictEqual(order, ["a", "b"]);
+});
+
+Deno.test("DeviceProvider applySafeState names the first MAX_NAMED_IN_WARNING failed devices, each cut, and counts the rest", async () => {
+  const n = MAX_NAMED_IN_WARNING + 5;
+  const huge = "e".repeat(MAX_FRAME_BYTES + 1);
+  const attempted: string[] = [];
+  const p = new DeviceProvider(
+    { name: "p", version: "1" },
+    Array.from({ length: n }, (_, i) => ({
+      ...lampDevice(),
+      deviceId: i === 0 ? "i".repeat(MAX_FRAME_BYTES + 1) : `d${i}`,
+      applySafeState: () => {
+        attempted.push(`d${i}`);
+        throw new Error(i === 1 ? huge : "bus down");
+      },
+    })),
+  );
+  const err = await p.applySafeState("stdin_eof").then(
+    () => null,
+    (e: unknown) => e as Error,
+  );
+  equal(attempted.length, n, "every device attempted");
+  const bound = (MAX_NAMED_IN_WARNING + 1) * (2 * PROVIDER_STATUS_MESSAGE_CHARS + 10);
+  ok(
+    (err?.message.length ?? 0) <= bound,
+    `message of ${err?.message.length} chars, bound ${bound}`,
+  );
+  const cut = (t: string) => t.slice(0, PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026";
+  const named = [
+    `${cut("i".repeat(MAX_FRAME_BYTES + 1))}: bus down`,
+    `d1: ${cut(huge)}`,
+    ...Array.from({ length: MAX_NAMED_IN_WARNING - 2 }, (_, i) => `d${i + 2}: bus down`),
+  ];
+  equal(err?.message, `safe state failed for ${named.join("; ")}; and 5 more (${n} in all)`);
 });

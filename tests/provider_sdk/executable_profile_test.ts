@@ -247,3 +247,30 @@ Deno.test("runProviderCli logs the first MAX_NAMED_IN_WARNING problems of a reje
     `error config: and 5 more problems (${MAX_NAMED_IN_WARNING + 5} in all)`,
   ]);
 });
+
+Deno.test("ProviderConfigError's message names the first MAX_NAMED_IN_WARNING problems, each cut, and counts the rest; problems keeps them all", () => {
+  const huge = "p".repeat(MAX_FRAME_BYTES + 1);
+  const problems = [
+    `k0: ${huge}`,
+    ...Array.from({ length: MAX_NAMED_IN_WARNING + 4 }, (_, i) => `k${i + 1}: missing`),
+  ];
+  const err = new ProviderConfigError(problems);
+  assert.deepEqual(err.problems, problems, "every problem kept for the CLI to log");
+  const bound = (MAX_NAMED_IN_WARNING + 1) * (PROVIDER_STATUS_MESSAGE_CHARS + 10);
+  assert.ok(err.message.length <= bound, `message of ${err.message.length} chars, bound ${bound}`);
+  assert.equal(
+    err.message,
+    [
+      `k0: ${huge}`.slice(0, PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026",
+      ...problems.slice(1, MAX_NAMED_IN_WARNING),
+    ].join("; ") + `; and 5 more problems (${MAX_NAMED_IN_WARNING + 5} in all)`,
+  );
+  const few = new ProviderConfigError(problems.slice(0, MAX_NAMED_IN_WARNING));
+  assert.equal(
+    few.message,
+    problems.slice(0, MAX_NAMED_IN_WARNING).map((p, i) =>
+      i === 0 ? p.slice(0, PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026" : p
+    ).join("; "),
+    "no count at the bound",
+  );
+});

@@ -4,10 +4,12 @@ import {
   encodeRequest,
   encodeResponse,
   FRAME_READ_CHUNK_BYTES,
+  MAX_DEVICES_PER_PROVIDER,
   MAX_FRAME_BYTES,
   PIPE_BUF,
   PROVIDER_STATUS_MESSAGE_CHARS,
   type RequestPayloads,
+  type ResponsePayloads,
   StatusCode,
   type WireRequest,
 } from "../../src/adpp/mod.ts";
@@ -476,4 +478,94 @@ Deno.test("serveProvider cuts a handler's own GetHealth messages (provider and d
     "e",
     "fine",
   ]]);
+});
+
+/** A handler answering GetHealth with `health` (every other operation trivially). */
+function healthHandler(health: () => ResponsePayloads["get_health"]): ProviderHandler {
+  return {
+    hello: () => ({ protocol_version: "v1", provider_name: "t", provider_version: "1" }),
+    listDevices: () => ({ devices: [] }),
+    describeDevice: () => ({}),
+    readSignals: () => ({}),
+    call: () => ({}),
+    getHealth: health,
+  };
+}
+
+Deno.test("serveProvider cuts a handler's GetHealth metric values and keys to PROVIDER_STATUS_MESSAGE_CHARS, keeping those at the bound", async () => {
+  const huge = "v".repeat(MAX_FRAME_BYTES + 1);
+  const at = "w".repeat(PROVIDER_STATUS_MESSAGE_CHARS);
+  const past = "x".repeat(PROVIDER_STATUS_MESSAGE_CHARS + 1);
+  const longKey = "k".repeat(MAX_FRAME_BYTES + 1);
+  const { code, responses } = await serveRequests(
+    healthHandler(() => ({
+      provider: { state: 1, message: "ok", metrics: { huge, at, past } },
+      devices: [{ device_id: "d", state: 1, metrics: { huge, [longKey]: "1" } }],
+    })),
+    [{ request_id: 7, get_health: {} }, { request_id: 8, list_devices: {} }],
+  );
+  equal(code, ProviderExitCode.CLEAN, "the provider answers instead of exiting");
+  deepStrictEqual(responses.map((r) => [r.request_id, r.status?.code]), [
+    [7, StatusCode.OK],
+    [8, StatusCode.OK],
+  ]);
+  const health = responses[0]!.get_health!;
+  const cutV = "v".repeat(PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026";
+  deepStrictEqual(health.provider?.metrics, {
+    huge: cutV,
+    at,
+    past: "x".repeat(PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026",
+  });
+  deepStrictEqual(health.devices?.[0]?.metrics, {
+    huge: cutV,
+    ["k".repeat(PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026"]: "1",
+  });
+});
+
+Deno.test("serveProvider cuts a handler's GetHealth device ids to PROVIDER_STATUS_MESSAGE_CHARS, keeping one at the bound", async () => {
+  const at = "a".repeat(PROVIDER_STATUS_MESSAGE_CHARS);
+  const huge = "d".repeat(MAX_FRAME_BYTES + 1);
+  const { code, responses } = await serveRequests(
+    healthHandler(() => ({
+      provider: { state: 1, message: "ok" },
+      devices: [{ device_id: at, state: 1 }, { device_id: huge, state: 4 }],
+    })),
+    [{ request_id: 7, get_health: {} }, { request_id: 8, list_devices: {} }],
+  );
+  equal(code, ProviderExitCode.CLEAN, "the provider answers instead of exiting");
+  deepStrictEqual(responses.map((r) => [r.request_id, r.status?.code]), [
+    [7, StatusCode.OK],
+    [8, StatusCode.OK],
+  ]);
+  deepStrictEqual(responses[0]!.get_health!.devices?.map((d) => [d.device_id, d.state]), [
+    [at, 1],
+    ["d".repeat(PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026", 4],
+  ]);
+});
+
+Deno.test("serveProvider answers at most MAX_DEVICES_PER_PROVIDER GetHealth device entries and counts the rest in devices_omitted", async () => {
+  const ids = (n: number) => Array.from({ length: n }, (_, i) => `d${i}`);
+  const answer = async (n: number) => {
+    const { code, responses } = await serveRequests(
+      healthHandler(() => ({
+        provider: { state: 1, message: "ok", metrics: { mine: "1" } },
+        devices: ids(n).map((device_id) => ({ device_id })),
+      })),
+      [{ request_id: 7, get_health: {} }],
+    );
+    equal(code, ProviderExitCode.CLEAN, `${n} entries: the provider answers instead of exiting`);
+    equal(responses[0]?.status?.code, StatusCode.OK);
+    return responses[0]!.get_health!;
+  };
+  const atBound = await answer(MAX_DEVICES_PER_PROVIDER);
+  deepStrictEqual(atBound.devices?.map((d) => d.device_id), ids(MAX_DEVICES_PER_PROVIDER));
+  deepStrictEqual(atBound.provider?.metrics, { mine: "1" }, "no marker at the bound");
+  const past = await answer(MAX_DEVICES_PER_PROVIDER + 1);
+  deepStrictEqual(past.devices?.map((d) => d.device_id), ids(MAX_DEVICES_PER_PROVIDER));
+  deepStrictEqual(past.provider?.metrics, { mine: "1", devices_omitted: "1" });
+  // Some 300,000 entries: an answer over MAX_FRAME_BYTES, which made the provider exit 4.
+  const many = 300_000;
+  const huge = await answer(many);
+  deepStrictEqual(huge.devices?.map((d) => d.device_id), ids(MAX_DEVICES_PER_PROVIDER));
+  equal(huge.provider?.metrics?.devices_omitted, String(many - MAX_DEVICES_PER_PROVIDER));
 });
