@@ -26,6 +26,8 @@
  * omitted. 64-bit integers (number or bigint) are printed exactly, never through a double.
  */
 
+import { truncateUtf8, utf8Length } from "../common/mod.ts";
+
 /** A typed line-protocol field value. */
 export type FieldValue =
   | { kind: "double"; value: number }
@@ -103,6 +105,33 @@ export function escapeStringField(s: string): string {
   return escapeControls(s.replace(/["\\]/g, (c) => `\\${c}`));
 }
 
+/**
+ * Most UTF-8 bytes of a string field value as the database stores it: InfluxDB refuses a longer one
+ * (its 64 KiB limit), and with it the whole write. A longer value is cut to fit, on a code point
+ * boundary, and ends with {@link STRING_FIELD_CUT_MARKER}.
+ */
+export const MAX_STRING_FIELD_BYTES = 64 * 1024;
+
+/** What ends a string field value cut at {@link MAX_STRING_FIELD_BYTES} (counted in them). */
+export const STRING_FIELD_CUT_MARKER = "...[cut]";
+
+/**
+ * A string field value as written (without the surrounding quotes), its stored form (controls
+ * escaped or dropped, as escapeStringField does) at most {@link MAX_STRING_FIELD_BYTES} UTF-8
+ * bytes: a longer one is cut on a code point boundary and ends with the marker.
+ */
+function stringFieldText(s: string): string {
+  // A UTF-16 code unit stores as at most 3 UTF-8 bytes (a control as at most 2): no cut needed.
+  if (s.length * 3 <= MAX_STRING_FIELD_BYTES) return escapeStringField(s);
+  const stored = escapeControls(s);
+  if (utf8Length(stored) <= MAX_STRING_FIELD_BYTES) return escapeStringField(s);
+  const cut = truncateUtf8(stored, MAX_STRING_FIELD_BYTES - STRING_FIELD_CUT_MARKER.length) +
+    STRING_FIELD_CUT_MARKER;
+  // The stored form has no control left; its backslashes (a `\n` made of a newline too) are
+  // escaped as the database reads them back.
+  return cut.replace(/["\\]/g, (c) => `\\${c}`);
+}
+
 /** The exact integer a number or bigint holds, or null (NaN, +/-Infinity, a fraction). */
 function toBigInt(v: number | bigint): bigint | null {
   if (typeof v === "bigint") return v;
@@ -128,7 +157,7 @@ export function formatFieldValue(f: FieldValue): string | null {
     case "bool":
       return f.value ? "true" : "false";
     case "string":
-      return `"${escapeStringField(f.value)}"`;
+      return `"${stringFieldText(f.value)}"`;
   }
 }
 
@@ -152,4 +181,4 @@ export function formatRow(row: Row): string | null {
 }
 
 /** Truncates to at most `maxBytes` UTF-8 bytes without splitting a code point (from common/). */
-export { truncateUtf8 } from "../common/mod.ts";
+export { truncateUtf8 };

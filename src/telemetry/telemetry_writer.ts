@@ -11,7 +11,7 @@
  * Bounds (nothing grows without limit, nothing blocks the publisher):
  * - queue: `queue_size` events and {@link MAX_QUEUE_BYTES}; the bus listener only pushes,
  *   evicting (and counting) the oldest.
- * - batch: filled from the queue up to `batch_size` rows; health rows are appended directly and
+ * - batch: filled from the queue up to `batch_size` rows and {@link MAX_WRITE_BYTES}; health rows are appended directly and
  *   the batch is hard-capped at `batch_size + BATCH_HEALTH_ALLOWANCE` rows (oldest dropped,
  *   counted in `dropped_overflow`).
  * - retry buffer: `max_retry_buffer_size` rows and {@link MAX_RETRY_BUFFER_BYTES}; failed rows go
@@ -19,7 +19,10 @@
  *   write attempt, so an outage loses exactly the rows that do not fit (oldest first), all
  *   counted in `total_failed`/`dropped_retry`.
  * - one write in flight at a time, aborted after `writeTimeoutMs`; a write carries at most
- *   max(batch_size, 1000) retry rows plus the current batch.
+ *   max(batch_size, 1000) retry rows plus the current batch, and {@link MAX_WRITE_BYTES} of
+ *   lines (one longer row alone).
+ * - back-off: doubles per failed write; it starts over only after a write whose every row was
+ *   settled (accepted, or refused and dropped), not after parts of an isolation were accepted.
  * - an answer's body: at most {@link MAX_ANSWER_BODY_BYTES} read (influxTransport), the rest
  *   cancelled unread.
  *
@@ -50,6 +53,7 @@ import {
   type Quality,
   RuntimeError,
   type TimerId,
+  utf8Length,
 } from "../common/mod.ts";
 import {
   type Config,
@@ -223,6 +227,47 @@ export const BATCH_HEALTH_ALLOWANCE = 10000;
 /** Lower bound of the number of retry-buffer rows one write may carry. */
 const MIN_ROWS_PER_WRITE = 1000;
 /**
+ * Most line protocol one write's body carries, in UTF-8 bytes (beside its row bounds): a batch of
+ * large string rows (up to MAX_STRING_FIELD_BYTES each) is written in several requests of at most
+ * 1 MiB, not as one huge body. A single row longer than that is written alone.
+ */
+export const MAX_WRITE_BYTES = 1024 * 1024;
+
+/** What a line adds to a write's body: its UTF-8 bytes and the newline. */
+function lineBytes(line: string): number {
+  return utf8Length(line) + 1;
+}
+
+/** The body bytes of `lines`, counted only until they reach `cap` (a cheap "at least cap?"). */
+function bytesUpTo(lines: readonly string[], cap: number): number {
+  let bytes = 0;
+  for (const line of lines) {
+    if (bytes >= cap) break;
+    bytes += lineBytes(line);
+  }
+  return bytes;
+}
+
+/**
+ * How many of `lines`, from the front, fit in `bytes` more bytes of body (at least one when
+ * `atLeastOne`, however long), and the bytes they take.
+ */
+function fitting(
+  lines: readonly string[],
+  bytes: number,
+  atLeastOne: boolean,
+): { count: number; bytes: number } {
+  let count = 0;
+  let used = 0;
+  for (const line of lines) {
+    const n = lineBytes(line);
+    if (used + n > bytes && !(atLeastOne && count === 0)) break;
+    used += n;
+    count++;
+  }
+  return { count, bytes: used };
+}
+/**
  * Value-less signals whose last written quality is remembered (see `polls`); on overflow all are
  * forgotten, which costs one more row per value-less signal.
  */
@@ -275,7 +320,10 @@ export interface TelemetryStatus {
   pending_batch: number;
   /** Events waiting in the subscriber queue. */
   queue_depth: number;
-  /** Events lost to subscriber-queue overflow. */
+  /**
+   * Events lost to subscriber-queue overflow, or queued for a reload's new target that did not
+   * start.
+   */
   dropped_events: number;
   /** Omitted when telemetry is disabled; never carries the token (nor a password in the URL). */
   backend?: { url: string; org: string; bucket: string };
@@ -717,11 +765,32 @@ export class TelemetryWriter {
     }
     const lastFlushAttemptMono = this.#lastFlushAttemptMono;
     if (bus !== null) this.start(bus);
+    if (bus !== null && next.enabled && !this.#running) this.#dropUnstarted();
     // The same database: the rows kept are written when they were due, not a flush interval
     // after the reload (reloads more frequent than flush_interval_ms held a partial batch back).
     if (same) this.#lastFlushAttemptMono = lastFlushAttemptMono;
     this.#healthGrid = null; // only this restart goes on from the halted health timer
     if (!this.#running) this.#unsubscribeBus(); // disabled, or the new target did not start
+  }
+
+  /**
+   * After a reload whose new target did not start (start() logged why: the client refused it):
+   * what waits for it -- the events published during the reload, the rows kept for the same
+   * database -- would be neither written nor counted. The events count in `dropped_events`, the
+   * rows in `total_failed`, said in one line.
+   */
+  #dropUnstarted(): void {
+    const events = this.#queue.clear();
+    const rows = this.#retry.clear() + this.#batch.length;
+    this.#batch = [];
+    if (events === 0 && rows === 0) return;
+    this.#droppedEvents += events;
+    this.#totalFailed += rows;
+    this.#log.warn(
+      `reload: the telemetry writer did not start for ${this.#databaseName()}: ${events} ` +
+        `queued events dropped (dropped_events)` +
+        (rows > 0 ? `, ${rows} rows lost (total_failed)` : ""),
+    );
   }
 
   /** True while the writer accepts events (enabled, token present, started, not stopped). */
@@ -1071,9 +1140,14 @@ export class TelemetryWriter {
     }, 0);
   }
 
-  /** Formats queued events into the batch until it holds `limit` rows. */
+  /**
+   * Formats queued events into the batch until it holds `limit` rows or, when `limit` is finite
+   * (the flush loop's), {@link MAX_WRITE_BYTES} of lines.
+   */
   #fillBatch(limit: number): void {
-    while (this.#batch.length < limit && this.#queue.length > 0) {
+    const maxBytes = limit === Infinity ? Infinity : MAX_WRITE_BYTES;
+    let bytes = bytesUpTo(this.#batch, maxBytes);
+    while (this.#batch.length < limit && bytes < maxBytes && this.#queue.length > 0) {
       const item = this.#queue.shift() as QueueItem;
       let line: string | null;
       try {
@@ -1102,7 +1176,10 @@ export class TelemetryWriter {
         );
         continue;
       }
-      if (line !== null) this.#batch.push(this.#points.distinct(line));
+      if (line === null) continue;
+      const distinct = this.#points.distinct(line);
+      this.#batch.push(distinct);
+      if (maxBytes !== Infinity) bytes += lineBytes(distinct);
     }
     if (this.#queueDrops > 0 && this.#queue.length === 0) {
       this.#log.warn(
@@ -1159,7 +1236,7 @@ export class TelemetryWriter {
       if (this.#inFlight) return;
       const now = this.#opts.clock.monoMs();
       const batchDue = () =>
-        this.#batch.length >= this.#batchSize ||
+        this.#batchFull() ||
         (this.#batch.length > 0 && now - this.#lastFlushAttemptMono >= this.#flushIntervalMs);
       if (now < this.#backoffUntilMono) {
         // Backing off after a failure: due batches go straight to the retry buffer, so an outage
@@ -1187,8 +1264,14 @@ export class TelemetryWriter {
   #hasUrgentWork(): boolean {
     const now = this.#opts.clock.monoMs();
     if (now < this.#backoffUntilMono) return false;
-    return this.#retry.length > 0 || this.#batch.length >= this.#batchSize ||
+    return this.#retry.length > 0 || this.#batchFull() ||
       this.#queue.length >= this.#batchSize;
+  }
+
+  /** The batch holds `batch_size` rows or {@link MAX_WRITE_BYTES} of lines: it is due. */
+  #batchFull(): boolean {
+    return this.#batch.length >= this.#batchSize ||
+      bytesUpTo(this.#batch, MAX_WRITE_BYTES) >= MAX_WRITE_BYTES;
   }
 
   /** Moves rows into the retry buffer, counting the oldest rows it evicts. */
@@ -1215,8 +1298,17 @@ export class TelemetryWriter {
    */
   async #writeOnce(deadline: WriteDeadline): Promise<WriteOutcome> {
     const maxRetryRows = Math.max(this.#batchSize, MIN_ROWS_PER_WRITE);
-    const retried = this.#retry.peek(maxRetryRows);
-    const fresh = retried.length === this.#retry.length ? this.#batch.splice(0) : [];
+    const waiting = this.#retry.peek(maxRetryRows);
+    const old = fitting(waiting, MAX_WRITE_BYTES, true);
+    const retried = old.count === waiting.length ? waiting : waiting.slice(0, old.count);
+    // The batch follows once the retry buffer fits, as far as MAX_WRITE_BYTES allows; the rest
+    // of it is written next (#batchFull).
+    const fresh = retried.length === this.#retry.length
+      ? this.#batch.splice(
+        0,
+        fitting(this.#batch, MAX_WRITE_BYTES - old.bytes, retried.length === 0).count,
+      )
+      : [];
     const rows = retried.concat(fresh);
     if (rows.length === 0) return "ok";
     this.#lastFlushAttemptMono = this.#opts.clock.monoMs();
@@ -1231,27 +1323,37 @@ export class TelemetryWriter {
     this.#retry.dropFront(retried.length);
     if (result.kind === "ok") {
       this.#written(rows.length);
+      this.#settled();
       return "ok";
     }
     if (result.dropped !== null) {
       // The database stored the other rows: nothing to isolate (sending them again would only
       // overwrite them), and the counts are its own.
       this.#partlyRefused(rows.length, result.dropped, result);
-      this.#connected = true;
-      this.#backoffMs = 0;
-      this.#backoffUntilMono = 0;
+      this.#settled();
       return "rejected";
     }
     const unsent = await this.#isolate(rows, result, deadline);
     if (unsent.length > 0) {
+      // Parts accepted before the failure do not end the back-off: a database that takes some
+      // requests and fails others is still failing, and is not sent the next at once.
       this.#requeueFront(unsent);
       this.#writeFailed();
       return "failed";
     }
+    this.#settled();
+    return "rejected";
+  }
+
+  /**
+   * A write whose every row the database settled (accepted, or refused and dropped): the database
+   * answers, so the back-off starts over. Only here: rows accepted by a write that still leaves
+   * rows to retry (an isolation cut by a failure) do not reset it.
+   */
+  #settled(): void {
     this.#connected = true;
     this.#backoffMs = 0;
     this.#backoffUntilMono = 0;
-    return "rejected";
   }
 
   /**
@@ -1365,9 +1467,8 @@ export class TelemetryWriter {
       );
       this.#retryDrops = 0;
     } else if (again) this.#log.info("write succeeded again");
+    // The back-off is reset by #settled, once the whole write is settled.
     this.#connected = true;
-    this.#backoffMs = 0;
-    this.#backoffUntilMono = 0;
   }
 
   /**

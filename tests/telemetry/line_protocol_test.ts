@@ -7,9 +7,11 @@ import {
   escapeTag,
   formatRow,
   healthRows,
+  MAX_STRING_FIELD_BYTES,
   MEASUREMENT_NAMES,
   rowForEvent,
   runEventRow,
+  STRING_FIELD_CUT_MARKER,
   truncateUtf8,
 } from "../../src/telemetry/mod.ts";
 import { parseLine } from "./line_protocol_check.ts";
@@ -583,4 +585,35 @@ Deno.test("runEventRow writes the row whatever the payload, and reports what it 
     ) => k),
     ["run_id", "type", "sequence", "payload"],
   );
+});
+
+Deno.test("rowForEvent cuts a string value past MAX_STRING_FIELD_BYTES on a code point boundary, with a marker", () => {
+  const utf8 = (t: string) => new TextEncoder().encode(t).length;
+  const stringValue = (text: string) => {
+    const l = line({ ...sig, value: { type: "string", string: text } });
+    if (l === null) throw new Error("no line");
+    const f = parseLine(l).fields.find(([k]) => k === "value_string")?.[1];
+    if (f?.type !== "string") throw new Error(`no value_string in ${l.slice(0, 120)}`);
+    return f.value;
+  };
+  const LIMIT = 64 * 1024; // InfluxDB's limit on a string field value
+  // Exactly at the limit: written whole.
+  const atLimit = "a".repeat(LIMIT);
+  assertEquals(stringValue(atLimit), atLimit);
+  // One byte past it: cut, the marker last, the stored value exactly at the limit.
+  const past = stringValue("a".repeat(LIMIT + 1));
+  assertEquals(utf8(past), LIMIT);
+  assertEquals(past.endsWith(STRING_FIELD_CUT_MARKER), true);
+  // 3-byte characters: the cut never splits one (no U+FFFD), and stays within the limit.
+  const euros = stringValue("\u20ac".repeat(30_000));
+  const kept = euros.slice(0, -STRING_FIELD_CUT_MARKER.length);
+  assertEquals(/^\u20ac+$/.test(kept), true);
+  assertEquals(utf8(euros) <= LIMIT, true);
+  assertEquals(utf8(euros) > LIMIT - 3, true);
+  // Quotes, backslashes and newlines count as the database stores them (a newline as `\n`).
+  const mixed = stringValue('"\\\n'.repeat(30_000));
+  assertEquals(utf8(mixed), LIMIT);
+  assertEquals(mixed.startsWith('"\\\\n"'), true);
+  assertEquals(mixed.endsWith(STRING_FIELD_CUT_MARKER), true);
+  assertEquals(MAX_STRING_FIELD_BYTES, LIMIT);
 });

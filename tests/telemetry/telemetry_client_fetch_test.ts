@@ -10,6 +10,7 @@ import { EventBus } from "../../src/events/mod.ts";
 import { influxTransport, loadInfluxClient, TelemetryWriter } from "../../src/telemetry/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
+import { publishUpdates, ScriptedDb, SETTINGS } from "./_scripted_db.ts";
 
 await loadInfluxClient(); // as the service does when telemetry is enabled
 
@@ -71,6 +72,48 @@ Deno.test("TelemetryWriter.start with a client without its transport's fetch say
     const errors = lines.filter((l) => l.startsWith("ERROR"));
     assert.equal(errors.length, 1, lines.join("\n"));
     assert.ok(errors[0]!.endsWith(` ${expected}`), errors[0]);
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+Deno.test("TelemetryWriter.retarget to a target the client refuses counts the events queued during the reload in dropped_events, in one WARN line", async () => {
+  const { log, lines } = capturingLogger();
+  const clock = new ManualClock(1_000, 1_760_000_000_000);
+  const db = new ScriptedDb();
+  const bus = new EventBus();
+  const options = {
+    enabled: true,
+    runtimeName: "lab1",
+    healthIntervalMs: 0,
+    clock,
+    logger: log,
+    influx: SETTINGS,
+    tuning: { tickMs: 10 },
+  };
+  const writer = new TelemetryWriter({ ...options, transport: db });
+  writer.start(bus);
+  try {
+    db.otherwise = "hang";
+    publishUpdates(bus, 0, 4);
+    await clock.advanceAsync(10);
+    assert.equal(db.requests.length, 1, "the old database's write hangs");
+    await withoutFetch(async () => {
+      // The new url passes the checks; the client is refused when the writer starts on it.
+      const next = { ...options, influx: { ...SETTINGS, url: URL_OK } };
+      const reload = writer.retarget(next, 1000);
+      publishUpdates(bus, 4, 3); // during the reload's flush: queued for the new target
+      await clock.advanceAsync(1000);
+      await reload;
+    });
+    assert.equal(writer.running, false);
+    const s = writer.status();
+    assert.equal(s.queue_depth, 0);
+    assert.equal(s.dropped_events, 3);
+    assert.equal(s.total_failed, 4, "the old database's rows, lost with the reload's flush");
+    const said = lines.filter((l) => l.includes("queued events dropped"));
+    assert.equal(said.length, 1, lines.join("\n"));
+    assert.match(said[0]!, /^WARN\b.* 3 queued events dropped \(dropped_events\)$/);
   } finally {
     await writer.stop(0);
   }

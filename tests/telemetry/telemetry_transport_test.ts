@@ -5,6 +5,7 @@
  * one.
  */
 import assert from "node:assert/strict";
+import { MAX_WRITE_BYTES } from "../../src/telemetry/mod.ts";
 import { scriptedRig } from "./_scripted_db.ts";
 
 Deno.test("TelemetryWriter (injected transport) writes a full batch at the next tick, one request", async () => {
@@ -75,6 +76,81 @@ Deno.test("TelemetryWriter (injected transport) isolates a refused row: the othe
     assert.equal(s.dropped_rejected, 1);
     assert.equal(s.total_failed, 1);
     assert.equal(s.retry_buffer_depth, 0);
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+Deno.test("TelemetryWriter (injected transport) goes on doubling the back-off when an isolation is partly accepted and then fails", async () => {
+  const { clock, db, writer, publish } = scriptedRig({ retryInitialMs: 100, retryMaxMs: 1600 });
+  try {
+    // A half-failing database: each refused write's first half is accepted, the rest fails (503).
+    db.script(503, 400, "ok", 503, 400, "ok", 503);
+    const sentAt: number[] = [];
+    const request = db.request.bind(db);
+    db.request = (...args) => {
+      sentAt.push(clock.monoMs());
+      return request(...args);
+    };
+    publish(0, 4);
+    for (
+      let t = 0;
+      t < 1500 && (db.requests.length < 8 || writer.status().retry_buffer_depth);
+      t += 10
+    ) {
+      await clock.advanceAsync(10);
+    }
+    assert.deepEqual(db.requests.map((_, i) => db.valuesOf(i)), [
+      [0, 1, 2, 3], // 503
+      [0, 1, 2, 3], // 400: isolated
+      [0, 1], // accepted
+      [2, 3], // 503: back to the retry buffer
+      [2, 3], // 400: isolated
+      [2], // accepted
+      [3], // 503
+      [3], // accepted
+    ]);
+    // The attempts that follow a failure: 100, 200, 400 ms after it (the 10 ms tick grid), not
+    // the first back-off again after every partly accepted isolation.
+    const gaps = [1, 4, 7].map((i) => sentAt[i]! - sentAt[i - 1]!);
+    assert.deepEqual(gaps, [100, 200, 400]);
+    const s = writer.status();
+    assert.equal(s.total_written, 4);
+    assert.equal(s.write_failures, 3);
+    assert.equal(s.retry_buffer_depth, 0);
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+Deno.test("TelemetryWriter (injected transport) writes a batch of large string rows in bodies of at most MAX_WRITE_BYTES, in order", async () => {
+  const { clock, db, writer, bus } = scriptedRig({ influx: { batchSize: 100 } });
+  try {
+    const LIMIT = 1024 * 1024; // one write's body
+    const text = (i: number) => `${i}:`.padEnd(60_000, "x");
+    for (let i = 0; i < 40; i++) {
+      bus.publish({
+        kind: "state_update",
+        provider_id: "sim0",
+        device_id: "tempctl0",
+        signal_id: "log",
+        value: { type: "string", string: text(i) },
+        quality: "OK",
+        timestamp_ms: 1_760_000_000_000 + i,
+      });
+    }
+    for (let t = 0; t < 1000 && writer.status().total_written < 40; t += 10) {
+      await clock.advanceAsync(10);
+    }
+    assert.equal(writer.status().total_written, 40);
+    const utf8 = new TextEncoder();
+    const bodies = db.requests.map((r) => utf8.encode(r.join("\n") + "\n").length);
+    assert.ok(bodies.every((b) => b <= LIMIT), `bodies of ${bodies} bytes`);
+    // Each body as full as the bound allows: 17 rows of about 60 KiB each.
+    assert.deepEqual(db.requests.map((r) => r.length), [17, 17, 6]);
+    const sent = db.requests.flat().map((l) => Number(/value_string="(\d+):/.exec(l)?.[1]));
+    assert.deepEqual(sent, [...Array(40).keys()]);
+    assert.equal(MAX_WRITE_BYTES, LIMIT);
   } finally {
     await writer.stop(0);
   }
