@@ -66,17 +66,20 @@ export function leaseRefusal(device: DeviceCapabilities, fn: FunctionSpec): Runt
 }
 
 /**
- * Bound on the functions whose last sent call is remembered: past it, entries whose declared
- * interval has run out (at once for a function that declares none) are dropped. Entries within
- * their interval stay, so the map holds at most one entry per function of the inventory beyond
- * this. Below it, the last send of a function that declares no interval is kept too: the
- * provider's next process may declare one, counted from that send.
+ * Bound on the functions whose last sent call is remembered: past it, entries whose interval has
+ * run out (at once for a function that declares none) are dropped, each judged by the interval
+ * its function declares now (CallIntervals' `currentDevice`; by the one declared at its send
+ * while no inventory declares the function). Entries within their interval stay, so the map
+ * holds at most one entry per function of the inventory beyond this. Below it, the last send of
+ * a function that declares no interval is kept too: the provider's next process may declare one,
+ * counted from that send.
  */
 export const MAX_CALL_INTERVAL_ENTRIES = 4096;
 
 /** The last send of one function (CallIntervals). */
 export interface IntervalNote {
   readonly atMono: number;
+  /** The min_interval_ms the function declared when it was sent (0: none). */
   readonly minIntervalMs: number;
 }
 
@@ -86,24 +89,78 @@ export interface IntervalNoted {
   readonly previous: IntervalNote | undefined;
 }
 
+/** What a device declares now, or undefined when no inventory has it (its provider down, gone). */
+export type CurrentDevice = (
+  providerId: string,
+  deviceId: string,
+) => DeviceCapabilities | undefined;
+
+/** Function name -> last send, of one device. */
+type DeviceNotes = Map<string, IntervalNote>;
+
 /** When each function was last sent to its provider (monotonic ms), for its min_interval_ms. */
 export class CallIntervals {
   /**
-   * `${provider}/${device}\u0000${function name}` -> last send. By name, not by function id: a
-   * provider restart may renumber its functions, and the interval belongs to what the function
-   * does, not to the number it had.
+   * provider -> device -> function name -> last send. By name, not by function id: a provider
+   * restart may renumber its functions, and the interval belongs to what the function does, not
+   * to the number it had. Nested maps, not one joined text key: ids and names are provider text
+   * that may hold any character, a separator included.
    */
-  readonly #last = new Map<string, IntervalNote>();
+  readonly #last = new Map<string, Map<string, DeviceNotes>>();
+  #size = 0;
+  readonly #currentDevice: CurrentDevice;
 
-  #key(device: DeviceCapabilities, fn: FunctionSpec): string {
-    return `${device.device.providerId}/${device.device.deviceId}\u0000${fn.name}`;
+  /**
+   * `currentDevice` is the inventory: past the bound, an entry is judged by the interval its
+   * function declares there now (the last declared of that name, as a call resolves it), not by
+   * the one it declared when it was sent.
+   */
+  constructor(options: { currentDevice?: CurrentDevice } = {}) {
+    this.#currentDevice = options.currentDevice ?? (() => undefined);
+  }
+
+  #get(device: DeviceCapabilities, fn: FunctionSpec): IntervalNote | undefined {
+    return this.#last.get(device.device.providerId)?.get(device.device.deviceId)?.get(fn.name);
+  }
+
+  #set(device: DeviceCapabilities, fn: FunctionSpec, note: IntervalNote): void {
+    const { providerId, deviceId } = device.device;
+    let devices = this.#last.get(providerId);
+    if (devices === undefined) this.#last.set(providerId, devices = new Map());
+    let notes = devices.get(deviceId);
+    if (notes === undefined) devices.set(deviceId, notes = new Map());
+    if (!notes.has(fn.name)) this.#size++;
+    notes.set(fn.name, note);
+  }
+
+  #delete(providerId: string, deviceId: string, name: string): void {
+    const devices = this.#last.get(providerId);
+    const notes = devices?.get(deviceId);
+    if (devices === undefined || notes === undefined || !notes.delete(name)) return;
+    this.#size--;
+    if (notes.size === 0) devices.delete(deviceId);
+    if (devices.size === 0) this.#last.delete(providerId);
+  }
+
+  /** Drops every entry whose interval, as its function declares it now, has run out. */
+  #prune(nowMono: number): void {
+    for (const [providerId, devices] of [...this.#last]) {
+      for (const [deviceId, notes] of [...devices]) {
+        const functions = this.#currentDevice(providerId, deviceId)?.functions;
+        for (const [name, note] of [...notes]) {
+          const now = functions?.findLast((f) => f.name === name);
+          const declared = now === undefined ? note.minIntervalMs : policyOf(now).minIntervalMs;
+          if (nowMono - note.atMono >= declared) this.#delete(providerId, deviceId, name);
+        }
+      }
+    }
   }
 
   /** The refusal of a call to `fn` now, or null when its min_interval_ms has passed (or is 0). */
   refusal(device: DeviceCapabilities, fn: FunctionSpec, nowMono: number): RuntimeError | null {
     const min = policyOf(fn).minIntervalMs;
     if (min <= 0) return null;
-    const last = this.#last.get(this.#key(device, fn));
+    const last = this.#get(device, fn);
     if (!last) return null;
     const ago = nowMono - last.atMono;
     if (ago >= min) return null;
@@ -124,16 +181,10 @@ export class CallIntervals {
    */
   note(device: DeviceCapabilities, fn: FunctionSpec, nowMono: number): IntervalNoted {
     const declared = policyOf(fn).minIntervalMs;
-    const key = this.#key(device, fn);
-    const previous = this.#last.get(key);
-    this.#last.delete(key); // re-inserted last: the map stays in send order
+    const previous = this.#get(device, fn);
     const note = { atMono: nowMono, minIntervalMs: declared > 0 ? declared : 0 };
-    this.#last.set(key, note);
-    if (this.#last.size > MAX_CALL_INTERVAL_ENTRIES) {
-      for (const [k, v] of this.#last) {
-        if (nowMono - v.atMono >= v.minIntervalMs) this.#last.delete(k);
-      }
-    }
+    this.#set(device, fn, note);
+    if (this.#size > MAX_CALL_INTERVAL_ENTRIES) this.#prune(nowMono);
     return { note, previous };
   }
 
@@ -143,18 +194,18 @@ export class CallIntervals {
    * returned it, is the last send again. Called under the provider's lock.
    */
   unnote(device: DeviceCapabilities, fn: FunctionSpec, noted: IntervalNoted): void {
-    const key = this.#key(device, fn);
     // No longer the last send noted: dropped since (another provider's note past the bound: its
     // interval had run out, and the older send's has too; put back, it would hold the table over
     // its bound), or overtaken by a later send (the provider a reload replaced is called under a
     // lock of its own while this call's write still fails): that send stays the last.
-    if (this.#last.get(key) !== noted.note) return;
-    if (noted.previous === undefined) this.#last.delete(key);
-    else this.#last.set(key, noted.previous);
+    if (this.#get(device, fn) !== noted.note) return;
+    if (noted.previous === undefined) {
+      this.#delete(device.device.providerId, device.device.deviceId, fn.name);
+    } else this.#set(device, fn, noted.previous);
   }
 
   /** Functions remembered now (tests, metrics). */
   get size(): number {
-    return this.#last.size;
+    return this.#size;
   }
 }

@@ -241,8 +241,8 @@ export class CallRouter {
   readonly #clock: Clock;
   /** `${provider}\u0000${code}` -> series. */
   readonly #metrics = new Map<string, CallMetricsSeries>();
-  /** When each function with a declared min_interval_ms was last sent (call_policy.ts). */
-  readonly #intervals = new CallIntervals();
+  /** When each function was last sent (call_policy.ts), judged by what its provider declares now. */
+  readonly #intervals: CallIntervals;
   #audit: AuditSink | null;
 
   constructor(
@@ -268,6 +268,10 @@ export class CallRouter {
     this.#log = neverThrowing(options.log.child("call"));
     this.#clock = options.clock;
     this.#audit = options.audit ?? null;
+    const registry = options.registry;
+    this.#intervals = new CallIntervals({
+      currentDevice: (providerId, deviceId) => registry.capabilities(providerId, deviceId),
+    });
   }
 
   /**

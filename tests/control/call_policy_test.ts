@@ -169,3 +169,55 @@ Deno.test("CallIntervals follows a function by name: a provider restart that ren
     "set_x's interval moved onto the function now numbered 1",
   );
 });
+
+Deno.test("CallIntervals past the bound judges each entry by the interval its function declares now, not the one declared when it was sent", () => {
+  // The inventory: p/d declares `f1` now with a 10 s interval (its previous process declared none).
+  let declared: DeviceCapabilities = device;
+  const iv = new CallIntervals({
+    currentDevice: (p, d) => p === "p" && d === "d" ? declared : undefined,
+  });
+  iv.note(device, fn({}, 1), 0); // sent when f1 declared no interval
+  declared = { ...device, functions: [fn({ minIntervalMs: 10_000 }, 1)] };
+  // Other providers' functions take the table past its bound at 100 ms.
+  for (let i = 1; i <= MAX_CALL_INTERVAL_ENTRIES; i++) {
+    const other = { ...device, device: { ...device.device, providerId: "q" } };
+    iv.note(other, fn({}, i), 100); // no interval: dropped at once past the bound
+  }
+  assert.equal(iv.size, 1, "only f1 stays");
+  assert.equal(
+    iv.refusal(device, fn({ minIntervalMs: 10_000 }, 1), 200)?.code,
+    "RESOURCE_EXHAUSTED",
+    "f1's send at 0 is kept: the 10 s it declares now have not passed",
+  );
+  // And the other way: an interval declared shorter now lets its entry go once that has passed.
+  const iv2 = new CallIntervals({
+    currentDevice: (p, d) => p === "p" && d === "d" ? declared : undefined,
+  });
+  declared = { ...device, functions: [fn({}, 1)] };
+  iv2.note(device, fn({ minIntervalMs: 10_000 }, 1), 0); // sent when f1 declared 10 s
+  declared = { ...device, functions: [fn({ minIntervalMs: 50 }, 1)] };
+  for (let i = 1; i <= MAX_CALL_INTERVAL_ENTRIES; i++) {
+    const other = { ...device, device: { ...device.device, providerId: "q" } };
+    iv2.note(other, fn({ minIntervalMs: 10_000 }, i), 100);
+  }
+  assert.equal(iv2.size, MAX_CALL_INTERVAL_ENTRIES, "f1 dropped: its 50 ms have passed");
+  assert.equal(iv2.refusal(device, fn({ minIntervalMs: 10_000 }, 1), 200), null);
+});
+
+Deno.test("CallIntervals keeps functions apart whatever characters their ids and names hold: no two are one entry", () => {
+  const iv = new CallIntervals();
+  const at = (providerId: string, deviceId: string): DeviceCapabilities => ({
+    ...device,
+    device: { ...device.device, providerId, deviceId },
+  });
+  const named = (name: string): FunctionSpec => ({ ...fn({ minIntervalMs: 1000 }), name });
+  // A name holding NUL against a device id holding NUL; a provider id holding "/" against a
+  // device id holding "/": each pair would make the same joined text.
+  iv.note(at("p", "d"), named("a\u0000b"), 0);
+  assert.equal(iv.refusal(at("p", "d\u0000a"), named("b"), 10), null, "p/d\\0a b never sent");
+  iv.note(at("p/d", "x"), named("f"), 0);
+  assert.equal(iv.refusal(at("p", "d/x"), named("f"), 10), null, "p d/x f never sent");
+  assert.equal(iv.size, 2);
+  assert.equal(iv.refusal(at("p", "d"), named("a\u0000b"), 10)?.code, "RESOURCE_EXHAUSTED");
+  assert.equal(iv.refusal(at("p/d", "x"), named("f"), 10)?.code, "RESOURCE_EXHAUSTED");
+});
