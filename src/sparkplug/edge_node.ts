@@ -811,6 +811,11 @@ export class SparkplugEdgeNode {
   /** The NBIRTH over `sparkplug.max_message_bytes` was said (ERROR once per process). */
   #nbirthTooLargeSaid = false;
   /**
+   * Births asked for again while online (rebirth()) were not published, the NBIRTH grown over
+   * `sparkplug.max_message_bytes`: said at WARN once, until births are published again.
+   */
+  #rebirthTooLargeSaid = false;
+  /**
    * The packet bytes of this connection's NBIRTH when its last births were held back for being
    * over `sparkplug.max_message_bytes` (#nbirthTooLarge), else null: the node cannot come online,
    * and a command's line says so rather than NOT_ONLINE's waiting (#notOnlineWhy).
@@ -1749,22 +1754,56 @@ export class SparkplugEdgeNode {
     );
   }
 
-  /**
-   * Whether the NBIRTH is over `sparkplug.max_message_bytes`: the node cannot come online. It
-   * stays connected without births (its will registered), so it does not reconnect in a loop;
-   * said at ERROR once.
-   */
-  #nbirthTooLarge(): boolean {
+  /** The packet bytes of the NBIRTH as it would be now when over the bound, else null. */
+  #nbirthOverBound(): number | null {
     const limit = this.#o.config.maxMessageBytes;
-    if (limit === null) return false;
+    if (limit === null) return null;
     const now = this.#o.clock.nowMs();
     const bytes = mqttPacketBytes(
       this.#topic("NBIRTH"),
       encode({ ...this.#nbirthPayload(now, this.#nodeState()), seq: 0 }).length,
       0,
     );
-    this.#nbirthOverBytes = bytes <= limit ? null : bytes;
-    if (bytes <= limit) return false;
+    return bytes <= limit ? null : bytes;
+  }
+
+  /**
+   * Why births asked for again on a live connection are not published: the NBIRTH as it is now
+   * is `bytes`, over the bound. The births published before stand: the NBIRTH's metrics are the
+   * same ones (which node metrics there are is fixed for the process), only longer values, so
+   * the host can still read every NDATA and DDATA by the aliases it was given.
+   */
+  #rebirthTooLargeWhy(bytes: number): string {
+    return `its NBIRTH is now ${bytes} bytes, over sparkplug.max_message_bytes ` +
+      `${this.#o.config.maxMessageBytes}: births not published again; the node stays online ` +
+      `on its previous births (shorten group_id/edge_node_id or raise the bound)`;
+  }
+
+  /**
+   * Whether the NBIRTH is over `sparkplug.max_message_bytes`. Before the births of a connection:
+   * the node cannot come online. It stays connected without births (its will registered), so it
+   * does not reconnect in a loop; said at ERROR once. Births asked for again while online (a
+   * Rebirth): they are not published and the node stays online on the births it published
+   * before (#rebirthTooLargeWhy), said at WARN once until births are published again.
+   */
+  #nbirthTooLarge(): boolean {
+    const bytes = this.#nbirthOverBound();
+    if (bytes === null) {
+      this.#nbirthOverBytes = null;
+      this.#rebirthTooLargeSaid = false;
+      return false;
+    }
+    if (this.#born) {
+      // Answered, by a refusal: not asked again at every write completed (#afterWrite).
+      this.#rebirthBehind = false;
+      if (!this.#rebirthTooLargeSaid) {
+        this.#rebirthTooLargeSaid = true;
+        this.#log.warn(`sparkplug: Rebirth: ${this.#rebirthTooLargeWhy(bytes)}`);
+      }
+      return true;
+    }
+    const limit = this.#o.config.maxMessageBytes;
+    this.#nbirthOverBytes = bytes;
     if (!this.#nbirthTooLargeSaid) {
       this.#nbirthTooLargeSaid = true;
       this.#log.error(
@@ -2932,6 +2971,10 @@ export class SparkplugEdgeNode {
             : `${name}: ${why}`,
         );
       }
+      // Its NBIRTH grown over max_message_bytes since the births: they stand, and the line says
+      // so rather than that births are published.
+      const over = this.#nbirthOverBound();
+      if (over !== null) return this.#ignored(topic, `${name}: ${this.#rebirthTooLargeWhy(over)}`);
       this.#log.info("sparkplug: Node Control/Rebirth requested; publishing births");
       this.rebirth();
       return;

@@ -193,3 +193,63 @@ Deno.test("SparkplugEdgeNode: an NBIRTH over max_message_bytes keeps the node fr
   assert.match(errors[0]!, /over sparkplug\.max_message_bytes 1024: the node cannot come online/);
   await r.stop();
 });
+
+Deno.test("SparkplugEdgeNode: a Rebirth whose NBIRTH grew over max_message_bytes publishes nothing and says the node stays online on its previous births, as it does", async () => {
+  // The NBIRTH's size in mode IDLE, measured on a node without a bound: the bound is exactly
+  // that, so the first births fit and the NBIRTH of mode MANUAL (2 bytes more) does not.
+  const measure = edgeNodeRig({
+    providers: [{ id: P, available: true, devices: [small] }],
+    recordCalls: true, // commands on: the NBIRTH offers Node Control/E-Stop
+  });
+  await measure.online();
+  const first = measure.session.published.find((m) => m.topic === "spBv1.0/g/NBIRTH/n")!;
+  const limit = packetBytes(first);
+  await measure.stop();
+
+  const { lines, log } = capturingLogger({ level: "info" });
+  const r = edgeNodeRig({
+    providers: [{ id: P, available: true, devices: [small] }],
+    log,
+    recordCalls: true,
+    maxMessageBytes: limit,
+  });
+  await r.online();
+  const nbirths = () => r.session.published.filter((m) => m.topic === "spBv1.0/g/NBIRTH/n");
+  assert.equal(nbirths().length, 1, "born: the NBIRTH fits the bound exactly");
+  assert.equal(packetBytes(nbirths()[0]!), limit);
+  r.status.mode = "MANUAL";
+  const from = r.session.published.length;
+  const rebirth = [{ name: "Node Control/Rebirth", datatype: 11, boolean_value: true }];
+  r.command("spBv1.0/g/NCMD/n", rebirth);
+  r.command("spBv1.0/g/NCMD/n", rebirth);
+  r.node.rebirth();
+  await flushMicrotasks();
+  // State: still online on the births published before, no NDEATH, no births.
+  assert.equal(r.node.online, true);
+  assert.equal(r.sessions.length, 1);
+  assert.deepEqual(
+    r.session.published.slice(from).map((m) => m.topic).filter((t) => /BIRTH|DEATH/.test(t)),
+    [],
+  );
+  assert.equal(r.node.counts.births, 1);
+  // Log: agrees with that state.
+  assert.deepEqual(
+    lines.filter((l) => /cannot come online|publishing births/.test(l)),
+    [],
+    "no line says the node cannot come online, nor that births are published",
+  );
+  assert.equal(r.node.counts.commandsIgnored, 2, "each Rebirth asked is counted as ignored");
+  const said = lines.filter((l) => /births not published again; the node stays online/.test(l));
+  assert.equal(said.length, 3, lines.join("\n")); // two Rebirth commands, one rebirth()
+  for (const l of said) {
+    assert.match(l, /^WARN /);
+    assert.match(l, new RegExp(`NBIRTH is now ${limit + 2} bytes, over [^ ]+ ${limit}:`));
+  }
+  // Data still goes out under the births that stand; back under the bound, a Rebirth is served.
+  r.status.mode = "IDLE";
+  r.command("spBv1.0/g/NCMD/n", rebirth);
+  await flushMicrotasks();
+  assert.equal(nbirths().length, 2);
+  assert.equal(r.node.online, true);
+  await r.stop();
+});
