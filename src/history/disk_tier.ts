@@ -161,6 +161,11 @@ export class DiskTier {
   #lastAppendedSeq = -1;
   /** Bucket start of the last row of the files at open (written by an earlier run), or -Infinity. */
   #lastAtOpen = -Infinity;
+  /**
+   * The newest file at open and its size then: the rows before that byte of it, and every row of
+   * the files before it, were written by earlier runs (none known before an open that worked).
+   */
+  #endAtOpen: { segment: number; bytes: number } = { segment: -Infinity, bytes: 0 };
   /** Failed reads: one WARN until a read succeeds, then one INFO. */
   readonly #readFailures: SpellLog;
   /**
@@ -249,6 +254,14 @@ export class DiskTier {
       if (this.#closed) return; // reads nothing more after the close
       const last = await this.#lastRowOfFiles();
       if (last !== null) this.#newestT = this.#newestWrittenT = this.#lastAtOpen = last;
+      // (Taken after the writer's open: a new file it began, empty, holds no earlier run's row.
+      // No row of this run is written before the open ends: they are held until then.)
+      const numbers = await segmentNumbers(this.#o.files, this.#segments);
+      const newest = numbers.at(-1);
+      if (newest !== undefined) {
+        const bytes = await this.#o.files.fileSize(segmentPath(this.#segments, newest));
+        this.#endAtOpen = { segment: newest, bytes };
+      }
       this.#opened = true;
     } catch (err) {
       this.#openErrors++;
@@ -488,22 +501,26 @@ export class DiskTier {
    * row of the file before it, or, while the rows' newest bucket is ahead of the clock's bucket of
    * `stepMs` or of `openBucketMs` (the caller's bucket still open, its row not yet written: the
    * clock may have passed the newest row while that row is still to come), in any file: the row
-   * of the next bucket to close will begin a new file.
+   * of the next bucket to close will begin a new file. `openBucketMs` is the bucket of the next
+   * row the caller will hand to write(), of any device (History: its earliest open bucket), not
+   * the asked device's alone: whether that row begins a new file is a matter of the files, so the
+   * judgement is the same whichever device is asked of. `each` is told too whether an earlier run
+   * wrote the row (it was in the files at open: #endAtOpen): no ring of this run holds its samples.
    */
   async read(
     providerId: string,
     deviceId: string,
     sinceMs: number,
     untilMs: number,
-    each: (row: DiskRow, beforeStepBack: boolean) => void,
+    each: (row: DiskRow, beforeStepBack: boolean, ofEarlierRun: boolean) => void,
     stepMs = 1,
     openBucketMs = Infinity,
   ): Promise<boolean> {
     // What `each` throws (History's bound on an answer's points) is the question's: passed on.
     let fromEach = false;
-    const give = (row: DiskRow, beforeStepBack: boolean) => {
+    const give = (row: DiskRow, beforeStepBack: boolean, ofEarlierRun: boolean) => {
       try {
-        each(row, beforeStepBack);
+        each(row, beforeStepBack, ofEarlierRun);
       } catch (err) {
         fromEach = true;
         throw err;
@@ -526,7 +543,7 @@ export class DiskTier {
     deviceId: string,
     sinceMs: number,
     untilMs: number,
-    each: (row: DiskRow, beforeStepBack: boolean) => void,
+    each: (row: DiskRow, beforeStepBack: boolean, ofEarlierRun: boolean) => void,
     stepMs: number,
     openBucketMs: number,
   ): Promise<void> {
@@ -582,7 +599,12 @@ export class DiskTier {
         if (row.p !== providerId || row.d !== deviceId) continue;
         if (row.t < sinceMs) continue;
         if (row.t > untilMs) break; // the rest of this file is later
-        each(row, i < lastStepBack);
+        const atOpen = this.#endAtOpen;
+        each(
+          row,
+          i < lastStepBack,
+          n < atOpen.segment || (n === atOpen.segment && start < atOpen.bytes),
+        );
       }
     }
   }

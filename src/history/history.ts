@@ -219,7 +219,11 @@ interface DeviceEntry {
   pollable: readonly string[] | null;
   /** The rings of `pollable`, in its order (each also its signal's open disk bucket). */
   signals: SignalRing[];
-  /** Start of the open bucket; null before the first poll. */
+  /**
+   * Start of the open bucket; null before the first poll and once written. When set, it is
+   * History's #bucketNow (one open bucket for every device); the disk tier's judgement of a step
+   * back still pending does not rely on it (#nextRowBucketMs).
+   */
   bucketStart: number | null;
   /**
    * Monotonic time of its last poll: a device the cache no longer has is let go once
@@ -618,6 +622,26 @@ export class History {
       this.#flushBucket(e);
       e.bucketStart = null;
     }
+  }
+
+  /**
+   * Start of the bucket of the next row any device hands to the disk tier (Infinity: none is
+   * open): the earliest open bucket, as #crossBucket writes them oldest first. Every open bucket is
+   * #bucketNow today (a crossing writes each one before it, a step back every one), but the disk
+   * tier's judgement of a step back still pending (DiskTier.read's openBucketMs) is of the files,
+   * not of one device: it is taken from every device here, whichever device is asked of -- one the
+   * ring holds nothing of, or one not polled in the open bucket, too -- and not from the asking
+   * device's entry, so a device with an open bucket of its own (say a per-device bucket) would
+   * not silently change the answer for the others. Bounded by the devices held.
+   */
+  #nextRowBucketMs(): number {
+    let min = Infinity;
+    for (const byDevice of this.#devices.values()) {
+      for (const e of byDevice.values()) {
+        if (e.bucketStart !== null && e.bucketStart < min) min = e.bucketStart;
+      }
+    }
+    return min;
   }
 
   /**
@@ -1258,6 +1282,16 @@ export class History {
     const priorUntil = e === undefined || diskStep === null || memoryFrom === null
       ? -Infinity
       : Math.min(preCut, e.priorBucketMs + 1);
+    // The rows of a run before this one (DiskTier.read's ofEarlierRun) after the disk part's end:
+    // this run begun behind them (a board without a real-time clock), or stepped back past them.
+    // No ring holds their samples, whatever the steps since (a second step back within the ring's
+    // reach makes this run's rows before it beforeStepBack too, and the ring answers those from
+    // preCut on): the disk answers them all. They lie up to the files' last row at open and, past
+    // the disk part's end, up to priorBucketMs (set at the first poll behind them, or at the step
+    // back past them): the disk is read that far.
+    const earlierUntil = e === undefined || diskStep === null || memoryFrom === null
+      ? -Infinity
+      : Math.min(e.priorBucketMs, this.#disk?.lastRowAtOpen ?? -Infinity);
     // Where the ring's part begins as answered: its polls from before the step may lie before
     // memoryFrom (every one without a disk tier), and points before memory_from_ms are the disk's.
     let ringFrom = memoryFrom;
@@ -1373,7 +1407,7 @@ export class History {
     const readFrom = diskStep === null ? sinceMs : bucketStart(sinceMs, diskStep);
     const readUntil = ringless.size > 0 || (allSignals && readFrom <= diskUntil)
       ? untilMs
-      : Math.max(ownDiskUntil, Math.min(untilMs, priorUntil - 1));
+      : Math.max(ownDiskUntil, Math.min(untilMs, Math.max(priorUntil - 1, earlierUntil)));
     if (this.#disk !== null && diskStep !== null && readFrom <= readUntil) {
       const outStep = Math.max(stepMs, diskStep);
       // Per signal, its buckets by start: the files overlap in time after a wall clock stepped
@@ -1406,7 +1440,7 @@ export class History {
         q.deviceId,
         readFrom,
         readUntil,
-        (row, beforeStepBack) => {
+        (row, beforeStepBack, ofEarlierRun) => {
           if (allSignals) {
             // A signal the ring does not hold: one series more, answered from the disk alone.
             for (const id of Object.keys(row.s)) {
@@ -1421,7 +1455,8 @@ export class History {
           for (const id of ids) {
             const end = Math.max(ownDiskEnd.get(id) ?? diskEnd, openDiskEnd);
             if (
-              !ringless.has(id) && row.t >= end && !(beforeStepBack && row.t < priorUntil)
+              !ringless.has(id) && row.t >= end && !(beforeStepBack && row.t < priorUntil) &&
+              !ofEarlierRun
             ) continue;
             // Its own entry only: a signal id such as "constructor" is no key of a row without it.
             if (!Object.hasOwn(row.s, id)) continue;
@@ -1464,9 +1499,12 @@ export class History {
           }
         },
         diskStep,
-        // (Its open bucket's row is still to come: one behind the files' newest row begins a new
-        // file, so every row read now is of the period before it.)
-        e?.bucketStart ?? Infinity,
+        // (The open bucket's row is still to come: one behind the files' newest row begins a new
+        // file, so every row read now is of the period before it. Judged by the open bucket of
+        // every device, not only the asked one's: #nextRowBucketMs. For a device the ring holds
+        // nothing of, the judgement changes no answer -- memoryFrom is null, so the disk part
+        // takes every row of the range, beforeStepBack or not -- but it is the files' own.)
+        this.#nextRowBucketMs(),
       );
       if (!read) incomplete = "disk_unreadable";
       // The ring's open bucket, read from the disk for its earlier runs' rows, was written while
