@@ -112,6 +112,8 @@ const trend = new TrendView({
   serverNow: () => devices.serverNow(),
   isVisible: () => isVisible("trend"),
   inventoryKnown: () => devices.inventoryKey !== "",
+  // Where its history answer has no poll for longer than a few of these, a seeded line breaks.
+  pollIntervalMs: () => status.status?.polling_interval_ms ?? 0,
   onSelection: (handles) => {
     devices.markTrend(handles);
     setText(byId("trend-tab"), handles.length ? `Trend (${handles.length})` : "Trend");
@@ -128,7 +130,8 @@ const health = new HealthView({
   onDevice: (p, d, h) => devices.showLiveness(p, d, h),
 });
 const parameters = new ParametersView({ api, errorText });
-const runs = new RunsView({ api, errorText });
+// A read it made by itself (a "Show", a page, after an action) failed: owed, as any other.
+const runs = new RunsView({ api, errorText, onReadFailed: (err) => showReadError(err) });
 const telemetry = new TelemetryView({ api });
 
 // ---- views ----

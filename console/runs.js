@@ -5,9 +5,14 @@ import { byId, fill, formatTime, h, setResult, table } from "./dom.js";
 import { field, readArg } from "./forms.js";
 import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
-/** Runs listed in the Runs view, and events shown per run. */
+/** Runs listed in the Runs view, and events shown per page of a run's events. */
 export const RUNS_LISTED = 20;
 export const RUN_EVENTS_LISTED = 50;
+/**
+ * Most one-event reads that finding a run's latest page ("Latest") makes: a gallop then a
+ * bisection over sequence numbers, at most about 2 x 53 for any run (sequences are below 2^53).
+ */
+export const RUN_EVENTS_PROBES_MAX = 128;
 
 const CLOSE_REASONS = ["operator_stop", "completed", "failed", "superseded"];
 
@@ -17,11 +22,14 @@ export class RunsView {
    * @param {{
    *   api: {get: (path: string) => Promise<any>, post: (path: string, body?: unknown) => Promise<any>},
    *   errorText: (err: unknown) => string,
-   * }} options
+   *   onReadFailed?: (err: unknown) => void,
+   * }} options `onReadFailed` is told when a read the view made by itself (a "Show", a page
+   *   button, the re-read after an action) failed: the page's header says so, as for any view.
    */
   constructor(options) {
     this.api = options.api;
     this.errorText = options.errorText;
+    this.onReadFailed = options.onReadFailed ?? (() => {});
     /** The open run the run forms were built for ("" none); null before the first build. */
     this.formsFor = /** @type {string | null} */ (null);
     this.built = false;
@@ -30,6 +38,10 @@ export class RunsView {
     /** The run whose events are shown (null: none), and those events as shown. */
     this.eventsFor = /** @type {string | null} */ (null);
     this.eventsKey = "";
+    /** The page shown: its events have sequences above this cursor (after_sequence). */
+    this.eventsAfter = 0;
+    /** Whether the page shown follows the run's latest events (the "Latest" button). */
+    this.eventsLatest = false;
   }
 
   /** Reads of the events shown (an older answer, maybe of the run shown before, is dropped). */
@@ -38,9 +50,14 @@ export class RunsView {
   /** Reads of the run list (a slower, older answer is dropped). */
   reads = new LatestRead();
 
-  /** Re-reads the run list and the events shown (the page's refresh, while the view is shown). */
+  /**
+   * Re-reads the run list and the events shown (the page's refresh, while the view is shown).
+   * A failed read is shown in place and thrown, so the page's header says so (Refresh failed).
+   */
   async load() {
-    await Promise.all([this.loadList(), this.loadEvents()]);
+    const results = await Promise.allSettled([this.loadList(), this.loadEvents()]);
+    const failed = results.find((r) => r.status === "rejected");
+    if (failed) throw failed.reason;
   }
 
   async loadList() {
@@ -54,7 +71,7 @@ export class RunsView {
       this.runsKey = "";
       this.build();
       fill(byId("runs-list"), h("p", { class: "error", text: this.errorText(err) }));
-      return;
+      throw err;
     }
     const runs = r.runs ?? [];
     const runsKey = JSON.stringify(runs);
@@ -115,7 +132,7 @@ export class RunsView {
         setResult(result, "error", this.errorText(err));
       }
       this.runsKey = "";
-      await this.load();
+      await this.load().catch((err) => this.onReadFailed(err));
     };
     let forms;
     if (open === null) {
@@ -239,16 +256,79 @@ export class RunsView {
   }
 
   /**
-   * Shows the events of `runId` and keeps them current: the page's refresh re-reads them (load)
-   * while the view is shown, so a marker another client adds, or a run's later events, appear.
+   * Shows the events of `runId` from its first and keeps them current: the page's refresh re-reads
+   * the page shown (load) while the view is shown, so a marker another client adds, or a run's
+   * later events, appear. The page buttons reach every event of the run, however long.
    */
   async showEvents(runId) {
-    this.eventsFor = runId;
-    this.eventsKey = "";
-    await this.loadEvents();
+    await this.showPage(runId, 0, false);
   }
 
-  /** Re-reads the events of the run shown (none shown: nothing to read). */
+  /** Shows the page of `runId` after sequence `after` (latest: the run's last page, followed). */
+  async showPage(runId, after, latest) {
+    this.eventsFor = runId;
+    this.eventsAfter = after;
+    this.eventsLatest = latest;
+    this.eventsKey = "";
+    await this.loadEvents().catch((err) => this.onReadFailed(err));
+  }
+
+  /**
+   * Reads one page of `runId`'s events: RUN_EVENTS_LISTED after sequence `after`, and whether
+   * more follow (one more is asked for). `latest`: when more follow, the run's last page instead.
+   */
+  async readPage(runId, after, latest) {
+    const path = `/v0/runs/${encodeURIComponent(runId)}/events`;
+    let probes = 0;
+    /** The events after sequence `a`, at most `limit`. */
+    const get = async (a, limit) => {
+      const r = await this.api.get(`${path}?after_sequence=${a}&limit=${limit}`);
+      return r.events ?? [];
+    };
+    /** The sequence of the first event after `a`, or null when none is. */
+    const next = async (a) => {
+      if (++probes > RUN_EVENTS_PROBES_MAX) {
+        throw new Error(
+          `The latest events of ${runId} not found within ${RUN_EVENTS_PROBES_MAX} reads`,
+        );
+      }
+      const [e] = await get(Math.min(a, Number.MAX_SAFE_INTEGER), 1);
+      return e === undefined ? null : e.sequence;
+    };
+    let events = await get(after, RUN_EVENTS_LISTED + 1);
+    if (latest && events.length > RUN_EVENTS_LISTED) {
+      // The last sequence: gallop from the last event read until nothing follows, then bisect.
+      let lo = events[events.length - 1].sequence;
+      let hi = 0;
+      for (let step = RUN_EVENTS_LISTED;; step *= 2) {
+        const probe = Math.min(lo + step, Number.MAX_SAFE_INTEGER);
+        const found = await next(probe);
+        if (found === null) {
+          hi = probe;
+          break;
+        }
+        lo = found;
+      }
+      while (hi > lo) {
+        const mid = Math.floor((lo + hi) / 2);
+        const found = await next(mid);
+        if (found === null) hi = mid;
+        else lo = found;
+      }
+      after = Math.max(0, lo - RUN_EVENTS_LISTED);
+      events = await get(after, RUN_EVENTS_LISTED + 1);
+    }
+    return {
+      after,
+      events: events.slice(0, RUN_EVENTS_LISTED),
+      more: events.length > RUN_EVENTS_LISTED,
+    };
+  }
+
+  /**
+   * Re-reads the page of events shown (none shown: nothing to read). A failed read is shown in
+   * place of the table and thrown.
+   */
   async loadEvents() {
     const runId = this.eventsFor;
     if (runId === null) return;
@@ -256,23 +336,29 @@ export class RunsView {
     let r;
     try {
       r = await this.eventReads.read(() =>
-        this.api.get(`/v0/runs/${encodeURIComponent(runId)}/events?limit=${RUN_EVENTS_LISTED}`)
+        this.readPage(runId, this.eventsAfter, this.eventsLatest)
       );
       if (r === OVERTAKEN) return;
     } catch (err) {
       // The table gives way to the error, in the runtime's words; the next refresh reads again.
       this.eventsKey = "";
       fill(box, h("p", { class: "error", text: this.errorText(err) }));
-      return;
+      throw err;
     }
-    const events = r.events ?? [];
-    const eventsKey = JSON.stringify([runId, events]);
+    const { after, events, more } = r;
+    this.eventsAfter = after;
+    const eventsKey = JSON.stringify([runId, after, more, events]);
     if (eventsKey === this.eventsKey) return;
     this.eventsKey = eventsKey;
+    const first = events[0]?.sequence;
+    const last = events[events.length - 1]?.sequence;
+    const shown = events.length ? `events ${first} to ${last}` : "no events here";
+    const button = (label, aria, disabled, onclick) =>
+      h("button", { type: "button", class: "small", "aria-label": aria, disabled, onclick }, label);
     fill(
       box,
       table(
-        `Events of ${runId} (first ${RUN_EVENTS_LISTED})`,
+        `Events of ${runId}: ${shown}${more ? ", more after" : ""}`,
         ["#", "Category", "Type", "When", "Payload"],
         events.map((e) => [
           String(e.sequence),
@@ -281,6 +367,20 @@ export class RunsView {
           formatTime(e.occurred_at_epoch_ms),
           JSON.stringify(e.payload),
         ]),
+      ),
+      h(
+        "div",
+        { class: "fn-actions run-pages" },
+        button("First", "First events", after === 0, () => this.showPage(runId, 0, false)),
+        button(
+          "Earlier",
+          "Earlier events",
+          after === 0,
+          () =>
+            this.showPage(runId, Math.max(0, (first ?? after + 1) - 1 - RUN_EVENTS_LISTED), false),
+        ),
+        button("Later", "Later events", !more, () => this.showPage(runId, last ?? after, false)),
+        button("Latest", "Latest events", !more, () => this.showPage(runId, after, true)),
       ),
     );
   }

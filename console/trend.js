@@ -28,6 +28,56 @@ export const MAX_TREND_SIGNALS = 8;
 export const TREND_TICK_MS = 1000;
 /** Samples a live chart keeps per signal at most (the oldest go first). */
 export const MAX_TREND_POINTS = 20_000;
+/**
+ * A history answer records no restart of the runtime (nor where a run began): two of its points
+ * further apart than this many sample spacings (the larger of the question's step, the runtime's
+ * poll interval, and the disk tier's step where the disk answered) had no poll between them, and
+ * the line breaks there (no data) instead of joining them; so does a live seed whose last point
+ * is that far before the end of the range asked.
+ */
+export const TREND_GAP_INTERVALS = 3;
+
+/**
+ * The points of one signal of a history answer as a line: broken (no data) where two points are
+ * further apart than TREND_GAP_INTERVALS sample spacings, and after the last one when it is that
+ * far before `until` (a live range: the runtime polls up to its end). `pollMs`: the runtime's
+ * poll interval (0 when not known: the ring part's smallest spacing stands for it).
+ * @param {import("./chart.js").Series} line
+ * @param {any[]} points the answer's points of the signal, ascending
+ * @param {{step: number, pollMs: number, memoryFrom: number | null, diskStep: number | null,
+ *   until: number | null}} o
+ */
+export function seedLine(line, points, o) {
+  let poll = o.pollMs > 0 ? o.pollMs : Infinity;
+  if (poll === Infinity) {
+    for (let i = 1; i < points.length; i++) {
+      const d = points[i].t_ms - points[i - 1].t_ms;
+      if (d > 0 && o.memoryFrom !== null && points[i - 1].t_ms >= o.memoryFrom) {
+        poll = Math.min(poll, d);
+      }
+    }
+  }
+  // Not known (a ring part of one point or none): no gap is told from the poll interval.
+  const onDisk = (t) => o.memoryFrom === null || t < o.memoryFrom;
+  const spacing = (t) =>
+    Math.max(o.step, poll === Infinity ? 0 : poll, onDisk(t) ? (o.diskStep ?? 0) : 0);
+  const bound = (a, b) => TREND_GAP_INTERVALS * Math.max(spacing(a), spacing(b));
+  const known = poll !== Infinity || points.some((p) => onDisk(p.t_ms));
+  let prev = null;
+  for (const pt of points) {
+    if (known && prev !== null && pt.t_ms - prev > bound(prev, pt.t_ms)) line.breakLine();
+    const v = typeof pt.last === "number"
+      ? pt.last
+      : typeof pt.last === "string" && /^-?\d+$/.test(pt.last)
+      ? Number(pt.last)
+      : null;
+    line.push(pt.t_ms, v, pt.quality, pt.min, pt.max);
+    prev = pt.t_ms;
+  }
+  if (known && prev !== null && o.until !== null && o.until - prev > bound(prev, prev)) {
+    line.breakLine();
+  }
+}
 
 /** The step (ms) a history question over `rangeMs` asks for. */
 export function stepFor(rangeMs) {
@@ -94,9 +144,10 @@ export class TrendView {
    *   isVisible: () => boolean,
    *   inventoryKnown?: () => boolean,
    *   onSelection?: (handles: string[]) => void,
+   *   pollIntervalMs?: () => number,
    * }} options `devices` the devices with their capabilities; `inventoryKnown`: whether they
    *   were read (default: some are known); `onSelection` is told when the signals on the chart
-   *   change
+   *   change; `pollIntervalMs`: the runtime's poll interval (0 while not known)
    */
   constructor(options) {
     this.o = options;
@@ -468,14 +519,13 @@ export class TrendView {
               `at ${formatTime(changed.at_ms)}; the points before are not drawn (the CSV has them)`,
           );
         }
-        for (const pt of points) {
-          const v = typeof pt.last === "number"
-            ? pt.last
-            : typeof pt.last === "string" && /^-?\d+$/.test(pt.last)
-            ? Number(pt.last)
-            : null;
-          line.push(pt.t_ms, v, pt.quality, pt.min, pt.max);
-        }
+        seedLine(line, points, {
+          step,
+          pollMs: this.o.pollIntervalMs?.() ?? 0,
+          memoryFrom: a.memory_from_ms ?? null,
+          diskStep: a.disk_step_ms ?? null,
+          until: this.live() ? until : null,
+        });
       }
     }
     for (const [sk, t, v, q] of this.early) this.series.get(sk)?.push(t, v, q);
