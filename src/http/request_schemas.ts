@@ -14,7 +14,12 @@
 import { MAX_SHELVE_MS } from "../alarms/mod.ts";
 import { VALUE_TYPES } from "../common/mod.ts";
 import type { RuntimeMode } from "../config/mod.ts";
-import { CLIENT_CLOSE_REASONS, MAX_MARKER_ID_CHARS, MAX_MARKER_TYPE_CHARS } from "../runs/mod.ts";
+import {
+  CLIENT_CLOSE_REASONS,
+  MAX_MARKER_ID_CHARS,
+  MAX_MARKER_TYPE_CHARS,
+  MAX_RECORD_BYTES,
+} from "../runs/mod.ts";
 
 /** A JSON Schema object (2020-12) as plain data. */
 export type JsonSchema = { readonly [keyword: string]: unknown };
@@ -200,12 +205,20 @@ const stringList = (field: string): JsonSchema => ({
   "x-errors": { type: "must be an array of strings, got {type}" },
 });
 
+/** The run record's bound, shared by the texts of POST /v0/runs (no maxLength of their own). */
+const RUN_RECORD_BOUND = `experiment_label, params and tag_scope are bounded together, not one ` +
+  `by one: the run record holding them must fit in ${MAX_RECORD_BYTES} bytes (UTF-8 JSON, ` +
+  `MAX_RECORD_BYTES), else 400 "run record exceeds ${MAX_RECORD_BYTES} bytes: shorten params, ` +
+  `tag_scope or experiment_label".`;
+
 /** POST /v0/runs: every member optional; no body, `{}` and `null` are the same. */
 export const OPEN_RUN_BODY_SCHEMA: JsonSchema = {
   type: ["object", "null"],
+  description: `Every member optional. ${RUN_RECORD_BOUND}`,
   properties: {
     experiment_label: {
       type: ["string", "null"],
+      description: `Stored as given. ${RUN_RECORD_BOUND}`,
       "x-errors": { type: "must be a string or null, got {type}" },
     },
     params: {
@@ -260,7 +273,8 @@ export const MARKER_BODY_SCHEMA: JsonSchema = {
     },
     payload: {
       type: ["object", "null"],
-      description: "Default {}.",
+      description: `Default {}. The marker's event must fit in ${MAX_RECORD_BYTES} bytes ` +
+        `(UTF-8 JSON), else 400 "marker exceeds ${MAX_RECORD_BYTES} bytes: shorten payload".`,
       "x-errors": { type: "must be a JSON object, got {type}" },
     },
     occurred_at_epoch_ms: {

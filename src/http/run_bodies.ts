@@ -95,7 +95,38 @@ export function parseEventsPage(query: URLSearchParams): EventPageRequest {
 }
 
 /** A JSON-like number: sign, digits, fraction, exponent (what `1e20` or `1.5` look like). */
-const NUMBER_TEXT = /^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
+const NUMBER_TEXT_SOURCE = String.raw`\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*`;
+const NUMBER_TEXT = new RegExp(`^${NUMBER_TEXT_SOURCE}$`);
+/** An integer in digits, signed, spaces around it (parsed with parseInt, then range-checked). */
+const INTEGER_TEXT = /^\s*[+-]?\d+\s*$/;
+
+/**
+ * The digits of a non-negative integer at most `max` (a decimal without leading zeros) as a
+ * regular expression, leading zeros allowed: `0*` then fewer digits than `max`, or as many digits
+ * and at most `max` digit by digit.
+ */
+function atMostPattern(max: string): string {
+  const alternatives = max.length > 1 ? [String.raw`\d{1,${max.length - 1}}`] : [];
+  for (let i = 0; i < max.length; i++) {
+    const digit = Number(max[i]);
+    const low = i === 0 ? 1 : 0;
+    if (digit - 1 < low) continue;
+    const rest = max.length - 1 - i;
+    const below = digit - 1 === low ? String(low) : `[${low}-${digit - 1}]`;
+    const tail = rest === 0 ? "" : rest === 1 ? String.raw`\d` : String.raw`\d{${rest}}`;
+    alternatives.push(`${max.slice(0, i)}${below}${tail}`);
+  }
+  alternatives.push(max);
+  return `0*(?:${alternatives.join("|")})`;
+}
+
+/**
+ * What `limit` and `offset` accept (lenientInt), as the OpenAPI pattern of the parameters: a text
+ * that does not read as a number (it takes the default), or an integer in digits within
+ * +-(2^53-1).
+ */
+export const LENIENT_INT_PATTERN = `^(?:(?!${NUMBER_TEXT_SOURCE}$)|` +
+  String.raw`\s*[+-]?${atMostPattern(String(Number.MAX_SAFE_INTEGER))}\s*$)`;
 
 /**
  * `[+-]digits` -> the number; text that does not read as a number -> undefined (the default
@@ -103,7 +134,7 @@ const NUMBER_TEXT = /^\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
  */
 function lenientInt(s: string | null, field: string): number | undefined {
   if (s === null || !NUMBER_TEXT.test(s)) return undefined;
-  const n = /^\s*[+-]?\d+\s*$/.test(s) ? Number.parseInt(s, 10) : NaN;
+  const n = INTEGER_TEXT.test(s) ? Number.parseInt(s, 10) : NaN;
   if (!Number.isSafeInteger(n)) {
     throw invalidArgument(
       `${field}: must be an integer from -(2^53-1) to 2^53-1 (got ${s.trim()})`,

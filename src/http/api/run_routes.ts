@@ -11,6 +11,7 @@ import {
 import { type QueryParameterDoc, type Route, route, type RouteContext } from "../route_table.ts";
 import {
   closeRunRequest,
+  LENIENT_INT_PATTERN,
   markerRequest,
   openRunRequest,
   parseEventsPage,
@@ -24,13 +25,13 @@ const PAGE_QUERY = (defaultLimit: number, maxLimit: number): QueryParameterDoc[]
       `Page size (default ${defaultLimit}, at most ${maxLimit}; a larger value is cut, ` +
       "a value below 1 or one that does not read as a number takes the default; a number that " +
       "is not an integer within \u00b1(2^53-1), such as 1e20 or 1.5, is 400).",
-    schema: { type: "string", pattern: "^\\s*[+-]?\\d+\\s*$" },
+    schema: { type: "string", pattern: LENIENT_INT_PATTERN },
   },
   {
     name: "offset",
     description: "Entries to skip (default 0; a value that does not read as a number takes the " +
       "default; a number that is not an integer within \u00b1(2^53-1) is 400).",
-    schema: { type: "string", pattern: "^\\s*[+-]?\\d+\\s*$" },
+    schema: { type: "string", pattern: LENIENT_INT_PATTERN },
   },
 ];
 
