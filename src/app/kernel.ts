@@ -3265,6 +3265,9 @@ export class Kernel {
     let incidentsWritten = false;
     let recordedEnded = false;
     const recordedFromMs = this.host.clock.monoMs();
+    // The history's rows written from here on: some written by the time its wait runs out say a
+    // disk that answers, slowly -- not one that does not answer.
+    const rowsWrittenWhenAsked = this.history?.diskRowsWritten ?? 0;
     const recorded = (async () => {
       await stepAsync("incident records", () => this.incidents?.stop());
       incidentsWritten = true;
@@ -3379,12 +3382,16 @@ export class Kernel {
       const { what, written } = unwritten();
       // Cut by a second stop signal's hurried budget, not by the stop's own: the disk had only
       // what that left (a slow disk that answers may still not have made it), as the journals'
-      // line says (boundedStep). The stop's whole budget run out is the disk's.
+      // line says (boundedStep). The stop's whole budget run out is the disk's: one that wrote
+      // none of the rows meanwhile does not answer; one that wrote some answers, too slowly.
+      const sinceAskedMs = Math.round(this.host.clock.monoMs() - recordedFromMs);
+      const writtenMeanwhile = (this.history?.diskRowsWritten ?? 0) - rowsWrittenWhenAsked;
       const why = recordedCutHurried
         ? `the time left was ${waitedMs} ms (what the hurried budget left after the stages ` +
-          `before it; ${
-            Math.round(this.host.clock.monoMs() - recordedFromMs)
-          } ms since the stop asked for them); the disk may be fine`
+          `before it; ${sinceAskedMs} ms since the stop asked for them); the disk may be fine`
+        : writtenMeanwhile > 0
+        ? `the disk answers, slowly: it wrote ${writtenMeanwhile} row(s) in the ${sinceAskedMs} ` +
+          `ms since the stop asked for them, and the stop's budget ran out first`
         : "the disk does not answer";
       log.warn(
         `stop: ${what} not ${

@@ -464,6 +464,11 @@ export class DiskTier {
     return this.#held.length + this.#inWriter;
   }
 
+  /** Rows written since the tier was made (status().rowsWritten, without the rest of status). */
+  get rowsWritten(): number {
+    return this.#rowsWritten;
+  }
+
   /**
    * Resolves once every row appended so far was written, dropped, or kept through an outage
    * (`rowsHeld`: written when the disk works again).

@@ -74,7 +74,8 @@ export const MAX_HISTORY_POINTS = 20_000;
  * Buckets one history answer holds at most, all signals together, of the types a signal only on
  * disk has besides its newest rows' (History.query keeps them apart until the newest is known: only
  * that type's are answered and counted in MAX_HISTORY_POINTS); beyond it: 400. One type's beyond
- * MAX_HISTORY_POINTS are let go (they could not be answered).
+ * MAX_HISTORY_POINTS are let go (they could not be answered). A 400 of its own naming it: the client
+ * narrows the question to lift it (tooManyTypedHeld).
  */
 export const MAX_HISTORY_TYPED_HELD = 2 * MAX_HISTORY_POINTS;
 
@@ -407,6 +408,11 @@ export class History {
   /** Rows handed to the disk tier neither written nor dropped yet (DiskTier.rowsPending). */
   get diskRowsPending(): number {
     return this.#disk?.rowsPending ?? 0;
+  }
+
+  /** Rows the disk tier has written so far (DiskTier.rowsWritten; 0 without one). */
+  get diskRowsWritten(): number {
+    return this.#disk?.rowsWritten ?? 0;
   }
 
   /** Resolves once every row handed to the disk tier so far was written or dropped. */
@@ -1492,7 +1498,7 @@ export class History {
                 if (gone === undefined) letGo.set(id, gone = new Set());
                 gone.add(named);
                 continue;
-              } else if (++held > MAX_HISTORY_TYPED_HELD) throw tooManyPoints();
+              } else if (++held > MAX_HISTORY_TYPED_HELD) throw tooManyTypedHeld();
               mine.set(t, acc = new BucketAcc());
             }
             acc.merge(p);
@@ -1667,6 +1673,20 @@ function tooManyPoints(): Error {
   return invalidArgument(
     `the answer would hold more than ${MAX_HISTORY_POINTS} points (MAX_HISTORY_POINTS); ` +
       `ask for a larger step_ms, a shorter range or fewer signal_id`,
+  );
+}
+
+/**
+ * MAX_HISTORY_TYPED_HELD passed: a bound on the server's work, not on the answer (which may hold
+ * a few points), yet still the client's to lift -- a narrower question holds fewer buckets (a
+ * small enough one always fits), and the same one asked again would fail the same: 400, not 5xx.
+ */
+function tooManyTypedHeld(): Error {
+  return invalidArgument(
+    `the disk holds more than ${MAX_HISTORY_TYPED_HELD} buckets (MAX_HISTORY_TYPED_HELD) of ` +
+      `this answer's signals in the types they had before their newest (held apart while the ` +
+      `disk is read, then left out of the answer); ask for a larger step_ms, a shorter range or ` +
+      `fewer signal_id`,
   );
 }
 

@@ -35,7 +35,7 @@ import {
 import type { HistoryConfig } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import type { DeviceConditionChange, DeviceOutages, InventoryReader } from "../state/mod.ts";
-import { type JournalFiles, replaceWhole } from "../journal/mod.ts";
+import { closeHandle, type JournalFiles, replaceWhole } from "../journal/mod.ts";
 import { typedValueScalar } from "./buckets.ts";
 import {
   type History,
@@ -1737,12 +1737,16 @@ export class IncidentRecorder {
     const files = this.#o.files;
     try {
       await files.ensureDir(this.#o.dir);
-      const h = await files.openAppend(this.#path(header.incident_id));
+      const path = this.#path(header.incident_id);
+      const h = await files.openAppend(path);
       try {
         await h.append(text);
         await h.sync();
       } finally {
-        h.close();
+        // A close that throws neither hides a failed write nor drops a record written and fsync'd.
+        closeHandle(h, (err) => {
+          this.#log.warn(`closing ${path} failed (${errorMessage(err)}): it is let go`);
+        });
       }
     } catch (err) {
       this.#dropped++;

@@ -23,6 +23,23 @@ export interface JournalAppendHandle {
   close(): void;
 }
 
+/**
+ * Lets a handle go in a `finally`, after the work done with it: a close that throws (a
+ * JournalFiles against close's contract: host's never does) neither hides the work's own error
+ * nor fails work that succeeded (what it wrote was fsync'd before); it is handed to `onError` (a
+ * caller with a log says it in one WARN) and the handle counts as let go either way.
+ */
+export function closeHandle(
+  handle: Pick<JournalAppendHandle, "close">,
+  onError: (err: unknown) => void = () => {},
+): void {
+  try {
+    handle.close();
+  } catch (err) {
+    onError(err);
+  }
+}
+
 /** One line of a file and where it lies. */
 export interface JournalLine {
   /** The line without its newline, cut to the reader's maxLineBytes. */

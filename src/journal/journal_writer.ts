@@ -43,7 +43,7 @@ import {
   type TimerId,
   utf8Length,
 } from "../common/mod.ts";
-import type { JournalAppendHandle, JournalFiles } from "./journal_files.ts";
+import { closeHandle, type JournalAppendHandle, type JournalFiles } from "./journal_files.ts";
 import { type JournalSegments, segmentNumbers, segmentPath } from "./journal_segments.ts";
 
 /** Lines lost since the last successful write. */
@@ -835,15 +835,13 @@ export class JournalWriter {
     const handle = this.#handle;
     this.#handle = null;
     if (handle === null) return;
-    try {
-      handle.close();
-    } catch (err) {
+    closeHandle(handle, (err) => {
       this.#o.log.warn(
         `${this.#o.name}: closing ${this.currentPath ?? "its file"} failed (${
           errorMessage(err)
         }): it is let go, ${then}`,
       );
-    }
+    });
   }
 
   /**

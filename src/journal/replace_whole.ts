@@ -4,7 +4,7 @@
  * port's rename makes the new name durable (host's fsyncs the folder after it), so a crash or a
  * power cut leaves the old file or the new one, never a torn one.
  */
-import type { JournalFiles } from "./journal_files.ts";
+import { closeHandle, type JournalFiles } from "./journal_files.ts";
 
 /** Appends text to the temporary file of replaceWhole (rejects when a write fails). */
 export type ReplaceAppend = (text: string) => Promise<void>;
@@ -17,7 +17,8 @@ export type ReplaceAppend = (text: string) => Promise<void>;
  * temporary file opened, each append, the rename): throwing fails the replacement so, and the old
  * file is not replaced (a caller stopped while the disk hung). `renaming`, told once `goesOn` let
  * the rename go: from then on the new file may be in place whatever the caller does (a stop that
- * comes meanwhile cannot undo it).
+ * comes meanwhile cannot undo it). A close of the temporary file that throws changes none of this
+ * (closeHandle): the replacement goes on, or rejects with its own error.
  */
 export async function replaceWhole(
   files: JournalFiles,
@@ -41,7 +42,8 @@ export async function replaceWhole(
       else await content(append);
       await handle.sync();
     } finally {
-      handle.close();
+      // A close that throws hides no failure of the writes, nor fails fsync'd text (closeHandle).
+      closeHandle(handle);
     }
     goesOn();
     renaming();

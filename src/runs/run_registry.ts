@@ -75,6 +75,7 @@ import {
 import { RUNS_LIMITS } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import {
+  closeHandle,
   type JournalAppendOptions,
   type JournalAppendResult,
   type JournalFiles,
@@ -3050,7 +3051,10 @@ export class RunRegistry {
     try {
       await handle.sync();
     } finally {
-      handle.close();
+      // A close that throws neither hides a failed fsync nor fails one that worked.
+      closeHandle(handle, (err) => {
+        this.#log.warn(`closing ${path} failed (${errorMessage(err)}): it is let go`);
+      });
     }
   }
 

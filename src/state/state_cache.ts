@@ -712,7 +712,6 @@ export class StateCache implements FreshReader {
       skew: { samples_total: 0, last_skew_ms: null, last_at_epoch_ms: null },
     });
     this.#pollMetrics.set(host.id, { duration: new Histogram(), errors: 0 });
-    this.#reported.delete(host.id);
     // A host that left the registry (removed or replaced by a reload) no longer reaches the
     // cache: its id may already belong to its successor.
     const current = () => this.#isCurrent(host);
@@ -735,8 +734,8 @@ export class StateCache implements FreshReader {
         this.#loops.get(host.id)?.wake();
       }
     });
-    this.#byProvider.delete(host.id);
-    this.#polledDevices.delete(host.id);
+    // Nothing of a predecessor under its id is left to clear: #removeHost dropped its devices
+    // and its GetHealth word, and a retired host's later answers are not stored (#isCurrent).
     this.#applyInventory(host, host.devices); // none yet unless the host is already up
     this.#notifyInventory(host.id);
     if (this.#running) this.#loops.set(host.id, this.#newLoop(host));
@@ -1076,9 +1075,12 @@ export class StateCache implements FreshReader {
     try {
       const response = await host.request("get_health", {});
       session.supportsGetHealth = true;
-      // The process died since it answered: its word is not kept (see #addHost).
+      // The process died since it answered: its word is not kept.
       if (host.session !== session) return null;
       host.noteLiveness(true);
+      // A host a reload took out meanwhile (its successor may hold the id by now): its word is
+      // not the provider's -- never stored, so a successor starts with none (#addHost).
+      if (!this.#isCurrent(host)) return null;
       const clock = this.#opts.clock;
       const entry = { atMs: clock.nowMs(), atMono: clock.monoMs(), response };
       const before = this.#reported.get(host.id);

@@ -191,6 +191,50 @@ Deno.test("Kernel.stop with the history disk hung for good ends within the proce
   }
 });
 
+Deno.test("Kernel.stop whose budget runs out while the history disk answers slowly says it wrote rows meanwhile, not that the disk does not answer", async () => {
+  // A slow disk: the write in flight when the stop begins is answered 1500 ms into the stop (its
+  // rows written meanwhile); the next one, the stop's last rows, not within the stop's budget.
+  const firstAnswers = Promise.withResolvers<void>();
+  const released = Promise.withResolvers<void>();
+  let slow = false;
+  let held = 0;
+  const files = new InterceptedAppends("/history/", async (text, append) => {
+    if (slow) await (held++ === 0 ? firstAnswers.promise : released.promise);
+    await append(text);
+  });
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(
+    testConfig({ providers: [simProvider("sim0")], history: { stepMs: 1000 } }),
+    { host: { log, files, lockDataDir } },
+  );
+  let stopping: Promise<void> | null = null;
+  let answering: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await afterPolls(rt, "sim0/tempctl0", 3);
+    slow = true;
+    await waitFor("a write of the history's rows in flight", () => held > 0);
+    const endsAt = performance.now() + STOP_BUDGET_MS;
+    stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
+    answering = setTimeout(() => firstAnswers.resolve(), 1500);
+    assert.equal(await within(stopping, STOP_BUDGET_MS), "stopped");
+    assert.ok(held > 1, "the stop's last rows were held by the disk");
+    const warned = rowsNotWritten(lines);
+    assert.equal(warned.length, 1, `one WARN counting the rows not written:\n${lines.join("\n")}`);
+    // Before: "...: the disk does not answer; ...", of a disk that wrote rows in the stop.
+    assert.ok(!warned[0]!.includes("does not answer"), warned[0]);
+    assert.match(
+      warned[0]!,
+      /^WARN .*stop: [1-9]\d* history row\(s\) not written within \d+ ms after the providers' stop \(the stop's budget, less TELEMETRY_STOP_RESERVE_MS \d+\): the disk answers, slowly: it wrote [1-9]\d* row\(s\) in the \d+ ms since the stop asked for them, and the stop's budget ran out first; the stop goes on without them /,
+    );
+    await lockKeptUntilWritten(rt.config.runtime.dataDir, released.resolve);
+  } finally {
+    clearTimeout(answering);
+    firstAnswers.resolve();
+    released.resolve();
+    await (stopping ?? rt.stop());
+  }
+});
+
 /** How long the history's disk stalls in the stop below before it answers again. */
 const STALL_MS = 1800;
 

@@ -109,13 +109,16 @@ export class MemoryFiles implements JournalFiles {
 /**
  * MemoryFiles that records, in order, the calls on the files `watched` picks (`"<op> <name>"`,
  * the name without its folder; ops remove, open, truncate, append, sync, close, rename), and
- * whose `failing` call of them rejects (EIO): a recording fake of the port, for the tests of
+ * whose `failing` call of them rejects (EIO) -- and whose close throws while `closeThrows` is
+ * set: a recording fake of the port, for the tests of
  * replaceWhole and of its users.
  */
 export class RecordingMemoryFiles extends MemoryFiles {
   readonly calls: string[] = [];
   /** The op whose calls on watched files reject while set. */
   failing: "open" | "append" | "sync" | "rename" | null = null;
+  /** While set, a close of a watched file throws (EBADF) once the handle is let go. */
+  closeThrows = false;
   readonly #watched: (path: string) => boolean;
 
   constructor(watched: (path: string) => boolean) {
@@ -147,6 +150,7 @@ export class RecordingMemoryFiles extends MemoryFiles {
       close: () => {
         if (this.#watched(path)) this.calls.push(`close ${path.slice(path.lastIndexOf("/") + 1)}`);
         h.close();
+        if (this.closeThrows && this.#watched(path)) throw new Error("EBADF: close failed");
       },
     };
   }

@@ -77,6 +77,32 @@ Deno.test("replaceWhole: an open, write, fsync or rename that fails leaves the o
   assert.deepEqual(await files.listNames("/data"), ["state.jsonl"]);
 });
 
+Deno.test("replaceWhole: a close of the temporary file that throws hides no failed write and fails no fsync'd text", async () => {
+  // A write that fails, then a close that throws: the write's error is the one rejected.
+  for (const failing of ["append", "sync"] as const) {
+    const files = await withOldFile();
+    files.failing = failing;
+    files.closeThrows = true;
+    await assert.rejects(
+      replaceWhole(files, PATH, "new\n"),
+      (err: Error) => err.message === `EIO: ${failing} failed (os error 5)`,
+      failing,
+    );
+    assert.equal(files.text(PATH), "old\n", failing);
+    assert.deepEqual(await files.listNames("/data"), ["state.jsonl"], failing);
+  }
+  // Written and fsync'd, then a close that throws: the text replaces the file all the same.
+  const files = await withOldFile();
+  files.closeThrows = true;
+  await replaceWhole(files, PATH, "new\n");
+  assert.deepEqual(files.calls.slice(-2), [
+    "close state.jsonl.tmp",
+    "rename state.jsonl.tmp state.jsonl",
+  ]);
+  assert.equal(files.text(PATH), "new\n");
+  assert.deepEqual(await files.listNames("/data"), ["state.jsonl"]);
+});
+
 Deno.test("replaceWhole: a caller's goesOn throwing before a step (stopped meanwhile) ends it there: the old file kept, only its own temporary file removed", async () => {
   // goesOn is asked before the open, each append and the rename: the nth throws.
   const after = [

@@ -308,6 +308,37 @@ Deno.test("providerHealthViews does not show a dead process's last GetHealth rep
   }
 });
 
+Deno.test("StateCache.fetchReportedHealth keeps no answer of a host a reload took out, whether it comes before or after its successor was added", async () => {
+  const inventory: Inventory = {
+    devices: { pump: { signals: [{ id: "flow", type: T.DOUBLE }], values: [dbl("flow", 1)] } },
+  };
+  for (const answered of ["after its successor", "before its successor"] as const) {
+    const fx = await startProgrammable(inventory, { inProcess: true });
+    const old = fx.host;
+    try {
+      await fx.program("pump", {
+        health: { devices: [{ device_id: "pump", state: WireDeviceState.UNREACHABLE }] },
+      });
+      assert.ok(await fx.cache.fetchReportedHealth(old), "answered while it is p0's host");
+      // Asked while it is p0's host; taken out by a reload (which stops it meanwhile) before the
+      // answer comes -- and, in the second case, its successor added before it comes too.
+      const asked = fx.cache.fetchReportedHealth(old);
+      assert.equal(fx.registry.remove("p0"), old);
+      if (answered === "after its successor") fx.registry.add(old.config); // not started
+      const answer = await asked;
+      assert.equal(fx.cache.reportedHealth("p0"), undefined, `${answered}: kept for p0`);
+      assert.equal(answer, null, `${answered}: a retired host's answer is not p0's word`);
+      if (answered === "before its successor") {
+        fx.registry.add(old.config);
+        assert.equal(fx.cache.reportedHealth("p0"), undefined, `${answered}: kept for p0`);
+      }
+    } finally {
+      await old.stop(2000);
+      await fx.close();
+    }
+  }
+});
+
 Deno.test("providerHealthViews lists in held_claims the devices a provider no longer lists but holds claims of, with their keys", async () => {
   const device = (claim: string) => ({
     signals: [{ id: "v", type: T.DOUBLE }],
