@@ -475,6 +475,9 @@ export const ESTOP_LOGGED_REASON_CHARS = 300;
  */
 export const ESTOP_LOGGED_CHECK_REASON_CHARS = 300;
 
+/** Providers the re-arm refusal names by id at most (their securing runs); the rest counted. */
+const ARM_REFUSAL_NAMED_PROVIDERS = 5;
+
 /** A name in an e-stop log line: cut to ESTOP_QUOTED_NAME_CHARS and JSON-quoted. */
 function quoteName(name: string): string {
   return quoteProviderTextWithin(name, ESTOP_QUOTED_NAME_CHARS);
@@ -656,6 +659,11 @@ export class Estop implements EstopService {
   #planIndex: { plan: SafeStatePlan; byProvider: Map<string, PlannedCall[]> } | null = null;
   /** What status shows as the verification (see #mergeVerification). */
   #verified: VerificationState | null = null;
+  /**
+   * Read-backs begun so far (a stop's, a re-verification's): the order #mergeVerification keeps,
+   * known even when the clock fails.
+   */
+  #readBackSeq = 0;
   #logPlanChanges = false;
   /**
    * Monotonic ms the plan was last logged at for a change (#planChanged); null when the clock
@@ -722,6 +730,11 @@ export class Estop implements EstopService {
   readonly #readBacksUnderWay = new Set<Promise<unknown>>();
   /** Of #readBacksUnderWay: the securing runs (the rest are re-verification batches). */
   #securingUnderWay = 0;
+  /**
+   * Per provider id: its securing runs making their calls (counted in #stopsRunning too), which
+   * the re-arm refusal names (#stillRunning). Deleted at none.
+   */
+  readonly #securingCalls = new Map<string, number>();
   readonly #reasonListeners: ((
     reason: Promise<string | null>,
     cause: string,
@@ -744,8 +757,7 @@ export class Estop implements EstopService {
           // Released while its stop still runs: the ladder's calls (and the hooks into FAULT after
           // them) skip every gate, and would land after the operator's first commands.
           : this.#stopsRunning > 0
-          ? `E-stop still running: ${from} -> ${to} refused until its safe-state calls and the ` +
-            "hooks into FAULT have finished (POST /v0/estop answers then); retry then"
+          ? this.#stillRunning(from, to)
           : null,
       "estop",
     );
@@ -807,6 +819,36 @@ export class Estop implements EstopService {
     // The hooks into FAULT made again for a provider that comes back wait for its ladder calls
     // and leave out those the ladder made (the adopted hooks' own, without a safety: section).
     options.modes?.setLatchSecuring?.((host, o) => this.#ladderMade(host, o?.notBegun === true));
+  }
+
+  /**
+   * The re-arm refusal while released with stop actions still running (#stopsRunning), saying what
+   * it waits for: a stop not answered yet (its ladder, its hooks into FAULT, its read-back: its
+   * trigger, POST /v0/estop or another, answers once it has ended), a securing run's safe-state
+   * call still on the wire (no trigger waits for it: the release ends the run after that call), or
+   * both.
+   */
+  #stillRunning(from: string, to: string): string {
+    const waits: string[] = [];
+    if (this.#stopsUnderWay > 0) {
+      waits.push(
+        "its stop has ended (its safe-state calls, the hooks into FAULT and its read-back; " +
+          "a press by POST /v0/estop is answered then)",
+      );
+    }
+    const ids = [...this.#securingCalls.keys()];
+    if (ids.length > 0) {
+      const named = ids.slice(0, ARM_REFUSAL_NAMED_PROVIDERS).join(", ") +
+        (ids.length > ARM_REFUSAL_NAMED_PROVIDERS
+          ? ` and ${ids.length - ARM_REFUSAL_NAMED_PROVIDERS} more`
+          : "");
+      waits.push(
+        `the securing run of provider(s) ${named} (back while latched) has ended: the ` +
+          "release ends it once its safe-state call on the wire has answered",
+      );
+    }
+    return `E-stop still running: ${from} -> ${to} refused until ${waits.join(", and ")}; ` +
+      "retry then";
   }
 
   /**
@@ -891,16 +933,16 @@ export class Estop implements EstopService {
 
   /**
    * The monotonic clock, read where a clock that fails must take nothing away: asked once more,
-   * each failure one ERROR line (`what`, then `thenWhat`: what is left out); null when it fails
-   * again.
+   * each failure one ERROR line (`what`, then `thenWhat`: what is left out) on `log` (a
+   * read-back's own reads: #readBackLog, silent after endReadBackLines); null when it fails again.
    */
-  #readMono(what: string, thenWhat: string): number | null {
-    return readClockTwice(() => this.#o.clock.monoMs(), this.#stopLog, what, thenWhat);
+  #readMono(what: string, thenWhat: string, log: Logger = this.#stopLog): number | null {
+    return readClockTwice(() => this.#o.clock.monoMs(), log, what, thenWhat);
   }
 
   /** The wall clock (epoch ms), read as #readMono reads the monotonic one. */
-  #readNow(what: string, thenWhat: string): number | null {
-    return readClockTwice(() => this.#o.clock.nowMs(), this.#stopLog, what, thenWhat);
+  #readNow(what: string, thenWhat: string, log: Logger = this.#stopLog): number | null {
+    return readClockTwice(() => this.#o.clock.nowMs(), log, what, thenWhat);
   }
 
   /**
@@ -1836,12 +1878,8 @@ export class Estop implements EstopService {
     }
     const { plan, planFailed, actions, drain } = ladder;
     const expect = safeState.expect;
-    // After the ladder and the hooks: a clock that fails must not take the trigger's answer away.
-    // Asked once more; without a start this read-back is shown as the newest (#mergeVerification).
-    const startedAt = this.#readMono(
-      "e-stop verification",
-      "e-stop verification: its start is unknown",
-    );
+    // Ordered by its start among the read-backs (#mergeVerification): no clock to fail here.
+    const seq = ++this.#readBackSeq;
     const verification = await verifySafeState({
       reads: this.#o.reads,
       clock: this.#o.clock,
@@ -1850,7 +1888,7 @@ export class Estop implements EstopService {
       log: this.#readBackLog,
       ended: () => this.#readBacksEnded,
     });
-    this.#mergeVerification(expect, expect.map((_, i) => i), verification, startedAt);
+    this.#mergeVerification(expect, expect.map((_, i) => i), verification, seq);
     this.#reportVerification(verification, "e-stop verification");
     const result: EstopResult = {
       // As it stands now: a clear while this stop ran released it (the stop ran on all the same).
@@ -2032,7 +2070,7 @@ export class Estop implements EstopService {
     // On the stop path, after the ladder and the hooks: a clock that fails must not take the
     // trigger's answer away. It is asked once more; if it fails again the verification is not
     // published (no invented time), and an ERROR line says so (status shows it all the same).
-    const wall = this.#readNow(what, `${what} not published`);
+    const wall = this.#readNow(what, `${what} not published`, this.#readBackLog);
     if (wall === null) return;
     // What a stop left behind, read back after it: dated no earlier than the trigger it verifies
     // (a step back of the wall clock during the stop, NTP, must not put it before that trigger),
@@ -2367,6 +2405,7 @@ export class Estop implements EstopService {
       } else this.#stopLog.warn(line);
       const done: EstopAction[] = calls.map((c) => ({ ...c.label, success: true }));
       this.#stopsRunning++;
+      this.#securingCalls.set(id, (this.#securingCalls.get(id) ?? 0) + 1);
       try {
         for (const [i, c] of calls.entries()) {
           // Released since its previous call (the operator owns the machine again), or latched
@@ -2388,6 +2427,9 @@ export class Estop implements EstopService {
         }
       } finally {
         this.#stopsRunning--;
+        const n = (this.#securingCalls.get(id) ?? 1) - 1;
+        if (n > 0) this.#securingCalls.set(id, n);
+        else this.#securingCalls.delete(id);
       }
       return done;
     }).finally(() => {
@@ -2501,10 +2543,11 @@ export class Estop implements EstopService {
       expect !== shown.expect || ids.includes(e.providerId) ? [i] : []
     );
     // On the stop path: a clock that fails must not take the re-verification away (as the
-    // trigger's). Asked once more; without a start it is shown as the newest (#mergeVerification)
-    // and audited without a latency (none invented).
+    // trigger's). Asked once more; without a start it is audited without a latency (none
+    // invented). Ordered by its start among the read-backs (#mergeVerification), clock or not.
     const what = `e-stop re-verification (${ids.join(", ")})`;
-    const startedAt = this.#readMono(what, `${what}: its start is unknown`);
+    const seq = ++this.#readBackSeq;
+    const startedAt = this.#readMono(what, `${what}: its start is unknown`, this.#readBackLog);
     const partial = await verifySafeState({
       reads: this.#o.reads,
       clock: this.#o.clock,
@@ -2513,7 +2556,7 @@ export class Estop implements EstopService {
       log: this.#readBackLog,
       ended: () => this.#readBacksEnded,
     });
-    if (!this.#mergeVerification(expect, indices, partial, startedAt)) return;
+    if (!this.#mergeVerification(expect, indices, partial, seq)) return;
     const merged = verificationView(this.#verified!);
     const why = batch.reason === AVAILABLE_WHILE_LATCHED ? "back" : batch.reason;
     this.#reportVerification(merged, `e-stop re-verification (${ids.join(", ")} ${why})`);
@@ -2524,7 +2567,7 @@ export class Estop implements EstopService {
     const failed = actions.filter((a) => !a.success).length;
     const endedAt = startedAt === null
       ? null
-      : this.#readMono(what, `${what}: its audit latency is left out`);
+      : this.#readMono(what, `${what}: its audit latency is left out`, this.#readBackLog);
     this.#o.audit?.record({
       action: "estop",
       origin: { kind: "estop", rung: batch.rung, cause },
@@ -2542,39 +2585,36 @@ export class Estop implements EstopService {
   }
 
   /**
-   * Merges a read-back of `expect[indices[k]]` (checks in that order), begun at monotonic
-   * `startedAt`, into what status shows: a check replaces the one shown unless that one comes
+   * Merges a read-back of `expect[indices[k]]` (checks in that order), the `seq`th begun
+   * (#readBackSeq), into what status shows: a check replaces the one shown unless that one comes
    * from a read-back begun later. A read-back of another expectation list (a trigger after a
-   * reload of safety.safe_state) replaces it all; a partial one of a list no longer shown is
-   * dropped (false). A `startedAt` of null (the clock failed) is a read-back begun now: it
-   * replaces every check it has, shown as begun with the latest shown, so later ones replace it.
+   * reload of safety.safe_state, or one re-parsing the same list: another list all the same)
+   * replaces it all, unless a check shown comes from a read-back begun later (dropped, false: an
+   * older read-back ending last never replaces a newer one); a partial one of a list no longer
+   * shown is dropped (false).
    */
   #mergeVerification(
     expect: readonly SafeStateExpectation[],
     indices: readonly number[],
     v: Verification,
-    startedAt: number | null,
+    seq: number,
   ): boolean {
     let shown = this.#verified;
-    if (startedAt === null) {
-      startedAt = shown === null || shown.expect !== expect
-        ? -Infinity
-        : Math.max(-Infinity, ...shown.startedAt);
-    }
     if (shown === null || shown.expect !== expect) {
       if (indices.length !== expect.length) return false;
+      if (shown !== null && shown.seq.some((s) => s > seq)) return false;
       shown = this.#verified = {
         expect,
         checks: [...v.checks],
-        startedAt: v.checks.map(() => startedAt),
+        seq: v.checks.map(() => seq),
         elapsedMs: v.elapsed_ms,
       };
       return true;
     }
     indices.forEach((index, k) => {
-      if (shown.startedAt[index]! > startedAt) return;
+      if (shown.seq[index]! > seq) return;
       shown.checks[index] = v.checks[k]!;
-      shown.startedAt[index] = startedAt;
+      shown.seq[index] = seq;
     });
     shown.elapsedMs = v.elapsed_ms;
     return true;
@@ -2767,7 +2807,8 @@ interface ReverifyBatch {
 interface VerificationState {
   readonly expect: readonly SafeStateExpectation[];
   readonly checks: VerificationCheck[];
-  readonly startedAt: number[];
+  /** Per check: the #readBackSeq of the read-back it comes from (the order they began in). */
+  readonly seq: number[];
   /** Duration of the last read-back merged in. */
   elapsedMs: number;
 }

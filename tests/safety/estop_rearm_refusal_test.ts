@@ -1,0 +1,119 @@
+/**
+ * Re-arming refused while the latch is released but stop actions still run (docs/safety.md,
+ * "Arming waits for the stop"): the refusal says what it waits for, in each case it is given in --
+ * a stop not answered yet (its ladder, its hooks into FAULT, its read-back: a press by POST
+ * /v0/estop is answered then), a securing run's safe-state call still on the wire (no press waits
+ * for it: the release ends the run once that call has answered), or both. In-process: the real
+ * Estop over a router that holds each call until the test answers it, a provider whose return
+ * the test announces, and the arm check the Estop hands its modes port.
+ */
+import assert from "node:assert/strict";
+import type { ArmCheck, CallRequest, CallRouter } from "../../src/control/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { Estop } from "../../src/safety/mod.ts";
+import { untilTurns } from "../helpers/turns.ts";
+import {
+  errorLog,
+  faultRecordingModes,
+  heaterOffLadder,
+  heaterOffReader,
+  providerComingBack,
+} from "./_clock_rig.ts";
+
+/** The refusal while a stop has not answered yet. */
+const STOP_WAIT = "its stop has ended (its safe-state calls, the hooks into FAULT and its " +
+  "read-back; a press by POST /v0/estop is answered then)";
+/** The refusal while plant's securing run has a call on the wire. */
+const SECURING_WAIT = "the securing run of provider(s) plant (back while latched) has ended: " +
+  "the release ends it once its safe-state call on the wire has answered";
+
+function rig() {
+  const held: { req: CallRequest; answer(): void }[] = [];
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    drainFrom: () => () => Promise.resolve(true),
+    call: (req: CallRequest) =>
+      new Promise<unknown>((resolve) => held.push({ req, answer: () => resolve({}) })),
+  } as unknown as CallRouter;
+  const { inventory, host, comeBack } = providerComingBack("plant");
+  const { modes } = faultRecordingModes();
+  let armCheck: ArmCheck | null = null;
+  modes.addArmCheck = (check) => void (armCheck = check);
+  const estop = new Estop({
+    router,
+    inventory,
+    reads: heaterOffReader().reads,
+    clock: systemClock,
+    log: errorLog().log,
+    modes,
+    safeState: heaterOffLadder(),
+  });
+  const answerAll = () => held.splice(0).forEach((h) => h.answer());
+  return {
+    estop,
+    host,
+    comeBack,
+    held: () => held.length,
+    answerAll,
+    arming: () => armCheck!("FAULT", "MANUAL"),
+  };
+}
+
+/** Latched, its stop answered; plant comes back and its securing run's call is on the wire. */
+async function securingOnTheWire(r: ReturnType<typeof rig>): Promise<void> {
+  const stop = r.estop.trigger("test");
+  await untilTurns(() => r.held() === 1, "the stop's ladder call");
+  r.answerAll();
+  await stop;
+  r.comeBack();
+  await untilTurns(() => r.held() === 1, "the securing run's call");
+}
+
+Deno.test("Estop re-arm refusal after a release while the stop runs names the stop and its answer", async () => {
+  const r = rig();
+  const stop = r.estop.trigger("test");
+  await untilTurns(() => r.held() === 1, "the stop's ladder call");
+  r.estop.clear();
+  assert.equal(
+    r.arming(),
+    `E-stop still running: FAULT -> MANUAL refused until ${STOP_WAIT}; retry then`,
+  );
+  r.answerAll();
+  await stop;
+  assert.equal(r.arming(), null, "let through once the stop has answered");
+});
+
+Deno.test("Estop re-arm refusal after a release while only a securing call is on the wire names that run, no press's answer", async () => {
+  const r = rig();
+  await securingOnTheWire(r);
+  r.estop.clear();
+  const refusal = r.arming();
+  assert.equal(
+    refusal,
+    `E-stop still running: FAULT -> MANUAL refused until ${SECURING_WAIT}; retry then`,
+  );
+  assert.ok(!String(refusal).includes("POST /v0/estop"), "the press was answered already");
+  r.answerAll();
+  await r.estop.securing(r.host);
+  assert.equal(r.arming(), null, "let through once the call on the wire has answered");
+});
+
+Deno.test("Estop re-arm refusal after a release while a stop waits behind a securing call names both", async () => {
+  const r = rig();
+  await securingOnTheWire(r);
+  r.estop.clear();
+  // Pressed again and released again: the new stop's ladder call waits behind the one on the wire.
+  const second = r.estop.trigger("again");
+  r.estop.clear();
+  assert.equal(
+    r.arming(),
+    `E-stop still running: FAULT -> MANUAL refused until ${STOP_WAIT}, and ${SECURING_WAIT}; ` +
+      "retry then",
+  );
+  await untilTurns(() => {
+    r.answerAll();
+    return r.arming() === null;
+  }, "every stop action answered");
+  await second;
+});
