@@ -20,11 +20,12 @@
  */
 import {
   type DeviceCapabilities,
-  deviceHandle,
   failedPrecondition,
   type FunctionPolicy,
   type FunctionSpec,
   NO_FUNCTION_POLICY,
+  quoteDeviceHandle,
+  quoteProviderText,
   resourceExhausted,
   type RuntimeError,
 } from "../common/mod.ts";
@@ -34,8 +35,16 @@ export function policyOf(fn: FunctionSpec): FunctionPolicy {
   return fn.policy ?? NO_FUNCTION_POLICY;
 }
 
+/**
+ * The function a refusal names: `"provider/device" "name"`, both provider text quoted as the rest of
+ * the runtime quotes it (quoteDeviceHandle, quoteProviderText), so that a quote, a control
+ * character or 10 KB in a name neither forges nor floods the message (an API answer, a Sparkplug
+ * command's answer, the behavior tree's WARN line).
+ */
 function what(device: DeviceCapabilities, fn: FunctionSpec): string {
-  return `${deviceHandle(device.device.providerId, device.device.deviceId)} ${fn.name}`;
+  return `${quoteDeviceHandle(device.device.providerId, device.device.deviceId)} ${
+    quoteProviderText(fn.name)
+  }`;
 }
 
 /** The refusal of a call to `fn` in runtime mode `mode`, or null when its allowed_modes allow it. */
@@ -50,7 +59,7 @@ export function allowedModesRefusal(
   if (allowed.some((a) => a.toUpperCase() === m)) return null;
   return failedPrecondition(
     `Call refused in ${mode} mode: ${what(device, fn)} is allowed only in ${
-      allowed.join(", ")
+      allowed.map(quoteProviderText).join(", ")
     } (provider policy allowed_modes)`,
   );
 }

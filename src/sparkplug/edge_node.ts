@@ -621,8 +621,14 @@ export class SparkplugEdgeNode {
   readonly #aliases = new Map<string, Map<string, number>>();
   /** How many aliases #aliases holds. */
   #aliasCount = 0;
-  /** Alias -> `device\u0000metric name` (commands may name metrics by alias). */
-  readonly #aliasNames = new Map<number, string>();
+  /**
+   * Alias -> its device and metric name (commands may name metrics by alias). Held apart, not
+   * joined into one text: a metric name is a provider's text and may hold any character.
+   */
+  readonly #aliasNames = new Map<
+    number,
+    { readonly deviceId: string; readonly name: string }
+  >();
   #commandsInProgress = 0;
   #nextAlias = 1;
   /** Devices born on the current connection, by Sparkplug device id. */
@@ -670,6 +676,8 @@ export class SparkplugEdgeNode {
   /**
    * Answers to commands not handed over yet (MAX_IN_FLIGHT writes unconfirmed), the latest per
    * metric (`device\u0000metric name`; device NODE for an NCMD), sent first when writes complete.
+   * One text key is exact here: a Sparkplug device id holds no NUL (sparkplugDeviceId encodes
+   * every control character, NODE is empty), so the first NUL parts device from metric name.
    */
   readonly #answersWaiting = new Map<
     string,
@@ -2402,8 +2410,8 @@ export class SparkplugEdgeNode {
     m: Metric,
     units: ReadonlyMap<string, string> | undefined,
   ): "born" | "unit" | "other" {
-    const key = this.#aliasNames.get(Number(m.alias));
-    const signalId = key?.slice(deviceId.length + 1);
+    const named = this.#aliasNames.get(Number(m.alias));
+    const signalId = named?.deviceId === deviceId ? named.name : undefined;
     if (signalId === undefined || !dev.signals.has(signalId)) return "other";
     const born = dev.types.get(signalId) ?? null;
     // Polled as another type than the birth declares now: left out, as the ring's replay does.
@@ -2948,10 +2956,8 @@ export class SparkplugEdgeNode {
   #commandName(deviceId: string, m: Record<string, unknown>): string | null {
     if (typeof m.name === "string") return m.name;
     const alias = typeof m.alias === "number" ? m.alias : Number(m.alias);
-    const key = this.#aliasNames.get(alias);
-    if (key === undefined) return null;
-    const i = key.indexOf("\u0000");
-    return key.slice(0, i) === deviceId ? key.slice(i + 1) : null;
+    const named = this.#aliasNames.get(alias);
+    return named?.deviceId === deviceId ? named.name : null;
   }
 
   #nodeCommand(topic: string, m: Record<string, unknown>): void {
@@ -3403,7 +3409,7 @@ export class SparkplugEdgeNode {
     let a = names.get(name);
     if (a === undefined) {
       names.set(name, a = this.#nextAlias++);
-      this.#aliasNames.set(a, `${deviceId}\u0000${name}`);
+      this.#aliasNames.set(a, { deviceId, name });
       this.#aliasCount++;
     }
     return a;
@@ -3550,7 +3556,7 @@ export class SparkplugEdgeNode {
       return;
     }
     this.#metricTooLargeSaid.add(key);
-    const name = this.#aliasNames.get(Number(m.alias))?.split("\u0000")[1] ??
+    const name = this.#aliasNames.get(Number(m.alias))?.name ??
       `alias ${String(m.alias)}`;
     this.#log.warn(
       `sparkplug: ${type} metric ${quoteName(name)} of ${

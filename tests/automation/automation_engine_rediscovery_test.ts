@@ -128,7 +128,7 @@ Deno.test("AutomationEngine: a restart in AUTO that makes the tree's literal cal
     assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
     assert.match(
       said[0]!,
-      /^WARN .*behavior tree: inventory of p0 changed: entering AUTO is refused while the tree calls p0\/act set_x \(Call refused: p0\/act set_x requires a lease \(provider policy requires_lease\)/,
+      /^WARN .*behavior tree: inventory of p0 changed: entering AUTO is refused while the tree calls p0\/act set_x \(Call refused: "p0\/act" "set_x" requires a lease \(provider policy requires_lease\)/,
     );
     // Where the API says why the tree does not run, with the remedy the device-loss latch needs.
     assert.match(
@@ -177,7 +177,7 @@ Deno.test("AutomationEngine: a reload restarting a provider outside AUTO whose n
     assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
     assert.match(
       said[0]!,
-      /^WARN .*behavior tree: inventory of p0 changed: entering AUTO is refused while the tree calls p0\/act set_x \(Call refused in AUTO mode: p0\/act set_x is allowed only in MANUAL \(provider policy allowed_modes\)\)$/,
+      /^WARN .*behavior tree: inventory of p0 changed: entering AUTO is refused while the tree calls p0\/act set_x \(Call refused in AUTO mode: "p0\/act" "set_x" is allowed only in "MANUAL" \(provider policy allowed_modes\)\)$/,
     );
     assert.match(
       rt.automation!.status().why_not_running ?? "",
@@ -246,7 +246,7 @@ Deno.test("AutomationEngine: a tree whose literal call a provider's policy keeps
     assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
     assert.match(
       said[0]!,
-      /^WARN .*behavior tree: at start-up: entering AUTO is refused while the tree calls p0\/act set_x \(Call refused in AUTO mode: p0\/act set_x is allowed only in MANUAL \(provider policy allowed_modes\)\)$/,
+      /^WARN .*behavior tree: at start-up: entering AUTO is refused while the tree calls p0\/act set_x \(Call refused in AUTO mode: "p0\/act" "set_x" is allowed only in "MANUAL" \(provider policy allowed_modes\)\)$/,
     );
     await assert.rejects(
       r.kernel.modes.request("AUTO"),
@@ -278,7 +278,7 @@ Deno.test("AutomationEngine: a reload that swaps in a tree whose literal call a 
     assert.equal(said.length, 1, `said ${said.length} times:\n${r.lines.join("\n")}`);
     assert.match(
       said[0]!,
-      /^WARN .*behavior tree: reloaded: entering AUTO is refused while the tree calls p0\/act set_x \(Call refused in AUTO mode: p0\/act set_x is allowed only in MANUAL \(provider policy allowed_modes\)\)$/,
+      /^WARN .*behavior tree: reloaded: entering AUTO is refused while the tree calls p0\/act set_x \(Call refused in AUTO mode: "p0\/act" "set_x" is allowed only in "MANUAL" \(provider policy allowed_modes\)\)$/,
     );
     // A reload that swaps in the tree alone says it too.
     const back = await rt.reload({

@@ -695,7 +695,7 @@ Deno.test("AutomationEngine's AUTO gate judges a duplicated function name by the
   await engine.load();
   assert.match(
     engine.autoProblem() ?? "(no problem: AUTO admitted)",
-    /^refusing AUTO: the behavior tree calls sim0\/motorctl0 set_motor_duty \(Call refused in AUTO mode: .* allowed only in MANUAL/,
+    /^refusing AUTO: the behavior tree calls sim0\/motorctl0 set_motor_duty \(Call refused in AUTO mode: .* allowed only in "MANUAL"/,
   );
 });
 

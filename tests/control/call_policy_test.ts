@@ -51,7 +51,8 @@ Deno.test("allowedModesRefusal: empty allows every mode; names compare case-inse
   assert.equal(refused?.code, "FAILED_PRECONDITION");
   assert.equal(
     refused?.message,
-    "Call refused in IDLE mode: p/d f1 is allowed only in manual, Auto (provider policy allowed_modes)",
+    String
+      .raw`Call refused in IDLE mode: "p/d" "f1" is allowed only in "manual", "Auto" (provider policy allowed_modes)`,
   );
   // A name that is no runtime mode matches none.
   assert.equal(
@@ -79,7 +80,8 @@ Deno.test("CallIntervals refuses until min_interval_ms has passed since the last
   assert.deepEqual(r?.details, { retry_after_ms: 750 });
   assert.equal(
     r?.message,
-    "Call refused: p/d f1 was last called 250 ms ago and its provider policy min_interval_ms is 1000 ms (retry in 750 ms)",
+    String
+      .raw`Call refused: "p/d" "f1" was last called 250 ms ago and its provider policy min_interval_ms is 1000 ms (retry in 750 ms)`,
   );
   assert.equal(iv.refusal(device, f, 10_999)?.code, "RESOURCE_EXHAUSTED");
   assert.equal(iv.refusal(device, f, 11_000), null, "exactly the interval later");
@@ -220,4 +222,29 @@ Deno.test("CallIntervals keeps functions apart whatever characters their ids and
   assert.equal(iv.size, 2);
   assert.equal(iv.refusal(at("p", "d"), named("a\u0000b"), 10)?.code, "RESOURCE_EXHAUSTED");
   assert.equal(iv.refusal(at("p/d", "x"), named("f"), 10)?.code, "RESOURCE_EXHAUSTED");
+});
+
+Deno.test("call refusals quote the provider's names: a line break, a quote or 10 KB in a device id, function name or mode name can neither forge nor flood the message", () => {
+  const odd: DeviceCapabilities = {
+    ...device,
+    device: { ...device.device, deviceId: 'd"\nWARN forged' },
+  };
+  const name = `f\r\u001b[31m${"x".repeat(10_000)}`;
+  const spec = (policy: Partial<FunctionPolicy>): FunctionSpec => ({ ...fn(policy), name });
+  const modes = allowedModesRefusal(odd, spec({ allowedModes: ["AUTO\nX"] }), "IDLE");
+  const lease = leaseRefusal(odd, spec({ requiresLease: true }));
+  const iv = new CallIntervals();
+  iv.note(odd, spec({ minIntervalMs: 1000 }), 0);
+  const interval = iv.refusal(odd, spec({ minIntervalMs: 1000 }), 250);
+  for (const refused of [modes, lease, interval]) {
+    const message = refused?.message ?? "";
+    assert.doesNotMatch(message, /\p{Cc}/u, JSON.stringify(message.slice(0, 120)));
+    assert.ok(message.length < 400, `${message.length} characters`);
+    assert.ok(message.includes(String.raw`"p/d\"\nWARN forged"`), message.slice(0, 120));
+  }
+  assert.equal(
+    modes?.message,
+    String.raw`Call refused in IDLE mode: "p/d\"\nWARN forged" "f\r\u001b[31m` + "x".repeat(73) +
+      String.raw`…" is allowed only in "AUTO\nX" (provider policy allowed_modes)`,
+  );
 });

@@ -277,7 +277,7 @@ Deno.test("CallRouter: a call whose device is gone after a restart is refused as
 Deno.test("CallRouter: a call whose function a restart declares with requires_lease or allowed_modes leaving the mode out is refused by that policy at its turn, audited so, its decision written ahead settled", async () => {
   const cases = [
     { policy: { requiresLease: true }, by: "requires_lease", text: /requires a lease/ },
-    { policy: { allowedModes: ["AUTO"] }, by: "allowed_modes", text: /allowed only in AUTO/ },
+    { policy: { allowedModes: ["AUTO"] }, by: "allowed_modes", text: /allowed only in "AUTO"/ },
   ];
   for (const c of cases) {
     const { outcome, ran, audit } = await callAcrossRestart({ functionName: "set_opening" }, 30, {

@@ -88,12 +88,12 @@ Deno.test("Start-up warns of a before_transition hook calling a function its pro
     arm: true,
     automation: hooksOnly({ beforeTransition: [disarm], afterTransition: [] }),
   });
-  await assert.rejects(r.kernel.modes.request("IDLE"), /vetoed: .*allowed only in AUTO/);
+  await assert.rejects(r.kernel.modes.request("IDLE"), /vetoed: .*allowed only in "AUTO"/);
   const warned = vetoWarnings(r);
   assert.equal(warned.length, 1, r.lines.join("\n"));
   assert.match(
     warned[0]!,
-    /^WARN .*before_transition\[0\] vetoes MANUAL -> IDLE every time: its call disarm\.calls\[0\] pol\/act0 auto_only is refused while the mode is still MANUAL \(Call refused in MANUAL mode: .*allowed only in AUTO/,
+    /^WARN .*before_transition\[0\] vetoes MANUAL -> IDLE every time: its call disarm\.calls\[0\] pol\/act0 auto_only is refused while the mode is still MANUAL \(Call refused in MANUAL mode: .*allowed only in "AUTO"/,
   );
 });
 

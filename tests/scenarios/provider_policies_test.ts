@@ -71,7 +71,7 @@ Deno.test("POST /v0/call: a call sooner than min_interval_ms is 429 with Retry-A
     assert.equal(body.status.code, "RESOURCE_EXHAUSTED");
     assert.match(
       body.status.message,
-      /^Call refused: pol\/act0 pulse was last called \d+ ms ago and its provider policy min_interval_ms is 1000 ms \(retry in \d+ ms\)$/,
+      /^Call refused: "pol\/act0" "pulse" was last called \d+ ms ago and its provider policy min_interval_ms is 1000 ms \(retry in \d+ ms\)$/,
     );
     assert.equal(second.headers.get("retry-after"), "1");
     // Another function of the same device has its own interval (none): not affected.
@@ -86,7 +86,10 @@ Deno.test("POST /v0/call: a call sooner than min_interval_ms is 429 with Retry-A
     );
     assert.equal(refused.length, 1);
     assert.equal(refused[0]!.refused_by, "min_interval");
-    assert.match(refused[0]!.reason ?? "", /^RESOURCE_EXHAUSTED: Call refused: pol\/act0 pulse/);
+    assert.match(
+      refused[0]!.reason ?? "",
+      /^RESOURCE_EXHAUSTED: Call refused: "pol\/act0" "pulse"/,
+    );
 
     // Once the interval has passed, the next call goes through.
     const wait = Number(/retry in (\d+) ms/.exec(body.status.message)![1]);
@@ -142,7 +145,7 @@ Deno.test("POST /v0/call: allowed_modes and requires_lease refuse with 409, audi
     assert.equal(idleBody.status.code, "FAILED_PRECONDITION");
     assert.equal(
       idleBody.status.message,
-      "Call refused in IDLE mode: pol/act0 peek is allowed only in MANUAL (provider policy allowed_modes)",
+      'Call refused in IDLE mode: "pol/act0" "peek" is allowed only in "MANUAL" (provider policy allowed_modes)',
     );
     await rt.modes.request("MANUAL");
     assert.equal((await post("/v0/call", callBody(4))).status, 200);
@@ -152,14 +155,14 @@ Deno.test("POST /v0/call: allowed_modes and requires_lease refuse with 409, audi
     assert.equal(auto.status, 409);
     assert.equal(
       (await auto.json()).status.message,
-      "Call refused in MANUAL mode: pol/act0 auto_only is allowed only in AUTO (provider policy allowed_modes)",
+      'Call refused in MANUAL mode: "pol/act0" "auto_only" is allowed only in "AUTO" (provider policy allowed_modes)',
     );
     // requires_lease: this runtime grants no leases.
     const leased = await post("/v0/call", callBody(3));
     assert.equal(leased.status, 409);
     assert.equal(
       (await leased.json()).status.message,
-      "Call refused: pol/act0 leased requires a lease (provider policy requires_lease) and this runtime grants no leases",
+      'Call refused: "pol/act0" "leased" requires a lease (provider policy requires_lease) and this runtime grants no leases',
     );
 
     const stats = await policyStats(rt);
@@ -328,7 +331,7 @@ Deno.test("AUTO is refused when the tree calls a function whose policy never let
       await rt.modes.request("MANUAL");
       await assert.rejects(rt.modes.request("AUTO"), (err: Error) => {
         assert.match(err.message, /refusing AUTO: the behavior tree calls pol\/act0 peek \(/);
-        assert.match(err.message, /allowed only in MANUAL \(provider policy allowed_modes\)/);
+        assert.match(err.message, /allowed only in "MANUAL" \(provider policy allowed_modes\)/);
         assert.match(err.message, /; pol\/act0 leased \(/);
         assert.doesNotMatch(err.message, /auto_only/, "AUTO is among auto_only's allowed modes");
         return true;

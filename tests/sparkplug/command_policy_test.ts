@@ -105,11 +105,11 @@ Deno.test({
       assert.match(await answerTo("pulse"), /^FAILED: /);
       assert.match(
         await answerTo("pulse"),
-        /^REFUSED: Call refused: pol\/act0 pulse was last called \d+ ms ago and its provider policy min_interval_ms is 600000 ms/,
+        /^REFUSED: Call refused: "pol\/act0" "pulse" was last called \d+ ms ago and its provider policy min_interval_ms is 600000 ms/,
       );
       assert.match(
         await answerTo("auto_only"),
-        /^REFUSED: Call refused in MANUAL mode: pol\/act0 auto_only is allowed only in AUTO \(provider policy allowed_modes\)/,
+        /^REFUSED: Call refused in MANUAL mode: "pol\/act0" "auto_only" is allowed only in "AUTO" \(provider policy allowed_modes\)/,
       );
       assert.match(await answerTo("leased"), /^REFUSED: .*requires a lease/);
 

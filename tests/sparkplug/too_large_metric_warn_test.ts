@@ -80,3 +80,25 @@ Deno.test("SparkplugEdgeNode: beyond MAX_TOO_LARGE_DEVICES_WARNED devices one li
   );
   await r.stop();
 });
+
+Deno.test("SparkplugEdgeNode: the WARN of a metric left out for its size names the whole metric, a NUL in its name included", async () => {
+  const { lines, log } = capturingLogger({ level: "info" });
+  const r = edgeNodeRig({
+    providers: [{
+      id: P,
+      available: true,
+      devices: [deviceCaps(P, "d0", { signals: [signalSpec("s\u0000t", "string")] })],
+    }],
+    log,
+    maxMessageBytes: 1024,
+  });
+  await r.online();
+  const event = update("d0", HUGE, 1);
+  r.emit({ ...event, event: { ...event.event, signal_id: "s\u0000t" } } as PublishedEvent);
+  await flushMicrotasks();
+  assert.equal(r.node.counts.tooLargeDropped, 1);
+  const said = lines.filter((l) => l.startsWith("WARN") && /left out/.test(l));
+  assert.equal(said.length, 1, lines.join("\n"));
+  assert.match(said[0]!, /^WARN .*DDATA metric "s\\u0000t" of "p:d0" left out/);
+  await r.stop();
+});
