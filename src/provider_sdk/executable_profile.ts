@@ -7,6 +7,7 @@
  */
 
 import { MAX_NAMED_IN_WARNING } from "../common/mod.ts";
+import { PROVIDER_STATUS_MESSAGE_CHARS } from "../adpp/mod.ts";
 import { statusMessageText } from "./_status_message.ts";
 
 /** The `--config-schema` envelope convention this SDK emits (sec. 2). */
@@ -137,14 +138,22 @@ export function hostReadinessDiagnostics(
 /**
  * The unmet requirements as `id: detail; id: detail` ("" when none is unmet), cut to
  * PROVIDER_STATUS_MESSAGE_CHARS: it goes into GetHealth answers, NOT_FOUND messages and log lines.
+ * Built bounded: it stops once past the bound (each id and detail taken only up to it), so
+ * thousands of requirements with long details cost no more than the text kept -- joining them all
+ * first could exceed the longest string a JS engine makes (a RangeError at start-up).
  */
 export function unmetSummary(requirements: readonly HostRequirement[]): string {
-  return statusMessageText(
-    requirements
-      .filter((r) => r.status === "unmet")
-      .map((r) => (r.detail ? `${r.id}: ${r.detail}` : r.id))
-      .join("; "),
-  );
+  // One past the bound, so that statusMessageText still sees the text was longer and marks it.
+  const room = PROVIDER_STATUS_MESSAGE_CHARS + 1;
+  let out = "";
+  for (const r of requirements) {
+    if (out.length >= room) break;
+    if (r.status !== "unmet") continue;
+    if (out !== "") out += "; ";
+    out += r.id.slice(0, room);
+    if (r.detail) out += `: ${r.detail.slice(0, room)}`;
+  }
+  return statusMessageText(out);
 }
 
 /**

@@ -3,13 +3,20 @@ import {
   type HeldClaimsView,
   type ProviderDeviceHealthView,
   type ProviderHealthView,
+  providerTextWithin,
   type ReportedDeviceHealth,
   type ReportedProviderHealth,
   truncateUtf8,
   utf8Length,
 } from "../common/mod.ts";
 import type { RestartPolicyConfig } from "../config/mod.ts";
-import { timestampToMs, WireDeviceState, WireProviderState } from "../adpp/mod.ts";
+import {
+  PROVIDER_STATUS_MESSAGE_CHARS,
+  timestampToMs,
+  type WireDeviceHealth,
+  WireDeviceState,
+  WireProviderState,
+} from "../adpp/mod.ts";
 import { deviceClaims, type ProviderHost, type ProviderRegistry } from "../providers/mod.ts";
 import type { DeviceState, ReportedHealthEntry, StateCache } from "./state_cache.ts";
 import { deviceStaleness, type StalenessBounds } from "./staleness.ts";
@@ -37,6 +44,102 @@ export function boundedDescriptorTags(
     n++;
   }
   return out;
+}
+
+/**
+ * Bounds on what GET /v0/providers/health shows of a provider's GetHealth answer: the runtime
+ * trusts no provider to bound it (one not built on the SDK may send anything a frame holds,
+ * MAX_FRAME_BYTES). Every entry of a device the provider lists is shown (its first entry; the
+ * inventory is bounded by MAX_DEVICES_PER_PROVIDER); of the devices only the provider reports, the
+ * first MAX_UNREGISTERED_REPORTED_DEVICES (in the answer's order). The entries the bound leaves
+ * out are counted once, in the provider's reported metric `devices_omitted` (added to a count the
+ * provider put there itself, as the SDK does when it cuts its own answer).
+ */
+export const MAX_UNREGISTERED_REPORTED_DEVICES = 64;
+/**
+ * Most metrics shown per reported entry (the provider's, each device's): the first in the
+ * answer's order; the rest are not shown.
+ */
+export const MAX_REPORTED_METRICS = 64;
+/**
+ * Longest reported text shown (UTF-16 code units): a message, a metric key or value, the id of a
+ * device only the provider reports. Longer is cut and marked with an ellipsis (providerTextWithin),
+ * the bound of a provider's status message and of the SDK's own cut of its answer.
+ */
+export const MAX_REPORTED_TEXT_CHARS = PROVIDER_STATUS_MESSAGE_CHARS;
+
+/** Reported text within MAX_REPORTED_TEXT_CHARS, marked when cut. */
+function reportedText(text: string): string {
+  return providerTextWithin(text, MAX_REPORTED_TEXT_CHARS);
+}
+
+/**
+ * Reported metrics within the bounds above: the first MAX_REPORTED_METRICS, each key and value cut
+ * (reportedText); of two keys alike once cut, the first is kept.
+ */
+export function boundedReportedMetrics(
+  metrics: Readonly<Record<string, string>> | undefined,
+): Record<string, string> {
+  const kept: [string, string][] = [];
+  if (metrics === undefined) return {};
+  const seen = new Set<string>();
+  for (const key in metrics) {
+    if (kept.length === MAX_REPORTED_METRICS) break;
+    if (!Object.hasOwn(metrics, key)) continue;
+    const k = reportedText(key);
+    if (seen.has(k)) continue;
+    seen.add(k);
+    kept.push([k, reportedText(String(metrics[key]))]);
+  }
+  // fromEntries defines each key as its own property (a key "__proto__" too), as a spread did.
+  return Object.fromEntries(kept);
+}
+
+/**
+ * The device entries of a GetHealth answer the health view shows (see
+ * MAX_UNREGISTERED_REPORTED_DEVICES): `listed`, the first entry of each device in `listedIds`;
+ * `unlisted`, the first entry of each other device with an id (as cut for display), up to the
+ * bound; `omitted`, how many entries of other devices the bound left out (an entry without an id,
+ * or repeating a device's, is not counted: it names no device that is not shown).
+ */
+export function boundedReportedDevices(
+  devices: readonly WireDeviceHealth[],
+  listedIds: ReadonlySet<string>,
+): {
+  listed: Map<string, WireDeviceHealth>;
+  unlisted: Map<string, WireDeviceHealth>;
+  omitted: number;
+} {
+  const listed = new Map<string, WireDeviceHealth>();
+  const unlisted = new Map<string, WireDeviceHealth>();
+  let omitted = 0;
+  for (const d of devices) {
+    const id = d.device_id ?? "";
+    if (listedIds.has(id)) {
+      if (!listed.has(id)) listed.set(id, d);
+      continue;
+    }
+    if (id === "") continue; // no device to list it under
+    const shownId = reportedText(id);
+    if (unlisted.has(shownId)) continue;
+    if (unlisted.size === MAX_UNREGISTERED_REPORTED_DEVICES) omitted++;
+    else unlisted.set(shownId, d);
+  }
+  return { listed, unlisted, omitted };
+}
+
+/**
+ * The provider's reported metrics with `omitted` device entries counted in `devices_omitted`
+ * (added to the provider's own count when it is digits, as the SDK writes it).
+ */
+function withDevicesOmitted(
+  metrics: Record<string, string>,
+  omitted: number,
+): Record<string, string> {
+  if (omitted === 0) return metrics;
+  const own = metrics.devices_omitted;
+  const before = own !== undefined && /^[0-9]{1,15}$/.test(own) ? Number(own) : 0;
+  return { ...metrics, devices_omitted: String(before + omitted) };
 }
 
 export interface DeviceLiveness {
@@ -188,8 +291,9 @@ function providerView(
   startError: string | null,
 ): ProviderHealthView {
   const available = host.available;
-  const reportedDevices = new Map(
-    (reported?.response.devices ?? []).map((d) => [d.device_id ?? "", d]),
+  const shown = boundedReportedDevices(
+    reported?.response.devices ?? [],
+    new Set(host.devices.map((caps) => caps.device.deviceId)),
   );
   const devices: ProviderDeviceHealthView[] = host.devices.map((caps) => {
     const id = caps.device.deviceId;
@@ -212,8 +316,7 @@ function providerView(
       (sid) => staleBySignal.get(sid) ?? 0,
       options.nowMono,
     );
-    const rd = reportedDevices.get(id);
-    reportedDevices.delete(id);
+    const rd = shown.listed.get(id);
     return {
       device_id: id,
       health: l.health,
@@ -230,8 +333,7 @@ function providerView(
     };
   });
   // Devices only the provider reports (e.g. failed initialisation) are listed, unregistered.
-  for (const [id, rd] of reportedDevices) {
-    if (!id) continue;
+  for (const [id, rd] of shown.unlisted) {
     devices.push({
       device_id: id,
       health: available ? "UNKNOWN" : "UNAVAILABLE",
@@ -247,11 +349,11 @@ function providerView(
     });
   }
   const rp = reported?.response.provider;
-  const reportedProvider: ReportedProviderHealth | null = rp
+  const reportedProvider: ReportedProviderHealth | null = rp || shown.omitted > 0
     ? {
-      state: PROVIDER_STATE[rp.state ?? 0] ?? "STATE_UNSPECIFIED",
-      message: rp.message ?? "",
-      metrics: { ...(rp.metrics ?? {}) },
+      state: PROVIDER_STATE[rp?.state ?? 0] ?? "STATE_UNSPECIFIED",
+      message: reportedText(rp?.message ?? ""),
+      metrics: withDevicesOmitted(boundedReportedMetrics(rp?.metrics), shown.omitted),
     }
     : null;
   const failed =
@@ -308,13 +410,11 @@ function retiringClaims(registry: ProviderRegistry, providerId: string): HeldCla
     .filter((c) => c.claims.length > 0);
 }
 
-function reportedDevice(
-  d: import("../adpp/mod.ts").WireDeviceHealth,
-): ReportedDeviceHealth {
+function reportedDevice(d: WireDeviceHealth): ReportedDeviceHealth {
   return {
     state: DEVICE_STATE[d.state ?? 0] ?? "STATE_UNSPECIFIED",
-    message: d.message ?? "",
-    metrics: { ...(d.metrics ?? {}) },
+    message: reportedText(d.message ?? ""),
+    metrics: boundedReportedMetrics(d.metrics),
     last_seen_epoch_ms: timestampToMs(d.last_seen),
   };
 }

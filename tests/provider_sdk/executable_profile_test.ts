@@ -274,3 +274,38 @@ Deno.test("ProviderConfigError's message names the first MAX_NAMED_IN_WARNING pr
     "no count at the bound",
   );
 });
+
+Deno.test("hostReadinessDiagnostics builds host_unmet bounded: thousands of long details make PROVIDER_STATUS_MESSAGE_CHARS and a marker, not a RangeError", () => {
+  // 600 unmet requirements sharing one 1,000,000-char detail: joined whole, 600 million chars,
+  // more than the longest string V8 makes.
+  const detail = "d".repeat(1_000_000);
+  const requirements: HostRequirement[] = Array.from({ length: 600 }, (_, i) => ({
+    id: `req${i}`,
+    status: "unmet",
+    detail,
+  }));
+  const { host_check, host_unmet } = hostReadinessDiagnostics(requirements);
+  assert.equal(host_check, "unmet");
+  assert.equal(host_unmet, `req0: ${detail}`.slice(0, PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026");
+  // At the exact bound nothing is cut or marked; one past it is.
+  const fit = (n: number) => [{ id: "x".repeat(n), status: "unmet" as const }];
+  assert.equal(
+    hostReadinessDiagnostics(fit(PROVIDER_STATUS_MESSAGE_CHARS)).host_unmet,
+    "x".repeat(PROVIDER_STATUS_MESSAGE_CHARS),
+  );
+  assert.equal(
+    hostReadinessDiagnostics(fit(PROVIDER_STATUS_MESSAGE_CHARS + 1)).host_unmet,
+    "x".repeat(PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026",
+  );
+  // Many short ones past the bound: the first ones, joined as before, then the marker.
+  const short = Array.from({ length: 5000 }, (_, i) => ({
+    id: `r${i}`,
+    status: "unmet" as const,
+    detail: "gone",
+  }));
+  const joined = short.map((r) => `${r.id}: ${r.detail}`).join("; ");
+  assert.equal(
+    hostReadinessDiagnostics(short).host_unmet,
+    joined.slice(0, PROVIDER_STATUS_MESSAGE_CHARS) + "\u2026",
+  );
+});

@@ -10,7 +10,13 @@ import {
   type WireProviderHealth,
   WireProviderState,
 } from "../../src/adpp/mod.ts";
-import { providerHealthViews, type ReportedHealthEntry } from "../../src/state/mod.ts";
+import {
+  MAX_REPORTED_METRICS,
+  MAX_REPORTED_TEXT_CHARS,
+  MAX_UNREGISTERED_REPORTED_DEVICES,
+  providerHealthViews,
+  type ReportedHealthEntry,
+} from "../../src/state/mod.ts";
 import { rig, rigNotStarted } from "../helpers/rig.ts";
 import { SIM_INERT_YAML, simProvider } from "../helpers/sim_config.ts";
 import { dataProvider } from "../scenarios/_data_helpers.ts";
@@ -381,4 +387,121 @@ Deno.test("providerHealthViews lists in held_claims the devices a provider no lo
   } finally {
     await fx.close();
   }
+});
+
+Deno.test("providerHealthViews shows MAX_UNREGISTERED_REPORTED_DEVICES devices only the provider reports and counts the rest in devices_omitted", () => {
+  const { registry, cache } = providerDown();
+  const view = (devices: WireDeviceHealth[], metrics?: Record<string, string>) =>
+    providerHealthViews(
+      registry,
+      cache,
+      { pollingIntervalMs: 100, staleness: STALENESS, nowMono: 0 },
+      new Map([[
+        "sim0",
+        reported(metrics ? { state: WireProviderState.OK, metrics } : undefined, devices),
+      ]]),
+    )[0]!;
+  const ghosts = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({
+      device_id: `ghost${i}`,
+      state: WireDeviceState.UNREACHABLE,
+    }));
+  // The exact bound: every entry shown, nothing counted, no provider part made up.
+  const atBound = view(ghosts(MAX_UNREGISTERED_REPORTED_DEVICES));
+  assert.equal(atBound.devices.length, MAX_UNREGISTERED_REPORTED_DEVICES);
+  assert.equal(atBound.reported, null);
+  // One past it: the first 64 in the answer's order, the 65th counted once.
+  const past = view(ghosts(MAX_UNREGISTERED_REPORTED_DEVICES + 1));
+  assert.deepEqual(
+    past.devices.map((d) => d.device_id),
+    ghosts(MAX_UNREGISTERED_REPORTED_DEVICES).map((g) => g.device_id),
+  );
+  assert.deepEqual(past.reported, {
+    state: "STATE_UNSPECIFIED",
+    message: "",
+    metrics: { devices_omitted: "1" },
+  });
+  assert.equal(past.failed_device_count, MAX_UNREGISTERED_REPORTED_DEVICES);
+  // A provider that cut its own answer (the SDK's devices_omitted): the two counts add up.
+  const many = view(ghosts(200_000), { impl: "cpp", devices_omitted: "7" });
+  assert.equal(many.devices.length, MAX_UNREGISTERED_REPORTED_DEVICES);
+  assert.deepEqual(many.reported!.metrics, {
+    impl: "cpp",
+    devices_omitted: String(7 + 200_000 - MAX_UNREGISTERED_REPORTED_DEVICES),
+  });
+  // Repeats of a shown device and entries without an id name no device left out: not counted.
+  const repeats = view([...ghosts(1), ...ghosts(1), { state: WireDeviceState.OK }], { a: "1" });
+  assert.equal(repeats.devices.length, 1);
+  assert.deepEqual(repeats.reported!.metrics, { a: "1" });
+});
+
+Deno.test("providerHealthViews shows MAX_REPORTED_METRICS metrics per entry, keys, values, messages and ids cut to MAX_REPORTED_TEXT_CHARS with a marker", () => {
+  const { registry, cache } = providerDown();
+  const metrics = (n: number) =>
+    Object.fromEntries(Array.from({ length: n }, (_, i) => [`m${i}`, String(i)]));
+  const long = "x".repeat(MAX_REPORTED_TEXT_CHARS + 1);
+  const exact = "y".repeat(MAX_REPORTED_TEXT_CHARS);
+  const cut = `${"x".repeat(MAX_REPORTED_TEXT_CHARS)}\u2026`;
+  const [v] = providerHealthViews(
+    registry,
+    cache,
+    { pollingIntervalMs: 100, staleness: STALENESS, nowMono: 0 },
+    new Map([[
+      "sim0",
+      reported(
+        { state: WireProviderState.OK, message: long, metrics: metrics(MAX_REPORTED_METRICS + 1) },
+        [
+          {
+            device_id: long,
+            state: WireDeviceState.OK,
+            message: exact,
+            metrics: { [long]: long, [exact]: exact, ...metrics(MAX_REPORTED_METRICS) },
+          },
+        ],
+      ),
+    ]]),
+  );
+  // The provider's: the first 64 in the answer's order, the 65th not shown; its message cut.
+  assert.deepEqual(v!.reported!.metrics, metrics(MAX_REPORTED_METRICS));
+  assert.equal(v!.reported!.message, cut);
+  const d = v!.devices[0]!;
+  assert.equal(d.device_id, cut);
+  assert.equal(d.reported!.message, exact, "the exact bound is not cut");
+  assert.equal(Object.keys(d.reported!.metrics).length, MAX_REPORTED_METRICS);
+  assert.equal(d.reported!.metrics[cut], cut);
+  assert.equal(d.reported!.metrics[exact], exact);
+  // Two long keys first, then m0..m61: m62 is the 65th.
+  assert.equal(d.reported!.metrics[`m${MAX_REPORTED_METRICS - 2}`], undefined, "past the bound");
+  assert.equal(
+    d.reported!.metrics[`m${MAX_REPORTED_METRICS - 3}`],
+    String(MAX_REPORTED_METRICS - 3),
+  );
+});
+
+Deno.test("providerHealthViews shows the entry of every device the provider lists, however many devices only it reports come first", async () => {
+  await using r = await rig({
+    providers: [simProvider("sim0", { yaml: SIM_INERT_YAML })],
+    pollingIntervalMs: 60_000, // the priming poll only
+  });
+  const rt = r.kernel;
+  const live = await rt.cache.fetchReportedHealth(rt.registry.host("sim0")!);
+  assert.ok(live, "the sim answers GetHealth");
+  const ghosts = Array.from({ length: MAX_UNREGISTERED_REPORTED_DEVICES + 36 }, (_, i) => ({
+    device_id: `ghost${i}`,
+    state: WireDeviceState.UNREACHABLE,
+  }));
+  const [v] = providerHealthViews(
+    rt.registry,
+    rt.cache,
+    { pollingIntervalMs: 60_000, staleness: STALENESS, nowMono: 0 },
+    new Map([["sim0", {
+      ...live,
+      response: { ...live.response, devices: [...ghosts, ...(live.response.devices ?? [])] },
+    }]]),
+  );
+  const registered = v!.devices.filter((d) => d.registered);
+  assert.equal(registered.length, 5);
+  assert.deepEqual(registered.map((d) => d.reported?.state), Array(5).fill("STATE_OK"));
+  assert.equal(v!.devices.length, 5 + MAX_UNREGISTERED_REPORTED_DEVICES);
+  assert.equal(v!.reported!.metrics.devices_omitted, "36");
 });
