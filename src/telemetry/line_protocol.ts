@@ -12,6 +12,8 @@
  *   escaped; string field values: `"` `\` escaped (a doubled backslash reads as one backslash).
  * - newlines are never written raw (the protocol has no escape for them): \n \r \t become the
  *   two visible characters `\n` `\r` `\t`, other control characters (<0x20, 0x7F) are dropped.
+ * - a tag value is at most {@link MAX_TAG_VALUE_BYTES} as written (a longer id is cut, with a hash
+ *   of the whole id in its marker), so the series key stays within InfluxDB's 65,535 bytes.
  * - a name or tag value is never empty: one made only of dropped control characters is written
  *   as those characters percent-encoded (`\x01\x02` -> `%01%02`), an empty one as
  *   {@link EMPTY_ID_TEXT}. Ids without control characters are written exactly as before.
@@ -132,6 +134,42 @@ function stringFieldText(s: string): string {
   return cut.replace(/["\\]/g, (c) => `\\${c}`);
 }
 
+/**
+ * Most UTF-8 bytes of a tag value as written (escapes included). InfluxDB refuses a point whose
+ * series key (measurement and tags, as written) passes 65,535 bytes, and with it the whole write:
+ * a row has at most four tags of ids plus `seq`, so four values of this bound and the names stay
+ * within it. A longer value (a device, signal or provider id) is cut to fit, on a code point
+ * boundary and never inside an escape, and ends with `...[cut:<hash>]` (TAG_VALUE_CUT_MARKER, 8 hex
+ * digits of a hash of the whole id): the same id always gives the same tag, two ids cut to one
+ * start stay two series.
+ */
+export const MAX_TAG_VALUE_BYTES = 8 * 1024;
+
+/** What starts the end of a tag value cut at {@link MAX_TAG_VALUE_BYTES}: then `<hash>]`. */
+export const TAG_VALUE_CUT_MARKER = "...[cut:";
+
+/** FNV-1a (32 bits) of the UTF-16 code units of `s`, as 8 hex digits: stable across runs. */
+function idHash(s: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(16).padStart(8, "0");
+}
+
+/** A tag value as written: escaped, never empty, at most {@link MAX_TAG_VALUE_BYTES} (cut). */
+function tagValueText(s: string): string {
+  const escaped = escapeTag(s);
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: short values need no counting.
+  if (escaped.length * 3 <= MAX_TAG_VALUE_BYTES) return escaped;
+  if (utf8Length(escaped) <= MAX_TAG_VALUE_BYTES) return escaped;
+  const marker = `${TAG_VALUE_CUT_MARKER}${idHash(s)}]`;
+  let cut = truncateUtf8(escaped, MAX_TAG_VALUE_BYTES - marker.length);
+  // A trailing odd run of backslashes ends in half an escape (`\,` or `\n` cut after `\`).
+  let run = 0;
+  while (run < cut.length && cut.charCodeAt(cut.length - 1 - run) === 0x5c) run++;
+  if (run % 2 === 1) cut = cut.slice(0, -1);
+  return cut + marker;
+}
+
 /** The exact integer a number or bigint holds, or null (NaN, +/-Infinity, a fraction). */
 function toBigInt(v: number | bigint): bigint | null {
   if (typeof v === "bigint") return v;
@@ -170,7 +208,7 @@ export function formatRow(row: Row): string | null {
   const ts = row.timestampMs;
   if (!Number.isFinite(ts) || Math.abs(ts) > MAX_TIMESTAMP_MS) return null;
   let head = escapeMeasurement(row.measurement);
-  for (const [k, v] of row.tags) head += `,${escapeKey(k)}=${escapeTag(v)}`;
+  for (const [k, v] of row.tags) head += `,${escapeKey(k)}=${tagValueText(v)}`;
   let fields = "";
   for (const [k, f] of row.fields) {
     const text = formatFieldValue(f);

@@ -127,9 +127,10 @@ export const MAX_QUEUE_BYTES = 16 * 1024 * 1024;
 export const QUEUE_EVENT_OVERHEAD_BYTES = 256;
 
 /**
- * Most the retry buffer holds, in bytes (beside `max_retry_buffer_size` rows): one byte per
- * character of its lines. Past it the oldest rows are evicted, counted in `dropped_retry`; the
- * default 1,000 ordinary rows (about 200 bytes each) never meet it.
+ * Most the retry buffer holds, in bytes (beside `max_retry_buffer_size` rows): the UTF-8 bytes of
+ * its lines, as they are sent (a row of 3-byte characters counts 3 per character). Past it the
+ * oldest rows are evicted, counted in `dropped_retry`; the default 1,000 ordinary rows (about 200
+ * bytes each) never meet it.
  */
 export const MAX_RETRY_BUFFER_BYTES = 16 * 1024 * 1024;
 
@@ -164,7 +165,8 @@ function newQueue(queueSize: number): RingBuffer<QueueItem> {
 function newRetryBuffer(maxRows: number): RingBuffer<string> {
   return new RingBuffer<string>(Math.max(0, maxRows), {
     maxBytes: MAX_RETRY_BUFFER_BYTES,
-    sizeOf: (line) => line.length,
+    // UTF-8 bytes, not UTF-16 code units: an ASCII line (the usual one) costs one regex test.
+    sizeOf: utf8Length,
   });
 }
 
@@ -1311,6 +1313,7 @@ export class TelemetryWriter {
       : [];
     const rows = retried.concat(fresh);
     if (rows.length === 0) return "ok";
+    const writtenBefore = this.#totalWritten;
     this.#lastFlushAttemptMono = this.#opts.clock.monoMs();
     const result = await this.#post(rows, deadline);
     if (result.kind === "failed") {
@@ -1323,14 +1326,14 @@ export class TelemetryWriter {
     this.#retry.dropFront(retried.length);
     if (result.kind === "ok") {
       this.#written(rows.length);
-      this.#settled();
+      this.#settled(true);
       return "ok";
     }
     if (result.dropped !== null) {
       // The database stored the other rows: nothing to isolate (sending them again would only
       // overwrite them), and the counts are its own.
       this.#partlyRefused(rows.length, result.dropped, result);
-      this.#settled();
+      this.#settled(this.#totalWritten > writtenBefore);
       return "rejected";
     }
     const unsent = await this.#isolate(rows, result, deadline);
@@ -1341,16 +1344,18 @@ export class TelemetryWriter {
       this.#writeFailed();
       return "failed";
     }
-    this.#settled();
+    this.#settled(this.#totalWritten > writtenBefore);
     return "rejected";
   }
 
   /**
    * A write whose every row the database settled (accepted, or refused and dropped): the database
-   * answers, so the back-off starts over. Only here: rows accepted by a write that still leaves
-   * rows to retry (an isolation cut by a failure) do not reset it.
+   * answers, so the back-off starts over, and when it `stored` rows, writes are said to succeed
+   * (again). Only here: rows accepted by a write that still leaves rows to retry (an isolation cut
+   * by a failure) neither reset the back-off nor claim a recovery.
    */
-  #settled(): void {
+  #settled(stored: boolean): void {
+    if (stored) this.#saySucceeded();
     this.#connected = true;
     this.#backoffMs = 0;
     this.#backoffUntilMono = 0;
@@ -1452,11 +1457,18 @@ export class TelemetryWriter {
     );
   }
 
-  /** Counts accepted rows and records a successful write. */
+  /**
+   * Counts accepted rows. What a success means for the outage (the back-off, the line that writes
+   * succeed again) waits for the whole write to settle (#settled).
+   */
   #written(count: number): void {
     if (count === 0) return;
     this.#totalWritten += count;
     this.#lastFlushAt = this.#opts.clock.nowMs();
+  }
+
+  /** Says a write settled with rows stored: the end of an outage, the retry-buffer drops before it. */
+  #saySucceeded(): void {
     // A failure held back is older than this success: said first, not after it.
     this.#sayHeld(this.#errorLines.failure, this.#opts.clock.monoMs());
     const again = !this.#connected && this.#lastError !== null;
@@ -1467,8 +1479,6 @@ export class TelemetryWriter {
       );
       this.#retryDrops = 0;
     } else if (again) this.#log.info("write succeeded again");
-    // The back-off is reset by #settled, once the whole write is settled.
-    this.#connected = true;
   }
 
   /**

@@ -8,6 +8,7 @@ import {
   formatRow,
   healthRows,
   MAX_STRING_FIELD_BYTES,
+  MAX_TAG_VALUE_BYTES,
   MEASUREMENT_NAMES,
   rowForEvent,
   runEventRow,
@@ -616,4 +617,62 @@ Deno.test("rowForEvent cuts a string value past MAX_STRING_FIELD_BYTES on a code
   assertEquals(mixed.startsWith('"\\\\n"'), true);
   assertEquals(mixed.endsWith(STRING_FIELD_CUT_MARKER), true);
   assertEquals(MAX_STRING_FIELD_BYTES, LIMIT);
+});
+
+Deno.test("formatRow cuts a tag value past MAX_TAG_VALUE_BYTES, the same id always to the same tag, two ids to two", () => {
+  const utf8 = (t: string) => new TextEncoder().encode(t).length;
+  const LIMIT = 8 * 1024; // a tag value as written; four of them stay within a 65,535-byte key
+  const deviceTag = (deviceId: string) => {
+    const l = line({ ...sig, device_id: deviceId, value: { type: "double", double: 1 } });
+    if (l === null) throw new Error("no line");
+    const tag = parseLine(l).tags.find(([k]) => k === "device_id")?.[1];
+    if (tag === undefined) throw new Error(`no device_id in ${l.slice(0, 120)}`);
+    return { l, tag, written: l.slice(l.indexOf(",device_id=") + 11, l.indexOf(",signal_id=")) };
+  };
+  const CUT = /\.\.\.\[cut:[0-9a-f]{8}\]$/;
+  // Exactly at the limit: written whole.
+  const atLimit = "d".repeat(LIMIT);
+  assertEquals(deviceTag(atLimit).tag, atLimit);
+  // One byte past it: cut, the marker (with a hash of the whole id) last, at most the limit.
+  const past = deviceTag("d".repeat(LIMIT + 1));
+  assertEquals(utf8(past.written) <= LIMIT, true);
+  assertEquals(utf8(past.written) > LIMIT - 20, true);
+  assertEquals(CUT.test(past.tag), true);
+  assertEquals(past.tag.startsWith("d".repeat(LIMIT - 20)), true);
+  // Point identity: the same long id always gives the same tag; two ids that differ only past
+  // the cut give two (their series are not merged).
+  const a = "sensor/".repeat(20_000);
+  assertEquals(deviceTag(a).l, deviceTag(a).l);
+  assertEquals(deviceTag(a + "1").tag === deviceTag(a + "2").tag, false);
+  // Escapes count as written and are never split: a cut value stays valid line protocol.
+  for (
+    const odd of [
+      ",".repeat(LIMIT),
+      "a" + ",".repeat(LIMIT),
+      "\\".repeat(LIMIT),
+      "\n".repeat(LIMIT),
+    ]
+  ) {
+    const t = deviceTag(odd);
+    assertEquals(utf8(t.written) <= LIMIT, true);
+    assertEquals(CUT.test(t.tag), true);
+    // Read back, the kept part is the id's start (no half escape left at the cut).
+    const kept = t.tag.replace(CUT, "");
+    assertEquals(odd.replace(/\n/g, "\\n").startsWith(kept), true);
+  }
+  // 3-byte characters: never split.
+  const euros = deviceTag("\u20ac".repeat(LIMIT)).tag;
+  assertEquals(/^\u20ac+\.\.\.\[cut:/.test(euros), true);
+  // Every tag of a row long: its series key (measurement and tags) within InfluxDB's 65,535 bytes.
+  const long = "x".repeat(100_000);
+  const row = line({
+    ...sig,
+    provider_id: long,
+    device_id: long,
+    signal_id: long,
+    value: { type: "double", double: 1 },
+  });
+  if (row === null) throw new Error("no line");
+  assertEquals(utf8(row.slice(0, row.indexOf(" "))) <= 65_535, true);
+  assertEquals(MAX_TAG_VALUE_BYTES, LIMIT);
 });

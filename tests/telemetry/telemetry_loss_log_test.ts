@@ -76,3 +76,37 @@ Deno.test("TelemetryWriter says a failure held back by the once-per-10-s limit b
     await writer.stop(0);
   }
 });
+
+Deno.test("TelemetryWriter says writes succeed again only once a write is fully settled, not after an isolation cut by a failure", async () => {
+  const { log, lines } = capturingLogger();
+  const { clock, db, writer, publish } = scriptedRig({ logger: log });
+  try {
+    // 503; the retry is refused (400): half [0,1] accepted, half [2,3] fails (503) and is
+    // retried; that retry is accepted.
+    db.script(503, 400, "ok", 503, "ok");
+    publish(0, 4);
+    const depthWhenSaid: number[] = [];
+    const push = lines.push.bind(lines);
+    lines.push = (...l: string[]) => {
+      if (l.some((x) => x.includes("write succeeded"))) {
+        depthWhenSaid.push(writer.status().retry_buffer_depth);
+      }
+      return push(...l);
+    };
+    for (let t = 0; t < 2000 && writer.status().total_written < 4; t += 10) {
+      await clock.advanceAsync(10);
+    }
+    assert.equal(db.requests.length, 5);
+    assert.equal(writer.status().total_written, 4);
+    assert.equal(writer.status().write_failures, 2);
+    const told = lines.filter((l) => /write failed|write refused|write succeeded/.test(l));
+    const again = told.filter((l) => l.includes("write succeeded"));
+    assert.equal(again.length, 1, told.join("\n"));
+    assert.match(again[0]!, /^INFO\b.*write succeeded again$/);
+    // Said last, once nothing is left to retry: after every failure line (a held one too).
+    assert.equal(told.at(-1), again[0], told.join("\n"));
+    assert.deepEqual(depthWhenSaid, [0]);
+  } finally {
+    await writer.stop(0);
+  }
+});

@@ -96,3 +96,46 @@ Deno.test("TelemetryWriter holds at most MAX_RETRY_BUFFER_BYTES of large string 
     await writer.stop(0);
   }
 });
+
+Deno.test("TelemetryWriter counts MAX_RETRY_BUFFER_BYTES in UTF-8 bytes: rows of 3-byte characters fill it at a third of the rows", async () => {
+  const { log, lines } = capturingLogger();
+  const { clock, db, bus, writer } = scriptedRig({
+    logger: log,
+    influx: { maxRetryBufferSize: 100000, batchSize: 4 },
+  });
+  const EUROS = "\u20ac".repeat(20_000); // 20,000 characters, 60,000 UTF-8 bytes
+  try {
+    db.otherwise = 503;
+    for (let i = 0; i < 50; i++) { // 400 rows of about 60 KB: 24 MB, 8 M characters
+      for (let j = 0; j < 8; j++) {
+        bus.publish({
+          kind: "state_update",
+          provider_id: "sim0",
+          device_id: "blob0",
+          signal_id: "text",
+          value: { type: "string", string: EUROS },
+          quality: "OK",
+          timestamp_ms: 1_760_000_000_000 + i * 8 + j,
+        });
+      }
+      await clock.advanceAsync(100);
+    }
+    const s = writer.status();
+    const utf8 = new TextEncoder().encode(EUROS).length;
+    assert.equal(utf8, 60_000);
+    assert.ok(
+      s.retry_buffer_depth * utf8 <= MAX_RETRY_BUFFER_BYTES,
+      `retry buffer holds ${s.retry_buffer_depth} rows of ${utf8} bytes, more than ${MAX_RETRY_BUFFER_BYTES}`,
+    );
+    // The byte bound, not a smaller one: rows of about 60,100 bytes, at least 99% of what fits.
+    assert.ok(
+      s.retry_buffer_depth >= Math.floor((MAX_RETRY_BUFFER_BYTES / 60_200) * 0.99),
+      `${s.retry_buffer_depth}`,
+    );
+    assert.equal(s.dropped_retry, 400 - s.retry_buffer_depth - s.pending_batch);
+    const full = lines.filter((l) => l.includes("retry buffer full"));
+    assert.equal(full.length, 1, lines.join("\n"));
+  } finally {
+    await writer.stop(0);
+  }
+});
