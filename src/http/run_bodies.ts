@@ -13,6 +13,7 @@ import type {
   TagScope,
 } from "../runs/mod.ts";
 import type { CloseRunBody, MarkerBody, OpenRunBody } from "./request_schemas.ts";
+import { positiveAtMost } from "./query_patterns.ts";
 
 /** POST /v0/runs: no body (null) is the empty request. */
 export function openRunRequest(body: OpenRunBody | null): OpenRunRequest {
@@ -101,32 +102,12 @@ const NUMBER_TEXT = new RegExp(`^${NUMBER_TEXT_SOURCE}$`);
 const INTEGER_TEXT = /^\s*[+-]?\d+\s*$/;
 
 /**
- * The digits of a non-negative integer at most `max` (a decimal without leading zeros) as a
- * regular expression, leading zeros allowed: `0*` then fewer digits than `max`, or as many digits
- * and at most `max` digit by digit.
- */
-function atMostPattern(max: string): string {
-  const alternatives = max.length > 1 ? [String.raw`\d{1,${max.length - 1}}`] : [];
-  for (let i = 0; i < max.length; i++) {
-    const digit = Number(max[i]);
-    const low = i === 0 ? 1 : 0;
-    if (digit - 1 < low) continue;
-    const rest = max.length - 1 - i;
-    const below = digit - 1 === low ? String(low) : `[${low}-${digit - 1}]`;
-    const tail = rest === 0 ? "" : rest === 1 ? String.raw`\d` : String.raw`\d{${rest}}`;
-    alternatives.push(`${max.slice(0, i)}${below}${tail}`);
-  }
-  alternatives.push(max);
-  return `0*(?:${alternatives.join("|")})`;
-}
-
-/**
  * What `limit` and `offset` accept (lenientInt), as the OpenAPI pattern of the parameters: a text
  * that does not read as a number (it takes the default), or an integer in digits within
  * +-(2^53-1).
  */
 export const LENIENT_INT_PATTERN = `^(?:(?!${NUMBER_TEXT_SOURCE}$)|` +
-  String.raw`\s*[+-]?${atMostPattern(String(Number.MAX_SAFE_INTEGER))}\s*$)`;
+  String.raw`\s*[+-]?(?:0*(?:${positiveAtMost(String(Number.MAX_SAFE_INTEGER))})|0+)\s*$)`;
 
 /**
  * `[+-]digits` -> the number; text that does not read as a number -> undefined (the default

@@ -143,6 +143,13 @@ const OUR_ID = /^([0-9a-z]{1,32})-(\d{1,15})$/;
 const LAST_EVENT_ID_QUOTED_CHARS = 64;
 /** Ids as anolis (and this runtime before resuming) write them: a number from 1 per run. */
 const PLAIN_ID = /^\d{1,20}$/;
+/** Without its anchors: an id's form as part of LAST_EVENT_ID_PATTERN. */
+const inner = (r: RegExp) => r.source.slice(1, -1);
+/**
+ * What `last_event_id` accepts (parseLastEventId after trim), as the OpenAPI pattern of the
+ * parameter: blank (none), an id of our form or a plain number, with spaces around it.
+ */
+export const LAST_EVENT_ID_PATTERN = String.raw`^\s*(?:${inner(OUR_ID)}|${inner(PLAIN_ID)})?\s*$`;
 
 /**
  * Reads a `Last-Event-ID` (header or `last_event_id` query parameter): "" is none, an id this run

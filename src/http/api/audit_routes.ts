@@ -3,19 +3,22 @@ import { invalidArgument } from "../../common/mod.ts";
 import { AUDIT_ORIGIN_KINDS, type AuditOriginKind } from "../../control/mod.ts";
 import { AUDIT_PAGE_LIMIT, type AuditQuery } from "../../audit/mod.ts";
 import { okResponse } from "../envelope.ts";
+import { digitsRangePattern, SAFE_DIGITS_PATTERN } from "../query_patterns.ts";
 import { type QueryParameterDoc, type Route, route, type RouteContext } from "../route_table.ts";
 
 /** The query parameters of GET /v0/audit as the OpenAPI document shows them (parsed below). */
 export const AUDIT_QUERY_DOC: readonly QueryParameterDoc[] = [
   {
     name: "since",
-    description: "Only entries whose last decision is at or after this time (epoch ms).",
-    schema: { type: "string", pattern: "^\\d{1,16}$" },
+    description: "Only entries whose last decision is at or after this time (epoch ms: 1 to 16 " +
+      "digits, at most 2^53-1).",
+    schema: { type: "string", pattern: SAFE_DIGITS_PATTERN },
   },
   {
     name: "until",
-    description: "Only entries whose first decision is at or before this time (epoch ms).",
-    schema: { type: "string", pattern: "^\\d{1,16}$" },
+    description: "Only entries whose first decision is at or before this time (epoch ms: 1 to 16 " +
+      "digits, at most 2^53-1).",
+    schema: { type: "string", pattern: SAFE_DIGITS_PATTERN },
   },
   {
     name: "device_id",
@@ -29,8 +32,12 @@ export const AUDIT_QUERY_DOC: readonly QueryParameterDoc[] = [
   },
   {
     name: "limit",
-    description: `Page size (default ${AUDIT_PAGE_LIMIT.default}, 1 to ${AUDIT_PAGE_LIMIT.max}).`,
-    schema: { type: "string", pattern: "^\\d{1,7}$" },
+    description: `Page size (default ${AUDIT_PAGE_LIMIT.default}, 1 to ${AUDIT_PAGE_LIMIT.max} ` +
+      "in at most 7 digits; 0 or a larger value is 400).",
+    schema: {
+      type: "string",
+      pattern: digitsRangePattern({ min: 1, max: AUDIT_PAGE_LIMIT.max, maxChars: 7 }),
+    },
   },
   {
     name: "cursor",

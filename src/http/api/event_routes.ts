@@ -1,5 +1,6 @@
 /** GET /v0/events: the Server-Sent Events stream (docs/http-api.md "Events"; sse_hub.ts). */
 import { type Route, route, type RouteContext } from "../route_table.ts";
+import { LAST_EVENT_ID_PATTERN } from "../sse_hub.ts";
 
 /** The event stream route. */
 export const EVENT_ROUTES: readonly Route[] = [
@@ -28,8 +29,10 @@ export const EVENT_ROUTES: readonly Route[] = [
           name: "last_event_id",
           description: "Resume after this event, as the `Last-Event-ID` header does (the " +
             "header wins when both are sent, unless it is empty): the events since then that the " +
-            "runtime still holds, then live ones; or one `resync` event when it cannot.",
-          schema: { type: "string" },
+            "runtime still holds, then live ones; or one `resync` event when it cannot. Blank " +
+            "is none; else `<boot>-<n>` (boot: 1 to 32 of 0-9 a-z, n: 1 to 15 digits) or a " +
+            "plain number (1 to 20 digits), spaces around it ignored; any other text is 400.",
+          schema: { type: "string", pattern: LAST_EVENT_ID_PATTERN },
         },
       ],
       response: {

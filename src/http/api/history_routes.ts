@@ -13,12 +13,16 @@ import {
 } from "../../history/mod.ts";
 import { okResponse } from "../envelope.ts";
 import { type QueryParameterDoc, type Route, route, type RouteContext } from "../route_table.ts";
+import { digitsRangePattern, SAFE_DIGITS_PATTERN } from "../query_patterns.ts";
 import type { HttpServices } from "../services.ts";
 
 const CSV_TYPE = "text/csv; charset=utf-8";
 const JSONL_TYPE = "application/jsonl";
 /** A CSV history answer's mark of a partial answer (a JSON answer's `incomplete`). */
 export const INCOMPLETE_HEADER = "x-history-incomplete";
+
+/** The largest `step_ms` (10 digits: 115 days). */
+const MAX_STEP_MS = 9_999_999_999;
 
 const HISTORY_QUERY_DOC: readonly QueryParameterDoc[] = [
   {
@@ -29,20 +33,24 @@ const HISTORY_QUERY_DOC: readonly QueryParameterDoc[] = [
   },
   {
     name: "since_ms",
-    description: "From this time (epoch ms); default until_ms minus history.memory_seconds.",
-    schema: { type: "string", pattern: "^\\d{1,16}$" },
+    description: "From this time (epoch ms: 1 to 16 digits, at most 2^53-1); default until_ms " +
+      "minus history.memory_seconds.",
+    schema: { type: "string", pattern: SAFE_DIGITS_PATTERN },
   },
   {
     name: "until_ms",
-    description: "Up to this time (epoch ms); default now.",
-    schema: { type: "string", pattern: "^\\d{1,16}$" },
+    description: "Up to this time (epoch ms: 1 to 16 digits, at most 2^53-1); default now.",
+    schema: { type: "string", pattern: SAFE_DIGITS_PATTERN },
   },
   {
     name: "step_ms",
     description: "Bucket width (ms): min, max, last, count and worst quality per bucket. " +
       "0 or absent: every sample from the memory ring (the disk tier answers in its own " +
       "history.step_ms buckets).",
-    schema: { type: "string", pattern: "^\\d{1,10}$" },
+    schema: {
+      type: "string",
+      pattern: digitsRangePattern({ min: 0, max: MAX_STEP_MS, maxChars: 10 }),
+    },
   },
   {
     name: "format",
@@ -135,9 +143,6 @@ export const HISTORY_ROUTES: readonly Route[] = [
     },
   }),
 ];
-
-/** The largest `step_ms` (10 digits: 115 days). */
-const MAX_STEP_MS = 9_999_999_999;
 
 function requireHistory(services: HttpServices) {
   const h = services.history;

@@ -8,6 +8,7 @@ import {
   OPEN_RUN_BODY_SCHEMA,
   type OpenRunBody,
 } from "../request_schemas.ts";
+import { SAFE_DIGITS_PATTERN } from "../query_patterns.ts";
 import { type QueryParameterDoc, type Route, route, type RouteContext } from "../route_table.ts";
 import {
   closeRunRequest,
@@ -97,7 +98,7 @@ export const RUN_ROUTES: readonly Route[] = [
           name: "after_sequence",
           description: "Only events with a larger sequence (a cursor; offset counts from there): " +
             "an integer from 0 to 2^53-1 (9007199254740991) in digits.",
-          schema: { type: "string", pattern: "^\\d{1,16}$" },
+          schema: { type: "string", pattern: SAFE_DIGITS_PATTERN },
         },
       ],
       response: "RunEventsListResponse",
