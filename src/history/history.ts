@@ -263,6 +263,12 @@ interface DeviceEntry {
    * samples the ring may no longer have (#answer).
    */
   priorBucketMs: number;
+  /**
+   * Bucket start of the wall time the entry was made at: begun behind the rows an earlier run
+   * wrote when the files' last row at open is after it -- also when the disk tier's open worked
+   * only later, at its retry (#priorBucketMs).
+   */
+  readonly madeBucketMs: number;
 }
 
 /**
@@ -336,6 +342,13 @@ export class History {
    * Sparkplug's replay, learns those polls are gone). One number, not one per device.
    */
   #seqBase = 0;
+  /**
+   * Bucket start of the newest row (by time, not by order) this run handed to the disk tier, of
+   * any device, or -Infinity: a ring made later (a device the sweep let go, picked up again) may
+   * begin behind rows of its device an earlier ring wrote, as a run may begin behind an earlier
+   * run's (#onPolled, priorBucketMs). One number, not one per device.
+   */
+  #newestRowMs = -Infinity;
   /** Rings made without room: one WARN when the episode begins, one INFO when it ends. */
   readonly #roomlessEpisode: ShortageEpisode;
   /** Values too large to keep: one WARN when the episode begins, one INFO when it ends. */
@@ -484,11 +497,8 @@ export class History {
         released: null,
         units: new Map(),
         unitChangedMs: -Infinity,
-        // Begun behind the rows an earlier run wrote (a board without a real-time clock).
-        priorBucketMs: (this.#disk?.lastRowAtOpen ?? -Infinity) >
-            bucketStart(now, this.#o.config.stepMs)
-          ? this.#disk!.lastRowAtOpen
-          : -Infinity,
+        priorBucketMs: this.#filesAheadMs(now),
+        madeBucketMs: bucketStart(now, this.#o.config.stepMs),
       };
       byDevice.set(dev.deviceId, e);
       if (e.ring.roomless) this.#warnRoomless(dev.providerId, dev.deviceId, null);
@@ -628,6 +638,29 @@ export class History {
       this.#flushBucket(e);
       e.bucketStart = null;
     }
+  }
+
+  /**
+   * For a ring made at wall time `now`: the bucket start of the newest row of the files when it is
+   * ahead of `now`'s bucket, else -Infinity. Begun behind rows an earlier run wrote (a board
+   * without a real-time clock) or an earlier ring of this run (a device the sweep let go, picked up
+   * again after the wall clock stepped back): no ring holds their samples, the disk answers them
+   * (#answer). The newest row of any device: rows of this one lie at or before it.
+   */
+  #filesAheadMs(now: number): number {
+    const newest = Math.max(this.#newestRowMs, this.#disk?.lastRowAtOpen ?? -Infinity);
+    return newest > bucketStart(now, this.#o.config.stepMs) ? newest : -Infinity;
+  }
+
+  /**
+   * The entry's priorBucketMs as known now: the disk tier's open may have worked only at its retry
+   * (a full or read-only disk at start), after the entry was made, and the files' last row at
+   * open, learnt then, is ahead of the entry's first bucket: begun behind it, as #filesAheadMs
+   * would have said at an open that worked.
+   */
+  #priorBucketMs(e: DeviceEntry): number {
+    const atOpen = this.#disk?.lastRowAtOpen ?? -Infinity;
+    return atOpen > e.madeBucketMs ? Math.max(e.priorBucketMs, atOpen) : e.priorBucketMs;
   }
 
   /**
@@ -822,7 +855,10 @@ export class History {
       sig.reset();
     }
     if (parts.length > 0) {
-      this.#disk?.write(rowText(t, e.ring.providerId, e.ring.deviceId, parts), t);
+      if (this.#disk !== null) {
+        this.#disk.write(rowText(t, e.ring.providerId, e.ring.deviceId, parts), t);
+        if (t > this.#newestRowMs) this.#newestRowMs = t;
+      }
       e.writtenBucket = t;
       e.writtenSeq = e.ring.nextSeq;
     }
@@ -1287,7 +1323,7 @@ export class History {
       : bucketStart(e!.ring.timeOf(e!.ring.firstSeq) + diskStep - 1, diskStep);
     const priorUntil = e === undefined || diskStep === null || memoryFrom === null
       ? -Infinity
-      : Math.min(preCut, e.priorBucketMs + 1);
+      : Math.min(preCut, this.#priorBucketMs(e) + 1);
     // The rows of a run before this one (DiskTier.read's ofEarlierRun) after the disk part's end:
     // this run begun behind them (a board without a real-time clock), or stepped back past them.
     // No ring holds their samples, whatever the steps since (a second step back within the ring's
@@ -1297,7 +1333,7 @@ export class History {
     // back past them): the disk is read that far.
     const earlierUntil = e === undefined || diskStep === null || memoryFrom === null
       ? -Infinity
-      : Math.min(e.priorBucketMs, this.#disk?.lastRowAtOpen ?? -Infinity);
+      : Math.min(this.#priorBucketMs(e), this.#disk?.lastRowAtOpen ?? -Infinity);
     // Where the ring's part begins as answered: its polls from before the step may lie before
     // memoryFrom (every one without a disk tier), and points before memory_from_ms are the disk's.
     let ringFrom = memoryFrom;
