@@ -36,6 +36,12 @@ export const MAX_TREND_POINTS = 20_000;
  * is that far before the end of the range asked.
  */
 export const TREND_GAP_INTERVALS = 3;
+/**
+ * The least gap that breaks a seeded line, whatever the spacing: a runtime under load (a Pi busy
+ * with other work) may poll a 250 ms signal a second late without anything being down; a restart
+ * takes seconds. Below it, points are joined.
+ */
+export const TREND_GAP_MIN_MS = 2000;
 
 /**
  * The points of one signal of a history answer as a line: broken (no data) where two points are
@@ -61,7 +67,8 @@ export function seedLine(line, points, o) {
   const onDisk = (t) => o.memoryFrom === null || t < o.memoryFrom;
   const spacing = (t) =>
     Math.max(o.step, poll === Infinity ? 0 : poll, onDisk(t) ? (o.diskStep ?? 0) : 0);
-  const bound = (a, b) => TREND_GAP_INTERVALS * Math.max(spacing(a), spacing(b));
+  const bound = (a, b) =>
+    Math.max(TREND_GAP_MIN_MS, TREND_GAP_INTERVALS * Math.max(spacing(a), spacing(b)));
   const known = poll !== Infinity || points.some((p) => onDisk(p.t_ms));
   let prev = null;
   for (const pt of points) {

@@ -168,6 +168,9 @@ Deno.test("ProviderRegistry.startAll names every provider that failed, and every
     const started = slow.registry.startAll(1500, 3000);
     const p1 = slow.registry.host("p1")!;
     await waitFor("p1 up before the deadline", () => p1.available, START_WAIT_MS);
+    // The hanging two spawned too (on a loaded machine they may come after p1 is up): the case is
+    // processes still starting at the deadline, each ended before startAll answers.
+    await waitFor("every process spawned", () => slow.pids.length === 3, START_WAIT_MS);
     deadline.fire();
     await assert.rejects(
       started,
