@@ -1,11 +1,16 @@
 /**
  * A list for one log line or message: the first `max` items joined by ", ", then " and N more"
  * for the rest, so a line naming what a large machine has stays bounded (journald splits lines
- * over 48 KiB; a reader wants the count and a few names, not hundreds).
+ * over 48 KiB; a reader wants the count and a few names, not hundreds). `show` writes each item
+ * named (e.g. cut to a bound), only those.
  */
-export function namedList(items: readonly string[], max: number): string {
-  if (items.length <= max) return items.join(", ");
-  return `${items.slice(0, max).join(", ")} and ${items.length - max} more`;
+export function namedList(
+  items: readonly string[],
+  max: number,
+  show: (item: string) => string = (item) => item,
+): string {
+  const named = items.slice(0, max).map(show).join(", ");
+  return items.length <= max ? named : `${named} and ${items.length - max} more`;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type Logger, MAX_NAMED_IN_WARNING } from "../common/mod.ts";
+import { type Logger, MAX_NAMED_IN_WARNING, namedList } from "../common/mod.ts";
 import { type ResponsePayloads, WireProviderState } from "../adpp/mod.ts";
 import { errorMessageText, statusMessageText } from "./_status_message.ts";
 
@@ -294,7 +294,5 @@ export class SafeStateKeeper {
  * provider reports.
  */
 function madeSafe(devices: readonly string[]): string {
-  const named = devices.slice(0, MAX_NAMED_IN_WARNING).map(statusMessageText).join(", ");
-  const rest = devices.length - MAX_NAMED_IN_WARNING;
-  return rest > 0 ? `${named} and ${rest} more` : named;
+  return namedList(devices, MAX_NAMED_IN_WARNING, statusMessageText);
 }

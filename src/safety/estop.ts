@@ -838,10 +838,7 @@ export class Estop implements EstopService {
     }
     const ids = [...this.#securingCalls.keys()];
     if (ids.length > 0) {
-      const named = ids.slice(0, ARM_REFUSAL_NAMED_PROVIDERS).join(", ") +
-        (ids.length > ARM_REFUSAL_NAMED_PROVIDERS
-          ? ` and ${ids.length - ARM_REFUSAL_NAMED_PROVIDERS} more`
-          : "");
+      const named = namedList(ids, ARM_REFUSAL_NAMED_PROVIDERS);
       waits.push(
         `the securing run of provider(s) ${named} (back while latched) has ended: the ` +
           "release ends it once its safe-state call on the wire has answered",
