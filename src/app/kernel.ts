@@ -3265,9 +3265,6 @@ export class Kernel {
     let incidentsWritten = false;
     let recordedEnded = false;
     const recordedFromMs = this.host.clock.monoMs();
-    // The history's rows written from here on: some written by the time its wait runs out say a
-    // disk that answers, slowly -- not one that does not answer.
-    const rowsWrittenWhenAsked = this.history?.diskRowsWritten ?? 0;
     const recorded = (async () => {
       await stepAsync("incident records", () => this.incidents?.stop());
       incidentsWritten = true;
@@ -3314,6 +3311,13 @@ export class Kernel {
           `the providers are stopped meanwhile`,
       );
     }
+    // The history's rows written from here on (the providers' stop): some written by the time its
+    // wait runs out say a disk that answers, slowly -- not one that does not answer. Counted from
+    // here, not from the stop's ask: a write already under way at the ask, answered a moment after
+    // it, is no sign of a disk that answers when nothing more is written in the second that follows
+    // or after it (a disk hung right after that write was said to answer, slowly).
+    const writtenFromMs = this.host.clock.monoMs();
+    const rowsWrittenBefore = this.history?.diskRowsWritten ?? 0;
     await stopActions;
     // From here on no read-back reads a device again: one still under way ends with the stop
     // (its read in flight answered), said before `runtime stopped` -- not at verify_timeout_ms
@@ -3385,14 +3389,17 @@ export class Kernel {
       // line says (boundedStep). The stop's whole budget run out is the disk's: one that wrote
       // none of the rows meanwhile does not answer; one that wrote some answers, too slowly.
       const sinceAskedMs = Math.round(this.host.clock.monoMs() - recordedFromMs);
-      const writtenMeanwhile = (this.history?.diskRowsWritten ?? 0) - rowsWrittenWhenAsked;
+      const writtenMeanwhile = (this.history?.diskRowsWritten ?? 0) - rowsWrittenBefore;
       const why = recordedCutHurried
         ? `the time left was ${waitedMs} ms (what the hurried budget left after the stages ` +
           `before it; ${sinceAskedMs} ms since the stop asked for them); the disk may be fine`
         : writtenMeanwhile > 0
-        ? `the disk answers, slowly: it wrote ${writtenMeanwhile} row(s) in the ${sinceAskedMs} ` +
-          `ms since the stop asked for them, and the stop's budget ran out first`
-        : "the disk does not answer";
+        ? `the disk answers, slowly: it wrote ${writtenMeanwhile} row(s) in the ${
+          Math.round(this.host.clock.monoMs() - writtenFromMs)
+        } ms since the providers' stop began, and the stop's budget ran out first`
+        : `the disk does not answer (no row written since the providers' stop began, ${
+          Math.round(this.host.clock.monoMs() - writtenFromMs)
+        } ms ago)`;
       log.warn(
         `stop: ${what} not ${
           written ? "written" : "ended"

@@ -182,7 +182,10 @@ Deno.test("Kernel.stop with the history disk hung for good ends within the proce
     assert.equal(warned.length, 1, `one WARN counting the rows not written:\n${lines.join("\n")}`);
     assert.match(warned[0]!, /^WARN .*stop: [1-9]\d* history row\(s\) not written within/);
     // The stop's whole budget (not a second signal's) ran out: the disk's, said so.
-    assert.match(warned[0]!, /\): the disk does not answer; the stop goes on without them /);
+    assert.match(
+      warned[0]!,
+      /\): the disk does not answer \(no row written since the providers' stop began, \d+ ms ago\); the stop goes on without them /,
+    );
     await assertFlushedAndLockKept(rt, db, disk);
   } finally {
     disk.release();
@@ -192,8 +195,9 @@ Deno.test("Kernel.stop with the history disk hung for good ends within the proce
 });
 
 Deno.test("Kernel.stop whose budget runs out while the history disk answers slowly says it wrote rows meanwhile, not that the disk does not answer", async () => {
-  // A slow disk: the write in flight when the stop begins is answered 1500 ms into the stop (its
-  // rows written meanwhile); the next one, the stop's last rows, not within the stop's budget.
+  // A slow disk: the write in flight when the stop begins is answered 1900 ms into the stop (its
+  // rows written after the providers' stop began, 1 s in); the next one, the stop's last rows, not
+  // within the stop's budget.
   const firstAnswers = Promise.withResolvers<void>();
   const released = Promise.withResolvers<void>();
   let slow = false;
@@ -215,7 +219,7 @@ Deno.test("Kernel.stop whose budget runs out while the history disk answers slow
     await waitFor("a write of the history's rows in flight", () => held > 0);
     const endsAt = performance.now() + STOP_BUDGET_MS;
     stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
-    answering = setTimeout(() => firstAnswers.resolve(), 1500);
+    answering = setTimeout(() => firstAnswers.resolve(), 1900);
     assert.equal(await within(stopping, STOP_BUDGET_MS), "stopped");
     assert.ok(held > 1, "the stop's last rows were held by the disk");
     const warned = rowsNotWritten(lines);
@@ -224,7 +228,51 @@ Deno.test("Kernel.stop whose budget runs out while the history disk answers slow
     assert.ok(!warned[0]!.includes("does not answer"), warned[0]);
     assert.match(
       warned[0]!,
-      /^WARN .*stop: [1-9]\d* history row\(s\) not written within \d+ ms after the providers' stop \(the stop's budget, less TELEMETRY_STOP_RESERVE_MS \d+\): the disk answers, slowly: it wrote [1-9]\d* row\(s\) in the \d+ ms since the stop asked for them, and the stop's budget ran out first; the stop goes on without them /,
+      /^WARN .*stop: [1-9]\d* history row\(s\) not written within \d+ ms after the providers' stop \(the stop's budget, less TELEMETRY_STOP_RESERVE_MS \d+\): the disk answers, slowly: it wrote [1-9]\d* row\(s\) in the \d+ ms since the providers' stop began, and the stop's budget ran out first; the stop goes on without them /,
+    );
+    await lockKeptUntilWritten(rt.config.runtime.dataDir, released.resolve);
+  } finally {
+    clearTimeout(answering);
+    firstAnswers.resolve();
+    released.resolve();
+    await (stopping ?? rt.stop());
+  }
+});
+
+Deno.test("Kernel.stop with a write under way at its ask, answered a moment after it, and the disk hung from then on says the disk does not answer", async () => {
+  // The write in flight when the stop begins is answered 50 ms into the stop; the disk holds every
+  // write after it for good. Before: "the disk answers, slowly: it wrote <n> row(s) ..." -- the
+  // rows of that write, counted from the stop's ask, of a disk silent for the rest of the stop.
+  const firstAnswers = Promise.withResolvers<void>();
+  const released = Promise.withResolvers<void>();
+  let slow = false;
+  let held = 0;
+  const files = new InterceptedAppends("/history/", async (text, append) => {
+    if (slow) await (held++ === 0 ? firstAnswers.promise : released.promise);
+    await append(text);
+  });
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(
+    testConfig({ providers: [simProvider("sim0")], history: { stepMs: 1000 } }),
+    { host: { log, files, lockDataDir } },
+  );
+  let stopping: Promise<void> | null = null;
+  let answering: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await afterPolls(rt, "sim0/tempctl0", 3);
+    slow = true;
+    await waitFor("a write of the history's rows in flight", () => held > 0);
+    const endsAt = performance.now() + STOP_BUDGET_MS;
+    stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
+    answering = setTimeout(() => firstAnswers.resolve(), 50);
+    assert.equal(await within(stopping, STOP_BUDGET_MS), "stopped");
+    assert.ok(held > 1, "the stop's last rows were held by the disk");
+    const warned = rowsNotWritten(lines);
+    assert.equal(warned.length, 1, `one WARN counting the rows not written:\n${lines.join("\n")}`);
+    assert.ok(!warned[0]!.includes("answers, slowly"), warned[0]);
+    assert.match(
+      warned[0]!,
+      /\): the disk does not answer \(no row written since the providers' stop began, \d+ ms ago\); the stop goes on without them /,
     );
     await lockKeptUntilWritten(rt.config.runtime.dataDir, released.resolve);
   } finally {
