@@ -102,6 +102,14 @@ export const PROVIDER_STATUS_MESSAGE_CHARS = 1024;
  */
 export const MAX_DEVICES_PER_PROVIDER = 1024;
 
+/**
+ * Most metrics a GetHealth entry (the provider's, each device's) carries that are shown: the
+ * runtime's health view shows the first this many (state/health.ts MAX_REPORTED_METRICS); the
+ * provider SDK answers no more (the rest counted in the entry's metric `metrics_omitted`), its own
+ * metrics first so that they are among them.
+ */
+export const MAX_HEALTH_METRICS = 64;
+
 /** A request the provider answered with a non-OK status. The session stays healthy. */
 export class ProviderStatusError extends RuntimeError {
   /** The wire Status.Code number. */

@@ -344,7 +344,9 @@ export class DeviceProvider implements ProviderHandler {
     const host = this.options.hostRequirements;
     if (host === undefined) return h;
     const provider = h.provider ?? {};
-    const metrics = { ...(provider.metrics ?? {}), ...hostReadinessDiagnostics(host) };
+    // The SDK's own first (among the MAX_HEALTH_METRICS answered), their values over the handler's.
+    const own = hostReadinessDiagnostics(host);
+    const metrics = { ...own, ...(provider.metrics ?? {}), ...own };
     if (this.hostReady) return { ...h, provider: { ...provider, metrics } };
     const message = provider.message ?? "";
     return {

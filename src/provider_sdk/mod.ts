@@ -33,6 +33,7 @@ export type { FunctionCategory, Logger, LogLevel, ValueType } from "../common/mo
 export {
   MAX_DEVICES_PER_PROVIDER,
   MAX_FRAME_BYTES,
+  MAX_HEALTH_METRICS,
   PROVIDER_STATUS_MESSAGE_CHARS,
   StatusCode as WireStatusCode,
   WireCategory,

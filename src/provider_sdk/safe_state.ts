@@ -177,18 +177,20 @@ export class SafeStateKeeper {
   decorateHealth(h: ResponsePayloads["get_health"]): ResponsePayloads["get_health"] {
     if (this.#leaseMs === 0 && this.#last === null) return h;
     const provider = h.provider ?? {};
-    const metrics: Record<string, string> = {
-      ...(provider.metrics ?? {}),
+    const own: Record<string, string> = {
       lease_ms: String(this.#leaseMs),
       lease_expiries: String(this.#expiries),
       safe_state_active: String(this.#afterExpiry),
     };
     const last = this.#last;
     if (last !== null) {
-      metrics.safe_state_applied_at_ms = String(last.atMs);
-      metrics.safe_state_reason = last.reason;
-      if (last.outcome === "failed") metrics.safe_state_error = last.error ?? "failed";
+      own.safe_state_applied_at_ms = String(last.atMs);
+      own.safe_state_reason = last.reason;
+      if (last.outcome === "failed") own.safe_state_error = last.error ?? "failed";
     }
+    // The SDK's own first (among the MAX_HEALTH_METRICS answered), with their values over the
+    // handler's of the same keys.
+    const metrics: Record<string, string> = { ...own, ...(provider.metrics ?? {}), ...own };
     let state = provider.state ?? WireProviderState.UNSPECIFIED;
     let message = provider.message ?? "";
     if (this.#afterExpiry && last !== null) {

@@ -1,4 +1,4 @@
-import type { Logger } from "../common/mod.ts";
+import { type Logger, utf8Length } from "../common/mod.ts";
 import {
   concatFrames,
   decodeRequest,
@@ -7,11 +7,14 @@ import {
   FrameError,
   FrameReader,
   MAX_DEVICES_PER_PROVIDER,
+  MAX_FRAME_BYTES,
+  MAX_HEALTH_METRICS,
   type PayloadKind,
   PIPE_BUF,
   type RequestPayloads,
   type ResponsePayloads,
   StatusCode as WireStatusCode,
+  type WireDeviceHealth,
   type WireRequest,
   type WireResponse,
 } from "../adpp/mod.ts";
@@ -359,50 +362,113 @@ async function dispatch(
 }
 
 /**
+ * What of MAX_FRAME_BYTES a GetHealth answer's provider and device entries may take (their encoded
+ * size, estimated from above: each string's UTF-8 bytes with its field's tag and length, a
+ * device entry's state and timestamp): the rest is room for the response around them (request id,
+ * status). With every text cut, 1024 device entries of 64 metrics of 1024 characters each still
+ * made some 400 MiB; the entries past this bound are counted in `devices_omitted`, not answered.
+ */
+export const HEALTH_ANSWER_MAX_BYTES = MAX_FRAME_BYTES - 64 * 1024;
+
+/** Bytes of a protobuf string field, from above: tag, length (up to 5 bytes), UTF-8 text. */
+function stringFieldBytes(s: string): number {
+  return 6 + utf8Length(s);
+}
+
+/** Bytes of a metrics map, from above: each entry's tag and length, key and value. */
+function metricsBytes(metrics: Readonly<Record<string, string>> | undefined): number {
+  let n = 0;
+  if (metrics === undefined) return 0;
+  for (const k in metrics) n += 6 + stringFieldBytes(k) + stringFieldBytes(metrics[k]!);
+  return n;
+}
+
+/** Bytes of a device entry, from above: its tag and length, id, state, message, last_seen, metrics. */
+function deviceEntryBytes(d: WireDeviceHealth): number {
+  return 6 + stringFieldBytes(d.device_id ?? "") + 11 + stringFieldBytes(d.message ?? "") + 28 +
+    metricsBytes(d.metrics);
+}
+
+/**
  * A GetHealth answer within the bounds the runtime accepts: the provider's and each device's
- * message, each device id and each metric's key and value cut (statusMessageText), and at most
- * MAX_DEVICES_PER_PROVIDER device entries (the most a provider may list), the first kept and the
- * rest counted in the provider metric `devices_omitted`. A handler's own text over
- * MAX_FRAME_BYTES, or some 200,000 entries, made an answer that cannot be framed, and the provider
- * exited (SERIALIZE) instead of answering. Cut last, after the safe-state keeper's prefix, so every
- * message the SDK answers is bounded by one rule; the prefixes the SDK adds (lease expiry, a
- * DeviceProvider's unmet host requirements) come first and are what is kept.
+ * message, each device id and each metric's key and value cut (statusMessageText); at most
+ * MAX_HEALTH_METRICS metrics an entry, the first kept and the rest counted in its metric
+ * `metrics_omitted`; at most MAX_DEVICES_PER_PROVIDER device entries (the most a provider may
+ * list) and no more than HEALTH_ANSWER_MAX_BYTES in all, the first kept and the rest counted in
+ * the provider metric `devices_omitted`. A handler's own text over MAX_FRAME_BYTES, or some
+ * 200,000 entries, or 1024 entries of many long metrics, made an answer that cannot be framed,
+ * and the provider exited (SERIALIZE) instead of answering. Cut last, after the safe-state
+ * keeper's prefix, so every message the SDK answers is bounded by one rule; the prefixes and the
+ * metrics the SDK adds (lease expiry, a DeviceProvider's unmet host requirements) come first and
+ * are what is kept.
  */
 function healthCut(h: ResponsePayloads["get_health"]): ResponsePayloads["get_health"] {
   const out = { ...h };
   const devices = h.devices;
-  const omitted = devices === undefined ? 0 : devices.length - MAX_DEVICES_PER_PROVIDER;
-  if (h.provider !== undefined || omitted > 0) {
-    const p = h.provider ?? {};
-    const metrics = p.metrics === undefined ? undefined : metricsCut(p.metrics);
-    out.provider = {
-      ...p,
-      ...(p.message === undefined ? {} : { message: statusMessageText(p.message) }),
-      ...(metrics === undefined && omitted <= 0 ? {} : {
-        metrics: { ...metrics, ...(omitted > 0 ? { devices_omitted: String(omitted) } : {}) },
-      }),
-    };
-  }
+  const p = h.provider ?? {};
+  // The provider entry first: its metrics leave room for the marker of the devices left out.
+  const providerMetrics = p.metrics === undefined ? undefined : metricsCut(p.metrics, 1);
+  const providerMessage = p.message === undefined ? undefined : statusMessageText(p.message);
+  let left = HEALTH_ANSWER_MAX_BYTES - stringFieldBytes(providerMessage ?? "") - 11 -
+    metricsBytes(providerMetrics) - stringFieldBytes("devices_omitted") - 16;
+  const kept: WireDeviceHealth[] = [];
   if (devices !== undefined) {
-    out.devices = [];
-    for (const d of omitted > 0 ? devices.slice(0, MAX_DEVICES_PER_PROVIDER) : devices) {
+    for (const d of devices) {
+      if (kept.length === MAX_DEVICES_PER_PROVIDER) break;
       const e = { ...d };
       if (d.device_id !== undefined) e.device_id = statusMessageText(d.device_id);
       if (d.message !== undefined) e.message = statusMessageText(d.message);
-      if (d.metrics !== undefined) e.metrics = metricsCut(d.metrics);
-      out.devices.push(e);
+      if (d.metrics !== undefined) e.metrics = metricsCut(d.metrics, 0);
+      left -= deviceEntryBytes(e);
+      if (left < 0) break;
+      kept.push(e);
     }
   }
+  const omitted = devices === undefined ? 0 : devices.length - kept.length;
+  if (h.provider !== undefined || omitted > 0) {
+    out.provider = {
+      ...p,
+      ...(providerMessage === undefined ? {} : { message: providerMessage }),
+      ...(providerMetrics === undefined && omitted <= 0 ? {} : {
+        metrics: {
+          ...providerMetrics,
+          ...(omitted > 0 ? { devices_omitted: String(omitted) } : {}),
+        },
+      }),
+    };
+  }
+  if (devices !== undefined) out.devices = kept;
   return out;
 }
 
 /**
  * Health metrics with each key and value cut (statusMessageText); two keys alike once cut keep
- * the last value.
+ * the last value. At most MAX_HEALTH_METRICS less `reserved` (room for a marker the caller adds):
+ * past that the first are kept, less one, and `metrics_omitted` counts the rest.
  */
-function metricsCut(metrics: Readonly<Record<string, string>>): Record<string, string> {
+function metricsCut(
+  metrics: Readonly<Record<string, string>>,
+  reserved: number,
+): Record<string, string> {
+  const cut = new Map<string, string>();
+  for (const k in metrics) {
+    if (Object.hasOwn(metrics, k)) cut.set(statusMessageText(k), statusMessageText(metrics[k]!));
+  }
+  const most = MAX_HEALTH_METRICS - reserved;
+  const keep = cut.size <= most ? cut.size : most - 1;
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(metrics)) out[statusMessageText(k)] = statusMessageText(v);
+  let n = 0;
+  for (const [k, v] of cut) {
+    if (n++ === keep) break;
+    // defineProperty: a key "__proto__" is a metric like any other, as in the spread before.
+    Object.defineProperty(out, k, {
+      value: v,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  if (keep < cut.size) out.metrics_omitted = String(cut.size - keep);
   return out;
 }
 

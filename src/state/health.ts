@@ -11,6 +11,7 @@ import {
 } from "../common/mod.ts";
 import type { RestartPolicyConfig } from "../config/mod.ts";
 import {
+  MAX_HEALTH_METRICS,
   PROVIDER_STATUS_MESSAGE_CHARS,
   timestampToMs,
   type WireDeviceHealth,
@@ -60,7 +61,7 @@ export const MAX_UNREGISTERED_REPORTED_DEVICES = 64;
  * Most metrics shown per reported entry (the provider's, each device's): the first in the
  * answer's order; the rest are not shown.
  */
-export const MAX_REPORTED_METRICS = 64;
+export const MAX_REPORTED_METRICS = MAX_HEALTH_METRICS;
 /**
  * Longest reported text shown (UTF-16 code units): a message, a metric key or value, the id of a
  * device only the provider reports. Longer is cut and marked with an ellipsis (providerTextWithin),

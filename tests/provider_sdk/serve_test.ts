@@ -6,6 +6,7 @@ import {
   FRAME_READ_CHUNK_BYTES,
   MAX_DEVICES_PER_PROVIDER,
   MAX_FRAME_BYTES,
+  MAX_HEALTH_METRICS,
   PIPE_BUF,
   PROVIDER_STATUS_MESSAGE_CHARS,
   type RequestPayloads,
@@ -568,4 +569,84 @@ Deno.test("serveProvider answers at most MAX_DEVICES_PER_PROVIDER GetHealth devi
   const huge = await answer(many);
   deepStrictEqual(huge.devices?.map((d) => d.device_id), ids(MAX_DEVICES_PER_PROVIDER));
   equal(huge.provider?.metrics?.devices_omitted, String(many - MAX_DEVICES_PER_PROVIDER));
+});
+
+/** `n` metrics named m0, m1, ... */
+function manyMetrics(n: number, value = "1"): Record<string, string> {
+  return Object.fromEntries(Array.from({ length: n }, (_, i) => [`m${i}`, value]));
+}
+
+Deno.test("serveProvider answers at most MAX_HEALTH_METRICS metrics an entry and counts the rest in metrics_omitted", async () => {
+  const { responses } = await serveRequests(
+    healthHandler(() => ({
+      provider: { state: 1, message: "ok", metrics: manyMetrics(100) },
+      devices: [
+        { device_id: "a", state: 1, metrics: manyMetrics(100) },
+        { device_id: "b", state: 1, metrics: manyMetrics(MAX_HEALTH_METRICS) },
+      ],
+    })),
+    [{ request_id: 7, get_health: {} }],
+  );
+  const health = responses[0]!.get_health!;
+  // Before: all 100 of each, unbounded in count.
+  const device = health.devices![0]!.metrics!;
+  equal(Object.keys(device).length, MAX_HEALTH_METRICS);
+  deepStrictEqual(device, {
+    ...manyMetrics(MAX_HEALTH_METRICS - 1),
+    metrics_omitted: String(100 - (MAX_HEALTH_METRICS - 1)),
+  });
+  // At the bound: every metric, no marker.
+  deepStrictEqual(health.devices![1]!.metrics, manyMetrics(MAX_HEALTH_METRICS));
+  // The provider's: room kept for the devices_omitted marker.
+  const provider = health.provider!.metrics!;
+  equal(Object.keys(provider).length, MAX_HEALTH_METRICS - 1);
+  equal(provider.metrics_omitted, String(100 - (MAX_HEALTH_METRICS - 2)));
+});
+
+Deno.test("serveProvider answers a GetHealth of many devices with many long metrics within MAX_FRAME_BYTES, counting the devices left out", async () => {
+  const long = "v".repeat(PROVIDER_STATUS_MESSAGE_CHARS);
+  const metrics = manyMetrics(MAX_HEALTH_METRICS, long);
+  const { code, responses } = await serveRequests(
+    healthHandler(() => ({
+      provider: { state: 1, message: "ok" },
+      devices: Array.from({ length: MAX_DEVICES_PER_PROVIDER }, (_, i) => ({
+        device_id: `d${i}`,
+        state: 1,
+        metrics,
+      })),
+    })),
+    [{ request_id: 7, get_health: {} }, { request_id: 8, list_devices: {} }],
+  );
+  // Before: every text cut, still some 70 MiB: the provider exited SERIALIZE (4), answering nothing.
+  equal(code, ProviderExitCode.CLEAN, "the provider answers instead of exiting");
+  deepStrictEqual(responses.map((r) => [r.request_id, r.status?.code]), [
+    [7, StatusCode.OK],
+    [8, StatusCode.OK],
+  ]);
+  const health = responses[0]!.get_health!;
+  const answered = health.devices!.length;
+  ok(answered > 0 && answered < MAX_DEVICES_PER_PROVIDER, `${answered} devices answered`);
+  deepStrictEqual(health.devices!.map((d) => d.device_id), [
+    ...Array.from({ length: answered }, (_, i) => `d${i}`),
+  ]);
+  equal(health.provider?.metrics?.devices_omitted, String(MAX_DEVICES_PER_PROVIDER - answered));
+  ok(encodeFrame(encodeResponse(responses[0]!)).length <= MAX_FRAME_BYTES);
+});
+
+Deno.test("serveProvider keeps the SDK's own health metrics among those answered when a handler reports many", async () => {
+  const { responses } = await serveRequests(
+    {
+      ...healthHandler(() => ({
+        provider: { state: 1, message: "ok", metrics: manyMetrics(200) },
+      })),
+      applySafeState: () => ({ devices: [] }),
+    },
+    [{ request_id: 7, get_health: {} }],
+    { leaseMs: 5_000 },
+  );
+  const metrics = responses[0]!.get_health!.provider!.metrics!;
+  // Before: the lease metrics came after the handler's 200 and were the ones cut.
+  equal(metrics.lease_ms, "5000");
+  equal(metrics.safe_state_active, "false");
+  ok(Object.keys(metrics).length <= MAX_HEALTH_METRICS);
 });
