@@ -38,7 +38,6 @@
  * One failing in between as its provider came back (not up since: failing from its first failed
  * read after that return, as above) is down again from that outage's first moment, not from it.
  */
-import { WireDeviceState } from "../adpp/mod.ts";
 import { type Clock, tellEach, type TimerId } from "../common/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import { noneAnswered, signalsFail } from "./_answers.ts";
@@ -785,14 +784,7 @@ function readsFail(dev: DeviceState, cache: StateCache): boolean {
 }
 
 function reportedUnreachable(dev: DeviceState, cache: StateCache): boolean {
-  const devices = cache.reportedHealth(dev.providerId)?.response.devices;
-  if (devices === undefined) return false;
-  for (let i = 0; i < devices.length; i++) {
-    if (devices[i]!.device_id === dev.deviceId) {
-      return devices[i]!.state === WireDeviceState.UNREACHABLE;
-    }
-  }
-  return false;
+  return cache.reportedUnreachable(dev.providerId, dev.deviceId);
 }
 
 /**

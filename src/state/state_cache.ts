@@ -372,6 +372,12 @@ export class StateCache implements FreshReader {
    */
   readonly #polledDevices = new Map<string, readonly MutableDeviceState[]>();
   readonly #reported = new Map<string, ReportedHealthEntry>();
+  /**
+   * Of each stored health answer, the devices it reports UNREACHABLE (by each device's first entry,
+   * as read before): asked per device at every poll pass (reportedUnreachable), which scanned the
+   * whole answer -- up to MAX_DEVICES_PER_PROVIDER entries for each of as many devices.
+   */
+  readonly #unreachableIn = new WeakMap<ReportedHealthEntry, ReadonlySet<string>>();
   readonly #loops = new Map<string, PollLoop>();
   /**
    * The poll loops' clock: every loop aims at the same grid instants, and their timers of one
@@ -925,6 +931,22 @@ export class StateCache implements FreshReader {
     return this.#reported.get(providerId);
   }
 
+  /** Whether the provider's last stored health answer reports the device UNREACHABLE. */
+  reportedUnreachable(providerId: string, deviceId: string): boolean {
+    const entry = this.#reported.get(providerId);
+    return entry !== undefined && this.#unreachableOf(entry).has(deviceId);
+  }
+
+  /** The devices `entry` reports UNREACHABLE, each by its first entry (computed once). */
+  #unreachableOf(entry: ReportedHealthEntry): ReadonlySet<string> {
+    let set = this.#unreachableIn.get(entry);
+    if (set === undefined) {
+      set = unreachableDevices(entry);
+      this.#unreachableIn.set(entry, set);
+    }
+    return set;
+  }
+
   /** Samples of one provider not stored as good values, since start (a copy). */
   dataFaults(providerId: string): DataFaultCounts {
     const f = this.#faults.get(providerId);
@@ -1085,7 +1107,9 @@ export class StateCache implements FreshReader {
       const entry = { atMs: clock.nowMs(), atMono: clock.monoMs(), response };
       const before = this.#reported.get(host.id);
       this.#reported.set(host.id, entry);
-      if (unreachableDevices(before) !== unreachableDevices(entry)) {
+      const now = this.#unreachableOf(entry);
+      const was = before === undefined ? EMPTY_IDS : this.#unreachableOf(before);
+      if (now.size !== was.size || [...now].some((id) => !was.has(id))) {
         this.#notifyUnreachable(host.id);
       }
       return entry;
@@ -1768,13 +1792,19 @@ function noAnswer(err: unknown): boolean {
     !(err instanceof ProviderStatusError);
 }
 
-/** The ids of the devices a health answer reports UNREACHABLE, as one text ("" for none). */
-function unreachableDevices(entry: ReportedHealthEntry | undefined): string {
-  const ids: string[] = [];
-  for (const d of entry?.response.devices ?? []) {
-    if (d.state === WireDeviceState.UNREACHABLE) ids.push(d.device_id ?? "");
+const EMPTY_IDS: ReadonlySet<string> = new Set();
+
+/** The ids of the devices a health answer reports UNREACHABLE, each by its first entry. */
+function unreachableDevices(entry: ReportedHealthEntry): ReadonlySet<string> {
+  const seen = new Set<string>();
+  const ids = new Set<string>();
+  for (const d of entry.response.devices ?? []) {
+    const id = d.device_id ?? "";
+    if (seen.has(id)) continue;
+    seen.add(id);
+    if (d.state === WireDeviceState.UNREACHABLE) ids.add(id);
   }
-  return ids.length === 0 ? "" : JSON.stringify(ids.sort());
+  return ids.size === 0 ? EMPTY_IDS : ids;
 }
 
 /**
