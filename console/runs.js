@@ -1,11 +1,12 @@
 // The Runs view: open a run (optional label), add a marker (type and an optional JSON payload),
-// close it with a reason; the most recent runs and the events of any of them.
+// close it with a reason; the runs, newest first, in pages (Older, Newer, Newest), and the events
+// of any of them.
 
 import { byId, fill, formatTime, h, setResult, table } from "./dom.js";
 import { field, readArg } from "./forms.js";
 import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
-/** Runs listed in the Runs view, and events shown per page of a run's events. */
+/** Runs listed per page of the Runs view, and events shown per page of a run's events. */
 export const RUNS_LISTED = 20;
 export const RUN_EVENTS_LISTED = 50;
 /**
@@ -35,6 +36,11 @@ export class RunsView {
     this.built = false;
     /** The list shown (re-rendered when it changes). */
     this.runsKey = "";
+    /**
+     * The pages of runs gone through with Older, as their cursors: the last run of the page before
+     * each (`before=`); empty on the newest page. Newer steps back one, Newest empties it.
+     */
+    this.runsBefore = /** @type {string[]} */ ([]);
     /** The run whose events are shown (null: none), and those events as shown. */
     this.eventsFor = /** @type {string | null} */ (null);
     this.eventsKey = "";
@@ -62,8 +68,18 @@ export class RunsView {
 
   async loadList() {
     let r;
+    const before = this.runsBefore.at(-1);
     try {
-      r = await this.reads.read(() => this.api.get(`/v0/runs?limit=${RUNS_LISTED}`));
+      r = await this.reads.read(async () => {
+        // One more than shown: whether there are older runs. The open run (the newest, as no run
+        // opens while one is open) gives the forms, read apart on an older page.
+        const page = await this.api.get(
+          `/v0/runs?limit=${RUNS_LISTED + 1}` +
+            (before === undefined ? "" : `&before=${encodeURIComponent(before)}`),
+        );
+        const newest = before === undefined ? page : await this.api.get("/v0/runs?limit=1");
+        return { page, newest };
+      });
       if (r === OVERTAKEN) return;
     } catch (err) {
       // The list gives way to the error; the forms stay, with what is being typed in them (a
@@ -73,22 +89,33 @@ export class RunsView {
       fill(byId("runs-list"), h("p", { class: "error", text: this.errorText(err) }));
       throw err;
     }
-    const runs = r.runs ?? [];
-    const runsKey = JSON.stringify(runs);
+    const all = r.page.runs ?? [];
+    const runs = all.slice(0, RUNS_LISTED);
+    const older = all.length > RUNS_LISTED;
+    const open = (r.newest.runs ?? []).find((x) => x.state === "open") ?? null;
+    const runsKey = JSON.stringify([before ?? null, older, runs, open?.run_id ?? ""]);
     if (runsKey === this.runsKey) return;
     this.runsKey = runsKey;
     this.build();
-    const open = runs.find((x) => x.state === "open") ?? null;
     if ((open?.run_id ?? "") !== this.formsFor) {
       this.formsFor = open?.run_id ?? "";
       this.renderForms(open);
     }
-    const list = byId("runs-list");
+    const page = (cursors) => () => {
+      this.runsBefore = cursors;
+      this.runsKey = "";
+      this.loadList().catch((err) => this.onReadFailed(err));
+    };
+    const button = (label, aria, disabled, onclick) =>
+      h("button", { type: "button", class: "small", "aria-label": aria, disabled, onclick }, label);
+    const newestPage = before === undefined;
     fill(
-      list,
+      byId("runs-list"),
       runs.length
         ? table(
-          "Recent runs (newest first)",
+          newestPage
+            ? `Recent runs (newest first)${older ? ", older after" : ""}`
+            : `Older runs (newest first), before ${before}${older ? ", older after" : ""}`,
           ["Run", "Label", "State", "Started", "Ended", "Events"],
           runs.map((x) => [
             x.run_id,
@@ -105,7 +132,19 @@ export class RunsView {
           ]),
           "runs-table",
         )
-        : h("p", { class: "muted", text: "No runs yet." }),
+        : h("p", { class: "muted", text: newestPage ? "No runs yet." : "No older runs." }),
+      newestPage && !older ? null : h(
+        "div",
+        { class: "fn-actions run-list-pages" },
+        button("Newest", "Newest runs", newestPage, page([])),
+        button("Newer", "Newer runs", newestPage, page(this.runsBefore.slice(0, -1))),
+        button(
+          "Older",
+          "Older runs",
+          !older,
+          page([...this.runsBefore, runs[runs.length - 1]?.run_id ?? ""]),
+        ),
+      ),
     );
   }
 
