@@ -12,3 +12,13 @@ export function escapeControl(message: string): string {
     return `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
   });
 }
+
+/**
+ * Whether `text` holds a C0 control character (U+0000-U+001F, tab included) or DEL (U+007F): an
+ * id holding one is refused where it enters (a provider's device or signal id at discovery), as
+ * it would reach log lines, URLs, the audit journal and InfluxDB tags.
+ */
+export function hasControlCharacter(text: string): boolean {
+  // deno-lint-ignore no-control-regex
+  return /[\x00-\x1f\x7f]/.test(text);
+}

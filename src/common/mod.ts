@@ -7,7 +7,7 @@ export * from "./version.ts";
 export * from "./health.ts";
 export * from "./bytes.ts";
 export * from "./utf8.ts";
-export { escapeControl } from "./escape_control.ts";
+export { escapeControl, hasControlCharacter } from "./escape_control.ts";
 export {
   causesWhy,
   deviceReturnWhy,

@@ -225,6 +225,9 @@ export class YamlSource {
     if (referenceErrors.length > 0) {
       return { source: null, data: undefined, diagnostics: referenceErrors };
     }
+    // The tree is bounded as written; its data, aliases resolved, must be too (before toJS).
+    const tooDeep = source.#aliasTooDeep(doc.contents, file);
+    if (tooDeep !== null) return { source: null, data: undefined, diagnostics: [tooDeep] };
     let data: unknown;
     try {
       data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
@@ -432,6 +435,64 @@ export class YamlSource {
       node.items.forEach((item, i) => this.#checkReferences(item, [...path, i], file, out, inside));
       inside.delete(node);
     }
+  }
+
+  /**
+   * The first alias, in file order, whose node put where the alias stands nests the data deeper
+   * than MAX_YAML_DEPTH levels (an alias of a deep node inside another deep node: every line
+   * within the bound as written, hundreds of levels once resolved), as an error at the alias
+   * naming its key path; null when the data as built is within the bound. parseBounded bounds the
+   * tree as written, so this walk recurses at most MAX_YAML_DEPTH levels: an alias is never
+   * followed, its node's height was taken when that node was walked (an anchor is defined, and
+   * its node ends, before any alias of it: #checkReferences refused the others). A merge key's
+   * sources count at the level of the mapping holding it, where their keys land.
+   */
+  #aliasTooDeep(root: unknown, file: string): Diagnostic | null {
+    /** Levels of each collection as built (itself included); a scalar has none. */
+    const heights = new Map<unknown, number>();
+    let found: Diagnostic | null = null;
+    // `level`: the level `node` stands at in the data (the root mapping is level 1).
+    const walk = (node: unknown, level: number, path: Segment[]): number => {
+      if (isAlias(node)) {
+        const height = heights.get(this.#deref(node)) ?? 0;
+        if (found === null && level - 1 + height > MAX_YAML_DEPTH) {
+          const name = isSecretPath(path) ? REDACTED : node.source;
+          found = this.#error(
+            node,
+            path,
+            `YAML error: alias *${name} builds sequences and mappings nested more than ` +
+              `${MAX_YAML_DEPTH} levels deep`,
+            file,
+          );
+        }
+        return height;
+      }
+      let height = 0;
+      if (isMap(node)) {
+        height = 1;
+        for (const pair of node.items) {
+          const key = keyText(pair.key) ?? "";
+          if (isMergePair(pair)) {
+            const sources = isSeq(pair.value)
+              ? pair.value.items.map((item, i) => walk(item, level, [...path, key, i]))
+              : [walk(pair.value, level, [...path, key])];
+            if (isSeq(pair.value)) heights.set(pair.value, 1 + Math.max(0, ...sources));
+            height = Math.max(height, ...sources);
+          } else {
+            height = Math.max(height, 1 + walk(pair.value, level + 1, [...path, key]));
+          }
+        }
+      } else if (isSeq(node)) {
+        height = 1;
+        node.items.forEach((item, i) => {
+          height = Math.max(height, 1 + walk(item, level + 1, [...path, i]));
+        });
+      }
+      if (height > 0) heights.set(node, height);
+      return height;
+    };
+    walk(root, 1, []);
+    return found;
   }
 
   /** An error at the start of `node`. */

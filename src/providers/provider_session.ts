@@ -18,6 +18,7 @@ import {
   type DeviceCapabilities,
   errorMessage,
   type FunctionSpec,
+  hasControlCharacter,
   type Logger,
   type LogLevel,
   type ProviderProcess,
@@ -507,7 +508,9 @@ export class ProviderSession {
   /**
    * ListDevices, then DescribeDevice per device in list order. Each device is keyed by the id that
    * was asked for, so device ids are unique whatever the provider sends: a device without an id,
-   * a duplicate, an id that is not addressable as a URL path segment (`.`, `..`), a failing
+   * a duplicate, an id that is not addressable as a URL path segment (`.`, `..`), an id with a
+   * control character (U+0000-U+001F, U+007F; so is a device declaring a signal id with one,
+   * before it reaches log lines, URLs, the journals or InfluxDB tags), a failing
    * DescribeDevice, and an answer describing another device are each skipped with a warning
    * (logged, and kept in `discoveryWarnings` for provider health), as is a device declaring more
    * than MAX_SIGNALS_PER_DEVICE signals or MAX_FUNCTIONS_PER_DEVICE functions. A list longer than
@@ -555,6 +558,10 @@ export class ProviderSession {
         skip(`device id ${quote(id)} cannot be addressed as a URL path segment`);
         continue;
       }
+      if (hasControlCharacter(id)) {
+        skip(`device id ${quote(id)} has a control character`);
+        continue;
+      }
       let desc: ResponsePayloads["describe_device"];
       try {
         desc = await this.request("describe_device", { device_id: id });
@@ -571,6 +578,17 @@ export class ProviderSession {
       const declared = tooManyDeclared(desc);
       if (declared !== null) {
         skip(`DescribeDevice ${quote(id)} declares ${declared}`);
+        continue;
+      }
+      const controlSignal = desc.capabilities?.signals?.find((s) =>
+        hasControlCharacter(s.signal_id ?? "")
+      );
+      if (controlSignal !== undefined) {
+        skip(
+          `DescribeDevice ${quote(id)} declares signal ${
+            quote(controlSignal.signal_id ?? "")
+          }, which has a control character`,
+        );
         continue;
       }
       const caps = capabilitiesFromWire(this.#cfg.id, id, desc);

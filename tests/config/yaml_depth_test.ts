@@ -87,3 +87,61 @@ Deno.test("loadConfigFile and loadConfigFileAsking (start-up, --check-config, re
   assert.equal(asked.config, null);
   assert.deepEqual(errors(asked.diagnostics), expected);
 });
+
+/** `levels` flow sequences around `inner`: `[[inner]]` for 2. */
+const seqs = (levels: number, inner: string) =>
+  `${"[".repeat(levels)}${inner}${"]".repeat(levels)}`;
+
+/** An alias's error: at its key path and its line and column. */
+const aliasTooDeep = (path: string, line: number, column: number, name: string) => [
+  path,
+  line,
+  column,
+  `YAML error: alias *${name} builds sequences and mappings nested more than ${MAX_YAML_DEPTH} ` +
+  "levels deep",
+];
+
+Deno.test("loadConfig bounds the depth of the data as built: an alias of a deep node inside another deep node is refused at the alias, naming its key path", () => {
+  // x (level 2) holds 40 levels: the anchored node reaches level 41. y's alias sits in k
+  // sequences, at level 2 + k: the data reaches 1 + k + 40 levels.
+  const yaml = (k: number) => `${PROV}\nx: &a ${seqs(40, "1")}\ny: ${seqs(k, "*a")}\n`;
+  assert.deepEqual(errors(load(yaml(MAX_YAML_DEPTH - 41)).diagnostics), []);
+  const over = load(yaml(MAX_YAML_DEPTH - 40));
+  assert.equal(over.config, null);
+  // Line 3 `y: [[...*a`: the alias after MAX_YAML_DEPTH - 40 `[`.
+  const k = MAX_YAML_DEPTH - 40;
+  assert.deepEqual(errors(over.diagnostics), [
+    aliasTooDeep(`y${"[0]".repeat(k)}`, 3, 4 + k, "a"),
+  ]);
+});
+
+Deno.test("loadConfig refuses aliases that nest deep nodes within one another (hundreds of levels within the alias bound), at the first alias past the bound", () => {
+  // Every line is within MAX_YAML_DEPTH as written; resolved, d holds 4 x 60 levels.
+  const yaml = [
+    PROV,
+    `a: &a ${seqs(60, "1")}`,
+    `b: &b ${seqs(60, "*a")}`,
+    `c: &c ${seqs(60, "*b")}`,
+    `d: ${seqs(60, "*c")}`,
+  ].join("\n");
+  const result = load(yaml);
+  assert.equal(result.config, null);
+  // b's alias sits at level 62 and brings 60 more: the first past the bound, at line 3.
+  assert.deepEqual(errors(result.diagnostics), [
+    aliasTooDeep(`b${"[0]".repeat(60)}`, 3, 7 + 60, "a"),
+  ]);
+});
+
+Deno.test("loadConfig counts the levels a merge key brings in where they land: in the mapping holding it", () => {
+  // m's mapping is level 2, its key k holds 40 sequences (down to level 42). Merged into a
+  // mapping of level 2 + j, its k reaches level 2 + j + 40.
+  const yaml = (j: number) => `${PROV}\nm: &m {k: ${seqs(40, "1")}}\nn: ${seqs(j, "{<<: *m}")}\n`;
+  assert.deepEqual(errors(load(yaml(MAX_YAML_DEPTH - 42)).diagnostics), []);
+  const j = MAX_YAML_DEPTH - 41;
+  const over = load(yaml(j));
+  assert.equal(over.config, null);
+  // Line 3 `n: [[...{<<: *m}`: the alias after j `[` and `{<<: `.
+  assert.deepEqual(errors(over.diagnostics), [
+    aliasTooDeep(`n${"[0]".repeat(j)}.<<`, 3, 4 + j + 5, "m"),
+  ]);
+});

@@ -5,10 +5,11 @@
  * (WaitReady `host_check: unmet`): then it stays up without devices until a restart finds them.
  * A list of more than MAX_DEVICES_PER_PROVIDER devices is refused as a whole, at start-up and at
  * a restart alike; a device declaring more than MAX_SIGNALS_PER_DEVICE signals or
- * MAX_FUNCTIONS_PER_DEVICE functions is skipped with a warning, the others kept.
+ * MAX_FUNCTIONS_PER_DEVICE functions is skipped with a warning, the others kept, as is a device
+ * whose id or one of whose signal ids holds a control character.
  */
 import assert from "node:assert/strict";
-import { RuntimeError } from "../../src/common/mod.ts";
+import { hasControlCharacter, RuntimeError } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
@@ -20,6 +21,7 @@ import {
 } from "../../src/providers/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import {
+  dbl,
   type Inventory,
   programmableProvider,
   startProgrammable,
@@ -456,6 +458,44 @@ Deno.test("A function_id two functions declare, one of them actuating: both are 
       'DescribeDevice "a" declares function_id 7 more than once ("read_temp", "heater_on"); ' +
       "a call by that id is taken as actuating",
     ]);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("Discovery skips a device whose id or one of whose signal ids has a control character, with one WARN quoting it escaped; the others are kept", async () => {
+  const ids = ["nul\u0000", "cr\r", "esc\u001b[31m", "del\u007f", "us\u001f"];
+  const fx = await startProgrammable({
+    list: ["a", ...ids, "sig", "b"],
+    devices: {
+      a: { signals: SIGNALS },
+      b: { signals: SIGNALS },
+      sig: { signals: [{ id: "x", type: T.DOUBLE }, { id: "y\u0000", type: T.DOUBLE }] },
+      ...Object.fromEntries(ids.map((id) => [id, { signals: SIGNALS }])),
+    },
+  }, { inProcess: true });
+  try {
+    assert.deepEqual(fx.registry.devices().map((d) => d.deviceId), ["a", "b"]);
+    const expected = [
+      ...ids.map((id) => `device id ${JSON.stringify(id)} has a control character; device skipped`),
+      'DescribeDevice "sig" declares signal "y\\u0000", which has a control character; device skipped',
+    ];
+    assert.deepEqual(fx.host.session!.discoveryWarnings, expected);
+    const warns = fx.lines.filter((l) => l.includes("discovery:"));
+    // JSON.stringify leaves DEL as it is; the log line escapes it (escapeControl).
+    assert.deepEqual(
+      warns.map((l) => l.replace(/^WARN .*\[p0\] discovery: /, "")),
+      expected.map((w) => w.replace("\x7f", "\\x7f")),
+    );
+    assert.ok(warns.every((l) => !hasControlCharacter(l)), "no raw control character logged");
+    // The devices kept are polled as usual.
+    await fx.program("b", { read: { values: [dbl("x", 1)] } });
+    await fx.cache.pollDevice("p0", "b");
+    assert.equal(fx.cache.device("p0", "b")!.available, true);
+    assert.deepEqual(fx.cache.device("p0", "b")!.signals.get("x")?.value, {
+      type: "double",
+      double: 1,
+    });
   } finally {
     await fx.close();
   }

@@ -4,8 +4,9 @@
  * codec (the provider SDK would refuse to send most of what these scenarios need).
  *
  * Scenarios:
- * - `discovery`: ListDevices lists a, b, ".", "..", a again, "" and c; DescribeDevice(b) answers
- *   for device a (a rename attempt), DescribeDevice(c) answers without a device id.
+ * - `discovery`: ListDevices lists a, b, ".", "..", a again, "", c, "d\u0000" and e;
+ *   DescribeDevice(b) answers for device a (a rename attempt), DescribeDevice(c) answers without a
+ *   device id, DescribeDevice(e) declares signal "x\r".
  * - `many_bad`: ListDevices lists device ok, then ok 30 times more (31 entries, 30 duplicates).
  * - `values`: devices `ints` (exact 64-bit integers), `types` (type mismatches, NaN/±Infinity),
  *   `missing` (declared signals answered without a value) and `junk` (50 undeclared signal ids
@@ -83,9 +84,17 @@ function plain(id: string, label: string, answerAs = id): Device {
 
 function discoveryScenario(): Scenario {
   return {
-    list: ["a", "b", ".", "..", "a", "", "c"],
+    list: ["a", "b", ".", "..", "a", "", "c", "d\u0000", "e"],
     devices: {
       a: plain("a", "Device A"),
+      "d\u0000": plain("d\u0000", "Device D"),
+      e: {
+        ...plain("e", "Device E"),
+        describe: () => ({
+          device: { device_id: "e", type_id: "test.plain", label: "Device E" },
+          capabilities: { signals: [signal("x\r", T.DOUBLE)], functions: [] },
+        }),
+      },
       b: plain("b", "Device B claiming to be A", "a"),
       ".": plain(".", "Dot"),
       "..": plain("..", "Dot dot"),

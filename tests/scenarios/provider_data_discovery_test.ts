@@ -1,7 +1,8 @@
 /**
  * Discovery keys each device by the id that was asked for. A DescribeDevice answer naming another
- * device, duplicate or missing ids and ids that are not addressable as a URL path segment are
- * refused with a warning that provider health shows.
+ * device, duplicate or missing ids, ids that are not addressable as a URL path segment and ids
+ * (device or signal) with a control character are refused with a warning that provider health
+ * shows.
  */
 import assert from "node:assert/strict";
 import { MAX_DISCOVERY_WARNINGS } from "../../src/providers/mod.ts";
@@ -14,7 +15,8 @@ Deno.test("Discovery refuses a DescribeDevice answer that renames a device onto 
   });
   try {
     const rt = fx.runtime;
-    // ListDevices: a, b, ".", "..", a, "", c. b described itself as a: skipped, not a second a.
+    // ListDevices: a, b, ".", "..", a, "", c, "d\u0000", e. b described itself as a: skipped, not
+    // a second a.
     assert.deepEqual(rt.registry.devices().map((d) => d.deviceId), ["a", "c"]);
     assert.equal(rt.registry.capabilities("p0", "a")?.device.label, "Device A");
     assert.equal((rt.registry.capabilities("p0", "a")?.functions[0])!.name, "act_a");
@@ -55,13 +57,19 @@ Deno.test("Discovery refuses a DescribeDevice answer that renames a device onto 
     assert.equal(p0.device_count, 2);
     assert.deepEqual(p0.devices.map((d: { device_id: string }) => d.device_id), ["a", "c"]);
     const warnings: string[] = p0.discovery_warnings;
-    assert.equal(warnings.length, 5, JSON.stringify(warnings));
+    assert.equal(warnings.length, 7, JSON.stringify(warnings));
     const named = (re: RegExp) => warnings.filter((w) => re.test(w)).length;
     assert.equal(named(/"b" answered for device "a"/), 1);
     assert.equal(named(/"\." cannot be addressed/), 1);
     assert.equal(named(/"\.\." cannot be addressed/), 1);
     assert.equal(named(/"a" more than once/), 1);
     assert.equal(named(/without id/), 1);
+    // A device id or a signal id with a control character: quoted escaped.
+    assert.equal(named(/^device id "d\\u0000" has a control character; device skipped$/), 1);
+    assert.equal(
+      named(/^DescribeDevice "e" declares signal "x\\r", which has a control character; device/),
+      1,
+    );
   } finally {
     await fx.close();
   }

@@ -272,7 +272,7 @@ Deno.test("providerHealthViews grades each registered device of a running provid
   assert.equal(bare!.failed_device_count, 0);
   assert.deepEqual(bare!.discovery_warnings, []);
   // The refused devices' warnings are part of the provider's view.
-  assert.equal(p0!.discovery_warnings?.length, 5);
+  assert.equal(p0!.discovery_warnings?.length, 7);
   assert.deepEqual(p0!.discovery_warnings, rt.cache.discoveryWarnings("p0"));
 });
 
