@@ -876,6 +876,18 @@ export class AlarmEngine implements AlarmService {
     entry.blocking = blocking;
     const at = interlockTransitionAt(entry, wall);
     if (first && !blocking) return blocking; // starting released is no transition
+    this.#tellTransition(entry, blocking, mono, at);
+    return blocking;
+  }
+
+  /**
+   * Logs and publishes an interlock's engage or release, dated `at`. Apart from
+   * #evaluateInterlock, which runs at every evaluation: a function that creates closures over
+   * `this` allocates its context at every call, created or not, in every tier but TurboFan (which
+   * removes it only once it has compiled the caller).
+   */
+  #tellTransition(entry: InterlockEntry, blocking: boolean, mono: number, at: number): void {
+    const il = entry.interlock;
     const config = il.config;
     const reason = blocking ? il.reason(mono) : null;
     if (blocking) {
@@ -891,7 +903,6 @@ export class AlarmEngine implements AlarmService {
       entry.log.write(mono, `interlock ${config.id} released`, (l) => this.#actionLog.info(l));
     }
     this.#publishInterlock(entry, blocking, reason, at);
-    return blocking;
   }
 
   /** What it blocks for now, as told (#evaluateInterlock compares the next evaluation with it). */
