@@ -1885,7 +1885,10 @@ export class Estop implements EstopService {
       log: this.#readBackLog,
       ended: () => this.#readBacksEnded,
     });
-    this.#mergeVerification(expect, expect.map((_, i) => i), verification, seq);
+    this.#mergeVerification(expect, expect.map((_, i) => i), verification, seq, {
+      read_back: "stop",
+      cause,
+    });
     this.#reportVerification(verification, "e-stop verification");
     const result: EstopResult = {
       // As it stands now: a clear while this stop ran released it (the stop ran on all the same).
@@ -2553,10 +2556,25 @@ export class Estop implements EstopService {
       log: this.#readBackLog,
       ended: () => this.#readBacksEnded,
     });
-    if (!this.#mergeVerification(expect, indices, partial, seq)) return;
+    const shownBefore = this.#mergeVerification(expect, indices, partial, seq, {
+      read_back: "re-verification",
+      provider_ids: ids,
+      reason: batch.reason,
+    });
+    // Dropped by the merge (a newer read-back of another list is shown): not shown nor published
+    // again, but its summary record still ends it, naming the read-back it was merged into (the
+    // one status shows), whose verdict it carries.
+    const mergedInto = shownBefore ? null : this.#verified!.by;
     const merged = verificationView(this.#verified!);
     const why = batch.reason === AVAILABLE_WHILE_LATCHED ? "back" : batch.reason;
-    this.#reportVerification(merged, `e-stop re-verification (${ids.join(", ")} ${why})`);
+    if (mergedInto === null) {
+      this.#reportVerification(merged, `e-stop re-verification (${ids.join(", ")} ${why})`);
+    } else {
+      this.#readBackLog.info(
+        `e-stop re-verification (${ids.join(", ")} ${why}): ended after a newer read-back ` +
+          `(${readBackWords(mergedInto)}): merged into it, which status shows`,
+      );
+    }
     // Ended after the runtime's stop: its audit journal is closed, the entry not offered to it
     // (status keeps the verdict, as #reportVerification has it).
     if (this.#readBackLinesEnded) return;
@@ -2576,6 +2594,7 @@ export class Estop implements EstopService {
         verification: merged.outcome,
         checks_total: merged.checks.length,
         checks_verified: merged.checks.filter((c) => c.outcome === "verified").length,
+        ...(mergedInto === null ? {} : { merged_into: mergedInto }),
       },
       latency_ms: startedAt === null || endedAt === null ? null : Math.round(endedAt - startedAt),
     });
@@ -2588,13 +2607,14 @@ export class Estop implements EstopService {
    * reload of safety.safe_state, or one re-parsing the same list: another list all the same)
    * replaces it all, unless a check shown comes from a read-back begun later (dropped, false: an
    * older read-back ending last never replaces a newer one); a partial one of a list no longer
-   * shown is dropped (false).
+   * shown is dropped (false). `by` says which read-back it is (VerificationState.by).
    */
   #mergeVerification(
     expect: readonly SafeStateExpectation[],
     indices: readonly number[],
     v: Verification,
     seq: number,
+    by: ReadBackOf,
   ): boolean {
     let shown = this.#verified;
     if (shown === null || shown.expect !== expect) {
@@ -2605,6 +2625,7 @@ export class Estop implements EstopService {
         checks: [...v.checks],
         seq: v.checks.map(() => seq),
         elapsedMs: v.elapsed_ms,
+        by,
       };
       return true;
     }
@@ -2614,6 +2635,7 @@ export class Estop implements EstopService {
       shown.seq[index] = seq;
     });
     shown.elapsedMs = v.elapsed_ms;
+    shown.by = by;
     return true;
   }
 
@@ -2808,6 +2830,28 @@ interface VerificationState {
   readonly seq: number[];
   /** Duration of the last read-back merged in. */
   elapsedMs: number;
+  /** The last read-back merged in (a dropped one's audit `result.merged_into`). */
+  by: ReadBackOf;
+}
+
+/**
+ * Which read-back a verification comes from, as a re-verification the merge dropped names the one
+ * it was merged into (its audit `result.merged_into`): a stop's, by the cause of its ladder calls'
+ * audit origin, or a re-verification's, by its audit `args`.
+ */
+type ReadBackOf =
+  | { readonly read_back: "stop"; readonly cause: string }
+  | {
+    readonly read_back: "re-verification";
+    readonly provider_ids: readonly string[];
+    readonly reason: string;
+  };
+
+/** A read-back as its line names it (ReadBackOf). */
+function readBackWords(by: ReadBackOf): string {
+  return by.read_back === "stop"
+    ? `a stop's, cause ${providerTextWithin(by.cause, ESTOP_LOGGED_REASON_CHARS)}`
+    : `a re-verification of ${by.provider_ids.join(", ")}, ${by.reason}`;
 }
 
 /** A verification state as status and events show it. */

@@ -72,7 +72,10 @@ export interface VerifyOptions {
   readonly clock: Clock;
   readonly expect: readonly SafeStateExpectation[];
   readonly timeoutMs: number;
-  /** Where a monotonic clock that throws is told (ERROR lines). */
+  /**
+   * Where a monotonic clock that throws is told (ERROR lines: at most
+   * MAX_CLOCK_ERROR_LINES_PER_READ_BACK per read-back, then one line counting the others).
+   */
   readonly log?: Logger;
   /**
    * True once a runtime's stop has ended the read-backs (Estop.endReadBacks: its providers are
@@ -83,19 +86,94 @@ export interface VerifyOptions {
 }
 
 /**
- * The monotonic clock, on the stop path: a clock that fails is asked once more; null when it
- * fails again (what needs the time is then left out, `without`, said on an ERROR line).
+ * ERROR lines one read-back writes for its clock's failures (ClockFailureLines): the first ones;
+ * the others are counted and said once, on one ERROR line, when the read-back ends. A clock that
+ * fails now and then during a long read-back of many devices would otherwise write one or two
+ * lines per device per read.
  */
-function readMono(o: VerifyOptions, step: string, without: string): number | null {
+export const MAX_CLOCK_ERROR_LINES_PER_READ_BACK = 1;
+
+/**
+ * One read-back's lines for its clock's failures, bounded (MAX_CLOCK_ERROR_LINES_PER_READ_BACK);
+ * `log` is what readClockTwice writes to. Its lines never throw (the stop path): one it fails to
+ * write is lost.
+ */
+class ClockFailureLines {
+  readonly #out: Logger | undefined;
+  #written = 0;
+  #unsaid = 0;
+  readonly log: Logger | undefined;
+
+  constructor(out: Logger | undefined) {
+    this.#out = out;
+    this.log = out === undefined ? undefined : {
+      debug: (m) => this.#write(() => out.debug(m)),
+      info: (m) => this.#write(() => out.info(m)),
+      warn: (m) => this.#write(() => out.warn(m)),
+      error: (m) => this.#error(m),
+      child: (scope) => out.child(scope),
+    };
+  }
+
+  #error(message: string): void {
+    if (this.#written >= MAX_CLOCK_ERROR_LINES_PER_READ_BACK) {
+      this.#unsaid++;
+      return;
+    }
+    this.#written++;
+    this.#write(() => this.#out?.error(message));
+  }
+
+  #write(line: () => void): void {
+    try {
+      line();
+    } catch { /* nowhere left to say it */ }
+  }
+
+  /** Says how many failures were not written, once, when the read-back ends (none: no line). */
+  end(): void {
+    if (this.#unsaid === 0) return;
+    const n = this.#unsaid;
+    this.#unsaid = 0;
+    this.#write(() =>
+      this.#out?.error(
+        `safe-state verification: reading the clock failed ${n} more time(s) during this ` +
+          `read-back (only the first ${MAX_CLOCK_ERROR_LINES_PER_READ_BACK} logged)`,
+      )
+    );
+  }
+}
+
+/**
+ * The monotonic clock, on the stop path: a clock that fails is asked once more; null when it
+ * fails again (what needs the time is then left out, `without`, said on an ERROR line within the
+ * read-back's bound, `lines`).
+ */
+function readMono(
+  o: VerifyOptions,
+  lines: ClockFailureLines,
+  step: string,
+  without: string,
+): number | null {
   const what = `safe-state verification (${step})`;
-  return readClockTwice(() => o.clock.monoMs(), o.log, what, `${what}: ${without}`);
+  return readClockTwice(() => o.clock.monoMs(), lines.log, what, `${what}: ${without}`);
 }
 
 /** Reads every expected signal back until all hold or the timeout passes (module comment). */
 export async function verifySafeState(o: VerifyOptions): Promise<Verification> {
   if (o.expect.length === 0) return { outcome: "unverifiable", elapsed_ms: 0, checks: [] };
+  const lines = new ClockFailureLines(o.log);
+  try {
+    return await readBack(o, lines);
+  } finally {
+    lines.end();
+  }
+}
+
+/** verifySafeState with something expected; the clock's failures said on `lines`. */
+async function readBack(o: VerifyOptions, lines: ClockFailureLines): Promise<Verification> {
   // With no start there is no deadline: each device is read back once, bounded by the timeout.
-  const started = readMono(o, "start", "read back once, not retried");
+  const started = readMono(o, lines, "start", "read back once, not retried");
   const deadline = started === null ? null : started + o.timeoutMs;
   const groups = new Map<string, SafeStateExpectation[]>();
   for (const e of o.expect) {
@@ -106,11 +184,11 @@ export async function verifySafeState(o: VerifyOptions): Promise<Verification> {
   }
   const results = new Map<SafeStateExpectation, VerificationCheck>();
   await Promise.all(
-    [...groups.values()].map((g) => verifyDevice(o, g, deadline, results)),
+    [...groups.values()].map((g) => verifyDevice(o, lines, g, deadline, results)),
   );
   const checks = o.expect.map((e) => results.get(e)!);
   // A duration the clock could not measure is 0, never invented.
-  const ended = started === null ? null : readMono(o, "end", "elapsed_ms is 0");
+  const ended = started === null ? null : readMono(o, lines, "end", "elapsed_ms is 0");
   return {
     outcome: verificationOutcome(checks),
     elapsed_ms: started === null || ended === null ? 0 : Math.round(ended - started),
@@ -131,6 +209,7 @@ export function verificationOutcome(checks: readonly VerificationCheck[]): Verif
 /** One device's expectations: read, judge, repeat until all hold or the deadline. */
 async function verifyDevice(
   o: VerifyOptions,
+  lines: ClockFailureLines,
   group: readonly SafeStateExpectation[],
   deadline: number | null,
   out: Map<SafeStateExpectation, VerificationCheck>,
@@ -142,7 +221,7 @@ async function verifyDevice(
     // whole timeout.
     const now = deadline === null
       ? null
-      : readMono(o, `${providerId}/${deviceId}`, "read back once more, not retried");
+      : readMono(o, lines, `${providerId}/${deviceId}`, "read back once more, not retried");
     const remaining = deadline === null || now === null ? o.timeoutMs : deadline - now;
     const answer = await o.reads.readFresh(providerId, deviceId, signalIds, remaining);
     const read = stopEnded(o, answer);
@@ -166,7 +245,7 @@ async function verifyDevice(
     // provider's; never verified by this read).
     if (!read.ok && read.staysDown) return;
     if (allHold || deadline === null || now === null || o.ended?.()) return;
-    const after = readMono(o, `${providerId}/${deviceId}`, "not read back again");
+    const after = readMono(o, lines, `${providerId}/${deviceId}`, "not read back again");
     if (after === null) return;
     const left = deadline - after;
     if (left <= 0) return;
