@@ -84,7 +84,7 @@ import {
   tokenChangesText,
   withDefaultToken,
 } from "../http/mod.ts";
-import { type JournalFiles, WatchedJournalFiles } from "../journal/mod.ts";
+import { type JournalFiles, type JournalLineCount, WatchedJournalFiles } from "../journal/mod.ts";
 import { type InterruptedCall, type RunCallEntry, RunRegistry } from "../runs/mod.ts";
 import {
   History,
@@ -3187,20 +3187,29 @@ export class Kernel {
     };
     // A stage on the disk after the providers' stop: waited for at most `boundMs` (less when the
     // stop's budget leaves less past telemetry's reserve), then the stop goes on without it.
+    // `lines`: what its journal writes (JournalLineCount), read to say whether its disk answers.
     const boundedStep = async (
       stage: string,
       run: () => Promise<unknown>,
       boundMs: number,
       boundName: string,
+      lines: JournalLineCount,
     ) => {
       const waitMs = deadline === undefined
         ? boundMs
         : Math.min(boundMs, leftPastReserve(deadline));
+      // The lines written from here on, but for those of the writes already under way: one of
+      // them answered a moment after the wait began is no sign of a disk that answers when nothing
+      // more is written (as the history's line, counted from the providers' stop). Some written
+      // by the time the bound runs out say a disk that answers, slowly -- not one that does not.
+      const underWay = lines.writing;
+      const writtenBefore = lines.written + underWay;
       const done = stepAsync(stage, run);
       const startedAt = this.host.clock.monoMs();
       if (!await boundedWait(done, waitMs)) {
         late.push(done);
         const waitedMs = Math.round(this.host.clock.monoMs() - startedAt);
+        const writtenMeanwhile = Math.max(0, lines.written - writtenBefore);
         // Cut by the stop's budget, not by its own bound: the stages before it (the providers'
         // stop) took the time, and a disk that answers at once may still not have made it.
         const why = waitedMs < boundMs
@@ -3208,7 +3217,12 @@ export class Kernel {
             hurried ? "hurried " : ""
           }budget left past TELEMETRY_STOP_RESERVE_MS ${TELEMETRY_STOP_RESERVE_MS} after the ` +
             `stages before it); the disk may be fine`
-          : "its disk does not answer";
+          : writtenMeanwhile > 0
+          ? `its disk answers, slowly: it wrote ${writtenMeanwhile} line(s) in the wait, and ` +
+            `${boundName} ran out first`
+          : `its disk does not answer (no line written in the wait${
+            underWay > 0 ? `, the ${underWay} line(s) being written when it began not counted` : ""
+          })`;
         log.warn(
           `stop: ${stage} not closed within ${waitedMs} ms (${boundName} ${boundMs}${
             hurried ? ", hurried by a second stop signal" : ""
@@ -3351,8 +3365,20 @@ export class Kernel {
     }
     // The open (collapsing) audit entry is closed and the journal written and closed; a call
     // still settling records on its own.
-    await boundedStep("audit journal", () => this.audit.close(), AUDIT_STOP_MS, "AUDIT_STOP_MS");
-    await boundedStep("run records", () => this.runs.shutdown(), RUNS_STOP_MS, "RUNS_STOP_MS");
+    await boundedStep(
+      "audit journal",
+      () => this.audit.close(),
+      AUDIT_STOP_MS,
+      "AUDIT_STOP_MS",
+      this.audit.journalLineCount,
+    );
+    await boundedStep(
+      "run records",
+      () => this.runs.shutdown(),
+      RUNS_STOP_MS,
+      "RUNS_STOP_MS",
+      this.runs.journalLineCount,
+    );
     // Telemetry's last flush takes what the stages before it left of the stop's budget (less the
     // reserve the WARN of the rows it could not write needs), not a fixed share: after a provider
     // that needed SIGKILL, a fixed share outlasted the process's deadline (exit 4) and the rows

@@ -90,6 +90,7 @@ import {
   type JournalFiles,
   type JournalGap,
   type JournalLine,
+  JournalLineCount,
   JournalWriter,
   segmentNumbers,
   segmentPath,
@@ -401,6 +402,8 @@ export class AuditTrail implements AuditSink {
    * write-ahead record, the entry, its listeners or a checkpoint.
    */
   readonly #log: Logger;
+  /** Lines its journal wrote, and those of its write under way (the stop's wait reads them). */
+  readonly journalLineCount = new JournalLineCount();
   /**
    * The open (collapsing) entry and the write-ahead ids its decisions settle; `side`: that of
    * its first decision's call (#side: up to #boundary, up to #cut, or after both).
@@ -1040,6 +1043,7 @@ export class AuditTrail implements AuditSink {
       syncIntervalMs: AUDIT_SYNC_INTERVAL_MS,
       gapLine: (gap) => this.#gapLine(gap),
       gapMark: () => ++this.#seq,
+      lineCount: this.journalLineCount,
     });
     const journal: Journal = { ...options, writer };
     this.#opening = writer;

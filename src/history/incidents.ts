@@ -1831,7 +1831,9 @@ export class IncidentRecorder {
     let text = "";
     for (const [id, why] of this.#goneIds) text += `${JSON.stringify({ incident_id: id, why })}\n`;
     await this.#o.files.ensureDir(this.#o.dir);
-    await replaceWhole(this.#o.files, `${this.#o.dir}/${INCIDENT_GONE_FILE}`, text);
+    await replaceWhole(this.#o.files, `${this.#o.dir}/${INCIDENT_GONE_FILE}`, text, {
+      log: this.#log,
+    });
   }
 
   /**

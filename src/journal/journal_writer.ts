@@ -58,6 +58,18 @@ export interface JournalGap {
   readonly mark: number | undefined;
 }
 
+/**
+ * Lines written by the JournalWriters that share it (all the files of one owner), and those of
+ * their writes under way: what a stop waiting for that owner's close reads of a disk that answers
+ * (the kernel's bounded stop step).
+ */
+export class JournalLineCount {
+  /** Lines written so far (as status().linesWritten counts them). */
+  written = 0;
+  /** Lines of the writes under way now: taken from the queue, neither written nor failed yet. */
+  writing = 0;
+}
+
 /** Construction options. */
 export interface JournalWriterOptions {
   readonly files: JournalFiles;
@@ -90,6 +102,8 @@ export interface JournalWriterOptions {
    * WARN stays). Default true: one ERROR per failing streak.
    */
   readonly reportWriteFailures?: boolean | undefined;
+  /** Counts this writer's lines with those of the other writers sharing it (JournalLineCount). */
+  readonly lineCount?: JournalLineCount | undefined;
 }
 
 /** Per-append options. */
@@ -401,6 +415,8 @@ export class JournalWriter {
       this.#gap = null;
       this.#gapInFlight = gap;
       const gapAt = gap === null ? -1 : this.#gapLineAt(gap, firstIndex, lines, fresh);
+      const count = this.#o.lineCount;
+      if (count !== undefined) count.writing += batch.length;
       let written = 0;
       try {
         written = await this.#write(lines, (n) => written = n, fresh);
@@ -413,6 +429,7 @@ export class JournalWriter {
           else this.#gapBack(gap);
         }
         this.#linesWritten += ok;
+        this.#counted(batch.length, ok);
         for (const p of batch.slice(0, ok)) p.done({ ok: true });
         for (const p of batch.slice(ok)) {
           if (p.counted) this.#lose(1, reason);
@@ -426,6 +443,7 @@ export class JournalWriter {
         const synced = await this.#syncNow(this.#batchStart);
         if (!synced.ok) {
           if (gap !== null) this.#gapBack(gap);
+          this.#counted(batch.length, 0);
           for (const p of batch) {
             if (p.counted) this.#lose(1, synced.reason);
             p.done(synced);
@@ -434,6 +452,7 @@ export class JournalWriter {
         }
       }
       this.#linesWritten += batch.length;
+      this.#counted(batch.length, batch.length);
       if (gap !== null) this.#gapWritten(gap);
       if (this.#failing && this.#gap === null) {
         this.#failing = false;
@@ -446,6 +465,14 @@ export class JournalWriter {
       for (const p of batch) p.done({ ok: true });
     }
     this.#inflight = [];
+  }
+
+  /** A write of `taken` lines ended, `written` of them written: the shared count (lineCount). */
+  #counted(taken: number, written: number): void {
+    const count = this.#o.lineCount;
+    if (count === undefined) return;
+    count.writing -= taken;
+    count.written += written;
   }
 
   /**

@@ -4,10 +4,21 @@
  * port's rename makes the new name durable (host's fsyncs the folder after it), so a crash or a
  * power cut leaves the old file or the new one, never a torn one.
  */
+import { errorMessage, type Logger } from "../common/mod.ts";
 import { closeHandle, type JournalFiles } from "./journal_files.ts";
 
 /** Appends text to the temporary file of replaceWhole (rejects when a write fails). */
 export type ReplaceAppend = (text: string) => Promise<void>;
+
+/** What replaceWhole tells its caller, and asks it. */
+export interface ReplaceWholeOptions {
+  /** Where a close of the temporary file that throws is said (one WARN naming it and the error). */
+  readonly log: Pick<Logger, "warn">;
+  /** Asked before each step that writes; throwing fails the replacement there (default: never). */
+  readonly goesOn?: (() => void) | undefined;
+  /** Told once goesOn let the rename go (default: nothing). */
+  readonly renaming?: (() => void) | undefined;
+}
 
 /**
  * Replaces the file at `path` with `content`: a text, or a writer handed `append` for a content
@@ -17,16 +28,19 @@ export type ReplaceAppend = (text: string) => Promise<void>;
  * temporary file opened, each append, the rename): throwing fails the replacement so, and the old
  * file is not replaced (a caller stopped while the disk hung). `renaming`, told once `goesOn` let
  * the rename go: from then on the new file may be in place whatever the caller does (a stop that
- * comes meanwhile cannot undo it). A close of the temporary file that throws changes none of this
- * (closeHandle): the replacement goes on, or rejects with its own error.
+ * comes meanwhile cannot undo it). A close of the temporary file that throws is said in one WARN
+ * (`log`) and changes none of this (closeHandle): it comes after the text's fsync answered, so
+ * the text renamed over the file is whole and durable (the replacement goes on), and after a
+ * failed write it hides nothing (the replacement rejects with the write's error).
  */
 export async function replaceWhole(
   files: JournalFiles,
   path: string,
   content: string | ((append: ReplaceAppend) => Promise<void>),
-  goesOn: () => void = () => {},
-  renaming: () => void = () => {},
+  options: ReplaceWholeOptions,
 ): Promise<void> {
+  const goesOn = options.goesOn ?? (() => {});
+  const renaming = options.renaming ?? (() => {});
   const tmp = `${path}.tmp`;
   // Whether the temporary file may be this call's (not one a caller stopped before it leaves,
   // which may be another process's on the folder by then).
@@ -42,8 +56,11 @@ export async function replaceWhole(
       else await content(append);
       await handle.sync();
     } finally {
-      // A close that throws hides no failure of the writes, nor fails fsync'd text (closeHandle).
-      closeHandle(handle);
+      // A close that throws hides no failure of the writes, nor fails fsync'd text (closeHandle),
+      // and is said: a handle let go with an error is a disk (or a port) to look at.
+      closeHandle(handle, (err) => {
+        options.log.warn(`closing ${tmp} failed (${errorMessage(err)}): it is let go`);
+      });
     }
     goesOn();
     renaming();

@@ -80,6 +80,7 @@ import {
   type JournalAppendResult,
   type JournalFiles,
   type JournalLine,
+  JournalLineCount,
   JournalWriter,
   type KeyedLines,
   lastKeyed,
@@ -672,6 +673,11 @@ export class RunRegistry {
   #unavailableReason: string | null = "not started";
   /** The writer of runs.jsonl. */
   #journal: JournalWriter | null = null;
+  /**
+   * Lines its files (runs.jsonl, the runs' event files) wrote, and those of their writes under way
+   * (the stop's wait reads them).
+   */
+  readonly journalLineCount = new JournalLineCount();
   #open: OpenRun | null = null;
   #chain: Promise<void> = Promise.resolve();
   #droppedBusEvents = 0;
@@ -2633,8 +2639,7 @@ export class RunRegistry {
           }
           if (chunk !== "") await append(chunk);
         },
-        goesOn,
-        renaming,
+        { log: this.#log, goesOn, renaming },
       );
       this.#journalLines = lines;
       this.#journalCount++;
@@ -3086,6 +3091,7 @@ export class RunRegistry {
       maxQueuedLines,
       syncIntervalMs: BUS_EVENT_SYNC_DELAY_MS,
       reportWriteFailures: !ownerReports,
+      lineCount: this.journalLineCount,
     });
   }
 

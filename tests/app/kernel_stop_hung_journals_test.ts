@@ -706,3 +706,112 @@ Deno.test("Kernel.stop whose hurried budget cuts the wait for the history's last
     await (stopping ?? rt.stop());
   }
 });
+
+/**
+ * The audit journal's files, whose appends and fsyncs wait, while `gate` is set, for what it
+ * returns (a disk that answers slowly, or once and then no more).
+ */
+class GatedAudit extends RealJournalFiles {
+  gate: ((op: "append" | "sync") => Promise<void>) | null = null;
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await super.openAppend(path);
+    if (!path.includes("/audit/")) return handle;
+    return {
+      append: async (text: string) => {
+        await this.gate?.("append");
+        await handle.append(text);
+      },
+      sync: async () => {
+        await this.gate?.("sync");
+        await handle.sync();
+      },
+      truncate: (size: number) => handle.truncate(size),
+      close: () => handle.close(),
+    };
+  }
+}
+
+/**
+ * The WARN of a stop whose audit journal's close runs out AUDIT_STOP_MS: the disk holds the audit
+ * journal's write from a MANUAL request on, and answers it 50 ms after the stop asked the journal
+ * to close (the write under way when the wait began); `inWait` is what an append or an fsync begun
+ * after that ask waits for (`released`: the disk answers again once the stop has ended).
+ */
+async function auditCloseWarn(
+  inWait: (op: "append" | "sync", released: Promise<void>) => Promise<void>,
+): Promise<string> {
+  const files = new GatedAudit();
+  const underWay = Promise.withResolvers<void>();
+  const released = Promise.withResolvers<void>();
+  let asked = false;
+  let heldBefore = 0;
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(testConfig({ providers: [simProvider("sim0")] }), {
+    host: { log, files, lockDataDir },
+  });
+  let stopping: Promise<void> | null = null;
+  let answering: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await afterPolls(rt, "sim0/tempctl0", 2);
+    files.gate = async (op) => {
+      if (asked) return await inWait(op, released.promise);
+      if (op === "append") heldBefore++;
+      await underWay.promise;
+    };
+    await rt.modes.request("MANUAL"); // an audit entry: its write held by the disk
+    await waitFor("the audit journal's write held", () => heldBefore > 0);
+    const close = rt.audit.close.bind(rt.audit);
+    rt.audit.close = () => {
+      asked = true;
+      answering = setTimeout(() => underWay.resolve(), 50);
+      return close();
+    };
+    stopping = rt.stop();
+    assert.equal(await within(stopping, AUDIT_STOP_MS + STOP_SLACK_MS), "stopped");
+    assert.ok(asked, "the stop asked the audit journal to close");
+    const warned = lines.filter((l) => l.includes("audit journal not closed within"));
+    assert.equal(warned.length, 1, `one WARN naming AUDIT_STOP_MS:\n${lines.join("\n")}`);
+    await lockKeptUntilWritten(rt.config.runtime.dataDir, released.resolve);
+    return warned[0]!;
+  } finally {
+    clearTimeout(answering);
+    underWay.resolve();
+    released.resolve();
+    await (stopping ?? rt.stop());
+  }
+}
+
+Deno.test("Kernel.stop whose AUDIT_STOP_MS runs out while the audit journal's disk answers slowly says it wrote lines in the wait, not that the disk does not answer", async () => {
+  // The first write begun in the wait is answered 150 ms after it began; the next one and the
+  // close's fsync after it, not within AUDIT_STOP_MS.
+  let answered = false;
+  let appends = 0;
+  const warn = await auditCloseWarn(async (op, released) => {
+    if (op === "sync") {
+      if (answered) await released;
+      return;
+    }
+    if (appends++ > 0) return await released;
+    await new Promise((r) => setTimeout(r, 150));
+    answered = true;
+  });
+  // Before: "...: its disk does not answer; ...", of a disk that wrote lines in the wait.
+  assert.ok(!warn.includes("does not answer"), warn);
+  assert.match(
+    warn,
+    /^WARN .*stop: audit journal not closed within \d+ ms \(AUDIT_STOP_MS 1000\): its disk answers, slowly: it wrote [1-9]\d* line\(s\) in the wait, and AUDIT_STOP_MS ran out first; the stop goes on without it /,
+  );
+});
+
+Deno.test("Kernel.stop with the audit journal's write under way when its close was asked, answered a moment after, and the disk hung from then on says the disk does not answer", async () => {
+  // Every append begun in the wait is held until after the stop: only the write under way when
+  // the wait began was answered (50 ms in). Its lines are no sign of a disk that answers.
+  const warn = await auditCloseWarn(async (op, released) => {
+    if (op === "append") await released;
+  });
+  assert.ok(!warn.includes("answers, slowly"), warn);
+  assert.match(
+    warn,
+    /^WARN .*stop: audit journal not closed within \d+ ms \(AUDIT_STOP_MS 1000\): its disk does not answer \(no line written in the wait, the [1-9]\d* line\(s\) being written when it began not counted\); the stop goes on without it /,
+  );
+});

@@ -5,7 +5,12 @@
  * gap once writing resumes, and close.
  */
 import assert from "node:assert/strict";
-import { type JournalAppendHandle, type JournalGap, JournalWriter } from "../../src/journal/mod.ts";
+import {
+  type JournalAppendHandle,
+  type JournalGap,
+  JournalLineCount,
+  JournalWriter,
+} from "../../src/journal/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import {
@@ -15,6 +20,7 @@ import {
 } from "../helpers/journal_files.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "journal_writer_" });
@@ -311,4 +317,60 @@ Deno.test("JournalWriter: a handle whose close throws after a failed fsync is on
     await w.close();
     assert.deepEqual(await fileLines(path), ['{"n":1}', '{"n":2}', ""]);
   });
+});
+
+/** Memory files whose appends to a.jsonl wait for `held`, and to b.jsonl fail while `failing`. */
+class HeldOrFailing extends MemoryFiles {
+  readonly held = Promise.withResolvers<void>();
+  failing = false;
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const h = await super.openAppend(path);
+    return {
+      append: async (text: string) => {
+        if (path.endsWith("a.jsonl")) await this.held.promise;
+        if (this.failing && path.endsWith("b.jsonl")) throw new Error("EIO: append failed");
+        await h.append(text);
+      },
+      sync: () => h.sync(),
+      truncate: (n: number) => h.truncate(n),
+      close: () => h.close(),
+    };
+  }
+}
+
+Deno.test("JournalWriter counts its lines in a JournalLineCount it shares: being written while the write is under way, written once it is, and a failed write's lines never written", async () => {
+  const count = new JournalLineCount();
+  const { log } = capturingLogger({ level: "error" });
+  const files = new HeldOrFailing();
+  await files.ensureDir("/data");
+  const writerOf = (path: string) =>
+    new JournalWriter({
+      files,
+      target: { path },
+      name: path,
+      log,
+      clock: new ManualClock(),
+      maxQueuedLines: 100,
+      syncIntervalMs: 1000,
+      lineCount: count,
+    });
+  const a = writerOf("/data/a.jsonl");
+  const b = writerOf("/data/b.jsonl");
+  const first = [a.append("1"), a.append("2")];
+  await waitFor("a's write under way", () => count.writing === 2);
+  assert.deepEqual({ ...count }, { written: 0, writing: 2 });
+  assert.deepEqual(await b.append("3"), { ok: true });
+  assert.deepEqual({ ...count }, { written: 1, writing: 2 }, "b's line counted with a's");
+  files.held.resolve();
+  await Promise.all(first);
+  assert.deepEqual({ ...count }, { written: 3, writing: 0 });
+  files.failing = true;
+  assert.equal((await b.append("4")).ok, false);
+  assert.deepEqual(
+    { ...count },
+    { written: 3, writing: 0 },
+    "a failed write's line is not written",
+  );
+  await a.close();
+  await b.close();
 });

@@ -10,8 +10,12 @@ import { replaceWhole } from "../../src/journal/mod.ts";
 import { RealJournalFiles } from "../helpers/journal_files.ts";
 import { tempDir } from "../helpers/kernel.ts";
 import { RecordingMemoryFiles } from "../helpers/memory_files.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
 
 const PATH = "/data/state.jsonl";
+
+/** replaceWhole's options for a test that asserts on no line it logs. */
+const QUIET = { log: capturingLogger().log };
 
 /** Recording files whose /data/state.jsonl holds "old\n". */
 async function withOldFile(): Promise<RecordingMemoryFiles> {
@@ -25,7 +29,7 @@ async function withOldFile(): Promise<RecordingMemoryFiles> {
 
 Deno.test("replaceWhole writes the text beside the file, fsyncs and closes it, then renames it over the file", async () => {
   const files = await withOldFile();
-  await replaceWhole(files, PATH, "new\n");
+  await replaceWhole(files, PATH, "new\n", QUIET);
   assert.deepEqual(files.calls, [
     "remove state.jsonl.tmp",
     "open state.jsonl.tmp",
@@ -42,7 +46,7 @@ Deno.test("replaceWhole streams a writer's pieces, one append each, and fsyncs a
   const files = await withOldFile();
   await replaceWhole(files, PATH, async (append) => {
     for (const line of ["a\n", "b\n", "c\n"]) await append(line);
-  });
+  }, QUIET);
   assert.deepEqual(files.calls.slice(1, -1), [
     "open state.jsonl.tmp",
     "append state.jsonl.tmp",
@@ -59,7 +63,7 @@ Deno.test("replaceWhole: an open, write, fsync or rename that fails leaves the o
     const files = await withOldFile();
     files.failing = failing;
     await assert.rejects(
-      replaceWhole(files, PATH, "new\n"),
+      replaceWhole(files, PATH, "new\n", QUIET),
       (err: Error) => err.message === `EIO: ${failing} failed (os error 5)`,
       failing,
     );
@@ -70,7 +74,7 @@ Deno.test("replaceWhole: an open, write, fsync or rename that fails leaves the o
   // A writer that throws: the same.
   const files = await withOldFile();
   await assert.rejects(
-    replaceWhole(files, PATH, () => Promise.reject(new Error("writer failed"))),
+    replaceWhole(files, PATH, () => Promise.reject(new Error("writer failed")), QUIET),
     /writer failed/,
   );
   assert.equal(files.text(PATH), "old\n");
@@ -84,7 +88,7 @@ Deno.test("replaceWhole: a close of the temporary file that throws hides no fail
     files.failing = failing;
     files.closeThrows = true;
     await assert.rejects(
-      replaceWhole(files, PATH, "new\n"),
+      replaceWhole(files, PATH, "new\n", QUIET),
       (err: Error) => err.message === `EIO: ${failing} failed (os error 5)`,
       failing,
     );
@@ -94,13 +98,31 @@ Deno.test("replaceWhole: a close of the temporary file that throws hides no fail
   // Written and fsync'd, then a close that throws: the text replaces the file all the same.
   const files = await withOldFile();
   files.closeThrows = true;
-  await replaceWhole(files, PATH, "new\n");
+  await replaceWhole(files, PATH, "new\n", QUIET);
   assert.deepEqual(files.calls.slice(-2), [
     "close state.jsonl.tmp",
     "rename state.jsonl.tmp state.jsonl",
   ]);
   assert.equal(files.text(PATH), "new\n");
   assert.deepEqual(await files.listNames("/data"), ["state.jsonl"]);
+});
+
+Deno.test("replaceWhole says a close of the temporary file that throws in one WARN naming the file and the error, after a failed write or a replacement that went on", async () => {
+  for (const failing of ["append", null] as const) {
+    const files = await withOldFile();
+    files.failing = failing;
+    files.closeThrows = true;
+    const { log, lines } = capturingLogger({ level: "warn" });
+    const replacing = replaceWhole(files, PATH, "new\n", { log });
+    if (failing === null) await replacing;
+    else await assert.rejects(replacing, /EIO: append failed/);
+    assert.equal(files.text(PATH), failing === null ? "new\n" : "old\n", `${failing}`);
+    assert.deepEqual(
+      lines.map((l) => l.replace(/^(\w+)\s+\S+ /, "$1 ")),
+      ["WARN closing /data/state.jsonl.tmp failed (EBADF: close failed): it is let go"],
+      `${failing}`,
+    );
+  }
 });
 
 Deno.test("replaceWhole: a caller's goesOn throwing before a step (stopped meanwhile) ends it there: the old file kept, only its own temporary file removed", async () => {
@@ -132,7 +154,7 @@ Deno.test("replaceWhole: a caller's goesOn throwing before a step (stopped meanw
     await assert.rejects(
       replaceWhole(files, PATH, async (append) => {
         for (const line of ["a\n", "b\n"]) await append(line);
-      }, goesOn),
+      }, { ...QUIET, goesOn }),
       /stopped/,
     );
     assert.equal(files.text(PATH), "old\n", `step ${n}`);
@@ -146,7 +168,7 @@ Deno.test("replaceWhole over real files replaces the file whole, whatever a cras
   const dir = tempDir();
   await Deno.writeTextFile(`${dir}/state.jsonl`, "old\n");
   await Deno.writeTextFile(`${dir}/state.jsonl.tmp`, "torn by a crash, longer than the new text");
-  await replaceWhole(new RealJournalFiles(), `${dir}/state.jsonl`, "new\n");
+  await replaceWhole(new RealJournalFiles(), `${dir}/state.jsonl`, "new\n", QUIET);
   assert.equal(await Deno.readTextFile(`${dir}/state.jsonl`), "new\n");
   assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["state.jsonl"]);
 });

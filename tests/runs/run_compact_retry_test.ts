@@ -140,3 +140,34 @@ Deno.test("a runs.jsonl rewrite replaces it whole (replaceWhole): written beside
     await registry.shutdown();
   }
 });
+
+Deno.test("a runs.jsonl rewrite whose temporary file's close throws renames the fsync'd text over it all the same, and says the close in one WARN naming the file and the error", async () => {
+  const files = new RecordingMemoryFiles((p) => p.endsWith("/runs.jsonl.tmp"));
+  files.closeThrows = true;
+  const { log, lines } = capturingLogger({ level: "warn" });
+  const registry = registryOn(files, { maxRuns: 1, logger: log });
+  await registry.start();
+  const openClose = async () => {
+    const { run } = await registry.open({});
+    await registry.close(run.run_id, {});
+  };
+  try {
+    // Past the rewrite threshold (4 x 1 kept run + 64 lines).
+    while (files.calls.length === 0) await openClose();
+    assert.deepEqual(files.calls.slice(-3), [
+      "sync runs.jsonl.tmp",
+      "close runs.jsonl.tmp",
+      "rename runs.jsonl.tmp runs.jsonl",
+    ]);
+    assert.ok(!(await files.listNames("/data")).includes("runs.jsonl.tmp"));
+    // Before: nothing said of the handle let go with an error.
+    const warned = lines.filter((l) => l.includes("runs.jsonl.tmp"));
+    assert.equal(warned.length, 1, lines.join("\n"));
+    assert.match(
+      warned[0]!,
+      /^WARN .*closing \/data\/runs\.jsonl\.tmp failed \(EBADF: close failed\): it is let go$/,
+    );
+  } finally {
+    await registry.shutdown();
+  }
+});
