@@ -720,6 +720,7 @@ export function responseComponents(): Record<string, JsonSchema> {
         "queue_depth",
         "dropped_events",
         // Project additions: in every answer (telemetry off, writing or failing).
+        "pending_batch_bytes",
         "retry_buffer_depth",
         "dropped_retry",
         "write_failures",
@@ -750,6 +751,11 @@ export function responseComponents(): Record<string, JsonSchema> {
         last_error_at_epoch_ms: { type: ["integer", "null"] },
         last_flush_at_epoch_ms: { type: ["integer", "null"] },
         last_health_snapshot_at_epoch_ms: { type: ["integer", "null"] },
+        pending_batch_bytes: note(
+          int,
+          "UTF-8 bytes of line protocol the current batch's rows take in a write, a newline each; " +
+            "the batch is written at 1 MiB, MAX_WRITE_BYTES (project addition).",
+        ),
         retry_buffer_depth: note(int, "Rows waiting for a retry (project addition)."),
         dropped_retry: note(
           int,

@@ -75,6 +75,7 @@ import {
   runEventRow,
   signalRow,
 } from "./rows.ts";
+import { LineBatch, lineBytes } from "./_line_batch.ts";
 import { RingBuffer } from "./_ring_buffer.ts";
 import { PointSequencer } from "./_point_sequencer.ts";
 
@@ -118,8 +119,9 @@ export const WRITE_TIMEOUT_MS = 5000;
  * Most the event queue holds, in bytes (beside `queue_size` events): a flood of large values (a
  * 64 KiB string signal changing often) while a write is slow or the database is down evicts the
  * oldest events past it, counted in `dropped_events`. An event counts
- * {@link QUEUE_EVENT_OVERHEAD_BYTES} plus one byte per character of its strings; an ordinary
- * event counts about 300, so the default 10,000 ordinary events take about 3 MB and never meet it.
+ * {@link QUEUE_EVENT_OVERHEAD_BYTES} plus the UTF-8 bytes of its strings, as they are written (a
+ * string of 3-byte characters counts 3 per character); an ordinary event counts about 300, so the
+ * default 10,000 ordinary events take about 3 MB and never meet it.
  */
 export const MAX_QUEUE_BYTES = 16 * 1024 * 1024;
 
@@ -137,9 +139,10 @@ export const MAX_RETRY_BUFFER_BYTES = 16 * 1024 * 1024;
 /** Nesting depth to which queueEventBytes counts an event's strings (events are shallower). */
 const EVENT_BYTES_DEPTH = 6;
 
-/** One byte per character of the strings in `v`, to {@link EVENT_BYTES_DEPTH} levels deep. */
+/** The UTF-8 bytes of the strings in `v`, to {@link EVENT_BYTES_DEPTH} levels deep. */
 function stringBytes(v: unknown, depth: number): number {
-  if (typeof v === "string") return v.length;
+  // UTF-8 bytes, not UTF-16 code units: an ASCII string (the usual one) costs one regex test.
+  if (typeof v === "string") return utf8Length(v);
   if (v === null || typeof v !== "object" || depth <= 0) return 0;
   let n = 0;
   // No array of the values made per event (an object's own keys walked in place).
@@ -235,21 +238,6 @@ const MIN_ROWS_PER_WRITE = 1000;
  */
 export const MAX_WRITE_BYTES = 1024 * 1024;
 
-/** What a line adds to a write's body: its UTF-8 bytes and the newline. */
-function lineBytes(line: string): number {
-  return utf8Length(line) + 1;
-}
-
-/** The body bytes of `lines`, counted only until they reach `cap` (a cheap "at least cap?"). */
-function bytesUpTo(lines: readonly string[], cap: number): number {
-  let bytes = 0;
-  for (const line of lines) {
-    if (bytes >= cap) break;
-    bytes += lineBytes(line);
-  }
-  return bytes;
-}
-
 /**
  * How many of `lines`, from the front, fit in `bytes` more bytes of body (at least one when
  * `atLeastOne`, however long), and the bytes they take.
@@ -320,6 +308,11 @@ export interface TelemetryStatus {
   total_failed: number;
   /** Rows in the current batch (excludes the retry buffer). */
   pending_batch: number;
+  /**
+   * The UTF-8 bytes the batch's rows take in a write's body (a newline each): the batch is due at
+   * {@link MAX_WRITE_BYTES}.
+   */
+  pending_batch_bytes: number;
   /** Events waiting in the subscriber queue. */
   queue_depth: number;
   /**
@@ -460,6 +453,15 @@ export function influxTransport(url: string, token: string): TelemetryTransport 
   return transport;
 }
 
+/**
+ * The transport a writer with options `o` writes through: the injected one, else the client's for
+ * `influx.url` and `influx.token` (influxTransport; it throws naming what is wrong). Building it
+ * sends nothing: retarget builds one to check a new target before it switches to it.
+ */
+function transportFor(o: TelemetryWriterOptions): TelemetryTransport {
+  return o.transport ?? influxTransport(o.influx.url, o.influx.token);
+}
+
 /** `answer` with a body that ends after `maxBytes` bytes (the rest of the original is cancelled). */
 function boundedBody(answer: Response, maxBytes: number): Response {
   const body = answer.body;
@@ -584,7 +586,7 @@ export class TelemetryWriter {
   #log: Logger;
   #queue: RingBuffer<QueueItem>;
   #retry: RingBuffer<string>;
-  #batch: string[] = [];
+  #batch = new LineBatch();
   /**
    * Tags same-millisecond rows of one series apart (event, run-event and health rows), per
    * database (databaseKey).
@@ -678,7 +680,8 @@ export class TelemetryWriter {
   /**
    * Points the writer at new settings (the `telemetry` section of a configuration reload), in
    * place: the new target is checked first -- a target that cannot start (no token, the client
-   * not loaded, a URL that does not parse) throws FAILED_PRECONDITION and the writer goes on as
+   * not loaded, a URL that does not parse or that the client refuses: its transport is built as
+   * start() builds it) throws FAILED_PRECONDITION naming the setting and the writer goes on as
    * it was, so the section keeps its old value and the next reload tries again. Otherwise what
    * the old target holds (the queue, the batch, the retry buffer) is flushed to it within
    * `budgetMs`, and writing starts on the new one; when the database (url, org, bucket) is the
@@ -705,6 +708,17 @@ export class TelemetryWriter {
         : `telemetry.influxdb.url: '${next.influx.url}' is not a URL`;
       if (problem !== null) {
         throw new RuntimeError("FAILED_PRECONDITION", `${problem}: telemetry left as it was`);
+      }
+      // What start() will build on it (no request is sent): a url the client refuses is refused
+      // here, not after the old database was flushed, with the new target's rows then lost.
+      try {
+        transportFor(next);
+      } catch (err) {
+        throw new RuntimeError(
+          "FAILED_PRECONDITION",
+          `${errorMessage(err)}: telemetry left as it was`,
+          { cause: err },
+        );
       }
     }
     const done = this.#retargetNow(next, budgetMs);
@@ -739,7 +753,7 @@ export class TelemetryWriter {
         await this.#flushOut(this.#deadline(budgetMs, "the reload's budget"), "reload");
       }
     }
-    const batch = same ? this.#batch : [];
+    const batch = same ? this.#batch : new LineBatch();
     this.#opts = next;
     this.#tuning = { ...DEFAULT_TELEMETRY_TUNING, ...next.tuning };
     this.#runtimeName = next.runtimeName || "default";
@@ -783,8 +797,7 @@ export class TelemetryWriter {
    */
   #dropUnstarted(): void {
     const events = this.#queue.clear();
-    const rows = this.#retry.clear() + this.#batch.length;
-    this.#batch = [];
+    const rows = this.#retry.clear() + this.#batch.clear();
     if (events === 0 && rows === 0) return;
     this.#droppedEvents += events;
     this.#totalFailed += rows;
@@ -825,7 +838,7 @@ export class TelemetryWriter {
       return;
     }
     try {
-      this.#transport = this.#opts.transport ?? influxTransport(url, token);
+      this.#transport = transportFor(this.#opts);
     } catch (err) {
       // The error names what is wrong (the url, or the client pinned in deno.json).
       this.#setError(`${errorMessage(err)}: telemetry writer not started`);
@@ -891,6 +904,7 @@ export class TelemetryWriter {
       total_written: this.#totalWritten,
       total_failed: this.#totalFailed,
       pending_batch: this.#batch.length,
+      pending_batch_bytes: this.#batch.bytes,
       queue_depth: this.#queue.length,
       dropped_events: this.#droppedEvents,
       retry_buffer_depth: this.#retry.length,
@@ -1034,8 +1048,7 @@ export class TelemetryWriter {
     } catch (err) {
       this.#reportError(`${by === "stop" ? "shutdown" : "reload"} flush: ${errorMessage(err)}`);
     }
-    const lost = this.#retry.clear() + this.#batch.length;
-    this.#batch = [];
+    const lost = this.#retry.clear() + this.#batch.clear();
     const what = by === "stop"
       ? "shutdown"
       : this.#stopCut
@@ -1148,8 +1161,7 @@ export class TelemetryWriter {
    */
   #fillBatch(limit: number): void {
     const maxBytes = limit === Infinity ? Infinity : MAX_WRITE_BYTES;
-    let bytes = bytesUpTo(this.#batch, maxBytes);
-    while (this.#batch.length < limit && bytes < maxBytes && this.#queue.length > 0) {
+    while (this.#batch.length < limit && this.#batch.bytes < maxBytes && this.#queue.length > 0) {
       const item = this.#queue.shift() as QueueItem;
       let line: string | null;
       try {
@@ -1179,9 +1191,7 @@ export class TelemetryWriter {
         continue;
       }
       if (line === null) continue;
-      const distinct = this.#points.distinct(line);
-      this.#batch.push(distinct);
-      if (maxBytes !== Infinity) bytes += lineBytes(distinct);
+      this.#batch.push(this.#points.distinct(line));
     }
     if (this.#queueDrops > 0 && this.#queue.length === 0) {
       this.#log.warn(
@@ -1217,7 +1227,7 @@ export class TelemetryWriter {
     const cap = this.#batchSize + BATCH_HEALTH_ALLOWANCE;
     if (this.#batch.length > cap) {
       const excess = this.#batch.length - cap;
-      this.#batch.splice(0, excess);
+      this.#batch.take(excess);
       this.#totalFailed += excess;
       this.#droppedOverflow += excess;
       this.#reportError(
@@ -1244,7 +1254,7 @@ export class TelemetryWriter {
         // Backing off after a failure: due batches go straight to the retry buffer, so an outage
         // costs exactly the rows that do not fit there (and the queue keeps draining).
         while (batchDue()) {
-          this.#park(this.#batch.splice(0));
+          this.#park(this.#batch.take(this.#batch.length));
           this.#lastFlushAttemptMono = now;
           this.#fillBatch(this.#batchSize);
         }
@@ -1272,8 +1282,7 @@ export class TelemetryWriter {
 
   /** The batch holds `batch_size` rows or {@link MAX_WRITE_BYTES} of lines: it is due. */
   #batchFull(): boolean {
-    return this.#batch.length >= this.#batchSize ||
-      bytesUpTo(this.#batch, MAX_WRITE_BYTES) >= MAX_WRITE_BYTES;
+    return this.#batch.length >= this.#batchSize || this.#batch.bytes >= MAX_WRITE_BYTES;
   }
 
   /** Moves rows into the retry buffer, counting the oldest rows it evicts. */
@@ -1306,9 +1315,8 @@ export class TelemetryWriter {
     // The batch follows once the retry buffer fits, as far as MAX_WRITE_BYTES allows; the rest
     // of it is written next (#batchFull).
     const fresh = retried.length === this.#retry.length
-      ? this.#batch.splice(
-        0,
-        fitting(this.#batch, MAX_WRITE_BYTES - old.bytes, retried.length === 0).count,
+      ? this.#batch.take(
+        fitting(this.#batch.lines, MAX_WRITE_BYTES - old.bytes, retried.length === 0).count,
       )
       : [];
     const rows = retried.concat(fresh);

@@ -77,7 +77,7 @@ Deno.test("TelemetryWriter.start with a client without its transport's fetch say
   }
 });
 
-Deno.test("TelemetryWriter.retarget to a target the client refuses counts the events queued during the reload in dropped_events, in one WARN line", async () => {
+Deno.test("TelemetryWriter.retarget to a target the client refuses only once the writer starts on it counts the events queued during the reload in dropped_events, in one WARN line", async () => {
   const { log, lines } = capturingLogger();
   const clock = new ManualClock(1_000, 1_760_000_000_000);
   const db = new ScriptedDb();
@@ -98,10 +98,11 @@ Deno.test("TelemetryWriter.retarget to a target the client refuses counts the ev
     publishUpdates(bus, 0, 4);
     await clock.advanceAsync(10);
     assert.equal(db.requests.length, 1, "the old database's write hangs");
+    // The new target passes the checks (its transport is built then); the client is refused
+    // when the writer starts on it, after the old database's flush (a client changed meanwhile).
+    const next = { ...options, influx: { ...SETTINGS, url: URL_OK } };
+    const reload = writer.retarget(next, 1000);
     await withoutFetch(async () => {
-      // The new url passes the checks; the client is refused when the writer starts on it.
-      const next = { ...options, influx: { ...SETTINGS, url: URL_OK } };
-      const reload = writer.retarget(next, 1000);
       publishUpdates(bus, 4, 3); // during the reload's flush: queued for the new target
       await clock.advanceAsync(1000);
       await reload;
@@ -114,6 +115,54 @@ Deno.test("TelemetryWriter.retarget to a target the client refuses counts the ev
     const said = lines.filter((l) => l.includes("queued events dropped"));
     assert.equal(said.length, 1, lines.join("\n"));
     assert.match(said[0]!, /^WARN\b.* 3 queued events dropped \(dropped_events\)$/);
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+Deno.test("TelemetryWriter.retarget to a target the client refuses throws FAILED_PRECONDITION naming why and goes on writing its rows to the old database", async () => {
+  const { log, lines } = capturingLogger();
+  const clock = new ManualClock(1_000, 1_760_000_000_000);
+  const db = new ScriptedDb();
+  const bus = new EventBus();
+  const options = {
+    enabled: true,
+    runtimeName: "lab1",
+    healthIntervalMs: 0,
+    clock,
+    logger: log,
+    influx: SETTINGS,
+    tuning: { tickMs: 10, retryInitialMs: 100, retryMaxMs: 100 },
+  };
+  const writer = new TelemetryWriter({ ...options, transport: db });
+  writer.start(bus);
+  try {
+    db.otherwise = 503; // the old database is down: its rows wait for a retry
+    publishUpdates(bus, 0, 4);
+    await clock.advanceAsync(10);
+    assert.equal(writer.status().retry_buffer_depth, 4);
+    await withoutFetch(async () => {
+      const next = { ...options, influx: { ...SETTINGS, url: URL_OK } };
+      await assert.rejects(writer.retarget(next, 1000), (err: RuntimeError) => {
+        assert.equal(err.code, "FAILED_PRECONDITION");
+        assert.equal(err.message, `${NO_FETCH}: telemetry left as it was`);
+        return true;
+      });
+    });
+    // Nothing was flushed nor given up: the writer goes on as it was, on the old database.
+    assert.equal(writer.running, true);
+    let s = writer.status();
+    assert.equal(s.retry_buffer_depth, 4);
+    assert.equal(s.total_failed, 0);
+    assert.equal(s.backend?.url, SETTINGS.url);
+    assert.deepEqual(lines.filter((l) => /reload|not started/.test(l)), []);
+    db.otherwise = "ok"; // the old database is back
+    publishUpdates(bus, 4, 1);
+    await clock.advanceAsync(200);
+    s = writer.status();
+    assert.equal(s.total_written, 5);
+    assert.equal(s.total_failed, 0);
+    assert.deepEqual(db.values(), [0, 1, 2, 3, 4]);
   } finally {
     await writer.stop(0);
   }

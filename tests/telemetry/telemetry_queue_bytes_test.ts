@@ -8,7 +8,11 @@
  */
 import assert from "node:assert/strict";
 import type { EventBus } from "../../src/events/mod.ts";
-import { MAX_QUEUE_BYTES, MAX_RETRY_BUFFER_BYTES } from "../../src/telemetry/mod.ts";
+import {
+  MAX_QUEUE_BYTES,
+  MAX_RETRY_BUFFER_BYTES,
+  QUEUE_EVENT_OVERHEAD_BYTES,
+} from "../../src/telemetry/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { scriptedRig } from "./_scripted_db.ts";
 
@@ -48,6 +52,39 @@ Deno.test("TelemetryWriter holds at most MAX_QUEUE_BYTES of large string events 
     const full = lines.filter((l) => l.includes("queue full"));
     assert.equal(full.length, 1, lines.join("\n"));
     assert.match(full[0]!, /^WARN\b.*MAX_QUEUE_BYTES/);
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+Deno.test("TelemetryWriter counts MAX_QUEUE_BYTES in UTF-8 bytes: events with non-ASCII tag and field values fill it at the bytes they are written as", async () => {
+  const { writer, bus } = scriptedRig({ influx: { queueSize: 10000 } });
+  const utf8 = (s: string) => new TextEncoder().encode(s).length;
+  const DEVICE = "K\u00fchlraum-\u00c4\u00d6\u00dc"; // 2-byte characters in a tag value
+  const SIGNAL = "\u6e29\u5ea6"; // 3-byte characters in a tag value
+  const EUROS = "\u20ac".repeat(20_000); // a field value of 20,000 characters, 60,000 UTF-8 bytes
+  const event = (i: number) => ({
+    kind: "state_update" as const,
+    provider_id: "sim0",
+    device_id: DEVICE,
+    signal_id: SIGNAL,
+    value: { type: "string" as const, string: EUROS },
+    quality: "OK" as const,
+    timestamp_ms: 1_760_000_000_000 + i,
+  });
+  // What one event counts: the overhead and the UTF-8 bytes of its strings.
+  const strings = ["state_update", "sim0", DEVICE, SIGNAL, "string", EUROS, "OK"];
+  const perEvent = QUEUE_EVENT_OVERHEAD_BYTES + strings.reduce((n, s) => n + utf8(s), 0);
+  assert.ok(perEvent > 60_000);
+  const fit = Math.floor(MAX_QUEUE_BYTES / perEvent); // 278 events of about 60 KB
+  try {
+    for (let i = 0; i < 1000; i++) bus.publish(event(i)); // 60 MB: far below queue_size
+    const s = writer.status();
+    // The bound holds in bytes, exactly: one event more would pass it.
+    assert.equal(s.queue_depth, fit, `queue holds ${s.queue_depth} events of ${perEvent} bytes`);
+    assert.ok(s.queue_depth * perEvent <= MAX_QUEUE_BYTES);
+    assert.ok((s.queue_depth + 1) * perEvent > MAX_QUEUE_BYTES);
+    assert.equal(s.dropped_events, 1000 - fit);
   } finally {
     await writer.stop(0);
   }

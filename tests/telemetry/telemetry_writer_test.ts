@@ -541,6 +541,7 @@ Deno.test("TelemetryWriter reports zeros and no backend when disabled", () => {
     total_written: 0,
     total_failed: 0,
     pending_batch: 0,
+    pending_batch_bytes: 0,
     queue_depth: 0,
     dropped_events: 0,
     retry_buffer_depth: 0,
