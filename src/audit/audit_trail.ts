@@ -1942,16 +1942,44 @@ function encodeCursor(c: Cursor): string {
   return btoa(text).replaceAll("+", "-").replaceAll("/", "_").replaceAll("=", "");
 }
 
+/** Digits of a cursor's segment number. */
+const CURSOR_SEGMENT_DIGITS = 12;
+/** Digits of a cursor's byte offset or memory sequence. */
+const CURSOR_PLACE_DIGITS = 15;
+/** Longest text a cursor encodes: `f.<segment>.<offset>`, each at its most digits. */
+const CURSOR_TEXT_MAX = 2 + CURSOR_SEGMENT_DIGITS + 1 + CURSOR_PLACE_DIGITS;
+/** Shortest text a cursor encodes: `m.0`. */
+const CURSOR_TEXT_MIN = 3;
+const CURSOR_FILE = new RegExp(
+  String.raw`^f\.(\d{1,${CURSOR_SEGMENT_DIGITS}})\.(\d{1,${CURSOR_PLACE_DIGITS}})$`,
+);
+const CURSOR_MEMORY = new RegExp(String.raw`^m\.(\d{1,${CURSOR_PLACE_DIGITS}})$`);
+
+/**
+ * The shape of every cursor GET /v0/audit returns (unpadded base64url of its text, from
+ * CURSOR_TEXT_MIN to CURSOR_TEXT_MAX bytes): the parser refuses any other text before decoding
+ * it, and the OpenAPI document shows this pattern, so a text it refuses is refused by both. A
+ * text of this shape may still not be a cursor of this trail (400 too): the cursor is opaque.
+ */
+export const AUDIT_CURSOR_PATTERN = `^[A-Za-z0-9_-]{${Math.ceil((CURSOR_TEXT_MIN * 4) / 3)},${
+  Math.ceil((CURSOR_TEXT_MAX * 4) / 3)
+}}$`;
+const CURSOR_SHAPE = new RegExp(AUDIT_CURSOR_PATTERN, "u");
+
 function parseCursor(raw: string): Cursor {
   let text = "";
-  try {
-    text = atob(raw.replaceAll("-", "+").replaceAll("_", "/"));
-  } catch {
-    // not base64: reported below
+  // Checked first: atob also takes spaces, padding and the standard alphabet, none of which an
+  // answer's cursor holds.
+  if (CURSOR_SHAPE.test(raw)) {
+    try {
+      text = atob(raw.replaceAll("-", "+").replaceAll("_", "/"));
+    } catch {
+      // not base64: reported below
+    }
   }
-  const f = /^f\.(\d{1,12})\.(\d{1,15})$/.exec(text);
+  const f = CURSOR_FILE.exec(text);
   if (f) return { kind: "file", segment: Number(f[1]), offset: Number(f[2]) };
-  const m = /^m\.(\d{1,15})$/.exec(text);
+  const m = CURSOR_MEMORY.exec(text);
   if (m) return { kind: "memory", seq: Number(m[1]) };
   throw invalidArgument("cursor: not a cursor returned by GET /v0/audit");
 }

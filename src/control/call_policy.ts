@@ -23,6 +23,7 @@ import {
   failedPrecondition,
   type FunctionPolicy,
   type FunctionSpec,
+  namedList,
   NO_FUNCTION_POLICY,
   quoteDeviceHandle,
   quoteProviderText,
@@ -47,6 +48,12 @@ function what(device: DeviceCapabilities, fn: FunctionSpec): string {
   }`;
 }
 
+/**
+ * Modes of a function's allowed_modes a refusal names at most (the runtime has four; a provider
+ * may declare any number): the rest are counted ("and N more"), so the message stays bounded.
+ */
+export const MAX_NAMED_ALLOWED_MODES = 8;
+
 /** The refusal of a call to `fn` in runtime mode `mode`, or null when its allowed_modes allow it. */
 export function allowedModesRefusal(
   device: DeviceCapabilities,
@@ -59,7 +66,7 @@ export function allowedModesRefusal(
   if (allowed.some((a) => a.toUpperCase() === m)) return null;
   return failedPrecondition(
     `Call refused in ${mode} mode: ${what(device, fn)} is allowed only in ${
-      allowed.map(quoteProviderText).join(", ")
+      namedList(allowed, MAX_NAMED_ALLOWED_MODES, quoteProviderText)
     } (provider policy allowed_modes)`,
   );
 }

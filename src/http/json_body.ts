@@ -22,6 +22,16 @@ export interface BodyLimits {
   readonly clock: Pick<Clock, "setTimer" | "clearTimer">;
 }
 
+/**
+ * Whether a request declares no body: none at all (a Request built in-process) or
+ * `Content-Length: 0`. Deno.serve gives every request a body stream, of 0 bytes when none was
+ * sent, so `req.body === null` alone is never true there. A request without Content-Length may
+ * still stream a body (chunked, or HTTP/2 DATA frames): it is not taken as bodiless.
+ */
+export function declaresNoBody(req: Request): boolean {
+  return req.body === null || req.headers.get("content-length")?.trim() === "0";
+}
+
 /** Reads the raw body; throws INVALID_ARGUMENT when it is over the limit or arrives too slowly. */
 export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<Uint8Array> {
   const declared = req.headers.get("content-length");

@@ -39,3 +39,9 @@ export const SAFE_DIGITS_PATTERN = digitsRangePattern({
   max: Number.MAX_SAFE_INTEGER,
   maxChars: 16,
 });
+
+/**
+ * SAFE_DIGITS_PATTERN as the parsers of those parameters test it (audit since/until, history
+ * since_ms/until_ms, run events after_sequence): the document and the server read one expression.
+ */
+export const SAFE_DIGITS = new RegExp(SAFE_DIGITS_PATTERN, "u");

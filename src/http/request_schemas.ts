@@ -12,6 +12,8 @@
  * `null` counts as absent: a member that may not be null is "missing" when it is.
  */
 import { MAX_SHELVE_MS } from "../alarms/mod.ts";
+import { INCIDENT_REASON_MAX_CHARS } from "../history/mod.ts";
+import { ESTOP_LOGGED_REASON_CHARS } from "../safety/mod.ts";
 import { VALUE_TYPES } from "../common/mod.ts";
 import type { RuntimeMode } from "../config/mod.ts";
 import {
@@ -145,7 +147,12 @@ export const ESTOP_BODY_SCHEMA: JsonSchema = {
   properties: {
     reason: {
       type: "string",
-      description: "Logged with the stop; the cause of its incident record.",
+      // No maxLength: a longer reason is taken, and kept whole where the stop is read back.
+      description: "Logged with the stop; the cause of its incident record. Any length (within " +
+        "the body's bound): the E-STOP log lines carry at most " +
+        `${ESTOP_LOGGED_REASON_CHARS} characters of it and the incident record's cause at most ` +
+        `${INCIDENT_REASON_MAX_CHARS}, each cut marked with an ellipsis; the e-stop status, its ` +
+        "event and the audit trail keep it whole.",
     },
   },
 };

@@ -13,7 +13,7 @@ import type {
   TagScope,
 } from "../runs/mod.ts";
 import type { CloseRunBody, MarkerBody, OpenRunBody } from "./request_schemas.ts";
-import { positiveAtMost } from "./query_patterns.ts";
+import { positiveAtMost, SAFE_DIGITS } from "./query_patterns.ts";
 
 /** POST /v0/runs: no body (null) is the empty request. */
 export function openRunRequest(body: OpenRunBody | null): OpenRunRequest {
@@ -79,7 +79,7 @@ export function parseEventsPage(query: URLSearchParams): EventPageRequest {
   const after = query.get("after_sequence");
   if (after !== null) {
     // Digits only (no sign, fraction, exponent or spaces), at most 2^53-1: any sequence number.
-    const n = /^\d{1,16}$/.test(after) ? Number(after) : NaN;
+    const n = SAFE_DIGITS.test(after) ? Number(after) : NaN;
     if (!Number.isSafeInteger(n)) {
       const shown = after.length > AFTER_SEQUENCE_SHOWN_CHARS
         ? `${after.slice(0, AFTER_SEQUENCE_SHOWN_CHARS)}...`

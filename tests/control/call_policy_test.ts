@@ -5,6 +5,7 @@ import {
   CallIntervals,
   leaseRefusal,
   MAX_CALL_INTERVAL_ENTRIES,
+  MAX_NAMED_ALLOWED_MODES,
 } from "../../src/control/mod.ts";
 import {
   type DeviceCapabilities,
@@ -246,5 +247,30 @@ Deno.test("call refusals quote the provider's names: a line break, a quote or 10
     modes?.message,
     String.raw`Call refused in IDLE mode: "p/d\"\nWARN forged" "f\r\u001b[31m` + "x".repeat(73) +
       String.raw`…" is allowed only in "AUTO\nX" (provider policy allowed_modes)`,
+  );
+});
+
+Deno.test("allowedModesRefusal names at most MAX_NAMED_ALLOWED_MODES of a long allowed_modes and counts the rest", () => {
+  const long = Array.from({ length: 10_000 }, (_, i) => `M${i}`);
+  const refused = allowedModesRefusal(device, fn({ allowedModes: long }), "IDLE");
+  assert.equal(refused?.code, "FAILED_PRECONDITION");
+  const named = long.slice(0, MAX_NAMED_ALLOWED_MODES).map((m) => `"${m}"`).join(", ");
+  assert.equal(
+    refused?.message,
+    `Call refused in IDLE mode: "p/d" "f1" is allowed only in ${named} and ${
+      10_000 - MAX_NAMED_ALLOWED_MODES
+    } more (provider policy allowed_modes)`,
+  );
+  // The exact bound: that many are all named, no count.
+  const atBound = long.slice(0, MAX_NAMED_ALLOWED_MODES);
+  assert.equal(
+    allowedModesRefusal(device, fn({ allowedModes: atBound }), "IDLE")?.message,
+    `Call refused in IDLE mode: "p/d" "f1" is allowed only in ${named} (provider policy allowed_modes)`,
+  );
+  // One past it: the last is counted.
+  const past = long.slice(0, MAX_NAMED_ALLOWED_MODES + 1);
+  assert.match(
+    allowedModesRefusal(device, fn({ allowedModes: past }), "IDLE")?.message ?? "",
+    / and 1 more \(provider policy allowed_modes\)$/,
   );
 });

@@ -1,9 +1,9 @@
 /** GET /v0/audit: the audit trail, filtered and paged (docs/http-api.md "Audit trail"). */
 import { invalidArgument } from "../../common/mod.ts";
 import { AUDIT_ORIGIN_KINDS, type AuditOriginKind } from "../../control/mod.ts";
-import { AUDIT_PAGE_LIMIT, type AuditQuery } from "../../audit/mod.ts";
+import { AUDIT_CURSOR_PATTERN, AUDIT_PAGE_LIMIT, type AuditQuery } from "../../audit/mod.ts";
 import { okResponse } from "../envelope.ts";
-import { digitsRangePattern, SAFE_DIGITS_PATTERN } from "../query_patterns.ts";
+import { digitsRangePattern, SAFE_DIGITS, SAFE_DIGITS_PATTERN } from "../query_patterns.ts";
 import { type QueryParameterDoc, type Route, route, type RouteContext } from "../route_table.ts";
 
 /** The query parameters of GET /v0/audit as the OpenAPI document shows them (parsed below). */
@@ -41,8 +41,11 @@ export const AUDIT_QUERY_DOC: readonly QueryParameterDoc[] = [
   },
   {
     name: "cursor",
-    description: "`next_cursor` of the previous page (opaque; stays valid across rotation).",
-    schema: { type: "string" },
+    description: "`next_cursor` of the previous page (opaque; stays valid across rotation; " +
+      "empty: from the start). A text of this pattern that is no cursor of this runtime's trail " +
+      "is 400 too.",
+    // The parser's own shape (audit_trail.ts), or empty (the route ignores an empty cursor).
+    schema: { type: "string", pattern: `^$|${AUDIT_CURSOR_PATTERN}` },
   },
 ];
 
@@ -94,7 +97,7 @@ export function parseAuditQuery(q: URLSearchParams): AuditQuery {
 }
 
 function epochMs(text: string, name: string): number {
-  const n = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
+  const n = SAFE_DIGITS.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(n)) {
     throw invalidArgument(
       `${name}: must be epoch milliseconds (a non-negative integer, at most ${Number.MAX_SAFE_INTEGER})`,

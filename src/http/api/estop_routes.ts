@@ -1,7 +1,7 @@
 /** POST /v0/estop and POST /v0/estop/clear (docs/http-api.md "E-stop"). */
 import { httpOrigin } from "../audit_http.ts";
 import { okResponse } from "../envelope.ts";
-import { readJsonBody } from "../json_body.ts";
+import { declaresNoBody, readJsonBody } from "../json_body.ts";
 import { ESTOP_BODY_SCHEMA, IGNORED_BODY_SCHEMA } from "../request_schemas.ts";
 import { type Route, route, type RouteContext } from "../route_table.ts";
 import { sentBeforeStop, STOPPED_REFUSAL } from "../stop_marks.ts";
@@ -50,7 +50,8 @@ async function estopTrigger(
 ): Promise<Response> {
   // The reason is optional and informative only: the latch engages before the body is read, so
   // an unreadable, non-JSON or slow body never delays or blocks the stop.
-  const reason = req.body === null ? undefined : readJsonBody(req, {
+  // A request that declares no body triggers with no reason, not one "still arriving".
+  const reason = declaresNoBody(req) ? undefined : readJsonBody(req, {
     maxBytes: limits.maxBytes,
     timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS),
     clock: limits.clock,

@@ -13,7 +13,7 @@ import {
 } from "../../history/mod.ts";
 import { okResponse } from "../envelope.ts";
 import { type QueryParameterDoc, type Route, route, type RouteContext } from "../route_table.ts";
-import { digitsRangePattern, SAFE_DIGITS_PATTERN } from "../query_patterns.ts";
+import { digitsRangePattern, SAFE_DIGITS, SAFE_DIGITS_PATTERN } from "../query_patterns.ts";
 import type { HttpServices } from "../services.ts";
 
 const CSV_TYPE = "text/csv; charset=utf-8";
@@ -235,7 +235,7 @@ function requestFormat(ctx: RouteContext, allowed: readonly string[]): string {
 function epochParam(q: URLSearchParams, name: string): number | undefined {
   const text = q.get(name);
   if (text === null) return undefined;
-  const n = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
+  const n = SAFE_DIGITS.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(n)) {
     throw invalidArgument(
       `${name}: must be epoch milliseconds (a non-negative integer, at most ${Number.MAX_SAFE_INTEGER})`,

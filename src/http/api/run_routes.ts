@@ -1,4 +1,5 @@
 /** Run records and their event logs (docs/http-api.md "Runs"). */
+import { ULID_PATTERN } from "../../runs/mod.ts";
 import { okResponse } from "../envelope.ts";
 import {
   CLOSE_RUN_BODY_SCHEMA,
@@ -49,8 +50,12 @@ export const RUN_ROUTES: readonly Route[] = [
           name: "before",
           description: "Only runs opened before this run id (a cursor: the last run of the " +
             "previous page; a run opened meanwhile does not shift the pages; offset counts " +
-            "from there).",
-          schema: { type: "string", pattern: "[0-9A-HJKMNP-TV-Z]{26}$" },
+            "from there). Any text ending with a ULID (a run id is `<runtime name>-<ULID>`); " +
+            "another is 400.",
+          // Anchored at both ends, any text before the ULID: a run id is `<name>-<ULID>` and the
+          // server reads only its last 26 characters (RunRegistry.list), so anchoring the bare
+          // ULID would refuse every run id the server hands out.
+          schema: { type: "string", pattern: String.raw`^[\s\S]*` + ULID_PATTERN.source.slice(1) },
         },
       ],
       response: "RunsListResponse",
