@@ -8,7 +8,8 @@
  * DISK_MAX_FILES).
  *
  * Row: `{"t":<bucket start ms>,"p":"<provider>","d":"<device>","s":{"<signal>":[min,max,last,
- * count,quality code]}}` (quality codes: 0 OK, 1 STALE, 2 FAULT, 3 UNAVAILABLE). A row that does
+ * count,quality code]}}` (quality codes: 0 OK, 1 STALE, 2 FAULT, 3 UNAVAILABLE), with `"r":<ring>`
+ * after `s` when the device's ring that wrote it is not its run's first (rowRing). A row that does
  * not parse (torn by a power cut, damaged) is skipped when read and counted once, never fatal (a
  * torn one by the first question to read it, whichever device it asks for). The last line of the
  * newest file without its newline is no row yet (being written; after a crash, until the next
@@ -81,6 +82,8 @@ export interface DiskRow {
   readonly d: string;
   /** Signal id -> its entry; an entry of a damaged row may be anything (rowPoint checks it). */
   readonly s: Readonly<Record<string, unknown>>;
+  /** The ring that wrote it, when not its run's first (rowRing); absent otherwise. */
+  readonly r?: unknown;
 }
 
 /** Counters of the disk tier (GET /metrics). */
@@ -159,18 +162,23 @@ export class DiskTier {
   #newestWrittenT = -Infinity;
   /** Order (HeldRow.seq) of the last row handed to the writer. */
   #lastAppendedSeq = -1;
-  /** Bucket start of the last row of the files at open (written by an earlier run), or -Infinity. */
+  /**
+   * Bucket start of the last row of the files at open (written by an earlier run), or -Infinity;
+   * learnt at an open whose writer failed too, when the files could be read (#learnEndOfFiles).
+   */
   #lastAtOpen = -Infinity;
   /**
    * The newest file at open and its size then: the rows before that byte of it, and every row of
-   * the files before it, were written by earlier runs (none known before an open that worked).
+   * the files before it, were written by earlier runs (learnt as #lastAtOpen; none known before
+   * the files could be read).
    */
   #endAtOpen: { segment: number; bytes: number } = { segment: -Infinity, bytes: 0 };
   /** Failed reads: one WARN until a read succeeds, then one INFO. */
   readonly #readFailures: SpellLog;
   /**
    * Whether open() worked. A tier whose open failed (a full or read-only disk at start) opens
-   * again at its retry, before its first row: it learns the files' last row as an open does.
+   * again at its retry, before its first row: it learns the files' last row again as an open does
+   * (the failed open learnt it already when it could read them).
    */
   #opened = false;
   /** That open at a retry, under way: the rows written meanwhile are kept (#held) until it ends. */
@@ -248,25 +256,49 @@ export class DiskTier {
    * removed under it.
    */
   async open(): Promise<void> {
+    let failure: unknown = null;
     try {
       // Said by the tier's own WARN (#stop), counted in #openErrors.
       await this.#writer.open({ report: false });
-      if (this.#closed) return; // reads nothing more after the close
-      const last = await this.#lastRowOfFiles();
-      if (last !== null) this.#newestT = this.#newestWrittenT = this.#lastAtOpen = last;
-      // (Taken after the writer's open: a new file it began, empty, holds no earlier run's row.
-      // No row of this run is written before the open ends: they are held until then.)
-      const numbers = await segmentNumbers(this.#o.files, this.#segments);
-      const newest = numbers.at(-1);
-      if (newest !== undefined) {
-        const bytes = await this.#o.files.fileSize(segmentPath(this.#segments, newest));
-        this.#endAtOpen = { segment: newest, bytes };
-      }
-      this.#opened = true;
     } catch (err) {
-      this.#openErrors++;
-      this.#stop(`cannot open ${this.#o.dir}: ${errorMessage(err)}`);
+      failure = err;
     }
+    if (this.#closed && failure === null) return; // reads nothing more after the close
+    // Where the earlier runs' rows end is learnt also when the writer's open failed (a read-only
+    // or full disk at start: the files can still be read, and are, by the questions until the
+    // retry): no row of this run is in the files before an open worked (they are held until
+    // then), so every row there now is an earlier run's -- else, until the retry, a question would
+    // take those of the repeated times (a start behind them, a restart within their last bucket)
+    // for this run's, and leave them out.
+    if (!this.#closed) {
+      try {
+        await this.#learnEndOfFiles();
+      } catch (err) {
+        failure ??= err;
+      }
+    }
+    if (failure === null) {
+      this.#opened = true;
+      return;
+    }
+    this.#openErrors++;
+    this.#stop(`cannot open ${this.#o.dir}: ${errorMessage(failure)}`);
+  }
+
+  /**
+   * Reads where the files end: their last row's bucket (#lastAtOpen, #newestT) and the newest file
+   * with its size (#endAtOpen). Taken after the writer's open: a new file it began, empty, holds no
+   * earlier run's row. No row of this run is written before the open ends: they are held until
+   * then. A folder not there (its making failed) holds no file: nothing to learn.
+   */
+  async #learnEndOfFiles(): Promise<void> {
+    const numbers = await segmentNumbers(this.#o.files, this.#segments);
+    if (numbers.length === 0) return;
+    const last = await this.#lastRowOfFiles();
+    if (last !== null) this.#newestT = this.#newestWrittenT = this.#lastAtOpen = last;
+    const newest = numbers.at(-1)!;
+    const bytes = await this.#o.files.fileSize(segmentPath(this.#segments, newest));
+    this.#endAtOpen = { segment: newest, bytes };
   }
 
   /**
@@ -694,12 +726,18 @@ function rowTime(line: JournalLine): number | null {
   return m ? Number(m[1]) : null;
 }
 
-/** The JSON text of a row. */
+/**
+ * The JSON text of a row. `ring`: the first poll number of the device's ring that wrote it (History:
+ * DeviceRing.startSeq), written as `r` when above 0 -- a ring made again in the same run (the
+ * device let go and picked up again) -- so a reader tells its rows from an earlier ring's of the
+ * same times (rowRing); the run's first rings' rows (0) are written without it.
+ */
 export function rowText(
   tMs: number,
   providerId: string,
   deviceId: string,
   signals: readonly (readonly [string, HistoryPoint, (ValueType | null)?])[],
+  ring = 0,
 ): string {
   const s: Record<string, unknown[]> = {};
   for (const [id, p, type] of signals) {
@@ -707,7 +745,11 @@ export function rowText(
     // The type of its values (VALUE_TYPES index), when it has had one: a retype is a new series.
     if (type !== undefined && type !== null) s[id].push(VALUE_TYPES.indexOf(type));
   }
-  let text = toJsonText({ t: tMs, p: providerId, d: deviceId, s });
+  const row = () =>
+    ring > 0
+      ? toJsonText({ t: tMs, p: providerId, d: deviceId, s, r: ring })
+      : toJsonText({ t: tMs, p: providerId, d: deviceId, s });
+  let text = row();
   if (utf8Length(text) <= DISK_MAX_ROW_BYTES) return text;
   // Longer than a row is read back (it would be skipped, every signal of the device with it):
   // the longest string `last` values (strings, bytes) are written as null until it fits; their
@@ -716,10 +758,21 @@ export function rowText(
     .sort((a, b) => (b[2] as string).length - (a[2] as string).length);
   for (const v of long) {
     v[2] = null;
-    text = toJsonText({ t: tMs, p: providerId, d: deviceId, s });
+    text = row();
     if (utf8Length(text) <= DISK_MAX_ROW_BYTES) break;
   }
   return text;
+}
+
+/**
+ * The ring a row names (`r`: the first poll number of the device's ring that wrote it), 0 for a
+ * row without one (its run's first ring, or written before rings were named). Within one run the
+ * device's later rings have higher numbers: a row naming a lower one than a ring's was written
+ * by an earlier ring of its device (History's answer takes it from the disk: no ring holds it).
+ */
+export function rowRing(row: DiskRow): number {
+  const r = row.r;
+  return typeof r === "number" && Number.isSafeInteger(r) && r > 0 ? r : 0;
 }
 
 /** The source text of a JSON value, given to a reviver by V8 (JSON.parse source text access). */

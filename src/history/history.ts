@@ -27,6 +27,7 @@ import {
   DiskTier,
   type DiskTierStatus,
   rowPoint,
+  rowRing,
   rowText,
   rowType,
   rowTypeIs,
@@ -269,6 +270,13 @@ interface DeviceEntry {
    * only later, at its retry (#priorBucketMs).
    */
   readonly madeBucketMs: number;
+  /**
+   * Bucket start of the newest row this run handed to the disk tier before the entry was made, of
+   * any device, when its ring is not the run's first (ring.startSeq above 0: a device may have had
+   * a ring the sweep let go), else -Infinity: the rows of the device's earlier rings of this run
+   * (rowRing below ring.startSeq) lie at or before it (#answer reads the disk that far).
+   */
+  readonly ringsBeforeMs: number;
 }
 
 /**
@@ -486,8 +494,9 @@ export class History {
     if (byDevice === undefined) this.#devices.set(dev.providerId, byDevice = new Map());
     let e = byDevice.get(dev.deviceId);
     if (e === undefined) {
+      const seqBase = this.#seqBase;
       e = {
-        ring: new DeviceRing(dev.providerId, dev.deviceId, this.#budget, this.#seqBase),
+        ring: new DeviceRing(dev.providerId, dev.deviceId, this.#budget, seqBase),
         pollable: null,
         signals: [],
         bucketStart: null,
@@ -499,6 +508,7 @@ export class History {
         unitChangedMs: -Infinity,
         priorBucketMs: this.#filesAheadMs(now),
         madeBucketMs: bucketStart(now, this.#o.config.stepMs),
+        ringsBeforeMs: seqBase > 0 ? this.#newestRowMs : -Infinity,
       };
       byDevice.set(dev.deviceId, e);
       if (e.ring.roomless) this.#warnRoomless(dev.providerId, dev.deviceId, null);
@@ -856,7 +866,12 @@ export class History {
     }
     if (parts.length > 0) {
       if (this.#disk !== null) {
-        this.#disk.write(rowText(t, e.ring.providerId, e.ring.deviceId, parts), t);
+        // (Named by its ring's first poll number: an earlier ring's rows of the same times are
+        // told apart by it, #answer.)
+        this.#disk.write(
+          rowText(t, e.ring.providerId, e.ring.deviceId, parts, e.ring.startSeq),
+          t,
+        );
         if (t > this.#newestRowMs) this.#newestRowMs = t;
       }
       e.writtenBucket = t;
@@ -1324,16 +1339,25 @@ export class History {
     const priorUntil = e === undefined || diskStep === null || memoryFrom === null
       ? -Infinity
       : Math.min(preCut, this.#priorBucketMs(e) + 1);
-    // The rows of a run before this one (DiskTier.read's ofEarlierRun) after the disk part's end:
-    // this run begun behind them (a board without a real-time clock), or stepped back past them.
-    // No ring holds their samples, whatever the steps since (a second step back within the ring's
-    // reach makes this run's rows before it beforeStepBack too, and the ring answers those from
-    // preCut on): the disk answers them all. They lie up to the files' last row at open and, past
-    // the disk part's end, up to priorBucketMs (set at the first poll behind them, or at the step
-    // back past them): the disk is read that far.
+    // The rows of a run before this one (DiskTier.read's ofEarlierRun), and those of the device's
+    // earlier rings of this run (rowRing below its ring's: the sweep let its old ring go and it
+    // was picked up again), after the disk part's end: this ring begun behind them (a board without
+    // a real-time clock, a wall clock stepped back while the device was away), or stepped back past
+    // them. No ring holds their samples, whatever the steps since (a second step back within the
+    // ring's reach makes this ring's rows before it beforeStepBack too, and the ring answers those
+    // from preCut on): the disk answers them all. They lie up to the files' last row at open, or
+    // the newest row handed to the disk before this ring was made (ringsBeforeMs), and, past the
+    // disk part's end, up to priorBucketMs (set at the first poll behind them, or at the step back
+    // past them): the disk is read that far.
     const earlierUntil = e === undefined || diskStep === null || memoryFrom === null
       ? -Infinity
-      : Math.min(this.#priorBucketMs(e), this.#disk?.lastRowAtOpen ?? -Infinity);
+      : Math.min(
+        this.#priorBucketMs(e),
+        Math.max(this.#disk?.lastRowAtOpen ?? -Infinity, e.ringsBeforeMs),
+      );
+    // (Of the device's rings of this run, this one's number: rows naming a lower one are earlier
+    // rings', told by the rows themselves -- no place in the files is known to part them.)
+    const ringNo = e?.ring.startSeq ?? 0;
     // Where the ring's part begins as answered: its polls from before the step may lie before
     // memoryFrom (every one without a disk tier), and points before memory_from_ms are the disk's.
     let ringFrom = memoryFrom;
@@ -1498,7 +1522,7 @@ export class History {
             const end = Math.max(ownDiskEnd.get(id) ?? diskEnd, openDiskEnd);
             if (
               !ringless.has(id) && row.t >= end && !(beforeStepBack && row.t < priorUntil) &&
-              !ofEarlierRun
+              !ofEarlierRun && rowRing(row) >= ringNo
             ) continue;
             // Its own entry only: a signal id such as "constructor" is no key of a row without it.
             if (!Object.hasOwn(row.s, id)) continue;
