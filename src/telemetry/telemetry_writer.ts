@@ -705,7 +705,7 @@ export class TelemetryWriter {
         ? "the InfluxDB client is not loaded"
         : URL.canParse(next.influx.url)
         ? null
-        : `telemetry.influxdb.url: '${next.influx.url}' is not a URL`;
+        : `telemetry.influxdb.url: '${urlWithoutPassword(next.influx.url)}' is not a URL`;
       if (problem !== null) {
         throw new RuntimeError("FAILED_PRECONDITION", `${problem}: telemetry left as it was`);
       }

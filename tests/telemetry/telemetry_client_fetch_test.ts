@@ -167,3 +167,32 @@ Deno.test("TelemetryWriter.retarget to a target the client refuses throws FAILED
     await writer.stop(0);
   }
 });
+
+Deno.test("TelemetryWriter.retarget to a url that does not parse names it without its password", async () => {
+  const clock = new ManualClock(1_000, 1_760_000_000_000);
+  const options = {
+    enabled: true,
+    runtimeName: "lab1",
+    healthIntervalMs: 0,
+    clock,
+    logger: capturingLogger().log,
+    influx: SETTINGS,
+    tuning: { tickMs: 10 },
+  };
+  const writer = new TelemetryWriter({ ...options, transport: new ScriptedDb() });
+  writer.start(new EventBus());
+  try {
+    const next = { ...options, influx: { ...SETTINGS, url: "http://writer:s3cret-pw@[db" } };
+    await assert.rejects(writer.retarget(next, 1000), (err: RuntimeError) => {
+      assert.equal(err.code, "FAILED_PRECONDITION");
+      // Before: "telemetry.influxdb.url: 'http://writer:s3cret-pw@[db' is not a URL: ...".
+      assert.equal(
+        err.message,
+        "telemetry.influxdb.url: 'http://writer:<redacted>@[db' is not a URL: telemetry left as it was",
+      );
+      return true;
+    });
+  } finally {
+    await writer.stop(0);
+  }
+});
