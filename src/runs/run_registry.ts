@@ -63,6 +63,7 @@ import {
   type Logger,
   namedList,
   notFound,
+  quoteProviderText,
   raceTimeout,
   RUNTIME_VERSION,
   RuntimeError,
@@ -1370,7 +1371,10 @@ export class RunRegistry {
   #indexBefore(cursor: string): number {
     const ulid = cursor.slice(-26);
     if (!ULID_PATTERN.test(ulid)) {
-      throw invalidArgument(`before: must be a run id (ending with a ULID): ${cursor}`);
+      // The client's text quoted and cut: it can neither make the answer long nor forge it.
+      throw invalidArgument(
+        `before: must be a run id (ending with a ULID), got ${quoteProviderText(cursor)}`,
+      );
     }
     const at = this.#runs.has(cursor) ? this.#order.indexOf(cursor) : -1;
     if (at >= 0) return at;

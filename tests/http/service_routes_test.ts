@@ -464,6 +464,14 @@ Deno.test("GET /v0/runs?before=<run_id> pages newest first without repeating a r
       "INVALID_ARGUMENT",
       /^before: must be a run id/,
     );
+    // The client's text quoted and cut (before: echoed whole, a line break and all).
+    const long = `x\n${"y".repeat(500)}`;
+    assertError(
+      await fx.request("GET", `/v0/runs?before=${encodeURIComponent(long)}`),
+      400,
+      "INVALID_ARGUMENT",
+      new RegExp(`^before: must be a run id \\(ending with a ULID\\), got "x\\\\ny{78}\u2026"$`),
+    );
   } finally {
     await fx.close();
     await runs.shutdown();
