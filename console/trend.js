@@ -30,10 +30,11 @@ export const TREND_TICK_MS = 1000;
 export const MAX_TREND_POINTS = 20_000;
 /**
  * A history answer records no restart of the runtime (nor where a run began): two of its points
- * further apart than this many sample spacings (the larger of the question's step, the runtime's
- * poll interval, and the disk tier's step where the disk answered) had no poll between them, and
- * the line breaks there (no data) instead of joining them; so does a live seed whose last point
- * is that far before the end of the range asked.
+ * further apart than this many sample spacings had no poll between them, and the line breaks there
+ * (no data) instead of joining them; so does a live seed whose last point is that far before the
+ * end of the range asked. A spacing is told from the points themselves (TREND_SPACING_INTERVALS),
+ * not from today's poll interval: rows from before a reload that changed it, or the disk tier's
+ * buckets before the ring's polls, are spaced as they were recorded.
  */
 export const TREND_GAP_INTERVALS = 3;
 /**
@@ -42,47 +43,74 @@ export const TREND_GAP_INTERVALS = 3;
  * takes seconds. Below it, points are joined.
  */
 export const TREND_GAP_MIN_MS = 2000;
+/**
+ * Intervals of a seeded line on each side of a gap whose median is that side's sample spacing
+ * (the larger side's counts): one outage among them does not move it.
+ */
+export const TREND_SPACING_INTERVALS = 5;
+
+/** The median of a few numbers (the upper one of an even count); null for none. */
+function median(xs) {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
 
 /**
  * The points of one signal of a history answer as a line: broken (no data) where two points are
- * further apart than TREND_GAP_INTERVALS sample spacings, and after the last one when it is that
- * far before `until` (a live range: the runtime polls up to its end). `pollMs`: the runtime's
- * poll interval (0 when not known: the ring part's smallest spacing stands for it).
+ * further apart than TREND_GAP_INTERVALS sample spacings (at least TREND_GAP_MIN_MS), and after the
+ * last one when it is that far before `until` (a live range: the runtime polls up to its end). A
+ * gap's spacing is the larger of the median of the TREND_SPACING_INTERVALS intervals before it and
+ * of those after it, at least the answer's `step`. A line with no interval to tell it from (one
+ * point) falls back to `pollMs` (the runtime's poll interval now; 0 when not known) for the ring's
+ * points and `diskStep` for the disk tier's; neither known: it is not broken.
  * @param {import("./chart.js").Series} line
  * @param {any[]} points the answer's points of the signal, ascending
  * @param {{step: number, pollMs: number, memoryFrom: number | null, diskStep: number | null,
  *   until: number | null}} o
  */
 export function seedLine(line, points, o) {
-  let poll = o.pollMs > 0 ? o.pollMs : Infinity;
-  if (poll === Infinity) {
-    for (let i = 1; i < points.length; i++) {
-      const d = points[i].t_ms - points[i - 1].t_ms;
-      if (d > 0 && o.memoryFrom !== null && points[i - 1].t_ms >= o.memoryFrom) {
-        poll = Math.min(poll, d);
-      }
+  // gaps[i]: from point i to point i + 1 (points of one time again are not a spacing).
+  const gaps = [];
+  for (let i = 1; i < points.length; i++) gaps.push(points[i].t_ms - points[i - 1].t_ms);
+  const sideMedian = (from, to) => {
+    const xs = [];
+    for (let j = Math.max(0, from); j < Math.min(gaps.length, to); j++) {
+      if (gaps[j] > 0) xs.push(gaps[j]);
     }
-  }
-  // Not known (a ring part of one point or none): no gap is told from the poll interval.
+    return median(xs);
+  };
   const onDisk = (t) => o.memoryFrom === null || t < o.memoryFrom;
-  const spacing = (t) =>
-    Math.max(o.step, poll === Infinity ? 0 : poll, onDisk(t) ? (o.diskStep ?? 0) : 0);
-  const bound = (a, b) =>
-    Math.max(TREND_GAP_MIN_MS, TREND_GAP_INTERVALS * Math.max(spacing(a), spacing(b)));
-  const known = poll !== Infinity || points.some((p) => onDisk(p.t_ms));
-  let prev = null;
-  for (const pt of points) {
-    if (known && prev !== null && pt.t_ms - prev > bound(prev, pt.t_ms)) line.breakLine();
+  const fallback = (t) => {
+    const known = onDisk(t) ? (o.diskStep ?? 0) : o.pollMs > 0 ? o.pollMs : 0;
+    return known > 0 ? Math.max(o.step, known) : null;
+  };
+  /** The bound of a gap after point `i` (to `until` when i is the last), or null: not told. */
+  const bound = (i) => {
+    const before = sideMedian(i - TREND_SPACING_INTERVALS, i);
+    const after = sideMedian(i + 1, i + 1 + TREND_SPACING_INTERVALS);
+    const spacing = before === null && after === null
+      ? fallback(points[i].t_ms)
+      : Math.max(o.step, before ?? 0, after ?? 0);
+    return spacing === null ? null : Math.max(TREND_GAP_MIN_MS, TREND_GAP_INTERVALS * spacing);
+  };
+  for (let i = 0; i < points.length; i++) {
+    const pt = points[i];
+    if (i > 0 && gaps[i - 1] > 0) {
+      const b = bound(i - 1);
+      if (b !== null && gaps[i - 1] > b) line.breakLine();
+    }
     const v = typeof pt.last === "number"
       ? pt.last
       : typeof pt.last === "string" && /^-?\d+$/.test(pt.last)
       ? Number(pt.last)
       : null;
     line.push(pt.t_ms, v, pt.quality, pt.min, pt.max);
-    prev = pt.t_ms;
   }
-  if (known && prev !== null && o.until !== null && o.until - prev > bound(prev, prev)) {
-    line.breakLine();
+  const last = points.length - 1;
+  if (last >= 0 && o.until !== null) {
+    const b = bound(last);
+    if (b !== null && o.until - points[last].t_ms > b) line.breakLine();
   }
 }
 
@@ -527,7 +555,7 @@ export class TrendView {
           );
         }
         seedLine(line, points, {
-          step,
+          step: a.step_ms ?? step,
           pollMs: this.o.pollIntervalMs?.() ?? 0,
           memoryFrom: a.memory_from_ms ?? null,
           diskStep: a.disk_step_ms ?? null,

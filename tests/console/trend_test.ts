@@ -16,7 +16,10 @@ import {
 import {
   MAX_TREND_SIGNALS,
   parseHandle,
+  seedLine,
   stepFor,
+  TREND_GAP_INTERVALS,
+  TREND_GAP_MIN_MS,
   TREND_RANGES,
   trendHash,
 } from "../../console/trend.js";
@@ -131,4 +134,116 @@ Deno.test("Series.breakLine breaks a line after its last sample: a gap with no d
   // The null is what uPlot draws as a gap: the line does not join 21 to 22.
   assert.deepEqual(s.vs, [20, 21, null, 22]);
   assert.deepEqual(s.gaps(10_000), [[2001, 9000, NO_DATA]]);
+});
+
+/** History points (GET /v0/history) at these times, each OK with its index as value. */
+function historyPoints(times: number[]) {
+  return times.map((t, i) => ({ t_ms: t, last: i, min: i, max: i, quality: "OK", count: 1 }));
+}
+
+/** Times from `start`, `n` of them `every` ms apart. */
+function spaced(start: number, n: number, every: number): number[] {
+  return Array.from({ length: n }, (_, i) => start + i * every);
+}
+
+/** The seeded line's breaks: the time of the last point before each (a null it adds after it). */
+function seededBreaks(
+  times: number[],
+  o: {
+    step?: number;
+    pollMs?: number;
+    memoryFrom?: number | null;
+    diskStep?: number | null;
+    until?: number | null;
+  },
+): number[] {
+  const s = new Series({ key: "p/d/s", name: "p/d/s", unit: "" });
+  seedLine(s, historyPoints(times), {
+    step: o.step ?? 200,
+    pollMs: o.pollMs ?? 0,
+    memoryFrom: o.memoryFrom === undefined ? times[0] ?? null : o.memoryFrom,
+    diskStep: o.diskStep ?? null,
+    until: o.until ?? null,
+  });
+  const out: number[] = [];
+  for (let i = 1; i < s.ts.length; i++) if (s.vs[i] === null) out.push(s.ts[i - 1]!);
+  return out;
+}
+
+Deno.test("seedLine joins a gap up to TREND_GAP_MIN_MS of a fast signal and breaks one past it", () => {
+  // A 250 ms signal: 3 spacings are 750 ms, yet a runtime under load may poll it a second late.
+  const t0 = 1_760_000_000_000;
+  const withGap = (gap: number) => [...spaced(t0, 8, 250), ...spaced(t0 + 1750 + gap, 8, 250)];
+  const o = { pollMs: 250 };
+  assert.deepEqual(seededBreaks(withGap(1500), o), [], "1.5 s: joined");
+  assert.deepEqual(seededBreaks(withGap(TREND_GAP_MIN_MS), o), [], "exactly the floor: joined");
+  assert.deepEqual(seededBreaks(withGap(TREND_GAP_MIN_MS + 1), o), [t0 + 1750], "1 ms past it");
+  assert.deepEqual(seededBreaks(withGap(2500), o), [t0 + 1750], "2.5 s: broken");
+  // Points 1 s apart: 3 spacings (3 s) are above the floor, and they are the bound.
+  assert.equal(TREND_GAP_INTERVALS, 3);
+  const slow = (gap: number) => [...spaced(t0, 8, 1000), ...spaced(t0 + 7000 + gap, 8, 1000)];
+  assert.deepEqual(seededBreaks(slow(2500), { pollMs: 1000 }), [], "2.5 s of a 1 s signal");
+  assert.deepEqual(seededBreaks(slow(3001), { pollMs: 1000 }), [t0 + 7000]);
+});
+
+Deno.test("seedLine tells a gap by the points' own spacing, not by today's poll interval", () => {
+  const t0 = 1_760_000_000_000;
+  // Polled every 250 ms until a reload made it 10 s: a 20 s outage among the 250 ms rows is no
+  // data (today's 10 s polls put the bound at 30 s and joined it).
+  const fastThenSlow = [
+    ...spaced(t0, 20, 250),
+    ...spaced(t0 + 4750 + 20_000, 20, 250),
+    ...spaced(t0 + 29_750 + 10_000, 10, 10_000),
+  ];
+  assert.deepEqual(seededBreaks(fastThenSlow, { pollMs: 10_000 }), [t0 + 4750]);
+  // Polled every 5 s until a reload made it 250 ms: the 5 s rows are continuous (today's 250 ms
+  // polls put the bound at 2 s and broke the line at every one of them).
+  const slowThenFast = [...spaced(t0, 20, 5000), ...spaced(t0 + 100_000, 40, 250)];
+  assert.deepEqual(seededBreaks(slowThenFast, { pollMs: 250 }), []);
+  // ... and an outage among them still breaks it: 3 of their spacings, 15 s, passed.
+  const slowOutage = [
+    ...spaced(t0, 10, 5000),
+    ...spaced(t0 + 45_000 + 15_001, 10, 5000),
+    ...spaced(t0 + 110_001, 40, 250),
+  ];
+  assert.deepEqual(seededBreaks(slowOutage, { pollMs: 250 }), [t0 + 45_000]);
+});
+
+Deno.test("seedLine: the disk tier's 10 s buckets and the ring's 100 ms polls each by their own spacing", () => {
+  const t0 = 1_760_000_000_000;
+  const ringFrom = t0 + 345_000;
+  // Disk buckets of 10 s with a 25 s hole (joined: under 30 s) and a 40 s one (broken), then the
+  // ring's polls from the next bucket on (joined to the disk's last bucket) with a 2.5 s hole
+  // (broken: over the 2 s floor, though 3 disk buckets are 30 s).
+  const times = [
+    ...spaced(t0, 10, 10_000),
+    ...spaced(t0 + 90_000 + 25_000, 10, 10_000),
+    ...spaced(t0 + 205_000 + 40_000, 10, 10_000),
+    ...spaced(ringFrom, 30, 100),
+    ...spaced(ringFrom + 2900 + 2500, 30, 100),
+  ];
+  const o = { step: 0, pollMs: 100, memoryFrom: ringFrom, diskStep: 10_000 };
+  assert.deepEqual(seededBreaks(times, o), [t0 + 205_000, ringFrom + 2900]);
+  // A live range: after the last point by more than the bound of its spacing (2 s here).
+  assert.deepEqual(seededBreaks(times, { ...o, until: ringFrom + 8300 + 2000 }), [
+    t0 + 205_000,
+    ringFrom + 2900,
+  ]);
+  assert.deepEqual(seededBreaks(times, { ...o, until: ringFrom + 8300 + 2001 }), [
+    t0 + 205_000,
+    ringFrom + 2900,
+    ringFrom + 8300,
+  ]);
+});
+
+Deno.test("seedLine: one point has no spacing of its own; today's poll interval bounds it, else nothing", () => {
+  const t0 = 1_760_000_000_000;
+  assert.deepEqual(seededBreaks([t0], { pollMs: 1000, until: t0 + 3001 }), [t0]);
+  assert.deepEqual(seededBreaks([t0], { pollMs: 1000, until: t0 + 3000 }), []);
+  assert.deepEqual(seededBreaks([t0], { pollMs: 0, until: t0 + 60_000 }), [], "not known");
+  // From the disk tier: its step.
+  assert.deepEqual(
+    seededBreaks([t0], { pollMs: 250, memoryFrom: null, diskStep: 10_000, until: t0 + 30_001 }),
+    [t0],
+  );
 });
