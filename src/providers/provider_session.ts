@@ -128,6 +128,8 @@ export const MAX_DISCOVERY_WARNINGS = 20;
 const WARNING_CHARS = 300;
 /** How a discovery warning that skipped its device ends. */
 const SKIPPED = "device skipped";
+/** What a discovery warning says of a function it drops (its device is kept). */
+const FUNCTION_SKIPPED = "function skipped";
 
 /** True once `exited` settles, false when `signal` aborts first. */
 function exitedUnlessAborted(exited: Promise<unknown>, signal: AbortSignal): Promise<boolean> {
@@ -231,9 +233,13 @@ function functionIdsDeclaredTwice(
  */
 function argumentsDeclaredTwice(
   caps: DeviceCapabilities,
-): { twice: { fn: string; arg: string }[]; functions: DeviceCapabilities["functions"] } {
-  const twice: { fn: string; arg: string }[] = [];
-  const functions = caps.functions.map((f) => {
+): {
+  /** `at`: the function's index in `caps.functions` (and in `functions`). */
+  twice: { fn: string; arg: string; at: number }[];
+  functions: DeviceCapabilities["functions"];
+} {
+  const twice: { fn: string; arg: string; at: number }[] = [];
+  const functions = caps.functions.map((f, at) => {
     const seen = new Set<string>();
     const dropped = new Set<string>();
     const args = f.args.filter((a) => {
@@ -241,13 +247,25 @@ function argumentsDeclaredTwice(
         seen.add(a.name);
         return true;
       }
-      if (!dropped.has(a.name)) twice.push({ fn: f.name, arg: a.name });
+      if (!dropped.has(a.name)) twice.push({ fn: f.name, arg: a.name, at });
       dropped.add(a.name);
       return false;
     });
     return dropped.size === 0 ? f : { ...f, args };
   });
   return { twice, functions };
+}
+
+/**
+ * Why a function is refused for a control character in its name or in one of its argument names
+ * (what comes after the device in its warning), or null. Its names are ids: a call, the audit
+ * journal, the capabilities answer and Sparkplug carry them as they are.
+ */
+function functionControlCharacter(f: FunctionSpec): string | null {
+  if (hasControlCharacter(f.name)) return `declares function ${quote(f.name)}`;
+  const arg = f.args.find((a) => hasControlCharacter(a.name));
+  if (arg === undefined) return null;
+  return `function ${quote(f.name)} declares argument ${quote(arg.name)}`;
 }
 
 /** Device ids that cannot be addressed as a URL path segment (RFC 3986 dot-segments). */
@@ -509,11 +527,14 @@ export class ProviderSession {
    * ListDevices, then DescribeDevice per device in list order. Each device is keyed by the id that
    * was asked for, so device ids are unique whatever the provider sends: a device without an id,
    * a duplicate, an id that is not addressable as a URL path segment (`.`, `..`), an id with a
-   * control character (U+0000-U+001F, U+007F; so is a device declaring a signal id with one,
-   * before it reaches log lines, URLs, the journals or InfluxDB tags), a failing
+   * control character (U+0000-U+001F, U+007F-U+009F; so is a device declaring a signal id with
+   * one, before it reaches log lines, URLs, the journals or InfluxDB tags), a failing
    * DescribeDevice, and an answer describing another device are each skipped with a warning
    * (logged, and kept in `discoveryWarnings` for provider health), as is a device declaring more
-   * than MAX_SIGNALS_PER_DEVICE signals or MAX_FUNCTIONS_PER_DEVICE functions. A list longer than
+   * than MAX_SIGNALS_PER_DEVICE signals or MAX_FUNCTIONS_PER_DEVICE functions. A function whose
+   * name or one of whose argument names has a control character is skipped alone, with a warning,
+   * its device and other functions kept (it still counts for a function_id it shares: see
+   * functionIdsDeclaredTwice). A list longer than
    * MAX_DEVICES_PER_PROVIDER is refused as a whole (UNAVAILABLE, the start fails).
    */
   async #discover(): Promise<DeviceCapabilities[]> {
@@ -592,6 +613,14 @@ export class ProviderSession {
         continue;
       }
       const caps = capabilitiesFromWire(this.#cfg.id, id, desc);
+      // Indices into caps.functions of the functions refused for a control character.
+      const refused = new Set<number>();
+      caps.functions.forEach((f, at) => {
+        const why = functionControlCharacter(f);
+        if (why === null) return;
+        refused.add(at);
+        warn(`DescribeDevice ${quote(id)} ${why}, which has a control character`, FUNCTION_SKIPPED);
+      });
       const twice = signalsDeclaredTwice(caps);
       for (const signalId of twice) {
         warn(
@@ -600,7 +629,8 @@ export class ProviderSession {
         );
       }
       const args = argumentsDeclaredTwice(caps);
-      for (const { fn, arg } of args.twice) {
+      for (const { fn, arg, at } of args.twice) {
+        if (refused.has(at)) continue;
         warn(
           `DescribeDevice ${quote(id)} function ${quote(fn)} declares argument ${
             quote(arg)
@@ -608,6 +638,8 @@ export class ProviderSession {
           "the first declaration is kept",
         );
       }
+      // Over every declaration, the refused included: a READ sharing its id with a refused ACTUATE
+      // function is still taken as actuating (the provider may run the refused one by that id).
       const shared = functionIdsDeclaredTwice(args.functions);
       for (const { functionId, names } of shared.twice) {
         warn(
@@ -617,11 +649,13 @@ export class ProviderSession {
           "a call by that id is taken as actuating",
         );
       }
+      const unchanged = twice.length === 0 && args.twice.length === 0 &&
+        shared.twice.length === 0 && refused.size === 0;
       out.push(
-        twice.length === 0 && args.twice.length === 0 && shared.twice.length === 0 ? caps : {
+        unchanged ? caps : {
           ...caps,
           signals: firstDeclarations(caps.signals),
-          functions: shared.functions,
+          functions: shared.functions.filter((_, at) => !refused.has(at)),
         },
       );
     }

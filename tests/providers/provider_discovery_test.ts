@@ -500,3 +500,100 @@ Deno.test("Discovery skips a device whose id or one of whose signal ids has a co
     await fx.close();
   }
 });
+
+Deno.test("Discovery skips a function whose name or one of whose argument names has a control character, with one WARN each quoting it escaped; the device and its other functions are kept", async () => {
+  const fx = await startProgrammable({
+    list: ["a", "b"],
+    devices: {
+      a: {
+        signals: SIGNALS,
+        functions: [
+          { function_id: 10, name: "set_x", policy: { category: 3 }, args: [] },
+          // The name holds CR, an argument ESC, and q is declared twice: one warning (the name's).
+          {
+            function_id: 11,
+            name: "set\r",
+            policy: { category: 3 },
+            args: [
+              { name: "v\u001b", type: T.DOUBLE },
+              { name: "q", type: T.DOUBLE },
+              { name: "q", type: T.DOUBLE },
+            ],
+          },
+          {
+            function_id: 12,
+            name: "set_y",
+            policy: { category: 3 },
+            args: [{ name: "y", type: T.DOUBLE }, { name: "z\u007f", type: T.DOUBLE }],
+          },
+          { function_id: 13, name: "nel\u0085", policy: { category: 1 }, args: [] },
+          // A READ sharing its id with a skipped ACTUATE function stays gated as actuating.
+          { function_id: 14, name: "pulse\u0000", policy: { category: 3 }, args: [] },
+          { function_id: 14, name: "read_pulse", policy: { category: 1 }, args: [] },
+          {
+            function_id: 15,
+            name: "set_w",
+            policy: { category: 3 },
+            args: [{ name: "w", type: T.DOUBLE }],
+          },
+        ],
+      },
+      b: { signals: SIGNALS },
+    },
+  }, { inProcess: true });
+  try {
+    assert.deepEqual(fx.registry.devices().map((d) => d.deviceId), ["a", "b"]);
+    const fns = fx.registry.capabilities("p0", "a")!.functions.filter((f) => f.functionId >= 10);
+    assert.deepEqual(fns.map((f) => [f.functionId, f.name, f.actuating]), [
+      [10, "set_x", true],
+      [14, "read_pulse", true],
+      [15, "set_w", true],
+    ]);
+    const expected = [
+      'DescribeDevice "a" declares function "set\\r", which has a control character; function skipped',
+      'DescribeDevice "a" function "set_y" declares argument "z\x7f", which has a control ' +
+      "character; function skipped",
+      'DescribeDevice "a" declares function "nel\u0085", which has a control character; ' +
+      "function skipped",
+      'DescribeDevice "a" declares function "pulse\\u0000", which has a control character; ' +
+      "function skipped",
+      'DescribeDevice "a" declares function_id 14 more than once ("pulse\\u0000", "read_pulse"); ' +
+      "a call by that id is taken as actuating",
+    ];
+    assert.deepEqual(fx.host.session!.discoveryWarnings, expected);
+    const warns = fx.lines.filter((l) => l.includes("discovery:"));
+    // JSON.stringify leaves DEL and C1 as they are; the log line escapes them (escapeControl).
+    assert.deepEqual(
+      warns.map((l) => l.replace(/^WARN .*\[p0\] discovery: /, "")),
+      expected.map((w) => w.replace("\x7f", "\\x7f").replace("\u0085", "\\x85")),
+    );
+    assert.ok(warns.every((l) => !hasControlCharacter(l)), "no raw control character logged");
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("Discovery skips a device whose id or one of whose signal ids has a C1 control character (NEL U+0085), its WARN line escaped", async () => {
+  const fx = await startProgrammable({
+    list: ["a", "nel\u0085", "sig"],
+    devices: {
+      a: { signals: SIGNALS },
+      "nel\u0085": { signals: SIGNALS },
+      sig: { signals: [{ id: "x", type: T.DOUBLE }, { id: "y\u009b", type: T.DOUBLE }] },
+    },
+  }, { inProcess: true });
+  try {
+    assert.deepEqual(fx.registry.devices().map((d) => d.deviceId), ["a"]);
+    assert.deepEqual(fx.host.session!.discoveryWarnings, [
+      'device id "nel\u0085" has a control character; device skipped',
+      'DescribeDevice "sig" declares signal "y\u009b", which has a control character; device skipped',
+    ]);
+    const warns = fx.lines.filter((l) => l.includes("discovery:"));
+    assert.deepEqual(warns.map((l) => l.replace(/^WARN .*\[p0\] discovery: /, "")), [
+      'device id "nel\\x85" has a control character; device skipped',
+      'DescribeDevice "sig" declares signal "y\\x9b", which has a control character; device skipped',
+    ]);
+  } finally {
+    await fx.close();
+  }
+});
