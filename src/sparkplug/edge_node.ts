@@ -816,7 +816,10 @@ export class SparkplugEdgeNode {
     string,
     { readonly providerId: string; readonly bytes: number; readonly description: string }
   >();
-  /** The NBIRTH over `sparkplug.max_message_bytes` was said (ERROR once per process). */
+  /**
+   * The NBIRTH over `sparkplug.max_message_bytes` was said (ERROR once per spell: until the node
+   * comes online, its NBIRTH shrunk within the bound, said at INFO; reconnecting does not end it).
+   */
   #nbirthTooLargeSaid = false;
   /**
    * Births asked for again while online (rebirth()) were not published, the NBIRTH grown over
@@ -1764,15 +1767,20 @@ export class SparkplugEdgeNode {
 
   /** The packet bytes of the NBIRTH as it would be now when over the bound, else null. */
   #nbirthOverBound(): number | null {
+    const bytes = this.#nbirthBytes();
     const limit = this.#o.config.maxMessageBytes;
-    if (limit === null) return null;
+    return bytes === null || limit === null || bytes <= limit ? null : bytes;
+  }
+
+  /** The packet bytes of the NBIRTH as it would be now; null without a bound (not measured). */
+  #nbirthBytes(): number | null {
+    if (this.#o.config.maxMessageBytes === null) return null;
     const now = this.#o.clock.nowMs();
-    const bytes = mqttPacketBytes(
+    return mqttPacketBytes(
       this.#topic("NBIRTH"),
       encode({ ...this.#nbirthPayload(now, this.#nodeState()), seq: 0 }).length,
       0,
     );
-    return bytes <= limit ? null : bytes;
   }
 
   /**
@@ -1790,17 +1798,28 @@ export class SparkplugEdgeNode {
   /**
    * Whether the NBIRTH is over `sparkplug.max_message_bytes`. Before the births of a connection:
    * the node cannot come online. It stays connected without births (its will registered), so it
-   * does not reconnect in a loop; said at ERROR once. Births asked for again while online (a
-   * Rebirth): they are not published and the node stays online on the births it published
-   * before (#rebirthTooLargeWhy), said at WARN once until births are published again.
+   * does not reconnect in a loop; said at ERROR once. Measured again at every change of a node
+   * metric (#publishNode): once it fits, the births follow, said at INFO. Births asked for again
+   * while online (a Rebirth): they are not published and the node stays online on the births it
+   * published before (#rebirthTooLargeWhy), said at WARN once until births are published again.
    */
   #nbirthTooLarge(): boolean {
-    const bytes = this.#nbirthOverBound();
-    if (bytes === null) {
+    const measured = this.#nbirthBytes();
+    const limit = this.#o.config.maxMessageBytes;
+    if (measured === null || limit === null || measured <= limit) {
+      if (!this.#born && this.#nbirthTooLargeSaid && measured !== null) {
+        // The spell the ERROR opened ends: said once, and a later one is said again.
+        this.#nbirthTooLargeSaid = false;
+        this.#log.info(
+          `sparkplug: NBIRTH is now ${measured} bytes, within sparkplug.max_message_bytes ` +
+            `${limit}: the node comes online (publishing births)`,
+        );
+      }
       this.#nbirthOverBytes = null;
       this.#rebirthTooLargeSaid = false;
       return false;
     }
+    const bytes = measured;
     if (this.#born) {
       // Answered, by a refusal: not asked again at every write completed (#afterWrite).
       this.#rebirthBehind = false;
@@ -1810,7 +1829,6 @@ export class SparkplugEdgeNode {
       }
       return true;
     }
-    const limit = this.#o.config.maxMessageBytes;
     this.#nbirthOverBytes = bytes;
     if (!this.#nbirthTooLargeSaid) {
       this.#nbirthTooLargeSaid = true;
@@ -2675,7 +2693,14 @@ export class SparkplugEdgeNode {
    */
   #publishNode(): void {
     this.#nodeBehind = false;
-    if (!this.online) return this.#keepNode();
+    if (!this.online) {
+      this.#keepNode();
+      // Births held back for the NBIRTH's size (#nbirthTooLarge): its size depends on the node
+      // metrics' values alone on a connection (a mode named IDLE rather than MANUAL, smaller
+      // counts), and this is where every change of them arrives: measured again, born if it fits.
+      if (this.#nbirthOverBytes !== null) this.#maybeBirth();
+      return;
+    }
     const now = this.#o.clock.nowMs();
     const status = this.#nodeState();
     // The first change left behind, overtaken since: history first, then the present.
@@ -3137,8 +3162,8 @@ export class SparkplugEdgeNode {
   /**
    * Why the node is not online, for a command refused or ignored meanwhile: NOT_ONLINE (its births
    * wait for the primary host or the broker), or, connected with the primary host online, that its
-   * NBIRTH is over `sparkplug.max_message_bytes` (no births follow until the bound or the ids
-   * change).
+   * NBIRTH is over `sparkplug.max_message_bytes` (the births follow once a node metric's change
+   * brings it within the bound).
    */
   #notOnlineWhy(): string {
     const bytes = this.#nbirthOverBytes;

@@ -253,3 +253,58 @@ Deno.test("SparkplugEdgeNode: a Rebirth whose NBIRTH grew over max_message_bytes
   assert.equal(r.node.online, true);
   await r.stop();
 });
+
+Deno.test("SparkplugEdgeNode: an NBIRTH over max_message_bytes at the births is measured again at each node metric change: still over, nothing; within, the births follow, said at INFO once", async () => {
+  // The NBIRTH's size in mode IDLE, measured on a node without a bound: the bound is exactly
+  // that, so mode MANUAL (2 bytes more) and FAULT (1 more) are over it.
+  const measure = edgeNodeRig({ providers: [{ id: P, available: true, devices: [small] }] });
+  await measure.online();
+  const first = measure.session.published.find((m) => m.topic === "spBv1.0/g/NBIRTH/n")!;
+  const limit = packetBytes(first);
+  await measure.stop();
+
+  const { lines, log } = capturingLogger({ level: "info" });
+  const r = edgeNodeRig({
+    providers: [{ id: P, available: true, devices: [small] }],
+    log,
+    mode: "MANUAL",
+    maxMessageBytes: limit,
+  });
+  const modeChange = (from: string, to: string, id: number) => {
+    r.status.mode = to;
+    r.emit(
+      {
+        id,
+        event: { kind: "mode_change", previous_mode: from, new_mode: to, timestamp_ms: 0 },
+      } as PublishedEvent,
+    );
+  };
+  const nbirths = () => r.session.published.filter((m) => m.topic === "spBv1.0/g/NBIRTH/n");
+  await r.online();
+  assert.equal(r.node.online, false);
+  assert.equal(r.session.published.length, 0);
+  // Shorter, still over the bound (FAULT: one byte over): no births, nothing said again.
+  modeChange("MANUAL", "FAULT", 1);
+  await flushMicrotasks();
+  assert.equal(r.node.online, false);
+  assert.equal(r.session.published.length, 0);
+  // Within the bound (IDLE: exactly it): the births, on the same connection.
+  modeChange("FAULT", "IDLE", 2);
+  await flushMicrotasks();
+  assert.equal(r.node.online, true);
+  assert.equal(r.sessions.length, 1);
+  assert.equal(nbirths().length, 1);
+  assert.equal(packetBytes(nbirths()[0]!), limit);
+  const errors = lines.filter((l) => /NBIRTH is \d+ bytes, over/.test(l));
+  assert.equal(errors.length, 1, lines.join("\n"));
+  assert.match(errors[0]!, new RegExp(`^ERROR .*NBIRTH is ${limit + 2} bytes`));
+  const comes = lines.filter((l) => /the node comes online/.test(l));
+  assert.equal(comes.length, 1, lines.join("\n"));
+  assert.match(comes[0]!, new RegExp(`^INFO .*NBIRTH is now ${limit} bytes, within `));
+  // Grown over it again while online: stays online on those births (31496ff3).
+  modeChange("IDLE", "MANUAL", 3);
+  await flushMicrotasks();
+  assert.equal(r.node.online, true);
+  assert.equal(nbirths().length, 1);
+  await r.stop();
+});
