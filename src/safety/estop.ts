@@ -478,6 +478,14 @@ export const ESTOP_LOGGED_CHECK_REASON_CHARS = 300;
 /** Providers the re-arm refusal names by id at most (their securing runs); the rest counted. */
 const ARM_REFUSAL_NAMED_PROVIDERS = 5;
 
+/**
+ * A provider id in an e-stop log line: cut to ESTOP_QUOTED_NAME_CHARS, unquoted as the other
+ * lines naming a provider write it (the operator's configured id, not the provider's text).
+ */
+function namedProviderId(id: string): string {
+  return providerTextWithin(id, ESTOP_QUOTED_NAME_CHARS);
+}
+
 /** A name in an e-stop log line: cut to ESTOP_QUOTED_NAME_CHARS and JSON-quoted. */
 function quoteName(name: string): string {
   return quoteProviderTextWithin(name, ESTOP_QUOTED_NAME_CHARS);
@@ -2545,7 +2553,11 @@ export class Estop implements EstopService {
     // On the stop path: a clock that fails must not take the re-verification away (as the
     // trigger's). Asked once more; without a start it is audited without a latency (none
     // invented). Ordered by its start among the read-backs (#mergeVerification), clock or not.
-    const what = `e-stop re-verification (${ids.join(", ")})`;
+    // The lines name the first MAX_NAMED_IN_WARNING providers, each cut as the e-stop cuts a
+    // name, and count the rest (a restart storm of a large machine is one batch); the audit
+    // record keeps every id (bounded by the providers configured).
+    const named = namedList(ids, MAX_NAMED_IN_WARNING, namedProviderId);
+    const what = `e-stop re-verification (${named})`;
     const seq = ++this.#readBackSeq;
     const startedAt = this.#readMono(what, `${what}: its start is unknown`, this.#readBackLog);
     const partial = await verifySafeState({
@@ -2568,10 +2580,10 @@ export class Estop implements EstopService {
     const merged = verificationView(this.#verified!);
     const why = batch.reason === AVAILABLE_WHILE_LATCHED ? "back" : batch.reason;
     if (mergedInto === null) {
-      this.#reportVerification(merged, `e-stop re-verification (${ids.join(", ")} ${why})`);
+      this.#reportVerification(merged, `e-stop re-verification (${named} ${why})`);
     } else {
       this.#readBackLog.info(
-        `e-stop re-verification (${ids.join(", ")} ${why}): ended after a newer read-back ` +
+        `e-stop re-verification (${named} ${why}): ended after a newer read-back ` +
           `(${readBackWords(mergedInto)}): merged into it, which status shows`,
       );
     }
@@ -2851,7 +2863,9 @@ type ReadBackOf =
 function readBackWords(by: ReadBackOf): string {
   return by.read_back === "stop"
     ? `a stop's, cause ${providerTextWithin(by.cause, ESTOP_LOGGED_REASON_CHARS)}`
-    : `a re-verification of ${by.provider_ids.join(", ")}, ${by.reason}`;
+    : `a re-verification of ${
+      namedList(by.provider_ids, MAX_NAMED_IN_WARNING, namedProviderId)
+    }, ${by.reason}`;
 }
 
 /** A verification state as status and events show it. */

@@ -3,14 +3,16 @@
  * "Arming waits for the stop"): the refusal says what it waits for, in each case it is given in --
  * a stop not answered yet (its ladder, its hooks into FAULT, its read-back: a press by POST
  * /v0/estop is answered then), a securing run's safe-state call still on the wire (no press waits
- * for it: the release ends the run once that call has answered), or both. In-process: the real
- * Estop over a router that holds each call until the test answers it, a provider whose return
- * the test announces, and the arm check the Estop hands its modes port.
+ * for it: the release ends the run once that call has answered), or both; the securing runs'
+ * providers named up to 5, the rest counted ("and N more"). In-process: the real Estop over a
+ * router that holds each call until the test answers it, providers whose return the test
+ * announces, and the arm check the Estop hands its modes port.
  */
 import assert from "node:assert/strict";
 import type { ArmCheck, CallRequest, CallRouter } from "../../src/control/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
+import { Estop, MAX_NAMED_IN_WARNING } from "../../src/safety/mod.ts";
+import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
 import { untilTurns } from "../helpers/turns.ts";
 import {
   errorLog,
@@ -19,6 +21,7 @@ import {
   heaterOffReader,
   providerComingBack,
 } from "./_clock_rig.ts";
+import { call } from "./_fixture.ts";
 
 /** The refusal while a stop has not answered yet. */
 const STOP_WAIT = "its stop has ended (its safe-state calls, the hooks into FAULT and its " +
@@ -117,3 +120,87 @@ Deno.test("Estop re-arm refusal after a release while a stop waits behind a secu
   }, "every stop action answered");
   await second;
 });
+
+/**
+ * The providers the refusal names by id at most (estop.ts ARM_REFUSAL_NAMED_PROVIDERS), written
+ * out: the test fails if the bound is removed or moved.
+ */
+const REFUSAL_NAMED = 5;
+
+/** An inventory of providers `ids`, up, no devices, whose return the test announces at once. */
+function providersComingBack(ids: readonly string[]) {
+  const listeners: ((p: ProviderSummary, up: boolean) => void)[] = [];
+  const hosts = ids.map((id) =>
+    ({
+      id,
+      available: true,
+      devices: [],
+      config: { timeoutMs: 1000 },
+    }) as unknown as ProviderSummary
+  );
+  const inventory = {
+    onAvailability: (l: (p: ProviderSummary, up: boolean) => void) => {
+      listeners.push(l);
+      return () => {};
+    },
+    onChange: () => () => {},
+    provider: (id: string) => hosts.find((h) => h.id === id),
+    providers: () => hosts,
+    devices: () => [],
+  } as unknown as InventoryReader;
+  return {
+    inventory,
+    hosts,
+    comeBack: () => hosts.forEach((h) => listeners.forEach((l) => l(h, true))),
+  };
+}
+
+for (const count of [REFUSAL_NAMED, REFUSAL_NAMED + 1, MAX_NAMED_IN_WARNING + 5]) {
+  Deno.test(`Estop re-arm refusal with ${count} providers' securing calls on the wire names ${REFUSAL_NAMED} at most and counts the rest`, async () => {
+    const ids = Array.from({ length: count }, (_, i) => `p${String(i).padStart(2, "0")}`);
+    const held: (() => void)[] = [];
+    const router = {
+      addGate() {},
+      resolve: () => ({ device: {}, fn: { args: [] } }),
+      drainFrom: () => () => Promise.resolve(true),
+      call: (_req: CallRequest) => new Promise<unknown>((resolve) => held.push(() => resolve({}))),
+    } as unknown as CallRouter;
+    const answerAll = () => held.splice(0).forEach((answer) => answer());
+    const { inventory, hosts, comeBack } = providersComingBack(ids);
+    const { modes } = faultRecordingModes();
+    let armCheck: ArmCheck | null = null;
+    modes.addArmCheck = (check) => void (armCheck = check);
+    const estop = new Estop({
+      router,
+      inventory,
+      reads: heaterOffReader().reads,
+      clock: systemClock,
+      log: errorLog().log,
+      modes,
+      // One hook call per provider: each provider's securing run makes one call.
+      safeState: {
+        ...heaterOffLadder(),
+        hooks: ids.map((id) => call(`${id}/plant0`, "set_heater", { enabled: false })),
+      },
+    });
+    const stop = estop.trigger("test");
+    await untilTurns(() => held.length === count, "the stop's ladder calls");
+    answerAll();
+    await stop;
+    comeBack();
+    await untilTurns(() => held.length === count, "every securing run's call");
+    estop.clear();
+    const named = count <= REFUSAL_NAMED
+      ? ids.join(", ")
+      : `${ids.slice(0, REFUSAL_NAMED).join(", ")} and ${count - REFUSAL_NAMED} more`;
+    assert.equal(
+      armCheck!("FAULT", "MANUAL"),
+      `E-stop still running: FAULT -> MANUAL refused until the securing run of provider(s) ` +
+        `${named} (back while latched) has ended: the release ends it once its safe-state ` +
+        "call on the wire has answered; retry then",
+    );
+    answerAll();
+    await Promise.all(hosts.map((h) => estop.securing(h)));
+    assert.equal(armCheck!("FAULT", "MANUAL"), null, "let through once every call has answered");
+  });
+}
