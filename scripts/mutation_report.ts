@@ -259,7 +259,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
       "src/alarms/alarm_engine.ts:647-691", // gate
-      "src/alarms/alarm_engine.ts:863-895", // #evaluateInterlock
+      "src/alarms/alarm_engine.ts:863-906", // #evaluateInterlock, #tellTransition
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -278,7 +278,7 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/alarm_monitor.ts",
       "src/alarms/alarm_engine.ts:1-646",
       "src/alarms/alarm_engine.ts:692-862",
-      "src/alarms/alarm_engine.ts:896-1299",
+      "src/alarms/alarm_engine.ts:907-1310",
     ],
     tests: [
       "tests/alarms/",

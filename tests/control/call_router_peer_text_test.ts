@@ -1,6 +1,7 @@
 /**
  * The router's debug line of a call quotes what the provider sent (the device id, the function's
- * name), cut, so that a quote or a line break in them cannot forge a line nor 10 KB flood one.
+ * name), cut, so that a quote in them cannot forge a line nor 10 KB flood one (an id with a line
+ * break is refused at discovery: hasControlCharacter).
  */
 import assert from "node:assert/strict";
 import { CallRouter, QUOTED_FUNCTION_NAME_CHARS } from "../../src/control/mod.ts";
@@ -9,7 +10,7 @@ import { capturingLogger } from "../helpers/log_lines.ts";
 import { startProgrammable } from "../helpers/programmable_provider.ts";
 
 Deno.test("CallRouter quotes a provider-sent device id in its debug line of a call, cut to QUOTED_DEVICE_ID_CHARS", async () => {
-  const forged = 'd"0\nERROR forged';
+  const forged = 'd"0 ERROR forged';
   const long = "L".repeat(10_000);
   const fx = await startProgrammable({
     devices: { [forged]: { signals: [] }, [long]: { signals: [] } },
@@ -37,7 +38,7 @@ Deno.test("CallRouter quotes a provider-sent device id in its debug line of a ca
     const calls = lines.filter((l) => l.startsWith("DEBUG") && l.includes(" call "))
       .map((l) => l.slice(l.indexOf(" manual call ") + 1));
     assert.deepEqual(calls, [
-      'manual call "p0/d\\"0\\nERROR forged" "stats"(2)',
+      'manual call "p0/d\\"0 ERROR forged" "stats"(2)',
       `manual call "p0/${"L".repeat(QUOTED_DEVICE_ID_CHARS)}\u2026" "stats"(2)`,
     ]);
     assert.ok(QUOTED_FUNCTION_NAME_CHARS >= "stats".length);

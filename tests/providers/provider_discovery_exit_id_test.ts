@@ -12,8 +12,9 @@ import { startProgrammable, T } from "../helpers/programmable_provider.ts";
 const SIGNALS = [{ id: "x", type: T.DOUBLE }];
 
 Deno.test("ProviderSession start failure when the provider dies on DescribeDevice quotes the device id, cut to PROVIDER_TEXT_CHARS", async () => {
-  // A line break, what reads as another failure, and more than PROVIDER_TEXT_CHARS in all.
-  const evil = `b\n; p1: forged failure ${"x".repeat(PROVIDER_TEXT_CHARS)}`;
+  // A quote, what reads as another failure, and more than PROVIDER_TEXT_CHARS in all (an id with
+  // a line break is refused at discovery before it is described: hasControlCharacter).
+  const evil = `b"; p1: forged failure ${"x".repeat(PROVIDER_TEXT_CHARS)}`;
   const shown = JSON.stringify(`${evil.slice(0, PROVIDER_TEXT_CHARS)}\u2026`);
   await assert.rejects(
     startProgrammable({

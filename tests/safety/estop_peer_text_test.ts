@@ -20,7 +20,7 @@ import { readPorts, waitFor } from "../helpers/kernel.ts";
 import { startProgrammable, T } from "../helpers/programmable_provider.ts";
 
 Deno.test("Estop quotes the provider's device id and function name in its plan and failed-call lines, cut to a bound", async () => {
-  const forged = 'd"0\nERROR forged';
+  const forged = 'd"0 ERROR forged'; // (a line break in an id is refused at discovery)
   const long = "L".repeat(10_000);
   const off = (name: string) => ({
     function_id: 9,
@@ -71,12 +71,12 @@ Deno.test("Estop quotes the provider's device id and function name in its plan a
     assert.equal(failed.length, 2);
     assert.ok(failed.every((l) => l.length < 1000), "bounded");
     assert.ok(failed.includes(
-      'safe-state call "p0/d\\"0\\nERROR forged" "off\\" now" failed: ' +
-        '"NOT_FOUND: provider answered NOT_FOUND: d\\"0\\nERROR forged: function 9 not found"',
+      'safe-state call "p0/d\\"0 ERROR forged" "off\\" now" failed: ' +
+        '"NOT_FOUND: provider answered NOT_FOUND: d\\"0 ERROR forged: function 9 not found"',
     ));
     assert.deepEqual(lines.filter((l) => l.startsWith("e-stop plan call: ")).sort(), [
       `e-stop plan call: "p0/${cut.slice(3)}" "${cut}"("on\\""=false)`,
-      'e-stop plan call: "p0/d\\"0\\nERROR forged" "off\\" now"("on\\""=false)',
+      'e-stop plan call: "p0/d\\"0 ERROR forged" "off\\" now"("on\\""=false)',
     ]);
   } finally {
     await fx.close();
@@ -128,7 +128,7 @@ async function estopOver(
 }
 
 Deno.test("Estop's uncovered warning (the answer's and its log line) and its unverified-devices line quote the provider's device ids and function names, cut to ESTOP_QUOTED_NAME_CHARS", async () => {
-  const forged = 'd"0\nERROR forged';
+  const forged = 'd"0 ERROR forged'; // (a line break in an id is refused at discovery)
   const long = "L".repeat(10_000);
   // A string argument: rung zero never guesses one, so the function is left untouched.
   const named = (name: string) => ({
@@ -146,13 +146,13 @@ Deno.test("Estop's uncovered warning (the answer's and its log line) and its unv
   try {
     estop.logPlan("start-up");
     const cut = `${"L".repeat(ESTOP_QUOTED_NAME_CHARS)}\u2026`;
-    const items = `"p0/d\\"0\\nERROR forged" "say\\" now", "p0/${cut.slice(3)}" "${cut}"`;
+    const items = `"p0/d\\"0 ERROR forged" "say\\" now", "p0/${cut.slice(3)}" "${cut}"`;
     const warning = `The 'zero' rung leaves 2 actuating function(s) untouched: ${items}. ` +
       "The e-stop did not change them; cover them with safety.safe_state.hooks and check the " +
       "outputs that matter with safety.safe_state.expect, or use the hardware emergency stop.";
     assert.ok(lines.includes(warning), lines.join("\n").slice(0, 2000));
     assert.ok(lines.includes(
-      `no safe-state expectation covers 2 actuating device(s): "p0/d\\"0\\nERROR forged", ` +
+      `no safe-state expectation covers 2 actuating device(s): "p0/d\\"0 ERROR forged", ` +
         `"p0/${cut.slice(3)}" (an e-stop cannot verify them; add safety.safe_state.expect entries)`,
     ));
     const result = await estop.trigger();

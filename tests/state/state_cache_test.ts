@@ -1085,7 +1085,7 @@ Deno.test("StateCache quotes a provider-supplied signal id in its warnings cut t
 });
 
 Deno.test("StateCache quotes a provider-supplied device id in its log lines cut to 64 characters, and a poll error's text", async () => {
-  const forged = 'd"0\nERROR forged';
+  const forged = 'd"0 ERROR forged'; // (a line break in an id is refused at discovery)
   const long = "L".repeat(10_000);
   const inventory = {
     devices: {
@@ -1105,7 +1105,7 @@ Deno.test("StateCache quotes a provider-supplied device id in its log lines cut 
     ]);
     assert.match(
       fx.lines.find((l) => l.includes("undeclared"))!,
-      /^WARN .*"p0\/d\\"0\\nERROR forged": dropped a sample of undeclared signal "ghost" \(1 so far\)$/,
+      /^WARN .*"p0\/d\\"0 ERROR forged": dropped a sample of undeclared signal "ghost" \(1 so far\)$/,
     );
     const failed = fx.lines.find((l) => l.includes(" failed: "))!;
     assert.equal(
@@ -1427,7 +1427,7 @@ Deno.test("StateCache.longerStaleBounds names each device a staleness would find
 });
 
 Deno.test("StateCache.longerStaleBounds quotes a provider's device and signal ids, cut to QUOTED_DEVICE_ID_CHARS and QUOTED_SIGNAL_ID_CHARS", async () => {
-  const forged = 'd"0\nERROR forged';
+  const forged = 'd"0 ERROR forged'; // (a line break in an id is refused at discovery)
   const long = "L".repeat(10_000);
   const inventory = {
     devices: {
@@ -1439,7 +1439,7 @@ Deno.test("StateCache.longerStaleBounds quotes a provider's device and signal id
     const later = fx.cache.longerStaleBounds({ warnAfterMs: 0, staleAfterMs: 9000 });
     const cut = (n: number) => `${"L".repeat(n)}\u2026`;
     assert.deepEqual(later, [
-      '"p0/d\\"0\\nERROR forged": stale after 5000 -> 9000 ms',
+      '"p0/d\\"0 ERROR forged": stale after 5000 -> 9000 ms',
       `"p0/${cut(QUOTED_DEVICE_ID_CHARS)}" signal "${
         cut(QUOTED_SIGNAL_ID_CHARS)
       }": stale after 400 -> 9000 ms`,
