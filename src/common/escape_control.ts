@@ -1,16 +1,20 @@
 /**
  * Keeps one event on one line and printable: newlines become the two characters `\n`, other
  * control characters (CR, ESC from a provider's coloured stderr or a configuration value, ...,
- * DEL and the C1 controls U+0080-U+009F: NEL U+0085 ends a line in some log viewers) `\xNN`;
- * tabs stay. journald splits on newlines and shows a message holding control characters
- * as a blob; a terminal would interpret them. Used by the log lines (src/host/logger.ts) and the
+ * DEL and the C1 controls U+0080-U+009F: NEL U+0085 ends a line in some log viewers) `\xNN`,
+ * the line and paragraph separators U+2028/U+2029 `\u2028`/`\u2029`; tabs stay. journald splits
+ * on newlines and shows a message holding control characters as a blob; a terminal would
+ * interpret them. Used by the log lines (src/host/logger.ts) and the
  * lines `--check-config` prints (src/config/report.ts).
  */
 export function escapeControl(message: string): string {
   // deno-lint-ignore no-control-regex
-  return message.replace(/\r\n|[\x00-\x08\x0a-\x1f\x7f-\x9f]/g, (c) => {
+  return message.replace(/\r\n|[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]/g, (c) => {
     if (c === "\r\n" || c === "\n") return "\\n";
-    return `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
+    const code = c.charCodeAt(0);
+    // The line and paragraph separators, which some log viewers and JavaScript readers break on.
+    if (code > 0xff) return `\\u${code.toString(16)}`;
+    return `\\x${code.toString(16).padStart(2, "0")}`;
   });
 }
 

@@ -14,6 +14,8 @@ Deno.test("escapeControl escapes C0, DEL and every C1 control character (U+0080-
   for (let c = 0x80; c <= 0x9f; c++) {
     assert.equal(escapeControl(String.fromCharCode(c)), `\\x${c.toString(16)}`);
   }
+  // The line and paragraph separators (before: kept raw, a line break to some log viewers).
+  assert.equal(escapeControl("a\u2028b\u2029c"), "a\\u2028b\\u2029c");
   // One past the range: NBSP and the Latin-1 letters stay as they are.
   assert.equal(escapeControl("\u00a0\u00e9\u007e"), "\u00a0\u00e9\u007e");
 });
