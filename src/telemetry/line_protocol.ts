@@ -3,15 +3,17 @@
  * valid line protocol").
  *
  * We format rows ourselves instead of using the client's `Point`: the rows keep anolis's escaping
- * (newline/CR/tab become literal `\n` `\r` `\t`, other control bytes are dropped) and field order,
- * which `Point` does not reproduce.
+ * (newline/CR/tab become literal `\n` `\r` `\t`, other control characters are dropped) and field
+ * order, which `Point` does not reproduce.
  *
  * Every line {@link formatRow} returns is valid line protocol (InfluxDB v2 reference, "Line
  * protocol": special characters, naming, at least one field):
  * - measurement: `,` space `\` escaped; tag keys, tag values, field keys: `,` `=` space `\`
  *   escaped; string field values: `"` `\` escaped (a doubled backslash reads as one backslash).
  * - newlines are never written raw (the protocol has no escape for them): \n \r \t become the
- *   two visible characters `\n` `\r` `\t`, other control characters (<0x20, 0x7F) are dropped.
+ *   two visible characters `\n` `\r` `\t`, other control characters are dropped: C0 (<0x20), DEL
+ *   (0x7F) and C1 (U+0080-U+009F; NEL U+0085 ends a line in some viewers), the set
+ *   hasControlCharacter in common/ counts.
  * - a tag value is at most {@link MAX_TAG_VALUE_BYTES} as written (a longer id is cut, with a hash
  *   of the whole id in its marker), so the series key stays within InfluxDB's 65,535 bytes.
  * - a name or tag value is never empty: one made only of dropped control characters is written
@@ -55,10 +57,16 @@ const MAX_TIMESTAMP_MS = 9_223_372_036_854;
 /** Written for a name or tag value that is the empty string (line protocol forbids empty ones). */
 export const EMPTY_ID_TEXT = "(empty)";
 
+/**
+ * C0, DEL and C1: the control characters common/'s hasControlCharacter counts. One character class,
+ * so a row without any (the usual, ASCII one) still costs one regex scan per string.
+ */
 // deno-lint-ignore no-control-regex
-const CONTROL = /[\x00-\x1f\x7f]/g;
+const CONTROL = /[\x00-\x1f\x7f-\x9f]/g;
 
-/** Drops control bytes (<0x20, 0x7F) except \n \r \t, which become their two-char escapes. */
+/**
+ * Drops control characters (C0, DEL, C1) except \n \r \t, which become their two-char escapes.
+ */
 function escapeControls(s: string): string {
   return s.replace(CONTROL, (c) => {
     if (c === "\n") return "\\n";

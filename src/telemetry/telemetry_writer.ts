@@ -416,17 +416,36 @@ let influxClient: typeof InfluxDB | null = null;
 export const MAX_ANSWER_BODY_BYTES = 64 * 1024;
 
 /**
+ * Why `url` cannot be the writer's target, or null: it must parse and be `http:` or `https:`, the
+ * schemes fetch can POST a write to (`ftp:`, `mailto:`, `ws:` fail every write, `file:` takes no
+ * POST, a `data:` url answers 200 and stores nothing). Checked where a url enters the writer
+ * (start, retarget, influxTransport), not only by the config validation: a direct caller gets
+ * this one refusal instead of a failed write per flush. Names the setting and the url, its
+ * password hidden.
+ */
+function influxUrlProblem(url: string): string | null {
+  const shown = `telemetry.influxdb.url: '${urlWithoutPassword(url)}'`;
+  if (!URL.canParse(url)) return `${shown} is not a URL`;
+  const { protocol } = new URL(url);
+  if (protocol === "http:" || protocol === "https:") return null;
+  return `${shown} is not an http(s) URL (fetch cannot write to ${protocol})`;
+}
+
+/**
  * The InfluxDB client's HTTP transport for `url` and `token` (loadInfluxClient() first), reading
  * at most {@link MAX_ANSWER_BODY_BYTES} of any answer's body: the client itself reads an error
  * answer's body whole (its `throwOnErrorResponse` awaits `text()`), and a successful write's too.
  * The bound sits where the client fetches (its transport's `fetch`, which the client calls for
  * every request and whose answer it then reads); a client without that method is refused. Each
- * error names what is wrong: the url the client refuses, or the client pinned in deno.json.
+ * error names what is wrong: a url that is not http(s) (INVALID_ARGUMENT), the url the client
+ * refuses, or the client pinned in deno.json.
  */
 export function influxTransport(url: string, token: string): TelemetryTransport {
   if (influxClient === null) {
     throw new RuntimeError("FAILED_PRECONDITION", "the InfluxDB client is not loaded");
   }
+  const problem = influxUrlProblem(url);
+  if (problem !== null) throw new RuntimeError("INVALID_ARGUMENT", problem);
   let client: InfluxDB;
   try {
     client = new influxClient({ url, token });
@@ -679,18 +698,18 @@ export class TelemetryWriter {
 
   /**
    * Points the writer at new settings (the `telemetry` section of a configuration reload), in
-   * place: the new target is checked first -- a target that cannot start (no token, the client
-   * not loaded, a URL that does not parse or that the client refuses: its transport is built as
-   * start() builds it) throws FAILED_PRECONDITION naming the setting and the writer goes on as
-   * it was, so the section keeps its old value and the next reload tries again. Otherwise what
-   * the old target holds (the queue, the batch, the retry buffer) is flushed to it within
+   * place: the new target is checked first -- a target that cannot start (no token, the client not
+   * loaded, a URL that does not parse, is not http(s) or that the client refuses: its transport is
+   * built as start() builds it) throws FAILED_PRECONDITION naming the setting and the writer goes
+   * on as it was, so the section keeps its old value and the next reload tries again. Otherwise
+   * what the old target holds (the queue, the batch, the retry buffer) is flushed to it within
    * `budgetMs`, and writing starts on the new one; when the database (url, org, bucket) is the
    * same, whatever the token, nothing is flushed: the rows keep their place (a smaller
    * `max_retry_buffer_size` evicts the oldest, counted), the back-off goes on and the batch is
-   * written when it was due (the flush interval counted from the last attempt). The writer
-   * stays subscribed meanwhile: what is published (and the run events recorded) during the flush
-   * waits in a new queue, of the new `queue_size`, for the new target. The health snapshots keep
-   * their schedule (#firstHealthDueMs); the PointSequencer tells the databases apart.
+   * written when it was due (the flush interval counted from the last attempt). The writer stays
+   * subscribed meanwhile: what is published (and the run events recorded) during the flush waits in
+   * a new queue, of the new `queue_size`, for the new target. The health snapshots keep their
+   * schedule (#firstHealthDueMs); the PointSequencer tells the databases apart.
    */
   async retarget(next: TelemetryWriterOptions, budgetMs: number): Promise<void> {
     // A reload's section that reaches the writer after the runtime stopped it (its first await,
@@ -703,9 +722,7 @@ export class TelemetryWriter {
         ? "telemetry.influxdb.token is empty and INFLUXDB_TOKEN is not set"
         : next.transport === undefined && influxClient === null
         ? "the InfluxDB client is not loaded"
-        : URL.canParse(next.influx.url)
-        ? null
-        : `telemetry.influxdb.url: '${urlWithoutPassword(next.influx.url)}' is not a URL`;
+        : influxUrlProblem(next.influx.url);
       if (problem !== null) {
         throw new RuntimeError("FAILED_PRECONDITION", `${problem}: telemetry left as it was`);
       }
@@ -815,8 +832,8 @@ export class TelemetryWriter {
 
   /**
    * Subscribes to the bus and starts the flush loop and health timer. Does nothing when disabled
-   * or once stop() was called; with an empty token it stays stopped and reports why in
-   * `last_error`.
+   * or once stop() was called; with an empty token or a url that is not http(s) it stays stopped
+   * and reports why in `last_error` and one ERROR line (WARN for the token).
    */
   start(bus: EventBus): void {
     this.#bus = bus;
@@ -834,6 +851,13 @@ export class TelemetryWriter {
         "the InfluxDB client is not loaded (loadInfluxClient() before start()): " +
           "telemetry writer not started",
       );
+      this.#log.error(this.#lastError ?? "");
+      return;
+    }
+    // Whatever the transport: the url is the target the writer reports and keys its rows by.
+    const urlProblem = influxUrlProblem(url);
+    if (urlProblem !== null) {
+      this.#setError(`${urlProblem}: telemetry writer not started`);
       this.#log.error(this.#lastError ?? "");
       return;
     }

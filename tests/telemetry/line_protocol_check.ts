@@ -3,7 +3,7 @@
  * v2 reference ("Line protocol": elements, data types, special characters, escaping backslashes,
  * comments, naming restrictions). It throws an Error naming the problem and its column for any
  * line InfluxDB would refuse or misread, and is stricter in one respect: no raw control character
- * (<0x20, 0x7F) anywhere, which the writer promises.
+ * (C0 <0x20, DEL 0x7F, C1 U+0080-U+009F) anywhere, which the writer promises.
  */
 
 /** A parsed field value. */
@@ -37,7 +37,7 @@ export function parseLine(line: string): ParsedLine {
   };
   for (let k = 0; k < line.length; k++) {
     const c = line.charCodeAt(k);
-    if (c < 0x20 || c === 0x7f) {
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) {
       i = k;
       fail(`raw control character 0x${c.toString(16)}`);
     }

@@ -367,6 +367,29 @@ Deno.test("formatRow writes an id made only of control characters visibly, ordin
   assertEquals(escapeTag("a,b=c d\\e%01"), "a\\,b\\=c\\ d\\\\e%01");
 });
 
+Deno.test("formatRow drops the C1 controls (U+0080-U+009F, NEL U+0085) from names, tags and field keys as it drops C0", () => {
+  // NEL ends a line in some viewers; the rest of the product counts C1 as control characters
+  // (hasControlCharacter, escapeControl), so line protocol applies the C0 rule to them: dropped.
+  const text = formatRow({
+    measurement: "m\x85x",
+    tags: [["k\x85", "dev\x85ice"], ["c1", "\x80a\x9f"]],
+    fields: [["f\x85", { kind: "string", value: "v\x85w" }], ["ok", { kind: "bool", value: true }]],
+    timestampMs: 1,
+  });
+  assertEquals(text, `mx,k=device,c1=a f="vw",ok=true 1`);
+  parseLine(text as string);
+  // Either side of the DEL..C1 range (0x7E, U+00A0, no-break space) is ordinary text, kept.
+  assertEquals(escapeTag("\x7e\xa0"), "\x7e\xa0");
+  assertEquals(escapeTag("a\x7f\x80\x9fb"), "ab");
+  // An id made only of C1 controls is written visibly, as one made only of C0 controls.
+  assertEquals(
+    line({ ...sig, device_id: "\x85", signal_id: "\x80\x9f", value: null! }),
+    `runtime_signal,runtime_name=lab1,provider_id=sim0,device_id=%85,signal_id=%80%9F quality="OK" ${TS}`,
+  );
+  assertEquals(escapeMeasurement("\x85"), "%85");
+  assertEquals(escapeStringField("a\x85\u0080b"), "ab");
+});
+
 /** Deterministic pseudo-random numbers (mulberry32). */
 function prng(seed: number): () => number {
   return () => {
@@ -378,7 +401,7 @@ function prng(seed: number): () => number {
 }
 
 const SPECIALS = [",", "=", " ", "\\", '"', "#", "_", "a", "Z", "0", "é", "🍭", "%", "'", "\\,"];
-const CONTROLS = ["\x00", "\x01", "\n", "\r", "\t", "\x1b", "\x7f"];
+const CONTROLS = ["\x00", "\x01", "\n", "\r", "\t", "\x1b", "\x7f", "\x80", "\x85", "\x9f"];
 const ADVERSARIAL = [
   "",
   "\x01",
