@@ -3198,18 +3198,19 @@ export class Kernel {
       const waitMs = deadline === undefined
         ? boundMs
         : Math.min(boundMs, leftPastReserve(deadline));
-      // The lines written from here on, but for those of the writes already under way: one of
-      // them answered a moment after the wait began is no sign of a disk that answers when nothing
-      // more is written (as the history's line, counted from the providers' stop). Some written
-      // by the time the bound runs out say a disk that answers, slowly -- not one that does not.
+      // The lines of the writes begun from here on, never those of a write already under way:
+      // one answered a moment after the wait began is no sign of a disk that answers when nothing
+      // more is written (as the history's line, counted from the providers' stop), and one that
+      // fails part-way takes nothing off the lines written after it. Some written by the time the
+      // bound runs out say a disk that answers, slowly -- not one that does not.
       const underWay = lines.writing;
-      const writtenBefore = lines.written + underWay;
+      const writtenSince = lines.since();
       const done = stepAsync(stage, run);
       const startedAt = this.host.clock.monoMs();
       if (!await boundedWait(done, waitMs)) {
         late.push(done);
         const waitedMs = Math.round(this.host.clock.monoMs() - startedAt);
-        const writtenMeanwhile = Math.max(0, lines.written - writtenBefore);
+        const writtenMeanwhile = writtenSince();
         // Cut by the stop's budget, not by its own bound: the stages before it (the providers'
         // stop) took the time, and a disk that answers at once may still not have made it.
         const why = waitedMs < boundMs

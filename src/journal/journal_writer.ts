@@ -68,6 +68,35 @@ export class JournalLineCount {
   written = 0;
   /** Lines of the writes under way now: taken from the queue, neither written nor failed yet. */
   writing = 0;
+  /** Writes begun so far (the number of the last one). */
+  #begun = 0;
+  /** What the reader since() returned last counts: the lines of the writes numbered past `after`. */
+  #since: { readonly after: number; written: number } | null = null;
+
+  /** A write of `lines` lines is taken from its writer's queue: its number, for ended(). */
+  began(lines: number): number {
+    this.writing += lines;
+    return ++this.#begun;
+  }
+
+  /** The write numbered `write` (began()) of `taken` lines ended, `written` of them written. */
+  ended(write: number, taken: number, written: number): void {
+    this.writing -= taken;
+    this.written += written;
+    if (this.#since !== null && write > this.#since.after) this.#since.written += written;
+  }
+
+  /**
+   * Counts from now on the lines of the writes begun from now on, never those of a write under
+   * way now, however it ends (all its lines written, some before a failure, or none): returns the
+   * reader of that count. One count at a time: a later call's reader counts from then on, the
+   * earlier one's keeps what it had counted.
+   */
+  since(): () => number {
+    const since = { after: this.#begun, written: 0 };
+    this.#since = since;
+    return () => since.written;
+  }
 }
 
 /** Construction options. */
@@ -415,8 +444,7 @@ export class JournalWriter {
       this.#gap = null;
       this.#gapInFlight = gap;
       const gapAt = gap === null ? -1 : this.#gapLineAt(gap, firstIndex, lines, fresh);
-      const count = this.#o.lineCount;
-      if (count !== undefined) count.writing += batch.length;
+      const writeNo = this.#o.lineCount?.began(batch.length) ?? 0;
       let written = 0;
       try {
         written = await this.#write(lines, (n) => written = n, fresh);
@@ -429,7 +457,7 @@ export class JournalWriter {
           else this.#gapBack(gap);
         }
         this.#linesWritten += ok;
-        this.#counted(batch.length, ok);
+        this.#counted(writeNo, batch.length, ok);
         for (const p of batch.slice(0, ok)) p.done({ ok: true });
         for (const p of batch.slice(ok)) {
           if (p.counted) this.#lose(1, reason);
@@ -443,7 +471,7 @@ export class JournalWriter {
         const synced = await this.#syncNow(this.#batchStart);
         if (!synced.ok) {
           if (gap !== null) this.#gapBack(gap);
-          this.#counted(batch.length, 0);
+          this.#counted(writeNo, batch.length, 0);
           for (const p of batch) {
             if (p.counted) this.#lose(1, synced.reason);
             p.done(synced);
@@ -452,7 +480,7 @@ export class JournalWriter {
         }
       }
       this.#linesWritten += batch.length;
-      this.#counted(batch.length, batch.length);
+      this.#counted(writeNo, batch.length, batch.length);
       if (gap !== null) this.#gapWritten(gap);
       if (this.#failing && this.#gap === null) {
         this.#failing = false;
@@ -467,12 +495,9 @@ export class JournalWriter {
     this.#inflight = [];
   }
 
-  /** A write of `taken` lines ended, `written` of them written: the shared count (lineCount). */
-  #counted(taken: number, written: number): void {
-    const count = this.#o.lineCount;
-    if (count === undefined) return;
-    count.writing -= taken;
-    count.written += written;
+  /** The write `writeNo` of `taken` lines ended, `written` of them written: the shared count. */
+  #counted(writeNo: number, taken: number, written: number): void {
+    this.#o.lineCount?.ended(writeNo, taken, written);
   }
 
   /**

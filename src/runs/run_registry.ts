@@ -62,6 +62,7 @@ import {
   invalidArgument,
   type Logger,
   namedList,
+  neverThrowing,
   notFound,
   quoteProviderText,
   raceTimeout,
@@ -172,6 +173,7 @@ export interface RunRegistryOptions {
   readonly pollingIntervalMs: number;
   readonly files: JournalFiles;
   readonly clock: Clock;
+  /** Its lines (and its journal writers'); one that throws loses the line, never what follows it. */
   readonly logger: Logger;
   /** The loaded automation definition, or null (manual-only); read when a run opens. */
   readonly automationVersion?: () => AutomationVersion | null;
@@ -843,7 +845,10 @@ export class RunRegistry {
 
   constructor(options: RunRegistryOptions) {
     this.#opts = options;
-    this.#log = options.logger;
+    // A logger that throws (a custom sink that fails) loses its line only: it never replaces the
+    // error a failed write answers with (#ioError says it before it is thrown), nor leaves a
+    // journal writer's loop half-way (the writers log through this one).
+    this.#log = neverThrowing(options.logger);
     this.#busDrops = new SpellLog({ log: this.#log, failLevel: "error" });
     this.#betweenSaveFailures = new SpellLog({ log: this.#log });
     this.#writeFailures = new SpellLog({

@@ -707,15 +707,21 @@ Deno.test("Kernel.stop whose hurried budget cuts the wait for the history's last
   }
 });
 
+/** The journals whose close the stop waits for at most its bound (CASES), by name. */
+const [AUDIT, RUNS] = CASES;
+
 /**
- * The audit journal's files, whose appends and fsyncs wait, while `gate` is set, for what it
+ * Real journal files whose appends and fsyncs under `part` wait, while `gate` is set, for what it
  * returns (a disk that answers slowly, or once and then no more).
  */
-class GatedAudit extends RealJournalFiles {
+class GatedJournal extends RealJournalFiles {
   gate: ((op: "append" | "sync") => Promise<void>) | null = null;
+  constructor(readonly part: string) {
+    super();
+  }
   override async openAppend(path: string): Promise<JournalAppendHandle> {
     const handle = await super.openAppend(path);
-    if (!path.includes("/audit/")) return handle;
+    if (!path.includes(this.part)) return handle;
     return {
       append: async (text: string) => {
         await this.gate?.("append");
@@ -731,17 +737,29 @@ class GatedAudit extends RealJournalFiles {
   }
 }
 
+/** What closeWarn's journal writes before the stop, and how the write under way then ends. */
+interface UnderWay {
+  /** Makes the journal write: by default a MANUAL request (an audit entry, a run's event). */
+  readonly write?: (rt: Awaited<ReturnType<typeof startRuntime>>) => Promise<unknown>;
+  /** The write under way when the stop asked fails, 50 ms after (EIO), writing nothing. */
+  readonly fails?: boolean;
+}
+
 /**
- * The WARN of a stop whose audit journal's close runs out AUDIT_STOP_MS: the disk holds the audit
- * journal's write from a MANUAL request on, and answers it 50 ms after the stop asked the journal
- * to close (the write under way when the wait began); `inWait` is what an append or an fsync begun
- * after that ask waits for (`released`: the disk answers again once the stop has ended).
+ * The WARN of a stop whose `closing` journal's close runs out its bound (AUDIT_STOP_MS, RUNS_STOP_MS): the
+ * disk holds the journal's write (a run open, for the run records) from a MANUAL request on, and
+ * answers it 50 ms after the stop asked the journal to close (the write under way when the wait
+ * began); `inWait` is what an append or an fsync begun after that ask waits for (`released`: the
+ * disk answers again once the stop has ended).
  */
-async function auditCloseWarn(
+async function closeWarn(
+  closing: (typeof CASES)[number],
   inWait: (op: "append" | "sync", released: Promise<void>) => Promise<void>,
+  underWay: UnderWay = {},
 ): Promise<string> {
-  const files = new GatedAudit();
-  const underWay = Promise.withResolvers<void>();
+  const { journal: stage, part, bound: ms, name: bound } = closing;
+  const files = new GatedJournal(part);
+  const answers = Promise.withResolvers<void>();
   const released = Promise.withResolvers<void>();
   let asked = false;
   let heldBefore = 0;
@@ -752,30 +770,37 @@ async function auditCloseWarn(
   let stopping: Promise<void> | null = null;
   let answering: ReturnType<typeof setTimeout> | undefined;
   try {
+    if (closing === RUNS) await rt.runs.open({}); // its events: the run records' writes
     await afterPolls(rt, "sim0/tempctl0", 2);
     files.gate = async (op) => {
       if (asked) return await inWait(op, released.promise);
       if (op === "append") heldBefore++;
-      await underWay.promise;
+      await answers.promise;
+      if (underWay.fails) throw new Error("Input/output error (os error 5)");
     };
-    await rt.modes.request("MANUAL"); // an audit entry: its write held by the disk
-    await waitFor("the audit journal's write held", () => heldBefore > 0);
-    const close = rt.audit.close.bind(rt.audit);
-    rt.audit.close = () => {
+    await (underWay.write ?? ((rt) => rt.modes.request("MANUAL")))(rt);
+    await waitFor(`the ${stage}' write held`, () => heldBefore > 0);
+    const ask = () => {
       asked = true;
-      answering = setTimeout(() => underWay.resolve(), 50);
-      return close();
+      answering = setTimeout(() => answers.resolve(), 50);
     };
+    if (closing === AUDIT) {
+      const close = rt.audit.close.bind(rt.audit);
+      rt.audit.close = () => (ask(), close());
+    } else {
+      const shutdown = rt.runs.shutdown.bind(rt.runs);
+      rt.runs.shutdown = () => (ask(), shutdown());
+    }
     stopping = rt.stop();
-    assert.equal(await within(stopping, AUDIT_STOP_MS + STOP_SLACK_MS), "stopped");
-    assert.ok(asked, "the stop asked the audit journal to close");
-    const warned = lines.filter((l) => l.includes("audit journal not closed within"));
-    assert.equal(warned.length, 1, `one WARN naming AUDIT_STOP_MS:\n${lines.join("\n")}`);
+    assert.equal(await within(stopping, ms + STOP_SLACK_MS), "stopped");
+    assert.ok(asked, `the stop asked the ${stage} to close`);
+    const warned = lines.filter((l) => l.includes(`${stage} not closed within`));
+    assert.equal(warned.length, 1, `one WARN naming ${bound}:\n${lines.join("\n")}`);
     await lockKeptUntilWritten(rt.config.runtime.dataDir, released.resolve);
     return warned[0]!;
   } finally {
     clearTimeout(answering);
-    underWay.resolve();
+    answers.resolve();
     released.resolve();
     await (stopping ?? rt.stop());
   }
@@ -786,7 +811,7 @@ Deno.test("Kernel.stop whose AUDIT_STOP_MS runs out while the audit journal's di
   // close's fsync after it, not within AUDIT_STOP_MS.
   let answered = false;
   let appends = 0;
-  const warn = await auditCloseWarn(async (op, released) => {
+  const warn = await closeWarn(AUDIT, async (op, released) => {
     if (op === "sync") {
       if (answered) await released;
       return;
@@ -806,12 +831,62 @@ Deno.test("Kernel.stop whose AUDIT_STOP_MS runs out while the audit journal's di
 Deno.test("Kernel.stop with the audit journal's write under way when its close was asked, answered a moment after, and the disk hung from then on says the disk does not answer", async () => {
   // Every append begun in the wait is held until after the stop: only the write under way when
   // the wait began was answered (50 ms in). Its lines are no sign of a disk that answers.
-  const warn = await auditCloseWarn(async (op, released) => {
+  const warn = await closeWarn(AUDIT, async (op, released) => {
     if (op === "append") await released;
   });
   assert.ok(!warn.includes("answers, slowly"), warn);
   assert.match(
     warn,
     /^WARN .*stop: audit journal not closed within \d+ ms \(AUDIT_STOP_MS 1000\): its disk does not answer \(no line written in the wait, the [1-9]\d* line\(s\) being written when it began not counted\); the stop goes on without it /,
+  );
+});
+
+Deno.test("Kernel.stop whose RUNS_STOP_MS runs out while the run records' disk answers slowly says it wrote lines in the wait, not that the disk does not answer", async () => {
+  // The first append begun in the wait is answered 150 ms after it began, and the first fsync
+  // after it; every other append or fsync, not within RUNS_STOP_MS.
+  const answering: ("append" | "sync")[] = ["append", "sync"];
+  const warn = await closeWarn(RUNS, async (op, released) => {
+    if (answering[0] !== op) return await released;
+    answering.shift();
+    if (op === "append") await new Promise((r) => setTimeout(r, 150));
+  });
+  assert.ok(!warn.includes("does not answer"), warn);
+  assert.match(
+    warn,
+    /^WARN .*stop: run records not closed within \d+ ms \(RUNS_STOP_MS 1000\): its disk answers, slowly: it wrote [1-9]\d* line\(s\) in the wait, and RUNS_STOP_MS ran out first; the stop goes on without it /,
+  );
+});
+
+/** Mode changes of the run records' write under way in the tests below: one write of them all. */
+const EVENTS_UNDER_WAY = 8;
+
+Deno.test("Kernel.stop with the run records' write under way when its close was asked failing, and a line written after it, says the disk answers, slowly", async () => {
+  // The write under way when the wait began (EVENTS_UNDER_WAY run events, one write) fails 50 ms
+  // in, writing none of them; every append begun in the wait is answered, no fsync within
+  // RUNS_STOP_MS. Before: "its disk does not answer (no line written in the wait, ...)" -- the
+  // lines the failed write never wrote taken off the line written after it.
+  const warn = await closeWarn(RUNS, async (op, released) => {
+    if (op === "sync") await released;
+  }, {
+    write: (rt) => {
+      for (let i = 0; i < EVENTS_UNDER_WAY; i++) {
+        rt.bus.publish({
+          kind: "mode_change",
+          previous_mode: i % 2 === 0 ? "IDLE" : "MANUAL",
+          new_mode: i % 2 === 0 ? "MANUAL" : "IDLE",
+          timestamp_ms: i,
+        });
+      }
+      return Promise.resolve();
+    },
+    fails: true,
+  });
+  assert.ok(!warn.includes("does not answer"), warn);
+  assert.match(
+    warn,
+    new RegExp(
+      String
+        .raw`^WARN .*stop: run records not closed within \d+ ms \(RUNS_STOP_MS 1000\): its disk answers, slowly: it wrote 1 line\(s\) in the wait, and RUNS_STOP_MS ran out first; the stop goes on without it `,
+    ),
   );
 });

@@ -319,15 +319,22 @@ Deno.test("JournalWriter: a handle whose close throws after a failed fsync is on
   });
 });
 
-/** Memory files whose appends to a.jsonl wait for `held`, and to b.jsonl fail while `failing`. */
+/**
+ * Memory files whose appends to a.jsonl wait for `held` (then fail while `heldFails`), and to
+ * b.jsonl fail while `failing`.
+ */
 class HeldOrFailing extends MemoryFiles {
   readonly held = Promise.withResolvers<void>();
+  heldFails = false;
   failing = false;
   override async openAppend(path: string): Promise<JournalAppendHandle> {
     const h = await super.openAppend(path);
     return {
       append: async (text: string) => {
-        if (path.endsWith("a.jsonl")) await this.held.promise;
+        if (path.endsWith("a.jsonl")) {
+          await this.held.promise;
+          if (this.heldFails) throw new Error("EIO: append failed");
+        }
         if (this.failing && path.endsWith("b.jsonl")) throw new Error("EIO: append failed");
         await h.append(text);
       },
@@ -373,4 +380,42 @@ Deno.test("JournalWriter counts its lines in a JournalLineCount it shares: being
   );
   await a.close();
   await b.close();
+});
+
+Deno.test("JournalLineCount.since counts the lines of the writes begun after it, never those of a write under way then, however that write ends", async () => {
+  for (const heldFails of [true, false]) {
+    const count = new JournalLineCount();
+    const { log } = capturingLogger({ level: "error" });
+    const files = new HeldOrFailing();
+    files.heldFails = heldFails;
+    await files.ensureDir("/data");
+    const writerOf = (path: string) =>
+      new JournalWriter({
+        files,
+        target: { path },
+        name: path,
+        log,
+        clock: new ManualClock(),
+        maxQueuedLines: 100,
+        syncIntervalMs: 1000,
+        lineCount: count,
+      });
+    const a = writerOf("/data/a.jsonl");
+    const b = writerOf("/data/b.jsonl");
+    const underWay = [a.append("1"), a.append("2"), a.append("3")];
+    await waitFor("a's write under way", () => count.writing === 3);
+    const since = count.since();
+    assert.deepEqual(await b.append("4"), { ok: true });
+    files.held.resolve();
+    const results = await Promise.all(underWay);
+    assert.deepEqual(results.map((r) => r.ok), [!heldFails, !heldFails, !heldFails]);
+    // Before (the lines written less those written or being written at the start): -2, read as
+    // none, when a's write failed.
+    assert.equal(since(), 1, `b's line alone (a's write ${heldFails ? "failed" : "written"})`);
+    assert.deepEqual(await b.append("5"), { ok: true });
+    assert.equal(since(), 2);
+    assert.equal(count.written, heldFails ? 2 : 5);
+    await a.close();
+    await b.close();
+  }
 });
