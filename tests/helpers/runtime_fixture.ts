@@ -3,11 +3,13 @@
  * (or, with `start: false`, a Kernel that was never started — no processes, no providers up),
  * an HttpApi over the kernel's services (Kernel.services, as production hands them to its API;
  * run records and audit journaled in a temporary folder), and optionally a real socket server.
+ * withRunsFixture: the same API over a never-started Kernel, with a real run registry of its own.
  */
 import type { Clock } from "../../src/common/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
-import { type HttpServerHandle, serveHttp } from "../../src/host/mod.ts";
+import { type HttpServerHandle, journalFiles, serveHttp, systemClock } from "../../src/host/mod.ts";
 import { HttpApi, type HttpApiOptions, type HttpServices } from "../../src/http/mod.ts";
+import { RunRegistry } from "../../src/runs/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { newKernel, startRuntime, testLogger } from "./kernel.ts";
 import { assertApiAnswer } from "./openapi_check.ts";
@@ -166,4 +168,60 @@ export function fixtureServices(
     Object.defineProperty(services, "host", { value: host, enumerable: true });
   }
   return services;
+}
+
+/** How withRunsFixture builds its run registry. */
+export interface RunsFixtureOptions {
+  /** Prefix of the temporary folder the registry journals in (removed afterwards). */
+  readonly prefix: string;
+  /** The registry's runtime name, the prefix of its run ids (default "t"). */
+  readonly runtimeName?: string;
+  /**
+   * The registry's data folder, made ready inside the temporary folder `dir` (default `dir`
+   * itself): e.g. a folder under a regular file, which the registry cannot create.
+   */
+  readonly dataDir?: (dir: string) => string | Promise<string>;
+}
+
+/** What withRunsFixture hands its test: the API, the run registry behind it, the folder. */
+export interface RunsFixture {
+  readonly fx: HttpFixture;
+  readonly runs: RunRegistry;
+  /** The temporary folder (the registry's data folder unless `dataDir` placed it elsewhere). */
+  readonly dir: string;
+}
+
+/**
+ * Runs `fn` against an HttpApi over a never-started Kernel (no provider process) whose runs
+ * service is a real RunRegistry, started, journaling in a fresh temporary folder on the system
+ * clock; then closes the API, shuts the registry down and removes the folder, whatever `fn` did.
+ */
+export async function withRunsFixture(
+  o: RunsFixtureOptions,
+  fn: (f: RunsFixture) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: o.prefix });
+  try {
+    const runs = new RunRegistry({
+      dataDir: o.dataDir ? await o.dataDir(dir) : dir,
+      runtimeName: o.runtimeName ?? "t",
+      pollingIntervalMs: 100,
+      files: journalFiles,
+      clock: systemClock,
+      logger: testLogger(),
+    });
+    await runs.start();
+    try {
+      const fx = await startHttpFixture({ start: false, services: { runs } });
+      try {
+        await fn({ fx, runs, dir });
+      } finally {
+        await fx.close();
+      }
+    } finally {
+      await runs.shutdown();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 }

@@ -4,26 +4,12 @@
  * message states that rule and shows what was given. Over a real socket on loopback.
  */
 import assert from "node:assert/strict";
-import { journalFiles, systemClock } from "../../src/host/mod.ts";
-import { RunRegistry } from "../../src/runs/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { withRunsFixture } from "../helpers/runtime_fixture.ts";
 
 const RULE = /^after_sequence: must be an integer from 0 to 2\^53-1 written in digits \(got "/;
 
 Deno.test("GET /v0/runs/{id}/events takes a 16-digit after_sequence up to 2^53-1 and states the rule past it", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "after-sequence-" });
-  const runs = new RunRegistry({
-    dataDir,
-    runtimeName: "t",
-    pollingIntervalMs: 100,
-    files: journalFiles,
-    clock: systemClock,
-    logger: testLogger(),
-  });
-  await runs.start();
-  const fx = await startHttpFixture({ start: false, services: { runs } });
-  try {
+  await withRunsFixture({ prefix: "after-sequence-" }, async ({ fx }) => {
     const server = await fx.serve();
     const base = `http://127.0.0.1:${server.port}`;
     const opened = await fetch(`${base}/v0/runs`, { method: "POST" });
@@ -53,9 +39,5 @@ Deno.test("GET /v0/runs/{id}/events takes a 16-digit after_sequence up to 2^53-1
     const cut = await get(long);
     assert.equal(cut.status, 400);
     assert.ok(cut.json.status.message.endsWith(`"${"9".repeat(32)}...")`), cut.json.status.message);
-  } finally {
-    await fx.close();
-    await runs.shutdown();
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });

@@ -6,26 +6,12 @@
  * bare ULID would refuse every real run id, which is what a client passes back.
  */
 import assert from "node:assert/strict";
-import { journalFiles, systemClock } from "../../src/host/mod.ts";
-import { RunRegistry } from "../../src/runs/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { withRunsFixture } from "../helpers/runtime_fixture.ts";
 
 const ULID = "01M859GKZ1Y42S4D3W5EFTKECQ";
 
 Deno.test("the OpenAPI pattern of runs before accepts exactly the texts the server answers 200 (a real run id among them)", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "http-before-pattern-" });
-  const runs = new RunRegistry({
-    dataDir,
-    runtimeName: "demo",
-    pollingIntervalMs: 100,
-    files: journalFiles,
-    clock: systemClock,
-    logger: testLogger(),
-  });
-  await runs.start();
-  const fx = await startHttpFixture({ start: false, services: { runs } });
-  try {
+  await withRunsFixture({ prefix: "http-before-pattern-", runtimeName: "demo" }, async ({ fx }) => {
     const id = (await fx.request("POST", "/v0/runs", { body: {} })).json.run.run_id;
     assert.match(id, /^demo-/);
     const texts = [
@@ -63,9 +49,5 @@ Deno.test("the OpenAPI pattern of runs before accepts exactly the texts the serv
       }
     }
     assert.deepEqual(disagree, []);
-  } finally {
-    await fx.close();
-    await runs.shutdown();
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });

@@ -4,28 +4,15 @@
  * the config counts, not in UTF-16 code units: an emoji is one character, not two.
  */
 import assert from "node:assert/strict";
-import { journalFiles, systemClock } from "../../src/host/mod.ts";
-import { MAX_MARKER_ID_CHARS, MAX_MARKER_TYPE_CHARS, RunRegistry } from "../../src/runs/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { MAX_MARKER_ID_CHARS, MAX_MARKER_TYPE_CHARS } from "../../src/runs/mod.ts";
+import { withRunsFixture } from "../helpers/runtime_fixture.ts";
 
 /** One character beyond the Basic Multilingual Plane: two UTF-16 code units. */
 const EMOJI = "\u{1F600}";
 
 Deno.test("POST /v0/runs/{id}/events counts a marker's type and marker_id in characters (code points), the limits included", async () => {
   assert.equal(EMOJI.length, 2, "the test needs a character of two UTF-16 units");
-  const dir = await Deno.makeTempDir({ prefix: "http-marker-chars-" });
-  const runs = new RunRegistry({
-    dataDir: dir,
-    runtimeName: "t",
-    pollingIntervalMs: 100,
-    files: journalFiles,
-    clock: systemClock,
-    logger: testLogger(),
-  });
-  await runs.start();
-  const fx = await startHttpFixture({ start: false, services: { runs } });
-  try {
+  await withRunsFixture({ prefix: "http-marker-chars-" }, async ({ fx, runs }) => {
     const { port } = await fx.serve();
     const { run } = await runs.open({});
     const post = async (body: unknown) => {
@@ -63,9 +50,5 @@ Deno.test("POST /v0/runs/{id}/events counts a marker's type and marker_id in cha
       "the three accepted markers, none of the refused",
     );
     await runs.close(run.run_id, {});
-  } finally {
-    await fx.close();
-    await runs.shutdown();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

@@ -4,24 +4,10 @@
  * nothing; the same id for another marker is 409.
  */
 import assert from "node:assert/strict";
-import { journalFiles, systemClock } from "../../src/host/mod.ts";
-import { RunRegistry } from "../../src/runs/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { withRunsFixture } from "../helpers/runtime_fixture.ts";
 
 Deno.test("POST /v0/runs/{id}/events: a repeat of a marker_id within the run answers the first marker and records it once", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "http-marker-id-" });
-  const runs = new RunRegistry({
-    dataDir: dir,
-    runtimeName: "t",
-    pollingIntervalMs: 100,
-    files: journalFiles,
-    clock: systemClock,
-    logger: testLogger(),
-  });
-  await runs.start();
-  const fx = await startHttpFixture({ start: false, services: { runs } });
-  try {
+  await withRunsFixture({ prefix: "http-marker-id-" }, async ({ fx, runs }) => {
     const { run } = await runs.open({});
     const path = `/v0/runs/${run.run_id}/events`;
     const body = { type: "valve_opened", payload: { valve: "v1" }, marker_id: "c-7f3a-0001" };
@@ -71,9 +57,5 @@ Deno.test("POST /v0/runs/{id}/events: a repeat of a marker_id within the run ans
     const bad = await fx.request("POST", path, { body: { type: "x", marker_id: "" } });
     assert.equal(bad.status, 400, bad.text);
     await runs.close(run.run_id, {});
-  } finally {
-    await fx.close();
-    await runs.shutdown();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

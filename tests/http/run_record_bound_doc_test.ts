@@ -5,28 +5,15 @@
  * declares no maxLength the server does not apply: a label the record holds is accepted.
  */
 import assert from "node:assert/strict";
-import { journalFiles, systemClock } from "../../src/host/mod.ts";
 import { MAX_BODY_BYTES } from "../../src/http/mod.ts";
-import { MAX_RECORD_BYTES, RunRegistry } from "../../src/runs/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { MAX_RECORD_BYTES } from "../../src/runs/mod.ts";
+import { withRunsFixture } from "../helpers/runtime_fixture.ts";
 
 const TOO_BIG = `run record exceeds ${MAX_RECORD_BYTES} bytes: shorten params, tag_scope or ` +
   "experiment_label";
 
 Deno.test("POST /v0/runs: experiment_label and tag_scope ids past the run record's bound are 400 naming them; OpenAPI states that bound and no per-string maxLength", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "http-run-record-bound-" });
-  const runs = new RunRegistry({
-    dataDir,
-    runtimeName: "t",
-    pollingIntervalMs: 100,
-    files: journalFiles,
-    clock: systemClock,
-    logger: testLogger(),
-  });
-  await runs.start();
-  const fx = await startHttpFixture({ start: false, services: { runs } });
-  try {
+  await withRunsFixture({ prefix: "http-run-record-bound-" }, async ({ fx }) => {
     // Within the body's bound, past the record's: refused naming the members.
     const over = "x".repeat(MAX_RECORD_BYTES - 100);
     for (
@@ -71,9 +58,5 @@ Deno.test("POST /v0/runs: experiment_label and tag_scope ids past the run record
         `${where}: ${member.description}`,
       );
     }
-  } finally {
-    await fx.close();
-    await runs.shutdown();
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });

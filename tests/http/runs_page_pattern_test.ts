@@ -5,10 +5,7 @@
  * client generated from the document is neither stricter nor looser than the server.
  */
 import assert from "node:assert/strict";
-import { journalFiles, systemClock } from "../../src/host/mod.ts";
-import { RunRegistry } from "../../src/runs/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { withRunsFixture } from "../helpers/runtime_fixture.ts";
 
 /** Texts on both sides of the server's rule: words, numbers, their edges and 2^53's. */
 const TEXTS = [
@@ -55,18 +52,7 @@ const TEXTS = [
 ];
 
 Deno.test("the OpenAPI pattern of runs and run-events limit/offset accepts exactly the texts the server answers 200", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "http-page-pattern-" });
-  const runs = new RunRegistry({
-    dataDir,
-    runtimeName: "t",
-    pollingIntervalMs: 100,
-    files: journalFiles,
-    clock: systemClock,
-    logger: testLogger(),
-  });
-  await runs.start();
-  const fx = await startHttpFixture({ start: false, services: { runs } });
-  try {
+  await withRunsFixture({ prefix: "http-page-pattern-" }, async ({ fx }) => {
     const id = (await fx.request("POST", "/v0/runs", { body: {} })).json.run.run_id;
     const doc = (await fx.request("GET", "/v0/openapi.json")).json;
     for (
@@ -92,9 +78,5 @@ Deno.test("the OpenAPI pattern of runs and run-events limit/offset accepts exact
         assert.deepEqual(disagree, [], `${docPath} ${field}`);
       }
     }
-  } finally {
-    await fx.close();
-    await runs.shutdown();
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });

@@ -3,26 +3,15 @@
  * GET /metrics say so, with the reason, so an operator sees it without calling the runs API.
  */
 import assert from "node:assert/strict";
-import { journalFiles, systemClock } from "../../src/host/mod.ts";
-import { RunRegistry } from "../../src/runs/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { withRunsFixture } from "../helpers/runtime_fixture.ts";
 
 Deno.test("GET /v0/runtime/status and /metrics show a run registry that could not start, with its reason", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "http-runs-status-" });
   // A data folder under a regular file: the registry's folder cannot be created.
-  await Deno.writeTextFile(`${dir}/not-a-folder`, "");
-  const runs = new RunRegistry({
-    dataDir: `${dir}/not-a-folder/data`,
-    runtimeName: "t",
-    pollingIntervalMs: 100,
-    files: journalFiles,
-    clock: systemClock,
-    logger: testLogger(),
-  });
-  await runs.start();
-  const fx = await startHttpFixture({ start: false, services: { runs } });
-  try {
+  const dataDir = async (dir: string) => {
+    await Deno.writeTextFile(`${dir}/not-a-folder`, "");
+    return `${dir}/not-a-folder/data`;
+  };
+  await withRunsFixture({ prefix: "http-runs-status-", dataDir }, async ({ fx }) => {
     const open = await fx.request("POST", "/v0/runs", { body: {} });
     assert.equal(open.status, 503, open.text);
 
@@ -34,26 +23,11 @@ Deno.test("GET /v0/runtime/status and /metrics show a run registry that could no
 
     const metrics = await fx.request("GET", "/metrics");
     assert.match(metrics.text, /^runtime_runs_available 0$/m);
-  } finally {
-    await fx.close();
-    await runs.shutdown();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("GET /v0/runtime/status and /metrics show an available run registry and its open run", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "http-runs-status-" });
-  const runs = new RunRegistry({
-    dataDir: dir,
-    runtimeName: "t",
-    pollingIntervalMs: 100,
-    files: journalFiles,
-    clock: systemClock,
-    logger: testLogger(),
-  });
-  await runs.start();
-  const fx = await startHttpFixture({ start: false, services: { runs } });
-  try {
+  await withRunsFixture({ prefix: "http-runs-status-" }, async ({ fx, runs }) => {
     const { run } = await runs.open({});
     const status = await fx.request("GET", "/v0/runtime/status");
     assert.equal(status.json.runs?.available, true, status.text);
@@ -61,9 +35,5 @@ Deno.test("GET /v0/runtime/status and /metrics show an available run registry an
     assert.equal(status.json.runs.open_run_id, run.run_id);
     const metrics = await fx.request("GET", "/metrics");
     assert.match(metrics.text, /^runtime_runs_available 1$/m);
-  } finally {
-    await fx.close();
-    await runs.shutdown();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
