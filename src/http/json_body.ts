@@ -23,13 +23,21 @@ export interface BodyLimits {
 }
 
 /**
- * Whether a request declares no body: none at all (a Request built in-process) or
- * `Content-Length: 0`. Deno.serve gives every request a body stream, of 0 bytes when none was
- * sent, so `req.body === null` alone is never true there. A request without Content-Length may
- * still stream a body (chunked, or HTTP/2 DATA frames): it is not taken as bodiless.
+ * Whether a request has no body to read: none at all (a Request built in-process),
+ * `Content-Length: 0`, or an HTTP/1.1 request with neither Content-Length nor Transfer-Encoding
+ * (`curl -X POST` without `-d`): RFC 9112 section 6.3 gives such a request a body of length zero.
+ * Deno.serve gives every POST a body stream (of 0 bytes when none was sent), so `req.body ===
+ * null` alone is never true there, and it does not say which HTTP version a request came in on:
+ * an HTTP/1.1 request is told by its Host header, which HTTP/1.1 requires (RFC 9112 section 3.2).
+ * An HTTP/2 request names its host in `:authority` (RFC 9113 section 8.3.1), which Deno turns
+ * into no Host header: without Content-Length it may still carry DATA frames, and is read.
  */
 export function declaresNoBody(req: Request): boolean {
-  return req.body === null || req.headers.get("content-length")?.trim() === "0";
+  if (req.body === null) return true;
+  // Header values come trimmed (Fetch normalizes them).
+  const length = req.headers.get("content-length");
+  if (length !== null) return /^0+$/.test(length);
+  return !req.headers.has("transfer-encoding") && req.headers.has("host");
 }
 
 /** Reads the raw body; throws INVALID_ARGUMENT when it is over the limit or arrives too slowly. */
@@ -39,8 +47,12 @@ export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<U
     await req.body?.cancel().catch(() => {});
     throw tooLarge(limits.maxBytes);
   }
-  if (req.body === null) return new Uint8Array(0);
-  const reader = req.body.getReader();
+  if (declaresNoBody(req)) {
+    // Nothing to wait for: no read timer, and the empty stream is released, not left unread.
+    await req.body?.cancel().catch(() => {});
+    return new Uint8Array(0);
+  }
+  const reader = req.body!.getReader();
   let timedOut = false;
   const clock = limits.clock;
   const timer = clock.setTimer(() => {

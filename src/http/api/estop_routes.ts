@@ -50,8 +50,12 @@ async function estopTrigger(
 ): Promise<Response> {
   // The reason is optional and informative only: the latch engages before the body is read, so
   // an unreadable, non-JSON or slow body never delays or blocks the stop.
-  // A request that declares no body triggers with no reason, not one "still arriving".
-  const reason = declaresNoBody(req) ? undefined : readJsonBody(req, {
+  // A request without a body (Content-Length: 0; HTTP/1.1 with neither Content-Length nor
+  // Transfer-Encoding) triggers with no reason, not one "still arriving"; its empty body stream
+  // is released, not left unread (not awaited: the latch comes first).
+  const noBody = declaresNoBody(req);
+  if (noBody) void req.body?.cancel().catch(() => {});
+  const reason = noBody ? undefined : readJsonBody(req, {
     maxBytes: limits.maxBytes,
     timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS),
     clock: limits.clock,
