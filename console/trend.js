@@ -167,6 +167,48 @@ function spanText(ms) {
   return `${formatNumber(ms / 3_600_000)} h`;
 }
 
+/**
+ * A time or a span of a history answer (`memory_from_ms`, `disk_step_ms`): null when absent or not
+ * a finite number (an older runtime's answer, a proxy's), so that no view shows "Invalid Date".
+ * @param {unknown} v
+ * @returns {number | null}
+ */
+export function finiteMs(v) {
+  return typeof v === "number" && Number.isFinite(v) ? v : null;
+}
+
+/**
+ * Which tier answered history answers (GET /v0/history) asked with `step`: `source` (`memory`,
+ * `disk`, `memory+disk` or `none`) and the text of each tier, the ring's from where it begins.
+ * @param {any[]} answers
+ * @param {number} step
+ * @returns {{source: string, parts: string[]}}
+ */
+export function answeredBy(answers, step) {
+  let memory = false;
+  let disk = false;
+  let memoryFrom = null;
+  let diskStep = null;
+  for (const a of answers) {
+    if (a.source === "memory" || a.source === "memory+disk") memory = true;
+    if (a.source === "disk" || a.source === "memory+disk") disk = true;
+    const from = finiteMs(a.memory_from_ms);
+    if (from !== null) memoryFrom = Math.max(memoryFrom ?? from, from);
+    diskStep = finiteMs(a.disk_step_ms) ?? diskStep;
+  }
+  const source = memory && disk ? "memory+disk" : memory ? "memory" : disk ? "disk" : "none";
+  const parts = [];
+  if (disk) parts.push(`disk tier (buckets of ${spanText(Math.max(step, diskStep ?? 0))})`);
+  if (memory) {
+    parts.push(
+      `memory ring (buckets of ${spanText(step)}${
+        memoryFrom === null ? "" : `, from ${new Date(memoryFrom).toLocaleString()}`
+      })`,
+    );
+  }
+  return { source, parts };
+}
+
 /** The Trend view. */
 export class TrendView {
   /**
@@ -557,8 +599,8 @@ export class TrendView {
         seedLine(line, points, {
           step: a.step_ms ?? step,
           pollMs: this.o.pollIntervalMs?.() ?? 0,
-          memoryFrom: a.memory_from_ms ?? null,
-          diskStep: a.disk_step_ms ?? null,
+          memoryFrom: finiteMs(a.memory_from_ms),
+          diskStep: finiteMs(a.disk_step_ms),
           until: this.live() ? until : null,
         });
       }
@@ -592,27 +634,8 @@ export class TrendView {
 
   /** Which tier answered, with the step. */
   showSource(answers, step) {
-    let memory = false;
-    let disk = false;
-    let memoryFrom = null;
-    let diskStep = null;
-    for (const a of answers) {
-      if (a.source === "memory" || a.source === "memory+disk") memory = true;
-      if (a.source === "disk" || a.source === "memory+disk") disk = true;
-      if (a.memory_from_ms !== null) memoryFrom = Math.max(memoryFrom ?? 0, a.memory_from_ms);
-      if (a.disk_step_ms !== null) diskStep = a.disk_step_ms;
-    }
-    const source = memory && disk ? "memory+disk" : memory ? "memory" : disk ? "disk" : "none";
+    const { source, parts } = answeredBy(answers, step);
     this.chartBox.setAttribute("data-source", source);
-    const parts = [];
-    if (disk) parts.push(`disk tier (buckets of ${spanText(Math.max(step, diskStep ?? 0))})`);
-    if (memory) {
-      parts.push(
-        `memory ring (buckets of ${spanText(step)}${
-          memoryFrom === null ? "" : `, from ${new Date(memoryFrom).toLocaleString()}`
-        })`,
-      );
-    }
     setText(
       this.status,
       `Answered by: ${parts.length ? parts.join(" + ") : "nothing recorded in this range"}` +

@@ -17,12 +17,15 @@ import {
   type DeviceCapabilities,
   deviceHandle,
   errorMessage,
+  escapeControl,
   type FunctionSpec,
   invalidArgument,
   type Logger,
   notFound,
   parseDeviceHandle,
+  providerText,
   type Quality,
+  quoteProviderText,
   RuntimeError,
   type TypedValue,
 } from "../common/mod.ts";
@@ -553,13 +556,16 @@ export class AutomationEngine {
       if (!dev || (providerId !== undefined && dev.providerId !== providerId)) continue;
       const caps = capabilitiesOf(dev.providerId, dev.deviceId);
       if (caps === undefined) continue;
-      const named = `${call.deviceHandle} ${call.functionName}`;
+      // The function name is the tree file's, any length and any character: cut and escaped,
+      // quoted as the call router quotes it where the device declares no such function.
+      const named = `${call.deviceHandle} ${escapeControl(providerText(call.functionName))}`;
       // A name declared twice reaches the last declaration (CallRouter, as anolis): its policy.
       const fn = caps.functions.findLast((f) => f.name === call.functionName);
       if (fn === undefined) {
         out.push({
-          text:
-            `${named} at ${call.at} (Function not found: ${call.deviceHandle} '${call.functionName}')`,
+          text: `${named} at ${call.at} (Function not found: ${call.deviceHandle} ${
+            quoteProviderText(call.functionName)
+          })`,
           refusedBy: "unknown_function",
         });
         continue;

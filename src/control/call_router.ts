@@ -415,7 +415,12 @@ export class CallRouter {
       progress.refusedBy = "unknown_function";
       // Functions are indexed by name; duplicates collapse to the last declared (as anolis).
       fn = device.functions.findLast((f) => f.name === name);
-      if (!fn) throw notFound(`Function not found: ${req.providerId}/${req.deviceId} '${name}'`);
+      // The name is the caller's (a client, a tree file, a Sparkplug command): cut and quoted.
+      if (!fn) {
+        throw notFound(
+          `Function not found: ${req.providerId}/${req.deviceId} ${quoteProviderText(name)}`,
+        );
+      }
     }
     return fn;
   }

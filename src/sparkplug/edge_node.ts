@@ -112,6 +112,17 @@ export const STOP_END_TIMEOUT_MS = 2000;
  */
 export const BDSEQ_SAVE_WAIT_MS = 10_000;
 
+/**
+ * What brings a node whose NBIRTH is over `sparkplug.max_message_bytes` online: on a connection
+ * the NBIRTH's size changes only with the node metrics' values (the mode's name, the counts), and
+ * it is measured again at each change of them (#publishNode); the ids and the bound need a
+ * restart. Said by the ERROR and by a command's refusal meanwhile (#notOnlineWhy), whose reason,
+ * with the largest byte counts, stays within SPARKPLUG_QUOTED_REASON_CHARS: a line never cuts it.
+ */
+export const NBIRTH_TOO_LARGE_CURES = "a shorter mode name (IDLE, not MANUAL) or smaller alarm " +
+  "or provider counts bring it online; else, at a restart, shorten group_id/edge_node_id or " +
+  "raise the bound";
+
 /** Node metric names (NBIRTH/NDATA). */
 export const NODE_METRICS = {
   bdSeq: "bdSeq",
@@ -1834,7 +1845,7 @@ export class SparkplugEdgeNode {
       this.#nbirthTooLargeSaid = true;
       this.#log.error(
         `sparkplug: NBIRTH is ${bytes} bytes, over sparkplug.max_message_bytes ${limit}: the ` +
-          `node cannot come online (shorten group_id/edge_node_id or raise the bound)`,
+          `node cannot come online (${NBIRTH_TOO_LARGE_CURES})`,
       );
     }
     return true;
@@ -3169,8 +3180,7 @@ export class SparkplugEdgeNode {
     const bytes = this.#nbirthOverBytes;
     if (bytes === null || !this.#hostOnline || !this.connected) return NOT_ONLINE;
     return `the node cannot come online: its NBIRTH is ${bytes} bytes, over ` +
-      `sparkplug.max_message_bytes ${this.#o.config.maxMessageBytes} (shorten ` +
-      `group_id/edge_node_id or raise the bound)`;
+      `sparkplug.max_message_bytes ${this.#o.config.maxMessageBytes} (${NBIRTH_TOO_LARGE_CURES})`;
   }
 
   /** Why commands cannot act at all now (off, or the role), or null. */

@@ -111,7 +111,7 @@ Deno.test("AutomationEngine lists a call to a function the device does not decla
     for (let i = 0; i < 2; i++) {
       await assert.rejects(
         engine.services.callDevice("sim0/motorctl0", "no_such_fn", {}, signal),
-        /Function not found: sim0\/motorctl0 'no_such_fn'/,
+        /Function not found: sim0\/motorctl0 "no_such_fn"/,
       );
     }
     const s = engine.status();
@@ -151,7 +151,7 @@ Deno.test("AutomationEngine lists a call refused when made in the step its tree 
     );
     assert.deepEqual(engine.status().device_outages, []);
     assert.match(errors[2]!, /duty.*\(CallDevice at \/etc\/runtime\/bt\/main\.xml:12:9\)$/);
-    assert.match(errors[3]!, /Function not found: .*'no_such_fn' \(CallDevice at /);
+    assert.match(errors[3]!, /Function not found: .*"no_such_fn" \(CallDevice at /);
   }, { arm: true });
 });
 

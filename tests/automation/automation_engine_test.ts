@@ -5,6 +5,7 @@ import {
   type FunctionSpec,
   type Logger,
   NO_FUNCTION_POLICY,
+  PROVIDER_TEXT_CHARS,
   type Quality,
   type TypedValue,
 } from "../../src/common/mod.ts";
@@ -857,7 +858,7 @@ Deno.test("AutomationEngine refuses AUTO for a literal call of a function the de
     await problemOf(
       `  <CallDevice device_handle="sim0/motorctl0" function_name="set_motor_dutty" args='json:{"duty": 0.5}'/>`,
     ) ?? "(no problem: AUTO admitted)",
-    /^refusing AUTO: the behavior tree calls sim0\/motorctl0 set_motor_dutty at \S+:3:\d+ \(Function not found: .*'set_motor_dutty'/,
+    /^refusing AUTO: the behavior tree calls sim0\/motorctl0 set_motor_dutty at \S+:3:\d+ \(Function not found: .*"set_motor_dutty"/,
   );
   assert.match(
     await problemOf(
@@ -886,6 +887,31 @@ Deno.test("AutomationEngine refuses AUTO for a literal call of a function the de
     assert.match(
       engine.autoProblem() ?? "(no problem: AUTO admitted)",
       /^refusing AUTO: the behavior tree calls sim0\/motorctl0 set_motor_dutty at \S+:3:\d+ \(Function not found/,
+    );
+  } finally {
+    engine.stop();
+  }
+});
+
+Deno.test("AutomationEngine refuses AUTO for a literal call of an unknown 10 kB function name with a line break in one bounded line, the name cut and escaped", async () => {
+  const inventory = dutyInventory();
+  const name = `a&#10;INFO forged'"${"x".repeat(10_000)}`;
+  const { engine } = setup(
+    `<BehaviorTree ID="Main">\n  <CallDevice device_handle="sim0/motorctl0" function_name="${
+      name.replace('"', "&quot;")
+    }"/>\n</BehaviorTree>`,
+    { inventory },
+  );
+  try {
+    await engine.load();
+    const problem = engine.autoProblem() ?? "(no problem: AUTO admitted)";
+    // deno-lint-ignore no-control-regex
+    assert.doesNotMatch(problem, /[\x00-\x1f]/, "one line: no control character");
+    const cut = "x".repeat(PROVIDER_TEXT_CHARS - `a\nINFO forged'"`.length);
+    assert.equal(
+      problem.replace(/ at \S+:3:\d+ /, " at FILE "),
+      `refusing AUTO: the behavior tree calls sim0/motorctl0 a\\nINFO forged'"${cut}\u2026 ` +
+        `at FILE (Function not found: sim0/motorctl0 "a\\nINFO forged'\\"${cut}\u2026")`,
     );
   } finally {
     engine.stop();

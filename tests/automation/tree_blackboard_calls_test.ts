@@ -82,7 +82,7 @@ Deno.test("AutomationEngine: a tree call whose names or args come from the black
     assert.deepEqual(refused, {
       "sim0/motorctl0": [
         "unknown_function",
-        `Function not found: sim0/motorctl0 'no_such_fn' ${at("by_fn")}`,
+        `Function not found: sim0/motorctl0 "no_such_fn" ${at("by_fn")}`,
       ],
       "sim0/tempctl0": [
         "validation",

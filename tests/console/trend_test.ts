@@ -14,6 +14,7 @@ import {
   Series,
 } from "../../console/chart.js";
 import {
+  answeredBy,
   MAX_TREND_SIGNALS,
   parseHandle,
   seedLine,
@@ -246,4 +247,33 @@ Deno.test("seedLine: one point has no spacing of its own; today's poll interval 
     seededBreaks([t0], { pollMs: 250, memoryFrom: null, diskStep: 10_000, until: t0 + 30_001 }),
     [t0],
   );
+});
+
+Deno.test("answeredBy: a history answer without memory_from_ms, or with one not a finite number, names no start of the ring", () => {
+  const memory = (extra: Record<string, unknown>) => ({
+    provider_id: "sim0",
+    device_id: "tempctl0",
+    source: "memory",
+    step_ms: 1000,
+    disk_step_ms: null,
+    ...extra,
+  });
+  for (const extra of [{}, { memory_from_ms: "soon" }, { memory_from_ms: Number.NaN }]) {
+    assert.deepEqual(
+      answeredBy([memory(extra)], 1000),
+      { source: "memory", parts: ["memory ring (buckets of 1 s)"] },
+      JSON.stringify(extra),
+    );
+  }
+  // One answer without it beside one with it: the ring begins where the one says.
+  const from = Date.UTC(2026, 0, 2, 3, 4, 5);
+  const { parts } = answeredBy([memory({}), memory({ memory_from_ms: from })], 1000);
+  assert.deepEqual(parts, [
+    `memory ring (buckets of 1 s, from ${new Date(from).toLocaleString()})`,
+  ]);
+  // A disk answer without disk_step_ms: buckets of the step asked.
+  assert.deepEqual(answeredBy([{ source: "disk", memory_from_ms: null }], 60_000), {
+    source: "disk",
+    parts: ["disk tier (buckets of 60 s)"],
+  });
 });

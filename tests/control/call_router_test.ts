@@ -5,7 +5,7 @@
  * queued call's cancellation, the drain barrier and the availability check.
  */
 import assert from "node:assert/strict";
-import { RuntimeError } from "../../src/common/mod.ts";
+import { PROVIDER_TEXT_CHARS, RuntimeError } from "../../src/common/mod.ts";
 import { MAX_QUEUED_CALLS_PER_PROVIDER } from "../../src/control/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { waitFor } from "../helpers/kernel.ts";
@@ -130,7 +130,7 @@ Deno.test("CallRouter accepts a function_id with its own name and resolves by id
     );
     assert.throws(
       () => rt.router.resolve({ providerId: "plant", deviceId: "plant0", functionName: "fly" }),
-      rejectsWith("NOT_FOUND", "Function not found: plant/plant0 'fly'"),
+      rejectsWith("NOT_FOUND", 'Function not found: plant/plant0 "fly"'),
     );
     assert.throws(
       () => rt.router.resolve({ providerId: "plant", deviceId: "plant9", functionId: 1 }),
@@ -140,6 +140,39 @@ Deno.test("CallRouter accepts a function_id with its own name and resolves by id
       () => rt.router.resolve({ providerId: "nope", deviceId: "plant0", functionId: 1 }),
       rejectsWith("NOT_FOUND", "Provider not found: nope"),
     );
+  });
+});
+
+Deno.test("CallRouter: an unknown function name of 10 kB or with control characters is cut to PROVIDER_TEXT_CHARS and quoted in the NOT_FOUND message", async () => {
+  await withPlant((rt) => {
+    const notFoundMessage = (functionName: string) => {
+      try {
+        rt.router.resolve({ providerId: "plant", deviceId: "plant0", functionName });
+      } catch (e) {
+        assert.ok(e instanceof RuntimeError, String(e));
+        assert.equal(e.code, "NOT_FOUND");
+        return e.message;
+      }
+      throw new Error(`${functionName.length} chars resolved`);
+    };
+    const head = "Function not found: plant/plant0 ";
+    assert.equal(
+      notFoundMessage("x".repeat(10_000)),
+      `${head}"${"x".repeat(PROVIDER_TEXT_CHARS)}\u2026"`,
+    );
+    // Exactly the bound: whole; one past it: cut, with an ellipsis.
+    const fits = "f".repeat(PROVIDER_TEXT_CHARS);
+    assert.equal(notFoundMessage(fits), `${head}"${fits}"`);
+    assert.equal(
+      notFoundMessage("f".repeat(PROVIDER_TEXT_CHARS + 1)),
+      `${head}"${fits}\u2026"`,
+    );
+    // A line break, an escape and a quote cannot end the line nor forge the rest of it.
+    assert.equal(
+      notFoundMessage("a\nINFO forged\u001b[31m'\""),
+      `${head}"a\\nINFO forged\\u001b[31m'\\""`,
+    );
+    return Promise.resolve();
   });
 });
 

@@ -92,7 +92,7 @@ Deno.test("Estop attempts every ladder call and reports each failure at once, in
         device_handle: "plant/plant0",
         function: "no_such_function",
         success: false,
-        error: "NOT_FOUND: Function not found: plant/plant0 'no_such_function'",
+        error: 'NOT_FOUND: Function not found: plant/plant0 "no_such_function"',
       },
       {
         device_handle: "ghost/dev0",

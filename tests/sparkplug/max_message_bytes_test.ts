@@ -191,6 +191,11 @@ Deno.test("SparkplugEdgeNode: an NBIRTH over max_message_bytes keeps the node fr
   const errors = lines.filter((l) => l.startsWith("ERROR") && /NBIRTH is \d+ bytes/.test(l));
   assert.equal(errors.length, 1, lines.join("\n"));
   assert.match(errors[0]!, /over sparkplug\.max_message_bytes 1024: the node cannot come online/);
+  // What brings it online on this connection (the node metrics' values), then at a restart.
+  assert.match(
+    errors[0]!,
+    /cannot come online \(a shorter mode name \(IDLE, not MANUAL\) or smaller alarm or provider counts bring it online; else, at a restart, shorten group_id\/edge_node_id or raise the bound\)$/,
+  );
   await r.stop();
 });
 

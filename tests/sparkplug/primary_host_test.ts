@@ -493,6 +493,11 @@ Deno.test({
           /cannot come online: its NBIRTH is \d+ bytes, over sparkplug\.max_message_bytes 1024/,
           said,
         );
+        assert.match(
+          said,
+          /max_message_bytes 1024 \(a shorter mode name \(IDLE, not MANUAL\) or smaller alarm or provider counts bring it online; else, at a restart, shorten group_id\/edge_node_id or raise the bound\)"?$/,
+          said,
+        );
       }
     });
   },
