@@ -58,6 +58,7 @@ import {
   type ProviderBackCauses,
   providerIdOf,
   providerTextWithin,
+  QUOTED_DEVICE_ID_CHARS,
   quoteProviderTextWithin,
   raceTimeout,
   readClockTwice,
@@ -98,6 +99,7 @@ import type {
   ProviderSummary,
 } from "../state/mod.ts";
 import {
+  ESTOP_QUOTED_NAME_CHARS,
   type FunctionRef,
   type PlannedCall,
   planSafeState,
@@ -455,11 +457,6 @@ export const NO_SAFE_STATE_WARNING =
 /** Bound on the functions or devices a warning names (common/named_list.ts says it). */
 export { MAX_NAMED_IN_WARNING };
 
-/**
- * Longest device handle, function or argument name (the provider's text, when the plan comes from
- * the inventory) a log line of the e-stop quotes; longer is cut, marked with an ellipsis.
- */
-export const ESTOP_QUOTED_NAME_CHARS = 128;
 /** Longest error of a safe-state call (it carries the provider's message) its log line quotes. */
 export const ESTOP_QUOTED_ERROR_CHARS = 300;
 
@@ -484,6 +481,14 @@ const ARM_REFUSAL_NAMED_PROVIDERS = 5;
  */
 function namedProviderId(id: string): string {
   return providerTextWithin(id, ESTOP_QUOTED_NAME_CHARS);
+}
+
+/**
+ * A device id (the provider's text) an e-stop log line names unquoted (a securing run's device
+ * returns): cut to QUOTED_DEVICE_ID_CHARS, as the other lines naming a device cut it.
+ */
+function namedDeviceId(id: string): string {
+  return providerTextWithin(id, QUOTED_DEVICE_ID_CHARS);
 }
 
 /** A name in an e-stop log line: cut to ESTOP_QUOTED_NAME_CHARS and JSON-quoted. */
@@ -718,11 +723,12 @@ export class Estop implements EstopService {
   readonly #deviceReturnLogs = new SpellLogs((providerId) => ({
     log: this.#stopLog,
     firstNote: `its further securing runs for devices answering again are logged at DEBUG ` +
-      `and counted until the latch is released or provider ${providerId} itself comes back`,
+      `and counted until the latch is released or provider ${namedProviderId(providerId)} itself ` +
+      "comes back",
     restLevel: "debug",
     recovered: (n) =>
-      `e-stop: provider ${providerId}: ${n} securing run(s) for devices answering again ` +
-      "while latched",
+      `e-stop: provider ${namedProviderId(providerId)}: ${n} securing run(s) for devices ` +
+      "answering again while latched",
   }));
   /** The re-verification waiting to start, if any (providers join it until it starts). */
   #pendingReverify: ReverifyBatch | null = null;
@@ -792,11 +798,12 @@ export class Estop implements EstopService {
           this.#noteListed(id, options.inventory.provider(id)?.devices ?? []);
         } catch (err) {
           this.#stopLog.error(
-            `e-stop: the devices ${id} lists now could not be read (${errorMessage(err)}); ` +
-              "a device it no longer lists later is named only if listed after this",
+            `e-stop: the devices ${namedProviderId(id)} lists now could not be read ` +
+              `(${errorMessage(err)}); a device it no longer lists later is named only if ` +
+              "listed after this",
           );
         }
-        this.#planChanged(`inventory of ${id} changed`);
+        this.#planChanged(`inventory of ${namedProviderId(id)} changed`);
       } else if (change === "removed") {
         // Its host taken out: one still configured (a reload restarting it, or retiring the host
         // whose start the reload before failed, its entry kept) keeps them, lost meanwhile. One
@@ -804,12 +811,14 @@ export class Estop implements EstopService {
         // that one (a plan logged now would still name its devices listed before as untouched).
         // Not "removed": that is a provider no longer in the file (docs/safety.md).
         if (options.inventory.configured?.(id) !== false) {
-          this.#planChanged(`provider ${id} taken out by a configuration reload, still configured`);
+          this.#planChanged(
+            `provider ${namedProviderId(id)} taken out by a configuration reload, still configured`,
+          );
         }
       } else if (change === "unconfigured") {
         // Dropped from the configuration (with its host, or one never registered): gone.
         this.#listedBefore.forget(id);
-        this.#planChanged(`provider ${id} removed`);
+        this.#planChanged(`provider ${namedProviderId(id)} removed`);
       }
     });
     options.inventory.onAvailability((p, up) => {
@@ -846,7 +855,7 @@ export class Estop implements EstopService {
     }
     const ids = [...this.#securingCalls.keys()];
     if (ids.length > 0) {
-      const named = namedList(ids, ARM_REFUSAL_NAMED_PROVIDERS);
+      const named = namedList(ids, ARM_REFUSAL_NAMED_PROVIDERS, namedProviderId);
       waits.push(
         `the securing run of provider(s) ${named} (back while latched) has ended: the ` +
           "release ends it once its safe-state call on the wire has answered",
@@ -866,8 +875,9 @@ export class Estop implements EstopService {
     const dropped = this.#listedBefore.note(providerId, devices);
     if (dropped === 0 || this.#listedBefore.dropped(providerId) !== dropped) return;
     this.#stopLog.warn(
-      `e-stop: provider ${providerId} has listed more than ${MAX_LISTED_BEFORE_DEVICES} ` +
-        "actuating devices since it was configured (a device renamed at each restart, say): " +
+      `e-stop: provider ${namedProviderId(providerId)} has listed more than ` +
+        `${MAX_LISTED_BEFORE_DEVICES} actuating devices since it was configured (a device ` +
+        "renamed at each restart, say): " +
         "the oldest it no longer lists are let go of, so estop.unverified_devices and " +
         "estop.plan.uncovered no longer name them though nothing secures them (said once " +
         "per provider)",
@@ -1079,7 +1089,9 @@ export class Estop implements EstopService {
    * PLAN_LOG_INTERVAL_MS), so the last one names the failure, not "being restarted".
    */
   providerStartFailed(providerId: string): void {
-    this.#planChanged(`provider ${providerId} failed to start at a configuration reload`);
+    this.#planChanged(
+      `provider ${namedProviderId(providerId)} failed to start at a configuration reload`,
+    );
   }
 
   /**
@@ -1432,8 +1444,9 @@ export class Estop implements EstopService {
           this.#o.modes?.ladderReloaded?.(host);
         } catch (err) {
           this.#stopLog.error(
-            `e-stop latched: re-applying the hooks into FAULT for provider ${host.id} after a ` +
-              `reload of its ladder calls failed: ${errorMessage(err)}`,
+            "e-stop latched: re-applying the hooks into FAULT for provider " +
+              `${namedProviderId(host.id)} after a reload of its ladder calls failed: ` +
+              errorMessage(err),
           );
         }
         // Read back by its securing run (one waiting for its turn takes the new plan too: the
@@ -1528,7 +1541,7 @@ export class Estop implements EstopService {
     capMs: number = Infinity,
     until?: Promise<unknown>,
   ): Promise<StopActionsWait | null> {
-    const what = `waiting for the stop actions to ${providerId}`;
+    const what = `waiting for the stop actions to ${namedProviderId(providerId)}`;
     const tail = this.#providerTails.get(providerId);
     // Ladder calls decided and not queued yet (a trigger's since its latch, a securing run's since
     // its provider's return): waited for once queued, with those queued before them.
@@ -1798,8 +1811,8 @@ export class Estop implements EstopService {
     if (failed !== null) return failed;
     const start = this.#o.inventory.reloadStart?.(providerId) ?? null;
     return start !== null
-      ? `provider ${providerId} ${reloadStartWords(start)}`
-      : `provider ${providerId} is unavailable (${lifecycle})`;
+      ? `provider ${namedProviderId(providerId)} ${reloadStartWords(start)}`
+      : `provider ${namedProviderId(providerId)} is unavailable (${lifecycle})`;
   }
 
   /** The verification with each check's device availability now (EstopStatus.verification). */
@@ -1835,11 +1848,11 @@ export class Estop implements EstopService {
         // Configured with no host registered (a reload restarting, starting or failed to register
         // it): lost, not gone -- said as its device conditions say it (whyNotRunning).
         const notRunning = this.#o.inventory.whyNotRunning?.(providerId) ?? null;
-        return `down: ${notRunning ?? `provider ${providerId} is not configured`}`;
+        return `down: ${notRunning ?? `provider ${namedProviderId(providerId)} is not configured`}`;
       }
       if (!host.available) return `down: ${this.#providerDown(providerId, host.lifecycle)}`;
       if (!host.devices.some((d) => d.device.deviceId === deviceId)) {
-        return `down: not in the inventory of provider ${providerId}`;
+        return `down: not in the inventory of provider ${namedProviderId(providerId)}`;
       }
       return null;
     } catch (err) {
@@ -2332,8 +2345,8 @@ export class Estop implements EstopService {
           run.started = true;
           run.laddered = true;
           made.resolve([]);
-          const message = `e-stop latched: securing provider ${host.id} (${
-            causesWhy(run.causes, run.devices)
+          const message = `e-stop latched: securing provider ${namedProviderId(host.id)} (${
+            causesWhy(run.causes, run.devices?.map(namedDeviceId))
           }) failed: ${errorMessage(err)}; it is not known to be at the safe state`;
           this.#stopLog.error(message);
           throw internal(message, err);
@@ -2381,14 +2394,15 @@ export class Estop implements EstopService {
       // (its line at WARN: the return was seen under the released latch, whose spell ended).
       if (this.#securingEnded(run.latchNo) !== null) return null;
       // Its line, as its causes stand at its turn (none join it from here: started).
-      const why = causesWhy(run.causes, run.devices);
+      const why = causesWhy(run.causes, run.devices?.map(namedDeviceId));
       // Its provider taken out by a reload before its turn (removed, or restarted: another host
       // under its id, secured by a run of its own once up): nothing of it is left to secure.
       // Dropped, counted as no calls, no read-back; one line (no failure: the reload chose it).
       if (this.#o.inventory.provider(id) !== host) {
         this.#stopLog.info(
-          `e-stop latched: provider ${id} ${why}, but a configuration reload took it out ` +
-            "before its securing run's turn: no longer listed, its safe-state calls are not made",
+          `e-stop latched: provider ${namedProviderId(id)} ${why}, but a configuration ` +
+            "reload took it out before its securing run's turn: no longer listed, its " +
+            "safe-state calls are not made",
         );
         return null;
       }
@@ -2403,8 +2417,8 @@ export class Estop implements EstopService {
       latchNo = this.#latchNo;
       const latchCause = this.#cause ?? ESTOP_CAUSE_API;
       run.secured = { rung, safeState, latchNo };
-      const line = `e-stop latched: provider ${id} ${why}; bringing it to the safe state ` +
-        `(${calls.length} call(s))`;
+      const line = `e-stop latched: provider ${namedProviderId(id)} ${why}; bringing it to ` +
+        `the safe state (${calls.length} call(s))`;
       // In the device-return spell when begun for device returns only, none other joined, under
       // this latch: one begun under a released latch (made as a return under this one, above) is
       // said at WARN -- the release ended its spell. Not a cause: its line names no latch.
@@ -2423,8 +2437,9 @@ export class Estop implements EstopService {
           const ended = this.#securingEnded(latchNo);
           if (ended !== null) {
             this.#stopLog.warn(
-              `e-stop: provider ${id}'s securing run ended after ${i} of ${calls.length} ` +
-                `safe-state call(s): ${ended}; the other ${calls.length - i} are not made`,
+              `e-stop: provider ${namedProviderId(id)}'s securing run ended after ${i} of ` +
+                `${calls.length} safe-state call(s): ${ended}; ` +
+                `the other ${calls.length - i} are not made`,
             );
             made = calls.slice(0, i).flatMap((c) => c.kind === "declared" ? [c.call] : []);
             return done.slice(0, i);
@@ -2595,21 +2610,31 @@ export class Estop implements EstopService {
     const endedAt = startedAt === null
       ? null
       : this.#readMono(what, `${what}: its audit latency is left out`, this.#readBackLog);
-    this.#o.audit?.record({
-      action: "estop",
-      origin: { kind: "estop", rung: batch.rung, cause },
-      outcome: failed === 0 ? "accepted" : "failed",
-      args: { provider_ids: ids, reason: batch.reason },
-      result: {
-        actions: actions.length,
-        actions_failed: failed,
-        verification: merged.outcome,
-        checks_total: merged.checks.length,
-        checks_verified: merged.checks.filter((c) => c.outcome === "verified").length,
-        ...(mergedInto === null ? {} : { merged_into: mergedInto }),
-      },
-      latency_ms: startedAt === null || endedAt === null ? null : Math.round(endedAt - startedAt),
-    });
+    // Contained as the latch's entry is: an audit sink that throws is one ERROR line naming the
+    // entry lost, not "re-verification failed" from the batch's catch (it was read back, shown,
+    // logged and published), and never reaches the batches after it.
+    this.#contained(
+      `auditing ${what}`,
+      () =>
+        this.#o.audit?.record({
+          action: "estop",
+          origin: { kind: "estop", rung: batch.rung, cause },
+          outcome: failed === 0 ? "accepted" : "failed",
+          args: { provider_ids: ids, reason: batch.reason },
+          result: {
+            actions: actions.length,
+            actions_failed: failed,
+            verification: merged.outcome,
+            checks_total: merged.checks.length,
+            checks_verified: merged.checks.filter((c) => c.outcome === "verified").length,
+            ...(mergedInto === null ? {} : { merged_into: mergedInto }),
+          },
+          latency_ms: startedAt === null || endedAt === null
+            ? null
+            : Math.round(endedAt - startedAt),
+        }),
+      "its audit entry is lost (status shows its verdict)",
+    );
   }
 
   /**
@@ -2693,11 +2718,13 @@ export class Estop implements EstopService {
         try {
           if (await wait(boundMs)) return;
           this.#stopLog.error(
-            `e-stop: in-flight calls to ${id} had not finished within ${boundMs} ms`,
+            `e-stop: in-flight calls to ${namedProviderId(id)} had not finished within ` +
+              `${boundMs} ms`,
           );
         } catch (err) {
           this.#stopLog.error(
-            `e-stop: waiting for the in-flight calls to ${id} failed: ${errorMessage(err)}`,
+            `e-stop: waiting for the in-flight calls to ${namedProviderId(id)} failed: ` +
+              errorMessage(err),
           );
         }
         pending.push(id);

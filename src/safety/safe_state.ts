@@ -37,6 +37,13 @@ import { declaredFunctionLabel, findDeclaredTarget } from "../control/mod.ts";
 /** The rung of the ladder. */
 export type SoftwareSafeState = "none" | "hooks" | "setpoints" | "zero";
 
+/**
+ * Longest device handle, function or argument name (the provider's text, when the plan comes from
+ * the inventory), or provider id, a log line of the e-stop (its read-back's too) quotes or names;
+ * longer is cut, marked with an ellipsis.
+ */
+export const ESTOP_QUOTED_NAME_CHARS = 128;
+
 /** The rungs from the first (the strongest) to the last: a later one is a drop. */
 export const RUNG_ORDER: readonly SoftwareSafeState[] = ["hooks", "setpoints", "zero", "none"];
 

@@ -22,7 +22,9 @@ import {
   type Logger,
   numericOf,
   parseDeviceHandle,
+  providerTextWithin,
   type Quality,
+  QUOTED_DEVICE_ID_CHARS,
   readClockTwice,
   type ReloadStart,
   reloadStartWords,
@@ -31,7 +33,7 @@ import {
   type TypedValue,
 } from "../common/mod.ts";
 import type { SafeStateExpectation } from "../config/mod.ts";
-import type { FunctionRef } from "./safe_state.ts";
+import { ESTOP_QUOTED_NAME_CHARS, type FunctionRef } from "./safe_state.ts";
 import type { FreshRead, FreshReader, ProviderSummary } from "../state/mod.ts";
 
 /** Pause between two read-backs of a device whose checks do not all hold yet. */
@@ -215,13 +217,18 @@ async function verifyDevice(
   out: Map<SafeStateExpectation, VerificationCheck>,
 ): Promise<void> {
   const { providerId, deviceId } = group[0]!;
+  // The device as its clock lines name it: the provider id (configured, of any length) and the
+  // device id (configured) cut as the e-stop's lines cut them.
+  const named = `${providerTextWithin(providerId, ESTOP_QUOTED_NAME_CHARS)}/${
+    providerTextWithin(deviceId, QUOTED_DEVICE_ID_CHARS)
+  }`;
   const signalIds = [...new Set(group.map((e) => e.signalId))];
   for (;;) {
     // A clock that fails (null deadline, or no time now): this read is the last, bounded by the
     // whole timeout.
     const now = deadline === null
       ? null
-      : readMono(o, lines, `${providerId}/${deviceId}`, "read back once more, not retried");
+      : readMono(o, lines, named, "read back once more, not retried");
     const remaining = deadline === null || now === null ? o.timeoutMs : deadline - now;
     const answer = await o.reads.readFresh(providerId, deviceId, signalIds, remaining);
     const read = stopEnded(o, answer);
@@ -245,7 +252,7 @@ async function verifyDevice(
     // provider's; never verified by this read).
     if (!read.ok && read.staysDown) return;
     if (allHold || deadline === null || now === null || o.ended?.()) return;
-    const after = readMono(o, lines, `${providerId}/${deviceId}`, "not read back again");
+    const after = readMono(o, lines, named, "not read back again");
     if (after === null) return;
     const left = deadline - after;
     if (left <= 0) return;
