@@ -63,6 +63,7 @@ import type { EntryWriter } from "./bt/blackboard_writers.ts";
 import type { DeclaredParameters, ParameterRead, parameterReadProblems } from "./bt/mod.ts";
 import type { BtQuality, BtServices, ReadFileAsyncFn, ReadFileFn } from "./bt/services.ts";
 import { parseCallArgs } from "./call_args.ts";
+import { CallHeldBack } from "./call_held_back.ts";
 
 /** Why a call of `fn` with these literal args would be refused by validation; null: it passes. */
 function literalArgsProblem(fn: FunctionSpec, text: string): string | null {
@@ -1557,6 +1558,13 @@ function kernelServices(
         // the mode gate's refusal: the transition that halts the tree held it back.
         const cancelled = signal.aborted && !reachedProvider(err) &&
           (cancellable || by === "mode");
+        // The mode gate's refusal in AUTO: a transition leaving AUTO holds the tree's calls back
+        // while its before_transition hooks run. No outcome of the call (nothing was sent; counted
+        // nowhere, as #noteCall would not count it): its node waits and asks again, so the tree
+        // (a RunOnce's state) never takes a step the transition only held back for a failed one.
+        if (!cancelled && by === "mode" && o.modes.current() === "AUTO") {
+          throw new CallHeldBack(err);
+        }
         // The tree's own error (a function or provider it names that does not exist, arguments
         // that fail validation; checked at AUTO entry only when written literally): the refusal
         // names where the node is written.

@@ -7,6 +7,7 @@
  */
 import { errorMessage, type TypedValue } from "../../common/mod.ts";
 import { parseCallArgs } from "../call_args.ts";
+import { CallHeldBack } from "../call_held_back.ts";
 import type { BtServices } from "./services.ts";
 import { type NodeStatus, StatefulActionNode, SyncActionNode, type TreeNode } from "./tree_node.ts";
 
@@ -91,13 +92,26 @@ export class CheckQualityNode extends SyncActionNode {
   }
 }
 
+/** One call of a CallDevice node, as its ports gave it when the node started. */
+interface DeviceCall {
+  readonly services: BtServices;
+  readonly handle: string;
+  readonly fn: string;
+  readonly args: Record<string, TypedValue>;
+}
+
 /**
  * CallDevice: calls device_handle.function_name with args through the call router. RUNNING until
- * the call settles; outputs success/error are set in every outcome; halting aborts the call.
+ * the call settles; outputs success/error are set in every outcome; halting aborts the call. A
+ * call held back by a transition leaving AUTO (CallHeldBack) has no outcome: the node stays
+ * RUNNING and asks again at its next tick (the same call), until the commit halts it or a veto
+ * lets the call go out.
  */
 export class CallDeviceNode extends StatefulActionNode {
   #abort: AbortController | undefined;
-  #outcome: { ok: true } | { ok: false; error: string } | undefined;
+  #outcome: { ok: true } | { ok: false; error: string } | { heldBack: true } | undefined;
+  /** The call made, asked again while a transition leaving AUTO holds it back. */
+  #call: DeviceCall | undefined;
 
   protected override onStart(): NodeStatus {
     const services = servicesOf(this);
@@ -128,19 +142,19 @@ export class CallDeviceNode extends StatefulActionNode {
     this.env.log?.debug(
       `CallDevice ${handle.value} ${fn.value}` + (reason?.ok ? ` reason=${reason.value}` : ""),
     );
+    this.#call = { services, handle: handle.value, fn: fn.value, args: args.args };
+    this.#send(this.#call);
+    return "RUNNING";
+  }
+
+  /** Makes the call; its outcome is read by the next tick (onRunning). */
+  #send(c: DeviceCall): void {
     const abort = new AbortController();
     this.#abort = abort;
     this.#outcome = undefined;
     let call: Promise<void>;
     try {
-      call = services.callDevice(
-        handle.value,
-        fn.value,
-        args.args,
-        abort.signal,
-        this.path,
-        this.init.at,
-      );
+      call = c.services.callDevice(c.handle, c.fn, c.args, abort.signal, this.path, this.init.at);
     } catch (err) {
       call = Promise.reject(err);
     }
@@ -150,19 +164,25 @@ export class CallDeviceNode extends StatefulActionNode {
         if (this.#abort === abort) this.#outcome = { ok: true };
       },
       (err) => {
-        if (this.#abort === abort) {
-          this.#outcome = { ok: false, error: errorMessage(err) };
-        }
+        if (this.#abort !== abort) return;
+        this.#outcome = err instanceof CallHeldBack
+          ? { heldBack: true }
+          : { ok: false, error: errorMessage(err) };
       },
     );
-    return "RUNNING";
   }
 
   protected override onRunning(): NodeStatus {
     const outcome = this.#outcome;
     if (!outcome) return "RUNNING";
+    if ("heldBack" in outcome) {
+      // Held back, not failed: asked again (refused, unsent, until the transition is decided).
+      this.#send(this.#call!);
+      return "RUNNING";
+    }
     this.#abort = undefined;
     this.#outcome = undefined;
+    this.#call = undefined;
     return outcome.ok ? this.#finish(true, "") : this.#finish(false, outcome.error);
   }
 
@@ -170,6 +190,7 @@ export class CallDeviceNode extends StatefulActionNode {
     const abort = this.#abort;
     this.#abort = undefined;
     this.#outcome = undefined;
+    this.#call = undefined;
     abort?.abort();
   }
 

@@ -20,9 +20,11 @@ export interface BtServices {
   ): { value: TypedValue | null; quality: BtQuality } | null;
   /**
    * Calls a device function by name through the runtime's call router (automated call: same
-   * validation, IDLE gate, e-stop latch as /v0/call). Rejects with RuntimeError. Must honour the
-   * AbortSignal (halt). Args: JSON float -> {type:"double"}, JSON integer -> {type:"int64"}, bool,
-   * string; the router widens int64 to uint64/double where the ArgSpec needs it.
+   * validation, IDLE gate, e-stop latch as /v0/call). Rejects with RuntimeError, or with
+   * CallHeldBack for a call a transition leaving AUTO held back unsent (no outcome: the node asks
+   * again). Must honour the AbortSignal (halt). Args: JSON float -> {type:"double"}, JSON
+   * integer -> {type:"int64"}, bool, string; the router widens int64 to uint64/double where the
+   * ArgSpec needs it.
    */
   callDevice(
     deviceHandle: string,

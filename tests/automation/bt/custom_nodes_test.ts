@@ -2,6 +2,7 @@ import { deepStrictEqual, strictEqual as equal } from "node:assert/strict";
 import type { TypedValue } from "../../../src/common/mod.ts";
 import { RuntimeError } from "../../../src/common/mod.ts";
 import { parseCallArgs } from "../../../src/automation/bt/mod.ts";
+import { CallHeldBack } from "../../../src/automation/call_held_back.ts";
 import { buildXml, FakeServices, flush, xmlRoot } from "./_helpers.ts";
 
 function tree(body: string, services?: FakeServices) {
@@ -164,6 +165,53 @@ Deno.test("CallDevice halting aborts the call and ignores its late outcome", asy
   s.calls[1]!.resolve();
   await flush();
   equal(t.tickRoot(), "SUCCESS");
+});
+
+/** The mode gate's refusal while AUTO is being left, as the engine hands it to the node. */
+const HELD_BACK = new CallHeldBack(
+  new RuntimeError("FAILED_PRECONDITION", "Call blocked while leaving AUTO: sim0/motor0 set_speed"),
+);
+
+Deno.test("CallDevice whose call a transition leaving AUTO holds back stays RUNNING, asks again at each tick, and settles once the call goes out (a veto)", async () => {
+  const s = new FakeServices();
+  const t = tree(CALL, s);
+  s.autoSettle = HELD_BACK;
+  equal(t.tickRoot(), "RUNNING");
+  await flush();
+  equal(t.tickRoot(), "RUNNING", "held back: no outcome, no FAILURE");
+  equal(s.calls.length, 2, "asked again");
+  equal(t.blackboard.get("ok"), undefined, "no output before an outcome");
+  await flush();
+  // The transition was vetoed: the call asked again goes out.
+  s.autoSettle = "resolve";
+  equal(t.tickRoot(), "RUNNING");
+  await flush();
+  equal(t.tickRoot(), "SUCCESS");
+  deepStrictEqual(
+    s.calls.map((c) => [c.handle, c.fn, c.args]),
+    Array.from({ length: 3 }, () => [s.calls[0]!.handle, "set_speed", s.calls[0]!.args]),
+    "the same call each time",
+  );
+  deepStrictEqual(t.blackboard.get("ok"), { type: "bool", value: true });
+});
+
+Deno.test("RunOnce over a CallDevice a transition leaving AUTO held back runs its step again after the halt (the commit), not SKIPPED", async () => {
+  const s = new FakeServices();
+  const t = tree(`<RunOnce>${CALL}</RunOnce>`, s);
+  s.autoSettle = HELD_BACK;
+  equal(t.tickRoot(), "RUNNING");
+  await flush();
+  equal(t.tickRoot(), "RUNNING");
+  await flush();
+  // The transition commits: the tree is halted; the step was never done.
+  t.haltTree();
+  equal(s.calls.at(-1)!.signal.aborted, true);
+  s.autoSettle = "resolve";
+  equal(t.tickRoot(), "RUNNING", "the step runs at the next AUTO");
+  await flush();
+  equal(t.tickRoot(), "SUCCESS");
+  equal(t.tickRoot(), "SKIPPED", "then it is done");
+  equal(s.calls.length, 3);
 });
 
 Deno.test("CallDevice strips the json: prefix and defaults args to {}", () => {
