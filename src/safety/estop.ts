@@ -2097,15 +2097,23 @@ export class Estop implements EstopService {
     // (a step back of the wall clock during the stop, NTP, must not put it before that trigger),
     // and a release after it no earlier than it.
     const timestampMs = this.#transitionAt(wall);
-    this.#o.bus?.publish({
-      kind: "estop_verification",
-      outcome: v.outcome,
-      elapsed_ms: v.elapsed_ms,
-      checks_total: v.checks.length,
-      checks_verified: v.checks.length - failed.length,
-      failed_signals: failed.map((c) => c.signal),
-      timestamp_ms: timestampMs,
-    });
+    // Contained: a bus that throws (an injected one; EventBus itself catches its listeners') must
+    // not take the trigger's answer away after the stop's calls were made, nor a re-verification's
+    // audit entry. One ERROR line; status shows the verification all the same.
+    this.#contained(
+      `publishing ${what}`,
+      () =>
+        this.#o.bus?.publish({
+          kind: "estop_verification",
+          outcome: v.outcome,
+          elapsed_ms: v.elapsed_ms,
+          checks_total: v.checks.length,
+          checks_verified: v.checks.length - failed.length,
+          failed_signals: failed.map((c) => c.signal),
+          timestamp_ms: timestampMs,
+        }),
+      "it is not published (status shows it)",
+    );
   }
 
   /**
