@@ -173,6 +173,13 @@ export class DiskTier {
    * the files could be read).
    */
   #endAtOpen: { segment: number; bytes: number } = { segment: -Infinity, bytes: 0 };
+  /**
+   * Whether #lastAtOpen and #endAtOpen were learnt: not while every open so far failed to list or
+   * read the files (a folder of mode 0o000, a file where it should be, a readDir that throws).
+   * Until then no read gives a row (read() fails: the answer says disk_unreadable), for none can
+   * be told from this run's; learnEnd() tries again at each question, the retry's open too.
+   */
+  #endKnown = false;
   /** Failed reads: one WARN until a read succeeds, then one INFO. */
   readonly #readFailures: SpellLog;
   /**
@@ -270,11 +277,14 @@ export class DiskTier {
     // then), so every row there now is an earlier run's -- else, until the retry, a question would
     // take those of the repeated times (a start behind them, a restart within their last bucket)
     // for this run's, and leave them out.
+    let unknownEnd = "";
     if (!this.#closed) {
       try {
         await this.#learnEndOfFiles();
       } catch (err) {
         failure ??= err;
+        unknownEnd = `; where the earlier runs' rows end is not known (${errorMessage(err)}): ` +
+          `answers leave the disk out (incomplete: disk_unreadable) until the folder can be read`;
       }
     }
     if (failure === null) {
@@ -282,23 +292,46 @@ export class DiskTier {
       return;
     }
     this.#openErrors++;
-    this.#stop(`cannot open ${this.#o.dir}: ${errorMessage(failure)}`);
+    this.#stop(`cannot open ${this.#o.dir}: ${errorMessage(failure)}${unknownEnd}`);
   }
 
   /**
    * Reads where the files end: their last row's bucket (#lastAtOpen, #newestT) and the newest file
    * with its size (#endAtOpen). Taken after the writer's open: a new file it began, empty, holds no
    * earlier run's row. No row of this run is written before the open ends: they are held until
-   * then. A folder not there (its making failed) holds no file: nothing to learn.
+   * then. A folder not there (its making failed) holds no file: nothing to learn. Throws when the
+   * files cannot be listed or read (learnt at a later question or open: learnEnd()). Kept only
+   * while no open has worked yet: one that worked meanwhile learnt it itself, before its rows.
    */
   async #learnEndOfFiles(): Promise<void> {
     const numbers = await segmentNumbers(this.#o.files, this.#segments);
-    if (numbers.length === 0) return;
-    const last = await this.#lastRowOfFiles();
-    if (last !== null) this.#newestT = this.#newestWrittenT = this.#lastAtOpen = last;
-    const newest = numbers.at(-1)!;
-    const bytes = await this.#o.files.fileSize(segmentPath(this.#segments, newest));
-    this.#endAtOpen = { segment: newest, bytes };
+    let end: { last: number | null; segment: number; bytes: number } | null = null;
+    if (numbers.length > 0) {
+      const last = await this.#lastRowOfFiles();
+      const segment = numbers.at(-1)!;
+      const bytes = await this.#o.files.fileSize(segmentPath(this.#segments, segment));
+      end = { last, segment, bytes };
+    }
+    if (this.#opened) return; // (its open learnt it; this run's rows may be in the files now)
+    this.#endKnown = true;
+    if (end === null) return;
+    if (end.last !== null) this.#newestT = this.#newestWrittenT = this.#lastAtOpen = end.last;
+    this.#endAtOpen = { segment: end.segment, bytes: end.bytes };
+  }
+
+  /**
+   * Learns where the earlier runs' rows end when no open could yet (its listing or reading of the
+   * files failed): every row in the files is an earlier run's before an open worked (this run's
+   * are held until then). Called before a question uses lastRowAtOpen; never throws (still not
+   * known: read() gives no row). Nothing to do once known (one listing per question until then).
+   */
+  async learnEnd(): Promise<void> {
+    if (this.#endKnown || this.#closed) return;
+    try {
+      await this.#learnEndOfFiles();
+    } catch {
+      // Said by the failed open's WARN; the read that follows fails and says so (disk_unreadable).
+    }
   }
 
   /**
@@ -584,6 +617,11 @@ export class DiskTier {
     stepMs: number,
     openBucketMs: number,
   ): Promise<void> {
+    // No row is given while none can be told from this run's (learnEnd() failed): the answer is
+    // marked (disk_unreadable) rather than leave out, as this run's, rows no ring holds.
+    if (!this.#endKnown) {
+      throw new Error(`where the earlier runs' rows end in ${this.#o.dir} is not known yet`);
+    }
     const files = this.#o.files;
     const numbers = await segmentNumbers(files, this.#segments);
     // (Taken as the files were listed: a row handed since goes to a file not listed.)
@@ -617,10 +655,14 @@ export class DiskTier {
       }, sinceMs - 1);
       const lines = files.readLinesAt(path, { maxLineBytes: DISK_MAX_ROW_BYTES, startByte });
       const newest = i === numbers.length - 1;
-      for await (const { text: line, start, terminated } of lines) {
+      for await (const read of lines) {
+        const { text: line, start, terminated } = read;
         // The last line of the newest file without its newline is not a row yet (being written,
         // or torn by a crash until the next write ends it): not given, not counted, read next time.
         if (!terminated && newest) break;
+        // Rows ascend within a file, whatever their device: past untilMs the rest of this file is
+        // later (another device's rows too: not read to the file's end for none of them).
+        if ((rowTime(read) ?? -Infinity) > untilMs) break;
         if (!line.includes(marker)) {
           // Another device's row, or a line torn before its device (a power cut): every row and
           // gap line ends with its object's brace, a torn one not. Counted by whichever question

@@ -49,6 +49,12 @@ import {
  * hold is older than memory_seconds they are let go, their bytes back in the shared budget.
  */
 export const HISTORY_SWEEP_EVERY_MS = 10_000;
+/**
+ * Devices let go by the sweep whose newest row History remembers at most (the oldest forgotten
+ * past it): a device picked up again reads the disk as far as its own earlier rings' rows reach
+ * (a forgotten one's, as far as the newest of the forgotten: #sweptFloorMs).
+ */
+export const HISTORY_SWEPT_DEVICES_KEPT = 4096;
 
 /**
  * How long a history question whose range reaches before the ring waits for the rows still queued
@@ -271,12 +277,14 @@ interface DeviceEntry {
    */
   readonly madeBucketMs: number;
   /**
-   * Bucket start of the newest row this run handed to the disk tier before the entry was made, of
-   * any device, when its ring is not the run's first (ring.startSeq above 0: a device may have had
-   * a ring the sweep let go), else -Infinity: the rows of the device's earlier rings of this run
-   * (rowRing below ring.startSeq) lie at or before it (#answer reads the disk that far).
+   * Bucket start of the newest row the device's earlier rings of this run (those the sweep let go:
+   * rowRing below ring.startSeq) handed to the disk tier, or -Infinity: their rows lie at or
+   * before it (#answer reads the disk that far, not to another device's newest row). Past
+   * HISTORY_SWEPT_DEVICES_KEPT devices let go, a forgotten one's is #sweptFloorMs.
    */
   readonly ringsBeforeMs: number;
+  /** Bucket start of the newest row (by time) this entry's ring handed to the disk tier. */
+  newestRowMs: number;
 }
 
 /**
@@ -357,6 +365,14 @@ export class History {
    * run's (#onPolled, priorBucketMs). One number, not one per device.
    */
   #newestRowMs = -Infinity;
+  /**
+   * Of each device the sweep let go (provider and device id, JSON), the bucket start of the newest
+   * row its rings of this run handed to the disk tier: a ring made again for it takes it as its
+   * ringsBeforeMs. At most HISTORY_SWEPT_DEVICES_KEPT, the longest let go forgotten first.
+   */
+  readonly #sweptRowsMs = new Map<string, number>();
+  /** The newest of the forgotten devices' rows (-Infinity: none forgotten): theirs lie before it. */
+  #sweptFloorMs = -Infinity;
   /** Rings made without room: one WARN when the episode begins, one INFO when it ends. */
   readonly #roomlessEpisode: ShortageEpisode;
   /** Values too large to keep: one WARN when the episode begins, one INFO when it ends. */
@@ -495,6 +511,9 @@ export class History {
     let e = byDevice.get(dev.deviceId);
     if (e === undefined) {
       const seqBase = this.#seqBase;
+      const key = sweptKey(dev.providerId, dev.deviceId);
+      const ringsBeforeMs = this.#sweptRowsMs.get(key) ?? this.#sweptFloorMs;
+      this.#sweptRowsMs.delete(key); // (the new entry carries it, and gives it back when let go)
       e = {
         ring: new DeviceRing(dev.providerId, dev.deviceId, this.#budget, seqBase),
         pollable: null,
@@ -508,7 +527,8 @@ export class History {
         unitChangedMs: -Infinity,
         priorBucketMs: this.#filesAheadMs(now),
         madeBucketMs: bucketStart(now, this.#o.config.stepMs),
-        ringsBeforeMs: seqBase > 0 ? this.#newestRowMs : -Infinity,
+        ringsBeforeMs,
+        newestRowMs: -Infinity,
       };
       byDevice.set(dev.deviceId, e);
       if (e.ring.roomless) this.#warnRoomless(dev.providerId, dev.deviceId, null);
@@ -621,10 +641,26 @@ export class History {
         this.#flushBucket(e);
         e.ring.release();
         this.#seqBase = Math.max(this.#seqBase, e.ring.nextSeq);
+        this.#rememberSwept(providerId, deviceId, Math.max(e.ringsBeforeMs, e.newestRowMs));
         byDevice.delete(deviceId);
       }
       if (byDevice.size === 0) this.#devices.delete(providerId);
     }
+  }
+
+  /**
+   * Keeps where the rows of a device let go end (its ringsBeforeMs when picked up again); past
+   * HISTORY_SWEPT_DEVICES_KEPT the longest let go is forgotten into #sweptFloorMs.
+   */
+  #rememberSwept(providerId: string, deviceId: string, newestRowMs: number): void {
+    if (newestRowMs === -Infinity) return; // no row: nothing to read of it
+    const key = sweptKey(providerId, deviceId);
+    this.#sweptRowsMs.delete(key); // (set again: the last let go is the last forgotten)
+    this.#sweptRowsMs.set(key, newestRowMs);
+    if (this.#sweptRowsMs.size <= HISTORY_SWEPT_DEVICES_KEPT) return;
+    const [oldest, t] = this.#sweptRowsMs.entries().next().value!;
+    this.#sweptRowsMs.delete(oldest);
+    this.#sweptFloorMs = Math.max(this.#sweptFloorMs, t);
   }
 
   /**
@@ -873,6 +909,7 @@ export class History {
           t,
         );
         if (t > this.#newestRowMs) this.#newestRowMs = t;
+        if (t > e.newestRowMs) e.newestRowMs = t;
       }
       e.writtenBucket = t;
       e.writtenSeq = e.ring.nextSeq;
@@ -1197,6 +1234,9 @@ export class History {
       );
     }
     const stepMs = q.stepMs ?? 0;
+    // Where the earlier runs' rows end (lastRowAtOpen, below): learnt now when a failed first
+    // open could not list the files (else the disk tier gives no row: disk_unreadable).
+    await this.#disk?.learnEnd();
     let e = this.#devices.get(q.providerId)?.get(q.deviceId);
     const diskStep = this.#disk === null ? null : this.#o.config.stepMs;
     // Signals asked for that the ring holds nothing of (a rediscovery removed them: their ring was
@@ -1767,6 +1807,11 @@ function samplePoint(s: RingSample): HistoryPoint {
   const v = !s.hasValue ? null : s.ref !== null ? typedValueScalar(s.ref) : s.num;
   const n = typeof v === "number" ? v : null;
   return { t_ms: s.timeMs, min: n, max: n, last: v, count: 1, quality: s.quality };
+}
+
+/** The key of a device in #sweptRowsMs (ids may hold any character: JSON keeps them apart). */
+function sweptKey(providerId: string, deviceId: string): string {
+  return JSON.stringify([providerId, deviceId]);
 }
 
 const CODES: Readonly<Record<Quality, number>> = { OK: 0, STALE: 1, FAULT: 2, UNAVAILABLE: 3 };

@@ -2,6 +2,7 @@
 import type { Logger, ValueType } from "../../src/common/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
 import { History } from "../../src/history/mod.ts";
+import type { JournalFiles } from "../../src/journal/mod.ts";
 import type { DeviceState, SignalState } from "../../src/state/mod.ts";
 import { ManualClock } from "./clock.ts";
 import { testLogger } from "./kernel.ts";
@@ -16,13 +17,15 @@ import { testConfig } from "./sim_config.ts";
  * `undeclared` the signals it does not hold (`p/d/signal`: declaredType undefined, as the cache's
  * for a device no provider lists); `declaredUnits` the units it declares (`p/d/signal` -> unit;
  * none: "");
- * `feed(dev)` any other poll. The disk tier writes to `files` under `/data/history`
- * (another History's, for a restart); `log` takes its log lines.
+ * `feed(dev)` any other poll. The disk tier writes to `files` under `<dataDir>/history`
+ * (another History's, for a restart); `log` takes its log lines; `dataDir` is runtime.data_dir
+ * (a real folder, with real files).
  */
-export function handFedHistory(
+export function handFedHistory<F extends JournalFiles = MemoryFiles>(
   o: Partial<Config["history"]> = {},
-  files = new MemoryFiles(),
+  files: F = new MemoryFiles() as JournalFiles as F,
   log: Logger = testLogger(),
+  dataDir = "/data",
 ) {
   const clock = new ManualClock();
   const config = testConfig();
@@ -33,7 +36,7 @@ export function handFedHistory(
   let polled: ((d: DeviceState) => void) | null = null;
   const history = new History({
     config: { ...config.history, memoryMaxBytes: 1 << 20, ...o },
-    dataDir: "/data",
+    dataDir,
     files,
     clock,
     log,
