@@ -404,9 +404,13 @@ export class CallRouter {
         throw notFound(`Function not found: ${req.providerId}/${req.deviceId} function_id ${id}`);
       }
       progress.refusedBy = "validation";
+      // Both names cut and quoted: the caller's (a client, a tree file, a Sparkplug command) and
+      // the provider's.
       if (name && fn.name !== name) {
         throw invalidArgument(
-          `function_id ${id} is '${fn.name}', not '${name}' (${req.providerId}/${req.deviceId})`,
+          `function_id ${id} is ${quoteProviderText(fn.name)}, not ${
+            quoteProviderText(name)
+          } (${req.providerId}/${req.deviceId})`,
         );
       }
     } else {

@@ -9,6 +9,7 @@ import {
   invalidArgument,
   parseDeviceHandle,
   providerIdOf,
+  quoteProviderText,
   scalarOf,
   toRuntimeError,
   type TypedValue,
@@ -78,8 +79,10 @@ export function findDeclaredTarget(
     if (!fn) return { problem: `function_id ${call.functionId} not found on ${call.deviceHandle}` };
     if (call.functionName !== "" && fn.name !== call.functionName) {
       return {
-        problem:
-          `function_id ${call.functionId} is '${fn.name}', not '${call.functionName}' on ${call.deviceHandle}`,
+        // Both names cut and quoted: the configuration file's and the provider's.
+        problem: `function_id ${call.functionId} is ${quoteProviderText(fn.name)}, not ${
+          quoteProviderText(call.functionName)
+        } on ${call.deviceHandle}`,
       };
     }
     return { device, fn };

@@ -113,14 +113,16 @@ export const STOP_END_TIMEOUT_MS = 2000;
 export const BDSEQ_SAVE_WAIT_MS = 10_000;
 
 /**
- * What brings a node whose NBIRTH is over `sparkplug.max_message_bytes` online: on a connection
- * the NBIRTH's size changes only with the node metrics' values (the mode's name, the counts), and
- * it is measured again at each change of them (#publishNode); the ids and the bound need a
- * restart. Said by the ERROR and by a command's refusal meanwhile (#notOnlineWhy), whose reason,
- * with the largest byte counts, stays within SPARKPLUG_QUOTED_REASON_CHARS: a line never cuts it.
+ * What makes an NBIRTH over `sparkplug.max_message_bytes` fit: on a connection the NBIRTH's size
+ * changes only with the node metrics' values (the mode's name, the counts), and it is measured
+ * again at each change of them (#publishNode); the ids and the bound need a restart. Said by the
+ * ERROR and by a command's refusal meanwhile (#notOnlineWhy: once it fits, the node comes online),
+ * and by a Rebirth refused while online (#rebirthTooLargeWhy: once it fits, a Rebirth is served),
+ * so it names no state; their reasons, with the largest byte counts, stay within
+ * SPARKPLUG_QUOTED_REASON_CHARS: a line never cuts it.
  */
 export const NBIRTH_TOO_LARGE_CURES = "a shorter mode name (IDLE, not MANUAL) or smaller alarm " +
-  "or provider counts bring it online; else, at a restart, shorten group_id/edge_node_id or " +
+  "or provider counts make the NBIRTH fit; else, at a restart, shorten group_id/edge_node_id or " +
   "raise the bound";
 
 /** Node metric names (NBIRTH/NDATA). */
@@ -322,8 +324,12 @@ export const STATE_TEXT_QUOTED_CHARS = 80;
  * UTF-16 code units; longer is cut, marked with an ellipsis.
  */
 export const SPARKPLUG_QUOTED_NAME_CHARS = 128;
-/** Longest reason of a refused or failed command (it may carry a provider's message) a line quotes. */
-export const SPARKPLUG_QUOTED_REASON_CHARS = 300;
+/**
+ * Longest reason of a refused or failed command (it may carry a provider's message) a line quotes:
+ * the runtime's own longest reason (a Rebirth refused while online, its NBIRTH over the bound, with
+ * NBIRTH_TOO_LARGE_CURES: some 340 characters with the largest byte counts) is never cut.
+ */
+export const SPARKPLUG_QUOTED_REASON_CHARS = 400;
 
 /** A device id, metric or command name in a log line: cut to SPARKPLUG_QUOTED_NAME_CHARS, quoted. */
 function quoteName(name: string): string {
@@ -411,6 +417,7 @@ export interface EdgeNodeOptions {
   readonly bdSeqStore?: BdSeqStore | undefined;
   readonly runtimeVersion: string;
   readonly clock: Clock;
+  /** The node's lines; taken wrapped in neverThrowing (a line it fails to write is lost). */
   readonly log: Logger;
 }
 
@@ -853,9 +860,12 @@ export class SparkplugEdgeNode {
 
   constructor(options: EdgeNodeOptions) {
     this.#o = options;
-    this.#log = options.log;
+    // Lines that never throw: most are said from a broker callback, a timer or a write's
+    // completion, before the work they announce (the reconnect after a lost connection), where a
+    // logger that throws stopped that work and escaped #contain (its own line threw too).
+    this.#log = neverThrowing(options.log);
     this.#bdSeqSaves = new SpellLog({
-      log: options.log,
+      log: this.#log,
       firstNote: "a restart may reuse it (said again once a save works)",
       restLevel: "debug",
       recovered: (failed, bdSeq) =>
@@ -1803,7 +1813,7 @@ export class SparkplugEdgeNode {
   #rebirthTooLargeWhy(bytes: number): string {
     return `its NBIRTH is now ${bytes} bytes, over sparkplug.max_message_bytes ` +
       `${this.#o.config.maxMessageBytes}: births not published again; the node stays online ` +
-      `on its previous births (shorten group_id/edge_node_id or raise the bound)`;
+      `on its previous births (${NBIRTH_TOO_LARGE_CURES})`;
   }
 
   /**

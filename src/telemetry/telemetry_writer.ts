@@ -49,6 +49,7 @@ import {
   type GridInterval,
   gridInterval,
   type Logger,
+  neverThrowing,
   type ProviderHealthView,
   type Quality,
   RuntimeError,
@@ -283,6 +284,7 @@ export interface TelemetryWriterOptions {
   readonly polls?: Pick<StateCache, "onDevicePolled"> | undefined;
   /** The time, and every timer of the writer (flush tick, health, write timeout). */
   readonly clock: Clock;
+  /** The writer's lines; taken wrapped in neverThrowing (a line it fails to write is lost). */
   readonly logger: Logger;
   readonly tuning?: Partial<TelemetryTuning> | undefined;
   /**
@@ -602,6 +604,11 @@ export class TelemetryWriter {
   #names: MeasurementNames;
   #batchSize: number;
   #flushIntervalMs: number;
+  /**
+   * The options' logger, its lines never throwing: they are said from the flush loop's timers and
+   * a write's catch, before the rows are kept for retry, where a logger that throws lost the rows
+   * uncounted and rejected the loop's write (an unhandled rejection ends the runtime).
+   */
   #log: Logger;
   #queue: RingBuffer<QueueItem>;
   #retry: RingBuffer<string>;
@@ -691,7 +698,7 @@ export class TelemetryWriter {
       MIN_FLUSH_INTERVAL_MS,
       Math.floor(opts.influx.flushIntervalMs),
     );
-    this.#log = opts.logger;
+    this.#log = neverThrowing(opts.logger);
     this.#queue = newQueue(opts.influx.queueSize);
     this.#retry = newRetryBuffer(opts.influx.maxRetryBufferSize);
   }
@@ -780,7 +787,7 @@ export class TelemetryWriter {
       MIN_FLUSH_INTERVAL_MS,
       Math.floor(next.influx.flushIntervalMs),
     );
-    this.#log = next.logger;
+    this.#log = neverThrowing(next.logger);
     // A new database holds none of the old one's points: its rows start untagged. The same one
     // (a new token, back after telemetry was off or after another database) keeps them apart
     // from what it holds.

@@ -20,6 +20,21 @@ Deno.test("quoteProviderText JSON-quotes the cut text", () => {
   assert.equal(quoteProviderText(`${limit}xy`), `"${limit}\u2026"`);
 });
 
+Deno.test("quoteProviderText escapes the line breaks JSON.stringify leaves raw: NEL U+0085, U+2028, U+2029", () => {
+  // Before: kept raw, a line break to some log viewers, editors and JavaScript readers.
+  assert.equal(
+    quoteProviderText("a\u0085INFO b\u2028c\u2029d"),
+    '"a\\u0085INFO b\\u2028c\\u2029d"',
+  );
+  assert.equal(JSON.parse(quoteProviderText("a\u0085b\u2028c\u2029d")), "a\u0085b\u2028c\u2029d");
+  // Cut first, then escaped: the bound counts the text's characters, not the escapes.
+  const name = "\u2028".repeat(PROVIDER_TEXT_CHARS + 1);
+  assert.equal(quoteProviderText(name), `"${"\\u2028".repeat(PROVIDER_TEXT_CHARS)}\u2026"`);
+  // Their neighbours stay as they are: NBSP, the letters, U+2027 and U+202A.
+  assert.equal(quoteProviderText("\u00a0\u00e9\u2027\u202a"), '"\u00a0\u00e9\u2027\u202a"');
+  assert.doesNotMatch(quoteProviderText("x\u0085\u2028\u2029\n\r"), /[\n\r\u0085\u2028\u2029]/);
+});
+
 Deno.test("providerTextWithin never splits a surrogate pair at its cut: the character is left out whole", () => {
   // "a" then U+1F600 (two UTF-16 units): a cut at 2 units would keep half of it.
   assert.equal(providerTextWithin("a\u{1F600}b", 2), "a\u2026");

@@ -170,7 +170,7 @@ Deno.test("CallRouter: a call by function_id and name whose id names another fun
   assert.deepEqual(ran, [], "nothing ran in either process");
   const e = refusal(outcome);
   assert.equal(e.code, "INVALID_ARGUMENT");
-  assert.match(e.message, /function_id 1 is 'open_drain', not 'set_opening'.*restarted/);
+  assert.match(e.message, /function_id 1 is "open_drain", not "set_opening".*restarted/);
   const entry = (await audit.query({ limit: 10 })).entries.find((x) => x.action === "call");
   assert.deepEqual(
     [entry?.outcome, entry?.refused_by, refusedBeforeSending(e)],

@@ -121,7 +121,7 @@ Deno.test("CallRouter accepts a function_id with its own name and resolves by id
         }),
       rejectsWith(
         "INVALID_ARGUMENT",
-        "function_id 2 is 'set_fan', not 'set_heater' (plant/plant0)",
+        'function_id 2 is "set_fan", not "set_heater" (plant/plant0)',
       ),
     );
     assert.throws(
@@ -171,6 +171,34 @@ Deno.test("CallRouter: an unknown function name of 10 kB or with control charact
     assert.equal(
       notFoundMessage("a\nINFO forged\u001b[31m'\""),
       `${head}"a\\nINFO forged\\u001b[31m'\\""`,
+    );
+    return Promise.resolve();
+  });
+});
+
+Deno.test("CallRouter: a function_name of 10 kB or with control characters that disagrees with the function_id is cut to PROVIDER_TEXT_CHARS and quoted in the INVALID_ARGUMENT message", async () => {
+  await withPlant((rt) => {
+    const mismatchMessage = (functionName: string) => {
+      try {
+        rt.router.resolve({ providerId: "plant", deviceId: "plant0", functionId: 2, functionName });
+      } catch (e) {
+        assert.ok(e instanceof RuntimeError, String(e));
+        assert.equal(e.code, "INVALID_ARGUMENT");
+        return e.message;
+      }
+      throw new Error(`${functionName.length} chars resolved`);
+    };
+    const head = 'function_id 2 is "set_fan", not ';
+    const tail = " (plant/plant0)";
+    const fits = "x".repeat(PROVIDER_TEXT_CHARS);
+    assert.equal(mismatchMessage("x".repeat(10_000)), `${head}"${fits}\u2026"${tail}`);
+    // Exactly the bound: whole; one past it: cut, with an ellipsis.
+    assert.equal(mismatchMessage(fits), `${head}"${fits}"${tail}`);
+    assert.equal(mismatchMessage(`${fits}y`), `${head}"${fits}\u2026"${tail}`);
+    // A line break, an escape, a quote and NEL cannot end the line nor forge the rest of it.
+    assert.equal(
+      mismatchMessage("a\nINFO forged\u001b[31m'\"\u0085"),
+      `${head}"a\\nINFO forged\\u001b[31m'\\"\\u0085"${tail}`,
     );
     return Promise.resolve();
   });

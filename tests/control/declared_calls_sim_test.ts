@@ -36,7 +36,7 @@ Deno.test("runDeclaredCall refuses what does not resolve with the router's codes
       [
         { ...call("sim0/relayio0", 1, { enabled: true }), functionName: "set_relay_ch2" },
         "INVALID_ARGUMENT",
-        "function_id 1 is 'set_relay_ch1', not 'set_relay_ch2' (sim0/relayio0)",
+        'function_id 1 is "set_relay_ch1", not "set_relay_ch2" (sim0/relayio0)',
       ],
       [
         call("sim0/relayio0", "set_relay_ch1", { enabled: "yes" }),
@@ -155,7 +155,7 @@ Deno.test("validateDeclaredCalls checks every hook, safe-state hook and setpoint
       "b[1][0]: provider not found: nope",
       "a[0][0]: device not found: sim0/ghost",
       "a[0][1]: function_id 99 not found on sim0/relayio0",
-      "a[0][2]: function_id 1 is 'set_relay_ch1', not 'x' on sim0/relayio0",
+      'a[0][2]: function_id 1 is "set_relay_ch1", not "x" on sim0/relayio0',
       "h[0]: function 'nope' not found on sim0/relayio0",
       "h[1]: args.duty: required argument missing for set_motor_duty",
       "s[1]: args.motor_index: 3 is above the maximum 2",

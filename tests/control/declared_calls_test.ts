@@ -3,12 +3,13 @@
  * conversion to ArgSpec types, target resolution, and the per-provider fan-out.
  */
 import assert from "node:assert/strict";
-import type {
-  ArgSpec,
-  DeviceCapabilities,
-  FunctionSpec,
-  TypedValue,
-  ValueType,
+import {
+  type ArgSpec,
+  type DeviceCapabilities,
+  type FunctionSpec,
+  PROVIDER_TEXT_CHARS,
+  type TypedValue,
+  type ValueType,
 } from "../../src/common/mod.ts";
 import type { CallArgValue, CallConfig } from "../../src/config/mod.ts";
 import {
@@ -147,7 +148,7 @@ const UNRESOLVED: Array<[string, number, string, string]> = [
   ["sim0/other", 5, "", "device not found: sim0/other"], // the device id exists, on sim1
   ["sim0/relay", 99, "", "function_id 99 not found on sim0/relay"],
   ["sim0/relay", 5, "set_c", "function_id 5 not found on sim0/relay"],
-  ["sim0/relay", 1, "dup", "function_id 1 is 'set_a', not 'dup' on sim0/relay"],
+  ["sim0/relay", 1, "dup", 'function_id 1 is "set_a", not "dup" on sim0/relay'],
   ["sim0/relay", 0, "set_b", "function 'set_b' not found on sim0/relay"],
   ["sim0/relay", 0, "", "function '' not found on sim0/relay"],
 ];
@@ -178,6 +179,38 @@ for (const [handle, id, name, deviceIndex, fnId] of RESOLVED) {
     assert.equal(target.fn, DEVICES[deviceIndex]!.functions.find((f) => f.functionId === fnId));
   });
 }
+
+Deno.test("findDeclaredTarget: a function_name of 10 kB or with a line break that disagrees with the function_id is cut to PROVIDER_TEXT_CHARS and quoted, as is the provider's name", () => {
+  const problemOf = (functionName: string, devices = DEVICES) => {
+    const target = findDeclaredTarget(declared("sim0/relay", 1, functionName), devices);
+    assert.ok("problem" in target, JSON.stringify(target).slice(0, 200));
+    return target.problem;
+  };
+  const fits = "x".repeat(PROVIDER_TEXT_CHARS);
+  assert.equal(
+    problemOf("x".repeat(10_000)),
+    `function_id 1 is "set_a", not "${fits}\u2026" on sim0/relay`,
+  );
+  // Exactly the bound: whole; one past it: cut, with an ellipsis.
+  assert.equal(problemOf(fits), `function_id 1 is "set_a", not "${fits}" on sim0/relay`);
+  assert.equal(
+    problemOf(`${fits}y`),
+    `function_id 1 is "set_a", not "${fits}\u2026" on sim0/relay`,
+  );
+  // A line break, an escape and a quote cannot end the line nor forge the rest of it.
+  assert.equal(
+    problemOf("a\nINFO forged\u001b[31m'\"\u2028"),
+    `function_id 1 is "set_a", not "a\\nINFO forged\\u001b[31m'\\"\\u2028" on sim0/relay`,
+  );
+  // The provider's name is quoted the same way.
+  const long = [device("sim0", "relay", [fnSpec(1, `set\n${"a".repeat(200)}`)])];
+  assert.equal(
+    problemOf("set_a", long),
+    `function_id 1 is "set\\n${
+      "a".repeat(PROVIDER_TEXT_CHARS - 4)
+    }\u2026", not "set_a" on sim0/relay`,
+  );
+});
 
 /**
  * A `run` for fanOutByProvider whose calls the test settles one by one: each records when it

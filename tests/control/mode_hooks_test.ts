@@ -310,7 +310,7 @@ Deno.test("validateDeclaredCalls reports every declared call that does not resol
     assert.match(problems[0]!, /provider not found: nope/);
     assert.match(problems[1]!, /device not found: sim0\/ghost/);
     assert.match(problems[2]!, /function_id 99 not found/);
-    assert.match(problems[3]!, /is 'set_relay_ch1', not 'set_relay_ch2'/);
+    assert.match(problems[3]!, /is "set_relay_ch1", not "set_relay_ch2"/);
     assert.match(problems[4]!, /args\.duty: required argument missing/);
     assert.match(problems[5]!, /args\.duty: expected double, got string/);
   });

@@ -35,7 +35,7 @@ const REFUSED: Array<
     "unknown function name",
     { deviceId: "motorctl0", functionName: "fly", args: {} },
     "NOT_FOUND",
-    /'fly'/,
+    /"fly"/,
   ],
   [
     "no selector",
@@ -47,7 +47,7 @@ const REFUSED: Array<
     "id/name mismatch",
     { deviceId: "motorctl0", functionId: 10, functionName: "other", args: {} },
     "INVALID_ARGUMENT",
-    /is 'set_motor_duty', not 'other'/,
+    /is "set_motor_duty", not "other"/,
   ],
   [
     "missing required arg",

@@ -191,10 +191,11 @@ Deno.test("SparkplugEdgeNode: an NBIRTH over max_message_bytes keeps the node fr
   const errors = lines.filter((l) => l.startsWith("ERROR") && /NBIRTH is \d+ bytes/.test(l));
   assert.equal(errors.length, 1, lines.join("\n"));
   assert.match(errors[0]!, /over sparkplug\.max_message_bytes 1024: the node cannot come online/);
-  // What brings it online on this connection (the node metrics' values), then at a restart.
+  // What makes the NBIRTH fit, and so brings the node online, on this connection (the node
+  // metrics' values), then at a restart.
   assert.match(
     errors[0]!,
-    /cannot come online \(a shorter mode name \(IDLE, not MANUAL\) or smaller alarm or provider counts bring it online; else, at a restart, shorten group_id\/edge_node_id or raise the bound\)$/,
+    /cannot come online \(a shorter mode name \(IDLE, not MANUAL\) or smaller alarm or provider counts make the NBIRTH fit; else, at a restart, shorten group_id\/edge_node_id or raise the bound\)$/,
   );
   await r.stop();
 });
@@ -249,6 +250,15 @@ Deno.test("SparkplugEdgeNode: a Rebirth whose NBIRTH grew over max_message_bytes
   for (const l of said) {
     assert.match(l, /^WARN /);
     assert.match(l, new RegExp(`NBIRTH is now ${limit + 2} bytes, over [^ ]+ ${limit}:`));
+    // What makes it fit on this connection, then at a restart; the command lines not cut.
+    assert.ok(
+      l.endsWith(
+        "the node stays online on its previous births (a shorter mode name (IDLE, not MANUAL) " +
+          "or smaller alarm or provider counts make the NBIRTH fit; else, at a restart, shorten " +
+          "group_id/edge_node_id or raise the bound)",
+      ),
+      l,
+    );
   }
   // Data still goes out under the births that stand; back under the bound, a Rebirth is served.
   r.status.mode = "IDLE";

@@ -495,7 +495,7 @@ Deno.test({
         );
         assert.match(
           said,
-          /max_message_bytes 1024 \(a shorter mode name \(IDLE, not MANUAL\) or smaller alarm or provider counts bring it online; else, at a restart, shorten group_id\/edge_node_id or raise the bound\)"?$/,
+          /max_message_bytes 1024 \(a shorter mode name \(IDLE, not MANUAL\) or smaller alarm or provider counts make the NBIRTH fit; else, at a restart, shorten group_id\/edge_node_id or raise the bound\)"?$/,
           said,
         );
       }
