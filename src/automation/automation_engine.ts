@@ -786,6 +786,7 @@ export class AutomationEngine {
       return;
     }
     const built = await this.#buildTree(path, this.#o.tickRateHz, this.#o.readFile);
+    this.#warnOf(built.warnings);
     const parameters = this.#o.parameters;
     if (parameters !== undefined) {
       checkParameterReads(path, built.parameterReads, declaredOf(parameters.list()));
@@ -804,8 +805,9 @@ export class AutomationEngine {
   }
 
   /**
-   * Loads, verifies and builds the tree at `path` (warnings logged; INVALID_ARGUMENT listing
-   * every diagnostic when it does not load), with the handles and calls it names literally.
+   * Loads, verifies and builds the tree at `path`, with the handles and calls it names literally
+   * and its verify warnings, for the caller to log when the tree is new to it; INVALID_ARGUMENT
+   * listing every diagnostic when it does not load (its warnings logged).
    */
   async #buildTree(path: string, tickRateHz: number, readFile: ReadFileFn): Promise<{
     parameterReads: ParameterReads;
@@ -818,6 +820,8 @@ export class AutomationEngine {
     text: string;
     mainTreeId: string | undefined;
     files: number;
+    /** The verify warnings, one formatted line each. */
+    warnings: readonly string[];
   }> {
     // The engine is loaded here, not at start-up: a runtime without a tree never loads it.
     const {
@@ -831,10 +835,11 @@ export class AutomationEngine {
       parameterReadProblems,
     } = await import("./bt/mod.ts");
     const { tree, diagnostics } = loadBehaviorTree(path, readFile);
-    for (const d of diagnostics) {
-      if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));
+    const warnings = diagnostics.filter((d) => d.severity === "warning").map(formatDiagnostic);
+    if (!tree) {
+      this.#warnOf(warnings);
+      throw treeLoadError(path, diagnostics);
     }
-    if (!tree) throw treeLoadError(path, diagnostics);
     const runner = new BtRunner({
       parsed: tree,
       services: this.#services,
@@ -856,7 +861,13 @@ export class AutomationEngine {
       text: tree.texts[0]!,
       mainTreeId: tree.mainTreeId,
       files: tree.files.length,
+      warnings,
     };
+  }
+
+  /** Logs a tree's verify warnings, one WARN line each. */
+  #warnOf(warnings: readonly string[]): void {
+    for (const w of warnings) this.#log.warn(w);
   }
 
   /**
@@ -943,6 +954,7 @@ export class AutomationEngine {
     let contentDigest: string | null = null;
     let text: string | null = null;
     let reads: ParameterReads | null = null;
+    let warnings: readonly string[] = [];
     if (behaviorTree !== null) {
       const built = await this.#buildTree(behaviorTree, tickRateHz, readFile);
       reads = built.parameterReads;
@@ -952,8 +964,12 @@ export class AutomationEngine {
       writers = built.writers;
       contentDigest = built.contentDigest;
       text = built.text;
+      warnings = built.warnings;
     }
     const sameTree = behaviorTree === this.#o.behaviorTree && contentDigest === this.#contentDigest;
+    // The tree in force was warned of when it was loaded: only a new tree (another path, or a file
+    // it reads edited) is, whether it is swapped in or refused below.
+    if (!sameTree) this.#warnOf(warnings);
     if (sameTree && tickRateHz === this.#o.tickRateHz) return "unchanged";
     if (reads !== null && parameters !== undefined) {
       checkParameterReads(behaviorTree!, reads, declaredOf(parameters));

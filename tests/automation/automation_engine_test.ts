@@ -1136,3 +1136,25 @@ Deno.test("AutomationEngine: a CallDevice whose device_handle entry holds '' is 
   assert.match(refused[0]!.last_refusal, /device_handle must be 'provider\/device', got ''/);
   engine.stop();
 });
+
+Deno.test("AutomationEngine logs the tree's verify warnings when it loads a tree, not again at a reload that keeps it", async () => {
+  const { log, lines } = capturingLogger({ level: "info" });
+  const pulse = (interval: number) =>
+    xmlRoot(
+      `<BehaviorTree ID="Main"><PeriodicPulseWindow interval_s="${interval}" now_ms="{t}"/>` +
+        `</BehaviorTree>`,
+      "Main",
+    );
+  const files: Record<string, string> = { [TREE]: pulse(60) };
+  const { engine, modes } = setup(SLEEP, { log, readFile: editable(files) });
+  const warnings = () => lines.filter((l) => /^WARN\b.*now_ms/.test(l));
+  await started({ engine, modes }, "MANUAL");
+  assert.equal(warnings().length, 1, `the load warns once:\n${lines.join("\n")}`);
+  assert.equal(await engine.reloadTree(TREE, 10), "unchanged");
+  assert.equal(await engine.reloadTree(TREE, 20), "retimed");
+  assert.equal(warnings().length, 1, `the same tree is not warned of again:\n${lines.join("\n")}`);
+  files[TREE] = pulse(30);
+  assert.equal(await engine.reloadTree(TREE, 20), "replaced");
+  assert.equal(warnings().length, 2, `an edited tree is warned of:\n${lines.join("\n")}`);
+  engine.stop();
+});

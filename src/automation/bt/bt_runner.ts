@@ -289,7 +289,12 @@ export class BtRunner {
     this.#lastStatus = status;
     this.#lastThrew = false;
     if (status === "SUCCESS") this.#runningStreak = 0;
-    if (status === "FAILURE") {
+    if (status === "SKIPPED") {
+      // The root was SKIPPED (its preconditions, or every child skipped): the tree did nothing,
+      // which is neither progress nor a failure. Counting it as progress would clear the stall
+      // (and re-arm bt_error) of a job that is skipped between attempts and fails at each one.
+      this.#runningStreak = 0;
+    } else if (status === "FAILURE") {
       this.#ticksSinceProgress++;
       if (!this.#failureReported) {
         this.#failureReported = true;

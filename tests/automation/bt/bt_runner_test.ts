@@ -404,3 +404,51 @@ Deno.test("BtRunner treats a CallDevice that keeps failing as stalled, not as pr
   equal(runner.status().execution_status, "blocked");
   runner.stop();
 });
+
+Deno.test("BtRunner does not count SKIPPED root ticks as progress: a job that fails at every attempt between skipped ticks is blocked", async () => {
+  // A periodic job: skipped between its attempts, and every attempt fails.
+  const { runner, seen } = setup(
+    `<BehaviorTree ID="Demo"><Sequence><Script code="idle := false" _skipIf="true"/>` +
+      `<AlwaysFailure _skipIf="idle"/></Sequence></BehaviorTree>`,
+  );
+  await runner.ready;
+  runner.start();
+  runner.setActive(true);
+  const idle = (v: boolean) => runner.tree.blackboard.set("idle", { type: "bool", value: v });
+  const statuses = [];
+  for (let attempt = 0; attempt < 11; attempt++) {
+    idle(false);
+    statuses.push(runner.tickOnce());
+    idle(true);
+    statuses.push(runner.tickOnce(), runner.tickOnce(), runner.tickOnce());
+  }
+  equal(statuses.filter((s) => s === "FAILURE").length, 11);
+  equal(statuses.filter((s) => s === "SKIPPED").length, 33);
+  const s = runner.status();
+  equal(s.engine_diagnostics.ticks_since_progress, 11);
+  deepStrictEqual([s.execution_status, s.execution_reason], ["blocked", "waiting"]);
+  equal(s.engine_diagnostics.stall_suspected, true);
+  equal(seen.filter((e) => e.kind === "bt_error").length, 1, "one bt_error: nothing succeeded");
+  runner.stop();
+});
+
+Deno.test("BtRunner a root that is always SKIPPED is neither progress nor a stall", async () => {
+  const { runner, seen } = setup(
+    `<BehaviorTree ID="Demo"><AlwaysFailure _skipIf="true"/></BehaviorTree>`,
+  );
+  await runner.ready;
+  runner.start();
+  runner.setActive(true);
+  for (let i = 0; i < 20; i++) equal(runner.tickOnce(), "SKIPPED");
+  const s = runner.status();
+  deepStrictEqual(
+    [
+      s.execution_status,
+      s.engine_diagnostics.stall_suspected,
+      s.engine_diagnostics.ticks_since_progress,
+    ],
+    ["running", false, 0],
+  );
+  equal(seen.length, 0);
+  runner.stop();
+});
