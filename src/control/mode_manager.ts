@@ -46,6 +46,7 @@ import {
   type ProviderBackCause,
   providerIdOf,
   providerTextWithin,
+  QUOTED_DEVICE_ID_CHARS,
   quoteProviderTextWithin,
   raceTimeout,
   readClockTwice,
@@ -1332,7 +1333,9 @@ export class ModeManager implements ModeService {
         `FAULT (${from}->FAULT): a reload since FAULT was entered dropped or changed ` +
           `${dropped.length} ${phase}_transition hook call(s) into FAULT; this stop makes them ` +
           `(${
-            dropped.map(({ call }) => `${call.deviceHandle} ${declaredFunctionLabel(call)}`)
+            dropped.map(({ call }) =>
+              `${namedDeviceHandle(call.deviceHandle)} ${declaredFunctionLabel(call)}`
+            )
               .join(", ")
           }), then those in force`,
       );
@@ -1470,7 +1473,7 @@ export class ModeManager implements ModeService {
       // Its line says what brought it as it stands at its turn (mergeProviderBack).
       const { host: listed, securing, stopsOwn: own, causes, devices } = run.back;
       // Nothing merges into it from here (no longer waiting): read once.
-      const why = causesWhy(causes, devices);
+      const why = causesWhy(causes, devices?.map(namedDeviceId));
       const deviceReturn = onlyDeviceReturns(causes);
       // Each once: the latest, asked for at the turn, may be one it was given.
       const runs = new Set<Promise<readonly CallConfig[]>>();
@@ -1839,11 +1842,31 @@ function describeHookFailure(f: HookFailure): string {
   return `${f.phase}_transition hook ${f.hook} call ${f.device_handle} ${f.function} failed: ${f.error}`;
 }
 
-/** The log line of a failed hook call: its error quoted, cut to QUOTED_HOOK_ERROR_CHARS. */
+/**
+ * The log line of a failed hook call: its device id cut as namedDeviceHandle, its error quoted,
+ * cut to QUOTED_HOOK_ERROR_CHARS. The answer's and the event's `hook_failures` keep both whole.
+ */
 function hookFailureLine(f: HookFailure): string {
-  return `${f.phase}_transition hook ${f.hook} call ${f.device_handle} ${f.function} failed: ${
-    quoteProviderTextWithin(f.error, QUOTED_HOOK_ERROR_CHARS)
-  }`;
+  return `${f.phase}_transition hook ${f.hook} call ${
+    namedDeviceHandle(f.device_handle)
+  } ${f.function} failed: ${quoteProviderTextWithin(f.error, QUOTED_HOOK_ERROR_CHARS)}`;
+}
+
+/**
+ * A device id (the provider's text, or configured) a FAULT line names unquoted (a device's return):
+ * cut to QUOTED_DEVICE_ID_CHARS, as every line naming a device cuts it, marked with an ellipsis.
+ */
+function namedDeviceId(id: string): string {
+  return providerTextWithin(id, QUOTED_DEVICE_ID_CHARS);
+}
+
+/**
+ * A device handle (`provider/device`, a hook call's) a log line names unquoted: its device id cut
+ * as namedDeviceId, the provider id as written (as quoteDeviceHandle does).
+ */
+function namedDeviceHandle(handle: string): string {
+  const i = handle.indexOf("/");
+  return i < 0 ? handle : `${handle.slice(0, i + 1)}${namedDeviceId(handle.slice(i + 1))}`;
 }
 
 /** A FAULT reason in a log line: cut to QUOTED_FAULT_REASON_CHARS and JSON-quoted. */

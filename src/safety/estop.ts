@@ -112,6 +112,7 @@ import {
 import {
   ListedBefore,
   MAX_LISTED_BEFORE_DEVICES,
+  namedSignalPath,
   unlistedLadderDevices,
   unresolvedExpectations,
   UNVERIFIED_NO_EXPECTATION,
@@ -1670,13 +1671,22 @@ export class Estop implements EstopService {
 
   clear(source: AuditOrigin = { kind: "http" }): { latched: false } {
     const was = this.#state;
-    this.#o.audit?.record({
-      action: "estop_clear",
-      origin: source,
-      outcome: "accepted",
-      args: { was_latched: was === "latched" },
-      latency_ms: 0,
-    });
+    // Recorded as decided, before the release. Contained as the latch's entry is: an audit sink
+    // that throws must not leave the runtime unreleasable (the operator's deliberate act), nor
+    // release it silently -- one ERROR line says the release's audit entry is lost, the release
+    // goes on (and is logged and announced as usual).
+    this.#contained(
+      "auditing the release",
+      () =>
+        this.#o.audit?.record({
+          action: "estop_clear",
+          origin: source,
+          outcome: "accepted",
+          args: { was_latched: was === "latched" },
+          latency_ms: 0,
+        }),
+      "its audit entry is lost (the release goes on)",
+    );
     this.#state = latchTransition(this.#state, "clear");
     this.#latchedAtMs = null;
     this.#cause = null;
@@ -2080,7 +2090,7 @@ export class Estop implements EstopService {
     }
     for (const c of failed) {
       this.#readBackLog.error(
-        `${what} ${c.outcome}: ${c.signal}: ${
+        `${what} ${c.outcome}: ${namedSignalPath(c.signal)}: ${
           providerTextWithin(c.reason ?? "", ESTOP_LOGGED_CHECK_REASON_CHARS)
         }`,
       );

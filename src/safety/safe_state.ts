@@ -39,8 +39,8 @@ export type SoftwareSafeState = "none" | "hooks" | "setpoints" | "zero";
 
 /**
  * Longest device handle, function or argument name (the provider's text, when the plan comes from
- * the inventory), or provider id, a log line of the e-stop (its read-back's too) quotes or names;
- * longer is cut, marked with an ellipsis.
+ * the inventory), provider id or signal id, a log line of the e-stop (its read-back's too) quotes
+ * or names; longer is cut, marked with an ellipsis.
  */
 export const ESTOP_QUOTED_NAME_CHARS = 128;
 

@@ -208,6 +208,33 @@ export function verificationOutcome(checks: readonly VerificationCheck[]): Verif
   return checks.some((c) => c.outcome === "mismatch") ? "mismatch" : "unreachable";
 }
 
+/**
+ * A device as the read-back's lines name it, `<provider>/<device>`: the provider id (configured,
+ * of any length) cut to ESTOP_QUOTED_NAME_CHARS and the device id to QUOTED_DEVICE_ID_CHARS, as
+ * the e-stop's lines cut them, each marked with an ellipsis when cut.
+ */
+export function namedExpectedDevice(providerId: string, deviceId: string): string {
+  return `${providerTextWithin(providerId, ESTOP_QUOTED_NAME_CHARS)}/${
+    providerTextWithin(deviceId, QUOTED_DEVICE_ID_CHARS)
+  }`;
+}
+
+/**
+ * A configured signal path (`<provider>/<device>/<signal>`, as safety.safe_state.expect writes it:
+ * the provider id up to the first `/`, the signal id after the last) as a log line names it: the
+ * provider and device cut as namedExpectedDevice, the signal id to ESTOP_QUOTED_NAME_CHARS; a path
+ * of another shape cut whole to ESTOP_QUOTED_NAME_CHARS. The check, the answer and the event keep
+ * it whole.
+ */
+export function namedSignalPath(signal: string): string {
+  const first = signal.indexOf("/");
+  const last = signal.lastIndexOf("/");
+  if (first < 0 || last === first) return providerTextWithin(signal, ESTOP_QUOTED_NAME_CHARS);
+  return `${namedExpectedDevice(signal.slice(0, first), signal.slice(first + 1, last))}/${
+    providerTextWithin(signal.slice(last + 1), ESTOP_QUOTED_NAME_CHARS)
+  }`;
+}
+
 /** One device's expectations: read, judge, repeat until all hold or the deadline. */
 async function verifyDevice(
   o: VerifyOptions,
@@ -219,9 +246,7 @@ async function verifyDevice(
   const { providerId, deviceId } = group[0]!;
   // The device as its clock lines name it: the provider id (configured, of any length) and the
   // device id (configured) cut as the e-stop's lines cut them.
-  const named = `${providerTextWithin(providerId, ESTOP_QUOTED_NAME_CHARS)}/${
-    providerTextWithin(deviceId, QUOTED_DEVICE_ID_CHARS)
-  }`;
+  const named = namedExpectedDevice(providerId, deviceId);
   const signalIds = [...new Set(group.map((e) => e.signalId))];
   for (;;) {
     // A clock that fails (null deadline, or no time now): this read is the last, bounded by the
@@ -563,12 +588,14 @@ export function unresolvedExpectations(
       d.device.providerId === e.providerId && d.device.deviceId === e.deviceId
     );
     if (!dev) {
-      problems.push(`${e.path}: device not found: ${deviceHandle(e.providerId, e.deviceId)}`);
+      problems.push(
+        `${e.path}: device not found: ${namedExpectedDevice(e.providerId, e.deviceId)}`,
+      );
       continue;
     }
     const sig = dev.signals.find((s) => s.signalId === e.signalId);
     if (!sig) {
-      problems.push(`${e.path}: signal not found: ${e.signal}`);
+      problems.push(`${e.path}: signal not found: ${namedSignalPath(e.signal)}`);
       continue;
     }
     const t = sig.valueType;
@@ -578,7 +605,7 @@ export function unresolvedExpectations(
       (wantsNumber ? isNumber : typeof e.equals === "boolean" ? t === "bool" : t === "string");
     if (!ok) {
       problems.push(
-        `${e.path}: ${e.signal} is declared ${t}, the expectation wants a ${
+        `${e.path}: ${namedSignalPath(e.signal)} is declared ${t}, the expectation wants a ${
           wantsNumber ? "number" : typeof e.equals
         }`,
       );
