@@ -25,6 +25,7 @@ import {
   type Clock,
   errorMessage,
   type Logger,
+  neverThrowing,
   SpellLog,
   toJsonText,
   utf8Length,
@@ -201,7 +202,10 @@ export class DiskTier {
   /** Rows handed to the writer whose write has not ended yet (written, failed or refused). */
   #inWriter = 0;
 
-  constructor(o: DiskTierOptions) {
+  constructor(options: DiskTierOptions) {
+    // Lines that never throw: a failed write is said before its rows are kept (History wraps its
+    // own too; a tier made alone, in tests, the same).
+    const o: DiskTierOptions = { ...options, log: neverThrowing(options.log) };
     this.#o = o;
     // Once per outage: a retry that fails again is the same outage (a disk that stays full would
     // otherwise log a WARN every DISK_RETRY_MS, ~1,400 a day).

@@ -12,6 +12,7 @@ import {
   type Clock,
   invalidArgument,
   type Logger,
+  neverThrowing,
   type Quality,
   quoteProviderTextWithin,
   raceTimeout,
@@ -380,7 +381,11 @@ export class History {
   /** Values not kept in the ring for being too large, since start (HistoryStatus). */
   #valuesNotKept = 0;
 
-  constructor(o: HistoryOptions) {
+  constructor(options: HistoryOptions) {
+    // Lines that never throw (a custom sink that fails loses its line only): the disk tier says a
+    // failed write before it keeps the write's rows for the retry, where a logger that threw lost
+    // them uncounted and rejected the write (an unhandled rejection ends the runtime).
+    const o: HistoryOptions = { ...options, log: neverThrowing(options.log) };
     this.#o = o;
     this.#budget = new RingBudget(o.config.memoryMaxBytes);
     const max = o.config.memoryMaxBytes;
