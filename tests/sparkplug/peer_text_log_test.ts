@@ -5,7 +5,7 @@
  * ambiguous, 10 KB cannot flood one. The node runs among doubles (tests/sparkplug/_edge_node_rig.ts).
  */
 import assert from "node:assert/strict";
-import { type Logger, RuntimeError } from "../../src/common/mod.ts";
+import { RuntimeError } from "../../src/common/mod.ts";
 import type { PublishedEvent } from "../../src/events/mod.ts";
 import {
   DataType,
@@ -116,18 +116,15 @@ Deno.test("SparkplugEdgeNode quotes a broker's command name and topic and cuts a
 });
 
 Deno.test("SparkplugEdgeNode quotes a retained command's topic cut to SPARKPLUG_QUOTED_NAME_CHARS, the command's name in an internal error's line, and names MAX_CLASH_SIGNALS_NAMED clashing signals at most", async () => {
-  const { lines, log: captured } = capturingLogger({ level: "info" });
-  // A logger whose WARN of a refusal throws (a closed stderr, say): the answer's work fails.
-  const log: Logger = {
-    debug: (m) => captured.debug(m),
-    info: (m) => captured.info(m),
-    warn(m) {
-      if (m.includes(" refused (")) throw new Error("injected: the line could not be written");
-      captured.warn(m);
+  const { lines, log } = capturingLogger({ level: "info" });
+  // A refusal whose message cannot be read: the answer's own work throws (an internal error).
+  // (A logger that throws no longer does: the node wraps its logger in neverThrowing.)
+  const hostile = new RuntimeError("FAILED_PRECONDITION", "not now");
+  Object.defineProperty(hostile, "message", {
+    get() {
+      throw new Error("injected: the refusal's message could not be read");
     },
-    error: (m) => captured.error(m),
-    child: () => log,
-  };
+  });
   const fn = `f"${LONG}`;
   const many = Array.from({ length: MAX_CLASH_SIGNALS_NAMED + 5 }, (_, i) => `s${i}`);
   const r = edgeNodeRig({
@@ -142,7 +139,7 @@ Deno.test("SparkplugEdgeNode quotes a retained command's topic cut to SPARKPLUG_
     }],
     mode: "MANUAL",
     commands: {
-      call: () => Promise.reject(new RuntimeError("FAILED_PRECONDITION", "not now")),
+      call: () => Promise.reject(hostile),
       estop: () => Promise.resolve(),
     },
     log,
