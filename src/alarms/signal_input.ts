@@ -114,8 +114,13 @@ export class SignalInput {
       if (this.#badSinceMono === null) {
         // A stale sample went bad the moment its age passed the bound, not when it was seen --
         // nor before that bound was in force (usable until a tightened bound made it stale: the
-        // cache's record, #staleSince).
-        this.#badSinceMono = problem === InputProblem.AGE ? this.#staleSince(ctx) : nowMono;
+        // cache's record, #staleSince). So did one the cache already marked STALE for its age (an
+        // answer left it out past its bound) when this input first reads it (an alarm a reload
+        // adds on a signal nothing read before).
+        const byAge = problem === InputProblem.AGE ||
+          (problem === InputProblem.QUALITY &&
+            this.#markedStaleByAge(this.sample(ctx), ctx, nowMono));
+        this.#badSinceMono = byAge ? this.#staleSince(ctx) : nowMono;
       }
     }
     return problem;
