@@ -3414,8 +3414,12 @@ export class SparkplugEdgeNode {
       this.#send("NDATA", undefined, payload, false, liveSeq, this.#o.clock.monoMs());
       return;
     }
-    // Left while its answer waited for the writes: the node tells it, naming the device.
-    if (!this.#devices.has(deviceId)) return this.#answer(NODE, `${deviceId}/${name}`, text);
+    // Left while its answer waited for the writes, or born again meanwhile without the function
+    // it wrote (a Rebirth, its provider's function gone): its alias is no metric of the device's
+    // current DBIRTH, which a host could not read. The node tells it, naming the device.
+    if (this.#devices.get(deviceId)?.functions.has(name) !== true) {
+      return this.#answer(NODE, `${deviceId}/${name}`, text);
+    }
     this.#send("DDATA", deviceId, {
       timestamp: now,
       metrics: [{ alias: this.#alias(deviceId, name), timestamp: now, string_value: text }],
