@@ -15,7 +15,14 @@ const provider = new DeviceProvider({ name: "huge-error", version: "1.0.0" }, [{
   typeId: "test.huge_error",
   typeVersion: "1.0",
   label: "Huge error",
-  signals: [{ id: "on", name: "On", type: "bool", read: () => false }],
+  signals: [{
+    id: "on",
+    name: "On",
+    type: "bool",
+    pollHintHz: 0,
+    staleAfterMs: 0,
+    read: () => false,
+  }],
   functions: [{
     id: 1,
     name: "fail",

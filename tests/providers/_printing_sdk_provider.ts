@@ -11,7 +11,7 @@ const provider = new DeviceProvider({ name: "printing", version: "1.0.0" }, [{
   typeId: "test.printing",
   typeVersion: "1.0",
   label: "Printing",
-  signals: [{ id: "on", name: "On", type: "bool", read: () => on }],
+  signals: [{ id: "on", name: "On", type: "bool", pollHintHz: 0, staleAfterMs: 0, read: () => on }],
   functions: [{
     id: 1,
     name: "set_on",
