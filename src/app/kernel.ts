@@ -32,6 +32,7 @@ import {
   type SetSessionPriorityFn,
   type SpawnFn,
   unavailable,
+  urlWithoutPassword,
 } from "../common/mod.ts";
 import { SessionPriority } from "./session_priority.ts";
 import {
@@ -41,7 +42,6 @@ import {
   SPARKPLUG_USERNAME_ENV,
   sparkplugIds,
   unsendableToken,
-  urlWithoutPassword,
 } from "../config/mod.ts";
 import {
   actuatingFunctionCount,

@@ -48,3 +48,11 @@ export {
 } from "./provider_text.ts";
 export { MAX_SSE_CLIENTS, maxStreamsFor, requestConnectionsShort } from "./event_streams.ts";
 export { DepartedDates, latestDate, transitionDate } from "./dates.ts";
+export {
+  httpUrlProblem,
+  quoteUrl,
+  REDACTED,
+  URL_TEXT_CHARS,
+  urlPassword,
+  urlWithoutPassword,
+} from "./url_text.ts";

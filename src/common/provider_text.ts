@@ -29,15 +29,17 @@ export function providerTextWithin(text: string, maxChars: number): string {
 
 /**
  * Peer-supplied text in a message: cut as providerTextWithin, then JSON-quoted, so that a line
- * break or a quote in it can neither end the line nor forge the rest of it. JSON.stringify leaves
- * the other line breaks as they are, NEL U+0085 and the line and paragraph separators
- * U+2028/U+2029 (some log viewers, editors and JavaScript readers break lines on them): they are
- * written JSON-style too (`\u0085`, `\u2028`, `\u2029`; a log line escapes them as well,
- * escapeControl), and the quoted text still parses as JSON to the cut text.
+ * break or a quote in it can neither end the line nor forge the rest of it. JSON.stringify escapes
+ * only C0 (U+0000-U+001F): it leaves DEL U+007F and the C1 controls U+0080-U+009F as they are
+ * (NEL U+0085 a line break among them; a terminal takes CSI U+009B as the start of an escape
+ * sequence, as it does ESC), and the line and paragraph separators U+2028/U+2029 (some log
+ * viewers, editors and JavaScript readers break lines on them): they are written JSON-style too
+ * (`\u007f`, `\u0085`, `\u009b`, `\u2028`; a log line escapes them as well, escapeControl), and
+ * the quoted text still parses as JSON to the cut text.
  */
 export function quoteProviderTextWithin(text: string, maxChars: number): string {
   return JSON.stringify(providerTextWithin(text, maxChars)).replace(
-    /[\u0085\u2028\u2029]/g,
+    /[\u007f-\u009f\u2028\u2029]/g,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );
 }

@@ -7,10 +7,11 @@
  * echoed, and a last pass scrubs every secret value the file holds (and the password of any URL
  * with one, `http://user:pass@host`) out of every diagnostic, whichever layer wrote it.
  */
+import { REDACTED, urlPassword } from "../common/mod.ts";
 import type { Diagnostic } from "./types.ts";
 
-/** What replaces a secret in a diagnostic. */
-export const REDACTED = "<redacted>";
+/** What replaces a secret in a diagnostic (the one word common shows a URL's password as). */
+export { REDACTED };
 
 /**
  * Secrets shorter than this are not scrubbed from unrelated text by the last pass: scrubbing "1"
@@ -20,22 +21,6 @@ export const REDACTED = "<redacted>";
 export const MIN_SCRUBBED_SECRET_LENGTH = 4;
 
 const SECRET_WORD_RE = /token|passw(?:or)?d|passphrase|secret|api_?key/i;
-/**
- * The password of a URL's user information: `scheme://user:PASSWORD@host...`. The user
- * information runs to the LAST `@` of the authority (before any `/`, `?` or `#`), as URL parsers
- * read it: `http://u:p@ss@db` has the password `p@ss`, not `p` (which left `ss` shown).
- */
-const URL_PASSWORD_RE = /^[a-z][a-z0-9+.-]*:\/\/[^/?#:\s]*:([^/?#\s]+)@/i;
-/**
- * `url` with the password of its user information replaced by REDACTED (`http://u:<redacted>@h`),
- * anything else as given: how a URL from the configuration is shown (status, log lines).
- */
-export function urlWithoutPassword(url: string): string {
-  const m = URL_PASSWORD_RE.exec(url);
-  if (m === null) return url;
-  const end = m[0].length - 1; // the password ends before the `@`
-  return `${url.slice(0, end - m[1]!.length)}${REDACTED}${url.slice(end)}`;
-}
 
 /** A plain key name: letters, digits, `_`, `-`, `.` (anything else may be a pasted value). */
 const PLAIN_KEY_RE = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -127,7 +112,7 @@ export function secretTexts(data: unknown, sourceTexts: readonly string[] = []):
       }
     } else if (typeof node === "string" && !secret) {
       // A URL with a password in it (`http://user:pass@host`) carries a secret under any key.
-      const password = URL_PASSWORD_RE.exec(node)?.[1];
+      const password = urlPassword(node);
       if (password !== undefined) add(password);
     } else if (secret && node !== null && node !== undefined) {
       add(String(node));

@@ -10,8 +10,11 @@ import {
   DEVICE_DOWN_AFTER_POLLS,
   DEVICE_DOWN_MIN_MS,
   deviceDownAfterMs,
+  httpUrlProblem,
   isLoopbackHost,
   LOG_LEVELS,
+  quoteProviderText,
+  quoteUrl,
   requestConnectionsShort,
   resolvePath,
 } from "../common/mod.ts";
@@ -871,9 +874,8 @@ function readTelemetry(root: Obj, ctx: SemanticContext): Config["telemetry"] {
     queueSize: c.integer(influx, IP, "queue_size", 10000, { min: 1 }),
   };
   if (enabled) {
-    if (!isHttpUrl(influxdb.url)) {
-      c.error(keyPath("url"), `must be an http(s) URL, got '${influxdb.url}'`);
-    }
+    const urlProblem = httpUrlProblem(influxdb.url);
+    if (urlProblem !== null) c.error(keyPath("url"), urlProblem);
     if (influxdb.token === "" && (ctx.env.INFLUXDB_TOKEN ?? "") === "") {
       c.warning(
         keyPath("token"),
@@ -903,12 +905,6 @@ function readInfluxKey(c: Checker, obj: Obj, parent: Path, key: string): string 
     });
   }
   return c.string(obj, parent, key, def as string);
-}
-
-function isHttpUrl(url: string): boolean {
-  if (!URL.canParse(url)) return false;
-  const { protocol } = new URL(url);
-  return protocol === "http:" || protocol === "https:";
 }
 
 function readAutomation(
@@ -1195,12 +1191,12 @@ const MQTT_TEXT_PROBLEM = "must not contain control characters or Unicode non-ch
 /**
  * What is wrong with a Sparkplug id (a group, edge node or host id: one topic level), or null:
  * control characters or Unicode non-characters, or the MQTT topic characters `/`, `+`, `#`. Says
- * the id. Also the check of `runtime --fleet --group` (src/main.ts).
+ * the id, cut and quoted (quoteProviderText). Also the check of `runtime --fleet --group` (src/main.ts).
  */
 export function sparkplugIdProblem(v: string): string | null {
-  if (MQTT_TEXT_FORBIDDEN.test(v)) return `${MQTT_TEXT_PROBLEM}, got ${JSON.stringify(v)}`;
+  if (MQTT_TEXT_FORBIDDEN.test(v)) return `${MQTT_TEXT_PROBLEM}, got ${quoteProviderText(v)}`;
   if (SPARKPLUG_ID_FORBIDDEN.test(v)) {
-    return `must not contain '/', '+' or '#' (MQTT topic characters), got '${v}'`;
+    return `must not contain '/', '+' or '#' (MQTT topic characters), got ${quoteProviderText(v)}`;
   }
   return null;
 }
@@ -1326,7 +1322,7 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
 /** Why `url` is no broker URL this runtime connects to; null when it is one. */
 function brokerUrlProblem(url: string): string | null {
   if (url === "") return "is required when sparkplug is enabled";
-  if (!URL.canParse(url)) return `must be an mqtt:// or mqtts:// URL, got '${url}'`;
+  if (!URL.canParse(url)) return `must be an mqtt:// or mqtts:// URL, got ${quoteUrl(url)}`;
   const u = new URL(url);
   if (u.username !== "" || u.password !== "") {
     // The URL is not echoed: it carries a credential.
@@ -1334,11 +1330,11 @@ function brokerUrlProblem(url: string): string | null {
       `${SPARKPLUG_PASSWORD_ENV} in the runtime's environment`;
   }
   if (u.protocol !== "mqtt:" && u.protocol !== "mqtts:") {
-    return `must be an mqtt:// or mqtts:// URL, got '${url}'`;
+    return `must be an mqtt:// or mqtts:// URL, got ${quoteUrl(url)}`;
   }
-  if (u.hostname === "") return `names no host: '${url}'`;
+  if (u.hostname === "") return `names no host: ${quoteUrl(url)}`;
   if ((u.pathname !== "" && u.pathname !== "/") || u.search !== "" || u.hash !== "") {
-    return `must be scheme://host[:port] only, got '${url}'`;
+    return `must be scheme://host[:port] only, got ${quoteUrl(url)}`;
   }
   return null;
 }

@@ -26,7 +26,6 @@ export {
 } from "./_safety_review.ts";
 export { RUNTIME_CONFIG_SCHEMA } from "./_schema.ts";
 export { MIN_FLUSH_INTERVAL_MS, sparkplugIdProblem } from "./_semantic.ts";
-export { urlWithoutPassword } from "./_secrets.ts";
 export { MAX_YAML_DEPTH } from "./_source.ts";
 export { unsendableToken } from "./_tokens.ts";
 export * from "./condition.ts";

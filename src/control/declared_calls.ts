@@ -69,26 +69,30 @@ export function findDeclaredTarget(
   devices: readonly DeviceCapabilities[],
 ): { device: DeviceCapabilities; fn: FunctionSpec } | { problem: string } {
   const addr = parseDeviceHandle(call.deviceHandle);
-  if (!addr) return { problem: `device_handle '${call.deviceHandle}' is not provider/device` };
+  // The handle and the names are configuration text: cut and quoted (quoteProviderText).
+  const handle = quoteProviderText(call.deviceHandle);
+  if (!addr) return { problem: `device_handle ${handle} is not provider/device` };
   const device = devices.find((d) =>
     d.device.providerId === addr.providerId && d.device.deviceId === addr.deviceId
   );
-  if (!device) return { problem: `device not found: ${call.deviceHandle}` };
+  if (!device) return { problem: `device not found: ${handle}` };
   if (call.functionId !== 0) {
     const fn = device.functions.find((f) => f.functionId === call.functionId);
-    if (!fn) return { problem: `function_id ${call.functionId} not found on ${call.deviceHandle}` };
+    if (!fn) return { problem: `function_id ${call.functionId} not found on ${handle}` };
     if (call.functionName !== "" && fn.name !== call.functionName) {
       return {
         // Both names cut and quoted: the configuration file's and the provider's.
         problem: `function_id ${call.functionId} is ${quoteProviderText(fn.name)}, not ${
           quoteProviderText(call.functionName)
-        } on ${call.deviceHandle}`,
+        } on ${handle}`,
       };
     }
     return { device, fn };
   }
   const fn = device.functions.findLast((f) => f.name === call.functionName);
-  if (!fn) return { problem: `function '${call.functionName}' not found on ${call.deviceHandle}` };
+  if (!fn) {
+    return { problem: `function ${quoteProviderText(call.functionName)} not found on ${handle}` };
+  }
   return { device, fn };
 }
 
@@ -105,7 +109,11 @@ export function runDeclaredCall(
   const addr = parseDeviceHandle(call.deviceHandle);
   if (!addr) {
     return Promise.reject(
-      invalidArgument(`${call.path}.device_handle: '${call.deviceHandle}' is not provider/device`),
+      invalidArgument(
+        `${call.path}.device_handle: ${
+          quoteProviderText(call.deviceHandle)
+        } is not provider/device`,
+      ),
     );
   }
   try {
@@ -193,7 +201,9 @@ export function validateDeclaredCalls(
       const known = addr !== null && inventory.provider(addr.providerId) !== undefined;
       problems.push(
         `${call.path}${atSourcePosition(call)}: ${
-          addr !== null && !known ? `provider not found: ${addr.providerId}` : target.problem
+          addr !== null && !known
+            ? `provider not found: ${quoteProviderText(addr.providerId)}`
+            : target.problem
         }`,
       );
       continue;

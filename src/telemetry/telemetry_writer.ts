@@ -48,12 +48,15 @@ import {
   errorMessage,
   type GridInterval,
   gridInterval,
+  httpUrlProblem,
   type Logger,
   neverThrowing,
   type ProviderHealthView,
   type Quality,
+  quoteUrl,
   RuntimeError,
   type TimerId,
+  urlWithoutPassword,
   utf8Length,
 } from "../common/mod.ts";
 import {
@@ -61,7 +64,6 @@ import {
   type InfluxConfig,
   type MeasurementNaming,
   MIN_FLUSH_INTERVAL_MS,
-  urlWithoutPassword,
 } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
 import type { DeviceState, StateCache } from "../state/mod.ts";
@@ -418,19 +420,14 @@ let influxClient: typeof InfluxDB | null = null;
 export const MAX_ANSWER_BODY_BYTES = 64 * 1024;
 
 /**
- * Why `url` cannot be the writer's target, or null: it must parse and be `http:` or `https:`, the
- * schemes fetch can POST a write to (`ftp:`, `mailto:`, `ws:` fail every write, `file:` takes no
- * POST, a `data:` url answers 200 and stores nothing). Checked where a url enters the writer
- * (start, retarget, influxTransport), not only by the config validation: a direct caller gets
- * this one refusal instead of a failed write per flush. Names the setting and the url, its
- * password hidden.
+ * Why `url` cannot be the writer's target, or null: httpUrlProblem (the configuration check's
+ * rule and words), with the setting named. Checked where a url enters the writer (start, retarget,
+ * influxTransport), not only by the config validation: a direct caller gets this one refusal
+ * instead of a failed write per flush.
  */
 function influxUrlProblem(url: string): string | null {
-  const shown = `telemetry.influxdb.url: '${urlWithoutPassword(url)}'`;
-  if (!URL.canParse(url)) return `${shown} is not a URL`;
-  const { protocol } = new URL(url);
-  if (protocol === "http:" || protocol === "https:") return null;
-  return `${shown} is not an http(s) URL (fetch cannot write to ${protocol})`;
+  const problem = httpUrlProblem(url);
+  return problem === null ? null : `telemetry.influxdb.url: ${problem}`;
 }
 
 /**
@@ -454,7 +451,7 @@ export function influxTransport(url: string, token: string): TelemetryTransport 
   } catch (err) {
     throw new RuntimeError(
       "INVALID_ARGUMENT",
-      `telemetry.influxdb.url: '${urlWithoutPassword(url)}': ${errorMessage(err)}`,
+      `telemetry.influxdb.url: ${quoteUrl(url)}: ${errorMessage(err)}`,
       { cause: err },
     );
   }

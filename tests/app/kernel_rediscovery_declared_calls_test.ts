@@ -85,7 +85,7 @@ Deno.test("Kernel says a ladder call a changed inventory leaves unresolved, once
   assert.equal(renamed.length, 1, `said ${renamed.length} times:\n${r.lines.join("\n")}`);
   assert.match(
     renamed[0]!,
-    /^ERROR .*does not resolve: safety\.safe_state\.hooks\[0\]: function 'pulse' not found/,
+    /^ERROR .*does not resolve: safety\.safe_state\.hooks\[0\]: function "pulse" not found/,
   );
 
   await restart("the same inventory", inventory("pulse_v2"));
@@ -148,7 +148,7 @@ Deno.test("Kernel says a ladder call left unresolved by a rediscovery during a r
   assert.deepEqual(report.providers.added, ["p1"], JSON.stringify(report));
   const said = lines.filter((l) => l.includes(UNRESOLVED));
   assert.equal(said.length, 1, `said ${said.length} times:\n${lines.join("\n")}`);
-  assert.match(said[0]!, /safety\.safe_state\.hooks\[0\]: function 'pulse' not found/);
+  assert.match(said[0]!, /safety\.safe_state\.hooks\[0\]: function "pulse" not found/);
 });
 
 Deno.test("Kernel.reload that applied resolves when the line its end says of an unresolved call throws", async () => {

@@ -541,7 +541,10 @@ runs:
     name: "a bad InfluxDB URL given by the flat alias is reported at the alias",
     yaml: `${PROV}\ntelemetry:\n  enabled: true\n  influx_url: ftp://db\n  influx_token: t\n`,
     expect: [
-      ["error telemetry.influx_url", "must be an http(s) URL, got 'ftp://db'"],
+      [
+        "error telemetry.influx_url",
+        '"ftp://db" is not an http(s) URL (fetch cannot write to ftp:)',
+      ],
       ["warning telemetry.influx_url", "use telemetry.influxdb.url"],
       ["warning telemetry.influx_token", "use telemetry.influxdb.token"],
     ],
@@ -549,7 +552,7 @@ runs:
   {
     name: "an InfluxDB URL that is not a URL",
     yaml: `${PROV}\ntelemetry:\n  enabled: true\n  influxdb: {url: "not a url", token: t}\n`,
-    expect: [["error telemetry.influxdb.url", "must be an http(s) URL, got 'not a url'"]],
+    expect: [["error telemetry.influxdb.url", '"not a url" is not a URL']],
   },
   {
     name: "telemetry without a token names INFLUXDB_TOKEN",

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { load, PROV, summary } from "./_helpers.ts";
 import { diffSections } from "../../src/app/live_config.ts";
-import { sparkplugIds } from "../../src/config/mod.ts";
+import { sparkplugIdProblem, sparkplugIds } from "../../src/config/mod.ts";
+import { PROVIDER_TEXT_CHARS, URL_TEXT_CHARS } from "../../src/common/mod.ts";
 
 function messages(r: ReturnType<typeof load>): string[] {
   return r.diagnostics.map((d) => `${d.severity} ${d.path} @${d.line}:${d.column} ${d.message}`);
@@ -109,13 +110,15 @@ sparkplug:
   ]);
   assert.ok(
     messages(r).some((m) =>
-      m.endsWith("must be an mqtt:// or mqtts:// URL, got 'ws://broker:9001'")
+      m.endsWith('must be an mqtt:// or mqtts:// URL, got "ws://broker:9001"')
     ),
   );
   assert.ok(
     messages(r).some((m) =>
       m.startsWith("error sparkplug.primary_host_id") &&
-      m.endsWith("must not contain '/', '+' or '#' (MQTT topic characters), got 'scada/+'")
+      m.endsWith(
+        `must not contain '/', '+' or '#' (MQTT topic characters), got "scada/+"`,
+      )
     ),
   );
 });
@@ -211,4 +214,33 @@ ${PROV}
     ),
     messages(r).join("\n"),
   );
+});
+
+Deno.test("a Sparkplug id or broker url of 10 kB makes a bounded error, the text cut and quoted", () => {
+  const huge = "x".repeat(10_000);
+  const cut = (text: string, chars: number) => `"${text.slice(0, chars)}\u2026"`;
+  // A topic character, a control character (DEL, C1 too), a broker url that is not one.
+  assert.equal(
+    sparkplugIdProblem(`a/${huge}`),
+    `must not contain '/', '+' or '#' (MQTT topic characters), got ${
+      cut(`a/${huge}`, PROVIDER_TEXT_CHARS)
+    }`,
+  );
+  // NEL, one character of the PROVIDER_TEXT_CHARS kept, is written `\u0085`.
+  assert.ok(
+    sparkplugIdProblem(`a\u0085${huge}`)!.endsWith(
+      `got "a\\u0085${"x".repeat(PROVIDER_TEXT_CHARS - 2)}\u2026"`,
+    ),
+  );
+  const r = load(`runtime: {name: rig}
+sparkplug:
+  group_id: "lab/${huge}"
+  broker_url: "not a url ${huge}"
+${PROV}
+`);
+  const errors = messages(r);
+  assert.equal(errors.length, 2, errors.join("\n").slice(0, 500));
+  for (const m of errors) assert.ok(m.length < 400, `${m.length}: ${m.slice(0, 500)}`);
+  assert.ok(errors.some((m) => m.endsWith(`got ${cut(`lab/${huge}`, PROVIDER_TEXT_CHARS)}`)));
+  assert.ok(errors.some((m) => m.endsWith(`got ${cut(`not a url ${huge}`, URL_TEXT_CHARS)}`)));
 });

@@ -3,7 +3,7 @@
  * the runtime's CallRouter, and the start-up preflight validateDeclaredCalls.
  */
 import assert from "node:assert/strict";
-import type { RuntimeError } from "../../src/common/mod.ts";
+import { PROVIDER_TEXT_CHARS, type RuntimeError } from "../../src/common/mod.ts";
 import { runDeclaredCall, validateDeclaredCalls } from "../../src/control/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { rig } from "../helpers/rig.ts";
@@ -28,7 +28,7 @@ Deno.test("runDeclaredCall refuses what does not resolve with the router's codes
       [
         call("relayio0", "set_relay_ch1", { enabled: true }, "hooks[2].calls[0]"),
         "INVALID_ARGUMENT",
-        "hooks[2].calls[0].device_handle: 'relayio0' is not provider/device",
+        'hooks[2].calls[0].device_handle: "relayio0" is not provider/device',
       ],
       [call("nope/relayio0", "set_relay_ch1"), "NOT_FOUND", "Provider not found: nope"],
       [call("sim0/ghost", "set_relay_ch1"), "NOT_FOUND", "Device not found: sim0/ghost"],
@@ -54,6 +54,23 @@ Deno.test("runDeclaredCall refuses what does not resolve with the router's codes
       });
     }
     assert.equal(await relay(rt, 1), false);
+  });
+});
+
+Deno.test("runDeclaredCall refuses a device_handle of 10 kB that is not provider/device with a bounded message, the handle cut and quoted", async () => {
+  await withRuntime(async (rt) => {
+    const handle = `relay\n${"x".repeat(10_000)}`;
+    const declared = call(handle, "set_relay_ch1", { enabled: true }, "hooks[0].calls[0]");
+    await assert.rejects(runDeclaredCall(rt.router, declared, "safety"), (e: RuntimeError) => {
+      assert.equal(e.code, "INVALID_ARGUMENT");
+      assert.equal(
+        e.message,
+        `hooks[0].calls[0].device_handle: "relay\\n${
+          "x".repeat(PROVIDER_TEXT_CHARS - 6)
+        }\u2026" is not provider/device`,
+      );
+      return true;
+    });
   });
 });
 
@@ -151,12 +168,12 @@ Deno.test("validateDeclaredCalls checks every hook, safe-state hook and setpoint
       },
     });
     assert.deepEqual(validateDeclaredCalls(cfg, rt.inventory), [
-      "b[0][1]: device_handle 'relayio0' is not provider/device",
-      "b[1][0]: provider not found: nope",
-      "a[0][0]: device not found: sim0/ghost",
-      "a[0][1]: function_id 99 not found on sim0/relayio0",
-      'a[0][2]: function_id 1 is "set_relay_ch1", not "x" on sim0/relayio0',
-      "h[0]: function 'nope' not found on sim0/relayio0",
+      'b[0][1]: device_handle "relayio0" is not provider/device',
+      'b[1][0]: provider not found: "nope"',
+      'a[0][0]: device not found: "sim0/ghost"',
+      'a[0][1]: function_id 99 not found on "sim0/relayio0"',
+      'a[0][2]: function_id 1 is "set_relay_ch1", not "x" on "sim0/relayio0"',
+      'h[0]: function "nope" not found on "sim0/relayio0"',
       "h[1]: args.duty: required argument missing for set_motor_duty",
       "s[1]: args.motor_index: 3 is above the maximum 2",
       "s[2]: args.value: expected double, got string",

@@ -140,17 +140,17 @@ const DEVICES = [
 
 // [handle, function_id, function_name, the problem]
 const UNRESOLVED: Array<[string, number, string, string]> = [
-  ["relay", 1, "", "device_handle 'relay' is not provider/device"],
-  ["/relay", 1, "", "device_handle '/relay' is not provider/device"],
-  ["sim0/", 1, "", "device_handle 'sim0/' is not provider/device"],
-  ["sim0/ghost", 1, "", "device not found: sim0/ghost"],
-  ["sim1/relay", 1, "", "device not found: sim1/relay"], // the device id exists, on sim0
-  ["sim0/other", 5, "", "device not found: sim0/other"], // the device id exists, on sim1
-  ["sim0/relay", 99, "", "function_id 99 not found on sim0/relay"],
-  ["sim0/relay", 5, "set_c", "function_id 5 not found on sim0/relay"],
-  ["sim0/relay", 1, "dup", 'function_id 1 is "set_a", not "dup" on sim0/relay'],
-  ["sim0/relay", 0, "set_b", "function 'set_b' not found on sim0/relay"],
-  ["sim0/relay", 0, "", "function '' not found on sim0/relay"],
+  ["relay", 1, "", 'device_handle "relay" is not provider/device'],
+  ["/relay", 1, "", 'device_handle "/relay" is not provider/device'],
+  ["sim0/", 1, "", 'device_handle "sim0/" is not provider/device'],
+  ["sim0/ghost", 1, "", 'device not found: "sim0/ghost"'],
+  ["sim1/relay", 1, "", 'device not found: "sim1/relay"'], // the device id exists, on sim0
+  ["sim0/other", 5, "", 'device not found: "sim0/other"'], // the device id exists, on sim1
+  ["sim0/relay", 99, "", 'function_id 99 not found on "sim0/relay"'],
+  ["sim0/relay", 5, "set_c", 'function_id 5 not found on "sim0/relay"'],
+  ["sim0/relay", 1, "dup", 'function_id 1 is "set_a", not "dup" on "sim0/relay"'],
+  ["sim0/relay", 0, "set_b", 'function "set_b" not found on "sim0/relay"'],
+  ["sim0/relay", 0, "", 'function "" not found on "sim0/relay"'],
 ];
 
 for (const [handle, id, name, problem] of UNRESOLVED) {
@@ -189,18 +189,18 @@ Deno.test("findDeclaredTarget: a function_name of 10 kB or with a line break tha
   const fits = "x".repeat(PROVIDER_TEXT_CHARS);
   assert.equal(
     problemOf("x".repeat(10_000)),
-    `function_id 1 is "set_a", not "${fits}\u2026" on sim0/relay`,
+    `function_id 1 is "set_a", not "${fits}\u2026" on "sim0/relay"`,
   );
   // Exactly the bound: whole; one past it: cut, with an ellipsis.
-  assert.equal(problemOf(fits), `function_id 1 is "set_a", not "${fits}" on sim0/relay`);
+  assert.equal(problemOf(fits), `function_id 1 is "set_a", not "${fits}" on "sim0/relay"`);
   assert.equal(
     problemOf(`${fits}y`),
-    `function_id 1 is "set_a", not "${fits}\u2026" on sim0/relay`,
+    `function_id 1 is "set_a", not "${fits}\u2026" on "sim0/relay"`,
   );
   // A line break, an escape and a quote cannot end the line nor forge the rest of it.
   assert.equal(
     problemOf("a\nINFO forged\u001b[31m'\"\u2028"),
-    `function_id 1 is "set_a", not "a\\nINFO forged\\u001b[31m'\\"\\u2028" on sim0/relay`,
+    `function_id 1 is "set_a", not "a\\nINFO forged\\u001b[31m'\\"\\u2028" on "sim0/relay"`,
   );
   // The provider's name is quoted the same way.
   const long = [device("sim0", "relay", [fnSpec(1, `set\n${"a".repeat(200)}`)])];
@@ -208,8 +208,37 @@ Deno.test("findDeclaredTarget: a function_name of 10 kB or with a line break tha
     problemOf("set_a", long),
     `function_id 1 is "set\\n${
       "a".repeat(PROVIDER_TEXT_CHARS - 4)
-    }\u2026", not "set_a" on sim0/relay`,
+    }\u2026", not "set_a" on "sim0/relay"`,
   );
+});
+
+Deno.test("findDeclaredTarget: a device_handle or function_name of 10 kB makes a bounded problem, cut to PROVIDER_TEXT_CHARS and quoted", () => {
+  const problemOf = (handle: string, id: number, name: string) => {
+    const target = findDeclaredTarget(declared(handle, id, name), DEVICES);
+    assert.ok("problem" in target, JSON.stringify(target).slice(0, 200));
+    return target.problem;
+  };
+  const huge = "x".repeat(10_000);
+  const cut = (text: string) => `"${text.slice(0, PROVIDER_TEXT_CHARS)}\u2026"`;
+  // Not provider/device, a device not found, a function id or name not found on it.
+  assert.equal(problemOf(huge, 1, ""), `device_handle ${cut(huge)} is not provider/device`);
+  assert.equal(problemOf(`sim0/${huge}`, 1, ""), `device not found: ${cut(`sim0/${huge}`)}`);
+  assert.equal(problemOf(`${huge}/relay`, 1, ""), `device not found: ${cut(`${huge}/relay`)}`);
+  assert.equal(problemOf("sim0/relay", 0, huge), `function ${cut(huge)} not found on "sim0/relay"`);
+  // A line break in the name cannot end the line.
+  assert.equal(
+    problemOf("sim0/relay", 0, "a\nINFO forged"),
+    'function "a\\nINFO forged" not found on "sim0/relay"',
+  );
+  for (
+    const [handle, id, name] of [[huge, 1, ""], [`sim0/${huge}`, 1, ""], ["sim0/relay", 0, huge]]
+  ) {
+    const problem = problemOf(handle as string, id as number, name as string);
+    assert.ok(
+      problem.length < 2 * PROVIDER_TEXT_CHARS,
+      `${problem.length}: ${problem.slice(0, 300)}`,
+    );
+  }
 });
 
 /**

@@ -307,8 +307,8 @@ Deno.test("validateDeclaredCalls reports every declared call that does not resol
       "s[0]",
       "s[1]",
     ]);
-    assert.match(problems[0]!, /provider not found: nope/);
-    assert.match(problems[1]!, /device not found: sim0\/ghost/);
+    assert.match(problems[0]!, /provider not found: "nope"/);
+    assert.match(problems[1]!, /device not found: "sim0\/ghost"/);
     assert.match(problems[2]!, /function_id 99 not found/);
     assert.match(problems[3]!, /is "set_relay_ch1", not "set_relay_ch2"/);
     assert.match(problems[4]!, /args\.duty: required argument missing/);

@@ -476,17 +476,17 @@ Deno.test("Discovery skips a device whose id or one of whose signal ids has a co
   }, { inProcess: true });
   try {
     assert.deepEqual(fx.registry.devices().map((d) => d.deviceId), ["a", "b"]);
+    // Each quoted JSON-style, DEL too (JSON.stringify leaves it raw; quoteProviderText does not).
     const expected = [
-      ...ids.map((id) => `device id ${JSON.stringify(id)} has a control character; device skipped`),
+      ...['"nul\\u0000"', '"cr\\r"', '"esc\\u001b[31m"', '"del\\u007f"', '"us\\u001f"'].map((id) =>
+        `device id ${id} has a control character; device skipped`
+      ),
       'DescribeDevice "sig" declares signal "y\\u0000", which has a control character; device skipped',
     ];
     assert.deepEqual(fx.host.session!.discoveryWarnings, expected);
     const warns = fx.lines.filter((l) => l.includes("discovery:"));
-    // JSON.stringify leaves DEL as it is; the log line escapes it (escapeControl).
-    assert.deepEqual(
-      warns.map((l) => l.replace(/^WARN .*\[p0\] discovery: /, "")),
-      expected.map((w) => w.replace("\x7f", "\\x7f")),
-    );
+    // The log line says the same: nothing is left for it to escape (escapeControl).
+    assert.deepEqual(warns.map((l) => l.replace(/^WARN .*\[p0\] discovery: /, "")), expected);
     assert.ok(warns.every((l) => !hasControlCharacter(l)), "no raw control character logged");
     // The devices kept are polled as usual.
     await fx.program("b", { read: { values: [dbl("x", 1)] } });
@@ -551,7 +551,7 @@ Deno.test("Discovery skips a function whose name or one of whose argument names 
     ]);
     const expected = [
       'DescribeDevice "a" declares function "set\\r", which has a control character; function skipped',
-      'DescribeDevice "a" function "set_y" declares argument "z\x7f", which has a control ' +
+      'DescribeDevice "a" function "set_y" declares argument "z\\u007f", which has a control ' +
       "character; function skipped",
       'DescribeDevice "a" declares function "nel\\u0085", which has a control character; ' +
       "function skipped",
@@ -562,12 +562,8 @@ Deno.test("Discovery skips a function whose name or one of whose argument names 
     ];
     assert.deepEqual(fx.host.session!.discoveryWarnings, expected);
     const warns = fx.lines.filter((l) => l.includes("discovery:"));
-    // The quote leaves DEL as it is (NEL it escapes, \u0085); the log line escapes DEL
-    // (escapeControl).
-    assert.deepEqual(
-      warns.map((l) => l.replace(/^WARN .*\[p0\] discovery: /, "")),
-      expected.map((w) => w.replace("\x7f", "\\x7f")),
-    );
+    // The quote escapes DEL and NEL JSON-style (\u007f, \u0085): the log line says the same.
+    assert.deepEqual(warns.map((l) => l.replace(/^WARN .*\[p0\] discovery: /, "")), expected);
     assert.ok(warns.every((l) => !hasControlCharacter(l)), "no raw control character logged");
   } finally {
     await fx.close();
@@ -587,12 +583,12 @@ Deno.test("Discovery skips a device whose id or one of whose signal ids has a C1
     assert.deepEqual(fx.registry.devices().map((d) => d.deviceId), ["a"]);
     assert.deepEqual(fx.host.session!.discoveryWarnings, [
       'device id "nel\\u0085" has a control character; device skipped',
-      'DescribeDevice "sig" declares signal "y\u009b", which has a control character; device skipped',
+      'DescribeDevice "sig" declares signal "y\\u009b", which has a control character; device skipped',
     ]);
     const warns = fx.lines.filter((l) => l.includes("discovery:"));
     assert.deepEqual(warns.map((l) => l.replace(/^WARN .*\[p0\] discovery: /, "")), [
       'device id "nel\\u0085" has a control character; device skipped',
-      'DescribeDevice "sig" declares signal "y\\x9b", which has a control character; device skipped',
+      'DescribeDevice "sig" declares signal "y\\u009b", which has a control character; device skipped',
     ]);
   } finally {
     await fx.close();

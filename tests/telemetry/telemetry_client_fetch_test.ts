@@ -188,7 +188,7 @@ Deno.test("TelemetryWriter.retarget to a url that does not parse names it withou
       // Before: "telemetry.influxdb.url: 'http://writer:s3cret-pw@[db' is not a URL: ...".
       assert.equal(
         err.message,
-        "telemetry.influxdb.url: 'http://writer:<redacted>@[db' is not a URL: telemetry left as it was",
+        'telemetry.influxdb.url: "http://writer:<redacted>@[db" is not a URL: telemetry left as it was',
       );
       return true;
     });

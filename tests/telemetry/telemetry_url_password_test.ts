@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { Logger } from "../../src/common/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { urlWithoutPassword } from "../../src/config/mod.ts";
+import { urlWithoutPassword } from "../../src/common/mod.ts";
 import { TelemetryWriter } from "../../src/telemetry/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { ScriptedDb, SETTINGS } from "./_scripted_db.ts";

@@ -21,26 +21,26 @@ const PASSWORD = "s3cret-pw";
 const NOT_HTTP: readonly (readonly [string, string])[] = [
   [
     `ftp://writer:${PASSWORD}@db.invalid:21/x`,
-    "telemetry.influxdb.url: 'ftp://writer:<redacted>@db.invalid:21/x' is not an http(s) URL " +
+    'telemetry.influxdb.url: "ftp://writer:<redacted>@db.invalid:21/x" is not an http(s) URL ' +
     "(fetch cannot write to ftp:)",
   ],
   [
     "file:///var/lib/influxdb",
-    "telemetry.influxdb.url: 'file:///var/lib/influxdb' is not an http(s) URL " +
+    'telemetry.influxdb.url: "file:///var/lib/influxdb" is not an http(s) URL ' +
     "(fetch cannot write to file:)",
   ],
   [
     "mailto:ops@example.invalid",
-    "telemetry.influxdb.url: 'mailto:ops@example.invalid' is not an http(s) URL " +
+    'telemetry.influxdb.url: "mailto:ops@example.invalid" is not an http(s) URL ' +
     "(fetch cannot write to mailto:)",
   ],
   [
     "data:,x",
-    "telemetry.influxdb.url: 'data:,x' is not an http(s) URL (fetch cannot write to data:)",
+    'telemetry.influxdb.url: "data:,x" is not an http(s) URL (fetch cannot write to data:)',
   ],
   [
     "ws://db.invalid:8086",
-    "telemetry.influxdb.url: 'ws://db.invalid:8086' is not an http(s) URL " +
+    'telemetry.influxdb.url: "ws://db.invalid:8086" is not an http(s) URL ' +
     "(fetch cannot write to ws:)",
   ],
 ];
