@@ -14,6 +14,7 @@ import {
 } from "../common/mod.ts";
 import type { CallerRefusal } from "../control/mod.ts";
 import type { HttpConfig, TokenRole } from "../config/mod.ts";
+import { priorityBodyLimits } from "./api/estop_routes.ts";
 import { auditHttpRefusal } from "./audit_http.ts";
 import {
   authorizationFormProblem,
@@ -51,7 +52,8 @@ import { SseHub } from "./sse_hub.ts";
  * Concurrent requests to the priority routes (e-stop, e-stop clear, runtime status), on top of
  * and apart from `http.thread_pool_size`. An e-stop holds its slot only while the stop ladder
  * runs (bounded by the safety layer) and while its optional body arrives (at most
- * ESTOP_REASON_READ_TIMEOUT_MS).
+ * ESTOP_REASON_READ_TIMEOUT_MS); a clear, while the content-type check reads the first bytes of
+ * an HTTP/2 body it does not declare (as long at most: priorityBodyLimits).
  */
 export const PRIORITY_REQUEST_SLOTS = 16;
 
@@ -528,9 +530,29 @@ export class HttpApi {
       }
       // The e-stop is refused for nothing it carries: neither its body nor its query.
       if (!match.anyBody) checkQuery(url, req.method, match.doc);
+      // A body refused (malformed, too large, too slow, not as the schema says, not JSON) is 400
+      // or 415 only to a request the tokens in force still admit: one they no longer admit
+      // (replaced by a reload while its body arrived) learns nothing from its body (401 or 403,
+      // as #readmit answers).
+      const readmitIfReplaced = async () => {
+        if (generation !== this.#tokenGeneration) {
+          await this.#readmit(req, url, info, principal, match.role);
+        }
+      };
       if (!match.anyBody) {
-        const notJson = this.#policy.checkContentType(req);
-        if (notJson) return await refuse(req, notJson);
+        // Reads the first bytes of a body an HTTP/2 request does not declare (never the
+        // e-stop's: anyBody); on a priority route (the clear) no longer than the e-stop reads.
+        const limits = match.priority === true ? priorityBodyLimits(this.#limits) : this.#limits;
+        const notJson = await this.#policy.checkContentType(req, limits).catch(
+          async (err) => {
+            await readmitIfReplaced();
+            throw err;
+          },
+        );
+        if (notJson) {
+          await readmitIfReplaced();
+          return await refuse(req, notJson);
+        }
       }
       return await match.handler({
         req,
@@ -545,12 +567,8 @@ export class HttpApi {
           try {
             value = await readRequestBody<T>(req, this.#limits, match.doc);
           } catch (err) {
-            // A body refused (malformed, too large, too slow, not as the schema says) is 400 only
-            // to a request the tokens in force still admit: one they no longer admit learns
-            // nothing from its body (401 or 403, as below; no stop acts on a refused body).
-            if (generation !== this.#tokenGeneration) {
-              await this.#readmit(req, url, info, principal, match.role);
-            }
+            // No stop acts on a refused body.
+            await readmitIfReplaced();
             throw err;
           }
           // The tokens may have been replaced (a reload) while the body arrived: the request

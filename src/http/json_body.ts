@@ -23,21 +23,31 @@ export interface BodyLimits {
 }
 
 /**
- * Whether a request has no body to read: none at all (a Request built in-process),
- * `Content-Length: 0`, or an HTTP/1.1 request with neither Content-Length nor Transfer-Encoding
- * (`curl -X POST` without `-d`): RFC 9112 section 6.3 gives such a request a body of length zero.
- * Deno.serve gives every POST a body stream (of 0 bytes when none was sent), so `req.body ===
- * null` alone is never true there, and it does not say which HTTP version a request came in on:
- * an HTTP/1.1 request is told by its Host header, which HTTP/1.1 requires (RFC 9112 section 3.2).
- * An HTTP/2 request names its host in `:authority` (RFC 9113 section 8.3.1), which Deno turns
- * into no Host header: without Content-Length it may still carry DATA frames, and is read.
+ * What a request says of its body: `none` (no body to read), `declared` (a non-zero
+ * Content-Length or any Transfer-Encoding) or `unknown` (it may carry one it does not declare).
+ *
+ * None: `Content-Length: 0`, no body at all (a Request built in-process), or an HTTP/1.1 request
+ * with neither Content-Length nor Transfer-Encoding (`curl -X POST` without `-d`): RFC 9112
+ * section 6.3 gives such a request a body of length zero. Deno.serve gives every POST a body
+ * stream (of 0 bytes when none was sent), so `req.body === null` alone is never true there, and it
+ * does not say which HTTP version a request came in on: an HTTP/1.1 request is told by its Host
+ * header, which HTTP/1.1 requires (RFC 9112 section 3.2). An HTTP/2 request names its host in
+ * `:authority` (RFC 9113 section 8.3.1), which Deno turns into no Host header: without
+ * content-length it may still carry DATA frames (unknown), and only reading it tells.
  */
-export function declaresNoBody(req: Request): boolean {
-  if (req.body === null) return true;
+export function bodyPresence(req: Request): "none" | "declared" | "unknown" {
+  // Transfer-Encoding overrides Content-Length (RFC 9112 section 6.3).
+  if (req.headers.has("transfer-encoding")) return "declared";
   // Header values come trimmed (Fetch normalizes them).
   const length = req.headers.get("content-length");
-  if (length !== null) return /^0+$/.test(length);
-  return !req.headers.has("transfer-encoding") && req.headers.has("host");
+  if (length !== null) return /^0+$/.test(length) ? "none" : "declared";
+  if (req.body === null) return "none";
+  return req.headers.has("host") ? "none" : "unknown";
+}
+
+/** Whether a request has no body to read: none at all, or bodyPresence `none`. */
+export function declaresNoBody(req: Request): boolean {
+  return req.body === null || bodyPresence(req) === "none";
 }
 
 /** Reads the raw body; throws INVALID_ARGUMENT when it is over the limit or arrives too slowly. */
@@ -52,7 +62,38 @@ export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<U
     await req.body?.cancel().catch(() => {});
     return new Uint8Array(0);
   }
-  const reader = req.body!.getReader();
+  const chunks = await readChunks(req.body!, limits, Infinity);
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+/**
+ * Whether a body that is not declared (bodyPresence `unknown`: HTTP/2 without content-length)
+ * has any bytes: read, under the limits as readBodyBytes, up to its first bytes or its end. An
+ * empty body is then read to its end (a later read finds it empty); of a non-empty one the rest
+ * is discarded unread (its request is to be refused). Throws as readBodyBytes.
+ */
+export async function undeclaredBodyArrives(req: Request, limits: BodyLimits): Promise<boolean> {
+  if (req.body === null) return false;
+  return (await readChunks(req.body, limits, 1)).length > 0;
+}
+
+/**
+ * The chunks of `body` up to its end or until `enough` bytes came (then the rest is cancelled),
+ * under the limits: more than `limits.maxBytes` is refused, so is a body not received within
+ * `limits.timeoutMs`.
+ */
+async function readChunks(
+  body: ReadableStream<Uint8Array>,
+  limits: BodyLimits,
+  enough: number,
+): Promise<Uint8Array[]> {
+  const reader = body.getReader();
   let timedOut = false;
   const clock = limits.clock;
   const timer = clock.setTimer(() => {
@@ -62,9 +103,10 @@ export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<U
   const chunks: Uint8Array[] = [];
   let total = 0;
   try {
-    while (true) {
+    while (total < enough) {
       const { done, value } = await reader.read();
       if (done) break;
+      if (value.byteLength === 0) continue;
       total += value.byteLength;
       if (total > limits.maxBytes) {
         await reader.cancel().catch(() => {});
@@ -72,6 +114,7 @@ export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<U
       }
       chunks.push(value);
     }
+    if (total >= enough) await reader.cancel().catch(() => {});
   } catch (err) {
     if (err instanceof RuntimeError) throw err;
     if (timedOut) throw slow(limits.timeoutMs);
@@ -81,13 +124,7 @@ export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<U
     reader.releaseLock();
   }
   if (timedOut) throw slow(limits.timeoutMs);
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  return chunks;
 }
 
 /**

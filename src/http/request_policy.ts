@@ -1,7 +1,7 @@
 /**
  * What a web page in the operator's browser may do (README, "Security: what a web page may do";
- * docs/http-api.md, "Request policy"). Three checks, all before a route runs and before a body is
- * read:
+ * docs/http-api.md, "Request policy"). Three checks, all before a route runs and before its body is
+ * read (check 3 reads only the first bytes of an HTTP/2 body that comes undeclared):
  *
  * 1. Host (DNS rebinding). When the API is bound to loopback, a request whose `Host` is not
  *    `localhost`, 127.0.0.0/8 or `[::1]` (any port) nor listed in `http.allowed_hosts` is 403.
@@ -15,13 +15,15 @@
  *    (`*` included) or the token: a page that could not read it would still hold a stream slot.
  * 3. Content type (simple requests). A state-changing request with a body must declare
  *    `Content-Type: application/json` (a `charset=utf-8` parameter is fine), else 415: browsers
- *    send `text/plain` bodies cross-site without a preflight, JSON never.
+ *    send `text/plain` bodies cross-site without a preflight, JSON never. An HTTP/2 body that
+ *    comes without content-length is judged by reading its first bytes.
  *
  * Clients that are not browsers send no `Origin` and are unaffected by 2.
  */
 import { isLoopbackHost, providerTextWithin } from "../common/mod.ts";
 import type { HttpConfig } from "../config/mod.ts";
 import { originMatches } from "./cors.ts";
+import { type BodyLimits, bodyPresence, undeclaredBodyArrives } from "./json_body.ts";
 
 /** Longest client-supplied text (a Host or Origin value) quoted back in an error message. */
 export const MAX_QUOTED_HEADER_CHARS = 200;
@@ -119,12 +121,18 @@ export class RequestPolicy {
 
   /**
    * Check 3: null when a state-changing request has no body, or a JSON one. A request has a
-   * body when it declares a non-zero Content-Length or any Transfer-Encoding.
+   * body when it declares one (a non-zero Content-Length or any Transfer-Encoding); one that may
+   * carry a body it does not declare (HTTP/2 without content-length: json_body.ts bodyPresence)
+   * and is not declared JSON is read up to its first bytes (under `limits`) and refused when any
+   * come, as a declared one is. Throws INVALID_ARGUMENT when that read fails (too slow).
    */
-  checkContentType(req: Request): PolicyRefusal | null {
-    if (!RequestPolicy.changesState(req.method) || !hasBody(req)) return null;
+  async checkContentType(req: Request, limits: BodyLimits): Promise<PolicyRefusal | null> {
+    if (!RequestPolicy.changesState(req.method)) return null;
+    const presence = bodyPresence(req);
+    if (presence === "none") return null;
     const type = req.headers.get("content-type");
     if (type !== null && isJsonContentType(type)) return null;
+    if (presence === "unknown" && !await undeclaredBodyArrives(req, limits)) return null;
     return {
       httpStatus: 415,
       code: "INVALID_ARGUMENT",
@@ -172,13 +180,6 @@ export function isJsonContentType(value: string): boolean {
     if (!UTF8_CHARSETS.has(p.slice(eq + 1).trim().toLowerCase())) return false;
   }
   return true;
-}
-
-function hasBody(req: Request): boolean {
-  if (req.headers.has("transfer-encoding")) return true;
-  // Header values come trimmed (Fetch normalizes them).
-  const length = req.headers.get("content-length");
-  return length !== null && length !== "0";
 }
 
 /** `host[:port]` with IPv6 in brackets; null when malformed. The host keeps its brackets. */

@@ -295,7 +295,12 @@ Deno.test("HttpApi answers 503 at once past http.thread_pool_size concurrent req
       },
     });
     const first = fx.api.handle(
-      new Request("http://localhost/v0/mode", { method: "POST", body: stream }),
+      // Typed JSON: a body no length declares is read ahead when it is not (the 415 check).
+      new Request("http://localhost/v0/mode", {
+        method: "POST",
+        body: stream,
+        headers: { "content-type": "application/json" },
+      }),
       { remoteAddr: "127.0.0.1" },
     );
     assert.equal(fx.api.inFlight, 1);

@@ -181,25 +181,58 @@ Deno.test("RequestPolicy.checkOrigin accepts a listed origin only as a bare sche
   }
 });
 
-Deno.test("RequestPolicy.checkContentType requires JSON for a state-changing request with a body", () => {
+/** Body limits whose read timer never fires (the bodies here are all there). */
+const LIMITS = {
+  maxBytes: 1024,
+  timeoutMs: 1000,
+  clock: { setTimer: () => 0, clearTimer: () => {} },
+};
+
+Deno.test("RequestPolicy.checkContentType requires JSON for a state-changing request with a body", async () => {
   const p = policy();
   const check = (method: string, headers: Record<string, string>) =>
-    p.checkContentType(new Request("http://127.0.0.1:8080/v0/mode", { method, headers }));
-  assert.equal(check("GET", { "content-type": "text/plain", "content-length": "5" }), null);
-  assert.equal(check("POST", {}), null);
-  assert.equal(check("POST", { "content-type": "text/plain", "content-length": "0" }), null);
-  assertRefused(check("POST", { "content-length": "5" }), 415, ["got none"]);
-  assertRefused(check("POST", { "content-type": "text/plain", "content-length": "5" }), 415, [
+    p.checkContentType(new Request("http://127.0.0.1:8080/v0/mode", { method, headers }), LIMITS);
+  assert.equal(await check("GET", { "content-type": "text/plain", "content-length": "5" }), null);
+  assert.equal(await check("POST", {}), null);
+  assert.equal(await check("POST", { "content-type": "text/plain", "content-length": "0" }), null);
+  assertRefused(await check("POST", { "content-length": "5" }), 415, ["got none"]);
+  assertRefused(await check("POST", { "content-type": "text/plain", "content-length": "5" }), 415, [
     "'text/plain'",
   ]);
   assertRefused(
-    check("POST", { "content-type": "text/plain", "transfer-encoding": "chunked" }),
+    await check("POST", { "content-type": "text/plain", "transfer-encoding": "chunked" }),
     415,
     [
       "'text/plain'",
     ],
   );
-  assert.equal(check("POST", { "content-type": "application/json", "content-length": "5" }), null);
+  assert.equal(
+    await check("POST", { "content-type": "application/json", "content-length": "5" }),
+    null,
+  );
+});
+
+Deno.test("RequestPolicy.checkContentType reads an HTTP/2 body that comes without content-length: refused when not JSON and not empty", async () => {
+  const p = policy();
+  // As Deno.serve hands an HTTP/2 POST over: no Host (`:authority`), a body stream.
+  const h2 = (headers: Record<string, string>, body: string) => {
+    // Bytes, not text: a text body would bring a Content-Type of its own.
+    const req = new Request("http://127.0.0.1:8080/v0/mode", {
+      method: "POST",
+      headers,
+      body: new TextEncoder().encode(body),
+    });
+    return { req, refusal: p.checkContentType(req, LIMITS) };
+  };
+  const texted = h2({ "content-type": "text/plain" }, "MANUAL");
+  assertRefused(await texted.refusal, 415, ["'text/plain'"]);
+  assertRefused(await h2({}, "x").refusal, 415, ["got none"]);
+  const empty = h2({}, "");
+  assert.equal(await empty.refusal, null);
+  assert.equal(empty.req.bodyUsed, true, "read to its end");
+  const json = h2({ "content-type": "application/json" }, "{}");
+  assert.equal(await json.refusal, null);
+  assert.equal(json.req.bodyUsed, false, "a JSON body is left to its route");
 });
 
 Deno.test("isJsonContentType accepts application/json with a UTF-8 charset or none", () => {

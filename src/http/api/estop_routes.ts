@@ -1,7 +1,7 @@
 /** POST /v0/estop and POST /v0/estop/clear (docs/http-api.md "E-stop"). */
 import { httpOrigin } from "../audit_http.ts";
 import { okResponse } from "../envelope.ts";
-import { declaresNoBody, readJsonBody } from "../json_body.ts";
+import { type BodyLimits, declaresNoBody, readJsonBody } from "../json_body.ts";
 import { ESTOP_BODY_SCHEMA, IGNORED_BODY_SCHEMA } from "../request_schemas.ts";
 import { type Route, route, type RouteContext } from "../route_table.ts";
 import { sentBeforeStop, STOPPED_REFUSAL } from "../stop_marks.ts";
@@ -12,6 +12,15 @@ import { sentBeforeStop, STOPPED_REFUSAL } from "../stop_marks.ts";
  * itself never waits for the body).
  */
 export const ESTOP_REASON_READ_TIMEOUT_MS = 1000;
+
+/**
+ * `limits` with its read time cut to ESTOP_REASON_READ_TIMEOUT_MS: the bound of every body read
+ * on a priority route (the e-stop's reason, the first bytes the content-type check reads of the
+ * clear's HTTP/2 body), so none holds a priority slot, shared with the e-stop, longer.
+ */
+export function priorityBodyLimits(limits: BodyLimits): BodyLimits {
+  return { ...limits, timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS) };
+}
 
 /** The e-stop routes: priority routes (slots of their own, http_api.ts). */
 export const ESTOP_ROUTES: readonly Route[] = [
@@ -55,11 +64,7 @@ async function estopTrigger(
   // is released, not left unread (not awaited: the latch comes first).
   const noBody = declaresNoBody(req);
   if (noBody) void req.body?.cancel().catch(() => {});
-  const reason = noBody ? undefined : readJsonBody(req, {
-    maxBytes: limits.maxBytes,
-    timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS),
-    clock: limits.clock,
-  }).then(
+  const reason = noBody ? undefined : readJsonBody(req, priorityBodyLimits(limits)).then(
     async (body: unknown) =>
       body !== undefined && await bodyMatches(body)
         ? (body as { reason?: string }).reason
