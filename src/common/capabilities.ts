@@ -12,12 +12,45 @@ export function deviceHandle(providerId: string, deviceId: string): DeviceHandle
 export const QUOTED_DEVICE_ID_CHARS = 64;
 
 /**
- * A device in a log line: `"provider_id/device_id"`, JSON-quoted, the device id (a provider's
- * text) cut to QUOTED_DEVICE_ID_CHARS first, so that a quote, a line break or 10 KB in it can
- * neither forge nor flood the line. Not for keys or API answers: those take deviceHandle.
+ * Longest provider id (configured, of any length) a log line or an answer's reason names; longer
+ * is cut, marked with an ellipsis. Every layer that names a provider (control, safety) cuts it so.
+ */
+export const QUOTED_PROVIDER_ID_CHARS = 128;
+
+/**
+ * A provider id as a log line or an answer's reason names it, unquoted (the operator's configured
+ * id, not a provider's text): cut to QUOTED_PROVIDER_ID_CHARS, so an id of any length makes no
+ * line of that length. Not for keys or ids an answer carries as fields: those keep it whole.
+ */
+export function namedProviderId(providerId: string): string {
+  return providerTextWithin(providerId, QUOTED_PROVIDER_ID_CHARS);
+}
+
+/**
+ * A device id (the provider's text, or configured) a log line or an answer's reason names
+ * unquoted: cut to QUOTED_DEVICE_ID_CHARS, as quoteDeviceHandle cuts it.
+ */
+export function namedDeviceId(deviceId: string): string {
+  return providerTextWithin(deviceId, QUOTED_DEVICE_ID_CHARS);
+}
+
+/**
+ * A device as a log line or an answer's reason names it unquoted, `provider_id/device_id`: the
+ * provider id cut as namedProviderId, the device id as namedDeviceId, each marked with an ellipsis
+ * when cut. The quoted form (a device id a provider chose freely) is quoteDeviceHandle.
+ */
+export function namedDeviceHandle(providerId: string, deviceId: string): string {
+  return `${namedProviderId(providerId)}/${namedDeviceId(deviceId)}`;
+}
+
+/**
+ * A device in a log line: `"provider_id/device_id"`, JSON-quoted, cut as namedDeviceHandle first
+ * (the device id, a provider's text, to QUOTED_DEVICE_ID_CHARS, the provider id to
+ * QUOTED_PROVIDER_ID_CHARS), so that a quote, a line break or 10 KB in it can neither forge nor
+ * flood the line. Not for keys or API answers: those take deviceHandle.
  */
 export function quoteDeviceHandle(providerId: string, deviceId: string): string {
-  return JSON.stringify(`${providerId}/${providerTextWithin(deviceId, QUOTED_DEVICE_ID_CHARS)}`);
+  return JSON.stringify(namedDeviceHandle(providerId, deviceId));
 }
 
 /**

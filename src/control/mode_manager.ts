@@ -40,13 +40,17 @@ import {
   joinCauses,
   latestDate,
   type Logger,
+  MAX_NAMED_IN_WARNING,
+  namedDeviceHandle,
+  namedDeviceId,
+  namedList,
+  namedProviderId,
   neverThrowing,
   onlyDeviceReturns,
   PROVIDER_BACK_WHY,
   type ProviderBackCause,
   providerIdOf,
   providerTextWithin,
-  QUOTED_DEVICE_ID_CHARS,
   quoteProviderTextWithin,
   raceTimeout,
   readClockTwice,
@@ -129,8 +133,9 @@ export const FAULT_HOOKS_ANSWER_WAIT_MS = 10_000;
 export const QUOTED_FAULT_REASON_CHARS = 200;
 
 /**
- * Longest error of a failed hook call (it carries the provider's message) its log line quotes;
- * longer is cut, marked with an ellipsis. The answer (a veto) and the hook_failure event keep it.
+ * Longest error of a failed hook call (it carries the provider's message) its log line quotes
+ * and a veto's reason names; longer is cut, marked with an ellipsis. The answer's and the
+ * hook_failure event's `hook_failures` keep it whole.
  */
 export const QUOTED_HOOK_ERROR_CHARS = 300;
 
@@ -487,11 +492,11 @@ export class ModeManager implements ModeService {
   readonly #deviceReturnLogs = new SpellLogs((providerId) => ({
     log: this.#stopLog,
     firstNote: `its further runs for devices answering again are logged at DEBUG and ` +
-      `counted until FAULT is left or provider ${providerId} itself comes back`,
+      `counted until FAULT is left or provider ${namedProviderId(providerId)} itself comes back`,
     restLevel: "debug",
     recovered: (n) =>
-      `FAULT: provider ${providerId}: hook calls into FAULT made again ${n} time(s) for ` +
-      "devices answering again",
+      `FAULT: provider ${namedProviderId(providerId)}: hook calls into FAULT made again ${n} ` +
+      "time(s) for devices answering again",
   }));
   /** Why FAULT was requested again while a transition leaving FAULT ran its hooks; else null. */
   #faultWhileLeaving: string | null = null;
@@ -1333,10 +1338,12 @@ export class ModeManager implements ModeService {
         `FAULT (${from}->FAULT): a reload since FAULT was entered dropped or changed ` +
           `${dropped.length} ${phase}_transition hook call(s) into FAULT; this stop makes them ` +
           `(${
-            dropped.map(({ call }) =>
-              `${namedDeviceHandle(call.deviceHandle)} ${declaredFunctionLabel(call)}`
+            namedList(
+              dropped.map(({ call }) =>
+                `${namedCallDevice(call.deviceHandle)} ${declaredFunctionLabel(call)}`
+              ),
+              MAX_NAMED_IN_WARNING,
             )
-              .join(", ")
           }), then those in force`,
       );
     }
@@ -1489,9 +1496,9 @@ export class ModeManager implements ModeService {
       // e-stop's securing run of it (Estop #secure).
       if (this.#o.inventory.provider(providerId) !== listed) {
         this.#stopLog.info(
-          `FAULT: provider ${providerId} ${why}, but a configuration reload took it out before ` +
-            `the turn of its hook calls into FAULT (${entry.from}->FAULT): no longer listed, ` +
-            "they are not made again",
+          `FAULT: provider ${namedProviderId(providerId)} ${why}, but a configuration reload ` +
+            `took it out before the turn of its hook calls into FAULT (${entry.from}->FAULT): no ` +
+            "longer listed, they are not made again",
         );
         return;
       }
@@ -1505,14 +1512,14 @@ export class ModeManager implements ModeService {
         if (runs.size > 0) {
           // For a device return the e-stop's own spell says its securing run (once, counted).
           this.#stopLog[deviceReturn ? "debug" : "info"](
-            `FAULT: provider ${providerId} ${why}; the e-stop's ladder made its hook ` +
-              `call(s) into FAULT (${entry.from}->FAULT)`,
+            `FAULT: provider ${namedProviderId(providerId)} ${why}; the e-stop's ladder made ` +
+              `its hook call(s) into FAULT (${entry.from}->FAULT)`,
           );
         }
         return;
       }
-      const line = `FAULT: provider ${providerId} ${why}; making its ${calls.length} hook ` +
-        `call(s) into FAULT (${entry.from}->FAULT) again`;
+      const line = `FAULT: provider ${namedProviderId(providerId)} ${why}; making its ` +
+        `${calls.length} hook call(s) into FAULT (${entry.from}->FAULT) again`;
       if (deviceReturn) this.#deviceReturnLogs.fail(providerId, line);
       else this.#stopLog.warn(line);
       // Counted while they run or wait their turn: a reload stopping the provider waits for them.
@@ -1528,7 +1535,9 @@ export class ModeManager implements ModeService {
         }
       });
     }).catch((err) => {
-      this.#stopLog.error(`FAULT hooks for ${providerId} failed: ${toRuntimeError(err).message}`);
+      this.#stopLog.error(
+        `FAULT hooks for ${namedProviderId(providerId)} failed: ${toRuntimeError(err).message}`,
+      );
     }).finally(() => {
       run.uncounted = 0;
       this.#faultHooksRunning--;
@@ -1837,36 +1846,39 @@ function sameDeclaredCall(a: CallConfig, b: CallConfig): boolean {
   });
 }
 
-/** What names the hook call that failed and why (a veto's reason). */
-function describeHookFailure(f: HookFailure): string {
-  return `${f.phase}_transition hook ${f.hook} call ${f.device_handle} ${f.function} failed: ${f.error}`;
+/**
+ * What names the hook call that failed and why (a veto's reason, answered to the client): its
+ * device cut as namedCallDevice, its error (it carries the provider's message) cut to
+ * QUOTED_HOOK_ERROR_CHARS, so a provider's 20 kB message makes no 20 kB answer. `error` is how
+ * it is written (hookFailureLine quotes it). The event's and the answer's `hook_failures` keep
+ * both whole.
+ */
+function describeHookFailure(
+  f: HookFailure,
+  error = providerTextWithin(f.error, QUOTED_HOOK_ERROR_CHARS),
+): string {
+  return `${f.phase}_transition hook ${f.hook} call ${
+    namedCallDevice(f.device_handle)
+  } ${f.function} failed: ${error}`;
 }
 
 /**
- * The log line of a failed hook call: its device id cut as namedDeviceHandle, its error quoted,
- * cut to QUOTED_HOOK_ERROR_CHARS. The answer's and the event's `hook_failures` keep both whole.
+ * The log line of a failed hook call: as describeHookFailure, its error quoted (cut to
+ * QUOTED_HOOK_ERROR_CHARS), so a line break or a quote in it can neither end nor forge the line.
  */
 function hookFailureLine(f: HookFailure): string {
-  return `${f.phase}_transition hook ${f.hook} call ${
-    namedDeviceHandle(f.device_handle)
-  } ${f.function} failed: ${quoteProviderTextWithin(f.error, QUOTED_HOOK_ERROR_CHARS)}`;
+  return describeHookFailure(f, quoteProviderTextWithin(f.error, QUOTED_HOOK_ERROR_CHARS));
 }
 
 /**
- * A device id (the provider's text, or configured) a FAULT line names unquoted (a device's return):
- * cut to QUOTED_DEVICE_ID_CHARS, as every line naming a device cuts it, marked with an ellipsis.
+ * A hook call's device handle (`provider/device`, configured) as a log line or a veto names it:
+ * namedDeviceHandle of its parts (a handle without a `/` cut as a provider id).
  */
-function namedDeviceId(id: string): string {
-  return providerTextWithin(id, QUOTED_DEVICE_ID_CHARS);
-}
-
-/**
- * A device handle (`provider/device`, a hook call's) a log line names unquoted: its device id cut
- * as namedDeviceId, the provider id as written (as quoteDeviceHandle does).
- */
-function namedDeviceHandle(handle: string): string {
-  const i = handle.indexOf("/");
-  return i < 0 ? handle : `${handle.slice(0, i + 1)}${namedDeviceId(handle.slice(i + 1))}`;
+function namedCallDevice(handle: string): string {
+  const providerId = providerIdOf(handle);
+  return providerId === handle
+    ? namedProviderId(handle)
+    : namedDeviceHandle(providerId, handle.slice(providerId.length + 1));
 }
 
 /** A FAULT reason in a log line: cut to QUOTED_FAULT_REASON_CHARS and JSON-quoted. */

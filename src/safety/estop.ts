@@ -50,7 +50,9 @@ import {
   joinCauses,
   type Logger,
   MAX_NAMED_IN_WARNING,
+  namedDeviceId,
   namedList,
+  namedProviderId,
   neverThrowing,
   onlyDeviceReturns,
   PROVIDER_BACK_WHY,
@@ -58,7 +60,6 @@ import {
   type ProviderBackCauses,
   providerIdOf,
   providerTextWithin,
-  QUOTED_DEVICE_ID_CHARS,
   quoteProviderTextWithin,
   raceTimeout,
   readClockTwice,
@@ -475,22 +476,6 @@ export const ESTOP_LOGGED_CHECK_REASON_CHARS = 300;
 
 /** Providers the re-arm refusal names by id at most (their securing runs); the rest counted. */
 const ARM_REFUSAL_NAMED_PROVIDERS = 5;
-
-/**
- * A provider id in an e-stop log line: cut to ESTOP_QUOTED_NAME_CHARS, unquoted as the other
- * lines naming a provider write it (the operator's configured id, not the provider's text).
- */
-function namedProviderId(id: string): string {
-  return providerTextWithin(id, ESTOP_QUOTED_NAME_CHARS);
-}
-
-/**
- * A device id (the provider's text) an e-stop log line names unquoted (a securing run's device
- * returns): cut to QUOTED_DEVICE_ID_CHARS, as the other lines naming a device cut it.
- */
-function namedDeviceId(id: string): string {
-  return providerTextWithin(id, QUOTED_DEVICE_ID_CHARS);
-}
 
 /** A name in an e-stop log line: cut to ESTOP_QUOTED_NAME_CHARS and JSON-quoted. */
 function quoteName(name: string): string {

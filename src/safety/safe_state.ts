@@ -39,8 +39,9 @@ export type SoftwareSafeState = "none" | "hooks" | "setpoints" | "zero";
 
 /**
  * Longest device handle, function or argument name (the provider's text, when the plan comes from
- * the inventory), provider id or signal id, a log line of the e-stop (its read-back's too) quotes
- * or names; longer is cut, marked with an ellipsis.
+ * the inventory) or signal id, a log line of the e-stop (its read-back's too) quotes or names;
+ * longer is cut, marked with an ellipsis. A provider id alone is cut to QUOTED_PROVIDER_ID_CHARS
+ * (src/common/), as every layer cuts it; a device id alone to QUOTED_DEVICE_ID_CHARS.
  */
 export const ESTOP_QUOTED_NAME_CHARS = 128;
 

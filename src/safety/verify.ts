@@ -20,11 +20,12 @@ import {
   type DeviceCapabilities,
   deviceHandle,
   type Logger,
+  namedDeviceHandle,
+  namedProviderId,
   numericOf,
   parseDeviceHandle,
   providerTextWithin,
   type Quality,
-  QUOTED_DEVICE_ID_CHARS,
   readClockTwice,
   type ReloadStart,
   reloadStartWords,
@@ -209,20 +210,9 @@ export function verificationOutcome(checks: readonly VerificationCheck[]): Verif
 }
 
 /**
- * A device as the read-back's lines name it, `<provider>/<device>`: the provider id (configured,
- * of any length) cut to ESTOP_QUOTED_NAME_CHARS and the device id to QUOTED_DEVICE_ID_CHARS, as
- * the e-stop's lines cut them, each marked with an ellipsis when cut.
- */
-export function namedExpectedDevice(providerId: string, deviceId: string): string {
-  return `${providerTextWithin(providerId, ESTOP_QUOTED_NAME_CHARS)}/${
-    providerTextWithin(deviceId, QUOTED_DEVICE_ID_CHARS)
-  }`;
-}
-
-/**
  * A configured signal path (`<provider>/<device>/<signal>`, as safety.safe_state.expect writes it:
  * the provider id up to the first `/`, the signal id after the last) as a log line names it: the
- * provider and device cut as namedExpectedDevice, the signal id to ESTOP_QUOTED_NAME_CHARS; a path
+ * provider and device cut as namedDeviceHandle, the signal id to ESTOP_QUOTED_NAME_CHARS; a path
  * of another shape cut whole to ESTOP_QUOTED_NAME_CHARS. The check, the answer and the event keep
  * it whole.
  */
@@ -230,7 +220,7 @@ export function namedSignalPath(signal: string): string {
   const first = signal.indexOf("/");
   const last = signal.lastIndexOf("/");
   if (first < 0 || last === first) return providerTextWithin(signal, ESTOP_QUOTED_NAME_CHARS);
-  return `${namedExpectedDevice(signal.slice(0, first), signal.slice(first + 1, last))}/${
+  return `${namedDeviceHandle(signal.slice(0, first), signal.slice(first + 1, last))}/${
     providerTextWithin(signal.slice(last + 1), ESTOP_QUOTED_NAME_CHARS)
   }`;
 }
@@ -245,8 +235,8 @@ async function verifyDevice(
 ): Promise<void> {
   const { providerId, deviceId } = group[0]!;
   // The device as its clock lines name it: the provider id (configured, of any length) and the
-  // device id (configured) cut as the e-stop's lines cut them.
-  const named = namedExpectedDevice(providerId, deviceId);
+  // device id (configured) cut as every line naming a device cuts them.
+  const named = namedDeviceHandle(providerId, deviceId);
   const signalIds = [...new Set(group.map((e) => e.signalId))];
   for (;;) {
     // A clock that fails (null deadline, or no time now): this read is the last, bounded by the
@@ -472,7 +462,9 @@ function whyUnlisted(
 ): string {
   if (provider === undefined) {
     const notRunning = why.whyNotRunning?.(providerId) ?? null;
-    return notRunning === null ? `no provider ${providerId} is configured` : `its ${notRunning}`;
+    return notRunning === null
+      ? `no provider ${namedProviderId(providerId)} is configured`
+      : `its ${notRunning}`;
   }
   const listed = `${listedBefore ? "no longer" : "not"} listed by its provider`;
   if (!provider.available) {
@@ -589,7 +581,7 @@ export function unresolvedExpectations(
     );
     if (!dev) {
       problems.push(
-        `${e.path}: device not found: ${namedExpectedDevice(e.providerId, e.deviceId)}`,
+        `${e.path}: device not found: ${namedDeviceHandle(e.providerId, e.deviceId)}`,
       );
       continue;
     }

@@ -2,10 +2,12 @@
  * The log line of a failed mode-transition hook call quotes the call's error (it carries the
  * provider's message), cut to QUOTED_HOOK_ERROR_CHARS, so that a provider's 100 KB message or a
  * quote in it can neither flood nor forge the line; the hook_failure event keeps the error the call
- * failed with. The plant provider in-process, its call answered with a scripted error.
+ * failed with. A veto's reason (the 409's message) names the error cut to the same bound. The plant
+ * provider in-process, its call answered with a scripted error.
  */
 import assert from "node:assert/strict";
 import { StatusCode } from "../../src/adpp/mod.ts";
+import { RuntimeError } from "../../src/common/mod.ts";
 import { QUOTED_HOOK_ERROR_CHARS } from "../../src/control/mod.ts";
 import type { FakeProvider } from "../helpers/fake_provider.ts";
 import { rig } from "../helpers/rig.ts";
@@ -43,4 +45,42 @@ Deno.test("ModeManager's failed-hook line quotes the call's error, cut to QUOTED
     ),
     lines[0]!.slice(0, 400),
   );
+});
+
+Deno.test("ModeManager's veto names the failed hook call's error, cut to QUOTED_HOOK_ERROR_CHARS, when its provider answers a 20 kB message", async () => {
+  await using r = await rig({
+    providers: [plantProvider("plant")],
+    automation: {
+      enabled: false,
+      manualGatingPolicy: "BLOCK",
+      modeTransitionHooks: {
+        beforeTransition: [
+          hook("MANUAL", "IDLE", [call("plant/plant0", "set_fan", { duty: { double: 0 } })], true),
+        ],
+        afterTransition: [],
+      },
+    },
+  });
+  const message = `bus down ${"M".repeat(20_000)}`;
+  r.provider<FakeProvider>("plant").answer("call", {
+    error: { code: StatusCode.UNAVAILABLE, message },
+  });
+  // The call runs in MANUAL (an actuating call is refused in IDLE): the veto keeps MANUAL.
+  assert.equal(await r.kernel.modes.request("MANUAL"), "MANUAL");
+  const err = await r.kernel.modes.request("IDLE").then(
+    () => assert.fail("the hook vetoes"),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof RuntimeError);
+  assert.equal(err.code, "FAILED_PRECONDITION");
+  const error = "UNAVAILABLE: provider answered UNAVAILABLE: bus down M".padEnd(
+    QUOTED_HOOK_ERROR_CHARS,
+    "M",
+  );
+  assert.equal(
+    err.message,
+    "Mode transition MANUAL -> IDLE vetoed: before_transition hook test.hooks[MANUAL->IDLE] " +
+      `call plant/plant0 set_fan failed: ${error}\u2026`,
+  );
+  assert.equal(r.kernel.modes.current(), "MANUAL");
 });

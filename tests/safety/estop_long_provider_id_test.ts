@@ -1,7 +1,7 @@
 /**
  * Configuration ids have no length bound, and a device id is the provider's text: the e-stop's
  * lines and its re-arm refusal that name a provider or a device cut its id (provider ids to
- * ESTOP_QUOTED_NAME_CHARS, device ids to QUOTED_DEVICE_ID_CHARS, marked with an ellipsis), so a
+ * QUOTED_PROVIDER_ID_CHARS, device ids to QUOTED_DEVICE_ID_CHARS, marked with an ellipsis), so a
  * 10 kB id does not make a 10 kB line. The stop itself is made as usual. In-process: the real
  * Estop over a router that answers the stop's calls at once and holds the securing run's until
  * the test answers them, whose drains do not finish, a provider with a 10 kB id whose device (with
@@ -9,9 +9,9 @@
  */
 import assert from "node:assert/strict";
 import type { ArmCheck, CallRequest, CallRouter } from "../../src/control/mod.ts";
-import { QUOTED_DEVICE_ID_CHARS } from "../../src/common/mod.ts";
+import { QUOTED_DEVICE_ID_CHARS, QUOTED_PROVIDER_ID_CHARS } from "../../src/common/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
-import { Estop, ESTOP_QUOTED_NAME_CHARS, verifySafeState } from "../../src/safety/mod.ts";
+import { Estop, verifySafeState } from "../../src/safety/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { untilTurns } from "../helpers/turns.ts";
 import {
@@ -28,7 +28,7 @@ const LONG_PROVIDER = `p${"x".repeat(10_000)}`;
 /** A device id of 10 kB (the provider's text). */
 const LONG_DEVICE = `d${"y".repeat(10_000)}`;
 /** The provider id as the e-stop's lines name it: cut, with an ellipsis. */
-const CUT_PROVIDER = `${LONG_PROVIDER.slice(0, ESTOP_QUOTED_NAME_CHARS)}\u2026`;
+const CUT_PROVIDER = `${LONG_PROVIDER.slice(0, QUOTED_PROVIDER_ID_CHARS)}\u2026`;
 /** The device id as the e-stop's lines name it: cut, with an ellipsis. */
 const CUT_DEVICE = `${LONG_DEVICE.slice(0, QUOTED_DEVICE_ID_CHARS)}\u2026`;
 /**

@@ -1,14 +1,14 @@
 /**
  * A configured signal path (`<provider>/<device>/<signal>` in safety.safe_state.expect) has no
  * length bound: the read-back's failed-check lines and the start-up "expectation does not resolve"
- * lines cut its parts as the e-stop's lines cut ids (provider and signal id to
- * ESTOP_QUOTED_NAME_CHARS, device id to QUOTED_DEVICE_ID_CHARS, each marked with an ellipsis), so a
+ * lines cut its parts as every line cuts ids (provider id to QUOTED_PROVIDER_ID_CHARS, signal id
+ * to ESTOP_QUOTED_NAME_CHARS, device id to QUOTED_DEVICE_ID_CHARS, each marked with an ellipsis), so a
  * 10 kB id makes no 10 kB line; the answer keeps the path whole. In-process: the real Estop over a
  * router that answers every call at once and a reader that reads the expected signal back as not
  * met; unresolvedExpectations against an inventory that lists none of the long ids.
  */
 import assert from "node:assert/strict";
-import { QUOTED_DEVICE_ID_CHARS } from "../../src/common/mod.ts";
+import { QUOTED_DEVICE_ID_CHARS, QUOTED_PROVIDER_ID_CHARS } from "../../src/common/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import { Estop, ESTOP_QUOTED_NAME_CHARS, unresolvedExpectations } from "../../src/safety/mod.ts";
 import type { FreshRead, FreshReader } from "../../src/state/mod.ts";
@@ -29,7 +29,7 @@ const LONG_DEVICE = `d${"y".repeat(10_000)}`;
 /** A signal id of 10 kB. */
 const LONG_SIGNAL = `s${"z".repeat(10_000)}`;
 /** The path as the lines name it: each part cut, with an ellipsis. */
-const CUT_PATH = `${LONG_PROVIDER.slice(0, ESTOP_QUOTED_NAME_CHARS)}\u2026/` +
+const CUT_PATH = `${LONG_PROVIDER.slice(0, QUOTED_PROVIDER_ID_CHARS)}\u2026/` +
   `${LONG_DEVICE.slice(0, QUOTED_DEVICE_ID_CHARS)}\u2026/` +
   `${LONG_SIGNAL.slice(0, ESTOP_QUOTED_NAME_CHARS)}\u2026`;
 /** Longest line the test lets through: the cut ids and the line's words, far below one id. */
@@ -87,7 +87,7 @@ Deno.test("unresolvedExpectations cuts 10 kB provider, device and signal ids in 
       }],
     }),
   ];
-  const cutDevice = `${LONG_PROVIDER.slice(0, ESTOP_QUOTED_NAME_CHARS)}\u2026/` +
+  const cutDevice = `${LONG_PROVIDER.slice(0, QUOTED_PROVIDER_ID_CHARS)}\u2026/` +
     `${LONG_DEVICE.slice(0, QUOTED_DEVICE_ID_CHARS)}\u2026`;
   const problems = unresolvedExpectations([
     expectation(`${LONG_PROVIDER}/${LONG_DEVICE}x/flag`, { equals: false }, 0),

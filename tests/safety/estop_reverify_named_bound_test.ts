@@ -1,6 +1,6 @@
 /**
  * The lines of a re-verification name its batch's providers bounded (docs/safety.md, "Merged, not
- * re-run"): the first MAX_NAMED_IN_WARNING, each cut to ESTOP_QUOTED_NAME_CHARS, the rest counted
+ * re-run"): the first MAX_NAMED_IN_WARNING, each cut to QUOTED_PROVIDER_ID_CHARS, the rest counted
  * ("and N more"); its audit record keeps every id. A reload that changes the expectations of 25
  * providers while latched reads them back in one batch. In-process: the real Estop over a router
  * that answers every call at once, a reader that reads every expectation back as met, a logger
@@ -9,13 +9,8 @@
 import assert from "node:assert/strict";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
-import {
-  Estop,
-  ESTOP_QUOTED_NAME_CHARS,
-  MAX_NAMED_IN_WARNING,
-  type SafeStateConfig,
-} from "../../src/safety/mod.ts";
-import type { Clock } from "../../src/common/mod.ts";
+import { Estop, MAX_NAMED_IN_WARNING, type SafeStateConfig } from "../../src/safety/mod.ts";
+import { type Clock, QUOTED_PROVIDER_ID_CHARS } from "../../src/common/mod.ts";
 import type { FreshReader } from "../../src/state/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
@@ -31,14 +26,14 @@ import { expectation } from "./_fixture.ts";
 
 const PROVIDERS = MAX_NAMED_IN_WARNING + 5;
 /** The first provider's id is longer than a line names: cut there, whole in the audit record. */
-const LONG_ID = `p00${"x".repeat(ESTOP_QUOTED_NAME_CHARS + 50)}`;
+const LONG_ID = `p00${"x".repeat(QUOTED_PROVIDER_ID_CHARS + 50)}`;
 const IDS = Array.from(
   { length: PROVIDERS },
   (_, i) => i === 0 ? LONG_ID : `p${String(i).padStart(2, "0")}`,
 );
 /** How the lines name the batch: 20 ids, the first cut, then the count of the rest. */
 const NAMED = [
-  `${LONG_ID.slice(0, ESTOP_QUOTED_NAME_CHARS)}\u2026`,
+  `${LONG_ID.slice(0, QUOTED_PROVIDER_ID_CHARS)}\u2026`,
   ...IDS.slice(1, MAX_NAMED_IN_WARNING),
 ].join(", ") + ` and ${PROVIDERS - MAX_NAMED_IN_WARNING} more`;
 const RELOADED = "expectations reloaded while latched";

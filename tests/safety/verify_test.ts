@@ -5,11 +5,12 @@
  * provider (in-process) until every expectation holds or the timeout passes.
  */
 import assert from "node:assert/strict";
-import type {
-  DeviceCapabilities,
-  FunctionCategory,
-  TypedValue,
-  ValueType,
+import {
+  type DeviceCapabilities,
+  type FunctionCategory,
+  QUOTED_PROVIDER_ID_CHARS,
+  type TypedValue,
+  type ValueType,
 } from "../../src/common/mod.ts";
 import type { SafeStateExpectation } from "../../src/config/mod.ts";
 import type { ProviderSummary } from "../../src/state/mod.ts";
@@ -208,6 +209,22 @@ Deno.test("unlistedLadderDevices: ladder devices no provider lists, nor expected
       },
       { device_handle: "ghost/g", reason: "no provider ghost is configured" },
     ],
+  );
+});
+
+Deno.test("unlistedLadderDevices names a provider not configured with its id cut to QUOTED_PROVIDER_ID_CHARS; the handle stays whole", () => {
+  const ghost = `g${"h".repeat(10_000)}`;
+  const [unlisted, ...rest] = unlistedLadderDevices(
+    [],
+    [],
+    [`${ghost}/g`],
+    () => undefined,
+  );
+  assert.deepEqual(rest, []);
+  assert.equal(unlisted!.device_handle, `${ghost}/g`, "the handle (a key) is kept whole");
+  assert.equal(
+    unlisted!.reason,
+    `no provider ${ghost.slice(0, QUOTED_PROVIDER_ID_CHARS)}\u2026 is configured`,
   );
 });
 
