@@ -566,7 +566,8 @@ export class DiskTier {
    * file, oldest first within each. Rows ascend within a file (History writes every open bucket
    * once its time has passed; a row earlier than the one before it begins a new file), so files
    * overlap in time only across a wall clock stepped back: every file whose rows reach into the
-   * range is read, from its first row at or after `sinceMs` (found by bisection). Never throws: a
+   * range is read, from its first row at or after `sinceMs` (found by bisection), up to two rows in
+   * order past `untilMs` (one row's time damaged into the future ends no read). Never throws: a
    * tier that cannot be read (an I/O error, a file where its folder should be) is the tier's
    * trouble, not the question's (the rows read before the failure are given, the rest are not;
    * one WARN until a read succeeds again). Resolves false when it failed so: the answer is partial.
@@ -659,14 +660,24 @@ export class DiskTier {
       }, sinceMs - 1);
       const lines = files.readLinesAt(path, { maxLineBytes: DISK_MAX_ROW_BYTES, startByte });
       const newest = i === numbers.length - 1;
+      // The time of the row just read when past untilMs (null: none). Rows ascend within a file,
+      // whatever their device, so the rest of the file is later (another device's rows too: not
+      // read to the file's end for none of them) -- once the next row is no earlier: one row's
+      // time damaged into the future (a bit flip, a clock jump written to disk) is out of order
+      // with the row after it, and the read goes on past it, else it would end the file's read and
+      // leave out the valid rows after it, unsaid.
+      let past: number | null = null;
       for await (const read of lines) {
         const { text: line, start, terminated } = read;
         // The last line of the newest file without its newline is not a row yet (being written,
         // or torn by a crash until the next write ends it): not given, not counted, read next time.
         if (!terminated && newest) break;
-        // Rows ascend within a file, whatever their device: past untilMs the rest of this file is
-        // later (another device's rows too: not read to the file's end for none of them).
-        if ((rowTime(read) ?? -Infinity) > untilMs) break;
+        const t = rowTime(read);
+        if (t !== null) {
+          if (past !== null && t >= past) break;
+          past = t > untilMs ? t : null;
+          if (past !== null) continue;
+        }
         if (!line.includes(marker)) {
           // Another device's row, or a line torn before its device (a power cut): every row and
           // gap line ends with its object's brace, a torn one not. Counted by whichever question
@@ -680,8 +691,7 @@ export class DiskTier {
           continue;
         }
         if (row.p !== providerId || row.d !== deviceId) continue;
-        if (row.t < sinceMs) continue;
-        if (row.t > untilMs) break; // the rest of this file is later
+        if (row.t < sinceMs || row.t > untilMs) continue; // (a time rowTime did not read)
         const atOpen = this.#endAtOpen;
         each(
           row,
@@ -736,18 +746,23 @@ export class DiskTier {
     return t;
   }
 
+  /**
+   * The earlier of the file's first two row times: a first row whose time was damaged into the
+   * future (#read) is out of order with the row after it, and would have the file left out of
+   * every question before that time.
+   */
   async #firstTime(n: number): Promise<number | null> {
     if (this.#firstT.has(n)) return this.#firstT.get(n)!;
     let first: number | null = null;
+    let rows = 0;
     for await (const line of this.#o.files.readLines(segmentPath(this.#segments, n), 4096)) {
-      const m = /^\{"t":(\d+),/.exec(line);
-      if (m) {
-        first = Number(m[1]);
-        break;
-      }
+      const m = ROW_TIME.exec(line);
+      if (m === null) continue;
+      first = Math.min(first ?? Infinity, Number(m[1]));
+      if (++rows === 2) break;
     }
-    // The current file may still be empty: only a found time is kept.
-    if (first !== null) this.#firstT.set(n, first);
+    // The current file may still be empty or hold one row: only a time of two rows is kept.
+    if (rows === 2) this.#firstT.set(n, first);
     return first;
   }
 }
@@ -766,9 +781,12 @@ function endsLikeRow(line: string): boolean {
   return line.endsWith("}") || line.trimEnd().endsWith("}");
 }
 
+/** A row line's beginning: its bucket start, read without parsing the row. */
+const ROW_TIME = /^\{"t":(\d+),/;
+
 /** The bucket start of a row line, read without parsing it (null: not a row). */
 function rowTime(line: JournalLine): number | null {
-  const m = /^\{"t":(\d+),/.exec(line.text);
+  const m = ROW_TIME.exec(line.text);
   return m ? Number(m[1]) : null;
 }
 

@@ -360,13 +360,6 @@ export class History {
    */
   #seqBase = 0;
   /**
-   * Bucket start of the newest row (by time, not by order) this run handed to the disk tier, of
-   * any device, or -Infinity: a ring made later (a device the sweep let go, picked up again) may
-   * begin behind rows of its device an earlier ring wrote, as a run may begin behind an earlier
-   * run's (#onPolled, priorBucketMs). One number, not one per device.
-   */
-  #newestRowMs = -Infinity;
-  /**
    * Of each device the sweep let go (provider and device id, JSON), the bucket start of the newest
    * row its rings of this run handed to the disk tier: a ring made again for it takes it as its
    * ringsBeforeMs. At most HISTORY_SWEPT_DEVICES_KEPT, the longest let go forgotten first.
@@ -530,7 +523,7 @@ export class History {
         released: null,
         units: new Map(),
         unitChangedMs: -Infinity,
-        priorBucketMs: this.#filesAheadMs(now),
+        priorBucketMs: this.#filesAheadMs(now, ringsBeforeMs),
         madeBucketMs: bucketStart(now, this.#o.config.stepMs),
         ringsBeforeMs,
         newestRowMs: -Infinity,
@@ -692,14 +685,16 @@ export class History {
   }
 
   /**
-   * For a ring made at wall time `now`: the bucket start of the newest row of the files when it is
-   * ahead of `now`'s bucket, else -Infinity. Begun behind rows an earlier run wrote (a board
-   * without a real-time clock) or an earlier ring of this run (a device the sweep let go, picked up
-   * again after the wall clock stepped back): no ring holds their samples, the disk answers them
-   * (#answer). The newest row of any device: rows of this one lie at or before it.
+   * For a ring made at wall time `now`: the bucket start of the newest row of the device's in the
+   * files when it is ahead of `now`'s bucket, else -Infinity. Begun behind rows an earlier run
+   * wrote (a board without a real-time clock) or an earlier ring of this run (a device the sweep
+   * let go, picked up again after the wall clock stepped back): no ring holds their samples, the
+   * disk answers them (#answer). Its earlier rings' rows lie at or before `ringsBeforeMs` (the
+   * device's, not another device's newer rows: a question over it reads no further), an earlier
+   * run's at or before the files' last row at open (of any device: which is not known).
    */
-  #filesAheadMs(now: number): number {
-    const newest = Math.max(this.#newestRowMs, this.#disk?.lastRowAtOpen ?? -Infinity);
+  #filesAheadMs(now: number, ringsBeforeMs: number): number {
+    const newest = Math.max(ringsBeforeMs, this.#disk?.lastRowAtOpen ?? -Infinity);
     return newest > bucketStart(now, this.#o.config.stepMs) ? newest : -Infinity;
   }
 
@@ -913,7 +908,6 @@ export class History {
           rowText(t, e.ring.providerId, e.ring.deviceId, parts, e.ring.startSeq),
           t,
         );
-        if (t > this.#newestRowMs) this.#newestRowMs = t;
         if (t > e.newestRowMs) e.newestRowMs = t;
       }
       e.writtenBucket = t;

@@ -6,38 +6,11 @@
  * History fed by hand on in-memory files whose history folder refuses to open while told to.
  */
 import assert from "node:assert/strict";
-import type { JournalAppendHandle } from "../../src/journal/mod.ts";
 import { DISK_RETRY_MS, type HistoryAnswer } from "../../src/history/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
+import { RefusingFiles } from "./_rig.ts";
 
 const T0 = 1_700_000_000_000;
-
-/** In-memory files whose history folder cannot be made nor written while `refuse` is set. */
-class RefusingFiles extends MemoryFiles {
-  refuse = false;
-  #check(path: string): void {
-    if (this.refuse && path.startsWith("/data/history")) {
-      throw new Deno.errors.PermissionDenied(`read-only file system: ${path}`);
-    }
-  }
-  override ensureDir(path: string): Promise<void> {
-    try {
-      this.#check(path);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return super.ensureDir(path);
-  }
-  override openAppend(path: string): Promise<JournalAppendHandle> {
-    try {
-      this.#check(path);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return super.openAppend(path);
-  }
-}
 
 /** A first run polling `p0/d0` signal x = its second, from `fromS` to `untilS` (excluded). */
 async function firstRun(files: RefusingFiles, fromS: number, untilS: number): Promise<void> {

@@ -7,49 +7,12 @@
  * after the retry). With a manual clock: the retry never comes.
  */
 import assert from "node:assert/strict";
-import type { JournalAppendHandle } from "../../src/journal/mod.ts";
 import { DISK_RETRY_MS, type HistoryPoint } from "../../src/history/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
 import { T0 } from "./_history_helpers.ts";
+import { fold, RefusingFiles } from "./_rig.ts";
 
 const HISTORY = { stepMs: 2000, memorySeconds: 30 };
-
-/** In-memory files whose history folder cannot be made nor written while `refuse` is set. */
-class ReadOnlyFiles extends MemoryFiles {
-  refuse = false;
-  #check(path: string): void {
-    if (this.refuse && path.startsWith("/data/history")) {
-      throw new Deno.errors.PermissionDenied(`read-only file system: ${path}`);
-    }
-  }
-  override ensureDir(path: string): Promise<void> {
-    try {
-      this.#check(path);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return super.ensureDir(path);
-  }
-  override openAppend(path: string): Promise<JournalAppendHandle> {
-    try {
-      this.#check(path);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return super.openAppend(path);
-  }
-}
-
-/** Samples per bucket of `wide` ms, as [bucket start - T0 in s, count], in time order. */
-function fold(times: Iterable<[number, number]>, wide: number): [number, number][] {
-  const out = new Map<number, number>();
-  for (const [t, n] of times) {
-    const b = t - (t % wide);
-    out.set(b, (out.get(b) ?? 0) + n);
-  }
-  return [...out].sort((x, y) => x[0] - y[0]).map(([b, n]) => [b / 1000, n]);
-}
 
 const cases = [
   // Restarted 10 s behind the files' last row (a board without a real-time clock), 12 polls.
@@ -67,7 +30,7 @@ for (const { behind, polls, neither } of cases) {
         `${behind} s behind the earlier run's last poll (${polls} polls; step_ms ${stepMs}): ` +
         `the earlier run's rows answered from the disk, each poll the tiers hold counted once`,
       async () => {
-        const files = new ReadOnlyFiles();
+        const files = new RefusingFiles();
         const polled: number[] = []; // the time of each poll - T0, both runs
         let h = handFedHistory(HISTORY, files);
         h.clock.wall = T0;
@@ -115,8 +78,8 @@ for (const { behind, polls, neither } of cases) {
           );
           const wide = Math.max(stepMs, HISTORY.stepMs);
           assert.deepEqual(
-            fold(points.map((p) => [p.t_ms - T0, p.count]), wide),
-            fold(polled.map((t) => [t, 1]), wide),
+            fold(points.map((p) => [p.t_ms - T0, p.count]), wide, 1000),
+            fold(polled.map((t) => [t, 1]), wide, 1000),
             `each bucket's polls once: ${shown}`,
           );
           // The earlier run's last poll (40 s, value 40) among them: its row, read from the disk.

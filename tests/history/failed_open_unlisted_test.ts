@@ -15,6 +15,7 @@ import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { RealJournalFiles } from "../helpers/journal_files.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { T0 } from "./_history_helpers.ts";
+import { fold } from "./_rig.ts";
 
 const HISTORY = { stepMs: 2000, memorySeconds: 30 };
 
@@ -68,16 +69,6 @@ class LockedFolderFiles extends RealJournalFiles {
     this.#check(path);
     yield* super.readLinesAt(path, options);
   }
-}
-
-/** Samples per bucket of `wide` ms, as [bucket start - T0 in s, count], in time order. */
-function fold(times: Iterable<[number, number]>, wide: number): [number, number][] {
-  const out = new Map<number, number>();
-  for (const [t, n] of times) {
-    const b = t - (t % wide);
-    out.set(b, (out.get(b) ?? 0) + n);
-  }
-  return [...out].sort((x, y) => x[0] - y[0]).map(([b, n]) => [b / 1000, n]);
 }
 
 const cases = [
@@ -170,8 +161,8 @@ for (const { behind, polls, neither } of cases) {
             );
             const wide = Math.max(stepMs, HISTORY.stepMs);
             assert.deepEqual(
-              fold(points.map((p) => [p.t_ms - T0, p.count]), wide),
-              fold(polled.map((t) => [t, 1]), wide),
+              fold(points.map((p) => [p.t_ms - T0, p.count]), wide, 1000),
+              fold(polled.map((t) => [t, 1]), wide, 1000),
               `each bucket's polls once: ${shown}`,
             );
             // The earlier run's last poll (40 s, value 40) among them: its row, read from the disk.

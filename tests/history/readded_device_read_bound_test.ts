@@ -1,10 +1,10 @@
 /**
  * A device swept and picked up again in the same run behind the files (the wall clock stepped back
- * while it was away), then stepped back again within its ring's reach, while another device went
- * on writing rows for minutes: a question over the first device reads the disk only as far as its
- * own earlier ring's rows reach (History's ringsBeforeMs is the device's, not the newest row of
- * any device), not the other device's minutes of rows it would drop -- and its answer counts every
- * poll of it once. With a manual clock; the rows read counted by the files.
+ * while it was away), then stepped back again within its ring's reach or not, while another device
+ * went on writing rows for minutes: a question over the first device reads the disk only as far as
+ * its own earlier ring's rows reach (History's ringsBeforeMs and priorBucketMs are the device's,
+ * not the newest row of any device), not the other device's minutes of rows it would drop -- and
+ * its answer counts every poll of it once. With a manual clock; the rows read counted by the files.
  */
 import assert from "node:assert/strict";
 import type { JournalLine } from "../../src/journal/mod.ts";
@@ -12,6 +12,7 @@ import { HISTORY_SWEEP_EVERY_MS, type HistoryPoint } from "../../src/history/mod
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { MemoryFiles } from "../helpers/memory_files.ts";
 import { T0 } from "./_history_helpers.ts";
+import { fold } from "./_rig.ts";
 
 const HISTORY = { stepMs: 2000, memorySeconds: 30 };
 /** Seconds the device is away while the other goes on: the sweep has let its ring go by then. */
@@ -32,21 +33,14 @@ class CountingFiles extends MemoryFiles {
   }
 }
 
-/** Per bucket of `wide` seconds, the counts of `seconds` ([second, count]), in time order. */
-function fold(seconds: Iterable<[number, number]>, wide: number): [number, number][] {
-  const out = new Map<number, number>();
-  for (const [s, n] of seconds) {
-    const b = s - (s % wide);
-    out.set(b, (out.get(b) ?? 0) + n);
-  }
-  return [...out].sort((x, y) => x[0] - y[0]);
-}
-
-for (const stepMs of [0, 10_000]) {
+for (
+  const [stepMs, backAgain] of [[0, true], [10_000, true], [0, false], [10_000, false]] as const
+) {
   Deno.test(
-    `History.query of a device swept and picked up again behind the files, then stepped back ` +
-      `within its ring's reach, while another device wrote ${AWAY} s of rows (step_ms ` +
-      `${stepMs}): reads the disk only as far as its earlier ring's rows, every poll counted once`,
+    `History.query of a device swept and picked up again behind the files` +
+      `${backAgain ? ", then stepped back within its ring's reach," : ""} while another device ` +
+      `wrote ${AWAY} s of rows (step_ms ${stepMs}): reads the disk only as far as its earlier ` +
+      `ring's rows, every poll counted once`,
     async () => {
       assert.ok(AWAY > HISTORY.memorySeconds + HISTORY_SWEEP_EVERY_MS / 1000, "swept by then");
       const files = new CountingFiles();
@@ -71,8 +65,10 @@ for (const stepMs of [0, 10_000]) {
         assert.equal(h.history.knows("p", "a"), false, "the sweep let it go");
         h.clock.wall = T0 + 10_000; // stepped back while it was away: picked up again at 10 s
         for (let k = 0; k < 6; k++) tick(true, 1000 + k);
-        h.clock.wall -= 3000; // stepped back 3 s, within the ring's reach
-        for (let k = 0; k < 3; k++) tick(true, 2000 + k);
+        if (backAgain) {
+          h.clock.wall -= 3000; // stepped back 3 s, within the ring's reach
+          for (let k = 0; k < 3; k++) tick(true, 2000 + k);
+        }
         await h.history.flushDisk();
         const ask = () =>
           h.history.query({
@@ -99,13 +95,15 @@ for (const stepMs of [0, 10_000]) {
           fold(polled.map((s) => [s, 1]), wide),
           `each bucket's polls once: ${shown}`,
         );
-        // p/a's earlier ring's last row is at 18 s: the read goes no further than the row after
-        // it in each file (20 s, where it stops), not into p/k's rows up to 318 s.
-        const past = files.readTimes.filter((t) => t > T0 + 20_000);
+        // p/a's earlier ring's last row is at 18 s: the read goes no further than the two rows
+        // after it in each file (20 s, and 22 s in order with it, where it stops: DiskTier.read),
+        // not into p/k's rows up to 318 s.
+        const stop = 20_000 + HISTORY.stepMs;
+        const past = files.readTimes.filter((t) => t > T0 + stop);
         assert.equal(
           past.length,
           0,
-          `${files.readTimes.length} rows read, ${past.length} past 20 s (up to ` +
+          `${files.readTimes.length} rows read, ${past.length} past ${stop / 1000} s (up to ` +
             `${(Math.max(...past) - T0) / 1000} s)`,
         );
       } finally {

@@ -6,39 +6,12 @@
  * that worked (restart_behind_step_back_test.ts), with a manual clock.
  */
 import assert from "node:assert/strict";
-import type { JournalAppendHandle } from "../../src/journal/mod.ts";
 import { DISK_RETRY_MS } from "../../src/history/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
 import { T0 } from "./_history_helpers.ts";
+import { RefusingFiles } from "./_rig.ts";
 
 const HISTORY = { stepMs: 2000, memorySeconds: 30 };
-
-/** In-memory files whose history folder cannot be made nor written while `refuse` is set. */
-class RefusingFiles extends MemoryFiles {
-  refuse = false;
-  #check(path: string): void {
-    if (this.refuse && path.startsWith("/data/history")) {
-      throw new Deno.errors.PermissionDenied(`read-only file system: ${path}`);
-    }
-  }
-  override ensureDir(path: string): Promise<void> {
-    try {
-      this.#check(path);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return super.ensureDir(path);
-  }
-  override openAppend(path: string): Promise<JournalAppendHandle> {
-    try {
-      this.#check(path);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return super.openAppend(path);
-  }
-}
 
 const cases = [
   // Restarted 10 s behind (at 30 s of 0..39), 12 polls; no step back since.

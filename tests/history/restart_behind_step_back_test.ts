@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import type { HistoryPoint } from "../../src/history/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { T0 } from "./_history_helpers.ts";
+import { fold } from "./_rig.ts";
 
 const HISTORY = { stepMs: 2000, memorySeconds: 30 };
 
@@ -20,16 +21,6 @@ function perSecond(points: readonly HistoryPoint[]): Map<number, number> {
     out.set(s, (out.get(s) ?? 0) + p.count);
   }
   return out;
-}
-
-/** Per bucket of `wide` seconds, the counts of `seconds` ([second, count]), in time order. */
-function fold(seconds: Iterable<[number, number]>, wide: number): [number, number][] {
-  const out = new Map<number, number>();
-  for (const [s, n] of seconds) {
-    const b = s - (s % wide);
-    out.set(b, (out.get(b) ?? 0) + n);
-  }
-  return [...out].sort((x, y) => x[0] - y[0]);
 }
 
 const cases = [

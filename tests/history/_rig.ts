@@ -1,0 +1,50 @@
+/**
+ * Rigs shared by the history tests over a hand-fed History (tests/helpers/hand_fed_history.ts):
+ * files whose history folder refuses to be made or written (a failed open, a read-only disk), and
+ * per-bucket counts of samples to compare an answer with the polls.
+ */
+import type { JournalAppendHandle } from "../../src/journal/mod.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
+
+/** In-memory files whose history folder cannot be made nor written while `refuse` is set. */
+export class RefusingFiles extends MemoryFiles {
+  refuse = false;
+  #check(path: string): void {
+    if (this.refuse && path.startsWith("/data/history")) {
+      throw new Deno.errors.PermissionDenied(`read-only file system: ${path}`);
+    }
+  }
+  override ensureDir(path: string): Promise<void> {
+    try {
+      this.#check(path);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return super.ensureDir(path);
+  }
+  override openAppend(path: string): Promise<JournalAppendHandle> {
+    try {
+      this.#check(path);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return super.openAppend(path);
+  }
+}
+
+/**
+ * Per bucket of `wide` (in the times' unit), the sum of the counts of `times` ([time, count]), as
+ * [bucket start / `unit`, count] in time order.
+ */
+export function fold(
+  times: Iterable<[number, number]>,
+  wide: number,
+  unit = 1,
+): [number, number][] {
+  const out = new Map<number, number>();
+  for (const [t, n] of times) {
+    const b = t - (t % wide);
+    out.set(b, (out.get(b) ?? 0) + n);
+  }
+  return [...out].sort((x, y) => x[0] - y[0]).map(([b, n]) => [b / unit, n]);
+}
