@@ -55,6 +55,7 @@ import type {
   AutomationStatus,
   AutomationVersion,
   BtRunner,
+  BtRunnerOptions,
   TickScheduler,
 } from "./bt/bt_runner.ts";
 import { DeviceLossLatch, type LossEntry, type ProviderLossEntry } from "./device_loss_latch.ts";
@@ -307,6 +308,11 @@ export interface AutomationEngineOptions {
   readonly readFileAsync?: ReadFileAsyncFn;
   /** Tick scheduling (default: global timers). */
   readonly scheduler?: TickScheduler;
+  /**
+   * Builds the runner of a tree that loaded (default `new BtRunner`): called once per tree built,
+   * at load() and by a reload whose tree changed (unit tests count the builds through it).
+   */
+  readonly newRunner?: (options: BtRunnerOptions) => BtRunner;
 }
 
 /** The kind of value a blackboard port or a signal's reads carry (uint64 counts as int64). */
@@ -367,6 +373,8 @@ export class AutomationEngine {
   #parameterReads: ParameterReads | null = null;
   /** Digest of every file of the loaded tree (includes too); null without one. */
   #contentDigest: string | null = null;
+  /** The files the loaded tree was read from (top-level first, includes too); empty without one. */
+  #treeFiles: readonly string[] = [];
   /**
    * The loaded tree's top-level file as it was read to build it (GET /v0/automation/tree): the
    * tree that runs, not the file on disk an edit or a reload refused in AUTO changed since.
@@ -797,6 +805,7 @@ export class AutomationEngine {
     this.#literalCalls = built.calls;
     this.#writers = built.writers;
     this.#contentDigest = built.contentDigest;
+    this.#treeFiles = built.fileList;
     this.#treeText = built.text;
     this.#runner = built.runner;
     this.#log.info(
@@ -820,6 +829,8 @@ export class AutomationEngine {
     text: string;
     mainTreeId: string | undefined;
     files: number;
+    /** The files read to build it, top-level first (includes too). */
+    fileList: readonly string[];
     /** The verify warnings, one formatted line each. */
     warnings: readonly string[];
   }> {
@@ -840,7 +851,8 @@ export class AutomationEngine {
       this.#warnOf(warnings);
       throw treeLoadError(path, diagnostics);
     }
-    const runner = new BtRunner({
+    const newRunner = this.#o.newRunner ?? ((options) => new BtRunner(options));
+    const runner = newRunner({
       parsed: tree,
       services: this.#services,
       events: this.#o.bus,
@@ -861,6 +873,7 @@ export class AutomationEngine {
       text: tree.texts[0]!,
       mainTreeId: tree.mainTreeId,
       files: tree.files.length,
+      fileList: tree.files,
       warnings,
     };
   }
@@ -919,7 +932,8 @@ export class AutomationEngine {
    * the mode is AUTO ("refused_auto": a running tree is never swapped under the machine); checked
    * again after the load, synchronously with the swap. `read`: the tree's files as already read
    * for this reload (the configuration's checks: readTreeFiles), loaded without reading them
-   * again; absent, they are read here (readFileAsync, else readFile).
+   * again; absent, they are read here (readFileAsync, else readFile). The tree in force (the same
+   * path, every file it was built from read with the same text) is neither parsed nor built again.
    */
   async reloadTree(
     behaviorTree: string | null,
@@ -939,9 +953,16 @@ export class AutomationEngine {
     const readFile = behaviorTree === null
       ? this.#o.readFile
       : (read ?? await this.#reloadReads(behaviorTree));
+    // The tree in force, every file it was built from read again with the same text: nothing it
+    // is built from changed (the engine's services, bus and log are its own), so it is neither
+    // parsed nor built again (a retime keeps it, at the new rate).
+    const unchanged = before !== null && behaviorTree !== null &&
+      await this.#isTreeInForce(behaviorTree, readFile);
     if (this.#o.modes.current() === "AUTO") {
       // A file that does not load is answered with why, as outside AUTO (still not swapped).
-      const next = behaviorTree === null ? null : await this.#digestOf(behaviorTree, readFile);
+      const next = behaviorTree === null || unchanged
+        ? null
+        : await this.#digestOf(behaviorTree, readFile);
       if (next !== null && "error" in next) return { refused_auto: { does_not_load: next.error } };
       const same = behaviorTree === this.#o.behaviorTree && tickRateHz === this.#o.tickRateHz &&
         (next === null || next.digest === this.#contentDigest);
@@ -953,9 +974,10 @@ export class AutomationEngine {
     let writers: readonly EntryWriter[] = [];
     let contentDigest: string | null = null;
     let text: string | null = null;
-    let reads: ParameterReads | null = null;
+    let fileList: readonly string[] = [];
+    let reads: ParameterReads | null = unchanged ? this.#parameterReads : null;
     let warnings: readonly string[] = [];
-    if (behaviorTree !== null) {
+    if (behaviorTree !== null && !unchanged) {
       const built = await this.#buildTree(behaviorTree, tickRateHz, readFile);
       reads = built.parameterReads;
       next = built.runner;
@@ -963,10 +985,12 @@ export class AutomationEngine {
       calls = built.calls;
       writers = built.writers;
       contentDigest = built.contentDigest;
+      fileList = built.fileList;
       text = built.text;
       warnings = built.warnings;
     }
-    const sameTree = behaviorTree === this.#o.behaviorTree && contentDigest === this.#contentDigest;
+    const sameTree = unchanged ||
+      (behaviorTree === this.#o.behaviorTree && contentDigest === this.#contentDigest);
     // The tree in force was warned of when it was loaded: only a new tree (another path, or a file
     // it reads edited) is, whether it is swapped in or refused below.
     if (!sameTree) this.#warnOf(warnings);
@@ -1015,6 +1039,7 @@ export class AutomationEngine {
     this.#literalCalls = calls;
     this.#writers = writers;
     this.#contentDigest = contentDigest;
+    this.#treeFiles = fileList;
     this.#treeText = text;
     // Outages are what the tree's recent calls found: the replaced tree's say nothing of this one
     // (nor do its calls still in flight, when they settle).
@@ -1045,6 +1070,17 @@ export class AutomationEngine {
     parameters: readonly { readonly name: string; readonly type: ParameterConfig["type"] }[],
   ): string[] {
     return (this.#parameterReads?.(declaredOf(parameters)) ?? []).map(formatDiagnostic);
+  }
+
+  /**
+   * Whether the tree at `path`, read through `readFile`, is the tree in force: the same path, and
+   * every file it was built from (includes too) read again with the same text, without parsing
+   * them. A file that cannot be read now answers no (the load then says why).
+   */
+  async #isTreeInForce(path: string, readFile: ReadFileFn): Promise<boolean> {
+    if (path !== this.#o.behaviorTree || this.#contentDigest === null) return false;
+    const { rereadContentDigest } = await import("./bt/mod.ts");
+    return await rereadContentDigest(this.#treeFiles, readFile) === this.#contentDigest;
   }
 
   /**

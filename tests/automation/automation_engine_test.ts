@@ -26,6 +26,7 @@ import {
   MAX_OUTAGE_DATES,
   type TickScheduler,
 } from "../../src/automation/mod.ts";
+import { BtRunner } from "../../src/automation/bt/mod.ts";
 import { ManualClock, memFiles, xmlRoot } from "./bt/_helpers.ts";
 
 const SILENT: Logger = {
@@ -504,6 +505,43 @@ Deno.test("AutomationEngine reloadTree loads the tree again when only a file it 
   const r = await engine.reloadTree(TREE, 10);
   assert.ok(typeof r === "object", `refused with the file's diagnostics, not ${JSON.stringify(r)}`);
   assert.match(r.refused_auto.does_not_load, /common\.xml:\d+:\d+: error: .*'Sleeep'/);
+  engine.stop();
+});
+
+Deno.test("AutomationEngine reloadTree of the tree in force builds nothing; an edited file is built", async () => {
+  const files: Record<string, string> = {
+    [TREE]: xmlRoot(
+      `<include path="common.xml"/><BehaviorTree ID="Main"><SubTree ID="Hold"/></BehaviorTree>`,
+      "Main",
+    ),
+    "/bt/common.xml": xmlRoot(`<BehaviorTree ID="Hold"><Sleep msec="1000"/></BehaviorTree>`),
+  };
+  let builds = 0;
+  const { engine, modes } = setup(SLEEP, {
+    readFile: editable(files),
+    newRunner: (options) => {
+      builds++;
+      return new BtRunner(options);
+    },
+  });
+  await started({ engine, modes }, "MANUAL");
+  assert.equal(builds, 1, "load() builds the tree");
+  const runner = engine.runner;
+  assert.equal(await engine.reloadTree(TREE, 10), "unchanged");
+  assert.equal(builds, 1, "the same files: not built again");
+  assert.equal(await engine.reloadTree(TREE, 20), "retimed");
+  assert.equal(builds, 1, "retimed in place, not built");
+  assert.equal(engine.runner, runner);
+  modes.set("AUTO");
+  assert.equal(await engine.reloadTree(TREE, 20), "unchanged", "in AUTO too");
+  assert.equal(builds, 1);
+  modes.set("MANUAL");
+  // Only the included file is edited: the tree is built again, and swapped in.
+  files["/bt/common.xml"] = xmlRoot(`<BehaviorTree ID="Hold"><Sleep msec="5"/></BehaviorTree>`);
+  assert.equal(await engine.reloadTree(TREE, 20), "replaced");
+  assert.equal(builds, 2);
+  assert.equal(await engine.reloadTree(TREE, 20), "unchanged", "the edited tree is now in force");
+  assert.equal(builds, 2);
   engine.stop();
 });
 

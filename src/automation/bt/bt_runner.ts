@@ -8,8 +8,8 @@ import { type Clock, errorMessage, type Logger } from "../../common/mod.ts";
 import { type GridInterval, gridInterval, RuntimeError } from "../../common/mod.ts";
 import type { EventBus } from "../../events/mod.ts";
 import { buildTree, type BuiltTree } from "./build.ts";
-import type { ParsedTree } from "./parse.ts";
-import type { BtServices } from "./services.ts";
+import { type ParsedTree, readBoth } from "./parse.ts";
+import type { BtServices, ReadFileFn } from "./services.ts";
 import { BtTickError, type NodeStatus } from "./tree_node.ts";
 
 /** Identity of the loaded tree (`automation_version` of GET /v0/automation/status). */
@@ -91,8 +91,35 @@ export async function computeAutomationVersion(parsed: ParsedTree): Promise<Auto
  * of a tree that includes other files (computeAutomationVersion).
  */
 export async function computeTreeContentDigest(parsed: ParsedTree): Promise<string> {
-  const text = JSON.stringify(parsed.files.map((file, i) => [file, parsed.texts[i]]));
+  return await filesContentDigest(parsed.files, parsed.texts);
+}
+
+/** computeTreeContentDigest of the files `files` whose texts are `texts` (same order). */
+async function filesContentDigest(
+  files: readonly string[],
+  texts: readonly string[],
+): Promise<string> {
+  const text = JSON.stringify(files.map((file, i) => [file, texts[i]]));
   return await sha256Hex(new TextEncoder().encode(text));
+}
+
+/**
+ * computeTreeContentDigest of the files `files` (a loaded tree's, includes too) as `readFile` reads
+ * them now, without parsing them; null when one cannot be read. Equal to the digest of the tree
+ * loaded from them when every text is the same: the includes are named by those texts, so the
+ * same texts read the same files.
+ */
+export async function rereadContentDigest(
+  files: readonly string[],
+  readFile: ReadFileFn,
+): Promise<string | null> {
+  let texts: string[];
+  try {
+    texts = files.map((file) => readBoth(readFile, file).text);
+  } catch {
+    return null;
+  }
+  return await filesContentDigest(files, texts);
 }
 
 async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string> {

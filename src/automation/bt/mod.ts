@@ -19,6 +19,7 @@ export {
   BtRunner,
   computeAutomationVersion,
   computeTreeContentDigest,
+  rereadContentDigest,
   STALL_FAILURE_TICKS,
 } from "./bt_runner.ts";
 export type {

@@ -44,7 +44,8 @@ export interface ParsedTree {
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
-function readBoth(readFile: ReadFileFn, path: string): { text: string; bytes: Uint8Array } {
+/** The text and bytes of the file at `path`, read through `readFile` (as the parse reads them). */
+export function readBoth(readFile: ReadFileFn, path: string): { text: string; bytes: Uint8Array } {
   const data = readFile(path);
   if (typeof data === "string") return { text: data, bytes: encoder.encode(data) };
   return { text: decoder.decode(data), bytes: data };

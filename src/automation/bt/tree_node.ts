@@ -107,7 +107,10 @@ export abstract class TreeNode {
       const s = pre ?? this.tick();
       if (s === "IDLE") throw new BtLogicError(`node ${this.path} returned IDLE`);
       this.#checkPostConditions(s);
-      if (s !== "SKIPPED") this.status = s;
+      // SKIPPED is the parent's to know; the node is (back to) IDLE: a control node that set
+      // itself RUNNING to tick children that were all skipped ran nothing, nor runs now (status
+      // current_running_node, and its own pre-conditions are evaluated again next tick).
+      this.status = s === "SKIPPED" ? "IDLE" : s;
       if (s === "FAILURE" && this.children.length === 0) this.env.lastFailedLeaf = this.path;
       return s;
     } catch (err) {

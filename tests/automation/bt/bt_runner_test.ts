@@ -432,6 +432,22 @@ Deno.test("BtRunner does not count SKIPPED root ticks as progress: a job that fa
   runner.stop();
 });
 
+Deno.test("BtRunner names no running node after a tick whose root Sequence skipped every child", async () => {
+  const { runner } = setup(
+    `<BehaviorTree ID="Demo"><Sequence><AlwaysFailure _skipIf="true"/>` +
+      `<CallDevice device_handle="sim0/motor0" function_name="stop" _skipIf="true"/>` +
+      `</Sequence></BehaviorTree>`,
+  );
+  await runner.ready;
+  runner.start();
+  runner.setActive(true);
+  for (let i = 0; i < 2; i++) {
+    equal(runner.tickOnce(), "SKIPPED");
+    equal(runner.status().engine_diagnostics.current_running_node, null, `tick ${i + 1}`);
+  }
+  runner.stop();
+});
+
 Deno.test("BtRunner a root that is always SKIPPED is neither progress nor a stall", async () => {
   const { runner, seen } = setup(
     `<BehaviorTree ID="Demo"><AlwaysFailure _skipIf="true"/></BehaviorTree>`,

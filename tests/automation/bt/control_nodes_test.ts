@@ -191,6 +191,40 @@ Deno.test("BuiltTree haltTree halts only RUNNING nodes, down the tree, and reset
   deepStrictEqual(world.log.slice(1), ["tick a", "tick b", "tick c"]);
 });
 
+Deno.test("ControlNode whose children were all SKIPPED is IDLE: it runs nothing, and the running node is the one that runs", () => {
+  const world = new StubWorld();
+  world.plan("c", "RUNNING");
+  const tree = buildXml(
+    xmlRoot(
+      `<BehaviorTree ID="M"><Parallel success_count="-1">` +
+        `<Sequence><Stub id="a" _skipIf="true"/><Stub id="b" _skipIf="true"/></Sequence>` +
+        `<Stub id="c"/></Parallel></BehaviorTree>`,
+    ),
+    { world },
+  );
+  equal(tree.tickRoot(), "RUNNING");
+  equal(tree.root.children[0]!.status, "IDLE", "the skipped Sequence is not RUNNING");
+  equal(tree.runningPath(), "M/Parallel[0]/Stub[1]", "not the Sequence that ran nothing");
+});
+
+Deno.test("ControlNode whose children were all SKIPPED evaluates its own _skipIf again on the next tick", () => {
+  const world = new StubWorld();
+  const tree = buildXml(
+    xmlRoot(
+      `<BehaviorTree ID="M"><Sequence _skipIf="skip"><Stub id="a" _skipIf="hold"/></Sequence>` +
+        `</BehaviorTree>`,
+    ),
+    { world },
+  );
+  tree.blackboard.set("skip", { type: "bool", value: false });
+  tree.blackboard.set("hold", { type: "bool", value: true });
+  deepStrictEqual([tree.tickRoot(), world.log.splice(0)], ["SKIPPED", []]);
+  tree.blackboard.set("skip", { type: "bool", value: true });
+  tree.blackboard.set("hold", { type: "bool", value: false });
+  // The root is skipped by its own _skipIf: its child, no longer held, is not ticked.
+  deepStrictEqual([tree.tickRoot(), world.log.splice(0)], ["SKIPPED", []]);
+});
+
 Deno.test("ControlNode a finished root restarts from scratch on the next tick", () => {
   const world = new StubWorld();
   world.plan("a", "RUNNING", "SUCCESS");
