@@ -20,6 +20,12 @@ const READ_DELAY_MS = 2000;
 /** Well past READ_DELAY_MS: the read-back is never cut by its own bound here. */
 const VERIFY_TIMEOUT_MS = 8000;
 
+/**
+ * The read-back's bound and rb's timeout_ms where its read is never answered and only the stop may
+ * end it: far past any stop, however loaded the machine, so neither ends it first.
+ */
+const HUNG_READ_BOUND_MS = 120_000;
+
 /** runtime.shutdown_timeout_ms: above READ_DELAY_MS (it caps the stop's wait, below). */
 const SHUTDOWN_TIMEOUT_MS = 10000;
 
@@ -181,10 +187,12 @@ Deno.test("a read-back a second stop signal cut ends with the stop: nothing of i
 });
 
 Deno.test("a read-back the runtime's stop cut says the stop ended it, not the provider's 'closed by the runtime'", async () => {
-  // Its one read is answered READ_DELAY_MS after it is asked: the stop comes before that.
+  // Its one read is never answered (hungReads): only the providers' stop, closing the session
+  // under it, ends it -- however long the stop takes to get there.
   await using r = await estopReadbackRig({
-    ...SLOW_READS,
-    dev0: { reads: [{ out: { v: false } }], delayMs: READ_DELAY_MS, actuate: "ok" },
+    ...hungReads(1000),
+    verifyTimeoutMs: HUNG_READ_BOUND_MS,
+    providerTimeoutMs: HUNG_READ_BOUND_MS,
   });
   const rt = r.kernel;
   const pressed = rt.estop.trigger("pressed just before the shutdown");

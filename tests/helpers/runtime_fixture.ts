@@ -5,6 +5,7 @@
  * run records and audit journaled in a temporary folder), and optionally a real socket server.
  * withRunsFixture: the same API over a never-started Kernel, with a real run registry of its own.
  */
+import assert from "node:assert/strict";
 import type { Clock } from "../../src/common/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
 import { type HttpServerHandle, journalFiles, serveHttp, systemClock } from "../../src/host/mod.ts";
@@ -181,6 +182,11 @@ export interface RunsFixtureOptions {
    * itself): e.g. a folder under a regular file, which the registry cannot create.
    */
   readonly dataDir?: (dir: string) => string | Promise<string>;
+  /**
+   * Whatever the test wrote must replay cleanly: once the registry is shut down, a fresh one over
+   * the same folder starts with no corrupt line and available (default: not checked).
+   */
+  readonly replays?: boolean;
 }
 
 /** What withRunsFixture hands its test: the API, the run registry behind it, the folder. */
@@ -194,7 +200,8 @@ export interface RunsFixture {
 /**
  * Runs `fn` against an HttpApi over a never-started Kernel (no provider process) whose runs
  * service is a real RunRegistry, started, journaling in a fresh temporary folder on the system
- * clock; then closes the API, shuts the registry down and removes the folder, whatever `fn` did.
+ * clock; then closes the API, shuts the registry down (checks its journals replay, with `replays`)
+ * and removes the folder, whatever `fn` did.
  */
 export async function withRunsFixture(
   o: RunsFixtureOptions,
@@ -202,14 +209,17 @@ export async function withRunsFixture(
 ): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: o.prefix });
   try {
-    const runs = new RunRegistry({
-      dataDir: o.dataDir ? await o.dataDir(dir) : dir,
-      runtimeName: o.runtimeName ?? "t",
-      pollingIntervalMs: 100,
-      files: journalFiles,
-      clock: systemClock,
-      logger: testLogger(),
-    });
+    const dataDir = o.dataDir ? await o.dataDir(dir) : dir;
+    const registry = () =>
+      new RunRegistry({
+        dataDir,
+        runtimeName: o.runtimeName ?? "t",
+        pollingIntervalMs: 100,
+        files: journalFiles,
+        clock: systemClock,
+        logger: testLogger(),
+      });
+    const runs = registry();
     await runs.start();
     try {
       const fx = await startHttpFixture({ start: false, services: { runs } });
@@ -220,6 +230,16 @@ export async function withRunsFixture(
       }
     } finally {
       await runs.shutdown();
+    }
+    if (o.replays) {
+      const again = registry();
+      await again.start();
+      try {
+        assert.deepEqual(again.startupReport().corruptLines, []);
+        assert.equal(again.info().available, true);
+      } finally {
+        await again.shutdown();
+      }
     }
   } finally {
     await Deno.remove(dir, { recursive: true });

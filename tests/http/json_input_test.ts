@@ -3,14 +3,12 @@
  * request's mistyped member is a 400 naming it, with nothing opened or written.
  */
 import assert from "node:assert/strict";
-import { journalFiles, systemClock } from "../../src/host/mod.ts";
 import { MAX_JSON_DEPTH } from "../../src/http/mod.ts";
-import { RunRegistry } from "../../src/runs/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
 import {
   type FixtureResponse,
-  type HttpFixture,
+  type RunsFixture,
   startHttpFixture,
+  withRunsFixture,
 } from "../helpers/runtime_fixture.ts";
 
 function assert400(r: FixtureResponse, message: string | RegExp) {
@@ -23,42 +21,15 @@ function assert400(r: FixtureResponse, message: string | RegExp) {
 /** JSON text of an array nested `depth` levels (`[[]]` is 2). */
 const nestedText = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
 
-async function withRuns(
-  fn: (fx: HttpFixture, runs: RunRegistry, dataDir: string) => Promise<void>,
-): Promise<void> {
-  const dataDir = await Deno.makeTempDir({ prefix: "http-json-" });
-  const registry = () =>
-    new RunRegistry({
-      dataDir,
-      runtimeName: "t",
-      pollingIntervalMs: 100,
-      files: journalFiles,
-      clock: systemClock,
-      logger: testLogger(),
-    });
-  const runs = registry();
-  await runs.start();
-  const fx = await startHttpFixture({ start: false, services: { runs } });
-  try {
-    await fn(fx, runs, dataDir);
-  } finally {
-    await fx.close();
-    await runs.shutdown();
-    // Whatever was written must replay cleanly.
-    const again = registry();
-    await again.start();
-    assert.deepEqual(again.startupReport().corruptLines, []);
-    assert.equal(again.info().available, true);
-    await again.shutdown();
-    await Deno.remove(dataDir, { recursive: true });
-  }
-}
+/** withRunsFixture whose journals, whatever was written, must replay cleanly afterwards. */
+const withRuns = (fn: (f: RunsFixture) => Promise<void>) =>
+  withRunsFixture({ prefix: "http-json-", replays: true }, fn);
 
 const DEPTH_MESSAGE =
   `Invalid JSON: nested deeper than ${MAX_JSON_DEPTH} levels (arrays and objects)`;
 
 Deno.test("POST /v0/runs with 4,000 nested arrays in params is 400 and opens nothing", async () => {
-  await withRuns(async (fx, _runs, dataDir) => {
+  await withRuns(async ({ fx, dir: dataDir }) => {
     const body = `{"params":{"p":${nestedText(4000)}}}`;
     assert.ok(body.length < 9000);
     assert400(await fx.request("POST", "/v0/runs", { body }), DEPTH_MESSAGE);
@@ -70,7 +41,7 @@ Deno.test("POST /v0/runs with 4,000 nested arrays in params is 400 and opens not
 });
 
 Deno.test("Every JSON body is bounded to MAX_JSON_DEPTH levels, brackets in strings not counted", async () => {
-  await withRuns(async (fx) => {
+  await withRuns(async ({ fx }) => {
     assert.equal(MAX_JSON_DEPTH, 32);
     // Level 1 is the body object: params at level 2, so 31 more levels fit exactly.
     const fits = await fx.request("POST", "/v0/runs", {
@@ -101,7 +72,7 @@ Deno.test("Every JSON body is bounded to MAX_JSON_DEPTH levels, brackets in stri
 });
 
 Deno.test("POST /v0/runs answers 400 naming a mistyped member and opens nothing", async () => {
-  await withRuns(async (fx, _runs, dataDir) => {
+  await withRuns(async ({ fx, dir: dataDir }) => {
     const cases: Array<[unknown, string]> = [
       [{ params: "x" }, "params: must be a JSON object, got string"],
       [{ params: [1] }, "params: must be a JSON object, got array"],
@@ -135,7 +106,7 @@ Deno.test("POST /v0/runs answers 400 naming a mistyped member and opens nothing"
 });
 
 Deno.test("Run markers, close and event pages answer 400 naming a mistyped member", async () => {
-  await withRuns(async (fx) => {
+  await withRuns(async ({ fx }) => {
     const id = (await fx.request("POST", "/v0/runs")).json.run.run_id;
     const markers: Array<[unknown, string]> = [
       [{}, "type: missing"],
@@ -172,7 +143,7 @@ Deno.test("Run markers, close and event pages answer 400 naming a mistyped membe
 });
 
 Deno.test("limit/offset written as a number that is not a safe integer (1e20, 20 digits, 1.5) are 400 naming the field, on runs and events pages", async () => {
-  await withRuns(async (fx) => {
+  await withRuns(async ({ fx }) => {
     const id = (await fx.request("POST", "/v0/runs", { body: {} })).json.run.run_id;
     for (const path of ["/v0/runs", `/v0/runs/${id}/events`]) {
       for (const field of ["limit", "offset"]) {
@@ -191,7 +162,7 @@ Deno.test("limit/offset written as a number that is not a safe integer (1e20, 20
 });
 
 Deno.test("run params and marker payload refuse an integer JSON parsing would round (beyond 2^53) with a 400 naming it; doubles and exact integers are kept", async () => {
-  await withRuns(async (fx, _runs, dataDir) => {
+  await withRuns(async ({ fx, dir: dataDir }) => {
     assert400(
       await fx.request("POST", "/v0/runs", {
         body: '{"params":{"recipe":{"batch_ids":[1,9007199254740993]}}}',
@@ -219,7 +190,7 @@ Deno.test("run params and marker payload refuse an integer JSON parsing would ro
 });
 
 Deno.test("run params and marker payload refuse a number beyond any double (1e400, -1e400) with a 400 naming it, not store it as null", async () => {
-  await withRuns(async (fx, _runs, dataDir) => {
+  await withRuns(async ({ fx, dir: dataDir }) => {
     assert400(
       await fx.request("POST", "/v0/runs", {
         body: '{"params":{"gain":0.5,"limits":[1,-1e400]}}',
@@ -247,7 +218,7 @@ Deno.test("run params and marker payload refuse a number beyond any double (1e40
 });
 
 Deno.test("run params and marker payload keep a double written with an exponent (6.02e23, 1.7e308) that JSON stores as written, refusing only an integer stored as another", async () => {
-  await withRuns(async (fx, _runs, _dataDir) => {
+  await withRuns(async ({ fx }) => {
     const open = await fx.request("POST", "/v0/runs", {
       body: '{"params":{"avogadro":6.02e23,"top":1.7e308,"planck":6.62607015e-34}}',
     });

@@ -6,12 +6,14 @@
 import assert from "node:assert/strict";
 import { notFound } from "../../src/common/mod.ts";
 import type { EstopResult, EstopStatus } from "../../src/safety/mod.ts";
-import { journalFiles, systemClock } from "../../src/host/mod.ts";
 import type { RunsService, TelemetryService } from "../../src/http/mod.ts";
-import { RunRegistry } from "../../src/runs/mod.ts";
+import type { RunRegistry } from "../../src/runs/mod.ts";
 import type { TelemetryWriter } from "../../src/telemetry/mod.ts";
-import { testLogger } from "../helpers/kernel.ts";
-import { type FixtureResponse, startHttpFixture } from "../helpers/runtime_fixture.ts";
+import {
+  type FixtureResponse,
+  startHttpFixture,
+  withRunsFixture,
+} from "../helpers/runtime_fixture.ts";
 
 const OK = { code: "OK", message: "ok" };
 
@@ -332,18 +334,7 @@ Deno.test("GET /v0/telemetry/status returns the telemetry service's status", asy
 });
 
 Deno.test("/v0/runs* route to the run registry: open, list, get, markers, close", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "http-runs-" });
-  const runs = new RunRegistry({
-    dataDir,
-    runtimeName: "lab1",
-    pollingIntervalMs: 100,
-    files: journalFiles,
-    clock: systemClock,
-    logger: testLogger(),
-  });
-  await runs.start();
-  const fx = await startHttpFixture({ start: false, services: { runs } });
-  try {
+  await withRunsFixture({ prefix: "http-runs-", runtimeName: "lab1" }, async ({ fx }) => {
     const open = await fx.request("POST", "/v0/runs", { body: { experiment_label: "trial-3" } });
     assert.equal(open.status, 200, open.text);
     const run = open.json.run;
@@ -390,11 +381,7 @@ Deno.test("/v0/runs* route to the run registry: open, list, get, markers, close"
     const closed = await fx.request("POST", `/v0/runs/${run.run_id}/close`);
     assert.equal(closed.json.run.state, "closed");
     assert.equal(closed.json.run.close_reason, "operator_stop");
-  } finally {
-    await fx.close();
-    await runs.shutdown();
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("HttpApi answers 500 INTERNAL with the message when a handler throws", async () => {
@@ -419,62 +406,50 @@ Deno.test("HttpApi answers 500 INTERNAL with the message when a handler throws",
 });
 
 Deno.test("GET /v0/runs?before=<run_id> pages newest first without repeating a run when one opens between pages; offset still counts from the newest", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "http-runs-cursor-" });
-  const runs = new RunRegistry({
-    dataDir,
-    runtimeName: "lab1",
-    pollingIntervalMs: 100,
-    files: journalFiles,
-    clock: systemClock,
-    logger: testLogger(),
-  });
-  await runs.start();
-  const fx = await startHttpFixture({ start: false, services: { runs } });
-  const ids = async (path: string) => {
-    const r = await fx.request("GET", path);
-    assert.equal(r.status, 200, r.text);
-    return (r.json.runs as { run_id: string }[]).map((x) => x.run_id);
-  };
-  try {
-    const opened: string[] = [];
-    const openClose = async () => {
-      const { run } = await runs.open({});
-      await runs.close(run.run_id, {});
-      opened.push(run.run_id);
-    };
-    for (let i = 0; i < 4; i++) await openClose();
-    const [r1, r2, r3, r4] = opened;
-    const first = await ids("/v0/runs?limit=2");
-    assert.deepEqual(first, [r4, r3]);
-    await openClose(); // r5 opens between the pages
-    // Offset counts from the newest: the page repeats r3 (documented).
-    assert.deepEqual(await ids("/v0/runs?limit=2&offset=2"), [r3, r2]);
-    // The cursor does not.
-    assert.deepEqual(await ids(`/v0/runs?limit=2&before=${first.at(-1)}`), [r2, r1]);
-    assert.deepEqual(await ids(`/v0/runs?limit=2&before=${r2}&offset=1`), []);
-    assert.deepEqual(await ids(`/v0/runs?before=${r1}`), []);
-    // A cursor naming no kept run (retention removed it): the runs opened before it, by id.
-    assert.deepEqual(await ids(`/v0/runs?before=lab1-00000000000000000000000000`), []);
-    assert.deepEqual(await ids(`/v0/runs?limit=1&before=lab1-ZZZZZZZZZZZZZZZZZZZZZZZZZZ`), [
-      opened[4]!,
-    ]);
-    assertError(
-      await fx.request("GET", "/v0/runs?before=nope"),
-      400,
-      "INVALID_ARGUMENT",
-      /^before: must be a run id/,
-    );
-    // The client's text quoted and cut (before: echoed whole, a line break and all).
-    const long = `x\n${"y".repeat(500)}`;
-    assertError(
-      await fx.request("GET", `/v0/runs?before=${encodeURIComponent(long)}`),
-      400,
-      "INVALID_ARGUMENT",
-      new RegExp(`^before: must be a run id \\(ending with a ULID\\), got "x\\\\ny{78}\u2026"$`),
-    );
-  } finally {
-    await fx.close();
-    await runs.shutdown();
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  await withRunsFixture(
+    { prefix: "http-runs-cursor-", runtimeName: "lab1" },
+    async ({ fx, runs }) => {
+      const ids = async (path: string) => {
+        const r = await fx.request("GET", path);
+        assert.equal(r.status, 200, r.text);
+        return (r.json.runs as { run_id: string }[]).map((x) => x.run_id);
+      };
+      const opened: string[] = [];
+      const openClose = async () => {
+        const { run } = await runs.open({});
+        await runs.close(run.run_id, {});
+        opened.push(run.run_id);
+      };
+      for (let i = 0; i < 4; i++) await openClose();
+      const [r1, r2, r3, r4] = opened;
+      const first = await ids("/v0/runs?limit=2");
+      assert.deepEqual(first, [r4, r3]);
+      await openClose(); // r5 opens between the pages
+      // Offset counts from the newest: the page repeats r3 (documented).
+      assert.deepEqual(await ids("/v0/runs?limit=2&offset=2"), [r3, r2]);
+      // The cursor does not.
+      assert.deepEqual(await ids(`/v0/runs?limit=2&before=${first.at(-1)}`), [r2, r1]);
+      assert.deepEqual(await ids(`/v0/runs?limit=2&before=${r2}&offset=1`), []);
+      assert.deepEqual(await ids(`/v0/runs?before=${r1}`), []);
+      // A cursor naming no kept run (retention removed it): the runs opened before it, by id.
+      assert.deepEqual(await ids(`/v0/runs?before=lab1-00000000000000000000000000`), []);
+      assert.deepEqual(await ids(`/v0/runs?limit=1&before=lab1-ZZZZZZZZZZZZZZZZZZZZZZZZZZ`), [
+        opened[4]!,
+      ]);
+      assertError(
+        await fx.request("GET", "/v0/runs?before=nope"),
+        400,
+        "INVALID_ARGUMENT",
+        /^before: must be a run id/,
+      );
+      // The client's text quoted and cut (before: echoed whole, a line break and all).
+      const long = `x\n${"y".repeat(500)}`;
+      assertError(
+        await fx.request("GET", `/v0/runs?before=${encodeURIComponent(long)}`),
+        400,
+        "INVALID_ARGUMENT",
+        new RegExp(`^before: must be a run id \\(ending with a ULID\\), got "x\\\\ny{78}\u2026"$`),
+      );
+    },
+  );
 });

@@ -346,23 +346,7 @@ class HeldOrFailing extends MemoryFiles {
 }
 
 Deno.test("JournalWriter counts its lines in a JournalLineCount it shares: being written while the write is under way, written once it is, and a failed write's lines never written", async () => {
-  const count = new JournalLineCount();
-  const { log } = capturingLogger({ level: "error" });
-  const files = new HeldOrFailing();
-  await files.ensureDir("/data");
-  const writerOf = (path: string) =>
-    new JournalWriter({
-      files,
-      target: { path },
-      name: path,
-      log,
-      clock: new ManualClock(),
-      maxQueuedLines: 100,
-      syncIntervalMs: 1000,
-      lineCount: count,
-    });
-  const a = writerOf("/data/a.jsonl");
-  const b = writerOf("/data/b.jsonl");
+  const { count, files, a, b } = await countedPair();
   const first = [a.append("1"), a.append("2")];
   await waitFor("a's write under way", () => count.writing === 2);
   assert.deepEqual({ ...count }, { written: 0, writing: 2 });
@@ -384,24 +368,8 @@ Deno.test("JournalWriter counts its lines in a JournalLineCount it shares: being
 
 Deno.test("JournalLineCount.since counts the lines of the writes begun after it, never those of a write under way then, however that write ends", async () => {
   for (const heldFails of [true, false]) {
-    const count = new JournalLineCount();
-    const { log } = capturingLogger({ level: "error" });
-    const files = new HeldOrFailing();
+    const { count, files, a, b } = await countedPair();
     files.heldFails = heldFails;
-    await files.ensureDir("/data");
-    const writerOf = (path: string) =>
-      new JournalWriter({
-        files,
-        target: { path },
-        name: path,
-        log,
-        clock: new ManualClock(),
-        maxQueuedLines: 100,
-        syncIntervalMs: 1000,
-        lineCount: count,
-      });
-    const a = writerOf("/data/a.jsonl");
-    const b = writerOf("/data/b.jsonl");
     const underWay = [a.append("1"), a.append("2"), a.append("3")];
     await waitFor("a's write under way", () => count.writing === 3);
     const since = count.since();
@@ -419,3 +387,26 @@ Deno.test("JournalLineCount.since counts the lines of the writes begun after it,
     await b.close();
   }
 });
+
+/**
+ * Two writers, of /data/a.jsonl (`a`) and /data/b.jsonl (`b`), over the one HeldOrFailing `files`,
+ * counting their lines in the one JournalLineCount `count`.
+ */
+async function countedPair() {
+  const count = new JournalLineCount();
+  const { log } = capturingLogger({ level: "error" });
+  const files = new HeldOrFailing();
+  await files.ensureDir("/data");
+  const writerOf = (path: string) =>
+    new JournalWriter({
+      files,
+      target: { path },
+      name: path,
+      log,
+      clock: new ManualClock(),
+      maxQueuedLines: 100,
+      syncIntervalMs: 1000,
+      lineCount: count,
+    });
+  return { count, files, a: writerOf("/data/a.jsonl"), b: writerOf("/data/b.jsonl") };
+}

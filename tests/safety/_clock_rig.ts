@@ -5,13 +5,13 @@
  * whose return the test announces: also for estop_reload_hooks_running_securing_test.ts and
  * tests/control/mode_provider_back_handed_run_test.ts), a modes port that records FAULT, a clock
  * whose chosen read throws, a logger that keeps its ERROR lines, and the heater-off ladder, with
- * its read-back and a reader that reads it back as met.
+ * its read-back and a reader that reads it back as met; containedEstop, an e-stop over them.
  */
 import type { CallRequest, CallRouter, FaultEntry } from "../../src/control/mod.ts";
 import type { Clock } from "../../src/common/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import type { EstopModes, SafeStateConfig } from "../../src/safety/mod.ts";
+import { Estop, type EstopModes, type SafeStateConfig } from "../../src/safety/mod.ts";
 import type {
   FreshRead,
   FreshReader,
@@ -215,4 +215,22 @@ export function heaterOffHeldReadBack() {
     heldReads: () => held.length,
     answerReads: () => held.splice(0).forEach((answer) => answer()),
   };
+}
+
+/**
+ * The e-stop of the containment tests: what `o` gives, else the rig's own -- a recordingRouter,
+ * plant up (providersUp), no fresh reads (a ladder with no read-back reads nothing), the system
+ * clock, an errorLog logger, a faultRecordingModes port and the heaterOffLadder.
+ */
+export function containedEstop(o: Partial<ConstructorParameters<typeof Estop>[0]> = {}): Estop {
+  return new Estop({
+    router: recordingRouter(),
+    inventory: providersUp(),
+    reads: {} as FreshReader,
+    clock: systemClock,
+    log: errorLog().log,
+    modes: faultRecordingModes().modes,
+    safeState: heaterOffLadder(),
+    ...o,
+  });
 }

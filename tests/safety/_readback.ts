@@ -109,6 +109,8 @@ export interface EstopReadbackOptions {
   readonly shutdownTimeoutMs: number;
   /** safety.verify_timeout_ms. */
   readonly verifyTimeoutMs: number;
+  /** rb's timeout_ms (each request's bound; default readbackProvider's). */
+  readonly providerTimeoutMs?: number;
   /**
    * rb restarted by its supervisor (default: never): restarts enabled, the policy's maxAttempts
    * and backoffMs (one step) those given, else readbackProvider's.
@@ -142,6 +144,7 @@ export async function estopReadbackRig(o: EstopReadbackOptions): Promise<EstopRe
   const logFile = await Deno.makeTempFile({ prefix: o.logPrefix });
   const base = readbackProvider("rb", { dev0: { signals: { out: "bool" }, ...o.dev0 } }, {
     logFile,
+    ...(o.providerTimeoutMs === undefined ? {} : { timeoutMs: o.providerTimeoutMs }),
   });
   const provider: ProviderConfig = o.restart === undefined ? base : {
     ...base,

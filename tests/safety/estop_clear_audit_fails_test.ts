@@ -10,16 +10,8 @@
 import assert from "node:assert/strict";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader } from "../../src/state/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import {
-  faultRecordingModes,
-  heaterOffLadder,
-  providersUp,
-  recordingRouter,
-} from "./_clock_rig.ts";
+import { containedEstop } from "./_clock_rig.ts";
 
 Deno.test("Estop.clear releases the latch and announces it when the audit sink throws on its entry: one ERROR line, its entry lost", async () => {
   const { log, lines } = capturingLogger({ level: "info", now: () => 0 });
@@ -30,14 +22,9 @@ Deno.test("Estop.clear releases the latch and announces it when the audit sink t
   });
   const audited: AuditDecision[] = [];
   const offered: AuditDecision[] = [];
-  const estop = new Estop({
-    router: recordingRouter(),
-    inventory: providersUp("plant"),
-    reads: {} as FreshReader,
-    clock: systemClock,
+  const estop = containedEstop({
     log,
     bus,
-    modes: faultRecordingModes().modes,
     audit: {
       record: (d) => {
         if (d.action !== "estop_clear") return void audited.push(d);
@@ -45,7 +32,6 @@ Deno.test("Estop.clear releases the latch and announces it when the audit sink t
         throw new Error("audit broke");
       },
     },
-    safeState: heaterOffLadder(),
   });
   await estop.trigger("latched for the test");
   assert.equal(estop.status().latched, true);

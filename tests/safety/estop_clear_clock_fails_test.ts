@@ -8,16 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader } from "../../src/state/mod.ts";
-import {
-  errorLog,
-  failingClock,
-  faultRecordingModes,
-  heaterOffLadder,
-  providersUp,
-  recordingRouter,
-} from "./_clock_rig.ts";
+import { containedEstop, errorLog, failingClock } from "./_clock_rig.ts";
 
 /** A latched e-stop whose clock's nowMs throws `times` times once `breakClock()` is called. */
 async function latched(times: number) {
@@ -29,15 +20,10 @@ async function latched(times: number) {
   bus.subscribe(({ event }) => {
     if (event.kind === "estop_change" && !event.latched) releases.push(event);
   });
-  const estop = new Estop({
-    router: recordingRouter(),
-    inventory: providersUp("plant"),
-    reads: {} as FreshReader,
+  const estop = containedEstop({
     clock: c.clock,
     log,
     bus,
-    modes: faultRecordingModes().modes,
-    safeState: heaterOffLadder(),
   });
   await estop.trigger("latched for the test");
   assert.equal(estop.status().latched, true);

@@ -10,15 +10,7 @@
 import assert from "node:assert/strict";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader } from "../../src/state/mod.ts";
-import {
-  failingClock,
-  faultRecordingModes,
-  heaterOffLadder,
-  providersUp,
-  recordingRouter,
-} from "./_clock_rig.ts";
+import { containedEstop, failingClock } from "./_clock_rig.ts";
 
 /** A latched e-stop whose logger throws on WARN and ERROR lines once `broken.on` is set. */
 async function latched() {
@@ -39,15 +31,10 @@ async function latched() {
   bus.subscribe(({ event }) => {
     if (event.kind === "estop_change" && !event.latched) releases.push(event);
   });
-  const estop = new Estop({
-    router: recordingRouter(),
-    inventory: providersUp("plant"),
-    reads: {} as FreshReader,
+  const estop = containedEstop({
     clock: c.clock,
     log,
     bus,
-    modes: faultRecordingModes().modes,
-    safeState: heaterOffLadder(),
   });
   await estop.trigger("latched for the test");
   assert.equal(estop.status().latched, true);

@@ -7,14 +7,11 @@
  */
 import assert from "node:assert/strict";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader } from "../../src/state/mod.ts";
 import {
+  containedEstop,
   errorLog,
   failingClock,
   faultRecordingModes,
-  heaterOffLadder,
-  providersUp,
   recordingRouter,
 } from "./_clock_rig.ts";
 
@@ -29,15 +26,12 @@ function rigWithClock(which: "nowMs" | "monoMs") {
   bus.subscribe(({ event }) => {
     if (event.kind === "estop_change") changes.push(event);
   });
-  const estop = new Estop({
+  const estop = containedEstop({
     router: recordingRouter(made),
-    inventory: providersUp("plant"),
-    reads: {} as FreshReader,
     clock: c.clock,
     log,
     bus,
     modes: m.modes,
-    safeState: heaterOffLadder(),
   });
   return {
     estop,

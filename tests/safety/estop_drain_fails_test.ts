@@ -8,14 +8,12 @@
  * In-process: the real Estop, rung 1 declared (its call needs no device inventory).
  */
 import assert from "node:assert/strict";
-import { systemClock } from "../../src/host/mod.ts";
 import type { CallRouter } from "../../src/control/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader, InventoryReader } from "../../src/state/mod.ts";
+import type { InventoryReader } from "../../src/state/mod.ts";
 import {
+  containedEstop,
   errorLog,
   faultRecordingModes,
-  heaterOffLadder,
   providersUp,
   recordingRouter,
 } from "./_clock_rig.ts";
@@ -23,14 +21,11 @@ import {
 function rig(router: CallRouter, inventory: InventoryReader) {
   const fault = faultRecordingModes();
   const { log, errors } = errorLog();
-  const estop = new Estop({
+  const estop = containedEstop({
     router,
     inventory,
-    reads: {} as FreshReader,
-    clock: systemClock,
     log,
     modes: fault.modes,
-    safeState: heaterOffLadder(),
   });
   return { estop, fault, errors };
 }

@@ -11,16 +11,10 @@
  */
 import assert from "node:assert/strict";
 import { type CallRequest, stopActionWorstCaseMs } from "../../src/control/mod.ts";
-import { DRAIN_MARGIN_MS, Estop, STOP_ACTIONS_WAIT_MAX_MS } from "../../src/safety/mod.ts";
-import type { FreshReader, ProviderSummary } from "../../src/state/mod.ts";
+import { DRAIN_MARGIN_MS, STOP_ACTIONS_WAIT_MAX_MS } from "../../src/safety/mod.ts";
+import type { ProviderSummary } from "../../src/state/mod.ts";
 import { flushMicrotasks, ManualClock, runToSettle } from "../helpers/clock.ts";
-import {
-  errorLog,
-  faultRecordingModes,
-  heaterOffLadder,
-  providersUp,
-  recordingRouter,
-} from "./_clock_rig.ts";
+import { containedEstop, faultRecordingModes, providersUp, recordingRouter } from "./_clock_rig.ts";
 
 /** `plant`'s timeout_ms in providersUp. */
 const PLANT_TIMEOUT_MS = 1000;
@@ -48,14 +42,11 @@ function rig(plantHooksLeft = 0) {
     return answer.promise as ReturnType<typeof router.call>;
   };
   const inventory = providersUp("plant", "other");
-  const estop = new Estop({
+  const estop = containedEstop({
     router,
     inventory,
-    reads: {} as FreshReader,
     clock,
-    log: errorLog().log,
     modes,
-    safeState: heaterOffLadder(),
   });
   const hooksRun = () => (hookCalls = Promise.withResolvers<void>());
   /** Sets `plant`'s timeout_ms. */

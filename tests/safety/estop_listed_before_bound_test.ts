@@ -8,17 +8,11 @@
  */
 import assert from "node:assert/strict";
 import type { DeviceCapabilities } from "../../src/common/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { Estop, MAX_LISTED_BEFORE_DEVICES } from "../../src/safety/mod.ts";
-import type {
-  FreshReader,
-  InventoryListener,
-  InventoryReader,
-  ProviderSummary,
-} from "../../src/state/mod.ts";
+import { MAX_LISTED_BEFORE_DEVICES } from "../../src/safety/mod.ts";
+import type { InventoryListener, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
 import { deviceCapabilities } from "../helpers/capabilities.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { faultRecordingModes, recordingRouter } from "./_clock_rig.ts";
+import { containedEstop } from "./_clock_rig.ts";
 
 /** One actuating device of `providerId`. */
 function actuator(providerId: string, deviceId: string): DeviceCapabilities {
@@ -85,13 +79,9 @@ Deno.test("Estop says once per provider, in a WARN, that it let go of the oldest
   inv.list("ren", "d0");
   inv.list("other", "o0");
   const { log, lines } = capturingLogger({ level: "warn", now: () => 0 });
-  const estop = new Estop({
-    router: recordingRouter(),
+  const estop = containedEstop({
     inventory: inv.reader,
-    reads: {} as FreshReader,
-    clock: systemClock,
     log,
-    modes: faultRecordingModes().modes,
     safeState: { hooks: [], setpoints: [], zeroIsSafe: false, expect: [], verifyTimeoutMs: 100 },
   });
   const warnings = () => lines.filter((l) => l.includes("actuating devices since it was"));

@@ -10,11 +10,11 @@
 import assert from "node:assert/strict";
 import type { ArmCheck, CallRequest, CallRouter } from "../../src/control/mod.ts";
 import { QUOTED_DEVICE_ID_CHARS, QUOTED_PROVIDER_ID_CHARS } from "../../src/common/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { Estop, verifySafeState } from "../../src/safety/mod.ts";
+import { verifySafeState } from "../../src/safety/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { untilTurns } from "../helpers/turns.ts";
 import {
+  containedEstop,
   failingClock,
   faultRecordingModes,
   heaterOffLadder,
@@ -59,11 +59,10 @@ Deno.test("Estop lines and its re-arm refusal cut a 10 kB provider id and device
   modes.addArmCheck = (check) => void (armCheck = check);
   const deviceReturns: ((providerId: string, deviceId: string) => void)[] = [];
   const { log, lines } = capturingLogger({ now: () => 0 });
-  const estop = new Estop({
+  const estop = containedEstop({
     router,
     inventory,
     reads: heaterOffReader().reads,
-    clock: systemClock,
     log,
     modes,
     devices: { onDeviceReturn: (l) => (deviceReturns.push(l), () => {}) },

@@ -9,17 +9,11 @@
  */
 import assert from "node:assert/strict";
 import { QUOTED_DEVICE_ID_CHARS, QUOTED_PROVIDER_ID_CHARS } from "../../src/common/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { Estop, ESTOP_QUOTED_NAME_CHARS, unresolvedExpectations } from "../../src/safety/mod.ts";
+import { ESTOP_QUOTED_NAME_CHARS, unresolvedExpectations } from "../../src/safety/mod.ts";
 import type { FreshRead, FreshReader } from "../../src/state/mod.ts";
 import { deviceCapabilities } from "../helpers/capabilities.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import {
-  faultRecordingModes,
-  heaterOffLadder,
-  providersUp,
-  recordingRouter,
-} from "./_clock_rig.ts";
+import { containedEstop, heaterOffLadder } from "./_clock_rig.ts";
 import { expectation } from "./_fixture.ts";
 
 /** A provider id of 10 kB (no bound in the configuration). */
@@ -46,13 +40,9 @@ Deno.test("Estop's failed-check line of a read-back cuts a 10 kB configured sign
       } as FreshRead),
   };
   const { log, lines } = capturingLogger({ level: "debug", now: () => 0 });
-  const estop = new Estop({
-    router: recordingRouter(),
-    inventory: providersUp("plant"),
+  const estop = containedEstop({
     reads,
-    clock: systemClock,
     log,
-    modes: faultRecordingModes().modes,
     safeState: {
       ...heaterOffLadder(),
       expect: [expectation(path, { equals: false })],

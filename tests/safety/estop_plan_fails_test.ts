@@ -9,10 +9,15 @@
  * provider's device list throws, and a modes port that records FAULT.
  */
 import assert from "node:assert/strict";
-import { systemClock } from "../../src/host/mod.ts";
 import { Estop, type SafeStateConfig } from "../../src/safety/mod.ts";
-import type { FreshReader, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { errorLog, faultRecordingModes, heaterOffLadder, recordingRouter } from "./_clock_rig.ts";
+import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import {
+  containedEstop,
+  errorLog,
+  faultRecordingModes,
+  heaterOffLadder,
+  recordingRouter,
+} from "./_clock_rig.ts";
 import { call } from "./_fixture.ts";
 
 /** Provider plant, up, whose device list throws `inventory port failed` when read. */
@@ -39,11 +44,9 @@ function rig(safeState: SafeStateConfig) {
   const made: string[] = [];
   const fault = faultRecordingModes();
   const { log, errors } = errorLog();
-  const estop = new Estop({
+  const estop = containedEstop({
     router: recordingRouter(made),
     inventory: brokenInventory(),
-    reads: {} as FreshReader,
-    clock: systemClock,
     log,
     modes: fault.modes,
     safeState,

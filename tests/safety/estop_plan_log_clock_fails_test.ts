@@ -14,7 +14,7 @@ import { Estop, PLAN_LOG_INTERVAL_MS, type SafeStateConfig } from "../../src/saf
 import type { FreshReader } from "../../src/state/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { call } from "./_fixture.ts";
-import { failingClock, faultRecordingModes, providersUp, recordingRouter } from "./_clock_rig.ts";
+import { containedEstop, failingClock, providersUp, recordingRouter } from "./_clock_rig.ts";
 
 /** A ladder of one call to plant, `fn`, with no read-back. */
 function ladder(fn: string): SafeStateConfig {
@@ -37,13 +37,10 @@ Deno.test("Estop.reconfigure while latched secures again the provider whose ladd
   let broken = false;
   const { clock, failures } = failingClock({ read: "monoMs", times: Infinity, when: () => broken });
   const { log, lines } = infoLog();
-  const estop = new Estop({
+  const estop = containedEstop({
     router: recordingRouter(made),
-    inventory: providersUp("plant"),
-    reads: {} as FreshReader,
     clock,
     log,
-    modes: faultRecordingModes().modes,
     safeState: ladder("stop_old"),
   });
   try {

@@ -10,14 +10,13 @@
  */
 import assert from "node:assert/strict";
 import type { ArmCheck, AuditDecision } from "../../src/control/mod.ts";
-import { Estop, type EstopResult } from "../../src/safety/mod.ts";
+import { type EstopResult } from "../../src/safety/mod.ts";
 import type { FreshRead, FreshReader } from "../../src/state/mod.ts";
 import { flushMicrotasks, ManualClock, runToSettle, runUntil } from "../helpers/clock.ts";
 import {
-  errorLog,
+  containedEstop,
   faultRecordingModes,
   heaterOffVerifiedLadder,
-  providersUp,
   recordingRouter,
 } from "./_clock_rig.ts";
 
@@ -51,12 +50,10 @@ function rig() {
         samples: new Map([["heater", { value: { type: "bool", bool: true }, quality: "OK" }]]),
       } as FreshRead),
   };
-  const estop = new Estop({
+  const estop = containedEstop({
     router: recordingRouter(made),
-    inventory: providersUp(),
     reads,
     clock,
-    log: errorLog().log,
     modes,
     audit: { record: (d) => void audited.push(d) },
     safeState: { ...heaterOffVerifiedLadder(), verifyTimeoutMs: VERIFY_MS },

@@ -9,10 +9,10 @@
  */
 import assert from "node:assert/strict";
 import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { macrotask, untilTurns } from "../helpers/turns.ts";
 import {
+  containedEstop,
   failingClock,
   faultRecordingModes,
   heaterOffReader,
@@ -39,7 +39,7 @@ function rig() {
   });
   const { log, lines } = capturingLogger({ level: "debug", now: () => 0 });
   const { reads, readBacks } = heaterOffReader();
-  const estop = new Estop({
+  const estop = containedEstop({
     router,
     inventory,
     reads,

@@ -10,12 +10,11 @@
  */
 import assert from "node:assert/strict";
 import type { ArmCheck, CallRequest, CallRouter } from "../../src/control/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { Estop, MAX_NAMED_IN_WARNING } from "../../src/safety/mod.ts";
+import { MAX_NAMED_IN_WARNING } from "../../src/safety/mod.ts";
 import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
 import { untilTurns } from "../helpers/turns.ts";
 import {
-  errorLog,
+  containedEstop,
   faultRecordingModes,
   heaterOffLadder,
   heaterOffReader,
@@ -43,14 +42,11 @@ function rig() {
   const { modes } = faultRecordingModes();
   let armCheck: ArmCheck | null = null;
   modes.addArmCheck = (check) => void (armCheck = check);
-  const estop = new Estop({
+  const estop = containedEstop({
     router,
     inventory,
     reads: heaterOffReader().reads,
-    clock: systemClock,
-    log: errorLog().log,
     modes,
-    safeState: heaterOffLadder(),
   });
   const answerAll = () => held.splice(0).forEach((h) => h.answer());
   return {
@@ -170,12 +166,10 @@ for (const count of [REFUSAL_NAMED, REFUSAL_NAMED + 1, MAX_NAMED_IN_WARNING + 5]
     const { modes } = faultRecordingModes();
     let armCheck: ArmCheck | null = null;
     modes.addArmCheck = (check) => void (armCheck = check);
-    const estop = new Estop({
+    const estop = containedEstop({
       router,
       inventory,
       reads: heaterOffReader().reads,
-      clock: systemClock,
-      log: errorLog().log,
       modes,
       // One hook call per provider: each provider's securing run makes one call.
       safeState: {

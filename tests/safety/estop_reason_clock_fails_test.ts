@@ -10,16 +10,8 @@
  */
 import assert from "node:assert/strict";
 import type { AuditDecision } from "../../src/control/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader } from "../../src/state/mod.ts";
 import { LineLogger } from "../../src/host/mod.ts";
-import {
-  failingClock,
-  faultRecordingModes,
-  heaterOffLadder,
-  providersUp,
-  recordingRouter,
-} from "./_clock_rig.ts";
+import { containedEstop, failingClock } from "./_clock_rig.ts";
 
 /** An e-stop whose clock's monoMs throws (twice: the read and its retry) while `broken` is set. */
 function rig() {
@@ -38,10 +30,7 @@ function rig() {
       if (line.includes("recording the reason failed")) settled.resolve();
     },
   });
-  const estop = new Estop({
-    router: recordingRouter(),
-    inventory: providersUp("plant"),
-    reads: {} as FreshReader,
+  const estop = containedEstop({
     clock,
     log,
     audit: {
@@ -50,8 +39,6 @@ function rig() {
         if (d.function === "reason") settled.resolve();
       },
     },
-    modes: faultRecordingModes().modes,
-    safeState: heaterOffLadder(),
   });
   const told: { reason: Promise<string | null>; cause: string }[] = [];
   estop.onReasonArriving((reason, cause) => told.push({ reason, cause }));

@@ -7,11 +7,10 @@
  * modes port whose ladderReloaded throws, and a logger whose lines throw while the test says so.
  */
 import assert from "node:assert/strict";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
-import { Estop, type SafeStateConfig } from "../../src/safety/mod.ts";
-import type { FreshReader } from "../../src/state/mod.ts";
+import { LineLogger } from "../../src/host/mod.ts";
+import { type SafeStateConfig } from "../../src/safety/mod.ts";
 import { call } from "./_fixture.ts";
-import { faultRecordingModes, providersUp, recordingRouter } from "./_clock_rig.ts";
+import { containedEstop, faultRecordingModes, providersUp, recordingRouter } from "./_clock_rig.ts";
 
 /** A ladder of `calls` (handle, function), no read-back. */
 function ladder(...calls: [string, string][]): SafeStateConfig {
@@ -41,11 +40,9 @@ Deno.test("Estop.reconfigure secures every provider again when ladderReloaded an
     reloaded++;
     throw new Error("modes port failed");
   };
-  const estop = new Estop({
+  const estop = containedEstop({
     router: recordingRouter(made),
     inventory: providersUp("plant", "kiln"),
-    reads: {} as FreshReader,
-    clock: systemClock,
     log,
     modes,
     safeState: ladder(["plant/plant0", "stop_a"]),

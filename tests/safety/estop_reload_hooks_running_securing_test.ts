@@ -11,10 +11,8 @@ import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import { ModeManager } from "../../src/control/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader } from "../../src/state/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
-import { providerComingBack } from "./_clock_rig.ts";
+import { containedEstop, providerComingBack } from "./_clock_rig.ts";
 import { call, fanIntoFault } from "./_fixture.ts";
 import { macrotask, untilTurns } from "../helpers/turns.ts";
 
@@ -43,11 +41,9 @@ Deno.test("Estop: new hook calls into FAULT a reload makes wait for the securing
     manualGatingPolicy: "BLOCK",
     hooks: { beforeTransition: [], afterTransition: [] },
   });
-  const estop = new Estop({
+  const estop = containedEstop({
     router,
     inventory,
-    reads: {} as FreshReader,
-    clock: systemClock,
     log,
     bus,
     modes,

@@ -11,9 +11,8 @@
 import assert from "node:assert/strict";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
 import {
+  containedEstop,
   errorLog,
   faultRecordingModes,
   heaterOffReader,
@@ -41,11 +40,10 @@ Deno.test("Estop contains an audit that throws on a re-verification's entry: one
   const audited: AuditDecision[] = [];
   const offered: AuditDecision[] = [];
   const { reads, readBacks } = heaterOffReader();
-  const estop = new Estop({
+  const estop = containedEstop({
     router: recordingRouter(made),
     inventory,
     reads,
-    clock: systemClock,
     log,
     bus,
     modes,

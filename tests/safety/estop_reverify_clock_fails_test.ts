@@ -12,8 +12,8 @@
 import assert from "node:assert/strict";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
 import {
+  containedEstop,
   errorLog,
   failingClock,
   faultRecordingModes,
@@ -46,7 +46,7 @@ async function latchedThenBack(o: { times: number }) {
   });
   const audited: AuditDecision[] = [];
   const { reads, readBacks } = heaterOffReader();
-  const estop = new Estop({
+  const estop = containedEstop({
     router,
     inventory,
     reads,

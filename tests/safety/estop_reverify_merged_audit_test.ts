@@ -9,17 +9,11 @@
  */
 import assert from "node:assert/strict";
 import type { AuditEntry } from "../../src/audit/mod.ts";
-import { Estop, type SafeStateConfig } from "../../src/safety/mod.ts";
+import { type SafeStateConfig } from "../../src/safety/mod.ts";
 import type { FreshRead, FreshReader } from "../../src/state/mod.ts";
 import { untilTurns } from "../helpers/turns.ts";
 import { withJournaledTrail } from "../audit/_rig.ts";
-import {
-  errorLog,
-  faultRecordingModes,
-  heaterOffLadder,
-  providersUp,
-  recordingRouter,
-} from "./_clock_rig.ts";
+import { containedEstop, heaterOffLadder } from "./_clock_rig.ts";
 import { expectation } from "./_fixture.ts";
 
 /** heaterOffLadder reading plant/plant0/temp back at most `max`; a new list each call. */
@@ -46,13 +40,9 @@ Deno.test("Estop: a re-verification the merge drops still ends with its summary 
           )
         ),
     };
-    const estop = new Estop({
-      router: recordingRouter(),
-      inventory: providersUp("plant"),
+    const estop = containedEstop({
       reads,
       clock,
-      log: errorLog().log,
-      modes: faultRecordingModes().modes,
       safeState: tempAtMost(50),
       audit: trail,
     });

@@ -9,19 +9,13 @@
 import assert from "node:assert/strict";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
-import { Estop, MAX_NAMED_IN_WARNING, type SafeStateConfig } from "../../src/safety/mod.ts";
+import { MAX_NAMED_IN_WARNING, type SafeStateConfig } from "../../src/safety/mod.ts";
 import { type Clock, QUOTED_PROVIDER_ID_CHARS } from "../../src/common/mod.ts";
 import type { FreshReader } from "../../src/state/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { untilTurns } from "../helpers/turns.ts";
-import {
-  failingClock,
-  faultRecordingModes,
-  heaterOffReader,
-  providersUp,
-  recordingRouter,
-} from "./_clock_rig.ts";
+import { containedEstop, failingClock, heaterOffReader, providersUp } from "./_clock_rig.ts";
 import { expectation } from "./_fixture.ts";
 
 const PROVIDERS = MAX_NAMED_IN_WARNING + 5;
@@ -53,13 +47,11 @@ function ladder(device: string): SafeStateConfig {
 async function reverifiedBatch(clock: Clock, beforeReload: () => void = () => {}) {
   const { log, lines } = capturingLogger({ level: "info", now: () => 0 });
   const audited: AuditDecision[] = [];
-  const estop = new Estop({
-    router: recordingRouter(),
+  const estop = containedEstop({
     inventory: providersUp(...IDS),
     reads: heaterOffReader().reads,
     clock,
     log,
-    modes: faultRecordingModes().modes,
     audit: { record: (d) => audited.push(d) },
     safeState: ladder("dev"),
   });
@@ -128,13 +120,11 @@ Deno.test("Estop re-verification merged into a newer stop's read-back names its 
         : met.readFresh(...args),
   };
   const clock = new ManualClock();
-  const estop = new Estop({
-    router: recordingRouter(),
+  const estop = containedEstop({
     inventory: providersUp(...IDS),
     reads,
     clock,
     log,
-    modes: faultRecordingModes().modes,
     safeState: ladder("dev"),
   });
   await estop.trigger("first");

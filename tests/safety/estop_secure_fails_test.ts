@@ -10,10 +10,14 @@
  */
 import assert from "node:assert/strict";
 import type { LatchSecuring } from "../../src/control/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { errorLog, faultRecordingModes, heaterOffLadder, recordingRouter } from "./_clock_rig.ts";
+import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import {
+  containedEstop,
+  errorLog,
+  faultRecordingModes,
+  heaterOffLadder,
+  recordingRouter,
+} from "./_clock_rig.ts";
 import { call } from "./_fixture.ts";
 
 /** Provider plant, up, whose device list throws while `broken.on`; its changes and return told. */
@@ -66,14 +70,11 @@ async function latchedOverBrittle() {
   let latchSecuring: LatchSecuring | undefined;
   modes.setLatchSecuring = (s) => (latchSecuring = s);
   const { log, errors } = errorLog();
-  const estop = new Estop({
+  const estop = containedEstop({
     router: recordingRouter(made),
     inventory,
-    reads: {} as FreshReader,
-    clock: systemClock,
     log,
     modes,
-    safeState: heaterOffLadder(),
   });
   await estop.trigger("test");
   return { estop, made, host, broken, restarted, errors, latchSecuring: () => latchSecuring };

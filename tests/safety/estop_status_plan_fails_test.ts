@@ -8,10 +8,9 @@
  * provider's device list throws.
  */
 import assert from "node:assert/strict";
-import { systemClock } from "../../src/host/mod.ts";
 import { Estop, type SafeStateConfig } from "../../src/safety/mod.ts";
-import type { FreshReader, InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import { errorLog, faultRecordingModes, heaterOffLadder, recordingRouter } from "./_clock_rig.ts";
+import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
+import { containedEstop, heaterOffLadder } from "./_clock_rig.ts";
 
 /** Provider plant, up, whose device list throws `inventory port failed` when read. */
 function brokenInventory(): InventoryReader {
@@ -33,13 +32,8 @@ function brokenInventory(): InventoryReader {
 }
 
 function rig(safeState: SafeStateConfig): Estop {
-  return new Estop({
-    router: recordingRouter(),
+  return containedEstop({
     inventory: brokenInventory(),
-    reads: {} as FreshReader,
-    clock: systemClock,
-    log: errorLog().log,
-    modes: faultRecordingModes().modes,
     safeState,
   });
 }
@@ -78,14 +72,8 @@ Deno.test("Estop.status shows rung none and says the plan failed when the invent
 });
 
 Deno.test("Estop.status has no plan_failed while the plan can be made", () => {
-  const estop = new Estop({
-    router: recordingRouter(),
+  const estop = containedEstop({
     inventory: { ...brokenInventory(), providers: () => [] } as unknown as InventoryReader,
-    reads: {} as FreshReader,
-    clock: systemClock,
-    log: errorLog().log,
-    modes: faultRecordingModes().modes,
-    safeState: heaterOffLadder(),
   });
   const status = estop.status();
   assert.equal(status.software_safe_state, "hooks");

@@ -10,11 +10,11 @@
 import assert from "node:assert/strict";
 import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import { failedPrecondition } from "../../src/common/mod.ts";
-import { LineLogger, systemClock } from "../../src/host/mod.ts";
-import { Estop, type SafeStateConfig } from "../../src/safety/mod.ts";
-import type { FreshReader, InventoryReader } from "../../src/state/mod.ts";
+import { LineLogger } from "../../src/host/mod.ts";
+import { type SafeStateConfig } from "../../src/safety/mod.ts";
+import type { InventoryReader } from "../../src/state/mod.ts";
 import { call } from "./_fixture.ts";
-import { faultRecordingModes, providerComingBack, providersUp } from "./_clock_rig.ts";
+import { containedEstop, providerComingBack, providersUp } from "./_clock_rig.ts";
 
 /** A ladder of calls to plant, `fns` in order, with no read-back. */
 function ladder(...fns: string[]): SafeStateConfig {
@@ -57,13 +57,10 @@ function rig(o: {
       }
     },
   });
-  const estop = new Estop({
+  const estop = containedEstop({
     router,
     inventory: o.inventory ?? providersUp("plant"),
-    reads: {} as FreshReader,
-    clock: systemClock,
     log,
-    modes: faultRecordingModes().modes,
     safeState: ladder(...o.fns),
   });
   return { estop, broken, made };

@@ -8,14 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader } from "../../src/state/mod.ts";
 import {
+  containedEstop,
   errorLog,
   failingClock,
   faultRecordingModes,
-  heaterOffLadder,
-  providersUp,
   recordingRouter,
 } from "./_clock_rig.ts";
 
@@ -34,15 +31,12 @@ function rig(o: { times: number; always?: boolean }) {
   bus.subscribe(({ event }) => {
     if (event.kind === "estop_verification") verifications.push(event);
   });
-  const estop = new Estop({
+  const estop = containedEstop({
     router: recordingRouter(made, () => (armed = true)),
-    inventory: providersUp("plant"),
-    reads: {} as FreshReader,
     clock: c.clock,
     log,
     bus,
     modes: m.modes,
-    safeState: heaterOffLadder(),
   });
   return { estop, made, errors, verifications, failures: c.failures, hooksRun: m.hooksRun };
 }

@@ -8,17 +8,11 @@
  * answers one by one, with the value each is to read.
  */
 import assert from "node:assert/strict";
-import { Estop, type SafeStateConfig } from "../../src/safety/mod.ts";
+import { type SafeStateConfig } from "../../src/safety/mod.ts";
 import type { FreshRead, FreshReader } from "../../src/state/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { untilTurns } from "../helpers/turns.ts";
-import {
-  errorLog,
-  faultRecordingModes,
-  heaterOffLadder,
-  providersUp,
-  recordingRouter,
-} from "./_clock_rig.ts";
+import { containedEstop, heaterOffLadder } from "./_clock_rig.ts";
 import { expectation } from "./_fixture.ts";
 
 /** heaterOffLadder reading plant/plant0/temp back at most `max`; a new list each call. */
@@ -43,13 +37,9 @@ Deno.test("Estop: an older re-verification ending after a newer stop's read-back
         )
       ),
   };
-  const estop = new Estop({
-    router: recordingRouter(),
-    inventory: providersUp("plant"),
+  const estop = containedEstop({
     reads,
     clock,
-    log: errorLog().log,
-    modes: faultRecordingModes().modes,
     safeState: tempAtMost(50),
   });
   const observed = () => estop.status().verification?.checks.map((c) => c.observed);

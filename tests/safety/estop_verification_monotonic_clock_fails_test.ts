@@ -10,8 +10,8 @@
  */
 import assert from "node:assert/strict";
 import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
 import {
+  containedEstop,
   errorLog,
   failingClock,
   faultRecordingModes,
@@ -39,7 +39,7 @@ function rig(o: { times: number }) {
     if (event.kind === "estop_verification") verifications.push(event);
   });
   const { reads, readBacks } = heaterOffReader();
-  const estop = new Estop({
+  const estop = containedEstop({
     router,
     inventory,
     reads,

@@ -8,9 +8,8 @@
 import assert from "node:assert/strict";
 import type { AuditDecision } from "../../src/control/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
 import {
+  containedEstop,
   errorLog,
   faultRecordingModes,
   heaterOffReader,
@@ -34,11 +33,10 @@ Deno.test("Estop answers the trigger and audits a re-verification when publishin
   const { log, errors } = errorLog();
   const audited: AuditDecision[] = [];
   const { reads, readBacks } = heaterOffReader();
-  const estop = new Estop({
+  const estop = containedEstop({
     router: recordingRouter(made),
     inventory,
     reads,
-    clock: systemClock,
     log,
     bus: new VerificationThrowingBus(),
     modes,

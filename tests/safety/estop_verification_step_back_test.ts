@@ -10,14 +10,12 @@
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
 import { withRealTimers } from "../helpers/clock.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import {
-  faultRecordingModes,
+  containedEstop,
   heaterOffReader,
   heaterOffVerifiedLadder,
-  providersUp,
   recordingRouter,
 } from "./_clock_rig.ts";
 
@@ -34,14 +32,12 @@ Deno.test("Estop dates its verification no earlier than the trigger it verifies 
   });
   // NTP steps the wall clock back an hour while the ladder's call is made.
   const router = recordingRouter([], () => (wall = W - 3_600_000));
-  const estop = new Estop({
+  const estop = containedEstop({
     router,
-    inventory: providersUp("plant"),
     reads: heaterOffReader().reads,
     clock: withRealTimers({ nowMs: () => wall, monoMs: () => systemClock.monoMs() }),
     log: testLogger(),
     bus,
-    modes: faultRecordingModes().modes,
     safeState: heaterOffVerifiedLadder(),
   });
   try {

@@ -8,16 +8,9 @@
 import assert from "node:assert/strict";
 import { EventBus } from "../../src/events/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
-import { Estop } from "../../src/safety/mod.ts";
-import type { FreshReader } from "../../src/state/mod.ts";
 import { withRealTimers } from "../helpers/clock.ts";
 import { testLogger } from "../helpers/kernel.ts";
-import {
-  faultRecordingModes,
-  heaterOffLadder,
-  providersUp,
-  recordingRouter,
-} from "./_clock_rig.ts";
+import { containedEstop } from "./_clock_rig.ts";
 
 const W = 1_767_000_000_000;
 
@@ -28,15 +21,10 @@ Deno.test("Estop dates a trigger and a release no earlier than the one before it
   bus.subscribe(({ event }) => {
     if (event.kind === "estop_change") changes.push([event.latched, event.timestamp_ms - W]);
   });
-  const estop = new Estop({
-    router: recordingRouter(),
-    inventory: providersUp("plant"),
-    reads: {} as FreshReader,
+  const estop = containedEstop({
     clock: withRealTimers({ nowMs: () => wall, monoMs: () => systemClock.monoMs() }),
     log: testLogger(),
     bus,
-    modes: faultRecordingModes().modes,
-    safeState: heaterOffLadder(),
   });
   try {
     await estop.trigger("first");
