@@ -316,11 +316,30 @@ export const READ_BACKS_END_AT_STOP_MS = 500;
 /**
  * What a stop keeps of its whole budget (the process's deadline, {@link StopDeadline}) past the
  * providers' own stop (runtime.shutdown_timeout_ms) when it waits for the stop actions still
- * running on them before it stops them (stopActionsShutdownWaitMs): the stages after the
- * providers -- the audit journal's close, the run records, telemetry's last flush with its
- * reserve (TELEMETRY_STOP_RESERVE_MS) and the data_dir lock's release.
+ * running on them before it stops them (stopActionsShutdownWaitMs), and what the providers' stop
+ * itself leaves of it (providersStopBudgetMs): the stages after the providers -- the audit
+ * journal's close, the run records, telemetry's last flush with its reserve
+ * (TELEMETRY_STOP_RESERVE_MS) and the data_dir lock's release.
  */
 export const STOP_ACTIONS_SHUTDOWN_RESERVE_MS = 500;
+
+/**
+ * The budget of a stop's providers' stop (ProviderSession.terminate: stdin closed, then SIGTERM,
+ * then SIGKILL, in shares of it): runtime.shutdown_timeout_ms (`budgetMs`), no more than what the
+ * stop's whole budget (`deadline`) leaves past STOP_ACTIONS_SHUTDOWN_RESERVE_MS -- after a second
+ * stop signal (StopDeadline.hurried) that is little: the process killed the providers then alive,
+ * and one it did not reach (restarted since) is killed within what is left, not after 90 % of
+ * runtime.shutdown_timeout_ms with the process's deadline gone and the journals not closed.
+ * `budgetMs` without a process deadline (a test). Read when the providers' stop begins.
+ */
+export function providersStopBudgetMs(
+  budgetMs: number,
+  deadline: StopDeadline | undefined,
+): number {
+  return deadline === undefined
+    ? budgetMs
+    : Math.min(budgetMs, Math.max(0, deadline.leftMs() - STOP_ACTIONS_SHUTDOWN_RESERVE_MS));
+}
 
 /**
  * The longest wait of a stop, before it stops the providers, for the stop actions still running
@@ -2590,9 +2609,11 @@ export class Kernel {
    * waits before it stops one (Estop.stopActionsSettled: each provider's wait within its own bound
    * and `capMs`, stopActionsShutdownWaitMs); one line when it waited: INFO when they finished, WARN
    * naming those that had not. `hurried` (StopDeadline.hurried) ends the wait at once: the
-   * providers are killed then, and the hurried deadline leaves nothing past their stop. Then, in
-   * what `capMs` leaves, for the read-back of the e-stop's stops under way (Estop.readBackSettled,
-   * its own line: #readBackBeforeStop). Never rejects.
+   * process kills the providers then alive (app/process.ts shutDown; one it did not reach is
+   * stopped within what the hurried deadline leaves: providersStopBudgetMs), and that deadline
+   * leaves nothing past their stop. Then, in what `capMs` leaves, for the read-back of the
+   * e-stop's stops under way (Estop.readBackSettled, its own line: #readBackBeforeStop). Never
+   * rejects.
    */
   async #stopActionsBeforeStop(capMs: number, hurried?: Promise<void>): Promise<void> {
     const ids = this.#config.providers.map((p) => p.id);
@@ -3110,8 +3131,10 @@ export class Kernel {
   }
 
   /**
-   * Stops polling and ends every provider within runtime.shutdown_timeout_ms. Idempotent. During
-   * start() it acts at once: ending the providers ends whatever start-up stage waits on them.
+   * Stops polling and ends every provider within runtime.shutdown_timeout_ms, or within what
+   * `deadline` leaves past STOP_ACTIONS_SHUTDOWN_RESERVE_MS when that is less (a hurried stop:
+   * providersStopBudgetMs). Idempotent. During start() it acts at once: ending the providers
+   * ends whatever start-up stage waits on them.
    * Every stage runs whatever an earlier one did: one that throws is logged (ERROR, naming it) and
    * the stop goes on, so the providers are always stopped and the data_dir lock always released
    * (last); the stop then rejects, naming the stages that failed. `deadline`: the end of the whole
@@ -3338,7 +3361,11 @@ export class Kernel {
     // (its read in flight answered), said before `runtime stopped` -- not at verify_timeout_ms
     // after it, its event and audit entry going nowhere.
     step("e-stop read-backs", () => this.estop.endReadBacks());
-    await stepAsync("providers", () => this.registry.stopAll(budget));
+    // Within what the stop's budget leaves (a hurried one's too): providersStopBudgetMs.
+    await stepAsync(
+      "providers",
+      () => this.registry.stopAll(providersStopBudgetMs(budget, deadline)),
+    );
     await stepAsync("e-stop read-backs", async () => {
       const waitMs = deadline === undefined
         ? READ_BACKS_END_AT_STOP_MS
