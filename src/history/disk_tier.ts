@@ -38,6 +38,7 @@ import {
   type JournalSegments,
   JournalWriter,
   lastKeyed,
+  lastKeyedLines,
   seekAfter,
   segmentNumbers,
   segmentPath,
@@ -148,7 +149,10 @@ export class DiskTier {
   #lastError: string | null = null;
   /** Segment number -> time of its first row (rows ascend within each file). */
   readonly #firstT = new Map<number, number | null>();
-  /** Segment number -> time of its last row, for the files no longer appended to. */
+  /**
+   * Segment number -> the later of the times of its last two rows (#lastTime), for the files no
+   * longer appended to.
+   */
   readonly #lastT = new Map<number, number | null>();
   /**
    * Bucket start of the newest row handed to the writer (at open: the last row of the files). A
@@ -730,18 +734,24 @@ export class DiskTier {
     this.#rowsUnreadable++;
   }
 
+  /**
+   * The later of the file's last two row times (null: no row): a last row whose time was damaged
+   * into the past is out of order with the row before it, and would have the file left out of
+   * every question after that time (#read), or hide a step back of the wall clock at the next
+   * file (#lastStepBack). (One damaged into the future is taken: the file is read, bisected.)
+   */
   async #lastTime(n: number): Promise<number | null> {
     if (this.#lastT.has(n)) return this.#lastT.get(n)!;
     const path = segmentPath(this.#segments, n);
     const files = this.#o.files;
-    const last = await lastKeyed({
+    const last = await lastKeyedLines({
       files,
       path,
       maxLineBytes: DISK_MAX_ROW_BYTES,
       end: await files.fileSize(path),
       key: rowTime,
-    });
-    const t = last?.key ?? null;
+    }, 2);
+    const t = last.length === 0 ? null : Math.max(...last.map((l) => l.key));
     this.#lastT.set(n, t);
     return t;
   }

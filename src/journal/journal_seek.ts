@@ -3,7 +3,9 @@
  * numbers, a time) without reading it from the start: bisection over byte offsets, each probe
  * reading from the middle of the range to the next line that has a key. A seek costs
  * O(log(file size)) probes plus at most SEEK_LINEAR_BYTES read line by line, whatever the length
- * of the file. Lines without a key (corrupt, torn, another record kind) are stepped over.
+ * of the file. Lines without a key (corrupt, torn, another record kind) are stepped over. One
+ * line whose key was damaged (a bit flip, a clock jump written to disk) costs at most itself: a
+ * probe trusts a key at or below the one sought only once the next keyed line's is too.
  */
 import type { JournalFiles, JournalLine } from "./journal_files.ts";
 
@@ -30,21 +32,31 @@ export interface KeyedLine {
 
 /**
  * Byte offset of the first keyed line whose key is greater than `after` (or `end` when there is
- * none), a line start to read on from.
+ * none), a line start to read on from. A line whose key was damaged into the future can only
+ * make it earlier (more lines read on); one damaged into the past is stepped over only as
+ * itself: a probe moves on past a line at or below `after` only when the keyed line after it is
+ * at or below `after` too (else a damaged line in the middle would send the search past the
+ * lines before it that are above `after`, and they would be left out).
  */
 export async function seekAfter(k: KeyedLines, after: number): Promise<number> {
   // Invariants: every keyed line before `lo` has key <= after; no line in [bound, fallback) is
-  // the answer; `fallback` is the best answer found (a line start, or end).
+  // the answer; `fallback` is the best answer found (a line start, or end). (Of the true keys,
+  // one damaged line aside: that line may be left out, nothing else.)
   let lo = 0;
   let bound = k.end;
   let fallback = k.end;
   while (bound - lo > SEEK_LINEAR_BYTES) {
     const mid = lo + Math.floor((bound - lo) / 2);
-    const probe = await firstKeyedFrom(k, mid, fallback);
-    if (probe === null) {
+    const [probe, next] = await keyedFrom(k, mid, fallback, 2);
+    if (probe === undefined) {
       bound = mid;
     } else if (probe.key > after) {
       fallback = probe.line.start;
+      bound = mid;
+    } else if (next === undefined || next.key > after) {
+      // The answer is the next line (or fallback) unless the probe's key is damaged into the
+      // past: then it may be before the probe, so the lines before mid are searched still.
+      if (next !== undefined) fallback = next.line.start;
       bound = mid;
     } else {
       lo = probe.line.end;
@@ -61,32 +73,46 @@ export async function seekAfter(k: KeyedLines, after: number): Promise<number> {
 
 /** The last keyed line before `end`, or null: reads backwards from the end in growing steps. */
 export async function lastKeyed(k: KeyedLines): Promise<KeyedLine | null> {
+  return (await lastKeyedLines(k, 1))[0] ?? null;
+}
+
+/**
+ * The last `count` keyed lines before `end` (fewer when the file holds fewer), oldest first:
+ * reads backwards from the end in growing steps.
+ */
+export async function lastKeyedLines(k: KeyedLines, count: number): Promise<KeyedLine[]> {
   let window = SEEK_LINEAR_BYTES;
   for (;;) {
     const from = Math.max(0, k.end - window);
-    let last: KeyedLine | null = null;
+    const last: KeyedLine[] = [];
     for await (const line of linesFrom(k, from)) {
       if (line.start >= k.end) break;
       const key = k.key(line);
-      if (key !== null) last = { key, line };
+      if (key === null) continue;
+      last.push({ key, line });
+      if (last.length > count) last.shift();
     }
-    if (last !== null || from === 0) return last;
+    if (last.length >= count || from === 0) return last;
     window *= 4;
   }
 }
 
-/** The first keyed line that starts at or after `pos` and before `limit`, or null. */
-async function firstKeyedFrom(
+/** The first `count` keyed lines that start at or after `pos` and before `limit` (fewer: no more). */
+async function keyedFrom(
   k: KeyedLines,
   pos: number,
   limit: number,
-): Promise<KeyedLine | null> {
+  count: number,
+): Promise<KeyedLine[]> {
+  const out: KeyedLine[] = [];
   for await (const line of linesFrom(k, pos)) {
-    if (line.start >= limit) return null;
+    if (line.start >= limit) break;
     const key = k.key(line);
-    if (key !== null) return { key, line };
+    if (key === null) continue;
+    out.push({ key, line });
+    if (out.length === count) break;
   }
-  return null;
+  return out;
 }
 
 /** The whole lines that start at or after `pos` (the rest of a line holding `pos - 1` skipped). */
