@@ -31,6 +31,12 @@ export interface KeyedLine {
 }
 
 /**
+ * Keyed lines a bisection probe reads: the probe's and the next one, so that one line whose key was
+ * damaged into the past cannot send the search past the lines before it (seekAfter).
+ */
+const PROBE_KEYED_LINES = 2;
+
+/**
  * Byte offset of the first keyed line whose key is greater than `after` (or `end` when there is
  * none), a line start to read on from. A line whose key was damaged into the future can only
  * make it earlier (more lines read on); one damaged into the past is stepped over only as
@@ -47,7 +53,7 @@ export async function seekAfter(k: KeyedLines, after: number): Promise<number> {
   let fallback = k.end;
   while (bound - lo > SEEK_LINEAR_BYTES) {
     const mid = lo + Math.floor((bound - lo) / 2);
-    const [probe, next] = await keyedFrom(k, mid, fallback, 2);
+    const [probe, next] = await keyedFrom(k, mid, fallback, PROBE_KEYED_LINES);
     if (probe === undefined) {
       bound = mid;
     } else if (probe.key > after) {
