@@ -4,7 +4,7 @@ import {
   errorMessage,
   providerTextWithin,
   QUOTED_DEVICE_ID_CHARS,
-  quoteProviderTextWithin,
+  quoteDeviceId,
   RuntimeError,
   type StatusCode as RuntimeCode,
   type TimerId,
@@ -68,17 +68,12 @@ export class OtherDeviceAnswerError extends RuntimeError {
     super(
       "INTERNAL",
       `provider answered a ReadSignals of device ${quoteDeviceId(askedDeviceId)} for device ${
-        JSON.stringify(answered)
+        quoteDeviceId(answeredDeviceId)
       }`,
       { details: { answered_device_id: answered } },
     );
     this.answeredDeviceId = answered;
   }
-}
-
-/** A device id in a message: cut to QUOTED_DEVICE_ID_CHARS, JSON-quoted. */
-function quoteDeviceId(deviceId: string): string {
-  return quoteProviderTextWithin(deviceId, QUOTED_DEVICE_ID_CHARS);
 }
 
 /**

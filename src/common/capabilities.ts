@@ -1,4 +1,4 @@
-import { providerTextWithin } from "./provider_text.ts";
+import { providerTextWithin, quoteCutText } from "./provider_text.ts";
 import type { ValueType } from "./typed_value.ts";
 
 /** A device key as `provider_id/device_id`. */
@@ -44,13 +44,22 @@ export function namedDeviceHandle(providerId: string, deviceId: string): string 
 }
 
 /**
- * A device in a log line: `"provider_id/device_id"`, JSON-quoted, cut as namedDeviceHandle first
- * (the device id, a provider's text, to QUOTED_DEVICE_ID_CHARS, the provider id to
- * QUOTED_PROVIDER_ID_CHARS), so that a quote, a line break or 10 KB in it can neither forge nor
- * flood the line. Not for keys or API answers: those take deviceHandle.
+ * A device in a log line: `"provider_id/device_id"`, cut as namedDeviceHandle first (the device
+ * id, a provider's text, to QUOTED_DEVICE_ID_CHARS, the provider id to QUOTED_PROVIDER_ID_CHARS),
+ * then quoted as quoteProviderTextWithin quotes (quoteCutText: JSON, DEL, C1 and U+2028/U+2029
+ * escaped too), so that a quote, a control character or 10 KB in it can neither forge nor flood
+ * the line. Not for keys or API answers: those take deviceHandle.
  */
 export function quoteDeviceHandle(providerId: string, deviceId: string): string {
-  return JSON.stringify(namedDeviceHandle(providerId, deviceId));
+  return quoteCutText(namedDeviceHandle(providerId, deviceId));
+}
+
+/**
+ * A device id alone in a message (its provider named apart): `"device_id"`, cut to
+ * QUOTED_DEVICE_ID_CHARS as namedDeviceId, then quoted as quoteDeviceHandle.
+ */
+export function quoteDeviceId(deviceId: string): string {
+  return quoteCutText(namedDeviceId(deviceId));
 }
 
 /**

@@ -40,6 +40,7 @@ export {
   PROVIDER_TEXT_CHARS,
   providerText,
   providerTextWithin,
+  quoteCutText,
   quoteProviderText,
   quoteProviderTextWithin,
   type ReloadStart,

@@ -38,7 +38,16 @@ export function providerTextWithin(text: string, maxChars: number): string {
  * the quoted text still parses as JSON to the cut text.
  */
 export function quoteProviderTextWithin(text: string, maxChars: number): string {
-  return JSON.stringify(providerTextWithin(text, maxChars)).replace(
+  return quoteCutText(providerTextWithin(text, maxChars));
+}
+
+/**
+ * Text already cut to its bound (namedDeviceHandle's parts, each cut apart) JSON-quoted as
+ * quoteProviderTextWithin quotes it: DEL, the C1 controls and U+2028/U+2029 written `\u007f`-style
+ * too. Only for text its caller has cut: it cuts nothing.
+ */
+export function quoteCutText(text: string): string {
+  return JSON.stringify(text).replace(
     /[\u007f-\u009f\u2028\u2029]/g,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );

@@ -12,6 +12,8 @@ import {
   Histogram,
   invalidArgument,
   type Logger,
+  namedDeviceHandle,
+  namedProviderId,
   neverThrowing,
   notFound,
   quoteDeviceHandle,
@@ -368,7 +370,7 @@ export class CallRouter {
   ): { device: DeviceCapabilities; fn: FunctionSpec } {
     progress.refusedBy = "unknown_provider";
     const host = this.#registry.host(req.providerId);
-    if (!host) throw notFound(`Provider not found: ${req.providerId}`);
+    if (!host) throw notFound(`Provider not found: ${namedProviderId(req.providerId)}`);
     progress.refusedBy = null;
     if (!host.available) {
       // Refused unsent, and still a decision on that function (audited: an e-stop's ladder call
@@ -376,10 +378,12 @@ export class CallRouter {
       // stays 503 whatever the selector names.
       progress.refusedBy = "unavailable";
       progress.fn = this.lastDeclared(req);
-      throw unavailable(`Provider unavailable: ${req.providerId}`);
+      throw unavailable(`Provider unavailable: ${namedProviderId(req.providerId)}`);
     }
     const device = this.#registry.capabilities(req.providerId, req.deviceId);
-    if (!device) throw notFound(`Device not found: ${req.providerId}/${req.deviceId}`);
+    if (!device) {
+      throw notFound(`Device not found: ${namedDeviceHandle(req.providerId, req.deviceId)}`);
+    }
     return { device, fn: this.#select(req, device, progress) };
   }
 
@@ -401,16 +405,20 @@ export class CallRouter {
       progress.refusedBy = "unknown_function";
       fn = device.functions.find((f) => f.functionId === id);
       if (!fn) {
-        throw notFound(`Function not found: ${req.providerId}/${req.deviceId} function_id ${id}`);
+        throw notFound(
+          `Function not found: ${
+            namedDeviceHandle(req.providerId, req.deviceId)
+          } function_id ${id}`,
+        );
       }
       progress.refusedBy = "validation";
       // Both names cut and quoted: the caller's (a client, a tree file, a Sparkplug command) and
       // the provider's.
       if (name && fn.name !== name) {
         throw invalidArgument(
-          `function_id ${id} is ${quoteProviderText(fn.name)}, not ${
-            quoteProviderText(name)
-          } (${req.providerId}/${req.deviceId})`,
+          `function_id ${id} is ${quoteProviderText(fn.name)}, not ${quoteProviderText(name)} (${
+            namedDeviceHandle(req.providerId, req.deviceId)
+          })`,
         );
       }
     } else {
@@ -422,7 +430,9 @@ export class CallRouter {
       // The name is the caller's (a client, a tree file, a Sparkplug command): cut and quoted.
       if (!fn) {
         throw notFound(
-          `Function not found: ${req.providerId}/${req.deviceId} ${quoteProviderText(name)}`,
+          `Function not found: ${namedDeviceHandle(req.providerId, req.deviceId)} ${
+            quoteProviderText(name)
+          }`,
         );
       }
     }
@@ -453,7 +463,9 @@ export class CallRouter {
     if (!now) {
       // As a device its provider does not have at resolve: the device's business, not the caller's.
       progress.refusedBy = "unavailable";
-      throw notFound(`Device not found: ${req.providerId}/${req.deviceId} (${restarted})`);
+      throw notFound(
+        `Device not found: ${namedDeviceHandle(req.providerId, req.deviceId)} (${restarted})`,
+      );
     }
     let selected: FunctionSpec;
     try {
@@ -466,7 +478,11 @@ export class CallRouter {
     if (selected.name !== fn.name) {
       throw new RuntimeError(
         "FAILED_PRECONDITION",
-        `function_id ${req.functionId} of ${req.providerId}/${req.deviceId} is now '${selected.name}', not '${fn.name}' (${restarted})`,
+        `function_id ${req.functionId} of ${
+          namedDeviceHandle(req.providerId, req.deviceId)
+        } is now ${quoteProviderText(selected.name)}, not ${
+          quoteProviderText(fn.name)
+        } (${restarted})`,
       );
     }
     // Actuating or not decides the write ahead (made, or not, before this) and its settling
@@ -475,7 +491,9 @@ export class CallRouter {
       const kind = (actuating: boolean) => actuating ? "actuating" : "read-only";
       throw new RuntimeError(
         "FAILED_PRECONDITION",
-        `'${fn.name}' of ${req.providerId}/${req.deviceId} is now ${kind(selected.actuating)}, ` +
+        `${quoteProviderText(fn.name)} of ${
+          namedDeviceHandle(req.providerId, req.deviceId)
+        } is now ${kind(selected.actuating)}, ` +
           `not ${kind(fn.actuating)} (${restarted})`,
       );
     }

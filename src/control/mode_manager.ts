@@ -50,6 +50,7 @@ import {
   PROVIDER_BACK_WHY,
   type ProviderBackCause,
   providerIdOf,
+  providerText,
   providerTextWithin,
   quoteProviderTextWithin,
   raceTimeout,
@@ -308,7 +309,9 @@ export function vetoingHookProblems(
         problems.push(
           `${hook.path}${atSourcePosition(hook)} vetoes ${transitions.join(" and ")} every ` +
             `time: its call ${call.path}${atSourcePosition(call)} ` +
-            `${call.deviceHandle} ${declaredFunctionLabel(call)} is refused while the mode is ` +
+            `${
+              namedCall(call.deviceHandle, declaredFunctionLabel(call))
+            } is refused while the mode is ` +
             `still ${from} (${why}) and fail_on_error is true; set fail_on_error: false or move ` +
             "the call to after_transition",
         );
@@ -1339,9 +1342,7 @@ export class ModeManager implements ModeService {
           `${dropped.length} ${phase}_transition hook call(s) into FAULT; this stop makes them ` +
           `(${
             namedList(
-              dropped.map(({ call }) =>
-                `${namedCallDevice(call.deviceHandle)} ${declaredFunctionLabel(call)}`
-              ),
+              dropped.map(({ call }) => namedCall(call.deviceHandle, declaredFunctionLabel(call))),
               MAX_NAMED_IN_WARNING,
             )
           }), then those in force`,
@@ -1536,7 +1537,9 @@ export class ModeManager implements ModeService {
       });
     }).catch((err) => {
       this.#stopLog.error(
-        `FAULT hooks for ${namedProviderId(providerId)} failed: ${toRuntimeError(err).message}`,
+        `FAULT hooks for ${namedProviderId(providerId)} failed: ${
+          quoteProviderTextWithin(toRuntimeError(err).message, QUOTED_HOOK_ERROR_CHARS)
+        }`,
       );
     }).finally(() => {
       run.uncounted = 0;
@@ -1848,7 +1851,7 @@ function sameDeclaredCall(a: CallConfig, b: CallConfig): boolean {
 
 /**
  * What names the hook call that failed and why (a veto's reason, answered to the client): its
- * device cut as namedCallDevice, its error (it carries the provider's message) cut to
+ * call named as namedCall, its error (it carries the provider's message) cut to
  * QUOTED_HOOK_ERROR_CHARS, so a provider's 20 kB message makes no 20 kB answer. `error` is how
  * it is written (hookFailureLine quotes it). The event's and the answer's `hook_failures` keep
  * both whole.
@@ -1858,8 +1861,8 @@ function describeHookFailure(
   error = providerTextWithin(f.error, QUOTED_HOOK_ERROR_CHARS),
 ): string {
   return `${f.phase}_transition hook ${f.hook} call ${
-    namedCallDevice(f.device_handle)
-  } ${f.function} failed: ${error}`;
+    namedCall(f.device_handle, f.function)
+  } failed: ${error}`;
 }
 
 /**
@@ -1868,6 +1871,14 @@ function describeHookFailure(
  */
 function hookFailureLine(f: HookFailure): string {
   return describeHookFailure(f, quoteProviderTextWithin(f.error, QUOTED_HOOK_ERROR_CHARS));
+}
+
+/**
+ * A hook call as a log line or a veto names it, `provider/device function`: the device as
+ * namedCallDevice, the function (its configured name, or its id) cut as providerText.
+ */
+function namedCall(handle: string, fn: string): string {
+  return `${namedCallDevice(handle)} ${providerText(fn)}`;
 }
 
 /**

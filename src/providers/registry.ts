@@ -4,6 +4,7 @@ import {
   type DeviceInfo,
   errorMessage,
   type Logger,
+  namedProviderId,
   neverThrowing,
   raceTimeout,
   type ReloadStart,
@@ -276,7 +277,10 @@ export class ProviderRegistry {
    */
   add(config: ProviderConfig): ProviderHost {
     if (this.#hosts.has(config.id)) {
-      throw new RuntimeError("FAILED_PRECONDITION", `Provider already registered: ${config.id}`);
+      throw new RuntimeError(
+        "FAILED_PRECONDITION",
+        `Provider already registered: ${namedProviderId(config.id)}`,
+      );
     }
     const host = new ProviderHost(config, this.#deps);
     const retiredAt = this.#retiredFlipAt.take(config.id);
@@ -288,7 +292,9 @@ export class ProviderRegistry {
       this.#takeOut(config.id);
       throw new RuntimeError(
         "INTERNAL",
-        `Provider ${config.id} not registered: a host listener failed: ${errorMessage(err)}`,
+        `Provider ${namedProviderId(config.id)} not registered: a host listener failed: ${
+          errorMessage(err)
+        }`,
         { cause: err },
       );
     }
@@ -328,7 +334,9 @@ export class ProviderRegistry {
         l(host);
       } catch (err) {
         this.#lines.error(
-          `provider ${providerId} removed: a host-removed listener failed: ${errorMessage(err)}`,
+          `provider ${namedProviderId(providerId)} removed: a host-removed listener failed: ${
+            errorMessage(err)
+          }`,
         );
       }
     }
@@ -371,7 +379,9 @@ export class ProviderRegistry {
         l(providerId);
       } catch (err) {
         this.#lines.error(
-          `provider ${providerId} ${what}: a listener failed: ${errorMessage(err)}`,
+          `provider ${namedProviderId(providerId)} ${what}: a listener failed: ${
+            errorMessage(err)
+          }`,
         );
       }
     }
@@ -634,7 +644,9 @@ export class ProviderRegistry {
    */
   startFailureText(providerId: string): string | null {
     const failure = this.startFailure(providerId);
-    return failure === null ? null : `provider ${providerId} ${startFailureWords(failure)}`;
+    return failure === null
+      ? null
+      : `provider ${namedProviderId(providerId)} ${startFailureWords(failure)}`;
   }
 
   /**
@@ -657,7 +669,9 @@ export class ProviderRegistry {
     }
     return {
       cause: "not_started",
-      text: `provider ${providerId} is not running: a configuration reload failed to start it`,
+      text: `provider ${
+        namedProviderId(providerId)
+      } is not running: a configuration reload failed to start it`,
     };
   }
 
@@ -916,5 +930,5 @@ type AddPhase = "waiting" | "registered";
  * or restarting: "provider <id> is being started by a configuration reload" (reloadStartWords).
  */
 function reloadStartText(providerId: string, start: ReloadStart): string {
-  return `provider ${providerId} ${reloadStartWords(start)}`;
+  return `provider ${namedProviderId(providerId)} ${reloadStartWords(start)}`;
 }

@@ -702,6 +702,35 @@ Deno.test("AdppClient: a ReadSignals answered for a 100 KB device id fails with 
   await p.end();
 });
 
+Deno.test("AdppClient: OtherDeviceAnswerError's message escapes DEL and C1 controls in the answered device id", async () => {
+  const p = pair();
+  const failed = new Promise<Error | null>((resolve) =>
+    p.client.sendRead(
+      new PreparedRead({ device_id: "tempctl0" }),
+      1000,
+      new SampleBatch(1),
+      resolve,
+    )
+  );
+  const req = await p.nextRequest();
+  // DEL, CSI (a terminal's escape sequence start), NEL (a line break) and U+2028.
+  await p.reply({
+    request_id: req.request_id,
+    status: OK,
+    read_signals: { device_id: "a\u007fb\u009b2J\u0085c\u2028d", values: [] },
+  });
+  const err = await failed;
+  assert.ok(err instanceof OtherDeviceAnswerError);
+  assert.equal(
+    err.message,
+    'provider answered a ReadSignals of device "tempctl0" for device ' +
+      '"a\\u007fb\\u009b2J\\u0085c\\u2028d"',
+  );
+  // The details keep the id as the provider sent it (cut only).
+  assert.equal(err.answeredDeviceId, "a\u007fb\u009b2J\u0085c\u2028d");
+  await p.end();
+});
+
 Deno.test("AdppClient refuses an OK response without the expected payload", async () => {
   const p = pair();
   const call = p.client.request("read_signals", { device_id: "x" }, 1000);

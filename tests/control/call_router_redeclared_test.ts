@@ -155,7 +155,7 @@ Deno.test("CallRouter: a call by function_id whose id now selects another functi
   assert.deepEqual(ran, [], "nothing ran in either process");
   const e = refusal(outcome);
   assert.equal(e.code, "FAILED_PRECONDITION");
-  assert.match(e.message, /function_id 1 of valve\/valve0 is now 'open_drain', not 'set_opening'/);
+  assert.match(e.message, /function_id 1 of valve\/valve0 is now "open_drain", not "set_opening"/);
   const entry = (await audit.query({ limit: 10 })).entries.find((x) => x.action === "call");
   assert.equal(entry?.outcome, "refused");
   assert.equal(entry?.refused_by, "validation");
@@ -202,7 +202,7 @@ Deno.test("CallRouter: an actuating call whose function is read-only after a res
   assert.deepEqual(ran, [], "sent as validated (actuating), or not at all");
   const e = refusal(outcome);
   assert.equal(e.code, "FAILED_PRECONDITION");
-  assert.match(e.message, /'set_opening' of valve\/valve0 is now read-only, not actuating/);
+  assert.match(e.message, /"set_opening" of valve\/valve0 is now read-only, not actuating/);
   const entry = (await audit.query({ limit: 10 })).entries.find((x) => x.action === "call");
   assert.deepEqual([entry?.outcome, entry?.refused_by], ["refused", "validation"]);
 });
@@ -253,7 +253,7 @@ Deno.test("CallRouter: a read-only call whose function is actuating after a rest
     );
     const e = refusal(outcome);
     assert.equal(e.code, "FAILED_PRECONDITION");
-    assert.match(e.message, /'set_opening' of valve\/valve0 is now actuating, not read-only/);
+    assert.match(e.message, /"set_opening" of valve\/valve0 is now actuating, not read-only/);
   } finally {
     trail.writeAhead = writeAhead;
   }

@@ -5,7 +5,12 @@
  * queued call's cancellation, the drain barrier and the availability check.
  */
 import assert from "node:assert/strict";
-import { PROVIDER_TEXT_CHARS, RuntimeError } from "../../src/common/mod.ts";
+import {
+  PROVIDER_TEXT_CHARS,
+  QUOTED_DEVICE_ID_CHARS,
+  QUOTED_PROVIDER_ID_CHARS,
+  RuntimeError,
+} from "../../src/common/mod.ts";
 import { MAX_QUEUED_CALLS_PER_PROVIDER } from "../../src/control/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { waitFor } from "../helpers/kernel.ts";
@@ -140,6 +145,31 @@ Deno.test("CallRouter accepts a function_id with its own name and resolves by id
       () => rt.router.resolve({ providerId: "nope", deviceId: "plant0", functionId: 1 }),
       rejectsWith("NOT_FOUND", "Provider not found: nope"),
     );
+  });
+});
+
+Deno.test("CallRouter: a provider id or device id of 10 kB is cut (QUOTED_PROVIDER_ID_CHARS, QUOTED_DEVICE_ID_CHARS) in the NOT_FOUND messages", async () => {
+  await withPlant((rt) => {
+    const message = (providerId: string, deviceId: string, functionId = 1) => {
+      try {
+        rt.router.resolve({ providerId, deviceId, functionId });
+      } catch (e) {
+        assert.ok(e instanceof RuntimeError, String(e));
+        assert.equal(e.code, "NOT_FOUND");
+        return e.message;
+      }
+      throw new Error(`${providerId.length}/${deviceId.length} chars resolved`);
+    };
+    const p = "p".repeat(QUOTED_PROVIDER_ID_CHARS);
+    const dev = "d".repeat(QUOTED_DEVICE_ID_CHARS);
+    assert.equal(message("p".repeat(10_000), "plant0"), `Provider not found: ${p}\u2026`);
+    // Exactly the bound: whole; one past it: cut, with an ellipsis.
+    assert.equal(message(p, "plant0"), `Provider not found: ${p}`);
+    assert.equal(message(`${p}x`, "plant0"), `Provider not found: ${p}\u2026`);
+    assert.equal(message("plant", "d".repeat(10_000)), `Device not found: plant/${dev}\u2026`);
+    assert.equal(message("plant", dev), `Device not found: plant/${dev}`);
+    assert.equal(message("plant", `${dev}x`), `Device not found: plant/${dev}\u2026`);
+    return Promise.resolve();
   });
 });
 

@@ -8,10 +8,14 @@
 import assert from "node:assert/strict";
 import { StatusCode } from "../../src/adpp/mod.ts";
 import { RuntimeError } from "../../src/common/mod.ts";
-import { QUOTED_HOOK_ERROR_CHARS } from "../../src/control/mod.ts";
+import { type CallRouter, ModeManager, QUOTED_HOOK_ERROR_CHARS } from "../../src/control/mod.ts";
+import { EventBus } from "../../src/events/mod.ts";
+import { systemClock } from "../../src/host/mod.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import { providerComingBack } from "../safety/_clock_rig.ts";
 import type { FakeProvider } from "../helpers/fake_provider.ts";
 import { rig } from "../helpers/rig.ts";
-import { call, hook, plantProvider } from "../safety/_fixture.ts";
+import { call, fanIntoFault, hook, plantProvider } from "../safety/_fixture.ts";
 
 Deno.test("ModeManager's failed-hook line quotes the call's error, cut to QUOTED_HOOK_ERROR_CHARS; the hook_failure event keeps it", async () => {
   await using r = await rig({
@@ -83,4 +87,41 @@ Deno.test("ModeManager's veto names the failed hook call's error, cut to QUOTED_
       `call plant/plant0 set_fan failed: ${error}\u2026`,
   );
   assert.equal(r.kernel.modes.current(), "MANUAL");
+});
+
+Deno.test("ModeManager's line of FAULT hooks that failed to be made again for a returning provider quotes the error, cut to QUOTED_HOOK_ERROR_CHARS", async () => {
+  const router = {
+    addGate() {},
+    resolve: () => ({ device: {}, fn: { args: [] } }),
+    drainFrom: () => () => Promise.resolve(true),
+    call: () => Promise.resolve({}),
+  } as unknown as CallRouter;
+  const { inventory, comeBack } = providerComingBack("plant");
+  const { log, lines } = capturingLogger();
+  const modes = new ModeManager({
+    router,
+    inventory,
+    bus: new EventBus(),
+    clock: systemClock,
+    log,
+    automationEnabled: true,
+    manualGatingPolicy: "BLOCK",
+    hooks: { beforeTransition: [], afterTransition: [fanIntoFault(0)] },
+  });
+  // The securing run the e-stop hands over fails at the provider's turn with a 10 kB message
+  // holding a line break.
+  const message = `broke "here"\nERROR forged ${"M".repeat(10_000)}`;
+  modes.setLatchSecuring(() => {
+    throw new Error(message);
+  });
+  assert.equal(await modes.forceFault("test"), true);
+  comeBack();
+  await modes.faultHookCallsSettled("plant");
+  const failed = lines.filter((l) => l.includes("FAULT hooks for plant failed"));
+  assert.equal(failed.length, 1, lines.join("\n").slice(0, 2000));
+  const quoted = JSON.stringify(`${message.slice(0, QUOTED_HOOK_ERROR_CHARS)}\u2026`);
+  assert.ok(
+    failed[0]!.endsWith(`FAULT hooks for plant failed: ${quoted}`),
+    failed[0]!.slice(0, 600),
+  );
 });

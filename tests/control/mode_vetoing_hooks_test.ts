@@ -5,6 +5,11 @@
  * Start-up says so, once the inventory tells which functions actuate, naming the hook's key.
  */
 import assert from "node:assert/strict";
+import {
+  PROVIDER_TEXT_CHARS,
+  QUOTED_PROVIDER_ID_CHARS,
+  RuntimeError,
+} from "../../src/common/mod.ts";
 import { rig } from "../helpers/rig.ts";
 import { call, hook, inertSim, plantProvider } from "../safety/_fixture.ts";
 import { waitFor } from "../helpers/kernel.ts";
@@ -226,4 +231,53 @@ Deno.test("A provider restart whose rediscovery adds the actuating function a ho
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("Start-up's vetoing-hook warning and the veto name a hook call to a 10 kB provider id cut, not whole", async () => {
+  const long = "p".repeat(10_000);
+  const arming = beforeHook(0, "IDLE", "MANUAL", [
+    call(`${long}/plant0`, "set_fan", { duty: { double: 0 } }, "arming.calls[0]"),
+  ]);
+  await using r = await rig({
+    providers: [plantProvider(long)],
+    automation: hooksOnly({ beforeTransition: [arming], afterTransition: [] }),
+  });
+  const named = `${"p".repeat(QUOTED_PROVIDER_ID_CHARS)}\u2026/plant0 set_fan`;
+  const vetoed = await r.kernel.modes.request("MANUAL").then(
+    () => assert.fail("the hook vetoes"),
+    (e: unknown) => e,
+  );
+  assert.ok(vetoed instanceof RuntimeError);
+  assert.ok(!vetoed.message.includes(long), vetoed.message.slice(0, 400));
+  assert.match(vetoed.message, new RegExp(`before_transition\\[0\\] call ${named} failed: `));
+  const warned = vetoWarnings(r);
+  assert.equal(warned.length, 1, r.lines.map((l) => l.slice(0, 300)).join("\n"));
+  assert.ok(!warned[0]!.includes(long), warned[0]!.slice(0, 400));
+  assert.ok(
+    warned[0]!.includes(`arming.calls[0] ${named} is refused while the mode is still IDLE`),
+  );
+});
+
+Deno.test("A veto names a hook call's unknown function name of 10 kB cut to PROVIDER_TEXT_CHARS", async () => {
+  const fn = "f".repeat(10_000);
+  await using r = await rig({
+    providers: [plantProvider("plant")],
+    automation: hooksOnly({
+      beforeTransition: [beforeHook(0, "MANUAL", "IDLE", [call("plant/plant0", fn, {})])],
+      afterTransition: [],
+    }),
+  });
+  assert.equal(await r.kernel.modes.request("MANUAL"), "MANUAL");
+  const vetoed = await r.kernel.modes.request("IDLE").then(
+    () => assert.fail("the hook vetoes"),
+    (e: unknown) => e,
+  );
+  assert.ok(vetoed instanceof RuntimeError);
+  const cut = `${"f".repeat(PROVIDER_TEXT_CHARS)}\u2026`;
+  assert.equal(
+    vetoed.message,
+    "Mode transition MANUAL -> IDLE vetoed: before_transition hook " +
+      `automation.mode_transition_hooks.before_transition[0] call plant/plant0 ${cut} failed: ` +
+      `NOT_FOUND: Function not found: plant/plant0 "${cut}"`,
+  );
 });

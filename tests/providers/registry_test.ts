@@ -3,7 +3,12 @@
  * again (the claim check itself: tests/providers/claims_test.ts), discovery order, add/remove.
  */
 import assert from "node:assert/strict";
-import { type Clock, RuntimeError, type TimerId } from "../../src/common/mod.ts";
+import {
+  type Clock,
+  QUOTED_PROVIDER_ID_CHARS,
+  RuntimeError,
+  type TimerId,
+} from "../../src/common/mod.ts";
 import type { RestartPolicyConfig } from "../../src/config/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
@@ -1145,6 +1150,55 @@ Deno.test("ProviderRegistry.whyNotRunning says why a configured provider has no 
       null,
       null,
     ]);
+  } finally {
+    await r.close();
+  }
+});
+
+Deno.test("ProviderRegistry names a provider id of 10 kB cut to QUOTED_PROVIDER_ID_CHARS in its starting, start-failure and not-running texts", async () => {
+  const r = await registryOf([OK_INVENTORY, { ...OK_INVENTORY, listDelayMs: 1500 }]);
+  try {
+    const [p0, p1] = r.registry.hosts.map((h) => h.config);
+    r.registry.remove("p1"); // comes with the reload, under a 10 kB id
+    await r.registry.startAll(30_000, 1000);
+    const id = "q".repeat(10_000);
+    const cut = `${"q".repeat(QUOTED_PROVIDER_ID_CHARS)}\u2026`;
+    const long = { ...p1!, id };
+    const opts = {
+      holdRemovals: false,
+      stopBudgetMs: 5000,
+      startBudgetMs: 30_000,
+      stopping: () => false,
+    };
+    // Started anew: its ListDevices answered after 1.5 s, so the text is read within the window.
+    const adding = r.registry.reconcile([p0!], [p0!, long], opts);
+    await waitFor("the reload starting it", () => r.registry.startingText(id) !== null, 10_000, 0);
+    assert.equal(
+      r.registry.startingText(id),
+      `provider ${cut} is being started by a configuration reload`,
+    );
+    assert.deepEqual((await adding).failed, []);
+
+    // Its successor cannot be registered (a host listener fails).
+    r.registry.eachHost((h) => {
+      if (h.id === id && h.session === null) throw new Error("listener broke");
+    });
+    const changed = { ...long, timeoutMs: long.timeoutMs + 1 };
+    const refused = await r.registry.reconcile([p0!, long], [p0!, changed], opts);
+    const notRegistered = `Provider ${cut} not registered: a host listener failed: listener broke`;
+    assert.deepEqual(refused.failed.map((f) => f.slice(id.length)), [`: ${notRegistered}`]);
+    assert.equal(
+      r.registry.whyNotRunning(id),
+      `provider ${cut} failed to start at a configuration reload (${notRegistered})`,
+    );
+    assert.equal(r.registry.startFailureText(id), r.registry.whyNotRunning(id));
+
+    // A reload that does not start it (the runtime stopping meanwhile).
+    await r.registry.reconcile([p0!], [p0!, changed], { ...opts, stopping: () => true });
+    assert.equal(
+      r.registry.whyNotRunning(id),
+      `provider ${cut} is not running: a configuration reload failed to start it`,
+    );
   } finally {
     await r.close();
   }
