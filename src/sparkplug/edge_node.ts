@@ -1056,7 +1056,9 @@ export class SparkplugEdgeNode {
       return;
     }
     this.#session = session;
-    // A session this node has left behind (primary host offline) is no longer heard.
+    // A session this node has left behind (primary host offline, a lost connection) is no longer
+    // heard, but for an NCMD e-stop (#staleMessage): the client may hand on what it read before
+    // its end.
     const current = () => this.#session === session;
     session.onConnect(() => this.#contain("connect", () => current() && this.#connected()));
     session.onClose((willUsed) =>
@@ -1065,7 +1067,10 @@ export class SparkplugEdgeNode {
     session.onMessage((topic, payload, retained) =>
       this.#contain(
         `message on ${topic}`,
-        () => current() && this.#message(topic, payload, retained),
+        () =>
+          current()
+            ? this.#message(topic, payload, retained)
+            : this.#staleMessage(topic, payload, retained),
       )
     );
     session.onError((m) => {
@@ -2927,6 +2932,29 @@ export class SparkplugEdgeNode {
       for (const m of decoded.metrics ?? []) this.#deviceCommand(topic, id, m);
     } else {
       this.#ignored(topic, "not a command topic of this edge node");
+    }
+  }
+
+  /**
+   * A message on a session the node has left (#renew set it aside, its end under way): MQTT.js
+   * hands on the packets it parsed before a forced end. Only an NCMD `Node Control/E-Stop` true
+   * is taken (#nodeCommand: the latch first, the answer kept for the next births as any given
+   * while not online): the e-stop works whatever the connection does. Anything else is dropped
+   * unsaid, as of a session that is gone (the host saw its NDEATH); a retained copy too.
+   */
+  #staleMessage(topic: string, payload: Uint8Array, retained: boolean): void {
+    const o = this.#o;
+    if (retained || topic !== topicOf(o.config.groupId, "NCMD", o.edgeNodeId)) return;
+    let metrics;
+    try {
+      metrics = decode(payload).metrics ?? [];
+    } catch {
+      return; // undecodable: no e-stop in it
+    }
+    for (const m of metrics) {
+      if (this.#commandName(NODE, m) === NODE_METRICS.estop && m.boolean_value === true) {
+        this.#nodeCommand(topic, m);
+      }
     }
   }
 

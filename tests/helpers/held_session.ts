@@ -29,9 +29,24 @@ export class HeldSession implements MqttSession {
    */
   readonly #refuses: (topic: string) => boolean;
 
-  constructor(o: { readonly hold?: boolean; readonly refuses?: (topic: string) => boolean } = {}) {
+  /**
+   * Whether end() waits for ended(), the node's listeners still heard meanwhile: MQTT.js hands
+   * on the packets it parsed before a forced end (build/lib/client.js: its `work` pump goes on
+   * after `stream.destroy()`, and handlers/publish.js emits a QoS 0 `message` unchecked).
+   */
+  readonly #holdEnd: boolean;
+  #ending: (() => void)[] = [];
+
+  constructor(
+    o: {
+      readonly hold?: boolean;
+      readonly refuses?: (topic: string) => boolean;
+      readonly holdEnd?: boolean;
+    } = {},
+  ) {
     this.hold = o.hold ?? true;
     this.#refuses = o.refuses ?? (() => false);
+    this.#holdEnd = o.holdEnd ?? false;
   }
 
   publish(topic: string, payload: Uint8Array): Promise<void> {
@@ -62,14 +77,34 @@ export class HeldSession implements MqttSession {
   error(message: string): void {
     for (const l of this.#error) l(message);
   }
-  /** The node's listeners go with the session (a new session registers its own). */
+  /**
+   * The node's listeners go with the session (a new session registers its own); with `holdEnd`,
+   * only once the test calls ended().
+   */
   end(): Promise<void> {
+    if (!this.#holdEnd) {
+      this.#ended();
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#ending.push(resolve));
+  }
+  /** Whether an end() waits for ended() (`holdEnd`). */
+  get ending(): boolean {
+    return this.#ending.length > 0;
+  }
+  /** Ends the session whose end() waits (`holdEnd`): its listeners go, end() resolves. */
+  ended(): void {
+    const ending = this.#ending;
+    this.#ending = [];
+    if (ending.length > 0) this.#ended();
+    for (const resolve of ending) resolve();
+  }
+  #ended(): void {
     this.connected = false;
     this.#connect.length = 0;
     this.#close.length = 0;
     this.#message.length = 0;
     this.#error.length = 0;
-    return Promise.resolve();
   }
   /** Writes outstanding now. */
   get inFlight(): number {

@@ -89,6 +89,8 @@ export interface EdgeNodeRigOptions {
   readonly maxMessageBytes?: number;
   /** `sparkplug.group_id` ("g" unless given). */
   readonly groupId?: string;
+  /** Each session's end() waits for its ended() (HeldSession's `holdEnd`). */
+  readonly holdEnd?: boolean;
   /** Topic filters the broker refuses to subscribe (HeldSession's `refuses`). */
   readonly refuses?: (topic: string) => boolean;
   /**
@@ -123,7 +125,9 @@ export interface EdgeNodeRig {
   command(topic: string, metrics: Array<Record<string, unknown>>): void;
   /** The alias the latest NBIRTH gave a node metric, as decoded. */
   nodeAlias(name: string): unknown;
-  /** Stops the node, completing the writes it holds meanwhile. */
+  /** The `Runtime/Command Result` values the latest session published, with their is_historical. */
+  answers(): [unknown, boolean][];
+  /** Stops the node, completing the writes it holds (and the ends, `holdEnd`) meanwhile. */
   stop(): Promise<void>;
 }
 
@@ -179,6 +183,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
     connect: () => {
       const s = new HeldSession({
         hold: o.hold ?? false,
+        holdEnd: o.holdEnd ?? false,
         ...(o.refuses ? { refuses: o.refuses } : {}),
       });
       sessions.push(s);
@@ -242,10 +247,18 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
       const nbirth = latest().published.findLast((m) => m.topic === "spBv1.0/g/NBIRTH/n");
       return (nbirth?.payload.metrics ?? []).find((m) => m.name === name)?.alias;
     },
+    answers() {
+      const alias = this.nodeAlias("Runtime/Command Result");
+      return latest().published.filter((m) => m.topic === "spBv1.0/g/NDATA/n").flatMap((m) =>
+        (m.payload.metrics ?? []).filter((x) => x.alias === alias)
+      ).map((x) => [x.string_value, x.is_historical === true]);
+    },
     async stop() {
       const stopping = node.stop();
       await flushMicrotasks();
       for (const s of sessions) s.complete();
+      await flushMicrotasks();
+      for (const s of sessions) s.ended();
       await stopping;
     },
   };

@@ -35,14 +35,6 @@ function latching(status: () => EdgeNodeRig["status"]): CommandPorts {
   };
 }
 
-/** The Runtime/Command Result values a session published, with their is_historical. */
-function answers(rig: EdgeNodeRig): [unknown, boolean][] {
-  const alias = rig.nodeAlias("Runtime/Command Result");
-  return rig.session.published.filter((m) => m.topic === "spBv1.0/g/NDATA/n").flatMap((m) =>
-    (m.payload.metrics ?? []).filter((x) => x.alias === alias)
-  ).map((x) => [x.string_value, x.is_historical === true]);
-}
-
 Deno.test("an NCMD e-stop taken while the node waits for its primary host is answered after the births, with is_historical", async () => {
   let rig: EdgeNodeRig | null = null;
   rig = edgeNodeRig({ primaryHostId: "scada", commands: latching(() => rig!.status) });
@@ -69,7 +61,7 @@ Deno.test("an NCMD e-stop taken while the node waits for its primary host is ans
   rig.session.deliver(STATE, state(true, 3));
   await flushMicrotasks();
   assert.ok(rig.node.online, "born again");
-  assert.deepEqual(answers(rig), [["Node Control/E-Stop: OK", true]]);
+  assert.deepEqual(rig.answers(), [["Node Control/E-Stop: OK", true]]);
   const ndata = rig.session.published.filter((m) => m.topic === "spBv1.0/g/NDATA/n").at(-1)!;
   assert.equal(Number(ndata.payload.metrics?.[0]?.timestamp), at, "at the time it was taken");
   await rig.stop();
@@ -83,7 +75,7 @@ Deno.test("an NCMD e-stop answer cut off with the connection reaches the host af
   await flushMicrotasks();
   rig.command(NCMD, [ESTOP]);
   await flushMicrotasks();
-  assert.deepEqual(answers(rig), [["Node Control/E-Stop: OK", false]], "sent live");
+  assert.deepEqual(rig.answers(), [["Node Control/E-Stop: OK", false]], "sent live");
   rig.session.cut();
   await flushMicrotasks();
 
@@ -91,7 +83,7 @@ Deno.test("an NCMD e-stop answer cut off with the connection reaches the host af
   rig.session.up();
   await flushMicrotasks();
   while (rig.session.complete() > 0) await flushMicrotasks();
-  assert.deepEqual(answers(rig), [["Node Control/E-Stop: OK", true]]);
+  assert.deepEqual(rig.answers(), [["Node Control/E-Stop: OK", true]]);
   await rig.stop();
 });
 
@@ -117,8 +109,8 @@ Deno.test("an NCMD e-stop answer is not dropped when MAX_ANSWERS_WAITING other a
   assert.equal(rig.status.estopLatched, true);
   while (rig.session.complete() > 0) await flushMicrotasks();
   assert.ok(
-    answers(rig).some(([v]) => v === "Node Control/E-Stop: OK"),
-    `the e-stop's answer was dropped: ${answers(rig).length} answers went out`,
+    rig.answers().some(([v]) => v === "Node Control/E-Stop: OK"),
+    `the e-stop's answer was dropped: ${rig.answers().length} answers went out`,
   );
   await rig.stop();
 });
