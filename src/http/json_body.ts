@@ -2,7 +2,13 @@
  * Request bodies: bounded in size and in the time a client may take to send them, then parsed as
  * JSON. Every failure is a 400 INVALID_ARGUMENT naming the problem.
  */
-import { type Clock, integerWrittenExactly, invalidArgument, RuntimeError } from "../common/mod.ts";
+import {
+  type Clock,
+  concatBytes,
+  integerWrittenExactly,
+  invalidArgument,
+  RuntimeError,
+} from "../common/mod.ts";
 
 /** Largest accepted request body (64 KiB): every v0 body is a few hundred bytes. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -62,14 +68,7 @@ export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<U
     await req.body?.cancel().catch(() => {});
     return new Uint8Array(0);
   }
-  const chunks = await readChunks(req.body!, limits, Infinity);
-  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
+  return concatBytes(await readChunks(req.body!, limits, Infinity));
 }
 
 /**
