@@ -26,6 +26,7 @@ import {
   terminateProviderProcesses,
   workingDirectory,
 } from "./host/mod.ts";
+import type { TreeChecks } from "./automation/mod.ts";
 import { authenticationSummary } from "./http/mod.ts";
 import {
   AbandonedReloadReads,
@@ -418,6 +419,12 @@ export interface ReloadPorts {
    * default: this reload's own count.
    */
   readonly abandoned?: AbandonedReloadReads;
+  /**
+   * The behavior tree's checks, one reload after another: a tree whose files and declared
+   * parameters are unchanged is neither parsed nor verified again. Default: the reload's own
+   * (tests count its parses and verifies through TreeCheckSteps).
+   */
+  readonly treeChecks?: TreeChecks;
 }
 
 /** The host's reload ports: every file-system question asked off the event loop's thread. */
@@ -459,6 +466,8 @@ export function configReload(
   const readFile = reloadRegularFileReader(ports.clock, ports.readRegularFile, abandoned);
   const reloadRead = reloadFileReader(ports.clock, ports.readRegularFile, abandoned);
   const ask = reloadPathAnswers(ports.clock, ports.stat, ports.commandOnPath, abandoned);
+  /** Made at the first check of a tree: a configuration without one never loads the engine. */
+  const treeChecks = { current: ports.treeChecks ?? null };
   return async () => {
     const refused = abandoned.refusal();
     if (refused !== null) return { ok: false, errors: [`reload refused: ${refused}`] };
@@ -474,7 +483,7 @@ export function configReload(
     // Off the event loop's thread, bounded: the providers and the e-stop run meanwhile. Read
     // once: the kernel loads these files as checked (ReloadedConfig.treeFiles), not read again.
     const tree = again.config
-      ? await checkBehaviorTree(again.config, reloadRead, started.automationEnabled)
+      ? await checkBehaviorTree(again.config, reloadRead, started.automationEnabled, treeChecks)
       : { diagnostics: [] };
     lines.push(...tree.diagnostics);
     const errors = lines.filter((d) => d.severity === "error").map(formatDiagnostic);
@@ -578,19 +587,25 @@ export async function behaviorTreeDiagnostics(
  * behaviorTreeDiagnostics, and with `reloadRead` the files it read (`files`, served from memory):
  * the kernel loads the tree from them (Kernel.reload), so a reload reads each file once.
  * `automationRuns`: the runtime runs automation (started with it), which loads the file's tree
- * even when the file turns automation.enabled off (a restart's business).
+ * even when the file turns automation.enabled off (a restart's business). `checks`: the reloads'
+ * TreeChecks (made here at the first), which answer a tree unchanged since the last check (its
+ * files' texts and the declared parameters) without parsing or verifying it again.
  */
 async function checkBehaviorTree(
   config: Config,
   reloadRead?: (path: string) => Promise<Uint8Array>,
   automationRuns = false,
+  checks: { current: TreeChecks | null } = { current: null },
 ): Promise<{ diagnostics: Diagnostic[]; files?: ReloadTreeFiles }> {
   const path = config.automation.behaviorTree;
   if ((!config.automation.enabled && !automationRuns) || path === null) return { diagnostics: [] };
   // Loaded only here: a configuration without automation never loads the tree engine.
-  const { readTreeFiles, readUnanswered, verifyBehaviorTreeFile } = await import(
+  const { readUnanswered, TreeChecks, verifyBehaviorTreeFile } = await import(
     "./automation/bt/mod.ts"
   );
+  const parameters = new Map(config.automation.parameters.map((p) => [p.name, p.type]));
+  let verify = (readFile: (path: string) => Uint8Array | string) =>
+    verifyBehaviorTreeFile(path, readFile, parameters);
   let readFile: (path: string) => Uint8Array | string = (p) => readFileBytes(p);
   let files: ReloadTreeFiles | undefined;
   if (reloadRead === undefined) {
@@ -598,7 +613,8 @@ async function checkBehaviorTree(
   } else {
     /** The tree files whose read did not answer (late, or not asked: too many left waiting). */
     const unanswered: string[] = [];
-    readFile = await readTreeFiles(path, async (p) => {
+    checks.current ??= new TreeChecks();
+    const read = await checks.current.read(path, async (p) => {
       try {
         return await reloadRead(p);
       } catch (error) {
@@ -606,6 +622,8 @@ async function checkBehaviorTree(
         throw error;
       }
     });
+    readFile = read.readFile;
+    verify = () => read.verify(parameters);
     files = { path, readFile };
     if (unanswered.length > 0) {
       // Not a fault of the configuration but of the file system, which may answer at the next
@@ -622,8 +640,7 @@ async function checkBehaviorTree(
     }
   }
   const cwd = workingDirectory();
-  const parameters = new Map(config.automation.parameters.map((p) => [p.name, p.type]));
-  const diagnostics = verifyBehaviorTreeFile(path, readFile, parameters).map((d) => {
+  const diagnostics = verify(readFile).map((d) => {
     return { ...d, file: pathBelow(cwd, d.file) ?? d.file };
   });
   return files === undefined ? { diagnostics } : { diagnostics, files };

@@ -13,6 +13,8 @@ export type {
   ReadFileAsyncFn,
   ReadFileFn,
   TickScheduler,
+  TreeChecks,
+  TreeCheckSteps,
 } from "./bt/mod.ts";
 export { AutomationEngine } from "./automation_engine.ts";
 export type {

@@ -3,7 +3,16 @@
  * engine imports it when it loads a tree, and `--check-config` when the configuration names one,
  * so a runtime without automation never loads it (nor its XML parser).
  */
-export { loadBehaviorTree, readTreeFiles, readUnanswered, verifyBehaviorTreeFile } from "./load.ts";
+export {
+  loadBehaviorTree,
+  readTreeFiles,
+  readUnanswered,
+  TreeChecks,
+  type TreeCheckSteps,
+  type TreeParse,
+  verifyBehaviorTreeFile,
+  verifyParsedTreeFile,
+} from "./load.ts";
 export type { ParsedTree, TreeDefinition } from "./parse.ts";
 export { parseBehaviorTree } from "./parse.ts";
 export { MAX_TREE_DEPTH, verifyParsedTree } from "./verify.ts";
