@@ -3,8 +3,25 @@
  * files whose history folder refuses to be made or written (a failed open, a read-only disk), and
  * per-bucket counts of samples to compare an answer with the polls.
  */
+import { DiskTier, type DiskTierOptions } from "../../src/history/mod.ts";
 import type { JournalAppendHandle } from "../../src/journal/mod.ts";
+import { testLogger } from "../helpers/kernel.ts";
 import { MemoryFiles } from "../helpers/memory_files.ts";
+
+/**
+ * A disk tier alone, as History makes it: in /data/history (else `dir`), 1 MiB of disk (else
+ * `maxBytes`), a test logger (else `log`).
+ */
+export function diskTier(
+  o: Pick<DiskTierOptions, "files" | "clock"> & Partial<DiskTierOptions>,
+): DiskTier {
+  return new DiskTier({
+    dir: "/data/history",
+    maxBytes: 1 << 20,
+    log: testLogger(),
+    ...o,
+  });
+}
 
 /** In-memory files whose history folder cannot be made nor written while `refuse` is set. */
 export class RefusingFiles extends MemoryFiles {

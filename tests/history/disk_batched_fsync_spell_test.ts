@@ -6,10 +6,11 @@
  * on in-memory files whose fsync fails while the test says so, on a manual clock.
  */
 import assert from "node:assert/strict";
-import { DISK_SYNC_INTERVAL_MS, DiskTier } from "../../src/history/mod.ts";
+import { DISK_SYNC_INTERVAL_MS } from "../../src/history/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+import { diskTier } from "./_rig.ts";
 
 const T0 = 1_700_000_000_000;
 const row = (t: number) => JSON.stringify({ t, p: "p", d: "a", s: { x: [1, 1, 1, 1, 0] } });
@@ -18,7 +19,7 @@ Deno.test("DiskTier logs a failing batched fsync once (WARN) while it keeps fail
   const { log, lines } = capturingLogger({ level: "info" });
   const files = new FaultyMemoryFiles();
   const clock = new ManualClock();
-  const tier = new DiskTier({ files, dir: "/data/history", maxBytes: 1 << 20, clock, log });
+  const tier = diskTier({ files, clock, log });
   await tier.open();
   /** Writes one row of bucket `t`, then lets the batched fsync come. */
   const rowThenSync = async (t: number) => {

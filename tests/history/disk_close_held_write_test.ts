@@ -6,10 +6,10 @@
  * the test lets them go (a hung mount).
  */
 import assert from "node:assert/strict";
-import { DiskTier } from "../../src/history/mod.ts";
 import { systemClock } from "../../src/host/clock.ts";
 import { InterceptedAppends } from "../helpers/journal_files.ts";
-import { tempDir, testLogger } from "../helpers/kernel.ts";
+import { tempDir } from "../helpers/kernel.ts";
+import { diskTier } from "./_rig.ts";
 
 const T0 = 1_700_000_000_000;
 const row = (t: number) => JSON.stringify({ t, p: "p", d: "a", s: { x: [1, 1, 1, 1, 0] } });
@@ -28,13 +28,7 @@ Deno.test("DiskTier.close resolves only once the disk answered the write it hold
     }
     await append(text);
   });
-  const tier = new DiskTier({
-    files,
-    dir: `${tempDir()}/history`,
-    maxBytes: 1 << 20,
-    clock: systemClock,
-    log: testLogger(),
-  });
+  const tier = diskTier({ files, dir: `${tempDir()}/history`, clock: systemClock });
   await tier.open();
   tier.write(row(T0), T0);
   await tier.flush();

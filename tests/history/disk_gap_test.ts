@@ -4,10 +4,10 @@
  * stayed stopped (DISK_RETRY_MS), as rowsDropped does.
  */
 import assert from "node:assert/strict";
-import { DISK_OUTAGE_ROWS, DISK_RETRY_MS, DiskTier } from "../../src/history/mod.ts";
+import { DISK_OUTAGE_ROWS, DISK_RETRY_MS } from "../../src/history/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
-import { testLogger } from "../helpers/kernel.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+import { diskTier } from "./_rig.ts";
 
 const T0 = 1_700_000_000_000;
 const row = (t: number) => JSON.stringify({ t, p: "p", d: "a", s: { x: [1, 1, 1, 1, 0] } });
@@ -15,13 +15,7 @@ const row = (t: number) => JSON.stringify({ t, p: "p", d: "a", s: { x: [1, 1, 1,
 Deno.test("DiskTier's gap line counts the rows dropped while it was stopped, not only those of the failed write", async () => {
   const files = new FaultyMemoryFiles();
   const clock = new ManualClock();
-  const tier = new DiskTier({
-    files,
-    dir: "/data/history",
-    maxBytes: 1 << 20,
-    clock,
-    log: testLogger(),
-  });
+  const tier = diskTier({ files, clock });
   await tier.open();
   tier.write(row(T0), T0);
   await tier.flush();

@@ -15,6 +15,7 @@ import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
 import { diskFullError, InterceptedAppends } from "../helpers/journal_files.ts";
 import { TestClock } from "../helpers/programmable_provider.ts";
 import { probeValues, startRig, T0 } from "./_history_helpers.ts";
+import { diskTier } from "./_rig.ts";
 
 Deno.test("History keeps the rows of buckets closed during a disk outage and writes them, in order, when the disk works again", async () => {
   let full = false;
@@ -80,7 +81,7 @@ Deno.test("History keeps the rows of buckets closed during a disk outage and wri
 const row = (t: number) => JSON.stringify({ t, p: "p", d: "a", s: { x: [1, 1, 1, 1, 0] } });
 
 function tierOn(files: FaultyMemoryFiles, clock: ManualClock, log = testLogger()): DiskTier {
-  return new DiskTier({ files, dir: "/data/history", maxBytes: 1 << 24, clock, log });
+  return diskTier({ files, maxBytes: 1 << 24, clock, log });
 }
 
 async function rowTimes(tier: DiskTier): Promise<number[]> {

@@ -6,33 +6,10 @@
  * provider as a child process; real files, whose fsync fails while the test says so.
  */
 import assert from "node:assert/strict";
-import type { JournalAppendHandle } from "../../src/journal/mod.ts";
-import { RealJournalFiles } from "../helpers/journal_files.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { TestClock } from "../helpers/programmable_provider.ts";
+import { FailingSyncFiles } from "./_file_faults.ts";
 import { probeValues, startRig, T0 } from "./_history_helpers.ts";
-
-/** Real files whose fsync of a history file fails (EIO) while `syncFails` is set. */
-class FailingSyncFiles extends RealJournalFiles {
-  syncFails = false;
-  failedSyncs = 0;
-  override async openAppend(path: string): Promise<JournalAppendHandle> {
-    const handle = await super.openAppend(path);
-    if (!path.includes("/history/")) return handle;
-    return {
-      append: (text: string) => handle.append(text),
-      sync: async () => {
-        if (this.syncFails) {
-          this.failedSyncs++;
-          throw new Error("Input/output error (os error 5)");
-        }
-        await handle.sync();
-      },
-      truncate: (size: number) => handle.truncate(size),
-      close: () => handle.close(),
-    };
-  }
-}
 
 Deno.test("DiskTier logs one WARN when the fsync before rotating a file fails: the tier's, naming the file, the error and that the fsync failed", async () => {
   const { log, lines } = capturingLogger({ level: "info" });

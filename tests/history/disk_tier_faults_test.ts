@@ -5,10 +5,10 @@
  * fsyncs that failed -- one per failed write, not one per row it held, and a failed fsync too.
  */
 import assert from "node:assert/strict";
-import { DISK_RETRY_MS, DiskTier } from "../../src/history/mod.ts";
+import { DISK_RETRY_MS } from "../../src/history/mod.ts";
 import { ManualClock } from "../helpers/clock.ts";
-import { testLogger } from "../helpers/kernel.ts";
 import { FaultyMemoryFiles } from "../helpers/faulty_memory_files.ts";
+import { diskTier } from "./_rig.ts";
 
 const T0 = 1_700_000_000_000;
 const row = (t: number, d: string) => JSON.stringify({ t, p: "p", d, s: { x: [1, 1, 1, 1, 0] } });
@@ -16,13 +16,7 @@ const row = (t: number, d: string) => JSON.stringify({ t, p: "p", d, s: { x: [1,
 Deno.test("the disk tier counts one write error per failed write (not per row) and a failed fsync, and recovers after a torn row", async () => {
   const files = new FaultyMemoryFiles();
   const clock = new ManualClock();
-  const tier = new DiskTier({
-    files,
-    dir: "/data/history",
-    maxBytes: 1 << 20,
-    clock,
-    log: testLogger(),
-  });
+  const tier = diskTier({ files, clock });
   await tier.open();
   tier.write(row(T0, "a"), T0);
   await tier.flush();

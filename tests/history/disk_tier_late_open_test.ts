@@ -6,23 +6,17 @@
  * the calls on it held until the test lets them go (a hung mount answering late).
  */
 import assert from "node:assert/strict";
-import { DiskTier } from "../../src/history/mod.ts";
 import { systemClock } from "../../src/host/clock.ts";
 import { LateFiles } from "../helpers/journal_files.ts";
-import { tempDir, testLogger, waitFor } from "../helpers/kernel.ts";
+import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { diskTier } from "./_rig.ts";
 
 for (const holding of ["every call", "the file's creation"] as const) {
   Deno.test(`DiskTier: a first open abandoned on a hung mount (${holding} held) that answers after close() leaves nothing it made late behind`, async () => {
     const dataDir = tempDir("disk-late-open-");
     const dir = `${dataDir}/history`;
     const files = new LateFiles(holding, "/history");
-    const tier = new DiskTier({
-      files,
-      dir,
-      maxBytes: 1 << 20,
-      clock: systemClock,
-      log: testLogger(),
-    });
+    const tier = diskTier({ files, dir, clock: systemClock });
     const opening = tier.open(); // abandoned by the start: never awaited by it
     await waitFor("a call on the folder held", () => files.held > 0);
     await tier.close(); // the stop after the failed start (the lock kept by the kernel)

@@ -9,67 +9,14 @@
  * never comes.
  */
 import assert from "node:assert/strict";
-import type { JournalAppendHandle, JournalLine } from "../../src/journal/mod.ts";
 import { DISK_RETRY_MS, type HistoryPoint } from "../../src/history/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
-import { RealJournalFiles } from "../helpers/journal_files.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { T0 } from "./_history_helpers.ts";
+import { LockedFolderFiles } from "./_file_faults.ts";
 import { fold } from "./_rig.ts";
 
 const HISTORY = { stepMs: 2000, memorySeconds: 30 };
-
-/**
- * Real files whose history folder answers as one of mode 0o000 to a user other than root while
- * `locked` is set: nothing in it can be listed, read, sized, opened nor made.
- */
-class LockedFolderFiles extends RealJournalFiles {
-  locked = false;
-  listings = 0;
-  constructor(readonly folder: string) {
-    super();
-  }
-  #check(path: string): void {
-    if (this.locked && path.startsWith(this.folder)) {
-      throw new Deno.errors.PermissionDenied(`Permission denied (os error 13): ${path}`);
-    }
-  }
-  #guard<T>(path: string, f: () => Promise<T>): Promise<T> {
-    try {
-      this.#check(path);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return f();
-  }
-  override ensureDir(path: string): Promise<void> {
-    return this.#guard(path, () => super.ensureDir(path));
-  }
-  override openAppend(path: string): Promise<JournalAppendHandle> {
-    return this.#guard(path, () => super.openAppend(path));
-  }
-  override endsWithNewline(path: string): Promise<boolean> {
-    return this.#guard(path, () => super.endsWithNewline(path));
-  }
-  override fileSize(path: string): Promise<number> {
-    return this.#guard(path, () => super.fileSize(path));
-  }
-  override listNames(dir: string): Promise<string[]> {
-    if (dir.startsWith(this.folder)) this.listings++;
-    return this.#guard(dir, () => super.listNames(dir));
-  }
-  override async *readLines(path: string, maxLineBytes: number): AsyncIterable<string> {
-    this.#check(path);
-    yield* super.readLines(path, maxLineBytes);
-  }
-  override async *readLinesAt(
-    path: string,
-    options: { readonly maxLineBytes: number; readonly startByte: number },
-  ): AsyncIterable<JournalLine> {
-    this.#check(path);
-    yield* super.readLinesAt(path, options);
-  }
-}
 
 const cases = [
   // Restarted 10 s behind the files' last row (a board without a real-time clock), 12 polls.

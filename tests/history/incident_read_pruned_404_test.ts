@@ -5,22 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { MERGE_WINDOW_MS } from "../../src/history/mod.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
+import { HeldReads } from "./_file_faults.ts";
 import { incidentRig } from "./_incident_rig.ts";
-
-/** MemoryFiles whose reads of `path` wait while `held` is set. */
-class HeldReads extends MemoryFiles {
-  held: Promise<void> | null = null;
-  path = "";
-  reading = 0;
-  override async *readLines(path: string, maxLineBytes: number): AsyncGenerator<string> {
-    if (this.held !== null && path === this.path) {
-      this.reading++;
-      await this.held;
-    }
-    yield* super.readLines(path, maxLineBytes);
-  }
-}
 
 /** What a 404 says (the error get() throws). */
 async function notFound(p: Promise<unknown>): Promise<string> {
@@ -46,18 +32,17 @@ Deno.test("IncidentRecorder: a record the count bound removes while it is read a
     const first = ids[0]!;
     assert.equal(incidents.list()[0]!.incident_id, first);
     // A GET of it begins reading its file...
-    let release = () => {};
-    files.held = new Promise<void>((r) => (release = r));
-    files.path = `/data/history/incidents/${first}.jsonl`;
+    const path = `/data/history/incidents/${first}.jsonl`;
+    const held = files.hold({ call: "readLines", path: (p) => p === path, once: false });
     const reading = notFound(incidents.get(first));
-    while (files.reading === 0) await Promise.resolve();
+    await held.reading;
     // ... while the next record is written and the bound (1) removes it.
     poll("p0", "d1", 1);
     loss("d1");
     clock.advance(1_000 + MERGE_WINDOW_MS + 100);
     await incidents.settled();
     assert.deepEqual(incidents.list().map((h) => h.incident_id), [ids[1]]);
-    release();
+    held.release();
     const said = await reading;
     const later = await notFound(incidents.get(first));
     assert.match(later, /removed by history\.incident_max_count, 1/);

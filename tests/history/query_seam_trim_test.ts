@@ -7,27 +7,15 @@
  * memory files whose read of the disk tier the test holds open while it polls.
  */
 import assert from "node:assert/strict";
-import type { JournalLine } from "../../src/journal/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
-import { MemoryFiles } from "../helpers/memory_files.ts";
+import { HeldReads, type ReadHold } from "./_file_faults.ts";
 
-/** Memory files whose next read of the disk tier's rows waits for `release`. */
-class HeldReads extends MemoryFiles {
-  hold: Promise<void> | null = null;
-  reading: (() => void) | null = null;
-  override async *readLinesAt(
-    path: string,
-    options: { readonly maxLineBytes: number; readonly startByte: number },
-  ): AsyncGenerator<JournalLine> {
-    const hold = this.hold;
-    if (hold !== null && path.includes("/history/")) {
-      this.hold = null;
-      this.reading?.();
-      await hold;
-    }
-    yield* super.readLinesAt(path, options);
-  }
-}
+/** The next read of the disk tier's rows waits. */
+const DISK_READ: ReadHold = {
+  call: "readLinesAt",
+  path: (path) => path.includes("/history/"),
+  once: true,
+};
 
 for (const stepMs of [0, 1000]) {
   Deno.test(`a history question (step_ms ${stepMs}) has every poll of its range once when the ring drops polls while the disk tier is read`, async () => {
@@ -46,9 +34,7 @@ for (const stepMs of [0, 1000]) {
       };
       for (let i = 0; i < 120; i++) tick();
       await history.flushDisk();
-      let release!: () => void;
-      files.hold = new Promise<void>((r) => (release = r));
-      const reading = new Promise<void>((r) => (files.reading = r));
+      const { reading, release } = files.hold(DISK_READ);
       // The range ends at the last poll before the question.
       const until = polls.at(-1)!;
       const answer = history.query({
@@ -101,9 +87,7 @@ Deno.test("a history question whose ring's first bucket is open has no sample tw
     // Two minutes of polls each second: the first bucket written, the second open.
     for (let i = 0; i < 120; i++) tick();
     await history.flushDisk();
-    let release!: () => void;
-    files.hold = new Promise<void>((r) => (release = r));
-    const reading = new Promise<void>((r) => (files.reading = r));
+    const { reading, release } = files.hold(DISK_READ);
     const until = polls.at(-1)!;
     const answer = history.query({
       providerId: "p",

@@ -1,0 +1,126 @@
+/**
+ * Journal files with faults for history's tests: a folder locked as one of mode 0o000
+ * (LockedFolderFiles), reads held open while the test acts (HeldReads), fsyncs that fail
+ * (FailingSyncFiles). One copy of each, shared by the test files that need them.
+ */
+import type { JournalAppendHandle, JournalLine } from "../../src/journal/mod.ts";
+import { RealJournalFiles } from "../helpers/journal_files.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
+
+/**
+ * Real files whose folder `folder` answers as one of mode 0o000 to a user other than root while
+ * `locked` is set: nothing in it can be listed, read, sized, opened nor made.
+ */
+export class LockedFolderFiles extends RealJournalFiles {
+  locked = false;
+  listings = 0;
+  constructor(readonly folder: string) {
+    super();
+  }
+  #check(path: string): void {
+    if (this.locked && path.startsWith(this.folder)) {
+      throw new Deno.errors.PermissionDenied(`Permission denied (os error 13): ${path}`);
+    }
+  }
+  #guard<T>(path: string, f: () => Promise<T>): Promise<T> {
+    try {
+      this.#check(path);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return f();
+  }
+  override ensureDir(path: string): Promise<void> {
+    return this.#guard(path, () => super.ensureDir(path));
+  }
+  override openAppend(path: string): Promise<JournalAppendHandle> {
+    return this.#guard(path, () => super.openAppend(path));
+  }
+  override endsWithNewline(path: string): Promise<boolean> {
+    return this.#guard(path, () => super.endsWithNewline(path));
+  }
+  override fileSize(path: string): Promise<number> {
+    return this.#guard(path, () => super.fileSize(path));
+  }
+  override listNames(dir: string): Promise<string[]> {
+    if (dir.startsWith(this.folder)) this.listings++;
+    return this.#guard(dir, () => super.listNames(dir));
+  }
+  override async *readLines(path: string, maxLineBytes: number): AsyncIterable<string> {
+    this.#check(path);
+    yield* super.readLines(path, maxLineBytes);
+  }
+  override async *readLinesAt(
+    path: string,
+    options: { readonly maxLineBytes: number; readonly startByte: number },
+  ): AsyncIterable<JournalLine> {
+    this.#check(path);
+    yield* super.readLinesAt(path, options);
+  }
+}
+
+/** Which reads HeldReads.hold() holds. */
+export interface ReadHold {
+  /** The call held: readLines (a whole file: an incident record) or readLinesAt (disk rows). */
+  readonly call: "readLines" | "readLinesAt";
+  /** The paths held. */
+  readonly path: (path: string) => boolean;
+  /** Only the next such read waits (else every one until the hold is released). */
+  readonly once: boolean;
+}
+
+/** Memory files whose reads the test holds open (hold()) while it acts, then lets go on. */
+export class HeldReads extends MemoryFiles {
+  #hold: (ReadHold & { readonly released: Promise<void>; readonly began: () => void }) | null =
+    null;
+  /**
+   * Holds the reads `h` names from now on: `reading` resolves once one waits, `release` lets it
+   * (and every later one) go on.
+   */
+  hold(h: ReadHold): { reading: Promise<void>; release: () => void } {
+    const released = Promise.withResolvers<void>();
+    const began = Promise.withResolvers<void>();
+    this.#hold = { ...h, released: released.promise, began: began.resolve };
+    return { reading: began.promise, release: released.resolve };
+  }
+  async #wait(call: ReadHold["call"], path: string): Promise<void> {
+    const h = this.#hold;
+    if (h === null || h.call !== call || !h.path(path)) return;
+    if (h.once) this.#hold = null;
+    h.began();
+    await h.released;
+  }
+  override async *readLines(path: string, maxLineBytes: number): AsyncGenerator<string> {
+    await this.#wait("readLines", path);
+    yield* super.readLines(path, maxLineBytes);
+  }
+  override async *readLinesAt(
+    path: string,
+    options: { readonly maxLineBytes: number; readonly startByte: number },
+  ): AsyncGenerator<JournalLine> {
+    await this.#wait("readLinesAt", path);
+    yield* super.readLinesAt(path, options);
+  }
+}
+
+/** Real files whose fsync of a history file fails (EIO) while `syncFails` is set. */
+export class FailingSyncFiles extends RealJournalFiles {
+  syncFails = false;
+  failedSyncs = 0;
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await super.openAppend(path);
+    if (!path.includes("/history/")) return handle;
+    return {
+      append: (text: string) => handle.append(text),
+      sync: async () => {
+        if (this.syncFails) {
+          this.failedSyncs++;
+          throw new Error("Input/output error (os error 5)");
+        }
+        await handle.sync();
+      },
+      truncate: (size: number) => handle.truncate(size),
+      close: () => handle.close(),
+    };
+  }
+}
