@@ -3261,6 +3261,11 @@ export class Kernel {
     if (this.#starting !== null && !this.#startedUp) {
       step("failed start's detach", () => this.#failedStartStopsProviders());
     }
+    // No provider is restarted from here on (a crash during the HTTP drain or the stop actions,
+    // one the second stop signal kills: spawned again mid-shutdown, its hardware initialised only
+    // to be stopped): it stays down, its calls refused UNAVAILABLE as while it backed off. The
+    // providers up are not touched: the stop actions still run on them until their stop below.
+    step("provider restarts", () => this.registry.endRestarts());
     // The providers' going from here on is the runtime's end: no raise (and no fork) for it.
     step("session priority", () => this.#sessionPriority?.stop());
     // No e-stop plan is logged from here on, neither one waiting for its turn nor one a reload's

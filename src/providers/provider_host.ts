@@ -165,6 +165,12 @@ export class ProviderHost {
   #attempt: Promise<void> | null = null;
   /** The stop, once asked for (stop). */
   #stopping: Promise<void> | null = null;
+  /** When the first stop's budget runs out (monotonic ms): a later, shorter one kills sooner. */
+  #stopEndsAt = Infinity;
+  /** The sessions the stop is ending (the running one, the one starting): a hurry kills them. */
+  #ending: readonly ProviderSession[] = [];
+  /** Whether the runtime's stop has begun (endRestarts): no restart is made from then on. */
+  #restartsEnded = false;
   readonly #counts: ProviderHostCounts = { failures: 0, restart_attempts: 0 };
   readonly #inventoryListeners: InventoryListener[] = [];
   /**
@@ -473,12 +479,61 @@ export class ProviderHost {
 
   /**
    * Stops supervision and ends the provider process within `budgetMs`. A later call joins the
-   * first (it resolves once the process has ended, not at once because the session is gone); a
-   * stopped host stays stopped (start() refuses).
+   * first (it resolves once the process has ended, not at once because the session is gone), its
+   * budget bounding it too when that ends sooner (#hurryStop); a stopped host stays stopped
+   * (start() refuses).
    */
   stop(budgetMs: number): Promise<void> {
-    this.#stopping ??= this.#stop(budgetMs);
+    if (this.#stopping === null) {
+      this.#stopEndsAt = this.#deps.clock.monoMs() + budgetMs;
+      this.#stopping = this.#stop(budgetMs);
+    } else {
+      this.#hurryStop(budgetMs);
+    }
     return this.#stopping;
+  }
+
+  /**
+   * A later stop whose budget ends before the first one's (a hurried runtime stop joining a
+   * failed start's or a reload's stop, begun with runtime.shutdown_timeout_ms): the processes
+   * that stop is still ending are killed (SIGKILL) once `budgetMs` runs out, not when the first
+   * budget does. A longer one changes nothing.
+   */
+  #hurryStop(budgetMs: number): void {
+    const endsAt = this.#deps.clock.monoMs() + budgetMs;
+    if (endsAt >= this.#stopEndsAt) return;
+    this.#stopEndsAt = endsAt;
+    const timer = this.#deps.clock.setTimer(() => {
+      const alive = this.#ending.filter((s) => s.exitCode === null);
+      if (alive.length === 0) return;
+      this.#log.warn(
+        `not exited within a later stop's budget (${budgetMs} ms, shorter than the stop under ` +
+          `way's): sending SIGKILL`,
+      );
+      for (const s of alive) s.kill();
+    }, Math.ceil(budgetMs));
+    void this.#stopping!.finally(() => this.#deps.clock.clearTimer(timer));
+  }
+
+  /**
+   * The runtime's stop has begun (ProviderRegistry.endRestarts, before its HTTP drain and stop
+   * actions, long before the providers' stop): no restart is made from now on. A restart pending
+   * in backoff is cancelled; a provider that fails from now on (it crashed, or the second stop
+   * signal killed it) stays down, STOPPED, as stop() leaves it; a restart attempt (or a reload's
+   * retry) still waiting for its turn to spawn spawns nothing. One already spawned is ended by
+   * stop(). The running provider is not touched: the stop actions still run on it.
+   */
+  endRestarts(): void {
+    if (this.#restartsEnded) return;
+    this.#restartsEnded = true;
+    if (this.#state.phase === "BACKOFF") this.#stayDown();
+  }
+
+  /** Down for good, the runtime stopping: the restart pending is cancelled (STOPPED). */
+  #stayDown(): void {
+    this.#deps.clock.clearTimer(this.#restartTimer);
+    this.#log.warn("not restarted: the runtime is stopping (the provider stays down)");
+    this.#apply({ type: "stop" });
   }
 
   async #stop(budgetMs: number): Promise<void> {
@@ -490,12 +545,14 @@ export class ProviderHost {
     this.#stoppingSession = session;
     // A session still handshaking would otherwise hold shutdown for its Hello/WaitReady deadline.
     const starting = this.#starting;
+    this.#ending = [session, starting].filter((s) => s !== null);
     try {
       await Promise.all([session?.terminate(budgetMs), starting?.terminate(budgetMs)]);
     } finally {
       this.#stoppingSession = null;
     }
     await attempt;
+    this.#ending = [];
   }
 
   // ---- internals ----
@@ -552,6 +609,11 @@ export class ProviderHost {
     const spawn = () => {
       // stop() came while this start waited for its turn: nothing is spawned.
       if (this.#state.phase === "STOPPED") throw unavailable("runtime is stopping");
+      // Nor by a restart attempt once the runtime's stop has begun (endRestarts).
+      if (this.#restartsEnded && this.#state.phase === "ATTEMPTING") {
+        this.#stayDown();
+        throw unavailable("runtime is stopping");
+      }
       // Nor once its budget ran out in the queue (the wait already failed it).
       checkBudget("waiting for its turn to spawn");
       return new ProviderSession(this.config, this.config.command, {
@@ -687,7 +749,11 @@ export class ProviderHost {
     entered?.();
     if (isAvailable(before) !== isAvailable(after)) this.#emitAvailability(isAvailable(after));
     // The state changed, so a phase was entered: BACKOFF and CIRCUIT_OPEN change only by leaving.
-    if (after.phase === "BACKOFF") this.#scheduleRestart(after);
+    // Once the runtime's stop has begun no restart is scheduled (endRestarts): it stays down.
+    if (after.phase === "BACKOFF") {
+      if (this.#restartsEnded) this.#stayDown();
+      else this.#scheduleRestart(after);
+    }
     if (after.phase === "CIRCUIT_OPEN") {
       this.#log.error(
         this.config.restartPolicy.enabled

@@ -151,6 +151,8 @@ export class ProviderRegistry {
   #hosts = new Map<string, ProviderHost>();
   /** True once startAll checked the claims of the whole inventory (later commits are admitted). */
   #checked = false;
+  /** Whether the runtime's stop has begun (endRestarts): hosts added later make no restart either. */
+  #restartsEnded = false;
   /**
    * The stops of hosts a reload took out of the registry and is still ending (a removed or changed
    * provider, one that came up too late): stopAll waits for them too, so a shutdown during a
@@ -283,6 +285,7 @@ export class ProviderRegistry {
       );
     }
     const host = new ProviderHost(config, this.#deps);
+    if (this.#restartsEnded) host.endRestarts();
     const retiredAt = this.#retiredFlipAt.take(config.id);
     if (retiredAt !== undefined) host.follow(retiredAt);
     this.#hosts.set(config.id, host);
@@ -891,6 +894,17 @@ export class ProviderRegistry {
       );
     }
     await this.stopAll(budgetMs);
+  }
+
+  /**
+   * The runtime's stop has begun (Kernel.stop, in its own call): from now on no provider is
+   * restarted by its supervisor (ProviderHost.endRestarts) -- one that fails meanwhile, or that
+   * the second stop signal kills, stays down until stopAll ends it -- while the HTTP drain and the
+   * stop actions (an e-stop's ladder) still run on the providers that are up. Idempotent.
+   */
+  endRestarts(): void {
+    this.#restartsEnded = true;
+    for (const h of this.hosts) h.endRestarts();
   }
 
   /**

@@ -95,7 +95,8 @@ export type FreshRead =
     readonly timedOut?: boolean;
     /**
      * The provider is down and nothing brings it back on its own (its circuit is open: only a
-     * reload retries it): asked again, it cannot answer. (A provider the runtime's stop stopped:
+     * reload retries it; or it is stopped -- by a reload, or by the runtime's stop, which restarts
+     * nothing once begun): asked again, it cannot answer. (A provider the runtime's stop stopped:
      * the read-backs end with the stop, Estop.endReadBacks.)
      */
     readonly staysDown?: boolean;
@@ -1019,10 +1020,12 @@ export class StateCache implements FreshReader {
     }
     if (!host.available) {
       const phase = host.state.phase;
+      // Stopped: by the runtime's stop (one that failed once it had begun is not restarted:
+      // ProviderHost.endRestarts) or by a reload's -- nothing brings it back either.
       return {
         ok: false,
         reason: `provider unavailable: ${providerId}`,
-        ...(phase === "CIRCUIT_OPEN" ? { staysDown: true } : {}),
+        ...(phase === "CIRCUIT_OPEN" || phase === "STOPPED" ? { staysDown: true } : {}),
       };
     }
     const device = host.devices.find((d) => d.device.deviceId === deviceId);

@@ -748,6 +748,88 @@ Deno.test("ProviderHost.stop during a backoff cancels the restart", async () => 
   }, { restart: { backoffMs: [60_000, 60_000, 60_000] } });
 });
 
+Deno.test("ProviderHost after endRestarts (the runtime's stop begun): a crash leaves it down, STOPPED, spawning nothing; a restart pending in backoff is cancelled", async () => {
+  let spawned = 0;
+  const spawn: SpawnFn = (o) => {
+    spawned++;
+    return spawnProcess(o);
+  };
+  await withFixture(D0, async (fx) => {
+    fx.registry.endRestarts();
+    assert.equal(fx.host.lifecycle, "RUNNING", "the provider up is not touched");
+    const pid = fx.host.session!.pid;
+    Deno.kill(pid, "SIGKILL");
+    await waitFor("down for good", () => fx.host.state.phase === "STOPPED");
+    assert.equal(fx.host.available, false);
+    assert.equal(fx.host.supervision().next_restart_in_ms, null);
+    assert.equal(fx.host.counts().restart_attempts, 0);
+    assert.equal(spawned, 1, "no restart spawned");
+    // Nothing brings it back: a read-back (the e-stop's, while the stop waits for it) is not
+    // read again until verify_timeout_ms, it is unreachable at once.
+    const read = await fx.cache.readFresh("p0", "d0", ["x"], 1000);
+    assert.equal(read.ok, false);
+    assert.equal(!read.ok && read.staysDown, true, JSON.stringify(read));
+  }, { spawn, restart: { backoffMs: [0, 0, 0] } });
+  await withFixture(D0, async (fx) => {
+    Deno.kill(fx.host.session!.pid, "SIGKILL");
+    await waitFor("backing off", () => fx.host.supervision().next_restart_in_ms !== null);
+    fx.registry.endRestarts();
+    assert.equal(fx.host.state.phase, "STOPPED");
+    assert.equal(fx.host.supervision().next_restart_in_ms, null, "the restart cancelled");
+  }, { restart: { backoffMs: [60_000, 60_000, 60_000] } });
+});
+
+Deno.test("ProviderHost after endRestarts: a restart attempt still waiting for its turn to spawn spawns nothing and leaves it down", async () => {
+  const file = await Deno.makeTempFile({ suffix: ".json" });
+  await Deno.writeTextFile(file, JSON.stringify(D0));
+  let spawned = 0;
+  const spawn: SpawnFn = (...args) => {
+    spawned++;
+    return spawnProcess(...args);
+  };
+  // Spawns at once, except while the test holds the turn (a queue behind a restart storm).
+  let turn: PromiseWithResolvers<void> | null = null;
+  let waiting = 0;
+  const spawnQueue = {
+    run: async <R>(run: () => R) => {
+      if (turn !== null) {
+        waiting++;
+        await turn.promise;
+      }
+      return run();
+    },
+  } as unknown as SpawnQueue;
+  const host = new ProviderHost(
+    programmableProvider("p0", file, { restart: { backoffMs: [0, 0, 0] } }),
+    {
+      spawn,
+      spawnQueue,
+      clock: systemClock,
+      log: testLogger(),
+      bus: new EventBus(),
+      cwd: Deno.cwd(),
+      shutdownTimeoutMs: 1000,
+    },
+  );
+  const held = Promise.withResolvers<void>();
+  try {
+    await host.start();
+    turn = held;
+    Deno.kill(host.session!.pid, "SIGKILL");
+    await waitFor("the restart attempt waiting for its turn", () => waiting === 1);
+    assert.equal(host.state.phase, "ATTEMPTING");
+    host.endRestarts();
+    held.resolve();
+    await waitFor("down for good", () => host.state.phase === "STOPPED");
+    assert.equal(spawned, 1, "the attempt spawned nothing at its turn");
+    assert.equal(host.available, false);
+  } finally {
+    held.resolve();
+    await host.stop(1000);
+    await Deno.remove(file);
+  }
+});
+
 /**
  * What a host needs on a clock that moves only when the test moves it (the deadlines are read off
  * the timers armed), with a shutdown_timeout_ms of 60 s; its WARN lines land in `lines`.
@@ -826,6 +908,31 @@ Deno.test("ProviderHost.stop called while a stop runs resolves once the process 
     assert.equal(processAlive(pid), false, "the second stop waited for the process");
     await first;
   });
+});
+
+Deno.test("ProviderHost.stop called again with a shorter budget (a hurried stop joining a failed start's or a reload's) kills what the first stop still ends once that budget runs out", async () => {
+  // Time moves only when the test moves it: the deadlines are read off the timers armed.
+  const manual = new ManualClock();
+  // Lives on past stdin's close, ignoring SIGTERM: only SIGKILL ends it.
+  const fx = await startProgrammable(D0, { manual, sh: "trap '' TERM; PROVIDER; exec sleep 1000" });
+  const pid = fx.host.session!.pid;
+  let settled = false;
+  const first = fx.host.stop(60_000).finally(() => settled = true);
+  try {
+    const second = fx.host.stop(1000);
+    // Its 1 s runs out long before the first stop's 36 s share for stdin's close.
+    await elapseOn(manual, 1000, "the later stop's budget");
+    await waitFor("the stop ended", () => settled);
+    await second;
+    assert.equal(processAlive(pid), false, "the provider is gone when the stop ends");
+    assert.ok(
+      fx.lines.some((l) => l.includes("not exited within a later stop's budget (1000 ms")),
+      fx.lines.join("\n"),
+    );
+  } finally {
+    await settleMovingTime(manual, first);
+    await fx.close();
+  }
 });
 
 Deno.test("ProviderHost.send while down replies UNAVAILABLE, never synchronously", async () => {
