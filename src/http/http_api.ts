@@ -14,7 +14,6 @@ import {
 } from "../common/mod.ts";
 import type { CallerRefusal } from "../control/mod.ts";
 import type { HttpConfig, TokenRole } from "../config/mod.ts";
-import { priorityBodyLimits } from "./api/estop_routes.ts";
 import { auditHttpRefusal } from "./audit_http.ts";
 import {
   authorizationFormProblem,
@@ -33,7 +32,12 @@ import {
 import { ConsoleSite, isConsolePath } from "./console_site.ts";
 import { CorsPolicy, withHeaders } from "./cors.ts";
 import { errorResponse, responseForError } from "./envelope.ts";
-import { BODY_READ_TIMEOUT_MS, type BodyLimits, MAX_BODY_BYTES } from "./json_body.ts";
+import {
+  BODY_READ_TIMEOUT_MS,
+  type BodyLimits,
+  MAX_BODY_BYTES,
+  priorityBodyLimits,
+} from "./json_body.ts";
 import { type PolicyRefusal, RequestPolicy } from "./request_policy.ts";
 import {
   CONSOLE_ROUTE,
@@ -401,6 +405,24 @@ export class HttpApi {
   }
 
   /**
+   * #readmit when the tokens were replaced since the request was admitted (`generation`, the
+   * #tokenGeneration it was admitted under), else nothing: a body refused (malformed, too large,
+   * too slow, not as the schema says, not JSON) is 400 or 415 only to a request the tokens in
+   * force still admit; one they no longer admit (replaced by a reload while its body arrived)
+   * learns nothing from its body (401 or 403, as #readmit answers).
+   */
+  async #readmitIfReplaced(
+    generation: number,
+    req: Request,
+    url: URL,
+    info: RequestInfo,
+    was: Principal,
+    need: TokenRole,
+  ): Promise<void> {
+    if (generation !== this.#tokenGeneration) await this.#readmit(req, url, info, was, need);
+  }
+
+  /**
    * #readmit, synchronously, for a command that waits its turn (a call in its provider's queue):
    * null while the tokens in force still admit the request with the role it needs, else the
    * refusal, with its answer in AT_TURN_ANSWERS. Not audited here: the refused command is (the
@@ -530,27 +552,20 @@ export class HttpApi {
       }
       // The e-stop is refused for nothing it carries: neither its body nor its query.
       if (!match.anyBody) checkQuery(url, req.method, match.doc);
-      // A body refused (malformed, too large, too slow, not as the schema says, not JSON) is 400
-      // or 415 only to a request the tokens in force still admit: one they no longer admit
-      // (replaced by a reload while its body arrived) learns nothing from its body (401 or 403,
-      // as #readmit answers).
-      const readmitIfReplaced = async () => {
-        if (generation !== this.#tokenGeneration) {
-          await this.#readmit(req, url, info, principal, match.role);
-        }
-      };
       if (!match.anyBody) {
-        // Reads the first bytes of a body an HTTP/2 request does not declare (never the
-        // e-stop's: anyBody); on a priority route (the clear) no longer than the e-stop reads.
+        // Reads the first bytes of a body a request does not declare (HTTP/2 without
+        // content-length; never the e-stop's: anyBody); on a priority route (the clear) no longer
+        // than the e-stop reads.
         const limits = match.priority === true ? priorityBodyLimits(this.#limits) : this.#limits;
-        const notJson = await this.#policy.checkContentType(req, limits).catch(
-          async (err) => {
-            await readmitIfReplaced();
-            throw err;
-          },
-        );
+        let notJson: PolicyRefusal | null;
+        try {
+          notJson = await this.#policy.checkContentType(req, limits);
+        } catch (err) {
+          await this.#readmitIfReplaced(generation, req, url, info, principal, match.role);
+          throw err;
+        }
         if (notJson) {
-          await readmitIfReplaced();
+          await this.#readmitIfReplaced(generation, req, url, info, principal, match.role);
           return await refuse(req, notJson);
         }
       }
@@ -568,7 +583,7 @@ export class HttpApi {
             value = await readRequestBody<T>(req, this.#limits, match.doc);
           } catch (err) {
             // No stop acts on a refused body.
-            await readmitIfReplaced();
+            await this.#readmitIfReplaced(generation, req, url, info, principal, match.role);
             throw err;
           }
           // The tokens may have been replaced (a reload) while the body arrived: the request

@@ -15,6 +15,12 @@ export const MAX_BODY_BYTES = 64 * 1024;
 /** A client that has not sent its whole body after this long is answered 400 (docs/http-api.md). */
 export const BODY_READ_TIMEOUT_MS = 5000;
 /**
+ * How long the e-stop waits for its optional body (the reason) before it triggers without it;
+ * shorter than BODY_READ_TIMEOUT_MS because a slow client must not delay the answer (the latch
+ * itself never waits for the body).
+ */
+export const ESTOP_REASON_READ_TIMEOUT_MS = 1000;
+/**
  * Deepest nesting of arrays and objects in a request body (the body's own object is level 1).
  * Checked on the text before it is parsed, so nothing deeper reaches a handler, the run journal
  * or telemetry.
@@ -29,17 +35,26 @@ export interface BodyLimits {
 }
 
 /**
+ * `limits` with its read time cut to ESTOP_REASON_READ_TIMEOUT_MS: the bound of every body read
+ * on a priority route (the e-stop's reason, the first bytes the content-type check reads of the
+ * clear's HTTP/2 body), so none holds a priority slot, shared with the e-stop, longer.
+ */
+export function priorityBodyLimits(limits: BodyLimits): BodyLimits {
+  return { ...limits, timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS) };
+}
+
+/**
  * What a request says of its body: `none` (no body to read), `declared` (a non-zero
  * Content-Length or any Transfer-Encoding) or `unknown` (it may carry one it does not declare).
  *
- * None: `Content-Length: 0`, no body at all (a Request built in-process), or an HTTP/1.1 request
- * with neither Content-Length nor Transfer-Encoding (`curl -X POST` without `-d`): RFC 9112
- * section 6.3 gives such a request a body of length zero. Deno.serve gives every POST a body
- * stream (of 0 bytes when none was sent), so `req.body === null` alone is never true there, and it
- * does not say which HTTP version a request came in on: an HTTP/1.1 request is told by its Host
- * header, which HTTP/1.1 requires (RFC 9112 section 3.2). An HTTP/2 request names its host in
- * `:authority` (RFC 9113 section 8.3.1), which Deno turns into no Host header: without
- * content-length it may still carry DATA frames (unknown), and only reading it tells.
+ * None: `Content-Length: 0` or no body at all (a Request built in-process). Deno.serve gives
+ * every POST a body stream (of 0 bytes when none was sent), so `req.body === null` alone is never
+ * true there, and it does not say which HTTP version a request came in on. An HTTP/1.1 request
+ * with neither Content-Length nor Transfer-Encoding (`curl -X POST` without `-d`) has a body of
+ * length zero (RFC 9112 section 6.3), but an HTTP/2 request without content-length may still carry
+ * DATA frames (RFC 9113 section 8.1), and may write a literal `host` header as an HTTP/1.1 one
+ * does (section 8.3.1): both are `unknown`, and only reading tells (an HTTP/1.1 one's body ends
+ * at once).
  */
 export function bodyPresence(req: Request): "none" | "declared" | "unknown" {
   // Transfer-Encoding overrides Content-Length (RFC 9112 section 6.3).
@@ -47,13 +62,19 @@ export function bodyPresence(req: Request): "none" | "declared" | "unknown" {
   // Header values come trimmed (Fetch normalizes them).
   const length = req.headers.get("content-length");
   if (length !== null) return /^0+$/.test(length) ? "none" : "declared";
-  if (req.body === null) return "none";
-  return req.headers.has("host") ? "none" : "unknown";
+  return req.body === null ? "none" : "unknown";
 }
 
-/** Whether a request has no body to read: none at all, or bodyPresence `none`. */
+/**
+ * Whether the e-stop takes a request as one without a body (its reason is then not waited for,
+ * nor shown as arriving): bodyPresence `none`, or `unknown` with a Host header, which an HTTP/1.1
+ * request carries (RFC 9112 section 3.2; it then has none). An HTTP/2 request that writes a
+ * literal `host` header loses its reason, never its stop. Every other body is read
+ * (readBodyBytes).
+ */
 export function declaresNoBody(req: Request): boolean {
-  return req.body === null || bodyPresence(req) === "none";
+  const presence = bodyPresence(req);
+  return presence === "none" || (presence === "unknown" && req.headers.has("host"));
 }
 
 /** Reads the raw body; throws INVALID_ARGUMENT when it is over the limit or arrives too slowly. */
@@ -63,7 +84,7 @@ export async function readBodyBytes(req: Request, limits: BodyLimits): Promise<U
     await req.body?.cancel().catch(() => {});
     throw tooLarge(limits.maxBytes);
   }
-  if (declaresNoBody(req)) {
+  if (bodyPresence(req) === "none") {
     // Nothing to wait for: no read timer, and the empty stream is released, not left unread.
     await req.body?.cancel().catch(() => {});
     return new Uint8Array(0);

@@ -12,7 +12,6 @@ export * from "./event_ring.ts";
 export * from "./sse_hub.ts";
 export * from "./route_table.ts";
 export * from "./routes.ts";
-export { ESTOP_REASON_READ_TIMEOUT_MS } from "./api/estop_routes.ts";
 export { AUDIT_QUERY_DOC, parseAuditQuery } from "./api/audit_routes.ts";
 export * from "./console_site.ts";
 export * from "./http_api.ts";

@@ -122,8 +122,8 @@ export class RequestPolicy {
   /**
    * Check 3: null when a state-changing request has no body, or a JSON one. A request has a
    * body when it declares one (a non-zero Content-Length or any Transfer-Encoding); one that may
-   * carry a body it does not declare (HTTP/2 without content-length: json_body.ts bodyPresence)
-   * and is not declared JSON is read up to its first bytes (under `limits`) and refused when any
+   * carry a body it does not declare (neither header: HTTP/2 without content-length, which Deno
+   * does not tell from HTTP/1.1; json_body.ts bodyPresence) and is not declared JSON is read up to its first bytes (under `limits`) and refused when any
    * come, as a declared one is. Throws INVALID_ARGUMENT when that read fails (too slow).
    */
   async checkContentType(req: Request, limits: BodyLimits): Promise<PolicyRefusal | null> {

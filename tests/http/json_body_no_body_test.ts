@@ -1,7 +1,10 @@
 /**
- * declaresNoBody and readJsonBody: a request without a body (HTTP/1.1 with neither Content-Length
- * nor Transfer-Encoding, RFC 9112 section 6.3; Content-Length: 0) is read as none at once, with no
- * read timer; one that may carry a body (chunked, HTTP/2 without content-length) is read.
+ * declaresNoBody and readJsonBody: a request without a body (`Content-Length: 0`) is read as none
+ * at once, with no read timer; one that may carry a body (chunked, HTTP/2 without
+ * content-length) is read. An HTTP/1.1 request with neither Content-Length nor Transfer-Encoding
+ * (RFC 9112 section 6.3: no body) is one the e-stop takes as bodiless (declaresNoBody), but
+ * readJsonBody reads it under its timer (it ends at once): an HTTP/2 request may write a literal
+ * `host` header too, and Deno does not tell the two apart (h2_host_header_body_test.ts).
  */
 import assert from "node:assert/strict";
 import type { TimerId } from "../../src/common/mod.ts";
@@ -21,8 +24,13 @@ function post(headers: Record<string, string>, text = ""): Request {
   });
 }
 
-const CASES: { what: string; headers: Record<string, string>; none: boolean }[] = [
-  { what: "HTTP/1.1, neither header (curl -X POST)", headers: { host: "h" }, none: true },
+const CASES: { what: string; headers: Record<string, string>; none: boolean; read?: true }[] = [
+  {
+    what: "HTTP/1.1, neither header (curl -X POST)",
+    headers: { host: "h" },
+    none: true,
+    read: true,
+  },
   { what: "Content-Length: 0", headers: { host: "h", "content-length": "0" }, none: true },
   { what: "Content-Length: 00", headers: { host: "h", "content-length": "00" }, none: true },
   { what: "Content-Length: 14", headers: { host: "h", "content-length": "14" }, none: false },
@@ -46,7 +54,7 @@ Deno.test("readJsonBody reads a request without a body as none with no read time
     const req = post(c.headers, c.none ? "" : '{"reason":"r"}');
     const body = await readJsonBody(req, { maxBytes: 1024, timeoutMs: 1000, clock });
     assert.deepEqual(body, c.none ? undefined : { reason: "r" }, c.what);
-    assert.equal(timers, c.none ? 0 : 1, `${c.what}: read timers`);
+    assert.equal(timers, c.none && c.read !== true ? 0 : 1, `${c.what}: read timers`);
     assert.equal(req.bodyUsed, true, `${c.what}: read or released, not left unread`);
   }
 });

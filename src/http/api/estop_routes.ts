@@ -1,26 +1,10 @@
 /** POST /v0/estop and POST /v0/estop/clear (docs/http-api.md "E-stop"). */
 import { httpOrigin } from "../audit_http.ts";
 import { okResponse } from "../envelope.ts";
-import { type BodyLimits, declaresNoBody, readJsonBody } from "../json_body.ts";
+import { declaresNoBody, priorityBodyLimits, readJsonBody } from "../json_body.ts";
 import { ESTOP_BODY_SCHEMA, IGNORED_BODY_SCHEMA } from "../request_schemas.ts";
 import { type Route, route, type RouteContext } from "../route_table.ts";
 import { sentBeforeStop, STOPPED_REFUSAL } from "../stop_marks.ts";
-
-/**
- * How long the e-stop waits for its optional body (the reason) before it triggers without it;
- * shorter than BODY_READ_TIMEOUT_MS because a slow client must not delay the answer (the latch
- * itself never waits for the body).
- */
-export const ESTOP_REASON_READ_TIMEOUT_MS = 1000;
-
-/**
- * `limits` with its read time cut to ESTOP_REASON_READ_TIMEOUT_MS: the bound of every body read
- * on a priority route (the e-stop's reason, the first bytes the content-type check reads of the
- * clear's HTTP/2 body), so none holds a priority slot, shared with the e-stop, longer.
- */
-export function priorityBodyLimits(limits: BodyLimits): BodyLimits {
-  return { ...limits, timeoutMs: Math.min(limits.timeoutMs, ESTOP_REASON_READ_TIMEOUT_MS) };
-}
 
 /** The e-stop routes: priority routes (slots of their own, http_api.ts). */
 export const ESTOP_ROUTES: readonly Route[] = [
