@@ -418,7 +418,7 @@ export class ModeManager implements ModeService {
   /** Transitions into FAULT committed since start (faultEntries). */
   #faultEntries = 0;
   /** The non-FAULT transition whose hooks are running; another one is refused meanwhile. */
-  #busy: { from: RuntimeMode; to: RuntimeMode } | null = null;
+  #busy: TransitionInProgress | null = null;
   /** FAULT entries whose hooks (stop actions) are running; leaving FAULT waits for them. */
   #faultHooksRunning = 0;
   /**
@@ -524,7 +524,7 @@ export class ModeManager implements ModeService {
     options.router.addGate(this.gate, "mode");
     options.router.addGate(this.allowedModesGate, "allowed_modes");
     options.inventory.onAvailability((p, up) => {
-      if (!up) return;
+      if (!up) return this.#hookedProviderDown(p.id);
       this.#deviceReturnLogs.end(p.id);
       this.#providerBack(p, { securing: [AT_TURN], stopsOwn: true });
     });
@@ -1139,12 +1139,12 @@ export class ModeManager implements ModeService {
       const problem = this.autoGateProblem();
       if (problem) throw failedPrecondition(problem);
     }
-    this.#busy = { from, to: target };
-    this.#faultWhileLeaving = null;
-    this.#autoEntryInvalid = null;
     // Both phases run the hooks in force now: a reload while they run (it applies outside AUTO)
     // would otherwise run or skip a hook it moved between the phases.
     const hooks = this.#o.hooks;
+    this.#busy = { from, to: target, hooks };
+    this.#faultWhileLeaving = null;
+    this.#autoEntryInvalid = null;
     try {
       // Through #stopLog: a line that throws (a custom logger) is lost, never the change.
       this.#stopLog.info(`transition ${from} -> ${target} (requested)`);
@@ -1237,8 +1237,31 @@ export class ModeManager implements ModeService {
     }
   }
 
+  /**
+   * `providerId` went down (crashed, restarting, its circuit open) while a transition into AUTO
+   * runs its before_transition hooks: when they call it, what they set up on it is gone (a new
+   * process starts from its own start-up values, one down has none), and that transition is
+   * refused at its commit, as when a reload restarts a provider meanwhile -- whether it is back by
+   * then or not, and whether its call was made yet or not (it may have been made to the process
+   * that went down). Its devices the tree names are the device-loss latch's (refused the same).
+   */
+  #hookedProviderDown(providerId: string): void {
+    const busy = this.#leaving();
+    if (busy?.to !== "AUTO") return;
+    const called = busy.hooks.beforeTransition.some((h) =>
+      hookMatches(h, busy.from, "AUTO") &&
+      h.calls.some((c) => providerIdOf(c.deviceHandle) === providerId)
+    );
+    if (!called) return;
+    this.invalidateAutoEntry(
+      `provider ${namedProviderId(providerId)}, called by the before_transition hooks, went down`,
+      "request AUTO again once it is up (its hooks then set it up again)",
+      "unavailable",
+    );
+  }
+
   /** The transition in progress while it has not committed (the mode is still its `from`). */
-  #leaving(): { from: RuntimeMode; to: RuntimeMode } | null {
+  #leaving(): TransitionInProgress | null {
     return this.#busy !== null && this.#mode === this.#busy.from ? this.#busy : null;
   }
 
@@ -1724,6 +1747,14 @@ function droppedCalls<T extends { readonly call: CallConfig }>(
     left.splice(i, 1);
     return false;
   });
+}
+
+/** A transition that is not into FAULT, while it runs (ModeManager #busy). */
+interface TransitionInProgress {
+  readonly from: RuntimeMode;
+  readonly to: RuntimeMode;
+  /** The hooks it runs: those in force when it began. */
+  readonly hooks: ModeManagerOptions["hooks"];
 }
 
 /** What the reasons merged into one waiting #providerBack ask for, and what its line says. */
