@@ -35,7 +35,7 @@ const PROBLEMS = [
   ["away.yaml:3:3", "http.tls_key_path", /file not found: .*\/tls\/key\.pem/],
   ["away.yaml:4:3", "http.auth_enabled", /RUNTIME_API_TOKEN/],
   ["away.yaml:7:5", "providers[0].command", /file not found: .*\/bin\/provider/],
-  ["away.yaml:9:5", "providers[1].command", /'no-such-provider-on-path' not found on PATH/],
+  ["away.yaml:9:5", "providers[1].command", /"no-such-provider-on-path" not found on PATH/],
   ["away.yaml:12:3", "automation.behavior_tree", /file not found: .*\/trees\/main\.xml/],
 ] as const;
 

@@ -11,7 +11,13 @@
  *
  * Nothing here touches Deno.*: the file reading and the signal come from the composition root.
  */
-import { type Clock, errorMessage, type Logger, neverThrowing } from "../common/mod.ts";
+import {
+  type Clock,
+  errorMessage,
+  type Logger,
+  namedProviderId,
+  neverThrowing,
+} from "../common/mod.ts";
 import type { ReadFileFn } from "../automation/mod.ts";
 import type { Config } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
@@ -249,9 +255,9 @@ export function summarize(r: ReloadReport): string {
   );
   const startStopped = (f: string) => r.interrupted && f.endsWith(`: ${RELOAD_STOPPING}`);
   const notStarted = p.failed.filter(startStopped).map((f) =>
-    f.slice(0, -`: ${RELOAD_STOPPING}`.length)
+    namedProviderId(f.slice(0, -`: ${RELOAD_STOPPING}`.length))
   );
-  const failedStarts = p.failed.filter((f) => !startStopped(f));
+  const failedStarts = p.failed.filter((f) => !startStopped(f)).map((f) => namedFailure(f, p));
   // An added or changed provider that did not come up is counted all the same (`+`, `~`: the
   // reload added it, or stopped its old process), and named in `failed to start` below.
   const added = p.added.length + p.addFailed.length;
@@ -261,13 +267,13 @@ export function summarize(r: ReloadReport): string {
   ];
   if (p.retried.length > 0) {
     // Not counted in `~` (not restarted: the same host): up again, their circuit was open.
-    parts.push(`providers retried (circuit open): ${p.retried.join(", ")}`);
+    parts.push(`providers retried (circuit open): ${p.retried.map(namedProviderId).join(", ")}`);
   }
   if (p.updated.length > 0) {
     // Not counted in `~` (restarted) nor `=` (untouched): the process runs on, its entry changed.
     parts.push(
       `providers updated in place: ${
-        p.updated.map((u) => `${u.id} (${u.fields.join(", ")})`).join(", ")
+        p.updated.map((u) => `${namedProviderId(u.id)} (${u.fields.join(", ")})`).join(", ")
       }`,
     );
   }
@@ -287,4 +293,29 @@ export function summarize(r: ReloadReport): string {
   parts.push(...r.estopFailures);
   if (r.needsRestart.length > 0) parts.push(`needs restart: ${r.needsRestart.join(", ")}`);
   return `${head}: ${parts.join("; ")}`;
+}
+
+/**
+ * A provider that did not come up, `id: why` (ReloadReport.providers.failed), as the summary names
+ * it: its configured id (any length) cut as namedProviderId. The id is the longest the report
+ * names that the entry starts with (an id may hold ": "); else the text before the first ": ".
+ */
+function namedFailure(failure: string, p: ReloadReport["providers"]): string {
+  let id: string | undefined;
+  for (
+    const known of [
+      ...p.addFailed,
+      ...p.restartFailed,
+      ...p.unchanged,
+      ...p.updated.map((u) => u.id),
+    ]
+  ) {
+    if (failure.startsWith(`${known}: `) && (id === undefined || known.length > id.length)) {
+      id = known;
+    }
+  }
+  const end = id?.length ?? failure.indexOf(": ");
+  return end < 0
+    ? namedProviderId(failure)
+    : `${namedProviderId(failure.slice(0, end))}${failure.slice(end)}`;
 }

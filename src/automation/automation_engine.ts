@@ -21,6 +21,7 @@ import {
   type FunctionSpec,
   invalidArgument,
   type Logger,
+  namedDeviceHandle,
   notFound,
   parseDeviceHandle,
   providerText,
@@ -566,21 +567,26 @@ export class AutomationEngine {
       const caps = capabilitiesOf(dev.providerId, dev.deviceId);
       if (caps === undefined) continue;
       // The function name is the tree file's, any length and any character: cut and escaped,
-      // quoted as the call router quotes it where the device declares no such function.
-      const named = `${call.deviceHandle} ${escapeControl(providerText(call.functionName))}`;
+      // quoted as the call router quotes it where the device declares no such function. The
+      // handle's ids (a configured provider id, a device id: any length) are cut as the call
+      // router names them (namedDeviceHandle).
+      const device = namedDeviceHandle(dev.providerId, dev.deviceId);
+      const named = `${device} ${escapeControl(providerText(call.functionName))}`;
+      // Judged once per call of the whole handle and name (two cut alike are still two).
+      const judged = `${call.deviceHandle}\u0000${call.functionName}`;
       // A name declared twice reaches the last declaration (CallRouter, as anolis): its policy.
       const fn = caps.functions.findLast((f) => f.name === call.functionName);
       if (fn === undefined) {
         out.push({
-          text: `${named} at ${call.at} (Function not found: ${call.deviceHandle} ${
+          text: `${named} at ${call.at} (Function not found: ${device} ${
             quoteProviderText(call.functionName)
           })`,
           refusedBy: "unknown_function",
         });
         continue;
       }
-      if (!policyJudged.has(named)) {
-        policyJudged.add(named);
+      if (!policyJudged.has(judged)) {
+        policyJudged.add(judged);
         const modes = allowedModesRefusal(caps, fn, "AUTO");
         const err = modes ?? leaseRefusal(caps, fn);
         if (err !== null) {
@@ -625,12 +631,18 @@ export class AutomationEngine {
       } else {
         const { deviceHandle, signalId } = w.writes;
         const dev = parseDeviceHandle(deviceHandle);
-        const caps = dev && capabilitiesOf?.(dev.providerId, dev.deviceId);
+        if (!dev) continue;
+        const caps = capabilitiesOf?.(dev.providerId, dev.deviceId);
         const declared = caps?.signals.find((s) => s.signalId === signalId)?.valueType;
         if (declared === undefined || declared === null || declared === "bytes") continue;
         kind = declared === "uint64" ? "int64" : declared;
         signal = true;
-        what = `${w.node} ${deviceHandle} ${signalId} (a ${declared} signal)`;
+        // The device's ids and its signal id, any length: cut (not escaped: a device's ids hold
+        // no control character, refused at discovery, and a configured provider id is a
+        // log line's to escape).
+        what = `${w.node} ${namedDeviceHandle(dev.providerId, dev.deviceId)} ${
+          providerText(signalId)
+        } (a ${declared} signal)`;
       }
       const uses = byEntry.get(w.entry) ?? [];
       byEntry.set(w.entry, uses);

@@ -3,6 +3,7 @@
  * inventory (does the device declare this signal, of which type; does it have this function) is
  * checked at run time by src/alarms/, which treats what does not resolve as a bad input.
  */
+import { providerText, quoteProviderText } from "../common/mod.ts";
 import { type Checker, describeValue, type Obj, present } from "./_checker.ts";
 import { conditionSignals, formatConditionError, parseCondition } from "./condition.ts";
 import { formatPath, type Path, type YamlSource } from "./_source.ts";
@@ -295,7 +296,7 @@ function parseHandle(
     return null;
   }
   if (!ctx.providerIds.has(m[1]!)) {
-    ctx.checker.error(path, `provider '${m[1]}' is not declared in providers`);
+    ctx.checker.error(path, `provider ${quoteProviderText(m[1]!)} is not declared in providers`);
     return null;
   }
   return { handle, providerId: m[1]!, deviceId: m[2]!, last: m[3]! };
@@ -378,7 +379,9 @@ function readWhile(
         path,
         formatConditionError({
           column: s.column,
-          message: `provider '${s.providerId}' of ${s.handle} is not declared in providers`,
+          message: `provider ${quoteProviderText(s.providerId)} of ${
+            providerText(s.handle)
+          } is not declared in providers`,
         }),
       );
       return null;

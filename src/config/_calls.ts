@@ -7,6 +7,7 @@
  * automation, the safety ladder never depends on it, and a parameter that is wrong today would
  * break the day automation is switched on -- the issue lists the rules unconditionally.
  */
+import { quoteProviderText } from "../common/mod.ts";
 import { type Checker, describeValue, type Obj, present } from "./_checker.ts";
 import { convertCallArg } from "./_scalars.ts";
 import { MAX_FUNCTION_ID } from "./_schema.ts";
@@ -78,7 +79,7 @@ function readCall(
   } else if (m !== null && !ctx.providerIds.has(m[1]!)) {
     c.warning(
       [...path, "device_handle"],
-      `provider '${m[1]}' is not declared in providers; the call cannot resolve`,
+      `provider ${quoteProviderText(m[1]!)} is not declared in providers; the call cannot resolve`,
     );
   }
   const functionId = c.integer(obj, path, "function_id", 0, { min: 0, max: MAX_FUNCTION_ID });
@@ -182,7 +183,9 @@ export function readParameters(c: Checker, raw: unknown, path: Path): ParameterC
       if (first !== undefined) {
         c.error(
           [...p, "name"],
-          `duplicate parameter name '${name}' (first at ${formatPath([...path, first])})`,
+          `duplicate parameter name ${quoteProviderText(name)} (first at ${
+            formatPath([...path, first])
+          })`,
         );
       } else {
         firstByName.set(name, i);
@@ -326,7 +329,9 @@ export function readExpectations(
     } else if (m !== null && !ctx.providerIds.has(m[1]!)) {
       c.warning(
         [...p, "signal"],
-        `provider '${m[1]}' is not declared in providers; this expectation can never verify`,
+        `provider ${
+          quoteProviderText(m[1]!)
+        } is not declared in providers; this expectation can never verify`,
       );
     }
     // Written counts, empty too (`equals:` is null): judged as its value below, one error at

@@ -500,14 +500,18 @@ function readHttp(root: Obj, ctx: SemanticContext): HttpConfig {
     if (!loopback && !authEnabled && !allowInsecureBind) {
       c.error(
         [...P, "bind"],
-        `'${bind}' is not a loopback address and auth_enabled is false: anyone on the network ` +
+        `${
+          quoteProviderText(bind)
+        } is not a loopback address and auth_enabled is false: anyone on the network ` +
           "could operate the machine (enable auth, or set allow_insecure_bind: true)",
       );
     }
     if (!loopback && authEnabled && (tlsCertPath === null || tlsKeyPath === null)) {
       c.warning(
         [...P, "bind"],
-        `'${bind}' is not a loopback address and TLS is off: the bearer token travels in ` +
+        `${
+          quoteProviderText(bind)
+        } is not a loopback address and TLS is off: the bearer token travels in ` +
           "plaintext (set tls_cert_path and tls_key_path, or terminate TLS in a reverse proxy)",
       );
     }
@@ -585,10 +589,12 @@ function warnUnmatchableOrigin(c: Checker, path: Path, entry: string): void {
   const origin = URL.canParse(entry) ? new URL(entry).origin : "null";
   c.warning(
     path,
-    `'${entry}' never matches: a browser sends its Origin as ` +
+    `${quoteProviderText(entry)} never matches: a browser sends its Origin as ` +
       (glob || origin === "null"
         ? "scheme://host[:port]"
-        : `'${origin}' (scheme://host[:port], lower case, no path, no default port)`),
+        : `${
+          quoteProviderText(origin)
+        } (scheme://host[:port], lower case, no path, no default port)`),
   );
 }
 
@@ -602,7 +608,10 @@ function readAllowedHosts(c: Checker, h: Obj, P: Path): readonly string[] {
   const value = h.allowed_hosts;
   if (typeof value === "string") {
     if (HOST_ENTRY.test(value)) return [value.toLowerCase()];
-    c.error(path, `'${value}' is not a host name: write \`name\` or \`name:port\``);
+    c.error(
+      path,
+      `${quoteProviderText(value)} is not a host name: write \`name\` or \`name:port\``,
+    );
     return [];
   }
   const list = c.sequence(value, path);
@@ -614,7 +623,9 @@ function readAllowedHosts(c: Checker, h: Obj, P: Path): readonly string[] {
     } else if (!HOST_ENTRY.test(v)) {
       c.error(
         [...path, i],
-        `'${v}' is not a host name: write \`name\` or \`name:port\` (no scheme, path or wildcard)`,
+        `${
+          quoteProviderText(v)
+        } is not a host name: write \`name\` or \`name:port\` (no scheme, path or wildcard)`,
       );
     } else {
       out.push(v.toLowerCase());
@@ -691,7 +702,9 @@ function answered(
   if (why === null) return true;
   ctx.checker.error(
     path,
-    kind === "path" ? `cannot check ${name}: ${why}` : `cannot look '${name}' up on PATH: ${why}`,
+    kind === "path"
+      ? `cannot check ${name}: ${why}`
+      : `cannot look ${quoteProviderText(name)} up on PATH: ${why}`,
   );
   return false;
 }
@@ -731,15 +744,24 @@ function readProviders(root: Obj, ctx: SemanticContext): ProviderConfig[] {
     const id = c.requiredString(p, pp, "id");
     if (id.includes("/")) {
       // A device handle is `provider/device`: an id with "/" makes every handle of it ambiguous.
-      c.error([...pp, "id"], `'${id}' must not contain '/' (a device handle is provider/device)`);
+      c.error(
+        [...pp, "id"],
+        `${quoteProviderText(id)} must not contain '/' (a device handle is provider/device)`,
+      );
     } else if (id === "." || id === "..") {
       // As a device id (discovery skips those): a client resolves `/v0/state/./x` to
       // `/v0/state/x`, so no route could name the provider.
-      c.error([...pp, "id"], `'${id}' cannot be a URL path segment (clients remove it from paths)`);
+      c.error(
+        [...pp, "id"],
+        `${quoteProviderText(id)} cannot be a URL path segment (clients remove it from paths)`,
+      );
     } else if (id !== "") {
       const first = firstById.get(id);
       if (first !== undefined) {
-        c.error([...pp, "id"], `duplicate provider id '${id}' (first at providers[${first}])`);
+        c.error(
+          [...pp, "id"],
+          `duplicate provider id ${quoteProviderText(id)} (first at providers[${first}])`,
+        );
       } else firstById.set(id, i);
     }
     const command = readCommand(ctx, p, pp);
@@ -788,7 +810,7 @@ function readCommand(ctx: SemanticContext, p: Obj, pp: Path): string {
     return abs;
   }
   if (answered(ctx, path, "command", command) && !ctx.commandExists(command)) {
-    environmentProblem(ctx, path, `'${command}' not found on PATH`, "warning");
+    environmentProblem(ctx, path, `${quoteProviderText(command)} not found on PATH`, "warning");
   }
   return command;
 }
@@ -1241,14 +1263,16 @@ function readSparkplug(root: Obj, ctx: SemanticContext, runtimeName: string): Sp
     } else if (MQTT_TEXT_FORBIDDEN.test(runtimeName)) {
       c.error(
         [...P, "edge_node_id"],
-        `defaults to runtime.name ${JSON.stringify(runtimeName)}, which ${
+        `defaults to runtime.name ${quoteProviderText(runtimeName)}, which ${
           MQTT_TEXT_PROBLEM.replace("must not contain", "contains")
         }: set it`,
       );
     } else if (SPARKPLUG_ID_FORBIDDEN.test(runtimeName)) {
       c.error(
         [...P, "edge_node_id"],
-        `defaults to runtime.name '${runtimeName}', which contains '/', '+' or '#': set it`,
+        `defaults to runtime.name ${
+          quoteProviderText(runtimeName)
+        }, which contains '/', '+' or '#': set it`,
       );
     }
   }

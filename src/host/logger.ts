@@ -40,8 +40,13 @@ export class LineLogger implements Logger {
     this.#emit("error", message);
   }
 
+  /**
+   * A logger whose lines are scoped `[parent/scope]`. The scope is escaped as a message is
+   * (escapeControl), once here: it may be configured text (a provider's id).
+   */
   child(scope: string): Logger {
-    return new LineLogger(this.#opts, this.#scope ? `${this.#scope}/${scope}` : scope);
+    const escaped = escapeControl(scope);
+    return new LineLogger(this.#opts, this.#scope ? `${this.#scope}/${escaped}` : escaped);
   }
 
   #emit(level: LogLevel, message: string): void {

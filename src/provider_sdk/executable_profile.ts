@@ -6,7 +6,7 @@
  * host_check.cpp): the same keys in the same order, so a client cannot tell the two apart.
  */
 
-import { MAX_NAMED_IN_WARNING } from "../common/mod.ts";
+import { MAX_NAMED_IN_WARNING, quoteProviderText } from "../common/mod.ts";
 import { PROVIDER_STATUS_MESSAGE_CHARS } from "../adpp/mod.ts";
 import { statusMessageText } from "./_status_message.ts";
 
@@ -184,8 +184,16 @@ function checkRequirement(r: HostRequirement, index: number): void {
     throw new TypeError(`host requirement ${index} has an empty id`);
   }
   if (!STATUSES.has(r.status)) {
+    // The provider's text (any length, any character; the status maybe no string at all): cut and
+    // quoted, as the runtime quotes a provider's text.
+    const status: unknown = r.status;
+    const got = typeof status === "string"
+      ? quoteProviderText(status)
+      : `a value of type ${typeof status}`;
     throw new TypeError(
-      `host requirement '${r.id}': status must be met, unmet or unknown, got '${r.status}'`,
+      `host requirement ${
+        quoteProviderText(r.id)
+      }: status must be met, unmet or unknown, got ${got}`,
     );
   }
 }

@@ -15,6 +15,7 @@ import {
   type LifecycleState,
   type Logger,
   namedList,
+  namedProviderId,
   neverThrowing,
   type ProviderSupervisionView,
   quoteDeviceHandle,
@@ -184,7 +185,8 @@ export class ProviderHost {
   constructor(config: ProviderConfig, deps: ProviderHostDeps) {
     this.#config = config;
     this.#deps = deps;
-    this.#log = neverThrowing(deps.log.child(config.id));
+    // The configured id, any length: every line of this provider is scoped by it, cut.
+    this.#log = neverThrowing(deps.log.child(namedProviderId(config.id)));
   }
 
   get id(): string {
@@ -390,7 +392,7 @@ export class ProviderHost {
   ): Promise<ResponsePayloads[K]> {
     const s = this.#session;
     if (!s || !this.available) {
-      return Promise.reject(unavailable(`Provider unavailable: ${this.id}`));
+      return Promise.reject(unavailable(`Provider unavailable: ${namedProviderId(this.id)}`));
     }
     return s.request(kind, payload, timeoutMs ?? this.config.timeoutMs);
   }
@@ -417,7 +419,7 @@ export class ProviderHost {
   ): void {
     const s = this.#session;
     if (!s || !this.available) {
-      const err = unavailable(`Provider unavailable: ${this.id}`);
+      const err = unavailable(`Provider unavailable: ${namedProviderId(this.id)}`);
       queueMicrotask(() => reply(err, undefined));
       return;
     }
@@ -444,7 +446,7 @@ export class ProviderHost {
   ): void {
     const s = this.#session;
     if (!s || !this.available) {
-      const err = unavailable(`Provider unavailable: ${this.id}`);
+      const err = unavailable(`Provider unavailable: ${namedProviderId(this.id)}`);
       queueMicrotask(() => reply(err, undefined));
       return;
     }
@@ -579,9 +581,9 @@ export class ProviderHost {
         );
       }
       return unavailable(
-        `Restart timeout exceeded for provider '${this.id}' ${when} (${elapsed} ms >= restart_policy.timeout_ms ${
-          budget!.timeoutMs
-        } ms)`,
+        `Restart timeout exceeded for provider '${
+          namedProviderId(this.id)
+        }' ${when} (${elapsed} ms >= restart_policy.timeout_ms ${budget!.timeoutMs} ms)`,
       );
     };
     const checkBudget = (after: string) => {

@@ -7,6 +7,8 @@ import {
   NO_FUNCTION_POLICY,
   PROVIDER_TEXT_CHARS,
   type Quality,
+  QUOTED_DEVICE_ID_CHARS,
+  type SignalSpec,
   type TypedValue,
 } from "../../src/common/mod.ts";
 import type { RuntimeMode } from "../../src/config/mod.ts";
@@ -134,12 +136,19 @@ function setMotorDuty(o: Partial<FunctionSpec> = {}): FunctionSpec {
   };
 }
 
-/** An inventory holding one available device, sim0/motorctl0, declaring `functions`. */
-function motorctlInventory(functions: FunctionSpec[]): AutomationInventory {
+/**
+ * An inventory holding one available device, sim0/motorctl0 (or sim0/`deviceId`), declaring
+ * `functions` (and `signals`).
+ */
+function motorctlInventory(
+  functions: FunctionSpec[],
+  deviceId = "motorctl0",
+  signals: SignalSpec[] = [],
+): AutomationInventory {
   const caps: DeviceCapabilities = {
     device: {
       providerId: "sim0",
-      deviceId: "motorctl0",
+      deviceId,
       providerName: "sim",
       typeId: "t",
       typeVersion: "1",
@@ -148,12 +157,12 @@ function motorctlInventory(functions: FunctionSpec[]): AutomationInventory {
       tags: {},
     },
     functions,
-    signals: [],
+    signals,
   };
   return {
     providerAvailable: () => true,
-    devicesOf: () => ["motorctl0"],
-    capabilities: (p, d) => p === "sim0" && d === "motorctl0" ? caps : undefined,
+    devicesOf: () => [deviceId],
+    capabilities: (p, d) => p === "sim0" && d === deviceId ? caps : undefined,
   };
 }
 
@@ -950,6 +959,82 @@ Deno.test("AutomationEngine refuses AUTO for a literal call of an unknown 10 kB 
       problem.replace(/ at \S+:3:\d+ /, " at FILE "),
       `refusing AUTO: the behavior tree calls sim0/motorctl0 a\\nINFO forged'"${cut}\u2026 ` +
         `at FILE (Function not found: sim0/motorctl0 "a\\nINFO forged'\\"${cut}\u2026")`,
+    );
+  } finally {
+    engine.stop();
+  }
+});
+
+Deno.test("AutomationEngine refuses AUTO naming a device of a 10 kB id cut, as the call router names it", async () => {
+  // A device's id is any length (a provider lists it): the refusal names it cut, not 10 kB.
+  const deviceId = "d".repeat(10_000);
+  const cut = `sim0/${"d".repeat(QUOTED_DEVICE_ID_CHARS)}\u2026`;
+  const problemOf = async (fn: FunctionSpec, functionName: string) => {
+    const { engine } = setup(
+      `<BehaviorTree ID="Main">\n  <CallDevice device_handle="sim0/${deviceId}" ` +
+        `function_name="${functionName}" args="json:{}"/>\n</BehaviorTree>`,
+      { inventory: motorctlInventory([fn], deviceId) },
+    );
+    try {
+      await engine.load();
+      return (engine.autoProblem() ?? "(no problem: AUTO admitted)")
+        .replace(/ at \S+:3:\d+ /, " at FILE ");
+    } finally {
+      engine.stop();
+    }
+  };
+  assert.equal(
+    await problemOf(setMotorDuty(), "set_motor_dutty"),
+    `refusing AUTO: the behavior tree calls ${cut} set_motor_dutty at FILE ` +
+      `(Function not found: ${cut} "set_motor_dutty")`,
+  );
+  const manualOnly = setMotorDuty({ policy: { ...NO_FUNCTION_POLICY, allowedModes: ["MANUAL"] } });
+  const refused = await problemOf(manualOnly, "set_motor_duty");
+  assert.ok(
+    refused.startsWith(`refusing AUTO: the behavior tree calls ${cut} set_motor_duty (`),
+    refused.slice(0, 300),
+  );
+  assert.ok(refused.length < 1000, `${refused.length} characters`);
+});
+
+Deno.test("AutomationEngine refuses AUTO for a blackboard entry two signals type apart, the device's 10 kB ids cut", async () => {
+  const deviceId = "d".repeat(10_000);
+  const signalId = "s".repeat(10_000);
+  const signal = (id: string, valueType: "double" | "string"): SignalSpec => ({
+    signalId: id,
+    name: id,
+    description: "",
+    valueType,
+    unit: "",
+    pollHintHz: 0,
+    staleAfterMs: 0,
+  });
+  const { engine } = setup(
+    `<BehaviorTree ID="Main">\n  <Sequence>\n` +
+      `    <ReadSignal device_handle="sim0/${deviceId}" signal_id="${signalId}" value="{x}"/>\n` +
+      `    <ReadSignal device_handle="sim0/${deviceId}" signal_id="q" value="{x}"/>\n` +
+      `  </Sequence>\n</BehaviorTree>`,
+    {
+      inventory: motorctlInventory([], deviceId, [
+        signal(signalId, "double"),
+        signal("q", "string"),
+      ]),
+    },
+  );
+  try {
+    await engine.load();
+    const problem = (engine.autoProblem() ?? "(no problem: AUTO admitted)")
+      .replace(/ at \S+:\d+:\d+/g, " at FILE");
+    const device = `sim0/${"d".repeat(QUOTED_DEVICE_ID_CHARS)}\u2026`;
+    assert.ok(
+      problem.startsWith(
+        `refusing AUTO: the behavior tree writes blackboard entry 'x' with ReadSignal ${device} ` +
+          `${
+            "s".repeat(PROVIDER_TEXT_CHARS)
+          }\u2026 (a double signal) at FILE and with ReadSignal ` +
+          `${device} q (a string signal) at FILE (`,
+      ),
+      problem.slice(0, 400),
     );
   } finally {
     engine.stop();

@@ -246,7 +246,7 @@ alarms:
 ${PROV}
 `,
     expect: ["error alarms[0].signal @2", "error alarms[1].signal @3"],
-    message: /alarms\[1\]\.signal: provider 'ghost' is not declared in providers/,
+    message: /alarms\[1\]\.signal: provider "ghost" is not declared in providers/,
   },
   {
     name: "an alarm message that is too long",
@@ -314,7 +314,7 @@ interlocks:
 ${PROV}
 `,
     expect: ["error interlocks[0].while @2"],
-    message: /column 15 of the condition: provider 'ghost' of ghost\/d\/s is not declared/,
+    message: /column 15 of the condition: provider "ghost" of ghost\/d\/s is not declared/,
   },
   {
     name: "duplicate interlock ids",

@@ -107,7 +107,7 @@ for (const mode of ["check", "start"] as const) {
         "providers[1].command: is not executable: /etc/rig/bin/copied (mode 0644)",
         "providers[2].command: is not a regular file: /etc/rig/bin is a directory",
         "providers[3].command: file not found: /etc/rig/bin/gone",
-        "providers[5].command: 'nowhere' not found on PATH",
+        'providers[5].command: "nowhere" not found on PATH',
       ]
     ) assert.ok(messages.includes(part), `${part} in ${JSON.stringify(messages)}`);
     assert.deepEqual(async.diagnostics, sync.diagnostics);
@@ -163,7 +163,7 @@ Deno.test("a bare command whose PATH lookup gets no answer is an error naming th
     loaded.diagnostics.filter((d) => d.message.includes("no answer")).map((d) =>
       `${d.severity} ${d.path}: ${d.message}`
     ),
-    ["error providers[4].command: cannot look 'deno' up on PATH: /mnt/nfs/bin/deno: no answer"],
+    ['error providers[4].command: cannot look "deno" up on PATH: /mnt/nfs/bin/deno: no answer'],
   );
 });
 

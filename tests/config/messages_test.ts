@@ -320,7 +320,7 @@ runs:
     yaml: `${PROV}\nhttp:\n  bind: 0.0.0.0\n`,
     expect: [[
       "error http.bind",
-      "'0.0.0.0' is not a loopback address and auth_enabled is false: anyone on the network " +
+      '"0.0.0.0" is not a loopback address and auth_enabled is false: anyone on the network ' +
       "could operate the machine (enable auth, or set allow_insecure_bind: true)",
     ]],
   },
@@ -329,7 +329,7 @@ runs:
     yaml: `${PROV}\nhttp:\n  bind: 0.0.0.0\n  auth_enabled: true\n  auth_token: t\n`,
     expect: [[
       "warning http.bind",
-      "'0.0.0.0' is not a loopback address and TLS is off: the bearer token travels in " +
+      '"0.0.0.0" is not a loopback address and TLS is off: the bearer token travels in ' +
       "plaintext (set tls_cert_path and tls_key_path, or terminate TLS in a reverse proxy)",
     ]],
   },
@@ -384,25 +384,25 @@ runs:
     expect: [
       [
         "warning http.cors_allowed_origins[0]",
-        "'http://localhost:3000/' never matches: a browser sends its Origin as " +
-        "'http://localhost:3000' (scheme://host[:port], lower case, no path, no default port)",
+        '"http://localhost:3000/" never matches: a browser sends its Origin as ' +
+        '"http://localhost:3000" (scheme://host[:port], lower case, no path, no default port)',
       ],
       [
         "warning http.cors_allowed_origins[1]",
-        "'http://Console.Lab:8080' never matches: a browser sends its Origin as " +
-        "'http://console.lab:8080' (scheme://host[:port], lower case, no path, no default port)",
+        '"http://Console.Lab:8080" never matches: a browser sends its Origin as ' +
+        '"http://console.lab:8080" (scheme://host[:port], lower case, no path, no default port)',
       ],
       [
         "warning http.cors_allowed_origins[2]",
-        "'https://panel.lab:443' never matches: a browser sends its Origin as 'https://panel.lab'",
+        '"https://panel.lab:443" never matches: a browser sends its Origin as "https://panel.lab"',
       ],
       [
         "warning http.cors_allowed_origins[3]",
-        "'localhost:3000' never matches: a browser sends its Origin as scheme://host[:port]",
+        '"localhost:3000" never matches: a browser sends its Origin as scheme://host[:port]',
       ],
       [
         "warning http.cors_allowed_origins[4]",
-        "'http://localhost:*/' never matches: a browser sends its Origin as scheme://host[:port]",
+        '"http://localhost:*/" never matches: a browser sends its Origin as scheme://host[:port]',
       ],
     ],
   },
@@ -411,7 +411,7 @@ runs:
     yaml: `${PROV}\nhttp:\n  allowed_hosts: "*.lab"\n`,
     expect: [[
       "error http.allowed_hosts",
-      "'*.lab' is not a host name: write `name` or `name:port`",
+      '"*.lab" is not a host name: write `name` or `name:port`',
     ]],
   },
   {
@@ -462,7 +462,7 @@ runs:
     name: "a duplicate provider id names the first",
     yaml:
       "providers: [{id: p0, command: prov}, {id: p1, command: prov}, {id: p0, command: prov}]\n",
-    expect: [["error providers[2].id", "duplicate provider id 'p0' (first at providers[0])"]],
+    expect: [["error providers[2].id", 'duplicate provider id "p0" (first at providers[0])']],
   },
   {
     name: "a provider without a command is one error",
@@ -476,7 +476,7 @@ runs:
     yaml: "providers: [{id: p0, command: nope}, {id: p1, command: bin/prov}]\n",
     o: mode === "strict" ? { strict: true } : { mode },
     expect: [
-      [`${severity} providers[0].command`, "'nope' not found on PATH"],
+      [`${severity} providers[0].command`, '"nope" not found on PATH'],
       [`${severity} providers[1].command`, "file not found: /etc/rig/bin/prov"],
     ],
   })),

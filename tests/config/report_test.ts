@@ -9,7 +9,7 @@ Deno.test("formatDiagnostic keeps a diagnostic on one line when it quotes a valu
   assert.ok(d, JSON.stringify(diagnostics));
   const line = formatDiagnostic(d);
   assert.doesNotMatch(line, /[\r\n]/);
-  assert.match(line, /^\/etc\/rig\/runtime\.yaml:3:3: error: http\.bind: '0\.0\.0\.0\\n' is not/);
+  assert.match(line, /^\/etc\/rig\/runtime\.yaml:3:3: error: http\.bind: "0\.0\.0\.0\\n" is not/);
 });
 
 Deno.test("formatDiagnostic shows a control character in a key as an escape, not raw", () => {

@@ -451,7 +451,7 @@ export interface ProgrammableFixture {
 }
 
 /**
- * Starts the programmable provider `p0` with `inventory` behind a registry and a state cache.
+ * Starts the programmable provider `p0` (or `o.providerId`) with `inventory` behind a registry and a state cache.
  * With `poll`, the cache's start() runs (one priming pass, then the loop every `intervalMs`);
  * without it nothing polls unless the test calls pollDevice.
  */
@@ -479,6 +479,8 @@ export async function startProgrammable(
      * time-driven happens unless the test moves it. Start and close fire its due timers.
      */
     manual?: ManualClock;
+    /** The provider's configured id (default `p0`). */
+    providerId?: string;
   } = {},
 ): Promise<ProgrammableFixture> {
   const inventoryFile = await Deno.makeTempFile({ prefix: "programmable-", suffix: ".json" });
@@ -489,7 +491,8 @@ export async function startProgrammable(
   bus.subscribe((e) => events.push(e.event));
   const clock = new TestClock();
   if (o.mono !== undefined) clock.mono = o.mono;
-  const cfg = programmableProvider("p0", inventoryFile, o);
+  const providerId = o.providerId ?? "p0";
+  const cfg = programmableProvider(providerId, inventoryFile, o);
   const fakes = o.inProcess ? inProcessSpawn({ [MAIN]: programmableProgram }) : null;
   const runtimeClock = o.manual ?? clock;
   const registry = new ProviderRegistry([cfg], {
@@ -511,7 +514,7 @@ export async function startProgrammable(
       ? { reportedHealthIntervalMs: o.reportedHealthIntervalMs }
       : {}),
   });
-  const host = registry.host("p0")!;
+  const host = registry.host(providerId)!;
   const settle = <T>(p: Promise<T>) => o.manual ? settleOn(o.manual, p) : p;
   const close = async () => {
     await settle(cache.stop());

@@ -161,7 +161,7 @@ Deno.test("the config check refuses a non-loopback bind without auth unless allo
   assert.deepEqual(check("  bind: 0.0.0.0").filter((d) => d.severity === "error"), [{
     severity: "error",
     path: "http.bind",
-    message: "'0.0.0.0' is not a loopback address and auth_enabled is false: anyone on the " +
+    message: '"0.0.0.0" is not a loopback address and auth_enabled is false: anyone on the ' +
       "network could operate the machine (enable auth, or set allow_insecure_bind: true)",
   }]);
   assert.deepEqual(check("  bind: 0.0.0.0\n  allow_insecure_bind: true"), []);

@@ -17,7 +17,7 @@ import {
   WireProviderState,
   WireStatusCode,
 } from "../../src/provider_sdk/mod.ts";
-import { type Logger, MAX_NAMED_IN_WARNING } from "../../src/common/mod.ts";
+import { type Logger, MAX_NAMED_IN_WARNING, PROVIDER_TEXT_CHARS } from "../../src/common/mod.ts";
 import { MAX_FRAME_BYTES, PROVIDER_STATUS_MESSAGE_CHARS } from "../../src/adpp/mod.ts";
 import { serveRequests } from "./_harness.ts";
 
@@ -78,6 +78,26 @@ Deno.test("checkHostEnvelope is one line; empty detail and remedy are left out; 
   assert.throws(
     () => checkHostEnvelope("p", [{ id: "x", status: "fine" as never }]),
     /status must be met, unmet or unknown/,
+  );
+});
+
+Deno.test("checkHostEnvelope's refusal of an unknown status quotes the id and the status cut, on one line", () => {
+  const text = `a'\n${"x".repeat(10_000)}`;
+  const quoted = `"a'\\n${"x".repeat(PROVIDER_TEXT_CHARS - 3)}\u2026"`;
+  assert.throws(
+    () => checkHostEnvelope("p", [{ id: text, status: text as never }]),
+    (e) => {
+      assert.ok(e instanceof TypeError);
+      assert.equal(
+        e.message,
+        `host requirement ${quoted}: status must be met, unmet or unknown, got ${quoted}`,
+      );
+      return true;
+    },
+  );
+  assert.throws(
+    () => checkHostEnvelope("p", [{ id: "x", status: 5 as never }]),
+    /^TypeError: host requirement "x": status must be met, unmet or unknown, got a value of type number$/,
   );
 });
 

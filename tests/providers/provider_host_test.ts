@@ -8,12 +8,14 @@ import {
   ADPP_PROTOCOL_VERSION,
   PROVIDER_TEXT_CHARS,
   QUOTED_DEVICE_ID_CHARS,
+  QUOTED_PROVIDER_ID_CHARS,
   RUNTIME_VERSION,
   RuntimeError,
   type SpawnFn,
 } from "../../src/common/mod.ts";
 import type { ProviderConfig } from "../../src/config/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
+import { PreparedRead, SampleBatch } from "../../src/adpp/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { ProviderHost, ProviderRegistry, type SpawnQueue } from "../../src/providers/mod.ts";
@@ -679,6 +681,51 @@ Deno.test("ProviderHost: a restart budget is used up when the elapsed time reach
 });
 
 /** The log lines (level and message) that say a provider's circuit opened. */
+Deno.test("ProviderHost names a configured id of any length cut, in its lines and refusals", async () => {
+  // A configured id is any length and any character (the config refuses only "/", "." and ".."):
+  // 10 kB, a line break and an ESC in it.
+  const id = `p\n\u001b[31m${"x".repeat(10_000)}`;
+  const cut = `p\n\u001b[31m${"x".repeat(QUOTED_PROVIDER_ID_CHARS - 7)}\u2026`;
+  const scope = `[p\\n\\x1b[31m${"x".repeat(QUOTED_PROVIDER_ID_CHARS - 7)}\u2026]`;
+  await withFixture(D0, async (fx) => {
+    Deno.kill(fx.host.session!.pid, "SIGKILL");
+    await waitFor("circuit open", () => fx.host.lifecycle === "CIRCUIT_OPEN");
+    const failure = fx.lines.find((l) => /restart attempt \d failed/.test(l));
+    assert.ok(
+      failure?.includes(
+        `Restart timeout exceeded for provider '${
+          cut.replace("\n", "\\n").replace("\u001b", "\\x1b")
+        }'`,
+      ),
+      failure?.slice(0, 300),
+    );
+    // Every line of the provider is scoped by its id cut and escaped: none is 10 kB, none breaks.
+    assert.ok(fx.lines.length > 0);
+    for (const line of fx.lines) {
+      assert.ok(line.length < 1000, line.slice(0, 300));
+      assert.ok(line.includes(scope), line.slice(0, 300));
+    }
+    // Refused while down, by request, send and sendRead alike.
+    const message = `Provider unavailable: ${cut}`;
+    await assert.rejects(fx.host.request("read_signals", { device_id: "d0" }), (e) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.message, message);
+      return true;
+    });
+    const replies: unknown[] = [];
+    fx.host.send("read_signals", { device_id: "d0" }, (err) => replies.push(err));
+    fx.host.sendRead(new PreparedRead({ device_id: "d0" }), new SampleBatch(1), (err) => {
+      replies.push(err);
+    });
+    await waitFor("both replied", () => replies.length === 2);
+    assert.deepEqual(replies.map((e) => (e as RuntimeError).message), [message, message]);
+  }, {
+    mono: 10_000,
+    providerId: id,
+    restart: { maxAttempts: 1, backoffMs: [0], timeoutMs: 0 },
+  });
+});
+
 function circuitOpenLines(lines: readonly string[]): string[] {
   return lines.filter((l) => l.includes("circuit open")).map((l) => l.replace(/^.*?\] /, ""));
 }

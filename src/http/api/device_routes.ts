@@ -5,6 +5,7 @@
 import {
   type DeviceCapabilities,
   type FunctionPolicy,
+  namedDeviceHandle,
   NO_FUNCTION_POLICY,
   notFound,
   type Quality,
@@ -91,7 +92,8 @@ function listDevices({ services }: RouteContext): Response {
 
 function requireDevice(services: HttpServices, p: string, d: string): DeviceCapabilities {
   const caps = services.inventory.capabilities(p, d);
-  if (!caps) throw notFound(`Device not found: ${p}/${d}`);
+  // The client's ids, any length: cut as the call router cuts them (namedDeviceHandle).
+  if (!caps) throw notFound(`Device not found: ${namedDeviceHandle(p, d)}`);
   return caps;
 }
 
@@ -233,10 +235,12 @@ function allState({ services }: RouteContext): Response {
 function deviceState({ services, params, url }: RouteContext): Response {
   const { provider_id: p, device_id: d } = params;
   const known = services.inventory.capabilities(p!, d!) ?? services.cache.device(p!, d!);
-  if (!known) throw notFound(`Device not found: ${p}/${d}`);
+  if (!known) throw notFound(`Device not found: ${namedDeviceHandle(p!, d!)}`);
   const state = services.cache.device(p!, d!);
   if (!state || state.pollable.length === 0) {
-    throw unavailable(`No cached state for device: ${p}/${d} (it has no pollable signals)`);
+    throw unavailable(
+      `No cached state for device: ${namedDeviceHandle(p!, d!)} (it has no pollable signals)`,
+    );
   }
   const ids = url.searchParams.getAll("signal_id").filter((s) => s !== "");
   const now = services.host.clock.nowMs();

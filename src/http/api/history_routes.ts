@@ -3,7 +3,7 @@
  * /v0/history/{provider_id}/{device_id} (JSON or CSV), GET /v0/incidents and GET
  * /v0/incidents/{incident_id} (JSON, CSV or JSON Lines). 503 when history.enabled is false.
  */
-import { invalidArgument, notFound, unavailable } from "../../common/mod.ts";
+import { invalidArgument, namedDeviceHandle, notFound, unavailable } from "../../common/mod.ts";
 import {
   csvField,
   type HistoryAnswer,
@@ -277,7 +277,7 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
   // A device the runtime no longer has (its provider removed, the device gone at rediscovery) is
   // answered from its disk rows; one neither has nor the range holds anything of is not found.
   if (!caps && answer.source === "none" && !history.knows(p!, d!)) {
-    throw notFound(`Device not found: ${p}/${d}`);
+    throw notFound(`Device not found: ${namedDeviceHandle(p!, d!)}`);
   }
   // A signal's declaration: as the device declares it now, or, while no provider lists the device
   // (a reload restarting its provider, or failing to start it), the units its polls were recorded
