@@ -181,6 +181,15 @@ export const NO_WARNING_STAGE_LOG_DEVICES = 5;
  */
 export const NO_WARNING_STAGE_DEPARTED_DEVICES = 1024;
 
+/**
+ * Devices per provider whose signals (their last samples and declarations) are kept while a
+ * rediscovery leaves them out (StateCache #departedSignals), so that one listed again carries on
+ * from them as a device listed throughout does. As many as one inventory may list
+ * (MAX_DEVICES_PER_PROVIDER): at most what the cache held of the provider while it listed them;
+ * the one left out longest ago is forgotten first.
+ */
+export const DEPARTED_SIGNALS_DEVICES = 1024;
+
 /** Log lines about refused or faulted samples per provider, kind and window; the rest is counted. */
 export const DATA_FAULT_LOG_LINES = 5;
 /** The window of DATA_FAULT_LOG_LINES. */
@@ -437,6 +446,18 @@ export class StateCache implements FreshReader {
    * NO_WARNING_STAGE_DEPARTED_DEVICES per provider.
    */
   readonly #departedNoStageTold = new Map<string, Map<string, string>>();
+  /**
+   * Provider id -> device id -> the signals of a device a rediscovery left out (a restart whose
+   * discovery leaves it out: unplugged, its host check unmet), as the cache held them then: all
+   * UNAVAILABLE since its provider went down, as stream clients were told. Listed again, its
+   * signals carry on from them as a device's listed throughout do (#applyInventory), so its first
+   * answer is told as the quality change it is. Forgotten when listed again or the host is removed
+   * (#removeHost), at most DEPARTED_SIGNALS_DEVICES per provider.
+   */
+  readonly #departedSignals = new Map<
+    string,
+    Map<string, Pick<MutableDeviceState, "slots" | "signals">>
+  >();
   /**
    * Provider id -> the latest device_availability date of a provider a reload removed, for the
    * provider configured again under the id (#applyInventory takes it): kept however many times
@@ -800,6 +821,7 @@ export class StateCache implements FreshReader {
     if (latest > 0) this.#removedAvailabilityAt.keep(id, latest);
     this.#byProvider.delete(id);
     this.#departedNoStageTold.delete(id);
+    this.#departedSignals.delete(id);
     this.#polledDevices.delete(id);
     this.#reported.delete(id);
     this.#faults.delete(id);
@@ -1655,18 +1677,22 @@ export class StateCache implements FreshReader {
       this.#removedAvailabilityAt.take(providerId) ?? 0;
     const next = new Map<string, MutableDeviceState>();
     const departedTold = this.#departedNoStageTold.get(providerId);
+    const departedSignals = this.#departedSignals.get(providerId);
     for (const caps of devices) {
       const id = caps.device.deviceId;
       const slots = new Map<string, SignalSlot>();
       const pollable: string[] = [];
       const prev = old.get(id);
+      // Its signals as the cache holds them, or held them when a rediscovery left it out: a
+      // device listed again carries on from them as one listed throughout does.
+      const carried = prev ?? departedSignals?.get(id);
       for (const s of caps.signals) {
         const polled = s.pollHintHz > 0;
         if (polled) pollable.push(s.signalId);
         // A signal declared before keeps its bound (#boundSlots notes a tightening by the new
         // declaration) and a tightening's record: a sample kept usable until then stays stale
         // from then, not earlier. One declaration per signal id: discovery keeps the first.
-        const before = prev?.slots.get(s.signalId);
+        const before = carried?.slots.get(s.signalId);
         slots.set(s.signalId, {
           type: s.valueType,
           unit: s.unit,
@@ -1680,11 +1706,11 @@ export class StateCache implements FreshReader {
       }
       const signals = new Map<string, SignalState>();
       for (const sid of pollable) {
-        const s = prev?.signals.get(sid);
+        const s = carried?.signals.get(sid);
         const slot = slots.get(sid)!;
         // A value kept across rediscovery must still have the declared type, and its unit: GET
         // /v0/state and a DBIRTH label it with the unit declared now (20 degC is no 20 K).
-        const sameUnit = prev?.slots.get(sid)?.unit === slot.unit;
+        const sameUnit = carried?.slots.get(sid)?.unit === slot.unit;
         if (
           s &&
           (s.value === null || (sameUnit && (slot.type === null || s.value.type === slot.type)))
@@ -1718,12 +1744,22 @@ export class StateCache implements FreshReader {
     // A device gone from the new inventory needs no notice: rediscovery follows a restart, and
     // every device was marked unavailable when the provider went down. Its last flip's date is
     // kept: should a later rediscovery list it again after the wall clock stepped back, its
-    // return is dated no earlier than that loss.
+    // return is dated no earlier than that loss. So are its signals, for its return.
     const told = departedTold ?? new Map<string, string>();
-    for (const id of next.keys()) told.delete(id);
+    const left = departedSignals ??
+      new Map<string, Pick<MutableDeviceState, "slots" | "signals">>();
+    for (const id of next.keys()) {
+      told.delete(id);
+      left.delete(id);
+    }
     for (const [id, dev] of old) {
       if (next.has(id)) continue;
       departedAt = Math.max(departedAt, dev.availabilityAt);
+      if (dev.signals.size > 0) {
+        left.delete(id); // re-inserted last: the newest
+        left.set(id, { slots: dev.slots, signals: dev.signals });
+        if (left.size > DEPARTED_SIGNALS_DEVICES) left.delete(left.keys().next().value!);
+      }
       if (dev.noWarningStageTold === "") continue;
       told.delete(id); // re-inserted last: the newest
       told.set(id, dev.noWarningStageTold);
@@ -1731,6 +1767,8 @@ export class StateCache implements FreshReader {
     }
     if (told.size > 0) this.#departedNoStageTold.set(providerId, told);
     else this.#departedNoStageTold.delete(providerId);
+    if (left.size > 0) this.#departedSignals.set(providerId, left);
+    else this.#departedSignals.delete(providerId);
     if (departedAt > 0) this.#departedAvailabilityAt.set(providerId, departedAt);
     this.#byProvider.set(providerId, next);
     this.#polledDevices.set(providerId, [...next.values()].filter((d) => d.pollable.length > 0));
