@@ -122,6 +122,17 @@ function editable(files: Record<string, string>): (path: string) => string {
   };
 }
 
+/** Files TREE includes common.xml from (subtree Hold: a 1 s Sleep), for editable(). */
+function includingTree(): Record<string, string> {
+  return {
+    [TREE]: xmlRoot(
+      `<include path="common.xml"/><BehaviorTree ID="Main"><SubTree ID="Hold"/></BehaviorTree>`,
+      "Main",
+    ),
+    "/bt/common.xml": xmlRoot(`<BehaviorTree ID="Hold"><Sleep msec="1000"/></BehaviorTree>`),
+  };
+}
+
 /** set_motor_duty of sim0/motorctl0: actuating, no args, no policy unless `o` says otherwise. */
 function setMotorDuty(o: Partial<FunctionSpec> = {}): FunctionSpec {
   return {
@@ -489,13 +500,7 @@ Deno.test("AutomationEngine device-loss latch: a device the tree's call waits in
 });
 
 Deno.test("AutomationEngine reloadTree loads the tree again when only a file it includes changed", async () => {
-  const files: Record<string, string> = {
-    [TREE]: xmlRoot(
-      `<include path="common.xml"/><BehaviorTree ID="Main"><SubTree ID="Hold"/></BehaviorTree>`,
-      "Main",
-    ),
-    "/bt/common.xml": xmlRoot(`<BehaviorTree ID="Hold"><Sleep msec="1000"/></BehaviorTree>`),
-  };
+  const files = includingTree();
   const { engine, modes } = setup(SLEEP, {
     readFile: editable(files),
   });
@@ -518,13 +523,7 @@ Deno.test("AutomationEngine reloadTree loads the tree again when only a file it 
 });
 
 Deno.test("AutomationEngine reloadTree of the tree in force builds nothing; an edited file is built", async () => {
-  const files: Record<string, string> = {
-    [TREE]: xmlRoot(
-      `<include path="common.xml"/><BehaviorTree ID="Main"><SubTree ID="Hold"/></BehaviorTree>`,
-      "Main",
-    ),
-    "/bt/common.xml": xmlRoot(`<BehaviorTree ID="Hold"><Sleep msec="1000"/></BehaviorTree>`),
-  };
+  const files = includingTree();
   let builds = 0;
   const { engine, modes } = setup(SLEEP, {
     readFile: editable(files),

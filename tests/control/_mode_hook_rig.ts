@@ -1,18 +1,24 @@
 /**
  * What the in-process mode-hook tests share (mode_fault_hook_calls_settled, mode_provider_back*,
- * mode_fault_again_bounded, tests/control/_provider_back_rig.ts): a router that holds each call
- * until the test answers it, an inventory whose providers are all up and whose returns the test
- * announces, and real modes over them with the hooks the test gives.
+ * mode_fault_again_bounded, mode_fault_long_device_id, mode_hook_peer_text,
+ * tests/control/_provider_back_rig.ts): a router that holds each call until the test answers it,
+ * an inventory whose providers are all up and whose returns the test announces, device returns the
+ * test announces, and real modes over them with the hooks the test gives; and the plant provider
+ * in a kernel (helpers/rig) with the hooks the test gives, its every call answered with an error.
  */
 import assert from "node:assert/strict";
 import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
 import { ModeManager, type ModeManagerOptions } from "../../src/control/mod.ts";
 import type { Logger } from "../../src/common/mod.ts";
 import type { HookConfig } from "../../src/config/mod.ts";
+import { StatusCode } from "../../src/adpp/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
+import type { FakeProvider } from "../helpers/fake_provider.ts";
 import { testLogger } from "../helpers/kernel.ts";
+import { type Rig, rig } from "../helpers/rig.ts";
+import { plantProvider } from "../safety/_fixture.ts";
 
 /** A call the holding router holds until the test answers it. */
 export interface HeldCall {
@@ -79,16 +85,34 @@ export function returnsInventory(provider: (id: string) => ProviderSummary = upP
   };
 }
 
+/** The device returns of modes: `answersAgain(p, d)` tells their listeners device d of p answers. */
+export function deviceReturns(): {
+  devices: NonNullable<ModeManagerOptions["devices"]>;
+  answersAgain: (providerId: string, deviceId: string) => void;
+} {
+  const returns: ((providerId: string, deviceId: string) => void)[] = [];
+  return {
+    devices: { onDeviceReturn: (l) => (returns.push(l), () => {}) },
+    answersAgain: (providerId, deviceId) => {
+      for (const l of returns) l(providerId, deviceId);
+    },
+  };
+}
+
 /**
  * Real modes over `router` and `inventory` (automation enabled, manual gating BLOCK, the system
  * clock, `o.log` or the quiet test logger, `o.devices` the device returns if given) with
- * `beforeTransition` hooks and no after-transition hooks.
+ * `beforeTransition` hooks and `o.afterTransition` hooks (none unless given).
  */
 export function hookModes(
   router: CallRouter,
   inventory: InventoryReader,
   beforeTransition: HookConfig[],
-  o: { log?: Logger; devices?: ModeManagerOptions["devices"] } = {},
+  o: {
+    log?: Logger;
+    devices?: ModeManagerOptions["devices"];
+    afterTransition?: HookConfig[];
+  } = {},
 ): ModeManager {
   return new ModeManager({
     router,
@@ -99,6 +123,31 @@ export function hookModes(
     ...(o.devices === undefined ? {} : { devices: o.devices }),
     automationEnabled: true,
     manualGatingPolicy: "BLOCK",
-    hooks: { beforeTransition, afterTransition: [] },
+    hooks: { beforeTransition, afterTransition: o.afterTransition ?? [] },
   });
+}
+
+/**
+ * A kernel (helpers/rig) with the plant provider in-process, automation off (manual gating
+ * BLOCK) and `hooks`, each of the plant's calls answered UNAVAILABLE with `message`.
+ */
+export async function plantRefusingRig(
+  hooks: { beforeTransition?: HookConfig[]; afterTransition?: HookConfig[] },
+  message: string,
+): Promise<Rig> {
+  const r = await rig({
+    providers: [plantProvider("plant")],
+    automation: {
+      enabled: false,
+      manualGatingPolicy: "BLOCK",
+      modeTransitionHooks: {
+        beforeTransition: hooks.beforeTransition ?? [],
+        afterTransition: hooks.afterTransition ?? [],
+      },
+    },
+  });
+  r.provider<FakeProvider>("plant").answer("call", {
+    error: { code: StatusCode.UNAVAILABLE, message },
+  });
+  return r;
 }

@@ -21,7 +21,7 @@ import {
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { untilTurns } from "../helpers/turns.ts";
 import { call, hook } from "../safety/_fixture.ts";
-import { hookModes, returnsInventory } from "./_mode_hook_rig.ts";
+import { deviceReturns, hookModes, returnsInventory } from "./_mode_hook_rig.ts";
 
 /** A device id of 10 kB. */
 const LONG_DEVICE = `d${"y".repeat(10_000)}`;
@@ -58,13 +58,7 @@ function longLines(lines: readonly string[]): string[] {
 Deno.test("ModeManager's FAULT lines cut a 10 kB device id: a failed hook call into FAULT and the calls made again for its return", async () => {
   const { calls, router } = refusingRouter();
   const { inventory } = returnsInventory();
-  const returns: ((providerId: string, deviceId: string) => void)[] = [];
-  const devices = {
-    onDeviceReturn: (l: (providerId: string, deviceId: string) => void) => {
-      returns.push(l);
-      return () => {};
-    },
-  };
+  const { devices, answersAgain } = deviceReturns();
   const { log, lines } = capturingLogger({ now: () => 0 });
   const modes = hookModes(
     router,
@@ -82,7 +76,7 @@ Deno.test("ModeManager's FAULT lines cut a 10 kB device id: a failed hook call i
   );
 
   // Its device answers again while FAULT stands: the hook call into FAULT is made again.
-  for (const l of returns) l("plant", LONG_DEVICE);
+  answersAgain("plant", LONG_DEVICE);
   await untilTurns(() => calls.length === 2, "the hook call made again");
   // Its line said once its failure is in (the calls made again are awaited in turn).
   await untilTurns(
@@ -111,13 +105,7 @@ Deno.test("ModeManager's FAULT lines cut a 10 kB device id: a failed hook call i
 Deno.test("ModeManager's FAULT lines cut a 10 kB provider id: a failed hook call into FAULT, the calls made again for its return and its device's, the spell's count", async () => {
   const { calls, router } = refusingRouter();
   const { inventory, comesBack } = returnsInventory();
-  const returns: ((providerId: string, deviceId: string) => void)[] = [];
-  const devices = {
-    onDeviceReturn: (l: (providerId: string, deviceId: string) => void) => {
-      returns.push(l);
-      return () => {};
-    },
-  };
+  const { devices, answersAgain } = deviceReturns();
   const { log, lines } = capturingLogger({ now: () => 0 });
   const modes = hookModes(
     router,
@@ -131,7 +119,7 @@ Deno.test("ModeManager's FAULT lines cut a 10 kB provider id: a failed hook call
   // Its provider comes back, then its device answers again: the call is made again each time.
   comesBack(LONG_PROVIDER);
   await untilTurns(() => calls.length === 2, "the hook call made again for the provider");
-  for (const l of returns) l(LONG_PROVIDER, "d0");
+  answersAgain(LONG_PROVIDER, "d0");
   await untilTurns(() => calls.length === 3, "the hook call made again for its device");
   await untilTurns(
     () => lines.filter((l) => l.includes(" set_heater failed: ")).length === 3,

@@ -6,35 +6,20 @@
  * provider in-process, its call answered with a scripted error.
  */
 import assert from "node:assert/strict";
-import { StatusCode } from "../../src/adpp/mod.ts";
 import { RuntimeError } from "../../src/common/mod.ts";
-import { type CallRouter, ModeManager, QUOTED_HOOK_ERROR_CHARS } from "../../src/control/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
-import { systemClock } from "../../src/host/mod.ts";
+import { QUOTED_HOOK_ERROR_CHARS } from "../../src/control/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { providerComingBack } from "../safety/_clock_rig.ts";
-import type { FakeProvider } from "../helpers/fake_provider.ts";
-import { rig } from "../helpers/rig.ts";
-import { call, fanIntoFault, hook, plantProvider } from "../safety/_fixture.ts";
+import { providerComingBack, recordingRouter } from "../safety/_clock_rig.ts";
+import { call, fanIntoFault, hook } from "../safety/_fixture.ts";
+import { hookModes, plantRefusingRig } from "./_mode_hook_rig.ts";
 
 Deno.test("ModeManager's failed-hook line quotes the call's error, cut to QUOTED_HOOK_ERROR_CHARS; the hook_failure event keeps it", async () => {
-  await using r = await rig({
-    providers: [plantProvider("plant")],
-    automation: {
-      enabled: false,
-      manualGatingPolicy: "BLOCK",
-      modeTransitionHooks: {
-        beforeTransition: [],
-        afterTransition: [
-          hook("IDLE", "MANUAL", [call("plant/plant0", "set_fan", { duty: { double: 0 } })], false),
-        ],
-      },
-    },
-  });
   const message = `bus "down"\nERROR forged ${"M".repeat(100_000)}`;
-  r.provider<FakeProvider>("plant").answer("call", {
-    error: { code: StatusCode.UNAVAILABLE, message },
-  });
+  await using r = await plantRefusingRig({
+    afterTransition: [
+      hook("IDLE", "MANUAL", [call("plant/plant0", "set_fan", { duty: { double: 0 } })], false),
+    ],
+  }, message);
   assert.equal(await r.kernel.modes.request("MANUAL"), "MANUAL");
   const [failure] = r.events.filter((e) => e.kind === "hook_failure");
   assert.ok(failure?.kind === "hook_failure");
@@ -52,23 +37,11 @@ Deno.test("ModeManager's failed-hook line quotes the call's error, cut to QUOTED
 });
 
 Deno.test("ModeManager's veto names the failed hook call's error, cut to QUOTED_HOOK_ERROR_CHARS, when its provider answers a 20 kB message", async () => {
-  await using r = await rig({
-    providers: [plantProvider("plant")],
-    automation: {
-      enabled: false,
-      manualGatingPolicy: "BLOCK",
-      modeTransitionHooks: {
-        beforeTransition: [
-          hook("MANUAL", "IDLE", [call("plant/plant0", "set_fan", { duty: { double: 0 } })], true),
-        ],
-        afterTransition: [],
-      },
-    },
-  });
-  const message = `bus down ${"M".repeat(20_000)}`;
-  r.provider<FakeProvider>("plant").answer("call", {
-    error: { code: StatusCode.UNAVAILABLE, message },
-  });
+  await using r = await plantRefusingRig({
+    beforeTransition: [
+      hook("MANUAL", "IDLE", [call("plant/plant0", "set_fan", { duty: { double: 0 } })], true),
+    ],
+  }, `bus down ${"M".repeat(20_000)}`);
   // The call runs in MANUAL (an actuating call is refused in IDLE): the veto keeps MANUAL.
   assert.equal(await r.kernel.modes.request("MANUAL"), "MANUAL");
   const err = await r.kernel.modes.request("IDLE").then(
@@ -90,23 +63,11 @@ Deno.test("ModeManager's veto names the failed hook call's error, cut to QUOTED_
 });
 
 Deno.test("ModeManager's line of FAULT hooks that failed to be made again for a returning provider quotes the error, cut to QUOTED_HOOK_ERROR_CHARS", async () => {
-  const router = {
-    addGate() {},
-    resolve: () => ({ device: {}, fn: { args: [] } }),
-    drainFrom: () => () => Promise.resolve(true),
-    call: () => Promise.resolve({}),
-  } as unknown as CallRouter;
   const { inventory, comeBack } = providerComingBack("plant");
   const { log, lines } = capturingLogger();
-  const modes = new ModeManager({
-    router,
-    inventory,
-    bus: new EventBus(),
-    clock: systemClock,
+  const modes = hookModes(recordingRouter(), inventory, [], {
     log,
-    automationEnabled: true,
-    manualGatingPolicy: "BLOCK",
-    hooks: { beforeTransition: [], afterTransition: [fanIntoFault(0)] },
+    afterTransition: [fanIntoFault(0)],
   });
   // The securing run the e-stop hands over fails at the provider's turn with a 10 kB message
   // holding a line break.

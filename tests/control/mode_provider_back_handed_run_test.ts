@@ -11,8 +11,6 @@
  */
 import assert from "node:assert/strict";
 import type { CallRequest, CallRouter } from "../../src/control/mod.ts";
-import { ModeManager } from "../../src/control/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import { Estop, type SafeStateConfig } from "../../src/safety/mod.ts";
 import type { FreshReader } from "../../src/state/mod.ts";
@@ -20,6 +18,7 @@ import { testLogger } from "../helpers/kernel.ts";
 import { call, hook } from "../safety/_fixture.ts";
 import { providerComingBack } from "../safety/_clock_rig.ts";
 import { macrotask, untilTurns } from "../helpers/turns.ts";
+import { deviceReturns, hookModes } from "./_mode_hook_rig.ts";
 
 /** A ladder of one call to plant, `fn`, with no read-back. */
 function ladder(fn: string): SafeStateConfig {
@@ -55,26 +54,10 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
       }),
   } as unknown as CallRouter;
   const { inventory, comeBack } = providerComingBack("plant");
-  const deviceReturns: ((providerId: string, deviceId: string) => void)[] = [];
-  const devices = {
-    onDeviceReturn: (l: (providerId: string, deviceId: string) => void) => {
-      deviceReturns.push(l);
-      return () => {};
-    },
-  };
+  const { devices, answersAgain } = deviceReturns();
   const log = testLogger();
   const cool = hook("*", "FAULT", [call("plant/plant0", "set_cooler", { enabled: true })], false);
-  const modes = new ModeManager({
-    router,
-    inventory,
-    bus: new EventBus(),
-    clock: systemClock,
-    log,
-    automationEnabled: true,
-    manualGatingPolicy: "BLOCK",
-    hooks: { beforeTransition: [cool], afterTransition: [] },
-    devices,
-  });
+  const modes = hookModes(router, inventory, [cool], { log, devices });
   const estop = new Estop({
     router,
     inventory,
@@ -104,7 +87,7 @@ Deno.test("ModeManager makes a provider's hook calls into FAULT again after the 
   // The latch is released, and a device of plant answers again: the e-stop secures nothing now
   // (it has no securing run of plant at the re-application's turn).
   estop.clear();
-  for (const l of deviceReturns) l("plant", "plant0");
+  answersAgain("plant", "plant0");
   // The hooks' own run ends: the re-application's turn.
   answerFirst("set_cooler");
   await stop;

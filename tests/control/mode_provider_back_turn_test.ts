@@ -16,6 +16,7 @@ import { capturingLogger } from "../helpers/log_lines.ts";
 import { macrotask } from "../helpers/turns.ts";
 import { call, hook } from "../safety/_fixture.ts";
 import {
+  deviceReturns,
   type HeldCall,
   heldCalls,
   holdingRouter,
@@ -59,13 +60,7 @@ type PlantModes = ReturnType<typeof plantModes>;
 async function faultWithHeldEntry() {
   const host = upProvider("plant");
   let listed: ProviderSummary | undefined = host;
-  const returns: ((providerId: string, deviceId: string) => void)[] = [];
-  const devices = {
-    onDeviceReturn: (l: (providerId: string, deviceId: string) => void) => {
-      returns.push(l);
-      return () => {};
-    },
-  };
+  const { devices, answersAgain } = deviceReturns();
   const { modes, held, lines, comesBack } = plantModes(() => listed, devices);
   const fault = modes.requestWithReport("FAULT");
   await heldCalls(held, 1);
@@ -87,9 +82,7 @@ async function faultWithHeldEntry() {
       assert.equal(said.length, 1, lines.join("\n"));
       return said[0]!;
     },
-    deviceReturn: (deviceId: string) => {
-      for (const l of returns) l("plant", deviceId);
-    },
+    deviceReturn: (deviceId: string) => answersAgain("plant", deviceId),
     comeBack: () => comesBack("plant"),
     ladderReloaded: () => modes.ladderReloaded(host),
     takeOut: () => (listed = undefined),

@@ -26,26 +26,17 @@ export function diskTier(
 /** In-memory files whose history folder cannot be made nor written while `refuse` is set. */
 export class RefusingFiles extends MemoryFiles {
   refuse = false;
-  #check(path: string): void {
-    if (this.refuse && path.startsWith("/data/history")) {
-      throw new Deno.errors.PermissionDenied(`read-only file system: ${path}`);
-    }
+  /** The refusal of `path` while `refuse` is set and it is in the history folder, else null. */
+  #refused(path: string): Promise<never> | null {
+    return this.refuse && path.startsWith("/data/history")
+      ? Promise.reject(new Deno.errors.PermissionDenied(`read-only file system: ${path}`))
+      : null;
   }
   override ensureDir(path: string): Promise<void> {
-    try {
-      this.#check(path);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return super.ensureDir(path);
+    return this.#refused(path) ?? super.ensureDir(path);
   }
   override openAppend(path: string): Promise<JournalAppendHandle> {
-    try {
-      this.#check(path);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return super.openAppend(path);
+    return this.#refused(path) ?? super.openAppend(path);
   }
 }
 

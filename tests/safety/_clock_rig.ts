@@ -5,9 +5,11 @@
  * whose return the test announces: also for estop_reload_hooks_running_securing_test.ts and
  * tests/control/mode_provider_back_handed_run_test.ts), a modes port that records FAULT, a clock
  * whose chosen read throws, a logger that keeps its ERROR lines, and the heater-off ladder, with
- * its read-back and a reader that reads it back as met; containedEstop, an e-stop over them.
+ * its read-back and a reader that reads it back as met; containedEstop, an e-stop over them, and
+ * brittleEstop, one over an inventory whose device list throws while the test says so
+ * (estop_plan_fails_test.ts, estop_secure_fails_test.ts).
  */
-import type { CallRequest, CallRouter, FaultEntry } from "../../src/control/mod.ts";
+import type { CallRequest, CallRouter, FaultEntry, LatchSecuring } from "../../src/control/mod.ts";
 import type { Clock } from "../../src/common/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
@@ -58,18 +60,22 @@ export function providersUp(...ids: string[]): InventoryReader {
 }
 
 /**
- * An inventory of provider `id` (default plant), up, with no devices, whose return the test
- * announces: `comeBack()` tells the availability listeners (the e-stop's) that it is up again;
- * `takeOut()` takes its host out as a reload removing it does (no longer listed, the change
- * listeners told `removed` then `unconfigured`), `replaceHost()` as a reload restarting it does.
+ * An inventory of provider `id` (default plant), up, its device list what `devices()` answers
+ * when read (default none), whose return the test announces: `comeBack()` tells the availability
+ * listeners (the e-stop's) that it is up again; `changed()` tells the change listeners its devices
+ * changed; `takeOut()` takes its host out as a reload removing it does (no longer listed, the
+ * change listeners told `removed` then `unconfigured`), `replaceHost()` as a reload restarting it
+ * does.
  */
-export function providerComingBack(id = "plant") {
+export function providerComingBack(id = "plant", devices: () => readonly unknown[] = () => []) {
   const listeners: ((p: ProviderSummary, up: boolean) => void)[] = [];
   const changeListeners: ((p: string, change: string) => void)[] = [];
   const host = {
     id,
     available: true,
-    devices: [],
+    get devices() {
+      return devices();
+    },
     config: { timeoutMs: 1000 },
   } as unknown as ProviderSummary;
   /** The host listed under `id`: `host`, none once taken out, or its successor. */
@@ -92,6 +98,9 @@ export function providerComingBack(id = "plant") {
     host,
     comeBack: () => {
       for (const l of listeners) l(host, true);
+    },
+    changed: () => {
+      for (const l of changeListeners) l(id, "changed");
     },
     takeOut: () => {
       listed = undefined;
@@ -233,4 +242,58 @@ export function containedEstop(o: Partial<ConstructorParameters<typeof Estop>[0]
     safeState: heaterOffLadder(),
     ...o,
   });
+}
+
+/**
+ * Provider plant, up, whose device list throws `inventory port failed` while `broken.on`
+ * (providerComingBack); `restarted()` tells its inventory changed (the plan is made again when
+ * next asked for), then that it is up again.
+ */
+export function brittleInventory() {
+  const broken = { on: false };
+  const plant = providerComingBack("plant", () => {
+    if (broken.on) throw new Error("inventory port failed");
+    return [];
+  });
+  return {
+    inventory: plant.inventory,
+    host: plant.host,
+    broken,
+    restarted: () => {
+      plant.changed();
+      plant.comeBack();
+    },
+  };
+}
+
+/**
+ * containedEstop over brittleInventory (`broken.on` from the start if `o.broken`), with `o.safeState`
+ * (default the heaterOffLadder): its calls recorded in `made`, FAULT in `fault`, its ERROR lines
+ * in `errors`, the latch securing it hands the modes port kept (`latchSecuring()`).
+ */
+export function brittleEstop(o: { broken?: boolean; safeState?: SafeStateConfig } = {}) {
+  const made: string[] = [];
+  const { inventory, host, broken, restarted } = brittleInventory();
+  broken.on = o.broken ?? false;
+  const fault = faultRecordingModes();
+  let latchSecuring: LatchSecuring | undefined;
+  fault.modes.setLatchSecuring = (s) => (latchSecuring = s);
+  const { log, errors } = errorLog();
+  const estop = containedEstop({
+    router: recordingRouter(made),
+    inventory,
+    log,
+    modes: fault.modes,
+    ...(o.safeState === undefined ? {} : { safeState: o.safeState }),
+  });
+  return {
+    estop,
+    made,
+    fault,
+    errors,
+    host,
+    broken,
+    restarted,
+    latchSecuring: () => latchSecuring,
+  };
 }

@@ -9,50 +9,12 @@
  * provider's device list throws, and a modes port that records FAULT.
  */
 import assert from "node:assert/strict";
-import { Estop, type SafeStateConfig } from "../../src/safety/mod.ts";
-import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import {
-  containedEstop,
-  errorLog,
-  faultRecordingModes,
-  heaterOffLadder,
-  recordingRouter,
-} from "./_clock_rig.ts";
+import type { Estop, SafeStateConfig } from "../../src/safety/mod.ts";
+import { brittleEstop, heaterOffLadder } from "./_clock_rig.ts";
 import { call } from "./_fixture.ts";
 
-/** Provider plant, up, whose device list throws `inventory port failed` when read. */
-function brokenInventory(): InventoryReader {
-  const host = {
-    id: "plant",
-    available: true,
-    get devices(): never {
-      throw new Error("inventory port failed");
-    },
-    config: { timeoutMs: 1000 },
-  } as unknown as ProviderSummary;
-  return {
-    onAvailability: () => () => {},
-    onChange: () => () => {},
-    provider: (id: string) => id === "plant" ? host : undefined,
-    providers: () => [host],
-    devices: () => [],
-  } as unknown as InventoryReader;
-}
-
-/** An e-stop with `safeState` over the broken inventory; calls, FAULT and ERROR lines recorded. */
-function rig(safeState: SafeStateConfig) {
-  const made: string[] = [];
-  const fault = faultRecordingModes();
-  const { log, errors } = errorLog();
-  const estop = containedEstop({
-    router: recordingRouter(made),
-    inventory: brokenInventory(),
-    log,
-    modes: fault.modes,
-    safeState,
-  });
-  return { estop, made, fault, errors };
-}
+/** An e-stop with `safeState` over an inventory whose device list throws from the start. */
+const rig = (safeState: SafeStateConfig) => brittleEstop({ broken: true, safeState });
 
 /** Latched, FAULT, the hooks into FAULT run, a warning on the plan, one ERROR line. */
 function assertStopped(r: ReturnType<typeof rig>, result: Awaited<ReturnType<Estop["trigger"]>>) {

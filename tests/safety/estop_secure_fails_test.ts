@@ -9,75 +9,14 @@
  * that records FAULT and keeps the e-stop's latch securing.
  */
 import assert from "node:assert/strict";
-import type { LatchSecuring } from "../../src/control/mod.ts";
-import type { InventoryReader, ProviderSummary } from "../../src/state/mod.ts";
-import {
-  containedEstop,
-  errorLog,
-  faultRecordingModes,
-  heaterOffLadder,
-  recordingRouter,
-} from "./_clock_rig.ts";
+import { brittleEstop, heaterOffLadder } from "./_clock_rig.ts";
 import { call } from "./_fixture.ts";
 
-/** Provider plant, up, whose device list throws while `broken.on`; its changes and return told. */
-function brittleInventory() {
-  const broken = { on: false };
-  const availability: ((p: ProviderSummary, up: boolean) => void)[] = [];
-  const changes: ((id: string, change: string) => void)[] = [];
-  const host = {
-    id: "plant",
-    available: true,
-    get devices() {
-      if (broken.on) throw new Error("inventory port failed");
-      return [];
-    },
-    config: { timeoutMs: 1000 },
-  } as unknown as ProviderSummary;
-  const inventory = {
-    onAvailability: (l: (p: ProviderSummary, up: boolean) => void) => {
-      availability.push(l);
-      return () => {};
-    },
-    onChange: (l: (id: string, change: string) => void) => {
-      changes.push(l);
-      return () => {};
-    },
-    provider: (p: string) => p === "plant" ? host : undefined,
-    providers: () => [host],
-    devices: () => [],
-  } as unknown as InventoryReader;
-  return {
-    inventory,
-    host,
-    broken,
-    /** Its inventory changed (the plan is made again when next asked for), then it is up again. */
-    restarted: () => {
-      for (const l of changes) l("plant", "changed");
-      for (const l of availability) l(host, true);
-    },
-  };
-}
-
-/**
- * The real Estop over brittleInventory (its calls recorded in `made`, its ERROR lines in `errors`,
- * the latch securing it hands the modes port kept: `latchSecuring()`), latched by a trigger.
- */
+/** The real Estop over brittleEstop's inventory (its device list whole), latched by a trigger. */
 async function latchedOverBrittle() {
-  const made: string[] = [];
-  const { inventory, host, broken, restarted } = brittleInventory();
-  const { modes } = faultRecordingModes();
-  let latchSecuring: LatchSecuring | undefined;
-  modes.setLatchSecuring = (s) => (latchSecuring = s);
-  const { log, errors } = errorLog();
-  const estop = containedEstop({
-    router: recordingRouter(made),
-    inventory,
-    log,
-    modes,
-  });
-  await estop.trigger("test");
-  return { estop, made, host, broken, restarted, errors, latchSecuring: () => latchSecuring };
+  const r = brittleEstop();
+  await r.estop.trigger("test");
+  return r;
 }
 
 /** The end of a failed securing run's ERROR line (and its error), naming what brought it. */

@@ -52,6 +52,15 @@ export function deviceCaps(
   };
 }
 
+/** The providers of one: `providerId`, up, with one device of these capabilities (deviceCaps). */
+export function oneDevice(
+  providerId: string,
+  deviceId: string,
+  o: Parameters<typeof deviceCaps>[2] = {},
+): RigProvider[] {
+  return [{ id: providerId, available: true, devices: [deviceCaps(providerId, deviceId, o)] }];
+}
+
 /** A polled signal of this type (name = id, 10 Hz, no age bound). */
 export function signalSpec(signalId: string, valueType: SignalSpec["valueType"]): SignalSpec {
   return {
@@ -75,6 +84,11 @@ export interface EdgeNodeRigOptions {
   readonly commands?: CommandPorts;
   /** Commands on, every call recorded (`calls`) and answered OK, every e-stop taken. */
   readonly recordCalls?: boolean;
+  /**
+   * Commands on, every call refused, every e-stop latched at once: its reason recorded (`estops`),
+   * the latch metric set (`status.estopLatched`) and the node told it latched.
+   */
+  readonly latchEstops?: boolean;
   /** The node's mode metric (IDLE by default). */
   readonly mode?: string;
   /** Each session's writes wait for completeOne()/complete() (HeldSession), not done at once. */
@@ -109,6 +123,8 @@ export interface EdgeNodeRig {
   readonly providers: RigProvider[];
   /** The calls made (with `recordCalls`), in order. */
   readonly calls: CallRequest[];
+  /** The reasons of the e-stops taken (with `latchEstops`), in order. */
+  readonly estops: string[];
   /** A session per connection the node opened, oldest first. */
   readonly sessions: HeldSession[];
   /** The latest session. */
@@ -121,6 +137,11 @@ export interface EdgeNodeRig {
   setAvailable(providerId: string, available: boolean): void;
   /** An event on the bus the node subscribed to. */
   emit(e: PublishedEvent): void;
+  /**
+   * The broker delivers the primary host's STATE (`online`, `timestamp`) to the latest session;
+   * what the node does at once is done.
+   */
+  hostState(online: boolean, timestamp: number): Promise<void>;
   /** The broker delivers a command (NCMD or DCMD) of these metrics to the latest session. */
   command(topic: string, metrics: Array<Record<string, unknown>>): void;
   /** The alias the latest NBIRTH gave a node metric, as decoded. */
@@ -168,6 +189,16 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
     },
     estop: () => Promise.resolve(),
   };
+  const estops: string[] = [];
+  const latching: CommandPorts = {
+    call: () => Promise.reject(new Error("no calls")),
+    estop: (reason, _source, onLatched) => {
+      estops.push(reason);
+      status.estopLatched = true;
+      onLatched?.();
+      return Promise.resolve();
+    },
+  };
   const node = new SparkplugEdgeNode({
     config: {
       ...testConfig().sparkplug,
@@ -205,7 +236,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
       providersUp: providers.filter((p) => p.available).length,
       providersDown: providers.filter((p) => !p.available).length,
     }),
-    commands: o.recordCalls ? recording : o.commands,
+    commands: o.recordCalls ? recording : o.latchEstops ? latching : o.commands,
     runtimeVersion: "test",
     clock,
     log: o.log ?? testLogger(),
@@ -221,6 +252,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
     status,
     providers,
     calls,
+    estops,
     sessions,
     get session() {
       return latest();
@@ -239,6 +271,11 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
     },
     emit(e) {
       for (const l of bus) l(e);
+    },
+    async hostState(online, timestamp) {
+      const state = new TextEncoder().encode(JSON.stringify({ online, timestamp }));
+      latest().deliver(`spBv1.0/STATE/${o.primaryHostId}`, state);
+      await flushMicrotasks();
     },
     command(topic, metrics) {
       latest().deliver(topic, encode({ timestamp: 1, metrics }));

@@ -11,20 +11,16 @@
 import assert from "node:assert/strict";
 import { MAX_IN_FLIGHT, NODE_METRICS, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { deviceCaps, edgeNodeRig, pulseFunction } from "./_edge_node_rig.ts";
+import { deviceCaps, edgeNodeRig, oneDevice, pulseFunction } from "./_edge_node_rig.ts";
 
 const P = "p0";
 const DEVICE = sparkplugDeviceId(P, "dev0");
 
 Deno.test("a DCMD's answer that waited for the writes across a Rebirth without its function is the node's", async () => {
   const rig = edgeNodeRig({
-    providers: [{
-      id: P,
-      available: true,
-      devices: [deviceCaps(P, "dev0", {
-        functions: [pulseFunction("pulse", 1), pulseFunction("other", 2)],
-      })],
-    }],
+    providers: oneDevice(P, "dev0", {
+      functions: [pulseFunction("pulse", 1), pulseFunction("other", 2)],
+    }),
     mode: "MANUAL",
     recordCalls: true,
     hold: true,

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import type { CallResult } from "../../src/control/mod.ts";
 import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { deviceCaps, edgeNodeRig, pulseFunction } from "./_edge_node_rig.ts";
+import { edgeNodeRig, oneDevice, pulseFunction } from "./_edge_node_rig.ts";
 
 const P = "p0";
 const D = "dev0";
@@ -20,11 +20,7 @@ const DEVICE = sparkplugDeviceId(P, D);
 Deno.test("a DCMD whose device leaves while its call runs is still answered: by the node, naming the device", async () => {
   let answerCall: (() => void) | null = null;
   const rig = edgeNodeRig({
-    providers: [{
-      id: P,
-      available: true,
-      devices: [deviceCaps(P, D, { functions: [pulseFunction("pulse")] })],
-    }],
+    providers: oneDevice(P, D, { functions: [pulseFunction("pulse")] }),
     mode: "MANUAL",
     commands: {
       call: () =>

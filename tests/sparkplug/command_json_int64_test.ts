@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import type { ArgSpec } from "../../src/common/mod.ts";
 import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { deviceCaps, edgeNodeRig } from "./_edge_node_rig.ts";
+import { edgeNodeRig, oneDevice } from "./_edge_node_rig.ts";
 
 const P = "p0";
 const DEVICE = sparkplugDeviceId(P, "dev0");
@@ -26,20 +26,16 @@ const arg = (name: string, type: ArgSpec["type"]): ArgSpec => ({
 
 Deno.test("a DCMD's JSON arguments: an int64 the JSON parse rounded is refused, an exact one (and a double) taken", async () => {
   const rig = edgeNodeRig({
-    providers: [{
-      id: P,
-      available: true,
-      devices: [deviceCaps(P, "dev0", {
-        functions: [{
-          functionId: 1,
-          name: "set",
-          description: "",
-          category: "CONFIG",
-          actuating: true,
-          args: [arg("count", "int64"), arg("level", "double")],
-        }],
-      })],
-    }],
+    providers: oneDevice(P, "dev0", {
+      functions: [{
+        functionId: 1,
+        name: "set",
+        description: "",
+        category: "CONFIG",
+        actuating: true,
+        args: [arg("count", "int64"), arg("level", "double")],
+      }],
+    }),
     mode: "MANUAL",
     recordCalls: true,
   });

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import type { ArgSpec } from "../../src/common/mod.ts";
 import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { deviceCaps, edgeNodeRig } from "./_edge_node_rig.ts";
+import { edgeNodeRig, oneDevice } from "./_edge_node_rig.ts";
 
 const P = "p0";
 const DEVICE = sparkplugDeviceId(P, "dev0");
@@ -29,20 +29,16 @@ const level: ArgSpec = {
 
 Deno.test("a DCMD's double argument that is NaN or +/-Infinity is refused, never called", async () => {
   const rig = edgeNodeRig({
-    providers: [{
-      id: P,
-      available: true,
-      devices: [deviceCaps(P, "dev0", {
-        functions: [{
-          functionId: 1,
-          name: "set",
-          description: "",
-          category: "ACTUATE",
-          actuating: true,
-          args: [level],
-        }],
-      })],
-    }],
+    providers: oneDevice(P, "dev0", {
+      functions: [{
+        functionId: 1,
+        name: "set",
+        description: "",
+        category: "ACTUATE",
+        actuating: true,
+        args: [level],
+      }],
+    }),
     mode: "MANUAL",
     recordCalls: true,
   });

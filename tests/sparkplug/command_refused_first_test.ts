@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { deviceCaps, edgeNodeRig, pulseFunction } from "./_edge_node_rig.ts";
+import { edgeNodeRig, oneDevice, pulseFunction } from "./_edge_node_rig.ts";
 
 const P = "p0";
 const DEVICE = sparkplugDeviceId(P, "dev0");
@@ -17,11 +17,7 @@ const OFF = "REFUSED: commands are off (sparkplug.commands: false)";
 
 Deno.test("SparkplugEdgeNode with commands off answers every DCMD 'commands are off', an unknown device's and a stale alias' too", async () => {
   const rig = edgeNodeRig({
-    providers: [{
-      id: P,
-      available: true,
-      devices: [deviceCaps(P, "dev0", { functions: [pulseFunction("pulse")] })],
-    }],
+    providers: oneDevice(P, "dev0", { functions: [pulseFunction("pulse")] }),
     mode: "MANUAL",
   });
   await rig.online();

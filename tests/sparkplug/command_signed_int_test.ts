@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import type { ArgSpec } from "../../src/common/mod.ts";
 import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { deviceCaps, edgeNodeRig } from "./_edge_node_rig.ts";
+import { edgeNodeRig, oneDevice } from "./_edge_node_rig.ts";
 
 const P = "p0";
 const DEVICE = sparkplugDeviceId(P, "dev0");
@@ -29,13 +29,9 @@ function fn(name: string, type: ArgSpec["type"]) {
 
 Deno.test("a DCMD's integer metric is read as its datatype says: an Int32 -5 is -5, a UInt64 beyond 2^63 is not made negative", async () => {
   const rig = edgeNodeRig({
-    providers: [{
-      id: P,
-      available: true,
-      devices: [deviceCaps(P, "dev0", {
-        functions: [fn("offset", "int64"), fn("trim", "double"), fn("count", "uint64")],
-      })],
-    }],
+    providers: oneDevice(P, "dev0", {
+      functions: [fn("offset", "int64"), fn("trim", "double"), fn("count", "uint64")],
+    }),
     mode: "MANUAL",
     recordCalls: true,
   });

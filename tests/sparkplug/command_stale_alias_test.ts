@@ -10,18 +10,14 @@
 import assert from "node:assert/strict";
 import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { deviceCaps, edgeNodeRig, pulseFunction } from "./_edge_node_rig.ts";
+import { edgeNodeRig, oneDevice, pulseFunction } from "./_edge_node_rig.ts";
 
 const P = "p0";
 const DEVICE = sparkplugDeviceId(P, "dev0");
 
 Deno.test("a DCMD by an alias from before the device's provider restarted is answered REFUSED, naming the device", async () => {
   const rig = edgeNodeRig({
-    providers: [{
-      id: P,
-      available: true,
-      devices: [deviceCaps(P, "dev0", { functions: [pulseFunction("pulse")] })],
-    }],
+    providers: oneDevice(P, "dev0", { functions: [pulseFunction("pulse")] }),
     mode: "MANUAL",
     recordCalls: true,
   });

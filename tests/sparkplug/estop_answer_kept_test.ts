@@ -7,44 +7,21 @@
  * (tests/sparkplug/_edge_node_rig.ts).
  */
 import assert from "node:assert/strict";
-import {
-  type CommandPorts,
-  DataType,
-  MAX_ANSWERS_WAITING,
-  MAX_IN_FLIGHT,
-} from "../../src/sparkplug/mod.ts";
+import { DataType, MAX_ANSWERS_WAITING, MAX_IN_FLIGHT } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
-import { type EdgeNodeRig, edgeNodeRig } from "./_edge_node_rig.ts";
+import { edgeNodeRig } from "./_edge_node_rig.ts";
 
-const STATE = "spBv1.0/STATE/scada";
 const NCMD = "spBv1.0/g/NCMD/n";
 const ESTOP = { name: "Node Control/E-Stop", datatype: DataType.Boolean, boolean_value: true };
-const state = (online: boolean, timestamp: number) =>
-  new TextEncoder().encode(JSON.stringify({ online, timestamp }));
-
-/** An e-stop port that latches at once (the rig's latch metric follows). */
-function latching(status: () => EdgeNodeRig["status"]): CommandPorts {
-  return {
-    call: () => Promise.reject(new Error("no calls")),
-    estop: (_reason, _source, onLatched) => {
-      status().estopLatched = true;
-      onLatched?.();
-      return Promise.resolve();
-    },
-  };
-}
 
 Deno.test("an NCMD e-stop taken while the node waits for its primary host is answered after the births, with is_historical", async () => {
-  let rig: EdgeNodeRig | null = null;
-  rig = edgeNodeRig({ primaryHostId: "scada", commands: latching(() => rig!.status) });
+  const rig = edgeNodeRig({ primaryHostId: "scada", latchEstops: true });
   await rig.online();
-  rig.session.deliver(STATE, state(true, 1));
-  await flushMicrotasks();
+  await rig.hostState(true, 1);
   assert.ok(rig.node.online);
   // The primary host goes offline: NDEATH, a new session that waits for it.
-  rig.session.deliver(STATE, state(false, 2));
-  await flushMicrotasks();
+  await rig.hostState(false, 2);
   await rig.clock.advanceAsync(0);
   assert.equal(rig.sessions.length, 2, "a new session");
   rig.session.up();
@@ -58,8 +35,7 @@ Deno.test("an NCMD e-stop taken while the node waits for its primary host is ans
   assert.equal(rig.status.estopLatched, true, "the e-stop is taken while not online");
 
   rig.clock.advance(5);
-  rig.session.deliver(STATE, state(true, 3));
-  await flushMicrotasks();
+  await rig.hostState(true, 3);
   assert.ok(rig.node.online, "born again");
   assert.deepEqual(rig.answers(), [["Node Control/E-Stop: OK", true]]);
   const ndata = rig.session.published.filter((m) => m.topic === "spBv1.0/g/NDATA/n").at(-1)!;
@@ -68,8 +44,7 @@ Deno.test("an NCMD e-stop taken while the node waits for its primary host is ans
 });
 
 Deno.test("an NCMD e-stop answer cut off with the connection reaches the host after the next births", async () => {
-  let rig: EdgeNodeRig | null = null;
-  rig = edgeNodeRig({ hold: true, commands: latching(() => rig!.status) });
+  const rig = edgeNodeRig({ hold: true, latchEstops: true });
   await rig.online();
   rig.session.complete();
   await flushMicrotasks();
@@ -88,8 +63,7 @@ Deno.test("an NCMD e-stop answer cut off with the connection reaches the host af
 });
 
 Deno.test("an NCMD e-stop answer is not dropped when MAX_ANSWERS_WAITING other answers wait for the writes", async () => {
-  let rig: EdgeNodeRig | null = null;
-  rig = edgeNodeRig({ hold: true, commands: latching(() => rig!.status) });
+  const rig = edgeNodeRig({ hold: true, latchEstops: true });
   await rig.online();
   rig.session.complete();
   await flushMicrotasks();

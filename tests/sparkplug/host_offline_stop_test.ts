@@ -7,21 +7,16 @@ import assert from "node:assert/strict";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { edgeNodeRig } from "./_edge_node_rig.ts";
 
-const STATE = "spBv1.0/STATE/scada";
 const NDEATH = "spBv1.0/g/NDEATH/n";
-const state = (online: boolean) =>
-  new TextEncoder().encode(JSON.stringify({ online, timestamp: 1 }));
 
 Deno.test("stop() during the primary host's NDEATH publishes no second NDEATH", async () => {
   const rig = edgeNodeRig({ primaryHostId: "scada" });
   await rig.online();
   const session = rig.session;
-  session.deliver(STATE, state(true));
-  await flushMicrotasks();
+  await rig.hostState(true, 1);
   assert.ok(rig.node.online, "born once the host is online");
   session.hold = true;
-  session.deliver(STATE, state(false));
-  await flushMicrotasks();
+  await rig.hostState(false, 1);
   assert.equal(session.published.filter((m) => m.topic === NDEATH).length, 1, "NDEATH written");
   assert.equal(session.inFlight, 1, "the NDEATH is still in flight");
   const stopping = rig.node.stop();

@@ -17,7 +17,7 @@ import {
 } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { deviceCaps, edgeNodeRig, pulseFunction, signalSpec } from "./_edge_node_rig.ts";
+import { deviceCaps, edgeNodeRig, oneDevice, pulseFunction, signalSpec } from "./_edge_node_rig.ts";
 
 const P = "p";
 const LONG = "L".repeat(10_000);
@@ -71,11 +71,7 @@ Deno.test("SparkplugEdgeNode quotes a broker's command name and topic and cuts a
   const { lines, log } = capturingLogger({ level: "info" });
   const reason = `busy "now"\nERROR forged ${"R".repeat(10_000)}`;
   const r = edgeNodeRig({
-    providers: [{
-      id: P,
-      available: true,
-      devices: [deviceCaps(P, "d0", { functions: [pulseFunction("pulse")] })],
-    }],
+    providers: oneDevice(P, "d0", { functions: [pulseFunction("pulse")] }),
     mode: "MANUAL",
     commands: {
       call: () => Promise.reject(new RuntimeError("FAILED_PRECONDITION", reason)),
@@ -128,15 +124,11 @@ Deno.test("SparkplugEdgeNode quotes a retained command's topic cut to SPARKPLUG_
   const fn = `f"${LONG}`;
   const many = Array.from({ length: MAX_CLASH_SIGNALS_NAMED + 5 }, (_, i) => `s${i}`);
   const r = edgeNodeRig({
-    providers: [{
-      id: P,
-      available: true,
-      devices: [deviceCaps(P, "d0", {
-        // Every signal is named as a function's metric: a clash of each.
-        signals: many.map((s) => signalSpec(`Functions/${s}`, "double")),
-        functions: [pulseFunction(fn, 1), ...many.map((s, i) => pulseFunction(s, i + 2))],
-      })],
-    }],
+    providers: oneDevice(P, "d0", {
+      // Every signal is named as a function's metric: a clash of each.
+      signals: many.map((s) => signalSpec(`Functions/${s}`, "double")),
+      functions: [pulseFunction(fn, 1), ...many.map((s, i) => pulseFunction(s, i + 2))],
+    }),
     mode: "MANUAL",
     commands: {
       call: () => Promise.reject(hostile),

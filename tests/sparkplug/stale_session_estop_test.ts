@@ -7,26 +7,24 @@
  * stay dropped. The node runs among doubles (tests/sparkplug/_edge_node_rig.ts).
  */
 import assert from "node:assert/strict";
-import { type CommandPorts, DataType, encode } from "../../src/sparkplug/mod.ts";
+import { DataType, encode } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { type EdgeNodeRig, edgeNodeRig } from "./_edge_node_rig.ts";
 
-const STATE = "spBv1.0/STATE/scada";
 const NCMD = "spBv1.0/g/NCMD/n";
 const ESTOP = { name: "Node Control/E-Stop", datatype: DataType.Boolean, boolean_value: true };
 const REBIRTH = { name: "Node Control/Rebirth", datatype: DataType.Boolean, boolean_value: true };
-const state = (online: boolean, timestamp: number) =>
-  new TextEncoder().encode(JSON.stringify({ online, timestamp }));
 
-/** Born with the primary host online, then left for it: the old session's end() still waits. */
-async function leftForHost(ports: CommandPorts): Promise<EdgeNodeRig> {
-  const rig = edgeNodeRig({ primaryHostId: "scada", commands: ports, holdEnd: true });
+/**
+ * Born with the primary host online, then left for it: the old session's end() still waits.
+ * Every e-stop latches at once (the rig's `latchEstops`).
+ */
+async function leftForHost(): Promise<EdgeNodeRig> {
+  const rig = edgeNodeRig({ primaryHostId: "scada", latchEstops: true, holdEnd: true });
   await rig.online();
-  rig.session.deliver(STATE, state(true, 1));
-  await flushMicrotasks();
+  await rig.hostState(true, 1);
   assert.ok(rig.node.online);
-  rig.session.deliver(STATE, state(false, 2));
-  await flushMicrotasks();
+  await rig.hostState(false, 2);
   const old = rig.session;
   assert.ok(
     old.published.some((m) => m.topic === "spBv1.0/g/NDEATH/n"),
@@ -48,42 +46,22 @@ async function nextSession(rig: EdgeNodeRig): Promise<void> {
 }
 
 Deno.test("an NCMD e-stop on the session being ended after the NDEATH is taken; its answer is kept for the next births", async () => {
-  const estops: string[] = [];
-  let rig: EdgeNodeRig | null = null;
-  const ports: CommandPorts = {
-    call: () => Promise.reject(new Error("no calls")),
-    estop: (reason, _source, onLatched) => {
-      estops.push(reason);
-      rig!.status.estopLatched = true;
-      onLatched?.();
-      return Promise.resolve();
-    },
-  };
-  rig = await leftForHost(ports);
+  const rig = await leftForHost();
   rig.sessions[0]!.deliver(NCMD, encode({ timestamp: 1, metrics: [ESTOP] }));
-  assert.deepEqual(estops, ["Sparkplug NCMD Node Control/E-Stop"], "the latch, at once");
+  assert.deepEqual(rig.estops, ["Sparkplug NCMD Node Control/E-Stop"], "the latch, at once");
   await flushMicrotasks();
   assert.equal(rig.status.estopLatched, true);
   assert.equal(rig.node.counts.commandsAccepted, 1);
   // The answer goes out with the next births (the host saw this session's NDEATH).
   await nextSession(rig);
-  rig.session.deliver(STATE, state(true, 3));
-  await flushMicrotasks();
+  await rig.hostState(true, 3);
   assert.ok(rig.node.online, "born again");
   assert.deepEqual(rig.answers(), [["Node Control/E-Stop: OK", true]]);
   await rig.stop();
 });
 
 Deno.test("other commands on the session being ended are dropped, as before", async () => {
-  const estops: string[] = [];
-  const ports: CommandPorts = {
-    call: () => Promise.reject(new Error("no calls")),
-    estop: (reason) => {
-      estops.push(reason);
-      return Promise.resolve();
-    },
-  };
-  const rig = await leftForHost(ports);
+  const rig = await leftForHost();
   const before = { ...rig.node.counts };
   rig.sessions[0]!.deliver(
     NCMD,
@@ -96,7 +74,8 @@ Deno.test("other commands on the session being ended are dropped, as before", as
   // A retained copy of an e-stop is not taken on any session.
   rig.sessions[0]!.deliver(NCMD, encode({ timestamp: 1, metrics: [ESTOP] }), true);
   await flushMicrotasks();
-  assert.deepEqual(estops, []);
+  assert.deepEqual(rig.estops, []);
+  assert.equal(rig.status.estopLatched, false);
   assert.deepEqual(rig.node.counts, before, "nothing counted: dropped");
   await nextSession(rig);
   await rig.stop();

@@ -10,7 +10,7 @@ import type { PublishedEvent } from "../../src/events/mod.ts";
 import { MAX_TOO_LARGE_DEVICES_WARNED } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { deviceCaps, edgeNodeRig, signalSpec } from "./_edge_node_rig.ts";
+import { deviceCaps, edgeNodeRig, oneDevice, signalSpec } from "./_edge_node_rig.ts";
 
 const P = "p";
 const HUGE = "x".repeat(2000); // alone over a bound of 1024
@@ -84,11 +84,7 @@ Deno.test("SparkplugEdgeNode: beyond MAX_TOO_LARGE_DEVICES_WARNED devices one li
 Deno.test("SparkplugEdgeNode: the WARN of a metric left out for its size names the whole metric, a NUL in its name included", async () => {
   const { lines, log } = capturingLogger({ level: "info" });
   const r = edgeNodeRig({
-    providers: [{
-      id: P,
-      available: true,
-      devices: [deviceCaps(P, "d0", { signals: [signalSpec("s\u0000t", "string")] })],
-    }],
+    providers: oneDevice(P, "d0", { signals: [signalSpec("s\u0000t", "string")] }),
     log,
     maxMessageBytes: 1024,
   });
