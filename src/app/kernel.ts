@@ -328,8 +328,10 @@ export const STOP_ACTIONS_SHUTDOWN_RESERVE_MS = 500;
  * then SIGKILL, in shares of it): runtime.shutdown_timeout_ms (`budgetMs`), no more than what the
  * stop's whole budget (`deadline`) leaves past STOP_ACTIONS_SHUTDOWN_RESERVE_MS -- after a second
  * stop signal (StopDeadline.hurried) that is little: the process killed the providers then alive,
- * and one it did not reach (restarted since) is killed within what is left, not after 90 % of
- * runtime.shutdown_timeout_ms with the process's deadline gone and the journals not closed.
+ * and one it did not reach (a start-up spawn still queued at that kill, started after it: none is
+ * restarted once the stop has begun) is killed within what is left, as is one a reload is still
+ * retiring (ProviderRegistry.stopAll), not after 90 % of runtime.shutdown_timeout_ms with the
+ * process's deadline gone and the journals not closed.
  * `budgetMs` without a process deadline (a test). Read when the providers' stop begins.
  */
 export function providersStopBudgetMs(
@@ -3297,6 +3299,11 @@ export class Kernel {
       () =>
         this.#stopActionsBeforeStop(stopActionsShutdownWaitMs(budget, deadline), deadline?.hurried),
     );
+    // From the cache's stop on no poll refreshes what it holds: a call an interlock covers still
+    // queued (an HTTP call behind a slow one, past the drain's 504; a Sparkplug DCMD; a mode
+    // change's hooks) is refused, not judged on frozen values while the stop actions or the
+    // history's wait below hold the providers' stop (the failed start's detach does the same).
+    step("interlock judgements", () => this.alarms.pollsEnded());
     await stepAsync("state cache", () => this.cache.stop());
     // Before the providers go: their going is the runtime's stop, not a device loss (no
     // incident, no UNAVAILABLE samples). Pending incidents are written with what the ring has,

@@ -913,13 +913,19 @@ export class ProviderRegistry {
    * or restarted (reloadStart): its host reads as any other being stopped -- its devices down
    * without the reload's purpose (DeviceCondition.reloading), the runtime's stop being on purpose
    * itself (its caller stops the outage monitor first: no device loss). One whose host is not
-   * registered yet reads as one a reload did not get running (notRunning).
+   * registered yet reads as one a reload did not get running (notRunning). The ones a reload is
+   * retiring are bounded by `budgetMs` too when it ends before their own stop's budget (a hurried
+   * runtime stop: ProviderHost.stop kills them when it runs out), not left to the reload's.
    */
   async stopAll(budgetMs: number): Promise<void> {
     // Also the ones whose host is not registered yet: read as a reload did not get them running.
     this.#adding.clear();
     this.#replacing.clear();
-    await Promise.all([...this.hosts.map((h) => h.stop(budgetMs)), ...this.#retiring]);
+    await Promise.all([
+      ...this.hosts.map((h) => h.stop(budgetMs)),
+      ...[...this.#retiringHosts].map((h) => h.stop(budgetMs)),
+      ...this.#retiring,
+    ]);
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * A hurried stop (a second stop signal: StopDeadline.hurried, HURRIED_SHUTDOWN_MS left) whose
- * provider was not killed by the hurry -- one the supervisor restarted after the process's kill of
- * the providers then alive (app/process.ts shutDown), which ignores stdin's close and SIGTERM --
+ * provider was not killed by the hurry -- one started after the process's kill of the providers
+ * then alive (app/process.ts shutDown): a start-up spawn still queued then, since none is
+ * restarted once the stop has begun; here one that ignores stdin's close and SIGTERM --
  * ends the provider within what the deadline leaves, not within runtime.shutdown_timeout_ms: the
  * providers' stop took 90 % of that (stdin closed, then SIGTERM, then SIGKILL) whatever the
  * deadline said, and the process gave up on the stop (exit 4) before the journals closed. Real:

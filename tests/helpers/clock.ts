@@ -213,6 +213,27 @@ export async function settleOn<T>(clock: ManualClock, p: Promise<T>, what = "a s
   return await watched;
 }
 
+/** `p`'s outcome, the clock moved a second every 10 ms meanwhile (a real process ends on it). */
+export async function settleMovingTime<T>(clock: ManualClock, p: Promise<T>): Promise<T> {
+  let settled = false;
+  const watched = p.finally(() => settled = true);
+  watched.catch(() => {}); // the rejection is for the caller, below
+  while (!settled) {
+    clock.advance(1000);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return await watched;
+}
+
+/** Waits until a timer of `ms` is armed (timers due now fire meanwhile), then lets it fire. */
+export async function elapseOn(clock: ManualClock, ms: number, what: string): Promise<void> {
+  await waitFor(what, () => {
+    clock.advance(0);
+    return clock.pendingDelays().includes(ms);
+  });
+  clock.advance(ms);
+}
+
 /** Bound on the timers runUntil fires (a loop that re-arms a timer forever fails, not hangs). */
 export const RUN_UNTIL_MAX_TIMERS = 100_000;
 

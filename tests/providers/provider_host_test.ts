@@ -29,7 +29,13 @@ import {
   T,
 } from "../helpers/programmable_provider.ts";
 import { openTimerLedger } from "../helpers/timers.ts";
-import { ADPP_DEADLINE_TIMER, ManualClock, settleOn } from "../helpers/clock.ts";
+import {
+  ADPP_DEADLINE_TIMER,
+  elapseOn,
+  ManualClock,
+  settleMovingTime,
+  settleOn,
+} from "../helpers/clock.ts";
 
 const D0: Inventory = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE }] } } };
 
@@ -890,27 +896,6 @@ function manualDeps(clock: ManualClock, lines: string[]) {
     cwd: Deno.cwd(),
     shutdownTimeoutMs: 60_000,
   };
-}
-
-/** `p`'s outcome, the clock moved a second every 10 ms meanwhile (a real process ends on it). */
-async function settleMovingTime<T>(clock: ManualClock, p: Promise<T>): Promise<T> {
-  let settled = false;
-  const watched = p.finally(() => settled = true);
-  watched.catch(() => {}); // the rejection is for the caller, below
-  while (!settled) {
-    clock.advance(1000);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return await watched;
-}
-
-/** Waits until a timer of `ms` is armed (timers due now fire meanwhile), then lets it fire. */
-async function elapseOn(clock: ManualClock, ms: number, what: string): Promise<void> {
-  await waitFor(what, () => {
-    clock.advance(0);
-    return clock.pendingDelays().includes(ms);
-  });
-  clock.advance(ms);
 }
 
 Deno.test("ProviderHost ends a provider that failed to start within 2 s, whatever shutdown_timeout_ms allows", async () => {

@@ -15,6 +15,7 @@ import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { describeNotReady, ProviderRegistry } from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
+import { elapseOn, ManualClock, settleMovingTime, settleOn } from "../helpers/clock.ts";
 import { HOST_UNMET_I2C1, programmableProvider, T } from "../helpers/programmable_provider.ts";
 
 const bus = (path: string, addr: string) => ({ "hw.bus_path": path, "hw.i2c_address": addr });
@@ -65,7 +66,15 @@ Deno.test("ProviderRegistry.startAll refuses two devices on one bus address and 
 });
 
 /** A registry over programmable providers p0, p1, ... with these inventories, on `clock`. */
-async function registryOf(inventories: object[], clock: Clock = systemClock) {
+/**
+ * A registry of programmable providers p0, p1, ... (one per inventory). `o.sh`: provider id ->
+ * the `sh` script it runs under (programmableProvider); `o.lines`: its WARN lines land there.
+ */
+async function registryOf(
+  inventories: object[],
+  clock: Clock = systemClock,
+  o: { sh?: Readonly<Record<string, string>>; lines?: string[] } = {},
+) {
   const files: string[] = [];
   for (const inv of inventories) {
     const file = await Deno.makeTempFile({ suffix: ".json" });
@@ -75,7 +84,12 @@ async function registryOf(inventories: object[], clock: Clock = systemClock) {
   // Every provider process started, to tell whether each has ended.
   const pids: number[] = [];
   const registry = new ProviderRegistry(
-    files.map((f, i) => programmableProvider(`p${i}`, f, { helloTimeoutMs: 60_000 })),
+    files.map((f, i) =>
+      programmableProvider(`p${i}`, f, {
+        helloTimeoutMs: 60_000,
+        ...(o.sh?.[`p${i}`] === undefined ? {} : { sh: o.sh[`p${i}`] }),
+      })
+    ),
     {
       spawn: (o) => {
         const proc = spawnProcess(o);
@@ -83,7 +97,9 @@ async function registryOf(inventories: object[], clock: Clock = systemClock) {
         return proc;
       },
       clock,
-      log: testLogger(),
+      log: o.lines === undefined
+        ? testLogger()
+        : capturingLogger({ level: "warn", now: () => 0, lines: o.lines }).log,
       bus: new EventBus(),
       cwd: Deno.cwd(),
       shutdownTimeoutMs: 1000,
@@ -892,6 +908,42 @@ Deno.test("ProviderRegistry.stopAll during a reload also waits for the providers
     assert.deepEqual((await reload).removed, ["p1"]);
   } finally {
     await r.close();
+  }
+});
+
+Deno.test("ProviderRegistry.stopAll with a budget ending before a reload's stop still under way kills the provider that reload is retiring when that budget runs out", async () => {
+  // Time moves only when the test moves it: the deadlines are read off the timers armed.
+  const clock = new ManualClock();
+  const lines: string[] = [];
+  // p1 lives on past stdin's close, ignoring SIGTERM: only SIGKILL ends it.
+  const r = await registryOf([OK_INVENTORY, OK_INVENTORY], clock, {
+    sh: { p1: "trap '' TERM; PROVIDER; exec sleep 1000" },
+    lines,
+  });
+  let reload: Promise<unknown> = Promise.resolve();
+  try {
+    const [p0, p1] = r.registry.hosts.map((h) => h.config);
+    await settleOn(clock, r.registry.startAll(30_000, 1000)); // its due timers only: time stands
+    const removed = pidOf(r.registry, "p1");
+    // The reload takes p1 out and ends it within its 60 s (36 s of them for stdin's close) ...
+    reload = r.registry.reconcile([p0!, p1!], [p0!], {
+      holdRemovals: false,
+      stopBudgetMs: 60_000,
+      startBudgetMs: 30_000,
+      stopping: () => false,
+    });
+    await waitFor("p1 being retired", () => r.registry.retiringHosts().length === 1);
+    // ... when a hurried runtime stop gives the providers 1 s.
+    const stopped = r.registry.stopAll(1000);
+    await elapseOn(clock, 1000, "the hurried stop's budget");
+    await waitFor("the retired provider killed", () => !processAlive(removed));
+    await stopped;
+    assert.ok(
+      lines.some((l) => l.includes("not exited within a later stop's budget (1000 ms")),
+      lines.join("\n"),
+    );
+  } finally {
+    await settleMovingTime(clock, reload.then(() => r.close()));
   }
 });
 
