@@ -48,16 +48,20 @@ import {
   UNMATCHED_ROUTE,
 } from "./metrics.ts";
 import { loadRequestValidators, readRequestBody, requestValidator } from "./request_validation.ts";
-import { checkQuery, isPriorityRequest, matchRoute, routeTemplate } from "./routes.ts";
+import { checkQuery, matchRoute, priorityRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
 import { SseHub } from "./sse_hub.ts";
 
 /**
  * Concurrent requests to the priority routes (e-stop, e-stop clear, runtime status), on top of
- * and apart from `http.thread_pool_size`. An e-stop holds its slot only while the stop ladder
- * runs (bounded by the safety layer) and while its optional body arrives (at most
- * ESTOP_REASON_READ_TIMEOUT_MS); a clear, while the content-type check reads the first bytes of
- * an HTTP/2 body it does not declare (as long at most: priorityBodyLimits).
+ * and apart from `http.thread_pool_size`. An e-stop holds its slot only until its latch holds and
+ * its optional body has arrived (at most ESTOP_REASON_READ_TIMEOUT_MS), not while it waits for
+ * its stop's answer (a press during a stop waits for the whole further stop: the presses of an
+ * anxious operator would otherwise hold every slot and starve the clear and status); with every
+ * slot taken it is still served, without one: it latches and its body is discarded unread
+ * (route option `neverBusy`). A clear holds its slot while the content-type check reads the first
+ * bytes of an HTTP/2 body it does not declare (as long at most: priorityBodyLimits); a status,
+ * while it is answered from memory.
  */
 export const PRIORITY_REQUEST_SLOTS = 16;
 
@@ -245,8 +249,8 @@ export class HttpApi {
   }
 
   /**
-   * Requests being handled now, priority ones included (SSE streams count only until their
-   * response starts).
+   * Requests holding a slot now, priority ones included (SSE streams count only until their
+   * response starts; an e-stop press waiting for its stop's answer holds none).
    */
   get inFlight(): number {
     return this.#slots.inUse + this.#prioritySlots.inUse;
@@ -289,9 +293,9 @@ export class HttpApi {
         // answered 503 at once rather than queued, so a client never waits behind a stuck
         // peer. An SSE stream holds its slot only until its response starts; streams have
         // their own bound. The e-stop, its clear and runtime status have slots of their own.
-        const priority = isPriorityRequest(req.method, url.pathname);
-        const slots = priority ? this.#prioritySlots : this.#slots;
-        if (this.#closed && !priority) {
+        const priority = priorityRoute(req.method, url.pathname);
+        const slots = priority === null ? this.#slots : this.#prioritySlots;
+        if (this.#closed && priority === null) {
           // Shutting down (close()): a connection the server still holds (an HTTP/2 one whose
           // call is being answered) may carry new requests until the drain ends; nothing new is
           // commanded then. The e-stop, its clear and runtime status are still served.
@@ -300,19 +304,30 @@ export class HttpApi {
             "UNAVAILABLE",
             "Server shutting down: only the e-stop and runtime status are served",
           );
-        } else if (!slots.tryAcquire()) {
-          await req.body?.cancel().catch(() => {});
-          res = errorResponse(
-            "UNAVAILABLE",
-            priority
-              ? `Server busy: ${slots.limit} e-stop/status requests in progress`
-              : `Server busy: ${slots.limit} requests in progress (http.thread_pool_size)`,
-          );
         } else {
-          try {
-            res = await this.#dispatch(req, url, info, stopMark);
-          } finally {
-            slots.release();
+          const slotted = slots.tryAcquire();
+          if (!slotted && priority?.neverBusy !== true) {
+            await req.body?.cancel().catch(() => {});
+            res = errorResponse(
+              "UNAVAILABLE",
+              priority !== null
+                ? `Server busy: ${slots.limit} e-stop/status requests in progress`
+                : `Server busy: ${slots.limit} requests in progress (http.thread_pool_size)`,
+            );
+          } else {
+            // The e-stop is never refused for capacity: without a slot it is served all the same
+            // (releaseSlot null: its body is not read), and it gives its slot back early.
+            let held = slotted;
+            const releaseSlot = () => {
+              if (!held) return;
+              held = false;
+              slots.release();
+            };
+            try {
+              res = await this.#dispatch(req, url, info, stopMark, slotted ? releaseSlot : null);
+            } finally {
+              releaseSlot();
+            }
           }
         }
       }
@@ -500,6 +515,7 @@ export class HttpApi {
     url: URL,
     info: RequestInfo,
     stopMark: number,
+    releaseSlot: (() => void) | null,
   ): Promise<Response> {
     // The tokens this request is admitted under (a reload may replace them while it runs).
     const generation = this.#tokenGeneration;
@@ -614,6 +630,7 @@ export class HttpApi {
         dropConnection: info.dropConnection ?? (() => {}),
         answered: info.answered ?? null,
         stoppedSinceArrival: () => this.#services.router.stopEpoch() !== stopMark,
+        releaseSlot,
       });
     } catch (err) {
       if (err instanceof Unadmitted) return err.response;

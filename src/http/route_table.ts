@@ -67,6 +67,13 @@ export interface RouteContext {
    * headers): a command whose body arrived after a stop was sent before it (stop_marks.ts).
    */
   readonly stoppedSinceArrival: () => boolean;
+  /**
+   * Gives the request's slot back before it answers (idempotent; the handler's end gives it back
+   * anyway): the e-stop's, once its latch holds and its body has arrived, so that presses waiting
+   * for their stop's answer hold none. Null when the request holds no slot: a `neverBusy` route
+   * served while every priority slot was taken (its body is then not to be read).
+   */
+  readonly releaseSlot: (() => void) | null;
 }
 
 export type RouteHandler = (ctx: RouteContext) => Promise<Response> | Response;
@@ -144,6 +151,11 @@ export interface RouteOptions {
    * requests (slow bodies, calls to a hung provider) hold every slot.
    */
   readonly priority?: boolean | undefined;
+  /**
+   * A priority route never refused for capacity (the e-stop): with every priority slot taken it
+   * is served without one (RouteContext.releaseSlot null), so it latches whatever holds them.
+   */
+  readonly neverBusy?: boolean | undefined;
   /** Any body is accepted (not only JSON): the e-stop is never refused for its body. */
   readonly anyBody?: boolean | undefined;
   /**

@@ -107,12 +107,14 @@ export function routeTemplate(pathname: string): string | null {
   return null;
 }
 
-/** Whether a request goes to a priority route (no %-decoding needed: none has parameters). */
-export function isPriorityRequest(method: string, pathname: string): boolean {
+/**
+ * The priority route a request goes to, else null (no %-decoding needed: none has parameters).
+ */
+export function priorityRoute(method: string, pathname: string): Route | null {
   const wanted = method === "HEAD" ? "GET" : method;
-  return ROUTES.some((r) =>
+  return ROUTES.find((r) =>
     r.priority === true && r.method === wanted && `/${r.segments.join("/")}` === pathname
-  );
+  ) ?? null;
 }
 
 /**

@@ -4,11 +4,14 @@
  * /v0/runtime/status still answer.
  */
 import assert from "node:assert/strict";
-import { PRIORITY_REQUEST_SLOTS } from "../../src/http/mod.ts";
+import { HttpApi, PRIORITY_REQUEST_SLOTS } from "../../src/http/mod.ts";
+import { ManualClock } from "../helpers/clock.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { fixtureServices, HttpFixture, startHttpFixture } from "../helpers/runtime_fixture.ts";
 import { simProvider } from "../helpers/sim_config.ts";
-import { browserLike, rawRequest } from "./raw_http.ts";
+import { HEATER_OFF, heldSlowRig } from "../safety/_held_slow_rig.ts";
+import { plantProvider } from "../safety/_fixture.ts";
+import { browserLike, rawRequest, type RawResponse } from "./raw_http.ts";
 
 const encoder = new TextEncoder();
 
@@ -102,6 +105,78 @@ Deno.test("HttpApi bounds the priority routes by PRIORITY_REQUEST_SLOTS of their
     assert.equal((await first).status, 200);
     assert.equal((await fx.request("GET", "/v0/runtime/status")).status, 200);
   } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("presses during a slow stop leave the priority slots to status, the clear and a press", async () => {
+  // The stop's ladder call to "slow" answers only when the test lets it (held).
+  const { r, held } = await heldSlowRig(plantProvider("plant"), [HEATER_OFF]);
+  const services = fixtureServices(r.kernel);
+  const fx = new HttpFixture(r.kernel, services, new HttpApi(services, { apiToken: "" }));
+  const estop = r.kernel.estop;
+  const presses: Promise<RawResponse>[] = [];
+  try {
+    const { port } = await fx.serve();
+    const press = () => {
+      presses.push(rawRequest(port, browserLike(port, "POST", "/v0/estop")));
+    };
+    press();
+    await waitFor("the first press latched", () => estop.triggerCount === 1);
+    // An anxious operator: as many presses as there are priority slots, while the first stop is
+    // held. Each latches and joins the one further stop queued behind it.
+    for (let i = 1; i < PRIORITY_REQUEST_SLOTS; i++) press();
+    await waitFor("every press latched", () => estop.triggerCount === PRIORITY_REQUEST_SLOTS);
+    const status = await rawRequest(port, browserLike(port, "GET", "/v0/runtime/status"));
+    assert.equal(status.status, 200, status.body);
+    assert.equal(status.json.estop.latched, true);
+    // One more press latches at once (its answer comes with the stop it joined).
+    press();
+    await waitFor(
+      "the further press latched",
+      () => estop.triggerCount === PRIORITY_REQUEST_SLOTS + 1,
+    );
+    const clear = await rawRequest(port, browserLike(port, "POST", "/v0/estop/clear"));
+    assert.equal(clear.status, 200, clear.body);
+    assert.equal(estop.status().latched, false);
+    // Released while the presses still wait for their stop: the next press latches again.
+    press();
+    await waitFor("the press after the clear latched", () => estop.latched === true);
+    held.resolve();
+    for (const res of await Promise.all(presses)) assert.equal(res.status, 200, res.body);
+  } finally {
+    held.resolve();
+    await Promise.allSettled(presses);
+    await fx.close();
+    await r.stop();
+  }
+});
+
+Deno.test("a press latches while every priority slot is held, also when released", async () => {
+  // The API's body reads time out on this clock, which the test never moves.
+  const fx = await startHttpFixture({ start: false, apiClock: new ManualClock() });
+  const bodies: ReadableStreamDefaultController<Uint8Array>[] = [];
+  const clears: Promise<Response>[] = [];
+  try {
+    // Clears whose bodies (not declared: HTTP/2 without content-length) never arrive: each holds
+    // a priority slot while the content-type check waits for their first bytes.
+    for (let i = 0; i < PRIORITY_REQUEST_SLOTS; i++) {
+      const body = new ReadableStream<Uint8Array>({ start: (c) => void bodies.push(c) });
+      clears.push(fx.api.handle(
+        new Request("http://localhost/v0/estop/clear", { method: "POST", body }),
+        { remoteAddr: "127.0.0.1" },
+      ));
+    }
+    await waitFor("every priority slot held", () => fx.api.inFlight === PRIORITY_REQUEST_SLOTS);
+    assert.equal((await fx.request("GET", "/v0/runtime/status")).status, 503, "no slot is free");
+    assert.equal(fx.runtime.estop.status().latched, false);
+    const press = await fx.request("POST", "/v0/estop");
+    assert.equal(press.status, 200, press.text);
+    assert.equal(press.json.latched, true);
+    assert.equal(fx.runtime.estop.status().latched, true);
+  } finally {
+    for (const c of bodies) c.close();
+    await Promise.all(clears);
     await fx.close();
   }
 });

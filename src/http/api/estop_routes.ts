@@ -12,13 +12,16 @@ export const ESTOP_ROUTES: readonly Route[] = [
     // Anyone who may read may stop the machine.
     role: "viewer",
     priority: true,
+    // Served, and latches, whatever holds the priority slots (http_api.ts).
+    neverBusy: true,
     anyBody: true,
     doc: {
       operationId: "triggerEstop",
       summary: "Latch the software e-stop, enter FAULT and run the safe-state ladder",
       tag: "safety",
       description: "Any body is accepted (whatever its Content-Type): the latch engages before " +
-        "it is read, and the answer waits at most ESTOP_REASON_READ_TIMEOUT_MS for it.",
+        "it is read, and the answer waits at most ESTOP_REASON_READ_TIMEOUT_MS for it. Never " +
+        "refused for capacity: with every priority slot taken it latches, its body unread.",
       body: { schema: ESTOP_BODY_SCHEMA, required: false, handling: "lenient" },
       response: "EstopResponse",
     },
@@ -39,14 +42,15 @@ export const ESTOP_ROUTES: readonly Route[] = [
 ];
 
 async function estopTrigger(
-  { services, req, limits, bodyMatches, principal }: RouteContext,
+  { services, req, limits, bodyMatches, principal, releaseSlot }: RouteContext,
 ): Promise<Response> {
   // The reason is optional and informative only: the latch engages before the body is read, so
   // an unreadable, non-JSON or slow body never delays or blocks the stop.
   // A request without a body (Content-Length: 0; HTTP/1.1 with neither Content-Length nor
   // Transfer-Encoding) triggers with no reason, not one "still arriving"; its empty body stream
-  // is released, not left unread (not awaited: the latch comes first).
-  const noBody = declaresNoBody(req);
+  // is released, not left unread (not awaited: the latch comes first). So does a press served
+  // without a priority slot (every one was taken): its body is not read.
+  const noBody = releaseSlot === null || declaresNoBody(req);
   if (noBody) void req.body?.cancel().catch(() => {});
   const reason = noBody ? undefined : readJsonBody(req, priorityBodyLimits(limits)).then(
     async (body: unknown) =>
@@ -56,10 +60,13 @@ async function estopTrigger(
     () => undefined,
   );
   // The answer also waits for the body (bounded by the read timeout above): once the answer is
-  // sent the body can no longer be read, and a reason still arriving would be lost.
+  // sent the body can no longer be read, and a reason still arriving would be lost. The slot is
+  // given back once the latch holds and the body has arrived: a press during a stop waits for
+  // the whole further stop it joined, and presses must not hold the slots of the clear and
+  // status meanwhile (their number is bounded by http.max_connections).
   const [result] = await Promise.all([
     services.estop.trigger(reason, { source: httpOrigin(principal) }),
-    reason,
+    Promise.resolve(reason).then(() => releaseSlot?.()),
   ]);
   return okResponse(result);
 }
