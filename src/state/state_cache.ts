@@ -190,6 +190,14 @@ export const NO_WARNING_STAGE_DEPARTED_DEVICES = 1024;
  */
 export const DEPARTED_SIGNALS_DEVICES = 1024;
 
+/**
+ * Provider ids a reload removed (or restarted: its entry changed) whose devices' signals not `OK`
+ * are kept for the provider configured again under the id (StateCache #removedSignals): at most
+ * this many, the one removed longest ago let go of first; as many as the dates kept of them
+ * (MAX_REMOVED_AVAILABILITY_DATES).
+ */
+export const MAX_REMOVED_SIGNALS_PROVIDERS = MAX_REMOVED_AVAILABILITY_DATES;
+
 /** Log lines about refused or faulted samples per provider, kind and window; the rest is counted. */
 export const DATA_FAULT_LOG_LINES = 5;
 /** The window of DATA_FAULT_LOG_LINES. */
@@ -451,8 +459,9 @@ export class StateCache implements FreshReader {
    * discovery leaves it out: unplugged, its host check unmet), as the cache held them then: all
    * UNAVAILABLE since its provider went down, as stream clients were told. Listed again, its
    * signals carry on from them as a device's listed throughout do (#applyInventory), so its first
-   * answer is told as the quality change it is. Forgotten when listed again or the host is removed
-   * (#removeHost), at most DEPARTED_SIGNALS_DEVICES per provider.
+   * answer is told as the quality change it is. Forgotten when listed again; when the host is
+   * removed (#removeHost), those not OK move to #removedSignals. At most DEPARTED_SIGNALS_DEVICES
+   * per provider.
    */
   readonly #departedSignals = new Map<
     string,
@@ -465,6 +474,19 @@ export class StateCache implements FreshReader {
    * removed longest ago let go of first (DepartedDates).
    */
   readonly #removedAvailabilityAt = new DepartedDates(MAX_REMOVED_AVAILABILITY_DATES);
+  /**
+   * Provider id -> device id -> the signals not `OK` of a provider a reload removed or restarted
+   * (#removeHost), with their declarations: what stream clients were last told of them (UNAVAILABLE
+   * since a crash, FAULT, STALE), for the provider configured again under the id, whose devices
+   * carry on from them as from a rediscovery (#applyInventory takes them into #departedSignals):
+   * its first answer is told as the quality change it is. Signals `OK` are not kept: a successor's
+   * first `OK` answer changes nothing a client was told. At most MAX_REMOVED_SIGNALS_PROVIDERS
+   * ids, DEPARTED_SIGNALS_DEVICES devices each, the one removed longest ago let go of first.
+   */
+  readonly #removedSignals = new Map<
+    string,
+    Map<string, Pick<MutableDeviceState, "slots" | "signals">>
+  >();
   /**
    * The ids a reload removed (ProviderRegistry.onUnconfigured), oldest first, at most
    * MAX_REMOVED_PROVIDER_IDS: readFresh says a removed provider's read so. One configured again
@@ -819,6 +841,7 @@ export class StateCache implements FreshReader {
     }
     // Kept for the provider configured again (a changed one is, at once).
     if (latest > 0) this.#removedAvailabilityAt.keep(id, latest);
+    this.#keepRemovedSignals(id);
     this.#byProvider.delete(id);
     this.#departedNoStageTold.delete(id);
     this.#departedSignals.delete(id);
@@ -828,6 +851,32 @@ export class StateCache implements FreshReader {
     this.#pollMetrics.delete(id);
     this.#discoveryWarnings.delete(id);
     this.#pollQueues.delete(id);
+  }
+
+  /**
+   * Keeps the signals not `OK` of removed host `id`'s devices, those a rediscovery left out too
+   * (#departedSignals), in #removedSignals for the provider configured again under the id. A
+   * reload's removal only: nothing per poll.
+   */
+  #keepRemovedSignals(id: string): void {
+    const kept = new Map<string, Pick<MutableDeviceState, "slots" | "signals">>();
+    const devices = [
+      ...this.#departedSignals.get(id) ?? [], // the ones left out longest ago first
+      ...[...this.#byProvider.get(id)?.values() ?? []].map((d) => [d.deviceId, d] as const),
+    ];
+    for (const [deviceId, dev] of devices) {
+      const notOk = new Map([...dev.signals].filter(([, s]) => s.quality !== "OK"));
+      if (notOk.size === 0) continue;
+      kept.set(deviceId, { slots: dev.slots, signals: notOk });
+      if (kept.size > DEPARTED_SIGNALS_DEVICES) kept.delete(kept.keys().next().value!);
+    }
+    this.#removedSignals.delete(id); // re-inserted last: the newest
+    if (kept.size === 0) return;
+    this.#removedSignals.set(id, kept);
+    for (const oldest of this.#removedSignals.keys()) {
+      if (this.#removedSignals.size <= MAX_REMOVED_SIGNALS_PROVIDERS) break;
+      this.#removedSignals.delete(oldest);
+    }
   }
 
   /** Primes the cache with one poll pass of every provider, then starts the poll loops. */
@@ -1666,6 +1715,15 @@ export class StateCache implements FreshReader {
     });
   }
 
+  /** #removedSignals' entry for `providerId`, let go of (undefined: none). */
+  #takeRemovedSignals(
+    providerId: string,
+  ): Map<string, Pick<MutableDeviceState, "slots" | "signals">> | undefined {
+    const kept = this.#removedSignals.get(providerId);
+    this.#removedSignals.delete(providerId);
+    return kept;
+  }
+
   /** New inventory after (re)discovery: keep known devices' samples, rebuild the poll plan. */
   #applyInventory(host: ProviderHost, devices: readonly DeviceCapabilities[]): void {
     const providerId = host.id;
@@ -1677,7 +1735,10 @@ export class StateCache implements FreshReader {
       this.#removedAvailabilityAt.take(providerId) ?? 0;
     const next = new Map<string, MutableDeviceState>();
     const departedTold = this.#departedNoStageTold.get(providerId);
-    const departedSignals = this.#departedSignals.get(providerId);
+    // A provider configured again under its id (a reload restarted it, or removed it and a later
+    // one added it): its devices carry on from the signals not OK its predecessor left.
+    const departedSignals = this.#departedSignals.get(providerId) ??
+      this.#takeRemovedSignals(providerId);
     for (const caps of devices) {
       const id = caps.device.deviceId;
       const slots = new Map<string, SignalSlot>();

@@ -52,6 +52,8 @@ export interface HostUnmetRig {
   readonly rt: Kernel;
   /** The API served on loopback. */
   readonly api: Api;
+  /** pol's inventory file, read by each of its processes at start (restartAs writes it). */
+  readonly file: string;
   /**
    * Writes `inventory` to pol's file, kills `host`'s process and waits (30 s at most) until the
    * supervisor's next one is up and `ready(host)` holds.
@@ -98,6 +100,7 @@ export async function withHostUnmetRig(
     await fn({
       rt: fx.runtime,
       api,
+      file,
       async restartAs(host, next, what, ready = () => true) {
         await Deno.writeTextFile(file, JSON.stringify(next));
         const pid = host.session!.pid;

@@ -4,8 +4,10 @@
  * provider crashes and OK again once it answers, and a stream client told the first by a
  * `quality_change` is told the second by one too -- as it is of a device listed throughout, whose
  * signals the cache kept across the restarts (docs/http-api.md, "Events": `quality_change` whenever
- * the quality changes). The programmable provider as a real child process (its inventory read from
- * a file at each start), real HTTP and SSE on loopback.
+ * the quality changes). So is a device of a provider a reload restarts (its entry changed) or
+ * removes and configures again, from down (its circuit open) as from up. The programmable provider
+ * as a real child process (its inventory read from a file at each start), real HTTP and SSE on
+ * loopback.
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
@@ -72,6 +74,80 @@ Deno.test("a device listed again after a restart that left it out gets the quali
       );
       const state = await api.get("/v0/state/pol/probe");
       assert.equal(state.json.values[0].quality, "OK");
+    } finally {
+      await stream.close();
+    }
+  });
+});
+
+Deno.test("a provider a reload restarts or removes and configures again: its devices' quality_change says their return from the crash before, not their going while up", async () => {
+  await withHostUnmetRig("sse-reload-quality-", BOTH, {}, async ({ rt, api, file }) => {
+    const entry = rt.config.providers.find((p) => p.id === "pol")!;
+    const file2 = file.replace(/\.json$/, "-2.json");
+    await Deno.writeTextFile(file2, JSON.stringify(BOTH));
+    /** pol's entry changed (another inventory file): a reload restarts it. */
+    const changed = { ...entry, args: [...entry.args.slice(0, -1), file2] };
+    const pol = () => rt.registry.host("pol");
+    const answering = (what: string) =>
+      waitFor(
+        what,
+        () =>
+          pol()?.available === true &&
+          rt.cache.device("pol", "probe")?.available === true &&
+          rt.cache.device("pol", "kept")?.available === true,
+        30_000,
+      );
+    const reload = async (
+      providers: typeof rt.config.providers,
+      kind: "added" | "restarted" | "removed",
+    ) => {
+      const report = await rt.reload({ ...rt.config, providers });
+      assert.deepEqual(report.providers[kind], ["pol"], kind);
+    };
+    /** pol's process crashes and every restart fails (its inventory unreadable): down for good. */
+    const crashForGood = async (inventoryFile: string) => {
+      await Deno.writeTextFile(inventoryFile, "not json");
+      Deno.kill(pol()!.session!.pid, "SIGKILL");
+      await waitFor("pol's circuit open", () => pol()!.lifecycle === "CIRCUIT_OPEN", 30_000);
+    };
+    await answering("pol answering");
+    const stream = await EventStream.open(api.base);
+    try {
+      // Up: restarted by a reload; removed by one, configured again by the next.
+      await reload([changed], "restarted");
+      await answering("pol restarted while up answering");
+      await reload([], "removed");
+      await reload([entry], "added");
+      await answering("pol configured again answering");
+      // Down: restarted by a reload (the changed entry's file readable).
+      await crashForGood(file);
+      await reload([changed], "restarted");
+      await answering("pol restarted while down answering");
+      // Down: removed by a reload, configured again by the next.
+      await crashForGood(file2);
+      await reload([], "removed");
+      await Deno.writeTextFile(file, JSON.stringify(BOTH));
+      await reload([entry], "added");
+      await answering("pol configured again after its removal while down answering");
+      // A later event: the stream, in bus order, has delivered everything published before it.
+      assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+      await waitFor("the mode change streamed", () => stream.of("mode_change").length === 1);
+
+      for (const device of ["probe", "kept"]) {
+        assert.deepEqual(
+          stream.frames
+            .filter((f) => f.event === "device_availability" && f.data.device_id === device)
+            .map((f) => `${f.data.available}${f.data.reason ? `:${f.data.reason}` : ""}`),
+          // Up: removed, back (twice); down: lost, back (removal not said again; twice).
+          ["false:removed", "true", "false:removed", "true", "false", "true", "false", "true"],
+          `${device}'s availability`,
+        );
+        assert.deepEqual(
+          qualityChanges(stream.frames, device),
+          ["OK>UNAVAILABLE", "UNAVAILABLE>OK", "OK>UNAVAILABLE", "UNAVAILABLE>OK"],
+          `${device}: told UNAVAILABLE at each crash, OK once its successor answers`,
+        );
+      }
     } finally {
       await stream.close();
     }

@@ -1328,7 +1328,7 @@ Deno.test("StateCache sends the ReadSignals of a provider's due devices together
   }, { timeoutMs: 200, manual: clock });
 });
 
-Deno.test("StateCache: a provider a reload removes is no longer polled nor kept; one added again under its id starts from nothing", async () => {
+Deno.test("StateCache: a provider a reload removes is no longer polled nor kept; one added again under its id starts from nothing but its signals not OK", async () => {
   const clock = new ManualClock();
   // A device listed twice: one discovery warning.
   await withFixture({ ...D0, list: ["d0", "d0"] }, async (fx) => {
@@ -1388,9 +1388,15 @@ Deno.test("StateCache: a provider a reload removes is no longer polled nor kept;
     assert.deepEqual(fx.cache.providerDevices("p0").map((d) => d.deviceId), ["d0"]);
     assert.equal(fx.cache.reportedHealth("p0"), undefined);
     assert.deepEqual(asked, [], "the old host is never asked again");
+    // Its signals not OK carry on (as stream clients were told them): its first answer is told
+    // as the quality change it is.
+    assert.deepEqual(
+      { ...fx.cache.signal("p0", "d0", "x"), timestampMs: 0, receivedMono: 0 },
+      { value: null, quality: "FAULT", timestampMs: 0, receivedMono: 0 },
+    );
     await waitFor("a poll of the new host", () => {
       clock.advance(100);
-      return fx.cache.signal("p0", "d0", "x")?.value !== undefined;
+      return fx.cache.signal("p0", "d0", "x")?.value != null;
     });
     assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 7.5 });
     await settleOn(clock, again.stop(1000));
