@@ -68,7 +68,9 @@ Deno.test("reloads on a hung mount leave at most RELOAD_ABANDONED_READS_MAX stat
     assert.deepEqual(await hungReload(i), {
       ok: false,
       errors: [
-        `${file}:5:5: error: providers[0].command: cannot check ${command(i)}: ${NO_ANSWER}`,
+        `${file}:5:5: error: providers[0].command: cannot check ${
+          JSON.stringify(command(i))
+        }: ${NO_ANSWER}`,
       ],
       warnings: [],
     });

@@ -90,7 +90,9 @@ Deno.test("a reload whose configuration names a path whose stat never answers: t
   const { events, kept } = await reloadWhileHung(file, { stat: command });
   assert.deepEqual(events.map((e) => [e.result, e.errors]), [[
     "failed",
-    [`${file}:5:5: error: providers[0].command: cannot check ${command}: ${NO_ANSWER}`],
+    [`${file}:5:5: error: providers[0].command: cannot check ${
+      JSON.stringify(command)
+    }: ${NO_ANSWER}`],
   ]]);
   assert.equal(kept, true, "the configuration in force is kept");
 });

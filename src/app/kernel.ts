@@ -23,6 +23,7 @@ import {
   type Logger,
   type LogLevel,
   type MqttConnect,
+  namedProviderId,
   neverThrowing,
   type ProcessStats,
   type ProviderHealthView,
@@ -145,6 +146,7 @@ import {
 import type { ReplayWalk } from "../sparkplug/mod.ts";
 import {
   type MutableReloadReport,
+  namedFailedStarts,
   RELOAD_STOPPING,
   type ReloadReport,
   type SectionApply,
@@ -1937,6 +1939,7 @@ export class Kernel {
         removed: [],
         unchanged: next.providers.map((p) => p.id),
         failed: [],
+        failedIds: [],
         addFailed: [],
         restartFailed: [],
         held: [],
@@ -2229,8 +2232,8 @@ export class Kernel {
         }
       }
     }
-    for (const failed of report.providers.failed) {
-      const id = failed.slice(0, failed.indexOf(":"));
+    // The ids as the registry reported them: an id may hold ": ", so never parsed from `id: why`.
+    for (const id of report.providers.failedIds) {
       if (next.providers.some((p) => p.id === id)) out.set(id, "failed to start");
     }
     return out;
@@ -2749,6 +2752,7 @@ export class Kernel {
         removed: r.removed,
         unchanged: r.unchanged,
         failed: r.failed,
+        failedIds: r.failedIds,
         addFailed: r.addFailed,
         restartFailed: r.restartFailed,
         held: r.held,
@@ -2789,16 +2793,25 @@ export class Kernel {
           host.devices.map((d) => this.cache.pollDevice(host.id, d.device.deviceId))
         ),
       );
-      const failed = r.failed.length > 0 ? `; failed to start: ${r.failed.join("; ")}` : "";
+      // The configured ids (any length) cut as namedProviderId, as the summary names them.
+      const failed = r.failed.length > 0
+        ? `; failed to start: ${namedFailedStarts(r.failed, r.failedIds).join("; ")}`
+        : "";
       const gone = r.cleared.filter((id) => !next.providers.some((p) => p.id === id));
       return {
         ...(gone.length > 0
-          ? { note: `no longer listed (failed to start before): ${gone.join(", ")}` }
+          ? {
+            note: `no longer listed (failed to start before): ${
+              gone.map(namedProviderId).join(", ")
+            }`,
+          }
           : {}),
         effective,
         ...(r.held.length > 0
           ? {
-            refused: `mode is AUTO: removal or change of ${r.held.join(", ")} held back${failed}`,
+            refused: `mode is AUTO: removal or change of ${
+              r.held.map(namedProviderId).join(", ")
+            } held back${failed}`,
           }
           : {}),
       };
@@ -3535,7 +3548,9 @@ function protectionsNotRunning(
     il.signals.some((s) => notRunning.has(s.providerId))
   );
   const which = (ids: readonly string[]) =>
-    [...notRunning].filter(([id]) => ids.includes(id)).map(([id, why]) => `${id}: ${why}`)
+    [...notRunning].filter(([id]) => ids.includes(id)).map(([id, why]) =>
+      `${namedProviderId(id)}: ${why}`
+    )
       .join("; ");
   const notes: string[] = [];
   if (alarms.length > 0) {

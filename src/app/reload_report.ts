@@ -3,6 +3,7 @@
  * (app/live_config.ts has the table of sections; Kernel.reload applies them; the reloader reports
  * them in one summary line and a `config_reload` event).
  */
+import { namedProviderId } from "../common/mod.ts";
 import type { Config } from "../config/mod.ts";
 import type { SectionKey } from "./live_config.ts";
 import type { Weakening } from "./run_gate.ts";
@@ -12,6 +13,23 @@ import type { Weakening } from "./run_gate.ts";
  * stop() began. The summary says it once, in its head (app/reloader.ts summarize).
  */
 export const RELOAD_STOPPING = "the runtime is stopping";
+
+/**
+ * The entries of ReloadReport.providers.failed (`id: why`) as a line or a refusal names them: each
+ * id (configured: any length, ": " in it too) cut as namedProviderId, taken from `failedIds`, not
+ * parsed from the text; the why as it is.
+ */
+export function namedFailedStarts(
+  failed: readonly string[],
+  failedIds: readonly string[],
+): string[] {
+  return failed.map((f, i) => {
+    const id = failedIds[i];
+    return id !== undefined && f.startsWith(`${id}: `)
+      ? `${namedProviderId(id)}${f.slice(id.length)}`
+      : f;
+  });
+}
 
 /** What a reload did (the reloader's summary line and `config_reload` event). */
 export interface ReloadReport {
@@ -38,6 +56,11 @@ export interface ReloadReport {
      * a retried one is under its supervisor again).
      */
     readonly failed: readonly string[];
+    /**
+     * The provider id of each entry of `failed`, in its order (ReconcileReport.failedIds): an id
+     * may hold ": ", so it is taken here, never parsed from `id: why`.
+     */
+    readonly failedIds: readonly string[];
     /**
      * Of `failed`, the added ones (ids): counted with `added` in the summary's `+` (the reload
      * added them; they are not running).

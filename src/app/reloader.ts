@@ -21,7 +21,7 @@ import {
 import type { ReadFileFn } from "../automation/mod.ts";
 import type { Config } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
-import { RELOAD_STOPPING, type ReloadReport } from "./reload_report.ts";
+import { namedFailedStarts, RELOAD_STOPPING, type ReloadReport } from "./reload_report.ts";
 
 /**
  * The behavior tree's files as a reload's checks read them (main.ts configReload): the tree at
@@ -253,11 +253,13 @@ export function summarize(r: ReloadReport): string {
   const notApplied = r.failed.filter((x) => stopped(x.why) && !inPart(x)).map((x) =>
     `${x.section}${x.why.slice(RELOAD_STOPPING.length)}`
   );
-  const startStopped = (f: string) => r.interrupted && f.endsWith(`: ${RELOAD_STOPPING}`);
-  const notStarted = p.failed.filter(startStopped).map((f) =>
-    namedProviderId(f.slice(0, -`: ${RELOAD_STOPPING}`.length))
+  // A start the stop cut short (`id: the runtime is stopping`): its id from failedIds, which
+  // may hold ": " (never parsed from the text).
+  const startStopped = p.failed.map((f, i) =>
+    r.interrupted && f === `${p.failedIds[i]}: ${RELOAD_STOPPING}`
   );
-  const failedStarts = p.failed.filter((f) => !startStopped(f)).map((f) => namedFailure(f, p));
+  const notStarted = p.failedIds.filter((_, i) => startStopped[i]).map(namedProviderId);
+  const failedStarts = namedFailedStarts(p.failed, p.failedIds).filter((_, i) => !startStopped[i]);
   // An added or changed provider that did not come up is counted all the same (`+`, `~`: the
   // reload added it, or stopped its old process), and named in `failed to start` below.
   const added = p.added.length + p.addFailed.length;
@@ -293,29 +295,4 @@ export function summarize(r: ReloadReport): string {
   parts.push(...r.estopFailures);
   if (r.needsRestart.length > 0) parts.push(`needs restart: ${r.needsRestart.join(", ")}`);
   return `${head}: ${parts.join("; ")}`;
-}
-
-/**
- * A provider that did not come up, `id: why` (ReloadReport.providers.failed), as the summary names
- * it: its configured id (any length) cut as namedProviderId. The id is the longest the report
- * names that the entry starts with (an id may hold ": "); else the text before the first ": ".
- */
-function namedFailure(failure: string, p: ReloadReport["providers"]): string {
-  let id: string | undefined;
-  for (
-    const known of [
-      ...p.addFailed,
-      ...p.restartFailed,
-      ...p.unchanged,
-      ...p.updated.map((u) => u.id),
-    ]
-  ) {
-    if (failure.startsWith(`${known}: `) && (id === undefined || known.length > id.length)) {
-      id = known;
-    }
-  }
-  const end = id?.length ?? failure.indexOf(": ");
-  return end < 0
-    ? namedProviderId(failure)
-    : `${namedProviderId(failure.slice(0, end))}${failure.slice(end)}`;
 }

@@ -656,7 +656,9 @@ export class AutomationEngine {
     }
     const out: string[] = [];
     const conflict = (a: EntryUse, b: EntryUse) =>
-      out.push(`blackboard entry '${a.key}' with ${a.text} and with ${b.text}`);
+      // The entry's key is the tree file's, of any length (a port refuses other characters than
+      // letters, digits, `_`, `.` and `-`): cut and quoted, as config text is.
+      out.push(`blackboard entry ${quoteProviderText(a.key)} with ${a.text} and with ${b.text}`);
     for (const [entry, uses] of byEntry) {
       // A tick typed the entry already (its first write, in an earlier run): it keeps that type
       // for the tree's life, whatever the signals declare now (a restart that retyped one).
@@ -821,7 +823,9 @@ export class AutomationEngine {
     this.#treeText = built.text;
     this.#runner = built.runner;
     this.#log.info(
-      `behavior tree ${path} loaded (main tree '${built.mainTreeId}', ${built.files} file(s))`,
+      `behavior tree ${path} loaded (main tree ${
+        quoteProviderText(built.mainTreeId ?? "")
+      }, ${built.files} file(s))`,
     );
   }
 
@@ -1568,7 +1572,7 @@ function kernelServices(
       if (!dev) {
         // A tree's error (a handle it computed), refused before the router: listed as such.
         const err = invalidArgument(
-          `device_handle must be 'provider/device', got '${handle}'${where}`,
+          `device_handle must be 'provider/device', got ${quoteProviderText(handle)}${where}`,
         );
         noteCall(handle, functionName, err, madeUnder, "validation");
         throw err;

@@ -703,7 +703,7 @@ function answered(
   ctx.checker.error(
     path,
     kind === "path"
-      ? `cannot check ${name}: ${why}`
+      ? `cannot check ${quoteProviderText(name)}: ${why}`
       : `cannot look ${quoteProviderText(name)} up on PATH: ${why}`,
   );
   return false;

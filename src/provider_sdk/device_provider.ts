@@ -1,4 +1,4 @@
-import { ADPP_PROTOCOL_VERSION, MAX_NAMED_IN_WARNING } from "../common/mod.ts";
+import { ADPP_PROTOCOL_VERSION, MAX_NAMED_IN_WARNING, quoteProviderText } from "../common/mod.ts";
 import {
   MAX_FRAME_BYTES,
   type RequestPayloads,
@@ -211,8 +211,11 @@ export class DeviceProvider implements ProviderHandler {
   hello(req: RequestPayloads["hello"]): ResponsePayloads["hello"] {
     const version = req.protocol_version ?? "";
     if (version !== ADPP_PROTOCOL_VERSION) {
+      // The peer's text (any length, any character): cut and quoted, as the runtime quotes it.
       throw ProviderError.failedPrecondition(
-        `unsupported protocol_version '${version}', expected '${ADPP_PROTOCOL_VERSION}'`,
+        `unsupported protocol_version ${quoteProviderText(version)}, expected ${
+          quoteProviderText(ADPP_PROTOCOL_VERSION)
+        }`,
       );
     }
     const metadata: Record<string, string> = {

@@ -1,4 +1,4 @@
-import { type Logger, MAX_NAMED_IN_WARNING } from "../common/mod.ts";
+import { type Logger, MAX_NAMED_IN_WARNING, quoteProviderText } from "../common/mod.ts";
 import {
   checkHostEnvelope,
   CheckHostExitCode,
@@ -114,7 +114,8 @@ export async function runProviderCli<C>(
       i++;
       continue;
     }
-    return usage(log, `unknown argument '${arg}'`);
+    // The caller's text (any length, any character): cut and quoted, so it makes one short line.
+    return usage(log, `unknown argument ${quoteProviderText(arg!)}`);
   }
   if (verb === null || path === null) return usage(log, "--config <path> is required");
 

@@ -21,6 +21,7 @@ import {
   hasControlCharacter,
   type Logger,
   type LogLevel,
+  namedProviderId,
   type ProviderProcess,
   providerText,
   providerTextWithin,
@@ -327,8 +328,9 @@ export class ProviderSession {
     try {
       this.#proc = deps.spawn({ command, args: cfg.args, cwd: deps.cwd });
     } catch (err) {
+      // The configured id (any length) cut, as every line naming a provider cuts it.
       throw unavailable(
-        `cannot start provider '${cfg.id}' (${command}): ${errorMessage(err)}`,
+        `cannot start provider '${namedProviderId(cfg.id)}' (${command}): ${errorMessage(err)}`,
         err,
       );
     }

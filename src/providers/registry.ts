@@ -47,6 +47,11 @@ export interface ReconcileReport {
    * retried ones that did not (their supervisor has them again).
    */
   readonly failed: string[];
+  /**
+   * The provider id of each entry of `failed`, in its order: an id may hold ": " (the config
+   * refuses only "/", "." and ".."), so a reader takes it here, never by parsing `id: why`.
+   */
+  readonly failedIds: string[];
   /** Added entries that did not come up (ids; each also in `failed` with its why). */
   readonly addFailed: string[];
   /**
@@ -464,6 +469,12 @@ export class ProviderRegistry {
     const changed = o.holdRemovals ? [] : changedAll;
     const retried = d.retried;
     const failed: string[] = [];
+    const failedIds: string[] = [];
+    // A provider that did not come up: `id: why` in `failed`, its id in `failedIds` alike.
+    const fail = (id: string, why: string) => {
+      failed.push(`${id}: ${why}`);
+      failedIds.push(id);
+    };
     const started: ProviderHost[] = [];
     const updated: { id: string; fields: string[] }[] = [];
     for (const u of d.updated) {
@@ -496,13 +507,13 @@ export class ProviderRegistry {
       const retries = Promise.all(retried.map(async (p) => {
         const host = this.#hosts.get(p.id);
         if (host === undefined) return;
-        if (o.stopping()) return void failed.push(`${p.id}: the runtime is stopping`);
+        if (o.stopping()) return void fail(p.id, "the runtime is stopping");
         const why = await host.retry();
         // Cut by the runtime's stop (its host stopped under the retry): not started, as a start
         // the stop cut below -- not "not up" as a failure of its own.
         const cut = o.stopping() && host.retryCutByStop;
         if (why !== null) {
-          return void failed.push(`${p.id}: ${cut ? "the runtime is stopping" : why}`);
+          return void fail(p.id, cut ? "the runtime is stopping" : why);
         }
         retriedUp.push(p.id);
         started.push(host);
@@ -510,7 +521,7 @@ export class ProviderRegistry {
       await Promise.all([...changed, ...added].map(async (p) => {
         if (o.stopping()) {
           this.#adding.delete(p.id);
-          return void failed.push(`${p.id}: the runtime is stopping`);
+          return void fail(p.id, "the runtime is stopping");
         }
         let host: ProviderHost;
         try {
@@ -519,7 +530,7 @@ export class ProviderRegistry {
           // Not registered (add took it out again): nothing to stop, nothing listed down.
           this.#adding.delete(p.id);
           this.#notRegistered.set(p.id, errorMessage(err));
-          failed.push(`${p.id}: ${errorMessage(err)}`);
+          fail(p.id, errorMessage(err));
           return this.#tellEach(this.#startFailedListeners, p.id, "failed to start");
         }
         // Unless a stop came meanwhile (an eachHost listener, stopAll): that host is stopping.
@@ -541,7 +552,7 @@ export class ProviderRegistry {
           // doing, said as one the stop kept from starting -- not as a failure of its own. One that
           // failed on its own (a Hello refused) keeps its error, though stopped while it ended.
           const cut = o.stopping() && host.startCutByStop;
-          failed.push(`${p.id}: ${cut ? "the runtime is stopping" : errorMessage(err)}`);
+          fail(p.id, cut ? "the runtime is stopping" : errorMessage(err));
           if (o.stopping()) return await this.#retire(p.id, o.stopBudgetMs);
           // Listed down with its reason until the next reload (#failedStarts); stopAll joins it.
           this.#failedStarts.add(host);
@@ -578,6 +589,7 @@ export class ProviderRegistry {
       removed: [...removed],
       unchanged: [...unchanged],
       failed,
+      failedIds,
       addFailed: added.filter((p) => !startedIds.has(p.id)).map((p) => p.id),
       restartFailed: changed.filter((p) => !startedIds.has(p.id)).map((p) => p.id),
       held,

@@ -28,6 +28,7 @@ function report(
       removed: [],
       unchanged: [],
       failed: [],
+      failedIds: [],
       addFailed: [],
       restartFailed: [],
       held: [],
@@ -50,6 +51,7 @@ Deno.test("summarize names retried, updated and failed providers by their ids cu
     retried: [LONG],
     updated: [{ id: `u${LONG}`, fields: ["restart_policy"] }],
     failed: [`${COLON}: spawn failed: no such file`, `x${LONG}: handshake timed out`],
+    failedIds: [COLON, `x${LONG}`],
     addFailed: [COLON],
     restartFailed: [`x${LONG}`],
   }));
@@ -63,11 +65,29 @@ Deno.test("summarize names retried, updated and failed providers by their ids cu
 
 Deno.test("summarize of a reload cut short names the providers it did not start by their ids cut", () => {
   const line = summarize(
-    report({ failed: [`${LONG}: the runtime is stopping`], addFailed: [LONG] }, true),
+    report({
+      failed: [`${LONG}: the runtime is stopping`],
+      failedIds: [LONG],
+      addFailed: [LONG],
+    }, true),
   );
   assert.equal(
     line,
     `config reload interrupted (the runtime is stopping): providers +1 -0 ~0 =0; ` +
       `not started: ${CUT}`,
+  );
+});
+
+Deno.test('summarize names a provider that failed its retry, its id holding ": ", by the id the report carries, cut', () => {
+  // A retried provider (its circuit was open) is in no list of ids but failedIds: its id is not
+  // to be guessed from `id: why` (the text before the first ": " would leave the rest uncut).
+  const line = summarize(report({
+    unchanged: ["sim0"],
+    failed: [`${COLON}: not up: handshake timed out`],
+    failedIds: [COLON],
+  }));
+  assert.equal(
+    line,
+    `config reload: providers +0 -0 ~0 =1; failed to start: ${COLON_CUT}: not up: handshake timed out`,
   );
 });

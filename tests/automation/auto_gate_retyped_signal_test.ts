@@ -83,7 +83,7 @@ Deno.test("AutomationEngine: AUTO is refused when a restart retyped (double -> s
     // The entry x holds a double from the first run: the tick writing the string would throw.
     await assert.rejects(
       rt.modes.request("AUTO"),
-      /refusing AUTO: the behavior tree writes blackboard entry 'x' with its value from an earlier tick \(double, kept until a restart or a reload replaces the tree\) and with ReadSignal p0\/sen level \(a string signal\) at .*tree\.xml:\d+:\d+/,
+      /refusing AUTO: the behavior tree writes blackboard entry "x" with its value from an earlier tick \(double, kept until a restart or a reload replaces the tree\) and with ReadSignal p0\/sen level \(a string signal\) at .*tree\.xml:\d+:\d+/,
     );
     assert.equal(rt.modes.current(), "MANUAL");
     assert.equal(engine.status().engine_diagnostics.error_count, 0, "no tick threw");

@@ -20,7 +20,7 @@ Deno.test("AUTO is refused when one blackboard entry is written by ReadSignals o
         assert.equal(e.code, "FAILED_PRECONDITION");
         assert.match(
           e.message,
-          /^refusing AUTO: the behavior tree writes blackboard entry 'x' with ReadSignal sim0\/analogsensor0 voltage_ch1 \(a double signal\) at .*tree\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 sensor_quality \(a string signal\) at .*tree\.xml:\d+:\d+/,
+          /^refusing AUTO: the behavior tree writes blackboard entry "x" with ReadSignal sim0\/analogsensor0 voltage_ch1 \(a double signal\) at .*tree\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 sensor_quality \(a string signal\) at .*tree\.xml:\d+:\d+/,
         );
         return true;
       });
@@ -38,7 +38,7 @@ Deno.test("AUTO is refused when a ReadSignal writes a string signal into an entr
     async (rt) => {
       await assert.rejects(
         rt.modes.request("AUTO"),
-        /refusing AUTO: the behavior tree writes blackboard entry 'q' with GetParameter \(double\) at .*tree\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 sensor_quality \(a string signal\) at /,
+        /refusing AUTO: the behavior tree writes blackboard entry "q" with GetParameter \(double\) at .*tree\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 sensor_quality \(a string signal\) at /,
       );
       assert.equal(rt.modes.current(), "MANUAL");
     },
@@ -56,7 +56,7 @@ Deno.test("AUTO is refused when a ReadSignal writes a number signal into an entr
     async (rt) => {
       await assert.rejects(
         rt.modes.request("AUTO"),
-        /refusing AUTO: the behavior tree writes blackboard entry 'x' with EmitOnChangeOrInterval key \(declares it string\) at .*tree\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 voltage_ch1 \(a double signal\) at /,
+        /refusing AUTO: the behavior tree writes blackboard entry "x" with EmitOnChangeOrInterval key \(declares it string\) at .*tree\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 voltage_ch1 \(a double signal\) at /,
       );
       assert.equal(rt.modes.current(), "MANUAL");
     },
@@ -107,7 +107,7 @@ Deno.test("AUTO is refused when a double signal is read into an entry CheckBool 
         await assert.rejects(
           rt.modes.request("AUTO"),
           new RegExp(
-            `refusing AUTO: the behavior tree writes blackboard entry 'x' with ReadSignal ` +
+            `refusing AUTO: the behavior tree writes blackboard entry "x" with ReadSignal ` +
               `sim0/analogsensor0 voltage_ch1 \\(a double signal\\) at .*tree\\.xml:\\d+:\\d+ and ` +
               `with ${type} at .*tree\\.xml:\\d+:\\d+`,
           ),
@@ -127,7 +127,7 @@ Deno.test("AUTO is refused when a double signal is read into an entry CheckBool 
     async (rt) => {
       await assert.rejects(
         rt.modes.request("AUTO"),
-        /refusing AUTO: the behavior tree writes blackboard entry 'x' with CheckBool value \(declares it bool\) at .*tree\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 voltage_ch1 \(a double signal\) at /,
+        /refusing AUTO: the behavior tree writes blackboard entry "x" with CheckBool value \(declares it bool\) at .*tree\.xml:\d+:\d+ and with ReadSignal sim0\/analogsensor0 voltage_ch1 \(a double signal\) at /,
       );
       assert.equal(rt.modes.current(), "MANUAL");
     },

@@ -186,7 +186,7 @@ Deno.test("AutomationEngine lists calls with a malformed device handle in refuse
     for (let i = 0; i < 2; i++) {
       await assert.rejects(
         engine.services.callDevice("motorctl0", "set_motor_duty", MOTOR_ARGS, signal),
-        /device_handle must be 'provider\/device', got 'motorctl0'/,
+        /device_handle must be 'provider\/device', got "motorctl0"/,
       );
     }
     const s = engine.status();

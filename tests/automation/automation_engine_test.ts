@@ -1027,13 +1027,101 @@ Deno.test("AutomationEngine refuses AUTO for a blackboard entry two signals type
     const device = `sim0/${"d".repeat(QUOTED_DEVICE_ID_CHARS)}\u2026`;
     assert.ok(
       problem.startsWith(
-        `refusing AUTO: the behavior tree writes blackboard entry 'x' with ReadSignal ${device} ` +
+        `refusing AUTO: the behavior tree writes blackboard entry "x" with ReadSignal ${device} ` +
           `${
             "s".repeat(PROVIDER_TEXT_CHARS)
           }\u2026 (a double signal) at FILE and with ReadSignal ` +
           `${device} q (a string signal) at FILE (`,
       ),
       problem.slice(0, 400),
+    );
+  } finally {
+    engine.stop();
+  }
+});
+
+Deno.test("AutomationEngine refuses AUTO for a blackboard entry of a 10 kB key two signals type apart, the key cut and quoted", async () => {
+  // A key holds no quote or control character (a port refuses it as no blackboard reference).
+  const key = "k".repeat(10_000);
+  const signal = (id: string, valueType: "double" | "string"): SignalSpec => ({
+    signalId: id,
+    name: id,
+    description: "",
+    valueType,
+    unit: "",
+    pollHintHz: 0,
+    staleAfterMs: 0,
+  });
+  const { engine } = setup(
+    `<BehaviorTree ID="Main">\n  <Sequence>\n` +
+      `    <ReadSignal device_handle="sim0/motorctl0" signal_id="v" value="{${key}}"/>\n` +
+      `    <ReadSignal device_handle="sim0/motorctl0" signal_id="q" value="{${key}}"/>\n` +
+      `  </Sequence>\n</BehaviorTree>`,
+    {
+      inventory: motorctlInventory([], undefined, [signal("v", "double"), signal("q", "string")]),
+    },
+  );
+  try {
+    await engine.load();
+    const problem = (engine.autoProblem() ?? "(no problem: AUTO admitted)")
+      .replace(/ at \S+:\d+:\d+/g, " at FILE");
+    assert.ok(
+      problem.startsWith(
+        `refusing AUTO: the behavior tree writes blackboard entry "${
+          "k".repeat(PROVIDER_TEXT_CHARS)
+        }\u2026" with ReadSignal sim0/motorctl0 v (a double signal) at FILE and with `,
+      ),
+      problem.slice(0, 400),
+    );
+    assert.ok(problem.length < 1000, `${problem.length} characters`);
+  } finally {
+    engine.stop();
+  }
+});
+
+Deno.test("AutomationEngine logs the main tree's id of 10 kB with a quote and a line break cut and quoted", async () => {
+  // As the XML writes it (&quot; a quote, &#10; a line break), and as the tree reads it.
+  const written = `M&quot;&#10;${"m".repeat(10_000)}`;
+  const id = `M"\n${"m".repeat(10_000)}`;
+  const { log, lines } = capturingLogger();
+  const { engine } = setup("", {
+    log,
+    readFile: memFiles({
+      [TREE]: xmlRoot(`<BehaviorTree ID="${written}"><Sleep msec="1000"/></BehaviorTree>`, written),
+    }),
+  });
+  try {
+    await engine.load();
+    const loaded = lines.find((l) => l.includes("loaded (main tree"));
+    assert.ok(
+      loaded?.endsWith(
+        `loaded (main tree ${
+          JSON.stringify(`${id.slice(0, PROVIDER_TEXT_CHARS)}\u2026`)
+        }, 1 file(s))`,
+      ),
+      (loaded ?? lines.join("\n")).slice(0, 400),
+    );
+  } finally {
+    engine.stop();
+  }
+});
+
+Deno.test("AutomationEngine refuses a tree's call with a malformed 10 kB handle holding a quote and control characters, the handle cut and quoted", async () => {
+  const handle = `m"\u001b\r\n${"h".repeat(10_000)}`;
+  const { engine } = setup(SLEEP);
+  try {
+    await engine.load();
+    await assert.rejects(
+      engine.services.callDevice(handle, "set_motor_duty", {}, new AbortController().signal),
+      (err: Error) => {
+        assert.equal(
+          err.message,
+          `device_handle must be 'provider/device', got ${
+            JSON.stringify(`${handle.slice(0, PROVIDER_TEXT_CHARS)}\u2026`)
+          }`,
+        );
+        return true;
+      },
     );
   } finally {
     engine.stop();

@@ -18,6 +18,8 @@ export interface LoadOverrides {
   files?: readonly string[];
   /** Bare commands found on PATH; default: `prov` and `deno`. */
   commands?: readonly string[];
+  /** Why the file system did not answer about a path or command (LoadConfigOptions.unanswered). */
+  unanswered?: (kind: "path" | "command", name: string) => string | null;
 }
 
 /** Loads inline YAML (a leading newline is dropped so line 1 is the first fixture line). */
@@ -36,6 +38,7 @@ export function load(yaml: string, o: LoadOverrides = {}): LoadConfigResult {
     fileExists: (p) => files.has(p),
     commandExists: (c) => commands.has(c),
     cwd: "/var/lib/rig",
+    ...(o.unanswered ? { unanswered: o.unanswered } : {}),
   });
 }
 

@@ -140,7 +140,7 @@ Deno.test("a path the asking load gets no answer about is an error at its key, l
       "providers[0].command",
       7,
       13,
-      "cannot check /etc/rig/bin/prov: no answer within 2000 ms",
+      `cannot check "/etc/rig/bin/prov": no answer within 2000 ms`,
     ],
   ]);
 });

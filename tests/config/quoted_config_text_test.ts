@@ -137,3 +137,15 @@ for (const c of CASES) {
     assertSays(c.yaml, c.expected);
   });
 }
+
+Deno.test("a config message names a path the file system did not answer about cut and quoted", () => {
+  const r = load(`providers: [{id: p0, command: "/opt/'\\n${BODY}"}]\n`, {
+    unanswered: (kind) => kind === "path" ? "no answer within 2000 ms" : null,
+  });
+  const said = r.diagnostics.map((d) => `${d.severity} ${d.path}: ${d.message}`);
+  assert.deepEqual(said, [
+    `error providers[0].command: cannot check ${
+      JSON.stringify(`/opt/'\n${BODY}`.slice(0, PROVIDER_TEXT_CHARS) + "\u2026")
+    }: no answer within 2000 ms`,
+  ]);
+});

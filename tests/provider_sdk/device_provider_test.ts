@@ -7,7 +7,7 @@ import {
   WireQuality,
   WireValueType,
 } from "../../src/adpp/mod.ts";
-import { MAX_NAMED_IN_WARNING } from "../../src/common/mod.ts";
+import { MAX_NAMED_IN_WARNING, PROVIDER_TEXT_CHARS } from "../../src/common/mod.ts";
 import {
   argSpec,
   CallArgs,
@@ -227,6 +227,20 @@ Deno.test("DeviceProvider Hello refuses another protocol version with FAILED_PRE
   ]);
   equal(responses[0]!.status?.code, StatusCode.FAILED_PRECONDITION);
   equal(responses[0]!.payload, undefined);
+});
+
+Deno.test("DeviceProvider Hello names a refused protocol version cut and quoted: 10 kB, a quote and control characters in it", async () => {
+  const version = `1"\n\u001b[2J${"v".repeat(10_000)}`;
+  const { responses } = await serveRequests(lampProvider(), [
+    { request_id: 1, hello: { protocol_version: version } },
+  ]);
+  equal(responses[0]!.status?.code, StatusCode.FAILED_PRECONDITION);
+  equal(
+    responses[0]!.status?.message,
+    `unsupported protocol_version ${
+      JSON.stringify(`${version.slice(0, PROVIDER_TEXT_CHARS)}\u2026`)
+    }, expected "v1"`,
+  );
 });
 
 Deno.test("DeviceProvider without waitReady answers WaitReady UNIMPLEMENTED and does not advertise it", async () => {

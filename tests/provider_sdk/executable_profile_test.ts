@@ -225,6 +225,30 @@ Deno.test("runProviderCli: the last verb decides, a rejected config is 1 (serve)
   assert.match(c.lines[0]!, /usage: --config <path> is required/);
 });
 
+Deno.test("runProviderCli names an unknown argument cut and quoted: 10 kB, a quote and control characters in it", async () => {
+  const arg = `--x'"\r\n\u009b${"a".repeat(10_000)}`;
+  const c = capture();
+  const code = await runProviderCli({
+    name: "p",
+    version: "1.0.0",
+    configSchema: { type: "object" },
+    loadConfig: (path: string) => ({ path }),
+    serve: () => 0,
+    logger: c.logger,
+    stdout: (t: string) => Promise.resolve(void c.out.push(t)),
+  }, [arg]);
+  assert.equal(code, 1);
+  assert.equal(c.lines.length, 1);
+  assert.ok(
+    c.lines[0]!.startsWith(
+      `error usage: unknown argument "--x'\\"\\r\\n\\u009b${
+        "a".repeat(PROVIDER_TEXT_CHARS - 8)
+      }\u2026" (verbs: `,
+    ),
+    c.lines[0]!.slice(0, 300),
+  );
+});
+
 Deno.test("DeviceProvider cuts an unmet host requirement's detail too large to frame to PROVIDER_STATUS_MESSAGE_CHARS", async () => {
   const detail = "d".repeat(MAX_FRAME_BYTES);
   const provider = new DeviceProvider({

@@ -116,7 +116,7 @@ Deno.test("sim --config-schema answers when reached: what follows is not read, w
   const before = await runSim(["--no-such-flag", "--config-schema"]);
   assert.equal(before.code, 1);
   assert.equal(before.stdout, "", "a usage error prints no JSON");
-  assert.match(before.stderr, /unknown argument '--no-such-flag'/);
+  assert.match(before.stderr, /unknown argument "--no-such-flag"/);
 });
 
 Deno.test("sim --version prints a dotted version and exits 0", async () => {
