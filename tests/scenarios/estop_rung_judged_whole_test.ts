@@ -120,8 +120,8 @@ Deno.test("Kernel forces no FAULT for a rung that drops once stop() has begun", 
   try {
     // `plant` answers its actuating calls after 4 s: an operator's call (OVERRIDE lets it through
     // in AUTO) is still being answered when stop() begins, so the HTTP drain holds the stop
-    // before the providers are stopped while `grow` comes back with functions the setpoints do
-    // not cover.
+    // before the providers are stopped while `grow` (its restart attempt spawned before the stop
+    // began) comes back with functions the setpoints do not cover.
     const base = config([
       plantProvider("grow", { growMarker: `${dir}/started`, restartBackoffMs: 50 }),
     ]);
@@ -148,6 +148,9 @@ Deno.test("Kernel forces no FAULT for a rung that drops once stop() has begun", 
       const host = rt.registry.host("grow")!;
       const pid = host.session!.pid;
       Deno.kill(pid, "SIGKILL");
+      // Nothing is restarted once the stop has begun (ProviderRegistry.endRestarts), but a
+      // restart attempt already spawned comes up: the stop begins while grow's is starting.
+      await waitFor("grow's restart attempt", () => host.state.phase === "ATTEMPTING");
       stopped = rt.stop();
       await waitFor("grow restarted", () => host.available && host.session!.pid !== pid);
       await waitFor("rung none", () => rt.estop.plan().rung === "none");
