@@ -2621,7 +2621,15 @@ export class Kernel {
    * rejects.
    */
   async #stopActionsBeforeStop(capMs: number, hurried?: Promise<void>): Promise<void> {
-    const ids = this.#config.providers.map((p) => p.id);
+    // The providers configured and every one registered: a reload still running (another of its
+    // starts pending) has started providers it adds, which the e-stop's ladder (the zero rung)
+    // and their securing runs call, before their entries are in effect (#config: at its end).
+    const ids = [
+      ...new Set([
+        ...this.#config.providers.map((p) => p.id),
+        ...this.registry.hosts.map((h) => h.id),
+      ]),
+    ];
     const waits = await Promise.all(
       ids.map((id) => this.estop.stopActionsSettled(id, capMs, hurried)),
     );

@@ -9,7 +9,9 @@
  * StopDeadline.hurried).
  * Also a second trigger while the first ladder runs, a provider down at the latch (its call fails
  * unsent; nothing is waited for), and a provider that comes back while latched (its securing run
- * is decided in the step it becomes AVAILABLE and queues its calls a turn later).
+ * is decided in the step it becomes AVAILABLE and queues its calls a turn later). The runtime's stop
+ * also waits for the stop actions to a provider a reload still running (another of its starts
+ * pending) has added: its entry is not in effect yet, but the zero rung and its securing run call it.
  * In-process: the kernel on a manual clock, the plant provider (one request at a time) whose
  * actuating calls take LATENCY_MS.
  */
@@ -23,6 +25,7 @@ import { type Rig, rig } from "../helpers/rig.ts";
 import { call, plantProvider } from "./_fixture.ts";
 import { shutDown } from "../../src/app/process.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
+import { plantProgram, TEST_PROGRAMS } from "../helpers/programs.ts";
 
 /** plant's timeout_ms. */
 const TIMEOUT_MS = 5000;
@@ -271,3 +274,71 @@ Deno.test("shutDown: a second stop signal while Kernel.stop waits for the e-stop
   // Said in that one line: no second line for the read-back the wait left no time for.
   assert.ok(!r.lines.some((l) => l.includes("stop: the e-stop's read-back")), r.lines.join("\n"));
 });
+
+/** The command of a plant whose Hello never answers: its start hangs (a reload waits for it). */
+const HELLO_HANGS = "plant-hello-hangs";
+
+/** plant2's calls: its ladder's (the zero rung), or its securing run's (it came up latched). */
+const ADDED_PLANT_CALLS = [
+  { device_handle: "plant2/plant0", function: "set_heater", success: true },
+  { device_handle: "plant2/plant0", function: "set_fan", success: true },
+];
+
+for (const latchedFirst of [false, true]) {
+  const what = latchedFirst
+    ? "its securing run's calls (it came up latched)"
+    : "the ladder's calls";
+  Deno.test(`Kernel.stop during a reload that added a provider (another of its starts pending) waits for ${what} to it`, async () => {
+    const clock = new ManualClock();
+    // The zero rung: a stop zeroes every actuating function of every provider listed, the one the
+    // reload added too. Its read-back expects nothing (its wait is short: verify_timeout_ms 100).
+    await using r = await rig({
+      clock,
+      providers: [plantProvider("plant")],
+      pollingIntervalMs: 60_000,
+      safety: { zeroIsSafe: true, verifyTimeoutMs: 100 },
+      arm: true,
+      programs: {
+        ...TEST_PROGRAMS,
+        [HELLO_HANGS]: (host) => {
+          const fake = plantProgram(host);
+          fake.answer("hello", { hang: true });
+          return fake;
+        },
+      },
+    });
+    const rt = r.kernel;
+    if (latchedFirst) await runToSettle(clock, rt.estop.trigger("latched"), "the e-stop");
+    // plant2's two calls take 1600 ms together: past the read-back's wait (100 + 1000 ms),
+    // within the stop actions' (runtime.shutdown_timeout_ms, 2000 ms here).
+    const next: Config = {
+      ...rt.config,
+      providers: [
+        ...rt.config.providers,
+        plantProvider("plant2", { latencyMs: 800 }),
+        { ...plantProvider("late"), command: HELLO_HANGS, args: [] },
+      ],
+    };
+    const report = rt.reload(next);
+    const plant2 = await runUntil(clock, "plant2 up", () => {
+      const host = rt.inventory.provider("plant2");
+      return host?.available === true ? host : null;
+    });
+    assert.ok(!rt.config.providers.some((p) => p.id === "plant2"), "the reload still runs");
+    const made = latchedFirst
+      ? rt.estop.securing(plant2)!
+      : rt.estop.trigger("latch x shutdown during a reload")
+        .then((s) => s.actions.filter((a) => a.device_handle === "plant2/plant0"));
+    const stopped = rt.stop();
+    const actions = await runToSettle(clock, made, "plant2's stop actions");
+    await runToSettle(clock, stopped, "the runtime's stop");
+    await runToSettle(clock, report, "the reload");
+    assert.deepEqual(actions, ADDED_PLANT_CALLS);
+    const waited = r.lines.filter((l) => l.includes("stop: ") && l.includes("safe-state calls"));
+    assert.equal(waited.length, 1, waited.join("\n"));
+    assert.match(
+      waited[0]!,
+      /INFO .*stop: waited \d+ ms for the e-stop's safe-state calls to (plant, )?plant2, then stopped the providers$/,
+    );
+  });
+}
