@@ -326,23 +326,35 @@ export const READ_BACKS_END_AT_STOP_MS = 500;
 export const STOP_ACTIONS_SHUTDOWN_RESERVE_MS = 500;
 
 /**
+ * The least a stop's providers' stop gets (ProviderSession.terminate: 60 % of it for stdin's close,
+ * the ADPP stop signal on which a provider applies its own safe state, before SIGTERM) when the
+ * stop's whole budget leaves less past STOP_ACTIONS_SHUTDOWN_RESERVE_MS (a disk or drain that took
+ * the time before it): taken from that reserve, never past the process's deadline itself. Not
+ * after a second stop signal: the operator asked for the kill (Kernel.stop kills at once).
+ */
+export const PROVIDERS_STOP_MIN_MS = 200;
+
+/**
  * The budget of a stop's providers' stop (ProviderSession.terminate: stdin closed, then SIGTERM,
  * then SIGKILL, in shares of it): runtime.shutdown_timeout_ms (`budgetMs`), no more than what the
- * stop's whole budget (`deadline`) leaves past STOP_ACTIONS_SHUTDOWN_RESERVE_MS -- after a second
- * stop signal (StopDeadline.hurried) that is little: the process killed the providers then alive,
- * and one it did not reach (a start-up spawn still queued at that kill, started after it: none is
- * restarted once the stop has begun) is killed within what is left, as is one a reload is still
- * retiring (ProviderRegistry.stopAll), not after 90 % of runtime.shutdown_timeout_ms with the
- * process's deadline gone and the journals not closed.
- * `budgetMs` without a process deadline (a test). Read when the providers' stop begins.
+ * stop's whole budget (`deadline`) leaves past STOP_ACTIONS_SHUTDOWN_RESERVE_MS, and no less than
+ * PROVIDERS_STOP_MIN_MS (nor than what the deadline leaves, when that is less): a provider always
+ * gets its chance to reach its safe state on stdin's close, not SIGKILL at once. `hurried` (a
+ * second stop signal: StopDeadline.hurried) takes the floor away: the process killed the providers
+ * then alive, and Kernel.stop kills at once one it did not reach (a start-up spawn still queued at
+ * that kill, started after it: none is restarted once the stop has begun), as one a reload is
+ * still retiring (ProviderRegistry.killStopping); this budget bounds them only should that kill
+ * miss one. `budgetMs` without a process deadline (a test). Read when the providers' stop begins.
  */
 export function providersStopBudgetMs(
   budgetMs: number,
   deadline: StopDeadline | undefined,
+  hurried = false,
 ): number {
-  return deadline === undefined
-    ? budgetMs
-    : Math.min(budgetMs, Math.max(0, deadline.leftMs() - STOP_ACTIONS_SHUTDOWN_RESERVE_MS));
+  if (deadline === undefined) return budgetMs;
+  const leftMs = Math.max(0, deadline.leftMs());
+  const share = Math.min(budgetMs, Math.max(0, leftMs - STOP_ACTIONS_SHUTDOWN_RESERVE_MS));
+  return hurried ? share : Math.max(share, Math.min(PROVIDERS_STOP_MIN_MS, budgetMs, leftMs));
 }
 
 /**
@@ -2615,7 +2627,7 @@ export class Kernel {
    * and `capMs`, stopActionsShutdownWaitMs); one line when it waited: INFO when they finished, WARN
    * naming those that had not. `hurried` (StopDeadline.hurried) ends the wait at once: the
    * process kills the providers then alive (app/process.ts shutDown; one it did not reach is
-   * stopped within what the hurried deadline leaves: providersStopBudgetMs), and that deadline
+   * killed at the providers' stop: ProviderRegistry.killStopping), and that deadline
    * leaves nothing past their stop. Then, in what `capMs` leaves, for the read-back of the
    * e-stop's stops under way (Estop.readBackSettled, its own line: #readBackBeforeStop). Never
    * rejects.
@@ -3155,8 +3167,10 @@ export class Kernel {
 
   /**
    * Stops polling and ends every provider within runtime.shutdown_timeout_ms, or within what
-   * `deadline` leaves past STOP_ACTIONS_SHUTDOWN_RESERVE_MS when that is less (a hurried stop:
-   * providersStopBudgetMs). Idempotent. During start() it acts at once: ending the providers
+   * `deadline` leaves past STOP_ACTIONS_SHUTDOWN_RESERVE_MS when that is less, never less than
+   * PROVIDERS_STOP_MIN_MS (providersStopBudgetMs); after a second stop signal (`deadline.hurried`,
+   * before or during the providers' stop) the providers still being ended are killed at once.
+   * Idempotent. During start() it acts at once: ending the providers
    * ends whatever start-up stage waits on them.
    * Every stage runs whatever an earlier one did: one that throws is logged (ERROR, naming it) and
    * the stop goes on, so the providers are always stopped and the data_dir lock always released
@@ -3394,11 +3408,22 @@ export class Kernel {
     // (its read in flight answered), said before `runtime stopped` -- not at verify_timeout_ms
     // after it, its event and audit entry going nowhere.
     step("e-stop read-backs", () => this.estop.endReadBacks());
-    // Within what the stop's budget leaves (a hurried one's too): providersStopBudgetMs.
-    await stepAsync(
-      "providers",
-      () => this.registry.stopAll(providersStopBudgetMs(budget, deadline)),
-    );
+    // Within what the stop's budget leaves (a hurried one's too), never less than
+    // PROVIDERS_STOP_MIN_MS unless hurried: providersStopBudgetMs. A second stop signal, before
+    // or during it, kills the providers it is still ending at once (the process's own kill at that
+    // signal may not have reached one), not when that budget runs out.
+    await stepAsync("providers", async () => {
+      const stopping = this.registry.stopAll(providersStopBudgetMs(budget, deadline, hurried));
+      let ended = false;
+      void cutAtHurry.promise.then(() => {
+        if (!ended) step("providers' kill at the hurry", () => this.registry.killStopping());
+      });
+      try {
+        await stopping;
+      } finally {
+        ended = true;
+      }
+    });
     await stepAsync("e-stop read-backs", async () => {
       const waitMs = deadline === undefined
         ? READ_BACKS_END_AT_STOP_MS

@@ -506,15 +506,32 @@ export class ProviderHost {
     if (endsAt >= this.#stopEndsAt) return;
     this.#stopEndsAt = endsAt;
     const timer = this.#deps.clock.setTimer(() => {
-      const alive = this.#ending.filter((s) => s.exitCode === null);
-      if (alive.length === 0) return;
-      this.#log.warn(
+      this.#killEnding(
         `not exited within a later stop's budget (${budgetMs} ms, shorter than the stop under ` +
-          `way's): sending SIGKILL`,
+          `way's)`,
       );
-      for (const s of alive) s.kill();
     }, Math.ceil(budgetMs));
     void this.#stopping!.finally(() => this.#deps.clock.clearTimer(timer));
+  }
+
+  /**
+   * The runtime's stop was hurried (a second stop signal: Kernel.stop, StopDeadline.hurried)
+   * while this host's stop is under way: the processes it is still ending are killed (SIGKILL)
+   * now, not once its budget runs out -- the operator asked for the kill, and the process's own
+   * kill at that signal may not have reached them (one spawned after it). Nothing before stop().
+   */
+  killStopping(): void {
+    if (this.#stopping === null) return;
+    this.#stopEndsAt = Math.min(this.#stopEndsAt, this.#deps.clock.monoMs());
+    this.#killEnding("the runtime's stop was hurried by a second stop signal");
+  }
+
+  /** Kills (SIGKILL) the sessions the stop is still ending, saying `why` (one WARN), if any. */
+  #killEnding(why: string): void {
+    const alive = this.#ending.filter((s) => s.exitCode === null);
+    if (alive.length === 0) return;
+    this.#log.warn(`${why}: sending SIGKILL`);
+    for (const s of alive) s.kill();
   }
 
   /**

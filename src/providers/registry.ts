@@ -920,6 +920,15 @@ export class ProviderRegistry {
   }
 
   /**
+   * The runtime's stop was hurried (a second stop signal) while stopAll runs: every provider it
+   * is still ending, the ones a reload is retiring too, is killed now (ProviderHost.killStopping),
+   * not once stopAll's budget runs out.
+   */
+  killStopping(): void {
+    for (const h of [...this.hosts, ...this.#retiringHosts]) h.killStopping();
+  }
+
+  /**
    * Stops every provider concurrently within `budgetMs`, and waits for the ones a reload is still
    * ending. One a running reload adds or restarts is stopping from now on, no longer being started
    * or restarted (reloadStart): its host reads as any other being stopped -- its devices down

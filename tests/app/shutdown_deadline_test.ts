@@ -7,6 +7,8 @@
 import assert from "node:assert/strict";
 import { HURRIED_SHUTDOWN_MS, shutDown, shutdownBudgetMs } from "../../src/app/process.ts";
 import {
+  PROVIDERS_STOP_MIN_MS,
+  providersStopBudgetMs,
   STOP_ACTIONS_SHUTDOWN_RESERVE_MS,
   stopActionsShutdownWaitMs,
   type StopDeadline,
@@ -78,4 +80,24 @@ Deno.test("stopActionsShutdownWaitMs leaves the providers' own stop and STOP_ACT
     assert.equal(await exit, EXIT_OK);
   }
   assert.equal(stopActionsShutdownWaitMs(2000, undefined), 2000, "no process deadline: a test");
+});
+
+Deno.test("providersStopBudgetMs never leaves a provider less than PROVIDERS_STOP_MIN_MS for its stdin's close unless a second stop signal hurried the stop", async () => {
+  const clock = new ManualClock(0);
+  const config = testConfig({ runtime: { shutdownTimeoutMs: 2000 } });
+  const budget = config.runtime.shutdownTimeoutMs;
+  const { deadline: d, finish, exit } = heldShutdown(config, clock);
+  const whole = shutdownBudgetMs(config);
+  assert.equal(providersStopBudgetMs(budget, d), budget, "the whole budget while the stop has it");
+  // The stages before the providers' stop took all but the reserve: what the deadline leaves past
+  // STOP_ACTIONS_SHUTDOWN_RESERVE_MS is 0, and the floor comes out of that reserve.
+  await clock.advanceAsync(whole - STOP_ACTIONS_SHUTDOWN_RESERVE_MS);
+  assert.equal(providersStopBudgetMs(budget, d), PROVIDERS_STOP_MIN_MS);
+  assert.equal(providersStopBudgetMs(budget, d, true), 0, "hurried: no floor");
+  // Never past the process's deadline itself.
+  await clock.advanceAsync(STOP_ACTIONS_SHUTDOWN_RESERVE_MS - PROVIDERS_STOP_MIN_MS / 2);
+  assert.equal(providersStopBudgetMs(budget, d), PROVIDERS_STOP_MIN_MS / 2);
+  finish();
+  assert.equal(await exit, EXIT_OK);
+  assert.equal(providersStopBudgetMs(budget, undefined), budget, "no process deadline: a test");
 });

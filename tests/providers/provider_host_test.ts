@@ -967,6 +967,33 @@ Deno.test("ProviderHost.stop called again with a shorter budget (a hurried stop 
   }
 });
 
+Deno.test("ProviderHost.killStopping (a second stop signal during the runtime's stop) kills what the stop still ends at once, and nothing before a stop", async () => {
+  // Time moves only when the test moves it: only the kill may end the stop.
+  const manual = new ManualClock();
+  // Lives on past stdin's close, ignoring SIGTERM: only SIGKILL ends it.
+  const fx = await startProgrammable(D0, { manual, sh: "trap '' TERM; PROVIDER; exec sleep 1000" });
+  const pid = fx.host.session!.pid;
+  let settled = false;
+  fx.host.killStopping(); // not stopping yet: nothing to kill
+  assert.equal(processAlive(pid), true, "no stop under way: the provider is left running");
+  const stopping = fx.host.stop(60_000).finally(() => settled = true);
+  try {
+    fx.host.killStopping();
+    await waitFor("the stop ended", () => settled);
+    assert.equal(processAlive(pid), false, "the provider is gone when the stop ends");
+    assert.ok(
+      fx.lines.some((l) =>
+        l.includes("the runtime's stop was hurried by a second stop signal: sending SIGKILL")
+      ),
+      fx.lines.join("\n"),
+    );
+    assert.ok(!fx.lines.some((l) => l.includes("sending SIGTERM")), fx.lines.join("\n"));
+  } finally {
+    await settleMovingTime(manual, stopping);
+    await fx.close();
+  }
+});
+
 Deno.test("ProviderHost.send while down replies UNAVAILABLE, never synchronously", async () => {
   const file = await Deno.makeTempFile({ suffix: ".json" });
   const registry = registryOf(file);

@@ -947,6 +947,44 @@ Deno.test("ProviderRegistry.stopAll with a budget ending before a reload's stop 
   }
 });
 
+Deno.test("ProviderRegistry.killStopping (a second stop signal during stopAll) kills at once both the providers stopAll ends and the one a reload is retiring", async () => {
+  // Time moves only when the test moves it: only the kill may end the stops.
+  const clock = new ManualClock();
+  const lines: string[] = [];
+  // Both live on past stdin's close, ignoring SIGTERM: only SIGKILL ends them.
+  const stubborn = "trap '' TERM; PROVIDER; exec sleep 1000";
+  const r = await registryOf([OK_INVENTORY, OK_INVENTORY], clock, {
+    sh: { p0: stubborn, p1: stubborn },
+    lines,
+  });
+  let reload: Promise<unknown> = Promise.resolve();
+  try {
+    const [p0, p1] = r.registry.hosts.map((h) => h.config);
+    await settleOn(clock, r.registry.startAll(30_000, 1000)); // its due timers only: time stands
+    const kept = pidOf(r.registry, "p0");
+    const removed = pidOf(r.registry, "p1");
+    // The reload takes p1 out and ends it within its 60 s ...
+    reload = r.registry.reconcile([p0!, p1!], [p0!], {
+      holdRemovals: false,
+      stopBudgetMs: 60_000,
+      startBudgetMs: 30_000,
+      stopping: () => false,
+    });
+    await waitFor("p1 being retired", () => r.registry.retiringHosts().length === 1);
+    // ... the runtime's stop gives p0 60 s too, and a second stop signal comes meanwhile.
+    const stopped = r.registry.stopAll(60_000);
+    r.registry.killStopping();
+    await waitFor("both killed", () => !processAlive(kept) && !processAlive(removed));
+    await stopped;
+    const kills = lines.filter((l) =>
+      l.includes("the runtime's stop was hurried by a second stop signal: sending SIGKILL")
+    );
+    assert.equal(kills.length, 2, lines.join("\n"));
+  } finally {
+    await settleMovingTime(clock, reload.then(() => r.close()));
+  }
+});
+
 Deno.test("a down provider keeps its claims: a reload adding a rival is refused while it is down, and the rival starts once a reload removes the holder", async () => {
   const r = await claimRegistry([claiming("dcmt_0", KEY), claiming("do_0", KEY)]);
   try {
