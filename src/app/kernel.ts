@@ -1579,6 +1579,15 @@ export class Kernel {
           providersDown: this.registry.hosts.length - up + unhosted,
         };
       },
+      // A change whose event a failing clock kept off the bus still reaches the host.
+      statusChanges: (listener) => {
+        const offMode = this.modes.onModeChange(() => listener());
+        const offLatch = this.estop.onLatchChange(() => listener());
+        return () => {
+          offMode();
+          offLatch();
+        };
+      },
       // Commands only when enabled: ordinary routed calls (every gate) and the e-stop's trigger;
       // nothing can clear the latch or re-arm from the broker.
       ...(config.sparkplug.commands

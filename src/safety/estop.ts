@@ -740,6 +740,8 @@ export class Estop implements EstopService {
     cause: string,
     latchedAtMs: number | null,
   ) => void)[] = [];
+  /** Told of each latch and release (onLatchChange), announced or not. */
+  readonly #latchListeners = new Set<(latched: boolean) => void>();
 
   constructor(options: EstopOptions) {
     this.#o = options;
@@ -1228,6 +1230,9 @@ export class Estop implements EstopService {
         timestamp_ms: latchedAtMs,
       });
     });
+    // Told whether or not the change was announced (a clock that failed twice: no time, no
+    // `estop_change`): what follows the latch (the Sparkplug node metrics) still learns of it.
+    if (latches) this.#tellLatch(true);
     contained("onLatched", () => options.onLatched?.());
     if (typeof reason !== "string" && reason !== undefined) {
       contained(
@@ -1698,8 +1703,31 @@ export class Estop implements EstopService {
           timestamp_ms: timestampMs,
         });
       }
+      this.#tellLatch(false);
     }
     return { latched: false };
+  }
+
+  /**
+   * Subscribes to the latch's changes (true: latched, false: released), each told once the change
+   * is in force, after its `estop_change` -- also when that was not published (a clock that
+   * failed twice: no time to date it). A listener that throws is logged; the others are told all
+   * the same. Returns the unsubscribe function.
+   */
+  onLatchChange(listener: (latched: boolean) => void): () => void {
+    this.#latchListeners.add(listener);
+    return () => this.#latchListeners.delete(listener);
+  }
+
+  /** Tells the latch's listeners (onLatchChange); never throws. */
+  #tellLatch(latched: boolean): void {
+    for (const l of [...this.#latchListeners]) {
+      try {
+        l(latched);
+      } catch (err) {
+        this.#stopLog.error(`e-stop latch listener failed: ${errorMessage(err)}`);
+      }
+    }
   }
 
   /**

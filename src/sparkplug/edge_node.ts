@@ -406,6 +406,13 @@ export interface EdgeNodeOptions {
     qualityNow(providerId: string, deviceId: string, signalId: string, s: SignalState): Quality;
   };
   readonly status: () => NodeStatus;
+  /**
+   * Subscribes to the changes of the mode and the e-stop latch, told whether or not their event
+   * was published on the bus (a clock that failed twice: no time to date it, no event): the node
+   * metrics still reach the host (stamped at the node's own clock read). Returns the unsubscribe
+   * function.
+   */
+  readonly statusChanges?: ((listener: () => void) => () => void) | undefined;
   /** Present only with `sparkplug.commands: true`. */
   readonly commands?: CommandPorts | undefined;
   /**
@@ -966,6 +973,8 @@ export class SparkplugEdgeNode {
     const o = this.#o;
     this.#unbornNode = this.#nodeState();
     this.#unsubscribe.push(o.bus.subscribe((e) => this.#onEvent(e)));
+    // Coalesced with the bus event of the same change (#nodeSoon: one NDATA).
+    if (o.statusChanges) this.#unsubscribe.push(o.statusChanges(() => this.#nodeSoon()));
     for (const p of o.inventory.providers()) {
       this.#noteUp(p.id);
       this.#noteUnits(p.id);

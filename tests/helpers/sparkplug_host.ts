@@ -332,6 +332,34 @@ export function lastNodeIntMetric(
   return value;
 }
 
+/**
+ * The last value a host received of node `node`'s metric `name` in `group` (a Boolean's or a
+ * String's: by its NBIRTH name, then its alias in the NDATA after it); undefined when no birth
+ * named it.
+ */
+export function lastNodeValue(
+  messages: readonly Received[],
+  group: string,
+  node: string,
+  name: string,
+): boolean | string | undefined {
+  let alias: number | null = null;
+  let value: boolean | string | undefined = undefined;
+  const valueOf = (m: { boolean_value?: boolean; string_value?: string }) =>
+    m.boolean_value ?? m.string_value;
+  for (const m of messages) {
+    if (m.topic === `spBv1.0/${group}/NBIRTH/${node}`) {
+      const b = (m.payload.metrics ?? []).find((x) => x.name === name);
+      alias = b === undefined ? null : Number(b.alias);
+      value = b === undefined ? undefined : valueOf(b);
+    } else if (m.topic === `spBv1.0/${group}/NDATA/${node}` && alias !== null) {
+      const d = (m.payload.metrics ?? []).find((x) => Number(x.alias) === alias);
+      if (d !== undefined) value = valueOf(d);
+    }
+  }
+  return value;
+}
+
 /** A birth metric's `engUnit` property (undefined: none). */
 export function engUnit(
   m: { properties?: { keys?: string[]; values?: { string_value?: string }[] } },
