@@ -191,10 +191,10 @@ export const NO_WARNING_STAGE_DEPARTED_DEVICES = 1024;
 export const DEPARTED_SIGNALS_DEVICES = 1024;
 
 /**
- * Provider ids a reload removed (or restarted: its entry changed) whose devices' signals not `OK`
- * are kept for the provider configured again under the id (StateCache #removedSignals): at most
- * this many, the one removed longest ago let go of first; as many as the dates kept of them
- * (MAX_REMOVED_AVAILABILITY_DATES).
+ * Provider ids a reload removed (or restarted: its entry changed) whose devices' signals, as
+ * stream clients were last told of them, are kept for the provider configured again under the id
+ * (StateCache #removedSignals): at most this many, the one removed longest ago let go of first;
+ * as many as the dates kept of them (MAX_REMOVED_AVAILABILITY_DATES).
  */
 export const MAX_REMOVED_SIGNALS_PROVIDERS = MAX_REMOVED_AVAILABILITY_DATES;
 
@@ -238,7 +238,10 @@ interface SignalSlot {
    */
   tightenedAtMono: number;
   looserMs: number;
-  /** The cached sample (the same object as in `signals`); undefined before the first. */
+  /**
+   * The cached sample (the same object as in `signals`); undefined before the first. Or, in a
+   * slot of a provider configured again under its id, a told-OK mark (toldOk) held here alone.
+   */
   last: SignalState | undefined;
   /** The answer (StateCache's count of applied answers) that last carried it: one per answer. */
   answer: number;
@@ -279,6 +282,13 @@ interface MutableDeviceState {
    * first. Set on a flip only, never by a poll that changes nothing; kept across rediscovery.
    */
   availabilityAt: number;
+  /**
+   * A device_availability was said of it (#publishAvailability) since its provider was configured
+   * (kept across rediscovery; a device listed again after one left it out was told its loss):
+   * a reload that takes the provider out says it gone only then (#removeHost). A device never
+   * told (never answered: no polled signal, every read failed) needs no notice.
+   */
+  availabilityTold: boolean;
   /**
    * How often the poll loop polls this device (ms, a whole number of intervals): its signals'
    * poll hints within the staleness rules (staleness.ts, devicePollPeriodMs).
@@ -460,7 +470,7 @@ export class StateCache implements FreshReader {
    * UNAVAILABLE since its provider went down, as stream clients were told. Listed again, its
    * signals carry on from them as a device's listed throughout do (#applyInventory), so its first
    * answer is told as the quality change it is. Forgotten when listed again; when the host is
-   * removed (#removeHost), those not OK move to #removedSignals. At most DEPARTED_SIGNALS_DEVICES
+   * removed (#removeHost), they move to #removedSignals. At most DEPARTED_SIGNALS_DEVICES
    * per provider.
    */
   readonly #departedSignals = new Map<
@@ -475,13 +485,14 @@ export class StateCache implements FreshReader {
    */
   readonly #removedAvailabilityAt = new DepartedDates(MAX_REMOVED_AVAILABILITY_DATES);
   /**
-   * Provider id -> device id -> the signals not `OK` of a provider a reload removed or restarted
+   * Provider id -> device id -> the signals of a provider a reload removed or restarted
    * (#removeHost), with their declarations: what stream clients were last told of them (UNAVAILABLE
-   * since a crash, FAULT, STALE), for the provider configured again under the id, whose devices
-   * carry on from them as from a rediscovery (#applyInventory takes them into #departedSignals):
-   * its first answer is told as the quality change it is. Signals `OK` are not kept: a successor's
-   * first `OK` answer changes nothing a client was told. At most MAX_REMOVED_SIGNALS_PROVIDERS
-   * ids, DEPARTED_SIGNALS_DEVICES devices each, the one removed longest ago let go of first.
+   * since a crash, FAULT, STALE; OK as a told-OK mark without its value, toldOk), for the provider
+   * configured again under the id, whose devices carry on from them as from a rediscovery
+   * (#applyInventory takes them into #departedSignals): its first answer is told as the quality
+   * change it is (from OK too: a first FAULT or STALE answer). At most
+   * MAX_REMOVED_SIGNALS_PROVIDERS ids, DEPARTED_SIGNALS_DEVICES devices each, the one removed
+   * longest ago let go of first.
    */
   readonly #removedSignals = new Map<
     string,
@@ -827,13 +838,14 @@ export class StateCache implements FreshReader {
     this.#loops.delete(id);
     void loop?.stop();
     // Stream clients hold the devices' last values: tell them the devices are gone (as a removal,
-    // not a loss: no incident, no alarm). A changed provider's devices come back with its
-    // successor's first answered poll.
+    // not a loss: no incident, no alarm), those already unavailable too (a crash, a failed poll):
+    // a client told they were lost learns they are gone for good. A changed provider's devices
+    // come back with its successor's first answered poll.
     const now = this.#opts.clock.nowMs();
     let latest = this.#departedAvailabilityAt.get(id) ?? 0;
     this.#departedAvailabilityAt.delete(id);
     for (const dev of this.#byProvider.get(id)?.values() ?? []) {
-      if (dev.available) { // else already said
+      if (dev.availabilityTold) { // else never said available nor lost: nothing to take back
         dev.available = false;
         this.#publishAvailability(dev, false, now, "removed");
       }
@@ -854,9 +866,11 @@ export class StateCache implements FreshReader {
   }
 
   /**
-   * Keeps the signals not `OK` of removed host `id`'s devices, those a rediscovery left out too
-   * (#departedSignals), in #removedSignals for the provider configured again under the id. A
-   * reload's removal only: nothing per poll.
+   * Keeps what stream clients were last told of removed host `id`'s devices' signals, those a
+   * rediscovery left out too (#departedSignals), in #removedSignals for the provider configured
+   * again under the id: a signal not `OK` as it is, an `OK` one as its told-OK mark (toldOk), and
+   * a mark the host held (a successor removed before its first answer) as it is. A reload's
+   * removal only: nothing per poll.
    */
   #keepRemovedSignals(id: string): void {
     const kept = new Map<string, Pick<MutableDeviceState, "slots" | "signals">>();
@@ -865,9 +879,13 @@ export class StateCache implements FreshReader {
       ...[...this.#byProvider.get(id)?.values() ?? []].map((d) => [d.deviceId, d] as const),
     ];
     for (const [deviceId, dev] of devices) {
-      const notOk = new Map([...dev.signals].filter(([, s]) => s.quality !== "OK"));
-      if (notOk.size === 0) continue;
-      kept.set(deviceId, { slots: dev.slots, signals: notOk });
+      const told = new Map<string, SignalState>();
+      for (const [signalId, slot] of dev.slots) {
+        const s = dev.signals.get(signalId) ?? slot.last; // slot.last alone: a told-OK mark
+        if (s !== undefined) told.set(signalId, s.quality === "OK" ? toldOk(s) : s);
+      }
+      if (told.size === 0) continue;
+      kept.set(deviceId, { slots: dev.slots, signals: told });
       if (kept.size > DEPARTED_SIGNALS_DEVICES) kept.delete(kept.keys().next().value!);
     }
     this.#removedSignals.delete(id); // re-inserted last: the newest
@@ -1705,6 +1723,7 @@ export class StateCache implements FreshReader {
   ): void {
     const at = transitionDate(now, dev.availabilityAt);
     dev.availabilityAt = at;
+    dev.availabilityTold = true;
     this.#opts.bus.publish({
       kind: "device_availability",
       provider_id: dev.providerId,
@@ -1736,9 +1755,9 @@ export class StateCache implements FreshReader {
     const next = new Map<string, MutableDeviceState>();
     const departedTold = this.#departedNoStageTold.get(providerId);
     // A provider configured again under its id (a reload restarted it, or removed it and a later
-    // one added it): its devices carry on from the signals not OK its predecessor left.
-    const departedSignals = this.#departedSignals.get(providerId) ??
-      this.#takeRemovedSignals(providerId);
+    // one added it): its devices carry on from the signals its predecessor left (#removedSignals).
+    const relisted = this.#departedSignals.get(providerId);
+    const departedSignals = relisted ?? this.#takeRemovedSignals(providerId);
     for (const caps of devices) {
       const id = caps.device.deviceId;
       const slots = new Map<string, SignalSlot>();
@@ -1767,7 +1786,8 @@ export class StateCache implements FreshReader {
       }
       const signals = new Map<string, SignalState>();
       for (const sid of pollable) {
-        const s = carried?.signals.get(sid);
+        // A told-OK mark (toldOk) is held in its slot alone, not in `signals`.
+        const s = carried?.signals.get(sid) ?? carried?.slots.get(sid)?.last;
         const slot = slots.get(sid)!;
         // A value kept across rediscovery must still have the declared type, and its unit: GET
         // /v0/state and a DBIRTH label it with the unit declared now (20 degC is no 20 K).
@@ -1776,7 +1796,7 @@ export class StateCache implements FreshReader {
           s &&
           (s.value === null || (sameUnit && (slot.type === null || s.value.type === slot.type)))
         ) {
-          signals.set(sid, s);
+          if (!isToldOk(s)) signals.set(sid, s);
           slot.last = s;
         }
       }
@@ -1793,6 +1813,8 @@ export class StateCache implements FreshReader {
         lastPollMono: prev?.lastPollMono ?? 0,
         available: prev?.available ?? false,
         availabilityAt: prev?.availabilityAt ?? departedAt,
+        // Left out at a rediscovery with signals: it had answered, and was told its loss then.
+        availabilityTold: prev?.availabilityTold ?? relisted?.has(id) ?? false,
         pollPeriodMs: this.#intervalMs, // set by #boundSlots below
         bounds: { warnAfterMs: 0, staleAfterMs: 0 },
         noWarningStage: null, // set by #boundSlots below
@@ -1937,6 +1959,23 @@ function withoutValue(
   }
   const q = quality === "OK" ? "UNAVAILABLE" : quality;
   return new SignalSample(null, q, timestampMs, receivedMono);
+}
+
+/**
+ * The mark of a signal told `OK` whose provider a reload took out (#keepRemovedSignals): an `OK`
+ * sample without its value, which no poll makes (withoutValue makes a valueless OK UNAVAILABLE).
+ * The successor's slot holds it as its last sample, never its device's `signals` (GET /v0/state,
+ * a fresh read, an alarm see none: the killed process's value does not pass as current), so its
+ * first sample is told as the change from `OK` it is (FAULT, STALE; an `OK` one is a first value:
+ * state_update only), and a signal its answers leave out goes STALE from the value's own receipt.
+ */
+function toldOk(s: SignalState): SignalState {
+  return isToldOk(s) ? s : new SignalSample(null, "OK", s.timestampMs, s.receivedMono);
+}
+
+/** Whether `s` is a told-OK mark (toldOk). */
+function isToldOk(s: SignalState): boolean {
+  return s.value === null && s.quality === "OK";
 }
 
 /**

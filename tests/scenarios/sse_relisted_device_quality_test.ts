@@ -5,13 +5,16 @@
  * `quality_change` is told the second by one too -- as it is of a device listed throughout, whose
  * signals the cache kept across the restarts (docs/http-api.md, "Events": `quality_change` whenever
  * the quality changes). So is a device of a provider a reload restarts (its entry changed) or
- * removes and configures again, from down (its circuit open) as from up. The programmable provider
- * as a real child process (its inventory read from a file at each start), real HTTP and SSE on
+ * removes and configures again, from down (its circuit open) as from up; and one told `OK` before
+ * the reload whose successor's first answer is FAULT or STALE is told that change from `OK`. A
+ * device already down when a reload takes its provider out is told its removal too
+ * (`reason: "removed"`): it is gone for good, not lost. The programmable provider as a real child
+ * process (its inventory read from a file at each start), real HTTP and SSE on
  * loopback.
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
-import { dbl, type Inventory, T } from "../helpers/programmable_provider.ts";
+import { dbl, type Inventory, Q, T } from "../helpers/programmable_provider.ts";
 import { EventStream, type ReceivedEvent } from "./alarms_helpers.ts";
 import { withHostUnmetRig } from "./_host_unmet_rig.ts";
 
@@ -138,8 +141,19 @@ Deno.test("a provider a reload restarts or removes and configures again: its dev
           stream.frames
             .filter((f) => f.event === "device_availability" && f.data.device_id === device)
             .map((f) => `${f.data.available}${f.data.reason ? `:${f.data.reason}` : ""}`),
-          // Up: removed, back (twice); down: lost, back (removal not said again; twice).
-          ["false:removed", "true", "false:removed", "true", "false", "true", "false", "true"],
+          // Up: removed, back (twice); down: lost, removed, back (twice).
+          [
+            "false:removed",
+            "true",
+            "false:removed",
+            "true",
+            "false",
+            "false:removed",
+            "true",
+            "false",
+            "false:removed",
+            "true",
+          ],
           `${device}'s availability`,
         );
         assert.deepEqual(
@@ -148,6 +162,73 @@ Deno.test("a provider a reload restarts or removes and configures again: its dev
           `${device}: told UNAVAILABLE at each crash, OK once its successor answers`,
         );
       }
+    } finally {
+      await stream.close();
+    }
+  });
+});
+
+/** Both devices listed, answering FAULT (probe) and STALE (kept). */
+const BOTH_BAD: Inventory = {
+  devices: {
+    probe: { ...PROBE, values: [dbl("x", 1, { quality: Q.FAULT })] },
+    kept: { ...KEPT, values: [dbl("y", 2, { quality: Q.STALE })] },
+  },
+};
+
+Deno.test("a provider a reload restarts or removes and configures again while up: a first answer FAULT or STALE is told as the quality_change from OK it is", async () => {
+  await withHostUnmetRig("sse-reload-bad-", BOTH, {}, async ({ rt, api, file }) => {
+    const entry = rt.config.providers.find((p) => p.id === "pol")!;
+    const file2 = file.replace(/\.json$/, "-2.json");
+    await Deno.writeTextFile(file2, JSON.stringify(BOTH_BAD));
+    /** pol's entry changed (another inventory file, answering FAULT and STALE): restarted. */
+    const changed = { ...entry, args: [...entry.args.slice(0, -1), file2] };
+    const answering = (what: string) =>
+      waitFor(
+        what,
+        () =>
+          rt.registry.host("pol")?.available === true &&
+          rt.cache.device("pol", "probe")?.available === true &&
+          rt.cache.device("pol", "kept")?.available === true,
+        30_000,
+      );
+    const reload = async (
+      providers: typeof rt.config.providers,
+      kind: "added" | "restarted" | "removed",
+    ) => {
+      const report = await rt.reload({ ...rt.config, providers });
+      assert.deepEqual(report.providers[kind], ["pol"], kind);
+    };
+    await answering("pol answering");
+    const stream = await EventStream.open(api.base);
+    try {
+      // Up and OK: restarted answering FAULT and STALE; restarted answering OK again.
+      await reload([changed], "restarted");
+      await answering("pol restarted answering FAULT and STALE");
+      await reload([entry], "restarted");
+      await answering("pol restarted answering OK");
+      // Up and OK: removed; configured again answering FAULT and STALE.
+      await reload([], "removed");
+      await Deno.writeTextFile(file, JSON.stringify(BOTH_BAD));
+      await reload([entry], "added");
+      await answering("pol configured again answering FAULT and STALE");
+      // A later event: the stream, in bus order, has delivered everything published before it.
+      assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+      await waitFor("the mode change streamed", () => stream.of("mode_change").length === 1);
+
+      assert.deepEqual(
+        qualityChanges(stream.frames, "probe"),
+        ["OK>FAULT", "FAULT>OK", "OK>FAULT"],
+        "probe: told OK, then FAULT by each successor answering FAULT",
+      );
+      assert.deepEqual(
+        qualityChanges(stream.frames, "kept"),
+        ["OK>STALE", "STALE>OK", "OK>STALE"],
+        "kept: told OK, then STALE by each successor answering STALE",
+      );
+      // The killed process's OK value was never served as its successor's.
+      const state = await api.get("/v0/state/pol/probe");
+      assert.equal(state.json.values[0].quality, "FAULT");
     } finally {
       await stream.close();
     }

@@ -1620,26 +1620,37 @@ Deno.test("StateCache.setIntervalMs: a longer interval cuts a slow device's skip
 
 Deno.test("a host a reload removes tells stream clients its devices are gone, as a removal: device_availability false, reason removed", async () => {
   const clock = new ManualClock();
-  await withFixture({ devices: { d0: D0.devices.d0, d1: D0.devices.d0 } }, async (fx) => {
+  const d = D0.devices.d0;
+  // d2 declares no polled signal (a device of functions only): never polled, never available.
+  const unpolled = { signals: [{ id: "x", type: T.DOUBLE, hint: 0 }] };
+  await withFixture({ devices: { d0: d, d1: d, d2: unpolled } }, async (fx) => {
     const old = fx.host;
+    const failing = { read: { error: { code: StatusCode.UNAVAILABLE } } };
     await fx.cache.pollDevice("p0", "d0"); // d0 answered: available
-    await fx.program("d1", { read: { error: { code: StatusCode.UNAVAILABLE } } });
-    await fx.cache.pollDevice("p0", "d1"); // d1 failed: said unavailable already
-    assert.equal(fx.cache.providerDevices("p0").find((d) => d.deviceId === "d1")?.available, false);
+    await fx.cache.pollDevice("p0", "d1");
+    await fx.program("d1", failing);
+    await fx.cache.pollDevice("p0", "d1"); // d1 answered, then failed: said lost already
+    assert.deepEqual(
+      fx.events.filter((e) => e.kind === "device_availability").map((e) =>
+        e.kind === "device_availability" && `${e.device_id}:${e.available}`
+      ),
+      ["d0:true", "d1:true", "d1:false"],
+    );
     fx.events.length = 0;
     assert.equal(fx.registry.remove("p0"), old);
     const gone = fx.events.filter((e) => e.kind === "device_availability");
     assert.deepEqual(
       gone.map((e) => ({ ...e, timestamp_ms: 0 })),
-      [{
+      ["d0", "d1"].map((device_id) => ({
         kind: "device_availability",
         provider_id: "p0",
-        device_id: "d0",
+        device_id,
         available: false,
         reason: "removed",
         timestamp_ms: 0,
-      }],
-      "the device that was available is said gone, once; the one already down is not said again",
+      })),
+      "the device available and the one told lost are each said gone, once; the one never " +
+        "said anything is not",
     );
     await settleOn(clock, old.stop(1000));
   }, { poll: true, intervalMs: 100, manual: clock });
