@@ -6,8 +6,8 @@
  * prompt entered or cancelled.
  */
 import assert from "node:assert/strict";
-import type { Browser, Page } from "playwright-core";
-import { launchChromiumAlongside, waitForText } from "../helpers/browser.ts";
+import type { Page } from "playwright-core";
+import { type ChromiumSession, launchChromiumAlongside, waitForText } from "../helpers/browser.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { type RuntimeChild, startRuntimeChildOnFreePort } from "../helpers/runtime_process.ts";
 import { simRuntimeConfig } from "../helpers/sim_config.ts";
@@ -32,7 +32,7 @@ ${o.extra ?? ""}${simRuntimeConfig()}`;
 
 /** What `withConsoleRuntime` gives its body. */
 export interface ConsoleRuntime {
-  readonly browser: Browser;
+  readonly browser: ChromiumSession;
   readonly rt: RuntimeChild;
   /** Writes `yaml(dir, port)` (the tokens `token`) as runtime.yaml and reloads it (SIGHUP). */
   reloadWith(token: string): Promise<void>;

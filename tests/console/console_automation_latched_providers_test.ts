@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { MAX_LATCHED_DEVICES_PER_PROVIDER } from "../../src/automation/mod.ts";
-import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
+import { chromiumMissing, openChromium, waitForText } from "../helpers/browser.ts";
 import { startServing, tempDir, waitFor } from "../helpers/kernel.ts";
 import { type Inventory, programmableProvider } from "../helpers/programmable_provider.ts";
 import { automationConfig } from "../scenarios/automation_helpers.ts";
@@ -40,7 +40,7 @@ Deno.test({
         ],
       },
     }));
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const pol = rt.registry.host("pol")!;
       assert.equal(pol.devices.length, DEVICES);

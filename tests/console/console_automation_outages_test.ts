@@ -8,7 +8,7 @@
  * headless Chromium.
  */
 import assert from "node:assert/strict";
-import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
+import { chromiumMissing, openChromium, waitForText } from "../helpers/browser.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { policyProvider } from "../helpers/policy_provider.ts";
 import { simProvider } from "../helpers/sim_config.ts";
@@ -23,7 +23,7 @@ Deno.test({
     const dir = await TreeDir.create();
     const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
     const rt = await startServing(automationConfig(tree));
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       await rt.modes.request("MANUAL"); // the mode gate lets automated calls through
       await callAs(rt, "manual", "sim0/chaos_control", "inject_call_failure", {
@@ -75,7 +75,7 @@ Deno.test({
     const rt = await startServing(automationConfig(tree, {
       config: { providers: [simProvider("sim0"), policyProvider()] },
     }));
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       // The handle is computed: the AUTO gate cannot judge the call's policy, the router refuses.
       await rt.modes.request("MANUAL");

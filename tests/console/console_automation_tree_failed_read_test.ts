@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import type { Route } from "playwright-core";
 import {
   chromiumMissing,
-  launchChromium,
+  openChromium,
   PAGE_WAIT_MS,
   readsSettled,
   waitForText,
@@ -34,7 +34,7 @@ for (const which of ["status", "tree"]) {
       const dir = await TreeDir.create();
       const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
       const rt = await startServing(automationConfig(tree));
-      const browser = await launchChromium();
+      const browser = await openChromium();
       try {
         const page = await browser.newPage();
         const base = `http://127.0.0.1:${rt.http!.port}`;

@@ -8,7 +8,7 @@
  * the page in headless Chromium.
  */
 import assert from "node:assert/strict";
-import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
+import { chromiumMissing, openChromium, waitForText } from "../helpers/browser.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { Api } from "../scenarios/alarms_helpers.ts";
@@ -23,7 +23,7 @@ Deno.test({
   fn: async () => {
     const rt = await startServing(testConfig(twoSimsVerifiedStop()));
     const api = new Api(`http://127.0.0.1:${rt.http!.port}`);
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const page = await browser.newPage();
       await page.goto(`${api.base}/`);

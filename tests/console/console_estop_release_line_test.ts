@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
+import { chromiumMissing, openChromium, waitForText } from "../helpers/browser.ts";
 import { startServing } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { Api } from "../scenarios/alarms_helpers.ts";
@@ -35,7 +35,7 @@ Deno.test({
   fn: async () => {
     const rt = await startServing(testConfig({ providers: [simProvider("sim0")] }));
     const api = new Api(`http://127.0.0.1:${rt.http!.port}`);
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const page = await browser.newPage();
       await page.goto(`${api.base}/`);

@@ -15,9 +15,9 @@ import {
   HELD,
   heldAnswerRead,
   installStoppedClock,
-  launchChromium,
   launchChromiumAlongside,
   NOTE_HELD_READ,
+  openChromium,
   PAGE_WAIT_MS,
   readsSettled,
   sequentialSteps,
@@ -93,7 +93,7 @@ async function withPage(
   body: (page: Page, base: string) => Promise<void>,
 ): Promise<void> {
   const rt = await startServing(simWithTargetTemp());
-  const browser = await launchChromium();
+  const browser = await openChromium();
   try {
     await body(await browser.newPage(), `http://127.0.0.1:${rt.http!.port}`);
   } finally {
@@ -141,11 +141,18 @@ Deno.test({
         await route.abort().catch(() => {});
       });
       const stateReads = countRequests(page, "/v0/state");
+      // Reads in flight (the held stream's request is not counted).
+      const settled = readsSettled(page, notTheStream);
+      // Stopped: the 2 s refresh runs when the test moves the clock, not after 2 s of waiting.
+      await installStoppedClock(page);
       try {
         await page.goto(`${base}/#devices`);
         await page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS });
+        // The first full refresh settled: the next 2 s refresh is not joined to it.
+        await settled();
         holdStatus = true;
         const before = stateReads.n;
+        await page.clock.runFor(2000);
         await waitFor("a refresh is held", () => statusHeld > 0, PAGE_WAIT_MS);
         // The held refresh's own value read.
         await waitFor("its value read", () => stateReads.n > before, PAGE_WAIT_MS);
@@ -171,13 +178,20 @@ Deno.test({
         failed = true;
         await route.abort("connectionrefused");
       });
+      const FORM = '#parameters form[data-parameter="target_temp"]';
+      const settled = readsSettled(page, notTheStream);
+      // Stopped: the 2 s refreshes run when the test moves the clock, not after 2 s of waiting.
+      await installStoppedClock(page);
       // The Devices view: only the full refreshes read the parameters (no view switch does).
       await page.goto(`${base}/#devices`);
       await waitFor("the parameters read failed", () => failed, PAGE_WAIT_MS);
-      await page.locator('#parameters form[data-parameter="target_temp"]').waitFor({
-        state: "attached",
-        timeout: PAGE_WAIT_MS,
-      });
+      await settled();
+      // The next refreshes (the stream's opening may have made the re-read already).
+      for (let i = 0; i < 4 && await page.locator(FORM).count() === 0; i++) {
+        await page.clock.runFor(2000);
+        await settled();
+      }
+      await page.locator(FORM).waitFor({ state: "attached", timeout: PAGE_WAIT_MS });
     });
   },
 });
@@ -292,13 +306,23 @@ Deno.test({
           body: 'event: resync\nid: 0-1\ndata: {"reason":"too_old","last_event_id":"0-1"}\n\n',
         });
       });
+      // Reads in flight (the held stream's request is not counted).
+      const settled = readsSettled(page, notTheStream);
+      const ROW = 'tr[data-signal^="sim0/"]';
+      // Stopped: the 2 s refreshes run when the test moves the clock, not after 2 s of waiting.
+      await installStoppedClock(page);
       try {
         await page.goto(`${base}/#devices`);
         await waitFor("the resync's inventory read failed", () => secondFailed, PAGE_WAIT_MS);
         // The older read's answer now: overtaken by the failed newer one, it shows nothing.
         releaseFirst.resolve();
-        // The failed re-read is still owed: the devices appear.
-        await page.locator('tr[data-signal^="sim0/"]').first().waitFor({ timeout: PAGE_WAIT_MS });
+        await settled();
+        // The failed re-read is still owed: the next refreshes make it, and the devices appear.
+        for (let i = 0; i < 4 && await page.locator(ROW).count() === 0; i++) {
+          await page.clock.runFor(2000);
+          await settled();
+        }
+        await page.locator(ROW).first().waitFor({ timeout: PAGE_WAIT_MS });
       } finally {
         releaseFirst.resolve();
         firstHeld.resolve();
@@ -643,7 +667,7 @@ Deno.test({
   fn: async () => {
     // Automation disabled: GET /v0/parameters answers 503 for good (docs/http-api.md).
     const rt = await startServing(testConfig({ providers: [simProvider("sim0")] }));
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const page = await browser.newPage();
       // No stream: its openings would re-read everything on their own.

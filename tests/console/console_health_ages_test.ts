@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import {
   chromiumMissing,
   installStoppedClock,
-  launchChromium,
+  openChromium,
   waitForText,
 } from "../helpers/browser.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
@@ -31,7 +31,7 @@ Deno.test({
   ignore: chromiumMissing(),
   fn: async () => {
     const rt = await startServing(testConfig({ providers: [simProvider("sim0")] }));
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       await waitFor(
         "tempctl0 polled",

@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  openChromium,
   PAGE_WAIT_MS,
   waitForText,
 } from "../helpers/browser.ts";
@@ -51,7 +51,7 @@ Deno.test({
     const rt = await startServing(
       testConfig({ providers: [programmableProvider("p0", file, { restart: {} })] }),
     );
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const page = await browser.newPage();
       const errors = collectPageErrors(page);
@@ -116,7 +116,7 @@ Deno.test({
         runtime: { shutdownTimeoutMs: HELD_OPEN_MS },
       }),
     );
-    const browser = await launchChromium();
+    const browser = await openChromium();
     let reload: Promise<unknown> | null = null;
     let oldPid = 0;
     try {

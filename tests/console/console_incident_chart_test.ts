@@ -18,7 +18,7 @@ import assert from "node:assert/strict";
 import type { Page, Route } from "playwright-core";
 import {
   chromiumMissing,
-  launchChromium,
+  openChromium,
   PAGE_WAIT_MS,
   type PageGlobal,
 } from "../helpers/browser.ts";
@@ -78,7 +78,7 @@ async function twoLoadsOfOneIncident(
     history: { incidentBeforeS: 1, incidentAfterS: 1 },
   }));
   const api = new Api(`http://127.0.0.1:${rt.http!.port}`);
-  const browser = await launchChromium();
+  const browser = await openChromium();
   try {
     assert.equal((await api.post("/v0/estop")).status, 200);
     // Written incident_after_s after the e-stop.

@@ -13,7 +13,7 @@ import { INCIDENT_MAX_TRIGGERS } from "../../src/history/mod.ts";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  openChromium,
   PAGE_WAIT_MS,
   waitForText,
 } from "../helpers/browser.ts";
@@ -36,7 +36,7 @@ Deno.test({
       history: { incidentBeforeS: 1, incidentAfterS: 1 },
     }));
     const api = new Api(`http://127.0.0.1:${rt.http!.port}`);
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       for (let i = 0; i < 1 + INCIDENT_MAX_TRIGGERS + BEYOND; i++) {
         rt.bus.publish({

@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  openChromium,
   waitForText,
 } from "../helpers/browser.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
@@ -29,7 +29,7 @@ Deno.test({
       dataDir: tempDir("console-incident-order-"),
       history: { incidentBeforeS: 2, incidentAfterS: 0, diskMaxBytes: 0 },
     });
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       // Down once its reads have failed for 3 minutes (the monotonic clock is the test's).
       rig.rt.outages.setDownAfterMs(180_000);

@@ -13,7 +13,7 @@ import type { Page } from "playwright-core";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  openChromium,
   PAGE_WAIT_MS,
   type PageGlobal,
   waitForText,
@@ -38,7 +38,7 @@ async function onIncidentPage(
     dataDir: tempDir("console-incident-from-"),
     history: { memoryMaxBytes, incidentBeforeS: 10, incidentAfterS: 0, diskMaxBytes: 0 },
   });
-  const browser = await launchChromium();
+  const browser = await openChromium();
   try {
     await feed(rig);
     await rig.rt.estop.trigger("signal from test");

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page, Route } from "playwright-core";
-import { chromiumMissing, launchChromium, PAGE_WAIT_MS } from "../helpers/browser.ts";
+import { chromiumMissing, openChromium, PAGE_WAIT_MS } from "../helpers/browser.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { Api } from "../scenarios/alarms_helpers.ts";
@@ -46,7 +46,7 @@ async function incidentPage(
     history: { incidentBeforeS: 1, incidentAfterS: 1 },
   }));
   const api = new Api(`http://127.0.0.1:${rt.http!.port}`);
-  const browser = await launchChromium();
+  const browser = await openChromium();
   let page: Page | null = null;
   try {
     assert.equal((await api.post("/v0/estop")).status, 200);

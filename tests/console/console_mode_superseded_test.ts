@@ -16,7 +16,7 @@ import type { Page } from "playwright-core";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  openChromium,
   waitForText,
 } from "../helpers/browser.ts";
 import { startServing } from "../helpers/kernel.ts";
@@ -43,7 +43,7 @@ Deno.test({
     const dir = await TreeDir.create();
     const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
     const rt = await startServing(automationConfig(tree));
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const page = await browser.newPage();
       const errors = collectPageErrors(page);

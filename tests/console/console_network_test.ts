@@ -8,11 +8,12 @@
  * type with the small scripted provider tests/console/_form_provider.ts.
  */
 import assert from "node:assert/strict";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import {
   chromiumMissing,
+  type ChromiumSession,
   collectPageErrors,
-  launchChromium,
+  openChromium,
   PAGE_WAIT_MS,
   type PageGlobal,
   sequentialSteps,
@@ -74,14 +75,14 @@ Deno.test({
     const step = sequentialSteps(t);
     const lan = lanAddress();
     const dir = await Deno.makeTempDir({ prefix: "console-network-" });
-    let browser: Browser | null = null;
+    let browser: ChromiumSession | null = null;
     const runtimes: RuntimeChild[] = [];
     try {
       const { cert } = await selfSignedCert(dir);
       const pem = await Deno.readTextFile(cert);
       // Chromium and both runtimes start at once (the second serves the last two steps).
       const [launched, tls, opened] = await Promise.allSettled([
-        launchChromium([`--host-resolver-rules=MAP console.test ${lan}, MAP other.test ${lan}`]),
+        openChromium([`--host-resolver-rules=MAP console.test ${lan}, MAP other.test ${lan}`]),
         // Each on a port of its own: one that lost its port to the other starts again elsewhere.
         startRuntimeWithConfigOnFreePort(
           `${dir}/tls.yaml`,

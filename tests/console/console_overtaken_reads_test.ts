@@ -20,8 +20,8 @@ import {
   chromiumMissing,
   HELD,
   heldAnswerRead,
-  launchChromium,
   NOTE_HELD_READ,
+  openChromium,
   waitForText,
 } from "../helpers/browser.ts";
 import { startServing } from "../helpers/kernel.ts";
@@ -68,7 +68,7 @@ Deno.test({
   fn: async () => {
     const rt = await startServing(simWithTargetTemp());
     const api = new Api(`http://127.0.0.1:${rt.http!.port}`);
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const page = await browser.newPage();
       await page.addInitScript(NOTE_HELD_READ);
@@ -109,7 +109,7 @@ Deno.test({
   fn: async () => {
     const rt = await startServing(testConfig({ providers: [simProvider("sim0")] }));
     const api = new Api(`http://127.0.0.1:${rt.http!.port}`);
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const page = await browser.newPage();
       await page.addInitScript(NOTE_HELD_READ);

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import {
   chromiumMissing,
   installStoppedClock,
-  launchChromium,
+  openChromium,
   waitForText,
 } from "../helpers/browser.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
@@ -42,7 +42,7 @@ Deno.test({
         }),
       ],
     }));
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const host = rt.registry.host("p0")!;
       await host.request("call", { device_id: "probe", function_id: 3, args: {} });

@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
-import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
+import { chromiumMissing, openChromium, waitForText } from "../helpers/browser.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig, Api } from "../scenarios/alarms_helpers.ts";
@@ -46,7 +46,7 @@ alarms:
 `);
     const rt = await startServing(testConfig({ providers: [simProvider("sim0")], alarms }));
     const api = new Api(`http://127.0.0.1:${rt.http!.port}`);
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
       await waitFor(

@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import { STALE_AFTER_MS } from "../../console/sse.js";
-import { chromiumMissing, launchChromium, pauseClockNow, waitForText } from "../helpers/browser.ts";
+import { chromiumMissing, openChromium, pauseClockNow, waitForText } from "../helpers/browser.ts";
 import { startServing } from "../helpers/kernel.ts";
 import { SIM_INERT_YAML, simProvider, testConfig } from "../helpers/sim_config.ts";
 import { Api } from "../scenarios/alarms_helpers.ts";
@@ -29,7 +29,7 @@ Deno.test({
     await Deno.writeTextFile(yaml, quiet);
     const rt = await startServing(testConfig({ providers: [simProvider("sim0", { yaml })] }));
     const api = new Api(`http://127.0.0.1:${rt.http!.port}`);
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const page = await browser.newPage();
       await page.clock.install();

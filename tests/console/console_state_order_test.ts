@@ -12,7 +12,7 @@
  * process (its clock a second behind the runtime's); the page in headless Chromium.
  */
 import assert from "node:assert/strict";
-import { chromiumMissing, launchChromium, waitForText } from "../helpers/browser.ts";
+import { chromiumMissing, openChromium, waitForText } from "../helpers/browser.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { dbl, type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -48,7 +48,7 @@ Deno.test({
       health: { staleness: { warnAfterMs: 0, staleAfterMs: STALE_AFTER_MS } },
     }));
     const api = new Api(`http://127.0.0.1:${rt.http!.port}`);
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const page = await browser.newPage();
       await page.goto(`${api.base}/`);

@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  openChromium,
   waitForText,
 } from "../helpers/browser.ts";
 import { startServing, waitFor } from "../helpers/kernel.ts";
@@ -54,7 +54,7 @@ Deno.test({
     await Deno.writeTextFile(after, JSON.stringify(AFTER));
     const rt = await startServing(testConfig({ providers: [programmableProvider("p0", before)] }));
     const base = `http://127.0.0.1:${rt.http!.port}`;
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const page = await browser.newPage();
       const errors = collectPageErrors(page);

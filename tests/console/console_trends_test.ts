@@ -13,8 +13,8 @@ import type { Page } from "playwright-core";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
   launchChromiumAlongside,
+  openChromium,
   PAGE_WAIT_MS,
   type PageGlobal,
   sequentialSteps,
@@ -106,7 +106,7 @@ Deno.test({
     const config = (await Deno.readTextFile(`${REPO}examples/demo.yaml`)) + TREND_HISTORY_YAML;
     await withCheckoutMirror(config, async (dir) => {
       const rt = await startRuntimeInMirror(dir);
-      const browser = await launchChromium();
+      const browser = await openChromium();
       try {
         const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
         const errors = collectPageErrors(page);

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  openChromium,
   PAGE_WAIT_MS,
   type PageGlobal,
   sequentialSteps,
@@ -30,7 +30,7 @@ Deno.test({
     const config = await Deno.readTextFile(`${REPO}examples/alarms.yaml`);
     await withCheckoutMirror(config, async (dir) => {
       const rt = await startRuntimeInMirror(dir);
-      const browser = await launchChromium();
+      const browser = await openChromium();
       try {
         const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
         const errors = collectPageErrors(page);

@@ -3,7 +3,7 @@
  * playwright-core (which downloads no browser). Tests that need it skip with a loud message when
  * it is not installed (`.ci/run` installs it), like the time-series database tests.
  */
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { apiAnswerProblem } from "./openapi_check.ts";
 
 /** How long a test waits for something to appear on the page (a loaded CI machine is slow). */
@@ -42,24 +42,94 @@ export function chromiumMissing(): boolean {
   return missing;
 }
 
-/** Launches headless Chromium (extra command-line switches in `args`). */
+/**
+ * Launches headless Chromium of its own (extra command-line switches in `args`), for scripts and
+ * benches; a test opens a {@link ChromiumSession} instead ({@link openChromium}).
+ */
 export async function launchChromium(args: string[] = []): Promise<Browser> {
   const executablePath = chromiumPath();
   if (executablePath === null) throw new Error("chromium not found on PATH");
   return await chromium.launch({ executablePath, headless: true, args });
 }
 
+/** The options of a page a {@link ChromiumSession} opens (those of a browser context). */
+export type PageOptions = Parameters<Browser["newPage"]>[0];
+
 /**
- * Launches Chromium while `other` (a runtime starting, say) is under way, so that a test waits for
- * the longer of the two instead of their sum. When either fails, the one that succeeded is undone
- * (the browser closed, `undo` called with the other's value) and the failure is thrown.
+ * A test's headless Chromium: pages of its own, each in a fresh browser context (its own storage,
+ * cache, clock, routes and init scripts: nothing carries over from another test), on the one
+ * Chromium its test file shares ({@link openChromium}).
+ */
+export interface ChromiumSession {
+  /** A fresh context (as Playwright's `Browser.newContext`), closed with the session. */
+  newContext(options?: PageOptions): Promise<BrowserContext>;
+  /** A page in a fresh context of its own (as Playwright's `Browser.newPage`). */
+  newPage(options?: PageOptions): Promise<Page>;
+  /** Closes this session's contexts and their pages; the file's Chromium stays for its next test. */
+  close(): Promise<void>;
+}
+
+/**
+ * The Chromium each set of switches launched in this test file (a test file runs in an isolate of
+ * its own: one launch per file, not one per test), closed once the file's tests have run.
+ */
+const sharedBrowsers = new Map<string, Promise<Browser>>();
+Deno.test.afterAll(async () => {
+  const launches = [...sharedBrowsers.values()];
+  sharedBrowsers.clear();
+  for (const launch of launches) await (await launch.catch(() => null))?.close();
+});
+
+/** This file's Chromium launched with `args`: launched on first use, again if it went away. */
+async function sharedChromium(args: string[]): Promise<Browser> {
+  const key = JSON.stringify(args);
+  const known = sharedBrowsers.get(key);
+  if (known !== undefined) {
+    const browser = await known.catch(() => null);
+    if (browser?.isConnected()) return browser;
+    if (sharedBrowsers.get(key) === known) sharedBrowsers.delete(key);
+    return await sharedChromium(args);
+  }
+  const launch = launchChromium(args);
+  sharedBrowsers.set(key, launch);
+  return await launch;
+}
+
+/**
+ * Opens a test's Chromium session (extra command-line switches in `args`) on the file's Chromium
+ * launched with those switches: launching Chromium for every test cost seconds each
+ * (launch and close), most of a short console test. Close it in a `finally`.
+ */
+export async function openChromium(args: string[] = []): Promise<ChromiumSession> {
+  const browser = await sharedChromium(args);
+  const contexts: BrowserContext[] = [];
+  const newContext = async (options?: PageOptions) => {
+    const context = await browser.newContext(options);
+    contexts.push(context);
+    return context;
+  };
+  return {
+    newContext,
+    newPage: async (options) => await (await newContext(options)).newPage(),
+    async close() {
+      // A context of a Chromium that went away (crashed) is closed already.
+      for (const context of contexts.splice(0)) await context.close().catch(() => {});
+    },
+  };
+}
+
+/**
+ * Opens the test's Chromium session ({@link openChromium}) while `other` (a runtime starting, say)
+ * is under way, so that a test waits for the longer of the two instead of their sum. When either
+ * fails, the one that succeeded is undone (the session closed, `undo` called with the other's
+ * value) and the failure is thrown.
  */
 export async function launchChromiumAlongside<T>(
   other: Promise<T>,
   undo: (value: T) => Promise<unknown>,
   args: string[] = [],
-): Promise<[Browser, T]> {
-  const [browser, value] = await Promise.allSettled([launchChromium(args), other]);
+): Promise<[ChromiumSession, T]> {
+  const [browser, value] = await Promise.allSettled([openChromium(args), other]);
   if (browser.status === "fulfilled" && value.status === "fulfilled") {
     return [browser.value, value.value];
   }

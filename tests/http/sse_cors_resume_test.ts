@@ -5,8 +5,12 @@
  * preflight first; the stream resumes only when the preflight allows both. Real Chromium.
  */
 import assert from "node:assert/strict";
-import type { Browser } from "playwright-core";
-import { chromiumMissing, launchChromium, type PageGlobal } from "../helpers/browser.ts";
+import {
+  chromiumMissing,
+  type ChromiumSession,
+  openChromium,
+  type PageGlobal,
+} from "../helpers/browser.ts";
 import { startHttpFixture } from "../helpers/runtime_fixture.ts";
 
 const TOKEN = "cors-resume-token-5b1e";
@@ -36,10 +40,10 @@ Deno.test({
       },
       api: { apiToken: TOKEN },
     });
-    let browser: Browser | null = null;
+    let browser: ChromiumSession | null = null;
     try {
       const server = await fx.serve();
-      browser = await launchChromium();
+      browser = await openChromium();
       const tab = await browser.newPage();
       await tab.goto(pageOrigin);
       const result = await tab.evaluate(

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import {
   chromiumMissing,
   collectPageErrors,
-  launchChromium,
+  openChromium,
   waitForText,
 } from "../helpers/browser.ts";
 import { assertApiAnswer } from "../helpers/openapi_check.ts";
@@ -196,7 +196,7 @@ Deno.test({
   fn: async () => {
     const dir = await Deno.makeTempDir({ prefix: "host-unmet-console-" });
     const rt = await startRuntimeChildOnFreePort((port) => writeMachine(dir, port));
-    const browser = await launchChromium();
+    const browser = await openChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       const errors = collectPageErrors(page);
