@@ -48,6 +48,7 @@ import {
   UNMATCHED_ROUTE,
 } from "./metrics.ts";
 import { loadRequestValidators, readRequestBody, requestValidator } from "./request_validation.ts";
+import type { HeldSlot } from "./route_table.ts";
 import { checkQuery, matchRoute, priorityRoute, routeTemplate } from "./routes.ts";
 import type { HttpServices } from "./services.ts";
 import { SseHub } from "./sse_hub.ts";
@@ -108,13 +109,33 @@ class RequestSlots {
   constructor(limit: number) {
     this.limit = Math.max(1, limit);
   }
-  tryAcquire(): boolean {
-    if (this.inUse >= this.limit) return false;
+  /** A slot for one request, null when all are taken. */
+  tryAcquire(): SlotHold | null {
+    if (this.inUse >= this.limit) return null;
     this.inUse++;
-    return true;
+    return new SlotHold(this);
   }
+  /** Gives back a slot tryAcquire took (SlotHold.release, once per slot). */
   release(): void {
     this.inUse--;
+  }
+}
+
+/**
+ * One request's slot (RouteContext.slot): an object, not a closure per request, given back once
+ * however often `release` is called (by the e-stop once latched, and by the handler's end).
+ */
+class SlotHold implements HeldSlot {
+  /** null once given back. */
+  #slots: RequestSlots | null;
+  constructor(slots: RequestSlots) {
+    this.#slots = slots;
+  }
+  release(): void {
+    const slots = this.#slots;
+    if (slots === null) return;
+    this.#slots = null;
+    slots.release();
   }
 }
 
@@ -305,8 +326,8 @@ export class HttpApi {
             "Server shutting down: only the e-stop and runtime status are served",
           );
         } else {
-          const slotted = slots.tryAcquire();
-          if (!slotted && priority?.neverBusy !== true) {
+          const slot = slots.tryAcquire();
+          if (slot === null && priority?.neverBusy !== true) {
             await req.body?.cancel().catch(() => {});
             res = errorResponse(
               "UNAVAILABLE",
@@ -316,17 +337,11 @@ export class HttpApi {
             );
           } else {
             // The e-stop is never refused for capacity: without a slot it is served all the same
-            // (releaseSlot null: its body is not read), and it gives its slot back early.
-            let held = slotted;
-            const releaseSlot = () => {
-              if (!held) return;
-              held = false;
-              slots.release();
-            };
+            // (slot null: its body is not read), and it gives its slot back early.
             try {
-              res = await this.#dispatch(req, url, info, stopMark, slotted ? releaseSlot : null);
+              res = await this.#dispatch(req, url, info, stopMark, slot);
             } finally {
-              releaseSlot();
+              slot?.release();
             }
           }
         }
@@ -377,7 +392,11 @@ export class HttpApi {
   /**
    * Asks the tokens in force again for a request admitted under older ones; throws Unadmitted
    * (401, or 403 for a role now too low), audited as the first check would have, when they no
-   * longer admit it.
+   * longer admit it. Asked by #dispatch when the tokens were replaced since the request was
+   * admitted (its `generation` is no longer #tokenGeneration), also before a body is refused
+   * (malformed, too large, too slow, not as the schema says, not JSON): that is 400 or 415 only to
+   * a request the tokens in force still admit; one they no longer admit (replaced by a reload
+   * while its body arrived) learns nothing from its body.
    */
   async #readmit(
     req: Request,
@@ -417,24 +436,6 @@ export class HttpApi {
       reason: `PERMISSION_DENIED: role ${need} required (${now.name} has role ${now.role}): ${why}`,
     });
     throw new Unadmitted(forbiddenResponse(req.method, url.pathname, now, need));
-  }
-
-  /**
-   * #readmit when the tokens were replaced since the request was admitted (`generation`, the
-   * #tokenGeneration it was admitted under), else nothing: a body refused (malformed, too large,
-   * too slow, not as the schema says, not JSON) is 400 or 415 only to a request the tokens in
-   * force still admit; one they no longer admit (replaced by a reload while its body arrived)
-   * learns nothing from its body (401 or 403, as #readmit answers).
-   */
-  async #readmitIfReplaced(
-    generation: number,
-    req: Request,
-    url: URL,
-    info: RequestInfo,
-    was: Principal,
-    need: TokenRole,
-  ): Promise<void> {
-    if (generation !== this.#tokenGeneration) await this.#readmit(req, url, info, was, need);
   }
 
   /**
@@ -515,7 +516,7 @@ export class HttpApi {
     url: URL,
     info: RequestInfo,
     stopMark: number,
-    releaseSlot: (() => void) | null,
+    slot: SlotHold | null,
   ): Promise<Response> {
     // The tokens this request is admitted under (a reload may replace them while it runs).
     const generation = this.#tokenGeneration;
@@ -577,11 +578,15 @@ export class HttpApi {
         try {
           notJson = await this.#policy.checkContentType(req, limits);
         } catch (err) {
-          await this.#readmitIfReplaced(generation, req, url, info, principal, match.role);
+          if (generation !== this.#tokenGeneration) {
+            await this.#readmit(req, url, info, principal, match.role);
+          }
           throw err;
         }
         if (notJson) {
-          await this.#readmitIfReplaced(generation, req, url, info, principal, match.role);
+          if (generation !== this.#tokenGeneration) {
+            await this.#readmit(req, url, info, principal, match.role);
+          }
           return await refuse(req, notJson);
         }
       }
@@ -599,7 +604,9 @@ export class HttpApi {
             value = await readRequestBody<T>(req, this.#limits, match.doc);
           } catch (err) {
             // No stop acts on a refused body.
-            await this.#readmitIfReplaced(generation, req, url, info, principal, match.role);
+            if (generation !== this.#tokenGeneration) {
+              await this.#readmit(req, url, info, principal, match.role);
+            }
             throw err;
           }
           // The tokens may have been replaced (a reload) while the body arrived: the request
@@ -630,7 +637,7 @@ export class HttpApi {
         dropConnection: info.dropConnection ?? (() => {}),
         answered: info.answered ?? null,
         stoppedSinceArrival: () => this.#services.router.stopEpoch() !== stopMark,
-        releaseSlot,
+        slot,
       });
     } catch (err) {
       if (err instanceof Unadmitted) return err.response;

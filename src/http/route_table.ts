@@ -68,12 +68,18 @@ export interface RouteContext {
    */
   readonly stoppedSinceArrival: () => boolean;
   /**
-   * Gives the request's slot back before it answers (idempotent; the handler's end gives it back
-   * anyway): the e-stop's, once its latch holds and its body has arrived, so that presses waiting
-   * for their stop's answer hold none. Null when the request holds no slot: a `neverBusy` route
-   * served while every priority slot was taken (its body is then not to be read).
+   * The request's slot, to give back before it answers (`release`, idempotent; the handler's end
+   * gives it back anyway): the e-stop's, once its latch holds and its body has arrived, so that
+   * presses waiting for their stop's answer hold none. Null when the request holds no slot: a
+   * `neverBusy` route served while every priority slot was taken (its body is then not to be read).
    */
-  readonly releaseSlot: (() => void) | null;
+  readonly slot: HeldSlot | null;
+}
+
+/** A request slot a request holds (http_api.ts), which it may give back before it answers. */
+export interface HeldSlot {
+  /** Gives the slot back; nothing once given back. */
+  release(): void;
 }
 
 export type RouteHandler = (ctx: RouteContext) => Promise<Response> | Response;
@@ -153,7 +159,7 @@ export interface RouteOptions {
   readonly priority?: boolean | undefined;
   /**
    * A priority route never refused for capacity (the e-stop): with every priority slot taken it
-   * is served without one (RouteContext.releaseSlot null), so it latches whatever holds them.
+   * is served without one (RouteContext.slot null), so it latches whatever holds them.
    */
   readonly neverBusy?: boolean | undefined;
   /** Any body is accepted (not only JSON): the e-stop is never refused for its body. */

@@ -42,7 +42,7 @@ export const ESTOP_ROUTES: readonly Route[] = [
 ];
 
 async function estopTrigger(
-  { services, req, limits, bodyMatches, principal, releaseSlot }: RouteContext,
+  { services, req, limits, bodyMatches, principal, slot }: RouteContext,
 ): Promise<Response> {
   // The reason is optional and informative only: the latch engages before the body is read, so
   // an unreadable, non-JSON or slow body never delays or blocks the stop.
@@ -50,7 +50,7 @@ async function estopTrigger(
   // Transfer-Encoding) triggers with no reason, not one "still arriving"; its empty body stream
   // is released, not left unread (not awaited: the latch comes first). So does a press served
   // without a priority slot (every one was taken): its body is not read.
-  const noBody = releaseSlot === null || declaresNoBody(req);
+  const noBody = slot === null || declaresNoBody(req);
   if (noBody) void req.body?.cancel().catch(() => {});
   const reason = noBody ? undefined : readJsonBody(req, priorityBodyLimits(limits)).then(
     async (body: unknown) =>
@@ -66,7 +66,7 @@ async function estopTrigger(
   // status meanwhile (their number is bounded by http.max_connections).
   const [result] = await Promise.all([
     services.estop.trigger(reason, { source: httpOrigin(principal) }),
-    Promise.resolve(reason).then(() => releaseSlot?.()),
+    Promise.resolve(reason).then(() => slot?.release()),
   ]);
   return okResponse(result);
 }
