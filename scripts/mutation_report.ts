@@ -258,8 +258,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "src/alarms/interlock.ts",
       "src/alarms/signal_input.ts",
       // Line ranges: tests/scripts/mutation_report_test.ts checks they still hold these.
-      "src/alarms/alarm_engine.ts:665-711", // gate
-      "src/alarms/alarm_engine.ts:883-926", // #evaluateInterlock, #tellTransition
+      "src/alarms/alarm_engine.ts:647-695", // gate
+      "src/alarms/alarm_engine.ts:867-910", // #evaluateInterlock, #tellTransition
     ],
     skipTests: ["allocates nothing"],
     tests: [
@@ -276,9 +276,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     name: "alarms",
     files: [
       "src/alarms/alarm_monitor.ts",
-      "src/alarms/alarm_engine.ts:1-664",
-      "src/alarms/alarm_engine.ts:712-882",
-      "src/alarms/alarm_engine.ts:927-1330",
+      "src/alarms/alarm_engine.ts:1-646",
+      "src/alarms/alarm_engine.ts:696-866",
+      "src/alarms/alarm_engine.ts:911-1314",
     ],
     tests: [
       "tests/alarms/",

@@ -316,11 +316,6 @@ export class AlarmEngine implements AlarmService {
    */
   #started = false;
   #stopped = false;
-  /**
-   * Set by pollsEnded() (the runtime's stop, once the cache's polls end): what the cache holds is
-   * no longer refreshed, so the gate refuses the calls it would judge on it.
-   */
-  #pollsEnded = false;
   /** The wake-up timer (module comment) and the instant it is set for (Infinity: none). */
   #wakeTimer: TimerId | null = null;
   #wakeDueMono = Infinity;
@@ -598,19 +593,6 @@ export class AlarmEngine implements AlarmService {
   }
 
   /**
-   * The cache's polls end (the runtime's stop, its "state cache" stage): from now on no poll
-   * refreshes the interlocks' inputs, so the gate refuses every call an interlock covers (fail
-   * safe, as an interlock that cannot be evaluated), as after a failed start-up's detach. A call
-   * still queued then (an HTTP call behind a slow one, answered 504 by the drain; a Sparkplug DCMD;
-   * a mode change's hooks) would else be judged on frozen values while the stop actions or the
-   * history's wait hold the providers' stop. Stop actions (origin safety) are never gated.
-   * Idempotent; never undone (the runtime is stopping).
-   */
-  pollsEnded(): void {
-    this.#pollsEnded = true;
-  }
-
-  /**
    * Evaluates every alarm and interlock now (not before start()), then sets the wake-up timer
    * for the earliest instant something falls due without a poll.
    */
@@ -674,12 +656,14 @@ export class AlarmEngine implements AlarmService {
       const entry = rule.entry;
       const id = entry.interlock.config.id;
       const what = `${deviceHandle(info.providerId, info.deviceId)} ${ctx.fn.name}`;
-      const detached = this.#o.cache.providersDetached;
-      if (detached || this.#pollsEnded) {
-        // A failed start-up's stop (Kernel #failedStartStopsProviders), or any stop once the
-        // cache's polls ended (pollsEnded): no poll refreshes the inputs any more, so a judgement
-        // would be on frozen values (a call still answered in the stop's HTTP drain, or still
-        // queued past it). Fail safe, as an interlock that cannot be evaluated.
+      if (this.#o.cache.pollsEnded) {
+        // The cache's polls ended (StateCache.pollsEnded: the runtime's stop, or a failed
+        // start-up's detach, Kernel #failedStartStopsProviders): no poll refreshes the inputs any
+        // more, so a judgement would be on frozen values (a call still answered in the stop's HTTP
+        // drain, or still queued past it: an HTTP call behind a slow one, a Sparkplug DCMD, a mode
+        // change's hooks, while the stop actions or the history's wait hold the providers' stop).
+        // Fail safe, as an interlock that cannot be evaluated.
+        const detached = this.#o.cache.providersDetached;
         return new RuntimeError(
           "FAILED_PRECONDITION",
           `Interlock ${id} cannot judge call ${what}: its inputs are no longer polled (the ` +

@@ -1960,7 +1960,6 @@ export class Kernel {
         removed: [],
         unchanged: next.providers.map((p) => p.id),
         failed: [],
-        failedIds: [],
         addFailed: [],
         restartFailed: [],
         held: [],
@@ -2253,8 +2252,8 @@ export class Kernel {
         }
       }
     }
-    // The ids as the registry reported them: an id may hold ": ", so never parsed from `id: why`.
-    for (const id of report.providers.failedIds) {
+    // The ids as the registry reported them: an id may hold ": " (never parsed from a text).
+    for (const { id } of report.providers.failed) {
       if (next.providers.some((p) => p.id === id)) out.set(id, "failed to start");
     }
     return out;
@@ -2781,7 +2780,6 @@ export class Kernel {
         removed: r.removed,
         unchanged: r.unchanged,
         failed: r.failed,
-        failedIds: r.failedIds,
         addFailed: r.addFailed,
         restartFailed: r.restartFailed,
         held: r.held,
@@ -2824,7 +2822,7 @@ export class Kernel {
       );
       // The configured ids (any length) cut as namedProviderId, as the summary names them.
       const failed = r.failed.length > 0
-        ? `; failed to start: ${namedFailedStarts(r.failed, r.failedIds).join("; ")}`
+        ? `; failed to start: ${namedFailedStarts(r.failed).join("; ")}`
         : "";
       const gone = r.cleared.filter((id) => !next.providers.some((p) => p.id === id));
       return {
@@ -3343,11 +3341,11 @@ export class Kernel {
       () =>
         this.#stopActionsBeforeStop(stopActionsShutdownWaitMs(budget, deadline), deadline?.hurried),
     );
-    // From the cache's stop on no poll refreshes what it holds: a call an interlock covers still
-    // queued (an HTTP call behind a slow one, past the drain's 504; a Sparkplug DCMD; a mode
-    // change's hooks) is refused, not judged on frozen values while the stop actions or the
-    // history's wait below hold the providers' stop (the failed start's detach does the same).
-    step("interlock judgements", () => this.alarms.pollsEnded());
+    // From the cache's stop on no poll refreshes what it holds (StateCache.pollsEnded, set as its
+    // stop begins): a call an interlock covers still queued (an HTTP call behind a slow one, past
+    // the drain's 504; a Sparkplug DCMD; a mode change's hooks) is refused by the interlock gate,
+    // not judged on frozen values while the stop actions or the history's wait below hold the
+    // providers' stop (the failed start's detach does the same).
     await stepAsync("state cache", () => this.cache.stop());
     // Before the providers go: their going is the runtime's stop, not a device loss (no
     // incident, no UNAVAILABLE samples). Pending incidents are written with what the ring has,

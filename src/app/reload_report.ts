@@ -5,6 +5,7 @@
  */
 import { namedProviderId } from "../common/mod.ts";
 import type { Config } from "../config/mod.ts";
+import type { FailedStart } from "../providers/mod.ts";
 import type { SectionKey } from "./live_config.ts";
 import type { Weakening } from "./run_gate.ts";
 
@@ -15,20 +16,11 @@ import type { Weakening } from "./run_gate.ts";
 export const RELOAD_STOPPING = "the runtime is stopping";
 
 /**
- * The entries of ReloadReport.providers.failed (`id: why`) as a line or a refusal names them: each
- * id (configured: any length, ": " in it too) cut as namedProviderId, taken from `failedIds`, not
- * parsed from the text; the why as it is.
+ * The entries of ReloadReport.providers.failed as a line or a refusal names them, `id: why`: each
+ * id (configured: any length, ": " in it too) cut as namedProviderId; the why as it is.
  */
-export function namedFailedStarts(
-  failed: readonly string[],
-  failedIds: readonly string[],
-): string[] {
-  return failed.map((f, i) => {
-    const id = failedIds[i];
-    return id !== undefined && f.startsWith(`${id}: `)
-      ? `${namedProviderId(id)}${f.slice(id.length)}`
-      : f;
-  });
+export function namedFailedStarts(failed: readonly FailedStart[]): string[] {
+  return failed.map((f) => `${namedProviderId(f.id)}: ${f.why}`);
 }
 
 /** What a reload did (the reloader's summary line and `config_reload` event). */
@@ -52,15 +44,11 @@ export interface ReloadReport {
     readonly removed: readonly string[];
     readonly unchanged: readonly string[];
     /**
-     * Added, changed or retried providers that did not come up: `id: why` (they are not running;
-     * a retried one is under its supervisor again).
+     * Added, changed or retried providers that did not come up, and why (they are not running;
+     * a retried one is under its supervisor again). Said as text where it is printed
+     * (namedFailedStarts, failedStartText).
      */
-    readonly failed: readonly string[];
-    /**
-     * The provider id of each entry of `failed`, in its order (ReconcileReport.failedIds): an id
-     * may hold ": ", so it is taken here, never parsed from `id: why`.
-     */
-    readonly failedIds: readonly string[];
+    readonly failed: readonly FailedStart[];
     /**
      * Of `failed`, the added ones (ids): counted with `added` in the summary's `+` (the reload
      * added them; they are not running).

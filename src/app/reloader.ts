@@ -21,6 +21,7 @@ import {
 import type { ReadFileFn } from "../automation/mod.ts";
 import type { Config } from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
+import { failedStartText } from "../providers/mod.ts";
 import { namedFailedStarts, RELOAD_STOPPING, type ReloadReport } from "./reload_report.ts";
 
 /**
@@ -192,7 +193,7 @@ export class ConfigReloader {
       providers_retried: [...report.providers.retried],
       providers_updated: report.providers.updated.map((u) => `${u.id}: ${u.fields.join(", ")}`),
       providers_unchanged: [...report.providers.unchanged],
-      providers_failed: [...report.providers.failed],
+      providers_failed: report.providers.failed.map(failedStartText),
       refused,
       needs_restart: [...report.needsRestart],
       errors: interrupted ? [RELOAD_STOPPING] : [],
@@ -253,13 +254,10 @@ export function summarize(r: ReloadReport): string {
   const notApplied = r.failed.filter((x) => stopped(x.why) && !inPart(x)).map((x) =>
     `${x.section}${x.why.slice(RELOAD_STOPPING.length)}`
   );
-  // A start the stop cut short (`id: the runtime is stopping`): its id from failedIds, which
-  // may hold ": " (never parsed from the text).
-  const startStopped = p.failed.map((f, i) =>
-    r.interrupted && f === `${p.failedIds[i]}: ${RELOAD_STOPPING}`
-  );
-  const notStarted = p.failedIds.filter((_, i) => startStopped[i]).map(namedProviderId);
-  const failedStarts = namedFailedStarts(p.failed, p.failedIds).filter((_, i) => !startStopped[i]);
+  // A start the stop cut short (why: the runtime is stopping): named in `not started`.
+  const startStopped = (f: { why: string }) => r.interrupted && f.why === RELOAD_STOPPING;
+  const notStarted = p.failed.filter(startStopped).map((f) => namedProviderId(f.id));
+  const failedStarts = namedFailedStarts(p.failed.filter((f) => !startStopped(f)));
   // An added or changed provider that did not come up is counted all the same (`+`, `~`: the
   // reload added it, or stopped its old process), and named in `failed to start` below.
   const added = p.added.length + p.addFailed.length;

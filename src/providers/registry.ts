@@ -23,6 +23,21 @@ import { ProviderHost, type ProviderHostDeps } from "./provider_host.ts";
 import { lastStderrLines } from "./provider_session.ts";
 import { SpawnQueue } from "./spawn_queue.ts";
 
+/** A provider a reload did not get running, and why (ReconcileReport.failed). */
+export interface FailedStart {
+  /**
+   * Its configured id: any length, ": " in it too (the config refuses only "/", "." and ".."),
+   * so carried apart from `why`, never parsed back out of a text.
+   */
+  readonly id: string;
+  readonly why: string;
+}
+
+/** A failed start as the `config_reload` event says it: `id: why`, the id as configured. */
+export function failedStartText(f: FailedStart): string {
+  return `${f.id}: ${f.why}`;
+}
+
 /** What a reconcile did with each provider entry of a reload. */
 export interface ReconcileReport {
   /** New entries started. */
@@ -43,15 +58,10 @@ export interface ReconcileReport {
   readonly removed: string[];
   readonly unchanged: string[];
   /**
-   * Added or changed entries that did not come up: `id: why` (they are not running); also the
-   * retried ones that did not (their supervisor has them again).
+   * Added or changed entries that did not come up (they are not running); also the retried ones
+   * that did not (their supervisor has them again). Said as text only where it is printed.
    */
-  readonly failed: string[];
-  /**
-   * The provider id of each entry of `failed`, in its order: an id may hold ": " (the config
-   * refuses only "/", "." and ".."), so a reader takes it here, never by parsing `id: why`.
-   */
-  readonly failedIds: string[];
+  readonly failed: FailedStart[];
   /** Added entries that did not come up (ids; each also in `failed` with its why). */
   readonly addFailed: string[];
   /**
@@ -468,13 +478,8 @@ export class ProviderRegistry {
     const removed = o.holdRemovals ? [] : removedAll;
     const changed = o.holdRemovals ? [] : changedAll;
     const retried = d.retried;
-    const failed: string[] = [];
-    const failedIds: string[] = [];
-    // A provider that did not come up: `id: why` in `failed`, its id in `failedIds` alike.
-    const fail = (id: string, why: string) => {
-      failed.push(`${id}: ${why}`);
-      failedIds.push(id);
-    };
+    const failed: FailedStart[] = [];
+    const fail = (id: string, why: string) => void failed.push({ id, why });
     const started: ProviderHost[] = [];
     const updated: { id: string; fields: string[] }[] = [];
     for (const u of d.updated) {
@@ -589,7 +594,6 @@ export class ProviderRegistry {
       removed: [...removed],
       unchanged: [...unchanged],
       failed,
-      failedIds,
       addFailed: added.filter((p) => !startedIds.has(p.id)).map((p) => p.id),
       restartFailed: changed.filter((p) => !startedIds.has(p.id)).map((p) => p.id),
       held,

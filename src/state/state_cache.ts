@@ -434,6 +434,8 @@ export class StateCache implements FreshReader {
   #running = false;
   /** Set by detachProviders(): no provider reaches the cache any more (#isCurrent). */
   #providersDetached = false;
+  /** Set by stop() and detachProviders(); start() clears it unless detached (pollsEnded). */
+  #pollsEnded = false;
   #intervalMs: number;
   #staleness: StalenessBounds;
   /** Answers applied (#applySamples): tells a signal an answer repeats (SignalSlot.answer). */
@@ -821,14 +823,21 @@ export class StateCache implements FreshReader {
    */
   detachProviders(): void {
     this.#providersDetached = true;
+    this.#pollsEnded = true;
+  }
+
+  /** Whether detachProviders() was called (a failed start-up's stop; pollsEnded says it too). */
+  get providersDetached(): boolean {
+    return this.#providersDetached;
   }
 
   /**
-   * Whether detachProviders() was called: what the cache holds is no longer refreshed by any poll
-   * (the interlock gate refuses the calls it would judge on it: alarms/alarm_engine.ts gate).
+   * Whether no poll refreshes what the cache holds any more: stop() began (the runtime's stop, its
+   * "state cache" stage) or the providers were detached, until a start() polls again. The
+   * interlock gate refuses the calls it would judge on it (alarms/alarm_engine.ts gate).
    */
-  get providersDetached(): boolean {
-    return this.#providersDetached;
+  get pollsEnded(): boolean {
+    return this.#pollsEnded;
   }
 
   /** Drops a removed host's state and stops its poll loop (a poll in flight finishes alone). */
@@ -901,6 +910,7 @@ export class StateCache implements FreshReader {
   async start(): Promise<void> {
     if (this.#running) return;
     this.#running = true;
+    this.#pollsEnded = this.#providersDetached;
     await Promise.all(this.#opts.registry.hosts.map((h) => this.#pollProvider(h, true)));
     // One grid for every loop: cycles of all providers start at the same instants, so the
     // process wakes once per interval for all of them, not once per provider at drifting phases.
@@ -925,6 +935,7 @@ export class StateCache implements FreshReader {
   /** Stops polling and waits for polls in flight (start() makes new loops). */
   async stop(): Promise<void> {
     this.#running = false;
+    this.#pollsEnded = true;
     this.#gridOriginMs = null; // start() lays a new grid
     await Promise.all([...this.#loops.values()].map((l) => l.stop()));
   }

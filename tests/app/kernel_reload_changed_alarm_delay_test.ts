@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { startRuntime, tempDir, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 const DELAY_MS = 1000;
 /** How long the replacement process lives before it fails its start (longer than the delay). */
@@ -43,7 +44,7 @@ Deno.test("Kernel.reload changing a delayed alarm and failing to restart its pro
       ),
       alarms: guard(600),
     });
-    assert.match(report.providers.failed.join(), /^sim1: /);
+    assert.match(report.providers.failed.map(failedStartText).join(), /^sim1: /);
     assert.ok(performance.now() - stopped > DELAY_MS + 500, "the start failed after the delay");
     // Its input has been unusable since the stop, longer than its delay: raised at once.
     const alarm = rt.alarms.alarm("guard");

@@ -1,7 +1,7 @@
 /**
  * A provider id may hold ": " (the config refuses only "/", "." and ".."), and a failed start is
  * reported `id: why`: the kernel takes a failed start's id from the registry's report
- * (failedIds), never from the text before the first ":". And the AUTO refusal of a providers
+ * (each failed start's id carried apart from its why), never from the text before the first ":". And the AUTO refusal of a providers
  * section names the ids it holds back, failed to start or dropped cut (namedProviderId), as the
  * summary names them: a 10 kB id makes no 10 kB reason.
  */
@@ -37,7 +37,7 @@ Deno.test('Kernel.reload failing to restart a provider whose id holds ": " notes
         q.id === COLON ? { ...q, command: "/nonexistent/provider" } : q
       ),
     });
-    assert.deepEqual(report.providers.failedIds, [COLON]);
+    assert.deepEqual(report.providers.failed.map((f) => f.id), [COLON]);
     assert.ok(
       report.notes.some((n) =>
         n.startsWith(
@@ -76,7 +76,7 @@ Deno.test("Kernel.reload in AUTO names the providers it holds back, failed to st
         `providers: mode is AUTO: removal or change of ${cut(held)} held back; ` +
         `failed to start: ${cut(broken)}: cannot start provider '${cut(broken)}' ` +
         `(/nonexistent/provider): ${
-          first.providers.failed[0]!.split("(/nonexistent/provider): ")[1]
+          first.providers.failed[0]!.why.split("(/nonexistent/provider): ")[1]
         }`,
       ]);
       assert.ok(first.refused[0]!.why.length < 1000, `${first.refused[0]!.why.length} chars`);

@@ -12,6 +12,7 @@ import { refuseRegistration } from "../helpers/unregistered.ts";
 import { call, inertSim } from "../safety/_fixture.ts";
 import { load } from "../config/_helpers.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 /** The lines of the declared-call preflight. */
 function unresolved(r: { readonly lines: readonly string[] }): string[] {
@@ -118,7 +119,7 @@ Deno.test("A reload whose restart of a provider fails says no ladder call to it 
       },
     },
   });
-  assert.match(report.providers.failed.join(), /^sim1: cannot start provider/);
+  assert.match(report.providers.failed.map(failedStartText).join(), /^sim1: cannot start provider/);
   assert.ok(report.applied.includes("safety"), JSON.stringify(report));
   // Before: "declared call does not resolve: safety.safe_state.setpoints[0]: device not found:
   // sim1/relayio0" -- a call to a device sim1 listed, its process down, read as a typo (the e-stop
@@ -172,7 +173,10 @@ Deno.test("A reload that fails to register a provider's replacement says no ladd
       },
     },
   });
-  assert.match(report.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.match(
+    report.providers.failed.map(failedStartText).join(),
+    /^sim1: Provider sim1 not registered/,
+  );
   assert.equal(rt.registry.host("sim1"), undefined);
   // Before: "declared call does not resolve: safety.safe_state.setpoints[0]: provider not found:
   // sim1" -- sim1 is in the file; its process is not registered.

@@ -187,7 +187,7 @@ Deno.test("Kernel.reload dropping a provider that failed to start: the tree's re
       // the host stays listed down (startError) until the next reload.
       const broken = simProvider("sim1", { yaml: `${dir.path}/no-such-sim.yaml` });
       const failing = await rt.reload({ ...rt.config, providers: [...base.providers, broken] });
-      assert.deepEqual(failing.providers.failed.map((f) => f.split(":")[0]), ["sim1"]);
+      assert.deepEqual(failing.providers.failed.map((f) => f.id), ["sim1"]);
       for (let i = 0; i < 2; i++) await assert.rejects(call("sim1/relayio0"));
       const s0 = engine.status();
       assert.deepEqual(

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 Deno.test("Kernel.reload failing to restart a provider: its alarm's bad_input and its interlock's reason say it failed to start, not that the device is not in its inventory", async () => {
   const p = alarmsConfig(
@@ -39,7 +40,10 @@ interlocks:
         q.id === "sim1" ? { ...q, command: "/nonexistent/provider" } : q
       ),
     });
-    assert.match(report.providers.failed.join(), /^sim1: cannot start provider/);
+    assert.match(
+      report.providers.failed.map(failedStartText).join(),
+      /^sim1: cannot start provider/,
+    );
     const alarm = rt.alarms.alarm("sim1_hot");
     assert.equal(alarm.state, "active");
     assert.equal(alarm.cause, "bad_quality");

@@ -15,6 +15,7 @@ import { ManualClock, runDueUntil, settleOn } from "../helpers/clock.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { programmableProvider, T } from "../helpers/programmable_provider.ts";
 import { selfSignedCert } from "../http/_tls_certs.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 Deno.test("a reload stopped before its providers section (a TLS re-read hanging) does not count the provider it adds as unchanged", async () => {
   const { cert, key } = await selfSignedCert(tempDir("runtime-tls-"));
@@ -217,7 +218,7 @@ Deno.test("a reload whose provider start the stop cuts (its Hello held) says it 
     await stopped;
     assert.equal(report.interrupted, true);
     // Before: ["sim1: Hello failed: ... closed by the runtime"], a failure of its own.
-    assert.deepEqual(report.providers.failed, ["sim1: the runtime is stopping"]);
+    assert.deepEqual(report.providers.failed, [{ id: "sim1", why: "the runtime is stopping" }]);
     const line = summarize(report);
     assert.match(line, /^config reload interrupted \(the runtime is stopping\): /, line);
     assert.match(line, /; not started: sim1(;|$)/, line);
@@ -299,7 +300,10 @@ async function refusedHelloStoppedAt(at: "answered" | "stdin closed"): Promise<v
     await stopped;
     // Before: ["sim1: the runtime is stopping"], its refusal said nowhere.
     assert.equal(report.providers.failed.length, 1, JSON.stringify(report.providers));
-    assert.match(report.providers.failed[0]!, /^sim1: .*provider speaks protocol '0\.0-other'/);
+    assert.match(
+      failedStartText(report.providers.failed[0]!),
+      /^sim1: .*provider speaks protocol '0\.0-other'/,
+    );
     const line = summarize(report);
     assert.match(line, /failed to start: sim1: .*provider speaks protocol '0\.0-other'/, line);
     assert.doesNotMatch(line, /not started: sim1/, line);
@@ -338,7 +342,7 @@ Deno.test("a reload whose retry of a provider with its circuit open the stop cut
     await stopped;
     assert.equal(report.interrupted, true);
     // Before: ["sim1: not up: ..."], a failure of its own.
-    assert.deepEqual(report.providers.failed, ["sim1: the runtime is stopping"]);
+    assert.deepEqual(report.providers.failed, [{ id: "sim1", why: "the runtime is stopping" }]);
     const said = summarize(report);
     assert.match(said, /; not started: sim1(;|$)/, said);
     assert.doesNotMatch(said, /failed to start/, said);

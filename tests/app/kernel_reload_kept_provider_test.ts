@@ -246,7 +246,7 @@ alarms:
       providers: [...rt.config.providers, sim2],
       alarms: p.alarms,
     });
-    assert.deepEqual(report.providers.failed.map((f) => f.split(":")[0]), ["sim2"]);
+    assert.deepEqual(report.providers.failed.map((f) => f.id), ["sim2"]);
     assert.deepEqual(report.refused, []);
     assert.equal(report.applied.includes("alarms"), true);
     assert.deepEqual(rt.config.alarms.map((a) => a.id), ["sim2_hot"]);

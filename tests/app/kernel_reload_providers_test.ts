@@ -8,6 +8,7 @@ import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { refuseRegistration } from "../helpers/unregistered.ts";
 import { programmableProvider, T } from "../helpers/programmable_provider.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 Deno.test("Kernel.reload: a failure after the providers reconcile keeps the entries in effect with the registry", async () => {
   const rt = await startRuntime(testConfig());
@@ -83,13 +84,19 @@ Deno.test("Kernel.whenAllProvidersAvailable waits for a provider a reload restar
     // Its entry changed to one that does not start: its old host is taken out, its new one
     // listed down. sim1 is configured and not running all along.
     const broken = await rt.reload(withSim1({ ...good, command: "/nonexistent/provider" }));
-    assert.match(broken.providers.failed.join(), /^sim1: cannot start provider/);
+    assert.match(
+      broken.providers.failed.map(failedStartText).join(),
+      /^sim1: cannot start provider/,
+    );
     assert.equal(ready, 0, "not while sim1 is being restarted nor once it failed to start");
 
     // Its entry fixed, its host not registered (a host listener fails): still not running.
     const allow = refuseRegistration(rt.registry, "sim1");
     const refused = await rt.reload(withSim1(good));
-    assert.match(refused.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+    assert.match(
+      refused.providers.failed.map(failedStartText).join(),
+      /^sim1: Provider sim1 not registered/,
+    );
     assert.ok(rt.registry.hosts.every((h) => h.available), "every host registered is up");
     assert.equal(ready, 0, "not while sim1 has no host");
     allow();
@@ -123,7 +130,7 @@ Deno.test("Kernel.reload bounds an added provider's start by runtime.startup_tim
     assert.deepEqual(report.providers.added, []);
     assert.equal(report.providers.failed.length, 1, JSON.stringify(report.providers.failed));
     assert.match(
-      report.providers.failed[0]!,
+      failedStartText(report.providers.failed[0]!),
       /^p1: provider start not complete within runtime\.startup_timeout_ms \(5000 ms\)/,
     );
     assert.deepEqual(rt.config.providers.map((p) => p.id), ["sim0"], "p1 is not in effect");

@@ -14,6 +14,7 @@ import type { Config, HookConfig } from "../../src/config/mod.ts";
 import { call, hook, plantProvider, readSignal } from "../safety/_fixture.ts";
 import { automationConfig, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 /** A tree that keeps running (reads and waits): AUTO stays up for the whole test. */
 const IDLE_TREE = treeXml(`<Sleep msec="60000" />`);
@@ -432,7 +433,7 @@ Deno.test("Kernel.reload in AUTO awaiting a slow provider start: another provide
       );
       assert.equal(rt.modes.current(), "FAULT");
       const report = await reloading;
-      assert.match(report.providers.failed.join("; "), /silent/);
+      assert.match(report.providers.failed.map(failedStartText).join("; "), /silent/);
     } finally {
       await rt.stop();
     }

@@ -11,6 +11,7 @@ import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { refuseRegistration } from "../helpers/unregistered.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 Deno.test("Kernel raises its session while its provider starts, settles it once up, and asks nothing while it stops", async () => {
   const asked: number[] = [];
@@ -69,7 +70,10 @@ Deno.test("Kernel keeps its session raised while a reload restarts its provider,
       if (host.config.timeoutMs === 7777) throw new Error("listener broke");
     });
     const second = await rt.reload(changed(7777));
-    assert.match(second.providers.failed.join(), /^sim0: Provider sim0 not registered/);
+    assert.match(
+      second.providers.failed.map(failedStartText).join(),
+      /^sim0: Provider sim0 not registered/,
+    );
     assert.deepEqual(asked, [-10, 0, -10, 0, -10], "raised while sim0 is not running");
   } finally {
     await rt.stop();
@@ -132,7 +136,10 @@ Deno.test("Kernel settles its session once a reload drops the provider it could 
     // sim1 added, its host not registered (a host listener fails for it): configured, down.
     const allow = refuseRegistration(rt.registry, "sim1");
     const added = await rt.reload({ ...base, providers: [...base.providers, simProvider("sim1")] });
-    assert.match(added.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+    assert.match(
+      added.providers.failed.map(failedStartText).join(),
+      /^sim1: Provider sim1 not registered/,
+    );
     assert.deepEqual(asked, [-10, 0, -10], "raised while sim1 is not running");
     // The file drops it: no host to take out, the onUnconfigured notice alone settles it.
     const dropped = await rt.reload(base);

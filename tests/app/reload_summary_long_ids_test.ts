@@ -28,7 +28,6 @@ function report(
       removed: [],
       unchanged: [],
       failed: [],
-      failedIds: [],
       addFailed: [],
       restartFailed: [],
       held: [],
@@ -50,8 +49,10 @@ Deno.test("summarize names retried, updated and failed providers by their ids cu
   const line = summarize(report({
     retried: [LONG],
     updated: [{ id: `u${LONG}`, fields: ["restart_policy"] }],
-    failed: [`${COLON}: spawn failed: no such file`, `x${LONG}: handshake timed out`],
-    failedIds: [COLON, `x${LONG}`],
+    failed: [
+      { id: COLON, why: "spawn failed: no such file" },
+      { id: `x${LONG}`, why: "handshake timed out" },
+    ],
     addFailed: [COLON],
     restartFailed: [`x${LONG}`],
   }));
@@ -66,8 +67,7 @@ Deno.test("summarize names retried, updated and failed providers by their ids cu
 Deno.test("summarize of a reload cut short names the providers it did not start by their ids cut", () => {
   const line = summarize(
     report({
-      failed: [`${LONG}: the runtime is stopping`],
-      failedIds: [LONG],
+      failed: [{ id: LONG, why: "the runtime is stopping" }],
       addFailed: [LONG],
     }, true),
   );
@@ -79,12 +79,11 @@ Deno.test("summarize of a reload cut short names the providers it did not start 
 });
 
 Deno.test('summarize names a provider that failed its retry, its id holding ": ", by the id the report carries, cut', () => {
-  // A retried provider (its circuit was open) is in no list of ids but failedIds: its id is not
-  // to be guessed from `id: why` (the text before the first ": " would leave the rest uncut).
+  // A retried provider (its circuit was open) is in no list of ids but `failed`: its id is the
+  // one carried there (the text before the first ": " would leave the rest uncut).
   const line = summarize(report({
     unchanged: ["sim0"],
-    failed: [`${COLON}: not up: handshake timed out`],
-    failedIds: [COLON],
+    failed: [{ id: COLON, why: "not up: handshake timed out" }],
   }));
   assert.equal(
     line,

@@ -220,7 +220,7 @@ Deno.test("ProviderRegistry keeps the last flip date of a changed provider whose
     // A reload at t + 1 s changes p1: its process stops, its new entry does not start.
     fx.clock.wallMs = t + 1_000;
     const r = await reconcile([p0, p1], [p0, p1Broken]);
-    assert.deepEqual([r.restarted, r.failed.map((f) => f.split(":")[0])], [[], ["p1"]]);
+    assert.deepEqual([r.restarted, r.failed.map((f) => f.id)], [[], ["p1"]]);
     assert.deepEqual(fx.registry.failedStarts().map((h) => h.id), ["p1"]);
     // NTP steps the wall clock back a minute; a reload takes the listed-down host out and
     // starts p1 again.
@@ -247,7 +247,7 @@ Deno.test("ProviderRegistry keeps the last flip date of a provider whose host a 
     fx.clock.wallMs = t + 1_000;
     failing.add("p1");
     const r = await reconcile([p0, p1], [p0, p1Changed]);
-    assert.deepEqual([r.restarted, r.failed.map((f) => f.split(":")[0])], [[], ["p1"]]);
+    assert.deepEqual([r.restarted, r.failed.map((f) => f.id)], [[], ["p1"]]);
     assert.notEqual(fx.registry.startFailure("p1"), null);
     // NTP steps the wall clock back a minute; a reload starts p1 again.
     fx.clock.wallMs = t - 59_000;

@@ -13,7 +13,7 @@ import type { RestartPolicyConfig } from "../../src/config/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import { spawnProcess, systemClock } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
-import { describeNotReady, ProviderRegistry } from "../../src/providers/mod.ts";
+import { describeNotReady, failedStartText, ProviderRegistry } from "../../src/providers/mod.ts";
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import { elapseOn, ManualClock, settleMovingTime, settleOn } from "../helpers/clock.ts";
 import { HOST_UNMET_I2C1, programmableProvider, T } from "../helpers/programmable_provider.ts";
@@ -291,7 +291,7 @@ Deno.test("ProviderRegistry.onUnconfigured tells once each id the configuration 
     stopping: () => false,
   };
   const first = await registry.reconcile([entry("b")], [entry("b"), entry("c")], o);
-  assert.match(first.failed.join(), /^c: Provider c not registered/);
+  assert.match(first.failed.map(failedStartText).join(), /^c: Provider c not registered/);
   assert.deepEqual(told, ["removed c"], "the roll-back's host taken out; c stays configured");
   assert.deepEqual([registry.configured("c"), registry.configuredWithoutHost()], [true, ["c"]]);
   // A file without c, equal to the entries in effect: c is dropped, with no host to take out.
@@ -473,7 +473,7 @@ Deno.test("a reload adding a provider that claims a held key does not start it; 
       stopping: () => false,
     });
     assert.deepEqual(report.added, ["p2"]);
-    assert.deepEqual(report.failed, [
+    assert.deepEqual(report.failed.map(failedStartText), [
       `p1: Ownership validation failed; resource claim conflict: claim '${KEY}' held by p0/dcmt_0 and p1/do_0 ` +
       "(each anolis.claim key must belong to one device)",
     ]);
@@ -597,7 +597,7 @@ Deno.test("ProviderRegistry.reconcile while the runtime stops: a provider not st
       startBudgetMs: 30_000,
       stopping: () => true,
     });
-    assert.deepEqual(early.failed, ["p1: the runtime is stopping"]);
+    assert.deepEqual(early.failed, [{ id: "p1", why: "the runtime is stopping" }]);
     assert.deepEqual([early.added, early.effective], [[], [p0]]);
     assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0"]);
     // Shutdown began while p2 was starting: it must not outlive the runtime.
@@ -608,7 +608,7 @@ Deno.test("ProviderRegistry.reconcile while the runtime stops: a provider not st
       startBudgetMs: 30_000,
       stopping: () => asked++ > 0,
     });
-    assert.deepEqual(late.failed, ["p2: the runtime is stopping"]);
+    assert.deepEqual(late.failed, [{ id: "p2", why: "the runtime is stopping" }]);
     assert.deepEqual([late.added, late.effective], [[], [p0]]);
     assert.deepEqual(r.registry.hosts.map((h) => h.id), ["p0"]);
     const p2Host = added.get("p2")!;
@@ -640,7 +640,7 @@ Deno.test("ProviderRegistry.reconcile bounds an added provider's start by its st
     assert.deepEqual([report.added, report.effective], [[], [p0]]);
     assert.equal(report.failed.length, 1, JSON.stringify(report.failed));
     assert.match(
-      report.failed[0]!,
+      failedStartText(report.failed[0]!),
       /^p1: provider start not complete within runtime\.startup_timeout_ms \(3000 ms\) (during|after) (handshake|discovery) \(\d+ ms\)/,
     );
     const host = r.registry.host("p1")!;
@@ -867,7 +867,7 @@ Deno.test("ProviderRegistry.reconcile ends a changed provider's old process befo
     assert.deepEqual(aliveAtAdd, [false], "the old process had ended when the new host was added");
     assert.deepEqual(report.restarted, []);
     assert.equal(report.failed.length, 1);
-    assert.match(report.failed[0]!, /^p1: provider speaks protocol 'old'/);
+    assert.match(failedStartText(report.failed[0]!), /^p1: provider speaks protocol 'old'/);
     assert.deepEqual(report.effective, [p0]);
     // The successor stays listed, down and stopped, until the next reload takes it out.
     assert.deepEqual(r.registry.hosts.map((h) => [h.id, h.available]), [["p0", true], [
@@ -1008,7 +1008,7 @@ Deno.test("a down provider keeps its claims: a reload adding a rival is refused 
     // The reload retries the holder (its circuit is open; the retry fails as well): its claims
     // hold through the retry, and the rival is refused.
     const refused = await r.registry.reconcile([holder!], [holder!, rival!], opts);
-    assert.deepEqual(refused.failed.toSorted(), [
+    assert.deepEqual(refused.failed.map(failedStartText).toSorted(), [
       "p0: provider speaks protocol 'old', expected 'v1'",
       `p1: Ownership validation failed; resource claim conflict: claim '${KEY}' held by p0/dcmt_0 and p1/do_0 ` +
       "(each anolis.claim key must belong to one device)",
@@ -1134,7 +1134,7 @@ Deno.test("ProviderRegistry.reconcile with a host listener that throws on an add
     });
     assert.deepEqual(report.added, []);
     assert.deepEqual(report.failed, [
-      "p1: Provider p1 not registered: a host listener failed: listener broke",
+      { id: "p1", why: "Provider p1 not registered: a host listener failed: listener broke" },
     ]);
     assert.deepEqual(report.effective, [p0]);
     assert.equal(r.registry.host("p1"), undefined, "not left registered");
@@ -1149,7 +1149,7 @@ Deno.test("ProviderRegistry.reconcile with a host listener that throws on an add
       stopping: () => false,
     });
     assert.equal(again.failed.length, 1);
-    assert.match(again.failed[0]!, /a host listener failed/);
+    assert.match(again.failed[0]!.why, /a host listener failed/);
   } finally {
     await r.close();
   }
@@ -1216,7 +1216,7 @@ Deno.test("ProviderRegistry.whyNotRunning says why a configured provider has no 
     const again = { ...changed, timeoutMs: changed.timeoutMs + 1 };
     const refused = await r.registry.reconcile([p0!, changed, p2!], [p0!, again, p2!], opts);
     assert.deepEqual(refused.failed, [
-      "p1: Provider p1 not registered: a host listener failed: listener broke",
+      { id: "p1", why: "Provider p1 not registered: a host listener failed: listener broke" },
     ]);
     assert.deepEqual(why(), [
       null,
@@ -1233,7 +1233,7 @@ Deno.test("ProviderRegistry.whyNotRunning says why a configured provider has no 
       ...opts,
       stopping: () => true,
     });
-    assert.deepEqual(stopping.failed, ["p1: the runtime is stopping"]);
+    assert.deepEqual(stopping.failed, [{ id: "p1", why: "the runtime is stopping" }]);
     assert.deepEqual(why(), [
       null,
       "provider p1 is not running: a configuration reload failed to start it",
@@ -1276,7 +1276,7 @@ Deno.test("ProviderRegistry names a provider id of 10 kB cut to QUOTED_PROVIDER_
     const changed = { ...long, timeoutMs: long.timeoutMs + 1 };
     const refused = await r.registry.reconcile([p0!, long], [p0!, changed], opts);
     const notRegistered = `Provider ${cut} not registered: a host listener failed: listener broke`;
-    assert.deepEqual(refused.failed.map((f) => f.slice(id.length)), [`: ${notRegistered}`]);
+    assert.deepEqual(refused.failed, [{ id, why: notRegistered }]);
     assert.equal(
       r.registry.whyNotRunning(id),
       `provider ${cut} failed to start at a configuration reload (${notRegistered})`,

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import { rig } from "../helpers/rig.ts";
 import { refuseRegistration } from "../helpers/unregistered.ts";
 import { inertSim } from "../safety/_fixture.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 /** The reasons status gives for sim1's devices. */
 function reasonsOfSim1(s: { unverified_reasons: { device_handle: string; reason: string }[] }) {
@@ -29,7 +30,7 @@ Deno.test("Estop status names the devices of a provider whose reload replacement
     ...rt.config,
     providers: [rt.config.providers[0]!, { ...sim1, command: "/nonexistent/provider" }],
   });
-  assert.match(report.providers.failed.join(), /^sim1: cannot start provider/);
+  assert.match(report.providers.failed.map(failedStartText).join(), /^sim1: cannot start provider/);
   const reasons = reasonsOfSim1(rt.estop.status());
   assert.ok(reasons.length > 0, "its devices listed before are named");
   for (const { device_handle, reason } of reasons) {
@@ -55,7 +56,10 @@ Deno.test("Estop status names the devices of a provider whose reload replacement
     ...rt.config,
     providers: [rt.config.providers[0]!, { ...sim1, timeoutMs: sim1.timeoutMs + 1 }],
   });
-  assert.match(report.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.match(
+    report.providers.failed.map(failedStartText).join(),
+    /^sim1: Provider sim1 not registered/,
+  );
   assert.equal(rt.registry.host("sim1"), undefined);
   const reasons = reasonsOfSim1(rt.estop.status());
   assert.ok(reasons.length > 0, "its devices listed before are named");

@@ -11,6 +11,7 @@ import { parsePrometheusText } from "../helpers/prometheus_text.ts";
 import { rig } from "../helpers/rig.ts";
 import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers/unregistered.ts";
 import { inertSim } from "../safety/_fixture.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 Deno.test("GET /metrics lists a provider whose host a reload could not register as down, in the file's order", async () => {
   await using r = await rig({
@@ -22,7 +23,10 @@ Deno.test("GET /metrics lists a provider whose host a reload could not register 
   // A host listener that fails refuses the registration of sim1's replacement.
   refuseRegistration(rt.registry, "sim1");
   const reload = await rt.reload(withEntryChanged(rt.config, "sim1"));
-  assert.match(reload.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.match(
+    reload.providers.failed.map(failedStartText).join(),
+    /^sim1: Provider sim1 not registered/,
+  );
   assert.equal(rt.registry.host("sim1"), undefined);
   assert.deepEqual(rt.registry.configuredWithoutHost(), ["sim1"]);
 

@@ -15,6 +15,7 @@ import { rig } from "../helpers/rig.ts";
 import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers/unregistered.ts";
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 async function sims(more: Config["providers"] = []) {
   return await rig({
@@ -60,7 +61,10 @@ Deno.test("providers/health lists a provider whose host a reload could not regis
   // A host listener that fails refuses the registration of sim1's replacement.
   refuseRegistration(rt.registry, "sim1");
   const first = await rt.reload(withEntryChanged(rt.config, "sim1"));
-  assert.match(first.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.match(
+    first.providers.failed.map(failedStartText).join(),
+    /^sim1: Provider sim1 not registered/,
+  );
   assert.equal(rt.registry.host("sim1"), undefined);
 
   // apiFetch: the answer is checked against the OpenAPI document as well.
@@ -161,13 +165,16 @@ Deno.test("providers/health lists every provider in the configuration file's ord
     ...rt.config,
     providers: good.map((p) => p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p),
   });
-  assert.match(broken.providers.failed.join(), /^sim1: cannot start provider/);
+  assert.match(broken.providers.failed.map(failedStartText).join(), /^sim1: cannot start provider/);
   assert.deepEqual(ids(), [["sim0", "RUNNING"], ["sim1", "DOWN"], ["sim2", "RUNNING"]]);
 
   // sim1's host cannot be registered (a host listener fails): no host at all.
   refuseRegistration(rt.registry, "sim1");
   const refused = await rt.reload(withEntryChanged({ ...rt.config, providers: good }, "sim1"));
-  assert.match(refused.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.match(
+    refused.providers.failed.map(failedStartText).join(),
+    /^sim1: Provider sim1 not registered/,
+  );
   assert.equal(rt.registry.host("sim1"), undefined);
   assert.deepEqual(ids(), [["sim0", "RUNNING"], ["sim1", "DOWN"], ["sim2", "RUNNING"]]);
 });

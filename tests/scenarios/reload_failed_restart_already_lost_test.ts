@@ -10,6 +10,7 @@ import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 Deno.test("Reload: a provider down already whose restart fails notes no second device loss", async () => {
   await using r = await rig({
@@ -42,7 +43,7 @@ Deno.test("Reload: a provider down already whose restart fails notes no second d
       p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p
     ),
   });
-  assert.match(result.providers.failed.join(), /^sim1: cannot start provider/);
+  assert.match(result.providers.failed.map(failedStartText).join(), /^sim1: cannot start provider/);
   await new Promise((resolve) => setTimeout(resolve, 200)); // a join is told in a microtask
   assert.deepEqual(lost(), listed, `each device lost once:\n${noted.join("\n")}`);
 });

@@ -16,6 +16,7 @@ import { type Inventory, programmableProvider, T } from "../helpers/programmable
 import { rig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { automationConfig, TreeDir, treeXml } from "./automation_helpers.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 /** p0's inventory: `other` always, `probe` (the device the tree reads) when `withProbe`. */
 function inventory(withProbe: boolean): Inventory {
@@ -73,7 +74,7 @@ Deno.test("Reload: a device a failed start lost and a later start leaves out sta
         p.id === "p0" ? { ...p, command: "/nonexistent/provider" } : p
       ),
     });
-    assert.match(broken.providers.failed.join(), /^p0: cannot start provider/);
+    assert.match(broken.providers.failed.map(failedStartText).join(), /^p0: cannot start provider/);
     await Deno.writeTextFile(invFile, JSON.stringify(inventory(false)));
     const fixed = await rt.reload(good);
     assert.deepEqual(fixed.providers.added, ["p0"]);

@@ -23,6 +23,7 @@ import { rig } from "../helpers/rig.ts";
 import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers/unregistered.ts";
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 /**
  * How far an incident's date may lie from the test's Date.now() reads around the event although
@@ -84,14 +85,14 @@ Deno.test("Reload: a provider whose restart failed to start is not removed by th
   const rt = r.kernel;
   const broken = withBrokenSim1(rt);
   const first = await rt.reload(broken);
-  assert.match(first.providers.failed.join(), /^sim1: cannot start provider/);
+  assert.match(first.providers.failed.map(failedStartText).join(), /^sim1: cannot start provider/);
   await waitFor("sim1's motor latched", () => sim1Motor(rt).latched);
   const lost = { latched: true, unverified: NO_LONGER_LISTED, uncovered: true };
   assert.deepEqual(sim1Motor(rt), lost);
 
   // The same file again: sim1 is started again and fails again; its entry never left the file.
   const second = await rt.reload(broken);
-  assert.match(second.providers.failed.join(), /^sim1: cannot start provider/);
+  assert.match(second.providers.failed.map(failedStartText).join(), /^sim1: cannot start provider/);
   assert.deepEqual(second.providers.removed, []);
   assert.deepEqual(sim1Motor(rt), lost);
   const released = r.lines.filter((l) => l.includes(`released "${MOTOR}"`));
@@ -133,7 +134,10 @@ Deno.test("Reload: a provider whose restart was not registered is not removed: i
   refuseRegistration(rt.registry, "sim1");
   const changed = withEntryChanged(rt.config, "sim1");
   const first = await rt.reload(changed);
-  assert.match(first.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.match(
+    first.providers.failed.map(failedStartText).join(),
+    /^sim1: Provider sim1 not registered/,
+  );
   assert.equal(rt.registry.host("sim1"), undefined);
   const lost = {
     latched: true,
@@ -145,7 +149,10 @@ Deno.test("Reload: a provider whose restart was not registered is not removed: i
 
   // The same file again, the listener still failing: sim1 is still configured.
   const second = await rt.reload(changed);
-  assert.match(second.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.match(
+    second.providers.failed.map(failedStartText).join(),
+    /^sim1: Provider sim1 not registered/,
+  );
   assert.deepEqual(sim1Motor(rt), lost);
   const released = r.lines.filter((l) => l.includes(`released "${MOTOR}"`));
   assert.deepEqual(released, [], "nothing released the latch");
@@ -225,7 +232,10 @@ async function droppedAfterNotRegistered(more: Config["providers"]) {
   refuseRegistration(rt.registry, "sim1");
   const changed = withEntryChanged(rt.config, "sim1");
   const first = await rt.reload(changed);
-  assert.match(first.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.match(
+    first.providers.failed.map(failedStartText).join(),
+    /^sim1: Provider sim1 not registered/,
+  );
   assert.deepEqual(await overHttp(), {
     latched: true,
     unverified: "its provider sim1 failed to start at a configuration reload (Provider sim1 " +
@@ -297,7 +307,11 @@ for (
     const result = await rt.reload(next);
     const after = Date.now();
     unsubscribe();
-    assert.equal(result.providers.failed.length, 1, result.providers.failed.join());
+    assert.equal(
+      result.providers.failed.length,
+      1,
+      result.providers.failed.map(failedStartText).join(),
+    );
     // Not on purpose any more: its devices' condition says why, not that it is being restarted.
     const c = rt.outages.condition("sim1", "motorctl0");
     assert.equal(c.kind, "down");

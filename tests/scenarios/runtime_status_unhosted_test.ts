@@ -16,6 +16,7 @@ import { rig } from "../helpers/rig.ts";
 import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers/unregistered.ts";
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 async function sims(more: Config["providers"] = []) {
   return await rig({
@@ -46,7 +47,10 @@ Deno.test("runtime/status lists a provider whose host a reload could not registe
   await using server = await serveKernelApi(rt);
   refuseRegistration(rt.registry, "sim1");
   const report = await rt.reload(withEntryChanged(rt.config, "sim1"));
-  assert.match(report.providers.failed.join(), /^sim1: Provider sim1 not registered/);
+  assert.match(
+    report.providers.failed.map(failedStartText).join(),
+    /^sim1: Provider sim1 not registered/,
+  );
   assert.equal(rt.registry.host("sim1"), undefined);
 
   const providers = await statusProviders(server.port);
@@ -103,7 +107,7 @@ Deno.test("runtime/status lists the providers in the configuration file's order,
       p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p
     ),
   });
-  assert.match(broken.providers.failed.join(), /^sim1: cannot start provider/);
+  assert.match(broken.providers.failed.map(failedStartText).join(), /^sim1: cannot start provider/);
   const providers = await statusProviders(server.port);
   assert.deepEqual(providers.map((p) => [p.provider_id, p.state]), [
     ["sim0", "AVAILABLE"],

@@ -22,6 +22,7 @@ import {
 } from "../helpers/sparkplug_host.ts";
 import { sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 const GROUP = "lab";
 const NODE = "rig-reload-restart";
@@ -145,7 +146,10 @@ Deno.test({
           p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p
         ),
       });
-      assert.match(broken.providers.failed.join(), /^sim1: cannot start provider/);
+      assert.match(
+        broken.providers.failed.map(failedStartText).join(),
+        /^sim1: cannot start provider/,
+      );
       const listedDown = await relayAnswer(host, alias);
       assert.equal(listedDown.length, 1);
       assert.ok(

@@ -13,6 +13,7 @@ import { lastNodeIntMetric, type Received, sparkplugHost } from "../helpers/spar
 import { refuseRegistration, withEntryChanged } from "../helpers/unregistered.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { Config } from "../../src/config/mod.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 const GROUP = "lab";
 const NODE = "rig-unhosted";
@@ -54,7 +55,10 @@ Deno.test({
 
       refuseRegistration(rt.registry, "p1");
       const reload = await rt.reload(withEntryChanged(rt.config, "p1"));
-      assert.match(reload.providers.failed.join(), /^p1: Provider p1 not registered/);
+      assert.match(
+        reload.providers.failed.map(failedStartText).join(),
+        /^p1: Provider p1 not registered/,
+      );
       assert.deepEqual(rt.registry.configuredWithoutHost(), ["p1"]);
 
       await waitFor(

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import type { ProviderConfig } from "../../src/config/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { dbl, type Inventory, startProgrammable, T } from "../helpers/programmable_provider.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 const BOTH: Inventory = {
   devices: {
@@ -178,11 +179,11 @@ Deno.test("StateCache keeps the removal date of a provider's devices through rel
     refuse = true;
     fx.clock.wallMs = t + 1_000;
     const first = await reconcile([p0], [p0Changed]);
-    assert.match(first.failed.join(), /^p0: Provider p0 not registered/);
+    assert.match(first.failed.map(failedStartText).join(), /^p0: Provider p0 not registered/);
     // NTP steps the wall clock back a minute; a reload of the same file fails the same way.
     fx.clock.wallMs = t - 60_000;
     const second = await reconcile(first.effective, [p0Changed]);
-    assert.match(second.failed.join(), /^p0: Provider p0 not registered/);
+    assert.match(second.failed.map(failedStartText).join(), /^p0: Provider p0 not registered/);
     // A reload registers it: d0 comes back, dated no earlier than its removal.
     refuse = false;
     const third = await reconcile(second.effective, [p0Changed]);
@@ -198,7 +199,7 @@ Deno.test("StateCache keeps the removal date of a provider's devices through rel
     refuse = true;
     fx.clock.wallMs = t + 2_000;
     const fourth = await reconcile(third.effective, [p0]);
-    assert.match(fourth.failed.join(), /^p0: Provider p0 not registered/);
+    assert.match(fourth.failed.map(failedStartText).join(), /^p0: Provider p0 not registered/);
     await reconcile(fourth.effective, []);
     assert.equal(fx.registry.configured("p0"), false);
     assert.deepEqual(fx.cache.providerDevices("p0"), []);

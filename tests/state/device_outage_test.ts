@@ -29,6 +29,7 @@ import type { FakeProvider } from "../helpers/fake_provider.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
+import { failedStartText } from "../../src/providers/mod.ts";
 
 const DOWN_AFTER_MS = 500;
 
@@ -1543,7 +1544,7 @@ Deno.test("DeviceOutages: a provider a reload adds, registered and not up, reads
     const report = await reload;
     assert.deepEqual(report.added, []);
     // The stop cut its start (its host stopped under its Hello): not started, the stop's doing.
-    assert.deepEqual(report.failed, ["p1: the runtime is stopping"]);
+    assert.deepEqual(report.failed, [{ id: "p1", why: "the runtime is stopping" }]);
   } finally {
     await r.fx.registry.host("p1")?.stop(2000);
     await r.close();
@@ -1594,7 +1595,7 @@ Deno.test("DeviceOutages: a provider a reload restarts, its successor registered
     const report = await reload;
     assert.deepEqual(report.restarted, []);
     // The stop cut its start (its host stopped under its Hello): not started, the stop's doing.
-    assert.deepEqual(report.failed, ["p0: the runtime is stopping"]);
+    assert.deepEqual(report.failed, [{ id: "p0", why: "the runtime is stopping" }]);
     // Nothing told the pump lost meanwhile (the take-out told it down on purpose; the stop tells
     // nothing of a device its successor never listed).
     assert.deepEqual(r.changes.slice(told), []);
@@ -1644,7 +1645,7 @@ Deno.test("DeviceOutages: a provider a reload adds, not registered yet when the 
     letGo();
     const report = await reload;
     assert.deepEqual([report.added, report.restarted], [[], []]);
-    assert.deepEqual(report.failed.sort(), [
+    assert.deepEqual(report.failed.map(failedStartText).sort(), [
       "p0: the runtime is stopping",
       "p1: the runtime is stopping",
     ]);

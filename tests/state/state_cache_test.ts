@@ -1655,3 +1655,24 @@ Deno.test("a host a reload removes tells stream clients its devices are gone, as
     await settleOn(clock, old.stop(1000));
   }, { poll: true, intervalMs: 100, manual: clock });
 });
+
+Deno.test("StateCache.pollsEnded: set as stop() begins and by detachProviders(); a start() clears it unless detached", async () => {
+  await withFixture(D0, async (fx) => {
+    assert.equal(fx.cache.pollsEnded, false, "before start(): nothing ended");
+    await fx.cache.start();
+    assert.equal(fx.cache.pollsEnded, false, "polling");
+    const stopping = fx.cache.stop();
+    // Said before the polls in flight have ended: the interlock gate reads it from then on.
+    assert.equal(fx.cache.pollsEnded, true, "as stop() begins");
+    await stopping;
+    assert.equal(fx.cache.pollsEnded, true, "stopped");
+    await fx.cache.start();
+    assert.equal(fx.cache.pollsEnded, false, "polling again");
+    fx.cache.detachProviders();
+    assert.deepEqual([fx.cache.pollsEnded, fx.cache.providersDetached], [true, true], "detached");
+    await fx.cache.stop();
+    await fx.cache.start();
+    assert.equal(fx.cache.pollsEnded, true, "a start() refreshes nothing of a detached cache");
+    await fx.cache.stop();
+  });
+});
