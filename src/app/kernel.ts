@@ -22,7 +22,9 @@ import {
   internal,
   type Logger,
   type LogLevel,
+  MAX_NAMED_IN_WARNING,
   type MqttConnect,
+  namedList,
   namedProviderId,
   neverThrowing,
   type ProcessStats,
@@ -3574,7 +3576,9 @@ export class Kernel {
 /**
  * The reload's notes on the alarms and interlocks of `config` that read a provider of `notRunning`
  * (id -> why it is not running): their input is bad, so an alarm with `on_bad_quality: alarm`
- * raises (and runs its action) and an interlock engages (docs/safety.md sec. 9).
+ * raises (and runs its action) and an interlock engages (docs/safety.md sec. 9). Their ids (each
+ * at most 64 characters, ALARM_ID_PATTERN) are named up to MAX_NAMED_IN_WARNING, the rest
+ * counted: a configuration of thousands on one provider makes no note of any length.
  */
 function protectionsNotRunning(
   config: Config,
@@ -3596,14 +3600,16 @@ function protectionsNotRunning(
   if (alarms.length > 0) {
     notes.push(
       `alarms on provider(s) not running (${which(alarms.map((a) => a.providerId))}), their ` +
-        `input bad: ${alarms.map((a) => `${a.id} (action ${a.action})`).join(", ")}`,
+        `input bad: ${
+          namedList(alarms.map((a) => `${a.id} (action ${a.action})`), MAX_NAMED_IN_WARNING)
+        }`,
     );
   }
   if (interlocks.length > 0) {
     const read = interlocks.flatMap((il) => il.signals.map((s) => s.providerId));
     notes.push(
       `interlocks on provider(s) not running (${which(read)}), engaged: ${
-        interlocks.map((il) => il.id).join(", ")
+        namedList(interlocks.map((il) => il.id), MAX_NAMED_IN_WARNING)
       }`,
     );
   }

@@ -21,7 +21,11 @@ import {
   type FunctionSpec,
   invalidArgument,
   type Logger,
+  MAX_NAMED_IN_WARNING,
   namedDeviceHandle,
+  namedHandle,
+  namedList,
+  namedProviderId,
   notFound,
   parseDeviceHandle,
   providerText,
@@ -506,9 +510,7 @@ export class AutomationEngine {
     const blocked = this.#blockedDevices();
     if (blocked.length > 0) {
       return {
-        message: `refusing AUTO: the behavior tree names ${
-          blocked.map((b) => `${b.device_handle} (${b.reason})`).join(", ")
-        }`,
+        message: `refusing AUTO: the behavior tree names ${blockedNamed(blocked)}`,
         refusedBy: "device_loss",
       };
     }
@@ -727,9 +729,12 @@ export class AutomationEngine {
           since_epoch_ms: c.sinceMono === null ? null : this.#outageDate(handle, c.sinceMono, null),
         });
       } else if (inventory && !inventory.providerAvailable(dev.providerId)) {
-        out.push(blockedNow(handle, `provider ${dev.providerId} is UNAVAILABLE`));
+        // The tree's provider id, any length: cut as every reason naming a provider cuts it.
+        const provider = namedProviderId(dev.providerId);
+        out.push(blockedNow(handle, `provider ${provider} is UNAVAILABLE`));
       } else if (inventory && !inventory.devicesOf(dev.providerId).includes(dev.deviceId)) {
-        out.push(blockedNow(handle, `not in the inventory of provider ${dev.providerId}`));
+        const provider = namedProviderId(dev.providerId);
+        out.push(blockedNow(handle, `not in the inventory of provider ${provider}`));
       }
     }
     return out;
@@ -1212,14 +1217,23 @@ export class AutomationEngine {
     // What the tree's recent calls found (outages first): why a stalled tree keeps failing.
     const callProblems = outages.length > 0
       ? `device outage: ${
-        outages.map((o) => `${o.device_handle} (${o.consecutive_failures} calls failed)`)
-          .join(", ")
+        namedList(
+          outages.map((o) =>
+            `${namedHandle(o.device_handle)} (${o.consecutive_failures} calls failed)`
+          ),
+          MAX_NAMED_IN_WARNING,
+        )
       }`
       : refused.length > 0
       ? `calls refused: ${
-        refused.map((r) =>
-          `${r.device_handle} ${r.function} by ${r.refused_by} (${r.consecutive_refusals} in a row)`
-        ).join(", ")
+        namedList(
+          refused.map((r) =>
+            `${namedHandle(r.device_handle)} ${
+              providerText(r.function)
+            } by ${r.refused_by} (${r.consecutive_refusals} in a row)`
+          ),
+          MAX_NAMED_IN_WARNING,
+        )
       }`
       : null;
     const lastError = base.last_error ?? callProblems;
@@ -1417,6 +1431,17 @@ function refuserName(gate: string, err: unknown): string {
   return gate;
 }
 
+/**
+ * The devices that block AUTO as its refusal names them, `provider/device (reason)`: each handle
+ * (the tree's, any length) cut as namedHandle, up to MAX_NAMED_IN_WARNING named, the rest counted.
+ */
+function blockedNamed(blocked: readonly BlockedDevice[]): string {
+  return namedList(
+    blocked.map((b) => `${namedHandle(b.device_handle)} (${b.reason})`),
+    MAX_NAMED_IN_WARNING,
+  );
+}
+
 function blockedNow(handle: string, reason: string): BlockedDevice {
   return { device_handle: handle, condition: "down", reason, since_epoch_ms: null };
 }
@@ -1431,11 +1456,15 @@ function whyNotRunning(
   callProblems: string | null,
   { autoRefusal }: { autoRefusal: string | null },
 ): string {
+  // The tree's handles and the latched devices' ids (a configured provider id, any length) cut as
+  // namedDeviceHandle names them; a large machine's lists named up to MAX_NAMED_IN_WARNING.
   const devices = blocked.map((b) =>
-    `${b.device_handle} is ${b.condition === "down" ? "down" : "failing"} (${b.reason})`
+    `${namedHandle(b.device_handle)} is ${
+      b.condition === "down" ? "down" : "failing"
+    } (${b.reason})`
   );
   const blockedText = devices.length > 0
-    ? `; AUTO is refused while ${devices.join(", ")}`
+    ? `; AUTO is refused while ${namedList(devices, MAX_NAMED_IN_WARNING)}`
     : autoRefusal !== null
     ? `; ${autoRefusal}`
     : "";
@@ -1449,13 +1478,20 @@ function whyNotRunning(
         `re-arm (FAULT -> MANUAL -> AUTO) after fixing the cause${blockedText}`;
     case "device_loss_latch":
       return `device-loss latch: ${
-        [
-          ...latched.map((e) => `${e.providerId}/${e.deviceId} was lost (${e.reason})`),
-          ...wide.map((w) =>
-            `${w.losses} more device(s) of ${w.providerId} were lost, held as one entry (the ` +
-            `latest ${w.providerId}/${w.lastDeviceId}: ${w.lastReason})`
-          ),
-        ].join(", ")
+        namedList(
+          [
+            ...latched.map((e) =>
+              `${namedDeviceHandle(e.providerId, e.deviceId)} was lost (${e.reason})`
+            ),
+            ...wide.map((w) =>
+              `${w.losses} more device(s) of ${
+                namedProviderId(w.providerId)
+              } were lost, held as one entry (the ` +
+              `latest ${namedDeviceHandle(w.providerId, w.lastDeviceId)}: ${w.lastReason})`
+            ),
+          ],
+          MAX_NAMED_IN_WARNING,
+        )
       }; mode FAULT: re-arm deliberately (FAULT -> MANUAL -> AUTO)${blockedText}`;
     case "mode":
       // FAULT -> AUTO and IDLE -> AUTO are no transitions: the remedy goes through MANUAL (an

@@ -42,6 +42,8 @@ import {
   deviceHandle,
   failedPrecondition,
   type Logger,
+  namedDeviceHandle,
+  namedProviderId,
   neverThrowing,
   quoteDeviceHandle,
   transitionDate,
@@ -396,21 +398,25 @@ export class DeviceLossLatch {
     const { providerId, deviceId } = ctx.device.device;
     const handle = deviceHandle(providerId, deviceId);
     const entry = this.#latched.get(handle);
+    // The device's ids (a configured provider id: any length) cut, as every reason names them.
+    const named = namedDeviceHandle(providerId, deviceId);
     if (!entry) {
       const wide = this.#wide.get(providerId);
       if (wide === undefined || wide.exempt.has(deviceId)) return null;
       return failedPrecondition(
         `Device-loss latch: more than ${MAX_LATCHED_DEVICES_PER_PROVIDER} devices of ` +
-          `${providerId} were lost (${wide.losses} held as one entry, the latest ` +
-          `${deviceHandle(providerId, wide.lastDeviceId)}: ${wide.lastReason} at ` +
-          `${new Date(wide.lastAtMs).toISOString()}) and ${handle} was not listed and up when ` +
+          `${
+            namedProviderId(providerId)
+          } were lost (${wide.losses} held as one entry, the latest ` +
+          `${namedDeviceHandle(providerId, wide.lastDeviceId)}: ${wide.lastReason} at ` +
+          `${new Date(wide.lastAtMs).toISOString()}) and ${named} was not listed and up when ` +
           "the entry was made or AUTO was last entered, or was lost since: it may be one of " +
           "them; automation may not command it until an operator enters AUTO again while it is " +
           `up (${ctx.fn.name} refused)`,
       );
     }
     return failedPrecondition(
-      `Device-loss latch: ${handle} was lost (${entry.reason} at ${
+      `Device-loss latch: ${named} was lost (${entry.reason} at ${
         new Date(entry.atMs).toISOString()
       }); automation may not command it until an operator enters AUTO again ` +
         `(${ctx.fn.name} refused)`,
@@ -632,6 +638,8 @@ export class DeviceLossLatch {
     // Decided in this step, before any await: FAULT is committed synchronously by forceFault.
     const fault = this.#o.modes.current() === "AUTO" && this.#o.treeDependsOn(handle);
     this.#latch(providerId, deviceId, reason, change.atWallMs);
+    // The device's ids (a configured provider id: any length) cut in the reasons below.
+    const named = namedDeviceHandle(providerId, deviceId);
     if (!fault) {
       // MANUAL -> AUTO running its before-hooks was judged with this device up: refused at its
       // commit even if the device is back by then (its return would release the latch there and
@@ -640,14 +648,14 @@ export class DeviceLossLatch {
         // The remedy is the device's, not the configuration's: it stays latched, and entering
         // AUTO once it is back releases it.
         this.#o.modes.invalidateAutoEntry?.(
-          `${handle}, a device the behavior tree depends on, was lost (${reason})`,
-          `${handle} stays latched: request AUTO again once it is back (entering AUTO releases it)`,
+          `${named}, a device the behavior tree depends on, was lost (${reason})`,
+          `${named} stays latched: request AUTO again once it is back (entering AUTO releases it)`,
           "device_loss",
         );
       }
       return;
     }
-    const why = `device-loss latch: ${handle} is down (${reason})`;
+    const why = `device-loss latch: ${named} is down (${reason})`;
     this.#forcedFault = handle;
     const quoted = quoteDeviceHandle(providerId, deviceId);
     this.#log.error(
@@ -679,19 +687,20 @@ export class DeviceLossLatch {
     const lost = entry !== undefined
       ? entry.reason
       : `held in its provider's provider-wide entry, the latest ` +
-        `${deviceHandle(providerId, wide!.lastDeviceId)}: ${wide!.lastReason}`;
+        `${namedDeviceHandle(providerId, wide!.lastDeviceId)}: ${wide!.lastReason}`;
+    const named = namedDeviceHandle(providerId, deviceId);
     if (condition.kind === "failing") {
       this.#o.modes.invalidateAutoEntry?.(
-        `${handle}, a device the behavior tree depends on, is no longer down, not answering ` +
+        `${named}, a device the behavior tree depends on, is no longer down, not answering ` +
           `(${condition.reason}; it was lost: ${lost})`,
-        `${handle} stays latched: request AUTO again once it answers (entering AUTO releases it)`,
+        `${named} stays latched: request AUTO again once it answers (entering AUTO releases it)`,
         "device_loss",
       );
       return;
     }
     this.#o.modes.invalidateAutoEntry?.(
-      `${handle}, a device the behavior tree depends on, came back (it was lost: ${lost})`,
-      `${handle} stays latched: request AUTO again now that it is back (entering AUTO ` +
+      `${named}, a device the behavior tree depends on, came back (it was lost: ${lost})`,
+      `${named} stays latched: request AUTO again now that it is back (entering AUTO ` +
         "releases it)",
       "device_loss",
     );

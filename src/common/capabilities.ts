@@ -44,6 +44,19 @@ export function namedDeviceHandle(providerId: string, deviceId: string): string 
 }
 
 /**
+ * A device handle as its writer gave it (`provider/device`: a tree's literal or computed handle, a
+ * hook's call), as a log line or a message names it unquoted: namedDeviceHandle of its parts, a
+ * handle without a `/` cut as a provider id. For handles the runtime built from a device's ids,
+ * namedDeviceHandle(providerId, deviceId) says the same.
+ */
+export function namedHandle(handle: DeviceHandle): string {
+  const providerId = providerIdOf(handle);
+  return providerId === handle
+    ? namedProviderId(handle)
+    : namedDeviceHandle(providerId, handle.slice(providerId.length + 1));
+}
+
+/**
  * A device in a log line: `"provider_id/device_id"`, cut as namedDeviceHandle first (the device
  * id, a provider's text, to QUOTED_DEVICE_ID_CHARS, the provider id to QUOTED_PROVIDER_ID_CHARS),
  * then quoted as quoteProviderTextWithin quotes (quoteCutText: JSON, DEL, C1 and U+2028/U+2029

@@ -41,8 +41,8 @@ import {
   latestDate,
   type Logger,
   MAX_NAMED_IN_WARNING,
-  namedDeviceHandle,
   namedDeviceId,
+  namedHandle,
   namedList,
   namedProviderId,
   neverThrowing,
@@ -1906,21 +1906,11 @@ function hookFailureLine(f: HookFailure): string {
 
 /**
  * A hook call as a log line or a veto names it, `provider/device function`: the device as
- * namedCallDevice, the function (its configured name, or its id) cut as providerText.
+ * namedHandle (its configured handle), the function (its configured name, or its id) cut as
+ * providerText.
  */
 function namedCall(handle: string, fn: string): string {
-  return `${namedCallDevice(handle)} ${providerText(fn)}`;
-}
-
-/**
- * A hook call's device handle (`provider/device`, configured) as a log line or a veto names it:
- * namedDeviceHandle of its parts (a handle without a `/` cut as a provider id).
- */
-function namedCallDevice(handle: string): string {
-  const providerId = providerIdOf(handle);
-  return providerId === handle
-    ? namedProviderId(handle)
-    : namedDeviceHandle(providerId, handle.slice(providerId.length + 1));
+  return `${namedHandle(handle)} ${providerText(fn)}`;
 }
 
 /** A FAULT reason in a log line: cut to QUOTED_FAULT_REASON_CHARS and JSON-quoted. */

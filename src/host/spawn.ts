@@ -77,15 +77,20 @@ const live = new Set<LiveGroup>();
 export const spawnProcess: SpawnFn = (options: SpawnOptions): ProviderProcess => {
   takeSecrets();
   const blanked = Object.fromEntries([...unscrubbable].map((n) => [n, ""]));
-  const child = new Deno.Command(options.command, {
-    args: [...options.args],
-    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "piped",
-    detached: true,
-    ...(unscrubbable.size > 0 ? { env: blanked } : {}),
-  }).spawn();
+  let child: Deno.ChildProcess;
+  try {
+    child = new Deno.Command(options.command, {
+      args: [...options.args],
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+      detached: true,
+      ...(unscrubbable.size > 0 ? { env: blanked } : {}),
+    }).spawn();
+  } catch (err) {
+    throw withoutCommand(err, options.command);
+  }
   const pgid = child.pid;
   let groupEnded = false;
   let sigkilled = false;
@@ -124,6 +129,20 @@ export const spawnProcess: SpawnFn = (options: SpawnOptions): ProviderProcess =>
     kill,
   };
 };
+
+/**
+ * Deno's spawn error names the command whole (`Failed to spawn '<command>': <reason>`): configured
+ * text of any length and any character. The caller names the command itself (cut and quoted:
+ * ProviderSession), so the error says `Failed to spawn: <reason>`, keeping its class
+ * (Deno.errors.NotFound, ...). Another wording is left as it is.
+ */
+function withoutCommand(err: unknown, command: string): unknown {
+  const named = `Failed to spawn '${command}': `;
+  if (err instanceof Error && err.message.startsWith(named)) {
+    err.message = `Failed to spawn: ${err.message.slice(named.length)}`;
+  }
+  return err;
+}
 
 /**
  * Sends `signal` to process group `pgid`. True when delivered or when the group no longer exists

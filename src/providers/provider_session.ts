@@ -328,9 +328,13 @@ export class ProviderSession {
     try {
       this.#proc = deps.spawn({ command, args: cfg.args, cwd: deps.cwd });
     } catch (err) {
-      // The configured id (any length) cut, as every line naming a provider cuts it.
+      // The configured id (any length) cut, as every line naming a provider cuts it; the command
+      // (configured, any length and any character) cut and quoted, as the config's messages
+      // quote it (the host's spawn names it in none of its errors: spawnProcess).
       throw unavailable(
-        `cannot start provider '${namedProviderId(cfg.id)}' (${command}): ${errorMessage(err)}`,
+        `cannot start provider '${namedProviderId(cfg.id)}' (${quote(command)}): ${
+          errorMessage(err)
+        }`,
         err,
       );
     }

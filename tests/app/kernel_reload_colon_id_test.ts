@@ -75,8 +75,8 @@ Deno.test("Kernel.reload in AUTO names the providers it holds back, failed to st
       assert.deepEqual(report(first.refused), [
         `providers: mode is AUTO: removal or change of ${cut(held)} held back; ` +
         `failed to start: ${cut(broken)}: cannot start provider '${cut(broken)}' ` +
-        `(/nonexistent/provider): ${
-          first.providers.failed[0]!.why.split("(/nonexistent/provider): ")[1]
+        `("/nonexistent/provider"): ${
+          first.providers.failed[0]!.why.split(`("/nonexistent/provider"): `)[1]
         }`,
       ]);
       assert.ok(first.refused[0]!.why.length < 1000, `${first.refused[0]!.why.length} chars`);

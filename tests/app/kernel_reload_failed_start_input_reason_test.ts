@@ -6,6 +6,7 @@
  * inventory lacks the device, which reads as a typo in the file (docs/alarms.md sec. 1).
  */
 import assert from "node:assert/strict";
+import { MAX_NAMED_IN_WARNING } from "../../src/common/mod.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
@@ -57,6 +58,57 @@ interlocks:
       interlock!.inputs[0]!.bad_input ?? "",
       /failed to start at a configuration reload/,
     );
+  } finally {
+    await rt.stop();
+  }
+});
+
+Deno.test("Kernel.reload failing to restart a provider names up to MAX_NAMED_IN_WARNING of the alarms and interlocks on it in its notes, the rest counted", async () => {
+  const n = MAX_NAMED_IN_WARNING + 5;
+  // Ids of 64 characters (the longest ALARM_ID_PATTERN allows), numbered at the end.
+  const id = (kind: string, i: number) => `${kind}_${"x".repeat(60)}${String(i).padStart(2, "0")}`;
+  const p = alarmsConfig(
+    "alarms:\n" +
+      Array.from(
+        { length: n },
+        (_, i) => `  - { id: ${id("a", i)}, signal: sim1/tempctl0/tc1_temp, hihi: 500 }\n`,
+      ).join("") +
+      "interlocks:\n" +
+      Array.from(
+        { length: n },
+        (_, i) =>
+          `  - id: ${id("i", i)}\n    block: [sim0/motorctl0/set_motor_duty]\n` +
+          `    while: 'sim1/tempctl0/tc1_temp > 1000'\n    message: waits for sim1\n`,
+      ).join(""),
+    ["sim0", "sim1"],
+  );
+  const rt = await startRuntime(
+    testConfig({
+      providers: [simProvider("sim0"), simProvider("sim1")],
+      alarms: p.alarms,
+      interlocks: p.interlocks,
+    }),
+    { arm: true },
+  );
+  try {
+    const report = await rt.reload({
+      ...rt.config,
+      providers: rt.config.providers.map((q) =>
+        q.id === "sim1" ? { ...q, command: "/nonexistent/provider" } : q
+      ),
+    });
+    assert.deepEqual(report.providers.failed.map((f) => f.id), ["sim1"]);
+    const alarms = report.notes.find((note) =>
+      note.startsWith("alarms on provider(s) not running")
+    );
+    const named = Array.from(
+      { length: MAX_NAMED_IN_WARNING },
+      (_, i) => `${id("a", i)} (action none)`,
+    ).join(", ");
+    assert.ok(alarms?.endsWith(`their input bad: ${named} and 5 more`), alarms?.slice(-300));
+    const interlocks = report.notes.find((note) => note.startsWith("interlocks on provider(s)"));
+    const engaged = Array.from({ length: MAX_NAMED_IN_WARNING }, (_, i) => id("i", i)).join(", ");
+    assert.ok(interlocks?.endsWith(`engaged: ${engaged} and 5 more`), interlocks?.slice(-300));
   } finally {
     await rt.stop();
   }

@@ -390,7 +390,7 @@ Deno.test("Kernel.reload in AUTO of a tree file that does not load is refused wi
       assert.deepEqual(refusedSections(r), ["automation.behavior_tree"], "still refused in AUTO");
       assert.match(
         r.refused[0]!.why,
-        /^mode is AUTO: .*Failed to load behavior tree .*idle\.xml: 1 error\(s\)\n .*idle\.xml:\d+:\d+: error: .*unknown node type 'Sleeep'/s,
+        /^mode is AUTO: .*Failed to load behavior tree .*idle\.xml: 1 error\(s\)\n .*idle\.xml:\d+:\d+: error: .*unknown node type "Sleeep"/s,
       );
       assert.equal(rt.modes.current(), "AUTO", "the running tree keeps running");
     } finally {

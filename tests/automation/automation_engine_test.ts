@@ -4,10 +4,12 @@ import {
   type DeviceCapabilities,
   type FunctionSpec,
   type Logger,
+  MAX_NAMED_IN_WARNING,
   NO_FUNCTION_POLICY,
   PROVIDER_TEXT_CHARS,
   type Quality,
   QUOTED_DEVICE_ID_CHARS,
+  QUOTED_PROVIDER_ID_CHARS,
   type SignalSpec,
   type TypedValue,
 } from "../../src/common/mod.ts";
@@ -247,7 +249,7 @@ Deno.test("AutomationEngine forces FAULT when a tick throws", async () => {
   await started({ engine, modes }, "AUTO");
   assert.equal(engine.runner!.tickOnce(), null);
   assert.equal(modes.faults.length, 1);
-  assert.match(modes.faults[0]!, /^automation fault: .*'y'.*Main\/Script\[0\]/);
+  assert.match(modes.faults[0]!, /^automation fault: .*"y".*Main\/Script\[0\]/);
   assert.equal(modes.mode, "FAULT");
   assert.equal(engine.status().execution_status, "failed");
 });
@@ -269,7 +271,7 @@ Deno.test("AutomationEngine status reflects a re-arm at once, not the throw of t
     "FAULT -> MANUAL",
   );
   assert.equal(s.engine_diagnostics.error_count, 1, "the throw stays counted");
-  assert.match(s.last_error ?? "", /'y'/, "and its error stays the last one");
+  assert.match(s.last_error ?? "", /"y"/, "and its error stays the last one");
 
   modes.set("AUTO"); // before the first tick
   s = engine.status();
@@ -518,7 +520,7 @@ Deno.test("AutomationEngine reloadTree loads the tree again when only a file it 
   files["/bt/common.xml"] = xmlRoot(`<BehaviorTree ID="Hold"><Sleeep msec="7"/></BehaviorTree>`);
   const r = await engine.reloadTree(TREE, 10);
   assert.ok(typeof r === "object", `refused with the file's diagnostics, not ${JSON.stringify(r)}`);
-  assert.match(r.refused_auto.does_not_load, /common\.xml:\d+:\d+: error: .*'Sleeep'/);
+  assert.match(r.refused_auto.does_not_load, /common\.xml:\d+:\d+: error: .*"Sleeep"/);
   engine.stop();
 });
 
@@ -722,7 +724,7 @@ Deno.test("AutomationEngine refuses AUTO while the tree reads a parameter the st
   // Not applied yet (or refused): the store declares target_temp only.
   assert.match(
     engine.autoProblem() ?? "",
-    /^refusing AUTO: the behavior tree reads parameters that are not declared: .*'duty' is not a declared parameter/,
+    /^refusing AUTO: the behavior tree reads parameters that are not declared: .*"duty" is not a declared parameter/,
   );
   engine.stop();
 });
@@ -1343,7 +1345,10 @@ Deno.test("AutomationEngine: a CallDevice whose device_handle entry holds '' is 
     [["{dev}", 2, "validation"]],
     "the refusal is listed under the port as written",
   );
-  assert.match(refused[0]!.last_refusal, /device_handle must be 'provider\/device', got ''/);
+  assert.match(
+    refused[0]!.last_refusal,
+    /device_handle must be 'provider\/device', got "" from "{dev}"/,
+  );
   engine.stop();
 });
 
@@ -1366,5 +1371,95 @@ Deno.test("AutomationEngine logs the tree's verify warnings when it loads a tree
   files[TREE] = pulse(30);
   assert.equal(await engine.reloadTree(TREE, 20), "replaced");
   assert.equal(warnings().length, 2, `an edited tree is warned of:\n${lines.join("\n")}`);
+  engine.stop();
+});
+
+/** A configured provider id of 10 kB, and as a message names it (namedProviderId). */
+const LONG_PROVIDER = `p${"q".repeat(10_000)}`;
+const LONG_PROVIDER_NAMED = `${LONG_PROVIDER.slice(0, QUOTED_PROVIDER_ID_CHARS)}\u2026`;
+
+Deno.test("AutomationEngine names the tree's devices of a provider id of 10 kB cut, up to MAX_NAMED_IN_WARNING, in AUTO's refusal and why_not_running", async () => {
+  const n = MAX_NAMED_IN_WARNING + 5;
+  const reads = Array.from(
+    { length: n },
+    (_, i) => `<ReadSignal device_handle="${LONG_PROVIDER}/d${i}" signal_id="s" value="{v${i}}"/>`,
+  ).join("");
+  const { engine, modes } = setup(
+    `<BehaviorTree ID="Main"><Sequence>${reads}</Sequence></BehaviorTree>`,
+    {
+      inventory: {
+        providerAvailable: () => false,
+        devicesOf: () => [],
+        capabilities: () => undefined,
+      },
+    },
+  );
+  await started({ engine, modes });
+  const first = `${LONG_PROVIDER_NAMED}/d0 (provider ${LONG_PROVIDER_NAMED} is UNAVAILABLE)`;
+  const refusal = engine.autoProblem() ?? "";
+  assert.ok(
+    refusal.startsWith(`refusing AUTO: the behavior tree names ${first}, `),
+    refusal.slice(0, 400),
+  );
+  assert.ok(refusal.endsWith(" and 5 more"), refusal.slice(-200));
+  const why = engine.status().why_not_running ?? "";
+  assert.ok(
+    why.includes(
+      `; AUTO is refused while ${LONG_PROVIDER_NAMED}/d0 is down (provider ${LONG_PROVIDER_NAMED} is UNAVAILABLE), `,
+    ),
+    why.slice(0, 600),
+  );
+  assert.ok(why.endsWith(" and 5 more"), why.slice(-200));
+  for (const text of [refusal, why]) {
+    assert.equal(text.includes(LONG_PROVIDER.slice(0, QUOTED_PROVIDER_ID_CHARS + 1)), false);
+  }
+  // The fields keep the handles whole.
+  assert.equal(engine.status().blocked_devices[0]!.device_handle, `${LONG_PROVIDER}/d0`);
+  engine.stop();
+});
+
+Deno.test("AutomationEngine's device-loss latch names a lost device of a provider id of 10 kB cut: the FAULT it forces, its refusal of a call, why_not_running", async () => {
+  const outages = new FakeOutages();
+  const gates: Array<(ctx: GateContext) => unknown> = [];
+  const { engine, modes } = setup(
+    `<BehaviorTree ID="Main"><ReadSignal device_handle="${LONG_PROVIDER}/motor" signal_id="s" value="{d}"/></BehaviorTree>`,
+    {
+      outages,
+      router: {
+        call: () => Promise.reject(new Error("not reached")),
+        addGate: (g) => void gates.push(g),
+      },
+    },
+  );
+  await started({ engine, modes }, "AUTO");
+  outages.set(`${LONG_PROVIDER}/motor`, "down");
+  assert.equal(modes.current(), "FAULT");
+  assert.deepEqual(modes.faults, [
+    `device-loss latch: ${LONG_PROVIDER_NAMED}/motor is down (its reads fail)`,
+  ]);
+  const refusal = gates[0]!({
+    origin: "automated",
+    device: { device: { providerId: LONG_PROVIDER, deviceId: "motor" } },
+    fn: { name: "set_motor_duty", actuating: true },
+  } as unknown as GateContext) as Error;
+  assert.ok(
+    refusal.message.startsWith(
+      `Device-loss latch: ${LONG_PROVIDER_NAMED}/motor was lost (its reads fail at `,
+    ),
+    refusal.message.slice(0, 400),
+  );
+  const status = engine.status();
+  assert.equal(status.not_running?.cause, "device_loss_latch");
+  assert.ok(
+    status.why_not_running?.startsWith(
+      `device-loss latch: ${LONG_PROVIDER_NAMED}/motor was lost (its reads fail); mode FAULT`,
+    ),
+    status.why_not_running?.slice(0, 400),
+  );
+  assert.deepEqual(
+    status.device_loss_latched,
+    [`${LONG_PROVIDER}/motor`],
+    "the field keeps it whole",
+  );
   engine.stop();
 });

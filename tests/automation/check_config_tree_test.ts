@@ -97,7 +97,7 @@ Deno.test("--check-config reports a GetParameter name the configuration does not
     assert.equal(r.code, 1, r.stdout + r.stderr);
     assert.match(
       r.stdout,
-      /^bt\/main\.xml:3:5: error: .*'target_tmp' is not a declared parameter \(automation\.parameters\) \(did you mean 'target_temp'\?\)$/m,
+      /^bt\/main\.xml:3:5: error: .*"target_tmp" is not a declared parameter \(automation\.parameters\) \(did you mean "target_temp"\?\)$/m,
     );
   });
 });

@@ -92,7 +92,7 @@ Deno.test("AutomationEngine: a tree call whose names or args come from the black
       "simX/motorctl0": ["unknown_provider", `Provider not found: simX ${at("by_dev")}`],
       "sim1/tempctl0": [
         "validation",
-        `port 'function_name': blackboard entry 'never_set' has no value yet ${at("unset")}`,
+        `port 'function_name': blackboard entry "never_set" has no value yet ${at("unset")}`,
       ],
     });
   } finally {

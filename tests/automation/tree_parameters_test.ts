@@ -55,11 +55,11 @@ Deno.test("start-up refuses a tree whose GetParameter names an undeclared parame
     );
     assert.match(
       started,
-      /port 'param': 'target_tmp' is not a declared parameter \(automation\.parameters\) \(did you mean 'target_temp'\?\)/,
+      /port 'param': "target_tmp" is not a declared parameter \(automation\.parameters\) \(did you mean "target_temp"\?\)/,
     );
     assert.match(
       started,
-      /port 'param': 'motor_duty' is a double parameter; GetParameterBool reads only bool parameters/,
+      /port 'param': "motor_duty" is a double parameter; GetParameterBool reads only bool parameters/,
     );
   });
 });
@@ -74,7 +74,7 @@ Deno.test("Kernel.reload refuses a parameters change that removes a parameter th
       assert.deepEqual(report.refused.map((r) => r.section), ["automation.parameters"]);
       assert.match(
         report.refused[0]!.why,
-        /^the behavior tree in force reads parameters it would not declare: .*'target_temp' is not a declared parameter/,
+        /^the behavior tree in force reads parameters it would not declare: .*"target_temp" is not a declared parameter/,
       );
       assert.equal(rt.parameters!.get("target_temp")?.value, 40);
     } finally {
@@ -133,7 +133,7 @@ Deno.test("Kernel.reload refuses a tree reading a parameter the new configuratio
       });
       assert.deepEqual(report.applied, []);
       assert.deepEqual(report.failed.map((f) => f.section), ["automation.behavior_tree"]);
-      assert.match(report.failed[0]!.why, /'motor_dutty' is not a declared parameter/);
+      assert.match(report.failed[0]!.why, /"motor_dutty" is not a declared parameter/);
       assert.equal(rt.config.automation.behaviorTree, tree, "the running tree is kept");
     } finally {
       await rt.stop();

@@ -14,6 +14,7 @@ import {
 import { processAlive, testLogger, waitFor } from "../helpers/kernel.ts";
 import { programmableProvider, SH_DEAF, SH_EXIT_3, T } from "../helpers/programmable_provider.ts";
 import { byteStream } from "../helpers/byte_stream.ts";
+import { PROVIDER_TEXT_CHARS, RuntimeError } from "../../src/common/mod.ts";
 import {
   PROVIDER_STATUS_MESSAGE_CHARS,
   ProviderStatusError,
@@ -231,6 +232,35 @@ Deno.test("ProviderSession has no discovery warnings before discovery", async ()
     await s.terminate(1000);
     await Deno.remove(file);
   }
+});
+
+Deno.test("ProviderSession refuses to start a command it cannot spawn naming the command once, cut and quoted, whatever its length or characters", () => {
+  // A configured command of 10 kB holding a quote, ESC and a line break: spawned for real.
+  const command = `/nonexistent/provider-"quoted"\u001b[31m\n${"x".repeat(10_000)}`;
+  const cfg = { ...programmableProvider("p0", "/nonexistent/inventory.json"), command };
+  let err: unknown = null;
+  try {
+    new ProviderSession(cfg, command, {
+      spawn: spawnProcess,
+      log: testLogger(),
+      clock: systemClock,
+      cwd: Deno.cwd(),
+    });
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof RuntimeError);
+  assert.equal(err.code, "UNAVAILABLE");
+  const cut = command.slice(0, PROVIDER_TEXT_CHARS);
+  // Quoted as JSON (the quote and the controls escaped), cut, and the spawn's reason after it.
+  assert.ok(
+    err.message.startsWith(`cannot start provider 'p0' (${JSON.stringify(`${cut}\u2026`)}): `),
+    err.message,
+  );
+  assert.match(err.message, /\): Failed to spawn: \S/);
+  assert.equal(err.message.includes("x".repeat(PROVIDER_TEXT_CHARS)), false, "named once, cut");
+  // deno-lint-ignore no-control-regex
+  assert.equal(/[\x00-\x1f]/.test(err.message), false, err.message);
 });
 
 /** The lines LineSplitter makes of `chunks`. */

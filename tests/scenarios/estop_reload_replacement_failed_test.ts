@@ -36,7 +36,7 @@ Deno.test("Estop status names the devices of a provider whose reload replacement
   for (const { device_handle, reason } of reasons) {
     assert.match(
       reason,
-      /^no longer listed by its provider, which failed to start at a configuration reload \(cannot start provider 'sim1' \(\/nonexistent\/provider\): Failed to spawn/,
+      /^no longer listed by its provider, which failed to start at a configuration reload \(cannot start provider 'sim1' \("\/nonexistent\/provider"\): Failed to spawn: /,
       device_handle,
     );
   }

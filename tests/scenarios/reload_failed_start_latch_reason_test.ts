@@ -32,7 +32,7 @@ function inventory(withProbe: boolean): Inventory {
 }
 
 const FAILED_START = "provider p0 failed to start at a configuration reload (cannot start " +
-  "provider 'p0' (/nonexistent/provider)";
+  `provider 'p0' ("/nonexistent/provider")`;
 
 Deno.test("Reload: a device a failed start lost and a later start leaves out stays latched for that failed start, and is down as not in the inventory", async () => {
   const dir = await TreeDir.create();

@@ -35,7 +35,7 @@ const MOTOR = "sim1/motorctl0";
 
 /** Why the e-stop cannot verify sim1's motor controller before the fixed start of the reason. */
 const NO_LONGER_LISTED = "no longer listed by its provider, which failed to start at a " +
-  "configuration reload (cannot start provider 'sim1' (/nonexistent/provider)";
+  "configuration reload (cannot start provider 'sim1' (\"/nonexistent/provider\")";
 /** Why the e-stop cannot verify a listed device (no expect entry covers it: rung 3). */
 const NO_EXPECT = "no safety.safe_state.expect entry covers it";
 

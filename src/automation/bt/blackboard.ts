@@ -3,7 +3,7 @@
  * remapping (`port="{parent_key}"`) and `_autoremap`, `@key` addressing the root scope, and private
  * `_keys` that are never auto-remapped.
  */
-import { RuntimeError } from "../../common/mod.ts";
+import { quoteProviderText, RuntimeError } from "../../common/mod.ts";
 
 /** Declared type of an entry; "any" is BT.CPP's weakly typed entry (AnyTypeAllowed). */
 export type BbType = "double" | "int64" | "bool" | "string" | "any";
@@ -201,8 +201,13 @@ export class Blackboard {
     // A string entry keeps its type: BT.CPP refuses numbers written into it.
     if (!converted || (entry.declared === "string" && value.type !== "string")) {
       throw typeError(
-        `blackboard entry '${key}': once declared, the type of an entry shall not change ` +
-          `(declared ${entry.declared}, written ${value.type} ${valueToString(value)})`,
+        // The key (the tree's) and a string written (a device's text): cut and quoted.
+        `blackboard entry ${
+          quoteProviderText(key)
+        }: once declared, the type of an entry shall not change ` +
+          `(declared ${entry.declared}, written ${value.type} ${
+            value.type === "string" ? quoteProviderText(value.value) : valueToString(value)
+          })`,
       );
     }
     entry.value = converted;

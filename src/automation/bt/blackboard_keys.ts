@@ -6,6 +6,7 @@
  * any write names it, or names a key a SubTree remap joins it to -- never a false alarm, though a
  * write in another scope can hide a never-written read.
  */
+import { quoteProviderText } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { errorAt, warningAt } from "./diagnostics.ts";
 import { NODE_SPECS } from "./node_registry.ts";
@@ -272,7 +273,9 @@ export function unwrittenBlackboardReads(parsed: ParsedTree): Diagnostic[] {
   for (const r of reads) {
     // A tree nothing runs (one of an included library) reads nothing.
     if (written.has(r.key) || !runs.has(r.tree)) continue;
-    const message = `${r.where}: blackboard entry '${r.key}' is read but nothing in the tree ` +
+    // The tree file's key, any length: cut and quoted, as config text is.
+    const message =
+      `${r.where}: blackboard entry ${quoteProviderText(r.key)} is read but nothing in the tree ` +
       `writes it (no output port, script or SubTree port sets it; parameters are read with ` +
       `GetParameter*)`;
     out.push(

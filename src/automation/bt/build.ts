@@ -3,7 +3,7 @@
  * declares the blackboard entry of every `{key}` port with the port's type (a conflicting type is a
  * load error, as in BT.CPP) and returns a tickable tree.
  */
-import type { Clock, Logger } from "../../common/mod.ts";
+import { type Clock, type Logger, quoteProviderText } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { type BbEntry, Blackboard } from "./blackboard.ts";
 import { SERVICE_CONTEXT_KEY } from "./custom_nodes.ts";
@@ -125,7 +125,9 @@ export function buildTree(
     const type = nodeTypeOf(el) ?? "";
     const spec = registry.get(type);
     if (!spec) {
-      report(errorAt(el, path, `unknown node type '${type}'`));
+      // The tree file's text (an element's name, a node's ID), any length: cut and quoted, as
+      // config text is -- as are the blackboard keys, literals and SubTree port names below.
+      report(errorAt(el, path, `unknown node type ${quoteProviderText(type)}`));
       return undefined;
     }
     const conditions = new Map<string, ScriptProgram>();
@@ -190,7 +192,9 @@ export function buildTree(
             errorAt(
               el,
               path,
-              `port type conflict: blackboard entry '${key}' was declared as ${conflict} ` +
+              `port type conflict: blackboard entry ${
+                quoteProviderText(key)
+              } was declared as ${conflict} ` +
                 `and port '${port.name}' of ${spec.type} uses it as ${declared}`,
             ),
           );
@@ -238,8 +242,12 @@ export function buildTree(
       errorAt(
         w.el,
         w.path,
-        `port '${w.port}': '${w.literal}' is not ${NOT_A_SCALAR[use.type]}, and blackboard entry ` +
-          `'${w.key}' is ${use.reads ? "read" : "written"} as ${use.type} by port ` +
+        `port ${quoteProviderText(w.port)}: ${quoteProviderText(w.literal)} is not ${
+          NOT_A_SCALAR[use.type]
+        }, and blackboard entry ` +
+          `${quoteProviderText(w.key)} is ${
+            use.reads ? "read" : "written"
+          } as ${use.type} by port ` +
           `'${use.port}' of ${use.node} at ${use.at} (the tick would throw converting it)`,
       ),
     );

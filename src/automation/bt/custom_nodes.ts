@@ -5,7 +5,7 @@
  * return FAILURE, as in anolis. CallDevice is asynchronous: it starts the call on its first tick
  * and reports RUNNING until the call settles; halting aborts the call.
  */
-import { errorMessage, type TypedValue } from "../../common/mod.ts";
+import { errorMessage, quoteProviderText, type TypedValue } from "../../common/mod.ts";
 import { parseCallArgs } from "../call_args.ts";
 import { CallHeldBack } from "../call_held_back.ts";
 import type { BtServices } from "./services.ts";
@@ -135,7 +135,8 @@ export class CallDeviceNode extends StatefulActionNode {
         services,
         written,
         fn.value,
-        `device_handle must be 'provider/device', got '' from '${written}'`,
+        // The port as the tree file wrote it, any length: cut and quoted, as config text is.
+        `device_handle must be 'provider/device', got "" from ${quoteProviderText(written)}`,
       );
     }
     const reason = this.hasPort("reason") ? this.getString("reason") : undefined;

@@ -1,4 +1,5 @@
 /** BehaviorTree.CPP v4 decorators. Time-based ones poll the injected monotonic clock. */
+import { quoteProviderText } from "../../common/mod.ts";
 import { runScript, type ScriptProgram, scriptTruthy } from "./script.ts";
 import { BtLogicError, DecoratorNode, type NodeInit, type NodeStatus } from "./tree_node.ts";
 import { parseScript } from "./script.ts";
@@ -203,7 +204,10 @@ export class PreconditionNode extends DecoratorNode {
     const e = elseStatus.value.trim() as NodeStatus;
     // A literal is checked at load (checkPortValue); one read from the blackboard here.
     if (!(STATUS_NAMES as readonly string[]).includes(e)) {
-      throw new BtLogicError(`Precondition: 'else' must be a node status, not '${e}'`);
+      // A blackboard string (any length, any character): cut and quoted.
+      throw new BtLogicError(
+        `Precondition: 'else' must be a node status, not ${quoteProviderText(e)}`,
+      );
     }
     return e;
   }

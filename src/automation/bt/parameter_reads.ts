@@ -4,6 +4,7 @@
  * a name nobody declares cannot be given a value (POST /v0/parameters refuses it) and a declared
  * parameter of a type the node does not read makes it fail, at every tick either way.
  */
+import { quoteProviderText } from "../../common/mod.ts";
 import type { Diagnostic, ParameterType } from "../../config/mod.ts";
 import { forEachReachedElement } from "./device_handles.ts";
 import { errorAt, type SourcePos } from "./diagnostics.ts";
@@ -75,14 +76,17 @@ export function parameterReadProblems(
       out.push(errorAt(
         at,
         path,
-        `port 'param': '${name}' is not a declared parameter (automation.parameters)` +
+        // The tree file's name, any length: cut and quoted, as config text is.
+        `port 'param': ${
+          quoteProviderText(name)
+        } is not a declared parameter (automation.parameters)` +
           suggestion(name, declared.keys()),
       ));
     } else if (!wants.includes(has)) {
       out.push(errorAt(
         at,
         path,
-        `port 'param': '${name}' is a ${has} parameter; ${node} reads only ${
+        `port 'param': ${quoteProviderText(name)} is a ${has} parameter; ${node} reads only ${
           wants.join(" or ")
         } parameters`,
       ));

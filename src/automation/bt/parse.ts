@@ -9,6 +9,11 @@ import {
   basenameWithoutExtension,
   dirnameOf,
   errorMessage,
+  escapeControl,
+  MAX_NAMED_IN_WARNING,
+  namedList,
+  providerText,
+  quoteProviderText,
   resolvePath,
 } from "../../common/mod.ts";
 import type { ReadFileFn } from "./services.ts";
@@ -94,7 +99,11 @@ export function parseBehaviorTree(
       );
     } else if (format.trim() !== "4") {
       diagnostics.push(
-        errorAt(root, "", `BTCPP_format="${format}" is not supported; only version 4 trees load`),
+        errorAt(
+          root,
+          "",
+          `BTCPP_format=${quoteProviderText(format)} is not supported; only version 4 trees load`,
+        ),
       );
     }
     const treeElements = root.children.filter((c) => c.name === "BehaviorTree");
@@ -116,7 +125,10 @@ export function parseBehaviorTree(
             errorAt(
               child,
               id,
-              `BehaviorTree '${id}' must have exactly one root node (has ${nodes.length})`,
+              // The tree file's ID, any length and any character: cut and quoted, as config text.
+              `BehaviorTree ${
+                quoteProviderText(id)
+              } must have exactly one root node (has ${nodes.length})`,
             ),
           );
         }
@@ -126,7 +138,9 @@ export function parseBehaviorTree(
             errorAt(
               child,
               id,
-              `duplicate BehaviorTree ID '${id}' (first defined at ${prev.file}:${prev.element.line})`,
+              `duplicate BehaviorTree ID ${
+                quoteProviderText(id)
+              } (first defined at ${prev.file}:${prev.element.line})`,
             ),
           );
           continue;
@@ -190,8 +204,8 @@ export function parseBehaviorTree(
         errorAt(
           root,
           "",
-          `main_tree_to_execute="${mainAttr}" names no BehaviorTree (known: ${
-            [...trees.keys()].join(", ") || "none"
+          `main_tree_to_execute=${quoteProviderText(mainAttr)} names no BehaviorTree (known: ${
+            knownTrees(trees.keys()) || "none"
           })`,
         ),
       );
@@ -205,7 +219,7 @@ export function parseBehaviorTree(
       errorAt(
         root,
         "",
-        `several BehaviorTrees (${[...trees.keys()].join(", ")}) and no main_tree_to_execute ` +
+        `several BehaviorTrees (${knownTrees(trees.keys())}) and no main_tree_to_execute ` +
           `on <root>: the main tree is ambiguous`,
       ),
     );
@@ -222,4 +236,14 @@ export function parseBehaviorTree(
     },
     diagnostics,
   };
+}
+
+/**
+ * The IDs of a file's trees as a message lists them, unquoted: each cut and its control
+ * characters escaped (the tree file's text, any length and any character), up to
+ * MAX_NAMED_IN_WARNING named and the rest counted, so a file of many trees makes no line of any
+ * length.
+ */
+function knownTrees(ids: Iterable<string>): string {
+  return namedList([...ids], MAX_NAMED_IN_WARNING, (id) => escapeControl(providerText(id)));
 }

@@ -1,5 +1,5 @@
 /** Port declarations of node types and the `{key}` / literal rules for port values. */
-import { parseDeviceHandle } from "../../common/mod.ts";
+import { parseDeviceHandle, quoteProviderText } from "../../common/mod.ts";
 import { type BbType, type BbValue, parseScalar } from "./blackboard.ts";
 import { parseScript, ScriptSyntaxError } from "./script.ts";
 
@@ -72,7 +72,11 @@ export function checkPortValue(
         : "";
       return {
         severity: "error",
-        message: `port '${spec.name}': '${raw}' is not a valid blackboard reference${hint}`,
+        // The tree file's text, any length and any character: cut and quoted (as config text),
+        // here and in every message below naming a port's value.
+        message: `port '${spec.name}': ${
+          quoteProviderText(raw)
+        } is not a valid blackboard reference${hint}`,
       };
     }
     return undefined;
@@ -80,7 +84,7 @@ export function checkPortValue(
   if (spec.direction === "output") {
     return {
       severity: "warning",
-      message: `output port '${spec.name}' holds the literal '${raw}'; ` +
+      message: `output port '${spec.name}' holds the literal ${quoteProviderText(raw)}; ` +
         `it needs a blackboard reference like {key} to store anything`,
     };
   }
@@ -101,7 +105,7 @@ export function checkLiteral(
 ): { severity: "error"; message: string } | undefined {
   const bad = (what: string) => ({
     severity: "error" as const,
-    message: `port '${spec.name}': '${raw}' is not ${what}`,
+    message: `port '${spec.name}': ${quoteProviderText(raw)} is not ${what}`,
   });
   switch (spec.type) {
     case "double":
@@ -157,8 +161,10 @@ export function nameLiteralProblem(port: NamePort, value: string, via?: string):
     ? "has spaces around it"
     : null;
   if (reason === null) return null;
-  if (via === undefined) return `port '${port}': '${value}' ${reason}`;
-  return `port '${port}': '${via}' is '${value}' (a SubTree port's literal), ` +
+  if (via === undefined) return `port '${port}': ${quoteProviderText(value)} ${reason}`;
+  return `port '${port}': ${quoteProviderText(via)} is ${
+    quoteProviderText(value)
+  } (a SubTree port's literal), ` +
     (port === "device_handle" ? "not provider_id/device_id" : `which ${reason}`);
 }
 

@@ -4,6 +4,7 @@
  * `..` (string concatenation), comparisons, && || !, ternary `c ? a : b`, assignment `:=` and `=`,
  * compound `+= -= *= /=`, statements separated by `;`. Arithmetic yields doubles as in BT.CPP.
  */
+import { quoteProviderText } from "../../common/mod.ts";
 import {
   type BbValue,
   type Blackboard,
@@ -87,7 +88,8 @@ function tokenize(src: string): Token[] {
       out.push({ kind: "num", text, pos: start });
       i += text.length;
       if (/[A-Za-z_]/.test(src[i] ?? "")) {
-        throw new ScriptSyntaxError(`invalid number '${text}${src[i]}'`, start);
+        // The script's text (any length, any character), here and below: cut and quoted.
+        throw new ScriptSyntaxError(`invalid number ${quoteProviderText(text + src[i])}`, start);
       }
       continue;
     }
@@ -106,7 +108,7 @@ function tokenize(src: string): Token[] {
       continue;
     }
     const op = OPERATORS.find((o) => src.startsWith(o, i));
-    if (!op) throw new ScriptSyntaxError(`unexpected character '${c}'`, start);
+    if (!op) throw new ScriptSyntaxError(`unexpected character ${quoteProviderText(c!)}`, start);
     out.push({ kind: "op", text: op, pos: start });
     i += op.length;
   }
@@ -243,7 +245,9 @@ class Parser {
         this.#i++;
         const isInt = /^(0[xX][0-9a-fA-F]+|\d+)$/.test(t.text);
         const value = isInt ? parseScalar(t.text, "int64") : parseScalar(t.text, "double");
-        if (!value) throw new ScriptSyntaxError(`invalid number '${t.text}'`, t.pos);
+        if (!value) {
+          throw new ScriptSyntaxError(`invalid number ${quoteProviderText(t.text)}`, t.pos);
+        }
         return { kind: "literal", value };
       }
       case "str":
@@ -270,7 +274,7 @@ class Parser {
 }
 
 function describe(t: Token): string {
-  return t.kind === "end" ? "end of script" : `'${t.text}'`;
+  return t.kind === "end" ? "end of script" : quoteProviderText(t.text);
 }
 
 /** Parses a script; throws ScriptSyntaxError with the offset of the problem. */
@@ -293,7 +297,8 @@ function asNumber(v: BbValue, what: string): number {
     case "string": {
       const p = parseScalar(v.value, "double");
       if (p?.type === "double") return p.value;
-      return fail(`${what}: '${v.value}' is not a number`);
+      // A blackboard string (a device's value, the tree's text), any length: cut and quoted.
+      return fail(`${what}: ${quoteProviderText(v.value)} is not a number`);
     }
     case "object":
       return fail(`${what}: not a number`);
@@ -311,7 +316,7 @@ export function scriptTruthy(v: BbValue): boolean {
     case "string": {
       const b = parseScalar(v.value, "bool");
       if (b?.type === "bool") return b.value;
-      return fail(`cannot convert the string '${v.value}' to a boolean`);
+      return fail(`cannot convert the string ${quoteProviderText(v.value)} to a boolean`);
     }
     case "object":
       return fail("cannot convert an object to a boolean");
@@ -389,8 +394,11 @@ function textOf(v: BbValue): string {
 
 function readVar(bb: Blackboard, name: string): BbValue {
   const entry = bb.getEntry(name);
-  if (!entry) return fail(`script: variable '${name}' not found on the blackboard`);
-  if (!entry.value) return fail(`script: variable '${name}' has no value yet`);
+  // The script's variable name, any length: cut and quoted, here and in assign.
+  if (!entry) {
+    return fail(`script: variable ${quoteProviderText(name)} not found on the blackboard`);
+  }
+  if (!entry.value) return fail(`script: variable ${quoteProviderText(name)} has no value yet`);
   return entry.value;
 }
 
@@ -399,19 +407,25 @@ function assign(bb: Blackboard, op: string, name: string, value: BbValue): BbVal
   if (!entry) {
     if (op !== ":=") {
       return fail(
-        `script: blackboard entry '${name}' does not exist yet; use ':=' to create it`,
+        `script: blackboard entry ${
+          quoteProviderText(name)
+        } does not exist yet; use ':=' to create it`,
       );
     }
     entry = bb.createEntry(name, "any");
   }
   let result = value;
   if (op !== ":=" && op !== "=") {
-    if (!entry.value) return fail(`script: variable '${name}' has no value yet for '${op}'`);
+    if (!entry.value) {
+      return fail(`script: variable ${quoteProviderText(name)} has no value yet for '${op}'`);
+    }
     const prev = entry.value;
     if (op === "+=" && prev.type === "string" && value.type === "string") {
       result = { type: "string", value: prev.value + value.value };
     } else {
-      if (!isNumeric(prev)) return fail(`script: '${op}' needs a numeric variable '${name}'`);
+      if (!isNumeric(prev)) {
+        return fail(`script: '${op}' needs a numeric variable ${quoteProviderText(name)}`);
+      }
       result = arithmetic(op[0]!, prev, value);
     }
   }
@@ -424,7 +438,9 @@ function assign(bb: Blackboard, op: string, name: string, value: BbValue): BbVal
   const stored = target === "any" ? result : convertValue(result, target);
   if (!stored || (target === "string" && result.type !== "string")) {
     return fail(
-      `script: cannot assign ${result.type} ${textOf(result)} to entry '${name}' of type ${target}`,
+      `script: cannot assign ${result.type} ${
+        result.type === "string" ? quoteProviderText(result.value) : textOf(result)
+      } to entry ${quoteProviderText(name)} of type ${target}`,
     );
   }
   entry.value = stored;

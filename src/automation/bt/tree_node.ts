@@ -4,7 +4,7 @@
  * post-conditions around tick(); haltNode() halts and runs `_onHalted`; SKIPPED is returned to the
  * parent but the node keeps IDLE.
  */
-import { type Clock, errorMessage, type Logger } from "../../common/mod.ts";
+import { type Clock, errorMessage, type Logger, quoteProviderText } from "../../common/mod.ts";
 import { type BbValue, type Blackboard, convertValue, valueToString } from "./blackboard.ts";
 import { bbTypeOfPort, blackboardKeyOf, literalValue, type PortSpec } from "./ports.ts";
 import { runScript, type ScriptProgram, scriptTruthy } from "./script.ts";
@@ -181,20 +181,27 @@ export abstract class TreeNode {
     const target = bbTypeOfPort(spec.type);
     if (key === undefined) {
       const v = literalValue(spec, raw);
-      if (!v) return { ok: false, error: `port '${name}': invalid literal '${raw}'` };
+      // The tree file's literal and key, an entry's value (a device's text): any length and any
+      // character, cut and quoted, as config text is.
+      if (!v) {
+        return { ok: false, error: `port '${name}': invalid literal ${quoteProviderText(raw)}` };
+      }
       return { ok: true, value: v };
     }
     const entry = this.blackboard.getEntry(key);
-    if (!entry) return { ok: false, error: `port '${name}': blackboard entry '${key}' not found` };
+    const entryName = quoteProviderText(key);
+    if (!entry) {
+      return { ok: false, error: `port '${name}': blackboard entry ${entryName} not found` };
+    }
     if (!entry.value) {
-      return { ok: false, error: `port '${name}': blackboard entry '${key}' has no value yet` };
+      return { ok: false, error: `port '${name}': blackboard entry ${entryName} has no value yet` };
     }
     const v = convertValue(entry.value, target);
     if (!v) {
       return {
         ok: false,
-        error: `port '${name}': entry '${key}' holds ${entry.value.type} ` +
-          `'${valueToString(entry.value)}', not convertible to ${target}`,
+        error: `port '${name}': entry ${entryName} holds ${entry.value.type} ` +
+          `${quoteProviderText(valueToString(entry.value))}, not convertible to ${target}`,
       };
     }
     return { ok: true, value: v };

@@ -4,6 +4,7 @@
  * unknown/missing ports, bad literals, device handles that are not `provider/device`, script
  * syntax, unknown SubTree IDs and SubTree recursion.
  */
+import { quoteProviderText } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { parseCallArgs } from "../call_args.ts";
 import { BT_QUALITY_NAMES, BUILD_ARGS_SLOTS, BUILD_ARGS_TYPES } from "./custom_nodes.ts";
@@ -53,7 +54,8 @@ export function suggestion(name: string, candidates: Iterable<string>): string {
       bestD = d;
     }
   }
-  return best !== undefined && bestD <= 2 ? ` (did you mean '${best}'?)` : "";
+  // A tree's ID is the tree file's text, any length: cut and quoted, as the name it is near.
+  return best !== undefined && bestD <= 2 ? ` (did you mean ${quoteProviderText(best)}?)` : "";
 }
 
 /** Checks a script attribute; returns an error message or undefined. */
@@ -109,7 +111,9 @@ export function verifyParsedTree(
           errorAt(
             el,
             path,
-            `unknown port '${name}' for node type ${spec.type}` +
+            // The tree file's text (a name, a value, an ID), any length and any character, cut
+            // and quoted as config text is, here and in every message below.
+            `unknown port ${quoteProviderText(name)} for node type ${spec.type}` +
               (known.length > 0 ? suggestion(name, known) : " (it has no ports)"),
           ),
         );
@@ -174,7 +178,9 @@ export function verifyParsedTree(
           errorAt(
             el,
             path,
-            `port 'expected_quality': '${expected}' is none of ${BT_QUALITY_NAMES.join(", ")} ` +
+            `port 'expected_quality': ${quoteProviderText(expected)} is none of ${
+              BT_QUALITY_NAMES.join(", ")
+            } ` +
               `(a signal the HTTP API shows UNAVAILABLE is UNKNOWN here): the check could never ` +
               `succeed`,
           ),
@@ -196,7 +202,9 @@ export function verifyParsedTree(
           errorAt(
             el,
             path,
-            `port 'arg${i}_type': '${type}' is none of ${BUILD_ARGS_TYPES.join(", ")}: the node ` +
+            `port 'arg${i}_type': ${quoteProviderText(type)} is none of ${
+              BUILD_ARGS_TYPES.join(", ")
+            }: the node ` +
               `would fail at every tick`,
           ),
         );
@@ -228,7 +236,11 @@ export function verifyParsedTree(
       out.push(errorAt(el, path, "SubTree needs an ID attribute naming a BehaviorTree"));
     } else if (!parsed.trees.has(id)) {
       out.push(
-        errorAt(el, path, `unknown SubTree ID '${id}'${suggestion(id, parsed.trees.keys())}`),
+        errorAt(
+          el,
+          path,
+          `unknown SubTree ID ${quoteProviderText(id)}${suggestion(id, parsed.trees.keys())}`,
+        ),
       );
     } else {
       const list = references.get(tree.id) ?? [];
@@ -237,14 +249,22 @@ export function verifyParsedTree(
     }
     const auto = el.attributes.get("_autoremap");
     if (auto !== undefined && !parseScalar(auto, "bool")) {
-      out.push(errorAt(el, path, `_autoremap must be true or false, not '${auto}'`));
+      out.push(
+        errorAt(el, path, `_autoremap must be true or false, not ${quoteProviderText(auto)}`),
+      );
     }
     for (const [name, value] of el.attributes) {
       if (name.startsWith("_") || name === "ID" || name === "name") continue;
       const key = blackboardKeyOf(value, name);
       if (key !== undefined && !/^@?[A-Za-z_][A-Za-z0-9_.\-]*$/.test(key)) {
         out.push(
-          errorAt(el, path, `port '${name}': '${value}' is not a valid blackboard reference`),
+          errorAt(
+            el,
+            path,
+            `port ${quoteProviderText(name)}: ${
+              quoteProviderText(value)
+            } is not a valid blackboard reference`,
+          ),
         );
       }
     }
@@ -261,7 +281,11 @@ export function verifyParsedTree(
       spec = registry.get(type);
       if (!spec) {
         out.push(
-          errorAt(el, path, `unknown node type '${type}'${suggestion(type, registry.keys())}`),
+          errorAt(
+            el,
+            path,
+            `unknown node type ${quoteProviderText(type)}${suggestion(type, registry.keys())}`,
+          ),
         );
       }
     }

@@ -29,12 +29,12 @@ Deno.test("loadBehaviorTree refuses a tree reading a blackboard key nothing writ
     ],
   );
   ok(
-    /port 'function_name': blackboard entry 'never_set' is read but nothing/.test(
+    /port 'function_name': blackboard entry "never_set" is read but nothing/.test(
       diagnostics[0]!.message,
     ),
     diagnostics[0]!.message,
   );
-  ok(/port 'code': blackboard entry 'also_never' is read/.test(diagnostics[1]!.message));
+  ok(/port 'code': blackboard entry "also_never" is read/.test(diagnostics[1]!.message));
 });
 
 Deno.test("loadBehaviorTree: a key written by an output port, a script, a SubTree port or through a SubTree remap loads", () => {
@@ -63,7 +63,7 @@ Deno.test("loadBehaviorTree only warns where the node goes on without the value 
 </BehaviorTree>`);
   ok(tree, "the tree loads");
   deepStrictEqual(diagnostics.map((d) => [d.severity, d.line]), [["warning", 3]]);
-  ok(/'never_set'.*goes on without it/.test(diagnostics[0]!.message));
+  ok(/"never_set".*goes on without it/.test(diagnostics[0]!.message));
 });
 
 Deno.test("loadBehaviorTree: a tree nothing runs (an included library's) reads nothing", () => {

@@ -209,7 +209,7 @@ Deno.test("BtRunner reports a throwing tick as bt_error + automation_fault and c
   equal(fault!.kind, "automation_fault");
   if (btError!.kind !== "bt_error" || fault!.kind !== "automation_fault") return;
   equal(btError!.node, path);
-  ok(/variable 'missing' not found/.test(btError!.error));
+  ok(/variable "missing" not found/.test(btError!.error));
   deepStrictEqual([fault!.locus, fault!.error], ["tick", btError!.error]);
   equal(faults.length, 1);
   ok(faults[0]!.includes(path));

@@ -156,15 +156,15 @@ Deno.test("loadBehaviorTree refuses a SubTree port's literal read as a device ha
     r.diagnostics.filter((d) => d.severity === "error").map((d) => `${d.line}: ${d.message}`);
   assert.ok(load("sim1/relayio0").tree, "a well-formed literal loads");
   assert.deepEqual(errors(load("sim1 relayio0")), [
-    "7: port 'device_handle': '{dev}' is 'sim1 relayio0' (a SubTree port's literal), not provider_id/device_id",
-    "8: port 'device_handle': '{dev}' is 'sim1 relayio0' (a SubTree port's literal), not provider_id/device_id",
+    `7: port 'device_handle': "{dev}" is "sim1 relayio0" (a SubTree port's literal), not provider_id/device_id`,
+    `8: port 'device_handle': "{dev}" is "sim1 relayio0" (a SubTree port's literal), not provider_id/device_id`,
   ]);
   assert.deepEqual(errors(load(" sim1/relayio0 ")), [
-    "7: port 'device_handle': '{dev}' is ' sim1/relayio0 ' (a SubTree port's literal), not provider_id/device_id",
-    "8: port 'device_handle': '{dev}' is ' sim1/relayio0 ' (a SubTree port's literal), not provider_id/device_id",
+    `7: port 'device_handle': "{dev}" is " sim1/relayio0 " (a SubTree port's literal), not provider_id/device_id`,
+    `8: port 'device_handle': "{dev}" is " sim1/relayio0 " (a SubTree port's literal), not provider_id/device_id`,
   ]);
   assert.deepEqual(errors(load("sim1/relayio0", " set_relay")), [
-    "8: port 'function_name': '{fn}' is ' set_relay' (a SubTree port's literal), which has spaces around it",
+    `8: port 'function_name': "{fn}" is " set_relay" (a SubTree port's literal), which has spaces around it`,
   ]);
   // What the gate judges is what the node reads: not a trimmed handle it never calls.
   const { parsed: p } = parseBehaviorTree(

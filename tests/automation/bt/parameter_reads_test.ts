@@ -41,17 +41,17 @@ Deno.test("parameterReadProblems: undeclared names and types the node does not r
     [
       "error",
       "Main/Sequence[0]/GetParameterInt64[5]",
-      "port 'param': 'temp' is a double parameter; GetParameterInt64 reads only int64 parameters",
+      `port 'param': "temp" is a double parameter; GetParameterInt64 reads only int64 parameters`,
     ],
     [
       "error",
       "Main/Sequence[0]/GetParameter[6]",
-      "port 'param': 'recipe' is a string parameter; GetParameter reads only double or int64 parameters",
+      `port 'param': "recipe" is a string parameter; GetParameter reads only double or int64 parameters`,
     ],
     [
       "error",
       "Main/Sequence[0]/GetParameterBool[7]",
-      "port 'param': ' dry' is not a declared parameter (automation.parameters) (did you mean 'dry'?)",
+      `port 'param': " dry" is not a declared parameter (automation.parameters) (did you mean "dry"?)`,
     ],
   ]);
   // --check-config without parameters (automation disabled) checks nothing of the kind.
@@ -100,7 +100,7 @@ Deno.test("literalParameterReads: a param a SubTree port sets to a literal is re
     verifyBehaviorTreeFile("/bt/main.xml", files, DECLARED).map((d) => [d.path, d.message]),
     [[
       "Main/Sequence[0]/SubTree[1]/Hold/GetParameter[0]",
-      "port 'param': 'tmep' is not a declared parameter (automation.parameters) (did you mean 'temp'?)",
+      `port 'param': "tmep" is not a declared parameter (automation.parameters) (did you mean "temp"?)`,
     ]],
   );
 });

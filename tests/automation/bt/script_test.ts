@@ -46,7 +46,7 @@ for (const [code, expected] of VALUES) {
 
 const SYNTAX: [string, number, RegExp][] = [
   ["a := ", 5, /end of script/],
-  ["1 +* 2", 3, /unexpected '\*'/],
+  ["1 +* 2", 3, /unexpected "\*"/],
   ["'abc", 0, /unterminated/],
   ["(1 + 2", 6, /expected '\)'/],
   ["a # b", 2, /unexpected character/],
@@ -71,7 +71,7 @@ Deno.test("runScript refuses '=' on a missing entry and points at ':='", () => {
 });
 
 Deno.test("runScript reports an unknown variable", () => {
-  throws(() => run("zz + 1"), /variable 'zz' not found/);
+  throws(() => run("zz + 1"), /variable "zz" not found/);
 });
 
 Deno.test("runScript refuses arithmetic on a non-numeric string", () => {
@@ -84,7 +84,7 @@ Deno.test("runScript keeps the declared type of a typed entry", () => {
   bb.createEntry("i", "int64");
   deepStrictEqual(run("d := 3; d", bb), { type: "double", value: 3 });
   deepStrictEqual(run("i := 2.0; i", bb), { type: "int64", value: 2 });
-  throws(() => run("i := 2.5", bb), /cannot assign double 2.5 to entry 'i' of type int64/);
+  throws(() => run("i := 2.5", bb), /cannot assign double 2.5 to entry "i" of type int64/);
 });
 
 Deno.test("parseScript refuses a script nested deeper than MAX_SCRIPT_DEPTH with a syntax error, not a stack overflow", () => {

@@ -33,7 +33,7 @@ Deno.test("SubTree blackboard is isolated: parent keys are invisible without rem
   ));
   throws(() => t.tickRoot(), (err: Error & { nodePath?: string }) => {
     equal(err.nodePath, "Main/Sequence[0]/SubTree[1]/Sub/Script[0]");
-    return /variable 'inner' not found/.test(err.message);
+    return /variable "inner" not found/.test(err.message);
   });
   equal(t.blackboard.get("result"), undefined);
 });

@@ -57,20 +57,20 @@ Deno.test("verifyBehaviorTreeFile reports every problem at once with line and no
   const ds = verifyBehaviorTreeFile("/bt/main.xml", memFiles({ "/bt/main.xml": MANY_ERRORS }));
   const p = "Main/Sequence[0]";
   expectDiagnostics(ds, [
-    [4, "error", `${p}/Sequance[0]`, /unknown node type 'Sequance' \(did you mean 'Sequence'\?\)/],
+    [4, "error", `${p}/Sequance[0]`, /unknown node type "Sequance" \(did you mean "Sequence"\?\)/],
     [5, "error", `${p}/CallDevice[1]`, /missing required port 'device_handle' of CallDevice/],
-    [6, "error", `${p}/ReadSignal[2]`, /unknown port 'valeu'.*did you mean 'value'/],
-    [7, "error", `${p}/Repeat[3]`, /port 'num_cycles': 'many' is not an integer/],
+    [6, "error", `${p}/ReadSignal[2]`, /unknown port "valeu".*did you mean "value"/],
+    [7, "error", `${p}/Repeat[3]`, /port 'num_cycles': "many" is not an integer/],
     [8, "error", `${p}/Script[4]`, /port 'code': script error at offset 5/],
     [9, "error", `${p}/Inverter[5]`, /decorator Inverter must have exactly 1 child \(has 2\)/],
     [10, "error", `${p}/AlwaysSuccess[6]`, /leaf node and cannot have children/],
     [11, "error", `${p}/IfThenElse[7]`, /needs 2 to 3 children \(has 1\)/],
-    [12, "error", `${p}/SubTree[8]`, /unknown SubTree ID 'Mian' \(did you mean 'Main'\?\)/],
+    [12, "error", `${p}/SubTree[8]`, /unknown SubTree ID "Mian" \(did you mean "Main"\?\)/],
     [13, "warning", `${p}/GetParameter[9]`, /output port 'value' holds the literal/],
     [14, "error", `${p}/AlwaysSuccess[10]`, /attribute _skipIf: script error at offset 3/],
-    [15, "error", `${p}/Delay[11]`, /'-5' is not a non-negative integer/],
-    [16, "error", `${p}/CheckBool[12]`, /'maybe' is not a boolean/],
-    [17, "error", `${p}/Precondition[13]`, /'DONE' is not a node status/],
+    [15, "error", `${p}/Delay[11]`, /"-5" is not a non-negative integer/],
+    [16, "error", `${p}/CheckBool[12]`, /"maybe" is not a boolean/],
+    [17, "error", `${p}/Precondition[13]`, /"DONE" is not a node status/],
     [18, "error", `${p}/Parallel[14]`, /success_count=3 exceeds the number of children \(2\)/],
     [19, "error", `${p}/Sequence[15]`, /needs at least 1 child \(has 0\)/],
     [21, "error", `${p}/Action[17]`, /<Action> needs an ID attribute/],
@@ -147,7 +147,7 @@ Deno.test("loadBehaviorTree reports duplicate IDs and trees without exactly one 
     ),
   });
   expectDiagnostics(r.diagnostics, [
-    [3, "error", "A", /duplicate BehaviorTree ID 'A' \(first defined at \/bt\/main.xml:2\)/],
+    [3, "error", "A", /duplicate BehaviorTree ID "A" \(first defined at \/bt\/main.xml:2\)/],
     [4, "error", "B", /must have exactly one root node \(has 2\)/],
   ]);
 });
@@ -237,7 +237,7 @@ Deno.test("loadBehaviorTree reports a blackboard port type conflict (BT.CPP load
       4,
       "error",
       "Main/Sequence[0]/GetParameter[1]",
-      /entry 'x' was declared as int64 and port 'value' of GetParameter uses it as double/,
+      /entry "x" was declared as int64 and port 'value' of GetParameter uses it as double/,
     ],
   ]);
   equal(r.tree, undefined);
@@ -259,7 +259,7 @@ Deno.test("loadBehaviorTree reports a typed output port writing into an entry a 
       4,
       "error",
       "Main/Sequence[0]/GetParameter[1]",
-      /entry 'x' was declared as string and port 'value' of GetParameter uses it as double/,
+      /entry "x" was declared as string and port 'value' of GetParameter uses it as double/,
     ],
   ]);
   equal(r.tree, undefined);
@@ -319,10 +319,10 @@ Deno.test("loadBehaviorTree refuses a literal device_handle that names no provid
   deepStrictEqual(
     handles.map((d) => [d.line, d.severity, d.message]),
     [
-      [3, "error", "port 'device_handle': 'motorctl0' is not provider_id/device_id"],
-      [4, "error", "port 'device_handle': '  ' is not provider_id/device_id"],
-      [5, "error", "port 'device_handle': ' sim0/motorctl0' is not provider_id/device_id"],
-      [6, "error", "port 'device_handle': 'sim0/' is not provider_id/device_id"],
+      [3, "error", `port 'device_handle': "motorctl0" is not provider_id/device_id`],
+      [4, "error", `port 'device_handle': "  " is not provider_id/device_id`],
+      [5, "error", `port 'device_handle': " sim0/motorctl0" is not provider_id/device_id`],
+      [6, "error", `port 'device_handle': "sim0/" is not provider_id/device_id`],
     ],
   );
   equal(r.tree, undefined, "no tree is built from a file with errors");
@@ -346,9 +346,9 @@ Deno.test("loadBehaviorTree refuses a literal function_name that is blank or has
   deepStrictEqual(
     names.map((d) => [d.line, d.severity, d.message]),
     [
-      [3, "error", "port 'function_name': ' set_motor_duty' has spaces around it"],
-      [4, "error", "port 'function_name': '' is blank"],
-      [5, "error", "port 'function_name': 'set_motor_duty ' has spaces around it"],
+      [3, "error", `port 'function_name': " set_motor_duty" has spaces around it`],
+      [4, "error", `port 'function_name': "" is blank`],
+      [5, "error", `port 'function_name': "set_motor_duty " has spaces around it`],
     ],
   );
   equal(r.tree, undefined, "no tree is built from a file with errors");
@@ -418,9 +418,9 @@ Deno.test("loadBehaviorTree refuses a literal expected_quality no signal can hav
       3,
       "error",
       "Main/Sequence[0]/CheckQuality[0]",
-      /^port 'expected_quality': 'UNAVAILABLE' is none of OK, STALE, FAULT, UNKNOWN \(a signal the HTTP API shows UNAVAILABLE is UNKNOWN here\): the check could never succeed$/,
+      /^port 'expected_quality': "UNAVAILABLE" is none of OK, STALE, FAULT, UNKNOWN \(a signal the HTTP API shows UNAVAILABLE is UNKNOWN here\): the check could never succeed$/,
     ],
-    [4, "error", "Main/Sequence[0]/CheckQuality[1]", /'ok' is none of OK, STALE, FAULT/],
+    [4, "error", "Main/Sequence[0]/CheckQuality[1]", /"ok" is none of OK, STALE, FAULT/],
   ]);
   equal(r.tree, undefined);
 });
@@ -449,7 +449,7 @@ Deno.test("loadBehaviorTree refuses a literal BuildArgsJson arg type none of int
       3,
       "error",
       "Main/Sequence[0]/BuildArgsJson[0]",
-      /^port 'arg2_type': 'float' is none of int64, double, bool, string: the node would fail at every tick$/,
+      /^port 'arg2_type': "float" is none of int64, double, bool, string: the node would fail at every tick$/,
     ],
   ]);
   equal(r.tree, undefined);
@@ -499,13 +499,13 @@ Deno.test("loadBehaviorTree refuses a SetBlackboard literal a typed port cannot 
       3,
       "error",
       "Main/Sequence[0]/SetBlackboard[0]",
-      /^port 'value': '3\.7' is not an integer, and blackboard entry 'n' is read as int64 by port 'num_cycles' of Repeat at \/bt\/main\.xml:4:\d+/,
+      /^port "value": "3\.7" is not an integer, and blackboard entry "n" is read as int64 by port 'num_cycles' of Repeat at \/bt\/main\.xml:4:\d+/,
     ],
     [
       5,
       "error",
       "Main/Sequence[0]/SetBlackboard[2]",
-      /^port 'value': '2\.5' is not an integer, and blackboard entry 't' is read as int64 by port 'msec' of Sleep at \/bt\/main\.xml:6:\d+/,
+      /^port "value": "2\.5" is not an integer, and blackboard entry "t" is read as int64 by port 'msec' of Sleep at \/bt\/main\.xml:6:\d+/,
     ],
   ]);
   equal(r.tree, undefined);
@@ -535,13 +535,13 @@ Deno.test("loadBehaviorTree refuses a SubTree literal port a typed port inside t
       3,
       "error",
       "Main/Sequence[0]/SubTree[0]",
-      /^port 'n': '3\.7' is not an integer, and blackboard entry 'n' is read as int64 by port 'num_cycles' of Repeat at \/bt\/main\.xml:7:\d+/,
+      /^port "n": "3\.7" is not an integer, and blackboard entry "n" is read as int64 by port 'num_cycles' of Repeat at \/bt\/main\.xml:7:\d+/,
     ],
     [
       3,
       "error",
       "Main/Sequence[0]/SubTree[0]",
-      /^port 't': '2\.5' is not an integer, and blackboard entry 't' is read as int64 by port 'msec' of Sleep at \/bt\/main\.xml:12:\d+/,
+      /^port "t": "2\.5" is not an integer, and blackboard entry "t" is read as int64 by port 'msec' of Sleep at \/bt\/main\.xml:12:\d+/,
     ],
   ]);
   equal(r.tree, undefined);
