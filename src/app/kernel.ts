@@ -153,6 +153,7 @@ import {
   type ReloadReport,
   type SectionApply,
   type SectionResult,
+  startedReloadReport,
 } from "./reload_report.ts";
 import { ConfigReloader, type ReloadedConfig, type ReloadTreeFiles } from "./reloader.ts";
 import { AbandonedReloadReads } from "./reload_reads.ts";
@@ -1953,29 +1954,10 @@ export class Kernel {
       });
     const weakeningsNow = (): Weakening[] =>
       withProviders().map(({ section, what }) => ({ section, what }));
-    const report: MutableReloadReport = {
-      providers: {
-        added: [],
-        restarted: [],
-        retried: [],
-        updated: [],
-        removed: [],
-        unchanged: next.providers.map((p) => p.id),
-        failed: [],
-        addFailed: [],
-        restartFailed: [],
-        held: [],
-      },
-      applied: [],
-      notes: [],
-      refused: [],
-      failed: [],
+    const report = startedReloadReport(
+      next.providers.map((p) => p.id),
       needsRestart,
-      weakened: [],
-      estopActions: 0,
-      estopFailures: [],
-      interrupted: false,
-    };
+    );
     // Providers the last reload failed to start -- listed down, or configured with no host (not
     // registered) -- stay so until a reload reconciles again (it takes them out, and starts them
     // again if the file still has them, or drops them: their entries are not in effect, so a file

@@ -104,6 +104,39 @@ export interface MutableReloadReport {
   interrupted: boolean;
 }
 
+/**
+ * A reload's report before any section applies: every provider of the file `unchanged`, nothing
+ * applied, refused, failed nor weakened; `needsRestart` the changed keys a restart takes.
+ */
+export function startedReloadReport(
+  unchanged: string[],
+  needsRestart: string[],
+): MutableReloadReport {
+  return {
+    providers: {
+      added: [],
+      restarted: [],
+      retried: [],
+      updated: [],
+      removed: [],
+      unchanged,
+      failed: [],
+      addFailed: [],
+      restartFailed: [],
+      held: [],
+    },
+    applied: [],
+    notes: [],
+    refused: [],
+    failed: [],
+    needsRestart,
+    weakened: [],
+    estopActions: 0,
+    estopFailures: [],
+    interrupted: false,
+  };
+}
+
 /** What an owner is told when its section changed. */
 export interface SectionContext {
   /** The mode is AUTO: nothing that weakens a protection or changes the recipe may apply. */

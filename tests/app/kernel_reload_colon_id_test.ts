@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { QUOTED_PROVIDER_ID_CHARS } from "../../src/common/mod.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { simProvider, testConfig, withUnstartable } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import { automationConfig, enterAuto, TreeDir, treeXml } from "../scenarios/automation_helpers.ts";
 
@@ -31,12 +31,7 @@ Deno.test('Kernel.reload failing to restart a provider whose id holds ": " notes
   );
   try {
     await waitFor("a: b sampled", () => rt.alarms.alarm("colon_hot").quality === "OK", 5000);
-    const report = await rt.reload({
-      ...rt.config,
-      providers: rt.config.providers.map((q) =>
-        q.id === COLON ? { ...q, command: "/nonexistent/provider" } : q
-      ),
-    });
+    const report = await rt.reload(withUnstartable(rt.config, COLON));
     assert.deepEqual(report.providers.failed.map((f) => f.id), [COLON]);
     assert.ok(
       report.notes.some((n) =>

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { MAX_NAMED_IN_WARNING } from "../../src/common/mod.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { simProvider, testConfig, withUnstartable } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import { failedStartText } from "../../src/providers/mod.ts";
 
@@ -35,12 +35,7 @@ interlocks:
   );
   try {
     await waitFor("sim1 sampled", () => rt.alarms.alarm("sim1_hot").quality === "OK", 5000);
-    const report = await rt.reload({
-      ...rt.config,
-      providers: rt.config.providers.map((q) =>
-        q.id === "sim1" ? { ...q, command: "/nonexistent/provider" } : q
-      ),
-    });
+    const report = await rt.reload(withUnstartable(rt.config, "sim1"));
     assert.match(
       report.providers.failed.map(failedStartText).join(),
       /^sim1: cannot start provider/,

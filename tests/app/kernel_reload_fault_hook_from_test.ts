@@ -11,10 +11,10 @@ import { startRuntime } from "../helpers/kernel.ts";
 import {
   automationConfig,
   callAs,
-  STOP_MOTOR_ON_FAULT,
   TreeDir,
   treeXml,
   tv,
+  withSecondHook,
 } from "../scenarios/automation_helpers.ts";
 import { call, inertSim, readSignal } from "../safety/_fixture.ts";
 
@@ -28,11 +28,6 @@ function relayOffIntoFault(from: HookConfig["from"]): HookConfig {
     path,
     calls: [call("sim0/relayio0", "set_relay_ch1", { enabled: false }, `${path}.calls[0]`)],
   };
-}
-
-/** The motor stop on AUTO -> FAULT (AUTO's gate stays covered) and the relay hook from `from`. */
-function hooks(from: HookConfig["from"]): Config["automation"]["modeTransitionHooks"] {
-  return { beforeTransition: [STOP_MOTOR_ON_FAULT, relayOffIntoFault(from)], afterTransition: [] };
 }
 
 /** A `safety:` section of its own: the e-stop adopts no hook (only the hooks are judged here). */
@@ -51,10 +46,7 @@ async function withRuntime(run: (rt: Awaited<ReturnType<typeof startRuntime>>) =
         safety: SAFETY,
       },
     });
-    const rt = await startRuntime({
-      ...base,
-      automation: { ...base.automation, modeTransitionHooks: hooks("*") },
-    });
+    const rt = await startRuntime(withSecondHook(base, relayOffIntoFault("*")));
     try {
       await rt.modes.request("MANUAL");
       await callAs(rt, "manual", "sim0/relayio0", "set_relay_ch1", { enabled: tv.b(true) });
@@ -74,10 +66,7 @@ const NARROWED =
 Deno.test("Kernel.reload in AUTO narrowing a * -> FAULT hook to MANUAL -> FAULT is refused: AUTO -> FAULT still makes its call", async () => {
   await withRuntime(async (rt) => {
     await rt.modes.request("AUTO");
-    const report = await rt.reload({
-      ...rt.config,
-      automation: { ...rt.config.automation, modeTransitionHooks: hooks("MANUAL") },
-    });
+    const report = await rt.reload(withSecondHook(rt.config, relayOffIntoFault("MANUAL")));
     assert.deepEqual(report.applied, []);
     assert.deepEqual(report.refused, [{
       section: "automation.mode_transition_hooks",
@@ -95,10 +84,7 @@ Deno.test("Kernel.reload in AUTO narrowing a * -> FAULT hook to MANUAL -> FAULT 
 
 Deno.test("Kernel.reload outside AUTO narrowing a * -> FAULT hook applies and names the transitions it no longer covers", async () => {
   await withRuntime(async (rt) => {
-    const report = await rt.reload({
-      ...rt.config,
-      automation: { ...rt.config.automation, modeTransitionHooks: hooks("MANUAL") },
-    });
+    const report = await rt.reload(withSecondHook(rt.config, relayOffIntoFault("MANUAL")));
     assert.deepEqual(report.applied, ["automation.mode_transition_hooks"]);
     assert.deepEqual(report.weakened, [{
       section: "automation.mode_transition_hooks",
@@ -109,21 +95,13 @@ Deno.test("Kernel.reload outside AUTO narrowing a * -> FAULT hook applies and na
 
 Deno.test("protectionWeakenings: a hook into FAULT whose calls move to another hook of the same reach loses nothing; one removed entirely is named without modes", () => {
   const base = automationConfig(null, { config: { safety: SAFETY } });
-  const withHooks = (h: Config["automation"]["modeTransitionHooks"]): Config => ({
-    ...base,
-    automation: { ...base.automation, modeTransitionHooks: h },
-  });
+  // null: the motor stop on AUTO -> FAULT alone (no relay hook).
+  const withRelayOff = (from: HookConfig["from"] | null): Config =>
+    from === null ? base : withSecondHook(base, relayOffIntoFault(from));
   const machine = { actuatingFunctions: 1, longerStaleBounds: () => [] };
   const whats = (before: HookConfig["from"] | null, after: HookConfig["from"] | null) =>
-    protectionWeakenings(
-      withHooks(before === null ? hooks("AUTO") : hooks(before)),
-      withHooks(
-        after === null
-          ? { beforeTransition: [STOP_MOTOR_ON_FAULT], afterTransition: [] }
-          : hooks(after),
-      ),
-      machine,
-    ).map((w) => w.what);
+    protectionWeakenings(withRelayOff(before ?? "AUTO"), withRelayOff(after), machine)
+      .map((w) => w.what);
   assert.deepEqual(whats("AUTO", "*"), [], "widened: nothing lost");
   assert.deepEqual(whats("*", "*"), []);
   assert.deepEqual(whats("*", "AUTO"), [

@@ -12,7 +12,13 @@ import { simProvider } from "../helpers/sim_config.ts";
 import type { Kernel, KernelHost } from "../../src/app/kernel.ts";
 import type { Config, HookConfig } from "../../src/config/mod.ts";
 import { call, hook, plantProvider, readSignal } from "../safety/_fixture.ts";
-import { automationConfig, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
+import {
+  automationConfig,
+  autoRefusedBy,
+  TreeDir,
+  treeXml,
+  tv,
+} from "../scenarios/automation_helpers.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
 import { failedStartText } from "../../src/providers/mod.ts";
 
@@ -116,17 +122,6 @@ async function requestAutoSlowly(rt: Kernel, ms = 400): Promise<{ outcome: Promi
     (err: Error) => `refused: ${err.message}`,
   );
   return { outcome };
-}
-
-/**
- * The `refused_by` of each audit entry of a refused AUTO request, oldest first: a reload that
- * changed what AUTO was requested with refuses it as `reload` (docs/http-api.md "Audit trail").
- */
-async function autoRefusedBy(rt: Kernel): Promise<(string | null)[]> {
-  const page = await rt.audit.query({ limit: 1000 });
-  return page.entries
-    .filter((e) => e.action === "mode" && e.function === "AUTO" && e.outcome === "refused")
-    .map((e) => e.refused_by);
 }
 
 /** Slows every call to sim0/relayio0 inside the provider (a hook call in flight for `ms`). */

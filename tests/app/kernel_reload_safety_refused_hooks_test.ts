@@ -8,15 +8,15 @@
  * as a child process.
  */
 import assert from "node:assert/strict";
-import type { Config, HookConfig } from "../../src/config/mod.ts";
+import type { HookConfig } from "../../src/config/mod.ts";
 import { startRuntime } from "../helpers/kernel.ts";
 import {
   automationConfig,
   callAs,
-  STOP_MOTOR_ON_FAULT,
   TreeDir,
   treeXml,
   tv,
+  withSecondHook,
 } from "../scenarios/automation_helpers.ts";
 import { call, inertSim, readSignal } from "../safety/_fixture.ts";
 
@@ -37,22 +37,12 @@ function intoFault(calls: HookConfig["calls"]): HookConfig {
   };
 }
 
-function withHooks(config: Config, fault: HookConfig): Config {
-  return {
-    ...config,
-    automation: {
-      ...config.automation,
-      modeTransitionHooks: { beforeTransition: [STOP_MOTOR_ON_FAULT, fault], afterTransition: [] },
-    },
-  };
-}
-
 Deno.test("Kernel.reload in AUTO dropping safety: while its hook change is refused: the safety section is refused too, the e-stop still switches the relay off", async () => {
   const dir = await TreeDir.create();
   try {
     const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
     // The e-stop's own ladder: the relay off. The hook into FAULT stops motor 2.
-    const start = withHooks(
+    const start = withSecondHook(
       automationConfig(tree, {
         config: { providers: [inertSim("sim0")], safety: { hooks: [RELAY_OFF] } },
       }),
@@ -66,7 +56,7 @@ Deno.test("Kernel.reload in AUTO dropping safety: while its hook change is refus
       await rt.modes.request("AUTO");
       // The file: no safety: section, and the hook into FAULT switches the relay off instead of
       // stopping motor 2 -- so the ladder it adopts is the relay's, as before.
-      const next = withHooks(
+      const next = withSecondHook(
         { ...rt.config, safety: { ...rt.config.safety, present: false } },
         intoFault([RELAY_OFF]),
       );

@@ -15,7 +15,11 @@ import { exitCodeAfterStop, HURRIED_SHUTDOWN_MS, shutDown } from "../../src/app/
 import { EXIT_INTERNAL_ERROR, EXIT_OK } from "../../src/app/exit_codes.ts";
 import { systemClock } from "../../src/host/clock.ts";
 import type { JournalAppendHandle } from "../../src/journal/mod.ts";
-import { InterceptedAppends, RealJournalFiles } from "../helpers/journal_files.ts";
+import {
+  InterceptedAppends,
+  InterceptedSyncs,
+  RealJournalFiles,
+} from "../helpers/journal_files.ts";
 import { lockDataDir } from "../../src/host/mod.ts";
 import { afterPolls, processAlive, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
@@ -487,25 +491,19 @@ Deno.test("Kernel.stop with an InfluxDB that does not answer ends within the hur
  * The history tier's files, whose appends work and whose fsync waits while `hung` until
  * `released` (a dying SD card that takes writes into the page cache and never finishes a sync).
  */
-class HungSyncHistory extends RealJournalFiles {
+class HungSyncHistory extends InterceptedSyncs {
   hung = false;
   syncsHeld = 0;
   readonly released = Promise.withResolvers<void>();
-  override async openAppend(path: string): Promise<JournalAppendHandle> {
-    const handle = await super.openAppend(path);
-    if (!path.includes("/history/")) return handle;
-    return {
-      append: (text: string) => handle.append(text),
-      sync: async () => {
-        if (this.hung) {
-          this.syncsHeld++;
-          await this.released.promise;
-        }
-        await handle.sync();
-      },
-      truncate: (size: number) => handle.truncate(size),
-      close: () => handle.close(),
-    };
+  constructor() {
+    super("/history/");
+  }
+  protected override async interceptSync(sync: () => Promise<void>): Promise<void> {
+    if (this.hung) {
+      this.syncsHeld++;
+      await this.released.promise;
+    }
+    await sync();
   }
 }
 

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { summarize } from "../../src/app/reloader.ts";
-import type { ReloadReport } from "../../src/app/reload_report.ts";
+import { type ReloadReport, startedReloadReport } from "../../src/app/reload_report.ts";
 import { QUOTED_PROVIDER_ID_CHARS } from "../../src/common/mod.ts";
 
 const LONG = "p".repeat(10_000);
@@ -19,28 +19,11 @@ function report(
   providers: Partial<ReloadReport["providers"]>,
   interrupted = false,
 ): ReloadReport {
+  const started = startedReloadReport([], []);
   return {
-    providers: {
-      added: [],
-      restarted: [],
-      retried: [],
-      updated: [],
-      removed: [],
-      unchanged: [],
-      failed: [],
-      addFailed: [],
-      restartFailed: [],
-      held: [],
-      ...providers,
-    },
+    ...started,
+    providers: { ...started.providers, ...providers },
     applied: ["providers"],
-    notes: [],
-    refused: [],
-    failed: [],
-    needsRestart: [],
-    weakened: [],
-    estopActions: 0,
-    estopFailures: [],
     interrupted,
   };
 }

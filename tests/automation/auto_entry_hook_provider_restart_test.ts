@@ -10,14 +10,13 @@ import assert from "node:assert/strict";
 import type { HookConfig } from "../../src/config/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
-import { simProvider } from "../helpers/sim_config.ts";
 import {
-  automationConfig,
-  callAs,
-  STOP_MOTOR_ON_FAULT,
+  autoRefusedBy,
+  modeOutcome,
+  sim1TreeArmedBy,
+  slowCallsOf,
   TreeDir,
-  treeXml,
-  tv,
+  watchCallsTo,
 } from "../scenarios/automation_helpers.ts";
 
 /** MANUAL -> AUTO: sim0's setpoint (the setup), then sim1's (slowed by the test). */
@@ -38,46 +37,15 @@ const ARMING_HOOK: HookConfig = {
 Deno.test("AUTO requested while a provider its before_transition hooks set up crashes and restarts during them is refused at its commit", async () => {
   const dir = await TreeDir.create();
   try {
-    const tree = await dir.write(
-      "motor.xml",
-      treeXml(`<Sequence>
-      <CallDevice device_handle="sim1/motorctl0" function_name="set_motor_duty"
-        args='json:{"motor_index": 1, "duty": 0.1}' />
-      <Sleep msec="60000" />
-    </Sequence>`),
-    );
-    const base = automationConfig(tree, {
-      config: { providers: [simProvider("sim0"), simProvider("sim1")] },
-    });
-    const config = {
-      ...base,
-      automation: {
-        ...base.automation,
-        modeTransitionHooks: {
-          beforeTransition: [STOP_MOTOR_ON_FAULT, ARMING_HOOK],
-          afterTransition: [],
-        },
-      },
-    };
-    await using r = await rig({ config, arm: true });
+    await using r = await rig({ config: await sim1TreeArmedBy(dir, ARMING_HOOK), arm: true });
     const rt = r.kernel;
-    let lastHookSent = false;
-    rt.router.setAuditSink({
-      record: (d) => rt.audit.record(d),
-      writeAhead: (call, options) => {
-        if (call.device_handle === "sim1/tempctl0") lastHookSent = true;
-        return rt.audit.writeAhead(call, options);
-      },
-    });
-    await callAs(rt, "manual", "sim1/chaos_control", "inject_call_latency", {
-      device_id: tv.s("tempctl0"),
-      latency_ms: tv.i(1500),
-    });
-    lastHookSent = false;
+    const lastHook = watchCallsTo(rt, "sim1/tempctl0");
+    await slowCallsOf(rt, "sim1", "tempctl0", 1500);
+    lastHook.sent = false;
     const sim0Before = rt.registry.host("sim0")!.session;
-    const auto = rt.modes.request("AUTO").then(() => "AUTO", (err: unknown) => String(err));
+    const auto = modeOutcome(rt, "AUTO");
     // sim0's setpoint was set (its call answered before sim1's was sent): sim0 now crashes.
-    await waitFor("the hooks' last call made", () => lastHookSent);
+    await waitFor("the hooks' last call made", () => lastHook.sent);
     r.kill("sim0");
     await waitFor(
       "sim0 restarted",
@@ -95,10 +63,7 @@ Deno.test("AUTO requested while a provider its before_transition hooks set up cr
         "set it up again)",
     );
     assert.equal(rt.modes.current(), "MANUAL");
-    const refused = (await rt.audit.query({ limit: 100 })).entries.filter((e) =>
-      e.action === "mode" && e.function === "AUTO" && e.outcome === "refused"
-    );
-    assert.deepEqual(refused.map((e) => e.refused_by), ["unavailable"]);
+    assert.deepEqual(await autoRefusedBy(rt), ["unavailable"]);
   } finally {
     await dir.dispose();
   }

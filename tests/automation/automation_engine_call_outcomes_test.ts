@@ -8,7 +8,14 @@ import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
-import { automationConfig, callAs, TreeDir, treeXml, tv } from "../scenarios/automation_helpers.ts";
+import {
+  automationConfig,
+  callAs,
+  slowCallsOf,
+  TreeDir,
+  treeXml,
+  tv,
+} from "../scenarios/automation_helpers.ts";
 import type { TypedValue } from "../../src/common/mod.ts";
 import { MOTOR_ARGS, refusedRows, withIdleTree } from "./_kernel_rig.ts";
 
@@ -21,10 +28,7 @@ Deno.test("AutomationEngine counts a sent call's failure toward device_outages e
       failure_rate: tv.d(1),
     });
     // The device answers a call 300 ms after it got it: the halt below comes well before.
-    await callAs(rt, "manual", "sim0/chaos_control", "inject_call_latency", {
-      device_id: tv.s("motorctl0"),
-      latency_ms: tv.i(300),
-    });
+    await slowCallsOf(rt, "sim0", "motorctl0", 300);
     // The halt comes once the call's decision was written ahead: the router sends the request
     // in the microtasks that follow, before the timer fires -- the tree is halted while its sent call is in flight.
     let halt: AbortController | null = null;
@@ -218,10 +222,7 @@ Deno.test("AutomationEngine: a tree call still in flight from the previous AUTO 
     const rt = r.kernel;
     const engine = rt.automation!;
     // The device answers a call 30 s after it got it: AUTO is left and entered again meanwhile.
-    await callAs(rt, "manual", "sim1/chaos_control", "inject_call_latency", {
-      device_id: tv.s("motorctl0"),
-      latency_ms: tv.i(30_000),
-    });
+    await slowCallsOf(rt, "sim1", "motorctl0", 30_000);
     // The request is written in the microtasks after its decision is written ahead.
     let written = false;
     rt.router.setAuditSink({

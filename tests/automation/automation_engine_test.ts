@@ -149,6 +149,19 @@ function setMotorDuty(o: Partial<FunctionSpec> = {}): FunctionSpec {
   };
 }
 
+/** A signal `id` of `valueType`, no unit, hint or staleness (for motorctlInventory's `signals`). */
+function signal(id: string, valueType: SignalSpec["valueType"]): SignalSpec {
+  return {
+    signalId: id,
+    name: id,
+    description: "",
+    valueType,
+    unit: "",
+    pollHintHz: 0,
+    staleAfterMs: 0,
+  };
+}
+
 /**
  * An inventory holding one available device, sim0/motorctl0 (or sim0/`deviceId`), declaring
  * `functions` (and `signals`).
@@ -177,6 +190,30 @@ function motorctlInventory(
     devicesOf: () => [deviceId],
     capabilities: (p, d) => p === "sim0" && d === deviceId ? caps : undefined,
   };
+}
+
+/** A main tree reading two signals of `handle` in sequence, each `[signal id, blackboard key]`. */
+function readsTree(handle: string, ...reads: [string, string][]): string {
+  return `<BehaviorTree ID="Main">\n  <Sequence>\n` +
+    reads.map(([id, key]) =>
+      `    <ReadSignal device_handle="${handle}" signal_id="${id}" value="{${key}}"/>\n`
+    ).join("") +
+    `  </Sequence>\n</BehaviorTree>`;
+}
+
+/**
+ * The AUTO refusal of `main` (the main tree, setup's) over `inventory` once loaded, each place in
+ * the tree file (` at FILE:LINE:COL`) as ` at FILE`; a text saying so when AUTO is admitted.
+ */
+async function autoProblemAt(main: string, inventory: AutomationInventory): Promise<string> {
+  const { engine } = setup(main, { inventory });
+  try {
+    await engine.load();
+    return (engine.autoProblem() ?? "(no problem: AUTO admitted)")
+      .replace(/ at \S+:\d+:\d+/g, " at FILE");
+  } finally {
+    engine.stop();
+  }
 }
 
 Deno.test("AutomationEngine services read the cache with UNAVAILABLE as UNKNOWN and read parameters", () => {
@@ -1001,84 +1038,37 @@ Deno.test("AutomationEngine refuses AUTO naming a device of a 10 kB id cut, as t
 Deno.test("AutomationEngine refuses AUTO for a blackboard entry two signals type apart, the device's 10 kB ids cut", async () => {
   const deviceId = "d".repeat(10_000);
   const signalId = "s".repeat(10_000);
-  const signal = (id: string, valueType: "double" | "string"): SignalSpec => ({
-    signalId: id,
-    name: id,
-    description: "",
-    valueType,
-    unit: "",
-    pollHintHz: 0,
-    staleAfterMs: 0,
-  });
-  const { engine } = setup(
-    `<BehaviorTree ID="Main">\n  <Sequence>\n` +
-      `    <ReadSignal device_handle="sim0/${deviceId}" signal_id="${signalId}" value="{x}"/>\n` +
-      `    <ReadSignal device_handle="sim0/${deviceId}" signal_id="q" value="{x}"/>\n` +
-      `  </Sequence>\n</BehaviorTree>`,
-    {
-      inventory: motorctlInventory([], deviceId, [
-        signal(signalId, "double"),
-        signal("q", "string"),
-      ]),
-    },
+  const problem = await autoProblemAt(
+    readsTree(`sim0/${deviceId}`, [signalId, "x"], ["q", "x"]),
+    motorctlInventory([], deviceId, [signal(signalId, "double"), signal("q", "string")]),
   );
-  try {
-    await engine.load();
-    const problem = (engine.autoProblem() ?? "(no problem: AUTO admitted)")
-      .replace(/ at \S+:\d+:\d+/g, " at FILE");
-    const device = `sim0/${"d".repeat(QUOTED_DEVICE_ID_CHARS)}\u2026`;
-    assert.ok(
-      problem.startsWith(
-        `refusing AUTO: the behavior tree writes blackboard entry "x" with ReadSignal ${device} ` +
-          `${
-            "s".repeat(PROVIDER_TEXT_CHARS)
-          }\u2026 (a double signal) at FILE and with ReadSignal ` +
-          `${device} q (a string signal) at FILE (`,
-      ),
-      problem.slice(0, 400),
-    );
-  } finally {
-    engine.stop();
-  }
+  const device = `sim0/${"d".repeat(QUOTED_DEVICE_ID_CHARS)}\u2026`;
+  assert.ok(
+    problem.startsWith(
+      `refusing AUTO: the behavior tree writes blackboard entry "x" with ReadSignal ${device} ` +
+        `${"s".repeat(PROVIDER_TEXT_CHARS)}\u2026 (a double signal) at FILE and with ReadSignal ` +
+        `${device} q (a string signal) at FILE (`,
+    ),
+    problem.slice(0, 400),
+  );
 });
 
 Deno.test("AutomationEngine refuses AUTO for a blackboard entry of a 10 kB key two signals type apart, the key cut and quoted", async () => {
   // A key holds no quote or control character (a port refuses it as no blackboard reference).
   const key = "k".repeat(10_000);
-  const signal = (id: string, valueType: "double" | "string"): SignalSpec => ({
-    signalId: id,
-    name: id,
-    description: "",
-    valueType,
-    unit: "",
-    pollHintHz: 0,
-    staleAfterMs: 0,
-  });
-  const { engine } = setup(
-    `<BehaviorTree ID="Main">\n  <Sequence>\n` +
-      `    <ReadSignal device_handle="sim0/motorctl0" signal_id="v" value="{${key}}"/>\n` +
-      `    <ReadSignal device_handle="sim0/motorctl0" signal_id="q" value="{${key}}"/>\n` +
-      `  </Sequence>\n</BehaviorTree>`,
-    {
-      inventory: motorctlInventory([], undefined, [signal("v", "double"), signal("q", "string")]),
-    },
+  const problem = await autoProblemAt(
+    readsTree("sim0/motorctl0", ["v", key], ["q", key]),
+    motorctlInventory([], undefined, [signal("v", "double"), signal("q", "string")]),
   );
-  try {
-    await engine.load();
-    const problem = (engine.autoProblem() ?? "(no problem: AUTO admitted)")
-      .replace(/ at \S+:\d+:\d+/g, " at FILE");
-    assert.ok(
-      problem.startsWith(
-        `refusing AUTO: the behavior tree writes blackboard entry "${
-          "k".repeat(PROVIDER_TEXT_CHARS)
-        }\u2026" with ReadSignal sim0/motorctl0 v (a double signal) at FILE and with `,
-      ),
-      problem.slice(0, 400),
-    );
-    assert.ok(problem.length < 1000, `${problem.length} characters`);
-  } finally {
-    engine.stop();
-  }
+  assert.ok(
+    problem.startsWith(
+      `refusing AUTO: the behavior tree writes blackboard entry "${
+        "k".repeat(PROVIDER_TEXT_CHARS)
+      }\u2026" with ReadSignal sim0/motorctl0 v (a double signal) at FILE and with `,
+    ),
+    problem.slice(0, 400),
+  );
+  assert.ok(problem.length < 1000, `${problem.length} characters`);
 });
 
 Deno.test("AutomationEngine logs the main tree's id of 10 kB with a quote and a line break cut and quoted", async () => {

@@ -28,10 +28,10 @@ import { rig as kernelRig } from "../helpers/rig.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import {
   automationConfig,
-  callAs,
+  modeOutcome,
+  slowCallsOf,
   TreeDir,
   treeXml,
-  tv,
   withSlowArming,
 } from "../scenarios/automation_helpers.ts";
 
@@ -288,12 +288,9 @@ async function backDuringHooks(
       () => engine.status().device_loss_latched.includes("sim1/motorctl0"),
     );
     assert.notEqual(rt.registry.host("sim1")?.available, true, "down when AUTO is requested");
-    await callAs(rt, "manual", "sim0/chaos_control", "inject_call_latency", {
-      device_id: tv.s("tempctl0"),
-      latency_ms: tv.i(5000),
-    });
+    await slowCallsOf(rt, "sim0", "tempctl0", 5000);
     // Requested while it is down: this entry is to keep it latched.
-    const auto = rt.modes.request("AUTO").then(() => "AUTO", (err: unknown) => String(err));
+    const auto = modeOutcome(rt, "AUTO");
     await waitFor("sim1 back", () => rt.registry.host("sim1")?.available === true);
     const outcome = await auto;
     if (outcome === "AUTO" && !swap) {
@@ -391,12 +388,9 @@ Deno.test("AUTO requested while a device the tree commanded is held by its provi
     );
     assert.ok(!engine.status().device_loss_latched.includes(`pol/${HELD}`), "held, not named");
     assert.notEqual(rt.registry.host("pol")?.available, true, "down when AUTO is requested");
-    await callAs(rt, "manual", "sim0/chaos_control", "inject_call_latency", {
-      device_id: tv.s("tempctl0"),
-      latency_ms: tv.i(5000),
-    });
+    await slowCallsOf(rt, "sim0", "tempctl0", 5000);
     // Requested while it is down: this entry is to keep it refused.
-    const auto = rt.modes.request("AUTO").then(() => "AUTO", (err: unknown) => String(err));
+    const auto = modeOutcome(rt, "AUTO");
     await waitFor("pol back", () => rt.registry.host("pol")?.available === true, 20_000);
     const outcome = await auto;
     if (outcome === "AUTO") {

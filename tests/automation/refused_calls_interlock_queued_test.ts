@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { simProvider } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
-import { cached, callAs, tv } from "../scenarios/automation_helpers.ts";
+import { cached, callAs, slowCallsOf, tv } from "../scenarios/automation_helpers.ts";
 import { withIdleTree } from "./_kernel_rig.ts";
 
 /**
@@ -23,10 +23,7 @@ const LATENCY_MS = 4000;
 Deno.test("AutomationEngine: tree calls queued behind a slow call are refused at their turn by an interlock that engaged meanwhile, listed as refused by it", async () => {
   await withIdleTree(async (rt, engine) => {
     assert.equal(rt.alarms.interlocks()[0]!.blocking, false);
-    await callAs(rt, "manual", "sim0/chaos_control", "inject_call_latency", {
-      device_id: tv.s("motorctl0"),
-      latency_ms: tv.i(LATENCY_MS),
-    });
+    await slowCallsOf(rt, "sim0", "motorctl0", LATENCY_MS);
     let slowSent = false;
     const slow = rt.router.call({
       providerId: "sim0",

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
-import { callAs, tv } from "../scenarios/automation_helpers.ts";
+import { slowCallsOf } from "../scenarios/automation_helpers.ts";
 import { MOTOR_ARGS, withIdleTree } from "./_kernel_rig.ts";
 
 /** How long the simulated motorctl0 sleeps before answering a call (chaos inject_call_latency). */
@@ -17,10 +17,7 @@ const LATENCY_MS = 1500;
 
 Deno.test("AutomationEngine lists tree calls refused as stopped at their turn in refused_calls, not device_outages; halted ones in neither", async () => {
   await withIdleTree(async (rt, engine) => {
-    await callAs(rt, "manual", "sim0/chaos_control", "inject_call_latency", {
-      device_id: tv.s("motorctl0"),
-      latency_ms: tv.i(LATENCY_MS),
-    });
+    await slowCallsOf(rt, "sim0", "motorctl0", LATENCY_MS);
     let slowSent = false;
     const slow = rt.router.call({
       providerId: "sim0",

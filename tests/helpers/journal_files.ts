@@ -138,6 +138,33 @@ export class InterceptedAppends extends RealJournalFiles {
 }
 
 /**
+ * Host's journalFiles (real files) whose fsyncs of a path holding `pathPart` go through
+ * `interceptSync` (given the real fsync; a test's class overrides it): a disk whose fsync fails or
+ * never finishes. Every other call, and fsyncs elsewhere, are the real ones.
+ */
+export class InterceptedSyncs extends RealJournalFiles {
+  readonly #pathPart: string;
+  constructor(pathPart: string) {
+    super();
+    this.#pathPart = pathPart;
+  }
+  /** One fsync of a matched file; `sync` is the real one. */
+  protected interceptSync(sync: () => Promise<void>): Promise<void> {
+    return sync();
+  }
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const handle = await journalFiles.openAppend(path);
+    if (!path.includes(this.#pathPart)) return handle;
+    return {
+      append: (text: string) => handle.append(text),
+      sync: () => this.interceptSync(() => handle.sync()),
+      truncate: (size: number) => handle.truncate(size),
+      close: () => handle.close(),
+    };
+  }
+}
+
+/**
  * Host's journalFiles (real files) where every call on a path holding `pathPart` never returns,
  * as on a disk that hangs (an NFS mount gone, a dying SD card: open/read/stat that never come
  * back): its promise never settles, its line reader never yields. `hung` counts those calls.

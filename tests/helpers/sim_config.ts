@@ -218,6 +218,19 @@ export function testConfig(o: TestConfigOptions = {}): Config {
   };
 }
 
+/** A command nothing runs from: a provider given it cannot start. */
+export const UNSTARTABLE_COMMAND = "/nonexistent/provider";
+
+/** `config` with provider `providerId`'s command UNSTARTABLE_COMMAND (a reload fails its start). */
+export function withUnstartable(config: Config, providerId: string): Config {
+  return {
+    ...config,
+    providers: config.providers.map((p) =>
+      p.id === providerId ? { ...p, command: UNSTARTABLE_COMMAND } : p
+    ),
+  };
+}
+
 /** The inert sim0 with automation on and one parameter, target_temp (double 40, 0..120). */
 export function simWithTargetTemp(): Config {
   return testConfig({

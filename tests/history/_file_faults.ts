@@ -4,7 +4,7 @@
  * (FailingSyncFiles). One copy of each, shared by the test files that need them.
  */
 import type { JournalAppendHandle, JournalLine } from "../../src/journal/mod.ts";
-import { RealJournalFiles } from "../helpers/journal_files.ts";
+import { InterceptedSyncs, RealJournalFiles } from "../helpers/journal_files.ts";
 import { MemoryFiles } from "../helpers/memory_files.ts";
 
 /**
@@ -104,23 +104,17 @@ export class HeldReads extends MemoryFiles {
 }
 
 /** Real files whose fsync of a history file fails (EIO) while `syncFails` is set. */
-export class FailingSyncFiles extends RealJournalFiles {
+export class FailingSyncFiles extends InterceptedSyncs {
   syncFails = false;
   failedSyncs = 0;
-  override async openAppend(path: string): Promise<JournalAppendHandle> {
-    const handle = await super.openAppend(path);
-    if (!path.includes("/history/")) return handle;
-    return {
-      append: (text: string) => handle.append(text),
-      sync: async () => {
-        if (this.syncFails) {
-          this.failedSyncs++;
-          throw new Error("Input/output error (os error 5)");
-        }
-        await handle.sync();
-      },
-      truncate: (size: number) => handle.truncate(size),
-      close: () => handle.close(),
-    };
+  constructor() {
+    super("/history/");
+  }
+  protected override async interceptSync(sync: () => Promise<void>): Promise<void> {
+    if (this.syncFails) {
+      this.failedSyncs++;
+      throw new Error("Input/output error (os error 5)");
+    }
+    await sync();
   }
 }

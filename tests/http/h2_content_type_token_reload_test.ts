@@ -89,6 +89,12 @@ async function readAheadThroughReload(
 
 const sendManual: Then = (stream) => stream.end(MANUAL);
 
+/** readAheadThroughReload's check of a mode request: answered `status`, the mode still IDLE. */
+const answeredStillIdle = (status: number) => (answer: Outcome, fx: HttpFixture): void => {
+  assert.equal(answer.status, status, answer.body);
+  assert.equal(fx.runtime.modes.current(), "IDLE");
+};
+
 Deno.test("HTTP/2 read-ahead: a token removed while a non-JSON body is awaited is answered 401, not 415, and the mode is not switched", async () => {
   await readAheadThroughReload(
     { path: "/v0/mode", contentType: "text/plain", tokens: [BOSS], then: sendManual },
@@ -104,10 +110,7 @@ Deno.test("HTTP/2 read-ahead: a reload that keeps the token leaves the non-JSON 
   const night: NamedToken = { name: "night", role: "viewer", token: "night-token-3a9e1c7b5f02" };
   await readAheadThroughReload(
     { path: "/v0/mode", contentType: "text/plain", tokens: [SHIFT, BOSS, night], then: sendManual },
-    (answer, fx) => {
-      assert.equal(answer.status, 415, answer.body);
-      assert.equal(fx.runtime.modes.current(), "IDLE");
-    },
+    answeredStillIdle(415),
   );
 });
 
@@ -119,10 +122,7 @@ Deno.test("HTTP/2 read-ahead: a token lowered to viewer while the body is awaite
       tokens: [{ ...SHIFT, role: "viewer" }, BOSS],
       then: sendManual,
     },
-    (answer, fx) => {
-      assert.equal(answer.status, 403, answer.body);
-      assert.equal(fx.runtime.modes.current(), "IDLE");
-    },
+    answeredStillIdle(403),
   );
 });
 
@@ -134,20 +134,14 @@ Deno.test("HTTP/2 read-ahead: a token removed while the body is awaited is answe
       tokens: [BOSS],
       then: (_stream, clock) => assert.ok(clock.fireNext(), "the read timer fires"),
     },
-    (answer, fx) => {
-      assert.equal(answer.status, 401, answer.body);
-      assert.equal(fx.runtime.modes.current(), "IDLE");
-    },
+    answeredStillIdle(401),
   );
 });
 
 Deno.test("HTTP/2 read-ahead: a token removed before the body ends empty is answered 401 by the route, and the mode is not switched", async () => {
   await readAheadThroughReload(
     { path: "/v0/mode", contentType: "text/plain", tokens: [BOSS], then: (s) => s.end() },
-    (answer, fx) => {
-      assert.equal(answer.status, 401, answer.body);
-      assert.equal(fx.runtime.modes.current(), "IDLE");
-    },
+    answeredStillIdle(401),
   );
 });
 

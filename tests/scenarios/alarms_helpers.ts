@@ -29,6 +29,20 @@ export function alarmsConfig(
   return { alarms: [...r.config!.alarms], interlocks: [...r.config!.interlocks] };
 }
 
+/**
+ * One interlock, hot_lockout, blocking sim0/motorctl0 set_motor_duty while sim0/tempctl0/tc1_temp
+ * is above 1000: it never blocks on what a sim reads (room temperature), so a judged call passes.
+ */
+export function neverBlockingInterlock(): InterlockConfig[] {
+  return alarmsConfig(
+    "interlocks:\n" +
+      "  - id: hot_lockout\n" +
+      "    block: [sim0/motorctl0/set_motor_duty]\n" +
+      "    while: sim0/tempctl0/tc1_temp > 1000\n" +
+      "    message: Motor locked while the heater is hot\n",
+  ).interlocks;
+}
+
 /** One SSE frame as received: its event name and parsed data. */
 export interface ReceivedEvent {
   readonly event: string;

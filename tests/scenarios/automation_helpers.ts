@@ -4,7 +4,7 @@
  * the cached device state.
  */
 import { scalarOf, type TypedValue } from "../../src/common/mod.ts";
-import type { CallArgValue, Config, HookConfig } from "../../src/config/mod.ts";
+import type { CallArgValue, Config, HookConfig, RuntimeMode } from "../../src/config/mod.ts";
 import type { RuntimeEvent } from "../../src/events/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { REPO, simProvider, testConfig, type TestConfigOptions } from "../helpers/sim_config.ts";
@@ -75,20 +75,99 @@ export const SLOW_ARMING_HOOK: HookConfig = {
 };
 
 /**
- * `config` with SLOW_ARMING_HOOK holding MANUAL -> AUTO (after STOP_MOTOR_ON_FAULT) as its only
- * hooks: a test slows sim0's set_setpoint to keep that transition's hooks running.
+ * `config` with `hook` second in before_transition, after STOP_MOTOR_ON_FAULT (AUTO's gate stays
+ * covered), as its only hooks.
  */
-export function withSlowArming(config: Config): Config {
+export function withSecondHook(config: Config, hook: HookConfig): Config {
   return {
     ...config,
     automation: {
       ...config.automation,
       modeTransitionHooks: {
-        beforeTransition: [STOP_MOTOR_ON_FAULT, SLOW_ARMING_HOOK],
+        beforeTransition: [STOP_MOTOR_ON_FAULT, hook],
         afterTransition: [],
       },
     },
   };
+}
+
+/**
+ * `config` with SLOW_ARMING_HOOK holding MANUAL -> AUTO (after STOP_MOTOR_ON_FAULT) as its only
+ * hooks: a test slows sim0's set_setpoint to keep that transition's hooks running.
+ */
+export function withSlowArming(config: Config): Config {
+  return withSecondHook(config, SLOW_ARMING_HOOK);
+}
+
+/**
+ * Two in-process sims, sim0 and sim1, automation on a tree (written to `dir`) that sets
+ * sim1/motorctl0's motor 1 to duty 0.1 once then sleeps a minute, `arming` holding MANUAL -> AUTO
+ * (second in before_transition; SLOW_ARMING_HOOK unless given).
+ */
+export async function sim1TreeArmedBy(
+  dir: TreeDir,
+  arming: HookConfig = SLOW_ARMING_HOOK,
+): Promise<Config> {
+  const tree = await dir.write(
+    "motor.xml",
+    treeXml(`<Sequence>
+      <CallDevice device_handle="sim1/motorctl0" function_name="set_motor_duty"
+        args='json:{"motor_index": 1, "duty": 0.1}' />
+      <Sleep msec="60000" />
+    </Sequence>`),
+  );
+  const base = automationConfig(tree, {
+    config: { providers: [simProvider("sim0"), simProvider("sim1")] },
+  });
+  return withSecondHook(base, arming);
+}
+
+/**
+ * Watches the router's write-ahead of calls to `handle` (each audited as before): `sent` turns
+ * true at each one's decision; a test resets it.
+ */
+export function watchCallsTo(rt: Kernel, handle: string): { sent: boolean } {
+  const watch = { sent: false };
+  rt.router.setAuditSink({
+    record: (d) => rt.audit.record(d),
+    writeAhead: (call, options) => {
+      if (call.device_handle === handle) watch.sent = true;
+      return rt.audit.writeAhead(call, options);
+    },
+  });
+  return watch;
+}
+
+/**
+ * Makes `providerId`'s simulated `deviceId` answer each call `latencyMs` after it got it (its
+ * chaos_control's inject_call_latency).
+ */
+export function slowCallsOf(
+  rt: Kernel,
+  providerId: string,
+  deviceId: string,
+  latencyMs: number,
+): Promise<void> {
+  return callAs(rt, "manual", `${providerId}/chaos_control`, "inject_call_latency", {
+    device_id: tv.s(deviceId),
+    latency_ms: tv.i(latencyMs),
+  });
+}
+
+/** Requests `mode`: resolves to `mode` once entered, else to the refusal's text. */
+export function modeOutcome(rt: Kernel, mode: RuntimeMode): Promise<string> {
+  return rt.modes.request(mode).then(() => mode, (err: unknown) => String(err));
+}
+
+/**
+ * The `refused_by` of each audit entry of a refused AUTO request, oldest first (docs/http-api.md
+ * "Audit trail").
+ */
+export async function autoRefusedBy(rt: Kernel): Promise<(string | null)[]> {
+  const page = await rt.audit.query({ limit: 1000 });
+  return page.entries
+    .filter((e) => e.action === "mode" && e.function === "AUTO" && e.outcome === "refused")
+    .map((e) => e.refused_by);
 }
 
 export interface AutomationConfigOptions {

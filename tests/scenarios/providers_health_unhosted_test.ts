@@ -16,6 +16,7 @@ import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
 import { failedStartText } from "../../src/providers/mod.ts";
+import { withUnstartable } from "../helpers/sim_config.ts";
 
 async function sims(more: Config["providers"] = []) {
   return await rig({
@@ -102,10 +103,7 @@ Deno.test("providers/health lists a provider a reload is starting, before its ho
   await using r = await sims([programmableProvider("slow", slowFile)]);
   const rt = r.kernel;
   const good = rt.config.providers;
-  const broken = {
-    ...rt.config,
-    providers: good.map((p) => p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p),
-  };
+  const broken = withUnstartable(rt.config, "sim1");
   await rt.reload(broken);
   // Fixed, and slow removed: no host of sim1 until slow has exited; its entry is in the file.
   const fixed = rt.reload({ ...rt.config, providers: good.filter((p) => p.id !== "slow") });
@@ -161,10 +159,7 @@ Deno.test("providers/health lists every provider in the configuration file's ord
   const ids = () => rt.providerHealth().map((p) => [p.provider_id, p.lifecycle_state]);
   const good = rt.config.providers;
   // sim1's new process cannot start: its host stays listed down until the next reload.
-  const broken = await rt.reload({
-    ...rt.config,
-    providers: good.map((p) => p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p),
-  });
+  const broken = await rt.reload(withUnstartable(rt.config, "sim1"));
   assert.match(broken.providers.failed.map(failedStartText).join(), /^sim1: cannot start provider/);
   assert.deepEqual(ids(), [["sim0", "RUNNING"], ["sim1", "DOWN"], ["sim2", "RUNNING"]]);
 

@@ -11,6 +11,7 @@ import { rig } from "../helpers/rig.ts";
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
 import { failedStartText } from "../../src/providers/mod.ts";
+import { withUnstartable } from "../helpers/sim_config.ts";
 
 Deno.test("Reload: a provider down already whose restart fails notes no second device loss", async () => {
   await using r = await rig({
@@ -37,12 +38,7 @@ Deno.test("Reload: a provider down already whose restart fails notes no second d
   assert.deepEqual(lost(), listed);
 
   // Its entry changed to one that cannot start: the reload takes out a host that runs nothing.
-  const result = await rt.reload({
-    ...rt.config,
-    providers: rt.config.providers.map((p) =>
-      p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p
-    ),
-  });
+  const result = await rt.reload(withUnstartable(rt.config, "sim1"));
   assert.match(result.providers.failed.map(failedStartText).join(), /^sim1: cannot start provider/);
   await new Promise((resolve) => setTimeout(resolve, 200)); // a join is told in a microtask
   assert.deepEqual(lost(), listed, `each device lost once:\n${noted.join("\n")}`);

@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
 import { rig } from "../helpers/rig.ts";
-import { simProvider } from "../helpers/sim_config.ts";
+import { simProvider, withUnstartable } from "../helpers/sim_config.ts";
 import { automationConfig, TreeDir, treeXml } from "./automation_helpers.ts";
 import { failedStartText } from "../../src/providers/mod.ts";
 
@@ -68,12 +68,7 @@ Deno.test("Reload: a device a failed start lost and a later start leaves out sta
     await waitFor("FAULT forced by the loss of sim1", () => rt.modes.current() === "FAULT");
     const good = rt.config;
 
-    const broken = await rt.reload({
-      ...good,
-      providers: good.providers.map((p) =>
-        p.id === "p0" ? { ...p, command: "/nonexistent/provider" } : p
-      ),
-    });
+    const broken = await rt.reload(withUnstartable(good, "p0"));
     assert.match(broken.providers.failed.map(failedStartText).join(), /^p0: cannot start provider/);
     await Deno.writeTextFile(invFile, JSON.stringify(inventory(false)));
     const fixed = await rt.reload(good);

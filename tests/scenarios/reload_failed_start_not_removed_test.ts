@@ -24,6 +24,7 @@ import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
 import { failedStartText } from "../../src/providers/mod.ts";
+import { withUnstartable } from "../helpers/sim_config.ts";
 
 /**
  * How far an incident's date may lie from the test's Date.now() reads around the event although
@@ -72,12 +73,7 @@ async function sims(more: Config["providers"] = []) {
 
 /** The file with sim1's command changed to one that does not exist. */
 function withBrokenSim1(rt: Kernel): Config {
-  return {
-    ...rt.config,
-    providers: rt.config.providers.map((p) =>
-      p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p
-    ),
-  };
+  return withUnstartable(rt.config, "sim1");
 }
 
 Deno.test("Reload: a provider whose restart failed to start is not removed by the next reload that keeps its entry", async () => {

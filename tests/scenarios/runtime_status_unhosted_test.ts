@@ -17,6 +17,7 @@ import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
 import { failedStartText } from "../../src/providers/mod.ts";
+import { withUnstartable } from "../helpers/sim_config.ts";
 
 async function sims(more: Config["providers"] = []) {
   return await rig({
@@ -101,12 +102,7 @@ Deno.test("runtime/status lists the providers in the configuration file's order,
   await using r = await sims([inertSim("sim2")]);
   const rt = r.kernel;
   await using server = await serveKernelApi(rt);
-  const broken = await rt.reload({
-    ...rt.config,
-    providers: rt.config.providers.map((p) =>
-      p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p
-    ),
-  });
+  const broken = await rt.reload(withUnstartable(rt.config, "sim1"));
   assert.match(broken.providers.failed.map(failedStartText).join(), /^sim1: cannot start provider/);
   const providers = await statusProviders(server.port);
   assert.deepEqual(providers.map((p) => [p.provider_id, p.state]), [

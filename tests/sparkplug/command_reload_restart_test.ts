@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { mosquittoMissing } from "../helpers/mosquitto.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
 import { programmableProvider } from "../helpers/programmable_provider.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
+import { simProvider, testConfig, withUnstartable } from "../helpers/sim_config.ts";
 import {
   commandResultAlias,
   nodeAnswers,
@@ -140,12 +140,7 @@ Deno.test({
       const sim1 = good.find((p) => p.id === "sim1")!;
       // sim1's entry changed to a command that does not exist: its new process cannot start, and
       // its host is listed down until the next reload.
-      const broken = await kernel.reload({
-        ...kernel.config,
-        providers: good.map((p) =>
-          p.id === "sim1" ? { ...p, command: "/nonexistent/provider" } : p
-        ),
-      });
+      const broken = await kernel.reload(withUnstartable(kernel.config, "sim1"));
       assert.match(
         broken.providers.failed.map(failedStartText).join(),
         /^sim1: cannot start provider/,
