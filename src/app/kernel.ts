@@ -2727,6 +2727,20 @@ export class Kernel {
   /** The owner of every live section (app/live_config.ts names them). */
   #ownKernelSections(): void {
     const own = (key: SectionKey, apply: SectionApply) => this.#owners.set(key, apply);
+    // The e-stop's securing runs a section began while latched (providers it started, or secured
+    // again under a ladder it changed): the reload waits for them and counts their calls. One
+    // that fails is the e-stop's to report (its ERROR line) and to redo at the provider's next
+    // return: the section did apply (its ladder, hooks or providers are in force), so it is not
+    // failed (its old value kept in effect while the new one runs); the report names the failure.
+    const secured = async (report: MutableReloadReport, runs: Promise<EstopAction[]>[]) => {
+      for (const run of runs) {
+        try {
+          report.estopActions += (await run).length;
+        } catch (err) {
+          report.estopFailures.push(errorMessage(err));
+        }
+      }
+    };
     own("providers", async (next, { auto, report }) => {
       const noRoom = this.#openFilesShortfall(next, auto);
       if (noRoom !== null) {
@@ -2782,18 +2796,12 @@ export class Kernel {
         return { effective, failed: RELOAD_STOPPING };
       }
       // A provider that came up while the e-stop is latched is brought to the safe state by the
-      // e-stop itself (it follows every provider's availability); the report counts its calls.
-      // A securing run that fails is the e-stop's to report (its ERROR line) and to redo at the
-      // provider's next return: the provider did start, so the section applies and its devices
-      // are polled below; the report names the failure.
+      // e-stop itself (it follows every provider's availability); the report counts its calls
+      // (one that fails: named, and its devices are polled below all the same). Each one is
+      // asked for once the one before has ended (the run in force for it then).
       for (const host of r.started) {
-        const secured = this.estop.securing(host);
-        if (secured === null) continue;
-        try {
-          report.estopActions += (await secured).length;
-        } catch (err) {
-          report.estopFailures.push(errorMessage(err));
-        }
+        const run = this.estop.securing(host);
+        if (run !== null) await secured(report, [run]);
       }
       // Each device of a provider this reload started is polled once before the next sections
       // apply (as the priming poll does at start): an alarm the same reload adds on its signals
@@ -3012,11 +3020,6 @@ export class Kernel {
       [...report.providers.added, ...report.providers.restarted, ...report.providers.retried]
         .map((id) => this.registry.host(id))
         .filter((h): h is ProviderHost => h?.available === true);
-    // A provider secured again under the new plan while latched: the reload waits for it, as
-    // for the providers it started, and counts its calls.
-    const secured = async (report: MutableReloadReport, runs: Promise<EstopAction[]>[]) => {
-      for (const run of runs) report.estopActions += (await run).length;
-    };
     own("automation.mode_transition_hooks", async (next, ctx) => {
       const { auto, weakens, report } = ctx;
       if (auto && weakens.length > 0) return { refused: refusal(weakens) };

@@ -6,13 +6,17 @@
  * providers it started is polled once before the next sections apply -- an alarm the same reload
  * adds on one of their signals judges a sample, not "no sample yet". Real: the kernel over
  * simulated provider processes; the fault is the one estop.ts contains, a plan that cannot be made
- * (its plan port throws while the test says so).
+ * (its plan port throws while the test says so). The same holds for a reload that changes the
+ * ladder of a provider up while latched (its securing run made again under the new ladder): the
+ * ladder is in force, so the safety section applied, and the configuration in effect has it.
  */
 import assert from "node:assert/strict";
 import { summarize } from "../../src/app/reloader.ts";
 import { recordEvents, startRuntime } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { alarmsConfig } from "../scenarios/alarms_helpers.ts";
+import { call, inertSim } from "../safety/_fixture.ts";
+import type { Config } from "../../src/config/mod.ts";
 
 Deno.test("Kernel.reload adding a provider while latched whose securing run fails: applied, the failure noted, its devices polled", async () => {
   const protections = alarmsConfig(
@@ -59,6 +63,52 @@ alarms:
   } finally {
     broken.on = false;
     events.stop();
+    await rt.stop();
+  }
+});
+
+Deno.test("Kernel.reload changing the e-stop's ladder while latched whose securing run fails: safety applied (in force and in effect), the failure noted", async () => {
+  // The e-stop zeroes sim0; the file gives it a ladder call instead (its calls to sim0 change).
+  const ladder = [
+    call("sim0/motorctl0", "set_motor_duty", { motor_index: 2, duty: { double: 0 } }),
+  ];
+  const rt = await startRuntime(
+    testConfig({ providers: [inertSim("sim0")], safety: { zeroIsSafe: true } }),
+  );
+  const plan = rt.estop.plan.bind(rt.estop);
+  const broken = { on: false };
+  rt.estop.plan = () => {
+    if (broken.on) throw new Error("plan port failed");
+    return plan();
+  };
+  // The plan port fails once the new ladder is in force: the re-securing run of sim0 (begun by
+  // reconfigure, a microtask later) cannot make its plan.
+  const reconfigure = rt.estop.reconfigure.bind(rt.estop);
+  rt.estop.reconfigure = (...args) => {
+    const runs = reconfigure(...args);
+    broken.on = true;
+    return runs;
+  };
+  try {
+    await rt.estop.trigger("test");
+    const next: Config = {
+      ...rt.config,
+      safety: { present: true, safeState: { ...rt.config.safety.safeState, hooks: ladder } },
+    };
+    const report = await rt.reload(next);
+    broken.on = false;
+    // The e-stop runs the new ladder: the section applied, and the configuration in effect says
+    // so (a section reported failed keeps its old value there, and the next reload would judge
+    // its weakenings against a ladder no longer run).
+    assert.equal(rt.estop.plan().rung, "hooks");
+    assert.deepEqual(rt.config.safety, next.safety);
+    assert.deepEqual(report.failed, [], JSON.stringify(report));
+    assert.ok(report.applied.includes("safety"), JSON.stringify(report));
+    assert.equal(report.estopFailures.length, 1, JSON.stringify(report));
+    assert.match(report.estopFailures[0]!, /securing provider sim0 .*failed: plan port failed/);
+    assert.match(summarize(report), /securing provider sim0 .*failed: plan port failed/);
+  } finally {
+    broken.on = false;
     await rt.stop();
   }
 });
