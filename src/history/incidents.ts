@@ -247,6 +247,14 @@ interface Pending {
   /** Wall time at its first trigger (its `at` may be earlier: a device loss is dated back). */
   readonly atWall: number;
   /**
+   * How far its `at` (atMs) is ahead of the wall clock that stamped the ring's polls then (atWall):
+   * a trigger not dated back whose date its own thing held at its transition before (the e-stop's
+   * at its release, the mode's, an alarm's: transitionDate) after a step back of the wall clock
+   * (NTP). Its window is read from the polls stamped that much earlier and dated by `at`
+   * (#readWindow). 0 otherwise.
+   */
+  leadMs: number;
+  /**
    * Its first trigger's `at_epoch_ms`: the anchor of its window (the header's `at_epoch_ms`),
    * kept when a stronger trigger joins and leads with a time of its own; an e-stop that began it
    * re-dated to its own FAULT entry's time moves it there (#faultEntered).
@@ -872,7 +880,10 @@ export class IncidentRecorder {
     const estop = this.#awaitingOwnFault;
     if (t === null || estop === null || estop.p !== t.p || atMs < estop.latchedAtMs) return;
     this.#awaitingOwnFault = null;
-    if (estop.began) estop.p.atMs = atMs;
+    if (estop.began) {
+      estop.p.atMs = atMs;
+      estop.p.leadMs = Math.max(0, atMs - estop.p.atWall);
+    }
     this.#replaceCause(estop, { ...estop.c, at_epoch_ms: atMs });
   }
 
@@ -1231,6 +1242,7 @@ export class IncidentRecorder {
       atMono: mono,
       closesMono: mono + Math.max(0, afterMs - agoMs),
       atWall,
+      leadMs: agoMs === 0 ? Math.max(0, now - atWall) : 0,
       atMs: now,
       lead: c,
       also: [],
@@ -1515,7 +1527,10 @@ export class IncidentRecorder {
     // the end of a window it never saw.
     const mono = this.#o.clock.monoMs();
     const wall = this.#o.clock.nowMs();
-    const seen = p.atWall + (mono - p.atMono);
+    // A date held ahead of the wall clock (Pending.leadMs): the ring's polls are stamped `lead`
+    // earlier than the record dates them.
+    const lead = p.leadMs;
+    const seen = p.atWall + lead + (mono - p.atMono);
     // A step of the wall clock ahead since the trigger (the first NTP synchronisation of a board
     // without a real-time clock): the polls since the step carry times later by the step, so the
     // window's end moves with it, or the rest of the window's polls would be left out.
@@ -1532,6 +1547,7 @@ export class IncidentRecorder {
       const oldest = history.oldestPollMs(providerId, deviceId);
       if (oldest !== null) held = Math.min(held, oldest);
     }
+    held += lead;
     let from = Math.max(at - this.#o.config.incidentBeforeS * 1000, held);
     let until = Math.max(at, Math.min(at + this.#o.config.incidentAfterS * 1000, seen)) + ahead;
     // A device loss found after its window (Pending.endedMs): that window passed on the monotonic
@@ -1593,7 +1609,7 @@ export class IncidentRecorder {
       // device, when it joined after the first one (Pending.afterAt).
       const noted = Math.max(at, p.afterAt.get(deviceHandle(providerId, deviceId)) ?? at);
       const before = byPolls && afterSeq !== Infinity
-        ? history.datesBefore(providerId, deviceId, afterSeq, noted, noted - from)
+        ? history.datesBefore(providerId, deviceId, afterSeq, noted - lead, noted - from)
         : null;
       // Units (and types) as its samples were polled in when a trigger named the device
       // (#unitSpecs); one the ring took up since, or a signal declared since (a reload added it),
@@ -1609,7 +1625,7 @@ export class IncidentRecorder {
       // (trimmedToSeq) has its samples begin later, and its line says where (from_epoch_ms).
       const windowFromSeq = before !== null
         ? before.fromSeq
-        : history.pollSeqAtOrAfter(providerId, deviceId, from);
+        : history.pollSeqAtOrAfter(providerId, deviceId, from - lead);
       for (const signalId of history.signalIds(providerId, deviceId)) {
         const rows: [number, number | bigint | string | null, string][] = [];
         // A line has one unit, as it has one type: a signal whose unit a rediscovery changed
@@ -1625,9 +1641,10 @@ export class IncidentRecorder {
           if (s.seq >= closedSeq && s.seq < resumedSeq) return;
           if (s.seq < unitFromSeq) return;
           const v = !s.hasValue ? null : s.ref !== null ? typedValueScalar(s.ref) : s.num;
-          const date = before !== null && s.seq < afterSeq
-            ? before.dates[s.seq - before.fromSeq]!
-            : s.timeMs;
+          const date = lead +
+            (before !== null && s.seq < afterSeq
+              ? before.dates[s.seq - before.fromSeq]!
+              : s.timeMs);
           last = Math.max(last, date);
           rows.push([
             last,
@@ -1637,7 +1654,15 @@ export class IncidentRecorder {
         };
         const type = before !== null
           ? history.eachSampleFrom(providerId, deviceId, signalId, before.fromSeq, row)
-          : history.eachSample(providerId, deviceId, signalId, from, until, row, afterSeq);
+          : history.eachSample(
+            providerId,
+            deviceId,
+            signalId,
+            from - lead,
+            until - lead,
+            row,
+            afterSeq,
+          );
         latest = Math.max(latest, last);
         // The ring lost this signal's changes at the window's first polls, not the device's (or
         // its unit changed within the window, above): the record has none of it before its first

@@ -123,3 +123,51 @@ Deno.test("after a wall clock step back, the incident of an e-stop dates it as i
     estop.close();
   }
 });
+
+Deno.test("after a wall clock step back, the incident of an e-stop dated at its release before holds the polls of its lead-up, within its window", async () => {
+  const { clock: manual, bus, incidents, poll, session } = incidentRig({
+    config: { incidentBeforeS: 1, incidentAfterS: 1 },
+  });
+  const clock = withRealTimers({ nowMs: () => manual.nowMs(), monoMs: () => systemClock.monoMs() });
+  const { modes, estop } = stopOn(clock, bus);
+  /** Polls p0/d0 `n` times at 100 ms, counting up from `from`. */
+  const pollFor = (from: number, n: number) => {
+    for (let i = 0; i < n; i++) {
+      poll("p0", "d0", from + i);
+      manual.advance(100);
+    }
+  };
+  try {
+    await session(async () => {
+      await estop.trigger("first");
+      manual.advance(10_000);
+      await incidents.settled();
+      estop.clear(); // the release, dated at the wall clock (ahead an hour)
+      manual.stepWall(-3_600_000); // NTP steps the wall clock back an hour
+      await modes.request("MANUAL");
+      pollFor(0, 10); // the second's lead-up: 1 s of polls
+      await estop.trigger("second"); // dated at the release (held: the clock is behind it)
+      pollFor(10, 10);
+      manual.advance(2_000);
+      await incidents.settled();
+      const [second] = incidents.list(); // newest first
+      assert.equal(incidents.list().length, 2);
+      const record = await incidents.get(second!.incident_id);
+      const samples = record.signals.flatMap((s) => s.samples);
+      assert.deepEqual(
+        samples.map((x) => x[1]),
+        [...Array(20).keys()],
+        `the polls of its window, its lead-up first: ${JSON.stringify(samples)}`,
+      );
+      const { at_epoch_ms: at, from_epoch_ms: from, until_epoch_ms: until } = record.incident;
+      const times = samples.map((x) => x[0] as number);
+      assert.ok(
+        times.every((t, i) => t >= from && t <= until && (i === 0 || t >= times[i - 1]!)),
+        `sample times outside ${from - at}..${until - at} of the trigger, or falling: ` +
+          JSON.stringify(times.map((t) => t - at)),
+      );
+    });
+  } finally {
+    estop.close();
+  }
+});
