@@ -469,7 +469,9 @@ export class StateCache implements FreshReader {
   /**
    * Provider id -> device id -> the signals of a device a rediscovery left out (a restart whose
    * discovery leaves it out: unplugged, its host check unmet), as the cache held them then: all
-   * UNAVAILABLE since its provider went down, as stream clients were told. Listed again, its
+   * UNAVAILABLE since its provider went down, as stream clients were told -- or, for a device of
+   * a reload's successor that gave no sample before it, the told-OK marks (toldOk) its slots hold
+   * of what clients were told before the reload. Listed again, its
    * signals carry on from them as a device's listed throughout do (#applyInventory), so its first
    * answer is told as the quality change it is. Forgotten when listed again; when the host is
    * removed (#removeHost), they move to #removedSignals. At most DEPARTED_SIGNALS_DEVICES
@@ -1849,7 +1851,8 @@ export class StateCache implements FreshReader {
     for (const [id, dev] of old) {
       if (next.has(id)) continue;
       departedAt = Math.max(departedAt, dev.availabilityAt);
-      if (dev.signals.size > 0) {
+      // Its told-OK marks too (a reload's successor it never answered): a client was told OK.
+      if (dev.signals.size > 0 || holdsToldOk(dev.slots)) {
         left.delete(id); // re-inserted last: the newest
         left.set(id, { slots: dev.slots, signals: dev.signals });
         if (left.size > DEPARTED_SIGNALS_DEVICES) left.delete(left.keys().next().value!);
@@ -1987,6 +1990,14 @@ function toldOk(s: SignalState): SignalState {
 /** Whether `s` is a told-OK mark (toldOk). */
 function isToldOk(s: SignalState): boolean {
   return s.value === null && s.quality === "OK";
+}
+
+/** Whether a slot of a device holds a told-OK mark (toldOk) as its last sample. */
+function holdsToldOk(slots: ReadonlyMap<string, SignalSlot>): boolean {
+  for (const slot of slots.values()) {
+    if (slot.last !== undefined && isToldOk(slot.last)) return true;
+  }
+  return false;
 }
 
 /**

@@ -234,3 +234,81 @@ Deno.test("a provider a reload restarts or removes and configures again while up
     }
   });
 });
+
+/** probe with a long stale bound (10 min): an OK sample, or its told-OK mark, stays OK throughout. */
+const PROBE_LONG = {
+  signals: [{ id: "x", type: T.DOUBLE, staleMs: 600_000 }],
+  values: [dbl("x", 1)],
+};
+
+Deno.test("a device that drops out under the successor of a reload's restart, then is left out at a rediscovery: its first answer after is the quality_change from the OK told before the reload", async () => {
+  const start: Inventory = { devices: { probe: PROBE_LONG, kept: KEPT } };
+  await withHostUnmetRig("sse-reload-dropout-", start, {}, async ({ rt, api, file }) => {
+    const entry = rt.config.providers.find((p) => p.id === "pol")!;
+    const file2 = file.replace(/\.json$/, "-2.json");
+    // The successor lists probe, but probe has dropped out: its reads are answered without its
+    // signal (none of its polled signals answered: failing), so it never gives a sample.
+    const silent: Inventory = { devices: { probe: { signals: PROBE_LONG.signals }, kept: KEPT } };
+    await Deno.writeTextFile(file2, JSON.stringify(silent));
+    /** pol's entry changed (another inventory file): a reload restarts it. */
+    const changed = { ...entry, args: [...entry.args.slice(0, -1), file2] };
+    const pol = () => rt.registry.host("pol")!;
+    /** Writes pol's (changed entry's) inventory, kills its process, waits for the next one. */
+    const restartAs = async (next: Inventory, what: string, ready: () => boolean) => {
+      await Deno.writeTextFile(file2, JSON.stringify(next));
+      const pid = pol().session!.pid;
+      Deno.kill(pid, "SIGKILL");
+      await waitFor(
+        what,
+        () => pol().available && pol().session!.pid !== pid && ready(),
+        30_000,
+      );
+    };
+    await waitFor(
+      "probe answering",
+      () => rt.cache.device("pol", "probe")?.available === true,
+      30_000,
+    );
+    const stream = await EventStream.open(api.base);
+    try {
+      const report = await rt.reload({ ...rt.config, providers: [changed] });
+      assert.deepEqual(report.providers.restarted, ["pol"]);
+      // The successor answers probe's reads, without its signal: no sample of it.
+      await waitFor(
+        "the successor answered a read of probe",
+        () => rt.cache.device("pol", "probe")?.lastPollMs !== 0,
+        30_000,
+      );
+      assert.equal(rt.cache.device("pol", "probe")!.signals.size, 0);
+      // It crashes; its restart leaves probe out; the next lists it, answering FAULT.
+      await restartAs(
+        { devices: { kept: KEPT } },
+        "pol back without probe",
+        () => pol().devices.length === 1,
+      );
+      const bad: Inventory = {
+        devices: {
+          probe: { ...PROBE_LONG, values: [dbl("x", 1, { quality: Q.FAULT })] },
+          kept: KEPT,
+        },
+      };
+      await restartAs(bad, "pol back with probe", () => pol().devices.length === 2);
+      await waitFor(
+        "probe answering FAULT",
+        () => rt.cache.device("pol", "probe")?.signals.get("x")?.quality === "FAULT",
+        30_000,
+      );
+      // A later event: the stream, in bus order, has delivered everything published before it.
+      assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+      await waitFor("the mode change streamed", () => stream.of("mode_change").length === 1);
+
+      assert.deepEqual(
+        qualityChanges(stream.frames, "probe"),
+        ["OK>FAULT"],
+        "probe: told OK before the reload, FAULT at its first sample since",
+      );
+    } finally {
+      await stream.close();
+    }
+  });
+});
