@@ -937,7 +937,7 @@ export class Kernel {
         this.#inventoryChangedDuringReload.add(id);
         return;
       }
-      void this.modes.recheckAutoGate(this.#reloading ? this.#reloadStarting : undefined);
+      this.#recheckAutoGate(this.#reloading ? this.#reloadStarting : undefined);
       if (!this.#hooksChecked) return; // start-up's own checks come later
       // So is the e-stop's rung: a new actuating function the setpoints do not cover drops it.
       // Not before start-up's plan: a provider listing after another is no drop (none was in
@@ -1861,12 +1861,23 @@ export class Kernel {
       // reload left in force: a provider it started may actuate, and the hook the same file adds
       // for it applies in a later section (refused, AUTO is left without it: FAULT).
       // Not once stop() has begun: its providers are ending, no hook call may start then.
-      if (this.#inventoryChangedInReload && this.#stopping === null) {
-        void this.modes.recheckAutoGate();
-      }
+      if (this.#inventoryChangedInReload && this.#stopping === null) this.#recheckAutoGate();
       // So is the e-stop's rung, on every provider and the safety section the reload left.
       if (this.#stopping === null) this.#judgeRung("configuration reload");
     }
+  }
+
+  /**
+   * AUTO's gate judged again (ModeManager.recheckAutoGate: FAULT when it now fails), not awaited:
+   * FAULT is committed at once, its hooks run on. A rejection (its wait for the hooks could not
+   * begin: the clock's setTimer threw) is one ERROR line, never an unhandled rejection that ends
+   * the runtime. `except`: as recheckAutoGate's.
+   */
+  #recheckAutoGate(except?: ReadonlySet<string>): void {
+    const log = this.#lines;
+    void this.modes.recheckAutoGate(except).catch((err) => {
+      log.error(`re-checking AUTO's gate (a hook into FAULT) failed: ${errorMessage(err)}`);
+    });
   }
 
   /**

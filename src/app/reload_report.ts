@@ -9,11 +9,8 @@ import type { FailedStart } from "../providers/mod.ts";
 import type { SectionKey } from "./live_config.ts";
 import type { Weakening } from "./run_gate.ts";
 
-/**
- * Why a section (or a provider's start) a reload did not get to, or cut short, did not apply:
- * stop() began. The summary says it once, in its head (app/reloader.ts summarize).
- */
-export const RELOAD_STOPPING = "the runtime is stopping";
+/** The why of what a reload's stop cut short: one text, owned by providers (its failed starts). */
+export { RELOAD_STOPPING } from "../providers/mod.ts";
 
 /**
  * The entries of ReloadReport.providers.failed as a line or a refusal names them, `id: why`: each

@@ -17,6 +17,7 @@ import {
   type Logger,
   namedProviderId,
   neverThrowing,
+  transitionDate,
 } from "../common/mod.ts";
 import type { ReadFileFn } from "../automation/mod.ts";
 import type { Config } from "../config/mod.ts";
@@ -95,6 +96,8 @@ export class ConfigReloader {
   #success = 0;
   #failure = 0;
   #lastSuccessMs: number | null = null;
+  /** The date of the last `config_reload` event (null before the first): see #date. */
+  #lastEventMs: number | null = null;
 
   constructor(options: ConfigReloaderOptions) {
     this.#o = options;
@@ -170,12 +173,13 @@ export class ConfigReloader {
     // Cut short by stop(): not applied as a whole, so not a success (what did apply is listed).
     const interrupted = report.interrupted;
     const summary = summarize(report);
+    const at = this.#date();
     if (interrupted) {
       this.#failure++;
       log.error(summary);
     } else {
       this.#success++;
-      this.#lastSuccessMs = runtime.host.clock.nowMs();
+      this.#lastSuccessMs = at;
       // Anything refused, failed, weakened or left for a restart is never said at INFO.
       const warn = refused.length > 0 || report.providers.failed.length > 0 ||
         report.needsRestart.length > 0 || report.weakened.length > 0 ||
@@ -197,7 +201,7 @@ export class ConfigReloader {
       refused,
       needs_restart: [...report.needsRestart],
       errors: interrupted ? [RELOAD_STOPPING] : [],
-      timestamp_ms: runtime.host.clock.nowMs(),
+      timestamp_ms: at,
     });
   }
 
@@ -220,8 +224,19 @@ export class ConfigReloader {
       refused: [],
       needs_restart: [],
       errors: [...errors],
-      timestamp_ms: runtime.host.clock.nowMs(),
+      timestamp_ms: this.#date(),
     });
+  }
+
+  /**
+   * A reload's date, for its event (and, applied, for GET /metrics): the wall clock's, never
+   * before the reload before it (transitionDate), so a step back of the wall clock (NTP) never
+   * dates a later reload before an earlier one.
+   */
+  #date(): number {
+    const at = transitionDate(this.#o.runtime.host.clock.nowMs(), this.#lastEventMs);
+    this.#lastEventMs = at;
+    return at;
   }
 }
 

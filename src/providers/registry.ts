@@ -23,6 +23,13 @@ import { ProviderHost, type ProviderHostDeps } from "./provider_host.ts";
 import { lastStderrLines } from "./provider_session.ts";
 import { SpawnQueue } from "./spawn_queue.ts";
 
+/**
+ * Why a section (or a provider's start) a reload did not get to, or cut short, did not apply:
+ * the runtime's stop began. The reload summary (app/reloader.ts summarize) compares a failed
+ * start's `why` with it to name that start `not started`, and says it once, in its head.
+ */
+export const RELOAD_STOPPING = "the runtime is stopping";
+
 /** A provider a reload did not get running, and why (ReconcileReport.failed). */
 export interface FailedStart {
   /**
@@ -512,13 +519,13 @@ export class ProviderRegistry {
       const retries = Promise.all(retried.map(async (p) => {
         const host = this.#hosts.get(p.id);
         if (host === undefined) return;
-        if (o.stopping()) return void fail(p.id, "the runtime is stopping");
+        if (o.stopping()) return void fail(p.id, RELOAD_STOPPING);
         const why = await host.retry();
         // Cut by the runtime's stop (its host stopped under the retry): not started, as a start
         // the stop cut below -- not "not up" as a failure of its own.
         const cut = o.stopping() && host.retryCutByStop;
         if (why !== null) {
-          return void fail(p.id, cut ? "the runtime is stopping" : why);
+          return void fail(p.id, cut ? RELOAD_STOPPING : why);
         }
         retriedUp.push(p.id);
         started.push(host);
@@ -526,7 +533,7 @@ export class ProviderRegistry {
       await Promise.all([...changed, ...added].map(async (p) => {
         if (o.stopping()) {
           this.#adding.delete(p.id);
-          return void fail(p.id, "the runtime is stopping");
+          return void fail(p.id, RELOAD_STOPPING);
         }
         let host: ProviderHost;
         try {
@@ -543,7 +550,7 @@ export class ProviderRegistry {
         try {
           await host.start({ ms: o.startBudgetMs, setting: "runtime.startup_timeout_ms" });
           // Shutdown began meanwhile and may have missed it: it must not outlive the runtime.
-          if (o.stopping()) throw new RuntimeError("UNAVAILABLE", "the runtime is stopping");
+          if (o.stopping()) throw new RuntimeError("UNAVAILABLE", RELOAD_STOPPING);
           started.push(host);
           // Its restart (or first start) is done once it is up: a later outage of that process
           // (while the reload still starts others) is a loss, not the reload's doing
@@ -557,7 +564,7 @@ export class ProviderRegistry {
           // doing, said as one the stop kept from starting -- not as a failure of its own. One that
           // failed on its own (a Hello refused) keeps its error, though stopped while it ended.
           const cut = o.stopping() && host.startCutByStop;
-          fail(p.id, cut ? "the runtime is stopping" : errorMessage(err));
+          fail(p.id, cut ? RELOAD_STOPPING : errorMessage(err));
           if (o.stopping()) return await this.#retire(p.id, o.stopBudgetMs);
           // Listed down with its reason until the next reload (#failedStarts); stopAll joins it.
           this.#failedStarts.add(host);
