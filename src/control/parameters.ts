@@ -9,8 +9,10 @@ import {
   exactJsonInteger,
   invalidArgument,
   type Logger,
+  neverThrowing,
   notFound,
   quoteProviderTextWithin,
+  readClockTwice,
   transitionDate,
 } from "../common/mod.ts";
 import type { ParameterConfig, ParameterType } from "../config/mod.ts";
@@ -53,6 +55,9 @@ export interface ParameterService {
  * change of the recipe quotes (an AUTO entry a set refuses, a reload's change of it); longer is cut.
  */
 export const QUOTED_PARAMETER_VALUE_CHARS = 64;
+
+/** Longest parameter name (configured, of no length bound) a line about its clock quotes; cut. */
+const PARAMETER_NAME_CHARS = 64;
 
 /** A value in a message: a number or a bool as it is, a string JSON-quoted and cut. */
 function changedValueText(value: ParameterValue): string {
@@ -217,9 +222,12 @@ export class ParameterStore implements ParameterService {
    */
   readonly #departedAt = new DepartedDates(MAX_DEPARTED_PARAMETER_DATES);
   readonly #o: ParameterStoreOptions;
+  /** For a change's clock failures: a line that fails to be written is lost, never the change. */
+  readonly #changeLog: Logger;
 
   constructor(options: ParameterStoreOptions) {
     this.#o = options;
+    this.#changeLog = neverThrowing(options.log.child("parameters"));
     const log = options.log.child("parameters");
     for (const def of options.parameters) {
       if (this.#defs.has(def.name)) {
@@ -305,16 +313,20 @@ export class ParameterStore implements ParameterService {
     value: ParameterValue | null,
     source: AuditOrigin,
   ): void {
-    this.#o.bus.publish({
-      kind: "parameter_change",
-      parameter_name: name,
-      old_value: prev === null || old === null ? "" : parameterValueText(prev.type, old),
-      new_value: def === null || value === null ? "" : parameterValueText(def.type, value),
-      timestamp_ms: this.#changeAt(name),
-    });
+    const timestampMs = this.#changeAt(name);
+    if (timestampMs !== null) {
+      this.#o.bus.publish({
+        kind: "parameter_change",
+        parameter_name: name,
+        old_value: prev === null || old === null ? "" : parameterValueText(prev.type, old),
+        new_value: def === null || value === null ? "" : parameterValueText(def.type, value),
+        timestamp_ms: timestampMs,
+      });
+    }
     if (def === null) {
       // Gone: its date is kept only for the parameter declared again under the name.
-      this.#departedAt.keep(name, this.#changedAt.get(name)!);
+      const at = this.#changedAt.get(name);
+      if (at !== undefined) this.#departedAt.keep(name, at);
       this.#changedAt.delete(name);
     }
     // Nobody asked for this value, but it changed what the machine runs with: on record.
@@ -417,13 +429,18 @@ export class ParameterStore implements ParameterService {
     const old = this.#values.get(name)!;
     if (old === next) return { name, value: next };
     this.#values.set(name, next);
-    this.#o.bus.publish({
-      kind: "parameter_change",
-      parameter_name: name,
-      old_value: parameterValueText(def.type, old),
-      new_value: parameterValueText(def.type, next),
-      timestamp_ms: this.#changeAt(name),
-    });
+    // In force from here: a clock that fails leaves the change unpublished (#changeAt), never
+    // the guard below undone nor the set answered as refused.
+    const timestampMs = this.#changeAt(name);
+    if (timestampMs !== null) {
+      this.#o.bus.publish({
+        kind: "parameter_change",
+        parameter_name: name,
+        old_value: parameterValueText(def.type, old),
+        new_value: parameterValueText(def.type, next),
+        timestamp_ms: timestampMs,
+      });
+    }
     // A MANUAL -> AUTO running its before-hooks was requested with the old value: AUTO is armed
     // only with the recipe it was asked with (as a reload's change of it: kernel.ts).
     // A string value is a client's text of up to a request body: quoted and cut in the refusal.
@@ -440,10 +457,19 @@ export class ParameterStore implements ParameterService {
   /**
    * Dates a change of parameter `name` no earlier than its change before it, and records it: a
    * step back of the wall clock (NTP) must not date a change before the one it follows (as
-   * AlarmEngine dates an interlock's).
+   * AlarmEngine dates an interlock's). The value is in force when it is dated: a clock that fails
+   * is asked once more; null when it fails again (the change is not published: no invented time),
+   * each failure an ERROR line.
    */
-  #changeAt(name: string): number {
-    const wall = this.#o.clock.nowMs();
+  #changeAt(name: string): number | null {
+    const what = `parameter ${quoteProviderTextWithin(name, PARAMETER_NAME_CHARS)} changed`;
+    const wall = readClockTwice(
+      () => this.#o.clock.nowMs(),
+      this.#changeLog,
+      what,
+      `${what}: parameter_change not published`,
+    );
+    if (wall === null) return null;
     const last = this.#changedAt.get(name) ?? this.#departedAt.take(name);
     const at = transitionDate(wall, last);
     this.#changedAt.set(name, at);
