@@ -212,6 +212,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     files: ["src/state/state_cache.ts"],
     tests: [
       "tests/state/state_cache_test.ts",
+      // Rediscovery and removal: departed signals' bounds, told-OK marks, 'removed' notices.
+      "tests/state/departed_signals_bound_test.ts",
+      "tests/scenarios/sse_relisted_device_quality_test.ts",
       "tests/state/device_polled_test.ts",
       "tests/state/poll_loop_test.ts",
       "tests/state/poll_metrics_test.ts",

@@ -38,7 +38,7 @@
  * One failing in between as its provider came back (not up since: failing from its first failed
  * read after that return, as above) is down again from that outage's first moment, not from it.
  */
-import { type Clock, tellEach, type TimerId } from "../common/mod.ts";
+import { type Clock, namedProviderId, tellEach, type TimerId } from "../common/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import { noneAnswered, signalsFail } from "./_answers.ts";
 import type { DeviceState, StateCache } from "./state_cache.ts";
@@ -315,7 +315,7 @@ export class DeviceOutages {
       // so its condition now is told as a change from that (the recheck below), not taken
       // for where it starts.
       if (unlisted !== undefined) {
-        t.condition = down(`not in the inventory of provider ${host.id}`, unlisted);
+        t.condition = down(notListedText(host.id), unlisted);
         // Its outage goes on -- unless a reload restarting its provider took it out not down
         // (on purpose, #restarting: not lost), and its successor lists it again.
         if (!this.#takenOutOnPurpose(host.id, id)) t.outageSince = unlisted;
@@ -380,7 +380,10 @@ export class DeviceOutages {
     }
     if (!host) {
       return {
-        ...down(`provider ${providerId} is not configured`, this.#providerSince(providerId)),
+        ...down(
+          `provider ${namedProviderId(providerId)} is not configured`,
+          this.#providerSince(providerId),
+        ),
         unconfigured: true,
       };
     }
@@ -396,7 +399,7 @@ export class DeviceOutages {
       return down(
         this.#o.registry.startFailureText(providerId) ??
           this.#o.registry.startingText(providerId) ??
-          `provider ${providerId} is unavailable (${host.lifecycle})`,
+          `provider ${namedProviderId(providerId)} is unavailable (${host.lifecycle})`,
         this.#providerSince(providerId),
       );
     }
@@ -404,7 +407,7 @@ export class DeviceOutages {
     const dev = this.#o.cache.device(providerId, deviceId);
     if (dev === undefined) {
       return down(
-        `not in the inventory of provider ${providerId}`,
+        notListedText(providerId),
         this.#unlistedSince.get(providerId)?.get(deviceId) ?? null,
       );
     }
@@ -746,6 +749,14 @@ export class DeviceOutages {
       this.#recheck(t);
     }, Math.max(0, dueIn));
   }
+}
+
+/**
+ * The reason of a device its provider does not list: the provider id (configured, of any length)
+ * cut as namedProviderId, so that a 10 kB id makes no 10 kB reason, latch line or answer.
+ */
+function notListedText(providerId: string): string {
+  return `not in the inventory of provider ${namedProviderId(providerId)}`;
 }
 
 function down(reason: string, sinceMono: number | null): DeviceCondition {

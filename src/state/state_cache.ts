@@ -258,6 +258,16 @@ function slotStaleSince(slot: SignalSlot, receivedMono: number): number {
   );
 }
 
+/**
+ * What the cache keeps of a device that left (StateCache #departedSignals, #removedSignals): its
+ * slots (declarations, bounds, a told-OK mark) and signals, and what stream clients were told of
+ * its availability (a device a rediscovery left out, told its loss, is told its removal too).
+ */
+type LeftDevice = Pick<
+  MutableDeviceState,
+  "slots" | "signals" | "availabilityAt" | "availabilityTold"
+>;
+
 interface MutableDeviceState {
   providerId: string;
   deviceId: string;
@@ -284,9 +294,10 @@ interface MutableDeviceState {
   availabilityAt: number;
   /**
    * A device_availability was said of it (#publishAvailability) since its provider was configured
-   * (kept across rediscovery; a device listed again after one left it out was told its loss):
-   * a reload that takes the provider out says it gone only then (#removeHost). A device never
-   * told (never answered: no polled signal, every read failed) needs no notice.
+   * (kept across rediscovery, also while one leaves it out: #departedSignals): a reload that takes
+   * the provider out says it gone only then (#removeHost), a device left out too. A device never
+   * told (never answered: no polled signal, every read failed) needs no notice, nor one told its
+   * removal already (a predecessor's, #removedSignals).
    */
   availabilityTold: boolean;
   /**
@@ -473,13 +484,14 @@ export class StateCache implements FreshReader {
    * a reload's successor that gave no sample before it, the told-OK marks (toldOk) its slots hold
    * of what clients were told before the reload. Listed again, its
    * signals carry on from them as a device's listed throughout do (#applyInventory), so its first
-   * answer is told as the quality change it is. Forgotten when listed again; when the host is
-   * removed (#removeHost), they move to #removedSignals. At most DEPARTED_SIGNALS_DEVICES
-   * per provider.
+   * answer is told as the quality change it is; and whether it was told its availability (told
+   * lost, so told its removal too: #removeHost). Kept if told or holding a sample or a told-OK
+   * mark. Forgotten when listed again; when the host is removed (#removeHost), they move to
+   * #removedSignals. At most DEPARTED_SIGNALS_DEVICES per provider.
    */
   readonly #departedSignals = new Map<
     string,
-    Map<string, Pick<MutableDeviceState, "slots" | "signals">>
+    Map<string, LeftDevice>
   >();
   /**
    * Provider id -> the latest device_availability date of a provider a reload removed, for the
@@ -500,7 +512,7 @@ export class StateCache implements FreshReader {
    */
   readonly #removedSignals = new Map<
     string,
-    Map<string, Pick<MutableDeviceState, "slots" | "signals">>
+    Map<string, LeftDevice>
   >();
   /**
    * The ids a reload removed (ProviderRegistry.onUnconfigured), oldest first, at most
@@ -855,6 +867,13 @@ export class StateCache implements FreshReader {
     const now = this.#opts.clock.nowMs();
     let latest = this.#departedAvailabilityAt.get(id) ?? 0;
     this.#departedAvailabilityAt.delete(id);
+    // Those a rediscovery left out were told lost at their provider's crash: gone for good too.
+    for (const [deviceId, left] of this.#departedSignals.get(id) ?? []) {
+      if (!left.availabilityTold) continue;
+      const dev = { providerId: id, deviceId, ...left };
+      this.#publishAvailability(dev, false, now, "removed");
+      latest = Math.max(latest, dev.availabilityAt);
+    }
     for (const dev of this.#byProvider.get(id)?.values() ?? []) {
       if (dev.availabilityTold) { // else never said available nor lost: nothing to take back
         dev.available = false;
@@ -884,7 +903,7 @@ export class StateCache implements FreshReader {
    * removal only: nothing per poll.
    */
   #keepRemovedSignals(id: string): void {
-    const kept = new Map<string, Pick<MutableDeviceState, "slots" | "signals">>();
+    const kept = new Map<string, LeftDevice>();
     const devices = [
       ...this.#departedSignals.get(id) ?? [], // the ones left out longest ago first
       ...[...this.#byProvider.get(id)?.values() ?? []].map((d) => [d.deviceId, d] as const),
@@ -896,7 +915,13 @@ export class StateCache implements FreshReader {
         if (s !== undefined) told.set(signalId, s.quality === "OK" ? toldOk(s) : s);
       }
       if (told.size === 0) continue;
-      kept.set(deviceId, { slots: dev.slots, signals: told });
+      // Told its removal (#removeHost): its successor's listing says nothing more of it till then.
+      kept.set(deviceId, {
+        slots: dev.slots,
+        signals: told,
+        availabilityAt: dev.availabilityAt,
+        availabilityTold: false,
+      });
       if (kept.size > DEPARTED_SIGNALS_DEVICES) kept.delete(kept.keys().next().value!);
     }
     this.#removedSignals.delete(id); // re-inserted last: the newest
@@ -1729,7 +1754,10 @@ export class StateCache implements FreshReader {
    * loss it ends, as ProviderHost dates a provider's. Only a flip does the max(), never a poll.
    */
   #publishAvailability(
-    dev: MutableDeviceState,
+    dev: Pick<
+      MutableDeviceState,
+      "providerId" | "deviceId" | "availabilityAt" | "availabilityTold"
+    >,
     available: boolean,
     now: number,
     reason?: "removed",
@@ -1750,7 +1778,7 @@ export class StateCache implements FreshReader {
   /** #removedSignals' entry for `providerId`, let go of (undefined: none). */
   #takeRemovedSignals(
     providerId: string,
-  ): Map<string, Pick<MutableDeviceState, "slots" | "signals">> | undefined {
+  ): Map<string, LeftDevice> | undefined {
     const kept = this.#removedSignals.get(providerId);
     this.#removedSignals.delete(providerId);
     return kept;
@@ -1769,8 +1797,8 @@ export class StateCache implements FreshReader {
     const departedTold = this.#departedNoStageTold.get(providerId);
     // A provider configured again under its id (a reload restarted it, or removed it and a later
     // one added it): its devices carry on from the signals its predecessor left (#removedSignals).
-    const relisted = this.#departedSignals.get(providerId);
-    const departedSignals = relisted ?? this.#takeRemovedSignals(providerId);
+    const departedSignals = this.#departedSignals.get(providerId) ??
+      this.#takeRemovedSignals(providerId);
     for (const caps of devices) {
       const id = caps.device.deviceId;
       const slots = new Map<string, SignalSlot>();
@@ -1826,8 +1854,9 @@ export class StateCache implements FreshReader {
         lastPollMono: prev?.lastPollMono ?? 0,
         available: prev?.available ?? false,
         availabilityAt: prev?.availabilityAt ?? departedAt,
-        // Left out at a rediscovery with signals: it had answered, and was told its loss then.
-        availabilityTold: prev?.availabilityTold ?? relisted?.has(id) ?? false,
+        // Left out at a rediscovery: told its loss then if it was told anything before; taken
+        // from a predecessor a reload removed: told its removal, nothing to take back.
+        availabilityTold: prev?.availabilityTold ?? carried?.availabilityTold ?? false,
         pollPeriodMs: this.#intervalMs, // set by #boundSlots below
         bounds: { warnAfterMs: 0, staleAfterMs: 0 },
         noWarningStage: null, // set by #boundSlots below
@@ -1843,7 +1872,7 @@ export class StateCache implements FreshReader {
     // return is dated no earlier than that loss. So are its signals, for its return.
     const told = departedTold ?? new Map<string, string>();
     const left = departedSignals ??
-      new Map<string, Pick<MutableDeviceState, "slots" | "signals">>();
+      new Map<string, LeftDevice>();
     for (const id of next.keys()) {
       told.delete(id);
       left.delete(id);
@@ -1851,10 +1880,16 @@ export class StateCache implements FreshReader {
     for (const [id, dev] of old) {
       if (next.has(id)) continue;
       departedAt = Math.max(departedAt, dev.availabilityAt);
-      // Its told-OK marks too (a reload's successor it never answered): a client was told OK.
-      if (dev.signals.size > 0 || holdsToldOk(dev.slots)) {
+      // Kept if told anything (its removal is said), or holding a sample or a told-OK mark (its
+      // return's first answer is told as the change it is).
+      if (dev.availabilityTold || [...dev.slots.values()].some((slot) => slot.last !== undefined)) {
         left.delete(id); // re-inserted last: the newest
-        left.set(id, { slots: dev.slots, signals: dev.signals });
+        left.set(id, {
+          slots: dev.slots,
+          signals: dev.signals,
+          availabilityAt: dev.availabilityAt,
+          availabilityTold: dev.availabilityTold,
+        });
         if (left.size > DEPARTED_SIGNALS_DEVICES) left.delete(left.keys().next().value!);
       }
       if (dev.noWarningStageTold === "") continue;
@@ -1990,14 +2025,6 @@ function toldOk(s: SignalState): SignalState {
 /** Whether `s` is a told-OK mark (toldOk). */
 function isToldOk(s: SignalState): boolean {
   return s.value === null && s.quality === "OK";
-}
-
-/** Whether a slot of a device holds a told-OK mark (toldOk) as its last sample. */
-function holdsToldOk(slots: ReadonlyMap<string, SignalSlot>): boolean {
-  for (const slot of slots.values()) {
-    if (slot.last !== undefined && isToldOk(slot.last)) return true;
-  }
-  return false;
 }
 
 /**

@@ -8,7 +8,8 @@
  * removes and configures again, from down (its circuit open) as from up; and one told `OK` before
  * the reload whose successor's first answer is FAULT or STALE is told that change from `OK`. A
  * device already down when a reload takes its provider out is told its removal too
- * (`reason: "removed"`): it is gone for good, not lost. The programmable provider as a real child
+ * (`reason: "removed"`): it is gone for good, not lost; so is one a restart left out (told lost at
+ * the crash). The programmable provider as a real child
  * process (its inventory read from a file at each start), real HTTP and SSE on
  * loopback.
  */
@@ -30,6 +31,13 @@ function qualityChanges(frames: readonly ReceivedEvent[], device: string): strin
   return frames
     .filter((f) => f.event === "quality_change" && f.data.device_id === device)
     .map((f) => `${f.data.old_quality}>${f.data.new_quality}`);
+}
+
+/** The device_availability frames of `device` in `frames`, as `available[:reason]`. */
+function availabilityOf(frames: readonly ReceivedEvent[], device: string): string[] {
+  return frames
+    .filter((f) => f.event === "device_availability" && f.data.device_id === device)
+    .map((f) => `${f.data.available}${f.data.reason ? `:${f.data.reason}` : ""}`);
 }
 
 Deno.test("a device listed again after a restart that left it out gets the quality_change back to OK a device listed throughout gets", async () => {
@@ -138,9 +146,7 @@ Deno.test("a provider a reload restarts or removes and configures again: its dev
 
       for (const device of ["probe", "kept"]) {
         assert.deepEqual(
-          stream.frames
-            .filter((f) => f.event === "device_availability" && f.data.device_id === device)
-            .map((f) => `${f.data.available}${f.data.reason ? `:${f.data.reason}` : ""}`),
+          availabilityOf(stream.frames, device),
           // Up: removed, back (twice); down: lost, removed, back (twice).
           [
             "false:removed",
@@ -229,6 +235,46 @@ Deno.test("a provider a reload restarts or removes and configures again while up
       // The killed process's OK value was never served as its successor's.
       const state = await api.get("/v0/state/pol/probe");
       assert.equal(state.json.values[0].quality, "FAULT");
+    } finally {
+      await stream.close();
+    }
+  });
+});
+
+Deno.test("a device a restart left out (told lost at the crash) whose provider a reload then removes is told its removal, as the device listed is", async () => {
+  await withHostUnmetRig("sse-departed-removed-", BOTH, {}, async ({ rt, api, restartAs }) => {
+    const pol = rt.registry.host("pol")!;
+    await waitFor(
+      "both devices answered",
+      () =>
+        rt.cache.device("pol", "probe")?.available === true &&
+        rt.cache.device("pol", "kept")?.available === true,
+    );
+    const stream = await EventStream.open(api.base);
+    try {
+      // Crashed (both told lost), back without probe; kept answers again.
+      await restartAs(
+        pol,
+        PROBE_UNPLUGGED,
+        "pol back without probe",
+        (h) => h.devices.length === 1,
+      );
+      await waitFor(
+        "kept answering again",
+        () => rt.cache.device("pol", "kept")?.available === true,
+      );
+      const report = await rt.reload({ ...rt.config, providers: [] });
+      assert.deepEqual(report.providers.removed, ["pol"]);
+      // A later event: the stream, in bus order, has delivered everything published before it.
+      assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+      await waitFor("the mode change streamed", () => stream.of("mode_change").length === 1);
+
+      assert.deepEqual(availabilityOf(stream.frames, "kept"), ["false", "true", "false:removed"]);
+      assert.deepEqual(
+        availabilityOf(stream.frames, "probe"),
+        ["false", "false:removed"],
+        "probe: told lost at the crash, then gone for good with its provider",
+      );
     } finally {
       await stream.close();
     }

@@ -29,6 +29,7 @@ import type { FakeProvider } from "../helpers/fake_provider.ts";
 import { EventBus } from "../../src/events/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../../src/providers/mod.ts";
 import { StateCache } from "../../src/state/mod.ts";
+import { QUOTED_PROVIDER_ID_CHARS } from "../../src/common/mod.ts";
 import { failedStartText } from "../../src/providers/mod.ts";
 
 const DOWN_AFTER_MS = 500;
@@ -323,6 +324,28 @@ Deno.test("DeviceOutages: a device the provider does not list, or a provider not
     assert.match(r.outages.condition("p9", "pump").reason, /provider p9 is not configured/);
   } finally {
     await r.close();
+  }
+});
+
+Deno.test("DeviceOutages names a provider id of 10 kB with control characters cut to QUOTED_PROVIDER_ID_CHARS: not listed, not configured, unavailable", async () => {
+  // The config bounds a provider id neither in length nor in characters.
+  const id = `p\u0007\n${"x".repeat(10_000)}`;
+  const cut = `${id.slice(0, QUOTED_PROVIDER_ID_CHARS)}\u2026`;
+  const { fx, outages } = await monitor(INVENTORY, { mono: 10_000, providerId: id });
+  try {
+    assert.equal(outages.condition(id, "ghost").reason, `not in the inventory of provider ${cut}`);
+    assert.equal(
+      outages.condition(`${id}9`, "pump").reason,
+      `provider ${cut} is not configured`,
+    );
+    await fx.host.stop(1000); // stopped, no restart policy: unavailable (STOPPED)
+    assert.match(
+      outages.condition(id, "pump").reason,
+      new RegExp(`^provider ${cut} is unavailable`),
+    );
+  } finally {
+    outages.stop();
+    await fx.close();
   }
 });
 

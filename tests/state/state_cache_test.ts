@@ -20,6 +20,7 @@ import {
   TIMESTAMP_SKEW_LIMIT_MS,
 } from "../../src/state/mod.ts";
 import { StatusCode } from "../../src/adpp/mod.ts";
+import type { ProviderHost } from "../../src/providers/mod.ts";
 import {
   dbl,
   type ProgrammableFixture,
@@ -1675,4 +1676,104 @@ Deno.test("StateCache.pollsEnded: set as stop() begins and by detachProviders();
     assert.equal(fx.cache.pollsEnded, true, "a start() refreshes nothing of a detached cache");
     await fx.cache.stop();
   });
+});
+
+/** A device with one polled signal `x`, answered 1 with `quality`. */
+function oneSignal(quality: number) {
+  return { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1, { quality })] };
+}
+
+/**
+ * `host`'s process killed (in-process), its supervisor's next one up listing `devices` (written to
+ * the inventory file first): a rediscovery.
+ */
+async function restartListing(
+  fx: ProgrammableFixture,
+  host: ProviderHost,
+  devices: Record<string, ReturnType<typeof oneSignal>>,
+): Promise<void> {
+  await fx.setInventory({ devices });
+  const pid = host.session!.pid;
+  fx.fakes!.process(pid)!.kill("SIGKILL");
+  await waitFor(
+    `back listing ${Object.keys(devices).join(", ")}`,
+    () =>
+      host.available && host.session!.pid !== pid &&
+      host.devices.length === Object.keys(devices).length,
+  );
+}
+
+Deno.test("a device of a provider a reload restarted, left out by a rediscovery before its first answer, keeps its told-OK mark: its return's first FAULT is told as the quality_change from OK", async () => {
+  await withFixture({ devices: { d0: oneSignal(Q.OK) } }, async (fx) => {
+    await fx.cache.pollDevice("p0", "d0"); // told OK
+    const old = fx.host;
+    assert.equal(fx.registry.remove("p0"), old); // a reload restarting p0 (its entry changed)
+    await old.stop(1000);
+    const again = fx.registry.add(old.config);
+    try {
+      await again.start(); // d0 listed, holding its told-OK mark; not polled yet
+      await restartListing(fx, again, { d1: oneSignal(Q.OK) }); // d0 left out
+      await restartListing(fx, again, { d0: oneSignal(Q.FAULT) }); // d0 back, answering FAULT
+      fx.events.length = 0;
+      await fx.cache.pollDevice("p0", "d0");
+      assert.deepEqual(
+        fx.events.flatMap((e) =>
+          e.kind === "quality_change" ? [`${e.device_id}:${e.old_quality}>${e.new_quality}`] : []
+        ),
+        ["d0:OK>FAULT"],
+        "told OK before the reload, FAULT now",
+      );
+    } finally {
+      await again.stop(1000);
+    }
+  }, { restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("a device told its removal, left out and listed again by its provider's successor without answering, is not told removed again at the next removal", async () => {
+  await withFixture({ devices: { d0: oneSignal(Q.FAULT) } }, async (fx) => {
+    await fx.cache.pollDevice("p0", "d0"); // told available, FAULT
+    const old = fx.host;
+    assert.equal(fx.registry.remove("p0"), old); // told removed, its FAULT kept
+    await old.stop(1000);
+    const again = fx.registry.add(old.config);
+    try {
+      await again.start(); // d0 listed, carrying its FAULT; never polled
+      await restartListing(fx, again, { d1: oneSignal(Q.OK) }); // d0 left out
+      await restartListing(fx, again, { d0: oneSignal(Q.OK) }); // d0 listed again, not polled
+      assert.equal(fx.registry.remove("p0"), again);
+      assert.deepEqual(
+        flips(fx).map(([device, available, , reason]) => `${device}:${available}:${reason}`),
+        ["d0:true:undefined", "d0:false:removed"],
+        "told once, removed once: nothing since to take back",
+      );
+    } finally {
+      await again.stop(1000);
+    }
+  }, { restart: { backoffMs: [0, 0, 0] } });
+});
+
+Deno.test("a device a restart left out, told lost at the crash, is told its removal when a reload removes its provider, dated no earlier than its loss (NTP)", async () => {
+  const t = 1_700_000_000_000;
+  // d2's reads answer none of its signals: told available, holding no sample.
+  const d2 = { signals: [{ id: "x", type: T.DOUBLE }], values: [] };
+  await withFixture({ devices: { d0: oneSignal(Q.OK), d1: oneSignal(Q.OK), d2 } }, async (fx) => {
+    fx.clock.wallMs = t;
+    await fx.cache.pollDevice("p0", "d0"); // told available
+    await fx.cache.pollDevice("p0", "d2");
+    assert.equal(fx.cache.signal("p0", "d2", "x"), undefined);
+    // Told lost at the crash, d0 and d2 left out.
+    await restartListing(fx, fx.host, { d1: oneSignal(Q.OK) });
+    fx.clock.wallMs = t - 10_000; // NTP steps the wall clock back 10 s
+    const old = fx.host;
+    assert.equal(fx.registry.remove("p0"), old);
+    await old.stop(1000);
+    assert.deepEqual(flips(fx), [
+      ["d0", true, t, undefined],
+      ["d2", true, t, undefined],
+      ["d0", false, t, undefined],
+      ["d2", false, t, undefined],
+      ["d0", false, t, "removed"],
+      ["d2", false, t, "removed"],
+    ], "d1, never told anything, is not told its removal");
+  }, { restart: { backoffMs: [0, 0, 0] } });
 });
