@@ -566,8 +566,9 @@ export function responseComponents(): Record<string, JsonSchema> {
           unit: note(
             str,
             "The signal's unit as its device declares it now (SignalSpec.unit; while no " +
-              "provider lists the device, the one its polls were recorded in); absent when it " +
-              "declares none. Points before a change in `unit_changes` are not in it.",
+              "provider lists the device, or it no longer declares the signal (a rediscovery " +
+              "removed it), the one its polls were recorded in); absent when it declares none. " +
+              "Points before a change in `unit_changes` are not in it.",
           ),
           unit_changes: note(
             arr(obj(["at_ms", "unit_before", "unit"], {

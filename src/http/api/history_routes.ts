@@ -280,10 +280,11 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
     throw notFound(`Device not found: ${namedDeviceHandle(p!, d!)}`);
   }
   // A signal's declaration: as the device declares it now, or, while no provider lists the device
-  // (a reload restarting its provider, or failing to start it), the units its polls were recorded
-  // in, as an incident record keeps them.
-  const declarations = caps?.signals ?? history.declaredUnits(p!, d!);
-  const declarationOf = (id: string) => declarations?.find((s) => s.signalId === id);
+  // (a reload restarting its provider, or failing to start it) or no longer the signal (a
+  // rediscovery removed it), the units its polls were recorded in, as an incident record keeps them.
+  const recorded = history.declaredUnits(p!, d!);
+  const declarationOf = (id: string) =>
+    caps?.signals.find((s) => s.signalId === id) ?? recorded?.find((s) => s.signalId === id);
   const unitOf = (id: string) => declarationOf(id)?.unit;
   if (format === "csv") {
     const res = csvResponse(historyCsv(answer, unitOf));
@@ -298,7 +299,8 @@ async function deviceHistory(ctx: RouteContext): Promise<Response> {
       const unit = unitOf(s.signal_id);
       return {
         ...s,
-        // Its unit as the device declares it now (as GET /v0/state), only when it declares one.
+        // Its unit as the device declares it now (as GET /v0/state), else as its polls were
+        // recorded in (declarationOf), only when there is one.
         ...(unit ? { unit } : {}),
         points: s.points.map((pt) => ({ ...pt, quality: QUALITY_BY_CODE[pt.quality] })),
       };
