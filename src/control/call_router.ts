@@ -358,10 +358,12 @@ export class CallRouter {
   }
 
   /**
-   * resolve, naming in `progress` what refuses: `unknown_provider` (no provider has that id: a
-   * caller's mistake, a handle a tree computed, or a provider a reload removed), then
-   * `unavailable` for a provider down (the function its last inventory declares by that selector
-   * set in `progress`, so the refusal is audited), nothing for a device it does not have (the
+   * resolve, naming in `progress` what refuses: `unknown_provider` (no provider has that id and
+   * none is configured under it: a caller's mistake, a handle a tree computed, or a provider a
+   * reload removed), then `unavailable` for a provider down (the function its last inventory
+   * declares by that selector set in `progress`, so the refusal is audited) or configured with no
+   * host registered (ProviderRegistry.whyNotRunning: a reload restarting or starting it, or one it
+   * did not get running; no inventory, so not audited), nothing for a device it does not have (the
    * device's business), then #select's.
    */
   #resolve(
@@ -370,7 +372,14 @@ export class CallRouter {
   ): { device: DeviceCapabilities; fn: FunctionSpec } {
     progress.refusedBy = "unknown_provider";
     const host = this.#registry.host(req.providerId);
-    if (!host) throw notFound(`Provider not found: ${namedProviderId(req.providerId)}`);
+    if (!host) {
+      // Configured with no host registered (a reload restarting or starting it, or one it could
+      // not get running): down, as a crashed provider is -- not an id no configuration has.
+      const why = this.#registry.whyNotRunning(req.providerId);
+      if (why === null) throw notFound(`Provider not found: ${namedProviderId(req.providerId)}`);
+      progress.refusedBy = "unavailable";
+      throw unavailable(`Provider unavailable: ${namedProviderId(req.providerId)} (${why})`);
+    }
     progress.refusedBy = null;
     if (!host.available) {
       // Refused unsent, and still a decision on that function (audited: an e-stop's ladder call
