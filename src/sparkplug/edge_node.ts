@@ -32,6 +32,7 @@ import type {
   MqttConnect,
   MqttSession,
   Quality,
+  TimerId,
   TypedValue,
   ValueType,
 } from "../common/mod.ts";
@@ -251,6 +252,14 @@ export const MAX_ANSWERS_WAITING = 256;
  * oldest is dropped (counted in storeDropped, WARNed once per outage).
  */
 export const MAX_NODE_CHANGES_KEPT = 1024;
+
+/**
+ * A node metric change (the mode, the e-stop latch) whose wall-clock read failed at the node
+ * (#publishNode, #keepNode: no time to stamp its NDATA) is tried again this soon (monotonic ms),
+ * or at the next completed write if that comes first: a failing clock does not leave the host
+ * with the old mode or latch until some other node change. One retry timer at a time.
+ */
+export const NODE_CLOCK_RETRY_MS = 1000;
 
 /**
  * A connection the broker closes this soon after its births (monotonic ms) counts as closed by
@@ -595,6 +604,13 @@ export class SparkplugEdgeNode {
    * is WARNed, the rest are DEBUG, and the save that works again says how many failed.
    */
   readonly #bdSeqSaves: SpellLog;
+  /**
+   * Wall-clock reads that failed dating a node metric change since one last worked (#nodeNow):
+   * the first of a failing spell is WARNed, the read that works again says how many failed.
+   */
+  readonly #nodeClockFails: SpellLog;
+  /** The timer that tries a node metric change the clock could not date again, or null. */
+  #nodeClockRetry: TimerId | null = null;
   #seq = 0;
   /** Whether the births of the current connection went out (data waits for them). */
   #born = false;
@@ -877,6 +893,13 @@ export class SparkplugEdgeNode {
       restLevel: "debug",
       recovered: (failed, bdSeq) =>
         `sparkplug: bdSeq ${bdSeq} recorded again (${failed} save(s) failed before)`,
+    });
+    this.#nodeClockFails = new SpellLog({
+      log: this.#log,
+      firstNote: `tried again in ${NODE_CLOCK_RETRY_MS} ms or at the next completed write ` +
+        "(said again once the clock works)",
+      recovered: (failed) =>
+        `sparkplug: the wall clock dates node metric changes again (${failed} read(s) failed)`,
     });
   }
 
@@ -1185,6 +1208,8 @@ export class SparkplugEdgeNode {
     // birth waiting, what a completed write starts while the session ends) goes out after it.
     this.#born = false;
     this.#wake?.();
+    if (this.#nodeClockRetry !== null) this.#o.clock.clearTimer(this.#nodeClockRetry);
+    this.#nodeClockRetry = null;
     for (const u of this.#unsubscribe.splice(0)) u();
     const session = this.#session;
     if (session === null) return;
@@ -1319,9 +1344,15 @@ export class SparkplugEdgeNode {
       // Sparkplug 3.0: a host's birth and its will carry the same timestamp, so only an older
       // one is stale (a late retained message of an earlier session).
       if (timestamp < this.#hostTimestamp) {
+        // Kept for the life of the process (TCK message-flow-edge-node-birth-publish-phid-wait-
+        // timestamp): an `online` ignored while the births wait for one says so, and the way out.
+        const waiting = online && !this.#hostOnline
+          ? `; the births wait for a STATE online at or after ${this.#hostTimestamp} (a host ` +
+            "whose clock is behind the one it had: restart the runtime to follow it now)"
+          : "";
         return this.#stateIgnored(
           topic,
-          `timestamp ${timestamp} is older than ${this.#hostTimestamp} already seen`,
+          `timestamp ${timestamp} is older than ${this.#hostTimestamp} already seen${waiting}`,
         );
       }
       this.#hostTimestamp = timestamp;
@@ -2720,6 +2751,30 @@ export class SparkplugEdgeNode {
   }
 
   /**
+   * The wall clock's time to stamp a node metric change, or null: the read failed (a clock that
+   * throws), WARNed once per failing spell, and the change is tried again in NODE_CLOCK_RETRY_MS
+   * (one timer at a time) -- never an invented time, never a change left until some other one.
+   */
+  #nodeNow(): number | null {
+    try {
+      const now = this.#o.clock.nowMs();
+      this.#nodeClockFails.ok();
+      return now;
+    } catch (err) {
+      this.#nodeClockFails.fail(
+        `sparkplug: the wall clock failed dating a node metric change (${errorMessage(err)})`,
+      );
+      if (this.#nodeClockRetry === null && !this.#stopped) {
+        this.#nodeClockRetry = this.#o.clock.setTimer(() => {
+          this.#nodeClockRetry = null;
+          this.#nodeSoon();
+        }, NODE_CLOCK_RETRY_MS);
+      }
+      return null;
+    }
+  }
+
+  /**
    * NDATA of the node metrics that differ from what the host last got. One that cannot be handed
    * over now (writes full) is not lost: #nodeBehind, and the next completed write sends the
    * metrics as they are then (a mode or latch change must reach the host, not only the next one).
@@ -2736,7 +2791,12 @@ export class SparkplugEdgeNode {
       if (this.#nbirthOverBytes !== null) this.#maybeBirth();
       return;
     }
-    const now = this.#o.clock.nowMs();
+    const now = this.#nodeNow();
+    if (now === null) {
+      // Not dated, not lost: the next completed write or the retry timer sends it.
+      this.#nodeBehind = true;
+      return;
+    }
     const status = this.#nodeState();
     // The first change left behind, overtaken since: history first, then the present.
     if (this.#keepOvertaken(status) && this.#inFlight < MAX_IN_FLIGHT) this.#drainNode();
@@ -2806,7 +2866,8 @@ export class SparkplugEdgeNode {
   #keepNode(): void {
     const before = this.#lastNode ?? this.#unbornNode;
     if (before === null) return;
-    const now = this.#o.clock.nowMs();
+    const now = this.#nodeNow();
+    if (now === null) return; // kept when the retry timer finds the clock working
     const status = this.#nodeState();
     const metrics = this.#nodeMetrics(status, before, now, false);
     if (metrics.length === 0) return;
