@@ -10,6 +10,9 @@
  *   Unoptimized code (interpreter, Sparkplug) boxes every double it reads from a field or
  *   computes into a HeapNumber (HEAP_NUMBER_BYTES); anything else is an object the code made.
  * Run by alarm_engine_test.ts as a child: `deno run -A --v8-flags=--expose-gc,<tier flags> this`.
+ * With the argument `objects-only` (an unoptimizing tier: its heap growth is the HeapNumbers it
+ * boxes, nothing to compare, and it compiles nothing while warming) it warms WARM_ROUNDS_UNOPTIMIZED
+ * evaluations, measures no heap pass (`bytesPerEvaluation` is empty) and profiles the objects.
  */
 import { Session } from "node:inspector";
 import { AlarmEngine } from "../../src/alarms/mod.ts";
@@ -23,11 +26,24 @@ import { dbl, Q, startProgrammable, T } from "../helpers/programmable_provider.t
 export const HEAP_ROUNDS = 5_000;
 /** Evaluations before measuring (the tiers the flags allow compile it meanwhile). */
 const WARM_ROUNDS = 20_000;
+/**
+ * Evaluations before profiling an unoptimizing tier: past its first evaluations' one-time
+ * objects (feedback vectors, lazily compiled functions; gone from 10 on), far fewer than
+ * WARM_ROUNDS (the interpreter takes seconds for those).
+ */
+const WARM_ROUNDS_UNOPTIMIZED = 200;
 const PASSES = 3;
 /** Evaluations under the heap profiler (it records each allocation: slow in the interpreter). */
 const PROFILED_ROUNDS = 20;
 /** The mean bytes between two samples of the heap profiler: small enough to see every object. */
 const SAMPLING_INTERVAL = 4;
+
+const MODES = ["heap-and-objects", "objects-only"] as const;
+const mode = Deno.args[0] ?? "heap-and-objects";
+if (!(MODES as readonly string[]).includes(mode)) {
+  throw new Error(`_evaluation_heap.ts: mode "${mode}" is none of ${MODES.join(", ")}`);
+}
+const objectsOnly = mode === "objects-only";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error("run with --v8-flags=--expose-gc");
@@ -94,9 +110,10 @@ const engine = new AlarmEngine({
 try {
   await fx.cache.pollDevice("p0", "probe");
   engine.start();
-  for (let i = 0; i < WARM_ROUNDS; i++) engine.evaluateAll();
+  const warmRounds = objectsOnly ? WARM_ROUNDS_UNOPTIMIZED : WARM_ROUNDS;
+  for (let i = 0; i < warmRounds; i++) engine.evaluateAll();
   const perEvaluation: number[] = [];
-  for (let pass = 0; pass < PASSES; pass++) {
+  for (let pass = 0; pass < (objectsOnly ? 0 : PASSES); pass++) {
     gc();
     const before = Deno.memoryUsage().heapUsed;
     for (let i = 0; i < HEAP_ROUNDS; i++) engine.evaluateAll();

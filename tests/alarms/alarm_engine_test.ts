@@ -909,7 +909,13 @@ Deno.test("AlarmEngine evaluation allocates nothing when nothing changes (100 al
   const found: string[] = [];
   for (const { tier, flags, optimizing } of TIERS) {
     const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", `--v8-flags=--expose-gc,--min-semi-space-size=64,${flags}`, script],
+      args: [
+        "run",
+        "-A",
+        `--v8-flags=--expose-gc,--min-semi-space-size=64,${flags}`,
+        script,
+        optimizing ? "heap-and-objects" : "objects-only",
+      ],
       stdout: "piped",
       stderr: "piped",
     }).output();

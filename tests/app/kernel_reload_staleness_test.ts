@@ -4,9 +4,11 @@
  * sample is older than the new, shorter bound is bad from the reload on, not from the instant the
  * old bound would have run out or the next poll -- which may be far off when the provider's reads
  * hang (the poll waits out its timeout_ms). The runtime in process over the programmable provider
- * as a child process.
+ * as a child process, on a clock the test moves forward (SkippingClock) where it waits for time to
+ * pass with the reads hung.
  */
 import assert from "node:assert/strict";
+import { SkippingClock } from "../helpers/clock.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { dbl, type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -35,13 +37,15 @@ alarms:
       ["p0"],
     ),
   });
-  const rt = await startRuntime(config);
+  const clock = new SkippingClock();
+  const rt = await startRuntime(config, { host: { clock } });
   try {
     const state = () => rt.alarms.alarm("probe_hot").state;
     await waitFor("temp polled", () => rt.cache.signal("p0", "probe", "temp")?.quality === "OK");
     assert.equal(state(), "normal");
     // The provider's reads hang from now on.
     await program(rt, "p0", "probe", { read: { hang: true } });
+    clock.skip(TIGHT_MS + 500);
     await waitFor("temp older than the tighter bound", () => {
       const s = rt.cache.signal("p0", "probe", "temp");
       return s !== undefined && rt.cache.ageMs(s) > TIGHT_MS + 500;
@@ -56,6 +60,8 @@ alarms:
     assert.equal(state(), "active", "raised by the reload: its input is stale under the new bound");
     assert.equal(rt.alarms.alarm("probe_hot").cause, "bad_quality");
   } finally {
+    // The stop waits out the hung read (its timeout_ms, seen here): let that run out now.
+    clock.skip(config.providers[0]!.timeoutMs);
     await rt.stop();
     await Deno.remove(file);
   }
@@ -79,12 +85,14 @@ alarms:
       ["p0"],
     ),
   });
-  const rt = await startRuntime(config);
+  const clock = new SkippingClock();
+  const rt = await startRuntime(config, { host: { clock } });
   try {
     const state = () => rt.alarms.alarm("probe_guard").state;
     await waitFor("temp polled", () => rt.cache.signal("p0", "probe", "temp")?.quality === "OK");
     // The provider's reads hang from now on: the sample ages, fresh under the lax bound.
     await program(rt, "p0", "probe", { read: { hang: true } });
+    clock.skip(TIGHT_MS + 5000);
     await waitFor("temp 6000 ms old", () => {
       const s = rt.cache.signal("p0", "probe", "temp");
       return s !== undefined && rt.cache.ageMs(s) > TIGHT_MS + 5000;
@@ -102,9 +110,12 @@ alarms:
     assert.equal(state(), "normal", "the delay has not run yet");
     assert.equal(rt.estop.status().latched, false, "no e-stop at the reload");
     // Still unanswered 5000 ms later: raised, its e-stop latched.
+    clock.skip(5000);
     await waitFor("raised after its delay", () => state() === "active", 15_000);
     assert.equal(rt.estop.status().cause, "alarm:probe_guard");
   } finally {
+    // The stop waits out the hung read (its timeout_ms, seen here): let that run out now.
+    clock.skip(config.providers[0]!.timeoutMs);
     await rt.stop();
     await Deno.remove(file);
   }

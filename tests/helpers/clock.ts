@@ -24,6 +24,68 @@ export function withRealTimers(time: Pick<Clock, "nowMs" | "monoMs">): Clock {
   };
 }
 
+/**
+ * The host's clock, moved forward by hand on top of real time ({@link skip}): for a runtime over
+ * real processes whose test waits for seconds to pass with nothing else to do (a sample ageing
+ * while the provider's reads hang, an alarm's delay). Timers are real, due on this clock: a skip
+ * fires at once those it makes due (in due order) and re-arms the others for what is left.
+ */
+export class SkippingClock implements Clock {
+  #skippedMs = 0;
+  #nextId = 1;
+  readonly #timers = new Map<
+    number,
+    { dueMs: number; fn: () => void; real: ReturnType<typeof setTimeout> }
+  >();
+
+  nowMs(): number {
+    return Date.now() + this.#skippedMs;
+  }
+
+  monoMs(): number {
+    return performance.now() + this.#skippedMs;
+  }
+
+  setTimer(fn: () => void, ms: number): TimerId {
+    const id = this.#nextId++;
+    const dueMs = this.monoMs() + Math.max(0, ms);
+    this.#timers.set(id, { dueMs, fn, real: this.#arm(id, dueMs) });
+    return id;
+  }
+
+  clearTimer(id: TimerId): void {
+    const t = this.#timers.get(id as number);
+    if (t === undefined) return;
+    clearTimeout(t.real);
+    this.#timers.delete(id as number);
+  }
+
+  /** Moves time forward `ms`: the timers now due fire, in due order; the others are re-armed. */
+  skip(ms: number): void {
+    if (!(ms >= 0)) throw new Error(`SkippingClock.skip: ${ms} ms is no forward step`);
+    this.#skippedMs += ms;
+    const now = this.monoMs();
+    const due = [...this.#timers].filter(([, t]) => t.dueMs <= now)
+      .sort(([, a], [, b]) => a.dueMs - b.dueMs);
+    for (const [id, t] of this.#timers) {
+      clearTimeout(t.real);
+      if (t.dueMs > now) t.real = this.#arm(id, t.dueMs);
+    }
+    for (const [id, t] of due) {
+      if (this.#timers.delete(id)) t.fn();
+    }
+  }
+
+  #arm(id: number, dueMs: number): ReturnType<typeof setTimeout> {
+    return setTimeout(() => {
+      const t = this.#timers.get(id);
+      if (t === undefined) return;
+      this.#timers.delete(id);
+      t.fn();
+    }, Math.max(0, dueMs - this.monoMs()));
+  }
+}
+
 interface ManualTimer {
   readonly id: number;
   readonly dueMs: number;
