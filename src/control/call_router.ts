@@ -341,14 +341,16 @@ export class CallRouter {
 
   /**
    * The function the selector names in its provider's last inventory, also while that provider is
-   * down (a crash keeps its devices); null when no provider, device or function answers to it. A
-   * call to it while the provider is down is refused UNAVAILABLE and audited (`unavailable`):
-   * the declared calls (the e-stop's ladder, hooks) type their arguments with it to get there.
+   * down (a crash keeps its devices) or a reload is restarting it (the inventory its stopped
+   * process listed, until its successor lists one: ProviderRegistry.lastListed); null when no
+   * provider, device or function answers to it. A call to it meanwhile is refused UNAVAILABLE and
+   * audited (`unavailable`): the declared calls (the e-stop's ladder, hooks) type their arguments
+   * with it to get there. For that audit only: it never lets a call pass.
    */
   lastDeclared(
     req: Pick<CallRequest, "providerId" | "deviceId" | "functionId" | "functionName">,
   ): FunctionSpec | null {
-    const device = this.#registry.capabilities(req.providerId, req.deviceId);
+    const device = this.#registry.lastListed(req.providerId, req.deviceId);
     if (!device) return null;
     try {
       return this.#select(req, device, freshProgress({}));
@@ -363,8 +365,9 @@ export class CallRouter {
    * reload removed), then `unavailable` for a provider down (the function its last inventory
    * declares by that selector set in `progress`, so the refusal is audited) or configured with no
    * host registered (ProviderRegistry.whyNotRunning: a reload restarting or starting it, or one it
-   * did not get running; no inventory, so not audited), nothing for a device it does not have (the
-   * device's business), then #select's.
+   * did not get running; audited as well when the process a reload restarting it stopped had
+   * listed the function: lastDeclared), nothing for a device it does not have (the device's
+   * business), then #select's.
    */
   #resolve(
     req: Pick<CallRequest, "providerId" | "deviceId" | "functionId" | "functionName">,
@@ -378,6 +381,9 @@ export class CallRouter {
       const why = this.#registry.whyNotRunning(req.providerId);
       if (why === null) throw notFound(`Provider not found: ${namedProviderId(req.providerId)}`);
       progress.refusedBy = "unavailable";
+      // Still a decision on that function (audited, as for a crashed provider) when the process
+      // the reload stopped declared it; that inventory never resolves a call that is sent.
+      progress.fn = this.lastDeclared(req);
       throw unavailable(`Provider unavailable: ${namedProviderId(req.providerId)} (${why})`);
     }
     progress.refusedBy = null;

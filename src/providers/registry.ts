@@ -211,6 +211,15 @@ export class ProviderRegistry {
    */
   readonly #retiredFlipAt = new DepartedDates(MAX_RETIRED_FLIP_DATES);
   /**
+   * Id -> the inventory last listed by a host taken out of the registry while its id stays
+   * configured (#takeOut: a reload restarting it, or starting it again after a failed start), for
+   * lastListed: a call to the provider before a host under the id lists its own is refused
+   * UNAVAILABLE, and the function it names is read here for the audit trail only -- never to let
+   * a call pass. Dropped once a host under the id lists its inventory, and once the id is no
+   * longer configured (#tellUnconfigured): at most one per configured id.
+   */
+  readonly #retiredInventory = new Map<string, readonly DeviceCapabilities[]>();
+  /**
    * Ids whose host a reload could not register (a host listener failed) -> why: their entries are
    * in the file, not in effect, until the next reload (which clears this first). At most the
    * providers of one configuration.
@@ -308,6 +317,10 @@ export class ProviderRegistry {
     }
     const host = new ProviderHost(config, this.#deps);
     if (this.#restartsEnded) host.endRestarts();
+    // Its own inventory listed: the one its predecessor listed (lastListed) is done with.
+    host.onInventory(() => {
+      if (this.#hosts.get(config.id) === host) this.#retiredInventory.delete(config.id);
+    });
     const retiredAt = this.#retiredFlipAt.take(config.id);
     if (retiredAt !== undefined) host.follow(retiredAt);
     this.#hosts.set(config.id, host);
@@ -352,6 +365,12 @@ export class ProviderRegistry {
     const host = this.#hosts.get(providerId);
     if (!host) return undefined;
     this.#hosts.delete(providerId);
+    // Its id still configured (restarted): its devices stay known for the audit of the calls
+    // refused until a host under the id lists its own (lastListed). One that never listed (a
+    // failed start) leaves the inventory of the one before it.
+    if (host.listed && this.#configuredIds.has(providerId)) {
+      this.#retiredInventory.set(providerId, host.devices);
+    }
     this.#noteRetiredFlip(host);
     host.onAvailability(() => this.#noteRetiredFlip(host));
     for (const l of this.#removed) {
@@ -394,6 +413,7 @@ export class ProviderRegistry {
 
   /** Tells the onUnconfigured listeners (each one contained, as #takeOut's). */
   #tellUnconfigured(providerId: string): void {
+    this.#retiredInventory.delete(providerId);
     this.#tellEach(this.#unconfigured, providerId, "unconfigured");
   }
 
@@ -839,6 +859,19 @@ export class ProviderRegistry {
 
   capabilities(providerId: string, deviceId: string): DeviceCapabilities | undefined {
     return this.#hosts.get(providerId)?.devices.find((d) => d.device.deviceId === deviceId);
+  }
+
+  /**
+   * The device as its provider last listed it: the registered host's inventory once it listed one
+   * (also while it is down: a crash keeps its devices), else, while the id stays configured, the
+   * one listed by the host a reload took out (restarting it: no host registered yet, or its
+   * successor not up yet). For the audit of a call refused UNAVAILABLE meanwhile
+   * (CallRouter.lastDeclared), never to route one: capabilities answers what can be called.
+   */
+  lastListed(providerId: string, deviceId: string): DeviceCapabilities | undefined {
+    const host = this.#hosts.get(providerId);
+    const devices = host?.listed ? host.devices : this.#retiredInventory.get(providerId);
+    return devices?.find((d) => d.device.deviceId === deviceId);
   }
 
   /**

@@ -888,6 +888,60 @@ Deno.test("ProviderRegistry.reconcile ends a changed provider's old process befo
   }
 });
 
+Deno.test("ProviderRegistry.lastListed keeps a restarted provider's last inventory, never routable, until a host under its id lists its own, and drops it with the provider", async () => {
+  const r = await registryOf([OK_INVENTORY, { ...OK_INVENTORY, exitDelayMs: 800 }]);
+  try {
+    const [p0, p1] = r.registry.hosts.map((h) => h.config);
+    await r.registry.startAll(30_000, 1000);
+    const opts = { holdRemovals: false, stopBudgetMs: 5000, startBudgetMs: 30_000 };
+    const devs = (look: (p: string, d: string) => unknown) =>
+      [look("p1", "d"), look("p1", "e")]
+        .map((c) => c !== undefined);
+    const lastListed = (p: string, d: string) => r.registry.lastListed(p, d);
+    const capabilities = (p: string, d: string) => r.registry.capabilities(p, d);
+    // Its successor lists another device, after answering Hello 800 ms late.
+    await Deno.writeTextFile(
+      r.files[1]!,
+      JSON.stringify({ devices: { e: OK_INVENTORY.devices.d }, hello: { delayMs: 800 } }),
+    );
+    const restart = r.registry.reconcile([p0!, p1!], [p0!, { ...p1!, timeoutMs: 5001 }], {
+      ...opts,
+      stopping: () => false,
+    });
+    await waitFor(
+      "p1's old host out, its successor not registered",
+      () => r.registry.host("p1") === undefined && r.registry.replacing("p1"),
+    );
+    assert.deepEqual(devs(lastListed), [true, false], "the old process's inventory");
+    assert.deepEqual(devs(capabilities), [false, false], "nothing to call");
+    await waitFor("p1's successor registered", () => r.registry.host("p1") !== undefined);
+    assert.equal(r.registry.host("p1")!.available, false);
+    assert.deepEqual(devs(lastListed), [true, false], "still the old one: nothing listed yet");
+    assert.deepEqual(devs(capabilities), [false, false]);
+    assert.deepEqual((await restart).restarted, ["p1"]);
+    assert.deepEqual(devs(lastListed), [false, true], "its own, the old one dropped");
+    assert.deepEqual(devs(capabilities), [false, true]);
+    // A successor that never lists (its start fails) leaves the last inventory in place...
+    await Deno.writeTextFile(
+      r.files[1]!,
+      JSON.stringify({ ...OK_INVENTORY, hello: { protocol: "old" } }),
+    );
+    const failed = await r.registry.reconcile([p0!, { ...p1!, timeoutMs: 5001 }], [p0!, p1!], {
+      ...opts,
+      stopping: () => false,
+    });
+    assert.deepEqual(failed.restartFailed, ["p1"]);
+    assert.deepEqual(devs(lastListed), [false, true]);
+    assert.deepEqual(devs(capabilities), [false, false]);
+    // ...until a reload drops the provider.
+    await r.registry.reconcile([p0!], [p0!], { ...opts, stopping: () => false });
+    assert.equal(r.registry.configured("p1"), false);
+    assert.deepEqual(devs(lastListed), [false, false]);
+  } finally {
+    await r.close();
+  }
+});
+
 Deno.test("ProviderRegistry.stopAll during a reload also waits for the providers the reload is ending", async () => {
   const r = await registryOf([OK_INVENTORY, { ...OK_INVENTORY, exitDelayMs: 800 }]);
   try {
