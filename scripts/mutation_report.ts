@@ -95,6 +95,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "tests/control/mode_auto_gate_test.ts",
       "tests/control/mode_hooks_test.ts",
       "tests/control/mode_superseded_after_hooks_test.ts",
+      // faultEntries and idleEntries: the router's stop counts (a call queued across FAULT or IDLE
+      // and a re-arm is refused at its turn).
+      "tests/control/call_router_stop_epoch_test.ts",
       "tests/scenarios/mode_fault_hooks_test.ts",
       "tests/scenarios/mode_auto_gate_restart_test.ts",
       "tests/scenarios/estop_reset_test.ts",

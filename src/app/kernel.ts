@@ -889,9 +889,11 @@ export class Kernel {
     // Its devices' reason changes from "being restarted" to the failure: the plan is said again.
     this.registry.onStartFailed((id) => this.estop.providerStartFailed(id));
     // The stops a call asked before must not be carried out after (CallRouter.addStopCount): the
-    // e-stop drains the calls admitted before its latch, but a FAULT entry drains nothing, and the
-    // re-arm after it may come while a call still waits in its provider's queue.
+    // e-stop drains the calls admitted before its latch, but a FAULT entry drains nothing, nor
+    // does disarming (MANUAL -> IDLE), and the re-arm after either may come while a call still
+    // waits in its provider's queue.
     this.router.addStopCount(() => this.modes.faultEntries);
+    this.router.addStopCount(() => this.modes.idleEntries);
     this.router.addStopCount(() => this.estop.triggerCount);
     // Evaluated after every poll, in every mode. Their
     // actions go through the same paths as an operator's: forceFault (hooks included) and the

@@ -301,12 +301,13 @@ export class CallRouter {
   }
 
   /**
-   * Adds a count of stops (the e-stop's triggers, the mode's FAULT entries) that only grows. An
-   * actuating call that is not a stop action notes their sum when it is asked of the router and is
-   * refused at its turn (`refused_by` STOPPED_AT_TURN) when it moved meanwhile: a command sent
-   * before a stop is never carried out after it, though the latch was released and the machine
-   * re-armed while it waited in its provider's queue or on the audit write-ahead (a FAULT entry
-   * drains no queue; docs/safety.md, section 4). Every origin: HTTP, the tree, Sparkplug, hooks.
+   * Adds a count of stops (the e-stop's triggers, the mode's FAULT and IDLE entries) that only
+   * grows. An actuating call that is not a stop action notes their sum when it is asked of the
+   * router and is refused at its turn (`refused_by` STOPPED_AT_TURN) when it moved meanwhile: a
+   * command sent before a stop is never carried out after it, though the latch was released and
+   * the machine re-armed while it waited in its provider's queue or on the audit write-ahead (a
+   * FAULT or IDLE entry drains no queue; docs/safety.md, section 4). Every origin: HTTP, the tree,
+   * Sparkplug, hooks.
    */
   addStopCount(count: () => number): void {
     this.#stopCounts.push(count);

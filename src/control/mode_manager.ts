@@ -417,6 +417,8 @@ export class ModeManager implements ModeService {
   #lastChangeAt: number | null = null;
   /** Transitions into FAULT committed since start (faultEntries). */
   #faultEntries = 0;
+  /** Transitions into IDLE (disarming) committed since start (idleEntries). */
+  #idleEntries = 0;
   /** The non-FAULT transition whose hooks are running; another one is refused meanwhile. */
   #busy: TransitionInProgress | null = null;
   /** FAULT entries whose hooks (stop actions) are running; leaving FAULT waits for them. */
@@ -572,6 +574,15 @@ export class ModeManager implements ModeService {
    */
   get faultEntries(): number {
     return this.#faultEntries;
+  }
+
+  /**
+   * Transitions into IDLE committed since start (MANUAL -> IDLE: the operator disarms): a stop
+   * count of the router too, as FAULT entries are -- a command sent before the disarm is not
+   * carried out after a re-arm (IDLE, like FAULT, drains no provider's queue).
+   */
+  get idleEntries(): number {
+    return this.#idleEntries;
   }
 
   current(): RuntimeMode {
@@ -1643,6 +1654,7 @@ export class ModeManager implements ModeService {
     const commit = ++this.#commits;
     this.#commitReason = reason;
     if (next === "FAULT" && previous !== "FAULT") this.#faultEntries++;
+    if (next === "IDLE" && previous !== "IDLE") this.#idleEntries++;
     try {
       committed?.();
     } catch (err) {

@@ -7,7 +7,7 @@
 import { failedPrecondition, type RuntimeError } from "../common/mod.ts";
 
 /**
- * The `refused_by` of a command refused because a stop (an e-stop trigger, a FAULT entry)
+ * The `refused_by` of a command refused because a stop (an e-stop trigger, a FAULT or IDLE entry)
  * happened after it was asked: a call at its turn (CallRouter.addStopCount) and, the same rule, a
  * request at its body's arrival (the HTTP layer).
  */
@@ -27,7 +27,7 @@ const WAITED: Readonly<Record<StopWindow, string>> = {
  */
 export function stopRefusal(what: string, window: StopWindow): RuntimeError {
   return failedPrecondition(
-    `${what}: the e-stop latched or the runtime entered FAULT ${WAITED[window]}; a command ` +
-      "sent before a stop is not carried out after it: send it again if it is still wanted",
+    `${what}: the e-stop latched or the runtime entered FAULT or IDLE ${WAITED[window]}; a ` +
+      "command sent before a stop is not carried out after it: send it again if it is still wanted",
   );
 }

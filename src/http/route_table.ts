@@ -63,7 +63,7 @@ export interface RouteContext {
    */
   readonly answered: Promise<void> | null;
   /**
-   * Whether the e-stop latched or the runtime entered FAULT since the request arrived (its
+   * Whether the e-stop latched or the runtime entered FAULT or IDLE since the request arrived (its
    * headers): a command whose body arrived after a stop was sent before it (stop_marks.ts).
    */
   readonly stoppedSinceArrival: () => boolean;

@@ -4,8 +4,8 @@
  * client, a body up to BODY_READ_TIMEOUT_MS late): judged only when its body has arrived, a call
  * or an arming mode request would pass every gate once the latch was released and the machine
  * re-armed meanwhile, and act on an operator's re-armed machine for someone who asked before the
- * stop. HttpApi notes the call router's stop epoch (CallRouter.stopEpoch: e-stop triggers and
- * FAULT entries) as a request arrives; a route refuses when it moved (`stoppedSinceArrival`). The
+ * stop. HttpApi notes the call router's stop epoch (CallRouter.stopEpoch: e-stop triggers, FAULT
+ * and IDLE entries) as a request arrives; a route refuses when it moved (`stoppedSinceArrival`). The
  * router applies the same rule to a call from its asking to its turn.
  */
 import type { RuntimeError } from "../common/mod.ts";

@@ -1,8 +1,8 @@
 /**
  * A command sent before a stop is never carried out after it, one layer below HTTP: a call admitted
- * to the router (queued behind a slow call on its provider) before the runtime entered FAULT, and
- * whose turn comes after the machine was re-armed, is refused at its turn (FAILED_PRECONDITION,
- * audit `refused_by` stopped) whatever asked for it. A real kernel with the simulated provider as a
+ * to the router (queued behind a slow call on its provider) before the runtime entered FAULT (or
+ * IDLE: the operator disarmed), and whose turn comes after the machine was re-armed, is refused at
+ * its turn (FAILED_PRECONDITION, audit `refused_by` stopped) whatever asked for it. A real kernel with the simulated provider as a
  * child process; the stop and the re-arm over the HTTP API.
  */
 import assert from "node:assert/strict";
@@ -123,6 +123,23 @@ Deno.test("CallRouter refuses a call queued before a FAULT entry whose turn come
     });
     await assertStoppedRefusal(fx, r);
     // A call admitted after the re-arm is carried out.
+    await dutyCall(fx, 0.5);
+    await waitFor("motor 1 at 0.5", async () => await motor1Duty(fx) === 0.5);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("CallRouter refuses a call queued before the operator disarmed (MANUAL -> IDLE) whose turn comes after the re-arm", async () => {
+  const fx = await startHttpFixture({ config: { pollingIntervalMs: 100 } });
+  try {
+    // IDLE, like FAULT, drains no provider's queue: without the disarm counted as a stop, the
+    // call asked before it would move the motor once the operator re-armed.
+    const r = await queuedAcrossStop(fx, async () => {
+      await ok(fx, "POST", "/v0/mode", { mode: "IDLE" });
+      await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
+    });
+    await assertStoppedRefusal(fx, r);
     await dutyCall(fx, 0.5);
     await waitFor("motor 1 at 0.5", async () => await motor1Duty(fx) === 0.5);
   } finally {

@@ -12,7 +12,7 @@ Deno.test("stopRefusal words a call queued across a stop as the router refuses i
   assert.equal(err.code, "FAILED_PRECONDITION");
   assert.equal(
     err.message,
-    "sim0/relay0 set_relay: the e-stop latched or the runtime entered FAULT while it was queued; " +
+    "sim0/relay0 set_relay: the e-stop latched or the runtime entered FAULT or IDLE while it was queued; " +
       RULE,
   );
 });
@@ -22,7 +22,7 @@ Deno.test("sentBeforeStop (http) is stopRefusal of a body that arrived across a 
   assert.equal(err.code, "FAILED_PRECONDITION");
   assert.equal(
     err.message,
-    "POST /v0/call: the e-stop latched or the runtime entered FAULT while its body arrived; " +
+    "POST /v0/call: the e-stop latched or the runtime entered FAULT or IDLE while its body arrived; " +
       RULE,
   );
   assert.equal(STOPPED_REFUSAL, STOPPED_AT_TURN);

@@ -1,8 +1,8 @@
 /**
  * A command sent before a stop is never carried out after it: a POST /v0/call or an arming POST
- * /v0/mode whose headers arrived before the e-stop latched (or the runtime entered FAULT) but whose
- * body was still arriving is refused 409 when the body completes, even if the latch was released
- * and the machine re-armed meanwhile. Real sockets on loopback, the simulated provider as a child
+ * /v0/mode whose headers arrived before the e-stop latched (or the runtime entered FAULT or IDLE)
+ * but whose body was still arriving is refused 409 when the body completes, even if the latch was
+ * released and the machine re-armed meanwhile. Real sockets on loopback, the simulated provider as a child
  * process.
  */
 import assert from "node:assert/strict";
@@ -144,6 +144,29 @@ Deno.test("POST /v0/call whose body was still arriving when the runtime entered 
     conns.push(stale.conn);
     await waitFor("the call in flight", () => fx.api.inFlight === 1);
     await ok(fx, "POST", "/v0/mode", { mode: "FAULT" });
+    await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
+    await send(stale.conn, stale.rest);
+    const answer = await readResponse(stale.conn);
+    assert.equal(answer?.status, 409, answer?.body);
+    assert.equal(JSON.parse(answer!.body).status.code, "FAILED_PRECONDITION");
+    await afterPolls(fx.runtime, "sim0/motorctl0", 3);
+    assert.equal(await motor1Duty(fx), 0);
+  } finally {
+    for (const c of conns) c.close();
+    await fx.close();
+  }
+});
+
+Deno.test("POST /v0/call whose body was still arriving when the operator disarmed (MANUAL -> IDLE) is refused 409 after re-arm", async () => {
+  const fx = await startHttpFixture({ config: { pollingIntervalMs: 100 } });
+  const { port } = await fx.serve();
+  const conns: Deno.Conn[] = [];
+  try {
+    await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
+    const stale = await startPost(port, "/v0/call", dutyCall(0.8), 10);
+    conns.push(stale.conn);
+    await waitFor("the call in flight", () => fx.api.inFlight === 1);
+    await ok(fx, "POST", "/v0/mode", { mode: "IDLE" });
     await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
     await send(stale.conn, stale.rest);
     const answer = await readResponse(stale.conn);
