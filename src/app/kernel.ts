@@ -29,6 +29,7 @@ import {
   neverThrowing,
   type ProcessStats,
   type ProviderHealthView,
+  quoteCutText,
   raceTimeout,
   RUNTIME_VERSION,
   RuntimeError,
@@ -280,6 +281,18 @@ export interface SparkplugHandle {
   closeCommands(): void;
   stop(): Promise<void>;
 }
+
+/**
+ * Longest wait at a stop, in its "state cache" stage, for the polls still in flight (a poll pass
+ * and the GetHealth after it: StateCache.stop) before the stop goes on without them: a provider
+ * that answers at all answers a poll within milliseconds, and one whose read hangs would hold the
+ * providers' stop (their stdin's close, on which they apply their own safe state) until its
+ * timeout_ms, which may be longer than runtime.shutdown_timeout_ms. Less when the stop's budget
+ * leaves less before the providers' own stop (stopActionsShutdownWaitMs), or once a second stop
+ * signal hurried it. Past it one WARN names the providers whose poll was still in flight, and
+ * nothing those polls end with is taken (StateCache.abandonPolls): the providers' stop ends them.
+ */
+export const CACHE_STOP_POLLS_MS = 500;
 
 /**
  * Longest wait at a stop for the incident records and the history's last rows (and its disk's
@@ -3299,6 +3312,29 @@ export class Kernel {
         );
       }
     };
+    // The cache's stop (no poll started from here on: pollsEnded), waiting for the polls in flight
+    // at most CACHE_STOP_POLLS_MS, less when the budget leaves less (`leftMs`): a provider whose
+    // read hangs must not hold the providers' stop until its timeout_ms.
+    const stopCache = async (leftMs: number) => {
+      const stopped = stepAsync("state cache", () => this.cache.stop());
+      const waitMs = Math.min(CACHE_STOP_POLLS_MS, leftMs);
+      const startedAt = this.host.clock.monoMs();
+      if (await boundedWait(stopped, waitMs)) return;
+      const inFlight = this.cache.abandonPolls();
+      const waitedMs = Math.round(this.host.clock.monoMs() - startedAt);
+      log.warn(
+        `stop: state cache: the poll(s) of ${
+          inFlight.length === 0 ? "a provider" : namedList(
+            inFlight,
+            MAX_NAMED_IN_WARNING,
+            (id) => quoteCutText(namedProviderId(id)),
+          )
+        } still in flight ${waitedMs} ms into the cache's stop (CACHE_STOP_POLLS_MS ${CACHE_STOP_POLLS_MS}${
+          waitMs < CACHE_STOP_POLLS_MS ? `, the stop's budget left ${waitMs} ms` : ""
+        }${hurried ? ", hurried by a second stop signal" : ""}): the stop goes on without it, ` +
+          `nothing it ends with is taken (the providers' stop ends it)`,
+      );
+    };
     // A stop before start() resolved (a stop signal during the start-up, or the stop after a
     // failed one) stops the providers already up as a failed start does: nothing of their going
     // is published. In stop()'s own call, before any of them can go.
@@ -3345,8 +3381,9 @@ export class Kernel {
     // stop begins): a call an interlock covers still queued (an HTTP call behind a slow one, past
     // the drain's 504; a Sparkplug DCMD; a mode change's hooks) is refused by the interlock gate,
     // not judged on frozen values while the stop actions or the history's wait below hold the
-    // providers' stop (the failed start's detach does the same).
-    await stepAsync("state cache", () => this.cache.stop());
+    // providers' stop (the failed start's detach does the same). Within what the budget leaves
+    // before the providers' stop, as the stop actions' wait (stopActionsShutdownWaitMs).
+    await stopCache(stopActionsShutdownWaitMs(budget, deadline));
     // Before the providers go: their going is the runtime's stop, not a device loss (no
     // incident, no UNAVAILABLE samples). Pending incidents are written with what the ring has,
     // open buckets are written, the disk tier closed -- waited for at most
@@ -3453,7 +3490,8 @@ export class Kernel {
     const providersStoppedAt = this.host.clock.monoMs();
     if (this.#starting) {
       await this.#starting.catch(() => {}); // settles once its providers are gone
-      await stepAsync("state cache", () => this.cache.stop());
+      // Its polls ended with the providers (their sessions closed): bounded all the same.
+      await stopCache(deadline === undefined ? CACHE_STOP_POLLS_MS : leftPastReserve(deadline));
       await stepAsync("HTTP server", () => this.#http?.shutdown()); // bound while stop() waited
     }
     // The open (collapsing) audit entry is closed and the journal written and closed; a call

@@ -447,6 +447,11 @@ export class StateCache implements FreshReader {
   #providersDetached = false;
   /** Set by stop() and detachProviders(); start() clears it unless detached (pollsEnded). */
   #pollsEnded = false;
+  /**
+   * Set by abandonPolls() (a stop that went on without the polls in flight): no poll's outcome is
+   * taken any more, until start() polls again.
+   */
+  #pollsAbandoned = false;
   #intervalMs: number;
   #staleness: StalenessBounds;
   /** Answers applied (#applySamples): tells a signal an answer repeats (SignalSlot.answer). */
@@ -938,6 +943,7 @@ export class StateCache implements FreshReader {
     if (this.#running) return;
     this.#running = true;
     this.#pollsEnded = this.#providersDetached;
+    this.#pollsAbandoned = false;
     await Promise.all(this.#opts.registry.hosts.map((h) => this.#pollProvider(h, true)));
     // One grid for every loop: cycles of all providers start at the same instants, so the
     // process wakes once per interval for all of them, not once per provider at drifting phases.
@@ -959,12 +965,31 @@ export class StateCache implements FreshReader {
     );
   }
 
-  /** Stops polling and waits for polls in flight (start() makes new loops). */
+  /**
+   * Stops polling and waits for polls in flight (start() makes new loops). A caller that cannot
+   * wait for one (a provider that does not answer: the runtime's stop) goes on without it:
+   * abandonPolls.
+   */
   async stop(): Promise<void> {
     this.#running = false;
     this.#pollsEnded = true;
     this.#gridOriginMs = null; // start() lays a new grid
     await Promise.all([...this.#loops.values()].map((l) => l.stop()));
+  }
+
+  /**
+   * After stop(), for a caller that goes on without the polls still in flight (the runtime's
+   * stop, whose providers' stop they would hold until their provider's timeout_ms): from now on
+   * no poll's outcome is taken -- no sample stored, no device marked, no event, no poll listener
+   * told, no liveness noted, no GetHealth answer kept -- however late it ends (the journals and
+   * telemetry it would feed may be closed by then), until start() polls again. Returns the ids
+   * of the providers whose poll cycle was still in flight, in registration order.
+   */
+  abandonPolls(): string[] {
+    this.#pollsAbandoned = true;
+    const inFlight: string[] = [];
+    for (const [id, loop] of this.#loops) if (loop.cycling) inFlight.push(id);
+    return inFlight;
   }
 
   /**
@@ -1229,6 +1254,8 @@ export class StateCache implements FreshReader {
       session.supportsGetHealth = true;
       // The process died since it answered: its word is not kept.
       if (host.session !== session) return null;
+      // Answered after a stop went on without it (abandonPolls): nothing of it taken.
+      if (this.#pollsAbandoned) return null;
       host.noteLiveness(true);
       // A host a reload took out meanwhile (its successor may hold the id by now): its word is
       // not the provider's -- never stored, so a successor starts with none (#addHost).
@@ -1245,7 +1272,9 @@ export class StateCache implements FreshReader {
       return entry;
     } catch (err) {
       const answered = livenessOf(err); // as a poll pass counts it
-      if (host.session === session && answered !== null) host.noteLiveness(answered);
+      if (host.session === session && answered !== null && !this.#pollsAbandoned) {
+        host.noteLiveness(answered);
+      }
       if (err instanceof RuntimeError && err.details?.provider_code === 14) {
         session.supportsGetHealth = false; // UNIMPLEMENTED: do not ask this session again
       }
@@ -1310,8 +1339,8 @@ export class StateCache implements FreshReader {
   /** Nothing to poll: a heartbeat keeps liveness checks running. */
   async #heartbeat(host: ProviderHost): Promise<void> {
     const answered = await host.request("get_health", {}).then(() => true, livenessOf);
-    // (A provider that is down has no session to kill.)
-    if (answered !== null) host.noteLiveness(answered);
+    // (A provider that is down has no session to kill.) Nothing once abandoned (abandonPolls).
+    if (answered !== null && !this.#pollsAbandoned) host.noteLiveness(answered);
   }
 
   /**
@@ -1469,7 +1498,8 @@ export class StateCache implements FreshReader {
       pass.sinceMs = now;
       if (!(outcome instanceof Error)) {
         pass.answered = true;
-        if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile: not stored
+        // Removed by a reload meanwhile, or a stop went on without it (abandonPolls): not stored.
+        if (this.#pollsAbandoned || !this.#isCurrent(host)) continue;
         this.#applySamples(dev, outcome);
         continue;
       }
@@ -1478,8 +1508,8 @@ export class StateCache implements FreshReader {
       if (alive === false) pass.timedOut = true;
       else if (alive === true) pass.answered = true;
       // (A provider that went down has its devices marked already: marking again changes
-      // nothing.)
-      if (!this.#isCurrent(host)) continue; // removed by a reload meanwhile
+      // nothing.) Removed by a reload meanwhile, or abandoned (abandonPolls): not marked.
+      if (this.#pollsAbandoned || !this.#isCurrent(host)) continue;
       if (outcome instanceof OtherDeviceAnswerError) {
         // Not a transient failure: the provider mixes its devices up (said where it is seen).
         this.#faults.get(dev.providerId)!.log.other_device.warn(
@@ -1499,8 +1529,11 @@ export class StateCache implements FreshReader {
     }
     if (pass.next < n) return;
     pass.settled = true;
-    if (pass.answered) host.noteLiveness(true);
-    else if (pass.timedOut) host.noteLiveness(false);
+    // Abandoned (abandonPolls): its provider is being stopped, no liveness verdict of it.
+    if (!this.#pollsAbandoned) {
+      if (pass.answered) host.noteLiveness(true);
+      else if (pass.timedOut) host.noteLiveness(false);
+    }
     const resolve = pass.resolve;
     pass.resolve = pass.reject = noop; // the pass keeps no settled promise alive
     resolve();
@@ -2223,6 +2256,11 @@ export class PollLoop {
     this.#running = false;
     this.#clock.clearTimer(this.#timer);
     await this.#current;
+  }
+
+  /** Whether a cycle is in flight (its poll pass or GetHealth not ended yet). */
+  get cycling(): boolean {
+    return this.#current !== null;
   }
 
   /** Sets the timer for `dueMs` (at once if that has passed) and returns `dueMs`. */

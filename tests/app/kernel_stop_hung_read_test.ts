@@ -1,0 +1,70 @@
+/**
+ * A stop while a provider's poll hangs (the provider never answers a ReadSignals; it would fail
+ * only at the provider's timeout_ms) does not wait out that read: the state cache's stage waits
+ * for polls in flight at most CACHE_STOP_POLLS_MS (one WARN naming the provider), then the
+ * providers are stopped (stdin closed, then SIGTERM) and apply their own safe state. Before,
+ * the stage awaited the poll in flight (PollLoop.stop), and with it the providers' stop waited the
+ * provider's whole timeout_ms (20 s here), past runtime.shutdown_timeout_ms (what the cache does
+ * with a poll that ends after that bound: tests/state/cache_stop_cut_polls_test.ts).
+ * Real: the kernel with the scripted provider as a child process.
+ */
+import assert from "node:assert/strict";
+import { CACHE_STOP_POLLS_MS } from "../../src/app/kernel.ts";
+import { processAlive, startRuntime, waitFor } from "../helpers/kernel.ts";
+import { capturingLogger } from "../helpers/log_lines.ts";
+import { testConfig } from "../helpers/sim_config.ts";
+import { readScriptedLog, scriptedProvider } from "../scenarios/process_helpers.ts";
+
+/** The provider's timeout_ms: the hung read would fail only then. */
+const READ_TIMEOUT_MS = 20_000;
+/** runtime.shutdown_timeout_ms: far less than the read's timeout. */
+const SHUTDOWN_MS = 4000;
+
+Deno.test("Kernel.stop with a provider's poll hung stops the providers after CACHE_STOP_POLLS_MS, not at the read's timeout_ms", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "runtime-stop-hung-read-" });
+  const log = `${dir}/provider.log`;
+  const { log: logger, lines } = capturingLogger({ level: "warn" });
+  const rt = await startRuntime(
+    testConfig({
+      // The first read (the priming poll) is answered; the poll loop's first one never is.
+      providers: [
+        scriptedProvider("p0", ["--log", log, "--hang-after-reads", "1", "--safe-state-ms", "10"], {
+          timeoutMs: READ_TIMEOUT_MS,
+        }),
+      ],
+      runtime: { shutdownTimeoutMs: SHUTDOWN_MS },
+    }),
+    { host: { log: logger } },
+  );
+  const pid = rt.registry.host("p0")!.session!.pid;
+  let stopping: Promise<void> | null = null;
+  try {
+    await waitFor("the poll hung", () => readScriptedLog(log).hangs.includes("read_signals"));
+    const t0 = performance.now();
+    stopping = rt.stop();
+    await stopping;
+    const tookMs = performance.now() - t0;
+    assert.ok(
+      tookMs < SHUTDOWN_MS,
+      `the stop took ${Math.round(tookMs)} ms, past runtime.shutdown_timeout_ms ${SHUTDOWN_MS}:\n${
+        lines.join("\n")
+      }`,
+    );
+    assert.equal(processAlive(pid), false, "the provider is gone when the stop ends");
+    // Its stop began with the stdin's close; this provider, its one request at a time taken by
+    // the hung read, notices only the SIGTERM that follows (60 % of the budget later).
+    assert.equal(
+      readScriptedLog(log).safe.length,
+      1,
+      `the provider applied its safe state within the stop:\n${lines.join("\n")}`,
+    );
+    const warns = lines.filter((l) => /stop: state cache: .*CACHE_STOP_POLLS_MS/.test(l));
+    assert.equal(warns.length, 1, `one WARN of the poll cut:\n${lines.join("\n")}`);
+    assert.match(warns[0]!, /"p0"/, "it names the provider whose poll hung");
+    assert.match(warns[0]!, new RegExp(`CACHE_STOP_POLLS_MS ${CACHE_STOP_POLLS_MS}\\b`));
+  } finally {
+    await (stopping ?? rt.stop());
+    if (processAlive(pid)) Deno.kill(pid, "SIGKILL");
+    await Deno.remove(dir, { recursive: true });
+  }
+});
