@@ -238,13 +238,26 @@ interface SignalSlot {
    */
   tightenedAtMono: number;
   looserMs: number;
-  /**
-   * The cached sample (the same object as in `signals`); undefined before the first. Or, in a
-   * slot of a provider configured again under its id, a told-OK mark (toldOk) held here alone.
-   */
+  /** The cached sample (the same object as in `signals`); undefined before the first. */
   last: SignalState | undefined;
+  /**
+   * A told-OK mark, only while `last` is undefined: stream clients were told this signal `OK` by
+   * a process of the provider a reload took out (#keepRemovedSignals), and nothing since. Not a
+   * sample (no value: nothing reads it as one, nor serves it): the quality its first sample
+   * changes from (#store), and the receipt it goes STALE from when answers leave it out
+   * (#applySamples) or UNAVAILABLE at a failed read (#markDeviceUnavailable). Null: none.
+   */
+  toldOk: ToldOk | null;
   /** The answer (StateCache's count of applied answers) that last carried it: one per answer. */
   answer: number;
+}
+
+/** A told-OK mark (SignalSlot.toldOk): the dates of the `OK` sample clients were told, not it. */
+interface ToldOk {
+  /** The told sample's timestamp (epoch ms), a STALE or UNAVAILABLE sample made of it keeps. */
+  readonly timestampMs: number;
+  /** When the runtime received the told sample (monotonic ms): its staleness runs from here. */
+  readonly receivedMono: number;
 }
 
 /**
@@ -260,13 +273,18 @@ function slotStaleSince(slot: SignalSlot, receivedMono: number): number {
 
 /**
  * What the cache keeps of a device that left (StateCache #departedSignals, #removedSignals): its
- * slots (declarations, bounds, a told-OK mark) and signals, and what stream clients were told of
+ * slots (declarations, bounds, told-OK marks) and signals, and what stream clients were told of
  * its availability (a device a rediscovery left out, told its loss, is told its removal too).
  */
-type LeftDevice = Pick<
-  MutableDeviceState,
-  "slots" | "signals" | "availabilityAt" | "availabilityTold"
->;
+interface LeftDevice extends Pick<MutableDeviceState, "slots" | "signals"> {
+  /**
+   * The date of its latest device_availability when one was said of it since its provider was
+   * configured (MutableDeviceState availabilityTold, availabilityAt): #removeHost tells it its
+   * removal, dated no earlier. Null when none was: never answered, or a predecessor's device told
+   * its removal already (#keepRemovedSignals).
+   */
+  readonly toldAt: number | null;
+}
 
 interface MutableDeviceState {
   providerId: string;
@@ -300,6 +318,13 @@ interface MutableDeviceState {
    * removal already (a predecessor's, #removedSignals).
    */
   availabilityTold: boolean;
+  /**
+   * A slot of it may hold a told-OK mark (SignalSlot.toldOk): set by #applyInventory when it
+   * carries one, cleared by #markDeviceUnavailable once it made each an UNAVAILABLE sample (a
+   * sample stored meanwhile clears its own slot's). Spares a failing device's every pass a walk
+   * of its slots.
+   */
+  toldOkHeld: boolean;
   /**
    * How often the poll loop polls this device (ms, a whole number of intervals): its signals'
    * poll hints within the staleness rules (staleness.ts, devicePollPeriodMs).
@@ -486,8 +511,8 @@ export class StateCache implements FreshReader {
    * Provider id -> device id -> the signals of a device a rediscovery left out (a restart whose
    * discovery leaves it out: unplugged, its host check unmet), as the cache held them then: all
    * UNAVAILABLE since its provider went down, as stream clients were told -- or, for a device of
-   * a reload's successor that gave no sample before it, the told-OK marks (toldOk) its slots hold
-   * of what clients were told before the reload. Listed again, its
+   * a reload's successor that gave no sample before it, the told-OK marks its slots hold
+   * (SignalSlot.toldOk) of what clients were told before the reload. Listed again, its
    * signals carry on from them as a device's listed throughout do (#applyInventory), so its first
    * answer is told as the quality change it is; and whether it was told its availability (told
    * lost, so told its removal too: #removeHost). Kept if told or holding a sample or a told-OK
@@ -508,10 +533,10 @@ export class StateCache implements FreshReader {
   /**
    * Provider id -> device id -> the signals of a provider a reload removed or restarted
    * (#removeHost), with their declarations: what stream clients were last told of them (UNAVAILABLE
-   * since a crash, FAULT, STALE; OK as a told-OK mark without its value, toldOk), for the provider
-   * configured again under the id, whose devices carry on from them as from a rediscovery
-   * (#applyInventory takes them into #departedSignals): its first answer is told as the quality
-   * change it is (from OK too: a first FAULT or STALE answer). At most
+   * since a crash, FAULT, STALE; OK as a told-OK mark of its slot, SignalSlot.toldOk, without its
+   * value), for the provider configured again under the id, whose devices carry on from them as
+   * from a rediscovery (#applyInventory takes them into #departedSignals): its first answer is
+   * told as the quality change it is (from OK too: a first FAULT or STALE answer). At most
    * MAX_REMOVED_SIGNALS_PROVIDERS ids, DEPARTED_SIGNALS_DEVICES devices each, the one removed
    * longest ago let go of first.
    */
@@ -693,7 +718,7 @@ export class StateCache implements FreshReader {
         // The bound before is the held sample's as dated until now (a tightening before this
         // one included): a sample the first made stale stays stale from then, not earlier.
         if (bound < slot.staleAfterMs && slot.staleAfterMs !== Infinity) {
-          const r = slot.last?.receivedMono;
+          const r = slot.last?.receivedMono ?? slot.toldOk?.receivedMono;
           slot.looserMs = r === undefined ? slot.staleAfterMs : slotStaleSince(slot, r) - r;
           slot.tightenedAtMono = nowMono;
         }
@@ -874,8 +899,8 @@ export class StateCache implements FreshReader {
     this.#departedAvailabilityAt.delete(id);
     // Those a rediscovery left out were told lost at their provider's crash: gone for good too.
     for (const [deviceId, left] of this.#departedSignals.get(id) ?? []) {
-      if (!left.availabilityTold) continue;
-      const dev = { providerId: id, deviceId, ...left };
+      if (left.toldAt === null) continue;
+      const dev = { providerId: id, deviceId, availabilityAt: left.toldAt, availabilityTold: true };
       this.#publishAvailability(dev, false, now, "removed");
       latest = Math.max(latest, dev.availabilityAt);
     }
@@ -903,9 +928,10 @@ export class StateCache implements FreshReader {
   /**
    * Keeps what stream clients were last told of removed host `id`'s devices' signals, those a
    * rediscovery left out too (#departedSignals), in #removedSignals for the provider configured
-   * again under the id: a signal not `OK` as it is, an `OK` one as its told-OK mark (toldOk), and
-   * a mark the host held (a successor removed before its first answer) as it is. A reload's
-   * removal only: nothing per poll.
+   * again under the id: a signal not `OK` as it is, an `OK` one as a told-OK mark of its slot
+   * (SignalSlot.toldOk: its dates, not its value), and a mark the host held (a successor removed
+   * before its first answer) as it is. Kept in slots of their own: the host's are left as they
+   * are. A reload's removal only: nothing per poll.
    */
   #keepRemovedSignals(id: string): void {
     const kept = new Map<string, LeftDevice>();
@@ -914,19 +940,21 @@ export class StateCache implements FreshReader {
       ...[...this.#byProvider.get(id)?.values() ?? []].map((d) => [d.deviceId, d] as const),
     ];
     for (const [deviceId, dev] of devices) {
-      const told = new Map<string, SignalState>();
+      const slots = new Map<string, SignalSlot>();
+      const signals = new Map<string, SignalState>();
+      let told = false;
       for (const [signalId, slot] of dev.slots) {
-        const s = dev.signals.get(signalId) ?? slot.last; // slot.last alone: a told-OK mark
-        if (s !== undefined) told.set(signalId, s.quality === "OK" ? toldOk(s) : s);
+        const s = dev.signals.get(signalId);
+        let toldOk = slot.toldOk;
+        if (s?.quality === "OK") {
+          toldOk = { timestampMs: s.timestampMs, receivedMono: s.receivedMono };
+        } else if (s !== undefined) signals.set(signalId, s);
+        told ||= s !== undefined || toldOk !== null;
+        slots.set(signalId, { ...slot, last: signals.get(signalId), toldOk });
       }
-      if (told.size === 0) continue;
+      if (!told) continue;
       // Told its removal (#removeHost): its successor's listing says nothing more of it till then.
-      kept.set(deviceId, {
-        slots: dev.slots,
-        signals: told,
-        availabilityAt: dev.availabilityAt,
-        availabilityTold: false,
-      });
+      kept.set(deviceId, { slots, signals, toldAt: null });
       if (kept.size > DEPARTED_SIGNALS_DEVICES) kept.delete(kept.keys().next().value!);
     }
     this.#removedSignals.delete(id); // re-inserted last: the newest
@@ -1612,7 +1640,16 @@ export class StateCache implements FreshReader {
     for (let i = 0; i < pollable.length; i++) {
       const slot = slots.get(pollable[i]!)!;
       const kept = slot.last;
-      if (kept === undefined || kept.quality !== "OK" || kept.receivedMono === mono) continue;
+      if (kept === undefined) {
+        // No sample yet; a told-OK mark goes STALE as a kept OK sample does, from its receipt.
+        const told = slot.toldOk;
+        if (told !== null && mono - told.receivedMono > slot.staleAfterMs) {
+          const stale = new SignalSample(null, "STALE", told.timestampMs, told.receivedMono);
+          this.#store(dev, pollable[i]!, slot, stale, now);
+        }
+        continue;
+      }
+      if (kept.quality !== "OK" || kept.receivedMono === mono) continue;
       if (mono - kept.receivedMono <= slot.staleAfterMs) continue;
       const stale = new SignalSample(kept.value, "STALE", kept.timestampMs, kept.receivedMono);
       this.#store(dev, pollable[i]!, slot, stale, now);
@@ -1723,9 +1760,15 @@ export class StateCache implements FreshReader {
     now: number,
   ): void {
     const prev = slot.last;
+    // Before a first sample, the quality stream clients were told: a told-OK mark's, else none.
+    let was = prev?.quality;
+    if (prev === undefined && slot.toldOk !== null) {
+      was = "OK";
+      slot.toldOk = null;
+    }
     slot.last = next;
     dev.signals.set(signalId, next);
-    const qualityChanged = prev !== undefined && prev.quality !== next.quality;
+    const qualityChanged = was !== undefined && was !== next.quality;
     // state_update carries a value: a signal that never had one shows in quality_change only.
     if (
       next.value !== null &&
@@ -1748,7 +1791,7 @@ export class StateCache implements FreshReader {
         provider_id: dev.providerId,
         device_id: dev.deviceId,
         signal_id: signalId,
-        old_quality: prev.quality,
+        old_quality: was!,
         new_quality: next.quality,
         timestamp_ms: now,
       });
@@ -1756,16 +1799,22 @@ export class StateCache implements FreshReader {
   }
 
   /**
-   * Keeps the last values but marks every signal UNAVAILABLE (and says so once: storing the same
-   * sample again publishes nothing).
+   * Keeps the last values but marks every signal UNAVAILABLE, a told-OK mark too (without a
+   * value), and says so once: storing the same sample again publishes nothing. A device told its
+   * removal (a predecessor's, #keepRemovedSignals) and nothing since keeps what it holds: nothing
+   * is told of it until its return (its first answer: device_availability, then the changes from
+   * what clients were told before the removal).
    */
   #markDeviceUnavailable(dev: MutableDeviceState): void {
     const now = this.#opts.clock.nowMs();
-    for (const [id, s] of dev.signals) {
-      // A SignalSample, not a spread literal: a literal's allocation site may be pretenured
-      // (tests/state/pretenure_test.ts), and a failing device is marked on every pass.
-      const down = new SignalSample(s.value, "UNAVAILABLE", s.timestampMs, s.receivedMono);
-      this.#store(dev, id, dev.slots.get(id)!, down, now);
+    if (dev.availabilityTold) {
+      for (const [id, s] of dev.signals) {
+        // A SignalSample, not a spread literal: a literal's allocation site may be pretenured
+        // (tests/state/pretenure_test.ts), and a failing device is marked on every pass.
+        const down = new SignalSample(s.value, "UNAVAILABLE", s.timestampMs, s.receivedMono);
+        this.#store(dev, id, dev.slots.get(id)!, down, now);
+      }
+      if (dev.toldOkHeld) this.#markToldOkUnavailable(dev, now);
     }
     dev.readsAnswered = false;
     if (dev.available) {
@@ -1773,6 +1822,20 @@ export class StateCache implements FreshReader {
       this.#publishAvailability(dev, false, now);
     }
     this.#notifyPolled(dev);
+  }
+
+  /**
+   * Makes each told-OK mark of `dev` an UNAVAILABLE sample without a value (#store tells the
+   * change from OK), once: none is left after (dev.toldOkHeld cleared).
+   */
+  #markToldOkUnavailable(dev: MutableDeviceState, now: number): void {
+    dev.toldOkHeld = false;
+    for (const [id, slot] of dev.slots) {
+      const told = slot.toldOk;
+      if (told === null) continue;
+      const down = new SignalSample(null, "UNAVAILABLE", told.timestampMs, told.receivedMono);
+      this.#store(dev, id, slot, down, now);
+    }
   }
 
   #markProviderDown(providerId: string): void {
@@ -1839,7 +1902,9 @@ export class StateCache implements FreshReader {
       const prev = old.get(id);
       // Its signals as the cache holds them, or held them when a rediscovery left it out: a
       // device listed again carries on from them as one listed throughout does.
-      const carried = prev ?? departedSignals?.get(id);
+      const left = prev === undefined ? departedSignals?.get(id) : undefined;
+      const carried = prev ?? left;
+      let toldOkHeld = false;
       for (const s of caps.signals) {
         const polled = s.pollHintHz > 0;
         if (polled) pollable.push(s.signalId);
@@ -1847,6 +1912,9 @@ export class StateCache implements FreshReader {
         // declaration) and a tightening's record: a sample kept usable until then stays stale
         // from then, not earlier. One declaration per signal id: discovery keeps the first.
         const before = carried?.slots.get(s.signalId);
+        // A told-OK mark carries on for a signal still polled (it has no value to be typed).
+        const toldOk = polled ? before?.toldOk ?? null : null;
+        if (toldOk !== null) toldOkHeld = true;
         slots.set(s.signalId, {
           type: s.valueType,
           unit: s.unit,
@@ -1855,13 +1923,13 @@ export class StateCache implements FreshReader {
           tightenedAtMono: before?.tightenedAtMono ?? -Infinity,
           looserMs: before?.looserMs ?? Infinity,
           last: undefined,
+          toldOk,
           answer: 0,
         });
       }
       const signals = new Map<string, SignalState>();
       for (const sid of pollable) {
-        // A told-OK mark (toldOk) is held in its slot alone, not in `signals`.
-        const s = carried?.signals.get(sid) ?? carried?.slots.get(sid)?.last;
+        const s = carried?.signals.get(sid);
         const slot = slots.get(sid)!;
         // A value kept across rediscovery must still have the declared type, and its unit: GET
         // /v0/state and a DBIRTH label it with the unit declared now (20 degC is no 20 K).
@@ -1870,7 +1938,7 @@ export class StateCache implements FreshReader {
           s &&
           (s.value === null || (sameUnit && (slot.type === null || s.value.type === slot.type)))
         ) {
-          if (!isToldOk(s)) signals.set(sid, s);
+          signals.set(sid, s);
           slot.last = s;
         }
       }
@@ -1889,7 +1957,8 @@ export class StateCache implements FreshReader {
         availabilityAt: prev?.availabilityAt ?? departedAt,
         // Left out at a rediscovery: told its loss then if it was told anything before; taken
         // from a predecessor a reload removed: told its removal, nothing to take back.
-        availabilityTold: prev?.availabilityTold ?? carried?.availabilityTold ?? false,
+        availabilityTold: prev?.availabilityTold ?? (left !== undefined && left.toldAt !== null),
+        toldOkHeld,
         pollPeriodMs: this.#intervalMs, // set by #boundSlots below
         bounds: { warnAfterMs: 0, staleAfterMs: 0 },
         noWarningStage: null, // set by #boundSlots below
@@ -1904,26 +1973,28 @@ export class StateCache implements FreshReader {
     // kept: should a later rediscovery list it again after the wall clock stepped back, its
     // return is dated no earlier than that loss. So are its signals, for its return.
     const told = departedTold ?? new Map<string, string>();
-    const left = departedSignals ??
+    const leftOut = departedSignals ??
       new Map<string, LeftDevice>();
     for (const id of next.keys()) {
       told.delete(id);
-      left.delete(id);
+      leftOut.delete(id);
     }
     for (const [id, dev] of old) {
       if (next.has(id)) continue;
       departedAt = Math.max(departedAt, dev.availabilityAt);
       // Kept if told anything (its removal is said), or holding a sample or a told-OK mark (its
       // return's first answer is told as the change it is).
-      if (dev.availabilityTold || [...dev.slots.values()].some((slot) => slot.last !== undefined)) {
-        left.delete(id); // re-inserted last: the newest
-        left.set(id, {
+      if (
+        dev.availabilityTold ||
+        [...dev.slots.values()].some((slot) => slot.last !== undefined || slot.toldOk !== null)
+      ) {
+        leftOut.delete(id); // re-inserted last: the newest
+        leftOut.set(id, {
           slots: dev.slots,
           signals: dev.signals,
-          availabilityAt: dev.availabilityAt,
-          availabilityTold: dev.availabilityTold,
+          toldAt: dev.availabilityTold ? dev.availabilityAt : null,
         });
-        if (left.size > DEPARTED_SIGNALS_DEVICES) left.delete(left.keys().next().value!);
+        if (leftOut.size > DEPARTED_SIGNALS_DEVICES) leftOut.delete(leftOut.keys().next().value!);
       }
       if (dev.noWarningStageTold === "") continue;
       told.delete(id); // re-inserted last: the newest
@@ -1932,7 +2003,7 @@ export class StateCache implements FreshReader {
     }
     if (told.size > 0) this.#departedNoStageTold.set(providerId, told);
     else this.#departedNoStageTold.delete(providerId);
-    if (left.size > 0) this.#departedSignals.set(providerId, left);
+    if (leftOut.size > 0) this.#departedSignals.set(providerId, leftOut);
     else this.#departedSignals.delete(providerId);
     if (departedAt > 0) this.#departedAvailabilityAt.set(providerId, departedAt);
     this.#byProvider.set(providerId, next);
@@ -2041,23 +2112,6 @@ function withoutValue(
   }
   const q = quality === "OK" ? "UNAVAILABLE" : quality;
   return new SignalSample(null, q, timestampMs, receivedMono);
-}
-
-/**
- * The mark of a signal told `OK` whose provider a reload took out (#keepRemovedSignals): an `OK`
- * sample without its value, which no poll makes (withoutValue makes a valueless OK UNAVAILABLE).
- * The successor's slot holds it as its last sample, never its device's `signals` (GET /v0/state,
- * a fresh read, an alarm see none: the killed process's value does not pass as current), so its
- * first sample is told as the change from `OK` it is (FAULT, STALE; an `OK` one is a first value:
- * state_update only), and a signal its answers leave out goes STALE from the value's own receipt.
- */
-function toldOk(s: SignalState): SignalState {
-  return isToldOk(s) ? s : new SignalSample(null, "OK", s.timestampMs, s.receivedMono);
-}
-
-/** Whether `s` is a told-OK mark (toldOk). */
-function isToldOk(s: SignalState): boolean {
-  return s.value === null && s.quality === "OK";
 }
 
 /**

@@ -9,15 +9,17 @@
  * the reload whose successor's first answer is FAULT or STALE is told that change from `OK`. A
  * device already down when a reload takes its provider out is told its removal too
  * (`reason: "removed"`): it is gone for good, not lost; so is one a restart left out (told lost at
- * the crash). The programmable provider as a real child
- * process (its inventory read from a file at each start), real HTTP and SSE on
- * loopback.
+ * the crash). One told `OK` whose successor answers it without that signal is told `UNAVAILABLE`
+ * when the successor crashes; one told its removal is told nothing more (no `quality_change` at
+ * its successor's crash) until its successor answers it. The programmable provider as a real
+ * child process (its inventory read from a file at each start), real HTTP and SSE on loopback.
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
 import { dbl, type Inventory, Q, T } from "../helpers/programmable_provider.ts";
 import { EventStream, type ReceivedEvent } from "./alarms_helpers.ts";
 import { withHostUnmetRig } from "./_host_unmet_rig.ts";
+import type { Kernel } from "../../src/app/kernel.ts";
 
 const PROBE = { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1)] };
 const KEPT = { signals: [{ id: "y", type: T.DOUBLE }], values: [dbl("y", 2)] };
@@ -287,7 +289,7 @@ const PROBE_LONG = {
   values: [dbl("x", 1)],
 };
 
-Deno.test("a device that drops out under the successor of a reload's restart, then is left out at a rediscovery: its first answer after is the quality_change from the OK told before the reload", async () => {
+Deno.test("a device that drops out under the successor of a reload's restart, then is left out at a rediscovery: told UNAVAILABLE at the crash, its first answer after is the quality_change from it", async () => {
   const start: Inventory = { devices: { probe: PROBE_LONG, kept: KEPT } };
   await withHostUnmetRig("sse-reload-dropout-", start, {}, async ({ rt, api, file }) => {
     const entry = rt.config.providers.find((p) => p.id === "pol")!;
@@ -348,11 +350,137 @@ Deno.test("a device that drops out under the successor of a reload's restart, th
       assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
       await waitFor("the mode change streamed", () => stream.of("mode_change").length === 1);
 
+      // Answered by the successor (told available again), its told-OK mark is told UNAVAILABLE
+      // at the crash, as a sample is; that crosses the rediscovery that leaves it out.
       assert.deepEqual(
         qualityChanges(stream.frames, "probe"),
-        ["OK>FAULT"],
-        "probe: told OK before the reload, FAULT at its first sample since",
+        ["OK>UNAVAILABLE", "UNAVAILABLE>FAULT"],
+        "probe: told OK before the reload, UNAVAILABLE at its successor's crash, FAULT since",
       );
+    } finally {
+      await stream.close();
+    }
+  });
+});
+
+/**
+ * pol's entry changed to read `first` (another inventory file), for a reload to restart it; and
+ * `kill`, which writes `next` to that file when given, kills pol's process and waits for its
+ * supervisor's next one.
+ */
+async function changedEntry(rt: Kernel, file: string, first: Inventory) {
+  const entry = rt.config.providers.find((p) => p.id === "pol")!;
+  const file2 = file.replace(/\.json$/, "-2.json");
+  await Deno.writeTextFile(file2, JSON.stringify(first));
+  const pol = () => rt.registry.host("pol")!;
+  return {
+    changed: { ...entry, args: [...entry.args.slice(0, -1), file2] },
+    async kill(what: string, next?: Inventory) {
+      if (next) await Deno.writeTextFile(file2, JSON.stringify(next));
+      const pid = pol().session!.pid;
+      Deno.kill(pid, "SIGKILL");
+      await waitFor(what, () => pol().available && pol().session!.pid !== pid, 30_000);
+    },
+  };
+}
+
+Deno.test("a device told OK before a reload's restart whose successor answers it without its signal is told the quality_change OK>UNAVAILABLE when the successor crashes", async () => {
+  const start: Inventory = { devices: { probe: PROBE_LONG, kept: KEPT } };
+  await withHostUnmetRig("sse-told-ok-crash-", start, {}, async ({ rt, api, file }) => {
+    // The successor lists probe, but answers its reads without its signal: it holds its told-OK
+    // mark (a long stale bound: the mark does not go STALE meanwhile).
+    const silent: Inventory = { devices: { probe: { signals: PROBE_LONG.signals }, kept: KEPT } };
+    const { changed, kill } = await changedEntry(rt, file, silent);
+    await waitFor(
+      "probe answering",
+      () => rt.cache.device("pol", "probe")?.available === true,
+      30_000,
+    );
+    const stream = await EventStream.open(api.base);
+    try {
+      const report = await rt.reload({ ...rt.config, providers: [changed] });
+      assert.deepEqual(report.providers.restarted, ["pol"]);
+      await waitFor(
+        "the successor answered a read of probe",
+        () => rt.cache.device("pol", "probe")?.available === true,
+        30_000,
+      );
+      assert.equal(rt.cache.device("pol", "probe")!.signals.size, 0);
+      await kill("the successor's next process up");
+      await waitFor(
+        "probe answered again",
+        () => rt.cache.device("pol", "probe")?.available === true,
+        30_000,
+      );
+      // A later event: the stream, in bus order, has delivered everything published before it.
+      assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+      await waitFor("the mode change streamed", () => stream.of("mode_change").length === 1);
+
+      assert.deepEqual(
+        availabilityOf(stream.frames, "probe"),
+        ["false:removed", "true", "false", "true"],
+      );
+      assert.deepEqual(
+        qualityChanges(stream.frames, "probe"),
+        ["OK>UNAVAILABLE"],
+        "probe: told OK before the reload, told UNAVAILABLE at its successor's crash",
+      );
+      // No value of the killed process: UNAVAILABLE without one.
+      const state = await api.get("/v0/state/pol/probe");
+      assert.deepEqual(
+        state.json.values.map((v: { value: unknown; quality: string }) => [v.value, v.quality]),
+        [[{ type: "unknown" }, "UNAVAILABLE"]],
+      );
+    } finally {
+      await stream.close();
+    }
+  });
+});
+
+Deno.test("a device told its removal by a reload's restart is told nothing more until its successor answers it: no quality_change at the successor's crash before then", async () => {
+  const faulty = { ...PROBE, values: [dbl("x", 1, { quality: Q.FAULT })] };
+  const start: Inventory = { devices: { probe: faulty, kept: KEPT } };
+  await withHostUnmetRig("sse-removed-quiet-", start, {}, async ({ rt, api, file }) => {
+    // The successor lists probe, but its reads of probe are not answered (10 min): no answer of
+    // it before the crash. kept listed first: its answer is taken without waiting for probe's.
+    const hung: Inventory = {
+      devices: { kept: KEPT, probe: { ...PROBE, readDelayMs: 600_000 } },
+    };
+    const { changed, kill } = await changedEntry(rt, file, hung);
+    const keptAnswered = (what: string) =>
+      waitFor(what, () => rt.cache.device("pol", "kept")?.available === true, 30_000);
+    await waitFor(
+      "probe answering FAULT",
+      () => rt.cache.device("pol", "probe")?.signals.get("x")?.quality === "FAULT",
+      30_000,
+    );
+    const stream = await EventStream.open(api.base);
+    try {
+      const report = await rt.reload({ ...rt.config, providers: [changed] });
+      assert.deepEqual(report.providers.restarted, ["pol"]);
+      await keptAnswered("kept answered by the successor");
+      await kill("the successor's next process up");
+      await keptAnswered("kept answered again");
+      // What the cache holds of probe after the crash (asserted below).
+      const held = rt.cache.device("pol", "probe")!.signals.get("x")?.quality;
+      // The next process answers probe OK: back, told as the change from the FAULT told before.
+      await kill("a process answering probe up", { devices: { kept: KEPT, probe: PROBE } });
+      await waitFor(
+        "probe answering OK",
+        () => rt.cache.device("pol", "probe")?.signals.get("x")?.quality === "OK",
+        30_000,
+      );
+      // A later event: the stream, in bus order, has delivered everything published before it.
+      assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+      await waitFor("the mode change streamed", () => stream.of("mode_change").length === 1);
+
+      assert.deepEqual(availabilityOf(stream.frames, "probe"), ["false:removed", "true"]);
+      assert.deepEqual(
+        qualityChanges(stream.frames, "probe"),
+        ["FAULT>OK"],
+        "probe: nothing said between its removal and its return, then the change from FAULT",
+      );
+      assert.equal(held, "FAULT", "the cache held what the client was last told of probe");
     } finally {
       await stream.close();
     }

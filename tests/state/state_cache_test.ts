@@ -21,8 +21,11 @@ import {
 } from "../../src/state/mod.ts";
 import { StatusCode } from "../../src/adpp/mod.ts";
 import type { ProviderHost } from "../../src/providers/mod.ts";
+import { FakeProvider } from "../helpers/fake_provider.ts";
 import {
   dbl,
+  type Program,
+  programFake,
   type ProgrammableFixture,
   programmableProvider,
   Q,
@@ -1776,4 +1779,104 @@ Deno.test("a device a restart left out, told lost at the crash, is told its remo
       ["d2", false, t, "removed"],
     ], "d1, never told anything, is not told its removal");
   }, { restart: { backoffMs: [0, 0, 0] } });
+});
+
+/** The quality changes and state updates in `fx.events`, as `device:signal:old>new` / `=value`. */
+function signalNews(fx: ProgrammableFixture): string[] {
+  return fx.events.flatMap((e) =>
+    e.kind === "quality_change"
+      ? [`${e.device_id}:${e.signal_id}:${e.old_quality}>${e.new_quality}`]
+      : e.kind === "state_update"
+      ? [`${e.device_id}:${e.signal_id}:=${JSON.stringify(e.value)}`]
+      : []
+  );
+}
+
+/**
+ * p0 taken out and configured again (a reload restarting it: its entry changed), its successor
+ * listing `devices`; `body` runs with what programs the successor's device (fx.program programs
+ * the first host's), which is stopped after.
+ */
+async function withSuccessor(
+  fx: ProgrammableFixture,
+  devices: Record<string, { signals: { id: string; type: number }[]; values: Sample[] }>,
+  body: (program: (device: string, p: Program) => void) => Promise<void>,
+): Promise<void> {
+  const old = fx.host;
+  assert.equal(fx.registry.remove("p0"), old);
+  await old.stop(1000);
+  await fx.setInventory({ devices });
+  const again = fx.registry.add(old.config);
+  try {
+    await again.start();
+    await body((device, p) => {
+      const handler = fx.fakes!.process(again.session!.pid)!.handler;
+      assert.ok(handler instanceof FakeProvider);
+      programFake(handler, device, p);
+    });
+  } finally {
+    await again.stop(1000);
+  }
+}
+
+/** A device with one polled signal `x` whose reads are answered without it. */
+const SILENT = { signals: [{ id: "x", type: T.DOUBLE }], values: [] as Sample[] };
+
+Deno.test("a told-OK mark: a successor's answer that leaves its signal out serves no value; told STALE past the bound, UNAVAILABLE at a failed read once answered", async () => {
+  await withFixture({ devices: { d0: oneSignal(Q.OK), d1: oneSignal(Q.OK) } }, async (fx) => {
+    await fx.cache.pollDevice("p0", "d0"); // told OK
+    await fx.cache.pollDevice("p0", "d1");
+    await withSuccessor(fx, { d0: SILENT, d1: SILENT }, async (program) => {
+      fx.events.length = 0;
+      await fx.cache.pollDevice("p0", "d0");
+      await fx.cache.pollDevice("p0", "d1");
+      assert.deepEqual(signalNews(fx), [], "answered, nothing of x: nothing to tell");
+      assert.equal(fx.cache.signal("p0", "d0", "x"), undefined, "no value of the killed process");
+      // d1's next read fails: told UNAVAILABLE (no value), as a sample told OK would be.
+      program("d1", { read: { error: { code: StatusCode.UNAVAILABLE } } });
+      await fx.cache.pollDevice("p0", "d1");
+      assert.deepEqual(signalNews(fx), ["d1:x:OK>UNAVAILABLE"]);
+      assert.deepEqual(
+        { ...fx.cache.signal("p0", "d1", "x"), timestampMs: 0, receivedMono: 0 },
+        { value: null, quality: "UNAVAILABLE", timestampMs: 0, receivedMono: 0 },
+      );
+      // d0's mark past its bound (the monotonic clock an hour on): STALE, still no value.
+      fx.events.length = 0;
+      fx.clock.mono = performance.now() + 3_600_000;
+      await fx.cache.pollDevice("p0", "d0");
+      assert.deepEqual(signalNews(fx), ["d0:x:OK>STALE"]);
+      assert.equal(fx.cache.signal("p0", "d0", "x")?.value, null);
+      fx.clock.mono = null;
+    });
+  });
+});
+
+Deno.test("a device told its removal is told nothing of its carried signals until its successor answers it: a failed read before then changes nothing", async () => {
+  await withFixture({ devices: { d0: oneSignal(Q.FAULT), d1: oneSignal(Q.OK) } }, async (fx) => {
+    await fx.cache.pollDevice("p0", "d0"); // told FAULT
+    await fx.cache.pollDevice("p0", "d1"); // told OK
+    await withSuccessor(fx, { d0: oneSignal(Q.OK), d1: oneSignal(Q.OK) }, async (program) => {
+      const failing = { read: { error: { code: StatusCode.UNAVAILABLE } } };
+      program("d0", failing);
+      program("d1", failing);
+      fx.events.length = 0;
+      await fx.cache.pollDevice("p0", "d0");
+      await fx.cache.pollDevice("p0", "d1");
+      assert.deepEqual(signalNews(fx), [], "told removed: nothing since");
+      assert.deepEqual(flips(fx), []);
+      assert.equal(fx.cache.signal("p0", "d0", "x")?.quality, "FAULT", "as last told");
+      assert.equal(fx.cache.signal("p0", "d1", "x"), undefined);
+      // Answering: back, each told the change from what it was told before its removal.
+      program("d0", { read: { values: [dbl("x", 1)] } });
+      program("d1", { read: { values: [dbl("x", 1, { quality: Q.FAULT })] } });
+      await fx.cache.pollDevice("p0", "d0");
+      await fx.cache.pollDevice("p0", "d1");
+      assert.deepEqual(signalNews(fx), [
+        'd0:x:={"type":"double","double":1}',
+        "d0:x:FAULT>OK",
+        'd1:x:={"type":"double","double":1}',
+        "d1:x:OK>FAULT",
+      ]);
+    });
+  });
 });
