@@ -189,6 +189,13 @@ export const NO_WARNING_STAGE_DEPARTED_DEVICES = 1024;
  * the one left out longest ago is forgotten first.
  */
 export const DEPARTED_SIGNALS_DEVICES = 1024;
+/**
+ * Signals a device's rediscovery no longer declares whose last samples the cache keeps for their
+ * return (MutableDeviceState.leftSlots), per device: as many as one device may declare
+ * (MAX_SIGNALS_PER_DEVICE), so a device never holds more than twice its declared maximum; the
+ * one left out longest ago forgotten first.
+ */
+export const LEFT_SIGNALS_PER_DEVICE = 1024;
 
 /**
  * Provider ids a reload removed (or restarted: its entry changed) whose devices' signals, as
@@ -276,7 +283,7 @@ function slotStaleSince(slot: SignalSlot, receivedMono: number): number {
  * slots (declarations, bounds, told-OK marks) and signals, and what stream clients were told of
  * its availability (a device a rediscovery left out, told its loss, is told its removal too).
  */
-interface LeftDevice extends Pick<MutableDeviceState, "slots" | "signals"> {
+interface LeftDevice extends Pick<MutableDeviceState, "slots" | "signals" | "leftSlots"> {
   /**
    * The date of its latest device_availability when one was said of it since its provider was
    * configured (MutableDeviceState availabilityTold, availabilityAt): #removeHost tells it its
@@ -302,6 +309,13 @@ interface MutableDeviceState {
   /** Every declared signal (built at inventory time, not per sample). */
   slots: Map<string, SignalSlot>;
   signals: Map<string, SignalState>;
+  /**
+   * The slots, with their last samples, of signals a rediscovery no longer declares while it
+   * still lists the device (the newest last, at most LEFT_SIGNALS_PER_DEVICE); null when none. One
+   * declared again carries on from its sample, as a device listed again does (#applyInventory):
+   * its first answer is told as the quality change it is. Not served, not polled.
+   */
+  leftSlots: Map<string, SignalSlot> | null;
   lastPollMs: number;
   lastPollMono: number;
   available: boolean;
@@ -954,7 +968,7 @@ export class StateCache implements FreshReader {
       }
       if (!told) continue;
       // Told its removal (#removeHost): its successor's listing says nothing more of it till then.
-      kept.set(deviceId, { slots, signals, toldAt: null });
+      kept.set(deviceId, { slots, signals, leftSlots: toldOkLeft(dev.leftSlots), toldAt: null });
       if (kept.size > DEPARTED_SIGNALS_DEVICES) kept.delete(kept.keys().next().value!);
     }
     this.#removedSignals.delete(id); // re-inserted last: the newest
@@ -1476,6 +1490,13 @@ export class StateCache implements FreshReader {
     if ((err !== null || pass.settled) && pass.intos[i] === dev.readBatch) dev.batchHeld = false;
     if (pass.settled) return;
     pass.outcomes[i] = err ?? batch!;
+    if (err === null) {
+      // Its samples are dated by their arrival, not by when they are applied: an answer held
+      // behind an earlier device's read (applied in request order) is that much older then.
+      const clock = this.#opts.clock;
+      pass.arrivedMono[i] = clock.monoMs();
+      pass.arrivedMs[i] = clock.nowMs();
+    }
     try {
       if (pass.sent < pass.due.length) {
         // Any answer, even an error status, says the provider reads; a refusal says nothing.
@@ -1511,9 +1532,10 @@ export class StateCache implements FreshReader {
     const n = due.length;
     const clock = this.#opts.clock;
     while (pass.next < n && outcomes[pass.next] !== undefined) {
-      const dev = due[pass.next]!;
-      const outcome = outcomes[pass.next]!;
-      outcomes[pass.next++] = undefined;
+      const i = pass.next++;
+      const dev = due[i]!;
+      const outcome = outcomes[i]!;
+      outcomes[i] = undefined;
       if (outcome === DEFERRED) {
         // Not sent in this pass (#sendMore): polled at the next cycle, not a failed read.
         dev.skipCycles = 0;
@@ -1528,7 +1550,7 @@ export class StateCache implements FreshReader {
         pass.answered = true;
         // Removed by a reload meanwhile, or a stop went on without it (abandonPolls): not stored.
         if (this.#pollsAbandoned || !this.#isCurrent(host)) continue;
-        this.#applySamples(dev, outcome);
+        this.#applySamples(dev, outcome, pass.arrivedMs[i]!, pass.arrivedMono[i]!);
         continue;
       }
       metrics.errors++;
@@ -1578,9 +1600,8 @@ export class StateCache implements FreshReader {
     return q;
   }
 
-  #applySamples(dev: MutableDeviceState, batch: SampleBatch): void {
-    const now = this.#opts.clock.nowMs();
-    const mono = this.#opts.clock.monoMs();
+  /** Stores an answer of `dev` that arrived at `now` (wall) and `mono` (monotonic). */
+  #applySamples(dev: MutableDeviceState, batch: SampleBatch, now: number, mono: number): void {
     dev.lastPollMs = now;
     dev.lastPollMono = mono;
     const slots = dev.slots;
@@ -1901,9 +1922,11 @@ export class StateCache implements FreshReader {
       const pollable: string[] = [];
       const prev = old.get(id);
       // Its signals as the cache holds them, or held them when a rediscovery left it out: a
-      // device listed again carries on from them as one listed throughout does.
+      // device listed again carries on from them as one listed throughout does; and so does a
+      // signal declared again after a rediscovery that listed the device without it.
       const left = prev === undefined ? departedSignals?.get(id) : undefined;
       const carried = prev ?? left;
+      const carriedLeft = carried?.leftSlots ?? null;
       let toldOkHeld = false;
       for (const s of caps.signals) {
         const polled = s.pollHintHz > 0;
@@ -1911,7 +1934,7 @@ export class StateCache implements FreshReader {
         // A signal declared before keeps its bound (#boundSlots notes a tightening by the new
         // declaration) and a tightening's record: a sample kept usable until then stays stale
         // from then, not earlier. One declaration per signal id: discovery keeps the first.
-        const before = carried?.slots.get(s.signalId);
+        const before = carried?.slots.get(s.signalId) ?? carriedLeft?.get(s.signalId);
         // A told-OK mark carries on for a signal still polled (it has no value to be typed).
         const toldOk = polled ? before?.toldOk ?? null : null;
         if (toldOk !== null) toldOkHeld = true;
@@ -1929,11 +1952,12 @@ export class StateCache implements FreshReader {
       }
       const signals = new Map<string, SignalState>();
       for (const sid of pollable) {
-        const s = carried?.signals.get(sid);
+        const beforeSlot = carried?.slots.get(sid) ?? carriedLeft?.get(sid);
+        const s = carried?.signals.get(sid) ?? carriedLeft?.get(sid)?.last;
         const slot = slots.get(sid)!;
         // A value kept across rediscovery must still have the declared type, and its unit: GET
         // /v0/state and a DBIRTH label it with the unit declared now (20 degC is no 20 K).
-        const sameUnit = carried?.slots.get(sid)?.unit === slot.unit;
+        const sameUnit = beforeSlot?.unit === slot.unit;
         if (
           s &&
           (s.value === null || (sameUnit && (slot.type === null || s.value.type === slot.type)))
@@ -1951,6 +1975,7 @@ export class StateCache implements FreshReader {
         batchHeld: false,
         slots,
         signals,
+        leftSlots: leftSignals(carried, slots),
         lastPollMs: prev?.lastPollMs ?? 0,
         lastPollMono: prev?.lastPollMono ?? 0,
         available: prev?.available ?? false,
@@ -1992,6 +2017,7 @@ export class StateCache implements FreshReader {
         leftOut.set(id, {
           slots: dev.slots,
           signals: dev.signals,
+          leftSlots: dev.leftSlots,
           toldAt: dev.availabilityTold ? dev.availabilityAt : null,
         });
         if (leftOut.size > DEPARTED_SIGNALS_DEVICES) leftOut.delete(leftOut.keys().next().value!);
@@ -2022,6 +2048,58 @@ function noWarningStageNews(dev: MutableDeviceState, none: NoWarningStage | null
   if (key === dev.noWarningStageTold) return false;
   dev.noWarningStageTold = key;
   return none !== null;
+}
+
+/**
+ * The slots of the signals `carried` (a device's state before this inventory, or kept since a
+ * rediscovery left it out) had, with a sample, that `slots` (its declaration now) no longer
+ * declares, those it kept already included: the newest last, at most LEFT_SIGNALS_PER_DEVICE.
+ * Null when none. At inventory time only.
+ */
+function leftSignals(
+  carried: Pick<LeftDevice, "slots" | "leftSlots"> | undefined,
+  slots: ReadonlyMap<string, SignalSlot>,
+): Map<string, SignalSlot> | null {
+  if (carried === undefined) return null;
+  let left: Map<string, SignalSlot> | null = null;
+  const keep = (sid: string, slot: SignalSlot) => {
+    left ??= new Map();
+    left.delete(sid); // re-inserted last: the newest
+    left.set(sid, slot);
+    if (left.size > LEFT_SIGNALS_PER_DEVICE) left.delete(left.keys().next().value!);
+  };
+  for (const [sid, slot] of carried.leftSlots ?? []) if (!slots.has(sid)) keep(sid, slot);
+  for (const [sid, slot] of carried.slots) {
+    // Its last sample, or its told-OK mark (a removed provider's kept device holds an OK one so,
+    // #keepRemovedSignals: never the killed process's value).
+    if (slots.has(sid) || (slot.last === undefined && slot.toldOk === null)) continue;
+    keep(sid, slot);
+  }
+  return left;
+}
+
+/**
+ * The left slots (MutableDeviceState.leftSlots) of a device whose provider a reload took out, as
+ * #keepRemovedSignals keeps them: an `OK` sample as its told-OK mark (SignalSlot.toldOk), never the
+ * killed process's value; others as they are. A reload's removal only.
+ */
+function toldOkLeft(leftSlots: Map<string, SignalSlot> | null): Map<string, SignalSlot> | null {
+  if (leftSlots === null) return null;
+  const kept = new Map<string, SignalSlot>();
+  for (const [sid, slot] of leftSlots) {
+    const s = slot.last;
+    kept.set(
+      sid,
+      s?.quality === "OK"
+        ? {
+          ...slot,
+          last: undefined,
+          toldOk: { timestampMs: s.timestampMs, receivedMono: s.receivedMono },
+        }
+        : slot,
+    );
+  }
+  return kept;
 }
 
 /** The line naming a device with no WARNING stage, its stale bound and its derived warn bound. */
@@ -2185,6 +2263,12 @@ class PollPass {
   readonly outcomes: (SampleBatch | Error | typeof DEFERRED | undefined)[] = [];
   /** The batch each device's request decodes into. */
   readonly intos: SampleBatch[] = [];
+  /**
+   * When each device's answer arrived (wall and monotonic ms), until applied: its samples are
+   * dated so (architecture.md: `receivedMono`, the time a sample arrived).
+   */
+  readonly arrivedMs: number[] = [];
+  readonly arrivedMono: number[] = [];
   /** The reply of each device index (made once). */
   readonly replies: ReadReply[] = [];
   /** Replies still to come. */

@@ -486,3 +486,59 @@ Deno.test("a device told its removal by a reload's restart is told nothing more 
     }
   });
 });
+
+/** The quality changes of `device`'s `signal` in `frames`, as `old>new`. */
+function signalQualityChanges(
+  frames: readonly ReceivedEvent[],
+  device: string,
+  signal: string,
+): string[] {
+  return qualityChanges(frames.filter((f) => f.data.signal_id === signal), device);
+}
+
+Deno.test("a signal a restart left out of a device still listed, declared again at the next: its first answer is the quality_change back to OK its sibling declared throughout gets", async () => {
+  /** probe with x and y. */
+  const withY: Inventory = {
+    devices: {
+      probe: {
+        signals: [{ id: "x", type: T.DOUBLE }, { id: "y", type: T.DOUBLE }],
+        values: [dbl("x", 1), dbl("y", 3)],
+      },
+    },
+  };
+  /** probe listed without y (its sensor unplugged). */
+  const withoutY: Inventory = { devices: { probe: PROBE } };
+  await withHostUnmetRig("sse-signal-relisted-", withY, {}, async ({ rt, api, restartAs }) => {
+    const pol = rt.registry.host("pol")!;
+    const y = () => rt.cache.signal("pol", "probe", "y");
+    await waitFor("y answered", () => y()?.quality === "OK");
+    const stream = await EventStream.open(api.base);
+    try {
+      await restartAs(pol, withoutY, "pol back without y", () => y() === undefined);
+      await waitFor(
+        "x answering again",
+        () => rt.cache.signal("pol", "probe", "x")?.quality === "OK",
+      );
+      const without = (await api.get("/v0/state/pol/probe")).json;
+      assert.deepEqual(without.values.map((v: { signal_id: string }) => v.signal_id), ["x"]);
+      await restartAs(pol, withY, "pol back with y", () => y() !== undefined);
+      await waitFor("y answering again", () => y()?.quality === "OK");
+      // A later event: the stream, in bus order, has delivered everything published before it.
+      assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+      await waitFor("the mode change streamed", () => stream.of("mode_change").length === 1);
+
+      assert.deepEqual(
+        signalQualityChanges(stream.frames, "probe", "x"),
+        ["OK>UNAVAILABLE", "UNAVAILABLE>OK", "OK>UNAVAILABLE", "UNAVAILABLE>OK"],
+        "x, declared throughout",
+      );
+      assert.deepEqual(
+        signalQualityChanges(stream.frames, "probe", "y"),
+        ["OK>UNAVAILABLE", "UNAVAILABLE>OK"],
+        "y, left out once: told UNAVAILABLE at the crash, OK once back",
+      );
+    } finally {
+      await stream.close();
+    }
+  });
+});
