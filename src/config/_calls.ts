@@ -17,6 +17,7 @@ import {
   type CallArgValue,
   type CallConfig,
   type HookConfig,
+  MAX_PARAMETER_NAME_CHARS,
   type ParameterConfig,
   type ParameterType,
   RUNTIME_MODES,
@@ -178,6 +179,17 @@ export function readParameters(c: Checker, raw: unknown, path: Path): ParameterC
     if (obj === null) return;
     c.knownKeys(obj, p, PARAMETER_KEYS);
     const name = c.requiredString(obj, p, "name");
+    // Characters (code points), as the editor schema's maxLength counts them: one outside the BMP
+    // is two UTF-16 units of `length`. Refused, not cut (the name is the parameter's key); it is
+    // still judged a duplicate below, as any name.
+    const characters = [...name].length;
+    if (characters > MAX_PARAMETER_NAME_CHARS) {
+      c.error(
+        [...p, "name"],
+        `${quoteProviderText(name)} is ${characters} characters long, at most ` +
+          `${MAX_PARAMETER_NAME_CHARS} (MAX_PARAMETER_NAME_CHARS)`,
+      );
+    }
     if (name !== "") {
       const first = firstByName.get(name);
       if (first !== undefined) {

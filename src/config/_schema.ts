@@ -20,6 +20,7 @@ import {
   MAX_INTERLOCK_BLOCK_ENTRIES,
   MAX_INTERLOCKS,
   MAX_MQTT_PACKET_BYTES,
+  MAX_PARAMETER_NAME_CHARS,
   MAX_PROVIDERS,
   MIN_SPARKPLUG_MESSAGE_BYTES,
   RESERVED_TOKEN_NAMES,
@@ -161,7 +162,12 @@ const PARAMETER: Json = {
   description: "A runtime parameter readable and writable by the behavior tree and the API.",
   required: ["name", "type", "default"],
   properties: {
-    name: { type: "string", minLength: 1, description: "Unique name." },
+    name: {
+      type: "string",
+      minLength: 1,
+      maxLength: MAX_PARAMETER_NAME_CHARS,
+      description: `Unique name, 1 to ${MAX_PARAMETER_NAME_CHARS} characters.`,
+    },
     type: { enum: ["double", "int64", "bool", "string"], description: "Value type." },
     default: { type: ["number", "boolean", "string"], description: "Initial value, of `type`." },
     min: { type: ["number", "null"], description: "Lower bound (double and int64 only)." },

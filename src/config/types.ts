@@ -102,6 +102,13 @@ export const MAX_ALARM_MESSAGE_LENGTH = 256;
  * starting with a dot (`.` and `..` are path segments of their own).
  */
 export const ALARM_ID_PATTERN = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$/;
+/**
+ * Bound on the characters (code points) of `automation.parameters[].name`: 64, as an alarm's,
+ * an interlock's or a token's name (ALARM_ID_PATTERN, TOKEN_NAME_PATTERN). Every message about a
+ * parameter (a set's refusal, a reload's change of the recipe, an AUTO entry it refuses) names it
+ * whole, quoted; a longer name is refused by the loader (--check-config, start-up, a reload).
+ */
+export const MAX_PARAMETER_NAME_CHARS = 64;
 
 /** The numeric limits of an alarm; any subset (ordered lolo < lo < hi < hihi). */
 export interface AlarmLimits {

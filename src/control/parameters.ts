@@ -11,11 +11,16 @@ import {
   type Logger,
   neverThrowing,
   notFound,
+  providerTextWithin,
   quoteProviderTextWithin,
   readClockTwice,
   transitionDate,
 } from "../common/mod.ts";
-import type { ParameterConfig, ParameterType } from "../config/mod.ts";
+import {
+  MAX_PARAMETER_NAME_CHARS,
+  type ParameterConfig,
+  type ParameterType,
+} from "../config/mod.ts";
 import type { EventBus } from "../events/mod.ts";
 import type { AuditOrigin, AuditSink } from "./audit_sink.ts";
 
@@ -56,8 +61,15 @@ export interface ParameterService {
  */
 export const QUOTED_PARAMETER_VALUE_CHARS = 64;
 
-/** Longest parameter name (configured, of no length bound) a line about its clock quotes; cut. */
-const PARAMETER_NAME_CHARS = 64;
+/**
+ * A parameter's name in a message (a change of the recipe, a line about its clock): JSON-quoted,
+ * cut to MAX_PARAMETER_NAME_CHARS -- the loader's bound on a configured name, so a declared one is
+ * never cut; a declaration the loader did not judge (a test's, an embedder's) still makes no line
+ * of any length, and a quote or a line break in a name can forge nothing.
+ */
+function quotedName(name: string): string {
+  return quoteProviderTextWithin(name, MAX_PARAMETER_NAME_CHARS);
+}
 
 /** A value in a message: a number or a bool as it is, a string JSON-quoted and cut. */
 function changedValueText(value: ParameterValue): string {
@@ -222,13 +234,15 @@ export class ParameterStore implements ParameterService {
    */
   readonly #departedAt = new DepartedDates(MAX_DEPARTED_PARAMETER_DATES);
   readonly #o: ParameterStoreOptions;
+  /** The store's logger (`parameters`), made once: its declarations' warnings. */
+  readonly #log: Logger;
   /** For a change's clock failures: a line that fails to be written is lost, never the change. */
   readonly #changeLog: Logger;
 
   constructor(options: ParameterStoreOptions) {
     this.#o = options;
-    this.#changeLog = neverThrowing(options.log.child("parameters"));
-    const log = options.log.child("parameters");
+    const log = this.#log = options.log.child("parameters");
+    this.#changeLog = neverThrowing(log);
     for (const def of options.parameters) {
       if (this.#defs.has(def.name)) {
         log.warn(`Duplicate parameter '${def.name}' ignored (first definition wins)`);
@@ -257,7 +271,7 @@ export class ParameterStore implements ParameterService {
     parameters: readonly ParameterConfig[],
     source: AuditOrigin = { kind: "reload" },
   ): void {
-    const log = this.#o.log.child("parameters");
+    const log = this.#log;
     const oldDefs = new Map(this.#defs);
     const oldValues = new Map(this.#values);
     this.#defs.clear();
@@ -352,10 +366,10 @@ export class ParameterStore implements ParameterService {
     for (const [name, prev] of this.#defs) {
       const def = next.get(name);
       const value = this.#values.get(name);
-      if (def === undefined) out.push(`${name} (removed)`);
+      if (def === undefined) out.push(`${quotedName(name)} (removed)`);
       else if (!sameDeclaration(prev, def) && valueAfter(prev, def, value) !== value) {
         out.push(
-          `${name} (its value ${changedValueText(value!)} would go to the default ${
+          `${quotedName(name)} (its value ${changedValueText(value!)} would go to the default ${
             changedValueText(def.default)
           })`,
         );
@@ -424,7 +438,10 @@ export class ParameterStore implements ParameterService {
 
   #set(name: string, value: unknown, written?: string): { name: string; value: ParameterValue } {
     const def = this.#defs.get(name);
-    if (!def) throw notFound(`Parameter not found: ${name}`);
+    // A client's text of up to a request body: cut, unquoted as a device not found is named.
+    if (!def) {
+      throw notFound(`Parameter not found: ${providerTextWithin(name, MAX_PARAMETER_NAME_CHARS)}`);
+    }
     const next = checkParameterValue(def, value, written);
     const old = this.#values.get(name)!;
     if (old === next) return { name, value: next };
@@ -443,9 +460,10 @@ export class ParameterStore implements ParameterService {
     }
     // A MANUAL -> AUTO running its before-hooks was requested with the old value: AUTO is armed
     // only with the recipe it was asked with (as a reload's change of it: kernel.ts).
-    // A string value is a client's text of up to a request body: quoted and cut in the refusal.
+    // A string value is a client's text of up to a request body: quoted and cut in the refusal,
+    // and so is the name (quotedName).
     this.#o.modes?.invalidateAutoEntry(
-      `a parameter set changed the recipe (${name} ${changedValueText(old)} -> ${
+      `a parameter set changed the recipe (${quotedName(name)} ${changedValueText(old)} -> ${
         changedValueText(next)
       })`,
       "request AUTO again to enter it with the parameter values now in force",
@@ -462,7 +480,7 @@ export class ParameterStore implements ParameterService {
    * each failure an ERROR line.
    */
   #changeAt(name: string): number | null {
-    const what = `parameter ${quoteProviderTextWithin(name, PARAMETER_NAME_CHARS)} changed`;
+    const what = `parameter ${quotedName(name)} changed`;
     const wall = readClockTwice(
       () => this.#o.clock.nowMs(),
       this.#changeLog,

@@ -326,7 +326,7 @@ Deno.test("POST /v0/parameters during MANUAL -> AUTO before-hooks that changes a
       );
       assert.match(
         outcome,
-        /^refused: refusing AUTO: a parameter set changed the recipe \(target_temp 40 -> 35\) while MANUAL -> AUTO hooks ran; request AUTO again/,
+        /^refused: refusing AUTO: a parameter set changed the recipe \("target_temp" 40 -> 35\) while MANUAL -> AUTO hooks ran; request AUTO again/,
       );
       assert.deepEqual(await autoRefusedBy(rt), ["parameter"]);
       // Requested again, judged with the value now in force: armed.

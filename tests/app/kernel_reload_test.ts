@@ -154,7 +154,7 @@ Deno.test("Kernel.reload in AUTO keeps a parameter's still-valid value when its 
     // 0..0.3 would reset it to its default: the running recipe would change. Refused.
     const moved = await rt.reload(withAutomation(base, { parameters: params(0.3) }));
     assert.deepEqual(refusedSections(moved), ["automation.parameters"]);
-    assert.match(moved.refused[0]!.why, /motor_duty \(its value 0\.5 would go to the default/);
+    assert.match(moved.refused[0]!.why, /"motor_duty" \(its value 0\.5 would go to the default/);
     assert.equal(rt.parameters!.value("motor_duty"), 0.5);
     assert.equal(rt.parameters!.get("motor_duty")!.max, 0.8, "the narrowed bounds stay");
   });
@@ -191,7 +191,7 @@ Deno.test("Kernel.reload keeps a parameter's value across a type change that hol
     assert.deepEqual(refusedSections(refused), ["automation.parameters"]);
     assert.match(
       refused.refused[0]!.why,
-      /target_temp \(its value 5\.5 would go to the default 7\)/,
+      /"target_temp" \(its value 5\.5 would go to the default 7\)/,
     );
     assert.equal(rt.parameters!.value("target_temp"), 5.5);
     assert.equal(rt.parameters!.get("target_temp")!.type, "double");

@@ -71,7 +71,7 @@ Deno.test("ParameterStore.set while MANUAL -> AUTO runs its before-hooks, its cl
   assert.equal(modes.current(), "MANUAL", `AUTO committed: ${JSON.stringify(entered.report)}`);
   assert.match(
     entered.error?.message ?? "",
-    /refusing AUTO: a parameter set changed the recipe \(temp 30 -> 55\)/,
+    /refusing AUTO: a parameter set changed the recipe \("temp" 30 -> 55\)/,
   );
   // The set is in force: answered and recorded as such.
   assert.equal(setError, null, `the set failed: ${String(setError)}`);

@@ -270,7 +270,7 @@ Deno.test("ParameterStore.valueChanges: a type-only change (int64 -> double, sam
   assert.deepEqual([events.length, audit.length], [0, 0]);
   // A value the new type's default replaces is one.
   s.set("n", 41.5);
-  assert.deepEqual(s.valueChanges([int]), ["n (its value 41.5 would go to the default 30)"]);
+  assert.deepEqual(s.valueChanges([int]), ['"n" (its value 41.5 would go to the default 30)']);
 });
 
 Deno.test("ParameterStore.valueChanges names a string value quoted, a long one cut (a reload's refusal in AUTO is logged on one line)", () => {
@@ -279,6 +279,6 @@ Deno.test("ParameterStore.valueChanges names a string value quoted, a long one c
   // A client's text, of up to a request body, with a line break of its own.
   s.set("label", `${"x".repeat(60_000)}\nforged`);
   assert.deepEqual(s.valueChanges([{ ...label, allowedValues: ["a"], default: "a" }]), [
-    `label (its value "${"x".repeat(64)}\u2026" would go to the default "a")`,
+    `"label" (its value "${"x".repeat(64)}\u2026" would go to the default "a")`,
   ]);
 });

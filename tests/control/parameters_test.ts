@@ -266,8 +266,8 @@ Deno.test("ParameterStore.set tells the mode manager of a value it changes: a st
   s.set("label", "a\nb"); // unchanged: nothing to tell
   s.set("temp", 35);
   assert.deepEqual(whys, [
-    `a parameter set changed the recipe (label "" -> "${"x".repeat(64)}\u2026")`,
-    `a parameter set changed the recipe (label "${"x".repeat(64)}\u2026" -> "a\\nb")`,
-    "a parameter set changed the recipe (temp 30 -> 35)",
+    `a parameter set changed the recipe ("label" "" -> "${"x".repeat(64)}\u2026")`,
+    `a parameter set changed the recipe ("label" "${"x".repeat(64)}\u2026" -> "a\\nb")`,
+    'a parameter set changed the recipe ("temp" 30 -> 35)',
   ]);
 });

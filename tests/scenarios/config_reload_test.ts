@@ -481,7 +481,7 @@ Deno.test("SIGHUP applies the log level, refuses a new tree and a parameter chan
     // Removing `gone` would change the running recipe: the whole section waits for MANUAL.
     assert.match(
       first,
-      /refused automation\.parameters: mode is AUTO: it would change the running recipe: gone \(removed\)/,
+      /refused automation\.parameters: mode is AUTO: it would change the running recipe: "gone" \(removed\)/,
     );
     assert.match(first, /needs restart: http\.port, audit\.max_files$/);
     const values = async () =>

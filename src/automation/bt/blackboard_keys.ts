@@ -8,7 +8,7 @@
  */
 import { quoteProviderText } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
-import { errorAt, warningAt } from "./diagnostics.ts";
+import { errorAt, pathName, warningAt } from "./diagnostics.ts";
 import { NODE_SPECS } from "./node_registry.ts";
 import type { ParsedTree } from "./parse.ts";
 import { blackboardKeyOf, subTreePortsOf } from "./ports.ts";
@@ -176,7 +176,7 @@ function collect(parsed: ParsedTree): {
   };
   for (const def of parsed.trees.values()) {
     tree = def.id;
-    if (def.root) visit(def.root, `${def.id}/${pathSegment(def.root, 0)}`);
+    if (def.root) visit(def.root, `${pathName(def.id)}/${pathSegment(def.root, 0)}`);
   }
   return { writes, reads, joins, nodeWritesByTree, links };
 }

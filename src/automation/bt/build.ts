@@ -7,7 +7,7 @@ import { type Clock, type Logger, quoteProviderText } from "../../common/mod.ts"
 import type { Diagnostic } from "../../config/mod.ts";
 import { type BbEntry, Blackboard } from "./blackboard.ts";
 import { SERVICE_CONTEXT_KEY } from "./custom_nodes.ts";
-import { errorAt, hasErrors, warningAt } from "./diagnostics.ts";
+import { errorAt, hasErrors, pathName, warningAt } from "./diagnostics.ts";
 import { NODE_SPECS, type NodeSpec } from "./node_registry.ts";
 import type { ParsedTree, TreeDefinition } from "./parse.ts";
 import { bbTypeOfPort, blackboardKeyOf, NOT_A_SCALAR, subTreePortsOf } from "./ports.ts";
@@ -157,7 +157,7 @@ export function buildTree(
       nodeBb = child;
       children = [target.root];
       childTree = target;
-      childBase = `${path}/${id}`;
+      childBase = `${path}/${pathName(id)}`;
     } else {
       for (const port of spec.ports) {
         const raw = el.attributes.get(port.name);
@@ -232,7 +232,12 @@ export function buildTree(
     return node;
   };
 
-  const root = instantiate(main.root, main, rootBb, `${main.id}/${pathSegment(main.root, 0)}`);
+  const root = instantiate(
+    main.root,
+    main,
+    rootBb,
+    `${pathName(main.id)}/${pathSegment(main.root, 0)}`,
+  );
   // Judged once every port is declared: a reader after the SetBlackboard counts as one before it.
   for (const w of literalWrites) {
     const entry = w.bb.getEntry(w.key);

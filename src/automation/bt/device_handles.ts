@@ -6,7 +6,7 @@
 import type { Diagnostic } from "../../config/mod.ts";
 import { scopedBlackboardWrites, type ScopedWrites } from "./blackboard_keys.ts";
 import type { ParsedTree } from "./parse.ts";
-import { errorAt } from "./diagnostics.ts";
+import { errorAt, pathName } from "./diagnostics.ts";
 import { NODE_SPECS } from "./node_registry.ts";
 import { blackboardKeyOf, nameLiteralProblem, type NamePort, subTreePortsOf } from "./ports.ts";
 import { nodeTypeOf, pathSegment } from "./verify.ts";
@@ -72,7 +72,12 @@ function forEachInstance(
       const target = parsed.trees.get(el.attributes.get("ID") ?? "");
       if (!target?.root || depth >= MAX_RESOLVED_SUBTREE_DEPTH) return;
       const scoped = { ...subTreePortsOf(el.attributes), parent: scope, tree: target.id };
-      visit(target.root, scoped, depth + 1, `${path}/${target.id}/${pathSegment(target.root, 0)}`);
+      visit(
+        target.root,
+        scoped,
+        depth + 1,
+        `${path}/${pathName(target.id)}/${pathSegment(target.root, 0)}`,
+      );
       return;
     }
     el.children.forEach((c, i) => visit(c, scope, depth, `${path}/${pathSegment(c, i)}`));
@@ -84,7 +89,7 @@ function forEachInstance(
     parent: null,
     tree: main.id,
   };
-  visit(main.root, rootScope, 0, `${main.id}/${pathSegment(main.root, 0)}`);
+  visit(main.root, rootScope, 0, `${pathName(main.id)}/${pathSegment(main.root, 0)}`);
 }
 
 /**

@@ -4,7 +4,7 @@
  * missing/ambiguous main tree; node-level checks belong to verify.
  */
 import type { Diagnostic } from "../../config/mod.ts";
-import { errorAt, type SourcePos, warningAt } from "./diagnostics.ts";
+import { errorAt, pathName, type SourcePos, warningAt } from "./diagnostics.ts";
 import {
   basenameWithoutExtension,
   dirnameOf,
@@ -88,7 +88,8 @@ export function parseBehaviorTree(
     const root = xml.root;
     if (root.name !== "root") {
       diagnostics.push(
-        errorAt(root, "", `the root element must be <root>, found <${root.name}>`),
+        // An XML name (no quote, no '>', no control character in it) of any length: cut.
+        errorAt(root, "", `the root element must be <root>, found <${providerText(root.name)}>`),
       );
       return undefined;
     }
@@ -124,7 +125,7 @@ export function parseBehaviorTree(
           diagnostics.push(
             errorAt(
               child,
-              id,
+              pathName(id),
               // The tree file's ID, any length and any character: cut and quoted, as config text.
               `BehaviorTree ${
                 quoteProviderText(id)
@@ -137,7 +138,7 @@ export function parseBehaviorTree(
           diagnostics.push(
             errorAt(
               child,
-              id,
+              pathName(id),
               `duplicate BehaviorTree ID ${
                 quoteProviderText(id)
               } (first defined at ${prev.file}:${prev.element.line})`,
@@ -155,7 +156,11 @@ export function parseBehaviorTree(
         loadInclude(child, file, chain);
       } else if (child.name !== "TreeNodesModel") {
         diagnostics.push(
-          warningAt(child, "", `unknown element <${child.name}> under <root> ignored`),
+          warningAt(
+            child,
+            "",
+            `unknown element <${providerText(child.name)}> under <root> ignored`,
+          ),
         );
       }
     }

@@ -4,11 +4,11 @@
  * unknown/missing ports, bad literals, device handles that are not `provider/device`, script
  * syntax, unknown SubTree IDs and SubTree recursion.
  */
-import { quoteProviderText } from "../../common/mod.ts";
+import { MAX_NAMED_IN_WARNING, providerText, quoteProviderText } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { parseCallArgs } from "../call_args.ts";
 import { BT_QUALITY_NAMES, BUILD_ARGS_SLOTS, BUILD_ARGS_TYPES } from "./custom_nodes.ts";
-import { errorAt, warningAt } from "./diagnostics.ts";
+import { errorAt, pathName, warningAt } from "./diagnostics.ts";
 import { GENERIC_NODE_ELEMENTS, NODE_SPECS, type NodeSpec } from "./node_registry.ts";
 import type { ParsedTree, TreeDefinition } from "./parse.ts";
 import { blackboardKeyOf, checkPortValue, nameLiteralProblem, type PortSpec } from "./ports.ts";
@@ -24,9 +24,20 @@ export function nodeTypeOf(el: XmlElement): string | undefined {
   return GENERIC_NODE_ELEMENTS.has(el.name) ? el.attributes.get("ID") : el.name;
 }
 
-/** Path segment of a node: `Type[indexAmongSiblings]`. */
+/** Path segment of a node: `Type[indexAmongSiblings]`, the type named as pathName names it. */
 export function pathSegment(el: XmlElement, index: number): string {
-  return `${nodeTypeOf(el) ?? el.name}[${index}]`;
+  return `${pathName(nodeTypeOf(el) ?? el.name)}[${index}]`;
+}
+
+/**
+ * A SubTree cycle as its error names it, `A -> B -> A`: each tree ID named as pathName names it,
+ * up to MAX_NAMED_IN_WARNING of them, then how many more and the first one again (a chain of
+ * thousands of SubTrees makes no line of that length).
+ */
+function cycleText(ids: readonly string[]): string {
+  if (ids.length <= MAX_NAMED_IN_WARNING + 1) return ids.map(pathName).join(" -> ");
+  const shown = ids.slice(0, MAX_NAMED_IN_WARNING).map(pathName).join(" -> ");
+  return `${shown} -> (${ids.length - 1 - MAX_NAMED_IN_WARNING} more) -> ${pathName(ids[0]!)}`;
 }
 
 function editDistance(a: string, b: string): number {
@@ -276,7 +287,10 @@ export function verifyParsedTree(
     checkConditions(el, path);
     let spec: NodeSpec | undefined;
     if (type === undefined || type.trim() === "") {
-      out.push(errorAt(el, path, `<${el.name}> needs an ID attribute naming the node type`));
+      // An XML name (no quote, no '>', no control character in it) of any length: cut.
+      out.push(
+        errorAt(el, path, `<${providerText(el.name)}> needs an ID attribute naming the node type`),
+      );
     } else {
       spec = registry.get(type);
       if (!spec) {
@@ -313,7 +327,7 @@ export function verifyParsedTree(
   };
 
   for (const tree of parsed.trees.values()) {
-    if (tree.root) visit(tree.root, tree, `${tree.id}/${pathSegment(tree.root, 0)}`, 1);
+    if (tree.root) visit(tree.root, tree, `${pathName(tree.id)}/${pathSegment(tree.root, 0)}`, 1);
   }
 
   // SubTree recursion would instantiate forever: report each back edge once. Depth first with a
@@ -344,7 +358,7 @@ export function verifyParsedTree(
       if (s === "visiting") {
         recursion = true;
         const chain = stack.map((f) => f.id);
-        const cycle = [...chain.slice(chain.indexOf(ref.target)), ref.target].join(" -> ");
+        const cycle = cycleText([...chain.slice(chain.indexOf(ref.target)), ref.target]);
         out.push(errorAt(ref.el, ref.path, `SubTree recursion: ${cycle}`));
       } else if (s === undefined) {
         state.set(ref.target, "visiting");
@@ -359,7 +373,7 @@ export function verifyParsedTree(
     out.push(
       errorAt(
         main.root,
-        `${main.id}/${pathSegment(main.root, 0)}`,
+        `${pathName(main.id)}/${pathSegment(main.root, 0)}`,
         `the main tree nests ${height} nodes deep (SubTrees expanded), more than ` +
           `MAX_TREE_DEPTH (${MAX_TREE_DEPTH})`,
       ),

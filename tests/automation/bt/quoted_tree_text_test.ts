@@ -5,7 +5,8 @@
  * flood nor forge the message.
  */
 import { ok, strictEqual as equal, throws } from "node:assert/strict";
-import { PROVIDER_TEXT_CHARS } from "../../../src/common/mod.ts";
+import { MAX_NAMED_IN_WARNING, PROVIDER_TEXT_CHARS } from "../../../src/common/mod.ts";
+import type { Diagnostic } from "../../../src/config/mod.ts";
 import {
   loadBehaviorTree,
   parseBehaviorTree,
@@ -175,4 +176,120 @@ Deno.test("A tick's script, blackboard and CallDevice errors name a variable, a 
   ok(err?.type === "string");
   allBounded([err.value]);
   named([err.value], `device_handle must be 'provider/device', got "" from `, `{${NAME}}`);
+});
+
+/** `text` cut to PROVIDER_TEXT_CHARS and marked with an ellipsis, its line breaks escaped. */
+function namedCut(text: string): string {
+  return `${text.slice(0, PROVIDER_TEXT_CHARS).replaceAll("\n", "\\n")}\u2026`;
+}
+
+/** Every diagnostic's path bounded, free of control characters, and `paths` among them. */
+function pathsBounded(diagnostics: readonly Diagnostic[], ...paths: string[]): void {
+  for (const d of diagnostics) {
+    ok(d.path.length <= MAX_MESSAGE_CHARS, `${d.path.length} chars: ${d.path.slice(0, 400)}`);
+    // deno-lint-ignore no-control-regex
+    ok(!/[\x00-\x1f]/.test(d.path), d.path.slice(0, 400));
+  }
+  const all = diagnostics.map((d) => d.path);
+  for (const p of paths) ok(all.includes(p), `path ${p.slice(0, 200)} in ${messagesText(all)}`);
+}
+
+Deno.test("parseBehaviorTree cuts a tree's ID of 10 kB in a diagnostic's path, and an element's name of 10 kB in its message", () => {
+  const xml = `<root BTCPP_format="4">\n` +
+    `<BehaviorTree ID="${WRITTEN}"><AlwaysSuccess/><AlwaysSuccess/></BehaviorTree>\n` +
+    `<BehaviorTree ID="${WRITTEN}"><AlwaysSuccess/></BehaviorTree>\n<${NAME}/>\n</root>\n`;
+  const { diagnostics } = parseBehaviorTree("/bt/main.xml", memFiles({ "/bt/main.xml": xml }));
+  const messages = diagnostics.map((d) => d.message);
+  allBounded(messages);
+  pathsBounded(diagnostics, namedCut(TEXT));
+  equal(diagnostics.filter((d) => d.path === namedCut(TEXT)).length, 2, messagesText(messages));
+  const element = messages.filter((m) => m.startsWith("unknown element <"));
+  equal(element.length, 1, messagesText(messages));
+  equal(element[0], `unknown element <${namedCut(NAME)}> under <root> ignored`);
+
+  const notRoot = parseBehaviorTree(
+    "/bt/main.xml",
+    memFiles({
+      "/bt/main.xml": `<${NAME}><BehaviorTree ID="A"><AlwaysSuccess/></BehaviorTree></${NAME}>`,
+    }),
+  ).diagnostics.map((d) => d.message);
+  allBounded(notRoot);
+  equal(notRoot[0], `the root element must be <root>, found <${namedCut(NAME)}>`);
+});
+
+Deno.test("verifyBehaviorTreeFile and loadBehaviorTree cut a tree's ID, a node's type and an element's name of 10 kB in a diagnostic's path and in a SubTree cycle", () => {
+  const xml = xmlRoot(`<BehaviorTree ID="${WRITTEN}"><Sequence>
+  <Action ID="${WRITTEN}"><AlwaysSuccess/></Action>
+  <${NAME}><AlwaysSuccess/></${NAME}>
+  <SubTree ID="${WRITTEN}"/>
+</Sequence></BehaviorTree>`);
+  const diagnostics = verifyBehaviorTreeFile(
+    "/bt/main.xml",
+    memFiles({ "/bt/main.xml": xml }),
+    new Map(),
+  );
+  const messages = diagnostics.map((d) => d.message);
+  allBounded(messages);
+  const root = `${namedCut(TEXT)}/Sequence[0]`;
+  pathsBounded(
+    diagnostics,
+    `${root}/${namedCut(TEXT)}[0]`,
+    `${root}/${namedCut(NAME)}[1]`,
+    `${root}/SubTree[2]`,
+  );
+  const cycle = messages.filter((m) => m.startsWith("SubTree recursion: "));
+  equal(cycle.length, 1, messagesText(messages));
+  equal(cycle[0], `SubTree recursion: ${namedCut(TEXT)} -> ${namedCut(TEXT)}`);
+
+  // The build's paths (a port type conflict) and the blackboard reads' (a key never written).
+  const load = (body: string) =>
+    loadBehaviorTree(
+      "/bt/main.xml",
+      memFiles({
+        "/bt/main.xml": xmlRoot(
+          `<BehaviorTree ID="${WRITTEN}"><Sequence>${body}</Sequence></BehaviorTree>`,
+        ),
+      }),
+    ).diagnostics;
+  const conflict = load(
+    `<GetParameterInt64 param="n" value="{k}"/><GetParameter param="t" value="{k}"/>`,
+  );
+  allBounded(conflict.map((d) => d.message));
+  pathsBounded(conflict, `${root}/GetParameter[1]`);
+  const unwritten = load(`<CallDevice device_handle="a/b" function_name="{never}"/>`);
+  allBounded(unwritten.map((d) => d.message));
+  pathsBounded(unwritten, `${root}/CallDevice[0]`);
+
+  // A SubTree's handle a tree reads: its path names the SubTree's tree, cut.
+  const handles = verifyBehaviorTreeFile(
+    "/bt/main.xml",
+    memFiles({
+      "/bt/main.xml": xmlRoot(
+        `<BehaviorTree ID="Main"><SubTree ID="${WRITTEN}" h="nohandle"/></BehaviorTree>\n` +
+          `<BehaviorTree ID="${WRITTEN}"><CallDevice device_handle="{h}" function_name="f"/>` +
+          `</BehaviorTree>`,
+        "Main",
+      ),
+    }),
+    new Map(),
+  );
+  allBounded(handles.map((d) => d.message));
+  pathsBounded(handles, `Main/SubTree[0]/${namedCut(TEXT)}/CallDevice[0]`);
+});
+
+Deno.test("A SubTree cycle of many trees names MAX_NAMED_IN_WARNING of them and counts the rest", () => {
+  const n = MAX_NAMED_IN_WARNING + 30;
+  const trees = Array.from(
+    { length: n },
+    (_, i) => `<BehaviorTree ID="T${i}"><SubTree ID="T${(i + 1) % n}"/></BehaviorTree>`,
+  ).join("\n");
+  const diagnostics = verifyBehaviorTreeFile(
+    "/bt/main.xml",
+    memFiles({ "/bt/main.xml": xmlRoot(trees, "T0") }),
+    new Map(),
+  );
+  const cycle = diagnostics.map((d) => d.message).filter((m) => m.startsWith("SubTree recursion"));
+  equal(cycle.length, 1);
+  const named = Array.from({ length: MAX_NAMED_IN_WARNING }, (_, i) => `T${i}`).join(" -> ");
+  equal(cycle[0], `SubTree recursion: ${named} -> (30 more) -> T0`);
 });
