@@ -10,14 +10,15 @@
  * Row: `{"t":<bucket start ms>,"p":"<provider>","d":"<device>","s":{"<signal>":[min,max,last,
  * count,quality code]}}` (quality codes: 0 OK, 1 STALE, 2 FAULT, 3 UNAVAILABLE), with `"r":<ring>`
  * after `s` when the device's ring that wrote it is not its run's first (rowRing). A row that does
- * not parse (torn by a power cut, damaged) is skipped when read and counted once, never fatal (a
- * torn one by the first question to read it, whichever device it asks for). The last line of the
- * newest file without its newline is no row yet (being written; after a crash, until the next
- * write ends it): it is neither given nor counted, and read again next time. A
- * failed write (a full disk, a read-only folder) stops the tier with one WARN (the journal writer
- * adds none): the runtime goes on, the rows of the buckets that close meanwhile (and those of the
- * failed write) are kept, in order, in a bounded queue (DISK_OUTAGE_ROWS, DISK_OUTAGE_BYTES; past
- * it the oldest are dropped and counted, one WARN per outage), and the tier tries again after
+ * not parse (torn by a power cut, damaged), or whose time is out of order with the rows around it
+ * (damaged into another bucket: rows ascend within a file), is skipped when read and counted once,
+ * never fatal (a torn one by the first question to read it, whichever device it asks for). The last
+ * line of the newest file without its newline is no row yet (being written; after a crash, until
+ * the next write ends it): it is neither given nor counted, and read again next time. A failed
+ * write (a full disk, a read-only folder) stops the tier with one WARN (the journal writer adds
+ * none): the runtime goes on, the rows of the buckets that close meanwhile (and those of the failed
+ * write) are kept, in order, in a bounded queue (DISK_OUTAGE_ROWS, DISK_OUTAGE_BYTES; past it the
+ * oldest are dropped and counted, one WARN per outage), and the tier tries again after
  * DISK_RETRY_MS, writing them first. One line says it writes again: an INFO, or the writer's WARN
  * with the rows lost.
  */
@@ -571,10 +572,12 @@ export class DiskTier {
    * once its time has passed; a row earlier than the one before it begins a new file), so files
    * overlap in time only across a wall clock stepped back: every file whose rows reach into the
    * range is read, from its first row at or after `sinceMs` (found by bisection), up to two rows in
-   * order past `untilMs` (one row's time damaged into the future ends no read). Never throws: a
-   * tier that cannot be read (an I/O error, a file where its folder should be) is the tier's
-   * trouble, not the question's (the rows read before the failure are given, the rest are not;
-   * one WARN until a read succeeds again). Resolves false when it failed so: the answer is partial.
+   * order past `untilMs` (one row's time damaged into the future ends no read); a row out of order
+   * with the rows around it (its time damaged into another bucket of `stepMs`) is not given.
+   * Never throws: a tier that cannot be read (an I/O error, a file where its folder should be) is
+   * the tier's trouble, not the question's (the rows read before the failure are given, the rest
+   * are not; one WARN until a read succeeds again). Resolves false when it failed so: the answer is
+   * partial.
    * `each` is told whether the row is of a period before the last step back of the wall clock (in
    * a run or across a restart): in a file before the one whose first row is earlier than the last
    * row of the file before it, or, while the rows' newest bucket is ahead of the clock's bucket of
@@ -664,45 +667,85 @@ export class DiskTier {
       }, sinceMs - 1);
       const lines = files.readLinesAt(path, { maxLineBytes: DISK_MAX_ROW_BYTES, startByte });
       const newest = i === numbers.length - 1;
-      // The time of the row just read when past untilMs (null: none). Rows ascend within a file,
-      // whatever their device, so the rest of the file is later (another device's rows too: not
-      // read to the file's end for none of them) -- once the next row is no earlier: one row's
-      // time damaged into the future (a bit flip, a clock jump written to disk) is out of order
-      // with the row after it, and the read goes on past it, else it would end the file's read and
-      // leave out the valid rows after it, unsaid.
-      let past: number | null = null;
-      for await (const read of lines) {
-        const { text: line, start, terminated } = read;
-        // The last line of the newest file without its newline is not a row yet (being written,
-        // or torn by a crash until the next write ends it): not given, not counted, read next time.
-        if (!terminated && newest) break;
-        const t = rowTime(read);
-        if (t !== null) {
-          if (past !== null && t >= past) break;
-          past = t > untilMs ? t : null;
-          if (past !== null) continue;
-        }
+      const atOpen = this.#endAtOpen;
+      /** Gives `line` when it is a row of the device in range (else counts it, when damaged). */
+      const take = ({ text: line, start }: JournalLine): void => {
         if (!line.includes(marker)) {
           // Another device's row, or a line torn before its device (a power cut): every row and
           // gap line ends with its object's brace, a torn one not. Counted by whichever question
           // reads it first (once: by its place), else by none.
           if (!endsLikeRow(line)) this.#unreadable(n, start);
-          continue;
+          return;
         }
         const row = parseRow(line);
         if (row === null) {
           this.#unreadable(n, start);
-          continue;
+          return;
         }
-        if (row.p !== providerId || row.d !== deviceId) continue;
-        if (row.t < sinceMs || row.t > untilMs) continue; // (a time rowTime did not read)
-        const atOpen = this.#endAtOpen;
+        if (row.p !== providerId || row.d !== deviceId) return;
+        if (row.t < sinceMs || row.t > untilMs) return; // (a time rowTime did not read)
         each(
           row,
           i < lastStepBack,
           n < atOpen.segment || (n === atOpen.segment && start < atOpen.bytes),
         );
+      };
+      // Rows ascend within a file, whatever their device: a row out of order with its neighbours
+      // had its time damaged on disk (a bit flip, a clock jump written to disk), and answered it
+      // would be another bucket's -- merged into that bucket's point, its own bucket missing -- so
+      // it is counted as unreadable instead. Judged by their buckets of `stepMs` (a time damaged
+      // within its bucket answers the right bucket), from the rows around it: one in a bucket
+      // before the last row taken (`floor`) was damaged into the past; one in a bucket after the
+      // next two rows' (the next one no earlier than the floor) was damaged into the future; one
+      // after the next row's only is either that, or the next row was damaged into the past --
+      // which, is not known: neither is answered. Rows are held for that at most ROW_ORDER_AHEAD
+      // past the one judged (one, but for a next row earlier than it); a row past untilMs taken in
+      // order ends the file's read (the rest is later, another device's rows too: not read to the
+      // file's end for none of them).
+      let floor = -Infinity;
+      const ahead: { line: JournalLine; b: number }[] = [];
+      /** Judges the oldest row held by the rows after it; true: the file's read is done. */
+      const judge = (): boolean => {
+        const { line, b } = ahead.shift()!;
+        const next = ahead[0]?.b ?? Infinity;
+        if (b < floor) {
+          this.#unreadable(n, line.start);
+          return false;
+        }
+        // (After a next row before the floor: that one was damaged into the past, not this one.)
+        if (b > next && next >= floor) {
+          this.#unreadable(n, line.start);
+          // (Later than the row after next too: damaged into the future, the next row is the
+          // first in order. Else it and the next row are both doubtful: the next one is not taken.)
+          if ((ahead[1]?.b ?? Infinity) >= b) floor = b;
+          return false;
+        }
+        floor = b;
+        if (b > untilMs) return true;
+        take(line);
+        return false;
+      };
+      let done = false;
+      for await (const read of lines) {
+        // The last line of the newest file without its newline is not a row yet (being written,
+        // or torn by a crash until the next write ends it): not given, not counted, read next time.
+        if (!read.terminated && newest) break;
+        const t = rowTime(read);
+        if (t === null) {
+          take(read);
+          continue;
+        }
+        ahead.push({ line: read, b: bucketStart(t, stepMs) });
+        // (The row after next is waited for only when the next one is earlier than the oldest.)
+        while (
+          ahead.length > ROW_ORDER_AHEAD ||
+          ahead.length === 2 && (ahead[0]!.b <= ahead[1]!.b || ahead[1]!.b < floor)
+        ) {
+          if ((done = judge())) break;
+        }
+        if (done) break;
       }
+      while (!done && ahead.length > 0) done = judge();
     }
   }
 
@@ -790,6 +833,12 @@ interface HeldRow {
 function endsLikeRow(line: string): boolean {
   return line.endsWith("}") || line.trimEnd().endsWith("}");
 }
+
+/**
+ * Rows a disk read holds past the one it judges (DiskTier.read): a row in a bucket after both
+ * was damaged into the future.
+ */
+const ROW_ORDER_AHEAD = 2;
 
 /** A row line's beginning: its bucket start, read without parsing the row. */
 const ROW_TIME = /^\{"t":(\d+),/;

@@ -287,8 +287,9 @@ interface Pending {
   /**
    * `provider/device` -> the time of the trigger that noted its afterSeq: its polls before that
    * one are dated back from it, not from the incident's first trigger (a device an e-stop named
-   * 900 ms after an alarm's incident began has its polls of those 900 ms before it). Bounded as
-   * afterSeq.
+   * 900 ms after an alarm's incident began has its polls of those 900 ms before it), in the
+   * record's frame (Pending.leadMs: a trigger held ahead by another amount is where the ring
+   * stamped its polls, moved by the incident's lead). Bounded as afterSeq.
    */
   readonly afterAt: Map<string, number>;
   /** E-stops' reasons still arriving: the record waits for them (INCIDENT_REASON_WAIT_MS). */
@@ -1397,6 +1398,11 @@ export class IncidentRecorder {
     // its own time, past that window, its device's polls would be those between the window's end
     // and it, none of the window's (and after a step back of the wall clock since, none at all).
     const marks = devices === null || agoMs === 0 && p.endedMs !== null ? p.lossMarks : null;
+    // Its time as the record dates the polls (Pending.leadMs): a trigger held ahead of the wall
+    // clock by another amount than the incident's first one (an e-stop at its release before, an
+    // alarm not held) is where the ring stamped its polls, moved by the incident's lead -- its own
+    // date would date the polls before it from a time it did not happen at.
+    const dated = (agoMs > 0 ? at : Math.min(at, this.#o.clock.nowMs())) + p.leadMs;
     for (const [providerId, deviceId] of devices ?? history.devices()) {
       const key = deviceHandle(providerId, deviceId);
       if (p.afterSeq.has(key)) continue;
@@ -1421,7 +1427,7 @@ export class IncidentRecorder {
             ? history.pollSeqAtOrAfter(providerId, deviceId, at)
             : history.nextPollSeq(providerId, deviceId)),
       );
-      p.afterAt.set(key, at);
+      p.afterAt.set(key, dated);
     }
   }
 

@@ -116,14 +116,26 @@ export async function restartDeclaringTempIn(
   inventory: Inventory,
   unit: string,
 ): Promise<void> {
-  await probeFile(rig.dataDir, inventory);
-  await reloadRestartingP0(rig);
-  await waitFor(
-    `temp declared in ${unit}`,
-    () =>
-      rig.rt.inventory.capabilities("p0", "probe")?.signals.find((s) => s.signalId === "temp")
-        ?.unit === unit,
-  );
+  const declared = () =>
+    rig.rt.inventory.capabilities("p0", "probe")?.signals.find((s) => s.signalId === "temp")
+      ?.unit === unit;
+  // The restarted provider's two first polls are waited for too: its poll loop's, woken as it
+  // comes up (StateCache: a provider back is asked at once), and the reload's own (each device of a
+  // provider it started is polled before it ends). The loop's runs on a timer and may come after
+  // the reload's: one still to come when the caller's next poll programs its answer would read
+  // that answer as well, a second point at the caller's time.
+  let polls = 0;
+  const off = rig.rt.cache.onDevicePolled((d) => {
+    if (d.providerId === "p0" && d.deviceId === "probe" && declared()) polls++;
+  });
+  try {
+    await probeFile(rig.dataDir, inventory);
+    await reloadRestartingP0(rig);
+    await waitFor(`temp declared in ${unit}`, declared);
+    await waitFor("the restarted provider's first two polls", () => polls >= 2);
+  } finally {
+    off();
+  }
 }
 
 /** Starts a runtime over the probe; the caller stops `rig.rt`. */
