@@ -114,6 +114,23 @@ export type CurrentDevice = (
 /** Function name -> last send, of one device. */
 type DeviceNotes = Map<string, IntervalNote>;
 
+/**
+ * A device's functions by name, the last declared of each name (as a call resolves it), made once
+ * per functions list an inventory holds (a restart's discovery makes a new one): held weakly, so
+ * nothing outlives the inventory that declared it.
+ */
+const BY_NAME = new WeakMap<readonly FunctionSpec[], ReadonlyMap<string, FunctionSpec>>();
+
+function declaredByName(functions: readonly FunctionSpec[]): ReadonlyMap<string, FunctionSpec> {
+  let byName = BY_NAME.get(functions);
+  if (byName === undefined) {
+    const made = new Map<string, FunctionSpec>();
+    for (const f of functions) made.set(f.name, f); // a later declaration replaces an earlier
+    BY_NAME.set(functions, byName = made);
+  }
+  return byName;
+}
+
 /** When each function was last sent to its provider (monotonic ms), for its min_interval_ms. */
 export class CallIntervals {
   /**
@@ -158,13 +175,18 @@ export class CallIntervals {
     if (devices.size === 0) this.#last.delete(providerId);
   }
 
-  /** Drops every entry whose interval, as its function declares it now, has run out. */
+  /**
+   * Drops every entry whose interval, as its function declares it now, has run out. Linear in the
+   * entries: each device's functions are looked up by name (declaredByName), not searched per
+   * entry -- a device may declare 1024 functions, and past the bound every sent call prunes.
+   */
   #prune(nowMono: number): void {
     for (const [providerId, devices] of [...this.#last]) {
       for (const [deviceId, notes] of [...devices]) {
         const functions = this.#currentDevice(providerId, deviceId)?.functions;
+        const byName = functions === undefined ? undefined : declaredByName(functions);
         for (const [name, note] of [...notes]) {
-          const now = functions?.findLast((f) => f.name === name);
+          const now = byName?.get(name);
           const declared = now === undefined ? note.minIntervalMs : policyOf(now).minIntervalMs;
           if (nowMono - note.atMono >= declared) this.#delete(providerId, deviceId, name);
         }

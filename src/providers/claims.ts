@@ -9,7 +9,12 @@
  * lowercase hex>`, so a provider still publishing the old tags collides with one publishing the
  * claim for the same address. An address that is no number is compared as trimmed lower-case text.
  */
-import { type DeviceCapabilities, deviceHandle } from "../common/mod.ts";
+import {
+  type DeviceCapabilities,
+  namedDeviceHandle,
+  namedList,
+  providerText,
+} from "../common/mod.ts";
 
 /** The descriptor tag a device lists its claims in. */
 export const CLAIM_TAG = "anolis.claim";
@@ -28,22 +33,21 @@ export interface DeviceClaims {
 
 /** The claims the descriptor tags of one device make. */
 export function deviceClaims(tags: Readonly<Record<string, string>>): DeviceClaims {
-  const keys: string[] = [];
-  for (const k of (tags[CLAIM_TAG] ?? "").split(/\s+/)) {
-    if (k !== "" && !keys.includes(k)) keys.push(k);
-  }
+  // A Set, not keys.includes: the tag is the provider's, as long as a frame (some 200,000 keys),
+  // and this runs for every device at each admission and each GET /v0/providers/health.
+  const keys = new Set<string>();
+  for (const k of (tags[CLAIM_TAG] ?? "").split(/\s+/)) if (k !== "") keys.add(k);
   const bus = tags[LEGACY_BUS_TAG];
   const addr = tags[LEGACY_ADDRESS_TAG];
-  if (bus === undefined && addr === undefined) return { keys, error: null };
+  if (bus === undefined && addr === undefined) return { keys: [...keys], error: null };
   if (bus === undefined || addr === undefined) {
     return {
-      keys,
+      keys: [...keys],
       error: `tags ${LEGACY_BUS_TAG} and ${LEGACY_ADDRESS_TAG} must be given together`,
     };
   }
-  const legacy = legacyClaimKey(bus, addr);
-  if (!keys.includes(legacy)) keys.push(legacy);
-  return { keys, error: null };
+  keys.add(legacyClaimKey(bus, addr));
+  return { keys: [...keys], error: null };
 }
 
 /** The claim key the older `hw.bus_path` + `hw.i2c_address` tags stand for. */
@@ -57,16 +61,26 @@ export function legacyClaimKey(bus: string, address: string): string {
 }
 
 /**
+ * Most keys with two owners a claim refusal names, in key order; the rest are counted. A device's
+ * claim tag may hold as many keys as a frame (some 200,000), each one a conflict: the refusal is
+ * a log line, a reload's answer and a provider's start_error, so it stays bounded.
+ */
+export const MAX_NAMED_CLAIM_CONFLICTS = 8;
+/** Most owners a claim refusal names for one key (the rest counted), each as namedDeviceHandle. */
+export const MAX_NAMED_CLAIM_OWNERS = 8;
+
+/**
  * The claim check over a set of devices: null when every key has one owner and every device's
  * tags are valid, else the message naming the first device (in the order given) whose tags are
  * invalid (`device p0/a: tags ... must be given together`: that alone, no key checked), or,
- * when all are valid, each key with all its owners (`claim 'KEY' held by p0/a and p1/b`), in key
- * order.
+ * when all are valid, each key with its owners (`claim 'KEY' held by p0/a and p1/b`), in key
+ * order: at most MAX_NAMED_CLAIM_CONFLICTS keys, each cut as providerText, and
+ * MAX_NAMED_CLAIM_OWNERS owners of each, cut as namedDeviceHandle; the rest counted.
  */
 export function findClaimConflict(devices: readonly DeviceCapabilities[]): string | null {
   const owners = new Map<string, string[]>();
   for (const d of devices) {
-    const handle = deviceHandle(d.device.providerId, d.device.deviceId);
+    const handle = namedDeviceHandle(d.device.providerId, d.device.deviceId);
     const c = deviceClaims(d.device.tags);
     if (c.error) return `device ${handle}: ${c.error}`;
     for (const key of c.keys) {
@@ -79,12 +93,19 @@ export function findClaimConflict(devices: readonly DeviceCapabilities[]): strin
     a < b ? -1 : a > b ? 1 : 0
   );
   if (conflicts.length === 0) return null;
-  const said = conflicts.map(([key, o]) =>
-    `claim '${key}' held by ${o.slice(0, -1).join(", ")} and ${o[o.length - 1]}`
+  const said = conflicts.slice(0, MAX_NAMED_CLAIM_CONFLICTS).map(([key, o]) =>
+    `claim '${providerText(key)}' held by ${ownersSaid(o)}`
   );
-  return `Ownership validation failed; resource claim conflict: ${
-    said.join("; ")
+  const more = conflicts.length - said.length;
+  return `Ownership validation failed; resource claim conflict: ${said.join("; ")}${
+    more > 0 ? `; and ${more} more key(s) with two or more owners` : ""
   } (each ${CLAIM_TAG} key must belong to one device)`;
+}
+
+/** A key's owners (`p0/a, p0/b and p1/c`), at most MAX_NAMED_CLAIM_OWNERS named (`and N more`). */
+function ownersSaid(named: readonly string[]): string {
+  if (named.length > MAX_NAMED_CLAIM_OWNERS) return namedList(named, MAX_NAMED_CLAIM_OWNERS);
+  return `${named.slice(0, -1).join(", ")} and ${named[named.length - 1]}`;
 }
 
 /**

@@ -47,11 +47,19 @@ export interface SignalHints {
 }
 
 /**
+ * Longest poll period a device's hints slow it to (one hour): a provider may hint any positive
+ * rate, down to 5e-324 Hz (a period of Infinity: polled once, never again, and its derived stale
+ * bound never reached). Past this the device is polled this often; its derived bounds follow.
+ */
+export const MAX_DEVICE_POLL_PERIOD_MS = 3_600_000;
+
+/**
  * How often the poll loop polls a device: a whole number k >= 1 of polling intervals (every k-th
  * cycle of the shared grid), the largest whose period is no longer than
  * - 1000 / the fastest poll_hint_hz of its polled signals (never slower than the provider asked),
  * - half the smallest stale_after_ms any of them declares (a sample is never stale between polls),
- * - half the configured health.staleness bounds (> 0) (the device never WARNs between polls).
+ * - half the configured health.staleness bounds (> 0) (the device never WARNs between polls),
+ * - MAX_DEVICE_POLL_PERIOD_MS.
  * A device whose signals hint as fast as the interval or faster is polled every cycle, as before:
  * the runtime never polls faster than polling.interval_ms. Per device, not per signal: one
  * ReadSignals asks for all its polled signals (the wire's unit), and a device polled every k-th
@@ -71,7 +79,7 @@ export function devicePollPeriodMs(
     if (s.staleAfterMs > 0) cap = Math.min(cap, s.staleAfterMs / 2);
   }
   if (fastest === 0) return interval;
-  cap = Math.min(cap, 1000 / fastest);
+  cap = Math.min(cap, 1000 / fastest, MAX_DEVICE_POLL_PERIOD_MS);
   if (configured.warnAfterMs > 0) cap = Math.min(cap, configured.warnAfterMs / 2);
   if (configured.staleAfterMs > 0) cap = Math.min(cap, configured.staleAfterMs / 2);
   return Math.max(1, Math.floor(cap / interval)) * interval;

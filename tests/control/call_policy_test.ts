@@ -115,6 +115,41 @@ Deno.test("CallIntervals stays bounded: past the bound, entries whose interval r
   assert.equal(iv.size, 1, "only the entry within its interval stays");
 });
 
+Deno.test("CallIntervals past the bound prunes in work linear in its entries, not entries x functions declared", () => {
+  // Four devices declaring 1024 functions each, every one called within its 10 s interval: the
+  // table is full of entries it must keep, so every further sent call prunes it. Each entry is
+  // judged by what its function declares now; looking that up by searching the device's
+  // functions read some 2 million of them per call (a call past the bound took ~20 ms of the
+  // event loop, more as the table grows). Counted here as reads of the declared functions.
+  const PER_DEVICE = 1024;
+  let reads = 0;
+  const counted = (list: FunctionSpec[]) =>
+    new Proxy(list, {
+      get(target, key, receiver) {
+        if (typeof key === "string" && /^\d+$/.test(key)) reads++;
+        return Reflect.get(target, key, receiver);
+      },
+    });
+  const devices = Array.from({ length: 4 }, (_, i): DeviceCapabilities => ({
+    ...device,
+    device: { ...device.device, deviceId: `d${i}` },
+    functions: counted(
+      Array.from({ length: PER_DEVICE }, (_, f) => fn({ minIntervalMs: 10_000 }, f + 1)),
+    ),
+  }));
+  const iv = new CallIntervals({
+    currentDevice: (_p, d) => devices.find((x) => x.device.deviceId === d),
+  });
+  for (const d of devices) for (const f of d.functions.slice()) iv.note(d, f, 0);
+  assert.equal(iv.size, MAX_CALL_INTERVAL_ENTRIES);
+  reads = 0;
+  const later = { ...device, device: { ...device.device, deviceId: "later" } };
+  for (let i = 1; i <= 8; i++) iv.note(later, fn({ minIntervalMs: 10_000 }, i), 100);
+  assert.equal(iv.size, MAX_CALL_INTERVAL_ENTRIES + 8, "every entry within its interval stays");
+  // Each declared function read about once in all (its device's functions by name), not per call.
+  assert.ok(reads <= 2 * 4 * PER_DEVICE, `${reads} reads of declared functions for 8 calls`);
+});
+
 Deno.test("CallIntervals.unnote does not put back a note the bound dropped meanwhile: the table stays within MAX_CALL_INTERVAL_ENTRIES", () => {
   const iv = new CallIntervals();
   const plain = fn({}, 1); // no interval: past the bound its note is dropped at once

@@ -13,8 +13,12 @@ import {
   hostCheckOf,
   legacyClaimKey,
   MAX_HOST_REQUIREMENTS,
+  MAX_NAMED_CLAIM_CONFLICTS,
+  MAX_NAMED_CLAIM_OWNERS,
   MAX_UNLISTED_CLAIM_DEVICES,
 } from "../../src/providers/mod.ts";
+import { MAX_FRAME_BYTES } from "../../src/adpp/mod.ts";
+import { PROVIDER_TEXT_CHARS, QUOTED_DEVICE_ID_CHARS } from "../../src/common/mod.ts";
 
 function device(
   providerId: string,
@@ -135,6 +139,68 @@ Deno.test("findClaimConflict: the older bus tags collide with each other and wit
       device("ezo", "do_0", claim("i2c:/dev/i2c-1:0x61")),
     ]),
     `Ownership validation failed; resource claim conflict: claim 'i2c:/dev/i2c-1:0x61' held by old_bread/dcmt_0 and ezo/do_0${tail}`,
+  );
+});
+
+/** A claim tag of distinct keys as long as one frame allows (base-36 numbers: some 200,000). */
+function frameOfKeys(): { tag: string; count: number } {
+  const keys: string[] = [];
+  let length = 0;
+  for (let i = 0; length < MAX_FRAME_BYTES - 64; i++) {
+    const k = i.toString(36);
+    keys.push(k);
+    length += k.length + 1;
+  }
+  return { tag: keys.join(" "), count: keys.length };
+}
+
+Deno.test("deviceClaims and findClaimConflict read a claim tag as long as a frame: each key once", () => {
+  // The tag is the provider's: some 200,000 keys fit one DescribeDevice answer. Each admission and
+  // each GET /v0/providers/health reads every device's claims on the event loop; a dedupe by
+  // scanning the keys read so far took about 30 s for this one tag (quadratic), linear takes
+  // some 50 ms (measured by hand; speed is never asserted in tests).
+  const { tag, count } = frameOfKeys();
+  const keys = deviceClaims(claim(`${tag} ${tag}`)).keys; // each key twice: one kept
+  const conflict = findClaimConflict([
+    device("p0", "a", claim(tag)),
+    device("p1", "b", claim("0")),
+  ]);
+  assert.equal(keys.length, count);
+  assert.equal(
+    conflict,
+    `Ownership validation failed; resource claim conflict: claim '0' held by p0/a and p1/b${tail}`,
+  );
+});
+
+Deno.test("findClaimConflict names at most MAX_NAMED_CLAIM_CONFLICTS keys and MAX_NAMED_CLAIM_OWNERS owners, each cut", () => {
+  // Two devices claiming the same frame of keys: each key a conflict, one refusal (a log line,
+  // a reload's answer, a start_error) naming a few, the rest counted -- not megabytes of them.
+  const { tag, count } = frameOfKeys();
+  const two = findClaimConflict([device("p0", "a", claim(tag)), device("p1", "b", claim(tag))])!;
+  const named = two.match(/claim '/g)!.length;
+  assert.equal(named, MAX_NAMED_CLAIM_CONFLICTS);
+  assert.ok(
+    two.endsWith(
+      `; and ${count - MAX_NAMED_CLAIM_CONFLICTS} more key(s) with two or more owners${tail}`,
+    ),
+    two,
+  );
+  assert.ok(two.length < 1000, `${two.length} characters`);
+  // A long key and long device ids are cut (marked with an ellipsis); many owners are counted.
+  const longKey = `gpio:${"9".repeat(5000)}`;
+  const longId = "d".repeat(5000);
+  const many = Array.from(
+    { length: MAX_NAMED_CLAIM_OWNERS + 3 },
+    (_, i) => device("p0", `${longId}${i}`, claim(longKey)),
+  );
+  const cut = findClaimConflict(many)!;
+  const shownKey = `${longKey.slice(0, PROVIDER_TEXT_CHARS)}\u2026`;
+  const shownId = `p0/${longId.slice(0, QUOTED_DEVICE_ID_CHARS)}\u2026`;
+  assert.equal(
+    cut,
+    `Ownership validation failed; resource claim conflict: claim '${shownKey}' held by ${
+      Array(MAX_NAMED_CLAIM_OWNERS).fill(shownId).join(", ")
+    } and 3 more${tail}`,
   );
 });
 

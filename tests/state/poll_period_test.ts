@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import {
   devicePollPeriodMs,
+  MAX_DEVICE_POLL_PERIOD_MS,
   signalStaleAfterMs,
   stalenessBounds,
 } from "../../src/state/staleness.ts";
@@ -26,6 +27,24 @@ Deno.test("devicePollPeriodMs: capped to half a declared stale_after_ms and the 
   assert.equal(devicePollPeriodMs(500, [sig(0.1, 600)], NONE), 500, "never below the interval");
   assert.equal(devicePollPeriodMs(500, [sig(0.1)], { warnAfterMs: 3000, staleAfterMs: 0 }), 1500);
   assert.equal(devicePollPeriodMs(500, [sig(0.1)], { warnAfterMs: 0, staleAfterMs: 4000 }), 2000);
+});
+
+Deno.test("devicePollPeriodMs: a hint however slow polls the device at least every MAX_DEVICE_POLL_PERIOD_MS", () => {
+  // The hint is the provider's double: 5e-324 Hz is a period of Infinity (polled once, never
+  // again; poll_period_ms null where its schema says an integer; derived bounds never reached).
+  for (const hz of [Number.MIN_VALUE, 1e-300, 1e-9]) {
+    const period = devicePollPeriodMs(500, [sig(hz)], NONE);
+    assert.equal(period, MAX_DEVICE_POLL_PERIOD_MS, `${hz} Hz`);
+    assert.deepEqual(stalenessBounds(NONE, 500, 1, period), {
+      warnAfterMs: 3 * MAX_DEVICE_POLL_PERIOD_MS,
+      staleAfterMs: 8 * MAX_DEVICE_POLL_PERIOD_MS,
+    });
+  }
+  // Whole intervals still: 700 ms does not divide an hour, the period stays on the grid.
+  assert.equal(devicePollPeriodMs(700, [sig(1e-9)], NONE), 5142 * 700);
+  // A hint just slower than the bound's rate is within it, and an interval past it stays.
+  assert.equal(devicePollPeriodMs(500, [sig(1 / 3600)], NONE), MAX_DEVICE_POLL_PERIOD_MS);
+  assert.equal(devicePollPeriodMs(7_200_000, [sig(1e-9)], NONE), 7_200_000);
 });
 
 Deno.test("stalenessBounds: a slow device's derived bounds scale with its poll period", () => {
