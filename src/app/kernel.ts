@@ -359,8 +359,9 @@ export const PROVIDERS_STOP_MIN_MS = 200;
  * second stop signal: StopDeadline.hurried) takes the floor away: the process killed the providers
  * then alive, and Kernel.stop kills at once one it did not reach (a start-up spawn still queued at
  * that kill, started after it: none is restarted once the stop has begun), as one a reload is
- * still retiring (ProviderRegistry.killStopping); this budget bounds them only should that kill
- * miss one. `budgetMs` without a process deadline (a test). Read when the providers' stop begins.
+ * still retiring (ProviderRegistry.stopAll's `hurried`); this budget bounds them only should that
+ * kill miss one. `budgetMs` without a process deadline (a test). Read when the providers' stop
+ * begins.
  */
 export function providersStopBudgetMs(
   budgetMs: number,
@@ -2645,7 +2646,7 @@ export class Kernel {
    * and `capMs`, stopActionsShutdownWaitMs); one line when it waited: INFO when they finished, WARN
    * naming those that had not. `hurried` (StopDeadline.hurried) ends the wait at once: the
    * process kills the providers then alive (app/process.ts shutDown; one it did not reach is
-   * killed at the providers' stop: ProviderRegistry.killStopping), and that deadline
+   * killed at the providers' stop: ProviderRegistry.stopAll's `hurried`), and that deadline
    * leaves nothing past their stop. Then, in what `capMs` leaves, for the read-back of the
    * e-stop's stops under way (Estop.readBackSettled, its own line: #readBackBeforeStop). Never
    * rejects.
@@ -3456,18 +3457,14 @@ export class Kernel {
     // PROVIDERS_STOP_MIN_MS unless hurried: providersStopBudgetMs. A second stop signal, before
     // or during it, kills the providers it is still ending at once (the process's own kill at that
     // signal may not have reached one), not when that budget runs out.
-    await stepAsync("providers", async () => {
-      const stopping = this.registry.stopAll(providersStopBudgetMs(budget, deadline, hurried));
-      let ended = false;
-      void cutAtHurry.promise.then(() => {
-        if (!ended) step("providers' kill at the hurry", () => this.registry.killStopping());
-      });
-      try {
-        await stopping;
-      } finally {
-        ended = true;
-      }
-    });
+    await stepAsync(
+      "providers",
+      () =>
+        this.registry.stopAll(
+          providersStopBudgetMs(budget, deadline, hurried),
+          cutAtHurry.promise,
+        ),
+    );
     await stepAsync("e-stop read-backs", async () => {
       const waitMs = deadline === undefined
         ? READ_BACKS_END_AT_STOP_MS

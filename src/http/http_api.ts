@@ -406,7 +406,7 @@ export class HttpApi {
     need: TokenRole,
   ): Promise<void> {
     const now = await this.#auth.identify(req, info.remoteAddr);
-    const refusal = { method: req.method, pathname: url.pathname, address: info.remoteAddr };
+    const refusal = refusedRequest(req, url, info);
     const why = "the API tokens were replaced (configuration reload) while its body arrived";
     if (now !== null && roleAllows(now.role, need)) {
       // A foreign page may have passed the origin check by its token alone: asked again too.
@@ -436,6 +436,18 @@ export class HttpApi {
       reason: `PERMISSION_DENIED: role ${need} required (${now.name} has role ${now.role}): ${why}`,
     });
     throw new Unadmitted(forbiddenResponse(req.method, url.pathname, now, need));
+  }
+
+  /** #readmit, once the tokens were replaced since `generation` (when the request was admitted). */
+  async #readmitIfReplaced(
+    generation: number,
+    req: Request,
+    url: URL,
+    info: RequestInfo,
+    was: Principal,
+    need: TokenRole,
+  ): Promise<void> {
+    if (generation !== this.#tokenGeneration) await this.#readmit(req, url, info, was, need);
   }
 
   /**
@@ -521,12 +533,11 @@ export class HttpApi {
     // The tokens this request is admitted under (a reload may replace them while it runs).
     const generation = this.#tokenGeneration;
     const principal = await this.#auth.identify(req, info.remoteAddr);
-    const refusal = { method: req.method, pathname: url.pathname, address: info.remoteAddr };
     if (principal === null) {
       await req.body?.cancel().catch(() => {});
       const form = authorizationFormProblem(req);
       auditHttpRefusal(this.#services, {
-        ...refusal,
+        ...refusedRequest(req, url, info),
         principal,
         refusedBy: "auth",
         reason: `UNAUTHENTICATED: ${UNAUTHORIZED_MESSAGE}${form === null ? "" : `: ${form}`}`,
@@ -538,7 +549,7 @@ export class HttpApi {
     const foreign = await this.#foreignOrigin(req, url);
     if (foreign) {
       auditHttpRefusal(this.#services, {
-        ...refusal,
+        ...refusedRequest(req, url, info),
         principal,
         refusedBy: "origin",
         reason: `${foreign.code}: ${foreign.message}`,
@@ -559,7 +570,7 @@ export class HttpApi {
       if (!roleAllows(principal.role, match.role)) {
         await req.body?.cancel().catch(() => {});
         auditHttpRefusal(this.#services, {
-          ...refusal,
+          ...refusedRequest(req, url, info),
           principal,
           refusedBy: "role",
           reason: `PERMISSION_DENIED: role ${match.role} required (${principal.name} has role ` +
@@ -578,15 +589,11 @@ export class HttpApi {
         try {
           notJson = await this.#policy.checkContentType(req, limits);
         } catch (err) {
-          if (generation !== this.#tokenGeneration) {
-            await this.#readmit(req, url, info, principal, match.role);
-          }
+          await this.#readmitIfReplaced(generation, req, url, info, principal, match.role);
           throw err;
         }
         if (notJson) {
-          if (generation !== this.#tokenGeneration) {
-            await this.#readmit(req, url, info, principal, match.role);
-          }
+          await this.#readmitIfReplaced(generation, req, url, info, principal, match.role);
           return await refuse(req, notJson);
         }
       }
@@ -604,9 +611,7 @@ export class HttpApi {
             value = await readRequestBody<T>(req, this.#limits, match.doc);
           } catch (err) {
             // No stop acts on a refused body.
-            if (generation !== this.#tokenGeneration) {
-              await this.#readmit(req, url, info, principal, match.role);
-            }
+            await this.#readmitIfReplaced(generation, req, url, info, principal, match.role);
             throw err;
           }
           // The tokens may have been replaced (a reload) while the body arrived: the request
@@ -634,7 +639,7 @@ export class HttpApi {
               ? null
               : this.#admittedNow(req, url, info, principal, match.role, credentials);
         },
-        dropConnection: info.dropConnection ?? (() => {}),
+        dropConnection: info.dropConnection ?? NO_CONNECTION,
         answered: info.answered ?? null,
         stoppedSinceArrival: () => this.#services.router.stopEpoch() !== stopMark,
         slot,
@@ -650,6 +655,18 @@ export class HttpApi {
       return res;
     }
   }
+}
+
+/** The dropConnection of a request no server carries (the handler called directly): nothing. */
+const NO_CONNECTION = (): void => {};
+
+/** Who asked what, from where: the part of an audited HTTP refusal the request itself gives. */
+function refusedRequest(
+  req: Request,
+  url: URL,
+  info: RequestInfo,
+): { method: string; pathname: string; address: string } {
+  return { method: req.method, pathname: url.pathname, address: info.remoteAddr };
 }
 
 /** A request its credentials no longer admit (the tokens changed while it ran): its answer. */

@@ -964,15 +964,6 @@ export class ProviderRegistry {
   }
 
   /**
-   * The runtime's stop was hurried (a second stop signal) while stopAll runs: every provider it
-   * is still ending, the ones a reload is retiring too, is killed now (ProviderHost.killStopping),
-   * not once stopAll's budget runs out.
-   */
-  killStopping(): void {
-    for (const h of [...this.hosts, ...this.#retiringHosts]) h.killStopping();
-  }
-
-  /**
    * Stops every provider concurrently within `budgetMs`, and waits for the ones a reload is still
    * ending. One a running reload adds or restarts is stopping from now on, no longer being started
    * or restarted (reloadStart): its host reads as any other being stopped -- its devices down
@@ -981,16 +972,44 @@ export class ProviderRegistry {
    * registered yet reads as one a reload did not get running (notRunning). The ones a reload is
    * retiring are bounded by `budgetMs` too when it ends before their own stop's budget (a hurried
    * runtime stop: ProviderHost.stop kills them when it runs out), not left to the reload's.
+   * `hurried` (a second stop signal: Kernel.stop, StopDeadline.hurried), settled before or while
+   * this stop runs: every provider it is still ending, the ones a reload is retiring too, is
+   * killed then (ProviderHost.killStopping), not once `budgetMs` runs out; nothing once it has
+   * ended. Should that kill throw, the stop still waits for every provider, then rejects saying so.
    */
-  async stopAll(budgetMs: number): Promise<void> {
+  async stopAll(budgetMs: number, hurried?: Promise<void>): Promise<void> {
     // Also the ones whose host is not registered yet: read as a reload did not get them running.
     this.#adding.clear();
     this.#replacing.clear();
-    await Promise.all([
+    const stopped = Promise.all([
       ...this.hosts.map((h) => h.stop(budgetMs)),
       ...[...this.#retiringHosts].map((h) => h.stop(budgetMs)),
       ...this.#retiring,
     ]);
+    let ended = false;
+    // The kill's error, if it threw (at most one: the hurry settles once).
+    const killFailed: unknown[] = [];
+    void hurried?.then(() => {
+      if (ended) return;
+      try {
+        for (const h of [...this.hosts, ...this.#retiringHosts]) h.killStopping();
+      } catch (err) {
+        killFailed.push(err);
+      }
+    });
+    try {
+      await stopped;
+    } finally {
+      ended = true;
+    }
+    if (killFailed.length > 0) {
+      throw new RuntimeError(
+        "INTERNAL",
+        `the providers' kill at the hurry (a second stop signal) failed: ${
+          errorMessage(killFailed[0])
+        }; the providers' stop went on to its end`,
+      );
+    }
   }
 }
 

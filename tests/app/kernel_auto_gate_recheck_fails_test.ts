@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { Clock } from "../../src/common/mod.ts";
+import type { Config } from "../../src/config/mod.ts";
 import { FAULT_HOOKS_ANSWER_WAIT_MS } from "../../src/control/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
@@ -41,52 +42,23 @@ function faultWaitFails(): { clock: Clock; thrown: () => number; watch: (rt: Ker
 const RECHECK_FAILED =
   /ERROR .*re-checking AUTO's gate \(a hook into FAULT\) failed: setTimer failed/;
 
-Deno.test("Kernel logs an AUTO gate re-check after a provider restart whose FAULT wait cannot begin, once, without an unhandled rejection", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "auto_gate_recheck_" });
+/**
+ * Starts `config` on the clock of faultWaitFails, in AUTO, runs `grow` (what makes a provider's
+ * inventory grow, so AUTO's gate is judged again), then checks that the re-check's failure was
+ * logged once, one ERROR line, FAULT committed all the same; stops the runtime whatever happens.
+ */
+async function recheckFailsOnce(
+  config: Config,
+  grow: (rt: Kernel) => Promise<void> | void,
+): Promise<void> {
   const { log, lines } = capturingLogger({ level: "error" });
   const { clock, thrown, watch } = faultWaitFails();
-  try {
-    const rt = await startRuntime(
-      testConfig({
-        // The first process declares only its READ function; the restarted one adds two ACTUATE.
-        providers: [plantProvider("plant", { growMarker: `${dir}/started`, restartBackoffMs: 50 })],
-        automation: { enabled: true },
-      }),
-      { host: { clock, log } },
-    );
-    watch(rt);
-    try {
-      await rt.modes.request("MANUAL");
-      assert.equal(await rt.modes.request("AUTO"), "AUTO");
-      const host = rt.registry.host("plant")!;
-      const pid = host.session!.pid;
-      Deno.kill(pid, "SIGKILL");
-      await waitFor("the re-check's ERROR line", () => lines.some((l) => RECHECK_FAILED.test(l)));
-      assert.equal(rt.modes.current(), "FAULT");
-      assert.equal(thrown(), 1);
-      assert.equal(lines.filter((l) => RECHECK_FAILED.test(l)).length, 1);
-    } finally {
-      await rt.stop();
-    }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-Deno.test("Kernel logs the AUTO gate re-check at a reload's end whose FAULT wait cannot begin, once, without an unhandled rejection", async () => {
-  const { log, lines } = capturingLogger({ level: "error" });
-  const { clock, thrown, watch } = faultWaitFails();
-  // Nothing actuates: AUTO needs no AUTO -> FAULT hook.
-  const rt = await startRuntime(testConfig({ providers: [], automation: { enabled: true } }), {
-    host: { clock, log },
-  });
+  const rt = await startRuntime(config, { host: { clock, log } });
   watch(rt);
   try {
     await rt.modes.request("MANUAL");
     assert.equal(await rt.modes.request("AUTO"), "AUTO");
-    // Added in AUTO (additions apply), with actuating functions no hook covers.
-    const report = await rt.reload({ ...rt.config, providers: [plantProvider("plant")] });
-    assert.deepEqual(report.providers.added, ["plant"]);
+    await grow(rt);
     await waitFor("the re-check's ERROR line", () => lines.some((l) => RECHECK_FAILED.test(l)));
     assert.equal(rt.modes.current(), "FAULT");
     assert.equal(thrown(), 1);
@@ -94,4 +66,32 @@ Deno.test("Kernel logs the AUTO gate re-check at a reload's end whose FAULT wait
   } finally {
     await rt.stop();
   }
+}
+
+Deno.test("Kernel logs an AUTO gate re-check after a provider restart whose FAULT wait cannot begin, once, without an unhandled rejection", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "auto_gate_recheck_" });
+  try {
+    await recheckFailsOnce(
+      testConfig({
+        // The first process declares only its READ function; the restarted one adds two ACTUATE.
+        providers: [plantProvider("plant", { growMarker: `${dir}/started`, restartBackoffMs: 50 })],
+        automation: { enabled: true },
+      }),
+      (rt) => Deno.kill(rt.registry.host("plant")!.session!.pid, "SIGKILL"),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("Kernel logs the AUTO gate re-check at a reload's end whose FAULT wait cannot begin, once, without an unhandled rejection", async () => {
+  // Nothing actuates: AUTO needs no AUTO -> FAULT hook.
+  await recheckFailsOnce(
+    testConfig({ providers: [], automation: { enabled: true } }),
+    async (rt) => {
+      // Added in AUTO (additions apply), with actuating functions no hook covers.
+      const report = await rt.reload({ ...rt.config, providers: [plantProvider("plant")] });
+      assert.deepEqual(report.providers.added, ["plant"]);
+    },
+  );
 });

@@ -3,7 +3,7 @@
  * provider was not killed by the hurry -- one started after the process's kill of the providers
  * then alive (app/process.ts shutDown): a start-up spawn still queued then, since none is
  * restarted once the stop has begun; here one that ignores stdin's close and SIGTERM -- kills the
- * provider at once (ProviderRegistry.killStopping), as the process did the others: the providers'
+ * provider at once (ProviderRegistry.stopAll), as the process did the others: the providers'
  * stop took 90 % of runtime.shutdown_timeout_ms (stdin closed, then SIGTERM, then SIGKILL)
  * whatever the deadline said, and the process gave up on the stop (exit 4) before the journals
  * closed. So does a second stop signal that comes while the providers' stop is under way: before,

@@ -43,9 +43,9 @@ Deno.test("Kernel.stop stops the providers and releases the data_dir lock when t
       throw new Error("alarm engine broken");
     };
     const stopAll = rt.registry.stopAll.bind(rt.registry);
-    rt.registry.stopAll = (budget) => {
+    rt.registry.stopAll = (budget, hurried) => {
       order.push("providers stopped");
-      return stopAll(budget);
+      return stopAll(budget, hurried);
     };
     const err = await rt.stop().then(() => null, (e: unknown) => e);
     assert.equal(processAlive(pid), false, "the provider was stopped");

@@ -965,50 +965,26 @@ Deno.test("ProviderRegistry.stopAll during a reload also waits for the providers
   }
 });
 
-Deno.test("ProviderRegistry.stopAll with a budget ending before a reload's stop still under way kills the provider that reload is retiring when that budget runs out", async () => {
-  // Time moves only when the test moves it: the deadlines are read off the timers armed.
-  const clock = new ManualClock();
-  const lines: string[] = [];
-  // p1 lives on past stdin's close, ignoring SIGTERM: only SIGKILL ends it.
-  const r = await registryOf([OK_INVENTORY, OK_INVENTORY], clock, {
-    sh: { p1: "trap '' TERM; PROVIDER; exec sleep 1000" },
-    lines,
-  });
-  let reload: Promise<unknown> = Promise.resolve();
-  try {
-    const [p0, p1] = r.registry.hosts.map((h) => h.config);
-    await settleOn(clock, r.registry.startAll(30_000, 1000)); // its due timers only: time stands
-    const removed = pidOf(r.registry, "p1");
-    // The reload takes p1 out and ends it within its 60 s (36 s of them for stdin's close) ...
-    reload = r.registry.reconcile([p0!, p1!], [p0!], {
-      holdRemovals: false,
-      stopBudgetMs: 60_000,
-      startBudgetMs: 30_000,
-      stopping: () => false,
-    });
-    await waitFor("p1 being retired", () => r.registry.retiringHosts().length === 1);
-    // ... when a hurried runtime stop gives the providers 1 s.
-    const stopped = r.registry.stopAll(1000);
-    await elapseOn(clock, 1000, "the hurried stop's budget");
-    await waitFor("the retired provider killed", () => !processAlive(removed));
-    await stopped;
-    assert.ok(
-      lines.some((l) => l.includes("not exited within a later stop's budget (1000 ms")),
-      lines.join("\n"),
-    );
-  } finally {
-    await settleMovingTime(clock, reload.then(() => r.close()));
-  }
-});
+/** A provider that lives on past stdin's close, ignoring SIGTERM: only SIGKILL ends it. */
+const STUBBORN = "trap '' TERM; PROVIDER; exec sleep 1000";
 
-Deno.test("ProviderRegistry.killStopping (a second stop signal during stopAll) kills at once both the providers stopAll ends and the one a reload is retiring", async () => {
-  // Time moves only when the test moves it: only the kill may end the stops.
+/**
+ * Two providers started under a manual clock (time moves only when the test moves it), `stubborn`
+ * of them ignoring stdin's close and SIGTERM (STUBBORN), and a reload under way that takes p1 out
+ * and ends it within its 60 s (36 s of them for stdin's close): `fn` runs once p1 is being retired.
+ * The reload's end and the registry's close are waited for whatever `fn` does.
+ */
+async function whileRetiringP1(
+  stubborn: readonly ("p0" | "p1")[],
+  fn: (
+    r: Awaited<ReturnType<typeof registryOf>>,
+    o: { clock: ManualClock; lines: string[]; kept: number; removed: number },
+  ) => Promise<void>,
+): Promise<void> {
   const clock = new ManualClock();
   const lines: string[] = [];
-  // Both live on past stdin's close, ignoring SIGTERM: only SIGKILL ends them.
-  const stubborn = "trap '' TERM; PROVIDER; exec sleep 1000";
   const r = await registryOf([OK_INVENTORY, OK_INVENTORY], clock, {
-    sh: { p0: stubborn, p1: stubborn },
+    sh: Object.fromEntries(stubborn.map((id) => [id, STUBBORN])),
     lines,
   });
   let reload: Promise<unknown> = Promise.resolve();
@@ -1017,7 +993,6 @@ Deno.test("ProviderRegistry.killStopping (a second stop signal during stopAll) k
     await settleOn(clock, r.registry.startAll(30_000, 1000)); // its due timers only: time stands
     const kept = pidOf(r.registry, "p0");
     const removed = pidOf(r.registry, "p1");
-    // The reload takes p1 out and ends it within its 60 s ...
     reload = r.registry.reconcile([p0!, p1!], [p0!], {
       holdRemovals: false,
       stopBudgetMs: 60_000,
@@ -1025,18 +1000,68 @@ Deno.test("ProviderRegistry.killStopping (a second stop signal during stopAll) k
       stopping: () => false,
     });
     await waitFor("p1 being retired", () => r.registry.retiringHosts().length === 1);
-    // ... the runtime's stop gives p0 60 s too, and a second stop signal comes meanwhile.
-    const stopped = r.registry.stopAll(60_000);
-    r.registry.killStopping();
-    await waitFor("both killed", () => !processAlive(kept) && !processAlive(removed));
-    await stopped;
-    const kills = lines.filter((l) =>
-      l.includes("the runtime's stop was hurried by a second stop signal: sending SIGKILL")
-    );
-    assert.equal(kills.length, 2, lines.join("\n"));
+    await fn(r, { clock, lines, kept, removed });
   } finally {
     await settleMovingTime(clock, reload.then(() => r.close()));
   }
+}
+
+/** The WARN of a provider killed because a second stop signal hurried the stop. */
+const HURRY_KILL = "the runtime's stop was hurried by a second stop signal: sending SIGKILL";
+
+Deno.test("ProviderRegistry.stopAll with a budget ending before a reload's stop still under way kills the provider that reload is retiring when that budget runs out", async () => {
+  await whileRetiringP1(["p1"], async (r, { clock, lines, removed }) => {
+    // A hurried runtime stop gives the providers 1 s.
+    const stopped = r.registry.stopAll(1000);
+    await elapseOn(clock, 1000, "the hurried stop's budget");
+    await waitFor("the retired provider killed", () => !processAlive(removed));
+    await stopped;
+    assert.ok(
+      lines.some((l) => l.includes("not exited within a later stop's budget (1000 ms")),
+      lines.join("\n"),
+    );
+  });
+});
+
+Deno.test("ProviderRegistry.stopAll hurried (a second stop signal) while it runs kills at once both the providers it ends and the one a reload is retiring", async () => {
+  // Time stands: only the kill may end the stops.
+  await whileRetiringP1(["p0", "p1"], async (r, { lines, kept, removed }) => {
+    // The runtime's stop gives p0 60 s too, and a second stop signal comes meanwhile.
+    const hurry = Promise.withResolvers<void>();
+    const stopped = r.registry.stopAll(60_000, hurry.promise);
+    assert.equal(lines.filter((l) => l.includes(HURRY_KILL)).length, 0, "no kill before");
+    hurry.resolve();
+    await waitFor("both killed", () => !processAlive(kept) && !processAlive(removed));
+    await stopped;
+    assert.equal(lines.filter((l) => l.includes(HURRY_KILL)).length, 2, lines.join("\n"));
+  });
+});
+
+Deno.test("ProviderRegistry.stopAll hurried before it began kills at once both the providers it ends and the one a reload is retiring", async () => {
+  await whileRetiringP1(["p0", "p1"], async (r, { lines, kept, removed }) => {
+    await r.registry.stopAll(60_000, Promise.resolve());
+    assert.ok(!processAlive(kept) && !processAlive(removed));
+    assert.equal(lines.filter((l) => l.includes(HURRY_KILL)).length, 2, lines.join("\n"));
+  });
+});
+
+Deno.test("ProviderRegistry.stopAll whose kill at the hurry throws still waits for every provider, then rejects naming that kill", async () => {
+  await whileRetiringP1([], async (r, { kept, removed }) => {
+    r.registry.host("p0")!.killStopping = () => {
+      throw new Error("kill refused");
+    };
+    const err = await r.registry.stopAll(60_000, Promise.resolve()).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof RuntimeError, String(err));
+    assert.equal(err.code, "INTERNAL");
+    assert.match(
+      err.message,
+      /^the providers' kill at the hurry \(a second stop signal\) failed: kill refused; /,
+    );
+    assert.ok(!processAlive(kept) && !processAlive(removed), "both stopped all the same");
+  });
 });
 
 Deno.test("a down provider keeps its claims: a reload adding a rival is refused while it is down, and the rival starts once a reload removes the holder", async () => {

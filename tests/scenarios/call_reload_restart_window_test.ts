@@ -8,10 +8,9 @@
  * processes (the inert simulated providers and the programmable one), real HTTP on loopback.
  */
 import assert from "node:assert/strict";
-import { startServing, tempDir, waitFor } from "../helpers/kernel.ts";
-import { programmableProvider } from "../helpers/programmable_provider.ts";
+import { startServing } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
-import { inertSim } from "../safety/_fixture.ts";
+import { reloadIntoWindow, reloadWindowConfig } from "../helpers/reload_window.ts";
 
 const MOTOR_OFF = {
   device_id: "motorctl0",
@@ -23,17 +22,7 @@ const MOTOR_OFF = {
 };
 
 Deno.test("a call to a provider a reload is restarting, before its new process is registered, is 503 UNAVAILABLE naming the restart, not 404", async () => {
-  const dir = tempDir("call-reload-window-");
-  const slowFile = `${dir}/slow.json`;
-  // Once stdin closes it takes 4 s to exit, well within the stop's budget before SIGTERM (6 s).
-  await Deno.writeTextFile(
-    slowFile,
-    JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
-  );
-  const rt = await startServing(testConfig({
-    providers: [inertSim("sim0"), inertSim("sim1"), programmableProvider("slow", slowFile)],
-    runtime: { shutdownTimeoutMs: 10_000 },
-  }));
+  const rt = await startServing(testConfig(await reloadWindowConfig("call-reload-window-")));
   const post = async (providerId: string) => {
     const res = await fetch(`http://127.0.0.1:${rt.http!.port}/v0/call`, {
       method: "POST",
@@ -44,17 +33,7 @@ Deno.test("a call to a provider a reload is restarting, before its new process i
   };
   try {
     await rt.modes.request("MANUAL");
-    const sim1 = rt.config.providers.find((p) => p.id === "sim1")!;
-    // sim1's entry changed (restarted), slow removed: sim1 waits for slow's exit to start again.
-    const reload = rt.reload({
-      ...rt.config,
-      providers: [rt.config.providers[0]!, { ...sim1, timeoutMs: sim1.timeoutMs + 1 }],
-    });
-    await waitFor(
-      "sim1's old process gone, its new one not registered",
-      () => rt.registry.host("sim1") === undefined && rt.registry.replacing("sim1"),
-      10_000,
-    );
+    const { reload } = await reloadIntoWindow(rt);
     const during = await post("sim1");
     assert.equal(rt.registry.host("sim1"), undefined, "still in the window");
     assert.deepEqual(during, {

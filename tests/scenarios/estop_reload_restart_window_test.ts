@@ -11,39 +11,20 @@
  */
 import assert from "node:assert/strict";
 import { rig } from "../helpers/rig.ts";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { programmableProvider } from "../helpers/programmable_provider.ts";
-import { call, inertSim } from "../safety/_fixture.ts";
+import { call } from "../safety/_fixture.ts";
+import { reloadIntoWindow, reloadWindowConfig } from "../helpers/reload_window.ts";
 
 const MOTOR_OFF = call("sim1/motorctl0", "set_motor_duty", { motor_index: 1, duty: { double: 0 } });
 
 Deno.test("Estop pressed while a reload restarts a provider, before its new process is registered: status names its device with why, and the new process is secured once up", async () => {
-  const dir = tempDir("estop-reload-window-");
-  const slowFile = `${dir}/slow.json`;
-  // Once stdin closes it takes 4 s to exit, well within the stop's budget before SIGTERM (6 s).
-  await Deno.writeTextFile(
-    slowFile,
-    JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
-  );
   await using r = await rig({
     programs: false,
-    providers: [inertSim("sim0"), inertSim("sim1"), programmableProvider("slow", slowFile)],
-    runtime: { shutdownTimeoutMs: 10_000 },
+    ...await reloadWindowConfig("estop-reload-window-"),
     safety: { hooks: [MOTOR_OFF] },
   });
   const rt = r.kernel;
   await rt.modes.request("MANUAL");
-  const sim1 = rt.config.providers.find((p) => p.id === "sim1")!;
-  // sim1's entry changed (restarted), slow removed: sim1 waits for slow's exit to start again.
-  const reload = rt.reload({
-    ...rt.config,
-    providers: [rt.config.providers[0]!, { ...sim1, timeoutMs: sim1.timeoutMs + 1 }],
-  });
-  await waitFor(
-    "sim1's old process gone, its new one not registered",
-    () => rt.registry.host("sim1") === undefined && rt.registry.replacing("sim1"),
-    10_000,
-  );
+  const { reload } = await reloadIntoWindow(rt);
   const stop = await rt.estop.trigger("pressed during the reload");
   assert.equal(rt.registry.host("sim1"), undefined, "still in the window");
   const ladder = stop.actions.find((a) => a.device_handle === "sim1/motorctl0");

@@ -15,6 +15,7 @@ import { rig } from "../helpers/rig.ts";
 import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers/unregistered.ts";
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
+import { reloadIntoWindow, slowToExit } from "../helpers/reload_window.ts";
 import { failedStartText } from "../../src/providers/mod.ts";
 import { withUnstartable } from "../helpers/sim_config.ts";
 
@@ -95,12 +96,7 @@ Deno.test("providers/health lists a provider whose host a reload could not regis
 });
 
 Deno.test("providers/health lists a provider a reload is starting, before its host is registered", async () => {
-  const slowFile = `${tempDir("health-unhosted-")}/slow.json`;
-  await Deno.writeTextFile(
-    slowFile,
-    JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
-  );
-  await using r = await sims([programmableProvider("slow", slowFile)]);
+  await using r = await sims([await slowToExit("health-unhosted-")]);
   const rt = r.kernel;
   const good = rt.config.providers;
   const broken = withUnstartable(rt.config, "sim1");
@@ -125,23 +121,9 @@ Deno.test("providers/health lists a provider a reload is starting, before its ho
 Deno.test("providers/health lists a provider a reload is restarting (its entry changed), before its new host is registered: DOWN, being restarted", async () => {
   // `slow` takes 4 s to exit once its stdin closes: the reload that removes it starts sim1's new
   // process only then, after it took sim1's old one out.
-  const slowFile = `${tempDir("health-replacing-")}/slow.json`;
-  await Deno.writeTextFile(
-    slowFile,
-    JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
-  );
-  await using r = await sims([programmableProvider("slow", slowFile)]);
+  await using r = await sims([await slowToExit("health-replacing-")]);
   const rt = r.kernel;
-  const [sim0, sim1] = rt.config.providers;
-  const reload = rt.reload({
-    ...rt.config,
-    providers: [sim0!, { ...sim1!, timeoutMs: sim1!.timeoutMs + 1 }],
-  });
-  await waitFor(
-    "sim1's old host taken out, its new one not registered yet",
-    () => rt.registry.host("sim1") === undefined && rt.registry.replacing("sim1"),
-    10_000,
-  );
+  const { reload } = await reloadIntoWindow(rt);
   const views = rt.providerHealth();
   assert.equal(rt.registry.host("sim1"), undefined, "read within the window");
   assert.deepEqual(views.map((p) => p.provider_id), ["sim0", "sim1"]);

@@ -17,12 +17,12 @@ import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { DeviceConditionChange } from "../../src/state/mod.ts";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { programmableProvider } from "../helpers/programmable_provider.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { rig } from "../helpers/rig.ts";
 import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers/unregistered.ts";
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
+import { slowToExit } from "../helpers/reload_window.ts";
 import { failedStartText } from "../../src/providers/mod.ts";
 import { withUnstartable } from "../helpers/sim_config.ts";
 
@@ -157,12 +157,7 @@ Deno.test("Reload: a provider whose restart was not registered is not removed: i
 Deno.test("Reload: while a reload starts again a provider the reload before failed to start, the e-stop and the device conditions say it is being started", async () => {
   // `slow` takes 4 s to exit once its stdin closes: the reload that removes it starts sim1 again
   // only then, after it took out the host the reload before left listed down.
-  const slowFile = `${tempDir("reload-again-")}/slow.json`;
-  await Deno.writeTextFile(
-    slowFile,
-    JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
-  );
-  await using r = await sims([programmableProvider("slow", slowFile)]);
+  await using r = await sims([await slowToExit("reload-again-")]);
   const rt = r.kernel;
   const good = rt.config.providers;
   await rt.reload(withBrokenSim1(rt));

@@ -9,13 +9,12 @@
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
-import { programmableProvider } from "../helpers/programmable_provider.ts";
 import { rig } from "../helpers/rig.ts";
 import { refuseRegistration, serveKernelApi, withEntryChanged } from "../helpers/unregistered.ts";
 import { inertSim } from "../safety/_fixture.ts";
 import { automationOptions } from "./automation_helpers.ts";
+import { reloadIntoWindow, slowToExit } from "../helpers/reload_window.ts";
 import { failedStartText } from "../../src/providers/mod.ts";
 import { withUnstartable } from "../helpers/sim_config.ts";
 
@@ -70,24 +69,10 @@ Deno.test("runtime/status lists a provider whose host a reload could not registe
 Deno.test("runtime/status lists a provider a reload is restarting, before its new host is registered", async () => {
   // `slow` takes 4 s to exit once its stdin closes: the reload that removes it starts sim1's new
   // process only then, after it took sim1's old one out.
-  const slowFile = `${tempDir("status-replacing-")}/slow.json`;
-  await Deno.writeTextFile(
-    slowFile,
-    JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
-  );
-  await using r = await sims([programmableProvider("slow", slowFile)]);
+  await using r = await sims([await slowToExit("status-replacing-")]);
   const rt = r.kernel;
   await using server = await serveKernelApi(rt);
-  const [sim0, sim1] = rt.config.providers;
-  const reload = rt.reload({
-    ...rt.config,
-    providers: [sim0!, { ...sim1!, timeoutMs: sim1!.timeoutMs + 1 }],
-  });
-  await waitFor(
-    "sim1's old host taken out, its new one not registered yet",
-    () => rt.registry.host("sim1") === undefined && rt.registry.replacing("sim1"),
-    10_000,
-  );
+  const { reload } = await reloadIntoWindow(rt);
   const providers = await statusProviders(server.port);
   assert.equal(rt.registry.host("sim1"), undefined, "read within the window");
   assert.deepEqual(providers.map((p) => [p.provider_id, p.state, p.device_count]), [

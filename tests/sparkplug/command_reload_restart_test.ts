@@ -11,8 +11,8 @@
  */
 import assert from "node:assert/strict";
 import { mosquittoMissing } from "../helpers/mosquitto.ts";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { programmableProvider } from "../helpers/programmable_provider.ts";
+import { waitFor } from "../helpers/kernel.ts";
+import { reloadIntoWindow, slowToExit } from "../helpers/reload_window.ts";
 import { simProvider, testConfig, withUnstartable } from "../helpers/sim_config.ts";
 import {
   commandResultAlias,
@@ -41,13 +41,7 @@ async function withRig(
     alias: Awaited<ReturnType<typeof commandResultAlias>>,
   ) => Promise<void>,
 ): Promise<void> {
-  const dir = tempDir(prefix);
-  const slowFile = `${dir}/slow.json`;
-  // Once stdin closes it takes 4 s to exit, well within the stop's budget before SIGTERM (6 s).
-  await Deno.writeTextFile(
-    slowFile,
-    JSON.stringify({ exitDelayMs: 4000, devices: { probe: { signals: [] } } }),
-  );
+  const slow = await slowToExit(prefix);
   await withSparkplugRuntime({
     group: GROUP,
     config: (brokerUrl) =>
@@ -56,7 +50,7 @@ async function withRig(
         providers: [
           simProvider("sim0"),
           simProvider("sim1"),
-          programmableProvider("slow", slowFile),
+          slow,
         ],
         sparkplug: { enabled: true, brokerUrl, groupId: GROUP, commands: true },
       }),
@@ -88,17 +82,7 @@ Deno.test({
   ignore: mosquittoMissing(),
   async fn() {
     await withRig("sparkplug-reload-window-", async (kernel, host, alias) => {
-      const sim1 = kernel.config.providers.find((p) => p.id === "sim1")!;
-      // sim1's entry changed (restarted), slow removed: sim1 waits for slow's exit to start again.
-      const reload = kernel.reload({
-        ...kernel.config,
-        providers: [kernel.config.providers[0]!, { ...sim1, timeoutMs: sim1.timeoutMs + 1 }],
-      });
-      await waitFor(
-        "sim1's old process gone, its new one not registered",
-        () => kernel.registry.host("sim1") === undefined && kernel.registry.replacing("sim1"),
-        10_000,
-      );
+      const { reload } = await reloadIntoWindow(kernel);
       await waitFor(
         "sim1/relayio0's DDEATH",
         () => host.messages.find((m) => m.topic === `spBv1.0/${GROUP}/DDEATH/${NODE}/${relay}`),
