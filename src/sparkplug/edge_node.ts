@@ -254,10 +254,11 @@ export const MAX_ANSWERS_WAITING = 256;
 export const MAX_NODE_CHANGES_KEPT = 1024;
 
 /**
- * A node metric change (the mode, the e-stop latch) whose wall-clock read failed at the node
- * (#publishNode, #keepNode: no time to stamp its NDATA) is tried again this soon (monotonic ms),
- * or at the next completed write if that comes first: a failing clock does not leave the host
- * with the old mode or latch until some other node change. One retry timer at a time.
+ * A message of the node whose wall-clock read failed (#wallNow: a node metric change, the births,
+ * a DBIRTH or DDEATH, the answer to a command; no time to stamp it) is tried again this soon
+ * (monotonic ms), or at the next completed write if that comes first: a failing clock does not
+ * leave the host with the old mode or latch, a node it never sees online, a dead device shown
+ * alive or a command unanswered until some other change. One retry timer at a time.
  */
 export const NODE_CLOCK_RETRY_MS = 1000;
 
@@ -605,12 +606,23 @@ export class SparkplugEdgeNode {
    */
   readonly #bdSeqSaves: SpellLog;
   /**
-   * Wall-clock reads that failed dating a node metric change since one last worked (#nodeNow):
+   * Wall-clock reads that failed dating a message of the node since one last worked (#wallNow):
    * the first of a failing spell is WARNed, the read that works again says how many failed.
    */
-  readonly #nodeClockFails: SpellLog;
-  /** The timer that tries a node metric change the clock could not date again, or null. */
-  #nodeClockRetry: TimerId | null = null;
+  readonly #clockFails: SpellLog;
+  /** The timer that tries what the clock could not date again (#clockRetried), or null. */
+  #clockRetry: TimerId | null = null;
+  /**
+   * The first births of this connection waited for the wall clock (#births): tried again by
+   * #clockRetried (a Rebirth's wait as #rebirthBehind).
+   */
+  #birthsUndated = false;
+  /**
+   * NCMD e-stop answers for the host's history (#keepEstopAnswer) given while the wall clock
+   * failed: dated at its first read that works (#clockRetried), in the order they were given.
+   * MAX_ANSWERS_WAITING at most (beyond it the oldest is dropped, counted as a publish failure).
+   */
+  #estopAnswersUndated: { atMono: number; value: string }[] = [];
   #seq = 0;
   /** Whether the births of the current connection went out (data waits for them). */
   #born = false;
@@ -722,7 +734,8 @@ export class SparkplugEdgeNode {
    */
   readonly #answersWaiting = new Map<
     string,
-    { deviceId: string; name: string; text: string; atMs: number; atMono: number }
+    // atMs null: the clock failed when it was given (dated when it goes out, or kept: #wallNow).
+    { deviceId: string; name: string; text: string; atMs: number | null; atMono: number }
   >();
   /**
    * Answers to DCMDs to a device its provider has whose DBIRTH had not gone out (#notBorn), by
@@ -894,12 +907,12 @@ export class SparkplugEdgeNode {
       recovered: (failed, bdSeq) =>
         `sparkplug: bdSeq ${bdSeq} recorded again (${failed} save(s) failed before)`,
     });
-    this.#nodeClockFails = new SpellLog({
+    this.#clockFails = new SpellLog({
       log: this.#log,
       firstNote: `tried again in ${NODE_CLOCK_RETRY_MS} ms or at the next completed write ` +
         "(said again once the clock works)",
       recovered: (failed) =>
-        `sparkplug: the wall clock dates node metric changes again (${failed} read(s) failed)`,
+        `sparkplug: the wall clock dates the node's messages again (${failed} read(s) failed)`,
     });
   }
 
@@ -1208,8 +1221,8 @@ export class SparkplugEdgeNode {
     // birth waiting, what a completed write starts while the session ends) goes out after it.
     this.#born = false;
     this.#wake?.();
-    if (this.#nodeClockRetry !== null) this.#o.clock.clearTimer(this.#nodeClockRetry);
-    this.#nodeClockRetry = null;
+    if (this.#clockRetry !== null) this.#o.clock.clearTimer(this.#clockRetry);
+    this.#clockRetry = null;
     for (const u of this.#unsubscribe.splice(0)) u();
     const session = this.#session;
     if (session === null) return;
@@ -1593,7 +1606,17 @@ export class SparkplugEdgeNode {
   // ---- births and deaths ----
 
   #births(): void {
-    if (this.#nbirthTooLarge()) return;
+    // Dated before anything changes: births the clock cannot date wait for it (#clockRetried),
+    // the node as it was (unborn: data to store and forward; born: on its previous births).
+    const now = this.#wallNow("the births (NBIRTH)");
+    if (now === null) {
+      // Born (a Rebirth): asked again as one that waited for the writes (#afterWrite).
+      if (this.#born) this.#rebirthBehind = true;
+      else this.#birthsUndated = true;
+      return;
+    }
+    this.#birthsUndated = false;
+    if (this.#nbirthTooLarge(now)) return;
     this.#rebirthBehind = false;
     this.#providersBehind.clear(); // every device is born again as it is now
     this.#seq = 0;
@@ -1605,7 +1628,6 @@ export class SparkplugEdgeNode {
       if (this.#birthLosses === 0) this.#largestWrite = null;
       this.#bornAtMono = this.#o.clock.monoMs();
     }
-    const now = this.#o.clock.nowMs();
     const status = this.#nodeState();
     const first = this.#lastNode === null;
     this.#lastNode = status;
@@ -1614,6 +1636,8 @@ export class SparkplugEdgeNode {
     this.#nodeBehindSince = null;
     // The first births: a change since watch() that the NBIRTH carries is not history to send.
     if (first) this.#dropCarriedByBirth(this.#nodeMetrics(status, null, now, true));
+    // E-stop answers kept while the clock failed: history, dated by this read that works.
+    this.#datedEstopAnswers(now);
     if (this.#send("NBIRTH", undefined, this.#nbirthPayload(now, status), true)) {
       this.#birthsSent++;
     }
@@ -1623,7 +1647,7 @@ export class SparkplugEdgeNode {
       if (!p.available) continue;
       for (const caps of p.devices) {
         tooLargeBefore.delete(sparkplugDeviceId(caps.device.providerId, caps.device.deviceId));
-        this.#deviceBirth(caps);
+        this.#deviceBirth(caps, now); // the births' time: they are one moment
       }
     }
     // Devices held back for their size that are gone: their spell ends. One whose provider is
@@ -1722,10 +1746,19 @@ export class SparkplugEdgeNode {
       .filter((k) => k.metrics.length > 0);
   }
 
-  #deviceBirth(caps: DeviceCapabilities): void {
+  /**
+   * A device's DBIRTH (or, too large, its DDEATH if born: #birthTooLarge), dated `at` (the births')
+   * or at its own clock read. False when a clock read failed: nothing changed, its provider waits
+   * in #providersBehind (compared again at the next completed write or #clockRetried).
+   */
+  #deviceBirth(caps: DeviceCapabilities, at?: number): boolean {
     const { providerId, deviceId } = caps.device;
     const id = sparkplugDeviceId(providerId, deviceId);
-    const now = this.#o.clock.nowMs();
+    const now = at ?? this.#wallNow("a device's birth (DBIRTH)");
+    if (now === null) {
+      this.#providersBehind.add(providerId);
+      return false;
+    }
     const mono = this.#o.clock.monoMs();
     const metrics: Metric[] = [];
     // A signal named as a metric the node makes for the device (a declared function's, the
@@ -1803,6 +1836,7 @@ export class SparkplugEdgeNode {
       this.#replayAfterBirth.delete(id);
       this.#noteOutage(id, parked);
     }
+    return true;
   }
 
   /**
@@ -1810,38 +1844,44 @@ export class SparkplugEdgeNode {
    * bound would close the node's connection at it, taking every other device's data down with
    * it). Born before with smaller capabilities: DDEATH (the host's aliases of it are no longer
    * valid). WARNed once per spell and capabilities; DCMDs to it are refused naming the size
-   * (#notBorn).
+   * (#notBorn). False when its DDEATH waits for the wall clock (#deviceDeath): not held back yet,
+   * so that it is measured again when its provider is compared again.
    */
-  #birthTooLarge(id: string, caps: DeviceCapabilities, bytes: number, limit: number): void {
+  #birthTooLarge(id: string, caps: DeviceCapabilities, bytes: number, limit: number): boolean {
     const description = birthDescription(caps);
     // The same capabilities again (its provider back, the next births): the same spell. Changed
     // capabilities still too large are a new fact, WARNed with their size.
     const said = this.#tooLarge.get(id)?.description === description;
-    this.#tooLarge.set(id, { providerId: caps.device.providerId, bytes, description });
-    if (this.#devices.has(id)) this.#deviceDeath(id);
-    else {
+    if (this.#devices.has(id)) {
+      if (!this.#deviceDeath(id)) return false;
+    } else {
       this.#pending.delete(id);
       this.#pruneAliases(id);
     }
-    if (said) return;
+    this.#tooLarge.set(id, { providerId: caps.device.providerId, bytes, description });
+    if (said) return true;
     this.#log.warn(
       `sparkplug: device ${quoteName(id)} not born: its DBIRTH is ${bytes} bytes, over ` +
         `sparkplug.max_message_bytes ${limit} (no DDATA of it; the other devices publish as ` +
         `usual; born once its birth fits, at the next births)`,
     );
+    return true;
   }
 
   /** The packet bytes of the NBIRTH as it would be now when over the bound, else null. */
   #nbirthOverBound(): number | null {
-    const bytes = this.#nbirthBytes();
+    if (this.#o.config.maxMessageBytes === null) return null;
+    // Undated: not measured here; the births it asks for wait for the clock (#births).
+    const now = this.#wallNow("the births (NBIRTH)");
+    if (now === null) return null;
+    const bytes = this.#nbirthBytes(now);
     const limit = this.#o.config.maxMessageBytes;
     return bytes === null || limit === null || bytes <= limit ? null : bytes;
   }
 
-  /** The packet bytes of the NBIRTH as it would be now; null without a bound (not measured). */
-  #nbirthBytes(): number | null {
+  /** The packet bytes of the NBIRTH dated `now`; null without a bound (not measured). */
+  #nbirthBytes(now: number): number | null {
     if (this.#o.config.maxMessageBytes === null) return null;
-    const now = this.#o.clock.nowMs();
     return mqttPacketBytes(
       this.#topic("NBIRTH"),
       encode({ ...this.#nbirthPayload(now, this.#nodeState()), seq: 0 }).length,
@@ -1869,8 +1909,8 @@ export class SparkplugEdgeNode {
    * while online (a Rebirth): they are not published and the node stays online on the births it
    * published before (#rebirthTooLargeWhy), said at WARN once until births are published again.
    */
-  #nbirthTooLarge(): boolean {
-    const measured = this.#nbirthBytes();
+  #nbirthTooLarge(now: number): boolean {
+    const measured = this.#nbirthBytes(now);
     const limit = this.#o.config.maxMessageBytes;
     if (measured === null || limit === null || measured <= limit) {
       if (!this.#born && this.#nbirthTooLargeSaid && measured !== null) {
@@ -1941,12 +1981,24 @@ export class SparkplugEdgeNode {
     this.#clashTextChars -= line.length;
   }
 
-  #deviceDeath(id: string): void {
+  /**
+   * A device's DDEATH. False when the wall clock cannot date it: nothing changed (the device is
+   * still born here), its provider waits in #providersBehind (compared again at the next
+   * completed write or #clockRetried) -- a host is not left showing a dead device alive.
+   */
+  #deviceDeath(id: string): boolean {
+    const now = this.#wallNow("a device's death (DDEATH)");
+    if (now === null) {
+      const providerId = this.#devices.get(id)?.providerId;
+      if (providerId !== undefined) this.#providersBehind.add(providerId);
+      return false;
+    }
     this.#devices.delete(id);
     this.#pending.delete(id);
     this.#parkReplay(id);
-    this.#send("DDEATH", id, { timestamp: this.#o.clock.nowMs(), metrics: [] }, true);
+    this.#send("DDEATH", id, { timestamp: now, metrics: [] }, true);
     this.#pruneAliases(id);
+    return true;
   }
 
   /**
@@ -2125,7 +2177,7 @@ export class SparkplugEdgeNode {
     for (const [id, d] of [...this.#devices]) {
       if (d.providerId !== providerId || now.has(id)) continue;
       if (full()) return;
-      this.#deviceDeath(id);
+      if (!this.#deviceDeath(id)) return;
     }
     // A spell ends with its device leaving the configuration (its provider removed, or up
     // without it), not with its provider down -- a reload restarting it included: back with the
@@ -2144,7 +2196,7 @@ export class SparkplugEdgeNode {
       if (this.#devices.get(id)?.description === description) continue;
       if (this.#tooLarge.get(id)?.description === description) continue;
       if (full()) return;
-      this.#deviceBirth(caps);
+      if (!this.#deviceBirth(caps)) return;
     }
     this.#answersBorn(providerId);
   }
@@ -2196,7 +2248,14 @@ export class SparkplugEdgeNode {
     const ev = e.event;
     switch (ev.kind) {
       case "state_update":
-        this.#queueSignal(ev.provider_id, ev.device_id, ev.signal_id, ev.value, ev.quality);
+        this.#queueSignal(
+          ev.provider_id,
+          ev.device_id,
+          ev.signal_id,
+          ev.value,
+          ev.quality,
+          ev.timestamp_ms,
+        );
         return;
       case "quality_change": {
         const s = this.#o.reads.signal(ev.provider_id, ev.device_id, ev.signal_id);
@@ -2206,6 +2265,7 @@ export class SparkplugEdgeNode {
           ev.signal_id,
           s?.value ?? null,
           ev.new_quality,
+          ev.timestamp_ms,
         );
         return;
       }
@@ -2233,6 +2293,7 @@ export class SparkplugEdgeNode {
     signalId: string,
     value: TypedValue | null,
     quality: Quality,
+    polledAtMs: number,
   ): void {
     const id = sparkplugDeviceId(providerId, deviceId);
     const dev = this.#devices.get(id);
@@ -2249,7 +2310,7 @@ export class SparkplugEdgeNode {
         )
       ) return;
       const seq = replay.position(providerId, deviceId);
-      this.#noteOutage(id, { atMs: this.#o.clock.nowMs(), seq });
+      this.#noteOutage(id, { atMs: this.#polledNow(polledAtMs), seq });
       return;
     }
     // The cache publishes a poll's changes before the ring records the poll: the ring's next
@@ -2257,17 +2318,26 @@ export class SparkplugEdgeNode {
     const seq = replay?.position(providerId, deviceId) ?? 0;
     if (replay !== undefined && (this.#outage !== null || !this.online)) {
       // The history ring has it: only when the device's data stopped going out is noted.
-      this.#noteOutage(id, { atMs: this.#o.clock.nowMs(), seq });
+      this.#noteOutage(id, { atMs: this.#polledNow(polledAtMs), seq });
       return;
     }
     let m = this.#pending.get(id);
     if (m === undefined) this.#pending.set(id, m = new Map());
-    m.set(signalId, { value, quality, timestampMs: this.#o.clock.nowMs(), seq });
+    m.set(signalId, { value, quality, timestampMs: this.#polledNow(polledAtMs), seq });
     if (!this.#flushQueued) {
       this.#flushQueued = true;
       // One DDATA per device per poll pass: the pass publishes its updates synchronously.
       queueMicrotask(this.#flushContained);
     }
+  }
+
+  /**
+   * A change's time (the node's clock read as the poll pass publishes it), or, when that read
+   * fails, `polledAtMs`: the state cache's own wall-clock read of the poll (the event's
+   * timestamp_ms), a real reading of the same moment -- the change is not lost with the event.
+   */
+  #polledNow(polledAtMs: number): number {
+    return this.#wallNow("data (DDATA)") ?? polledAtMs;
   }
 
   /**
@@ -2293,9 +2363,14 @@ export class SparkplugEdgeNode {
 
   #flush(): void {
     this.#flushQueued = false;
+    // The DDATA's time, read once per flush when one goes out live; null: the read failed, and
+    // what would have gone out live waits as store and forward's (dated by its polls).
+    let now: number | null | undefined;
     for (const [id, signals] of this.#pending) {
-      const live = this.online && this.#storeLength() === 0 && this.#outage === null &&
+      let live = this.online && this.#storeLength() === 0 && this.#outage === null &&
         this.#inFlight < MAX_IN_FLIGHT;
+      if (live && now === undefined) now = this.#wallNow("data (DDATA)");
+      if (now === null) live = false;
       if (!live && this.#o.replay !== undefined) {
         this.#noteOutageOf(id, signals);
         continue;
@@ -2318,14 +2393,15 @@ export class SparkplugEdgeNode {
         // The poll its changes belong to, for the ring's replay should the write fail (#lost).
         let seq = Infinity;
         for (const p of signals.values()) seq = Math.min(seq, p.seq);
-        const payload = { timestamp: this.#o.clock.nowMs(), metrics };
+        const payload = { timestamp: now!, metrics };
         if (this.#send("DDATA", id, payload, false, seq, this.#o.clock.monoMs())) continue;
         // Split over max_message_bytes without room for all its parts (#sendSplit): none went
         // out, so it waits as data that cannot go out live does.
         if (this.#o.replay !== undefined) this.#noteOutageOf(id, signals);
         else this.#keep(id, metrics);
       } else {
-        this.#keep(id, metrics);
+        // Its polls' time when it went out late for want of a clock read (#keep reads again).
+        this.#keep(id, metrics, now === null ? earliestOf(signals) : undefined);
       }
     }
     this.#pending.clear();
@@ -2357,7 +2433,9 @@ export class SparkplugEdgeNode {
    */
   #keep(deviceId: string, metrics: Metric[], atMs?: number, atMono?: number): void {
     const { maxMessages, maxBytes } = this.#o.config.storeForward;
-    const timestampMs = atMs ?? this.#o.clock.nowMs();
+    // A clock that fails now: the time of its earliest change (each metric carries its poll's).
+    const timestampMs = atMs ?? this.#wallNow("data kept for later (DDATA)") ??
+      Math.min(...metrics.map((m) => Number(m.timestamp)));
     const mono = atMono ?? this.#o.clock.monoMs();
     for (const m of metrics) m.is_historical = true;
     const bytes = encode({ timestamp: timestampMs, metrics }).length;
@@ -2536,7 +2614,8 @@ export class SparkplugEdgeNode {
     const replay = this.#o.replay!;
     const outage = this.#outage!;
     this.#outage = null;
-    const until = this.#o.clock.nowMs();
+    // For the lines alone: the walks end at the ring's position now, whatever the wall clock.
+    const until = this.#wallNow("the end of a replay") ?? Infinity;
     let gaps = 0;
     let gapFrom = Infinity;
     let gapTo = -Infinity;
@@ -2562,7 +2641,8 @@ export class SparkplugEdgeNode {
         this.counts.storeDropped++;
         gaps++;
         gapFrom = Math.min(gapFrom, start.atMs);
-        gapTo = Math.max(gapTo, Math.min(walk === null ? until : walk.reachFromMs, until));
+        const end = Math.min(walk === null ? until : walk.reachFromMs, until);
+        gapTo = Math.max(gapTo, Number.isFinite(end) ? end : start.atMs);
       }
       if (walk !== null) {
         this.#walks.push({ id, walk, mistyped: 0, misunit: 0, next: start });
@@ -2590,7 +2670,9 @@ export class SparkplugEdgeNode {
     }
     if (walks > 0) {
       this.#log.info(
-        `sparkplug: replaying the changes of ${walks} device(s) up to ${until} ms from the ` +
+        `sparkplug: replaying the changes of ${walks} device(s) up to ${
+          Number.isFinite(until) ? `${until} ms` : "now"
+        } from the ` +
           `history ring, with is_historical`,
       );
     }
@@ -2751,26 +2833,61 @@ export class SparkplugEdgeNode {
   }
 
   /**
-   * The wall clock's time to stamp a node metric change, or null: the read failed (a clock that
-   * throws), WARNed once per failing spell, and the change is tried again in NODE_CLOCK_RETRY_MS
-   * (one timer at a time) -- never an invented time, never a change left until some other one.
+   * The wall clock's time to stamp `what` (a message of the node: a node metric change, the
+   * births, a DBIRTH, a DDEATH, a DDATA, the answer to a command), or null: the read failed (a
+   * clock that throws). The one guard of the node's wall-clock reads: WARNed once per failing
+   * spell (not an internal error), and what waits is tried again in NODE_CLOCK_RETRY_MS (one
+   * timer at a time: #clockRetried) or at the next completed write -- never an invented time,
+   * and the caller leaves what it could not date where it waits for the writes (#nodeBehind,
+   * #providersBehind, #answersWaiting, #birthsUndated), never dropped.
    */
-  #nodeNow(): number | null {
+  #wallNow(what: string): number | null {
     try {
       const now = this.#o.clock.nowMs();
-      this.#nodeClockFails.ok();
+      this.#clockFails.ok();
       return now;
     } catch (err) {
-      this.#nodeClockFails.fail(
-        `sparkplug: the wall clock failed dating a node metric change (${errorMessage(err)})`,
+      this.#clockFails.fail(
+        `sparkplug: the wall clock failed dating ${what} (${errorMessage(err)})`,
       );
-      if (this.#nodeClockRetry === null && !this.#stopped) {
-        this.#nodeClockRetry = this.#o.clock.setTimer(() => {
-          this.#nodeClockRetry = null;
-          this.#nodeSoon();
-        }, NODE_CLOCK_RETRY_MS);
+      if (this.#clockRetry === null && !this.#stopped) {
+        this.#clockRetry = this.#o.clock.setTimer(this.#clockRetried, NODE_CLOCK_RETRY_MS);
       }
       return null;
+    }
+  }
+
+  /**
+   * NODE_CLOCK_RETRY_MS after a wall-clock read failed (#wallNow): what waited for it is tried
+   * again -- the births of this connection, e-stop answers kept for the host's history, then
+   * what waits for the writes (#afterWrite: a Rebirth, node metrics behind, answers, providers'
+   * births and deaths), or, away, the node metrics for its history (#nodeSoon). Each reads the
+   * clock again: still failing, it waits again.
+   */
+  readonly #clockRetried = (): void => {
+    this.#clockRetry = null;
+    this.#contain("what waited for the wall clock", () => {
+      if (this.#birthsUndated) {
+        this.#birthsUndated = false;
+        this.#maybeBirth();
+      }
+      this.#datedEstopAnswers();
+      // Online, a node change not dated waits as #nodeBehind; away, #keepNode reads again.
+      if (this.online) this.#afterWrite();
+      else this.#nodeSoon();
+    });
+  };
+
+  /**
+   * The NCMD e-stop answers kept while the clock failed, dated `at` (a read that worked) or now,
+   * and kept (#keepEstopAnswer) in the order they were given.
+   */
+  #datedEstopAnswers(at?: number): void {
+    if (this.#estopAnswersUndated.length === 0) return;
+    const now = at ?? this.#wallNow("an NCMD e-stop's answer kept for the host's history");
+    if (now === null) return;
+    for (const a of this.#estopAnswersUndated.splice(0)) {
+      this.#keepEstopAnswer(now, a.atMono, a.value);
     }
   }
 
@@ -2791,7 +2908,7 @@ export class SparkplugEdgeNode {
       if (this.#nbirthOverBytes !== null) this.#maybeBirth();
       return;
     }
-    const now = this.#nodeNow();
+    const now = this.#wallNow("a node metric change");
     if (now === null) {
       // Not dated, not lost: the next completed write or the retry timer sends it.
       this.#nodeBehind = true;
@@ -2866,7 +2983,7 @@ export class SparkplugEdgeNode {
   #keepNode(): void {
     const before = this.#lastNode ?? this.#unbornNode;
     if (before === null) return;
-    const now = this.#nodeNow();
+    const now = this.#wallNow("a node metric change");
     if (now === null) return; // kept when the retry timer finds the clock working
     const status = this.#nodeState();
     const metrics = this.#nodeMetrics(status, before, now, false);
@@ -3437,7 +3554,7 @@ export class SparkplugEdgeNode {
   #commandResult(deviceId: string, name: string, text: string): void {
     if (!this.online) {
       if (deviceId === NODE && name === NODE_METRICS.estop) {
-        this.#keepEstopAnswer(this.#o.clock.nowMs(), this.#o.clock.monoMs(), `${name}: ${text}`);
+        this.#keepEstopAnswerNow(this.#o.clock.monoMs(), `${name}: ${text}`);
       }
       return;
     }
@@ -3452,8 +3569,11 @@ export class SparkplugEdgeNode {
       if (!dev.functions.has(name)) return this.#commandResult(NODE, `${deviceId}/${name}`, text);
     }
     const key = `${deviceId}\u0000${name}`;
+    // Its time (null: the clock failed; it waits for the clock as for the writes: #clockRetried).
+    const now = this.#wallNow("the answer to a command");
     if (
-      this.#inFlight >= MAX_IN_FLIGHT || this.#answersWaiting.size > 0 || this.#nodeKept.length > 0
+      this.#inFlight >= MAX_IN_FLIGHT || this.#answersWaiting.size > 0 ||
+      this.#nodeKept.length > 0 || now === null
     ) {
       // Under the bound like data; the latest answer of a metric replaces an older one waiting.
       // Behind the node changes kept while away too (history first, then the present): their
@@ -3473,7 +3593,7 @@ export class SparkplugEdgeNode {
           deviceId,
           name,
           text,
-          atMs: this.#o.clock.nowMs(),
+          atMs: now,
           atMono: this.#o.clock.monoMs(),
         });
       } else {
@@ -3481,7 +3601,7 @@ export class SparkplugEdgeNode {
       }
       return;
     }
-    this.#answer(deviceId, name, text);
+    this.#answer(deviceId, name, text, now);
   }
 
   /**
@@ -3489,15 +3609,20 @@ export class SparkplugEdgeNode {
    * change kept while away waits (#drainNode stopped at a split).
    */
   #sendAnswers(): void {
+    // Dated when they go out (the answer's publish time), one read for them all; they wait on
+    // for a clock that fails (#clockRetried).
+    let now: number | null | undefined;
     for (const [key, a] of this.#answersWaiting) {
       if (!this.online || this.#inFlight >= MAX_IN_FLIGHT || this.#nodeKept.length > 0) return;
+      now ??= this.#wallNow("the answer to a command");
+      if (now === null) return;
       this.#answersWaiting.delete(key);
-      this.#answer(a.deviceId, a.name, a.text);
+      this.#answer(a.deviceId, a.name, a.text, now);
     }
   }
 
-  #answer(deviceId: string, name: string, text: string): void {
-    const now = this.#o.clock.nowMs();
+  /** Publishes the answer to a command, dated `now`. */
+  #answer(deviceId: string, name: string, text: string, now: number): void {
     if (deviceId === NODE) {
       // An e-stop's answer that fails with the connection is kept (#lostNode), as a latch is.
       const payload: Payload = {
@@ -3516,7 +3641,7 @@ export class SparkplugEdgeNode {
     // it wrote (a Rebirth, its provider's function gone): its alias is no metric of the device's
     // current DBIRTH, which a host could not read. The node tells it, naming the device.
     if (this.#devices.get(deviceId)?.functions.has(name) !== true) {
-      return this.#answer(NODE, `${deviceId}/${name}`, text);
+      return this.#answer(NODE, `${deviceId}/${name}`, text, now);
     }
     this.#send("DDATA", deviceId, {
       timestamp: now,
@@ -3543,11 +3668,18 @@ export class SparkplugEdgeNode {
     return topicOf(this.#o.config.groupId, type, this.#o.edgeNodeId, deviceId);
   }
 
+  /**
+   * The NDEATH (the will registered at CONNECT, or published on leaving). A wall clock that fails
+   * leaves its timestamp out rather than the connection unopened: Sparkplug 3.0 asks a timestamp
+   * of DDEATH, not of NDEATH (whose will is dated at CONNECT anyway, and which a Sparkplug-aware
+   * broker may re-date at delivery); its bdSeq is what a host reads.
+   */
   #deathPayload(): Uint8Array {
-    return encode({
-      timestamp: this.#o.clock.nowMs(),
-      metrics: [{ name: NODE_METRICS.bdSeq, datatype: DataType.UInt64, long_value: this.#bdSeq }],
-    });
+    const now = this.#wallNow("the node's death (NDEATH)");
+    const metrics = [
+      { name: NODE_METRICS.bdSeq, datatype: DataType.UInt64, long_value: this.#bdSeq },
+    ];
+    return encode(now === null ? { metrics } : { timestamp: now, metrics });
   }
 
   #alias(deviceId: string, name: string): number {
@@ -3801,11 +3933,33 @@ export class SparkplugEdgeNode {
     }]);
   }
 
+  /** An NCMD e-stop's answer given now (monotonic `atMono`), kept for the host's history. */
+  #keepEstopAnswerNow(atMono: number, value: string): void {
+    const now = this.#wallNow("an NCMD e-stop's answer kept for the host's history");
+    if (now === null) this.#keepEstopAnswerUndated(atMono, value);
+    else this.#keepEstopAnswer(now, atMono, value);
+  }
+
+  /**
+   * An NCMD e-stop's answer to keep whose time the clock could not read: dated at its first read
+   * that works (#datedEstopAnswers), MAX_ANSWERS_WAITING at most (the oldest makes room).
+   */
+  #keepEstopAnswerUndated(atMono: number, value: string): void {
+    if (this.#stopped) return;
+    this.#estopAnswersUndated.push({ atMono, value });
+    if (this.#estopAnswersUndated.length > MAX_ANSWERS_WAITING) {
+      this.#estopAnswersUndated.shift();
+      this.counts.publishFailures++;
+    }
+  }
+
   /** The answers waiting for writes on a connection that is gone: an e-stop's is kept. */
   #dropAnswersWaiting(): void {
     for (const a of this.#answersWaiting.values()) {
       if (a.deviceId === NODE && a.name === NODE_METRICS.estop) {
-        this.#keepEstopAnswer(a.atMs, a.atMono, `${a.name}: ${a.text}`);
+        const value = `${a.name}: ${a.text}`;
+        if (a.atMs === null) this.#keepEstopAnswerUndated(a.atMono, value);
+        else this.#keepEstopAnswer(a.atMs, a.atMono, value);
       }
     }
     this.#answersWaiting.clear();
@@ -3946,6 +4100,13 @@ const VALUE_FIELDS = [
   "long_value",
   "int_value",
 ];
+
+/** The time of a device's earliest change waiting for a flush (each its poll's). */
+function earliestOf(signals: ReadonlyMap<string, PendingSignal>): number {
+  let atMs = Infinity;
+  for (const p of signals.values()) atMs = Math.min(atMs, p.timestampMs);
+  return atMs;
+}
 
 function scalarOf(m: Record<string, unknown>): unknown {
   for (const k of VALUE_FIELDS) if (m[k] !== undefined) return m[k];

@@ -6,7 +6,7 @@
  * one through a retained copy or a command a host sends it.
  */
 import type { Clock } from "../common/mod.ts";
-import { errorMessage, escapeControl, providerTextWithin } from "../common/mod.ts";
+import { errorMessage, escapeControl, providerTextWithin, readClockTwice } from "../common/mod.ts";
 import { NODE_METRICS } from "./edge_node.ts";
 import type { MqttConnect, MqttSessionOptions } from "../common/mod.ts";
 import { decode, encode, NAMESPACE, parseTopic, topicOf } from "./payloads.ts";
@@ -175,14 +175,20 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
     const a = asking.get(key) ?? { asks: 0, timer: undefined };
     asking.set(key, a);
     a.asks++;
-    session.publish(
-      topicOf(n.group, "NCMD", n.node),
-      encode({
-        timestamp: o.clock.nowMs(),
-        metrics: [{ name: NODE_METRICS.rebirth, datatype: 11, boolean_value: true }],
-      }),
-      0,
-    ).catch(() => {});
+    // An NCMD carries its time (Sparkplug 3.0): a wall clock that fails (twice) leaves this ask
+    // out (no invented time; the view has no log), and the retry below asks again, within
+    // REBIRTH_ASKS_PER_NODE.
+    const now = readClockTwice(() => o.clock.nowMs(), undefined, "fleet view", "a Rebirth ask");
+    if (now !== null) {
+      session.publish(
+        topicOf(n.group, "NCMD", n.node),
+        encode({
+          timestamp: now,
+          metrics: [{ name: NODE_METRICS.rebirth, datatype: 11, boolean_value: true }],
+        }),
+        0,
+      ).catch(() => {});
+    }
     const wait = Math.min(REBIRTH_RETRY_MAX_MS, REBIRTH_RETRY_FIRST_MS * 2 ** (a.asks - 1));
     a.timer = o.clock.setTimer(
       () => (a.asks < REBIRTH_ASKS_PER_NODE ? askRebirth(key) : stopAsking(key, true)),

@@ -287,8 +287,11 @@ export function deviceMetricNames(caps: DeviceCapabilities): string[] {
   ];
 }
 
-/** Encodes a payload (a copy: the codec's buffer is reused). */
-export function encode(p: Payload): Uint8Array {
+/**
+ * Encodes a payload (a copy: the codec's buffer is reused). One without a timestamp (an NDEATH
+ * whose clock read failed: edge_node.ts #deathPayload) leaves the field out.
+ */
+export function encode(p: Omit<Payload, "timestamp"> & { timestamp?: number }): Uint8Array {
   return encodePayload(p).slice();
 }
 

@@ -127,6 +127,8 @@ export interface EdgeNodeRig {
   readonly estops: string[];
   /** A session per connection the node opened, oldest first. */
   readonly sessions: HeldSession[];
+  /** The will (NDEATH) each connection registered, oldest first. */
+  readonly wills: { readonly topic: string; readonly payload: Uint8Array }[];
   /** The latest session. */
   readonly session: HeldSession;
   /** Starts the node and brings its first connection up: its births go out. */
@@ -179,6 +181,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
         : null,
   } as unknown as InventoryReader;
   const sessions: HeldSession[] = [];
+  const wills: EdgeNodeRig["wills"] = [];
   const calls: CallRequest[] = [];
   const clock = new ManualClock();
   const status = { mode: o.mode ?? "IDLE", estopLatched: false };
@@ -211,7 +214,8 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
     },
     edgeNodeId: "n",
     clientId: "c",
-    connect: () => {
+    connect: (c) => {
+      if (c.will !== undefined) wills.push(c.will);
       const s = new HeldSession({
         hold: o.hold ?? false,
         holdEnd: o.holdEnd ?? false,
@@ -254,6 +258,7 @@ export function edgeNodeRig(o: EdgeNodeRigOptions = {}): EdgeNodeRig {
     calls,
     estops,
     sessions,
+    wills,
     get session() {
       return latest();
     },

@@ -65,7 +65,10 @@ Deno.test("a mode change the node's own clock read cannot date goes out once the
   failing.now = false;
   await r.clock.advanceAsync(NODE_CLOCK_RETRY_MS);
   assert.deepEqual(modesSent(r, false), ["MANUAL"], "the host gets the mode once the clock works");
-  assert.ok(lines.some((l) => l.includes("dates node metric changes again (2 read(s) failed)")));
+  assert.ok(
+    lines.some((l) => l.includes("dates the node's messages again (2 read(s) failed)")),
+    lines.join("\n"),
+  );
   assert.equal(r.clock.pendingTimers, 0, "no retry left once it went out");
   await r.stop();
 });
