@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { RuntimeError } from "../../src/common/mod.ts";
 import type { JournalAppendHandle } from "../../src/journal/mod.ts";
-import { RealJournalFiles } from "../helpers/journal_files.ts";
+import { type FilesCall, LATE_CALLS, LateFiles } from "../helpers/journal_files.ts";
 import { newKernel, waitFor } from "../helpers/kernel.ts";
 import { flushMicrotasks, ManualClock, runToSettle, settleOn } from "../helpers/clock.ts";
 import { testConfig } from "../helpers/sim_config.ts";
@@ -18,69 +18,39 @@ const BUDGET_MS = 5000;
 const QUIET_POLLS = 5;
 
 /**
- * Real files where each call on a path holding `pathPart` waits until `release()` (a hung mount
- * that answers at last); counts the append handles opened and closed.
+ * Real files where each call of a journal's opening (LATE_CALLS) on a path holding `pathPart` waits
+ * until `release()` (a hung mount that answers at last: LateFiles); counts those calls, and the
+ * append handles opened and closed.
  */
-class HeldFiles extends RealJournalFiles {
-  readonly #pathPart: string;
-  readonly #waiting: (() => void)[] = [];
-  #released = false;
-  /** Calls held so far, and those of them that returned. */
-  held = 0;
-  answered = 0;
-  /** Calls on the files so far (held or not): the late opening has ended when none comes. */
+class HeldFiles extends LateFiles {
+  /** Calls of a journal's opening so far (held or not): the late opening has ended when none comes. */
   calls = 0;
   /** Append handles opened, and closed. */
   opened = 0;
   closed = 0;
   constructor(pathPart: string) {
-    super();
-    this.#pathPart = pathPart;
+    super("every call", pathPart);
   }
-  /** Lets every held call go on; the calls after it go straight through. */
-  release(): void {
-    this.#released = true;
-    for (const go of this.#waiting.splice(0)) go();
+  protected override gate<T>(
+    call: FilesCall,
+    paths: readonly string[],
+    run: () => Promise<T>,
+  ): Promise<T> {
+    if (LATE_CALLS.includes(call)) this.calls++;
+    return super.gate(call, paths, run);
   }
-  async #held<T>(path: string, call: () => Promise<T>): Promise<T> {
-    this.calls++;
-    if (!this.#released && path.includes(this.#pathPart)) {
-      this.held++;
-      await new Promise<void>((r) => this.#waiting.push(r));
-      try {
-        return await call();
-      } finally {
-        this.answered++;
-      }
-    }
-    return call();
-  }
-  override ensureDir(path: string): Promise<void> {
-    return this.#held(path, () => super.ensureDir(path));
-  }
-  override listNames(dir: string): Promise<string[]> {
-    return this.#held(dir, () => super.listNames(dir));
-  }
-  override fileSize(path: string): Promise<number> {
-    return this.#held(path, () => super.fileSize(path));
-  }
-  override endsWithNewline(path: string): Promise<boolean> {
-    return this.#held(path, () => super.endsWithNewline(path));
-  }
-  override openAppend(path: string): Promise<JournalAppendHandle> {
-    return this.#held(path, async () => {
-      const h = await super.openAppend(path);
-      this.opened++;
-      return {
-        append: (text) => h.append(text),
-        sync: () => h.sync(),
-        truncate: (size) => h.truncate(size),
-        close: () => {
-          this.closed++;
-          h.close();
-        },
-      };
-    });
+  override async openAppend(path: string): Promise<JournalAppendHandle> {
+    const h = await super.openAppend(path);
+    this.opened++;
+    return {
+      append: (text) => h.append(text),
+      sync: () => h.sync(),
+      truncate: (size) => h.truncate(size),
+      close: () => {
+        this.closed++;
+        h.close();
+      },
+    };
   }
 }
 

@@ -7,10 +7,20 @@
  * kernel with the simulated provider as a child process, real files whose appends under the held
  * folder wait until the test lets them go, a stand-in InfluxDB on loopback. The data_dir lock is
  * kept until the writes the disk held ended: a second runtime is refused while they may land.
+ * The runtime runs on a SkippingClock: where the stop waits out a bound for a disk that does not
+ * answer, the test moves the clock past it once the stop has reached that wait (calledOn), instead
+ * of sleeping it; the outcome is timed on the same clock (within).
  */
 import assert from "node:assert/strict";
+import type { Clock } from "../../src/common/mod.ts";
 import type { Config } from "../../src/config/mod.ts";
-import { AUDIT_STOP_MS, RUNS_STOP_MS } from "../../src/app/kernel.ts";
+import {
+  AUDIT_STOP_MS,
+  HISTORY_STOP_BEFORE_PROVIDERS_MS,
+  RUNS_STOP_MS,
+  type StopDeadline,
+  TELEMETRY_STOP_RESERVE_MS,
+} from "../../src/app/kernel.ts";
 import { exitCodeAfterStop, HURRIED_SHUTDOWN_MS, shutDown } from "../../src/app/process.ts";
 import { EXIT_INTERNAL_ERROR, EXIT_OK } from "../../src/app/exit_codes.ts";
 import { systemClock } from "../../src/host/clock.ts";
@@ -23,8 +33,11 @@ import {
 import { lockDataDir } from "../../src/host/mod.ts";
 import { afterPolls, processAlive, startRuntime, waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
+import { SkippingClock } from "../helpers/clock.ts";
+import { macrotask } from "../helpers/turns.ts";
 import { FakeInflux } from "../helpers/fake_influx.ts";
 import { DEFAULT_HISTORY, simProvider, testConfig } from "../helpers/sim_config.ts";
+import { INCIDENT_STOP_WAIT_MS } from "../../src/history/mod.ts";
 
 /** What the stop may take past the journal's bound (the provider's stop, telemetry's flush). */
 const STOP_SLACK_MS = 4000;
@@ -43,15 +56,85 @@ function telemetry(url: string): Config["telemetry"] {
   };
 }
 
-/** "stopped" when `stopping` settles within `ms`, else "held". */
-async function within(stopping: Promise<void>, ms: number): Promise<"stopped" | "held"> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const held = new Promise<"held">((r) => (timer = setTimeout(() => r("held"), ms)));
+/**
+ * "stopped" when `stopping` settles within `ms` on `clock` (the runtime's: a skip counts), else
+ * "held".
+ */
+async function within(
+  stopping: Promise<void>,
+  ms: number,
+  clock: Pick<Clock, "setTimer" | "clearTimer"> = systemClock,
+): Promise<"stopped" | "held"> {
+  let timer: ReturnType<Clock["setTimer"]> | undefined;
+  const held = new Promise<"held">((r) => (timer = clock.setTimer(() => r("held"), ms)));
   try {
     return await Promise.race([stopping.then(() => "stopped" as const), held]);
   } finally {
-    clearTimeout(timer);
+    if (timer !== undefined) clock.clearTimer(timer);
   }
+}
+
+/** The process's deadline `ms` from now on `clock` (the stop's budget: a skip takes from it). */
+function deadlineOn(clock: Clock, ms: number): StopDeadline {
+  const endsAt = clock.monoMs() + ms;
+  return { leftMs: () => endsAt - clock.monoMs() };
+}
+
+/**
+ * A wait (bounded: waitFor's) until the stop has called `obj[method]` (the call goes on as
+ * before), or with `settled` until that call has settled too: the stage the stop has reached, the
+ * bound it waits for that stage with armed on the clock by then (raceTimeout arms it in the same
+ * turn). Kernel#stop: `history.detach` before HISTORY_STOP_BEFORE_PROVIDERS_MS; `audit.close`,
+ * `runs.shutdown` before their bounds; `telemetry.stop` once the history's last wait (what the
+ * budget leaves past TELEMETRY_STOP_RESERVE_MS) is armed.
+ */
+function calledOn<T extends object, K extends keyof T>(
+  obj: T,
+  method: K,
+  settled = false,
+): () => Promise<void> {
+  let reached = false;
+  const f = obj[method] as (...args: unknown[]) => unknown;
+  obj[method] = ((...args: unknown[]) => {
+    if (!settled) reached = true;
+    const out = f.apply(obj, args);
+    if (settled) void Promise.resolve(out).finally(() => (reached = true)).catch(() => {});
+    return out;
+  }) as T[K];
+  const what = `the stop ${settled ? "done with" : "calling"} ${String(method)}`;
+  return async () => {
+    await waitFor(what, () => reached, 10_000, 0);
+  };
+}
+
+/**
+ * The stop's two waits for the history's rows and the incident records (calledOn, set before the
+ * stop): `beforeProviders` (HISTORY_STOP_BEFORE_PROVIDERS_MS armed) and `last` (what the budget
+ * leaves past TELEMETRY_STOP_RESERVE_MS), once telemetry's last flush, meanwhile, has ended: a
+ * write to the database in flight takes its real time, not the skip's.
+ */
+function historyWaits(rt: Awaited<ReturnType<typeof startRuntime>>) {
+  return {
+    beforeProviders: calledOn(rt.history!, "detach"),
+    last: calledOn(rt.telemetry, "stop", true),
+  };
+}
+
+/**
+ * Runs out on `clock`, as they come, the two waits (historyWaits) of a stop whose process's
+ * deadline is `deadline`: HISTORY_STOP_BEFORE_PROVIDERS_MS, then what the deadline leaves past
+ * TELEMETRY_STOP_RESERVE_MS -- the reserve itself still runs in real time. The stop's stages in
+ * between (the providers', the journals' close) take their real time.
+ */
+async function runOutHistoryWaits(
+  clock: SkippingClock,
+  waits: ReturnType<typeof historyWaits>,
+  deadline: StopDeadline,
+): Promise<void> {
+  await waits.beforeProviders();
+  clock.skip(HISTORY_STOP_BEFORE_PROVIDERS_MS);
+  await waits.last();
+  clock.skip(Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS));
 }
 
 /** Whether a second runtime could take the lock of `dir` now (taken, and let go again). */
@@ -123,18 +206,31 @@ function rowsNotWritten(lines: readonly string[]): string[] {
 }
 
 const CASES = [
-  { journal: "audit journal", part: "/audit/", bound: AUDIT_STOP_MS, name: "AUDIT_STOP_MS" },
-  { journal: "run records", part: "/runs", bound: RUNS_STOP_MS, name: "RUNS_STOP_MS" },
+  {
+    journal: "audit journal",
+    part: "/audit/",
+    bound: AUDIT_STOP_MS,
+    name: "AUDIT_STOP_MS",
+    closing: (rt: Awaited<ReturnType<typeof startRuntime>>) => calledOn(rt.audit, "close"),
+  },
+  {
+    journal: "run records",
+    part: "/runs",
+    bound: RUNS_STOP_MS,
+    name: "RUNS_STOP_MS",
+    closing: (rt: Awaited<ReturnType<typeof startRuntime>>) => calledOn(rt.runs, "shutdown"),
+  },
 ] as const;
 
-for (const { journal, part, bound, name } of CASES) {
+for (const { journal, part, bound, name, closing } of CASES) {
   Deno.test(`Kernel.stop with the ${journal}' disk hung ends within ${name}, and telemetry's last flush still runs`, async () => {
     const disk = hungDisk(part);
     const db = new FakeInflux();
     const { log, lines } = capturingLogger({ level: "warn" });
+    const clock = new SkippingClock();
     const rt = await startRuntime(
       testConfig({ providers: [simProvider("sim0")], telemetry: telemetry(db.url) }),
-      { host: { log, files: disk.files, lockDataDir } },
+      { host: { log, files: disk.files, lockDataDir, clock } },
     );
     let stopping: Promise<void> | null = null;
     try {
@@ -144,8 +240,12 @@ for (const { journal, part, bound, name } of CASES) {
       disk.hang();
       await rt.modes.request("MANUAL"); // an audit entry, a run event: held by the disk
       assert.equal(db.lines.length, 0, "telemetry flushed before the stop");
+      const closed = closing(rt);
       stopping = rt.stop();
-      const outcome = await within(stopping, bound + STOP_SLACK_MS);
+      const ended = within(stopping, bound + STOP_SLACK_MS, clock);
+      await closed();
+      clock.skip(bound); // the journal's close waited for: its bound runs out
+      const outcome = await ended;
       assert.ok(disk.held() > 0, `the ${journal}' writes were held by the disk`);
       assert.equal(outcome, "stopped", `the stop waited past ${name} for the ${journal}' disk`);
       const warned = lines.filter((l) => l.includes(name));
@@ -164,22 +264,26 @@ Deno.test("Kernel.stop with the history disk hung for good ends within the proce
   const disk = hungDisk("/history/");
   const db = new FakeInflux();
   const { log, lines } = capturingLogger({ level: "warn" });
+  const clock = new SkippingClock();
   const rt = await startRuntime(
     testConfig({
       providers: [simProvider("sim0")],
       history: { stepMs: 1000 },
       telemetry: telemetry(db.url),
     }),
-    { host: { log, files: disk.files, lockDataDir } },
+    { host: { log, files: disk.files, lockDataDir, clock } },
   );
   let stopping: Promise<void> | null = null;
   try {
     await afterPolls(rt, "sim0/tempctl0", 3);
     disk.hang();
     assert.equal(db.lines.length, 0, "telemetry flushed before the stop");
-    const endsAt = performance.now() + STOP_BUDGET_MS;
-    stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
-    const outcome = await within(stopping, STOP_BUDGET_MS);
+    const waits = historyWaits(rt);
+    const deadline = deadlineOn(clock, STOP_BUDGET_MS);
+    stopping = rt.stop(deadline);
+    const ended = within(stopping, STOP_BUDGET_MS, clock);
+    await runOutHistoryWaits(clock, waits, deadline);
+    const outcome = await ended;
     assert.ok(disk.held() > 0, "the history's last rows were held by the disk");
     assert.equal(outcome, "stopped", "the stop waited past its budget for the history's disk");
     const warned = rowsNotWritten(lines);
@@ -211,20 +315,32 @@ Deno.test("Kernel.stop whose budget runs out while the history disk answers slow
     await append(text);
   });
   const { log, lines } = capturingLogger({ level: "warn" });
+  const clock = new SkippingClock();
   const rt = await startRuntime(
     testConfig({ providers: [simProvider("sim0")], history: { stepMs: 1000 } }),
-    { host: { log, files, lockDataDir } },
+    { host: { log, files, lockDataDir, clock } },
   );
   let stopping: Promise<void> | null = null;
-  let answering: ReturnType<typeof setTimeout> | undefined;
+  let answering: ReturnType<Clock["setTimer"]> | undefined;
   try {
     await afterPolls(rt, "sim0/tempctl0", 3);
     slow = true;
     await waitFor("a write of the history's rows in flight", () => held > 0);
-    const endsAt = performance.now() + STOP_BUDGET_MS;
-    stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
-    answering = setTimeout(() => firstAnswers.resolve(), 1900);
-    assert.equal(await within(stopping, STOP_BUDGET_MS), "stopped");
+    const waits = historyWaits(rt);
+    const deadline = deadlineOn(clock, STOP_BUDGET_MS);
+    stopping = rt.stop(deadline);
+    const ended = within(stopping, STOP_BUDGET_MS, clock);
+    const answersAt = clock.monoMs() + 1900;
+    answering = clock.setTimer(() => firstAnswers.resolve(), 1900);
+    await waits.beforeProviders();
+    clock.skip(HISTORY_STOP_BEFORE_PROVIDERS_MS);
+    // In the history's last wait, on to where the disk answers the first write; it holds the
+    // next (the stop's last rows) until the rest of the budget has run out.
+    await waits.last();
+    clock.skip(Math.max(0, answersAt - clock.monoMs()));
+    await waitFor("the stop's last rows held by the disk", () => held > 1, 10_000, 0);
+    clock.skip(Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS));
+    assert.equal(await ended, "stopped");
     assert.ok(held > 1, "the stop's last rows were held by the disk");
     const warned = rowsNotWritten(lines);
     assert.equal(warned.length, 1, `one WARN counting the rows not written:\n${lines.join("\n")}`);
@@ -236,7 +352,7 @@ Deno.test("Kernel.stop whose budget runs out while the history disk answers slow
     );
     await lockKeptUntilWritten(rt.config.runtime.dataDir, released.resolve);
   } finally {
-    clearTimeout(answering);
+    if (answering !== undefined) clock.clearTimer(answering);
     firstAnswers.resolve();
     released.resolve();
     await (stopping ?? rt.stop());
@@ -256,9 +372,10 @@ Deno.test("Kernel.stop with a write under way at its ask, answered a moment afte
     await append(text);
   });
   const { log, lines } = capturingLogger({ level: "warn" });
+  const clock = new SkippingClock();
   const rt = await startRuntime(
     testConfig({ providers: [simProvider("sim0")], history: { stepMs: 1000 } }),
-    { host: { log, files, lockDataDir } },
+    { host: { log, files, lockDataDir, clock } },
   );
   let stopping: Promise<void> | null = null;
   let answering: ReturnType<typeof setTimeout> | undefined;
@@ -266,10 +383,22 @@ Deno.test("Kernel.stop with a write under way at its ask, answered a moment afte
     await afterPolls(rt, "sim0/tempctl0", 3);
     slow = true;
     await waitFor("a write of the history's rows in flight", () => held > 0);
-    const endsAt = performance.now() + STOP_BUDGET_MS;
-    stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
+    const waits = historyWaits(rt);
+    const deadline = deadlineOn(clock, STOP_BUDGET_MS);
+    const writtenBefore = rt.history!.diskRowsWritten;
+    stopping = rt.stop(deadline);
+    const ended = within(stopping, STOP_BUDGET_MS, clock);
     answering = setTimeout(() => firstAnswers.resolve(), 50);
-    assert.equal(await within(stopping, STOP_BUDGET_MS), "stopped");
+    // Its rows written before the stop's waits run out (the first, HISTORY_STOP_BEFORE_PROVIDERS_MS,
+    // before the providers' stop).
+    await waitFor(
+      "the write under way at the stop's ask answered",
+      () => rt.history!.diskRowsWritten > writtenBefore,
+      10_000,
+      0,
+    );
+    await runOutHistoryWaits(clock, waits, deadline);
+    assert.equal(await ended, "stopped");
     assert.ok(held > 1, "the stop's last rows were held by the disk");
     const warned = rowsNotWritten(lines);
     assert.equal(warned.length, 1, `one WARN counting the rows not written:\n${lines.join("\n")}`);
@@ -294,20 +423,27 @@ Deno.test("Kernel.stop with the history disk stalled for a while writes every ro
   let stalled: Promise<void> | null = null;
   const disk = hungDisk("/history/");
   const { log, lines } = capturingLogger({ level: "warn" });
+  const clock = new SkippingClock();
   const rt = await startRuntime(
     testConfig({ providers: [simProvider("sim0")], history: { stepMs: 1000 } }),
-    { host: { log, files: disk.files, lockDataDir } },
+    { host: { log, files: disk.files, lockDataDir, clock } },
   );
   let stopping: Promise<void> | null = null;
   try {
     await afterPolls(rt, "sim0/tempctl0", 3);
     // The disk answers again STALL_MS into the stop: past HISTORY_STOP_BEFORE_PROVIDERS_MS, well
     // within the budget (nothing else of the stop needs the rest of it).
-    stalled = new Promise<void>((r) => setTimeout(r, STALL_MS));
+    stalled = new Promise<void>((r) => clock.setTimer(r, STALL_MS));
     disk.hang(stalled);
-    const endsAt = performance.now() + STOP_BUDGET_MS;
-    stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
-    const outcome = await within(stopping, STOP_BUDGET_MS);
+    const waits = historyWaits(rt);
+    stopping = rt.stop(deadlineOn(clock, STOP_BUDGET_MS));
+    const ended = within(stopping, STOP_BUDGET_MS, clock);
+    await waits.beforeProviders();
+    clock.skip(HISTORY_STOP_BEFORE_PROVIDERS_MS);
+    // In the history's last wait: on to where the disk answers again (the budget's end further on).
+    await waits.last();
+    clock.skip(STALL_MS - HISTORY_STOP_BEFORE_PROVIDERS_MS);
+    const outcome = await ended;
     assert.equal(outcome, "stopped", "the stop waited past its budget for the history's disk");
     const pending = rt.history!.diskRowsPending;
     const free = await lockFree(rt.config.runtime.dataDir);
@@ -332,29 +468,36 @@ Deno.test("Kernel.stop with the history disk stalled for a while writes every ro
 Deno.test("Kernel.stop with the history disk hung for good ends within the hurried deadline a second stop signal sets", async () => {
   const disk = hungDisk("/history/");
   const { log, lines } = capturingLogger({ level: "warn" });
+  const clock = new SkippingClock();
   const rt = await startRuntime(
     testConfig({
       providers: [simProvider("sim0")],
       runtime: { shutdownTimeoutMs: 10_000 },
       history: { stepMs: 1000 },
     }),
-    { host: { log, files: disk.files, lockDataDir } },
+    { host: { log, files: disk.files, lockDataDir, clock } },
   );
   let stopping: Promise<void> | null = null;
   try {
     await afterPolls(rt, "sim0/tempctl0", 3);
     const pid = rt.registry.host("sim0")!.session!.pid;
     disk.hang();
+    const waits = historyWaits(rt);
     // The process's deadline: runtime.shutdown_timeout_ms and its grace, until a second signal.
-    let endsAt = performance.now() + 11_000;
+    let endsAt = clock.monoMs() + 11_000;
     const hurry = Promise.withResolvers<void>();
-    stopping = rt.stop({ leftMs: () => endsAt - performance.now(), hurried: hurry.promise });
+    stopping = rt.stop({ leftMs: () => endsAt - clock.monoMs(), hurried: hurry.promise });
+    await waits.beforeProviders();
+    clock.skip(HISTORY_STOP_BEFORE_PROVIDERS_MS);
     await waitFor("the provider stopped while the history's disk hangs", () => !processAlive(pid));
     // The stop now waits for the history's rows: a second stop signal leaves it HURRIED_SHUTDOWN_MS.
-    await new Promise((r) => setTimeout(r, 100));
-    endsAt = performance.now() + HURRIED_SHUTDOWN_MS;
+    await waits.last();
+    endsAt = clock.monoMs() + HURRIED_SHUTDOWN_MS;
     hurry.resolve();
-    const outcome = await within(stopping, HURRIED_SHUTDOWN_MS);
+    const ended = within(stopping, HURRIED_SHUTDOWN_MS, clock);
+    await macrotask(); // the wait cut at the hurry, bounded again by what the hurried budget leaves
+    clock.skip(Math.max(0, endsAt - clock.monoMs() - TELEMETRY_STOP_RESERVE_MS));
+    const outcome = await ended;
     assert.equal(outcome, "stopped", "the stop waited past the hurried deadline for the disk");
     const warned = rowsNotWritten(lines);
     assert.equal(warned.length, 1, `one WARN counting the rows not written:\n${lines.join("\n")}`);
@@ -396,18 +539,22 @@ class HeldThenFailingAudit extends RealJournalFiles {
 Deno.test("shutdown with the audit journal's disk hung exits 4 when its close fails after the stop went on without it, before the process exits, never saying 'shutdown complete'", async () => {
   const files = new HeldThenFailingAudit();
   const { log, lines } = capturingLogger({ level: "info" });
+  const clock = new SkippingClock();
   const rt = await startRuntime(testConfig({ providers: [simProvider("sim0")] }), {
-    host: { log, files, lockDataDir },
+    host: { log, files, lockDataDir, clock },
   });
   let stopping: Promise<number> | null = null;
   try {
     await afterPolls(rt, "sim0/tempctl0", 2);
     files.hung = true;
     await rt.modes.request("MANUAL"); // an audit entry: held by the disk
+    const closing = calledOn(rt.audit, "close");
     stopping = shutDown((deadline) => rt.stop(deadline), { onRepeat: () => {} }, rt.config, log, {
-      clock: systemClock,
+      clock,
       killProviders: () => Promise.resolve(),
     });
+    await closing();
+    clock.skip(AUDIT_STOP_MS); // the audit journal's close waited for: its bound runs out
     const code = await stopping;
     assert.ok(files.held > 0, "the audit journal's writes were held by the disk");
     assert.equal(code, EXIT_OK, `the stop went on without the audit journal:\n${lines.join("\n")}`);
@@ -510,17 +657,21 @@ class HungSyncHistory extends InterceptedSyncs {
 Deno.test("Kernel.stop with the history disk's last fsync hung says the tier's close did not end, never '0 history row(s) not written'", async () => {
   const files = new HungSyncHistory();
   const { log, lines } = capturingLogger({ level: "warn" });
+  const clock = new SkippingClock();
   const rt = await startRuntime(
     testConfig({ providers: [simProvider("sim0")], history: { stepMs: 1000 } }),
-    { host: { log, files, lockDataDir } },
+    { host: { log, files, lockDataDir, clock } },
   );
   let stopping: Promise<void> | null = null;
   try {
     await afterPolls(rt, "sim0/tempctl0", 3);
     files.hung = true;
-    const endsAt = performance.now() + STOP_BUDGET_MS;
-    stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
-    const outcome = await within(stopping, STOP_BUDGET_MS);
+    const waits = historyWaits(rt);
+    const deadline = deadlineOn(clock, STOP_BUDGET_MS);
+    stopping = rt.stop(deadline);
+    const ended = within(stopping, STOP_BUDGET_MS, clock);
+    await runOutHistoryWaits(clock, waits, deadline);
+    const outcome = await ended;
     assert.equal(outcome, "stopped", "the stop waited past its budget for the history's fsync");
     assert.ok(files.syncsHeld > 0, "the history's last fsync was held by the disk");
     assert.equal(rt.history!.diskRowsPending, 0, "every history row was written");
@@ -559,22 +710,26 @@ async function warnWithIncidentHeld(diskMaxBytes: number): Promise<string> {
     await append(text);
   });
   const { log, lines } = capturingLogger({ level: "warn" });
+  const clock = new SkippingClock();
   const rt = await startRuntime(
     testConfig({
       providers: [simProvider("sim0")],
       // The e-stop's incident waits for its window after: captured and written by the stop.
       history: { stepMs: 1000, incidentAfterS: 60, diskMaxBytes },
     }),
-    { host: { log, files, lockDataDir } },
+    { host: { log, files, lockDataDir, clock } },
   );
   let stopping: Promise<void> | null = null;
   try {
     await afterPolls(rt, "sim0/tempctl0", 2);
     await rt.estop.trigger("stop edge");
     hung = true;
-    const endsAt = performance.now() + STOP_BUDGET_MS;
-    stopping = rt.stop({ leftMs: () => endsAt - performance.now() });
-    await within(stopping, STOP_BUDGET_MS);
+    const waits = historyWaits(rt);
+    const deadline = deadlineOn(clock, STOP_BUDGET_MS);
+    stopping = rt.stop(deadline);
+    const ended = within(stopping, STOP_BUDGET_MS, clock);
+    await runOutHistoryWaits(clock, waits, deadline);
+    await ended;
     assert.ok(held > 0, "the incident record's write was held by the disk");
     const warned = lines.filter((l) => /HISTORY_STOP_BEFORE_PROVIDERS_MS/.test(l));
     assert.equal(warned.length, 1, `one WARN before the providers' stop:\n${lines.join("\n")}`);
@@ -605,15 +760,22 @@ Deno.test("Kernel.stop with the incident records' disk hung and no history disk 
 Deno.test("Kernel.stop keeps the data_dir lock while an incident record's write IncidentRecorder.stop left behind (INCIDENT_STOP_WAIT_MS) may still land", async () => {
   const disk = hungDisk("/incidents/");
   const { log, lines } = capturingLogger({ level: "warn" });
+  const clock = new SkippingClock();
   const rt = await startRuntime(testConfig({ providers: [simProvider("sim0")] }), {
-    host: { log, files: disk.files, lockDataDir },
+    host: { log, files: disk.files, lockDataDir, clock },
   });
   let stopping: Promise<void> | null = null;
   try {
     await afterPolls(rt, "sim0/tempctl0", 2);
     disk.hang();
     await rt.estop.trigger("held incident record"); // an incident, pending until the stop
+    const waits = historyWaits(rt);
     stopping = rt.stop();
+    // IncidentRecorder.stop's wait (INCIDENT_STOP_WAIT_MS) runs out in the stop's last wait.
+    await waits.beforeProviders();
+    clock.skip(HISTORY_STOP_BEFORE_PROVIDERS_MS);
+    await waits.last();
+    clock.skip(INCIDENT_STOP_WAIT_MS - HISTORY_STOP_BEFORE_PROVIDERS_MS);
     await stopping;
     assert.ok(disk.held() > 0, "the incident record's write was held by the disk");
     assert.equal(
@@ -676,18 +838,22 @@ Deno.test("Kernel.stop whose hurried budget cuts the wait for the history's last
   // reserve), not by a disk that had the stop's budget to answer in.
   const disk = hungDisk("/history/");
   const { log, lines } = capturingLogger({ level: "warn" });
+  const clock = new SkippingClock();
   const rt = await startRuntime(
     testConfig({ providers: [simProvider("sim0")], history: { stepMs: 1000 } }),
-    { host: { log, files: disk.files, lockDataDir } },
+    { host: { log, files: disk.files, lockDataDir, clock } },
   );
   let stopping: Promise<void> | null = null;
   try {
     await afterPolls(rt, "sim0/tempctl0", 3);
     disk.hang();
+    const waits = historyWaits(rt);
     // A second stop signal came, and left the stop nothing past telemetry's reserve.
     const hurry = Promise.withResolvers<void>();
     hurry.resolve();
     stopping = rt.stop({ leftMs: () => 100, hurried: hurry.promise });
+    await waits.beforeProviders();
+    clock.skip(HISTORY_STOP_BEFORE_PROVIDERS_MS);
     await stopping;
     assert.ok(disk.held() > 0, "the history's last rows were held by the disk");
     const warned = rowsNotWritten(lines);
@@ -747,12 +913,13 @@ interface UnderWay {
  * The WARN of a stop whose `closing` journal's close runs out its bound (AUDIT_STOP_MS, RUNS_STOP_MS): the
  * disk holds the journal's write (a run open, for the run records) from a MANUAL request on, and
  * answers it 50 ms after the stop asked the journal to close (the write under way when the wait
- * began); `inWait` is what an append or an fsync begun after that ask waits for (`released`: the
- * disk answers again once the stop has ended).
+ * began); `inWait` is what an append or an fsync begun after that ask waits for (`held()`: until
+ * the disk answers again, once the stop has ended). The bound runs out on the clock (a skip) once
+ * the disk holds an append or an fsync begun in the wait: what it answered before is in the wait.
  */
 async function closeWarn(
   closing: (typeof CASES)[number],
-  inWait: (op: "append" | "sync", released: Promise<void>) => Promise<void>,
+  inWait: (op: "append" | "sync", held: () => Promise<void>) => Promise<void>,
   underWay: UnderWay = {},
 ): Promise<string> {
   const { journal: stage, part, bound: ms, name: bound } = closing;
@@ -761,9 +928,15 @@ async function closeWarn(
   const released = Promise.withResolvers<void>();
   let asked = false;
   let heldBefore = 0;
+  let heldInWait = 0;
+  const held = () => {
+    heldInWait++;
+    return released.promise;
+  };
   const { log, lines } = capturingLogger({ level: "warn" });
+  const clock = new SkippingClock();
   const rt = await startRuntime(testConfig({ providers: [simProvider("sim0")] }), {
-    host: { log, files, lockDataDir },
+    host: { log, files, lockDataDir, clock },
   });
   let stopping: Promise<void> | null = null;
   let answering: ReturnType<typeof setTimeout> | undefined;
@@ -771,7 +944,7 @@ async function closeWarn(
     if (closing === RUNS) await rt.runs.open({}); // its events: the run records' writes
     await afterPolls(rt, "sim0/tempctl0", 2);
     files.gate = async (op) => {
-      if (asked) return await inWait(op, released.promise);
+      if (asked) return await inWait(op, held);
       if (op === "append") heldBefore++;
       await answers.promise;
       if (underWay.fails) throw new Error("Input/output error (os error 5)");
@@ -790,7 +963,10 @@ async function closeWarn(
       rt.runs.shutdown = () => (ask(), shutdown());
     }
     stopping = rt.stop();
-    assert.equal(await within(stopping, ms + STOP_SLACK_MS), "stopped");
+    const ended = within(stopping, ms + STOP_SLACK_MS, clock);
+    await waitFor(`the ${stage}' disk holding a write begun in the wait`, () => heldInWait > 0);
+    clock.skip(ms);
+    assert.equal(await ended, "stopped");
     assert.ok(asked, `the stop asked the ${stage} to close`);
     const warned = lines.filter((l) => l.includes(`${stage} not closed within`));
     assert.equal(warned.length, 1, `one WARN naming ${bound}:\n${lines.join("\n")}`);
@@ -809,12 +985,12 @@ Deno.test("Kernel.stop whose AUDIT_STOP_MS runs out while the audit journal's di
   // close's fsync after it, not within AUDIT_STOP_MS.
   let answered = false;
   let appends = 0;
-  const warn = await closeWarn(AUDIT, async (op, released) => {
+  const warn = await closeWarn(AUDIT, async (op, held) => {
     if (op === "sync") {
-      if (answered) await released;
+      if (answered) await held();
       return;
     }
-    if (appends++ > 0) return await released;
+    if (appends++ > 0) return await held();
     await new Promise((r) => setTimeout(r, 150));
     answered = true;
   });
@@ -829,8 +1005,8 @@ Deno.test("Kernel.stop whose AUDIT_STOP_MS runs out while the audit journal's di
 Deno.test("Kernel.stop with the audit journal's write under way when its close was asked, answered a moment after, and the disk hung from then on says the disk does not answer", async () => {
   // Every append begun in the wait is held until after the stop: only the write under way when
   // the wait began was answered (50 ms in). Its lines are no sign of a disk that answers.
-  const warn = await closeWarn(AUDIT, async (op, released) => {
-    if (op === "append") await released;
+  const warn = await closeWarn(AUDIT, async (op, held) => {
+    if (op === "append") await held();
   });
   assert.ok(!warn.includes("answers, slowly"), warn);
   assert.match(
@@ -843,8 +1019,8 @@ Deno.test("Kernel.stop whose RUNS_STOP_MS runs out while the run records' disk a
   // The first append begun in the wait is answered 150 ms after it began, and the first fsync
   // after it; every other append or fsync, not within RUNS_STOP_MS.
   const answering: ("append" | "sync")[] = ["append", "sync"];
-  const warn = await closeWarn(RUNS, async (op, released) => {
-    if (answering[0] !== op) return await released;
+  const warn = await closeWarn(RUNS, async (op, held) => {
+    if (answering[0] !== op) return await held();
     answering.shift();
     if (op === "append") await new Promise((r) => setTimeout(r, 150));
   });
@@ -863,8 +1039,8 @@ Deno.test("Kernel.stop with the run records' write under way when its close was 
   // in, writing none of them; every append begun in the wait is answered, no fsync within
   // RUNS_STOP_MS. Before: "its disk does not answer (no line written in the wait, ...)" -- the
   // lines the failed write never wrote taken off the line written after it.
-  const warn = await closeWarn(RUNS, async (op, released) => {
-    if (op === "sync") await released;
+  const warn = await closeWarn(RUNS, async (op, held) => {
+    if (op === "sync") await held();
   }, {
     write: (rt) => {
       for (let i = 0; i < EVENTS_UNDER_WAY; i++) {

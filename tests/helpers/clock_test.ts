@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { sleepOn } from "../../src/common/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
-import { ManualClock } from "./clock.ts";
+import { ManualClock, SkippingClock } from "./clock.ts";
 
 Deno.test("ManualClock fires timers in due order, each seeing its own due time, only when advanced", () => {
   const clock = new ManualClock(0, 1_000);
@@ -66,4 +66,67 @@ Deno.test("sleepOn resolves on the clock's timer and rejects with the abort reas
   const aborted = sleepOn(systemClock, 60_000, ac.signal);
   ac.abort(new Error("halted"));
   await assert.rejects(aborted, /halted/);
+});
+
+/** A delay no test below waits for in real time: a timer of it fires only when skipped to. */
+const FAR_MS = 600_000;
+
+Deno.test("SkippingClock.skip moves both clocks forward on top of real time, never back, and refuses a step that is not forward", () => {
+  const clock = new SkippingClock();
+  const mono0 = clock.monoMs();
+  const wall0 = clock.nowMs();
+  assert.ok(Math.abs(mono0 - performance.now()) < 1_000, "mono starts at the host's");
+  assert.ok(Math.abs(wall0 - Date.now()) < 1_000, "wall starts at the host's");
+  clock.skip(FAR_MS);
+  const mono1 = clock.monoMs();
+  assert.ok(mono1 >= mono0 + FAR_MS, `mono moved ${mono1 - mono0} ms`);
+  assert.ok(clock.nowMs() >= wall0 + FAR_MS, "wall moved with it");
+  clock.skip(0);
+  assert.ok(clock.monoMs() >= mono1, "a skip of 0 moves nothing back");
+  for (const bad of [-1, NaN]) {
+    assert.throws(() => clock.skip(bad), /SkippingClock\.skip: .* ms is no forward step/);
+  }
+  assert.ok(clock.monoMs() >= mono1, "a refused step moved nothing");
+});
+
+Deno.test("SkippingClock.skip fires at once, in due order, the timers it makes due, each seeing its time; not those it does not, nor cleared ones", () => {
+  const clock = new SkippingClock();
+  const seen: Array<[string, number]> = [];
+  const setAt = clock.monoMs();
+  clock.setTimer(() => seen.push(["b", clock.monoMs()]), FAR_MS + 2_000);
+  clock.setTimer(() => seen.push(["a", clock.monoMs()]), FAR_MS + 1_000);
+  const dropped = clock.setTimer(() => seen.push(["x", clock.monoMs()]), FAR_MS + 1_500);
+  const later = clock.setTimer(() => seen.push(["c", clock.monoMs()]), 3 * FAR_MS);
+  clock.clearTimer(dropped);
+  clock.skip(FAR_MS);
+  assert.equal(seen.length, 0, "none due yet");
+  clock.skip(2_000);
+  assert.deepEqual(seen.map(([name]) => name), ["a", "b"], "due, in due order, in the skip's call");
+  for (const [name, at] of seen) assert.ok(at >= setAt + FAR_MS + 2_000, `${name} saw ${at}`);
+  clock.skip(2_000);
+  assert.equal(seen.length, 2, "a fired timer fires once; a cleared one never");
+  clock.clearTimer(later);
+  clock.clearTimer(later); // clearing twice, or a fired timer, is no error
+  clock.skip(3 * FAR_MS);
+  assert.equal(seen.length, 2);
+});
+
+Deno.test("SkippingClock timers run in real time without a skip, and one a skip does not make due fires after what is left", async () => {
+  const clock = new SkippingClock();
+  // Real time alone: a short timer fires by itself.
+  const fired = Promise.withResolvers<number>();
+  clock.setTimer(() => fired.resolve(clock.monoMs()), 20);
+  const setAt = clock.monoMs();
+  assert.ok(await fired.promise >= setAt + 20);
+  // Skipped to 50 ms short of its due time: it fires some 50 ms later, not after its whole delay
+  // (re-armed for what is left); FAR_MS of real time would time the test out.
+  const rest = Promise.withResolvers<"fired">();
+  const id = clock.setTimer(() => rest.resolve("fired"), FAR_MS);
+  clock.skip(FAR_MS - 50);
+  let bound: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"late">((r) => (bound = setTimeout(() => r("late"), 5_000)));
+  const outcome = await Promise.race([rest.promise, late]);
+  clearTimeout(bound);
+  clock.clearTimer(id);
+  assert.equal(outcome, "fired", "fired after what the skip left, not its whole delay");
 });

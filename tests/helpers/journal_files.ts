@@ -47,6 +47,62 @@ export class RealJournalFiles implements JournalFiles {
   }
 }
 
+/** A call on the files that a GatedFiles passes through its gate (JournalFiles' methods). */
+export type FilesCall = keyof JournalFiles;
+
+/**
+ * Host's journalFiles (real files) with every call passed through `gate` (by default straight on):
+ * a disk fault's double (HungFiles, LateFiles, LockedFolderFiles) says only what it does to which
+ * call on which paths. A line reader passes the gate when asked for (its lines follow once it has).
+ */
+export class GatedFiles extends RealJournalFiles {
+  /** `run` (the real call) for `call` on `paths`, or what the fault makes of it. */
+  protected gate<T>(
+    _call: FilesCall,
+    _paths: readonly string[],
+    run: () => Promise<T>,
+  ): Promise<T> {
+    return run();
+  }
+  #lines<L>(call: FilesCall, path: string, lines: () => AsyncIterable<L>): AsyncIterable<L> {
+    const opened = this.gate(call, [path], () => Promise.resolve(lines()));
+    opened.catch(() => {}); // the reader's first line rejects with it, below
+    return (async function* () {
+      yield* await opened;
+    })();
+  }
+  override ensureDir(path: string): Promise<void> {
+    return this.gate("ensureDir", [path], () => super.ensureDir(path));
+  }
+  override openAppend(path: string): Promise<JournalAppendHandle> {
+    return this.gate("openAppend", [path], () => super.openAppend(path));
+  }
+  override endsWithNewline(path: string): Promise<boolean> {
+    return this.gate("endsWithNewline", [path], () => super.endsWithNewline(path));
+  }
+  override readLines(path: string, maxLineBytes: number): AsyncIterable<string> {
+    return this.#lines("readLines", path, () => super.readLines(path, maxLineBytes));
+  }
+  override readLinesAt(
+    path: string,
+    options: { readonly maxLineBytes: number; readonly startByte: number },
+  ): AsyncIterable<JournalLine> {
+    return this.#lines("readLinesAt", path, () => super.readLinesAt(path, options));
+  }
+  override fileSize(path: string): Promise<number> {
+    return this.gate("fileSize", [path], () => super.fileSize(path));
+  }
+  override remove(path: string): Promise<void> {
+    return this.gate("remove", [path], () => super.remove(path));
+  }
+  override rename(from: string, to: string): Promise<void> {
+    return this.gate("rename", [from, to], () => super.rename(from, to));
+  }
+  override listNames(dir: string): Promise<string[]> {
+    return this.gate("listNames", [dir], () => super.listNames(dir));
+  }
+}
+
 /** journalFiles with writes that fail while `full` is set, and counters. */
 export class SwitchableFiles extends RealJournalFiles {
   /** While true, every append and fsync rejects with ENOSPC (nothing is written). */
@@ -169,7 +225,7 @@ export class InterceptedSyncs extends RealJournalFiles {
  * as on a disk that hangs (an NFS mount gone, a dying SD card: open/read/stat that never come
  * back): its promise never settles, its line reader never yields. `hung` counts those calls.
  */
-export class HungFiles extends RealJournalFiles {
+export class HungFiles extends GatedFiles {
   readonly #pathPart: string;
   /** Calls on the hung path so far (each one waits forever). */
   hung = 0;
@@ -177,59 +233,38 @@ export class HungFiles extends RealJournalFiles {
     super();
     this.#pathPart = pathPart;
   }
-  #hangs(...paths: string[]): boolean {
-    if (!paths.some((p) => p.includes(this.#pathPart))) return false;
+  protected override gate<T>(
+    _call: FilesCall,
+    paths: readonly string[],
+    run: () => Promise<T>,
+  ): Promise<T> {
+    if (!paths.some((p) => p.includes(this.#pathPart))) return run();
     this.hung++;
-    return true;
-  }
-  #never<T>(): Promise<T> {
     return new Promise<T>(() => {});
-  }
-  override ensureDir(path: string): Promise<void> {
-    return this.#hangs(path) ? this.#never() : super.ensureDir(path);
-  }
-  override openAppend(path: string): Promise<JournalAppendHandle> {
-    return this.#hangs(path) ? this.#never() : super.openAppend(path);
-  }
-  override endsWithNewline(path: string): Promise<boolean> {
-    return this.#hangs(path) ? this.#never() : super.endsWithNewline(path);
-  }
-  override readLines(path: string, maxLineBytes: number): AsyncIterable<string> {
-    return this.#hangs(path) ? this.#neverYields() : super.readLines(path, maxLineBytes);
-  }
-  override readLinesAt(
-    path: string,
-    options: { readonly maxLineBytes: number; readonly startByte: number },
-  ): AsyncIterable<JournalLine> {
-    return this.#hangs(path) ? this.#neverYields() : super.readLinesAt(path, options);
-  }
-  override fileSize(path: string): Promise<number> {
-    return this.#hangs(path) ? this.#never() : super.fileSize(path);
-  }
-  override remove(path: string): Promise<void> {
-    return this.#hangs(path) ? this.#never() : super.remove(path);
-  }
-  override rename(from: string, to: string): Promise<void> {
-    return this.#hangs(from, to) ? this.#never() : super.rename(from, to);
-  }
-  override listNames(dir: string): Promise<string[]> {
-    return this.#hangs(dir) ? this.#never() : super.listNames(dir);
-  }
-  #neverYields<T>(): AsyncIterable<T> {
-    const never = () => this.#never<IteratorResult<T>>();
-    return { [Symbol.asyncIterator]: () => ({ next: never }) };
   }
 }
 
-/** The calls a hung mount holds (LateFiles): every one on the folder, or only a file's creation. */
+/**
+ * The calls a hung mount holds (LateFiles): every call of a journal's opening on the folder
+ * (LATE_CALLS), or only a file's creation.
+ */
 export type LateHolding = "every call" | "the file's creation";
+
+/** The calls LateFiles holds ("every call"): a journal's opening (its folder's, then its file's). */
+export const LATE_CALLS: readonly FilesCall[] = [
+  "ensureDir",
+  "listNames",
+  "fileSize",
+  "endsWithNewline",
+  "openAppend",
+];
 
 /**
  * Real files where the calls `holding` names on a path holding `pathPart` wait until release(), as
  * on a hung mount that answers at last; those after it go straight through. `held` and `answered`
  * count the calls held.
  */
-export class LateFiles extends RealJournalFiles {
+export class LateFiles extends GatedFiles {
   readonly #holding: LateHolding;
   readonly #pathPart: string;
   readonly #waiting: (() => void)[] = [];
@@ -245,31 +280,22 @@ export class LateFiles extends RealJournalFiles {
     this.#released = true;
     for (const go of this.#waiting.splice(0)) go();
   }
-  async #late<T>(path: string, creates: boolean, call: () => Promise<T>): Promise<T> {
-    const holds = this.#holding === "every call" || creates;
-    if (this.#released || !holds || !path.includes(this.#pathPart)) return call();
+  protected override async gate<T>(
+    call: FilesCall,
+    [path]: readonly string[],
+    run: () => Promise<T>,
+  ): Promise<T> {
+    const holds = this.#holding === "every call"
+      ? LATE_CALLS.includes(call)
+      : call === "openAppend";
+    if (this.#released || !holds || !path!.includes(this.#pathPart)) return run();
     this.held++;
     await new Promise<void>((r) => this.#waiting.push(r));
     try {
-      return await call();
+      return await run();
     } finally {
       this.answered++;
     }
-  }
-  override ensureDir(path: string): Promise<void> {
-    return this.#late(path, false, () => super.ensureDir(path));
-  }
-  override listNames(dir: string): Promise<string[]> {
-    return this.#late(dir, false, () => super.listNames(dir));
-  }
-  override fileSize(path: string): Promise<number> {
-    return this.#late(path, false, () => super.fileSize(path));
-  }
-  override endsWithNewline(path: string): Promise<boolean> {
-    return this.#late(path, false, () => super.endsWithNewline(path));
-  }
-  override openAppend(path: string): Promise<JournalAppendHandle> {
-    return this.#late(path, true, () => super.openAppend(path));
   }
 }
 

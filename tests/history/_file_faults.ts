@@ -3,59 +3,31 @@
  * (LockedFolderFiles), reads held open while the test acts (HeldReads), fsyncs that fail
  * (FailingSyncFiles). One copy of each, shared by the test files that need them.
  */
-import type { JournalAppendHandle, JournalLine } from "../../src/journal/mod.ts";
-import { InterceptedSyncs, RealJournalFiles } from "../helpers/journal_files.ts";
+import type { JournalLine } from "../../src/journal/mod.ts";
+import { type FilesCall, GatedFiles, InterceptedSyncs } from "../helpers/journal_files.ts";
 import { MemoryFiles } from "../helpers/memory_files.ts";
 
 /**
  * Real files whose folder `folder` answers as one of mode 0o000 to a user other than root while
- * `locked` is set: nothing in it can be listed, read, sized, opened nor made.
+ * `locked` is set: nothing in it can be listed, read, sized, opened, made, removed nor renamed.
  */
-export class LockedFolderFiles extends RealJournalFiles {
+export class LockedFolderFiles extends GatedFiles {
   locked = false;
   listings = 0;
   constructor(readonly folder: string) {
     super();
   }
-  #check(path: string): void {
-    if (this.locked && path.startsWith(this.folder)) {
-      throw new Deno.errors.PermissionDenied(`Permission denied (os error 13): ${path}`);
-    }
-  }
-  #guard<T>(path: string, f: () => Promise<T>): Promise<T> {
-    try {
-      this.#check(path);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return f();
-  }
-  override ensureDir(path: string): Promise<void> {
-    return this.#guard(path, () => super.ensureDir(path));
-  }
-  override openAppend(path: string): Promise<JournalAppendHandle> {
-    return this.#guard(path, () => super.openAppend(path));
-  }
-  override endsWithNewline(path: string): Promise<boolean> {
-    return this.#guard(path, () => super.endsWithNewline(path));
-  }
-  override fileSize(path: string): Promise<number> {
-    return this.#guard(path, () => super.fileSize(path));
-  }
-  override listNames(dir: string): Promise<string[]> {
-    if (dir.startsWith(this.folder)) this.listings++;
-    return this.#guard(dir, () => super.listNames(dir));
-  }
-  override async *readLines(path: string, maxLineBytes: number): AsyncIterable<string> {
-    this.#check(path);
-    yield* super.readLines(path, maxLineBytes);
-  }
-  override async *readLinesAt(
-    path: string,
-    options: { readonly maxLineBytes: number; readonly startByte: number },
-  ): AsyncIterable<JournalLine> {
-    this.#check(path);
-    yield* super.readLinesAt(path, options);
+  protected override gate<T>(
+    call: FilesCall,
+    [path]: readonly string[],
+    run: () => Promise<T>,
+  ): Promise<T> {
+    const inFolder = path!.startsWith(this.folder);
+    if (call === "listNames" && inFolder) this.listings++;
+    if (!this.locked || !inFolder) return run();
+    return Promise.reject(
+      new Deno.errors.PermissionDenied(`Permission denied (os error 13): ${path}`),
+    );
   }
 }
 

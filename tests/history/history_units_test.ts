@@ -16,6 +16,7 @@ import {
 import { T, TestClock } from "../helpers/programmable_provider.ts";
 import { tempDir } from "../helpers/kernel.ts";
 import { InterceptedAppends } from "../helpers/journal_files.ts";
+import { UNSTARTABLE_COMMAND } from "../helpers/sim_config.ts";
 
 Deno.test("a history answer names each signal's declared unit, and none for a signal without one", async () => {
   const dataDir = tempDir("history-units-");
@@ -146,7 +147,7 @@ Deno.test("a history answer keeps the units the polls were recorded in while no 
     const p0 = rig.rt.config.providers[0]!;
     const report = await rig.rt.reload({
       ...rig.rt.config,
-      providers: [{ ...p0, command: "/nonexistent/provider" }],
+      providers: [{ ...p0, command: UNSTARTABLE_COMMAND }],
     });
     assert.equal(report.providers.failed.length, 1);
     assert.equal(rig.rt.inventory.capabilities("p0", "probe"), undefined, "no provider lists it");

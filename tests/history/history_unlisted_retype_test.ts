@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
 import { type Inventory, T } from "../helpers/programmable_provider.ts";
 import { probeFile, reloadRestartingP0, startRig, T0 } from "./_history_helpers.ts";
+import { UNSTARTABLE_COMMAND } from "../helpers/sim_config.ts";
 
 const inventory = (tempType: number): Inventory => ({
   devices: { probe: { signals: [{ id: "temp", type: tempType, unit: "degC" }], values: [] } },
@@ -51,7 +52,7 @@ Deno.test("a signal retyped at its last discovery keeps out its old type's disk 
     const p0 = rig.rt.config.providers[0]!;
     const report = await rig.rt.reload({
       ...rig.rt.config,
-      providers: [{ ...p0, command: "/nonexistent/provider" }],
+      providers: [{ ...p0, command: UNSTARTABLE_COMMAND }],
     });
     assert.equal(report.providers.failed.length, 1);
     assert.equal(rig.rt.inventory.capabilities("p0", "probe"), undefined, "no provider lists it");

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { tempDir } from "../helpers/kernel.ts";
 import { type Inventory, T } from "../helpers/programmable_provider.ts";
 import { probeFile, startRig, T0 } from "./_history_helpers.ts";
+import { UNSTARTABLE_COMMAND } from "../helpers/sim_config.ts";
 
 const INVENTORY: Inventory = {
   devices: {
@@ -63,7 +64,7 @@ Deno.test("a history answer names the declared value_type of a signal never repo
     const p0 = rig.rt.config.providers[0]!;
     const report = await rig.rt.reload({
       ...rig.rt.config,
-      providers: [{ ...p0, command: "/nonexistent/provider" }],
+      providers: [{ ...p0, command: UNSTARTABLE_COMMAND }],
     });
     assert.equal(report.providers.failed.length, 1);
     assert.equal(rig.rt.inventory.capabilities("p0", "probe"), undefined, "no provider lists it");

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { INCIDENT_UNIT_MAX_CHARS } from "../../src/history/mod.ts";
 import { tempDir, waitFor } from "../helpers/kernel.ts";
 import { type Inventory, T } from "../helpers/programmable_provider.ts";
+import { UNSTARTABLE_COMMAND } from "../helpers/sim_config.ts";
 import {
   type HistoryRig,
   probeFile,
@@ -196,7 +197,7 @@ Deno.test("A device lost because a reload failed to start its provider keeps its
     const p0 = rig.rt.config.providers[0]!;
     const report = await rig.rt.reload({
       ...rig.rt.config,
-      providers: [{ ...p0, command: "/nonexistent/provider" }],
+      providers: [{ ...p0, command: UNSTARTABLE_COMMAND }],
     });
     assert.equal(report.providers.failed.length, 1);
     const header = await rig.incident();
