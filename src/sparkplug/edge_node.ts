@@ -4061,11 +4061,16 @@ export function commandArgs(
     const out: Record<string, TypedValue> = {};
     for (const [k, v] of Object.entries(parsed)) {
       const spec = fn.args.find((a) => a.name === k);
-      if (spec === undefined) return `unknown argument ${JSON.stringify(k)}`;
+      // The host's text (a name, a number as written) is cut and quoted as in a log line: the
+      // answer published back stays short whatever the DCMD carried.
+      if (spec === undefined) return `unknown argument ${quoteName(k)}`;
       const written = rounded.get(parsed)?.get(k);
       if ((spec.type === "int64" || spec.type === "uint64") && written !== undefined) {
-        return `argument ${k}: ${written} is not an integer as written (a JSON number read as ` +
-          `a double: it would arrive as ${String(v)})`;
+        return `argument ${k}: ${
+          providerTextWithin(written, SPARKPLUG_QUOTED_NAME_CHARS)
+        } is not an integer as written (a JSON number read as a double: it would arrive as ${
+          String(v)
+        })`;
       }
       const t = typedArg(spec, v);
       if (typeof t === "string") return t;
