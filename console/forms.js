@@ -13,6 +13,46 @@ const INT_RE = /^[+-]?\d+$/;
 const BASE64_RE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
+ * Longest text (a name, a value typed, an allowed value) a field's error shows; longer is cut,
+ * marked with an ellipsis -- the runtime's bound (PROVIDER_TEXT_CHARS), so that both word a
+ * refusal alike and a 10 kB paste or a provider's 10 kB name makes no error of that length.
+ */
+export const ERROR_TEXT_CHARS = 80;
+
+/** Allowed values an error lists at most, the rest counted, as the runtime's MAX_NAMED_IN_WARNING. */
+export const MAX_NAMED_IN_ERROR = 20;
+
+/**
+ * `text` cut to ERROR_TEXT_CHARS, as the runtime's providerText: a cut never splits a character
+ * beyond U+FFFF (its surrogate pair is left out whole).
+ */
+function cut(text) {
+  if (text.length <= ERROR_TEXT_CHARS) return text;
+  const last = text.charCodeAt(ERROR_TEXT_CHARS - 1);
+  const end = last >= 0xd800 && last <= 0xdbff ? ERROR_TEXT_CHARS - 1 : ERROR_TEXT_CHARS;
+  return `${text.slice(0, end)}\u2026`;
+}
+
+/**
+ * `text` cut, then JSON-quoted, as the runtime's quoteProviderText (DEL, the C1 controls and
+ * U+2028/U+2029 written `\u007f`-style too): `"Open"`.
+ */
+function quoted(text) {
+  return JSON.stringify(cut(text)).replace(
+    /[\u007f-\u009f\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+/** The allowed values an error lists, as the runtime lists them: `"open", "closed"`. */
+function allowedText(allowed) {
+  const named = allowed.slice(0, MAX_NAMED_IN_ERROR).map(quoted).join(", ");
+  return allowed.length <= MAX_NAMED_IN_ERROR
+    ? named
+    : `${named} and ${allowed.length - MAX_NAMED_IN_ERROR} more`;
+}
+
+/**
  * The spec in words for the field's hint: `double, 0 … 1, required`.
  * @param {{type: string, required?: boolean, min?: number, max?: number,
  *   allowed_values?: string[], unit?: string}} spec
@@ -31,14 +71,17 @@ export function describeSpec(spec) {
 /**
  * Checks one argument's raw input against its spec.
  * Returns `{value}` (a typed value as the API takes it), `{omit: true}` (an optional argument
- * left empty) or `{error}` (why it cannot be sent, naming the argument).
- * @param {string} name
+ * left empty) or `{error}` (why it cannot be sent, naming the argument, cut, and quoting the text
+ * typed and the allowed values as the runtime quotes them).
+ * @param {string} fieldName the argument's or parameter's name
  * @param {{type: string, required?: boolean, min?: number, max?: number,
  *   allowed_values?: string[]}} spec
  * @param {string | boolean} raw text of the field, or a checkbox's state
  * @returns {{value: Record<string, unknown>} | {omit: true} | {error: string}}
  */
-export function readArg(name, spec, raw) {
+export function readArg(fieldName, spec, raw) {
+  // A provider's text (any length), or a configured name: cut.
+  const name = cut(fieldName);
   if (typeof raw === "boolean") {
     return spec.type === "bool"
       ? { value: { type: "bool", bool: raw } }
@@ -52,20 +95,22 @@ export function readArg(name, spec, raw) {
     case "double": {
       const x = Number(text);
       if (!DOUBLE_RE.test(text) || !Number.isFinite(x)) {
-        return { error: `${name}: must be a number, got '${text}'` };
+        return { error: `${name}: must be a number, got ${quoted(text)}` };
       }
-      return bounded(name, spec, x, text) ?? { value: { type: "double", double: x } };
+      return bounded(name, spec, x, cut(text)) ?? { value: { type: "double", double: x } };
     }
     case "int64":
     case "uint64": {
-      if (!INT_RE.test(text)) return { error: `${name}: must be a whole number, got '${text}'` };
+      if (!INT_RE.test(text)) {
+        return { error: `${name}: must be a whole number, got ${quoted(text)}` };
+      }
       const n = Number(text);
       if (spec.type === "uint64" && n < 0) {
-        return { error: `${name}: must not be negative (uint64), got ${text}` };
+        return { error: `${name}: must not be negative (uint64), got ${cut(text)}` };
       }
       if (!Number.isSafeInteger(n)) {
         return {
-          error: `${name}: must be within ±${MAX_JSON_INTEGER} (a JSON number), got ${text}`,
+          error: `${name}: must be within ±${MAX_JSON_INTEGER} (a JSON number), got ${cut(text)}`,
         };
       }
       return bounded(name, spec, n, String(n)) ?? { value: { type: spec.type, [spec.type]: n } };
@@ -74,12 +119,14 @@ export function readArg(name, spec, raw) {
       if (text === "true" || text === "false") {
         return { value: { type: "bool", bool: text === "true" } };
       }
-      return { error: `${name}: must be true or false, got '${text}'` };
+      return { error: `${name}: must be true or false, got ${quoted(text)}` };
     case "string": {
       const allowed = spec.allowed_values ?? [];
       if (allowed.length > 0 && !allowed.includes(text)) {
         return {
-          error: `${name}: '${text}' is not one of the allowed values (${allowed.join(", ")})`,
+          error: `${name}: ${quoted(text)} is not one of the allowed values (${
+            allowedText(allowed)
+          })`,
         };
       }
       return { value: { type: "string", string: text } };
@@ -116,7 +163,7 @@ function bounded(name, spec, x, shown) {
 export function readParameter(p, raw) {
   const r = readArg(p.name, { ...p, required: true }, raw);
   if ("error" in r) return r;
-  if ("omit" in r) return { error: `${p.name}: is required` };
+  if ("omit" in r) return { error: `${cut(p.name)}: is required` };
   const v = /** @type {any} */ (r.value);
   return { value: v[v.type] };
 }

@@ -17,6 +17,7 @@ import {
   neverThrowing,
   notFound,
   quoteDeviceHandle,
+  quoteDeviceId,
   quoteProviderText,
   quoteProviderTextWithin,
   RuntimeError,
@@ -714,11 +715,14 @@ export class CallRouter {
     // one: whether it acted is unknown, and the results are not its own.
     const answered = response.device_id ?? "";
     if (isOtherDeviceAnswer(req.deviceId, answered)) {
+      // Every name here is a provider's text (the provider id a configured one), any length: cut,
+      // the function's name and the device ids quoted, as the router names them elsewhere.
+      const device = namedDeviceHandle(req.providerId, req.deviceId);
       throw new RuntimeError(
         "INTERNAL",
-        `provider answered the call of ${auditHandle} ${fn.name} for device ${
-          quoteProviderText(answered)
-        }, not ${JSON.stringify(req.deviceId)}: whether ${auditHandle} acted is unknown`,
+        `provider answered the call of ${device} ${quoteProviderText(fn.name)} for device ${
+          quoteDeviceId(answered)
+        }, not ${quoteDeviceId(req.deviceId)}: whether ${device} acted is unknown`,
       );
     }
     const results: Record<string, TypedValue> = {};

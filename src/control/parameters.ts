@@ -9,6 +9,8 @@ import {
   exactJsonInteger,
   invalidArgument,
   type Logger,
+  MAX_NAMED_IN_WARNING,
+  namedList,
   neverThrowing,
   notFound,
   providerTextWithin,
@@ -56,8 +58,9 @@ export interface ParameterService {
 }
 
 /**
- * Longest string parameter value (a client's text, up to a request body) that a message about a
- * change of the recipe quotes (an AUTO entry a set refuses, a reload's change of it); longer is cut.
+ * Longest string parameter value (a client's text, up to a request body) that a message quotes --
+ * a change of the recipe (an AUTO entry a set refuses, a reload's change of it), a value refused
+ * (checkParameterValue: the value, the allowed values, a number as written); longer is cut.
  */
 export const QUOTED_PARAMETER_VALUE_CHARS = 64;
 
@@ -71,11 +74,14 @@ function quotedName(name: string): string {
   return quoteProviderTextWithin(name, MAX_PARAMETER_NAME_CHARS);
 }
 
+/** A string value in a message (a client's, a configured one): JSON-quoted and cut. */
+function quotedValue(value: string): string {
+  return quoteProviderTextWithin(value, QUOTED_PARAMETER_VALUE_CHARS);
+}
+
 /** A value in a message: a number or a bool as it is, a string JSON-quoted and cut. */
 function changedValueText(value: ParameterValue): string {
-  return typeof value === "string"
-    ? quoteProviderTextWithin(value, QUOTED_PARAMETER_VALUE_CHARS)
-    : String(value);
+  return typeof value === "string" ? quotedValue(value) : String(value);
 }
 
 /** Text of a value in `parameter_change` events: doubles with six decimals (as anolis). */
@@ -84,12 +90,6 @@ export function parameterValueText(type: ParameterType, value: ParameterValue): 
   return String(value);
 }
 
-/**
- * Checks `value` against a parameter's rules; returns the value or throws INVALID_ARGUMENT
- * whose message names the rule: type, min, max or allowed_values. Bounds belong to double and
- * int64 parameters, allowed_values to strings (examples/full.yaml; the loader refuses them
- * elsewhere).
- */
 /**
  * `value` (of `prev`) if the redeclaration `def` still accepts it exactly as it is, whatever its
  * type was (double 5 is int64 5, 5.5 is no int64; an int64, within +/-2^53, is an exact double;
@@ -129,6 +129,14 @@ function valueAfter(
   }
 }
 
+/**
+ * Checks `value` against a parameter's rules; returns the value or throws INVALID_ARGUMENT
+ * whose message names the rule: type, min, max or allowed_values. Bounds belong to double and
+ * int64 parameters, allowed_values to strings (examples/full.yaml; the loader refuses them
+ * elsewhere).
+ * What the client gave is named cut (quotedValue; a number as written to
+ * QUOTED_PARAMETER_VALUE_CHARS): a refusal of a 64 KiB body's string is no 64 KiB answer.
+ */
 export function checkParameterValue(
   def: ParameterConfig,
   value: unknown,
@@ -145,7 +153,7 @@ export function checkParameterValue(
   // What was given: a number parsing changed is named as written (`1e400`, read as Infinity).
   const given = written === undefined
     ? describe(value)
-    : `${written} (${
+    : `${providerTextWithin(written, QUOTED_PARAMETER_VALUE_CHARS)} (${
       typeof value === "number" && !Number.isFinite(value)
         ? "beyond any double"
         : "not an integer as written"
@@ -173,7 +181,9 @@ export function checkParameterValue(
       if (def.allowedValues.length > 0 && !def.allowedValues.includes(value)) {
         throw bad(
           "allowed_values",
-          `'${value}' is not one of ${def.allowedValues.map((v) => `'${v}'`).join(", ")}`,
+          `${quotedValue(value)} is not one of ${
+            namedList(def.allowedValues, MAX_NAMED_IN_WARNING, quotedValue)
+          }`,
         );
       }
       return value;
@@ -183,7 +193,7 @@ export function checkParameterValue(
 function describe(v: unknown): string {
   if (v === null) return "null";
   if (Array.isArray(v)) return "an array";
-  if (typeof v === "string") return `string '${v}'`;
+  if (typeof v === "string") return `string ${quotedValue(v)}`;
   if (typeof v === "object") return "an object";
   return `${typeof v} ${String(v)}`;
 }

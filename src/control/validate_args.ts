@@ -6,10 +6,40 @@ import {
   INT64_MAX,
   INT64_MIN,
   invalidArgument,
+  MAX_NAMED_IN_WARNING,
+  namedList,
+  PROVIDER_TEXT_CHARS,
+  quoteProviderText,
   type TypedValue,
   UINT64_MAX,
   type ValueType,
 } from "../common/mod.ts";
+
+/**
+ * An argument name as plain path text (`args.duty`): letters, digits, `_` and `-`, as declared
+ * names are written. Any other name is quoted (`args["a b"]`).
+ */
+const PLAIN_ARG_NAME = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Where a message points, `args.<name>`: a declared name (a provider's text, any length) or one a
+ * client sent (any character) as JSON would write its member -- `args.duty` when the name is plain
+ * and at most PROVIDER_TEXT_CHARS long, else cut and quoted, `args["a\"b"]` (quoteProviderText),
+ * so that 10 kB or a quote in a name neither floods nor forges the message.
+ */
+function argPath(name: string): string {
+  return name.length <= PROVIDER_TEXT_CHARS && PLAIN_ARG_NAME.test(name)
+    ? `args.${name}`
+    : `args[${quoteProviderText(name)}]`;
+}
+
+/**
+ * The declared allowed values (a provider's text: any number, any length) a refusal lists: each
+ * cut and quoted (quoteProviderText), up to MAX_NAMED_IN_WARNING, the rest counted.
+ */
+function allowedValuesText(allowed: readonly string[]): string {
+  return namedList(allowed, MAX_NAMED_IN_WARNING, quoteProviderText);
+}
 
 /**
  * Checks call arguments against the function's ArgSpecs before anything reaches the provider:
@@ -17,7 +47,9 @@ import {
  * int64 -> uint64/double and uint64 -> int64/double), integer validity (exact: a safe-integer
  * number or a bigint within the type's 64-bit range), present bounds (inclusive),
  * allowed_values for strings. Returns the args converted to the declared types.
- * Throws INVALID_ARGUMENT naming the argument.
+ * Throws INVALID_ARGUMENT naming the argument (argPath) and the function (quoted: a provider's
+ * text); what it quotes (names, the client's value, the allowed values) is cut, and the names it
+ * lists are bounded (MAX_NAMED_IN_WARNING), however many arguments a function declares.
  */
 export function validateArgs(
   fn: FunctionSpec,
@@ -26,7 +58,9 @@ export function validateArgs(
   // Names are own keys: `in` would find a missing 'constructor' or 'toString' on the prototype.
   for (const spec of fn.args) {
     if (spec.required && !Object.hasOwn(args, spec.name)) {
-      throw invalidArgument(`args.${spec.name}: required argument missing for ${fn.name}`);
+      throw invalidArgument(
+        `${argPath(spec.name)}: required argument missing for ${quoteProviderText(fn.name)}`,
+      );
     }
   }
   // A name declared twice is its first declaration, as discovery keeps it and toTypedArgs reads it.
@@ -36,8 +70,11 @@ export function validateArgs(
   for (const name of Object.keys(args).sort()) {
     const spec = specs.get(name);
     if (!spec) {
-      const known = fn.args.map((a) => a.name).join(", ") || "none";
-      throw invalidArgument(`args.${name}: unknown argument for ${fn.name} (known: ${known})`);
+      const known = namedList([...specs.keys()], MAX_NAMED_IN_WARNING, quoteProviderText) ||
+        "none";
+      throw invalidArgument(
+        `${argPath(name)}: unknown argument for ${quoteProviderText(fn.name)} (known: ${known})`,
+      );
     }
     out[name] = checkArg(spec, args[name]!);
   }
@@ -45,7 +82,7 @@ export function validateArgs(
 }
 
 function checkArg(spec: ArgSpec, value: TypedValue): TypedValue {
-  const where = `args.${spec.name}`;
+  const where = argPath(spec.name);
   if (spec.type === null) {
     throw invalidArgument(`${where}: the provider declared no type for this argument`);
   }
@@ -63,8 +100,8 @@ function checkArg(spec: ArgSpec, value: TypedValue): TypedValue {
     case "string":
       if (spec.allowedValues.length > 0 && !spec.allowedValues.includes(v.string)) {
         throw invalidArgument(
-          `${where}: '${v.string}' is not one of the allowed values (${
-            spec.allowedValues.join(", ")
+          `${where}: ${quoteProviderText(v.string)} is not one of the allowed values (${
+            allowedValuesText(spec.allowedValues)
           })`,
         );
       }

@@ -21,12 +21,12 @@ const cases: Array<[string, Spec, string | boolean, unknown]> = [
   ["duty", { type: "double", required: true, min: 0, max: 1 }, "-0.0001", {
     error: "duty: -0.0001 is below the minimum 0",
   }],
-  ["x", { type: "double", required: true }, "0x10", { error: "x: must be a number, got '0x10'" }],
+  ["x", { type: "double", required: true }, "0x10", { error: 'x: must be a number, got "0x10"' }],
   ["x", { type: "double", required: true }, "Infinity", {
-    error: "x: must be a number, got 'Infinity'",
+    error: 'x: must be a number, got "Infinity"',
   }],
-  ["x", { type: "double", required: true }, "1e999", { error: "x: must be a number, got '1e999'" }],
-  ["x", { type: "double", required: true }, "1,5", { error: "x: must be a number, got '1,5'" }],
+  ["x", { type: "double", required: true }, "1e999", { error: 'x: must be a number, got "1e999"' }],
+  ["x", { type: "double", required: true }, "1,5", { error: 'x: must be a number, got "1,5"' }],
   // int64: whole numbers within ±(2^53-1)
   ["i", { type: "int64", required: true, min: 1, max: 2 }, "1", { int64: 1 }],
   ["i", { type: "int64", required: true, min: 1, max: 2 }, "2", { int64: 2 }],
@@ -37,7 +37,7 @@ const cases: Array<[string, Spec, string | boolean, unknown]> = [
     error: "i: 0 is below the minimum 1",
   }],
   ["i", { type: "int64", required: true }, "1.5", {
-    error: "i: must be a whole number, got '1.5'",
+    error: 'i: must be a whole number, got "1.5"',
   }],
   ["i", { type: "int64", required: true }, "-9007199254740991", { int64: -MAX_JSON_INTEGER }],
   ["i", { type: "int64", required: true }, "9007199254740991", { int64: MAX_JSON_INTEGER }],
@@ -53,14 +53,14 @@ const cases: Array<[string, Spec, string | boolean, unknown]> = [
   ["b", { type: "bool", required: true }, true, { bool: true }],
   ["b", { type: "bool", required: true }, false, { bool: false }],
   ["b", { type: "bool", required: false }, "false", { bool: false }],
-  ["b", { type: "bool", required: true }, "yes", { error: "b: must be true or false, got 'yes'" }],
+  ["b", { type: "bool", required: true }, "yes", { error: 'b: must be true or false, got "yes"' }],
   ["d", { type: "double", required: true }, true, { error: "d: must be a double" }],
   // string: allowed values; kept as typed (spaces included)
   ["m", { type: "string", required: true, allowed_values: ["open", "closed"] }, "open", {
     string: "open",
   }],
   ["m", { type: "string", required: true, allowed_values: ["open", "closed"] }, "Open", {
-    error: "m: 'Open' is not one of the allowed values (open, closed)",
+    error: 'm: "Open" is not one of the allowed values ("open", "closed")',
   }],
   ["s", { type: "string", required: true }, " a b ", { string: " a b " }],
   // bytes: padded standard base64
@@ -102,7 +102,7 @@ Deno.test("readParameter gives the plain JSON value POST /v0/parameters takes", 
   assert.deepEqual(readParameter({ name: "on", type: "bool" }, "true"), { value: true });
   assert.deepEqual(
     readParameter({ name: "recipe", type: "string", allowed_values: ["a", "b"] }, "c"),
-    { error: "recipe: 'c' is not one of the allowed values (a, b)" },
+    { error: 'recipe: "c" is not one of the allowed values ("a", "b")' },
   );
   assert.deepEqual(readParameter({ name: "n", type: "int64" }, "7"), { value: 7 });
 });

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { CallRouter } from "../../src/control/mod.ts";
-import { RuntimeError } from "../../src/common/mod.ts";
+import { PROVIDER_TEXT_CHARS, QUOTED_DEVICE_ID_CHARS, RuntimeError } from "../../src/common/mod.ts";
 import { systemClock } from "../../src/host/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { startMisbehaving } from "../providers/misbehaving_provider.ts";
@@ -40,6 +40,51 @@ Deno.test("CallRouter fails a call the provider answers for another device, nami
         assert.equal(err.code, "INTERNAL");
         assert.match(err.message, /"a"/);
         assert.match(err.message, /"b"/);
+        return true;
+      },
+    );
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("CallRouter names a 10 kB function and 10 kB device ids cut and quoted when another device answers", async () => {
+  const asked = "a".repeat(10_000);
+  const other = `b"${"b".repeat(10_000)}`;
+  const fn = `f"${"F".repeat(10_000)}`;
+  const f = await startMisbehaving({
+    devices: { [asked]: { relay: true }, [other]: { relay: false } },
+    answerCallAs: { [asked]: other },
+    functionName: fn,
+  });
+  try {
+    const router = new CallRouter({
+      registry: f.registry,
+      cache: f.cache,
+      log: testLogger(),
+      clock: systemClock,
+    });
+    const cutId = (id: string) => `${id.slice(0, QUOTED_DEVICE_ID_CHARS)}\u2026`;
+    const device = `p0/${cutId(asked)}`;
+    await assert.rejects(
+      () =>
+        router.call({
+          providerId: "p0",
+          deviceId: asked,
+          functionId: 1,
+          args: {},
+          origin: "safety",
+        }),
+      (err: unknown) => {
+        assert.ok(err instanceof RuntimeError, String(err));
+        assert.equal(err.code, "INTERNAL");
+        assert.equal(
+          err.message,
+          `provider answered the call of ${device} ${
+            JSON.stringify(`${fn.slice(0, PROVIDER_TEXT_CHARS)}\u2026`)
+          } for device ${JSON.stringify(cutId(other))}, not ${JSON.stringify(cutId(asked))}: ` +
+            `whether ${device} acted is unknown`,
+        );
         return true;
       },
     );

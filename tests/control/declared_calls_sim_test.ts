@@ -174,7 +174,7 @@ Deno.test("validateDeclaredCalls checks every hook, safe-state hook and setpoint
       'a[0][1]: function_id 99 not found on "sim0/relayio0"',
       'a[0][2]: function_id 1 is "set_relay_ch1", not "x" on "sim0/relayio0"',
       'h[0]: function "nope" not found on "sim0/relayio0"',
-      "h[1]: args.duty: required argument missing for set_motor_duty",
+      'h[1]: args.duty: required argument missing for "set_motor_duty"',
       "s[1]: args.motor_index: 3 is above the maximum 2",
       "s[2]: args.value: expected double, got string",
     ]);

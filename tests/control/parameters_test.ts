@@ -117,13 +117,13 @@ Deno.test("ParameterStore leaves out a parameter whose default breaks its own ru
 
 // [parameter, value, the whole message]: the rule, the limit and what was given.
 const MESSAGES: Array<[string, unknown, string]> = [
-  ["temp", "42", "expected a number (double), got string '42' (rule: type)"],
+  ["temp", "42", 'expected a number (double), got string "42" (rule: type)'],
   ["temp", null, "expected a number (double), got null (rule: type)"],
   ["temp", NaN, "expected a number (double), got number NaN (rule: type)"],
   ["free", Infinity, "expected a number (double), got number Infinity (rule: type)"],
   ["free", -Infinity, "expected a number (double), got number -Infinity (rule: type)"],
   ["count", 7.5, "expected an integer (int64) within ±(2^53-1), got number 7.5 (rule: type)"],
-  ["count", "7", "expected an integer (int64) within ±(2^53-1), got string '7' (rule: type)"],
+  ["count", "7", 'expected an integer (int64) within ±(2^53-1), got string "7" (rule: type)'],
   [
     "count",
     2 ** 53,
@@ -137,7 +137,7 @@ const MESSAGES: Array<[string, unknown, string]> = [
   ["temp", 80.6, "80.6 is above max 80.5 (rule: max)"],
   ["count", -1, "-1 is below min 0 (rule: min)"],
   ["count", 11, "11 is above max 10 (rule: max)"],
-  ["profile", "turbo", "'turbo' is not one of 'eco', 'boost' (rule: allowed_values)"],
+  ["profile", "turbo", '"turbo" is not one of "eco", "boost" (rule: allowed_values)'],
 ];
 
 for (const [name, value, message] of MESSAGES) {

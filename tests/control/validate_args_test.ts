@@ -98,7 +98,7 @@ const INVALID: Array<[string, Record<string, TypedValue>, RegExp]> = [
   [
     "string not allowed",
     { ...ok, mode: { type: "string", string: "auto" } },
-    /args\.mode: 'auto' is not one of the allowed values/,
+    /args\.mode: "auto" is not one of the allowed values/,
   ],
   [
     "double into int64",
@@ -237,13 +237,13 @@ const MESSAGES: Array<[string, FunctionSpec, Record<string, TypedValue>, string]
     "an unknown argument lists the known ones",
     FN,
     { ...ok, speed: { type: "double", double: 1 } },
-    "args.speed: unknown argument for set_motor_duty (known: motor_index, duty, count, mode, note, raw)",
+    'args.speed: unknown argument for "set_motor_duty" (known: "motor_index", "duty", "count", "mode", "note", "raw")',
   ],
   [
     "an unknown argument of a function without arguments",
     { ...FN, name: "reset", args: [] },
     { speed: { type: "double", double: 1 } },
-    "args.speed: unknown argument for reset (known: none)",
+    'args.speed: unknown argument for "reset" (known: none)',
   ],
   [
     "the first bad argument by name",
@@ -255,13 +255,13 @@ const MESSAGES: Array<[string, FunctionSpec, Record<string, TypedValue>, string]
     "the first unknown argument by name",
     WIDE,
     { zeta: { type: "int64", int64: 1 }, alpha: { type: "int64", int64: 1 } },
-    "args.alpha: unknown argument for set_motor_duty (known: i, u, d)",
+    'args.alpha: unknown argument for "set_motor_duty" (known: "i", "u", "d")',
   ],
   [
     "a string outside allowed_values lists them",
     FN,
     { ...ok, mode: { type: "string", string: "auto" } },
-    "args.mode: 'auto' is not one of the allowed values (open, closed)",
+    'args.mode: "auto" is not one of the allowed values ("open", "closed")',
   ],
   [
     "an integer for a string argument",
@@ -397,7 +397,10 @@ Deno.test("validateArgs with an allowed_values list of one entry accepts that va
       () => validateArgs(ONE, { mode: { type: "string", string: other } }),
       (e: RuntimeError) => {
         assert.equal(e.code, "INVALID_ARGUMENT", other);
-        assert.equal(e.message, `args.mode: '${other}' is not one of the allowed values (on)`);
+        assert.equal(
+          e.message,
+          `args.mode: ${JSON.stringify(other)} is not one of the allowed values ("on")`,
+        );
         return true;
       },
     );
@@ -419,7 +422,7 @@ Deno.test("validateArgs reads argument names as own keys: a missing 'constructor
       () => validateArgs(fn, {}),
       (e: unknown) =>
         e instanceof RuntimeError &&
-        e.message === `args.${name}: required argument missing for odd`,
+        e.message === `args.${name}: required argument missing for "odd"`,
       name,
     );
     const given = { [name]: { type: "string", string: "a" } } as Record<string, TypedValue>;

@@ -5,8 +5,8 @@
  * answers requests in order. The plan (`MisbehaviourPlan`) is read from the file at start.
  *
  * Every device declares the signals of its `values` (double or bool, polled at 20 Hz) and answers
- * ReadSignals with them; it declares function 1 `stop` (ACTUATE, no arguments), answered OK with
- * result `done_by` (the device that answers). Misbehaviour:
+ * ReadSignals with them; it declares function 1 `stop` (ACTUATE, no arguments; `functionName`
+ * names it otherwise), answered OK with result `done_by` (the device that answers). Misbehaviour:
  *   answerReadAs  {asked: other}: a ReadSignals of `asked` is answered with device_id `other`
  *                 and the values of `other` (a provider that mixed its devices up);
  *   answerCallAs  {asked: other}: a Call to `asked` is answered with device_id `other`.
@@ -30,6 +30,8 @@ export interface MisbehaviourPlan {
   readonly devices: Readonly<Record<string, Readonly<Record<string, number | boolean>>>>;
   readonly answerReadAs?: Readonly<Record<string, string>>;
   readonly answerCallAs?: Readonly<Record<string, string>>;
+  /** The name function 1 is declared with (default `stop`). */
+  readonly functionName?: string;
 }
 
 const plan = JSON.parse(Deno.readTextFileSync(Deno.args[0]!)) as MisbehaviourPlan;
@@ -83,7 +85,12 @@ function answer(req: WireRequest): WireResponse {
             value_type: wireType(v),
             poll_hint_hz: 20,
           })),
-          functions: [{ function_id: 1, name: "stop", policy: { category: 3 }, args: [] }],
+          functions: [{
+            function_id: 1,
+            name: plan.functionName ?? "stop",
+            policy: { category: 3 },
+            args: [],
+          }],
         },
       },
     };

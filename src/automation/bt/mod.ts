@@ -15,6 +15,7 @@ export {
 } from "./load.ts";
 export type { ParsedTree, TreeDefinition } from "./parse.ts";
 export { parseBehaviorTree } from "./parse.ts";
+export { TREE_FILE_SHOWN_CHARS, TREE_READ_ERROR_SHOWN_CHARS } from "./diagnostics.ts";
 export { MAX_TREE_DEPTH, verifyParsedTree } from "./verify.ts";
 export {
   type DeclaredParameters,

@@ -4,7 +4,15 @@
  * missing/ambiguous main tree; node-level checks belong to verify.
  */
 import type { Diagnostic } from "../../config/mod.ts";
-import { errorAt, pathName, type SourcePos, warningAt } from "./diagnostics.ts";
+import {
+  cycleText,
+  errorAt,
+  fileName,
+  pathName,
+  readErrorText,
+  type SourcePos,
+  warningAt,
+} from "./diagnostics.ts";
 import {
   basenameWithoutExtension,
   dirnameOf,
@@ -179,7 +187,8 @@ export function parseBehaviorTree(
     }
     const target = resolvePath(dirnameOf(from), rel.trim());
     if (chain.includes(target)) {
-      const cycle = [...chain.slice(chain.indexOf(target)), target].join(" -> ");
+      // Paths from the tree files' `<include path>`: each cut, the chain bounded.
+      const cycle = cycleText([...chain.slice(chain.indexOf(target)), target], fileName);
       diagnostics.push(errorAt(el, "", `include cycle: ${cycle}`));
       return;
     }
@@ -190,7 +199,11 @@ export function parseBehaviorTree(
       text = readBoth(readFile, target).text;
     } catch (err) {
       diagnostics.push(
-        errorAt(el, "", `cannot read included file ${target}: ${errorMessage(err)}`),
+        errorAt(
+          el,
+          "",
+          `cannot read included file ${fileName(target)}: ${readErrorText(errorMessage(err))}`,
+        ),
       );
       return;
     }

@@ -4,11 +4,11 @@
  * unknown/missing ports, bad literals, device handles that are not `provider/device`, script
  * syntax, unknown SubTree IDs and SubTree recursion.
  */
-import { MAX_NAMED_IN_WARNING, providerText, quoteProviderText } from "../../common/mod.ts";
+import { providerText, quoteProviderText } from "../../common/mod.ts";
 import type { Diagnostic } from "../../config/mod.ts";
 import { parseCallArgs } from "../call_args.ts";
 import { BT_QUALITY_NAMES, BUILD_ARGS_SLOTS, BUILD_ARGS_TYPES } from "./custom_nodes.ts";
-import { errorAt, pathName, warningAt } from "./diagnostics.ts";
+import { cycleText, errorAt, pathName, warningAt } from "./diagnostics.ts";
 import { GENERIC_NODE_ELEMENTS, NODE_SPECS, type NodeSpec } from "./node_registry.ts";
 import type { ParsedTree, TreeDefinition } from "./parse.ts";
 import { blackboardKeyOf, checkPortValue, nameLiteralProblem, type PortSpec } from "./ports.ts";
@@ -27,17 +27,6 @@ export function nodeTypeOf(el: XmlElement): string | undefined {
 /** Path segment of a node: `Type[indexAmongSiblings]`, the type named as pathName names it. */
 export function pathSegment(el: XmlElement, index: number): string {
   return `${pathName(nodeTypeOf(el) ?? el.name)}[${index}]`;
-}
-
-/**
- * A SubTree cycle as its error names it, `A -> B -> A`: each tree ID named as pathName names it,
- * up to MAX_NAMED_IN_WARNING of them, then how many more and the first one again (a chain of
- * thousands of SubTrees makes no line of that length).
- */
-function cycleText(ids: readonly string[]): string {
-  if (ids.length <= MAX_NAMED_IN_WARNING + 1) return ids.map(pathName).join(" -> ");
-  const shown = ids.slice(0, MAX_NAMED_IN_WARNING).map(pathName).join(" -> ");
-  return `${shown} -> (${ids.length - 1 - MAX_NAMED_IN_WARNING} more) -> ${pathName(ids[0]!)}`;
 }
 
 function editDistance(a: string, b: string): number {
@@ -358,7 +347,8 @@ export function verifyParsedTree(
       if (s === "visiting") {
         recursion = true;
         const chain = stack.map((f) => f.id);
-        const cycle = cycleText([...chain.slice(chain.indexOf(ref.target)), ref.target]);
+        // Each tree ID named as pathName names it (cycleText bounds the chain).
+        const cycle = cycleText([...chain.slice(chain.indexOf(ref.target)), ref.target], pathName);
         out.push(errorAt(ref.el, ref.path, `SubTree recursion: ${cycle}`));
       } else if (s === undefined) {
         state.set(ref.target, "visiting");
