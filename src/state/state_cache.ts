@@ -304,7 +304,11 @@ interface MutableDeviceState {
    * object per sample). Held from the send until the pass applied the answer (`batchHeld`).
    */
   readonly readBatch: SampleBatch;
-  /** readBatch is taken by a request not applied yet: a poll beside it decodes into its own. */
+  /**
+   * readBatch is taken by a request not applied yet: a poll beside it decodes into its own. Also
+   * the device's read in flight: no poll pass sends it another (#pollProvider, pollDevice) until
+   * its outcome is applied, as a cycle may end without it (#releasePass).
+   */
   batchHeld: boolean;
   /** Every declared signal (built at inventory time, not per sample). */
   slots: Map<string, SignalSlot>;
@@ -1004,6 +1008,7 @@ export class StateCache implements FreshReader {
       () => this.#pollProvider(host).then(afterPass),
       this.#loopClock,
       this.#gridOriginMs,
+      () => this.#releasePass(host),
     );
   }
 
@@ -1016,7 +1021,22 @@ export class StateCache implements FreshReader {
     this.#running = false;
     this.#pollsEnded = true;
     this.#gridOriginMs = null; // start() lays a new grid
-    await Promise.all([...this.#loops.values()].map((l) => l.stop()));
+    // The reads a cycle ended without (#releasePass) are polls in flight too.
+    const released: Promise<void>[] = [];
+    for (const q of this.#pollQueues.values()) {
+      for (const pass of q.released) {
+        released.push(
+          new Promise<void>((resolve) => {
+            const before = pass.onEnded;
+            pass.onEnded = () => {
+              before();
+              resolve();
+            };
+          }),
+        );
+      }
+    }
+    await Promise.all([...[...this.#loops.values()].map((l) => l.stop()), ...released]);
   }
 
   /**
@@ -1029,8 +1049,18 @@ export class StateCache implements FreshReader {
    */
   abandonPolls(): string[] {
     this.#pollsAbandoned = true;
+    return this.pollsInFlight();
+  }
+
+  /**
+   * The ids of the providers whose poll cycle is in flight (its poll pass or GetHealth), or with
+   * reads out that a cycle ended without (#releasePass), in registration order.
+   */
+  pollsInFlight(): string[] {
     const inFlight: string[] = [];
-    for (const [id, loop] of this.#loops) if (loop.cycling) inFlight.push(id);
+    for (const [id, loop] of this.#loops) {
+      if (loop.cycling || (this.#pollQueues.get(id)?.released.size ?? 0) > 0) inFlight.push(id);
+    }
     return inFlight;
   }
 
@@ -1178,6 +1208,8 @@ export class StateCache implements FreshReader {
     const run = this.#serial(providerId, async () => {
       started = true; // from now on a new pollDevice must poll again, not join this one
       known.queuedPoll = null;
+      // Its read of a cycle that ended without it is still out (#releasePass): not sent another.
+      if (known.batchHeld) return;
       await this.#pollBatch(host, [known]);
     });
     if (!started) known.queuedPoll = run; // it waits behind another poll
@@ -1332,6 +1364,13 @@ export class StateCache implements FreshReader {
    */
   #healthIfDue(host: ProviderHost): Promise<unknown> | undefined {
     const every = this.#opts.reportedHealthIntervalMs ?? 5000;
+    // While reads a cycle ended without (#releasePass) have heard nothing, the provider may be
+    // silent: its health waits for them, as it waited for the pass before (one liveness check
+    // at a time, not two within one timeout_ms).
+    const q = this.#pollQueues.get(host.id);
+    if (q !== undefined && q.released.size > 0) {
+      for (const pass of q.released) if (!pass.answered) return undefined;
+    }
     const last = this.#reported.get(host.id)?.atMono ?? -Infinity;
     if (this.#opts.clock.monoMs() - last >= every) return this.fetchReportedHealth(host);
     return undefined;
@@ -1354,6 +1393,12 @@ export class StateCache implements FreshReader {
     let due: MutableDeviceState[] | null = null;
     for (let i = 0; i < devices.length; i++) {
       const dev = devices[i]!;
+      // Its read is still out (a cycle ended without it: #releasePass): not sent another; its
+      // outcome is applied when it comes or times out.
+      if (dev.batchHeld) {
+        due ??= devices.slice(0, i);
+        continue;
+      }
       // A device whose last read failed, or was answered with none of its polled signals or
       // none of them OK, is polled every cycle until it answers well: its outage is judged on
       // consecutive failing reads (device_outage.ts), as fast as for any device.
@@ -1388,7 +1433,8 @@ export class StateCache implements FreshReader {
   /**
    * Polls the due devices of one provider with their ReadSignals sent together (one write, one
    * wake-up of the provider: ADPP matches answers by request id), the answers applied in the
-   * order the requests were made, each as it arrives. A provider that does not answer in time
+   * order the requests were made, each as it arrives (once the loop's cycle ended without a read
+   * still out, each as it comes: #releasePass). A provider that does not answer in time
    * counts once for the pass in its liveness checks. A post-call poll (pollDevice) is a pass of
    * one device.
    */
@@ -1416,6 +1462,8 @@ export class StateCache implements FreshReader {
     pass.metrics = this.#pollMetrics.get(pass.host.id) ?? DETACHED_POLL_METRICS;
     pass.next = 0;
     pass.settled = false;
+    pass.released = false;
+    pass.replied = 0;
     pass.answered = false;
     pass.timedOut = false;
     pass.heard = false;
@@ -1485,6 +1533,7 @@ export class StateCache implements FreshReader {
   /** Device `i`'s outcome: stored, and every outcome due in request order applied. */
   #onPassReply(pass: PollPass, i: number, err: Error | null, batch: SampleBatch | undefined): void {
     pass.waiting--;
+    pass.replied++;
     const dev = pass.due[i]!;
     // An error, or an answer nobody applies: the batch is free again.
     if ((err !== null || pass.settled) && pass.intos[i] === dev.readBatch) dev.batchHeld = false;
@@ -1498,6 +1547,12 @@ export class StateCache implements FreshReader {
       pass.arrivedMs[i] = clock.nowMs();
     }
     try {
+      if (pass.released) {
+        // Its cycle ended without it (#releasePass): applied as it comes.
+        this.#applyOutcome(pass, i);
+        if (pass.waiting === 0) this.#settlePass(pass);
+        return;
+      }
       if (pass.sent < pass.due.length) {
         // Any answer, even an error status, says the provider reads; a refusal says nothing.
         if (err === null || livenessOf(err) === true) pass.heard = true;
@@ -1520,6 +1575,7 @@ export class StateCache implements FreshReader {
     }
     const reject = pass.reject;
     pass.resolve = pass.reject = noop;
+    if (pass.released) this.#endReleased(pass); // its cycle has ended: the error ends with it
     reject(thrown);
   }
 
@@ -1528,65 +1584,116 @@ export class StateCache implements FreshReader {
    * provider that does not answer in time counts once for the pass in its liveness checks.
    */
   #applyPass(pass: PollPass): void {
-    const { host, due, outcomes, metrics } = pass;
+    const { due, outcomes } = pass;
     const n = due.length;
-    const clock = this.#opts.clock;
     while (pass.next < n && outcomes[pass.next] !== undefined) {
-      const i = pass.next++;
-      const dev = due[i]!;
-      const outcome = outcomes[i]!;
-      outcomes[i] = undefined;
-      if (outcome === DEFERRED) {
-        // Not sent in this pass (#sendMore): polled at the next cycle, not a failed read.
-        dev.skipCycles = 0;
-        continue;
-      }
-      if (outcome === dev.readBatch) dev.batchHeld = false; // read below, before any other
-      // A device's poll time: from the answer before it (the provider answers in turn).
-      const now = clock.monoMs();
-      metrics.duration.observe((now - pass.sinceMs) / 1000);
-      pass.sinceMs = now;
-      if (!(outcome instanceof Error)) {
-        pass.answered = true;
-        // Removed by a reload meanwhile, or a stop went on without it (abandonPolls): not stored.
-        if (this.#pollsAbandoned || !this.#isCurrent(host)) continue;
-        this.#applySamples(dev, outcome, pass.arrivedMs[i]!, pass.arrivedMono[i]!);
-        continue;
-      }
-      metrics.errors++;
-      const alive = livenessOf(outcome); // a status is still an answer
-      if (alive === false) pass.timedOut = true;
-      else if (alive === true) pass.answered = true;
-      // (A provider that went down has its devices marked already: marking again changes
-      // nothing.) Removed by a reload meanwhile, or abandoned (abandonPolls): not marked.
-      if (this.#pollsAbandoned || !this.#isCurrent(host)) continue;
-      if (outcome instanceof OtherDeviceAnswerError) {
-        // Not a transient failure: the provider mixes its devices up (said where it is seen).
-        this.#faults.get(dev.providerId)!.log.other_device.warn(
-          `${
-            quoteDeviceHandle(dev.providerId, dev.deviceId)
-          }: ${outcome.message}; its samples are ` +
-            `not stored, the device is marked unavailable`,
-        );
-      } else {
-        this.#log.debug(
-          `poll ${quoteDeviceHandle(dev.providerId, dev.deviceId)} failed: ${
-            quoteProviderTextWithin(outcome.message, QUOTED_POLL_ERROR_CHARS)
-          }`,
-        );
-      }
-      this.#markDeviceUnavailable(dev);
+      this.#applyOutcome(pass, pass.next++);
     }
     if (pass.next < n) return;
+    this.#settlePass(pass);
+  }
+
+  /** Applies device `i`'s outcome of `pass` (arrived: not undefined). */
+  #applyOutcome(pass: PollPass, i: number): void {
+    const { host, due, outcomes, metrics } = pass;
+    const dev = due[i]!;
+    const outcome = outcomes[i]!;
+    outcomes[i] = undefined;
+    if (outcome === DEFERRED) {
+      // Not sent in this pass (#sendMore): polled at the next cycle, not a failed read.
+      dev.skipCycles = 0;
+      return;
+    }
+    if (outcome === dev.readBatch) dev.batchHeld = false; // read below, before any other
+    // A device's poll time: from the answer before it (the provider answers in turn).
+    const now = this.#opts.clock.monoMs();
+    metrics.duration.observe((now - pass.sinceMs) / 1000);
+    pass.sinceMs = now;
+    if (!(outcome instanceof Error)) {
+      pass.answered = true;
+      // Removed by a reload meanwhile, or a stop went on without it (abandonPolls): not stored.
+      if (this.#pollsAbandoned || !this.#isCurrent(host)) return;
+      this.#applySamples(dev, outcome, pass.arrivedMs[i]!, pass.arrivedMono[i]!);
+      return;
+    }
+    metrics.errors++;
+    const alive = livenessOf(outcome); // a status is still an answer
+    if (alive === false) pass.timedOut = true;
+    else if (alive === true) pass.answered = true;
+    // (A provider that went down has its devices marked already: marking again changes
+    // nothing.) Removed by a reload meanwhile, or abandoned (abandonPolls): not marked.
+    if (this.#pollsAbandoned || !this.#isCurrent(host)) return;
+    if (outcome instanceof OtherDeviceAnswerError) {
+      // Not a transient failure: the provider mixes its devices up (said where it is seen).
+      this.#faults.get(dev.providerId)!.log.other_device.warn(
+        `${quoteDeviceHandle(dev.providerId, dev.deviceId)}: ${outcome.message}; its samples are ` +
+          `not stored, the device is marked unavailable`,
+      );
+    } else {
+      this.#log.debug(
+        `poll ${quoteDeviceHandle(dev.providerId, dev.deviceId)} failed: ${
+          quoteProviderTextWithin(outcome.message, QUOTED_POLL_ERROR_CHARS)
+        }`,
+      );
+    }
+    this.#markDeviceUnavailable(dev);
+  }
+
+  /** Every outcome of `pass` is applied: its liveness verdict, and its end. */
+  #settlePass(pass: PollPass): void {
     pass.settled = true;
     // Abandoned (abandonPolls): its provider is being stopped, no liveness verdict of it.
     if (!this.#pollsAbandoned) {
-      if (pass.answered) host.noteLiveness(true);
-      else if (pass.timedOut) host.noteLiveness(false);
+      if (pass.answered) pass.host.noteLiveness(true);
+      else if (pass.timedOut) pass.host.noteLiveness(false);
     }
+    if (pass.released) this.#endReleased(pass);
     const resolve = pass.resolve;
     pass.resolve = pass.reject = noop; // the pass keeps no settled promise alive
     resolve();
+  }
+
+  /**
+   * The loop's next cycle of `host` is due while its pass still waits for reads, some of them
+   * back (PollLoop's overdue: a device's read hangs, up to timeout_ms, while the provider answers
+   * the others): the cycle ends without them, so the provider's other devices are polled at their
+   * period. The outcomes that arrived are applied now (each dated by its arrival), each read
+   * still out as it comes or times out, its device sent no other read meanwhile (#pollProvider,
+   * pollDevice); the devices not sent yet are deferred to the next cycle. The pass's liveness
+   * verdict comes when its last read is in. Nothing is allocated unless a cycle overran: the
+   * next cycle makes a pass of its own.
+   */
+  #releasePass(host: ProviderHost): void {
+    const q = this.#pollQueues.get(host.id);
+    const pass = q?.pass;
+    if (q === undefined || !pass || pass.settled || pass.released || pass.host !== host) return;
+    // Nothing came back yet (a slow or silent provider): every device it polls is still out, the
+    // cycle waits for them as before (and the next starts at once), one liveness check at a time.
+    if (pass.replied === 0) return;
+    try {
+      if (pass.sent < pass.due.length) this.#deferRest(pass);
+      pass.released = true;
+      q.released.add(pass);
+      const { due, outcomes } = pass;
+      for (let i = pass.next; i < due.length; i++) {
+        if (outcomes[i] !== undefined) this.#applyOutcome(pass, i);
+      }
+      pass.next = due.length;
+      const resolve = pass.resolve;
+      pass.resolve = pass.reject = noop;
+      resolve(); // the cycle goes on (its GetHealth), then the next one
+      if (pass.waiting === 0) this.#settlePass(pass);
+    } catch (thrown) {
+      this.#failPass(pass, thrown);
+    }
+  }
+
+  /** A released pass settled (or failed): no longer among its provider's, and stop() told. */
+  #endReleased(pass: PollPass): void {
+    this.#pollQueues.get(pass.host.id)?.released.delete(pass);
+    const ended = pass.onEnded;
+    pass.onEnded = noop;
+    ended();
   }
 
   /** Runs `poll` once every poll of this provider queued before it has ended (one at a time). */
@@ -2277,12 +2384,21 @@ class PollPass {
   sent = 0;
   /** A read of this pass was answered (before it was applied): the provider reads. */
   heard = false;
+  /** Replies come in (answers and errors): a pass none came back to is not released. */
+  replied = 0;
   /** The next outcome to apply (request order). */
   next = 0;
   /** Every outcome applied, or the pass failed: later replies change nothing. */
   settled = true;
   /** Failed (an apply threw): never reused. */
   dead = false;
+  /**
+   * Its cycle ended without the reads still out (StateCache.#releasePass): each outcome is applied
+   * as it comes, the last one settles it.
+   */
+  released = false;
+  /** Told when a released pass settles (StateCache.stop waits for it; set only then). */
+  onEnded: () => void = noop;
   sinceMs = 0;
   answered = false;
   timedOut = false;
@@ -2308,6 +2424,11 @@ class PollPass {
 class PollQueue {
   /** The poll loop's pass, reused cycle after cycle (StateCache.#pollProvider). */
   pass: PollPass | null = null;
+  /**
+   * The loop's passes whose cycle ended with reads still out (StateCache.#releasePass), until
+   * each settles. Bounded by the provider's devices: each holds a read no other pass sends.
+   */
+  readonly released = new Set<PollPass>();
   #busy = false;
   readonly #waiting: Array<() => void> = [];
 
@@ -2342,6 +2463,11 @@ class PollQueue {
  * cycle that ends within its interval waits for the next grid instant (no drift from timer
  * lateness, and loops stay in step), one that overran starts the next at once.
  *
+ * The next cycle's timer is set as a cycle starts (one timer per cycle, as when it was set at its
+ * end). When it fires while the cycle is still in flight, the cycle overran: `overdue` is called
+ * (the cache lets the cycle end without the reads still out: StateCache.#releasePass) and the
+ * next cycle starts as soon as this one ends.
+ *
  * Each timer aims at a grid instant (its due time), and the next cycle is the grid instant after
  * the later of that due time and the cycle's start. Timers may fire up to a millisecond early
  * (a fractional delay is truncated): timed from the start alone, a cycle that began just before
@@ -2357,28 +2483,34 @@ export class PollLoop {
   #dueMs: number;
   #running = true;
   #current: Promise<void> | null = null;
+  /** Called when the next cycle is due while one is still in flight (see the class comment). */
+  readonly #overdue: () => void;
+  /** The next cycle's timer fired while this one was in flight: it starts when this one ends. */
+  #late = false;
 
   constructor(
     intervalMs: number,
     body: () => Promise<unknown>,
     clock: Clock,
     gridOriginMs: number,
+    overdue: () => void = noop,
   ) {
     this.#intervalMs = intervalMs;
     this.#body = body;
     this.#clock = clock;
     this.#gridOriginMs = gridOriginMs;
+    this.#overdue = overdue;
     this.#dueMs = this.#scheduleAt(this.#nextGridInstant(clock.monoMs()));
   }
 
   /**
-   * Uses `intervalMs` from the next cycle on (a waiting cycle is rescheduled at once onto the new
-   * grid when the interval got shorter).
+   * Uses `intervalMs` from the next cycle on (a waiting cycle, or the timer of the cycle after the
+   * one in flight, is rescheduled at once onto the new grid when the interval got shorter).
    */
   setInterval(intervalMs: number): void {
     const previous = this.#intervalMs;
     this.#intervalMs = intervalMs;
-    if (!this.#running || this.#current || intervalMs >= previous) return;
+    if (!this.#running || this.#late || intervalMs >= previous) return;
     this.#clock.clearTimer(this.#timer); // a shorter interval must not wait out the longer one
     this.#dueMs = this.#scheduleAt(this.#nextGridInstant(this.#clock.monoMs()));
   }
@@ -2412,17 +2544,24 @@ export class PollLoop {
     return nextGridInstant(this.#gridOriginMs, this.#intervalMs, fromMs);
   }
 
-  /** When the cycle in flight started (monotonic ms), and the instant its timer aimed at. */
-  #startedMs = 0;
-  #startedDueMs = 0;
-
   /**
    * Runs a cycle; only from its timer, which stop() clears: never after stop(). Its end is a
    * promise reaction, not a coroutine per cycle.
    */
   readonly #onTimer = (): void => {
-    this.#startedMs = this.#clock.monoMs();
-    this.#startedDueMs = this.#dueMs;
+    if (this.#current !== null) {
+      // The cycle in flight overran its interval: the next one starts when it ends.
+      this.#late = true;
+      try {
+        this.#overdue();
+      } catch {
+        // (StateCache's never throws) the cycle in flight ends as it would have
+      }
+      return;
+    }
+    const started = this.#clock.monoMs();
+    // The next cycle's grid instant, set now (the same instant as when it was set at the end).
+    this.#dueMs = this.#scheduleAt(this.#nextGridInstant(Math.max(this.#dueMs, started)));
     let body: Promise<unknown>;
     try {
       body = this.#body();
@@ -2432,16 +2571,14 @@ export class PollLoop {
     this.#current = body.then(this.#afterCycle, this.#afterCycle);
   };
 
-  /** A cycle ended (answered or failed): the next one, unless stopped. */
+  /**
+   * A cycle ended (answered or failed): the next one at once if its timer fired meanwhile (the
+   * cycle overran), else its timer set at the start waits for its grid instant; none once stopped.
+   */
   readonly #afterCycle = (): void => {
     this.#current = null;
-    if (!this.#running) return;
-    const now = this.#clock.monoMs();
-    const started = this.#startedMs;
-    this.#dueMs = this.#scheduleAt(
-      now - started >= this.#intervalMs
-        ? now
-        : this.#nextGridInstant(Math.max(this.#startedDueMs, started)),
-    );
+    if (!this.#running || !this.#late) return;
+    this.#late = false;
+    this.#dueMs = this.#scheduleAt(this.#clock.monoMs());
   };
 }

@@ -119,24 +119,36 @@ export async function restartDeclaringTempIn(
   const declared = () =>
     rig.rt.inventory.capabilities("p0", "probe")?.signals.find((s) => s.signalId === "temp")
       ?.unit === unit;
-  // The restarted provider's two first polls are waited for too: its poll loop's, woken as it
-  // comes up (StateCache: a provider back is asked at once), and the reload's own (each device of a
-  // provider it started is polled before it ends). The loop's runs on a timer and may come after
-  // the reload's: one still to come when the caller's next poll programs its answer would read
-  // that answer as well, a second point at the caller's time.
-  let polls = 0;
+  // The restarted provider's polls as it comes up are waited for too -- the reload's own (each
+  // device of a provider it started is polled before it ends) and its poll loop's, woken as it
+  // comes up (StateCache: a provider back is asked at once), on a timer that may fire after the
+  // reload's poll, or be folded into it: one still to come when the caller's next poll programs
+  // its answer would read that answer as well, a second point at the caller's time. So: one told,
+  // none in flight, and none for RESTART_POLLS_SETTLE_MS since the last (a timer due at once has
+  // fired by then).
+  let lastPollAt: number | null = null;
   const off = rig.rt.cache.onDevicePolled((d) => {
-    if (d.providerId === "p0" && d.deviceId === "probe" && declared()) polls++;
+    if (d.providerId === "p0" && d.deviceId === "probe" && declared()) {
+      lastPollAt = performance.now();
+    }
   });
   try {
     await probeFile(rig.dataDir, inventory);
     await reloadRestartingP0(rig);
     await waitFor(`temp declared in ${unit}`, declared);
-    await waitFor("the restarted provider's first two polls", () => polls >= 2);
+    await waitFor(
+      "the restarted provider's polls as it came up, then none in flight",
+      () =>
+        lastPollAt !== null && performance.now() - lastPollAt >= RESTART_POLLS_SETTLE_MS &&
+        rig.rt.cache.pollsInFlight().length === 0,
+    );
   } finally {
     off();
   }
 }
+
+/** restartDeclaringTempIn: how long no poll of the restarted provider means none is to come. */
+const RESTART_POLLS_SETTLE_MS = 100;
 
 /** Starts a runtime over the probe; the caller stops `rig.rt`. */
 export async function startRig(o: {

@@ -92,14 +92,19 @@ Deno.test("A unit change before a wall clock stepped back behind it is dated at 
     const rows = csv.split("\r\n").slice(1, -1).map((l) => l.split(","));
     // The ring's polls from before the step are in the answer too (the range holds their times),
     // in time order: the one in degC before the change, labelled so.
+    // The restarted provider's first polls (no value yet): the reload's and its poll loop's, woken
+    // as it comes up -- one or two, as the loop's timer fires before the reload's poll or after
+    // it (restartDeclaringTempIn).
+    const all = rows.map((f) => [Number(f[1]) - T0, f[4], f[7]]);
+    const first = all.filter(([t, v]) => t === 10_000 && v === "");
+    assert.ok(first.length === 1 || first.length === 2, JSON.stringify(all));
     assert.deepEqual(
-      rows.map((f) => [Number(f[1]) - T0, f[4], f[7]]),
+      all,
       [
         [1000, "20", "degC"],
         [6000, "295", "K"],
         [7000, "296", "K"],
-        [10_000, "", "K"], // the restarted provider's first polls: no value yet
-        [10_000, "", "K"],
+        ...first.map(() => [10_000, "", "K"]),
         [11_000, "294", "K"],
       ],
       "the polls in K labelled K",
@@ -107,7 +112,7 @@ Deno.test("A unit change before a wall clock stepped back behind it is dated at 
     // The console's trend draws from the last change on: before, it drew none of them.
     assert.deepEqual(
       pointsInUnitNow(json.signals[0]).points.map((p: { last: number }) => p.last),
-      [295, 296, null, null, 294],
+      [295, 296, ...first.map(() => null), 294],
       "the trend draws them on its axis (in K)",
     );
   } finally {

@@ -53,11 +53,21 @@ async function pollPastDeadline(fx: ProgrammableFixture, clock: ManualClock): Pr
  * timers in the background), each fired once the previous one has armed the next (its heartbeat
  * answered): no deadline passes while one is in flight, however slowly the provider process runs.
  */
-async function cycles(clock: ManualClock, intervalMs: number, n: number): Promise<void> {
+async function cycles(
+  fx: ProgrammableFixture,
+  clock: ManualClock,
+  intervalMs: number,
+  n: number,
+): Promise<void> {
   for (let i = 0; i < n; i++) {
     const due = clock.pendingDueTimes()[0];
     assert.ok(clock.fireNext(), "a cycle is due");
-    await waitFor("the cycle's end", () => clock.pendingDueTimes().includes(due! + intervalMs));
+    await waitFor(
+      "the cycle's end",
+      () =>
+        fx.cache.pollsInFlight().length === 0 &&
+        clock.pendingDueTimes().includes(due! + intervalMs),
+    );
   }
 }
 
@@ -78,7 +88,10 @@ async function cycleWithHungHealth(
     async () => (await fx.stats("d0")).health > health,
   );
   clock.advance(timeoutMs);
-  await waitFor("the cycle's end", () => clock.pendingTimers > 0);
+  await waitFor(
+    "the cycle's end",
+    () => fx.cache.pollsInFlight().length === 0 && clock.pendingTimers > 0,
+  );
 }
 
 Deno.test("LIVENESS_FAILURE_LIMIT is two checks", () => {
@@ -243,7 +256,7 @@ Deno.test("StateCache: a provider whose devices poll once a minute is found hung
     await fx.program("s0", { read: { values: [dbl("x", 1)] } });
     await fx.cache.start(); // the priming pass: answered
     const nextPoll = clock.mono + 60_000;
-    await cycles(clock, 100, 3); // GetHealth in the first and the third
+    await cycles(fx, clock, 100, 3); // GetHealth in the first and the third
     assert.ok((await fx.stats("s0")).health >= 2, "a GetHealth answered");
     await stillServing(fx, pid, "s0");
     assert.equal((await fx.stats("s0")).reads, 1, "polled once: the next poll is a minute away");
@@ -290,14 +303,14 @@ Deno.test("StateCache: a heartbeat answered with an error status proves liveness
     const pid = fx.host.session!.pid;
     await fx.program("q0", { health: { error: { code: StatusCode.DEADLINE_EXCEEDED } } });
     await fx.cache.start();
-    await cycles(clock, 100, 3);
+    await cycles(fx, clock, 100, 3);
     assert.ok((await fx.stats("q0")).health >= 4, "several heartbeats");
     await stillServing(fx, pid, "q0");
     // Alternating: unanswered, answered with an error, unanswered -- never two misses in a row.
     fx.host.noteLiveness(false);
     // A cycle ends once its heartbeat is answered.
     const seen = (await fx.stats("q0")).health;
-    await cycles(clock, 100, 1);
+    await cycles(fx, clock, 100, 1);
     assert.ok((await fx.stats("q0")).health > seen, "a heartbeat answered");
     fx.host.noteLiveness(false);
     await stillServing(fx, pid, "q0");
@@ -313,7 +326,7 @@ Deno.test("StateCache: heartbeats answered keep a provider with nothing to poll 
     const pid = fx.host.session!.pid;
     await fx.cache.start();
     fx.host.noteLiveness(false); // one miss before: every answered heartbeat starts over
-    await cycles(clock, 100, 5);
+    await cycles(fx, clock, 100, 5);
     assert.ok((await fx.stats("q0")).health >= 6, "several heartbeats");
     fx.host.noteLiveness(false);
     await stillServing(fx, pid, "q0");

@@ -1,10 +1,12 @@
 /**
  * A provider that hangs on one device's read but answers its other devices at once: the answers of
  * a pass are applied in request order (docs/architecture.md), so an answer that came in behind the
- * hung read waits there until that read times out. Its samples are dated by their arrival
- * (`receivedMono`, "the monotonic time it arrived"; the wall clock then), not by that late apply:
- * a value `timeout_ms` old is never served, nor judged by alarms and interlocks, as a fresh one.
- * The programmable provider as a real child process (it answers requests concurrently).
+ * hung read waits there -- in the priming pass of start() until that read times out (a poll
+ * loop's cycle ends without it at the next grid instant: hung_sibling_poll_test.ts). Its samples
+ * are dated by their arrival (`receivedMono`, "the monotonic time it arrived"; the wall clock
+ * then), not by that late apply: a value `timeout_ms` old is never served, nor judged by alarms
+ * and interlocks, as a fresh one. The programmable provider as a real child process (it answers
+ * requests concurrently).
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../helpers/kernel.ts";
@@ -25,13 +27,16 @@ Deno.test("StateCache dates an answer held behind a hung read of another device 
       b: { signals: [{ id: "y", type: T.DOUBLE }], values: [dbl("y", 2)] },
     },
   }, {
-    poll: true,
     intervalMs: INTERVAL_MS,
     timeoutMs: TIMEOUT_MS,
     staleness: { warnAfterMs: STALE_MS / 2, staleAfterMs: STALE_MS },
   });
+  let started: Promise<void> | undefined;
   try {
-    await waitFor("b answered", () => fx.cache.signal("p0", "b", "y")?.quality === "OK");
+    // Both answered once (a post-call poll each: no pass holds one behind the other).
+    await fx.cache.pollDevice("p0", "a");
+    await fx.cache.pollDevice("p0", "b");
+    assert.equal(fx.cache.signal("p0", "b", "y")?.quality, "OK");
     const input = new SignalInput("p0/b/y", "p0", "b", "y");
     /** b's sample as each apply left it: its age then, its quality as read, its wall time. */
     const applied: {
@@ -55,9 +60,10 @@ Deno.test("StateCache dates an answer held behind a hung read of another device 
     });
     const wallBefore = fx.clock.wallMs;
     await fx.program("a", { read: { hang: true } });
-    // The next pass is out: a's read hangs, b's (sent with it, after it) is answered at once --
-    // before the provider answers this count, on the same pipe.
+    // The priming pass of start(): a's read hangs, b's (sent with it, after it) is answered at
+    // once -- before the provider answers this count, on the same pipe.
     const reads = (await fx.stats("b")).reads;
+    started = fx.cache.start();
     await waitFor("b read again", async () => (await fx.stats("b")).reads > reads);
     // The wall clock moves on while a's read hangs and b's answer waits behind it.
     fx.clock.wallMs += 60_000;
@@ -73,7 +79,9 @@ Deno.test("StateCache dates an answer held behind a hung read of another device 
     assert.equal(held.atMs, wallBefore, "dated by the wall clock when it arrived");
     // b itself is not failing: its answers carry its signal OK, only late.
     assert.equal(fx.cache.device("p0", "b")?.available, true);
+    await started;
   } finally {
+    await started?.catch(() => {});
     await fx.close();
   }
 });

@@ -55,9 +55,10 @@ Deno.test("PollLoop starts each cycle on the grid: a late timer does not shift t
       assert.deepStrictEqual(clock.pendingDelays(), [INTERVAL], "first cycle at the first instant");
       await fireAt(clock, 1000 + INTERVAL + 3); // the first timer fires 3 ms late
       assert.strictEqual(n(), 1);
-      // Started at 1023 (3 late), ended at 1030: the next grid instant is 1040, 10 ms away. A loop
-      // timed from its own start would wait 20 - 7 = 13 ms and drift 3 ms per cycle.
-      assert.deepStrictEqual(clock.pendingDelays(), [10]);
+      // Started at 1023 (3 late), ended at 1030: the next grid instant is 1040 (its timer set as
+      // the cycle started). A loop timed from its own end would wait 20 ms (1050) and drift by the
+      // cycle's length; from its start, 3 ms per cycle.
+      assert.deepStrictEqual(clock.pendingDueTimes(), [1040]);
     },
   );
   assert.strictEqual(cycles, 1);
@@ -69,8 +70,48 @@ Deno.test("PollLoop starts the next cycle at once after a cycle that overran its
   }, async (clock, n) => {
     await fireAt(clock, 500 + INTERVAL);
     assert.strictEqual(n(), 1);
-    assert.deepStrictEqual(clock.pendingDelays(), [0]);
+    // Its timer, set as it started, is due already (540, the clock at 545): it fires at once.
+    assert.deepStrictEqual(clock.pendingDueTimes(), [540]);
+    assert.ok(clock.monoMs() >= 540);
   });
+});
+
+Deno.test("PollLoop: the next instant coming with the cycle still in flight calls overdue once, and the next cycle starts as that one ends", async () => {
+  const clock = new ManualClock(700);
+  let cycles = 0;
+  let overdue = 0;
+  let end = (): void => {};
+  const loop = new PollLoop(
+    INTERVAL,
+    () => {
+      cycles++;
+      return new Promise<void>((resolve) => (end = resolve));
+    },
+    clock,
+    700,
+    () => overdue++,
+  );
+  try {
+    await fireAt(clock, 720);
+    assert.strictEqual(cycles, 1);
+    assert.deepStrictEqual(clock.pendingDueTimes(), [740], "the next cycle's timer, set at once");
+    await fireAt(clock, 740); // the cycle is still in flight
+    assert.strictEqual(overdue, 1);
+    assert.strictEqual(cycles, 1, "no second cycle beside the first");
+    assert.deepStrictEqual(clock.pendingDueTimes(), [], "nothing armed until the cycle ends");
+    clock.advance(3);
+    end();
+    await flushMicrotasks();
+    assert.deepStrictEqual(clock.pendingDueTimes(), [743], "at once as the cycle ended");
+    await fireAt(clock, 743);
+    assert.strictEqual(cycles, 2);
+    assert.deepStrictEqual(clock.pendingDueTimes(), [760], "back on the grid");
+    end();
+    await flushMicrotasks();
+  } finally {
+    await loop.stop();
+  }
+  assert.strictEqual(overdue, 1);
 });
 
 Deno.test("PollLoops with one grid origin wait for the same instant whenever they were made", async () => {
@@ -102,8 +143,8 @@ Deno.test("PollLoop: a timer that fires just before its grid instant does not po
       assert.deepStrictEqual(clock.pendingDelays(), [INTERVAL]);
       await fireAt(clock, 2000 + INTERVAL - 0.5); // the timer fires half a millisecond early
       assert.strictEqual(n(), 1);
-      // Ended at 2019.75: the next cycle is at 2040, not at 2020.
-      assert.deepStrictEqual(clock.pendingDelays(), [20.25]);
+      // Started at 2019.5: the next cycle is at 2040, not at 2020.
+      assert.deepStrictEqual(clock.pendingDueTimes(), [2040]);
     },
   );
   assert.strictEqual(cycles, 1);
@@ -132,9 +173,9 @@ Deno.test("PollLoop: a grid instant that rounds across a power of two is not its
       assert.ok(Math.abs(first! - INTERVAL) < 1e-6, `first timer ${first} ms`);
       await fireAt(clock, ORIGIN + first!); // the timer fires on time
       assert.strictEqual(n(), 1);
-      // Ended 0.25 ms after its instant: the next cycle is the following instant, not at once.
-      const [next] = clock.pendingDelays();
-      assert.ok(Math.abs(next! - (INTERVAL - 0.25)) < 1e-6, `next timer ${next} ms`);
+      // Started on its instant: the next cycle is the following instant, not at once.
+      const [next] = clock.pendingDueTimes();
+      assert.ok(Math.abs(next! - (ORIGIN + 2 * INTERVAL)) < 1e-6, `next timer at ${next}`);
     },
   );
   assert.strictEqual(cycles, 1);

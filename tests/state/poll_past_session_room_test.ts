@@ -10,6 +10,7 @@ import { DEFAULT_MAX_IN_FLIGHT } from "../../src/adpp/mod.ts";
 import { waitFor } from "../helpers/kernel.ts";
 import { ADPP_DEADLINE_TIMER, ManualClock } from "../helpers/clock.ts";
 import { dbl, startProgrammable, T } from "../helpers/programmable_provider.ts";
+import type { StateCache } from "../../src/state/mod.ts";
 
 /** More devices than a session takes poll reads in flight. */
 const DEVICES = DEFAULT_MAX_IN_FLIGHT + 6;
@@ -46,12 +47,12 @@ Deno.test("A poll pass over more devices than a session's poll reads in flight p
  * The poll loop's next cycle on a manual clock: fires its timer and waits until the loop has armed
  * the next one, one interval later on the grid (the cycle has ended).
  */
-async function cycle(clock: ManualClock, intervalMs: number): Promise<void> {
+async function cycle(clock: ManualClock, intervalMs: number, cache: StateCache): Promise<void> {
   const due = clock.pendingDueTimes()[0];
   assert.ok(clock.fireNext(), "a cycle is due");
   await waitFor(
     "the cycle's end",
-    () => clock.pendingDueTimes().includes(due! + intervalMs),
+    () => cache.pollsInFlight().length === 0 && clock.pendingDueTimes().includes(due! + intervalMs),
     10_000,
     0,
   );
@@ -82,7 +83,7 @@ Deno.test("A poll pass whose provider answers none of its reads in time defers t
     for (const d of IDS) await fx.program(d, { read: { values: [dbl("x", 1)] } });
     await fx.cache.start(); // every device, once
     assert.equal(fx.cache.pollMetrics("p0")?.errors, 0);
-    for (let k = 1; k < 10; k++) await cycle(clock, 1000); // none due
+    for (let k = 1; k < 10; k++) await cycle(clock, 1000, fx.cache); // none due
     // The first device answers late (after its timeout), and the provider answers in turn:
     // nothing after it is answered in time either.
     await fx.program(id(0), { read: { values: [dbl("x", 1)], delayMs: 300 } });
@@ -111,7 +112,7 @@ Deno.test("A poll pass whose provider answers none of its reads in time defers t
     // The provider reads again: the next cycle polls the deferred devices (and the failed ones).
     await fx.program(id(0), { read: { values: [dbl("x", 1)] } });
     await waitFor("the late answers read", async () => (await reads([id(63)]))[0] === 2);
-    await cycle(clock, 1000);
+    await cycle(clock, 1000, fx.cache);
     assert.deepEqual(await reads(after), after.map(() => 2), "deferred devices' ReadSignals");
     assert.ok(IDS.every((d) => fx.cache.device("p0", d)?.available), "every device answered");
     assert.equal(fx.cache.pollMetrics("p0")?.errors, DEFAULT_MAX_IN_FLIGHT, "poll errors");

@@ -36,7 +36,9 @@ Deno.test("StateCache polls a slow device every cycle after an answer with no OK
     while (clock.pendingDueTimes()[0] === due) clock.fireNext();
     await waitFor(
       "the cycle's end",
-      () => clock.pendingDueTimes().includes(due + INTERVAL_MS),
+      () =>
+        fx.cache.pollsInFlight().length === 0 &&
+        clock.pendingDueTimes().includes(due + INTERVAL_MS),
       10_000,
       0,
     );

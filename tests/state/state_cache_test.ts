@@ -64,12 +64,12 @@ function take(fx: ProgrammableFixture): RuntimeEvent[] {
  * The poll loop's next cycle on a manual clock: fires its timer and waits until the loop has armed
  * the next one, one interval later on the grid (the cycle, GetHealth included, has ended).
  */
-async function cycle(clock: ManualClock, intervalMs: number): Promise<void> {
+async function cycle(clock: ManualClock, intervalMs: number, cache: StateCache): Promise<void> {
   const due = clock.pendingDueTimes()[0];
   assert.ok(clock.fireNext(), "a cycle is due");
   await waitFor(
     "the cycle's end",
-    () => clock.pendingDueTimes().includes(due! + intervalMs),
+    () => cache.pollsInFlight().length === 0 && clock.pendingDueTimes().includes(due! + intervalMs),
     10_000,
     0, // a synchronous look at the clock: every turn of the event loop
   );
@@ -741,21 +741,21 @@ Deno.test("StateCache's poll loop refreshes the provider's own health every repo
     const stats = () => fx.stats("d0");
     assert.equal((await stats()).health, 0, "the priming pass asks for none");
     // The first cycle asks (nothing reported yet) ...
-    await cycle(clock, 100);
+    await cycle(clock, 100, fx.cache);
     assert.equal((await stats()).health, 1);
     const askedAt = fx.cache.reportedHealth("p0")!.atMono;
     const reads = (await stats()).reads;
     // ... the cycles less than reportedHealthIntervalMs after that answer only poll ...
     let cycles = 0;
     while (clock.pendingDueTimes()[0]! - askedAt < 1000) {
-      await cycle(clock, 100);
+      await cycle(clock, 100, fx.cache);
       cycles++;
       assert.equal((await stats()).health, 1, `${clock.monoMs() - askedAt} ms after the answer`);
     }
     assert.equal(cycles, 9);
     assert.equal((await stats()).reads, reads + 9);
     // ... and the cycle 1000 ms after it asks again.
-    await cycle(clock, 100);
+    await cycle(clock, 100, fx.cache);
     assert.equal((await stats()).health, 2);
     assert.equal(fx.cache.reportedHealth("p0")!.atMono, askedAt + 1000);
   }, { intervalMs: 100, reportedHealthIntervalMs: 1000, manual: clock });
@@ -767,15 +767,15 @@ Deno.test("StateCache asks for the provider's own health every 5 s by default", 
     await fx.program("d0", { read: { values: [dbl("x", 1)] } });
     await fx.cache.start();
     const health = async () => (await fx.stats("d0")).health;
-    await cycle(clock, 100);
+    await cycle(clock, 100, fx.cache);
     assert.equal(await health(), 1, "the first cycle asks");
     const askedAt = fx.cache.reportedHealth("p0")!.atMono;
     while (clock.pendingDueTimes()[0]! - askedAt < 5000) {
-      await cycle(clock, 100);
+      await cycle(clock, 100, fx.cache);
       assert.equal(await health(), 1, `${clock.monoMs() - askedAt} ms after the answer`);
     }
     assert.equal(clock.monoMs() - askedAt, 4900);
-    await cycle(clock, 100);
+    await cycle(clock, 100, fx.cache);
     assert.equal(await health(), 2, "5 s after the answer");
   }, { intervalMs: 100, manual: clock });
 });
@@ -790,8 +790,8 @@ Deno.test("StateCache polls every interval and stops polling on stop()", async (
     assert.equal(fx.cache.device("p0", "d0")!.available, true);
     const origin = clock.monoMs();
     assert.deepEqual(clock.pendingDueTimes(), [origin + 50], "the loop waits one interval");
-    await cycle(clock, 50);
-    await cycle(clock, 50);
+    await cycle(clock, 50, fx.cache);
+    await cycle(clock, 50, fx.cache);
     assert.equal((await fx.stats("d0")).reads, 3);
     await fx.cache.start(); // already running: no second loop, no second priming pass
     assert.equal((await fx.stats("d0")).reads, 3);
@@ -1041,8 +1041,8 @@ Deno.test("StateCache.stop waits for the poll in flight; start() after stop() po
     await fx.cache.start();
     assert.deepEqual(fx.cache.signal("p0", "d0", "x")?.value, { type: "double", double: 3 });
     const reads = (await fx.stats("d0")).reads;
-    await cycle(clock, 50);
-    await cycle(clock, 50);
+    await cycle(clock, 50, fx.cache);
+    await cycle(clock, 50, fx.cache);
     assert.equal((await fx.stats("d0")).reads, reads + 2, "the loop polls again");
   }, { intervalMs: 50, manual: clock });
 });
@@ -1148,7 +1148,10 @@ Deno.test("StateCache's poll loop waits interval_ms from a cycle's start, and st
     // That cycle overran the interval: the next one starts at once ...
     await runDueUntil(clock, "the next cycle", async () => (await fx.stats("d0")).reads === 2);
     // ... and took no time on the clock: the one after waits its 60 s, to the next grid instant.
-    await waitFor("the cycle's end", () => clock.pendingDueTimes().includes(130_000));
+    await waitFor(
+      "the cycle's end",
+      () => fx.cache.pollsInFlight().length === 0 && clock.pendingDueTimes().includes(130_000),
+    );
     assert.equal(clock.monoMs(), 70_000);
     clock.advance(59_999);
     await fx.host.request("list_devices", {}); // answered after anything sent before it
@@ -1279,9 +1282,12 @@ Deno.test("StateCache: the poll after a provider's return replaces the pending c
     await runDueUntil(clock, "the wake-up poll", async () => (await fx.stats("d0")).reads === 1);
     // The wake-up replaced the cycle that was pending: one loop timer, at the next grid instant
     // (the supervisor arms none for success_reset_ms: a liveness answer ends the streak).
-    await waitFor("the wake-up cycle's end", () => clock.pendingDueTimes().includes(10_500));
+    await waitFor(
+      "the wake-up cycle's end",
+      () => fx.cache.pollsInFlight().length === 0 && clock.pendingDueTimes().includes(10_500),
+    );
     assert.deepEqual(clock.pendingDueTimes(), [10_500]);
-    for (let k = 1; k <= 4; k++) await cycle(clock, 500);
+    for (let k = 1; k <= 4; k++) await cycle(clock, 500, fx.cache);
     assert.equal((await fx.stats("d0")).reads, 5, "the wake-up poll, then one every 500 ms");
   }, { intervalMs: 500, restart: { backoffMs: [0, 0, 0] }, manual: clock });
 });
@@ -1297,7 +1303,7 @@ Deno.test("StateCache.setIntervalMs: a waiting cycle is rescheduled to the short
     assert.equal(fx.cache.intervalMs, 100);
     // At 60 s nothing would be polled again before 70 000; at 100 ms the next grid instant is due.
     assert.deepEqual(clock.pendingDueTimes(), [10_100]);
-    for (let k = 1; k <= 3; k++) await cycle(clock, 100);
+    for (let k = 1; k <= 3; k++) await cycle(clock, 100, fx.cache);
     assert.equal((await fx.stats("d0")).reads, primed + 3);
   }, { intervalMs: 60_000, manual: clock });
 });
@@ -1572,22 +1578,23 @@ Deno.test("StateCache keeps a signal's record of a tightened stale bound across 
   }, { intervalMs: 100, restart: { backoffMs: [0, 0, 0] } });
 });
 
-Deno.test("StateCache.setIntervalMs: a longer interval keeps the waiting cycle's time; during a cycle in flight or after stop() it arms no timer of its own", async () => {
+Deno.test("StateCache.setIntervalMs: a longer interval keeps the waiting cycle's time; during a cycle in flight it moves the next cycle's timer, after stop() it arms none", async () => {
   const clock = new ManualClock(10_000).background(ADPP_DEADLINE_TIMER);
   await withFixture(D0, async (fx) => {
     await fx.cache.start(); // the priming poll
     assert.deepEqual(clock.pendingDueTimes(), [10_100]);
     fx.cache.setIntervalMs(1000);
     assert.deepEqual(clock.pendingDueTimes(), [10_100], "the waiting cycle keeps its time");
-    // A cycle in flight (its read answered 300 ms later) when the interval shortens: the cycle
-    // arms the next one when it ends, on the new grid; nothing else is armed.
+    // A cycle in flight (its read answered 300 ms later) when the interval shortens: the next
+    // cycle's timer, armed as the cycle started, moves onto the new grid; nothing else is armed.
     await fx.program("d0", { read: { values: [dbl("x", 1)], delayMs: 300 } });
     const reads = (await fx.stats("d0")).reads;
     assert.ok(clock.fireNext(), "the cycle at 10 100");
+    assert.deepEqual(clock.pendingDueTimes(), [11_000], "the next cycle's, on the 1000 ms grid");
     await waitFor("the read in flight", async () => (await fx.stats("d0")).reads === reads + 1);
     fx.cache.setIntervalMs(50);
-    assert.deepEqual(clock.pendingDueTimes(), [], "nothing armed while the cycle runs");
-    await waitFor("the cycle's end", () => clock.pendingDueTimes().length > 0, 10_000, 0);
+    assert.deepEqual(clock.pendingDueTimes(), [10_150], "moved to the next 50 ms instant");
+    await waitFor("the cycle's end", () => fx.cache.pollsInFlight().length === 0, 10_000, 0);
     assert.deepEqual(clock.pendingDueTimes(), [10_150], "one timer, the next 50 ms instant");
     await fx.cache.stop();
     fx.cache.setIntervalMs(20); // shorter: a running loop would reschedule
@@ -1605,7 +1612,12 @@ Deno.test("StateCache.setIntervalMs: a longer interval cuts a slow device's skip
     const next = async () => {
       const due = clock.pendingDueTimes()[0]!;
       assert.ok(clock.fireNext());
-      await waitFor("the cycle's end", () => (clock.pendingDueTimes()[0] ?? 0) > due, 10_000, 0);
+      await waitFor(
+        "the cycle's end",
+        () => fx.cache.pollsInFlight().length === 0 && (clock.pendingDueTimes()[0] ?? 0) > due,
+        10_000,
+        0,
+      );
     };
     const reads = async () => (await fx.stats("d0")).reads;
     await fx.cache.start(); // the priming read; 9 cycles to skip at 100 ms

@@ -1,0 +1,118 @@
+/**
+ * A provider that hangs on one device's read but answers its other devices at once (it answers
+ * requests concurrently): the hung read must not hold its siblings' polls. Device b, answered at
+ * once, is polled at its period and stays OK while a's read hangs; a goes UNAVAILABLE at its
+ * timeout_ms, as a failed read does. The programmable provider as a real child process (the rig of
+ * held_answer_age_test.ts).
+ */
+import assert from "node:assert/strict";
+import { waitFor } from "../helpers/kernel.ts";
+import { dbl, startProgrammable, T } from "../helpers/programmable_provider.ts";
+import { InputProblem, SignalInput } from "../../src/alarms/mod.ts";
+
+const INTERVAL_MS = 100;
+/** The provider's timeout_ms: how long a's hung read lasts. */
+const TIMEOUT_MS = 3000;
+/** health.staleness.stale_after_ms: far below TIMEOUT_MS, a few intervals. */
+const STALE_MS = 500;
+/** How long b is watched while a's read hangs (well within TIMEOUT_MS). */
+const WATCH_MS = 2000;
+/** How often b's quality is read while watched. */
+const LOOK_EVERY_MS = 50;
+
+Deno.test("StateCache polls a device at its period while a sibling's read hangs: it stays OK, and the hung device goes UNAVAILABLE at its timeout", async () => {
+  const fx = await startProgrammable({
+    devices: {
+      // Requested first: today its hung read holds the whole pass, b's answer with it.
+      a: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1)] },
+      b: { signals: [{ id: "y", type: T.DOUBLE }], values: [dbl("y", 2)] },
+    },
+  }, {
+    poll: true,
+    intervalMs: INTERVAL_MS,
+    timeoutMs: TIMEOUT_MS,
+    staleness: { warnAfterMs: STALE_MS / 2, staleAfterMs: STALE_MS },
+  });
+  try {
+    await waitFor("b answered", () => fx.cache.signal("p0", "b", "y")?.quality === "OK");
+    const pid = fx.host.session?.pid;
+    await fx.program("a", { read: { hang: true } });
+    // The pass after the program is out: a's read hangs from now on.
+    const aReads = (await fx.stats("a")).reads;
+    await waitFor("a read again", async () => (await fx.stats("a")).reads > aReads);
+    const hungAt = fx.clock.monoMs();
+    const bReads = (await fx.stats("b")).reads;
+    const input = new SignalInput("p0/b/y", "p0", "b", "y");
+    /** b as read while a's read hangs: its quality and what alarms and interlocks see. */
+    const looks: { atMs: number; quality: string; input: number }[] = [];
+    while (fx.clock.monoMs() - hungAt < WATCH_MS) {
+      const mono = fx.clock.monoMs();
+      const s = fx.cache.signal("p0", "b", "y")!;
+      looks.push({
+        atMs: Math.round(mono - hungAt),
+        quality: fx.cache.qualityNow("p0", "b", "y", s),
+        input: input.classify({ cache: fx.cache }, mono),
+      });
+      await new Promise((r) => setTimeout(r, LOOK_EVERY_MS));
+    }
+    const polled = (await fx.stats("b")).reads - bReads;
+    // At its period: about WATCH_MS / INTERVAL_MS reads (20), not one per TIMEOUT_MS (0 or 1).
+    assert.ok(
+      polled >= WATCH_MS / INTERVAL_MS / 2,
+      `b polled ${polled} times in ${WATCH_MS} ms while a's read hung (interval ${INTERVAL_MS} ms)`,
+    );
+    const bad = looks.filter((l) => l.quality !== "OK" || l.input !== InputProblem.GOOD);
+    assert.deepEqual(bad, [], "b stays OK while a's read hangs, for readers and for alarms");
+    assert.equal(fx.cache.device("p0", "b")?.available, true);
+    // A device with a read in flight is not sent another: one read of a, hung.
+    assert.equal((await fx.stats("a")).reads - aReads, 1, "a is read once while its read hangs");
+    assert.equal(fx.cache.device("p0", "a")?.available, true, "a is not failed before its timeout");
+    await waitFor("a's hung read timed out", () => fx.cache.device("p0", "a")?.available === false);
+    const downAfter = fx.clock.monoMs() - hungAt;
+    assert.ok(
+      downAfter >= TIMEOUT_MS - 2 * INTERVAL_MS && downAfter < TIMEOUT_MS + 1000,
+      `a goes UNAVAILABLE at its timeout_ms (${TIMEOUT_MS}), not ${Math.round(downAfter)} ms`,
+    );
+    // b is still answered and OK after a's failure.
+    const s = fx.cache.signal("p0", "b", "y")!;
+    assert.equal(fx.cache.qualityNow("p0", "b", "y", s), "OK");
+    // The pass with a's timed-out read had b's answer: the provider answers, it is not killed.
+    assert.equal(fx.host.session?.pid, pid, "the same provider process");
+    assert.deepEqual(fx.lines.filter((l) => l.includes("unresponsive")), []);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("StateCache.stop waits for a read its loop's cycle ended without, and pollsInFlight names its provider meanwhile", async () => {
+  const fx = await startProgrammable({
+    devices: {
+      a: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1)] },
+      b: { signals: [{ id: "y", type: T.DOUBLE }], values: [dbl("y", 2)] },
+    },
+  }, {
+    poll: true,
+    intervalMs: INTERVAL_MS,
+    timeoutMs: 1000,
+    staleness: { warnAfterMs: STALE_MS / 2, staleAfterMs: STALE_MS },
+  });
+  try {
+    await fx.program("a", { read: { hang: true } });
+    const aReads = (await fx.stats("a")).reads;
+    await waitFor("a read again", async () => (await fx.stats("a")).reads > aReads);
+    const bReads = (await fx.stats("b")).reads;
+    // b polled again: the cycle of a's hung read has ended, that read is still out.
+    await waitFor(
+      "b polled beside a's hung read",
+      async () => (await fx.stats("b")).reads > bReads + 2,
+    );
+    assert.equal(fx.cache.device("p0", "a")?.available, true, "a's read still out");
+    assert.deepEqual(fx.cache.pollsInFlight(), ["p0"]);
+    await fx.cache.stop();
+    // stop() returned once a's read ended (timed out): its outcome taken, nothing still out.
+    assert.equal(fx.cache.device("p0", "a")?.available, false);
+    assert.deepEqual(fx.cache.pollsInFlight(), []);
+  } finally {
+    await fx.close();
+  }
+});
