@@ -5,7 +5,6 @@ import {
   encodeFrame,
   encodeResponse,
   FrameError,
-  FrameReader,
   MAX_DEVICES_PER_PROVIDER,
   MAX_FRAME_BYTES,
   MAX_HEALTH_METRICS,
@@ -19,6 +18,7 @@ import {
   type WireResponse,
 } from "../adpp/mod.ts";
 import { ProviderError } from "./provider_error.ts";
+import { StdinRequests } from "./_stdin_requests.ts";
 import { errorMessageText as errorText, statusMessageText } from "./_status_message.ts";
 import {
   type ProviderClock,
@@ -30,7 +30,10 @@ import {
 
 /** Process exit codes of a provider (the reference simulator's numbers). */
 export const ProviderExitCode = {
-  /** stdin reached EOF before a frame started: the runtime's stop signal. */
+  /**
+   * stdin reached EOF before a frame started (the runtime's stop signal), also with a request
+   * still in progress EOF_REQUESTS_WAIT_MS later; or the `stop` signal.
+   */
   CLEAN: 0,
   /** Configuration or initialisation failure (used by providers, not by the loop). */
   CONFIG: 1,
@@ -122,51 +125,77 @@ export interface ProviderIo {
 }
 
 /**
+ * How long the SDK lets the requests in hand be served once stdin has reached EOF (the runtime's
+ * stop signal) before it applies the safe state without them: a request still in progress then (a
+ * handler that hangs on its hardware, a reply stdout does not take), and those read after it, are
+ * left unanswered, and serveProvider resolves CLEAN at once (SAFE_STATE_FAILED if the safe state
+ * failed), so runStdioProvider exits at most EOF_REQUESTS_WAIT_MS + SAFE_STATE_TIMEOUT_MS after
+ * the EOF whatever a handler does. Requests that end within it are answered and the safe state
+ * follows them, as at any EOF. Well before the SIGTERM the runtime sends 60 % of its stop budget
+ * after closing stdin (1.2 s with the default runtime.shutdown_timeout_ms). One timer, armed at
+ * the EOF.
+ */
+export const EOF_REQUESTS_WAIT_MS = 250;
+
+/**
  * Serves ADPP requests from `readable` until EOF or a fatal error, strictly one at a time (a
  * handler that sleeps blocks the provider, like the reference). Echoes request_id, wraps handler
  * errors into Status. The answers to ReadSignals and GetHealth requests that arrived in one read
  * are written together (at most PIPE_BUF bytes a write); any other request first has the answers
  * before it written, and is answered at once. Applies the handler's safe state when the lease runs
- * out and when serving ends (EOF, error, `stop`). Resolves with the exit code the process should
+ * out and when serving ends (EOF, error, `stop`). stdin is read also while a request is being
+ * served (StdinRequests), so its EOF is seen then: the requests in hand get EOF_REQUESTS_WAIT_MS,
+ * then the safe state is applied without them. Resolves with the exit code the process should
  * end with; never calls exit.
  */
 export async function serveProvider(
   handler: ProviderHandler,
   io: ProviderIo,
 ): Promise<ProviderExitCodeNumber> {
+  const clock = io.clock ?? SYSTEM_PROVIDER_CLOCK;
   const keeper = new SafeStateKeeper({
     apply: handler.applySafeState === undefined
       ? undefined
       : (reason) => handler.applySafeState!(reason),
     leaseMs: io.leaseMs ?? 0,
-    clock: io.clock ?? SYSTEM_PROVIDER_CLOCK,
+    clock,
     ...(io.logger === undefined ? {} : { logger: io.logger }),
   });
-  const reader = new FrameReader(io.readable);
-  const loop = serveLoop(handler, io, reader, keeper);
+  const requests = new StdinRequests(io.readable, () => keeper.requestStarted());
+  const served: Serving = { request: null, abandoned: false };
+  const loop = serveLoop(handler, io, requests, keeper, served);
+  // Serving cut short: the `stop` signal, or stdin's EOF with a request still in hand after
+  // EOF_REQUESTS_WAIT_MS. Nobody waits for the loop then.
+  let cut: (why: "stop" | "eof") => void = () => {};
+  const cutShort = new Promise<"stop" | "eof">((resolve) => cut = resolve);
+  let eofTimer: unknown = undefined;
+  requests.onEof = () => {
+    eofTimer = clock.setTimer(() => cut("eof"), EOF_REQUESTS_WAIT_MS);
+  };
+  const stop = io.stop;
+  const onAbort = () => cut("stop");
+  if (stop?.aborted) cut("stop");
+  else stop?.addEventListener("abort", onAbort, { once: true });
+  const first = await Promise.race([loop, cutShort]);
+  stop?.removeEventListener("abort", onAbort);
+  requests.onEof = () => {};
+  if (eofTimer !== undefined) clock.clearTimer(eofTimer);
   let exitCode: ProviderExitCodeNumber;
   let reason: SafeStateReason;
-  const stop = io.stop;
-  if (stop === undefined) {
-    [exitCode, reason] = await loop;
-  } else {
-    let onAbort = () => {};
-    const stopped = new Promise<null>((resolve) => {
-      onAbort = () => resolve(null);
-      if (stop.aborted) resolve(null);
-      else stop.addEventListener("abort", onAbort, { once: true });
-    });
-    const first = await Promise.race([loop, stopped]);
-    stop.removeEventListener("abort", onAbort);
-    if (first === null) {
-      // The loop sees EOF once its request in progress (if any) ends; nobody waits for it.
-      loop.catch(() => {});
-      reader.cancel().catch(() => {});
-      exitCode = ProviderExitCode.CLEAN;
-      reason = stop.reason === "SIGTERM" || stop.reason === "SIGINT" ? stop.reason : "stopped";
+  if (first === "stop" || first === "eof") {
+    // The loop ends once its request in progress (if any) does, answering nothing more.
+    served.abandoned = true;
+    loop.catch(() => {});
+    requests.cancel().catch(() => {});
+    exitCode = ProviderExitCode.CLEAN;
+    if (first === "eof") {
+      reason = "stdin_eof";
+      io.logger?.warn(eofCutText(served.request, requests.waiting));
     } else {
-      [exitCode, reason] = first;
+      reason = stop!.reason === "SIGTERM" || stop!.reason === "SIGINT" ? stop!.reason : "stopped";
     }
+  } else {
+    [exitCode, reason] = first;
   }
   const record = await keeper.applyFinal(reason);
   if (record?.outcome === "failed" && exitCode === ProviderExitCode.CLEAN) {
@@ -175,11 +204,30 @@ export async function serveProvider(
   return exitCode;
 }
 
+/** What serveLoop is serving, shared with serveProvider. */
+interface Serving {
+  /** The request taken last (in progress when serving is cut short). */
+  request: WireRequest | null;
+  /** Set when serving was cut short (`stop`, EOF_REQUESTS_WAIT_MS): the loop answers no more. */
+  abandoned: boolean;
+}
+
+/** The log line of an EOF whose requests in hand were not served within EOF_REQUESTS_WAIT_MS. */
+function eofCutText(request: WireRequest | null, waiting: number): string {
+  const what = request === null
+    ? "a request"
+    : `request ${request.request_id ?? 0} (${request.payload ?? "no payload"})`;
+  const more = waiting === 0 ? "" : `; ${waiting} more read after it, not served`;
+  return `stdin closed while ${what} was still being served: applying the safe state without ` +
+    `it, EOF_REQUESTS_WAIT_MS (${EOF_REQUESTS_WAIT_MS} ms) after the EOF${more}`;
+}
+
 async function serveLoop(
   handler: ProviderHandler,
   io: ProviderIo,
-  reader: FrameReader,
+  requests: StdinRequests,
   keeper: SafeStateKeeper,
+  served: Serving,
 ): Promise<[ProviderExitCodeNumber, SafeStateReason]> {
   const log = io.logger;
   const writer = io.writable.getWriter();
@@ -196,19 +244,25 @@ async function serveLoop(
   };
   try {
     for (;;) {
-      // Nothing is kept here unless the reader still holds a request of the same read.
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch (err) {
-        const what = err instanceof FrameError ? `framing error (${err.kind})` : "stdin read error";
-        log?.error(`${what}: ${errorText(err)}`);
-        return [ProviderExitCode.FRAMING, "serve_error"];
+      // Nothing is kept here unless a request of the same read is still to be taken.
+      let payload: Uint8Array | null | undefined = requests.take();
+      if (payload === undefined) {
+        try {
+          payload = await requests.next();
+        } catch (err) {
+          if (served.abandoned) return [ProviderExitCode.CLEAN, "stopped"];
+          const what = err instanceof FrameError
+            ? `framing error (${err.kind})`
+            : "stdin read error";
+          log?.error(`${what}: ${errorText(err)}`);
+          return [ProviderExitCode.FRAMING, "serve_error"];
+        }
+        if (payload === null) {
+          log?.info("stdin closed, shutting down");
+          return [ProviderExitCode.CLEAN, "stdin_eof"];
+        }
       }
-      if (chunk.done) {
-        log?.info("stdin closed, shutting down");
-        return [ProviderExitCode.CLEAN, "stdin_eof"];
-      }
+      if (served.abandoned) return [ProviderExitCode.CLEAN, "stopped"];
       keeper.requestStarted();
       // A safe state being applied (lease expiry) completes before the next request runs.
       if (keeper.applying !== null) {
@@ -217,9 +271,9 @@ async function serveLoop(
       }
       let req: WireRequest;
       try {
-        req = decodeRequest(chunk.value);
+        req = decodeRequest(payload);
       } catch (err) {
-        log?.error(`unparseable request (${chunk.value.length} bytes): ${errorText(err)}`);
+        log?.error(`unparseable request (${payload.length} bytes): ${errorText(err)}`);
         if (!(await flush(null))) return [ProviderExitCode.WRITE, "serve_error"];
         return [ProviderExitCode.BAD_REQUEST, "serve_error"];
       }
@@ -234,7 +288,10 @@ async function serveLoop(
         afterReply: (a) => void actions.push(a),
         replaceReplyWithRawBytes: (b) => void (raw = b),
       };
+      served.request = req;
       let response = await dispatch(handler, req, ctx, log);
+      // Cut short meanwhile (a handler that hung past stdin's EOF, `stop`): nothing is answered.
+      if (served.abandoned) return [ProviderExitCode.CLEAN, "stopped"];
       if (response.get_health !== undefined) {
         response = {
           ...response,
@@ -254,7 +311,7 @@ async function serveLoop(
         }
       }
       if (
-        cheap && actions.length === 0 && raw === null && reader.buffered &&
+        cheap && actions.length === 0 && raw === null && requests.sameRead &&
         out.length <= PIPE_BUF
       ) {
         // Another request of this read is waiting: answer them together (one wake-up of the
@@ -271,7 +328,7 @@ async function serveLoop(
       keeper.requestEnded(req.payload === "call" && response.status?.code === WireStatusCode.OK);
     }
   } finally {
-    reader.cancel().catch(() => {});
+    requests.cancel().catch(() => {});
     writer.releaseLock();
   }
 }

@@ -2,7 +2,8 @@
  * A stop while a provider's poll hangs (the provider never answers a ReadSignals; it would fail
  * only at the provider's timeout_ms) does not wait out that read: the state cache's stage waits
  * for polls in flight at most CACHE_STOP_POLLS_MS (one WARN naming the provider), then the
- * providers are stopped (stdin closed, then SIGTERM) and apply their own safe state. Before,
+ * providers are stopped (stdin closed) and apply their own safe state: the SDK sees stdin's close
+ * while the read still hangs (tests/provider_sdk/stdin_eof_hung_request_test.ts). Before,
  * the stage awaited the poll in flight (PollLoop.stop), and with it the providers' stop waited the
  * provider's whole timeout_ms (20 s here), past runtime.shutdown_timeout_ms (what the cache does
  * with a poll that ends after that bound: tests/state/cache_stop_cut_polls_test.ts).
@@ -51,12 +52,17 @@ Deno.test("Kernel.stop with a provider's poll hung stops the providers after CAC
       }`,
     );
     assert.equal(processAlive(pid), false, "the provider is gone when the stop ends");
-    // Its stop began with the stdin's close; this provider, its one request at a time taken by
-    // the hung read, notices only the SIGTERM that follows (60 % of the budget later).
+    // Its stop began with the stdin's close: the SDK sees it also with the read still hung and
+    // applies the safe state EOF_REQUESTS_WAIT_MS later, not at the SIGTERM 60 % of the budget on.
+    assert.deepEqual(
+      readScriptedLog(log).safe,
+      ["stdin_eof"],
+      `the provider applied its safe state at its stdin's close:\n${lines.join("\n")}`,
+    );
     assert.equal(
-      readScriptedLog(log).safe.length,
-      1,
-      `the provider applied its safe state within the stop:\n${lines.join("\n")}`,
+      lines.filter((l) => /sending SIG/.test(l)).length,
+      0,
+      `no signal was needed:\n${lines.join("\n")}`,
     );
     const warns = lines.filter((l) => /stop: state cache: .*CACHE_STOP_POLLS_MS/.test(l));
     assert.equal(warns.length, 1, `one WARN of the poll cut:\n${lines.join("\n")}`);

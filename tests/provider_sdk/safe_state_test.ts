@@ -1,7 +1,15 @@
 import { deepStrictEqual, ok, rejects, strictEqual as equal } from "node:assert/strict";
-import { MAX_FRAME_BYTES, PROVIDER_STATUS_MESSAGE_CHARS, StatusCode } from "../../src/adpp/mod.ts";
+import {
+  encodeFrame,
+  encodeRequest,
+  MAX_FRAME_BYTES,
+  PROVIDER_STATUS_MESSAGE_CHARS,
+  StatusCode,
+  type WireRequest,
+} from "../../src/adpp/mod.ts";
 import { type Logger, MAX_NAMED_IN_WARNING } from "../../src/common/mod.ts";
 import {
+  EOF_REQUESTS_WAIT_MS,
   MAX_LEASE_MS,
   ProviderExitCode,
   type ProviderHandler,
@@ -11,7 +19,7 @@ import {
   WireProviderState,
 } from "../../src/provider_sdk/mod.ts";
 import { macrotask } from "../helpers/turns.ts";
-import { ManualClock, openServe } from "./_harness.ts";
+import { decodeFrames, ManualClock, openServe } from "./_harness.ts";
 
 const LEASE_MS = 500;
 
@@ -199,6 +207,108 @@ Deno.test("serveProvider stop applies the safe state at once, even with a reques
   } finally {
     await p.dispose();
   }
+});
+
+/**
+ * serveProvider on an open input that the test closes, its answers collected as written, its log
+ * lines kept (WARN and ERROR prefixed).
+ */
+function servedUntilClosed(handler: ProviderHandler, clock: ManualClock) {
+  const input = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = input.writable.getWriter();
+  const answered: number[] = [];
+  const lines: string[] = [];
+  const logger: Logger = {
+    debug: () => {},
+    info: () => {},
+    warn: (m) => void lines.push(`WARN ${m}`),
+    error: (m) => void lines.push(`ERROR ${m}`),
+    child: () => logger,
+  };
+  const done = serveProvider(handler, {
+    readable: input.readable,
+    writable: new WritableStream({
+      write: async (c) => void answered.push(...(await decodeFrames(c)).map((r) => r.request_id!)),
+    }),
+    clock,
+    logger,
+  });
+  let settled = false;
+  void done.then(() => settled = true);
+  return {
+    send: (...reqs: WireRequest[]) =>
+      writer.write(concat(reqs.map((r) => encodeFrame(encodeRequest(r))))),
+    close: () => writer.close(),
+    done,
+    answered,
+    lines,
+    settled: () => settled,
+  };
+}
+
+function concat(frames: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(frames.reduce((n, f) => n + f.length, 0));
+  let at = 0;
+  for (const f of frames) {
+    out.set(f, at);
+    at += f.length;
+  }
+  return out;
+}
+
+Deno.test("serveProvider applies the safe state EOF_REQUESTS_WAIT_MS after stdin's EOF while a request hangs, once, and answers nothing more", async () => {
+  const clock = new ManualClock();
+  const { state, handler } = outputProvider();
+  const s = servedUntilClosed(handler, clock);
+  await s.send(command(1));
+  await macrotask();
+  deepStrictEqual(s.answered, [1]);
+  let release = () => {};
+  state.hold = new Promise<void>((resolve) => release = resolve); // the next Call hangs
+  // One read: the Call that hangs and a read behind it.
+  await s.send(command(2), read(3));
+  await macrotask();
+  await s.close();
+  await macrotask();
+  await clock.advance(EOF_REQUESTS_WAIT_MS - 1);
+  equal(s.settled(), false, "the request in hand gets EOF_REQUESTS_WAIT_MS");
+  deepStrictEqual(state.applied, []);
+  await clock.advance(1);
+  equal(await s.done, ProviderExitCode.CLEAN);
+  deepStrictEqual(state.applied, ["stdin_eof"]);
+  equal(state.output, 0);
+  deepStrictEqual(s.lines, [
+    `WARN stdin closed while request 2 (call) was still being served: applying the safe state ` +
+    `without it, EOF_REQUESTS_WAIT_MS (${EOF_REQUESTS_WAIT_MS} ms) after the EOF; 1 more read ` +
+    `after it, not served`,
+  ]);
+  equal(clock.pending, 0, "no timer left behind");
+  // The hung Call ends after all: no second safe state, no answer.
+  release();
+  await macrotask();
+  await macrotask();
+  deepStrictEqual(state.applied, ["stdin_eof"]);
+  deepStrictEqual(s.answered, [1]);
+});
+
+Deno.test("serveProvider answers a request in hand that ends within EOF_REQUESTS_WAIT_MS of stdin's EOF, then applies the safe state", async () => {
+  const clock = new ManualClock();
+  const { state, handler } = outputProvider();
+  const s = servedUntilClosed(handler, clock);
+  let release = () => {};
+  state.hold = new Promise<void>((resolve) => release = resolve);
+  await s.send(command(1), read(2));
+  await macrotask();
+  await s.close();
+  await macrotask();
+  await clock.advance(EOF_REQUESTS_WAIT_MS - 1);
+  release();
+  equal(await s.done, ProviderExitCode.CLEAN);
+  deepStrictEqual(s.answered, [1, 2], "both requests in hand answered");
+  deepStrictEqual(state.applied, ["stdin_eof"], "the safe state after the Call's effect");
+  equal(state.output, 0);
+  deepStrictEqual(s.lines, []);
+  equal(clock.pending, 0, "no timer left behind");
 });
 
 Deno.test("serveProvider resolves 6 when the safe state fails or hangs on the way out", async () => {

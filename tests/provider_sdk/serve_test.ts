@@ -24,6 +24,11 @@ import type { Logger } from "../../src/common/mod.ts";
 import { GOLDEN, unhex } from "../adpp/_golden.ts";
 import { decodeFrames, serveBytes, serveRequests } from "./_harness.ts";
 import { byteStream } from "../helpers/byte_stream.ts";
+import { macrotask } from "../helpers/turns.ts";
+import {
+  STDIN_READ_AHEAD_BYTES,
+  STDIN_READ_AHEAD_REQUESTS,
+} from "../../src/provider_sdk/_stdin_requests.ts";
 
 /** A handler whose every operation records the call and answers a fixed payload. */
 function recordingHandler(seen: string[]): ProviderHandler {
@@ -650,3 +655,64 @@ Deno.test("serveProvider keeps the SDK's own health metrics among those answered
   equal(metrics.safe_state_active, "false");
   ok(Object.keys(metrics).length <= MAX_HEALTH_METRICS);
 });
+
+const READ_AHEAD_CASES = [
+  {
+    what: "STDIN_READ_AHEAD_BYTES of large requests",
+    device: "d".repeat(1000),
+    chunk: PIPE_BUF,
+    held: (payload: number) => Math.ceil(STDIN_READ_AHEAD_BYTES / payload),
+  },
+  {
+    what: "STDIN_READ_AHEAD_REQUESTS small requests",
+    device: "d",
+    chunk: 512,
+    held: () => STDIN_READ_AHEAD_REQUESTS,
+  },
+];
+
+for (const c of READ_AHEAD_CASES) {
+  Deno.test(`serveProvider reads stdin while a handler hangs, up to ${c.what}, and serves what it read in order once the handler ends`, async () => {
+    // 2000 ReadSignals behind one Call that hangs, delivered in reads of `c.chunk` bytes only
+    // when the provider reads (no queue in the stream).
+    const ids = Array.from({ length: 2000 }, (_, i) => i + 2);
+    const frames = ids.map((id) => frameOf(read(id, c.device)));
+    const frameBytes = frames[0]!.length;
+    const all = concatBytes([frameOf({ request_id: 1, call: { device_id: "d" } }), ...frames]);
+    let pulled = 0;
+    const readable = new ReadableStream<Uint8Array>({
+      pull(ctl) {
+        if (pulled >= all.length) return ctl.close();
+        ctl.enqueue(all.slice(pulled, pulled + c.chunk));
+        pulled += c.chunk;
+      },
+    }, { highWaterMark: 0 });
+    let release = () => {};
+    const held = new Promise<void>((resolve) => release = resolve);
+    const answered: number[] = [];
+    const done = serveProvider({
+      ...readingHandler(),
+      call: async (req) => {
+        await held;
+        return { device_id: req.device_id ?? "" };
+      },
+    }, {
+      readable,
+      writable: new WritableStream({
+        write: async (w) =>
+          void answered.push(...(await decodeFrames(w)).map((r) => r.request_id!)),
+      }),
+    });
+    for (let i = 0; i < 5; i++) await macrotask();
+    // Read while the Call hangs: the requests it may hold, give or take one read.
+    const least = c.held(frameBytes - 4) * frameBytes;
+    ok(
+      pulled >= least && pulled <= least + 2 * c.chunk + frameBytes,
+      `read ${pulled} bytes while the Call hangs, expected ${least} (+ one read)`,
+    );
+    deepStrictEqual(answered, []);
+    release();
+    equal(await done, ProviderExitCode.CLEAN);
+    deepStrictEqual(answered, [1, ...ids], "every request answered, in order");
+  });
+}
