@@ -684,6 +684,11 @@ export class Kernel {
   readonly #protectionUnits: ProtectionUnits;
   /** A reload is applying its sections (Kernel.reload, one at a time: another is refused). */
   #reloading = false;
+  /**
+   * The running reload's polling section left judging the alarms to its health section (it
+   * changes both: judged once, under both); the reload's end judges them if that never ran.
+   */
+  #alarmsJudgedByHealth = false;
   /** During a reload: the tree's files as its checks read them (Kernel.reload), else null. */
   #reloadTreeFiles: ReloadTreeFiles | null = null;
   /** Settles the wait of hook calls into FAULT a reload changed for its safety section's ladder. */
@@ -1850,6 +1855,12 @@ export class Kernel {
     } finally {
       this.#reloading = false;
       this.#reloadTreeFiles = null;
+      // The health section did not run after the polling section (the runtime stopping, or a
+      // throw): the interval applied is judged now (a no-op once the alarm engine stopped).
+      if (this.#alarmsJudgedByHealth) {
+        this.#alarmsJudgedByHealth = false;
+        this.alarms.evaluateAll();
+      }
       // A reload that threw before its own checks: what changed meanwhile is said all the same.
       const changed = this.#inventoryChangedDuringReload;
       this.#inventoryChangedDuringReload = new Set();
@@ -1978,6 +1989,7 @@ export class Kernel {
       providerWeakenings(this.#config, next, {
         actuatingFunctions: actuatingFunctionCount(this.inventory),
         longerStaleBounds: (staleness) => this.cache.longerStaleBounds(staleness),
+        slowerPolls: (intervalMs, staleness) => this.cache.slowerPolls(intervalMs, staleness),
       });
     const weakeningsNow = (): Weakening[] =>
       withProviders().map(({ section, what }) => ({ section, what }));
@@ -2862,18 +2874,28 @@ export class Kernel {
           : {}),
       };
     });
-    own("polling", (next, { auto, weakens }) => {
+    own("polling", (next, { auto, weakens, changedSections }) => {
       if (auto && weakens.length > 0) return { refused: refusal(weakens) };
       this.cache.setIntervalMs(next.polling.intervalMs);
       this.runs.setPollingIntervalMs(next.polling.intervalMs); // its polling_change
       this.#sectionFactsRecorded.add("polling.interval_ms");
       this.outages.setDownAfterMs(deviceDownAfterMs(next.polling.intervalMs));
-      // Every stale bound may have moved: judged now, not at the next poll or the old bound.
-      this.alarms.evaluateAll();
+      // Every stale bound may have moved: judged now, not at the next poll or the old bound --
+      // by the health section when this reload changes it too (next, nothing awaited between):
+      // the new interval under the old staleness is no configuration's, and an alarm raised on
+      // a sample stale only there would run its action (an e-stop) for nothing.
+      if (changedSections.includes("health")) this.#alarmsJudgedByHealth = true;
+      else this.alarms.evaluateAll();
       return { note: `polling ${this.#config.polling.intervalMs}->${next.polling.intervalMs} ms` };
     });
     own("health", (next, { auto, weakens }) => {
-      if (auto && weakens.length > 0) return { refused: refusal(weakens) };
+      const polled = this.#alarmsJudgedByHealth;
+      this.#alarmsJudgedByHealth = false;
+      if (auto && weakens.length > 0) {
+        // The interval the polling section applied, under the staleness kept.
+        if (polled) this.alarms.evaluateAll();
+        return { refused: refusal(weakens) };
+      }
       this.cache.setStaleness(next.health.staleness);
       // Every stale bound may have moved: judged now, not at the next poll or the old bound.
       this.alarms.evaluateAll();

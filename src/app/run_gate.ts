@@ -17,9 +17,12 @@
  * - `alarms`: an interlock removed or changed, an alarm that faults or stops the machine removed
  *   or changed (additions and alarms without action apply);
  * - `polling`: a longer `polling.interval_ms` (alarms and interlocks see each change later, a
- *   device that drops out is found later: the device-loss latch waits 3 intervals);
+ *   device that drops out is found later: the device-loss latch waits 3 intervals), or a shorter
+ *   one under which a device is polled less often (its poll period is the most whole intervals
+ *   its poll hints allow);
  * - `health`: a `health.staleness` under which a sample would be found stale later than now, for
- *   any device or signal of the inventory (a frozen input would keep counting as good);
+ *   any device or signal of the inventory (a frozen input would keep counting as good), or else
+ *   a device polled less often (half a configured bound caps its poll period);
  * - `automation.parameters`: a change that would change a parameter's current value;
  * - `automation.behavior_tree` and provider removals/changes: refused by their owners.
  *
@@ -69,10 +72,24 @@ export interface RunningMachine {
    * (state/state_cache.ts `longerStaleBounds`): one text per device; empty when nowhere.
    */
   longerStaleBounds(staleness: Config["health"]["staleness"]): string[];
+  /**
+   * Where this `polling.interval_ms` and `health.staleness` would poll a device less often than
+   * now (state/state_cache.ts `slowerPolls`: a shorter interval may, a poll period being whole
+   * intervals, and so may a laxer staleness bound): one text per device; empty when nowhere.
+   */
+  slowerPolls(intervalMs: number, staleness: Config["health"]["staleness"]): string[];
 }
 
 /** At most this many devices are named in a weakening's text; the rest are counted. */
 const NAMED_DEVICES = 3;
+
+/** The first NAMED_DEVICES of a weakening's per-device texts, the rest counted. */
+function namedDevices(texts: readonly string[]): string {
+  const more = texts.length > NAMED_DEVICES
+    ? `; and ${texts.length - NAMED_DEVICES} more device(s)`
+    : "";
+  return `${texts.slice(0, NAMED_DEVICES).join("; ")}${more}`;
+}
 
 /** Everything `next` weakens compared with `before` (empty when nothing protective is lost). */
 export function protectionWeakenings(
@@ -127,20 +144,38 @@ export function providerWeakenings(
         dropout,
       providers: [],
     });
+  } else if (inext < ib) {
+    // Shorter, and yet a device may be polled less often: its period is the most whole intervals
+    // its poll hints allow (5 Hz: every 110 ms at 110 ms, every 200 ms at 100 ms).
+    const slower = running.slowerPolls(inext, before.health.staleness);
+    if (slower.length > 0) {
+      out.push({
+        section: "polling",
+        what: `polling.interval_ms ${ib} -> ${inext} ms: devices polled less often: ${
+          namedDevices(slower)
+        }`,
+        providers: [],
+      });
+    }
   }
   if (!same(before.health.staleness, next.health.staleness)) {
     const later = running.longerStaleBounds(next.health.staleness);
     if (later.length > 0) {
-      const more = later.length > NAMED_DEVICES
-        ? `; and ${later.length - NAMED_DEVICES} more device(s)`
-        : "";
       out.push({
         section: "health",
-        what: `health.staleness: samples found stale later: ${
-          later.slice(0, NAMED_DEVICES).join("; ")
-        }${more}`,
+        what: `health.staleness: samples found stale later: ${namedDevices(later)}`,
         providers: [],
       });
+    } else {
+      // Half a configured bound caps a device's poll period: a laxer one polls it less often.
+      const slower = running.slowerPolls(before.polling.intervalMs, next.health.staleness);
+      if (slower.length > 0) {
+        out.push({
+          section: "health",
+          what: `health.staleness: devices polled less often: ${namedDevices(slower)}`,
+          providers: [],
+        });
+      }
     }
   }
   // The e-stop, as it runs: without a `safety:` section it adopts the `* -> FAULT` hooks' calls,

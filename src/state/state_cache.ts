@@ -782,37 +782,71 @@ export class StateCache implements FreshReader {
    */
   longerStaleBounds(staleness: StalenessBounds): string[] {
     const out: string[] = [];
+    for (const d of this.#boundsUnder(staleness, this.#intervalMs)) {
+      if (d.stale !== null) out.push(`${d.device}${d.stale.signal}: ${d.stale.text}`);
+    }
+    return out;
+  }
+
+  /**
+   * Where `intervalMs` and `staleness` in place of those in use would poll a device less often:
+   * its poll period is the most whole intervals within what its poll hints and half the
+   * configured staleness bounds allow (staleness.ts devicePollPeriodMs), so a shorter interval
+   * may (5 Hz hints: every 110 ms at 110 ms, every 200 ms at 100 ms), and so may a laxer
+   * warn_after_ms though no stale bound grows. One text per device whose poll period would grow
+   * (`"sim0/motorctl0" every 110 -> 200 ms`), with the longest growth of its stale bounds when
+   * they grow with it (`, stale after 5000 -> 8000 ms`), quoted and cut as longerStaleBounds
+   * quotes them. Empty when no device would be polled less often (a reload's weakening,
+   * app/run_gate.ts).
+   */
+  slowerPolls(intervalMs: number, staleness: StalenessBounds): string[] {
+    const out: string[] = [];
+    for (const d of this.#boundsUnder(staleness, intervalMs)) {
+      if (d.periodTo <= d.periodFrom) continue;
+      const stale = d.stale === null ? "" : `,${d.stale.signal} ${d.stale.text}`;
+      out.push(`${d.device} every ${d.periodFrom} -> ${d.periodTo} ms${stale}`);
+    }
+    return out;
+  }
+
+  /**
+   * Each device of the inventory under `staleness` and `intervalMs` in place of those in use: its
+   * poll period now and then, and the longest growth of its stale bounds (`signal`: empty for its
+   * liveness bound, else ` signal "<id>"`; `text`: `stale after <from> -> <to> ms`), null when
+   * none grows. Asking applies nothing.
+   */
+  *#boundsUnder(staleness: StalenessBounds, intervalMs: number): Generator<{
+    device: string;
+    periodFrom: number;
+    periodTo: number;
+    stale: { signal: string; text: string } | null;
+  }> {
     for (const [providerId, devices] of this.#byProvider) {
       const host = this.#opts.registry.host(providerId);
       if (!host) continue;
       for (const caps of host.devices) {
         const dev = devices.get(caps.device.deviceId);
         if (!dev) continue;
-        const rules = deviceStaleness(
-          staleness,
-          this.#intervalMs,
-          caps.signals,
-          host.devices.length,
-        );
+        const rules = deviceStaleness(staleness, intervalMs, caps.signals, host.devices.length);
         const device = quoteDeviceHandle(providerId, caps.device.deviceId);
-        let what = device;
+        let signal = "";
         let from = dev.bounds.staleAfterMs;
         let to = rules.bounds.staleAfterMs;
         for (const spec of caps.signals) {
           const slot = dev.slots.get(spec.signalId);
           const next = rules.signalStaleAfterMs(spec.staleAfterMs);
           if (slot && next - slot.staleAfterMs > to - from) {
-            [what, from, to] = [
-              `${device} signal ${quoteId(spec.signalId)}`,
-              slot.staleAfterMs,
-              next,
-            ];
+            [signal, from, to] = [` signal ${quoteId(spec.signalId)}`, slot.staleAfterMs, next];
           }
         }
-        if (to > from) out.push(`${what}: stale after ${from} -> ${to} ms`);
+        yield {
+          device,
+          periodFrom: dev.pollPeriodMs,
+          periodTo: rules.pollPeriodMs,
+          stale: to > from ? { signal, text: `stale after ${from} -> ${to} ms` } : null,
+        };
       }
     }
-    return out;
   }
 
   /** Per-provider state for a host (at construction, or added by a reload). */

@@ -98,7 +98,7 @@ Deno.test("protectionWeakenings: a hook into FAULT whose calls move to another h
   // null: the motor stop on AUTO -> FAULT alone (no relay hook).
   const withRelayOff = (from: HookConfig["from"] | null): Config =>
     from === null ? base : withSecondHook(base, relayOffIntoFault(from));
-  const machine = { actuatingFunctions: 1, longerStaleBounds: () => [] };
+  const machine = { actuatingFunctions: 1, longerStaleBounds: () => [], slowerPolls: () => [] };
   const whats = (before: HookConfig["from"] | null, after: HookConfig["from"] | null) =>
     protectionWeakenings(withRelayOff(before ?? "AUTO"), withRelayOff(after), machine)
       .map((w) => w.what);

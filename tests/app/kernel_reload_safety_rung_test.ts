@@ -87,7 +87,7 @@ Deno.test("protectionWeakenings: hooks added over setpoints leave the setpoints 
       safeState: { ...base.safety.safeState, hooks, setpoints },
     },
   });
-  const machine = { actuatingFunctions: 1, longerStaleBounds: () => [] };
+  const machine = { actuatingFunctions: 1, longerStaleBounds: () => [], slowerPolls: () => [] };
   assert.deepEqual(
     protectionWeakenings(safe([], [setpoint]), safe(ONE_HOOK, [setpoint]), machine)
       .map((w) => [w.section, w.what]),

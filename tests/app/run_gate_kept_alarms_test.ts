@@ -14,7 +14,7 @@ function cfg(yaml: string): Config {
   return r.config;
 }
 
-const RUNNING = { actuatingFunctions: 1, longerStaleBounds: () => [] };
+const RUNNING = { actuatingFunctions: 1, longerStaleBounds: () => [], slowerPolls: () => [] };
 const PROVIDERS = "providers: [{id: sim0, command: prov}, {id: sim1, command: prov}]\n";
 const KEPT = new Map([["sim1", "the providers section was refused"]]);
 

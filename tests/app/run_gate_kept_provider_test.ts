@@ -13,7 +13,7 @@ function cfg(yaml: string): Config {
   return r.config;
 }
 
-const RUNNING = { actuatingFunctions: 1, longerStaleBounds: () => [] };
+const RUNNING = { actuatingFunctions: 1, longerStaleBounds: () => [], slowerPolls: () => [] };
 
 const PROVIDERS = "providers: [{id: sim0, command: prov}, {id: sim1, command: prov}]\n";
 

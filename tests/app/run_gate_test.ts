@@ -17,7 +17,7 @@ function cfg(yaml: string): Config {
  * A machine with one actuating function and no stale bound that moves. The hook from any mode into
  * FAULT is also the e-stop's ladder (no `safety:` section: it adopts the hook's calls).
  */
-const RUNNING = { actuatingFunctions: 1, longerStaleBounds: () => [] };
+const RUNNING = { actuatingFunctions: 1, longerStaleBounds: () => [], slowerPolls: () => [] };
 
 function hooks(faultArgs: string, afterTransition = "[]"): string {
   return `
@@ -101,4 +101,35 @@ Deno.test("protectionWeakenings: a longer polling interval names the later dropo
     ],
   ]);
   assert.deepEqual(what(3000, 100), []);
+});
+
+Deno.test("protectionWeakenings: a shorter polling interval or a laxer staleness under which devices are polled less often names them, at most three", () => {
+  const file = (ms: number, warn = 300) =>
+    cfg(
+      `providers: [{id: sim0, command: prov}]\npolling: {interval_ms: ${ms}}\n` +
+        `health: {staleness: {warn_after_ms: ${warn}, stale_after_ms: 5000}}\n`,
+    );
+  const asked: [number, number][] = [];
+  const slower = ["a", "b", "c", "d"].map((d) => `"sim0/${d}" every 110 -> 200 ms`);
+  const machine = {
+    ...RUNNING,
+    slowerPolls: (ms: number, staleness: { warnAfterMs: number }) => {
+      asked.push([ms, staleness.warnAfterMs]);
+      return slower;
+    },
+  };
+  const what = (before: Config, next: Config) =>
+    protectionWeakenings(before, next, machine).map((w) => [w.section, w.what]);
+  const named = '"sim0/a" every 110 -> 200 ms; "sim0/b" every 110 -> 200 ms; ' +
+    '"sim0/c" every 110 -> 200 ms; and 1 more device(s)';
+  assert.deepEqual(what(file(110), file(100)), [
+    ["polling", `polling.interval_ms 110 -> 100 ms: devices polled less often: ${named}`],
+  ]);
+  assert.deepEqual(asked.splice(0), [[100, 300]], "the file's interval, the staleness in force");
+  assert.deepEqual(what(file(100), file(100, 0)), [
+    ["health", `health.staleness: devices polled less often: ${named}`],
+  ]);
+  assert.deepEqual(asked.splice(0), [[100, 0]], "the interval in force, the file's staleness");
+  // None polled less often: nothing weakened.
+  assert.deepEqual(protectionWeakenings(file(110), file(100, 0), RUNNING), []);
 });

@@ -180,15 +180,18 @@ Deno.test("SIGHUP adds, restarts and removes providers and leaves an unchanged o
     }, WAIT_MS);
     events = await EventStream.open(rt.base);
 
-    // A shorter interval: nothing weakened, so the summary is at INFO (a longer one is a
-    // weakening: WARN and an audit record; refused in AUTO, tests/app/kernel_reload_test.ts).
+    // A shorter interval that polls no device less often: nothing weakened, so the summary is at
+    // INFO (a longer one is a weakening: WARN and an audit record; refused in AUTO,
+    // tests/app/kernel_reload_test.ts; so is a shorter one under which a device's poll period, a
+    // whole number of intervals, grows: 100 ms would poll tempctl0, 2 Hz hints, every 500 ms
+    // instead of 400, tests/app/kernel_reload_poll_period_test.ts).
     await rig.write(
-      `polling: {interval_ms: 100}\nproviders:\n${rig.provider("added")}\n${
+      `polling: {interval_ms: 130}\nproviders:\n${rig.provider("added")}\n${
         rig.provider("keep")
       }\n${rig.provider("change", "timeout_ms: 6000")}\n`,
     );
     const summary = await reload(rt, 1);
-    assert.match(summary, /^INFO .*config reload: providers \+1 -1 ~1 =1; polling 200->100 ms/);
+    assert.match(summary, /^INFO .*config reload: providers \+1 -1 ~1 =1; polling 200->130 ms/);
 
     const status = await waitFor("providers available", async () => {
       const s = await api.get("/v0/runtime/status");
@@ -199,7 +202,7 @@ Deno.test("SIGHUP adds, restarts and removes providers and leaves an unchanged o
       status.providers.map((p: { provider_id: string }) => p.provider_id),
       ["added", "keep", "change"],
     );
-    assert.equal(status.polling_interval_ms, 100);
+    assert.equal(status.polling_interval_ms, 130);
     const after = await waitFor("gone's process to end", () => {
       const pids = providerPids(rt, rig);
       return pids.has("gone") ? undefined : pids;

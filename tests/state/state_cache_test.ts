@@ -1442,6 +1442,30 @@ Deno.test("StateCache.longerStaleBounds names each device a staleness would find
   }, { intervalMs: 100 });
 });
 
+Deno.test("StateCache.slowerPolls names each device a shorter interval would poll less often, with its stale bound grown", async () => {
+  // 1 Hz: polled every most whole intervals within 1000 ms; staleness derived from the cycle.
+  const inventory = { devices: { d0: { signals: [{ id: "x", type: T.DOUBLE, hint: 1 }] } } };
+  await withFixture(inventory, (fx) => {
+    const cache = fx.cache;
+    // 501 ms: polled every 501 ms; stale after max(8 x 501, 5000) = 5000.
+    assert.equal(cache.pollPeriodMs("p0", "d0"), 501);
+    assert.equal(cache.livenessBounds("p0", "d0")?.staleAfterMs, 5000);
+    assert.deepEqual(
+      cache.slowerPolls(501, cache.staleness),
+      [],
+      "the same interval: nothing slower",
+    );
+    // 500 ms: two intervals fit in 1000 ms: polled every 1000 ms, stale after 8 x 1000.
+    assert.deepEqual(cache.slowerPolls(500, cache.staleness), [
+      '"p0/d0" every 501 -> 1000 ms, stale after 5000 -> 8000 ms',
+    ]);
+    // Asking applies nothing.
+    assert.equal(cache.pollPeriodMs("p0", "d0"), 501);
+    assert.equal(cache.livenessBounds("p0", "d0")?.staleAfterMs, 5000);
+    return Promise.resolve();
+  }, { intervalMs: 501 });
+});
+
 Deno.test("StateCache.longerStaleBounds quotes a provider's device and signal ids, cut to QUOTED_DEVICE_ID_CHARS and QUOTED_SIGNAL_ID_CHARS", async () => {
   const forged = 'd"0 ERROR forged'; // (a line break in an id is refused at discovery)
   const long = "L".repeat(10_000);
