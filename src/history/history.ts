@@ -286,6 +286,15 @@ interface DeviceEntry {
   readonly ringsBeforeMs: number;
   /** Bucket start of the newest row (by time) this entry's ring handed to the disk tier. */
   newestRowMs: number;
+  /**
+   * The least stale bound (StateCache.staleAfterMs, ms) of `pollable`'s signals, as read at the
+   * cache's boundsVersion `boundsVersion` (-1: not read yet; read again when it changes or the
+   * entry is rebuilt, never per poll). An answer recorded longer than it after its arrival (held
+   * behind another device's hung read) may bring a sample stale already: its samples are read
+   * then as GET /v0/state reads them (#onPolled).
+   */
+  leastStaleMs: number;
+  boundsVersion: number;
 }
 
 /**
@@ -311,7 +320,13 @@ export interface HistoryOptions {
   readonly log: Logger;
   readonly cache: Pick<
     StateCache,
-    "onDevicePolled" | "device" | "qualityNow" | "declaredType" | "declaredUnit"
+    | "onDevicePolled"
+    | "device"
+    | "qualityNow"
+    | "staleAfterMs"
+    | "boundsVersion"
+    | "declaredType"
+    | "declaredUnit"
   >;
 }
 
@@ -527,6 +542,8 @@ export class History {
         madeBucketMs: bucketStart(now, this.#o.config.stepMs),
         ringsBeforeMs,
         newestRowMs: -Infinity,
+        leastStaleMs: Infinity,
+        boundsVersion: -1,
       };
       byDevice.set(dev.deviceId, e);
       if (e.ring.roomless) this.#warnRoomless(dev.providerId, dev.deviceId, null);
@@ -553,6 +570,11 @@ export class History {
     const pollable = dev.pollable;
     const signals = dev.signals;
     const cache = this.#o.cache;
+    // The samples this poll brought are dated by its answer's arrival (lastPollMono): an answer
+    // applied later than the least stale bound after it (held behind another device's hung read)
+    // may be stale already, and is then read as GET /v0/state reads it now, not as stored.
+    if (e.boundsVersion !== cache.boundsVersion) this.#readLeastStale(e, dev);
+    const late = this.#monoNow - dev.lastPollMono > e.leastStaleMs;
     for (let i = 0; i < pollable.length; i++) {
       const s = signals.get(pollable[i]!);
       const sig = e.signals[i]!;
@@ -569,8 +591,9 @@ export class History {
       const value = s.value;
       const d = value === null ? null : exactDouble(value);
       // The quality a reader saw at this poll: an OK sample this poll did not bring (the provider
-      // left the signal out of its answer) is STALE past its bound, as GET /v0/state reads it.
-      const quality = s.quality !== "OK" || s.receivedMono === dev.lastPollMono
+      // left the signal out of its answer), or one it brought late, is STALE past its bound, as
+      // GET /v0/state reads it.
+      const quality = s.quality !== "OK" || (s.receivedMono === dev.lastPollMono && !late)
         ? s.quality
         : cache.qualityNow(dev.providerId, dev.deviceId, pollable[i]!, s);
       if (!sig.record(seq, value, d, quality, oldest)) {
@@ -589,6 +612,20 @@ export class History {
       this.#tooLargeEpisode.sweep(mono, this.#budget.notKept === 0);
     }
   };
+
+  /**
+   * Reads the least stale bound of the device's polled signals into its entry (leastStaleMs), at
+   * the cache's boundsVersion now: when the bounds changed (inventory, reload), not per poll.
+   */
+  #readLeastStale(e: DeviceEntry, dev: DeviceState): void {
+    const cache = this.#o.cache;
+    let least = Infinity;
+    for (const id of dev.pollable) {
+      least = Math.min(least, cache.staleAfterMs(dev.providerId, dev.deviceId, id));
+    }
+    e.leastStaleMs = least;
+    e.boundsVersion = cache.boundsVersion;
+  }
 
   /**
    * The wall time before which a ring drops its polls: memory_seconds before `now`, and earlier by
@@ -817,6 +854,7 @@ export class History {
     for (const [id, s] of kept) e.ring.signals.set(id, s!);
     e.signals = pollable.map((id) => kept.get(id)!);
     e.pollable = pollable;
+    e.boundsVersion = -1; // its least stale bound read again, of the signals polled now
   }
 
   /**

@@ -1113,7 +1113,8 @@ export class TelemetryWriter {
 
   /**
    * After every poll: a signal without a value (it never had one) gets a quality-only row when
-   * its quality differs from the one last written for it (the first time too).
+   * its quality differs from the one last written for it (the first time too), dated as the
+   * cache's quality_change of it.
    */
   readonly #onPolled = (dev: DeviceState): void => {
     if (this.#unsubscribe === null) return;
@@ -1137,7 +1138,10 @@ export class TelemetryWriter {
         this.#valuelessCount++;
       }
       written!.set(id, s.quality);
-      now ??= this.#opts.clock.nowMs();
+      // Dated as the cache dates this poll's changes (their quality_change): an answered poll by
+      // its answer's arrival (one held behind another device's hung read is applied later), a
+      // failed one now.
+      now ??= dev.available ? dev.lastPollMs : this.#opts.clock.nowMs();
       this.#enqueue({
         kind: "valueless_signal",
         provider_id: dev.providerId,

@@ -47,6 +47,9 @@ export function handFedHistory<F extends JournalFiles = MemoryFiles>(
       },
       device: (p, d) => (known.has(`${p}/${d}`) ? ({} as DeviceState) : undefined),
       qualityNow: (_p, _d, _s, s) => s.quality,
+      // No bound: no sample is read stale by its age (qualityNow gives the stored quality).
+      staleAfterMs: () => Infinity,
+      boundsVersion: 0,
       declaredType: (p, d, s) =>
         undeclared.has(`${p}/${d}/${s}`) ? undefined : declaredTypes.get(`${p}/${d}/${s}`) ?? null,
       declaredUnit: (p, d, s) => declaredUnits.get(`${p}/${d}/${s}`) ?? "",

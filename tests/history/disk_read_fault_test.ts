@@ -35,6 +35,9 @@ Deno.test("a history question answers the ring's samples when the disk tier cann
       },
       device: () => ({} as DeviceState),
       qualityNow: (_p, _d, _s, s) => s.quality,
+      // No bound: no sample is read stale by its age (qualityNow gives the stored quality).
+      staleAfterMs: () => Infinity,
+      boundsVersion: 0,
       declaredType: () => null,
       declaredUnit: () => "",
     },
