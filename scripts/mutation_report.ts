@@ -98,6 +98,9 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       // faultEntries and idleEntries: the router's stop counts (a call queued across FAULT or IDLE
       // and a re-arm is refused at its turn).
       "tests/control/call_router_stop_epoch_test.ts",
+      // noteCallFailed: a hook call into FAULT answered UNAVAILABLE makes it again at the
+      // device's next answered poll.
+      "tests/safety/estop_call_unavailable_return_test.ts",
       "tests/scenarios/mode_fault_hooks_test.ts",
       "tests/scenarios/mode_auto_gate_restart_test.ts",
       "tests/scenarios/estop_reset_test.ts",
@@ -237,6 +240,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "tests/scenarios/poll_hints_test.ts",
       // readFresh: the e-stop's read-back; timestampSkew: a provider clock ahead.
       "tests/safety/verify_test.ts",
+      // A read-back its provider answered with an error: the device's next answer is a return.
+      "tests/scenarios/estop_device_return_test.ts",
       "tests/scenarios/alarms_clock_skew_test.ts",
     ],
     timeoutMs: PROCESS_TIMEOUT_MS,
@@ -248,6 +253,10 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
     files: ["src/automation/device_loss_latch.ts", "src/state/device_outage.ts"],
     tests: [
       "tests/state/device_outage_test.ts",
+      // A device only the e-stop found not answering (noteCallFailed, a failed read-back): its
+      // next answered poll is a return.
+      "tests/safety/estop_call_unavailable_return_test.ts",
+      "tests/scenarios/estop_device_return_test.ts",
       "tests/automation/device_loss_latch_test.ts",
       "tests/automation/automation_engine_test.ts",
       "tests/scenarios/device_dropout_test.ts",

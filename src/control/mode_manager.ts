@@ -36,6 +36,7 @@ import {
   deviceHandle,
   deviceReturnWhy,
   DEVICES_ANSWERING,
+  errorMessage,
   failedPrecondition,
   joinCauses,
   latestDate,
@@ -47,6 +48,7 @@ import {
   namedProviderId,
   neverThrowing,
   onlyDeviceReturns,
+  parseDeviceHandle,
   PROVIDER_BACK_WHY,
   type ProviderBackCause,
   providerIdOf,
@@ -343,6 +345,12 @@ export interface ModeManagerOptions {
    */
   readonly devices?: {
     onDeviceReturn(listener: (providerId: string, deviceId: string) => void): () => void;
+    /**
+     * A hook call into FAULT to the device failed with `err`: one its provider answered
+     * UNAVAILABLE makes the device's next answer a return (its hooks made again while FAULT
+     * stands), though no poll found it out.
+     */
+    noteCallFailed?(providerId: string, deviceId: string, err: unknown): void;
   };
 }
 
@@ -1616,6 +1624,16 @@ export class ModeManager implements ModeService {
       // fails (a closed stderr) loses the line, never the failure (#stopLog).
       if (hook.failOnError || to === "FAULT") this.#stopLog.error(text);
       else this.#stopLog.warn(text);
+      const device = to === "FAULT" ? parseDeviceHandle(call.deviceHandle) : null;
+      if (device !== null) {
+        try {
+          this.#o.devices?.noteCallFailed?.(device.providerId, device.deviceId, err);
+        } catch (noteErr) {
+          this.#stopLog.error(
+            `FAULT: noting the device that did not answer failed: ${errorMessage(noteErr)}`,
+          );
+        }
+      }
       // A clock that fails is asked once more; if it fails again the event is not published (no
       // invented time), logged.
       const wall = readClockTwice(

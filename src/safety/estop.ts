@@ -55,6 +55,7 @@ import {
   namedProviderId,
   neverThrowing,
   onlyDeviceReturns,
+  parseDeviceHandle,
   PROVIDER_BACK_WHY,
   type ProviderBackCause,
   type ProviderBackCauses,
@@ -603,6 +604,12 @@ export interface EstopOptions {
     onDeviceReturn(listener: (providerId: string, deviceId: string) => void): () => void;
     /** The device's condition now (status: whether each check's device can be read now). */
     condition?(providerId: string, deviceId: string): DeviceCondition;
+    /**
+     * A safe-state call to the device failed with `err`: one its provider answered UNAVAILABLE
+     * makes the device's next answer a return (secured again while latched), though no poll
+     * found it out.
+     */
+    noteCallFailed?(providerId: string, deviceId: string, err: unknown): void;
   };
 }
 
@@ -2287,6 +2294,16 @@ export class Estop implements EstopService {
       const e = toRuntimeError(err);
       action.success = false;
       action.error = `${e.code}: ${e.message}`;
+      const device = planned.kind === "zero"
+        ? { providerId: planned.providerId, deviceId: planned.deviceId }
+        : parseDeviceHandle(planned.call.deviceHandle);
+      if (device !== null) {
+        this.#contained(
+          "noting the device that did not answer",
+          () => this.#o.devices?.noteCallFailed?.(device.providerId, device.deviceId, err),
+          "it is not secured again at its next answer",
+        );
+      }
       this.#stopLog.error(
         `safe-state call ${quoteName(action.device_handle)} ${quoteName(action.function)} ` +
           `failed: ${quoteProviderTextWithin(action.error, ESTOP_QUOTED_ERROR_CHARS)}`,

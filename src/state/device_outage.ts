@@ -38,6 +38,7 @@
  * One failing in between as its provider came back (not up since: failing from its first failed
  * read after that return, as above) is down again from that outage's first moment, not from it.
  */
+import { ProviderStatusError, StatusCode } from "../adpp/mod.ts";
 import { type Clock, namedProviderId, tellEach, type TimerId } from "../common/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import { noneAnswered, signalsFail } from "./_answers.ts";
@@ -149,6 +150,12 @@ interface Tracked {
    * (#takenOutOnPurpose), it has none: that take-out was no loss.
    */
   outageSince: number | null;
+  /**
+   * The e-stop found it not answering while its polls did not (#unanswered: a safe-state call
+   * or a read-back its provider answered so, in an outage between two polls): its next answered
+   * poll, it up, is a device return (#polled). Cleared then.
+   */
+  unanswered: boolean;
 }
 
 /** One provider's device returns as told (DEVICE_RETURN_MIN_INTERVAL_MS). */
@@ -221,6 +228,9 @@ export class DeviceOutages {
     this.#o = options;
     this.#downAfterMs = options.downAfterMs;
     options.cache.onDevicePolled((dev) => this.#polled(dev, true));
+    options.cache.onFreshReadFailed((providerId, deviceId) =>
+      this.#unanswered(providerId, deviceId)
+    );
     // A new inventory, once the cache holds it (not as the host tells it: the cache may be told
     // after this monitor, and a device is judged by the cache's entry for it).
     options.cache.onInventoryApplied((providerId) => {
@@ -310,6 +320,7 @@ export class DeviceOutages {
         condition: UP,
         timer: null,
         outageSince: null,
+        unanswered: false,
       };
       // Listed again after a restart left it out (or a reload's take-out): it was told down,
       // so its condition now is told as a change from that (the recheck below), not taken
@@ -579,6 +590,42 @@ export class DeviceOutages {
     // that return brought (the e-stop's ladder, the hooks into FAULT) found it not answering, so
     // its answer is a return of its own.
     if (began) this.#noteOut(t);
+    // Found not answering by the e-stop only (no poll failed since): this answer is its return.
+    // A field of the device already in hand: nothing more on a healthy poll.
+    if (t.unanswered && read && t.condition.kind === "up") {
+      t.unanswered = false;
+      const out = this.#devicesOut.get(t.providerId);
+      if (!out?.delete(t.deviceId)) return;
+      if (out.size === 0) this.#devicesOut.delete(t.providerId);
+      this.#deviceReturned(t.providerId, t.deviceId);
+    }
+  }
+
+  /**
+   * A safe-state call to `deviceId` failed (`err`): one its provider answered UNAVAILABLE (the
+   * device did not answer: it is out, though its polls may not have found it so -- an outage
+   * between two polls) is secured again at its next answer, as a device whose read failed is. Any
+   * other failure (arguments refused, the provider down) says nothing of the device answering.
+   */
+  noteCallFailed(providerId: string, deviceId: string, err: unknown): void {
+    if (err instanceof ProviderStatusError && err.providerCode === StatusCode.UNAVAILABLE) {
+      this.#unanswered(providerId, deviceId);
+    }
+  }
+
+  /**
+   * A device found not answering by the e-stop (a read-back its provider answered with an error,
+   * a safe-state call it answered UNAVAILABLE), its provider up: out (#devicesOut), and its next
+   * answered poll is a return (Tracked.unanswered) even if no poll found it failing.
+   */
+  #unanswered(providerId: string, deviceId: string): void {
+    if (this.#stopped) return;
+    const t = this.#tracked.get(providerId)?.get(deviceId);
+    if (t === undefined || this.#o.registry.host(providerId)?.available !== true) return;
+    t.unanswered = true;
+    const out = this.#devicesOut.get(providerId);
+    if (out) out.add(deviceId);
+    else this.#devicesOut.set(providerId, new Set([deviceId]));
   }
 
   /** Re-judges every device of a provider; one no longer listed is told once, then forgotten. */

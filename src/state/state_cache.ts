@@ -422,6 +422,14 @@ export type ReportedUnreachableListener = (providerId: string) => void;
 /** Told the id of a provider whose inventory the cache now holds (onInventoryApplied). */
 export type InventoryAppliedListener = (providerId: string) => void;
 
+/**
+ * Told when a fresh read (readFresh: the e-stop's read-back) of a device its provider lists, of
+ * signals it declares, was answered with an error status by the provider: the device did not
+ * answer, as a failed poll says (onFreshReadFailed). Must not throw (a listener that throws is
+ * logged, at a bounded rate, and skipped).
+ */
+export type FreshReadFailedListener = (providerId: string, deviceId: string) => void;
+
 /** Provider-reported health kept from the last GetHealth answer. */
 export interface ReportedHealthEntry {
   readonly atMs: number;
@@ -478,6 +486,7 @@ export class StateCache implements FreshReader {
   #polledListeners: readonly DevicePolledListener[] = [];
   readonly #unreachableListeners: ReportedUnreachableListener[] = [];
   readonly #inventoryListeners: InventoryAppliedListener[] = [];
+  readonly #freshReadFailedListeners: FreshReadFailedListener[] = [];
   /**
    * A listener's failure, said through lines that never throw: a logger that throws on it must
    * not skip the listeners after it (the history, the alarms) nor the rest of the poll.
@@ -1142,6 +1151,20 @@ export class StateCache implements FreshReader {
     };
   }
 
+  /**
+   * Subscribes to fresh reads its provider answered with an error status (see
+   * FreshReadFailedListener): a device that did not answer the e-stop's read-back though no poll
+   * found it failing (its outage fell between two polls). Listeners run in subscription order,
+   * synchronously, before readFresh answers. Returns the unsubscribe function.
+   */
+  onFreshReadFailed(listener: FreshReadFailedListener): () => void {
+    this.#freshReadFailedListeners.push(listener);
+    return () => {
+      const i = this.#freshReadFailedListeners.indexOf(listener);
+      if (i >= 0) this.#freshReadFailedListeners.splice(i, 1);
+    };
+  }
+
   device(providerId: string, deviceId: string): DeviceState | undefined {
     return this.#byProvider.get(providerId)?.get(deviceId);
   }
@@ -1339,6 +1362,14 @@ export class StateCache implements FreshReader {
       const timedOut = e.code === "DEADLINE_EXCEEDED";
       const cutByStop = !timedOut && host.state.phase === "STOPPED" &&
         !(err instanceof ProviderStatusError);
+      // The provider answered that the device did not answer (a read of signals it declares, as
+      // a poll's): told as a failed poll is, though no poll may fall in that outage.
+      if (
+        err instanceof ProviderStatusError &&
+        signalIds.every((id) => device.signals.some((g) => g.signalId === id))
+      ) {
+        this.#notifyFreshReadFailed(providerId, deviceId);
+      }
       return {
         ok: false,
         reason: `read failed: ${e.code}: ${e.message}`,
@@ -1844,6 +1875,19 @@ export class StateCache implements FreshReader {
       this.#listenerErrors.warn(
         `inventory listener failed for provider ${providerId}: ${errorMessage(err)}`,
       ));
+  }
+
+  #notifyFreshReadFailed(providerId: string, deviceId: string): void {
+    tellEach(
+      this.#freshReadFailedListeners,
+      [providerId, deviceId],
+      (err) =>
+        this.#listenerErrors.warn(
+          `fresh read listener failed for device ${quoteDeviceHandle(providerId, deviceId)}: ${
+            errorMessage(err)
+          }`,
+        ),
+    );
   }
 
   #notifyUnreachable(providerId: string): void {

@@ -57,3 +57,57 @@ Deno.test("Estop brings a device that answers again while latched to the safe st
     await rt.stop();
   }
 });
+
+Deno.test("Estop brings a device that answers again while latched to the safe state when only the stop saw it out (between two polls)", async () => {
+  const rt = await startRuntime(testConfig({
+    providers: [simProvider("sim0")],
+    // Polls 3 s apart: motorctl0's 600 ms outage below falls between two of them.
+    pollingIntervalMs: 3000,
+    safety: {
+      hooks: [
+        call("sim0/motorctl0", "set_motor_duty", { motor_index: 1, duty: { double: 0 } }),
+      ],
+      expect: [expectation("sim0/motorctl0/motor1_duty", { equals: 0 })],
+      verifyTimeoutMs: 300,
+    },
+  }));
+  try {
+    await rt.modes.request("MANUAL");
+    await manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.5) });
+    assert.equal(await readSignal(rt, "sim0", "motorctl0", "motor1_duty"), 0.5);
+    // Right after a poll of motorctl0, it stops answering for 600 ms and the e-stop latches:
+    // its safe-state call and its read-back fail; no poll does.
+    const polledAt = rt.cache.device("sim0", "motorctl0")!.lastPollMono;
+    await waitFor(
+      "a poll of motorctl0",
+      () => rt.cache.device("sim0", "motorctl0")!.lastPollMono !== polledAt,
+      10_000,
+      0,
+    );
+    await manualCall(rt, "sim0", "chaos_control", 1, {
+      device_id: { type: "string", string: "motorctl0" },
+      duration_ms: i(600),
+    });
+    const stop = await rt.estop.trigger("while motorctl0 is out between polls");
+    assert.equal(stop.actions[0]!.success, false, JSON.stringify(stop.actions));
+    assert.equal(stop.verification.outcome, "unreachable", JSON.stringify(stop.verification));
+    assert.equal(rt.outages.condition("sim0", "motorctl0").kind, "up", "no poll saw it out");
+
+    // Its next poll answers (up to 3 s): the device is back, secured and read back then.
+    await waitFor(
+      "the read-back redone",
+      () => rt.estop.status().verification?.outcome === "verified",
+      8000,
+    ).catch(() => {});
+    // Before: 0.5 -- it answered every poll, so its return was never seen and never secured.
+    assert.equal(
+      await readSignal(rt, "sim0", "motorctl0", "motor1_duty"),
+      0,
+      "the device only the stop saw out is at the safe state once it answers again",
+    );
+    assert.equal(rt.estop.status().verification?.outcome, "verified");
+    assert.equal(rt.estop.status().latched, true);
+  } finally {
+    await rt.stop();
+  }
+});
