@@ -287,6 +287,16 @@ export const MAX_BIRTH_LOSS_DELAY_MS = 60_000;
 /** Commands from the broker being carried out at once, at most (more are refused: busy). */
 export const MAX_COMMANDS_IN_PROGRESS = 16;
 /**
+ * Largest NCMD/DCMD payload the node reads, in bytes of the Sparkplug payload: a larger one is
+ * refused before it is decoded (#commandTooLarge), since only the broker bounds what arrives
+ * (Mosquitto's default is some 256 MB) and decoding one of millions of metrics holds the event
+ * loop. The bound of an HTTP request's body (MAX_BODY_BYTES, src/http/json_body.ts, 64 KiB): a
+ * DCMD carries what a POST of a call carries. A valid NCMD e-stop is far below it: `Node
+ * Control/E-Stop` true by name, with timestamps, is 41 bytes; with a Rebirth beside it, aliases
+ * and seq, under 100.
+ */
+export const MAX_COMMAND_BYTES = 64 * 1024;
+/**
  * The bdSeq values of this node's latest connections (the previous process's last included) whose
  * NBIRTH arriving late on the node's own subscription is not taken for another client's
  * (#ownBirthSeen): a broker that stalled may route a PUBLISH of a connection gone after the next
@@ -543,6 +553,12 @@ interface Replaying {
   next: OutageStart;
 }
 
+/** One birth set (#births) and its writes not settled yet (handed over, neither done nor failed). */
+interface BirthSet {
+  readonly session: MqttSession | null;
+  writes: number;
+}
+
 interface BornDevice {
   readonly providerId: string;
   readonly deviceId: string;
@@ -715,6 +731,18 @@ export class SparkplugEdgeNode {
     | null = null;
   /** A Rebirth was asked for while MAX_IN_FLIGHT writes were unconfirmed: due at the next one. */
   #rebirthBehind = false;
+  /**
+   * The latest birth set (#births: its NBIRTH and DBIRTHs) on its session, with its writes not yet
+   * settled (confirmed or failed); null before the first.
+   */
+  #birthSet: BirthSet | null = null;
+  /** The birth set #births is handing over now (#send counts its writes), else null. */
+  #birthSetOpen: BirthSet | null = null;
+  /**
+   * An NCMD Rebirth arrived while a birth set was going out (#rebirthAsked): one birth set follows
+   * once its writes have settled, for every Rebirth meanwhile (#foldedRebirth).
+   */
+  #rebirthFolded = false;
   /**
    * Providers whose devices changed (availability, inventory) while MAX_IN_FLIGHT writes were
    * unconfirmed: their DBIRTH/DDEATH wait, and their devices are compared again as writes
@@ -1246,6 +1274,45 @@ export class SparkplugEdgeNode {
     this.#births();
   }
 
+  /**
+   * An NCMD Rebirth (#nodeCommand). Honoured, but folded: while a birth set is still going out
+   * (a write of its NBIRTH or DBIRTHs not settled) or one is already due after it, the request is
+   * answered by ONE birth set once it has gone out, not one per request -- a host that asks again
+   * and again (a storm of NCMDs) gets at most the set in flight and one after it.
+   */
+  #rebirthAsked(): void {
+    // One is due already (after the births going out, or a write at MAX_IN_FLIGHT): this request
+    // is answered by it.
+    if (this.#rebirthFolded || this.#rebirthBehind) return;
+    if (this.#birthSetOut()) {
+      this.#rebirthFolded = true;
+      this.#log.info(
+        "sparkplug: Node Control/Rebirth requested while births are going out; one set of " +
+          "births follows them (further requests meanwhile are answered by it)",
+      );
+      return;
+    }
+    this.#log.info("sparkplug: Node Control/Rebirth requested; publishing births");
+    this.rebirth();
+  }
+
+  /** Whether the latest birth set of this session still has writes not settled. */
+  #birthSetOut(): boolean {
+    const set = this.#birthSet;
+    return set !== null && set.session === this.#session && set.writes > 0;
+  }
+
+  /**
+   * The birth set a folded Rebirth waited for has gone out: its births now (rebirth(), under the
+   * in-flight bound as any). Once: births published otherwise meanwhile (a new connection's)
+   * answered it already (#births clears the flag).
+   */
+  readonly #foldedRebirth = (): void => {
+    if (!this.#rebirthFolded || this.#birthSetOut()) return;
+    this.#rebirthFolded = false;
+    this.rebirth();
+  };
+
   // ---- connection ----
 
   async #connected(): Promise<void> {
@@ -1618,6 +1685,7 @@ export class SparkplugEdgeNode {
     this.#birthsUndated = false;
     if (this.#nbirthTooLarge(now)) return;
     this.#rebirthBehind = false;
+    this.#rebirthFolded = false; // these births answer a Rebirth that waited for the last ones
     this.#providersBehind.clear(); // every device is born again as it is now
     this.#seq = 0;
     this.#devices.clear();
@@ -1638,17 +1706,24 @@ export class SparkplugEdgeNode {
     if (first) this.#dropCarriedByBirth(this.#nodeMetrics(status, null, now, true));
     // E-stop answers kept while the clock failed: history, dated by this read that works.
     this.#datedEstopAnswers(now);
-    if (this.#send("NBIRTH", undefined, this.#nbirthPayload(now, status), true)) {
-      this.#birthsSent++;
-    }
-    this.#born = true;
+    // The set's writes are counted (#send) until they settle: a Rebirth meanwhile waits for them.
+    const set: BirthSet = { session: this.#session, writes: 0 };
+    this.#birthSet = this.#birthSetOpen = set;
     const tooLargeBefore = new Set(this.#tooLarge.keys());
-    for (const p of this.#o.inventory.providers()) {
-      if (!p.available) continue;
-      for (const caps of p.devices) {
-        tooLargeBefore.delete(sparkplugDeviceId(caps.device.providerId, caps.device.deviceId));
-        this.#deviceBirth(caps, now); // the births' time: they are one moment
+    try {
+      if (this.#send("NBIRTH", undefined, this.#nbirthPayload(now, status), true)) {
+        this.#birthsSent++;
       }
+      this.#born = true;
+      for (const p of this.#o.inventory.providers()) {
+        if (!p.available) continue;
+        for (const caps of p.devices) {
+          tooLargeBefore.delete(sparkplugDeviceId(caps.device.providerId, caps.device.deviceId));
+          this.#deviceBirth(caps, now); // the births' time: they are one moment
+        }
+      }
+    } finally {
+      this.#birthSetOpen = null;
     }
     // Devices held back for their size that are gone: their spell ends. One whose provider is
     // down keeps it (#providerChanged).
@@ -2350,6 +2425,8 @@ export class SparkplugEdgeNode {
     // A Rebirth asked for meanwhile (its births carry the node metrics), a node metric change
     // (the e-stop latch, the mode) and the answers to commands before any data waiting.
     if (this.#rebirthBehind) this.rebirth();
+    // A Rebirth folded behind the births going out, once their writes have settled.
+    if (this.#rebirthFolded) this.#foldedRebirth();
     // The node's history (kept while away) before its present: a live NDATA after the last
     // historical one.
     if (this.#nodeKept.length > 0) this.#drainNode();
@@ -3105,6 +3182,12 @@ export class SparkplugEdgeNode {
       return retained ? undefined : this.#ownBirthSeen(payload);
     }
     if (retained && (topic === ncmd || topic.startsWith(dcmd))) return this.#retainedCommand(topic);
+    if (payload.length > MAX_COMMAND_BYTES) {
+      if (topic === ncmd) return this.#commandTooLarge(topic, payload.length, null);
+      if (topic.startsWith(dcmd)) {
+        return this.#commandTooLarge(topic, payload.length, topic.slice(dcmd.length));
+      }
+    }
     let decoded;
     try {
       decoded = decode(payload);
@@ -3123,6 +3206,29 @@ export class SparkplugEdgeNode {
   }
 
   /**
+   * An NCMD (`deviceId` null) or DCMD over MAX_COMMAND_BYTES: refused unread (nothing of it is
+   * decoded, nothing reaches a provider), counted and WARNed as any refusal (#refused, bounded),
+   * and answered by the node's `Runtime/Command Result`, naming the NCMD or the DCMD's device
+   * (which metrics it wrote is not read). A DCMD while commands are off, the role is viewer or the
+   * runtime stops is answered with that reason, as any DCMD (#deviceCommand).
+   */
+  #commandTooLarge(topic: string, bytes: number, deviceId: string | null): void {
+    const name = deviceId === null
+      ? "NCMD"
+      : `DCMD ${providerTextWithin(deviceId, SPARKPLUG_QUOTED_NAME_CHARS)}`;
+    const first = deviceId === null
+      ? null
+      : this.#commandRefusal() ?? (this.#commandsClosed ? RUNTIME_STOPPING : null);
+    this.#refused(
+      topic,
+      name,
+      first ?? `payload of ${bytes} bytes, over ${MAX_COMMAND_BYTES} (MAX_COMMAND_BYTES): not ` +
+          `read; send fewer or smaller metrics per command`,
+      NODE,
+    );
+  }
+
+  /**
    * A message on a session the node has left (#renew set it aside, its end under way): MQTT.js
    * hands on the packets it parsed before a forced end. Only an NCMD `Node Control/E-Stop` true
    * is taken (#nodeCommand: the latch first, the answer kept for the next births as any given
@@ -3132,6 +3238,7 @@ export class SparkplugEdgeNode {
   #staleMessage(topic: string, payload: Uint8Array, retained: boolean): void {
     const o = this.#o;
     if (retained || topic !== topicOf(o.config.groupId, "NCMD", o.edgeNodeId)) return;
+    if (payload.length > MAX_COMMAND_BYTES) return; // not read: no valid e-stop is that large
     let metrics;
     try {
       metrics = decode(payload).metrics ?? [];
@@ -3242,8 +3349,7 @@ export class SparkplugEdgeNode {
       // so rather than that births are published.
       const over = this.#nbirthOverBound();
       if (over !== null) return this.#ignored(topic, `${name}: ${this.#rebirthTooLargeWhy(over)}`);
-      this.#log.info("sparkplug: Node Control/Rebirth requested; publishing births");
-      this.rebirth();
+      this.#rebirthAsked();
       return;
     }
     if (name === NODE_METRICS.estop && m.boolean_value === false) {
@@ -3744,8 +3850,12 @@ export class SparkplugEdgeNode {
     this.#inFlight++;
     const ring = type === "DDATA" && liveSeq !== undefined && this.#o.replay !== undefined;
     if (ring) this.#liveInFlight++;
+    // A write of a birth set (#births) counts in it until it settles (#rebirthAsked).
+    const set = this.#birthSetOpen;
+    if (set !== null) set.writes++;
     session.publish(topic, bytes, qos).then(() => {
       this.#inFlight--;
+      if (set !== null) set.writes--;
       this.counts.published++;
       if (ring) this.#liveWritten(deviceId!, liveSeq!);
       this.#contain("store and forward", this.#afterWrite);
@@ -3753,6 +3863,10 @@ export class SparkplugEdgeNode {
       this.#inFlight--;
       if (ring) this.#liveInFlight--;
       this.counts.publishFailures++;
+      // The set's last write failed, the session up: a Rebirth folded behind it is not held.
+      if (set !== null && --set.writes === 0 && this.#rebirthFolded) {
+        this.#contain("a Rebirth", this.#foldedRebirth);
+      }
       this.#log.debug(`sparkplug: ${type} not published: ${errorMessage(err)}`);
       if (liveSeq === undefined) return;
       if (type === "NDATA") {

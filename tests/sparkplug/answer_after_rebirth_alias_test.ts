@@ -30,9 +30,11 @@ Deno.test("a DCMD's answer that waited for the writes across a Rebirth without i
   await flushMicrotasks();
   const resultAlias = rig.nodeAlias(NODE_METRICS.commandResult);
 
-  // The writes full: the DCMD's answer waits for one to complete.
+  // The writes full: the DCMD's answer waits for one to complete. Full of answers to NCMDs, not
+  // of births: a Rebirth while births are going out waits for all of them (it is folded), not
+  // for the next completed write.
   for (let i = 0; i < 4 * MAX_IN_FLIGHT && rig.session.inFlight < MAX_IN_FLIGHT; i++) {
-    rig.node.rebirth();
+    rig.command("spBv1.0/g/NCMD/n", [{ name: `Nothing/${i}`, datatype: 11, boolean_value: true }]);
   }
   assert.equal(rig.session.inFlight, MAX_IN_FLIGHT, "the writes are full");
   rig.command(`spBv1.0/g/DCMD/n/${DEVICE}`, [

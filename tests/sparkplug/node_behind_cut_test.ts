@@ -75,7 +75,7 @@ function latchNdata(r: Rig, from = 0): [unknown, boolean, number][] {
 
 Deno.test("an e-stop latched while the writes are full and released after the connection went away reaches the host's history", async () => {
   const r = await onlineHeld({ recordCalls: true });
-  await fillWrites(r, () => REBIRTH);
+  while (r.session.inFlight < MAX_IN_FLIGHT) r.node.rebirth(); // births fill the writes
   // The latch engages: its NDATA cannot be handed over.
   const latchedAt = await setLatch(r, true);
   // The stalled connection ends; the operator releases the latch while the node is away.
@@ -119,7 +119,8 @@ Deno.test("an e-stop latched and released while the writes are full reaches the 
 
 Deno.test("an e-stop latched and released while a Rebirth waited for the writes reaches the host after the births", async () => {
   const r = await onlineHeld({ recordCalls: true });
-  await fillWrites(r, () => REBIRTH);
+  // Answers to NCMDs (no births: a Rebirth while births are going out waits for all of them).
+  await fillWrites(r, (i) => ({ name: `Nothing/${i}`, datatype: DataType.Boolean }));
   // One more: it waits for a write to complete.
   r.command("spBv1.0/g/NCMD/n", [REBIRTH]);
   await flushMicrotasks();

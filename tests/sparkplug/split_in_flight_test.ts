@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { PublishedEvent } from "../../src/events/mod.ts";
-import { DataType, MAX_IN_FLIGHT } from "../../src/sparkplug/mod.ts";
+import { MAX_IN_FLIGHT } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { edgeNodeRig } from "./_edge_node_rig.ts";
 
@@ -28,11 +28,7 @@ Deno.test("SparkplugEdgeNode: an NDATA split over max_message_bytes with room fo
   const modeAlias = r.nodeAlias("Runtime/Mode");
   const latchAlias = r.nodeAlias("Runtime/Estop Latched");
   // The broker stalls: rebirths (an NBIRTH each, no devices) fill the writes to one below the bound.
-  const rebirth = { name: "Node Control/Rebirth", datatype: DataType.Boolean, boolean_value: true };
-  while (r.session.inFlight < MAX_IN_FLIGHT - 1) {
-    r.command("spBv1.0/g/NCMD/n", [rebirth]);
-    await flushMicrotasks();
-  }
+  while (r.session.inFlight < MAX_IN_FLIGHT - 1) r.node.rebirth();
   assert.equal(r.session.inFlight, MAX_IN_FLIGHT - 1);
   const from = r.session.published.length;
   // Mode and latch change together: two parts, room for one.
