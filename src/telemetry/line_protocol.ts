@@ -2,14 +2,21 @@
  * InfluxDB line protocol formatting (docs/telemetry.md, "Rows: tags and fields" and "Every line is
  * valid line protocol").
  *
- * We format rows ourselves instead of using the client's `Point`: the rows keep anolis's escaping
- * (newline/CR/tab become literal `\n` `\r` `\t`, other control characters are dropped) and field
- * order, which `Point` does not reproduce.
+ * We format rows ourselves instead of using the client's `Point`: the rows keep anolis's handling
+ * of control characters (newline/CR/tab become literal `\n` `\r` `\t`, others are dropped) and
+ * field order, which `Point` does not reproduce, and `Point` writes a tag value's backslash as is,
+ * a trailing one too (`C:\` then escapes the `,` after it: InfluxDB refuses the point).
  *
  * Every line {@link formatRow} returns is valid line protocol (InfluxDB v2 reference, "Line
  * protocol": special characters, naming, at least one field):
- * - measurement: `,` space `\` escaped; tag keys, tag values, field keys: `,` `=` space `\`
- *   escaped; string field values: `"` `\` escaped (a doubled backslash reads as one backslash).
+ * - measurement: `,` space escaped; tag keys, tag values, field keys: `,` `=` space escaped;
+ *   string field values: `"` `\` escaped (there a doubled backslash reads as one backslash).
+ * - a backslash in a name or tag value is written as is, unless it is followed by another
+ *   backslash, `,` `=` space or ends the text: then it is written `%5C` ({@link BACKSLASH_TEXT}).
+ *   InfluxDB 1.x/2.x (models/points.go) has no escape for a backslash there: it keeps `\\` as two
+ *   backslashes (VictoriaMetrics reads one), and a backslash before the `,` or space that ends the
+ *   text escapes that separator, so the point is refused ("invalid tag format") and the whole
+ *   write with it. A lone backslash before any other character reads as itself everywhere.
  * - newlines are never written raw (the protocol has no escape for them): \n \r \t become the
  *   two visible characters `\n` `\r` `\t`, other control characters are dropped: C0 (<0x20), DEL
  *   (0x7F) and C1 (U+0080-U+009F; NEL U+0085 ends a line in some viewers), the set
@@ -92,9 +99,32 @@ function allowedStart(escaped: string, reserved: RegExp): string {
   return reserved.test(escaped) ? percent(escaped[0]!) + escaped.slice(1) : escaped;
 }
 
-/** Escapes a tag value: `,` `=` space `\` get a backslash; never empty. */
+/** Written for a backslash line protocol cannot carry in a name or tag value (module comment). */
+export const BACKSLASH_TEXT = "%5C";
+
+/**
+ * What a tag key, tag value or field key escapes, in one scan: `,` `=` space, and a backslash
+ * that touches another backslash, one of those or the end (InfluxDB reads none of them as written).
+ */
+const TAG_SPECIALS = /\\(?=[\\,= ]|$)|[,= ]/g;
+
+/** What a measurement escapes: `,` space, and a backslash as in {@link TAG_SPECIALS}. */
+const MEASUREMENT_SPECIALS = /\\(?=[\\,= ]|$)|[, ]/g;
+
+/**
+ * Escapes a name or tag value whose controls are already handled: a backslash `specials` matches
+ * becomes {@link BACKSLASH_TEXT}, any other match gets a backslash.
+ */
+function escapeName(s: string, specials: RegExp): string {
+  return s.replace(specials, (c) => c === "\\" ? BACKSLASH_TEXT : `\\${c}`);
+}
+
+/**
+ * Escapes a tag value: `,` `=` space get a backslash, a backslash before a backslash, `,` `=`
+ * space or at the end is written `%5C`; never empty.
+ */
 export function escapeTag(s: string): string {
-  return nonEmpty(escapeControls(s.replace(/[\\,= ]/g, (c) => `\\${c}`)), s);
+  return nonEmpty(escapeName(escapeControls(s), TAG_SPECIALS), s);
 }
 
 /** Escapes a tag key or field key like a tag value; a leading `_` (reserved) is written `%5F`. */
@@ -103,11 +133,12 @@ export function escapeKey(s: string): string {
 }
 
 /**
- * Escapes a measurement name: `,` space `\` get a backslash; never empty; a leading `_`
- * (reserved) or `#` (it would make the line a comment) is percent-encoded.
+ * Escapes a measurement name: `,` space get a backslash, a backslash as in {@link escapeTag};
+ * never empty; a leading `_` (reserved) or `#` (it would make the line a comment) is
+ * percent-encoded.
  */
 export function escapeMeasurement(s: string): string {
-  return allowedStart(nonEmpty(escapeControls(s.replace(/[\\, ]/g, (c) => `\\${c}`)), s), /^[_#]/);
+  return allowedStart(nonEmpty(escapeName(escapeControls(s), MEASUREMENT_SPECIALS), s), /^[_#]/);
 }
 
 /** Escapes a string field value (without the surrounding quotes): `"` and `\` get a backslash. */
@@ -170,12 +201,10 @@ function tagValueText(s: string): string {
   if (escaped.length * 3 <= MAX_TAG_VALUE_BYTES) return escaped;
   if (utf8Length(escaped) <= MAX_TAG_VALUE_BYTES) return escaped;
   const marker = `${TAG_VALUE_CUT_MARKER}${idHash(s)}]`;
-  let cut = truncateUtf8(escaped, MAX_TAG_VALUE_BYTES - marker.length);
-  // A trailing odd run of backslashes ends in half an escape (`\,` or `\n` cut after `\`).
-  let run = 0;
-  while (run < cut.length && cut.charCodeAt(cut.length - 1 - run) === 0x5c) run++;
-  if (run % 2 === 1) cut = cut.slice(0, -1);
-  return cut + marker;
+  const cut = truncateUtf8(escaped, MAX_TAG_VALUE_BYTES - marker.length);
+  // An escaped value never holds two backslashes in a row: one at the cut is half an escape
+  // (`\,` or `\n` cut after `\`) or a lone one; either is dropped.
+  return (cut.endsWith("\\") ? cut.slice(0, -1) : cut) + marker;
 }
 
 /** The exact integer a number or bigint holds, or null (NaN, +/-Infinity, a fraction). */

@@ -1,9 +1,15 @@
 /**
  * Test helper: a strict parser for one line of InfluxDB line protocol, written from the InfluxDB
- * v2 reference ("Line protocol": elements, data types, special characters, escaping backslashes,
- * comments, naming restrictions). It throws an Error naming the problem and its column for any
- * line InfluxDB would refuse or misread, and is stricter in one respect: no raw control character
- * (C0 <0x20, DEL 0x7F, C1 U+0080-U+009F) anywhere, which the writer promises.
+ * v2 reference ("Line protocol": elements, data types, special characters, comments, naming
+ * restrictions) and, for backslashes, from InfluxDB 1.x/2.x's parser (models/points.go:
+ * scanMeasurement, scanTagsKey, scanTagsValue, unescapeTag, unescapeStringField). There a `,` `=`
+ * or space right after a backslash is never a separator, whatever comes before that backslash,
+ * and a name or tag value unescapes only `\,` `\=` `\ ` (a measurement `\,` `\ `): any other
+ * backslash, `\\` included, is kept as written. It throws an Error naming the problem and its
+ * column for any line InfluxDB would refuse or misread, and is stricter in two respects, both
+ * promised by the writer: no raw control character (C0 <0x20, DEL 0x7F, C1 U+0080-U+009F)
+ * anywhere, and no two backslashes in a row in a name or tag value (InfluxDB keeps both,
+ * VictoriaMetrics reads one).
  */
 
 /** A parsed field value. */
@@ -46,12 +52,16 @@ export function parseLine(line: string): ParsedLine {
   if (line[0] === "#") fail("a line starting with # is a comment (the row would be lost)");
 
   /**
-   * Reads a name or tag value up to an unescaped stop character. A backslash escapes the next
-   * character when it is one of `escapable`; otherwise it is a literal backslash.
+   * Reads a name or tag value up to a stop character that does not follow a backslash (InfluxDB
+   * looks at the byte before, nothing more). A backslash before one of `escapable` is dropped;
+   * any other backslash is a literal backslash.
    */
   const readName = (escapable: string, stops: string, what: string): string => {
     let out = "";
-    while (i < line.length && !stops.includes(line[i]!)) {
+    while (i < line.length && !(stops.includes(line[i]!) && line[i - 1] !== "\\")) {
+      if (line[i] === "\\" && line[i + 1] === "\\") {
+        fail(`two backslashes in a row in a ${what} (InfluxDB keeps both, VictoriaMetrics one)`);
+      }
       if (line[i] === "\\" && i + 1 < line.length && escapable.includes(line[i + 1]!)) {
         out += line[i + 1];
         i += 2;
@@ -66,21 +76,21 @@ export function parseLine(line: string): ParsedLine {
     return out;
   };
 
-  const measurement = readName(", \\", ", ", "measurement");
+  const measurement = readName(", ", ", ", "measurement");
   const tags: [string, string][] = [];
   while (line[i] === ",") {
     i++;
-    const key = readName(",= \\", ",= ", "tag key");
+    const key = readName(",= ", ",= ", "tag key");
     if (line[i] !== "=") fail("tag key without =");
     i++;
-    tags.push([key, readName(",= \\", ", ", "tag value")]);
+    tags.push([key, readName(",= ", ", ", "tag value")]);
   }
   if (line[i] !== " ") fail("missing field set");
   i++;
 
   const fields: [string, ParsedField][] = [];
   for (;;) {
-    const key = readName(",= \\", ",= ", "field key");
+    const key = readName(",= ", ",= ", "field key");
     if (line[i] !== "=") fail("field key without =");
     i++;
     if (line[i] === '"') {

@@ -1,6 +1,7 @@
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
 import type { ProviderHealthView, TypedValue } from "../../src/common/mod.ts";
 import {
+  BACKSLASH_TEXT,
   EMPTY_ID_TEXT,
   escapeMeasurement,
   escapeStringField,
@@ -112,11 +113,56 @@ Deno.test("rowForEvent writes mode and parameter changes and ignores other event
   );
 });
 
-Deno.test("escapeTag and escapeStringField follow the contract's escaping rules", () => {
-  assertEquals(escapeTag("a,b=c d\\e"), "a\\,b\\=c\\ d\\\\e");
+Deno.test("escapeTag and escapeStringField escape what line protocol requires, controls as anolis", () => {
+  // A backslash before an ordinary character is written as is (InfluxDB reads it as itself).
+  assertEquals(escapeTag("a,b=c d\\e"), "a\\,b\\=c\\ d\\e");
   assertEquals(escapeTag("x\ny\rz\tw\x01\x7fv"), "x\\ny\\rz\\tw" + "v");
   assertEquals(escapeStringField('q"b\\s\nn\x02'), 'q\\"b\\\\s\\nn');
   assertEquals(escapeStringField("a,b=c d"), "a,b=c d");
+});
+
+Deno.test("formatRow writes backslashes and special characters in every element as InfluxDB 1.x/2.x reads them back", () => {
+  // [id, as written in a name or tag value (measurement: `=` not escaped), as written in a string
+  // field value, what InfluxDB reads from a name or tag value]. InfluxDB's parser
+  // (models/points.go) unescapes only `\,` `\=` `\ ` there and keeps any other backslash, `\\`
+  // too; a backslash before the `,` or space that ends a tag escapes it (the point is refused).
+  const cases: [string, string, string, string][] = [
+    ["C:\\data", "C:\\data", "C:\\\\data", "C:\\data"], // lone backslash: as is
+    ["C:\\", "C:%5C", "C:\\\\", "C:%5C"], // trailing: would escape the separator
+    ["\\\\srv\\x", "%5C\\srv\\x", "\\\\\\\\srv\\\\x", "%5C\\srv\\x"], // `\\`: InfluxDB keeps two
+    ["a\\,b", "a%5C\\,b", "a\\\\,b", "a%5C,b"], // before an escaped character
+    ["a\\=b", "a%5C\\=b", "a\\\\=b", "a%5C=b"],
+    ["a\\ b", "a%5C\\ b", "a\\\\ b", "a%5C b"],
+    ["a,b", "a\\,b", "a,b", "a,b"],
+    ["a b", "a\\ b", "a b", "a b"],
+    ["a=b", "a\\=b", "a=b", "a=b"],
+    ['a"b', 'a"b', 'a\\"b', 'a"b'],
+    ["a\nb", "a\\nb", "a\\nb", "a\\nb"], // newline: the two characters `\n`
+    ["a\\\nb", "a%5C\\nb", "a\\\\\\nb", "a%5C\\nb"],
+    ["a\\\x01", "a%5C", "a\\\\", "a%5C"], // trailing once the control character is dropped
+  ];
+  for (const [id, name, str, read] of cases) {
+    const text = formatRow({
+      measurement: `m${id}`,
+      tags: [[`k${id}`, "v"], ["device_id", id]],
+      fields: [[`f${id}`, { kind: "int", value: 1 }], ["s", { kind: "string", value: id }]],
+      timestampMs: 5,
+    });
+    const measurement = name.replace(/\\=/g, "="); // a measurement does not escape `=`
+    assertEquals(
+      text,
+      `m${measurement},k${name}=v,device_id=${name} f${name}=1i,s="${str}" 5`,
+      JSON.stringify(id),
+    );
+    const parsed = parseLine(text!);
+    assertEquals(parsed.measurement, `m${read}`);
+    assertEquals(parsed.tags, [[`k${read}`, "v"], ["device_id", read]]);
+    assertEquals(parsed.fields, [[`f${read}`, { type: "int", value: 1n }], ["s", {
+      type: "string",
+      value: id.replace(/\n/g, "\\n").replaceAll("\x01", ""),
+    }]]);
+  }
+  assertEquals(BACKSLASH_TEXT, "%5C");
 });
 
 Deno.test("formatRow writes empty ids visibly and refuses rows without fields", () => {
@@ -364,7 +410,7 @@ Deno.test("formatRow writes an id made only of control characters visibly, ordin
     `${TAGS} value_double=1,quality="OK" ${TS}`,
   );
   assertEquals(escapeTag("tempctl0"), "tempctl0");
-  assertEquals(escapeTag("a,b=c d\\e%01"), "a\\,b\\=c\\ d\\\\e%01");
+  assertEquals(escapeTag("a,b=c d\\e%01"), "a\\,b\\=c\\ d\\e%01");
 });
 
 Deno.test("formatRow drops the C1 controls (U+0080-U+009F, NEL U+0085) from names, tags and field keys as it drops C0", () => {
@@ -435,7 +481,14 @@ function randomIds(count: number, alphabet: readonly string[], seed: number): st
   });
 }
 
-/** What a database reads back for an id without control characters: the id itself. */
+/**
+ * What InfluxDB stores for a name or tag value without control characters: the id, except a
+ * backslash line protocol cannot carry there (before a backslash, `,` `=` space, or at the end),
+ * which is written and stored as BACKSLASH_TEXT.
+ */
+const stored = (id: string) => id.replace(/\\(?=[\\,= ]|$)/g, BACKSLASH_TEXT);
+
+/** What a database reads back for an id without control characters: the id itself (`stored`). */
 function checkRoundTrip(id: string): void {
   const text = formatRow({
     measurement: id === "" ? "m" : `m${id}`,
@@ -450,12 +503,15 @@ function checkRoundTrip(id: string): void {
   const wire = (t: string) => new TextDecoder().decode(new TextEncoder().encode(t));
   const parsed = parseLine(wire(text as string));
   const sent = wire(id);
-  const tagText = sent === "" ? EMPTY_ID_TEXT : sent;
-  assertEquals(parsed.measurement, `m${sent}`);
-  assertEquals(parsed.tags, [["runtime_name", "lab1"], ["device_id", tagText], [`k${sent}`, "v"]]);
+  const tagText = sent === "" ? EMPTY_ID_TEXT : stored(sent);
+  assertEquals(parsed.measurement, stored(`m${sent}`));
+  assertEquals(parsed.tags, [["runtime_name", "lab1"], ["device_id", tagText], [
+    stored(`k${sent}`),
+    "v",
+  ]]);
   assertEquals(parsed.fields, [
     ["value_string", { type: "string", value: sent }],
-    [`f${sent}`, { type: "int", value: 1n }],
+    [stored(`f${sent}`), { type: "int", value: 1n }],
   ]);
   assertEquals(parsed.timestamp, BigInt(TS));
 }
@@ -681,7 +737,7 @@ Deno.test("formatRow cuts a tag value past MAX_TAG_VALUE_BYTES, the same id alwa
     assertEquals(CUT.test(t.tag), true);
     // Read back, the kept part is the id's start (no half escape left at the cut).
     const kept = t.tag.replace(CUT, "");
-    assertEquals(odd.replace(/\n/g, "\\n").startsWith(kept), true);
+    assertEquals(stored(odd.replace(/\n/g, "\\n")).startsWith(kept), true);
   }
   // 3-byte characters: never split.
   const euros = deviceTag("\u20ac".repeat(LIMIT)).tag;

@@ -682,6 +682,58 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "TelemetryWriter writes ids with backslashes so that VictoriaMetrics and InfluxDB read the same tags",
+  ignore,
+  async fn() {
+    const vm = await VictoriaMetrics.start();
+    const recorder = new LineRecorder(vm.url);
+    const bus = new EventBus();
+    const w = writer({ influx: settings(recorder.url, { batchSize: 100 }) });
+    // [device id, as written, as both databases read it]. InfluxDB (models/points.go) keeps `\\`
+    // as two backslashes where VictoriaMetrics reads one, and a trailing backslash escapes the
+    // separator after it (InfluxDB refuses the point): such a backslash is written %5C.
+    const ids: [string, string, string][] = [
+      ["dev0", "dev0", "dev0"],
+      ["C:\\data", "C:\\data", "C:\\data"],
+      ["C:\\", "C:%5C", "C:%5C"],
+      ["\\\\srv\\x", "%5C\\srv\\x", "%5C\\srv\\x"],
+      ["a\\,b", "a%5C\\,b", "a%5C,b"],
+      ["a,b c=d", "a\\,b\\ c\\=d", "a,b c=d"],
+      ['q"x', 'q"x', 'q"x'],
+      ["x\ny", "x\\ny", "x\\ny"],
+    ];
+    try {
+      w.start(bus);
+      ids.forEach(([id], i) => publishSignal(bus, id, "temp", dbl(i), T0 + i));
+      await w.stop(5000);
+
+      equal(w.status().total_written, ids.length);
+      equal(await invalidLines(vm), 0, "VictoriaMetrics skipped a line");
+      const sigTags = "runtime_signal,runtime_name=lab1,provider_id=sim0";
+      deepEqual(
+        recorder.lines,
+        ids.map(([, written], i) =>
+          `${sigTags},device_id=${written},signal_id=temp value_double=${i},quality="OK" ${T0 + i}`
+        ),
+      );
+      // InfluxDB's reading (line_protocol_check.ts follows models/points.go) ...
+      const influx = recorder.lines.map((l) => parseLine(l).tags.find(([k]) => k === "device_id"));
+      deepEqual(influx.map((t) => t?.[1]), ids.map(([, , read]) => read));
+      // ... is VictoriaMetrics' reading.
+      deepEqual(
+        await valuesByDevice(vm, 'runtime_signal_value_double{signal_id="temp"}'),
+        Object.fromEntries(ids.map(([, , read], i) => [read, [i]])),
+      );
+    } finally {
+      await w.stop(0);
+      await recorder.close();
+      await vm.dispose();
+    }
+  },
+});
+
 /**
  * A string value at the writer's own bound (MAX_STRING_FIELD_BYTES, written whole): its line is 4
  * times the 16 KiB line limit these tests give VictoriaMetrics (LINE_LIMIT; it checks the limit
