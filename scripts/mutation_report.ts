@@ -262,6 +262,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "tests/scenarios/device_dropout_test.ts",
       "tests/scenarios/automation_device_loss_test.ts",
       "tests/scenarios/automation_http_test.ts",
+      // The reason of a device down follows its provider's circuit opening (onDownLifecycle).
+      "tests/scenarios/mode_auto_circuit_open_test.ts",
     ],
     timeoutMs: PROCESS_TIMEOUT_MS,
   },

@@ -117,6 +117,12 @@ export interface ProviderHostCounts {
 export type InventoryListener = (devices: readonly DeviceCapabilities[], changed: boolean) => void;
 /** Listener for availability flips of a provider. */
 export type AvailabilityListener = (available: boolean) => void;
+/**
+ * Listener for a change of lifecycle while the provider stays unavailable (its restarts used up:
+ * RESTARTING -> CIRCUIT_OPEN; a reload's retry: CIRCUIT_OPEN -> RESTARTING), which no
+ * availability flip tells.
+ */
+export type DownLifecycleListener = (lifecycle: LifecycleState) => void;
 
 /**
  * One configured provider over its whole life: the current session, supervision (crash/hang ->
@@ -181,6 +187,7 @@ export class ProviderHost {
    */
   #discovered = false;
   readonly #availabilityListeners: AvailabilityListener[] = [];
+  readonly #downLifecycleListeners: DownLifecycleListener[] = [];
 
   constructor(config: ProviderConfig, deps: ProviderHostDeps) {
     this.#config = config;
@@ -344,6 +351,11 @@ export class ProviderHost {
 
   onAvailability(listener: AvailabilityListener): void {
     this.#availabilityListeners.push(listener);
+  }
+
+  /** Told each change of `lifecycle` while the provider stays unavailable (DownLifecycleListener). */
+  onDownLifecycle(listener: DownLifecycleListener): void {
+    this.#downLifecycleListeners.push(listener);
   }
 
   /**
@@ -767,6 +779,9 @@ export class ProviderHost {
     );
     entered?.();
     if (isAvailable(before) !== isAvailable(after)) this.#emitAvailability(isAvailable(after));
+    else if (!isAvailable(after) && lifecycleOf(before) !== lifecycleOf(after)) {
+      tellEach(this.#downLifecycleListeners, [lifecycleOf(after)], this.#listenerFailed);
+    }
     // The state changed, so a phase was entered: BACKOFF and CIRCUIT_OPEN change only by leaving.
     // Once the runtime's stop has begun no restart is scheduled (endRestarts): it stays down.
     if (after.phase === "BACKOFF") {

@@ -260,6 +260,11 @@ export class DeviceOutages {
         // out are down no longer on purpose.
         if (restarted !== undefined) this.#restartLeftOut(host.id, restarted.deviceIds);
       });
+      // Down still, for another reason (its restarts used up: the circuit open; a reload's retry):
+      // the reason shown follows, the date stays (#recheck tells no change within "down").
+      host.onDownLifecycle(() => {
+        if (current()) this.#recheckProvider(host.id);
+      });
       // Its devices as the cache holds them now (none yet unless the host is up already); each
       // later inventory once the cache holds it (#follow).
       this.#follow(host);

@@ -294,6 +294,38 @@ Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that restarts a prov
     ));
 });
 
+Deno.test("Kernel.reload during MANUAL -> AUTO before-hooks that changes a parameter's value: AUTO is refused at its commit, not armed with a recipe the operator did not arm", async () => {
+  await withArmedRuntime(async (rt) => {
+    const toAuto = (await requestAutoSlowly(rt)).outcome;
+    // The reload lands while the before-hook's relay call is in flight (mode still MANUAL): the
+    // bounds narrowed below the value in force (the default 40) reset it to the new default.
+    const report = await rt.reload({
+      ...rt.config,
+      automation: {
+        ...rt.config.automation,
+        parameters: rt.config.automation.parameters.map((p) =>
+          p.name === "target_temp" ? { ...p, max: 30, default: 25 } : p
+        ),
+      },
+    });
+    assert.deepEqual(report.applied, ["automation.parameters"]);
+    assert.equal(rt.parameters!.value("target_temp"), 25);
+    const outcome = await toAuto;
+    assert.ok(
+      rt.modes.current() !== "AUTO",
+      `AUTO (${outcome}) armed with target_temp 25, reset by a reload while its before-hooks ran; ` +
+        "it was requested with 40",
+    );
+    assert.match(
+      outcome,
+      /^refused: refusing AUTO: a configuration reload changed the recipe \("target_temp" \(its value 40 would go to the default 25\)\) while MANUAL -> AUTO hooks ran; request AUTO again/,
+    );
+    assert.deepEqual(await autoRefusedBy(rt), ["reload"]);
+    // Requested again, judged with the value now in force: armed.
+    assert.equal(await rt.modes.request("AUTO"), "AUTO");
+  }, (tree) => withHooks(automationConfig(tree), [RELAY_BEFORE_AUTO], []));
+});
+
 Deno.test("POST /v0/parameters during MANUAL -> AUTO before-hooks that changes a value: AUTO is refused at its commit, as a reload changing the recipe is", async () => {
   await withArmedRuntime(
     async (rt) => {
