@@ -137,6 +137,22 @@ async function runOutHistoryWaits(
   clock.skip(Math.max(0, deadline.leftMs() - TELEMETRY_STOP_RESERVE_MS));
 }
 
+/**
+ * Stops `rt` with a deadline STOP_BUDGET_MS away on `clock` and runs out its history's waits
+ * (runOutHistoryWaits): `stopping` (for the test's clean-up) and `outcome`, whether the stop ended
+ * within STOP_BUDGET_MS on that clock.
+ */
+function stopRunningOutHistory(
+  rt: Awaited<ReturnType<typeof startRuntime>>,
+  clock: SkippingClock,
+): { stopping: Promise<void>; outcome: Promise<"stopped" | "held"> } {
+  const waits = historyWaits(rt);
+  const deadline = deadlineOn(clock, STOP_BUDGET_MS);
+  const stopping = rt.stop(deadline);
+  const ended = within(stopping, STOP_BUDGET_MS, clock);
+  return { stopping, outcome: runOutHistoryWaits(clock, waits, deadline).then(() => ended) };
+}
+
 /** Whether a second runtime could take the lock of `dir` now (taken, and let go again). */
 async function lockFree(dir: string): Promise<boolean> {
   const lock = await lockDataDir(dir);
@@ -278,12 +294,9 @@ Deno.test("Kernel.stop with the history disk hung for good ends within the proce
     await afterPolls(rt, "sim0/tempctl0", 3);
     disk.hang();
     assert.equal(db.lines.length, 0, "telemetry flushed before the stop");
-    const waits = historyWaits(rt);
-    const deadline = deadlineOn(clock, STOP_BUDGET_MS);
-    stopping = rt.stop(deadline);
-    const ended = within(stopping, STOP_BUDGET_MS, clock);
-    await runOutHistoryWaits(clock, waits, deadline);
-    const outcome = await ended;
+    const stop = stopRunningOutHistory(rt, clock);
+    stopping = stop.stopping;
+    const outcome = await stop.outcome;
     assert.ok(disk.held() > 0, "the history's last rows were held by the disk");
     assert.equal(outcome, "stopped", "the stop waited past its budget for the history's disk");
     const warned = rowsNotWritten(lines);
@@ -666,12 +679,9 @@ Deno.test("Kernel.stop with the history disk's last fsync hung says the tier's c
   try {
     await afterPolls(rt, "sim0/tempctl0", 3);
     files.hung = true;
-    const waits = historyWaits(rt);
-    const deadline = deadlineOn(clock, STOP_BUDGET_MS);
-    stopping = rt.stop(deadline);
-    const ended = within(stopping, STOP_BUDGET_MS, clock);
-    await runOutHistoryWaits(clock, waits, deadline);
-    const outcome = await ended;
+    const stop = stopRunningOutHistory(rt, clock);
+    stopping = stop.stopping;
+    const outcome = await stop.outcome;
     assert.equal(outcome, "stopped", "the stop waited past its budget for the history's fsync");
     assert.ok(files.syncsHeld > 0, "the history's last fsync was held by the disk");
     assert.equal(rt.history!.diskRowsPending, 0, "every history row was written");

@@ -20,6 +20,7 @@ import {
 import { startServing, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { Api } from "../scenarios/alarms_helpers.ts";
+import { hotRaised } from "../history/_incident_rig.ts";
 
 /** Raises beyond the lead and the listed ones. */
 const BEYOND = 12;
@@ -39,22 +40,7 @@ Deno.test({
     const browser = await openChromium();
     try {
       for (let i = 0; i < 1 + INCIDENT_MAX_TRIGGERS + BEYOND; i++) {
-        rt.bus.publish({
-          kind: "alarm",
-          alarm_id: "hot",
-          transition: "raise",
-          state: "active",
-          level: "MAJOR",
-          cause: "hi",
-          limit: 80,
-          signal: "sim0/tempctl0/tc1_temp",
-          value: null,
-          quality: null,
-          action: "none",
-          message: `too hot ${i}`,
-          shelved_until_epoch_ms: null,
-          timestamp_ms: Date.now(),
-        });
+        rt.bus.publish(hotRaised("sim0/tempctl0/tc1_temp", Date.now(), `too hot ${i}`));
       }
       const inc = await waitFor("the alarm's incident record", async () => {
         const list = await api.get("/v0/incidents");

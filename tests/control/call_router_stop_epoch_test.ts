@@ -114,38 +114,30 @@ async function assertStoppedRefusal(
   assert.equal(refused[0].origin.kind, "sparkplug");
 }
 
-Deno.test("CallRouter refuses a call queued before a FAULT entry whose turn comes after the re-arm", async () => {
-  const fx = await startHttpFixture({ config: { pollingIntervalMs: 100 } });
-  try {
-    const r = await queuedAcrossStop(fx, async () => {
-      await ok(fx, "POST", "/v0/mode", { mode: "FAULT" });
-      await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
-    });
-    await assertStoppedRefusal(fx, r);
-    // A call admitted after the re-arm is carried out.
-    await dutyCall(fx, 0.5);
-    await waitFor("motor 1 at 0.5", async () => await motor1Duty(fx) === 0.5);
-  } finally {
-    await fx.close();
-  }
-});
-
-Deno.test("CallRouter refuses a call queued before the operator disarmed (MANUAL -> IDLE) whose turn comes after the re-arm", async () => {
-  const fx = await startHttpFixture({ config: { pollingIntervalMs: 100 } });
-  try {
-    // IDLE, like FAULT, drains no provider's queue: without the disarm counted as a stop, the
-    // call asked before it would move the motor once the operator re-armed.
-    const r = await queuedAcrossStop(fx, async () => {
-      await ok(fx, "POST", "/v0/mode", { mode: "IDLE" });
-      await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
-    });
-    await assertStoppedRefusal(fx, r);
-    await dutyCall(fx, 0.5);
-    await waitFor("motor 1 at 0.5", async () => await motor1Duty(fx) === 0.5);
-  } finally {
-    await fx.close();
-  }
-});
+// IDLE, like FAULT, drains no provider's queue: without the disarm counted as a stop, the call
+// asked before it would move the motor once the operator re-armed.
+for (
+  const [mode, before] of [
+    ["FAULT", "a FAULT entry"],
+    ["IDLE", "the operator disarmed (MANUAL -> IDLE)"],
+  ] as const
+) {
+  Deno.test(`CallRouter refuses a call queued before ${before} whose turn comes after the re-arm`, async () => {
+    const fx = await startHttpFixture({ config: { pollingIntervalMs: 100 } });
+    try {
+      const r = await queuedAcrossStop(fx, async () => {
+        await ok(fx, "POST", "/v0/mode", { mode });
+        await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
+      });
+      await assertStoppedRefusal(fx, r);
+      // A call admitted after the re-arm is carried out.
+      await dutyCall(fx, 0.5);
+      await waitFor("motor 1 at 0.5", async () => await motor1Duty(fx) === 0.5);
+    } finally {
+      await fx.close();
+    }
+  });
+}
 
 Deno.test("CallRouter sends a call queued behind a slow call when no stop came in between", async () => {
   const fx = await startHttpFixture({ config: { pollingIntervalMs: 100 } });

@@ -10,18 +10,23 @@ import { systemClock } from "../../src/host/mod.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { startMisbehaving } from "../providers/misbehaving_provider.ts";
 
+/** A router over the misbehaving provider's registry and cache, on the system clock. */
+function routerOf(f: Awaited<ReturnType<typeof startMisbehaving>>): CallRouter {
+  return new CallRouter({
+    registry: f.registry,
+    cache: f.cache,
+    log: testLogger(),
+    clock: systemClock,
+  });
+}
+
 Deno.test("CallRouter fails a call the provider answers for another device, naming both", async () => {
   const f = await startMisbehaving({
     devices: { a: { relay: true }, b: { relay: false } },
     answerCallAs: { a: "b" },
   });
   try {
-    const router = new CallRouter({
-      registry: f.registry,
-      cache: f.cache,
-      log: testLogger(),
-      clock: systemClock,
-    });
+    const router = routerOf(f);
     // b answers for itself: done.
     const b = await router.call({
       providerId: "p0",
@@ -58,12 +63,7 @@ Deno.test("CallRouter names a 10 kB function and 10 kB device ids cut and quoted
     functionName: fn,
   });
   try {
-    const router = new CallRouter({
-      registry: f.registry,
-      cache: f.cache,
-      log: testLogger(),
-      clock: systemClock,
-    });
+    const router = routerOf(f);
     const cutId = (id: string) => `${id.slice(0, QUOTED_DEVICE_ID_CHARS)}\u2026`;
     const device = `p0/${cutId(asked)}`;
     await assert.rejects(

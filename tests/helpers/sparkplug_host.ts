@@ -12,6 +12,7 @@ import { capturingLogger } from "./log_lines.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import type { Config } from "../../src/config/mod.ts";
 import { startRuntime, waitFor } from "./kernel.ts";
+import { simProvider, testConfig, type TestConfigOptions } from "./sim_config.ts";
 import { Mosquitto } from "./mosquitto.ts";
 import {
   type RuntimeChild,
@@ -102,6 +103,24 @@ export async function withSparkplugRuntime(
     await host.close();
     await broker.dispose();
   }
+}
+
+/**
+ * withSparkplugRuntime's `config` of the common case: the runtime named `node` with one simulated
+ * provider `sim0`, its Sparkplug node on in group `group`, and `sparkplug` (commands, a primary
+ * host, ...) added to that.
+ */
+export function simNodeConfig(
+  node: string,
+  group: string,
+  sparkplug: TestConfigOptions["sparkplug"] = {},
+): (brokerUrl: string) => Config {
+  return (brokerUrl) =>
+    testConfig({
+      runtime: { name: node },
+      providers: [simProvider("sim0")],
+      sparkplug: { enabled: true, brokerUrl, groupId: group, ...sparkplug },
+    });
 }
 
 /**

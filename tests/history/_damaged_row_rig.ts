@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { RealJournalFiles } from "../helpers/journal_files.ts";
 import { tempDir } from "../helpers/kernel.ts";
+import type { HistoryPoint } from "../../src/history/mod.ts";
 import { T0 } from "./_history_helpers.ts";
 
 /** What a first run wrote: its files, oldest first. */
@@ -85,17 +86,21 @@ export async function damageRow(
 }
 
 /**
- * A second run asks for p0/d0's `x` over seconds [sinceS, run.seconds): the points as
- * `second:value`; the answer from the disk, not incomplete.
+ * A second run asks for p0/`device`'s `x` over seconds [sinceS, run.seconds): its points, from
+ * the disk (asserted, and not incomplete), and the rows its disk tier found unreadable.
  */
-export async function askSecondRun(run: FirstRun, sinceS = 0): Promise<string> {
+export async function secondRunAnswer(
+  run: FirstRun,
+  device = "d0",
+  sinceS = 0,
+): Promise<{ points: readonly HistoryPoint[]; unreadable: number }> {
   const second = handFedHistory({ stepMs: 1000 }, run.files, undefined, run.dataDir);
   second.clock.wall = T0 + run.seconds * 1000;
   await second.history.start();
   try {
     const answer = await second.history.query({
       providerId: "p0",
-      deviceId: "d0",
+      deviceId: device,
       signalIds: ["x"],
       sinceMs: T0 + sinceS * 1000,
       untilMs: T0 + run.seconds * 1000 - 1,
@@ -103,10 +108,22 @@ export async function askSecondRun(run: FirstRun, sinceS = 0): Promise<string> {
     });
     assert.equal(answer.source, "disk");
     assert.equal(answer.incomplete, null);
-    return answer.signals[0]!.points.map((p) => `${(p.t_ms - T0) / 1000}:${p.last}`).join(" ");
+    return {
+      points: answer.signals[0]!.points,
+      unreadable: second.history.status().disk.rowsUnreadable,
+    };
   } finally {
     await second.history.stop();
   }
+}
+
+/**
+ * A second run asks for p0/d0's `x` over seconds [sinceS, run.seconds): the points as
+ * `second:value` (secondRunAnswer).
+ */
+export async function askSecondRun(run: FirstRun, sinceS = 0): Promise<string> {
+  const { points } = await secondRunAnswer(run, "d0", sinceS);
+  return points.map((p) => `${(p.t_ms - T0) / 1000}:${p.last}`).join(" ");
 }
 
 /** Every second's point of p0/d0 (its value the second) in [sinceS, seconds) but `without`'s. */

@@ -5,7 +5,7 @@
  */
 import type { Logger } from "../../src/common/mod.ts";
 import type { HistoryConfig } from "../../src/config/mod.ts";
-import { EventBus } from "../../src/events/mod.ts";
+import { EventBus, type RuntimeEvent } from "../../src/events/mod.ts";
 import { type IncidentOptions, IncidentRecorder } from "../../src/history/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
@@ -66,6 +66,30 @@ export class HeldRecords extends HeldRecordFiles {
     await this.holdRecord(path);
     return await super.openAppend(path);
   }
+}
+
+/**
+ * Alarm `hot` raising on `signal` (`provider/device/signal`: MAJOR, over its hi limit 80, no
+ * action; `message` "too hot" unless given), dated `timestampMs`, as the alarm engine publishes
+ * it: an incident trigger.
+ */
+export function hotRaised(signal: string, timestampMs: number, message = "too hot"): RuntimeEvent {
+  return {
+    kind: "alarm",
+    alarm_id: "hot",
+    transition: "raise",
+    state: "active",
+    level: "MAJOR",
+    cause: "hi",
+    limit: 80,
+    signal,
+    value: null,
+    quality: null,
+    action: "none",
+    message,
+    shelved_until_epoch_ms: null,
+    timestamp_ms: timestampMs,
+  };
 }
 
 export interface IncidentRigOptions {

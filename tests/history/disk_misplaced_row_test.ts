@@ -9,9 +9,8 @@
  * disk tier answers.
  */
 import assert from "node:assert/strict";
-import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { T0 } from "./_history_helpers.ts";
-import { damageRow, type FirstRun, firstRun } from "./_damaged_row_rig.ts";
+import { damageRow, type FirstRun, firstRun, secondRunAnswer } from "./_damaged_row_rig.ts";
 
 /** Seconds the first run polls (one bucket of a second each). */
 const SECONDS = 20;
@@ -21,26 +20,11 @@ const SECONDS = 20;
  * `second:last/count`, and the rows its disk tier found unreadable.
  */
 async function ask(run: FirstRun, device: string) {
-  const second = handFedHistory({ stepMs: 1000 }, run.files, undefined, run.dataDir);
-  second.clock.wall = T0 + run.seconds * 1000;
-  await second.history.start();
-  try {
-    const answer = await second.history.query({
-      providerId: "p0",
-      deviceId: device,
-      signalIds: ["x"],
-      sinceMs: T0,
-      untilMs: T0 + run.seconds * 1000 - 1,
-      stepMs: 1000,
-    });
-    assert.equal(answer.source, "disk");
-    assert.equal(answer.incomplete, null);
-    const points = answer.signals[0]!.points
-      .map((p) => `${(p.t_ms - T0) / 1000}:${p.last}/${p.count}`).join(" ");
-    return { points, unreadable: second.history.status().disk.rowsUnreadable };
-  } finally {
-    await second.history.stop();
-  }
+  const { points, unreadable } = await secondRunAnswer(run, device);
+  return {
+    points: points.map((p) => `${(p.t_ms - T0) / 1000}:${p.last}/${p.count}`).join(" "),
+    unreadable,
+  };
 }
 
 /** Every second's point of p0/d<k> (its value 100 * k + the second, one poll) but `without`'s. */

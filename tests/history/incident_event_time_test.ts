@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import type { IncidentBegun } from "../../src/history/mod.ts";
-import { incidentRig } from "./_incident_rig.ts";
+import { hotRaised, incidentRig } from "./_incident_rig.ts";
 
 /** How long after its own time each event is handled. */
 const LATE_MS = 40;
@@ -22,22 +22,7 @@ Deno.test("IncidentRecorder: an alarm raise and a device loss handled late are t
     poll("p0", "d0", 1);
     const raisedAt = clock.wall;
     clock.advance(LATE_MS);
-    bus.publish({
-      kind: "alarm",
-      alarm_id: "hot",
-      transition: "raise",
-      state: "active",
-      level: "MAJOR",
-      cause: "hi",
-      limit: 80,
-      signal: "p0/d0/x",
-      value: null,
-      quality: null,
-      action: "none",
-      message: "too hot",
-      shelved_until_epoch_ms: null,
-      timestamp_ms: raisedAt,
-    });
+    bus.publish(hotRaised("p0/d0/x", raisedAt));
     const lostAt = clock.wall + 100;
     clock.advance(100 + LATE_MS);
     bus.publish({

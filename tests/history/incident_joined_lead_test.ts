@@ -9,7 +9,7 @@
  * as the alarm engine and the e-stop publish them (their dates held).
  */
 import assert from "node:assert/strict";
-import { incidentRig } from "./_incident_rig.ts";
+import { hotRaised, incidentRig } from "./_incident_rig.ts";
 
 const HOUR = 3_600_000;
 
@@ -35,22 +35,7 @@ async function recordOf(alarmHeldMs: number, estopHeldMs: number) {
     };
     polls(10);
     alarmAt = clock.wall + alarmHeldMs;
-    bus.publish({
-      kind: "alarm",
-      alarm_id: "hot",
-      transition: "raise",
-      state: "active",
-      level: "MAJOR",
-      cause: "hi",
-      limit: 80,
-      signal: "p0/d0/x",
-      value: null,
-      quality: null,
-      action: "none",
-      message: "too hot",
-      shelved_until_epoch_ms: null,
-      timestamp_ms: alarmAt,
-    });
+    bus.publish(hotRaised("p0/d0/x", alarmAt));
     polls(5);
     bus.publish({
       kind: "estop_change",

@@ -24,7 +24,7 @@ import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { testLogger } from "../helpers/kernel.ts";
 import { testConfig } from "../helpers/sim_config.ts";
 import { untilTurns } from "../helpers/turns.ts";
-import { HeldRecordAppends, INCIDENTS_DIR } from "./_incident_rig.ts";
+import { HeldRecordAppends, hotRaised, INCIDENTS_DIR } from "./_incident_rig.ts";
 
 /** The hand-fed history's window: memory_seconds and the incident window around a trigger. */
 type LossWindow = Parameters<typeof handFedHistory>[0];
@@ -1030,22 +1030,7 @@ async function lossJoinedByAlarm(stepMs: number) {
       pollPastTheWindow(clock, both, stepMs);
       lost(failingMono);
       const raisedAt = clock.nowMs(); // in the step that finds d down, before its record is read
-      bus.publish({
-        kind: "alarm",
-        alarm_id: "hot",
-        transition: "raise",
-        state: "active",
-        level: "MAJOR",
-        cause: "hi",
-        limit: 80,
-        signal: "p/o/x",
-        value: null,
-        quality: null,
-        action: "none",
-        message: "too hot",
-        shelved_until_epoch_ms: null,
-        timestamp_ms: raisedAt,
-      });
+      bus.publish(hotRaised("p/o/x", raisedAt));
       clock.advance(1000);
       pollSignals(["x"], 5, "p", "o"); // 1 s after the alarm
       clock.advance(3000);

@@ -134,48 +134,33 @@ Deno.test("POST /v0/mode MANUAL whose body was still arriving when the e-stop la
   }
 });
 
-Deno.test("POST /v0/call whose body was still arriving when the runtime entered FAULT (no e-stop) is refused 409 after re-arm", async () => {
-  const fx = await startHttpFixture({ config: { pollingIntervalMs: 100 } });
-  const { port } = await fx.serve();
-  const conns: Deno.Conn[] = [];
-  try {
-    await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
-    const stale = await startPost(port, "/v0/call", dutyCall(0.8), 10);
-    conns.push(stale.conn);
-    await waitFor("the call in flight", () => fx.api.inFlight === 1);
-    await ok(fx, "POST", "/v0/mode", { mode: "FAULT" });
-    await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
-    await send(stale.conn, stale.rest);
-    const answer = await readResponse(stale.conn);
-    assert.equal(answer?.status, 409, answer?.body);
-    assert.equal(JSON.parse(answer!.body).status.code, "FAILED_PRECONDITION");
-    await afterPolls(fx.runtime, "sim0/motorctl0", 3);
-    assert.equal(await motor1Duty(fx), 0);
-  } finally {
-    for (const c of conns) c.close();
-    await fx.close();
-  }
-});
-
-Deno.test("POST /v0/call whose body was still arriving when the operator disarmed (MANUAL -> IDLE) is refused 409 after re-arm", async () => {
-  const fx = await startHttpFixture({ config: { pollingIntervalMs: 100 } });
-  const { port } = await fx.serve();
-  const conns: Deno.Conn[] = [];
-  try {
-    await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
-    const stale = await startPost(port, "/v0/call", dutyCall(0.8), 10);
-    conns.push(stale.conn);
-    await waitFor("the call in flight", () => fx.api.inFlight === 1);
-    await ok(fx, "POST", "/v0/mode", { mode: "IDLE" });
-    await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
-    await send(stale.conn, stale.rest);
-    const answer = await readResponse(stale.conn);
-    assert.equal(answer?.status, 409, answer?.body);
-    assert.equal(JSON.parse(answer!.body).status.code, "FAILED_PRECONDITION");
-    await afterPolls(fx.runtime, "sim0/motorctl0", 3);
-    assert.equal(await motor1Duty(fx), 0);
-  } finally {
-    for (const c of conns) c.close();
-    await fx.close();
-  }
-});
+// A stop that is no e-stop: the runtime entered FAULT, or the operator disarmed.
+for (
+  const [mode, when] of [
+    ["FAULT", "the runtime entered FAULT (no e-stop)"],
+    ["IDLE", "the operator disarmed (MANUAL -> IDLE)"],
+  ] as const
+) {
+  Deno.test(`POST /v0/call whose body was still arriving when ${when} is refused 409 after re-arm`, async () => {
+    const fx = await startHttpFixture({ config: { pollingIntervalMs: 100 } });
+    const { port } = await fx.serve();
+    const conns: Deno.Conn[] = [];
+    try {
+      await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
+      const stale = await startPost(port, "/v0/call", dutyCall(0.8), 10);
+      conns.push(stale.conn);
+      await waitFor("the call in flight", () => fx.api.inFlight === 1);
+      await ok(fx, "POST", "/v0/mode", { mode });
+      await ok(fx, "POST", "/v0/mode", { mode: "MANUAL" });
+      await send(stale.conn, stale.rest);
+      const answer = await readResponse(stale.conn);
+      assert.equal(answer?.status, 409, answer?.body);
+      assert.equal(JSON.parse(answer!.body).status.code, "FAILED_PRECONDITION");
+      await afterPolls(fx.runtime, "sim0/motorctl0", 3);
+      assert.equal(await motor1Duty(fx), 0);
+    } finally {
+      for (const c of conns) c.close();
+      await fx.close();
+    }
+  });
+}

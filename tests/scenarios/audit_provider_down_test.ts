@@ -7,62 +7,15 @@
  * killed with SIGKILL, its restart disabled.
  */
 import assert from "node:assert/strict";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { type Inventory, programmableProvider } from "../helpers/programmable_provider.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { Api, callBody } from "./alarms_helpers.ts";
-import type { AuditEntry } from "../../src/audit/mod.ts";
-import type { CallConfig } from "../../src/config/mod.ts";
-
-const ACTUATE = 3;
-
-const INVENTORY: Inventory = {
-  devices: {
-    act0: {
-      signals: [],
-      functions: [
-        { function_id: 10, name: "pulse", policy: { category: ACTUATE }, args: [] },
-        { function_id: 11, name: "vent", policy: { category: ACTUATE }, args: [] },
-      ],
-    },
-  },
-};
-
-const call = (name: string, path: string): CallConfig => ({
-  deviceHandle: "pol/act0",
-  functionId: 0,
-  functionName: name,
-  args: {},
-  path,
-});
+import { startPolWithHooks } from "./_audit_unavailable_rig.ts";
 
 Deno.test("a call to a provider that is down is audited refused by `unavailable`: the operator's 503, the e-stop's ladder call and the hook call into FAULT", async () => {
-  const dir = tempDir("audit-provider-down-");
-  const file = `${dir}/pol.json`;
-  await Deno.writeTextFile(file, JSON.stringify(INVENTORY));
-  const fx = await startHttpFixture({
-    config: {
-      providers: [programmableProvider("pol", file)],
-      safety: { hooks: [call("pulse", "safety.safe_state.hooks[0]")] },
-      automation: {
-        modeTransitionHooks: {
-          beforeTransition: [],
-          afterTransition: [{
-            from: "*",
-            to: "FAULT",
-            failOnError: true,
-            path: "automation.mode_transition_hooks.after_transition[0]",
-            calls: [call("vent", "automation.mode_transition_hooks.after_transition[0].calls[0]")],
-          }],
-        },
-      },
-    },
-  });
+  const { fx, entries } = await startPolWithHooks({ prefix: "audit-provider-down-" });
   try {
     const rt = fx.runtime;
     const api = new Api(`http://127.0.0.1:${(await fx.serve()).port}`);
-    const entries: AuditEntry[] = [];
-    rt.audit.onEntry((e) => entries.push(e));
     assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
     const pol = rt.registry.host("pol")!;
     Deno.kill(pol.session!.pid, "SIGKILL");

@@ -10,68 +10,24 @@
  * programmable provider), the HTTP handler called directly.
  */
 import assert from "node:assert/strict";
-import { tempDir, waitFor } from "../helpers/kernel.ts";
-import { type Inventory, programmableProvider } from "../helpers/programmable_provider.ts";
-import { startHttpFixture } from "../helpers/runtime_fixture.ts";
+import { waitFor } from "../helpers/kernel.ts";
 import { callBody } from "./alarms_helpers.ts";
-import type { AuditEntry } from "../../src/audit/mod.ts";
-import type { CallConfig } from "../../src/config/mod.ts";
-
-const ACTUATE = 3;
-
-const INVENTORY: Inventory = {
-  devices: {
-    act0: {
-      signals: [],
-      functions: [
-        { function_id: 10, name: "pulse", policy: { category: ACTUATE }, args: [] },
-        { function_id: 11, name: "vent", policy: { category: ACTUATE }, args: [] },
-      ],
-    },
-  },
-};
-
-const call = (name: string, path: string): CallConfig => ({
-  deviceHandle: "pol/act0",
-  functionId: 0,
-  functionName: name,
-  args: {},
-  path,
-});
+import { POL_INVENTORY, startPolWithHooks } from "./_audit_unavailable_rig.ts";
 
 Deno.test("a call refused while a reload restarts its provider is audited refused by `unavailable`: before its new process is registered (the operator's 503, the e-stop's ladder call, the hook call into FAULT) and before it is up", async () => {
-  const dir = tempDir("audit-reload-window-");
-  const file = `${dir}/pol.json`;
   // Once stdin closes, the old process takes 3 s to exit (within the stop's budget, 10 s): the
   // reload starts its successor only then.
-  await Deno.writeTextFile(file, JSON.stringify({ ...INVENTORY, exitDelayMs: 3000 }));
-  const fx = await startHttpFixture({
-    config: {
-      providers: [programmableProvider("pol", file)],
-      runtime: { shutdownTimeoutMs: 10_000 },
-      safety: { hooks: [call("pulse", "safety.safe_state.hooks[0]")] },
-      automation: {
-        modeTransitionHooks: {
-          beforeTransition: [],
-          afterTransition: [{
-            from: "*",
-            to: "FAULT",
-            failOnError: true,
-            path: "automation.mode_transition_hooks.after_transition[0]",
-            calls: [call("vent", "automation.mode_transition_hooks.after_transition[0].calls[0]")],
-          }],
-        },
-      },
-    },
+  const { fx, file, entries } = await startPolWithHooks({
+    prefix: "audit-reload-window-",
+    first: { exitDelayMs: 3000 },
+    runtime: { shutdownTimeoutMs: 10_000 },
   });
   try {
     const rt = fx.runtime;
-    const entries: AuditEntry[] = [];
-    rt.audit.onEntry((e) => entries.push(e));
     const post = (path: string, body: unknown) => fx.request("POST", path, { body });
     assert.equal((await post("/v0/mode", { mode: "MANUAL" })).status, 200);
     // The new process answers Hello 3 s late: its host registered, not up, meanwhile.
-    await Deno.writeTextFile(file, JSON.stringify({ ...INVENTORY, hello: { delayMs: 3000 } }));
+    await Deno.writeTextFile(file, JSON.stringify({ ...POL_INVENTORY, hello: { delayMs: 3000 } }));
     const pol = rt.config.providers[0]!;
     const reload = rt.reload({
       ...rt.config,

@@ -5,13 +5,19 @@
  * read back, as a provider that comes back while latched is (docs/safety.md).
  */
 import assert from "node:assert/strict";
+import type { Kernel } from "../../src/app/kernel.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { call, d, expectation, i, manualCall, readSignal } from "../safety/_fixture.ts";
 
-Deno.test("Estop brings a device that answers again while latched to the safe state, and reads it back", async () => {
-  const rt = await startRuntime(testConfig({
+/**
+ * sim0, whose e-stop ladder sets motorctl0's motor 1 to duty 0 and reads it back (0, within
+ * 300 ms); polled every `pollingIntervalMs` when given.
+ */
+function startMotorRig(pollingIntervalMs?: number): Promise<Kernel> {
+  return startRuntime(testConfig({
     providers: [simProvider("sim0")],
+    ...(pollingIntervalMs === undefined ? {} : { pollingIntervalMs }),
     safety: {
       hooks: [
         call("sim0/motorctl0", "set_motor_duty", { motor_index: 1, duty: { double: 0 } }),
@@ -20,15 +26,43 @@ Deno.test("Estop brings a device that answers again while latched to the safe st
       verifyTimeoutMs: 300,
     },
   }));
+}
+
+/** MANUAL, motor 1 at duty 0.5 (read back). */
+async function motorAtHalf(rt: Kernel): Promise<void> {
+  await rt.modes.request("MANUAL");
+  await manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.5) });
+  assert.equal(await readSignal(rt, "sim0", "motorctl0", "motor1_duty"), 0.5);
+}
+
+/** motorctl0 stops answering (reads and calls fail) for `ms`; sim0 stays up. */
+async function motorctlOutFor(rt: Kernel, ms: number): Promise<void> {
+  await manualCall(rt, "sim0", "chaos_control", 1, {
+    device_id: { type: "string", string: "motorctl0" },
+    duration_ms: i(ms),
+  });
+}
+
+/**
+ * Waits up to `withinMs` for the latched e-stop's read-back to be redone, then asserts motor 1 at
+ * the safe state (`why` names the case), verified, the latch held.
+ */
+async function securedAgain(rt: Kernel, withinMs: number, why: string): Promise<void> {
+  await waitFor(
+    "the read-back redone",
+    () => rt.estop.status().verification?.outcome === "verified",
+    withinMs,
+  ).catch(() => {});
+  assert.equal(await readSignal(rt, "sim0", "motorctl0", "motor1_duty"), 0, why);
+  assert.equal(rt.estop.status().verification?.outcome, "verified");
+  assert.equal(rt.estop.status().latched, true);
+}
+
+Deno.test("Estop brings a device that answers again while latched to the safe state, and reads it back", async () => {
+  const rt = await startMotorRig();
   try {
-    await rt.modes.request("MANUAL");
-    await manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.5) });
-    assert.equal(await readSignal(rt, "sim0", "motorctl0", "motor1_duty"), 0.5);
-    // motorctl0 stops answering for 2.5 s; sim0 stays up.
-    await manualCall(rt, "sim0", "chaos_control", 1, {
-      device_id: { type: "string", string: "motorctl0" },
-      duration_ms: i(2500),
-    });
+    await motorAtHalf(rt);
+    await motorctlOutFor(rt, 2500);
     await waitFor(
       "motorctl0 reads fail",
       () => rt.cache.device("sim0", "motorctl0")?.available === false,
@@ -43,38 +77,21 @@ Deno.test("Estop brings a device that answers again while latched to the safe st
       () => rt.cache.device("sim0", "motorctl0")?.available === true,
     );
     // Bounded: the securing of the returned device (calls, then read-back) ends well within it.
-    await waitFor("the read-back redone", () => {
-      return rt.estop.status().verification?.outcome === "verified";
-    }, 5000).catch(() => {});
-    assert.equal(
-      await readSignal(rt, "sim0", "motorctl0", "motor1_duty"),
-      0,
+    await securedAgain(
+      rt,
+      5000,
       "the device that answers again while latched is at the safe state",
     );
-    assert.equal(rt.estop.status().verification?.outcome, "verified");
-    assert.equal(rt.estop.status().latched, true);
   } finally {
     await rt.stop();
   }
 });
 
 Deno.test("Estop brings a device that answers again while latched to the safe state when only the stop saw it out (between two polls)", async () => {
-  const rt = await startRuntime(testConfig({
-    providers: [simProvider("sim0")],
-    // Polls 3 s apart: motorctl0's 600 ms outage below falls between two of them.
-    pollingIntervalMs: 3000,
-    safety: {
-      hooks: [
-        call("sim0/motorctl0", "set_motor_duty", { motor_index: 1, duty: { double: 0 } }),
-      ],
-      expect: [expectation("sim0/motorctl0/motor1_duty", { equals: 0 })],
-      verifyTimeoutMs: 300,
-    },
-  }));
+  // Polls 3 s apart: motorctl0's 600 ms outage below falls between two of them.
+  const rt = await startMotorRig(3000);
   try {
-    await rt.modes.request("MANUAL");
-    await manualCall(rt, "sim0", "motorctl0", 10, { motor_index: i(1), duty: d(0.5) });
-    assert.equal(await readSignal(rt, "sim0", "motorctl0", "motor1_duty"), 0.5);
+    await motorAtHalf(rt);
     // Right after a poll of motorctl0, it stops answering for 600 ms and the e-stop latches:
     // its safe-state call and its read-back fail; no poll does.
     const polledAt = rt.cache.device("sim0", "motorctl0")!.lastPollMono;
@@ -84,29 +101,19 @@ Deno.test("Estop brings a device that answers again while latched to the safe st
       10_000,
       0,
     );
-    await manualCall(rt, "sim0", "chaos_control", 1, {
-      device_id: { type: "string", string: "motorctl0" },
-      duration_ms: i(600),
-    });
+    await motorctlOutFor(rt, 600);
     const stop = await rt.estop.trigger("while motorctl0 is out between polls");
     assert.equal(stop.actions[0]!.success, false, JSON.stringify(stop.actions));
     assert.equal(stop.verification.outcome, "unreachable", JSON.stringify(stop.verification));
     assert.equal(rt.outages.condition("sim0", "motorctl0").kind, "up", "no poll saw it out");
 
     // Its next poll answers (up to 3 s): the device is back, secured and read back then.
-    await waitFor(
-      "the read-back redone",
-      () => rt.estop.status().verification?.outcome === "verified",
-      8000,
-    ).catch(() => {});
     // Before: 0.5 -- it answered every poll, so its return was never seen and never secured.
-    assert.equal(
-      await readSignal(rt, "sim0", "motorctl0", "motor1_duty"),
-      0,
+    await securedAgain(
+      rt,
+      8000,
       "the device only the stop saw out is at the safe state once it answers again",
     );
-    assert.equal(rt.estop.status().verification?.outcome, "verified");
-    assert.equal(rt.estop.status().latched, true);
   } finally {
     await rt.stop();
   }

@@ -289,84 +289,10 @@ const PROBE_LONG = {
   values: [dbl("x", 1)],
 };
 
-Deno.test("a device that drops out under the successor of a reload's restart, then is left out at a rediscovery: told UNAVAILABLE at the crash, its first answer after is the quality_change from it", async () => {
-  const start: Inventory = { devices: { probe: PROBE_LONG, kept: KEPT } };
-  await withHostUnmetRig("sse-reload-dropout-", start, {}, async ({ rt, api, file }) => {
-    const entry = rt.config.providers.find((p) => p.id === "pol")!;
-    const file2 = file.replace(/\.json$/, "-2.json");
-    // The successor lists probe, but probe has dropped out: its reads are answered without its
-    // signal (none of its polled signals answered: failing), so it never gives a sample.
-    const silent: Inventory = { devices: { probe: { signals: PROBE_LONG.signals }, kept: KEPT } };
-    await Deno.writeTextFile(file2, JSON.stringify(silent));
-    /** pol's entry changed (another inventory file): a reload restarts it. */
-    const changed = { ...entry, args: [...entry.args.slice(0, -1), file2] };
-    const pol = () => rt.registry.host("pol")!;
-    /** Writes pol's (changed entry's) inventory, kills its process, waits for the next one. */
-    const restartAs = async (next: Inventory, what: string, ready: () => boolean) => {
-      await Deno.writeTextFile(file2, JSON.stringify(next));
-      const pid = pol().session!.pid;
-      Deno.kill(pid, "SIGKILL");
-      await waitFor(
-        what,
-        () => pol().available && pol().session!.pid !== pid && ready(),
-        30_000,
-      );
-    };
-    await waitFor(
-      "probe answering",
-      () => rt.cache.device("pol", "probe")?.available === true,
-      30_000,
-    );
-    const stream = await EventStream.open(api.base);
-    try {
-      const report = await rt.reload({ ...rt.config, providers: [changed] });
-      assert.deepEqual(report.providers.restarted, ["pol"]);
-      // The successor answers probe's reads, without its signal: no sample of it.
-      await waitFor(
-        "the successor answered a read of probe",
-        () => rt.cache.device("pol", "probe")?.lastPollMs !== 0,
-        30_000,
-      );
-      assert.equal(rt.cache.device("pol", "probe")!.signals.size, 0);
-      // It crashes; its restart leaves probe out; the next lists it, answering FAULT.
-      await restartAs(
-        { devices: { kept: KEPT } },
-        "pol back without probe",
-        () => pol().devices.length === 1,
-      );
-      const bad: Inventory = {
-        devices: {
-          probe: { ...PROBE_LONG, values: [dbl("x", 1, { quality: Q.FAULT })] },
-          kept: KEPT,
-        },
-      };
-      await restartAs(bad, "pol back with probe", () => pol().devices.length === 2);
-      await waitFor(
-        "probe answering FAULT",
-        () => rt.cache.device("pol", "probe")?.signals.get("x")?.quality === "FAULT",
-        30_000,
-      );
-      // A later event: the stream, in bus order, has delivered everything published before it.
-      assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
-      await waitFor("the mode change streamed", () => stream.of("mode_change").length === 1);
-
-      // Answered by the successor (told available again), its told-OK mark is told UNAVAILABLE
-      // at the crash, as a sample is; that crosses the rediscovery that leaves it out.
-      assert.deepEqual(
-        qualityChanges(stream.frames, "probe"),
-        ["OK>UNAVAILABLE", "UNAVAILABLE>FAULT"],
-        "probe: told OK before the reload, UNAVAILABLE at its successor's crash, FAULT since",
-      );
-    } finally {
-      await stream.close();
-    }
-  });
-});
-
 /**
  * pol's entry changed to read `first` (another inventory file), for a reload to restart it; and
  * `kill`, which writes `next` to that file when given, kills pol's process and waits for its
- * supervisor's next one.
+ * supervisor's next one (and for `ready`, when given).
  */
 async function changedEntry(rt: Kernel, file: string, first: Inventory) {
   const entry = rt.config.providers.find((p) => p.id === "pol")!;
@@ -375,65 +301,140 @@ async function changedEntry(rt: Kernel, file: string, first: Inventory) {
   const pol = () => rt.registry.host("pol")!;
   return {
     changed: { ...entry, args: [...entry.args.slice(0, -1), file2] },
-    async kill(what: string, next?: Inventory) {
+    async kill(what: string, next?: Inventory, ready: () => boolean = () => true) {
       if (next) await Deno.writeTextFile(file2, JSON.stringify(next));
       const pid = pol().session!.pid;
       Deno.kill(pid, "SIGKILL");
-      await waitFor(what, () => pol().available && pol().session!.pid !== pid, 30_000);
+      await waitFor(
+        what,
+        () => pol().available && pol().session!.pid !== pid && ready(),
+        30_000,
+      );
     },
   };
 }
+
+/** probe listed, its reads answered without its signal: no sample of it. */
+const SILENT_PROBE: Inventory = { devices: { probe: { signals: PROBE_LONG.signals }, kept: KEPT } };
+
+/**
+ * Once probe answers, a reload restarts pol onto SILENT_PROBE (changedEntry) while an event stream
+ * is open; waits (30 s) for `answered` -- the successor's answer of probe, as the case sees it --
+ * and asserts no sample of probe; then runs `body` with the stream (closed after it) and
+ * changedEntry's `kill`.
+ */
+async function reloadOntoSilent(
+  rt: Kernel,
+  api: { readonly base: string },
+  file: string,
+  answered: () => boolean,
+  body: (
+    stream: EventStream,
+    kill: Awaited<ReturnType<typeof changedEntry>>["kill"],
+  ) => Promise<void>,
+): Promise<void> {
+  const { changed, kill } = await changedEntry(rt, file, SILENT_PROBE);
+  await waitFor(
+    "probe answering",
+    () => rt.cache.device("pol", "probe")?.available === true,
+    30_000,
+  );
+  const stream = await EventStream.open(api.base);
+  try {
+    const report = await rt.reload({ ...rt.config, providers: [changed] });
+    assert.deepEqual(report.providers.restarted, ["pol"]);
+    await waitFor("the successor answered a read of probe", answered, 30_000);
+    assert.equal(rt.cache.device("pol", "probe")!.signals.size, 0);
+    await body(stream, kill);
+  } finally {
+    await stream.close();
+  }
+}
+
+Deno.test("a device that drops out under the successor of a reload's restart, then is left out at a rediscovery: told UNAVAILABLE at the crash, its first answer after is the quality_change from it", async () => {
+  const start: Inventory = { devices: { probe: PROBE_LONG, kept: KEPT } };
+  await withHostUnmetRig("sse-reload-dropout-", start, {}, async ({ rt, api, file }) => {
+    // The successor lists probe, but probe has dropped out: its reads are answered without its
+    // signal (none of its polled signals answered: failing), so it never gives a sample.
+    const pol = () => rt.registry.host("pol")!;
+    await reloadOntoSilent(
+      rt,
+      api,
+      file,
+      () => rt.cache.device("pol", "probe")?.lastPollMs !== 0,
+      async (stream, kill) => {
+        // It crashes; its restart leaves probe out; the next lists it, answering FAULT.
+        await kill(
+          "pol back without probe",
+          { devices: { kept: KEPT } },
+          () => pol().devices.length === 1,
+        );
+        const bad: Inventory = {
+          devices: {
+            probe: { ...PROBE_LONG, values: [dbl("x", 1, { quality: Q.FAULT })] },
+            kept: KEPT,
+          },
+        };
+        await kill("pol back with probe", bad, () => pol().devices.length === 2);
+        await waitFor(
+          "probe answering FAULT",
+          () => rt.cache.device("pol", "probe")?.signals.get("x")?.quality === "FAULT",
+          30_000,
+        );
+        // A later event: the stream, in bus order, has delivered everything published before it.
+        assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+        await waitFor("the mode change streamed", () => stream.of("mode_change").length === 1);
+
+        // Answered by the successor (told available again), its told-OK mark is told UNAVAILABLE
+        // at the crash, as a sample is; that crosses the rediscovery that leaves it out.
+        assert.deepEqual(
+          qualityChanges(stream.frames, "probe"),
+          ["OK>UNAVAILABLE", "UNAVAILABLE>FAULT"],
+          "probe: told OK before the reload, UNAVAILABLE at its successor's crash, FAULT since",
+        );
+      },
+    );
+  });
+});
 
 Deno.test("a device told OK before a reload's restart whose successor answers it without its signal is told the quality_change OK>UNAVAILABLE when the successor crashes", async () => {
   const start: Inventory = { devices: { probe: PROBE_LONG, kept: KEPT } };
   await withHostUnmetRig("sse-told-ok-crash-", start, {}, async ({ rt, api, file }) => {
     // The successor lists probe, but answers its reads without its signal: it holds its told-OK
     // mark (a long stale bound: the mark does not go STALE meanwhile).
-    const silent: Inventory = { devices: { probe: { signals: PROBE_LONG.signals }, kept: KEPT } };
-    const { changed, kill } = await changedEntry(rt, file, silent);
-    await waitFor(
-      "probe answering",
+    await reloadOntoSilent(
+      rt,
+      api,
+      file,
       () => rt.cache.device("pol", "probe")?.available === true,
-      30_000,
-    );
-    const stream = await EventStream.open(api.base);
-    try {
-      const report = await rt.reload({ ...rt.config, providers: [changed] });
-      assert.deepEqual(report.providers.restarted, ["pol"]);
-      await waitFor(
-        "the successor answered a read of probe",
-        () => rt.cache.device("pol", "probe")?.available === true,
-        30_000,
-      );
-      assert.equal(rt.cache.device("pol", "probe")!.signals.size, 0);
-      await kill("the successor's next process up");
-      await waitFor(
-        "probe answered again",
-        () => rt.cache.device("pol", "probe")?.available === true,
-        30_000,
-      );
-      // A later event: the stream, in bus order, has delivered everything published before it.
-      assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
-      await waitFor("the mode change streamed", () => stream.of("mode_change").length === 1);
+      async (stream, kill) => {
+        await kill("the successor's next process up");
+        await waitFor(
+          "probe answered again",
+          () => rt.cache.device("pol", "probe")?.available === true,
+          30_000,
+        );
+        // A later event: the stream, in bus order, has delivered everything published before it.
+        assert.equal((await api.post("/v0/mode", { mode: "MANUAL" })).status, 200);
+        await waitFor("the mode change streamed", () => stream.of("mode_change").length === 1);
 
-      assert.deepEqual(
-        availabilityOf(stream.frames, "probe"),
-        ["false:removed", "true", "false", "true"],
-      );
-      assert.deepEqual(
-        qualityChanges(stream.frames, "probe"),
-        ["OK>UNAVAILABLE"],
-        "probe: told OK before the reload, told UNAVAILABLE at its successor's crash",
-      );
-      // No value of the killed process: UNAVAILABLE without one.
-      const state = await api.get("/v0/state/pol/probe");
-      assert.deepEqual(
-        state.json.values.map((v: { value: unknown; quality: string }) => [v.value, v.quality]),
-        [[{ type: "unknown" }, "UNAVAILABLE"]],
-      );
-    } finally {
-      await stream.close();
-    }
+        assert.deepEqual(
+          availabilityOf(stream.frames, "probe"),
+          ["false:removed", "true", "false", "true"],
+        );
+        assert.deepEqual(
+          qualityChanges(stream.frames, "probe"),
+          ["OK>UNAVAILABLE"],
+          "probe: told OK before the reload, told UNAVAILABLE at its successor's crash",
+        );
+        // No value of the killed process: UNAVAILABLE without one.
+        const state = await api.get("/v0/state/pol/probe");
+        assert.deepEqual(
+          state.json.values.map((v: { value: unknown; quality: string }) => [v.value, v.quality]),
+          [[{ type: "unknown" }, "UNAVAILABLE"]],
+        );
+      },
+    );
   });
 });
 

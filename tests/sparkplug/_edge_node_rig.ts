@@ -7,6 +7,7 @@
  * provider that leaves while a call runs.
  */
 import type {
+  ArgSpec,
   DeviceCapabilities,
   FunctionSpec,
   LifecycleState,
@@ -16,7 +17,12 @@ import type {
 import type { CallRequest, CallResult } from "../../src/control/mod.ts";
 import type { PublishedEvent } from "../../src/events/mod.ts";
 import type { InventoryReader } from "../../src/state/mod.ts";
-import { type CommandPorts, encode, SparkplugEdgeNode } from "../../src/sparkplug/mod.ts";
+import {
+  type CommandPorts,
+  encode,
+  sparkplugDeviceId,
+  SparkplugEdgeNode,
+} from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 import { HeldSession } from "../helpers/held_session.ts";
 import { testLogger } from "../helpers/kernel.ts";
@@ -77,6 +83,54 @@ export function signalSpec(signalId: string, valueType: SignalSpec["valueType"])
 /** An actuating function without arguments. */
 export function pulseFunction(name: string, functionId = 1): FunctionSpec {
   return { functionId, name, description: "", category: "ACTUATE", actuating: true, args: [] };
+}
+
+/** A required argument of this type, no unit, description or allowed values; `more` adds to it. */
+export function argSpec(
+  name: string,
+  type: ArgSpec["type"],
+  more: Partial<ArgSpec> = {},
+): ArgSpec {
+  return { name, type, unit: "", description: "", required: true, allowedValues: [], ...more };
+}
+
+/**
+ * The node online in MANUAL, every call recorded (`recordCalls`), with one provider `p0` whose
+ * device `dev0` declares one actuating function, `set` (id 1), of this category and arguments.
+ */
+export async function setFunctionNode(
+  category: FunctionSpec["category"],
+  args: ArgSpec[],
+): Promise<EdgeNodeRig> {
+  const rig = edgeNodeRig({
+    providers: oneDevice("p0", "dev0", {
+      functions: [{ functionId: 1, name: "set", description: "", category, actuating: true, args }],
+    }),
+    mode: "MANUAL",
+    recordCalls: true,
+  });
+  await rig.online();
+  return rig;
+}
+
+/**
+ * Delivers a DCMD to `p0/dev0` for each metric, in order (setFunctionNode's device), lets the node
+ * act, and returns the String values of the DDATA the latest session published meanwhile: the
+ * node's answers to those commands.
+ */
+export async function dcmdAnswers(
+  rig: EdgeNodeRig,
+  metrics: Array<Record<string, unknown>>,
+): Promise<unknown[]> {
+  const device = sparkplugDeviceId("p0", "dev0");
+  const from = rig.session.published.length;
+  for (const m of metrics) rig.command(`spBv1.0/g/DCMD/n/${device}`, [m]);
+  await flushMicrotasks();
+  return rig.session.published.slice(from).flatMap((m) =>
+    m.topic === `spBv1.0/g/DDATA/n/${device}`
+      ? (m.payload.metrics ?? []).map((x) => x.string_value)
+      : []
+  );
 }
 
 export interface EdgeNodeRigOptions {

@@ -7,57 +7,21 @@
  * The node runs among doubles (tests/sparkplug/_edge_node_rig.ts).
  */
 import assert from "node:assert/strict";
-import type { ArgSpec } from "../../src/common/mod.ts";
-import {
-  DataType,
-  SPARKPLUG_QUOTED_NAME_CHARS,
-  sparkplugDeviceId,
-} from "../../src/sparkplug/mod.ts";
-import { flushMicrotasks } from "../helpers/clock.ts";
-import { edgeNodeRig, oneDevice } from "./_edge_node_rig.ts";
-
-const P = "p0";
-const DEVICE = sparkplugDeviceId(P, "dev0");
-
-const count: ArgSpec = {
-  name: "count",
-  type: "int64",
-  unit: "",
-  description: "",
-  required: true,
-  allowedValues: [],
-};
+import { DataType, SPARKPLUG_QUOTED_NAME_CHARS } from "../../src/sparkplug/mod.ts";
+import { argSpec, dcmdAnswers, setFunctionNode } from "./_edge_node_rig.ts";
 
 Deno.test("a DCMD's unknown argument name and inexact integer are answered cut and quoted, never called", async () => {
-  const rig = edgeNodeRig({
-    providers: oneDevice(P, "dev0", {
-      functions: [{
-        functionId: 1,
-        name: "set",
-        description: "",
-        category: "ACTUATE",
-        actuating: true,
-        args: [count],
-      }],
-    }),
-    mode: "MANUAL",
-    recordCalls: true,
-  });
-  await rig.online();
-  const from = rig.session.published.length;
+  const rig = await setFunctionNode("ACTUATE", [argSpec("count", "int64")]);
   // A quote and a line break in a 10 kB name; a 10 kB number that reads as the integer 1.
   const name = `x"\n${"y".repeat(10_000)}`;
   const digits = `1.${"0".repeat(10_000)}1`;
-  for (const args of [JSON.stringify({ [name]: 1 }), `{"count": ${digits}}`]) {
-    rig.command(`spBv1.0/g/DCMD/n/${DEVICE}`, [
-      { name: "Functions/set", datatype: DataType.String, string_value: args },
-    ]);
-  }
-  await flushMicrotasks();
-  const answers = rig.session.published.slice(from).flatMap((m) =>
-    m.topic === `spBv1.0/g/DDATA/n/${DEVICE}`
-      ? (m.payload.metrics ?? []).map((x) => x.string_value)
-      : []
+  const answers = await dcmdAnswers(
+    rig,
+    [JSON.stringify({ [name]: 1 }), `{"count": ${digits}}`].map((args) => ({
+      name: "Functions/set",
+      datatype: DataType.String,
+      string_value: args,
+    })),
   );
   const cut = SPARKPLUG_QUOTED_NAME_CHARS;
   assert.deepEqual(answers, [

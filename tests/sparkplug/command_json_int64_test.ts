@@ -7,55 +7,20 @@
  * The node runs among doubles (tests/sparkplug/_edge_node_rig.ts).
  */
 import assert from "node:assert/strict";
-import type { ArgSpec } from "../../src/common/mod.ts";
-import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
-import { flushMicrotasks } from "../helpers/clock.ts";
-import { edgeNodeRig, oneDevice } from "./_edge_node_rig.ts";
-
-const P = "p0";
-const DEVICE = sparkplugDeviceId(P, "dev0");
-
-const arg = (name: string, type: ArgSpec["type"]): ArgSpec => ({
-  name,
-  type,
-  unit: "",
-  description: "",
-  required: true,
-  allowedValues: [],
-});
+import { DataType } from "../../src/sparkplug/mod.ts";
+import { argSpec, dcmdAnswers, setFunctionNode } from "./_edge_node_rig.ts";
 
 Deno.test("a DCMD's JSON arguments: an int64 the JSON parse rounded is refused, an exact one (and a double) taken", async () => {
-  const rig = edgeNodeRig({
-    providers: oneDevice(P, "dev0", {
-      functions: [{
-        functionId: 1,
-        name: "set",
-        description: "",
-        category: "CONFIG",
-        actuating: true,
-        args: [arg("count", "int64"), arg("level", "double")],
-      }],
-    }),
-    mode: "MANUAL",
-    recordCalls: true,
-  });
-  await rig.online();
-  const from = rig.session.published.length;
-  for (
-    const text of [
+  const rig = await setFunctionNode("CONFIG", [
+    argSpec("count", "int64"),
+    argSpec("level", "double"),
+  ]);
+  const answers = await dcmdAnswers(
+    rig,
+    [
       '{"count": 9007199254740993, "level": 1}',
       '{"count": 42.0, "level": 9007199254740993}',
-    ]
-  ) {
-    rig.command(`spBv1.0/g/DCMD/n/${DEVICE}`, [
-      { name: "Functions/set", datatype: DataType.String, string_value: text },
-    ]);
-  }
-  await flushMicrotasks();
-  const answers = rig.session.published.slice(from).flatMap((m) =>
-    m.topic === `spBv1.0/g/DDATA/n/${DEVICE}`
-      ? (m.payload.metrics ?? []).map((x) => x.string_value)
-      : []
+    ].map((text) => ({ name: "Functions/set", datatype: DataType.String, string_value: text })),
   );
   assert.deepEqual(answers, [
     "REFUSED: argument count: 9007199254740993 is not an integer as written (a JSON number read " +

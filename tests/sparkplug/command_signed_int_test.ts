@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import type { ArgSpec } from "../../src/common/mod.ts";
 import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { edgeNodeRig, oneDevice } from "./_edge_node_rig.ts";
+import { argSpec, edgeNodeRig, oneDevice } from "./_edge_node_rig.ts";
 
 const P = "p0";
 const DEVICE = sparkplugDeviceId(P, "dev0");
@@ -23,7 +23,7 @@ function fn(name: string, type: ArgSpec["type"]) {
     description: "",
     category: "CONFIG" as const,
     actuating: true,
-    args: [{ name: "n", type, unit: "", description: "", required: true, allowedValues: [] }],
+    args: [argSpec("n", type)],
   };
 }
 

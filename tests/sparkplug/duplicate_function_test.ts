@@ -13,15 +13,11 @@ import type { ArgSpec, FunctionSpec } from "../../src/common/mod.ts";
 import type { CallRequest, CallResult } from "../../src/control/mod.ts";
 import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
-import { deviceCaps, edgeNodeRig } from "./_edge_node_rig.ts";
+import { argSpec, deviceCaps, edgeNodeRig } from "./_edge_node_rig.ts";
 
 const P = "p0";
 const D = "dev0";
 const DEVICE = sparkplugDeviceId(P, D);
-
-function arg(name: string, type: ArgSpec["type"]): ArgSpec {
-  return { name, type, unit: "", description: "", required: true, allowedValues: [] };
-}
 
 function fn(functionId: number, args: ArgSpec[]): FunctionSpec {
   return {
@@ -36,7 +32,7 @@ function fn(functionId: number, args: ArgSpec[]): FunctionSpec {
 
 // The same name twice: a bool first, a double last (the one a call by name reaches).
 const caps = deviceCaps(P, D, {
-  functions: [fn(1, [arg("level", "bool")]), fn(2, [arg("level", "double")])],
+  functions: [fn(1, [argSpec("level", "bool")]), fn(2, [argSpec("level", "double")])],
 });
 
 Deno.test("a DCMD on a duplicated function name is typed by its last declaration, the one the call reaches; the DBIRTH declares that one once", async () => {

@@ -8,10 +8,10 @@
 import assert from "node:assert/strict";
 import { mosquittoMissing } from "../helpers/mosquitto.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import {
   commandResultAlias,
   nodeAnswers,
+  simNodeConfig,
   withSparkplugRuntime,
 } from "../helpers/sparkplug_host.ts";
 import { failingClock } from "../safety/_clock_rig.ts";
@@ -33,12 +33,7 @@ Deno.test({
     });
     await withSparkplugRuntime({
       group: GROUP,
-      config: (brokerUrl) =>
-        testConfig({
-          runtime: { name: NODE },
-          providers: [simProvider("sim0")],
-          sparkplug: { enabled: true, brokerUrl, groupId: GROUP, commands: true },
-        }),
+      config: simNodeConfig(NODE, GROUP, { commands: true }),
       start: { host: { clock: fc.clock } },
     }, async (rt, host) => {
       await waitFor("the births", () => rt.sparkplug!.online);

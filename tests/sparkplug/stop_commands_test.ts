@@ -10,8 +10,11 @@
 import assert from "node:assert/strict";
 import { mosquittoMissing } from "../helpers/mosquitto.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { type SparkplugHost, withSparkplugRuntime } from "../helpers/sparkplug_host.ts";
+import {
+  simNodeConfig,
+  type SparkplugHost,
+  withSparkplugRuntime,
+} from "../helpers/sparkplug_host.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
 import { serveHttp } from "../../src/host/mod.ts";
 import type { HttpServerHandle, ServeOptions } from "../../src/host/mod.ts";
@@ -49,12 +52,7 @@ Deno.test({
     let stopping: Promise<void> | null = null;
     await withSparkplugRuntime({
       group: GROUP,
-      config: (brokerUrl) =>
-        testConfig({
-          runtime: { name: NODE },
-          providers: [simProvider("sim0")],
-          sparkplug: { enabled: true, brokerUrl, groupId: GROUP, commands: true },
-        }),
+      config: simNodeConfig(NODE, GROUP, { commands: true }),
       start: { arm: true, host: { serve } },
     }, async (rt, host) => {
       // Whatever fails, the drain ends (the rig's stop waits for it).

@@ -9,8 +9,7 @@
 import assert from "node:assert/strict";
 import { mosquittoMissing } from "../helpers/mosquitto.ts";
 import { recordEvents, waitFor } from "../helpers/kernel.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { lastNodeValue, withSparkplugRuntime } from "../helpers/sparkplug_host.ts";
+import { lastNodeValue, simNodeConfig, withSparkplugRuntime } from "../helpers/sparkplug_host.ts";
 import { failingClock } from "../safety/_clock_rig.ts";
 import { NODE_METRICS } from "../../src/sparkplug/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
@@ -27,12 +26,7 @@ function rig(
   const fc = failingClock({ read: "nowMs", times: Infinity, when: () => failing.when() });
   return withSparkplugRuntime({
     group: GROUP,
-    config: (brokerUrl) =>
-      testConfig({
-        runtime: { name: NODE },
-        providers: [simProvider("sim0")],
-        sparkplug: { enabled: true, brokerUrl, groupId: GROUP },
-      }),
+    config: simNodeConfig(NODE, GROUP),
     start: { host: { clock: fc.clock } },
   }, async (rt, host) => {
     await waitFor("the births", () => rt.sparkplug!.online);

@@ -10,8 +10,7 @@
 import assert from "node:assert/strict";
 import { mosquittoMissing } from "../helpers/mosquitto.ts";
 import { waitFor } from "../helpers/kernel.ts";
-import { simProvider, testConfig } from "../helpers/sim_config.ts";
-import { type Received, withSparkplugRuntime } from "../helpers/sparkplug_host.ts";
+import { type Received, simNodeConfig, withSparkplugRuntime } from "../helpers/sparkplug_host.ts";
 
 const GROUP = "lab";
 const NODE = "rig-uc";
@@ -45,18 +44,7 @@ for (
     async fn() {
       await withSparkplugRuntime({
         group: GROUP,
-        config: (brokerUrl) =>
-          testConfig({
-            runtime: { name: NODE },
-            providers: [simProvider("sim0")],
-            sparkplug: {
-              enabled: true,
-              brokerUrl,
-              groupId: GROUP,
-              primaryHostId: HOST,
-              reconnectMs: 100,
-            },
-          }),
+        config: simNodeConfig(NODE, GROUP, { primaryHostId: HOST, reconnectMs: 100 }),
       }, async (rt, host) => {
         const node = rt.sparkplug!;
         assert.equal(rt.modes.current(), "IDLE");

@@ -20,19 +20,27 @@ const WATCH_MS = 2000;
 /** How often b's quality is read while watched. */
 const LOOK_EVERY_MS = 50;
 
-Deno.test("StateCache polls a device at its period while a sibling's read hangs: it stays OK, and the hung device goes UNAVAILABLE at its timeout", async () => {
-  const fx = await startProgrammable({
+/**
+ * The provider with devices a (signal x) and b (signal y), both answered at once until programmed,
+ * polled every INTERVAL_MS with this `timeout_ms`. a is listed first: requested first in a pass,
+ * its hung read held the whole pass, b's answer with it.
+ */
+function startAB(timeoutMs: number) {
+  return startProgrammable({
     devices: {
-      // Requested first: today its hung read holds the whole pass, b's answer with it.
       a: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1)] },
       b: { signals: [{ id: "y", type: T.DOUBLE }], values: [dbl("y", 2)] },
     },
   }, {
     poll: true,
     intervalMs: INTERVAL_MS,
-    timeoutMs: TIMEOUT_MS,
+    timeoutMs,
     staleness: { warnAfterMs: STALE_MS / 2, staleAfterMs: STALE_MS },
   });
+}
+
+Deno.test("StateCache polls a device at its period while a sibling's read hangs: it stays OK, and the hung device goes UNAVAILABLE at its timeout", async () => {
+  const fx = await startAB(TIMEOUT_MS);
   try {
     await waitFor("b answered", () => fx.cache.signal("p0", "b", "y")?.quality === "OK");
     const pid = fx.host.session?.pid;
@@ -85,17 +93,7 @@ Deno.test("StateCache polls a device at its period while a sibling's read hangs:
 });
 
 Deno.test("StateCache.stop waits for a read its loop's cycle ended without, and pollsInFlight names its provider meanwhile", async () => {
-  const fx = await startProgrammable({
-    devices: {
-      a: { signals: [{ id: "x", type: T.DOUBLE }], values: [dbl("x", 1)] },
-      b: { signals: [{ id: "y", type: T.DOUBLE }], values: [dbl("y", 2)] },
-    },
-  }, {
-    poll: true,
-    intervalMs: INTERVAL_MS,
-    timeoutMs: 1000,
-    staleness: { warnAfterMs: STALE_MS / 2, staleAfterMs: STALE_MS },
-  });
+  const fx = await startAB(1000);
   try {
     await fx.program("a", { read: { hang: true } });
     const aReads = (await fx.stats("a")).reads;

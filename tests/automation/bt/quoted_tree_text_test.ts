@@ -40,6 +40,11 @@ function named(messages: readonly string[], start: string, text: string): string
   return m;
 }
 
+/** verifyBehaviorTreeFile of `xml` as /bt/main.xml, with no parameters declared. */
+function verifyMain(xml: string): Diagnostic[] {
+  return verifyBehaviorTreeFile("/bt/main.xml", memFiles({ "/bt/main.xml": xml }), new Map());
+}
+
 /** Every message bounded, and free of control characters (a line break would forge a line). */
 function allBounded(messages: readonly string[]): void {
   ok(messages.length > 0);
@@ -84,11 +89,7 @@ Deno.test("verifyBehaviorTreeFile names a node type, a port, a port's value, a S
   <SubTree ID="${WRITTEN}"/>
   <Script code="1 ${NAME}"/>
 </Sequence></BehaviorTree>`);
-  const diagnostics = verifyBehaviorTreeFile(
-    "/bt/main.xml",
-    memFiles({ "/bt/main.xml": xml }),
-    new Map(),
-  );
+  const diagnostics = verifyMain(xml);
   const messages = diagnostics.map((d) => d.message);
   allBounded(messages);
   named(messages, "unknown node type ", TEXT);
@@ -101,11 +102,7 @@ Deno.test("verifyBehaviorTreeFile names a node type, a port, a port's value, a S
   const param = xmlRoot(
     `<BehaviorTree ID="Main"><GetParameter param="${WRITTEN}" value="{p}"/></BehaviorTree>`,
   );
-  const params = verifyBehaviorTreeFile(
-    "/bt/main.xml",
-    memFiles({ "/bt/main.xml": param }),
-    new Map(),
-  ).map((d) => d.message);
+  const params = verifyMain(param).map((d) => d.message);
   allBounded(params);
   named(params, "port 'param': ", TEXT);
 });
@@ -223,11 +220,7 @@ Deno.test("verifyBehaviorTreeFile and loadBehaviorTree cut a tree's ID, a node's
   <${NAME}><AlwaysSuccess/></${NAME}>
   <SubTree ID="${WRITTEN}"/>
 </Sequence></BehaviorTree>`);
-  const diagnostics = verifyBehaviorTreeFile(
-    "/bt/main.xml",
-    memFiles({ "/bt/main.xml": xml }),
-    new Map(),
-  );
+  const diagnostics = verifyMain(xml);
   const messages = diagnostics.map((d) => d.message);
   allBounded(messages);
   const root = `${namedCut(TEXT)}/Sequence[0]`;
@@ -261,17 +254,13 @@ Deno.test("verifyBehaviorTreeFile and loadBehaviorTree cut a tree's ID, a node's
   pathsBounded(unwritten, `${root}/CallDevice[0]`);
 
   // A SubTree's handle a tree reads: its path names the SubTree's tree, cut.
-  const handles = verifyBehaviorTreeFile(
-    "/bt/main.xml",
-    memFiles({
-      "/bt/main.xml": xmlRoot(
-        `<BehaviorTree ID="Main"><SubTree ID="${WRITTEN}" h="nohandle"/></BehaviorTree>\n` +
-          `<BehaviorTree ID="${WRITTEN}"><CallDevice device_handle="{h}" function_name="f"/>` +
-          `</BehaviorTree>`,
-        "Main",
-      ),
-    }),
-    new Map(),
+  const handles = verifyMain(
+    xmlRoot(
+      `<BehaviorTree ID="Main"><SubTree ID="${WRITTEN}" h="nohandle"/></BehaviorTree>\n` +
+        `<BehaviorTree ID="${WRITTEN}"><CallDevice device_handle="{h}" function_name="f"/>` +
+        `</BehaviorTree>`,
+      "Main",
+    ),
   );
   allBounded(handles.map((d) => d.message));
   pathsBounded(handles, `Main/SubTree[0]/${namedCut(TEXT)}/CallDevice[0]`);
@@ -283,11 +272,7 @@ Deno.test("A SubTree cycle of many trees names MAX_NAMED_IN_WARNING of them and 
     { length: n },
     (_, i) => `<BehaviorTree ID="T${i}"><SubTree ID="T${(i + 1) % n}"/></BehaviorTree>`,
   ).join("\n");
-  const diagnostics = verifyBehaviorTreeFile(
-    "/bt/main.xml",
-    memFiles({ "/bt/main.xml": xmlRoot(trees, "T0") }),
-    new Map(),
-  );
+  const diagnostics = verifyMain(xmlRoot(trees, "T0"));
   const cycle = diagnostics.map((d) => d.message).filter((m) => m.startsWith("SubTree recursion"));
   equal(cycle.length, 1);
   const named = Array.from({ length: MAX_NAMED_IN_WARNING }, (_, i) => `T${i}`).join(" -> ");
