@@ -226,8 +226,8 @@ Deno.test({
             );
             const shown = await form.locator(".field-error").allTextContents();
             assert.deepEqual(shown, [
-              "level: must be a number, got 'abc'",
-              "count: must be a whole number, got '2.5'",
+              'level: must be a number, got "abc"',
+              'count: must be a whole number, got "2.5"',
               "offset: must not be negative (uint64), got -1",
               "",
               "choice: is required",
