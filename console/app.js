@@ -104,6 +104,9 @@ const devices = new DevicesView({
   },
   onTrendToggle: (handle) => trend.has(handle) ? trend.remove(handle) : trend.add(handle),
 });
+/** The event stream's state (EventStream's onState): `live`, `connecting`, `stale`, … */
+let streamState = "connecting";
+
 const trend = new TrendView({
   api,
   errorText,
@@ -114,6 +117,8 @@ const trend = new TrendView({
   inventoryKnown: () => devices.inventoryKey !== "",
   // Where its history answer has no poll for longer than a few of these, a seeded line breaks.
   pollIntervalMs: () => status.status?.polling_interval_ms ?? 0,
+  // A line's last value is held to now only while the stream would have told a change of it.
+  streamLive: () => streamState === "live",
   onSelection: (handles) => {
     devices.markTrend(handles);
     setText(byId("trend-tab"), handles.length ? `Trend (${handles.length})` : "Trend");
@@ -343,6 +348,7 @@ function onEvent(e) {
 }
 
 function onStreamState(state, detail) {
+  streamState = state;
   const el = byId("conn");
   el.className = `conn conn-${state}`;
   document.body.classList.toggle("stream-down", state !== "live");

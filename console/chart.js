@@ -86,6 +86,38 @@ export class Series {
     this.lo = [];
     /** @type {(number | null)[]} */
     this.hi = [];
+    /** The last point is no sample: the last sample's value held to a later time (holdTo). */
+    this.held = false;
+  }
+
+  /**
+   * Holds the last sample's value up to `t`: a live line's samples are changes only (the runtime
+   * streams a `state_update` when a value or its quality changes, not at every poll), so an OK
+   * value unchanged since is still that value -- drawn on to `t`, not ended at its sample (nor
+   * trimmed away once that is older than the range). One point at the end, moved by each call;
+   * none after a sample that is not OK (its gap already spans to the end). False when nothing is
+   * held (an empty line, a gap, `t` not after the last sample).
+   * @param {number} t
+   */
+  holdTo(t) {
+    this.unhold(false);
+    const n = this.ts.length;
+    if (n === 0 || this.qs[n - 1] !== "OK" || this.vs[n - 1] === null || t <= this.ts[n - 1]) {
+      return false;
+    }
+    this.push(t, this.vs[n - 1], "OK");
+    this.held = true;
+    return true;
+  }
+
+  /**
+   * Ends a hold (holdTo): its point is dropped, or, with `keep`, kept as a sample of the value
+   * held (what was known up to then).
+   */
+  unhold(keep) {
+    if (!this.held) return;
+    this.held = false;
+    if (!keep) { for (const a of [this.ts, this.vs, this.qs, this.lo, this.hi]) a.length--; }
   }
 
   /**
@@ -102,7 +134,15 @@ export class Series {
    * @param {number | null} [hi]
    */
   push(t, v, quality, lo = null, hi = null) {
+    // A held value (holdTo) held until this sample changed it: a step at `t`, not a slope from
+    // the last sample to it.
+    const wasHeld = this.held;
+    this.unhold(false);
     let n = this.ts.length;
+    if (wasHeld && n > 0 && t - 1 > this.ts[n - 1]) {
+      this.push(t - 1, this.vs[n - 1], this.qs[n - 1]);
+      n = this.ts.length;
+    }
     if (n > 0 && t < this.ts[n - 1]) {
       if (this.ts[n - 1] - t < LINE_STEP_BACK_MS) return false;
       let keep = n;
@@ -128,6 +168,8 @@ export class Series {
    * broken there.
    */
   breakLine() {
+    // A held value was known up to the hold (the stream was live until then).
+    this.unhold(true);
     const n = this.ts.length;
     if (n === 0 || this.qs[n - 1] === NO_DATA) return false;
     return this.push(this.ts[n - 1] + 1, null, NO_DATA);
@@ -138,10 +180,14 @@ export class Series {
     return this.lo.some((x) => x !== null);
   }
 
-  /** Drops the samples before `t`, and the oldest beyond `max`. */
+  /**
+   * Drops the samples before `t`, and the oldest beyond `max`; a held line (holdTo) keeps the
+   * sample its value is held from.
+   */
   trim(t, max) {
     let i = 0;
     while (i < this.ts.length && this.ts[i] < t) i++;
+    if (this.held) i = Math.min(i, this.ts.length - 2);
     i = Math.max(i, this.ts.length - max);
     if (i > 0) {
       this.ts.splice(0, i);
@@ -291,6 +337,8 @@ export class Chart {
       String(this.series.reduce((n, s) => n + s.ts.length, 0)),
     );
     this.box.setAttribute("data-bands", String(this.series.filter((s) => s.hasBand()).length));
+    // Where each line ends (epoch ms, a held value's too; "" for none), as a test hook.
+    this.box.setAttribute("data-reach", this.series.map((s) => s.ts.at(-1) ?? "").join("|"));
   }
 
   setZoomed(on) {

@@ -222,9 +222,12 @@ export class TrendView {
    *   inventoryKnown?: () => boolean,
    *   onSelection?: (handles: string[]) => void,
    *   pollIntervalMs?: () => number,
+   *   streamLive?: () => boolean,
    * }} options `devices` the devices with their capabilities; `inventoryKnown`: whether they
    *   were read (default: some are known); `onSelection` is told when the signals on the chart
-   *   change; `pollIntervalMs`: the runtime's poll interval (0 while not known)
+   *   change; `pollIntervalMs`: the runtime's poll interval (0 while not known); `streamLive`:
+   *   whether the event stream is live now (default: it is), as a live line's last value is held
+   *   to now only while it is (Series.holdTo)
    */
   constructor(options) {
     this.o = options;
@@ -235,6 +238,12 @@ export class TrendView {
     this.to = 0;
     /** @type {Map<string, Series>} signalKey -> its line */
     this.series = new Map();
+    /**
+     * The lines whose last value is held to now (Series.holdTo): of chartable signals of devices
+     * the inventory lists (a device removed by a reload is told by no sample: its line ends).
+     * @type {Set<string>}
+     */
+    this.holdable = new Set();
     /** @type {Chart | null} */
     this.chart = null;
     /** What the chart was drawn for (signalsKey at its reload): an inventory change redraws it. */
@@ -525,6 +534,7 @@ export class TrendView {
     this.destroyChart();
     this.showError("");
     this.series = new Map();
+    this.holdable = new Set();
     this.shownSignals = this.signalsKey();
     const unknown = [];
     const notCharted = [];
@@ -537,6 +547,7 @@ export class TrendView {
       const info = signal !== undefined && isChartable(signal.valueType) ? signal : undefined;
       if (known && signal === undefined) unknown.push(hd);
       else if (known && info === undefined) notCharted.push(`${hd} (${signal.valueType})`);
+      if (info !== undefined) this.holdable.add(sk);
       this.series.set(
         sk,
         new Series({ key: hd, name: hd, unit: info?.unit ?? this.o.unitOf(sk) }),
@@ -588,6 +599,10 @@ export class TrendView {
       for (const sig of a.signals ?? []) {
         const line = this.series.get(signalKey(a.provider_id, a.device_id, sig.signal_id));
         if (line === undefined) continue;
+        // The axis names the unit the answer's points are in: as declared now, or, of a device no
+        // provider lists (its provider removed by a reload), as its polls were recorded in -- not
+        // "(no unit)" because the inventory no longer has it. None in the answer: none.
+        line.unit = typeof sig.unit === "string" ? sig.unit : "";
         // Points in another unit than the axis names are not drawn on it (the note says so).
         const { points, changed } = pointsInUnitNow(sig);
         if (changed !== null) {
@@ -708,6 +723,11 @@ export class TrendView {
     if (this.chart === null) return;
     this.dirty = false;
     const end = this.window()[1];
+    // The stream sends changes only: while it is live, a value unchanged since its sample is still
+    // that value, drawn on to now; while it is not, each line's hold stays where it was known.
+    if (this.live() && (this.o.streamLive?.() ?? true)) {
+      for (const [sk, s] of this.series) if (this.holdable.has(sk)) s.holdTo(end);
+    }
     this.chart.update(end);
     fill(this.gapsBox, gapList([...this.series.values()], end));
   }

@@ -137,6 +137,47 @@ Deno.test("Series.breakLine breaks a line after its last sample: a gap with no d
   assert.deepEqual(s.gaps(10_000), [[2001, 9000, NO_DATA]]);
 });
 
+Deno.test("Series.holdTo: a live line's last value holds to now, steps at its change, survives the trim", () => {
+  // The stream sends changes only: 20 at 1000 is still 20 at 9000 when nothing came since.
+  const s = new Series({ key: "k", name: "k", unit: "" });
+  assert.equal(s.holdTo(5000), false, "an empty line holds nothing");
+  s.push(1000, 20, "OK");
+  assert.equal(s.holdTo(5000), true);
+  assert.equal(s.holdTo(9000), true, "one point at the end, moved");
+  assert.deepEqual([s.ts, s.vs], [[1000, 9000], [20, 20]]);
+  // Older than the range: the sample the value is held from stays, or the line would vanish.
+  s.trim(6000, 100);
+  assert.deepEqual(s.ts, [1000, 9000]);
+  // A change at 9500: 20 up to it, then 21 -- a step, not a slope from 1000 to 9500.
+  s.push(9500, 21, "OK");
+  assert.deepEqual([s.ts, s.vs], [[1000, 9499, 9500], [20, 20, 21]]);
+  assert.equal(s.held, false);
+  // A gap is not held: its shading already spans to the end.
+  s.push(9600, null, "UNAVAILABLE");
+  assert.equal(s.holdTo(12_000), false);
+  assert.deepEqual(s.ts, [1000, 9499, 9500, 9600]);
+  // Not after the last sample (the page's clock behind the runtime's): nothing held.
+  const t = new Series({ key: "k", name: "k", unit: "" });
+  t.push(1000, 1, "OK");
+  assert.equal(t.holdTo(900), false);
+  assert.deepEqual(t.ts, [1000]);
+});
+
+Deno.test("Series.holdTo: a break keeps the value as held until then; a sample older than the hold drops it", () => {
+  const s = new Series({ key: "k", name: "k", unit: "" });
+  s.push(1000, 20, "OK");
+  s.holdTo(4000);
+  // The runtime restarted: known to be 20 up to 4000 (the stream was live), nothing after.
+  assert.equal(s.breakLine(), true);
+  assert.deepEqual([s.ts, s.vs, s.qs], [[1000, 4000, 4001], [20, 20, null], ["OK", "OK", NO_DATA]]);
+  const u = new Series({ key: "k", name: "k", unit: "" });
+  u.push(1000, 20, "OK");
+  u.holdTo(4000);
+  // A streamed sample a little older than the hold (the page's clock ahead): drawn, its step too.
+  assert.equal(u.push(3000, 21, "OK"), true);
+  assert.deepEqual([u.ts, u.vs], [[1000, 2999, 3000], [20, 20, 21]]);
+});
+
 /** History points (GET /v0/history) at these times, each OK with its index as value. */
 function historyPoints(times: number[]) {
   return times.map((t, i) => ({ t_ms: t, last: i, min: i, max: i, quality: "OK", count: 1 }));
