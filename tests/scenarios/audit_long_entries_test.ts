@@ -97,10 +97,14 @@ Deno.test("GET /v0/audit serves, bounded, the entries of a provider's 100 KB err
     // The failed call's reason is the API's error, already within the entry's text bound.
     assert.equal(fail.reason, `FAILED_PRECONDITION: ${failed.json.status.message}`);
     assert.ok(encoder.encode(fail.reason).length <= AUDIT_MAX_TEXT_BYTES);
-    // A bounded field, with a marker saying how much was cut.
+    // A bounded field: the 40 KB name is cut where the refusal names it (validate_args), so the
+    // reason is short and whole (no audit marker needed), the name cut with an ellipsis.
     assert.ok(encoder.encode(badName.reason).length <= AUDIT_MAX_TEXT_BYTES);
-    assert.match(badName.reason, /\[truncated: \d+ of \d+ bytes kept\]$/);
-    assert.match(badName.reason, /^INVALID_ARGUMENT: args\.naaaa/);
+    assert.ok(badName.reason.length < 400, badName.reason);
+    assert.match(
+      badName.reason,
+      /^INVALID_ARGUMENT: args\["naaaa[a]*…"\]: unknown argument for "echo"/,
+    );
     assert.deepEqual(Object.keys(badValue.args), ["text"]);
     assert.match(badValue.args.text.string, /\[truncated: \d+ of 40000 bytes kept\]$/);
     // Every stored line is within the entry bound.
