@@ -7,6 +7,7 @@ import {
   concatBytes,
   integerWrittenExactly,
   invalidArgument,
+  quoteProviderText,
   RuntimeError,
 } from "../common/mod.ts";
 
@@ -168,7 +169,29 @@ export async function readJsonBody(req: Request, limits: BodyLimits): Promise<un
   try {
     return JSON.parse(text, noteRoundedIntegers);
   } catch (err) {
+    if (err instanceof RuntimeError) throw err;
     throw invalidArgument(`Invalid JSON: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * A string of the body (a member's value or its name) holding a lone surrogate (`"\ud800"`, an
+ * escape JSON.parse takes): refused as the bytes of invalid UTF-8 are, not sent on (a provider's
+ * string would arrive with U+FFFD in its place, _proto_writer.ts) or stored as something else.
+ */
+function refuseLoneSurrogate(key: string, value: unknown): void {
+  if (!key.isWellFormed()) {
+    throw invalidArgument(
+      `Invalid JSON: the member name ${quoteProviderText(key)} holds a lone surrogate ` +
+        "(a \\uD800-\\uDFFF escape without its pair): not Unicode text",
+    );
+  }
+  if (typeof value === "string" && !value.isWellFormed()) {
+    throw invalidArgument(
+      `Invalid JSON: ${key === "" ? "the body" : `member ${quoteProviderText(key)}`} holds a ` +
+        "string with a lone surrogate (a \\uD800-\\uDFFF escape without its pair): not " +
+        "Unicode text",
+    );
   }
 }
 
@@ -226,7 +249,8 @@ function canonicalDecimal(text: string): string | null {
 
 /**
  * JSON.parse reviver: notes the numbers parsed into an integer that their text is not, and the
- * numbers beyond any double (`1e400`, read as Infinity; JSON has no such value, so stored as null).
+ * numbers beyond any double (`1e400`, read as Infinity; JSON has no such value, so stored as null);
+ * refuses a lone surrogate in any string (refuseLoneSurrogate).
  */
 function noteRoundedIntegers(
   this: object,
@@ -234,6 +258,7 @@ function noteRoundedIntegers(
   value: unknown,
   context?: { source?: string },
 ): unknown {
+  refuseLoneSurrogate(key, value);
   if (typeof value !== "number") return value;
   const source = context?.source;
   if (source === undefined) return value;

@@ -77,7 +77,7 @@ export function validateRequestBody<T>(
     const absent = xErrors(schema).absent;
     if (typeof absent === "string") throw invalidArgument(`body: ${absent}`);
   }
-  throw invalidArgument(firstProblem(validate.errors ?? [], schema));
+  throw invalidArgument(firstProblem(validate.errors ?? [], schema, value));
 }
 
 /**
@@ -215,20 +215,31 @@ export async function readRequestBody<T>(
 /** Wrapper keywords whose own error only repeats what their subschemas said. */
 const WRAPPERS = new Set(["if", "then", "else", "allOf", "anyOf", "oneOf", "not"]);
 
-/** The message of the first error, in the order of the root schema's members. */
-export function firstProblem(errors: readonly ValidatorError[], root: JsonSchema): string {
+/**
+ * The message of the first error, in the order of the root schema's members; `body` (the parsed
+ * body validated) gives a number beyond any double as the client wrote it.
+ */
+export function firstProblem(
+  errors: readonly ValidatorError[],
+  root: JsonSchema,
+  body?: unknown,
+): string {
   const order = Object.keys((root.properties ?? {}) as object);
   let best: { rank: number; text: string } | null = null;
   for (const e of errors) {
     if (WRAPPERS.has(e.keyword)) continue;
-    const p = describe(e);
+    const p = describe(e, body, root);
     const rank = p.path.length === 0 ? -1 : order.indexOf(String(p.path[0]));
     if (best === null || rank < best.rank) best = { rank, text: p.text };
   }
   return best?.text ?? "body: does not match the request schema";
 }
 
-function describe(e: ValidatorError): { path: (string | number)[]; text: string } {
+function describe(
+  e: ValidatorError,
+  body: unknown,
+  root: JsonSchema,
+): { path: (string | number)[]; text: string } {
   const path = e.instancePath.split("/").slice(1).map((s) => {
     const key = s.replaceAll("~1", "/").replaceAll("~0", "~");
     return /^\d+$/.test(key) ? Number(key) : key;
@@ -248,18 +259,55 @@ function describe(e: ValidatorError): { path: (string | number)[]; text: string 
       text: at([...path, missing], typeof text === "string" ? text : "missing"),
     };
   }
-  if (e.keyword === "type" && e.data === null && path.length > 0) {
-    // null counts as absent.
+  if (e.keyword === "type" && e.data === null && path.length > 0 && requiredAt(root, path)) {
+    // null counts as absent: for a member that must be there, it is missing (an optional one
+    // that does not take null is named by its type, below: `args: null` is not "missing").
     return {
       path,
       text: at(path, typeof own.required === "string" ? own.required : "missing"),
     };
+  }
+  if (e.keyword === "type" && typeof e.data === "number" && !Number.isFinite(e.data)) {
+    // Valid JSON beyond any double (`1e400`) parses to +/-Infinity: it is a number, so not "must
+    // be a number" but named as written, as the members that pass their schema are (roundedAt).
+    return { path, text: roundedAt(path, writtenAt(body, path) ?? String(e.data), e.data) };
   }
   const template = own[e.keyword] ?? own["*"];
   const text = typeof template === "string"
     ? fill(template, e.data, undefined)
     : defaultMessage(e, path.length === 0);
   return { path, text: at(path, text) };
+}
+
+/**
+ * Whether the schema requires the member at `path` of its holder (its `required`, or one its
+ * `allOf` branches add: a typed value's member named like its type).
+ */
+function requiredAt(root: JsonSchema, path: readonly (string | number)[]): boolean {
+  let s: unknown = root;
+  for (const p of path.slice(0, -1)) {
+    if (typeof s !== "object" || s === null) return true;
+    const h = s as JsonSchema;
+    const own = (h.properties as Record<string, unknown> | undefined)?.[String(p)];
+    s = typeof p === "number" ? h.items : own ?? h.additionalProperties;
+  }
+  if (typeof s !== "object" || s === null) return true;
+  const holder = s as JsonSchema;
+  const key = String(path[path.length - 1]);
+  const branches = Array.isArray(holder.allOf) ? holder.allOf as JsonSchema[] : [];
+  return [holder, ...branches.map((b) => (b.then ?? {}) as JsonSchema)]
+    .some((h) => Array.isArray(h.required) && h.required.includes(key));
+}
+
+/** The JSON text of the number at `path` in `body` when parsing noted it (roundedIntegerText). */
+function writtenAt(body: unknown, path: readonly (string | number)[]): string | undefined {
+  let holder = body;
+  for (const p of path.slice(0, -1)) {
+    if (typeof holder !== "object" || holder === null) return undefined;
+    holder = (holder as Record<string | number, unknown>)[p];
+  }
+  if (typeof holder !== "object" || holder === null || path.length === 0) return undefined;
+  return roundedIntegerText(holder, String(path[path.length - 1]));
 }
 
 function xErrors(schema: JsonSchema): Record<string, unknown> {

@@ -281,3 +281,92 @@ Deno.test("POST /v0/parameters: a number beyond any double (1e400, -1e400) is a 
     await fx.close();
   }
 });
+
+Deno.test("POST /v0/call: a number beyond any double (1e400, -1e400) in an argument or the function id is a 400 naming it as written, not 'must be a number'", async () => {
+  const fx = await startHttpFixture({ start: false });
+  try {
+    const call = (functionId: string, args: string) =>
+      fx.request("POST", "/v0/call", {
+        body: `{"provider_id":"sim0","device_id":"motorctl0","function_id":${functionId},` +
+          `"args":{${args}}}`,
+      });
+    const beyond = (written: string, infinity: string) =>
+      `${written} is beyond any double (a JSON number read as a double: it would arrive as ${infinity})`;
+    assert400(
+      await call("10", '"duty":{"type":"double","double":1e400}'),
+      `args.duty.double: ${beyond("1e400", "Infinity")}`,
+    );
+    assert400(
+      await call("10", '"motor_index":{"type":"int64","int64":-1e400}'),
+      `args.motor_index.int64: ${beyond("-1e400", "-Infinity")}`,
+    );
+    assert400(await call("1E400", ""), `function_id: ${beyond("1E400", "Infinity")}`);
+    // A value that is not a number is still named by its schema's message.
+    assert400(
+      await call("10", '"duty":{"type":"double","double":"0.5"}'),
+      "args.duty.double: must be a number",
+    );
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("POST /v0/call with args null is a 400 saying what args must be, not 'missing' (args may be left out); a required member null is still missing", async () => {
+  const fx = await startHttpFixture({ start: false });
+  try {
+    const call = (members: string) =>
+      fx.request("POST", "/v0/call", {
+        body: `{"provider_id":"sim0","device_id":"motorctl0",${members}}`,
+      });
+    assert400(
+      await call('"function_id":10,"args":null'),
+      "args: must be an object of typed values",
+    );
+    assert400(
+      await call('"function_id":null'),
+      "function_id: missing (name dispatch is not accepted over HTTP)",
+    );
+    assert400(
+      await call('"function_id":10,"args":{"duty":{"type":"double","double":null}}'),
+      "args.duty.double: missing",
+    );
+    assert400(
+      await call('"function_id":10,"args":{"duty":null}'),
+      "args.duty: must be a typed value object",
+    );
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("A lone surrogate escape (\\ud800) in a body's string or member name is 400 Invalid JSON, as invalid UTF-8 is, not sent on as U+FFFD; a pair passes; the e-stop still latches", async () => {
+  await withRuns(async ({ fx, dir: dataDir }) => {
+    const lone = (where: string) =>
+      `Invalid JSON: ${where} (a \\uD800-\\uDFFF escape without its pair): not Unicode text`;
+    assert400(
+      await fx.request("POST", "/v0/call", {
+        body: '{"provider_id":"sim0","device_id":"motorctl0","function_id":10,' +
+          '"args":{"label":{"type":"string","string":"a\\udc00b"}}}',
+      }),
+      lone('member "string" holds a string with a lone surrogate'),
+    );
+    assert400(
+      await fx.request("POST", "/v0/runs", { body: '{"params":{"x\\ud800":1}}' }),
+      lone('the member name "x\\ud800" holds a lone surrogate'),
+    );
+    assert400(
+      await fx.request("POST", "/v0/runs", { body: '{"experiment_label":"\\ud83d"}' }),
+      lone('member "experiment_label" holds a string with a lone surrogate'),
+    );
+    assert.equal(await Deno.readTextFile(`${dataDir}/runs.jsonl`), "", "nothing opened");
+    const open = await fx.request("POST", "/v0/runs", {
+      body: '{"experiment_label":"\\ud83d\\ude00"}',
+    });
+    assert.equal(open.status, 200, open.text);
+    assert.equal(open.json.run.experiment_label, "\u{1F600}");
+    // The e-stop ignores a body it cannot read: it latches all the same.
+    const stop = await fx.request("POST", "/v0/estop", { body: '{"reason":"\\udfff"}' });
+    assert.equal(stop.status, 200, stop.text);
+    assert.equal(stop.json.latched, true);
+  });
+});
