@@ -45,8 +45,18 @@ Deno.test("a call refused while a reload restarts its provider is audited refuse
     assert.equal((refused.json as { status: { message: string } }).status.message, restarting);
     const stop = await post("/v0/estop", { reason: "pressed during the reload" });
     assert.equal(stop.status, 200);
-    // Refused before the new process was registered: the reason names the restart (the e-stop's
-    // answer may come after that, its drain waiting for the old process to exit).
+    // Answered while the old process still exits: it held no call when the reload closed it, so
+    // the drain has nothing of it to wait for (docs/safety.md, step 2: only a call a stopped
+    // provider held is waited for, until its process has exited).
+    assert.ok(
+      rt.registry.host("pol") === undefined && rt.registry.replacing("pol"),
+      "answered within the window",
+    );
+    assert.deepEqual((stop.json as { drain: unknown }).drain, {
+      complete: true,
+      pending_providers: [],
+    });
+    // Refused before the new process was registered: the reason names the restart.
     const actions = (stop.json as { actions: { function: string; error?: string }[] }).actions;
     assert.deepEqual(actions.map((a) => [a.function, a.error]), [[
       "pulse",
