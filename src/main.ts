@@ -463,7 +463,9 @@ export function configReload(
 ): () => Promise<ReloadedConfig> {
   let fileLevel = started.logLevel;
   const abandoned = ports.abandoned ?? new AbandonedReloadReads();
-  const readFile = reloadRegularFileReader(ports.clock, ports.readRegularFile, abandoned);
+  const readFile = steadyFileReader(
+    reloadRegularFileReader(ports.clock, ports.readRegularFile, abandoned),
+  );
   const reloadRead = reloadFileReader(ports.clock, ports.readRegularFile, abandoned);
   const ask = reloadPathAnswers(ports.clock, ports.stat, ports.commandOnPath, abandoned);
   /** Made at the first check of a tree: a configuration without one never loads the engine. */
@@ -515,6 +517,49 @@ export function configReload(
       ? { ok: true, config, warnings }
       : { ok: true, config, warnings, treeFiles: tree.files };
   };
+}
+
+/**
+ * Reads of the configuration file one reload makes, at most, to see two in a row with the same
+ * bytes. An editor or a deploy tool that rewrites the file in place while SIGHUP comes can leave
+ * it cut off mid-write for a moment, and a cut before a section (`safety:`) is still valid YAML:
+ * it would load, the cut sections at their defaults. Two reads in a row that differ say it is
+ * being written: it is read again, up to this many reads, then the reload is refused (nothing
+ * applied). A file cut and left so (a writer that died) reads the same each time: only writing
+ * it elsewhere and renaming it into place (README, "Reloading the configuration") prevents that.
+ */
+export const CONFIG_RELOAD_READS_MAX = 4;
+
+/**
+ * `read` until two reads in a row give the same bytes (CONFIG_RELOAD_READS_MAX reads at most):
+ * the later read, or why the file was refused (one read refused, or no two alike).
+ */
+function steadyFileReader(
+  read: (path: string, maxBytes: number) => Promise<RegularFileRead>,
+): (path: string, maxBytes: number) => Promise<RegularFileRead> {
+  return async (path, maxBytes) => {
+    let last = await read(path, maxBytes);
+    for (let reads = 1; reads < CONFIG_RELOAD_READS_MAX; reads++) {
+      if (!last.ok) return last;
+      const next = await read(path, maxBytes);
+      if (next.ok && sameBytes(last.bytes, next.bytes)) return next;
+      last = next;
+    }
+    if (!last.ok) return last;
+    return {
+      ok: false,
+      message: `it changed while being read (${CONFIG_RELOAD_READS_MAX} reads, no two in a row ` +
+        "alike): is it being written in place? Write the new file next to it, then rename it " +
+        "into place",
+    };
+  };
+}
+
+/** Whether `a` and `b` hold the same bytes. */
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**
