@@ -98,7 +98,8 @@ function makeHost(log: Logger): ChaosHost {
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     hangForever() {
       log.warn("chaos: hanging forever on request");
-      // A pending timer keeps the event loop (and so the process) alive while nothing is read.
+      // A pending timer keeps the event loop (and so the process) alive while nothing is answered
+      // (the SDK still reads stdin: its close ends the process, src/provider_sdk/README.md).
       setInterval(() => {}, 60_000);
       return new Promise<never>(() => {});
     },
