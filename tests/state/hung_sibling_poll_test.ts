@@ -64,9 +64,10 @@ Deno.test("StateCache polls a device at its period while a sibling's read hangs:
       await new Promise((r) => setTimeout(r, LOOK_EVERY_MS));
     }
     const polled = (await fx.stats("b")).reads - bReads;
-    // At its period: about WATCH_MS / INTERVAL_MS reads (20), not one per TIMEOUT_MS (0 or 1).
+    // At its period: about WATCH_MS / INTERVAL_MS reads (20), not one per TIMEOUT_MS (0 or 1);
+    // a quarter of them is enough to tell the two apart on a loaded machine (9 seen in a CI run).
     assert.ok(
-      polled >= WATCH_MS / INTERVAL_MS / 2,
+      polled >= WATCH_MS / INTERVAL_MS / 4,
       `b polled ${polled} times in ${WATCH_MS} ms while a's read hung (interval ${INTERVAL_MS} ms)`,
     );
     const bad = looks.filter((l) => l.quality !== "OK" || l.input !== InputProblem.GOOD);
