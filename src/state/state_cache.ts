@@ -1528,6 +1528,7 @@ export class StateCache implements FreshReader {
     pass.next = 0;
     pass.settled = false;
     pass.released = false;
+    pass.overdue = false;
     pass.replied = 0;
     pass.answered = false;
     pass.timedOut = false;
@@ -1624,6 +1625,8 @@ export class StateCache implements FreshReader {
         this.#sendMore(pass, !pass.heard && noAnswer(err));
       }
       this.#applyPass(pass);
+      // Its cycle came due before this first reply (#releasePass): it ends now.
+      if (pass.overdue && !pass.settled && !pass.released) this.#releasePass(pass.host);
     } catch (thrown) {
       this.#failPass(pass, thrown);
     }
@@ -1732,9 +1735,13 @@ export class StateCache implements FreshReader {
     const q = this.#pollQueues.get(host.id);
     const pass = q?.pass;
     if (q === undefined || !pass || pass.settled || pass.released || pass.host !== host) return;
-    // Nothing came back yet (a slow or silent provider): every device it polls is still out, the
-    // cycle waits for them as before (and the next starts at once), one liveness check at a time.
-    if (pass.replied === 0) return;
+    // Nothing came back yet (a slow or silent provider): released at its first reply
+    // (#onPassReply), so siblings answered just after this instant are not held to the slowest
+    // read's timeout_ms; one that never answers keeps the cycle waiting as before.
+    if (pass.replied === 0) {
+      pass.overdue = true;
+      return;
+    }
     try {
       if (pass.sent < pass.due.length) this.#deferRest(pass);
       pass.released = true;
@@ -2475,6 +2482,11 @@ class PollPass {
    * as it comes, the last one settles it.
    */
   released = false;
+  /**
+   * Its loop's next cycle came due while none of its reads was back yet (#releasePass): it is
+   * released at its first reply, not left to its slowest read's timeout_ms.
+   */
+  overdue = false;
   /** Told when a released pass settles (StateCache.stop waits for it; set only then). */
   onEnded: () => void = noop;
   sinceMs = 0;

@@ -73,8 +73,8 @@ Deno.test("StateCache polls a device at its period while a sibling's read hangs:
     const bad = looks.filter((l) => l.quality !== "OK" || l.input !== InputProblem.GOOD);
     // OK for readers and alarms while a's read hangs -- not STALE for most of the watch as before
     // the fix (polled 0 times: STALE from STALE_MS on). A quarter of the looks may be STALE: one
-    // CI run (two test jobs at once) saw b STALE for ~200 ms early in the watch (cause not found;
-    // the closing note of 2026-12-07 carries it).
+    // CI run (two test jobs at once) saw b STALE for ~200 ms early in the watch (before the
+    // overrun's release at the first reply, below; whether that was its cause is not known).
     assert.ok(
       bad.length <= looks.length / 4,
       `b STALE or bad input at ${bad.length} of ${looks.length} looks: ${JSON.stringify(bad)}`,
@@ -119,6 +119,32 @@ Deno.test("StateCache.stop waits for a read its loop's cycle ended without, and 
     // stop() returned once a's read ended (timed out): its outcome taken, nothing still out.
     assert.equal(fx.cache.device("p0", "a")?.available, false);
     assert.deepEqual(fx.cache.pollsInFlight(), []);
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("StateCache ends an overrunning cycle at its first reply when none was back as the next cycle came due: a sibling answered slowly is still polled beside a hung read", async () => {
+  const fx = await startAB(TIMEOUT_MS);
+  try {
+    await waitFor("b answered", () => fx.cache.signal("p0", "b", "y")?.quality === "OK");
+    // b answers after the next grid instant (an interval and a half): when the cycle overruns,
+    // nothing of it is back yet.
+    await fx.program("b", { read: { values: [dbl("y", 2)], delayMs: INTERVAL_MS * 1.5 } });
+    await fx.program("a", { read: { hang: true } });
+    const aReads = (await fx.stats("a")).reads;
+    await waitFor("a's hung read sent", async () => (await fx.stats("a")).reads > aReads);
+    const bReads = (await fx.stats("b")).reads;
+    await new Promise((r) => setTimeout(r, WATCH_MS));
+    const polled = (await fx.stats("b")).reads - bReads;
+    // Released at b's answer, the next cycle at once: about one poll of b per 150-200 ms (10 or
+    // more); held to a's timeout_ms as before, one at most.
+    assert.ok(
+      polled >= WATCH_MS / INTERVAL_MS / 4,
+      `b polled ${polled} times in ${WATCH_MS} ms while a's read hung (b answers in ${
+        INTERVAL_MS * 1.5
+      } ms)`,
+    );
   } finally {
     await fx.close();
   }
