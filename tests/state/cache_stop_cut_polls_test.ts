@@ -32,11 +32,13 @@ for (
         type: "double",
         double: 25,
       });
-      const before = fx.cache.signal("p0", "probe", "temp");
       await fx.program("probe", { read });
       const sent = (await fx.stats("probe")).reads;
       // The loop's next read is in the provider's hands, answered LATE_MS after it came.
       await waitFor("a poll in flight", async () => (await fx.stats("probe")).reads > sent);
+      // Read now: a poll of the old answer may have ended after the program (50 ms polls); none
+      // ends from here until the late one (the device's read is in flight).
+      const before = fx.cache.signal("p0", "probe", "temp");
       fx.events.length = 0;
       let told = 0;
       const off = fx.cache.onDevicePolled(() => told++);
