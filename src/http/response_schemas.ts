@@ -816,9 +816,10 @@ export function responseComponents(): Record<string, JsonSchema> {
               "it declares none (project addition).",
           ),
           poll_hint_hz: note(
-            num,
+            orNull(num),
             "Declared poll hint (0: not polled); the runtime polls a device whose polled " +
-              "signals all hint slower than polling.interval_ms less often (project addition).",
+              "signals all hint slower than polling.interval_ms less often; null when the " +
+              "declared hint is no finite number (NaN or +-Infinity on the wire) (project addition).",
           ),
           stale_after_ms: note(
             int,
@@ -845,8 +846,12 @@ export function responseComponents(): Record<string, JsonSchema> {
               required: bool,
               description: str,
               unit: str,
-              min: num,
-              max: num,
+              min: note(
+                num,
+                "Declared lower bound; absent when none, or when the declared bound is no " +
+                  "finite number (NaN or +-Infinity on the wire; still checked as declared).",
+              ),
+              max: note(num, "Declared upper bound; absent as `min` is."),
               allowed_values: note(
                 arr(str),
                 "The only values a string argument takes " +

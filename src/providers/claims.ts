@@ -7,7 +7,9 @@
  * The older `hw.bus_path` + `hw.i2c_address` tags (both or neither) still count: a device carrying
  * them claims the key an I2C claim spells for that address, `i2c:<bus path as given>:0x<two-digit
  * lowercase hex>`, so a provider still publishing the old tags collides with one publishing the
- * claim for the same address. An address that is no number is compared as trimmed lower-case text.
+ * claim for the same address. The address is read as anolis reads it, hexadecimal with or without
+ * `0x` (`61` is 0x61, not decimal 61); one that is no hex number is compared as trimmed lower-case
+ * text.
  */
 import {
   type DeviceCapabilities,
@@ -23,6 +25,17 @@ export const LEGACY_BUS_TAG = "hw.bus_path";
 /** See LEGACY_BUS_TAG. */
 export const LEGACY_ADDRESS_TAG = "hw.i2c_address";
 
+/**
+ * What separates the keys of a claim tag: ASCII white space only (space, tab, LF, VT, FF, CR), the
+ * C locale's isspace that the anolis provider SDK splits the tag with (`istringstream >>`) and
+ * refuses in a key (`add_claim`). Not JavaScript's `\s`: a no-break space, U+2028 or U+3000 is
+ * part of a key, so a key holding one is one key, as anolis reads it, not two that may collide.
+ */
+const CLAIM_KEY_SEPARATOR = /[ \t\n\v\f\r]+/;
+
+/** ASCII white space at either end of a text (the C locale's isspace, as CLAIM_KEY_SEPARATOR). */
+const ASCII_SPACE_AROUND = /^[ \t\n\v\f\r]+|[ \t\n\v\f\r]+$/g;
+
 /** A device's claims: its distinct keys in the order given, and what makes its tags invalid. */
 export interface DeviceClaims {
   /** The `anolis.claim` keys, then the key the older bus tags imply (when not among them). */
@@ -36,7 +49,7 @@ export function deviceClaims(tags: Readonly<Record<string, string>>): DeviceClai
   // A Set, not keys.includes: the tag is the provider's, as long as a frame (some 200,000 keys),
   // and this runs for every device at each admission and each GET /v0/providers/health.
   const keys = new Set<string>();
-  for (const k of (tags[CLAIM_TAG] ?? "").split(/\s+/)) if (k !== "") keys.add(k);
+  for (const k of (tags[CLAIM_TAG] ?? "").split(CLAIM_KEY_SEPARATOR)) if (k !== "") keys.add(k);
   const bus = tags[LEGACY_BUS_TAG];
   const addr = tags[LEGACY_ADDRESS_TAG];
   if (bus === undefined && addr === undefined) return { keys: [...keys], error: null };
@@ -50,14 +63,24 @@ export function deviceClaims(tags: Readonly<Record<string, string>>): DeviceClai
   return { keys: [...keys], error: null };
 }
 
+/**
+ * An I2C address as the older tags give it: hexadecimal digits, `0x`/`0X` first or not (anolis'
+ * ownership check, core/runtime/ownership_validation.cpp parse_i2c_address, reads `61`, `0x61` and
+ * `0X61` alike as 0x61, as i2cdetect prints them), possibly with ASCII white space around.
+ */
+const HEX_I2C_ADDRESS = /^(?:0[xX])?([0-9A-Fa-f]+)$/;
+
 /** The claim key the older `hw.bus_path` + `hw.i2c_address` tags stand for. */
 export function legacyClaimKey(bus: string, address: string): string {
-  const text = address.trim();
-  const n = text === "" ? NaN : Number(text); // Number() reads 0x48, 72 and 0X48 alike
-  const addr = Number.isInteger(n) && n >= 0
-    ? `0x${n.toString(16).padStart(2, "0")}`
-    : text.toLowerCase();
-  return `i2c:${bus}:${addr}`;
+  const text = address.replace(ASCII_SPACE_AROUND, "");
+  const hex = HEX_I2C_ADDRESS.exec(text)?.[1];
+  // Read as text, not as a Number: exact however many digits, leading zeros dropped.
+  const addr = hex === undefined
+    ? text.toLowerCase()
+    : `0x${hex.replace(/^0+/, "").toLowerCase().padStart(2, "0")}`;
+  // The bus path trimmed of ASCII white space, as anolis trims it (trim_copy): " /dev/i2c-1"
+  // claims the same bus as "/dev/i2c-1".
+  return `i2c:${bus.replace(ASCII_SPACE_AROUND, "")}:${addr}`;
 }
 
 /**

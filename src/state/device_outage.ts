@@ -422,8 +422,12 @@ export class DeviceOutages {
     // The cache holds an entry for every device the provider lists (polled or not).
     const dev = this.#o.cache.device(providerId, deviceId);
     if (dev === undefined) {
+      // Up without it because its host lacks what it needs: said, as the e-stop's verification
+      // says it, so a refusal of AUTO naming the device tells why (docs/http-api.md, "Providers
+      // up but not ready").
+      const unmet = host.hostCheck()?.status === "unmet";
       return down(
-        notListedText(providerId),
+        notListedText(providerId) + (unmet ? HOST_UNMET_SUFFIX : ""),
         this.#unlistedSince.get(providerId)?.get(deviceId) ?? null,
       );
     }
@@ -802,6 +806,12 @@ export class DeviceOutages {
     }, Math.max(0, dueIn));
   }
 }
+
+/**
+ * Added to the reason of a device its provider, up, does not list while that provider's host check
+ * is unmet (ProviderHost.hostCheck), in the words the e-stop's verification uses (safety/verify.ts).
+ */
+export const HOST_UNMET_SUFFIX = "; its host check is unmet";
 
 /**
  * The reason of a device its provider does not list: the provider id (configured, of any length)

@@ -38,7 +38,7 @@ Deno.test("deviceClaims: the claim tag's distinct keys in order, then the key th
     keys: ["i2c:/dev/i2c-1:0x14", "gpio:17"],
     error: null,
   });
-  assert.deepEqual(deviceClaims({ ...claim("gpio:4"), ...bus("/dev/i2c-1", "72") }), {
+  assert.deepEqual(deviceClaims({ ...claim("gpio:4"), ...bus("/dev/i2c-1", "48") }), {
     keys: ["gpio:4", "i2c:/dev/i2c-1:0x48"],
     error: null,
   });
@@ -56,11 +56,52 @@ Deno.test("deviceClaims: the claim tag's distinct keys in order, then the key th
   });
 });
 
-Deno.test("legacyClaimKey: the I2C claim key, two lower-case hex digits, any number notation; other text lower-cased", () => {
-  for (const a of ["0x48", "72", "0X48", " 0x48 "]) {
+Deno.test("deviceClaims splits the claim tag on ASCII white space only, as the anolis SDK: a no-break space is part of a key", () => {
+  // The anolis provider SDK tokenises the tag with `istringstream >>` and refuses only C-locale
+  // white space in a key: "i2c:/dev/i2c-1:0x61\u00a0spare" is one key there.
+  for (const sep of ["\u00a0", "\u2028", "\u3000", "\ufeff", "\u2003"]) {
+    const key = `i2c:/dev/i2c-1:0x61${sep}spare`;
+    assert.deepEqual(deviceClaims(claim(`${key} gpio:5`)), { keys: [key, "gpio:5"], error: null });
+    assert.equal(
+      findClaimConflict([
+        device("p0", "a", claim(key)),
+        device("p1", "b", claim("i2c:/dev/i2c-1:0x61 spare")),
+      ]),
+      null,
+      JSON.stringify(sep),
+    );
+  }
+  assert.deepEqual(deviceClaims(claim("a\vb\fc\rd\ne\tf g")).keys, [
+    "a",
+    "b",
+    "c",
+    "d",
+    "e",
+    "f",
+    "g",
+  ]);
+});
+
+Deno.test("legacyClaimKey: the I2C claim key, two lower-case hex digits, the address read as hex as anolis reads it; other text lower-cased", () => {
+  // anolis (core/runtime/ownership_validation.cpp parse_i2c_address) reads the address as hex,
+  // `0x` or not: `48` is 0x48 (as i2cdetect prints it), not decimal 48 (0x30).
+  for (const a of ["0x48", "48", "0X48", " 0x48 ", "0x048"]) {
     assert.equal(legacyClaimKey("/dev/i2c-1", a), "i2c:/dev/i2c-1:0x48", a);
   }
+  for (const a of ["4A", "0x4a", "0X4A", "004a"]) {
+    assert.equal(legacyClaimKey("/dev/i2c-1", a), "i2c:/dev/i2c-1:0x4a", a);
+  }
   assert.equal(legacyClaimKey("/dev/i2c-1", "8"), "i2c:/dev/i2c-1:0x08");
+  // The bus path trimmed of ASCII white space, as anolis trims it; other space is part of it.
+  assert.equal(legacyClaimKey(" /dev/i2c-1\t", "8"), "i2c:/dev/i2c-1:0x08");
+  assert.equal(legacyClaimKey("\u00a0/dev/i2c-1", "8"), "i2c:\u00a0/dev/i2c-1:0x08");
+  assert.equal(legacyClaimKey("/dev/i2c-1", "0"), "i2c:/dev/i2c-1:0x00");
+  assert.equal(legacyClaimKey("/dev/i2c-1", "97"), "i2c:/dev/i2c-1:0x97");
+  // Exact however long (no Number rounding), and no other notation read as a number.
+  assert.equal(legacyClaimKey("/dev/i2c-1", "0x20000000000001"), "i2c:/dev/i2c-1:0x20000000000001");
+  assert.equal(legacyClaimKey("/dev/i2c-1", "0o17"), "i2c:/dev/i2c-1:0o17");
+  assert.equal(legacyClaimKey("/dev/i2c-1", "1e2"), "i2c:/dev/i2c-1:0x1e2");
+  assert.equal(legacyClaimKey("/dev/i2c-1", "-1"), "i2c:/dev/i2c-1:-1");
   assert.equal(legacyClaimKey("spi0", " CS-A "), "i2c:spi0:cs-a");
   assert.equal(legacyClaimKey("/dev/i2c-1", ""), "i2c:/dev/i2c-1:");
 });
@@ -120,7 +161,7 @@ Deno.test("findClaimConflict compares keys as exact strings", () => {
 });
 
 Deno.test("findClaimConflict: the older bus tags collide with each other and with the claim for that address", () => {
-  for (const [a, b] of [["0x48", "72"], ["0X48", " 0x48 "], ["0x4A", "0x4a"]]) {
+  for (const [a, b] of [["0x48", "48"], ["0X48", " 0x48 "], ["0x4A", "0x4a"]]) {
     assert.equal(
       findClaimConflict([
         device("p0", "free", bus("/dev/i2c-1", "0x10")),
@@ -139,6 +180,22 @@ Deno.test("findClaimConflict: the older bus tags collide with each other and wit
       device("ezo", "do_0", claim("i2c:/dev/i2c-1:0x61")),
     ]),
     `Ownership validation failed; resource claim conflict: claim 'i2c:/dev/i2c-1:0x61' held by old_bread/dcmt_0 and ezo/do_0${tail}`,
+  );
+  // An address without `0x` is hex, as anolis reads it: `61` collides with 0x61 -- and decimal
+  // 97, which anolis reads as 0x97, does not.
+  assert.equal(
+    findClaimConflict([
+      device("old_bread", "dcmt_0", bus("/dev/i2c-1", "61")),
+      device("ezo", "do_0", claim("i2c:/dev/i2c-1:0x61")),
+    ]),
+    `Ownership validation failed; resource claim conflict: claim 'i2c:/dev/i2c-1:0x61' held by old_bread/dcmt_0 and ezo/do_0${tail}`,
+  );
+  assert.equal(
+    findClaimConflict([
+      device("old_bread", "dcmt_0", bus("/dev/i2c-1", "97")),
+      device("ezo", "do_0", claim("i2c:/dev/i2c-1:0x61")),
+    ]),
+    null,
   );
 });
 

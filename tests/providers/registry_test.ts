@@ -402,7 +402,7 @@ Deno.test("start-up counts the claims of a device a provider restarted during st
 
 Deno.test("a provider claiming the key of an older provider's hw.bus_path + hw.i2c_address tags is refused at start-up", async () => {
   const r = await claimRegistry([
-    { devices: { old: { signals: [{ id: "x", type: T.DOUBLE }], tags: bus("/dev/i2c-1", "97") } } },
+    { devices: { old: { signals: [{ id: "x", type: T.DOUBLE }], tags: bus("/dev/i2c-1", "61") } } },
     claiming("do_0", KEY),
   ]);
   try {

@@ -165,7 +165,7 @@ Deno.test("a provider reporting host_unmet stays up without devices; the runtime
     );
     assert.equal(value("runtime_provider_devices", { provider: "bus0" }), 0);
 
-    // AUTO is refused while the device the tree names is missing.
+    // AUTO is refused while the device the tree names is missing, saying why.
     const post = (mode: string) =>
       fetch(`${rt.base}/v0/mode`, {
         method: "POST",
@@ -178,7 +178,7 @@ Deno.test("a provider reporting host_unmet stays up without devices; the runtime
     assert.match(
       auto.body.status.message,
       // temp0/t0 is named too: the programmable provider answers its reads without a value.
-      /refusing AUTO: the behavior tree names .*bus0\/ph_0 \(not in the inventory of provider bus0\)/,
+      /refusing AUTO: the behavior tree names .*bus0\/ph_0 \(not in the inventory of provider bus0; its host check is unmet\)/,
     );
 
     assert.match(rt.stderr(), /bus0.*host requirements unmet: "i2c\.bus_present"/);

@@ -12,10 +12,12 @@ import {
   type DeviceConditionKind,
   deviceDownAfterMs,
   DeviceOutages,
+  HOST_UNMET_SUFFIX,
 } from "../../src/state/mod.ts";
 import { StatusCode, WireDeviceState } from "../../src/adpp/mod.ts";
 import {
   dbl,
+  HOST_UNMET_I2C1,
   type Inventory,
   programFake,
   type ProgrammableFixture,
@@ -324,6 +326,37 @@ Deno.test("DeviceOutages: a device the provider does not list, or a provider not
     assert.match(r.outages.condition("p9", "pump").reason, /provider p9 is not configured/);
   } finally {
     await r.close();
+  }
+});
+
+Deno.test("DeviceOutages: a device its provider leaves out, up again with its host check unmet, is down saying so; listed again once the host is fixed", async () => {
+  // A real child: the in-process twin does not answer WaitReady's diagnostics.
+  const { fx, outages, changes } = await monitor(INVENTORY, { restart: {} }, "pump");
+  try {
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    changes.length = 0;
+    await fx.setInventory({ ...HOST_UNMET_I2C1, devices: {} });
+    await restarted(fx, "p0 up again, its host check unmet");
+    assert.equal(fx.host.hostCheck()?.status, "unmet");
+    const unlisted = `not in the inventory of provider p0${HOST_UNMET_SUFFIX}`;
+    assert.equal(HOST_UNMET_SUFFIX, "; its host check is unmet");
+    // Said where AUTO's refusal reads it (blocked_devices: the condition now). Down since its
+    // provider went down: no change of kind, so nothing more is told.
+    assert.equal(outages.condition("p0", "pump").kind, "down");
+    assert.equal(outages.condition("p0", "pump").reason, unlisted);
+    assert.deepEqual(changes.map((c) => [c.previous, c.condition.kind]), [["up", "down"]]);
+    // The host fixed: listed again, its reads answered, up.
+    await fx.setInventory(INVENTORY);
+    await restarted(fx, "p0 up again with its devices");
+    assert.equal(fx.host.hostCheck(), null);
+    await fx.cache.pollDevice("p0", "pump");
+    assert.equal(outages.condition("p0", "pump").kind, "up");
+    // A device a provider with its host check met does not list says only that.
+    assert.equal(outages.condition("p0", "ghost").reason, "not in the inventory of provider p0");
+  } finally {
+    outages.stop();
+    await fx.close();
   }
 });
 

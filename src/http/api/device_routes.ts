@@ -110,8 +110,10 @@ function deviceCapabilities({ services, params }: RouteContext): Response {
       };
       // Project addition (as ArgSpec's): the provider's SignalSpec.unit, only when it gave one.
       if (s.unit) spec.unit = s.unit;
-      // Project addition: the signal's declared hints, as the provider gave them (0 = none).
-      spec.poll_hint_hz = s.pollHintHz;
+      // Project addition: the signal's declared hints, as the provider gave them (0 = none); a
+      // hint that is no finite number (a wire double may be NaN or +-Infinity) is null, as JSON
+      // writes it anyway -- said so, and in the OpenAPI document.
+      spec.poll_hint_hz = Number.isFinite(s.pollHintHz) ? s.pollHintHz : null;
       spec.stale_after_ms = s.staleAfterMs;
       return spec;
     });
@@ -128,8 +130,11 @@ function deviceCapabilities({ services, params }: RouteContext): Response {
         };
         if (a.description) spec.description = a.description;
         if (a.unit) spec.unit = a.unit;
-        if (a.min !== undefined) spec.min = a.min;
-        if (a.max !== undefined) spec.max = a.max;
+        // A bound that is no finite number (NaN, +-Infinity on the wire) is left out: JSON has no
+        // such number, and anolis' document makes each bound a number when present. The router
+        // still checks the value against it as declared.
+        if (a.min !== undefined && Number.isFinite(a.min)) spec.min = a.min;
+        if (a.max !== undefined && Number.isFinite(a.max)) spec.max = a.max;
         // Project addition (as for parameters): what the router accepts for a string argument.
         if (a.allowedValues.length > 0) spec.allowed_values = [...a.allowedValues];
         return [a.name, spec];
