@@ -685,10 +685,12 @@ export class Kernel {
   /** A reload is applying its sections (Kernel.reload, one at a time: another is refused). */
   #reloading = false;
   /**
-   * The running reload's polling section left judging the alarms to its health section (it
-   * changes both: judged once, under both); the reload's end judges them if that never ran.
+   * The running reload's polling or health section left judging the alarms to a later section
+   * that the same reload changes -- health after polling, alarms after either -- so they are
+   * judged once, under the bounds and the alarms the file gives; the reload's end judges them if
+   * that section never ran.
    */
-  #alarmsJudgedByHealth = false;
+  #alarmsJudgedLater = false;
   /** During a reload: the tree's files as its checks read them (Kernel.reload), else null. */
   #reloadTreeFiles: ReloadTreeFiles | null = null;
   /** Settles the wait of hook calls into FAULT a reload changed for its safety section's ladder. */
@@ -1855,10 +1857,11 @@ export class Kernel {
     } finally {
       this.#reloading = false;
       this.#reloadTreeFiles = null;
-      // The health section did not run after the polling section (the runtime stopping, or a
-      // throw): the interval applied is judged now (a no-op once the alarm engine stopped).
-      if (this.#alarmsJudgedByHealth) {
-        this.#alarmsJudgedByHealth = false;
+      // The health or alarms section did not judge the alarms after the polling or health section
+      // (the runtime stopping, a throw, or the alarms section refused before its owner ran): the
+      // bounds applied are judged now (a no-op once the alarm engine stopped).
+      if (this.#alarmsJudgedLater) {
+        this.#alarmsJudgedLater = false;
         this.alarms.evaluateAll();
       }
       // A reload that threw before its own checks: what changed meanwhile is said all the same.
@@ -1982,13 +1985,21 @@ export class Kernel {
       ...providerPlan.retried.map((p) => p.id),
       ...this.#notRunningAfterReload().filter((id) => nextIds.has(id)),
     ]);
+    // The liveness bounds as the reload starts: its health section is judged against them, not
+    // against those its polling section left in between (a shorter interval's own bound, under
+    // the staleness it replaces, is no configuration's: a staleness laxer than that one but not
+    // than the start's weakens nothing, and refused it would leave that state in force).
+    const boundsAtStart = {
+      staleness: this.#config.health.staleness,
+      intervalMs: this.#config.polling.intervalMs,
+    };
     // Judged as each section applies, against the configuration then in effect and the machine
     // as it runs then: a provider an earlier section added may actuate (the AUTO -> FAULT hook
     // rule), and protections retired with their providers are no longer in effect.
     const withProviders = () =>
       providerWeakenings(this.#config, next, {
         actuatingFunctions: actuatingFunctionCount(this.inventory),
-        longerStaleBounds: (staleness) => this.cache.longerStaleBounds(staleness),
+        longerStaleBounds: (staleness) => this.cache.longerStaleBounds(staleness, boundsAtStart),
         slowerPolls: (intervalMs, staleness) => this.cache.slowerPolls(intervalMs, staleness),
       });
     const weakeningsNow = (): Weakening[] =>
@@ -2881,24 +2892,34 @@ export class Kernel {
       this.#sectionFactsRecorded.add("polling.interval_ms");
       this.outages.setDownAfterMs(deviceDownAfterMs(next.polling.intervalMs));
       // Every stale bound may have moved: judged now, not at the next poll or the old bound --
-      // by the health section when this reload changes it too (next, nothing awaited between):
-      // the new interval under the old staleness is no configuration's, and an alarm raised on
-      // a sample stale only there would run its action (an e-stop) for nothing.
-      if (changedSections.includes("health")) this.#alarmsJudgedByHealth = true;
-      else this.alarms.evaluateAll();
+      // by the health section when this reload changes it too (next, nothing awaited between),
+      // or by the alarms section: the new interval under the old staleness, or under the alarms
+      // the file removes or changes, is no configuration's, and an alarm raised on a sample stale
+      // only there would run its action (an e-stop) for nothing.
+      if (changedSections.includes("health") || changedSections.includes("alarms")) {
+        this.#alarmsJudgedLater = true;
+      } else this.alarms.evaluateAll();
       return { note: `polling ${this.#config.polling.intervalMs}->${next.polling.intervalMs} ms` };
     });
-    own("health", (next, { auto, weakens }) => {
-      const polled = this.#alarmsJudgedByHealth;
-      this.#alarmsJudgedByHealth = false;
+    own("health", (next, { auto, weakens, changedSections }) => {
+      // When this reload changes the alarms too, their section judges them, applied or refused:
+      // not the alarms the file removes or changes under the new bounds. (The sections between
+      // may await; meanwhile a poll or a wake-up of the alarm engine judges as it always does.)
+      const alarmsNext = changedSections.includes("alarms");
+      const judge = () => {
+        if (alarmsNext) return void (this.#alarmsJudgedLater = true);
+        this.#alarmsJudgedLater = false;
+        this.alarms.evaluateAll();
+      };
       if (auto && weakens.length > 0) {
         // The interval the polling section applied, under the staleness kept.
-        if (polled) this.alarms.evaluateAll();
+        if (this.#alarmsJudgedLater) judge();
         return { refused: refusal(weakens) };
       }
       this.cache.setStaleness(next.health.staleness);
-      // Every stale bound may have moved: judged now, not at the next poll or the old bound.
-      this.alarms.evaluateAll();
+      // Every stale bound may have moved: judged now (or by the alarms section), not at the next
+      // poll or the old bound.
+      judge();
       return {};
     });
     own("telemetry", async (next, { report }) => {
@@ -3112,8 +3133,15 @@ export class Kernel {
     own("alarms", (next, { auto, weakens }) => {
       const early = this.#retiredEarly;
       this.#retiredEarly = null;
+      // The stale bounds the polling or health section applied are judged here, once, with the
+      // alarms in force after this section (reconfigure judges them all; refused: below).
+      const judge = this.#alarmsJudgedLater;
+      this.#alarmsJudgedLater = false;
       if (auto && weakens.length > 0) {
-        if (early === null) return { refused: refusal(weakens) };
+        if (early === null) {
+          if (judge) this.alarms.evaluateAll();
+          return { refused: refusal(weakens) };
+        }
         // AUTO was entered after the providers section took these out (their change accepted
         // then): the rest of the section is refused, the file's version of these applies.
         const alarms = [

@@ -68,8 +68,8 @@ export interface RunningMachine {
   /** Actuating functions of the inventory (the AUTO -> FAULT hook rule). */
   readonly actuatingFunctions: number;
   /**
-   * Where this `health.staleness` would find samples stale later than the bounds in use
-   * (state/state_cache.ts `longerStaleBounds`): one text per device; empty when nowhere.
+   * Where this `health.staleness` would find samples stale later than the bounds at the reload's
+   * start (state/state_cache.ts `longerStaleBounds`): one text per device; empty when nowhere.
    */
   longerStaleBounds(staleness: Config["health"]["staleness"]): string[];
   /**

@@ -787,11 +787,16 @@ export class StateCache implements FreshReader {
    * 20000 ms`, `"sim0/tempctl0" signal "tc1_temp": ...`): the device and signal ids (a provider's
    * text) quoted and cut as the cache's log lines quote them, since the text is a reload's answer
    * and its log line. Empty when nothing would be found later (a reload's weakening,
-   * app/run_gate.ts).
+   * app/run_gate.ts). `from`: compared with the bounds `from`'s staleness and interval give the
+   * inventory in use instead of those in use (a reload judges its health section against the
+   * bounds at its start, not against those its polling section left in between).
    */
-  longerStaleBounds(staleness: StalenessBounds): string[] {
+  longerStaleBounds(
+    staleness: StalenessBounds,
+    from?: { readonly staleness: StalenessBounds; readonly intervalMs: number },
+  ): string[] {
     const out: string[] = [];
-    for (const d of this.#boundsUnder(staleness, this.#intervalMs)) {
+    for (const d of this.#boundsUnder(staleness, this.#intervalMs, from)) {
       if (d.stale !== null) out.push(`${d.device}${d.stale.signal}: ${d.stale.text}`);
     }
     return out;
@@ -822,9 +827,14 @@ export class StateCache implements FreshReader {
    * Each device of the inventory under `staleness` and `intervalMs` in place of those in use: its
    * poll period now and then, and the longest growth of its stale bounds (`signal`: empty for its
    * liveness bound, else ` signal "<id>"`; `text`: `stale after <from> -> <to> ms`), null when
-   * none grows. Asking applies nothing.
+   * none grows; `from`: grown from the bounds under its staleness and interval, not those in use.
+   * Asking applies nothing.
    */
-  *#boundsUnder(staleness: StalenessBounds, intervalMs: number): Generator<{
+  *#boundsUnder(
+    staleness: StalenessBounds,
+    intervalMs: number,
+    from?: { readonly staleness: StalenessBounds; readonly intervalMs: number },
+  ): Generator<{
     device: string;
     periodFrom: number;
     periodTo: number;
@@ -837,22 +847,27 @@ export class StateCache implements FreshReader {
         const dev = devices.get(caps.device.deviceId);
         if (!dev) continue;
         const rules = deviceStaleness(staleness, intervalMs, caps.signals, host.devices.length);
+        const was = from === undefined
+          ? null
+          : deviceStaleness(from.staleness, from.intervalMs, caps.signals, host.devices.length);
         const device = quoteDeviceHandle(providerId, caps.device.deviceId);
         let signal = "";
-        let from = dev.bounds.staleAfterMs;
+        let grownFrom = was?.bounds.staleAfterMs ?? dev.bounds.staleAfterMs;
         let to = rules.bounds.staleAfterMs;
         for (const spec of caps.signals) {
           const slot = dev.slots.get(spec.signalId);
+          if (!slot) continue;
+          const before = was?.signalStaleAfterMs(spec.staleAfterMs) ?? slot.staleAfterMs;
           const next = rules.signalStaleAfterMs(spec.staleAfterMs);
-          if (slot && next - slot.staleAfterMs > to - from) {
-            [signal, from, to] = [` signal ${quoteId(spec.signalId)}`, slot.staleAfterMs, next];
+          if (next - before > to - grownFrom) {
+            [signal, grownFrom, to] = [` signal ${quoteId(spec.signalId)}`, before, next];
           }
         }
         yield {
           device,
           periodFrom: dev.pollPeriodMs,
           periodTo: rules.pollPeriodMs,
-          stale: to > from ? { signal, text: `stale after ${from} -> ${to} ms` } : null,
+          stale: to > grownFrom ? { signal, text: `stale after ${grownFrom} -> ${to} ms` } : null,
         };
       }
     }
