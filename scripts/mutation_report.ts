@@ -256,6 +256,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       // A device only the e-stop found not answering (noteCallFailed, a failed read-back): its
       // next answered poll is a return.
       "tests/safety/estop_call_unavailable_return_test.ts",
+      // callUnanswered: a call that timed out, or answered DEADLINE_EXCEEDED, is one too.
+      "tests/safety/estop_call_timed_out_return_test.ts",
       "tests/scenarios/estop_device_return_test.ts",
       "tests/automation/device_loss_latch_test.ts",
       "tests/automation/automation_engine_test.ts",

@@ -117,9 +117,13 @@ import {
   StateCache,
 } from "../state/mod.ts";
 import {
+  coverageLost,
+  coverageLostText,
   effectiveSafeState,
   Estop,
   type EstopAction,
+  type LadderCoverage,
+  ladderCoverage,
   type ReadBackWait,
   rungDropped,
   rungDropText,
@@ -705,6 +709,11 @@ export class Kernel {
    * null before it, or until a judgement can read the devices when start-up's could not.
    */
   #rungSeen: SoftwareSafeState | null = null;
+  /**
+   * What the e-stop's ladder covered when last judged (#judgeRung): a provider restarted with a
+   * function its rung can no longer reach is a weaker stop as a rung that drops is.
+   */
+  #coverageSeen: LadderCoverage | null = null;
   /**
    * Providers whose inventory changed while the running reload ran (a crash-restart of one it
    * does not start, or of one it was to start but held back; and those it started): their declared
@@ -1380,7 +1389,9 @@ export class Kernel {
     // served; the lines around it use the same logger, and a runtime whose e-stop plan cannot be
     // made or told must not come up.
     this.estop.logPlan("start-up");
-    this.#rungSeen = this.estop.ladderRung()?.rung ?? null;
+    const startRung = this.estop.ladderRung();
+    this.#rungSeen = startRung?.rung ?? null;
+    this.#coverageSeen = startRung === null ? null : ladderCoverage(startRung, null);
     // Once the inventory is known: a tree that AUTO could never start is said now, not at the
     // operator's first POST /v0/mode.
     const autoProblem = this.config.automation.enabled ? this.modes.autoGateProblem() : null;
@@ -1916,8 +1927,10 @@ export class Kernel {
    * not cover takes every setpoint call away (zeroing or nothing instead). A drop since the rung
    * last judged is one WARN line; in AUTO it forces FAULT (AUTO is not kept on a weaker stop than
    * the one it ran with: the reload's own rule for a ladder call taken away), and a MANUAL -> AUTO
-   * transition under way is refused at its commit. `except`: providers a running reload starts,
-   * judged at its end (a setpoint for them may come in a later section).
+   * transition under way is refused at its commit. So is, within the rung, a function of a device
+   * the ladder reached that it no longer reaches (coverageLost: a provider back with bounds that
+   * refuse the zero, a function renamed). `except`: providers a running reload starts, judged at
+   * its end (a setpoint for them may come in a later section).
    */
   #judgeRung(cause: string, except?: ReadonlySet<string>): void {
     // Not once stop() has begun: its providers are ending, no FAULT nor hook call may start then.
@@ -1925,13 +1938,20 @@ export class Kernel {
     const now = this.estop.ladderRung(except);
     if (now === null) return;
     const before = this.#rungSeen;
-    const dropped = before !== null && rungDropped(before, now.rung);
+    const rungDrop = before !== null && rungDropped(before, now.rung);
+    // Within its rung too: a function of a device listed before that the ladder reached then and
+    // no longer does (a provider restarted with bounds that refuse the zero, a function renamed).
+    const lost = rungDrop ? [] : coverageLost(this.#coverageSeen, now);
+    const dropped = rungDrop || lost.length > 0;
     // Leaving providers out never drops the rung: a judgement without them is no rung in force,
     // so it only ever lowers the rung seen (a higher one would make the reload's end, judging
     // every provider, call the rung in force all along a drop).
     if (except === undefined || except.size === 0 || dropped) this.#rungSeen = now.rung;
+    this.#coverageSeen = ladderCoverage(now, this.#coverageSeen, except);
     if (!dropped) return;
-    const why = rungDropText(before, now, cause);
+    const why = rungDrop
+      ? rungDropText(before, now, cause)
+      : coverageLostText(now.rung, lost, cause);
     const auto = this.modes.current() === "AUTO";
     // The FAULT (or the refusal) first, its line after, lost if the logger throws: a line never
     // takes the action it announces away, nor rejects a reload that applied.

@@ -506,6 +506,86 @@ export interface LadderRung {
   readonly rung: SoftwareSafeState;
   /** The actuating functions safety.safe_state.setpoints do not cover. */
   readonly setpointGaps: readonly FunctionRef[];
+  /**
+   * The devices judged (those listed now, but the providers left out) of which the rung reaches
+   * an actuating function (`provider/device`).
+   */
+  readonly reached: readonly string[];
+  /** The actuating functions of the devices judged the rung leaves untouched (plan uncovered). */
+  readonly uncovered: readonly FunctionRef[];
+}
+
+/**
+ * What a ladder covered when last judged (ladderCoverage): the devices listed then whose actuating
+ * functions it reached (`provider/device`) and the actuating functions it left untouched
+ * (`provider/device\u0000function`). Bounded by the inventory judged (and, for the providers a
+ * judgement left out, the one before).
+ */
+export interface LadderCoverage {
+  readonly reached: ReadonlySet<string>;
+  readonly uncovered: ReadonlySet<string>;
+}
+
+function coverageKey(u: FunctionRef): string {
+  return `${u.device_handle}\u0000${u.function}`;
+}
+
+/**
+ * The coverage of the ladder judged `now`, to compare the next judgement with (coverageLost).
+ * `except`: providers that judgement left out (a reload starting them). Such a judgement is no
+ * ladder ever in force (as the rung it sees): it only ever lowers the coverage seen -- a device is
+ * still reached only if both reach it, a function untouched if either leaves it so; what `seen`
+ * had of the providers left out stays as it was.
+ */
+export function ladderCoverage(
+  now: LadderRung,
+  seen: LadderCoverage | null,
+  except?: ReadonlySet<string>,
+): LadderCoverage {
+  const uncovered = new Set(now.uncovered.map(coverageKey));
+  if (seen === null || except === undefined || except.size === 0) {
+    return { reached: new Set(now.reached), uncovered };
+  }
+  const reachedNow = new Set(now.reached);
+  const reached = new Set(
+    [...seen.reached].filter((h) => reachedNow.has(h) || except.has(providerIdOf(h))),
+  );
+  for (const k of seen.uncovered) uncovered.add(k);
+  return { reached, uncovered };
+}
+
+/**
+ * The actuating functions the ladder judged `now` leaves untouched, of devices it reached when it
+ * was last judged (`seen`), that it did not leave untouched then: a provider restarted with a
+ * function the rung can no longer reach -- bounds that no longer admit the zero rung 3 sends, an
+ * argument retyped, a function renamed -- weakens the stop of a device it stopped, within its
+ * rung, as a rung that drops does. A device it reached nothing of (new, or none of its functions
+ * covered: under rung 'none', say) is no loss: the stop is no weaker for it.
+ */
+export function coverageLost(seen: LadderCoverage | null, now: LadderRung): FunctionRef[] {
+  if (seen === null) return [];
+  return now.uncovered.filter((u) =>
+    seen.reached.has(u.device_handle) && !seen.uncovered.has(coverageKey(u))
+  );
+}
+
+/**
+ * The line (and FAULT reason) of a ladder that, at the same rung, no longer reaches `lost`
+ * (coverageLost; `cause`: what changed), quoted and cut as the plan lines quote them and named up
+ * to MAX_NAMED_IN_WARNING.
+ */
+export function coverageLostText(
+  rung: SoftwareSafeState,
+  lost: readonly FunctionRef[],
+  cause: string,
+): string {
+  return `the e-stop's safe-state ladder (rung '${rung}') no longer covers ${lost.length} ` +
+    `actuating function(s) it covered (${cause}): ${
+      namedList(
+        lost.map((u) => `${quoteName(u.device_handle)} ${quoteName(u.function)}`),
+        MAX_NAMED_IN_WARNING,
+      )
+    }`;
 }
 
 /**
@@ -1064,9 +1144,22 @@ export class Estop implements EstopService {
       const devices = all
         ? registeredDevices(this.#o.inventory)
         : registeredDevices(this.#o.inventory).filter((d) => !except.has(d.device.providerId));
+      const plan = all ? this.plan() : planSafeState(this.#o.safeState, devices);
+      const handles = devices.map((d) => deviceHandle(d.device.providerId, d.device.deviceId));
+      const judged = new Set(handles);
+      // The plan's uncovered also names the devices listed before and no longer listed: their
+      // provider's outage is no change of what the ladder reaches.
+      const uncovered = plan.uncovered.filter((u) => judged.has(u.device_handle));
+      const untouched = new Set(uncovered.map(coverageKey));
       return {
-        rung: all ? this.plan().rung : planSafeState(this.#o.safeState, devices).rung,
+        rung: plan.rung,
         setpointGaps: uncoveredFunctions(this.#o.safeState.setpoints, devices),
+        reached: handles.filter((h, i) =>
+          devices[i]!.functions.some((f) =>
+            f.actuating && !untouched.has(coverageKey({ device_handle: h, function: f.name }))
+          )
+        ),
+        uncovered,
       };
     } catch {
       return null;

@@ -39,7 +39,13 @@
  * read after that return, as above) is down again from that outage's first moment, not from it.
  */
 import { ProviderStatusError, StatusCode } from "../adpp/mod.ts";
-import { type Clock, namedProviderId, tellEach, type TimerId } from "../common/mod.ts";
+import {
+  type Clock,
+  namedProviderId,
+  RuntimeError,
+  tellEach,
+  type TimerId,
+} from "../common/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import { noneAnswered, signalsFail } from "./_answers.ts";
 import type { DeviceState, StateCache } from "./state_cache.ts";
@@ -58,6 +64,22 @@ export { DEVICE_DOWN_AFTER_POLLS, DEVICE_DOWN_MIN_MS, deviceDownAfterMs } from "
  * outage) ends the interval.
  */
 export const DEVICE_RETURN_MIN_INTERVAL_MS = 2000;
+
+/**
+ * Whether a failed call says its device did not answer (DeviceOutages.noteCallFailed): its provider
+ * answered UNAVAILABLE or DEADLINE_EXCEEDED (the device did not take it), or the call was written
+ * and got no answer within the provider's timeout_ms (DEADLINE_EXCEEDED at the runtime: a provider
+ * waiting on a device longer than that; whether it carries the call out later is unknown, so the
+ * device is not known to be safe). A call never written (taken back: refused UNAVAILABLE by the
+ * router, no ProviderStatusError) or refused for its arguments says nothing of the device.
+ */
+function callUnanswered(err: unknown): boolean {
+  if (err instanceof ProviderStatusError) {
+    return err.providerCode === StatusCode.UNAVAILABLE ||
+      err.providerCode === StatusCode.DEADLINE_EXCEEDED;
+  }
+  return err instanceof RuntimeError && err.code === "DEADLINE_EXCEEDED";
+}
 
 /**
  * Most devices per provider whose outage date is kept once their provider no longer lists them
@@ -611,15 +633,14 @@ export class DeviceOutages {
   }
 
   /**
-   * A safe-state call to `deviceId` failed (`err`): one its provider answered UNAVAILABLE (the
-   * device did not answer: it is out, though its polls may not have found it so -- an outage
+   * A safe-state call to `deviceId` failed (`err`): one the device did not answer (callUnanswered:
+   * its provider answered UNAVAILABLE or DEADLINE_EXCEEDED, or the call got no answer within its
+   * provider's timeout_ms -- it is out, though its polls may not have found it so: an outage
    * between two polls) is secured again at its next answer, as a device whose read failed is. Any
    * other failure (arguments refused, the provider down) says nothing of the device answering.
    */
   noteCallFailed(providerId: string, deviceId: string, err: unknown): void {
-    if (err instanceof ProviderStatusError && err.providerCode === StatusCode.UNAVAILABLE) {
-      this.#unanswered(providerId, deviceId);
-    }
+    if (callUnanswered(err)) this.#unanswered(providerId, deviceId);
   }
 
   /**
