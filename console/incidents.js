@@ -10,6 +10,12 @@ import { byId, facts, fill, formatTime, h, setResult, table } from "./dom.js";
 import { signalKey } from "./keys.js";
 import { LatestRead, OVERTAKEN } from "./latest_read.js";
 
+/**
+ * Incidents listed per page of the Incidents view (GET /v0/incidents' default page: every record
+ * the default history.incident_max_count keeps fits on one).
+ */
+export const INCIDENTS_LISTED = 100;
+
 /** What each trigger is called on the page. */
 const TRIGGER_NAMES = {
   estop: "E-stop",
@@ -55,6 +61,12 @@ export class IncidentsView {
     this.loadedId = "";
     /** The list last shown (JSON): an unchanged list is not drawn again (focus stays put). */
     this.listKey = "";
+    /**
+     * The pages of the list gone through with Older, as their cursors: the last incident of the
+     * page before each (`before=`, in the API's order); empty on the newest page. Newer steps back
+     * one, Newest empties it.
+     */
+    this.listBefore = /** @type {string[]} */ ([]);
   }
 
   /** Shows the list (`id` "") or one incident. */
@@ -95,32 +107,64 @@ export class IncidentsView {
 
   async loadList() {
     let list;
+    let older;
+    const before = this.listBefore.at(-1);
+    /** The last incident of the page in the API's order (the cursor of the next page). */
+    let last = "";
     try {
-      const r = await this.listReads.read(() => this.o.api.get("/v0/incidents"));
+      // One more than shown: whether there are older incidents.
+      const r = await this.listReads.read(() =>
+        this.o.api.get(
+          `/v0/incidents?limit=${INCIDENTS_LISTED + 1}` +
+            (before === undefined ? "" : `&before=${encodeURIComponent(before)}`),
+        )
+      );
       if (r === OVERTAKEN) return;
-      list = byTime(r.incidents ?? []);
+      const page = (r.incidents ?? []).slice(0, INCIDENTS_LISTED);
+      older = (r.incidents ?? []).length > INCIDENTS_LISTED;
+      last = page.at(-1)?.incident_id ?? "";
+      list = byTime(page);
     } catch (err) {
       this.listKey = "";
       fill(byId("incidents"), h("p", { class: "error", text: this.o.errorText(err) }));
       return;
     }
     if (this.id !== "") return;
-    const key = JSON.stringify(list);
+    const key = JSON.stringify([before ?? null, older, list]);
     if (key === this.listKey) return;
     this.listKey = key;
+    const newestPage = before === undefined;
+    const page = (cursors) => () => {
+      this.listBefore = cursors;
+      this.listKey = "";
+      this.loadList().catch(() => {});
+    };
+    const button = (label, aria, disabled, onclick) =>
+      h("button", { type: "button", class: "small", "aria-label": aria, disabled, onclick }, label);
+    const pages = newestPage && !older ? null : h(
+      "div",
+      { class: "fn-actions incident-list-pages" },
+      button("Newest", "Newest incidents", newestPage, page([])),
+      button("Newer", "Newer incidents", newestPage, page(this.listBefore.slice(0, -1))),
+      button("Older", "Older incidents", !older, page([...this.listBefore, last])),
+    );
     if (list.length === 0) {
       fill(
         byId("incidents"),
         h("p", {
           class: "muted",
-          text: "No incidents recorded. One is written around every e-stop, FAULT entry, " +
-            "alarm raise and device loss.",
+          text: newestPage
+            ? "No incidents recorded. One is written around every e-stop, FAULT entry, " +
+              "alarm raise and device loss."
+            : "No older incidents.",
         }),
+        pages,
       );
       return;
     }
     const t = table(
-      "Incident records by time, newest first",
+      (newestPage ? "Incident records by time, newest first" : "Older incident records by time") +
+        (older ? `; the ${INCIDENTS_LISTED} last recorded shown, older after` : ""),
       ["Time", "Trigger", "Cause", "Devices", "Window", "Samples", ""],
       list.map((i) => [
         formatTime(triggerAt(i)),
@@ -135,7 +179,7 @@ export class IncidentsView {
     );
     const rows = t.querySelectorAll("tbody tr");
     list.forEach((i, n) => rows[n]?.setAttribute("data-incident", i.incident_id));
-    fill(byId("incidents"), t);
+    fill(byId("incidents"), t, pages);
   }
 
   async loadOne(id) {
@@ -425,11 +469,18 @@ export function markLabel(i) {
 }
 
 /**
- * An incident's cause, with the triggers that joined it, and how many more its record left out
- * (`triggers_not_listed`: it lists at most 32 besides its lead; absent in older records).
+ * An incident's cause, with the triggers that joined it (one whose own time lies outside the
+ * record's window, `outside_window`, says when: the chart does not reach it), and how many more
+ * its record left out (`triggers_not_listed`: it lists at most 32 besides its lead; absent in
+ * older records).
  */
 export function causeText(i) {
-  const also = (i.also ?? []).map((a) => `${triggerName(a.trigger)}: ${a.cause}`);
+  const also = (i.also ?? []).map((a) =>
+    `${triggerName(a.trigger)}: ${a.cause}` +
+    (a.outside_window === "before" || a.outside_window === "after"
+      ? ` (at ${formatTime(a.at_epoch_ms)}, ${a.outside_window} the window)`
+      : "")
+  );
   const n = typeof i.triggers_not_listed === "number" ? i.triggers_not_listed : 0;
   if (n > 0) also.push(`${n} more trigger${n === 1 ? "" : "s"} not listed`);
   return also.length ? `${i.cause} (also ${also.join("; ")})` : i.cause;

@@ -169,8 +169,10 @@ export class DiskTier {
   /** Order (HeldRow.seq) of the last row handed to the writer. */
   #lastAppendedSeq = -1;
   /**
-   * Bucket start of the last row of the files at open (written by an earlier run), or -Infinity;
-   * learnt at an open whose writer failed too, when the files could be read (#learnEndOfFiles).
+   * Bucket start of the newest row of the files at open (written by an earlier run: the latest of
+   * the files' last rows, ahead of the last row when a wall clock stepped back before it was
+   * written), or -Infinity; learnt at an open whose writer failed too, when the files could be
+   * read (#learnEndOfFiles).
    */
   #lastAtOpen = -Infinity;
   /**
@@ -314,17 +316,22 @@ export class DiskTier {
    */
   async #learnEndOfFiles(): Promise<void> {
     const numbers = await segmentNumbers(this.#o.files, this.#segments);
-    let end: { last: number | null; segment: number; bytes: number } | null = null;
+    let end: { last: number | null; newest: number | null; segment: number; bytes: number } | null =
+      null;
     if (numbers.length > 0) {
-      const last = await this.#lastRowOfFiles();
+      const { last, newest } = await this.#lastRowOfFiles();
       const segment = numbers.at(-1)!;
       const bytes = await this.#o.files.fileSize(segmentPath(this.#segments, segment));
-      end = { last, segment, bytes };
+      end = { last, newest, segment, bytes };
     }
     if (this.#opened) return; // (its open learnt it; this run's rows may be in the files now)
     this.#endKnown = true;
     if (end === null) return;
-    if (end.last !== null) this.#newestT = this.#newestWrittenT = this.#lastAtOpen = end.last;
+    // The next row begins a new file when it is behind the files' last row (rows ascend within a
+    // file); the earlier runs' rows reach their newest, which a wall clock stepped back before
+    // the last row was written left ahead of it, in an earlier file.
+    if (end.last !== null) this.#newestT = this.#newestWrittenT = end.last;
+    if (end.newest !== null) this.#lastAtOpen = end.newest;
     this.#endAtOpen = { segment: end.segment, bytes: end.bytes };
   }
 
@@ -344,31 +351,39 @@ export class DiskTier {
   }
 
   /**
-   * Bucket start of the last row of the files (null: none), read from the newest file holding one:
+   * Bucket starts of the last row of the files (`last`), read from the newest file holding one --
    * not the writer's current file, which is a new empty one when the newest was full at open (past
-   * its share: a lowered disk_max_bytes) or a crash came right after a rotation. Newest first,
-   * each from its end (at most DISK_MAX_FILES).
+   * its share: a lowered disk_max_bytes) or a crash came right after a rotation -- and of their
+   * newest row (`newest`): rows ascend within a file, and a wall clock stepped back begins a new
+   * one, so the newest row is the latest of the files' last rows, in an earlier file than the last
+   * row after a step back. Null: none. Each file's last row is read from its end (at most
+   * DISK_MAX_FILES reads, once at open).
    */
-  async #lastRowOfFiles(): Promise<number | null> {
+  async #lastRowOfFiles(): Promise<{ last: number | null; newest: number | null }> {
     const files = this.#o.files;
     const numbers = await segmentNumbers(files, this.#segments);
+    let last: number | null = null;
+    let newest: number | null = null;
     for (let i = numbers.length - 1; i >= 0; i--) {
       const path = segmentPath(this.#segments, numbers[i]!);
-      const last = await lastKeyed({
+      const row = await lastKeyed({
         files,
         path,
         maxLineBytes: DISK_MAX_ROW_BYTES,
         end: await files.fileSize(path),
         key: rowTime,
       });
-      if (last !== null) return last.key;
+      if (row === null) continue;
+      last ??= row.key;
+      newest = Math.max(newest ?? -Infinity, row.key);
     }
-    return null;
+    return { last, newest };
   }
 
   /**
-   * Bucket start of the newest row an earlier run wrote (the last row of the files at open), or
-   * -Infinity: a bucket up to it may hold rows of both runs.
+   * Bucket start of the newest row an earlier run wrote (the latest of the files' last rows at
+   * open: ahead of their last row when a wall clock stepped back before it), or -Infinity: a
+   * bucket up to it may hold rows of both runs.
    */
   get lastRowAtOpen(): number {
     return this.#lastAtOpen;

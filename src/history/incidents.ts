@@ -19,6 +19,7 @@ import {
   type Clock,
   deviceHandle,
   errorMessage,
+  invalidArgument,
   type Logger,
   neverThrowing,
   notFound,
@@ -69,6 +70,26 @@ export const INCIDENT_GONE_IDS_MAX = 256;
 export const INCIDENT_GONE_FILE = "gone.jsonl";
 /** Longest line of INCIDENT_GONE_FILE read back (a longer one is no line written here: skipped). */
 export const INCIDENT_GONE_LINE_MAX_BYTES = 1024;
+/**
+ * Page sizes of GET /v0/incidents (IncidentRecorder.page). The default lists every record the
+ * default history.incident_max_count (100) keeps in one page, as the list did before it was paged;
+ * the largest bounds one answer: a machine-wide record's header names every device (1024 at most,
+ * some tens of kB), so 200 of them stay within a few MB.
+ */
+export const INCIDENTS_PAGE_LIMIT = { default: 100, max: 200 } as const;
+/** Characters of a bad `before` an error message quotes (longer is cut, "\u2026"). */
+export const INCIDENT_QUOTED_ID_CHARS = 64;
+
+/** A page of GET /v0/incidents (IncidentRecorder.page). */
+export interface IncidentsPageRequest {
+  /** Headers at most (INCIDENTS_PAGE_LIMIT). */
+  readonly limit?: number;
+  /** Headers skipped (from `before` when given). */
+  readonly offset?: number;
+  /** Only incidents noted before this id (by the counter of its id): a cursor. */
+  readonly before?: string;
+}
+
 /** Incidents waiting for their window to end at most; more are dropped and counted. */
 export const MAX_PENDING_INCIDENTS = 16;
 /**
@@ -130,6 +151,28 @@ export interface IncidentCause {
   readonly at_epoch_ms: number;
 }
 
+/**
+ * Where a trigger's own time lies against its record's window when outside it: `before`
+ * from_epoch_ms (a device loss dated back to its first failed read, found down after a later
+ * incident began -- by as much as its detection took, 3 x polling.interval_ms -- joins that
+ * incident within MERGE_WINDOW_MS of its finding) or `after` until_epoch_ms (not known to happen
+ * but across a step of the wall clock; said all the same). The trigger keeps its own time, as its
+ * run's `incident_trigger` event does: the record holds no samples around it there, only the
+ * window's.
+ */
+export type OutsideWindow = "before" | "after";
+
+/** A trigger an incident's header lists in `also`: its own time, and where it lies if outside. */
+export interface ListedCause extends IncidentCause {
+  /** Present only when `at_epoch_ms` lies outside the record's from..until. */
+  readonly outside_window?: OutsideWindow;
+}
+
+/** Where `atMs` lies against the window from..until: null within it. */
+function outsideWindow(atMs: number, from: number, until: number): OutsideWindow | null {
+  return atMs < from ? "before" : atMs > until ? "after" : null;
+}
+
 /** The header of an incident record (its first line; GET /v0/incidents lists these). */
 export interface IncidentHeader {
   readonly incident_id: string;
@@ -148,10 +191,16 @@ export interface IncidentHeader {
    */
   readonly trigger_at_epoch_ms: number;
   /**
-   * Other triggers that joined it (within MERGE_WINDOW_MS), at most INCIDENT_MAX_TRIGGERS: the
-   * strongest, of equally strong ones those that joined first.
+   * Present only when `trigger_at_epoch_ms` lies outside from_epoch_ms..until_epoch_ms: on which
+   * side (OutsideWindow).
    */
-  readonly also: readonly IncidentCause[];
+  readonly trigger_outside_window?: OutsideWindow;
+  /**
+   * Other triggers that joined it (within MERGE_WINDOW_MS), at most INCIDENT_MAX_TRIGGERS: the
+   * strongest, of equally strong ones those that joined first. Each keeps its own time, which may
+   * lie outside the window (`outside_window` says so).
+   */
+  readonly also: readonly ListedCause[];
   /**
    * Triggers that joined it beyond INCIDENT_MAX_TRIGGERS, not in `also` (0 in records written
    * before it was kept).
@@ -689,6 +738,41 @@ export class IncidentRecorder {
    */
   list(): IncidentHeader[] {
     return [...this.#index].reverse();
+  }
+
+  /**
+   * GET /v0/incidents: a page of list(), the last noted first. `before` (an incident id, the last
+   * of the previous page) starts below it by the counter of its id, whether or not its record is
+   * still kept: incidents noted meanwhile (above it) and records the bounds removed (the oldest)
+   * shift no page after it. `offset` counts from there. `limit`: absent or below 1 the default,
+   * above the largest cut to it (INCIDENTS_PAGE_LIMIT). A `before` that is no incident id is
+   * INVALID_ARGUMENT.
+   */
+  page(request: IncidentsPageRequest = {}): IncidentHeader[] {
+    const { limit, offset } = incidentsPageBounds(request);
+    let from = this.#index.length;
+    if (request.before !== undefined) {
+      if (!INCIDENT_ID.test(request.before)) {
+        // The client's text quoted and cut: it can neither make the answer long nor forge it.
+        throw invalidArgument(
+          `before: must be an incident id (inc-<ms>-<counter>), got ${
+            quoteProviderTextWithin(request.before, INCIDENT_QUOTED_ID_CHARS)
+          }`,
+        );
+      }
+      // #index is in the order of the counters (ascending): those noted before the cursor's, found
+      // by bisection (up to incident_max_count, 100,000, records).
+      const n = idCounter(request.before);
+      let lo = 0;
+      while (lo < from) {
+        const mid = (lo + from) >>> 1;
+        if (idCounter(this.#index[mid]!.incident_id) < n) lo = mid + 1;
+        else from = mid;
+      }
+    }
+    const out: IncidentHeader[] = [];
+    for (let i = from - 1 - offset; i >= 0 && out.length < limit; i--) out.push(this.#index[i]!);
+    return out;
   }
 
   /**
@@ -1738,14 +1822,20 @@ export class IncidentRecorder {
     const body = lines.map((l) => `${l}\n`).join("");
     const deviceNames = devices.map(([a, b]) => `${a}/${b}`);
     return () => {
+      // Each trigger at its own time, said when it lies outside the window (OutsideWindow).
+      const leadOutside = outsideWindow(p.lead.at_epoch_ms, from, latest);
       const headerBase = {
         incident_id: p.id,
         trigger: p.lead.trigger,
         cause: p.lead.cause,
         at_epoch_ms: at,
         trigger_at_epoch_ms: p.lead.at_epoch_ms,
+        ...(leadOutside === null ? {} : { trigger_outside_window: leadOutside }),
         // A copy: a reason arriving after the record is written must not change its listing.
-        also: [...p.also],
+        also: p.also.map((c): ListedCause => {
+          const outside = outsideWindow(c.at_epoch_ms, from, latest);
+          return outside === null ? { ...c } : { ...c, outside_window: outside };
+        }),
         triggers_not_listed: p.notListed,
         scope: p.devices === null ? "machine" as const : "devices" as const,
         devices: deviceNames,
@@ -2160,6 +2250,22 @@ function alarmDevice(signal: string): DeviceParts | null {
 
 /** An incident id: `inc-<ms>-<counter>`. */
 const INCIDENT_ID = /^inc-\d+-\d+$/;
+
+/**
+ * limit/offset of an IncidentsPageRequest: an absent, non-finite or below-1 limit takes
+ * INCIDENTS_PAGE_LIMIT.default, a larger one is cut to INCIDENTS_PAGE_LIMIT.max; an absent or
+ * negative offset is 0 (as GET /v0/runs reads them).
+ */
+function incidentsPageBounds(page: IncidentsPageRequest): { limit: number; offset: number } {
+  const l = page.limit;
+  const o = page.offset;
+  return {
+    limit: l === undefined || !Number.isFinite(l) || l < 1
+      ? INCIDENTS_PAGE_LIMIT.default
+      : Math.min(Math.floor(l), INCIDENTS_PAGE_LIMIT.max),
+    offset: o === undefined || !Number.isFinite(o) || o < 0 ? 0 : Math.floor(o),
+  };
+}
 
 /** The counter of an incident id (`inc-<ms>-<counter>`): the order incidents were recorded in. */
 function idCounter(id: string): number {

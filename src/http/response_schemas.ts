@@ -40,6 +40,8 @@ const orNull = (s: JsonSchema): JsonSchema => ({ oneOf: [s, { type: "null" }] })
 const arr = (items: JsonSchema): JsonSchema => ({ type: "array", items });
 const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 const strMap: JsonSchema = { type: "object", additionalProperties: str };
+/** Where an incident trigger's own time lies outside its record's window (OutsideWindow). */
+const OUTSIDE_WINDOW: JsonSchema = { enum: ["before", "after"] };
 const obj = (
   required: readonly string[],
   properties: Record<string, JsonSchema>,
@@ -597,7 +599,10 @@ export function responseComponents(): Record<string, JsonSchema> {
       },
       "Signal history (project addition).",
     ),
-    IncidentsResponse: ok(["incidents"], { incidents: arr(ref("IncidentHeader")) }),
+    IncidentsResponse: ok(["incidents", "count"], {
+      incidents: arr(ref("IncidentHeader")),
+      count: note(int, "Incidents in this page (not the total)."),
+    }),
     IncidentResponse: ok(["incident", "signals"], {
       incident: ref("IncidentHeader"),
       signals: arr(obj(["provider_id", "device_id", "signal_id", "value_type", "samples"], {
@@ -667,11 +672,23 @@ export function responseComponents(): Record<string, JsonSchema> {
             "joined within 1 s (an e-stop after an alarm). Records written before it was kept: " +
             "`at_epoch_ms`.",
         ),
+        trigger_outside_window: note(
+          OUTSIDE_WINDOW,
+          "Present only when `trigger_at_epoch_ms` lies outside `from_epoch_ms`.." +
+            "`until_epoch_ms`: on which side.",
+        ),
         also: note(
           arr(obj(["trigger", "cause", "at_epoch_ms"], {
             trigger: str,
             cause: str,
-            at_epoch_ms: int,
+            at_epoch_ms: note(int, "Its own time (as its run's `incident_trigger` event)."),
+            outside_window: note(
+              OUTSIDE_WINDOW,
+              "Present only when `at_epoch_ms` lies outside `from_epoch_ms`..`until_epoch_ms` " +
+                "(a device loss dated back to its first failed read, found down after a later " +
+                "incident began, joins it): on which side. The record holds no samples around " +
+                "it there.",
+            ),
           })),
           "Triggers that joined it (within 1 s), at most 32 (`INCIDENT_MAX_TRIGGERS`): the " +
             "strongest, of equally strong ones those that joined first (an e-stop or a FAULT " +

@@ -106,7 +106,7 @@ export interface HttpServices {
   /** Signal history (history/); absent when history.enabled is false (503). */
   readonly history?: Pick<History, "query" | "knows" | "status" | "declaredUnits">;
   /** Incident records; absent when history.enabled is false (503). */
-  readonly incidents?: Pick<IncidentRecorder, "list" | "get" | "jsonlRecord" | "status">;
+  readonly incidents?: Pick<IncidentRecorder, "list" | "page" | "get" | "jsonlRecord" | "status">;
   /** Audit trail (docs/http-api.md, "Audit trail"). */
   readonly audit: Pick<AuditTrail, "query" | "status" | "refused" | "refusedUntrusted">;
   /** This process's RSS and CPU time (GET /metrics). */

@@ -8,18 +8,23 @@ import {
   csvField,
   type HistoryAnswer,
   incidentCsv,
+  INCIDENTS_PAGE_LIMIT,
   MAX_HISTORY_POINTS,
   QUALITY_BY_CODE,
 } from "../../history/mod.ts";
 import { okResponse } from "../envelope.ts";
 import { type QueryParameterDoc, type Route, route, type RouteContext } from "../route_table.ts";
 import { digitsRangePattern, SAFE_DIGITS, SAFE_DIGITS_PATTERN } from "../query_patterns.ts";
+import { LENIENT_INT_PATTERN, parseRunsPage } from "../run_bodies.ts";
 import type { HttpServices } from "../services.ts";
 
 const CSV_TYPE = "text/csv; charset=utf-8";
 const JSONL_TYPE = "application/jsonl";
 /** A CSV history answer's mark of a partial answer (a JSON answer's `incomplete`). */
 export const INCOMPLETE_HEADER = "x-history-incomplete";
+
+/** What a `before` of GET /v0/incidents must look like: an incident id. */
+const INCIDENT_ID_PATTERN = String.raw`^inc-\d+-\d+$`;
 
 /** The largest `step_ms` (10 digits: 115 days). */
 const MAX_STEP_MS = 9_999_999_999;
@@ -99,7 +104,33 @@ export const HISTORY_ROUTES: readonly Route[] = [
         "for time order). Bounded by history.incident_max_count and " +
         "history.incident_max_bytes (the oldest noted are removed, e-stops' records last). " +
         "Project addition.",
+      query: [
+        {
+          name: "limit",
+          description: `Page size (default ${INCIDENTS_PAGE_LIMIT.default}, at most ` +
+            `${INCIDENTS_PAGE_LIMIT.max}; a larger value is cut, a value below 1 or one that ` +
+            "does not read as a number takes the default; a number that is not an integer " +
+            "within \u00b1(2^53-1), such as 1e20 or 1.5, is 400).",
+          schema: { type: "string", pattern: LENIENT_INT_PATTERN },
+        },
+        {
+          name: "offset",
+          description: "Entries to skip (default 0; from `before` when given; a value that does " +
+            "not read as a number takes the default; a number that is not an integer within " +
+            "\u00b1(2^53-1) is 400).",
+          schema: { type: "string", pattern: LENIENT_INT_PATTERN },
+        },
+        {
+          name: "before",
+          description: "Only incidents noted before this incident id (a cursor: the last " +
+            "incident of the previous page, by the counter of its id, whether or not its record " +
+            "is still kept; incidents noted meanwhile and records the bounds removed do not " +
+            "shift the pages; offset counts from there). `inc-<epoch ms>-<n>`; another is 400.",
+          schema: { type: "string", pattern: INCIDENT_ID_PATTERN },
+        },
+      ],
       response: "IncidentsResponse",
+      errors: [400],
     },
   }),
   route("GET", "/v0/incidents/:incident_id", getIncident, {
@@ -340,7 +371,13 @@ function csvResponse(text: string): Response {
 
 function listIncidents(ctx: RouteContext): Response {
   const { incidents } = requireHistory(ctx.services);
-  return okResponse({ incidents: incidents.list() });
+  const q = ctx.url.searchParams;
+  const before = q.get("before");
+  const page = incidents.page({
+    ...parseRunsPage(q),
+    ...(before === null ? {} : { before }),
+  });
+  return okResponse({ incidents: page, count: page.length });
 }
 
 async function getIncident(ctx: RouteContext): Promise<Response> {
