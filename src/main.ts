@@ -283,7 +283,11 @@ async function fleetView(cli: Extract<CliCommand, { kind: "fleet" }>): Promise<n
       console.log(JSON.stringify({ nodes, truncated, interrupted }, null, 2));
     } else {
       console.log(fleetTable(nodes));
-      if (truncated) console.log("(more nodes than the fleet view tracks; the list is cut)");
+      if (truncated) {
+        console.log(
+          "(more nodes, devices or metric aliases than the fleet view tracks; the list is cut)",
+        );
+      }
       if (interrupted) {
         console.log(`(interrupted by ${interruptedBy}: the nodes seen until then)`);
       }

@@ -284,6 +284,20 @@ export const BROKER_ERRORS_SAID = 8;
 /** The longest wait before a new connection in such a stretch (reconnect_ms if that is longer). */
 export const MAX_BIRTH_LOSS_DELAY_MS = 60_000;
 
+/**
+ * Least time between two birth sets that NCMD `Node Control/Rebirth` commands cause (monotonic ms,
+ * from the start of one to the next): a Rebirth sooner than this after the last one's births is
+ * answered by ONE birth set at the end of the interval, with every other Rebirth meanwhile
+ * (#rebirthAsked). Sparkplug B 3.0 asks that a Rebirth be answered with the births, not when: a
+ * host asking in a loop (one NCMD every few ms for seconds) otherwise gets a full set per set
+ * completed, hundreds of NBIRTHs and DBIRTHs a second for every host on the group. One second: a
+ * host that lost the births (QoS 0) and asks again has them within a second; it is the fleet view's
+ * own first wait between two asks (REBIRTH_RETRY_FIRST_MS), and a storm costs at most one set a
+ * second. The first births of a connection do not count: a host's first Rebirth after them is
+ * answered at once.
+ */
+export const MIN_REBIRTH_INTERVAL_MS = 1000;
+
 /** Commands from the broker being carried out at once, at most (more are refused: busy). */
 export const MAX_COMMANDS_IN_PROGRESS = 16;
 /**
@@ -629,6 +643,17 @@ export class SparkplugEdgeNode {
   /** The timer that tries what the clock could not date again (#clockRetried), or null. */
   #clockRetry: TimerId | null = null;
   /**
+   * Monotonic-clock reads that failed (threw, not a finite number, or behind one already read)
+   * since one last worked (#monoRead): the first of a failing spell is WARNed, the read that works
+   * again says how many failed.
+   */
+  readonly #monoFails: SpellLog;
+  /**
+   * The latest monotonic reading that worked (#monoRead; -Infinity before the first): the place in
+   * order of what is read while the monotonic clock fails (#monoNow).
+   */
+  #lastMono = -Infinity;
+  /**
    * The first births of this connection waited for the wall clock (#births): tried again by
    * #clockRetried (a Rebirth's wait as #rebirthBehind).
    */
@@ -743,6 +768,13 @@ export class SparkplugEdgeNode {
    * once its writes have settled, for every Rebirth meanwhile (#foldedRebirth).
    */
   #rebirthFolded = false;
+  /**
+   * When the births of the last Rebirth began (monotonic ms; null: none this process): the next
+   * Rebirth's set waits for MIN_REBIRTH_INTERVAL_MS after it (#rebirthWaitMs).
+   */
+  #rebirthAtMono: number | null = null;
+  /** The timer that answers a Rebirth folded into MIN_REBIRTH_INTERVAL_MS (#foldedRebirth), or null. */
+  #rebirthTimer: TimerId | null = null;
   /**
    * Providers whose devices changed (availability, inventory) while MAX_IN_FLIGHT writes were
    * unconfirmed: their DBIRTH/DDEATH wait, and their devices are compared again as writes
@@ -941,6 +973,13 @@ export class SparkplugEdgeNode {
         "(said again once the clock works)",
       recovered: (failed) =>
         `sparkplug: the wall clock dates the node's messages again (${failed} read(s) failed)`,
+    });
+    this.#monoFails = new SpellLog({
+      log: this.#log,
+      firstNote: "what it orders keeps its place after the last reading that worked; a " +
+        "connection's age is not judged meanwhile (said again once the clock works)",
+      recovered: (failed) =>
+        `sparkplug: the monotonic clock reads again (${failed} read(s) failed)`,
     });
   }
 
@@ -1251,6 +1290,8 @@ export class SparkplugEdgeNode {
     this.#wake?.();
     if (this.#clockRetry !== null) this.#o.clock.clearTimer(this.#clockRetry);
     this.#clockRetry = null;
+    if (this.#rebirthTimer !== null) this.#o.clock.clearTimer(this.#rebirthTimer);
+    this.#rebirthTimer = null;
     for (const u of this.#unsubscribe.splice(0)) u();
     const session = this.#session;
     if (session === null) return;
@@ -1276,9 +1317,10 @@ export class SparkplugEdgeNode {
 
   /**
    * An NCMD Rebirth (#nodeCommand). Honoured, but folded: while a birth set is still going out
-   * (a write of its NBIRTH or DBIRTHs not settled) or one is already due after it, the request is
-   * answered by ONE birth set once it has gone out, not one per request -- a host that asks again
-   * and again (a storm of NCMDs) gets at most the set in flight and one after it.
+   * (a write of its NBIRTH or DBIRTHs not settled), within MIN_REBIRTH_INTERVAL_MS of the last
+   * Rebirth's births, or while one is already due after them, the request is answered by ONE
+   * birth set once they have gone out and the interval is over, not one per request -- a host
+   * that asks again and again (a storm of NCMDs) gets at most one set per interval.
    */
   #rebirthAsked(): void {
     // One is due already (after the births going out, or a write at MAX_IN_FLIGHT): this request
@@ -1292,9 +1334,38 @@ export class SparkplugEdgeNode {
       );
       return;
     }
+    const wait = this.#rebirthWaitMs();
+    if (wait > 0) {
+      this.#rebirthFolded = true;
+      this.#rebirthTimer ??= this.#o.clock.setTimer(this.#rebirthDue, wait);
+      this.#log.info(
+        `sparkplug: Node Control/Rebirth requested within ${MIN_REBIRTH_INTERVAL_MS} ms ` +
+          `(MIN_REBIRTH_INTERVAL_MS) of the last one's births; one set of births follows in ` +
+          `${Math.ceil(wait)} ms (further requests meanwhile are answered by it)`,
+      );
+      return;
+    }
     this.#log.info("sparkplug: Node Control/Rebirth requested; publishing births");
     this.rebirth();
   }
+
+  /**
+   * How long a Rebirth's births wait still: MIN_REBIRTH_INTERVAL_MS from the start of the last
+   * Rebirth's births, 0 when over or none. 0 too when the monotonic clock fails (#monoRead): the
+   * set in flight still folds a storm, and a Rebirth is not left waiting on a clock.
+   */
+  #rebirthWaitMs(): number {
+    if (this.#rebirthAtMono === null) return 0;
+    const now = this.#monoRead("a Rebirth's interval (MIN_REBIRTH_INTERVAL_MS)");
+    if (now === null) return 0;
+    return Math.max(0, this.#rebirthAtMono + MIN_REBIRTH_INTERVAL_MS - now);
+  }
+
+  /** MIN_REBIRTH_INTERVAL_MS after the last Rebirth's births: the folded Rebirth is answered. */
+  readonly #rebirthDue = (): void => {
+    this.#rebirthTimer = null;
+    this.#contain("a Rebirth", this.#foldedRebirth);
+  };
 
   /** Whether the latest birth set of this session still has writes not settled. */
   #birthSetOut(): boolean {
@@ -1309,6 +1380,12 @@ export class SparkplugEdgeNode {
    */
   readonly #foldedRebirth = (): void => {
     if (!this.#rebirthFolded || this.#birthSetOut()) return;
+    // Within the interval: the timer answers it (armed once per folded Rebirth).
+    const wait = this.#rebirthWaitMs();
+    if (wait > 0) {
+      if (!this.#stopped) this.#rebirthTimer ??= this.#o.clock.setTimer(this.#rebirthDue, wait);
+      return;
+    }
     this.#rebirthFolded = false;
     this.rebirth();
   };
@@ -1591,7 +1668,11 @@ export class SparkplugEdgeNode {
     const bornAt = this.#bornAtMono;
     this.#bornAtMono = null;
     if (bornAt === null) return reconnectMs; // closed before its births: says nothing of them
-    if (this.#o.clock.monoMs() - bornAt >= BIRTH_LOSS_WINDOW_MS) {
+    // The connection's age unknown (the monotonic clock failing): neither a loss nor a hold; the
+    // next connection at reconnect_ms, the stretch as it was.
+    const now = this.#monoRead("the age of a connection closed after its births");
+    if (now === null) return reconnectMs;
+    if (now - bornAt >= BIRTH_LOSS_WINDOW_MS) {
       this.#birthLosses = 0;
       this.#largestWrite = null;
       return reconnectMs;
@@ -1684,6 +1765,8 @@ export class SparkplugEdgeNode {
     }
     this.#birthsUndated = false;
     if (this.#nbirthTooLarge(now)) return;
+    // Born already: these births answer a Rebirth; the next waits for MIN_REBIRTH_INTERVAL_MS.
+    if (this.#born) this.#rebirthAtMono = this.#monoNow("a Rebirth's births");
     this.#rebirthBehind = false;
     this.#rebirthFolded = false; // these births answer a Rebirth that waited for the last ones
     this.#providersBehind.clear(); // every device is born again as it is now
@@ -1694,7 +1777,7 @@ export class SparkplugEdgeNode {
     if (this.#bornAtMono === null) {
       // This connection's first births: the largest write is of this stretch (#afterBirthLoss).
       if (this.#birthLosses === 0) this.#largestWrite = null;
-      this.#bornAtMono = this.#o.clock.monoMs();
+      this.#bornAtMono = this.#monoNow("the births (NBIRTH)");
     }
     const status = this.#nodeState();
     const first = this.#lastNode === null;
@@ -1834,7 +1917,7 @@ export class SparkplugEdgeNode {
       this.#providersBehind.add(providerId);
       return false;
     }
-    const mono = this.#o.clock.monoMs();
+    const mono = this.#monoNow("a device's birth (DBIRTH)");
     const metrics: Metric[] = [];
     // A signal named as a metric the node makes for the device (a declared function's, the
     // type's) is not born: one name and alias would stand for two metrics of two datatypes.
@@ -2471,7 +2554,7 @@ export class SparkplugEdgeNode {
         let seq = Infinity;
         for (const p of signals.values()) seq = Math.min(seq, p.seq);
         const payload = { timestamp: now!, metrics };
-        if (this.#send("DDATA", id, payload, false, seq, this.#o.clock.monoMs())) continue;
+        if (this.#send("DDATA", id, payload, false, seq, this.#monoNow("data (DDATA)"))) continue;
         // Split over max_message_bytes without room for all its parts (#sendSplit): none went
         // out, so it waits as data that cannot go out live does.
         if (this.#o.replay !== undefined) this.#noteOutageOf(id, signals);
@@ -2513,7 +2596,7 @@ export class SparkplugEdgeNode {
     // A clock that fails now: the time of its earliest change (each metric carries its poll's).
     const timestampMs = atMs ?? this.#wallNow("data kept for later (DDATA)") ??
       Math.min(...metrics.map((m) => Number(m.timestamp)));
-    const mono = atMono ?? this.#o.clock.monoMs();
+    const mono = atMono ?? this.#monoNow("data kept for later (DDATA)");
     for (const m of metrics) m.is_historical = true;
     const bytes = encode({ timestamp: timestampMs, metrics }).length;
     this.counts.stored++;
@@ -2935,6 +3018,47 @@ export class SparkplugEdgeNode {
   }
 
   /**
+   * The monotonic clock's time for `what` (the place in order of a message, an age), or null: the
+   * read threw, was not a finite number (NaN) or was behind one already read (a step back). The one
+   * guard of the node's monotonic reads: WARNed once per failing spell (not an internal error). A
+   * read that throws in the middle of the births, a kept latch change or a connection's close
+   * would leave them half done (the births not published with the data waiting for them cleared,
+   * the change lost, the node never reconnecting); a NaN or a step back would put what is stored
+   * and forwarded out of order (#keep, #keepNodeAt sort by it) or count a connection that held as
+   * closed at its births (#afterBirthLoss).
+   */
+  #monoRead(what: string): number | null {
+    let t: number;
+    try {
+      t = this.#o.clock.monoMs();
+    } catch (err) {
+      this.#monoFails.fail(
+        `sparkplug: the monotonic clock failed reading ${what} (${errorMessage(err)})`,
+      );
+      return null;
+    }
+    if (!Number.isFinite(t) || t < this.#lastMono) {
+      this.#monoFails.fail(
+        `sparkplug: the monotonic clock failed reading ${what} (read ${t}` +
+          (Number.isFinite(t) ? `, behind ${this.#lastMono} read before)` : ")"),
+      );
+      return null;
+    }
+    this.#lastMono = t;
+    this.#monoFails.ok();
+    return t;
+  }
+
+  /**
+   * #monoRead, or when it fails the latest reading that worked: a place in order after all that
+   * was read before it (in the order of the calls for equal ones), so nothing waits or is lost for
+   * it, and nothing stored is put before older data.
+   */
+  #monoNow(what: string): number {
+    return this.#monoRead(what) ?? this.#lastMono;
+  }
+
+  /**
    * NODE_CLOCK_RETRY_MS after a wall-clock read failed (#wallNow): what waited for it is tried
    * again -- the births of this connection, e-stop answers kept for the host's history, then
    * what waits for the writes (#afterWrite: a Rebirth, node metrics behind, answers, providers'
@@ -3001,13 +3125,13 @@ export class SparkplugEdgeNode {
       return;
     }
     const payload: Payload = { timestamp: now, metrics };
-    const atMono = this.#o.clock.monoMs();
+    const atMono = this.#monoNow("a node metric change");
     if (this.#nodeKept.length === 0 && this.#send("NDATA", undefined, payload, false, 0, atMono)) {
       this.#lastNode = status;
       this.#nodeBehindSince = null;
     } else {
       this.#nodeBehind = true;
-      this.#nodeBehindSince ??= { atMs: now, atMono: this.#o.clock.monoMs(), status };
+      this.#nodeBehindSince ??= { atMs: now, atMono, status };
     }
   }
 
@@ -3068,7 +3192,8 @@ export class SparkplugEdgeNode {
     if (this.#lastNode === null) this.#unbornNode = status;
     else this.#lastNode = status;
     for (const m of metrics) m.is_historical = true;
-    this.#nodeKept.push({ timestampMs: now, atMono: this.#o.clock.monoMs(), metrics });
+    const atMono = this.#monoNow("a node metric change");
+    this.#nodeKept.push({ timestampMs: now, atMono, metrics });
     if (this.#nodeKept.length > MAX_NODE_CHANGES_KEPT) this.#nodeKeptOver();
   }
 
@@ -3660,7 +3785,7 @@ export class SparkplugEdgeNode {
   #commandResult(deviceId: string, name: string, text: string): void {
     if (!this.online) {
       if (deviceId === NODE && name === NODE_METRICS.estop) {
-        this.#keepEstopAnswerNow(this.#o.clock.monoMs(), `${name}: ${text}`);
+        this.#keepEstopAnswerNow(this.#monoNow("an NCMD e-stop's answer"), `${name}: ${text}`);
       }
       return;
     }
@@ -3700,7 +3825,7 @@ export class SparkplugEdgeNode {
           name,
           text,
           atMs: now,
-          atMono: this.#o.clock.monoMs(),
+          atMono: this.#monoNow("the answer to a command"),
         });
       } else {
         this.counts.publishFailures++;
@@ -3740,7 +3865,7 @@ export class SparkplugEdgeNode {
         }],
       };
       const liveSeq = name === NODE_METRICS.estop ? 0 : undefined;
-      this.#send("NDATA", undefined, payload, false, liveSeq, this.#o.clock.monoMs());
+      this.#send("NDATA", undefined, payload, false, liveSeq, this.#monoNow("the answer"));
       return;
     }
     // Left while its answer waited for the writes, or born again meanwhile without the function
@@ -4013,7 +4138,7 @@ export class SparkplugEdgeNode {
       this.counts.storeDropped++;
       return;
     }
-    this.#keepNodeAt(p.timestamp, atMono ?? this.#o.clock.monoMs(), p.metrics);
+    this.#keepNodeAt(p.timestamp, atMono ?? this.#monoNow("a node change kept again"), p.metrics);
     this.#drainNode();
   }
 
@@ -4118,7 +4243,12 @@ export class SparkplugEdgeNode {
       return;
     }
     // In its place: a replayed one before the newer data kept meanwhile.
-    this.#keep(deviceId, p.metrics, p.timestamp, atMono ?? this.#o.clock.monoMs());
+    this.#keep(
+      deviceId,
+      p.metrics,
+      p.timestamp,
+      atMono ?? this.#monoNow("data kept again (DDATA)"),
+    );
     this.#drain();
   }
 }

@@ -75,7 +75,11 @@ export interface FleetOptions {
 export interface FleetResult {
   /** Every node seen, sorted by group and node. */
   readonly nodes: FleetNode[];
-  /** More nodes or devices than the view tracks (MAX_FLEET_NODES, MAX_FLEET_DEVICES). */
+  /**
+   * More nodes, devices or metric aliases than the view tracks (MAX_FLEET_NODES,
+   * MAX_FLEET_DEVICES, MAX_FLEET_ALIASES_PER_NODE, MAX_FLEET_ALIASES): the list is cut, or a
+   * node's metrics sent by an alias past the bound are not read (left as they were).
+   */
   readonly truncated: boolean;
   /** The window was ended early (FleetOptions.interrupt): the nodes seen until then. */
   readonly interrupted: boolean;
@@ -88,6 +92,33 @@ export const MAX_FLEET_NODES = 10000;
  * now, by id); beyond it new ids are not counted, said in `truncated`.
  */
 export const MAX_FLEET_DEVICES = 100000;
+
+/**
+ * Metric aliases the fleet view keeps for one node, at most. It keeps only those of the node
+ * metrics it reads (FLEET_READ_METRICS: nine names; a node of this runtime defines one alias each
+ * in its NBIRTH), from the node's latest NBIRTH and its NDATA, so an honest node of any make stays
+ * far below it; a node whose births define more (a hostile or broken one, millions of tiny
+ * aliases) has the rest not kept, said in `truncated`: its NDATA by those aliases are not read.
+ */
+export const MAX_FLEET_ALIASES_PER_NODE = 64;
+/**
+ * Metric aliases the fleet view keeps over all nodes, at most (beyond it new ones are not kept,
+ * said in `truncated`): MAX_FLEET_NODES nodes of this runtime with one alias per node metric read.
+ */
+export const MAX_FLEET_ALIASES = 10 * MAX_FLEET_NODES;
+
+/** The node metrics the fleet view reads: only their aliases are kept (MAX_FLEET_ALIASES_PER_NODE). */
+const FLEET_READ_METRICS: ReadonlySet<string> = new Set([
+  NODE_METRICS.bdSeq,
+  NODE_METRICS.mode,
+  NODE_METRICS.latched,
+  NODE_METRICS.alarmsActive,
+  NODE_METRICS.alarmsUnacked,
+  NODE_METRICS.providersUp,
+  NODE_METRICS.providersDown,
+  NODE_METRICS.version,
+  NODE_METRICS.foreignBirths,
+]);
 
 /**
  * How long the fleet view waits for the births of a node it asked for a Rebirth before asking it
@@ -141,6 +172,8 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
   /** Each node's devices born now (DBIRTH adds, DDEATH, NBIRTH and NDEATH take away), by device id. */
   const born = new Map<string, Set<string>>();
   let deviceIds = 0;
+  /** Aliases kept in `aliases`, over all nodes (MAX_FLEET_ALIASES). */
+  let aliasCount = 0;
   let truncated = false;
   const options = {
     url: o.url,
@@ -273,6 +306,24 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
     }
     const names = aliases.get(key) ?? new Map<number, string>();
     aliases.set(key, names);
+    /** An alias of a metric the view reads, within the bounds (past them: `truncated`). */
+    const keepAlias = (alias: number, name: string): void => {
+      if (names.has(alias)) {
+        if (FLEET_READ_METRICS.has(name)) names.set(alias, name);
+        else {
+          names.delete(alias); // now of a metric the view does not read
+          aliasCount--;
+        }
+        return;
+      }
+      if (!FLEET_READ_METRICS.has(name)) return;
+      if (names.size >= MAX_FLEET_ALIASES_PER_NODE || aliasCount >= MAX_FLEET_ALIASES) {
+        truncated = true;
+        return;
+      }
+      names.set(alias, name);
+      aliasCount++;
+    };
     const apply = (metrics: Array<Record<string, unknown>>) => {
       for (const m of metrics) {
         const name = typeof m.name === "string"
@@ -280,7 +331,7 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
           : typeof m.alias === "number"
           ? names.get(m.alias)
           : undefined;
-        if (typeof m.name === "string" && typeof m.alias === "number") names.set(m.alias, m.name);
+        if (typeof m.name === "string" && typeof m.alias === "number") keepAlias(m.alias, m.name);
         // Store and forward's replay of what changed while the node was away (after its births,
         // which carry the metrics as they are; a live change may even precede its last ones):
         // history, not the node's state now.
@@ -333,6 +384,9 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
         deviceIds -= devices.size;
         devices.clear();
         n.devices = 0;
+        // A new birth defines the node's aliases anew: one of an earlier birth names nothing now.
+        aliasCount -= names.size;
+        names.clear();
         apply(p.metrics ?? []);
         stopAsking(key, false);
         told();

@@ -10,7 +10,7 @@
  * still going out.
  */
 import assert from "node:assert/strict";
-import { DataType, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
+import { DataType, MIN_REBIRTH_INTERVAL_MS, sparkplugDeviceId } from "../../src/sparkplug/mod.ts";
 import { flushMicrotasks } from "../helpers/clock.ts";
 import { deviceCaps, edgeNodeRig } from "./_edge_node_rig.ts";
 import type { HeldSession } from "../helpers/held_session.ts";
@@ -73,12 +73,17 @@ Deno.test("SparkplugEdgeNode: Rebirths while a birth set is going out are one bi
     await flushMicrotasks();
   }
   assert.equal(r.session.inFlight, 0);
+  assert.equal(birthSets(r.session, from, bdSeq), 1, "the folded set waits for the interval");
+  await r.clock.advanceAsync(MIN_REBIRTH_INTERVAL_MS);
+  r.session.complete();
+  await flushMicrotasks();
   assert.equal(
     birthSets(r.session, from, bdSeq),
     2,
     "50 Rebirths: the set going out and one after",
   );
-  // A Rebirth once nothing is going out is served at once, as before.
+  // A Rebirth once nothing is going out and the interval is over is served at once, as before.
+  await r.clock.advanceAsync(MIN_REBIRTH_INTERVAL_MS);
   r.command(NCMD, [REBIRTH]);
   await flushMicrotasks();
   assert.equal(birthSets(r.session, from, bdSeq), 3, "a later Rebirth gets its own set");
@@ -114,6 +119,7 @@ Deno.test("SparkplugEdgeNode: a Rebirth folded behind births whose writes fail i
     r.session.failOne();
     await flushMicrotasks();
   }
+  await r.clock.advanceAsync(MIN_REBIRTH_INTERVAL_MS);
   assert.equal(birthSets(r.session, from, bdSeq), 2, "the folded Rebirth's births follow");
   await r.stop();
 });
