@@ -2005,10 +2005,11 @@ export class Kernel {
       ...providerPlan.retried.map((p) => p.id),
       ...this.#notRunningAfterReload().filter((id) => nextIds.has(id)),
     ]);
-    // The liveness bounds as the reload starts: its health section is judged against them, not
-    // against those its polling section left in between (a shorter interval's own bound, under
-    // the staleness it replaces, is no configuration's: a staleness laxer than that one but not
-    // than the start's weakens nothing, and refused it would leave that state in force).
+    // The liveness bounds and poll periods as the reload starts: its health section is judged
+    // against them, not against those its polling section left in between (a shorter interval's
+    // own bound or period, under the staleness it replaces, is no configuration's: a staleness
+    // laxer than that one but not than the start's weakens nothing, and refused it would leave
+    // that state in force). The polling section, judged before it applies, sees the start's.
     const boundsAtStart = {
       staleness: this.#config.health.staleness,
       intervalMs: this.#config.polling.intervalMs,
@@ -2020,7 +2021,8 @@ export class Kernel {
       providerWeakenings(this.#config, next, {
         actuatingFunctions: actuatingFunctionCount(this.inventory),
         longerStaleBounds: (staleness) => this.cache.longerStaleBounds(staleness, boundsAtStart),
-        slowerPolls: (intervalMs, staleness) => this.cache.slowerPolls(intervalMs, staleness),
+        slowerPolls: (intervalMs, staleness) =>
+          this.cache.slowerPolls(intervalMs, staleness, boundsAtStart),
       });
     const weakeningsNow = (): Weakening[] =>
       withProviders().map(({ section, what }) => ({ section, what }));

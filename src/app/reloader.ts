@@ -126,7 +126,14 @@ export class ConfigReloader {
       try {
         do {
           this.#again = false;
-          await this.#reloadOnce();
+          try {
+            await this.#reloadOnce();
+          } catch (err) {
+            // What #reloadOnce did not foresee (it handles its file, the kernel's answer, its
+            // clock and its lines): said, never left to reject SIGHUP's `void` call; a reload
+            // asked meanwhile still runs.
+            this.#log.error(`config reload failed unexpectedly: ${errorMessage(err)}`);
+          }
         } while (this.#again);
       } finally {
         this.#running = null;
@@ -179,7 +186,7 @@ export class ConfigReloader {
       log.error(summary);
     } else {
       this.#success++;
-      this.#lastSuccessMs = at;
+      if (at !== null) this.#lastSuccessMs = at;
       // Anything refused, failed, weakened or left for a restart is never said at INFO.
       const warn = refused.length > 0 || report.providers.failed.length > 0 ||
         report.needsRestart.length > 0 || report.weakened.length > 0 ||
@@ -187,6 +194,7 @@ export class ConfigReloader {
       if (warn) log.warn(summary);
       else log.info(summary);
     }
+    if (at === null) return;
     runtime.bus.publish({
       kind: "config_reload",
       result: interrupted ? "failed" : "applied",
@@ -210,6 +218,8 @@ export class ConfigReloader {
     const log = this.#log;
     this.#failure++;
     log.error(summary);
+    const at = this.#date();
+    if (at === null) return;
     runtime.bus.publish({
       kind: "config_reload",
       result: "failed",
@@ -224,17 +234,29 @@ export class ConfigReloader {
       refused: [],
       needs_restart: [],
       errors: [...errors],
-      timestamp_ms: this.#date(),
+      timestamp_ms: at,
     });
   }
 
   /**
    * A reload's date, for its event (and, applied, for GET /metrics): the wall clock's, never
    * before the reload before it (transitionDate), so a step back of the wall clock (NTP) never
-   * dates a later reload before an earlier one.
+   * dates a later reload before an earlier one. Null when the clock throws (one ERROR line): no
+   * time is invented, so the reload's event is not published and GET /metrics keeps the last
+   * success time it had; the reload itself, its count and its summary line stand.
    */
-  #date(): number {
-    const at = transitionDate(this.#o.runtime.host.clock.nowMs(), this.#lastEventMs);
+  #date(): number | null {
+    let wall: number;
+    try {
+      wall = this.#o.runtime.host.clock.nowMs();
+    } catch (err) {
+      this.#log.error(
+        `config reload: reading the wall clock failed: ${errorMessage(err)}; its config_reload ` +
+          "event is not published (no time to date it) and its counts stand",
+      );
+      return null;
+    }
+    const at = transitionDate(wall, this.#lastEventMs);
     this.#lastEventMs = at;
     return at;
   }

@@ -74,8 +74,9 @@ export interface RunningMachine {
   longerStaleBounds(staleness: Config["health"]["staleness"]): string[];
   /**
    * Where this `polling.interval_ms` and `health.staleness` would poll a device less often than
-   * now (state/state_cache.ts `slowerPolls`: a shorter interval may, a poll period being whole
-   * intervals, and so may a laxer staleness bound): one text per device; empty when nowhere.
+   * at the reload's start (state/state_cache.ts `slowerPolls`: a shorter interval may, a poll
+   * period being whole intervals, and so may a laxer staleness bound): one text per device;
+   * empty when nowhere.
    */
   slowerPolls(intervalMs: number, staleness: Config["health"]["staleness"]): string[];
 }

@@ -811,11 +811,19 @@ export class StateCache implements FreshReader {
    * (`"sim0/motorctl0" every 110 -> 200 ms`), with the longest growth of its stale bounds when
    * they grow with it (`, stale after 5000 -> 8000 ms`), quoted and cut as longerStaleBounds
    * quotes them. Empty when no device would be polled less often (a reload's weakening,
-   * app/run_gate.ts).
+   * app/run_gate.ts). `from`: compared with the poll periods and bounds `from`'s staleness and
+   * interval give the inventory in use, as longerStaleBounds: a reload judges its health section
+   * against the periods at its start, not those its polling section left in between (a shorter
+   * interval under a warn_after_ms below it polls every interval: a laxer bound of the file then
+   * polls less often than that state, no file's, yet no less often than at the start).
    */
-  slowerPolls(intervalMs: number, staleness: StalenessBounds): string[] {
+  slowerPolls(
+    intervalMs: number,
+    staleness: StalenessBounds,
+    from?: { readonly staleness: StalenessBounds; readonly intervalMs: number },
+  ): string[] {
     const out: string[] = [];
-    for (const d of this.#boundsUnder(staleness, intervalMs)) {
+    for (const d of this.#boundsUnder(staleness, intervalMs, from)) {
       if (d.periodTo <= d.periodFrom) continue;
       const stale = d.stale === null ? "" : `,${d.stale.signal} ${d.stale.text}`;
       out.push(`${d.device} every ${d.periodFrom} -> ${d.periodTo} ms${stale}`);
@@ -827,7 +835,7 @@ export class StateCache implements FreshReader {
    * Each device of the inventory under `staleness` and `intervalMs` in place of those in use: its
    * poll period now and then, and the longest growth of its stale bounds (`signal`: empty for its
    * liveness bound, else ` signal "<id>"`; `text`: `stale after <from> -> <to> ms`), null when
-   * none grows; `from`: grown from the bounds under its staleness and interval, not those in use.
+   * none grows; `from`: the period and bounds under its staleness and interval, not those in use.
    * Asking applies nothing.
    */
   *#boundsUnder(
@@ -865,7 +873,7 @@ export class StateCache implements FreshReader {
         }
         yield {
           device,
-          periodFrom: dev.pollPeriodMs,
+          periodFrom: was?.pollPeriodMs ?? dev.pollPeriodMs,
           periodTo: rules.pollPeriodMs,
           stale: to > grownFrom ? { signal, text: `stale after ${grownFrom} -> ${to} ms` } : null,
         };

@@ -89,3 +89,47 @@ Deno.test("Kernel.reload in AUTO refuses a health.staleness under which a device
     assert.deepEqual(rt.cache.staleness, tight.health.staleness);
   });
 });
+
+Deno.test("Kernel.reload in AUTO judges a health.staleness that polls a device less often against the poll periods at the reload's start, not those its polling section left in between", async () => {
+  await withKernel(async (rt, base) => {
+    // At the start: half warn_after_ms (150 ms) is below the interval, so every device is polled
+    // every interval (500 ms); the file is warned about (warn_after_ms not above the interval).
+    const start: Config = {
+      ...base,
+      polling: { intervalMs: 500 },
+      health: { staleness: { warnAfterMs: 300, staleAfterMs: 5000 } },
+    };
+    assert.deepEqual((await rt.reload(start)).refused, []);
+    assert.equal(rt.cache.pollPeriodMs("sim0", "relayio0"), 500);
+    await enterAuto(rt);
+    // The file: 100 ms and warn_after_ms 1000: the 1 Hz relay card is polled every 500 ms, as at
+    // the start. Between the two sections (100 ms under warn_after_ms 300) it is every 100 ms:
+    // the health section, judged against that, would call every 500 ms slower and be refused,
+    // leaving 100 ms under warn_after_ms 300 in force, a state neither file describes.
+    const next: Config = {
+      ...start,
+      polling: { intervalMs: SHORTER_MS },
+      health: { staleness: { warnAfterMs: 1000, staleAfterMs: 5000 } },
+    };
+    const inAuto = await rt.reload(next);
+    assert.deepEqual([inAuto.refused, inAuto.weakened], [[], []], summarize(inAuto));
+    assert.deepEqual(inAuto.applied.toSorted(), ["health", "polling"]);
+    assert.equal(rt.cache.pollPeriodMs("sim0", "relayio0"), 500);
+    assert.deepEqual(rt.cache.staleness, next.health.staleness);
+
+    // One that polls it less often than at the start is refused, the start's period named.
+    await rt.modes.request("MANUAL");
+    assert.deepEqual((await rt.reload(start)).refused, []);
+    await enterAuto(rt);
+    const slower: Config = {
+      ...next,
+      health: { staleness: { warnAfterMs: 1400, staleAfterMs: 5000 } },
+    };
+    const refused = await rt.reload(slower);
+    assert.deepEqual(refused.refused.map((r) => r.section), ["health"], summarize(refused));
+    assert.match(
+      refused.refused[0]!.why,
+      /health\.staleness: devices polled less often: .*"sim0\/relayio0" every 500 -> 700 ms/,
+    );
+  });
+});
