@@ -242,6 +242,8 @@ export const MUTATION_SCOPES: readonly MutationScope[] = [
       "tests/safety/verify_test.ts",
       // A read-back its provider answered with an error: the device's next answer is a return.
       "tests/scenarios/estop_device_return_test.ts",
+      // So is one that got no answer within its provider's whole timeout_ms (not one cut shorter).
+      "tests/state/fresh_read_unanswered_test.ts",
       "tests/scenarios/alarms_clock_skew_test.ts",
     ],
     timeoutMs: PROCESS_TIMEOUT_MS,

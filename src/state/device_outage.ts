@@ -644,8 +644,9 @@ export class DeviceOutages {
   }
 
   /**
-   * A device found not answering by the e-stop (a read-back its provider answered with an error,
-   * a safe-state call it answered UNAVAILABLE), its provider up: out (#devicesOut), and its next
+   * A device found not answering by the e-stop (a read-back its provider answered with an error
+   * or did not answer within its whole timeout_ms: StateCache onFreshReadFailed; a safe-state call
+   * the device did not answer: callUnanswered), its provider up: out (#devicesOut), and its next
    * answered poll is a return (Tracked.unanswered) even if no poll found it failing.
    */
   #unanswered(providerId: string, deviceId: string): void {

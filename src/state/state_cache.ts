@@ -424,7 +424,8 @@ export type InventoryAppliedListener = (providerId: string) => void;
 
 /**
  * Told when a fresh read (readFresh: the e-stop's read-back) of a device its provider lists, of
- * signals it declares, was answered with an error status by the provider: the device did not
+ * signals it declares, was answered with an error status by the provider, or got no answer within
+ * the provider's whole timeout_ms (not one the caller's shorter bound cut): the device did not
  * answer, as a failed poll says (onFreshReadFailed). Must not throw (a listener that throws is
  * logged, at a bounded rate, and skipped).
  */
@@ -1175,10 +1176,11 @@ export class StateCache implements FreshReader {
   }
 
   /**
-   * Subscribes to fresh reads its provider answered with an error status (see
-   * FreshReadFailedListener): a device that did not answer the e-stop's read-back though no poll
-   * found it failing (its outage fell between two polls). Listeners run in subscription order,
-   * synchronously, before readFresh answers. Returns the unsubscribe function.
+   * Subscribes to fresh reads its provider answered with an error status, or did not answer
+   * within its whole timeout_ms (see FreshReadFailedListener): a device that did not answer the
+   * e-stop's read-back though no poll found it failing (its outage fell between two polls).
+   * Listeners run in subscription order, synchronously, before readFresh answers. Returns the
+   * unsubscribe function.
    */
   onFreshReadFailed(listener: FreshReadFailedListener): () => void {
     this.#freshReadFailedListeners.push(listener);
@@ -1338,8 +1340,8 @@ export class StateCache implements FreshReader {
     if (!device) {
       return { ok: false, reason: `device not found: ${deviceHandle(providerId, deviceId)}` };
     }
+    const timeout = Math.max(1, Math.min(host.config.timeoutMs, Math.ceil(timeoutMs)));
     try {
-      const timeout = Math.max(1, Math.min(host.config.timeoutMs, Math.ceil(timeoutMs)));
       const r = await host.request(
         "read_signals",
         { device_id: deviceId, signal_ids: [...signalIds] },
@@ -1385,10 +1387,13 @@ export class StateCache implements FreshReader {
       const timedOut = e.code === "DEADLINE_EXCEEDED";
       const cutByStop = !timedOut && host.state.phase === "STOPPED" &&
         !(err instanceof ProviderStatusError);
-      // The provider answered that the device did not answer (a read of signals it declares, as
-      // a poll's): told as a failed poll is, though no poll may fall in that outage.
+      // The device did not answer (a read of signals it declares, as a poll's): its provider
+      // answered so, or gave no answer within its whole timeout_ms -- as a call that timed out
+      // says (DeviceOutages.noteCallFailed). Told as a failed poll is, though no poll may fall in
+      // that outage. A read the caller's shorter bound cut (verify_timeout_ms) says nothing.
       if (
-        err instanceof ProviderStatusError &&
+        (err instanceof ProviderStatusError ||
+          (timeout >= host.config.timeoutMs && noAnswer(err))) &&
         signalIds.every((id) => device.signals.some((g) => g.signalId === id))
       ) {
         this.#notifyFreshReadFailed(providerId, deviceId);

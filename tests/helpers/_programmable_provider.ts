@@ -12,7 +12,8 @@
  * - function 2 `stats`: results `reads` (ReadSignals of this device so far), `health` (GetHealth
  *   requests so far) and `last_read` (the signal ids of the last ReadSignals, JSON);
  * - function 3 `exit`: answers, then exits with code 0;
- * - function 4 `garbage`: answers, then writes a frame that is no Response.
+ * - function 4 `garbage`: answers, then writes a frame that is no Response;
+ * - the functions the inventory declares for it (`functions`): as its `calls` program them.
  */
 import { ADPP_PROTOCOL_VERSION } from "../../src/common/mod.ts";
 import {
@@ -38,6 +39,8 @@ const list = inventory.list ?? Object.keys(inventory.devices);
 const reads = new Map<string, number>();
 const lastRead = new Map<string, string[]>();
 const readPrograms = new Map<string, AnswerProgram>();
+/** Calls of inventory-declared functions so far, by device (which of its `calls` is next). */
+const callsMade = new Map<string, number>();
 let healthProgram: AnswerProgram = {};
 let healthRequests = 0;
 
@@ -147,6 +150,8 @@ async function answer(req: WireRequest): Promise<WireResponse> {
     reads.set(deviceId, (reads.get(deviceId) ?? 0) + 1);
     lastRead.set(deviceId, req.read_signals.signal_ids ?? []);
     const program = readPrograms.get(deviceId) ?? { values: dev.values, delayMs: dev.readDelayMs };
+    // The reads arriving from now on (while this one hangs, say) are answered as `then` says.
+    if (program.then) readPrograms.set(deviceId, program.then);
     const status = await applyProgram(program);
     if (status?.code !== ok.code) return { request_id: id, status };
     const values = (program?.values ?? []).map(wireSample);
@@ -182,6 +187,15 @@ async function answer(req: WireRequest): Promise<WireResponse> {
         },
       },
     };
+  }
+  const fn = req.call?.function_id;
+  if (fn !== undefined && dev.calls?.length && dev.functions?.some((f) => f.function_id === fn)) {
+    const n = callsMade.get(deviceId) ?? 0;
+    callsMade.set(deviceId, n + 1);
+    const p = dev.calls[Math.min(n, dev.calls.length - 1)]!;
+    if (p.read) readPrograms.set(p.device ?? deviceId, p.read);
+    if (p.health) healthProgram = p.health;
+    return { request_id: id, status: ok, call: {} };
   }
   return { request_id: id, status: { code: StatusCode.UNIMPLEMENTED, message: "no such request" } };
 }

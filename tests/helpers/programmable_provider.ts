@@ -98,6 +98,12 @@ export interface Inventory {
       readonly noDevice?: boolean;
       /** Functions declared after `program` and `stats`, as on the wire (FunctionSpec). */
       readonly functions?: readonly Record<string, unknown>[];
+      /**
+       * The child's only: a call of one of `functions` answers OK, the n-th (from 0) programming
+       * the device as `calls[n]` says (past the last, as the last), as function 1 `program` does:
+       * what the call does to the outputs its reads show. Without it such a call is UNIMPLEMENTED.
+       */
+      readonly calls?: readonly Program[];
     }>
   >;
 }
@@ -130,6 +136,11 @@ export interface AnswerProgram {
   readonly delayMs?: number | undefined;
   /** GetHealth only: the devices' health in the answer (state: WireDeviceState). */
   readonly devices?: readonly { readonly device_id: string; readonly state: number }[];
+  /**
+   * ReadSignals only, the child's only: one read is answered as this program says (or hangs), the
+   * reads that arrive after it as `then` says (a device gone for exactly one read).
+   */
+  readonly then?: AnswerProgram;
 }
 
 /** Function 1 `program`: ReadSignals of `device` (default the called one), and GetHealth. */
