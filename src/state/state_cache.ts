@@ -361,6 +361,11 @@ interface MutableDeviceState {
   /** Poll-loop cycles still to skip before this device is polled again (0: polled next cycle). */
   skipCycles: number;
   /**
+   * A loop cycle it was due in went without it, its read still out (batchHeld): its next read is
+   * sent as soon as that read's answer is applied (StateCache.#resendLate), not at the next cycle.
+   */
+  lateDue: boolean;
+  /**
    * Its last read was answered and the answer vouches for it: it carried one of its polled
    * signals and one of them is OK (readsAnswered). Until then it is polled every cycle.
    */
@@ -1284,6 +1289,7 @@ export class StateCache implements FreshReader {
     }
     if (known.queuedPoll) return known.queuedPoll;
     let started = false;
+    let pass: PollPass | null = null;
     // A queued poll polls the device it was given: the inventory changes only on a restart, and
     // the session end before it fails the poll ahead in the queue, so a queued poll starts while
     // the provider is down (its request then fails harmlessly), never after rediscovery.
@@ -1292,10 +1298,32 @@ export class StateCache implements FreshReader {
       known.queuedPoll = null;
       // Its read of a cycle that ended without it is still out (#releasePass): not sent another.
       if (known.batchHeld) return;
-      await this.#pollBatch(host, [known]);
+      const q = this.#queueOf(providerId);
+      q.post = pass = this.#newPass(host, [known]);
+      pass.postCall = true;
+      try {
+        await this.#runPass(pass);
+      } finally {
+        if (q.post === pass) q.post = null;
+      }
     });
-    if (!started) known.queuedPoll = run; // it waits behind another poll
-    return run;
+    // The loop's cycle may end it with its read still out (#releasePass): the caller waits for
+    // that read's outcome all the same.
+    const polled = run.then(() => pass === null ? undefined : this.#passEnded(pass));
+    if (!started) known.queuedPoll = polled; // it waits behind another poll
+    return polled;
+  }
+
+  /** Resolves once `pass` has ended: at once unless its cycle ended without it (#releasePass). */
+  #passEnded(pass: PollPass): Promise<void> | undefined {
+    if (!this.#pollQueues.get(pass.host.id)?.released.has(pass)) return undefined;
+    return new Promise<void>((resolve) => {
+      const before = pass.onEnded;
+      pass.onEnded = () => {
+        before();
+        resolve();
+      };
+    });
   }
 
   /**
@@ -1462,7 +1490,7 @@ export class StateCache implements FreshReader {
     // at a time, not two within one timeout_ms).
     const q = this.#pollQueues.get(host.id);
     if (q !== undefined && q.released.size > 0) {
-      for (const pass of q.released) if (!pass.answered) return undefined;
+      for (const pass of q.released) if (!pass.answered && !pass.setAside) return undefined;
     }
     const last = this.#reported.get(host.id)?.atMono ?? -Infinity;
     if (this.#opts.clock.monoMs() - last >= every) return this.fetchReportedHealth(host);
@@ -1489,6 +1517,8 @@ export class StateCache implements FreshReader {
       // Its read is still out (a cycle ended without it: #releasePass): not sent another; its
       // outcome is applied when it comes or times out.
       if (dev.batchHeld) {
+        // Due now (as below): its next read goes out when this one's answer is in.
+        if (dev.skipCycles === 0 || everyDevice || !dev.readsAnswered) dev.lateDue = true;
         due ??= devices.slice(0, i);
         continue;
       }
@@ -1529,13 +1559,8 @@ export class StateCache implements FreshReader {
    * order the requests were made, each as it arrives (once the loop's cycle ended without a read
    * still out, each as it comes: #releasePass). A provider that does not answer in time
    * counts once for the pass in its liveness checks. A post-call poll (pollDevice) is a pass of
-   * one device.
+   * one device. A pass over `due` (its reply per device and its promise executor made once, here).
    */
-  #pollBatch(host: ProviderHost, due: readonly MutableDeviceState[]): Promise<void> {
-    return this.#runPass(this.#newPass(host, due));
-  }
-
-  /** A pass over `due` (its reply per device and its promise executor made once, here). */
   #newPass(host: ProviderHost, due: readonly MutableDeviceState[]): PollPass {
     const pass = new PollPass(host, due);
     pass.start = () => this.#runPass(pass);
@@ -1557,6 +1582,7 @@ export class StateCache implements FreshReader {
     pass.settled = false;
     pass.released = false;
     pass.overdue = false;
+    pass.setAside = false;
     pass.replied = 0;
     pass.answered = false;
     pass.timedOut = false;
@@ -1710,8 +1736,15 @@ export class StateCache implements FreshReader {
       // Removed by a reload meanwhile, or a stop went on without it (abandonPolls): not stored.
       if (this.#pollsAbandoned || !this.#isCurrent(host)) return;
       this.#applySamples(dev, outcome, pass.arrivedMs[i]!, pass.arrivedMono[i]!);
+      // A cycle went without it while this read was out: polled again now, unless this was a
+      // post-call poll (its answer stands for that cycle's).
+      if (dev.lateDue) {
+        if (pass.postCall) dev.lateDue = false;
+        else this.#resendLate(host, dev);
+      }
       return;
     }
+    dev.lateDue = false; // failed: polled at the next cycle, as every failing device
     metrics.errors++;
     const alive = livenessOf(outcome); // a status is still an answer
     if (alive === false) pass.timedOut = true;
@@ -1741,7 +1774,7 @@ export class StateCache implements FreshReader {
     // Abandoned (abandonPolls): its provider is being stopped, no liveness verdict of it.
     if (!this.#pollsAbandoned) {
       if (pass.answered) pass.host.noteLiveness(true);
-      else if (pass.timedOut) pass.host.noteLiveness(false);
+      else if (pass.timedOut && !pass.setAside) pass.host.noteLiveness(false);
     }
     if (pass.released) this.#endReleased(pass);
     const resolve = pass.resolve;
@@ -1761,8 +1794,17 @@ export class StateCache implements FreshReader {
    */
   #releasePass(host: ProviderHost): void {
     const q = this.#pollQueues.get(host.id);
-    const pass = q?.pass;
-    if (q === undefined || !pass || pass.settled || pass.released || pass.host !== host) return;
+    if (q === undefined) return;
+    const post = q.post;
+    if (post !== null && !post.settled && !post.released && post.host === host) {
+      // A post-call poll (pollDevice) holds the queue, the cycle waits behind it: it ends now,
+      // its read out (one device: nothing of it back). Had the provider heard nothing of it, its
+      // timeout is no liveness failure: the cycle's reads, sent beside it, are the check.
+      post.setAside = post.replied === 0;
+      this.#release(q, post);
+    }
+    const pass = q.pass;
+    if (!pass || pass.settled || pass.released || pass.host !== host) return;
     // Nothing came back yet (a slow or silent provider): released at its first reply
     // (#onPassReply), so siblings answered just after this instant are not held to the slowest
     // read's timeout_ms; one that never answers keeps the cycle waiting as before.
@@ -1770,6 +1812,11 @@ export class StateCache implements FreshReader {
       pass.overdue = true;
       return;
     }
+    this.#release(q, pass);
+  }
+
+  /** Ends the cycle of `pass` without its reads still out (#releasePass). */
+  #release(q: PollQueue, pass: PollPass): void {
     try {
       if (pass.sent < pass.due.length) this.#deferRest(pass);
       pass.released = true;
@@ -1786,6 +1833,31 @@ export class StateCache implements FreshReader {
     } catch (thrown) {
       this.#failPass(pass, thrown);
     }
+  }
+
+  /**
+   * A device that answers slower than the interval: a cycle it was due in went without it (its
+   * read still out, #pollProvider), so its next read goes out now that the answer is in, in a
+   * pass of its own released at once (#release: applied as it comes; stop() waits for it) --
+   * polled at the pace it answers, not every other interval, one read out at a time. Beside the
+   * loop's cycle: its timeout is no liveness failure, nor does GetHealth wait for it (setAside).
+   * Allocates a pass only then (a device answering within the interval never gets here).
+   */
+  #resendLate(host: ProviderHost, dev: MutableDeviceState): void {
+    dev.lateDue = false;
+    if (!this.#running || !this.#loops.has(host.id) || !host.available || dev.batchHeld) return;
+    dev.skipCycles = Math.max(0, Math.round(dev.pollPeriodMs / this.#intervalMs) - 1);
+    const pass = this.#newPass(host, [dev]);
+    this.#runPass(pass).catch((err) =>
+      this.#log.warn(
+        `poll of late device ${quoteDeviceHandle(dev.providerId, dev.deviceId)} failed: ${
+          errorMessage(err)
+        }`,
+      )
+    );
+    if (pass.settled || pass.released) return; // refused at once (no room): the next cycle polls it
+    pass.setAside = true;
+    this.#release(this.#queueOf(host.id), pass);
   }
 
   /** A released pass settled (or failed): no longer among its provider's, and stop() told. */
@@ -2209,6 +2281,7 @@ export class StateCache implements FreshReader {
         noWarningStage: null, // set by #boundSlots below
         noWarningStageTold: prev?.noWarningStageTold ?? departedTold?.get(id) ?? "",
         skipCycles: 0,
+        lateDue: false,
         readsAnswered: prev?.readsAnswered ?? false,
         queuedPoll: null,
       });
@@ -2515,6 +2588,14 @@ class PollPass {
    * released at its first reply, not left to its slowest read's timeout_ms.
    */
   overdue = false;
+  /**
+   * Sent beside its loop's cycle, whose reads are the provider's liveness check: a post-call pass
+   * (StateCache.pollDevice) released before any reply came back, or a late device's next read
+   * (StateCache.#resendLate). Its timeout is no liveness failure; GetHealth does not wait for it.
+   */
+  setAside = false;
+  /** A post-call poll's pass (StateCache.pollDevice): its answer stands for a cycle's. */
+  postCall = false;
   /** Told when a released pass settles (StateCache.stop waits for it; set only then). */
   onEnded: () => void = noop;
   sinceMs = 0;
@@ -2547,6 +2628,11 @@ class PollQueue {
    * each settles. Bounded by the provider's devices: each holds a read no other pass sends.
    */
   readonly released = new Set<PollPass>();
+  /**
+   * The post-call poll's pass (StateCache.pollDevice) while it runs in the queue: a loop cycle
+   * due behind it ends it without its read (StateCache.#releasePass).
+   */
+  post: PollPass | null = null;
   #busy = false;
   readonly #waiting: Array<() => void> = [];
 

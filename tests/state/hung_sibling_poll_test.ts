@@ -75,9 +75,12 @@ Deno.test("StateCache polls a device at its period while a sibling's read hangs:
     );
     const bad = looks.filter((l) => l.quality !== "OK" || l.input !== InputProblem.GOOD);
     // OK for readers and alarms while a's read hangs -- not STALE for most of the watch as before
-    // the fix (polled 0 times: STALE from STALE_MS on). A quarter of the looks may be STALE: one
-    // CI run (two test jobs at once) saw b STALE for ~200 ms early in the watch (before the
-    // overrun's release at the first reply, below; whether that was its cause is not known).
+    // the fix (polled 0 times: STALE from STALE_MS on). b's sample is at most about two intervals
+    // old here: a pass that sends a's read holds b's answer (applied in request order) to the next
+    // grid instant. A quarter of the looks may be STALE for a stalled process alone: a loaded CI
+    // run saw b STALE for ~200 ms early in the watch (b ~700 ms old), and a traced run under load
+    // (2026-12-07, poll_release) found this process's 20 ms timers ~300 ms late at once with the
+    // poll loop's next cycle, b 419 ms old -- the runtime held nothing meanwhile.
     assert.ok(
       bad.length <= looks.length / 4,
       `b STALE or bad input at ${bad.length} of ${looks.length} looks: ${JSON.stringify(bad)}`,
@@ -93,8 +96,9 @@ Deno.test("StateCache polls a device at its period while a sibling's read hangs:
       `a goes UNAVAILABLE at its timeout_ms (${TIMEOUT_MS}), not ${Math.round(downAfter)} ms`,
     );
     // b is still answered, OK again after a's failure. (Waited for: one CI run read b STALE at
-    // the instant a's read timed out -- b unpolled for its stale bound before that; cause not
-    // found, carried in the closing note of 2026-12-07.)
+    // the instant a's read timed out. Traced, b is ~200 ms old at most then -- a's next read goes
+    // out with b's and holds b's answer to the next grid instant, GetHealth falls due about then
+    // at this TIMEOUT_MS and is answered in a few ms -- so a process stall as above.)
     await waitFor("b OK after a's failure", () => {
       const s = fx.cache.signal("p0", "b", "y")!;
       return fx.cache.qualityNow("p0", "b", "y", s) === "OK";
@@ -152,6 +156,46 @@ Deno.test("StateCache ends an overrunning cycle at its first reply when none was
         INTERVAL_MS * 1.5
       } ms)`,
     );
+  } finally {
+    await fx.close();
+  }
+});
+
+Deno.test("StateCache polls a device at its period while a post-call poll of its sibling hangs; the post-call poll still ends with that read's outcome", async () => {
+  // a is polled by its loop every 50 cycles (a hint of 0.2 Hz): the read that hangs is the
+  // post-call poll's (pollDevice), not a cycle's.
+  const fx = await startProgrammable({
+    devices: {
+      a: { signals: [{ id: "x", type: T.DOUBLE, hint: 0.2 }], values: [dbl("x", 1)] },
+      b: { signals: [{ id: "y", type: T.DOUBLE }], values: [dbl("y", 2)] },
+    },
+  }, {
+    poll: true,
+    intervalMs: INTERVAL_MS,
+    timeoutMs: TIMEOUT_MS,
+    staleness: { warnAfterMs: STALE_MS / 2, staleAfterMs: STALE_MS },
+  });
+  try {
+    await waitFor("b answered", () => fx.cache.signal("p0", "b", "y")?.quality === "OK");
+    await fx.program("a", { read: { hang: true } });
+    const aReads = (await fx.stats("a")).reads;
+    let ended = false;
+    const polled = fx.cache.pollDevice("p0", "a").then(() => ended = true);
+    await waitFor("a's post-call read sent", async () => (await fx.stats("a")).reads > aReads);
+    const bReads = (await fx.stats("b")).reads;
+    await new Promise((r) => setTimeout(r, WATCH_MS));
+    const bPolled = (await fx.stats("b")).reads - bReads;
+    // At its period: about 20; held behind the post-call poll as before, none till a's timeout.
+    assert.ok(
+      bPolled >= WATCH_MS / INTERVAL_MS / 4,
+      `b polled ${bPolled} times in ${WATCH_MS} ms while a's post-call read hung`,
+    );
+    assert.equal(ended, false, "the post-call poll waits for a's read");
+    assert.equal((await fx.stats("a")).reads - aReads, 1, "a is read once while its read hangs");
+    await polled;
+    assert.equal(fx.cache.device("p0", "a")?.available, false, "a's read timed out: marked");
+    assert.equal(fx.cache.device("p0", "b")?.available, true);
+    assert.deepEqual(fx.lines.filter((l) => l.includes("unresponsive")), []);
   } finally {
     await fx.close();
   }
