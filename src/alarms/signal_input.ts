@@ -10,7 +10,12 @@
  * from that moment whether or not anything polls (a provider that is down is not polled).
  */
 import type { Quality, TypedValue, ValueType } from "../common/mod.ts";
-import type { DeviceOutages, SignalState, StateCache } from "../state/mod.ts";
+import {
+  type DeviceOutages,
+  outcomeArrivedMono,
+  type SignalState,
+  type StateCache,
+} from "../state/mod.ts";
 
 /** What an input is judged against: the cache, and (in the runtime) device conditions. */
 export interface InputContext {
@@ -110,6 +115,8 @@ export class SignalInput {
     if (problem === InputProblem.GOOD) {
       this.#badSinceMono = null;
     } else {
+      // Usable at the last classification (a usable sample's stale time was noted then).
+      const wasUsable = this.#staleAtMono !== null;
       this.#staleAtMono = null;
       if (this.#badSinceMono === null) {
         // A stale sample went bad the moment its age passed the bound, not when it was seen --
@@ -120,7 +127,14 @@ export class SignalInput {
         const byAge = problem === InputProblem.AGE ||
           (problem === InputProblem.QUALITY &&
             this.#markedStaleByAge(this.sample(ctx), ctx, nowMono));
-        this.#badSinceMono = byAge ? this.#staleSince(ctx) : nowMono;
+        // A quality the device's last poll brought (a failed read's UNAVAILABLE, a FAULT answered)
+        // is bad since that outcome arrived: one held behind another device's hung read is
+        // applied, and first seen here, later. An input seen bad first is so from now.
+        this.#badSinceMono = byAge
+          ? this.#staleSince(ctx)
+          : problem === InputProblem.QUALITY && wasUsable
+          ? this.#outcomeArrived(ctx, nowMono)
+          : nowMono;
       }
     }
     return problem;
@@ -143,6 +157,12 @@ export class SignalInput {
     }
     this.#staleAtMono = s.receivedMono + staleAfter + 1;
     return InputProblem.GOOD;
+  }
+
+  /** When the outcome of the device's last poll arrived (outcomeArrivedMono), never after now. */
+  #outcomeArrived(ctx: InputContext, nowMono: number): number {
+    const dev = ctx.cache.device(this.providerId, this.deviceId);
+    return dev === undefined ? nowMono : outcomeArrivedMono(dev, nowMono);
   }
 
   #staleSince(ctx: InputContext): number {

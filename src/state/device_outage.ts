@@ -48,7 +48,7 @@ import {
 } from "../common/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import { noneAnswered, signalsFail } from "./_answers.ts";
-import type { DeviceState, StateCache } from "./state_cache.ts";
+import { type DeviceState, outcomeArrivedMono, type StateCache } from "./state_cache.ts";
 
 // The bound is common's (the configuration check reads it too); exported here as before.
 export { DEVICE_DOWN_AFTER_POLLS, DEVICE_DOWN_MIN_MS, deviceDownAfterMs } from "../common/mod.ts";
@@ -610,7 +610,12 @@ export class DeviceOutages {
         this.#downInSpell.delete(dev);
         this.#readFailedInSpell.delete(dev);
       }
-    } else if (began) this.#failingSince.set(dev, this.#o.clock.monoMs());
+    } else if (began) {
+      // A read's outcome is dated by its arrival: one held behind another device's hung read is
+      // applied later, and the spell began then, not at the apply.
+      const now = this.#o.clock.monoMs();
+      this.#failingSince.set(dev, read ? outcomeArrivedMono(dev, now) : now);
+    }
     if (failing && read) this.#readFailedInSpell.add(dev);
     const t = this.#tracked.get(dev.providerId)?.get(dev.deviceId);
     if (t === undefined) return;

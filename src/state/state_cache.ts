@@ -223,6 +223,33 @@ export interface DeviceState {
   readonly lastPollMono: number;
   /** Provider up and the last poll of this device answered OK. */
   readonly available: boolean;
+  /**
+   * Epoch ms at which its last failed read arrived (an error status, an answer that could not be
+   * read or named another device, a timeout), or it was marked unavailable with its provider
+   * down: what its UNAVAILABLE samples and device_availability are dated by (an outcome held
+   * behind another device's hung read is applied later); 0 if never. Absent: not known.
+   */
+  readonly lastFailMs?: number;
+  /** Monotonic ms of the same (lastFailMs); 0 if never (lastFailMs says which). */
+  readonly lastFailMono?: number;
+}
+
+/**
+ * The monotonic time the outcome of `dev`'s last poll arrived: its answer's (lastPollMono) while
+ * it is available, else its failed read's (lastFailMono); `nowMono` when none is known, never
+ * later than it. Asked on a failing device's change, not per poll.
+ */
+export function outcomeArrivedMono(dev: DeviceState, nowMono: number): number {
+  const at = dev.available
+    ? (dev.lastPollMs > 0 ? dev.lastPollMono : nowMono)
+    : ((dev.lastFailMs ?? 0) > 0 ? dev.lastFailMono ?? nowMono : nowMono);
+  return Math.min(at, nowMono);
+}
+
+/** The wall time (epoch ms) of the same as outcomeArrivedMono, `nowMs` when none is known. */
+export function outcomeArrivedMs(dev: DeviceState, nowMs: number): number {
+  const at = dev.available ? dev.lastPollMs : dev.lastFailMs ?? 0;
+  return at > 0 ? at : nowMs;
 }
 
 /**
@@ -322,6 +349,8 @@ interface MutableDeviceState {
   leftSlots: Map<string, SignalSlot> | null;
   lastPollMs: number;
   lastPollMono: number;
+  lastFailMs: number;
+  lastFailMono: number;
   available: boolean;
   /**
    * The date (epoch ms) of its latest device_availability (#publishAvailability); 0 before the
@@ -923,6 +952,9 @@ export class StateCache implements FreshReader {
         // What the dead process last reported is not the provider's word while it is down: the
         // health view shows none (the provider is UNAVAILABLE, its devices too).
         this.#reported.delete(host.id);
+        // Its passes take nothing more: an outcome still held, or still to come, is older than
+        // these marks (an answer held behind a hung read is the dead process's word).
+        this.#cutPasses(host.id);
         this.#markProviderDown(host.id);
       } else {
         // What the previous process reported of its devices says nothing of the new one's (a
@@ -1299,7 +1331,7 @@ export class StateCache implements FreshReader {
       // Its read of a cycle that ended without it is still out (#releasePass): not sent another.
       if (known.batchHeld) return;
       const q = this.#queueOf(providerId);
-      q.post = pass = this.#newPass(host, [known]);
+      q.post = pass = this.#newPass(host, [known], q);
       pass.postCall = true;
       try {
         await this.#runPass(pass);
@@ -1540,7 +1572,7 @@ export class StateCache implements FreshReader {
     const q = this.#queueOf(host.id);
     let pass = q.pass;
     if (pass === null || pass.dead || !pass.settled || pass.waiting > 0 || pass.host !== host) {
-      pass = q.pass = this.#newPass(host, batch);
+      pass = q.pass = this.#newPass(host, batch, q);
     }
     pass.due = batch;
     return q.run(pass.start);
@@ -1561,8 +1593,8 @@ export class StateCache implements FreshReader {
    * counts once for the pass in its liveness checks. A post-call poll (pollDevice) is a pass of
    * one device. A pass over `due` (its reply per device and its promise executor made once, here).
    */
-  #newPass(host: ProviderHost, due: readonly MutableDeviceState[]): PollPass {
-    const pass = new PollPass(host, due);
+  #newPass(host: ProviderHost, due: readonly MutableDeviceState[], queue: PollQueue): PollPass {
+    const pass = new PollPass(host, due, queue);
     pass.start = () => this.#runPass(pass);
     return pass;
   }
@@ -1578,6 +1610,7 @@ export class StateCache implements FreshReader {
     const n = pass.due.length;
     if (n === 0) return Promise.resolve();
     pass.metrics = this.#pollMetrics.get(pass.host.id) ?? DETACHED_POLL_METRICS;
+    pass.queue.running = pass;
     pass.next = 0;
     pass.settled = false;
     pass.released = false;
@@ -1659,13 +1692,12 @@ export class StateCache implements FreshReader {
     if ((err !== null || pass.settled) && pass.intos[i] === dev.readBatch) dev.batchHeld = false;
     if (pass.settled) return;
     pass.outcomes[i] = err ?? batch!;
-    if (err === null) {
-      // Its samples are dated by their arrival, not by when they are applied: an answer held
-      // behind an earlier device's read (applied in request order) is that much older then.
-      const clock = this.#opts.clock;
-      pass.arrivedMono[i] = clock.monoMs();
-      pass.arrivedMs[i] = clock.nowMs();
-    }
+    // Its samples, or its failure, are dated by their arrival, not by when they are applied: an
+    // outcome held behind an earlier device's read (applied in request order) is that much older
+    // then.
+    const clock = this.#opts.clock;
+    pass.arrivedMono[i] = clock.monoMs();
+    pass.arrivedMs[i] = clock.nowMs();
     try {
       if (pass.released) {
         // Its cycle ended without it (#releasePass): applied as it comes.
@@ -1765,7 +1797,7 @@ export class StateCache implements FreshReader {
         }`,
       );
     }
-    this.#markDeviceUnavailable(dev);
+    this.#markDeviceUnavailable(dev, pass.arrivedMs[i]!, pass.arrivedMono[i]!);
   }
 
   /** Every outcome of `pass` is applied: its liveness verdict, and its end. */
@@ -1847,7 +1879,8 @@ export class StateCache implements FreshReader {
     dev.lateDue = false;
     if (!this.#running || !this.#loops.has(host.id) || !host.available || dev.batchHeld) return;
     dev.skipCycles = Math.max(0, Math.round(dev.pollPeriodMs / this.#intervalMs) - 1);
-    const pass = this.#newPass(host, [dev]);
+    const q = this.#queueOf(host.id);
+    const pass = this.#newPass(host, [dev], q);
     this.#runPass(pass).catch((err) =>
       this.#log.warn(
         `poll of late device ${quoteDeviceHandle(dev.providerId, dev.deviceId)} failed: ${
@@ -1857,7 +1890,41 @@ export class StateCache implements FreshReader {
     );
     if (pass.settled || pass.released) return; // refused at once (no room): the next cycle polls it
     pass.setAside = true;
-    this.#release(this.#queueOf(host.id), pass);
+    this.#release(q, pass);
+  }
+
+  /**
+   * Its provider went down (its process exited, or its session ended): the passes of `providerId`
+   * in flight -- the one running in its queue, and those released (#releasePass) -- apply none of
+   * the outcomes they hold, nor any still to come. Each arrived before the down marks that follow
+   * (#markProviderDown), so none is newer than they are: applied after them in request order
+   * (behind a read the process's end fails only later, or at its timeout_ms when its stdout
+   * outlives it), an answer would tell its device available again while its provider is down.
+   * No liveness verdict of them (the provider is down). At a provider's loss only.
+   */
+  #cutPasses(providerId: string): void {
+    const q = this.#pollQueues.get(providerId);
+    if (q === undefined) return;
+    // The loop's pass, a post-call poll's, the one started last (a late device's, #resendLate):
+    // each at most once.
+    for (const pass of new Set([q.running, q.pass, q.post, ...q.released])) {
+      if (pass !== null && pass !== undefined && !pass.settled) this.#cutPass(pass);
+    }
+  }
+
+  /** Settles `pass` without applying what it holds (#cutPasses); its late replies are dropped. */
+  #cutPass(pass: PollPass): void {
+    pass.settled = true;
+    // The answers it leaves unapplied hold their batches no more.
+    for (let k = pass.next; k < pass.due.length; k++) {
+      if (pass.outcomes[k] === pass.due[k]!.readBatch) pass.due[k]!.batchHeld = false;
+      pass.outcomes[k] = undefined;
+    }
+    pass.next = pass.due.length;
+    const resolve = pass.resolve;
+    pass.resolve = pass.reject = noop;
+    if (pass.released) this.#endReleased(pass);
+    resolve(); // the cycle (or the post-call poll) goes on
   }
 
   /** A released pass settled (or failed): no longer among its provider's, and stop() told. */
@@ -2116,10 +2183,16 @@ export class StateCache implements FreshReader {
    * value), and says so once: storing the same sample again publishes nothing. A device told its
    * removal (a predecessor's, #keepRemovedSignals) and nothing since keeps what it holds: nothing
    * is told of it until its return (its first answer: device_availability, then the changes from
-   * what clients were told before the removal).
+   * what clients were told before the removal). Dated `now` (wall) and `mono`: a failed read's
+   * arrival (#applyOutcome), else the marking's own time (its provider down).
    */
-  #markDeviceUnavailable(dev: MutableDeviceState): void {
-    const now = this.#opts.clock.nowMs();
+  #markDeviceUnavailable(
+    dev: MutableDeviceState,
+    now = this.#opts.clock.nowMs(),
+    mono = this.#opts.clock.monoMs(),
+  ): void {
+    dev.lastFailMs = now;
+    dev.lastFailMono = mono;
     if (dev.availabilityTold) {
       for (const [id, s] of dev.signals) {
         // A SignalSample, not a spread literal: a literal's allocation site may be pretenured
@@ -2270,6 +2343,8 @@ export class StateCache implements FreshReader {
         leftSlots: leftSignals(carried, slots),
         lastPollMs: prev?.lastPollMs ?? 0,
         lastPollMono: prev?.lastPollMono ?? 0,
+        lastFailMs: prev?.lastFailMs ?? 0,
+        lastFailMono: prev?.lastFailMono ?? 0,
         available: prev?.available ?? false,
         availabilityAt: prev?.availabilityAt ?? departedAt,
         // Left out at a rediscovery: told its loss then if it was told anything before; taken
@@ -2548,6 +2623,8 @@ function noop(): void {}
 class PollPass {
   host: ProviderHost;
   due: readonly MutableDeviceState[];
+  /** Its provider's poll queue (the pass runs as its job: PollQueue.running). */
+  readonly queue: PollQueue;
   metrics: PollMetrics = DETACHED_POLL_METRICS;
   /**
    * Each device's outcome as it arrives (its samples, why it has none, or DEFERRED: its read was
@@ -2557,8 +2634,9 @@ class PollPass {
   /** The batch each device's request decodes into. */
   readonly intos: SampleBatch[] = [];
   /**
-   * When each device's answer arrived (wall and monotonic ms), until applied: its samples are
-   * dated so (architecture.md: `receivedMono`, the time a sample arrived).
+   * When each device's outcome arrived (wall and monotonic ms), until applied: its samples are
+   * dated so (architecture.md: `receivedMono`, the time a sample arrived), and so is a failed
+   * read (its UNAVAILABLE marks, device_availability: DeviceState.lastFailMs).
    */
   readonly arrivedMs: number[] = [];
   readonly arrivedMono: number[] = [];
@@ -2610,9 +2688,10 @@ class PollPass {
   /** Runs this pass (the poll queue's job; set with the pass). */
   start: () => Promise<void> = () => Promise.resolve();
 
-  constructor(host: ProviderHost, due: readonly MutableDeviceState[]) {
+  constructor(host: ProviderHost, due: readonly MutableDeviceState[], queue: PollQueue) {
     this.host = host;
     this.due = due;
+    this.queue = queue;
   }
 }
 
@@ -2623,6 +2702,12 @@ class PollPass {
 class PollQueue {
   /** The poll loop's pass, reused cycle after cycle (StateCache.#pollProvider). */
   pass: PollPass | null = null;
+  /**
+   * The pass started last (StateCache.#runPass: the loop's, a post-call poll's or a late device's); running until
+   * it settles or is released. The queue runs one at a time: the only one that may hold outcomes
+   * behind a read still out, besides the released ones. Cut when its provider goes down.
+   */
+  running: PollPass | null = null;
   /**
    * The loop's passes whose cycle ended with reads still out (StateCache.#releasePass), until
    * each settles. Bounded by the provider's devices: each holds a read no other pass sends.

@@ -66,7 +66,7 @@ import {
   MIN_FLUSH_INTERVAL_MS,
 } from "../config/mod.ts";
 import type { EventBus, RuntimeEvent } from "../events/mod.ts";
-import type { DeviceState, StateCache } from "../state/mod.ts";
+import { type DeviceState, outcomeArrivedMs, type StateCache } from "../state/mod.ts";
 import { formatRow, type Row } from "./line_protocol.ts";
 import {
   type BuiltRow,
@@ -1138,10 +1138,10 @@ export class TelemetryWriter {
         this.#valuelessCount++;
       }
       written!.set(id, s.quality);
-      // Dated as the cache dates this poll's changes (their quality_change): an answered poll by
-      // its answer's arrival (one held behind another device's hung read is applied later), a
-      // failed one now.
-      now ??= dev.available ? dev.lastPollMs : this.#opts.clock.nowMs();
+      // Dated as the cache dates this poll's changes (their quality_change): by the arrival of its
+      // answer or of its failed read (one held behind another device's hung read is applied
+      // later).
+      now ??= outcomeArrivedMs(dev, this.#opts.clock.nowMs());
       this.#enqueue({
         kind: "valueless_signal",
         provider_id: dev.providerId,
