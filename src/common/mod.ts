@@ -57,3 +57,4 @@ export {
   urlPassword,
   urlWithoutPassword,
 } from "./url_text.ts";
+export { pageBounds } from "./paging.ts";

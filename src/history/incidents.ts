@@ -23,6 +23,7 @@ import {
   type Logger,
   neverThrowing,
   notFound,
+  pageBounds,
   providerTextWithin,
   quoteProviderTextWithin,
   raceTimeout,
@@ -749,7 +750,7 @@ export class IncidentRecorder {
    * INVALID_ARGUMENT.
    */
   page(request: IncidentsPageRequest = {}): IncidentHeader[] {
-    const { limit, offset } = incidentsPageBounds(request);
+    const { limit, offset } = pageBounds(request, INCIDENTS_PAGE_LIMIT);
     let from = this.#index.length;
     if (request.before !== undefined) {
       if (!INCIDENT_ID.test(request.before)) {
@@ -2250,22 +2251,6 @@ function alarmDevice(signal: string): DeviceParts | null {
 
 /** An incident id: `inc-<ms>-<counter>`. */
 const INCIDENT_ID = /^inc-\d+-\d+$/;
-
-/**
- * limit/offset of an IncidentsPageRequest: an absent, non-finite or below-1 limit takes
- * INCIDENTS_PAGE_LIMIT.default, a larger one is cut to INCIDENTS_PAGE_LIMIT.max; an absent or
- * negative offset is 0 (as GET /v0/runs reads them).
- */
-function incidentsPageBounds(page: IncidentsPageRequest): { limit: number; offset: number } {
-  const l = page.limit;
-  const o = page.offset;
-  return {
-    limit: l === undefined || !Number.isFinite(l) || l < 1
-      ? INCIDENTS_PAGE_LIMIT.default
-      : Math.min(Math.floor(l), INCIDENTS_PAGE_LIMIT.max),
-    offset: o === undefined || !Number.isFinite(o) || o < 0 ? 0 : Math.floor(o),
-  };
-}
 
 /** The counter of an incident id (`inc-<ms>-<counter>`): the order incidents were recorded in. */
 function idCounter(id: string): number {

@@ -64,6 +64,7 @@ import {
   namedList,
   neverThrowing,
   notFound,
+  pageBounds,
   quoteProviderText,
   raceTimeout,
   RUNTIME_VERSION,
@@ -108,7 +109,6 @@ import type {
   EventPageRequest,
   MarkerRequest,
   OpenRunRequest,
-  PageRequest,
   RunsPageRequest,
   StillAdmitted,
 } from "./run_requests.ts";
@@ -582,21 +582,6 @@ function isObject(v: unknown): v is Body {
 
 function stringList(v: unknown): string[] {
   return Array.isArray(v) && v.every((s) => typeof s === "string") ? [...v] : [];
-}
-
-/** limit/offset: absent or < 1 limit -> default, clamped to max; absent or negative offset -> 0. */
-function pageBounds(
-  page: PageRequest,
-  limits: { readonly default: number; readonly max: number },
-): { limit: number; offset: number } {
-  const l = page.limit;
-  const o = page.offset;
-  return {
-    limit: l === undefined || !Number.isFinite(l) || l < 1
-      ? limits.default
-      : Math.min(Math.floor(l), limits.max),
-    offset: o === undefined || !Number.isFinite(o) || o < 0 ? 0 : Math.floor(o),
-  };
 }
 
 /**
