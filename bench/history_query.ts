@@ -70,6 +70,8 @@ async function machine(otherDevices: number): Promise<string> {
       qualityNow: () => "OK",
       declaredType: () => null,
       declaredUnit: () => "",
+      staleAfterMs: () => Infinity,
+      boundsVersion: 0,
     }, // nothing is polled here
   });
   let bytes = 0;
