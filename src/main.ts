@@ -242,7 +242,7 @@ async function fleetView(cli: Extract<CliCommand, { kind: "fleet" }>): Promise<n
     );
     return EXIT_USAGE;
   }
-  const { collectFleet, fleetTable } = await import("./sparkplug/mod.ts");
+  const { collectFleet, fleetTable, MAX_FLEET_MESSAGE_BYTES } = await import("./sparkplug/mod.ts");
   // Ctrl-C or SIGTERM ends the window early: the view prints what it saw and discards its MQTT
   // session on the broker (bounded: FLEET_SESSION_DISCARD_MS) before exiting 0; the process ended
   // by the signal left that session queueing on the broker for good. The same signal again within
@@ -268,7 +268,7 @@ async function fleetView(cli: Extract<CliCommand, { kind: "fleet" }>): Promise<n
     })
   );
   try {
-    const { nodes, truncated, interrupted } = await collectFleet({
+    const { nodes, truncated, interrupted, refusedOversize } = await collectFleet({
       url: cli.url,
       group: cli.group,
       waitMs: cli.waitMs,
@@ -278,14 +278,23 @@ async function fleetView(cli: Extract<CliCommand, { kind: "fleet" }>): Promise<n
       password: secretFromEnvironment("SPARKPLUG_PASSWORD"),
       interrupt: interrupt.signal,
       onClientId: (id) => (clientId = id),
+      // stderr: stdout is the table or the JSON. A node's messages refused for their size.
+      log: createStderrLogger("info"),
     });
     if (cli.format === "json") {
-      console.log(JSON.stringify({ nodes, truncated, interrupted }, null, 2));
+      console.log(JSON.stringify({ nodes, truncated, interrupted, refusedOversize }, null, 2));
     } else {
       console.log(fleetTable(nodes));
       if (truncated) {
         console.log(
           "(more nodes, devices or metric aliases than the fleet view tracks; the list is cut)",
+        );
+      }
+      if (refusedOversize > 0) {
+        console.log(
+          `(${refusedOversize} message${refusedOversize === 1 ? "" : "s"} over ` +
+            `MAX_FLEET_MESSAGE_BYTES (${MAX_FLEET_MESSAGE_BYTES} bytes) refused unread: their ` +
+            `nodes not listed or not changed by them; the WARN lines on stderr name the nodes)`,
         );
       }
       if (interrupted) {

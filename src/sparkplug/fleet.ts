@@ -5,7 +5,7 @@
  * `Node Control/Rebirth`, once); a node that publishes nothing in the window is not seen, nor is
  * one through a retained copy or a command a host sends it.
  */
-import type { Clock } from "../common/mod.ts";
+import type { Clock, Logger } from "../common/mod.ts";
 import { errorMessage, escapeControl, providerTextWithin, readClockTwice } from "../common/mod.ts";
 import { NODE_METRICS } from "./edge_node.ts";
 import type { MqttConnect, MqttSessionOptions } from "../common/mod.ts";
@@ -69,6 +69,11 @@ export interface FleetOptions {
    * names its session on the broker (a process ended before discarding it says which is left).
    */
   readonly onClientId?: (clientId: string) => void;
+  /**
+   * Where a node's messages refused over MAX_FLEET_MESSAGE_BYTES are WARNed (bounded:
+   * FLEET_OVERSIZE_WARN_FACTOR, MAX_FLEET_OVERSIZE_NODES_WARNED); none: only counted.
+   */
+  readonly log?: Logger | undefined;
 }
 
 /** What the fleet view saw in its window. */
@@ -83,6 +88,11 @@ export interface FleetResult {
   readonly truncated: boolean;
   /** The window was ended early (FleetOptions.interrupt): the nodes seen until then. */
   readonly interrupted: boolean;
+  /**
+   * Node messages refused unread in the window, over MAX_FLEET_MESSAGE_BYTES: a node seen only
+   * through them is not listed, and one listed is not changed by them.
+   */
+  readonly refusedOversize: number;
 }
 
 /** Nodes the fleet view tracks at most (a broker with more is cut there, said in `truncated`). */
@@ -106,6 +116,33 @@ export const MAX_FLEET_ALIASES_PER_NODE = 64;
  * said in `truncated`): MAX_FLEET_NODES nodes of this runtime with one alias per node metric read.
  */
 export const MAX_FLEET_ALIASES = 10 * MAX_FLEET_NODES;
+
+/**
+ * Largest message of a node the fleet view reads, in bytes of the Sparkplug payload: a larger one
+ * is refused before it is decoded, counted (FleetResult.refusedOversize) and WARNed
+ * (FLEET_OVERSIZE_WARN_FACTOR), since only the broker bounds what arrives (Mosquitto's default is
+ * some 256 MB) and one node on a shared broker publishing MiBs at a high rate otherwise has the
+ * view decode all of it, for the few node metrics it keeps. Above anything this runtime's edge
+ * node publishes, measured: an NBIRTH is some 400 bytes (the node metrics only); the largest
+ * DBIRTH, of a device at MAX_SIGNALS_PER_DEVICE signals and MAX_FUNCTIONS_PER_DEVICE functions
+ * (src/providers/provider_session.ts), is 889,730 bytes with 64-character ids, 80-character
+ * descriptions and 4 described arguments per function, 1,219,286 bytes with 30 short arguments
+ * per function. A DBIRTH beyond it takes a DescribeDevice answer near its 1 MiB frame
+ * (MAX_FRAME_BYTES) of tiny arguments, or signals holding long strings: refused and said all the
+ * same, that device not counted.
+ */
+export const MAX_FLEET_MESSAGE_BYTES = 4 * 1024 * 1024;
+/**
+ * A node's messages refused over MAX_FLEET_MESSAGE_BYTES are WARNed at its 1st, 10th, 100th, ...
+ * (each count this factor times the last said): a node publishing them at a high rate for the
+ * whole window (60 s at most) is a handful of lines, not one per message.
+ */
+export const FLEET_OVERSIZE_WARN_FACTOR = 10;
+/**
+ * Nodes whose refused messages are WARNed, at most (one line then says the further nodes' are
+ * counted, not logged): the per-node counts the WARNs need are kept for these only.
+ */
+export const MAX_FLEET_OVERSIZE_NODES_WARNED = 64;
 
 /** The node metrics the fleet view reads: only their aliases are kept (MAX_FLEET_ALIASES_PER_NODE). */
 const FLEET_READ_METRICS: ReadonlySet<string> = new Set([
@@ -175,6 +212,11 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
   /** Aliases kept in `aliases`, over all nodes (MAX_FLEET_ALIASES). */
   let aliasCount = 0;
   let truncated = false;
+  /** Messages refused over MAX_FLEET_MESSAGE_BYTES, over all nodes. */
+  let refusedOversize = 0;
+  /** Per node WARNed (MAX_FLEET_OVERSIZE_NODES_WARNED): its refused messages, the count said next. */
+  const refusedBy = new Map<string, { count: number; sayAt: number }>();
+  let refusedUnsaid = false;
   const options = {
     url: o.url,
     // This run's own: two views at once do not take each other's session over, and none resumes
@@ -264,6 +306,40 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
       wantBirth(key);
     }
   };
+  /**
+   * A node's message over MAX_FLEET_MESSAGE_BYTES: not decoded, so nothing of it is known (it
+   * lists no node and changes none, as a payload that does not decode); counted, and WARNed at
+   * the node's 1st, 10th, 100th... (FLEET_OVERSIZE_WARN_FACTOR), for so many nodes at most.
+   */
+  const refuseOversize = (t: NonNullable<ReturnType<typeof parseTopic>>, bytes: number): void => {
+    refusedOversize++;
+    const key = `${t.groupId}/${t.edgeNodeId}`;
+    let r = refusedBy.get(key);
+    if (r === undefined) {
+      if (refusedBy.size >= MAX_FLEET_OVERSIZE_NODES_WARNED) {
+        if (!refusedUnsaid) {
+          refusedUnsaid = true;
+          o.log?.warn(
+            `fleet view: messages over MAX_FLEET_MESSAGE_BYTES (${MAX_FLEET_MESSAGE_BYTES}) from ` +
+              `more than ${MAX_FLEET_OVERSIZE_NODES_WARNED} nodes (MAX_FLEET_OVERSIZE_NODES_WARNED)` +
+              `: the further nodes' are counted (refusedOversize), not logged`,
+          );
+        }
+        return;
+      }
+      r = { count: 0, sayAt: 1 };
+      refusedBy.set(key, r);
+    }
+    if (++r.count < r.sayAt) return;
+    r.sayAt *= FLEET_OVERSIZE_WARN_FACTOR;
+    const device = t.deviceId === null ? "" : ` (device ${quoted(t.deviceId)})`;
+    o.log?.warn(
+      `fleet view: edge node ${quoted(t.edgeNodeId)} (group ${quoted(t.groupId)}): ${t.type}` +
+        `${device} of ${bytes} bytes refused unread, over MAX_FLEET_MESSAGE_BYTES ` +
+        `(${MAX_FLEET_MESSAGE_BYTES}); ${r.count} of its messages refused so far (said again at ` +
+        `${r.sayAt})`,
+    );
+  };
   session.onMessage((topic, payload, retained) => {
     // A retained copy (Sparkplug publishes node messages with retain false): the broker hands it
     // to this new subscription whenever it was published, the node perhaps long gone.
@@ -272,6 +348,9 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
     if (t === null || (o.group !== null && t.groupId !== o.group)) return;
     // An NCMD or DCMD is a host's, to the node: no sign of the node (it may be long gone).
     if (!PUBLISHED_BY_NODES.has(t.type)) return;
+    // Checked before decoding: the bytes are already here (MQTT.js read the packet), the decode of
+    // a huge metrics list would not be.
+    if (payload.length > MAX_FLEET_MESSAGE_BYTES) return refuseOversize(t, payload.length);
     // A payload that does not decode is no node's: nothing is listed for it.
     let p;
     try {
@@ -476,7 +555,7 @@ export async function collectFleet(o: FleetOptions): Promise<FleetResult> {
   const list = [...nodes.values()].sort((a, b) =>
     a.group === b.group ? a.node.localeCompare(b.node) : a.group.localeCompare(b.group)
   );
-  return { nodes: list, truncated, interrupted };
+  return { nodes: list, truncated, interrupted, refusedOversize };
 }
 
 /**
@@ -528,6 +607,11 @@ export const FLEET_TEXT_CHARS = 128;
  */
 function cell(text: string): string {
   return escapeControl(providerTextWithin(text, FLEET_TEXT_CHARS));
+}
+
+/** A peer's id in a log line: quoted (JSON), cut to FLEET_TEXT_CHARS. */
+function quoted(text: string): string {
+  return JSON.stringify(providerTextWithin(text, FLEET_TEXT_CHARS));
 }
 
 /** The fleet as a text table (one line per node, peers' text escaped: cell()). */

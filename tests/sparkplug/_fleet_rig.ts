@@ -12,6 +12,7 @@ import { simProvider, testConfig } from "../helpers/sim_config.ts";
 import { collectFleet, DataType, encode, type FleetOptions } from "../../src/sparkplug/mod.ts";
 import { connectMqttJs, systemClock } from "../../src/host/mod.ts";
 import type { Kernel } from "../../src/app/kernel.ts";
+import type { Logger } from "../../src/common/mod.ts";
 import { compiledPermissions } from "../helpers/compiled_permissions.ts";
 import { flushMicrotasks, ManualClock } from "../helpers/clock.ts";
 import { HeldSession } from "../helpers/held_session.ts";
@@ -120,11 +121,15 @@ export async function runtimeCli(
 
 /**
  * The fleet view listening (group "g", `waitMs`: 1 s, on a manual clock; ended early by
- * `interrupt` when given) to a session double that is up: `send` hands it one edge node message;
+ * `interrupt` when given; WARNing to `log` when given) to a session double that is up: `send`
+ * hands it one edge node message;
  * `collected` settles once the clock passed the window; `discards`: the sessions it connected
  * after its own (each one discarding its session on the broker).
  */
-export async function listeningFleet(waitMs = 1000, o: { interrupt?: AbortSignal } = {}) {
+export async function listeningFleet(
+  waitMs = 1000,
+  o: { interrupt?: AbortSignal; log?: Logger } = {},
+) {
   const session = new HeldSession({ hold: false });
   const discards: HeldSession[] = [];
   let connects = 0;
@@ -143,6 +148,7 @@ export async function listeningFleet(waitMs = 1000, o: { interrupt?: AbortSignal
     },
     clock,
     interrupt: o.interrupt,
+    log: o.log,
   });
   await flushMicrotasks();
   session.up();

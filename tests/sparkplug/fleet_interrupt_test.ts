@@ -101,6 +101,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
             nodes: [],
             truncated: false,
             interrupted: true,
+            refusedOversize: 0,
           });
         },
       ),
