@@ -770,7 +770,7 @@ export class StateCache implements FreshReader {
       // A device with no polled signal has no liveness stage at all (health UNKNOWN): none to lose.
       dev.noWarningStage = dev.pollable.length > 0 ? rules.noWarningStage : null;
       // A reload to a longer interval must not leave a skip count of the shorter one.
-      dev.skipCycles = Math.min(dev.skipCycles, Math.round(rules.pollPeriodMs / interval) - 1);
+      dev.skipCycles = Math.min(dev.skipCycles, skipCyclesAfterPoll(rules.pollPeriodMs, interval));
       for (const spec of caps.signals) {
         const slot = dev.slots.get(spec.signalId);
         if (!slot) continue;
@@ -1550,19 +1550,19 @@ export class StateCache implements FreshReader {
       // outcome is applied when it comes or times out.
       if (dev.batchHeld) {
         // Due now (as below): its next read goes out when this one's answer is in.
-        if (dev.skipCycles === 0 || everyDevice || !dev.readsAnswered) dev.lateDue = true;
+        if (dueThisCycle(dev, everyDevice)) dev.lateDue = true;
         due ??= devices.slice(0, i);
         continue;
       }
       // A device whose last read failed, or was answered with none of its polled signals or
       // none of them OK, is polled every cycle until it answers well: its outage is judged on
       // consecutive failing reads (device_outage.ts), as fast as for any device.
-      if (dev.skipCycles > 0 && !everyDevice && dev.readsAnswered) {
+      if (!dueThisCycle(dev, everyDevice)) {
         dev.skipCycles--; // not due this cycle
         due ??= devices.slice(0, i);
         continue;
       }
-      dev.skipCycles = Math.max(0, Math.round(dev.pollPeriodMs / this.#intervalMs) - 1);
+      dev.skipCycles = skipCyclesAfterPoll(dev.pollPeriodMs, this.#intervalMs);
       due?.push(dev);
     }
     const batch = due ?? devices;
@@ -1878,7 +1878,7 @@ export class StateCache implements FreshReader {
   #resendLate(host: ProviderHost, dev: MutableDeviceState): void {
     dev.lateDue = false;
     if (!this.#running || !this.#loops.has(host.id) || !host.available || dev.batchHeld) return;
-    dev.skipCycles = Math.max(0, Math.round(dev.pollPeriodMs / this.#intervalMs) - 1);
+    dev.skipCycles = skipCyclesAfterPoll(dev.pollPeriodMs, this.#intervalMs);
     const q = this.#queueOf(host.id);
     const pass = this.#newPass(host, [dev], q);
     this.#runPass(pass).catch((err) =>
@@ -2537,6 +2537,26 @@ function unreachableDevices(entry: ReportedHealthEntry): ReadonlySet<string> {
  */
 function readsAnswered(dev: MutableDeviceState): boolean {
   return !noneAnswered(dev) && !signalsFail(dev);
+}
+
+/**
+ * The poll-loop cycles a device polled now skips before its next poll: its poll period in whole
+ * intervals, less the cycle it is polled in (0: polled every cycle). One expression for the loop's
+ * poll, a late device's resend (StateCache.#resendLate) and a reload's cap of the count, so they
+ * keep one pace.
+ */
+function skipCyclesAfterPoll(pollPeriodMs: number, intervalMs: number): number {
+  return Math.max(0, Math.round(pollPeriodMs / intervalMs) - 1);
+}
+
+/**
+ * Whether `dev` is due in this poll cycle: its skipped cycles are used up, the cycle is start()'s
+ * priming pass (`everyDevice`), or its last read did not answer well (MutableDeviceState
+ * readsAnswered: polled every cycle until it does). One test for a device polled now and one whose
+ * read is still out (lateDue), so the two never disagree.
+ */
+function dueThisCycle(dev: MutableDeviceState, everyDevice: boolean): boolean {
+  return dev.skipCycles <= 0 || everyDevice || !dev.readsAnswered;
 }
 
 /**
