@@ -2148,13 +2148,16 @@ export class Kernel {
       let result: SectionResult | void;
       this.#sectionFactsRecorded.clear();
       try {
-        result = await apply(sectionNext, {
+        const applied = apply(sectionNext, {
           auto,
           weakens,
           report,
           changed: diff.live.includes(key),
           changedSections: diff.live,
         });
+        // A section that does not await is not awaited either: polling, health and alarms apply
+        // in one turn (CONFIG_SECTIONS), no poll's answer or timer of the alarm engine between.
+        result = applied instanceof Promise ? await applied : applied;
       } catch (err) {
         report.failed.push({ section: key, why: errorMessage(err) });
         this.#recordReload(key, "failed", errorMessage(err), weakens);
@@ -2914,10 +2917,10 @@ export class Kernel {
       this.#sectionFactsRecorded.add("polling.interval_ms");
       this.outages.setDownAfterMs(deviceDownAfterMs(next.polling.intervalMs));
       // Every stale bound may have moved: judged now, not at the next poll or the old bound --
-      // by the health section when this reload changes it too (next, nothing awaited between),
-      // or by the alarms section: the new interval under the old staleness, or under the alarms
-      // the file removes or changes, is no configuration's, and an alarm raised on a sample stale
-      // only there would run its action (an e-stop) for nothing.
+      // by the health section when this reload changes it too, or by the alarms section (both
+      // next, nothing awaited between: CONFIG_SECTIONS): the new interval under the old
+      // staleness, or under the alarms the file removes or changes, is no configuration's, and an
+      // alarm raised on a sample stale only there would run its action (an e-stop) for nothing.
       if (changedSections.includes("health") || changedSections.includes("alarms")) {
         this.#alarmsJudgedLater = true;
       } else this.alarms.evaluateAll();
@@ -2925,8 +2928,9 @@ export class Kernel {
     });
     own("health", (next, { auto, weakens, changedSections }) => {
       // When this reload changes the alarms too, their section judges them, applied or refused:
-      // not the alarms the file removes or changes under the new bounds. (The sections between
-      // may await; meanwhile a poll or a wake-up of the alarm engine judges as it always does.)
+      // not the alarms the file removes or changes under the new bounds. It comes next, nothing
+      // awaited between (CONFIG_SECTIONS): no poll or wake-up of the alarm engine judges them
+      // under these bounds first.
       const alarmsNext = changedSections.includes("alarms");
       const judge = () => {
         if (alarmsNext) return void (this.#alarmsJudgedLater = true);

@@ -80,7 +80,8 @@ function httpRest(c: Config): Record<string, unknown> {
 
 /**
  * The section table: every key of the configuration file belongs to exactly one row
- * (tests/app/live_config_test.ts checks that no field of Config is left out).
+ * (tests/app/live_config_test.ts checks that no field of Config is left out). Its order is the
+ * order a reload applies the live sections in (Kernel.reload), and that of its report's lists.
  */
 export const CONFIG_SECTIONS: readonly ConfigSection[] = [
   {
@@ -154,20 +155,6 @@ export const CONFIG_SECTIONS: readonly ConfigSection[] = [
     take: (b, f) => ({ ...b, providers: f.providers }),
   },
   {
-    key: "polling",
-    rule: "live",
-    owner: "state cache and device outages",
-    read: (c) => c.polling,
-    take: (b, f) => ({ ...b, polling: f.polling }),
-  },
-  {
-    key: "health",
-    rule: "live",
-    owner: "state cache (staleness)",
-    read: (c) => c.health,
-    take: (b, f) => ({ ...b, health: f.health }),
-  },
-  {
     key: "logging",
     rule: "live",
     owner: "process (log level)",
@@ -233,6 +220,26 @@ export const CONFIG_SECTIONS: readonly ConfigSection[] = [
     owner: "e-stop (the safe-state plan and its verification)",
     read: (c) => c.safety,
     take: (b, f) => ({ ...b, safety: f.safety }),
+  },
+  // polling and health apply right before alarms, after every section whose owner may await
+  // (the tree's file read, telemetry's retarget, the hooks' and the e-stop's securing runs):
+  // none of these reads the stale bounds or the poll interval, and with no await between, a poll
+  // or a wake-up of the alarm engine judges either the old bounds with the old alarms or the
+  // new ones with the file's -- never the alarms the file removes or changes under the new
+  // bounds, which could raise on a sample stale only there and run their action (an e-stop).
+  {
+    key: "polling",
+    rule: "live",
+    owner: "state cache and device outages",
+    read: (c) => c.polling,
+    take: (b, f) => ({ ...b, polling: f.polling }),
+  },
+  {
+    key: "health",
+    rule: "live",
+    owner: "state cache (staleness)",
+    read: (c) => c.health,
+    take: (b, f) => ({ ...b, health: f.health }),
   },
   {
     key: "alarms",

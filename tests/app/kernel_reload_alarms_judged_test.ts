@@ -6,12 +6,16 @@
  * file removes, on a sample fresh under the old bounds and stale under the new ones, raised there
  * (its action run: the e-stop latched) and was then removed by the same reload. Where the alarms
  * section is refused (AUTO), the alarms in force are judged under the new bounds at its turn. The
- * runtime in process over the programmable provider as a child process, on a clock the test moves
- * forward (SkippingClock) while its reads hang.
+ * sections that may await (the behavior tree's file read, telemetry, hooks, safety) come before
+ * polling and health: an evaluation of the alarm engine (a poll, its wake-up) while one awaits
+ * judges the old file under the old bounds, not the old alarms under the new bounds. The runtime
+ * in process over the programmable provider as a child process, on a clock the test moves forward
+ * (SkippingClock) while its reads hang; the tree's file read held by the test where it says so.
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
-import type { Kernel } from "../../src/app/kernel.ts";
+import type { Kernel, KernelHost } from "../../src/app/kernel.ts";
+import { readRegularFile, type RegularFileRead } from "../../src/host/mod.ts";
 import { SkippingClock } from "../helpers/clock.ts";
 import { startRuntime, waitFor } from "../helpers/kernel.ts";
 import { dbl, type Inventory, programmableProvider, T } from "../helpers/programmable_provider.ts";
@@ -31,19 +35,48 @@ const LAX_STALE_MS = 12_000;
 const AGE_MS = 8000;
 
 /**
+ * The delay of level_high (withAgedSample's `wake`): it falls due 1500 ms after probe/temp is
+ * AGE_MS old, inside a skip of HOLD_SKIP_MS made then.
+ */
+const WAKE_DELAY_MS = AGE_MS + 1500;
+/** The skip made while the tree's read is held: less than RELOAD_FILE_READ_TIMEOUT_MS (2000). */
+const HOLD_SKIP_MS = 1900;
+
+/** What withAgedSample sets up besides probe/temp and its alarm. */
+interface AgedSampleOptions {
+  /** The automation section (default: the test config's, disabled). */
+  readonly automation?: Partial<Config["automation"]>;
+  /** The host's reads of regular files (the tree's, at a reload); default: the host's own. */
+  readonly readRegularFile?: KernelHost["readRegularFile"];
+  /**
+   * Also p0/gauge/level (90, read without hanging) under level_high (hi 80, WAKE_DELAY_MS, no
+   * action): its raise falls due later, a wake-up of the alarm engine that judges every alarm.
+   */
+  readonly wake?: boolean;
+}
+
+/**
  * The runtime over p0 (probe/temp, guarded by an alarm without delay whose action is the e-stop),
- * its reads hung and its sample AGE_MS old, given to `body`; stopped after. `automation`: the
- * automation section (default: the test config's, disabled).
+ * its probe's reads hung and its sample AGE_MS old, given to `body`; stopped after.
  */
 async function withAgedSample(
-  body: (rt: Kernel) => Promise<void>,
-  automation?: Partial<Config["automation"]>,
+  body: (rt: Kernel, clock: SkippingClock) => Promise<void>,
+  options: AgedSampleOptions = {},
 ): Promise<void> {
+  const { automation, readRegularFile, wake = false } = options;
   const inventory: Inventory = {
-    devices: { probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] } },
+    devices: {
+      probe: { signals: [{ id: "temp", type: T.DOUBLE }], values: [dbl("temp", 25)] },
+      ...(wake
+        ? { gauge: { signals: [{ id: "level", type: T.DOUBLE }], values: [dbl("level", 90)] } }
+        : {}),
+    },
   };
   const file = await Deno.makeTempFile({ prefix: "probe-", suffix: ".json" });
   await Deno.writeTextFile(file, JSON.stringify(inventory));
+  const wakeAlarm = wake
+    ? `  - { id: level_high, signal: p0/gauge/level, hi: 80, delay_ms: ${WAKE_DELAY_MS} }\n`
+    : "";
   const config = testConfig({
     // A hung read fails only after this long: nothing is polled meanwhile.
     providers: [programmableProvider("p0", file, { timeoutMs: 30_000 })],
@@ -53,22 +86,25 @@ async function withAgedSample(
       `
 alarms:
   - { id: probe_guard, signal: p0/probe/temp, hi: 80, action: estop }
-`,
+${wakeAlarm}`,
       ["p0"],
     ),
   });
   const clock = new SkippingClock();
-  const rt = await startRuntime(config, { host: { clock } });
+  const rt = await startRuntime(config, {
+    host: { clock, ...(readRegularFile === undefined ? {} : { readRegularFile }) },
+  });
   try {
     await waitFor("temp polled", () => rt.cache.signal("p0", "probe", "temp")?.quality === "OK");
-    assert.equal(rt.cache.staleAfterMs("p0", "probe", "temp"), 16_000);
+    // Two devices: each polled every other interval, its derived bound twice as long.
+    assert.equal(rt.cache.staleAfterMs("p0", "probe", "temp"), wake ? 32_000 : 16_000);
     await program(rt, "p0", "probe", { read: { hang: true } });
     clock.skip(AGE_MS);
     await waitFor("temp 8000 ms old", () => {
       const s = rt.cache.signal("p0", "probe", "temp");
       return s !== undefined && rt.cache.ageMs(s) > AGE_MS;
     }, 15_000);
-    await body(rt);
+    await body(rt, clock);
   } finally {
     clock.skip(config.providers[0]!.timeoutMs);
     await rt.stop();
@@ -129,7 +165,7 @@ Deno.test("Kernel.reload in AUTO of a tighter staleness that removes the alarm o
       // The alarm in force reads a sample stale under the bound in force: raised, its action run.
       assert.notEqual(rt.alarms.alarm("probe_guard").bad_input, null);
       assert.equal(rt.estop.status().latched, true, "the alarm in force was not judged");
-    }, idleAutomation(tree));
+    }, { automation: idleAutomation(tree) });
   } finally {
     await dir.dispose();
   }
@@ -158,7 +194,82 @@ Deno.test("Kernel.reload in AUTO of a shorter interval with a configured stalene
       assert.deepEqual(report.refused, []);
       assert.deepEqual(report.applied.toSorted(), ["health", "polling"]);
       assert.equal(rt.cache.staleAfterMs("p0", "probe", "temp"), LAX_STALE_MS);
-    }, idleAutomation(tree));
+    }, { automation: idleAutomation(tree) });
+  } finally {
+    await dir.dispose();
+  }
+});
+
+/** The host's reads of regular files, those of a path holding `pathPart` held while `held`. */
+class HeldReads {
+  #gate: PromiseWithResolvers<void> | null = null;
+  /** Reads held so far. */
+  held = 0;
+  constructor(readonly pathPart: string) {}
+  /** Holds the reads of the path from now on, until release(). */
+  hold(): void {
+    this.#gate = Promise.withResolvers();
+  }
+  release(): void {
+    this.#gate?.resolve();
+    this.#gate = null;
+  }
+  readonly read = async (path: string, maxBytes: number): Promise<RegularFileRead> => {
+    const gate = this.#gate;
+    if (gate !== null && path.includes(this.pathPart)) {
+      this.held++;
+      await gate.promise;
+    }
+    return readRegularFile(path, maxBytes);
+  };
+}
+
+Deno.test("Kernel.reload of a tighter staleness that removes the alarm on the sample and changes the behavior tree: a wake-up of the alarm engine while the tree's file is read judges the old alarms under the old bound", async () => {
+  const dir = await TreeDir.create();
+  const reads = new HeldReads("next.xml");
+  try {
+    const tree = await dir.write("idle.xml", treeXml(`<Sleep msec="60000" />`));
+    const nextTree = await dir.write("next.xml", treeXml(`<Sleep msec="50000" />`));
+    await withAgedSample(async (rt, clock) => {
+      assert.equal(rt.alarms.alarm("level_high").state, "normal", "level_high raised too early");
+      reads.hold();
+      const reloading = rt.reload(withoutAlarms({
+        ...rt.config,
+        health: { staleness: { warnAfterMs: 0, staleAfterMs: TIGHT_STALE_MS } },
+        automation: { ...rt.config.automation, behaviorTree: nextTree },
+      }));
+      try {
+        await waitFor("the new tree's read held", () => reads.held > 0);
+        // level_high's raise falls due: the alarm engine wakes and judges every alarm, probe_guard
+        // too (its sample ~10 s old: fresh under the 32000 ms in force, stale under 5000 ms).
+        assert.equal(rt.estop.status().latched, false);
+        clock.skip(HOLD_SKIP_MS);
+        await waitFor(
+          "level_high raised by the wake-up",
+          () => rt.alarms.alarm("level_high").state !== "normal",
+        );
+        assert.equal(
+          rt.estop.status().latched,
+          false,
+          "e-stop latched, while the tree's file was read, by an alarm the reload removes",
+        );
+      } finally {
+        reads.release();
+      }
+      const report = await reloading;
+      assert.deepEqual(
+        report.applied.toSorted(),
+        ["alarms", "automation.behavior_tree", "health"],
+        JSON.stringify(report),
+      );
+      assert.equal(rt.cache.staleAfterMs("p0", "probe", "temp"), TIGHT_STALE_MS);
+      assert.equal(
+        rt.estop.status().latched,
+        false,
+        "e-stop latched by an alarm the reload removed",
+      );
+      assert.equal(rt.modes.current(), "IDLE");
+    }, { automation: idleAutomation(tree), readRegularFile: reads.read, wake: true });
   } finally {
     await dir.dispose();
   }

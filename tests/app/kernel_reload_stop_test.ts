@@ -44,7 +44,7 @@ Deno.test("Kernel.reload: stop() while a section awaits (a provider starting): n
       report.failed.filter((f) => f.section === "polling" || f.section === "logging").map((f) =>
         f.section
       ),
-      ["polling", "logging"],
+      ["logging", "polling"], // table order (CONFIG_SECTIONS)
     );
     assert.match(report.failed.find((f) => f.section === "polling")?.why ?? "", /stopping/);
   } finally {

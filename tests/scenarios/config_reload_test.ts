@@ -296,7 +296,7 @@ Deno.test("SIGHUP applies new health thresholds and a new e-stop ladder at once"
       "health: {staleness: {warn_after_ms: 1, stale_after_ms: 600000}}\n" +
         `safety: {safe_state: {zero_is_safe: true}}\n${body}`,
     );
-    assert.match(await reload(rt, 1), /applied: health, safety/);
+    assert.match(await reload(rt, 1), /applied: safety, health/); // table order (CONFIG_SECTIONS)
     assert.equal(await rung(), "zero");
     // warn_after_ms: 1 is a test value, there to see WARNING at once: a sample older than 1 ms
     // is a warning, within a 1 s cycle nearly always. The reload applies it and says so, once.
