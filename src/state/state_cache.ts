@@ -205,6 +205,15 @@ export const LEFT_SIGNALS_PER_DEVICE = 1024;
  */
 export const MAX_REMOVED_SIGNALS_PROVIDERS = MAX_REMOVED_AVAILABILITY_DATES;
 
+/**
+ * Fresh reads of one device (readFresh: the e-stop's read-back) whose request runs on past its
+ * caller's shorter bound (verify_timeout_ms) to the provider's whole timeout_ms, to learn whether
+ * the device answers at all: at most this many at a time. A read-back of the device while they are
+ * out (another press, a re-verification) sends its request with its own bound, as before, and a
+ * cut one says nothing: the one out already asks what it would.
+ */
+export const MAX_FRESH_READS_LEFT_RUNNING_PER_DEVICE = 1;
+
 /** Log lines about refused or faulted samples per provider, kind and window; the rest is counted. */
 export const DATA_FAULT_LOG_LINES = 5;
 /** The window of DATA_FAULT_LOG_LINES. */
@@ -459,9 +468,10 @@ export type InventoryAppliedListener = (providerId: string) => void;
 /**
  * Told when a fresh read (readFresh: the e-stop's read-back) of a device its provider lists, of
  * signals it declares, was answered with an error status by the provider, or got no answer within
- * the provider's whole timeout_ms (not one the caller's shorter bound cut): the device did not
- * answer, as a failed poll says (onFreshReadFailed). Must not throw (a listener that throws is
- * logged, at a bounded rate, and skipped).
+ * the provider's whole timeout_ms (a read whose caller's shorter bound answered it first runs on to
+ * it, MAX_FRESH_READS_LEFT_RUNNING_PER_DEVICE: told when it ends): the device did not answer, as a
+ * failed poll says (onFreshReadFailed). Must not throw (a listener that throws is logged, at a
+ * bounded rate, and skipped).
  */
 export type FreshReadFailedListener = (providerId: string, deviceId: string) => void;
 
@@ -612,6 +622,12 @@ export class StateCache implements FreshReader {
    * reads as configured (ProviderRegistry.configured) whatever this holds.
    */
   readonly #removedIds = new Set<string>();
+  /**
+   * Host -> device id -> its fresh reads running on past their caller's bound (readFresh), each
+   * count at most MAX_FRESH_READS_LEFT_RUNNING_PER_DEVICE; an entry goes when its last read ends
+   * (within the provider's timeout_ms, or when its session ends).
+   */
+  readonly #freshReadsLeftRunning = new Map<ProviderHost, Map<string, number>>();
 
   constructor(opts: StateCacheOptions) {
     this.#opts = opts;
@@ -1216,8 +1232,9 @@ export class StateCache implements FreshReader {
    * Subscribes to fresh reads its provider answered with an error status, or did not answer
    * within its whole timeout_ms (see FreshReadFailedListener): a device that did not answer the
    * e-stop's read-back though no poll found it failing (its outage fell between two polls).
-   * Listeners run in subscription order, synchronously, before readFresh answers. Returns the
-   * unsubscribe function.
+   * Listeners run in subscription order, synchronously, before readFresh answers -- or, for a read
+   * left running past its caller's bound, when its request ends (up to the provider's timeout_ms
+   * after it was sent). Returns the unsubscribe function.
    */
   onFreshReadFailed(listener: FreshReadFailedListener): () => void {
     this.#freshReadFailedListeners.push(listener);
@@ -1361,7 +1378,8 @@ export class StateCache implements FreshReader {
   /**
    * Reads signals fresh from their provider (FreshReader), bounded by `timeoutMs` and the
    * provider's own timeout_ms; the answer is not stored (the cache keeps its polled samples).
-   * Never rejects: a provider or device that is down, a failed or late read is an answer too.
+   * Never rejects: a provider or device that is down, a failed or late read is an answer too. A
+   * request `timeoutMs` cut may run on to its provider's timeout_ms (#withinBound).
    */
   async readFresh(
     providerId: string,
@@ -1400,13 +1418,28 @@ export class StateCache implements FreshReader {
     if (!device) {
       return { ok: false, reason: `device not found: ${deviceHandle(providerId, deviceId)}` };
     }
-    const timeout = Math.max(1, Math.min(host.config.timeoutMs, Math.ceil(timeoutMs)));
+    const declared = signalIds.every((id) => device.signals.some((g) => g.signalId === id));
+    const bound = Math.max(1, Math.ceil(timeoutMs));
+    // A caller's bound shorter than the provider's timeout_ms (verify_timeout_ms, near its end)
+    // would cut the read before it could say the device does not answer: the request is given the
+    // whole timeout_ms and runs on past the caller's answer at its bound (#leaveRunning), so a
+    // device that hangs during a stop is found out by it -- not left to its next poll, which the
+    // stop may hold back. At most MAX_FRESH_READS_LEFT_RUNNING_PER_DEVICE such reads; past that
+    // the request is cut at the caller's bound, as it was before.
+    const runsOn = bound < host.config.timeoutMs && this.#leaveRunning(host, deviceId);
+    const timeout = runsOn
+      ? host.config.timeoutMs
+      : Math.max(1, Math.min(host.config.timeoutMs, bound));
+    let cut = false;
     try {
-      const r = await host.request(
+      const request = host.request(
         "read_signals",
         { device_id: deviceId, signal_ids: [...signalIds] },
         timeout,
       );
+      const r = runsOn
+        ? await this.#withinBound(host, deviceId, request, bound, declared, () => (cut = true))
+        : await request;
       // An answer for another device holds that device's values: nothing in it is this one's.
       const answered = r.device_id ?? "";
       if (isOtherDeviceAnswer(deviceId, answered)) {
@@ -1450,11 +1483,11 @@ export class StateCache implements FreshReader {
       // The device did not answer (a read of signals it declares, as a poll's): its provider
       // answered so, or gave no answer within its whole timeout_ms -- as a call that timed out
       // says (DeviceOutages.noteCallFailed). Told as a failed poll is, though no poll may fall in
-      // that outage. A read the caller's shorter bound cut (verify_timeout_ms) says nothing.
+      // that outage. A read the caller's shorter bound cut (verify_timeout_ms) says nothing yet:
+      // one left running tells it when its request ends (#withinBound), a cut request never.
       if (
-        (err instanceof ProviderStatusError ||
-          (timeout >= host.config.timeoutMs && noAnswer(err))) &&
-        signalIds.every((id) => device.signals.some((g) => g.signalId === id))
+        !cut && declared &&
+        (err instanceof ProviderStatusError || (timeout >= host.config.timeoutMs && noAnswer(err)))
       ) {
         this.#notifyFreshReadFailed(providerId, deviceId);
       }
@@ -1465,6 +1498,82 @@ export class StateCache implements FreshReader {
         ...(cutByStop ? { cutByStop } : {}),
       };
     }
+  }
+
+  /**
+   * Takes one of `deviceId`'s MAX_FRESH_READS_LEFT_RUNNING_PER_DEVICE places for a fresh read
+   * left running past its caller's bound; false when they are all taken. #withinBound gives it
+   * back when the request ends.
+   */
+  #leaveRunning(host: ProviderHost, deviceId: string): boolean {
+    let devices = this.#freshReadsLeftRunning.get(host);
+    const n = devices?.get(deviceId) ?? 0;
+    if (n >= MAX_FRESH_READS_LEFT_RUNNING_PER_DEVICE) return false;
+    if (devices === undefined) this.#freshReadsLeftRunning.set(host, devices = new Map());
+    devices.set(deviceId, n + 1);
+    return true;
+  }
+
+  /**
+   * `request`'s answer, or at `boundMs` (the caller's bound, on the cache's clock) a
+   * DEADLINE_EXCEEDED as a request given that bound gets (`onCut` called first); the timer is
+   * cleared when the request ends first. The request runs on either way to its provider's
+   * timeout_ms; when the caller was answered without it and it ends unanswered (no answer within
+   * timeout_ms) or with the provider's error status, a read of `declared` signals tells its device
+   * did not answer (onFreshReadFailed), as a read given the whole timeout does -- unless its host
+   * is no longer the provider's (a reload replaced it, the providers detached), the provider is
+   * down or stopped, or its session is not the one the read was sent on. An answer that comes
+   * late says nothing (a fresh read is never stored). Gives back its #leaveRunning place.
+   */
+  #withinBound<T>(
+    host: ProviderHost,
+    deviceId: string,
+    request: Promise<T>,
+    boundMs: number,
+    declared: boolean,
+    onCut: () => void,
+  ): Promise<T> {
+    const clock = this.#opts.clock;
+    const session = host.session;
+    return new Promise<T>((resolve, reject) => {
+      let answered = false;
+      let timer: TimerId | null = null;
+      /** Gives back its place; whether the caller was answered before the request ended. */
+      const ended = () => {
+        const devices = this.#freshReadsLeftRunning.get(host);
+        const n = (devices?.get(deviceId) ?? 1) - 1;
+        if (n > 0) devices!.set(deviceId, n);
+        else devices?.delete(deviceId);
+        if (devices?.size === 0) this.#freshReadsLeftRunning.delete(host);
+        if (answered) return true;
+        answered = true;
+        if (timer !== null) clock.clearTimer(timer);
+        return false;
+      };
+      // Taken before the timer is set: a clock that throws there (the caller answered with its
+      // error) still leaves the request handled and its place given back.
+      request.then(
+        (r) => {
+          if (!ended()) resolve(r);
+        },
+        (err) => {
+          if (!ended()) return reject(err);
+          if (
+            declared && (err instanceof ProviderStatusError || noAnswer(err)) &&
+            this.#isCurrent(host) && host.available && host.session === session
+          ) {
+            this.#notifyFreshReadFailed(host.id, deviceId);
+          }
+        },
+      );
+      timer = clock.setTimer(() => {
+        answered = true;
+        onCut();
+        reject(
+          new RuntimeError("DEADLINE_EXCEEDED", `read_signals got no answer within ${boundMs} ms`),
+        );
+      }, boundMs);
+    });
   }
 
   /**

@@ -3,8 +3,9 @@
  * (onFreshReadFailed, a device return at its next answered poll: DeviceOutages): one its provider
  * answered with an error status (DEADLINE_EXCEEDED here), and one that got no answer within the
  * provider's whole timeout_ms, as a call that timed out does -- not one the caller's shorter bound
- * (verify_timeout_ms) cut: that says nothing of the device yet. The programmable provider as a
- * real child process (it answers requests concurrently), nothing polling.
+ * (verify_timeout_ms) cut: that says nothing of the device yet (its request runs on to timeout_ms:
+ * fresh_read_cut_left_running_test.ts). The programmable provider as a real child process (it
+ * answers requests concurrently), nothing polling.
  */
 import assert from "node:assert/strict";
 import { StatusCode } from "../../src/adpp/mod.ts";
@@ -48,7 +49,7 @@ Deno.test("StateCache.readFresh: a read that got no answer within its provider's
   });
 });
 
-Deno.test("StateCache.readFresh: a read the caller's shorter bound cut says nothing of its device; one its provider answered DEADLINE_EXCEEDED does", async () => {
+Deno.test("StateCache.readFresh: a read the caller's shorter bound cut says nothing of its device at that bound; one its provider answered DEADLINE_EXCEEDED does", async () => {
   await withDevice(async (fx, told) => {
     await fx.program("a", { read: { hang: true } });
     const cut = await fx.cache.readFresh("p0", "a", ["x"], CUT_MS);
