@@ -6,7 +6,8 @@
  * Fed by StateCache.onDevicePolled (synchronous, right after each poll's samples are stored): the
  * listener appends to typed arrays and, when a poll crosses into a new bucket, hands the device's
  * finished bucket to the disk writer (which never makes the poll wait). Time is the injected
- * clock's wall time at the poll (the runtime's clock, not a provider's).
+ * clock's wall time at the poll (the runtime's clock, not a provider's); a failed read's is its
+ * arrival (DeviceState.lastFailMs, as the cache dates it), not before the open bucket.
  */
 import {
   type Clock,
@@ -519,6 +520,10 @@ export class History {
 
   readonly #onPolled = (dev: DeviceState): void => {
     const now = this.#o.clock.nowMs();
+    // The poll's time: a failed read's is its arrival, as the cache dates its UNAVAILABLE marks
+    // and device_availability (one held behind another device's hung read is applied later); an
+    // answer's stays its apply (its samples are recorded as GET /v0/state reads them then).
+    const at = dev.available ? now : this.#failedReadAt(dev, now);
     let byDevice = this.#devices.get(dev.providerId);
     if (byDevice === undefined) this.#devices.set(dev.providerId, byDevice = new Map());
     let e = byDevice.get(dev.deviceId);
@@ -548,10 +553,10 @@ export class History {
       byDevice.set(dev.deviceId, e);
       if (e.ring.roomless) this.#warnRoomless(dev.providerId, dev.deviceId, null);
     }
-    if (now < e.unitChangedMs) this.#unitChangesBack(e, now);
-    if (e.pollable !== dev.pollable) this.#rebuild(e, dev, now);
+    if (at < e.unitChangedMs) this.#unitChangesBack(e, at);
+    if (e.pollable !== dev.pollable) this.#rebuild(e, dev, at);
     const step = this.#o.config.stepMs;
-    const b = bucketStart(now, step);
+    const b = bucketStart(at, step);
     if (b !== this.#bucketNow) this.#crossBucket(b);
     if (e.bucketStart !== b) {
       if (e.bucketStart !== null) this.#flushBucket(e);
@@ -561,10 +566,10 @@ export class History {
     const horizon = this.#horizon(now);
     e.polledMono = this.#monoNow;
     const newestPoll = ring.newestMs();
-    if (newestPoll !== null && now < newestPoll) {
+    if (newestPoll !== null && at < newestPoll) {
       e.priorBucketMs = Math.max(e.priorBucketMs, bucketStart(newestPoll, step));
     }
-    const seq = ring.addPoll(now, horizon);
+    const seq = ring.addPoll(at, horizon);
     if (this.#nextPollWatches.size !== 0) this.#tellNextPoll(dev.providerId, dev.deviceId);
     const oldest = ring.firstSeq;
     const pollable = dev.pollable;
@@ -612,6 +617,23 @@ export class History {
       this.#tooLargeEpisode.sweep(mono, this.#budget.notKept === 0);
     }
   };
+
+  /**
+   * The time a failed read of `dev` is recorded at (`now`: the wall clock at its apply): its
+   * arrival (DeviceState.lastFailMs), but not before the open bucket (#bucketNow) -- a bucket
+   * written since it arrived is not written again (the disk tier's rows ascend within a file), so
+   * a failure held across a bucket's end is dated at the next one's start, the nearest to its
+   * arrival the disk can hold -- and never after `now` (its arrival read before a step back of
+   * the wall clock: the poll is recorded as that step's, as before). The same device's outcomes
+   * are applied in request order, so it is not before the device's polls recorded before it.
+   * Only for a failed read (the OK path does not come here).
+   */
+  #failedReadAt(dev: DeviceState, now: number): number {
+    const arrived = dev.lastFailMs ?? 0;
+    if (arrived <= 0 || arrived >= now) return now;
+    const open = this.#bucketNow;
+    return open === null || arrived >= open ? arrived : Math.min(open, now);
+  }
 
   /**
    * Reads the least stale bound of the device's polled signals into its entry (leastStaleMs), at

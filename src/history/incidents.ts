@@ -1006,10 +1006,13 @@ export class IncidentRecorder {
       if (c.previous === "up" || dated) {
         // Told before or after the ring records that read: its poll either way (none with a time
         // at or after it but that read, the wall clock stepped back or not); told at a report,
-        // its next poll.
-        const seq = this.#o.history.pollSeqAtOrAfter(c.providerId, c.deviceId, c.atWallMs);
+        // its next poll. Begun by a read, dated by its arrival (sinceWallMs), as the ring records
+        // it and the cache dates its device_availability: one held behind another device's hung
+        // read is told later.
+        const wallMs = c.sinceWallMs ?? c.atWallMs;
+        const seq = this.#o.history.pollSeqAtOrAfter(c.providerId, c.deviceId, wallMs);
         this.#setFailingAt(c, {
-          wallMs: c.atWallMs,
+          wallMs,
           seq,
           sinceMono: c.condition.sinceMono,
           endSeq: null,
@@ -1056,11 +1059,13 @@ export class IncidentRecorder {
     // How long ago it began, on the monotonic clock (a wall clock step does not change it).
     const ago = since === null ? 0 : Math.max(0, Math.round(this.#o.clock.monoMs() - since));
     // Dated as the ring stamped its first failed read (a wall clock step since then would move a
-    // date counted back on the monotonic clock away from the samples), else counted back.
+    // date counted back on the monotonic clock away from the samples), else by that read's
+    // arrival when this change is its (down at once: held behind another device's hung read
+    // longer than the bound), else counted back.
     const stamped = failingAt === undefined
       ? null
       : failingAt.wallMs ?? this.#o.history.pollTimeMs(c.providerId, c.deviceId, failingAt.seq);
-    const at = stamped ?? c.atWallMs - ago;
+    const at = stamped ?? c.sinceWallMs ?? c.atWallMs - ago;
     const why = c.condition.reason === "" ? "" : `: ${c.condition.reason}`;
     // Begins this loss's incident, `laterMs` after it was found (a write failing meanwhile); its
     // outage noted unless its provider is no longer configured by then (`gone`).

@@ -48,7 +48,12 @@ import {
 } from "../common/mod.ts";
 import type { ProviderHost, ProviderRegistry } from "../providers/mod.ts";
 import { noneAnswered, signalsFail } from "./_answers.ts";
-import { type DeviceState, outcomeArrivedMono, type StateCache } from "./state_cache.ts";
+import {
+  type DeviceState,
+  outcomeArrivedMono,
+  outcomeArrivedMs,
+  type StateCache,
+} from "./state_cache.ts";
 
 // The bound is common's (the configuration check reads it too); exported here as before.
 export { DEVICE_DOWN_AFTER_POLLS, DEVICE_DOWN_MIN_MS, deviceDownAfterMs } from "../common/mod.ts";
@@ -132,6 +137,13 @@ export interface DeviceConditionChange {
   readonly condition: DeviceCondition;
   /** Wall time of the change (for events and records). */
   readonly atWallMs: number;
+  /**
+   * Told by the failed read that began its failing spell (`condition.sinceMono` is that read's
+   * arrival): the wall time it arrived (outcomeArrivedMs), as the cache dates its UNAVAILABLE
+   * marks and device_availability. A failure held behind another device's hung read is applied,
+   * and this change told (atWallMs), later. Absent otherwise.
+   */
+  readonly sinceWallMs?: number;
 }
 
 export type DeviceConditionListener = (change: DeviceConditionChange) => void;
@@ -619,7 +631,10 @@ export class DeviceOutages {
     if (failing && read) this.#readFailedInSpell.add(dev);
     const t = this.#tracked.get(dev.providerId)?.get(dev.deviceId);
     if (t === undefined) return;
-    this.#recheck(t);
+    // Begun by this read: its change says the wall time the read arrived (sinceWallMs).
+    if (began && read) {
+      this.#recheck(t, this.#failingSince.get(dev)!, outcomeArrivedMs(dev, this.#o.clock.nowMs()));
+    } else this.#recheck(t);
     // A failed read (or its provider's health reporting it UNREACHABLE) with its provider up: the
     // device is out, also when its condition did not change -- failing since its provider came
     // back (judged so before any read, its provider's return clearing #devicesOut): the calls
@@ -684,7 +699,12 @@ export class DeviceOutages {
     if (host === undefined) this.#tracked.delete(providerId);
   }
 
-  #recheck(t: Tracked): void {
+  /**
+   * Judges `t` again and tells a change of it. `beganMono`/`beganWallMs`: a failed read began its
+   * failing spell now, arrived then (#polled; NaN: none did): a change dated from that spell says
+   * its wall time.
+   */
+  #recheck(t: Tracked, beganMono = NaN, beganWallMs = 0): void {
     if (this.#stopped) return;
     const previous = t.condition;
     // Down still for a later cause (its provider down, a reload's take-out, removed): the reason
@@ -714,6 +734,8 @@ export class DeviceOutages {
       previous: previous.kind,
       condition: next,
       atWallMs: this.#o.clock.nowMs(),
+      // Not when dated from an earlier outage (outageSince, kept): that one began before it.
+      ...(next.sinceMono === beganMono ? { sinceWallMs: beganWallMs } : {}),
     };
     const onError = this.#o.onListenerError ?? (() => {});
     tellEach(this.#listeners, [change], onError);

@@ -5,8 +5,10 @@
  * start() until that read times out. As an answer held so is dated by its arrival
  * (held_answer_age_test.ts), so is the failure: its UNAVAILABLE marks (state_update,
  * quality_change) and device_availability are dated when it arrived, the device's failing spell
- * (device_outage.ts) and an alarm's bad-quality delay run from then, and telemetry dates a
- * quality-only row of it as the cache's quality_change -- not by the late apply.
+ * (device_outage.ts) and an alarm's bad-quality delay run from then, telemetry dates a
+ * quality-only row of it as the cache's quality_change, the history records its poll then (at the
+ * open bucket's start when a bucket was written since) and the incident of the device's loss is
+ * dated from then -- not by the late apply.
  * The programmable provider as a real child process (it answers requests concurrently).
  */
 import assert from "node:assert/strict";
@@ -18,9 +20,17 @@ import {
   T,
 } from "../helpers/programmable_provider.ts";
 import { testLogger, waitFor } from "../helpers/kernel.ts";
+import { MemoryFiles } from "../helpers/memory_files.ts";
+import { DEFAULT_HISTORY } from "../helpers/sim_config.ts";
 import { InputProblem, SignalInput } from "../../src/alarms/mod.ts";
 import { DeviceOutages } from "../../src/state/mod.ts";
 import { EventBus } from "../../src/events/mod.ts";
+import {
+  History,
+  type IncidentBegun,
+  IncidentRecorder,
+  QUALITY_BY_CODE,
+} from "../../src/history/mod.ts";
 import { TelemetryWriter } from "../../src/telemetry/mod.ts";
 import { ScriptedDb, SETTINGS } from "../telemetry/_scripted_db.ts";
 
@@ -59,6 +69,8 @@ async function startHeldRig(): Promise<ProgrammableFixture> {
 /** When b's failed read arrived: the wall clock then, and a monotonic time not before it. */
 interface Arrival {
   readonly wallMs: number;
+  /** The wall clock when it was applied (wallMs + the step `holdFailureOfB` moved it by). */
+  readonly appliedWallMs: number;
   readonly monoAfter: number;
   readonly started: Promise<void>;
 }
@@ -70,7 +82,7 @@ interface Arrival {
  * held failure is applied right after a's, in request order. Gives start()'s promise (the caller
  * waits for it before closing).
  */
-async function holdFailureOfB(fx: ProgrammableFixture): Promise<Arrival> {
+async function holdFailureOfB(fx: ProgrammableFixture, stepMs = 60_000): Promise<Arrival> {
   await fx.program("a", { read: { hang: true } });
   await fx.program("b", { read: { error: { code: 14, message: "bus fault" } } });
   // Before the provider answers this count, on the same pipe: b's read is answered.
@@ -80,9 +92,9 @@ async function holdFailureOfB(fx: ProgrammableFixture): Promise<Arrival> {
   const wallMs = fx.clock.wallMs;
   const monoAfter = fx.clock.monoMs();
   // The wall clock moves on while a's read hangs and b's failure waits behind it.
-  fx.clock.wallMs += 60_000;
+  fx.clock.wallMs += stepMs;
   await waitFor("b's held failure applied", () => fx.cache.device("p0", "b")?.available === false);
-  return { wallMs, monoAfter, started };
+  return { wallMs, appliedWallMs: wallMs + stepMs, monoAfter, started };
 }
 
 Deno.test("StateCache dates a failed read held behind a hung read of another device by its arrival: its UNAVAILABLE marks and device_availability", async () => {
@@ -201,6 +213,136 @@ Deno.test("TelemetryWriter dates the quality-only row of a signal without a valu
   } finally {
     await started?.catch(() => {});
     await writer.stop(1000);
+    await fx.close();
+  }
+});
+
+/** A History of `fx`'s cache: no disk tier unless `diskMaxBytes` says, `stepMs` buckets. */
+function historyOf(fx: ProgrammableFixture, stepMs: number, diskMaxBytes = 0): History {
+  return new History({
+    config: { ...DEFAULT_HISTORY, stepMs, diskMaxBytes, memorySeconds: 3600 },
+    dataDir: "/data",
+    files: new MemoryFiles(),
+    clock: fx.clock,
+    log: testLogger(),
+    cache: fx.cache,
+  });
+}
+
+/** The times of the polls the history holds of b's y at UNAVAILABLE (full rate). */
+async function unavailableTimesOfY(history: History, arrival: Arrival): Promise<number[]> {
+  const answer = await history.query({
+    providerId: "p0",
+    deviceId: "b",
+    signalIds: ["y"],
+    sinceMs: arrival.wallMs - 60_000,
+    untilMs: arrival.appliedWallMs,
+  });
+  return answer.signals[0]!.points.filter((p) => QUALITY_BY_CODE[p.quality] === "UNAVAILABLE")
+    .map((p) => p.t_ms);
+}
+
+Deno.test("History records a failed read held behind a hung read of another device at its arrival, as the cache dates its quality_change", async () => {
+  const fx = await startHeldRig();
+  // One bucket holds the arrival and the apply (an hour, from a multiple of it): none is written
+  // while the failure is held.
+  const history = historyOf(fx, 3_600_000);
+  let started: Promise<void> | undefined;
+  try {
+    await history.start();
+    const arrival = await holdFailureOfB(fx);
+    started = arrival.started;
+    const change = fx.events.find((e) =>
+      e.kind === "quality_change" && e.device_id === "b" && e.signal_id === "y" &&
+      e.new_quality === "UNAVAILABLE"
+    );
+    assert.equal(change?.timestamp_ms, arrival.wallMs, "the cache dates y's change by arrival");
+    const times = await unavailableTimesOfY(history, arrival);
+    assert.ok(times.length > 0, "the failed read's poll is in the history");
+    assert.equal(
+      times[0],
+      arrival.wallMs,
+      `the history dates the held failure as its quality_change, not at its apply ${arrival.appliedWallMs}`,
+    );
+    await started;
+  } finally {
+    await started?.catch(() => {});
+    await history.stop();
+    await fx.close();
+  }
+});
+
+Deno.test("History records a failed read held across the end of a bucket at the start of the open bucket: not in a bucket already written, not at its apply", async () => {
+  const fx = await startHeldRig();
+  const STEP_MS = 10_000;
+  const history = historyOf(fx, STEP_MS, DEFAULT_HISTORY.diskMaxBytes);
+  let started: Promise<void> | undefined;
+  try {
+    await history.start();
+    // a's timeout, applied first (request order) at the wall clock then, crosses into the bucket
+    // of the apply: b's bucket of its arrival is written by then.
+    const arrival = await holdFailureOfB(fx, 65_000);
+    started = arrival.started;
+    const open = arrival.appliedWallMs - (arrival.appliedWallMs % STEP_MS);
+    assert.ok(arrival.wallMs < open && open < arrival.appliedWallMs);
+    const times = await unavailableTimesOfY(history, arrival);
+    assert.equal(times[0], open, "dated at the open bucket's start, the nearest to its arrival");
+    await started;
+    await history.flushDisk();
+    assert.equal(history.status().disk.rowsUnreadable, 0, "the disk's rows ascend still");
+  } finally {
+    await started?.catch(() => {});
+    await history.stop();
+    await fx.close();
+  }
+});
+
+Deno.test("IncidentRecorder dates the loss of a device whose failed read was held behind a hung read of another device from that read's arrival, as its device_availability", async () => {
+  const fx = await startHeldRig();
+  const history = historyOf(fx, 3_600_000);
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: fx.clock,
+    // Longer than the hold: b is failing when its failure is applied, down 2 s after it arrived.
+    downAfterMs: TIMEOUT_MS + 2000,
+  });
+  const incidents = new IncidentRecorder({
+    config: { ...DEFAULT_HISTORY, memorySeconds: 3600, incidentBeforeS: 1, incidentAfterS: 1 },
+    history,
+    files: new MemoryFiles(),
+    dir: "/data/history/incidents",
+    clock: fx.clock,
+    log: testLogger(),
+    outages,
+  });
+  const begun: IncidentBegun[] = [];
+  incidents.onIncident((h) => begun.push(h));
+  let started: Promise<void> | undefined;
+  try {
+    await history.start();
+    await incidents.start(new EventBus());
+    const arrival = await holdFailureOfB(fx);
+    started = arrival.started;
+    const lost = fx.events.find((e) =>
+      e.kind === "device_availability" && e.device_id === "b" && !e.available
+    );
+    assert.equal(lost?.timestamp_ms, arrival.wallMs, "b's loss is told dated by its arrival");
+    const loss = await waitFor(
+      "b's loss incident",
+      () => begun.find((h) => h.trigger === "device_loss" && h.cause.includes("p0/b")),
+    );
+    assert.equal(
+      loss.at_epoch_ms,
+      arrival.wallMs,
+      `the incident is dated from the held failure's arrival, not its apply ${arrival.appliedWallMs}`,
+    );
+    await started;
+  } finally {
+    await started?.catch(() => {});
+    outages.stop();
+    await incidents.stop();
+    await history.stop();
     await fx.close();
   }
 });
