@@ -249,6 +249,16 @@ interface DeviceEntry {
   /** The ring's next poll number when that row was handed over: the polls before it are in rows. */
   writtenSeq: number;
   /**
+   * A step back of the wall clock crossed into an earlier bucket since this entry's last poll
+   * (#crossBucket: whichever device's poll saw it; never without a disk tier). It wrote every open
+   * bucket, so each poll the ring holds is in a row the disk tier reads as before that step
+   * (DiskTier.read's beforeStepBack), also the polls the ring counts as ascending since its own
+   * last step back: until its next poll the disk answers the device (#answer), and that poll
+   * begins a new run of the ring as a step back it saw itself would (#onPolled). Else the disk
+   * took those rows as the repeated times before the step, and the ring its polls of them too.
+   */
+  filesSteppedBack: boolean;
+  /**
    * Signals a rediscovery removed while this entry lived (null: none), oldest first, at most
    * MAX_RELEASED_SIGNAL_IDS, each with the device's first poll without it (the ring's nextSeq
    * then): a question without signal_id asks the disk tier for them; an incident whose window
@@ -540,6 +550,7 @@ export class History {
         polledMono: 0,
         writtenBucket: null,
         writtenSeq: 0,
+        filesSteppedBack: false,
         released: null,
         units: new Map(),
         unitChangedMs: -Infinity,
@@ -566,10 +577,13 @@ export class History {
     const horizon = this.#horizon(now);
     e.polledMono = this.#monoNow;
     const newestPoll = ring.newestMs();
-    if (newestPoll !== null && at < newestPoll) {
+    // (A step back this device's poll did not see, as its rows did: filesSteppedBack.)
+    const steppedBack = e.filesSteppedBack;
+    e.filesSteppedBack = false;
+    if (newestPoll !== null && (at < newestPoll || steppedBack)) {
       e.priorBucketMs = Math.max(e.priorBucketMs, bucketStart(newestPoll, step));
     }
-    const seq = ring.addPoll(at, horizon);
+    const seq = ring.addPoll(at, horizon, steppedBack);
     if (this.#nextPollWatches.size !== 0) this.#tellNextPoll(dev.providerId, dev.deviceId);
     const oldest = ring.firstSeq;
     const pollable = dev.pollable;
@@ -731,8 +745,11 @@ export class History {
     const back = this.#bucketNow !== null && b < this.#bucketNow;
     this.#bucketNow = b;
     const open: DeviceEntry[] = [];
+    // (Every device's rows so far are before the step: filesSteppedBack. No disk tier, no rows.)
+    const filesBack = back && this.#disk !== null;
     for (const byDevice of this.#devices.values()) {
       for (const e of byDevice.values()) {
+        if (filesBack) e.filesSteppedBack = true;
         if (e.bucketStart !== null && (back || e.bucketStart < b)) open.push(e);
       }
     }
@@ -1321,7 +1338,7 @@ export class History {
     if (
       this.#disk !== null &&
       (ringless.size > 0 || sinceMs < (e?.ring.oldestMs() ?? Infinity) ||
-        this.#openRowFromSeq(e) !== null ||
+        this.#openRowFromSeq(e) !== null || e?.filesSteppedBack === true ||
         asked.some((id) => sinceMs < (signalRingStartMs(e?.ring, id) ?? Infinity)))
     ) {
       // The range reaches before the ring: the buckets closed but still queued for the disk are
@@ -1368,7 +1385,9 @@ export class History {
       ? first
       : null;
     const shared = first !== null && first <= (this.#disk?.lastRowAtOpen ?? -Infinity);
-    const memoryFrom = oldest === null
+    // Every poll the ring holds is in a row read as before a step back it was not polled since
+    // (filesSteppedBack): the disk answers them all, the ring none (memoryFrom null).
+    const memoryFrom = oldest === null || e!.filesSteppedBack
       ? null
       : openRowFromSeq !== null
       ? openRowFromSeq < e!.ring.nextSeq ? e!.ring.timeOf(openRowFromSeq) : null
@@ -1432,8 +1451,12 @@ export class History {
     // period's polls of them (or never had them: a run begun behind the files' last row), so the
     // disk answers them, up to the bucket after the ring's oldest kept poll from before the step
     // (the ring answers its polls from there on). Else they would be in neither part.
+    // A ring that has written no row yet (a step back within the bucket of its first poll) has no
+    // rows from before the step on disk: it answers every poll it kept from before the step.
     const preCut = !preStep || diskStep === null
       ? Infinity
+      : e!.writtenBucket === null
+      ? -Infinity
       : bucketStart(e!.ring.timeOf(e!.ring.firstSeq) + diskStep - 1, diskStep);
     const priorUntil = e === undefined || diskStep === null || memoryFrom === null
       ? -Infinity

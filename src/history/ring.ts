@@ -494,8 +494,13 @@ export class DeviceRing {
     return this.#times[(this.#head + (seq - this.#firstSeq)) % this.#times.length]!;
   }
 
-  /** Records a poll at `timeMs`, dropping polls older than `horizonMs`; returns its sequence. */
-  addPoll(timeMs: number, horizonMs: number): number {
+  /**
+   * Records a poll at `timeMs`, dropping polls older than `horizonMs`; returns its sequence.
+   * `steppedBack`: the wall clock stepped back since the last poll though this one is not before
+   * it (History: another device's poll saw the step, and the disk rows of every poll so far are of
+   * the period before it): a new run begins here all the same.
+   */
+  addPoll(timeMs: number, horizonMs: number, steppedBack = false): number {
     // The polls before a step back go once the first poll after it is past the horizon (their own
     // times are ahead of the clock): every one of them is older than that one.
     while (
@@ -511,7 +516,8 @@ export class DeviceRing {
     this.#times[(this.#head + this.#len) % this.#times.length] = timeMs;
     this.#len++;
     const seq = this.#firstSeq + this.#len - 1;
-    if (newest !== null && timeMs < newest) this.#runSeq = seq; // the wall clock stepped back
+    // The wall clock stepped back.
+    if (newest !== null && (timeMs < newest || steppedBack)) this.#runSeq = seq;
     return seq;
   }
 
