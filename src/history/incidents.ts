@@ -1061,7 +1061,9 @@ export class IncidentRecorder {
     // Dated as the ring stamped its first failed read (a wall clock step since then would move a
     // date counted back on the monotonic clock away from the samples), else by that read's
     // arrival when this change is its (down at once: held behind another device's hung read
-    // longer than the bound), else counted back.
+    // longer than the bound -- also failing as it came back, whose FailingAt waits for that read,
+    // which the ring records only after this is told: the outages are told of a poll first),
+    // else counted back.
     const stamped = failingAt === undefined
       ? null
       : failingAt.wallMs ?? this.#o.history.pollTimeMs(c.providerId, c.deviceId, failingAt.seq);

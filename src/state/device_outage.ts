@@ -138,10 +138,12 @@ export interface DeviceConditionChange {
   /** Wall time of the change (for events and records). */
   readonly atWallMs: number;
   /**
-   * Told by the failed read that began its failing spell (`condition.sinceMono` is that read's
-   * arrival): the wall time it arrived (outcomeArrivedMs), as the cache dates its UNAVAILABLE
-   * marks and device_availability. A failure held behind another device's hung read is applied,
-   * and this change told (atWallMs), later. Absent otherwise.
+   * Told by the failed read that began its failing spell: the wall time it arrived
+   * (outcomeArrivedMs), as the cache dates its UNAVAILABLE marks and device_availability.
+   * `condition.sinceMono` is that read's arrival -- unless down at once, not up since an outage
+   * (failing from no known moment as its provider came back): that outage's first moment
+   * (Tracked.outageSince). A failure held behind another device's hung read is applied, and this
+   * change told (atWallMs), later. Absent otherwise.
    */
   readonly sinceWallMs?: number;
 }
@@ -701,8 +703,8 @@ export class DeviceOutages {
 
   /**
    * Judges `t` again and tells a change of it. `beganMono`/`beganWallMs`: a failed read began its
-   * failing spell now, arrived then (#polled; NaN: none did): a change dated from that spell says
-   * its wall time.
+   * failing spell now, arrived then (#polled; NaN: none did): a change it brings says its wall
+   * time (sinceWallMs), also one dated from an earlier outage.
    */
   #recheck(t: Tracked, beganMono = NaN, beganWallMs = 0): void {
     if (this.#stopped) return;
@@ -734,8 +736,9 @@ export class DeviceOutages {
       previous: previous.kind,
       condition: next,
       atWallMs: this.#o.clock.nowMs(),
-      // Not when dated from an earlier outage (outageSince, kept): that one began before it.
-      ...(next.sinceMono === beganMono ? { sinceWallMs: beganWallMs } : {}),
+      // Also when dated from an earlier outage (outageSince, kept): the loss of a device failing
+      // as its provider came back is the spell's (incidents), which began at this read.
+      ...(Number.isNaN(beganMono) ? {} : { sinceWallMs: beganWallMs }),
     };
     const onError = this.#o.onListenerError ?? (() => {});
     tellEach(this.#listeners, [change], onError);

@@ -28,6 +28,7 @@ import { EventBus } from "../../src/events/mod.ts";
 import {
   History,
   type IncidentBegun,
+  type IncidentJoined,
   IncidentRecorder,
   QUALITY_BY_CODE,
 } from "../../src/history/mod.ts";
@@ -41,8 +42,11 @@ const INTERVAL_MS = 100;
  */
 const TIMEOUT_MS = 3000;
 
-/** p0 with devices a (requested first) and b, not polled yet by a loop; each answered once, OK. */
-async function startHeldRig(): Promise<ProgrammableFixture> {
+/**
+ * p0 with devices a (requested first) and b, not polled yet by a loop; each answered once, OK.
+ * `restart`: p0 restarted at once when its process dies (none by default).
+ */
+async function startHeldRig(restart = false): Promise<ProgrammableFixture> {
   const fx = await startProgrammable({
     devices: {
       // Requested first: its hung read holds every outcome after it in the pass.
@@ -53,7 +57,11 @@ async function startHeldRig(): Promise<ProgrammableFixture> {
         values: [dbl("y", 2), { id: "z", quality: Q.FAULT }],
       },
     },
-  }, { intervalMs: INTERVAL_MS, timeoutMs: TIMEOUT_MS });
+  }, {
+    intervalMs: INTERVAL_MS,
+    timeoutMs: TIMEOUT_MS,
+    ...(restart ? { restart: { backoffMs: [0, 0, 0] } } : {}),
+  });
   try {
     // Both answered once (a post-call poll each: no pass holds one behind the other).
     await fx.cache.pollDevice("p0", "a");
@@ -87,13 +95,18 @@ async function holdFailureOfB(fx: ProgrammableFixture, stepMs = 60_000): Promise
   await fx.program("b", { read: { error: { code: 14, message: "bus fault" } } });
   // Before the provider answers this count, on the same pipe: b's read is answered.
   const reads = (await fx.stats("b")).reads;
+  const sentMono = fx.clock.monoMs();
   const started = fx.cache.start();
   await waitFor("b read again", async () => (await fx.stats("b")).reads > reads);
   const wallMs = fx.clock.wallMs;
   const monoAfter = fx.clock.monoMs();
   // The wall clock moves on while a's read hangs and b's failure waits behind it.
   fx.clock.wallMs += stepMs;
-  await waitFor("b's held failure applied", () => fx.cache.device("p0", "b")?.available === false);
+  // (Its failure's own marks: b may be UNAVAILABLE already, with its provider's outage.)
+  await waitFor("b's held failure applied", () => {
+    const b = fx.cache.device("p0", "b");
+    return b?.available === false && (b.lastFailMono ?? 0) >= sentMono;
+  });
   return { wallMs, appliedWallMs: wallMs + stepMs, monoAfter, started };
 }
 
@@ -336,6 +349,65 @@ Deno.test("IncidentRecorder dates the loss of a device whose failed read was hel
       loss.at_epoch_ms,
       arrival.wallMs,
       `the incident is dated from the held failure's arrival, not its apply ${arrival.appliedWallMs}`,
+    );
+    await started;
+  } finally {
+    await started?.catch(() => {});
+    outages.stop();
+    await incidents.stop();
+    await history.stop();
+    await fx.close();
+  }
+});
+
+Deno.test("IncidentRecorder dates the loss of a device failing as its provider comes back, whose first failed read was held behind a hung read of another device past the down bound, from that read's arrival", async () => {
+  const fx = await startHeldRig(true);
+  const history = historyOf(fx, 3_600_000);
+  // Subscribed to the polls before the history, as in the runtime (Kernel): the loss is told
+  // before the ring records the read that brings it.
+  const outages = new DeviceOutages({
+    registry: fx.registry,
+    cache: fx.cache,
+    clock: fx.clock,
+    // Shorter than the hold: b, failing from no known moment as p0 comes back, is down at once
+    // when its first failed read since is applied.
+    downAfterMs: 1000,
+  });
+  const incidents = new IncidentRecorder({
+    // The crash's incident still waits for its window when b is lost again.
+    config: { ...DEFAULT_HISTORY, memorySeconds: 3600, incidentBeforeS: 1, incidentAfterS: 600 },
+    history,
+    files: new MemoryFiles(),
+    dir: "/data/history/incidents",
+    clock: fx.clock,
+    log: testLogger(),
+    outages,
+  });
+  const joined: IncidentJoined[] = [];
+  incidents.onIncidentJoined((j) => joined.push(j));
+  let started: Promise<void> | undefined;
+  try {
+    await history.start();
+    await incidents.start(new EventBus());
+    // p0 crashes and is restarted: b is down with it (the outage's incident), then failing as p0
+    // comes back, not read since (the "failing as it comes back" path of the incident recorder).
+    const pid = fx.kill();
+    await waitFor("p0 back", () => fx.host.available && fx.host.session?.pid !== pid);
+    await waitFor("b failing as p0 comes back", () => {
+      const c = outages.condition("p0", "b");
+      return c.kind === "failing" && c.sinceMono === null;
+    });
+    const arrival = await holdFailureOfB(fx);
+    started = arrival.started;
+    assert.equal(outages.condition("p0", "b").kind, "down", "b is down once its failure is in");
+    const again = await waitFor(
+      "b's loss again, joining the outage's incident",
+      () => joined.find((j) => j.trigger === "device_loss" && j.cause.includes("p0/b")),
+    );
+    assert.equal(
+      again.at_epoch_ms,
+      arrival.wallMs,
+      `b's loss is dated from its first failed read's arrival, not by its apply ${arrival.appliedWallMs}`,
     );
     await started;
   } finally {
