@@ -19,6 +19,7 @@ import type { HistoryAnswer } from "../../src/history/mod.ts";
 import { journalFiles } from "../../src/host/mod.ts";
 import { handFedHistory } from "../helpers/hand_fed_history.ts";
 import { tempDir, testLogger } from "../helpers/kernel.ts";
+import { prng } from "../helpers/prng.ts";
 
 /** Seeds the suite walks (a replay sets HISTORY_SEAM_SEED instead). */
 const SEAM_SEEDS = 12;
@@ -37,18 +38,6 @@ const T0 = 1_700_000_000_000;
 const DEVICES = ["d0", "d1"] as const;
 /** Signal a changes at every poll; b every few polls (a ring keeps only its changes). */
 const SIGNALS = ["a", "b"] as const;
-
-/** mulberry32: a small seeded generator, enough to walk and replay. */
-function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Sample {
   readonly device: string;
@@ -77,7 +66,7 @@ function sorted(f: Folded): [number, { count: number; min: number; max: number }
 
 /** One walk: its steps' log is thrown with the first difference from the model. */
 async function walk(seed: number, trace: boolean): Promise<void> {
-  const rnd = mulberry32(seed);
+  const rnd = prng(seed);
   const int = (lo: number, hi: number) => lo + Math.floor(rnd() * (hi - lo + 1));
   const dataDir = tempDir("history-seam-");
   const model: Sample[] = [];
