@@ -310,18 +310,29 @@ Deno.test("History records a failed read held across the end of a bucket at the 
   }
 });
 
-Deno.test("IncidentRecorder dates the loss of a device whose failed read was held behind a hung read of another device from that read's arrival, as its device_availability", async () => {
-  const fx = await startHeldRig();
-  const history = historyOf(fx, 3_600_000);
+/**
+ * The runtime's device outages (down after `downAfterMs`) and incident recorder (1 s before,
+ * `afterS` after) over `fx`'s cache and `history`, on its clock; the caller starts and stops them.
+ */
+function incidentsOf(
+  fx: ProgrammableFixture,
+  history: History,
+  downAfterMs: number,
+  afterS: number,
+): { outages: DeviceOutages; incidents: IncidentRecorder } {
   const outages = new DeviceOutages({
     registry: fx.registry,
     cache: fx.cache,
     clock: fx.clock,
-    // Longer than the hold: b is failing when its failure is applied, down 2 s after it arrived.
-    downAfterMs: TIMEOUT_MS + 2000,
+    downAfterMs,
   });
   const incidents = new IncidentRecorder({
-    config: { ...DEFAULT_HISTORY, memorySeconds: 3600, incidentBeforeS: 1, incidentAfterS: 1 },
+    config: {
+      ...DEFAULT_HISTORY,
+      memorySeconds: 3600,
+      incidentBeforeS: 1,
+      incidentAfterS: afterS,
+    },
     history,
     files: new MemoryFiles(),
     dir: "/data/history/incidents",
@@ -329,6 +340,14 @@ Deno.test("IncidentRecorder dates the loss of a device whose failed read was hel
     log: testLogger(),
     outages,
   });
+  return { outages, incidents };
+}
+
+Deno.test("IncidentRecorder dates the loss of a device whose failed read was held behind a hung read of another device from that read's arrival, as its device_availability", async () => {
+  const fx = await startHeldRig();
+  const history = historyOf(fx, 3_600_000);
+  // Longer than the hold: b is failing when its failure is applied, down 2 s after it arrived.
+  const { outages, incidents } = incidentsOf(fx, history, TIMEOUT_MS + 2000, 1);
   const begun: IncidentBegun[] = [];
   incidents.onIncident((h) => begun.push(h));
   let started: Promise<void> | undefined;
@@ -365,24 +384,10 @@ Deno.test("IncidentRecorder dates the loss of a device failing as its provider c
   const history = historyOf(fx, 3_600_000);
   // Subscribed to the polls before the history, as in the runtime (Kernel): the loss is told
   // before the ring records the read that brings it.
-  const outages = new DeviceOutages({
-    registry: fx.registry,
-    cache: fx.cache,
-    clock: fx.clock,
-    // Shorter than the hold: b, failing from no known moment as p0 comes back, is down at once
-    // when its first failed read since is applied.
-    downAfterMs: 1000,
-  });
-  const incidents = new IncidentRecorder({
-    // The crash's incident still waits for its window when b is lost again.
-    config: { ...DEFAULT_HISTORY, memorySeconds: 3600, incidentBeforeS: 1, incidentAfterS: 600 },
-    history,
-    files: new MemoryFiles(),
-    dir: "/data/history/incidents",
-    clock: fx.clock,
-    log: testLogger(),
-    outages,
-  });
+  // Down bound shorter than the hold: b, failing from no known moment as p0 comes back, is down
+  // at once when its first failed read since is applied. The crash's incident still waits for its
+  // window (600 s after) when b is lost again.
+  const { outages, incidents } = incidentsOf(fx, history, 1000, 600);
   const joined: IncidentJoined[] = [];
   incidents.onIncidentJoined((j) => joined.push(j));
   let started: Promise<void> | undefined;
