@@ -603,21 +603,35 @@ export class DiskTier {
    * the asked device's alone: whether that row begins a new file is a matter of the files, so the
    * judgement is the same whichever device is asked of. `each` is told too whether an earlier run
    * wrote the row (it was in the files at open: #endAtOpen): no ring of this run holds its samples.
+   * And `stepBacksAfter`: how many files after the row's begin a period (a step back of the wall
+   * clock: the file's first row earlier than the last row of the file before), the one still to
+   * come (pending, above) not counted: after several step backs, the rows of each period are told
+   * apart (History: the periods older than its ring's oldest kept poll's have no poll in it).
    */
   async read(
     providerId: string,
     deviceId: string,
     sinceMs: number,
     untilMs: number,
-    each: (row: DiskRow, beforeStepBack: boolean, ofEarlierRun: boolean) => void,
+    each: (
+      row: DiskRow,
+      beforeStepBack: boolean,
+      ofEarlierRun: boolean,
+      stepBacksAfter: number,
+    ) => void,
     stepMs = 1,
     openBucketMs = Infinity,
   ): Promise<boolean> {
     // What `each` throws (History's bound on an answer's points) is the question's: passed on.
     let fromEach = false;
-    const give = (row: DiskRow, beforeStepBack: boolean, ofEarlierRun: boolean) => {
+    const give = (
+      row: DiskRow,
+      beforeStepBack: boolean,
+      ofEarlierRun: boolean,
+      stepBacksAfter: number,
+    ) => {
       try {
-        each(row, beforeStepBack, ofEarlierRun);
+        each(row, beforeStepBack, ofEarlierRun, stepBacksAfter);
       } catch (err) {
         fromEach = true;
         throw err;
@@ -640,7 +654,12 @@ export class DiskTier {
     deviceId: string,
     sinceMs: number,
     untilMs: number,
-    each: (row: DiskRow, beforeStepBack: boolean, ofEarlierRun: boolean) => void,
+    each: (
+      row: DiskRow,
+      beforeStepBack: boolean,
+      ofEarlierRun: boolean,
+      stepBacksAfter: number,
+    ) => void,
     stepMs: number,
     openBucketMs: number,
   ): Promise<void> {
@@ -654,7 +673,9 @@ export class DiskTier {
     // (Taken as the files were listed: a row handed since goes to a file not listed.)
     const stepBackPending = this.#newestT >
       Math.min(bucketStart(this.#o.clock.nowMs(), stepMs), openBucketMs);
-    const lastStepBack = stepBackPending ? numbers.length : await this.#lastStepBack(numbers);
+    // (Indexes in `numbers` of the files that begin a period, ascending.)
+    const stepBacks = await this.#stepBacks(numbers);
+    const lastStepBack = stepBackPending ? numbers.length : stepBacks.at(-1) ?? 0;
     for (const times of [this.#firstT, this.#lastT]) {
       for (const n of times.keys()) if (n < numbers[0]!) times.delete(n); // removed files
     }
@@ -664,6 +685,8 @@ export class DiskTier {
       this.#unreadableAt.delete(n);
     }
     const marker = `"p":${JSON.stringify(providerId)},"d":${JSON.stringify(deviceId)},`;
+    // (Of `stepBacks`, those at or before the file read.)
+    let begun = 0;
     for (let i = 0; i < numbers.length; i++) {
       const n = numbers[i]!;
       const first = await this.#firstTime(n);
@@ -683,6 +706,8 @@ export class DiskTier {
       const lines = files.readLinesAt(path, { maxLineBytes: DISK_MAX_ROW_BYTES, startByte });
       const newest = i === numbers.length - 1;
       const atOpen = this.#endAtOpen;
+      while (begun < stepBacks.length && stepBacks[begun]! <= i) begun++;
+      const stepBacksAfter = stepBacks.length - begun;
       /** Gives `line` when it is a row of the device in range (else counts it, when damaged). */
       const take = ({ text: line, start }: JournalLine): void => {
         if (!line.includes(marker)) {
@@ -703,6 +728,7 @@ export class DiskTier {
           row,
           i < lastStepBack,
           n < atOpen.segment || (n === atOpen.segment && start < atOpen.bytes),
+          stepBacksAfter,
         );
       };
       // Rows ascend within a file, whatever their device: a row out of order with its neighbours
@@ -765,17 +791,18 @@ export class DiskTier {
   }
 
   /**
-   * Index in `numbers` of the file that begins the last period of the files (its first row earlier
-   * than the last row of the file holding rows before it: a wall clock stepped back), or 0. Each
-   * file's first and last row times are read once (cached; the newest's last is not needed).
+   * Indexes in `numbers` of the files that begin a period of the files (their first row earlier
+   * than the last row of the file holding rows before it: a wall clock stepped back), ascending
+   * (at most one per file). Each file's first and last row times are read once (cached; the
+   * newest's last is not needed).
    */
-  async #lastStepBack(numbers: readonly number[]): Promise<number> {
-    let at = 0;
+  async #stepBacks(numbers: readonly number[]): Promise<number[]> {
+    const at: number[] = [];
     let before: number | null = null;
     for (let i = 0; i < numbers.length; i++) {
       const first = await this.#firstTime(numbers[i]!);
       if (first === null) continue;
-      if (before !== null && first < before) at = i;
+      if (before !== null && first < before) at.push(i);
       if (i < numbers.length - 1) before = (await this.#lastTime(numbers[i]!)) ?? before;
     }
     return at;
@@ -796,7 +823,7 @@ export class DiskTier {
    * The later of the file's last two row times (null: no row): a last row whose time was damaged
    * into the past is out of order with the row before it, and would have the file left out of
    * every question after that time (#read), or hide a step back of the wall clock at the next
-   * file (#lastStepBack). (One damaged into the future is taken: the file is read, bisected.)
+   * file (#stepBacks). (One damaged into the future is taken: the file is read, bisected.)
    */
   async #lastTime(n: number): Promise<number | null> {
     if (this.#lastT.has(n)) return this.#lastT.get(n)!;

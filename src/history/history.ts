@@ -259,6 +259,13 @@ interface DeviceEntry {
    */
   filesSteppedBack: boolean;
   /**
+   * The device's first poll in each period of the disk tier it was polled in (`no`: History's
+   * #stepBacks at that poll), oldest first, from the one of the ring's oldest kept poll on (at
+   * most one per poll the ring keeps): after several step backs of the wall clock, the disk rows
+   * of the periods before that one hold no poll the ring keeps (#answer, olderAfter).
+   */
+  readonly periods: { seq: number; no: number }[];
+  /**
    * Signals a rediscovery removed while this entry lived (null: none), oldest first, at most
    * MAX_RELEASED_SIGNAL_IDS, each with the device's first poll without it (the ring's nextSeq
    * then): a question without signal_id asks the disk tier for them; an incident whose window
@@ -357,6 +364,17 @@ export class History {
   #sweptAtMs = -Infinity;
   /** The bucket the newest poll fell in (null before the first): every older one is written. */
   #bucketNow: number | null = null;
+  /**
+   * Steps back of the wall clock the polls crossed into an earlier bucket at, with a disk tier
+   * (#crossBucket), in this run: each begins a period of the disk tier (a new file, once its first
+   * row is written: #periodRowHanded).
+   */
+  #stepBacks = 0;
+  /**
+   * Whether a row was handed to the disk tier since the last of #stepBacks (true before any): the
+   * file that begins its period is begun only with that row (DiskTier.read's stepBacksAfter).
+   */
+  #periodRowHanded = true;
   /** Forward steps of the wall clock within the last memory_seconds (see #horizon), oldest first. */
   readonly #steps: { atMono: number; atWall: number; deltaMs: number }[] = [];
   /** The sum of #steps' deltas. */
@@ -551,6 +569,7 @@ export class History {
         writtenBucket: null,
         writtenSeq: 0,
         filesSteppedBack: false,
+        periods: [],
         released: null,
         units: new Map(),
         unitChangedMs: -Infinity,
@@ -584,6 +603,10 @@ export class History {
       e.priorBucketMs = Math.max(e.priorBucketMs, bucketStart(newestPoll, step));
     }
     const seq = ring.addPoll(at, horizon, steppedBack);
+    const periods = e.periods;
+    if (periods.at(-1)?.no !== this.#stepBacks) periods.push({ seq, no: this.#stepBacks });
+    // (The ring's oldest kept poll is in the first period kept: those before it hold none.)
+    while (periods.length > 1 && periods[1]!.seq <= ring.firstSeq) periods.shift();
     if (this.#nextPollWatches.size !== 0) this.#tellNextPoll(dev.providerId, dev.deviceId);
     const oldest = ring.firstSeq;
     const pollable = dev.pollable;
@@ -758,6 +781,11 @@ export class History {
       this.#flushBucket(e);
       e.bucketStart = null;
     }
+    // (After the rows of the period before: the next row begins the new one's file.)
+    if (filesBack) {
+      this.#stepBacks++;
+      this.#periodRowHanded = false;
+    }
   }
 
   /**
@@ -783,6 +811,24 @@ export class History {
   #priorBucketMs(e: DeviceEntry): number {
     const atOpen = this.#disk?.lastRowAtOpen ?? -Infinity;
     return atOpen > e.madeBucketMs ? Math.max(e.priorBucketMs, atOpen) : e.priorBucketMs;
+  }
+
+  /** The period of the disk tier (#stepBacks) the device's kept poll `seq` was recorded in. */
+  #periodOf(e: DeviceEntry, seq: number): number {
+    let no = e.periods[0]?.no ?? this.#stepBacks;
+    for (const p of e.periods) if (p.seq <= seq) no = p.no;
+    return no;
+  }
+
+  /**
+   * How many files begin a period of the disk tier after the rows of period `no` (#stepBacks at
+   * their polls), as DiskTier.read counts them (stepBacksAfter): one per step back since, but
+   * for the last one while no row of its period was handed to the disk yet (its file is not
+   * begun).
+   */
+  #periodsBegunAfter(no: number): number {
+    const after = this.#stepBacks - no;
+    return after > 0 && !this.#periodRowHanded ? after - 1 : after;
   }
 
   /**
@@ -986,6 +1032,7 @@ export class History {
           t,
         );
         if (t > e.newestRowMs) e.newestRowMs = t;
+        this.#periodRowHanded = true;
       }
       e.writtenBucket = t;
       e.writtenSeq = e.ring.nextSeq;
@@ -1461,16 +1508,25 @@ export class History {
     const priorUntil = e === undefined || diskStep === null || memoryFrom === null
       ? -Infinity
       : Math.min(preCut, this.#priorBucketMs(e) + 1);
+    // That cut holds for the period of the ring's oldest kept poll and those after it (the ring
+    // keeps every poll of them from there on). After several steps back, the rows of a period
+    // before that one (their file has more periods begun after it: DiskTier.read's
+    // stepBacksAfter) hold no poll the ring keeps, whatever their times: the disk answers them
+    // all, read as far as the device's rows before a step back reach (priorBucketMs). Else they
+    // would be in neither part.
+    const olderAfter = !preStep || priorUntil === -Infinity
+      ? Infinity
+      : this.#periodsBegunAfter(this.#periodOf(e!, e!.ring.firstSeq));
     // The rows of a run before this one (DiskTier.read's ofEarlierRun), and those of the device's
     // earlier rings of this run (rowRing below its ring's: the sweep let its old ring go and it
     // was picked up again), after the disk part's end: this ring begun behind them (a board without
     // a real-time clock, a wall clock stepped back while the device was away), or stepped back past
     // them. No ring holds their samples, whatever the steps since (a second step back within the
     // ring's reach makes this ring's rows before it beforeStepBack too, and the ring answers those
-    // from preCut on): the disk answers them all. They lie up to the files' last row at open, or
-    // the newest row handed to the disk before this ring was made (ringsBeforeMs), and, past the
-    // disk part's end, up to priorBucketMs (set at the first poll behind them, or at the step back
-    // past them): the disk is read that far.
+    // of the periods it keeps polls of from preCut on: olderAfter): the disk answers them all.
+    // They lie up to the files' last row at open, or the newest row handed to the disk before
+    // this ring was made (ringsBeforeMs), and, past the disk part's end, up to priorBucketMs (set
+    // at the first poll behind them, or at the step back past them): the disk is read that far.
     const earlierUntil = e === undefined || diskStep === null || memoryFrom === null
       ? -Infinity
       : Math.min(
@@ -1595,7 +1651,17 @@ export class History {
     const readFrom = diskStep === null ? sinceMs : bucketStart(sinceMs, diskStep);
     const readUntil = ringless.size > 0 || (allSignals && readFrom <= diskUntil)
       ? untilMs
-      : Math.max(ownDiskUntil, Math.min(untilMs, Math.max(priorUntil - 1, earlierUntil)));
+      : Math.max(
+        ownDiskUntil,
+        Math.min(
+          untilMs,
+          Math.max(
+            priorUntil - 1,
+            earlierUntil,
+            olderAfter === Infinity ? -Infinity : this.#priorBucketMs(e!),
+          ),
+        ),
+      );
     if (this.#disk !== null && diskStep !== null && readFrom <= readUntil) {
       const outStep = Math.max(stepMs, diskStep);
       // Per signal, its buckets by start: the files overlap in time after a wall clock stepped
@@ -1628,7 +1694,7 @@ export class History {
         q.deviceId,
         readFrom,
         readUntil,
-        (row, beforeStepBack, ofEarlierRun) => {
+        (row, beforeStepBack, ofEarlierRun, stepBacksAfter) => {
           if (allSignals) {
             // A signal the ring does not hold: one series more, answered from the disk alone.
             for (const id of Object.keys(row.s)) {
@@ -1644,7 +1710,7 @@ export class History {
             const end = Math.max(ownDiskEnd.get(id) ?? diskEnd, openDiskEnd);
             if (
               !ringless.has(id) && row.t >= end && !(beforeStepBack && row.t < priorUntil) &&
-              !ofEarlierRun && rowRing(row) >= ringNo
+              !ofEarlierRun && rowRing(row) >= ringNo && stepBacksAfter <= olderAfter
             ) continue;
             // Its own entry only: a signal id such as "constructor" is no key of a row without it.
             if (!Object.hasOwn(row.s, id)) continue;
