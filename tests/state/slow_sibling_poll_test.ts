@@ -57,9 +57,11 @@ Deno.test("StateCache polls a slow device again as soon as its late answer is in
     const b = (await fx.stats("b")).reads - bReads;
     // Measured against b's polls in the same watch (a loaded machine slows both): a answers in
     // 1.2 intervals, so about 0.8 of b's polls when sent again at once; every other interval
-    // (half of b's) before the fix. Two thirds tells the two apart.
+    // (half of b's) before the fix. Three fifths tells the two apart with room on both sides: a
+    // loaded machine stretches a's answer past 1.2 intervals (17 of b's 26 polls, 0.65, seen
+    // with the suite's files run beside it), never to b's every other interval.
     assert.ok(
-      a >= (b * 2) / 3,
+      a >= (b * 3) / 5,
       `a (answers in ${SLOW_MS} ms) polled ${a} times, b ${b}, in ${WATCH_MS} ms (interval ${INTERVAL_MS} ms)`,
     );
     // At most one read of a out at a time: never more of a than its pace allows (+1 in flight).
