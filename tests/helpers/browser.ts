@@ -58,20 +58,21 @@ export type PageOptions = Parameters<Browser["newPage"]>[0];
 /**
  * A test's headless Chromium: pages of its own, each in a fresh browser context (its own storage,
  * cache, clock, routes and init scripts: nothing carries over from another test), on the one
- * Chromium its test file shares ({@link openChromium}).
+ * Chromium its isolate shares ({@link openChromium}).
  */
 export interface ChromiumSession {
   /** A fresh context (as Playwright's `Browser.newContext`), closed with the session. */
   newContext(options?: PageOptions): Promise<BrowserContext>;
   /** A page in a fresh context of its own (as Playwright's `Browser.newPage`). */
   newPage(options?: PageOptions): Promise<Page>;
-  /** Closes this session's contexts and their pages; the file's Chromium stays for its next test. */
+  /** Closes this session's contexts and their pages; the Chromium stays for the next test. */
   close(): Promise<void>;
 }
 
 /**
- * The Chromium each set of switches launched in this test file (a test file runs in an isolate of
- * its own: one launch per file, not one per test), closed once the file's tests have run.
+ * The Chromium each set of switches launched in this isolate (a shard of the suite,
+ * tests/shards/shard.ts, or a test file run alone: one launch per isolate, not one per test),
+ * closed once the isolate's tests have run.
  */
 const sharedBrowsers = new Map<string, Promise<Browser>>();
 Deno.test.afterAll(async () => {
@@ -80,7 +81,7 @@ Deno.test.afterAll(async () => {
   for (const launch of launches) await (await launch.catch(() => null))?.close();
 });
 
-/** This file's Chromium launched with `args`: launched on first use, again if it went away. */
+/** This isolate's Chromium launched with `args`: launched on first use, again if it went away. */
 async function sharedChromium(args: string[]): Promise<Browser> {
   const key = JSON.stringify(args);
   const known = sharedBrowsers.get(key);
@@ -96,8 +97,8 @@ async function sharedChromium(args: string[]): Promise<Browser> {
 }
 
 /**
- * Opens a test's Chromium session (extra command-line switches in `args`) on the file's Chromium
- * launched with those switches: launching Chromium for every test cost seconds each
+ * Opens a test's Chromium session (extra command-line switches in `args`) on the isolate's
+ * Chromium launched with those switches: launching Chromium for every test cost seconds each
  * (launch and close), most of a short console test. Close it in a `finally`.
  */
 export async function openChromium(args: string[] = []): Promise<ChromiumSession> {
