@@ -8,7 +8,8 @@
  * arbitrary tag, or increment the timestamp), a tag keeps the millisecond timestamps and the
  * first row of a series exactly as before: the n-th further row of a series within one
  * millisecond gets the last tag `seq=n` (1, 2, ...). A retried line is sent as it was formatted,
- * tag included, so a retry still overwrites its own earlier copy.
+ * tag included, so a retry still overwrites its own earlier copy; a row with the fields of one
+ * already written at that point is written as that one was (an identical overwrite).
  *
  * It remembers each millisecond a series used, not only its last one: when the wall clock steps
  * back (NTP) onto a millisecond a series already wrote at, with other rows of it between, the
@@ -47,10 +48,10 @@ function seriesEnd(line: string): number {
 
 export class PointSequencer {
   /**
-   * "<database prefix>series timestamp" (measurement and tags, as written) -> rows at it so far;
-   * oldest first.
+   * "<database prefix>series timestamp" (measurement and tags, as written) -> the field sets of
+   * the rows written at it so far, the n-th tagged `seq=n` (the first untagged); oldest first.
    */
-  #rows = new Map<string, number>();
+  #rows = new Map<string, string[]>();
   /** Database (useDatabase's key) -> the prefix of its pairs' keys in #rows. */
   #databases = new Map<string, string>();
   /** The prefix of the database the rows go to now. */
@@ -70,22 +71,31 @@ export class PointSequencer {
     this.#scope = scope;
   }
 
-  /** The line, with `seq=n` added to its tags when its series already has a row at its time. */
+  /**
+   * The line, with `seq=n` added to its tags when its series already has a row of other fields
+   * at its time. A row whose fields are those of a row already written at that point (the same
+   * sample read twice: a provider answering two reads within one millisecond of its clock) is
+   * written as that row was, tag or none: it overwrites it with the same fields, losing nothing,
+   * and adds no `seq` series (a contract's tag set, measurement_names anolis, stays whole).
+   */
   distinct(line: string): string {
     const end = seriesEnd(line);
     const tsStart = line.lastIndexOf(" ") + 1;
     if (end < 0 || tsStart <= end) return line;
     const series = line.slice(0, end);
     const point = `${this.#scope}${series} ${line.slice(tsStart)}`;
-    const n = this.#rows.get(point);
-    if (n !== undefined) {
-      this.#rows.set(point, n + 1); // an existing key keeps its place in the order
-      return `${series},${SEQ_TAG}=${n}${line.slice(end)}`;
+    const fields = line.slice(end + 1, tsStart - 1);
+    const written = this.#rows.get(point);
+    if (written !== undefined) {
+      // (An existing key keeps its place in the order.)
+      let n = written.indexOf(fields);
+      if (n < 0) n = written.push(fields) - 1;
+      return n === 0 ? line : `${series},${SEQ_TAG}=${n}${line.slice(end)}`;
     }
     if (this.#rows.size >= MAX_REMEMBERED_POINTS) {
       this.#rows.delete(this.#rows.keys().next().value as string);
     }
-    this.#rows.set(point, 1);
+    this.#rows.set(point, [fields]);
     return line;
   }
 }

@@ -227,7 +227,9 @@ Deno.test("TelemetryWriter tells MAX_REMEMBERED_DATABASES databases apart; a rel
   });
   const backHome = async () => {
     await reload(options);
-    modeChange();
+    // Another row at the first row's millisecond (the same row again would be written as it
+    // was, untagged, remembered or not).
+    change("MANUAL", "AUTO");
     await clock.advanceAsync(100);
     return db.requests.flat().at(-1)!.split(" ")[0];
   };
@@ -238,6 +240,46 @@ Deno.test("TelemetryWriter tells MAX_REMEMBERED_DATABASES databases apart; a rel
     assert.equal(await backHome(), "runtime_mode_change,seq=1", "16 databases: remembered");
     await reload(elsewhere(MAX_REMEMBERED_DATABASES)); // the 17th
     assert.equal(await backHome(), "runtime_mode_change", "forgotten with the others");
+  } finally {
+    await writer.stop(0);
+  }
+});
+
+Deno.test("TelemetryWriter writes a sample read twice within one millisecond of its provider's clock as its first row, untagged; a different value at that millisecond is tagged apart", async () => {
+  const { clock, db, bus, writer } = scriptedRig();
+  const ts = 1_760_000_000_700;
+  const sample = (double: number, quality: "OK" | "STALE" = "OK") =>
+    bus.publish({
+      kind: "state_update",
+      provider_id: "sim0",
+      device_id: "tempctl0",
+      signal_id: "temp",
+      value: { type: "double", double },
+      quality,
+      timestamp_ms: ts,
+    });
+  try {
+    // A provider answering two reads within one millisecond of its clock answers the same
+    // sample twice (seen under load: the contract's tag set of measurement_names anolis got a
+    // `seq` series); the second overwrites the first with the same fields: nothing is lost.
+    sample(20.5);
+    sample(20.5);
+    sample(21); // another value at that millisecond: a point of its own
+    sample(21); // ... read twice too: written as that row was
+    sample(20.5, "STALE"); // the same value of another quality: another point
+    await clock.advanceAsync(100);
+    const lines = db.requests.flat().filter((l) => l.startsWith("runtime_signal"));
+    const series =
+      "runtime_signal,runtime_name=lab1,provider_id=sim0,device_id=tempctl0,signal_id=temp";
+    assert.equal(lines.length, 5, lines.join("\n"));
+    assert.equal(lines[0], lines[1], "the same sample twice: the same line, no seq");
+    assert.ok(!lines[0]!.includes("seq="), lines[0]);
+    assert.ok(lines[0]!.startsWith(`${series} `), lines[0]);
+    assert.ok(lines[2]!.startsWith(`${series},seq=1 `), lines[2]);
+    assert.equal(lines[3], lines[2]);
+    assert.ok(lines[4]!.startsWith(`${series},seq=2 `), lines[4]);
+    // Three points InfluxDB keeps apart, each with the fields it was last written with.
+    assert.equal(new Set(lines.map(pointIdentity)).size, 3);
   } finally {
     await writer.stop(0);
   }
