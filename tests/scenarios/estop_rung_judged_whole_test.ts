@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import type { Config } from "../../src/config/mod.ts";
+import { spawnProcess } from "../../src/host/mod.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { startRuntime, startServing, testHost, waitFor } from "../helpers/kernel.ts";
 import { apiFetch } from "../helpers/openapi_check.ts";
@@ -125,11 +126,15 @@ Deno.test("Kernel forces no FAULT for a rung that drops once stop() has begun", 
     const base = config([
       plantProvider("grow", { growMarker: `${dir}/started`, restartBackoffMs: 50 }),
     ]);
+    // Processes spawned so far: grow's restart attempt is in the phase ATTEMPTING while its spawn
+    // waits its turn in the registry's spawn queue, and a stop begun then ends the attempt before
+    // it spawns (seen on a loaded CI machine: grow never came back, the window was missed).
+    let spawns = 0;
     const rt = await startServing({
       ...base,
       providers: [plantProvider("plant", { latencyMs: 4000 }), ...base.providers.slice(1)],
       automation: { ...base.automation, manualGatingPolicy: "OVERRIDE" },
-    }, testHost({ log }));
+    }, testHost({ log, spawn: (o) => (spawns++, spawnProcess(o)) }));
     let stopped: Promise<void> | null = null;
     try {
       await rt.modes.request("MANUAL");
@@ -147,10 +152,17 @@ Deno.test("Kernel forces no FAULT for a rung that drops once stop() has begun", 
       await waitFor("the slow call in flight", () => rt.api.inFlight > 0);
       const host = rt.registry.host("grow")!;
       const pid = host.session!.pid;
+      const spawnsBefore = spawns;
       Deno.kill(pid, "SIGKILL");
       // Nothing is restarted once the stop has begun (ProviderRegistry.endRestarts), but a
-      // restart attempt already spawned comes up: the stop begins while grow's is starting.
-      await waitFor("grow's restart attempt", () => host.state.phase === "ATTEMPTING");
+      // restart attempt already spawned comes up: the stop begins while grow's is starting (its
+      // process spawned, the only one spawned since the kill).
+      await waitFor(
+        "grow's restart attempt spawned",
+        () => host.state.phase === "ATTEMPTING" && spawns > spawnsBefore,
+        10_000,
+        0,
+      );
       stopped = rt.stop();
       await waitFor("grow restarted", () => host.available && host.session!.pid !== pid);
       await waitFor("rung none", () => rt.estop.plan().rung === "none");
