@@ -1,0 +1,4 @@
+/** Shard 34 of the suite (tests/shards/shard.ts). */
+import { runShard } from "./shard.ts";
+
+await runShard(34);

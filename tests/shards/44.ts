@@ -1,0 +1,4 @@
+/** Shard 44 of the suite (tests/shards/shard.ts). */
+import { runShard } from "./shard.ts";
+
+await runShard(44);
