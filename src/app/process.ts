@@ -86,7 +86,8 @@ export async function runService(
   detachNotifySocket();
   // Signals are watched from the start and for the whole life of the process: a signal during
   // start-up stops it at once, and a later one must never fall back to the default (exit now).
-  const signals = watchStopSignals(log);
+  const listen = options.onSignal ?? onSignal;
+  const signals = watchStopSignals(log, listen);
   // A folder that cannot be fsync'd after a rename (runs.jsonl, the bdSeq file) is said once.
   folderSync.setLog(log.child("files"));
   const kernel = new Kernel(config, {
@@ -117,7 +118,7 @@ export async function runService(
   // One after a stop signal reloads nothing: the runtime is ending (a reload would be refused);
   // nor does one during start-up whose start-up finishes after a stop signal.
   // Watched from the start too: the default action of SIGHUP would end the process.
-  const hangup = watchReloadSignal(() => {
+  const hangup = watchReloadSignal(listen, () => {
     if (stopSignalled) {
       return log.info("SIGHUP received while stopping: configuration not reloaded");
     }
@@ -294,7 +295,17 @@ export interface RunServiceOptions {
    * the stop went on without fails (Kernel.stopStagesFailedLate).
    */
   readonly killProviders?: (timeoutMs: number) => Promise<ProvidersKilledAtExit>;
+  /**
+   * Where the process's signals come from: `listen(signal, listener)` returns the function that
+   * stops listening; default the host's (onSignal). A test running the service in its own
+   * process sends its "signals" through a stand, not to the process: a real SIGTERM reaches
+   * everything listening in the process, tests that run beside it included.
+   */
+  readonly onSignal?: SignalSource;
 }
+
+/** Listens for `signal`; returns the function that stops listening (onSignal's shape). */
+export type SignalSource = (signal: Deno.Signal, listener: () => void) => () => void;
 
 /**
  * Stops what a failed start-up started, within the shutdown budget (shutdownBudgetMs), which the
@@ -324,8 +335,8 @@ export async function stopAfterFailedStart(
 }
 
 /** Calls `onHangup` for every SIGHUP until the returned function is called. */
-function watchReloadSignal(onHangup: () => void): () => void {
-  return onSignal("SIGHUP", onHangup);
+function watchReloadSignal(listen: SignalSource, onHangup: () => void): () => void {
+  return listen("SIGHUP", onHangup);
 }
 
 /** What shutDown takes from the host (injected by tests; the real clock and reaper otherwise). */
@@ -440,7 +451,11 @@ interface StopSignals {
  * Watches SIGINT/SIGTERM until disposed (so no later signal ends the process outright). A
  * duplicate of the first (StopSignalFilter) is logged here and goes no further.
  */
-function watchStopSignals(log: Logger, monoMs: () => number = systemClock.monoMs): StopSignals {
+function watchStopSignals(
+  log: Logger,
+  listen: SignalSource,
+  monoMs: () => number = systemClock.monoMs,
+): StopSignals {
   const handlers: Array<() => void> = [];
   const filter = new StopSignalFilter();
   let resolveFirst: (signal: Deno.Signal) => void = () => {};
@@ -462,7 +477,7 @@ function watchStopSignals(log: Logger, monoMs: () => number = systemClock.monoMs
       if (repeatListener) repeatListener(sig);
       else missedRepeat = sig;
     };
-    handlers.push(onSignal(sig, h));
+    handlers.push(listen(sig, h));
   }
   return {
     first,

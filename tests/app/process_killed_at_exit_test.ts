@@ -13,6 +13,7 @@ import { spawnProcess } from "../../src/host/mod.ts";
 import { isolated, waitFor } from "../helpers/kernel.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+import { signalStand } from "../helpers/signals.ts";
 
 Deno.test("runService says a provider process the stop left running (killed at exit) once: the exit's last line, exit 4", async () => {
   const { log, lines } = capturingLogger({ level: "info" });
@@ -26,9 +27,10 @@ Deno.test("runService says a provider process the stop left running (killed at e
   void stray.stderr.cancel();
   try {
     const config = isolated(testConfig({ http: { enabled: false } }));
-    const running = runService(config, log);
+    const signals = signalStand();
+    const running = runService(config, log, { onSignal: signals.onSignal });
     await waitFor("runtime up", () => lines.some((l) => l.includes("runtime up")));
-    Deno.kill(Deno.pid, "SIGTERM");
+    signals.send("SIGTERM");
     assert.equal(await running, EXIT_INTERNAL_ERROR);
     assert.equal((await stray.exited).signal, "SIGKILL");
     const errors = lines.filter((l) => l.startsWith("ERROR"));

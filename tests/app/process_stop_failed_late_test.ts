@@ -18,6 +18,7 @@ import { isolated, waitFor } from "../helpers/kernel.ts";
 import { RealJournalFiles } from "../helpers/journal_files.ts";
 import { capturingLogger } from "../helpers/log_lines.ts";
 import { testConfig } from "../helpers/sim_config.ts";
+import { signalStand } from "../helpers/signals.ts";
 
 /** The error a close on an NFS mount reports for the writes it could not make (write-back). */
 function ioError(): Error {
@@ -62,7 +63,7 @@ class FailingAuditDisk extends RealJournalFiles {
 }
 
 /**
- * Runs the service over `files` until it is up, calls `beforeStop`, sends this process SIGTERM;
+ * Runs the service over `files` until it is up, calls `beforeStop`, sends it SIGTERM (signalStand);
  * `atExit` runs as the process reaps its providers (before the real reap). Resolves with the exit
  * code and the lines logged.
  */
@@ -77,10 +78,11 @@ async function stopWith(
     await atExit(lines);
     return killProviderProcesses(ms);
   };
-  const running = runService(config, log, { files, killProviders });
+  const signals = signalStand();
+  const running = runService(config, log, { files, killProviders, onSignal: signals.onSignal });
   await waitFor("runtime up", () => lines.some((l) => l.includes("runtime up")));
   beforeStop();
-  Deno.kill(Deno.pid, "SIGTERM");
+  signals.send("SIGTERM");
   return { code: await running, lines };
 }
 

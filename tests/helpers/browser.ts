@@ -44,12 +44,23 @@ export function chromiumMissing(): boolean {
 
 /**
  * Launches headless Chromium of its own (extra command-line switches in `args`), for scripts and
- * benches; a test opens a {@link ChromiumSession} instead ({@link openChromium}).
+ * benches; a test opens a {@link ChromiumSession} instead ({@link openChromium}). Signals to the
+ * process leave it alone: Playwright closes its browsers on SIGINT, SIGTERM and SIGHUP by
+ * default, and the suite's shards run as workers of one process, so a signal one file's test
+ * meant for its own service closed the Chromium of another file's test. Chromium still ends with
+ * the process: it is driven over a pipe and exits when the pipe closes.
  */
 export async function launchChromium(args: string[] = []): Promise<Browser> {
   const executablePath = chromiumPath();
   if (executablePath === null) throw new Error("chromium not found on PATH");
-  return await chromium.launch({ executablePath, headless: true, args });
+  return await chromium.launch({
+    executablePath,
+    headless: true,
+    args,
+    handleSIGINT: false,
+    handleSIGTERM: false,
+    handleSIGHUP: false,
+  });
 }
 
 /** The options of a page a {@link ChromiumSession} opens (those of a browser context). */

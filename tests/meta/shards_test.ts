@@ -76,3 +76,30 @@ Deno.test("runShard registers a file that cannot be imported as a failed test na
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+/** Every .ts file under tests/ (recursively). */
+async function tsFilesUnder(dir: URL): Promise<URL[]> {
+  const out: URL[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    if (e.isDirectory) out.push(...await tsFilesUnder(new URL(`${e.name}/`, dir)));
+    else if (e.name.endsWith(".ts")) out.push(new URL(e.name, dir));
+  }
+  return out;
+}
+
+Deno.test("no test or helper signals the test process itself: the shards run as workers of one process, and a signal to it reaches every shard's listeners (another file's service, Playwright's browsers)", async () => {
+  const offenders: string[] = [];
+  for (const file of await tsFilesUnder(new URL("../", import.meta.url))) {
+    // Files named _*.ts are programs run as processes of their own: their pid is their own.
+    if (file.pathname.split("/").at(-1)!.startsWith("_")) continue;
+    const text = await Deno.readTextFile(file);
+    if (/\b(Deno\.kill|process\.kill)\(\s*(Deno\.pid|process\.pid)\b/.test(text)) {
+      offenders.push(file.pathname.replace(/.*\/tests\//, "tests/"));
+    }
+  }
+  assert.deepEqual(
+    offenders,
+    [],
+    "send a service's signals through signalStand (helpers/signals.ts)",
+  );
+});
