@@ -89,6 +89,18 @@ export interface DiskRow {
   readonly r?: unknown;
 }
 
+/**
+ * What DiskTier.read hands each row it gives: the row; whether it is of a period before the last
+ * step back of the wall clock; whether an earlier run wrote it; how many files after its own begin
+ * a period (DiskTier.read says each).
+ */
+export type DiskRowVisitor = (
+  row: DiskRow,
+  beforeStepBack: boolean,
+  ofEarlierRun: boolean,
+  stepBacksAfter: number,
+) => void;
+
 /** Counters of the disk tier (GET /metrics). */
 export interface DiskTierStatus {
   /** `off` (disk_max_bytes 0), `ok`, or `stopped` (a write failed; retried later). */
@@ -613,23 +625,13 @@ export class DiskTier {
     deviceId: string,
     sinceMs: number,
     untilMs: number,
-    each: (
-      row: DiskRow,
-      beforeStepBack: boolean,
-      ofEarlierRun: boolean,
-      stepBacksAfter: number,
-    ) => void,
+    each: DiskRowVisitor,
     stepMs = 1,
     openBucketMs = Infinity,
   ): Promise<boolean> {
     // What `each` throws (History's bound on an answer's points) is the question's: passed on.
     let fromEach = false;
-    const give = (
-      row: DiskRow,
-      beforeStepBack: boolean,
-      ofEarlierRun: boolean,
-      stepBacksAfter: number,
-    ) => {
+    const give: DiskRowVisitor = (row, beforeStepBack, ofEarlierRun, stepBacksAfter) => {
       try {
         each(row, beforeStepBack, ofEarlierRun, stepBacksAfter);
       } catch (err) {
@@ -654,12 +656,7 @@ export class DiskTier {
     deviceId: string,
     sinceMs: number,
     untilMs: number,
-    each: (
-      row: DiskRow,
-      beforeStepBack: boolean,
-      ofEarlierRun: boolean,
-      stepBacksAfter: number,
-    ) => void,
+    each: DiskRowVisitor,
     stepMs: number,
     openBucketMs: number,
   ): Promise<void> {

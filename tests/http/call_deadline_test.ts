@@ -5,12 +5,14 @@ import { simProvider } from "../helpers/sim_config.ts";
 
 Deno.test("POST /v0/call answers 504 DEADLINE_EXCEEDED for a call the provider answers too late", async () => {
   const fx = await startHttpFixture({
-    config: { providers: [simProvider("sim0", { timeoutMs: 300 })], pollingIntervalMs: 1000 },
+    // timeout_ms bounds the provider's start-up answers too: 1000 ms, not 300 (ListDevices took
+    // longer on a loaded CI machine once); the injected latency is well past it.
+    config: { providers: [simProvider("sim0", { timeoutMs: 1000 })], pollingIntervalMs: 1000 },
   });
   try {
     const mode = await fx.request("POST", "/v0/mode", { body: { mode: "MANUAL" } });
     assert.equal(mode.status, 200);
-    // chaos_control inject_call_latency: every call to relayio0 sleeps 600 ms first.
+    // chaos_control inject_call_latency: every call to relayio0 sleeps 3000 ms first.
     const inject = await fx.request("POST", "/v0/call", {
       body: {
         provider_id: "sim0",
@@ -18,7 +20,7 @@ Deno.test("POST /v0/call answers 504 DEADLINE_EXCEEDED for a call the provider a
         function_id: 3,
         args: {
           device_id: { type: "string", string: "relayio0" },
-          latency_ms: { type: "int64", int64: 600 },
+          latency_ms: { type: "int64", int64: 3000 },
         },
       },
     });

@@ -215,7 +215,9 @@ Deno.test("GET /metrics exposes the runtime's internals in the Prometheus text f
     assert.equal(v("runtime_audit_write_errors_total"), 0);
     assert.equal(v("runtime_audit_dropped_total"), 0);
     assert.equal(v("runtime_audit_gap_pending"), 0);
-    assert.equal(v("runtime_audit_write_ahead_late_total"), 0);
+    // At most the one call sent: a loaded machine may stall the event loop past the write-ahead
+    // bound (AUDIT_WRITE_AHEAD_TIMEOUT_MS, 100 ms) and send it late (CI once did).
+    assert.ok([0, 1].includes(v("runtime_audit_write_ahead_late_total")));
     assert.equal(v("runtime_audit_unreadable_lines_total"), 0);
     assert.equal(v("runtime_audit_for_runs_dropped_total"), 0);
 
