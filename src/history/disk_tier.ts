@@ -607,18 +607,22 @@ export class DiskTier {
    * partial.
    * `each` is told whether the row is of a period before the last step back of the wall clock (in
    * a run or across a restart): in a file before the one whose first row is earlier than the last
-   * row of the file before it, or, while the rows' newest bucket is ahead of the clock's bucket of
-   * `stepMs` or of `openBucketMs` (the caller's bucket still open, its row not yet written: the
-   * clock may have passed the newest row while that row is still to come), in any file: the row
-   * of the next bucket to close will begin a new file. `openBucketMs` is the bucket of the next
-   * row the caller will hand to write(), of any device (History: its earliest open bucket), not
-   * the asked device's alone: whether that row begins a new file is a matter of the files, so the
-   * judgement is the same whichever device is asked of. `each` is told too whether an earlier run
-   * wrote the row (it was in the files at open: #endAtOpen): no ring of this run holds its samples.
-   * And `stepBacksAfter`: how many files after the row's begin a period (a step back of the wall
-   * clock: the file's first row earlier than the last row of the file before), the one still to
-   * come (pending, above) not counted: after several step backs, the rows of each period are told
-   * apart (History: the periods older than its ring's oldest kept poll's have no poll in it).
+   * row of the file before it, or, while the rows' newest bucket is ahead of `openBucketMs` (the
+   * caller's bucket still open, its row not yet written: the clock may have passed the newest row
+   * while that row is still to come), in any file: the row of the next bucket to close will begin
+   * a new file. `openBucketMs` is the bucket of the next row the caller will hand to write(), of
+   * any device (History: its earliest open bucket), not the asked device's alone: whether that row
+   * begins a new file is a matter of the files, so the judgement is the same whichever device is
+   * asked of. Not the clock's bucket: a clock stepped back behind the newest row begins no file
+   * until a row behind it is handed -- the caller's open buckets from before the step, written
+   * first, continue the file -- so until then no row is of a period before it (History: its ring
+   * answers its polls as before the step, and the disk must not take them too). `each` is told
+   * too whether an earlier run wrote the row (it was in the files at open: #endAtOpen): no ring of
+   * this run holds its samples. And `stepBacksAfter`: how many files after the row's begin a
+   * period (a step back of the wall clock: the file's first row earlier than the last row of the
+   * file before), the one still to come (pending, above) not counted: after several step backs,
+   * the rows of each period are told apart (History: the periods older than its ring's oldest kept
+   * poll's have no poll in it).
    */
   async read(
     providerId: string,
@@ -668,8 +672,7 @@ export class DiskTier {
     const files = this.#o.files;
     const numbers = await segmentNumbers(files, this.#segments);
     // (Taken as the files were listed: a row handed since goes to a file not listed.)
-    const stepBackPending = this.#newestT >
-      Math.min(bucketStart(this.#o.clock.nowMs(), stepMs), openBucketMs);
+    const stepBackPending = this.#newestT > openBucketMs;
     // (Indexes in `numbers` of the files that begin a period, ascending.)
     const stepBacks = await this.#stepBacks(numbers);
     const lastStepBack = stepBackPending ? numbers.length : stepBacks.at(-1) ?? 0;

@@ -133,6 +133,9 @@ async function walk(seed: number, trace: boolean): Promise<void> {
         const dt = rnd() < 0.15 ? 0 : int(1, 1500);
         await h.clock.advanceAsync(dt);
       }
+      // Asked too before the poll that follows (a clock stepped back or ahead, or time passed,
+      // with no poll since): after a step back, before the next poll.
+      if (op < 0.18 || rnd() < 0.2) await check(step);
       const which = rnd();
       if (which < 0.45) poll("d0");
       else if (which < 0.9) poll("d1");
