@@ -88,11 +88,12 @@ Deno.test("Estop brings a device that answers again while latched to the safe st
 });
 
 Deno.test("Estop brings a device that answers again while latched to the safe state when only the stop saw it out (between two polls)", async () => {
-  // Polls 3 s apart: motorctl0's 600 ms outage below falls between two of them.
-  const rt = await startMotorRig(3000);
+  // Polls 5 s apart: motorctl0's 2 s outage below falls between two of them (600 ms in 3 s
+  // before: a loaded machine's stall let the stop's call land after the outage once).
+  const rt = await startMotorRig(5000);
   try {
     await motorAtHalf(rt);
-    // Right after a poll of motorctl0, it stops answering for 600 ms and the e-stop latches:
+    // Right after a poll of motorctl0, it stops answering for 2 s and the e-stop latches:
     // its safe-state call and its read-back fail; no poll does.
     const polledAt = rt.cache.device("sim0", "motorctl0")!.lastPollMono;
     await waitFor(
@@ -101,17 +102,17 @@ Deno.test("Estop brings a device that answers again while latched to the safe st
       10_000,
       0,
     );
-    await motorctlOutFor(rt, 600);
+    await motorctlOutFor(rt, 2000);
     const stop = await rt.estop.trigger("while motorctl0 is out between polls");
     assert.equal(stop.actions[0]!.success, false, JSON.stringify(stop.actions));
     assert.equal(stop.verification.outcome, "unreachable", JSON.stringify(stop.verification));
     assert.equal(rt.outages.condition("sim0", "motorctl0").kind, "up", "no poll saw it out");
 
-    // Its next poll answers (up to 3 s): the device is back, secured and read back then.
+    // Its next poll answers (up to 5 s): the device is back, secured and read back then.
     // Before: 0.5 -- it answered every poll, so its return was never seen and never secured.
     await securedAgain(
       rt,
-      8000,
+      12_000,
       "the device only the stop saw out is at the safe state once it answers again",
     );
   } finally {
