@@ -103,3 +103,16 @@ Deno.test("no test or helper signals the test process itself: the shards run as 
     "send a service's signals through signalStand (helpers/signals.ts)",
   );
 });
+
+Deno.test("no test or helper changes the test process's environment: the shards run as workers of one process, and a variable set there is read by every shard (another file's runtime taking it for its API token)", async () => {
+  const offenders: string[] = [];
+  for (const file of await tsFilesUnder(new URL("../", import.meta.url))) {
+    // Files named _*.ts are programs run as processes of their own, with an environment given.
+    if (file.pathname.split("/").at(-1)!.startsWith("_")) continue;
+    const text = await Deno.readTextFile(file);
+    if (/\bDeno\.env\.(set|delete)\(|\bprocess\.env\.[A-Za-z_]+\s*=[^=]/.test(text)) {
+      offenders.push(file.pathname.replace(/.*\/tests\//, "tests/"));
+    }
+  }
+  assert.deepEqual(offenders, [], "give a program its environment (Deno.Command's env) instead");
+});
