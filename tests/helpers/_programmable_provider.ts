@@ -8,7 +8,8 @@
  * The inventory (tests/helpers/programmable_provider.ts `Inventory`) is read from the file at
  * start, so a restarted provider can come back with another one. Every listed device answers:
  * - function 1 `program` (arg `answer`: JSON `Program`): how this device (or `device`) answers
- *   ReadSignals from now on, and how the provider answers GetHealth;
+ *   ReadSignals from now on, and how the provider answers GetHealth; results `reads` (the
+ *   ReadSignals of the programmed device before this program);
  * - function 2 `stats`: results `reads` (ReadSignals of this device so far), `health` (GetHealth
  *   requests so far) and `last_read` (the signal ids of the last ReadSignals, JSON);
  * - function 3 `exit`: answers, then exits with code 0;
@@ -161,7 +162,9 @@ async function answer(req: WireRequest): Promise<WireResponse> {
     const p = JSON.parse(req.call.args?.answer?.string_value ?? "{}") as Program;
     if (p.read) readPrograms.set(p.device ?? deviceId, p.read);
     if (p.health) healthProgram = p.health;
-    return { request_id: id, status: ok, call: {} };
+    // The reads of the programmed device so far: those after this are answered as programmed.
+    const before = reads.get(p.device ?? deviceId) ?? 0;
+    return { request_id: id, status: ok, call: { results: { reads: str(String(before)) } } };
   }
   if (req.call?.function_id === 3) {
     // Exits once this answer is written (an exit before it, on a loaded machine, lost it).

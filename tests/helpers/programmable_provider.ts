@@ -438,8 +438,12 @@ export interface ProgrammableFixture {
   readonly events: RuntimeEvent[];
   readonly lines: string[];
   readonly inventoryFile: string;
-  /** Programs the provider (function 1 on `device`). */
-  program(device: string, p: Program): Promise<void>;
+  /**
+   * Programs the provider (function 1 on `device`). Resolves with the ReadSignals the programmed
+   * device (`p.device` or `device`) had received when the program took effect: those after it are
+   * answered as programmed (a later `stats` may already count one of them).
+   */
+  program(device: string, p: Program): Promise<number>;
   /** The provider's counters for `device` (function 2). */
   stats(device: string): Promise<{
     reads: number;
@@ -564,8 +568,12 @@ export async function startProgrammable(
     inventoryFile,
     fakes,
     async program(device, p) {
-      if (fakes) return programFake(fake(), device, p);
-      await call(device, 1, { answer: JSON.stringify(p) });
+      if (fakes) {
+        programFake(fake(), device, p);
+        return fakeStats(fake(), p.device ?? device).reads;
+      }
+      const r = (await call(device, 1, { answer: JSON.stringify(p) })).results ?? {};
+      return Number(r.reads?.string_value);
     },
     async stats(device) {
       if (fakes) return await Promise.resolve(fakeStats(fake(), device));

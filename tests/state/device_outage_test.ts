@@ -183,7 +183,7 @@ Deno.test("deviceDownAfterMs: at least DEVICE_DOWN_AFTER_POLLS intervals and nev
 interface Row {
   readonly name: string;
   /** Makes the device's reads go bad (or not); the test polls after it. */
-  readonly act: (r: Rig) => Promise<void>;
+  readonly act: (r: Rig) => Promise<unknown>;
   readonly device: string;
   readonly afterPoll: DeviceConditionKind;
   readonly pastBound: DeviceConditionKind;
