@@ -115,8 +115,9 @@ Deno.test("StateCache.stop waits for a read its loop's cycle ended without, and 
   // 2000 ms: every program and stats call has this bound too (1000 ms let one time out in CI).
   const fx = await startAB(2000);
   try {
-    await fx.program("a", { read: { hang: true } });
-    const aReads = (await fx.stats("a")).reads;
+    // (The reads before the program, as the provider took it: a later look could count a hung
+    // read already, and wait for one that never comes.)
+    const aReads = await fx.program("a", { read: { hang: true } });
     await waitFor("a read again", async () => (await fx.stats("a")).reads > aReads);
     const bReads = (await fx.stats("b")).reads;
     // b polled again: the cycle of a's hung read has ended, that read is still out.
@@ -142,8 +143,8 @@ Deno.test("StateCache ends an overrunning cycle at its first reply when none was
     // b answers after the next grid instant (an interval and a half): when the cycle overruns,
     // nothing of it is back yet.
     await fx.program("b", { read: { values: [dbl("y", 2)], delayMs: INTERVAL_MS * 1.5 } });
-    await fx.program("a", { read: { hang: true } });
-    const aReads = (await fx.stats("a")).reads;
+    // (The reads before the program, as the provider took it: see above.)
+    const aReads = await fx.program("a", { read: { hang: true } });
     await waitFor("a's hung read sent", async () => (await fx.stats("a")).reads > aReads);
     const bReads = (await fx.stats("b")).reads;
     await new Promise((r) => setTimeout(r, WATCH_MS));
