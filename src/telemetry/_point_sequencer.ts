@@ -17,7 +17,9 @@
  *
  * Bounded: it remembers the last {@link MAX_REMEMBERED_POINTS} (series, millisecond) pairs and
  * forgets the oldest first; a step back past that many rows keeps one point of a pair (the
- * limit).
+ * limit). Of one pair it remembers {@link MAX_ROWS_PER_POINT} rows: rows past that (a wall clock
+ * that stands still) share the last point, `seq=MAX_ROWS_PER_POINT`, each overwriting the one
+ * before (the limit again).
  *
  * Per database (useDatabase): a reload to another database writes its first rows untagged, as it
  * holds none of the other's; back to one written before, the pairs remembered of it still tag
@@ -26,6 +28,9 @@
 
 /** (series, millisecond) pairs remembered; the oldest is forgotten for each new one past this. */
 export const MAX_REMEMBERED_POINTS = 10_000;
+
+/** Rows of one (series, millisecond) pair told apart; past it they share `seq=` this. */
+export const MAX_ROWS_PER_POINT = 1000;
 
 /**
  * Databases a PointSequencer tells apart (useDatabase); one more forgets them all, the pairs
@@ -48,10 +53,11 @@ function seriesEnd(line: string): number {
 
 /**
  * A 52-bit hash of `line`'s characters from `start` to `end` (exclusive): two 32-bit FNV-1a
- * hashes of different offset bases, one cut to 20 bits. The fields of a row are remembered as
- * this, not as a string: a slice of the line would keep the whole line alive for as long as its
- * point is remembered (V8's sliced strings), ten thousand lines. Two field sets at one point
- * taken for the same (one row overwriting another) would need a collision of 52 bits.
+ * hashes of different offset bases, the second's top 20 bits. The fields of a row are remembered
+ * as this, not as a string: a slice of the line would keep the whole line alive for as long as
+ * its point is remembered (V8's sliced strings), ten thousand lines. The two hashes share their
+ * multiplier, so they are not independent: two field sets at one point taken for the same (one
+ * row then overwriting the other) need at least a collision of the first's 32 bits.
  */
 function fieldsHash(line: string, start: number, end: number): number {
   let a = 0x811c9dc5;
@@ -113,7 +119,10 @@ export class PointSequencer {
         if (n === 1) this.#rows.set(point, [written, fields]);
       } else {
         n = written.indexOf(fields);
-        if (n < 0) n = written.push(fields) - 1;
+        if (n < 0) {
+          n = Math.min(written.length, MAX_ROWS_PER_POINT);
+          if (n < MAX_ROWS_PER_POINT) written.push(fields);
+        }
       }
       return n === 0 ? line : `${series},${SEQ_TAG}=${n}${line.slice(end)}`;
     }
