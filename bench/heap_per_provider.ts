@@ -8,7 +8,10 @@
  * node type and constructor name, and the difference between the first and the last count,
  * divided by the providers between them, is printed: bytes and objects per added provider, the
  * `--top` largest rows and the total by type (`native` holds ArrayBuffer backing stores).
- * Not a test; the runtime's RSS per provider is bench/memory_per_provider.ts.
+ * `--base CMD` compares two runtimes instead (a bundle against its parent, say): each polls the
+ * first count's providers, and the rows are what `--runtime` holds over `--base`, in bytes, the
+ * largest differences either way first. Not a test; the runtime's RSS per provider is
+ * bench/memory_per_provider.ts.
  */
 import { parseArgs } from "node:util";
 import { defaultCommands, splitCommand } from "./lib/args.ts";
@@ -30,6 +33,7 @@ const { values } = parseArgs({
     warm: { type: "string", default: "60" },
     runtime: { type: "string" },
     top: { type: "string", default: "30" },
+    base: { type: "string" },
   },
 });
 const counts = values.counts.split(",").map(Number);
@@ -127,19 +131,25 @@ async function measure(cmd: readonly string[], providers: number): Promise<Summa
 
 const cmd = values.runtime ? splitCommand(values.runtime) : defaultCommands(REPO).runtime;
 await buildAll();
-const first = await measure(cmd, counts[0]!);
-const last = await measure(cmd, counts.at(-1)!);
-const between = counts.at(-1)! - counts[0]!;
+const base = values.base ? splitCommand(values.base) : null;
+const first = await measure(base ?? cmd, counts[0]!);
+const last = await measure(cmd, base ? counts[0]! : counts.at(-1)!);
+// Per added provider; against a base, the whole difference.
+const between = base ? 1 : counts.at(-1)! - counts[0]!;
 const rows = [...new Set([...first.keys(), ...last.keys()])].map((key) => {
   const a = first.get(key) ?? { count: 0, bytes: 0 };
   const b = last.get(key) ?? { count: 0, bytes: 0 };
   return { key, bytes: (b.bytes - a.bytes) / between, count: (b.count - a.count) / between };
-}).sort((x, y) => y.bytes - x.bytes);
+}).sort((x, y) => base ? Math.abs(y.bytes) - Math.abs(x.bytes) : y.bytes - x.bytes);
 const total = rows.reduce((s, r) => s + r.bytes, 0);
 console.log(
-  `live V8 heap per added provider (${counts[0]} -> ${counts.at(-1)}): ${
-    Math.round(total / 1024)
-  } KiB`,
+  base
+    ? `live V8 heap of the runtime over the base at ${counts[0]} providers: ${
+      Math.round(total / 1024)
+    } KiB`
+    : `live V8 heap per added provider (${counts[0]} -> ${counts.at(-1)}): ${
+      Math.round(total / 1024)
+    } KiB`,
 );
 for (const r of rows.slice(0, top)) {
   console.log(

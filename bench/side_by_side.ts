@@ -1,7 +1,7 @@
 /**
  * deno run -A bench/side_by_side.ts --cmd "<runtime cmd>" --cmd "<runtime cmd>" [--cmd ...]
  *   [--anolis-cmd "<anolis-runtime binary>"] [--providers 10] [--poll-ms 100] [--warm 40]
- *   [--secs 120] [--no-build] [--out F]
+ *   [--secs 120] [--no-build] [--where] [--out F]
  *
  * Several runtimes idle-polling at once, each with its own `--providers` simulated providers x 4
  * devices at `--poll-ms`: after `--warm` seconds, each runtime's CPU (utime + stime of its own
@@ -9,13 +9,22 @@
  * every SAMPLE_EVERY_S). Side by side, all see the same machine load, so the difference between
  * them is what a V8 flag or a bundle changes, not what the machine did meanwhile (the way the
  * V8-flag tables in bench/README.md are measured). Commands as for `deno task bench --runtime-cmd`
- * (the spawned pid must be the runtime: `env VAR=1 deno run ...` execs). Not a test; Linux.
+ * (the spawned pid must be the runtime: `env VAR=1 deno run ...` execs). `--where` adds, at the
+ * window's end, where each runtime's RSS sits (/proc smaps, grouped as bench/lib/proc.ts's
+ * SmapsGroups, MiB) and its V8 heap in use and reserved (GET /metrics; not for anolis), so a
+ * difference in RSS can be told apart: the heap, malloc, or code. Not a test; Linux.
  */
 import { parseArgs } from "node:util";
 import { defaultCommands, splitCommand } from "./lib/args.ts";
 import { buildAll } from "../scripts/bundle.ts";
 import { anolisRuntimeYaml, runtimeYaml, simProviderYaml } from "./lib/config_gen.ts";
-import { clockTicksPerSecond, readProcStat, readRssKb } from "./lib/proc.ts";
+import {
+  clockTicksPerSecond,
+  readProcStat,
+  readRssKb,
+  readSmapsGroups,
+  type SmapsGroups,
+} from "./lib/proc.ts";
 import { RuntimeProcess } from "./lib/runtime_proc.ts";
 import { freePort } from "../tests/helpers/ports.ts";
 
@@ -44,6 +53,7 @@ const { values } = parseArgs({
     secs: { type: "string", default: "120" },
     out: { type: "string" },
     "no-build": { type: "boolean", default: false },
+    where: { type: "boolean", default: false },
   },
 });
 const anolisCmds = (values["anolis-cmd"] ?? []).map(splitCommand);
@@ -84,6 +94,27 @@ async function pollsPerSecond(baseUrl: string): Promise<number> {
   let polls = 0;
   for (const times of seen.values()) polls += times.size - 1;
   return Math.round((polls / secs) * 10) / 10;
+}
+
+/** A runtime's V8 heap in use and reserved, MiB, from its Prometheus metrics. */
+async function heapMiB(baseUrl: string): Promise<{ usedMiB: number; totalMiB: number }> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const read = (name: string) => {
+    const m = new RegExp(`^${name} (\\S+)$`, "m").exec(text);
+    return m ? Math.round(Number(m[1]) / 104857.6) / 10 : NaN;
+  };
+  return {
+    usedMiB: read("runtime_process_heap_used_bytes"),
+    totalMiB: read("runtime_process_heap_total_bytes"),
+  };
+}
+
+/** SmapsGroups in MiB, one decimal. */
+function smapsMiB(g: SmapsGroups | null): Record<string, number> | null {
+  if (g === null) return null;
+  return Object.fromEntries(
+    Object.entries(g).map(([k, kb]) => [k, Math.round((kb as number) / 102.4) / 10]),
+  );
 }
 
 function median(xs: readonly number[]): number {
@@ -144,6 +175,12 @@ try {
   }
   const wallS = (performance.now() - t0) / 1000;
   const cpu1 = started.map(cpuOf);
+  const where = values.where
+    ? await Promise.all(started.map(async (rt, i) => ({
+      smapsMiB: smapsMiB(readSmapsGroups(rt.pid)),
+      heap: anolisCmds.includes(cmds[i]!) ? null : await heapMiB(rt.api.baseUrl),
+    })))
+    : null;
   const rates: number[] = [];
   for (const rt of started) rates.push(await pollsPerSecond(rt.api.baseUrl));
   const rows = cmds.map((cmd, i) => ({
@@ -154,12 +191,14 @@ try {
     cpuPercent: Math.round(((cpu1[i]! - cpu0[i]!) / ticks / wallS) * 10_000) / 100,
     rssMiB: Math.round(median(rss[i]!) / 102.4) / 10,
     devicePollsPerSecond: rates[i]!,
+    ...(where ? where[i] : {}),
   }));
   const load = (await Deno.readTextFile("/proc/loadavg")).split(" ")[0];
   for (const r of rows) {
     console.log(
       `${r.rssMiB} MiB  ${r.cpuPercent} % of a core  ${r.devicePollsPerSecond} device polls/s  ${r.cmd}`,
     );
+    if (where) console.log(`  where: ${JSON.stringify({ smapsMiB: r.smapsMiB, heap: r.heap })}`);
   }
   console.log(
     `(${providers} providers each at ${pollMs} ms, ${secs} s after ${warmS} s; load ${load})`,

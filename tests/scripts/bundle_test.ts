@@ -22,10 +22,11 @@ async function staticClosure(dir: string): Promise<Set<string>> {
     if (seen.has(name)) continue;
     seen.add(name);
     const text = await Deno.readTextFile(`${dir}/${name}`);
-    for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)[^;]*?from\s*"\.\/([^"]+)"/g)) {
+    // Minified, the statements share a line: each starts the text or follows a `;` or a newline.
+    for (const m of text.matchAll(/(?:^|[\n;])\s*(?:import|export)[^;]*?from\s*"\.\/([^"]+)"/g)) {
       todo.push(m[1]!);
     }
-    for (const m of text.matchAll(/(?:^|\n)\s*import\s*"\.\/([^"]+)"/g)) todo.push(m[1]!);
+    for (const m of text.matchAll(/(?:^|[\n;])\s*import\s*"\.\/([^"]+)"/g)) todo.push(m[1]!);
   }
   return seen;
 }
@@ -43,6 +44,51 @@ Deno.test("bundleArgs splits chunks at dynamic imports and leaves the on-demand 
     assert.ok(args.join(" ").includes(`--external ${p}`), p);
   }
   assert.deepStrictEqual(args.slice(-3), ["--outdir", "/tmp/out", "src/main.ts"]);
+  assert.ok(args.includes("--minify") && args.includes("--sourcemap=linked"), args.join(" "));
+  assert.ok(!args.includes("--keep-names"), args.join(" "));
+});
+
+Deno.test("a bundle is minified, and the stack of an error it throws names the source's file, line and column (its linked map, the sources' text left out)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "bundle-map-" });
+  try {
+    await Deno.mkdir(`${dir}/thrower`);
+    await Deno.writeTextFile(
+      `${dir}/thrower/main.ts`,
+      [
+        "class Spinner {",
+        "  spin(n: number): number {",
+        '    if (n > 2) throw new Error("spun too far: " + n);',
+        "    return n + 1;",
+        "  }",
+        "}",
+        "export function turnTheSpinner(): void {",
+        "  console.log(new Spinner().spin(3));",
+        "}",
+        "try {",
+        "  turnTheSpinner();",
+        "} catch (err) {",
+        "  console.log((err as Error).stack);",
+        "}",
+        "",
+      ].join("\n"),
+    );
+    const main = await buildBundle(`${dir}/thrower/main.ts`, `${dir}/out`);
+    const text = await Deno.readTextFile(main);
+    assert.ok(!text.includes("turnTheSpinner()"), `not minified:\n${text}`);
+    assert.ok(text.trimEnd().endsWith("//# sourceMappingURL=main.js.map"), text);
+    const map = JSON.parse(await Deno.readTextFile(`${main}.map`));
+    assert.equal(map.sourcesContent, undefined, "the sources' text is in the map");
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--quiet", "--no-config", main],
+      env: { NO_COLOR: "1" },
+    }).output();
+    const stack = new TextDecoder().decode(out.stdout);
+    assert.match(stack, /spun too far: 3/);
+    assert.match(stack, /thrower\/main\.ts:3:22\)/, stack);
+    assert.match(stack, /thrower\/main\.ts:8:29\)/, stack);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("buildBundle names the entry that failed and shows deno's message", async () => {
@@ -83,27 +129,33 @@ Deno.test("the runtime's bundle loads the console files, the request validators,
   }
   const eagerText = [...eager].map((f) => Deno.readTextFileSync(`${dir}/${f}`)).join("\n");
   assert.ok(!/<!doctype html>/i.test(eagerText), "the console's page is in the start-up code");
-  // esbuild writes `class X {` as `var X = class {`.
-  const allText = files.map((f) => Deno.readTextFileSync(`${dir}/${f}`)).join("\n");
-  assert.ok(allText.includes("BtRunner = class"), "the tree engine is in no chunk");
-  assert.ok(!eagerText.includes("BtRunner = class"), "the tree engine is in the start-up code");
-  assert.ok(
-    allText.includes("SparkplugEdgeNode = class"),
-    "the Sparkplug edge node is in no chunk",
-  );
-  assert.ok(
-    !eagerText.includes("SparkplugEdgeNode = class"),
-    "the Sparkplug edge node is in the start-up code",
-  );
+  // Which source files each bundle file holds: its source map's `sources`.
+  const jsFiles = files.filter((f) => f.endsWith(".js"));
+  const sourcesOf = (f: string): string[] => {
+    const map = JSON.parse(Deno.readTextFileSync(`${dir}/${f}.map`)) as { sources: string[] };
+    return map.sources.map((s) => s.replace(/^(\.\.\/)+/, ""));
+  };
+  for (
+    const [source, what] of [
+      ["src/automation/bt/bt_runner.ts", "the tree engine"],
+      ["src/sparkplug/edge_node.ts", "the Sparkplug edge node"],
+    ]
+  ) {
+    const holders = jsFiles.filter((f) => sourcesOf(f).some((s) => s.endsWith(source!)));
+    assert.ok(holders.length > 0, `${what} is in no chunk`);
+    assert.ok(!holders.some((f) => eager.has(f)), `${what} is in the start-up code: ${holders}`);
+  }
   // An external package stays a bare specifier Deno resolves at run time: were it bundled in,
   // its specifier would be gone from every file.
+  const allText = jsFiles.map((f) => Deno.readTextFileSync(`${dir}/${f}`)).join("\n");
   for (const p of EXTERNAL_PACKAGES) {
     assert.ok(
-      allText.includes(`import("${p}")`) || allText.includes(`from "${p}"`),
+      allText.includes(`import("${p}")`) || allText.includes(`from "${p}"`) ||
+        allText.includes(`from"${p}"`),
       `${p} is not imported by its bare specifier in any chunk: bundled in?`,
     );
   }
-  assert.ok(eager.size < files.length, "every chunk is loaded at start-up");
+  assert.ok(eager.size < jsFiles.length, "every chunk is loaded at start-up");
 });
 
 Deno.test({
